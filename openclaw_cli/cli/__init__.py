@@ -1,0 +1,1 @@
+"""Typer apps only: parse options, call the library, render."""

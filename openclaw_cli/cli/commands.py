@@ -1,0 +1,12 @@
+"""Registers every command group on the root app."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    from openclaw_cli.cli import sessions, status
+
+    sessions.register(app)
+    status.register(app)

@@ -1,0 +1,118 @@
+"""Typed errors and the one exit-code table (docs/exit-codes.md is checked against it by a test)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ERROR = 1  # generic failure; selection errors; blocking migration issues (OpenClaw uses 1)
+    USAGE = 2  # invalid flags or arguments
+    CONFIG = 3  # openclaw.json is unreadable or has an invalid value
+    NOT_FOUND = 4  # unknown session key, agent or store
+    BUSY = 5  # session/store locked by another writer, or the state is owned by a Gateway
+    INVALID_DATA = 6  # corrupt or malformed store data, invalid ids
+    REFUSED = 7  # a write was refused: read-only OpenClaw database, unsafe path or symlink
+    GATEWAY = 8  # the Gateway answered with an error
+    INTERRUPTED = 130  # Ctrl-C
+
+
+EXIT_CODE_DOCS: dict[ExitCode, str] = {
+    ExitCode.OK: "Success (dry runs that would change something also exit 0).",
+    ExitCode.ERROR: "Generic failure: target selection errors, blocking `doctor --session-sqlite` issues, restore conflicts.",
+    ExitCode.USAGE: "Invalid command-line usage (unknown flag, bad value, conflicting options).",
+    ExitCode.CONFIG: "The config file is unreadable or holds an invalid value (the message names the key, the value and an example).",
+    ExitCode.NOT_FOUND: "A named session key, agent or store does not exist.",
+    ExitCode.BUSY: "A session or store is locked by another writer (`session file locked …`), or a Gateway owns the state directory.",
+    ExitCode.INVALID_DATA: "Stored data is corrupt or malformed (e.g. `sessions.json` is not a JSON object), or an id is invalid.",
+    ExitCode.REFUSED: "A write was refused: a real OpenClaw database (read-only until verified write support), a path outside the state directory, a symbolic or hard link.",
+    ExitCode.GATEWAY: "The Gateway was reached but answered with an error.",
+    ExitCode.INTERRUPTED: "Interrupted (Ctrl-C).",
+}
+
+
+class OpenClawError(Exception):
+    """Base of every expected error: carries a JSON `type` and an exit code."""
+
+    type: str = "cli_error"
+    exit_code: ExitCode = ExitCode.ERROR
+
+    def __init__(self, message: str, *, type: str | None = None, exit_code: ExitCode | None = None):
+        super().__init__(message)
+        self.message = message
+        if type is not None:
+            self.type = type
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def to_json(self) -> dict:
+        return {"ok": False, "error": {"type": self.type, "message": self.message}}
+
+
+class UsageError(OpenClawError):
+    type = "cli_error"
+    exit_code = ExitCode.USAGE
+
+
+class SelectionError(OpenClawError):
+    """Target selection errors (`--agent must not be blank`, …); OpenClaw exits 1."""
+
+    type = "cli_error"
+    exit_code = ExitCode.ERROR
+
+
+class ConfigError(OpenClawError):
+    type = "config_error"
+    exit_code = ExitCode.CONFIG
+
+    def __init__(self, message: str, *, issues: list[dict] | None = None, path: str | None = None):
+        super().__init__(message)
+        self.issues = issues or []
+        self.path = path
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        if self.issues:
+            out["issues"] = self.issues
+        return out
+
+
+class NotFoundError(OpenClawError):
+    type = "not_found"
+    exit_code = ExitCode.NOT_FOUND
+
+
+class SessionBusyError(OpenClawError):
+    """OpenClaw's "session busy": lock timeout or stale-but-live lock, SQLite busy timeout."""
+
+    type = "session_busy"
+    exit_code = ExitCode.BUSY
+
+    def __init__(self, message: str, *, code: str = "OPENCLAW_SESSION_WRITE_LOCK_TIMEOUT"):
+        super().__init__(message)
+        self.code = code
+
+
+class StateOwnedError(OpenClawError):
+    type = "state_owned"
+    exit_code = ExitCode.BUSY
+
+
+class InvalidDataError(OpenClawError):
+    type = "invalid_data"
+    exit_code = ExitCode.INVALID_DATA
+
+
+class InvalidIdError(InvalidDataError):
+    type = "invalid_id"
+
+
+class RefusedError(OpenClawError):
+    type = "refused"
+    exit_code = ExitCode.REFUSED
+
+
+class GatewayError(OpenClawError):
+    type = "gateway_error"
+    exit_code = ExitCode.GATEWAY

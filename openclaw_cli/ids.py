@@ -1,0 +1,75 @@
+"""Agent-id normalisation and session-id validation (no id may produce a path outside its dir)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from openclaw_cli.errors import InvalidIdError
+
+DEFAULT_AGENT_ID = "main"
+_AGENT_ID_VALID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$", re.IGNORECASE)
+_AGENT_ID_BAD_RUN = re.compile(r"[^a-z0-9_-]+")
+_CHECKPOINT_NAME = re.compile(
+    r"^(.+)\.checkpoint\.([0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl$",
+    re.IGNORECASE,
+)
+
+
+def normalize_agent_id(raw: str | None, *, strict: bool = False) -> str:
+    """OpenClaw's normalizeAgentId: valid ids are lower-cased, others slugged; empty -> main."""
+    value = (raw or "").strip()
+    if _AGENT_ID_VALID.match(value):
+        return value.lower()
+    slug = _AGENT_ID_BAD_RUN.sub("-", value.lower()).strip("-")[:64]
+    if not slug:
+        if strict:
+            raise InvalidIdError(f"Invalid agent id: {raw!r}")
+        return DEFAULT_AGENT_ID
+    return slug
+
+
+def _is_letter_or_number(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in ("L", "N")
+
+
+def _is_id_char(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in ("L", "N", "M") or ch in "._-"
+
+
+def is_valid_session_id(raw: str) -> bool:
+    """Current OpenClaw rule: `^[\\p{L}\\p{N}][\\p{L}\\p{N}\\p{M}._-]{0,127}$`, NFC, `<id>.jsonl` <= 255 bytes,
+    not a checkpoint name."""
+    if not isinstance(raw, str):
+        return False
+    value = raw.strip()
+    if not value or len(value) > 128 or value != unicodedata.normalize("NFC", value):
+        return False
+    if not _is_letter_or_number(value[0]) or not all(_is_id_char(c) for c in value[1:]):
+        return False
+    if len(f"{value}.jsonl".encode()) > 255:
+        return False
+    return not _CHECKPOINT_NAME.match(f"{value}.jsonl")
+
+
+def is_valid_legacy_session_id(raw: str) -> bool:
+    """Looser rule used for legacy rows: `^[\\p{L}\\p{N}][\\p{L}\\p{N}\\p{M}._:@-]*$`, <= 255 chars,
+    never `/`, `\\`, `.` or `..`."""
+    if not isinstance(raw, str):
+        return False
+    value = raw.strip()
+    if not value or len(value) > 255 or value in (".", "..") or "/" in value or "\\" in value:
+        return False
+    if "\x00" in value or not _is_letter_or_number(value[0]):
+        return False
+    return all(_is_id_char(c) or c in ":@" for c in value[1:])
+
+
+def validate_session_id(raw: str) -> str:
+    if not is_valid_session_id(raw):
+        raise InvalidIdError(f"Invalid session ID: {raw}")
+    return raw.strip()
+
+
+def is_checkpoint_name(name: str) -> bool:
+    return bool(_CHECKPOINT_NAME.match(name))

@@ -1,0 +1,71 @@
+"""One output module: JSON documents on stdout, human text and progress on stderr (Rich, lazily)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def sanitize_text(value: Any) -> str:
+    """Never pass control characters from stored data to a terminal (D6.8): ANSI sequences are
+    removed, newline/CR/tab shown as the two-character escapes, other control characters dropped."""
+    text = value if isinstance(value, str) else str(value)
+    text = _ANSI.sub("", text)
+    text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return _CONTROL.sub("", text)
+
+
+def emit_json(obj: Any) -> None:
+    """Print exactly one JSON document (2-space indent, like OpenClaw) on stdout."""
+    from openclaw_cli.jsonutil import dumps_pretty
+
+    sys.stdout.write(dumps_pretty(obj) + "\n")
+    sys.stdout.flush()
+
+
+def err(line: str = "") -> None:
+    sys.stderr.write(line + "\n")
+
+
+def out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+def no_color() -> bool:
+    return bool(os.environ.get("NO_COLOR"))
+
+
+_console = None
+
+
+def stderr_console():
+    """Rich console on stderr; colour off under NO_COLOR or when not a terminal."""
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        _console = Console(stderr=True, no_color=no_color(), highlight=False, soft_wrap=False)
+    return _console
+
+
+def progress(total: int | None, description: str, *, json_mode: bool = False):
+    """A Rich progress bar on stderr, only when interactive and not in --json mode."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = stderr_console()
+    disabled = json_mode or not console.is_interactive
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=disabled,
+    )
+    return prog, description, total

@@ -1,0 +1,1 @@
+"""Session stores: one interface (base.SessionStore), legacy and SQLite implementations."""

@@ -1,0 +1,151 @@
+"""The store interface every command uses (spec D2): legacy `sessions.json` + JSONL, our SQLite DB,
+and (read-only) real OpenClaw schema-23 databases.
+
+Entries are plain dicts exactly as stored (unknown fields kept, spec D14); transcript lines carry
+their raw JSON text byte-exact (spec D4) plus the parsed object.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import RefusedError
+
+KIND_LEGACY = "legacy"
+KIND_SQLITE = "sqlite"  # our own schema
+KIND_OPENCLAW_SQLITE = "openclaw-sqlite"  # a real OpenClaw agent DB (read-only for us)
+
+
+@dataclass
+class TranscriptLine:
+    seq: int  # 0-based position: file line index among non-blank lines, or SQLite seq
+    raw: str  # exact JSON text of the line, without the newline
+    obj: dict[str, Any] | None  # parsed JSON object (None when the line is not an object)
+    line_no: int | None = None  # 1-based line number in a JSONL file
+
+
+@dataclass
+class ReadIssue:
+    """A malformed/truncated line or unreadable file, reported and skipped (never a crash)."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
+
+
+@dataclass
+class SessionTotals:
+    events: int
+    bytes: int  # UTF-8 bytes of the raw event JSON (no newlines)
+    token_estimate: int | None = None  # chars/4 estimate kept at write time (None when unknown)
+
+
+@dataclass
+class ArchiveFile:
+    path: Path
+    session_id: str | None
+    reason: str  # deleted | reset | bak | imported | ...
+    timestamp_ms: int | None
+    compressed: bool
+    size: int
+
+
+@dataclass
+class StoreStats:
+    sessions: int
+    transcript_bytes: int
+    transcript_events: int | None
+    archives_count: int
+    archives_bytes: int
+    compactions: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SessionStore(ABC):
+    kind: str
+    agent_id: str
+    path: Path  # sessions.json or the .sqlite file
+    sessions_dir: Path  # the agent's artifact dir (legacy transcripts, archives)
+    read_only: bool = False
+    schema: str | None = None  # "openclaw-cli 1", "openclaw 23", None for legacy
+
+    # ---- reads -------------------------------------------------------------------------------
+    @abstractmethod
+    def load_entries(self) -> dict[str, dict[str, Any]]:
+        """All entries, key -> raw entry dict, in store order."""
+
+    def list_entries(
+        self, *, limit: int | None = None, updated_since_ms: int | None = None
+    ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+        """Entries sorted by updatedAt descending (missing last), optionally filtered and limited.
+        Returns (rows, total matching before the limit)."""
+        rows = list(self.load_entries().items())
+        if updated_since_ms is not None:
+            rows = [r for r in rows if _updated_at(r[1]) is not None and _updated_at(r[1]) >= updated_since_ms]
+        rows.sort(key=lambda r: -(_updated_at(r[1]) or float("-inf")) if _updated_at(r[1]) is not None else float("inf"))
+        total = len(rows)
+        return (rows[:limit] if limit is not None else rows), total
+
+    def get_entry(self, key: str) -> dict[str, Any] | None:
+        return self.load_entries().get(key)
+
+    def count_entries(self) -> int:
+        return len(self.load_entries())
+
+    @abstractmethod
+    def iter_transcript(
+        self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> Iterator[TranscriptLine]:
+        """Stream every line of a session's transcript in order. Malformed lines are appended to
+        `issues` and skipped. A missing transcript yields nothing."""
+
+    @abstractmethod
+    def tail_transcript(
+        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> list[TranscriptLine]:
+        """The last `n` lines, without reading the whole transcript."""
+
+    @abstractmethod
+    def has_transcript(self, session_id: str, *, entry: dict[str, Any] | None = None) -> bool: ...
+
+    @abstractmethod
+    def session_totals(self) -> dict[str, SessionTotals]:
+        """Per-session event count and bytes (from totals kept at write time where the store has them)."""
+
+    @abstractmethod
+    def list_archives(self) -> list[ArchiveFile]: ...
+
+    @abstractmethod
+    def stats(self) -> StoreStats: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- writes (read-only stores refuse) -------------------------------------------------------
+    def ensure_writable(self, operation: str) -> None:
+        if self.read_only:
+            raise RefusedError(
+                f"Refusing to {operation}: {self.path} is a real OpenClaw database ({self.schema}); "
+                "openclaw-cli reads it but does not write to it. Use the OpenClaw Gateway or "
+                "`openclaw doctor` from OpenClaw for changes."
+            )
+
+
+def _updated_at(entry: dict[str, Any]) -> float | None:
+    value = entry.get("updatedAt") if isinstance(entry, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value

@@ -1,0 +1,88 @@
+"""Shared fixtures. The autouse fixture isolates every test from the real home directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+OPENCLAW_FIXTURE = FIXTURES / "openclaw-2026.9.6"
+GEN_LEGACY_STORE = ROOT.parent / "shared" / "tools" / "gen_legacy_store.py"
+NOW_MS = 1796000000000
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    home = tmp_path / "home"
+    state = home / ".openclaw"
+    state.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("OPENCLAW_HOME", str(home))
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_CONFIG_PATH", str(state / "openclaw.json"))
+    monkeypatch.delenv("OPENCLAW_PROFILE", raising=False)
+    monkeypatch.delenv("OPENCLAW_DEBUG", raising=False)
+    monkeypatch.delenv("OPENCLAW_GATEWAY_TOKEN", raising=False)
+    for name in list(os.environ):
+        if name.startswith("OPENCLAW_SESSION_WRITE_LOCK_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    # Gateway probes must never reach a real Gateway on the default port during tests.
+    monkeypatch.setenv("OPENCLAW_GATEWAY_PORT", "1")
+    return {"home": home, "state": state, "config": state / "openclaw.json"}
+
+
+@pytest.fixture
+def state_dir(isolated_env: dict[str, Path]) -> Path:
+    return isolated_env["state"]
+
+
+def copy_tree(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, dirs_exist_ok=True)
+    for path in [dest, *dest.rglob("*")]:
+        mode = 0o700 if path.is_dir() else 0o600
+        os.chmod(path, mode)
+    return dest
+
+
+@pytest.fixture
+def legacy_fixture_state(state_dir: Path) -> Path:
+    """The real OpenClaw fixture's legacy state, copied into the isolated state dir."""
+    return copy_tree(OPENCLAW_FIXTURE / "legacy-state", state_dir)
+
+
+@pytest.fixture
+def imported_fixture_state(state_dir: Path) -> Path:
+    """The state after the real OpenClaw import (a real schema-23 DB), copied into the state dir."""
+    return copy_tree(OPENCLAW_FIXTURE / "imported-state", state_dir)
+
+
+def generate_legacy_state(dest: Path, sessions: int, total_mb: float, seed: int, *extra: str) -> Path:
+    """Run the shared deterministic generator (../shared/tools/gen_legacy_store.py)."""
+    if not GEN_LEGACY_STORE.exists():
+        pytest.fail(f"legacy-state generator not found at {GEN_LEGACY_STORE}")
+    subprocess.run(
+        [sys.executable, str(GEN_LEGACY_STORE), str(dest), str(sessions), str(total_mb), str(seed),
+         "--now-ms", str(NOW_MS), *extra],
+        check=True,
+        capture_output=True,
+    )
+    return dest
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run `python -m openclaw_cli` as a real subprocess."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", *args],
+        capture_output=True, text=True, env=full_env, input=input, timeout=timeout,
+    )
