@@ -116,3 +116,20 @@ class RefusedError(OpenClawError):
 class GatewayError(OpenClawError):
     type = "gateway_error"
     exit_code = ExitCode.GATEWAY
+
+
+def exit_codes_markdown() -> str:
+    """The exit-code table as Markdown (docs/exit-codes.md is this text; a test keeps them equal)."""
+    lines = [
+        "# Exit codes",
+        "",
+        "Generated from `openclaw_cli/errors.py` by `python scripts/gen_docs.py`; a test checks it is current.",
+        "",
+        "Under `--json` every failure also prints `{\"ok\":false,\"error\":{\"type\":…,\"message\":…}}` on stdout.",
+        "",
+        "| code | name | meaning |",
+        "|---|---|---|",
+    ]
+    for code in ExitCode:
+        lines.append(f"| {int(code)} | `{code.name}` | {EXIT_CODE_DOCS[code]} |")
+    return "\n".join(lines) + "\n"
