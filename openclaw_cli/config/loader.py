@@ -1,0 +1,349 @@
+"""Read `openclaw.json` (JSON5), validate the keys we model, collect warnings (spec D10).
+
+A missing file means defaults. A file that cannot be read or parsed, or whose root is not an
+object, or that holds an invalid value for a modelled key, is a ConfigError (exit code CONFIG)
+that names the file and, for values, every bad key with an example. `strict=False` (for
+`status` and `doctor`, which must report a broken config rather than die on it) records the
+problems in `LoadedConfig.errors` and uses defaults for the keys in error.
+
+pydantic and json5 are imported inside functions: start-up time matters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openclaw_cli.errors import ConfigError
+from openclaw_cli.paths import StatePaths
+
+if TYPE_CHECKING:
+    from openclaw_cli.config.model import OpenClawConfig
+
+# A config is a few KB; refusing absurd sizes keeps a hostile file from exhausting memory.
+MAX_CONFIG_BYTES = 32 * 1024 * 1024
+_JSON5_POSITION = re.compile(r"^<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
+_SHOWN_VALUE_MAX = 80
+
+# Keys of later OpenClaw releases that we recognise but do not implement (warned as unused).
+_LATER_MAINTENANCE_KEYS = frozenset({"archiveDashboardAfter", "preserveRecent", "coldStorage"})
+
+
+@dataclass
+class LoadedConfig:
+    """The config as loaded: the parsed file, the validated model and what was noticed."""
+
+    path: Path
+    exists: bool
+    raw: dict[str, Any]
+    model: OpenClawConfig
+    warnings: list[str] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)  # only filled when strict=False
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and parsing
+
+
+def read_config_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist. Other failures are ConfigErrors."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConfigError(f"Cannot read config file {path}: it is a directory.", path=str(path)) from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConfigError(f"Cannot read config file {path}: {reason}.", path=str(path)) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"Cannot read config file {path}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB.",
+            path=str(path),
+        )
+    return data
+
+
+def _parse_failure(path: Path, detail: str) -> ConfigError:
+    return ConfigError(f"Failed to parse config file {path}: {detail}", path=str(path))
+
+
+def _json5_detail(error: Exception) -> str:
+    text = str(error)
+    match = _JSON5_POSITION.match(text)
+    if match:
+        line, what, column = match.groups()
+        return f"line {line}, column {column}: {what}."
+    return text if text.endswith(".") else f"{text}."
+
+
+def parse_config_bytes(data: bytes, path: Path) -> dict[str, Any]:
+    """Parse JSON5 bytes into the root object (empty file -> {})."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise _parse_failure(path, f"not UTF-8 text (invalid byte at offset {error.start}).") from None
+    if not text.strip():
+        return {}
+    import orjson
+
+    try:
+        value = orjson.loads(text)  # fast path: most configs are plain JSON
+    except orjson.JSONDecodeError:
+        import json5
+
+        try:
+            value = json5.loads(text)
+        except RecursionError:
+            raise _parse_failure(path, "nested too deeply.") from None
+        except Exception as error:  # json5 raises ValueError, but be safe with hostile input
+            raise _parse_failure(path, _json5_detail(error)) from None
+    if not isinstance(value, dict):
+        kind = "an array" if isinstance(value, list) else f"a {type(value).__name__}"
+        raise ConfigError(
+            f"Invalid config file {path}: the top level must be a JSON object, found {kind}.",
+            path=str(path),
+        )
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def _show_value(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > _SHOWN_VALUE_MAX:
+        text = text[: _SHOWN_VALUE_MAX - 1] + "…"
+    return text
+
+
+def _path_text(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _reason(error: dict[str, Any]) -> str:
+    kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
+    if kind == "config_value" and "reason" in ctx:
+        return str(ctx["reason"])
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return "expected an object"
+    if kind == "list_type":
+        return "expected an array"
+    if kind == "missing":
+        return "required key is missing"
+    return str(error.get("msg", "invalid value"))
+
+
+def make_issue(loc: tuple[str | int, ...], reason: str, value: Any = None, *, missing: bool = False) -> dict[str, str]:
+    from openclaw_cli.config.model import example_for
+
+    example = example_for(loc)
+    message = reason if missing else f"{_show_value(value)} ({reason})"
+    if example is not None:
+        message += f". Example: {example}"
+    return {"path": _path_text(loc), "message": message}
+
+
+def issue_sentence(issue: dict[str, str]) -> str:
+    return f"Invalid config value at {issue['path']}: {issue['message']}"
+
+
+def config_error(issues: list[dict[str, str]], path: Path) -> ConfigError:
+    lines = [issue_sentence(issue) for issue in issues]
+    lines.append(f"Config file: {path}")
+    return ConfigError("\n".join(lines), issues=issues, path=str(path))
+
+
+def _extra_checks(raw: dict[str, Any]) -> list[dict[str, str]]:
+    """Rules pydantic does not express: `agents.list[].id` must be a non-blank string."""
+    issues: list[dict[str, str]] = []
+    agents = raw.get("agents")
+    items = agents.get("list") if isinstance(agents, dict) else None
+    if isinstance(items, list):
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue  # reported by the model
+            loc = ("agents", "list", index, "id")
+            if "id" not in item or item["id"] is None:
+                issues.append(make_issue(loc, "required key is missing", missing=True))
+            elif isinstance(item["id"], str) and not item["id"].strip():
+                issues.append(make_issue(loc, "must not be blank", item["id"]))
+    return issues
+
+
+def _validate(raw: dict[str, Any]) -> tuple[OpenClawConfig | None, list[dict[str, str]], list[tuple]]:
+    from pydantic import ValidationError
+
+    from openclaw_cli.config.model import OpenClawConfig
+
+    issues: list[dict[str, str]] = []
+    locs: list[tuple] = []
+    try:
+        model = OpenClawConfig.model_validate(raw)
+    except ValidationError as error:
+        model = None
+        for item in error.errors(include_url=False):
+            loc = tuple(item.get("loc", ()))
+            missing = item.get("type") == "missing"
+            issues.append(make_issue(loc, _reason(item), item.get("input"), missing=missing))
+            locs.append(loc)
+    return model, [*issues, *_extra_checks(raw)], locs
+
+
+def _drop_paths(raw: dict[str, Any], locs: list[tuple]) -> dict[str, Any]:
+    """A copy of `raw` without the values at `locs` (so defaults apply to keys in error)."""
+    import copy
+
+    out = copy.deepcopy(raw)
+    # Deepest and highest list indices first, so earlier removals do not shift later ones.
+    for loc in sorted(locs, key=lambda loc: (len(loc), [str(p).zfill(12) for p in loc]), reverse=True):
+        node: Any = out
+        for part in loc[:-1]:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        if node is None or not loc:
+            continue
+        try:
+            del node[loc[-1]]
+        except (KeyError, IndexError, TypeError):
+            pass
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Warnings
+
+
+def _unknown_key_warnings(raw: dict[str, Any]) -> list[str]:
+    from openclaw_cli.config.model import COMPACTION_KEYS, COMPACTION_NESTED_KEYS, MAINTENANCE_KEYS
+
+    warnings: list[str] = []
+    session = raw.get("session")
+    maintenance = session.get("maintenance") if isinstance(session, dict) else None
+    if isinstance(maintenance, dict):
+        for key in maintenance:
+            if key in MAINTENANCE_KEYS:
+                continue
+            if key in _LATER_MAINTENANCE_KEYS:
+                warnings.append(
+                    f"session.maintenance.{key} belongs to a later OpenClaw release and is ignored by openclaw-cli."
+                )
+            else:
+                warnings.append(f"Unknown key session.maintenance.{key} is ignored.")
+    agents = raw.get("agents")
+    defaults = agents.get("defaults") if isinstance(agents, dict) else None
+    compaction = defaults.get("compaction") if isinstance(defaults, dict) else None
+    if isinstance(compaction, dict):
+        for key, value in compaction.items():
+            if key not in COMPACTION_KEYS:
+                warnings.append(f"Unknown key agents.defaults.compaction.{key} is ignored.")
+            elif key in COMPACTION_NESTED_KEYS and isinstance(value, dict):
+                for sub in value:
+                    if sub not in COMPACTION_NESTED_KEYS[key]:
+                        warnings.append(f"Unknown key agents.defaults.compaction.{key}.{sub} is ignored.")
+    return warnings
+
+
+def _value_warnings(model: OpenClawConfig) -> list[str]:
+    """Values that are valid but do something the user may not expect."""
+    warnings: list[str] = []
+    m = model.session.maintenance
+    if m.prune_after == 0 or (m.prune_after is None and m.prune_days == 0):
+        warnings.append(
+            'session.maintenance.pruneAfter is a zero duration; age-based pruning is disabled '
+            '(use a duration such as "30d" to enable it).'
+        )
+    if m.reset_archive_retention == 0 and m.reset_archive_retention is not False:
+        warnings.append(
+            "session.maintenance.resetArchiveRetention is a zero duration; reset and deleted transcript "
+            'archives are kept (write false to say so, or a duration such as "14d").'
+        )
+    if m.max_disk_bytes == 0 and m.max_disk_bytes is not False:
+        warnings.append("session.maintenance.maxDiskBytes is 0; the disk budget is disabled (write false to say so).")
+    if m.high_water_bytes == 0:
+        warnings.append("session.maintenance.highWaterBytes is 0; the default (80% of maxDiskBytes) is used.")
+    return warnings
+
+
+def collect_warnings(raw: dict[str, Any], model: OpenClawConfig) -> list[str]:
+    from openclaw_cli.config.legacy_keys import legacy_key_findings
+
+    return [*legacy_key_findings(raw), *_unknown_key_warnings(raw), *_value_warnings(model)]
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+
+
+def validate_config(raw: dict[str, Any], path: Path, *, strict: bool = True) -> LoadedConfig:
+    """Validate an already parsed config (also used by tests and by `config` tooling)."""
+    from openclaw_cli.config.model import OpenClawConfig
+
+    model, issues, locs = _validate(raw)
+    if issues and strict:
+        raise config_error(issues, path)
+    if model is None or issues:
+        try:
+            model, _, _ = _validate(_drop_paths(raw, locs))
+        except Exception:  # never let the fallback itself fail
+            model = None
+        if model is None:
+            model = OpenClawConfig()
+    return LoadedConfig(
+        path=path, exists=True, raw=raw, model=model, warnings=collect_warnings(raw, model), errors=issues
+    )
+
+
+def default_config(path: Path) -> LoadedConfig:
+    from openclaw_cli.config.model import OpenClawConfig
+
+    return LoadedConfig(path=path, exists=False, raw={}, model=OpenClawConfig())
+
+
+def load_config(paths: StatePaths | Path, *, strict: bool = True, ignore_errors: bool = False) -> LoadedConfig:
+    """Load the config at `paths.config_path` (or a plain path).
+
+    strict=True (commands that act on the config): any problem raises ConfigError.
+    strict=False, or ignore_errors=True (`status`, `doctor`): problems land in `errors`;
+    defaults fill the gaps.
+    """
+    strict = strict and not ignore_errors
+    path = Path(paths.config_path if isinstance(paths, StatePaths) else paths)
+    try:
+        data = read_config_bytes(path)
+        if data is None:
+            return default_config(path)
+        raw = parse_config_bytes(data, path)
+    except ConfigError as error:
+        if strict:
+            raise
+        loaded = default_config(path)
+        loaded.exists = path.exists()
+        loaded.errors = [{"path": "", "message": error.message}]
+        return loaded
+    loaded = validate_config(raw, path, strict=strict)
+    if not data.strip():
+        loaded.warnings.insert(0, f"Config file {path} is empty; defaults apply.")
+    return loaded
