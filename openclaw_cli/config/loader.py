@@ -85,6 +85,18 @@ def _json5_detail(error: Exception) -> str:
     return text if text.endswith(".") else f"{text}."
 
 
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def parse_config_bytes(data: bytes, path: Path) -> dict[str, Any]:
     """Parse JSON5 bytes into the root object (empty file -> {})."""
     try:
@@ -107,7 +119,7 @@ def parse_config_bytes(data: bytes, path: Path) -> dict[str, Any]:
         except Exception as error:  # json5 raises ValueError, but be safe with hostile input
             raise _parse_failure(path, _json5_detail(error)) from None
     if not isinstance(value, dict):
-        kind = "an array" if isinstance(value, list) else f"a {type(value).__name__}"
+        kind = _json_kind(value)
         raise ConfigError(
             f"Invalid config file {path}: the top level must be a JSON object, found {kind}.",
             path=str(path),
