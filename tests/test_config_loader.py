@@ -239,6 +239,13 @@ def test_blank_duration_and_size_mean_unset(isolated_env):
     assert settings.prune_after_ms == 30 * 86_400_000 and settings.max_disk_bytes == 2 * 1024**3
 
 
+def test_null_means_unset(isolated_env):
+    loaded = load(isolated_env, '{"session": {"maintenance": null, "writeLock": {"staleMs": null}}, "cron": null}')
+    assert loaded.valid
+    assert maintenance_settings(loaded).max_entries == 500
+    assert loaded.model.session.write_lock.stale_ms is None
+
+
 def test_section_of_the_wrong_type(isolated_env):
     error = config_error(isolated_env, '{"session": {"maintenance": "enforce"}, "agents": {"list": {"id": "x"}}}')
     by_path = {issue["path"]: issue["message"] for issue in error.issues}

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -217,6 +217,14 @@ class _Section(BaseModel):
     loader reports the ones that deserve a warning)."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_unset(cls, data: Any) -> Any:
+        # `"maintenance": null` reads as "not set", like a null leaf, rather than as a type error.
+        if isinstance(data, dict) and any(value is None for value in data.values()):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
 
 
 # --------------------------------------------------------------------------------------------
