@@ -29,10 +29,6 @@ def fail(error: OpenClawError, *, json_mode: bool) -> None:
 
     message = "\n".join(sanitize_text(line) for line in error.message.splitlines()) or error.message
     err(f"Error: {message}")
-    issues = getattr(error, "issues", None)
-    if issues and not json_mode:
-        for issue in issues:
-            err(f"- {issue.get('path', '')}: {issue.get('message', '')}")
     raise typer.Exit(int(error.exit_code))
 
 

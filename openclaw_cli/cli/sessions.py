@@ -1,9 +1,125 @@
-"""`openclaw sessions` (being built)."""
+"""`openclaw sessions` (alias `sessions list`) and `sessions tail`."""
 
 from __future__ import annotations
 
 import typer
 
+from openclaw_cli.cli.common import echo_json, run, state_paths
+
+sessions_app = typer.Typer(
+    help="List sessions (default), tail a transcript, clean up or compact stores.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+AGENT = typer.Option(None, "--agent", help="One agent's store (default: the default agent).")
+ALL_AGENTS = typer.Option(False, "--all-agents", help="Every configured agent plus agent dirs found on disk.")
+STORE = typer.Option(None, "--store", help="An explicit store: a legacy sessions.json or an agent .sqlite.")
+JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+
+
+def _list(agent, all_agents, store, active, limit, json_mode) -> None:
+    def body() -> None:
+        from openclaw_cli.ops import Context, list_sessions, parse_active, parse_limit
+
+        limit_value = parse_limit(limit)
+        active_value = parse_active(active)
+        ctx = Context.load(state_paths())
+        result = list_sessions(
+            ctx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value
+        )
+        if json_mode:
+            echo_json(result)
+        else:
+            from openclaw_cli.cli.render import render_sessions
+
+            render_sessions(result)
+            for hint in ctx.hints:
+                from openclaw_cli.output import err
+
+                err(f"Hint: {hint}")
+
+    run(body, json_mode=json_mode)
+
+
+@sessions_app.callback()
+def sessions_root(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    all_agents: bool = ALL_AGENTS,
+    store: str = STORE,
+    active: str = typer.Option(None, "--active", help="Only sessions updated within N minutes."),
+    limit: str = typer.Option(None, "--limit", help='Maximum rows (default 100), or "all".'),
+    json_mode: bool = JSON,
+    verbose: bool = typer.Option(False, "--verbose", help="Verbose logging."),
+) -> None:
+    ctx.obj = {
+        **(ctx.obj or {}),
+        "agent": agent,
+        "all_agents": all_agents,
+        "store": store,
+        "active": active,
+        "limit": limit,
+        "json": json_mode,
+        "verbose": verbose,
+    }
+    if ctx.invoked_subcommand is None:
+        _list(agent, all_agents, store, active, limit, json_mode)
+
+
+@sessions_app.command("list")
+def sessions_list(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    all_agents: bool = ALL_AGENTS,
+    store: str = STORE,
+    active: str = typer.Option(None, "--active", help="Only sessions updated within N minutes."),
+    limit: str = typer.Option(None, "--limit", help='Maximum rows (default 100), or "all".'),
+    json_mode: bool = JSON,
+) -> None:
+    """List sessions, newest first (same as `openclaw sessions`)."""
+    parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
+    _list(
+        agent or parent.get("agent"),
+        all_agents or bool(parent.get("all_agents")),
+        store or parent.get("store"),
+        active or parent.get("active"),
+        limit or parent.get("limit"),
+        json_mode or bool(parent.get("json")),
+    )
+
+
+@sessions_app.command("tail")
+def sessions_tail(
+    ctx: typer.Context,
+    session_key: str = typer.Option(..., "--session-key", help="The session key to show."),
+    tail: int = typer.Option(80, "--tail", help="How many entries (default 80)."),
+    agent: str = AGENT,
+    store: str = STORE,
+    context: bool = typer.Option(False, "--context", help="Show the context a model would see (after compaction)."),
+    json_mode: bool = JSON,
+) -> None:
+    """Print the last N entries of a session's active branch."""
+    parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
+    json_mode = json_mode or bool(parent.get("json"))
+
+    def body() -> None:
+        from openclaw_cli.ops import Context, tail_session
+
+        cx = Context.load(state_paths())
+        result = tail_session(
+            cx, session_key, n=tail, agent=agent or parent.get("agent"), store=store or parent.get("store"),
+            context=context,
+        )
+        if json_mode:
+            echo_json(result)
+        else:
+            from openclaw_cli.cli.render import render_tail
+
+            render_tail(result)
+
+    run(body, json_mode=json_mode)
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.add_typer(sessions_app, name="sessions")

@@ -1,0 +1,185 @@
+"""`openclaw status --json` (spec D17): OpenClaw's top-level keys where we can fill them truthfully
+(`sessions`, `gateway`, `agents`), ours under new keys (`stateDir`, `configPath`, `config`,
+`stores`, `maintenance`). Read-only: nothing on disk is modified."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openclaw_cli.errors import ConfigError, OpenClawError
+from openclaw_cli.ops import Context, now_ms, open_target
+from openclaw_cli.paths import StatePaths
+from openclaw_cli.selection import Target, known_agent_ids
+
+RECENT_LIMIT = 10
+
+
+def _status_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A `sessions.recent[]` row (R6.3.3) from a listing row; fields we cannot fill are omitted."""
+    total = row.get("totalTokens")
+    ctx = row.get("contextTokens")
+    fresh = row.get("totalTokensFresh") is True or (total is not None and row.get("totalTokensFresh") is not False)
+    out: dict[str, Any] = {
+        "agentId": row["agentId"],
+        "key": row["key"],
+        "kind": row["kind"],
+        "sessionId": row.get("sessionId"),
+        "updatedAt": row.get("updatedAt"),
+        "age": row.get("ageMs"),
+    }
+    for name in ("thinkingLevel", "verboseLevel", "reasoningLevel", "elevatedLevel", "systemSent",
+                 "abortedLastRun", "inputTokens", "outputTokens"):
+        if name in row:
+            out[name] = row[name]
+    out["totalTokens"] = total
+    out["totalTokensFresh"] = bool(row.get("totalTokensFresh"))
+    if total is not None and ctx and fresh:
+        out["remainingTokens"] = max(0, ctx - total)
+        out["percentUsed"] = min(999, round(total / ctx * 100))
+    else:
+        out["remainingTokens"] = None
+        out["percentUsed"] = None
+    out["model"] = row.get("model")
+    out["contextTokens"] = ctx
+    flags = []
+    for name, label in (("thinkingLevel", "think"), ("verboseLevel", "verbose"), ("reasoningLevel", "reasoning"),
+                        ("elevatedLevel", "elevated")):
+        if row.get(name):
+            flags.append(f"{label}:{row[name]}")
+    if row.get("systemSent"):
+        flags.append("system")
+    if row.get("abortedLastRun"):
+        flags.append("aborted")
+    if row.get("sessionId"):
+        flags.append(f"id:{row['sessionId']}")
+    out["flags"] = flags
+    return out
+
+
+def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any]:
+    from openclaw_cli.maintenance.report import describe_settings
+
+    view = describe_settings(settings)
+    view["wouldRemoveNow"] = previews
+    return view
+
+
+def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
+    from openclaw_cli.config import (
+        default_agent_id,
+        gateway_settings,
+        load_config,
+        maintenance_settings,
+    )
+    from openclaw_cli.gateway_probe import probe_gateway
+    from openclaw_cli.rows import session_row
+
+    now = now_ms()
+    config_block: dict[str, Any] = {"valid": True, "errors": [], "warnings": []}
+    try:
+        loaded = load_config(paths)
+        config_block["warnings"] = list(loaded.warnings)
+    except ConfigError as exc:
+        # status must still report; fall back to defaults and show the problem.
+        config_block = {"valid": False, "errors": exc.issues or [{"path": "", "message": exc.message}], "warnings": []}
+        loaded = load_config(paths, ignore_errors=True)
+    ctx = Context(paths=paths, config=loaded)
+    settings = maintenance_settings(loaded)
+    from openclaw_cli.config import context_tokens_default, default_model
+
+    model_default, ctx_default = default_model(loaded), context_tokens_default(loaded)
+
+    by_agent: list[dict[str, Any]] = []
+    stores: list[dict[str, Any]] = []
+    agents: list[dict[str, Any]] = []
+    previews: list[dict[str, Any]] = []
+    all_rows: list[dict[str, Any]] = []
+    session_paths: list[str] = []
+    total_sessions = 0
+    for agent_id in known_agent_ids(paths, loaded):
+        try:
+            store = open_target(ctx, Target(agent_id=agent_id, store_path=None))
+        except OpenClawError as exc:
+            stores.append({"agent": agent_id, "kind": None, "path": None, "error": exc.message})
+            continue
+        with store:
+            entries = store.load_entries()
+            stats = store.stats()
+            rows = [
+                session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_default,
+                            default_context_tokens=ctx_default)
+                for k, e in entries.items() if isinstance(e, dict)
+            ]
+            rows.sort(key=lambda r: -(r["updatedAt"] or 0))
+            recent = [_status_row(r) for r in rows[:RECENT_LIMIT]]
+            all_rows.extend(rows[:RECENT_LIMIT])
+            session_paths.append(str(store.path))
+            total_sessions += len(entries)
+            by_agent.append({"agentId": agent_id, "path": str(store.path), "count": len(entries), "recent": recent})
+            last_updated = rows[0]["updatedAt"] if rows else None
+            agents.append({
+                "id": agent_id,
+                "sessionsPath": str(store.path),
+                "sessionsCount": len(entries),
+                "lastUpdatedAt": last_updated,
+                "lastActiveAgeMs": (now - last_updated) if last_updated is not None else None,
+            })
+            stores.append({
+                "agent": agent_id,
+                "kind": store.kind,
+                "path": str(store.path),
+                "schema": store.schema,
+                "readOnly": store.read_only,
+                "sessions": stats.sessions,
+                "transcriptBytes": stats.transcript_bytes,
+                "transcriptEvents": stats.transcript_events,
+                "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
+                "compactions": stats.compactions,
+            })
+            previews.append(_preview(agent_id, store, entries, settings, now))
+    all_rows.sort(key=lambda r: -(r["updatedAt"] or 0))
+    gw = gateway_settings(loaded)
+    gateway = probe_gateway("127.0.0.1", gw.port) if probe else {
+        "mode": "local", "url": f"ws://127.0.0.1:{gw.port}", "urlSource": "local loopback",
+        "reachable": False, "connectLatencyMs": None, "error": "not probed",
+    }
+    result: dict[str, Any] = {
+        "sessions": {
+            "paths": session_paths,
+            "count": total_sessions,
+            "defaults": {"model": model_default, "contextTokens": ctx_default},
+            "recent": [_status_row(r) for r in all_rows[:RECENT_LIMIT]],
+            "byAgent": by_agent,
+        },
+        "gateway": gateway,
+        "agents": {"defaultId": default_agent_id(loaded), "agents": agents, "totalSessions": total_sessions},
+        "stateDir": str(paths.state_dir),
+        "configPath": str(paths.config_path),
+        "config": config_block,
+        "stores": stores,
+        "maintenance": _maintenance_view(settings, previews),
+    }
+    if ctx.hints:
+        result["hint"] = " ".join(ctx.hints)
+    return result
+
+
+def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int) -> dict[str, Any]:
+    """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
+    reads), plus when the next entry reaches `pruneAfter`."""
+    from openclaw_cli.maintenance.plan import next_prune_at, plan_cleanup
+
+    totals = store.session_totals() if store.kind != "legacy" else None
+    session_bytes = {sid: t.bytes for sid, t in totals.items()} if totals else None
+    plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes)
+    counts = plan.counters()
+    return {
+        "agentId": agent_id,
+        "beforeCount": counts["beforeCount"],
+        "afterCount": counts["afterCount"],
+        "modelRunPruned": counts["modelRunPruned"],
+        "pruned": counts["pruned"],
+        "capped": counts["capped"],
+        "evicted": counts.get("evicted", 0),
+        "nextPruneAt": next_prune_at(entries, settings, now_ms=now),
+    }

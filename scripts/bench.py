@@ -1,0 +1,206 @@
+"""Benchmarks with the issues' speed targets, side by side with the real OpenClaw (/tmp/peer).
+
+Usage: scripts/bench [--runs N] [--only NAME ...] [--data DIR] [--no-peer]
+Datasets are generated once under --data (default /tmp/openclaw-bench) with the shared generator;
+the peer's imported copies are cached there too. Medians are printed with min-max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GEN = ROOT.parent / "shared" / "tools" / "gen_legacy_store.py"
+PEER = Path("/tmp/peer/openclaw")
+OURS = [str(ROOT / ".venv" / "bin" / "openclaw")]
+NOW_MS = "1796000000000"
+DATASETS = {
+    "many": ["20000", "0", "2027", "--min-turns", "1"],
+    "big": ["2000", "200", "2026"],
+}
+CLEANUP_CONFIG = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 5000}}}
+
+
+@dataclass
+class Run:
+    seconds: float
+    max_rss_mb: float
+    code: int
+
+
+def timed(cmd: list[str], env: dict[str, str], *, setup: Callable[[], None] | None = None) -> Run:
+    if setup:
+        setup()
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        err = proc.stderr.read().decode(errors="replace")[-800:] if proc.stderr else ""
+        print(f"    ! exit {code}: {' '.join(cmd[-4:])}\n{err}", file=sys.stderr)
+    return Run(elapsed, usage.ru_maxrss / 1024, code)
+
+
+def summary(runs: list[Run]) -> str:
+    secs = [r.seconds for r in runs]
+    rss = max(r.max_rss_mb for r in runs)
+    return f"median {statistics.median(secs):.3f} s (min {min(secs):.3f}, max {max(secs):.3f}), peak RSS {rss:.0f} MB"
+
+
+def median(runs: list[Run]) -> float:
+    return statistics.median(r.seconds for r in runs)
+
+
+class Bench:
+    def __init__(self, data: Path, runs: int, use_peer: bool):
+        self.data = data
+        self.runs = runs
+        self.use_peer = use_peer and PEER.exists()
+        self.results: list[dict] = []
+
+    # ---- datasets -------------------------------------------------------------------------
+    def legacy(self, name: str) -> Path:
+        """A pristine generated legacy state (never modified by benchmarks)."""
+        dest = self.data / f"{name}-legacy"
+        if not (dest / "agents").exists():
+            print(f"  generating {name} dataset…", file=sys.stderr)
+            subprocess.run([sys.executable, str(GEN), str(dest), *DATASETS[name], "--cron-key-style", "canonical",
+                            "--now-ms", NOW_MS], check=True, stdout=subprocess.DEVNULL)
+        return dest
+
+    def fresh_copy(self, name: str, label: str) -> Path:
+        src = self.legacy(name)
+        dest = self.data / f"{name}-{label}"
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(src, dest, copy_function=os.link)  # hard links: cheap; import moves, never writes them
+        return dest
+
+    def env_ours(self, state: Path, config: dict | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_HOME": str(state.parent),
+                    "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"), "NO_COLOR": "1"})
+        if config is not None:
+            (state / "openclaw.json").write_text(json.dumps(config))
+        return env
+
+    def peer_root(self, name: str) -> Path:
+        """The peer's state: <root>/home/.openclaw imported by the real OpenClaw (cached)."""
+        root = self.data / f"peer-{name}"
+        state = root / "home" / ".openclaw"
+        marker = root / ".imported"
+        if not marker.exists():
+            if root.exists():
+                shutil.rmtree(root)
+            shutil.copytree(self.legacy(name), state)
+            print(f"  peer: importing {name} (slow, once)…", file=sys.stderr)
+            run = timed([str(PEER), "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                        self.env_peer(root))
+            (root / "import-time.json").write_text(json.dumps({"seconds": run.seconds, "rss": run.max_rss_mb}))
+            marker.write_text("ok")
+        return root
+
+    def env_peer(self, root: Path, config: dict | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env["OC_PEER_ROOT"] = str(root)
+        if config is not None:
+            (root / "home" / ".openclaw" / "openclaw.json").write_text(json.dumps(config))
+        return env
+
+    # ---- reporting --------------------------------------------------------------------------
+    def compare(self, name: str, ours: list[Run], peer: list[Run] | None, target: str,
+                ratio_needed: float | None = None, absolute_max: float | None = None) -> None:
+        line = {"case": name, "ours": summary(ours), "target": target}
+        verdict = []
+        if absolute_max is not None:
+            verdict.append("OK" if median(ours) <= absolute_max else "MISSED")
+        if peer:
+            ratio = median(peer) / median(ours)
+            line["peer"] = summary(peer)
+            line["speedup"] = f"{ratio:.1f}x"
+            if ratio_needed is not None:
+                verdict.append("OK" if ratio >= ratio_needed else "MISSED")
+        line["verdict"] = " ".join(verdict) or "(no peer)"
+        self.results.append(line)
+        print(f"\n{name}\n  ours : {line['ours']}", file=sys.stderr)
+        if peer:
+            print(f"  peer : {line['peer']}\n  speed-up {line['speedup']} (target: {target}) {line['verdict']}",
+                  file=sys.stderr)
+        else:
+            print(f"  target: {target} {line['verdict']}", file=sys.stderr)
+
+    def repeat(self, cmd: list[str], env: dict[str, str], runs: int | None = None,
+               setup: Callable[[], None] | None = None) -> list[Run]:
+        return [timed(cmd, env, setup=setup) for _ in range(runs or self.runs)]
+
+
+def case_help(b: Bench) -> None:
+    env = dict(os.environ)
+    ours = b.repeat([*OURS, "--help"], env, runs=max(b.runs, 10))
+    peer = b.repeat([str(PEER), "--help"], b.env_peer(b.data / "peer-empty"), runs=max(b.runs, 10)) if b.use_peer else None
+    b.compare("openclaw --help", ours, peer, "<= 150 ms median", absolute_max=0.150)
+
+
+def case_sessions_legacy_many(b: Bench) -> None:
+    state = b.legacy("many")
+    ours = b.repeat([*OURS, "sessions", "--json"], b.env_ours(state))
+    peer = None
+    if b.use_peer:
+        root = b.peer_root("many")
+        peer = b.repeat([str(PEER), "sessions", "--json"], b.env_peer(root))
+    b.compare("sessions --json, 20k sessions (ours: legacy store; peer: its imported SQLite)", ours, peer,
+              ">= 5x faster than the real OpenClaw (1.3-1.7 s)", ratio_needed=5)
+
+
+def case_status_legacy_many(b: Bench) -> None:
+    state = b.legacy("many")
+    ours = b.repeat([*OURS, "status", "--json"], b.env_ours(state))
+    peer = None
+    if b.use_peer:
+        root = b.peer_root("many")
+        peer = b.repeat([str(PEER), "status", "--json"], b.env_peer(root))
+    b.compare("status --json, 20k sessions (ours: legacy store; peer: imported)", ours, peer,
+              ">= 5x faster than the real OpenClaw (~1.2 s)", ratio_needed=5)
+
+
+CASES: dict[str, Callable[[Bench], None]] = {
+    "help": case_help,
+    "sessions-legacy-many": case_sessions_legacy_many,
+    "status-legacy-many": case_status_legacy_many,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", nargs="*", choices=sorted(CASES))
+    parser.add_argument("--data", type=Path, default=Path("/tmp/openclaw-bench"))
+    parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    args = parser.parse_args()
+    if not GEN.exists():
+        sys.exit(f"bench: generator not found at {GEN}")
+    args.data.mkdir(parents=True, exist_ok=True)
+    bench = Bench(args.data, args.runs, not args.no_peer)
+    if not bench.use_peer:
+        print("(real OpenClaw not installed at /tmp/peer: printing our figures only; "
+              "install it with ../shared/tools/peer-install.sh)", file=sys.stderr)
+    for name in args.only or CASES:
+        CASES[name](bench)
+    if args.json:
+        print(json.dumps(bench.results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
