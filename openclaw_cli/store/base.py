@@ -45,6 +45,7 @@ class SessionTotals:
     events: int
     bytes: int  # UTF-8 bytes of the raw event JSON (no newlines)
     token_estimate: int | None = None  # chars/4 estimate kept at write time (None when unknown)
+    cold: bool = False  # events moved to OpenClaw cold storage: counts come from the archive row
 
 
 @dataclass

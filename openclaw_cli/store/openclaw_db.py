@@ -1,0 +1,381 @@
+"""Read-only access to a real OpenClaw agent database (schema 23, spec D4; storage-migration.md §4).
+
+Everything is read: entries (`session_nodes WHERE entry_valid = 1`), transcripts in seq order
+including zstd-compressed `event_zstd` rows, totals, archives, cold-storage markers. Nothing is
+ever written: the database is opened so that no `-wal`/`-shm` file is created (see
+`sqlite_common.open_readonly`), and every write method refuses with `RefusedError`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from openclaw_cli import jsonutil
+from openclaw_cli.errors import InvalidDataError, NotFoundError
+from openclaw_cli.ids import normalize_agent_id
+from openclaw_cli.store.base import (
+    KIND_OPENCLAW_SQLITE,
+    ArchiveFile,
+    ReadIssue,
+    SessionStore,
+    SessionTotals,
+    StoreStats,
+    TranscriptLine,
+)
+from openclaw_cli.store.sqlite_common import (
+    OPENCLAW_SCHEMA_VERSION,
+    OUR_APPLICATION_ID,
+    list_archive_files,
+    open_readonly,
+    read_header,
+    sessions_dir_for,
+    table_names,
+    translate_error,
+)
+
+PAYLOAD_SIZE_MISMATCH = "Compressed transcript payload length does not match its recorded UTF-8 size"
+_MAX_EVENT_BYTES = 64 * 1024 * 1024  # sanity bound before allocating (OpenClaw's CHECK says 4 MiB)
+_PRE14_TABLES = {"session_entries", "sessions", "session_routes"}
+
+
+def _unsupported(message: str) -> InvalidDataError:
+    return InvalidDataError(message, type="unsupported_schema")
+
+
+class OpenClawDbStore(SessionStore):
+    kind = KIND_OPENCLAW_SQLITE
+    read_only = True
+    schema = f"openclaw {OPENCLAW_SCHEMA_VERSION}"
+
+    def __init__(self, db_path: Path, agent_id: str | None = None, *, busy_timeout_ms: int = 60000):
+        self.path = Path(db_path)
+        self.sessions_dir = sessions_dir_for(self.path)
+        self.busy_timeout_ms = int(busy_timeout_ms)
+        self.issues: list[ReadIssue] = []  # entries skipped while loading (invalid entry_json)
+        self._dctx: Any = None
+        if not self.path.exists():
+            raise NotFoundError(f"OpenClaw agent database not found: {self.path}")
+        header = read_header(self.path)
+        if header is None:
+            raise InvalidDataError(f"{self.path} is an empty file, not an OpenClaw agent database")
+        if header.application_id == OUR_APPLICATION_ID:
+            raise InvalidDataError(f"{self.path} is an openclaw-cli database, not a real OpenClaw one")
+        self._ro = open_readonly(self.path, timeout_ms=self.busy_timeout_ms)
+        self._conn: sqlite3.Connection | None = self._ro.conn
+        try:
+            self.agent_id = self._validate(agent_id)
+            self._tables = table_names(self._conn)
+        except BaseException:
+            self.close()
+            raise
+
+    def _validate(self, requested: str | None) -> str:
+        conn = self._db()
+        path = self.path
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = table_names(conn)
+        except sqlite3.Error as exc:
+            raise translate_error(exc, path, self.busy_timeout_ms) from None
+        if version > OPENCLAW_SCHEMA_VERSION:
+            raise _unsupported(
+                f"This openclaw-cli build cannot open your existing data: OpenClaw agent database {path} "
+                f"uses newer schema version {version}; this build supports {OPENCLAW_SCHEMA_VERSION}.")
+        if version == 0 and not tables:
+            raise InvalidDataError(f"{path} is an empty SQLite database, not an OpenClaw agent database")
+        if version < OPENCLAW_SCHEMA_VERSION or ("session_nodes" not in tables and tables & _PRE14_TABLES):
+            raise _unsupported(
+                f"OpenClaw agent database {path} uses schema version {version}; stop active agents and run "
+                "openclaw doctor --fix to migrate session identities before using it.")
+        if "schema_meta" not in tables or "session_nodes" not in tables or "transcript_events" not in tables:
+            raise InvalidDataError(f"{path} is not an OpenClaw agent database (session tables are missing)")
+        row = conn.execute(
+            "SELECT role, agent_id FROM schema_meta WHERE meta_key = 'primary'").fetchone()
+        if row is None:
+            raise InvalidDataError(f"OpenClaw agent database {path} has no schema metadata.")
+        role, owner = row
+        if role != "agent":
+            raise _unsupported(f"OpenClaw agent database {path} has schema role {role}; expected agent.")
+        if not isinstance(owner, str) or not owner.strip():
+            raise InvalidDataError(f"OpenClaw agent database {path} has no agent owner.")
+        owner = normalize_agent_id(owner)
+        if requested is not None and normalize_agent_id(requested) != owner:
+            raise InvalidDataError(
+                f"OpenClaw agent database {path} belongs to agent {owner}; requested agent "
+                f"{normalize_agent_id(requested)}.")
+        return owner
+
+    # ---- plumbing ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        if getattr(self, "_conn", None) is not None:
+            self._conn = None
+            self._ro.close()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise InvalidDataError(f"OpenClaw agent database {self.path} is closed")
+        return self._conn
+
+    def _q(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._db().execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+
+    @property
+    def open_mode(self) -> str:
+        """How the file was opened: immutable | ro | snapshot (see sqlite_common.open_readonly)."""
+        return self._ro.mode
+
+    # ---- entries -----------------------------------------------------------------------------------
+    def _entry(self, key: str, text: str) -> dict[str, Any] | None:
+        try:
+            value = jsonutil.loads(text)
+        except jsonutil.JSONDecodeError as exc:
+            self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: malformed entry_json: {exc}"))
+            return None
+        if not isinstance(value, dict):
+            self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: entry_json is not an object"))
+            return None
+        return value
+
+    def load_entries(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for key, text in self._q("SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 ORDER BY rowid"):
+            entry = self._entry(key, text)
+            if entry is not None:
+                out[key] = entry
+        return out
+
+    def list_entries(
+        self, *, limit: int | None = None, updated_since_ms: int | None = None
+    ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+        where, params = " WHERE entry_valid = 1", []
+        if updated_since_ms is not None:
+            where += " AND updated_at >= ?"
+            params.append(updated_since_ms)
+        sql = f"SELECT session_key, entry_json FROM session_nodes{where} ORDER BY updated_at DESC, session_key"
+        rows = self._q(sql + (" LIMIT ?" if limit is not None else ""),
+                       [*params, max(int(limit), 0)] if limit is not None else params)
+        if limit is None or len(rows) < limit:
+            total = len(rows)
+        else:
+            total = self._q(f"SELECT count(*) FROM session_nodes{where}", params)[0][0]
+        out = []
+        for key, text in rows:
+            entry = self._entry(key, text)
+            if entry is not None:
+                out.append((key, entry))
+        return out, total
+
+    def get_entry(self, key: str) -> dict[str, Any] | None:
+        rows = self._q("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,))
+        return self._entry(key, rows[0][0]) if rows else None
+
+    def count_entries(self) -> int:
+        return self._q("SELECT count(*) FROM session_nodes WHERE entry_valid = 1")[0][0]
+
+    # ---- transcripts -------------------------------------------------------------------------------
+    def _decode(self, session_id: str, seq: int, text: str | None, blob: bytes | None, size: int | None) -> str:
+        """The event JSON text: `event_json`, or the zstd payload decoded to exactly
+        `event_utf8_bytes` bytes of UTF-8 (storage-migration.md §4.4 S-6)."""
+        if text is not None:
+            return text
+        where = f"{self.path} session {session_id} seq {seq}"
+        if blob is None or not isinstance(size, int) or size < 0 or size > _MAX_EVENT_BYTES:
+            raise InvalidDataError(f"Transcript event has no readable payload: {where}")
+        if self._dctx is None:
+            import zstandard
+
+            self._dctx = zstandard
+        zstd = self._dctx
+        declared = zstd.frame_content_size(bytes(blob)) if len(blob) >= 4 else -1
+        if declared not in (-1, size):
+            raise InvalidDataError(f"{PAYLOAD_SIZE_MISMATCH}: {where}")
+        try:
+            data = zstd.ZstdDecompressor().decompress(bytes(blob), max_output_size=size + 1)
+        except zstd.ZstdError as exc:
+            raise InvalidDataError(f"Cannot decompress transcript event ({exc}): {where}") from None
+        if len(data) != size:
+            raise InvalidDataError(f"{PAYLOAD_SIZE_MISMATCH}: {where}")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidDataError(f"Compressed transcript payload is not valid UTF-8: {where}") from None
+
+    def _line(self, session_id: str, row: tuple[Any, ...], issues: list[ReadIssue] | None) -> TranscriptLine | None:
+        seq, text, blob, size = row
+        try:
+            raw = self._decode(session_id, seq, text, blob, size)
+            obj = jsonutil.loads(raw)
+        except InvalidDataError as exc:
+            if issues is None:
+                raise
+            issues.append(ReadIssue(f"{self.path}#{session_id}", seq + 1, exc.message))
+            return None
+        except jsonutil.JSONDecodeError as exc:
+            if issues is None:
+                raise InvalidDataError(f"Malformed transcript event JSON: {self.path} session {session_id} seq {seq}: {exc}") from None
+            issues.append(ReadIssue(f"{self.path}#{session_id}", seq + 1, f"malformed JSON: {exc}"))
+            return None
+        return TranscriptLine(seq=seq, raw=raw, obj=obj if isinstance(obj, dict) else None)
+
+    def cold_sessions(self) -> dict[str, dict[str, Any]]:
+        """Sessions whose events OpenClaw moved to cold storage (`sessions/cold/<sha256>.jsonl.zst`)."""
+        if "session_transcript_cold_archives" not in self._tables:
+            return {}
+        rows = self._q("SELECT session_id, archive_name, event_count, raw_bytes, archived_at, storage"
+                       " FROM session_transcript_cold_archives")
+        return {sid: {"archiveName": name, "events": n, "rawBytes": b, "archivedAt": at, "storage": storage}
+                for sid, name, n, b, at, storage in rows}
+
+    def is_cold(self, session_id: str) -> bool:
+        if "session_transcript_cold_archives" not in self._tables:
+            return False
+        return bool(self._q("SELECT 1 FROM session_transcript_cold_archives WHERE session_id = ?", (session_id,)))
+
+    def _cold_error(self, session_id: str) -> InvalidDataError:
+        info = self.cold_sessions().get(session_id, {})
+        return InvalidDataError(
+            f"Transcript of session {session_id} is in OpenClaw cold storage ({info.get('archiveName')}, "
+            f"{info.get('events')} events) in {self.path}; restore it with OpenClaw before reading it.",
+            type="cold_transcript")
+
+    def iter_transcript(
+        self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> Iterator[TranscriptLine]:
+        """Events in seq order. A cold session is an error (or an issue when `issues` is given),
+        never an empty transcript."""
+        any_row = False
+        try:
+            cursor = self._db().execute(
+                "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events"
+                " WHERE session_id = ? ORDER BY seq", (session_id,))
+            for row in cursor:
+                any_row = True
+                line = self._line(session_id, row, issues)
+                if line is not None:
+                    yield line
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        if not any_row and self.is_cold(session_id):
+            error = self._cold_error(session_id)
+            if issues is None:
+                raise error
+            issues.append(ReadIssue(f"{self.path}#{session_id}", None, error.message))
+
+    def tail_transcript(
+        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> list[TranscriptLine]:
+        if n <= 0:
+            return []
+        rows = self._q("SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events"
+                       " WHERE session_id = ? ORDER BY seq DESC LIMIT ?", (session_id, int(n)))
+        if not rows and self.is_cold(session_id):
+            error = self._cold_error(session_id)
+            if issues is None:
+                raise error
+            issues.append(ReadIssue(f"{self.path}#{session_id}", None, error.message))
+            return []
+        lines = [self._line(session_id, row, issues) for row in reversed(rows)]
+        return [line for line in lines if line is not None]
+
+    def has_transcript(self, session_id: str, *, entry: dict[str, Any] | None = None) -> bool:
+        if self._q("SELECT 1 FROM transcript_events WHERE session_id = ? LIMIT 1", (session_id,)):
+            return True
+        return self.is_cold(session_id)
+
+    def session_totals(self) -> dict[str, SessionTotals]:
+        """One GROUP BY over the events (OpenClaw keeps no per-session totals); cold sessions carry
+        their archived counts and `cold=True`."""
+        rows = self._q(
+            "SELECT session_id, count(*), sum(coalesce(event_utf8_bytes, length(CAST(event_json AS BLOB))))"
+            " FROM transcript_events GROUP BY session_id")
+        out = {sid: SessionTotals(events=n, bytes=b or 0) for sid, n, b in rows}
+        for sid, info in self.cold_sessions().items():
+            if sid not in out:
+                out[sid] = SessionTotals(events=info["events"], bytes=info["rawBytes"], cold=True)
+        return out
+
+    def export_transcript(self, session_id: str, dest: BinaryIO) -> SessionTotals:
+        """The transcript as JSONL bytes (decoded lines + `\\n`): a read, allowed on OpenClaw DBs."""
+        events = total = 0
+        for line in self.iter_transcript(session_id):
+            data = line.raw.encode("utf-8")
+            dest.write(data + b"\n")
+            events += 1
+            total += len(data)
+        return SessionTotals(events=events, bytes=total)
+
+    # ---- archives & stats --------------------------------------------------------------------------
+    def list_archives(self) -> list[ArchiveFile]:
+        files = list_archive_files(self.sessions_dir)
+        seen = {item.path.name for item in files}
+        if "session_transcript_archives" in self._tables:
+            for sid, reason, encoding, name, created, size in self._q(
+                    "SELECT session_id, reason, encoding, archive_name, created_at, length(archive_blob)"
+                    " FROM session_transcript_archives ORDER BY created_at, archive_name"):
+                if name in seen or "/" in name or "\\" in name:
+                    continue
+                files.append(ArchiveFile(self.sessions_dir / name, sid, reason, created, encoding == "zstd", size or 0))
+        return files
+
+    def stats(self) -> StoreStats:
+        totals = self.session_totals()
+        archives = self.list_archives()
+        compactions = 0
+        if "transcript_event_identities" in self._tables:
+            compactions = self._q(
+                "SELECT count(*) FROM transcript_event_identities WHERE event_type = 'compaction'")[0][0]
+        wal = Path(f"{self.path}-wal")
+        return StoreStats(
+            sessions=self.count_entries(),
+            transcript_bytes=sum(t.bytes for t in totals.values()),
+            transcript_events=sum(t.events for t in totals.values()),
+            archives_count=len(archives),
+            archives_bytes=sum(a.size for a in archives),
+            compactions=compactions,
+            extra={
+                "dbSizeBytes": self.path.stat().st_size,
+                "walSizeBytes": wal.stat().st_size if wal.exists() else 0,
+                "coldSessions": sum(1 for t in totals.values() if t.cold),
+                "openMode": self.open_mode,
+            },
+        )
+
+    # ---- writes: refused (spec D4) -----------------------------------------------------------------
+    def upsert_entries(self, entries: Mapping[str, dict[str, Any]]) -> int:
+        self.ensure_writable("update session entries")
+        raise AssertionError("unreachable")
+
+    def delete_entries(self, keys: Iterable[str]) -> int:
+        self.ensure_writable("delete session entries")
+        raise AssertionError("unreachable")
+
+    def append_events(self, session_id: str, raw_lines: Iterable[str | bytes], *, session_key: str,
+                      created_at_ms: int | None = None, cwd: str | None = None) -> int:
+        self.ensure_writable("append transcript events")
+        raise AssertionError("unreachable")
+
+    def drop_session_events(self, session_ids: Iterable[str], *, expected: Any = None) -> list[str]:
+        self.ensure_writable("delete transcript events")
+        raise AssertionError("unreachable")
+
+    def create_window(self, session_key: str, session_id: str, **kwargs: Any) -> int:
+        self.ensure_writable("create a session window")
+        raise AssertionError("unreachable")
+
+    def record_archive(self, **kwargs: Any) -> None:
+        self.ensure_writable("record a transcript archive")
+        raise AssertionError("unreachable")
+
+    def bulk_import(self, records: Iterable[Any], **kwargs: Any) -> Any:
+        self.ensure_writable("import sessions")
+        raise AssertionError("unreachable")
+
+    def transaction(self) -> Any:
+        self.ensure_writable("write to the session store")
+        raise AssertionError("unreachable")

@@ -1,0 +1,279 @@
+"""Our SQLite schema (spec D4): OpenClaw's table and column names for what we store, our own additions
+(per-session totals kept at write time), marked so a real OpenClaw refuses it cleanly:
+`PRAGMA application_id = 0x4F43434C`, `PRAGMA user_version = 1000 + SCHEMA_VERSION`,
+`schema_meta.app_version = 'openclaw-cli <version>'`.
+
+Schema changes are named migrations recorded in `_openclaw_cli_migrations` (the sqlite-utils
+`Migrations` idea without importing sqlite-utils on the hot path). Each migration runs in its own
+`BEGIN IMMEDIATE` transaction and re-checks what is applied after taking the write lock, so two
+processes opening a new database at the same time cannot both apply one.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from openclaw_cli import __version__
+from openclaw_cli.errors import InvalidDataError, NotFoundError
+from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
+from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, now_ms, translate_error
+
+USER_VERSION_BASE = 1000
+MIGRATIONS_TABLE = "_openclaw_cli_migrations"
+APP_VERSION = f"openclaw-cli {__version__}"
+DEFAULT_BUSY_TIMEOUT_MS = 60000
+
+# Reasons a window may carry (OpenClaw's session_windows CHECK).
+WINDOW_REASONS = ("initial", "reset", "rollover", "fork", "rewind", "switch", "recovery", "compaction")
+
+# Small columns come before the JSON column in every wide table: SQLite stops reading a row at the
+# last column a query needs, and the JSON spills into overflow pages (performance-limits.md §5).
+_V1 = [
+    """CREATE TABLE schema_meta (
+  meta_key TEXT NOT NULL PRIMARY KEY,
+  role TEXT NOT NULL,
+  schema_version INTEGER NOT NULL,
+  agent_id TEXT,
+  app_version TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT""",
+    # One row per session key. entry_json is the entry exactly as given (compact JSON, unknown
+    # fields kept, spec D14); every other column is a projection derived from it. Numbers are
+    # ANY so a float updatedAt is kept as it is.
+    """CREATE TABLE session_nodes (
+  session_key TEXT NOT NULL PRIMARY KEY,
+  current_session_id TEXT,
+  updated_at ANY,
+  created_at ANY,
+  status TEXT,
+  parent_session_key TEXT,
+  spawned_by TEXT,
+  label TEXT,
+  display_name TEXT,
+  pinned_at ANY,
+  archived_at ANY,
+  last_read_at ANY,
+  last_interaction_at ANY,
+  last_activity_at ANY,
+  entry_bytes INTEGER NOT NULL,
+  entry_json TEXT NOT NULL
+) STRICT""",
+    # the listing sort key (performance-limits.md §5a: 180x faster than sorting 20k rows)
+    "CREATE INDEX idx_agent_session_nodes_updated_at ON session_nodes(updated_at DESC, session_key)",
+    "CREATE INDEX idx_agent_session_nodes_current_session_id ON session_nodes(current_session_id)",
+    # One row per transcript generation. event_count / event_bytes / token_estimate /
+    # compaction_count are ours: maintained in the same transaction as every event write, so
+    # listing, status and disk budgets never scan transcript_events.
+    """CREATE TABLE session_windows (
+  session_id TEXT NOT NULL PRIMARY KEY,
+  session_key TEXT NOT NULL,
+  previous_session_id TEXT,
+  reason TEXT CHECK (reason IS NULL OR reason IN ('initial', 'reset', 'rollover', 'fork', 'rewind', 'switch', 'recovery', 'compaction')),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  transcript_updated_at INTEGER,
+  event_count INTEGER NOT NULL DEFAULT 0 CHECK (event_count >= 0),
+  event_bytes INTEGER NOT NULL DEFAULT 0 CHECK (event_bytes >= 0),
+  token_estimate INTEGER NOT NULL DEFAULT 0 CHECK (token_estimate >= 0),
+  compaction_count INTEGER NOT NULL DEFAULT 0 CHECK (compaction_count >= 0),
+  chat_type TEXT,
+  channel TEXT,
+  model_provider TEXT,
+  model TEXT
+) STRICT""",
+    "CREATE INDEX idx_agent_session_windows_session_key ON session_windows(session_key, created_at DESC, session_id)",
+    # One row per transcript line, header included (seq 0). event_json is the raw line text,
+    # byte-exact, never re-serialised (spec D4/D14); event_utf8_bytes its UTF-8 length.
+    """CREATE TABLE transcript_events (
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL CHECK (seq >= 0),
+  created_at INTEGER NOT NULL,
+  event_utf8_bytes INTEGER NOT NULL CHECK (event_utf8_bytes >= 0),
+  event_type TEXT,
+  event_json TEXT NOT NULL,
+  PRIMARY KEY (session_id, seq)
+) STRICT""",
+    # Lines with a non-blank `id` (the header's id is the sessionId): append dedupe and id lookups.
+    # WITHOUT ROWID: narrow rows, one b-tree instead of table + PK index.
+    """CREATE TABLE transcript_event_identities (
+  session_id TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_type TEXT,
+  parent_id TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, event_id)
+) STRICT, WITHOUT ROWID""",
+    # Archives we wrote as files (the file is the archive; the row records what went into it).
+    r"""CREATE TABLE session_transcript_archives (
+  archive_name TEXT NOT NULL PRIMARY KEY CHECK (archive_name NOT LIKE '%/%' AND archive_name NOT LIKE '%\%'),
+  session_id TEXT NOT NULL,
+  session_key TEXT,
+  reason TEXT NOT NULL,
+  encoding TEXT NOT NULL CHECK (encoding IN ('identity', 'zstd')),
+  archive_sha256 TEXT NOT NULL CHECK (length(archive_sha256) = 64),
+  archive_bytes INTEGER NOT NULL,
+  event_count INTEGER NOT NULL,
+  raw_bytes INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT""",
+    "CREATE INDEX idx_agent_session_transcript_archives_session ON session_transcript_archives(session_id)",
+]
+
+
+def _migration_0001_initial(conn: sqlite3.Connection, agent_id: str) -> None:
+    for statement in _V1:
+        conn.execute(statement)
+    stamp = now_ms()
+    conn.execute(
+        "INSERT INTO schema_meta(meta_key, role, schema_version, agent_id, app_version, created_at, updated_at)"
+        " VALUES ('primary', 'agent', 1, ?, ?, ?, ?)",
+        (agent_id, APP_VERSION, stamp, stamp),
+    )
+
+
+# Append only; never edit an applied migration. SCHEMA_VERSION is the number of migrations.
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection, str], None]]] = [
+    ("0001_initial", _migration_0001_initial),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+USER_VERSION = USER_VERSION_BASE + SCHEMA_VERSION
+SCHEMA_LABEL = f"openclaw-cli {SCHEMA_VERSION}"
+
+
+def configure(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """Per-connection settings: busy_timeout = the write-lock acquire timeout (spec D12)."""
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA journal_size_limit = 67108864")
+
+
+def connect(path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, create: bool = False) -> sqlite3.Connection:
+    """A read-write connection to our database, created (0700 dir, 0600 files) when `create`."""
+    created = False
+    if not path.exists():
+        if not create:
+            raise NotFoundError(f"Session database not found: {path}")
+        ensure_dir(path.parent, DIR_MODE)
+        try:
+            # create the file ourselves so SQLite gives -wal/-shm the same 0600 mode
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+            created = True
+        except FileExistsError:
+            pass
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=busy_timeout_ms / 1000,
+                               check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise translate_error(exc, path, busy_timeout_ms) from None
+    try:
+        configure(conn, busy_timeout_ms)
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise translate_error(exc, path, busy_timeout_ms) from None
+    if created:
+        os.chmod(path, FILE_MODE)
+    return conn
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (MIGRATIONS_TABLE,)
+    ).fetchone()
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")]
+
+
+def _pragmas(conn: sqlite3.Connection) -> tuple[int, int]:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return app_id, user_version
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone() is not None
+
+
+def check_ours(conn: sqlite3.Connection, path: Path, *, allow_fresh: bool) -> bool:
+    """Raise unless `conn` is our database (or a fresh empty one when allowed).
+    Returns True when migrations are pending."""
+    app_id, user_version = _pragmas(conn)
+    if app_id == 0 and user_version == 0 and not _has_tables(conn):
+        if allow_fresh:
+            return True
+        raise InvalidDataError(f"{path} is an empty SQLite database, not an openclaw-cli session store")
+    if app_id != OUR_APPLICATION_ID:
+        raise InvalidDataError(
+            f"{path} is not an openclaw-cli session database (application_id {app_id:#x}, user_version {user_version})"
+        )
+    version = user_version - USER_VERSION_BASE
+    if version > SCHEMA_VERSION:
+        raise InvalidDataError(
+            f"Session database {path} uses newer openclaw-cli schema version {version}; "
+            f"this build supports {SCHEMA_VERSION}. Upgrade openclaw-cli.",
+            type="unsupported_schema",
+        )
+    return version < SCHEMA_VERSION
+
+
+def ensure_schema(conn: sqlite3.Connection, path: Path, agent_id: str, *, busy_timeout_ms: int,
+                  allow_fresh: bool) -> None:
+    """Apply pending migrations, one `BEGIN IMMEDIATE` transaction each; no-op (and no write) when
+    the database is current."""
+    if not check_ours(conn, path, allow_fresh=allow_fresh):
+        return
+    for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate_error(exc, path, busy_timeout_ms) from None
+        try:
+            # re-check under the write lock: another process may have applied it meanwhile
+            if name in applied_migrations(conn):
+                conn.execute("COMMIT")
+                continue
+            app_id, user_version = _pragmas(conn)
+            if index > 1 and app_id != OUR_APPLICATION_ID:
+                raise InvalidDataError(f"{path} is not an openclaw-cli session database")
+            if index == 1 and _has_tables(conn) and app_id != OUR_APPLICATION_ID:
+                raise InvalidDataError(f"{path} is not an openclaw-cli session database")
+            if index == 1:
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
+                    "name TEXT NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL, app_version TEXT NOT NULL) STRICT"
+                )
+            migrate(conn, agent_id)
+            stamp = now_ms()
+            conn.execute(f"INSERT INTO {MIGRATIONS_TABLE}(name, applied_at, app_version) VALUES (?, ?, ?)",
+                         (name, stamp, APP_VERSION))
+            conn.execute("UPDATE schema_meta SET schema_version = ?, app_version = ?, updated_at = ? "
+                         "WHERE meta_key = 'primary'", (index, APP_VERSION, stamp))
+            conn.execute(f"PRAGMA application_id = {OUR_APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {USER_VERSION_BASE + index}")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise translate_error(exc, path, busy_timeout_ms) from None
+            raise
+
+
+def read_meta(conn: sqlite3.Connection) -> dict[str, object] | None:
+    row = conn.execute(
+        "SELECT role, schema_version, agent_id, app_version, created_at, updated_at FROM schema_meta"
+        " WHERE meta_key = 'primary'"
+    ).fetchone()
+    if row is None:
+        return None
+    keys = ("role", "schema_version", "agent_id", "app_version", "created_at", "updated_at")
+    return dict(zip(keys, row, strict=True))

@@ -1,0 +1,964 @@
+"""Our SQLite session store (spec D4): one database per agent at
+`agents/<id>/agent/openclaw-agent.sqlite`, schema in `store/schema.py`.
+
+Hot paths are plain SQL on indexed columns: the listing walks the `updated_at` index, a tail walks
+the `(session_id, seq)` primary key backwards, per-session totals are columns maintained in the
+same transaction as every event write. Every write runs in a `BEGIN IMMEDIATE` transaction; a
+database busy beyond `busy_timeout_ms` raises `SessionBusyError` (spec D12).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+import orjson
+
+from openclaw_cli import jsonutil
+from openclaw_cli.errors import InvalidDataError, InvalidIdError, NotFoundError, RefusedError
+from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id
+from openclaw_cli.store import schema as schema_mod
+from openclaw_cli.store.base import (
+    KIND_SQLITE,
+    ArchiveFile,
+    ReadIssue,
+    SessionStore,
+    SessionTotals,
+    StoreStats,
+    TranscriptLine,
+)
+from openclaw_cli.store.sqlite_common import (
+    ReadOnlyConnection,
+    event_token_estimate,
+    finite_number,
+    iso_from_ms,
+    list_archive_files,
+    now_ms,
+    open_readonly,
+    sessions_dir_for,
+    timestamp_ms,
+    translate_error,
+)
+
+_NODE_COLUMNS = (
+    "session_key, current_session_id, updated_at, created_at, status, parent_session_key, spawned_by, "
+    "label, display_name, pinned_at, archived_at, last_read_at, last_interaction_at, last_activity_at, "
+    "entry_bytes, entry_json"
+)
+_NODE_UPSERT = (
+    f"INSERT INTO session_nodes({_NODE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(session_key) DO UPDATE SET current_session_id = excluded.current_session_id, "
+    "updated_at = excluded.updated_at, created_at = excluded.created_at, status = excluded.status, "
+    "parent_session_key = excluded.parent_session_key, spawned_by = excluded.spawned_by, "
+    "label = excluded.label, display_name = excluded.display_name, pinned_at = excluded.pinned_at, "
+    "archived_at = excluded.archived_at, last_read_at = excluded.last_read_at, "
+    "last_interaction_at = excluded.last_interaction_at, last_activity_at = excluded.last_activity_at, "
+    "entry_bytes = excluded.entry_bytes, entry_json = excluded.entry_json"
+)
+_NODE_INSERT_IF_ABSENT = (
+    f"INSERT INTO session_nodes({_NODE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(session_key) DO NOTHING"
+)
+_WINDOW_COLUMNS = (
+    "session_id, session_key, previous_session_id, reason, created_at, updated_at, chat_type, channel, "
+    "model_provider, model"
+)
+_WINDOW_INSERT_IF_ABSENT = (
+    f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(session_id) DO NOTHING"
+)
+_WINDOW_UPSERT_FROM_ENTRY = (
+    f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(session_id) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at), "
+    "chat_type = coalesce(excluded.chat_type, chat_type), channel = coalesce(excluded.channel, channel), "
+    "model_provider = coalesce(excluded.model_provider, model_provider), model = coalesce(excluded.model, model)"
+)
+_WINDOW_ADD_TOTALS = (
+    "UPDATE session_windows SET event_count = event_count + ?, event_bytes = event_bytes + ?, "
+    "token_estimate = token_estimate + ?, compaction_count = compaction_count + ?, "
+    "updated_at = max(updated_at, ?), transcript_updated_at = ? WHERE session_id = ?"
+)
+_EVENT_INSERT = (
+    "INSERT INTO transcript_events(session_id, seq, created_at, event_utf8_bytes, event_type, event_json) "
+    "VALUES (?,?,?,?,?,?)"
+)
+_IDENTITY_INSERT = (
+    "INSERT OR IGNORE INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id, created_at) "
+    "VALUES (?,?,?,?,?,?)"
+)
+
+MalformedPolicy = Literal["stop", "skip", "raise"]
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _first_number(entry: Mapping[str, Any], *keys: str) -> int | float | None:
+    for key in keys:
+        value = finite_number(entry.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def _encode_entry(entry: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(entry)
+    except TypeError:  # >64-bit integers: stdlib keeps them (still compact, non-ASCII kept)
+        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _node_row(key: str, entry: dict[str, Any], data: bytes) -> tuple[Any, ...]:
+    """The projections of an entry (OpenClaw S-1 names); entry_json stays the source of truth."""
+    parent = _text(entry.get("parentSessionKey")) or _text(entry.get("spawnedBy"))
+    return (
+        key,
+        _text(entry.get("sessionId")),
+        finite_number(entry.get("updatedAt")),
+        finite_number(entry.get("createdAt")),
+        _text(entry.get("status")),
+        parent,
+        _text(entry.get("spawnedBy")),
+        _text(entry.get("label")),
+        _text(entry.get("displayName")),
+        finite_number(entry.get("pinnedAt")),
+        finite_number(entry.get("archivedAt")),
+        finite_number(entry.get("lastReadAt")),
+        finite_number(entry.get("lastInteractionAt")),
+        finite_number(entry.get("lastActivityAt")),
+        len(data),
+        data.decode("utf-8"),
+    )
+
+
+def _window_row(session_id: str, key: str, entry: Mapping[str, Any] | None, *, fallback_ms: int,
+                previous: str | None = None, reason: str | None = None) -> tuple[Any, ...]:
+    entry = entry or {}
+    created = _first_number(entry, "sessionStartedAt", "startedAt", "updatedAt")
+    updated = _first_number(entry, "updatedAt")
+    created_ms = int(created) if created is not None else fallback_ms
+    updated_ms = int(updated) if updated is not None else created_ms
+    origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
+    chat_type = _text(entry.get("chatType")) or _text(origin.get("chatType"))
+    return (
+        session_id, key, previous, reason, created_ms, updated_ms, chat_type,
+        _text(entry.get("channel")) or _text(origin.get("provider")),
+        _text(entry.get("modelProvider")), _text(entry.get("model")),
+    )
+
+
+@dataclass
+class _Line:
+    text: str
+    nbytes: int
+    obj: dict[str, Any]
+
+
+def _prepare_line(raw: str | bytes) -> tuple[str, int, Any] | None:
+    """(text, utf8 bytes, parsed) for one raw line; None for a blank line. Raises ValueError
+    (with a reason) for lines that are not one JSON object."""
+    if isinstance(raw, bytes):
+        data = raw[:-1] if raw.endswith(b"\n") else raw
+        if not data or data.isspace():
+            return None
+        if b"\n" in data:
+            raise ValueError("line contains a newline")
+        obj = orjson.loads(data)  # also rejects invalid UTF-8
+        text = data.decode("utf-8")
+        nbytes = len(data)
+    elif isinstance(raw, str):
+        text = raw[:-1] if raw.endswith("\n") else raw
+        if not text or text.isspace():
+            return None
+        if "\n" in text:
+            raise ValueError("line contains a newline")
+        data = text.encode("utf-8")
+        obj = orjson.loads(data)
+        nbytes = len(data)
+    else:
+        raise ValueError(f"line is {type(raw).__name__}, not text")
+    if not isinstance(obj, dict):
+        raise ValueError("line is not a JSON object")
+    return text, nbytes, obj
+
+
+def _loads_line(data: str | bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return jsonutil.loads(data)  # >64-bit integers
+
+
+@dataclass
+class ImportRecord:
+    """One session to import: its entry (None for a transcript without entry) and raw lines.
+    `lines` may be bytes (the fast path: `data.split(b"\\n")`) or str, blank lines are skipped."""
+
+    session_key: str
+    entry: dict[str, Any] | None
+    lines: Iterable[str | bytes] = ()
+    session_id: str | None = None  # defaults to entry["sessionId"]
+    source: str | None = None  # file name used in issues
+    created_at_ms: int | None = None  # fallback event/window time (e.g. the file mtime)
+
+
+@dataclass
+class ImportRecordResult:
+    session_key: str
+    session_id: str | None
+    entry_inserted: bool
+    entry_existing: bool
+    events_inserted: int = 0
+    events_existing: int = 0  # lines skipped because they are already stored
+    bytes_inserted: int = 0
+    lines_read: int = 0  # non-blank lines consumed (up to a malformed line under "stop")
+    issue: ReadIssue | None = None
+
+
+@dataclass
+class BulkImportResult:
+    records: list[ImportRecordResult] = field(default_factory=list)
+
+    @property
+    def entries_inserted(self) -> int:
+        return sum(r.entry_inserted for r in self.records)
+
+    @property
+    def entries_existing(self) -> int:
+        return sum(r.entry_existing for r in self.records)
+
+    @property
+    def events_inserted(self) -> int:
+        return sum(r.events_inserted for r in self.records)
+
+    @property
+    def events_existing(self) -> int:
+        return sum(r.events_existing for r in self.records)
+
+    @property
+    def bytes_inserted(self) -> int:
+        return sum(r.bytes_inserted for r in self.records)
+
+    @property
+    def issues(self) -> list[ReadIssue]:
+        return [r.issue for r in self.records if r.issue is not None]
+
+
+class SqliteStore(SessionStore):
+    kind = KIND_SQLITE
+
+    def __init__(self, db_path: Path, agent_id: str, *, create: bool = False,
+                 busy_timeout_ms: int = schema_mod.DEFAULT_BUSY_TIMEOUT_MS, read_only: bool = False):
+        self.path = Path(db_path)
+        self.agent_id = normalize_agent_id(agent_id)
+        self.sessions_dir = sessions_dir_for(self.path)
+        self.read_only = read_only
+        self.schema = schema_mod.SCHEMA_LABEL
+        self.busy_timeout_ms = int(busy_timeout_ms)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._ro: ReadOnlyConnection | None = None
+        if read_only:
+            if not self.path.exists():
+                raise NotFoundError(f"Session database not found: {self.path}")
+            self._ro = open_readonly(self.path, timeout_ms=self.busy_timeout_ms)
+            self._conn = self._ro.conn
+            try:
+                if schema_mod.check_ours(self._conn, self.path, allow_fresh=False):
+                    raise InvalidDataError(
+                        f"Session database {self.path} needs a schema upgrade; run any openclaw write command "
+                        "(or `openclaw doctor --fix`) once to apply it.", type="unsupported_schema")
+            except BaseException:
+                self._ro.close()
+                raise
+        else:
+            self._conn = schema_mod.connect(self.path, busy_timeout_ms=self.busy_timeout_ms, create=create)
+            try:
+                schema_mod.ensure_schema(self._conn, self.path, self.agent_id,
+                                         busy_timeout_ms=self.busy_timeout_ms, allow_fresh=create)
+            except BaseException:
+                self._conn.close()
+                raise
+        try:
+            self._check_owner()
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_owner(self) -> None:
+        meta = self._q(lambda c: schema_mod.read_meta(c))
+        if meta is None:
+            raise InvalidDataError(f"Session database {self.path} has no schema_meta row")
+        if meta.get("role") != "agent":
+            raise InvalidDataError(f"Session database {self.path} has schema role {meta.get('role')}; expected agent.")
+        owner = meta.get("agent_id")
+        if isinstance(owner, str) and owner and owner != self.agent_id:
+            raise InvalidDataError(
+                f"Session database {self.path} belongs to agent {owner}; requested agent {self.agent_id}.")
+
+    # ---- plumbing ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        conn = getattr(self, "_conn", None)
+        if conn is None:
+            return
+        self._conn = None  # type: ignore[assignment]
+        if self._ro is not None:
+            self._ro.close()
+        else:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RefusedError(f"Session store {self.path} is closed")
+        return self._conn
+
+    def _q(self, fn: Any) -> Any:
+        """Run a read; sqlite errors become typed errors."""
+        try:
+            return fn(self._db())
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+
+    def ensure_writable(self, operation: str) -> None:
+        if self.read_only:
+            raise RefusedError(f"Refusing to {operation}: {self.path} was opened read-only")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A `BEGIN IMMEDIATE` write transaction; nested uses join the outer one. Lets a caller
+        combine writes atomically (e.g. delete entries + drop their events, spec maintenance §8.3)."""
+        self.ensure_writable("write to the session store")
+        with self._lock:
+            conn = self._db()
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield conn
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+            self._depth = 1
+            try:
+                yield conn
+            except BaseException as exc:
+                self._depth = 0
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+                raise
+            self._depth = 0
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read over several statements (a deferred read transaction)."""
+        with self._lock:
+            conn = self._db()
+            if conn.in_transaction:
+                yield conn
+                return
+            try:
+                conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    # ---- entries -----------------------------------------------------------------------------------
+    def load_entries(self) -> dict[str, dict[str, Any]]:
+        rows = self._q(lambda c: c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY rowid").fetchall())
+        return {key: _loads_line(text) for key, text in rows}
+
+    def list_entries(
+        self, *, limit: int | None = None, updated_since_ms: int | None = None
+    ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+        where, params = "", []
+        if updated_since_ms is not None:
+            where, params = " WHERE updated_at >= ?", [updated_since_ms]
+        sql = f"SELECT session_key, entry_json FROM session_nodes{where} ORDER BY updated_at DESC, session_key"
+        if limit is not None:
+            sql += " LIMIT ?"
+
+        def run(c: sqlite3.Connection) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+            with self._snapshot():
+                rows = c.execute(sql, [*params, max(int(limit), 0)] if limit is not None else params).fetchall()
+                if limit is None or len(rows) < limit:
+                    total = len(rows)
+                else:
+                    total = c.execute(f"SELECT count(*) FROM session_nodes{where}", params).fetchone()[0]
+            return [(key, _loads_line(text)) for key, text in rows], total
+
+        return self._q(run)
+
+    def get_entry(self, key: str) -> dict[str, Any] | None:
+        row = self._q(lambda c: c.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?", (key,)).fetchone())
+        return _loads_line(row[0]) if row else None
+
+    def count_entries(self) -> int:
+        return self._q(lambda c: c.execute("SELECT count(*) FROM session_nodes").fetchone()[0])
+
+    def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
+        """key -> (sessionId, UTF-8 bytes of the stored entry JSON): the disk-budget inputs
+        (maintenance.md §6.3) without decoding any JSON."""
+        rows = self._q(lambda c: c.execute(
+            "SELECT session_key, current_session_id, entry_bytes FROM session_nodes").fetchall())
+        return {key: (sid, size) for key, sid, size in rows}
+
+    def upsert_entries(self, entries: Mapping[str, dict[str, Any]]) -> int:
+        """Insert or replace entries, stored exactly as given (compact JSON, unknown fields kept).
+        Also upserts the session window of each entry's `sessionId`. Returns the number written."""
+        self.ensure_writable("update session entries")
+        nodes: list[tuple[Any, ...]] = []
+        windows: list[tuple[Any, ...]] = []
+        stamp = now_ms()
+        for key, entry in entries.items():
+            if not isinstance(key, str) or not key.strip():
+                raise InvalidDataError(f"Invalid session key: {key!r}")
+            if not isinstance(entry, dict):
+                raise InvalidDataError(f"Session entry for {key} is not a JSON object")
+            nodes.append(_node_row(key, entry, _encode_entry(entry)))
+            sid = entry.get("sessionId")
+            if isinstance(sid, str) and is_valid_legacy_session_id(sid):
+                windows.append(_window_row(sid, key, entry, fallback_ms=stamp))
+        with self.transaction() as conn:
+            conn.executemany(_NODE_UPSERT, nodes)
+            conn.executemany(_WINDOW_UPSERT_FROM_ENTRY, windows)
+        return len(nodes)
+
+    def delete_entries(self, keys: Iterable[str]) -> int:
+        """Delete entry rows only (transcripts stay until `drop_session_events`). Returns the count."""
+        self.ensure_writable("delete session entries")
+        keys = list(keys)
+        deleted = 0
+        with self.transaction() as conn:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                deleted += conn.execute(f"DELETE FROM session_nodes WHERE session_key IN ({marks})", chunk).rowcount
+        return deleted
+
+    # ---- transcripts: reads ------------------------------------------------------------------------
+    def _line(self, session_id: str, seq: int, text: str, issues: list[ReadIssue] | None) -> TranscriptLine | None:
+        try:
+            obj = _loads_line(text)
+        except jsonutil.JSONDecodeError as exc:
+            if issues is not None:
+                issues.append(ReadIssue(f"{self.path}#{session_id}", seq + 1, f"malformed JSON: {exc}"))
+            return None
+        return TranscriptLine(seq=seq, raw=text, obj=obj if isinstance(obj, dict) else None)
+
+    def iter_transcript(
+        self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> Iterator[TranscriptLine]:
+        try:
+            cursor = self._db().execute(
+                "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))
+            for seq, text in cursor:
+                line = self._line(session_id, seq, text, issues)
+                if line is not None:
+                    yield line
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+
+    def tail_transcript(
+        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> list[TranscriptLine]:
+        if n <= 0:
+            return []
+        rows = self._q(lambda c: c.execute(
+            "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+            (session_id, int(n))).fetchall())
+        out = [self._line(session_id, seq, text, issues) for seq, text in reversed(rows)]
+        return [line for line in out if line is not None]
+
+    def has_transcript(self, session_id: str, *, entry: dict[str, Any] | None = None) -> bool:
+        return self._q(lambda c: c.execute(
+            "SELECT 1 FROM transcript_events WHERE session_id = ? LIMIT 1", (session_id,)).fetchone()) is not None
+
+    def session_totals(self) -> dict[str, SessionTotals]:
+        rows = self._q(lambda c: c.execute(
+            "SELECT session_id, event_count, event_bytes, token_estimate FROM session_windows"
+            " WHERE event_count > 0").fetchall())
+        return {sid: SessionTotals(events=n, bytes=b, token_estimate=t) for sid, n, b, t in rows}
+
+    def window_totals(self, session_id: str) -> SessionTotals | None:
+        row = self._q(lambda c: c.execute(
+            "SELECT event_count, event_bytes, token_estimate FROM session_windows WHERE session_id = ?",
+            (session_id,)).fetchone())
+        return SessionTotals(events=row[0], bytes=row[1], token_estimate=row[2]) if row else None
+
+    def list_windows(self, session_key: str | None = None) -> list[dict[str, Any]]:
+        """Session windows (transcript generations), newest first; for one key when given."""
+        sql = ("SELECT session_id, session_key, previous_session_id, reason, created_at, updated_at, "
+               "event_count, event_bytes, token_estimate, compaction_count FROM session_windows")
+        params: tuple[Any, ...] = ()
+        if session_key is not None:
+            sql += " WHERE session_key = ?"
+            params = (session_key,)
+        sql += " ORDER BY created_at DESC, session_id"
+        names = ("sessionId", "sessionKey", "previousSessionId", "reason", "createdAt", "updatedAt",
+                 "events", "bytes", "tokenEstimate", "compactions")
+        rows = self._q(lambda c: c.execute(sql, params).fetchall())
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def export_transcript(self, session_id: str, dest: BinaryIO) -> SessionTotals:
+        """Write the session's transcript as JSONL (raw lines + `\\n`) from one consistent snapshot;
+        returns what was written (compare it with `window_totals` before dropping rows)."""
+        events = total = tokens = 0
+        buf: list[bytes] = []
+        size = 0
+        try:
+            with self._snapshot() as conn:
+                row = conn.execute("SELECT token_estimate FROM session_windows WHERE session_id = ?",
+                                   (session_id,)).fetchone()
+                tokens = row[0] if row else 0
+                for (text,) in conn.execute(
+                        "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)):
+                    data = text.encode("utf-8")
+                    buf.append(data)
+                    buf.append(b"\n")
+                    events += 1
+                    total += len(data)
+                    size += len(data) + 1
+                    if size >= 1 << 20:
+                        dest.write(b"".join(buf))
+                        buf.clear()
+                        size = 0
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        if buf:
+            dest.write(b"".join(buf))
+        return SessionTotals(events=events, bytes=total, token_estimate=tokens)
+
+    # ---- transcripts: writes -----------------------------------------------------------------------
+    def append_events(self, session_id: str, raw_lines: Iterable[str | bytes], *, session_key: str,
+                      created_at_ms: int | None = None, cwd: str | None = None) -> int:
+        """Append raw JSONL lines (stored byte-exact) at MAX(seq)+1. Lines whose `id` is already
+        stored for the session, and id-less lines identical to a stored one, are skipped. A session
+        without events starts with a `type:"session"` header (written when the first line is not
+        one). Returns the number of lines inserted."""
+        self.ensure_writable("append transcript events")
+        if not isinstance(session_id, str) or not is_valid_legacy_session_id(session_id):
+            raise InvalidIdError(f"Invalid session ID: {session_id}")
+        prepared: list[tuple[str, int, dict[str, Any]]] = []
+        for index, raw in enumerate(raw_lines, start=1):
+            try:
+                item = _prepare_line(raw)
+            except (ValueError, orjson.JSONDecodeError) as exc:
+                raise InvalidDataError(f"Transcript line {index} for session {session_id} is invalid: {exc}") from None
+            if item is not None:
+                prepared.append(item)
+        stamp = now_ms()
+        with self.transaction() as conn:
+            return self._append_prepared(conn, session_id, session_key, prepared, created_at_ms, stamp, cwd)
+
+    def _append_prepared(self, conn: sqlite3.Connection, session_id: str, session_key: str,
+                         prepared: list[tuple[str, int, dict[str, Any]]], created_at_ms: int | None,
+                         stamp: int, cwd: str | None, *, previous: str | None = None,
+                         reason: str | None = None) -> int:
+        if not prepared:
+            return 0
+        base_ms = created_at_ms if created_at_ms is not None else stamp
+        conn.execute(_WINDOW_INSERT_IF_ABSENT,
+                     (session_id, session_key, previous, reason, base_ms, base_ms, None, None, None, None))
+        last = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?", (session_id,)).fetchone()[0]
+        if last is None and prepared[0][2].get("type") != "session":
+            header = {"type": "session", "version": 4, "id": session_id, "timestamp": iso_from_ms(base_ms),
+                      "cwd": cwd if cwd is not None else str(Path.cwd())}
+            data = orjson.dumps(header)
+            prepared = [(data.decode("utf-8"), len(data), header), *prepared]
+        seq = -1 if last is None else last
+        seen_ids: set[str] = set()
+        seen_texts: set[str] = set()
+        events: list[tuple[Any, ...]] = []
+        identities: list[tuple[Any, ...]] = []
+        nbytes = tokens = compactions = 0
+        newest = base_ms
+        for text, size, obj in prepared:
+            event_id = obj.get("id")
+            event_id = event_id if isinstance(event_id, str) and event_id.strip() else None
+            if event_id is not None:
+                if event_id in seen_ids or conn.execute(
+                        "SELECT 1 FROM transcript_event_identities WHERE session_id = ? AND event_id = ?",
+                        (session_id, event_id)).fetchone():
+                    continue
+                seen_ids.add(event_id)
+            else:
+                # id-less lines (pre-v3 files, foreign tools): an exact duplicate is a retried append
+                if text in seen_texts or (last is not None and conn.execute(
+                        "SELECT 1 FROM transcript_events WHERE session_id = ? AND event_json = ?",
+                        (session_id, text)).fetchone()):
+                    continue
+                seen_texts.add(text)
+            seq += 1
+            kind = _text(obj.get("type"))
+            created = timestamp_ms(obj.get("timestamp"))
+            created = created if created is not None else base_ms
+            newest = max(newest, created)
+            events.append((session_id, seq, created, size, kind, text))
+            if event_id is not None:
+                parent = _text(obj.get("parentId"))
+                identities.append((session_id, event_id, seq, kind, parent, created))
+            nbytes += size
+            tokens += event_token_estimate(obj)
+            compactions += kind == "compaction"
+        if events:
+            conn.executemany(_EVENT_INSERT, events)
+            conn.executemany(_IDENTITY_INSERT, identities)
+            conn.execute(_WINDOW_ADD_TOTALS, (len(events), nbytes, tokens, compactions, newest, stamp, session_id))
+        return len(events)
+
+    def create_window(self, session_key: str, session_id: str, *, previous_session_id: str | None = None,
+                      reason: str = "compaction", raw_lines: Iterable[str | bytes] = (),
+                      entry: dict[str, Any] | None = None, created_at_ms: int | None = None,
+                      cwd: str | None = None) -> int:
+        """Create a successor session window (spec D16: reason `compaction`) holding `raw_lines`
+        (a header is written first when missing) and, when `entry` is given, repoint the entry to
+        it — all in one transaction, so a crash leaves either the old or the new state. The
+        previous window and its events stay readable. Returns the number of events inserted."""
+        self.ensure_writable("create a session window")
+        if not is_valid_legacy_session_id(session_id):
+            raise InvalidIdError(f"Invalid session ID: {session_id}")
+        if reason not in schema_mod.WINDOW_REASONS:
+            raise InvalidDataError(f"Invalid session window reason: {reason}")
+        if entry is not None and entry.get("sessionId") != session_id:
+            raise InvalidDataError(f"Entry for {session_key} must have sessionId {session_id} to point at the new window")
+        prepared: list[tuple[str, int, dict[str, Any]]] = []
+        for index, raw in enumerate(raw_lines, start=1):
+            try:
+                item = _prepare_line(raw)
+            except (ValueError, orjson.JSONDecodeError) as exc:
+                raise InvalidDataError(f"Transcript line {index} for session {session_id} is invalid: {exc}") from None
+            if item is not None:
+                prepared.append(item)
+        stamp = now_ms()
+        base_ms = created_at_ms if created_at_ms is not None else stamp
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (session_id,)).fetchone():
+                raise RefusedError(f"Session window {session_id} already exists")
+            conn.execute(
+                f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (session_id, session_key, previous_session_id, reason, base_ms, base_ms, None, None, None, None))
+            inserted = self._append_prepared(conn, session_id, session_key, prepared, base_ms, stamp, cwd)
+            if entry is not None:
+                self.upsert_entries({session_key: entry})
+        return inserted
+
+    def drop_session_events(self, session_ids: Iterable[str], *,
+                            expected: Mapping[str, SessionTotals] | None = None) -> list[str]:
+        """Delete the events, identities and window rows of sessions that no entry references.
+        Only call this after a verified archive of each session exists (spec D6.2). With
+        `expected` (the totals `export_transcript` returned), a session whose totals changed since
+        (a concurrent append) is kept. Returns the session ids actually dropped."""
+        self.ensure_writable("delete transcript events")
+        dropped: list[str] = []
+        with self.transaction() as conn:
+            for sid in dict.fromkeys(session_ids):
+                if conn.execute("SELECT 1 FROM session_nodes WHERE current_session_id = ? LIMIT 1", (sid,)).fetchone():
+                    continue
+                row = conn.execute("SELECT event_count, event_bytes FROM session_windows WHERE session_id = ?",
+                                   (sid,)).fetchone()
+                if expected is not None and sid in expected:
+                    want = expected[sid]
+                    have = (row[0], row[1]) if row else (0, 0)
+                    if have != (want.events, want.bytes):
+                        continue
+                conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (sid,))
+                conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (sid,))
+                conn.execute("DELETE FROM session_windows WHERE session_id = ?", (sid,))
+                dropped.append(sid)
+        return dropped
+
+    def record_archive(self, *, archive_name: str, session_id: str, session_key: str | None, reason: str,
+                       encoding: str, sha256: str, archive_bytes: int, event_count: int, raw_bytes: int,
+                       created_at_ms: int | None = None) -> None:
+        """Remember an archive file written for a session (use inside `transaction()` together with
+        `drop_session_events` so the record and the deletion commit together)."""
+        self.ensure_writable("record a transcript archive")
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO session_transcript_archives(archive_name, session_id, session_key, reason,"
+                " encoding, archive_sha256, archive_bytes, event_count, raw_bytes, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (archive_name, session_id, session_key, reason, encoding, sha256, archive_bytes, event_count,
+                 raw_bytes, created_at_ms if created_at_ms is not None else now_ms()))
+
+    # ---- bulk import (migration) -------------------------------------------------------------------
+    def bulk_import(self, records: Iterable[ImportRecord], *, batch_records: int = 256, batch_rows: int = 2000,
+                    on_malformed: MalformedPolicy = "stop") -> BulkImportResult:
+        """Insert many entries and their raw lines, committing every `batch_records` records or
+        `batch_rows` rows (WAL + synchronous=NORMAL: no fsync per commit). Idempotent: an existing
+        entry is kept as is; a session whose stored events are a prefix of the incoming lines gets
+        only the rest; a session whose history diverged gets the lines whose id (or exact text)
+        is not stored yet. Never deletes or truncates anything.
+
+        `on_malformed`: "stop" keeps the readable prefix of a session and reports an issue (what
+        OpenClaw's import does), "skip" drops just the bad line, "raise" aborts (the current batch
+        is rolled back; committed batches stay and a re-run completes them)."""
+        self.ensure_writable("import sessions")
+        if self._depth:
+            raise RefusedError("bulk_import commits in batches and cannot run inside transaction()")
+        result = BulkImportResult()
+        state = _BulkState(self, batch_records, batch_rows)
+        with self._lock:
+            try:
+                for record in records:
+                    state.begin()
+                    result.records.append(state.import_one(record, on_malformed))
+                    state.records += 1
+                    state.maybe_commit()
+                state.commit()
+            except BaseException as exc:
+                state.rollback()
+                if isinstance(exc, sqlite3.Error):
+                    raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+                raise
+        return result
+
+    # ---- archives & stats --------------------------------------------------------------------------
+    def list_archives(self) -> list[ArchiveFile]:
+        files = list_archive_files(self.sessions_dir)
+        rows = self._q(lambda c: c.execute(
+            "SELECT archive_name, session_id FROM session_transcript_archives").fetchall())
+        known = dict(rows)
+        for item in files:
+            if item.session_id is None and item.path.name in known:
+                item.session_id = known[item.path.name]
+        return files
+
+    def stats(self) -> StoreStats:
+        def run(c: sqlite3.Connection) -> tuple[Any, ...]:
+            with self._snapshot():
+                sessions = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
+                windows, events, nbytes, compactions, tokens = c.execute(
+                    "SELECT count(*), coalesce(sum(event_count), 0), coalesce(sum(event_bytes), 0),"
+                    " coalesce(sum(compaction_count), 0), coalesce(sum(token_estimate), 0) FROM session_windows"
+                ).fetchone()
+                entry_bytes = c.execute("SELECT coalesce(sum(entry_bytes), 0) FROM session_nodes").fetchone()[0]
+            return sessions, windows, events, nbytes, compactions, tokens, entry_bytes
+
+        sessions, windows, events, nbytes, compactions, tokens, entry_bytes = self._q(run)
+        archives = self.list_archives()
+        wal = Path(f"{self.path}-wal")
+        return StoreStats(
+            sessions=sessions,
+            transcript_bytes=nbytes,
+            transcript_events=events,
+            archives_count=len(archives),
+            archives_bytes=sum(a.size for a in archives),
+            compactions=compactions,
+            extra={
+                "windows": windows,
+                "entryBytes": entry_bytes,
+                "tokenEstimate": tokens,
+                "dbSizeBytes": self.path.stat().st_size if self.path.exists() else 0,
+                "walSizeBytes": wal.stat().st_size if wal.exists() else 0,
+                "schemaVersion": schema_mod.SCHEMA_VERSION,
+            },
+        )
+
+
+class _BulkState:
+    """Batching for `SqliteStore.bulk_import`: one open transaction, rows flushed with executemany."""
+
+    def __init__(self, store: SqliteStore, batch_records: int, batch_rows: int):
+        self.store = store
+        self.conn = store._db()
+        self.batch_records = max(1, batch_records)
+        self.batch_rows = max(1, batch_rows)
+        self.records = 0
+        self.rows = 0
+        self.stamp = now_ms()
+
+    def begin(self) -> None:
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.records = self.rows = 0
+
+    def commit(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def maybe_commit(self) -> None:
+        if self.records >= self.batch_records or self.rows >= self.batch_rows:
+            self.commit()
+
+    def import_one(self, record: ImportRecord, on_malformed: MalformedPolicy) -> ImportRecordResult:
+        conn = self.conn
+        entry = record.entry
+        key = record.session_key
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidDataError(f"Invalid session key: {key!r}")
+        if entry is not None and not isinstance(entry, dict):
+            raise InvalidDataError(f"Session entry for {key} is not a JSON object")
+        sid = record.session_id if record.session_id is not None else (entry or {}).get("sessionId")
+        out = ImportRecordResult(key, sid if isinstance(sid, str) else None, False, False)
+        if entry is not None:
+            inserted = conn.execute(_NODE_INSERT_IF_ABSENT, _node_row(key, entry, _encode_entry(entry))).rowcount
+            out.entry_inserted = inserted == 1
+            out.entry_existing = inserted != 1
+        if not isinstance(sid, str) or not is_valid_legacy_session_id(sid):
+            if record.lines:
+                out.issue = ReadIssue(record.source or key, None, f"invalid session id {sid!r}: transcript not imported")
+            return out
+        fallback = record.created_at_ms if record.created_at_ms is not None else self.stamp
+        window = _window_row(sid, key, entry, fallback_ms=fallback)
+        existing = conn.execute("SELECT event_count FROM session_windows WHERE session_id = ?", (sid,)).fetchone()
+        if existing is None:
+            conn.execute(_WINDOW_INSERT_IF_ABSENT, window)
+        stored_count = existing[0] if existing else 0
+        _SessionImport(self, out, sid, record, fallback, stored_count, on_malformed,
+                       new_window=existing is None).run()
+        return out
+
+
+class _SessionImport:
+    """The lines of one record: prefix-resume or id-merge against what is stored, batched inserts."""
+
+    def __init__(self, bulk: _BulkState, out: ImportRecordResult, sid: str, record: ImportRecord,
+                 fallback_ms: int, stored_count: int, on_malformed: MalformedPolicy, *, new_window: bool):
+        self.bulk = bulk
+        self.new_window = new_window  # its created_at becomes the first event's time (the header's)
+        self.out = out
+        self.sid = sid
+        self.record = record
+        self.fallback_ms = fallback_ms
+        self.on_malformed = on_malformed
+        self.stored: list[str] | None = None
+        self.merge_ids: set[str] | None = None
+        self.merge_texts: set[str] | None = None
+        self.next_seq = 0
+        if stored_count:
+            conn = bulk.conn
+            self.stored = [row[0] for row in conn.execute(
+                "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,))]
+            self.next_seq = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?",
+                                         (sid,)).fetchone()[0] + 1
+        self.events: list[tuple[Any, ...]] = []
+        self.identities: list[tuple[Any, ...]] = []
+        self.nbytes = self.tokens = self.compactions = 0
+        self.newest = fallback_ms
+
+    def _enter_merge(self) -> None:
+        conn = self.bulk.conn
+        self.merge_ids = {row[0] for row in conn.execute(
+            "SELECT event_id FROM transcript_event_identities WHERE session_id = ?", (self.sid,))}
+        # nothing of this record is pending yet: appends start only after the stored prefix
+        self.merge_texts = set(self.stored or ())
+
+    def run(self) -> None:
+        sid = self.sid
+        position = 0  # index among non-blank lines, for the prefix comparison
+        source = self.record.source or self.record.session_key
+        for line_no, raw in enumerate(self.record.lines, start=1):
+            try:
+                item = _prepare_line(raw)
+            except (ValueError, orjson.JSONDecodeError) as exc:
+                message = f"malformed transcript line: {exc}"
+                if self.on_malformed == "raise":
+                    raise InvalidDataError(f"{source}:{line_no}: {message}") from None
+                if self.out.issue is None:
+                    self.out.issue = ReadIssue(source, line_no, message)
+                if self.on_malformed == "stop":
+                    break
+                continue
+            if item is None:
+                continue
+            self.out.lines_read += 1
+            text, size, obj = item
+            stored = self.stored
+            if stored is not None and self.merge_ids is None:
+                if position < len(stored):
+                    position += 1
+                    if stored[position - 1] == text:
+                        self.out.events_existing += 1
+                        continue
+                    self._enter_merge()  # history diverged: fall back to id/text dedupe
+                else:
+                    position += 1
+            event_id = obj.get("id")
+            event_id = event_id if isinstance(event_id, str) and event_id.strip() else None
+            if self.merge_ids is not None:
+                if event_id is not None:
+                    if event_id in self.merge_ids:
+                        self.out.events_existing += 1
+                        continue
+                    self.merge_ids.add(event_id)
+                else:
+                    assert self.merge_texts is not None
+                    if text in self.merge_texts:
+                        self.out.events_existing += 1
+                        continue
+                    self.merge_texts.add(text)
+            seq = self.next_seq
+            self.next_seq += 1
+            kind = obj.get("type")
+            kind = kind if isinstance(kind, str) else None
+            created = timestamp_ms(obj.get("timestamp"))
+            if created is None:
+                created = self.newest
+            elif created > self.newest:
+                self.newest = created
+            self.events.append((sid, seq, created, size, kind, text))
+            if event_id is not None:
+                parent = obj.get("parentId")
+                self.identities.append((sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created))
+            self.nbytes += size
+            self.tokens += event_token_estimate(obj)
+            if kind == "compaction":
+                self.compactions += 1
+            if len(self.events) >= self.bulk.batch_rows:
+                self.flush()
+        self.flush()
+
+    def flush(self) -> None:
+        if not self.events:
+            return
+        bulk = self.bulk
+        conn = bulk.conn
+        bulk.begin()
+        conn.executemany(_EVENT_INSERT, self.events)
+        if self.identities:
+            conn.executemany(_IDENTITY_INSERT, self.identities)
+        if self.new_window:
+            conn.execute("UPDATE session_windows SET created_at = ? WHERE session_id = ?",
+                         (self.events[0][2], self.sid))
+            self.new_window = False
+        conn.execute(_WINDOW_ADD_TOTALS, (len(self.events), self.nbytes, self.tokens, self.compactions,
+                                          self.newest, bulk.stamp, self.sid))
+        self.out.events_inserted += len(self.events)
+        self.out.bytes_inserted += self.nbytes
+        bulk.rows += len(self.events)
+        self.events = []
+        self.identities = []
+        self.nbytes = self.tokens = self.compactions = 0
+        if bulk.rows >= bulk.batch_rows:
+            bulk.commit()
+            bulk.begin()

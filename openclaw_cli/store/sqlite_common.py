@@ -1,0 +1,368 @@
+"""Helpers shared by our SQLite store and the read-only OpenClaw-DB reader.
+
+- reading a database's header without opening it (detection writes nothing),
+- opening a WAL database read-only without creating `-wal`/`-shm` files (spec README note),
+- mapping SQLite's busy/corrupt errors to our typed errors (spec D12),
+- cheap per-event facts used at write time (timestamp, chars/4 token estimate),
+- the archive listing fallback used until/unless `store/archives.py` provides one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import struct
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openclaw_cli.errors import InvalidDataError, SessionBusyError
+from openclaw_cli.store.base import ArchiveFile
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+OUR_APPLICATION_ID = 0x4F43434C  # "OCCL"
+OPENCLAW_SCHEMA_VERSION = 23
+_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+
+
+@dataclass(frozen=True)
+class DbHeader:
+    """The fields of the 100-byte SQLite header we need for detection."""
+
+    page_size: int
+    wal: bool  # file format read/write versions == 2
+    user_version: int
+    application_id: int
+
+
+def read_header(path: Path) -> DbHeader | None:
+    """Header of a SQLite file, or None for an empty file. Raises InvalidDataError when the file
+    exists but is not a SQLite database. Reading 100 bytes never creates sidecar files.
+
+    Note: a value changed by a transaction still in the WAL is not visible here; callers that
+    need certainty re-check through a connection."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except IsADirectoryError:
+        raise InvalidDataError(f"{path} is a directory, not a SQLite database") from None
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise InvalidDataError(f"Cannot read {path}: {exc.strerror or exc}") from None
+    if not head:
+        return None
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        raise InvalidDataError(f"{path} is not a SQLite database (file header does not match)")
+    page_size = struct.unpack(">H", head[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    user_version = struct.unpack(">i", head[60:64])[0]
+    application_id = struct.unpack(">i", head[68:72])[0]
+    return DbHeader(page_size, head[18] == 2 and head[19] == 2, user_version, application_id)
+
+
+def is_busy_error(exc: BaseException) -> bool:
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _BUSY_CODES
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def busy_error(path: Path, timeout_ms: int) -> SessionBusyError:
+    """OpenClaw's lock-timeout wording (maintenance.md §12.5) for a SQLite busy timeout (D12)."""
+    return SessionBusyError(f"session store locked (timeout {timeout_ms}ms): {path}")
+
+
+def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exception:
+    """Our typed error for a sqlite3 error; unknown errors become InvalidDataError naming the file."""
+    if is_busy_error(exc):
+        return busy_error(path, timeout_ms)
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
+        return InvalidDataError(f"{path} is not a usable SQLite database: {text}")
+    return InvalidDataError(f"SQLite error on {path}: {text}")
+
+
+# ---- read-only opening ---------------------------------------------------------------------------
+
+
+class ReadOnlyConnection:
+    """A read-only connection plus the private snapshot directory it may own (removed on close)."""
+
+    def __init__(self, conn: sqlite3.Connection, snapshot_dir: Path | None, mode: str):
+        self.conn = conn
+        self.snapshot_dir = snapshot_dir
+        self.mode = mode  # "immutable" | "ro" | "snapshot"
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            if self.snapshot_dir is not None:
+                shutil.rmtree(self.snapshot_dir, ignore_errors=True)
+                self.snapshot_dir = None
+
+
+def _uri(path: Path, **params: str) -> str:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return f"{path.absolute().as_uri()}?{query}"
+
+
+def _connect_uri(uri: str, timeout_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000,
+                           check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+    return conn
+
+
+def open_readonly(path: Path, *, timeout_ms: int = 60000) -> ReadOnlyConnection:
+    """Open a database for reading without ever creating or modifying a file next to it.
+
+    SQLite opens a WAL database read-only only where it can use (or create) the `-shm` file. So:
+    - no WAL content (no `-wal`, or an empty one without `-shm`): `immutable=1` — the main file
+      is the whole truth and nothing is created;
+    - `-wal` and `-shm` both present (a live OpenClaw process, or an unclean stop): `mode=ro`,
+      which joins the existing shared-memory index and creates nothing;
+    - `-wal` with data but no `-shm` (crashed writer), or `mode=ro` failing because the directory
+      is read-only: copy the database and its WAL into a private temp dir and read the copy.
+    Caveat of `immutable=1`: a writer that starts while we read is not seen; reads are short.
+    """
+    header = read_header(path)
+    wal = Path(f"{path}-wal")
+    shm = Path(f"{path}-shm")
+    if header is None or not header.wal:
+        # rollback-journal (or empty) database: without a hot journal the file is the whole truth
+        if Path(f"{path}-journal").exists():
+            return ReadOnlyConnection(_checked(_connect_uri(_uri(path, mode="ro"), timeout_ms), path), None, "ro")
+        return _immutable(path, timeout_ms)
+    wal_size = wal.stat().st_size if wal.exists() else None
+    has_shm = shm.exists()
+    if wal_size is None or (wal_size == 0 and not has_shm):
+        return _immutable(path, timeout_ms)
+    if has_shm:
+        conn = _connect_uri(_uri(path, mode="ro"), timeout_ms)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return ReadOnlyConnection(conn, None, "ro")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if is_busy_error(exc):
+                raise busy_error(path, timeout_ms) from None
+            # e.g. a read-only directory with no live writer (SQLITE_READONLY_CANTINIT):
+            # fall through to a private snapshot
+    return _snapshot(path, wal, timeout_ms)
+
+
+def _immutable(path: Path, timeout_ms: int) -> ReadOnlyConnection:
+    conn = _connect_uri(_uri(path, mode="ro", immutable="1"), timeout_ms)
+    return ReadOnlyConnection(_checked(conn, path), None, "immutable")
+
+
+def _checked(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
+    """Touch the schema so a corrupt/non-database file fails now, with a typed error."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise translate_error(exc, path, 0) from None
+    return conn
+
+
+def _snapshot(path: Path, wal: Path, timeout_ms: int) -> ReadOnlyConnection:
+    tmp = Path(tempfile.mkdtemp(prefix="openclaw-cli-ro-"))
+    try:
+        os.chmod(tmp, 0o700)
+        copy = tmp / path.name
+        shutil.copyfile(path, copy)
+        if wal.exists():
+            shutil.copyfile(wal, Path(f"{copy}-wal"))
+        conn = _connect_uri(_uri(copy, mode="ro"), timeout_ms)
+        return ReadOnlyConnection(_checked(conn, path), tmp, "snapshot")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+# ---- per-event facts computed at write time ------------------------------------------------------
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def iso_from_ms(ms: int) -> str:
+    """JS `new Date(ms).toISOString()`."""
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def finite_number(value: Any) -> int | float | None:
+    """A JSON number usable as an SQLite projection (bools, NaN/inf and >64-bit ints excluded)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if -_INT64_MAX <= value <= _INT64_MAX else None
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    return None
+
+
+def timestamp_ms(value: Any) -> int | None:
+    """An event `timestamp`: epoch ms number or a parseable ISO string (OpenClaw S-4)."""
+    number = finite_number(value)
+    if number is not None:
+        return int(number)
+    if isinstance(value, str) and value:
+        try:
+            dt = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        return int(dt.timestamp() * 1000)
+    return None
+
+
+_IMAGE_CHARS = 4800  # profile L: 1200 tokens per image (compaction-lifecycle.md R4.4.3)
+
+
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if not isinstance(content, list):
+        return 0
+    total = 0
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            total += len(text) if isinstance(text, str) else 0
+        elif kind == "thinking":
+            text = block.get("thinking")
+            total += len(text) if isinstance(text, str) else 0
+        elif kind == "toolCall":
+            name = block.get("name")
+            total += len(name) if isinstance(name, str) else 0
+            try:
+                total += len(orjson.dumps(block.get("arguments", {})))
+            except TypeError:
+                pass
+        elif kind == "image":
+            total += _IMAGE_CHARS
+    return total
+
+
+def event_token_estimate(obj: Any) -> int:
+    """chars/4 estimate of one transcript event (compaction-lifecycle.md R4.4.1–R4.4.3, profile L):
+    `ceil(chars / 4)` per message, chars counted from message content (text, thinking, tool-call
+    name + JSON arguments, 4800 per image), summaries for compaction/branch summaries. Header and
+    bookkeeping entries count 0. Kept per session at write time so thresholds never rescan."""
+    if not isinstance(obj, dict):
+        return 0
+    kind = obj.get("type")
+    if kind == "message":
+        message = obj.get("message")
+        if not isinstance(message, dict) or message.get("excludeFromContext") is True:
+            return 0
+        role = message.get("role")
+        if role == "bashExecution":
+            chars = sum(len(message.get(k)) for k in ("command", "output") if isinstance(message.get(k), str))
+        elif role in ("branchSummary", "compactionSummary"):
+            summary = message.get("summary")
+            chars = len(summary) if isinstance(summary, str) else 0
+        else:
+            chars = _content_chars(message.get("content"))
+    elif kind in ("compaction", "branch_summary"):
+        summary = obj.get("summary")
+        chars = len(summary) if isinstance(summary, str) else 0
+    elif kind == "custom_message":
+        chars = _content_chars(obj.get("content"))
+    else:
+        return 0
+    return (chars + 3) // 4
+
+
+# ---- archive files -------------------------------------------------------------------------------
+
+_ARCHIVE_NAME = re.compile(
+    r"^(?P<stem>.+?)\.(?P<reason>deleted|reset|bak)\."
+    r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{1,3})?Z)(?:\.[0-9a-f]{32})?(?P<zst>\.zst)?$"
+)
+_STORE_BACKUP = re.compile(r"^sessions\.json\.bak\.(?P<n>\d+)$")
+
+
+def _archive_ts(stamp: str) -> int | None:
+    date, _, time_part = stamp.partition("T")
+    try:
+        dt = datetime.fromisoformat(f"{date}T{time_part[:-1].replace('-', ':')}+00:00")
+    except ValueError:
+        return None
+    return int(dt.timestamp() * 1000)
+
+
+def list_archive_files(directory: Path) -> list[ArchiveFile]:
+    """Archive artifacts in a sessions dir (maintenance.md §7.2). Prefers `store/archives.py`
+    (another module owns the naming rules); this fallback keeps listing usable without it."""
+    if not directory.is_dir():
+        return []
+    try:
+        from openclaw_cli.store import archives as archives_mod
+    except ImportError:
+        archives_mod = None
+    lister = getattr(archives_mod, "list_archives", None) if archives_mod is not None else None
+    if callable(lister):
+        return list(lister(directory))
+    return _fallback_list_archives(directory)
+
+
+def _fallback_list_archives(directory: Path) -> list[ArchiveFile]:
+    out: list[ArchiveFile] = []
+    try:
+        children = sorted(directory.iterdir())
+    except OSError:
+        return out
+    for child in children:
+        name = child.name
+        try:
+            if child.is_symlink() or not child.is_file():
+                continue
+            size = child.stat().st_size
+        except OSError:
+            continue
+        backup = _STORE_BACKUP.match(name)
+        if backup:
+            out.append(ArchiveFile(child, None, "bak", None, False, size))
+            continue
+        match = _ARCHIVE_NAME.match(name)
+        if not match:
+            continue
+        stem = match.group("stem")
+        session_id = stem[: -len(".jsonl")] if stem.endswith(".jsonl") else None
+        out.append(ArchiveFile(child, session_id, match.group("reason"), _archive_ts(match.group("ts")),
+                               bool(match.group("zst")), size))
+    return out
+
+
+def sessions_dir_for(db_path: Path) -> Path:
+    """maintenance.md §0: the store's directory, or its sibling `sessions` when it is named `agent`."""
+    parent = db_path.parent
+    return parent.parent / "sessions" if parent.name == "agent" else parent
