@@ -1,0 +1,537 @@
+"""Pure disk-budget math (`maintenance.md` §6): no I/O, inputs are snapshots.
+
+Two measurements:
+
+* legacy directory store (§6.2): bytes of the regular files in the sessions dir, with
+  `sessions.json` counted as it *would* be written (JS `JSON.stringify(store, null, 2)`);
+* SQLite store (§6.3, G1 logical bytes): entry JSON bytes plus per-session transcript bytes,
+  each session counted once and released with its last referencing entry.
+
+Both return the §6.1 result object (`DiskBudgetResult.to_json()`, OpenClaw's keys in order) and
+what to remove, in order. Trigger is `total > maxBytes`; target is `total <= highWaterBytes`,
+re-checked before every removal. Warn-only mode reports `overBudget` and removes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.ids import is_checkpoint_name
+from openclaw_cli.jsonutil import dumps_compact
+from openclaw_cli.paths import transcript_candidates
+
+STALE_TEMP_MS = 5 * 60 * 1000  # a store temp younger than this is a live atomic write (§6.2)
+
+ProtectedFn = Callable[[str, Mapping[str, Any]], bool]
+SessionIdsFn = Callable[[Mapping[str, Any]], Iterable[str]]
+
+
+# ---- the §6.1 result object ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiskBudgetResult:
+    total_bytes_before: int
+    total_bytes_after: int
+    removed_files: int
+    removed_entries: int
+    freed_bytes: int
+    max_bytes: int
+    high_water_bytes: int
+    over_budget: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """OpenClaw's `SessionDiskBudgetSweepResult`, keys in OpenClaw's order."""
+        return {
+            "totalBytesBefore": self.total_bytes_before,
+            "totalBytesAfter": self.total_bytes_after,
+            "removedFiles": self.removed_files,
+            "removedEntries": self.removed_entries,
+            "freedBytes": self.freed_bytes,
+            "maxBytes": self.max_bytes,
+            "highWaterBytes": self.high_water_bytes,
+            "overBudget": self.over_budget,
+        }
+
+
+def budget_limits(max_bytes: int | None, high_water_bytes: int | None) -> tuple[int, int] | None:
+    """(max, high water) or None when the budget is disabled ([R]: `maxDiskBytes <= 0` disables)."""
+    if not _is_int(max_bytes) or max_bytes <= 0:
+        return None
+    if not _is_int(high_water_bytes):
+        return None
+    return max_bytes, min(max(high_water_bytes, 0), max_bytes)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _idle(total: int, max_bytes: int, high: int, over: bool) -> DiskBudgetResult:
+    return DiskBudgetResult(total, total, 0, 0, 0, max_bytes, high, over)
+
+
+@dataclass(frozen=True)
+class FileRemoval:
+    """One file the budget removes. `needs_archive` marks transcript content (primary transcripts,
+    compaction checkpoints): D15 requires a verified archive before the original goes."""
+
+    name: str  # path relative to the sessions dir, `/`-separated
+    size: int
+    kind: str  # archive | store-temp | prompt-blob | checkpoint | trajectory | transcript
+    needs_archive: bool
+    session_id: str | None = None  # set when released by an evicted entry
+
+
+@dataclass
+class BudgetPlan:
+    result: DiskBudgetResult | None
+    evicted_keys: list[str] = field(default_factory=list)
+    file_removals: list[FileRemoval] = field(default_factory=list)
+    released_session_ids: list[str] = field(default_factory=list)
+
+
+# ---- JSON byte sizes ----------------------------------------------------------------------------
+
+
+def _js_number(value: float | int) -> str:
+    """JS `Number#toString` for JSON: integral values without `.0`, exponents as `1e+21`/`1e-7`."""
+    if isinstance(value, int):
+        if abs(value) < 10**21:
+            return str(value)
+        value = float(value)
+    if not math.isfinite(value):
+        return "null"
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" not in text:
+        return text
+    mantissa, exp_text = text.split("e")
+    exp = int(exp_text)
+    if -7 < exp < 0:  # JS writes 1e-6 … 1e-1 in plain decimal notation
+        negative = mantissa.startswith("-")
+        digits = mantissa.lstrip("-").replace(".", "")
+        return f"{'-' if negative else ''}0.{'0' * (-exp - 1)}{digits}"
+    return f"{mantissa}e{'-' if exp < 0 else '+'}{abs(exp)}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _js_string_bytes(text: str) -> int:
+    encoded = json.dumps(text, ensure_ascii=False)
+    lone = len(_SURROGATE.findall(text))
+    # JS escapes a lone surrogate as `\udXXX` (6 bytes) where UTF-8 with surrogatepass takes 3.
+    return len(encoded.encode("utf-8", "surrogatepass")) + 3 * lone
+
+
+def js_json_bytes(value: Any, depth: int = 0) -> int:
+    """UTF-8 length of `JSON.stringify(value, null, 2)` nested at `depth` (each nested line is
+    indented by `2 * depth` extra spaces). Values JSON cannot hold count as `null`."""
+    if value is None or value is True:
+        return 4
+    if value is False:
+        return 5
+    if isinstance(value, int | float):
+        return len(_js_number(value))
+    if isinstance(value, str):
+        return _js_string_bytes(value)
+    if isinstance(value, Mapping):
+        if not value:
+            return 2
+        inner = 2 * (depth + 1)
+        body = sum(_js_string_bytes(str(k)) + 2 + js_json_bytes(v, depth + 1) for k, v in value.items())
+        n = len(value)
+        return 2 + n * (1 + inner) + body + (n - 1) + 1 + 2 * depth
+    if isinstance(value, list | tuple):
+        if not value:
+            return 2
+        inner = 2 * (depth + 1)
+        body = sum(js_json_bytes(v, depth + 1) for v in value)
+        n = len(value)
+        return 2 + n * (1 + inner) + body + (n - 1) + 1 + 2 * depth
+    return 4
+
+
+def entry_chunk_bytes(key: str, entry: Any) -> int:
+    """Bytes of one top-level entry inside the pretty store: `  "<key>": <entry at depth 1>`."""
+    return 2 + _js_string_bytes(key) + 2 + js_json_bytes(entry, 1)
+
+
+def store_json_bytes(entries: Mapping[str, Any]) -> int:
+    """UTF-8 length of `JSON.stringify(store, null, 2)` (no trailing newline): `{}` is 2 bytes,
+    each entry adds its chunk plus 2 (`{\\n` … `\\n}` and the `,\\n` separators)."""
+    return 2 + sum(entry_chunk_bytes(k, v) + 2 for k, v in entries.items())
+
+
+def sqlite_entry_bytes(entry: Any) -> int:
+    """UTF-8 length of an entry's stored `entry_json` (compact JSON)."""
+    return len(dumps_compact(entry).encode("utf-8", "surrogatepass"))
+
+
+def entry_session_ids(entry: Mapping[str, Any] | Any) -> list[str]:
+    """Session ids an entry references (Q4: at least its `sessionId`)."""
+    if not isinstance(entry, Mapping):
+        return []
+    sid = entry.get("sessionId")
+    return [sid] if isinstance(sid, str) and sid.strip() else []
+
+
+def _updated_at(entry: Any, missing: float) -> float:
+    value = entry.get("updatedAt") if isinstance(entry, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return missing
+    return float(value)
+
+
+# ---- §6.3 SQLite logical bytes ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SqliteMeasure:
+    """Input of the SQLite measurement: per-session event bytes (transcript + trajectory JSON) and
+    optionally the stored `entry_json` byte size per key (computed with `sqlite_entry_bytes`
+    when absent)."""
+
+    session_bytes: Mapping[str, int]
+    entry_bytes: Mapping[str, int] | None = None
+
+
+def sqlite_total_bytes(entries: Mapping[str, Any], measure: SqliteMeasure,
+                       session_ids_of: SessionIdsFn = entry_session_ids) -> int:
+    total = 0
+    seen: set[str] = set()
+    for key, entry in entries.items():
+        total += _entry_bytes(key, entry, measure)
+        for sid in session_ids_of(entry):
+            if sid not in seen:
+                seen.add(sid)
+                total += int(measure.session_bytes.get(sid, 0) or 0)
+    return total
+
+
+def _entry_bytes(key: str, entry: Any, measure: SqliteMeasure) -> int:
+    if measure.entry_bytes is not None and key in measure.entry_bytes:
+        return int(measure.entry_bytes[key])
+    return sqlite_entry_bytes(entry)
+
+
+def plan_sqlite_budget(
+    entries: Mapping[str, Any],
+    measure: SqliteMeasure,
+    *,
+    max_bytes: int | None,
+    high_water_bytes: int | None,
+    is_protected: ProtectedFn,
+    warn_only: bool = False,
+    session_ids_of: SessionIdsFn = entry_session_ids,
+) -> BudgetPlan:
+    """§6.3: evict non-protected entries oldest `updatedAt` first (missing = oldest, stable over
+    store order) until the logical total is at or below the high water. `removedFiles` is 0 and
+    `freedBytes = before - after`."""
+    limits = budget_limits(max_bytes, high_water_bytes)
+    if limits is None:
+        return BudgetPlan(None)
+    max_b, high = limits
+    before = sqlite_total_bytes(entries, measure, session_ids_of)
+    if before <= max_b:
+        return BudgetPlan(_idle(before, max_b, high, False))
+    if warn_only:
+        return BudgetPlan(_idle(before, max_b, high, True))
+    refs: dict[str, int] = {}
+    for entry in entries.values():
+        for sid in set(session_ids_of(entry)):
+            refs[sid] = refs.get(sid, 0) + 1
+    order = sorted(entries, key=lambda k: _updated_at(entries[k], -math.inf))
+    total = before
+    plan = BudgetPlan(None)
+    for key in order:
+        if total <= high:
+            break
+        entry = entries[key]
+        if is_protected(key, entry):
+            continue
+        total -= _entry_bytes(key, entry, measure)
+        plan.evicted_keys.append(key)
+        for sid in set(session_ids_of(entry)):
+            refs[sid] -= 1
+            if refs[sid] == 0:
+                total -= int(measure.session_bytes.get(sid, 0) or 0)
+                plan.released_session_ids.append(sid)
+    plan.result = DiskBudgetResult(before, total, 0, len(plan.evicted_keys), max(0, before - total),
+                                   max_b, high, True)
+    return plan
+
+
+# ---- §6.2 legacy directory ----------------------------------------------------------------------
+
+_ARCHIVE_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z(?:\.[0-9a-f]{32})?$")
+_ARCHIVE_MARKER = re.compile(r"\.(deleted|reset|bak)\.")
+_STORE_BACKUP = re.compile(r"^sessions\.json\.bak\.\d+$")
+_PROMPT_BLOB = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$")
+_PROMPT_BLOB_TEMP = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$")
+_HASH = re.compile(r"[0-9a-f]{64}")
+_UUIDISH = r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
+
+
+def is_archive_artifact_name(name: str) -> bool:
+    """§7.2: `sessions.json.bak.<n>`, or the last `.deleted.`/`.reset.`/`.bak.` marker (after an
+    optional `.zst`) is followed by a valid archive timestamp (`keep.deleted.keep.jsonl` is not)."""
+    if _STORE_BACKUP.match(name):
+        return True
+    base = name[:-4] if name.endswith(".zst") else name
+    markers = list(_ARCHIVE_MARKER.finditer(base))
+    return bool(markers) and bool(_ARCHIVE_STAMP.match(base[markers[-1].end():]))
+
+
+def is_trajectory_name(name: str) -> bool:
+    return name.endswith(".trajectory.jsonl") or name.endswith(".trajectory-path.json")
+
+
+def is_primary_transcript_name(name: str) -> bool:
+    return (name.endswith(".jsonl") and name != "sessions.json" and not is_trajectory_name(name)
+            and not is_checkpoint_name(name) and not is_archive_artifact_name(name))
+
+
+def is_store_temp_name(name: str, store_name: str = "sessions.json") -> bool:
+    """`<store>.[<pid>.]<uuid>.tmp` (OpenClaw) or `<store>.<pid>.<hex32>.tmp` (our fsio)."""
+    return bool(re.match(rf"^{re.escape(store_name)}\.(?:\d+\.)?{_UUIDISH}\.tmp$", name, re.IGNORECASE))
+
+
+@dataclass(frozen=True)
+class DirFile:
+    """A snapshot of one regular file of the sessions dir (`name` relative, `/`-separated)."""
+
+    name: str
+    size: int
+    mtime_ms: float
+
+
+@dataclass(frozen=True)
+class LegacyDirMeasure:
+    """Input of the legacy directory measurement: the sessions dir snapshot (top-level regular
+    files plus `skills-prompts/sha256/…` blobs), the dir itself (to resolve `sessionFile`
+    references without I/O) and the store file's name."""
+
+    files: Sequence[DirFile]
+    sessions_dir: Path
+    store_name: str = "sessions.json"
+
+
+def _relative_name(path: Path, root: Path) -> str | None:
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return None
+    return rel.as_posix() if rel.parts else None
+
+
+def _sidecars(transcript_name: str, session_id: str | None) -> list[str]:
+    stem = transcript_name[: -len(".jsonl")] if transcript_name.endswith(".jsonl") else transcript_name
+    names = [f"{stem}.trajectory.jsonl", f"{stem}.trajectory-path.json"]
+    if session_id:
+        names += [f"{session_id}.trajectory.jsonl", f"{session_id}.trajectory-path.json"]
+    return names
+
+
+def _entry_artifact_names(entry: Any, root: Path) -> list[str]:
+    """Names an entry keeps alive: every transcript candidate (conservative: all of them, not only
+    the first existing one) and their trajectory sidecars."""
+    if not isinstance(entry, Mapping):
+        return []
+    sid = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else None
+    session_file = entry.get("sessionFile") if isinstance(entry.get("sessionFile"), str) else None
+    if not sid and not session_file:
+        return []
+    out: list[str] = []
+    for candidate in transcript_candidates(root, sid or "", session_file):
+        name = _relative_name(candidate, root)
+        if name and name not in out:
+            out.append(name)
+            out.extend(n for n in _sidecars(name, sid) if n not in out)
+    return out
+
+
+def _checkpoint_names(entry: Any, root: Path) -> list[str]:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("compactionCheckpoints"), list):
+        return []
+    out: list[str] = []
+    for checkpoint in entry["compactionCheckpoints"]:
+        if not isinstance(checkpoint, Mapping):
+            continue
+        for side in ("preCompaction", "postCompaction"):
+            info = checkpoint.get(side)
+            ref = info.get("sessionFile") if isinstance(info, Mapping) else None
+            if isinstance(ref, str) and ref.strip():
+                for candidate in transcript_candidates(root, "", ref.strip()):
+                    name = _relative_name(candidate, root)
+                    if name:
+                        out.append(name)
+    return out
+
+
+def _prompt_hashes(entry: Any) -> set[str]:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("skillsSnapshot"), Mapping):
+        return set()
+    ref = entry["skillsSnapshot"].get("promptRef")
+    if isinstance(ref, str):
+        texts = [ref]
+    elif isinstance(ref, Mapping):
+        texts = [v for v in ref.values() if isinstance(v, str)]
+    else:
+        texts = []
+    return {h for text in texts for h in _HASH.findall(text.lower())}
+
+
+def legacy_total_bytes(entries: Mapping[str, Any], measure: LegacyDirMeasure) -> int:
+    store_file = sum(f.size for f in measure.files if f.name == measure.store_name)
+    return sum(max(0, f.size) for f in measure.files) - store_file + store_json_bytes(entries)
+
+
+def plan_legacy_budget(
+    entries: Mapping[str, Any],
+    measure: LegacyDirMeasure,
+    *,
+    max_bytes: int | None,
+    high_water_bytes: int | None,
+    now_ms: float,
+    is_protected: ProtectedFn,
+    warn_only: bool = False,
+) -> BudgetPlan:
+    """§6.2 enforcement order, re-checking `total <= highWater` before each removal:
+
+    1. unreferenced prompt blobs (blob temps only when older than 5 min), oldest mtime first;
+    2. archive artifacts, oldest mtime first; then store temp files older than 5 min (a fresh
+       temp is a live atomic write); then unreferenced checkpoints, trajectory sidecars and
+       primary transcripts, oldest mtime first. (G1 uses one mtime-ordered queue for these three
+       kinds; we drop already-archived data before anything that is not archived yet.)
+    3. entries, oldest `updatedAt` first (missing = 0; stable), skipping protected ones; each
+       shrinks the projected `sessions.json` by its chunk + 2 bytes (never below `{}`) and, with
+       the last reference to its session id, releases its transcript and sidecars.
+    `freedBytes` counts removed file bytes (as G1).
+    """
+    limits = budget_limits(max_bytes, high_water_bytes)
+    if limits is None:
+        return BudgetPlan(None)
+    max_b, high = limits
+    root = Path(measure.sessions_dir)
+    files = [f for f in measure.files if f.size >= 0]
+    store_file_size = sum(f.size for f in files if f.name == measure.store_name)
+    projected = store_json_bytes(entries)
+    before = sum(f.size for f in files) - store_file_size + projected
+    if before <= max_b:
+        return BudgetPlan(_idle(before, max_b, high, False))
+    if warn_only:
+        return BudgetPlan(_idle(before, max_b, high, True))
+
+    # Reference counts by name, so a file shared by several entries goes with its last entry.
+    name_refs: dict[str, int] = {}
+    hash_refs: dict[str, int] = {}
+    for entry in entries.values():
+        for name in set(_entry_artifact_names(entry, root)) | set(_checkpoint_names(entry, root)):
+            name_refs[name] = name_refs.get(name, 0) + 1
+        for digest in _prompt_hashes(entry):
+            hash_refs[digest] = hash_refs.get(digest, 0) + 1
+    by_name = {f.name: f for f in files}
+    stale_before = now_ms - STALE_TEMP_MS
+    plan = BudgetPlan(None)
+    removed: set[str] = set()
+    total = before
+    freed = 0
+
+    def remove(f: DirFile, kind: str, needs_archive: bool, session_id: str | None = None) -> None:
+        nonlocal total, freed
+        removed.add(f.name)
+        total -= f.size
+        freed += f.size
+        plan.file_removals.append(FileRemoval(f.name, f.size, kind, needs_archive, session_id))
+
+    def by_age(items: list[DirFile]) -> list[DirFile]:
+        return sorted(items, key=lambda f: (f.mtime_ms, f.name))
+
+    blobs, archives, temps, orphans = [], [], [], []
+    for f in files:
+        name = f.name
+        blob = _PROMPT_BLOB.match(name)
+        if blob:
+            if blob.group(1) not in hash_refs:
+                blobs.append(f)
+        elif _PROMPT_BLOB_TEMP.match(name):
+            if f.mtime_ms <= stale_before:
+                blobs.append(f)
+        elif "/" in name or name == measure.store_name:
+            continue
+        elif is_archive_artifact_name(name):
+            archives.append(f)
+        elif is_store_temp_name(name, measure.store_name):
+            if f.mtime_ms <= stale_before:
+                temps.append(f)
+        elif name not in name_refs and (is_checkpoint_name(name) or is_trajectory_name(name)
+                                        or is_primary_transcript_name(name)):
+            orphans.append(f)
+
+    queue: list[tuple[DirFile, str, bool]] = [(f, "prompt-blob", False) for f in by_age(blobs)]
+    queue += [(f, "archive", False) for f in by_age(archives)]
+    queue += [(f, "store-temp", False) for f in by_age(temps)]
+    queue += [(f, _artifact_kind(f.name), _artifact_kind(f.name) in ("transcript", "checkpoint"))
+              for f in by_age(orphans)]
+    for f, kind, needs_archive in queue:
+        if total <= high:
+            break
+        if f.size > 0:
+            remove(f, kind, needs_archive)
+
+    if total > high:
+        sid_refs: dict[str, int] = {}
+        for entry in entries.values():
+            for sid in entry_session_ids(entry):
+                sid_refs[sid] = sid_refs.get(sid, 0) + 1
+        for key in sorted(entries, key=lambda k: _updated_at(entries[k], 0.0)):
+            if total <= high:
+                break
+            entry = entries[key]
+            if is_protected(key, entry):
+                continue
+            old_projected = projected
+            projected = max(2, projected - (entry_chunk_bytes(key, entry) + 2))
+            total += projected - old_projected
+            plan.evicted_keys.append(key)
+            for digest in _prompt_hashes(entry):
+                hash_refs[digest] -= 1
+                if hash_refs[digest] == 0:
+                    for f in files:
+                        blob = _PROMPT_BLOB.match(f.name)
+                        if blob and blob.group(1) == digest and f.name not in removed:
+                            remove(f, "prompt-blob", False)
+            own = set(_entry_artifact_names(entry, root)) | set(_checkpoint_names(entry, root))
+            for name in own:
+                name_refs[name] -= 1
+            for sid in entry_session_ids(entry):
+                sid_refs[sid] -= 1
+                if sid_refs[sid] > 0:
+                    continue
+                plan.released_session_ids.append(sid)
+                for name in _entry_artifact_names(entry, root):
+                    f = by_name.get(name)
+                    if f is None or name in removed or name_refs.get(name, 0) > 0 or f.size <= 0:
+                        continue
+                    kind = _artifact_kind(name)
+                    remove(f, kind, kind in ("transcript", "checkpoint"), sid)
+    plan.result = DiskBudgetResult(before, total, len(plan.file_removals), len(plan.evicted_keys), freed,
+                                   max_b, high, True)
+    return plan
+
+
+def _artifact_kind(name: str) -> str:
+    if is_trajectory_name(name):
+        return "trajectory"
+    if is_checkpoint_name(name):
+        return "checkpoint"
+    return "transcript"
