@@ -23,6 +23,7 @@ from openclaw_cli.maintenance.budget import (
     is_store_temp_name,
     js_json_bytes,
     legacy_total_bytes,
+    parse_archive_timestamp,
     plan_legacy_budget,
     plan_sqlite_budget,
     sqlite_entry_bytes,
@@ -96,9 +97,18 @@ def test_archive_names(name):
 
 
 @pytest.mark.parametrize("name", ["keep.deleted.keep.jsonl", "abc.jsonl", "abc.jsonl.deleted.yesterday",
-                                  "sessions.json", "abc.jsonl.migrated"])
+                                  "sessions.json", "abc.jsonl.migrated", "abc.jsonl.deleted.2026-13-01T00-00-00.000Z"])
 def test_not_archive_names(name):
     assert not is_archive_artifact_name(name)
+
+
+def test_parse_archive_timestamp():
+    assert parse_archive_timestamp(f"abc.jsonl.deleted.{STAMP}", "deleted") == 1767225600000
+    assert parse_archive_timestamp("a.jsonl.reset.2026-02-23T12-34-56.789Z." + "0f" * 16 + ".zst", "reset") == (
+        1771850096789)
+    assert parse_archive_timestamp("a.jsonl.reset.2026-02-23T12-34-56Z", "reset") == 1771850096000
+    assert parse_archive_timestamp(f"abc.jsonl.deleted.{STAMP}", "reset") is None  # pinned
+    assert parse_archive_timestamp("keep.deleted.keep.jsonl", "deleted") is None
 
 
 def test_primary_checkpoint_and_temp_names():

@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -272,13 +273,32 @@ def plan_sqlite_budget(
 
 # ---- §6.2 legacy directory ----------------------------------------------------------------------
 
-_ARCHIVE_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z(?:\.[0-9a-f]{32})?$")
+_ARCHIVE_STAMP = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z(?:\.[0-9a-f]{32})?$")
 _ARCHIVE_MARKER = re.compile(r"\.(deleted|reset|bak)\.")
 _STORE_BACKUP = re.compile(r"^sessions\.json\.bak\.\d+$")
 _PROMPT_BLOB = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$")
 _PROMPT_BLOB_TEMP = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$")
 _HASH = re.compile(r"[0-9a-f]{64}")
 _UUIDISH = r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
+
+
+def parse_archive_timestamp(name: str, reason: str) -> int | None:
+    """§7.1: epoch ms of `<…>.<reason>.<YYYY-MM-DDTHH-MM-SS[.mmm]Z>[.<32 hex>][.zst]`, taken from
+    the *last* `.<reason>.` marker; None when the name carries no such archive stamp."""
+    base = name[:-4] if name.endswith(".zst") else name
+    marker = base.rfind(f".{reason}.")
+    if marker < 0:
+        return None
+    match = _ARCHIVE_STAMP.match(base[marker + len(reason) + 2:])
+    if not match:
+        return None
+    year, month, day, hour, minute, second, millis = match.groups()
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
+    except ValueError:
+        return None
+    return int(moment.timestamp()) * 1000 + int(millis or 0)
 
 
 def is_archive_artifact_name(name: str) -> bool:
@@ -288,7 +308,7 @@ def is_archive_artifact_name(name: str) -> bool:
         return True
     base = name[:-4] if name.endswith(".zst") else name
     markers = list(_ARCHIVE_MARKER.finditer(base))
-    return bool(markers) and bool(_ARCHIVE_STAMP.match(base[markers[-1].end():]))
+    return bool(markers) and parse_archive_timestamp(name, markers[-1].group(1)) is not None
 
 
 def is_trajectory_name(name: str) -> bool:

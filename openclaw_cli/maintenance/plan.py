@@ -1,0 +1,619 @@
+"""Maintenance planning as pure functions: entries + settings + now -> plan (no I/O).
+
+`plan_cleanup` is `openclaw sessions cleanup` (dry run and apply use the *same* plan; the dry run
+prints it, apply executes it), `plan_runtime_maintenance` is the unforced pass run by write paths,
+`plan_cron_retention` is the `cron.sessionRetention` reaper. Rules: `maintenance.md` §3–§6,
+§9.1, §10.4–§10.8, with every [R] point adopted:
+
+* primary keys (`agent:<id>:main`, `global`) are preserved (§3.6, §4.4);
+* `pruneAfter <= 0` never age-prunes (§5.3);
+* the cap keeps at least `min(maxEntries, 25)` removable rows when preserved rows fill it (§5.4);
+* `maxDiskBytes <= 0` disables the budget (§2.1).
+
+Entries are `{sessionKey: entry}` in store order (that order breaks `updatedAt` ties).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from openclaw_cli.keys import (
+    is_cron_run_key,
+    is_dm_scope_retire_candidate,
+    is_durable_external_pointer,
+    is_model_run_probe_key,
+    is_primary_key,
+    parse_agent_key,
+    preserve_key_form,
+)
+from openclaw_cli.maintenance.budget import (
+    BudgetPlan,
+    DiskBudgetResult,
+    FileRemoval,
+    LegacyDirMeasure,
+    SessionIdsFn,
+    SqliteMeasure,
+    entry_session_ids,
+    parse_archive_timestamp,
+    plan_legacy_budget,
+    plan_sqlite_budget,
+)
+
+ACTION_KEEP = "keep"
+ACTION_PRUNE_MISSING = "prune-missing"
+ACTION_RETIRE_DM_SCOPE = "retire-dm-scope"
+ACTION_PRUNE_MODEL_RUN = "prune-model-run"
+ACTION_PRUNE_STALE = "prune-stale"
+ACTION_CAP_OVERFLOW = "cap-overflow"
+ACTION_EVICT_BUDGET = "evict-budget"
+# Pipeline order (§10.7); an entry leaves at its first matching stage, so each key has one action.
+REMOVAL_ACTIONS = (
+    ACTION_PRUNE_MISSING,
+    ACTION_RETIRE_DM_SCOPE,
+    ACTION_PRUNE_MODEL_RUN,
+    ACTION_PRUNE_STALE,
+    ACTION_CAP_OVERFLOW,
+    ACTION_EVICT_BUDGET,
+)
+
+MODEL_RUN_PRUNE_AFTER_MS = 86_400_000  # fixed 24 h (§2.1, derived, not configurable)
+CAP_FLOOR = 25  # [R] G2 floor (§5.4)
+CRON_SWEEP_INTERVAL_MS = 300_000  # the cron reaper runs at most every 5 min per store (§9.1)
+
+
+class MaintenanceSettingsLike(Protocol):
+    """What the planner reads from resolved `session.maintenance` settings
+    (`openclaw_cli.config.resolve.MaintenanceSettings` has exactly these attributes)."""
+
+    mode: str
+    prune_after_ms: int | None
+    max_entries: int | None
+    reset_archive_retention_ms: int | None
+    max_disk_bytes: int | None
+    high_water_bytes: int | None
+    model_run_prune_after_ms: int | None
+
+
+BudgetMeasure = SqliteMeasure | LegacyDirMeasure
+MissingTranscriptFn = Callable[[str, dict], bool]
+
+
+# ---- small rules --------------------------------------------------------------------------------
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def entry_high_water(max_entries: Any) -> int:
+    """§5.1 batched trigger: not a positive int -> 1; <= 49 -> max + 1; else max + max(25, ceil(10 %))."""
+    cap = _positive_int(max_entries)
+    if cap is None:
+        return 1
+    if cap <= 49:
+        return cap + 1
+    return cap + max(25, math.ceil(cap * 0.1))
+
+
+def should_run_entry_maintenance(count: int, max_entries: Any, force: bool) -> bool:
+    return force or count >= entry_high_water(max_entries)
+
+
+def should_run_model_run_prune(count: int, max_entries: Any, force: bool) -> bool:
+    """§5.2: forced -> count > maxEntries; unforced -> count >= highWater(maxEntries)."""
+    cap = _positive_int(max_entries)
+    if force:
+        return cap is not None and count > cap
+    return count >= entry_high_water(max_entries)
+
+
+def cap_budget(max_entries: int, preserved: int) -> int:
+    """§5.4 with the [R] floor: room for removable rows next to `preserved` ones."""
+    budget = max(0, max_entries - preserved)
+    if budget == 0 and max_entries > 0:
+        budget = min(max_entries, CAP_FLOOR)
+    return budget
+
+
+def updated_at(entry: Any) -> float | None:
+    """`entry.updatedAt` as a finite number, else None (strings, booleans, NaN don't count)."""
+    value = entry.get("updatedAt") if isinstance(entry, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _field(entry: Any, name: str) -> Any:
+    return entry.get(name) if isinstance(entry, Mapping) else None
+
+
+def _is_locked(entry: Any) -> bool:
+    return _field(entry, "modelSelectionLocked") is True
+
+
+def _is_archived(entry: Any) -> bool:
+    return _field(entry, "archivedAt") is not None
+
+
+class Preserver:
+    """The §4 predicate: who is never an automatic victim (model-run prune, stale prune, cap,
+    disk budget). Preserve keys are compared trimmed and lower-cased; the active key's
+    `parentSessionKey` chain is preserved with it."""
+
+    def __init__(self, entries: Mapping[str, Any], preserve_keys: Iterable[str] = (),
+                 active_key: str | None = None, preserve_session_ids: Iterable[str] = ()):
+        keys = {preserve_key_form(k) for k in preserve_keys if isinstance(k, str) and k.strip()}
+        self.active = preserve_key_form(active_key) if isinstance(active_key, str) and active_key.strip() else None
+        if self.active:
+            keys.add(self.active)
+            by_form: dict[str, Any] = {}
+            for key, entry in entries.items():
+                by_form.setdefault(preserve_key_form(key), entry)
+            current = by_form.get(self.active)
+            while current is not None:
+                parent = _field(current, "parentSessionKey")
+                form = preserve_key_form(parent) if isinstance(parent, str) else ""
+                if not form or form in keys:
+                    break
+                keys.add(form)
+                current = by_form.get(form)
+        self.keys = frozenset(keys)
+        self.session_ids = frozenset(s for s in preserve_session_ids if isinstance(s, str) and s)
+
+    def is_preserved(self, key: str, entry: Any, *, ignore_active: bool = False) -> bool:
+        if _is_locked(entry):
+            return True
+        form = preserve_key_form(key)
+        if form in self.keys and not (ignore_active and form == self.active):
+            return True
+        sid = _field(entry, "sessionId")
+        if isinstance(sid, str) and sid in self.session_ids:
+            return True
+        return is_durable_external_pointer(key, entry) or is_primary_key(key)
+
+    __call__ = is_preserved
+
+
+# ---- the plan -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActiveKeyWarning:
+    """Warn-mode runtime notice (§5.6): the active session would be pruned or capped."""
+
+    key: str
+    would_prune: bool
+    would_cap: bool
+    prune_after_ms: int | None
+    max_entries: int | None
+
+
+@dataclass
+class CleanupPlan:
+    """What maintenance removes, per key, and the counters OpenClaw reports.
+
+    `actions` maps every key of the input store (store order) to its action; removed keys are
+    listed in `removed` in pipeline order. `unreferenced_session_ids` are the session ids of
+    removed entries that no remaining entry references: their transcripts are to be archived
+    (`deleted`) and removed (§8.1). `budget_file_removals` are the files the legacy disk budget
+    removes (in order; `needs_archive` ones go through a verified archive first).
+    """
+
+    mode: str
+    forced: bool
+    prune_after_ms: int
+    max_entries: int | None
+    before_count: int
+    actions: dict[str, str]
+    removed: list[str] = field(default_factory=list)
+    missing: int = 0
+    dm_scope_retired: int = 0
+    model_run_pruned: int = 0
+    pruned: int = 0
+    capped: int = 0
+    disk_budget: DiskBudgetResult | None = None
+    budget_file_removals: list[FileRemoval] = field(default_factory=list)
+    unreferenced_session_ids: list[str] = field(default_factory=list)
+    preserved_keys: frozenset[str] = frozenset()
+    would_enforce: CleanupPlan | None = None
+    active_warning: ActiveKeyWarning | None = None
+
+    @property
+    def after_count(self) -> int:
+        return self.before_count - len(self.removed)
+
+    @property
+    def evicted(self) -> int:
+        return self.disk_budget.removed_entries if self.disk_budget else 0
+
+    @property
+    def remaining_keys(self) -> list[str]:
+        return [k for k, a in self.actions.items() if a == ACTION_KEEP]
+
+    def keys_with(self, action: str) -> list[str]:
+        return [k for k in self.removed if self.actions[k] == action]
+
+    @property
+    def would_mutate(self) -> bool:
+        budget = self.disk_budget
+        return bool(self.removed) or bool(budget and (budget.removed_entries or budget.removed_files))
+
+
+class _Run:
+    """Mutable working state of one planning run (a copy of the store, never the input)."""
+
+    def __init__(self, entries: Mapping[str, Any]):
+        self.store: dict[str, Any] = dict(entries)
+        self.actions: dict[str, str] = {k: ACTION_KEEP for k in entries}
+        self.removed: list[str] = []
+
+    def remove(self, key: str, action: str) -> None:
+        del self.store[key]
+        self.actions[key] = action
+        self.removed.append(key)
+
+    def remove_all(self, keys: list[str], action: str) -> int:
+        for key in keys:
+            self.remove(key, action)
+        return len(keys)
+
+
+def _model_run_victims(store: Mapping[str, Any], preserver: Preserver, retention_ms: Any,
+                       now_ms: float) -> list[str]:
+    retention = _positive_int(retention_ms)
+    if retention is None:
+        return []
+    cutoff = now_ms - retention
+    return [k for k, e in store.items()
+            if is_model_run_probe_key(k) and (u := updated_at(e)) is not None and u < cutoff
+            and not preserver(k, e)]
+
+
+def _stale_victims(store: Mapping[str, Any], preserver: Preserver, prune_after_ms: Any,
+                   now_ms: float) -> list[str]:
+    after = _positive_int(prune_after_ms)
+    if after is None:  # [R] pruneAfter <= 0 (or unset) never age-prunes
+        return []
+    cutoff = now_ms - after
+    return [k for k, e in store.items()
+            if (u := updated_at(e)) is not None and u < cutoff and not preserver(k, e)]
+
+
+def _cap_victims(store: Mapping[str, Any], preserved: Callable[[str, Any], bool], max_entries: Any) -> list[str]:
+    cap = _positive_int(max_entries)
+    if cap is None:
+        return []
+    candidates = [k for k, e in store.items() if not preserved(k, e)]
+    budget = cap_budget(cap, len(store) - len(candidates))
+    if len(candidates) <= budget:
+        return []
+    def newest_first(key: str) -> float:
+        u = updated_at(store[key])
+        return -u if u is not None else math.inf  # missing updatedAt ranks oldest
+
+    # `sorted` is stable, so store order breaks ties.
+    ranked = sorted(candidates, key=newest_first)
+    victims = set(ranked[budget:])
+    return [k for k in store if k in victims]
+
+
+def _missing_victims(store: Mapping[str, Any], preserver: Preserver,
+                     missing_transcript: MissingTranscriptFn) -> list[str]:
+    """§10.4 `--fix-missing`. Only a model-selection lock, or an archived *and* preserved row,
+    shields an entry (external-pointer protection does not apply to this repair)."""
+    out: list[str] = []
+    for key, entry in store.items():
+        if _is_locked(entry) or (_is_archived(entry) and preserver(key, entry)):
+            continue
+        scoped = parse_agent_key(key) is not None
+        entry_map = entry if isinstance(entry, Mapping) else {}
+        sid = entry_map.get("sessionId")
+        if scoped and entry_map.get("initializationPending") is True:
+            continue
+        if scoped and sid == key and not entry_map.get("sessionFile"):
+            continue  # pre-first-turn shape
+        if not isinstance(sid, str) or not sid.strip():
+            if not scoped:
+                out.append(key)
+            continue
+        if missing_transcript(key, entry_map):
+            out.append(key)
+    return out
+
+
+def _memoized(fn: MissingTranscriptFn) -> MissingTranscriptFn:
+    """Ask the (I/O-backed) transcript check once per key, also across the warn-mode re-plan."""
+    if getattr(fn, "_memoized", False):
+        return fn
+    cache: dict[str, bool] = {}
+
+    def check(key: str, entry: dict) -> bool:
+        if key not in cache:
+            cache[key] = bool(fn(key, entry))
+        return cache[key]
+
+    check._memoized = True  # type: ignore[attr-defined]
+    return check
+
+
+def _dm_scope_victims(store: Mapping[str, Any], agent_id: str | None, active: str | None) -> list[str]:
+    """§10.5 `--fix-dm-scope`: non-archived peer-keyed direct rows of the target agent, except the
+    active key."""
+    return [k for k, e in store.items()
+            if not _is_archived(e) and preserve_key_form(k) != active
+            and is_dm_scope_retire_candidate(k, agent_id)]
+
+
+def _plan_budget(store: dict[str, Any], settings: MaintenanceSettingsLike, preserver: Preserver,
+                 measure: BudgetMeasure | None, now_ms: float, warn_only: bool) -> BudgetPlan:
+    if measure is None:
+        return BudgetPlan(None)
+    if isinstance(measure, LegacyDirMeasure):
+        return plan_legacy_budget(store, measure, max_bytes=settings.max_disk_bytes,
+                                  high_water_bytes=settings.high_water_bytes, now_ms=now_ms,
+                                  is_protected=preserver, warn_only=warn_only)
+    return plan_sqlite_budget(store, measure, max_bytes=settings.max_disk_bytes,
+                              high_water_bytes=settings.high_water_bytes, is_protected=preserver,
+                              warn_only=warn_only)
+
+
+def _resolve_measure(session_bytes: Mapping[str, int] | None,
+                     budget_measure: BudgetMeasure | None) -> BudgetMeasure | None:
+    if budget_measure is not None:
+        return budget_measure
+    return SqliteMeasure(session_bytes) if session_bytes is not None else None
+
+
+def _finish(run: _Run, entries: Mapping[str, Any], plan: CleanupPlan, budget: BudgetPlan,
+            preserver: Preserver, session_ids_of: SessionIdsFn) -> CleanupPlan:
+    run.remove_all(budget.evicted_keys, ACTION_EVICT_BUDGET)
+    plan.actions = run.actions
+    plan.removed = run.removed
+    plan.disk_budget = budget.result
+    plan.budget_file_removals = budget.file_removals
+    plan.preserved_keys = frozenset(k for k, e in entries.items() if preserver(k, e))
+    still = {sid for e in run.store.values() for sid in session_ids_of(e)}
+    seen: set[str] = set()
+    for key in run.removed:
+        for sid in session_ids_of(entries[key]):
+            if sid not in still and sid not in seen:
+                seen.add(sid)
+                plan.unreferenced_session_ids.append(sid)
+    return plan
+
+
+def _effective_mode(settings: MaintenanceSettingsLike, mode_override: str | None) -> str:
+    return mode_override or getattr(settings, "mode", None) or "enforce"
+
+
+def plan_cleanup(
+    entries: Mapping[str, Any],
+    settings: MaintenanceSettingsLike,
+    *,
+    now_ms: float,
+    preserve_keys: Iterable[str] = (),
+    preserve_session_ids: Iterable[str] = (),
+    active_key: str | None = None,
+    agent_id: str | None = None,
+    fix_missing: bool = False,
+    fix_dm_scope: bool = False,
+    dm_scope: str | None = "main",
+    missing_transcript: MissingTranscriptFn | None = None,
+    session_bytes: Mapping[str, int] | None = None,
+    budget_measure: BudgetMeasure | None = None,
+    mode_override: str | None = None,
+    session_ids_of: SessionIdsFn = entry_session_ids,
+) -> CleanupPlan:
+    """Plan `openclaw sessions cleanup` for one store; the dry run and the apply use this same plan.
+
+    Pipeline (§10.7, followed by both dry run and apply):
+    1. explicit repairs: `--fix-missing` (§10.4, needs `missing_transcript(key, entry)` -> True when
+       the transcript has no message records), then `--fix-dm-scope` (§10.5, only when
+       `dm_scope == "main"`; `agent_id` scopes it to the target agent). A key matching both counts
+       as `prune-missing` (its first stage); the action sets are therefore disjoint;
+    2. forced maintenance (§5.5): model-run probes older than 24 h iff count > maxEntries, then
+       stale entries, then the cap straight to maxEntries (no high-water slack);
+    3. the disk budget (§6) on what is left: SQLite logical bytes (`session_bytes`, or a
+       `SqliteMeasure`) or a legacy directory snapshot (`LegacyDirMeasure`). Without either the
+       budget is not measured and `disk_budget` is None, like a disabled budget.
+    (The unreferenced-artifact and archive-retention sweeps between 2 and 3 touch files only; they
+    are the applier's, not the planner's.)
+
+    Warn mode (`settings.mode == "warn"` and no `mode_override="enforce"`) — decision: following
+    §10.7 and §5.6, automatic removals are *reported, not planned*. The plan removes nothing in
+    stages 2–3, its counters (`modelRunPruned`, `pruned`, `capped`) are 0 and `afterCount` counts
+    only the explicit repairs, which apply in every mode (Q6) because the operator asked for them
+    by flag. The disk budget is report-only (`overBudget` true when over, nothing removed). What
+    `--enforce` would remove is in `would_enforce` (the same plan computed in enforce mode), for
+    the text report's hint; the JSON keeps OpenClaw's shape. This makes dry run == apply in every
+    mode, and a warn-mode dry run shows what a warn-mode apply really does.
+    """
+    mode = _effective_mode(settings, mode_override)
+    enforce = mode == "enforce"
+    preserver = Preserver(entries, preserve_keys, active_key, preserve_session_ids)
+    run = _Run(entries)
+    plan = CleanupPlan(mode=mode, forced=True, prune_after_ms=max(0, _positive_int(settings.prune_after_ms) or 0),
+                       max_entries=_positive_int(settings.max_entries), before_count=len(entries), actions={})
+    if fix_missing:
+        if missing_transcript is None:
+            raise ValueError("fix_missing needs a missing_transcript callable")
+        missing_transcript = _memoized(missing_transcript)
+        plan.missing = run.remove_all(_missing_victims(run.store, preserver, missing_transcript),
+                                      ACTION_PRUNE_MISSING)
+    if fix_dm_scope and (dm_scope or "main") == "main":
+        plan.dm_scope_retired = run.remove_all(_dm_scope_victims(run.store, agent_id, preserver.active),
+                                               ACTION_RETIRE_DM_SCOPE)
+    if enforce:
+        if should_run_model_run_prune(len(run.store), settings.max_entries, force=True):
+            plan.model_run_pruned = run.remove_all(
+                _model_run_victims(run.store, preserver, settings.model_run_prune_after_ms, now_ms),
+                ACTION_PRUNE_MODEL_RUN)
+        plan.pruned = run.remove_all(_stale_victims(run.store, preserver, settings.prune_after_ms, now_ms),
+                                     ACTION_PRUNE_STALE)
+        plan.capped = run.remove_all(_cap_victims(run.store, preserver, settings.max_entries),
+                                     ACTION_CAP_OVERFLOW)
+    measure = _resolve_measure(session_bytes, budget_measure)
+    budget = _plan_budget(run.store, settings, preserver, measure, now_ms, warn_only=not enforce)
+    plan = _finish(run, entries, plan, budget, preserver, session_ids_of)
+    if not enforce:
+        plan.would_enforce = plan_cleanup(
+            entries, settings, now_ms=now_ms, preserve_keys=preserve_keys,
+            preserve_session_ids=preserve_session_ids, active_key=active_key, agent_id=agent_id,
+            fix_missing=fix_missing, fix_dm_scope=fix_dm_scope, dm_scope=dm_scope,
+            missing_transcript=missing_transcript, session_bytes=session_bytes,
+            budget_measure=budget_measure, mode_override="enforce", session_ids_of=session_ids_of)
+    return plan
+
+
+def plan_runtime_maintenance(
+    entries: Mapping[str, Any],
+    settings: MaintenanceSettingsLike,
+    *,
+    now_ms: float,
+    active_key: str | None = None,
+    preserve_keys: Iterable[str] = (),
+    preserve_session_ids: Iterable[str] = (),
+    force: bool = False,
+    session_bytes: Mapping[str, int] | None = None,
+    budget_measure: BudgetMeasure | None = None,
+    mode_override: str | None = None,
+    session_ids_of: SessionIdsFn = entry_session_ids,
+) -> CleanupPlan:
+    """The maintenance pass of a store write (§5.5), batched by the high-water trigger (§5.1).
+
+    Enforce: model-run prune under pressure (count >= highWater; forced: count > maxEntries),
+    stale prune on every write, cap to maxEntries once count >= highWater (or forced), then the
+    disk budget. Counts are taken before the pass, as OpenClaw does. A `mode_override` forces the
+    pass like OpenClaw's maintenance override. Warn: nothing is removed; `active_warning` says
+    whether the active key would be pruned or capped (§5.6: evaluated as if the active key were
+    not preserved), and the disk budget is report-only.
+    """
+    force = force or mode_override is not None
+    mode = _effective_mode(settings, mode_override)
+    preserver = Preserver(entries, preserve_keys, active_key, preserve_session_ids)
+    run = _Run(entries)
+    count = len(entries)
+    pressure = should_run_entry_maintenance(count, settings.max_entries, force)
+    plan = CleanupPlan(mode=mode, forced=force, prune_after_ms=max(0, _positive_int(settings.prune_after_ms) or 0),
+                       max_entries=_positive_int(settings.max_entries), before_count=count, actions={})
+    enforce = mode == "enforce"
+    if enforce:
+        if should_run_model_run_prune(count, settings.max_entries, force):
+            plan.model_run_pruned = run.remove_all(
+                _model_run_victims(run.store, preserver, settings.model_run_prune_after_ms, now_ms),
+                ACTION_PRUNE_MODEL_RUN)
+        plan.pruned = run.remove_all(_stale_victims(run.store, preserver, settings.prune_after_ms, now_ms),
+                                     ACTION_PRUNE_STALE)
+        if pressure:
+            plan.capped = run.remove_all(_cap_victims(run.store, preserver, settings.max_entries),
+                                         ACTION_CAP_OVERFLOW)
+    elif pressure and preserver.active:
+        plan.active_warning = _active_warning(entries, settings, preserver, active_key or "", now_ms)
+    measure = _resolve_measure(session_bytes, budget_measure)
+    budget = _plan_budget(run.store, settings, preserver, measure, now_ms, warn_only=not enforce)
+    return _finish(run, entries, plan, budget, preserver, session_ids_of)
+
+
+def _active_warning(entries: Mapping[str, Any], settings: MaintenanceSettingsLike, preserver: Preserver,
+                    active_key: str, now_ms: float) -> ActiveKeyWarning | None:
+    key = next((k for k in entries if preserve_key_form(k) == preserver.active), None)
+    if key is None:
+        return None
+    def others(k: str, e: Any) -> bool:
+        return preserver.is_preserved(k, e, ignore_active=True)
+    entry = entries[key]
+    after = _positive_int(settings.prune_after_ms)
+    u = updated_at(entry)
+    would_prune = (not others(key, entry) and after is not None and u is not None and u < now_ms - after)
+    would_cap = key in _cap_victims(entries, others, settings.max_entries)
+    if not (would_prune or would_cap):
+        return None
+    return ActiveKeyWarning(active_key, would_prune, would_cap, _positive_int(settings.prune_after_ms),
+                            _positive_int(settings.max_entries))
+
+
+# ---- cron retention (§9.1) ----------------------------------------------------------------------
+
+
+@dataclass
+class CronRetentionPlan:
+    removed: list[str] = field(default_factory=list)
+    unreferenced_session_ids: list[str] = field(default_factory=list)
+
+
+def cron_sweep_due(last_sweep_ms: float | None, now_ms: float) -> bool:
+    """The reaper sweeps a store at most once per 5 minutes."""
+    return last_sweep_ms is None or now_ms - last_sweep_ms >= CRON_SWEEP_INTERVAL_MS
+
+
+def plan_cron_retention(
+    entries: Mapping[str, Any],
+    retention_ms: int | None,
+    now_ms: float,
+    preserve: Iterable[str] = (),
+    *,
+    agent_id: str | None = None,
+    preserve_session_ids: Iterable[str] = (),
+    session_ids_of: SessionIdsFn = entry_session_ids,
+) -> CronRetentionPlan:
+    """`cron.sessionRetention`: cron *run* keys (never the base job key) whose `updatedAt`
+    (missing = 0) is older than the retention. Rows in `preserve` (in-use keys, continuations
+    awaiting sub-agents; compared trimmed, lower-cased), rows whose session id is admitted, and
+    model-selection-locked rows (§4) are kept. `retention_ms` None or <= 0 disables the reaper."""
+    retention = _positive_int(retention_ms)
+    plan = CronRetentionPlan()
+    if retention is None:
+        return plan
+    keep = {preserve_key_form(k) for k in preserve if isinstance(k, str)}
+    keep_sids = {s for s in preserve_session_ids if isinstance(s, str)}
+    cutoff = now_ms - retention
+    for key, entry in entries.items():
+        if not is_cron_run_key(key):
+            continue
+        if agent_id is not None and (parse_agent_key(key) or ("",))[0] != preserve_key_form(agent_id):
+            continue
+        sid = _field(entry, "sessionId")
+        if preserve_key_form(key) in keep or _is_locked(entry) or (isinstance(sid, str) and sid in keep_sids):
+            continue
+        if (updated_at(entry) or 0.0) < cutoff:
+            plan.removed.append(key)
+    removed = set(plan.removed)
+    still = {sid for k, e in entries.items() if k not in removed for sid in session_ids_of(e)}
+    for key in plan.removed:
+        for sid in session_ids_of(entries[key]):
+            if sid not in still and sid not in plan.unreferenced_session_ids:
+                plan.unreferenced_session_ids.append(sid)
+    return plan
+
+
+# ---- archive retention (§7.4) -------------------------------------------------------------------
+
+
+@dataclass
+class ArchiveRetentionPlan:
+    scanned: int = 0
+    removed: list[str] = field(default_factory=list)
+
+
+def plan_archive_retention(names: Iterable[str], retention_ms: int | None, now_ms: float,
+                           reasons: Iterable[str] = ("deleted", "reset")) -> ArchiveRetentionPlan:
+    """`resetArchiveRetention`: an archive whose *name* timestamp (not its mtime) is more than
+    `retention_ms` old is removed (strict `>`); the first reason that parses counts the file as
+    scanned. `retention_ms` None (unset) keeps archives forever."""
+    plan = ArchiveRetentionPlan()
+    if retention_ms is None or isinstance(retention_ms, bool) or retention_ms < 0:
+        return plan
+    reasons = tuple(reasons)
+    for name in names:
+        for reason in reasons:
+            stamp = parse_archive_timestamp(name, reason)
+            if stamp is None:
+                continue
+            plan.scanned += 1
+            if now_ms - stamp > retention_ms:
+                plan.removed.append(name)
+            break
+    return plan
