@@ -70,6 +70,8 @@ def split_graphemes(text: str) -> list[str]:
     """Approximate extended grapheme clusters: combining marks, variation selectors, emoji
     modifiers and tags extend the previous cluster, ZWJ joins the next character, regional
     indicators pair up, CR LF stays together."""
+    if text.isascii() and "\r\n" not in text:
+        return list(text)  # fast path: every ASCII character is its own cluster
     clusters: list[str] = []
     for ch in text:
         if clusters:
@@ -89,6 +91,8 @@ def split_graphemes(text: str) -> list[str]:
 
 def display_width(text: str) -> int:
     """Terminal columns: wide/fullwidth characters take 2, combining marks 0."""
+    if text.isascii():
+        return len(text)
     width = 0
     for ch in text:
         if unicodedata.combining(ch) or _is_extender(ch):
@@ -100,6 +104,8 @@ def display_width(text: str) -> int:
 def truncate_key(key: str) -> str:
     """Key cell: sanitised; longer than 26 graphemes -> first 16 + `...` + last 6 (EX6.4.a)."""
     clean = sanitize_text(key)
+    if len(clean) <= KEY_CELL_MAX:
+        return clean  # never more graphemes than code points
     graphemes = split_graphemes(clean)
     if len(graphemes) <= KEY_CELL_MAX:
         return clean
