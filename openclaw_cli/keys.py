@@ -217,6 +217,19 @@ def parse_thread(key: str | None) -> tuple[str, str] | None:
     return value[:marker], thread_id
 
 
+def reset_type(key: str | None, *, chat_type: str | None = None, thread_context: bool = False) -> str:
+    """R1.3.6 reset-type classification: `thread` when the message has thread context (thread
+    id/label/starter/parent key) or the key has `:thread:`/`:topic:` (EX1.3.c); `group` for a
+    group/channel chat or a `:group:`/`:channel:` key; else `direct`."""
+    lowered = _text(key).lower()
+    if thread_context or ":thread:" in lowered or ":topic:" in lowered:
+        return "thread"
+    kind = chat_type.strip().lower() if isinstance(chat_type, str) else ""
+    if kind in ("group", "channel") or ":group:" in lowered or ":channel:" in lowered:
+        return "group"
+    return "direct"
+
+
 def _chat_type(entry: Mapping[str, Any] | None) -> str:
     if not isinstance(entry, Mapping):
         return ""

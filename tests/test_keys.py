@@ -181,6 +181,15 @@ def test_cron_run_keys():
     assert keys.is_cron_key("agent:main:cron:job") and keys.is_cron_key("cron:job")
 
 
+def test_reset_type():
+    assert keys.reset_type("agent:main:telegram:group:-100123:topic:77") == "thread"  # EX1.3.c
+    assert keys.reset_type("agent:main:slack:channel:C1:Thread:9") == "thread"
+    assert keys.reset_type("agent:main:main", thread_context=True) == "thread"
+    assert keys.reset_type("agent:main:telegram:group:1") == "group"
+    assert keys.reset_type("agent:main:opaque", chat_type="Channel") == "group"
+    assert keys.reset_type("agent:main:main") == "direct"
+
+
 def test_parse_thread_uses_last_marker():
     assert keys.parse_thread("agent:main:slack:channel:C1:thread:1.2") == ("agent:main:slack:channel:C1", "1.2")
     assert keys.parse_thread("a:THREAD:x:thread:y") == ("a:THREAD:x", "y")

@@ -489,6 +489,37 @@ def test_item19_archive_retention():
     assert exactly.removed == []  # strictly older only
 
 
+# ---- with the real config resolver (§13 items 8 and 10 end to end) -----------------------------
+
+
+def _resolved(maintenance: dict):
+    from pathlib import Path
+
+    from openclaw_cli.config import maintenance_settings, validate_config
+
+    return maintenance_settings(validate_config({"session": {"maintenance": maintenance}}, Path("/t/openclaw.json")))
+
+
+def test_numeric_prune_after_is_days_through_the_planner():
+    entries = {"agent:main:d31": row(31 * DAY), "agent:main:d29": row(29 * DAY)}
+    plan = plan_cleanup(entries, _resolved({"pruneAfter": 30}), now_ms=NOW_MS)
+    assert plan.keys_with(ACTION_PRUNE_STALE) == ["agent:main:d31"]
+
+
+def test_2gb_budget_high_water_in_the_plan():
+    plan = plan_cleanup({"agent:main:a": row(0, "a")}, _resolved({"maxDiskBytes": "2gb"}), now_ms=NOW_MS,
+                        session_bytes={"a": 10})
+    assert (plan.disk_budget.max_bytes, plan.disk_budget.high_water_bytes) == (2_147_483_648, 1_717_986_918)
+    assert plan_cleanup({}, _resolved({"maxDiskBytes": False}), now_ms=NOW_MS, session_bytes={}).disk_budget is None
+
+
+def test_entry_high_water_agrees_with_config():
+    from openclaw_cli.config import high_water_entries
+
+    for n in [None, 0, 1, 2, 49, 50, 51, 249, 250, 251, 500, 10**6]:
+        assert entry_high_water(n) == high_water_entries(n)
+
+
 # ---- properties ----------------------------------------------------------------------------------
 
 KEY_SHAPES = ["agent:main:r{}", "agent:main:telegram:direct:{}", "agent:main:slack:channel:C{}",
