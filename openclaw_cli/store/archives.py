@@ -1,0 +1,469 @@
+"""Transcript archives (spec maintenance.md §7.1–§7.3, storage-migration.md §3.8, decisions D6.2
+and D15): archive names and their classification, listing and reading (plain or zstd), and the
+verified archive writer through which every transcript leaves a store.
+
+`write_verified_archive` streams: a 200 MB transcript is hashed and compressed block by block into
+an exclusive temp file, published under a name that never overwrites anything (hard link, else
+checked rename), and read back and compared (sha256 of the original bytes) before it returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
+from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
+from openclaw_cli.ids import is_checkpoint_name, is_valid_legacy_session_id
+from openclaw_cli.store.base import ArchiveFile, ReadIssue, TranscriptLine
+
+ARCHIVE_REASONS = ("reset", "deleted", "bak")
+ZST_SUFFIX = ".zst"
+COPY_BLOCK = 1 << 20
+MAX_NAME_TRIES = 10
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+_TS = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z"
+_ARCHIVE_RE = re.compile(
+    rf"^(?P<base>.+)\.(?P<reason>reset|deleted|bak)\.(?P<ts>{_TS})(?:\.(?P<nonce>[0-9a-f]{{32}}))?$"
+)
+_TS_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z$")
+_STORE_BACKUP_RE = re.compile(r"^sessions\.json\.bak\.\d+$")
+_MIGRATED_RE = re.compile(r"\.migrated(?:\.\d+)?$")
+_REPAIR_BACKUP_RE = re.compile(
+    r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$"
+)
+_STORE_TEMP_RE = re.compile(r"^sessions\.json\.(?:\d+\.)?[0-9a-fA-F-]{32,36}\.tmp$")
+
+
+class ArchiveError(OpenClawError):
+    type = "archive_error"
+
+
+# ---- names ----------------------------------------------------------------------------------------
+
+def format_archive_timestamp(ms: int) -> str:
+    """ISO-8601 UTC with milliseconds, every `:` replaced by `-` (2026-02-23T12-34-56.000Z)."""
+    ms = int(ms)
+    dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H-%M-%S") + f".{ms % 1000:03d}Z"
+
+
+def parse_archive_timestamp(text: str) -> int | None:
+    """Epoch ms of `YYYY-MM-DDTHH-MM-SS[.mmm]Z`, None if malformed or not a real date."""
+    match = _TS_RE.match(text)
+    if not match:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    try:
+        dt = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        return None
+    return int(dt.timestamp()) * 1000 + int(match.group(7) or 0)
+
+
+def parse_archive_name(name: str, reason: str | None = None) -> tuple[str, str, int | None, bool] | None:
+    """(base, reason, timestamp ms, compressed) of an archive artifact name, else None.
+
+    `sessions.json.bak.<n>` (old store rotation backups) parses as ("sessions.json", "bak",
+    None, False): the number's unit is unknown. With `reason`, only that reason matches."""
+    if _STORE_BACKUP_RE.match(name):
+        return ("sessions.json", "bak", None, False) if reason in (None, "bak") else None
+    compressed = name.endswith(ZST_SUFFIX)
+    stem = name[: -len(ZST_SUFFIX)] if compressed else name
+    match = _ARCHIVE_RE.match(stem)
+    if not match or (reason is not None and match.group("reason") != reason):
+        return None
+    ts = parse_archive_timestamp(match.group("ts"))
+    if ts is None:
+        return None
+    return match.group("base"), match.group("reason"), ts, compressed
+
+
+def is_archive_name(name: str) -> bool:
+    return parse_archive_name(name) is not None
+
+
+def is_trajectory_name(name: str) -> bool:
+    return name.endswith(".trajectory.jsonl") or name.endswith(".trajectory-path.json")
+
+
+def is_migration_leftover_name(name: str) -> bool:
+    """`*.migrated[.<n>]` and `*.jsonl.pre-doctor-…-repair-<ts>.bak`: never touched by maintenance."""
+    return bool(_MIGRATED_RE.search(name) or _REPAIR_BACKUP_RE.search(name))
+
+
+def is_store_temp_name(name: str) -> bool:
+    """`sessions.json.[<pid>.]<uuid>.tmp`: a live or abandoned atomic store write."""
+    return bool(_STORE_TEMP_RE.match(name))
+
+
+def is_primary_transcript_name(name: str) -> bool:
+    return (
+        name.endswith(".jsonl")
+        and name != "sessions.json"
+        and not is_trajectory_name(name)
+        and not is_checkpoint_name(name)
+        and not is_archive_name(name)
+    )
+
+
+def archive_name(base: str, reason: str, ts_ms: int, *, compressed: bool) -> str:
+    return f"{base}.{reason}.{format_archive_timestamp(ts_ms)}{ZST_SUFFIX if compressed else ''}"
+
+
+def _session_id_of(base: str) -> str | None:
+    return base[: -len(".jsonl")] if base.endswith(".jsonl") and len(base) > len(".jsonl") else None
+
+
+def list_archives(directory: Path) -> list[ArchiveFile]:
+    """Archive artifacts directly inside `directory` (regular files only; symlinks are not
+    followed), sorted by name. A missing directory has none."""
+    out: list[ArchiveFile] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return out
+    for entry in entries:
+        parsed = parse_archive_name(entry.name)
+        if parsed is None:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        base, reason, ts, compressed = parsed
+        out.append(ArchiveFile(Path(entry.path), _session_id_of(base), reason, ts, compressed, st.st_size))
+    out.sort(key=lambda a: a.path.name)
+    return out
+
+
+# ---- reading --------------------------------------------------------------------------------------
+
+def _zstd():
+    try:
+        import zstandard
+    except ImportError as exc:  # pragma: no cover - zstandard is a dependency
+        raise InvalidDataError("this runtime lacks zstd support (install the `zstandard` package)") from exc
+    return zstandard
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise InvalidDataError(f"Archive not found: {path}") from exc
+    except OSError as exc:
+        raise RefusedError(f"Cannot open archive {path}: {exc.strerror or exc} (symbolic links are not followed)") from exc
+    fh = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fh.close()
+        raise RefusedError(f"Cannot open archive {path}: not a regular file")
+    return fh
+
+
+@contextmanager
+def open_archive(path: Path, *, compressed: bool | None = None) -> Iterator[BinaryIO]:
+    """A binary stream of an archive's original content (decompressed when `.zst`). A truncated
+    or corrupt zstd archive raises InvalidDataError while it is read, never a short read."""
+    path = Path(path)
+    is_zst = path.name.endswith(ZST_SUFFIX) if compressed is None else compressed
+    fh = _open_regular(path)
+    try:
+        if not is_zst:
+            yield fh
+            return
+        try:
+            zstandard = _zstd()
+        except InvalidDataError as exc:
+            raise InvalidDataError(f"Cannot read compressed transcript archive {path}: {exc.message}") from exc
+        yield _ZstdReader(fh, path, zstandard)  # type: ignore[misc]
+    finally:
+        fh.close()
+
+
+class _ZstdReader(io.RawIOBase):
+    """Streams the frames of a zstd file. Unlike zstandard's stream_reader it notices a frame
+    cut short (the archive was truncated) and reports it instead of returning fewer bytes."""
+
+    INPUT_CHUNK = 8 * 1024  # small input pieces keep each burst of output bounded
+
+    def __init__(self, fh: BinaryIO, path: Path, zstandard: object):
+        self._fh = fh
+        self._path = path
+        self._zstd = zstandard
+        self._dctx = zstandard.ZstdDecompressor()  # type: ignore[attr-defined]
+        self._obj: object | None = None
+        self._pending = b""
+        self._buf = b""
+        self._pos = 0
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> None:
+        chunk = self._pending or self._fh.read(self.INPUT_CHUNK)
+        self._pending = b""
+        if not chunk:
+            if self._obj is not None:
+                raise InvalidDataError(f"Cannot read transcript archive {self._path}: truncated zstd frame")
+            self._done = True
+            return
+        if self._obj is None:
+            self._obj = self._dctx.decompressobj()
+        try:
+            out = self._obj.decompress(chunk)  # type: ignore[attr-defined]
+        except self._zstd.ZstdError as exc:  # type: ignore[attr-defined]
+            raise InvalidDataError(f"Cannot read transcript archive {self._path}: {exc}") from exc
+        if out:
+            self._buf = self._buf[self._pos:] + out if self._pos < len(self._buf) else out
+            self._pos = 0
+        if self._obj.eof:  # type: ignore[attr-defined]
+            self._pending = self._obj.unused_data  # type: ignore[attr-defined]
+            self._obj = None
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            parts = []
+            while True:
+                piece = self.read(COPY_BLOCK)
+                if not piece:
+                    return b"".join(parts)
+                parts.append(piece)
+        while len(self._buf) - self._pos < size and not self._done:
+            self._fill()
+        out = self._buf[self._pos:self._pos + size]
+        self._pos += len(out)
+        return out
+
+
+def _read_all(stream: BinaryIO) -> Iterator[bytes]:
+    while True:
+        chunk = stream.read(COPY_BLOCK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def read_archive_bytes(path: Path) -> bytes:
+    """The whole original content (for small archives; use `open_archive` to stream)."""
+    with open_archive(path) as stream:
+        return b"".join(_read_all(stream))
+
+
+def hash_archive(path: Path) -> tuple[str, int]:
+    """(sha256 hex, size) of the original content, streamed."""
+    digest = hashlib.sha256()
+    size = 0
+    with open_archive(path) as stream:
+        for chunk in _read_all(stream):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def iter_archive_lines(path: Path, *, issues: list[ReadIssue] | None = None) -> Iterator[TranscriptLine]:
+    """Transcript lines of an archive, streamed (same rules as `transcript.iter_jsonl`)."""
+    from openclaw_cli.store.transcript import iter_jsonl_stream
+
+    with open_archive(path) as stream:
+        yield from iter_jsonl_stream(stream, str(path), issues=issues)
+
+
+# ---- writing --------------------------------------------------------------------------------------
+
+@dataclass
+class ArchiveResult:
+    path: Path
+    sha256: str  # of the original (uncompressed) bytes
+    size: int  # original bytes
+    stored_size: int  # bytes on disk
+    compressed: bool
+    reused: bool = False  # an identical archive already existed
+
+
+def _validate_base(base: str) -> None:
+    if (
+        not base or base in (".", "..") or base.startswith(".") or "/" in base or "\\" in base
+        or "\x00" in base or len(base.encode()) > 200
+    ):
+        raise InvalidIdError(f"Invalid archive base name: {base!r}")
+
+
+def _source_chunks(source: bytes | Path) -> tuple[Iterator[bytes], int | None, BinaryIO | None]:
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = memoryview(bytes(source)) if not isinstance(source, bytes) else memoryview(source)
+
+        def gen() -> Iterator[bytes]:
+            for start in range(0, len(data), COPY_BLOCK):
+                yield bytes(data[start:start + COPY_BLOCK])
+
+        return gen(), len(data), None
+    try:
+        fd = os.open(source, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise InvalidDataError(f"Transcript to archive not found: {source}") from exc
+    except OSError as exc:
+        raise RefusedError(f"Cannot read transcript {source}: {exc.strerror or exc} (symbolic links are not followed)") from exc
+    fh = os.fdopen(fd, "rb", buffering=0)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        fh.close()
+        raise RefusedError(f"Cannot archive {source}: not a regular file")
+
+    def gen_file() -> Iterator[bytes]:
+        while True:
+            chunk = fh.read(COPY_BLOCK)
+            if not chunk:
+                return
+            yield chunk
+
+    return gen_file(), st.st_size, fh
+
+
+def _find_identical(dest_dir: Path, base: str, reason: str, sha: str, size: int) -> ArchiveFile | None:
+    for archive in list_archives(dest_dir):
+        parsed = parse_archive_name(archive.path.name, reason)
+        if parsed is None or parsed[0] != base:
+            continue
+        if not archive.compressed and archive.size != size:
+            continue
+        try:
+            if hash_archive(archive.path) == (sha, size):
+                return archive
+        except OpenClawError:
+            continue
+    return None
+
+
+def write_verified_archive(
+    dest_dir: Path,
+    session_id: str,
+    reason: str,
+    source: bytes | Path,
+    *,
+    now_ms: int,
+    level: int = 3,
+    compress: bool = True,
+    base_name: str | None = None,
+) -> ArchiveResult:
+    """Write `<base>.<reason>.<timestamp>[.zst]` in `dest_dir` (base defaults to
+    `<sessionId>.jsonl`), durable and verified, and return it. Reuses an identical archive of the
+    same base and reason. Empty content is never compressed (no `.zst`).
+
+    Raises InvalidIdError (bad id/name), RefusedError (a path outside `dest_dir`, a symlinked
+    source), ArchiveError (no free name after 10 tries, or the read-back differs)."""
+    if reason not in ARCHIVE_REASONS:
+        raise InvalidIdError(f"Invalid archive reason: {reason!r} (expected one of {', '.join(ARCHIVE_REASONS)})")
+    if not is_valid_legacy_session_id(session_id):
+        raise InvalidIdError(f"Invalid session ID: {session_id}")
+    base = base_name if base_name is not None else f"{session_id.strip()}.jsonl"
+    _validate_base(base)
+    dest_dir = Path(os.path.abspath(dest_dir))
+    ensure_dir(dest_dir)
+    dest_real = os.path.realpath(dest_dir)
+
+    def inside(path: Path) -> Path:
+        resolved_parent = os.path.realpath(path.parent)
+        if resolved_parent != dest_real or path.name in (".", "..") or os.sep in path.name:
+            raise RefusedError(f"Cannot archive transcript outside {dest_dir}: {path}")
+        return path
+
+    chunks, expected_size, source_fh = _source_chunks(source)
+    use_zstd = compress and expected_size != 0
+    first_name = archive_name(base, reason, now_ms, compressed=use_zstd)
+    tmp = inside(dest_dir / f"{first_name}.{uuid.uuid4().hex}.tmp")
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+        with os.fdopen(fd, "wb") as out:
+            if use_zstd:
+                cctx = _zstd().ZstdCompressor(level=level, write_checksum=True)
+                # The frame records the content size only when it cannot change under us.
+                known = expected_size if source_fh is None and expected_size else -1
+                with cctx.stream_writer(out, size=known, closefd=False) as writer:
+                    for chunk in chunks:
+                        digest.update(chunk)
+                        size += len(chunk)
+                        writer.write(chunk)
+            else:
+                for chunk in chunks:
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        _unlink_quiet(tmp)
+        raise
+    finally:
+        if source_fh is not None:
+            source_fh.close()
+    sha = digest.hexdigest()
+    if use_zstd and size == 0:  # the source shrank to nothing while we read it
+        _unlink_quiet(tmp)
+        raise ArchiveError(f"Transcript changed while archiving {session_id}; nothing was archived")
+
+    existing = _find_identical(dest_dir, base, reason, sha, size)
+    if existing is not None:
+        _unlink_quiet(tmp)
+        return ArchiveResult(existing.path, sha, size, existing.size, existing.compressed, reused=True)
+
+    final: Path | None = None
+    try:
+        for attempt in range(MAX_NAME_TRIES):
+            candidate = inside(dest_dir / archive_name(base, reason, now_ms + attempt, compressed=use_zstd))
+            if _publish(tmp, candidate):
+                final = candidate
+                break
+    finally:
+        _unlink_quiet(tmp)
+    if final is None:
+        raise ArchiveError(f"Could not create transcript archive for {session_id}")
+    fsync_dir(dest_dir)
+    try:
+        verified = hash_archive(final) == (sha, size)
+    except OpenClawError:
+        verified = False
+    if not verified:
+        _unlink_quiet(final)
+        fsync_dir(dest_dir)
+        raise ArchiveError(f"Transcript archive verification failed for {session_id}")
+    return ArchiveResult(final, sha, size, os.lstat(final).st_size, use_zstd)
+
+
+def _publish(tmp: Path, final: Path) -> bool:
+    """Give `tmp` the name `final` without ever replacing an existing file."""
+    try:
+        os.link(tmp, final, follow_symlinks=False)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        pass  # no hard links on this filesystem: check, then rename
+    if os.path.lexists(final):
+        return False
+    os.rename(tmp, final)
+    return True
+
+
+def _unlink_quiet(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
