@@ -582,3 +582,25 @@ def test_properties(entries, settings_, fix, preserve_keys, active_key):
     # shared session ids are never released while referenced
     referenced = {e["sessionId"] for e in remaining.values()}
     assert not set(plan.unreferenced_session_ids) & referenced
+
+
+def test_malformed_entries_never_crash_the_planner(tmp_path):
+    """Corrupt rows (wrong types everywhere) are planned like rows without the bad fields."""
+    from openclaw_cli.maintenance.report import action_rows, cleanup_summary, render_dry_run_text
+
+    entries = {"a": "string", "b": None, "c": [1, 2], "agent:main:d": {"updatedAt": True, "sessionId": 5},
+               "agent:main:e": {"updatedAt": "yesterday", "sessionId": ["x"], "chatType": 3, "origin": "o",
+                                "label": 7, "model": {"x": 1}, "parentSessionKey": 9},
+               "agent:main:f": {"updatedAt": float("nan"), "sessionFile": "../../etc/passwd", "sessionId": "../x",
+                                "compactionCheckpoints": "nope", "skillsSnapshot": {"promptRef": 5}},
+               "agent:main:g": row(90 * DAY, "g", modelSelectionLocked="yes")}
+    for measure in ({"session_bytes": {"g": 10**9}},
+                    {"budget_measure": LegacyDirMeasure([DirFile("passwd", 10**9, 1)], tmp_path)}):
+        plan = plan_cleanup(entries, Settings(max_entries=2, max_disk_bytes=1000, high_water_bytes=500),
+                            now_ms=NOW_MS, fix_missing=True, missing_transcript=lambda k, e: True,
+                            fix_dm_scope=True, active_key="agent:main:e", **measure)
+        assert plan.before_count == 7 and set(plan.actions) == set(entries)
+        assert plan.actions["agent:main:g"] != ACTION_KEEP  # "yes" is not a lock
+        summary = cleanup_summary(plan, agent_id="main", store_path=str(tmp_path), dry_run=True)
+        text = render_dry_run_text(summary, action_rows(plan, entries, NOW_MS))
+        assert "Summary by Label:" in text
