@@ -431,6 +431,12 @@ def test_key_matching_both_repairs_counts_once_as_missing():
     assert (plan.missing, plan.dm_scope_retired, plan.after_count) == (1, 0, 0)
 
 
+def test_generator_preserve_keys_survive_the_warn_replan():
+    entries = {"agent:main:old": row(40 * DAY), "agent:main:other": row(40 * DAY)}
+    plan = plan_cleanup(entries, Settings(mode="warn"), now_ms=NOW_MS, preserve_keys=(k for k in ["agent:main:old"]))
+    assert plan.would_enforce.removed == ["agent:main:other"]
+
+
 def test_transcript_check_memoised_across_warn_replan():
     calls = []
     entries = {"agent:main:a": row(0, "a"), "agent:main:b": row(0, "b")}

@@ -141,7 +141,8 @@ def _is_archived(entry: Any) -> bool:
 class Preserver:
     """The §4 predicate: who is never an automatic victim (model-run prune, stale prune, cap,
     disk budget). Preserve keys are compared trimmed and lower-cased; the active key's
-    `parentSessionKey` chain is preserved with it."""
+    `parentSessionKey` chain is preserved with it (OpenClaw does that on SQLite stores; we do it
+    on both kinds, which only ever keeps more)."""
 
     def __init__(self, entries: Mapping[str, Any], preserve_keys: Iterable[str] = (),
                  active_key: str | None = None, preserve_session_ids: Iterable[str] = ()):
@@ -431,6 +432,7 @@ def plan_cleanup(
     the text report's hint; the JSON keeps OpenClaw's shape. This makes dry run == apply in every
     mode, and a warn-mode dry run shows what a warn-mode apply really does.
     """
+    preserve_keys, preserve_session_ids = tuple(preserve_keys), tuple(preserve_session_ids)  # reused below
     mode = _effective_mode(settings, mode_override)
     enforce = mode == "enforce"
     preserver = Preserver(entries, preserve_keys, active_key, preserve_session_ids)
