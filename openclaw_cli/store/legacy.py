@@ -1,0 +1,604 @@
+"""The legacy store: `agents/<id>/sessions/sessions.json` plus `<sessionId>.jsonl` transcripts
+(spec D3, storage-migration.md §2–§3), byte-compatible with OpenClaw.
+
+Reading never writes anything (no lock files, no directories). Problems in the data are reported,
+never fatal for the whole store and never "repaired" by dropping data:
+* `sessions.json` that is not JSON / not an object → `InvalidDataError` (OpenClaw's wording);
+* rows that are not objects, lack a valid string `sessionId`, or carry a sessionId that could
+  name a path (`../../x`) are left out of `load_entries()` and reported in `store.issues`, but
+  stay in the file exactly as they are on every rewrite;
+* rows with wrongly typed fields (`updatedAt` a string, …) are loaded as they are and reported;
+* a transcript reached through a symlink is not followed: reported and treated as missing.
+
+Writes are atomic (temp file, fsync, rename, fsync dir) and serialised with OpenClaw's lock
+protocol on `sessions.json.lock`; the file is written like JS `JSON.stringify(store, null, 2)`
+(no trailing newline, non-ASCII unescaped) keeping key order, unknown fields and numbers exactly
+as written (`1e+21`, `1.50`, `-0` survive a rewrite). No `sessions.json.bak.*` is ever created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openclaw_cli.errors import InvalidDataError, InvalidIdError, RefusedError
+from openclaw_cli.fsio import atomic_write_bytes
+from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
+from openclaw_cli.paths import safe_regular_file, transcript_candidates
+from openclaw_cli.store import archives as archives_mod
+from openclaw_cli.store.base import (
+    KIND_LEGACY,
+    ArchiveFile,
+    ReadIssue,
+    SessionStore,
+    SessionTotals,
+    StoreStats,
+    TranscriptLine,
+)
+from openclaw_cli.store.lock import LockSettingsLike, transcript_lock
+from openclaw_cli.store.transcript import append_jsonl, count_lines, header_line, iter_jsonl, tail_jsonl
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+# Known SessionEntry fields and the JSON type OpenClaw writes for them (storage-migration §2.3).
+# A mismatch is reported, never corrected. `null` is accepted everywhere (treated as absent).
+_NUMBER = (
+    "updatedAt", "sessionStartedAt", "lastInteractionAt", "lastActivityAt", "createdAt", "startedAt",
+    "endedAt", "runtimeMs", "inputTokens", "outputTokens", "totalTokens", "contextTokens", "cacheRead",
+    "cacheWrite", "estimatedCostUsd", "compactionCount", "archivedAt", "pinnedAt", "lastReadAt",
+    "markedUnreadAt", "spawnDepth", "memoryFlushAt", "memoryFlushCompactionCount", "queueDebounceMs",
+    "queueCap", "lifecycleRevision", "totalTokensVersion", "lastHeartbeatSentAt",
+)
+_STRING = (
+    "sessionFile", "chatType", "label", "displayName", "subject", "groupId", "groupChannel", "channel",
+    "lastChannel", "lastTo", "lastAccountId", "model", "modelProvider", "providerOverride", "modelOverride",
+    "spawnedBy", "parentSessionKey", "parentSessionId", "previousSessionId", "archiveReason", "thinkingLevel",
+    "verboseLevel", "reasoningLevel", "elevatedLevel", "sendPolicy", "status", "createdVia",
+)
+_BOOLEAN = ("systemSent", "abortedLastRun", "forkedFromParent", "totalTokensFresh", "initializationPending")
+_ARRAY = ("compactionCheckpoints",)
+_FIELD_TYPES: dict[str, str] = {
+    **{k: "number" for k in _NUMBER}, **{k: "string" for k in _STRING},
+    **{k: "boolean" for k in _BOOLEAN}, **{k: "array" for k in _ARRAY},
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def entry_problems(key: str, entry: Any) -> tuple[bool, list[str]]:
+    """(usable, problems) of one row. Unusable rows are kept on disk but not loaded."""
+    if not isinstance(entry, dict):
+        return False, [f"session entry {key!r} is not an object ({_json_type(entry)}); skipped while preserving it in the store."]
+    sid = entry.get("sessionId")
+    if not isinstance(sid, str) or not sid.strip():
+        return False, [
+            f"session entry {key!r} is missing a valid sessionId; skipped while preserving the original index for recovery."
+        ]
+    if not is_valid_legacy_session_id(sid):
+        return False, [f"session entry {key!r} has an unsafe sessionId {sid!r}; skipped while preserving it in the store."]
+    problems = []
+    for name, expected in _FIELD_TYPES.items():
+        if name in entry:
+            actual = _json_type(entry[name])
+            if actual != expected and actual != "null":
+                problems.append(f"session entry {key!r}: field {name} should be a {expected}, got {actual}")
+    return True, problems
+
+
+# ---- numbers as written -------------------------------------------------------------------------
+
+class _RawNumber(float):
+    """A number whose JSON text orjson would not reproduce (`1e+21`, `1.50`, `-0`, > 64-bit ints):
+    compares as its value, serialises as its original text."""
+
+    __slots__ = ("raw",)
+
+    def __new__(cls, value: float, raw: str) -> _RawNumber:
+        obj = float.__new__(cls, value)
+        obj.raw = raw
+        return obj
+
+
+_NUMBER_CANDIDATE = re.compile(
+    rb"[:\[,]\s*(-0(?![\d.eE])|-?\d+\.\d+(?:[eE][+-]?\d+)?|-?\d+[eE][+-]?\d+|-?\d{19,})(?=\s*[,\]}])"
+)
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _float_token(text: str) -> float:
+    value = float(text)
+    if orjson.dumps(value).decode() != text:
+        return _RawNumber(value, text)
+    return value
+
+
+def _int_token(text: str) -> int | float:
+    if text == "-0":
+        return _RawNumber(-0.0, text)
+    value = int(text)
+    if not _INT_MIN <= value <= _INT_MAX:
+        return _RawNumber(float(value), text)
+    return value
+
+
+def _token_is_lossy(token: bytes) -> bool:
+    text = token.decode()
+    if text == "-0":
+        return True
+    if "." in text or "e" in text or "E" in text:
+        return orjson.dumps(float(text)).decode() != text
+    return not _INT_MIN <= int(text) <= _INT_MAX
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON value {name}")
+
+
+def parse_store_bytes(raw: bytes, *, lossless: bool = False) -> Any:
+    """Parse `sessions.json`. With `lossless`, numbers whose text a rewrite would change are kept
+    as `_RawNumber` (only when such numbers exist; otherwise the fast orjson result is used)."""
+    fast_error: Exception | None = None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        fast_error, value = exc, None
+    if fast_error is None and not (
+        lossless and any(_token_is_lossy(m.group(1)) for m in _NUMBER_CANDIDATE.finditer(raw))
+    ):
+        return value
+    # orjson rejects > 64-bit integers and lone surrogates, which JSON.parse accepts.
+    try:
+        return json.loads(
+            raw.decode("utf-8"), parse_float=_float_token, parse_int=_int_token, parse_constant=_reject_constant
+        )
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(str(fast_error or exc)) from exc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _fragment_default(obj: Any) -> Any:
+    if isinstance(obj, _RawNumber):
+        return orjson.Fragment(obj.raw.encode())
+    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+
+def _patch_unencodable(obj: Any) -> Any:
+    """Replace what orjson refuses (lone surrogates, > 64-bit ints) with JSON fragments written
+    the way JSON.stringify writes them."""
+    if isinstance(obj, str):
+        if _SURROGATE.search(obj):
+            text = json.dumps(obj, ensure_ascii=False)
+            return orjson.Fragment(_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode())
+        return obj
+    if isinstance(obj, bool | _RawNumber):
+        return obj
+    if isinstance(obj, int) and not _INT_MIN <= obj <= _INT_MAX:
+        return orjson.Fragment(str(obj).encode())
+    if isinstance(obj, dict):
+        return {k: _patch_unencodable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_patch_unencodable(v) for v in obj]
+    return obj
+
+
+def dump_store_bytes(store: dict[str, Any]) -> bytes:
+    """JS `JSON.stringify(store, null, 2)`: 2-space indent, no trailing newline, UTF-8 unescaped."""
+    try:
+        return orjson.dumps(store, default=_fragment_default, option=orjson.OPT_INDENT_2)
+    except TypeError:
+        pass
+    try:
+        return orjson.dumps(_patch_unencodable(store), default=_fragment_default, option=orjson.OPT_INDENT_2)
+    except TypeError as exc:
+        raise InvalidDataError(f"Cannot serialise the session store: {exc}") from exc
+
+
+# ---- the store ----------------------------------------------------------------------------------
+
+@dataclass
+class _Snapshot:
+    signature: tuple[int, int, int, int] | None
+    rows: dict[str, Any]  # every row as parsed, file order
+    entries: dict[str, dict[str, Any]]  # usable rows
+    issues: list[ReadIssue] = field(default_factory=list)
+
+
+def _iso(ms: int) -> str:
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+class LegacyStore(SessionStore):
+    kind = KIND_LEGACY
+    schema = None
+
+    def __init__(self, store_path: Path, agent_id: str):
+        self.path = Path(os.path.abspath(store_path))
+        self.agent_id = normalize_agent_id(agent_id)
+        self.sessions_dir = self.path.parent
+        self.issues: list[ReadIssue] = []
+        self._issue_keys: set[tuple[str, int | None, str]] = set()
+        self._snapshot: _Snapshot | None = None
+        self._by_session_id: dict[str, dict[str, Any]] | None = None
+        self._totals_cache: dict[Path, tuple[tuple[int, int, int], SessionTotals]] = {}
+
+    # ---- reading sessions.json ---------------------------------------------------------------
+    def exists(self) -> bool:
+        return os.path.lexists(self.path)
+
+    def _signature(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError as exc:
+            raise InvalidDataError(f"{self.path}: parent path is not a directory") from exc
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _read_bytes(self) -> bytes | None:
+        """The raw file (None when missing); refuses symlinks and non-regular files."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            parent = self.path.parent
+            if os.path.lexists(parent) and not parent.is_dir():
+                raise InvalidDataError(f"{self.path}: parent path is not a directory") from None
+            return None
+        except NotADirectoryError as exc:
+            raise InvalidDataError(f"{self.path}: parent path is not a directory") from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise RefusedError(f"{self.path}: is a symbolic link; refusing to follow it (move the real file here)")
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidDataError(f"{self.path}: not a regular file")
+        try:
+            fd = os.open(self.path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        except OSError as exc:
+            raise InvalidDataError(f"{self.path}: {exc.strerror or exc}") from exc
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+
+    def _parse(self, raw: bytes | None, *, lossless: bool = False) -> dict[str, Any]:
+        if raw is None:
+            return {}
+        try:
+            value = parse_store_bytes(raw, lossless=lossless)
+        except ValueError as exc:
+            raise InvalidDataError(f"{self.path}: {exc}") from exc
+        if not isinstance(value, dict):
+            raise InvalidDataError(f"{self.path} does not contain an object session store.")
+        return value
+
+    def _load(self) -> _Snapshot:
+        signature = self._signature()
+        if self._snapshot is not None and self._snapshot.signature == signature and signature is not None:
+            return self._snapshot
+        raw = self._read_bytes()
+        rows = self._parse(raw)
+        entries: dict[str, dict[str, Any]] = {}
+        issues: list[ReadIssue] = []
+        for key, row in rows.items():
+            usable, problems = entry_problems(key, row)
+            if usable:
+                entries[key] = row
+            issues.extend(ReadIssue(str(self.path), None, problem) for problem in problems)
+        snapshot = _Snapshot(signature, rows, entries, issues)
+        self._snapshot = snapshot
+        self._by_session_id = None
+        self.issues = []
+        self._issue_keys = set()
+        for issue in issues:
+            self._note(issue, None)
+        return snapshot
+
+    def _note(self, issue: ReadIssue, issues: list[ReadIssue] | None) -> None:
+        if issues is not None:
+            issues.append(issue)
+            return
+        key = (issue.path, issue.line, issue.message)
+        if key not in self._issue_keys:
+            self._issue_keys.add(key)
+            self.issues.append(issue)
+
+    def load_entries(self) -> dict[str, dict[str, Any]]:
+        """Usable rows, key → entry as stored, in file order. The entry dicts are shared with a
+        cache: copy one before changing it unless you save it right after."""
+        return dict(self._load().entries)
+
+    def load_rows(self) -> dict[str, Any]:
+        """Every row of the file, unusable ones included (for repair and inspection tools)."""
+        return dict(self._load().rows)
+
+    def get_entry(self, key: str) -> dict[str, Any] | None:
+        return self._load().entries.get(key)
+
+    def count_entries(self) -> int:
+        return len(self._load().entries)
+
+    def _entry_for_session(self, session_id: str) -> dict[str, Any] | None:
+        snapshot = self._load()
+        if self._by_session_id is None:
+            index: dict[str, dict[str, Any]] = {}
+            for entry in snapshot.entries.values():
+                index.setdefault(entry["sessionId"].strip(), entry)
+            self._by_session_id = index
+        return self._by_session_id.get(session_id.strip() if isinstance(session_id, str) else session_id)
+
+    # ---- transcripts ----------------------------------------------------------------------
+    def resolve_transcript(
+        self, session_id: str, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> Path | None:
+        """The existing transcript file of a session (never through a symlink), or None."""
+        if not isinstance(session_id, str) or not is_valid_legacy_session_id(session_id):
+            self._note(ReadIssue(str(self.path), None, f"invalid session id {session_id!r}; no transcript read"), issues)
+            return None
+        if entry is None:
+            entry = self._entry_for_session(session_id)
+        session_file = entry.get("sessionFile") if isinstance(entry, dict) else None
+        if not isinstance(session_file, str):
+            session_file = None
+        root = self.sessions_dir
+        for candidate in transcript_candidates(root, session_id, session_file):
+            if safe_regular_file(candidate, root):
+                return candidate
+            if _reached_through_symlink(candidate, root):
+                self._note(
+                    ReadIssue(str(candidate), None, "transcript is a symbolic link; not followed (treated as missing)"),
+                    issues,
+                )
+        return None
+
+    def iter_transcript(
+        self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> Iterator[TranscriptLine]:
+        path = self.resolve_transcript(session_id, entry, issues)
+        if path is None:
+            return iter(())
+        return iter_jsonl(path, issues=issues if issues is not None else self.issues)
+
+    def tail_transcript(
+        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> list[TranscriptLine]:
+        path = self.resolve_transcript(session_id, entry, issues)
+        if path is None:
+            return []
+        return tail_jsonl(path, n, issues=issues if issues is not None else self.issues)
+
+    def has_transcript(self, session_id: str, *, entry: dict[str, Any] | None = None) -> bool:
+        return self.resolve_transcript(session_id, entry) is not None
+
+    def _totals_for(self, path: Path) -> SessionTotals:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return SessionTotals(0, 0)
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = self._totals_cache.get(path)
+        if cached is not None and cached[0] == sig:
+            return cached[1]
+        events, size = count_lines(path)
+        totals = SessionTotals(events=events, bytes=size)
+        self._totals_cache[path] = (sig, totals)
+        return totals
+
+    def session_totals(self) -> dict[str, SessionTotals]:
+        """sessionId → (non-blank lines, bytes without newlines) of its transcript file, counted
+        from the file (cached per file while it is unchanged). Sessions without a file: absent."""
+        out: dict[str, SessionTotals] = {}
+        for entry in self._load().entries.values():
+            sid = entry["sessionId"].strip()
+            if sid in out:
+                continue
+            path = self.resolve_transcript(sid, entry)
+            if path is not None:
+                out[sid] = self._totals_for(path)
+        return out
+
+    def list_archives(self) -> list[ArchiveFile]:
+        return archives_mod.list_archives(self.sessions_dir)
+
+    def referenced_transcripts(self) -> dict[Path, list[str]]:
+        """Existing transcript path → keys of the rows that use it."""
+        out: dict[Path, list[str]] = {}
+        for key, entry in self._load().entries.items():
+            path = self.resolve_transcript(entry["sessionId"], entry)
+            if path is not None:
+                out.setdefault(path, []).append(key)
+        return out
+
+    def stats(self) -> StoreStats:
+        entries = self._load().entries
+        referenced = self.referenced_transcripts()
+        transcript_bytes = 0
+        for path in referenced:
+            try:
+                transcript_bytes += os.lstat(path).st_size
+            except OSError:
+                pass
+        orphans: list[Path] = []
+        orphan_bytes = 0
+        try:
+            scanned = list(os.scandir(self.sessions_dir))
+        except OSError:
+            scanned = []
+        for item in scanned:
+            if not archives_mod.is_primary_transcript_name(item.name) or Path(item.path) in referenced:
+                continue
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                orphans.append(Path(item.path))
+                orphan_bytes += st.st_size
+        archives = self.list_archives()
+        compactions = 0
+        missing = 0
+        for entry in entries.values():
+            count = entry.get("compactionCount")
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                compactions += count
+            if self.resolve_transcript(entry["sessionId"], entry, issues=[]) is None:
+                missing += 1
+        return StoreStats(
+            sessions=len(entries),
+            transcript_bytes=transcript_bytes,
+            transcript_events=None,  # counting needs a full scan: see session_totals()
+            archives_count=len(archives),
+            archives_bytes=sum(a.size for a in archives),
+            compactions=compactions,
+            extra={
+                "missingTranscripts": missing,
+                "orphanTranscripts": len(orphans),
+                "orphanTranscriptBytes": orphan_bytes,
+                "issues": len(self.issues),
+                "compactionsSource": "entries.compactionCount",
+            },
+        )
+
+    # ---- writes -----------------------------------------------------------------------------
+    def _write(self, rows: dict[str, Any]) -> None:
+        atomic_write_bytes(self.path, dump_store_bytes(rows))
+        self._snapshot = None
+        self._by_session_id = None
+
+    def _read_for_write(self) -> dict[str, Any]:
+        """The current file, parsed losslessly; refuses to overwrite a file it cannot read."""
+        return self._parse(self._read_bytes(), lossless=True)
+
+    def save_entries(self, entries: dict[str, dict[str, Any]], *, lock_settings: LockSettingsLike | None = None) -> None:
+        """Replace the store's usable rows with `entries` (atomic). Rows already in the file keep
+        their position and, when unchanged, their exact text; new keys are appended; unusable
+        rows (see `store.issues`) are kept unless `entries` names their key."""
+        self.ensure_writable("write sessions.json")
+        for key, entry in entries.items():
+            _check_entry_for_write(key, entry)
+        with transcript_lock(self.path, lock_settings, allow_reentrant=True):
+            current = self._read_for_write()
+            out: dict[str, Any] = {}
+            for key, row in current.items():
+                if key in entries:
+                    out[key] = row if row == entries[key] else entries[key]
+                elif not entry_problems(key, row)[0]:
+                    out[key] = row  # never drop what we could not read
+            for key, entry in entries.items():
+                if key not in out:
+                    out[key] = entry
+            self._write(out)
+
+    def upsert_entries(self, updates: dict[str, dict[str, Any]], *, lock_settings: LockSettingsLike | None = None) -> None:
+        """Insert or replace rows (read-modify-write of sessions.json under its lock)."""
+        self.ensure_writable("write sessions.json")
+        if not updates:
+            return
+        for key, entry in updates.items():
+            _check_entry_for_write(key, entry)
+        with transcript_lock(self.path, lock_settings, allow_reentrant=True):
+            current = self._read_for_write()
+            for key, entry in updates.items():
+                if key in current and current[key] == entry:
+                    continue  # keep the original text of an unchanged row
+                current[key] = entry
+            self._write(current)
+
+    def delete_entries(self, keys: Iterable[str], *, lock_settings: LockSettingsLike | None = None) -> list[str]:
+        """Remove rows by key (usable or not); returns the keys that were present."""
+        self.ensure_writable("write sessions.json")
+        wanted = list(dict.fromkeys(keys))
+        with transcript_lock(self.path, lock_settings, allow_reentrant=True):
+            current = self._read_for_write()
+            removed = [key for key in wanted if key in current]
+            if not removed:
+                return []
+            for key in removed:
+                del current[key]
+            self._write(current)
+        return removed
+
+    def transcript_path(self, session_id: str, entry: dict[str, Any] | None = None) -> Path:
+        """Where the session's transcript is (existing file) or will be created."""
+        existing = self.resolve_transcript(session_id, entry, issues=[])
+        if existing is not None:
+            return existing
+        sid = validate_session_id(session_id) if isinstance(session_id, str) else validate_session_id(str(session_id))
+        if entry is None:
+            entry = self._entry_for_session(sid)
+        session_file = entry.get("sessionFile") if isinstance(entry, dict) else None
+        root = self.sessions_dir
+        if isinstance(session_file, str):
+            for candidate in transcript_candidates(root, sid, session_file):
+                if candidate.parent == root and archives_mod.is_primary_transcript_name(candidate.name):
+                    return candidate  # e.g. a topic transcript `<id>-topic-<n>.jsonl` not written yet
+        return root / f"{sid}.jsonl"
+
+    def append_transcript(
+        self,
+        session_id: str,
+        raw_lines: Iterable[str | bytes],
+        *,
+        entry: dict[str, Any] | None = None,
+        lock_settings: LockSettingsLike | None = None,
+        cwd: str | None = None,
+        now_ms: int | None = None,
+    ) -> Path:
+        """Append raw JSON lines under OpenClaw's transcript lock. A new (or empty) transcript
+        starts with a v4 header `{"type":"session","version":4,"id","timestamp","cwd"}`."""
+        self.ensure_writable("append to a transcript")
+        path = self.transcript_path(session_id, entry)
+        if os.path.islink(path) or _reached_through_symlink(path, self.sessions_dir):
+            raise RefusedError(f"Refusing to write transcript {path}: it is reached through a symbolic link")
+        ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        header = header_line(session_id.strip(), timestamp=_iso(ms), cwd=cwd if cwd is not None else os.getcwd())
+        append_jsonl(path, raw_lines, lock_settings=lock_settings, header=header)
+        return path
+
+
+def _check_entry_for_write(key: Any, entry: Any) -> None:
+    if not isinstance(key, str) or not key:
+        raise InvalidDataError(f"Invalid session key: {key!r}")
+    if not isinstance(entry, dict):
+        raise InvalidDataError(f"Session entry {key!r} must be an object.")
+    sid = entry.get("sessionId")
+    if not isinstance(sid, str) or not is_valid_legacy_session_id(sid):
+        raise InvalidIdError(f"Invalid session ID: {sid}")
+
+
+def _reached_through_symlink(path: Path, root: Path) -> bool:
+    """True when `path` (inside `root`) or one of its directories below `root` is a symlink."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return False
+    current = root
+    for part in relative.parts:
+        current = current / part
+        try:
+            if current.is_symlink():
+                return True
+        except OSError:
+            return False
+    return False
