@@ -39,6 +39,8 @@ from openclaw_cli.store.sqlite_common import (
 PAYLOAD_SIZE_MISMATCH = "Compressed transcript payload length does not match its recorded UTF-8 size"
 _MAX_EVENT_BYTES = 64 * 1024 * 1024  # sanity bound before allocating (OpenClaw's CHECK says 4 MiB)
 _PRE14_TABLES = {"session_entries", "sessions", "session_routes"}
+# an unversioned database holding any of these is an old OpenClaw one (storage-migration.md §4.9)
+_OPENCLAW_TABLES = _PRE14_TABLES | {"schema_meta", "session_nodes", "session_windows", "transcript_events"}
 
 
 def _unsupported(message: str) -> InvalidDataError:
@@ -86,6 +88,8 @@ class OpenClawDbStore(SessionStore):
                 f"uses newer schema version {version}; this build supports {OPENCLAW_SCHEMA_VERSION}.")
         if version == 0 and not tables:
             raise InvalidDataError(f"{path} is an empty SQLite database, not an OpenClaw agent database")
+        if version == 0 and not tables & _OPENCLAW_TABLES:
+            raise InvalidDataError(f"{path} is not an OpenClaw agent database (no OpenClaw session tables)")
         if version < OPENCLAW_SCHEMA_VERSION or ("session_nodes" not in tables and tables & _PRE14_TABLES):
             raise _unsupported(
                 f"OpenClaw agent database {path} uses schema version {version}; stop active agents and run "
