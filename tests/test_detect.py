@@ -110,6 +110,15 @@ def test_open_agent_store_prefers_the_database(state_dir: Path) -> None:
     SqliteStore(paths.agent_db_path("main"), "main", create=True).close()
     with open_agent_store(paths, "Main") as store:
         assert isinstance(store, SqliteStore) and store.path == paths.agent_db_path("main")
+        assert not store.read_only
+    before = sorted(os.listdir(paths.agent_db_path("main").parent))
+    with open_agent_store(paths, "main", read_only=True) as store:
+        assert store.read_only and store.count_entries() == 0
+        with pytest.raises(RefusedError):
+            store.upsert_entries({"k": {"sessionId": "s"}})
+        assert sorted(os.listdir(paths.agent_db_path("main").parent)) == before
+    with pytest.raises(NotFoundError):
+        open_store_at(paths.agent_db_path("other"), create=True, read_only=True)
 
 
 def test_open_agent_store_reads_the_real_openclaw_db(imported_fixture_state: Path) -> None:

@@ -124,6 +124,45 @@ def test_concurrent_creation_applies_each_migration_once(tmp_path: Path) -> None
     conn.close()
 
 
+def test_a_later_migration_is_applied_once_in_its_own_transaction(store: SqliteStore, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from openclaw_cli.store import schema as schema_mod
+
+    path = db_path(tmp_path)
+    store.upsert_entries({KEY: {"sessionId": SID, "updatedAt": 1}})
+    store.close()
+    calls = []
+
+    def broken(conn: sqlite3.Connection, agent_id: str) -> None:
+        conn.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("migration failed midway")
+
+    monkeypatch.setattr(schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS, ("0002_broken", broken)])
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 2)
+    with pytest.raises(RuntimeError):
+        SqliteStore(path, "main")
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1001  # rolled back: still v1
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
+    conn.close()
+
+    def add_column(conn: sqlite3.Connection, agent_id: str) -> None:
+        calls.append(agent_id)
+        conn.execute("ALTER TABLE session_windows ADD COLUMN note TEXT")
+
+    monkeypatch.setattr(schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS[:1], ("0002_note", add_column)])
+    SqliteStore(path, "main").close()
+    SqliteStore(path, "main").close()
+    assert calls == ["main"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1002
+    assert [r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")] == ["0001_initial", "0002_note"]
+    assert conn.execute("SELECT schema_version FROM schema_meta").fetchone()[0] == 2
+    assert "note" in [r[1] for r in conn.execute("PRAGMA table_info(session_windows)")]
+    assert conn.execute("SELECT entry_json FROM session_nodes").fetchone()[0] == '{"sessionId":"' + SID + '","updatedAt":1}'
+    conn.close()
+
+
 def test_newer_schema_foreign_db_garbage_and_wrong_agent_are_typed_errors(store: SqliteStore, tmp_path: Path) -> None:
     path = db_path(tmp_path)
     store.close()

@@ -50,13 +50,14 @@ def _legacy_store(path: Path, agent_id: str) -> SessionStore:
 
 
 def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = False,
-                  busy_timeout_ms: int = 60000) -> SessionStore:
+                  busy_timeout_ms: int = 60000, read_only: bool = False) -> SessionStore:
     """Open the store at an explicit path (`--store PATH`, offline repair).
 
     - a SQLite file: ours (by application_id) → `SqliteStore`; anything else → `OpenClawDbStore`,
       which reads schema 23 and names any other version/role in a typed error;
     - a missing `*.sqlite` path with `create` → a new database of ours;
     - anything else (e.g. `sessions.json`) → the legacy store.
+    `read_only` opens our database without write access (read commands; read-only state dirs).
     """
     path = Path(path)
     if path.is_dir():
@@ -71,8 +72,8 @@ def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = Fal
                 raise InvalidDataError(f"{path} is an empty file, not a session database")
             from openclaw_cli.store.sqlite import SqliteStore
 
-            return SqliteStore(path, owner or _owner_from_db(path) or "main", create=create,
-                               busy_timeout_ms=busy_timeout_ms)
+            return SqliteStore(path, owner or _owner_from_db(path) or "main", create=create and not read_only,
+                               busy_timeout_ms=busy_timeout_ms, read_only=read_only and header is not None)
         if header.application_id != 0:
             raise InvalidDataError(
                 f"{path} is a SQLite database of another application (application_id {header.application_id:#x}),"
@@ -81,7 +82,7 @@ def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = Fal
 
         return OpenClawDbStore(path, owner, busy_timeout_ms=busy_timeout_ms)
     if looks_sqlite:
-        if not create:
+        if not create or read_only:
             raise NotFoundError(f"Session database not found: {path}")
         from openclaw_cli.store.sqlite import SqliteStore
 
@@ -114,14 +115,15 @@ def _check_inside_state(path: Path, paths: StatePaths) -> None:
                            "(symbolic links are not followed)")
 
 
-def open_agent_store(paths: StatePaths, agent_id: str, *, busy_timeout_ms: int = 60000) -> SessionStore:
+def open_agent_store(paths: StatePaths, agent_id: str, *, busy_timeout_ms: int = 60000,
+                     read_only: bool = False) -> SessionStore:
     """Spec D2: the agent's SQLite database when it exists, else its legacy store (an empty one
-    when `sessions.json` is missing)."""
+    when `sessions.json` is missing). `read_only` is passed to our SQLite store."""
     agent = normalize_agent_id(agent_id)
     db_path = paths.agent_db_path(agent)
     if db_path.exists() or db_path.is_symlink():
         _check_inside_state(db_path, paths)
-        return open_store_at(db_path, agent_id=agent, busy_timeout_ms=busy_timeout_ms)
+        return open_store_at(db_path, agent_id=agent, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
     legacy = paths.legacy_store_path(agent)
     if legacy.exists() or legacy.is_symlink():
         _check_inside_state(legacy, paths)
@@ -169,7 +171,7 @@ def legacy_store_pending(paths: StatePaths, agent_id: str) -> bool:
     if not db_path.exists():
         return True
     try:
-        store = open_store_at(db_path, agent_id=agent)
+        store = open_store_at(db_path, agent_id=agent, read_only=True)
     except Exception:
         return True
     try:
@@ -179,9 +181,9 @@ def legacy_store_pending(paths: StatePaths, agent_id: str) -> bool:
 
 
 def _uncovered(store: SessionStore, legacy: Path | None, stems: list[str], agent: str) -> bool:
+    """Point lookups only (no full GROUP BY over a large OpenClaw database)."""
     from openclaw_cli import jsonutil
 
-    covered_sessions = set(store.session_totals())
     if legacy is not None:
         try:
             data = jsonutil.loads(legacy.read_bytes())
@@ -189,14 +191,15 @@ def _uncovered(store: SessionStore, legacy: Path | None, stems: list[str], agent
             return True
         if not isinstance(data, dict):
             return True
-        entries = store.load_entries() if data else {}
+        keys_of = getattr(store, "entry_keys", None)
+        stored = keys_of() if callable(keys_of) else set(store.load_entries()) if data else set()
         for key in data:
             # D14: bare cron:/hook: keys are canonicalised to agent:<id>:… on import
-            if key not in entries and f"agent:{agent}:{key}" not in entries:
+            if key not in stored and f"agent:{agent}:{key}" not in stored:
                 return True
     for stem in stems:
         base = stem.split("-topic-", 1)[0]
-        if stem not in covered_sessions and base not in covered_sessions:
+        if not store.has_transcript(stem) and not store.has_transcript(base):
             return True
     return False
 

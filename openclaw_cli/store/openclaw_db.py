@@ -175,6 +175,9 @@ class OpenClawDbStore(SessionStore):
                 out.append((key, entry))
         return out, total
 
+    def entry_keys(self) -> set[str]:
+        return {row[0] for row in self._q("SELECT session_key FROM session_nodes WHERE entry_valid = 1")}
+
     def get_entry(self, key: str) -> dict[str, Any] | None:
         rows = self._q("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,))
         return self._entry(key, rows[0][0]) if rows else None

@@ -450,6 +450,9 @@ class SqliteStore(SessionStore):
             scanned = scanned[: max(int(limit), 0)]
         return _parse_entries([(key, text) for key, _, text in scanned]), total
 
+    def entry_keys(self) -> set[str]:
+        return {row[0] for row in self._q(lambda c: c.execute("SELECT session_key FROM session_nodes").fetchall())}
+
     def get_entry(self, key: str) -> dict[str, Any] | None:
         row = self._q(lambda c: c.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?", (key,)).fetchone())
         return _loads_line(row[0]) if row else None
