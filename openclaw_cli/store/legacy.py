@@ -74,38 +74,61 @@ _FIELD_TYPES: dict[str, str] = {
 }
 
 
+_JSON_TYPE_OF = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+_FAST_SID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")  # an ASCII subset of the legacy rule
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
+    kind = _JSON_TYPE_OF.get(type(value))
+    if kind is not None:
+        return kind
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int | float):
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    return "array" if isinstance(value, list) else "object"
+
+
+def session_id_ok(sid: Any) -> bool:
+    """The legacy session-id rule (ids.is_valid_legacy_session_id), with an ASCII fast path."""
+    return isinstance(sid, str) and (_FAST_SID.match(sid) is not None or is_valid_legacy_session_id(sid))
+
+
+def row_problem(key: str, entry: Any) -> str | None:
+    """Why a row cannot be used (it stays in the file untouched), or None."""
+    if not isinstance(entry, dict):
+        return f"session entry {key!r} is not an object ({_json_type(entry)}); skipped while preserving it in the store."
+    sid = entry.get("sessionId")
+    if not isinstance(sid, str) or not sid.strip():
+        return f"session entry {key!r} is missing a valid sessionId; skipped while preserving the original index for recovery."
+    if not session_id_ok(sid):
+        return f"session entry {key!r} has an unsafe sessionId {sid!r}; skipped while preserving it in the store."
+    return None
+
+
+def field_problems(key: str, entry: dict[str, Any]) -> list[str]:
+    """Known fields holding the wrong JSON type (reported, never corrected)."""
+    problems = []
+    for name, value in entry.items():
+        expected = _FIELD_TYPES.get(name)
+        if expected is None or value is None:
+            continue
+        actual = _JSON_TYPE_OF.get(type(value)) or _json_type(value)
+        if actual != expected:
+            problems.append(f"session entry {key!r}: field {name} should be a {expected}, got {actual}")
+    return problems
 
 
 def entry_problems(key: str, entry: Any) -> tuple[bool, list[str]]:
     """(usable, problems) of one row. Unusable rows are kept on disk but not loaded."""
-    if not isinstance(entry, dict):
-        return False, [f"session entry {key!r} is not an object ({_json_type(entry)}); skipped while preserving it in the store."]
-    sid = entry.get("sessionId")
-    if not isinstance(sid, str) or not sid.strip():
-        return False, [
-            f"session entry {key!r} is missing a valid sessionId; skipped while preserving the original index for recovery."
-        ]
-    if not is_valid_legacy_session_id(sid):
-        return False, [f"session entry {key!r} has an unsafe sessionId {sid!r}; skipped while preserving it in the store."]
-    problems = []
-    for name, expected in _FIELD_TYPES.items():
-        if name in entry:
-            actual = _json_type(entry[name])
-            if actual != expected and actual != "null":
-                problems.append(f"session entry {key!r}: field {name} should be a {expected}, got {actual}")
-    return True, problems
+    problem = row_problem(key, entry)
+    if problem is not None:
+        return False, [problem]
+    return True, field_problems(key, entry)
 
 
 # ---- numbers as written -------------------------------------------------------------------------
@@ -123,7 +146,7 @@ class _RawNumber(float):
 
 
 _NUMBER_CANDIDATE = re.compile(
-    rb"[:\[,]\s*(-0(?![\d.eE])|-?\d+\.\d+(?:[eE][+-]?\d+)?|-?\d+[eE][+-]?\d+|-?\d{19,})(?=\s*[,\]}])"
+    rb"[:\[,]\s*+(?=[-\d])(-0(?![\d.eE])|-?\d+\.\d+(?:[eE][+-]?\d+)?|-?\d+[eE][+-]?\d+|-?\d{19,})(?=\s*[,\]}])"
 )
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
@@ -225,7 +248,8 @@ class _Snapshot:
     signature: tuple[int, int, int, int] | None
     rows: dict[str, Any]  # every row as parsed, file order
     entries: dict[str, dict[str, Any]]  # usable rows
-    issues: list[ReadIssue] = field(default_factory=list)
+    row_issues: dict[str, ReadIssue] = field(default_factory=dict)  # key -> why it is unusable
+    store_issues: list[ReadIssue] | None = None  # all row/field issues, computed on first access
 
 
 def _iso(ms: int) -> str:
@@ -241,11 +265,30 @@ class LegacyStore(SessionStore):
         self.path = Path(os.path.abspath(store_path))
         self.agent_id = normalize_agent_id(agent_id)
         self.sessions_dir = self.path.parent
-        self.issues: list[ReadIssue] = []
+        self._read_issues: list[ReadIssue] = []  # transcript problems met while reading
         self._issue_keys: set[tuple[str, int | None, str]] = set()
         self._snapshot: _Snapshot | None = None
         self._by_session_id: dict[str, dict[str, Any]] | None = None
         self._totals_cache: dict[Path, tuple[tuple[int, int, int], SessionTotals]] = {}
+
+    @property
+    def issues(self) -> list[ReadIssue]:
+        """Everything reported so far: unusable rows and wrongly typed fields of sessions.json (in
+        file order), then transcript problems (malformed lines, symlinks) met while reading."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return list(self._read_issues)
+        if snapshot.store_issues is None:
+            found: list[ReadIssue] = []
+            for key, row in snapshot.rows.items():
+                issue = snapshot.row_issues.get(key)
+                if issue is not None:
+                    found.append(issue)
+                elif key in snapshot.entries:
+                    found.extend(ReadIssue(str(self.path), None, p) for p in field_problems(key, row))
+            snapshot.store_issues = found
+        out = list(snapshot.store_issues)
+        return out + self._read_issues
 
     # ---- reading sessions.json ---------------------------------------------------------------
     def exists(self) -> bool:
@@ -300,19 +343,21 @@ class LegacyStore(SessionStore):
         raw = self._read_bytes()
         rows = self._parse(raw)
         entries: dict[str, dict[str, Any]] = {}
-        issues: list[ReadIssue] = []
+        row_issues: dict[str, ReadIssue] = {}
         for key, row in rows.items():
-            usable, problems = entry_problems(key, row)
-            if usable:
+            # inline fast path of row_problem(): a dict with a plain ASCII session id
+            sid = row.get("sessionId") if type(row) is dict else None
+            if sid is not None and type(sid) is str and _FAST_SID.match(sid):
                 entries[key] = row
-            issues.extend(ReadIssue(str(self.path), None, problem) for problem in problems)
-        snapshot = _Snapshot(signature, rows, entries, issues)
+                continue
+            problem = row_problem(key, row)
+            if problem is None:
+                entries[key] = row
+            else:
+                row_issues[key] = ReadIssue(str(self.path), None, problem)
+        snapshot = _Snapshot(signature, rows, entries, row_issues)
         self._snapshot = snapshot
         self._by_session_id = None
-        self.issues = []
-        self._issue_keys = set()
-        for issue in issues:
-            self._note(issue, None)
         return snapshot
 
     def _note(self, issue: ReadIssue, issues: list[ReadIssue] | None) -> None:
@@ -322,7 +367,7 @@ class LegacyStore(SessionStore):
         key = (issue.path, issue.line, issue.message)
         if key not in self._issue_keys:
             self._issue_keys.add(key)
-            self.issues.append(issue)
+            self._read_issues.append(issue)
 
     def load_entries(self) -> dict[str, dict[str, Any]]:
         """Usable rows, key → entry as stored, in file order. The entry dicts are shared with a
@@ -350,10 +395,15 @@ class LegacyStore(SessionStore):
 
     # ---- transcripts ----------------------------------------------------------------------
     def resolve_transcript(
-        self, session_id: str, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+        self,
+        session_id: str,
+        entry: dict[str, Any] | None = None,
+        issues: list[ReadIssue] | None = None,
+        *,
+        _index: dict[str, str] | None = None,
     ) -> Path | None:
         """The existing transcript file of a session (never through a symlink), or None."""
-        if not isinstance(session_id, str) or not is_valid_legacy_session_id(session_id):
+        if not session_id_ok(session_id):
             self._note(ReadIssue(str(self.path), None, f"invalid session id {session_id!r}; no transcript read"), issues)
             return None
         if entry is None:
@@ -362,15 +412,65 @@ class LegacyStore(SessionStore):
         if not isinstance(session_file, str):
             session_file = None
         root = self.sessions_dir
-        for candidate in transcript_candidates(root, session_id, session_file):
-            if safe_regular_file(candidate, root):
-                return candidate
-            if _reached_through_symlink(candidate, root):
-                self._note(
-                    ReadIssue(str(candidate), None, "transcript is a symbolic link; not followed (treated as missing)"),
-                    issues,
-                )
+        names = self._candidate_names(session_id, session_file)
+        if names is None:  # an unusual sessionFile (sub-directory, Windows path): the general rule
+            for candidate in transcript_candidates(root, session_id, session_file):
+                if safe_regular_file(candidate, root):
+                    return candidate
+                if _reached_through_symlink(candidate, root):
+                    self._note_symlink(candidate, issues)
+            return None
+        for name in names:
+            kind = _index.get(name) if _index is not None else _entry_kind(root / name)
+            if kind == "file":
+                return root / name
+            if kind == "link":
+                self._note_symlink(root / name, issues)
         return None
+
+    def _note_symlink(self, path: Path, issues: list[ReadIssue] | None) -> None:
+        self._note(ReadIssue(str(path), None, "transcript is a symbolic link; not followed (treated as missing)"), issues)
+
+    def _candidate_names(self, session_id: str, session_file: str | None) -> list[str] | None:
+        """paths.transcript_candidates for the common cases, as plain names in the sessions dir
+        (no pathlib work: listing 20,000 rows must stay fast). None: use the general rule."""
+        default = f"{session_id.strip()}.jsonl"
+        if session_file is None or not session_file or session_file.startswith("sqlite:"):
+            return [default]
+        if "\\" in session_file or session_file in (".", ".."):
+            return None
+        if "/" not in session_file:
+            name = session_file
+        elif session_file.startswith("/"):
+            normalized = os.path.normpath(session_file)
+            root = str(self.sessions_dir)
+            if normalized.startswith(root + os.sep) and os.path.dirname(normalized) != root:
+                return None  # inside a sub-directory of the sessions dir
+            name = os.path.basename(session_file)
+            if not name or name in (".", ".."):
+                return [default]
+        else:
+            return None
+        return [name] if name == default else [name, default]
+
+    def _dir_index(self) -> dict[str, str]:
+        """name -> "file" | "link" | "other" for the sessions dir, from one directory scan."""
+        index: dict[str, str] = {}
+        try:
+            with os.scandir(self.sessions_dir) as it:
+                for item in it:
+                    try:
+                        if item.is_symlink():
+                            index[item.name] = "link"
+                        elif item.is_file(follow_symlinks=False):
+                            index[item.name] = "file"
+                        else:
+                            index[item.name] = "other"
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        return index
 
     def iter_transcript(
         self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
@@ -378,7 +478,7 @@ class LegacyStore(SessionStore):
         path = self.resolve_transcript(session_id, entry, issues)
         if path is None:
             return iter(())
-        return iter_jsonl(path, issues=issues if issues is not None else self.issues)
+        return iter_jsonl(path, issues=issues if issues is not None else self._read_issues)
 
     def tail_transcript(
         self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
@@ -386,7 +486,7 @@ class LegacyStore(SessionStore):
         path = self.resolve_transcript(session_id, entry, issues)
         if path is None:
             return []
-        return tail_jsonl(path, n, issues=issues if issues is not None else self.issues)
+        return tail_jsonl(path, n, issues=issues if issues is not None else self._read_issues)
 
     def has_transcript(self, session_id: str, *, entry: dict[str, Any] | None = None) -> bool:
         return self.resolve_transcript(session_id, entry) is not None
@@ -409,11 +509,12 @@ class LegacyStore(SessionStore):
         """sessionId → (non-blank lines, bytes without newlines) of its transcript file, counted
         from the file (cached per file while it is unchanged). Sessions without a file: absent."""
         out: dict[str, SessionTotals] = {}
+        index = self._dir_index()
         for entry in self._load().entries.values():
             sid = entry["sessionId"].strip()
             if sid in out:
                 continue
-            path = self.resolve_transcript(sid, entry)
+            path = self.resolve_transcript(sid, entry, _index=index)
             if path is not None:
                 out[sid] = self._totals_for(path)
         return out
@@ -421,49 +522,45 @@ class LegacyStore(SessionStore):
     def list_archives(self) -> list[ArchiveFile]:
         return archives_mod.list_archives(self.sessions_dir)
 
-    def referenced_transcripts(self) -> dict[Path, list[str]]:
-        """Existing transcript path → keys of the rows that use it."""
+    def referenced_transcripts(self, *, _index: dict[str, str] | None = None) -> dict[Path, list[str]]:
+        """Existing transcript path → keys of the rows that use it (one directory scan)."""
+        index = self._dir_index() if _index is None else _index
         out: dict[Path, list[str]] = {}
         for key, entry in self._load().entries.items():
-            path = self.resolve_transcript(entry["sessionId"], entry)
+            path = self.resolve_transcript(entry["sessionId"], entry, _index=index)
             if path is not None:
                 out.setdefault(path, []).append(key)
         return out
 
     def stats(self) -> StoreStats:
+        """Counts from sessions.json and one scan of the sessions dir (transcripts are not read)."""
         entries = self._load().entries
-        referenced = self.referenced_transcripts()
+        index = self._dir_index()
+        referenced = self.referenced_transcripts(_index=index)
+        referenced_keys = {key for keys in referenced.values() for key in keys}
         transcript_bytes = 0
         for path in referenced:
             try:
                 transcript_bytes += os.lstat(path).st_size
             except OSError:
                 pass
-        orphans: list[Path] = []
+        referenced_names = {p.name for p in referenced if p.parent == self.sessions_dir}
+        orphans = 0
         orphan_bytes = 0
-        try:
-            scanned = list(os.scandir(self.sessions_dir))
-        except OSError:
-            scanned = []
-        for item in scanned:
-            if not archives_mod.is_primary_transcript_name(item.name) or Path(item.path) in referenced:
+        for name, kind in index.items():
+            if kind != "file" or name in referenced_names or not archives_mod.is_primary_transcript_name(name):
                 continue
             try:
-                st = item.stat(follow_symlinks=False)
+                orphan_bytes += os.lstat(self.sessions_dir / name).st_size
+                orphans += 1
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                orphans.append(Path(item.path))
-                orphan_bytes += st.st_size
         archives = self.list_archives()
         compactions = 0
-        missing = 0
         for entry in entries.values():
             count = entry.get("compactionCount")
             if isinstance(count, int) and not isinstance(count, bool) and count > 0:
                 compactions += count
-            if self.resolve_transcript(entry["sessionId"], entry, issues=[]) is None:
-                missing += 1
         return StoreStats(
             sessions=len(entries),
             transcript_bytes=transcript_bytes,
@@ -472,8 +569,8 @@ class LegacyStore(SessionStore):
             archives_bytes=sum(a.size for a in archives),
             compactions=compactions,
             extra={
-                "missingTranscripts": missing,
-                "orphanTranscripts": len(orphans),
+                "missingTranscripts": len(entries) - len(referenced_keys),
+                "orphanTranscripts": orphans,
                 "orphanTranscriptBytes": orphan_bytes,
                 "issues": len(self.issues),
                 "compactionsSource": "entries.compactionCount",
@@ -582,9 +679,19 @@ def _check_entry_for_write(key: Any, entry: Any) -> None:
         raise InvalidDataError(f"Invalid session key: {key!r}")
     if not isinstance(entry, dict):
         raise InvalidDataError(f"Session entry {key!r} must be an object.")
-    sid = entry.get("sessionId")
-    if not isinstance(sid, str) or not is_valid_legacy_session_id(sid):
-        raise InvalidIdError(f"Invalid session ID: {sid}")
+    if not session_id_ok(entry.get("sessionId")):
+        raise InvalidIdError(f"Invalid session ID: {entry.get('sessionId')}")
+
+
+def _entry_kind(path: Path) -> str | None:
+    """"file", "link", "other" or None (missing) without following a symlink."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "file" if stat.S_ISREG(mode) else "other"
 
 
 def _reached_through_symlink(path: Path, root: Path) -> bool:
