@@ -6,7 +6,8 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import sessions, status
+    from openclaw_cli.cli import doctor, sessions, status
 
     sessions.register(app)
     status.register(app)
+    doctor.register(app)

@@ -1,0 +1,807 @@
+"""`doctor --session-sqlite import` (storage-migration.md §6.6 with spec D6, D13, D14).
+
+Per run: settle interrupted publications of earlier runs, write the manifest before anything moves,
+then per target: read `sessions.json` once (hashing the bytes it parses), stream every transcript
+once (read, sha256, split) into the store's batched bulk import, validate *before* archiving (every
+key with its sessionId, every stored line byte-identical: counts and a sha256 over the lines read
+back from SQLite), record the planned moves, publish them by hard link in batches (`publish.py`) and
+record what completed. `sessions.json` is archived last and only when everything it indexes is
+covered. Entries are stored exactly as they were (D14) except bare `cron:`/`hook:` keys, which are
+canonicalised to `agent:<agent>:…`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import InvalidDataError, RefusedError
+from openclaw_cli.migration import manifest as mf
+from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.legacy_reader import (
+    CHANGED_MESSAGE,
+    LegacyIndex,
+    Record,
+    build_records,
+    discover_orphans,
+    read_index,
+    trajectory_paths,
+    unreferenced_jsonl,
+)
+from openclaw_cli.migration.publish import (
+    ArtifactError,
+    Identity,
+    Move,
+    NameReserver,
+    ensure_private_dir,
+    fingerprint,
+    hash_file,
+    open_regular_nofollow,
+    publish_batch,
+    reconcile_pair,
+    refuse_symlinks,
+)
+from openclaw_cli.migration.report import MigrationRun, Report, TargetReport
+from openclaw_cli.migration.targets import Target
+
+WHOLE_FILE_LIMIT = 64 * 1024 * 1024  # larger transcripts are streamed instead of read whole
+READ_CHUNK = 8 * 1024 * 1024
+MIN_PUBLISH_BATCH = 256
+MAX_MANIFEST_WRITES = 8  # per target: completed moves are flushed in at most ~8 batches
+
+
+# ---- per-record state --------------------------------------------------------------------------------
+
+
+@dataclass
+class RecState:
+    rec: Record
+    alias_of: str | None = None  # set on a bare-key row merged into its canonical key
+    identity: Identity | None = None
+    mtime_ms: int | None = None
+    ends_nl: bool = False
+    nsplit: int = 0  # elements of data.split(b"\n")
+    changed: bool = False
+    unreadable: str | None = None
+    missing: bool = False
+    stream: _StreamFeed | None = None
+    result: Any = None  # ImportRecordResult
+    line_digest: str | None = None
+    stored_lines: int = 0
+    verified: bool = False
+    archive_ok: bool = True  # False once a transcript/trajectory move failed or was not attempted
+
+    @property
+    def has_file(self) -> bool:
+        return self.rec.transcript is not None and self.rec.problem is None and self.identity is not None
+
+
+class _StreamFeed:
+    """Lines of a transcript too large to read whole: hashed as they stream, finished afterwards."""
+
+    def __init__(self, fd: int, before: os.stat_result, state: RecState):
+        self.fd = fd
+        self.before = before
+        self.state = state
+        self.hash = hashlib.sha256()
+        self.nsplit = 0
+        self.last_chunk_end = b""
+        self.closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        rest = b""
+        while True:
+            chunk = os.read(self.fd, READ_CHUNK)
+            if not chunk:
+                break
+            self.hash.update(chunk)
+            self.last_chunk_end = chunk[-1:]
+            if rest:
+                chunk = rest + chunk
+            parts = chunk.split(b"\n")
+            rest = parts.pop()
+            for part in parts:
+                self.nsplit += 1
+                yield part
+        self.nsplit += 1
+        yield rest
+
+    def finish(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            while True:  # the store may stop at a malformed line: hash the rest for the identity
+                chunk = os.read(self.fd, READ_CHUNK)
+                if not chunk:
+                    break
+                self.hash.update(chunk)
+                self.last_chunk_end = chunk[-1:]
+            after = os.fstat(self.fd)
+        finally:
+            os.close(self.fd)
+        st = self.state
+        path = st.rec.transcript
+        try:
+            now = os.lstat(path) if path is not None else None
+        except OSError:
+            now = None
+        b = self.before
+        if fingerprint(b) != fingerprint(after) or now is None or fingerprint(now) != fingerprint(b):
+            st.changed = True
+        st.identity = Identity(b.st_dev, b.st_ino, b.st_mtime_ns, b.st_size, self.hash.hexdigest())
+        st.ends_nl = self.last_chunk_end == b"\n"
+        st.nsplit = self.nsplit if self.nsplit else 1
+
+
+# ---- the run -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TargetRun:
+    target: Target
+    report: TargetReport
+    mt: dict[str, Any]  # this target's manifest entry
+    index: LegacyIndex | None = None
+    states: list[RecState] = field(default_factory=list)
+    completed: bool = False  # validation passed and nothing blocking
+
+
+class ImportRun:
+    def __init__(self, ctx: Context, targets: list[Target]):
+        self.ctx = ctx
+        self.targets = targets
+        self.report = Report("import")
+        self.runs_dir = ctx.paths.migration_runs_dir()
+        self.mapper = mf.PathMapper(ctx.state_dir, relative=True)
+        self.manifest: dict[str, Any] = {}
+        self.manifest_path: Path | None = None
+
+    # ---- orchestration ---------------------------------------------------------------------------
+    def run(self) -> Report:
+        ctx = self.ctx
+        self._prechecks()
+        reconcile_interrupted(ctx)
+        if not self.targets:
+            return self.report
+        started = ctx.now_ms()
+        run_id = mf.new_run_id(started)
+        self.manifest = mf.new_manifest(run_id, started)
+        self.manifest_path = self.runs_dir / f"{run_id}.json"
+        runs: list[TargetRun] = []
+        for target in self.targets:
+            report = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))
+            mt = mf.new_target(target.agent_id, self.mapper.to_manifest(target.store_path),
+                               self.mapper.to_manifest(target.sqlite_path))
+            self.manifest["targets"].append(mt)
+            self.report.targets.append(report)
+            runs.append(TargetRun(target, report, mt))
+        self._save_manifest()  # step 2: before touching anything
+        ctx.checkpoint("manifest-created")
+        self.report.migration_run = MigrationRun(run_id, str(self.manifest_path))
+        for tr in runs:
+            self._import_target(tr)
+        self._archive_all(runs)
+        self._finish(runs)
+        return self.report
+
+    def _prechecks(self) -> None:
+        """Refuse before anything is written: symlinks on the way (T-18), databases we must not
+        write (a real OpenClaw DB, spec D4), unusable databases."""
+        from openclaw_cli.migration.dbinfo import classify_db
+
+        root = self.ctx.state_dir
+        for t in self.targets:
+            refuse_symlinks([t.store_path, t.archive_dir, t.sqlite_path], root)
+            info = classify_db(t.sqlite_path)
+            if info.kind in ("missing", "empty", "ours"):
+                if info.kind == "ours" and info.error:
+                    raise InvalidDataError(
+                        f"{info.error}. Run `openclaw doctor --session-sqlite recover` to move a corrupt database "
+                        "aside; nothing was changed.")
+                continue
+            if info.kind == "openclaw":
+                raise RefusedError(
+                    f"Refusing to import into {t.sqlite_path}: it is a real OpenClaw agent database "
+                    f"({info.detail}). openclaw-cli reads OpenClaw databases but never writes to them; "
+                    "nothing was changed.")
+            raise InvalidDataError(
+                f"Cannot import into {t.sqlite_path}: {info.detail}. Run `openclaw doctor --session-sqlite recover` "
+                "to move it aside; nothing was changed.")
+
+    def _save_manifest(self) -> None:
+        assert self.manifest_path is not None
+        mf.write_manifest(self.manifest_path, self.manifest)
+
+    # ---- one target: read, import, validate ------------------------------------------------------------
+    def _import_target(self, tr: TargetRun) -> None:
+        t, report = tr.target, tr.report
+        index = read_index(t.store_path)
+        tr.index = index
+        for issue in index.issues:
+            report.issues.append(issue)
+        if index.exists and not index.readable:
+            tr.mt["issues"] = [i.to_json() for i in report.issues]
+            return
+        owner_filter = _owner_filter(t, self.ctx) if t.shared else None
+        records, issues = build_records(index, t.sessions_dir, agent_id=t.agent_id, owner_filter=owner_filter)
+        report.issues.extend(issues)
+        if not t.shared:
+            records += discover_orphans(t.sessions_dir, records, agent_id=t.agent_id)
+        states = _merge_aliases(records, report)
+        tr.states = states
+        report.legacy_entries = sum(1 for s in states if s.alias_of is None)
+        report.referenced_transcript_files = sum(1 for s in states if not s.rec.sqlite_marker and s.alias_of is None)
+
+        from openclaw_cli.store.sqlite import SqliteStore
+
+        store = SqliteStore(t.sqlite_path, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
+        try:
+            self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
+            result = store.bulk_import(self._feed(states), batch_records=256, batch_rows=4000,
+                                       on_malformed="stop")
+            self.ctx.checkpoint("bulk-import-done")
+            for state, res in zip(states, result.records, strict=True):
+                state.result = res
+            self._reconcile_entries(store, states, report)
+        finally:
+            store.close()
+        self._record_issues(tr)
+        self._compute_digests(states)
+        from openclaw_cli.migration.verify import verify_records
+
+        self.ctx.progress.start(f"Validating {t.agent_id}", len(states))
+        verify_records(t.sqlite_path, states, report, progress=self.ctx.progress)
+        report.sqlite_entries = _count_entries(t.sqlite_path)
+        blocking = report.has_blocking
+        tr.mt["validationBeforeArchive"] = "failed" if any(
+            i.code.startswith("sqlite_") for i in report.issues) else "passed"
+        tr.completed = not blocking
+        report.compact = _finalize_db(t.sqlite_path)
+        tr.mt["issues"] = [i.to_json() for i in report.issues]
+        self._save_manifest()
+        self.ctx.checkpoint("validated")
+
+    def _feed(self, states: list[RecState]) -> Iterator[Any]:
+        from openclaw_cli.store.sqlite import ImportRecord
+
+        previous: RecState | None = None
+        for state in states:
+            if previous is not None and previous.stream is not None:
+                previous.stream.finish()
+            rec = state.rec
+            lines: Any = ()
+            if rec.transcript is not None and rec.problem is None:
+                lines = self._open_transcript(state)
+            yield ImportRecord(
+                session_key=rec.key,
+                entry=None if state.alias_of is not None else rec.entry,
+                lines=lines,
+                session_id=rec.session_id,
+                source=str(rec.transcript or rec.expected or rec.key),
+                created_at_ms=state.mtime_ms,
+            )
+            previous = state
+            self.ctx.progress.advance(1)
+            self.ctx.checkpoint("record")
+        if previous is not None and previous.stream is not None:
+            previous.stream.finish()
+
+    def _open_transcript(self, state: RecState) -> Any:
+        path = state.rec.transcript
+        assert path is not None
+        try:
+            fd, before = open_regular_nofollow(path)
+        except ArtifactError as exc:
+            state.unreadable = str(exc)
+            return ()
+        except FileNotFoundError:
+            state.missing = True
+            return ()
+        except OSError as exc:
+            state.unreadable = f"{path}: {exc.strerror or exc}"
+            return ()
+        state.mtime_ms = before.st_mtime_ns // 1_000_000
+        if before.st_size > WHOLE_FILE_LIMIT:
+            state.stream = _StreamFeed(fd, before, state)
+            return state.stream
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(fd, READ_CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        del chunks
+        try:
+            now = os.lstat(path)
+        except OSError:
+            now = None
+        if fingerprint(before) != fingerprint(after) or now is None or fingerprint(now) != fingerprint(before):
+            state.changed = True  # never import a file that moved under us: the original stays as is
+            return ()
+        state.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size,
+                                  hashlib.sha256(data).hexdigest())
+        state.ends_nl = data.endswith(b"\n")
+        lines = data.split(b"\n")
+        state.nsplit = len(lines)
+        return lines
+
+    def _reconcile_entries(self, store: Any, states: list[RecState], report: TargetReport) -> None:
+        """The bulk path keeps an existing entry. A legacy row that is newer than the stored one
+        (e.g. written by an older runtime after a restore) replaces it; otherwise SQLite wins."""
+        from openclaw_cli.store.sqlite_common import finite_number
+
+        newer: dict[str, dict[str, Any]] = {}
+        for state in states:
+            res = state.result
+            if state.alias_of is not None or res is None:
+                continue
+            if res.entry_inserted:
+                report.imported_entries += 1
+                continue
+            stored = store.get_entry(state.rec.key)
+            legacy = state.rec.entry
+            if stored == legacy or stored is None:
+                report.validated_entries += 1
+                continue
+            mine, theirs = finite_number(legacy.get("updatedAt")), finite_number(stored.get("updatedAt"))
+            if mine is not None and (theirs is None or mine > theirs):
+                newer[state.rec.key] = legacy
+                report.imported_entries += 1
+            else:
+                report.validated_entries += 1
+        if newer:
+            store.upsert_entries(newer)
+        for state in states:
+            res = state.result
+            if res is not None:
+                report.imported_transcript_events += res.events_inserted
+                report.validated_transcript_events += res.events_existing
+
+    def _record_issues(self, tr: TargetRun) -> None:
+        report = tr.report
+        for state in tr.states:
+            rec = state.rec
+            res = state.result
+            if rec.sqlite_marker:
+                continue
+            if rec.problem is not None:
+                report.add("transcript_archive_failed", rec.problem, rec.source_key)
+                state.archive_ok = False
+                continue
+            if rec.transcript is None or state.missing:
+                expected = rec.expected or tr.target.sessions_dir / f"{rec.session_id}.jsonl"
+                if not (res is not None and res.entry_existing
+                        and _stored_sid_matches(tr.target.sqlite_path, rec.key, rec.session_id)):
+                    report.add("transcript_missing", f"Transcript file is missing: {expected}", rec.source_key)
+                if state.missing:
+                    state.archive_ok = False
+                continue
+            if state.unreadable is not None:
+                report.add("transcript_unreadable", f"{state.unreadable}. The original was left in place.",
+                           rec.source_key)
+                state.archive_ok = False
+                continue
+            if state.changed:
+                report.add("transcript_changed_during_import", f"{rec.transcript}: {CHANGED_MESSAGE}", rec.source_key)
+                state.archive_ok = False
+                continue
+            if res is not None and res.issue is not None:
+                from openclaw_cli.migration.legacy_reader import malformed_message
+
+                where = f"{rec.transcript}:{res.issue.line}" if res.issue.line else str(rec.transcript)
+                detail = res.issue.message
+                report.add("transcript_malformed", malformed_message(f"{where}: {detail}"), rec.source_key)
+
+    def _compute_digests(self, states: list[RecState]) -> None:
+        """The digest of the lines SQLite should hold: the file's sha256 for a clean file (every
+        line stored, final newline), else recomputed from the file (rare: blank lines, a missing
+        final newline, a malformed line)."""
+        for state in states:
+            res = state.result
+            if not state.has_file or state.changed or res is None:
+                continue
+            state.stored_lines = res.lines_read
+            clean = res.issue is None and state.ends_nl and res.lines_read == state.nsplit - 1
+            if clean:
+                state.line_digest = state.identity.sha256  # type: ignore[union-attr]
+                continue
+            try:
+                state.line_digest = _digest_stored_prefix(state)
+            except (OSError, ArtifactError, ValueError) as exc:
+                state.changed = True
+                state.unreadable = str(exc)
+
+    # ---- archive ---------------------------------------------------------------------------------------
+    def _archive_all(self, runs: list[TargetRun]) -> None:
+        # shared stores: the index moves only when every owner of its keys imported completely
+        by_store: dict[Path, list[TargetRun]] = {}
+        for tr in runs:
+            by_store.setdefault(tr.target.store_path, []).append(tr)
+        for tr in runs:
+            self._archive_target(tr)
+        for store_path, group in by_store.items():
+            self._archive_index(store_path, group)
+
+    def _archive_target(self, tr: TargetRun) -> None:
+        t, report = tr.target, tr.report
+        if not tr.states and not tr.completed:
+            return
+        try:
+            ensure_private_dir(t.archive_dir)
+        except OSError as exc:
+            for state in tr.states:
+                state.archive_ok = False
+            report.add("transcript_archive_failed", f"{t.archive_dir}: cannot create the archive directory: "
+                       f"{exc.strerror or exc}")
+            return
+        reserver = NameReserver(t.archive_dir)
+        stamp = self.ctx.now_ms()
+        moves: list[Move] = []
+        seen_sources: set[Path] = set()
+        for state in tr.states:
+            if not state.has_file or state.changed or not state.verified:
+                if state.has_file and not state.verified:
+                    state.archive_ok = False
+                continue
+            rec = state.rec
+            src = rec.transcript
+            assert src is not None and state.identity is not None
+            if src in seen_sources:
+                continue  # two keys sharing one transcript: archived once (T-20)
+            seen_sources.add(src)
+            if rec.recovered:
+                classification, reason = "protected", "indexed-historical-primary"
+            elif state.result is not None and state.result.issue is not None:
+                classification, reason = "protected", "unimported-or-unknown-history"
+            else:
+                classification, reason = "imported", "verified-import-original"
+            moves.append(self._plan(t, reserver, stamp, src, "transcript", rec.key, state.identity,
+                                    classification, reason, state))
+            for extra in trajectory_paths(src):
+                if not os.path.lexists(extra):
+                    continue
+                try:
+                    ident = hash_file(extra)
+                    if os.lstat(extra).st_nlink != 1:
+                        raise ArtifactError(f"{extra}: another hard link references this file")
+                except (OSError, ArtifactError) as exc:
+                    report.add("transcript_archive_failed", f"{extra}: {exc}", rec.source_key)
+                    state.archive_ok = False
+                    continue
+                seen_sources.add(extra)
+                moves.append(self._plan(t, reserver, stamp, extra, "trajectory", rec.key, ident, "protected",
+                                        "unimported-or-unknown-history", state))
+        if tr.completed and not t.shared:
+            for path in unreferenced_jsonl(t.sessions_dir, [s.rec for s in tr.states]):
+                if path in seen_sources:
+                    continue
+                try:
+                    ident = hash_file(path)
+                except (OSError, ArtifactError) as exc:
+                    report.add("unreferenced_jsonl_archive_failed", f"{path}: {exc}")
+                    continue
+                seen_sources.add(path)
+                moves.append(self._plan(t, reserver, stamp, path, "unreferenced-jsonl", "archive-tier", ident,
+                                        "protected", "unreferenced-history", None))
+        self._publish(tr, moves)
+
+    def _plan(self, t: Target, reserver: NameReserver, stamp: int, src: Path, kind: str, key: str,
+              ident: Identity, classification: str, reason: str, state: RecState | None,
+              dependencies: list[str] | None = None) -> Move:
+        archive = reserver.reserve(key, src.name, stamp)
+        entry = mf.new_move(source=self.mapper.to_manifest(src), archive=self.mapper.to_manifest(archive),
+                            kind=kind, session_key=None if kind == "unreferenced-jsonl" else key,
+                            identity=ident, classification=classification, reason=reason,
+                            dependencies=dependencies)
+        if kind == "legacy-store":
+            entry.pop("sessionKey", None)
+        return Move(src, archive, ident, payload=(entry, kind, state))
+
+    def _publish(self, tr: TargetRun, moves: list[Move]) -> None:
+        if not moves:
+            return
+        tr.mt["plannedMoves"].extend(m.payload[0] for m in moves)
+        self._save_manifest()  # A-5: planned moves are durable before the first link
+        self.ctx.checkpoint("moves-planned")
+        size = max(MIN_PUBLISH_BATCH, -(-len(moves) // MAX_MANIFEST_WRITES))
+        self.ctx.progress.start(f"Archiving {tr.target.agent_id}", len(moves))
+        for start in range(0, len(moves), size):
+            batch = moves[start:start + size]
+            result = publish_batch(batch, checkpoint=self.ctx.checkpoint)
+            for move in result.done:
+                entry, kind, _state = move.payload
+                tr.mt["completedMoves"].append(entry)
+                path = str(move.dest)
+                if kind in ("transcript", "trajectory"):
+                    tr.report.archived_transcript_files.append(path)
+                elif kind == "unreferenced-jsonl":
+                    tr.report.archived_unreferenced_jsonl_files.append(path)
+                else:
+                    tr.report.archived_legacy_store_files.append(path)
+            for move in result.failed:
+                entry, kind, state = move.payload
+                key = entry.get("sessionKey")
+                if kind == "unreferenced-jsonl":
+                    tr.report.add("unreferenced_jsonl_archive_failed", f"{move.source}: {move.error}")
+                elif kind == "legacy-store":
+                    tr.report.add("legacy_store_archive_failed", f"{move.source}: {move.error}")
+                else:
+                    tr.report.add("transcript_archive_failed", f"{move.source}: {move.error}",
+                                  state.rec.source_key if state is not None else key)
+                    if state is not None:
+                        state.archive_ok = False
+            self.ctx.progress.advance(len(batch))
+            tr.mt["issues"] = [i.to_json() for i in tr.report.issues]
+            self._save_manifest()
+            self.ctx.checkpoint("moves-recorded")
+
+    def _archive_index(self, store_path: Path, group: list[TargetRun]) -> None:
+        """Step 11: `sessions.json` leaves only when it is unchanged since it was read and everything
+        it indexes is in SQLite and archived (or was missing to begin with)."""
+        last = group[-1]
+        index = last.index
+        if index is None or not index.exists or index.identity is None:
+            return
+        if any(not tr.completed for tr in group):
+            return
+        owners_needed = _index_owners(index, last.target, self.ctx) if last.target.shared else None
+        if owners_needed is not None and not owners_needed <= {tr.target.agent_id for tr in group}:
+            return  # another agent's rows live in this shared store and were not imported (T-29)
+        retained = [s for tr in group for s in tr.states if s.alias_of is None and not s.archive_ok
+                    and not s.rec.sqlite_marker]
+        if retained:
+            last.report.add(
+                "legacy_store_archive_failed",
+                f"{store_path}: retaining the legacy index because {len(retained)} referenced transcript(s) could "
+                "not be imported or archived (see the issues above); resolve them and rerun the import.")
+            last.mt["issues"] = [i.to_json() for i in last.report.issues]
+            self._save_manifest()
+            return
+        try:
+            now = hash_file(store_path)
+        except (OSError, ArtifactError) as exc:
+            last.report.add("legacy_store_archive_failed", f"{store_path}: {exc}")
+            return
+        if not now.same_content(index.identity) or now.ino != index.identity.ino:
+            last.report.add("legacy_store_archive_failed",
+                            f"{store_path}: the index changed since it was imported; rerun the import.")
+            return
+        complete = not any(i.code in ("transcript_missing", "transcript_malformed", "entry_invalid")
+                           for tr in group for i in tr.report.issues)
+        classification, reason = ("imported", "verified-index-import") if complete else (
+            "protected", "incomplete-index-import")
+        deps: list[str] = []
+        for tr in group:
+            for s in tr.states:
+                path = s.rec.transcript or s.rec.expected
+                if path is not None:
+                    text = self.mapper.to_manifest(path)
+                    if text not in deps:
+                        deps.append(text)
+        try:
+            ensure_private_dir(last.target.archive_dir)
+        except OSError as exc:
+            last.report.add("legacy_store_archive_failed", f"{store_path}: {exc.strerror or exc}")
+            return
+        reserver = NameReserver(last.target.archive_dir)
+        move = self._plan(last.target, reserver, self.ctx.now_ms(), store_path, "legacy-store", "legacy-store", now,
+                          classification, reason, None, dependencies=deps)
+        self._publish(last, [move])
+        archived = last.report.archived_legacy_store_files
+        if archived:
+            for tr in group[:-1]:
+                tr.report.archived_legacy_store_files.extend(archived)
+
+    # ---- finish ----------------------------------------------------------------------------------------
+    def _finish(self, runs: list[TargetRun]) -> None:
+        stamp = mf.iso_now(self.ctx.now_ms())
+        for tr in runs:
+            tr.mt["issues"] = [i.to_json() for i in tr.report.issues]
+        self.manifest["completedAt"] = stamp
+        if self.report.has_blocking:
+            self.manifest["failedAt"] = stamp
+            from openclaw_cli.migration.failure import write_failure_reports
+
+            assert self.manifest_path is not None
+            json_path, md_path = write_failure_reports(
+                self.ctx, self.manifest_path, self.manifest, reason="doctor import reported session SQLite migration issues")
+            self.manifest["failureReports"] = {"jsonPath": str(json_path), "markdownPath": str(md_path)}
+            assert self.report.migration_run is not None
+            self.report.migration_run.failure_report_json_path = str(json_path)
+            self.report.migration_run.failure_report_markdown_path = str(md_path)
+        self._save_manifest()
+        self.ctx.checkpoint("finished")
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------
+
+
+def _owner_filter(target: Target, ctx: Context) -> Any:
+    from openclaw_cli.config import default_agent_id
+    from openclaw_cli.keys import parse_agent_key
+
+    default = default_agent_id(ctx.config)
+
+    def owns(key: str) -> bool:
+        parsed = parse_agent_key(key)
+        owner = parsed[0] if parsed else default
+        return owner == target.agent_id
+
+    return owns
+
+
+def _index_owners(index: LegacyIndex, target: Target, ctx: Context) -> set[str]:
+    from openclaw_cli.config import default_agent_id
+    from openclaw_cli.keys import parse_agent_key
+
+    default = default_agent_id(ctx.config)
+    owners: set[str] = set()
+    for key in index.entries or {}:
+        parsed = parse_agent_key(key)
+        owners.add(parsed[0] if parsed else default)
+    return owners
+
+
+def _merge_aliases(records: list[Record], report: TargetReport) -> list[RecState]:
+    """D14: a bare `cron:`/`hook:` key becomes `agent:<id>:…`. When the canonical key is also in
+    the store, the newer row (by updatedAt) keeps the key; the other row stays in the archived
+    `sessions.json` and, when it names another session, its transcript is still imported."""
+    from openclaw_cli.store.sqlite_common import finite_number
+
+    by_key: dict[str, RecState] = {}
+    states: list[RecState] = []
+    for rec in records:
+        state = RecState(rec)
+        states.append(state)
+        other = by_key.get(rec.key)
+        if other is None:
+            by_key[rec.key] = state
+            continue
+        a = finite_number(other.rec.entry.get("updatedAt")) or 0
+        b = finite_number(rec.entry.get("updatedAt")) or 0
+        winner, loser = (state, other) if (b > a or (b == a and rec.source_key == rec.key)) else (other, state)
+        loser.alias_of = winner.rec.key
+        by_key[rec.key] = winner
+        report.add(
+            "entry_alias_merged",
+            f"{loser.rec.source_key} and {winner.rec.source_key} both map to {rec.key}; kept the newer row "
+            f"(sessionId {winner.rec.session_id}); the other row stays in the archived index"
+            + (f" and its transcript is imported as session {loser.rec.session_id}"
+               if loser.rec.session_id != winner.rec.session_id else ""),
+            loser.rec.source_key,
+        )
+    # the winner must be imported before the loser so the key's entry is the winner's
+    winners = [s for s in states if s.alias_of is None]
+    losers = [s for s in states if s.alias_of is not None]
+    return winners + losers
+
+
+def _digest_stored_prefix(state: RecState) -> str:
+    """sha256 over the first `stored_lines` non-blank lines (+ `\\n`), re-read from the file and
+    checked against the identity hashed during the import."""
+    path = state.rec.transcript
+    assert path is not None and state.identity is not None
+    fd, before = open_regular_nofollow(path)
+    file_hash = hashlib.sha256()
+    line_hash = hashlib.sha256()
+    want = state.stored_lines
+    taken = 0
+    rest = b""
+    try:
+        while True:
+            chunk = os.read(fd, READ_CHUNK)
+            if not chunk:
+                break
+            file_hash.update(chunk)
+            if taken >= want:
+                continue
+            data = rest + chunk if rest else chunk
+            parts = data.split(b"\n")
+            rest = parts.pop()
+            for part in parts:
+                if taken >= want:
+                    break
+                if not part or part.isspace():
+                    continue
+                line_hash.update(part)
+                line_hash.update(b"\n")
+                taken += 1
+        if rest and taken < want and not rest.isspace():
+            line_hash.update(rest)
+            line_hash.update(b"\n")
+            taken += 1
+    finally:
+        os.close(fd)
+    if file_hash.hexdigest() != state.identity.sha256 or not state.identity.same_object(before):
+        raise ValueError(f"{path} changed during import")
+    return line_hash.hexdigest()
+
+
+def _stored_sid_matches(db: Path, key: str, session_id: str) -> bool:
+    try:
+        conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        row = conn.execute("SELECT current_session_id FROM session_nodes WHERE session_key = ?", (key,)).fetchone()
+        return bool(row) and row[0] == session_id
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _count_entries(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0
+    try:
+        return int(conn.execute("SELECT count(*) FROM session_nodes").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+def _finalize_db(db: Path) -> dict[str, Any]:
+    """`import-finalize`: checkpoint the WAL into the database (no VACUUM: a fresh import has no
+    free pages worth a rewrite). Reported like OpenClaw's `compact` block."""
+    from openclaw_cli.migration.compact import db_sizes
+
+    before = db_sizes(db)
+    try:
+        conn = sqlite3.connect(str(db), isolation_level=None, timeout=5)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            freelist_before = conn.execute("PRAGMA freelist_count").fetchone()[0]
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        freelist_before, page_size = 0, 4096
+    after = db_sizes(db)
+    return {
+        "dbSizeAfterBytes": after[0],
+        "dbSizeBeforeBytes": before[0],
+        "freelistAfterPages": freelist_before,
+        "freelistBeforePages": freelist_before,
+        "pageSizeBytes": page_size,
+        "reclaimedBytes": max(0, before[0] - after[0]),
+        "skipped": False,
+        "walSizeAfterBytes": after[1],
+        "walSizeBeforeBytes": before[1],
+    }
+
+
+def reconcile_interrupted(ctx: Context) -> int:
+    """Step 1: a publication killed between link and unlink leaves both names on one inode; drop
+    the extra name so the source holds the bytes again (the move is simply redone). Returns the
+    number of pairs settled."""
+    manifests, _bad = mf.load_all(ctx.paths.migration_runs_dir(), ctx.state_dir)
+    settled = 0
+    for loaded in manifests:
+        for target in loaded.data.get("targets", []):
+            completed = {(m["sourcePath"], m["archivePath"]) for m in target.get("completedMoves", [])}
+            for move in target.get("plannedMoves", []):
+                if (move["sourcePath"], move["archivePath"]) in completed and not loaded.data.get("restore"):
+                    continue
+                src = loaded.mapper.to_real(move["sourcePath"])
+                dst = loaded.mapper.to_real(move["archivePath"])
+                try:
+                    if reconcile_pair(src, dst) == "settled":
+                        settled += 1
+                except OSError:
+                    continue
+    return settled

@@ -1,0 +1,332 @@
+"""Reading a legacy store for the migration: the strict `sessions.json` reader (§2.4–2.6), one record
+per importable entry with its transcript resolved (§6.6 step 3), orphan discovery, and the single-pass
+transcript reader (read once: hash, split, parse) the importer and dry-run share.
+
+The import reads `sessions.json` with a strict JSON parser, as OpenClaw's doctor does (T-44); the
+bytes it parsed are the ones it hashes for the manifest, so the archived index is provably the one
+that was imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openclaw_cli.ids import is_checkpoint_name, is_valid_legacy_session_id, is_valid_session_id
+from openclaw_cli.jsonutil import loads
+from openclaw_cli.migration.publish import ArtifactError, Identity, fingerprint, open_regular_nofollow
+from openclaw_cli.migration.report import Issue
+from openclaw_cli.paths import LEGACY_STORE_NAME, transcript_candidates
+
+READ_CHUNK = 8 * 1024 * 1024
+_ARCHIVE_SUFFIX = re.compile(r"\.(reset|deleted|bak)\.\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d{3})?Z")
+CHANGED_MESSAGE = (
+    "Legacy transcript changed during import; stop active session writers and rerun `openclaw doctor --fix`."
+)
+
+
+def is_primary_transcript_name(name: str) -> bool:
+    """§3.1: `*.jsonl`, not a trajectory, checkpoint, archive or hidden temp file."""
+    if not name.endswith(".jsonl") or name == LEGACY_STORE_NAME or name.startswith("."):
+        return False
+    if name.endswith(".trajectory.jsonl") or is_checkpoint_name(name):
+        return False
+    return not _ARCHIVE_SUFFIX.search(name)
+
+
+# ---- sessions.json --------------------------------------------------------------------------------
+
+
+@dataclass
+class LegacyIndex:
+    path: Path
+    exists: bool = False
+    identity: Identity | None = None
+    fingerprint: tuple | None = None
+    entries: dict[str, Any] | None = None
+    issues: list[Issue] = field(default_factory=list)
+
+    @property
+    def readable(self) -> bool:
+        return self.entries is not None
+
+
+def read_index(path: Path, *, allow_symlink_issue: bool = True) -> LegacyIndex:
+    index = LegacyIndex(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        parent = path.parent
+        if parent.exists() and not parent.is_dir():
+            index.issues.append(Issue("store_unreadable", f"{path}: parent path is not a directory"))
+        return index
+    except OSError as exc:
+        index.exists = True
+        index.issues.append(Issue("store_unreadable", f"{path}: {exc.strerror or exc}"))
+        return index
+    index.exists = True
+    if stat.S_ISLNK(st.st_mode):
+        index.issues.append(Issue("store_unreadable", f"{path}: refusing to follow a symbolic link"))
+        return index
+    try:
+        fd, before = open_regular_nofollow(path)
+    except ArtifactError as exc:
+        index.issues.append(Issue("store_unreadable", f"{path}: {exc}"))
+        return index
+    except OSError as exc:
+        index.issues.append(Issue("store_unreadable", f"{path}: {exc.strerror or exc}"))
+        return index
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, READ_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if fingerprint(before) != fingerprint(after):
+        index.issues.append(Issue("store_unreadable", f"{path}: the file changed while it was read"))
+        return index
+    index.fingerprint = fingerprint(before)
+    index.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size,
+                              hashlib.sha256(raw).hexdigest())
+    try:
+        data = loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        index.issues.append(Issue("store_unreadable", f"{path}: {_json_error(exc)}"))
+        return index
+    if not isinstance(data, dict):
+        index.issues.append(Issue("store_not_object", f"{path} does not contain an object session store."))
+        return index
+    index.entries = data
+    return index
+
+
+def _json_error(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return f"SyntaxError: {text}"
+
+
+# ---- records ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    key: str  # the key stored in SQLite (bare cron:/hook: canonicalised, D14)
+    source_key: str  # the key as written in sessions.json (or the synthetic recovered key)
+    session_id: str
+    entry: dict[str, Any]
+    transcript: Path | None = None  # an existing candidate (may still be unsafe, see `problem`)
+    expected: Path | None = None  # where the transcript was looked for (missing-file message)
+    sqlite_marker: bool = False
+    recovered: bool = False
+    problem: str | None = None  # why the transcript cannot be read or moved
+
+
+def invalid_entry_message(store: Path) -> str:
+    return (
+        f"{store}: session entry is missing a valid sessionId; skipped while preserving the original index "
+        "for recovery."
+    )
+
+
+def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
+                  owner_filter: Callable[[str], bool] | None = None) -> tuple[list[Record], list[Issue]]:
+    """Importable records in store order, plus `entry_invalid` issues."""
+    from openclaw_cli.keys import canonicalize_bare_key
+
+    records: list[Record] = []
+    issues: list[Issue] = []
+    for key, entry in (index.entries or {}).items():
+        if owner_filter is not None and not owner_filter(key):
+            continue
+        sid = entry.get("sessionId") if isinstance(entry, dict) else None
+        if not isinstance(sid, str) or not sid.strip() or not is_valid_legacy_session_id(sid):
+            issues.append(Issue("entry_invalid", invalid_entry_message(index.path), key))
+            continue
+        sid = sid.strip()
+        record = Record(canonicalize_bare_key(key, agent_id), key, sid, entry)
+        session_file = entry.get("sessionFile")
+        if isinstance(session_file, str) and session_file.startswith("sqlite:"):
+            record.sqlite_marker = True
+        else:
+            candidates = transcript_candidates(sessions_dir, sid, session_file if isinstance(session_file, str) else None)
+            record.expected = candidates[0] if candidates else sessions_dir / f"{sid}.jsonl"
+            for candidate in candidates:
+                if os.path.lexists(candidate):
+                    record.transcript = candidate
+                    record.problem = _unsafe_reason(candidate, sessions_dir)
+                    break
+        records.append(record)
+    return records, issues
+
+
+def _unsafe_reason(path: Path, sessions_dir: Path) -> str | None:
+    if path.parent != sessions_dir:
+        return f"Migration source is outside the target sessions directory: {path}"
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"Migration source is not a regular file: {path}"
+    return None
+
+
+def read_header_id(path: Path) -> str | None:
+    """The id of a transcript's first line when it is a `type:"session"` header."""
+    try:
+        fd, _ = open_regular_nofollow(path)
+    except (OSError, ArtifactError):
+        return None
+    try:
+        head = os.read(fd, 64 * 1024)
+    finally:
+        os.close(fd)
+    for line in head.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(obj, dict) and obj.get("type") == "session":
+            value = obj.get("id", obj.get("sessionId"))
+            return value if isinstance(value, str) else None
+        return None
+    return None
+
+
+def scan_jsonl(sessions_dir: Path) -> list[Path]:
+    """Every `*.jsonl` directly in the sessions dir (symlinks included, directories not), sorted."""
+    out: list[Path] = []
+    try:
+        with os.scandir(sessions_dir) as it:
+            for entry in it:
+                if entry.name.endswith(".jsonl") and not entry.is_dir(follow_symlinks=False):
+                    out.append(Path(entry.path))
+    except OSError:
+        return []
+    out.sort(key=lambda p: p.name)
+    return out
+
+
+def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str) -> list[Record]:
+    """Primary transcripts no record references whose header names the file's own session id:
+    imported as `agent:<id>:recovered:<sessionId>` (already archived), as OpenClaw does."""
+    referenced = {r.transcript for r in records if r.transcript is not None}
+    known_ids = {r.session_id for r in records}
+    out: list[Record] = []
+    for path in scan_jsonl(sessions_dir):
+        if path in referenced or not is_primary_transcript_name(path.name):
+            continue
+        stem = path.name[: -len(".jsonl")]
+        if stem in known_ids or not is_valid_session_id(stem):
+            continue
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or read_header_id(path) != stem:
+            continue
+        mtime_ms = st.st_mtime_ns // 1_000_000
+        key = f"agent:{agent_id}:recovered:{stem}"
+        entry = {"sessionId": stem, "updatedAt": mtime_ms, "archivedAt": mtime_ms}
+        out.append(Record(key, key, stem, entry, transcript=path, expected=path, recovered=True))
+        known_ids.add(stem)
+    return out
+
+
+def unreferenced_jsonl(sessions_dir: Path, records: list[Record]) -> list[Path]:
+    referenced = {r.transcript for r in records if r.transcript is not None}
+    return [p for p in scan_jsonl(sessions_dir) if p not in referenced]
+
+
+def trajectory_paths(transcript: Path) -> list[Path]:
+    base = transcript.name[: -len(".jsonl")] if transcript.name.endswith(".jsonl") else transcript.name
+    return [transcript.with_name(f"{base}.trajectory.jsonl"), transcript.with_name(f"{base}.trajectory-path.json")]
+
+
+# ---- transcripts: read-only scans (dry-run, validate) --------------------------------------------------
+
+NL = b"\n"
+
+
+@dataclass
+class TranscriptScan:
+    """What the import would store from a transcript: the readable prefix of non-blank lines that
+    are JSON objects (the store's rule), their count and sha256 (each line + `\n`)."""
+
+    lines: int = 0
+    digest: str | None = None
+    error: str | None = None  # first malformed line: `<path>:<line>: <reason>`
+    unreadable: str | None = None
+    missing: bool = False
+
+
+def iter_file_lines(fd: int) -> Iterator[tuple[bytes, bool]]:
+    """(line without its `\n`, whether a `\n` ended it), streaming in large chunks."""
+    rest = b""
+    while True:
+        chunk = os.read(fd, READ_CHUNK)
+        if not chunk:
+            break
+        if rest:
+            chunk = rest + chunk
+        parts = chunk.split(NL)
+        rest = parts.pop()
+        for part in parts:
+            yield part, True
+    if rest:
+        yield rest, False
+
+
+def scan_transcript(path: Path, *, want_digest: bool = True) -> TranscriptScan:
+    scan = TranscriptScan()
+    try:
+        fd, _ = open_regular_nofollow(path)
+    except ArtifactError as exc:
+        scan.unreadable = str(exc)
+        return scan
+    except FileNotFoundError:
+        scan.missing = True
+        return scan
+    except OSError as exc:
+        scan.unreadable = f"{path}: {exc.strerror or exc}"
+        return scan
+    digest = hashlib.sha256() if want_digest else None
+    try:
+        for line_no, (line, _nl) in enumerate(iter_file_lines(fd), start=1):
+            if not line or line.isspace():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                scan.error = f"{path}:{line_no}: {exc}"
+                break
+            if not isinstance(obj, dict):
+                scan.error = f"{path}:{line_no}: line is not a JSON object"
+                break
+            scan.lines += 1
+            if digest is not None:
+                digest.update(line)
+                digest.update(NL)
+    finally:
+        os.close(fd)
+    scan.digest = digest.hexdigest() if digest is not None else None
+    return scan
+
+
+def malformed_message(error: str) -> str:
+    return f"{error}. Only the readable prefix can be imported; the original remains protected for recovery."

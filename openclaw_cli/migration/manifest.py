@@ -1,0 +1,291 @@
+"""Migration run manifests (storage-migration.md §6.8, spec D13).
+
+Ours keep OpenClaw's v3 shape plus `"pathBase": "stateDir"`: every path inside the state directory is
+stored relative to it (a path outside it stays absolute), and artifacts are identified by sha256 and
+size (dev/ino are recorded, never required), so `restore` works after the state dir was copied or
+moved. Real OpenClaw manifests (absolute paths) are read too: their paths are mapped into the
+current state dir by their `agents/<id>/<dir>/<name>` suffix.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from openclaw_cli import __version__
+from openclaw_cli.fsio import atomic_write_bytes, ensure_dir
+from openclaw_cli.jsonutil import JSONDecodeError, dumps_pretty, loads
+from openclaw_cli.migration.publish import Identity
+from openclaw_cli.migration.report import is_blocking
+from openclaw_cli.paths import IMPORT_ARCHIVE_DIR, LEGACY_STORE_NAME
+
+MANIFEST_VERSION = 3
+PATH_BASE = "stateDir"
+APP_VERSION = f"openclaw-cli {__version__}"
+MOVE_KINDS = frozenset({"legacy-store", "transcript", "trajectory", "unreferenced-jsonl"})
+
+
+def iso_now(ms: int | None = None) -> str:
+    ms = int(time.time() * 1000) if ms is None else ms
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def new_run_id(now_ms: int | None = None) -> str:
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return f"session-sqlite-{now_ms}-{uuid.uuid4().hex[:8]}"
+
+
+class PathMapper:
+    """Converts between real paths and manifest paths for one state directory."""
+
+    def __init__(self, state_dir: Path, relative: bool):
+        self.state_dir = state_dir
+        self.relative = relative
+
+    def to_manifest(self, path: Path) -> str:
+        if self.relative:
+            try:
+                return PurePosixPath(*path.relative_to(self.state_dir).parts).as_posix()
+            except ValueError:
+                return str(path)
+        return str(path)
+
+    def to_real(self, raw: str) -> Path:
+        path = Path(raw)
+        if not path.is_absolute():
+            return self.state_dir / path
+        try:
+            path.relative_to(self.state_dir)
+            return path
+        except ValueError:
+            pass
+        parts = path.parts
+        # OpenClaw's absolute paths from another location: re-root by the agents/<id>/<dir>/<name> suffix
+        if len(parts) >= 4 and parts[-4] == "agents":
+            return self.state_dir.joinpath(*parts[-4:])
+        if len(parts) >= 3 and parts[-2] == "session-sqlite-migration-runs":
+            return self.state_dir.joinpath(*parts[-2:])
+        return path
+
+
+def _valid_path_text(raw: Any, relative: bool) -> bool:
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
+        return False
+    path = PurePosixPath(raw)
+    if path.is_absolute():
+        return True  # absolute paths are allowed in both kinds (outside-the-state-dir stores)
+    if not relative:
+        return False
+    return ".." not in path.parts and "." not in raw.split("/")
+
+
+@dataclass
+class LoadedManifest:
+    path: Path
+    data: dict[str, Any]
+    mapper: PathMapper
+    ours: bool
+
+    @property
+    def run_id(self) -> str:
+        return str(self.data.get("runId", self.path.stem))
+
+    @property
+    def failed(self) -> bool:
+        d = self.data
+        if not d.get("completedAt") or d.get("failedAt") or d.get("failureReports"):
+            return True
+        for t in d.get("targets", []):
+            for issue in t.get("issues", []) or []:
+                if isinstance(issue, dict) and is_blocking(str(issue.get("code", ""))):
+                    return True
+        return False
+
+    @property
+    def sort_stamp(self) -> str:
+        d = self.data
+        return str(d.get("failedAt") or d.get("completedAt") or d.get("startedAt") or "")
+
+    def frozen(self) -> bool:
+        reports = self.data.get("failureReports")
+        return isinstance(reports, dict) and "githubIssue" in reports
+
+    def save(self) -> None:
+        write_manifest(self.path, self.data)
+
+
+def write_manifest(path: Path, data: dict[str, Any]) -> None:
+    ensure_dir(path.parent)
+    atomic_write_bytes(path, (dumps_pretty(data) + "\n").encode("utf-8"))
+
+
+def validate_manifest(data: Any) -> str | None:
+    """None when `data` is a well-formed manifest, else why not (such manifests are ignored)."""
+    if not isinstance(data, dict):
+        return "not an object"
+    version = data.get("manifestVersion")
+    if version not in (1, 2, 3, 4):
+        return "unsupported manifestVersion"
+    if version == 4 and not (isinstance(data.get("failureReports"), dict) and "githubIssue" in data["failureReports"]):
+        return "manifestVersion 4 without a GitHub receipt"
+    relative = data.get("pathBase") == PATH_BASE
+    if "pathBase" in data and not relative:
+        return "unknown pathBase"
+    if not isinstance(data.get("runId"), str) or not isinstance(data.get("startedAt"), str):
+        return "missing runId/startedAt"
+    targets = data.get("targets")
+    if not isinstance(targets, list):
+        return "targets is not a list"
+    seen_targets: set[str] = set()
+    for target in targets:
+        if not isinstance(target, dict):
+            return "target is not an object"
+        agent_id, store, sqlite = target.get("agentId"), target.get("storePath"), target.get("sqlitePath")
+        if not isinstance(agent_id, str) or not _valid_path_text(store, relative) or not _valid_path_text(sqlite, relative):
+            return "target paths invalid"
+        key = f"{agent_id}\x00{store}"
+        if key in seen_targets:
+            return "duplicate target"
+        seen_targets.add(key)
+        planned, completed = target.get("plannedMoves", []), target.get("completedMoves", [])
+        if not isinstance(planned, list) or not isinstance(completed, list):
+            return "moves are not lists"
+        if not isinstance(target.get("issues", []), list):
+            return "issues is not a list"
+        store_dir = PurePosixPath(store).parent
+        archive_dir = store_dir.parent / IMPORT_ARCHIVE_DIR
+        planned_keys: set[str] = set()
+        for move in planned:
+            why = _validate_move(move, store, store_dir, archive_dir, relative)
+            if why:
+                return why
+            key = f"{move['sourcePath']}\x00{move['archivePath']}"
+            if key in planned_keys:
+                return "duplicate planned move"
+            planned_keys.add(key)
+        for move in completed:
+            if _validate_move(move, store, store_dir, archive_dir, relative):
+                return "invalid completed move"
+            if f"{move['sourcePath']}\x00{move['archivePath']}" not in planned_keys:
+                return "completed move was never planned"
+    return None
+
+
+def _validate_move(move: Any, store: str, store_dir: PurePosixPath, archive_dir: PurePosixPath,
+                   relative: bool) -> str | None:
+    if not isinstance(move, dict):
+        return "move is not an object"
+    src, dst, kind = move.get("sourcePath"), move.get("archivePath"), move.get("kind")
+    if kind not in MOVE_KINDS:
+        return "unknown move kind"
+    if not _valid_path_text(src, relative) or not _valid_path_text(dst, relative) or src == dst:
+        return "move paths invalid"
+    if PurePosixPath(dst).parent != archive_dir:
+        return "archive outside the archive directory"
+    if kind == "legacy-store":
+        if src != store:
+            return "legacy-store move does not name the store"
+    elif PurePosixPath(src).parent != store_dir:
+        return "source outside the store directory"
+    artifact = move.get("artifact")
+    if artifact is not None and (
+        not isinstance(artifact, dict) or Identity.from_json(artifact.get("identity")) is None
+    ):
+        return "artifact identity invalid"
+    return None
+
+
+def load_manifest(path: Path, state_dir: Path) -> LoadedManifest | None:
+    """A manifest that is a regular, non-hard-linked file in a non-symlinked dir and validates."""
+    try:
+        if path.parent.is_symlink():
+            return None
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return None
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as fh:
+            raw = fh.read()
+        data = loads(raw)
+    except (OSError, *JSONDecodeError):
+        return None
+    if validate_manifest(data) is not None:
+        return None
+    relative = data.get("pathBase") == PATH_BASE
+    return LoadedManifest(path, data, PathMapper(state_dir, relative), ours=relative)
+
+
+def manifest_files(runs_dir: Path) -> list[Path]:
+    try:
+        if runs_dir.is_symlink() or not runs_dir.is_dir():
+            return []
+        names = sorted(p for p in runs_dir.iterdir() if p.name.endswith(".json") and not p.name.endswith(
+            (".failure.json",)) and p.name.startswith("session-sqlite-"))
+    except OSError:
+        return []
+    return names
+
+
+def load_all(runs_dir: Path, state_dir: Path) -> tuple[list[LoadedManifest], list[Path]]:
+    """Every readable manifest oldest first (by startedAt, then name), plus the unreadable paths."""
+    good: list[LoadedManifest] = []
+    bad: list[Path] = []
+    for path in manifest_files(runs_dir):
+        loaded = load_manifest(path, state_dir)
+        if loaded is None:
+            bad.append(path)
+        else:
+            good.append(loaded)
+    good.sort(key=lambda m: (str(m.data.get("startedAt", "")), m.path.name))
+    return good, bad
+
+
+def new_manifest(run_id: str, started_ms: int) -> dict[str, Any]:
+    return {
+        "manifestVersion": MANIFEST_VERSION,
+        "openClawVersion": APP_VERSION,
+        "pathBase": PATH_BASE,
+        "runId": run_id,
+        "startedAt": iso_now(started_ms),
+        "targets": [],
+    }
+
+
+def new_target(agent_id: str, store: str, sqlite: str) -> dict[str, Any]:
+    return {
+        "agentId": agent_id,
+        "sqlitePath": sqlite,
+        "storePath": store,
+        "completedMoves": [],
+        "issues": [],
+        "plannedMoves": [],
+        "validationBeforeArchive": "not_run",
+    }
+
+
+def new_move(*, source: str, archive: str, kind: str, session_key: str | None, identity: Identity,
+             classification: str, reason: str, dependencies: list[str] | None = None) -> dict[str, Any]:
+    move: dict[str, Any] = {
+        "archivePath": archive,
+        "artifact": {
+            "identity": identity.to_json(),
+            "classification": classification,
+            "reason": reason,
+            "dependencies": list(dependencies or []),
+            "disposal": {"state": "retained"},
+        },
+        "kind": kind,
+    }
+    if session_key is not None:
+        move["sessionKey"] = session_key
+    move["sourcePath"] = source
+    return move
+
+
+def is_legacy_store_name(name: str) -> bool:
+    return name == LEGACY_STORE_NAME

@@ -1,0 +1,348 @@
+"""Moving originals without ever copying them (storage-migration.md §6.7 A-1…A-4).
+
+A move is an exclusive hard link at the destination, a directory fsync, a check that both names are
+the same inode (nlink 2) with the identity recorded when the file was hashed, then the unlink of the
+old name, a directory fsync and a final check. At every instant the bytes exist under at least one
+name; a crash leaves either the old name, both names (one inode, nlink 2: `reconcile_pair` settles
+it) or the new name. Moves are batched: one fsync per directory per batch instead of two per file,
+which is what keeps 20,000 moves fast.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import RefusedError
+from openclaw_cli.fsio import DIR_MODE, fsync_dir
+
+READ_CHUNK = 4 * 1024 * 1024
+_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+HARD_LINK_DOCS = "https://docs.openclaw.ai/cli/doctor/sqlite-maintenance#hard-linked-legacy-artifacts"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What identifies an artifact: sha256 + size (portable), dev/ino/mtime (this filesystem only)."""
+
+    dev: int
+    ino: int
+    mtime_ns: int
+    size: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dev": str(self.dev), "ino": str(self.ino), "mtimeNs": str(self.mtime_ns), "size": self.size,
+                "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Identity | None:
+        if not isinstance(data, dict):
+            return None
+        sha = data.get("sha256")
+        size = data.get("size")
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+            return None
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            return None
+        try:
+            return cls(int(data.get("dev", 0)), int(data.get("ino", 0)), int(data.get("mtimeNs", 0)), size, sha)
+        except (TypeError, ValueError):
+            return None
+
+    def same_content(self, other: Identity) -> bool:
+        return self.sha256 == other.sha256 and self.size == other.size
+
+    def same_object(self, st: os.stat_result) -> bool:
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (self.dev, self.ino, self.size, self.mtime_ns)
+
+
+class ArtifactError(Exception):
+    """An artifact cannot be moved safely; the message is the user-facing reason."""
+
+
+class ChangedError(ArtifactError):
+    pass
+
+
+def fingerprint(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """dev/ino/size/mtime/ctime: what must not change while a file is read (§6.6 step 5)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def open_regular_nofollow(path: Path) -> tuple[int, os.stat_result]:
+    """Open without following a final symlink; refuse anything that is not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ArtifactError(f"Migration source is not a regular file: {path}") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ArtifactError(f"Migration source is not a regular file: {path}")
+    return fd, st
+
+
+def hash_file(path: Path) -> Identity:
+    """sha256 of a regular file read through a no-follow descriptor, stable across the read."""
+    fd, before = open_regular_nofollow(path)
+    digest = hashlib.sha256()
+    try:
+        while True:
+            chunk = os.read(fd, READ_CHUNK)
+            if not chunk:
+                break
+            digest.update(chunk)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if fingerprint(before) != fingerprint(after):
+        raise ChangedError(f"{path} changed while it was read")
+    return Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, digest.hexdigest())
+
+
+def hardlink_message(path: Path, st: os.stat_result) -> str:
+    return (
+        f"Artifact {path} is not an unaliased regular file (nlink={st.st_nlink}, dev={st.st_dev}, "
+        f"inode={st.st_ino}): another hard link references this inode; remove the additional hard link "
+        f"and retry. See {HARD_LINK_DOCS}"
+    )
+
+
+def check_unaliased(path: Path, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise ArtifactError(f"Migration source is not a regular file: {path}")
+    if st.st_nlink != 1:
+        raise ArtifactError(hardlink_message(path, st))
+
+
+# ---- names (A-1) -------------------------------------------------------------------------------
+
+
+def slug(value: str, limit: int, empty: str) -> str:
+    out = _SLUG.sub("_", value)[:limit]
+    return out or empty
+
+
+def archive_name(key_slug_source: str, base_name: str, stamp_ms: int, n: int = 0) -> str:
+    name = f"{slug(key_slug_source, 120, 'session')}.{slug(base_name, 160, 'artifact')}.imported-{stamp_ms}"
+    return f"{name}.{n}" if n else name
+
+
+class NameReserver:
+    """Hands out archive names unique against the directory and against names already reserved."""
+
+    def __init__(self, archive_dir: Path):
+        self.archive_dir = archive_dir
+        self.reserved: set[str] = set()
+        try:
+            self.existing = {p.name for p in archive_dir.iterdir()}
+        except OSError:
+            self.existing = set()
+
+    def reserve(self, key: str, base_name: str, stamp_ms: int) -> Path:
+        for n in range(0, 100):
+            name = archive_name(key, base_name, stamp_ms, n)
+            if name not in self.reserved and name not in self.existing and not os.path.lexists(
+                self.archive_dir / name
+            ):
+                self.reserved.add(name)
+                return self.archive_dir / name
+        raise ArtifactError(f"Could not archive {base_name} for {key}")
+
+
+# ---- path safety (A-2) -----------------------------------------------------------------------------
+
+
+def symlink_component(path: Path, root: Path) -> Path | None:
+    """The first existing component of `path` below `root` (root included) that is a symlink."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        rel = None
+    current = root if rel is not None else Path(path.anchor)
+    parts = rel.parts if rel is not None else path.parts[1:]
+    if rel is not None and current.is_symlink():
+        return current
+    for part in parts:
+        current = current / part
+        try:
+            if current.is_symlink():
+                return current
+        except OSError:
+            return current
+        if not current.exists():
+            break
+    return None
+
+
+def refuse_symlinks(paths: Iterable[Path], root: Path) -> None:
+    for path in paths:
+        bad = symlink_component(path, root)
+        if bad is not None:
+            raise RefusedError(f"Refusing session SQLite migration through symbolic link: {bad}")
+
+
+def ensure_private_dir(path: Path) -> None:
+    if path.is_symlink():
+        raise RefusedError(f"Refusing session SQLite migration through symbolic link: {path}")
+    if not path.is_dir():
+        os.makedirs(path, DIR_MODE, exist_ok=True)
+        fsync_dir(path.parent)
+
+
+# ---- publication (A-4) -----------------------------------------------------------------------------
+
+
+@dataclass
+class Move:
+    """Move `source` to `dest` (archive or restore). `expected` is the identity recorded when the file
+    was hashed; the file must still be that object when it is linked."""
+
+    source: Path
+    dest: Path
+    expected: Identity
+    payload: Any = None  # caller's bookkeeping (e.g. the manifest move)
+    error: str | None = None
+    done: bool = False
+
+
+@dataclass
+class BatchResult:
+    done: list[Move] = field(default_factory=list)
+    failed: list[Move] = field(default_factory=list)
+
+
+def _safe_unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
+    """Publish every move of the batch; failures leave their source untouched and are reported in
+    `move.error`. `checkpoint(label)` is called after each link and each unlink (the crash tests
+    kill the process there)."""
+    result = BatchResult()
+    linked: list[Move] = []
+    dest_dirs: set[Path] = set()
+    for move in moves:
+        try:
+            st = os.lstat(move.source)
+            check_unaliased(move.source, st)
+            if not move.expected.same_object(st):
+                raise ChangedError("artifact changed before publication")
+            os.link(move.source, move.dest, follow_symlinks=False)
+        except ArtifactError as exc:
+            move.error = str(exc)
+            result.failed.append(move)
+            continue
+        except FileExistsError:
+            move.error = f"archive path already exists: {move.dest}"
+            result.failed.append(move)
+            continue
+        except FileNotFoundError:
+            move.error = f"source is missing: {move.source}"
+            result.failed.append(move)
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                move.error = f"cannot hard-link {move.source} into {move.dest.parent} ({exc.strerror}); source left in place"
+            else:
+                move.error = f"cannot publish {move.source} at {move.dest}: {exc.strerror or exc}"
+            result.failed.append(move)
+            continue
+        linked.append(move)
+        dest_dirs.add(move.dest.parent)
+        if checkpoint is not None:
+            checkpoint("linked")
+    for directory in dest_dirs:
+        fsync_dir(directory)
+
+    verified: list[Move] = []
+    for move in linked:
+        try:
+            s_src = os.lstat(move.source)
+            s_dst = os.lstat(move.dest)
+            same = (s_src.st_dev, s_src.st_ino) == (s_dst.st_dev, s_dst.st_ino)
+            if not same or s_dst.st_nlink != 2 or not move.expected.same_object(s_dst):
+                raise ChangedError("artifact changed during publication")
+        except (OSError, ArtifactError) as exc:
+            # undo only our own extra name: the destination is ours iff it is the source's inode
+            try:
+                if (os.lstat(move.dest).st_ino, os.lstat(move.dest).st_dev) == (
+                    os.lstat(move.source).st_ino, os.lstat(move.source).st_dev
+                ):
+                    _safe_unlink(move.dest)
+            except OSError:
+                pass
+            move.error = str(exc) if isinstance(exc, ArtifactError) else f"verification failed: {exc}"
+            result.failed.append(move)
+            continue
+        verified.append(move)
+
+    source_dirs: set[Path] = set()
+    for move in verified:
+        try:
+            os.unlink(move.source)
+        except OSError as exc:
+            move.error = f"cannot remove the original name {move.source}: {exc.strerror or exc}"
+            _safe_unlink(move.dest)  # both names were the same inode: undo leaves the source intact
+            result.failed.append(move)
+            continue
+        source_dirs.add(move.source.parent)
+        move.done = True
+        if checkpoint is not None:
+            checkpoint("unlinked")
+    for directory in source_dirs:
+        fsync_dir(directory)
+    for move in verified:
+        if not move.done:
+            continue
+        try:
+            st = os.lstat(move.dest)
+            if st.st_nlink != 1 or not move.expected.same_object(st):
+                raise ChangedError("archive changed after publication")
+        except (OSError, ArtifactError) as exc:
+            move.done = False
+            move.error = f"published file could not be re-verified: {exc}"
+            result.failed.append(move)
+            continue
+        result.done.append(move)
+    return result
+
+
+def reconcile_pair(source: Path, dest: Path) -> str:
+    """Settle a publication interrupted between link and unlink: when both names are one inode with
+    nlink 2, drop the *destination* name (the source keeps the bytes, so this is always safe; the
+    move is simply redone later). Returns 'source', 'dest', 'both', 'none' or 'settled'."""
+    try:
+        s_src = os.lstat(source)
+    except FileNotFoundError:
+        s_src = None
+    try:
+        s_dst = os.lstat(dest)
+    except FileNotFoundError:
+        s_dst = None
+    if s_src is not None and s_dst is not None:
+        same = (s_src.st_dev, s_src.st_ino) == (s_dst.st_dev, s_dst.st_ino)
+        if same and stat.S_ISREG(s_src.st_mode) and s_src.st_nlink == 2:
+            os.unlink(dest)
+            fsync_dir(dest.parent)
+            return "settled"
+        return "both"
+    if s_src is not None:
+        return "source"
+    if s_dst is not None:
+        return "dest"
+    return "none"
