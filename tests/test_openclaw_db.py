@@ -100,6 +100,9 @@ def test_every_event_equals_the_archived_original_byte_for_byte(db: Path) -> Non
         assert sum(t.bytes for t in totals.values()) == db_stats["totalTranscriptRowBytes"]
         stats = store.stats()
         assert (stats.sessions, stats.transcript_events, stats.transcript_bytes) == (13, 335, 1053364)
+        sizes = store.entry_sizes()
+        assert len(sizes) == 13 and sizes["agent:main:main"][0] == MAIN_SID
+        assert store.logical_bytes() == (sum(size for _, size in sizes.values()), 1053364)
         # the entry whose transcript was missing has none; that is not an error
         assert not store.has_transcript("906dd2b3-f6ca-47b6-affd-cbdf5556a57d")
         assert list(store.iter_transcript("906dd2b3-f6ca-47b6-affd-cbdf5556a57d")) == []

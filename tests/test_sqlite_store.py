@@ -124,6 +124,39 @@ def test_concurrent_creation_applies_each_migration_once(tmp_path: Path) -> None
     conn.close()
 
 
+def _create_and_write(path: str, key: str, barrier, results) -> None:
+    try:
+        barrier.wait()
+        with SqliteStore(Path(path), "main", create=True) as s:
+            s.upsert_entries({key: {"sessionId": "s"}})
+        results.put("ok")
+    except BaseException as exc:  # reported to the parent
+        results.put(repr(exc))
+
+
+def test_concurrent_creation_by_processes(tmp_path: Path) -> None:
+    """Several processes creating the same new database at once (the WAL switch and page size
+    must not race: the database is published fully initialised)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for round_no in range(8):
+        path = db_path(tmp_path / str(round_no))
+        barrier, results = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_create_and_write, args=(str(path), f"k{i}", barrier, results)) for i in range(4)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(30)
+        assert [results.get(timeout=5) for _ in procs] == ["ok"] * 4
+        conn = sqlite3.connect(path)
+        assert conn.execute("SELECT count(*) FROM session_nodes").fetchone()[0] == 4
+        assert conn.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0] == 1
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+        conn.close()
+        assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
 def test_a_later_migration_is_applied_once_in_its_own_transaction(store: SqliteStore, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from openclaw_cli.store import schema as schema_mod
@@ -352,6 +385,10 @@ def test_totals_are_maintained_at_write_time(store: SqliteStore) -> None:
                                (SID,)).fetchone() == (4, totals[SID].bytes)
     stats = store.stats()
     assert stats.sessions == 2 and stats.transcript_events == 6 and stats.compactions == 1
+    entry_bytes = sum(len(orjson.dumps(e)) for e in store.load_entries().values())
+    assert store.logical_bytes() == (entry_bytes, totals[SID].bytes + totals["s2"].bytes)
+    assert store.entry_sizes() == {KEY: (SID, len(orjson.dumps(store.get_entry(KEY)))),
+                                   "k2": ("s2", len(orjson.dumps(store.get_entry("k2"))))}
     assert stats.transcript_bytes == totals[SID].bytes + totals["s2"].bytes
     store.delete_entries(["k2"])
     assert store.drop_session_events(["s2"]) == ["s2"]
@@ -368,6 +405,12 @@ def test_tail_reads_only_the_end(store: SqliteStore) -> None:
     def count() -> int:
         steps["n"] += 1
         return 0
+
+    # an abandoned iteration releases its read snapshot (a checkpoint can then complete)
+    iterator = store.iter_transcript("large")
+    next(iterator)
+    iterator.close()
+    assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
 
     def cost(fn) -> int:
         steps["n"] = 0

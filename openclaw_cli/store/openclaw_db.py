@@ -178,6 +178,20 @@ class OpenClawDbStore(SessionStore):
     def entry_keys(self) -> set[str]:
         return {row[0] for row in self._q("SELECT session_key FROM session_nodes WHERE entry_valid = 1")}
 
+    def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
+        """key -> (sessionId, UTF-8 bytes of entry_json), as SqliteStore.entry_sizes."""
+        rows = self._q("SELECT session_key, current_session_id, length(CAST(entry_json AS BLOB))"
+                       " FROM session_nodes WHERE entry_valid = 1")
+        return {key: (sid, size) for key, sid, size in rows}
+
+    def logical_bytes(self) -> tuple[int, int]:
+        """(Σ entry JSON bytes, Σ event JSON bytes) — OpenClaw G1's SQLite budget measure (§6.3)."""
+        entries = self._q("SELECT coalesce(sum(length(CAST(entry_json AS BLOB))), 0) FROM session_nodes"
+                          " WHERE entry_valid = 1")[0][0]
+        events = self._q("SELECT coalesce(sum(coalesce(event_utf8_bytes, length(CAST(event_json AS BLOB)))), 0)"
+                         " FROM transcript_events")[0][0]
+        return entries, events
+
     def get_entry(self, key: str) -> dict[str, Any] | None:
         rows = self._q("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,))
         return self._entry(key, rows[0][0]) if rows else None
@@ -261,6 +275,9 @@ class OpenClawDbStore(SessionStore):
             cursor = self._db().execute(
                 "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events"
                 " WHERE session_id = ? ORDER BY seq", (session_id,))
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        try:
             for row in cursor:
                 any_row = True
                 line = self._line(session_id, row, issues)
@@ -268,6 +285,8 @@ class OpenClawDbStore(SessionStore):
                     yield line
         except sqlite3.Error as exc:
             raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        finally:
+            cursor.close()
         if not any_row and self.is_cold(session_id):
             error = self._cold_error(session_id)
             if issues is None:

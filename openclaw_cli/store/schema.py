@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from openclaw_cli import __version__
 from openclaw_cli.errors import InvalidDataError, NotFoundError
-from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
-from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, now_ms, translate_error
+from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir, fsync_dir
+from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, is_busy_error, now_ms, translate_error
 
 USER_VERSION_BASE = 1000
 MIGRATIONS_TABLE = "_openclaw_cli_migrations"
@@ -156,38 +158,82 @@ def configure(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
     conn.execute("PRAGMA journal_size_limit = 67108864")
 
 
-def connect(path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, create: bool = False) -> sqlite3.Connection:
-    """A read-write connection to our database, created (0700 dir, 0600 files) when `create`."""
-    created = False
-    if not path.exists():
-        if not create:
-            raise NotFoundError(f"Session database not found: {path}")
-        ensure_dir(path.parent, DIR_MODE)
-        try:
-            # create the file ourselves so SQLite gives -wal/-shm the same 0600 mode
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
-            created = True
-        except FileExistsError:
-            pass
+def _connect_file(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=busy_timeout_ms / 1000,
                                check_same_thread=False)
+        configure(conn, busy_timeout_ms)
     except sqlite3.Error as exc:
         raise translate_error(exc, path, busy_timeout_ms) from None
+    return conn
+
+
+def _ensure_wal(conn: sqlite3.Connection, path: Path, busy_timeout_ms: int) -> None:
+    """Switch to WAL, retrying: the switch needs an exclusive lock and SQLite may report BUSY
+    without calling the busy handler while other connections are opening the file."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.Error as exc:
+            if not is_busy_error(exc) or time.monotonic() >= deadline:
+                raise translate_error(exc, path, busy_timeout_ms) from None
+            time.sleep(0.02)
+
+
+def _create_database(path: Path, agent_id: str, busy_timeout_ms: int) -> None:
+    """Build a new database in a private temp file (page size, WAL, every migration) and publish
+    it with a hard link, which never overwrites: concurrent creators race only on the link, and
+    no process ever opens a half-initialised file."""
+    ensure_dir(path.parent, DIR_MODE)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
     try:
-        if created:
+        conn = _connect_file(tmp, busy_timeout_ms)
+        try:
             # before the first write: ~2-4 KB transcript lines overflow 4 KiB pages (measured ~5 %
             # faster bulk import with 8 KiB pages on the 200 MB benchmark)
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-        configure(conn, busy_timeout_ms)
-        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-        if str(mode).lower() != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
-    except sqlite3.Error as exc:
+            _ensure_wal(conn, tmp, busy_timeout_ms)
+            ensure_schema(conn, tmp, agent_id, busy_timeout_ms=busy_timeout_ms, allow_fresh=True)
+        finally:
+            conn.close()  # the last connection checkpoints and removes the temp -wal/-shm
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process published first: use its database
+        except OSError:
+            if not path.exists():  # no hard links on this filesystem
+                os.rename(tmp, path)
+        fsync_dir(path.parent)
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+
+
+def open_database(path: Path, agent_id: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+                  create: bool = False) -> sqlite3.Connection:
+    """A read-write connection to our database with the schema current; a missing database is
+    created when `create` (0700 directory, 0600 files)."""
+    if not path.exists():
+        if not create:
+            raise NotFoundError(f"Session database not found: {path}")
+        _create_database(path, agent_id, busy_timeout_ms)
+    conn = _connect_file(path, busy_timeout_ms)
+    try:
+        _ensure_wal(conn, path, busy_timeout_ms)
+        ensure_schema(conn, path, agent_id, busy_timeout_ms=busy_timeout_ms, allow_fresh=create)
+    except BaseException:
         conn.close()
-        raise translate_error(exc, path, busy_timeout_ms) from None
-    if created:
-        os.chmod(path, FILE_MODE)
+        raise
     return conn
 
 
@@ -213,8 +259,18 @@ def _has_tables(conn: sqlite3.Connection) -> bool:
 def check_ours(conn: sqlite3.Connection, path: Path, *, allow_fresh: bool) -> bool:
     """Raise unless `conn` is our database (or a fresh empty one when allowed).
     Returns True when migrations are pending."""
-    app_id, user_version = _pragmas(conn)
-    if app_id == 0 and user_version == 0 and not _has_tables(conn):
+    # one read snapshot: another process may commit the initial migration between two
+    # autocommit statements (seen as "no application_id, but tables")
+    own_txn = not conn.in_transaction
+    if own_txn:
+        conn.execute("BEGIN")
+    try:
+        app_id, user_version = _pragmas(conn)
+        fresh = app_id == 0 and user_version == 0 and not _has_tables(conn)
+    finally:
+        if own_txn and conn.in_transaction:
+            conn.execute("COMMIT")
+    if fresh:
         if allow_fresh:
             return True
         raise InvalidDataError(f"{path} is an empty SQLite database, not an openclaw-cli session store")

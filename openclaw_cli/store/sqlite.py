@@ -308,13 +308,8 @@ class SqliteStore(SessionStore):
                 self._ro.close()
                 raise
         else:
-            self._conn = schema_mod.connect(self.path, busy_timeout_ms=self.busy_timeout_ms, create=create)
-            try:
-                schema_mod.ensure_schema(self._conn, self.path, self.agent_id,
-                                         busy_timeout_ms=self.busy_timeout_ms, allow_fresh=create)
-            except BaseException:
-                self._conn.close()
-                raise
+            self._conn = schema_mod.open_database(self.path, self.agent_id, busy_timeout_ms=self.busy_timeout_ms,
+                                                  create=create)
         try:
             self._check_owner()
         except BaseException:
@@ -460,6 +455,17 @@ class SqliteStore(SessionStore):
     def count_entries(self) -> int:
         return self._q(lambda c: c.execute("SELECT count(*) FROM session_nodes").fetchone()[0])
 
+    def logical_bytes(self) -> tuple[int, int]:
+        """(Σ entry JSON bytes, Σ transcript event bytes): the disk-budget overflow pre-check
+        (maintenance.md §6.3) from maintained columns, without touching any JSON."""
+        def run(c: sqlite3.Connection) -> tuple[int, int]:
+            with self._snapshot():
+                entries = c.execute("SELECT coalesce(sum(entry_bytes), 0) FROM session_nodes").fetchone()[0]
+                events = c.execute("SELECT coalesce(sum(event_bytes), 0) FROM session_windows").fetchone()[0]
+            return entries, events
+
+        return self._q(run)
+
     def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
         """key -> (sessionId, UTF-8 bytes of the stored entry JSON): the disk-budget inputs
         (maintenance.md §6.3) without decoding any JSON."""
@@ -516,12 +522,17 @@ class SqliteStore(SessionStore):
         try:
             cursor = self._db().execute(
                 "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        try:
             for seq, text in cursor:
                 line = self._line(session_id, seq, text, issues)
                 if line is not None:
                     yield line
         except sqlite3.Error as exc:
             raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        finally:
+            cursor.close()  # an abandoned iteration must not keep a read snapshot open
 
     def tail_transcript(
         self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
