@@ -43,6 +43,8 @@ def is_valid_session_id(raw: str) -> bool:
     if not isinstance(raw, str):
         return False
     value = raw.strip()
+    if _ASCII_ID.fullmatch(value):
+        return not _CHECKPOINT_NAME.match(f"{value}.jsonl")
     if not value or len(value) > 128 or value != unicodedata.normalize("NFC", value):
         return False
     if not _is_letter_or_number(value[0]) or not all(_is_id_char(c) for c in value[1:]):
@@ -52,12 +54,18 @@ def is_valid_session_id(raw: str) -> bool:
     return not _CHECKPOINT_NAME.match(f"{value}.jsonl")
 
 
+_ASCII_LEGACY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
+_ASCII_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 def is_valid_legacy_session_id(raw: str) -> bool:
     """Looser rule used for legacy rows: `^[\\p{L}\\p{N}][\\p{L}\\p{N}\\p{M}._:@-]*$`, <= 255 chars,
     never `/`, `\\`, `.` or `..`."""
     if not isinstance(raw, str):
         return False
     value = raw.strip()
+    if _ASCII_LEGACY_ID.fullmatch(value):  # fast path: almost every real id is ASCII
+        return True
     if not value or len(value) > 255 or value in (".", "..") or "/" in value or "\\" in value:
         return False
     if "\x00" in value or not _is_letter_or_number(value[0]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from openclaw_cli.ids import DEFAULT_AGENT_ID, normalize_agent_id
@@ -38,6 +39,11 @@ def _text(value: Any) -> str:
 
 
 def parse_agent_key(key: str | None) -> tuple[str, str] | None:
+    return _parse_agent_key(key) if isinstance(key, str) else None
+
+
+@lru_cache(maxsize=131072)  # planners ask about the same keys many times per run
+def _parse_agent_key(key: str) -> tuple[str, str] | None:
     """R1.3.1: `agent:<agentId>:<rest>` -> (agentId lower-cased and trimmed, rest trimmed), else None.
 
     The `agent:` prefix is case-insensitive; agentId and rest must be non-empty and rest must not

@@ -49,7 +49,7 @@ def stderr_console():
     if _console is None:
         from rich.console import Console
 
-        _console = Console(stderr=True, no_color=no_color(), highlight=False, soft_wrap=False)
+        _console = Console(stderr=True, no_color=no_color(), highlight=False, soft_wrap=True)
     return _console
 
 

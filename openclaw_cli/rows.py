@@ -95,7 +95,7 @@ def session_row(
     if isinstance(harness, str) and harness:
         row["agentRuntime"] = {"id": harness, "source": "session"}
     row["kind"] = session_kind(key, entry)
-    row.update(derive_row_flags(entry))
+    row.update(derive_row_flags(entry, key))
     return row
 
 
@@ -144,21 +144,6 @@ def format_token_count(value: float | int | None) -> str:
     return f"{v / 1_000_000:.1f}m"
 
 
-def format_time_ago(ms: float | int | None) -> str:
-    """R6.1.2 formatTimeAgo."""
-    if ms is None or not isinstance(ms, int | float) or ms < 0:
-        return "unknown"
-    minutes = round(ms / 60_000)
-    if minutes < 1:
-        return "just now"
-    if minutes < 60:
-        return f"{minutes}m ago"
-    hours = round(minutes / 60)
-    if hours < 48:
-        return f"{hours}h ago"
-    return f"{round(hours / 24)}d ago"
-
-
 def tokens_cell(row: dict[str, Any]) -> str:
     total = row.get("totalTokens")
     ctx = row.get("contextTokens")
@@ -172,7 +157,5 @@ def tokens_cell(row: dict[str, Any]) -> str:
     return f"{format_token_count(total)}/{ctx_text} ({pct})"
 
 
-def truncate_key(key: str, limit: int = 26) -> str:
-    if len(key) <= limit:
-        return key
-    return f"{key[:16]}...{key[-6:]}"
+# One implementation of the shared cells (the cleanup report uses the same ones).
+from openclaw_cli.maintenance.report import format_time_ago, truncate_key  # noqa: E402,F401

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from openclaw_cli.errors import ConfigError, OpenClawError
@@ -12,6 +13,11 @@ from openclaw_cli.paths import StatePaths
 from openclaw_cli.selection import Target, known_agent_ids
 
 RECENT_LIMIT = 10
+
+
+def _updated(entry: dict[str, Any]) -> float:
+    value = entry.get("updatedAt")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else float("-inf")
 
 
 def _status_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -57,11 +63,38 @@ def _status_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any]:
-    from openclaw_cli.maintenance.report import describe_settings
+    """The effective retention policy, so users see it before it bites (D15: archives are removed
+    only by the policy shown here)."""
+    from openclaw_cli.config import format_byte_size, format_duration_ms
 
-    view = describe_settings(settings)
-    view["wouldRemoveNow"] = previews
-    return view
+    def duration(ms: int | None) -> str | None:
+        return format_duration_ms(ms) if ms else None
+
+    prune = duration(settings.prune_after_ms)
+    retention = duration(settings.reset_archive_retention_ms)
+    budget = format_byte_size(settings.max_disk_bytes) if settings.max_disk_bytes else None
+    lines = [
+        f"mode: {settings.mode}",
+        f"stale sessions pruned after: {prune or 'never (pruneAfter disabled)'} (by updatedAt; groups, channels, "
+        "threads, the main session and locked sessions are never age-pruned)",
+        f"entry cap: {settings.max_entries} (oldest unprotected sessions beyond it are removed)",
+        f"model-run probe sessions pruned after: {format_duration_ms(settings.model_run_prune_after_ms)} "
+        "(only under entry pressure)",
+        f"deleted/reset transcript archives kept: {retention or 'forever (resetArchiveRetention unset)'}",
+        f"disk budget: {budget + ' (high water ' + format_byte_size(settings.high_water_bytes) + ')' if budget else 'disabled'}",
+        "removed transcripts are archived (zstd, verified) in the agent's sessions dir before anything is deleted",
+    ]
+    return {
+        "mode": settings.mode,
+        "pruneAfterMs": settings.prune_after_ms or None,
+        "maxEntries": settings.max_entries,
+        "modelRunPruneAfterMs": settings.model_run_prune_after_ms,
+        "resetArchiveRetentionMs": settings.reset_archive_retention_ms,
+        "maxDiskBytes": settings.max_disk_bytes,
+        "highWaterBytes": settings.high_water_bytes,
+        "lines": lines,
+        "wouldRemoveNow": previews,
+    }
 
 
 def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
@@ -105,12 +138,17 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
         with store:
             entries = store.load_entries()
             stats = store.stats()
+            # Only the newest rows are shown: pick them before building rows (20k stores).
+            newest = heapq.nlargest(
+                RECENT_LIMIT,
+                ((k, e) for k, e in entries.items() if isinstance(e, dict)),
+                key=lambda item: _updated(item[1]),
+            )
             rows = [
                 session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_default,
                             default_context_tokens=ctx_default)
-                for k, e in entries.items() if isinstance(e, dict)
+                for k, e in newest
             ]
-            rows.sort(key=lambda r: -(r["updatedAt"] or 0))
             recent = [_status_row(r) for r in rows[:RECENT_LIMIT]]
             all_rows.extend(rows[:RECENT_LIMIT])
             session_paths.append(str(store.path))
@@ -167,19 +205,26 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
 def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int) -> dict[str, Any]:
     """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
     reads), plus when the next entry reaches `pruneAfter`."""
-    from openclaw_cli.maintenance.plan import next_prune_at, plan_cleanup
+    from openclaw_cli.maintenance.plan import Preserver, plan_cleanup, updated_at
 
     totals = store.session_totals() if store.kind != "legacy" else None
     session_bytes = {sid: t.bytes for sid, t in totals.items()} if totals else None
-    plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes)
-    counts = plan.counters()
+    plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes, agent_id=agent_id,
+                        mode_override="enforce")
+    next_prune = None
+    if settings.prune_after_ms:
+        preserved = Preserver(entries)
+        kept = [updated_at(e) for k, e in entries.items() if plan.actions.get(k) == "keep" and not preserved(k, e)]
+        kept = [u for u in kept if u is not None]
+        if kept:
+            next_prune = int(min(kept) + settings.prune_after_ms)
     return {
         "agentId": agent_id,
-        "beforeCount": counts["beforeCount"],
-        "afterCount": counts["afterCount"],
-        "modelRunPruned": counts["modelRunPruned"],
-        "pruned": counts["pruned"],
-        "capped": counts["capped"],
-        "evicted": counts.get("evicted", 0),
-        "nextPruneAt": next_prune_at(entries, settings, now_ms=now),
+        "beforeCount": plan.before_count,
+        "afterCount": plan.after_count,
+        "modelRunPruned": plan.model_run_pruned,
+        "pruned": plan.pruned,
+        "capped": plan.capped,
+        "evicted": plan.evicted,
+        "nextPruneAt": next_prune,
     }

@@ -163,8 +163,19 @@ class Preserver:
                 current = by_form.get(form)
         self.keys = frozenset(keys)
         self.session_ids = frozenset(s for s in preserve_session_ids if isinstance(s, str) and s)
+        self._cache: dict[str, tuple[Any, bool]] = {}
 
     def is_preserved(self, key: str, entry: Any, *, ignore_active: bool = False) -> bool:
+        if ignore_active:
+            return self._decide(key, entry, ignore_active=True)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        verdict = self._decide(key, entry, ignore_active=False)
+        self._cache[key] = (entry, verdict)
+        return verdict
+
+    def _decide(self, key: str, entry: Any, *, ignore_active: bool) -> bool:
         if _is_locked(entry):
             return True
         form = preserve_key_form(key)
