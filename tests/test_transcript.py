@@ -243,3 +243,32 @@ def test_append_round_trips_raw_text_exactly(tmp_path):
     tr.append_jsonl(path, raws)
     assert [line.raw for line in tr.iter_jsonl(path)] == raws
     assert os.path.getsize(path) == sum(len(r.encode()) + 1 for r in raws)
+
+
+def test_concurrent_appenders_never_interleave(tmp_path):
+    """Two OpenClaw-looking processes append at once: every line arrives whole, none lost."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "sessions" / "c.jsonl"
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from openclaw_cli.store.transcript import append_jsonl\n"
+        "tag = sys.argv[1]\n"
+        "for i in range(60):\n"
+        "    append_jsonl(Path(os.environ['T_PATH']), ['{\"w\":\"%s\",\"i\":%d,\"pad\":\"%s\"}' % (tag, i, 'x' * 3000)])\n"
+    )
+    env = dict(os.environ, T_PATH=str(path), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, tag, "/usr/local/bin/openclaw"], env=env)
+        for tag in ("a", "b")
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    issues: list[ReadIssue] = []
+    lines = list(tr.iter_jsonl(path, issues=issues))
+    assert issues == []
+    for tag in ("a", "b"):
+        assert [line.obj["i"] for line in lines if line.obj["w"] == tag] == list(range(60))
+    assert not lock_path_for(path).exists()
