@@ -199,6 +199,7 @@ def test_sessions_json_not_json(tmp_path):
         store.load_entries()
     assert info.value.message.startswith(f"{store.path}: ")
     assert info.value.exit_code == ExitCode.INVALID_DATA
+    assert [str(i) for i in store.issues] == [info.value.message]
     with pytest.raises(InvalidDataError):
         store.upsert_entries({"k": {"sessionId": "b", "updatedAt": 1}})
     assert store.path.read_bytes() == b'{"agent:main:main": {"sessionId": "a",'
@@ -247,6 +248,7 @@ BAD_ROWS = (
 
 def test_bad_rows_are_reported_kept_and_preserved_on_rewrite(tmp_path):
     store = _write_store(tmp_path, BAD_ROWS.encode())
+    assert len(store.issues) == 5  # available before any explicit load
     entries = store.load_entries()
     assert list(entries) == ["good", "typed"]
     messages = [str(issue) for issue in store.issues]

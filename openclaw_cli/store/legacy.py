@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from openclaw_cli.errors import InvalidDataError, InvalidIdError, RefusedError
+from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import atomic_write_bytes
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
 from openclaw_cli.paths import safe_regular_file, transcript_candidates
@@ -274,10 +274,13 @@ class LegacyStore(SessionStore):
     @property
     def issues(self) -> list[ReadIssue]:
         """Everything reported so far: unusable rows and wrongly typed fields of sessions.json (in
-        file order), then transcript problems (malformed lines, symlinks) met while reading."""
-        snapshot = self._snapshot
-        if snapshot is None:
-            return list(self._read_issues)
+        file order), then transcript problems (malformed lines, symlinks) met while reading.
+        An unreadable sessions.json shows here as one issue (load_entries() raises it)."""
+        try:
+            snapshot = self._load()
+        except OpenClawError as exc:
+            message = exc.message.removeprefix(f"{self.path}: ").removeprefix(f"{self.path} ")
+            return [ReadIssue(str(self.path), None, message), *self._read_issues]
         if snapshot.store_issues is None:
             found: list[ReadIssue] = []
             for key, row in snapshot.rows.items():
