@@ -473,6 +473,18 @@ def test_busy_is_released_when_the_holder_commits_within_the_timeout(tmp_path: P
     s.close()
 
 
+def test_sqlite_errors_map_to_typed_errors(store: SqliteStore, tmp_path: Path) -> None:
+    from openclaw_cli.store.sqlite_common import translate_error
+
+    path = db_path(tmp_path)
+    ro = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.OperationalError) as info:
+        ro.execute("INSERT INTO session_nodes(session_key, entry_bytes, entry_json) VALUES ('k', 2, '{}')")
+    ro.close()
+    error = translate_error(info.value, path, 1000)
+    assert isinstance(error, RefusedError) and str(path) in error.message
+
+
 # ---- read-only, windows, drops, transactions -----------------------------------------------------
 
 

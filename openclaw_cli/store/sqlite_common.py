@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from openclaw_cli.errors import InvalidDataError, SessionBusyError
+from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, SessionBusyError
 from openclaw_cli.store.base import ArchiveFile
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -88,6 +88,13 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exceptio
     if is_busy_error(exc):
         return busy_error(path, timeout_ms)
     text = str(exc)
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == sqlite3.SQLITE_READONLY:
+        return RefusedError(f"Cannot write to {path}: the database or its directory is read-only ({text})")
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return InvalidDataError(f"Cannot open SQLite database {path}: {text}")
+    if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+        return OpenClawError(f"I/O error on {path}: {text}", type="io_error")
     if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return InvalidDataError(f"{path} is not a usable SQLite database: {text}")
     return InvalidDataError(f"SQLite error on {path}: {text}")
