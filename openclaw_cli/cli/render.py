@@ -41,9 +41,10 @@ def render_sessions(result: dict[str, Any]) -> None:
         console.print(f"Sessions listed: {len(sessions)}", markup=False)
     table = Table(box=box.SQUARE, show_lines=False)
     if stores:
-        table.add_column("Agent")
-    for name in ("Kind", "Key", "Age", "Model", "Tokens (ctx %)", "Flags"):
-        table.add_column(name, overflow="fold")
+        table.add_column("Agent", no_wrap=True)
+    for name in ("Kind", "Key", "Age", "Model", "Tokens (ctx %)"):
+        table.add_column(name, no_wrap=True)  # keys are truncated to 26 cells already
+    table.add_column("Flags", overflow="fold", min_width=16)
     for row in sessions:
         cells = [
             sanitize_text(row["kind"]),
@@ -113,7 +114,7 @@ def render_status(result: dict[str, Any]) -> None:
     from rich import box
     from rich.table import Table
 
-    from openclaw_cli.rows import format_time_ago
+    from openclaw_cli.rows import format_time_ago, truncate_key
 
     console = _console()
     cfg = result["config"]
@@ -129,24 +130,21 @@ def render_status(result: dict[str, Any]) -> None:
     gw = result["gateway"]
     state = "reachable" if gw["reachable"] else f"not reachable ({sanitize_text(gw.get('error') or '')})"
     console.print(f"Gateway: {gw['url']} {state}", markup=False)
-    table = Table(box=box.SQUARE, title="Stores")
-    for name in ("Agent", "Kind", "Sessions", "Transcripts", "Archives", "Compactions", "Path"):
-        table.add_column(name, overflow="fold")
+    console.print("Stores:", markup=False)
     for store in result["stores"]:
+        name = sanitize_text(store["agent"])
         if store.get("error"):
-            table.add_row(sanitize_text(store["agent"]), "error", "", "", "", "", sanitize_text(store["error"]))
+            console.print(f"  {name}: error: {sanitize_text(store['error'])}", markup=False)
             continue
         archives = store["archives"]
-        table.add_row(
-            sanitize_text(store["agent"]),
-            store["kind"] + (" (read-only)" if store.get("readOnly") else ""),
-            str(store["sessions"]),
-            _bytes(store["transcriptBytes"]),
-            f"{archives['count']} ({_bytes(archives['bytes'])})",
-            str(store["compactions"]),
-            sanitize_text(store["path"]),
+        kind = store["kind"] + (f" ({store['schema']})" if store.get("schema") else "")
+        kind += ", read-only" if store.get("readOnly") else ""
+        console.print(
+            f"  {name}: {kind}: {store['sessions']} sessions, transcripts {_bytes(store['transcriptBytes'])}, "
+            f"archives {archives['count']} ({_bytes(archives['bytes'])}), compactions {store['compactions']}",
+            markup=False,
         )
-    console.print(table)
+        console.print(f"    {sanitize_text(store['path'])}", markup=False)
     m = result["maintenance"]
     console.print("Maintenance (what `openclaw sessions cleanup --enforce` applies):", markup=False)
     for line in m.get("lines", []):
@@ -164,9 +162,9 @@ def render_status(result: dict[str, Any]) -> None:
     if recent:
         t = Table(box=box.SQUARE, title="Recent sessions")
         for name in ("Key", "Kind", "Age", "Model", "Tokens"):
-            t.add_column(name, overflow="fold")
+            t.add_column(name, no_wrap=True)
         for row in recent:
-            t.add_row(sanitize_text(row["key"]), row["kind"], format_time_ago(row.get("age")),
+            t.add_row(truncate_key(row["key"]), row["kind"], format_time_ago(row.get("age")),
                       sanitize_text(row.get("model") or "unknown"), _tokens(row))
         console.print(t)
     else:
