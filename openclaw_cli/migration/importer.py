@@ -51,8 +51,11 @@ from openclaw_cli.migration.targets import Target
 
 WHOLE_FILE_LIMIT = 64 * 1024 * 1024  # larger transcripts are streamed instead of read whole
 READ_CHUNK = 8 * 1024 * 1024
-MIN_PUBLISH_BATCH = 256
-MAX_MANIFEST_WRITES = 8  # per target: completed moves are flushed in at most ~8 batches
+MIN_PUBLISH_BATCH = 1024
+# Completed moves are recorded after each publication batch, in at most this many manifest writes
+# per target (a 20,000-file store has a ~25 MB manifest). Correctness never depends on them: restore
+# and the next import work from the planned moves and what is on disk.
+MAX_MANIFEST_WRITES = 4
 
 
 # ---- per-record state --------------------------------------------------------------------------------
@@ -243,7 +246,7 @@ class ImportRun:
         store = SqliteStore(t.sqlite_path, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
-            result = store.bulk_import(self._feed(states), batch_records=256, batch_rows=4000,
+            result = store.bulk_import(self._feed(states), batch_records=1000, batch_rows=20000,
                                        on_malformed="stop")
             self.ctx.checkpoint("bulk-import-done")
             for state, res in zip(states, result.records, strict=True):
@@ -264,7 +267,6 @@ class ImportRun:
         tr.completed = not blocking
         report.compact = _finalize_db(t.sqlite_path)
         tr.mt["issues"] = [i.to_json() for i in report.issues]
-        self._save_manifest()
         self.ctx.checkpoint("validated")
 
     def _feed(self, states: list[RecState]) -> Iterator[Any]:
@@ -449,6 +451,10 @@ class ImportRun:
         stamp = self.ctx.now_ms()
         moves: list[Move] = []
         seen_sources: set[Path] = set()
+        try:
+            names = set(os.listdir(t.sessions_dir))
+        except OSError:
+            names = set()
         for state in tr.states:
             if not state.has_file or state.changed or not state.verified:
                 if state.has_file and not state.verified:
@@ -468,8 +474,11 @@ class ImportRun:
                 classification, reason = "imported", "verified-import-original"
             moves.append(self._plan(t, reserver, stamp, src, "transcript", rec.key, state.identity,
                                     classification, reason, state))
+            stem = src.name[:-6] if src.name.endswith(".jsonl") else src.name
+            if f"{stem}.trajectory.jsonl" not in names and f"{stem}.trajectory-path.json" not in names:
+                continue
             for extra in trajectory_paths(src):
-                if not os.path.lexists(extra):
+                if extra.name not in names:
                     continue
                 try:
                     ident = hash_file(extra)
@@ -508,7 +517,7 @@ class ImportRun:
             entry.pop("sessionKey", None)
         return Move(src, archive, ident, payload=(entry, kind, state))
 
-    def _publish(self, tr: TargetRun, moves: list[Move]) -> None:
+    def _publish(self, tr: TargetRun, moves: list[Move], *, save_after: bool = True) -> None:
         if not moves:
             return
         tr.mt["plannedMoves"].extend(m.payload[0] for m in moves)
@@ -543,7 +552,8 @@ class ImportRun:
                         state.archive_ok = False
             self.ctx.progress.advance(len(batch))
             tr.mt["issues"] = [i.to_json() for i in tr.report.issues]
-            self._save_manifest()
+            if save_after:
+                self._save_manifest()
             self.ctx.checkpoint("moves-recorded")
 
     def _archive_index(self, store_path: Path, group: list[TargetRun]) -> None:
@@ -581,14 +591,12 @@ class ImportRun:
                            for tr in group for i in tr.report.issues)
         classification, reason = ("imported", "verified-index-import") if complete else (
             "protected", "incomplete-index-import")
-        deps: list[str] = []
+        deps: dict[str, None] = {}
         for tr in group:
             for s in tr.states:
                 path = s.rec.transcript or s.rec.expected
                 if path is not None:
-                    text = self.mapper.to_manifest(path)
-                    if text not in deps:
-                        deps.append(text)
+                    deps[self.mapper.to_manifest(path)] = None
         try:
             ensure_private_dir(last.target.archive_dir)
         except OSError as exc:
@@ -596,8 +604,8 @@ class ImportRun:
             return
         reserver = NameReserver(last.target.archive_dir)
         move = self._plan(last.target, reserver, self.ctx.now_ms(), store_path, "legacy-store", "legacy-store", now,
-                          classification, reason, None, dependencies=deps)
-        self._publish(last, [move])
+                          classification, reason, None, dependencies=list(deps))
+        self._publish(last, [move], save_after=False)  # _finish writes the manifest right after
         archived = last.report.archived_legacy_store_files
         if archived:
             for tr in group[:-1]:

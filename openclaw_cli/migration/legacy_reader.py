@@ -141,6 +141,26 @@ def invalid_entry_message(store: Path) -> str:
     )
 
 
+class DirListing:
+    """One scandir of the sessions dir: name -> (is regular file, is symlink), no per-file syscalls."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.kinds: dict[str, tuple[bool, bool]] = {}
+        try:
+            with os.scandir(directory) as it:
+                for entry in it:
+                    try:
+                        self.kinds[entry.name] = (entry.is_file(follow_symlinks=False), entry.is_symlink())
+                    except OSError:
+                        self.kinds[entry.name] = (False, False)
+        except OSError:
+            pass
+
+    def exists(self, name: str) -> bool:
+        return name in self.kinds
+
+
 def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
                   owner_filter: Callable[[str], bool] | None = None) -> tuple[list[Record], list[Issue]]:
     """Importable records in store order, plus `entry_invalid` issues."""
@@ -148,6 +168,8 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
 
     records: list[Record] = []
     issues: list[Issue] = []
+    listing = DirListing(sessions_dir)
+    base = str(sessions_dir)
     for key, entry in (index.entries or {}).items():
         if owner_filter is not None and not owner_filter(key):
             continue
@@ -160,6 +182,16 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
         session_file = entry.get("sessionFile")
         if isinstance(session_file, str) and session_file.startswith("sqlite:"):
             record.sqlite_marker = True
+        elif (names := _fast_candidate_names(session_file, sid, base)) is not None:
+            # the common cases, decided from one directory listing (same order as transcript_candidates)
+            record.expected = Path(f"{base}{os.sep}{names[0]}")
+            for name in names:
+                if listing.exists(name):
+                    record.transcript = Path(f"{base}{os.sep}{name}")
+                    regular, _link = listing.kinds[name]
+                    if not regular:
+                        record.problem = f"Migration source is not a regular file: {record.transcript}"
+                    break
         else:
             candidates = transcript_candidates(sessions_dir, sid, session_file if isinstance(session_file, str) else None)
             record.expected = candidates[0] if candidates else sessions_dir / f"{sid}.jsonl"
@@ -170,6 +202,31 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
                     break
         records.append(record)
     return records, issues
+
+
+def _fast_candidate_names(session_file: Any, sid: str, base: str) -> list[str] | None:
+    """File names `paths.transcript_candidates` would return for a bare name, no locator, or an
+    absolute path (in the sessions dir or from another machine); None for anything else."""
+    default = f"{sid}.jsonl"
+    if session_file is None:
+        return [default]
+    if not isinstance(session_file, str) or not session_file or "\\" in session_file:
+        return None
+    if "/" not in session_file:
+        if session_file in (".", ".."):
+            return None
+        name = session_file
+    elif session_file.startswith("/") and not session_file.endswith("/"):
+        norm = os.path.normpath(session_file)
+        name = os.path.basename(session_file)
+        inside = norm.startswith(base + os.sep)
+        if inside and os.path.dirname(norm) != base:
+            return None  # a sub-directory of the sessions dir: the general resolver decides
+        if name in ("", ".", ".."):
+            return None
+    else:
+        return None
+    return [name] if name == default else [name, default]
 
 
 def _unsafe_reason(path: Path, sessions_dir: Path) -> str | None:
@@ -225,20 +282,23 @@ def scan_jsonl(sessions_dir: Path) -> list[Path]:
 def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str) -> list[Record]:
     """Primary transcripts no record references whose header names the file's own session id:
     imported as `agent:<id>:recovered:<sessionId>` (already archived), as OpenClaw does."""
-    referenced = {r.transcript for r in records if r.transcript is not None}
+    referenced = {r.transcript.name for r in records if r.transcript is not None and r.transcript.parent == sessions_dir}
     known_ids = {r.session_id for r in records}
     out: list[Record] = []
-    for path in scan_jsonl(sessions_dir):
-        if path in referenced or not is_primary_transcript_name(path.name):
+    listing = DirListing(sessions_dir)
+    for name in sorted(listing.kinds):
+        if name in referenced or not is_primary_transcript_name(name):
             continue
-        stem = path.name[: -len(".jsonl")]
-        if stem in known_ids or not is_valid_session_id(stem):
+        stem = name[: -len(".jsonl")]
+        regular, _link = listing.kinds[name]
+        if not regular or stem in known_ids or not is_valid_session_id(stem):
+            continue
+        path = sessions_dir / name
+        if read_header_id(path) != stem:
             continue
         try:
             st = os.lstat(path)
         except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode) or read_header_id(path) != stem:
             continue
         mtime_ms = st.st_mtime_ns // 1_000_000
         key = f"agent:{agent_id}:recovered:{stem}"

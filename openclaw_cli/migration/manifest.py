@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import orjson
+
 from openclaw_cli import __version__
 from openclaw_cli.fsio import atomic_write_bytes, ensure_dir
 from openclaw_cli.jsonutil import JSONDecodeError, dumps_pretty, loads
@@ -47,14 +49,14 @@ class PathMapper:
     def __init__(self, state_dir: Path, relative: bool):
         self.state_dir = state_dir
         self.relative = relative
+        self._prefix = str(state_dir).rstrip(os.sep) + os.sep
 
-    def to_manifest(self, path: Path) -> str:
-        if self.relative:
-            try:
-                return PurePosixPath(*path.relative_to(self.state_dir).parts).as_posix()
-            except ValueError:
-                return str(path)
-        return str(path)
+    def to_manifest(self, path: Path | str) -> str:
+        text = os.fspath(path)
+        if self.relative and text.startswith(self._prefix):
+            rel = text[len(self._prefix):]
+            return rel.replace(os.sep, "/") if os.sep != "/" else rel
+        return text
 
     def to_real(self, raw: str) -> Path:
         path = Path(raw)
@@ -121,8 +123,13 @@ class LoadedManifest:
 
 
 def write_manifest(path: Path, data: dict[str, Any]) -> None:
+    """Pretty JSON (2 spaces) + newline, written atomically and durably (0600 in a 0700 dir)."""
     ensure_dir(path.parent)
-    atomic_write_bytes(path, (dumps_pretty(data) + "\n").encode("utf-8"))
+    try:
+        payload = orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError:
+        payload = (dumps_pretty(data) + "\n").encode("utf-8")
+    atomic_write_bytes(path, payload)
 
 
 def validate_manifest(data: Any) -> str | None:

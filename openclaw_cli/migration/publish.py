@@ -143,6 +143,7 @@ class NameReserver:
 
     def __init__(self, archive_dir: Path):
         self.archive_dir = archive_dir
+        self.prefix = f"{archive_dir}{os.sep}"
         self.reserved: set[str] = set()
         try:
             self.existing = {p.name for p in archive_dir.iterdir()}
@@ -150,13 +151,13 @@ class NameReserver:
             self.existing = set()
 
     def reserve(self, key: str, base_name: str, stamp_ms: int) -> Path:
+        # the listing taken at construction plus our reservations decide; a name created by someone
+        # else meanwhile makes the exclusive link() fail, which leaves the source untouched
         for n in range(0, 100):
             name = archive_name(key, base_name, stamp_ms, n)
-            if name not in self.reserved and name not in self.existing and not os.path.lexists(
-                self.archive_dir / name
-            ):
+            if name not in self.reserved and name not in self.existing:
                 self.reserved.add(name)
-                return self.archive_dir / name
+                return Path(f"{self.prefix}{name}")
         raise ArtifactError(f"Could not archive {base_name} for {key}")
 
 
@@ -272,17 +273,16 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
     verified: list[Move] = []
     for move in linked:
         try:
-            s_src = os.lstat(move.source)
+            # link() made dest a second name of whatever inode source named at that instant: it
+            # must be the hashed object, now with exactly two names
             s_dst = os.lstat(move.dest)
-            same = (s_src.st_dev, s_src.st_ino) == (s_dst.st_dev, s_dst.st_ino)
-            if not same or s_dst.st_nlink != 2 or not move.expected.same_object(s_dst):
+            if s_dst.st_nlink != 2 or not move.expected.same_object(s_dst) or s_dst.st_dev != move.expected.dev:
                 raise ChangedError("artifact changed during publication")
         except (OSError, ArtifactError) as exc:
             # undo only our own extra name: the destination is ours iff it is the source's inode
             try:
-                if (os.lstat(move.dest).st_ino, os.lstat(move.dest).st_dev) == (
-                    os.lstat(move.source).st_ino, os.lstat(move.source).st_dev
-                ):
+                s_src, s_dst = os.lstat(move.source), os.lstat(move.dest)
+                if (s_src.st_ino, s_src.st_dev) == (s_dst.st_ino, s_dst.st_dev):
                     _safe_unlink(move.dest)
             except OSError:
                 pass
