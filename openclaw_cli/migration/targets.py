@@ -150,7 +150,8 @@ def select_targets(mode: str, paths: StatePaths, cfg: Any, *, agent: str | None,
     else:
         ids = [default_agent_id(cfg)]
 
-    stores = {a: configured_store_path(paths, cfg, a) for a in ids}
+    # a store several known agents point at is shared: each imports only its own keys from it
+    stores = {a: configured_store_path(paths, cfg, a) for a in dict.fromkeys([*known, *ids])}
     counts: dict[Path, int] = {}
     for path in stores.values():
         counts[path] = counts.get(path, 0) + 1

@@ -188,10 +188,10 @@ def _validate_one(tr: TargetReport, view: DbView, state: Any) -> None:
         stored = view.keys.get(rec.key)
         if rec.key not in view.keys:
             tr.add("sqlite_entry_missing", f"SQLite entry is missing for {rec.key}.", rec.source_key)
-            entry_ok = False
-        elif stored != rec.session_id:
+            return
+        if stored != rec.session_id:
             tr.add("sqlite_entry_mismatch", f"SQLite sessionId {stored} does not match {rec.session_id}.", rec.source_key)
-            entry_ok = False
+            return
     if rec.sqlite_marker or rec.transcript is None:
         # no legacy file: what SQLite holds counts as validated (§6.14)
         if entry_ok:
