@@ -115,7 +115,7 @@ def test_plain_doctor_previews_and_fix_imports(state_dir: Path) -> None:
     before = snapshot(state_dir)
     preview = run_cli("doctor")
     assert preview.returncode == 0
-    assert "- Legacy entries: 2; SQLite entries: 0." in preview.stdout
+    assert "- Legacy entries: 1; SQLite entries: 0." in preview.stdout
     assert 'Run "openclaw doctor --fix"' in preview.stdout
     assert snapshot(state_dir) == before  # D6.1: plain doctor writes nothing
     fixed = run_cli("doctor", "--fix")
