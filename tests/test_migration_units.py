@@ -1,0 +1,218 @@
+"""Units of the migration: the hard-link publication protocol, archive names, manifest validation and
+path mapping, failure-report sanitising, the ownership lock, report shapes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openclaw_cli.errors import StateOwnedError
+from openclaw_cli.migration import manifest as mf
+from openclaw_cli.migration.failure import Sanitizer
+from openclaw_cli.migration.legacy_reader import _fast_candidate_names
+from openclaw_cli.migration.ownership import state_ownership
+from openclaw_cli.migration.publish import (
+    ArtifactError,
+    Move,
+    NameReserver,
+    archive_name,
+    hash_file,
+    publish_batch,
+    reconcile_pair,
+)
+from openclaw_cli.migration.report import Report, TargetReport
+from openclaw_cli.paths import transcript_candidates
+from tests.conftest import OPENCLAW_FIXTURE
+
+
+def _file(path: Path, data: bytes = b'{"a":1}\n') -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_publish_moves_the_same_inode_and_never_copies(tmp_path: Path) -> None:
+    src = _file(tmp_path / "s" / "a.jsonl")
+    (tmp_path / "d").mkdir()
+    ino = src.stat().st_ino
+    move = Move(src, tmp_path / "d" / "a.arch", hash_file(src))
+    result = publish_batch([move])
+    assert result.done == [move] and not src.exists()
+    st = (tmp_path / "d" / "a.arch").stat()
+    assert st.st_ino == ino and st.st_nlink == 1
+
+
+@pytest.mark.parametrize("problem", ["changed", "hard-link", "dest-exists", "symlink", "missing"])
+def test_publish_failures_leave_the_source_untouched(tmp_path: Path, problem: str) -> None:
+    src = _file(tmp_path / "s" / "a.jsonl")
+    dest_dir = tmp_path / "d"
+    dest_dir.mkdir()
+    ident = hash_file(src)
+    dest = dest_dir / "a.arch"
+    if problem == "changed":
+        src.write_bytes(b'{"a":2}\n{"b":3}\n')  # rewritten after it was hashed
+    elif problem == "hard-link":
+        os.link(src, tmp_path / "alias")
+    elif problem == "dest-exists":
+        dest.write_bytes(b"someone else's")
+    elif problem == "symlink":
+        real = _file(tmp_path / "real.jsonl")
+        src.unlink()
+        src.symlink_to(real)
+    else:
+        src.unlink()
+    before = src.read_bytes() if src.exists() else None
+    result = publish_batch([Move(src, dest, ident)])
+    assert result.failed and not result.done and result.failed[0].error
+    if problem == "hard-link":
+        assert "nlink=2" in result.failed[0].error
+    if before is not None:
+        assert src.read_bytes() == before
+    assert (not dest.exists()) or dest.read_bytes() == b"someone else's"
+
+
+def test_reconcile_settles_an_interrupted_publication(tmp_path: Path) -> None:
+    src = _file(tmp_path / "s" / "a.jsonl")
+    dest = tmp_path / "d" / "a.arch"
+    dest.parent.mkdir()
+    os.link(src, dest)  # killed between link and unlink
+    assert reconcile_pair(src, dest) == "settled"
+    assert src.read_bytes() == b'{"a":1}\n' and not dest.exists() and src.stat().st_nlink == 1
+    other = _file(dest, b"different inode")
+    assert reconcile_pair(src, other) == "both" and other.exists() and src.exists()
+
+
+def test_archive_names_follow_openclaw() -> None:
+    assert archive_name("agent:main:telegram:group:-1006", "2240c697.jsonl", 5) == \
+        "agent_main_telegram_group_-1006.2240c697.jsonl.imported-5"
+    assert archive_name("", "", 5) == "session.artifact.imported-5"
+    assert archive_name("k" * 300, "f", 1).startswith("k" * 120 + ".f.")
+    assert archive_name("orphan collision", "orphan collision.jsonl", 1) == \
+        "orphan_collision.orphan_collision.jsonl.imported-1"
+
+
+def test_name_reserver_numbers_collisions_and_gives_up_after_99(tmp_path: Path) -> None:
+    (tmp_path / "k.f.imported-1").write_text("x")
+    reserver = NameReserver(tmp_path)
+    assert reserver.reserve("k", "f", 1).name == "k.f.imported-1.1"
+    assert reserver.reserve("k", "f", 1).name == "k.f.imported-1.2"
+    for _ in range(97):
+        reserver.reserve("k", "f", 1)
+    with pytest.raises(ArtifactError, match="Could not archive f for k"):
+        reserver.reserve("k", "f", 1)
+
+
+def _ours() -> dict:
+    data = mf.new_manifest("session-sqlite-1-abcdef01", 1)
+    target = mf.new_target("main", "agents/main/sessions/sessions.json", "agents/main/agent/openclaw-agent.sqlite")
+    ident = {"dev": "1", "ino": "2", "mtimeNs": "3", "size": 4, "sha256": "0" * 64}
+    move = {"archivePath": "agents/main/session-sqlite-import-archive/x.imported-1",
+            "artifact": {"identity": ident, "classification": "imported", "reason": "r", "dependencies": [],
+                         "disposal": {"state": "retained"}},
+            "kind": "transcript", "sessionKey": "agent:main:main", "sourcePath": "agents/main/sessions/x.jsonl"}
+    target["plannedMoves"] = [move]
+    target["completedMoves"] = [dict(move)]
+    data["targets"] = [target]
+    return data
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda d: None, None),
+        (lambda d: d.update(manifestVersion=5), "unsupported manifestVersion"),
+        (lambda d: d.update(manifestVersion=4), "manifestVersion 4 without a GitHub receipt"),
+        (lambda d: d["targets"][0]["plannedMoves"][0].update(sourcePath="agents/main/sessions/../../x.jsonl"),
+         "move paths invalid"),
+        (lambda d: d["targets"][0]["plannedMoves"][0].update(archivePath="agents/main/x.imported-1"),
+         "archive outside the archive directory"),
+        (lambda d: d["targets"][0].update(completedMoves=[dict(d["targets"][0]["plannedMoves"][0],
+                                                               archivePath="agents/main/session-sqlite-import-archive/y")]),
+         "completed move was never planned"),
+        (lambda d: d["targets"].append(dict(d["targets"][0])), "duplicate target"),
+        (lambda d: d["targets"][0]["plannedMoves"][0]["artifact"]["identity"].update(sha256="zz"),
+         "artifact identity invalid"),
+        (lambda d: d.update(targets={}), "targets is not a list"),
+    ],
+)
+def test_manifest_validation(damage, why) -> None:
+    data = _ours()
+    damage(data)
+    assert mf.validate_manifest(data) == why
+
+
+def test_real_openclaw_manifest_validates_and_maps_into_the_current_state(tmp_path: Path) -> None:
+    path = next((OPENCLAW_FIXTURE / "imported-state" / "session-sqlite-migration-runs").glob("*.json"))
+    data = json.loads(path.read_text().replace("$OPENCLAW_STATE_DIR", "/old/home/.openclaw"))
+    assert mf.validate_manifest(data) is None
+    mapper = mf.PathMapper(tmp_path, relative=False)
+    move = data["targets"][0]["plannedMoves"][0]
+    assert mapper.to_real(move["archivePath"]) == tmp_path / "agents/main/session-sqlite-import-archive" / \
+        Path(move["archivePath"]).name
+    assert mapper.to_real(str(tmp_path / "agents/main/sessions/x.jsonl")) == tmp_path / "agents/main/sessions/x.jsonl"
+    assert mapper.to_real("/srv/custom/sessions.json") == Path("/srv/custom/sessions.json")
+
+
+def test_relative_mapper_round_trip(tmp_path: Path) -> None:
+    mapper = mf.PathMapper(tmp_path, relative=True)
+    inside = tmp_path / "agents" / "main" / "sessions" / "a b.jsonl"
+    assert mapper.to_manifest(inside) == "agents/main/sessions/a b.jsonl"
+    assert mapper.to_real(mapper.to_manifest(inside)) == inside
+    assert mapper.to_manifest(Path("/srv/elsewhere/sessions.json")) == "/srv/elsewhere/sessions.json"
+
+
+def test_sanitizer_redacts_what_a_support_report_must_not_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/alice")
+    san = Sanitizer({"agent:main:telegram:direct:42"})
+    text = san.text("/home/alice/.openclaw/x token=abc123 mail bob@example.com agent:main:telegram:direct:42 cron:job1")
+    assert text.startswith("~/.openclaw/x token=[redacted] mail [redacted-email] [redacted-session-key:")
+    assert "abc123" not in text and "42" not in text and "cron:job1" not in text
+    assert len(san.text("x" * 2000)) == 501
+    assert san.issue({"code": "c", "message": "m", "sessionKey": "k"})["sessionKey"].startswith("[redacted-session-key:")
+
+
+_names = st.text(alphabet="ab./\\ -_:", min_size=0, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.none(), _names, _names.map(lambda s: "/s/a/sessions/" + s), _names.map(lambda s: "/x/" + s)))
+def test_fast_candidates_agree_with_the_shared_resolver(session_file: str | None) -> None:
+    base = "/s/a/sessions"
+    fast = _fast_candidate_names(session_file, "abc", base)
+    if fast is None:
+        return
+    slow = transcript_candidates(Path(base), "abc", session_file)
+    assert [Path(base) / name for name in fast] == slow
+
+
+def test_ownership_is_exclusive(tmp_path: Path) -> None:
+    held = state_ownership(tmp_path, "import")
+    held.__enter__()
+    try:
+        with pytest.raises(StateOwnedError, match="Cannot run session SQLite compact while the Gateway"):
+            state_ownership(tmp_path, "compact").__enter__()
+    finally:
+        held.__exit__(None, None, None)
+    with state_ownership(tmp_path, "compact"):  # released
+        pass
+
+
+def test_recover_report_omits_fields_openclaw_omits() -> None:
+    report = Report("recover", [TargetReport("main", "/s", "/d")])
+    data = report.to_json()
+    assert "archivedLegacyStoreFiles" not in data["targets"][0]
+    assert "reclaimedBytes" not in data["totals"] and "archivedLegacyStoreFiles" not in data["totals"]
+    assert list(Report("import").to_json()["totals"]) == sorted(Report("import").to_json()["totals"])
+
+
+def test_text_report_caps_issue_lines() -> None:
+    target = TargetReport("main", "/s", "/d")
+    for i in range(13):
+        target.add("transcript_missing", f"m{i}", f"k{i}")
+    lines = Report("dry-run", [target]).render_text()
+    assert lines[-1] == "  ...and 3 more issue(s)" and len([x for x in lines if x.startswith("  [")]) == 10
