@@ -1,1 +1,229 @@
-"""compaction package."""
+"""Compaction library: thresholds, token counts, cut point, summaries, memory-flush planning.
+
+Pure functions over transcript entry dicts (active branch, root first). Persistence (appending
+the entry under the lock, successor windows) lives in the store layer, which calls:
+
+    plan = plan_compaction(branch, keep_recent_tokens=None, hard_checkpoint=True)
+    if plan.ready:
+        outcome = summarize_plan(plan, provider=None, settings=settings)
+        entry = build_compaction_entry(plan, outcome.summary, entry_id=..., parent_id=plan.leaf_id)
+
+Heavy imports (tiktoken) happen only when an exact count is requested.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from openclaw_cli.compaction.cutpoint import (
+    ALREADY_COMPACTED,
+    NOTHING_TO_COMPACT,
+    STATUS_READY,
+    CompactionPlan,
+    CutPoint,
+    find_cut_point,
+    prepare_compaction,
+)
+from openclaw_cli.compaction.identifiers import GuardResult
+from openclaw_cli.compaction.memory_flush import FlushDecision, plan_memory_flush
+from openclaw_cli.compaction.messages import compaction_summary_text
+from openclaw_cli.compaction.thresholds import (
+    CompactionSettings,
+    MemoryFlushSettings,
+    compaction_threshold,
+    effective_reserve,
+    resolve_context_window,
+    settings_reserve,
+    should_compact,
+)
+from openclaw_cli.compaction.tokens import TokenCount, Tokenizer
+from openclaw_cli.errors import OpenClawError
+
+__all__ = [
+    "ALREADY_COMPACTED", "NOTHING_TO_COMPACT", "STATUS_READY", "CompactionPlan", "CompactionSettings",
+    "CutPoint", "FlushDecision", "MemoryFlushSettings", "SummaryOutcome", "TokenCount", "Tokenizer",
+    "build_compaction_entry", "compaction_threshold", "effective_reserve", "find_cut_point", "new_entry_id",
+    "plan_compaction", "plan_memory_flush", "prepare_compaction", "resolve_context_window", "should_compact",
+    "summarize_plan",
+]
+
+
+def plan_compaction(branch_entries: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int | None = None,
+                    hard_checkpoint: bool = False,
+                    tokenizer: Tokenizer | Literal["exact", "estimate"] | None = None) -> CompactionPlan:
+    """What compacting this active branch would do (§4.5-§4.6). `hard_checkpoint=True` is D16's
+    manual compaction without an explicit keepRecentTokens; `keep_recent_tokens=None` otherwise
+    means 20000. `plan.status` says `ready`, `no_compactable_entries` or `already_compacted`."""
+    if tokenizer is None or isinstance(tokenizer, str):
+        tokenizer = Tokenizer(tokenizer or "estimate")
+    plan = prepare_compaction(branch_entries, keep_recent_tokens, tokenizer, hard_checkpoint)
+    plan.token_method = tokenizer.method
+    return plan
+
+
+@dataclass
+class SummaryOutcome:
+    summary: str
+    provider_used: str
+    fallback_reason: str | None = None
+    quality: GuardResult | None = None
+    tokens_after: int | None = None  # summary message + kept tail, counted with the plan's method
+    token_method: str = "estimate"
+
+
+def _tool_failures_section(messages: Sequence[Mapping[str, Any]]) -> str:
+    """R4.9 step 3: `## Tool Failures` (safeguard), up to 8 lines, deduplicated by toolCallId."""
+    from openclaw_cli.compaction.messages import role_of, text_of
+
+    lines: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    for message in messages:
+        if role_of(message) != "toolResult" or message.get("isError") is not True:
+            continue
+        ident = message.get("toolCallId")
+        if isinstance(ident, str):
+            if ident in seen:
+                continue
+            seen.add(ident)
+        total += 1
+        if len(lines) < 8:
+            text = " ".join(text_of(message).split())[:240] or "failed (no output)"
+            details = message.get("details") if isinstance(message.get("details"), Mapping) else {}
+            status = [f"{k}={details[k]}" for k in ("status", "exitCode") if details.get(k) is not None]
+            suffix = f" ({' '.join(status)})" if status else ""
+            lines.append(f"- {message.get('toolName') or 'tool'}{suffix}: {text}")
+    if not lines:
+        return ""
+    if total > len(lines):
+        lines.append(f"- ...and {total - len(lines)} more")
+    return "\n\n## Tool Failures\n" + "\n".join(lines)
+
+
+def _has_real_conversation(messages: Sequence[Mapping[str, Any]]) -> bool:
+    from openclaw_cli.compaction.messages import role_of, text_of
+    from openclaw_cli.compaction.silent import HEARTBEAT_TOKEN, is_silent_reply
+
+    for message in messages:
+        if role_of(message) in ("user", "assistant", "custom", "bashExecution", "branchSummary", "compactionSummary"):
+            text = text_of(message).strip()
+            if text and not is_silent_reply(text) and not is_silent_reply(text, HEARTBEAT_TOKEN):
+                return True
+    return False
+
+
+def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: CompactionSettings | None = None,
+                   custom_instructions: str | None = None, context_window: int | None = None,
+                   cancel_event: threading.Event | None = None, provider_config: Mapping[str, Any] | None = None,
+                   timeout_s: float = 180.0, max_output_tokens: int | None = None) -> SummaryOutcome:
+    """Summarise a ready plan with `provider` (None = built-in; a provider object or an id), falling
+    back to the built-in summariser on failure (R4.14.5); appends the file lists (R4.7.8) and, in
+    safeguard mode, the tool-failure section and the quality guard (R4.12, never for third-party
+    providers). Cancellation propagates."""
+    from openclaw_cli.compaction import providers as prov
+    from openclaw_cli.compaction.identifiers import (
+        audit_summary,
+        extract_audit_identifiers,
+        run_quality_guard,
+    )
+    from openclaw_cli.compaction.messages import role_of, text_of
+    from openclaw_cli.compaction.summarizer import append_file_lists, structured_fallback_summary
+
+    if not plan.ready:
+        raise OpenClawError(plan.reason or "nothing to compact", type="compaction_skipped")
+    settings = settings or CompactionSettings()
+    window = context_window or 200000
+    mode = settings.effective_mode
+    reserve = settings_reserve(window, settings)
+    request = prov.SummaryRequest(
+        messages=plan.messages_to_summarize, turn_prefix_messages=plan.turn_prefix_messages,
+        previous_summary=plan.previous_summary, custom_instructions=custom_instructions,
+        identifier_policy=settings.identifier_policy, identifier_instructions=settings.identifier_instructions,
+        max_output_tokens=max_output_tokens or max(1, int(0.8 * reserve)), timeout_s=timeout_s, mode=mode,
+        context_window=window, cancel_event=cancel_event)
+    everything = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
+    quality: GuardResult | None = None
+    fallback_reason: str | None = None
+    provider_used = prov.BUILTIN_ID
+    if mode == "safeguard" and not _has_real_conversation(everything):
+        summary = structured_fallback_summary(plan.previous_summary)
+    else:
+        provider_id = provider if isinstance(provider, str) else getattr(provider, "id", None)
+        third_party = provider is not None and provider_id not in (prov.BUILTIN_ID, prov.OPENAI_ID, "openai")
+        if mode == "safeguard" and settings.quality_guard_active and not third_party:
+            identifiers = extract_audit_identifiers(text_of(m) for m in everything[-10:])
+            latest = next((text_of(m) for m in reversed(everything) if role_of(m) == "user" and text_of(m).strip()),
+                          None)
+            used: dict[str, Any] = {}
+
+            def generate(feedback: str | None) -> str:
+                request.custom_instructions = "\n\n".join(x for x in (custom_instructions, feedback) if x) or None
+                text, used["provider"], used["reason"] = prov.summarize_with_fallback(
+                    provider, request, provider_config=provider_config)
+                return text
+
+            quality = run_quality_guard(
+                generate, lambda s: audit_summary(s, identifiers=identifiers, latest_user_ask=latest,
+                                                  identifier_policy=settings.identifier_policy),
+                max_retries=settings.quality_guard_retries, identifier_policy=settings.identifier_policy)
+            summary, provider_used, fallback_reason = quality.summary, used["provider"], used["reason"]
+        else:
+            summary, provider_used, fallback_reason = prov.summarize_with_fallback(
+                provider, request, provider_config=provider_config)
+        if mode == "safeguard":
+            summary += _tool_failures_section(everything)
+    summary = append_file_lists(summary, plan.read_files, plan.modified_files)
+    tokenizer = Tokenizer("exact" if plan.token_method == "exact" else "estimate")
+    tokens_after = tokenizer.count_text(compaction_summary_text(summary)) + plan.kept_tokens
+    return SummaryOutcome(summary, provider_used, fallback_reason, quality, tokens_after, tokenizer.method)
+
+
+def new_entry_id(existing: Collection[str] = ()) -> str:
+    """An 8-hex-digit entry id (pi's format), unique among `existing`."""
+    while True:
+        value = secrets.token_hex(4)
+        if value not in existing:
+            return value
+
+
+def _now_iso() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def build_compaction_entry(plan: CompactionPlan, summary: str, *, entry_id: str | None = None,
+                           parent_id: str | None = None, timestamp: str | None = None,
+                           details: Mapping[str, Any] | None = None, tokens_after: int | None = None,
+                           from_hook: bool = False) -> dict[str, Any]:
+    """The `compaction` transcript entry (R2.4.4, R4.8.1): `type, id, parentId, timestamp, summary,
+    firstKeptEntryId, tokensBefore, tokensAfter?, details`. A hard checkpoint points
+    `firstKeptEntryId` at the entry itself (nothing before it is kept, R4.8.2)."""
+    if not plan.ready:
+        raise OpenClawError(plan.reason or "nothing to compact", type="compaction_skipped")
+    if not isinstance(summary, str) or not summary.strip():
+        raise OpenClawError("refusing to write a compaction with an empty summary", type="compaction_failed")
+    ident = entry_id or new_entry_id()
+    entry: dict[str, Any] = {
+        "type": "compaction",
+        "id": ident,
+        "parentId": parent_id if parent_id is not None else plan.leaf_id,
+        "timestamp": timestamp or _now_iso(),
+        "summary": summary,
+        "firstKeptEntryId": ident if plan.hard_checkpoint or not plan.first_kept_entry_id else plan.first_kept_entry_id,
+        "tokensBefore": plan.tokens_before.tokens,
+    }
+    if tokens_after is not None:
+        entry["tokensAfter"] = int(tokens_after)
+    methods = {"tokensBefore": plan.tokens_before.method}
+    if tokens_after is not None:
+        methods["tokensAfter"] = plan.token_method
+    entry["details"] = {"readFiles": list(plan.read_files), "modifiedFiles": list(plan.modified_files),
+                        "tokenMethods": methods, **(details or {})}
+    if from_hook:
+        entry["fromHook"] = True
+    return entry

@@ -1,0 +1,315 @@
+"""Identifier extraction (R4.12.5, extended for preservation) and the summary quality audit
+(R4.12.4, R4.12.6-7).
+
+Preservation extracts *every* identifier, not only 12: URLs (any scheme), POSIX / `~` / relative
+paths, Windows paths, e-mail addresses, `host:port`, UUIDs, hex hashes and ids containing >= 8 hex
+characters (tool-call ids such as `call_d7eb89a64d0f`), numbers of >= 6 digits; and in
+conversation text also dates, times, IPs, versions, file names with a known extension and numbers
+with units (`20 MB`, `150ms`, `95%`).
+
+Speed: Python's `re` is slow when a pattern may start at most positions (a 50 MB transcript would
+take seconds). The scanner therefore only looks where a trigger occurs — `/ \\ @`, `:` before a
+digit or `//`, a run of 8 hex characters or 6 digits (found with C-level `bytes.find` on a
+translated copy of the text), and in conversation text any digit or `.ext` — expands the trigger to
+its delimiter-bounded token and classifies that short token.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+REQUIRED_SAFEGUARD_HEADINGS = (
+    "## Decisions",
+    "## Open TODOs",
+    "## Constraints/Rules",
+    "## Pending user asks",
+    "## Exact identifiers",
+)
+AUDIT_IDENTIFIER_LIMIT = 12
+AUDIT_MESSAGE_WINDOW = 10
+
+# -- byte tables ------------------------------------------------------------------------------
+_DELIMITERS = b" \t\n\r\x0b\x0c\"'<>()[]{}`,;|"
+_DELIM_TABLE = bytes(0x20 if i in _DELIMITERS else 0x78 for i in range(256))
+_HEX = b"0123456789abcdefABCDEF"
+_HEX_TABLE = bytes(0x68 if i in _HEX else 0x2E for i in range(256))  # hex/digit -> 'h'
+
+# Each trigger pattern starts with one literal or one character set, so `re` can skip ahead at C
+# speed (an alternation at the top level would make it try every position).
+_STRUCT_TRIGGERS = (re.compile(rb"[/\\@]"), re.compile(rb":(?=[0-9]|//)"))
+_CONV_TRIGGERS = (re.compile(rb"[/\\@0-9]"), re.compile(rb":(?=//)"),
+                  re.compile(rb"\.(?=[A-Za-z][A-Za-z0-9]{0,7}\b)"))
+_LEAD_STRIP = "(\"'`[{<*"
+_TRAIL_STRIP = ")]\"'`,;:.!?<>*"
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]{1,15}://\S+$")
+_WIN_PATH = re.compile(r"^[A-Za-z]:\\\S+$")
+_EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
+_PATH = re.compile(r"^(?:~|\.{1,2})?/?[\w.@+~%=-]+(?:/[\w.@+~%=,-]*)+$")
+_EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+_HOST_PORT = re.compile(r"^(?:[\w-]+(?:\.[\w-]+)+|localhost|\[[0-9a-fA-F:]+\]):\d{2,5}$")
+_HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
+_DIGIT_RUN = re.compile(r"\d{6,}")
+_PURE_HEX = re.compile(r"^[0-9a-fA-F]{8,}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$")
+_TIME = re.compile(r"^\d{1,2}:\d{2}(?::\d{2})?$")
+_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:[-+][\w.]+)?$")
+_FILE_EXTS = (
+    "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|json5|md|mdx|txt|yaml|yml|toml|ini|cfg|conf|env|sh|bash|zsh|"
+    "ps1|rs|go|java|kt|swift|c|h|cc|cpp|hpp|cs|rb|php|html|htm|css|scss|sql|sqlite|db|log|csv|tsv|xml|"
+    "lock|zst|gz|tgz|tar|zip|pdf|png|jpg|jpeg|gif|svg|webp|ipynb|dockerfile|tf|proto|wasm|bin|patch|diff"
+)
+_FILE_NAME = re.compile(rf"^[\w][\w.+-]*\.(?:{_FILE_EXTS})$", re.IGNORECASE)
+_UNITS = (
+    r"ms|us|µs|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|d|days?|weeks?|"
+    r"[kKMGT]i?B|[kmgt]b|B|bytes?|%|px|pt|em|rem|tokens?|k|K|M|x|req/s|rps|qps|°C|°F|MHz|GHz|Mbps|Gbps"
+)
+_NUM_UNIT = re.compile(rf"\d+(?:[.,]\d+)*(?:\s?(?:{_UNITS}))(?![\w%/])")
+_NUM_UNIT_FULL = re.compile(rf"^\d+(?:[.,]\d+)*(?:{_UNITS})$")
+
+
+@dataclass(frozen=True)
+class Identifier:
+    value: str
+    kind: str  # url | path | winpath | email | hostport | hex | number | date | time | ip | version | file | unit
+
+
+def _classify(token: str, conversational: bool) -> tuple[str, str] | None:
+    t = token.lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
+    if len(t) < 4:
+        if conversational and len(t) >= 2 and _NUM_UNIT_FULL.match(t):
+            return t, "unit"  # 5ms, 95%
+        return None
+    if "://" in t:
+        return (t, "url") if _URL.match(t) else None
+    if t[1:3] == ":\\" and _WIN_PATH.match(t):
+        return t, "winpath"
+    if "@" in t and _EMAIL.match(t):
+        return t, "email"
+    if "/" in t and _PATH.match(t):
+        segments = [s for s in t.split("/") if s not in ("", "~", ".", "..")]
+        absolute = t.startswith(("/", "~/", "./", "../"))
+        if (absolute and len(segments) >= 2) or (len(segments) >= 2 and (_EXT.search(t) or len(segments) >= 3)):
+            return t, "path"
+    if ":" in t and _HOST_PORT.match(t):
+        return t, "hostport"
+    if conversational:
+        if _DATE.match(t):
+            return t, "date"
+        if _IP.match(t):
+            return t, "ip"
+        if _VERSION.match(t):
+            return t, "version"
+        if _TIME.match(t):
+            return t, "time"
+        if _NUM_UNIT_FULL.match(t):
+            return t, "unit"
+    hexrun = _HEX_RUN.search(t)
+    if hexrun and any(c.isdigit() for c in hexrun.group()):
+        return t, "hex"
+    if _DIGIT_RUN.search(t):
+        return t, "number"
+    if conversational and "." in t and _FILE_NAME.match(t):
+        return t, "file"
+    return None
+
+
+class _Scan:
+    """One text, encoded once; tokens are expanded on the delimiter-translated copy."""
+
+    def __init__(self, text: str):
+        self.raw = text.encode("utf-8", "surrogatepass")
+        self.delim = self.raw.translate(_DELIM_TABLE)
+        self.n = len(self.raw)
+
+    def token_at(self, pos: int) -> tuple[int, int]:
+        start = self.delim.rfind(b" ", 0, pos) + 1
+        end = self.delim.find(b" ", pos)
+        return start, self.n if end < 0 else end
+
+    def text(self, start: int, end: int) -> str:
+        return self.raw[start:end].decode("utf-8", "surrogatepass")
+
+
+def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifier]:
+    """Every identifier in `text`, in order of first appearance, unique.
+
+    `conversational=False` (tool output) skips the prose-only kinds (dates, times, versions, bare
+    file names, numbers with units), which are noise in logs and file dumps and expensive there.
+    """
+    if not text:
+        return []
+    scan = _Scan(text)
+    raw = scan.raw
+    n = scan.n
+
+    def finder(pattern: re.Pattern[bytes]) -> Callable[[int], int]:
+        search = pattern.search
+
+        def find(at: int) -> int:
+            m = search(raw, at)
+            return m.start() if m else n
+        return find
+
+    finders = [finder(p) for p in (_CONV_TRIGGERS if conversational else _STRUCT_TRIGGERS)]
+    if not conversational:  # ids without / : @ in tool output: runs of >= 6 hex/digit characters
+        runs = raw.translate(_HEX_TABLE)
+
+        def find_run(at: int) -> int:
+            h = runs.find(b"hhhhhh", at)
+            return n if h < 0 else h
+        finders.append(find_run)
+    nexts = [f(0) for f in finders]
+    out: list[Identifier] = []
+    seen: set[str] = set()
+    tried: set[bytes] = set()
+    pos = 0
+    while True:
+        p = min(nexts)
+        if p >= n:
+            break
+        start, end = scan.token_at(p)
+        pos = end + 1
+        chunk = raw[start:end]
+        if chunk not in tried:
+            token = chunk.decode("utf-8", "surrogatepass")
+            found = _classify(token, conversational)
+            if found is None and conversational and token[:1].isdigit():
+                # a number followed by a separate unit word: "20 MB", "1.5 GB" (depends on what
+                # follows, so such tokens are never remembered as tried)
+                match = _NUM_UNIT.match(raw[start:start + 48].decode("utf-8", "ignore"))
+                if match and " " in match.group():
+                    found = (match.group(), "unit")
+                    pos = start + len(match.group().encode()) + 1
+            else:
+                tried.add(chunk)
+            if found is not None and found[0] not in seen:
+                seen.add(found[0])
+                out.append(Identifier(*found))
+        for k, at in enumerate(nexts):
+            if at < pos:
+                nexts[k] = finders[k](pos)
+    return out
+
+
+def extract_identifiers(text: str, *, conversational: bool = True) -> list[str]:
+    return [i.value for i in scan_identifiers(text, conversational=conversational)]
+
+
+_AUDIT_KINDS = frozenset({"url", "path", "winpath", "hostport", "hex", "number"})
+
+
+def _normalize_audit(value: str) -> str:
+    return value.upper() if _PURE_HEX.match(value) else value
+
+
+def extract_audit_identifiers(texts: Iterable[str], *, limit: int = AUDIT_IDENTIFIER_LIMIT) -> list[str]:
+    """R4.12.5: URLs, absolute POSIX paths (>= 2 segments), Windows paths, host:port, tokens with
+    >= 8 hex chars or >= 6 digits; pure-hex upper-cased; length >= 4; unique; the first `limit`."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        for ident in scan_identifiers(text, conversational=False):
+            if ident.kind not in _AUDIT_KINDS:
+                continue
+            if ident.kind == "path" and not ident.value.startswith("/"):
+                continue
+            value = _normalize_audit(ident.value)
+            if value not in seen:
+                seen.add(value)
+                out.append(value)
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+# -- the audit ---------------------------------------------------------------------------------
+_STOP_WORDS = frozenset(str.split(
+    "a an the and or but if then else of to in on at by for with from into onto about as is are was were be "
+    "been being am do does did doing have has had having it its this that these those there here i me my we "
+    "our you your he she they them their what which who whom whose when where why how can could would should "
+    "will shall may might must please pls just also so not no yes ok okay hi hello hey thanks thank let lets "
+    "me us all any some more most very too than up down out over again now"
+))
+_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
+
+
+def ask_keywords(ask: str, *, limit: int = 12) -> list[str]:
+    """Up to 12 unique keywords of the NFKC-lower-cased ask; stop words and 1-char tokens are
+    dropped when other tokens exist (R4.12.4)."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", ask).lower())
+    unique = list(dict.fromkeys(words))
+    kept = [w for w in unique if len(w) > 1 and w not in _STOP_WORDS]
+    return (kept or unique)[:limit]
+
+
+def _contains_identifier(summary: str, summary_upper: str, ident: str) -> bool:
+    if _PURE_HEX.match(ident):
+        return ident.upper() in summary_upper
+    return ident in summary
+
+
+def audit_summary(summary: str, *, identifiers: Iterable[str] = (), latest_user_ask: str | None = None,
+                  identifier_policy: str = "strict",
+                  required_headings: Iterable[str] = REQUIRED_SAFEGUARD_HEADINGS) -> list[str]:
+    """Reasons a summary fails the quality guard (empty list = passes)."""
+    reasons: list[str] = []
+    lines = {line.strip() for line in summary.splitlines()}
+    for heading in required_headings:
+        if heading not in lines:
+            reasons.append(f"missing_section:{heading}")
+    if identifier_policy == "strict":
+        upper = summary.upper()
+        missing = [i for i in identifiers if not _contains_identifier(summary, upper, i)]
+        if missing:
+            reasons.append("missing_identifiers:" + ",".join(missing[:3]))
+    if latest_user_ask and latest_user_ask.strip():
+        keywords = ask_keywords(latest_user_ask)
+        if keywords:
+            summary_words = set(_WORD.findall(unicodedata.normalize("NFKC", summary).lower()))
+            hits = sum(1 for k in keywords if k in summary_words)
+            needed = 2 if len(keywords) >= 3 else 1
+            if hits < needed:
+                reasons.append("latest_user_ask_not_reflected")
+    return reasons
+
+
+def corrective_instructions(reasons: list[str], identifier_policy: str = "strict") -> str:
+    """R4.12.6 corrective feedback for a retry."""
+    if identifier_policy == "off":
+        head = ("Fix all issues and include every required section while following the configured "
+                "identifier policy.")
+    else:
+        head = "Fix all issues and include every required section with exact identifiers preserved."
+    return f"{head}\n\nQuality check feedback:\nPrevious summary failed quality checks ({', '.join(reasons)})."
+
+
+@dataclass
+class GuardResult:
+    summary: str
+    attempts: int
+    passed: bool
+    reasons: list[str] = field(default_factory=list)  # reasons of the accepted summary (empty if passed)
+
+
+def run_quality_guard(generate: Callable[[str | None], str], audit: Callable[[str], list[str]], *,
+                      max_retries: int = 1, enabled: bool = True,
+                      identifier_policy: str = "strict") -> GuardResult:
+    """Generate, audit, retry with corrective feedback up to `max_retries` times (clamped 0-3);
+    on exhaustion accept the last summary (profile L, R4.12.7). `generate(feedback)` gets None
+    first, then the corrective instructions."""
+    retries = max(0, min(3, int(max_retries)))
+    summary = generate(None)
+    if not enabled:
+        return GuardResult(summary, 1, True)
+    reasons = audit(summary)
+    attempts = 1
+    while reasons and attempts <= retries:
+        summary = generate(corrective_instructions(reasons, identifier_policy))
+        attempts += 1
+        reasons = audit(summary)
+    return GuardResult(summary, attempts, not reasons, reasons)

@@ -1,0 +1,235 @@
+"""Transcript entries -> model messages, and the predicates the cut point needs (spec §4.5, §4.8).
+
+Inputs are transcript *entry* dicts exactly as parsed from a pi-format JSONL line
+(`{"type": "message", "id", "parentId", "timestamp", "message": {"role", ...}}`, `compaction`,
+`custom_message`, `branch_summary`, `model_change`, ...). Nothing here mutates its input.
+
+Projection (R4.8.2 step 4): only `message`, `custom_message`, `branch_summary` and (as the synthetic
+summary message) `compaction` entries produce messages; messages flagged `excludeFromContext` do
+not. Projected roles: `user`, `assistant`, `toolResult`, `bashExecution`, `custom`,
+`branchSummary`, `compactionSummary` (pi's vocabulary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
+BRANCH_SUMMARY_PREFIX = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
+SUMMARY_SUFFIX = "\n</summary>"
+
+BOUNDARY_TYPES = frozenset({"compaction", "reset"})
+CONTEXT_ENTRY_TYPES = frozenset({"message", "custom_message", "branch_summary"})
+CUT_POINT_ROLES = frozenset({"user", "assistant", "custom", "bashExecution", "branchSummary", "compactionSummary"})
+TURN_START_ROLES = frozenset({"user", "custom", "bashExecution", "branchSummary", "compactionSummary"})
+ABORTED_STOP_REASONS = frozenset({"aborted", "error"})
+# How a runtime-context carrier (C: injected system/runtime context, never summarised) is marked.
+# OpenClaw's exact marker is not in the spec; we recognise these custom types and the flag.
+RUNTIME_CONTEXT_TYPES = frozenset({"runtime-context", "runtime_context", "openclaw.runtime-context",
+                                   "openclaw:runtime-context", "openclaw.runtimeContext"})
+
+
+def compaction_summary_text(summary: str) -> str:
+    """The user-message text the model sees for a compaction summary (R4.8.2 step 5)."""
+    return COMPACTION_SUMMARY_PREFIX + summary + SUMMARY_SUFFIX
+
+
+def branch_summary_text(summary: str) -> str:
+    return BRANCH_SUMMARY_PREFIX + summary + SUMMARY_SUFFIX
+
+
+def project_entry(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The model message an entry contributes to context, or None (metadata, excluded, malformed)."""
+    if not isinstance(entry, Mapping):
+        return None
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            return None
+        if message.get("excludeFromContext") is True:
+            return None
+        if message.get("role") == "hookMessage":  # legacy v<3 name of custom/hook
+            out = dict(message)
+            out["role"] = "custom"
+            out.setdefault("customType", "hook")
+            return out
+        return message  # type: ignore[return-value]
+    if kind == "custom_message":
+        if entry.get("excludeFromContext") is True:
+            return None
+        return {
+            "role": "custom",
+            "customType": entry.get("customType"),
+            "content": entry.get("content", ""),
+            "display": entry.get("display", True),
+            "timestamp": entry.get("timestamp"),
+        }
+    if kind == "branch_summary":
+        summary = entry.get("summary")
+        return {"role": "branchSummary", "summary": summary if isinstance(summary, str) else "",
+                "fromId": entry.get("fromId"), "timestamp": entry.get("timestamp")}
+    if kind == "compaction":
+        summary = entry.get("summary")
+        return {"role": "compactionSummary", "summary": summary if isinstance(summary, str) else "",
+                "tokensBefore": entry.get("tokensBefore"), "timestamp": entry.get("timestamp")}
+    return None
+
+
+def project_entries(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for entry in entries:
+        message = project_entry(entry)
+        if message is not None:
+            out.append(message)
+    return out
+
+
+def role_of(message: Mapping[str, Any] | None) -> str | None:
+    if not isinstance(message, Mapping):
+        return None
+    role = message.get("role")
+    return role if isinstance(role, str) else None
+
+
+def entry_role(entry: Mapping[str, Any]) -> str | None:
+    """Role of the message an entry projects to (None for metadata/boundaries)."""
+    kind = entry.get("type") if isinstance(entry, Mapping) else None
+    if kind == "message":
+        message = entry.get("message")
+        role = role_of(message)
+        return "custom" if role == "hookMessage" else role
+    if kind == "custom_message":
+        return "custom"
+    if kind == "branch_summary":
+        return "branchSummary"
+    return None
+
+
+def is_runtime_context(message: Mapping[str, Any] | None) -> bool:
+    if not isinstance(message, Mapping) or message.get("role") != "custom":
+        return False
+    if message.get("runtimeContext") is True:
+        return True
+    return message.get("customType") in RUNTIME_CONTEXT_TYPES
+
+
+def _entry_message(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    if entry.get("type") == "message":
+        message = entry.get("message")
+        return message if isinstance(message, Mapping) else None
+    if entry.get("type") == "custom_message":
+        return {"role": "custom", "customType": entry.get("customType"),
+                "runtimeContext": entry.get("runtimeContext")}
+    return None
+
+
+def is_cut_point_entry(entry: Mapping[str, Any]) -> bool:
+    """A valid first-kept entry (§4.5): never a toolResult, never a runtime-context carrier."""
+    role = entry_role(entry)
+    if role is None or role not in CUT_POINT_ROLES:
+        return False
+    if role == "custom" and is_runtime_context(_entry_message(entry)):
+        return False
+    return not (entry.get("type") == "message" and entry["message"].get("excludeFromContext") is True)
+
+
+def is_turn_start_entry(entry: Mapping[str, Any]) -> bool:
+    """user, custom, bashExecution, branchSummary, compactionSummary start a turn (not assistant)."""
+    role = entry_role(entry)
+    if role is None or role not in TURN_START_ROLES:
+        return False
+    return not (role == "custom" and is_runtime_context(_entry_message(entry)))
+
+
+def is_boundary_entry(entry: Mapping[str, Any]) -> bool:
+    return isinstance(entry, Mapping) and entry.get("type") in BOUNDARY_TYPES
+
+
+def is_context_entry(entry: Mapping[str, Any]) -> bool:
+    """Entries that carry (or may carry) a context message; the rest is metadata."""
+    return isinstance(entry, Mapping) and entry.get("type") in CONTEXT_ENTRY_TYPES
+
+
+def is_aborted(message: Mapping[str, Any] | None) -> bool:
+    return isinstance(message, Mapping) and message.get("stopReason") in ABORTED_STOP_REASONS
+
+
+def content_blocks(message: Mapping[str, Any]) -> list[Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return content
+    if isinstance(content, Mapping):
+        return [content]
+    return []
+
+
+def tool_calls(message: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The `toolCall` blocks of an assistant message (pi format)."""
+    if role_of(message) != "assistant":
+        return []
+    return [b for b in content_blocks(message) if isinstance(b, Mapping) and b.get("type") == "toolCall"]
+
+
+def tool_call_ids(message: Mapping[str, Any] | None) -> list[str]:
+    return [b["id"] for b in tool_calls(message) if isinstance(b.get("id"), str) and b.get("id")]
+
+
+def tool_result_id(message: Mapping[str, Any] | None) -> str | None:
+    if role_of(message) != "toolResult":
+        return None
+    value = message.get("toolCallId")  # type: ignore[union-attr]
+    return value if isinstance(value, str) and value else None
+
+
+def text_of(message: Mapping[str, Any] | None, *, include_thinking: bool = False) -> str:
+    """The plain text of a message (text blocks joined by newlines; summaries; bash command+output)."""
+    if not isinstance(message, Mapping):
+        return ""
+    role = message.get("role")
+    if role in ("branchSummary", "compactionSummary"):
+        summary = message.get("summary")
+        return summary if isinstance(summary, str) else ""
+    if role == "bashExecution":
+        parts = [message.get("command"), message.get("output")]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    out: list[str] = []
+    for block in content_blocks(message):
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            out.append(block["text"])
+        elif include_thinking and kind == "thinking" and isinstance(block.get("thinking"), str):
+            out.append(block["thinking"])
+    return "\n".join(out)
+
+
+def entry_id(entry: Mapping[str, Any]) -> str | None:
+    value = entry.get("id") if isinstance(entry, Mapping) else None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def usage_total(message: Mapping[str, Any] | None) -> int:
+    """Provider usage total of an assistant message: `totalTokens`, else input+output+cache (R4.4.5)."""
+    if not isinstance(message, Mapping):
+        return 0
+    usage = message.get("usage")
+    if not isinstance(usage, Mapping):
+        return 0
+    total = usage.get("totalTokens")
+    if isinstance(total, (int, float)) and not isinstance(total, bool) and total > 0:
+        return int(total)
+    out = 0
+    for key in ("input", "output", "cacheRead", "cacheWrite"):
+        value = usage.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            out += int(value)
+    return out

