@@ -112,20 +112,19 @@ def find_cut_point(entries: Sequence[Mapping[str, Any]], start: int, end: int, k
     turn_start = -1
     split = False
     if not is_turn_start_entry(entries[cut]):  # step 5
+        valid = set(cut_points)  # a turn start inside a displaced tool pair is not a boundary
         for j in range(cut - 1, start - 1, -1):
-            if is_turn_start_entry(entries[j]):
+            if j in valid and is_turn_start_entry(entries[j]):
                 turn_start = j
                 break
         if turn_start >= 0:
             turn_end = end
             for j in range(cut + 1, end):
-                if is_turn_start_entry(entries[j]):
+                if j in valid and is_turn_start_entry(entries[j]):
                     turn_end = j
                     break
             turn_tokens = sum(count(entries[j]) for j in range(turn_start, turn_end))
-            k = bisect.bisect_left(cut_points, turn_start)
-            start_is_valid = k < len(cut_points) and cut_points[k] == turn_start
-            if turn_tokens > keep_tokens or not start_is_valid:
+            if turn_tokens > keep_tokens:
                 split = True
             else:  # D16: the turn fits the budget -> keep it whole
                 cut, turn_start = turn_start, -1

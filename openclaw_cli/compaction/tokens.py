@@ -148,49 +148,50 @@ def _as_message(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 class Tokenizer:
-    """Counts messages with one method (`exact` or `estimate`), caching per entry id.
+    """Counts messages with one method (`exact` or `estimate`).
 
-    One instance per session (ids are unique within a transcript); the cache key also holds the
-    entry timestamp so that reusing an instance across sessions stays safe.
+    Exact counts are cached per entry: the key is the entry id, its timestamp and the size of its
+    counted text, so an entry is tokenised once however often the cut point, the context size and
+    the kept tail ask for it, while a different entry reusing an id is never mistaken for it.
+    Estimates are cheaper than any cache lookup and are simply recomputed.
     """
 
     def __init__(self, method: Literal["exact", "estimate"] = "estimate"):
         if method not in ("exact", "estimate"):
             raise ValueError(f"unknown token method {method!r} (expected 'exact' or 'estimate')")
         self.method: Literal["exact", "estimate"] = method
-        self._cache: dict[tuple[str, Any], int] = {}
+        self._cache: dict[tuple[Any, ...], int] = {}
+        self.tokenized = 0  # messages actually run through the encoder (for tests and stats)
 
     # -- text -------------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
         return exact_text_tokens(text) if self.method == "exact" else estimate_text_tokens(text)
 
-    def _count_message(self, message: Mapping[str, Any] | None) -> int:
-        if self.method == "estimate":
-            return estimate_message_tokens(message)
-        parts, images = counted_parts(message)
-        text = "\n".join(parts)
-        return (len(get_encoding().encode_ordinary(text)) if text else 0) + images * IMAGE_TOKENS
-
     @staticmethod
-    def _key(item: Mapping[str, Any]) -> tuple[str, Any] | None:
+    def _key(item: Mapping[str, Any], parts: list[str], images: int) -> tuple[Any, ...] | None:
         if "type" not in item:
             return None
         ident = item.get("id")
         if not isinstance(ident, str) or not ident:
             return None
-        return (ident, item.get("timestamp"))
+        return (ident, item.get("timestamp"), sum(len(p) for p in parts), len(parts), images)
 
     # -- messages ----------------------------------------------------------------------------
     def message_tokens(self, item: Mapping[str, Any]) -> int:
         """Tokens of one entry (0 for metadata entries) or one projected message."""
         if not isinstance(item, Mapping):
             return 0
-        key = self._key(item)
+        if self.method == "estimate":
+            return estimate_message_tokens(_as_message(item))
+        parts, images = counted_parts(_as_message(item))
+        key = self._key(item, parts, images)
         if key is not None:
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
-        value = self._count_message(_as_message(item))
+        text = "\n".join(parts)
+        self.tokenized += 1
+        value = (len(get_encoding().encode_ordinary(text)) if text else 0) + images * IMAGE_TOKENS
         if key is not None:
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
@@ -203,20 +204,21 @@ class Tokenizer:
         """Count many entries at once (exact mode: one multi-threaded tiktoken batch)."""
         if self.method == "estimate":
             return
-        todo: list[tuple[tuple[str, Any], str, int]] = []
-        seen: set[tuple[str, Any]] = set()
+        todo: list[tuple[tuple[Any, ...], str, int]] = []
+        seen: set[tuple[Any, ...]] = set()
         for item in items:
             if not isinstance(item, Mapping):
                 continue
-            key = self._key(item)
+            parts, images = counted_parts(_as_message(item))
+            key = self._key(item, parts, images)
             if key is None or key in self._cache or key in seen:
                 continue
-            parts, images = counted_parts(_as_message(item))
             seen.add(key)
             todo.append((key, "\n".join(parts), images))
         if not todo:
             return
         encoded = get_encoding().encode_ordinary_batch([t for _, t, _ in todo], num_threads=2)
+        self.tokenized += len(todo)
         if len(self._cache) + len(todo) >= _CACHE_LIMIT:
             self._cache.clear()
         for (key, _, images), tokens in zip(todo, encoded, strict=True):

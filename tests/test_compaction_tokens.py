@@ -1,0 +1,237 @@
+"""Token counting (spec D7, R4.4) and thresholds (R4.2, R4.3)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from openclaw_cli.compaction.testdata import generate_session
+from openclaw_cli.compaction.thresholds import (
+    CompactionSettings,
+    compaction_threshold,
+    effective_reserve,
+    parse_byte_size,
+    resolve_context_window,
+    should_compact,
+)
+from openclaw_cli.compaction.tokens import (
+    IMAGE_TOKENS,
+    TokenCount,
+    Tokenizer,
+    context_tokens,
+    estimate_message_tokens,
+    exact_text_tokens,
+    message_tokens,
+)
+from openclaw_cli.errors import ConfigError
+
+
+def msg(role: str, text: str = "", **extra) -> dict:
+    return {"role": role, "content": [{"type": "text", "text": text}], **extra}
+
+
+def entry(ident: str, message: dict) -> dict:
+    return {"type": "message", "id": ident, "parentId": None, "timestamp": "2026-10-01T00:00:00.000Z",
+            "message": message}
+
+
+# -- estimate -------------------------------------------------------------------------------------
+def test_estimate_is_ceil_chars_over_4_ex_4_4_a():
+    assert estimate_message_tokens(msg("user", "hello world")) == 3
+    assert estimate_message_tokens(msg("user", "x" * 4000)) == 1000
+    text = "abcdefghij" * 777
+    assert Tokenizer("estimate").count_text(text) == -(-len(text) // 4)
+
+
+def test_assistant_tool_call_counted_chars_ex_4_4_b():
+    m = {"role": "assistant", "content": [{"type": "text", "text": "ok"},
+                                           {"type": "toolCall", "id": "c1", "name": "read",
+                                            "arguments": {"path": "a.txt"}}]}
+    assert estimate_message_tokens(m) == 6  # 2 + 4 + 16 = 22 chars
+
+
+def test_counted_chars_per_role_and_images():
+    thinking = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t" * 40},
+                                                  {"type": "text", "text": "a" * 40}]}
+    assert estimate_message_tokens(thinking) == 20
+    image = {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image", "data": "AAAA"}]}
+    assert estimate_message_tokens(image) == -(-(3 + 4800) // 4)
+    bash = {"role": "bashExecution", "command": "ls -la", "output": "x" * 94}
+    assert estimate_message_tokens(bash) == 25
+    summary = {"role": "compactionSummary", "summary": "s" * 400}
+    assert estimate_message_tokens(summary) == 100
+    excluded = {"role": "bashExecution", "command": "ls", "output": "x" * 100, "excludeFromContext": True}
+    assert estimate_message_tokens(excluded) == 0
+    assert Tokenizer("exact").message_tokens(image) == exact_text_tokens("see") + IMAGE_TOKENS
+
+
+def test_metadata_entries_count_zero_and_entries_project():
+    tok = Tokenizer("estimate")
+    assert tok.message_tokens({"type": "model_change", "id": "m1", "provider": "x", "modelId": "y"}) == 0
+    assert tok.message_tokens(entry("e1", msg("user", "y" * 8))) == 2
+    compaction = {"type": "compaction", "id": "c1", "summary": "z" * 40, "firstKeptEntryId": "c1", "tokensBefore": 1}
+    assert tok.message_tokens(compaction) == 10
+
+
+# -- exact ----------------------------------------------------------------------------------------
+def test_exact_count_is_stable_and_matches_cl100k():
+    # cl100k ids of "hello world" are [15339, 1917]: the offline file is the real encoding
+    from openclaw_cli.compaction.tokens import get_encoding
+
+    assert get_encoding().encode("hello world") == [15339, 1917]
+    text = "The quick brown fox jumps over the lazy dog. /srv/app/main.py:42 → call_d7eb89a64d0f"
+    first = exact_text_tokens(text)
+    assert first == exact_text_tokens(text) == Tokenizer("exact").count_text(text)
+    assert first == len(get_encoding().encode_ordinary(text))
+    assert 15 < first < 40
+
+
+def test_estimate_is_close_to_exact_on_prose():
+    text = ("Compaction summarises older conversation turns so that the context window keeps room for new "
+            "work; the recent tail is kept verbatim and the rest becomes a structured summary. ") * 50
+    exact = exact_text_tokens(text)
+    estimate = Tokenizer("estimate").count_text(text)
+    assert 0.8 <= estimate / exact <= 1.5
+
+
+def test_encoder_loads_offline_with_cache_dir_in_our_cache(tmp_path):
+    """A fresh process with sockets disabled still loads the encoder, and TIKTOKEN_CACHE_DIR points
+    into our platformdirs cache (never tiktoken's shared temp dir)."""
+    code = (
+        "import socket\n"
+        "def boom(*a, **k):\n    raise RuntimeError('network used')\n"
+        "socket.socket.connect = boom\nsocket.create_connection = boom\n"
+        "import os\n"
+        "from openclaw_cli.compaction.tokens import exact_text_tokens\n"
+        "print(exact_text_tokens('hello world'))\n"
+        "print(os.environ['TIKTOKEN_CACHE_DIR'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    count, cache_dir = out.stdout.split()
+    assert count == "2"
+    assert cache_dir.startswith(str(tmp_path / "cache"))
+    assert "openclaw-cli" in cache_dir
+
+
+def test_tokenizer_caches_per_entry_and_batches():
+    session = generate_session(3, turns=6)
+    tok = Tokenizer("exact")
+    tok.prefetch(session.entries)
+    tokenized = tok.tokenized
+    assert tokenized == sum(1 for e in session.entries if "type" in e)
+    values = [tok.message_tokens(e) for e in session.entries]
+    assert tok.tokenized == tokenized  # every later call was served from the cache
+    fresh = Tokenizer("exact")
+    assert values == [fresh.message_tokens(e) for e in session.entries]
+    # another entry reusing an id (e.g. a hand-made or copied transcript) is not mistaken for it
+    e = session.entries[3]
+    changed = {**e, "message": {**e["message"], "content": [{"type": "text", "text": "x" * 4000}]}}
+    assert tok.message_tokens(changed) == Tokenizer("exact").message_tokens(changed) != values[3]
+    with pytest.raises(ValueError):
+        Tokenizer("fast")  # type: ignore[arg-type]
+
+
+def test_module_level_message_tokens_methods():
+    e = entry("x1", msg("user", "hello world, this is a test"))
+    assert message_tokens(e, "estimate") == 7
+    assert message_tokens(e, "exact") == exact_text_tokens("hello world, this is a test")
+
+
+# -- context size (R4.4.5) ----------------------------------------------------------------------------
+def test_context_prefers_last_usage_plus_trailing_estimate():
+    usage = {"input": 1000, "output": 200, "cacheRead": 50, "cacheWrite": 0}
+    entries = [
+        entry("u1", msg("user", "a" * 400)),
+        entry("a1", msg("assistant", "b" * 400, usage={**usage, "totalTokens": 5000}, stopReason="stop")),
+        entry("u2", msg("user", "c" * 400)),
+        entry("a2", msg("assistant", "d" * 40, usage=usage, stopReason="stop")),
+        entry("u3", msg("user", "e" * 80)),
+    ]
+    count = context_tokens(entries, "estimate")
+    assert count == TokenCount(1250 + 20, "usage", usage_tokens=1250, trailing_tokens=20, trailing_method="estimate",
+                               usage_entry_id="a2")
+
+
+def test_context_skips_aborted_and_errored_usage_and_honours_usage_from():
+    entries = [
+        entry("u1", msg("user", "a" * 400)),
+        entry("a1", msg("assistant", "b" * 400, usage={"totalTokens": 7000}, stopReason="stop")),
+        entry("u2", msg("user", "c" * 400)),
+        entry("a2", msg("assistant", "d" * 40, usage={"totalTokens": 9999}, stopReason="aborted")),
+        entry("a3", msg("assistant", "d" * 40, usage={"totalTokens": 8888}, stopReason="error")),
+    ]
+    count = context_tokens(entries, "estimate")
+    assert count.method == "usage" and count.usage_tokens == 7000
+    assert count.tokens == 7000 + 100 + 10 + 10
+    # usage before `usage_from` is ignored (stale, before the latest compaction: R4.8.4)
+    pure = context_tokens(entries, "estimate", usage_from=2)
+    assert pure.method == "estimate"
+    assert pure.tokens == 100 + 100 + 100 + 10 + 10  # no anchor: every message counted
+    assert context_tokens([entry("u", msg("user", "x" * 8))], "estimate") == TokenCount(2, "estimate")
+
+
+# -- thresholds -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("window", "floor", "reserve", "threshold"), [
+    (200000, 20000, 20000, 180000),  # EX4.2.a
+    (32768, 20000, 20000, 12768),  # EX4.2.b
+    (16384, 20000, 8384, 8000),  # EX4.2.c (final clamp)
+    (200000, 0, 16384, 183616),  # EX4.2.d
+])
+def test_effective_reserve_examples(window, floor, reserve, threshold):
+    settings = CompactionSettings(reserve_tokens_floor=floor)
+    assert effective_reserve(window, None, floor) == reserve
+    assert compaction_threshold(window, settings) == threshold
+    assert not should_compact(threshold, window, settings)  # strictly greater
+    assert should_compact(threshold + 1, window, settings)
+
+
+def test_reserve_without_window_and_configured_base():
+    assert effective_reserve(None) == 20000
+    assert effective_reserve(0, 30000, 20000) == 30000
+    assert effective_reserve(200000, 30000, 20000) == 30000
+    assert effective_reserve(10000, 30000, 20000) == 5000  # clamped to W - min(8000, W/2)
+
+
+def test_should_compact_disabled_or_unknown_window():
+    assert not should_compact(10**9, 200000, CompactionSettings(enabled=False))
+    assert not should_compact(10**9, 0)
+    assert not should_compact(10**9, None)
+
+
+def test_context_window_table_and_overrides():
+    assert resolve_context_window("gpt-4o") == 128000
+    assert resolve_context_window("openai/gpt-4o-mini") == 128000
+    assert resolve_context_window("gpt-4.1-mini") == 1047576
+    assert resolve_context_window("gpt-5.4") == 400000
+    assert resolve_context_window("o3-mini") == 200000
+    assert resolve_context_window("claude-sonnet-4-5") == 200000
+    assert resolve_context_window("gemini-2.5-pro") == 1048576
+    assert resolve_context_window("llama-3.1-70b") == 131072
+    assert resolve_context_window("some-unknown-model") == 200000
+    assert resolve_context_window(None, agent_context_tokens=64000) == 64000
+    assert resolve_context_window("gpt-4o", overrides={"gpt-4o": 64000}) == 64000
+    assert resolve_context_window("gpt-4o", provider="azure", overrides={"azure/gpt-4o": 32000}) == 32000
+
+
+def test_settings_from_mapping_and_validation():
+    s = CompactionSettings.from_mapping({"keepRecentTokens": 5000, "reserveTokensFloor": 0, "mode": "safeguard",
+                                         "qualityGuard": {"maxRetries": 9},
+                                         "memoryFlush": {"forceFlushTranscriptBytes": "20mb"}})
+    assert s.keep_recent_tokens == 5000 and s.reserve_tokens_floor == 0
+    assert s.quality_guard_active and s.quality_guard_retries == 3
+    assert s.memory_flush.force_flush_transcript_bytes == 20 * 1024 * 1024
+    assert CompactionSettings.from_mapping({"provider": "x"}).effective_mode == "safeguard"
+    assert not CompactionSettings().quality_guard_active
+    assert CompactionSettings().effective_keep_recent_tokens == 20000
+    for bad in ({"keepRecentTokens": -1}, {"keepRecentTokens": "lots"}, {"mode": "turbo"}, {"enabled": "yes"},
+                {"maxHistoryShare": 2}, {"memoryFlush": {"forceFlushTranscriptBytes": "2 parsecs"}}):
+        with pytest.raises(ConfigError) as info:
+            CompactionSettings.from_mapping(bad)
+        assert "agents.defaults.compaction" in info.value.message
+    assert parse_byte_size("2mb") == 2097152 and parse_byte_size(0) == 0
