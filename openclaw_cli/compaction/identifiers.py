@@ -109,7 +109,7 @@ def _classify(token: str, conversational: bool) -> tuple[str, str] | None:
         if _NUM_UNIT_FULL.match(t):
             return t, "unit"
     hexrun = _HEX_RUN.search(t)
-    if hexrun and any(c.isdigit() for c in hexrun.group()):
+    if hexrun and any(c.isdigit() for c in hexrun.group()) and not hexrun.group().isdigit():
         return t, "hex"
     if _DIGIT_RUN.search(t):
         return t, "number"

@@ -52,7 +52,7 @@ class SummaryBudget:
     note_items: int = 6
     user_identifier_chars: int = 32000  # a safety cap: a summary must still fit the context window
     round_identifier_chars: int = 24000
-    carry_identifier_chars: int = 6000
+    carry_identifier_chars: int = 4000
     prose_scan_chars: int = 4000  # per message: prose cues are looked for in its head only
     prose_scan_total_chars: int = 400_000  # per role, newest messages first (keeps extraction O(1) in size)
 
@@ -64,7 +64,7 @@ class SummaryBudget:
             return cls()
         chars = max_output_tokens * 5 // 2
         return cls(user_identifier_chars=max(4000, chars * 2 // 3), round_identifier_chars=max(3000, chars // 2),
-                   carry_identifier_chars=max(1000, chars // 8))
+                   carry_identifier_chars=max(1000, chars // 10))
 
 
 # -- cue patterns (prose extraction) ------------------------------------------------------------
@@ -89,7 +89,7 @@ _BLOCKED_STRONG = re.compile(r"\b(?:blocked|cannot|can't|couldn't|unable|failed 
 _PROGRESS = re.compile(r"\b(?:working on|in progress|currently|now (?:i'm|i am)|let me|starting)\b", re.I)
 _NONE_ITEMS = frozenset({"(none)", "none", "none.", "none captured.", "no prior history.", "n/a", "-"})
 _BULLET = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
-_DECISION_PREFIX = re.compile(r"^\*\*(?:Decision|[^*]{1,60})\*\*:\s*")
+_DECISION_PREFIX = re.compile(r"^\*\*([^*]{1,80})\*\*:\s*")
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _HEADING = re.compile(r"^(#{1,4})\s+(.+?)\s*#*\s*$")
 _TAG_BLOCK = re.compile(r"<(read-files|modified-files|workspace-critical-rules)>.*?</\1>", re.S)
@@ -167,7 +167,7 @@ def parse_summary(text: str | None) -> Digest:
             continue
         if item.startswith("…and ") and "identifiers" in item:
             continue
-        item = _DECISION_PREFIX.sub("", item).strip()
+        item = _DECISION_PREFIX.sub(lambda m: "" if m.group(1) == "Decision" else f"{m.group(1)}: ", item).strip()
         if not item or item.lower() in _NONE_ITEMS:
             continue
         target = section
@@ -321,6 +321,41 @@ def _fit_newest(values: list[str], limit_chars: int) -> tuple[list[str], int]:
     return kept[::-1], len(values) - len(kept)
 
 
+_HEXISH = re.compile(r"[0-9a-fA-F]{8,}")
+
+
+def _fit_carried(values: list[str], limit_chars: int) -> tuple[list[str], int]:
+    """Carried identifiers within budget: paths, URLs and other readable ids first (newest first),
+    then opaque hex ids (tool-call ids, hashes) with what is left; original order kept."""
+    readable = [v for v in values if not _HEXISH.search(v) or "/" in v]
+    opaque = [v for v in values if _HEXISH.search(v) and "/" not in v]
+    kept_readable, _ = _fit_newest(readable, limit_chars)
+    used = sum(len(v) + 4 for v in kept_readable)
+    kept_opaque, _ = _fit_newest(opaque, limit_chars - used)
+    keep = set(kept_readable) | set(kept_opaque)
+    kept = [v for v in values if v in keep]
+    return kept, len(values) - len(kept)
+
+
+_TOOL_COUNTS = re.compile(r"^Tool calls: (.+)$")
+_TOOL_COUNT_ITEM = re.compile(r"^(.+?) ×(\d+)$")
+
+
+def _merge_tool_counts(old: Digest, new: Digest, budget: SummaryBudget) -> None:
+    """Fold the previous `Tool calls: name ×n, …` item into this round's one (keeps Done bounded)."""
+    counts: dict[str, int] = {}
+    for digest in (old, new):
+        for item in [i for i in digest.done if _TOOL_COUNTS.match(i)]:
+            digest.done.remove(item)
+            for part in _TOOL_COUNTS.match(item).group(1).split(", "):  # type: ignore[union-attr]
+                m = _TOOL_COUNT_ITEM.match(part.strip())
+                if m:
+                    counts[m.group(1)] = counts.get(m.group(1), 0) + int(m.group(2))
+    if counts:
+        text = ", ".join(f"{name} ×{n}" for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        new.done.append(_clip(f"Tool calls: {text}", budget.item_chars * 2))
+
+
 def _merge_items(old: list[str], new: list[str], cap: int, *, keep_oldest: bool = False) -> list[str]:
     seen: set[str] = set()
     merged: list[str] = []
@@ -341,8 +376,9 @@ def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str
     c = _collect(messages)
     new = _extract_prose(c, budget, ask_keywords(custom_instructions) if custom_instructions else [])
     old = parse_summary(previous_summary)
+    _merge_tool_counts(old, new, budget)
     d = Digest(
-        goal=_merge_items(old.goal, new.goal, budget.goal_items, keep_oldest=True),
+        goal=(old.goal or new.goal)[:budget.goal_items],
         constraints=_merge_items(old.constraints, new.constraints, budget.constraint_items),
         done=_merge_items(old.done, new.done, budget.done_items),
         in_progress=_merge_items([i for i in old.in_progress if _norm(i) not in {_norm(x) for x in new.done}],
@@ -372,7 +408,7 @@ def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str
         remaining -= sum(len(v) + 4 for v in kept)
     round_set = set(round_ids)
     carried = [i for i in old.other_ids if i not in user_set and i not in round_set]
-    carried_kept, carried_dropped = _fit_newest(carried, budget.carry_identifier_chars)
+    carried_kept, carried_dropped = _fit_carried(carried, budget.carry_identifier_chars)
     d.user_ids = user_ids
     d.other_ids = [*carried_kept, *round_ids]
     d.omitted_ids = omitted + carried_dropped + user_dropped
