@@ -99,8 +99,8 @@ def test_archive_names_follow_openclaw() -> None:
 def test_name_reserver_numbers_collisions_and_gives_up_after_99(tmp_path: Path) -> None:
     (tmp_path / "k.f.imported-1").write_text("x")
     reserver = NameReserver(tmp_path)
-    assert reserver.reserve("k", "f", 1).name == "k.f.imported-1.1"
-    assert reserver.reserve("k", "f", 1).name == "k.f.imported-1.2"
+    assert Path(reserver.reserve("k", "f", 1)).name == "k.f.imported-1.1"
+    assert Path(reserver.reserve("k", "f", 1)).name == "k.f.imported-1.2"
     for _ in range(97):
         reserver.reserve("k", "f", 1)
     with pytest.raises(ArtifactError, match="Could not archive f for k"):

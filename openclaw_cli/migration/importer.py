@@ -55,7 +55,7 @@ MIN_PUBLISH_BATCH = 1024
 # Completed moves are recorded after each publication batch, in at most this many manifest writes
 # per target (a 20,000-file store has a ~25 MB manifest). Correctness never depends on them: restore
 # and the next import work from the planned moves and what is on disk.
-MAX_MANIFEST_WRITES = 4
+MAX_MANIFEST_WRITES = 3
 
 
 # ---- per-record state --------------------------------------------------------------------------------
@@ -450,7 +450,7 @@ class ImportRun:
         reserver = NameReserver(t.archive_dir)
         stamp = self.ctx.now_ms()
         moves: list[Move] = []
-        seen_sources: set[Path] = set()
+        seen_sources: set[str] = set()
         try:
             names = set(os.listdir(t.sessions_dir))
         except OSError:
@@ -463,9 +463,9 @@ class ImportRun:
             rec = state.rec
             src = rec.transcript
             assert src is not None and state.identity is not None
-            if src in seen_sources:
+            if str(src) in seen_sources:
                 continue  # two keys sharing one transcript: archived once (T-20)
-            seen_sources.add(src)
+            seen_sources.add(str(src))
             if rec.recovered:
                 classification, reason = "protected", "indexed-historical-primary"
             elif state.result is not None and state.result.issue is not None:
@@ -488,19 +488,19 @@ class ImportRun:
                     report.add("transcript_archive_failed", f"{extra}: {exc}", rec.source_key)
                     state.archive_ok = False
                     continue
-                seen_sources.add(extra)
+                seen_sources.add(str(extra))
                 moves.append(self._plan(t, reserver, stamp, extra, "trajectory", rec.key, ident, "protected",
                                         "unimported-or-unknown-history", state))
         if tr.completed and not t.shared:
             for path in unreferenced_jsonl(t.sessions_dir, [s.rec for s in tr.states]):
-                if path in seen_sources:
+                if str(path) in seen_sources:
                     continue
                 try:
                     ident = hash_file(path)
                 except (OSError, ArtifactError) as exc:
                     report.add("unreferenced_jsonl_archive_failed", f"{path}: {exc}")
                     continue
-                seen_sources.add(path)
+                seen_sources.add(str(path))
                 moves.append(self._plan(t, reserver, stamp, path, "unreferenced-jsonl", "archive-tier", ident,
                                         "protected", "unreferenced-history", None))
         self._publish(tr, moves)
@@ -517,7 +517,10 @@ class ImportRun:
             entry.pop("sessionKey", None)
         return Move(src, archive, ident, payload=(entry, kind, state))
 
-    def _publish(self, tr: TargetRun, moves: list[Move], *, save_after: bool = True) -> None:
+    def _publish(self, tr: TargetRun, moves: list[Move]) -> None:
+        """Record the planned moves, publish them in batches, record what completed. The completed
+        moves of the last batch are written with the next manifest write (the next planned moves or
+        the run's end): completed moves are bookkeeping, planned moves are what recovery needs."""
         if not moves:
             return
         tr.mt["plannedMoves"].extend(m.payload[0] for m in moves)
@@ -525,7 +528,8 @@ class ImportRun:
         self.ctx.checkpoint("moves-planned")
         size = max(MIN_PUBLISH_BATCH, -(-len(moves) // MAX_MANIFEST_WRITES))
         self.ctx.progress.start(f"Archiving {tr.target.agent_id}", len(moves))
-        for start in range(0, len(moves), size):
+        starts = range(0, len(moves), size)
+        for start in starts:
             batch = moves[start:start + size]
             result = publish_batch(batch, checkpoint=self.ctx.checkpoint)
             for move in result.done:
@@ -552,7 +556,7 @@ class ImportRun:
                         state.archive_ok = False
             self.ctx.progress.advance(len(batch))
             tr.mt["issues"] = [i.to_json() for i in tr.report.issues]
-            if save_after:
+            if start != starts[-1]:
                 self._save_manifest()
             self.ctx.checkpoint("moves-recorded")
 
@@ -605,7 +609,7 @@ class ImportRun:
         reserver = NameReserver(last.target.archive_dir)
         move = self._plan(last.target, reserver, self.ctx.now_ms(), store_path, "legacy-store", "legacy-store", now,
                           classification, reason, None, dependencies=list(deps))
-        self._publish(last, [move], save_after=False)  # _finish writes the manifest right after
+        self._publish(last, [move])
         archived = last.report.archived_legacy_store_files
         if archived:
             for tr in group[:-1]:

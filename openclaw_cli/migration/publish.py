@@ -150,14 +150,14 @@ class NameReserver:
         except OSError:
             self.existing = set()
 
-    def reserve(self, key: str, base_name: str, stamp_ms: int) -> Path:
+    def reserve(self, key: str, base_name: str, stamp_ms: int) -> str:
         # the listing taken at construction plus our reservations decide; a name created by someone
         # else meanwhile makes the exclusive link() fail, which leaves the source untouched
         for n in range(0, 100):
             name = archive_name(key, base_name, stamp_ms, n)
             if name not in self.reserved and name not in self.existing:
                 self.reserved.add(name)
-                return Path(f"{self.prefix}{name}")
+                return f"{self.prefix}{name}"
         raise ArtifactError(f"Could not archive {base_name} for {key}")
 
 
@@ -209,8 +209,8 @@ class Move:
     """Move `source` to `dest` (archive or restore). `expected` is the identity recorded when the file
     was hashed; the file must still be that object when it is linked."""
 
-    source: Path
-    dest: Path
+    source: Path | str
+    dest: Path | str
     expected: Identity
     payload: Any = None  # caller's bookkeeping (e.g. the manifest move)
     error: str | None = None
@@ -236,7 +236,7 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
     kill the process there)."""
     result = BatchResult()
     linked: list[Move] = []
-    dest_dirs: set[Path] = set()
+    dest_dirs: set[str] = set()
     for move in moves:
         try:
             st = os.lstat(move.source)
@@ -258,17 +258,18 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
             continue
         except OSError as exc:
             if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                move.error = f"cannot hard-link {move.source} into {move.dest.parent} ({exc.strerror}); source left in place"
+                move.error = (f"cannot hard-link {move.source} into {os.path.dirname(move.dest)} ({exc.strerror}); "
+                              "source left in place")
             else:
                 move.error = f"cannot publish {move.source} at {move.dest}: {exc.strerror or exc}"
             result.failed.append(move)
             continue
         linked.append(move)
-        dest_dirs.add(move.dest.parent)
+        dest_dirs.add(os.path.dirname(move.dest))
         if checkpoint is not None:
             checkpoint("linked")
     for directory in dest_dirs:
-        fsync_dir(directory)
+        fsync_dir(Path(directory))
 
     verified: list[Move] = []
     for move in linked:
@@ -291,7 +292,7 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
             continue
         verified.append(move)
 
-    source_dirs: set[Path] = set()
+    source_dirs: set[str] = set()
     for move in verified:
         try:
             os.unlink(move.source)
@@ -300,12 +301,12 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
             _safe_unlink(move.dest)  # both names were the same inode: undo leaves the source intact
             result.failed.append(move)
             continue
-        source_dirs.add(move.source.parent)
+        source_dirs.add(os.path.dirname(move.source))
         move.done = True
         if checkpoint is not None:
             checkpoint("unlinked")
     for directory in source_dirs:
-        fsync_dir(directory)
+        fsync_dir(Path(directory))
     for move in verified:
         if not move.done:
             continue
