@@ -5,6 +5,7 @@ clear error or issue with a documented exit code, and the originals stay untouch
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -195,3 +196,28 @@ def test_unusual_lines_are_stored_byte_exact(state_dir: Path) -> None:
     assert db_events(state_dir / DB)["session-1"] == [x.encode() for x in lines if x.strip()]
     archived = [Path(p) for p in report.targets[0].archived_transcript_files if "session-1.jsonl" in p]
     assert [p.read_bytes() for p in archived] == ["\n".join(lines).encode()]  # verified by digest, then archived
+
+
+@pytest.mark.parametrize("malformed", [False, True])
+def test_large_transcripts_are_streamed_with_the_same_guarantees(state_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 malformed: bool) -> None:
+    from openclaw_cli.migration import importer
+
+    monkeypatch.setattr(importer, "WHOLE_FILE_LIMIT", 16)  # every transcript takes the streaming path
+    monkeypatch.setattr(importer, "READ_CHUNK", 7)  # lines cross chunk boundaries
+    sessions = make_f(state_dir)
+    lines = [*F_LINES, *(f'{{"type":"event","id":"e{i}"}}' for i in range(20))]
+    if malformed:
+        lines.insert(5, '{"broken":')
+    content = ("\n".join(lines) + "\n").encode()
+    (sessions / "session-1.jsonl").write_bytes(content)
+    report = doctor("import")
+    assert report.exit_code == 0
+    stored = db_events(state_dir / DB)["session-1"]
+    assert stored == [x.encode() for x in (lines[:5] if malformed else lines)]
+    assert [i.code for i in report.targets[0].issues] == (["transcript_malformed"] if malformed else [])
+    archived = [Path(p) for p in report.targets[0].archived_transcript_files if "session-1.jsonl" in p]
+    assert [p.read_bytes() for p in archived] == [content]
+    manifest = json.loads(Path(report.migration_run.manifest_path).read_text())
+    move = next(m for m in manifest["targets"][0]["completedMoves"] if m["sourcePath"].endswith("session-1.jsonl"))
+    assert move["artifact"]["identity"]["sha256"] == hashlib.sha256(content).hexdigest()

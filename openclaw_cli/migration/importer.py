@@ -313,12 +313,13 @@ class ImportRun:
             state.stream = _StreamFeed(fd, before, state)
             return state.stream
         try:
-            chunks = []
-            while True:
-                chunk = os.read(fd, READ_CHUNK)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            # one read of size + 1 normally ends at EOF; a short read or a file that grew meanwhile
+            # is read on to its end (and a grown file is then caught by the fingerprint check)
+            first = os.read(fd, before.st_size + 1)
+            chunks = [first]
+            if len(first) != before.st_size:
+                while chunk := os.read(fd, READ_CHUNK):
+                    chunks.append(chunk)
             after = os.fstat(fd)
         finally:
             os.close(fd)
