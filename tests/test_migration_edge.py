@@ -436,3 +436,37 @@ def test_bare_key_colliding_with_its_canonical_key_keeps_both_histories(state_di
     assert "entry_alias_merged" in {i.code for i in report.targets[0].issues}
     assert db_entries(state_dir / DB)["agent:main:cron:job1"]["sessionId"] == "new"
     assert set(db_events(state_dir / DB)) >= {"old", "new"}  # no transcript left behind
+
+
+@pytest.mark.parametrize("full_scan", [True, False])
+@pytest.mark.parametrize("damage", ["altered", "dropped", "none"])
+def test_validate_before_archive_catches_a_store_that_lost_or_changed_a_line(
+        state_dir: Path, monkeypatch: pytest.MonkeyPatch, full_scan: bool, damage: str) -> None:
+    from openclaw_cli.migration import verify
+    from openclaw_cli.store.sqlite import SqliteStore
+
+    monkeypatch.setattr(verify, "FULL_SCAN_MIN_SESSIONS", 1 if full_scan else 10**9)
+    sessions = make_f(state_dir)
+    real_bulk = SqliteStore.bulk_import
+
+    def lossy_bulk(self, records, **kwargs):
+        result = real_bulk(self, records, **kwargs)
+        with self.transaction() as conn:
+            if damage == "altered":  # same count, one byte different
+                conn.execute("UPDATE transcript_events SET event_json = replace(event_json, 'evt-1', 'evt-X')")
+            elif damage == "dropped":
+                conn.execute("DELETE FROM transcript_events WHERE seq = 1")
+        return result
+
+    monkeypatch.setattr(SqliteStore, "bulk_import", lossy_bulk)
+    report = doctor("import")
+    codes = {i.code for i in report.targets[0].issues}
+    if damage == "none":
+        assert report.exit_code == 0 and not (sessions / "session-1.jsonl").exists()
+        return
+    expected = "sqlite_transcript_mismatch" if damage == "altered" else "sqlite_transcript_count_mismatch"
+    assert expected in codes and report.exit_code == 1
+    assert (sessions / "session-1.jsonl").read_text() == "\n".join(F_LINES) + "\n"  # never archived
+    assert (sessions / "sessions.json").exists()
+    manifest = json.loads(Path(report.migration_run.manifest_path).read_text())
+    assert manifest["targets"][0]["validationBeforeArchive"] == "failed"

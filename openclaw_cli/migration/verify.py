@@ -84,7 +84,12 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
         return digests, counts
     conn.text_factory = bytes
     try:
-        if len(need) >= FULL_SCAN_MIN_SESSIONS:
+        try:
+            windows = conn.execute("SELECT count(*) FROM session_windows").fetchone()[0]
+        except sqlite3.Error:
+            windows = len(need)
+        # one table scan beats thousands of point queries, unless most of the table is other history
+        if len(need) >= FULL_SCAN_MIN_SESSIONS and len(need) * 2 >= windows:
             trackers = {sid.encode("utf-8"): _Tracker(n) for sid, n in need.items()}
             # one pass in storage order (an import writes each session contiguously, seq ascending)
             for sid_b, seq, text in conn.execute("SELECT session_id, seq, event_json FROM transcript_events"):
