@@ -361,6 +361,12 @@ def test_bad_appends_are_typed_errors_and_write_nothing(store: SqliteStore) -> N
         store.append_events(SID, [message(1), "[1, 2, 3]"], session_key=KEY)
     with pytest.raises(InvalidDataError):
         store.append_events(SID, ['{"a":1}\n{"b":2}'], session_key=KEY)
+    with pytest.raises(InvalidDataError):  # a lone surrogate (e.g. from surrogateescape decoding)
+        store.append_events(SID, ['{"text":"\udcff"}'], session_key=KEY)
+    with pytest.raises(InvalidDataError):  # invalid UTF-8 bytes
+        store.append_events(SID, [b'{"text":"\xff"}'], session_key=KEY)
+    with pytest.raises(InvalidDataError):  # a raw control character inside a JSON string
+        store.append_events(SID, ['{"text":"a\x00b"}'], session_key=KEY)
     assert not store.has_transcript(SID)
     assert store.session_totals() == {}
 
