@@ -265,24 +265,26 @@ def read_header_id(path: Path) -> str | None:
     return None
 
 
-def scan_jsonl(sessions_dir: Path) -> list[Path]:
-    """Every `*.jsonl` directly in the sessions dir (symlinks included, directories not), sorted."""
-    out: list[Path] = []
+def scan_jsonl_names(sessions_dir: Path) -> list[str]:
+    """Names of every `*.jsonl` directly in the sessions dir (symlinks included, directories not)."""
+    out: list[str] = []
     try:
         with os.scandir(sessions_dir) as it:
             for entry in it:
                 if entry.name.endswith(".jsonl") and not entry.is_dir(follow_symlinks=False):
-                    out.append(Path(entry.path))
+                    out.append(entry.name)
     except OSError:
         return []
-    out.sort(key=lambda p: p.name)
+    out.sort()
     return out
 
 
 def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str) -> list[Record]:
     """Primary transcripts no record references whose header names the file's own session id:
     imported as `agent:<id>:recovered:<sessionId>` (already archived), as OpenClaw does."""
-    referenced = {r.transcript.name for r in records if r.transcript is not None and r.transcript.parent == sessions_dir}
+    base = str(sessions_dir)
+    referenced = {os.path.basename(t) for r in records if r.transcript is not None
+                  and os.path.dirname(t := str(r.transcript)) == base}
     known_ids = {r.session_id for r in records}
     out: list[Record] = []
     listing = DirListing(sessions_dir)
@@ -309,8 +311,11 @@ def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str
 
 
 def unreferenced_jsonl(sessions_dir: Path, records: list[Record]) -> list[Path]:
-    referenced = {r.transcript for r in records if r.transcript is not None}
-    return [p for p in scan_jsonl(sessions_dir) if p not in referenced]
+    """`*.jsonl` files no record uses as its transcript (trajectories included), sorted by name."""
+    base = str(sessions_dir)
+    referenced = {os.path.basename(t) for r in records if r.transcript is not None
+                  and os.path.dirname(t := str(r.transcript)) == base}
+    return [sessions_dir / name for name in scan_jsonl_names(sessions_dir) if name not in referenced]
 
 
 def trajectory_paths(transcript: Path) -> list[Path]:
