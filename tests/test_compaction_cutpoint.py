@@ -235,6 +235,18 @@ def test_already_compacted_and_hard_checkpoint():
     assert nxt.tokens_before.tokens == EST.count_text("summary") + 20
 
 
+def test_reset_boundary_starts_a_fresh_context():
+    b = Builder()
+    b.user(1000), b.assistant(1000)
+    b._add({"type": "reset", "reason": "daily"})
+    assert prepare_compaction(b.entries, 10, EST).status == NOTHING_TO_COMPACT
+    u = b.user(1000)
+    b.assistant(1000), b.user(1000), b.assistant(1000)
+    plan = prepare_compaction(b.entries, 1500, EST)
+    assert plan.ready and plan.previous_summary is None and plan.start_index == b.index(u)
+    assert len(plan.messages_to_summarize) == 2 and plan.tokens_before.tokens == 4000
+
+
 def test_first_kept_entry_without_id_is_invalid_session():
     b = Builder()
     b.user(1000), b.assistant(1000)

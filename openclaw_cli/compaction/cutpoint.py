@@ -258,8 +258,10 @@ def prepare_compaction(branch_entries: Sequence[Mapping[str, Any]], keep_recent_
                           token_method=method, leaf_id=leaf_id if isinstance(leaf_id, str) else None)
     if not entries:
         return plan
-    if entries[-1].get("type") == "compaction" or is_boundary_entry(entries[-1]):  # step 1
+    if entries[-1].get("type") == "compaction":  # step 1
         plan.status, plan.reason = ALREADY_COMPACTED, "session is already compacted"
+        return plan
+    if is_boundary_entry(entries[-1]):  # a reset at the tail: nothing after it yet
         return plan
 
     boundary = -1  # step 2

@@ -37,11 +37,13 @@ _DELIM_TABLE = bytes(0x20 if i in _DELIMITERS else 0x78 for i in range(256))
 _HEX = b"0123456789abcdefABCDEF"
 _HEX_TABLE = bytes(0x68 if i in _HEX else 0x2E for i in range(256))  # hex/digit -> 'h'
 
-# Each trigger pattern starts with one literal or one character set, so `re` can skip ahead at C
-# speed (an alternation at the top level would make it try every position).
-_STRUCT_TRIGGERS = (re.compile(rb"[/\\@]"), re.compile(rb":(?=[0-9]|//)"))
-_CONV_TRIGGERS = (re.compile(rb"[/\\@0-9]"), re.compile(rb":(?=//)"),
-                  re.compile(rb"\.(?=[A-Za-z][A-Za-z0-9]{0,7}\b)"))
+# Triggers are found with C-level `bytes.find` on translated copies of the text (memchr speed):
+# `_TRIGGER_TABLE` keeps / \\ : @ and maps digits to "0" (so ":0" finds host:port and times), and
+# `_HEX_TABLE` maps hex digits to "h" (so "hhhhhh" finds hashes, uuids, tool-call ids, long numbers).
+_TRIGGER_TABLE = bytes(i if i in b"/\\:@" else (0x30 if 0x30 <= i <= 0x39 else 0x2E) for i in range(256))
+_STRUCT_NEEDLES = (b"/", b"\\", b"@", b":0")
+_CONV_NEEDLES = (b"/", b"\\", b"@", b"0")  # any digit in conversation text
+_FILE_EXT_TRIGGER = re.compile(rb"\.(?=[A-Za-z][A-Za-z0-9]{0,7}\b)")
 _LEAD_STRIP = "(\"'`[{<*"
 _TRAIL_STRIP = ")]\"'`,;:.!?<>*"
 
@@ -147,22 +149,25 @@ def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifi
     raw = scan.raw
     n = scan.n
 
-    def finder(pattern: re.Pattern[bytes]) -> Callable[[int], int]:
-        search = pattern.search
+    def needle_finder(buf: bytes, needle: bytes) -> Callable[[int], int]:
+        find = buf.find
 
-        def find(at: int) -> int:
+        def locate(at: int) -> int:
+            found = find(needle, at)
+            return n if found < 0 else found
+        return locate
+
+    triggers = raw.translate(_TRIGGER_TABLE)
+    finders = [needle_finder(triggers, needle) for needle in (_CONV_NEEDLES if conversational else _STRUCT_NEEDLES)]
+    if conversational:
+        search = _FILE_EXT_TRIGGER.search
+
+        def find_ext(at: int) -> int:
             m = search(raw, at)
             return m.start() if m else n
-        return find
-
-    finders = [finder(p) for p in (_CONV_TRIGGERS if conversational else _STRUCT_TRIGGERS)]
-    if not conversational:  # ids without / : @ in tool output: runs of >= 6 hex/digit characters
-        runs = raw.translate(_HEX_TABLE)
-
-        def find_run(at: int) -> int:
-            h = runs.find(b"hhhhhh", at)
-            return n if h < 0 else h
-        finders.append(find_run)
+        finders.append(find_ext)
+    else:  # ids without / : @ in tool output: runs of >= 6 hex/digit characters
+        finders.append(needle_finder(raw.translate(_HEX_TABLE), b"hhhhhh"))
     nexts = [f(0) for f in finders]
     out: list[Identifier] = []
     seen: set[str] = set()

@@ -91,10 +91,10 @@ def project_entries(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
 
 
 def role_of(message: Mapping[str, Any] | None) -> str | None:
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         return None
-    role = message.get("role")
-    return role if isinstance(role, str) else None
+    role = message.get("role")  # type: ignore[union-attr]
+    return role if type(role) is str else None
 
 
 def entry_role(entry: Mapping[str, Any]) -> str | None:
@@ -191,25 +191,31 @@ def tool_result_id(message: Mapping[str, Any] | None) -> str | None:
 
 def text_of(message: Mapping[str, Any] | None, *, include_thinking: bool = False) -> str:
     """The plain text of a message (text blocks joined by newlines; summaries; bash command+output)."""
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         return ""
-    role = message.get("role")
+    role = message.get("role")  # type: ignore[union-attr]
     if role in ("branchSummary", "compactionSummary"):
-        summary = message.get("summary")
+        summary = message.get("summary")  # type: ignore[union-attr]
         return summary if isinstance(summary, str) else ""
     if role == "bashExecution":
-        parts = [message.get("command"), message.get("output")]
+        parts = [message.get("command"), message.get("output")]  # type: ignore[union-attr]
         return "\n".join(p for p in parts if isinstance(p, str))
+    content = message.get("content")  # type: ignore[union-attr]
+    if type(content) is str:
+        return content
+    blocks = content if type(content) is list else content_blocks(message)  # type: ignore[arg-type]
     out: list[str] = []
-    for block in content_blocks(message):
-        if not isinstance(block, Mapping):
+    for block in blocks:
+        if type(block) is not dict and not isinstance(block, Mapping):
             continue
         kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            out.append(block["text"])
+        if kind == "text":
+            text = block.get("text")
+            if type(text) is str:
+                out.append(text)
         elif include_thinking and kind == "thinking" and isinstance(block.get("thinking"), str):
             out.append(block["thinking"])
-    return "\n".join(out)
+    return out[0] if len(out) == 1 else "\n".join(out)
 
 
 def entry_id(entry: Mapping[str, Any]) -> str | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openclaw_cli.compaction.identifiers import ask_keywords, scan_identifiers
-from openclaw_cli.compaction.messages import content_blocks, is_runtime_context, role_of, text_of, tool_calls
+from openclaw_cli.compaction.messages import content_blocks, is_runtime_context, role_of, text_of
 from openclaw_cli.jsonutil import dumps_compact
 
 NO_PRIOR_HISTORY = "No prior history."
@@ -211,18 +211,21 @@ def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
             text = text_of(message)
             if text.strip():
                 c.assistant_texts.append(text)
-            thinking = [b.get("thinking") for b in content_blocks(message)
-                        if isinstance(b, Mapping) and b.get("type") == "thinking"]
             c.conv_scan.append(text)
-            c.conv_scan.extend(t for t in thinking if isinstance(t, str))
-            for call in tool_calls(message):
-                name = call.get("name") if isinstance(call.get("name"), str) else "tool"
-                c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
-                if isinstance(call.get("id"), str) and call["id"]:
-                    c.call_ids.append(call["id"])
-                args = call.get("arguments")
-                if args:
-                    c.conv_scan.append(args if isinstance(args, str) else dumps_compact(args))
+            for block in content_blocks(message):
+                if type(block) is not dict and not isinstance(block, Mapping):
+                    continue
+                kind = block.get("type")
+                if kind == "thinking" and isinstance(block.get("thinking"), str):
+                    c.conv_scan.append(block["thinking"])
+                elif kind == "toolCall":
+                    name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                    c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
+                    if isinstance(block.get("id"), str) and block["id"]:
+                        c.call_ids.append(block["id"])
+                    args = block.get("arguments")
+                    if args:
+                        c.conv_scan.append(args if isinstance(args, str) else dumps_compact(args))
         elif role == "toolResult":
             text = text_of(message)
             c.tool_scan.append(text)
