@@ -198,6 +198,13 @@ def test_reserve_without_window_and_configured_base():
     assert effective_reserve(10000, 30000, 20000) == 5000  # clamped to W - min(8000, W/2)
 
 
+def test_measure_carries_the_method():
+    tok = Tokenizer("exact")
+    assert tok.measure_text("hello world") == TokenCount(2, "exact")
+    assert Tokenizer().measure(entry("m1", msg("user", "x" * 40))) == TokenCount(10, "estimate")
+    assert should_compact(TokenCount(180001, "usage"), 200000)
+
+
 def test_should_compact_disabled_or_unknown_window():
     assert not should_compact(10**9, 200000, CompactionSettings(enabled=False))
     assert not should_compact(10**9, 0)

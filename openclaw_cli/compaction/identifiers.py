@@ -33,14 +33,15 @@ AUDIT_MESSAGE_WINDOW = 10
 
 # -- byte tables ------------------------------------------------------------------------------
 _DELIMITERS = b" \t\n\r\x0b\x0c\"'<>()[]{}`,;|"
-_DELIM_TABLE = bytes(0x20 if i in _DELIMITERS else 0x78 for i in range(256))
 _HEX = b"0123456789abcdefABCDEF"
 _HEX_TABLE = bytes(0x68 if i in _HEX else 0x2E for i in range(256))  # hex/digit -> 'h'
 
 # Triggers are found with C-level `bytes.find` on translated copies of the text (memchr speed):
-# `_TRIGGER_TABLE` keeps / \\ : @ and maps digits to "0" (so ":0" finds host:port and times), and
-# `_HEX_TABLE` maps hex digits to "h" (so "hhhhhh" finds hashes, uuids, tool-call ids, long numbers).
-_TRIGGER_TABLE = bytes(i if i in b"/\\:@" else (0x30 if 0x30 <= i <= 0x39 else 0x2E) for i in range(256))
+# `_TRIGGER_TABLE` maps token delimiters to " " (the same copy bounds tokens), keeps / \\ : @ and maps
+# digits to "0" (":0" finds host:port and times); `_HEX_TABLE` maps hex digits to "h" ("hhhhhh" finds
+# hashes, uuids, tool-call ids and long numbers).
+_TRIGGER_TABLE = bytes(0x20 if i in _DELIMITERS else i if i in b"/\\:@" else 0x30 if 0x30 <= i <= 0x39 else 0x2E
+                       for i in range(256))
 _STRUCT_NEEDLES = (b"/", b"\\", b"@", b":0")
 _CONV_NEEDLES = (b"/", b"\\", b"@", b"0")  # any digit in conversation text
 _FILE_EXT_TRIGGER = re.compile(rb"\.(?=[A-Za-z][A-Za-z0-9]{0,7}\b)")
@@ -125,7 +126,7 @@ class _Scan:
 
     def __init__(self, text: str):
         self.raw = text.encode("utf-8", "surrogatepass")
-        self.delim = self.raw.translate(_DELIM_TABLE)
+        self.delim = self.raw.translate(_TRIGGER_TABLE)  # delimiters are b" " in it
         self.n = len(self.raw)
 
     def token_at(self, pos: int) -> tuple[int, int]:
@@ -157,7 +158,7 @@ def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifi
             return n if found < 0 else found
         return locate
 
-    triggers = raw.translate(_TRIGGER_TABLE)
+    triggers = scan.delim
     finders = [needle_finder(triggers, needle) for needle in (_CONV_NEEDLES if conversational else _STRUCT_NEEDLES)]
     if conversational:
         search = _FILE_EXT_TRIGGER.search

@@ -193,9 +193,11 @@ def compaction_threshold(window: int, settings: CompactionSettings | None = None
     return window - settings_reserve(window, settings)
 
 
-def should_compact(context_tokens: int, window: int | None, settings: CompactionSettings | None = None) -> bool:
-    """R4.3.1: `enabled and W > 0 and contextTokens > W - reserve` (strictly greater)."""
+def should_compact(context_tokens: Any, window: int | None, settings: CompactionSettings | None = None) -> bool:
+    """R4.3.1: `enabled and W > 0 and contextTokens > W - reserve` (strictly greater).
+    `context_tokens` is an int or a `TokenCount`."""
     settings = settings or CompactionSettings()
+    context_tokens = getattr(context_tokens, "tokens", context_tokens)
     if not settings.enabled or not window or window <= 0:
         return False
     return context_tokens > compaction_threshold(window, settings)

@@ -235,6 +235,13 @@ class Tokenizer:
 
     __call__ = message_tokens
 
+    def measure(self, item: Mapping[str, Any]) -> TokenCount:
+        """`message_tokens` with its method attached (D7: every figure says how it was made)."""
+        return TokenCount(self.message_tokens(item), self.method)
+
+    def measure_text(self, text: str) -> TokenCount:
+        return TokenCount(self.count_text(text), self.method)
+
     def prefetch(self, items: Sequence[Mapping[str, Any]]) -> None:
         """Count many entries at once (exact mode: one multi-threaded tiktoken batch)."""
         if self.method == "estimate":
