@@ -48,9 +48,10 @@ class Context:
         return 2_147_000_000 if math.isinf(timeout) else int(timeout)
 
 
-def open_target(ctx: Context, target: Target):
+def open_target(ctx: Context, target: Target, *, read_only: bool = False):
     """Open the store a target names (spec D2): --store path, else the agent's SQLite DB when it
-    exists, else its legacy store (with a migration hint)."""
+    exists, else its legacy store (with a migration hint). `read_only` opens our SQLite databases
+    without write access (dry runs must not even apply a schema migration)."""
     from openclaw_cli.store.detect import open_agent_store, open_store_at
 
     if target.store_path is not None:
@@ -64,8 +65,9 @@ def open_target(ctx: Context, target: Target):
                 f"Session store target is not a regular file: {target.store_path}. "
                 "Pass a legacy store selector or SQLite target reported by openclaw sessions or openclaw status."
             )
-        return open_store_at(target.store_path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms())
-    store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms())
+        return open_store_at(target.store_path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
+                             read_only=read_only)
+    store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
     if store.kind == "legacy" and (store.path.exists() or _has_transcripts(store.sessions_dir)):
         hint = MIGRATE_HINT.format(agent=target.agent_id, path=store.path)
         if hint not in ctx.hints:

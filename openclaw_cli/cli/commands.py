@@ -6,8 +6,10 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import doctor, sessions, status
+    from openclaw_cli.cli import agents, cleanup, doctor, sessions, status
 
     sessions.register(app)
     status.register(app)
     doctor.register(app)
+    cleanup.register(app)
+    agents.register(app)

@@ -343,6 +343,9 @@ class LegacyDirMeasure:
     files: Sequence[DirFile]
     sessions_dir: Path
     store_name: str = "sessions.json"
+    # Bytes of the store as it would be written, when the caller already knows them (e.g. the
+    # length of the serialised store); None computes JS `JSON.stringify(store, null, 2)` bytes.
+    projected_store_bytes: int | None = None
 
 
 def _relative_name(path: Path, root: Path) -> str | None:
@@ -361,6 +364,30 @@ def _sidecars(transcript_name: str, session_id: str | None) -> list[str]:
     return names
 
 
+_PLAIN_SID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
+
+
+def _fast_candidate_names(sid: str | None, session_file: str | None, root: Path) -> list[str] | None:
+    """`transcript_candidates` as names for the common shapes (no pathlib: cleanup resolves every
+    entry of a 20,000-row store); None when the general rule is needed."""
+    if not sid or not _PLAIN_SID.fullmatch(sid):
+        return None
+    default = f"{sid}.jsonl"
+    if session_file is None or not session_file or session_file.startswith("sqlite:"):
+        return [default]
+    if "\\" in session_file or "//" in session_file or "/." in session_file or session_file.startswith("."):
+        return None
+    if "/" in session_file:
+        head, _, name = session_file.rpartition("/")
+        if not head.startswith("/") or not name:
+            return None
+        if head != str(root) and head.startswith(str(root) + "/"):
+            return None  # a sub-directory of the sessions dir
+    else:
+        name = session_file
+    return [name] if name == default else [name, default]
+
+
 def _entry_artifact_names(entry: Any, root: Path) -> list[str]:
     """Names an entry keeps alive: every transcript candidate (conservative: all of them, not only
     the first existing one) and their trajectory sidecars."""
@@ -370,6 +397,14 @@ def _entry_artifact_names(entry: Any, root: Path) -> list[str]:
     session_file = entry.get("sessionFile") if isinstance(entry.get("sessionFile"), str) else None
     if not sid and not session_file:
         return []
+    fast = _fast_candidate_names(sid, session_file, root)
+    if fast is not None:
+        out = []
+        for name in fast:
+            if name not in out:
+                out.append(name)
+                out.extend(n for n in _sidecars(name, sid) if n not in out)
+        return out
     out: list[str] = []
     for candidate in transcript_candidates(root, sid or "", session_file):
         name = _relative_name(candidate, root)
@@ -377,6 +412,15 @@ def _entry_artifact_names(entry: Any, root: Path) -> list[str]:
             out.append(name)
             out.extend(n for n in _sidecars(name, sid) if n not in out)
     return out
+
+
+def entry_artifact_names(entry: Any, root: Path) -> list[str]:
+    """Public: the sessions-dir names an entry keeps alive (transcript candidates, their trajectory
+    sidecars and the compaction checkpoints it references), as the disk budget counts them."""
+    names = _entry_artifact_names(entry, root)
+    if isinstance(entry, Mapping) and entry.get("compactionCheckpoints"):
+        names.extend(n for n in _checkpoint_names(entry, root) if n not in names)
+    return names
 
 
 def _checkpoint_names(entry: Any, root: Path) -> list[str]:
@@ -412,7 +456,9 @@ def _prompt_hashes(entry: Any) -> set[str]:
 
 def legacy_total_bytes(entries: Mapping[str, Any], measure: LegacyDirMeasure) -> int:
     store_file = sum(f.size for f in measure.files if f.name == measure.store_name)
-    return sum(max(0, f.size) for f in measure.files) - store_file + store_json_bytes(entries)
+    projected = measure.projected_store_bytes
+    projected = store_json_bytes(entries) if projected is None else projected
+    return sum(max(0, f.size) for f in measure.files) - store_file + projected
 
 
 def plan_legacy_budget(
@@ -444,7 +490,8 @@ def plan_legacy_budget(
     root = Path(measure.sessions_dir)
     files = [f for f in measure.files if f.size >= 0]
     store_file_size = sum(f.size for f in files if f.name == measure.store_name)
-    projected = store_json_bytes(entries)
+    projected = measure.projected_store_bytes
+    projected = store_json_bytes(entries) if projected is None else projected
     before = sum(f.size for f in files) - store_file_size + projected
     if before <= max_b:
         return BudgetPlan(_idle(before, max_b, high, False))

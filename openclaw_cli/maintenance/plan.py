@@ -48,12 +48,14 @@ ACTION_RETIRE_DM_SCOPE = "retire-dm-scope"
 ACTION_PRUNE_MODEL_RUN = "prune-model-run"
 ACTION_PRUNE_STALE = "prune-stale"
 ACTION_CAP_OVERFLOW = "cap-overflow"
+ACTION_PRUNE_CRON = "prune-cron-retention"
 ACTION_EVICT_BUDGET = "evict-budget"
 # Pipeline order (§10.7); an entry leaves at its first matching stage, so each key has one action.
 REMOVAL_ACTIONS = (
     ACTION_PRUNE_MISSING,
     ACTION_RETIRE_DM_SCOPE,
     ACTION_PRUNE_MODEL_RUN,
+    ACTION_PRUNE_CRON,
     ACTION_PRUNE_STALE,
     ACTION_CAP_OVERFLOW,
     ACTION_EVICT_BUDGET,
@@ -78,6 +80,9 @@ class MaintenanceSettingsLike(Protocol):
 
 
 BudgetMeasure = SqliteMeasure | LegacyDirMeasure
+# A measure built when the budget stage starts, from (entries left, keys removed so far): lets a
+# caller measure the directory as it will be after the entry removals' file effects.
+BudgetMeasureFn = Callable[[Mapping[str, Any], list[str]], BudgetMeasure | None]
 MissingTranscriptFn = Callable[[str, dict], bool]
 
 
@@ -226,6 +231,8 @@ class CleanupPlan:
     model_run_pruned: int = 0
     pruned: int = 0
     capped: int = 0
+    cron_pruned: int = 0
+    cron_retention_ran: bool = False  # cron retention was enabled and the store had cron run keys
     disk_budget: DiskBudgetResult | None = None
     budget_file_removals: list[FileRemoval] = field(default_factory=list)
     unreferenced_session_ids: list[str] = field(default_factory=list)
@@ -373,8 +380,11 @@ def _plan_budget(store: dict[str, Any], settings: MaintenanceSettingsLike, prese
 
 
 def _resolve_measure(session_bytes: Mapping[str, int] | None,
-                     budget_measure: BudgetMeasure | None) -> BudgetMeasure | None:
+                     budget_measure: BudgetMeasure | BudgetMeasureFn | None,
+                     run: _Run | None = None) -> BudgetMeasure | None:
     if budget_measure is not None:
+        if callable(budget_measure):
+            return budget_measure(run.store if run is not None else {}, list(run.removed) if run else [])
         return budget_measure
     return SqliteMeasure(session_bytes) if session_bytes is not None else None
 
@@ -415,9 +425,10 @@ def plan_cleanup(
     dm_scope: str | None = "main",
     missing_transcript: MissingTranscriptFn | None = None,
     session_bytes: Mapping[str, int] | None = None,
-    budget_measure: BudgetMeasure | None = None,
+    budget_measure: BudgetMeasure | BudgetMeasureFn | None = None,
     mode_override: str | None = None,
     session_ids_of: SessionIdsFn = entry_session_ids,
+    cron_retention_ms: int | None = None,
 ) -> CleanupPlan:
     """Plan `openclaw sessions cleanup` for one store; the dry run and the apply use this same plan.
 
@@ -427,9 +438,13 @@ def plan_cleanup(
        `dm_scope == "main"`; `agent_id` scopes it to the target agent). A key matching both counts
        as `prune-missing` (its first stage); the action sets are therefore disjoint;
     2. forced maintenance (§5.5): model-run probes older than 24 h iff count > maxEntries, then
-       stale entries, then the cap straight to maxEntries (no high-water slack);
+       (when `cron_retention_ms` is given: `cron.sessionRetention`, §9.1) cron *run* rows older
+       than the retention, then stale entries, then the cap straight to maxEntries (no
+       high-water slack). Expired cron runs go before the cap so they never take a slot from a
+       live session;
     3. the disk budget (§6) on what is left: SQLite logical bytes (`session_bytes`, or a
-       `SqliteMeasure`) or a legacy directory snapshot (`LegacyDirMeasure`). Without either the
+       `SqliteMeasure`) or a legacy directory snapshot (`LegacyDirMeasure`), or a callable that
+       builds the measure from the entries left when the stage starts. Without either the
        budget is not measured and `disk_budget` is None, like a disabled budget.
     (The unreferenced-artifact and archive-retention sweeps between 2 and 3 touch files only; they
     are the applier's, not the planner's.)
@@ -464,11 +479,16 @@ def plan_cleanup(
             plan.model_run_pruned = run.remove_all(
                 _model_run_victims(run.store, preserver, settings.model_run_prune_after_ms, now_ms),
                 ACTION_PRUNE_MODEL_RUN)
+        if _positive_int(cron_retention_ms) is not None and any(is_cron_run_key(k) for k in run.store):
+            plan.cron_retention_ran = True
+            cron = plan_cron_retention(run.store, cron_retention_ms, now_ms, preserver.keys, agent_id=agent_id,
+                                       preserve_session_ids=preserver.session_ids, session_ids_of=session_ids_of)
+            plan.cron_pruned = run.remove_all(cron.removed, ACTION_PRUNE_CRON)
         plan.pruned = run.remove_all(_stale_victims(run.store, preserver, settings.prune_after_ms, now_ms),
                                      ACTION_PRUNE_STALE)
         plan.capped = run.remove_all(_cap_victims(run.store, preserver, settings.max_entries),
                                      ACTION_CAP_OVERFLOW)
-    measure = _resolve_measure(session_bytes, budget_measure)
+    measure = _resolve_measure(session_bytes, budget_measure, run)
     budget = _plan_budget(run.store, settings, preserver, measure, now_ms, warn_only=not enforce)
     plan = _finish(run, entries, plan, budget, preserver, session_ids_of)
     if not enforce:
@@ -477,7 +497,8 @@ def plan_cleanup(
             preserve_session_ids=preserve_session_ids, active_key=active_key, agent_id=agent_id,
             fix_missing=fix_missing, fix_dm_scope=fix_dm_scope, dm_scope=dm_scope,
             missing_transcript=missing_transcript, session_bytes=session_bytes,
-            budget_measure=budget_measure, mode_override="enforce", session_ids_of=session_ids_of)
+            budget_measure=budget_measure, mode_override="enforce", session_ids_of=session_ids_of,
+            cron_retention_ms=cron_retention_ms)
     return plan
 
 
@@ -525,7 +546,7 @@ def plan_runtime_maintenance(
                                          ACTION_CAP_OVERFLOW)
     elif pressure and preserver.active:
         plan.active_warning = _active_warning(entries, settings, preserver, active_key or "", now_ms)
-    measure = _resolve_measure(session_bytes, budget_measure)
+    measure = _resolve_measure(session_bytes, budget_measure, run)
     budget = _plan_budget(run.store, settings, preserver, measure, now_ms, warn_only=not enforce)
     return _finish(run, entries, plan, budget, preserver, session_ids_of)
 

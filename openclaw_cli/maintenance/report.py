@@ -278,10 +278,15 @@ def cleanup_summary(
     dry_run: bool,
     unreferenced_artifacts: Mapping[str, int] | None = None,
     applied_count: int | None = None,
+    archive_cleanup: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """OpenClaw's per-store summary, keys in OpenClaw's order. `archived`/`capArchived` are 2026.9.6
     keys that are always 0 under our rules (D11). Apply adds `applied`/`appliedCount`
-    (`applied_count` = entries in the store after apply; the plan's `afterCount` when omitted)."""
+    (`applied_count` = entries in the store after apply; the plan's `afterCount` when omitted).
+
+    Added keys (D5 allows additions): `cronPruned` after `capped` when the `cron.sessionRetention`
+    stage ran (the store had cron run rows), and G2's `archiveCleanup` `{scannedFiles,
+    removedFiles}` (the `resetArchiveRetention` sweep) before `unreferencedArtifacts` when given."""
     artifacts = dict(unreferenced_artifacts) if unreferenced_artifacts is not None else empty_unreferenced_artifacts(plan)
     summary: dict[str, Any] = {
         "agentId": agent_id,
@@ -297,10 +302,15 @@ def cleanup_summary(
         "capArchived": 0,
         "pruned": plan.pruned,
         "capped": plan.capped,
-        "unreferencedArtifacts": artifacts,
-        "diskBudget": plan.disk_budget.to_json() if plan.disk_budget else None,
-        "wouldMutate": plan.would_mutate or int(artifacts.get("removedFiles", 0) or 0) > 0,
     }
+    if getattr(plan, "cron_retention_ran", False):
+        summary["cronPruned"] = plan.cron_pruned
+    if archive_cleanup is not None:
+        summary["archiveCleanup"] = dict(archive_cleanup)
+    summary["unreferencedArtifacts"] = artifacts
+    summary["diskBudget"] = plan.disk_budget.to_json() if plan.disk_budget else None
+    summary["wouldMutate"] = (plan.would_mutate or int(artifacts.get("removedFiles", 0) or 0) > 0
+                              or int((archive_cleanup or {}).get("removedFiles", 0) or 0) > 0)
     if not dry_run:
         summary["applied"] = True
         summary["appliedCount"] = plan.after_count if applied_count is None else applied_count
@@ -355,6 +365,10 @@ def render_dry_run_text(
         f"Would prune stale: {summary['pruned']}",
         f"Would cap overflow: {summary['capped']}",
     ]
+    if "cronPruned" in summary:
+        lines.append(f"Would prune expired cron runs: {summary['cronPruned']}")
+    if summary.get("archiveCleanup"):
+        lines.append(f"Would remove expired archives: {summary['archiveCleanup'].get('removedFiles', 0)}")
     artifacts = summary.get("unreferencedArtifacts") or {}
     if artifacts.get("scannedFiles"):
         lines.append(f"Would prune unreferenced artifacts: {artifacts.get('removedFiles', 0)}")
@@ -397,6 +411,9 @@ def render_apply_text(summaries: Sequence[Mapping[str, Any]]) -> str:
         removed = (summary.get("unreferencedArtifacts") or {}).get("removedFiles")
         if removed:
             lines.append(f"Pruned unreferenced artifacts: {removed}")
+        expired = (summary.get("archiveCleanup") or {}).get("removedFiles")
+        if expired:
+            lines.append(f"Removed expired archives: {expired}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -14,8 +14,9 @@ import io
 import os
 import re
 import stat
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -161,6 +162,26 @@ def _zstd():
     return zstandard
 
 
+_contexts = threading.local()  # zstd contexts are reusable one operation at a time, per thread
+
+
+def _compressor(level: int):
+    cache = getattr(_contexts, "compressors", None)
+    if cache is None:
+        cache = _contexts.compressors = {}
+    cctx = cache.get(level)
+    if cctx is None:
+        cctx = cache[level] = _zstd().ZstdCompressor(level=level, write_checksum=True)
+    return cctx
+
+
+def _decompressor(zstandard: object):
+    dctx = getattr(_contexts, "decompressor", None)
+    if dctx is None:
+        dctx = _contexts.decompressor = zstandard.ZstdDecompressor()  # type: ignore[attr-defined]
+    return dctx
+
+
 def _open_regular(path: Path) -> BinaryIO:
     try:
         fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
@@ -205,7 +226,7 @@ class _ZstdReader(io.RawIOBase):
         self._fh = fh
         self._path = path
         self._zstd = zstandard
-        self._dctx = zstandard.ZstdDecompressor()  # type: ignore[attr-defined]
+        self._dctx = _decompressor(zstandard)
         self._obj: object | None = None
         self._pending = b""
         self._buf = b""
@@ -335,8 +356,22 @@ def _source_chunks(source: bytes | Path) -> tuple[Iterator[bytes], int | None, B
     return gen_file(), st.st_size, fh
 
 
-def _find_identical(dest_dir: Path, base: str, reason: str, sha: str, size: int) -> ArchiveFile | None:
-    for archive in list_archives(dest_dir):
+_ARCHIVE_TEMP_RE = re.compile(r"^(?P<archive>.+)\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp$")
+
+
+def archive_temp_pid(name: str) -> int | None:
+    """The writer's pid of an archive temp file `<archive name>.<pid>.<hex32>.tmp` (what
+    `write_verified_archive` creates before publishing), else None. A temp whose writer is gone is
+    an abandoned partial copy: the original it was copied from is still in place."""
+    match = _ARCHIVE_TEMP_RE.match(name)
+    if not match or not is_archive_name(match.group("archive")):
+        return None
+    return int(match.group("pid"))
+
+
+def _find_identical(dest_dir: Path, base: str, reason: str, sha: str, size: int,
+                    existing: Iterable[ArchiveFile] | None = None) -> ArchiveFile | None:
+    for archive in (list_archives(dest_dir) if existing is None else existing):
         parsed = parse_archive_name(archive.path.name, reason)
         if parsed is None or parsed[0] != base:
             continue
@@ -360,10 +395,17 @@ def write_verified_archive(
     level: int = 3,
     compress: bool = True,
     base_name: str | None = None,
+    sync: bool = True,
+    existing: Iterable[ArchiveFile] | None = None,
 ) -> ArchiveResult:
     """Write `<base>.<reason>.<timestamp>[.zst]` in `dest_dir` (base defaults to
     `<sessionId>.jsonl`), durable and verified, and return it. Reuses an identical archive of the
     same base and reason. Empty content is never compressed (no `.zst`).
+
+    Batch callers (cleanup archiving thousands of transcripts) may pass `sync=False`: the file and
+    directory fsyncs are skipped and the caller makes the directory durable once (e.g. `syncfs`)
+    before it relies on the archives; the read-back verification still runs. `existing` lists the
+    archives to consider for reuse instead of scanning `dest_dir` on every call.
 
     Raises InvalidIdError (bad id/name), RefusedError (a path outside `dest_dir`, a symlinked
     source), ArchiveError (no free name after 10 tries, or the read-back differs)."""
@@ -378,7 +420,10 @@ def write_verified_archive(
     dest_real = os.path.realpath(dest_dir)
 
     def inside(path: Path) -> Path:
-        resolved_parent = os.path.realpath(path.parent)
+        # names are validated to hold no separator, so their parent is dest_dir itself (whose
+        # real path is known); anything else is resolved
+        same_dir = path.parent == dest_dir
+        resolved_parent = dest_real if same_dir else os.path.realpath(path.parent)
         if resolved_parent != dest_real or path.name in (".", "..") or os.sep in path.name:
             raise RefusedError(f"Cannot archive transcript outside {dest_dir}: {path}")
         return path
@@ -386,14 +431,14 @@ def write_verified_archive(
     chunks, expected_size, source_fh = _source_chunks(source)
     use_zstd = compress and expected_size != 0
     first_name = archive_name(base, reason, now_ms, compressed=use_zstd)
-    tmp = inside(dest_dir / f"{first_name}.{uuid.uuid4().hex}.tmp")
+    tmp = inside(dest_dir / f"{first_name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     digest = hashlib.sha256()
     size = 0
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
         with os.fdopen(fd, "wb") as out:
             if use_zstd:
-                cctx = _zstd().ZstdCompressor(level=level, write_checksum=True)
+                cctx = _compressor(level)
                 # The frame records the content size only when it cannot change under us.
                 known = expected_size if source_fh is None and expected_size else -1
                 with cctx.stream_writer(out, size=known, closefd=False) as writer:
@@ -407,7 +452,8 @@ def write_verified_archive(
                     size += len(chunk)
                     out.write(chunk)
             out.flush()
-            os.fsync(out.fileno())
+            if sync:
+                os.fsync(out.fileno())
     except BaseException:
         _unlink_quiet(tmp)
         raise
@@ -419,10 +465,10 @@ def write_verified_archive(
         _unlink_quiet(tmp)
         raise ArchiveError(f"Transcript changed while archiving {session_id}; nothing was archived")
 
-    existing = _find_identical(dest_dir, base, reason, sha, size)
-    if existing is not None:
+    same = _find_identical(dest_dir, base, reason, sha, size, existing)
+    if same is not None:
         _unlink_quiet(tmp)
-        return ArchiveResult(existing.path, sha, size, existing.size, existing.compressed, reused=True)
+        return ArchiveResult(same.path, sha, size, same.size, same.compressed, reused=True)
 
     final: Path | None = None
     try:
@@ -432,10 +478,12 @@ def write_verified_archive(
                 final = candidate
                 break
     finally:
-        _unlink_quiet(tmp)
+        if final is None or os.path.lexists(tmp):  # a rename consumed it; a hard link did not
+            _unlink_quiet(tmp)
     if final is None:
         raise ArchiveError(f"Could not create transcript archive for {session_id}")
-    fsync_dir(dest_dir)
+    if sync:
+        fsync_dir(dest_dir)
     try:
         verified = hash_archive(final) == (sha, size)
     except OpenClawError:
@@ -447,8 +495,44 @@ def write_verified_archive(
     return ArchiveResult(final, sha, size, os.lstat(final).st_size, use_zstd)
 
 
+_RENAME_NOREPLACE = 1
+_renameat2: object = None  # None: not looked up yet; False: unavailable
+
+
+def _rename_noreplace(src: Path, dst: Path) -> bool | None:
+    """Linux `renameat2(RENAME_NOREPLACE)`: one directory operation instead of link + unlink.
+    True when renamed, False when `dst` exists, None when unsupported here."""
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            fn = libc.renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+        except (OSError, AttributeError):
+            _renameat2 = False
+    if _renameat2 is False:
+        return None
+    import ctypes
+    import errno
+
+    at_fdcwd = -100
+    if _renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:  # type: ignore[operator]
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        return False
+    return None  # EINVAL/ENOSYS (filesystem or kernel without it): fall back
+
+
 def _publish(tmp: Path, final: Path) -> bool:
     """Give `tmp` the name `final` without ever replacing an existing file."""
+    renamed = _rename_noreplace(tmp, final)
+    if renamed is not None:
+        return renamed
     try:
         os.link(tmp, final, follow_symlinks=False)
         return True

@@ -452,9 +452,21 @@ def _format_ms(value: float) -> str:
     return str(int(value)) if value != math.inf and float(value).is_integer() else str(value)
 
 
+_own_start: tuple[int, int | None] | None = None  # (pid, start time): a forked child has another pid
+
+
+def _own_start_time() -> int | None:
+    """Our own start time, read once per process (cleanup takes thousands of locks)."""
+    global _own_start
+    pid = os.getpid()
+    if _own_start is None or _own_start[0] != pid:
+        _own_start = (pid, process_start_time(pid))
+    return _own_start[1]
+
+
 def _payload_bytes(max_hold_ms: float) -> bytes:
     payload: dict[str, Any] = {"pid": os.getpid(), "createdAt": _iso_now(), "maxHoldMs": int(max_hold_ms)}
-    start = process_start_time(os.getpid())
+    start = _own_start_time()
     if start is not None:
         payload["starttime"] = start
     return orjson.dumps(payload, option=orjson.OPT_INDENT_2)  # JSON.stringify(payload, null, 2)

@@ -1,0 +1,427 @@
+"""Applying a cleanup plan: archive, then remove (spec D6.2, D6.4, D15; maintenance.md §8).
+
+Order, so that a SIGKILL at any instant never leaves a removed row whose transcript has neither
+its original nor a verified archive:
+
+1. archive: every file (legacy) or session (SQLite) that leaves is written as a verified zstd
+   archive `<name>.deleted.<ts>.zst` in the sessions dir; an identical existing archive is reused.
+   Archives are written without a per-file fsync and made durable together (`syncfs` of the
+   directory's filesystem, then the directory fsync) — one flush instead of one per file.
+2. legacy: each original is removed under its OpenClaw transcript write lock, only while it is
+   still the file that was archived (else it is archived again, durably, first); then one atomic
+   rewrite of `sessions.json` (under its lock, held by the writer) removes the rows. A crash in
+   between leaves rows whose transcripts are in verified archives; the re-run removes them.
+   SQLite: one `BEGIN IMMEDIATE` transaction re-checks each row and each session's references and
+   totals (a concurrent append is never lost, §8.3), deletes rows, events and windows and
+   records the archives.
+3. what is not transcript content: store/archive temps, expired archives, budget-removed files.
+A failure while archiving removes the archives this run created whose originals are still in
+place, so a store busy from the start fails with nothing changed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import stat
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import InvalidIdError, OpenClawError
+from openclaw_cli.fsio import fsync_dir
+from openclaw_cli.maintenance.artifacts import FileAction
+from openclaw_cli.store.base import ArchiveFile, SessionTotals
+
+CRASH_ENV = "OPENCLAW_CLEANUP_CRASH_AT"  # crash-test hook: SIGKILL at the k-th checkpoint
+CRASH_COUNT_ENV = "OPENCLAW_CLEANUP_CRASH_COUNT"  # file that receives the number of checkpoints passed
+ProgressFn = Callable[[int], None]
+
+
+class Checkpoints:
+    """Numbered points between effects; with OPENCLAW_CLEANUP_CRASH_AT=k the process SIGKILLs
+    itself at the k-th one, exactly as an operator's `kill -9` would (D6.4 tests)."""
+
+    def __init__(self) -> None:
+        raw = os.environ.get(CRASH_ENV, "").strip()
+        self.crash_at = int(raw) if raw.isdigit() else None
+        self.passed = 0
+
+    def __call__(self) -> None:
+        self.passed += 1
+        if self.crash_at is not None and self.passed == self.crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def finish(self) -> None:
+        path = os.environ.get(CRASH_COUNT_ENV)
+        if path:
+            Path(path).write_text(str(self.passed))
+
+
+def sync_directory(directory: Path) -> None:
+    """Make every file written in `directory` durable: `syncfs` of its filesystem (Linux), else
+    a global `sync`, then fsync of the directory itself."""
+    done = False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            done = libc.syncfs(fd) == 0
+        finally:
+            os.close(fd)
+    except (OSError, AttributeError):
+        done = False
+    if not done:
+        os.sync()
+    fsync_dir(directory)
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _archive_sid(action: FileAction) -> str:
+    """A session id for the archive writer's messages (the archive name is the file's name)."""
+    from openclaw_cli.ids import is_valid_legacy_session_id
+
+    if action.session_id and is_valid_legacy_session_id(action.session_id):
+        return action.session_id.strip()
+    stem = action.name
+    for marker in (".checkpoint.", ".trajectory", ".jsonl", "-topic-"):
+        stem = stem.split(marker, 1)[0]
+    return stem if is_valid_legacy_session_id(stem) else "orphan"
+
+
+@dataclass
+class Archived:
+    action: FileAction
+    path: Path  # the original
+    archive: Path
+    sha256: str
+    size: int
+    compressed: bool
+    stored_size: int
+    signature: tuple[int, int, int] | None  # the original as archived
+    reused: bool
+
+
+class ArchiveBatch:
+    """Archives of one cleanup run in one directory: reuse candidates listed once, durability in
+    one flush, rollback of what this run created."""
+
+    def __init__(self, directory: Path, now_ms: int, *, never_reuse: Iterable[str] = (),
+                 checkpoint: Callable[[], None] | None = None):
+        from openclaw_cli.store.archives import list_archives, parse_archive_name
+
+        self.directory = Path(directory)
+        self.now_ms = int(now_ms)
+        self.created: list[Path] = []
+        self.used: set[str] = set()
+        self.checkpoint = checkpoint or (lambda: None)
+        skip = set(never_reuse)
+        self._index: dict[str, list[ArchiveFile]] = {}
+        for archive in list_archives(self.directory):
+            parsed = parse_archive_name(archive.path.name, "deleted")
+            if parsed is not None and archive.path.name not in skip:
+                self._index.setdefault(parsed[0], []).append(archive)
+
+    def _write(self, session_id: str, source: bytes | Path, base: str, *, sync: bool = False):
+        from openclaw_cli.store.archives import write_verified_archive
+
+        result = write_verified_archive(self.directory, session_id, "deleted", source, now_ms=self.now_ms,
+                                        base_name=base, sync=sync, existing=self._index.get(base, ()))
+        self.used.add(result.path.name)
+        if not result.reused:
+            self.created.append(result.path)
+        self.checkpoint()
+        return result
+
+    def archive_file(self, action: FileAction, lock_settings: Any, *, lock: bool, sync: bool = False) -> Archived | None:
+        """Archive one file of the directory (under its transcript lock when `lock`); None when it
+        vanished or is no longer a regular file (nothing to archive, nothing to remove)."""
+        from openclaw_cli.store.lock import transcript_lock
+
+        path = self.directory / action.name
+        if lock:
+            with transcript_lock(path, lock_settings):
+                return self._archive_unlocked(action, path, sync)
+        return self._archive_unlocked(action, path, sync)
+
+    def _archive_unlocked(self, action: FileAction, path: Path, sync: bool) -> Archived | None:
+        before = _signature(path)
+        if before is None:
+            return None
+        result = self._write(_archive_sid(action), path, action.name, sync=sync)
+        after = _signature(path)
+        return Archived(action, path, result.path, result.sha256, result.size, result.compressed,
+                        result.stored_size, before if before == after else None, result.reused)
+
+    def archive_bytes(self, session_id: str, data: bytes):
+        return self._write(session_id, data, f"{session_id.strip()}.jsonl")
+
+    def commit(self) -> None:
+        if self.created:
+            sync_directory(self.directory)
+
+    def rollback(self, paths: Iterable[Path] | None = None) -> None:
+        """Remove archives this run created (all, or the given ones): they are extra copies of
+        data that stays in place."""
+        targets = list(self.created if paths is None else paths)
+        for path in targets:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            if path in self.created:
+                self.created.remove(path)
+        if targets:
+            fsync_dir(self.directory)
+
+
+@dataclass
+class ApplyOutcome:
+    applied_count: int = 0
+    archives: list[str] = field(default_factory=list)  # archive names written or reused
+    sweep_removed: int = 0
+    sweep_freed: int = 0
+    retention_removed: int = 0
+    budget_removed: int = 0
+    kept: list[str] = field(default_factory=list)  # files/sessions left in place (changed under us)
+
+
+def _unlink_if_regular(path: Path) -> bool:
+    if _signature(path) is None:
+        return False
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+# ---- legacy ---------------------------------------------------------------------------------------
+
+
+def _wait_for_foreign_locks(root: Path, actions: list[FileAction], lock_settings: Any) -> None:
+    """Before any effect: a transcript whose lock file exists is waited for (and a stale lock
+    reclaimed) now, so a store busy from the start fails with nothing changed."""
+    from openclaw_cli.store.lock import acquire_transcript_lock
+
+    try:
+        with os.scandir(root) as it:
+            locked = {item.name[: -len(".lock")] for item in it if item.name.endswith(".jsonl.lock")}
+    except OSError:
+        return
+    for action in actions:
+        if action.kind == "transcript" and action.name in locked:
+            acquire_transcript_lock(root / action.name, lock_settings).release()
+
+
+def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[FileAction],
+                 unlink_actions: list[FileAction], lock_settings: Any, now_ms: int,
+                 checkpoint: Callable[[], None], progress: ProgressFn | None = None) -> ApplyOutcome:
+    """Apply a legacy store's plan; the caller holds the store writer (sessions.json lock).
+
+    1. archive every leaving file and make the archives durable together;
+    2. per original, under its transcript write lock: remove it if it is still the file that was
+       archived, else archive it again (durably) first — the bytes removed are always the bytes
+       of a verified archive, and nothing can append between the check and the removal;
+    3. one atomic rewrite of `sessions.json` removes the rows (a crash before it leaves rows whose
+       transcripts are in verified archives: the re-run removes the rows);
+    4. temps, expired and budget-removed archives.
+    Locks are taken only around the removals: a lock file that exists while the archives are
+    flushed would be flushed too and cost a block to free (measured 10x slower removals); a lock
+    already held when we start is waited for first, so a busy store fails with nothing changed."""
+    from openclaw_cli.store.lock import transcript_lock
+
+    outcome = ApplyOutcome()
+    tick = progress or (lambda n: None)
+    root = Path(store.sessions_dir)
+    never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
+    batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
+    _wait_for_foreign_locks(root, archive_actions, lock_settings)
+    archived: list[Archived] = []
+    try:
+        for action in archive_actions:
+            try:
+                done = batch._archive_unlocked(action, root / action.name, False)
+            except InvalidIdError:
+                outcome.kept.append(action.name)  # a name we cannot archive safely stays in place
+                done = None
+            if done is not None:
+                archived.append(done)
+            tick(1)
+        batch.commit()
+    except BaseException:
+        batch.rollback()  # every original is still in place
+        raise
+    checkpoint()
+    for item in archived:
+        if item.action.kind == "transcript":
+            with transcript_lock(item.path, lock_settings):
+                _remove_original(batch, item, outcome)
+        else:
+            _remove_original(batch, item, outcome)
+        checkpoint()
+        tick(1)
+    if archived:
+        fsync_dir(root)
+    if removed_keys:
+        store.delete_entries(removed_keys, lock_settings=lock_settings)
+    checkpoint()
+    for action in unlink_actions:
+        if action.kind == "archive" and action.name in batch.used:
+            continue  # never drop an archive this run relies on
+        if _unlink_if_regular(root / action.name):
+            if action.source == "sweep":
+                outcome.sweep_removed += 1
+                outcome.sweep_freed += action.size
+            elif action.source == "retention":
+                outcome.retention_removed += 1
+            else:
+                outcome.budget_removed += 1
+        checkpoint()
+        tick(1)
+    if unlink_actions:
+        fsync_dir(root)
+    for action in archive_actions:
+        if action.source == "sweep" and action.name not in outcome.kept:
+            outcome.sweep_removed += 1
+            outcome.sweep_freed += action.size
+    outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
+    outcome.applied_count = store.count_entries()
+    return outcome
+
+
+def _remove_original(batch: ArchiveBatch, item: Archived, outcome: ApplyOutcome) -> None:
+    """Unlink the original only while it is the file that was archived; a file that changed since
+    is archived again (durably) first."""
+    current = _signature(item.path)
+    if current is None:
+        return
+    if item.signature is None or current != item.signature:
+        try:
+            again = batch._archive_unlocked(item.action, item.path, sync=True)
+        except OpenClawError:
+            outcome.kept.append(item.action.name)
+            return
+        if again is None or again.signature is None or _signature(item.path) != again.signature:
+            outcome.kept.append(item.action.name)
+            return
+    os.unlink(item.path)
+
+
+# ---- SQLite ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionArchive:
+    session_id: str
+    session_key: str | None
+    totals: SessionTotals
+    archive: Any | None  # ArchiveResult, None for an empty transcript
+
+
+def apply_sqlite(store: Any, *, entries: Mapping[str, Any], removed_keys: list[str], session_ids: list[str],
+                 session_keys: Mapping[str, str], unlink_actions: list[FileAction], now_ms: int,
+                 checkpoint: Callable[[], None], progress: ProgressFn | None = None) -> ApplyOutcome:
+    """Apply a SQLite store's plan: archive each leaving session from one consistent export, make
+    the archives durable, then one write transaction (re-checked, §8.3)."""
+    from openclaw_cli.ids import is_valid_legacy_session_id
+
+    outcome = ApplyOutcome()
+    tick = progress or (lambda n: None)
+    root = Path(store.sessions_dir)
+    never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
+    batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
+    sessions: list[SessionArchive] = []
+    try:
+        for sid in session_ids:
+            if not is_valid_legacy_session_id(sid):
+                tick(1)
+                continue  # no events can exist for it; never a path from it
+            buf = io.BytesIO()
+            totals = store.export_transcript(sid, buf)
+            result = batch.archive_bytes(sid, buf.getvalue()) if totals.events else None
+            sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
+            tick(1)
+        batch.commit()
+    except BaseException:
+        batch.rollback()
+        raise
+    checkpoint()
+    expected = {s.session_id: s.totals for s in sessions}
+    try:
+        dropped = _commit_sqlite(store, entries, removed_keys, sessions, expected, outcome, now_ms)
+    except BaseException:
+        batch.rollback()  # nothing was deleted: the archives written above are extra copies
+        raise
+    checkpoint()
+    # A session that gained events (or a new reference) since the export stays; our fresh
+    # archive of its older content is an extra copy and goes.
+    stale = [s.archive.path for s in sessions
+             if s.session_id not in dropped and s.archive is not None and not s.archive.reused]
+    if stale:
+        outcome.kept.extend(s.session_id for s in sessions if s.session_id not in dropped)
+        batch.rollback(stale)
+    for action in unlink_actions:
+        if action.kind == "archive" and action.name in batch.used:
+            continue
+        if _unlink_if_regular(root / action.name):
+            if action.source == "sweep":
+                outcome.sweep_removed += 1
+                outcome.sweep_freed += action.size
+            elif action.source == "retention":
+                outcome.retention_removed += 1
+        checkpoint()
+        tick(1)
+    if unlink_actions:
+        fsync_dir(root)
+    outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
+    outcome.applied_count = store.count_entries()
+    return outcome
+
+
+def _commit_sqlite(store: Any, entries: Mapping[str, Any], removed_keys: list[str], sessions: list[SessionArchive],
+                   expected: Mapping[str, SessionTotals], outcome: ApplyOutcome, now_ms: int) -> set[str]:
+    """One write transaction: delete the rows still as planned, drop the sessions nobody references
+    any more whose totals still equal what was archived, record the archives. Returns the dropped
+    session ids."""
+    from openclaw_cli.jsonutil import loads
+
+    with store.transaction() as conn:
+        unchanged: list[str] = []
+        for start in range(0, len(removed_keys), 500):
+            chunk = removed_keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, text in conn.execute(
+                    f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})", chunk):
+                try:
+                    same = loads(text) == entries.get(key)
+                except ValueError:
+                    same = False
+                if same:
+                    unchanged.append(key)
+                else:
+                    outcome.kept.append(key)  # written since we planned: a later cleanup decides
+        store.delete_entries(unchanged)
+        dropped = set(store.drop_session_events(list(expected), expected=expected))
+        for item in sessions:
+            if item.session_id in dropped and item.archive is not None:
+                a = item.archive
+                store.record_archive(archive_name=a.path.name, session_id=item.session_id,
+                                     session_key=item.session_key, reason="deleted",
+                                     encoding="zstd" if a.compressed else "identity", sha256=a.sha256,
+                                     archive_bytes=a.stored_size, event_count=item.totals.events,
+                                     raw_bytes=a.size, created_at_ms=now_ms)
+    return dropped

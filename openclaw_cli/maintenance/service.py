@@ -1,0 +1,390 @@
+"""The cleanup operation (`openclaw sessions cleanup`, `openclaw cleanup`): one function used by
+the local CLI now and by the Gateway later (spec D9) — `run_cleanup(...)` returns OpenClaw's
+JSON document.
+
+One pipeline for the dry run and the apply (maintenance.md §10.6/§10.7): the store is read, the
+sessions dir is scanned once, and `plan_store` computes everything that would leave — entries
+(`plan_cleanup`), their files, the unreferenced-artifact and archive-retention sweeps, the disk
+budget — from that snapshot. The dry run stops there (it writes nothing: no store rewrite, no
+database created, no lock file); the apply computes the same plan while holding the store's
+writer and executes exactly it (`apply.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import OpenClawError
+from openclaw_cli.maintenance.apply import ApplyOutcome, Checkpoints, apply_legacy, apply_sqlite
+from openclaw_cli.maintenance.artifacts import (
+    TRANSCRIPT_KINDS,
+    FileAction,
+    RetentionPlan,
+    SweepPlan,
+    budget_measure,
+    entry_file_actions,
+    plan_retention_sweep,
+    plan_unreferenced_sweep,
+    prompt_hashes,
+    referenced_names,
+    scan_sessions_dir,
+    session_id_names,
+)
+from openclaw_cli.maintenance.plan import CleanupPlan, plan_cleanup
+
+# progress(description, total) -> tick(n); the CLI draws a Rich bar, a Gateway could send events
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+_MESSAGE_ROLES = frozenset({"user", "assistant", "tool", "toolResult", "system"})
+
+
+class PartialCleanupError(OpenClawError):
+    """A later target failed after earlier ones were cleaned (G3 contract, §10.9): the document
+    carries the summaries that committed plus `partialError`."""
+
+    def __init__(self, message: str, document: dict[str, Any]):
+        super().__init__(message)
+        self.document = document
+
+    def to_json(self) -> dict:
+        return self.document
+
+
+@dataclass
+class CleanupOptions:
+    agent: str | None = None
+    all_agents: bool = False
+    store: str | None = None
+    dry_run: bool = False
+    enforce: bool = False
+    active_key: str | None = None
+    fix_missing: bool = False
+    fix_dm_scope: bool = False
+
+
+@dataclass
+class StoreCleanup:
+    """One store's cleanup: the plan and what it does to files and rows, then (apply) the outcome."""
+
+    agent_id: str
+    store_path: str
+    kind: str
+    entries: dict[str, Any]
+    plan: CleanupPlan
+    now_ms: int
+    sweep: SweepPlan | None = None
+    retention: RetentionPlan | None = None
+    archive_actions: list[FileAction] = field(default_factory=list)  # legacy: archived, then removed
+    unlink_actions: list[FileAction] = field(default_factory=list)  # removed without archive
+    sqlite_sessions: list[str] = field(default_factory=list)  # SQLite: sessions archived, then dropped
+    sqlite_session_keys: dict[str, str] = field(default_factory=dict)
+    outcome: ApplyOutcome | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def summarize(self, *, dry_run: bool) -> dict[str, Any]:
+        from openclaw_cli.maintenance.report import cleanup_summary, empty_unreferenced_artifacts
+
+        outcome = self.outcome
+        if self.sweep is None:
+            artifacts = empty_unreferenced_artifacts(self.plan)
+        elif outcome is None:
+            artifacts = self.sweep.to_json()
+        else:
+            artifacts = self.sweep.to_json(outcome.sweep_removed, outcome.sweep_freed)
+        retention = None
+        if self.retention is not None:
+            retention = self.retention.to_json(outcome.retention_removed if outcome else None)
+        self.summary = cleanup_summary(
+            self.plan, agent_id=self.agent_id, store_path=self.store_path, dry_run=dry_run,
+            unreferenced_artifacts=artifacts, archive_cleanup=retention,
+            applied_count=outcome.applied_count if outcome else None)
+        return self.summary
+
+
+# ---- reading the store ------------------------------------------------------------------------
+
+
+def _is_message(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    kind = obj.get("type")
+    if kind == "message":
+        return True
+    if kind is not None:
+        return False
+    message = obj.get("message")
+    role = message.get("role") if isinstance(message, dict) else obj.get("role")
+    return role in _MESSAGE_ROLES
+
+
+def missing_transcript_check(store: Any) -> Callable[[str, dict], bool]:
+    """§10.4: True when the session's transcript has no message record (missing, empty or
+    header-only). Anything that could not be read counts as present (never removed)."""
+    from openclaw_cli.store.base import ReadIssue
+
+    def check(key: str, entry: dict) -> bool:
+        sid = entry.get("sessionId")
+        issues: list[ReadIssue] = []
+        try:
+            if store.kind == "legacy":
+                path = store.resolve_transcript(sid, entry, issues)
+                if path is None:
+                    return not issues  # a symlinked transcript is not "missing"
+            for line in store.iter_transcript(sid, entry=entry, issues=issues):
+                if _is_message(line.obj):
+                    return False
+        except OpenClawError:
+            return False
+        return not issues
+
+    return check
+
+
+def _other_store_session_ids(store: Any) -> set[str] | None:
+    """D6.3: the session ids a SQLite database of the same agent holds (legacy targets only);
+    None when that database exists but cannot be read (then every transcript is protected)."""
+    from openclaw_cli.paths import AGENT_DB_NAME
+
+    db = Path(store.sessions_dir).parent / "agent" / AGENT_DB_NAME
+    if not db.exists():
+        return set()
+    from openclaw_cli.store.detect import open_store_at
+
+    try:
+        other = open_store_at(db, agent_id=store.agent_id, read_only=True)
+    except OpenClawError:
+        return None
+    try:
+        sids = set(other.session_totals())
+        sids.update(sid for sid, _ in other.entry_sizes().values() if sid)
+        return sids
+    finally:
+        other.close()
+
+
+# ---- planning ---------------------------------------------------------------------------------
+
+
+def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int) -> StoreCleanup:
+    """The one pipeline (dry run and apply): everything the cleanup of `store` removes."""
+    from openclaw_cli.config import cron_settings, dm_scope, maintenance_settings
+
+    settings = maintenance_settings(ctx.config)
+    mode_override = "enforce" if options.enforce else None
+    enforce = (mode_override or settings.mode or "enforce") == "enforce"
+    entries = store.load_entries()
+    snapshot = scan_sessions_dir(store.sessions_dir)
+    legacy = store.kind == "legacy"
+    cron = cron_settings(ctx.config)
+    common: dict[str, Any] = dict(
+        now_ms=now_ms, active_key=options.active_key, agent_id=store.agent_id,
+        fix_missing=options.fix_missing, fix_dm_scope=options.fix_dm_scope, dm_scope=dm_scope(ctx.config),
+        missing_transcript=missing_transcript_check(store) if options.fix_missing else None,
+        mode_override=mode_override, cron_retention_ms=cron.session_retention_ms)
+    result = StoreCleanup(store.agent_id, str(store.path), store.kind, entries, plan=None, now_ms=now_ms)  # type: ignore[arg-type]
+    if legacy:
+        plan = _plan_legacy(store, snapshot, entries, settings, enforce, now_ms, common, result)
+    else:
+        plan = _plan_sqlite(store, snapshot, entries, settings, enforce, now_ms, common, result)
+    result.plan = plan
+    return result
+
+
+def _plan_legacy(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
+                 common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
+    from openclaw_cli.maintenance.budget import budget_limits
+    from openclaw_cli.store.legacy import dump_store_bytes
+
+    root = Path(store.sessions_dir)
+    other_sids = _other_store_session_ids(store)
+    if other_sids is None:  # an unreadable database of the agent: it may hold any of them
+        protected = {n for n in snapshot.files if snapshot.kind(n) in TRANSCRIPT_KINDS}
+    else:
+        protected = session_id_names(other_sids, snapshot) if other_sids else set()
+    rows = store.load_rows() if store.exists() else {}
+    unusable = {k: v for k, v in rows.items() if k not in entries}
+    unusable_names = referenced_names(unusable.values(), root)
+    budget_on = budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
+    stages: list[tuple[list[FileAction], SweepPlan | None, RetentionPlan | None]] = []
+
+    def measure(remaining: Mapping[str, Any], removed: list[str]):
+        still = referenced_names(remaining.values(), root) | unusable_names
+        entry_actions = entry_file_actions(snapshot, entries, removed, still, protected)
+        sweep = retention = None
+        if enforce:
+            sweep = plan_unreferenced_sweep(
+                snapshot, referenced=still, protected=protected, exclude={a.name for a in entry_actions},
+                referenced_hashes=prompt_hashes([*remaining.values(), *unusable.values()]),
+                older_than_ms=settings.prune_after_ms or 0, now_ms=now_ms, transcripts=store.exists())
+            retention = plan_retention_sweep(snapshot, settings.reset_archive_retention_ms, now_ms)
+        stages.append((entry_actions, sweep, retention))
+        if not budget_on:
+            return None
+        gone = {a.name for a in entry_actions}
+        gone.update(a.name for a in (sweep.removals if sweep else ()))
+        gone.update(a.name for a in (retention.removals if retention else ()))
+        pending = [a for a in [*entry_actions, *(sweep.removals if sweep else ())] if a.archive]
+        projected = len(dump_store_bytes({**remaining, **unusable}))
+        return budget_measure(snapshot, gone=gone, pending=pending, protected=protected,
+                              projected_store_bytes=projected, now_ms=now_ms)
+
+    plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
+    entry_actions, sweep, retention = stages[0]  # the first call is the plan's own (warn mode re-plans)
+    budget_actions = []
+    for removal in plan.budget_file_removals:
+        f = snapshot.files.get(removal.name)
+        budget_actions.append(FileAction(removal.name, removal.size, f.mtime_ms if f else now_ms, removal.kind,
+                                         removal.kind in TRANSCRIPT_KINDS, "budget", removal.session_id))
+    result.sweep, result.retention = sweep, retention
+    result.archive_actions = [*entry_actions, *(a for a in (sweep.removals if sweep else ()) if a.archive),
+                              *(a for a in budget_actions if a.archive)]
+    result.unlink_actions = [*(a for a in (sweep.removals if sweep else ()) if not a.archive),
+                             *(retention.removals if retention else ()),
+                             *(a for a in budget_actions if not a.archive)]
+    return plan
+
+
+def _plan_sqlite(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
+                 common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
+    from openclaw_cli.maintenance.budget import SqliteMeasure
+
+    totals = store.session_totals()
+    sizes = store.entry_sizes()
+    measure = SqliteMeasure({sid: t.bytes for sid, t in totals.items()}, {k: size for k, (_, size) in sizes.items()})
+    plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
+    if enforce:
+        # D6.3: transcript-like files in a SQLite agent's sessions dir are legacy data: never swept
+        result.sweep = plan_unreferenced_sweep(
+            snapshot, referenced=(), protected=(), exclude=(), referenced_hashes=prompt_hashes(entries.values()),
+            older_than_ms=settings.prune_after_ms or 0, now_ms=now_ms, transcripts=False)
+        result.retention = plan_retention_sweep(snapshot, settings.reset_archive_retention_ms, now_ms)
+        result.unlink_actions = [*result.sweep.removals, *(result.retention.removals if result.retention else ())]
+    sids = list(plan.unreferenced_session_ids)
+    keys = {}
+    for key in plan.removed:
+        sid = entries[key].get("sessionId") if isinstance(entries.get(key), dict) else None
+        if isinstance(sid, str):
+            keys.setdefault(sid, key)
+    result.sqlite_sessions, result.sqlite_session_keys = sids, keys
+    return plan
+
+
+def _older_windows(store: Any, result: StoreCleanup) -> None:
+    """Earlier windows (compaction successors, D16) of removed keys leave with them."""
+    if not hasattr(store, "list_windows") or not result.plan.removed:
+        return
+    removed = set(result.plan.removed)
+    still = {e.get("sessionId") for k, e in result.entries.items() if k not in removed and isinstance(e, dict)}
+    have = set(result.sqlite_sessions)
+    for window in store.list_windows():
+        sid, key = window["sessionId"], window["sessionKey"]
+        if key in removed and sid not in still and sid not in have:
+            have.add(sid)
+            result.sqlite_sessions.append(sid)
+            result.sqlite_session_keys.setdefault(sid, key)
+
+
+# ---- running ----------------------------------------------------------------------------------
+
+
+def _apply(ctx: Any, store: Any, result: StoreCleanup, lock_settings: Any, checkpoint: Checkpoints,
+           progress: ProgressFactory | None) -> ApplyOutcome:
+    plan = result.plan
+    if store.kind == "legacy":
+        total = len(result.archive_actions) * 2 + len(result.unlink_actions)
+        tick = progress(f"Cleaning {result.agent_id}", total) if progress and total else None
+        return apply_legacy(store, removed_keys=list(plan.removed), archive_actions=result.archive_actions,
+                            unlink_actions=result.unlink_actions, lock_settings=lock_settings,
+                            now_ms=result.now_ms, checkpoint=checkpoint, progress=tick)
+    _older_windows(store, result)
+    total = len(result.sqlite_sessions) + len(result.unlink_actions)
+    tick = progress(f"Cleaning {result.agent_id}", total) if progress and total else None
+    return apply_sqlite(store, entries=result.entries, removed_keys=list(plan.removed),
+                        session_ids=result.sqlite_sessions, session_keys=result.sqlite_session_keys,
+                        unlink_actions=result.unlink_actions, now_ms=result.now_ms, checkpoint=checkpoint,
+                        progress=tick)
+
+
+def _physical(store_path: Path) -> str:
+    import os
+
+    return os.path.realpath(store_path)
+
+
+def cleanup_stores(ctx: Any, options: CleanupOptions, *, now_ms: int | None = None,
+                   progress: ProgressFactory | None = None) -> list[StoreCleanup]:
+    """Clean every selected store (sequentially); returns one StoreCleanup per store."""
+    from openclaw_cli.config import write_lock_settings
+    from openclaw_cli.maintenance.writer import store_writer
+    from openclaw_cli.ops import open_target
+    from openclaw_cli.selection import select_targets
+
+    if options.active_key is not None and not options.active_key.strip():
+        options.active_key = None
+    targets = select_targets(ctx.paths, ctx.config, agent=options.agent, all_agents=options.all_agents,
+                             store=options.store)
+    lock_settings = write_lock_settings(ctx.config)
+    checkpoint = Checkpoints()
+    results: list[StoreCleanup] = []
+    seen: set[str] = set()
+    for target in targets:
+        try:
+            with open_target(ctx, target, read_only=options.dry_run) as store:
+                physical = _physical(store.path)
+                if physical in seen:
+                    continue  # --all-agents: deduplicated by physical target (§10.1)
+                seen.add(physical)
+                if options.dry_run:
+                    now = now_ms if now_ms is not None else int(time.time() * 1000)
+                    result = plan_store(ctx, store, options=options, now_ms=now)
+                else:
+                    store.ensure_writable("clean up sessions")
+                    with store_writer(store, lock_settings):
+                        now = now_ms if now_ms is not None else int(time.time() * 1000)
+                        result = plan_store(ctx, store, options=options, now_ms=now)
+                        result.outcome = _apply(ctx, store, result, lock_settings, checkpoint, progress)
+                result.summarize(dry_run=options.dry_run)
+                results.append(result)
+        except OpenClawError as exc:
+            if not results:
+                raise
+            raise _partial(results, target, exc, options) from exc
+    checkpoint.finish()
+    return results
+
+
+def _partial(results: list[StoreCleanup], target: Any, exc: OpenClawError, options: CleanupOptions) -> PartialCleanupError:
+    message = f"Session cleanup failed for agent '{target.agent_id}': {exc.message}"
+    document = cleanup_document(results, options)
+    if "stores" not in document:
+        document = {"allAgents": True, "mode": results[0].plan.mode, "dryRun": options.dry_run,
+                    "stores": [r.summary for r in results]}
+    document["partialError"] = {
+        "failingAgentId": target.agent_id,
+        "failingStorePath": str(target.store_path) if target.store_path else None,
+        "message": message,
+        "lifecycleCommitted": not options.dry_run,
+    }
+    error = PartialCleanupError(message, document)
+    error.exit_code = exc.exit_code if exc.exit_code else error.exit_code
+    return error
+
+
+def cleanup_document(results: list[StoreCleanup], options: CleanupOptions) -> dict[str, Any]:
+    from openclaw_cli.maintenance.report import cleanup_json
+
+    mode = results[0].plan.mode if results else ("enforce" if options.enforce else "enforce")
+    return cleanup_json([r.summary for r in results], mode=mode, dry_run=options.dry_run)
+
+
+def run_cleanup(ctx: Any, *, agent: str | None = None, all_agents: bool = False, store: str | None = None,
+                dry_run: bool = False, enforce: bool = False, active_key: str | None = None,
+                fix_missing: bool = False, fix_dm_scope: bool = False, now_ms: int | None = None,
+                progress: ProgressFactory | None = None) -> dict[str, Any]:
+    """`sessions.cleanup`: the JSON document OpenClaw prints (one summary bare, else the wrapper)."""
+    options = CleanupOptions(agent, all_agents, store, dry_run, enforce, active_key, fix_missing, fix_dm_scope)
+    results = cleanup_stores(ctx, options, now_ms=now_ms, progress=progress)
+    return cleanup_document(results, options)

@@ -1,0 +1,97 @@
+"""The per-store writer (maintenance.md §11, spec D9/D12): one mutation at a time per store.
+
+In-process: one lock per resolved store path (re-entrant, so a task that already writes a store may
+call another write of the same store without deadlocking; different stores run in parallel).
+Cross-process:
+* legacy store — OpenClaw's write lock on `sessions.json` (`sessions.json.lock`, §12), held for the
+  whole mutation, so an OpenClaw runtime writer waits for us and we wait for it;
+* our SQLite store — SQLite's own write lock: a `BEGIN IMMEDIATE` probe with `busy_timeout` =
+  `session.writeLock.acquireTimeoutMs` before any effect, so a store held by another writer fails
+  before anything changed (each later write transaction waits again, D12);
+* a real OpenClaw database — refused (read-only until verified write support exists, D4).
+A busy store is reported with OpenClaw's lock-timeout wording and the "session busy" exit code.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import InvalidDataError, SessionBusyError
+from openclaw_cli.store.lock import TIMEOUT_CODE, LockSettingsLike, transcript_lock
+
+_GUARD = threading.Lock()
+_LOCKS: dict[str, threading.RLock] = {}
+_USERS: dict[str, int] = {}
+
+
+def writer_key(store_path: Any, label: str = "session store writer") -> str:
+    """The queue key of a store: its resolved absolute path (§11.4: blank keys are an error)."""
+    if not isinstance(store_path, str | os.PathLike) or not str(store_path).strip():
+        import json
+
+        raise InvalidDataError(f"{label}: storePath must be a non-empty string, got {json.dumps(str(store_path) if store_path is not None else None)}")
+    return os.path.realpath(os.path.abspath(os.fspath(store_path)))
+
+
+@contextmanager
+def _process_lock(key: str) -> Iterator[None]:
+    with _GUARD:
+        lock = _LOCKS.get(key)
+        if lock is None:
+            lock = _LOCKS[key] = threading.RLock()
+        _USERS[key] = _USERS.get(key, 0) + 1
+    try:
+        with lock:
+            yield
+    finally:
+        with _GUARD:
+            _USERS[key] -= 1
+            if _USERS[key] == 0:  # empty queues are dropped (§11.4)
+                del _USERS[key]
+                _LOCKS.pop(key, None)
+
+
+def _timeout_text(ms: float) -> str:
+    return str(int(ms)) if ms != math.inf and float(ms).is_integer() else str(ms)
+
+
+def sqlite_busy(store_path: Path, timeout_ms: float) -> SessionBusyError:
+    """The SQLite store counterpart of OpenClaw's lock timeout (D12): same wording, same code."""
+    return SessionBusyError(
+        f"session file locked (timeout {_timeout_text(timeout_ms)}ms): owner=unknown {store_path}", code=TIMEOUT_CODE)
+
+
+def _probe_sqlite(store: Any, timeout_ms: float) -> None:
+    """Wait (busy_timeout) for SQLite's write lock once, then give it back: proves the store is
+    not held by another writer before we change anything."""
+    try:
+        with store.transaction():
+            pass
+    except SessionBusyError:
+        raise sqlite_busy(store.path, timeout_ms) from None
+
+
+@contextmanager
+def store_writer(store: Any, lock_settings: LockSettingsLike) -> Iterator[None]:
+    """Hold the writer of `store` for one mutation (see the module docstring)."""
+    store.ensure_writable("change the session store")
+    key = writer_key(store.path)
+    timeout = lock_settings.acquire_timeout_ms
+    with _process_lock(key):
+        if store.kind == "legacy":
+            with transcript_lock(Path(store.path), lock_settings, allow_reentrant=True):
+                yield
+            return
+        _probe_sqlite(store, timeout)
+        try:
+            yield
+        except SessionBusyError as exc:
+            if exc.message.startswith("session store locked"):
+                raise sqlite_busy(store.path, timeout) from None
+            raise
