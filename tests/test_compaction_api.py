@@ -162,3 +162,45 @@ def test_speed_on_a_50mb_session():
     assert compact_timed(entries, "estimate") < 1.0
     assert compact_timed(entries, "exact") < 5.0
     assert compact_timed(strip_usage(entries), "exact") < 5.0
+
+
+# -- hostile input: wrong types anywhere must not crash planning or summarising ----------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 10**6) | st.text(max_size=30),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=12)
+BLOCK = st.fixed_dictionaries({"type": st.sampled_from(["text", "toolCall", "thinking", "image", 7, None])},
+                              optional={"text": JSON, "id": JSON, "name": JSON, "arguments": JSON, "thinking": JSON})
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", 3])},
+    optional={"content": st.one_of(JSON, st.lists(BLOCK, max_size=3)), "usage": JSON, "stopReason": JSON,
+              "toolCallId": JSON, "isError": JSON, "command": JSON, "output": JSON, "details": JSON})
+ENTRY = st.one_of(
+    st.fixed_dictionaries({"type": st.just("message"), "id": st.text(max_size=6), "message": MESSAGE},
+                          optional={"timestamp": JSON}),
+    st.fixed_dictionaries({"type": st.sampled_from(["compaction", "reset", "model_change", "custom_message",
+                                                    "branch_summary", "label", "weird"]), "id": JSON},
+                          optional={"summary": JSON, "firstKeptEntryId": JSON, "details": JSON, "content": JSON,
+                                    "fromHook": JSON}),
+    JSON,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ENTRY, max_size=12), st.sampled_from([1, 50, 20000]), st.booleans())
+def test_hostile_entries_never_crash(entries, keep, hard):
+    try:
+        plan = plan_compaction(entries, keep_recent_tokens=keep, hard_checkpoint=hard)
+    except OpenClawError as exc:  # only the typed "first kept entry has no id" error is allowed
+        assert exc.type == "invalid_session"
+        return
+    if plan.ready:
+        from openclaw_cli.compaction.providers import serialize_conversation
+
+        serialize_conversation([*plan.messages_to_summarize, *plan.turn_prefix_messages])
+        for mode in ("default", "safeguard"):
+            outcome = summarize_plan(plan, settings=CompactionSettings(mode=mode))
+            assert outcome.summary.strip()
+            build_compaction_entry(plan, outcome.summary, entry_id="zz000001")

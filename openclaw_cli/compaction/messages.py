@@ -116,7 +116,8 @@ def is_runtime_context(message: Mapping[str, Any] | None) -> bool:
         return False
     if message.get("runtimeContext") is True:
         return True
-    return message.get("customType") in RUNTIME_CONTEXT_TYPES
+    custom_type = message.get("customType")
+    return isinstance(custom_type, str) and custom_type in RUNTIME_CONTEXT_TYPES
 
 
 def _entry_message(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -147,17 +148,25 @@ def is_turn_start_entry(entry: Mapping[str, Any]) -> bool:
     return not (role == "custom" and is_runtime_context(_entry_message(entry)))
 
 
+def _entry_type(entry: Any) -> str | None:
+    kind = entry.get("type") if isinstance(entry, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
 def is_boundary_entry(entry: Mapping[str, Any]) -> bool:
-    return isinstance(entry, Mapping) and entry.get("type") in BOUNDARY_TYPES
+    return _entry_type(entry) in BOUNDARY_TYPES
 
 
 def is_context_entry(entry: Mapping[str, Any]) -> bool:
     """Entries that carry (or may carry) a context message; the rest is metadata."""
-    return isinstance(entry, Mapping) and entry.get("type") in CONTEXT_ENTRY_TYPES
+    return _entry_type(entry) in CONTEXT_ENTRY_TYPES
 
 
 def is_aborted(message: Mapping[str, Any] | None) -> bool:
-    return isinstance(message, Mapping) and message.get("stopReason") in ABORTED_STOP_REASONS
+    if not isinstance(message, Mapping):
+        return False
+    reason = message.get("stopReason")
+    return isinstance(reason, str) and reason in ABORTED_STOP_REASONS
 
 
 def content_blocks(message: Mapping[str, Any]) -> list[Any]:
