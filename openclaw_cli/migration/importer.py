@@ -55,7 +55,7 @@ MIN_PUBLISH_BATCH = 1024
 # Completed moves are recorded after each publication batch, in at most this many manifest writes
 # per target (a 20,000-file store has a ~25 MB manifest). Correctness never depends on them: restore
 # and the next import work from the planned moves and what is on disk.
-MAX_MANIFEST_WRITES = 3
+MAX_MANIFEST_WRITES = 2
 
 
 # ---- per-record state --------------------------------------------------------------------------------
@@ -153,6 +153,7 @@ class TargetRun:
     index: LegacyIndex | None = None
     states: list[RecState] = field(default_factory=list)
     completed: bool = False  # validation passed and nothing blocking
+    index_move: Move | None = None  # the legacy-store move, planned with the transcripts
 
 
 class ImportRun:
@@ -432,11 +433,11 @@ class ImportRun:
         for tr in runs:
             by_store.setdefault(tr.target.store_path, []).append(tr)
         for tr in runs:
-            self._archive_target(tr)
+            self._archive_target(tr, sole_owner=len(by_store[tr.target.store_path]) == 1)
         for store_path, group in by_store.items():
             self._archive_index(store_path, group)
 
-    def _archive_target(self, tr: TargetRun) -> None:
+    def _archive_target(self, tr: TargetRun, *, sole_owner: bool) -> None:
         t, report = tr.target, tr.report
         if not tr.states and not tr.completed:
             return
@@ -504,7 +505,14 @@ class ImportRun:
                 seen_sources.add(str(path))
                 moves.append(self._plan(t, reserver, stamp, path, "unreferenced-jsonl", "archive-tier", ident,
                                         "protected", "unreferenced-history", None))
-        self._publish(tr, moves)
+        index = tr.index
+        if sole_owner and tr.completed and index is not None and index.exists and index.identity is not None:
+            # planned now (one manifest write for everything), published last and only if all else
+            # succeeded; left unpublished, a planned move is harmless (restore skips it)
+            tr.index_move = self._plan(t, reserver, stamp, t.store_path, "legacy-store", "legacy-store",
+                                       index.identity, *self._index_classification([tr]), None,
+                                       dependencies=self._index_dependencies([tr]))
+        self._publish(tr, moves, also_planned=[tr.index_move] if tr.index_move else [])
 
     def _plan(self, t: Target, reserver: NameReserver, stamp: int, src: Path, kind: str, key: str,
               ident: Identity, classification: str, reason: str, state: RecState | None,
@@ -518,15 +526,20 @@ class ImportRun:
             entry.pop("sessionKey", None)
         return Move(src, archive, ident, payload=(entry, kind, state))
 
-    def _publish(self, tr: TargetRun, moves: list[Move]) -> None:
+    def _publish(self, tr: TargetRun, moves: list[Move], *, also_planned: list[Move] | None = None,
+                 planned: bool = False) -> None:
         """Record the planned moves, publish them in batches, record what completed. The completed
         moves of the last batch are written with the next manifest write (the next planned moves or
         the run's end): completed moves are bookkeeping, planned moves are what recovery needs."""
+        extra = also_planned or []
+        if not moves and not extra:
+            return
+        if not planned:
+            tr.mt["plannedMoves"].extend(m.payload[0] for m in [*moves, *extra])
+            self._save_manifest()  # A-5: planned moves are durable before the first link
+            self.ctx.checkpoint("moves-planned")
         if not moves:
             return
-        tr.mt["plannedMoves"].extend(m.payload[0] for m in moves)
-        self._save_manifest()  # A-5: planned moves are durable before the first link
-        self.ctx.checkpoint("moves-planned")
         size = max(MIN_PUBLISH_BATCH, -(-len(moves) // MAX_MANIFEST_WRITES))
         self.ctx.progress.start(f"Archiving {tr.target.agent_id}", len(moves))
         starts = range(0, len(moves), size)
@@ -592,29 +605,38 @@ class ImportRun:
             last.report.add("legacy_store_archive_failed",
                             f"{store_path}: the index changed since it was imported; rerun the import.")
             return
+        if last.index_move is not None:
+            last.index_move.expected = now
+            self._publish(last, [last.index_move], planned=True)
+        else:
+            try:
+                ensure_private_dir(last.target.archive_dir)
+            except OSError as exc:
+                last.report.add("legacy_store_archive_failed", f"{store_path}: {exc.strerror or exc}")
+                return
+            reserver = NameReserver(last.target.archive_dir)
+            move = self._plan(last.target, reserver, self.ctx.now_ms(), store_path, "legacy-store", "legacy-store",
+                              now, *self._index_classification(group), None,
+                              dependencies=self._index_dependencies(group))
+            self._publish(last, [move])
+        archived = last.report.archived_legacy_store_files
+        if archived:
+            for tr in group[:-1]:
+                tr.report.archived_legacy_store_files.extend(archived)
+
+    def _index_classification(self, group: list[TargetRun]) -> tuple[str, str]:
         complete = not any(i.code in ("transcript_missing", "transcript_malformed", "entry_invalid")
                            for tr in group for i in tr.report.issues)
-        classification, reason = ("imported", "verified-index-import") if complete else (
-            "protected", "incomplete-index-import")
+        return ("imported", "verified-index-import") if complete else ("protected", "incomplete-index-import")
+
+    def _index_dependencies(self, group: list[TargetRun]) -> list[str]:
         deps: dict[str, None] = {}
         for tr in group:
             for s in tr.states:
                 path = s.rec.transcript or s.rec.expected
                 if path is not None:
                     deps[self.mapper.to_manifest(path)] = None
-        try:
-            ensure_private_dir(last.target.archive_dir)
-        except OSError as exc:
-            last.report.add("legacy_store_archive_failed", f"{store_path}: {exc.strerror or exc}")
-            return
-        reserver = NameReserver(last.target.archive_dir)
-        move = self._plan(last.target, reserver, self.ctx.now_ms(), store_path, "legacy-store", "legacy-store", now,
-                          classification, reason, None, dependencies=list(deps))
-        self._publish(last, [move])
-        archived = last.report.archived_legacy_store_files
-        if archived:
-            for tr in group[:-1]:
-                tr.report.archived_legacy_store_files.extend(archived)
+        return list(deps)
 
     # ---- finish ----------------------------------------------------------------------------------------
     def _finish(self, runs: list[TargetRun]) -> None:
