@@ -212,6 +212,11 @@ def test_redistil_does_not_nest_and_parses_foreign_summaries():
     assert {"/srv/x/writer.py", "deadbeef12345678", "/srv/x/r.py"} <= set(parsed.other_ids)
     merged = summarize([U("continue")], previous_summary=foreign)
     assert merged.count("## Goal") == 1 and "Ship the exporter" in merged and "deadbeef12345678" in merged
+    # the safeguard format round-trips into the same sections
+    safeguard = parse_summary(summarize(CONVERSATION, mode="safeguard"))
+    default = parse_summary(summarize(CONVERSATION))
+    for field in ("goal", "constraints", "done", "blocked", "decisions", "next_steps", "user_ids", "other_ids"):
+        assert getattr(safeguard, field) == getattr(default, field), field
     plain = summarize([U("continue")], previous_summary="Summary of earlier turns: id 0a1b2c3d4e5f6a7b")
     assert "0a1b2c3d4e5f6a7b" in plain and "Summary of earlier turns" in plain
 

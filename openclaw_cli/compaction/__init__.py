@@ -161,8 +161,12 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
                           None)
             used: dict[str, Any] = {}
 
+            is_builtin = provider is None or provider_id == prov.BUILTIN_ID
+
             def generate(feedback: str | None) -> str:
-                request.custom_instructions = "\n\n".join(x for x in (custom_instructions, feedback) if x) or None
+                # corrective feedback is prompt text for a model; the extractive summariser ignores it
+                extra = None if is_builtin else feedback
+                request.custom_instructions = "\n\n".join(x for x in (custom_instructions, extra) if x) or None
                 text, used["provider"], used["reason"] = prov.summarize_with_fallback(
                     provider, request, provider_config=provider_config)
                 return text

@@ -447,7 +447,7 @@ def render_default(d: Digest) -> str:
 
 def render_safeguard(d: Digest) -> str:
     decisions = [*d.decisions, *(f"Completed: {x}" for x in d.done)]
-    todos = [*(f"In progress: {x}" for x in d.in_progress[:-1]), *(f"Next: {x}" for x in d.next_steps),
+    todos = [*(f"In progress: {x}" for x in d.in_progress[:-1]), *d.next_steps,
              *(f"Blocked: {x}" for x in d.blocked)]
     asks = [*d.in_progress[-1:], *(f"Original goal: {g}" for g in d.goal)]
     lines = ["## Decisions", *(_bullets(decisions) if decisions else ["None."]), "", "## Open TODOs",
