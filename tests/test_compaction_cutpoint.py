@@ -112,6 +112,8 @@ def test_ex_4_5_a_clean_cut_at_turn_start():
     assert plan.ready and plan.first_kept_entry_id == u2["id"]
     assert plan.messages_to_summarize == [u1["message"], a1["message"]]
     assert plan.kept_entries == [u2, a2] and plan.kept_tokens == 2000
+    assert plan.tokens_before.tokens == 4000
+    assert plan.tokens_after("s" * 400) == 2000 + EST.count_text(compaction_summary_text("s" * 400))
 
 
 def test_ex_4_5_b_oversized_turn_is_split():

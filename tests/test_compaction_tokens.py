@@ -191,6 +191,14 @@ def test_effective_reserve_examples(window, floor, reserve, threshold):
     assert should_compact(threshold + 1, window, settings)
 
 
+def test_ex_4_2_e_current_profile_reserve():
+    from openclaw_cli.compaction.thresholds import effective_reserve_current
+
+    assert effective_reserve_current(32768) == 8192
+    assert 32768 - effective_reserve_current(32768) == 24576
+    assert effective_reserve_current(200000) == 20000
+
+
 def test_reserve_without_window_and_configured_base():
     assert effective_reserve(None) == 20000
     assert effective_reserve(0, 30000, 20000) == 30000

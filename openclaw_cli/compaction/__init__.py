@@ -31,7 +31,6 @@ from openclaw_cli.compaction.cutpoint import (
 )
 from openclaw_cli.compaction.identifiers import GuardResult
 from openclaw_cli.compaction.memory_flush import FlushDecision, plan_memory_flush
-from openclaw_cli.compaction.messages import compaction_summary_text
 from openclaw_cli.compaction.thresholds import (
     CompactionSettings,
     MemoryFlushSettings,
@@ -183,8 +182,8 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
             summary += _tool_failures_section(everything)
     summary = append_file_lists(summary, plan.read_files, plan.modified_files)
     tokenizer = Tokenizer("exact" if plan.token_method == "exact" else "estimate")
-    tokens_after = tokenizer.count_text(compaction_summary_text(summary)) + plan.kept_tokens
-    return SummaryOutcome(summary, provider_used, fallback_reason, quality, tokens_after, tokenizer.method)
+    return SummaryOutcome(summary, provider_used, fallback_reason, quality, plan.tokens_after(summary, tokenizer),
+                          tokenizer.method)
 
 
 def new_entry_id(existing: Collection[str] = ()) -> str:

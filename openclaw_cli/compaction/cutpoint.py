@@ -226,6 +226,14 @@ class CompactionPlan:
     def summarized_count(self) -> int:
         return len(self.messages_to_summarize) + len(self.turn_prefix_messages)
 
+    def tokens_after(self, summary: str, tokenizer: Tokenizer | None = None) -> int:
+        """Context size right after compaction: the summary message plus the kept tail (counted
+        with the plan's method unless another tokenizer is given)."""
+        from openclaw_cli.compaction.messages import compaction_summary_text
+
+        tok = tokenizer or Tokenizer("exact" if self.token_method == "exact" else "estimate")
+        return tok.count_text(compaction_summary_text(summary)) + self.kept_tokens
+
 
 def _truncate_request(text: str) -> str:
     if len(text) <= LATEST_REQUEST_MAX:

@@ -183,6 +183,11 @@ def effective_reserve(window: int | None, reserve_tokens: int | None = None,
     return max(base, floor)
 
 
+def effective_reserve_current(window: int) -> int:
+    """R4.2.4 (profile C, for comparison only): `min(20000, floor(W / 4))`."""
+    return min(max(ENGINE_RESERVE_TOKENS, DEFAULT_RESERVE_TOKENS_FLOOR), window // 4)
+
+
 def settings_reserve(window: int | None, settings: CompactionSettings | None = None) -> int:
     settings = settings or CompactionSettings()
     return effective_reserve(window, settings.reserve_tokens, settings.reserve_tokens_floor)
