@@ -250,3 +250,23 @@ def test_settings_from_mapping_and_validation():
             CompactionSettings.from_mapping(bad)
         assert "agents.defaults.compaction" in info.value.message
     assert parse_byte_size("2mb") == 2097152 and parse_byte_size(0) == 0
+
+
+def test_estimate_fast_path_equals_counted_parts():
+    from openclaw_cli.compaction.tokens import IMAGE_CHARS, counted_parts
+
+    def slow(message):
+        parts, images = counted_parts(message)
+        return -(-(sum(len(p) for p in parts) + images * IMAGE_CHARS) // 4)
+
+    messages = [e["message"] for e in generate_session(9, turns=30).entries if e["type"] == "message"]
+    messages += [
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "abc"}, {"type": "image"},
+                                          {"type": "toolCall", "name": "x", "arguments": {"k": "ü"}}]},
+        {"role": "user", "content": [{"type": "text", "text": 5}, "stray string", {"type": "text", "text": "ok"}]},
+        {"role": "toolResult", "content": [{"type": "thinking", "thinking": "not counted for tools"}]},
+        {"role": "custom", "content": "plain string content"},
+        {"role": "user", "content": [{"type": "text", "text": "x" * 9}], "excludeFromContext": True},
+    ]
+    for message in messages:
+        assert estimate_message_tokens(message) == slow(message)

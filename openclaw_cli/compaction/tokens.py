@@ -136,6 +136,35 @@ def counted_parts(message: Mapping[str, Any] | None) -> tuple[list[str], int]:
 
 
 def estimate_message_tokens(message: Mapping[str, Any] | None) -> int:
+    """`ceil(chars / 4)` over the counted parts (R4.4.1). The common pi shapes (a dict with a list of
+    dict blocks) take a fast path that only sums lengths; anything else goes through
+    `counted_parts`, which gives the same figure."""
+    if type(message) is dict and message.get("excludeFromContext") is not True:
+        content = message.get("content")
+        role = message.get("role")
+        if type(content) is list and role in ("user", "assistant", "toolResult", "custom"):
+            chars = 0
+            for block in content:
+                if type(block) is not dict:
+                    break
+                kind = block.get("type")
+                if kind == "text":
+                    text = block.get("text")
+                    if type(text) is str:
+                        chars += len(text)
+                elif kind == "image":
+                    chars += IMAGE_CHARS
+                elif role == "assistant" and kind == "thinking":
+                    text = block.get("thinking")
+                    if type(text) is str:
+                        chars += len(text)
+                elif role == "assistant" and kind == "toolCall":
+                    name = block.get("name")
+                    if type(name) is str:
+                        chars += len(name)
+                    chars += len(dumps_compact(block.get("arguments", {})))
+            else:
+                return -(-chars // 4)
     parts, images = counted_parts(message)
     return math.ceil((sum(len(p) for p in parts) + images * IMAGE_CHARS) / 4)
 
