@@ -129,7 +129,7 @@ def list_sessions(
     stores_out: list[dict[str, Any]] = []
     total = 0
     for target in targets:
-        with open_target(ctx, target) as st:
+        with open_target(ctx, target, read_only=True) as st:
             rows, matched = st.list_entries(limit=limit, updated_since_ms=since)
             total += matched
             stores_out.append({"agentId": target.agent_id, "path": str(st.path)})
@@ -164,7 +164,7 @@ def list_sessions(
     return result
 
 
-def resolve_session(ctx: Context, key: str, *, agent: str | None, store: str | None):
+def resolve_session(ctx: Context, key: str, *, agent: str | None, store: str | None, read_only: bool = False):
     """Find a session by key in the selected store; returns (target, store, entry)."""
     from openclaw_cli.keys import normalize_key
 
@@ -172,7 +172,7 @@ def resolve_session(ctx: Context, key: str, *, agent: str | None, store: str | N
         raise UsageError("--session-key must not be blank")
     targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=False, store=store)
     target = targets[0]
-    st = open_target(ctx, target)
+    st = open_target(ctx, target, read_only=read_only)
     entries = st.load_entries()
     wanted = key.strip()
     entry = entries.get(wanted)
@@ -198,7 +198,7 @@ def tail_session(
 
     if n < 1:
         raise UsageError("--tail must be a positive integer, for example --tail 20.")
-    target, st, resolved_key, entry = resolve_session(ctx, key, agent=agent, store=store)
+    target, st, resolved_key, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=True)
     issues: list[ReadIssue] = []
     with st:
         session_id = entry.get("sessionId")

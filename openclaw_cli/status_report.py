@@ -131,7 +131,7 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
     total_sessions = 0
     for agent_id in known_agent_ids(paths, loaded):
         try:
-            store = open_target(ctx, Target(agent_id=agent_id, store_path=None))
+            store = open_target(ctx, Target(agent_id=agent_id, store_path=None), read_only=True)
         except OpenClawError as exc:
             stores.append({"agent": agent_id, "kind": None, "path": None, "error": exc.message})
             continue
