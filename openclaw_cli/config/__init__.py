@@ -1,48 +1,50 @@
 """Config: JSON5 loading, strict validation (spec D10), units, effective settings, legacy keys.
 
-`import openclaw_cli.config` stays cheap: pydantic and json5 load only when a config is
-validated; the model classes are importable from here lazily.
+`import openclaw_cli.config` stays cheap (every command loads the config): the validation model,
+the units parser, the legacy-key tools, json5 and the less used settings (compaction, cron,
+reset, gateway) load only when they are used; all their names are importable from here, lazily.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from openclaw_cli.config.legacy_keys import FIX_HEADER, fix_legacy_config, legacy_key_findings
 from openclaw_cli.config.loader import LoadedConfig, load_config, validate_config
+from openclaw_cli.config.resolve import LAZY_NAMES as _LAZY_SETTINGS
 from openclaw_cli.config.resolve import (
-    CompactionSettings,
-    CronSettings,
-    GatewaySettings,
     MaintenanceSettings,
-    MemoryFlushSettings,
-    ResetSettings,
     WriteLockSettings,
-    compaction_settings,
     configured_agent_ids,
     context_tokens_default,
-    cron_settings,
     default_agent_id,
     default_model,
     dm_scope,
-    gateway_settings,
     high_water_entries,
     maintenance_settings,
     max_hold_from_timeout,
-    reset_settings,
     sqlite_busy_timeout_ms,
     write_lock_settings,
 )
-from openclaw_cli.config.units import format_byte_size, format_duration_ms, parse_byte_size, parse_duration_ms
 
-_LAZY_MODEL_NAMES = frozenset({"OpenClawConfig", "SessionConfig", "MaintenanceConfig", "CompactionConfig"})
+_LAZY_NAMES = {
+    "OpenClawConfig": "model",
+    "SessionConfig": "model",
+    "MaintenanceConfig": "model",
+    "CompactionConfig": "model",
+    "FIX_HEADER": "legacy_keys",
+    "fix_legacy_config": "legacy_keys",
+    "legacy_key_findings": "legacy_keys",
+    "format_byte_size": "units",
+    "format_duration_ms": "units",
+    "parse_byte_size": "units",
+    "parse_duration_ms": "units",
+}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY_MODEL_NAMES:
-        from openclaw_cli.config import model
+def __getattr__(name: str) -> object:
+    module_name = _LAZY_NAMES.get(name) or _LAZY_SETTINGS.get(name)
+    if module_name is not None:
+        import importlib
 
-        return getattr(model, name)
+        return getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

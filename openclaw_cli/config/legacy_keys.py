@@ -7,15 +7,13 @@ and removing it would switch on the 30-day default, i.e. start deleting.
 
 from __future__ import annotations
 
-import copy
-import json
-import os
-import uuid
 from pathlib import Path
-from typing import Any
 
 from openclaw_cli.errors import ConfigError, RefusedError
-from openclaw_cli.fsio import FILE_MODE, atomic_write_text, fsync_dir
+
+TYPE_CHECKING = False  # every load reads the findings: keep this module's imports light
+if TYPE_CHECKING:
+    from typing import Any
 
 FIX_HEADER = "Migrated legacy config keys in the active openclaw.json:"
 
@@ -55,6 +53,8 @@ def legacy_key_findings(raw: dict) -> list[str]:
 
 def migrate_legacy_keys(raw: dict) -> tuple[dict, list[str]]:
     """Return a migrated deep copy and the change messages, in OpenClaw's order."""
+    import copy
+
     out = copy.deepcopy(raw)
     changes: list[str] = []
     session = _record(out.get("session"))
@@ -96,6 +96,11 @@ def _write_backup(path: Path, data: bytes) -> Path:
     The copy is written to a temp file, fsynced, then hard-linked into place: link() fails when
     the name exists, so a backup that appeared meanwhile is never overwritten.
     """
+    import os
+    import uuid
+
+    from openclaw_cli.fsio import FILE_MODE, fsync_dir
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.bak.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
@@ -127,7 +132,10 @@ def fix_legacy_config(path: Path) -> list[str]:
     JSON5 original survive only in the backup). Returns OpenClaw's change messages; with nothing
     to change (or no file) it writes nothing and returns [].
     """
+    import json
+
     from openclaw_cli.config.loader import parse_config_bytes, read_config_bytes
+    from openclaw_cli.fsio import atomic_write_text
 
     path = Path(path)
     if path.is_symlink():

@@ -6,42 +6,68 @@ that names the file and, for values, every bad key with an example. `strict=Fals
 `status` and `doctor`, which must report a broken config rather than die on it) records the
 problems in `LoadedConfig.errors` and uses defaults for the keys in error.
 
-pydantic and json5 are imported inside functions: start-up time matters.
+Start-up time matters (every command loads the config): a missing file builds the defaults
+without parsing anything, json5 is imported only for files that are not plain JSON, and the
+validation model, examples and warning rules only when a file exists.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import ConfigError
 from openclaw_cli.paths import StatePaths
 
+TYPE_CHECKING = False  # `typing` costs start-up time; only type checkers need it here
 if TYPE_CHECKING:
+    from typing import Any
+
     from openclaw_cli.config.model import OpenClawConfig
 
 # A config is a few KB; refusing absurd sizes keeps a hostile file from exhausting memory.
 MAX_CONFIG_BYTES = 32 * 1024 * 1024
-_JSON5_POSITION = re.compile(r"^<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
+_JSON5_POSITION = r"^<string>:(\d+) (.*) at column (\d+)$"  # compiled on first use
 _SHOWN_VALUE_MAX = 80
 
 # Keys of later OpenClaw releases that we recognise but do not implement (warned as unused).
 _LATER_MAINTENANCE_KEYS = frozenset({"archiveDashboardAfter", "preserveRecent", "coldStorage"})
 
 
-@dataclass
 class LoadedConfig:
-    """The config as loaded: the parsed file, the validated model and what was noticed."""
+    """The config as loaded: the parsed file, the validated model and what was noticed.
 
-    path: Path
-    exists: bool
-    raw: dict[str, Any]
-    model: OpenClawConfig
-    warnings: list[str] = field(default_factory=list)
-    errors: list[dict[str, str]] = field(default_factory=list)  # only filled when strict=False
+    A plain class rather than a dataclass: creating a dataclass costs start-up time.
+    """
+
+    __slots__ = ("errors", "exists", "model", "path", "raw", "warnings")
+
+    def __init__(
+        self,
+        path: Path,
+        exists: bool,
+        raw: dict[str, Any],
+        model: OpenClawConfig,
+        warnings: list[str] | None = None,
+        errors: list[dict[str, str]] | None = None,  # only filled when strict=False
+    ) -> None:
+        self.path = path
+        self.exists = exists
+        self.raw = raw
+        self.model = model
+        self.warnings = [] if warnings is None else warnings
+        self.errors = [] if errors is None else errors
+
+    def __repr__(self) -> str:
+        return (f"LoadedConfig(path={self.path!r}, exists={self.exists!r}, raw={self.raw!r}, model={self.model!r}, "
+                f"warnings={self.warnings!r}, errors={self.errors!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not LoadedConfig:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 
     @property
     def valid(self) -> bool:
@@ -78,7 +104,7 @@ def _parse_failure(path: Path, detail: str) -> ConfigError:
 
 def _json5_detail(error: Exception) -> str:
     text = str(error)
-    match = _JSON5_POSITION.match(text)
+    match = re.match(_JSON5_POSITION, text, re.DOTALL)
     if match:
         line, what, column = match.groups()
         return f"line {line}, column {column}: {what}."
@@ -105,7 +131,7 @@ def parse_config_bytes(data: bytes, path: Path) -> dict[str, Any]:
         raise _parse_failure(path, f"not UTF-8 text (invalid byte at offset {error.start}).") from None
     if not text.strip():
         return {}
-    import orjson
+    import orjson  # every command that reads a session store loads it anyway
 
     try:
         value = orjson.loads(text)  # fast path: most configs are plain JSON
@@ -132,10 +158,15 @@ def parse_config_bytes(data: bytes, path: Path) -> dict[str, Any]:
 
 
 def _show_value(value: Any) -> str:
+    import json
+
     try:
         text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except Exception:  # not JSON (a Python caller's value), or nested too deeply to print
+        try:
+            text = repr(value)
+        except Exception:
+            text = f"<{type(value).__name__}>"
     if len(text) > _SHOWN_VALUE_MAX:
         text = text[: _SHOWN_VALUE_MAX - 1] + "…"
     return text
@@ -151,22 +182,8 @@ def _path_text(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def _reason(error: dict[str, Any]) -> str:
-    kind = error.get("type", "")
-    ctx = error.get("ctx") or {}
-    if kind == "config_value" and "reason" in ctx:
-        return str(ctx["reason"])
-    if kind in ("model_type", "model_attributes_type", "dict_type"):
-        return "expected an object"
-    if kind == "list_type":
-        return "expected an array"
-    if kind == "missing":
-        return "required key is missing"
-    return str(error.get("msg", "invalid value"))
-
-
 def make_issue(loc: tuple[str | int, ...], reason: str, value: Any = None, *, missing: bool = False) -> dict[str, str]:
-    from openclaw_cli.config.model import example_for
+    from openclaw_cli.config.examples import example_for
 
     example = example_for(loc)
     message = reason if missing else f"{_show_value(value)} ({reason})"
@@ -186,7 +203,7 @@ def config_error(issues: list[dict[str, str]], path: Path) -> ConfigError:
 
 
 def _extra_checks(raw: dict[str, Any]) -> list[dict[str, str]]:
-    """Rules pydantic does not express: `agents.list[].id` must be a non-blank string."""
+    """Rules the field tables do not express: `agents.list[].id` must be a non-blank string."""
     issues: list[dict[str, str]] = []
     agents = raw.get("agents")
     items = agents.get("list") if isinstance(agents, dict) else None
@@ -203,22 +220,13 @@ def _extra_checks(raw: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _validate(raw: dict[str, Any]) -> tuple[OpenClawConfig | None, list[dict[str, str]], list[tuple]]:
-    from pydantic import ValidationError
+    """The model (None when any modelled value is bad), every issue, and the bad values' paths."""
+    from openclaw_cli.config.model import build_config
 
-    from openclaw_cli.config.model import OpenClawConfig
-
-    issues: list[dict[str, str]] = []
-    locs: list[tuple] = []
-    try:
-        model = OpenClawConfig.model_validate(raw)
-    except ValidationError as error:
-        model = None
-        for item in error.errors(include_url=False):
-            loc = tuple(item.get("loc", ()))
-            missing = item.get("type") == "missing"
-            issues.append(make_issue(loc, _reason(item), item.get("input"), missing=missing))
-            locs.append(loc)
-    return model, [*issues, *_extra_checks(raw)], locs
+    model, found = build_config(raw)
+    issues = [make_issue(loc, reason, value) for loc, reason, value in found]
+    locs = [loc for loc, _, _ in found]
+    return (None if found else model), [*issues, *_extra_checks(raw)], locs
 
 
 def _drop_paths(raw: dict[str, Any], locs: list[tuple]) -> dict[str, Any]:

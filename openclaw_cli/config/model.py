@@ -1,4 +1,4 @@
-"""Pydantic models for the parts of `openclaw.json` this tool uses (spec D10).
+"""The parts of `openclaw.json` this tool uses (spec D10), as small immutable section objects.
 
 Only the keys we act on are modelled; everything else in OpenClaw's large config is ignored.
 Every modelled leaf is checked by a strict validator of our own, so a bad value becomes one
@@ -7,28 +7,53 @@ Durations and byte sizes are stored already parsed (ms / bytes, with the key's d
 `False` is kept where it means "disabled"; `None` means "not set" (defaults are applied in
 `resolve.py`, not here, so a model says exactly what the user wrote).
 
-Import this module lazily: pydantic costs start-up time.
+Each section declares a field table (file key -> attribute, and how to check the value); one
+walker builds every section from it. This replaced pydantic models that cost ~100 ms of start-up
+per command; the attribute names, values and reported issues are unchanged.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
 from openclaw_cli.config.units import MAX_SAFE_INTEGER, js_string, parse_byte_size, parse_duration_ms
 
+TYPE_CHECKING = False  # `typing` costs start-up time; only type checkers need it here
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeVar
+
+    _S = TypeVar("_S", bound="_Section")
+
+# One problem found while building: (key path, reason, the offending value).
+Issue = tuple[tuple[str | int, ...], str, object]
+
+
+class ConfigValueError(ValueError):
+    """A leaf value is invalid; `reason` says what is wrong (the loader adds the path, the value
+    and an example)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ConfigValidationError(ValueError):
+    """Raised when a section is constructed directly (`MaintenanceConfig(maxEntries=0)`) from
+    invalid values; the loader collects issues instead of raising."""
+
+    def __init__(self, issues: list[Issue]) -> None:
+        self.issues = issues
+        shown = "; ".join(f"{'.'.join(str(p) for p in loc) or '<root>'}: {reason}" for loc, reason, _ in issues)
+        super().__init__(f"invalid config: {shown}")
+
+
 # --------------------------------------------------------------------------------------------
-# Leaf validators. Each returns the normalised value or raises a `config_value` error whose
-# `reason` says what is wrong; the loader adds the path, the value and an example.
+# Leaf validators. Each returns the normalised value or raises ConfigValueError.
 
 
-def _fail(reason: str) -> PydanticCustomError:
-    return PydanticCustomError("config_value", "{reason}", {"reason": reason})
+def _fail(reason: str) -> ConfigValueError:
+    return ConfigValueError(reason)
 
 
 def _type_name(value: Any) -> str:
@@ -86,7 +111,8 @@ def number_field(minimum: float, maximum: float) -> Callable[[Any], float | None
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise _fail(f"expected a number, got {_type_name(value)}")
-        if not math.isfinite(value) or not minimum <= value <= maximum:
+        # Integers are compared exactly: math.isfinite() overflows on huge JSON5 integers.
+        if (isinstance(value, float) and not math.isfinite(value)) or not minimum <= value <= maximum:
             raise _fail(f"must be between {js_string(minimum)} and {js_string(maximum)}")
         return float(value)
 
@@ -172,7 +198,7 @@ def str_list_field(value: Any) -> list[str] | None:
 
 
 def model_ref_field(value: Any) -> str | dict | None:
-    """`agents.defaults.model`: "provider/model" or `{primary, fallbacks}`."""
+    """`agents.defaults.model`: "provider/model" or `{primary, fallbacks}` (kept as a copy)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -186,324 +212,422 @@ def model_ref_field(value: Any) -> str | dict | None:
             not isinstance(fallbacks, list) or not all(isinstance(f, str) for f in fallbacks)
         ):
             raise _fail("model.fallbacks must be an array of strings")
-        return value
+        return dict(value)
     raise _fail(f"expected a model name or {{primary, fallbacks}}, got {_type_name(value)}")
 
 
 def secret_field(value: Any) -> str | dict | None:
-    """A secret: a string, or OpenClaw's reference object `{source, provider, id}`."""
+    """A secret: a string, or OpenClaw's reference object `{source, provider, id}` (a copy)."""
     if value is None:
         return None
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("source"), str) and isinstance(value.get("id"), str):
-        return value
+        return dict(value)
     raise _fail("expected a string or a secret reference {source, provider, id}")
 
 
-def _v(fn: Callable[[Any], Any]) -> BeforeValidator:
-    return BeforeValidator(fn)
-
-
-PositiveInt = Annotated[int | None, _v(int_field(1))]
-NonNegativeInt = Annotated[int | None, _v(int_field(0))]
-OptBool = Annotated[bool | None, _v(bool_field)]
-OptStr = Annotated[str | None, _v(str_field)]
-ByteSize = Annotated[int | None, _v(byte_size_field())]
-
-
-class _Section(BaseModel):
-    """camelCase keys in the file, snake_case in Python; unknown keys are ignored here (the
-    loader reports the ones that deserve a warning)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_means_unset(cls, data: Any) -> Any:
-        # `"maintenance": null` reads as "not set", like a null leaf, rather than as a type error.
-        if isinstance(data, dict) and any(value is None for value in data.values()):
-            return {key: value for key, value in data.items() if value is not None}
-        return data
+POSITIVE_INT = int_field(1)
+NON_NEGATIVE_INT = int_field(0)
 
 
 # --------------------------------------------------------------------------------------------
+# Field kinds. A field maps a camelCase file key to a snake_case attribute. A missing or null
+# key gives the default (None, or an all-defaults section); a bad value is recorded as an issue.
+
+
+class _Field:
+    __slots__ = ("attr", "key")
+
+    def __init__(self, key: str, attr: str) -> None:
+        self.key = key
+        self.attr = attr
+
+    def default(self) -> Any:
+        return None
+
+    def convert(self, value: Any, loc: tuple[str | int, ...], issues: list[Issue]) -> Any:
+        raise NotImplementedError
+
+
+class _Leaf(_Field):
+    """A scalar (or small free-form value) checked by a leaf validator; `check=None` keeps any
+    value as written (legacy keys that are only reported)."""
+
+    __slots__ = ("check",)
+
+    def __init__(self, key: str, attr: str, check: Callable[[Any], Any] | None) -> None:
+        super().__init__(key, attr)
+        self.check = check
+
+    def convert(self, value: Any, loc: tuple[str | int, ...], issues: list[Issue]) -> Any:
+        if self.check is None:
+            return value
+        try:
+            return self.check(value)
+        except ConfigValueError as error:
+            issues.append((loc, error.reason, value))
+            return None
+
+
+def _section_value(cls: type[_S], value: Any, loc: tuple[str | int, ...], issues: list[Issue]) -> _S | None:
+    """`value` as a `cls` section, or None (issue recorded) when it is not an object."""
+    if isinstance(value, dict):
+        return cls._build(value, loc, issues)
+    if isinstance(value, cls):
+        return value
+    issues.append((loc, "expected an object", value))
+    return None
+
+
+class _Nested(_Field):
+    """A nested section: all defaults when absent, or None when `optional`."""
+
+    __slots__ = ("cls", "optional")
+
+    def __init__(self, key: str, attr: str, cls: type[_Section], *, optional: bool = False) -> None:
+        super().__init__(key, attr)
+        self.cls = cls
+        self.optional = optional
+
+    def default(self) -> Any:
+        return None if self.optional else self.cls()
+
+    def convert(self, value: Any, loc: tuple[str | int, ...], issues: list[Issue]) -> Any:
+        built = _section_value(self.cls, value, loc, issues)
+        return self.default() if built is None else built
+
+
+class _NestedMap(_Field):
+    """An object of sections keyed by a free name (agent id, channel, session type)."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, key: str, attr: str, cls: type[_Section]) -> None:
+        super().__init__(key, attr)
+        self.cls = cls
+
+    def convert(self, value: Any, loc: tuple[str | int, ...], issues: list[Issue]) -> Any:
+        if not isinstance(value, dict):
+            issues.append((loc, "expected an object", value))
+            return None
+        out: dict[str, _Section] = {}
+        for name, item in value.items():
+            bad_name = not isinstance(name, str)  # only from Python callers, never from a file
+            if bad_name:
+                issues.append(((*loc, name, "[key]"), "Input should be a valid string", name))
+            built = _section_value(self.cls, item, (*loc, name), issues)
+            if built is not None and not bad_name:
+                out[name] = built
+        return out
+
+
+class _NestedList(_Field):
+    """An array of sections."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, key: str, attr: str, cls: type[_Section]) -> None:
+        super().__init__(key, attr)
+        self.cls = cls
+
+    def convert(self, value: Any, loc: tuple[str | int, ...], issues: list[Issue]) -> Any:
+        if not isinstance(value, list | tuple):
+            issues.append((loc, "expected an array", value))
+            return None
+        out: list[_Section] = []
+        for index, item in enumerate(value):
+            built = _section_value(self.cls, item, (*loc, index), issues)
+            if built is not None:
+                out.append(built)
+        return out
+
+
+def _slots(fields: tuple[_Field, ...]) -> tuple[str, ...]:
+    return tuple(f.attr for f in fields)
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+
+
+def _restore(cls: type[_Section], values: tuple) -> _Section:
+    obj = cls.__new__(cls)
+    for name, value in zip(cls.__slots__, values, strict=True):
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+class _Section:
+    """Base of every section: immutable, compared by value.
+
+    Keys are looked up by their camelCase name first, then by the attribute name (as the former
+    pydantic models did with `populate_by_name`); unknown keys are ignored (the loader warns
+    about the ones that deserve it). `Section()` is all defaults; `Section(**keys)` validates
+    and raises ConfigValidationError on bad values.
+    """
+
+    __slots__ = ()
+    _fields: tuple[_Field, ...] = ()
+
+    def __init__(self, **values: Any) -> None:
+        issues: list[Issue] = []
+        self._fill(values, (), issues)
+        if issues:
+            raise ConfigValidationError(issues)
+
+    @classmethod
+    def _build(cls: type[_S], data: dict, loc: tuple[str | int, ...], issues: list[Issue]) -> _S:
+        obj = cls.__new__(cls)
+        obj._fill(data, loc, issues)
+        return obj
+
+    def _fill(self, data: dict, loc: tuple[str | int, ...], issues: list[Issue]) -> None:
+        setter = object.__setattr__
+        for f in self._fields:
+            key = f.key
+            value = data.get(key)
+            if value is None and f.attr != key:
+                value = data.get(f.attr)
+                if value is not None:
+                    key = f.attr
+            setter(self, f.attr, f.default() if value is None else f.convert(value, (*loc, key), issues))
+
+    @classmethod
+    def keys(cls) -> frozenset[str]:
+        """The camelCase keys this section understands."""
+        return frozenset(f.key for f in cls._fields)
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({shown})"
+
+    def __reduce__(self) -> tuple:
+        return _restore, (type(self), self._values())
+
+
 # session.*
 
 
 class MaintenanceConfig(_Section):
-    mode: Annotated[str | None, _v(enum_field("enforce", "warn"))] = None
-    prune_after: Annotated[int | None, _v(duration_field("d"))] = None
-    prune_days: Annotated[int | None, _v(duration_field("d"))] = None  # legacy alias of pruneAfter
-    max_entries: PositiveInt = None
-    reset_archive_retention: Annotated[int | Literal[False] | None, _v(duration_field("d", allow_false=True))] = None
-    max_disk_bytes: Annotated[int | Literal[False] | None, _v(byte_size_field(allow_false=True))] = None
-    high_water_bytes: ByteSize = None
-    rotate_bytes: Any = None  # legacy: ignored, reported as a warning
+    _fields = (
+        _Leaf("mode", "mode", enum_field("enforce", "warn")),
+        _Leaf("pruneAfter", "prune_after", duration_field("d")),
+        _Leaf("pruneDays", "prune_days", duration_field("d")),  # legacy alias of pruneAfter
+        _Leaf("maxEntries", "max_entries", POSITIVE_INT),
+        _Leaf("resetArchiveRetention", "reset_archive_retention", duration_field("d", allow_false=True)),
+        _Leaf("maxDiskBytes", "max_disk_bytes", byte_size_field(allow_false=True)),
+        _Leaf("highWaterBytes", "high_water_bytes", byte_size_field()),
+        _Leaf("rotateBytes", "rotate_bytes", None),  # legacy: ignored, reported as a warning
+    )
+    __slots__ = _slots(_fields)
 
 
 class WriteLockConfig(_Section):
-    acquire_timeout_ms: Annotated[float | int | None, _v(positive_ms_or_infinity)] = None
-    stale_ms: PositiveInt = None
-    max_hold_ms: PositiveInt = None
+    _fields = (
+        _Leaf("acquireTimeoutMs", "acquire_timeout_ms", positive_ms_or_infinity),
+        _Leaf("staleMs", "stale_ms", POSITIVE_INT),
+        _Leaf("maxHoldMs", "max_hold_ms", POSITIVE_INT),
+    )
+    __slots__ = _slots(_fields)
 
 
 class ResetConfig(_Section):
     # L modes daily/idle; `manual` (older L) and `none` (current OpenClaw) mean "no time-based reset".
-    mode: Annotated[str | None, _v(enum_field("daily", "idle", "manual", "none"))] = None
-    at_hour: Annotated[int | None, _v(int_field(0, 23))] = None
-    idle_minutes: NonNegativeInt = None
+    _fields = (
+        _Leaf("mode", "mode", enum_field("daily", "idle", "manual", "none")),
+        _Leaf("atHour", "at_hour", int_field(0, 23)),
+        _Leaf("idleMinutes", "idle_minutes", NON_NEGATIVE_INT),
+    )
+    __slots__ = _slots(_fields)
 
 
 class SessionConfig(_Section):
-    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
-    write_lock: WriteLockConfig = Field(default_factory=WriteLockConfig)
-    reset: ResetConfig | None = None
-    reset_by_type: dict[str, ResetConfig] | None = None
-    reset_by_channel: dict[str, ResetConfig] | None = None
-    idle_minutes: NonNegativeInt = None  # legacy, honoured by profile L
-    dm_scope: Annotated[
-        str | None, _v(enum_field("main", "per-peer", "per-channel-peer", "per-account-channel-peer"))
-    ] = None
-    scope: Annotated[str | None, _v(enum_field("per-sender", "global"))] = None
-    main_key: OptStr = None
-    store: OptStr = None
-    parent_fork_max_tokens: Any = None  # legacy: ignored, reported as a warning
+    _fields = (
+        _Nested("maintenance", "maintenance", MaintenanceConfig),
+        _Nested("writeLock", "write_lock", WriteLockConfig),
+        _Nested("reset", "reset", ResetConfig, optional=True),
+        _NestedMap("resetByType", "reset_by_type", ResetConfig),
+        _NestedMap("resetByChannel", "reset_by_channel", ResetConfig),
+        _Leaf("idleMinutes", "idle_minutes", NON_NEGATIVE_INT),  # legacy, honoured by profile L
+        _Leaf("dmScope", "dm_scope", enum_field("main", "per-peer", "per-channel-peer", "per-account-channel-peer")),
+        _Leaf("scope", "scope", enum_field("per-sender", "global")),
+        _Leaf("mainKey", "main_key", str_field),
+        _Leaf("store", "store", str_field),
+        _Leaf("parentForkMaxTokens", "parent_fork_max_tokens", None),  # legacy: ignored, warned
+    )
+    __slots__ = _slots(_fields)
 
 
-# --------------------------------------------------------------------------------------------
 # agents.*
 
 
 class QualityGuardConfig(_Section):
-    enabled: OptBool = None
-    max_retries: Annotated[int | None, _v(int_field(0, 3))] = None
+    _fields = (
+        _Leaf("enabled", "enabled", bool_field),
+        _Leaf("maxRetries", "max_retries", int_field(0, 3)),
+    )
+    __slots__ = _slots(_fields)
 
 
 class MidTurnPrecheckConfig(_Section):
-    enabled: OptBool = None
+    _fields = (_Leaf("enabled", "enabled", bool_field),)
+    __slots__ = _slots(_fields)
 
 
 class MemoryFlushConfig(_Section):
-    enabled: OptBool = None
-    model: OptStr = None
-    soft_threshold_tokens: NonNegativeInt = None
-    force_flush_transcript_bytes: ByteSize = None
-    prompt: OptStr = None
-    system_prompt: OptStr = None
+    _fields = (
+        _Leaf("enabled", "enabled", bool_field),
+        _Leaf("model", "model", str_field),
+        _Leaf("softThresholdTokens", "soft_threshold_tokens", NON_NEGATIVE_INT),
+        _Leaf("forceFlushTranscriptBytes", "force_flush_transcript_bytes", byte_size_field()),
+        _Leaf("prompt", "prompt", str_field),
+        _Leaf("systemPrompt", "system_prompt", str_field),
+    )
+    __slots__ = _slots(_fields)
 
 
 class CompactionConfig(_Section):
-    enabled: OptBool = None
-    mode: Annotated[str | None, _v(enum_field("default", "safeguard"))] = None
-    provider: OptStr = None
-    model: OptStr = None
-    thinking_level: OptStr = None
-    reserve_tokens: NonNegativeInt = None
-    reserve_tokens_floor: NonNegativeInt = None
-    keep_recent_tokens: PositiveInt = None
-    max_history_share: Annotated[float | None, _v(number_field(0, 1))] = None
-    recent_turns_preserve: Annotated[int | None, _v(int_field(0, 12))] = None
-    identifier_policy: Annotated[str | None, _v(enum_field("strict", "off", "custom"))] = None
-    identifier_instructions: OptStr = None
-    quality_guard: QualityGuardConfig = Field(default_factory=QualityGuardConfig)
-    truncate_after_compaction: OptBool = None
-    max_active_transcript_bytes: ByteSize = None
-    mid_turn_precheck: MidTurnPrecheckConfig = Field(default_factory=MidTurnPrecheckConfig)
-    post_compaction_sections: Annotated[list[str] | None, _v(str_list_field)] = None
-    notify_user: OptBool = None
-    timeout_seconds: PositiveInt = None
-    memory_flush: MemoryFlushConfig = Field(default_factory=MemoryFlushConfig)
+    _fields = (
+        _Leaf("enabled", "enabled", bool_field),
+        _Leaf("mode", "mode", enum_field("default", "safeguard")),
+        _Leaf("provider", "provider", str_field),
+        _Leaf("model", "model", str_field),
+        _Leaf("thinkingLevel", "thinking_level", str_field),
+        _Leaf("reserveTokens", "reserve_tokens", NON_NEGATIVE_INT),
+        _Leaf("reserveTokensFloor", "reserve_tokens_floor", NON_NEGATIVE_INT),
+        _Leaf("keepRecentTokens", "keep_recent_tokens", POSITIVE_INT),
+        _Leaf("maxHistoryShare", "max_history_share", number_field(0, 1)),
+        _Leaf("recentTurnsPreserve", "recent_turns_preserve", int_field(0, 12)),
+        _Leaf("identifierPolicy", "identifier_policy", enum_field("strict", "off", "custom")),
+        _Leaf("identifierInstructions", "identifier_instructions", str_field),
+        _Nested("qualityGuard", "quality_guard", QualityGuardConfig),
+        _Leaf("truncateAfterCompaction", "truncate_after_compaction", bool_field),
+        _Leaf("maxActiveTranscriptBytes", "max_active_transcript_bytes", byte_size_field()),
+        _Nested("midTurnPrecheck", "mid_turn_precheck", MidTurnPrecheckConfig),
+        _Leaf("postCompactionSections", "post_compaction_sections", str_list_field),
+        _Leaf("notifyUser", "notify_user", bool_field),
+        _Leaf("timeoutSeconds", "timeout_seconds", POSITIVE_INT),
+        _Nested("memoryFlush", "memory_flush", MemoryFlushConfig),
+    )
+    __slots__ = _slots(_fields)
 
 
 class AgentDefaultsConfig(_Section):
-    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
-    context_tokens: PositiveInt = None
-    model: Annotated[str | dict | None, _v(model_ref_field)] = None
+    _fields = (
+        _Nested("compaction", "compaction", CompactionConfig),
+        _Leaf("contextTokens", "context_tokens", POSITIVE_INT),
+        _Leaf("model", "model", model_ref_field),
+    )
+    __slots__ = _slots(_fields)
 
 
 class AgentEntryConfig(_Section):
     """One roster entry (`agents.entries.<id>` or an element of `agents.list`)."""
 
-    id: OptStr = None  # required in `agents.list`, checked by the loader
-    default: OptBool = None
-    name: OptStr = None
-    model: Annotated[str | dict | None, _v(model_ref_field)] = None
-    context_tokens: PositiveInt = None
+    _fields = (
+        _Leaf("id", "id", str_field),  # required in `agents.list`, checked by the loader
+        _Leaf("default", "default", bool_field),
+        _Leaf("name", "name", str_field),
+        _Leaf("model", "model", model_ref_field),
+        _Leaf("contextTokens", "context_tokens", POSITIVE_INT),
+    )
+    __slots__ = _slots(_fields)
 
 
 class AgentsConfig(_Section):
-    defaults: AgentDefaultsConfig = Field(default_factory=AgentDefaultsConfig)
-    entries: dict[str, AgentEntryConfig] | None = None
-    agent_list: list[AgentEntryConfig] | None = Field(default=None, alias="list")
-    ownership: OptStr = None
+    _fields = (
+        _Nested("defaults", "defaults", AgentDefaultsConfig),
+        _NestedMap("entries", "entries", AgentEntryConfig),
+        _NestedList("list", "agent_list", AgentEntryConfig),
+        _Leaf("ownership", "ownership", str_field),
+    )
+    __slots__ = _slots(_fields)
 
 
-# --------------------------------------------------------------------------------------------
 # cron.*, gateway.*
 
 
 class RunLogConfig(_Section):
-    keep_lines: PositiveInt = None
-    max_bytes: ByteSize = None  # accepted for compatibility, no effect (maintenance.md §9.2)
+    _fields = (
+        _Leaf("keepLines", "keep_lines", POSITIVE_INT),
+        _Leaf("maxBytes", "max_bytes", byte_size_field()),  # accepted, no effect (maintenance.md §9.2)
+    )
+    __slots__ = _slots(_fields)
 
 
 class CronConfig(_Section):
-    session_retention: Annotated[int | Literal[False] | None, _v(duration_field("h", allow_false=True))] = None
-    run_log: RunLogConfig = Field(default_factory=RunLogConfig)
+    _fields = (
+        _Leaf("sessionRetention", "session_retention", duration_field("h", allow_false=True)),
+        _Nested("runLog", "run_log", RunLogConfig),
+    )
+    __slots__ = _slots(_fields)
 
 
 class GatewayAuthConfig(_Section):
-    mode: OptStr = None
-    token: Annotated[str | dict | None, _v(secret_field)] = None
-    password: Annotated[str | dict | None, _v(secret_field)] = None
+    _fields = (
+        _Leaf("mode", "mode", str_field),
+        _Leaf("token", "token", secret_field),
+        _Leaf("password", "password", secret_field),
+    )
+    __slots__ = _slots(_fields)
 
 
 class GatewayConfig(_Section):
-    port: Annotated[int | None, _v(int_field(1, 65535))] = None
-    bind: OptStr = None
-    mode: Annotated[str | None, _v(enum_field("local", "remote"))] = None
-    auth: GatewayAuthConfig = Field(default_factory=GatewayAuthConfig)
+    _fields = (
+        _Leaf("port", "port", int_field(1, 65535)),
+        _Leaf("bind", "bind", str_field),
+        _Leaf("mode", "mode", enum_field("local", "remote")),
+        _Nested("auth", "auth", GatewayAuthConfig),
+    )
+    __slots__ = _slots(_fields)
 
 
 class OpenClawConfig(_Section):
-    session: SessionConfig = Field(default_factory=SessionConfig)
-    agents: AgentsConfig = Field(default_factory=AgentsConfig)
-    cron: CronConfig = Field(default_factory=CronConfig)
-    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    _fields = (
+        _Nested("session", "session", SessionConfig),
+        _Nested("agents", "agents", AgentsConfig),
+        _Nested("cron", "cron", CronConfig),
+        _Nested("gateway", "gateway", GatewayConfig),
+    )
+    __slots__ = _slots(_fields)
 
 
-# --------------------------------------------------------------------------------------------
-# Examples shown in error messages, by key path (`*` = any agent id / channel / index).
+def build_config(raw: Any) -> tuple[OpenClawConfig, list[Issue]]:
+    """The config object for a parsed file, and every issue found (in field order).
 
-EXAMPLES: dict[str, str] = {
-    "session": "{}",
-    "session.maintenance": '{"mode": "enforce", "pruneAfter": "30d"}',
-    "session.maintenance.mode": '"enforce"',
-    "session.maintenance.pruneAfter": '"30d"',
-    "session.maintenance.pruneDays": "30",
-    "session.maintenance.maxEntries": "500",
-    "session.maintenance.resetArchiveRetention": '"14d"',
-    "session.maintenance.maxDiskBytes": '"2gb"',
-    "session.maintenance.highWaterBytes": '"1600mb"',
-    "session.writeLock": '{"acquireTimeoutMs": 60000}',
-    "session.writeLock.acquireTimeoutMs": "60000",
-    "session.writeLock.staleMs": "1800000",
-    "session.writeLock.maxHoldMs": "300000",
-    "session.reset": '{"mode": "daily", "atHour": 4}',
-    "session.reset.mode": '"daily"',
-    "session.reset.atHour": "4",
-    "session.reset.idleMinutes": "120",
-    "session.resetByType": '{"group": {"mode": "idle", "idleMinutes": 120}}',
-    "session.resetByType.*": '{"mode": "idle", "idleMinutes": 120}',
-    "session.resetByType.*.mode": '"idle"',
-    "session.resetByType.*.atHour": "4",
-    "session.resetByType.*.idleMinutes": "120",
-    "session.resetByChannel": '{"discord": {"mode": "idle", "idleMinutes": 10080}}',
-    "session.resetByChannel.*": '{"mode": "idle", "idleMinutes": 10080}',
-    "session.resetByChannel.*.mode": '"idle"',
-    "session.resetByChannel.*.atHour": "4",
-    "session.resetByChannel.*.idleMinutes": "10080",
-    "session.idleMinutes": "120",
-    "session.dmScope": '"main"',
-    "session.scope": '"per-sender"',
-    "session.mainKey": '"main"',
-    "session.store": '"~/.openclaw/agents/{agentId}/sessions/sessions.json"',
-    "agents": "{}",
-    "agents.defaults": "{}",
-    "agents.defaults.contextTokens": "200000",
-    "agents.defaults.model": '"openai/gpt-5"',
-    "agents.defaults.compaction": '{"mode": "default", "keepRecentTokens": 20000}',
-    "agents.defaults.compaction.enabled": "true",
-    "agents.defaults.compaction.mode": '"safeguard"',
-    "agents.defaults.compaction.provider": '"my-provider"',
-    "agents.defaults.compaction.model": '"openai/gpt-5-mini"',
-    "agents.defaults.compaction.thinkingLevel": '"low"',
-    "agents.defaults.compaction.reserveTokens": "16384",
-    "agents.defaults.compaction.reserveTokensFloor": "20000",
-    "agents.defaults.compaction.keepRecentTokens": "20000",
-    "agents.defaults.compaction.maxHistoryShare": "0.5",
-    "agents.defaults.compaction.recentTurnsPreserve": "3",
-    "agents.defaults.compaction.identifierPolicy": '"strict"',
-    "agents.defaults.compaction.identifierInstructions": '"Keep ticket ids verbatim."',
-    "agents.defaults.compaction.qualityGuard": '{"enabled": true, "maxRetries": 1}',
-    "agents.defaults.compaction.qualityGuard.enabled": "true",
-    "agents.defaults.compaction.qualityGuard.maxRetries": "1",
-    "agents.defaults.compaction.truncateAfterCompaction": "false",
-    "agents.defaults.compaction.maxActiveTranscriptBytes": '"20mb"',
-    "agents.defaults.compaction.midTurnPrecheck": '{"enabled": false}',
-    "agents.defaults.compaction.midTurnPrecheck.enabled": "false",
-    "agents.defaults.compaction.postCompactionSections": '["Decisions", "Open TODOs"]',
-    "agents.defaults.compaction.notifyUser": "false",
-    "agents.defaults.compaction.timeoutSeconds": "180",
-    "agents.defaults.compaction.memoryFlush": '{"enabled": true, "softThresholdTokens": 4000}',
-    "agents.defaults.compaction.memoryFlush.enabled": "true",
-    "agents.defaults.compaction.memoryFlush.model": '"openai/gpt-5-mini"',
-    "agents.defaults.compaction.memoryFlush.softThresholdTokens": "4000",
-    "agents.defaults.compaction.memoryFlush.forceFlushTranscriptBytes": '"2mb"',
-    "agents.defaults.compaction.memoryFlush.prompt": '"Write durable notes to memory."',
-    "agents.defaults.compaction.memoryFlush.systemPrompt": '"Write durable notes to memory."',
-    "agents.entries": '{"main": {"default": true}}',
-    "agents.entries.*": '{"default": true}',
-    "agents.entries.*.default": "true",
-    "agents.entries.*.name": '"Main agent"',
-    "agents.entries.*.model": '"openai/gpt-5"',
-    "agents.entries.*.contextTokens": "200000",
-    "agents.entries.*.id": '"main"',
-    "agents.list": '[{"id": "main", "default": true}]',
-    "agents.list.*": '{"id": "main", "default": true}',
-    "agents.list.*.id": '"main"',
-    "agents.list.*.default": "true",
-    "agents.list.*.name": '"Main agent"',
-    "agents.list.*.model": '"openai/gpt-5"',
-    "agents.list.*.contextTokens": "200000",
-    "agents.ownership": '"explicit"',
-    "cron": "{}",
-    "cron.sessionRetention": '"24h"',
-    "cron.runLog": '{"keepLines": 2000}',
-    "cron.runLog.keepLines": "2000",
-    "cron.runLog.maxBytes": '"2mb"',
-    "gateway": '{"port": 18789}',
-    "gateway.port": "18789",
-    "gateway.bind": '"loopback"',
-    "gateway.mode": '"local"',
-    "gateway.auth": '{"mode": "token", "token": "…"}',
-    "gateway.auth.mode": '"token"',
-    "gateway.auth.token": '"a-long-random-token"',
-    "gateway.auth.password": '"a-long-random-password"',
-}
+    Keys in error hold their default in the returned object; bad entries of `agents.entries`,
+    `agents.list` and `session.resetBy*` are left out.
+    """
+    issues: list[Issue] = []
+    if not isinstance(raw, dict):
+        issues.append(((), "expected an object", raw))
+        return OpenClawConfig(), issues
+    return OpenClawConfig._build(raw, (), issues), issues
+
 
 # Keys a user may legitimately write inside the two sections whose unknown keys are warned
-# about (D10). Later-OpenClaw keys are listed separately: they are not errors, just unused.
-MAINTENANCE_KEYS = frozenset(
-    {"mode", "pruneAfter", "pruneDays", "maxEntries", "resetArchiveRetention", "maxDiskBytes",
-     "highWaterBytes", "rotateBytes"}
-)
-COMPACTION_KEYS = frozenset(
-    {"enabled", "mode", "provider", "model", "thinkingLevel", "reserveTokens", "reserveTokensFloor",
-     "keepRecentTokens", "maxHistoryShare", "recentTurnsPreserve", "identifierPolicy",
-     "identifierInstructions", "qualityGuard", "truncateAfterCompaction", "maxActiveTranscriptBytes",
-     "midTurnPrecheck", "postCompactionSections", "notifyUser", "timeoutSeconds", "memoryFlush"}
-)
+# about (D10). Later-OpenClaw keys are listed in the loader: they are not errors, just unused.
+MAINTENANCE_KEYS = MaintenanceConfig.keys()
+COMPACTION_KEYS = CompactionConfig.keys()
 COMPACTION_NESTED_KEYS: dict[str, frozenset[str]] = {
-    "qualityGuard": frozenset({"enabled", "maxRetries"}),
-    "midTurnPrecheck": frozenset({"enabled"}),
-    "memoryFlush": frozenset(
-        {"enabled", "model", "softThresholdTokens", "forceFlushTranscriptBytes", "prompt", "systemPrompt"}
-    ),
+    f.key: f.cls.keys() for f in CompactionConfig._fields if isinstance(f, _Nested)
 }
 
-
-def example_for(path: tuple[str | int, ...]) -> str | None:
-    """The example for a key path; dynamic segments (agent ids, channels, indices) match `*`."""
-    key = ".".join(str(p) for p in path)
-    if key in EXAMPLES:
-        return EXAMPLES[key]
-    parts = [str(p) for p in path]
-    for pattern, example in EXAMPLES.items():
-        pattern_parts = pattern.split(".")
-        if len(pattern_parts) == len(parts) and all(
-            pp == "*" or pp == p for pp, p in zip(pattern_parts, parts, strict=True)
-        ):
-            return example
-    return None

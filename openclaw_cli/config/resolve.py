@@ -3,6 +3,11 @@ validated config, as frozen dataclasses of plain numbers.
 
 Every function takes `cfg` = a LoadedConfig, an OpenClawConfig model, a raw dict (validated on
 the spot, strictly) or None (all defaults).
+
+This module holds the defaults, `session.maintenance`, `session.writeLock` and the agent roster,
+which nearly every command needs. Compaction, cron, reset and gateway settings live in
+`resolve_<area>.py` and load on first use (creating a dataclass costs start-up time); their
+names are still importable from here and from `openclaw_cli.config`.
 """
 
 from __future__ import annotations
@@ -11,13 +16,15 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
 from openclaw_cli.ids import DEFAULT_AGENT_ID, normalize_agent_id
 
+TYPE_CHECKING = False  # `typing` costs start-up time; only type checkers need it here
 if TYPE_CHECKING:
-    from openclaw_cli.config.model import OpenClawConfig, ResetConfig
+    from typing import Any
+
+    from openclaw_cli.config.model import OpenClawConfig
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
@@ -227,86 +234,8 @@ def sqlite_busy_timeout_ms(settings: WriteLockSettings) -> int:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# agents.defaults.compaction
-
-
-@dataclass(frozen=True)
-class MemoryFlushSettings:
-    enabled: bool = True
-    model: str | None = None
-    soft_threshold_tokens: int = DEFAULT_SOFT_THRESHOLD_TOKENS
-    force_flush_transcript_bytes: int = DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES  # 0 = disabled
-    prompt: str | None = None
-    system_prompt: str | None = None
-
-
-@dataclass(frozen=True)
-class CompactionSettings:
-    enabled: bool = True
-    mode: str = "default"  # "safeguard" whenever a provider is configured
-    provider: str | None = None
-    model: str | None = None
-    thinking_level: str | None = None
-    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
-    reserve_tokens_floor: int = DEFAULT_RESERVE_TOKENS_FLOOR  # 0 disables the floor
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
-    keep_recent_tokens_explicit: bool = False  # D16: manual compact is a hard checkpoint without it
-    max_history_share: float = DEFAULT_MAX_HISTORY_SHARE
-    recent_turns_preserve: int = DEFAULT_RECENT_TURNS_PRESERVE
-    identifier_policy: str = "strict"
-    identifier_instructions: str | None = None
-    quality_guard_enabled: bool = True
-    quality_guard_max_retries: int = DEFAULT_QUALITY_GUARD_MAX_RETRIES
-    truncate_after_compaction: bool = False
-    max_active_transcript_bytes: int | None = None  # None = no pre-flight guard
-    mid_turn_precheck_enabled: bool = False
-    post_compaction_sections: tuple[str, ...] | None = None
-    notify_user: bool = False
-    timeout_seconds: int = DEFAULT_COMPACTION_TIMEOUT_SECONDS
-    memory_flush: MemoryFlushSettings = field(default_factory=MemoryFlushSettings)
-
-
 def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
-
-
-def compaction_settings(cfg: Any = None) -> CompactionSettings:
-    c = _model(cfg).agents.defaults.compaction
-    provider = c.provider.strip() if isinstance(c.provider, str) and c.provider.strip() else None
-    mode = "safeguard" if provider else (c.mode or "default")
-    mf = c.memory_flush
-    return CompactionSettings(
-        enabled=_or(c.enabled, True),
-        mode=mode,
-        provider=provider,
-        model=c.model or None,
-        thinking_level=c.thinking_level or None,
-        reserve_tokens=_or(c.reserve_tokens, DEFAULT_RESERVE_TOKENS),
-        reserve_tokens_floor=_or(c.reserve_tokens_floor, DEFAULT_RESERVE_TOKENS_FLOOR),
-        keep_recent_tokens=_or(c.keep_recent_tokens, DEFAULT_KEEP_RECENT_TOKENS),
-        keep_recent_tokens_explicit=c.keep_recent_tokens is not None,
-        max_history_share=_or(c.max_history_share, DEFAULT_MAX_HISTORY_SHARE),
-        recent_turns_preserve=_or(c.recent_turns_preserve, DEFAULT_RECENT_TURNS_PRESERVE),
-        identifier_policy=c.identifier_policy or "strict",
-        identifier_instructions=c.identifier_instructions,
-        quality_guard_enabled=_or(c.quality_guard.enabled, True),
-        quality_guard_max_retries=_or(c.quality_guard.max_retries, DEFAULT_QUALITY_GUARD_MAX_RETRIES),
-        truncate_after_compaction=_or(c.truncate_after_compaction, False),
-        max_active_transcript_bytes=c.max_active_transcript_bytes or None,  # 0 disables
-        mid_turn_precheck_enabled=_or(c.mid_turn_precheck.enabled, False),
-        post_compaction_sections=tuple(c.post_compaction_sections) if c.post_compaction_sections is not None else None,
-        notify_user=_or(c.notify_user, False),
-        timeout_seconds=_or(c.timeout_seconds, DEFAULT_COMPACTION_TIMEOUT_SECONDS),
-        memory_flush=MemoryFlushSettings(
-            enabled=_or(mf.enabled, True),
-            model=mf.model or None,
-            soft_threshold_tokens=_or(mf.soft_threshold_tokens, DEFAULT_SOFT_THRESHOLD_TOKENS),
-            force_flush_transcript_bytes=_or(mf.force_flush_transcript_bytes, DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES),
-            prompt=mf.prompt,
-            system_prompt=mf.system_prompt,
-        ),
-    )
 
 
 def context_tokens_default(cfg: Any = None) -> int | None:
@@ -336,155 +265,8 @@ def default_model(cfg: Any = None, agent_id: str | None = None) -> str | None:
     return _model_name(agents.defaults.model)
 
 
-# --------------------------------------------------------------------------------------------
-# cron
-
-
-@dataclass(frozen=True)
-class CronSettings:
-    session_retention_ms: int | None = DEFAULT_CRON_SESSION_RETENTION_MS  # None = reaper disabled
-    run_log_keep_lines: int = DEFAULT_RUN_LOG_KEEP_LINES
-    run_log_max_bytes: int = DEFAULT_RUN_LOG_MAX_BYTES  # accepted, no effect (maintenance.md §9.2)
-
-
-def cron_settings(cfg: Any = None) -> CronSettings:
-    c = _model(cfg).cron
-    retention = c.session_retention
-    if retention is False:
-        retention_ms: int | None = None
-    elif retention is None:
-        retention_ms = DEFAULT_CRON_SESSION_RETENTION_MS
-    else:
-        retention_ms = retention if retention > 0 else None  # "0h" disables
-    return CronSettings(
-        session_retention_ms=retention_ms,
-        run_log_keep_lines=_or(c.run_log.keep_lines, DEFAULT_RUN_LOG_KEEP_LINES),
-        run_log_max_bytes=_or(c.run_log.max_bytes, DEFAULT_RUN_LOG_MAX_BYTES),
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# session.reset
-
-
-@dataclass(frozen=True)
-class ResetSettings:
-    """A resolved reset policy (compaction-lifecycle.md R3.4). `idle_minutes` None = no idle
-    expiry; mode "manual"/"none" = no time-based reset at all."""
-
-    mode: str = DEFAULT_RESET_MODE
-    at_hour: int = DEFAULT_RESET_AT_HOUR
-    idle_minutes: int | None = None
-    configured: bool = False
-
-
-def _type_reset(session: Any, reset_type: str | None) -> ResetConfig | None:
-    if not reset_type or not session.reset_by_type:
-        return None
-    by_type = session.reset_by_type
-    found = by_type.get(reset_type)
-    if found is None and reset_type == "direct":
-        found = by_type.get("dm")  # legacy key
-    return found
-
-
-def reset_settings(cfg: Any = None, reset_type: str | None = None, channel: str | None = None) -> ResetSettings:
-    """Base policy (daily at 4:00 by default), optionally for a session type
-    (`direct`/`group`/`thread`) and a channel (`resetByChannel` overrides both)."""
-    session = _model(cfg).session
-    override = None
-    if channel and session.reset_by_channel:
-        override = session.reset_by_channel.get(channel) or session.reset_by_channel.get(channel.lower())
-    base = override if override is not None else session.reset
-    type_reset = None if override is not None else _type_reset(session, reset_type)
-    legacy_idle = None if override is not None else session.idle_minutes
-    mode = (type_reset.mode if type_reset else None) or (base.mode if base else None)
-    if mode is None:
-        has_by_type = bool(session.reset_by_type)
-        mode = "idle" if base is None and not has_by_type and legacy_idle is not None else DEFAULT_RESET_MODE
-    at_hour = next(
-        (v for v in ((type_reset.at_hour if type_reset else None), (base.at_hour if base else None)) if v is not None),
-        DEFAULT_RESET_AT_HOUR,
-    )
-    idle_candidates = ((type_reset.idle_minutes if type_reset else None), (base.idle_minutes if base else None),
-                       legacy_idle)
-    idle = next((v for v in idle_candidates if v is not None), None)
-    return ResetSettings(
-        mode=mode,
-        at_hour=min(23, max(0, at_hour)),
-        idle_minutes=max(0, idle) if idle is not None else None,
-        configured=base is not None or type_reset is not None or legacy_idle is not None,
-    )
-
-
 def dm_scope(cfg: Any = None) -> str:
     return _model(cfg).session.dm_scope or DEFAULT_DM_SCOPE
-
-
-# --------------------------------------------------------------------------------------------
-# gateway
-
-
-@dataclass(frozen=True)
-class GatewaySettings:
-    port: int = DEFAULT_GATEWAY_PORT
-    port_source: str = "default"  # "env" | "config" | "default"
-    bind: str = DEFAULT_GATEWAY_BIND
-    mode: str = DEFAULT_GATEWAY_MODE
-    auth_mode: str | None = None  # None: no credential configured
-    token: str | None = field(default=None, repr=False)
-    password: str | None = field(default=None, repr=False)
-
-
-_ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
-
-
-def _secret(value: Any, env: Mapping[str, str]) -> str | None:
-    """A configured secret: a string (with `${VAR}` substituted) or an env secret reference."""
-    if isinstance(value, dict):
-        if value.get("source") == "env" and isinstance(value.get("id"), str):
-            found = env.get(value["id"], "").strip()
-            return found or None
-        return None  # file/exec/store references are resolved by OpenClaw itself, not by us
-    if not isinstance(value, str):
-        return None
-    missing = False
-
-    def substitute(match: re.Match[str]) -> str:
-        nonlocal missing
-        found = env.get(match.group(1))
-        if found is None:
-            missing = True
-            return ""
-        return found
-
-    text = _ENV_REF.sub(substitute, value).strip()
-    return None if missing or not text else text
-
-
-def gateway_settings(cfg: Any = None, env: Mapping[str, str] | None = None) -> GatewaySettings:
-    """Port: OPENCLAW_GATEWAY_PORT (valid 1–65535) over config over 18789. Token/password:
-    config first, then OPENCLAW_GATEWAY_TOKEN / OPENCLAW_GATEWAY_PASSWORD."""
-    env = os.environ if env is None else env
-    g = _model(cfg).gateway
-    port, source = DEFAULT_GATEWAY_PORT, "default"
-    if g.port is not None:
-        port, source = g.port, "config"
-    raw_port = (env.get(ENV_GATEWAY_PORT) or "").strip()
-    if _DIGITS.fullmatch(raw_port) and 1 <= int(raw_port) <= 65535:
-        port, source = int(raw_port), "env"
-    token = _secret(g.auth.token, env) or _secret(env.get(ENV_GATEWAY_TOKEN), {})
-    password = _secret(g.auth.password, env) or _secret(env.get(ENV_GATEWAY_PASSWORD), {})
-    auth_mode = g.auth.mode or ("token" if token else "password" if password else None)
-    return GatewaySettings(
-        port=port,
-        port_source=source,
-        bind=g.bind or DEFAULT_GATEWAY_BIND,
-        mode=g.mode or DEFAULT_GATEWAY_MODE,
-        auth_mode=auth_mode,
-        token=token,
-        password=password,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -527,3 +309,29 @@ def default_agent_id(cfg: Any = None) -> str:
         if is_default:
             return agent_id
     return roster[0][0] if roster else DEFAULT_AGENT_ID
+
+
+# --------------------------------------------------------------------------------------------
+# Settings that load on first use
+
+
+LAZY_NAMES: dict[str, str] = {
+    "CompactionSettings": "resolve_compaction",
+    "MemoryFlushSettings": "resolve_compaction",
+    "compaction_settings": "resolve_compaction",
+    "CronSettings": "resolve_cron",
+    "cron_settings": "resolve_cron",
+    "ResetSettings": "resolve_reset",
+    "reset_settings": "resolve_reset",
+    "GatewaySettings": "resolve_gateway",
+    "gateway_settings": "resolve_gateway",
+}
+
+
+def __getattr__(name: str) -> object:
+    module_name = LAZY_NAMES.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"openclaw_cli.config.{module_name}"), name)

@@ -25,10 +25,12 @@ BYTE_UNITS: dict[str, int] = {
 }
 
 # [0-9], not \d: Python's \d also matches non-ASCII digits, JavaScript's does not.
-_DURATION_SINGLE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)?")
-_DURATION_SEGMENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")
-_BARE_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_BYTE_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([a-z]+)?")
+# Kept as strings: `re` compiles (and caches) them on first use, so importing this module on
+# every command costs nothing for configs without durations or sizes.
+_DURATION_SINGLE = r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)?"
+_DURATION_SEGMENT = r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)"
+_BARE_NUMBER = r"[0-9]+(?:\.[0-9]+)?"
+_BYTE_SIZE = r"([0-9]+(?:\.[0-9]+)?)([a-z]+)?"
 # The `ms` package OpenClaw delegates each token to refuses inputs longer than 100 characters.
 _MS_PACKAGE_MAX_LEN = 100
 
@@ -112,13 +114,13 @@ def parse_duration_ms(value: object, default_unit: str = "ms") -> int:
     text = _js_trim(raw).lower()
     if not text:
         raise _invalid_duration(raw, "empty")
-    single = _DURATION_SINGLE.fullmatch(text)
+    single = re.fullmatch(_DURATION_SINGLE, text)
     if single:
         unit = single.group(2) or default_unit
         return _round_safe(raw, _duration_token_ms(raw, single.group(1), unit), _invalid_duration)
     total = 0.0
     consumed = 0
-    for match in _DURATION_SEGMENT.finditer(text):
+    for match in re.finditer(_DURATION_SEGMENT, text):
         if match.start() != consumed:
             raise _invalid_duration(raw, "each composite segment needs a unit")
         total += _duration_token_ms(raw, match.group(1), match.group(2))
@@ -126,7 +128,7 @@ def parse_duration_ms(value: object, default_unit: str = "ms") -> int:
     if consumed == 0 or consumed != len(text):
         # maintenance.md §1.1 pins `"1h30"` to the "needs a unit" message (OpenClaw's own code
         # gives the plain one there); a unitless number after valid segments is exactly that case.
-        if consumed and _BARE_NUMBER.fullmatch(text[consumed:]):
+        if consumed and re.fullmatch(_BARE_NUMBER, text[consumed:]):
             raise _invalid_duration(raw, "each composite segment needs a unit")
         raise _invalid_duration(raw)
     return _round_safe(raw, total, _invalid_duration)
@@ -138,7 +140,7 @@ def parse_byte_size(value: object, default_unit: str = "b") -> int:
     text = _js_trim(raw).lower()
     if not text:
         raise _invalid_byte_size(raw, "empty")
-    match = _BYTE_SIZE.fullmatch(text)
+    match = re.fullmatch(_BYTE_SIZE, text)
     if not match:
         raise _invalid_byte_size(raw)
     number = float(match.group(1))
