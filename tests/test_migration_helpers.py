@@ -55,12 +55,6 @@ def snapshot(root: Path) -> dict[str, Any]:
     return out
 
 
-def file_hashes(root: Path) -> dict[str, str]:
-    """sha256 of every regular file under root, keyed by content (for 'present or archived' checks)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
-
-
 def db_events(db: Path) -> dict[str, list[bytes]]:
     import sqlite3
 

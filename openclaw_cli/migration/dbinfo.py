@@ -7,7 +7,6 @@ import sqlite3
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from openclaw_cli.errors import OpenClawError
 from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, open_readonly, read_header
@@ -104,8 +103,3 @@ def size_of(path: Path) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-def ro_connect(path: Path) -> Any:
-    """A read-only handle (nothing created next to the file); `.conn` and `.close()`."""
-    return open_readonly(path)

@@ -25,7 +25,7 @@ from openclaw_cli.fsio import atomic_write_bytes, ensure_dir
 from openclaw_cli.jsonutil import JSONDecodeError, dumps_pretty, loads
 from openclaw_cli.migration.publish import Identity
 from openclaw_cli.migration.report import is_blocking
-from openclaw_cli.paths import IMPORT_ARCHIVE_DIR, LEGACY_STORE_NAME
+from openclaw_cli.paths import IMPORT_ARCHIVE_DIR
 
 MANIFEST_VERSION = 3
 PATH_BASE = "stateDir"
@@ -292,7 +292,3 @@ def new_move(*, source: str, archive: str, kind: str, session_key: str | None, i
         move["sessionKey"] = session_key
     move["sourcePath"] = source
     return move
-
-
-def is_legacy_store_name(name: str) -> bool:
-    return name == LEGACY_STORE_NAME
