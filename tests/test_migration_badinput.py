@@ -221,3 +221,15 @@ def test_large_transcripts_are_streamed_with_the_same_guarantees(state_dir: Path
     manifest = json.loads(Path(report.migration_run.manifest_path).read_text())
     move = next(m for m in manifest["targets"][0]["completedMoves"] if m["sourcePath"].endswith("session-1.jsonl"))
     assert move["artifact"]["identity"]["sha256"] == hashlib.sha256(content).hexdigest()
+
+
+def test_database_of_another_agent_is_refused_before_anything_is_written(state_dir: Path) -> None:
+    from openclaw_cli.errors import InvalidDataError
+    from openclaw_cli.store.sqlite import SqliteStore
+
+    make_f(state_dir)
+    SqliteStore(state_dir / DB, "work", create=True).close()
+    before = snapshot(state_dir)
+    with pytest.raises(InvalidDataError, match="belongs to agent work; requested agent main"):
+        doctor("import")
+    assert snapshot(state_dir) == before

@@ -22,7 +22,9 @@ class DbInfo:
     user_version: int | None = None
 
 
-def classify_db(path: Path) -> DbInfo:
+def classify_db(path: Path, agent_id: str | None = None) -> DbInfo:
+    """Kind of the file at `path`; for our databases `error` also names an owner other than
+    `agent_id` (when given)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -42,7 +44,7 @@ def classify_db(path: Path) -> DbInfo:
     if header is None:
         return DbInfo("empty", "empty file")
     if header.application_id == OUR_APPLICATION_ID:
-        return DbInfo("ours", "openclaw-cli database", _check_ours(path), header.user_version)
+        return DbInfo("ours", "openclaw-cli database", _check_ours(path, agent_id), header.user_version)
     if header.application_id != 0:
         return DbInfo("foreign", f"a SQLite database of another application (application_id {header.application_id:#x})",
                       user_version=header.user_version)
@@ -73,7 +75,7 @@ def _table_count(path: Path) -> int:
         handle.close()
 
 
-def _check_ours(path: Path) -> str | None:
+def _check_ours(path: Path, agent_id: str | None = None) -> str | None:
     from openclaw_cli.store import schema as schema_mod
 
     try:
@@ -85,6 +87,11 @@ def _check_ours(path: Path) -> str | None:
     try:
         handle.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         schema_mod.check_ours(handle.conn, path, allow_fresh=True)
+        if agent_id is not None:
+            meta = schema_mod.read_meta(handle.conn)
+            owner = meta.get("agent_id") if meta else None
+            if isinstance(owner, str) and owner and owner != agent_id:
+                return f"Session database {path} belongs to agent {owner}; requested agent {agent_id}."
         return None
     except OpenClawError as exc:
         return exc.message

@@ -202,12 +202,12 @@ class ImportRun:
         root = self.ctx.state_dir
         for t in self.targets:
             refuse_symlinks([t.store_path, t.archive_dir, t.sqlite_path], root)
-            info = classify_db(t.sqlite_path)
+            info = classify_db(t.sqlite_path, t.agent_id)
             if info.kind in ("missing", "empty", "ours"):
                 if info.kind == "ours" and info.error:
-                    raise InvalidDataError(
-                        f"{info.error}. Run `openclaw doctor --session-sqlite recover` to move a corrupt database "
-                        "aside; nothing was changed.")
+                    hint = "" if "belongs to agent" in info.error else (
+                        " Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
+                    raise InvalidDataError(f"{info.error}{hint} Nothing was changed.")
                 continue
             if info.kind == "openclaw":
                 raise RefusedError(
