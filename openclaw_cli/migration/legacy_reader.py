@@ -187,7 +187,7 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
             record.expected = Path(f"{base}{os.sep}{names[0]}")
             for name in names:
                 if listing.exists(name):
-                    record.transcript = Path(f"{base}{os.sep}{name}")
+                    record.transcript = record.expected if name == names[0] else Path(f"{base}{os.sep}{name}")
                     regular, _link = listing.kinds[name]
                     if not regular:
                         record.problem = f"Migration source is not a regular file: {record.transcript}"
