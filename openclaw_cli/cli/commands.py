@@ -6,10 +6,11 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import agents, cleanup, doctor, sessions, status
+    from openclaw_cli.cli import agents, cleanup, compact, doctor, sessions, status
 
     sessions.register(app)
     status.register(app)
     doctor.register(app)
     cleanup.register(app)
     agents.register(app)
+    compact.register(app)

@@ -1,0 +1,222 @@
+"""`openclaw compact` and its alias `openclaw sessions compact` (compaction-lifecycle.md R4.16.7).
+
+Both run `compaction.service` locally (a Gateway will be tried first once it exists, spec D9).
+`--json` prints one document on stdout (OpenClaw's `{ok, key, compacted, result|kept}` plus our
+fields); human text goes to stderr. Refusals exit non-zero with the typed error's code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from openclaw_cli.cli.common import echo_json, run, state_paths
+
+KEY = typer.Argument(None, help="The session key to compact (omit with --over-threshold).", show_default=False)
+KEEP = typer.Option(None, "--keep-recent-tokens", metavar="N",
+                    help="Keep about N recent tokens verbatim (default: agents.defaults.compaction.keepRecentTokens "
+                         "if configured, else a hard checkpoint: the context restarts at the summary).")
+MAX_LINES = typer.Option(None, "--max-lines", metavar="N",
+                         help="OpenClaw's line mode: keep the header and the last N-1 transcript lines "
+                              "(the dropped prefix is archived first).")
+PROVIDER = typer.Option(None, "--provider", metavar="ID",
+                        help="Summary provider: builtin, openai (OPENCLAW_COMPACTION_* environment) or an "
+                             "installed entry-point provider. Failures fall back to builtin.")
+TOKENIZER = typer.Option("exact", "--tokenizer", metavar="exact|estimate",
+                         help="Token counts: exact (tiktoken cl100k) or estimate (chars/4).")
+INSTRUCTIONS = typer.Option(None, "--instructions", metavar="TEXT", help="Extra focus for the summary (like /compact TEXT).")
+OVER = typer.Option(False, "--over-threshold",
+                    help="Compact every session whose stored context size is past window - reserve.")
+DRY_RUN = typer.Option(False, "--dry-run", help="Show the cut point, token counts and summary; write nothing.")
+AGENT = typer.Option(None, "--agent", help="The agent's store (default: the default agent).")
+ALL_AGENTS = typer.Option(False, "--all-agents", help="With --over-threshold: every agent's store.")
+STORE = typer.Option(None, "--store", help="An explicit store: a legacy sessions.json or an agent .sqlite.")
+JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+HELP = ("Compact a session: summarise older history into a compaction entry (append-only), or with "
+        "--max-lines keep only the last lines.")
+
+
+def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_lines: int | None, provider: str | None,
+                    tokenizer: str, instructions: str | None, over_threshold: bool, dry_run: bool,
+                    agent: str | None, all_agents: bool, store: str | None, json_mode: bool) -> None:
+    def body() -> None:
+        from openclaw_cli.errors import UsageError
+        from openclaw_cli.ops import Context
+
+        if over_threshold and key:
+            raise UsageError("Pass either a session KEY or --over-threshold, not both.")
+        if not over_threshold and not (key and key.strip()):
+            raise UsageError("Missing session KEY (or use --over-threshold). Run openclaw sessions list --json "
+                             "to choose a valid key.")
+        if all_agents and not over_threshold:
+            raise UsageError("--all-agents only applies with --over-threshold.")
+        if over_threshold and max_lines is not None:
+            raise UsageError("--max-lines cannot be combined with --over-threshold.")
+        cx = Context.load(state_paths())
+        if over_threshold:
+            from openclaw_cli.compaction.service import compact_over_threshold
+
+            result = compact_over_threshold(cx, agent=agent, all_agents=all_agents, store=store, dry_run=dry_run,
+                                            keep_recent_tokens=keep_recent_tokens, provider=provider,
+                                            tokenizer=tokenizer, instructions=instructions)  # type: ignore[arg-type]
+            if json_mode:
+                echo_json(result)
+            else:
+                render_over_threshold(result)
+            if not result["ok"]:
+                raise typer.Exit(1)
+            return
+        from openclaw_cli.compaction.service import compact_session
+
+        result = compact_session(cx, key or "", agent=agent, store=store, keep_recent_tokens=keep_recent_tokens,
+                                 max_lines=max_lines, provider=provider, tokenizer=tokenizer,  # type: ignore[arg-type]
+                                 dry_run=dry_run, instructions=instructions)
+        if json_mode:
+            echo_json(result)
+        elif max_lines is not None:
+            render_max_lines(result)
+        else:
+            render_session(result)
+        if not json_mode:
+            from openclaw_cli.output import err, sanitize_text
+
+            for hint in cx.hints:
+                err(f"Hint: {sanitize_text(hint)}")
+
+    run(body, json_mode=json_mode)
+
+
+# ---- text rendering (stderr; stored data always sanitised, D6.8) -------------------------------------------
+
+def _fmt(value: Any) -> str:
+    from openclaw_cli.rows import format_token_count
+
+    return format_token_count(value)
+
+
+def _context_line(result: dict[str, Any]) -> str:
+    figures = result.get("result") or {}
+    before, after = figures.get("tokensBefore"), figures.get("tokensAfter")
+    window = result.get("contextWindow")
+    text = f"({_fmt(before)} → {_fmt(after)})"
+    if isinstance(after, int) and isinstance(window, int) and window > 0:
+        text += f" • Context {_fmt(after)}/{_fmt(window)} ({round(after * 100 / window)}%)"
+    return text
+
+
+def render_session(result: dict[str, Any]) -> None:
+    from openclaw_cli.output import err, sanitize_text
+
+    key = sanitize_text(result.get("key"))
+    if result.get("dryRun"):
+        err("Dry run: nothing was written.")
+        err(f"Would compact {key} {_context_line(result)}")
+    else:
+        err(f"Compacted {key} {_context_line(result)}")
+    methods = f"tokens: {result.get('tokenMethod')} (before: {result.get('tokensBeforeMethod')})"
+    err(f"  provider: {sanitize_text(result.get('provider'))} · {methods} · threshold {_fmt(result.get('threshold'))}")
+    if result.get("fallbackReason"):
+        err(f"  fallback: {sanitize_text(result['fallbackReason'])}")
+    cut = result.get("cutPoint")
+    if result.get("hardCheckpoint") or not cut:
+        err("  hard checkpoint: the rebuilt context starts at the summary (pass --keep-recent-tokens N to keep "
+            "a recent tail)")
+    else:
+        split = " (splits an oversized turn)" if cut.get("splitTurn") else ""
+        err(f"  cut point: entry {sanitize_text(cut.get('entryId'))} ({sanitize_text(cut.get('role') or cut.get('type'))}, "
+            f"{sanitize_text(cut.get('timestamp'))}), entry {cut.get('index')} of {cut.get('branchEntries')}{split}")
+    err(f"  summarised {result.get('summarizedMessages')} messages, kept {result.get('keptMessages')} "
+        f"({_fmt(result.get('keptTokens'))} tokens); summary {result.get('summaryChars')} chars")
+    successor = result.get("successor")
+    if successor:
+        where = successor.get("sessionFile") or f"session window {successor.get('sessionId')}"
+        err(f"  successor transcript: {sanitize_text(where)} (previous {sanitize_text(successor.get('previousSessionId'))})")
+    elif result.get("dryRun") and result.get("truncateAfterCompaction"):
+        err("  truncateAfterCompaction: a successor transcript would become the active one")
+    archive = result.get("archive")
+    if archive:
+        err(f"  archive: {sanitize_text(archive.get('path'))}")
+    for warning in result.get("warnings") or []:
+        err(f"  warning: {sanitize_text(warning)}")
+    for issue in result.get("issues") or []:
+        err(f"  skipped unreadable line: {sanitize_text(issue)}")
+    if result.get("dryRun") and isinstance(result.get("summary"), str):
+        err("Summary:")
+        for line in result["summary"].splitlines():
+            err(f"  {sanitize_text(line)}")
+
+
+def render_max_lines(result: dict[str, Any]) -> None:
+    from openclaw_cli.output import err, sanitize_text
+
+    key = sanitize_text(result.get("key"))
+    if not result.get("dropped"):
+        err(f"{key}: nothing to drop ({sanitize_text(result.get('reason'))}).")
+        return
+    verb = "Would keep" if result.get("dryRun") else "Kept"
+    if result.get("dryRun"):
+        err("Dry run: nothing was written.")
+    err(f"{key}: {verb} {result.get('kept')} of {result.get('lines')} lines ({result.get('dropped')} dropped).")
+    if result.get("archive"):
+        err(f"  archive of the full transcript: {sanitize_text(result['archive'].get('path'))}")
+    if result.get("successor"):
+        err(f"  successor session window: {sanitize_text(result['successor'].get('sessionId'))}")
+    for warning in result.get("warnings") or []:
+        err(f"  warning: {sanitize_text(warning)}")
+
+
+def render_over_threshold(result: dict[str, Any]) -> None:
+    from openclaw_cli.output import err, sanitize_text
+
+    if result.get("dryRun"):
+        err("Dry run: nothing was written (sizes from stored figures; a real run re-counts each session).")
+    for item in result.get("sessions") or []:
+        line = (f"{sanitize_text(item.get('key'))}: {_fmt(item.get('tokens'))} > {_fmt(item.get('threshold'))} "
+                f"({sanitize_text(item.get('tokenSource'))}, window {_fmt(item.get('contextWindow'))})")
+        if item.get("compacted"):
+            figures = item.get("result") or {}
+            line += f" → compacted ({_fmt(figures.get('tokensBefore'))} → {_fmt(figures.get('tokensAfter'))})"
+        elif item.get("reason"):
+            line += f" → skipped: {sanitize_text(item['reason'])}"
+        elif item.get("error"):
+            line += f" → failed: {sanitize_text(item['error'].get('message'))}"
+        err(line)
+    verb = "would compact" if result.get("dryRun") else "compacted"
+    count = result.get("candidates") if result.get("dryRun") else result.get("compacted")
+    err(f"{result.get('checked')} sessions checked, {result.get('candidates')} over threshold, {verb} {count}"
+        + ("" if result.get("dryRun") else f", skipped {result.get('skipped')}, failed {result.get('failed')}") + ".")
+    if result.get("hint"):
+        err(f"Hint: {sanitize_text(result['hint'])}")
+
+
+# ---- registration ------------------------------------------------------------------------------------------
+
+def register(app: typer.Typer) -> None:
+    from openclaw_cli.cli.sessions import sessions_app
+
+    @app.command("compact", help=HELP)
+    def top_compact(
+        key: str = KEY, keep_recent_tokens: int = KEEP, max_lines: int = MAX_LINES, provider: str = PROVIDER,
+        tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
+        dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
+        json_mode: bool = JSON,
+    ) -> None:
+        compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
+                        tokenizer=tokenizer, instructions=instructions, over_threshold=over_threshold,
+                        dry_run=dry_run, agent=agent, all_agents=all_agents, store=store, json_mode=json_mode)
+
+    @sessions_app.command("compact", help=HELP + " Same as `openclaw compact`.")
+    def sessions_compact(
+        ctx: typer.Context,
+        key: str = KEY, keep_recent_tokens: int = KEEP, max_lines: int = MAX_LINES, provider: str = PROVIDER,
+        tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
+        dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
+        json_mode: bool = JSON,
+    ) -> None:
+        parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
+        compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
+                        tokenizer=tokenizer, instructions=instructions, over_threshold=over_threshold,
+                        dry_run=dry_run, agent=agent or parent.get("agent"),
+                        all_agents=all_agents or bool(parent.get("all_agents")),
+                        store=store or parent.get("store"), json_mode=json_mode or bool(parent.get("json")))

@@ -1,0 +1,711 @@
+"""Applying a compaction to a store (compaction-lifecycle.md §4.8, §4.17; spec D6, D12, D15, D16).
+
+The planner and summariser (this package's `__init__`) are pure; this module reads a session's
+transcript as one consistent snapshot, and writes the result:
+
+* **append** (R4.8.1): ONE `compaction` entry whose parent is the current leaf. Legacy stores
+  append under OpenClaw's transcript write lock (D12); our SQLite store in one `BEGIN IMMEDIATE`
+  transaction. The original lines are never modified. The row then gets R4.8.3's bookkeeping
+  (`compactionCount + 1`, `totalTokens = tokensAfter` with `totalTokensFresh: true`, `updatedAt`).
+* **rotate** (`truncateAfterCompaction`, R4.17): after the append, a successor transcript built
+  by R4.17.2 becomes the session's active one. Legacy: a new file
+  `<ISO ts, ':' and '.' -> '-'>_<newId>.jsonl` (header with `parentSession`), written atomically,
+  re-read and validated, then the row points at it and `compactionCheckpoints[]` links the old
+  transcript, which stays in place. SQLite (D16): a successor window (new `sessionId`, reason
+  `compaction`) holding the same lines, created with the entry update in the append's transaction;
+  the previous window stays readable. The full original is archived first (verified zstd, D6.2).
+* **max lines** (OpenClaw's `sessions.compact {maxLines}`): keep the header and the last N-1
+  lines, the first kept event re-rooted to `parentId: null`. The full original is archived first
+  (D15: the dropped prefix leaves the store only through a verified archive). Legacy: the file is
+  replaced atomically; SQLite: a successor window, as above.
+
+Concurrency: the snapshot is read without a lock; the write phase takes the lock (or the
+transaction), checks that the transcript and the row are unchanged since the snapshot and raises
+`SnapshotChanged` otherwise, so the caller can re-plan. A compaction therefore never lands on a
+leaf that is no longer the leaf, and no lock is held while a summary provider is called.
+
+Crash safety (D6.4): every step is atomic and ordered so that, killed at any instant, the row
+names either the old transcript (complete, possibly ending in the new compaction entry) or a
+complete, validated successor; the old transcript and the archive keep the full history. A
+successor file orphaned by a kill before the row update is an unreferenced primary transcript
+(cleanup archives it, never deletes it).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import stat
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError, SessionBusyError
+from openclaw_cli.fsio import FILE_MODE, fsync_dir
+from openclaw_cli.jsonutil import dumps_compact
+from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
+
+CRASH_ENV = "OPENCLAW_COMPACT_CRASH_AT"  # crash-test hook: SIGKILL at the k-th checkpoint
+CRASH_COUNT_ENV = "OPENCLAW_COMPACT_CRASH_COUNT"  # file that receives the number of checkpoints passed
+CHECKPOINT_CAP = 25  # compactionCheckpoints kept per session (R4.17.3)
+ARCHIVE_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: maintenance.md §7.2's "legacy compact backups"
+CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class Checkpoints:
+    """Numbered points between effects; with OPENCLAW_COMPACT_CRASH_AT=k the process SIGKILLs
+    itself at the k-th one, exactly as an operator's `kill -9` would (D6.4 tests)."""
+
+    def __init__(self) -> None:
+        raw = os.environ.get(CRASH_ENV, "").strip()
+        self.crash_at = int(raw) if raw.isdigit() else None
+        self.passed = 0
+
+    def __call__(self) -> None:
+        self.passed += 1
+        if self.crash_at is not None and self.passed == self.crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def finish(self) -> None:
+        path = os.environ.get(CRASH_COUNT_ENV)
+        if path:
+            Path(path).write_text(str(self.passed))
+
+
+class SnapshotChanged(SessionBusyError):
+    """The transcript or the row changed between the snapshot and the write: nothing was written."""
+
+    def __init__(self, key: str):
+        super().__init__(f"Session {key} changed while it was being compacted; nothing was written. Retry.",
+                         code=CHANGED_CODE)
+
+
+# ---- snapshots -------------------------------------------------------------------------------------
+
+@dataclass
+class TranscriptSnapshot:
+    """One session's transcript as read at one instant."""
+
+    store: SessionStore
+    key: str
+    entry: dict[str, Any]
+    session_id: str
+    data: bytes  # the exact transcript bytes (legacy file, or SQLite events as JSONL): archive source
+    lines: list[TranscriptLine]  # readable lines in order, header included
+    issues: list[ReadIssue] = field(default_factory=list)
+    path: Path | None = None  # legacy transcript file
+    signature: tuple[int, ...] | None = None  # legacy (dev, ino, size, mtime_ns); SQLite (events, bytes)
+
+    @cached_property
+    def header(self) -> dict[str, Any] | None:
+        for line in self.lines[:16]:
+            if line.obj is not None and line.obj.get("type") == "session":
+                return line.obj
+        return None
+
+    @cached_property
+    def branch(self) -> list[TranscriptLine]:
+        from openclaw_cli.store.tree import active_branch
+
+        return active_branch(self.lines)
+
+    @property
+    def branch_entries(self) -> list[dict[str, Any]]:
+        return [line.obj for line in self.branch if line.obj is not None]
+
+    def entry_ids(self) -> set[str]:
+        return {line.obj["id"] for line in self.lines if line.obj is not None and isinstance(line.obj.get("id"), str)}
+
+
+def is_legacy_store(store: SessionStore) -> bool:
+    from openclaw_cli.store.legacy import LegacyStore
+
+    return isinstance(store, LegacyStore)
+
+
+def is_our_sqlite_store(store: SessionStore) -> bool:
+    from openclaw_cli.store.sqlite import SqliteStore
+
+    return isinstance(store, SqliteStore)
+
+
+def _file_signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
+    """The whole file and its signature, read through one descriptor (never through a symlink)."""
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        except OSError as exc:
+            raise RefusedError(f"Cannot read transcript {path}: {exc.strerror or exc} "
+                               "(symbolic links are not followed)") from exc
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            before = os.fstat(fh.fileno())
+            if not stat.S_ISREG(before.st_mode):
+                raise RefusedError(f"Cannot read transcript {path}: not a regular file")
+            data = fh.readall()
+            after = os.fstat(fh.fileno())
+        if _file_signature(before) == _file_signature(after) and after.st_size == len(data):
+            return data, _file_signature(after)
+    raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
+
+
+def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
+    """Read the session's whole transcript once (streaming parse of the bytes read)."""
+    from openclaw_cli.store.transcript import iter_jsonl_stream
+
+    session_id = entry.get("sessionId")
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise NotFoundError(f"Session {key} has no sessionId; nothing to compact.")
+    session_id = session_id.strip()
+    issues: list[ReadIssue] = []
+    path: Path | None = None
+    signature: tuple[int, ...] | None = None
+    if is_legacy_store(store):
+        path = store.resolve_transcript(session_id, entry, issues)  # type: ignore[attr-defined]
+        if path is None:
+            data = b""
+        else:
+            data, signature = _read_legacy(path)
+        label = str(path) if path is not None else f"{store.path}#{session_id}"
+    elif is_our_sqlite_store(store):
+        buffer = io.BytesIO()
+        totals = store.export_transcript(session_id, buffer)  # type: ignore[attr-defined]
+        data = buffer.getvalue()
+        signature = (totals.events, totals.bytes)
+        label = f"{store.path}#{session_id}"
+    else:  # a real OpenClaw database: read-only, for dry runs
+        raw = [line.raw for line in store.iter_transcript(session_id, entry=entry, issues=issues)]
+        data = ("\n".join(raw) + "\n").encode("utf-8") if raw else b""
+        label = f"{store.path}#{session_id}"
+    lines = list(iter_jsonl_stream(io.BytesIO(data), label, issues=issues)) if data else []
+    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
+
+
+# ---- pure helpers ------------------------------------------------------------------------------------
+
+def iso_ms(ms: int) -> str:
+    from openclaw_cli.store.sqlite_common import iso_from_ms
+
+    return iso_from_ms(ms)
+
+
+def successor_file_name(now_ms: int, session_id: str) -> str:
+    """R4.17.2 step 6: `<ISO timestamp with ":" and "." -> "-">_<newId>.jsonl`."""
+    return f"{iso_ms(now_ms).replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def _int_or_zero(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
+        return 0
+    return int(value)
+
+
+def entry_after_compaction(entry: dict[str, Any], *, tokens_after: int | None, now_ms: int,
+                           count: bool = True) -> dict[str, Any]:
+    """R4.8.3: `compactionCount += 1`, `updatedAt = now`, `totalTokens = tokensAfter` and
+    `totalTokensFresh = true` when known, else `totalTokensFresh = false`. Other fields (unknown
+    ones included) are kept as they are, in order."""
+    out = dict(entry)
+    if count:
+        out["compactionCount"] = _int_or_zero(entry.get("compactionCount")) + 1
+    out["updatedAt"] = now_ms
+    if tokens_after is not None:
+        out["totalTokens"] = int(tokens_after)
+        out["totalTokensFresh"] = True
+    else:
+        out["totalTokensFresh"] = False
+    return out
+
+
+def _leaf_id(branch: Sequence[TranscriptLine]) -> str | None:
+    for line in reversed(branch):
+        if line.obj is not None and isinstance(line.obj.get("id"), str):
+            return line.obj["id"]
+    return None
+
+
+def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, timestamp: str, cwd: str,
+                          parent_session: str | None, version: int = 4) -> list[str]:
+    """R4.17.2 steps 1-5 over a transcript that ends in its latest compaction (header dropped).
+
+    Summarised = active-branch entries before the compaction up to (not including)
+    `firstKeptEntryId` (everything before it for a hard checkpoint). Only `message` entries among
+    them are removed, plus `label` entries that target a removed id; every kept entry whose
+    parent was removed is re-parented to its nearest surviving ancestor (its text is re-serialised;
+    every other line stays byte-exact). Entries not on the active branch come first, then the
+    branch, each in file order."""
+    from openclaw_cli.store.tree import branch_of, scan_tree
+
+    tree = scan_tree(lines)
+    branch = branch_of(tree)
+    boundary = next((i for i in range(len(branch) - 1, -1, -1)
+                     if branch[i].obj is not None and branch[i].obj.get("type") == "compaction"), None)
+    if boundary is None:
+        raise InvalidDataError("no compaction entry on the active branch; no successor transcript")
+    first_kept = branch[boundary].obj.get("firstKeptEntryId")  # type: ignore[union-attr]
+    kept_at = next((i for i in range(boundary) if branch[i].obj is not None
+                    and branch[i].obj.get("id") == first_kept), boundary)
+    removed: set[str] = set()
+    removed_lines: set[int] = set()
+    for line in branch[:kept_at]:
+        obj = line.obj
+        if obj is not None and obj.get("type") == "message":
+            removed_lines.add(id(line))
+            if isinstance(obj.get("id"), str):
+                removed.add(obj["id"])
+    for line in tree.entries:
+        obj = line.obj
+        if obj is not None and obj.get("type") == "label" and obj.get("targetId") in removed:
+            removed_lines.add(id(line))
+            if isinstance(obj.get("id"), str):
+                removed.add(obj["id"])
+    parent_of = {line.obj["id"]: line.obj.get("parentId") for line in tree.entries
+                 if line.obj is not None and isinstance(line.obj.get("id"), str)}
+
+    def survivor(parent: Any) -> Any:
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in removed and parent not in seen:
+            seen.add(parent)
+            parent = parent_of.get(parent)
+        return None if isinstance(parent, str) and parent in removed else parent
+
+    header: dict[str, Any] = {"type": "session", "version": version, "id": session_id, "timestamp": timestamp,
+                              "cwd": cwd}
+    if parent_session:
+        header["parentSession"] = parent_session
+    out = [dumps_compact(header)]
+    on_branch = {id(line) for line in branch}
+    ordered = [ln for ln in tree.entries if id(ln) not in on_branch] + [ln for ln in tree.entries if id(ln) in on_branch]
+    for line in ordered:
+        if id(line) in removed_lines:
+            continue
+        obj = line.obj
+        parent = obj.get("parentId") if obj is not None else None
+        if isinstance(parent, str) and parent in removed:
+            moved = dict(obj)  # type: ignore[arg-type]
+            moved["parentId"] = survivor(parent)
+            out.append(dumps_compact(moved))
+        else:
+            out.append(line.raw)
+    if len(out) == 1:
+        raise InvalidDataError("empty successor transcript")
+    return out
+
+
+def parse_lines(raw_lines: Sequence[str | bytes], label: str = "<successor>") -> list[TranscriptLine]:
+    from openclaw_cli.store.transcript import iter_jsonl_stream
+
+    data = b"".join((r.encode("utf-8") if isinstance(r, str) else r) + b"\n" for r in raw_lines)
+    return list(iter_jsonl_stream(io.BytesIO(data), label))
+
+
+def rebuilt_context(lines: Sequence[TranscriptLine]) -> list[dict[str, Any]]:
+    from openclaw_cli.store.tree import active_branch, build_context
+
+    return build_context(active_branch(lines))
+
+
+def max_lines_split(data: bytes, max_lines: int) -> tuple[list[bytes], int, int]:
+    """OpenClaw's `maxLines` over the physical non-blank lines: (kept lines, dropped count, total).
+
+    The kept lines include the header (when the first line is one) followed by the last
+    `max_lines - 1` lines; the first kept event is re-rooted to `parentId: null`. Without a
+    header the last `max_lines` lines are kept."""
+    import orjson
+
+    raw = [line[:-1] if line.endswith(b"\r") else line for line in data.split(b"\n") if line.strip()]
+    total = len(raw)
+    if total <= max_lines:
+        return raw, 0, total
+    head: list[bytes] = []
+    try:
+        first = orjson.loads(raw[0])
+    except orjson.JSONDecodeError:
+        first = None
+    if isinstance(first, dict) and first.get("type") == "session":
+        head = [raw[0]]
+    tail_count = max_lines - len(head)
+    tail = raw[total - tail_count:] if tail_count > 0 else []
+    for index, line in enumerate(tail):  # re-root the first kept event that names a parent
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and "parentId" in obj:
+            if obj["parentId"] is not None:
+                obj["parentId"] = None
+                tail[index] = dumps_compact(obj).encode("utf-8")
+            break
+    kept = head + tail
+    return kept, total - len(kept), total
+
+
+# ---- results -------------------------------------------------------------------------------------------
+
+@dataclass
+class PersistResult:
+    session_id: str  # the session's id afterwards (the successor's when rotated)
+    entry: dict[str, Any] | None  # the row as written (None when the row could not be updated)
+    successor: dict[str, Any] | None = None
+    archive: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _archive(store: SessionStore, snapshot: TranscriptSnapshot, now_ms: int) -> Any:
+    from openclaw_cli.store.archives import write_verified_archive
+
+    return write_verified_archive(store.sessions_dir, snapshot.session_id, ARCHIVE_REASON, snapshot.data,
+                                  now_ms=now_ms)
+
+
+def _archive_json(result: Any) -> dict[str, Any]:
+    return {"path": str(result.path), "sha256": result.sha256, "bytes": result.size,
+            "storedBytes": result.stored_size, "compressed": result.compressed, "reused": result.reused}
+
+
+def _checkpoint(key: str, *, reason: str, now_ms: int, comp: dict[str, Any] | None,
+                pre: dict[str, Any], post: dict[str, Any]) -> dict[str, Any]:
+    """One `compactionCheckpoints[]` record (R4.17.3; the summary stays in the transcript)."""
+    record: dict[str, Any] = {"checkpointId": str(uuid.uuid4()), "sessionKey": key,
+                              "sessionId": pre["sessionId"], "createdAt": now_ms, "reason": reason}
+    if comp is not None:
+        record["tokensBefore"] = comp.get("tokensBefore")
+        if comp.get("tokensAfter") is not None:
+            record["tokensAfter"] = comp["tokensAfter"]
+        record["firstKeptEntryId"] = comp.get("firstKeptEntryId")
+    record["preCompaction"] = pre
+    record["postCompaction"] = post
+    return record
+
+
+def _with_checkpoint(entry: dict[str, Any], record: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry with `record` appended to `compactionCheckpoints` (capped), or None when the
+    existing value is not a list (never overwritten: it is someone's history)."""
+    existing = entry.get("compactionCheckpoints")
+    if existing is not None and not isinstance(existing, list):
+        return None
+    out = dict(entry)
+    out["compactionCheckpoints"] = [*(existing or []), record][-CHECKPOINT_CAP:]
+    return out
+
+
+# ---- legacy writes ---------------------------------------------------------------------------------
+
+def _verify_legacy(snapshot: TranscriptSnapshot) -> None:
+    store = snapshot.store
+    path = snapshot.path
+    assert path is not None
+    try:
+        current = _file_signature(os.lstat(path))
+    except OSError:
+        raise SnapshotChanged(snapshot.key) from None
+    if current != snapshot.signature:
+        raise SnapshotChanged(snapshot.key)
+    row = store.get_entry(snapshot.key)
+    if row is None or row.get("sessionId") != snapshot.entry.get("sessionId"):
+        raise SnapshotChanged(snapshot.key)
+
+
+def _update_legacy_row(snapshot: TranscriptSnapshot, mutate: Callable[[dict[str, Any]], dict[str, Any] | None],
+                       lock_settings: Any, warnings: list[str]) -> dict[str, Any] | None:
+    """Read-modify-write of the row under the sessions.json lock, so concurrent row changes survive."""
+    from openclaw_cli.store.lock import transcript_lock
+
+    store = snapshot.store
+    with transcript_lock(store.path, lock_settings, allow_reentrant=True):
+        current = store.get_entry(snapshot.key)
+        if current is None or current.get("sessionId") != snapshot.entry.get("sessionId"):
+            warnings.append(f"session row {snapshot.key} changed meanwhile; its bookkeeping was not updated")
+            return None
+        updated = mutate(current)
+        if updated is None:
+            return None
+        store.upsert_entries({snapshot.key: updated}, lock_settings=lock_settings)  # type: ignore[call-arg]
+        return updated
+
+
+def _write_new_file(path: Path, lines: Sequence[str | bytes], cp: Checkpoints, *, replace: bool) -> None:
+    """Temp file `.<name>.<pid>.<uuid>.tmp` (exclusive create, 0600), fsync, rename, fsync dir."""
+    data = b"".join((r.encode("utf-8") if isinstance(r, str) else r) + b"\n" for r in lines)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            view = memoryview(data)
+            while view:
+                view = view[fh.write(view):]
+            fh.flush()
+            os.fsync(fh.fileno())
+        cp()
+        if not replace and os.path.lexists(path):
+            raise RefusedError(f"Refusing to overwrite {path}")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(path.parent)
+    cp()
+
+
+def _session_file_value(old: Any, new_path: Path) -> str:
+    """Keep the row's `sessionFile` style: a bare name stays a bare name, otherwise absolute."""
+    if isinstance(old, str) and old and "/" not in old and "\\" not in old:
+        return new_path.name
+    return str(new_path)
+
+
+def _expected_context(snapshot: TranscriptSnapshot, compaction_line: str, comp: dict[str, Any]) -> tuple[
+        list[TranscriptLine], list[dict[str, Any]]]:
+    lines = [*snapshot.lines, TranscriptLine(seq=len(snapshot.lines), raw=compaction_line, obj=comp)]
+    return lines, rebuilt_context(lines)
+
+
+def _successor_for(snapshot: TranscriptSnapshot, all_lines: list[TranscriptLine], expected: list[dict[str, Any]],
+                   *, new_sid: str, now_ms: int, parent_session: str | None) -> list[str]:
+    header = snapshot.header or {}
+    cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
+    lines = build_successor_lines(all_lines, session_id=new_sid, timestamp=iso_ms(now_ms), cwd=cwd,
+                                  parent_session=parent_session)
+    if rebuilt_context(parse_lines(lines)) != expected:
+        raise InvalidDataError("successor transcript does not rebuild the compacted context")
+    return lines
+
+
+def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int,
+                            lock_settings: Any, reason: str = "manual") -> PersistResult:
+    from openclaw_cli.store.lock import transcript_lock
+    from openclaw_cli.store.transcript import append_jsonl
+
+    store = snapshot.store
+    path = snapshot.path
+    if path is None:
+        raise NotFoundError(f"Session {snapshot.key} has no transcript file; nothing to compact.")
+    cp = Checkpoints()
+    line = dumps_compact(comp)
+    tokens_after = comp.get("tokensAfter")
+    result = PersistResult(snapshot.session_id, None)
+    with transcript_lock(path, lock_settings):
+        _verify_legacy(snapshot)
+        cp()
+        successor_lines: list[str] | None = None
+        new_sid = str(uuid.uuid4())
+        if rotate:
+            all_lines, expected = _expected_context(snapshot, line, comp)
+            try:
+                successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
+                                                 parent_session=str(path))
+            except InvalidDataError as exc:
+                result.warnings.append(f"successor transcript not created: {exc.message}")
+            if successor_lines is not None:
+                result.archive = _archive_json(_archive(store, snapshot, now_ms))
+                cp()
+        append_jsonl(path, [line], lock_settings=lock_settings)
+        cp()
+        new_path: Path | None = None
+        if successor_lines is not None:
+            new_path = path.parent / successor_file_name(now_ms, new_sid)
+            _write_new_file(new_path, successor_lines, cp, replace=False)
+            reread = parse_lines([ln.raw for ln in _reread(new_path)])
+            if rebuilt_context(reread) != expected:
+                os.unlink(new_path)
+                fsync_dir(new_path.parent)
+                result.warnings.append("successor transcript failed validation after writing; not used")
+                new_path = None
+        comp_id = comp.get("id")
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
+            updated = entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
+            if new_path is None:
+                return updated
+            pre = {"sessionId": snapshot.session_id, "sessionFile": str(path), "leafId": comp.get("parentId"),
+                   "entryId": comp_id}
+            post = {"sessionId": new_sid, "sessionFile": str(new_path), "leafId": comp_id, "entryId": comp_id}
+            with_record = _with_checkpoint(updated, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
+                                                                comp=comp, pre=pre, post=post))
+            if with_record is None:
+                result.warnings.append("compactionCheckpoints is not a list; the session keeps its transcript "
+                                       "(successor not used)")
+                return updated
+            with_record["sessionId"] = new_sid
+            with_record["sessionFile"] = _session_file_value(current.get("sessionFile"), new_path)
+            result.session_id = new_sid
+            result.successor = {"sessionId": new_sid, "sessionFile": str(new_path),
+                                "previousSessionId": snapshot.session_id, "previousSessionFile": str(path),
+                                "lines": len(successor_lines or [])}
+            return with_record
+
+        result.entry = _update_legacy_row(snapshot, mutate, lock_settings, result.warnings)
+        cp()
+    cp.finish()
+    return result
+
+
+def _reread(path: Path) -> list[TranscriptLine]:
+    from openclaw_cli.store.transcript import iter_jsonl
+
+    issues: list[ReadIssue] = []
+    lines = list(iter_jsonl(path, issues=issues))
+    if issues:
+        raise InvalidDataError(f"successor transcript {path} is not readable: {issues[0]}")
+    return lines
+
+
+def apply_max_lines_legacy(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int,
+                           lock_settings: Any) -> PersistResult:
+    from openclaw_cli.store.lock import transcript_lock
+
+    path = snapshot.path
+    if path is None:
+        raise NotFoundError(f"Session {snapshot.key} has no transcript file; nothing to compact.")
+    cp = Checkpoints()
+    result = PersistResult(snapshot.session_id, None)
+    with transcript_lock(path, lock_settings):
+        _verify_legacy(snapshot)
+        cp()
+        result.archive = _archive_json(_archive(snapshot.store, snapshot, now_ms))
+        cp()
+        _write_new_file(path, kept, cp, replace=True)
+        result.entry = _update_legacy_row(
+            snapshot, lambda current: entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False),
+            lock_settings, result.warnings)
+        cp()
+    cp.finish()
+    return result
+
+
+# ---- SQLite writes -----------------------------------------------------------------------------------
+
+def _verify_sqlite(snapshot: TranscriptSnapshot) -> None:
+    store = snapshot.store
+    totals = store.window_totals(snapshot.session_id)  # type: ignore[attr-defined]
+    have = (totals.events, totals.bytes) if totals is not None else (0, 0)
+    if have != snapshot.signature:
+        raise SnapshotChanged(snapshot.key)
+    row = store.get_entry(snapshot.key)
+    if row is None or row.get("sessionId") != snapshot.entry.get("sessionId"):
+        raise SnapshotChanged(snapshot.key)
+
+
+def _successor_entry(current: dict[str, Any], new_sid: str, record: dict[str, Any]) -> dict[str, Any]:
+    """The row pointing at a successor window. A `sessionFile` naming the predecessor's (legacy)
+    file would now name the wrong session: it moves into the checkpoint record."""
+    out = _with_checkpoint(current, record)
+    if out is None:
+        out = dict(current)
+    out["sessionId"] = new_sid
+    out.pop("sessionFile", None)
+    return out
+
+
+def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int,
+                            reason: str = "manual") -> PersistResult:
+    store: Any = snapshot.store
+    cp = Checkpoints()
+    line = dumps_compact(comp)
+    tokens_after = comp.get("tokensAfter")
+    result = PersistResult(snapshot.session_id, None)
+    successor_lines: list[str] | None = None
+    new_sid = str(uuid.uuid4())
+    archive = None
+    if rotate:
+        all_lines, expected = _expected_context(snapshot, line, comp)
+        try:
+            successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
+                                             parent_session=None)
+        except InvalidDataError as exc:
+            result.warnings.append(f"successor window not created: {exc.message}")
+        if successor_lines is not None:
+            archive = _archive(store, snapshot, now_ms)  # before the transaction: a file, not a row
+            result.archive = _archive_json(archive)
+            cp()
+    with store.transaction():
+        _verify_sqlite(snapshot)
+        store.append_events(snapshot.session_id, [line], session_key=snapshot.key)
+        current = store.get_entry(snapshot.key)
+        updated = entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
+        if successor_lines is not None:
+            comp_id = comp.get("id")
+            pre: dict[str, Any] = {"sessionId": snapshot.session_id, "leafId": comp.get("parentId"), "entryId": comp_id}
+            if isinstance(current.get("sessionFile"), str):
+                pre["sessionFile"] = current["sessionFile"]
+            post = {"sessionId": new_sid, "leafId": comp_id, "entryId": comp_id}
+            updated = _successor_entry(updated, new_sid, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
+                                                                     comp=comp, pre=pre, post=post))
+            header = snapshot.header or {}
+            store.create_window(snapshot.key, new_sid, previous_session_id=snapshot.session_id, reason="compaction",
+                                raw_lines=successor_lines, entry=updated, created_at_ms=now_ms,
+                                cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None)
+            _record_archive(store, snapshot, archive, now_ms)
+            result.session_id = new_sid
+            result.successor = {"sessionId": new_sid, "previousSessionId": snapshot.session_id,
+                                "window": "compaction", "lines": len(successor_lines)}
+        else:
+            store.upsert_entries({snapshot.key: updated})
+        result.entry = updated
+        cp()  # a kill here rolls the whole transaction back
+    cp()
+    cp.finish()
+    return result
+
+
+def _record_archive(store: Any, snapshot: TranscriptSnapshot, archive: Any, now_ms: int) -> None:
+    store.record_archive(archive_name=archive.path.name, session_id=snapshot.session_id, session_key=snapshot.key,
+                         reason=ARCHIVE_REASON, encoding="zstd" if archive.compressed else "identity",
+                         sha256=archive.sha256, archive_bytes=archive.stored_size,
+                         event_count=len(snapshot.lines), raw_bytes=archive.size, created_at_ms=now_ms)
+
+
+def apply_max_lines_sqlite(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int) -> PersistResult:
+    """D15 + D16 on our SQLite store: the kept lines become a successor window (new sessionId,
+    reason `compaction`); the previous window stays readable; the full original is archived."""
+    import orjson
+
+    store: Any = snapshot.store
+    cp = Checkpoints()
+    new_sid = str(uuid.uuid4())
+    lines: list[bytes] = list(kept)
+    if lines:
+        try:
+            first = orjson.loads(lines[0])
+        except orjson.JSONDecodeError:
+            first = None
+        if isinstance(first, dict) and first.get("type") == "session":  # the header names the new window
+            first["id"] = new_sid
+            first.pop("sessionId", None)
+            lines[0] = orjson.dumps(first)
+    archive = _archive(store, snapshot, now_ms)
+    result = PersistResult(new_sid, None, archive=_archive_json(archive))
+    cp()
+    with store.transaction():
+        _verify_sqlite(snapshot)
+        current = store.get_entry(snapshot.key)
+        updated = entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False)
+        pre: dict[str, Any] = {"sessionId": snapshot.session_id}
+        if isinstance(current.get("sessionFile"), str):
+            pre["sessionFile"] = current["sessionFile"]
+        updated = _successor_entry(updated, new_sid, _checkpoint(snapshot.key, reason="manual", now_ms=now_ms,
+                                                                 comp=None, pre=pre, post={"sessionId": new_sid}))
+        header = snapshot.header or {}
+        store.create_window(snapshot.key, new_sid, previous_session_id=snapshot.session_id, reason="compaction",
+                            raw_lines=lines, entry=updated, created_at_ms=now_ms,
+                            cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None)
+        _record_archive(store, snapshot, archive, now_ms)
+        result.entry = updated
+        result.successor = {"sessionId": new_sid, "previousSessionId": snapshot.session_id, "window": "compaction",
+                            "lines": len(lines)}
+        cp()
+    cp()
+    cp.finish()
+    return result

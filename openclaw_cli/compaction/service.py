@@ -1,0 +1,463 @@
+"""The compaction operations (spec D9): what `openclaw compact` runs locally and a Gateway would
+serve as `sessions.compact`. Both return plain JSON-able dicts in OpenClaw's shapes plus ours.
+
+`compact_session(ctx, key, ...)`:
+* without `max_lines`: summary compaction (§4.5-§4.8). `{ok, key, compacted, result: {tokensBefore,
+  tokensAfter}}` (observed §8) plus `firstKeptEntryId`, `provider`, `fallbackReason`, `tokenMethod`,
+  and `summary` in dry runs. With an explicit `keepRecentTokens` (argument, else
+  `agents.defaults.compaction.keepRecentTokens`) the recent tail is kept; without one the
+  compaction is a hard checkpoint (D16, R4.16.4): the rebuilt context starts at the summary.
+* with `max_lines`: OpenClaw's line-based mode, `{ok, key, compacted, kept}`.
+* refusals raise typed errors (nothing is modified): unknown key `NotFoundError`; nothing to
+  compact / already compacted `CompactionSkipped` (its JSON is OpenClaw's `{ok:false, key,
+  compacted:false, reason}` plus the error envelope); a locked transcript `SessionBusyError`
+  (OpenClaw's lock message); a real OpenClaw database `RefusedError` (dry runs still work).
+
+`compact_over_threshold(ctx, ...)` selects sessions whose context is past `window - reserve`
+(R4.3.1, strictly greater) from stored figures only (D16): the row's `totalTokens` unless
+`totalTokensFresh` is false, else our SQLite store's per-session token estimate kept at write
+time, else the transcript's bytes / 4. The session's window is the row's `contextTokens`, else the
+model's known window (`resolve_context_window`). A dry run reads nothing else. A real run
+compacts each candidate with an exact count and skips one whose counted context (provider usage
+in the transcript plus the messages after it) turns out to be below the threshold.
+Decisions: `--over-threshold` emulates the engine's threshold compaction, so it keeps
+`keepRecentTokens` (default 20000) rather than making hard checkpoints, records checkpoint reason
+`auto-threshold`, and ignores `compaction.enabled` (an operator asked for it, as with `/compact`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from openclaw_cli.errors import ExitCode, NotFoundError, OpenClawError, RefusedError, UsageError
+
+MAX_ATTEMPTS = 3  # re-plans after a concurrent write to the same session
+TokenizerName = Literal["exact", "estimate"]
+
+
+class CompactionSkipped(OpenClawError):
+    """Nothing was compacted (R4.16.6 reasons); OpenClaw's CLI exits 1 for these."""
+
+    type = "compaction_skipped"
+    exit_code = ExitCode.ERROR
+
+    def __init__(self, key: str, reason: str, *, code: str, extra: Mapping[str, Any] | None = None):
+        super().__init__(f"Session {key} was not compacted: {reason}")
+        self.key = key
+        self.reason = reason
+        self.code = code
+        self.extra = dict(extra or {})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": False, "key": self.key, "compacted": False, "reason": self.reason, "code": self.code,
+                **self.extra, "error": {"type": self.type, "message": self.message}}
+
+
+# ---- settings ----------------------------------------------------------------------------------------
+
+def library_settings(config: Any) -> Any:
+    """`agents.defaults.compaction` (validated by the config layer) as the compaction library's
+    settings; `keep_recent_tokens` is set only when it was configured explicitly (D16)."""
+    from openclaw_cli.compaction.thresholds import CompactionSettings
+    from openclaw_cli.config import compaction_settings
+
+    c = compaction_settings(config)
+    explicit = getattr(c, "keep_recent_tokens_explicit", False)
+    guard = getattr(c, "quality_guard_enabled", None)
+    return CompactionSettings(
+        enabled=bool(getattr(c, "enabled", True)),
+        mode=getattr(c, "mode", None) or "default",
+        provider=getattr(c, "provider", None) or None,
+        reserve_tokens=getattr(c, "reserve_tokens", None),
+        reserve_tokens_floor=int(getattr(c, "reserve_tokens_floor", 20000)),
+        keep_recent_tokens=getattr(c, "keep_recent_tokens", None) if explicit else None,
+        max_history_share=float(getattr(c, "max_history_share", 0.5)),
+        recent_turns_preserve=int(getattr(c, "recent_turns_preserve", 3)),
+        identifier_policy=getattr(c, "identifier_policy", None) or "strict",
+        identifier_instructions=getattr(c, "identifier_instructions", None),
+        quality_guard_enabled=guard,
+        quality_guard_max_retries=int(getattr(c, "quality_guard_max_retries", 1)),
+        truncate_after_compaction=bool(getattr(c, "truncate_after_compaction", False)),
+    )
+
+
+def _timeout_seconds(config: Any) -> float:
+    from openclaw_cli.config import compaction_settings
+
+    value = getattr(compaction_settings(config), "timeout_seconds", None)
+    return float(value) if isinstance(value, int | float) and value > 0 else 180.0
+
+
+def _configured_model(config: Any) -> str | None:
+    from openclaw_cli.config import compaction_settings
+
+    model = getattr(compaction_settings(config), "model", None)
+    return model.strip() if isinstance(model, str) and model.strip() else None
+
+
+def resolve_provider(config: Any, flag: str | None, settings: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """(provider id for `summarize_plan`, provider config). `--provider` wins over
+    `compaction.provider`; `openai` is the OpenAI-compatible HTTP provider configured from the
+    `OPENCLAW_COMPACTION_*` environment, with `compaction.model` / `compaction.timeoutSeconds`
+    filling what the environment leaves unset. Unknown ids given on the command line are usage
+    errors; a configured one that is not installed falls back to the built-in summariser."""
+    from openclaw_cli.compaction import providers as prov
+
+    name = (flag or "").strip() or settings.provider or prov.BUILTIN_ID
+    if name == prov.BUILTIN_ID:
+        return None, None
+    if name in ("openai", prov.OPENAI_ID):
+        try:
+            env = prov.openai_config_from_env() or {}
+        except prov.ProviderError:
+            env = {}  # load_provider reports it as the fallback reason
+        extra: dict[str, Any] = {}
+        model = _configured_model(config)
+        if not env.get("model") and model:
+            extra["model"] = model.split("/", 1)[1] if "/" in model else model
+        if "timeout_s" not in env:
+            extra["timeout_s"] = _timeout_seconds(config)
+        return name, extra
+    if flag and name not in prov.available_providers():
+        raise UsageError(f'Unknown compaction provider "{name}". Available: '
+                         f"{', '.join(['openai', *prov.available_providers()])}.")
+    return name, None
+
+
+def context_window(config: Any, entry: Mapping[str, Any], agent_id: str | None = None) -> int:
+    """The row's `contextTokens` (the window OpenClaw resolved for its model), else the model's
+    known window, else `agents.defaults.contextTokens`, else 200000."""
+    from openclaw_cli.compaction.thresholds import resolve_context_window
+    from openclaw_cli.config import context_tokens_default, default_model
+
+    stored = entry.get("contextTokens")
+    if isinstance(stored, int | float) and not isinstance(stored, bool) and stored == stored and stored > 0:
+        return int(stored)
+    model = entry.get("model") if isinstance(entry.get("model"), str) else default_model(config, agent_id)
+    provider = entry.get("modelProvider") if isinstance(entry.get("modelProvider"), str) else None
+    if isinstance(model, str) and "/" in model and provider is None:
+        provider, model = model.split("/", 1)
+    return resolve_context_window(model, provider=provider, agent_context_tokens=context_tokens_default(config))
+
+
+# ---- one session ---------------------------------------------------------------------------------------
+
+def _check_args(keep_recent_tokens: int | None, max_lines: int | None, tokenizer: str, provider: str | None) -> None:
+    if tokenizer not in ("exact", "estimate"):
+        raise UsageError(f'--tokenizer must be "exact" or "estimate" (got "{tokenizer}").')
+    if keep_recent_tokens is not None and (isinstance(keep_recent_tokens, bool) or keep_recent_tokens < 1):
+        raise UsageError("--keep-recent-tokens must be a positive integer, for example --keep-recent-tokens 20000.")
+    if max_lines is not None:
+        if isinstance(max_lines, bool) or max_lines < 1:
+            raise UsageError("--max-lines must be a positive integer, for example --max-lines 200.")
+        if keep_recent_tokens is not None or provider:
+            raise UsageError("--max-lines keeps raw transcript lines; it cannot be combined with "
+                             "--keep-recent-tokens or --provider.")
+
+
+def _now(now_ms: int | None) -> int:
+    from openclaw_cli.ops import now_ms as current
+
+    return current() if now_ms is None else int(now_ms)
+
+
+def compact_session(ctx: Any, key: str, *, agent: str | None = None, store: str | None = None,
+                    keep_recent_tokens: int | None = None, max_lines: int | None = None,
+                    provider: str | None = None, tokenizer: TokenizerName = "exact", dry_run: bool = False,
+                    instructions: str | None = None, reason: str = "manual",
+                    require_over_threshold: bool = False, now_ms: int | None = None) -> dict[str, Any]:
+    """Compact one session (see the module doc). `dry_run` reads only (no lock, no write)."""
+    from openclaw_cli.ops import resolve_session
+
+    _check_args(keep_recent_tokens, max_lines, tokenizer, provider)
+    target, st, resolved, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=dry_run)
+    with st:
+        if not dry_run:
+            st.ensure_writable("compact a session")
+        if max_lines is not None:
+            return _compact_max_lines(ctx, target.agent_id, st, resolved, entry, max_lines, dry_run, _now(now_ms))
+        return _compact_summary(ctx, target.agent_id, st, resolved, entry, keep_recent_tokens=keep_recent_tokens,
+                                provider=provider, tokenizer=tokenizer, dry_run=dry_run, instructions=instructions,
+                                reason=reason, require_over_threshold=require_over_threshold, now_ms=now_ms)
+
+
+def _skip(key: str, plan: Any) -> CompactionSkipped:
+    return CompactionSkipped(key, plan.reason or "nothing compactable in this session yet", code=plan.status)
+
+
+def _cut_point(snapshot: Any, plan: Any) -> dict[str, Any] | None:
+    if plan.hard_checkpoint or plan.first_kept_index is None:
+        return None
+    branch = snapshot.branch_entries
+    first = branch[plan.first_kept_index] if plan.first_kept_index < len(branch) else {}
+    message = first.get("message") if isinstance(first.get("message"), dict) else {}
+    return {"entryId": plan.first_kept_entry_id, "index": plan.first_kept_index, "branchEntries": len(branch),
+            "type": first.get("type"), "role": message.get("role"), "timestamp": first.get("timestamp"),
+            "splitTurn": plan.is_split_turn,
+            "turnStartEntryId": branch[plan.turn_start_index].get("id") if plan.is_split_turn else None}
+
+
+def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], *,
+                     keep_recent_tokens: int | None, provider: str | None, tokenizer: TokenizerName, dry_run: bool,
+                     instructions: str | None, reason: str, require_over_threshold: bool,
+                     now_ms: int | None) -> dict[str, Any]:
+    from openclaw_cli.compaction import (
+        build_compaction_entry,
+        new_entry_id,
+        persist,
+        plan_compaction,
+        summarize_plan,
+    )
+    from openclaw_cli.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, compaction_threshold
+    from openclaw_cli.compaction.tokens import Tokenizer
+
+    settings = library_settings(ctx.config)
+    keep = keep_recent_tokens if keep_recent_tokens is not None else settings.keep_recent_tokens
+    if keep is None and require_over_threshold:
+        keep = DEFAULT_KEEP_RECENT_TOKENS  # threshold compaction keeps the engine's recent tail
+    hard = keep is None
+    window = context_window(ctx.config, entry, agent_id)
+    threshold = compaction_threshold(window, settings)
+    provider_id, provider_config = resolve_provider(ctx.config, provider, settings)
+    counter = Tokenizer(tokenizer)
+    lock_settings = None
+    if not dry_run:
+        from openclaw_cli.config import write_lock_settings
+
+        lock_settings = write_lock_settings(ctx.config)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        snapshot = persist.read_snapshot(st, key, entry)
+        plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
+                               tokenizer=counter)
+        if not plan.ready:
+            raise _skip(key, plan)
+        if require_over_threshold and plan.tokens_before.tokens <= threshold:
+            raise CompactionSkipped(key, "context is below the compaction threshold", code="below_threshold",
+                                    extra={"result": {"tokensBefore": plan.tokens_before.tokens},
+                                           "tokensBeforeMethod": plan.tokens_before.method, "threshold": threshold})
+        outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
+                                 context_window=window, provider_config=provider_config,
+                                 timeout_s=_timeout_seconds(ctx.config))
+        comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
+                                      parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
+                                      details={"provider": outcome.provider_used})
+        result: dict[str, Any] = {
+            "ok": True, "key": key, "compacted": not dry_run,
+            "result": {"tokensBefore": plan.tokens_before.tokens, "tokensAfter": outcome.tokens_after},
+            "dryRun": dry_run, "agentId": agent_id, "sessionId": snapshot.session_id, "path": str(st.path),
+            "compactionEntryId": comp["id"], "firstKeptEntryId": plan.first_kept_entry_id,
+            "hardCheckpoint": plan.hard_checkpoint, "keepRecentTokens": plan.keep_recent_tokens,
+            "provider": outcome.provider_used, "fallbackReason": outcome.fallback_reason,
+            "tokenMethod": outcome.token_method, "tokensBeforeMethod": plan.tokens_before.method,
+            "contextWindow": window, "threshold": threshold,
+            "summarizedMessages": plan.summarized_count, "keptMessages": len(plan.kept_entries),
+            "keptTokens": plan.kept_tokens, "splitTurn": plan.is_split_turn,
+            "cutPoint": _cut_point(snapshot, plan), "summaryChars": len(outcome.summary),
+        }
+        if snapshot.issues:
+            result["issues"] = [str(issue) for issue in snapshot.issues]
+        if dry_run:
+            result["summary"] = outcome.summary
+            result["truncateAfterCompaction"] = settings.truncate_after_compaction
+            return result
+        stamp = _now(now_ms)
+        try:
+            if persist.is_legacy_store(st):
+                written = persist.apply_compaction_legacy(snapshot, comp, rotate=settings.truncate_after_compaction,
+                                                          now_ms=stamp, lock_settings=lock_settings, reason=reason)
+            else:
+                written = persist.apply_compaction_sqlite(snapshot, comp, rotate=settings.truncate_after_compaction,
+                                                          now_ms=stamp, reason=reason)
+        except persist.SnapshotChanged:
+            if attempt >= MAX_ATTEMPTS:
+                raise
+            fresh = st.get_entry(key)
+            if fresh is None:
+                raise NotFoundError(f"Session not found: {key}. It was removed while being compacted.") from None
+            entry = fresh
+            continue
+        result["sessionId"] = written.session_id
+        if written.session_id != snapshot.session_id:
+            result["previousSessionId"] = snapshot.session_id
+        if written.entry is not None:
+            result["compactionCount"] = written.entry.get("compactionCount")
+        result["successor"] = written.successor
+        result["archive"] = written.archive
+        if written.warnings:
+            result["warnings"] = written.warnings
+        return result
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], max_lines: int,
+                       dry_run: bool, stamp: int) -> dict[str, Any]:
+    from openclaw_cli.compaction import persist
+
+    lock_settings = None
+    if not dry_run:
+        from openclaw_cli.config import write_lock_settings
+
+        lock_settings = write_lock_settings(ctx.config)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        snapshot = persist.read_snapshot(st, key, entry)
+        if not snapshot.data.strip():
+            raise CompactionSkipped(key, "nothing compactable in this session yet", code="no_compactable_entries")
+        kept, dropped, total = persist.max_lines_split(snapshot.data, max_lines)
+        result: dict[str, Any] = {"ok": True, "key": key, "compacted": bool(dropped) and not dry_run,
+                                  "kept": len(kept), "dryRun": dry_run, "agentId": agent_id,
+                                  "sessionId": snapshot.session_id, "path": str(st.path), "maxLines": max_lines,
+                                  "lines": total, "dropped": dropped}
+        if not dropped:
+            result["reason"] = f"transcript already has at most {max_lines} lines"
+            return result
+        if dry_run:
+            return result
+        try:
+            if persist.is_legacy_store(st):
+                written = persist.apply_max_lines_legacy(snapshot, kept, now_ms=stamp, lock_settings=lock_settings)
+            else:
+                written = persist.apply_max_lines_sqlite(snapshot, kept, now_ms=stamp)
+        except persist.SnapshotChanged:
+            if attempt >= MAX_ATTEMPTS:
+                raise
+            fresh = st.get_entry(key)
+            if fresh is None:
+                raise NotFoundError(f"Session not found: {key}. It was removed while being compacted.") from None
+            entry = fresh
+            continue
+        result["sessionId"] = written.session_id
+        if written.session_id != snapshot.session_id:
+            result["previousSessionId"] = snapshot.session_id
+        result["successor"] = written.successor
+        result["archive"] = written.archive
+        if written.warnings:
+            result["warnings"] = written.warnings
+        return result
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# ---- every session past its threshold -------------------------------------------------------------------
+
+def _finite_nonneg(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
+        return None
+    if value == float("inf"):
+        return None
+    return value
+
+
+def stored_context_tokens(entry: Mapping[str, Any], totals: Any = None,
+                          file_bytes: int | None = None) -> tuple[int, str] | None:
+    """(tokens, source) from stored figures only (D16): `totalTokens` unless `totalTokensFresh` is
+    false (R2.5.1, profile L), else the write-time token estimate, else bytes / 4."""
+    total = _finite_nonneg(entry.get("totalTokens"))
+    if total is not None and entry.get("totalTokensFresh") is not False:
+        return int(total), "totalTokens"
+    estimate = getattr(totals, "token_estimate", None)
+    if isinstance(estimate, int) and estimate > 0:
+        return estimate, "tokenEstimate"
+    size = file_bytes if file_bytes is not None else getattr(totals, "bytes", None)
+    if isinstance(size, int) and size > 0:
+        return -(-size // 4), "bytes/4"
+    return None
+
+
+def _legacy_size(st: Any, sid: str, entry: dict[str, Any]) -> int | None:
+    path = st.resolve_transcript(sid, entry, [])
+    if path is None:
+        return None
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return None
+
+
+def _scan_store(ctx: Any, st: Any, agent_id: str, settings: Any) -> tuple[int, list[dict[str, Any]]]:
+    from openclaw_cli.compaction.persist import is_legacy_store
+    from openclaw_cli.compaction.thresholds import compaction_threshold
+
+    entries = st.load_entries()
+    legacy = is_legacy_store(st)
+    totals = {} if legacy else st.session_totals()
+    found: list[dict[str, Any]] = []
+    thresholds: dict[int, int] = {}
+    for key, entry in entries.items():
+        sid = entry.get("sessionId") if isinstance(entry, dict) else None
+        if not isinstance(sid, str) or not sid:
+            continue
+        figure = stored_context_tokens(entry, totals.get(sid))
+        if figure is None and legacy:
+            figure = stored_context_tokens(entry, None, _legacy_size(st, sid, entry))
+        if figure is None:
+            continue
+        window = context_window(ctx.config, entry, agent_id)
+        threshold = thresholds.get(window)
+        if threshold is None:
+            threshold = thresholds[window] = compaction_threshold(window, settings)
+        tokens, source = figure
+        if tokens > threshold:
+            found.append({"agentId": agent_id, "key": key, "sessionId": sid, "tokens": tokens, "tokenSource": source,
+                          "contextWindow": window, "threshold": threshold})
+    return len(entries), found
+
+
+def compact_over_threshold(ctx: Any, *, agent: str | None = None, all_agents: bool = False, store: str | None = None,
+                           dry_run: bool = False, keep_recent_tokens: int | None = None, provider: str | None = None,
+                           tokenizer: TokenizerName = "exact", instructions: str | None = None,
+                           now_ms: int | None = None) -> dict[str, Any]:
+    """Compact every session past its threshold (see the module doc); a dry run only lists them."""
+    from openclaw_cli.ops import open_target
+    from openclaw_cli.selection import select_targets
+
+    _check_args(keep_recent_tokens, None, tokenizer, provider)
+    settings = library_settings(ctx.config)
+    if not dry_run:
+        resolve_provider(ctx.config, provider, settings)  # an unknown --provider fails before any write
+    targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
+    stores: list[dict[str, Any]] = []
+    candidates: list[dict[str, Any]] = []
+    checked = 0
+    read_only: list[str] = []
+    for target in targets:
+        with open_target(ctx, target, read_only=True) as st:
+            count, found = _scan_store(ctx, st, target.agent_id, settings)
+            checked += count
+            candidates.extend(found)
+            stores.append({"agentId": target.agent_id, "kind": st.kind, "path": str(st.path),
+                           "sessions": count, "overThreshold": len(found)})
+            if found and st.kind == "openclaw-sqlite":
+                read_only.append(str(st.path))
+    result: dict[str, Any] = {"ok": True, "dryRun": dry_run, "overThreshold": True, "checked": checked,
+                              "candidates": len(candidates), "compacted": 0, "skipped": 0, "failed": 0,
+                              "stores": stores, "sessions": candidates}
+    if ctx.hints:
+        result["hint"] = " ".join(ctx.hints)
+    if dry_run or not candidates:
+        return result
+    if read_only:
+        raise RefusedError(f"Refusing to compact sessions in {', '.join(read_only)}: a real OpenClaw database is "
+                           "read-only for openclaw-cli; nothing was compacted. Use --dry-run, or select other "
+                           "agents with --agent.")
+    for item in candidates:
+        try:
+            done = compact_session(ctx, item["key"], agent=item["agentId"], store=store,
+                                   keep_recent_tokens=keep_recent_tokens, provider=provider, tokenizer=tokenizer,
+                                   instructions=instructions, reason="auto-threshold", require_over_threshold=True,
+                                   now_ms=now_ms)
+        except CompactionSkipped as exc:
+            item.update(compacted=False, reason=exc.reason, code=exc.code)
+            if "result" in exc.extra:
+                item["result"] = exc.extra["result"]
+            result["skipped"] += 1
+        except OpenClawError as exc:
+            item.update(compacted=False, error={"type": exc.type, "message": exc.message})
+            result["failed"] += 1
+        else:
+            item.update({k: done.get(k) for k in ("compacted", "result", "sessionId", "previousSessionId",
+                                                  "firstKeptEntryId", "provider", "fallbackReason", "tokenMethod",
+                                                  "warnings") if k in done})
+            result["compacted"] += 1
+    result["ok"] = result["failed"] == 0
+    return result
