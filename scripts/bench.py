@@ -84,8 +84,25 @@ class Bench:
         dest = self.data / f"{name}-{label}"
         if dest.exists():
             shutil.rmtree(dest)
-        shutil.copytree(src, dest, copy_function=os.link)  # hard links: cheap; import moves, never writes them
+        shutil.copytree(src, dest)  # real copies: import refuses hard-linked originals (spec A-3)
         return dest
+
+    def ours_imported(self, name: str) -> Path:
+        """Our SQLite import of a dataset (cached; benchmarks that only read use it)."""
+        dest = self.data / f"{name}-ours-imported"
+        if not (dest / ".imported").exists():
+            dest = self.fresh_copy(name, "ours-imported")
+            subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                           env=self.env_ours(dest), check=True, stdout=subprocess.DEVNULL)
+            (dest / ".imported").write_text("ok")
+        return dest
+
+    def peer_import_time(self, name: str) -> list[Run] | None:
+        if not self.use_peer:
+            return None
+        root = self.peer_root(name)
+        data = json.loads((root / "import-time.json").read_text())
+        return [Run(data["seconds"], data["rss"], 0)]
 
     def env_ours(self, state: Path, config: dict | None = None) -> dict[str, str]:
         env = dict(os.environ)
@@ -174,10 +191,44 @@ def case_status_legacy_many(b: Bench) -> None:
               ">= 5x faster than the real OpenClaw (~1.2 s)", ratio_needed=5)
 
 
+def _import_case(b: Bench, name: str, ratio: float, label: str) -> None:
+    runs = []
+    for i in range(b.runs):
+        state = b.fresh_copy(name, f"import-{i}")
+        runs.append(timed([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                          b.env_ours(state)))
+        shutil.rmtree(state)
+    b.compare(label, runs, b.peer_import_time(name),
+              f">= {ratio:g}x faster than the real import (peer: one cached run)", ratio_needed=ratio)
+    if name == "big":
+        rss = max(r.max_rss_mb for r in runs)
+        print(f"  peak RSS {rss:.0f} MB (target < 200 MB); within 3x of the best pipeline (1.42 s): "
+              f"{'OK' if median(runs) <= 4.26 else 'MISSED'}", file=sys.stderr)
+
+
+def case_import_big(b: Bench) -> None:
+    _import_case(b, "big", 8, "doctor --session-sqlite import, big (2,000 sessions, 211 MB)")
+
+
+def case_import_many(b: Bench) -> None:
+    _import_case(b, "many", 10, "doctor --session-sqlite import, many (20,000 sessions, 76 MB)")
+
+
+def case_sessions_sqlite_many(b: Bench) -> None:
+    state = b.ours_imported("many")
+    ours = b.repeat([*OURS, "sessions", "--json"], b.env_ours(state))
+    peer = b.repeat([str(PEER), "sessions", "--json"], b.env_peer(b.peer_root("many"))) if b.use_peer else None
+    b.compare("sessions --json, 20k sessions, both imported", ours, peer, ">= 8x faster than the real one",
+              ratio_needed=8)
+
+
 CASES: dict[str, Callable[[Bench], None]] = {
     "help": case_help,
     "sessions-legacy-many": case_sessions_legacy_many,
     "status-legacy-many": case_status_legacy_many,
+    "import-big": case_import_big,
+    "import-many": case_import_many,
+    "sessions-sqlite-many": case_sessions_sqlite_many,
 }
 
 
