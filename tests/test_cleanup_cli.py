@@ -145,3 +145,22 @@ def test_corrupt_store_is_reported_not_crashed(state_dir):
     code, doc, err = cli_json("sessions", "cleanup", "--enforce", "--json")
     assert code == 6 and doc["error"]["type"] == "invalid_data" and "Traceback" not in err
     assert tree_digest(state_dir) == before
+
+
+def test_partial_failure_reports_what_committed(state_dir):
+    write_config(state_dir, {"agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]},
+                             "session": {"maintenance": {"pruneAfter": "30d"}}})
+    now = now_ms()
+    make_legacy(state_dir, {"agent:main:a": entry("a", now), "agent:main:old": entry("old", now - 40 * DAY)})
+    broken = sessions_dir(state_dir, "ops")
+    broken.mkdir(parents=True)
+    (broken / "sessions.json").write_text("[1, 2")
+    code, doc, _ = cli_json("sessions", "cleanup", "--all-agents", "--enforce", "--json")
+    assert code == 1
+    assert [s["agentId"] for s in doc["stores"]] == ["main"] and doc["stores"][0]["appliedCount"] == 1
+    partial = doc["partialError"]
+    assert partial["failingAgentId"] == "ops" and partial["lifecycleCommitted"] is True
+    assert partial["message"].startswith("Session cleanup failed for agent 'ops': ")
+    proc = cli("sessions", "cleanup", "--all-agents", "--enforce")
+    assert proc.returncode == 1
+    assert any(line.startswith("[error] Session cleanup failed for agent 'ops'") for line in proc.stderr.splitlines())

@@ -76,14 +76,11 @@ def _progress_factory(json_mode: bool):
                         console=stderr_console(), transient=True)
         prog.start()
         task = prog.add_task(description, total=total)
-        state = {"done": 0}
 
         def tick(n: int) -> None:
-            state["done"] += n
             prog.advance(task, n)
-            if state["done"] >= total:
-                prog.stop()
 
+        tick.close = prog.stop  # type: ignore[attr-defined]  # called when the store is done
         return tick
 
     return factory
@@ -121,12 +118,13 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
 
 def _report(results, ctx, options, json_mode: bool) -> None:
     from openclaw_cli.maintenance.service import cleanup_document
+    from openclaw_cli.output import err, sanitize_text, stderr_console
 
     if json_mode:
         echo_json(cleanup_document(results, options))
+        for hint in ctx.hints:  # D2: said once, on stderr (the JSON keeps OpenClaw's shape)
+            err(f"Hint: {sanitize_text(hint)}")
         return
-    from openclaw_cli.output import sanitize_text, stderr_console
-
     console = stderr_console()
     if options.dry_run:
         console.print(_dry_run_text(results), markup=False, highlight=False)

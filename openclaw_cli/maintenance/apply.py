@@ -294,6 +294,7 @@ def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[F
         tick(1)
     if unlink_actions:
         fsync_dir(root)
+    _sweep_dead_locks(root, lock_settings)
     for action in archive_actions:
         if action.source == "sweep" and action.name not in outcome.kept:
             outcome.sweep_removed += 1
@@ -301,6 +302,17 @@ def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[F
     outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
     outcome.applied_count = store.count_entries()
     return outcome
+
+
+def _sweep_dead_locks(root: Path, lock_settings: Any) -> None:
+    """Transcript locks whose holder is gone (a writer killed while holding one, e.g. an
+    interrupted cleanup after it removed the transcript): removed, as `doctor` would (§12.7)."""
+    from openclaw_cli.store.lock import sweep_stale_locks
+
+    try:
+        sweep_stale_locks(root, lock_settings, remove=True)
+    except OSError:
+        pass
 
 
 def _remove_original(batch: ArchiveBatch, item: Archived, outcome: ApplyOutcome) -> None:

@@ -170,10 +170,34 @@ def _temp_pid(name: str, kind: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def referenced_names(entries: Iterable[Any], root: Path) -> set[str]:
+def _names_fn(snapshot: DirSnapshot | None, root: Path):
+    """`entry_artifact_names`, or — when the directory holds no trajectory sidecar (the usual
+    case) — just the transcript candidates of entries without compaction checkpoints: the
+    sidecar names could not match an existing file anyway (cleanup resolves 20,000 entries)."""
+    from openclaw_cli.maintenance.budget import _fast_candidate_names
+
+    if snapshot is None or any(snapshot.kind(n) == "trajectory" for n in snapshot.files):
+        return lambda entry: entry_artifact_names(entry, root)
+
+    def names(entry: Any) -> list[str]:
+        if isinstance(entry, dict) and not entry.get("compactionCheckpoints"):
+            sid, sf = entry.get("sessionId"), entry.get("sessionFile")
+            fast = _fast_candidate_names(sid if isinstance(sid, str) else None,
+                                         sf if isinstance(sf, str) else None, root)
+            if fast is not None:
+                return fast
+        return entry_artifact_names(entry, root)
+
+    return names
+
+
+def referenced_names(entries: Iterable[Any], root: Path, snapshot: DirSnapshot | None = None) -> set[str]:
+    """Names the entries keep alive. With `snapshot`, names that cannot exist in it may be left
+    out (see `_names_fn`): only use the result for lookups of that snapshot's files."""
+    names = _names_fn(snapshot, root)
     out: set[str] = set()
     for entry in entries:
-        out.update(entry_artifact_names(entry, root))
+        out.update(names(entry))
     return out
 
 
@@ -219,10 +243,11 @@ def entry_file_actions(snapshot: DirSnapshot, entries: Mapping[str, Any], remove
     seen: set[str] = set()
     root = snapshot.root
     files = snapshot.files
+    names_of = _names_fn(snapshot, root)
     for key in removed:
         entry = entries.get(key)
         sid = entry.get("sessionId") if isinstance(entry, Mapping) else None
-        for name in entry_artifact_names(entry, root):
+        for name in names_of(entry):
             f = files.get(name)
             if f is None or name in seen or name in still_referenced or name in protected:
                 continue

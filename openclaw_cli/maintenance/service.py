@@ -206,12 +206,12 @@ def _plan_legacy(store: Any, snapshot: Any, entries: dict[str, Any], settings: A
         protected = session_id_names(other_sids, snapshot) if other_sids else set()
     rows = store.load_rows() if store.exists() else {}
     unusable = {k: v for k, v in rows.items() if k not in entries}
-    unusable_names = referenced_names(unusable.values(), root)
+    unusable_names = referenced_names(unusable.values(), root, snapshot)
     budget_on = budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
     stages: list[tuple[list[FileAction], SweepPlan | None, RetentionPlan | None]] = []
 
     def measure(remaining: Mapping[str, Any], removed: list[str]):
-        still = referenced_names(remaining.values(), root) | unusable_names
+        still = referenced_names(remaining.values(), root, snapshot) | unusable_names
         entry_actions = entry_file_actions(snapshot, entries, removed, still, protected)
         sweep = retention = None
         if enforce:
@@ -293,19 +293,24 @@ def _older_windows(store: Any, result: StoreCleanup) -> None:
 def _apply(ctx: Any, store: Any, result: StoreCleanup, lock_settings: Any, checkpoint: Checkpoints,
            progress: ProgressFactory | None) -> ApplyOutcome:
     plan = result.plan
-    if store.kind == "legacy":
-        total = len(result.archive_actions) * 2 + len(result.unlink_actions)
-        tick = progress(f"Cleaning {result.agent_id}", total) if progress and total else None
-        return apply_legacy(store, removed_keys=list(plan.removed), archive_actions=result.archive_actions,
-                            unlink_actions=result.unlink_actions, lock_settings=lock_settings,
-                            now_ms=result.now_ms, checkpoint=checkpoint, progress=tick)
-    _older_windows(store, result)
-    total = len(result.sqlite_sessions) + len(result.unlink_actions)
+    legacy = store.kind == "legacy"
+    if not legacy:
+        _older_windows(store, result)
+    total = (len(result.archive_actions) * 2 if legacy else len(result.sqlite_sessions)) + len(result.unlink_actions)
     tick = progress(f"Cleaning {result.agent_id}", total) if progress and total else None
-    return apply_sqlite(store, entries=result.entries, removed_keys=list(plan.removed),
-                        session_ids=result.sqlite_sessions, session_keys=result.sqlite_session_keys,
-                        unlink_actions=result.unlink_actions, now_ms=result.now_ms, checkpoint=checkpoint,
-                        progress=tick)
+    try:
+        if legacy:
+            return apply_legacy(store, removed_keys=list(plan.removed), archive_actions=result.archive_actions,
+                                unlink_actions=result.unlink_actions, lock_settings=lock_settings,
+                                now_ms=result.now_ms, checkpoint=checkpoint, progress=tick)
+        return apply_sqlite(store, entries=result.entries, removed_keys=list(plan.removed),
+                            session_ids=result.sqlite_sessions, session_keys=result.sqlite_session_keys,
+                            unlink_actions=result.unlink_actions, now_ms=result.now_ms, checkpoint=checkpoint,
+                            progress=tick)
+    finally:
+        close = getattr(tick, "close", None)
+        if close is not None:
+            close()
 
 
 def _physical(store_path: Path) -> str:
@@ -368,9 +373,7 @@ def _partial(results: list[StoreCleanup], target: Any, exc: OpenClawError, optio
         "message": message,
         "lifecycleCommitted": not options.dry_run,
     }
-    error = PartialCleanupError(message, document)
-    error.exit_code = exc.exit_code if exc.exit_code else error.exit_code
-    return error
+    return PartialCleanupError(message, document)  # exit 1 (§10.9)
 
 
 def cleanup_document(results: list[StoreCleanup], options: CleanupOptions) -> dict[str, Any]:
