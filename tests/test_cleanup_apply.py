@@ -289,7 +289,13 @@ def test_warn_mode_applies_only_explicit_repairs(kind, state_dir):
     maintenance_config(state_dir, mode="warn", pruneAfter="1d", maxEntries=1)
     entries = {f"agent:main:s{i}": entry(f"s{i}", NOW_MS - 5 * DAY) for i in range(4)}
     (make_legacy if kind == "legacy" else make_sqlite)(state_dir, entries, skip={"s3"})
+    root = sessions_dir(state_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    dead = root / "gone.jsonl.lock"
+    dead.write_text('{"pid": 999999999, "createdAt": "2026-01-01T00:00:00.000Z"}')
+    digest = {k: v for k, v in tree_digest(state_dir).items() if not k.endswith((".sqlite", "-wal", "-shm"))}
     doc = service(now_ms=NOW_MS)
+    assert {k: v for k, v in tree_digest(state_dir).items() if not k.endswith((".sqlite", "-wal", "-shm"))} == digest
     assert doc["mode"] == "warn" and doc["appliedCount"] == 4 and not doc["wouldMutate"]
     assert doc["unreferencedArtifacts"] == {"scannedFiles": 0, "removedFiles": 0, "freedBytes": 0, "olderThanMs": DAY}
     doc = service(fix_missing=True, now_ms=NOW_MS)
@@ -322,3 +328,15 @@ def test_crash_leftovers_are_cleaned_on_the_next_run(state_dir):
     assert "done.jsonl" not in left and "young-orphan.jsonl" in left
     assert not [n for n in left if n.endswith(".tmp")]
     assert len([n for n in left if n.startswith("done.jsonl.deleted.")]) == 1  # the archive was reused
+
+
+def test_symlinked_sessions_dir_is_refused_for_apply(state_dir, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    make_sqlite(state_dir, {"agent:main:old": entry("old", NOW_MS - 40 * DAY)})
+    elsewhere.mkdir()
+    sessions_dir(state_dir).symlink_to(elsewhere, target_is_directory=True)
+    maintenance_config(state_dir, pruneAfter="30d")
+    code, doc, _ = cli_json("sessions", "cleanup", "--enforce", "--json")
+    assert code == 7 and "symbolic link" in doc["error"]["message"]
+    assert list(elsewhere.iterdir()) == []
+    assert set(load_store(state_dir)) == {"agent:main:old"}

@@ -229,7 +229,8 @@ def _wait_for_foreign_locks(root: Path, actions: list[FileAction], lock_settings
 
 def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[FileAction],
                  unlink_actions: list[FileAction], lock_settings: Any, now_ms: int,
-                 checkpoint: Callable[[], None], progress: ProgressFn | None = None) -> ApplyOutcome:
+                 checkpoint: Callable[[], None], progress: ProgressFn | None = None,
+                 sweep_locks: bool = True) -> ApplyOutcome:
     """Apply a legacy store's plan; the caller holds the store writer (sessions.json lock).
 
     1. archive every leaving file and make the archives durable together;
@@ -294,7 +295,8 @@ def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[F
         tick(1)
     if unlink_actions:
         fsync_dir(root)
-    _sweep_dead_locks(root, lock_settings)
+    if sweep_locks:
+        _sweep_dead_locks(root, lock_settings)
     for action in archive_actions:
         if action.source == "sweep" and action.name not in outcome.kept:
             outcome.sweep_removed += 1

@@ -302,7 +302,8 @@ def _apply(ctx: Any, store: Any, result: StoreCleanup, lock_settings: Any, check
         if legacy:
             return apply_legacy(store, removed_keys=list(plan.removed), archive_actions=result.archive_actions,
                                 unlink_actions=result.unlink_actions, lock_settings=lock_settings,
-                                now_ms=result.now_ms, checkpoint=checkpoint, progress=tick)
+                                now_ms=result.now_ms, checkpoint=checkpoint, progress=tick,
+                                sweep_locks=plan.mode == "enforce")  # warn mode touches no file (§5.6)
         return apply_sqlite(store, entries=result.entries, removed_keys=list(plan.removed),
                             session_ids=result.sqlite_sessions, session_keys=result.sqlite_session_keys,
                             unlink_actions=result.unlink_actions, now_ms=result.now_ms, checkpoint=checkpoint,
@@ -311,6 +312,41 @@ def _apply(ctx: Any, store: Any, result: StoreCleanup, lock_settings: Any, check
         close = getattr(tick, "close", None)
         if close is not None:
             close()
+
+
+def _open(ctx: Any, target: Any, read_only: bool):
+    """The target's store; a SQLite store that is busy while being opened for writing (a schema
+    step) is reported like any busy store (D12)."""
+    from openclaw_cli.errors import SessionBusyError
+    from openclaw_cli.maintenance.writer import sqlite_busy
+    from openclaw_cli.ops import open_target
+
+    try:
+        return open_target(ctx, target, read_only=read_only)
+    except SessionBusyError as exc:
+        if not exc.message.startswith("session store locked"):
+            raise
+        path = exc.message.rsplit(": ", 1)[-1]
+        raise sqlite_busy(Path(path), ctx.busy_timeout_ms()) from None
+
+
+def _check_archive_dir(ctx: Any, store: Any) -> None:
+    """D6.7: archives are written into the agent's sessions dir; refuse when that dir (or a
+    directory between it and the state dir) is a symbolic link, which could lead outside."""
+    from openclaw_cli.errors import RefusedError
+
+    state = Path(ctx.paths.state_dir)
+    target = Path(store.sessions_dir)
+    try:
+        relative = target.relative_to(state)
+    except ValueError:
+        return  # an explicit --store outside the state dir: its own directory, no symlink walk
+    current = state
+    for part in relative.parts:
+        current = current / part
+        if current.is_symlink():
+            raise RefusedError(f"Refusing to clean up {store.path}: {current} is a symbolic link "
+                               "(archives are never written through a link out of the state directory)")
 
 
 def _physical(store_path: Path) -> str:
@@ -324,7 +360,6 @@ def cleanup_stores(ctx: Any, options: CleanupOptions, *, now_ms: int | None = No
     """Clean every selected store (sequentially); returns one StoreCleanup per store."""
     from openclaw_cli.config import write_lock_settings
     from openclaw_cli.maintenance.writer import store_writer
-    from openclaw_cli.ops import open_target
     from openclaw_cli.selection import select_targets
 
     if options.active_key is not None and not options.active_key.strip():
@@ -337,7 +372,7 @@ def cleanup_stores(ctx: Any, options: CleanupOptions, *, now_ms: int | None = No
     seen: set[str] = set()
     for target in targets:
         try:
-            with open_target(ctx, target, read_only=options.dry_run) as store:
+            with _open(ctx, target, options.dry_run) as store:
                 physical = _physical(store.path)
                 if physical in seen:
                     continue  # --all-agents: deduplicated by physical target (§10.1)
@@ -347,6 +382,7 @@ def cleanup_stores(ctx: Any, options: CleanupOptions, *, now_ms: int | None = No
                     result = plan_store(ctx, store, options=options, now_ms=now)
                 else:
                     store.ensure_writable("clean up sessions")
+                    _check_archive_dir(ctx, store)
                     with store_writer(store, lock_settings):
                         now = now_ms if now_ms is not None else int(time.time() * 1000)
                         result = plan_store(ctx, store, options=options, now_ms=now)
