@@ -111,6 +111,9 @@ class TranscriptSnapshot:
 
     @cached_property
     def branch(self) -> list[TranscriptLine]:
+        linear = linear_branch(self.lines)
+        if linear is not None:
+            return linear
         from openclaw_cli.store.tree import active_branch
 
         return active_branch(self.lines)
@@ -121,6 +124,33 @@ class TranscriptSnapshot:
 
     def entry_ids(self) -> set[str]:
         return {line.obj["id"] for line in self.lines if line.obj is not None and isinstance(line.obj.get("id"), str)}
+
+
+def linear_branch(lines: Sequence[TranscriptLine]) -> list[TranscriptLine] | None:
+    """The active branch of a transcript that is one plain chain (what OpenClaw writes without
+    forks or navigation): every entry canonical, with a unique id and `parentId` = the previous
+    entry's id (the first: null), no `appendMode`. `tree.active_branch` returns exactly these
+    entries for such a file; anything else (None here) goes through the full tree walk."""
+    from openclaw_cli.store.tree import CANONICAL_TYPES
+
+    out: list[TranscriptLine] = []
+    seen: set[str] = set()
+    previous: str | None = None
+    for line in lines:
+        obj = line.obj
+        if obj is None:
+            return None
+        kind = obj.get("type")
+        if kind == "session":
+            continue
+        ident = obj.get("id")
+        if (kind not in CANONICAL_TYPES or type(ident) is not str or not ident.strip() or ident in seen
+                or "appendMode" in obj or "parentId" not in obj or obj["parentId"] != previous):
+            return None
+        seen.add(ident)
+        previous = ident
+        out.append(line)
+    return out
 
 
 def is_legacy_store(store: SessionStore) -> bool:
@@ -158,10 +188,51 @@ def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
     raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
 
 
-def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
-    """Read the session's whole transcript once (streaming parse of the bytes read)."""
-    from openclaw_cli.store.transcript import iter_jsonl_stream
+def parse_transcript_bytes(data: bytes, label: str, issues: list[ReadIssue] | None = None) -> list[TranscriptLine]:
+    """`transcript.iter_jsonl_stream` over bytes already in memory, with the same results (seq
+    over non-blank lines, 1-based line numbers, falsy lines skipped, bad lines reported): clean
+    lines take an orjson fast path, anything unusual goes through `transcript.parse_line`. The
+    cyclic GC is paused while tens of thousands of dicts are built (it would rescan them)."""
+    import gc
 
+    import orjson
+
+    from openclaw_cli.store.transcript import parse_line
+
+    out: list[TranscriptLine] = []
+    append = out.append
+    loads = orjson.loads
+    raw_lines = data.split(b"\n")
+    last = len(raw_lines) - 1  # the piece after the final newline (empty for a complete file)
+    seq = 0
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for index, raw in enumerate(raw_lines):
+            if not raw or raw.isspace():
+                continue
+            line: TranscriptLine | None = None
+            if raw[-1] != 13 and raw[0] == 123:  # no trailing CR, starts with "{"
+                try:
+                    obj = loads(raw)
+                except orjson.JSONDecodeError:
+                    obj = None
+                if type(obj) is dict and obj:
+                    line = TranscriptLine(seq=seq, raw=raw.decode("utf-8"), obj=obj, line_no=index + 1)
+            if line is None:
+                line = parse_line(raw, seq=seq, line_no=index + 1, path=label, issues=issues,
+                                  truncated=index == last)
+            seq += 1
+            if line is not None:
+                append(line)
+    finally:
+        if enabled:
+            gc.enable()
+    return out
+
+
+def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
+    """Read the session's whole transcript once (one read, one parse of the bytes read)."""
     session_id = entry.get("sessionId")
     if not isinstance(session_id, str) or not session_id.strip():
         raise NotFoundError(f"Session {key} has no sessionId; nothing to compact.")
@@ -186,7 +257,7 @@ def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any]) -> Trans
         raw = [line.raw for line in store.iter_transcript(session_id, entry=entry, issues=issues)]
         data = ("\n".join(raw) + "\n").encode("utf-8") if raw else b""
         label = f"{store.path}#{session_id}"
-    lines = list(iter_jsonl_stream(io.BytesIO(data), label, issues=issues)) if data else []
+    lines = parse_transcript_bytes(data, label, issues) if data else []
     return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
 
 
@@ -302,10 +373,8 @@ def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, t
 
 
 def parse_lines(raw_lines: Sequence[str | bytes], label: str = "<successor>") -> list[TranscriptLine]:
-    from openclaw_cli.store.transcript import iter_jsonl_stream
-
     data = b"".join((r.encode("utf-8") if isinstance(r, str) else r) + b"\n" for r in raw_lines)
-    return list(iter_jsonl_stream(io.BytesIO(data), label))
+    return parse_transcript_bytes(data, label)
 
 
 def rebuilt_context(lines: Sequence[TranscriptLine]) -> list[dict[str, Any]]:
@@ -618,7 +687,7 @@ def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
     result = PersistResult(snapshot.session_id, None)
     successor_lines: list[str] | None = None
     new_sid = str(uuid.uuid4())
-    archive = None
+    archive: Any = None
     if rotate:
         all_lines, expected = _expected_context(snapshot, line, comp)
         try:
@@ -626,12 +695,12 @@ def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
                                              parent_session=None)
         except InvalidDataError as exc:
             result.warnings.append(f"successor window not created: {exc.message}")
-        if successor_lines is not None:
-            archive = _archive(store, snapshot, now_ms)  # before the transaction: a file, not a row
-            result.archive = _archive_json(archive)
-            cp()
     with store.transaction():
         _verify_sqlite(snapshot)
+        if successor_lines is not None:  # inside the write transaction: a busy store writes nothing at all
+            archive = _archive(store, snapshot, now_ms)
+            result.archive = _archive_json(archive)
+            cp()
         store.append_events(snapshot.session_id, [line], session_key=snapshot.key)
         current = store.get_entry(snapshot.key)
         updated = entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
@@ -685,11 +754,12 @@ def apply_max_lines_sqlite(snapshot: TranscriptSnapshot, kept: list[bytes], *, n
             first["id"] = new_sid
             first.pop("sessionId", None)
             lines[0] = orjson.dumps(first)
-    archive = _archive(store, snapshot, now_ms)
-    result = PersistResult(new_sid, None, archive=_archive_json(archive))
-    cp()
+    result = PersistResult(new_sid, None)
     with store.transaction():
         _verify_sqlite(snapshot)
+        archive = _archive(store, snapshot, now_ms)
+        result.archive = _archive_json(archive)
+        cp()
         current = store.get_entry(snapshot.key)
         updated = entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False)
         pre: dict[str, Any] = {"sessionId": snapshot.session_id}

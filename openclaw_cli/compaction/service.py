@@ -27,8 +27,10 @@ Decisions: `--over-threshold` emulates the engine's threshold compaction, so it 
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from openclaw_cli.errors import ExitCode, NotFoundError, OpenClawError, RefusedError, UsageError
@@ -183,6 +185,19 @@ def compact_session(ctx: Any, key: str, *, agent: str | None = None, store: str 
                                 reason=reason, require_over_threshold=require_over_threshold, now_ms=now_ms)
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Planning and summarising hold every parsed entry of a transcript (tens of thousands of
+    dicts); the cyclic GC would rescan them again and again (~20 % of the run) for no gain."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _skip(key: str, plan: Any) -> CompactionSkipped:
     return CompactionSkipped(key, plan.reason or "nothing compactable in this session yet", code=plan.status)
 
@@ -228,21 +243,23 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
 
         lock_settings = write_lock_settings(ctx.config)
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        snapshot = persist.read_snapshot(st, key, entry)
-        plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
-                               tokenizer=counter)
-        if not plan.ready:
-            raise _skip(key, plan)
-        if require_over_threshold and plan.tokens_before.tokens <= threshold:
-            raise CompactionSkipped(key, "context is below the compaction threshold", code="below_threshold",
-                                    extra={"result": {"tokensBefore": plan.tokens_before.tokens},
-                                           "tokensBeforeMethod": plan.tokens_before.method, "threshold": threshold})
-        outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
-                                 context_window=window, provider_config=provider_config,
-                                 timeout_s=_timeout_seconds(ctx.config))
-        comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
-                                      parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
-                                      details={"provider": outcome.provider_used})
+        with _gc_paused():
+            snapshot = persist.read_snapshot(st, key, entry)
+            plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
+                                   tokenizer=counter)
+            if not plan.ready:
+                raise _skip(key, plan)
+            if require_over_threshold and plan.tokens_before.tokens <= threshold:
+                raise CompactionSkipped(key, "context is below the compaction threshold", code="below_threshold",
+                                        extra={"result": {"tokensBefore": plan.tokens_before.tokens},
+                                               "tokensBeforeMethod": plan.tokens_before.method,
+                                               "threshold": threshold})
+            outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
+                                     context_window=window, provider_config=provider_config,
+                                     timeout_s=_timeout_seconds(ctx.config))
+            comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
+                                          parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
+                                          details={"provider": outcome.provider_used})
         result: dict[str, Any] = {
             "ok": True, "key": key, "compacted": not dry_run,
             "result": {"tokensBefore": plan.tokens_before.tokens, "tokensAfter": outcome.tokens_after},
