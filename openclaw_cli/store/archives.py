@@ -9,6 +9,7 @@ checked rename), and read back and compared (sha256 of the original bytes) befor
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -54,6 +55,7 @@ class ArchiveError(OpenClawError):
 
 # ---- names ----------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=64)  # a batch of archives shares one timestamp
 def format_archive_timestamp(ms: int) -> str:
     """ISO-8601 UTC with milliseconds, every `:` replaced by `-` (2026-02-23T12-34-56.000Z)."""
     ms = int(ms)
@@ -473,7 +475,8 @@ def write_verified_archive(
     final: Path | None = None
     try:
         for attempt in range(MAX_NAME_TRIES):
-            candidate = inside(dest_dir / archive_name(base, reason, now_ms + attempt, compressed=use_zstd))
+            name = first_name if attempt == 0 else archive_name(base, reason, now_ms + attempt, compressed=use_zstd)
+            candidate = inside(dest_dir / name)
             if _publish(tmp, candidate):
                 final = candidate
                 break
