@@ -55,8 +55,13 @@ def header_only(seed: int) -> GeneratedSession:
 
 
 def import_sqlite(state: Path) -> None:
-    proc = run_cli("doctor", "--session-sqlite", "import", "--json", env=env_for(state))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    """Our own `openclaw doctor --session-sqlite import` (in-process, for speed) on `state`."""
+    from typer.testing import CliRunner
+
+    from openclaw_cli.cli.main import app
+
+    result = CliRunner().invoke(app, ["doctor", "--session-sqlite", "import", "--json"], env=env_for(state))
+    assert result.exit_code == 0, result.stdout + result.stderr
     assert (state / DB).exists()
 
 

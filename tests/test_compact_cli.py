@@ -19,7 +19,6 @@ from openclaw_cli.store.tree import entry_message
 from tests.compact_support import (
     DB,
     SESSIONS,
-    cli_json,
     header_only,
     import_sqlite,
     invoke,
@@ -61,6 +60,13 @@ def store(request: pytest.FixtureRequest, templates: dict[str, Path], state_dir:
     return request.param
 
 
+def run_json(*args: str) -> dict:
+    """The command in-process (real files, real SQLite); the text and crash tests use subprocesses."""
+    rc, doc, err = invoke(*args)
+    assert rc == 0, (doc, err)
+    return doc
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
@@ -93,7 +99,7 @@ def context_of(key: str) -> list[dict]:
 
 def test_keep_recent_tokens_keeps_a_turn_aligned_tail_and_rebuilds_a_small_context(store: str, state_dir: Path):
     sid = rows(state_dir)[MAIN]["sessionId"]
-    result = cli_json("compact", MAIN, "--keep-recent-tokens", "20000")
+    result = run_json("compact", MAIN, "--keep-recent-tokens", "20000")
     assert result["ok"] and result["compacted"] and result["key"] == MAIN
     assert result["provider"] == "builtin" and result["fallbackReason"] is None and result["tokenMethod"] == "exact"
     assert result["hardCheckpoint"] is False and result["sessionId"] == sid
@@ -144,7 +150,7 @@ def _turn_end(entries: list[dict]) -> int:
 
 def test_without_keep_recent_tokens_manual_compaction_is_a_hard_checkpoint(store: str, state_dir: Path):
     sid = rows(state_dir)[MAIN]["sessionId"]
-    result = cli_json("compact", MAIN)
+    result = run_json("compact", MAIN)
     assert result["hardCheckpoint"] is True and result["firstKeptEntryId"] is None and result["keptMessages"] == 0
     compaction = json.loads(transcript_lines(state_dir, sid, rows(state_dir)[MAIN])[-1])
     assert compaction["firstKeptEntryId"] == compaction["id"]  # not before the entry: nothing retained
@@ -156,7 +162,7 @@ def test_without_keep_recent_tokens_manual_compaction_is_a_hard_checkpoint(store
 def test_configured_keep_recent_tokens_replaces_the_hard_checkpoint(templates, state_dir: Path):
     use_template(templates["legacy"], state_dir)
     write_config(state_dir, {"keepRecentTokens": 6000})
-    result = cli_json("compact", MAIN)
+    result = run_json("compact", MAIN)
     assert result["hardCheckpoint"] is False and result["keepRecentTokens"] == 6000
     assert result["keptTokens"] >= 6000 and len(context_of(MAIN)) > 1
 
@@ -164,7 +170,7 @@ def test_configured_keep_recent_tokens_replaces_the_hard_checkpoint(templates, s
 def test_planted_identifiers_of_the_compacted_part_are_in_the_stored_summary(store: str, state_dir: Path):
     session = GENERATED[IDS]
     sid = rows(state_dir)[IDS]["sessionId"]
-    result = cli_json("compact", IDS, "--keep-recent-tokens", "3000")
+    result = run_json("compact", IDS, "--keep-recent-tokens", "3000")
     stored = json.loads(transcript_lines(state_dir, sid, rows(state_dir)[IDS])[-1])
     first_kept = next(i for i, e in enumerate(session.entries) if e["id"] == result["firstKeptEntryId"])
     compacted = [ident for e in session.entries[:first_kept] for ident in session.user_identifiers_by_entry.get(e["id"], [])]
@@ -181,7 +187,7 @@ def _in_part(session, marker: str, first_kept: int) -> bool:
 
 def test_dry_run_shows_the_plan_and_writes_nothing(store: str, state_dir: Path):
     before = tree_digest(state_dir)
-    result = cli_json("compact", MAIN, "--keep-recent-tokens", "20000", "--dry-run")
+    result = run_json("compact", MAIN, "--keep-recent-tokens", "20000", "--dry-run")
     assert result["ok"] and result["dryRun"] and result["compacted"] is False
     assert result["cutPoint"]["entryId"] == result["firstKeptEntryId"] and result["summary"].startswith("## Goal")
     assert result["result"]["tokensBefore"] > result["result"]["tokensAfter"] > 20000
@@ -254,7 +260,7 @@ def test_malformed_lines_are_skipped_and_kept(templates, state_dir: Path):
     lines = path.read_text().splitlines()
     damaged = "\n".join([*lines[:4], '{"type":"message","id":"bad', *lines[4:]]) + '\n{"type":"mess'
     path.write_text(damaged)
-    result = cli_json("compact", SMALL)
+    result = run_json("compact", SMALL)
     assert result["compacted"] and len(result["issues"]) == 2
     assert path.read_text().startswith(damaged + "\n")  # the damaged bytes stay; a newline ends the torn line
 
@@ -263,9 +269,9 @@ def test_real_openclaw_database_is_refused_but_dry_run_works(imported_fixture_st
     db = imported_fixture_state / DB
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     key = "agent:main:telegram:direct:stale-1"  # the fixture's longest transcript
-    doc = cli_json("compact", key, ok=False)
-    assert doc["_rc"] == 7 and doc["error"]["type"] == "refused" and "real OpenClaw database" in doc["error"]["message"]
-    dry = cli_json("compact", key, "--dry-run", "--keep-recent-tokens", "2000")
+    rc, doc, _ = invoke("compact", key)
+    assert rc == 7 and doc["error"]["type"] == "refused" and "real OpenClaw database" in doc["error"]["message"]
+    dry = run_json("compact", key, "--dry-run", "--keep-recent-tokens", "2000")
     assert dry["ok"] and dry["dryRun"] and dry["summary"]
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
 
@@ -277,7 +283,7 @@ def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everythin
     before = original_lines(SMALL)
     rc, dry, _ = invoke("compact", SMALL, "--max-lines", "5", "--dry-run")
     assert rc == 0 and dry["kept"] == 5 and dry["dropped"] == len(before) - 5 and dry["compacted"] is False
-    result = cli_json("sessions", "compact", SMALL, "--max-lines", "5")
+    result = run_json("sessions", "compact", SMALL, "--max-lines", "5")
     assert {k: result[k] for k in ("ok", "key", "compacted", "kept")} == {"ok": True, "key": SMALL, "compacted": True,
                                                                           "kept": 5}
     row = rows(state_dir)[SMALL]
@@ -307,7 +313,7 @@ def test_truncate_after_compaction_rotates_to_a_validated_successor(store: str, 
 
     write_config(state_dir, {"truncateAfterCompaction": True})
     old = rows(state_dir)[MAIN]
-    result = cli_json("compact", MAIN, "--keep-recent-tokens", "20000")
+    result = run_json("compact", MAIN, "--keep-recent-tokens", "20000")
     row = rows(state_dir)[MAIN]
     assert row["sessionId"] == result["sessionId"] == result["successor"]["sessionId"] != old["sessionId"]
     assert result["previousSessionId"] == old["sessionId"]
