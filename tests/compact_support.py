@@ -103,6 +103,25 @@ def invoke(*args: str) -> tuple[int, dict[str, Any], str]:
     return result.exit_code, doc, result.stderr
 
 
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file; a SQLite database by its logical content (its -wal is part of it; the
+    -wal/-shm files themselves appear whenever a WAL database is opened, even read-only)."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.name.endswith(("-wal", "-shm")):
+            continue
+        if path.suffix == ".sqlite":
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+                data = "\n".join(conn.iterdump()).encode()
+            conn.close()
+        else:
+            data = path.read_bytes()
+        out[str(path.relative_to(root))] = hashlib.sha256(data).hexdigest()
+    return out
+
+
 def rows(state: Path) -> dict[str, dict[str, Any]]:
     """The session rows of whichever store the agent uses."""
     if (state / DB).exists():

@@ -25,6 +25,7 @@ from tests.compact_support import (
     rows,
     transcript_lines,
     transcript_objects,
+    tree_digest,
     use_template,
     write_config,
     write_legacy_state,
@@ -65,11 +66,6 @@ def run_json(*args: str) -> dict:
     rc, doc, err = invoke(*args)
     assert rc == 0, (doc, err)
     return doc
-
-
-def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def original_lines(key: str) -> list[str]:

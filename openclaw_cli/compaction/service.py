@@ -219,6 +219,7 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
                      instructions: str | None, reason: str, require_over_threshold: bool,
                      now_ms: int | None) -> dict[str, Any]:
     from openclaw_cli.compaction import (
+        ALREADY_COMPACTED,
         build_compaction_entry,
         new_entry_id,
         persist,
@@ -247,13 +248,13 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
             snapshot = persist.read_snapshot(st, key, entry)
             plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
                                    tokenizer=counter)
-            if not plan.ready:
-                raise _skip(key, plan)
-            if require_over_threshold and plan.tokens_before.tokens <= threshold:
+            if require_over_threshold and plan.tokens_before.tokens <= threshold and plan.status != ALREADY_COMPACTED:
                 raise CompactionSkipped(key, "context is below the compaction threshold", code="below_threshold",
                                         extra={"result": {"tokensBefore": plan.tokens_before.tokens},
                                                "tokensBeforeMethod": plan.tokens_before.method,
                                                "threshold": threshold})
+            if not plan.ready:
+                raise _skip(key, plan)
             outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
                                      context_window=window, provider_config=provider_config,
                                      timeout_s=_timeout_seconds(ctx.config))
