@@ -340,3 +340,32 @@ def test_symlinked_sessions_dir_is_refused_for_apply(state_dir, tmp_path):
     assert code == 7 and "symbolic link" in doc["error"]["message"]
     assert list(elsewhere.iterdir()) == []
     assert set(load_store(state_dir)) == {"agent:main:old"}
+
+
+@pytest.mark.parametrize("kind", ["legacy", "sqlite"])
+def test_disk_budget_evicts_oldest_removable_sessions_through_archives(kind, state_dir):
+    entries = {"agent:main:main": entry("m", NOW_MS - 9 * DAY),
+               "agent:main:telegram:group:1": entry("g", NOW_MS - 8 * DAY)}
+    entries.update({f"agent:main:s{i}": entry(f"s{i}", NOW_MS - (7 - i) * DAY) for i in range(6)})
+    (make_legacy if kind == "legacy" else make_sqlite)(state_dir, entries, turns=20)
+    maintenance_config(state_dir)
+    total = service(dry_run=True, now_ms=NOW_MS)["diskBudget"]["totalBytesBefore"]
+    maintenance_config(state_dir, maxDiskBytes=total // 2, highWaterBytes=total // 2)
+    if kind == "legacy":
+        before = {p.name: sha(p.read_bytes()) for p in sessions_dir(state_dir).glob("*.jsonl")}
+    else:
+        before = {f"{e['sessionId']}.jsonl": sha(sqlite_transcript_bytes(state_dir, e["sessionId"])) for e in entries.values()}
+    dry = service(dry_run=True, now_ms=NOW_MS)
+    doc = service(enforce=True, now_ms=NOW_MS)
+    _same_prediction(dry, doc)
+    budget = doc["diskBudget"]
+    assert budget["overBudget"] and budget["removedEntries"] >= 1
+    assert budget["totalBytesAfter"] <= budget["highWaterBytes"]
+    remaining = set(load_store(state_dir))
+    assert {"agent:main:main", "agent:main:telegram:group:1"} <= remaining  # protected rows are never evicted
+    evicted = set(entries) - remaining
+    assert evicted == {f"agent:main:s{i}" for i in range(budget["removedEntries"])}  # oldest first
+    archives = archive_map(sessions_dir(state_dir))
+    for key in evicted:
+        name = f"{entries[key]['sessionId']}.jsonl"
+        assert before[name] in archives[name]

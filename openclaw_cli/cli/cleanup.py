@@ -105,6 +105,9 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
         if rejection:
             raise SelectionError(rejection)
         ctx = Context.load(state_paths(typer_ctx))
+        # Spec D9: an apply without --dry-run/--store will first ask a reachable Gateway
+        # (`sessions.cleanup`, which calls maintenance.service.run_cleanup); until the Gateway
+        # exists every run is local.
         options = CleanupOptions(agent, all_agents, store, dry_run, enforce, active_key, fix_missing, fix_dm_scope)
         try:
             results = cleanup_stores(ctx, options, progress=_progress_factory(json_mode))
