@@ -1,6 +1,10 @@
-"""Session-store maintenance: pure planning (`plan`), disk-budget math (`budget`) and rendering
-(`report`). Applying a plan (archives, store writes) lives with the stores and the operations
-layer; nothing in this package performs I/O.
+"""Session-store maintenance.
+
+Pure: planning (`plan`), disk-budget math (`budget`), rendering (`report`) — no I/O.
+Effects: `artifacts` (the sessions-dir snapshot and the file sweeps), `apply` (archive-then-
+remove on legacy and SQLite stores), `writer` (one mutation at a time per store), `service`
+(the cleanup operation the CLI runs and a Gateway would serve). The effect modules are imported
+lazily by their callers, so importing this package stays cheap.
 """
 
 from openclaw_cli.maintenance.budget import (
