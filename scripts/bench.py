@@ -222,6 +222,59 @@ def case_sessions_sqlite_many(b: Bench) -> None:
               ratio_needed=8)
 
 
+def _cleanup_case(b: Bench, dry_run: bool) -> None:
+    mode = ["--dry-run"] if dry_run else ["--enforce"]
+    ours: list[Run] = []
+    runs = b.runs if dry_run else max(1, min(b.runs, 3))
+    if dry_run:
+        state = b.ours_imported("many")
+        ours = b.repeat([*OURS, "sessions", "cleanup", *mode, "--json"], b.env_ours(state, CLEANUP_CONFIG), runs=runs)
+    else:
+        for i in range(runs):
+            state = b.fresh_copy("many", f"cleanup-{i}")
+            env = b.env_ours(state, CLEANUP_CONFIG)
+            subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                           env=env, check=True, stdout=subprocess.DEVNULL)
+            ours.append(timed([*OURS, "sessions", "cleanup", *mode, "--json"], env))
+            shutil.rmtree(state)
+    peer = None
+    if b.use_peer:
+        if dry_run:
+            root = b.peer_root("many")
+            peer = b.repeat([str(PEER), "sessions", "cleanup", *mode, "--json"], b.env_peer(root, CLEANUP_CONFIG),
+                            runs=runs)
+        else:
+            cached = b.data / "peer-cleanup-enforce.json"
+            if not cached.exists():
+                root = b.peer_root("many")
+                work = b.data / "peer-many-cleanup"
+                if work.exists():
+                    shutil.rmtree(work)
+                shutil.copytree(root, work)
+                db = work / "home/.openclaw/agents/main/agent/openclaw-agent.sqlite"
+                print("  peer: cleanup --enforce on many (slow, once)…", file=sys.stderr)
+                run = timed([str(PEER), "sessions", "cleanup", "--enforce", "--json", "--store", str(db)],
+                            b.env_peer(work, CLEANUP_CONFIG))
+                cached.write_text(json.dumps({"seconds": run.seconds, "rss": run.max_rss_mb}))
+                shutil.rmtree(work)
+            data = json.loads(cached.read_text())
+            peer = [Run(data["seconds"], data["rss"], 0)]
+    if dry_run:
+        b.compare("sessions cleanup --dry-run --json, 20k imported, maxEntries 5000", ours, peer,
+                  ">= 8x faster than the real one (4.1-4.6 s)", ratio_needed=8)
+    else:
+        b.compare("sessions cleanup --enforce --json, 20k imported, maxEntries 5000", ours, peer,
+                  ">= 15x faster than the real one (150-186 s; peer: one cached run)", ratio_needed=15)
+
+
+def case_cleanup_dry_run(b: Bench) -> None:
+    _cleanup_case(b, True)
+
+
+def case_cleanup_enforce(b: Bench) -> None:
+    _cleanup_case(b, False)
+
+
 CASES: dict[str, Callable[[Bench], None]] = {
     "help": case_help,
     "sessions-legacy-many": case_sessions_legacy_many,
@@ -229,6 +282,8 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "import-big": case_import_big,
     "import-many": case_import_many,
     "sessions-sqlite-many": case_sessions_sqlite_many,
+    "cleanup-dry-run": case_cleanup_dry_run,
+    "cleanup-enforce": case_cleanup_enforce,
 }
 
 
