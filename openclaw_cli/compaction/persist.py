@@ -38,7 +38,8 @@ import os
 import signal
 import stat
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -552,9 +553,20 @@ def _successor_for(snapshot: TranscriptSnapshot, all_lines: list[TranscriptLine]
     return lines
 
 
+@contextmanager
+def _legacy_locks(snapshot: TranscriptSnapshot, lock_settings: Any) -> Iterator[None]:
+    """The transcript's write lock, then `sessions.json`'s: both are held before anything is
+    written, so a busy row store fails the whole compaction instead of half of it."""
+    from openclaw_cli.store.lock import transcript_lock
+
+    assert snapshot.path is not None
+    with transcript_lock(snapshot.path, lock_settings), \
+            transcript_lock(snapshot.store.path, lock_settings, allow_reentrant=True):
+        yield
+
+
 def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int,
                             lock_settings: Any, reason: str = "manual") -> PersistResult:
-    from openclaw_cli.store.lock import transcript_lock
     from openclaw_cli.store.transcript import append_jsonl
 
     store = snapshot.store
@@ -565,7 +577,7 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
     line = dumps_compact(comp)
     tokens_after = comp.get("tokensAfter")
     result = PersistResult(snapshot.session_id, None)
-    with transcript_lock(path, lock_settings):
+    with _legacy_locks(snapshot, lock_settings):
         _verify_legacy(snapshot)
         cp()
         successor_lines: list[str] | None = None
@@ -633,14 +645,13 @@ def _reread(path: Path) -> list[TranscriptLine]:
 
 def apply_max_lines_legacy(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int,
                            lock_settings: Any) -> PersistResult:
-    from openclaw_cli.store.lock import transcript_lock
 
     path = snapshot.path
     if path is None:
         raise NotFoundError(f"Session {snapshot.key} has no transcript file; nothing to compact.")
     cp = Checkpoints()
     result = PersistResult(snapshot.session_id, None)
-    with transcript_lock(path, lock_settings):
+    with _legacy_locks(snapshot, lock_settings):
         _verify_legacy(snapshot)
         cp()
         result.archive = _archive_json(_archive(snapshot.store, snapshot, now_ms))

@@ -198,6 +198,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _writer(st: Any, lock_settings: Any) -> Any:
+    """The store's single writer (maintenance.md §11, D9/D12): one mutation at a time per store in
+    this process; `sessions.json`'s lock or a SQLite write-lock probe across processes; a busy
+    SQLite store reported with OpenClaw's lock-timeout wording."""
+    from openclaw_cli.maintenance.writer import store_writer
+
+    return store_writer(st, lock_settings)
+
+
 def _skip(key: str, plan: Any) -> CompactionSkipped:
     return CompactionSkipped(key, plan.reason or "nothing compactable in this session yet", code=plan.status)
 
@@ -282,12 +291,14 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
             return result
         stamp = _now(now_ms)
         try:
-            if persist.is_legacy_store(st):
-                written = persist.apply_compaction_legacy(snapshot, comp, rotate=settings.truncate_after_compaction,
-                                                          now_ms=stamp, lock_settings=lock_settings, reason=reason)
-            else:
-                written = persist.apply_compaction_sqlite(snapshot, comp, rotate=settings.truncate_after_compaction,
-                                                          now_ms=stamp, reason=reason)
+            with _writer(st, lock_settings):
+                if persist.is_legacy_store(st):
+                    written = persist.apply_compaction_legacy(snapshot, comp, now_ms=stamp, reason=reason,
+                                                              rotate=settings.truncate_after_compaction,
+                                                              lock_settings=lock_settings)
+                else:
+                    written = persist.apply_compaction_sqlite(snapshot, comp, now_ms=stamp, reason=reason,
+                                                              rotate=settings.truncate_after_compaction)
         except persist.SnapshotChanged:
             if attempt >= MAX_ATTEMPTS:
                 raise
@@ -333,10 +344,11 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
         if dry_run:
             return result
         try:
-            if persist.is_legacy_store(st):
-                written = persist.apply_max_lines_legacy(snapshot, kept, now_ms=stamp, lock_settings=lock_settings)
-            else:
-                written = persist.apply_max_lines_sqlite(snapshot, kept, now_ms=stamp)
+            with _writer(st, lock_settings):
+                if persist.is_legacy_store(st):
+                    written = persist.apply_max_lines_legacy(snapshot, kept, now_ms=stamp, lock_settings=lock_settings)
+                else:
+                    written = persist.apply_max_lines_sqlite(snapshot, kept, now_ms=stamp)
         except persist.SnapshotChanged:
             if attempt >= MAX_ATTEMPTS:
                 raise
