@@ -1,0 +1,217 @@
+"""Units of `compaction.persist`: the in-memory transcript parse and the linear-branch fast path
+agree with the store's reader and tree walk; R4.17.2's successor builder on branched transcripts;
+OpenClaw's max-lines split; R4.8.3 bookkeeping; and the optimistic write that re-plans after a
+concurrent append instead of compacting a stale leaf."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openclaw_cli.compaction import persist
+from openclaw_cli.compaction.persist import (
+    build_successor_lines,
+    entry_after_compaction,
+    linear_branch,
+    max_lines_split,
+    parse_lines,
+    parse_transcript_bytes,
+    rebuilt_context,
+)
+from openclaw_cli.compaction.testdata import generate_session
+from openclaw_cli.store.transcript import iter_jsonl_stream
+from openclaw_cli.store.tree import active_branch
+from tests.compact_support import (
+    DB,
+    SESSIONS,
+    import_sqlite,
+    invoke,
+    rows,
+    transcript_lines,
+    write_legacy_state,
+)
+
+HEADER = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}'
+
+
+def msg(ident: str, parent: str | None, role: str = "user", text: str = "hi", **extra) -> str:
+    message = {"role": role, "content": [{"type": "text", "text": text}]}
+    return json.dumps({"type": "message", "id": ident, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
+                       "message": message, **extra})
+
+
+def reference(data: bytes) -> tuple[list, list]:
+    issues: list = []
+    lines = list(iter_jsonl_stream(io.BytesIO(data), "x", issues=issues))
+    return [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in lines], [str(i) for i in issues]
+
+
+def fast(data: bytes) -> tuple[list, list]:
+    issues: list = []
+    lines = parse_transcript_bytes(data, "x", issues)
+    return [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in lines], [str(i) for i in issues]
+
+
+def test_parse_matches_the_streaming_reader_on_awkward_input():
+    data = b"".join([
+        b"\xef\xbb\xbf" + HEADER.encode() + b"\n", b"\n", b"   \n", msg("a", None).encode() + b"\r\n",
+        b"null\n", b"0\n", b'""\n', b"[1,2]\n", b"{}\n", b'{"big":123456789012345678901234567890}\n',
+        b'{"type":"message","id":"bad\n', b"\xff\xfe{}\n", msg("b", "a").encode() + b"\n", b'{"type":"mess',
+    ])
+    assert fast(data) == reference(data)
+    assert fast(data + b"\n") == reference(data + b"\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([HEADER, msg("a", None), msg("b", "a"), "", " ", "null", "[]", "{", "7",
+                                 '{"type":"x"}', '{"a":1}\r', "\u00e9t\u00e9"]), max_size=12),
+       st.booleans())
+def test_parse_matches_the_streaming_reader_property(lines, trailing_newline):
+    data = "\n".join(lines).encode() + (b"\n" if trailing_newline else b"")
+    assert fast(data) == reference(data)
+
+
+def _chain(n: int) -> list[str]:
+    out, parent = [HEADER], None
+    for i in range(n):
+        ident = f"e{i}"
+        out.append(msg(ident, parent, role="user" if i % 2 == 0 else "assistant"))
+        parent = ident
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 12), st.lists(st.tuples(st.integers(0, 11), st.sampled_from(
+    ["side", "leaf", "reparent", "noparent", "dupe", "opaque", "reset", "label"])), max_size=3))
+def test_linear_fast_path_is_exact_or_declines(n, changes):
+    raw = _chain(n)
+    for index, change in changes:
+        if not n:
+            break
+        i = 1 + index % n
+        obj = json.loads(raw[i])
+        if change == "side":
+            obj["appendMode"] = "side"
+        elif change == "leaf":
+            raw.append(json.dumps({"type": "leaf", "id": f"l{i}", "parentId": obj["id"], "targetId": "e0"}))
+            continue
+        elif change == "reparent":
+            obj["parentId"] = "e0" if i > 1 else None
+        elif change == "noparent":
+            obj.pop("parentId", None)
+        elif change == "dupe":
+            obj["id"] = "e0"
+        elif change == "opaque":
+            obj["type"] = "mystery"
+        elif change == "reset":
+            obj = {"type": "reset", "id": obj["id"], "parentId": obj.get("parentId"), "reason": "new"}
+        elif change == "label":
+            obj = {"type": "label", "id": obj["id"], "parentId": obj.get("parentId"), "targetId": "e0"}
+        raw[i] = json.dumps(obj)
+    lines = parse_lines(raw)
+    quick = linear_branch(lines)
+    if quick is not None:
+        assert [ln.raw for ln in quick] == [ln.raw for ln in active_branch(lines)]
+    if not changes:
+        assert quick is not None and len(quick) == n
+
+
+def test_successor_keeps_side_branches_and_reparents_to_the_nearest_survivor():
+    raw = [HEADER,
+           json.dumps({"type": "model_change", "id": "m0", "parentId": None, "provider": "p", "modelId": "x"}),
+           msg("u1", "m0"), msg("a1", "u1", role="assistant"),
+           json.dumps({"type": "label", "id": "lab1", "parentId": "a1", "targetId": "u1", "label": "start"}),
+           json.dumps({"type": "custom_message", "id": "c1", "parentId": "lab1", "customType": "note",
+                       "content": "a note", "display": True}),
+           msg("u2", "c1"), msg("side1", "u2", text="a side branch"),
+           json.dumps({"type": "leaf", "id": "nav", "parentId": "side1", "targetId": "u2"}),
+           msg("a2", "u2", role="assistant"), msg("u3", "a2"), msg("a3", "u3", role="assistant")]
+    compaction = {"type": "compaction", "id": "cmp", "parentId": "a3", "timestamp": "2026-01-01T00:00:09.000Z",
+                  "summary": "S", "firstKeptEntryId": "u3", "tokensBefore": 10}
+    lines = parse_lines([*raw, json.dumps(compaction)])
+    out = build_successor_lines(lines, session_id="new", timestamp="2026-01-02T00:00:00.000Z", cwd="/w",
+                                parent_session="/old.jsonl")
+    header, *rest = [json.loads(x) for x in out]
+    assert header == {"type": "session", "version": 4, "id": "new", "timestamp": "2026-01-02T00:00:00.000Z",
+                      "cwd": "/w", "parentSession": "/old.jsonl"}
+    ids = [e["id"] for e in rest]
+    # off-branch entries first, then the branch; summarised messages and the label on u1 are gone
+    assert ids == ["side1", "nav", "m0", "c1", "u3", "a3", "cmp"]
+    by_id = {e["id"]: e for e in rest}
+    assert by_id["c1"]["parentId"] == "m0" and by_id["u3"]["parentId"] == "c1"  # nearest surviving ancestor
+    assert by_id["side1"]["parentId"] == "c1"
+    assert out[-1] == json.dumps(compaction)  # untouched lines stay byte-exact
+    assert rebuilt_context(parse_lines(out)) == rebuilt_context(lines)
+    hard = dict(compaction, firstKeptEntryId="cmp")  # a hard checkpoint removes every message before it
+    out = build_successor_lines(parse_lines([*raw, json.dumps(hard)]), session_id="n", timestamp="t", cwd="/",
+                                parent_session=None)
+    assert [json.loads(x)["id"] for x in out[1:]] == ["side1", "nav", "m0", "c1", "cmp"]
+    assert "parentSession" not in json.loads(out[0])
+    assert rebuilt_context(parse_lines(out)) == rebuilt_context(parse_lines([*raw, json.dumps(hard)]))
+
+
+def test_max_lines_split():
+    data = "\n".join(_chain(6)).encode() + b"\n"
+    kept, dropped, total = max_lines_split(data, 3)
+    assert (dropped, total) == (4, 7) and kept[0] == HEADER.encode()
+    assert json.loads(kept[1]) == {**json.loads(_chain(6)[5]), "parentId": None} and kept[2] == _chain(6)[6].encode()
+    assert max_lines_split(data, 1) == ([HEADER.encode()], 6, 7)
+    assert max_lines_split(data, 7)[1:] == (0, 7)
+    headerless = "\r\n".join(_chain(4)[1:]).encode()
+    kept, dropped, _ = max_lines_split(headerless, 2)
+    assert dropped == 2 and [json.loads(k)["id"] for k in kept] == ["e2", "e3"] and json.loads(kept[0])["parentId"] is None
+
+
+def test_bookkeeping_keeps_unknown_fields_in_order():
+    entry = {"sessionId": "s", "zeta": [1], "compactionCount": "3", "totalTokens": 9, "alpha": None}
+    out = entry_after_compaction(entry, tokens_after=120, now_ms=5)
+    assert list(out)[:5] == list(entry) and out["compactionCount"] == 1 and out["totalTokens"] == 120
+    assert out["totalTokensFresh"] is True and out["updatedAt"] == 5 and entry["totalTokens"] == 9
+    assert entry_after_compaction({"compactionCount": 2}, tokens_after=None, now_ms=1) == {
+        "compactionCount": 3, "updatedAt": 1, "totalTokensFresh": False}
+
+
+def _append_on_first_read(monkeypatch, state: Path, kind: str, appended: list[str]) -> None:
+    real = persist.read_snapshot
+
+    def racing(store, key, entry):
+        snapshot = real(store, key, entry)
+        if not appended:  # another writer appends right after our read
+            last = snapshot.branch_entries[-1]["id"]
+            line = msg("late1", last, text="a message written meanwhile")
+            appended.append(line)
+            if kind == "legacy":
+                with open(snapshot.path, "a") as fh:
+                    fh.write(line + "\n")
+            else:
+                from openclaw_cli.store.sqlite import SqliteStore
+
+                with SqliteStore(state / DB, "main") as other:
+                    other.append_events(snapshot.session_id, [line], session_key=key)
+        return snapshot
+
+    monkeypatch.setattr(persist, "read_snapshot", racing)
+
+
+def test_a_concurrent_append_makes_it_replan_on_the_new_leaf(state_dir: Path, monkeypatch):
+    for kind in ("legacy", "sqlite"):
+        for child in list(state_dir.iterdir()):
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        write_legacy_state(state_dir, {"agent:main:main": generate_session(71, turns=12)})
+        if kind == "sqlite":
+            import_sqlite(state_dir)
+        appended: list[str] = []
+        _append_on_first_read(monkeypatch, state_dir, kind, appended)
+        rc, doc, err = invoke("compact", "agent:main:main", "--keep-recent-tokens", "500")
+        assert rc == 0, (doc, err)
+        row = rows(state_dir)["agent:main:main"]
+        lines = transcript_lines(state_dir, row["sessionId"], row)
+        assert lines[-2] == appended[0]  # the late line is kept, and the compaction follows it
+        assert json.loads(lines[-1])["parentId"] == "late1" and json.loads(lines[-1])["type"] == "compaction"
+        assert sum(json.loads(x)["type"] == "compaction" for x in lines) == 1
+        assert (state_dir / SESSIONS).exists()
