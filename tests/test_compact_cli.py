@@ -338,3 +338,44 @@ def test_truncate_after_compaction_rotates_to_a_validated_successor(store: str, 
             window = conn.execute("SELECT previous_session_id, reason FROM session_windows WHERE session_id = ?",
                                   (row["sessionId"],)).fetchone()
         assert window == (old["sessionId"], "compaction") and "sessionFile" not in row
+
+
+def test_a_symlinked_transcript_is_never_followed(templates, state_dir: Path, tmp_path: Path):
+    use_template(templates["legacy"], state_dir)
+    sid = rows(state_dir)[SMALL]["sessionId"]
+    path = state_dir / SESSIONS / f"{sid}.jsonl"
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(outside)
+    before = outside.read_bytes()
+    rc, doc, _ = invoke("compact", SMALL)
+    assert rc == 1 and doc["reason"] == "nothing compactable in this session yet"
+    assert "symbolic link" in doc["issues"][0] and "symbolic link" in doc["error"]["message"]
+    assert outside.read_bytes() == before and path.is_symlink()
+
+
+def test_a_malformed_checkpoint_list_is_kept_and_the_session_not_rotated(store: str, state_dir: Path):
+    row = rows(state_dir)[SMALL]
+    row["compactionCheckpoints"] = "not a list"
+    if store == "legacy":
+        path = state_dir / SESSIONS / "sessions.json"
+        data = json.loads(path.read_text())
+        data[SMALL] = row
+        path.write_text(json.dumps(data, indent=2))
+    else:
+        from openclaw_cli.store.sqlite import SqliteStore
+
+        with SqliteStore(state_dir / DB, "main") as db:
+            db.upsert_entries({SMALL: row})
+    write_config(state_dir, {"truncateAfterCompaction": True})
+    names = {p.name for p in (state_dir / SESSIONS).iterdir()} if (state_dir / SESSIONS).exists() else set()
+    result = run_json("compact", SMALL)
+    assert result["compacted"] and result["successor"] is None and result["archive"] is None
+    assert any("compactionCheckpoints is not a list" in w for w in result["warnings"])
+    after = rows(state_dir)[SMALL]
+    assert after["compactionCheckpoints"] == "not a list" and after["compactionCount"] == 1
+    assert after["sessionId"] == row["sessionId"]
+    assert json.loads(transcript_lines(state_dir, after["sessionId"], after)[-1])["type"] == "compaction"
+    now = {p.name for p in (state_dir / SESSIONS).iterdir()} if (state_dir / SESSIONS).exists() else set()
+    assert now - names <= {"sessions.json"}  # no archive, no unreferenced successor file

@@ -73,6 +73,8 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
                                  max_lines=max_lines, provider=provider, tokenizer=tokenizer,  # type: ignore[arg-type]
                                  dry_run=dry_run, instructions=instructions)
         if json_mode:
+            if cx.hints and "hint" not in result:
+                result["hint"] = " ".join(cx.hints)
             echo_json(result)
         elif max_lines is not None:
             render_max_lines(result)

@@ -470,7 +470,7 @@ def _with_checkpoint(entry: dict[str, Any], record: dict[str, Any]) -> dict[str,
 
 # ---- legacy writes ---------------------------------------------------------------------------------
 
-def _verify_legacy(snapshot: TranscriptSnapshot) -> None:
+def _verify_legacy(snapshot: TranscriptSnapshot) -> dict[str, Any]:
     store = snapshot.store
     path = snapshot.path
     assert path is not None
@@ -483,6 +483,7 @@ def _verify_legacy(snapshot: TranscriptSnapshot) -> None:
     row = store.get_entry(snapshot.key)
     if row is None or row.get("sessionId") != snapshot.entry.get("sessionId"):
         raise SnapshotChanged(snapshot.key)
+    return row
 
 
 def _update_legacy_row(snapshot: TranscriptSnapshot, mutate: Callable[[dict[str, Any]], dict[str, Any] | None],
@@ -578,11 +579,11 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
     tokens_after = comp.get("tokensAfter")
     result = PersistResult(snapshot.session_id, None)
     with _legacy_locks(snapshot, lock_settings):
-        _verify_legacy(snapshot)
+        row = _verify_legacy(snapshot)
         cp()
         successor_lines: list[str] | None = None
         new_sid = str(uuid.uuid4())
-        if rotate:
+        if rotate and _can_rotate(row, result.warnings):
             all_lines, expected = _expected_context(snapshot, line, comp)
             try:
                 successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
@@ -615,9 +616,8 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
             post = {"sessionId": new_sid, "sessionFile": str(new_path), "leafId": comp_id, "entryId": comp_id}
             with_record = _with_checkpoint(updated, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
                                                                 comp=comp, pre=pre, post=post))
-            if with_record is None:
-                result.warnings.append("compactionCheckpoints is not a list; the session keeps its transcript "
-                                       "(successor not used)")
+            if with_record is None or not _can_rotate(current, result.warnings):
+                os.unlink(new_path)  # unreachable under the locks; never leave a successor unreferenced
                 return updated
             with_record["sessionId"] = new_sid
             with_record["sessionFile"] = _session_file_value(current.get("sessionFile"), new_path)
@@ -667,7 +667,7 @@ def apply_max_lines_legacy(snapshot: TranscriptSnapshot, kept: list[bytes], *, n
 
 # ---- SQLite writes -----------------------------------------------------------------------------------
 
-def _verify_sqlite(snapshot: TranscriptSnapshot) -> None:
+def _verify_sqlite(snapshot: TranscriptSnapshot) -> dict[str, Any]:
     store = snapshot.store
     totals = store.window_totals(snapshot.session_id)  # type: ignore[attr-defined]
     have = (totals.events, totals.bytes) if totals is not None else (0, 0)
@@ -676,6 +676,17 @@ def _verify_sqlite(snapshot: TranscriptSnapshot) -> None:
     row = store.get_entry(snapshot.key)
     if row is None or row.get("sessionId") != snapshot.entry.get("sessionId"):
         raise SnapshotChanged(snapshot.key)
+    return row
+
+
+def _can_rotate(row: dict[str, Any], warnings: list[str]) -> bool:
+    """A row whose `compactionCheckpoints` is not a list keeps its transcript: that value is
+    someone's history and is never overwritten (nor is a successor left behind unreferenced)."""
+    value = row.get("compactionCheckpoints")
+    if value is None or isinstance(value, list):
+        return True
+    warnings.append("compactionCheckpoints is not a list; the session keeps its transcript (no successor)")
+    return False
 
 
 def _successor_entry(current: dict[str, Any], new_sid: str, record: dict[str, Any]) -> dict[str, Any]:
@@ -699,7 +710,7 @@ def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
     successor_lines: list[str] | None = None
     new_sid = str(uuid.uuid4())
     archive: Any = None
-    if rotate:
+    if rotate and _can_rotate(snapshot.entry, result.warnings):
         all_lines, expected = _expected_context(snapshot, line, comp)
         try:
             successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
@@ -707,7 +718,9 @@ def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
         except InvalidDataError as exc:
             result.warnings.append(f"successor window not created: {exc.message}")
     with store.transaction():
-        _verify_sqlite(snapshot)
+        row = _verify_sqlite(snapshot)
+        if successor_lines is not None and not _can_rotate(row, result.warnings):
+            successor_lines = None
         if successor_lines is not None:  # inside the write transaction: a busy store writes nothing at all
             archive = _archive(store, snapshot, now_ms)
             result.archive = _archive_json(archive)

@@ -46,7 +46,9 @@ class CompactionSkipped(OpenClawError):
     exit_code = ExitCode.ERROR
 
     def __init__(self, key: str, reason: str, *, code: str, extra: Mapping[str, Any] | None = None):
-        super().__init__(f"Session {key} was not compacted: {reason}")
+        issues = (extra or {}).get("issues") or []
+        detail = f" ({issues[0]}{f'; {len(issues) - 1} more' if len(issues) > 1 else ''})" if issues else ""
+        super().__init__(f"Session {key} was not compacted: {reason}{detail}")
         self.key = key
         self.reason = reason
         self.code = code
@@ -207,8 +209,11 @@ def _writer(st: Any, lock_settings: Any) -> Any:
     return store_writer(st, lock_settings)
 
 
-def _skip(key: str, plan: Any) -> CompactionSkipped:
-    return CompactionSkipped(key, plan.reason or "nothing compactable in this session yet", code=plan.status)
+def _skip(key: str, plan: Any, snapshot: Any) -> CompactionSkipped:
+    """Nothing to do; problems met while reading (a symlinked or malformed transcript) say why."""
+    extra = {"issues": [str(issue) for issue in snapshot.issues]} if snapshot.issues else None
+    return CompactionSkipped(key, plan.reason or "nothing compactable in this session yet", code=plan.status,
+                             extra=extra)
 
 
 def _cut_point(snapshot: Any, plan: Any) -> dict[str, Any] | None:
@@ -263,7 +268,7 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
                                                "tokensBeforeMethod": plan.tokens_before.method,
                                                "threshold": threshold})
             if not plan.ready:
-                raise _skip(key, plan)
+                raise _skip(key, plan, snapshot)
             outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
                                      context_window=window, provider_config=provider_config,
                                      timeout_s=_timeout_seconds(ctx.config))
@@ -332,7 +337,9 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
     for attempt in range(1, MAX_ATTEMPTS + 1):
         snapshot = persist.read_snapshot(st, key, entry)
         if not snapshot.data.strip():
-            raise CompactionSkipped(key, "nothing compactable in this session yet", code="no_compactable_entries")
+            extra = {"issues": [str(issue) for issue in snapshot.issues]} if snapshot.issues else None
+            raise CompactionSkipped(key, "nothing compactable in this session yet", code="no_compactable_entries",
+                                    extra=extra)
         kept, dropped, total = persist.max_lines_split(snapshot.data, max_lines)
         result: dict[str, Any] = {"ok": True, "key": key, "compacted": bool(dropped) and not dry_run,
                                   "kept": len(kept), "dryRun": dry_run, "agentId": agent_id,
