@@ -51,7 +51,7 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def command(mode: str) -> list[str]:
-    extra = ["--max-lines", "7"] if mode == "max-lines" else ["--keep-recent-tokens", "3000"]
+    extra = ["--max-lines", "7"] if mode == "max-lines" else ["--keep-recent-tokens", "3000", "--tokenizer", "estimate"]
     return [sys.executable, "-m", "openclaw_cli", "compact", KEY, "--json", *extra]
 
 
@@ -138,7 +138,7 @@ def test_sigkill_at_every_checkpoint_leaves_a_consistent_state(kind: str, mode: 
     assert CHECK[mode](state_dir, kind, old_sid) in ("rotated", "truncated")
     phases: set[str] = set()
     rng = random.Random(SEED + total)
-    rerun_at = set(rng.sample(range(1, total + 1), k=min(2, total)))
+    rerun_at = set(rng.sample(range(1, total + 1), k=1))
     for point in range(1, total + 1):
         prepare(templates[kind], state_dir, mode)
         proc = run(state_dir, mode, **{CRASH_ENV: str(point)})
