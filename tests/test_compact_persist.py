@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openclaw_cli.compaction import persist
-from openclaw_cli.compaction.persist import (
+from openclaw_cli.compaction.rewrite import (
     build_successor_lines,
     entry_after_compaction,
     linear_branch,

@@ -1,0 +1,230 @@
+"""Pure transcript rewrites for compaction (no I/O): the in-memory parse of a transcript, the
+linear-branch fast path, R4.17.2's successor transcript, OpenClaw's `maxLines` split and R4.8.3's
+row bookkeeping. `persist` applies them to stores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from openclaw_cli.errors import InvalidDataError
+from openclaw_cli.jsonutil import dumps_compact
+from openclaw_cli.store.base import ReadIssue, TranscriptLine
+
+
+def linear_branch(lines: Sequence[TranscriptLine]) -> list[TranscriptLine] | None:
+    """The active branch of a transcript that is one plain chain (what OpenClaw writes without
+    forks or navigation): every entry canonical, with a unique id and `parentId` = the previous
+    entry's id (the first: null), no `appendMode`. `tree.active_branch` returns exactly these
+    entries for such a file; anything else (None here) goes through the full tree walk."""
+    from openclaw_cli.store.tree import CANONICAL_TYPES
+
+    out: list[TranscriptLine] = []
+    seen: set[str] = set()
+    previous: str | None = None
+    for line in lines:
+        obj = line.obj
+        if obj is None:
+            return None
+        kind = obj.get("type")
+        if kind == "session":
+            continue
+        ident = obj.get("id")
+        if (kind not in CANONICAL_TYPES or type(ident) is not str or not ident.strip() or ident in seen
+                or "appendMode" in obj or "parentId" not in obj or obj["parentId"] != previous):
+            return None
+        seen.add(ident)
+        previous = ident
+        out.append(line)
+    return out
+
+
+def parse_transcript_bytes(data: bytes, label: str, issues: list[ReadIssue] | None = None) -> list[TranscriptLine]:
+    """`transcript.iter_jsonl_stream` over bytes already in memory, with the same results (seq
+    over non-blank lines, 1-based line numbers, falsy lines skipped, bad lines reported): clean
+    lines take an orjson fast path, anything unusual goes through `transcript.parse_line`. The
+    cyclic GC is paused while tens of thousands of dicts are built (it would rescan them)."""
+    import gc
+
+    import orjson
+
+    from openclaw_cli.store.transcript import parse_line
+
+    out: list[TranscriptLine] = []
+    append = out.append
+    loads = orjson.loads
+    raw_lines = data.split(b"\n")
+    last = len(raw_lines) - 1  # the piece after the final newline (empty for a complete file)
+    seq = 0
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for index, raw in enumerate(raw_lines):
+            if not raw or raw.isspace():
+                continue
+            line: TranscriptLine | None = None
+            if raw[-1] != 13 and raw[0] == 123:  # no trailing CR, starts with "{"
+                try:
+                    obj = loads(raw)
+                except orjson.JSONDecodeError:
+                    obj = None
+                if type(obj) is dict and obj:
+                    line = TranscriptLine(seq=seq, raw=raw.decode("utf-8"), obj=obj, line_no=index + 1)
+            if line is None:
+                line = parse_line(raw, seq=seq, line_no=index + 1, path=label, issues=issues,
+                                  truncated=index == last)
+            seq += 1
+            if line is not None:
+                append(line)
+    finally:
+        if enabled:
+            gc.enable()
+    return out
+
+
+def iso_ms(ms: int) -> str:
+    from openclaw_cli.store.sqlite_common import iso_from_ms
+
+    return iso_from_ms(ms)
+
+
+def successor_file_name(now_ms: int, session_id: str) -> str:
+    """R4.17.2 step 6: `<ISO timestamp with ":" and "." -> "-">_<newId>.jsonl`."""
+    return f"{iso_ms(now_ms).replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def _int_or_zero(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
+        return 0
+    return int(value)
+
+
+def entry_after_compaction(entry: dict[str, Any], *, tokens_after: int | None, now_ms: int,
+                           count: bool = True) -> dict[str, Any]:
+    """R4.8.3: `compactionCount += 1`, `updatedAt = now`, `totalTokens = tokensAfter` and
+    `totalTokensFresh = true` when known, else `totalTokensFresh = false`. Other fields (unknown
+    ones included) are kept as they are, in order."""
+    out = dict(entry)
+    if count:
+        out["compactionCount"] = _int_or_zero(entry.get("compactionCount")) + 1
+    out["updatedAt"] = now_ms
+    if tokens_after is not None:
+        out["totalTokens"] = int(tokens_after)
+        out["totalTokensFresh"] = True
+    else:
+        out["totalTokensFresh"] = False
+    return out
+
+
+def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, timestamp: str, cwd: str,
+                          parent_session: str | None, version: int = 4) -> list[str]:
+    """R4.17.2 steps 1-5 over a transcript that ends in its latest compaction (header dropped).
+
+    Summarised = active-branch entries before the compaction up to (not including)
+    `firstKeptEntryId` (everything before it for a hard checkpoint). Only `message` entries among
+    them are removed, plus `label` entries that target a removed id; every kept entry whose
+    parent was removed is re-parented to its nearest surviving ancestor (its text is re-serialised;
+    every other line stays byte-exact). Entries not on the active branch come first, then the
+    branch, each in file order."""
+    from openclaw_cli.store.tree import branch_of, scan_tree
+
+    tree = scan_tree(lines)
+    branch = branch_of(tree)
+    boundary = next((i for i in range(len(branch) - 1, -1, -1)
+                     if branch[i].obj is not None and branch[i].obj.get("type") == "compaction"), None)
+    if boundary is None:
+        raise InvalidDataError("no compaction entry on the active branch; no successor transcript")
+    first_kept = branch[boundary].obj.get("firstKeptEntryId")  # type: ignore[union-attr]
+    kept_at = next((i for i in range(boundary) if branch[i].obj is not None
+                    and branch[i].obj.get("id") == first_kept), boundary)
+    removed: set[str] = set()
+    removed_lines: set[int] = set()
+    for line in branch[:kept_at]:
+        obj = line.obj
+        if obj is not None and obj.get("type") == "message":
+            removed_lines.add(id(line))
+            if isinstance(obj.get("id"), str):
+                removed.add(obj["id"])
+    for line in tree.entries:
+        obj = line.obj
+        if obj is not None and obj.get("type") == "label" and obj.get("targetId") in removed:
+            removed_lines.add(id(line))
+            if isinstance(obj.get("id"), str):
+                removed.add(obj["id"])
+    parent_of = {line.obj["id"]: line.obj.get("parentId") for line in tree.entries
+                 if line.obj is not None and isinstance(line.obj.get("id"), str)}
+
+    def survivor(parent: Any) -> Any:
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in removed and parent not in seen:
+            seen.add(parent)
+            parent = parent_of.get(parent)
+        return None if isinstance(parent, str) and parent in removed else parent
+
+    header: dict[str, Any] = {"type": "session", "version": version, "id": session_id, "timestamp": timestamp,
+                              "cwd": cwd}
+    if parent_session:
+        header["parentSession"] = parent_session
+    out = [dumps_compact(header)]
+    on_branch = {id(line) for line in branch}
+    ordered = [ln for ln in tree.entries if id(ln) not in on_branch] + [ln for ln in tree.entries if id(ln) in on_branch]
+    for line in ordered:
+        if id(line) in removed_lines:
+            continue
+        obj = line.obj
+        parent = obj.get("parentId") if obj is not None else None
+        if isinstance(parent, str) and parent in removed:
+            moved = dict(obj)  # type: ignore[arg-type]
+            moved["parentId"] = survivor(parent)
+            out.append(dumps_compact(moved))
+        else:
+            out.append(line.raw)
+    if len(out) == 1:
+        raise InvalidDataError("empty successor transcript")
+    return out
+
+
+def parse_lines(raw_lines: Sequence[str | bytes], label: str = "<successor>") -> list[TranscriptLine]:
+    data = b"".join((r.encode("utf-8") if isinstance(r, str) else r) + b"\n" for r in raw_lines)
+    return parse_transcript_bytes(data, label)
+
+
+def rebuilt_context(lines: Sequence[TranscriptLine]) -> list[dict[str, Any]]:
+    from openclaw_cli.store.tree import active_branch, build_context
+
+    return build_context(active_branch(lines))
+
+
+def max_lines_split(data: bytes, max_lines: int) -> tuple[list[bytes], int, int]:
+    """OpenClaw's `maxLines` over the physical non-blank lines: (kept lines, dropped count, total).
+
+    The kept lines include the header (when the first line is one) followed by the last
+    `max_lines - 1` lines; the first kept event is re-rooted to `parentId: null`. Without a
+    header the last `max_lines` lines are kept."""
+    import orjson
+
+    raw = [line[:-1] if line.endswith(b"\r") else line for line in data.split(b"\n") if line.strip()]
+    total = len(raw)
+    if total <= max_lines:
+        return raw, 0, total
+    head: list[bytes] = []
+    try:
+        first = orjson.loads(raw[0])
+    except orjson.JSONDecodeError:
+        first = None
+    if isinstance(first, dict) and first.get("type") == "session":
+        head = [raw[0]]
+    tail_count = max_lines - len(head)
+    tail = raw[total - tail_count:] if tail_count > 0 else []
+    for index, line in enumerate(tail):  # re-root the first kept event that names a parent
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and "parentId" in obj:
+            if obj["parentId"] is not None:
+                obj["parentId"] = None
+                tail[index] = dumps_compact(obj).encode("utf-8")
+            break
+    kept = head + tail
+    return kept, total - len(kept), total
