@@ -30,7 +30,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Literal
 
 from openclaw_cli.errors import ExitCode, NotFoundError, OpenClawError, RefusedError, UsageError
@@ -269,12 +269,14 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
                                                "threshold": threshold})
             if not plan.ready:
                 raise _skip(key, plan, snapshot)
+        # the built-in summariser runs with the GC paused too; a network provider may take minutes
+        with _gc_paused() if provider_id is None else nullcontext():
             outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
                                      context_window=window, provider_config=provider_config,
                                      timeout_s=_timeout_seconds(ctx.config))
-            comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
-                                          parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
-                                          details={"provider": outcome.provider_used})
+        comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
+                                      parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
+                                      details={"provider": outcome.provider_used})
         result: dict[str, Any] = {
             "ok": True, "key": key, "compacted": not dry_run,
             "result": {"tokensBefore": plan.tokens_before.tokens, "tokensAfter": outcome.tokens_after},
