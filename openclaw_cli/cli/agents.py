@@ -6,7 +6,7 @@ import typer
 
 from openclaw_cli.cli.common import echo_json, run, state_paths
 
-agents_app = typer.Typer(help="List agents, delete an agent (its transcripts are archived first).",
+agents_app = typer.Typer(rich_markup_mode=None, help="List agents, delete an agent (its transcripts are archived first).",
                          no_args_is_help=True)
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 

@@ -10,6 +10,7 @@ sessions_app = typer.Typer(
     help="List sessions (default), tail a transcript, clean up or compact stores.",
     invoke_without_command=True,
     no_args_is_help=False,
+    rich_markup_mode=None,
 )
 
 AGENT = typer.Option(None, "--agent", help="One agent's store (default: the default agent).")
