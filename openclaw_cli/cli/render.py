@@ -100,6 +100,11 @@ def render_tail(result: dict[str, Any]) -> None:
     )
     for obj in result["entries"]:
         ts = obj.get("timestamp", "") if isinstance(obj, dict) else ""
+        if isinstance(ts, int | float) and not isinstance(ts, bool):  # message timestamps are epoch ms
+            import datetime
+
+            ts = datetime.datetime.fromtimestamp(ts / 1000, datetime.UTC).isoformat(timespec="milliseconds")
+            ts = ts.replace("+00:00", "Z")
         label, text = _entry_summary(obj)
         if len(text) > 300:
             text = text[:297] + "..."
