@@ -217,3 +217,36 @@ def test_help_lists_commands() -> None:
     assert proc.returncode == 0
     for name in ("sessions", "status"):
         assert name in proc.stdout
+
+
+def test_store_flag_on_the_real_openclaw_db_lists_the_real_sessions(imported_fixture_state: Path) -> None:
+    db = imported_fixture_state / "agents/main/agent/openclaw-agent.sqlite"
+    real = json.loads((OPENCLAW_FIXTURE / "outputs/sessions.json").read_text())
+    result = list_json("--store", str(db))
+    assert result["path"] == str(db)
+    assert [(r["key"], r["sessionId"], r["updatedAt"], r.get("inputTokens"), r.get("outputTokens"),
+             r["totalTokens"]) for r in result["sessions"]] == [
+        (r["key"], r["sessionId"], r["updatedAt"], r.get("inputTokens"), r.get("outputTokens"), r["totalTokens"])
+        for r in real["sessions"]
+    ]
+    recovered = next(r for r in result["sessions"] if r["key"].startswith("agent:main:recovered:"))
+    assert recovered["archived"] is True  # derived from archivedAt (the real CLI shows no marker)
+
+
+def test_store_flag_errors(state_dir: Path) -> None:
+    proc = run_cli("sessions", "--json", "--store", str(state_dir / "nope.sqlite"))
+    assert proc.returncode == 1
+    assert "Session store target does not exist" in json.loads(proc.stdout)["error"]["message"]
+    proc = run_cli("sessions", "--json", "--store", str(state_dir), "--all-agents")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error"]["message"] == "--store cannot be combined with --all-agents"
+
+
+def test_profile_selects_its_own_state_dir(isolated_env: dict[str, Path]) -> None:
+    home = isolated_env["home"]
+    generate_legacy_state(home / ".openclaw-work", 6, 0, 3)
+    proc = run_cli("--profile", "work", "sessions", "--json",
+                   env={"OPENCLAW_STATE_DIR": "", "OPENCLAW_CONFIG_PATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["path"].startswith(str(home / ".openclaw-work")) and data["count"] == 6

@@ -33,10 +33,13 @@ def root(
         False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    if no_color:
-        import os
+    import os
 
+    if no_color:
         os.environ["NO_COLOR"] = "1"
+    if profile:
+        # The one path resolver reads OPENCLAW_PROFILE, so every command sees the flag.
+        os.environ["OPENCLAW_PROFILE"] = profile
     ctx.obj = {"profile": profile}
 
 
