@@ -270,3 +270,70 @@ def test_estimate_fast_path_equals_counted_parts():
     ]
     for message in messages:
         assert estimate_message_tokens(message) == slow(message)
+
+
+# -- bounded exact counting (tokensBefore of huge contexts) ----------------------------------------------
+def _no_usage(entries: list[dict]) -> list[dict]:
+    out = []
+    for e in entries:
+        message = e.get("message")
+        if isinstance(message, dict) and "usage" in message:
+            e = {**e, "message": {k: v for k, v in message.items() if k != "usage"}}
+        out.append(e)
+    return out
+
+
+def test_context_exact_budget_counts_newest_exactly_and_estimates_the_rest():
+    entries = _no_usage(generate_session(12, turns=30).entries)
+    full = context_tokens(entries, Tokenizer("exact"))
+    assert full.method == "exact" and full.estimated_tokens == 0
+    assert context_tokens(entries, Tokenizer("exact"), exact_chars=10**9) == full  # budget not reached
+    tok = Tokenizer("exact")
+    bounded = context_tokens(entries, tok, exact_chars=3000)
+    assert bounded.method == "estimate" and bounded.estimated_tokens > 0  # D7: the figure says so
+    # the newest messages (>= 3000 counted chars) are exact, every older one is its chars/4 estimate
+    split = len(entries) - next(k for k in range(1, len(entries) + 1)
+                                if sum(estimate_message_tokens(e.get("message")) * 4 for e in entries[-k:]) >= 3000)
+    exact_part = sum(Tokenizer("exact").message_tokens(e) for e in entries[split:])
+    estimated_part = sum(estimate_message_tokens(e.get("message")) for e in entries[:split])
+    assert bounded.tokens == exact_part + estimated_part and bounded.estimated_tokens == estimated_part
+    assert bounded.estimated_messages == sum(1 for e in entries[:split] if estimate_message_tokens(e.get("message")))
+    assert tok.tokenized < len(entries) / 2  # the old ones were never run through the encoder
+    assert bounded.to_json()["estimatedTokens"] == estimated_part
+    # a decision threshold keeps counting exactly until the exact part alone exceeds it
+    decided = context_tokens(entries, Tokenizer("exact"), exact_chars=3000, exact_min_tokens=full.tokens - 1)
+    assert decided == full
+    assert context_tokens(entries, Tokenizer("exact"), exact_chars=0).tokens > 0  # never stalls on a 0 budget
+    # estimate mode is unaffected by the budget
+    assert context_tokens(entries, "estimate", exact_chars=10) == context_tokens(entries, "estimate")
+
+
+def test_context_exact_budget_applies_to_the_part_after_a_usage_anchor():
+    entries = generate_session(13, turns=20).entries
+    anchor = max(i for i, e in enumerate(entries) if e.get("message", {}).get("usage"))
+    entries = entries[:anchor + 1] + _no_usage(generate_session(14, turns=20).entries)
+    count = context_tokens(entries, Tokenizer("exact"), exact_chars=2000)
+    assert count.method == "usage" and count.trailing_method == "estimate" and count.estimated_tokens > 0
+    full = context_tokens(entries, Tokenizer("exact"))
+    assert full.trailing_method == "exact" and full.usage_tokens == count.usage_tokens
+
+
+def test_plan_with_a_small_exact_budget_keeps_every_decision_exact():
+    from openclaw_cli.compaction import plan_compaction
+
+    entries = _no_usage(generate_session(15, turns=60).entries)
+    for keep, hard in ((3000, False), (None, True)):
+        bounded = plan_compaction(entries, keep_recent_tokens=keep, hard_checkpoint=hard, tokenizer="exact",
+                                  exact_context_chars=5000)
+        full = plan_compaction(entries, keep_recent_tokens=keep, hard_checkpoint=hard, tokenizer="exact",
+                               exact_context_chars=None)
+        assert bounded.first_kept_entry_id == full.first_kept_entry_id
+        assert bounded.kept_tokens == full.kept_tokens and bounded.is_split_turn == full.is_split_turn
+        assert bounded.tokens_before.method == "estimate" and full.tokens_before.method == "exact"
+        assert bounded.tokens_after("summary", Tokenizer("exact")) == full.tokens_after("summary", Tokenizer("exact"))
+    # a threshold decision: exact until the exact part passes it, so the comparison is exact
+    full = plan_compaction(entries, hard_checkpoint=True, tokenizer="exact", exact_context_chars=None)
+    for threshold in (full.tokens_before.tokens - 1, full.tokens_before.tokens, 500):
+        plan = plan_compaction(entries, hard_checkpoint=True, tokenizer="exact", exact_context_chars=5000,
+                               exact_min_tokens=threshold)
+        assert (plan.tokens_before.tokens > threshold) == (full.tokens_before.tokens > threshold)

