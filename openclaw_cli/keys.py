@@ -246,6 +246,11 @@ def _chat_type(entry: Mapping[str, Any] | None) -> str:
     return chat_type.strip().lower() if isinstance(chat_type, str) else ""
 
 
+def has_durable_chat_type(entry: Mapping[str, Any] | None) -> bool:
+    """The entry's chat metadata (`chatType`, else `origin.chatType`) is group, channel or thread."""
+    return _chat_type(entry) in _DURABLE_CHAT_TYPES
+
+
 def is_durable_external_pointer(key: str | None, entry: Mapping[str, Any] | None = None) -> bool:
     """§3.5: a non-synthetic key that points at a durable external conversation: a thread suffix,
     a Telegram topic, an external group/channel, or chat metadata `group`/`channel`/`thread`."""
@@ -256,7 +261,7 @@ def is_durable_external_pointer(key: str | None, entry: Mapping[str, Any] | None
     rest = _rest_lower(key)
     if _TELEGRAM_TOPIC_REST.match(rest) or _EXTERNAL_GROUP_REST.match(rest):
         return True
-    return _chat_type(entry) in _DURABLE_CHAT_TYPES
+    return has_durable_chat_type(entry)
 
 
 def is_primary_key(key: str | None) -> bool:

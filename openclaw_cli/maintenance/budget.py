@@ -179,7 +179,7 @@ def sqlite_entry_bytes(entry: Any) -> int:
 
 def entry_session_ids(entry: Mapping[str, Any] | Any) -> list[str]:
     """Session ids an entry references (Q4: at least its `sessionId`)."""
-    if not isinstance(entry, Mapping):
+    if type(entry) is not dict and not isinstance(entry, Mapping):  # dict first: ABC checks are slow
         return []
     sid = entry.get("sessionId")
     return [sid] if isinstance(sid, str) and sid.strip() else []

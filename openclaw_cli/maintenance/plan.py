@@ -16,11 +16,12 @@ Entries are `{sessionKey: entry}` in store order (that order breaks `updatedAt` 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from openclaw_cli.keys import (
+    has_durable_chat_type,
     is_cron_run_key,
     is_dm_scope_retire_candidate,
     is_durable_external_pointer,
@@ -176,10 +177,14 @@ class Preserver:
         self.keys = frozenset(keys)
         self.session_ids = frozenset(s for s in preserve_session_ids if isinstance(s, str) and s)
         self._cache: dict[str, tuple[Any, bool]] = {}
+        self._among: tuple[Mapping[str, Any], frozenset[str]] | None = None
 
     def is_preserved(self, key: str, entry: Any, *, ignore_active: bool = False) -> bool:
         if ignore_active:
             return self._decide(key, entry, ignore_active=True)
+        among = self._among
+        if among is not None and among[0].get(key, _ABSENT) is entry:
+            return key in among[1]
         cached = self._cache.get(key)
         if cached is not None and cached[0] is entry:
             return cached[1]
@@ -193,12 +198,58 @@ class Preserver:
         form = preserve_key_form(key)
         if form in self.keys and not (ignore_active and form == self.active):
             return True
-        sid = _field(entry, "sessionId")
-        if isinstance(sid, str) and sid in self.session_ids:
-            return True
-        return is_durable_external_pointer(key, entry) or is_primary_key(key)
+        if self.session_ids:
+            sid = _field(entry, "sessionId")
+            if isinstance(sid, str) and sid in self.session_ids:
+                return True
+        return _preserved_by_shape(key, form, entry)
 
     __call__ = is_preserved
+
+    def preserved_among(self, entries: Mapping[str, Any]) -> frozenset[str]:
+        """The preserved keys of `entries` in one pass (a planning run asks about the same rows in
+        every stage; its stages then test set membership). Remembered for `entries`: later
+        `is_preserved` calls about the same (key, entry object) are answered from it."""
+        among = self._among
+        if among is not None and among[0] is entries:
+            return among[1]
+        keys, decide = self.keys, self._decide
+        out = []
+        for key, entry in entries.items():
+            if type(entry) is dict and type(key) is str:
+                # inline negative answer for the common row (see `_preserved_by_shape`)
+                form = key.strip().lower()
+                if (form not in keys and entry.get("modelSelectionLocked") is not True
+                        and ":thread:" not in form and ":topic:" not in form and ":group:" not in form
+                        and ":channel:" not in form and not form.endswith("main") and form != "global"
+                        and not self.session_ids and entry.get("chatType") == "direct"):
+                    continue
+            if decide(key, entry, ignore_active=False):
+                out.append(key)
+        verdicts = frozenset(out)
+        self._among = (entries, verdicts)
+        return verdicts
+
+
+_ABSENT = object()
+
+
+def _preserved_by_shape(key: Any, form: str, entry: Any) -> bool:
+    """`is_durable_external_pointer(key, entry) or is_primary_key(key)`, answering the common row
+    (no thread/topic/group/channel marker, not a main or global key, a direct chat) without
+    parsing the key: each rule needs one of those markers in the trimmed, lower-cased key."""
+    if (":thread:" not in form and ":topic:" not in form and ":group:" not in form and ":channel:" not in form
+            and not form.endswith("main") and form != "global" and not _durable_chat(entry)):
+        return False
+    return is_durable_external_pointer(key, entry) or is_primary_key(key)
+
+
+def _durable_chat(entry: Any) -> bool:
+    if type(entry) is dict:
+        chat = entry.get("chatType")
+        if chat == "direct" or (chat is None and entry.get("origin") is None):
+            return False
+    return has_durable_chat_type(entry)
 
 
 # ---- the plan -----------------------------------------------------------------------------------
@@ -282,46 +333,53 @@ class _Run:
         self.removed.append(key)
 
     def remove_all(self, keys: list[str], action: str) -> int:
+        store, actions = self.store, self.actions
         for key in keys:
-            self.remove(key, action)
+            del store[key]
+            actions[key] = action
+        self.removed.extend(keys)
         return len(keys)
 
 
-def _model_run_victims(store: Mapping[str, Any], preserver: Preserver, retention_ms: Any,
-                       now_ms: float) -> list[str]:
+def updated_map(entries: Mapping[str, Any]) -> dict[str, float | None]:
+    """`updated_at` of every row, read once per planning run."""
+    return {k: updated_at(e) for k, e in entries.items()}
+
+
+def _model_run_victims(store: Mapping[str, Any], protected: Collection[str], updated: Mapping[str, float | None],
+                       retention_ms: Any, now_ms: float) -> list[str]:
     retention = _positive_int(retention_ms)
     if retention is None:
         return []
     cutoff = now_ms - retention
-    return [k for k, e in store.items()
-            if is_model_run_probe_key(k) and (u := updated_at(e)) is not None and u < cutoff
-            and not preserver(k, e)]
+    return [k for k in store
+            if (u := updated[k]) is not None and u < cutoff and k not in protected and is_model_run_probe_key(k)]
 
 
-def _stale_victims(store: Mapping[str, Any], preserver: Preserver, prune_after_ms: Any,
-                   now_ms: float) -> list[str]:
+def _stale_victims(store: Mapping[str, Any], protected: Collection[str], updated: Mapping[str, float | None],
+                   prune_after_ms: Any, now_ms: float) -> list[str]:
     after = _positive_int(prune_after_ms)
     if after is None:  # [R] pruneAfter <= 0 (or unset) never age-prunes
         return []
     cutoff = now_ms - after
-    return [k for k, e in store.items()
-            if (u := updated_at(e)) is not None and u < cutoff and not preserver(k, e)]
+    return [k for k in store if (u := updated[k]) is not None and u < cutoff and k not in protected]
 
 
-def _cap_victims(store: Mapping[str, Any], preserved: Callable[[str, Any], bool], max_entries: Any) -> list[str]:
+def _newest_first(u: float | None) -> float:
+    return -u if u is not None else math.inf  # missing updatedAt ranks oldest
+
+
+def _cap_victims(store: Mapping[str, Any], protected: Collection[str], updated: Mapping[str, float | None],
+                 max_entries: Any) -> list[str]:
     cap = _positive_int(max_entries)
     if cap is None:
         return []
-    candidates = [k for k, e in store.items() if not preserved(k, e)]
+    candidates = [k for k in store if k not in protected]
     budget = cap_budget(cap, len(store) - len(candidates))
     if len(candidates) <= budget:
         return []
-    def newest_first(key: str) -> float:
-        u = updated_at(store[key])
-        return -u if u is not None else math.inf  # missing updatedAt ranks oldest
-
     # `sorted` is stable, so store order breaks ties.
-    ranked = sorted(candidates, key=newest_first)
+    ranked = sorted(candidates, key=lambda k: _newest_first(updated[k]))
     victims = set(ranked[budget:])
     return [k for k in store if k in victims]
 
@@ -403,7 +461,7 @@ def _finish(run: _Run, entries: Mapping[str, Any], plan: CleanupPlan, budget: Bu
     plan.removed = run.removed
     plan.disk_budget = budget.result
     plan.budget_file_removals = budget.file_removals
-    plan.preserved_keys = frozenset(k for k, e in entries.items() if preserver(k, e))
+    plan.preserved_keys = preserver.preserved_among(entries)
     still = {sid for e in run.store.values() for sid in session_ids_of(e)}
     seen: set[str] = set()
     for key in run.removed:
@@ -482,18 +540,21 @@ def plan_cleanup(
         plan.dm_scope_retired = run.remove_all(_dm_scope_victims(run.store, agent_id, preserver.active),
                                                ACTION_RETIRE_DM_SCOPE)
     if enforce:
+        # the verdicts and timestamps every stage reads, computed once (the entry objects of
+        # `run.store` are those of `entries`)
+        protected, updated = preserver.preserved_among(entries), updated_map(entries)
         if should_run_model_run_prune(len(run.store), settings.max_entries, force=True):
             plan.model_run_pruned = run.remove_all(
-                _model_run_victims(run.store, preserver, settings.model_run_prune_after_ms, now_ms),
+                _model_run_victims(run.store, protected, updated, settings.model_run_prune_after_ms, now_ms),
                 ACTION_PRUNE_MODEL_RUN)
         if _positive_int(cron_retention_ms) is not None and any(is_cron_run_key(k) for k in run.store):
             plan.cron_retention_ran = True
             cron = plan_cron_retention(run.store, cron_retention_ms, now_ms, preserver.keys, agent_id=agent_id,
                                        preserve_session_ids=preserver.session_ids, session_ids_of=session_ids_of)
             plan.cron_pruned = run.remove_all(cron.removed, ACTION_PRUNE_CRON)
-        plan.pruned = run.remove_all(_stale_victims(run.store, preserver, settings.prune_after_ms, now_ms),
-                                     ACTION_PRUNE_STALE)
-        plan.capped = run.remove_all(_cap_victims(run.store, preserver, settings.max_entries),
+        plan.pruned = run.remove_all(
+            _stale_victims(run.store, protected, updated, settings.prune_after_ms, now_ms), ACTION_PRUNE_STALE)
+        plan.capped = run.remove_all(_cap_victims(run.store, protected, updated, settings.max_entries),
                                      ACTION_CAP_OVERFLOW)
     measure = _resolve_measure(session_bytes, budget_measure, run)
     budget = _plan_budget(run.store, settings, preserver, measure, now_ms, warn_only=not enforce)
@@ -542,14 +603,15 @@ def plan_runtime_maintenance(
                        max_entries=_positive_int(settings.max_entries), before_count=count, actions={})
     enforce = mode == "enforce"
     if enforce:
+        protected, updated = preserver.preserved_among(entries), updated_map(entries)
         if should_run_model_run_prune(count, settings.max_entries, force):
             plan.model_run_pruned = run.remove_all(
-                _model_run_victims(run.store, preserver, settings.model_run_prune_after_ms, now_ms),
+                _model_run_victims(run.store, protected, updated, settings.model_run_prune_after_ms, now_ms),
                 ACTION_PRUNE_MODEL_RUN)
-        plan.pruned = run.remove_all(_stale_victims(run.store, preserver, settings.prune_after_ms, now_ms),
-                                     ACTION_PRUNE_STALE)
+        plan.pruned = run.remove_all(
+            _stale_victims(run.store, protected, updated, settings.prune_after_ms, now_ms), ACTION_PRUNE_STALE)
         if pressure:
-            plan.capped = run.remove_all(_cap_victims(run.store, preserver, settings.max_entries),
+            plan.capped = run.remove_all(_cap_victims(run.store, protected, updated, settings.max_entries),
                                          ACTION_CAP_OVERFLOW)
     elif pressure and preserver.active:
         plan.active_warning = _active_warning(entries, settings, preserver, active_key or "", now_ms)
@@ -563,13 +625,12 @@ def _active_warning(entries: Mapping[str, Any], settings: MaintenanceSettingsLik
     key = next((k for k in entries if preserve_key_form(k) == preserver.active), None)
     if key is None:
         return None
-    def others(k: str, e: Any) -> bool:
-        return preserver.is_preserved(k, e, ignore_active=True)
+    others = frozenset(k for k, e in entries.items() if preserver.is_preserved(k, e, ignore_active=True))
     entry = entries[key]
     after = _positive_int(settings.prune_after_ms)
     u = updated_at(entry)
-    would_prune = (not others(key, entry) and after is not None and u is not None and u < now_ms - after)
-    would_cap = key in _cap_victims(entries, others, settings.max_entries)
+    would_prune = (key not in others and after is not None and u is not None and u < now_ms - after)
+    would_cap = key in _cap_victims(entries, others, updated_map(entries), settings.max_entries)
     if not (would_prune or would_cap):
         return None
     return ActiveKeyWarning(active_key, would_prune, would_cap, _positive_int(settings.prune_after_ms),
