@@ -11,6 +11,7 @@ from openclaw_cli.errors import ConfigError, OpenClawError
 from openclaw_cli.ops import Context, now_ms, open_target
 from openclaw_cli.paths import StatePaths
 from openclaw_cli.selection import Target, known_agent_ids
+from openclaw_cli.store.base import KIND_LEGACY
 
 RECENT_LIMIT = 10
 
@@ -137,7 +138,8 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
             continue
         with store:
             entries = store.load_entries()
-            stats = store.stats()
+            # the per-field problem count is not shown here: skip that scan of every row
+            stats = store.stats(count_issues=False) if store.kind == KIND_LEGACY else store.stats()
             # Only the newest rows are shown: pick them before building rows (20k stores).
             newest = heapq.nlargest(
                 RECENT_LIMIT,
@@ -205,7 +207,7 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
 def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int) -> dict[str, Any]:
     """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
     reads), plus when the next entry reaches `pruneAfter`."""
-    from openclaw_cli.maintenance.plan import Preserver, plan_cleanup, updated_at
+    from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup, updated_at
 
     totals = store.session_totals() if store.kind != "legacy" else None
     session_bytes = {sid: t.bytes for sid, t in totals.items()} if totals else None
@@ -213,9 +215,9 @@ def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int) 
                         mode_override="enforce")
     next_prune = None
     if settings.prune_after_ms:
-        preserved = Preserver(entries)
-        kept = [updated_at(e) for k, e in entries.items() if plan.actions.get(k) == "keep" and not preserved(k, e)]
-        kept = [u for u in kept if u is not None]
+        preserved, actions = plan.preserved_keys, plan.actions
+        kept = [u for k, e in entries.items()
+                if actions.get(k) == ACTION_KEEP and k not in preserved and (u := updated_at(e)) is not None]
         if kept:
             next_prune = int(min(kept) + settings.prune_after_ms)
     return {

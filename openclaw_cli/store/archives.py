@@ -81,6 +81,8 @@ def parse_archive_name(name: str, reason: str | None = None) -> tuple[str, str, 
 
     `sessions.json.bak.<n>` (old store rotation backups) parses as ("sessions.json", "bak",
     None, False): the number's unit is unknown. With `reason`, only that reason matches."""
+    if ".reset." not in name and ".deleted." not in name and ".bak." not in name:
+        return None  # every archive name has one of these markers (a 20,000-file dir is mostly not archives)
     if _STORE_BACKUP_RE.match(name):
         return ("sessions.json", "bak", None, False) if reason in (None, "bak") else None
     compressed = name.endswith(ZST_SUFFIX)
@@ -130,26 +132,30 @@ def _session_id_of(base: str) -> str | None:
     return base[: -len(".jsonl")] if base.endswith(".jsonl") and len(base) > len(".jsonl") else None
 
 
-def list_archives(directory: Path) -> list[ArchiveFile]:
+def list_archives(directory: Path, names: Iterable[str] | None = None) -> list[ArchiveFile]:
     """Archive artifacts directly inside `directory` (regular files only; symlinks are not
-    followed), sorted by name. A missing directory has none."""
+    followed), sorted by name. A missing directory has none. `names`: the directory's entries
+    from a scan the caller already made (saves a second scan of a large directory)."""
     out: list[ArchiveFile] = []
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return out
-    for entry in entries:
-        parsed = parse_archive_name(entry.name)
+    if names is None:
+        try:
+            with os.scandir(directory) as it:
+                names = [entry.name for entry in it]
+        except OSError:
+            return out
+    for name in names:
+        parsed = parse_archive_name(name)
         if parsed is None:
             continue
+        path = os.path.join(directory, name)
         try:
-            st = entry.stat(follow_symlinks=False)
+            st = os.lstat(path)
         except OSError:
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
         base, reason, ts, compressed = parsed
-        out.append(ArchiveFile(Path(entry.path), _session_id_of(base), reason, ts, compressed, st.st_size))
+        out.append(ArchiveFile(Path(path), _session_id_of(base), reason, ts, compressed, st.st_size))
     out.sort(key=lambda a: a.path.name)
     return out
 
