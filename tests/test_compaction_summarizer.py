@@ -227,9 +227,17 @@ def test_identifier_budget_keeps_user_ids_and_reports_omissions():
     budget = SummaryBudget(round_identifier_chars=2000)
     summary = summarize(noisy, budget=budget)
     assert "/srv/user/one.py" in summary and "https://u.example.test/ask" in summary
-    assert re.search(r"…and \d+ more identifiers omitted", summary)
+    # the newest mentions fill the budget and older tool output is never scanned: a lower bound
+    assert re.search(r"…and at least \d+ more identifiers omitted", summary)
     assert "/tmp/out/59/19.log" in summary  # newest kept first
     assert "/tmp/out/0/0.log" not in summary
+    # scanned whole (little text), the count is exact: 2 results x 20 paths, 200 chars of budget
+    small = summarize(noisy[:3], budget=SummaryBudget(round_identifier_chars=200))
+    kept = len(re.findall(r"`/tmp/out/\d+/\d+\.log`", small))
+    assert 0 < kept < 40 and f"…and {40 - kept} more identifiers omitted" in small
+    # "newest" means mentioned last: an old path mentioned again at the end is kept
+    again = [*noisy, T("call_ffffffffffff", "done: /tmp/out/0/0.log")]
+    assert "/tmp/out/0/0.log" in summarize(again, budget=budget)
 
 
 def test_structured_fallback_summary():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 REQUIRED_SAFEGUARD_HEADINGS = (
@@ -144,8 +144,23 @@ def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifi
     `conversational=False` (tool output) skips the prose-only kinds (dates, times, versions, bare
     file names, numbers with units), which are noise in logs and file dumps and expensive there.
     """
+    out: list[Identifier] = []
+    seen: set[str] = set()
+    for value, kind in iter_identifiers(text, conversational=conversational):
+        if value not in seen:
+            seen.add(value)
+            out.append(Identifier(value, kind))
+    return out
+
+
+_UNSEEN = object()
+
+
+def iter_identifiers(text: str, *, conversational: bool = True) -> Iterator[tuple[str, str]]:
+    """(value, kind) of every identifier occurrence in `text`, in order (repeats included), so a
+    caller can also tell where an identifier was mentioned last."""
     if not text:
-        return []
+        return
     scan = _Scan(text)
     raw = scan.raw
     n = scan.n
@@ -170,9 +185,7 @@ def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifi
     else:  # ids without / : @ in tool output: runs of >= 6 hex/digit characters
         finders.append(needle_finder(raw.translate(_HEX_TABLE), b"hhhhhh"))
     nexts = [f(0) for f in finders]
-    out: list[Identifier] = []
-    seen: set[str] = set()
-    tried: set[bytes] = set()
+    memo: dict[bytes, tuple[str, str] | None] = {}  # token bytes -> what it classified as
     pos = 0
     while True:
         p = min(nexts)
@@ -181,25 +194,24 @@ def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifi
         start, end = scan.token_at(p)
         pos = end + 1
         chunk = raw[start:end]
-        if chunk not in tried:
+        found = memo.get(chunk, _UNSEEN)
+        if found is _UNSEEN:
             token = chunk.decode("utf-8", "surrogatepass")
             found = _classify(token, conversational)
             if found is None and conversational and token[:1].isdigit():
                 # a number followed by a separate unit word: "20 MB", "1.5 GB" (depends on what
-                # follows, so such tokens are never remembered as tried)
+                # follows, so such tokens are never memoised)
                 match = _NUM_UNIT.match(raw[start:start + 48].decode("utf-8", "ignore"))
                 if match and " " in match.group():
                     found = (match.group(), "unit")
                     pos = start + len(match.group().encode()) + 1
             else:
-                tried.add(chunk)
-            if found is not None and found[0] not in seen:
-                seen.add(found[0])
-                out.append(Identifier(*found))
+                memo[chunk] = found
+        if found is not None:
+            yield found  # type: ignore[misc]
         for k, at in enumerate(nexts):
             if at < pos:
                 nexts[k] = finders[k](pos)
-    return out
 
 
 def extract_identifiers(text: str, *, conversational: bool = True) -> list[str]:

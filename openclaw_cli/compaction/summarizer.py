@@ -7,8 +7,12 @@ and keeps the identifiers of the compacted part in `## Critical Context` / `## E
   `User-provided identifiers:` so a later round can tell them apart);
 - identifiers of this round from assistant text, tool calls (arguments and call ids) and tool
   output are kept up to `SummaryBudget.round_identifier_chars` (conversation first, tool-call ids,
-  then tool output; newest first when trimming; a line says how many were left out);
+  then tool output; the most recently mentioned first; a line says how many were left out);
 - identifiers carried from a previous summary are kept up to `carry_identifier_chars` (newest).
+
+Linear, and bounded by the summary's size rather than the transcript's: texts are scanned newest
+first and only until each budget is full (tool output: at most `tool_scan_chars`), so when older
+text was never scanned the omitted count is a lower bound ("at least N").
 
 A previous summary is re-distilled, not nested: its sections are parsed (ours, OpenClaw's LLM
 format, the safeguard format, or free text), merged with the new items, de-duplicated and capped
@@ -18,11 +22,11 @@ per section, so repeated compaction stays bounded.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openclaw_cli.compaction.identifiers import ask_keywords, scan_identifiers
+from openclaw_cli.compaction.identifiers import ask_keywords, iter_identifiers, scan_identifiers
 from openclaw_cli.compaction.messages import content_blocks, is_runtime_context, role_of, text_of
 from openclaw_cli.jsonutil import dumps_compact
 
@@ -55,6 +59,7 @@ class SummaryBudget:
     carry_identifier_chars: int = 4000
     prose_scan_chars: int = 4000  # per message: prose cues are looked for in its head only
     prose_scan_total_chars: int = 400_000  # per role, newest messages first (keeps extraction O(1) in size)
+    tool_scan_chars: int = 8_000_000  # tool output scanned for identifiers, newest first (lowest priority)
 
     @classmethod
     def for_output_tokens(cls, max_output_tokens: int | None) -> SummaryBudget:
@@ -87,6 +92,15 @@ _BLOCKED = re.compile(
 _BLOCKED_STRONG = re.compile(r"\b(?:blocked|cannot|can't|couldn't|unable|failed to|still fail\w*|denied|timed? ?out)\b",
                              re.I)
 _PROGRESS = re.compile(r"\b(?:working on|in progress|currently|now (?:i'm|i am)|let me|starting)\b", re.I)
+_CUES = (("decisions", _DECISION), ("next_steps", _NEXT), ("blocked", _BLOCKED_STRONG), ("done", _DONE),
+         ("blocked", _BLOCKED), ("in_progress", _PROGRESS))  # the first that matches files a sentence
+_ANY_CUE = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _CUES), re.I)  # prefilter
+# The cue patterns are lower-case: on ASCII text, lower-casing first and matching without re.I finds
+# exactly the same matches about 3x faster (re.I is what makes these alternations slow).
+_ANY_CUE_LOWER = re.compile(_ANY_CUE.pattern)
+_CONSTRAINT_LOWER = re.compile(_CONSTRAINT.pattern)
+_CUES_LOWER = tuple((key, re.compile(pattern.pattern)) for key, pattern in _CUES)
+_FOCUS_WORD = re.compile(r"[\w'-]+")
 _NONE_ITEMS = frozenset({"(none)", "none", "none.", "none captured.", "no prior history.", "n/a", "-"})
 _BULLET = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
 _DECISION_PREFIX = re.compile(r"^\*\*([^*]{1,80})\*\*:\s*")
@@ -122,6 +136,7 @@ class Digest:
     user_ids: list[str] = field(default_factory=list)
     other_ids: list[str] = field(default_factory=list)
     omitted_ids: int = 0
+    omitted_more: bool = False  # older texts were not scanned: `omitted_ids` is a lower bound
 
 
 # -- parsing a previous summary (re-distillation input) ------------------------------------------
@@ -184,68 +199,109 @@ def parse_summary(text: str | None) -> Digest:
 
 
 # -- extraction from messages --------------------------------------------------------------------
+# Work is bounded by what the summary can hold: one cheap forward pass collects what needs every
+# message (tool-call counts and ids); texts are then read newest-first and only until the section
+# caps and identifier budgets are full, so a 50 MB transcript costs about what its newest part does.
 @dataclass
 class _Collected:
-    user_texts: list[str] = field(default_factory=list)
-    assistant_texts: list[str] = field(default_factory=list)
-    user_scan: list[str] = field(default_factory=list)
-    conv_scan: list[str] = field(default_factory=list)
-    tool_scan: list[str] = field(default_factory=list)
+    messages: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)  # (role, message)
     call_ids: list[str] = field(default_factory=list)
     tool_counts: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
+
+    def newest(self, *roles: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        for role, message in reversed(self.messages):
+            if role in roles:
+                yield role, message
+
+    def user_texts(self) -> Iterator[str]:
+        """Non-blank user texts, newest first."""
+        for _, message in self.newest("user"):
+            text = text_of(message)
+            if text.strip():
+                yield text
+
+    def assistant_texts(self) -> Iterator[str]:
+        for _, message in self.newest("assistant"):
+            text = text_of(message)
+            if text.strip():
+                yield text
+
+    def conversation_texts(self) -> Iterator[str]:
+        """Assistant text, thinking and tool-call arguments, bash commands, custom messages and
+        summaries: newest first (the pieces of one message last first)."""
+        for role, message in reversed(self.messages):
+            if role in ("user", "toolResult"):
+                continue
+            if role == "assistant":
+                pieces = [text_of(message)]
+                for block in content_blocks(message):
+                    if type(block) is not dict and not isinstance(block, Mapping):
+                        continue
+                    kind = block.get("type")
+                    if kind == "thinking" and isinstance(block.get("thinking"), str):
+                        pieces.append(block["thinking"])
+                    elif kind == "toolCall":
+                        args = block.get("arguments")
+                        if args:
+                            pieces.append(args if isinstance(args, str) else dumps_compact(args))
+                yield from reversed(pieces)
+            elif role == "bashExecution":
+                command = message.get("command")
+                if isinstance(command, str):
+                    yield command
+            else:  # custom, branchSummary, compactionSummary
+                yield text_of(message)
+
+    def tool_texts(self) -> Iterator[str]:
+        """Tool output (tool results, bash output), newest first."""
+        for role, message in self.newest("toolResult", "bashExecution"):
+            if role == "toolResult":
+                yield text_of(message)
+            elif isinstance(message.get("output"), str):
+                yield message["output"]
+
+    def errors(self, limit: int) -> list[str]:
+        """The last `limit` failed tool calls and bash commands, oldest first."""
+        out: list[str] = []
+        for role, message in self.newest("toolResult", "bashExecution"):
+            if len(out) >= limit:
+                break
+            if role == "toolResult":
+                if message.get("isError") is True:
+                    name = message.get("toolName") if isinstance(message.get("toolName"), str) else "tool"
+                    text = text_of(message)
+                    first = next((ln for ln in text.splitlines() if ln.strip()), "failed (no output)")
+                    out.append(f"`{name}` failed: {first}")
+            else:
+                exit_code = message.get("exitCode")
+                if isinstance(exit_code, int) and exit_code != 0:
+                    out.append(f"`{message.get('command')}` exited with code {exit_code}")
+        return out[::-1]
 
 
 def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
     c = _Collected()
+    keep = c.messages.append
     for message in messages:
         role = role_of(message)
-        if role is None or is_runtime_context(message):
+        if role is None or (role == "custom" and is_runtime_context(message)):
             continue
-        if role == "user":
-            text = text_of(message)
-            if text.strip():
-                c.user_texts.append(text)
-                c.user_scan.append(text)
-        elif role == "assistant":
-            text = text_of(message)
-            if text.strip():
-                c.assistant_texts.append(text)
-            c.conv_scan.append(text)
-            for block in content_blocks(message):
-                if type(block) is not dict and not isinstance(block, Mapping):
-                    continue
-                kind = block.get("type")
-                if kind == "thinking" and isinstance(block.get("thinking"), str):
-                    c.conv_scan.append(block["thinking"])
-                elif kind == "toolCall":
-                    name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-                    c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
-                    if isinstance(block.get("id"), str) and block["id"]:
-                        c.call_ids.append(block["id"])
-                    args = block.get("arguments")
-                    if args:
-                        c.conv_scan.append(args if isinstance(args, str) else dumps_compact(args))
-        elif role == "toolResult":
-            text = text_of(message)
-            c.tool_scan.append(text)
-            if message.get("isError") is True:
-                name = message.get("toolName") if isinstance(message.get("toolName"), str) else "tool"
-                first = next((ln for ln in text.splitlines() if ln.strip()), "failed (no output)")
-                c.errors.append(f"`{name}` failed: {first}")
-        elif role == "bashExecution":
-            command = message.get("command")
-            if isinstance(command, str):
-                c.conv_scan.append(command)
-            output = message.get("output")
-            if isinstance(output, str):
-                c.tool_scan.append(output)
-            exit_code = message.get("exitCode")
-            if isinstance(exit_code, int) and exit_code != 0:
-                c.errors.append(f"`{command}` exited with code {exit_code}")
-        else:  # custom, branchSummary, compactionSummary
-            c.conv_scan.append(text_of(message))
+        keep((role, message))
+        if role != "assistant":
+            continue
+        for block in content_blocks(message):
+            if (type(block) is dict or isinstance(block, Mapping)) and block.get("type") == "toolCall":
+                name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
+                if isinstance(block.get("id"), str) and block["id"]:
+                    c.call_ids.append(block["id"])
     return c
+
+
+def _has_cue(text: str, limit: int, lower: re.Pattern[str], folded: re.Pattern[str]) -> bool:
+    """Whether the first `limit` chars of `text` contain a cue (no sentence of it can otherwise)."""
+    head = text[:limit]
+    return (lower.search(head.lower()) if head.isascii() else folded.search(head)) is not None
 
 
 def _sentences(text: str, limit: int) -> list[str]:
@@ -257,39 +313,66 @@ def _add(items: list[str], item: str, budget: SummaryBudget) -> None:
     items.append(_clip(item, budget.item_chars))
 
 
+def _first_and_last_user(c: _Collected) -> tuple[str | None, str | None]:
+    """The first and (when there are two or more) the last non-blank user text."""
+    last_at = -1
+    last: str | None = None
+    for index in range(len(c.messages) - 1, -1, -1):
+        role, message = c.messages[index]
+        if role == "user":
+            text = text_of(message)
+            if text.strip():
+                last_at, last = index, text
+                break
+    for index in range(last_at):
+        role, message = c.messages[index]
+        if role == "user":
+            text = text_of(message)
+            if text.strip():
+                return text, last
+    return last, None
+
+
 def _extract_prose(c: _Collected, budget: SummaryBudget, focus: list[str]) -> Digest:
     d = Digest()
     scan = budget.prose_scan_chars
-    if c.user_texts:
-        d.goal.append(_clip(c.user_texts[0], budget.item_chars * 2))
+    first_user, last_user = _first_and_last_user(c)
+    if first_user is not None:
+        d.goal.append(_clip(first_user, budget.item_chars * 2))
     constraints: list[str] = []
     scanned = 0
-    for text in reversed(c.user_texts):  # newest first, reversed back below
-        for sentence in reversed(_sentences(text, scan)):
-            if _CONSTRAINT.search(sentence) and len(constraints) < budget.constraint_items:
-                _add(constraints, sentence, budget)
+    for text in c.user_texts():  # newest first, reversed back below
+        if _has_cue(text, scan, _CONSTRAINT_LOWER, _CONSTRAINT):
+            for sentence in reversed(_sentences(text, scan)):
+                if _CONSTRAINT.search(sentence) and len(constraints) < budget.constraint_items:
+                    _add(constraints, sentence, budget)
         scanned += min(len(text), scan)
         if len(constraints) >= budget.constraint_items or scanned >= budget.prose_scan_total_chars:
             break
     d.constraints = constraints[::-1]
-    if len(c.user_texts) > 1:
-        _add(d.in_progress, c.user_texts[-1], budget)
-    caps = {"done": budget.done_items - 1, "decisions": budget.decision_items, "next_steps": budget.next_items,
-            "blocked": budget.blocked_items, "in_progress": budget.progress_items, "notes": budget.note_items}
-    found: dict[str, list[str]] = {k: [] for k in caps}
+    if last_user is not None:
+        _add(d.in_progress, last_user, budget)
     focus_set = set(focus)
+    caps = {"done": budget.done_items - 1, "decisions": budget.decision_items, "next_steps": budget.next_items,
+            "blocked": budget.blocked_items, "in_progress": budget.progress_items,
+            "notes": budget.note_items if focus_set else 0}
+    found: dict[str, list[str]] = {k: [] for k in caps}
     scanned = 0
-    for text in reversed(c.assistant_texts):
-        for sentence in reversed(_sentences(text, scan)):
-            lower = sentence.lower()
-            if focus_set and len(found["notes"]) < caps["notes"] and focus_set & set(re.findall(r"[\w'-]+", lower)):
-                _add(found["notes"], sentence, budget)
-            for key, pattern in (("decisions", _DECISION), ("next_steps", _NEXT), ("blocked", _BLOCKED_STRONG),
-                                 ("done", _DONE), ("blocked", _BLOCKED), ("in_progress", _PROGRESS)):
-                if pattern.search(sentence):
-                    if len(found[key]) < caps[key]:
-                        _add(found[key], sentence, budget)
-                    break
+    for text in c.assistant_texts():
+        if focus_set or _has_cue(text, scan, _ANY_CUE_LOWER, _ANY_CUE):
+            for sentence in reversed(_sentences(text, scan)):
+                lower = sentence.lower()
+                if focus_set and len(found["notes"]) < caps["notes"] and focus_set & set(_FOCUS_WORD.findall(lower)):
+                    _add(found["notes"], sentence, budget)
+                if sentence.isascii():
+                    sentence_cmp, cues = lower, _CUES_LOWER
+                else:
+                    sentence_cmp, cues = sentence, _CUES
+                for key, pattern in cues:
+                    if pattern.search(sentence_cmp):
+                        if len(found[key]) < caps[key]:
+                            _add(found[key], sentence, budget)
+                        break
         scanned += min(len(text), scan)
         if scanned >= budget.prose_scan_total_chars or all(len(found[k]) >= caps[k] for k in caps):
             break
@@ -298,17 +381,69 @@ def _extract_prose(c: _Collected, budget: SummaryBudget, focus: list[str]) -> Di
     d.done = found["done"][::-1]
     d.notes = found["notes"][::-1]
     d.in_progress = found["in_progress"][::-1] + d.in_progress
-    d.blocked = [_clip(e, budget.item_chars) for e in c.errors[-budget.blocked_items:]] + found["blocked"][::-1]
+    d.blocked = [_clip(e, budget.item_chars) for e in c.errors(budget.blocked_items)] + found["blocked"][::-1]
     if c.tool_counts:
         counts = ", ".join(f"{name} ×{n}" for name, n in sorted(c.tool_counts.items(), key=lambda kv: -kv[1]))
         d.done.append(_clip(f"Tool calls: {counts}", budget.item_chars * 2))
     return d
 
 
-def _ids(texts: list[str], *, conversational: bool) -> list[str]:
-    if not texts:
-        return []
-    return [i.value for i in scan_identifiers("\n".join(texts), conversational=conversational)]
+_FIRST_CHUNK_CHARS = 16384  # identifier scans go newest-first in chunks that double up to 1M chars
+_MAX_CHUNK_CHARS = 1 << 20
+
+
+@dataclass
+class _Picked:
+    values: list[str]  # kept, oldest first
+    seen: set[str]  # every identifier met (kept or not)
+    omitted: int  # met but not kept
+    complete: bool  # every text was scanned, so `omitted` is exact
+
+
+def _pick_newest(texts: Iterator[str], *, conversational: bool, limit_chars: int, exclude: Collection[str],
+                 max_scan_chars: int | None = None) -> _Picked:
+    """The identifiers mentioned last in `texts` (newest first) whose rendering fits `limit_chars`;
+    scanning stops once the budget is full (or after `max_scan_chars`)."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    state = {"used": 0, "omitted": 0, "full": limit_chars < 6}  # nothing shorter than "5%" + 4 fits
+    if state["full"]:
+        return _Picked([], seen, 0, False)
+
+    def scan(chunk: list[str]) -> None:
+        occurrences = [value for value, _ in iter_identifiers("\n".join(reversed(chunk)),
+                                                              conversational=conversational)]
+        for value in reversed(occurrences):  # newest mention first
+            if value in seen or value in exclude:
+                continue
+            seen.add(value)
+            cost = len(value) + 4
+            if state["full"] or state["used"] + cost > limit_chars:
+                state["full"] = True
+                state["omitted"] += 1
+                continue
+            kept.append(value)
+            state["used"] += cost
+
+    chunk: list[str] = []
+    size = scanned = 0
+    target = _FIRST_CHUNK_CHARS
+    complete = True
+    for text in texts:
+        if not text:
+            continue
+        chunk.append(text)
+        size += len(text)
+        if size >= target:
+            scan(chunk)
+            scanned += size
+            chunk, size, target = [], 0, min(target * 2, _MAX_CHUNK_CHARS)
+            if state["full"] or (max_scan_chars is not None and scanned >= max_scan_chars):
+                complete = not any(texts)
+                break
+    if chunk:
+        scan(chunk)
+    return _Picked(kept[::-1], seen, state["omitted"], complete)
 
 
 def _fit_newest(values: list[str], limit_chars: int) -> tuple[list[str], int]:
@@ -391,30 +526,34 @@ def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str
         next_steps=_merge_items(old.next_steps, new.next_steps, budget.next_items),
         notes=_merge_items(old.notes, new.notes, budget.note_items),
     )
-    # identifiers: user ones always; this round's others within budget; carried ones within budget
-    user_ids, user_dropped = _fit_newest(list(dict.fromkeys([*old.user_ids, *_ids(c.user_scan, conversational=True)])),
-                                         budget.user_identifier_chars)
+    # identifiers: user ones always (newest first, then carried ones); this round's others within
+    # budget (conversation, tool-call ids, tool output); carried ones within budget
+    user = _pick_newest(c.user_texts(), conversational=True, limit_chars=budget.user_identifier_chars, exclude=())
+    new_user = set(user.values)
+    carried_user = [v for v in dict.fromkeys(old.user_ids) if v not in new_user]
+    if user.omitted:  # the budget is full: every carried one is older than what was dropped
+        old_kept, old_dropped = [], len(carried_user)
+    else:
+        old_kept, old_dropped = _fit_newest(carried_user, budget.user_identifier_chars
+                                            - sum(len(v) + 4 for v in user.values))
+    user_ids = [*old_kept, *user.values]
     user_set = set(user_ids)
-    conv = [i for i in _ids(c.conv_scan, conversational=True) if i not in user_set]
-    conv_set = set(conv)
-    calls = [i for i in dict.fromkeys(c.call_ids) if i not in user_set and i not in conv_set]
-    call_set = set(calls)
-    tool = [i for i in _ids(c.tool_scan, conversational=False)
-            if i not in user_set and i not in conv_set and i not in call_set]
-    round_ids: list[str] = []
-    omitted = 0
     remaining = budget.round_identifier_chars
-    for group in (conv, calls, tool):
-        kept, dropped = _fit_newest(group, remaining)
-        round_ids.extend(kept)
-        omitted += dropped
-        remaining -= sum(len(v) + 4 for v in kept)
+    conv = _pick_newest(c.conversation_texts(), conversational=True, limit_chars=remaining, exclude=user_set)
+    remaining -= sum(len(v) + 4 for v in conv.values)
+    calls_all = [i for i in dict.fromkeys(c.call_ids) if i not in user_set and i not in conv.seen]
+    calls, calls_dropped = _fit_newest(calls_all, remaining) if remaining > 0 else ([], len(calls_all))
+    remaining -= sum(len(v) + 4 for v in calls)
+    tool = _pick_newest(c.tool_texts(), conversational=False, limit_chars=remaining,
+                        exclude=user_set | conv.seen | set(calls_all), max_scan_chars=budget.tool_scan_chars)
+    round_ids = [*conv.values, *calls, *tool.values]
     round_set = set(round_ids)
     carried = [i for i in old.other_ids if i not in user_set and i not in round_set]
     carried_kept, carried_dropped = _fit_carried(carried, budget.carry_identifier_chars)
     d.user_ids = user_ids
     d.other_ids = [*carried_kept, *round_ids]
-    d.omitted_ids = omitted + carried_dropped + user_dropped
+    d.omitted_ids = user.omitted + old_dropped + conv.omitted + calls_dropped + tool.omitted + carried_dropped
+    d.omitted_more = not (user.complete and conv.complete and tool.complete)
     return d
 
 
@@ -430,7 +569,8 @@ def _id_lines(d: Digest) -> list[str]:
     if d.other_ids:
         lines.append(f"- {OTHER_IDS_LABEL} " + ", ".join(f"`{v}`" for v in d.other_ids))
     if d.omitted_ids:
-        lines.append(f"- …and {d.omitted_ids} more identifiers omitted (summary identifier budget)")
+        least = "at least " if d.omitted_more else ""
+        lines.append(f"- …and {least}{d.omitted_ids} more identifiers omitted (summary identifier budget)")
     return lines
 
 
