@@ -16,21 +16,23 @@ clean cut into a split.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from openclaw_cli.compaction.messages import (
+    content_blocks,
     is_boundary_entry,
     is_context_entry,
     is_cut_point_entry,
+    is_mapping,
     is_turn_start_entry,
     project_entry,
     role_of,
     text_of,
     tool_call_ids,
-    tool_calls,
     tool_result_id,
 )
 from openclaw_cli.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS
@@ -158,7 +160,9 @@ class FileOps:
     def add_message(self, message: Mapping[str, Any] | None) -> None:
         role = role_of(message)
         if role == "assistant":
-            for call in tool_calls(message):
+            for call in content_blocks(message):  # type: ignore[arg-type]
+                if not is_mapping(call) or call.get("type") != "toolCall":
+                    continue
                 name = normalize_tool_name(call.get("name"))
                 if name not in ("read", "write", "edit"):
                     continue
@@ -190,6 +194,11 @@ _MCP_PREFIX = re.compile(r"^mcp__.+?__")
 def normalize_tool_name(name: Any) -> str:
     if not isinstance(name, str):
         return ""
+    return _normalized_tool_name(name)
+
+
+@functools.lru_cache(maxsize=4096)  # a transcript uses a handful of tool names, tens of thousands of times
+def _normalized_tool_name(name: str) -> str:
     return _MCP_PREFIX.sub("", name.strip().lower())
 
 

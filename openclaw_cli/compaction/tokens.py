@@ -30,6 +30,7 @@ from typing import Any, Literal
 from openclaw_cli.compaction.messages import (
     content_blocks,
     is_aborted,
+    is_mapping,
     project_entry,
     role_of,
     usage_total,
@@ -111,7 +112,7 @@ def exact_text_tokens(text: str) -> int:
 
 def counted_parts(message: Mapping[str, Any] | None) -> tuple[list[str], int]:
     """The strings that count for a message (R4.4.2) and its number of images (R4.4.3)."""
-    if not isinstance(message, Mapping) or message.get("excludeFromContext") is True:
+    if not is_mapping(message) or message.get("excludeFromContext") is True:
         return [], 0
     role = message.get("role")
     parts: list[str] = []
@@ -126,7 +127,7 @@ def counted_parts(message: Mapping[str, Any] | None) -> tuple[list[str], int]:
                 parts.append(value)
         return parts, 0
     for block in content_blocks(message):
-        if not isinstance(block, Mapping):
+        if not is_mapping(block):
             continue
         kind = block.get("type")
         if kind == "text":
@@ -255,7 +256,7 @@ class Tokenizer:
     # -- messages ----------------------------------------------------------------------------
     def message_tokens(self, item: Mapping[str, Any]) -> int:
         """Tokens of one entry (0 for metadata entries) or one projected message."""
-        if not isinstance(item, Mapping):
+        if not is_mapping(item):
             return 0
         if self.method == "estimate":
             return estimate_message_tokens(_as_message(item))
@@ -291,7 +292,7 @@ class Tokenizer:
         todo: list[tuple[tuple[Any, ...], str, int]] = []
         seen: set[tuple[Any, ...]] = set()
         for item in items:
-            if not isinstance(item, Mapping):
+            if not is_mapping(item):
                 continue
             parts, images = counted_parts(_as_message(item))
             key = self._key(item, parts, images)
@@ -314,7 +315,7 @@ class Tokenizer:
         """(exact tokens, estimated tokens, estimated messages) of `items`: exact newest-first for
         about `exact_chars` of counted text, and further while the exact part is <= `exact_min_tokens`;
         everything older is estimated (chars/4). Estimate mode estimates everything."""
-        estimates = [estimate_message_tokens(_as_message(item)) if isinstance(item, Mapping) else 0
+        estimates = [estimate_message_tokens(_as_message(item)) if is_mapping(item) else 0
                      for item in items]
         if self.method == "estimate":
             return 0, sum(estimates), sum(1 for e in estimates if e)
@@ -327,7 +328,7 @@ class Tokenizer:
                 chars += estimates[start] * 4
             batch = items[start:end]
             self.prefetch(batch)
-            exact += sum(self.message_tokens(item) for item in batch if isinstance(item, Mapping))
+            exact += sum(self.message_tokens(item) for item in batch if is_mapping(item))
             end = start
             if exact > exact_min_tokens:
                 break
@@ -384,7 +385,7 @@ def context_tokens(
     anchor_usage = 0
     for index in range(len(items) - 1, max(usage_from, 0) - 1, -1):
         item = items[index]
-        if not isinstance(item, Mapping):
+        if not is_mapping(item):
             continue
         message = _as_message(item)
         if role_of(message) != "assistant" or is_aborted(message):
@@ -408,7 +409,7 @@ def context_tokens(
         prefetch = getattr(counter, "prefetch", None)
         if prefetch is not None:
             prefetch(tail)
-        trailing = sum(counter(item) for item in tail if isinstance(item, Mapping))
+        trailing = sum(counter(item) for item in tail if is_mapping(item))
     if anchor < 0:
         return TokenCount(trailing, label, estimated_tokens=estimated, estimated_messages=estimated_messages)
     anchor_item = items[anchor]
