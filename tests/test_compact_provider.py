@@ -178,3 +178,45 @@ def test_entry_point_provider(templates, state_dir: Path, tmp_path: Path):
                       env={"PYTHONPATH": str(plugins)})
     assert result["provider"] == "fake-llm" and result["fallbackReason"] is None
     assert stored_summary(state_dir).startswith(f"PLUGIN SUMMARY of {result['summarizedMessages']} messages")
+
+
+def test_gc_is_paused_on_the_builtin_path_only(templates, state_dir: Path, llm: FakeLLM,
+                                               monkeypatch: pytest.MonkeyPatch):
+    """The built-in path pauses the cyclic GC from the read to the write (speed); a network call
+    (maybe minutes) never runs with it paused; it is back on afterwards either way."""
+    import gc
+
+    from openclaw_cli.compaction import persist, summarizer
+    from tests.compact_support import invoke
+
+    seen: dict[str, list[bool]] = {"summarize": [], "write": [], "request": []}
+    real_summarize, real_write = summarizer.summarize, persist.apply_compaction_legacy
+
+    def spy_summarize(*args: Any, **kwargs: Any) -> str:
+        seen["summarize"].append(gc.isenabled())
+        return real_summarize(*args, **kwargs)
+
+    def spy_write(*args: Any, **kwargs: Any) -> Any:
+        seen["write"].append(gc.isenabled())
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(summarizer, "summarize", spy_summarize)
+    monkeypatch.setattr(persist, "apply_compaction_legacy", spy_write)
+    original_post = llm.server.RequestHandlerClass.do_POST
+
+    def post(handler: Any) -> None:
+        seen["request"].append(gc.isenabled())
+        original_post(handler)
+
+    monkeypatch.setattr(llm.server.RequestHandlerClass, "do_POST", post)
+    assert gc.isenabled()
+    use_template(templates["legacy"], state_dir)
+    code, doc, _ = invoke("compact", KEY, "--keep-recent-tokens", "2000", "--dry-run")
+    assert code == 0 and doc["provider"] == "builtin" and seen["summarize"] == [False] and gc.isenabled()
+    code, doc, _ = invoke("compact", KEY, "--keep-recent-tokens", "2000")
+    assert code == 0 and seen["write"] == [False] and gc.isenabled()
+    use_template(templates["legacy"], state_dir)
+    for name, value in llm_env(llm).items():
+        monkeypatch.setenv(name, value)
+    code, doc, _ = invoke("compact", KEY, "--provider", "openai", "--keep-recent-tokens", "2000")
+    assert code == 0 and doc["provider"] == "openai" and seen["request"] == [True] and gc.isenabled()

@@ -232,14 +232,6 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
                      keep_recent_tokens: int | None, provider: str | None, tokenizer: TokenizerName, dry_run: bool,
                      instructions: str | None, reason: str, require_over_threshold: bool,
                      now_ms: int | None) -> dict[str, Any]:
-    from openclaw_cli.compaction import (
-        ALREADY_COMPACTED,
-        build_compaction_entry,
-        new_entry_id,
-        persist,
-        plan_compaction,
-        summarize_plan,
-    )
     from openclaw_cli.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, compaction_threshold
     from openclaw_cli.compaction.tokens import Tokenizer
 
@@ -257,6 +249,32 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
         from openclaw_cli.config import write_lock_settings
 
         lock_settings = write_lock_settings(ctx.config)
+    # The built-in path runs with the cyclic GC paused from the read to the write: the parsed
+    # transcript (hundreds of thousands of objects) is freed by reference counting when the
+    # attempt returns, before the GC is back (re-enabled while they lived, it rescans them all).
+    # A network provider's call (maybe minutes) never runs with the GC paused.
+    with _gc_paused() if provider_id is None else nullcontext():
+        return _summary_attempts(ctx, agent_id, st, key, entry, settings=settings, keep=keep, hard=hard,
+                                 window=window, threshold=threshold, provider_id=provider_id,
+                                 provider_config=provider_config, counter=counter, lock_settings=lock_settings,
+                                 dry_run=dry_run, instructions=instructions, reason=reason,
+                                 require_over_threshold=require_over_threshold, now_ms=now_ms)
+
+
+def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], *, settings: Any,
+                      keep: int | None, hard: bool, window: int, threshold: int, provider_id: str | None,
+                      provider_config: dict[str, Any] | None, counter: Any, lock_settings: Any,
+                      dry_run: bool, instructions: str | None, reason: str, require_over_threshold: bool,
+                      now_ms: int | None) -> dict[str, Any]:
+    from openclaw_cli.compaction import (
+        ALREADY_COMPACTED,
+        build_compaction_entry,
+        new_entry_id,
+        persist,
+        plan_compaction,
+        summarize_plan,
+    )
+
     for attempt in range(1, MAX_ATTEMPTS + 1):
         with _gc_paused():
             snapshot = persist.read_snapshot(st, key, entry)
@@ -270,11 +288,10 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
                                                "threshold": threshold})
             if not plan.ready:
                 raise _skip(key, plan, snapshot)
-        # the built-in summariser runs with the GC paused too; a network provider may take minutes
-        with _gc_paused() if provider_id is None else nullcontext():
-            outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
-                                     context_window=window, provider_config=provider_config,
-                                     timeout_s=_timeout_seconds(ctx.config))
+        # a network provider may take minutes: the GC is paused here only on the built-in path (caller)
+        outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
+                                 context_window=window, provider_config=provider_config,
+                                 timeout_s=_timeout_seconds(ctx.config))
         comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
                                       parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
                                       details={"provider": outcome.provider_used})
