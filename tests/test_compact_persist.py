@@ -65,6 +65,11 @@ def test_parse_matches_the_streaming_reader_on_awkward_input():
     ])
     assert fast(data) == reference(data)
     assert fast(data + b"\n") == reference(data + b"\n")
+    # valid UTF-8 takes the whole-text path: the same results, non-ASCII whitespace included
+    valid = data.replace(b"\xff\xfe{}\n", "\u00a0\n\u2028\n\u00e9t\u00e9\n{\"t\":\"\u00e9\"}\n".encode())
+    valid.decode("utf-8")
+    assert fast(valid) == reference(valid)
+    assert fast(valid + b"\n") == reference(valid + b"\n")
 
 
 @settings(max_examples=60, deadline=None)

@@ -42,10 +42,58 @@ def linear_branch(lines: Sequence[TranscriptLine]) -> list[TranscriptLine] | Non
 def parse_transcript_bytes(data: bytes, label: str, issues: list[ReadIssue] | None = None) -> list[TranscriptLine]:
     """`transcript.iter_jsonl_stream` over bytes already in memory, with the same results (seq
     over non-blank lines, 1-based line numbers, falsy lines skipped, bad lines reported): clean
-    lines take an orjson fast path, anything unusual goes through `transcript.parse_line`. The
-    cyclic GC is paused while tens of thousands of dicts are built (it would rescan them)."""
+    lines take an orjson fast path, anything unusual goes through `transcript.parse_line`. Valid
+    UTF-8 (the usual case) is decoded once as a whole rather than line by line. The cyclic GC is
+    paused while tens of thousands of dicts are built (it would rescan them)."""
     import gc
 
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return _parse_byte_lines(data, label, issues)
+        return _parse_text_lines(text, label, issues)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_text_lines(text: str, label: str, issues: list[ReadIssue] | None) -> list[TranscriptLine]:
+    import orjson
+
+    from openclaw_cli.store.transcript import parse_line
+
+    out: list[TranscriptLine] = []
+    append = out.append
+    loads = orjson.loads
+    pieces = text.split("\n")
+    last = len(pieces) - 1  # the piece after the final newline (empty for a complete file)
+    seq = 0
+    for index, raw in enumerate(pieces):
+        if not raw:
+            continue
+        line: TranscriptLine | None = None
+        if raw[0] == "{" and raw[-1] != "\r":
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                obj = None
+            if type(obj) is dict and obj:
+                line = TranscriptLine(seq, raw, obj, index + 1)
+        if line is None:
+            data = raw.encode("utf-8")
+            if data.isspace():  # blank by the byte reader's (ASCII) rule
+                continue
+            line = parse_line(data, seq=seq, line_no=index + 1, path=label, issues=issues, truncated=index == last)
+        seq += 1
+        if line is not None:
+            append(line)
+    return out
+
+
+def _parse_byte_lines(data: bytes, label: str, issues: list[ReadIssue] | None) -> list[TranscriptLine]:
     import orjson
 
     from openclaw_cli.store.transcript import parse_line
@@ -54,31 +102,24 @@ def parse_transcript_bytes(data: bytes, label: str, issues: list[ReadIssue] | No
     append = out.append
     loads = orjson.loads
     raw_lines = data.split(b"\n")
-    last = len(raw_lines) - 1  # the piece after the final newline (empty for a complete file)
+    last = len(raw_lines) - 1
     seq = 0
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for index, raw in enumerate(raw_lines):
-            if not raw or raw.isspace():
-                continue
-            line: TranscriptLine | None = None
-            if raw[-1] != 13 and raw[0] == 123:  # no trailing CR, starts with "{"
-                try:
-                    obj = loads(raw)
-                except orjson.JSONDecodeError:
-                    obj = None
-                if type(obj) is dict and obj:
-                    line = TranscriptLine(seq=seq, raw=raw.decode("utf-8"), obj=obj, line_no=index + 1)
-            if line is None:
-                line = parse_line(raw, seq=seq, line_no=index + 1, path=label, issues=issues,
-                                  truncated=index == last)
-            seq += 1
-            if line is not None:
-                append(line)
-    finally:
-        if enabled:
-            gc.enable()
+    for index, raw in enumerate(raw_lines):
+        if not raw or raw.isspace():
+            continue
+        line: TranscriptLine | None = None
+        if raw[-1] != 13 and raw[0] == 123:  # no trailing CR, starts with "{"
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                obj = None
+            if type(obj) is dict and obj:
+                line = TranscriptLine(seq=seq, raw=raw.decode("utf-8"), obj=obj, line_no=index + 1)
+        if line is None:
+            line = parse_line(raw, seq=seq, line_no=index + 1, path=label, issues=issues, truncated=index == last)
+        seq += 1
+        if line is not None:
+            append(line)
     return out
 
 
