@@ -275,6 +275,100 @@ def case_cleanup_enforce(b: Bench) -> None:
     _cleanup_case(b, False)
 
 
+# ---- openclaw compact (issue 5) -------------------------------------------------------------------
+COMPACT_KEY = "agent:main:main"
+COMPACT_MB = 50
+
+
+def _compiled_env(env: dict[str, str]) -> dict[str, str]:
+    """As users run it: bytecode compiled and written (the sandbox sets PYTHONDONTWRITEBYTECODE=1)."""
+    if not getattr(_compiled_env, "done", False):
+        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "compileall", "-q", str(ROOT / "openclaw_cli")],
+                       check=True)
+        _compiled_env.done = True  # type: ignore[attr-defined]
+    env = dict(env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+_COMPACT_GEN = """
+import json, sys
+from pathlib import Path
+from openclaw_cli.compaction.testdata import generate_session
+dest, size, usage, key, now = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "usage", sys.argv[4], int(sys.argv[5])
+session = generate_session(7, target_bytes=size, with_usage=usage)
+sessions = dest / "agents" / "main" / "sessions"
+sessions.mkdir(parents=True)
+sid = session.header["id"]
+(sessions / f"{sid}.jsonl").write_text(session.jsonl())
+row = {"sessionId": sid, "updatedAt": now, "chatType": "direct", "modelProvider": "openai", "model": "gpt-5.4",
+       "contextTokens": 200000, "compactionCount": 0, "sessionFile": f"{sid}.jsonl"}
+(sessions / "sessions.json").write_text(json.dumps({key: row}, indent=2))
+"""
+
+
+def compact_dataset(b: Bench, usage: bool, kind: str) -> Path:
+    """One 50 MB session (openclaw_cli.compaction.testdata, seed 7; with or without provider usage
+    in its assistant messages) in a legacy state, or that state imported into our SQLite store."""
+    name = f"compact{COMPACT_MB}-{'usage' if usage else 'nousage'}"
+    legacy = b.data / f"{name}-legacy"
+    if not (legacy / ".ready").exists():
+        print(f"  generating {name} (a {COMPACT_MB} MB session)…", file=sys.stderr)
+        if legacy.exists():
+            shutil.rmtree(legacy)
+        # in a child process: the bench's own memory would show up in the measured commands' peak RSS
+        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", _COMPACT_GEN, str(legacy),
+                        str(COMPACT_MB * 1_000_000), "usage" if usage else "none", COMPACT_KEY, NOW_MS], check=True)
+        (legacy / ".ready").write_text("ok")
+    if kind == "legacy":
+        return legacy
+    imported = b.data / f"{name}-ours-imported"
+    if not (imported / ".imported").exists():
+        if imported.exists():
+            shutil.rmtree(imported)
+        shutil.copytree(legacy, imported)
+        subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--json"], env=b.env_ours(imported),
+                       check=True, stdout=subprocess.DEVNULL)
+        (imported / ".imported").write_text("ok")
+    return imported
+
+
+def _compact_case(b: Bench, tokenizer: str, limit: float) -> None:
+    for kind in ("legacy", "sqlite"):
+        for usage in (True, False):
+            source = compact_dataset(b, usage, kind)
+            work = b.data / f"compact-work-{kind}"
+
+            def fresh(source: Path = source, work: Path = work) -> None:  # every run compacts a pristine copy
+                if work.exists():
+                    shutil.rmtree(work)
+                shutil.copytree(source, work)
+
+            fresh()
+            env = _compiled_env(b.env_ours(work))
+            runs = b.repeat([*OURS, "compact", COMPACT_KEY, "--tokenizer", tokenizer, "--json"], env, setup=fresh)
+            shutil.rmtree(work)
+            usage_label = "provider usage in the transcript" if usage else "no provider usage anywhere"
+            b.compare(f"compact --tokenizer {tokenizer}, one {COMPACT_MB} MB session, {kind} store, {usage_label}",
+                      runs, None, f"< {limit:g} s median", absolute_max=limit)
+
+
+def case_compact_50mb_exact(b: Bench) -> None:
+    _compact_case(b, "exact", 5.0)
+
+
+def case_compact_50mb_estimate(b: Bench) -> None:
+    _compact_case(b, "estimate", 1.0)
+
+
+def case_compact_over_threshold_big(b: Bench) -> None:
+    state = b.ours_imported("big")
+    env = _compiled_env(b.env_ours(state))
+    ours = b.repeat([*OURS, "compact", "--over-threshold", "--dry-run", "--json"], env)
+    b.compare("compact --over-threshold --dry-run --json, big imported (2,000 sessions, 211 MB)", ours, None,
+              "< 5 s median", absolute_max=5.0)
+
+
 CASES: dict[str, Callable[[Bench], None]] = {
     "help": case_help,
     "sessions-legacy-many": case_sessions_legacy_many,
@@ -284,6 +378,9 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "sessions-sqlite-many": case_sessions_sqlite_many,
     "cleanup-dry-run": case_cleanup_dry_run,
     "cleanup-enforce": case_cleanup_enforce,
+    "compact-50mb-exact": case_compact_50mb_exact,
+    "compact-50mb-estimate": case_compact_50mb_estimate,
+    "compact-over-threshold-big": case_compact_over_threshold_big,
 }
 
 
