@@ -13,7 +13,7 @@ Heavy imports (tiktoken) happen only when an exact count is requested.
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -194,7 +194,7 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
 def new_entry_id(existing: Collection[str] = ()) -> str:
     """An 8-hex-digit entry id (pi's format), unique among `existing`."""
     while True:
-        value = secrets.token_hex(4)
+        value = os.urandom(4).hex()  # what secrets.token_hex does, without importing hmac/hashlib
         if value not in existing:
             return value
 

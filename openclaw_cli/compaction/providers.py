@@ -17,14 +17,11 @@ arguments:
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -297,6 +294,8 @@ def build_prompt(conversation: str, previous_summary: str | None, instructions: 
 
 # -- the OpenAI-compatible provider ---------------------------------------------------------------
 def _is_loopback(url: str) -> bool:
+    import ipaddress
+
     host = urllib.parse.urlsplit(url).hostname or ""
     if host == "localhost":
         return True
@@ -334,8 +333,10 @@ class OpenAICompatibleProvider:
         self.retry_delay_s = retry_delay_s
         if provider_id:
             self.id = provider_id
-        handlers = [urllib.request.ProxyHandler({})] if _is_loopback(self.base_url) else []
-        self._opener = urllib.request.build_opener(*handlers)
+        from urllib.request import ProxyHandler, build_opener  # not at import: http/ssl cost ~20 ms
+
+        handlers = [ProxyHandler({})] if _is_loopback(self.base_url) else []
+        self._opener = build_opener(*handlers)
 
     @property
     def url(self) -> str:
@@ -343,16 +344,18 @@ class OpenAICompatibleProvider:
 
     # one HTTP exchange, run in a worker thread so cancellation and the overall deadline apply
     def _post(self, payload: dict[str, Any], timeout_s: float) -> Any:
+        from urllib.error import HTTPError, URLError
+        from urllib.request import Request
+
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "User-Agent": "openclaw-cli compaction"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=dumps_compact(payload).encode(), headers=headers,
-                                         method="POST")
+        request = Request(self.url, data=dumps_compact(payload).encode(), headers=headers, method="POST")
         try:
             with self._opener.open(request, timeout=timeout_s) as response:
                 body = response.read()
-        except urllib.error.HTTPError as exc:
+        except HTTPError as exc:
             detail = ""
             try:
                 detail = exc.read(500).decode("utf-8", "replace").strip()
@@ -362,7 +365,7 @@ class OpenAICompatibleProvider:
                                     status=exc.code) from None
         except TimeoutError:
             raise ProviderTimeoutError(f"timed out after {timeout_s:g}s waiting for {self.url}") from None
-        except urllib.error.URLError as exc:
+        except URLError as exc:
             if isinstance(exc.reason, TimeoutError):
                 raise ProviderTimeoutError(f"timed out after {timeout_s:g}s waiting for {self.url}") from None
             raise ProviderConnectionError(f"cannot reach {self.url}: {exc.reason}") from None
