@@ -27,7 +27,6 @@ from openclaw_cli.compaction.messages import (
     is_boundary_entry,
     is_context_entry,
     is_cut_point_entry,
-    is_mapping,
     is_turn_start_entry,
     project_entry,
     role_of,
@@ -160,8 +159,9 @@ class FileOps:
     def add_message(self, message: Mapping[str, Any] | None) -> None:
         role = role_of(message)
         if role == "assistant":
-            for call in content_blocks(message):  # type: ignore[arg-type]
-                if not is_mapping(call) or call.get("type") != "toolCall":
+            content = message.get("content")  # type: ignore[union-attr]
+            for call in content if type(content) is list else content_blocks(message):  # type: ignore[arg-type]
+                if (type(call) is not dict and not isinstance(call, Mapping)) or call.get("type") != "toolCall":
                     continue
                 name = normalize_tool_name(call.get("name"))
                 if name not in ("read", "write", "edit"):
