@@ -20,10 +20,11 @@ from openclaw_cli.ids import DEFAULT_AGENT_ID, normalize_agent_id
 KeyShape = Literal["missing", "agent", "malformed_agent", "legacy_or_alias"]
 SessionKind = Literal["global", "unknown", "cron", "spawn-child", "group", "direct"]
 
-_SYNTHETIC_PREFIXES = ("subagent:", "acp:", "cron:", "acp-bridge:", "hook:", "node:")
+SYNTHETIC_PREFIXES = ("subagent:", "acp:", "cron:", "acp-bridge:", "hook:", "node:")
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # Whole raw key (no surrounding whitespace allowed), case-insensitive (maintenance.md §3.3).
 _PROBE_KEY = re.compile(rf"^agent:([^:\s]+):explicit:model-run-{_UUID}$", re.IGNORECASE)
+_PROBE_MIN_LEN = len("agent:x:explicit:model-run-") + 36  # case folding keeps lengths: one char per char
 _PROBE_REST = re.compile(rf"^explicit:model-run-{_UUID}$")
 _CRON_RUN_REST = re.compile(r"^cron:([^:]+):run:([^:]+)(?::|$)")
 _TELEGRAM_TOPIC_REST = re.compile(r"^telegram:(?:group|channel|direct|dm):.+:topic:[^:]+$")
@@ -162,14 +163,14 @@ def is_synthetic_key(key: str | None) -> bool:
     rest = _rest_lower(key)
     if not rest:
         return False
-    if rest.startswith(_SYNTHETIC_PREFIXES):
+    if rest.startswith(SYNTHETIC_PREFIXES):
         return True
     return rest == "heartbeat" or rest.endswith(":heartbeat") or ":heartbeat:" in rest
 
 
 def is_model_run_probe_key(key: str | None) -> bool:
     """§3.3: `agent:<id>:explicit:model-run-<uuid>`, case-insensitive, no surrounding whitespace."""
-    if not isinstance(key, str):
+    if not isinstance(key, str) or len(key) < _PROBE_MIN_LEN:  # most keys: too short to be one
         return False
     match = _PROBE_KEY.match(key)
     if not match:

@@ -193,7 +193,9 @@ _KEY_PARTS = ["agent:main:", "AGENT:Main:", " agent:ops:", "agent::", "", "globa
               "Main\t", "x:main", "telegram:group:-1:topic:2", "telegram:DM:u:TOPIC:9", "discord:channel:c",
               "slack:Group:g", ":thread:", ":THREAD: t", ":thread: ", "subagent:a", "cron:j:run:1", "cron:j",
               "heartbeat", "x:heartbeat", "hook:h", "acp:1", "explicit:model-run-123e4567-e89b-12d3-a456-426614174000",
-              "direct:peer", "matrix:channel:!Room", "signal:group:AbC", "İmain", "dashboard:1"]
+              "direct:peer", "matrix:channel:!Room", "signal:group:AbC", "İmain", "dashboard:1",
+              "hook:group:x", "acp-bridge:channel:y", "Node:Group:z", "x:group:heartbeat", "x:channel:HeartBeat",
+              "tg:group:a b", "tg:group:x:thread:1", "discord:channel:c:topic:2", "telegram:group:-5"]
 _CHAT = [None, "direct", "group", " Group ", "THREAD", "channel", "room", 3, ["group"], ""]
 _ORIGIN = [None, {"chatType": "channel"}, {"chatType": "direct"}, "origin", {"chatType": 5}]
 
@@ -342,3 +344,27 @@ def test_status_preview_and_stores_equal_reference(generated, tmp_path, monkeypa
     assert (store["archives"]["count"], store["archives"]["bytes"]) == view["archives"]
     newest = sorted(entries.items(), key=lambda kv: -kv[1]["updatedAt"])[:status_report.RECENT_LIMIT]
     assert [r["key"] for r in result["sessions"]["recent"]] == [k for k, _ in newest]
+
+
+def test_preserved_verdicts_on_every_key_shape_pair():
+    """Every pair of the tricky key parts behind each agent prefix, under each kind of chat
+    metadata: the planner's one-pass verdicts equal the per-key predicates."""
+    from openclaw_cli.maintenance.plan import Preserver
+
+    parts = [*_KEY_PARTS, "tg:direct:x", "x:group:", "x:group:a:b", "agent:x:y:group:z", " hook:group:x",
+             "cron :channel:y", "x:group: heartbeat"]
+    entries: dict[str, Any] = {}
+    for prefix in ("agent:main:", " Agent:Ops:", "", "agent:m n:", "agent: :"):
+        for a in parts:
+            for b in ("", *parts):
+                for i, chat in enumerate((None, "direct", "group", "room", {"chatType": "thread"})):
+                    entry: dict[str, Any] = {"sessionId": f"s{i}"}
+                    if isinstance(chat, dict):
+                        entry["origin"] = chat
+                    elif chat is not None:
+                        entry["chatType"] = chat
+                    entries[f"{prefix}{a}{b}" + " " * i] = entry
+    assert len(entries) > 30_000
+    assert Preserver(entries).preserved_among(entries) == reference_preserved(entries)
+    assert Preserver(entries, ["agent:main:hook:group:x"]).preserved_among(entries) == reference_preserved(
+        entries, ["agent:main:hook:group:x"])

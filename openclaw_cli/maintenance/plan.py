@@ -16,11 +16,13 @@ Entries are `{sessionKey: entry}` in store order (that order breaks `updatedAt` 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from openclaw_cli.keys import (
+    SYNTHETIC_PREFIXES,
     has_durable_chat_type,
     is_cron_run_key,
     is_dm_scope_retire_candidate,
@@ -213,17 +215,23 @@ class Preserver:
         among = self._among
         if among is not None and among[0] is entries:
             return among[1]
-        keys, decide = self.keys, self._decide
+        keys, decide, by_sid = self.keys, self._decide, bool(self.session_ids)
+        group_form = _EXTERNAL_GROUP_FORM.fullmatch
         out = []
         for key, entry in entries.items():
-            if type(entry) is dict and type(key) is str:
-                # inline negative answer for the common row (see `_preserved_by_shape`)
+            if type(entry) is dict and type(key) is str and not by_sid:
                 form = key.strip().lower()
-                if (form not in keys and entry.get("modelSelectionLocked") is not True
-                        and ":thread:" not in form and ":topic:" not in form and ":group:" not in form
-                        and ":channel:" not in form and not form.endswith("main") and form != "global"
-                        and not self.session_ids and entry.get("chatType") == "direct"):
-                    continue
+                if form not in keys and entry.get("modelSelectionLocked") is not True:
+                    # no explicit reason: the key's shape and chat metadata decide (`_preserved_by_shape`)
+                    if (":thread:" not in form and ":topic:" not in form and ":group:" not in form
+                            and ":channel:" not in form and not form.endswith("main") and form != "global"
+                            and entry.get("chatType") == "direct"):
+                        continue  # the common row: no rule can apply
+                    if (match := group_form(form)) is not None:
+                        # `agent:<id>:<channel>:group|channel:<id>`: an external group unless synthetic
+                        if match[1] not in _SYNTHETIC_HEADS and match[2] != "heartbeat":
+                            out.append(key)
+                        continue
             if decide(key, entry, ignore_active=False):
                 out.append(key)
         verdicts = frozenset(out)
@@ -232,6 +240,10 @@ class Preserver:
 
 
 _ABSENT = object()
+# `agent:<id>:<channel>:group|channel:<peer>` (trimmed, lower-cased): `is_synthetic_key` holds iff
+# <channel> is a synthetic prefix or <peer> is `heartbeat`; otherwise the external-group rule matches.
+_EXTERNAL_GROUP_FORM = re.compile(r"agent:[^:\s]+:([^:\s]+):(?:group|channel):([^:\s]+)")
+_SYNTHETIC_HEADS = frozenset(prefix.rstrip(":") for prefix in SYNTHETIC_PREFIXES)
 
 
 def _preserved_by_shape(key: Any, form: str, entry: Any) -> bool:
@@ -462,14 +474,25 @@ def _finish(run: _Run, entries: Mapping[str, Any], plan: CleanupPlan, budget: Bu
     plan.disk_budget = budget.result
     plan.budget_file_removals = budget.file_removals
     plan.preserved_keys = preserver.preserved_among(entries)
-    still = {sid for e in run.store.values() for sid in session_ids_of(e)}
-    seen: set[str] = set()
-    for key in run.removed:
-        for sid in session_ids_of(entries[key]):
-            if sid not in still and sid not in seen:
-                seen.add(sid)
-                plan.unreferenced_session_ids.append(sid)
+    still = set(_all_session_ids(run.store.values(), session_ids_of))
+    removed_ids = _all_session_ids([entries[key] for key in run.removed], session_ids_of)
+    plan.unreferenced_session_ids.extend(dict.fromkeys(sid for sid in removed_ids if sid not in still))
     return plan
+
+
+def _all_session_ids(values: Iterable[Any], session_ids_of: SessionIdsFn) -> list[str]:
+    """`session_ids_of` of every entry, in order; the default rule inlined for plain rows."""
+    if session_ids_of is not entry_session_ids:
+        return [sid for e in values for sid in session_ids_of(e)]
+    out: list[str] = []
+    for e in values:
+        if type(e) is dict:
+            sid = e.get("sessionId")
+            if isinstance(sid, str) and sid.strip():
+                out.append(sid)
+        else:
+            out.extend(entry_session_ids(e))
+    return out
 
 
 def _effective_mode(settings: MaintenanceSettingsLike, mode_override: str | None) -> str:
