@@ -18,6 +18,7 @@ as written (`1e+21`, `1.50`, `-0` survive a rewrite). No `sessions.json.bak.*` i
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -91,6 +92,19 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+_FAST_SID_LINES = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}\n)*")
+
+
+def _all_fast_session_ids(rows: dict[str, Any]) -> bool:
+    """True when every row is an object whose `sessionId` passes the ASCII fast rule (`_FAST_SID`),
+    checked with one regex over all ids instead of one match per row."""
+    try:
+        ids = "\n".join([row.get("sessionId") for row in rows.values()])  # only dicts have .get
+    except (AttributeError, TypeError):  # a row that is not an object, an id that is not a string
+        return False
+    return _FAST_SID_LINES.fullmatch(ids + "\n" if rows else "") is not None
 
 
 def session_id_ok(sid: Any) -> bool:
@@ -332,10 +346,15 @@ class LegacyStore(SessionStore):
     def _parse(self, raw: bytes | None, *, lossless: bool = False) -> dict[str, Any]:
         if raw is None:
             return {}
+        enabled = gc.isenabled()
+        gc.disable()  # the cyclic GC would rescan the thousands of new dicts repeatedly while they are built
         try:
             value = parse_store_bytes(raw, lossless=lossless)
         except ValueError as exc:
             raise InvalidDataError(f"{self.path}: {exc}") from exc
+        finally:
+            if enabled:
+                gc.enable()
         if not isinstance(value, dict):
             raise InvalidDataError(f"{self.path} does not contain an object session store.")
         return value
@@ -346,6 +365,11 @@ class LegacyStore(SessionStore):
             return self._snapshot
         raw = self._read_bytes()
         rows = self._parse(raw)
+        if _all_fast_session_ids(rows):  # the usual file: every row usable, no per-row work
+            snapshot = _Snapshot(signature, rows, rows, {})
+            self._snapshot = snapshot
+            self._by_session_id = None
+            return snapshot
         entries: dict[str, dict[str, Any]] = {}
         row_issues: dict[str, ReadIssue] = {}
         for key, row in rows.items():
@@ -541,9 +565,16 @@ class LegacyStore(SessionStore):
         by_path: dict[Path, list[str]] = {}
         root = self.sessions_dir
         candidate_names = self._candidate_names
+        prefix = self._dir_prefix
+        # the usual row: `sessionFile` is `<sessions dir>/<name>` of an existing file, its first
+        # candidate (`_candidate_names`); answered by one lookup
+        files = {prefix + name: name for name, kind in index.items() if kind == "file" and "\\" not in name}
         for key, entry in self._load().entries.items():
-            sid = entry["sessionId"]
             session_file = entry.get("sessionFile")
+            if type(session_file) is str and (name := files.get(session_file)) is not None:
+                by_name.setdefault(name, []).append(key)
+                continue
+            sid = entry["sessionId"]
             names = candidate_names(sid, session_file if isinstance(session_file, str) else None)
             if names is None:
                 path = self.resolve_transcript(sid, entry, _index=index)
@@ -554,13 +585,13 @@ class LegacyStore(SessionStore):
                 else:
                     by_path.setdefault(path, []).append(key)
                 continue
-            for name in names:
-                kind = index.get(name)
+            for candidate in names:
+                kind = index.get(candidate)
                 if kind == "file":
-                    by_name.setdefault(name, []).append(key)
+                    by_name.setdefault(candidate, []).append(key)
                     break
                 if kind == "link":
-                    self._note_symlink(root / name, None)
+                    self._note_symlink(root / candidate, None)
         return by_name, by_path
 
     def referenced_transcripts(self, *, _index: dict[str, str] | None = None) -> dict[Path, list[str]]:
@@ -576,25 +607,12 @@ class LegacyStore(SessionStore):
         entries = self._load().entries
         index = self._dir_index()
         by_name, by_path = self._referenced(index)
-        lstat, root = os.lstat, str(self.sessions_dir)
-
-        def size(path: str | Path) -> int | None:
-            try:
-                return lstat(path).st_size
-            except OSError:
-                return None
-
-        transcript_bytes = 0
-        for path in [*(os.path.join(root, name) for name in by_name), *by_path]:
-            transcript_bytes += size(path) or 0
-        orphans = orphan_bytes = 0
-        for name, kind in index.items():
-            if kind != "file" or name in by_name or not archives_mod.is_primary_transcript_name(name):
-                continue
-            found = size(os.path.join(root, name))
-            if found is not None:
-                orphans += 1
-                orphan_bytes += found
+        prefix = self._dir_prefix
+        transcript_bytes = sum(n or 0 for n in _sizes([*(prefix + name for name in by_name), *by_path]))
+        orphan_names = [name for name, kind in index.items()
+                        if kind == "file" and name not in by_name and archives_mod.is_primary_transcript_name(name)]
+        orphan_sizes = [n for n in _sizes([prefix + name for name in orphan_names]) if n is not None]
+        orphans, orphan_bytes = len(orphan_sizes), sum(orphan_sizes)
         archives = archives_mod.list_archives(self.sessions_dir, index)
         compactions = 0
         for entry in entries.values():
@@ -723,6 +741,16 @@ def _check_entry_for_write(key: Any, entry: Any) -> None:
         raise InvalidDataError(f"Session entry {key!r} must be an object.")
     if not session_id_ok(entry.get("sessionId")):
         raise InvalidIdError(f"Invalid session ID: {entry.get('sessionId')}")
+
+
+def _sizes(paths: Iterable[str | Path]) -> Iterator[int | None]:
+    """lstat sizes (None for a file that vanished)."""
+    lstat = os.lstat
+    for path in paths:
+        try:
+            yield lstat(path).st_size
+        except OSError:
+            yield None
 
 
 def _entry_kind(path: Path) -> str | None:
