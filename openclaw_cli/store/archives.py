@@ -10,7 +10,6 @@ checked rename), and read back and compared (sha256 of the original bytes) befor
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import os
 import re
@@ -296,6 +295,8 @@ def read_archive_bytes(path: Path) -> bytes:
 
 def hash_archive(path: Path) -> tuple[str, int]:
     """(sha256 hex, size) of the original content, streamed."""
+    import hashlib  # lazy: OpenSSL start-up costs ~3 ms of every read-only command
+
     digest = hashlib.sha256()
     size = 0
     with open_archive(path) as stream:
@@ -440,6 +441,8 @@ def write_verified_archive(
     use_zstd = compress and expected_size != 0
     first_name = archive_name(base, reason, now_ms, compressed=use_zstd)
     tmp = inside(dest_dir / f"{first_name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    import hashlib  # lazy: OpenSSL start-up costs ~3 ms of every read-only command
+
     digest = hashlib.sha256()
     size = 0
     try:

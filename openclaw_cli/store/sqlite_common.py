@@ -14,7 +14,6 @@ import re
 import shutil
 import sqlite3
 import struct
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -186,6 +185,8 @@ def _checked(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
 
 
 def _snapshot(path: Path, wal: Path, timeout_ms: int) -> ReadOnlyConnection:
+    import tempfile  # lazy: only read-only snapshots need it (it imports random)
+
     tmp = Path(tempfile.mkdtemp(prefix="openclaw-cli-ro-"))
     try:
         os.chmod(tmp, 0o700)

@@ -16,7 +16,6 @@ writing `raw + "\\n"` back reproduces the file byte for byte.
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -29,8 +28,6 @@ from openclaw_cli.errors import InvalidDataError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
 from openclaw_cli.store.base import ReadIssue, TranscriptLine
 from openclaw_cli.store.lock import LockSettingsLike, transcript_lock
-
-log = logging.getLogger(__name__)
 
 READ_BLOCK = 1 << 20  # forward streaming block
 TAIL_BLOCK = 64 * 1024  # backward block for tail reads
@@ -45,7 +42,9 @@ def _report(issues: list[ReadIssue] | None, path: str, line: int | None, message
     if issues is not None:
         issues.append(issue)
     else:
-        log.debug("%s", issue)
+        import logging  # lazy: only issues nobody collects are logged
+
+        logging.getLogger(__name__).debug("%s", issue)
 
 
 def _is_js_falsy(value: Any) -> bool:
