@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -184,8 +185,8 @@ def test_bookkeeping_keeps_unknown_fields_in_order():
 def _append_on_first_read(monkeypatch, state: Path, kind: str, appended: list[str]) -> None:
     real = persist.read_snapshot
 
-    def racing(store, key, entry):
-        snapshot = real(store, key, entry)
+    def racing(store, key, entry, **kwargs):
+        snapshot = real(store, key, entry, **kwargs)
         if not appended:  # another writer appends right after our read
             last = snapshot.branch_entries[-1]["id"]
             line = msg("late1", last, text="a message written meanwhile")
@@ -220,3 +221,44 @@ def test_a_concurrent_append_makes_it_replan_on_the_new_leaf(state_dir: Path, mo
         assert json.loads(lines[-1])["parentId"] == "late1" and json.loads(lines[-1])["type"] == "compaction"
         assert sum(json.loads(x)["type"] == "compaction" for x in lines) == 1
         assert (state_dir / SESSIONS).exists()
+
+
+def _snapshot_view(snapshot: persist.TranscriptSnapshot) -> list:
+    return [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in snapshot.lines]
+
+
+def test_sqlite_lines_from_rows_equal_the_export_and_bytes_come_on_demand(state_dir: Path):
+    """Our SQLite store: a summary compaction takes the lines straight from the rows (no export);
+    they equal what parsing the exported JSONL gives, the bytes are exported only when asked, and
+    never for a session that changed since the snapshot; unusual rows take the export path."""
+    import sqlite3
+
+    from openclaw_cli.store.sqlite import SqliteStore
+
+    key = "agent:main:main"
+    write_legacy_state(state_dir, {key: generate_session(72, turns=10)})
+    import_sqlite(state_dir)
+    with SqliteStore(state_dir / DB, "main") as st:
+        entry = st.get_entry(key)
+        full = persist.read_snapshot(st, key, entry)
+        quick = persist.read_snapshot(st, key, entry, data_on_demand=True)
+        assert full.raw_data is not None and quick.raw_data is None  # the rows path was taken
+        assert _snapshot_view(quick) == _snapshot_view(full) and quick.signature == full.signature
+        assert quick.data == full.data and quick.raw_data == full.data
+        stale = persist.read_snapshot(st, key, entry, data_on_demand=True)
+        st.append_events(entry["sessionId"], [msg("late", stale.branch_entries[-1]["id"])], session_key=key)
+        with pytest.raises(persist.SnapshotChanged):
+            stale.data  # noqa: B018 - the property is the operation under test
+        sid = entry["sessionId"]
+        seq = sqlite3.connect(state_dir / DB).execute(
+            "SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT 1 OFFSET 3", (sid,)).fetchone()[0]
+        for odd in ("null", '{"type":"x","id":"odd"}\r', "{bad", "[1,2]", "{}", '{"a":1}\n{"b":2}', "\ufeff{}"):
+            with sqlite3.connect(state_dir / DB) as conn:
+                conn.execute("UPDATE transcript_events SET event_json = ? WHERE session_id = ? AND seq = ?",
+                             (odd, sid, seq))
+            conn.close()
+            full = persist.read_snapshot(st, key, entry)
+            quick = persist.read_snapshot(st, key, entry, data_on_demand=True)
+            assert quick.raw_data is not None, odd  # declined: the export path
+            assert _snapshot_view(quick) == _snapshot_view(full), odd
+            assert [str(i) for i in quick.issues] == [str(i) for i in full.issues], odd

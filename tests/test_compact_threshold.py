@@ -102,9 +102,9 @@ def test_real_run_compacts_the_candidates_and_counts_only_them(store: str, state
     read: list[str] = []
     real = persist.read_snapshot
 
-    def counting(store_, key, entry):
+    def counting(store_, key, entry, **kwargs):
         read.append(key)
-        return real(store_, key, entry)
+        return real(store_, key, entry, **kwargs)
 
     monkeypatch.setattr(persist, "read_snapshot", counting)
     before_rows = rows(state_dir)

@@ -113,11 +113,24 @@ class TranscriptSnapshot:
     key: str
     entry: dict[str, Any]
     session_id: str
-    data: bytes  # the exact transcript bytes (legacy file, or SQLite events as JSONL): archive source
+    raw_data: bytes | None  # the exact transcript bytes; None: our SQLite store's, exported on first use
     lines: list[TranscriptLine]  # readable lines in order, header included
     issues: list[ReadIssue] = field(default_factory=list)
     path: Path | None = None  # legacy transcript file
     signature: tuple[int, ...] | None = None  # legacy (dev, ino, size, mtime_ns); SQLite (events, bytes)
+
+    @property
+    def data(self) -> bytes:
+        """The exact transcript bytes (legacy file, or SQLite events as JSONL): the archive source.
+        Exported on demand for our SQLite store (inside the write transaction, where it is used),
+        and only if the session still matches the snapshot."""
+        if self.raw_data is None:
+            buffer = io.BytesIO()
+            totals = self.store.export_transcript(self.session_id, buffer)  # type: ignore[attr-defined]
+            if (totals.events, totals.bytes) != self.signature:
+                raise SnapshotChanged(self.key)
+            self.raw_data = buffer.getvalue()
+        return self.raw_data
 
     @cached_property
     def header(self) -> dict[str, Any] | None:
@@ -178,8 +191,35 @@ def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
     raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
 
 
-def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
-    """Read the session's whole transcript once (one read, one parse of the bytes read)."""
+def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
+    """Our SQLite store's lines straight from its rows, when every row is a plain JSON-object line
+    (the usual case): exactly the lines `parse_transcript_bytes` makes of the exported JSONL, without
+    exporting, decoding and splitting it all again. None for anything unusual (a row that is not an
+    object, has a CR or a newline, was dropped as malformed, or rows that changed meanwhile): the
+    caller then takes the export path."""
+    totals = store.window_totals(session_id)
+    if totals is None:
+        return None
+    lines: list[TranscriptLine] = []
+    index = 0
+    for line in store.iter_transcript(session_id):
+        raw, obj = line.raw, line.obj
+        if type(obj) is not dict or not obj or raw[:1] != "{" or raw[-1:] == "\r" or "\n" in raw:
+            return None
+        line.seq, line.line_no = index, index + 1  # as numbered in the exported JSONL
+        lines.append(line)
+        index += 1
+    if index != totals.events:
+        return None
+    return lines, (totals.events, totals.bytes)
+
+
+def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any], *,
+                  data_on_demand: bool = False) -> TranscriptSnapshot:
+    """Read the session's whole transcript once (one read, one parse of the bytes read).
+
+    `data_on_demand`: on our SQLite store, take the lines from the rows and export the transcript
+    bytes only if something needs them (an archive), which a summary compaction rarely does."""
     session_id = entry.get("sessionId")
     if not isinstance(session_id, str) or not session_id.strip():
         raise NotFoundError(f"Session {key} has no sessionId; nothing to compact.")
@@ -195,11 +235,15 @@ def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any]) -> Trans
             data, signature = _read_legacy(path)
         label = str(path) if path is not None else f"{store.path}#{session_id}"
     elif is_our_sqlite_store(store):
+        label = f"{store.path}#{session_id}"
+        from_rows = _lines_from_rows(store, session_id) if data_on_demand else None
+        if from_rows is not None:
+            lines, signature = from_rows
+            return TranscriptSnapshot(store, key, entry, session_id, None, lines, issues, path, signature)
         buffer = io.BytesIO()
         totals = store.export_transcript(session_id, buffer)  # type: ignore[attr-defined]
         data = buffer.getvalue()
         signature = (totals.events, totals.bytes)
-        label = f"{store.path}#{session_id}"
     else:  # a real OpenClaw database: read-only, for dry runs
         raw = [line.raw for line in store.iter_transcript(session_id, entry=entry, issues=issues)]
         data = ("\n".join(raw) + "\n").encode("utf-8") if raw else b""

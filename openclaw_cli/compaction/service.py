@@ -277,7 +277,7 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
 
     for attempt in range(1, MAX_ATTEMPTS + 1):
         with _gc_paused():
-            snapshot = persist.read_snapshot(st, key, entry)
+            snapshot = persist.read_snapshot(st, key, entry, data_on_demand=True)
             # the threshold re-check decides on tokensBefore: its exact part must pass the threshold
             plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
                                    tokenizer=counter, exact_min_tokens=threshold if require_over_threshold else 0)
