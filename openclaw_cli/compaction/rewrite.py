@@ -20,8 +20,11 @@ def linear_branch(lines: Sequence[TranscriptLine]) -> list[TranscriptLine] | Non
     from openclaw_cli.store.tree import CANONICAL_TYPES
 
     out: list[TranscriptLine] = []
+    append = out.append
     seen: set[str] = set()
+    add = seen.add
     previous: str | None = None
+    missing = object()
     for line in lines:
         obj = line.obj
         if obj is None:
@@ -30,12 +33,12 @@ def linear_branch(lines: Sequence[TranscriptLine]) -> list[TranscriptLine] | Non
         if kind == "session":
             continue
         ident = obj.get("id")
-        if (kind not in CANONICAL_TYPES or type(ident) is not str or not ident.strip() or ident in seen
-                or "appendMode" in obj or "parentId" not in obj or obj["parentId"] != previous):
+        if (type(ident) is not str or obj.get("parentId", missing) != previous or kind not in CANONICAL_TYPES
+                or not ident or ident.isspace() or ident in seen or "appendMode" in obj):
             return None
-        seen.add(ident)
+        add(ident)
         previous = ident
-        out.append(line)
+        append(line)
     return out
 
 
