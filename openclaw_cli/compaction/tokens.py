@@ -381,25 +381,32 @@ def context_tokens(
     else:
         counter = method
         label = getattr(method, "method", "estimate")
+    # one pass from the newest message back to the anchor; estimates are summed on the way
+    estimating = isinstance(counter, Tokenizer) and counter.method == "estimate"
     anchor = -1
     anchor_usage = 0
-    for index in range(len(items) - 1, max(usage_from, 0) - 1, -1):
+    summed = 0
+    first = max(usage_from, 0)
+    for index in range(len(items) - 1, -1 if estimating else first - 1, -1):
         item = items[index]
         if not is_mapping(item):
             continue
         message = _as_message(item)
-        if role_of(message) != "assistant" or is_aborted(message):
-            continue
-        total = usage_total(message)
-        if total > 0:
-            anchor, anchor_usage = index, total
-            break
+        if index >= first and role_of(message) == "assistant" and not is_aborted(message):
+            total = usage_total(message)
+            if total > 0:
+                anchor, anchor_usage = index, total
+                break
+        if estimating:
+            summed += estimate_message_tokens(message)
     if anchor < 0:
         tail = items
     else:
         tail = items[anchor + 1:]
     estimated = estimated_messages = 0
-    if exact_chars is not None and label == "exact" and isinstance(counter, Tokenizer):
+    if estimating:
+        trailing = summed
+    elif exact_chars is not None and label == "exact" and isinstance(counter, Tokenizer):
         exact, estimated, estimated_messages = counter.sum_newest_first(tail, exact_chars=exact_chars,
                                                                        exact_min_tokens=exact_min_tokens)
         trailing = exact + estimated
