@@ -379,3 +379,35 @@ def test_a_malformed_checkpoint_list_is_kept_and_the_session_not_rotated(store: 
     assert json.loads(transcript_lines(state_dir, after["sessionId"], after)[-1])["type"] == "compaction"
     now = {p.name for p in (state_dir / SESSIONS).iterdir()} if (state_dir / SESSIONS).exists() else set()
     assert now - names <= {"sessions.json"}  # no archive, no unreferenced successor file
+
+
+@pytest.mark.parametrize("kind", ["legacy", "sqlite"])
+def test_exact_counts_say_which_parts_were_estimated(kind: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch):
+    """D7 with the bounded exact count: tokensBefore of a context larger than the exact budget is
+    labelled `estimate` (and says how much was estimated) while tokensAfter stays exact; within
+    the budget everything is exact. The entry's details.tokenMethods say the same."""
+    import functools
+
+    import openclaw_cli.compaction as compaction
+
+    session = generate_session(15, turns=40, with_usage=False)
+    write_legacy_state(state_dir, {MAIN: session})
+    if kind == "sqlite":
+        import_sqlite(state_dir)
+    exact = run_json("compact", MAIN, "--keep-recent-tokens", "2000", "--dry-run")
+    assert exact["tokenMethod"] == "exact" and exact["tokensBeforeMethod"] == "exact"
+    assert exact["tokensBeforeDetail"] == {"tokens": exact["result"]["tokensBefore"], "method": "exact"}
+    monkeypatch.setattr(compaction, "plan_compaction",
+                        functools.partial(compaction.plan_compaction, exact_context_chars=5000))
+    bounded = run_json("compact", MAIN, "--keep-recent-tokens", "2000")
+    detail = bounded["tokensBeforeDetail"]
+    assert bounded["tokenMethod"] == "exact" and bounded["tokensBeforeMethod"] == detail["method"] == "estimate"
+    assert 0 < detail["estimatedTokens"] < detail["tokens"] == bounded["result"]["tokensBefore"]
+    assert detail["estimatedMessages"] > 0
+    assert bounded["firstKeptEntryId"] == exact["firstKeptEntryId"]  # the cut point is exact either way
+    assert bounded["result"]["tokensAfter"] == exact["result"]["tokensAfter"]
+    row = rows(state_dir)[MAIN]
+    written = transcript_objects(state_dir, row["sessionId"], row)[-1]
+    assert written["type"] == "compaction"
+    assert written["details"]["tokenMethods"] == {"tokensBefore": "estimate", "tokensAfter": "exact"}
+    assert written["tokensBefore"] == detail["tokens"]

@@ -7,6 +7,10 @@ serve as `sessions.compact`. Both return plain JSON-able dicts in OpenClaw's sha
   and `summary` in dry runs. With an explicit `keepRecentTokens` (argument, else
   `agents.defaults.compaction.keepRecentTokens`) the recent tail is kept; without one the
   compaction is a hard checkpoint (D16, R4.16.4): the rebuilt context starts at the summary.
+  Token figures say how they were made (D7): `tokenMethod` (tokensAfter), `tokensBeforeMethod` and
+  `tokensBeforeDetail`. With `--tokenizer exact` the cut point, the kept tail and tokensAfter are
+  exact; tokensBefore is exact for the newest ~4M chars of context and a chars/4 estimate beyond
+  (then labelled `estimate`, with the estimated part in `tokensBeforeDetail`), or provider usage.
 * with `max_lines`: OpenClaw's line-based mode, `{ok, key, compacted, kept}`.
 * refusals raise typed errors (nothing is modified): unknown key `NotFoundError`; nothing to
   compact / already compacted `CompactionSkipped` (its JSON is OpenClaw's `{ok:false, key,
@@ -19,7 +23,8 @@ serve as `sessions.compact`. Both return plain JSON-able dicts in OpenClaw's sha
 time, else the transcript's bytes / 4. The session's window is the row's `contextTokens`, else the
 model's known window (`resolve_context_window`). A dry run reads nothing else. A real run
 compacts each candidate with an exact count and skips one whose counted context (provider usage
-in the transcript plus the messages after it) turns out to be below the threshold.
+in the transcript plus the messages after it) turns out to be below the threshold (counted exactly
+until its exact part passes the threshold, so the decision is exact).
 Decisions: `--over-threshold` emulates the engine's threshold compaction, so it keeps
 `keepRecentTokens` (default 20000) rather than making hard checkpoints, records checkpoint reason
 `auto-threshold`, and ignores `compaction.enabled` (an operator asked for it, as with `/compact`).
