@@ -368,3 +368,31 @@ def test_preserved_verdicts_on_every_key_shape_pair():
     assert Preserver(entries).preserved_among(entries) == reference_preserved(entries)
     assert Preserver(entries, ["agent:main:hook:group:x"]).preserved_among(entries) == reference_preserved(
         entries, ["agent:main:hook:group:x"])
+
+
+# ---- transcript candidate names (cleanup) ---------------------------------------------------------
+
+_ROOTS = ["/tmp/x/agents/main/sessions", "/home/u/.openclaw/agents/main/sessions", "/a/../b/sessions", "/s"]
+_FILE_PARTS = ["{root}/", "{root}", "/", "./", "../", "sub/", "/elsewhere/", "\\", "sqlite:", "x", "{sid}", ".jsonl",
+               "-topic-3", ".", "..", " ", "//"]
+
+
+def test_fast_candidate_names_equal_the_general_rule():
+    """Every session file of up to three tricky parts, for plain and unusual roots and ids."""
+    import itertools
+
+    from openclaw_cli.maintenance.budget import _fast_candidate_names, _relative_name
+    from openclaw_cli.paths import transcript_candidates
+
+    checked = 0
+    for root, sid in itertools.product(_ROOTS, ["abc-1", "a.b", "x y"]):
+        base = Path(root)
+        files = [None] + ["".join(p) for n in range(4) for p in itertools.product(_FILE_PARTS, repeat=n)]
+        for pattern in dict.fromkeys(files):
+            session_file = pattern.format(root=root, sid=sid) if pattern is not None else None
+            fast = _fast_candidate_names(sid, session_file, base)
+            if fast is not None:
+                general = [_relative_name(p, base) for p in transcript_candidates(base, sid, session_file)]
+                assert fast == [n for n in general if n], (root, sid, session_file)
+                checked += 1
+    assert checked > 5_000

@@ -55,10 +55,11 @@ _MIGRATED = re.compile(r"\.migrated(?:\.\d+)?$|\.pre-doctor-(?:branch|openai-cod
 TRANSCRIPT_KINDS = ("transcript", "checkpoint", "trajectory")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
 class FileAction:
     """One file leaving the sessions dir. `archive`: through a verified archive first (transcript
-    content); otherwise it is unlinked (temps, prompt blobs, expired or budget-removed archives)."""
+    content); otherwise it is unlinked (temps, prompt blobs, expired or budget-removed archives).
+    Treated as immutable."""
 
     name: str  # relative to the sessions dir, `/`-separated
     size: int
@@ -76,9 +77,16 @@ class DirSnapshot:
     root: Path
     files: dict[str, DirFile] = field(default_factory=dict)
     _kinds: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _has_trajectory: bool | None = field(default=None, repr=False)
 
     def dir_files(self) -> list[DirFile]:
         return list(self.files.values())
+
+    def has_trajectory(self) -> bool:
+        """Whether any file is a trajectory sidecar (asked by every names pass: memoised)."""
+        if self._has_trajectory is None:
+            self._has_trajectory = any(is_trajectory_name(n) and self.kind(n) == "trajectory" for n in self.files)
+        return self._has_trajectory
 
     def kind(self, name: str) -> str | None:
         """`classify(name)` of a snapshot name, memoised (a 20,000-file directory is classified
@@ -174,14 +182,18 @@ def _names_fn(snapshot: DirSnapshot | None, root: Path):
     """`entry_artifact_names`, or — when the directory holds no trajectory sidecar (the usual
     case) — just the transcript candidates of entries without compaction checkpoints: the
     sidecar names could not match an existing file anyway (cleanup resolves 20,000 entries)."""
-    from openclaw_cli.maintenance.budget import _fast_candidate_names
+    from openclaw_cli.maintenance.budget import _PLAIN_SID, _fast_candidate_names, _normalized_prefix
 
-    if snapshot is None or any(snapshot.kind(n) == "trajectory" for n in snapshot.files):
+    if snapshot is None or snapshot.has_trajectory():
         return lambda entry: entry_artifact_names(entry, root)
+    prefix = _normalized_prefix(str(root))
+    start = len(prefix) if prefix is not None else 0
 
     def names(entry: Any) -> list[str]:
         if isinstance(entry, dict) and not entry.get("compactionCheckpoints"):
             sid, sf = entry.get("sessionId"), entry.get("sessionFile")
+            if prefix is not None and type(sid) is str and sf == f"{prefix}{sid}.jsonl" and _PLAIN_SID.fullmatch(sid):
+                return [sf[start:]]  # the usual row (`_fast_candidate_names` gives this one name)
             fast = _fast_candidate_names(sid if isinstance(sid, str) else None,
                                          sf if isinstance(sf, str) else None, root)
             if fast is not None:
@@ -241,21 +253,21 @@ def entry_file_actions(snapshot: DirSnapshot, entries: Mapping[str, Any], remove
     that no remaining entry references and no other store protects: archived, then removed."""
     out: list[FileAction] = []
     seen: set[str] = set()
-    root = snapshot.root
-    files = snapshot.files
-    names_of = _names_fn(snapshot, root)
+    files, kind_of = snapshot.files, snapshot.kind
+    names_of = _names_fn(snapshot, snapshot.root)
     for key in removed:
         entry = entries.get(key)
-        sid = entry.get("sessionId") if isinstance(entry, Mapping) else None
+        sid = entry.get("sessionId") if type(entry) is dict or isinstance(entry, Mapping) else None
+        sid = sid if isinstance(sid, str) else None
         for name in names_of(entry):
             f = files.get(name)
             if f is None or name in seen or name in still_referenced or name in protected:
                 continue
-            kind = snapshot.kind(name)
+            kind = kind_of(name)
             if kind not in TRANSCRIPT_KINDS:
                 continue
             seen.add(name)
-            out.append(_action(f, kind, "entry", sid if isinstance(sid, str) else None))
+            out.append(FileAction(f.name, f.size, f.mtime_ms, kind, True, "entry", sid))  # transcript content
     return out
 
 
@@ -345,13 +357,13 @@ def plan_unreferenced_sweep(
     blob_cutoff = now_ms - max(plan.older_than_ms, STALE_TEMP_MS)
     stale_temp = now_ms - STALE_TEMP_MS
     archives: dict[str, list[str]] | None = None
-    for f in sorted(snapshot.files.values(), key=lambda x: (x.mtime_ms, x.name)):
-        if f.name in exclude:
-            continue
-        kind = snapshot.kind(f.name) if store_name == "sessions.json" else classify(f.name, store_name)
-        if kind is None or kind == "archive":
-            continue
-        plan.scanned += 1
+    kind_of = snapshot.kind if store_name == "sessions.json" else (lambda name: classify(name, store_name))
+    # what the sweep looks at, then in age order (the removals' order); the rest is never sorted
+    candidates = [(f, kind) for f in snapshot.files.values()
+                  if f.name not in exclude and (kind := kind_of(f.name)) is not None and kind != "archive"]
+    candidates.sort(key=lambda item: (item[0].mtime_ms, item[0].name))
+    plan.scanned = len(candidates)
+    for f, kind in candidates:
         if kind in TRANSCRIPT_KINDS:
             if not transcripts or f.name in referenced or f.name in protected:
                 continue
@@ -410,14 +422,9 @@ def budget_measure(snapshot: DirSnapshot, *, gone: Collection[str], pending: Ite
     sweeps): `gone` files are not counted; archives this run writes are counted at their
     original size (an upper bound of the compressed size) and never removed by the budget;
     protected files are counted and never removed."""
-    files: list[DirFile] = []
-    for f in snapshot.files.values():
-        if f.name in gone or f.name.endswith(".lock"):
-            continue  # lock files come and go with writers (ours included): never measured
-        if f.name in protected:
-            files.append(DirFile(PROTECTED_PREFIX + f.name, f.size, f.mtime_ms))
-        else:
-            files.append(f)
-    for action in pending:
-        files.append(DirFile(PENDING_PREFIX + action.name, action.size, now_ms))
+    # lock files come and go with writers (ours included): never measured
+    files = [f for f in snapshot.files.values() if f.name not in gone and not f.name.endswith(".lock")]
+    if protected:
+        files = [DirFile(PROTECTED_PREFIX + f.name, f.size, f.mtime_ms) if f.name in protected else f for f in files]
+    files.extend([DirFile(PENDING_PREFIX + action.name, action.size, now_ms) for action in pending])
     return LegacyDirMeasure(files, snapshot.root, store_name, projected_store_bytes)
