@@ -22,7 +22,6 @@ performs the effects. Safety rules beyond OpenClaw:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -304,6 +303,8 @@ def deleted_archives_by_base(snapshot: DirSnapshot) -> dict[str, list[str]]:
 
 
 def _file_sha(path: Path) -> tuple[str, int] | None:
+    import hashlib  # lazy: only finishing an interrupted cleanup hashes files
+
     digest = hashlib.sha256()
     size = 0
     try:
