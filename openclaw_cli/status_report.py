@@ -21,6 +21,18 @@ def _updated(entry: dict[str, Any]) -> float:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else float("-inf")
 
 
+def _newest(entries: dict[str, Any], n: int) -> list[tuple[str, dict[str, Any]]]:
+    """The `n` rows with the largest `updatedAt` (missing or not a number: oldest), ties in store
+    order (`heapq.nlargest` is stable). Scores are read with C-level calls when every row has an
+    integer `updatedAt`, the usual store."""
+    keys, rows = list(entries), list(entries.values())
+    scores: list[Any] = [e.get("updatedAt") if type(e) is dict else None for e in rows]
+    if not all(type(score) is int for score in scores):
+        items = [(k, e) for k, e in entries.items() if isinstance(e, dict)]
+        return heapq.nlargest(n, items, key=lambda item: _updated(item[1]))
+    return [(keys[i], rows[i]) for i in heapq.nlargest(n, range(len(rows)), key=scores.__getitem__)]
+
+
 def _status_row(row: dict[str, Any]) -> dict[str, Any]:
     """A `sessions.recent[]` row (R6.3.3) from a listing row; fields we cannot fill are omitted."""
     total = row.get("totalTokens")
@@ -141,11 +153,7 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
             # the per-field problem count is not shown here: skip that scan of every row
             stats = store.stats(count_issues=False) if store.kind == KIND_LEGACY else store.stats()
             # Only the newest rows are shown: pick them before building rows (20k stores).
-            newest = heapq.nlargest(
-                RECENT_LIMIT,
-                ((k, e) for k, e in entries.items() if isinstance(e, dict)),
-                key=lambda item: _updated(item[1]),
-            )
+            newest = _newest(entries, RECENT_LIMIT)
             rows = [
                 session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_default,
                             default_context_tokens=ctx_default)

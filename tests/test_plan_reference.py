@@ -396,3 +396,21 @@ def test_fast_candidate_names_equal_the_general_rule():
                 assert fast == [n for n in general if n], (root, sid, session_file)
                 checked += 1
     assert checked > 5_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 5), st.sampled_from([None, 2.5, True, "7", float("inf")]), st.just("row")),
+                max_size=30), st.integers(1, 12))
+def test_status_newest_rows_equal_a_stable_sort(updated, n):
+    from openclaw_cli.status_report import _newest
+
+    entries: dict[str, Any] = {}
+    for i, value in enumerate(updated):
+        entries[f"k{i}"] = [value] if value == "row" else ({} if value is None else {"updatedAt": value})
+
+    def score(entry: Any) -> float:
+        value = entry.get("updatedAt")
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else float("-inf")
+
+    rows = [(k, e) for k, e in entries.items() if isinstance(e, dict)]
+    assert _newest(entries, n) == sorted(rows, key=lambda kv: score(kv[1]), reverse=True)[:n]

@@ -490,6 +490,16 @@ class LegacyStore(SessionStore):
 
     def _dir_index(self) -> dict[str, str]:
         """name -> "file" | "link" | "other" for the sessions dir, from one directory scan."""
+        try:
+            with os.scandir(self.sessions_dir) as it:
+                items = list(it)
+        except OSError:
+            return {}
+        try:  # the file types come with the directory listing: no system call per entry
+            return {item.name: "link" if item.is_symlink() else "file" if item.is_file(follow_symlinks=False)
+                    else "other" for item in items}
+        except OSError:  # a type the listing did not give and lstat could not find (entry vanished)
+            pass
         index: dict[str, str] = {}
         try:
             with os.scandir(self.sessions_dir) as it:
@@ -557,41 +567,50 @@ class LegacyStore(SessionStore):
     def list_archives(self) -> list[ArchiveFile]:
         return archives_mod.list_archives(self.sessions_dir)
 
-    def _referenced(self, index: dict[str, str]) -> tuple[dict[str, list[str]], dict[Path, list[str]]]:
-        """Existing transcripts of the usable rows → keys of the rows using them: plain names in
-        the sessions dir, and paths elsewhere below it (an unusual `sessionFile`). Resolves like
-        `resolve_transcript` from one directory scan, without a Path per row (20,000 rows)."""
-        by_name: dict[str, list[str]] = {}
-        by_path: dict[Path, list[str]] = {}
+    def _resolve_rows(self, index: dict[str, str]) -> tuple[list[str], list[str | Path | None]]:
+        """(keys, transcripts) of the usable rows, aligned: each row's existing transcript as a
+        name in the sessions dir, a Path below it (an unusual `sessionFile`), or None. Resolves
+        like `resolve_transcript` from one directory scan, without pathlib per row (20,000 rows)."""
+        entries = self._load().entries
+        keys, rows = list(entries), list(entries.values())
+        # The usual row: `sessionFile` is `<sessions dir>/<name>` of an existing file, which is
+        # its first candidate (`_candidate_names`): one C-level lookup per row.
+        prefix = self._dir_prefix
+        files = {prefix + name: name for name, kind in index.items() if kind == "file" and "\\" not in name}
+        refs = [row.get("sessionFile") for row in rows]
+        try:
+            found: list[str | Path | None] = list(map(files.get, refs))
+        except TypeError:  # an unhashable sessionFile (a list, an object): those rows go the long way
+            found = [files.get(ref) if type(ref) is str else None for ref in refs]
         root = self.sessions_dir
         candidate_names = self._candidate_names
-        prefix = self._dir_prefix
-        # the usual row: `sessionFile` is `<sessions dir>/<name>` of an existing file, its first
-        # candidate (`_candidate_names`); answered by one lookup
-        files = {prefix + name: name for name, kind in index.items() if kind == "file" and "\\" not in name}
-        for key, entry in self._load().entries.items():
-            session_file = entry.get("sessionFile")
-            if type(session_file) is str and (name := files.get(session_file)) is not None:
-                by_name.setdefault(name, []).append(key)
-                continue
+        for i in [i for i, name in enumerate(found) if name is None]:
+            entry, session_file = rows[i], refs[i]
             sid = entry["sessionId"]
             names = candidate_names(sid, session_file if isinstance(session_file, str) else None)
             if names is None:
                 path = self.resolve_transcript(sid, entry, _index=index)
-                if path is None:
-                    continue
-                if path.parent == root:
-                    by_name.setdefault(path.name, []).append(key)
-                else:
-                    by_path.setdefault(path, []).append(key)
+                found[i] = path.name if path is not None and path.parent == root else path
                 continue
             for candidate in names:
                 kind = index.get(candidate)
                 if kind == "file":
-                    by_name.setdefault(candidate, []).append(key)
+                    found[i] = candidate
                     break
                 if kind == "link":
                     self._note_symlink(root / candidate, None)
+        return keys, found
+
+    def _referenced(self, index: dict[str, str]) -> tuple[dict[str, list[str]], dict[Path, list[str]]]:
+        """Existing transcripts of the usable rows → keys of the rows using them: plain names in
+        the sessions dir, and paths elsewhere below it."""
+        by_name: dict[str, list[str]] = {}
+        by_path: dict[Path, list[str]] = {}
+        for key, found in zip(*self._resolve_rows(index), strict=True):
+            if isinstance(found, str):
+                by_name.setdefault(found, []).append(key)
+            elif found is not None:
+                by_path.setdefault(found, []).append(key)
         return by_name, by_path
 
     def referenced_transcripts(self, *, _index: dict[str, str] | None = None) -> dict[Path, list[str]]:
@@ -606,7 +625,11 @@ class LegacyStore(SessionStore):
         field of every row (read-only summaries that do not show it skip that scan)."""
         entries = self._load().entries
         index = self._dir_index()
-        by_name, by_path = self._referenced(index)
+        found = self._resolve_rows(index)[1]
+        by_name = set(found)
+        by_name.discard(None)
+        by_path = {p for p in by_name if not isinstance(p, str)}
+        by_name -= by_path
         prefix = self._dir_prefix
         transcript_bytes = sum(n or 0 for n in _sizes([*(prefix + name for name in by_name), *by_path]))
         orphan_names = [name for name, kind in index.items()
@@ -620,7 +643,7 @@ class LegacyStore(SessionStore):
             if type(count) is int and count > 0:
                 compactions += count
         extra: dict[str, Any] = {
-            "missingTranscripts": len(entries) - sum(map(len, by_name.values())) - sum(map(len, by_path.values())),
+            "missingTranscripts": found.count(None),
             "orphanTranscripts": orphans,
             "orphanTranscriptBytes": orphan_bytes,
         }
