@@ -164,3 +164,11 @@ def test_legacy_store_pending(legacy_fixture_state: Path) -> None:
     with SqliteStore(paths.agent_db_path("main"), "main") as db:
         db.upsert_entries({"agent:main:cron:nightly": {"sessionId": "nightly-1", "updatedAt": 1}})
     assert not legacy_store_pending(paths, "main")
+
+
+def test_detect_sqlite_magic_matches_sqlite_common():
+    """detect keeps its own copy of the SQLite header (opening a legacy store imports no SQLite
+    module): it must be the one sqlite_common checks."""
+    from openclaw_cli.store import detect, sqlite_common
+
+    assert detect._SQLITE_MAGIC == sqlite_common.SQLITE_MAGIC

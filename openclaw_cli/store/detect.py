@@ -15,7 +15,6 @@ from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
 from openclaw_cli.ids import normalize_agent_id
 from openclaw_cli.paths import LEGACY_STORE_NAME, StatePaths, safe_regular_file
 from openclaw_cli.store.base import SessionStore
-from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, SQLITE_MAGIC, read_header
 
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
@@ -35,10 +34,15 @@ def derive_agent_id_from_store_path(path: Path) -> str | None:
     return None
 
 
+# The SQLite file header (`sqlite_common.SQLITE_MAGIC`), here so that opening a legacy store does
+# not import the SQLite modules.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
 def _is_sqlite_file(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
-            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+            return fh.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
     except OSError:
         return False
 
@@ -65,6 +69,8 @@ def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = Fal
     exists = path.exists()
     looks_sqlite = path.suffix.lower() in _SQLITE_SUFFIXES
     if exists and (looks_sqlite or _is_sqlite_file(path)):
+        from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, read_header
+
         header = read_header(path)  # InvalidDataError when a .sqlite file is not a database
         owner = agent_id or derive_agent_id_from_store_path(path)
         if header is None or header.application_id == OUR_APPLICATION_ID:

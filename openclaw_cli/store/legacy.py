@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -46,8 +46,10 @@ from openclaw_cli.store.base import (
     StoreStats,
     TranscriptLine,
 )
-from openclaw_cli.store.lock import LockSettingsLike, transcript_lock
 from openclaw_cli.store.transcript import append_jsonl, count_lines, header_line, iter_jsonl, tail_jsonl
+
+if TYPE_CHECKING:  # the lock module is imported by the writes (read-only commands never need it)
+    from openclaw_cli.store.lock import LockSettingsLike
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -677,6 +679,8 @@ class LegacyStore(SessionStore):
         self.ensure_writable("write sessions.json")
         for key, entry in entries.items():
             _check_entry_for_write(key, entry)
+        from openclaw_cli.store.lock import transcript_lock
+
         with transcript_lock(self.path, lock_settings, allow_reentrant=True):
             current = self._read_for_write()
             out: dict[str, Any] = {}
@@ -697,6 +701,8 @@ class LegacyStore(SessionStore):
             return
         for key, entry in updates.items():
             _check_entry_for_write(key, entry)
+        from openclaw_cli.store.lock import transcript_lock
+
         with transcript_lock(self.path, lock_settings, allow_reentrant=True):
             current = self._read_for_write()
             for key, entry in updates.items():
@@ -709,6 +715,8 @@ class LegacyStore(SessionStore):
         """Remove rows by key (usable or not); returns the keys that were present."""
         self.ensure_writable("write sessions.json")
         wanted = list(dict.fromkeys(keys))
+        from openclaw_cli.store.lock import transcript_lock
+
         with transcript_lock(self.path, lock_settings, allow_reentrant=True):
             current = self._read_for_write()
             removed = [key for key in wanted if key in current]

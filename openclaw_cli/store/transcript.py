@@ -21,13 +21,15 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
 from openclaw_cli.store.base import ReadIssue, TranscriptLine
-from openclaw_cli.store.lock import LockSettingsLike, transcript_lock
+
+if TYPE_CHECKING:  # imported by the writes: read-only commands never need the lock module
+    from openclaw_cli.store.lock import LockSettingsLike
 
 READ_BLOCK = 1 << 20  # forward streaming block
 TAIL_BLOCK = 64 * 1024  # backward block for tail reads
@@ -336,6 +338,8 @@ def append_jsonl(
     if not lines and head is None:
         return 0
     ensure_dir(path.parent)
+    from openclaw_cli.store.lock import transcript_lock
+
     with transcript_lock(path, lock_settings, allow_reentrant=True):
         existed = os.path.lexists(path)
         try:
