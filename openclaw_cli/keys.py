@@ -24,7 +24,7 @@ SYNTHETIC_PREFIXES = ("subagent:", "acp:", "cron:", "acp-bridge:", "hook:", "nod
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # Whole raw key (no surrounding whitespace allowed), case-insensitive (maintenance.md §3.3).
 _PROBE_KEY = re.compile(rf"^agent:([^:\s]+):explicit:model-run-{_UUID}$", re.IGNORECASE)
-_PROBE_MIN_LEN = len("agent:x:explicit:model-run-") + 36  # case folding keeps lengths: one char per char
+PROBE_KEY_MIN_LEN = len("agent:x:explicit:model-run-") + 36  # case folding keeps lengths: one char per char
 _PROBE_REST = re.compile(rf"^explicit:model-run-{_UUID}$")
 _CRON_RUN_REST = re.compile(r"^cron:([^:]+):run:([^:]+)(?::|$)")
 _TELEGRAM_TOPIC_REST = re.compile(r"^telegram:(?:group|channel|direct|dm):.+:topic:[^:]+$")
@@ -170,7 +170,7 @@ def is_synthetic_key(key: str | None) -> bool:
 
 def is_model_run_probe_key(key: str | None) -> bool:
     """§3.3: `agent:<id>:explicit:model-run-<uuid>`, case-insensitive, no surrounding whitespace."""
-    if not isinstance(key, str) or len(key) < _PROBE_MIN_LEN:  # most keys: too short to be one
+    if not isinstance(key, str) or len(key) < PROBE_KEY_MIN_LEN:  # most keys: too short to be one
         return False
     match = _PROBE_KEY.match(key)
     if not match:

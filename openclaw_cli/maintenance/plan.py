@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from openclaw_cli.keys import (
+    PROBE_KEY_MIN_LEN,
     SYNTHETIC_PREFIXES,
     has_durable_chat_type,
     is_cron_run_key,
@@ -364,8 +365,9 @@ def _model_run_victims(store: Mapping[str, Any], protected: Collection[str], upd
     if retention is None:
         return []
     cutoff = now_ms - retention
-    return [k for k in store
-            if (u := updated[k]) is not None and u < cutoff and k not in protected and is_model_run_probe_key(k)]
+    return [k for k in store  # (most keys are too short to be a probe key: checked first)
+            if len(k) >= PROBE_KEY_MIN_LEN and (u := updated[k]) is not None and u < cutoff and k not in protected
+            and is_model_run_probe_key(k)]
 
 
 def _stale_victims(store: Mapping[str, Any], protected: Collection[str], updated: Mapping[str, float | None],
@@ -474,25 +476,18 @@ def _finish(run: _Run, entries: Mapping[str, Any], plan: CleanupPlan, budget: Bu
     plan.disk_budget = budget.result
     plan.budget_file_removals = budget.file_removals
     plan.preserved_keys = preserver.preserved_among(entries)
-    still = set(_all_session_ids(run.store.values(), session_ids_of))
+    still = set(_all_session_ids(list(run.store.values()), session_ids_of))
     removed_ids = _all_session_ids([entries[key] for key in run.removed], session_ids_of)
     plan.unreferenced_session_ids.extend(dict.fromkeys(sid for sid in removed_ids if sid not in still))
     return plan
 
 
-def _all_session_ids(values: Iterable[Any], session_ids_of: SessionIdsFn) -> list[str]:
-    """`session_ids_of` of every entry, in order; the default rule inlined for plain rows."""
-    if session_ids_of is not entry_session_ids:
+def _all_session_ids(values: list[Any], session_ids_of: SessionIdsFn) -> list[str]:
+    """`session_ids_of` of every entry, in order; the default rule inlined when every row is a
+    plain dict (the usual store)."""
+    if session_ids_of is not entry_session_ids or not all(type(e) is dict for e in values):
         return [sid for e in values for sid in session_ids_of(e)]
-    out: list[str] = []
-    for e in values:
-        if type(e) is dict:
-            sid = e.get("sessionId")
-            if isinstance(sid, str) and sid.strip():
-                out.append(sid)
-        else:
-            out.extend(entry_session_ids(e))
-    return out
+    return [sid for sid in [e.get("sessionId") for e in values] if isinstance(sid, str) and sid.strip()]
 
 
 def _effective_mode(settings: MaintenanceSettingsLike, mode_override: str | None) -> str:
