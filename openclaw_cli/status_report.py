@@ -8,6 +8,7 @@ import heapq
 from typing import Any
 
 from openclaw_cli.errors import ConfigError, OpenClawError
+from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ops import Context, now_ms, open_target
 from openclaw_cli.paths import StatePaths
 from openclaw_cli.selection import Target, known_agent_ids
@@ -148,7 +149,7 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
         except OpenClawError as exc:
             stores.append({"agent": agent_id, "kind": None, "path": None, "error": exc.message})
             continue
-        with store:
+        with store, gc_paused():  # a 20k-row store: see gcpause
             entries = store.load_entries()
             # the per-field problem count is not shown here: skip that scan of every row
             stats = store.stats(count_issues=False) if store.kind == KIND_LEGACY else store.stats()

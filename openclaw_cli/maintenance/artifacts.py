@@ -117,16 +117,17 @@ def _scan_into(snap: DirSnapshot, directory: Path, prefix: str) -> None:
         it = os.scandir(directory)
     except OSError:
         return
+    files, regular = snap.files, stat.S_IFREG
     with it:
         for item in it:
             try:
                 st = item.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if not stat.S_ISREG(st.st_mode):
+            if stat.S_IFMT(st.st_mode) != regular:
                 continue  # symlinks, directories, sockets: never touched
             name = prefix + item.name
-            snap.files[name] = DirFile(name, st.st_size, st.st_mtime_ns / 1e6)
+            files[name] = DirFile(name, st.st_size, st.st_mtime_ns / 1e6)
 
 
 # ---- names --------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import OpenClawError
+from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.maintenance.apply import ApplyOutcome, Checkpoints, apply_legacy, apply_sqlite
 from openclaw_cli.maintenance.artifacts import (
     TRANSCRIPT_KINDS,
@@ -359,7 +360,6 @@ def cleanup_stores(ctx: Any, options: CleanupOptions, *, now_ms: int | None = No
                    progress: ProgressFactory | None = None) -> list[StoreCleanup]:
     """Clean every selected store (sequentially); returns one StoreCleanup per store."""
     from openclaw_cli.config import write_lock_settings
-    from openclaw_cli.maintenance.writer import store_writer
     from openclaw_cli.selection import select_targets
 
     if options.active_key is not None and not options.active_key.strip():
@@ -379,13 +379,17 @@ def cleanup_stores(ctx: Any, options: CleanupOptions, *, now_ms: int | None = No
                 seen.add(physical)
                 if options.dry_run:
                     now = now_ms if now_ms is not None else int(time.time() * 1000)
-                    result = plan_store(ctx, store, options=options, now_ms=now)
+                    with gc_paused():
+                        result = plan_store(ctx, store, options=options, now_ms=now)
                 else:
                     store.ensure_writable("clean up sessions")
                     _check_archive_dir(ctx, store)
+                    from openclaw_cli.maintenance.writer import store_writer  # (a dry run takes no lock)
+
                     with store_writer(store, lock_settings):
                         now = now_ms if now_ms is not None else int(time.time() * 1000)
-                        result = plan_store(ctx, store, options=options, now_ms=now)
+                        with gc_paused():
+                            result = plan_store(ctx, store, options=options, now_ms=now)
                         result.outcome = _apply(ctx, store, result, lock_settings, checkpoint, progress)
                 result.summarize(dry_run=options.dry_run)
                 results.append(result)

@@ -18,7 +18,6 @@ as written (`1e+21`, `1.50`, `-0` survive a rewrite). No `sessions.json.bak.*` i
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -34,6 +33,7 @@ import orjson
 
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import atomic_write_bytes
+from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
 from openclaw_cli.paths import safe_regular_file, transcript_candidates
 from openclaw_cli.store import archives as archives_mod
@@ -348,15 +348,11 @@ class LegacyStore(SessionStore):
     def _parse(self, raw: bytes | None, *, lossless: bool = False) -> dict[str, Any]:
         if raw is None:
             return {}
-        enabled = gc.isenabled()
-        gc.disable()  # the cyclic GC would rescan the thousands of new dicts repeatedly while they are built
         try:
-            value = parse_store_bytes(raw, lossless=lossless)
+            with gc_paused():  # thousands of new dicts: the cyclic GC would rescan them repeatedly
+                value = parse_store_bytes(raw, lossless=lossless)
         except ValueError as exc:
             raise InvalidDataError(f"{self.path}: {exc}") from exc
-        finally:
-            if enabled:
-                gc.enable()
         if not isinstance(value, dict):
             raise InvalidDataError(f"{self.path} does not contain an object session store.")
         return value
