@@ -218,8 +218,8 @@ def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int) 
     reads), plus when the next entry reaches `pruneAfter`."""
     from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup, updated_at
 
-    totals = store.session_totals() if store.kind != "legacy" else None
-    session_bytes = {sid: t.bytes for sid, t in totals.items()} if totals else None
+    session_bytes = store.session_bytes() if store.kind != "legacy" else None
+    session_bytes = session_bytes or None  # (no transcript yet: not measured, as before)
     plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes, agent_id=agent_id,
                         mode_override="enforce")
     next_prune = None

@@ -312,3 +312,10 @@ def test_wrong_role_owner_and_garbage(db: Path, tmp_path: Path) -> None:
         OpenClawDbStore(truncated)
     with pytest.raises(NotFoundError):
         OpenClawDbStore(tmp_path / "missing.sqlite")
+
+
+def test_byte_readers_equal_the_totals(db: Path) -> None:
+    with OpenClawDbStore(db, "main") as store:
+        assert store.session_bytes() == {sid: t.bytes for sid, t in store.session_totals().items()}
+        assert store.entry_bytes() == {k: size for k, (_, size) in store.entry_sizes().items()}
+        assert store.session_bytes() and store.entry_bytes()

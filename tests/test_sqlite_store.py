@@ -396,6 +396,9 @@ def test_totals_are_maintained_at_write_time(store: SqliteStore) -> None:
     assert store.entry_sizes() == {KEY: (SID, len(orjson.dumps(store.get_entry(KEY)))),
                                    "k2": ("s2", len(orjson.dumps(store.get_entry("k2"))))}
     assert stats.transcript_bytes == totals[SID].bytes + totals["s2"].bytes
+    # the column readers the cleanup planner uses equal the general ones
+    assert store.session_bytes() == {sid: t.bytes for sid, t in totals.items()}
+    assert store.entry_bytes() == {k: size for k, (_, size) in store.entry_sizes().items()}
     store.delete_entries(["k2"])
     assert store.drop_session_events(["s2"]) == ["s2"]
     assert store.session_totals() == {SID: recomputed(SID)}

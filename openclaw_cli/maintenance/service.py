@@ -252,9 +252,7 @@ def _plan_sqlite(store: Any, snapshot: Any, entries: dict[str, Any], settings: A
                  common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
     from openclaw_cli.maintenance.budget import SqliteMeasure
 
-    totals = store.session_totals()
-    sizes = store.entry_sizes()
-    measure = SqliteMeasure({sid: t.bytes for sid, t in totals.items()}, {k: size for k, (_, size) in sizes.items()})
+    measure = SqliteMeasure(store.session_bytes(), store.entry_bytes())
     plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
     if enforce:
         # D6.3: transcript-like files in a SQLite agent's sessions dir are legacy data: never swept

@@ -120,6 +120,11 @@ class SessionStore(ABC):
     def session_totals(self) -> dict[str, SessionTotals]:
         """Per-session event count and bytes (from totals kept at write time where the store has them)."""
 
+    def session_bytes(self) -> dict[str, int]:
+        """sessionId → transcript bytes: `session_totals()` reduced to what the disk budget and
+        the cleanup preview read (stores that keep the totals in a column override it)."""
+        return {sid: totals.bytes for sid, totals in self.session_totals().items()}
+
     @abstractmethod
     def list_archives(self) -> list[ArchiveFile]: ...
 

@@ -184,6 +184,10 @@ class OpenClawDbStore(SessionStore):
                        " FROM session_nodes WHERE entry_valid = 1")
         return {key: (sid, size) for key, sid, size in rows}
 
+    def entry_bytes(self) -> dict[str, int]:
+        """key -> UTF-8 bytes of entry_json, as SqliteStore.entry_bytes."""
+        return {key: size for key, (_, size) in self.entry_sizes().items()}
+
     def logical_bytes(self) -> tuple[int, int]:
         """(Σ entry JSON bytes, Σ event JSON bytes) — OpenClaw G1's SQLite budget measure (§6.3)."""
         entries = self._q("SELECT coalesce(sum(length(CAST(entry_json AS BLOB))), 0) FROM session_nodes"

@@ -473,6 +473,10 @@ class SqliteStore(SessionStore):
             "SELECT session_key, current_session_id, entry_bytes FROM session_nodes").fetchall())
         return {key: (sid, size) for key, sid, size in rows}
 
+    def entry_bytes(self) -> dict[str, int]:
+        """key -> UTF-8 bytes of the stored entry JSON (`entry_sizes` without the session ids)."""
+        return dict(self._q(lambda c: c.execute("SELECT session_key, entry_bytes FROM session_nodes").fetchall()))
+
     def upsert_entries(self, entries: Mapping[str, dict[str, Any]]) -> int:
         """Insert or replace entries, stored exactly as given (compact JSON, unknown fields kept).
         Also upserts the session window of each entry's `sessionId`. Returns the number written."""
@@ -554,6 +558,11 @@ class SqliteStore(SessionStore):
             "SELECT session_id, event_count, event_bytes, token_estimate FROM session_windows"
             " WHERE event_count > 0").fetchall())
         return {sid: SessionTotals(events=n, bytes=b, token_estimate=t) for sid, n, b, t in rows}
+
+    def session_bytes(self) -> dict[str, int]:
+        """`session_totals()` bytes straight from the column (no object per session)."""
+        return dict(self._q(lambda c: c.execute(
+            "SELECT session_id, event_bytes FROM session_windows WHERE event_count > 0").fetchall()))
 
     def window_totals(self, session_id: str) -> SessionTotals | None:
         row = self._q(lambda c: c.execute(
