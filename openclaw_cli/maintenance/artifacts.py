@@ -230,6 +230,8 @@ def session_id_names(session_ids: Iterable[str], snapshot: DirSnapshot) -> set[s
 def prompt_hashes(entries: Iterable[Any]) -> set[str]:
     out: set[str] = set()
     for entry in entries:
+        if type(entry) is dict and entry.get("skillsSnapshot") is None:
+            continue  # the usual row (checked without ABC isinstance calls: 20,000 rows)
         if not isinstance(entry, Mapping) or not isinstance(entry.get("skillsSnapshot"), Mapping):
             continue
         ref = entry["skillsSnapshot"].get("promptRef")
