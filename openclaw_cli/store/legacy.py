@@ -515,6 +515,29 @@ class LegacyStore(SessionStore):
             pass
         return index
 
+    def _dir_sizes(self) -> tuple[dict[str, str], dict[str, int]]:
+        """`_dir_index()` plus the size of every regular file, from one listing and one lstat per
+        entry (stats needs nearly every size: a scan for the types first would walk it twice)."""
+        try:
+            names = os.listdir(self.sessions_dir)
+        except OSError:
+            return {}, {}
+        index: dict[str, str] = {}
+        sizes: dict[str, int] = {}
+        lstat, prefix = os.lstat, self._dir_prefix
+        for name in names:
+            try:
+                st = lstat(prefix + name)
+            except OSError:
+                continue  # vanished since the listing
+            kind = stat.S_IFMT(st.st_mode)
+            if kind == stat.S_IFREG:
+                index[name] = "file"
+                sizes[name] = st.st_size
+            else:
+                index[name] = "link" if kind == stat.S_IFLNK else "other"
+        return index, sizes
+
     def iter_transcript(
         self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
     ) -> Iterator[TranscriptLine]:
@@ -622,17 +645,18 @@ class LegacyStore(SessionStore):
         only their sizes). `count_issues=False` leaves out `extra["issues"]`, which checks every
         field of every row (read-only summaries that do not show it skip that scan)."""
         entries = self._load().entries
-        index = self._dir_index()
+        index, sizes = self._dir_sizes()
         found = self._resolve_rows(index)[1]
         by_name = set(found)
         by_name.discard(None)
         by_path = {p for p in by_name if not isinstance(p, str)}
         by_name -= by_path
         prefix = self._dir_prefix
-        transcript_bytes = sum(n or 0 for n in _sizes([*(prefix + name for name in by_name), *by_path]))
-        orphan_names = [name for name, kind in index.items()
-                        if kind == "file" and name not in by_name and archives_mod.is_primary_transcript_name(name)]
-        orphan_sizes = [n for n in _sizes([prefix + name for name in orphan_names]) if n is not None]
+        # (a name resolved outside the listing — created since — is measured now)
+        transcript_bytes = sum(sizes[name] if name in sizes else _sizes([prefix + name])[0] or 0 for name in by_name)
+        transcript_bytes += sum(size for size in _sizes(list(by_path)) if size)
+        orphan_sizes = [size for name, size in sizes.items()
+                        if name not in by_name and archives_mod.is_primary_transcript_name(name)]
         orphans, orphan_bytes = len(orphan_sizes), sum(orphan_sizes)
         archives = archives_mod.list_archives(self.sessions_dir, index)
         compactions = 0
@@ -770,14 +794,20 @@ def _check_entry_for_write(key: Any, entry: Any) -> None:
         raise InvalidIdError(f"Invalid session ID: {entry.get('sessionId')}")
 
 
-def _sizes(paths: Iterable[str | Path]) -> Iterator[int | None]:
+def _sizes(paths: list[str | Path]) -> list[int | None]:
     """lstat sizes (None for a file that vanished)."""
     lstat = os.lstat
+    try:
+        return [lstat(path).st_size for path in paths]  # one pass without per-file exception frames
+    except OSError:
+        pass
+    out: list[int | None] = []
     for path in paths:
         try:
-            yield lstat(path).st_size
+            out.append(lstat(path).st_size)
         except OSError:
-            yield None
+            out.append(None)
+    return out
 
 
 def _entry_kind(path: Path) -> str | None:
