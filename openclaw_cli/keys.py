@@ -183,6 +183,8 @@ def is_model_run_probe_key(key: str | None) -> bool:
 
 def parse_cron_run(key: str | None) -> tuple[str, str] | None:
     """EX1.3.f: `agent:<id>:cron:<job>:run:<run>[:…]` -> (base key `agent:<id>:cron:<job>`, run id)."""
+    if not isinstance(key, str) or ":run:" not in key.lower():
+        return None  # most keys: the marker the rule needs is absent (ASCII lower-casing is context-free)
     parsed = parse_agent_key(key)
     if not parsed:
         return None

@@ -414,3 +414,25 @@ def test_status_newest_rows_equal_a_stable_sort(updated, n):
 
     rows = [(k, e) for k, e in entries.items() if isinstance(e, dict)]
     assert _newest(entries, n) == sorted(rows, key=lambda kv: score(kv[1]), reverse=True)[:n]
+
+
+def test_cron_run_parsing_equals_the_regex_rule():
+    """`parse_cron_run`'s marker pre-check never changes an answer (EX1.3.f written out here)."""
+    import itertools
+    import re
+
+    from openclaw_cli.keys import parse_agent_key, parse_cron_run
+
+    rule = re.compile(r"^cron:([^:]+):run:([^:]+)(?::|$)")
+
+    def reference(key: str) -> tuple[str, str] | None:
+        parsed = parse_agent_key(key)
+        match = rule.match(parsed[1].lower()) if parsed else None
+        return (f"agent:{parsed[0]}:cron:{match.group(1)}", match.group(2)) if parsed and match else None
+
+    keys = ["".join(p) for p in itertools.product(
+        ["agent:main:", " AGENT:Ops:", "agent::", ""], ["cron:", "CRON:", "cron", "x:cron:"], ["job", "", "a:b", " "],
+        [":run:", ":RUN:", ":Run:", "run", ":run", ""], ["r1", "", ":x", "İ"], ["", ":more", " "])]
+    assert sum(reference(k) is not None for k in keys) > 50
+    for key in keys:
+        assert parse_cron_run(key) == reference(key), key
