@@ -206,7 +206,8 @@ def _plan_legacy(store: Any, snapshot: Any, entries: dict[str, Any], settings: A
     else:
         protected = session_id_names(other_sids, snapshot) if other_sids else set()
     rows = store.load_rows() if store.exists() else {}
-    unusable = {k: v for k, v in rows.items() if k not in entries}
+    # (every row usable, the usual file: one C-level key comparison)
+    unusable = {} if rows.keys() == entries.keys() else {k: v for k, v in rows.items() if k not in entries}
     unusable_names = referenced_names(unusable.values(), root, snapshot)
     budget_on = budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
     stages: list[tuple[list[FileAction], SweepPlan | None, RetentionPlan | None]] = []
