@@ -515,28 +515,32 @@ class LegacyStore(SessionStore):
             pass
         return index
 
-    def _dir_sizes(self) -> tuple[dict[str, str], dict[str, int]]:
+    def _dir_sizes(self) -> tuple[dict[str, str], dict[str, int], dict[str, str]]:
         """`_dir_index()` plus the size of every regular file, from one listing and one lstat per
-        entry (stats needs nearly every size: a scan for the types first would walk it twice)."""
+        entry (stats needs nearly every size: a scan for the types first would walk it twice),
+        plus `<sessions dir>/<name>` → name of the regular files (see `_resolve_rows`)."""
         try:
             names = os.listdir(self.sessions_dir)
         except OSError:
-            return {}, {}
+            return {}, {}, {}
         index: dict[str, str] = {}
         sizes: dict[str, int] = {}
-        lstat, prefix = os.lstat, self._dir_prefix
+        paths: dict[str, str] = {}
+        lstat, prefix, type_mask = os.lstat, self._dir_prefix, 0o170000
         for name in names:
+            path = prefix + name
             try:
-                st = lstat(prefix + name)
+                st = lstat(path)
             except OSError:
                 continue  # vanished since the listing
-            kind = stat.S_IFMT(st.st_mode)
+            kind = st.st_mode & type_mask
             if kind == stat.S_IFREG:
                 index[name] = "file"
                 sizes[name] = st.st_size
+                paths[path] = name
             else:
                 index[name] = "link" if kind == stat.S_IFLNK else "other"
-        return index, sizes
+        return index, sizes, paths
 
     def iter_transcript(
         self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
@@ -588,16 +592,21 @@ class LegacyStore(SessionStore):
     def list_archives(self) -> list[ArchiveFile]:
         return archives_mod.list_archives(self.sessions_dir)
 
-    def _resolve_rows(self, index: dict[str, str]) -> tuple[list[str], list[str | Path | None]]:
+    def _resolve_rows(self, index: dict[str, str], paths: dict[str, str] | None = None,
+                      ) -> tuple[list[str], list[str | Path | None]]:
         """(keys, transcripts) of the usable rows, aligned: each row's existing transcript as a
         name in the sessions dir, a Path below it (an unusual `sessionFile`), or None. Resolves
-        like `resolve_transcript` from one directory scan, without pathlib per row (20,000 rows)."""
+        like `resolve_transcript` from one directory scan, without pathlib per row (20,000 rows).
+        `paths`: `<sessions dir>/<name>` → name of the regular files, when the scan made it."""
         entries = self._load().entries
         keys, rows = list(entries), list(entries.values())
         # The usual row: `sessionFile` is `<sessions dir>/<name>` of an existing file, which is
         # its first candidate (`_candidate_names`): one C-level lookup per row.
         prefix = self._dir_prefix
-        files = {prefix + name: name for name, kind in index.items() if kind == "file" and "\\" not in name}
+        if paths is None:
+            paths = {prefix + name: name for name, kind in index.items() if kind == "file"}
+        files = paths if not any("\\" in name for name in paths.values()) else {
+            path: name for path, name in paths.items() if "\\" not in name}
         refs = [row.get("sessionFile") for row in rows]
         try:
             found: list[str | Path | None] = list(map(files.get, refs))
@@ -645,8 +654,8 @@ class LegacyStore(SessionStore):
         only their sizes). `count_issues=False` leaves out `extra["issues"]`, which checks every
         field of every row (read-only summaries that do not show it skip that scan)."""
         entries = self._load().entries
-        index, sizes = self._dir_sizes()
-        found = self._resolve_rows(index)[1]
+        index, sizes, paths = self._dir_sizes()
+        found = self._resolve_rows(index, paths)[1]
         by_name = set(found)
         by_name.discard(None)
         by_path = {p for p in by_name if not isinstance(p, str)}
