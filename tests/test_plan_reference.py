@@ -312,6 +312,9 @@ def test_stats_equal_reference_on_odd_rows(tmp_path):
     store = LegacyStore(store_file, "main")
     assert _stats_view(store) == reference_stats(store)
     assert store.stats().extra["issues"] == len(store.issues) >= 3  # broken row, bad field, symlink
+    summary = store.stats(count_issues=False)  # what status asks for: the same figures, no field scan
+    assert "issues" not in summary.extra and _stats_view(store) == reference_stats(store)
+    assert (summary.sessions, summary.transcript_bytes) == (store.stats().sessions, store.stats().transcript_bytes)
 
 
 # ---- status -----------------------------------------------------------------------------------
