@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import stat
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -56,6 +55,7 @@ from openclaw_cli.compaction.rewrite import (
     rebuilt_context,
     successor_file_name,
 )
+from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError, SessionBusyError
 from openclaw_cli.fsio import FILE_MODE, fsync_dir
 from openclaw_cli.jsonutil import dumps_compact
@@ -66,8 +66,6 @@ __all__ = [  # the rewrites are re-exported: persist is the module callers know
     "parse_transcript_bytes", "read_snapshot", "rebuilt_context", "successor_file_name",
 ]
 
-CRASH_ENV = "OPENCLAW_COMPACT_CRASH_AT"  # crash-test hook: SIGKILL at the k-th checkpoint
-CRASH_COUNT_ENV = "OPENCLAW_COMPACT_CRASH_COUNT"  # file that receives the number of checkpoints passed
 CHECKPOINT_CAP = 25  # compactionCheckpoints kept per session (R4.17.3)
 ARCHIVE_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: maintenance.md §7.2's "legacy compact backups"
 CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
@@ -75,24 +73,12 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-class Checkpoints:
-    """Numbered points between effects; with OPENCLAW_COMPACT_CRASH_AT=k the process SIGKILLs
-    itself at the k-th one, exactly as an operator's `kill -9` would (D6.4 tests)."""
+CRASH_ENV = "OPENCLAW_COMPACT_CRASH_AT"  # crash-test hook (openclaw_cli/crashpoints.py)
+CRASH_COUNT_ENV = "OPENCLAW_COMPACT_CRASH_COUNT"
 
-    def __init__(self) -> None:
-        raw = os.environ.get(CRASH_ENV, "").strip()
-        self.crash_at = int(raw) if raw.isdigit() else None
-        self.passed = 0
 
-    def __call__(self) -> None:
-        self.passed += 1
-        if self.crash_at is not None and self.passed == self.crash_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    def finish(self) -> None:
-        path = os.environ.get(CRASH_COUNT_ENV)
-        if path:
-            Path(path).write_text(str(self.passed))
+def Checkpoints() -> CrashPoints:  # noqa: N802 - kept name for callers
+    return CrashPoints("OPENCLAW_COMPACT")
 
 
 class SnapshotChanged(SessionBusyError):

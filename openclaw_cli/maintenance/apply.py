@@ -23,41 +23,27 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidIdError, OpenClawError
 from openclaw_cli.fsio import fsync_dir
 from openclaw_cli.maintenance.artifacts import FileAction
 from openclaw_cli.store.base import ArchiveFile, SessionTotals
 
-CRASH_ENV = "OPENCLAW_CLEANUP_CRASH_AT"  # crash-test hook: SIGKILL at the k-th checkpoint
-CRASH_COUNT_ENV = "OPENCLAW_CLEANUP_CRASH_COUNT"  # file that receives the number of checkpoints passed
 ProgressFn = Callable[[int], None]
 
 
-class Checkpoints:
-    """Numbered points between effects; with OPENCLAW_CLEANUP_CRASH_AT=k the process SIGKILLs
-    itself at the k-th one, exactly as an operator's `kill -9` would (D6.4 tests)."""
+CRASH_ENV = "OPENCLAW_CLEANUP_CRASH_AT"  # crash-test hook (openclaw_cli/crashpoints.py)
+CRASH_COUNT_ENV = "OPENCLAW_CLEANUP_CRASH_COUNT"
 
-    def __init__(self) -> None:
-        raw = os.environ.get(CRASH_ENV, "").strip()
-        self.crash_at = int(raw) if raw.isdigit() else None
-        self.passed = 0
 
-    def __call__(self) -> None:
-        self.passed += 1
-        if self.crash_at is not None and self.passed == self.crash_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    def finish(self) -> None:
-        path = os.environ.get(CRASH_COUNT_ENV)
-        if path:
-            Path(path).write_text(str(self.passed))
+def Checkpoints() -> CrashPoints:  # noqa: N802 - kept name for callers
+    return CrashPoints("OPENCLAW_CLEANUP")
 
 
 def sync_directory(directory: Path) -> None:

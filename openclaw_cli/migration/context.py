@@ -3,13 +3,12 @@ and the crash-test hook."""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.paths import StatePaths
 
 CRASH_ENV = "OPENCLAW_MIGRATION_CRASH_AT"  # test hook: SIGKILL ourselves at the k-th crash point
@@ -73,8 +72,7 @@ class Context:
     options: Options
     progress: Progress = field(default_factory=Progress)
     busy_timeout_ms: int = 60000
-    crash_at: int | None = None
-    crash_points: int = 0
+    crash: CrashPoints = field(default_factory=lambda: CrashPoints("OPENCLAW_MIGRATION", count_env=CRASH_COUNT_ENV))
 
     @property
     def state_dir(self) -> Path:
@@ -91,19 +89,7 @@ class Context:
     def checkpoint(self, label: str) -> None:
         """Crash-test hook (D6.4 tests): with OPENCLAW_MIGRATION_CRASH_AT=k the process SIGKILLs
         itself at the k-th checkpoint, exactly as an operator's kill -9 would."""
-        self.crash_points += 1
-        if self.crash_at is not None and self.crash_points == self.crash_at:
-            os.kill(os.getpid(), signal.SIGKILL)
+        self.crash(label)
 
     def finish(self) -> None:
-        path = os.environ.get(CRASH_COUNT_ENV)
-        if path:
-            Path(path).write_text(str(self.crash_points))
-
-
-def crash_at_from_env() -> int | None:
-    raw = os.environ.get(CRASH_ENV, "").strip()
-    try:
-        return int(raw) if raw else None
-    except ValueError:
-        return None
+        self.crash.finish()

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from openclaw_cli.errors import UsageError
-from openclaw_cli.migration.context import Context, Options, Progress, crash_at_from_env
+from openclaw_cli.migration.context import Context, Options, Progress
 from openclaw_cli.migration.report import Report
 from openclaw_cli.migration.targets import (
     DESTRUCTIVE_MODES,
@@ -36,7 +36,7 @@ def make_context(options: Options, *, paths: StatePaths | None = None, progress:
         busy = sqlite_busy_timeout_ms(write_lock_settings(config))
     except Exception:  # pragma: no cover - defaults are always valid
         pass
-    return Context(paths, config, options, progress or Progress(), busy_timeout_ms=busy, crash_at=crash_at_from_env())
+    return Context(paths, config, options, progress or Progress(), busy_timeout_ms=busy)
 
 
 def run(options: Options, *, paths: StatePaths | None = None, progress: Progress | None = None) -> Report:

@@ -1,0 +1,31 @@
+"""Crash-test hook shared by every multi-step operation (spec D6.4 tests).
+
+`CrashPoints("OPENCLAW_CLEANUP")` reads `OPENCLAW_CLEANUP_CRASH_AT=k`: the process SIGKILLs
+itself at the k-th checkpoint, exactly as an operator's `kill -9` would. With
+`OPENCLAW_CLEANUP_CRASH_COUNT=<file>`, `finish()` writes how many checkpoints a run passed, so a
+test can choose kill points that exist. Unset variables cost one environment lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+
+class CrashPoints:
+    def __init__(self, prefix: str, *, count_env: str | None = None) -> None:
+        self.count_env = count_env or f"{prefix}_CRASH_COUNT"
+        raw = os.environ.get(f"{prefix}_CRASH_AT", "").strip()
+        self.crash_at = int(raw) if raw.isdigit() else None
+        self.passed = 0
+
+    def __call__(self, label: str | None = None) -> None:
+        self.passed += 1
+        if self.crash_at is not None and self.passed == self.crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def finish(self) -> None:
+        path = os.environ.get(self.count_env)
+        if path:
+            Path(path).write_text(str(self.passed))
