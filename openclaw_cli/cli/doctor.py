@@ -103,10 +103,15 @@ def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_age
 
 def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     """§6.17: plain `doctor` previews the migration (dry-run, all agents); `--fix` runs the import."""
+    from openclaw_cli.doctor_checks import render_checks, run_checks
     from openclaw_cli.migration.context import Options
     from openclaw_cli.migration.engine import run as run_engine
     from openclaw_cli.output import emit_json, out, sanitize_text
 
+    checks = run_checks(_paths(ctx), fix=fix)
+    if not json_out:
+        for line in render_checks(checks):
+            out(line)
     mode = "import" if fix else "dry-run"
     options = Options(mode=mode, all_agents=True, json=json_out)
     try:
@@ -121,7 +126,7 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
             raise typer.Exit(int(exc.exit_code)) from None
         raise
     if json_out:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), **checks})
         raise typer.Exit(report.exit_code)
     totals = report.totals()
     issues = [(t, i) for t in report.targets for i in t.issues]
