@@ -82,7 +82,7 @@ def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_age
                     json_out: bool, yes: bool, github_issue: bool) -> None:
     from openclaw_cli.migration.context import Options
     from openclaw_cli.migration.engine import run as run_engine
-    from openclaw_cli.output import emit_json, err, out
+    from openclaw_cli.output import emit_json, err
 
     options = Options(mode=mode, agent=agent, all_agents=all_agents, store=store, json=json_out, yes=yes,
                       github_issue=github_issue)
@@ -91,7 +91,7 @@ def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_age
         emit_json(report.to_json())
     else:
         for line in report.render_text():
-            out(line)
+            err(line)
     if github_issue:
         if report.support_issue is None:
             err("session-sqlite recover: no support issue payload was generated")
@@ -106,12 +106,12 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     from openclaw_cli.doctor_checks import render_checks, run_checks
     from openclaw_cli.migration.context import Options
     from openclaw_cli.migration.engine import run as run_engine
-    from openclaw_cli.output import emit_json, out, sanitize_text
+    from openclaw_cli.output import emit_json, err, sanitize_text
 
     checks = run_checks(_paths(ctx), fix=fix)
     if not json_out:
         for line in render_checks(checks):
-            out(line)
+            err(line)
     mode = "import" if fix else "dry-run"
     options = Options(mode=mode, all_agents=True, json=json_out)
     try:
@@ -120,8 +120,8 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
         from openclaw_cli.errors import StateOwnedError
 
         if isinstance(exc, StateOwnedError):
-            out("Session SQLite")
-            out('- Skipped: Gateway or another SQLite maintenance command owns the state directory. Stop the Gateway, '
+            err("Session SQLite")
+            err('- Skipped: Gateway or another SQLite maintenance command owns the state directory. Stop the Gateway, '
                 'then run "openclaw doctor --fix" for session-store maintenance.')
             raise typer.Exit(int(exc.exit_code)) from None
         raise
@@ -131,20 +131,20 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     totals = report.totals()
     issues = [(t, i) for t in report.targets for i in t.issues]
     if not totals["legacyEntries"] and not totals["unreferencedJsonlFiles"] and not issues:
-        out("No legacy session state to migrate.")
+        err("No legacy session state to migrate.")
         raise typer.Exit(0)
     events = totals["importedTranscriptEvents"] if fix else 0
-    out("Session SQLite")
-    out(f"- Legacy entries: {totals['legacyEntries']}; SQLite entries: {totals['sqliteEntries']}.")
-    out(f"- Transcript events: imported={events}; validated={totals['validatedTranscriptEvents']}.")
+    err("Session SQLite")
+    err(f"- Legacy entries: {totals['legacyEntries']}; SQLite entries: {totals['sqliteEntries']}.")
+    err(f"- Transcript events: imported={events}; validated={totals['validatedTranscriptEvents']}.")
     if fix:
-        out(f"- Archived {totals['archivedTranscriptFiles']} legacy transcript artifact(s).")
-        out(f"- Archived {totals['archivedUnreferencedJsonlFiles']} unreferenced JSONL artifact(s).")
+        err(f"- Archived {totals['archivedTranscriptFiles']} legacy transcript artifact(s).")
+        err(f"- Archived {totals['archivedUnreferencedJsonlFiles']} unreferenced JSONL artifact(s).")
     for target, issue in issues[:20]:
-        out(f"{sanitize_text(target.store_path)}: [{issue.code}] {sanitize_text(issue.message)}")
+        err(f"{sanitize_text(target.store_path)}: [{issue.code}] {sanitize_text(issue.message)}")
     if issues:
-        out(f'- Found {len(issues)} session SQLite issue(s). Inspect with "openclaw doctor --session-sqlite dry-run '
+        err(f'- Found {len(issues)} session SQLite issue(s). Inspect with "openclaw doctor --session-sqlite dry-run '
             '--session-sqlite-all-agents".')
     if not fix:
-        out('- Run "openclaw doctor --fix" to migrate legacy session metadata/transcripts to SQLite.')
+        err('- Run "openclaw doctor --fix" to migrate legacy session metadata/transcripts to SQLite.')
     raise typer.Exit(report.exit_code)
