@@ -60,6 +60,14 @@ def select_targets(
                 f'Unknown agent id "{agent.strip()}". Run openclaw agents list to see configured agents.'
             )
         return [Target(agent_id=agent_id, store_path=None)]
+    from openclaw_cli.config import configured_agent_ids
+
+    if len(configured_agent_ids(config)) > 1:
+        # OpenClaw refuses to guess an owner when several agents are configured (maintenance §10.2).
+        raise SelectionError(
+            "Multiple agents are configured, but session-store selection has no explicit owner. "
+            "Pass --agent <id> to select one agent, or --all-agents to include every configured agent."
+        )
     return [Target(agent_id=default_agent_id(config), store_path=None)]
 
 

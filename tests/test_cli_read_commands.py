@@ -250,3 +250,15 @@ def test_profile_selects_its_own_state_dir(isolated_env: dict[str, Path]) -> Non
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["path"].startswith(str(home / ".openclaw-work")) and data["count"] == 6
+
+
+def test_several_configured_agents_need_an_explicit_selection(state_dir: Path) -> None:
+    generate_legacy_state(state_dir, 6, 0, 5)
+    generate_legacy_state(state_dir, 5, 0, 6, "--agent", "work")
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {"main": {"default": True}, "work": {}}}}))
+    proc = run_cli("sessions", "--json")
+    assert proc.returncode == 1
+    assert "Pass --agent <id>" in json.loads(proc.stdout)["error"]["message"]
+    assert list_json("--agent", "work")["count"] == 5
+    both = list_json("--all-agents")
+    assert both["count"] == 11 and {s["agentId"] for s in both["stores"]} == {"main", "work"}
