@@ -1014,8 +1014,11 @@ class _SessionImport:
             conn.execute("UPDATE session_windows SET created_at = ? WHERE session_id = ?",
                          (self.events[0][2], self.sid))
             self.new_window = False
+        # An imported transcript's mutation watermark is its file's mtime (storage-migration §6.6
+        # step 5, T-24), not the time of the import.
+        watermark = self.record.created_at_ms if self.record.created_at_ms is not None else bulk.stamp
         conn.execute(_WINDOW_ADD_TOTALS, (len(self.events), self.nbytes, self.tokens, self.compactions,
-                                          self.newest, bulk.stamp, self.sid))
+                                          self.newest, watermark, self.sid))
         self.out.events_inserted += len(self.events)
         self.out.bytes_inserted += self.nbytes
         bulk.rows += len(self.events)
