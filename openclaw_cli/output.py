@@ -49,7 +49,9 @@ def stderr_console():
     if _console is None:
         from rich.console import Console
 
-        _console = Console(stderr=True, no_color=no_color(), highlight=False, soft_wrap=True)
+        # Not a terminal (pipes, logs, CI): render tables 120 columns wide like OpenClaw's, not 80.
+        width = None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 120
+        _console = Console(stderr=True, no_color=no_color(), highlight=False, soft_wrap=True, width=width)
     return _console
 
 
