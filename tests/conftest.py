@@ -86,3 +86,22 @@ def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = N
         [sys.executable, "-m", "openclaw_cli", *args],
         capture_output=True, text=True, env=full_env, input=input, timeout=timeout,
     )
+
+
+@pytest.fixture
+def spawn():
+    """Start `python -c CODE` as a live holder whose argv names openclaw (spec D12); CODE prints
+    `ready` once it holds what it should. Every holder is killed after the test."""
+    procs: list[subprocess.Popen] = []
+
+    def start(code: str, **env: str) -> subprocess.Popen:
+        argv = [sys.executable, "-c", code, "/opt/tools/openclaw-gateway"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+        procs.append(proc)
+        assert proc.stdout.readline().strip() == "ready"
+        return proc
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()

@@ -6,7 +6,6 @@ changed; a dead holder's lock is reclaimed."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -51,23 +50,6 @@ conn.execute("BEGIN IMMEDIATE")
 print("ready", flush=True)
 time.sleep(30)
 """
-
-
-@pytest.fixture
-def spawn():
-    procs: list[subprocess.Popen] = []
-
-    def start(code: str, **env: str) -> subprocess.Popen:
-        argv = [sys.executable, "-c", code, "/opt/tools/openclaw-gateway"]  # argv names openclaw (D12)
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=dict(os.environ, **env))
-        procs.append(proc)
-        assert proc.stdout.readline().strip() == "ready"
-        return proc
-
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
 
 
 def _store(state: Path, kind: str = "legacy") -> dict:

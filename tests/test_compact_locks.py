@@ -6,7 +6,6 @@ changed (not even an archive). A dead holder's lock is reclaimed; a dry run need
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -65,23 +64,6 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         (state / "openclaw.json").write_text(json.dumps(CONFIG))
         out[kind] = state
     return out
-
-
-@pytest.fixture
-def spawn():
-    procs: list[subprocess.Popen] = []
-
-    def start(code: str, **env: str) -> subprocess.Popen:
-        argv = [sys.executable, "-c", code, "/opt/tools/openclaw-gateway"]  # argv names openclaw (D12)
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=dict(os.environ, **env))
-        procs.append(proc)
-        assert proc.stdout.readline().strip() == "ready"
-        return proc
-
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.mark.parametrize("locked", ["transcript", "sessions.json"])
