@@ -172,6 +172,18 @@ def _now(now_ms: int | None) -> int:
     return current() if now_ms is None else int(now_ms)
 
 
+
+def _replan_entry(st: Any, key: str, attempt: int) -> dict[str, Any]:
+    """The session changed between snapshot and write: re-read its row for another attempt."""
+    from openclaw_cli.compaction.persist import SnapshotChanged
+
+    if attempt >= MAX_ATTEMPTS:
+        raise SnapshotChanged(key)
+    fresh = st.get_entry(key)
+    if fresh is None:
+        raise NotFoundError(f"Session not found: {key}. It was removed while being compacted.")
+    return fresh
+
 def compact_session(ctx: Any, key: str, *, agent: str | None = None, store: str | None = None,
                     keep_recent_tokens: int | None = None, max_lines: int | None = None,
                     provider: str | None = None, tokenizer: TokenizerName = "exact", dry_run: bool = False,
@@ -330,12 +342,7 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
                     written = persist.apply_compaction_sqlite(snapshot, comp, now_ms=stamp, reason=reason,
                                                               rotate=settings.truncate_after_compaction)
         except persist.SnapshotChanged:
-            if attempt >= MAX_ATTEMPTS:
-                raise
-            fresh = st.get_entry(key)
-            if fresh is None:
-                raise NotFoundError(f"Session not found: {key}. It was removed while being compacted.") from None
-            entry = fresh
+            entry = _replan_entry(st, key, attempt)
             continue
         result["sessionId"] = written.session_id
         if written.session_id != snapshot.session_id:
@@ -382,12 +389,7 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
                 else:
                     written = persist.apply_max_lines_sqlite(snapshot, kept, now_ms=stamp)
         except persist.SnapshotChanged:
-            if attempt >= MAX_ATTEMPTS:
-                raise
-            fresh = st.get_entry(key)
-            if fresh is None:
-                raise NotFoundError(f"Session not found: {key}. It was removed while being compacted.") from None
-            entry = fresh
+            entry = _replan_entry(st, key, attempt)
             continue
         result["sessionId"] = written.session_id
         if written.session_id != snapshot.session_id:
