@@ -8,12 +8,17 @@ from typing import Any
 import orjson
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def loads(data: bytes | str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        # orjson rejects integers beyond 64 bits; the stdlib accepts them. Any other error is real.
-        return json.loads(data)
+        # orjson rejects integers beyond 64 bits; the stdlib accepts them (but not NaN/Infinity,
+        # which are not JSON either). Any other error is real.
+        return json.loads(data, parse_constant=_reject_constant)
 
 
 def dumps_compact(obj: Any) -> str:

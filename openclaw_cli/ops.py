@@ -40,12 +40,10 @@ class Context:
         return cls(paths=paths, config=load_config(paths))
 
     def busy_timeout_ms(self) -> int:
-        import math
-
         from openclaw_cli.config import write_lock_settings
+        from openclaw_cli.config.resolve import sqlite_busy_timeout_ms
 
-        timeout = write_lock_settings(self.config).acquire_timeout_ms
-        return 2_147_000_000 if math.isinf(timeout) else int(timeout)
+        return sqlite_busy_timeout_ms(write_lock_settings(self.config))  # capped to what SQLite accepts
 
 
 def open_target(ctx: Context, target: Target, *, read_only: bool = False):

@@ -222,9 +222,12 @@ def _truncate_tool_result(text: str, limit: int = TOOL_RESULT_MAX_CHARS) -> str:
     hint = max((lower.rfind(h) for h in _ERROR_HINTS), default=-1)
     if hint >= limit // 2:  # keep the head and a tail that holds the error
         head = limit // 4
-        tail_start = max(hint - limit // 2, len(text) - (limit - head))
+        # the tail window starts before the error so the error text is kept even when much output follows it
+        tail_start = min(hint - limit // 2, len(text) - (limit - head))
         tail = text[tail_start: tail_start + (limit - head)]
-        return f"{text[:head]}\n[... {len(text) - head - len(tail)} more characters truncated]\n{tail}"
+        after = len(text) - tail_start - len(tail)
+        marker = f"\n[... {after} more characters truncated]" if after else ""
+        return f"{text[:head]}\n[... {tail_start - head} more characters truncated]\n{tail}{marker}"
     return f"{text[:limit]}\n[... {len(text) - limit} more characters truncated]"
 
 

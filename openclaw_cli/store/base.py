@@ -87,10 +87,11 @@ class SessionStore(ABC):
     ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
         """Entries sorted by updatedAt descending (missing last), optionally filtered and limited.
         Returns (rows, total matching before the limit)."""
-        rows = list(self.load_entries().items())
+        keyed = [(_updated_at(entry), key, entry) for key, entry in self.load_entries().items()]
         if updated_since_ms is not None:
-            rows = [r for r in rows if _updated_at(r[1]) is not None and _updated_at(r[1]) >= updated_since_ms]
-        rows.sort(key=lambda r: -(_updated_at(r[1]) or float("-inf")) if _updated_at(r[1]) is not None else float("inf"))
+            keyed = [r for r in keyed if r[0] is not None and r[0] >= updated_since_ms]
+        keyed.sort(key=lambda r: (r[0] is None, -(r[0] or 0)))  # newest first, missing last; stable
+        rows = [(key, entry) for _, key, entry in keyed]
         total = len(rows)
         return (rows[:limit] if limit is not None else rows), total
 

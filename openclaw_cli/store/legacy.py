@@ -106,6 +106,8 @@ def _all_fast_session_ids(rows: dict[str, Any]) -> bool:
         ids = "\n".join([row.get("sessionId") for row in rows.values()])  # only dicts have .get
     except (AttributeError, TypeError):  # a row that is not an object, an id that is not a string
         return False
+    if ids.count("\n") != max(0, len(rows) - 1):  # an id holding a newline would pass as two ids
+        return False
     return _FAST_SID_LINES.fullmatch(ids + "\n" if rows else "") is not None
 
 
