@@ -10,17 +10,15 @@ from openclaw_cli.errors import OpenClawError
 from openclaw_cli.paths import StatePaths
 
 
-def config_check(paths: StatePaths, *, fix: bool) -> dict[str, Any]:
-    from openclaw_cli.config import load_config
+def config_check(paths: StatePaths, loaded: Any, *, fix: bool) -> dict[str, Any]:
+    """Problems of the config (unreadable, invalid values, legacy keys); with `fix`, legacy keys
+    are removed — never from a config that has other errors."""
     from openclaw_cli.config.legacy_keys import fix_legacy_config, legacy_key_findings
 
-    try:
-        loaded = load_config(paths, strict=False)
-    except OpenClawError as exc:  # unreadable/unparseable: reported, never rewritten
-        return {"path": str(paths.config_path), "findings": [exc.message], "fixed": []}
-    findings = legacy_key_findings(loaded.raw) if loaded.exists else []
-    fixed = fix_legacy_config(paths.config_path) if fix and findings else []
-    return {"path": str(paths.config_path), "findings": findings, "fixed": fixed}
+    errors = [f"{e.get('path') or paths.config_path}: {e.get('message')}" for e in loaded.errors]
+    legacy = legacy_key_findings(loaded.raw) if loaded.exists else []
+    fixed = fix_legacy_config(paths.config_path) if fix and legacy and not errors else []
+    return {"path": str(paths.config_path), "findings": errors + legacy, "fixed": fixed}
 
 
 def database_check(paths: StatePaths, agent_ids: list[str]) -> list[dict[str, Any]]:
@@ -59,8 +57,10 @@ def run_checks(paths: StatePaths, *, fix: bool) -> dict[str, Any]:
     from openclaw_cli.config import load_config
     from openclaw_cli.selection import known_agent_ids
 
-    config = config_check(paths, fix=fix)
     loaded = load_config(paths, strict=False)
+    config = config_check(paths, loaded, fix=fix)
+    if config["fixed"]:
+        loaded = load_config(paths, strict=False)  # the file was rewritten
     agent_ids = known_agent_ids(paths, loaded)
     return {
         "config": config,
@@ -80,7 +80,7 @@ def render_checks(checks: dict[str, Any]) -> list[str]:
         lines.extend(f"- {sanitize_text(m)}" for m in config["fixed"])
         lines.append(f"- Backup of the previous config kept beside {sanitize_text(config['path'])} (.bak)")
     elif config["findings"]:
-        lines.append("Legacy config keys detected:")
+        lines.append("Config problems detected:")
         lines.extend(f"- {sanitize_text(m)}" for m in config["findings"])
     if checks["databases"]:
         lines.append("Agent databases:")

@@ -60,3 +60,13 @@ def test_doctor_reports_a_real_openclaw_db_schema(imported_fixture_state: Path) 
         "kind": "openclaw-sqlite", "schema": "openclaw 23", "readOnly": True,
     }]
     assert tree_digest(imported_fixture_state) == before
+
+
+def test_doctor_reports_an_invalid_config_and_fix_leaves_it_alone(legacy_fixture_state: Path) -> None:
+    config = legacy_fixture_state / "openclaw.json"
+    text = '{session: {maintenance: {rotateBytes: "1mb", maxDiskBytes: "lots"}}}'
+    config.write_text(text)
+    proc = run_cli("doctor", "--json")  # an invalid value is a config error (D10), named with its key
+    assert proc.returncode == 3 and "maxDiskBytes" in json.loads(proc.stdout)["error"]["message"]
+    assert run_cli("doctor", "--fix").returncode == 3
+    assert config.read_text() == text and not (legacy_fixture_state / "openclaw.json.bak").exists()

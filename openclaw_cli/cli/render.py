@@ -169,7 +169,7 @@ def render_status(result: dict[str, Any]) -> None:
         for name in ("Key", "Kind", "Age", "Model", "Tokens"):
             t.add_column(name, no_wrap=True)
         for row in recent:
-            t.add_row(truncate_key(row["key"]), row["kind"], format_time_ago(row.get("age")),
+            t.add_row(truncate_key(row["key"]), sanitize_text(row["kind"]), format_time_ago(row.get("age")),
                       sanitize_text(row.get("model") or "unknown"), _tokens(row))
         console.print(t)
     else:
