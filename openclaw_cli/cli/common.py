@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -74,5 +73,3 @@ def echo_json(obj: Any) -> None:
     emit_json(obj)
 
 
-def is_tty() -> bool:
-    return sys.stderr.isatty()

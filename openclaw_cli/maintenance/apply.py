@@ -132,16 +132,6 @@ class ArchiveBatch:
         self.checkpoint()
         return result
 
-    def archive_file(self, action: FileAction, lock_settings: Any, *, lock: bool, sync: bool = False) -> Archived | None:
-        """Archive one file of the directory (under its transcript lock when `lock`); None when it
-        vanished or is no longer a regular file (nothing to archive, nothing to remove)."""
-        from openclaw_cli.store.lock import transcript_lock
-
-        path = self.directory / action.name
-        if lock:
-            with transcript_lock(path, lock_settings):
-                return self._archive_unlocked(action, path, sync)
-        return self._archive_unlocked(action, path, sync)
 
     def _archive_unlocked(self, action: FileAction, path: Path, sync: bool) -> Archived | None:
         before = _signature(path)

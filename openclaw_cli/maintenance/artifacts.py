@@ -78,8 +78,6 @@ class DirSnapshot:
     _kinds: dict[str, str | None] = field(default_factory=dict, repr=False)
     _has_trajectory: bool | None = field(default=None, repr=False)
 
-    def dir_files(self) -> list[DirFile]:
-        return list(self.files.values())
 
     def has_trajectory(self) -> bool:
         """Whether any file is a trajectory sidecar (asked by every names pass: memoised)."""

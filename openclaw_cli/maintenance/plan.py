@@ -55,15 +55,6 @@ ACTION_CAP_OVERFLOW = "cap-overflow"
 ACTION_PRUNE_CRON = "prune-cron-retention"
 ACTION_EVICT_BUDGET = "evict-budget"
 # Pipeline order (§10.7); an entry leaves at its first matching stage, so each key has one action.
-REMOVAL_ACTIONS = (
-    ACTION_PRUNE_MISSING,
-    ACTION_RETIRE_DM_SCOPE,
-    ACTION_PRUNE_MODEL_RUN,
-    ACTION_PRUNE_CRON,
-    ACTION_PRUNE_STALE,
-    ACTION_CAP_OVERFLOW,
-    ACTION_EVICT_BUDGET,
-)
 
 MODEL_RUN_PRUNE_AFTER_MS = 86_400_000  # fixed 24 h (§2.1, derived, not configurable)
 CAP_FLOOR = 25  # [R] G2 floor (§5.4)

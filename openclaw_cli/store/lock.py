@@ -63,11 +63,6 @@ class LockSettings:
 DEFAULT_LOCK_SETTINGS = LockSettings()
 
 
-def max_hold_from_timeout(timeout_ms: float, *, min_ms: float = 300_000, grace_ms: float = 120_000) -> int:
-    """OpenClaw's "max hold from timeout" helper (maintenance.md §2.2)."""
-    if timeout_ms == math.inf:
-        return MAX_LOCK_HOLD_MS
-    return int(min(MAX_LOCK_HOLD_MS, max(min_ms, timeout_ms + grace_ms)))
 
 
 # ---- process facts ------------------------------------------------------------------------------
@@ -559,12 +554,6 @@ def transcript_lock(
         lock.release()
 
 
-def holds_lock(transcript: Path) -> bool:
-    """True when this process currently holds the lock of `transcript`."""
-    key = str(lock_path_for(Path(transcript)))
-    with _HELD_GUARD:
-        held = _HELD.get(key)
-        return held is not None and not held.released
 
 
 # ---- doctor sweep -------------------------------------------------------------------------------

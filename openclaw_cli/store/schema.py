@@ -146,7 +146,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection, str], None]]] = [
     ("0001_initial", _migration_0001_initial),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-USER_VERSION = USER_VERSION_BASE + SCHEMA_VERSION
 SCHEMA_LABEL = f"openclaw-cli {SCHEMA_VERSION}"
 
 

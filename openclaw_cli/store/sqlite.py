@@ -156,11 +156,6 @@ def _window_row(session_id: str, key: str, entry: Mapping[str, Any] | None, *, f
     )
 
 
-@dataclass
-class _Line:
-    text: str
-    nbytes: int
-    obj: dict[str, Any]
 
 
 def _prepare_line(raw: str | bytes) -> tuple[str, int, Any] | None:
