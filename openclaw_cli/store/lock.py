@@ -63,8 +63,6 @@ class LockSettings:
 DEFAULT_LOCK_SETTINGS = LockSettings()
 
 
-
-
 # ---- process facts ------------------------------------------------------------------------------
 
 def process_start_time(pid: int) -> int | None:
@@ -552,8 +550,6 @@ def transcript_lock(
         yield lock
     finally:
         lock.release()
-
-
 
 
 # ---- doctor sweep -------------------------------------------------------------------------------

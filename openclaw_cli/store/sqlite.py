@@ -156,8 +156,6 @@ def _window_row(session_id: str, key: str, entry: Mapping[str, Any] | None, *, f
     )
 
 
-
-
 def _prepare_line(raw: str | bytes) -> tuple[str, int, Any] | None:
     """(text, utf8 bytes, parsed) for one raw line; None for a blank line. Raises ValueError
     (with a reason) for lines that are not one JSON object."""
