@@ -15,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-COMPACTION_SUMMARY_PREFIX = (
-    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+# One definition of the summary wrapping: the rebuilt context (store/tree.py) and token counts here
+# must agree byte for byte.
+from openclaw_cli.store.tree import (  # noqa: F401 - re-exported
+    BRANCH_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_PREFIX,
+    SUMMARY_SUFFIX,
+    branch_summary_text,
+    compaction_summary_text,
 )
-BRANCH_SUMMARY_PREFIX = (
-    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
-)
-SUMMARY_SUFFIX = "\n</summary>"
 
 BOUNDARY_TYPES = frozenset({"compaction", "reset"})
 CONTEXT_ENTRY_TYPES = frozenset({"message", "custom_message", "branch_summary"})
@@ -38,15 +40,6 @@ def is_mapping(value: Any) -> bool:
     """`isinstance(value, Mapping)` with a fast path for dicts: the ABC check costs ~5x more and
     planning a 50 MB transcript makes hundreds of thousands of these checks."""
     return type(value) is dict or (value is not None and isinstance(value, Mapping))
-
-
-def compaction_summary_text(summary: str) -> str:
-    """The user-message text the model sees for a compaction summary (R4.8.2 step 5)."""
-    return COMPACTION_SUMMARY_PREFIX + summary + SUMMARY_SUFFIX
-
-
-def branch_summary_text(summary: str) -> str:
-    return BRANCH_SUMMARY_PREFIX + summary + SUMMARY_SUFFIX
 
 
 def project_entry(entry: Mapping[str, Any]) -> dict[str, Any] | None:

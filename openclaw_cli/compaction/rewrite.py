@@ -48,19 +48,14 @@ def parse_transcript_bytes(data: bytes, label: str, issues: list[ReadIssue] | No
     lines take an orjson fast path, anything unusual goes through `transcript.parse_line`. Valid
     UTF-8 (the usual case) is decoded once as a whole rather than line by line. The cyclic GC is
     paused while tens of thousands of dicts are built (it would rescan them)."""
-    import gc
+    from openclaw_cli.gcpause import gc_paused
 
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return _parse_byte_lines(data, label, issues)
         return _parse_text_lines(text, label, issues)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _parse_text_lines(text: str, label: str, issues: list[ReadIssue] | None) -> list[TranscriptLine]:

@@ -32,13 +32,13 @@ Decisions: `--over-threshold` emulates the engine's threshold compaction, so it 
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from openclaw_cli.errors import ExitCode, NotFoundError, OpenClawError, RefusedError, UsageError
+from openclaw_cli.gcpause import gc_paused
 
 MAX_ATTEMPTS = 3  # re-plans after a concurrent write to the same session
 TokenizerName = Literal["exact", "estimate"]
@@ -204,17 +204,9 @@ def compact_session(ctx: Any, key: str, *, agent: str | None = None, store: str 
                                 reason=reason, require_over_threshold=require_over_threshold, now_ms=now_ms)
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Planning and summarising hold every parsed entry of a transcript (tens of thousands of
-    dicts); the cyclic GC would rescan them again and again (~20 % of the run) for no gain."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+# Planning and summarising hold every parsed entry of a transcript (tens of thousands of dicts);
+# the cyclic GC would rescan them again and again (~20 % of the run) for no gain.
+_gc_paused = gc_paused
 
 
 def _writer(st: Any, lock_settings: Any) -> Any:
