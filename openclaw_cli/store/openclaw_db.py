@@ -212,16 +212,16 @@ class OpenClawDbStore(SessionStore):
         where = f"{self.path} session {session_id} seq {seq}"
         if blob is None or not isinstance(size, int) or size < 0 or size > _MAX_EVENT_BYTES:
             raise InvalidDataError(f"Transcript event has no readable payload: {where}")
-        if self._dctx is None:
-            import zstandard
+        import zstandard as zstd
 
-            self._dctx = zstandard
-        zstd = self._dctx
-        declared = zstd.frame_content_size(bytes(blob)) if len(blob) >= 4 else -1
+        if self._dctx is None:  # one decompressor for every compressed event of this store
+            self._dctx = zstd.ZstdDecompressor()
+        payload = bytes(blob)
+        declared = zstd.frame_content_size(payload) if len(payload) >= 4 else -1
         if declared not in (-1, size):
             raise InvalidDataError(f"{PAYLOAD_SIZE_MISMATCH}: {where}")
         try:
-            data = zstd.ZstdDecompressor().decompress(bytes(blob), max_output_size=size + 1)
+            data = self._dctx.decompress(payload, max_output_size=size + 1)
         except zstd.ZstdError as exc:
             raise InvalidDataError(f"Cannot decompress transcript event ({exc}): {where}") from None
         if len(data) != size:

@@ -211,11 +211,7 @@ def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any
             gc.enable()
 
 
-def _loads_line(data: str | bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return jsonutil.loads(data)  # >64-bit integers
+_loads_line = jsonutil.loads  # orjson, with the stdlib fallback for what orjson rejects
 
 
 @dataclass
