@@ -94,6 +94,16 @@ class SessionBusyError(OpenClawError):
         self.code = code
 
 
+class StoreBusyError(SessionBusyError):
+    """SQLite's write lock stayed held by another connection past `busy_timeout` (D12). Writers
+    re-word it as OpenClaw's lock timeout for the store (`store.writer.sqlite_busy`)."""
+
+    def __init__(self, path: object, timeout_ms: float):
+        super().__init__(f"session store locked (timeout {timeout_ms}ms): {path}")
+        self.path = path
+        self.timeout_ms = timeout_ms
+
+
 class StateOwnedError(OpenClawError):
     type = "state_owned"
     exit_code = ExitCode.BUSY

@@ -1,4 +1,4 @@
-"""One output module: JSON documents on stdout, human text and progress on stderr (Rich, lazily)."""
+"""One output module: JSON documents on stdout, human text on stderr (Rich, lazily)."""
 
 from __future__ import annotations
 
@@ -53,21 +53,3 @@ def stderr_console():
         width = None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 120
         _console = Console(stderr=True, no_color=no_color(), highlight=False, soft_wrap=True, width=width)
     return _console
-
-
-def progress(total: int | None, description: str, *, json_mode: bool = False):
-    """A Rich progress bar on stderr, only when interactive and not in --json mode."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = stderr_console()
-    disabled = json_mode or not console.is_interactive
-    prog = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=disabled,
-    )
-    return prog, description, total

@@ -19,6 +19,29 @@ IMPORT_ARCHIVE_DIR = "session-sqlite-import-archive"
 MIGRATION_RUNS_DIR = "session-sqlite-migration-runs"
 
 
+@dataclass(frozen=True)
+class Target:
+    """One agent store an operation acts on (selected by `ops.targets`)."""
+
+    agent_id: str
+    store_path: Path  # the legacy store (sessions.json), or an explicit .sqlite no legacy store belongs to
+    sqlite_path: Path  # the agent database
+    explicit: Path | None = None  # the path given with --store / --session-sqlite-store
+    shared: bool = False  # a legacy store several agents import from (records filtered by key owner)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.store_path.parent
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.store_path.parent.parent / IMPORT_ARCHIVE_DIR
+
+    @property
+    def is_sqlite_selector(self) -> bool:
+        return self.store_path.suffix == ".sqlite"
+
+
 def _env_value(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name)
     if value is None:
@@ -47,6 +70,17 @@ class StatePaths:
     state_dir: Path
     config_path: Path
     profile: str | None = None
+    session_store: str | None = None  # `session.store` template from the config (None: the default layout)
+
+    def with_config(self, config: object) -> StatePaths:
+        """These paths with the config's `session.store` applied (every command then finds the
+        store the migration imported into)."""
+        from dataclasses import replace
+
+        from openclaw_cli.config import session_store_template
+
+        template = session_store_template(config)
+        return self if template == self.session_store else replace(self, session_store=template)
 
     def agents_root(self) -> Path:
         return self.state_dir / "agents"
@@ -55,13 +89,38 @@ class StatePaths:
         return self.agents_root() / normalize_agent_id(agent_id)
 
     def sessions_dir(self, agent_id: str) -> Path:
-        return self.agent_dir(agent_id) / "sessions"
+        return self.legacy_store_path(agent_id).parent
+
+    def default_legacy_store_path(self, agent_id: str) -> Path:
+        return self.agent_dir(agent_id) / "sessions" / LEGACY_STORE_NAME
 
     def legacy_store_path(self, agent_id: str) -> Path:
-        return self.sessions_dir(agent_id) / LEGACY_STORE_NAME
+        """`session.store` (with `{agentId}` and `~`; relative to the state dir) when configured,
+        else `agents/<id>/sessions/sessions.json`."""
+        if self.session_store:
+            text = self.session_store.replace("{agentId}", normalize_agent_id(agent_id))
+            path = expand_user(text, self.home)
+            if not path.is_absolute():
+                path = self.state_dir / path
+            return Path(os.path.normpath(path))
+        return self.default_legacy_store_path(agent_id)
 
     def agent_db_path(self, agent_id: str) -> Path:
+        if self.session_store:
+            return sqlite_for_store(self.legacy_store_path(agent_id), normalize_agent_id(agent_id))
         return self.agent_dir(agent_id) / "agent" / AGENT_DB_NAME
+
+    def target(self, agent_id: str) -> Target:
+        """The agent's own store (no explicit path)."""
+        agent = normalize_agent_id(agent_id)
+        return Target(agent, self.legacy_store_path(agent), self.agent_db_path(agent))
+
+    def explicit_target(self, path: Path, agent_id: str) -> Target:
+        """A store named by path (`--store`): a .sqlite selects that database, anything else a
+        legacy store and the database that receives it."""
+        if path.suffix == ".sqlite":
+            return Target(agent_id, store_for_sqlite(path), path, explicit=path)
+        return Target(agent_id, path, sqlite_for_store(path, agent_id), explicit=path)
 
     def import_archive_dir(self, agent_id: str) -> Path:
         return self.agent_dir(agent_id) / IMPORT_ARCHIVE_DIR
@@ -112,6 +171,36 @@ def resolve_paths(env: Mapping[str, str] | None = None, profile: str | None = No
         if not config_path.exists() and legacy_config.exists():
             config_path = legacy_config
     return StatePaths(home=home, state_dir=state_dir.absolute(), config_path=config_path.absolute(), profile=profile)
+
+
+def owner_from_path(path: Path) -> str | None:
+    """`…/agents/<id>/sessions/<file>` or `…/agents/<id>/agent/<file>` -> normalised <id>."""
+    parts = path.parts
+    if len(parts) >= 4 and parts[-4] == "agents" and parts[-2] in ("sessions", "agent"):
+        return normalize_agent_id(parts[-3])
+    return None
+
+
+def sqlite_for_store(store: Path, agent_id: str, *, shared: bool = False) -> Path:
+    """storage-migration.md §1.4: the database that receives a legacy store's sessions."""
+    if store.suffix == ".sqlite":
+        return store
+    if store.name != LEGACY_STORE_NAME:
+        return store.with_suffix(".sqlite")
+    parts = store.parts
+    if len(parts) >= 4 and parts[-4] == "agents" and parts[-2] == "sessions":
+        return store.parent.parent / "agent" / AGENT_DB_NAME
+    if shared:
+        return store.parent / f"openclaw-agent.{agent_id}.sqlite"
+    return store.parent / AGENT_DB_NAME
+
+
+def store_for_sqlite(db: Path) -> Path:
+    """The legacy store belonging to an explicit agent DB (standard layout), else the DB itself."""
+    parts = db.parts
+    if len(parts) >= 4 and parts[-4] == "agents" and parts[-2] == "agent":
+        return db.parent.parent / "sessions" / LEGACY_STORE_NAME
+    return db
 
 
 def _is_within(path: Path, root: Path) -> bool:

@@ -133,13 +133,19 @@ def sqlite_transcript_bytes(state: Path, sid: str, agent: str = "main") -> bytes
         return buf.getvalue()
 
 
-def service(**kwargs: Any) -> dict[str, Any]:
-    """Run the cleanup operation in-process (the function a Gateway would call)."""
-    from openclaw_cli.maintenance.service import run_cleanup
-    from openclaw_cli.ops import Context
+def service(*, now_ms: int | None = None, **kwargs: Any) -> dict[str, Any]:
+    """Run the cleanup operation in-process, through the method table the Gateway serves
+    (`dry_run=True` -> `{"dryRun": true}`: the local-only extension of the params)."""
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.ops.methods import call
     from openclaw_cli.paths import resolve_paths
 
-    return run_cleanup(Context.load(resolve_paths()), **kwargs)
+    def camel(name: str) -> str:
+        head, *rest = name.split("_")
+        return head + "".join(part.title() for part in rest)
+
+    clock = {} if now_ms is None else {"clock": lambda: now_ms}
+    return call(Context.load(resolve_paths(), **clock), "sessions.cleanup", {camel(k): v for k, v in kwargs.items()})
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120):

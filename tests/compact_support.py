@@ -144,3 +144,18 @@ def transcript_lines(state: Path, session_id: str, entry: dict[str, Any] | None 
 
 def transcript_objects(state: Path, session_id: str, entry: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in transcript_lines(state, session_id, entry)]
+
+
+def patch_read_snapshot(monkeypatch: Any, wrapper: Any) -> None:
+    """Route every store's `read_snapshot` through `wrapper(real, store, key, entry, **kwargs)`
+    (the write protocol's snapshot read, for tests that count or race it)."""
+    from openclaw_cli.store.legacy import LegacyStore
+    from openclaw_cli.store.sqlite import SqliteStore
+
+    for cls in (LegacyStore, SqliteStore):
+        real = cls.read_snapshot
+
+        def patched(self: Any, key: str, entry: Any, _real: Any = real, **kwargs: Any) -> Any:
+            return wrapper(_real, self, key, entry, **kwargs)
+
+        monkeypatch.setattr(cls, "read_snapshot", patched)

@@ -1,4 +1,5 @@
-"""Cleanup rendering (maintenance.md §10.8, fixture cleanup-dry-run.json/.txt)."""
+"""Cleanup reports (maintenance.md §10.8, fixture cleanup-dry-run.json/.txt): the JSON summary
+(`maintenance.report`) and the text (`cli.render_cleanup`, fed the plain data of `ops.cleanup`)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,11 @@ from dataclasses import dataclass
 import pytest
 from conftest import NOW_MS, OPENCLAW_FIXTURE
 
-from openclaw_cli.maintenance.plan import plan_cleanup
-from openclaw_cli.maintenance.report import (
+from openclaw_cli.cli.cells import format_time_ago, split_graphemes, truncate_key
+from openclaw_cli.cli.render_cleanup import (
     TABLE_HEADERS,
     ActionRow,
-    action_rows,
-    cleanup_json,
-    cleanup_summary,
     display_model,
-    format_time_ago,
     label_summaries,
     parent_option_rejection,
     render_apply_text,
@@ -24,10 +21,25 @@ from openclaw_cli.maintenance.report import (
     render_dry_run_texts,
     render_table,
     session_flags,
-    split_graphemes,
-    truncate_key,
-    warn_mode_hint,
 )
+from openclaw_cli.cli.render_cleanup import action_rows as _action_rows
+from openclaw_cli.cli.render_cleanup import warn_mode_hint as _warn_mode_hint
+from openclaw_cli.maintenance.plan import plan_cleanup
+from openclaw_cli.maintenance.report import cleanup_json, cleanup_summary
+from openclaw_cli.ops.cleanup import StoreCleanup, store_views
+
+
+def _view(plan, entries, now):
+    return store_views([StoreCleanup("main", "p", "legacy", entries, plan, now)])[0]
+
+
+def action_rows(plan, entries, now):
+    """The table rows of a plan, as the CLI gets them (`ops.cleanup.store_views`)."""
+    return _action_rows(_view(plan, entries, now)["actions"], now)
+
+
+def warn_mode_hint(plan):
+    return _warn_mode_hint(_view(plan, {}, 0)["wouldEnforce"])
 
 DAY = 86_400_000
 OUTPUTS = OPENCLAW_FIXTURE / "outputs"

@@ -305,7 +305,7 @@ def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everythin
 # ---- truncateAfterCompaction -----------------------------------------------------------------------------------
 
 def test_truncate_after_compaction_rotates_to_a_validated_successor(store: str, state_dir: Path):
-    from openclaw_cli.compaction.persist import parse_lines, rebuilt_context
+    from openclaw_cli.store.rewrite import parse_lines, rebuilt_context
 
     write_config(state_dir, {"truncateAfterCompaction": True})
     old = rows(state_dir)[MAIN]

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from openclaw_cli.compaction.persist import CRASH_COUNT_ENV, CRASH_ENV, parse_lines, rebuilt_context
 from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.store.archives import read_archive_bytes
+from openclaw_cli.store.compaction_writes import CRASH_COUNT_ENV, CRASH_ENV
+from openclaw_cli.store.rewrite import parse_lines, rebuilt_context
 from tests.compact_support import (
     SESSIONS,
     env_for,

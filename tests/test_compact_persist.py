@@ -1,4 +1,4 @@
-"""Units of `compaction.persist`: the in-memory transcript parse and the linear-branch fast path
+"""Units of the compaction write protocol (`store.snapshot`, `store.rewrite`, `store.compaction_writes`): the in-memory transcript parse and the linear-branch fast path
 agree with the store's reader and tree walk; R4.17.2's successor builder on branched transcripts;
 OpenClaw's max-lines split; R4.8.3 bookkeeping; and the optimistic write that re-plans after a
 concurrent append instead of compacting a stale leaf."""
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openclaw_cli.compaction import persist
-from openclaw_cli.compaction.rewrite import (
+from openclaw_cli.compaction.testdata import generate_session
+from openclaw_cli.store import snapshot as persist
+from openclaw_cli.store.rewrite import (
     build_successor_lines,
     entry_after_compaction,
     linear_branch,
@@ -24,7 +25,6 @@ from openclaw_cli.compaction.rewrite import (
     parse_transcript_bytes,
     rebuilt_context,
 )
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.store.transcript import iter_jsonl_stream
 from openclaw_cli.store.tree import active_branch
 from tests.compact_support import (
@@ -32,6 +32,7 @@ from tests.compact_support import (
     SESSIONS,
     import_sqlite,
     invoke,
+    patch_read_snapshot,
     rows,
     transcript_lines,
     write_legacy_state,
@@ -183,9 +184,7 @@ def test_bookkeeping_keeps_unknown_fields_in_order():
 
 
 def _append_on_first_read(monkeypatch, state: Path, kind: str, appended: list[str]) -> None:
-    real = persist.read_snapshot
-
-    def racing(store, key, entry, **kwargs):
+    def racing(real, store, key, entry, **kwargs):
         snapshot = real(store, key, entry, **kwargs)
         if not appended:  # another writer appends right after our read
             last = snapshot.branch_entries[-1]["id"]
@@ -201,7 +200,7 @@ def _append_on_first_read(monkeypatch, state: Path, kind: str, appended: list[st
                     other.append_events(snapshot.session_id, [line], session_key=key)
         return snapshot
 
-    monkeypatch.setattr(persist, "read_snapshot", racing)
+    patch_read_snapshot(monkeypatch, racing)
 
 
 def test_a_concurrent_append_makes_it_replan_on_the_new_leaf(state_dir: Path, monkeypatch):
@@ -240,12 +239,12 @@ def test_sqlite_lines_from_rows_equal_the_export_and_bytes_come_on_demand(state_
     import_sqlite(state_dir)
     with SqliteStore(state_dir / DB, "main") as st:
         entry = st.get_entry(key)
-        full = persist.read_snapshot(st, key, entry)
-        quick = persist.read_snapshot(st, key, entry, data_on_demand=True)
+        full = st.read_snapshot(key, entry)
+        quick = st.read_snapshot(key, entry, data_on_demand=True)
         assert full.raw_data is not None and quick.raw_data is None  # the rows path was taken
         assert _snapshot_view(quick) == _snapshot_view(full) and quick.signature == full.signature
         assert quick.data == full.data and quick.raw_data == full.data
-        stale = persist.read_snapshot(st, key, entry, data_on_demand=True)
+        stale = st.read_snapshot(key, entry, data_on_demand=True)
         st.append_events(entry["sessionId"], [msg("late", stale.branch_entries[-1]["id"])], session_key=key)
         with pytest.raises(persist.SnapshotChanged):
             stale.data  # noqa: B018 - the property is the operation under test
@@ -257,8 +256,8 @@ def test_sqlite_lines_from_rows_equal_the_export_and_bytes_come_on_demand(state_
                 conn.execute("UPDATE transcript_events SET event_json = ? WHERE session_id = ? AND seq = ?",
                              (odd, sid, seq))
             conn.close()
-            full = persist.read_snapshot(st, key, entry)
-            quick = persist.read_snapshot(st, key, entry, data_on_demand=True)
+            full = st.read_snapshot(key, entry)
+            quick = st.read_snapshot(key, entry, data_on_demand=True)
             assert quick.raw_data is not None, odd  # declined: the export path
             assert _snapshot_view(quick) == _snapshot_view(full), odd
             assert [str(i) for i in quick.issues] == [str(i) for i in full.issues], odd

@@ -186,7 +186,8 @@ def test_gc_is_paused_on_the_builtin_path_only(templates, state_dir: Path, llm: 
     (maybe minutes) never runs with it paused; it is back on afterwards either way."""
     import gc
 
-    from openclaw_cli.compaction import persist, summarizer
+    from openclaw_cli.compaction import summarizer
+    from openclaw_cli.store import compaction_writes as persist
     from tests.compact_support import invoke
 
     seen: dict[str, list[bool]] = {"summarize": [], "write": [], "request": []}

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from openclaw_cli.compaction import persist
 from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.thresholds import compaction_threshold
 from tests.compact_support import (
     DB,
     import_sqlite,
     invoke,
+    patch_read_snapshot,
     rows,
     transcript_lines,
     use_template,
@@ -74,7 +74,7 @@ def test_dry_run_judges_from_stored_figures_only(store: str, state_dir: Path, mo
     def no_transcripts(*args, **kwargs):
         raise AssertionError("a dry run must not read transcripts")
 
-    monkeypatch.setattr(persist, "read_snapshot", no_transcripts)
+    patch_read_snapshot(monkeypatch, no_transcripts)
     before = digest(state_dir)
     rc, doc, _ = invoke("compact", "--over-threshold", "--dry-run")
     assert rc == 0 and doc["ok"] and doc["dryRun"] and doc["checked"] == len(SESSIONS)
@@ -100,13 +100,12 @@ def test_dry_run_judges_from_stored_figures_only(store: str, state_dir: Path, mo
 def test_real_run_compacts_the_candidates_and_counts_only_them(store: str, state_dir: Path,
                                                               monkeypatch: pytest.MonkeyPatch):
     read: list[str] = []
-    real = persist.read_snapshot
 
-    def counting(store_, key, entry, **kwargs):
+    def counting(real, store_, key, entry, **kwargs):
         read.append(key)
         return real(store_, key, entry, **kwargs)
 
-    monkeypatch.setattr(persist, "read_snapshot", counting)
+    patch_read_snapshot(monkeypatch, counting)
     before_rows = rows(state_dir)
     untouched = {k: transcript_lines(state_dir, before_rows[k]["sessionId"], before_rows[k]) for k in (STALE, SMALL)}
     rc, doc, err = invoke("compact", "--over-threshold")

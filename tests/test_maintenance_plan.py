@@ -592,7 +592,8 @@ def test_properties(entries, settings_, fix, preserve_keys, active_key):
 
 def test_malformed_entries_never_crash_the_planner(tmp_path):
     """Corrupt rows (wrong types everywhere) are planned like rows without the bad fields."""
-    from openclaw_cli.maintenance.report import action_rows, cleanup_summary, render_dry_run_text
+    from openclaw_cli.cli.render_cleanup import action_rows, render_dry_run_text
+    from openclaw_cli.maintenance.report import cleanup_summary
 
     entries = {"a": "string", "b": None, "c": [1, 2], "agent:main:d": {"updatedAt": True, "sessionId": 5},
                "agent:main:e": {"updatedAt": "yesterday", "sessionId": ["x"], "chatType": 3, "origin": "o",
@@ -608,5 +609,6 @@ def test_malformed_entries_never_crash_the_planner(tmp_path):
         assert plan.before_count == 7 and set(plan.actions) == set(entries)
         assert plan.actions["agent:main:g"] != ACTION_KEEP  # "yes" is not a lock
         summary = cleanup_summary(plan, agent_id="main", store_path=str(tmp_path), dry_run=True)
-        text = render_dry_run_text(summary, action_rows(plan, entries, NOW_MS))
+        text = render_dry_run_text(summary, action_rows([(a, k, entries.get(k)) for k, a in plan.actions.items()],
+                                                        NOW_MS))
         assert "Summary by Label:" in text

@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.migration.context import Options
-from openclaw_cli.migration.engine import run
 from openclaw_cli.migration.report import Report
+from openclaw_cli.ops.doctor import Options, session_sqlite
+from openclaw_cli.paths import resolve_paths
 
 F_ENTRY = {"channel": "cli", "chatType": "direct", "sessionFile": "session-1.jsonl", "sessionId": "session-1",
            "sessionStartedAt": 1000, "updatedAt": 2000}
@@ -23,7 +23,7 @@ def doctor(mode: str, *, all_agents: bool = True, agent: str | None = None, stor
     """Run a mode in-process (the isolated_env fixture points OPENCLAW_STATE_DIR at a tmp dir)."""
     if store is not None or agent is not None:
         all_agents = False
-    return run(Options(mode=mode, agent=agent, all_agents=all_agents, store=store))
+    return session_sqlite(resolve_paths(), Options(mode=mode, agent=agent, all_agents=all_agents, store=store))
 
 
 def make_f(state: Path, *, agent: str = "main") -> Path:

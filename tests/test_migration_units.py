@@ -214,5 +214,7 @@ def test_text_report_caps_issue_lines() -> None:
     target = TargetReport("main", "/s", "/d")
     for i in range(13):
         target.add("transcript_missing", f"m{i}", f"k{i}")
-    lines = Report("dry-run", [target]).render_text()
+    from openclaw_cli.cli.render_migration import migration_text
+
+    lines = migration_text(Report("dry-run", [target]).to_json())
     assert lines[-1] == "  ...and 3 more issue(s)" and len([x for x in lines if x.startswith("  [")]) == 10

@@ -321,13 +321,12 @@ def test_stats_equal_reference_on_odd_rows(tmp_path):
 
 
 def test_status_preview_and_stores_equal_reference(generated, tmp_path, monkeypatch):
-    from openclaw_cli import status_report
+    from openclaw_cli.ops import status as status_report
     from openclaw_cli.paths import StatePaths
 
     config = tmp_path / "openclaw.json"
     config.write_text('{"session":{"maintenance":{"pruneAfter":"7d","maxEntries":300}}}')
-    monkeypatch.setattr(status_report, "now_ms", lambda: NOW_MS)
-    result = status_report.build_status(StatePaths(tmp_path, generated, config), probe=False)
+    result = status_report.build_status(StatePaths(tmp_path, generated, config), probe=False, clock=lambda: NOW_MS)
     entries = _entries(generated)
     s = Settings(max_entries=300, prune_after_ms=7 * DAY)
     ref = reference_plan(entries, s, NOW_MS)
@@ -405,7 +404,7 @@ def test_fast_candidate_names_equal_the_general_rule():
 @given(st.lists(st.one_of(st.integers(0, 5), st.sampled_from([None, 2.5, True, "7", float("inf")]), st.just("row")),
                 max_size=30), st.integers(1, 12))
 def test_status_newest_rows_equal_a_stable_sort(updated, n):
-    from openclaw_cli.status_report import _newest
+    from openclaw_cli.ops.status import _newest
 
     entries: dict[str, Any] = {}
     for i, value in enumerate(updated):

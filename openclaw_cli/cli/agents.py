@@ -16,8 +16,8 @@ def agents_list(ctx: typer.Context, json_mode: bool = JSON) -> None:
     """Configured agents plus agent directories on disk, their store and session count."""
 
     def body() -> None:
-        from openclaw_cli.agents_ops import list_agents
-        from openclaw_cli.ops import Context
+        from openclaw_cli.ops.agents import list_agents
+        from openclaw_cli.ops.context import Context
 
         result = list_agents(Context.load(state_paths(ctx)))
         if json_mode:
@@ -53,12 +53,12 @@ def agents_delete(
     drop it from the config roster."""
 
     def body() -> None:
-        from openclaw_cli.agents_ops import _check_deletable, delete_agent
         from openclaw_cli.errors import UsageError
-        from openclaw_cli.ops import Context
+        from openclaw_cli.ops.agents import check_deletable, delete_agent
+        from openclaw_cli.ops.context import Context
 
         cx = Context.load(state_paths(ctx))
-        agent = _check_deletable(cx, agent_id)
+        agent = check_deletable(cx, agent_id)
         if not force:
             import sys
 

@@ -1,7 +1,6 @@
 """`openclaw sessions cleanup` and its top-level alias `openclaw cleanup` (maintenance.md §10).
 
-Both run `maintenance.service.cleanup_stores` locally (a Gateway will be tried first for applies
-without `--dry-run`/`--store` once it exists, spec D9). Output: `--json` prints OpenClaw's
+Both run the `sessions.cleanup` operation (`ops.cleanup`). Output: `--json` prints OpenClaw's
 document on stdout; text (report, planned-actions table, progress) goes to stderr.
 """
 
@@ -46,7 +45,7 @@ def rich_table(headers, rows) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from openclaw_cli.maintenance.report import render_table
+    from openclaw_cli.cli.render_cleanup import render_table
     from openclaw_cli.output import stderr_console
 
     if len(rows) > RICH_TABLE_MAX_ROWS:
@@ -63,29 +62,6 @@ def rich_table(headers, rows) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def _progress_factory(json_mode: bool):
-    """A Rich progress bar per store on stderr (interactive terminals, not under --json)."""
-    from openclaw_cli.output import stderr_console
-
-    if json_mode or not stderr_console().is_interactive:
-        return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    def factory(description: str, total: int):
-        prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=stderr_console(), transient=True)
-        prog.start()
-        task = prog.add_task(description, total=total)
-
-        def tick(n: int) -> None:
-            prog.advance(task, n)
-
-        tick.close = prog.stop  # type: ignore[attr-defined]  # called when the store is done
-        return tick
-
-    return factory
-
-
 def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: bool, fix_missing: bool,
                     fix_dm_scope: bool, active_key: str | None, agent: str | None, all_agents: bool,
                     store: str | None, json_mode: bool, parent: dict[str, Any] | None = None) -> None:
@@ -96,21 +72,23 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
     json_mode = json_mode or bool(parent.get("json"))
 
     def body() -> None:
+        from openclaw_cli.cli.progress import progress_factory
+        from openclaw_cli.cli.render_cleanup import parent_option_rejection
         from openclaw_cli.errors import SelectionError
-        from openclaw_cli.maintenance.report import parent_option_rejection
-        from openclaw_cli.maintenance.service import CleanupOptions, PartialCleanupError, cleanup_stores
-        from openclaw_cli.ops import Context
+        from openclaw_cli.ops.cleanup import PartialCleanupError, cleanup_stores, options_from_params
+        from openclaw_cli.ops.context import Context
 
         rejection = parent_option_rejection(_parent_flags(parent))
         if rejection:
             raise SelectionError(rejection)
-        ctx = Context.load(state_paths(typer_ctx))
+        ctx = Context.load(state_paths(typer_ctx), progress=progress_factory(json_mode))
         # Spec D9: an apply without --dry-run/--store will first ask a reachable Gateway
-        # (`sessions.cleanup`, which calls maintenance.service.run_cleanup); until the Gateway
-        # exists every run is local.
-        options = CleanupOptions(agent, all_agents, store, dry_run, enforce, active_key, fix_missing, fix_dm_scope)
+        # (`sessions.cleanup` with these params); until the Gateway exists every run is local.
+        params = {"agent": agent, "allAgents": all_agents, "enforce": enforce, "activeKey": active_key,
+                  "fixMissing": fix_missing, "fixDmScope": fix_dm_scope, "dryRun": dry_run, "store": store}
+        options = options_from_params(params)
         try:
-            results = cleanup_stores(ctx, options, progress=_progress_factory(json_mode))
+            results = cleanup_stores(ctx, options)
         except PartialCleanupError as exc:
             _report_partial(exc, json_mode, dry_run)
             raise typer.Exit(int(exc.exit_code)) from None
@@ -120,7 +98,7 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
 
 
 def _report(results, ctx, options, json_mode: bool) -> None:
-    from openclaw_cli.maintenance.service import cleanup_document
+    from openclaw_cli.ops.cleanup import cleanup_document, store_views
     from openclaw_cli.output import err, sanitize_text, stderr_console
 
     if json_mode:
@@ -130,19 +108,20 @@ def _report(results, ctx, options, json_mode: bool) -> None:
         return
     console = stderr_console()
     if options.dry_run:
-        console.print(_dry_run_text(results), markup=False, highlight=False)
+        console.print(_dry_run_text(store_views(results)), markup=False, highlight=False)
     else:
-        from openclaw_cli.maintenance.report import render_apply_text
+        from openclaw_cli.cli.render_cleanup import render_apply_text
 
         console.print(render_apply_text([r.summary for r in results]), markup=False, highlight=False)
     for hint in ctx.hints:
         console.print(f"Hint: {sanitize_text(hint)}", markup=False, highlight=False)
 
 
-def _dry_run_text(results) -> str:
-    from openclaw_cli.maintenance.report import action_rows, render_dry_run_texts, warn_mode_hint
+def _dry_run_text(views) -> str:
+    from openclaw_cli.cli.render_cleanup import action_rows, render_dry_run_texts, warn_mode_hint
 
-    reports = [(r.summary, action_rows(r.plan, r.entries, r.now_ms), warn_mode_hint(r.plan)) for r in results]
+    reports = [(v["summary"], action_rows(v["actions"], v["nowMs"]), warn_mode_hint(v["wouldEnforce"]))
+               for v in views]
     return render_dry_run_texts(reports, table_renderer=rich_table)
 
 
@@ -155,7 +134,7 @@ def _report_partial(exc, json_mode: bool, dry_run: bool) -> None:
     console = stderr_console()
     stores = exc.document.get("stores") or []
     if stores and not dry_run:
-        from openclaw_cli.maintenance.report import render_apply_text
+        from openclaw_cli.cli.render_cleanup import render_apply_text
 
         console.print(render_apply_text(stores), markup=False, highlight=False)
     console.print(f"[error] {sanitize_text(exc.message)}", markup=False, highlight=False)

@@ -1,6 +1,7 @@
 """`openclaw compact` and its alias `openclaw sessions compact` (compaction-lifecycle.md R4.16.7).
 
-Both run `compaction.service` locally (a Gateway will be tried first once it exists, spec D9).
+Both run the `sessions.compact` operation (`ops.compact`) locally (a Gateway will be tried first
+once it exists, spec D9).
 `--json` prints one document on stdout (OpenClaw's `{ok, key, compacted, result|kept}` plus our
 fields); human text goes to stderr. Refusals exit non-zero with the typed error's code.
 """
@@ -42,7 +43,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
                     agent: str | None, all_agents: bool, store: str | None, json_mode: bool) -> None:
     def body() -> None:
         from openclaw_cli.errors import UsageError
-        from openclaw_cli.ops import Context
+        from openclaw_cli.ops.context import Context
 
         if over_threshold and key:
             raise UsageError("Pass either a session KEY or --over-threshold, not both.")
@@ -55,7 +56,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             raise UsageError("--max-lines cannot be combined with --over-threshold.")
         cx = Context.load(state_paths())
         if over_threshold:
-            from openclaw_cli.compaction.service import compact_over_threshold
+            from openclaw_cli.ops.compact import compact_over_threshold
 
             result = compact_over_threshold(cx, agent=agent, all_agents=all_agents, store=store, dry_run=dry_run,
                                             keep_recent_tokens=keep_recent_tokens, provider=provider,
@@ -67,7 +68,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             if not result["ok"]:
                 raise typer.Exit(1)
             return
-        from openclaw_cli.compaction.service import compact_session
+        from openclaw_cli.ops.compact import compact_session
 
         result = compact_session(cx, key or "", agent=agent, store=store, keep_recent_tokens=keep_recent_tokens,
                                  max_lines=max_lines, provider=provider, tokenizer=tokenizer,  # type: ignore[arg-type]
@@ -92,7 +93,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
 # ---- text rendering (stderr; stored data always sanitised, D6.8) -------------------------------------------
 
 def _fmt(value: Any) -> str:
-    from openclaw_cli.rows import format_token_count
+    from openclaw_cli.cli.cells import format_token_count
 
     return format_token_count(value)
 

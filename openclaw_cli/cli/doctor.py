@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
 
         def body() -> None:
             from openclaw_cli.errors import UsageError
-            from openclaw_cli.migration.targets import GITHUB_ISSUE_ERROR, OPTIONS_WITHOUT_MODE
+            from openclaw_cli.ops.doctor import GITHUB_ISSUE_ERROR, OPTIONS_WITHOUT_MODE
 
             operations = [lint, fix, post_upgrade, state_sqlite is not None, session_sqlite is not None]
             if lint and session_sqlite is not None:
@@ -64,12 +64,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _progress(json_out: bool):
-    from openclaw_cli.migration.context import Progress, RichProgress
-    from openclaw_cli.output import stderr_console
+    from openclaw_cli.cli.progress import progress_factory
 
-    if json_out or not stderr_console().is_interactive:
-        return Progress()
-    return RichProgress()
+    return progress_factory(json_out)
 
 
 def _paths(ctx: typer.Context):
@@ -80,17 +77,18 @@ def _paths(ctx: typer.Context):
 
 def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_agents: bool, store: str | None,
                     json_out: bool, yes: bool, github_issue: bool) -> None:
-    from openclaw_cli.migration.context import Options
-    from openclaw_cli.migration.engine import run as run_engine
+    from openclaw_cli.cli.render_migration import migration_text
+    from openclaw_cli.ops.doctor import Options, session_sqlite
     from openclaw_cli.output import emit_json, err
 
     options = Options(mode=mode, agent=agent, all_agents=all_agents, store=store, json=json_out, yes=yes,
                       github_issue=github_issue)
-    report = run_engine(options, paths=_paths(ctx), progress=_progress(json_out))
+    report = session_sqlite(_paths(ctx), options, progress=_progress(json_out))
+    doc = report.to_json()
     if json_out:
-        emit_json(report.to_json())
+        emit_json(doc)
     else:
-        for line in report.render_text():
+        for line in migration_text(doc):
             err(line)
     if github_issue:
         if report.support_issue is None:
@@ -103,48 +101,27 @@ def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_age
 
 def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     """§6.17: plain `doctor` previews the migration (dry-run, all agents); `--fix` runs the import."""
-    from openclaw_cli.doctor_checks import render_checks, run_checks
-    from openclaw_cli.migration.context import Options
-    from openclaw_cli.migration.engine import run as run_engine
-    from openclaw_cli.output import emit_json, err, sanitize_text
+    from openclaw_cli.cli.render_migration import checks_text, plain_doctor_text
+    from openclaw_cli.errors import StateOwnedError
+    from openclaw_cli.ops.doctor import Options, run_checks, session_sqlite
+    from openclaw_cli.output import emit_json, err
 
     checks = run_checks(_paths(ctx), fix=fix)
     if not json_out:
-        for line in render_checks(checks):
+        for line in checks_text(checks):
             err(line)
     mode = "import" if fix else "dry-run"
     options = Options(mode=mode, all_agents=True, json=json_out)
     try:
-        report = run_engine(options, paths=_paths(ctx), progress=_progress(json_out))
-    except Exception as exc:
-        from openclaw_cli.errors import StateOwnedError
-
-        if isinstance(exc, StateOwnedError):
-            err("Session SQLite")
-            err('- Skipped: Gateway or another SQLite maintenance command owns the state directory. Stop the Gateway, '
-                'then run "openclaw doctor --fix" for session-store maintenance.')
-            raise typer.Exit(int(exc.exit_code)) from None
-        raise
+        report = session_sqlite(_paths(ctx), options, progress=_progress(json_out))
+    except StateOwnedError as exc:
+        err("Session SQLite")
+        err('- Skipped: Gateway or another SQLite maintenance command owns the state directory. Stop the Gateway, '
+            'then run "openclaw doctor --fix" for session-store maintenance.')
+        raise typer.Exit(int(exc.exit_code)) from None
     if json_out:
         emit_json({**report.to_json(), **checks})
         raise typer.Exit(report.exit_code)
-    totals = report.totals()
-    issues = [(t, i) for t in report.targets for i in t.issues]
-    if not totals["legacyEntries"] and not totals["unreferencedJsonlFiles"] and not issues:
-        err("No legacy session state to migrate.")
-        raise typer.Exit(0)
-    events = totals["importedTranscriptEvents"] if fix else 0
-    err("Session SQLite")
-    err(f"- Legacy entries: {totals['legacyEntries']}; SQLite entries: {totals['sqliteEntries']}.")
-    err(f"- Transcript events: imported={events}; validated={totals['validatedTranscriptEvents']}.")
-    if fix:
-        err(f"- Archived {totals['archivedTranscriptFiles']} legacy transcript artifact(s).")
-        err(f"- Archived {totals['archivedUnreferencedJsonlFiles']} unreferenced JSONL artifact(s).")
-    for target, issue in issues[:20]:
-        err(f"{sanitize_text(target.store_path)}: [{issue.code}] {sanitize_text(issue.message)}")
-    if issues:
-        err(f'- Found {len(issues)} session SQLite issue(s). Inspect with "openclaw doctor --session-sqlite dry-run '
-            '--session-sqlite-all-agents".')
-    if not fix:
-        err('- Run "openclaw doctor --fix" to migrate legacy session metadata/transcripts to SQLite.')
+    for line in plain_doctor_text(report.to_json(), fix=fix):
+        err(line)
     raise typer.Exit(report.exit_code)

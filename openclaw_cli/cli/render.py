@@ -17,7 +17,7 @@ def render_sessions(result: dict[str, Any]) -> None:
     from rich import box
     from rich.table import Table
 
-    from openclaw_cli.rows import format_time_ago, row_flags_text, tokens_cell, truncate_key
+    from openclaw_cli.cli.cells import format_time_ago, row_flags_text, tokens_cell, truncate_key
 
     console = _console()
     stores = result.get("stores")
@@ -119,7 +119,7 @@ def render_status(result: dict[str, Any]) -> None:
     from rich import box
     from rich.table import Table
 
-    from openclaw_cli.rows import format_time_ago, truncate_key
+    from openclaw_cli.cli.cells import format_time_ago, truncate_key
 
     console = _console()
     cfg = result["config"]
@@ -185,7 +185,7 @@ def _now() -> int:
 
 
 def _tokens(row: dict[str, Any]) -> str:
-    from openclaw_cli.rows import format_token_count
+    from openclaw_cli.cli.cells import format_token_count
 
     used, ctx = row.get("totalTokens"), row.get("contextTokens")
     if used is not None and ctx:

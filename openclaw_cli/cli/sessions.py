@@ -21,7 +21,9 @@ JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
 def _list(agent, all_agents, store, active, limit, json_mode) -> None:
     def body() -> None:
-        from openclaw_cli.ops import Context, list_sessions, parse_active, parse_limit
+        from openclaw_cli.cli.options import parse_active, parse_limit
+        from openclaw_cli.ops.context import Context
+        from openclaw_cli.ops.sessions import list_sessions
 
         limit_value = parse_limit(limit)
         active_value = parse_active(active)
@@ -105,7 +107,8 @@ def sessions_tail(
     json_mode = json_mode or bool(parent.get("json"))
 
     def body() -> None:
-        from openclaw_cli.ops import Context, tail_session
+        from openclaw_cli.ops.context import Context
+        from openclaw_cli.ops.sessions import tail_session
 
         cx = Context.load(state_paths())
         result = tail_session(

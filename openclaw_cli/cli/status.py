@@ -14,7 +14,7 @@ def status(
     """State dir, config validity, stores, sessions, retention settings and the Gateway."""
 
     def body() -> None:
-        from openclaw_cli.status_report import build_status
+        from openclaw_cli.ops.status import build_status
 
         result = build_status(state_paths(), probe=not no_probe)
         if json_mode:

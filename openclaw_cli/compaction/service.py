@@ -1,7 +1,8 @@
-"""The compaction operations (spec D9): what `openclaw compact` runs locally and a Gateway would
-serve as `sessions.compact`. Both return plain JSON-able dicts in OpenClaw's shapes plus ours.
+"""Compacting sessions of one store (spec D9): what `openclaw compact` and the Gateway's
+`sessions.compact` run (through `ops/compact.py`, which selects the store and resolves the key).
+Both return plain JSON-able dicts in OpenClaw's shapes plus ours.
 
-`compact_session(ctx, key, ...)`:
+`compact_in_store(ctx, agent_id, store, key, entry, ...)`:
 * without `max_lines`: summary compaction (§4.5-§4.8). `{ok, key, compacted, result: {tokensBefore,
   tokensAfter}}` (observed §8) plus `firstKeptEntryId`, `provider`, `fallbackReason`, `tokenMethod`,
   and `summary` in dry runs. With an explicit `keepRecentTokens` (argument, else
@@ -17,7 +18,7 @@ serve as `sessions.compact`. Both return plain JSON-able dicts in OpenClaw's sha
   compacted:false, reason}` plus the error envelope); a locked transcript `SessionBusyError`
   (OpenClaw's lock message); a real OpenClaw database `RefusedError` (dry runs still work).
 
-`compact_over_threshold(ctx, ...)` selects sessions whose context is past `window - reserve`
+`scan_store(...)` (for `compact --over-threshold`) selects sessions whose context is past `window - reserve`
 (R4.3.1, strictly greater) from stored figures only (D16): the row's `totalTokens` unless
 `totalTokensFresh` is false, else our SQLite store's per-session token estimate kept at write
 time, else the transcript's bytes / 4. The session's window is the row's `contextTokens`, else the
@@ -32,12 +33,11 @@ Decisions: `--over-threshold` emulates the engine's threshold compaction, so it 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any, Literal
 
-from openclaw_cli.errors import ExitCode, NotFoundError, OpenClawError, RefusedError, UsageError
+from openclaw_cli.errors import ExitCode, NotFoundError, OpenClawError, UsageError
 from openclaw_cli.gcpause import gc_paused
 
 MAX_ATTEMPTS = 3  # re-plans after a concurrent write to the same session
@@ -153,7 +153,7 @@ def context_window(config: Any, entry: Mapping[str, Any], agent_id: str | None =
 
 # ---- one session ---------------------------------------------------------------------------------------
 
-def _check_args(keep_recent_tokens: int | None, max_lines: int | None, tokenizer: str, provider: str | None) -> None:
+def check_args(keep_recent_tokens: int | None, max_lines: int | None, tokenizer: str, provider: str | None) -> None:
     if tokenizer not in ("exact", "estimate"):
         raise UsageError(f'--tokenizer must be "exact" or "estimate" (got "{tokenizer}").')
     if keep_recent_tokens is not None and (isinstance(keep_recent_tokens, bool) or keep_recent_tokens < 1):
@@ -166,16 +166,13 @@ def _check_args(keep_recent_tokens: int | None, max_lines: int | None, tokenizer
                              "--keep-recent-tokens or --provider.")
 
 
-def _now(now_ms: int | None) -> int:
-    from openclaw_cli.ops import now_ms as current
-
-    return current() if now_ms is None else int(now_ms)
-
+def _now(ctx: Any, now_ms: int | None) -> int:
+    return ctx.now_ms() if now_ms is None else int(now_ms)
 
 
 def _replan_entry(st: Any, key: str, attempt: int) -> dict[str, Any]:
     """The session changed between snapshot and write: re-read its row for another attempt."""
-    from openclaw_cli.compaction.persist import SnapshotChanged
+    from openclaw_cli.store.snapshot import SnapshotChanged
 
     if attempt >= MAX_ATTEMPTS:
         raise SnapshotChanged(key)
@@ -184,24 +181,20 @@ def _replan_entry(st: Any, key: str, attempt: int) -> dict[str, Any]:
         raise NotFoundError(f"Session not found: {key}. It was removed while being compacted.")
     return fresh
 
-def compact_session(ctx: Any, key: str, *, agent: str | None = None, store: str | None = None,
-                    keep_recent_tokens: int | None = None, max_lines: int | None = None,
-                    provider: str | None = None, tokenizer: TokenizerName = "exact", dry_run: bool = False,
-                    instructions: str | None = None, reason: str = "manual",
-                    require_over_threshold: bool = False, now_ms: int | None = None) -> dict[str, Any]:
-    """Compact one session (see the module doc). `dry_run` reads only (no lock, no write)."""
-    from openclaw_cli.ops import resolve_session
-
-    _check_args(keep_recent_tokens, max_lines, tokenizer, provider)
-    target, st, resolved, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=dry_run)
-    with st:
-        if not dry_run:
-            st.ensure_writable("compact a session")
-        if max_lines is not None:
-            return _compact_max_lines(ctx, target.agent_id, st, resolved, entry, max_lines, dry_run, _now(now_ms))
-        return _compact_summary(ctx, target.agent_id, st, resolved, entry, keep_recent_tokens=keep_recent_tokens,
-                                provider=provider, tokenizer=tokenizer, dry_run=dry_run, instructions=instructions,
-                                reason=reason, require_over_threshold=require_over_threshold, now_ms=now_ms)
+def compact_in_store(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], *,
+                     keep_recent_tokens: int | None = None, max_lines: int | None = None,
+                     provider: str | None = None, tokenizer: TokenizerName = "exact", dry_run: bool = False,
+                     instructions: str | None = None, reason: str = "manual",
+                     require_over_threshold: bool = False, now_ms: int | None = None) -> dict[str, Any]:
+    """Compact one session of an open store (see the module doc). `dry_run` reads only (no
+    lock, no write)."""
+    if not dry_run:
+        st.ensure_writable("compact a session")
+    if max_lines is not None:
+        return _compact_max_lines(ctx, agent_id, st, key, entry, max_lines, dry_run, _now(ctx, now_ms))
+    return _compact_summary(ctx, agent_id, st, key, entry, keep_recent_tokens=keep_recent_tokens,
+                            provider=provider, tokenizer=tokenizer, dry_run=dry_run, instructions=instructions,
+                            reason=reason, require_over_threshold=require_over_threshold, now_ms=now_ms)
 
 
 # Planning and summarising hold every parsed entry of a transcript (tens of thousands of dicts);
@@ -213,7 +206,7 @@ def _writer(st: Any, lock_settings: Any) -> Any:
     """The store's single writer (maintenance.md §11, D9/D12): one mutation at a time per store in
     this process; `sessions.json`'s lock or a SQLite write-lock probe across processes; a busy
     SQLite store reported with OpenClaw's lock-timeout wording."""
-    from openclaw_cli.maintenance.writer import store_writer
+    from openclaw_cli.store.writer import store_writer
 
     return store_writer(st, lock_settings)
 
@@ -279,14 +272,14 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
         ALREADY_COMPACTED,
         build_compaction_entry,
         new_entry_id,
-        persist,
         plan_compaction,
         summarize_plan,
     )
+    from openclaw_cli.store.snapshot import SnapshotChanged
 
     for attempt in range(1, MAX_ATTEMPTS + 1):
         with _gc_paused():
-            snapshot = persist.read_snapshot(st, key, entry, data_on_demand=True)
+            snapshot = st.read_snapshot(key, entry, data_on_demand=True)
             # the threshold re-check decides on tokensBefore: its exact part must pass the threshold
             plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
                                    tokenizer=counter, exact_min_tokens=threshold if require_over_threshold else 0)
@@ -323,17 +316,13 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
             result["summary"] = outcome.summary
             result["truncateAfterCompaction"] = settings.truncate_after_compaction
             return result
-        stamp = _now(now_ms)
+        stamp = _now(ctx, now_ms)
         try:
             with _writer(st, lock_settings):
-                if persist.is_legacy_store(st):
-                    written = persist.apply_compaction_legacy(snapshot, comp, now_ms=stamp, reason=reason,
-                                                              rotate=settings.truncate_after_compaction,
-                                                              lock_settings=lock_settings)
-                else:
-                    written = persist.apply_compaction_sqlite(snapshot, comp, now_ms=stamp, reason=reason,
-                                                              rotate=settings.truncate_after_compaction)
-        except persist.SnapshotChanged:
+                written = st.commit_compaction(snapshot, comp, now_ms=stamp, reason=reason,
+                                               rotate=settings.truncate_after_compaction,
+                                               lock_settings=lock_settings)
+        except SnapshotChanged:
             entry = _replan_entry(st, key, attempt)
             continue
         result["sessionId"] = written.session_id
@@ -351,7 +340,8 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
 
 def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], max_lines: int,
                        dry_run: bool, stamp: int) -> dict[str, Any]:
-    from openclaw_cli.compaction import persist
+    from openclaw_cli.store.rewrite import max_lines_split
+    from openclaw_cli.store.snapshot import SnapshotChanged
 
     lock_settings = None
     if not dry_run:
@@ -359,12 +349,12 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
 
         lock_settings = write_lock_settings(ctx.config)
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        snapshot = persist.read_snapshot(st, key, entry)
+        snapshot = st.read_snapshot(key, entry)
         if not snapshot.data.strip():
             extra = {"issues": [str(issue) for issue in snapshot.issues]} if snapshot.issues else None
             raise CompactionSkipped(key, "nothing compactable in this session yet", code="no_compactable_entries",
                                     extra=extra)
-        kept, dropped, total = persist.max_lines_split(snapshot.data, max_lines)
+        kept, dropped, total = max_lines_split(snapshot.data, max_lines)
         result: dict[str, Any] = {"ok": True, "key": key, "compacted": bool(dropped) and not dry_run,
                                   "kept": len(kept), "dryRun": dry_run, "agentId": agent_id,
                                   "sessionId": snapshot.session_id, "path": str(st.path), "maxLines": max_lines,
@@ -376,11 +366,8 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
             return result
         try:
             with _writer(st, lock_settings):
-                if persist.is_legacy_store(st):
-                    written = persist.apply_max_lines_legacy(snapshot, kept, now_ms=stamp, lock_settings=lock_settings)
-                else:
-                    written = persist.apply_max_lines_sqlite(snapshot, kept, now_ms=stamp)
-        except persist.SnapshotChanged:
+                written = st.commit_max_lines(snapshot, kept, now_ms=stamp, lock_settings=lock_settings)
+        except SnapshotChanged:
             entry = _replan_entry(st, key, attempt)
             continue
         result["sessionId"] = written.session_id
@@ -420,23 +407,12 @@ def stored_context_tokens(entry: Mapping[str, Any], totals: Any = None,
     return None
 
 
-def _legacy_size(st: Any, sid: str, entry: dict[str, Any]) -> int | None:
-    path = st.resolve_transcript(sid, entry, [])
-    if path is None:
-        return None
-    try:
-        return os.lstat(path).st_size
-    except OSError:
-        return None
-
-
-def _scan_store(ctx: Any, st: Any, agent_id: str, settings: Any) -> tuple[int, list[dict[str, Any]]]:
-    from openclaw_cli.compaction.persist import is_legacy_store
+def scan_store(ctx: Any, st: Any, agent_id: str, settings: Any) -> tuple[int, list[dict[str, Any]]]:
+    """(sessions checked, sessions past their threshold) of one store, from stored figures."""
     from openclaw_cli.compaction.thresholds import compaction_threshold
 
     entries = st.load_entries()
-    legacy = is_legacy_store(st)
-    totals = {} if legacy else st.session_totals()
+    totals = st.stored_session_totals()
     found: list[dict[str, Any]] = []
     thresholds: dict[int, int] = {}
     for key, entry in entries.items():
@@ -444,8 +420,10 @@ def _scan_store(ctx: Any, st: Any, agent_id: str, settings: Any) -> tuple[int, l
         if not isinstance(sid, str) or not sid:
             continue
         figure = stored_context_tokens(entry, totals.get(sid))
-        if figure is None and legacy:
-            figure = stored_context_tokens(entry, None, _legacy_size(st, sid, entry))
+        if figure is None:
+            size = st.transcript_file_bytes(sid, entry)
+            if size is not None:
+                figure = stored_context_tokens(entry, None, size)
         if figure is None:
             continue
         window = context_window(ctx.config, entry, agent_id)
@@ -457,63 +435,3 @@ def _scan_store(ctx: Any, st: Any, agent_id: str, settings: Any) -> tuple[int, l
             found.append({"agentId": agent_id, "key": key, "sessionId": sid, "tokens": tokens, "tokenSource": source,
                           "contextWindow": window, "threshold": threshold})
     return len(entries), found
-
-
-def compact_over_threshold(ctx: Any, *, agent: str | None = None, all_agents: bool = False, store: str | None = None,
-                           dry_run: bool = False, keep_recent_tokens: int | None = None, provider: str | None = None,
-                           tokenizer: TokenizerName = "exact", instructions: str | None = None,
-                           now_ms: int | None = None) -> dict[str, Any]:
-    """Compact every session past its threshold (see the module doc); a dry run only lists them."""
-    from openclaw_cli.ops import open_target
-    from openclaw_cli.selection import select_targets
-
-    _check_args(keep_recent_tokens, None, tokenizer, provider)
-    settings = library_settings(ctx.config)
-    if not dry_run:
-        resolve_provider(ctx.config, provider, settings)  # an unknown --provider fails before any write
-    targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
-    stores: list[dict[str, Any]] = []
-    candidates: list[dict[str, Any]] = []
-    checked = 0
-    read_only: list[str] = []
-    for target in targets:
-        with open_target(ctx, target, read_only=True) as st:
-            count, found = _scan_store(ctx, st, target.agent_id, settings)
-            checked += count
-            candidates.extend(found)
-            stores.append({"agentId": target.agent_id, "kind": st.kind, "path": str(st.path),
-                           "sessions": count, "overThreshold": len(found)})
-            if found and st.kind == "openclaw-sqlite":
-                read_only.append(str(st.path))
-    result: dict[str, Any] = {"ok": True, "dryRun": dry_run, "overThreshold": True, "checked": checked,
-                              "candidates": len(candidates), "compacted": 0, "skipped": 0, "failed": 0,
-                              "stores": stores, "sessions": candidates}
-    if ctx.hints:
-        result["hint"] = " ".join(ctx.hints)
-    if dry_run or not candidates:
-        return result
-    if read_only:
-        raise RefusedError(f"Refusing to compact sessions in {', '.join(read_only)}: a real OpenClaw database is "
-                           "read-only for openclaw-cli; nothing was compacted. Use --dry-run, or select other "
-                           "agents with --agent.")
-    for item in candidates:
-        try:
-            done = compact_session(ctx, item["key"], agent=item["agentId"], store=store,
-                                   keep_recent_tokens=keep_recent_tokens, provider=provider, tokenizer=tokenizer,
-                                   instructions=instructions, reason="auto-threshold", require_over_threshold=True,
-                                   now_ms=now_ms)
-        except CompactionSkipped as exc:
-            item.update(compacted=False, reason=exc.reason, code=exc.code)
-            if "result" in exc.extra:
-                item["result"] = exc.extra["result"]
-            result["skipped"] += 1
-        except OpenClawError as exc:
-            item.update(compacted=False, error={"type": exc.type, "message": exc.message})
-            result["failed"] += 1
-        else:
-            item.update({k: done.get(k) for k in ("compacted", "result", "sessionId", "previousSessionId",
-                                                  "firstKeptEntryId", "provider", "fallbackReason", "tokenMethod",
-                                                  "warnings") if k in done})
-            result["compacted"] += 1
-    result["ok"] = result["failed"] == 0
-    return result

@@ -20,6 +20,7 @@ from openclaw_cli.config.resolve import (
     high_water_entries,
     maintenance_settings,
     max_hold_from_timeout,
+    session_store_template,
     sqlite_busy_timeout_ms,
     write_lock_settings,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "parse_byte_size",
     "parse_duration_ms",
     "reset_settings",
+    "session_store_template",
     "sqlite_busy_timeout_ms",
     "validate_config",
     "write_lock_settings",

@@ -269,6 +269,15 @@ def dm_scope(cfg: Any = None) -> str:
     return _model(cfg).session.dm_scope or DEFAULT_DM_SCOPE
 
 
+def session_store_template(cfg: Any = None) -> str | None:
+    """`session.store`: a custom legacy store path (`{agentId}` and `~` expanded by `paths`)."""
+    try:
+        raw = _model(cfg).session.store
+    except AttributeError:
+        return None
+    return raw.strip() if isinstance(raw, str) and raw.strip() else None
+
+
 # --------------------------------------------------------------------------------------------
 # agent roster
 

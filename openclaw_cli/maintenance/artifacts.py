@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,143 +35,23 @@ from openclaw_cli.maintenance.budget import (
     DirFile,
     LegacyDirMeasure,
     entry_artifact_names,
-    is_archive_artifact_name,
-    is_primary_transcript_name,
-    is_store_temp_name,
-    is_trajectory_name,
 )
 from openclaw_cli.maintenance.plan import plan_archive_retention
+from openclaw_cli.store.files import (  # noqa: F401 - the sessions-dir snapshot, re-exported for cleanup
+    _PROMPT_BLOB,
+    PROMPT_DIR,
+    TRANSCRIPT_KINDS,
+    DirSnapshot,
+    archive_temp_pid,
+    classify,
+    scan_sessions_dir,
+)
+from openclaw_cli.store.retire import FileAction
 
 ABANDONED_TEMP_MS = 24 * 3600 * 1000  # an archive temp of a live (or recycled) pid older than this is abandoned
 PENDING_PREFIX = "pending/"  # budget-measure entries: counted, never removed (archives this run writes)
 PROTECTED_PREFIX = "protected/"  # budget-measure entries: counted, never removed (D6.3)
-PROMPT_DIR = "skills-prompts"
-_PROMPT_BLOB = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$")
-_PROMPT_BLOB_TEMP = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$")
 _STORE_TEMP_PID = re.compile(r"^[^.]+\.json\.(\d{1,7})\.")
-_MIGRATED = re.compile(r"\.migrated(?:\.\d+)?$|\.pre-doctor-(?:branch|openai-codex)-repair-.+\.bak$")
-TRANSCRIPT_KINDS = ("transcript", "checkpoint", "trajectory")
-
-
-@dataclass(slots=True)  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
-class FileAction:
-    """One file leaving the sessions dir. `archive`: through a verified archive first (transcript
-    content); otherwise it is unlinked (temps, prompt blobs, expired or budget-removed archives).
-    Treated as immutable."""
-
-    name: str  # relative to the sessions dir, `/`-separated
-    size: int
-    mtime_ms: float
-    kind: str
-    archive: bool
-    source: str  # entry | sweep | retention | budget
-    session_id: str | None = None
-
-
-@dataclass
-class DirSnapshot:
-    """Regular files directly in the sessions dir plus prompt blobs (never through a symlink)."""
-
-    root: Path
-    files: dict[str, DirFile] = field(default_factory=dict)
-    _kinds: dict[str, str | None] = field(default_factory=dict, repr=False)
-    _has_trajectory: bool | None = field(default=None, repr=False)
-
-
-    def has_trajectory(self) -> bool:
-        """Whether any file is a trajectory sidecar (asked by every names pass: memoised)."""
-        if self._has_trajectory is None:
-            self._has_trajectory = any(is_trajectory_name(n) and self.kind(n) == "trajectory" for n in self.files)
-        return self._has_trajectory
-
-    def kind(self, name: str) -> str | None:
-        """`classify(name)` of a snapshot name, memoised (a 20,000-file directory is classified
-        by several passes)."""
-        try:
-            return self._kinds[name]
-        except KeyError:
-            kind = self._kinds[name] = classify(name)
-            return kind
-
-
-def scan_sessions_dir(root: Path) -> DirSnapshot:
-    snap = DirSnapshot(Path(root))
-    _scan_into(snap, Path(root), "")
-    blobs = Path(root) / PROMPT_DIR / "sha256"
-    try:
-        if stat.S_ISDIR(os.lstat(Path(root) / PROMPT_DIR).st_mode) and stat.S_ISDIR(os.lstat(blobs).st_mode):
-            with os.scandir(blobs) as it:
-                subdirs = [d.name for d in it if d.is_dir(follow_symlinks=False)]
-            for sub in sorted(subdirs):
-                _scan_into(snap, blobs / sub, f"{PROMPT_DIR}/sha256/{sub}/")
-    except OSError:
-        pass
-    return snap
-
-
-def _scan_into(snap: DirSnapshot, directory: Path, prefix: str) -> None:
-    # Listing through a directory descriptor makes each entry's stat relative to it (fstatat):
-    # measurably cheaper over 20,000 files than resolving the full path each time.
-    fd = None
-    if os.scandir in os.supports_fd:
-        try:
-            fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return
-    try:
-        it = os.scandir(directory if fd is None else fd)
-    except OSError:
-        if fd is not None:
-            os.close(fd)
-        return
-    files, type_mask, regular = snap.files, 0o170000, stat.S_IFREG
-    try:
-        with it:
-            for item in it:
-                try:
-                    st = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if st.st_mode & type_mask != regular:
-                    continue  # symlinks, directories, sockets: never touched
-                name = prefix + item.name
-                files[name] = DirFile(name, st.st_size, st.st_mtime_ns / 1e6)
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-# ---- names --------------------------------------------------------------------------------------
-
-
-def archive_temp_pid(name: str) -> int | None:
-    from openclaw_cli.store.archives import archive_temp_pid as parse
-
-    return parse(name)
-
-
-def classify(name: str, store_name: str = "sessions.json") -> str | None:
-    """The kind of a snapshot name, or None for files cleanup never touches (notes, locks,
-    migration leftovers, unknown names)."""
-    if name.endswith(".jsonl") and "." not in name[:-6] and "/" not in name:
-        return "transcript"  # fast path: `<sessionId>.jsonl` (no marker can hide without a dot)
-    if name.startswith(PROMPT_DIR + "/"):
-        if _PROMPT_BLOB.match(name):
-            return "prompt-blob"
-        return "prompt-blob-temp" if _PROMPT_BLOB_TEMP.match(name) else None
-    if name == store_name or name.endswith(".lock") or _MIGRATED.search(name):
-        return None
-    if is_archive_artifact_name(name):
-        return "archive"
-    if name.endswith(".tmp"):
-        if is_store_temp_name(name, store_name):
-            return "store-temp"
-        return "archive-temp" if archive_temp_pid(name) is not None else None
-    if is_checkpoint_name(name):
-        return "checkpoint"
-    if is_trajectory_name(name):
-        return "trajectory"
-    return "transcript" if is_primary_transcript_name(name) else None
 
 
 def _pid_gone(pid: int | None) -> bool:

@@ -21,13 +21,22 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from openclaw_cli.ids import is_checkpoint_name
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.paths import transcript_candidates
+from openclaw_cli.store.files import DirFile
+from openclaw_cli.store.names import (  # noqa: F401 - re-exported for the cleanup modules
+    archive_stamp_ms as parse_archive_timestamp,
+)
+from openclaw_cli.store.names import (
+    is_archive_artifact_name,
+    is_primary_transcript_name,
+    is_store_temp_name,
+    is_trajectory_name,
+)
 
 STALE_TEMP_MS = 5 * 60 * 1000  # a store temp younger than this is a live atomic write (§6.2)
 
@@ -275,66 +284,9 @@ def plan_sqlite_budget(
 
 # ---- §6.2 legacy directory ----------------------------------------------------------------------
 
-_ARCHIVE_STAMP = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z(?:\.[0-9a-f]{32})?$")
-_ARCHIVE_MARKER = re.compile(r"\.(deleted|reset|bak)\.")
-_STORE_BACKUP = re.compile(r"^sessions\.json\.bak\.\d+$")
 _PROMPT_BLOB = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$")
 _PROMPT_BLOB_TEMP = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$")
 _HASH = re.compile(r"[0-9a-f]{64}")
-_UUIDISH = r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
-
-
-def parse_archive_timestamp(name: str, reason: str) -> int | None:
-    """§7.1: epoch ms of `<…>.<reason>.<YYYY-MM-DDTHH-MM-SS[.mmm]Z>[.<32 hex>][.zst]`, taken from
-    the *last* `.<reason>.` marker; None when the name carries no such archive stamp."""
-    base = name[:-4] if name.endswith(".zst") else name
-    marker = base.rfind(f".{reason}.")
-    if marker < 0:
-        return None
-    match = _ARCHIVE_STAMP.match(base[marker + len(reason) + 2:])
-    if not match:
-        return None
-    year, month, day, hour, minute, second, millis = match.groups()
-    try:
-        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
-    except ValueError:
-        return None
-    return int(moment.timestamp()) * 1000 + int(millis or 0)
-
-
-def is_archive_artifact_name(name: str) -> bool:
-    """§7.2: `sessions.json.bak.<n>`, or the last `.deleted.`/`.reset.`/`.bak.` marker (after an
-    optional `.zst`) is followed by a valid archive timestamp (`keep.deleted.keep.jsonl` is not)."""
-    if _STORE_BACKUP.match(name):
-        return True
-    base = name[:-4] if name.endswith(".zst") else name
-    markers = list(_ARCHIVE_MARKER.finditer(base))
-    return bool(markers) and parse_archive_timestamp(name, markers[-1].group(1)) is not None
-
-
-def is_trajectory_name(name: str) -> bool:
-    return name.endswith(".trajectory.jsonl") or name.endswith(".trajectory-path.json")
-
-
-def is_primary_transcript_name(name: str) -> bool:
-    return (name.endswith(".jsonl") and name != "sessions.json" and not is_trajectory_name(name)
-            and not is_checkpoint_name(name) and not is_archive_artifact_name(name))
-
-
-def is_store_temp_name(name: str, store_name: str = "sessions.json") -> bool:
-    """`<store>.[<pid>.]<uuid>.tmp` (OpenClaw) or `<store>.<pid>.<hex32>.tmp` (our fsio)."""
-    return bool(re.match(rf"^{re.escape(store_name)}\.(?:\d+\.)?{_UUIDISH}\.tmp$", name, re.IGNORECASE))
-
-
-@dataclass(slots=True)  # not frozen: a 20,000-file snapshot builds one per file (frozen init is 3x slower)
-class DirFile:
-    """A snapshot of one regular file of the sessions dir (`name` relative, `/`-separated).
-    Treated as immutable."""
-
-    name: str
-    size: int
-    mtime_ms: float
 
 
 @dataclass(frozen=True)

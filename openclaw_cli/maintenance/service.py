@@ -1,6 +1,6 @@
-"""The cleanup operation (`openclaw sessions cleanup`, `openclaw cleanup`): one function used by
-the local CLI now and by the Gateway later (spec D9) — `run_cleanup(...)` returns OpenClaw's
-JSON document.
+"""Cleaning one store (`openclaw sessions cleanup`, the Gateway's `sessions.cleanup`): plan it,
+then apply the plan through the store's write protocol (`SessionStore.retire`). Target
+selection, the writer and the JSON document are the operations layer's (`ops/cleanup.py`).
 
 One pipeline for the dry run and the apply (maintenance.md §10.6/§10.7): the store is read, the
 sessions dir is scanned once, and `plan_store` computes everything that would leave — entries
@@ -12,18 +12,14 @@ writer and executes exactly it (`apply.py`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import OpenClawError
-from openclaw_cli.gcpause import gc_paused
-from openclaw_cli.maintenance.apply import ApplyOutcome, Checkpoints, apply_legacy, apply_sqlite
 from openclaw_cli.maintenance.artifacts import (
     TRANSCRIPT_KINDS,
-    FileAction,
     RetentionPlan,
     SweepPlan,
     budget_measure,
@@ -36,9 +32,9 @@ from openclaw_cli.maintenance.artifacts import (
     session_id_names,
 )
 from openclaw_cli.maintenance.plan import CleanupPlan, plan_cleanup
+from openclaw_cli.progress import ProgressFactory
+from openclaw_cli.store.retire import ApplyOutcome, FileAction, Retirement
 
-# progress(description, total) -> tick(n); the CLI draws a Rich bar, a Gateway could send events
-ProgressFactory = Callable[[str, int], Callable[[int], None]]
 _MESSAGE_ROLES = frozenset({"user", "assistant", "tool", "toolResult", "system"})
 
 
@@ -130,10 +126,8 @@ def missing_transcript_check(store: Any) -> Callable[[str, dict], bool]:
         sid = entry.get("sessionId")
         issues: list[ReadIssue] = []
         try:
-            if store.kind == "legacy":
-                path = store.resolve_transcript(sid, entry, issues)
-                if path is None:
-                    return not issues  # a symlinked transcript is not "missing"
+            if not store.locate_transcript(sid, entry, issues):
+                return not issues  # a symlinked transcript is not "missing"
             for line in store.iter_transcript(sid, entry=entry, issues=issues):
                 if _is_message(line.obj):
                     return False
@@ -170,7 +164,9 @@ def _other_store_session_ids(store: Any) -> set[str] | None:
 
 
 def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int) -> StoreCleanup:
-    """The one pipeline (dry run and apply): everything the cleanup of `store` removes."""
+    """The one pipeline (dry run and apply): everything the cleanup of `store` removes. Where a
+    store keeps its transcripts decides what leaves with a removed row: files of the sessions dir
+    (legacy), or sessions inside the database (`SessionStore.transcripts_in_files`)."""
     from openclaw_cli.config import cron_settings, dm_scope, maintenance_settings
 
     settings = maintenance_settings(ctx.config)
@@ -178,7 +174,7 @@ def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int) ->
     enforce = (mode_override or settings.mode or "enforce") == "enforce"
     entries = store.load_entries()
     snapshot = scan_sessions_dir(store.sessions_dir)
-    legacy = store.kind == "legacy"
+    in_files = store.transcripts_in_files
     cron = cron_settings(ctx.config)
     common: dict[str, Any] = dict(
         now_ms=now_ms, active_key=options.active_key, agent_id=store.agent_id,
@@ -186,15 +182,15 @@ def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int) ->
         missing_transcript=missing_transcript_check(store) if options.fix_missing else None,
         mode_override=mode_override, cron_retention_ms=cron.session_retention_ms)
     result = StoreCleanup(store.agent_id, str(store.path), store.kind, entries, plan=None, now_ms=now_ms)  # type: ignore[arg-type]
-    if legacy:
-        plan = _plan_legacy(store, snapshot, entries, settings, enforce, now_ms, common, result)
+    if in_files:
+        plan = _plan_files(store, snapshot, entries, settings, enforce, now_ms, common, result)
     else:
-        plan = _plan_sqlite(store, snapshot, entries, settings, enforce, now_ms, common, result)
+        plan = _plan_database(store, snapshot, entries, settings, enforce, now_ms, common, result)
     result.plan = plan
     return result
 
 
-def _plan_legacy(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
+def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
                  common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
     from openclaw_cli.maintenance.budget import budget_limits
     from openclaw_cli.store.legacy import dump_store_bytes
@@ -249,7 +245,7 @@ def _plan_legacy(store: Any, snapshot: Any, entries: dict[str, Any], settings: A
     return plan
 
 
-def _plan_sqlite(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
+def _plan_database(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
                  common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
     from openclaw_cli.maintenance.budget import SqliteMeasure
 
@@ -287,26 +283,28 @@ def _older_windows(store: Any, result: StoreCleanup) -> None:
             result.sqlite_session_keys.setdefault(sid, key)
 
 
-# ---- running ----------------------------------------------------------------------------------
+# ---- applying ---------------------------------------------------------------------------------
 
 
-def _apply(ctx: Any, store: Any, result: StoreCleanup, lock_settings: Any, checkpoint: Checkpoints,
-           progress: ProgressFactory | None) -> ApplyOutcome:
+def retirement(store: Any, result: StoreCleanup) -> Retirement:
+    """The plan as the store's write protocol takes it."""
     plan = result.plan
-    legacy = store.kind == "legacy"
-    if not legacy:
+    if not store.transcripts_in_files:
         _older_windows(store, result)
-    total = (len(result.archive_actions) * 2 if legacy else len(result.sqlite_sessions)) + len(result.unlink_actions)
+    return Retirement(list(plan.removed), entries=result.entries, archive_actions=result.archive_actions,
+                      unlink_actions=result.unlink_actions, session_ids=result.sqlite_sessions,
+                      session_keys=result.sqlite_session_keys,
+                      sweep_locks=plan.mode == "enforce")  # warn mode touches no file (§5.6)
+
+
+def apply_store(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any,
+                progress: ProgressFactory | None) -> ApplyOutcome:
+    """Execute the plan (the caller holds the store's writer)."""
+    work = retirement(store, result)
+    total = work.work_units(store.transcripts_in_files)
     tick = progress(f"Cleaning {result.agent_id}", total) if progress and total else None
     try:
-        if legacy:
-            return apply_legacy(store, removed_keys=list(plan.removed), archive_actions=result.archive_actions,
-                                unlink_actions=result.unlink_actions, lock_settings=lock_settings,
-                                now_ms=result.now_ms, checkpoint=checkpoint, progress=tick,
-                                sweep_locks=plan.mode == "enforce")  # warn mode touches no file (§5.6)
-        return apply_sqlite(store, entries=result.entries, removed_keys=list(plan.removed),
-                            session_ids=result.sqlite_sessions, session_keys=result.sqlite_session_keys,
-                            unlink_actions=result.unlink_actions, now_ms=result.now_ms, checkpoint=checkpoint,
+        return store.retire(work, lock_settings=lock_settings, now_ms=result.now_ms, checkpoint=checkpoint,
                             progress=tick)
     finally:
         close = getattr(tick, "close", None)
@@ -314,23 +312,7 @@ def _apply(ctx: Any, store: Any, result: StoreCleanup, lock_settings: Any, check
             close()
 
 
-def _open(ctx: Any, target: Any, read_only: bool):
-    """The target's store; a SQLite store that is busy while being opened for writing (a schema
-    step) is reported like any busy store (D12)."""
-    from openclaw_cli.errors import SessionBusyError
-    from openclaw_cli.maintenance.writer import sqlite_busy
-    from openclaw_cli.ops import open_target
-
-    try:
-        return open_target(ctx, target, read_only=read_only)
-    except SessionBusyError as exc:
-        if not exc.message.startswith("session store locked"):
-            raise
-        path = exc.message.rsplit(": ", 1)[-1]
-        raise sqlite_busy(Path(path), ctx.busy_timeout_ms()) from None
-
-
-def _check_archive_dir(ctx: Any, store: Any) -> None:
+def check_archive_dir(ctx: Any, store: Any) -> None:
     """D6.7: archives are written into the agent's sessions dir; refuse when that dir (or a
     directory between it and the state dir) is a symbolic link, which could lead outside."""
     from openclaw_cli.errors import RefusedError
@@ -349,84 +331,3 @@ def _check_archive_dir(ctx: Any, store: Any) -> None:
                                "(archives are never written through a link out of the state directory)")
 
 
-def _physical(store_path: Path) -> str:
-    import os
-
-    return os.path.realpath(store_path)
-
-
-def cleanup_stores(ctx: Any, options: CleanupOptions, *, now_ms: int | None = None,
-                   progress: ProgressFactory | None = None) -> list[StoreCleanup]:
-    """Clean every selected store (sequentially); returns one StoreCleanup per store."""
-    from openclaw_cli.config import write_lock_settings
-    from openclaw_cli.selection import select_targets
-
-    if options.active_key is not None and not options.active_key.strip():
-        options.active_key = None
-    targets = select_targets(ctx.paths, ctx.config, agent=options.agent, all_agents=options.all_agents,
-                             store=options.store)
-    lock_settings = write_lock_settings(ctx.config)
-    checkpoint = Checkpoints()
-    results: list[StoreCleanup] = []
-    seen: set[str] = set()
-    for target in targets:
-        try:
-            with _open(ctx, target, options.dry_run) as store:
-                physical = _physical(store.path)
-                if physical in seen:
-                    continue  # --all-agents: deduplicated by physical target (§10.1)
-                seen.add(physical)
-                if options.dry_run:
-                    now = now_ms if now_ms is not None else int(time.time() * 1000)
-                    with gc_paused():
-                        result = plan_store(ctx, store, options=options, now_ms=now)
-                else:
-                    store.ensure_writable("clean up sessions")
-                    _check_archive_dir(ctx, store)
-                    from openclaw_cli.maintenance.writer import store_writer  # (a dry run takes no lock)
-
-                    with store_writer(store, lock_settings):
-                        now = now_ms if now_ms is not None else int(time.time() * 1000)
-                        with gc_paused():
-                            result = plan_store(ctx, store, options=options, now_ms=now)
-                        result.outcome = _apply(ctx, store, result, lock_settings, checkpoint, progress)
-                result.summarize(dry_run=options.dry_run)
-                results.append(result)
-        except OpenClawError as exc:
-            if not results:
-                raise
-            raise _partial(results, target, exc, options) from exc
-    checkpoint.finish()
-    return results
-
-
-def _partial(results: list[StoreCleanup], target: Any, exc: OpenClawError, options: CleanupOptions) -> PartialCleanupError:
-    message = f"Session cleanup failed for agent '{target.agent_id}': {exc.message}"
-    document = cleanup_document(results, options)
-    if "stores" not in document:
-        document = {"allAgents": True, "mode": results[0].plan.mode, "dryRun": options.dry_run,
-                    "stores": [r.summary for r in results]}
-    document["partialError"] = {
-        "failingAgentId": target.agent_id,
-        "failingStorePath": str(target.store_path) if target.store_path else None,
-        "message": message,
-        "lifecycleCommitted": not options.dry_run,
-    }
-    return PartialCleanupError(message, document)  # exit 1 (§10.9)
-
-
-def cleanup_document(results: list[StoreCleanup], options: CleanupOptions) -> dict[str, Any]:
-    from openclaw_cli.maintenance.report import cleanup_json
-
-    mode = results[0].plan.mode if results else ("enforce" if options.enforce else "enforce")
-    return cleanup_json([r.summary for r in results], mode=mode, dry_run=options.dry_run)
-
-
-def run_cleanup(ctx: Any, *, agent: str | None = None, all_agents: bool = False, store: str | None = None,
-                dry_run: bool = False, enforce: bool = False, active_key: str | None = None,
-                fix_missing: bool = False, fix_dm_scope: bool = False, now_ms: int | None = None,
-                progress: ProgressFactory | None = None) -> dict[str, Any]:
-    """`sessions.cleanup`: the JSON document OpenClaw prints (one summary bare, else the wrapper)."""
-    options = CleanupOptions(agent, all_agents, store, dry_run, enforce, active_key, fix_missing, fix_dm_scope)
-    results = cleanup_stores(ctx, options, now_ms=now_ms, progress=progress)
-    return cleanup_document(results, options)

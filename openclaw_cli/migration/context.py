@@ -1,5 +1,5 @@
 """What every migration mode shares: the resolved state dir and config, options, progress reporting
-and the crash-test hook."""
+(`progress.TaskProgress`) and the crash-test hook."""
 
 from __future__ import annotations
 
@@ -10,48 +10,13 @@ from typing import Any
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.paths import StatePaths
+from openclaw_cli.progress import TaskProgress
 
 CRASH_ENV = "OPENCLAW_MIGRATION_CRASH_AT"  # test hook: SIGKILL ourselves at the k-th crash point
 CRASH_COUNT_ENV = "OPENCLAW_MIGRATION_CRASH_COUNT_FILE"  # test hook: write how many points were passed
 
 
-class Progress:
-    """No-op progress sink; the CLI passes a Rich-backed one (stderr, interactive, not --json)."""
-
-    def start(self, description: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-
-class RichProgress(Progress):
-    def __init__(self) -> None:
-        from openclaw_cli.output import progress
-
-        self._prog, _, _ = progress(None, "", json_mode=False)
-        self._task: Any = None
-        self._started = False
-
-    def start(self, description: str, total: int) -> None:
-        if not self._started:
-            self._prog.start()
-            self._started = True
-        if self._task is not None:
-            self._prog.remove_task(self._task)
-        self._task = self._prog.add_task(description, total=total)
-
-    def advance(self, n: int = 1) -> None:
-        if self._task is not None:
-            self._prog.advance(self._task, n)
-
-    def stop(self) -> None:
-        if self._started:
-            self._prog.stop()
-            self._started = False
+Progress = TaskProgress  # the migration drives sequential tasks (import, validate, archive)
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""Entry point of `doctor --session-sqlite <mode>`: resolve the state, select targets, take the
-state-ownership lock for destructive modes, run the mode, return the report."""
+"""Running one `doctor --session-sqlite <mode>` over selected targets (`ops/doctor.py` selects them):
+take the state-ownership lock for destructive modes, run the mode, return the report."""
 
 from __future__ import annotations
 
@@ -7,21 +7,13 @@ import dataclasses
 import os
 from pathlib import Path
 
-from openclaw_cli.errors import UsageError
 from openclaw_cli.migration.context import Context, Options, Progress
 from openclaw_cli.migration.report import Report
-from openclaw_cli.migration.targets import (
-    DESTRUCTIVE_MODES,
-    GITHUB_ISSUE_ERROR,
-    guard_explicit_store,
-    select_targets,
-    validate_mode,
-)
-from openclaw_cli.paths import StatePaths, resolve_paths
+from openclaw_cli.migration.scope import DESTRUCTIVE_MODES, guard_explicit_store
+from openclaw_cli.paths import StatePaths
 
 
-def make_context(options: Options, *, paths: StatePaths | None = None, progress: Progress | None = None) -> Context:
-    paths = paths or resolve_paths()
+def make_context(options: Options, *, paths: StatePaths, progress: Progress | None = None) -> Context:
     # symlinks above the state dir are resolved once; below it every path is checked (D6.7)
     paths = dataclasses.replace(paths, state_dir=Path(os.path.realpath(paths.state_dir)))
     config = None
@@ -29,6 +21,7 @@ def make_context(options: Options, *, paths: StatePaths | None = None, progress:
         from openclaw_cli.config import load_config
 
         config = load_config(paths)
+        paths = paths.with_config(config)
     busy = 60000
     try:
         from openclaw_cli.config import sqlite_busy_timeout_ms, write_lock_settings
@@ -39,13 +32,8 @@ def make_context(options: Options, *, paths: StatePaths | None = None, progress:
     return Context(paths, config, options, progress or Progress(), busy_timeout_ms=busy)
 
 
-def run(options: Options, *, paths: StatePaths | None = None, progress: Progress | None = None) -> Report:
-    options.mode = validate_mode(options.mode)
-    if options.github_issue and options.mode != "recover":
-        raise UsageError(GITHUB_ISSUE_ERROR)
-    ctx = make_context(options, paths=paths, progress=progress)
-    targets = select_targets(options.mode, ctx.paths, ctx.config, agent=options.agent,
-                             all_agents=options.all_agents, store=options.store)
+def run(ctx: Context, targets: list) -> Report:
+    options = ctx.options
     try:
         if options.mode in DESTRUCTIVE_MODES:
             for target in targets:
@@ -80,7 +68,7 @@ def _dispatch(ctx: Context, targets: list) -> Report:
 
         return run_inspect(ctx, targets)
     if mode == "compact":
-        from openclaw_cli.migration.compact import run_compact
+        from openclaw_cli.migration.vacuum import run_compact
 
         return run_compact(ctx, targets)
     if mode == "restore":

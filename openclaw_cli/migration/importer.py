@@ -47,7 +47,7 @@ from openclaw_cli.migration.publish import (
     refuse_symlinks,
 )
 from openclaw_cli.migration.report import MigrationRun, Report, TargetReport
-from openclaw_cli.migration.targets import Target
+from openclaw_cli.paths import Target
 
 WHOLE_FILE_LIMIT = 64 * 1024 * 1024  # larger transcripts are streamed instead of read whole
 READ_CHUNK = 8 * 1024 * 1024
@@ -793,7 +793,7 @@ def _count_entries(db: Path) -> int:
 def _finalize_db(db: Path) -> dict[str, Any]:
     """`import-finalize`: checkpoint the WAL into the database (no VACUUM: a fresh import has no
     free pages worth a rewrite). Reported like OpenClaw's `compact` block."""
-    from openclaw_cli.migration.compact import db_sizes
+    from openclaw_cli.migration.vacuum import db_sizes
 
     before = db_sizes(db)
     try:

@@ -15,8 +15,7 @@ from openclaw_cli.migration.context import Context
 from openclaw_cli.migration.dbinfo import classify_db, size_of
 from openclaw_cli.migration.legacy_reader import build_records, read_index, unreferenced_jsonl
 from openclaw_cli.migration.report import Report, TargetReport
-from openclaw_cli.migration.targets import Target
-from openclaw_cli.paths import transcript_candidates
+from openclaw_cli.paths import Target, transcript_candidates
 
 ACTIVE_JSONL = (
     "SQLite-backed session has a legacy JSONL transcript awaiting verification: {path}. Run openclaw doctor --fix "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,26 +19,17 @@ from typing import Any
 
 import orjson
 
-from openclaw_cli.ids import is_checkpoint_name, is_valid_legacy_session_id, is_valid_session_id
+from openclaw_cli.ids import is_valid_legacy_session_id, is_valid_session_id
 from openclaw_cli.jsonutil import loads
 from openclaw_cli.migration.publish import ArtifactError, Identity, fingerprint, open_regular_nofollow
 from openclaw_cli.migration.report import Issue
-from openclaw_cli.paths import LEGACY_STORE_NAME, transcript_candidates
+from openclaw_cli.paths import transcript_candidates
+from openclaw_cli.store.names import is_primary_transcript_name
 
 READ_CHUNK = 8 * 1024 * 1024
-_ARCHIVE_SUFFIX = re.compile(r"\.(reset|deleted|bak)\.\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d{3})?Z")
 CHANGED_MESSAGE = (
     "Legacy transcript changed during import; stop active session writers and rerun `openclaw doctor --fix`."
 )
-
-
-def is_primary_transcript_name(name: str) -> bool:
-    """§3.1: `*.jsonl`, not a trajectory, checkpoint, archive or hidden temp file."""
-    if not name.endswith(".jsonl") or name == LEGACY_STORE_NAME or name.startswith("."):
-        return False
-    if name.endswith(".trajectory.jsonl") or is_checkpoint_name(name):
-        return False
-    return not _ARCHIVE_SUFFIX.search(name)
 
 
 # ---- sessions.json --------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from openclaw_cli.migration.context import Context
 from openclaw_cli.migration.dbinfo import file_set
 from openclaw_cli.migration.report import MigrationRun, Report, TargetReport
 from openclaw_cli.migration.restore import _norm, matching_targets, restore_manifests, trusted_keys
-from openclaw_cli.migration.targets import Target
+from openclaw_cli.paths import Target
 
 REASON = "doctor recover completed with remaining issues"
 

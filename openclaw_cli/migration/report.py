@@ -1,5 +1,5 @@
-"""The `doctor --session-sqlite` report: per-target counters, issues, JSON (field names and order as
-the real OpenClaw 2026.9.6 outputs) and the text rendering of storage-migration.md §6.5."""
+"""The `doctor --session-sqlite` report: per-target counters, issues and the JSON (field names and
+order as the real OpenClaw 2026.9.6 outputs). The text of §6.5 is the CLI's (`cli/render_migration.py`)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,6 @@ WARNING_CODES = frozenset(
         "unreferenced_jsonl_archive_failed",
     }
 )
-
-MAX_TEXT_ISSUES = 10
-
 
 def is_blocking(code: str) -> bool:
     return code not in WARNING_CODES
@@ -191,54 +188,3 @@ class Report:
         out["targets"] = [t.to_json(self.mode) for t in self.targets]
         out["totals"] = self.totals()
         return out
-
-    def render_text(self) -> list[str]:
-        """The human report (§6.5); every value from stored data is sanitised (D6.8)."""
-        from openclaw_cli.output import sanitize_text as s
-
-        totals = self.totals()
-        lines = [
-            f"session-sqlite {self.mode}: {totals['targets']} target(s), {totals['legacyEntries']} legacy entries, "
-            f"{totals['sqliteEntries']} sqlite entries, {totals['issues']} issue(s)"
-        ]
-        run = self.migration_run
-        if run is not None:
-            lines.append(f"- migration-run={s(run.run_id)}")
-            lines.append(f"- manifest={s(run.manifest_path)}")
-            if run.failure_report_markdown_path:
-                lines.append(f"- failure-report={s(run.failure_report_markdown_path)}")
-        if self.support_issue is not None:
-            body = self.support_issue.get("bodyPath") or "inline"
-            lines.append(f"- support-issue-report={s(body)}")
-        for t in self.targets:
-            lines.append(
-                f"- {s(t.agent_id)}: imported={t.imported_entries}/{t.imported_transcript_events} events, "
-                f"validated={t.validated_entries}/{t.validated_transcript_events} events, "
-                f"archived-unreferenced-jsonl={len(t.archived_unreferenced_jsonl_files)}, "
-                f"unreferenced-jsonl={len(t.unreferenced_jsonl_files)}"
-            )
-            if t.restore is not None:
-                r = t.restore
-                lines.append(
-                    f"  restored={len(r.get('restoredFiles', []))}, skipped={len(r.get('skippedFiles', []))}, "
-                    f"conflicts={len(r.get('conflicts', []))}, manifests={len(r.get('manifestPaths', []))}"
-                )
-            if t.compact is not None:
-                c = t.compact
-                lines.append(
-                    f"  compact reclaimed={c.get('reclaimedBytes', 0)} bytes, "
-                    f"db={c.get('dbSizeBeforeBytes', 0)}->{c.get('dbSizeAfterBytes', 0)} bytes, "
-                    f"wal={c.get('walSizeBeforeBytes', 0)}->{c.get('walSizeAfterBytes', 0)} bytes"
-                )
-            if t.corrupt_recovery is not None:
-                cr = t.corrupt_recovery
-                lines.append(
-                    f"  corrupt-db-recovery moved={len(cr.get('movedFiles', []))}, "
-                    f"skipped={len(cr.get('skippedFiles', []))}"
-                )
-            for issue in t.issues[:MAX_TEXT_ISSUES]:
-                key = f" {s(issue.session_key)}:" if issue.session_key else ""
-                lines.append(f"  [{s(issue.code)}]{key} {s(issue.message)}")
-            if len(t.issues) > MAX_TEXT_ISSUES:
-                lines.append(f"  ...and {len(t.issues) - MAX_TEXT_ISSUES} more issue(s)")
-        return lines

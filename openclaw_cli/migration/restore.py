@@ -29,7 +29,7 @@ from openclaw_cli.migration.publish import (
     symlink_component,
 )
 from openclaw_cli.migration.report import Report, TargetReport
-from openclaw_cli.migration.targets import Target
+from openclaw_cli.paths import Target
 
 BATCH = 512
 

@@ -20,7 +20,7 @@ from openclaw_cli.migration.legacy_reader import (
     unreferenced_jsonl,
 )
 from openclaw_cli.migration.report import Report, TargetReport
-from openclaw_cli.migration.targets import Target
+from openclaw_cli.paths import Target
 
 
 def plan_target(ctx: Context, target: Target, report: TargetReport, *, orphans: bool) -> list[Any] | None:

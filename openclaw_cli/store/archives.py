@@ -25,8 +25,9 @@ from typing import BinaryIO
 
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
-from openclaw_cli.ids import is_checkpoint_name, is_valid_legacy_session_id
+from openclaw_cli.ids import is_valid_legacy_session_id
 from openclaw_cli.store.base import ArchiveFile, ReadIssue, TranscriptLine
+from openclaw_cli.store.names import is_primary_transcript_name, is_trajectory_name  # noqa: F401 - re-exported
 
 ARCHIVE_REASONS = ("reset", "deleted", "bak")
 ZST_SUFFIX = ".zst"
@@ -99,10 +100,6 @@ def is_archive_name(name: str) -> bool:
     return parse_archive_name(name) is not None
 
 
-def is_trajectory_name(name: str) -> bool:
-    return name.endswith(".trajectory.jsonl") or name.endswith(".trajectory-path.json")
-
-
 def is_migration_leftover_name(name: str) -> bool:
     """`*.migrated[.<n>]` and `*.jsonl.pre-doctor-…-repair-<ts>.bak`: never touched by maintenance."""
     return bool(_MIGRATED_RE.search(name) or _REPAIR_BACKUP_RE.search(name))
@@ -111,16 +108,6 @@ def is_migration_leftover_name(name: str) -> bool:
 def is_store_temp_name(name: str) -> bool:
     """`sessions.json.[<pid>.]<uuid>.tmp`: a live or abandoned atomic store write."""
     return bool(_STORE_TEMP_RE.match(name))
-
-
-def is_primary_transcript_name(name: str) -> bool:
-    return (
-        name.endswith(".jsonl")
-        and name != "sessions.json"
-        and not is_trajectory_name(name)
-        and not is_checkpoint_name(name)
-        and not is_archive_name(name)
-    )
 
 
 def archive_name(base: str, reason: str, ts_ms: int, *, compressed: bool) -> str:

@@ -8,7 +8,8 @@ their raw JSON text byte-exact (spec D4) plus the parsed object.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,12 +71,22 @@ class StoreStats:
 
 
 class SessionStore(ABC):
+    """One agent's session store. Reads below; then the layout facts where store kinds differ
+    (asked instead of the kind); then the write protocol: every mutation of every command goes
+    through these methods, which read-only stores refuse (`ensure_writable`)."""
+
     kind: str
     agent_id: str
     path: Path  # sessions.json or the .sqlite file
     sessions_dir: Path  # the agent's artifact dir (legacy transcripts, archives)
     read_only: bool = False
     schema: str | None = None  # "openclaw-cli 1", "openclaw 23", None for legacy
+    # Where transcripts live: files of the sessions dir (legacy) or sessions inside the database.
+    # Maintenance plans file removals for the first and session removals for the second.
+    transcripts_in_files: bool = False
+    # Whether openclaw-cli writes this kind of store at all (a real OpenClaw database: not yet, D4),
+    # however this instance was opened.
+    accepts_writes: bool = True
 
     # ---- reads -------------------------------------------------------------------------------
     @abstractmethod
@@ -135,13 +146,36 @@ class SessionStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
 
+    # ---- layout facts ------------------------------------------------------------------------------
+    def legacy_data_present(self) -> bool:
+        """Legacy data this store reads that the migration would move into SQLite (the D2 hint)."""
+        return False
+
+    def preview_session_bytes(self) -> dict[str, int] | None:
+        """Transcript bytes per session as kept at write time, for previews that must not read
+        transcripts (`status`); None when the store keeps no such figure."""
+        return self.session_bytes() or None
+
+    def stored_session_totals(self) -> dict[str, SessionTotals]:
+        """Per-session totals the store keeps at write time (empty when it keeps none)."""
+        return self.session_totals()
+
+    def transcript_file_bytes(self, session_id: str, entry: dict[str, Any]) -> int | None:
+        """The size of the session's transcript file, for stores that keep files."""
+        return None
+
+    def locate_transcript(self, session_id: str, entry: dict[str, Any], issues: list[ReadIssue]) -> bool:
+        """False when the session's transcript is certainly absent (a file store found no file;
+        a reason it could not look is appended to `issues`)."""
+        return True
+
     def __enter__(self) -> SessionStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- writes (read-only stores refuse) -------------------------------------------------------
+    # ---- the write protocol (read-only stores refuse) ------------------------------------------------
     def ensure_writable(self, operation: str) -> None:
         if self.read_only:
             raise RefusedError(
@@ -149,6 +183,40 @@ class SessionStore(ABC):
                 "openclaw-cli reads it but does not write to it. Use the OpenClaw Gateway or "
                 "`openclaw doctor` from OpenClaw for changes."
             )
+
+    def write_lock(self, lock_settings: Any) -> AbstractContextManager[None]:
+        """The cross-process part of the store's writer (`store.writer.store_writer`)."""
+        self.ensure_writable("change the session store")
+        raise NotImplementedError
+
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
+        """The session's transcript as one consistent `snapshot.TranscriptSnapshot`."""
+        from openclaw_cli.store.snapshot import read_events_snapshot
+
+        return read_events_snapshot(self, key, entry)
+
+    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
+                          lock_settings: Any, reason: str = "manual") -> Any:
+        """Append one compaction entry (and, with `rotate`, make a successor the active
+        transcript) if the snapshot still holds; `snapshot.SnapshotChanged` otherwise."""
+        self.ensure_writable("compact a session")
+        raise NotImplementedError
+
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
+        """Keep only `kept` lines of the session (the full original archived first, D15)."""
+        self.ensure_writable("compact a session")
+        raise NotImplementedError
+
+    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None],
+               progress: Callable[[int], None] | None = None) -> Any:
+        """Archive, then remove what `plan` (`retire.Retirement`) names (D6.2)."""
+        self.ensure_writable("remove sessions")
+        raise NotImplementedError
+
+    def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]) -> tuple[Any, int, int]:
+        """Archive every transcript, remove every row: (outcome, rows removed, rows left)."""
+        self.ensure_writable("remove sessions")
+        raise NotImplementedError
 
 
 def _updated_at(entry: dict[str, Any]) -> float | None:

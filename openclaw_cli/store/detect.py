@@ -138,13 +138,8 @@ def open_agent_store(paths: StatePaths, agent_id: str, *, busy_timeout_ms: int =
 
 def _primary_transcript_stems(sessions_dir: Path) -> list[str]:
     """`<stem>.jsonl` files that are primary transcripts (not checkpoints/trajectories/archives)."""
-    from openclaw_cli.ids import is_checkpoint_name
+    from openclaw_cli.store.names import is_primary_transcript_name
 
-    try:
-        from openclaw_cli.store.archives import is_primary_transcript_name
-    except ImportError:  # fallback to the plain rule (maintenance.md §7.2)
-        def is_primary_transcript_name(name: str) -> bool:
-            return not name.endswith(".trajectory.jsonl") and not is_checkpoint_name(name)
     stems: list[str] = []
     try:
         entries = list(os.scandir(sessions_dir))

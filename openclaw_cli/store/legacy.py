@@ -278,6 +278,7 @@ def _iso(ms: int) -> str:
 class LegacyStore(SessionStore):
     kind = KIND_LEGACY
     schema = None
+    transcripts_in_files = True
 
     def __init__(self, store_path: Path, agent_id: str):
         self.path = Path(os.path.abspath(store_path))
@@ -593,6 +594,69 @@ class LegacyStore(SessionStore):
 
     def list_archives(self) -> list[ArchiveFile]:
         return archives_mod.list_archives(self.sessions_dir)
+
+    # ---- layout facts ------------------------------------------------------------------------------
+    def legacy_data_present(self) -> bool:
+        if self.path.exists():
+            return True
+        try:
+            return any(p.suffix == ".jsonl" for p in self.sessions_dir.iterdir())
+        except OSError:
+            return False
+
+    def preview_session_bytes(self) -> dict[str, int] | None:
+        return None  # sizes would mean a stat of every transcript: previews go without them
+
+    def stored_session_totals(self) -> dict[str, SessionTotals]:
+        return {}  # nothing is kept at write time: counting means reading every file
+
+    def transcript_file_bytes(self, session_id: str, entry: dict[str, Any]) -> int | None:
+        path = self.resolve_transcript(session_id, entry, [])
+        if path is None:
+            return None
+        try:
+            return os.lstat(path).st_size
+        except OSError:
+            return None
+
+    def locate_transcript(self, session_id: str, entry: dict[str, Any], issues: list[ReadIssue]) -> bool:
+        return self.resolve_transcript(session_id, entry, issues) is not None
+
+    # ---- the write protocol ------------------------------------------------------------------------
+    def write_lock(self, lock_settings: Any):
+        """OpenClaw's write lock on `sessions.json` (§12), held for the whole mutation: an
+        OpenClaw runtime writer waits for us and we wait for it."""
+        from openclaw_cli.store.lock import transcript_lock
+
+        return transcript_lock(self.path, lock_settings, allow_reentrant=True)
+
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
+        from openclaw_cli.store.snapshot import read_file_snapshot
+
+        return read_file_snapshot(self, key, entry)
+
+    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
+                          lock_settings: Any, reason: str = "manual") -> Any:
+        from openclaw_cli.store.compaction_writes import apply_compaction_legacy
+
+        return apply_compaction_legacy(snapshot, comp, rotate=rotate, now_ms=now_ms, lock_settings=lock_settings,
+                                       reason=reason)
+
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
+        from openclaw_cli.store.compaction_writes import apply_max_lines_legacy
+
+        return apply_max_lines_legacy(snapshot, kept, now_ms=now_ms, lock_settings=lock_settings)
+
+    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
+        from openclaw_cli.store.retire import apply_legacy
+
+        return apply_legacy(self, plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint,
+                            progress=progress)
+
+    def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
+        from openclaw_cli.store.retire import retire_all_legacy
+
+        return retire_all_legacy(self, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint)
 
     def _resolve_rows(self, index: dict[str, str], paths: dict[str, str] | None = None,
                       ) -> tuple[list[str], list[str | Path | None]]:

@@ -50,6 +50,7 @@ def _unsupported(message: str) -> InvalidDataError:
 class OpenClawDbStore(SessionStore):
     kind = KIND_OPENCLAW_SQLITE
     read_only = True
+    accepts_writes = False
     schema = f"openclaw {OPENCLAW_SCHEMA_VERSION}"
 
     def __init__(self, db_path: Path, agent_id: str | None = None, *, busy_timeout_ms: int = 60000):
@@ -353,7 +354,7 @@ class OpenClawDbStore(SessionStore):
                 files.append(ArchiveFile(self.sessions_dir / name, sid, reason, created, encoding == "zstd", size or 0))
         return files
 
-    def stats(self) -> StoreStats:
+    def stats(self, *, count_issues: bool = True) -> StoreStats:
         totals = self.session_totals()
         archives = self.list_archives()
         compactions = 0

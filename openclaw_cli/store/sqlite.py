@@ -346,6 +346,38 @@ class SqliteStore(SessionStore):
         if self.read_only:
             raise RefusedError(f"Refusing to {operation}: {self.path} was opened read-only")
 
+    # ---- the write protocol ------------------------------------------------------------------------
+    def write_lock(self, lock_settings: Any):
+        from openclaw_cli.store.writer import sqlite_write_lock
+
+        return sqlite_write_lock(self, lock_settings.acquire_timeout_ms)
+
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
+        from openclaw_cli.store.snapshot import read_database_snapshot
+
+        return read_database_snapshot(self, key, entry, data_on_demand=data_on_demand)
+
+    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
+                          lock_settings: Any, reason: str = "manual") -> Any:
+        from openclaw_cli.store.compaction_writes import apply_compaction_sqlite
+
+        return apply_compaction_sqlite(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
+
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
+        from openclaw_cli.store.compaction_writes import apply_max_lines_sqlite
+
+        return apply_max_lines_sqlite(snapshot, kept, now_ms=now_ms)
+
+    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
+        from openclaw_cli.store.retire import apply_sqlite
+
+        return apply_sqlite(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
+
+    def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
+        from openclaw_cli.store.retire import retire_all_sqlite
+
+        return retire_all_sqlite(self, now_ms=now_ms, checkpoint=checkpoint)
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A `BEGIN IMMEDIATE` write transaction; nested uses join the outer one. Lets a caller
@@ -801,7 +833,7 @@ class SqliteStore(SessionStore):
                 item.session_id = known[item.path.name]
         return files
 
-    def stats(self) -> StoreStats:
+    def stats(self, *, count_issues: bool = True) -> StoreStats:
         def run(c: sqlite3.Connection) -> tuple[Any, ...]:
             with self._snapshot():
                 sessions = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]

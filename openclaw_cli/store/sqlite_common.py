@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, SessionBusyError
+from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, StoreBusyError
 from openclaw_cli.store.base import ArchiveFile
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -77,9 +77,9 @@ def is_busy_error(exc: BaseException) -> bool:
     return "locked" in text or "busy" in text
 
 
-def busy_error(path: Path, timeout_ms: int) -> SessionBusyError:
+def busy_error(path: Path, timeout_ms: int) -> StoreBusyError:
     """OpenClaw's lock-timeout wording (maintenance.md §12.5) for a SQLite busy timeout (D12)."""
-    return SessionBusyError(f"session store locked (timeout {timeout_ms}ms): {path}")
+    return StoreBusyError(path, timeout_ms)
 
 
 def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exception:

@@ -1,103 +1,13 @@
-"""The operations layer (spec D9): what the local CLI runs and a Gateway would serve.
-
-Every function takes resolved paths + a loaded config and returns plain data (OpenClaw's JSON
-shapes); rendering lives in `openclaw_cli.cli`.
-"""
+"""Session reads: `sessions.list` as `openclaw sessions --json` prints it (observed §7), the
+transcript tail (`sessions tail`) and the one key resolution every keyed operation uses."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from openclaw_cli.errors import NotFoundError, SelectionError, UsageError
-from openclaw_cli.paths import StatePaths
-from openclaw_cli.selection import Target, select_targets
-
-MIGRATE_HINT = (
-    "Legacy session store in use for agent {agent}: {path}. "
-    "`openclaw doctor --session-sqlite import` would migrate it to SQLite."
-)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class Context:
-    """Resolved paths + loaded config for one command run."""
-
-    paths: StatePaths
-    config: Any  # openclaw_cli.config.LoadedConfig
-    hints: list[str] = field(default_factory=list)
-
-    @classmethod
-    def load(cls, paths: StatePaths) -> Context:
-        from openclaw_cli.config import load_config
-
-        return cls(paths=paths, config=load_config(paths))
-
-    def busy_timeout_ms(self) -> int:
-        from openclaw_cli.config import write_lock_settings
-        from openclaw_cli.config.resolve import sqlite_busy_timeout_ms
-
-        return sqlite_busy_timeout_ms(write_lock_settings(self.config))  # capped to what SQLite accepts
-
-
-def open_target(ctx: Context, target: Target, *, read_only: bool = False):
-    """Open the store a target names (spec D2): --store path, else the agent's SQLite DB when it
-    exists, else its legacy store (with a migration hint). `read_only` opens our SQLite databases
-    without write access (dry runs must not even apply a schema migration)."""
-    from openclaw_cli.store.detect import open_agent_store, open_store_at
-
-    if target.store_path is not None:
-        if not target.store_path.exists():
-            raise SelectionError(
-                f"Session store target does not exist: {target.store_path}. "
-                "Pass a selector whose resolved SQLite target exists."
-            )
-        if not target.store_path.is_file():
-            raise SelectionError(
-                f"Session store target is not a regular file: {target.store_path}. "
-                "Pass a legacy store selector or SQLite target reported by openclaw sessions or openclaw status."
-            )
-        return open_store_at(target.store_path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
-                             read_only=read_only)
-    store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
-    if store.kind == "legacy" and (store.path.exists() or _has_transcripts(store.sessions_dir)):
-        hint = MIGRATE_HINT.format(agent=target.agent_id, path=store.path)
-        if hint not in ctx.hints:
-            ctx.hints.append(hint)
-    return store
-
-
-def _has_transcripts(sessions_dir: Path) -> bool:
-    try:
-        return any(p.suffix == ".jsonl" for p in sessions_dir.iterdir())
-    except OSError:
-        return False
-
-
-def parse_limit(raw: str | None) -> int | None:
-    if raw is None:
-        return 100
-    value = raw.strip().lower()
-    if value == "all":
-        return None
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    raise UsageError('--limit must be a positive integer or "all", for example --limit 25.')
-
-
-def parse_active(raw: str | None) -> int | None:
-    if raw is None:
-        return None
-    value = raw.strip()
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    raise UsageError("--active must be a positive number of minutes, for example --active 30.")
+from openclaw_cli.errors import NotFoundError, UsageError
+from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.targets import open_target, select_targets
 
 
 def _defaults(ctx: Context) -> tuple[str | None, int | None]:
@@ -117,9 +27,9 @@ def list_sessions(
     now: int | None = None,
 ) -> dict[str, Any]:
     """`openclaw sessions --json` (observed §7): newest first, limited, with OpenClaw's fields."""
-    from openclaw_cli.rows import session_row
+    from openclaw_cli.ops.rows import session_row
 
-    now = now_ms() if now is None else now
+    now = ctx.now_ms() if now is None else now
     targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
     since = now - active_minutes * 60_000 if active_minutes else None
     default_model, default_ctx = _defaults(ctx)

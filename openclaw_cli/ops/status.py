@@ -5,14 +5,15 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Any
 
+from openclaw_cli.clock import now_ms
 from openclaw_cli.errors import ConfigError, OpenClawError
 from openclaw_cli.gcpause import gc_paused
-from openclaw_cli.ops import Context, now_ms, open_target
+from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.targets import known_agent_ids, open_target
 from openclaw_cli.paths import StatePaths
-from openclaw_cli.selection import Target, known_agent_ids
-from openclaw_cli.store.base import KIND_LEGACY
 
 RECENT_LIMIT = 10
 
@@ -111,17 +112,19 @@ def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
+def build_status(paths: StatePaths, *, probe: bool = True, clock: Callable[[], int] = now_ms) -> dict[str, Any]:
+    """`openclaw status --json`. The config is loaded here, leniently: an invalid config is
+    reported (and defaults used) instead of failing the command."""
     from openclaw_cli.config import (
         default_agent_id,
         gateway_settings,
         load_config,
         maintenance_settings,
     )
-    from openclaw_cli.gateway_probe import probe_gateway
-    from openclaw_cli.rows import session_row
+    from openclaw_cli.gateway.probe import probe_gateway
+    from openclaw_cli.ops.rows import session_row
 
-    now = now_ms()
+    now = clock()
     config_block: dict[str, Any] = {"valid": True, "errors": [], "warnings": []}
     try:
         loaded = load_config(paths)
@@ -130,7 +133,8 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
         # status must still report; fall back to defaults and show the problem.
         config_block = {"valid": False, "errors": exc.issues or [{"path": "", "message": exc.message}], "warnings": []}
         loaded = load_config(paths, ignore_errors=True)
-    ctx = Context(paths=paths, config=loaded)
+    paths = paths.with_config(loaded)
+    ctx = Context(paths=paths, config=loaded, clock=clock)
     settings = maintenance_settings(loaded)
     from openclaw_cli.config import context_tokens_default, default_model
 
@@ -145,14 +149,14 @@ def build_status(paths: StatePaths, *, probe: bool = True) -> dict[str, Any]:
     total_sessions = 0
     for agent_id in known_agent_ids(paths, loaded):
         try:
-            store = open_target(ctx, Target(agent_id=agent_id, store_path=None), read_only=True)
+            store = open_target(ctx, paths.target(agent_id), read_only=True)
         except OpenClawError as exc:
             stores.append({"agent": agent_id, "kind": None, "path": None, "error": exc.message})
             continue
         with store, gc_paused():  # a 20k-row store: see gcpause
             entries = store.load_entries()
             # the per-field problem count is not shown here: skip that scan of every row
-            stats = store.stats(count_issues=False) if store.kind == KIND_LEGACY else store.stats()
+            stats = store.stats(count_issues=False)
             # Only the newest rows are shown: pick them before building rows (20k stores).
             newest = _newest(entries, RECENT_LIMIT)
             rows = [
@@ -218,8 +222,7 @@ def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int) 
     reads), plus when the next entry reaches `pruneAfter`."""
     from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup, updated_at
 
-    session_bytes = store.session_bytes() if store.kind != "legacy" else None
-    session_bytes = session_bytes or None  # (no transcript yet: not measured, as before)
+    session_bytes = store.preview_session_bytes()
     plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes, agent_id=agent_id,
                         mode_override="enforce")
     next_prune = None

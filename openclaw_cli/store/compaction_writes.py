@@ -1,7 +1,7 @@
-"""Applying a compaction to a store (compaction-lifecycle.md §4.8, §4.17; spec D6, D12, D15, D16).
-
-The planner and summariser (this package's `__init__`) and the transcript rewrites (`rewrite`) are
-pure; this module reads a session's transcript as one consistent snapshot, and writes the result:
+"""Writing a compaction into a store (compaction-lifecycle.md §4.8, §4.17; spec D6, D12, D15, D16):
+the store write protocol's `commit_compaction` and `commit_max_lines`. The compaction domain
+plans and summarises; the transcript rewrites (`rewrite`) are pure; this module writes the result
+of a snapshot (`snapshot`):
 
 * **append** (R4.8.1): ONE `compaction` entry whose parent is the current leaf. Legacy stores
   append under OpenClaw's transcript write lock (D12); our SQLite store in one `BEGIN IMMEDIATE`
@@ -33,45 +33,37 @@ successor file orphaned by a kill before the row update is an unreferenced prima
 
 from __future__ import annotations
 
-import io
 import os
-import stat
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.compaction.rewrite import (
-    build_successor_lines,
-    entry_after_compaction,
-    iso_ms,
-    linear_branch,
-    max_lines_split,
-    parse_lines,
-    parse_transcript_bytes,
-    rebuilt_context,
-    successor_file_name,
-)
 from openclaw_cli.crashpoints import CrashPoints
-from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError, SessionBusyError
+from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, fsync_dir
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
-
-__all__ = [  # the rewrites are re-exported: persist is the module callers know
-    "build_successor_lines", "entry_after_compaction", "linear_branch", "max_lines_split", "parse_lines",
-    "parse_transcript_bytes", "read_snapshot", "rebuilt_context", "successor_file_name",
-]
+from openclaw_cli.store.rewrite import (
+    build_successor_lines,
+    entry_after_compaction,
+    iso_ms,
+    parse_lines,
+    rebuilt_context,
+    successor_file_name,
+)
+from openclaw_cli.store.snapshot import (
+    PersistResult,
+    SnapshotChanged,
+    TranscriptSnapshot,
+    file_signature,
+)
 
 CHECKPOINT_CAP = 25  # compactionCheckpoints kept per session (R4.17.3)
 ARCHIVE_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: maintenance.md §7.2's "legacy compact backups"
-CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
 
 CRASH_ENV = "OPENCLAW_COMPACT_CRASH_AT"  # crash-test hook (openclaw_cli/crashpoints.py)
 CRASH_COUNT_ENV = "OPENCLAW_COMPACT_CRASH_COUNT"
@@ -81,173 +73,7 @@ def Checkpoints() -> CrashPoints:  # noqa: N802 - kept name for callers
     return CrashPoints("OPENCLAW_COMPACT")
 
 
-class SnapshotChanged(SessionBusyError):
-    """The transcript or the row changed between the snapshot and the write: nothing was written."""
-
-    def __init__(self, key: str):
-        super().__init__(f"Session {key} changed while it was being compacted; nothing was written. Retry.",
-                         code=CHANGED_CODE)
-
-
-# ---- snapshots -------------------------------------------------------------------------------------
-
-@dataclass
-class TranscriptSnapshot:
-    """One session's transcript as read at one instant."""
-
-    store: SessionStore
-    key: str
-    entry: dict[str, Any]
-    session_id: str
-    raw_data: bytes | None  # the exact transcript bytes; None: our SQLite store's, exported on first use
-    lines: list[TranscriptLine]  # readable lines in order, header included
-    issues: list[ReadIssue] = field(default_factory=list)
-    path: Path | None = None  # legacy transcript file
-    signature: tuple[int, ...] | None = None  # legacy (dev, ino, size, mtime_ns); SQLite (events, bytes)
-
-    @property
-    def data(self) -> bytes:
-        """The exact transcript bytes (legacy file, or SQLite events as JSONL): the archive source.
-        Exported on demand for our SQLite store (inside the write transaction, where it is used),
-        and only if the session still matches the snapshot."""
-        if self.raw_data is None:
-            buffer = io.BytesIO()
-            totals = self.store.export_transcript(self.session_id, buffer)  # type: ignore[attr-defined]
-            if (totals.events, totals.bytes) != self.signature:
-                raise SnapshotChanged(self.key)
-            self.raw_data = buffer.getvalue()
-        return self.raw_data
-
-    @cached_property
-    def header(self) -> dict[str, Any] | None:
-        for line in self.lines[:16]:
-            if line.obj is not None and line.obj.get("type") == "session":
-                return line.obj
-        return None
-
-    @cached_property
-    def branch(self) -> list[TranscriptLine]:
-        linear = linear_branch(self.lines)
-        if linear is not None:
-            return linear
-        from openclaw_cli.store.tree import active_branch
-
-        return active_branch(self.lines)
-
-    @property
-    def branch_entries(self) -> list[dict[str, Any]]:
-        return [line.obj for line in self.branch if line.obj is not None]
-
-    def entry_ids(self) -> set[str]:
-        return {line.obj["id"] for line in self.lines if line.obj is not None and isinstance(line.obj.get("id"), str)}
-
-
-def is_legacy_store(store: SessionStore) -> bool:
-    from openclaw_cli.store.legacy import LegacyStore
-
-    return isinstance(store, LegacyStore)
-
-
-def is_our_sqlite_store(store: SessionStore) -> bool:
-    from openclaw_cli.store.sqlite import SqliteStore
-
-    return isinstance(store, SqliteStore)
-
-
-def _file_signature(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
-    """The whole file and its signature, read through one descriptor (never through a symlink)."""
-    for _ in range(5):
-        try:
-            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
-        except OSError as exc:
-            raise RefusedError(f"Cannot read transcript {path}: {exc.strerror or exc} "
-                               "(symbolic links are not followed)") from exc
-        with os.fdopen(fd, "rb", buffering=0) as fh:
-            before = os.fstat(fh.fileno())
-            if not stat.S_ISREG(before.st_mode):
-                raise RefusedError(f"Cannot read transcript {path}: not a regular file")
-            data = fh.readall()
-            after = os.fstat(fh.fileno())
-        if _file_signature(before) == _file_signature(after) and after.st_size == len(data):
-            return data, _file_signature(after)
-    raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
-
-
-def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
-    """Our SQLite store's lines straight from its rows, when every row is a plain JSON-object line
-    (the usual case): exactly the lines `parse_transcript_bytes` makes of the exported JSONL, without
-    exporting, decoding and splitting it all again. None for anything unusual (a row that is not an
-    object, has a CR or a newline, was dropped as malformed, or rows that changed meanwhile): the
-    caller then takes the export path."""
-    totals = store.window_totals(session_id)
-    if totals is None:
-        return None
-    lines: list[TranscriptLine] = []
-    index = 0
-    for line in store.iter_transcript(session_id):
-        raw, obj = line.raw, line.obj
-        if type(obj) is not dict or not obj or raw[:1] != "{" or raw[-1:] == "\r" or "\n" in raw:
-            return None
-        line.seq, line.line_no = index, index + 1  # as numbered in the exported JSONL
-        lines.append(line)
-        index += 1
-    if index != totals.events:
-        return None
-    return lines, (totals.events, totals.bytes)
-
-
-def read_snapshot(store: SessionStore, key: str, entry: dict[str, Any], *,
-                  data_on_demand: bool = False) -> TranscriptSnapshot:
-    """Read the session's whole transcript once (one read, one parse of the bytes read).
-
-    `data_on_demand`: on our SQLite store, take the lines from the rows and export the transcript
-    bytes only if something needs them (an archive), which a summary compaction rarely does."""
-    session_id = entry.get("sessionId")
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise NotFoundError(f"Session {key} has no sessionId; nothing to compact.")
-    session_id = session_id.strip()
-    issues: list[ReadIssue] = []
-    path: Path | None = None
-    signature: tuple[int, ...] | None = None
-    if is_legacy_store(store):
-        path = store.resolve_transcript(session_id, entry, issues)  # type: ignore[attr-defined]
-        if path is None:
-            data = b""
-        else:
-            data, signature = _read_legacy(path)
-        label = str(path) if path is not None else f"{store.path}#{session_id}"
-    elif is_our_sqlite_store(store):
-        label = f"{store.path}#{session_id}"
-        from_rows = _lines_from_rows(store, session_id) if data_on_demand else None
-        if from_rows is not None:
-            lines, signature = from_rows
-            return TranscriptSnapshot(store, key, entry, session_id, None, lines, issues, path, signature)
-        buffer = io.BytesIO()
-        totals = store.export_transcript(session_id, buffer)  # type: ignore[attr-defined]
-        data = buffer.getvalue()
-        signature = (totals.events, totals.bytes)
-    else:  # a real OpenClaw database: read-only, for dry runs
-        raw = [line.raw for line in store.iter_transcript(session_id, entry=entry, issues=issues)]
-        data = ("\n".join(raw) + "\n").encode("utf-8") if raw else b""
-        label = f"{store.path}#{session_id}"
-    lines = parse_transcript_bytes(data, label, issues) if data else []
-    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
-
-
 # ---- results -------------------------------------------------------------------------------------------
-
-@dataclass
-class PersistResult:
-    session_id: str  # the session's id afterwards (the successor's when rotated)
-    entry: dict[str, Any] | None  # the row as written (None when the row could not be updated)
-    successor: dict[str, Any] | None = None
-    archive: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
-
 
 def _archive(store: SessionStore, snapshot: TranscriptSnapshot, now_ms: int) -> Any:
     from openclaw_cli.store.archives import write_verified_archive
@@ -294,7 +120,7 @@ def _verify_legacy(snapshot: TranscriptSnapshot) -> dict[str, Any]:
     path = snapshot.path
     assert path is not None
     try:
-        current = _file_signature(os.lstat(path))
+        current = file_signature(os.lstat(path))
     except OSError:
         raise SnapshotChanged(snapshot.key) from None
     if current != snapshot.signature:

@@ -1,4 +1,7 @@
-"""Applying a cleanup plan: archive, then remove (spec D6.2, D6.4, D15; maintenance.md §8).
+"""Retiring sessions from a store: archive, then remove (spec D6.2, D6.4, D15; maintenance.md §8).
+
+The store write protocol's `retire` (cleanup enforce, agent delete, lifecycle delete): the
+domain plans what leaves (`Retirement`), the store executes it here.
 
 Order, so that a SIGKILL at any instant never leaves a removed row whose transcript has neither
 its original nor a verified archive:
@@ -32,10 +35,45 @@ from typing import Any
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidIdError, OpenClawError
 from openclaw_cli.fsio import fsync_dir
-from openclaw_cli.maintenance.artifacts import FileAction
 from openclaw_cli.store.base import ArchiveFile, SessionTotals
 
 ProgressFn = Callable[[int], None]
+
+
+@dataclass(slots=True)  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
+class FileAction:
+    """One file leaving the sessions dir. `archive`: through a verified archive first (transcript
+    content); otherwise it is unlinked (temps, prompt blobs, expired or budget-removed archives).
+    Treated as immutable."""
+
+    name: str  # relative to the sessions dir, `/`-separated
+    size: int
+    mtime_ms: float
+    kind: str
+    archive: bool
+    source: str  # entry | sweep | retention | budget
+    session_id: str | None = None
+
+
+@dataclass
+class Retirement:
+    """What leaves a store in one operation, as the domain planned it. File-backed stores (legacy)
+    act on `archive_actions` (transcript files: archived, then removed); database stores act on
+    `session_ids` (sessions: exported, archived, then dropped). Both remove `removed_keys` rows
+    (still as planned, §8.3) and unlink `unlink_actions` (nothing of transcript content)."""
+
+    removed_keys: list[str]
+    entries: Mapping[str, Any] = field(default_factory=dict)  # the rows as planned
+    archive_actions: list[FileAction] = field(default_factory=list)
+    unlink_actions: list[FileAction] = field(default_factory=list)
+    session_ids: list[str] = field(default_factory=list)
+    session_keys: Mapping[str, str] = field(default_factory=dict)
+    sweep_locks: bool = True  # legacy: remove dead transcript locks afterwards (warn mode touches no file)
+
+    def work_units(self, transcripts_in_files: bool) -> int:
+        """Progress total: legacy archives and removes each file (2 ticks), SQLite archives each session."""
+        units = len(self.archive_actions) * 2 if transcripts_in_files else len(self.session_ids)
+        return units + len(self.unlink_actions)
 
 
 CRASH_ENV = "OPENCLAW_CLEANUP_CRASH_AT"  # crash-test hook (openclaw_cli/crashpoints.py)
@@ -203,10 +241,8 @@ def _wait_for_foreign_locks(root: Path, actions: list[FileAction], lock_settings
             acquire_transcript_lock(root / action.name, lock_settings).release()
 
 
-def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[FileAction],
-                 unlink_actions: list[FileAction], lock_settings: Any, now_ms: int,
-                 checkpoint: Callable[[], None], progress: ProgressFn | None = None,
-                 sweep_locks: bool = True) -> ApplyOutcome:
+def apply_legacy(store: Any, plan: Retirement, *, lock_settings: Any, now_ms: int,
+                 checkpoint: Callable[[], None], progress: ProgressFn | None = None) -> ApplyOutcome:
     """Apply a legacy store's plan; the caller holds the store writer (sessions.json lock).
 
     1. archive every leaving file and make the archives durable together;
@@ -221,6 +257,7 @@ def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[F
     already held when we start is waited for first, so a busy store fails with nothing changed."""
     from openclaw_cli.store.lock import transcript_lock
 
+    removed_keys, archive_actions, unlink_actions = plan.removed_keys, plan.archive_actions, plan.unlink_actions
     outcome = ApplyOutcome()
     tick = progress or (lambda n: None)
     root = Path(store.sessions_dir)
@@ -271,7 +308,7 @@ def apply_legacy(store: Any, *, removed_keys: list[str], archive_actions: list[F
         tick(1)
     if unlink_actions:
         fsync_dir(root)
-    if sweep_locks:
+    if plan.sweep_locks:
         _sweep_dead_locks(root, lock_settings)
     for action in archive_actions:
         if action.source == "sweep" and action.name not in outcome.kept:
@@ -322,13 +359,14 @@ class SessionArchive:
     archive: Any | None  # ArchiveResult, None for an empty transcript
 
 
-def apply_sqlite(store: Any, *, entries: Mapping[str, Any], removed_keys: list[str], session_ids: list[str],
-                 session_keys: Mapping[str, str], unlink_actions: list[FileAction], now_ms: int,
-                 checkpoint: Callable[[], None], progress: ProgressFn | None = None) -> ApplyOutcome:
+def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[], None],
+                 progress: ProgressFn | None = None) -> ApplyOutcome:
     """Apply a SQLite store's plan: archive each leaving session from one consistent export, make
     the archives durable, then one write transaction (re-checked, §8.3)."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
+    entries, removed_keys, session_ids = plan.entries, plan.removed_keys, plan.session_ids
+    session_keys, unlink_actions = plan.session_keys, plan.unlink_actions
     outcome = ApplyOutcome()
     tick = progress or (lambda n: None)
     root = Path(store.sessions_dir)
@@ -415,3 +453,42 @@ def _commit_sqlite(store: Any, entries: Mapping[str, Any], removed_keys: list[st
                                      archive_bytes=a.stored_size, event_count=item.totals.events,
                                      raw_bytes=a.size, created_at_ms=now_ms)
     return dropped
+
+
+# ---- everything (agents delete) ------------------------------------------------------------------------
+
+
+def retire_all_legacy(store: Any, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
+                      ) -> tuple[ApplyOutcome, int, int]:
+    """Every transcript file of the sessions dir (orphans included) through a verified archive,
+    then every row. Returns (outcome, rows removed, rows left: unusable rows stay)."""
+    from openclaw_cli.store.files import TRANSCRIPT_KINDS, scan_sessions_dir
+
+    entries = store.load_entries() if store.exists() else {}
+    snapshot = scan_sessions_dir(store.sessions_dir)
+    actions = []
+    for name, f in sorted(snapshot.files.items()):
+        kind = snapshot.kind(name)
+        if "/" not in name and kind in TRANSCRIPT_KINDS:
+            actions.append(FileAction(name, f.size, f.mtime_ms, kind, True, "entry"))
+    outcome = apply_legacy(store, Retirement(list(entries), archive_actions=actions), lock_settings=lock_settings,
+                           now_ms=now_ms, checkpoint=checkpoint)
+    return outcome, len(entries), len(store.load_rows()) if store.exists() else 0
+
+
+def retire_all_sqlite(store: Any, *, now_ms: int, checkpoint: Callable[[], None]) -> tuple[ApplyOutcome, int, int]:
+    """Every session window and every row (archived first)."""
+    entries = store.load_entries()
+    sids: list[str] = []
+    keys: dict[str, str] = {}
+    for window in store.list_windows():
+        sids.append(window["sessionId"])
+        keys.setdefault(window["sessionId"], window["sessionKey"])
+    for key, entry in entries.items():
+        sid = entry.get("sessionId")
+        if isinstance(sid, str) and sid not in keys:
+            sids.append(sid)
+            keys[sid] = key
+    outcome = apply_sqlite(store, Retirement(list(entries), entries=entries, session_ids=sids, session_keys=keys),
+                           now_ms=now_ms, checkpoint=checkpoint)
+    return outcome, len(entries), store.count_entries()

@@ -12,7 +12,7 @@ from openclaw_cli.fsio import FILE_MODE
 from openclaw_cli.migration.context import Context
 from openclaw_cli.migration.dbinfo import classify_db, size_of
 from openclaw_cli.migration.report import Report, TargetReport
-from openclaw_cli.migration.targets import Target
+from openclaw_cli.paths import Target
 
 
 def db_sizes(db: Path) -> tuple[int, int]:

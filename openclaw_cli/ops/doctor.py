@@ -1,13 +1,17 @@
-"""Plain `openclaw doctor` checks beyond the migration preview (issue 3 item 6): legacy config
-keys, the schema of each agent database, stale transcript lock files. Read-only unless `fix`
-(D6.1: a plain `doctor` writes nothing)."""
+"""`openclaw doctor`: the `--session-sqlite <mode>` migration entry (mode checks, target selection,
+the run) and the plain doctor's checks beyond the migration preview — legacy config keys, the
+schema of each agent database, stale transcript lock files. Read-only unless `fix` or a
+destructive mode (D6.1: a plain `doctor` writes nothing)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from openclaw_cli.errors import OpenClawError
+from openclaw_cli.migration.context import Options
+from openclaw_cli.migration.scope import GITHUB_ISSUE_ERROR, OPTIONS_WITHOUT_MODE
 from openclaw_cli.paths import StatePaths
+from openclaw_cli.progress import ProgressFactory
 
 
 def config_check(paths: StatePaths, loaded: Any, *, fix: bool) -> dict[str, Any]:
@@ -55,7 +59,7 @@ def lock_check(paths: StatePaths, agent_ids: list[str], config: Any, *, fix: boo
 
 def run_checks(paths: StatePaths, *, fix: bool) -> dict[str, Any]:
     from openclaw_cli.config import load_config
-    from openclaw_cli.selection import known_agent_ids
+    from openclaw_cli.ops.targets import known_agent_ids
 
     loaded = load_config(paths, strict=False)
     config = config_check(paths, loaded, fix=fix)
@@ -69,28 +73,22 @@ def run_checks(paths: StatePaths, *, fix: bool) -> dict[str, Any]:
     }
 
 
-def render_checks(checks: dict[str, Any]) -> list[str]:
-    from openclaw_cli.config.legacy_keys import FIX_HEADER
-    from openclaw_cli.output import sanitize_text
+def session_sqlite(paths: StatePaths, options: Options, *, progress: ProgressFactory | None = None) -> Any:
+    """`doctor --session-sqlite <mode>`: the migration report (`migration.report.Report`; the
+    CLI prints its `to_json()` or renders it, and exits with its `exit_code`)."""
+    from openclaw_cli.errors import UsageError
+    from openclaw_cli.migration.context import Progress
+    from openclaw_cli.migration.engine import make_context, run
+    from openclaw_cli.migration.scope import validate_mode
+    from openclaw_cli.ops.targets import select_migration_targets
 
-    lines: list[str] = []
-    config = checks["config"]
-    if config["fixed"]:
-        lines.append(FIX_HEADER)
-        lines.extend(f"- {sanitize_text(m)}" for m in config["fixed"])
-        lines.append(f"- Backup of the previous config kept beside {sanitize_text(config['path'])} (.bak)")
-    elif config["findings"]:
-        lines.append("Config problems detected:")
-        lines.extend(f"- {sanitize_text(m)}" for m in config["findings"])
-    if checks["databases"]:
-        lines.append("Agent databases:")
-        for db in checks["databases"]:
-            state = db.get("error") or f"{db['kind']} ({db['schema']})" + (", read-only" if db.get("readOnly") else "")
-            lines.append(f"- {sanitize_text(db['agentId'])}: {sanitize_text(state)} {sanitize_text(db['path'])}")
-    for lock in checks["staleLocks"]:
-        verb = "removed" if lock.get("removed") else "stale"
-        reasons = ", ".join(lock.get("staleReasons") or []) or "unknown"
-        lines.append(f"- {verb} session lock: {sanitize_text(lock['lockPath'])} ({reasons})")
-    if checks["staleLocks"] and not any(lock.get("removed") for lock in checks["staleLocks"]):
-        lines.append('- Run "openclaw doctor --fix" to remove stale session locks whose owner is gone.')
-    return lines
+    options.mode = validate_mode(options.mode)
+    if options.github_issue and options.mode != "recover":
+        raise UsageError(GITHUB_ISSUE_ERROR)
+    ctx = make_context(options, paths=paths, progress=Progress(progress))
+    targets = select_migration_targets(options.mode, ctx.paths, ctx.config, agent=options.agent,
+                                       all_agents=options.all_agents, store=options.store)
+    return run(ctx, targets)
+
+
+__all__ = ["GITHUB_ISSUE_ERROR", "OPTIONS_WITHOUT_MODE", "Options", "run_checks", "session_sqlite"]

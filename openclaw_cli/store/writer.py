@@ -1,4 +1,4 @@
-"""The per-store writer (maintenance.md §11, spec D9/D12): one mutation at a time per store.
+"""The per-store writer queue (maintenance.md §11, spec D9/D12): one mutation at a time per store.
 
 In-process: one lock per resolved store path (re-entrant, so a task that already writes a store may
 call another write of the same store without deadlocking; different stores run in parallel).
@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.errors import InvalidDataError, SessionBusyError
-from openclaw_cli.store.lock import TIMEOUT_CODE, LockSettingsLike, transcript_lock
+from openclaw_cli.errors import InvalidDataError, SessionBusyError, StoreBusyError
+from openclaw_cli.store.lock import TIMEOUT_CODE, LockSettingsLike
 
 _GUARD = threading.Lock()
 _LOCKS: dict[str, threading.RLock] = {}
@@ -67,31 +67,23 @@ def sqlite_busy(store_path: Path, timeout_ms: float) -> SessionBusyError:
         f"session file locked (timeout {_timeout_text(timeout_ms)}ms): owner=unknown {store_path}", code=TIMEOUT_CODE)
 
 
-def _probe_sqlite(store: Any, timeout_ms: float) -> None:
-    """Wait (busy_timeout) for SQLite's write lock once, then give it back: proves the store is
-    not held by another writer before we change anything."""
+@contextmanager
+def sqlite_write_lock(store: Any, timeout_ms: float) -> Iterator[None]:
+    """Our SQLite store's cross-process part: wait (busy_timeout) for SQLite's write lock once,
+    then give it back — proof that no other writer holds the store before anything changes; a
+    later busy transaction is reported the same way (D12)."""
     try:
         with store.transaction():
             pass
-    except SessionBusyError:
+        yield
+    except StoreBusyError:
         raise sqlite_busy(store.path, timeout_ms) from None
 
 
 @contextmanager
 def store_writer(store: Any, lock_settings: LockSettingsLike) -> Iterator[None]:
-    """Hold the writer of `store` for one mutation (see the module docstring)."""
+    """Hold the writer of `store` for one mutation: the in-process queue of its path, then the
+    store's own cross-process lock (`SessionStore.write_lock`; see the module docstring)."""
     store.ensure_writable("change the session store")
-    key = writer_key(store.path)
-    timeout = lock_settings.acquire_timeout_ms
-    with _process_lock(key):
-        if store.kind == "legacy":
-            with transcript_lock(Path(store.path), lock_settings, allow_reentrant=True):
-                yield
-            return
-        _probe_sqlite(store, timeout)
-        try:
-            yield
-        except SessionBusyError as exc:
-            if exc.message.startswith("session store locked"):
-                raise sqlite_busy(store.path, timeout) from None
-            raise
+    with _process_lock(writer_key(store.path)), store.write_lock(lock_settings):
+        yield

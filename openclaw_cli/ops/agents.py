@@ -1,4 +1,4 @@
-"""`openclaw agents list` and `openclaw agents delete <id>` (operations layer, spec D9).
+"""`agents.list` and `agents.delete` (`openclaw agents list|delete`).
 
 Deleting an agent never deletes a transcript (D6.2, D15): every transcript of the agent — its
 SQLite sessions and its legacy `*.jsonl` files, orphans included — leaves through a verified
@@ -10,15 +10,15 @@ is not rewritten and the result says what to remove by hand.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import NotFoundError, OpenClawError
 from openclaw_cli.ids import normalize_agent_id
+from openclaw_cli.ops.context import Context
 
 
-def _stores_of(ctx: Any, agent: str, *, read_only: bool) -> list[Any]:
+def _stores_of(ctx: Context, agent: str, *, read_only: bool) -> list[Any]:
     """The agent's stores that exist: its SQLite database and/or its legacy sessions.json."""
     from openclaw_cli.store.detect import open_store_at
     from openclaw_cli.store.legacy import LegacyStore
@@ -34,7 +34,7 @@ def _stores_of(ctx: Any, agent: str, *, read_only: bool) -> list[Any]:
 
 
 def _has_transcripts(directory: Path) -> bool:
-    from openclaw_cli.maintenance.artifacts import TRANSCRIPT_KINDS, classify
+    from openclaw_cli.store.files import TRANSCRIPT_KINDS, classify
 
     try:
         return any(classify(p.name) in TRANSCRIPT_KINDS for p in directory.iterdir() if p.is_file())
@@ -42,11 +42,11 @@ def _has_transcripts(directory: Path) -> bool:
         return False
 
 
-def list_agents(ctx: Any) -> dict[str, Any]:
+def list_agents(ctx: Context) -> dict[str, Any]:
     """Configured agents plus agent directories found on disk, with the store each one uses (D2)
     and its session count."""
     from openclaw_cli.config import configured_agent_ids, default_agent_id
-    from openclaw_cli.selection import known_agent_ids
+    from openclaw_cli.ops.targets import known_agent_ids
     from openclaw_cli.store.detect import open_agent_store
 
     configured = configured_agent_ids(ctx.config)
@@ -68,9 +68,10 @@ def list_agents(ctx: Any) -> dict[str, Any]:
             "totalSessions": sum(a["sessions"] or 0 for a in agents)}
 
 
-def _check_deletable(ctx: Any, raw_id: str) -> str:
+def check_deletable(ctx: Context, raw_id: str) -> str:
+    """The normalised id of an agent that may be deleted (it exists and is not the only one)."""
     from openclaw_cli.config import configured_agent_ids
-    from openclaw_cli.selection import known_agent_ids
+    from openclaw_cli.ops.targets import known_agent_ids
 
     if not isinstance(raw_id, str) or not raw_id.strip():
         raise OpenClawError("agent id must not be blank")
@@ -83,52 +84,16 @@ def _check_deletable(ctx: Any, raw_id: str) -> str:
     return agent
 
 
-def _delete_sqlite(store: Any, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int]:
-    from openclaw_cli.maintenance.apply import apply_sqlite
-
-    entries = store.load_entries()
-    sids: list[str] = []
-    keys: dict[str, str] = {}
-    for window in store.list_windows():
-        sids.append(window["sessionId"])
-        keys.setdefault(window["sessionId"], window["sessionKey"])
-    for key, entry in entries.items():
-        sid = entry.get("sessionId")
-        if isinstance(sid, str) and sid not in keys:
-            sids.append(sid)
-            keys[sid] = key
-    outcome = apply_sqlite(store, entries=entries, removed_keys=list(entries), session_ids=sids, session_keys=keys,
-                           unlink_actions=[], now_ms=now_ms, checkpoint=checkpoint)
-    return outcome, len(entries)
-
-
-def _delete_legacy(store: Any, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int]:
-    from openclaw_cli.maintenance.apply import apply_legacy
-    from openclaw_cli.maintenance.artifacts import TRANSCRIPT_KINDS, FileAction, scan_sessions_dir
-
-    entries = store.load_entries() if store.exists() else {}
-    snapshot = scan_sessions_dir(store.sessions_dir)
-    actions = []
-    for name, f in sorted(snapshot.files.items()):
-        kind = snapshot.kind(name)
-        if "/" not in name and kind in TRANSCRIPT_KINDS:
-            actions.append(FileAction(name, f.size, f.mtime_ms, kind, True, "entry"))
-    outcome = apply_legacy(store, removed_keys=list(entries), archive_actions=actions, unlink_actions=[],
-                           lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint)
-    return outcome, len(entries)
-
-
-def delete_agent(ctx: Any, agent_id: str, *, now_ms: int | None = None) -> dict[str, Any]:
+def delete_agent(ctx: Context, agent_id: str, *, now_ms: int | None = None) -> dict[str, Any]:
     """`agents.delete {agentId, deleteFiles: true}`: archive every transcript of the agent (verified),
     remove its store rows, drop it from the config roster. Refuses the only configured agent and
     real OpenClaw databases (read-only, D4)."""
-    from openclaw_cli.config import write_lock_settings
-    from openclaw_cli.maintenance.apply import Checkpoints
-    from openclaw_cli.maintenance.writer import store_writer
+    from openclaw_cli.store.retire import Checkpoints
+    from openclaw_cli.store.writer import store_writer
 
-    agent = _check_deletable(ctx, agent_id)
-    lock_settings = write_lock_settings(ctx.config)
-    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    agent = check_deletable(ctx, agent_id)
+    lock_settings = ctx.lock_settings()
+    now = ctx.now_ms() if now_ms is None else int(now_ms)
     checkpoint = Checkpoints()
     stores = _stores_of(ctx, agent, read_only=False)
     removed: list[dict[str, Any]] = []
@@ -140,12 +105,8 @@ def delete_agent(ctx: Any, agent_id: str, *, now_ms: int | None = None) -> dict[
             store.ensure_writable(f'delete agent "{agent}"')
         for store in stores:
             with store_writer(store, lock_settings):
-                if store.kind == "legacy":
-                    outcome, count = _delete_legacy(store, lock_settings, now, checkpoint)
-                    kept_rows += len(store.load_rows()) if store.exists() else 0
-                else:
-                    outcome, count = _delete_sqlite(store, lock_settings, now, checkpoint)
-                    kept_rows += store.count_entries()
+                outcome, count, left = store.retire_all(lock_settings=lock_settings, now_ms=now, checkpoint=checkpoint)
+            kept_rows += left
             entries_removed += count
             archives.extend(outcome.archives)
             removed.append({"path": str(store.path), "method": "emptied"})
@@ -170,7 +131,7 @@ def delete_agent(ctx: Any, agent_id: str, *, now_ms: int | None = None) -> dict[
     }
 
 
-def _remove_from_config(ctx: Any, agent: str) -> dict[str, Any]:
+def _remove_from_config(ctx: Context, agent: str) -> dict[str, Any]:
     """Drop the agent from `agents.list` / `agents.entries` of a strict-JSON config (comments and
     JSON5 syntax would be lost by a rewrite: those files are left for the operator)."""
     import orjson

@@ -1,0 +1,123 @@
+"""`sessions.cleanup` (`openclaw sessions cleanup`, `openclaw cleanup`; maintenance.md §10): select
+the stores, hold each store's writer while its plan is made and applied, and return OpenClaw's
+document. A dry run plans only: no store rewrite, no database created, no lock file (D6.1).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from openclaw_cli.errors import OpenClawError
+from openclaw_cli.gcpause import gc_paused
+from openclaw_cli.maintenance.service import (
+    CleanupOptions,
+    PartialCleanupError,
+    StoreCleanup,
+    apply_store,
+    check_archive_dir,
+    plan_store,
+)
+from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.targets import open_target, select_targets
+
+__all__ = ["CleanupOptions", "PartialCleanupError", "StoreCleanup", "cleanup_document", "cleanup_stores", "options_from_params",
+           "sessions_cleanup", "store_views"]
+
+
+def options_from_params(params: dict[str, Any]) -> CleanupOptions:
+    """The Gateway's `sessions.cleanup` params (`agent, allAgents, enforce, activeKey, fixMissing,
+    fixDmScope`) plus what only a local run has (`dryRun`, `store`)."""
+    return CleanupOptions(agent=params.get("agent"), all_agents=bool(params.get("allAgents")),
+                          store=params.get("store"), dry_run=bool(params.get("dryRun")),
+                          enforce=bool(params.get("enforce")), active_key=params.get("activeKey"),
+                          fix_missing=bool(params.get("fixMissing")), fix_dm_scope=bool(params.get("fixDmScope")))
+
+
+def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None = None) -> list[StoreCleanup]:
+    """Clean every selected store (sequentially); one StoreCleanup per physical store."""
+    from openclaw_cli.store.retire import Checkpoints
+
+    if options.active_key is not None and not options.active_key.strip():
+        options.active_key = None
+    targets = select_targets(ctx.paths, ctx.config, agent=options.agent, all_agents=options.all_agents,
+                             store=options.store)
+    lock_settings = ctx.lock_settings()
+    checkpoint = Checkpoints()
+    results: list[StoreCleanup] = []
+    seen: set[str] = set()
+    for target in targets:
+        try:
+            with open_target(ctx, target, read_only=options.dry_run) as store:
+                physical = os.path.realpath(store.path)
+                if physical in seen:
+                    continue  # --all-agents: deduplicated by physical target (§10.1)
+                seen.add(physical)
+                if options.dry_run:
+                    now = now_ms if now_ms is not None else ctx.now_ms()
+                    with gc_paused():
+                        result = plan_store(ctx, store, options=options, now_ms=now)
+                else:
+                    store.ensure_writable("clean up sessions")
+                    check_archive_dir(ctx, store)
+                    from openclaw_cli.store.writer import store_writer  # (a dry run takes no lock)
+
+                    with store_writer(store, lock_settings):
+                        now = now_ms if now_ms is not None else ctx.now_ms()
+                        with gc_paused():
+                            result = plan_store(ctx, store, options=options, now_ms=now)
+                        result.outcome = apply_store(store, result, lock_settings=lock_settings,
+                                                     checkpoint=checkpoint, progress=ctx.progress)
+                result.summarize(dry_run=options.dry_run)
+                results.append(result)
+        except OpenClawError as exc:
+            if not results:
+                raise
+            raise _partial(results, target, exc, options) from exc
+    checkpoint.finish()
+    return results
+
+
+def _partial(results: list[StoreCleanup], target: Any, exc: OpenClawError,
+             options: CleanupOptions) -> PartialCleanupError:
+    message = f"Session cleanup failed for agent '{target.agent_id}': {exc.message}"
+    document = cleanup_document(results, options)
+    if "stores" not in document:
+        document = {"allAgents": True, "mode": results[0].plan.mode, "dryRun": options.dry_run,
+                    "stores": [r.summary for r in results]}
+    document["partialError"] = {
+        "failingAgentId": target.agent_id,
+        "failingStorePath": str(target.explicit) if target.explicit else None,
+        "message": message,
+        "lifecycleCommitted": not options.dry_run,
+    }
+    return PartialCleanupError(message, document)  # exit 1 (§10.9)
+
+
+def cleanup_document(results: list[StoreCleanup], options: CleanupOptions) -> dict[str, Any]:
+    """Exactly one summary is printed bare; any other number (even with `--all-agents`) is wrapped."""
+    from openclaw_cli.maintenance.report import cleanup_json
+
+    mode = results[0].plan.mode if results else "enforce"
+    return cleanup_json([r.summary for r in results], mode=mode, dry_run=options.dry_run)
+
+
+def store_views(results: list[StoreCleanup]) -> list[dict[str, Any]]:
+    """What a text report shows per store, as plain data: the summary, every row's planned action
+    (in store order, with its entry) and, in warn mode, what `--enforce` would also remove."""
+    views = []
+    for r in results:
+        other = r.plan.would_enforce
+        would_enforce = None
+        if r.plan.mode != "enforce" and other is not None:
+            would_enforce = {"modelRunPruned": other.model_run_pruned, "pruned": other.pruned,
+                             "capped": other.capped, "evicted": other.evicted}
+        views.append({"summary": r.summary, "nowMs": r.now_ms, "wouldEnforce": would_enforce,
+                      "actions": [(action, key, r.entries.get(key)) for key, action in r.plan.actions.items()]})
+    return views
+
+
+def sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """The `sessions.cleanup` method: OpenClaw's document (one summary bare, else the wrapper)."""
+    options = options_from_params(params)
+    return cleanup_document(cleanup_stores(ctx, options), options)

@@ -1,0 +1,47 @@
+"""What one operation run carries: resolved paths, the loaded config, the clock, a progress sink
+and the hints it collects (spec D2: "said once")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openclaw_cli.clock import now_ms
+from openclaw_cli.paths import StatePaths
+from openclaw_cli.progress import ProgressFactory
+
+
+@dataclass
+class Context:
+    paths: StatePaths
+    config: Any  # openclaw_cli.config.LoadedConfig
+    clock: Callable[[], int] = now_ms
+    progress: ProgressFactory | None = None
+    hints: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:
+        """Load the config and make `session.store` (a custom store path) part of the paths, so
+        every command looks at the same store (the one the migration imported into)."""
+        from openclaw_cli.config import load_config
+
+        config = load_config(paths) if strict else load_config(paths, strict=False)
+        return cls(paths=paths.with_config(config), config=config, **kwargs)
+
+    def now_ms(self) -> int:
+        return self.clock()
+
+    def hint(self, text: str) -> None:
+        if text not in self.hints:
+            self.hints.append(text)
+
+    def lock_settings(self) -> Any:
+        from openclaw_cli.config import write_lock_settings
+
+        return write_lock_settings(self.config)
+
+    def busy_timeout_ms(self) -> int:
+        from openclaw_cli.config.resolve import sqlite_busy_timeout_ms
+
+        return sqlite_busy_timeout_ms(self.lock_settings())  # capped to what SQLite accepts

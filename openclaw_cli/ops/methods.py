@@ -1,0 +1,93 @@
+"""The method table: every operation both front ends run, keyed by its Gateway method name.
+
+The CLI builds a method's params once and either calls `call(ctx, name, params)` locally or sends
+the same params to a Gateway (spec D9/D20); our Gateway validates a request's params against the
+method's closed schema and then calls the same handler. Handlers take the Gateway's params plus
+local-only extensions a remote caller cannot send (`dryRun`, `store`: offline repair) and return
+OpenClaw's JSON document. `scope` is the least operator scope the method needs (the client asks
+for it, the server enforces it); `mutates` marks methods that write (the Gateway serialises them
+per store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from openclaw_cli.errors import UsageError
+from openclaw_cli.ops.context import Context
+
+READ = "operator.read"
+WRITE = "operator.write"
+ADMIN = "operator.admin"
+
+Handler = Callable[[Context, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    handler: Handler
+    scope: str
+    mutates: bool = False
+
+
+def _sessions_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.sessions import list_sessions
+
+    return list_sessions(ctx, agent=params.get("agentId"), all_agents=bool(params.get("allAgents")),
+                         store=params.get("store"), active_minutes=params.get("activeMinutes"),
+                         limit=params.get("limit", 100))
+
+
+def _sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.cleanup import sessions_cleanup
+
+    return sessions_cleanup(ctx, params)
+
+
+def _sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.compact import sessions_compact
+
+    return sessions_compact(ctx, params)
+
+
+def _agents_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.agents import list_agents
+
+    return list_agents(ctx)
+
+
+def _agents_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.agents import delete_agent
+
+    return delete_agent(ctx, params.get("agentId"))
+
+
+def _status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.status import build_status
+
+    return build_status(ctx.paths, probe=bool(params.get("probe", False)), clock=ctx.clock)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("sessions.list", _sessions_list, READ),
+    Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
+    Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
+    Method("agents.list", _agents_list, READ),
+    Method("agents.delete", _agents_delete, ADMIN, mutates=True),
+    Method("status", _status, READ),
+)}
+
+
+def method(name: str) -> Method:
+    found = METHODS.get(name)
+    if found is None:
+        raise UsageError(f"unknown method: {name}")
+    return found
+
+
+def call(ctx: Context, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run one method locally."""
+    return method(name).handler(ctx, dict(params or {}))

@@ -1,0 +1,192 @@
+"""A session's transcript as one consistent snapshot (compaction-lifecycle.md §4.8; spec D12,
+D16): read without a lock; the write phase (`compaction_writes`) re-checks it under the lock or
+inside the transaction and raises `SnapshotChanged` when the transcript or the row moved, so the
+caller re-plans. No lock is held while a summary provider is called."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import NotFoundError, RefusedError, SessionBusyError
+from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
+from openclaw_cli.store.rewrite import linear_branch, parse_transcript_bytes
+
+CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class SnapshotChanged(SessionBusyError):
+    """The transcript or the row changed between the snapshot and the write: nothing was written."""
+
+    def __init__(self, key: str):
+        super().__init__(f"Session {key} changed while it was being compacted; nothing was written. Retry.",
+                         code=CHANGED_CODE)
+
+
+# ---- snapshots -------------------------------------------------------------------------------------
+
+@dataclass
+class TranscriptSnapshot:
+    """One session's transcript as read at one instant."""
+
+    store: SessionStore
+    key: str
+    entry: dict[str, Any]
+    session_id: str
+    raw_data: bytes | None  # the exact transcript bytes; None: our SQLite store's, exported on first use
+    lines: list[TranscriptLine]  # readable lines in order, header included
+    issues: list[ReadIssue] = field(default_factory=list)
+    path: Path | None = None  # legacy transcript file
+    signature: tuple[int, ...] | None = None  # legacy (dev, ino, size, mtime_ns); SQLite (events, bytes)
+
+    @property
+    def data(self) -> bytes:
+        """The exact transcript bytes (legacy file, or SQLite events as JSONL): the archive source.
+        Exported on demand for our SQLite store (inside the write transaction, where it is used),
+        and only if the session still matches the snapshot."""
+        if self.raw_data is None:
+            buffer = io.BytesIO()
+            totals = self.store.export_transcript(self.session_id, buffer)  # type: ignore[attr-defined]
+            if (totals.events, totals.bytes) != self.signature:
+                raise SnapshotChanged(self.key)
+            self.raw_data = buffer.getvalue()
+        return self.raw_data
+
+    @cached_property
+    def header(self) -> dict[str, Any] | None:
+        for line in self.lines[:16]:
+            if line.obj is not None and line.obj.get("type") == "session":
+                return line.obj
+        return None
+
+    @cached_property
+    def branch(self) -> list[TranscriptLine]:
+        linear = linear_branch(self.lines)
+        if linear is not None:
+            return linear
+        from openclaw_cli.store.tree import active_branch
+
+        return active_branch(self.lines)
+
+    @property
+    def branch_entries(self) -> list[dict[str, Any]]:
+        return [line.obj for line in self.branch if line.obj is not None]
+
+    def entry_ids(self) -> set[str]:
+        return {line.obj["id"] for line in self.lines if line.obj is not None and isinstance(line.obj.get("id"), str)}
+
+
+def file_signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
+    """The whole file and its signature, read through one descriptor (never through a symlink)."""
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        except OSError as exc:
+            raise RefusedError(f"Cannot read transcript {path}: {exc.strerror or exc} "
+                               "(symbolic links are not followed)") from exc
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            before = os.fstat(fh.fileno())
+            if not stat.S_ISREG(before.st_mode):
+                raise RefusedError(f"Cannot read transcript {path}: not a regular file")
+            data = fh.readall()
+            after = os.fstat(fh.fileno())
+        if file_signature(before) == file_signature(after) and after.st_size == len(data):
+            return data, file_signature(after)
+    raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
+
+
+def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
+    """Our SQLite store's lines straight from its rows, when every row is a plain JSON-object line
+    (the usual case): exactly the lines `parse_transcript_bytes` makes of the exported JSONL, without
+    exporting, decoding and splitting it all again. None for anything unusual (a row that is not an
+    object, has a CR or a newline, was dropped as malformed, or rows that changed meanwhile): the
+    caller then takes the export path."""
+    totals = store.window_totals(session_id)
+    if totals is None:
+        return None
+    lines: list[TranscriptLine] = []
+    index = 0
+    for line in store.iter_transcript(session_id):
+        raw, obj = line.raw, line.obj
+        if type(obj) is not dict or not obj or raw[:1] != "{" or raw[-1:] == "\r" or "\n" in raw:
+            return None
+        line.seq, line.line_no = index, index + 1  # as numbered in the exported JSONL
+        lines.append(line)
+        index += 1
+    if index != totals.events:
+        return None
+    return lines, (totals.events, totals.bytes)
+
+
+def _session_id(key: str, entry: dict[str, Any]) -> str:
+    session_id = entry.get("sessionId")
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise NotFoundError(f"Session {key} has no sessionId; nothing to compact.")
+    return session_id.strip()
+
+
+def read_file_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
+    """A legacy store's transcript file, read once through one descriptor."""
+    session_id = _session_id(key, entry)
+    issues: list[ReadIssue] = []
+    signature: tuple[int, ...] | None = None
+    path = store.resolve_transcript(session_id, entry, issues)
+    if path is None:
+        data = b""
+    else:
+        data, signature = _read_legacy(path)
+    label = str(path) if path is not None else f"{store.path}#{session_id}"
+    lines = parse_transcript_bytes(data, label, issues) if data else []
+    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
+
+
+def read_database_snapshot(store: Any, key: str, entry: dict[str, Any], *,
+                           data_on_demand: bool = False) -> TranscriptSnapshot:
+    """Our SQLite store's session window. `data_on_demand`: take the lines from the rows and
+    export the transcript bytes only if something needs them (an archive), which a summary
+    compaction rarely does."""
+    session_id = _session_id(key, entry)
+    issues: list[ReadIssue] = []
+    label = f"{store.path}#{session_id}"
+    from_rows = _lines_from_rows(store, session_id) if data_on_demand else None
+    if from_rows is not None:
+        lines, signature = from_rows
+        return TranscriptSnapshot(store, key, entry, session_id, None, lines, issues, None, signature)
+    buffer = io.BytesIO()
+    totals = store.export_transcript(session_id, buffer)
+    data = buffer.getvalue()
+    lines = parse_transcript_bytes(data, label, issues) if data else []
+    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, None,
+                              (totals.events, totals.bytes))
+
+
+def read_events_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
+    """A read-only store's events (a real OpenClaw database: dry runs)."""
+    session_id = _session_id(key, entry)
+    issues: list[ReadIssue] = []
+    raw = [line.raw for line in store.iter_transcript(session_id, entry=entry, issues=issues)]
+    data = ("\n".join(raw) + "\n").encode("utf-8") if raw else b""
+    lines = parse_transcript_bytes(data, f"{store.path}#{session_id}", issues) if data else []
+    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, None, None)
+
+
+# ---- results -------------------------------------------------------------------------------------------
+
+@dataclass
+class PersistResult:
+    session_id: str  # the session's id afterwards (the successor's when rotated)
+    entry: dict[str, Any] | None  # the row as written (None when the row could not be updated)
+    successor: dict[str, Any] | None = None
+    archive: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
