@@ -6,7 +6,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import agents, cleanup, compact, doctor, sessions, status
+    from openclaw_cli.cli import agents, cleanup, compact, doctor, gateway, sessions, status
 
     sessions.register(app)
     status.register(app)
@@ -14,3 +14,4 @@ def register(app: typer.Typer) -> None:
     cleanup.register(app)
     agents.register(app)
     compact.register(app)
+    gateway.register(app)
