@@ -72,14 +72,11 @@ class StatePaths:
     profile: str | None = None
     session_store: str | None = None  # `session.store` template from the config (None: the default layout)
 
-    def with_config(self, config: object) -> StatePaths:
-        """These paths with the config's `session.store` applied (every command then finds the
-        store the migration imported into)."""
+    def with_session_store(self, template: str | None) -> StatePaths:
+        """These paths with the config's `session.store` template applied (every command then
+        finds the store the migration imported into)."""
         from dataclasses import replace
 
-        from openclaw_cli.config import session_store_template
-
-        template = session_store_template(config)
         return self if template == self.session_store else replace(self, session_store=template)
 
     def agents_root(self) -> Path:

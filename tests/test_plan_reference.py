@@ -326,7 +326,7 @@ def test_status_preview_and_stores_equal_reference(generated, tmp_path, monkeypa
 
     config = tmp_path / "openclaw.json"
     config.write_text('{"session":{"maintenance":{"pruneAfter":"7d","maxEntries":300}}}')
-    result = status_report.build_status(StatePaths(tmp_path, generated, config), probe=False, clock=lambda: NOW_MS)
+    result = status_report.build_status(StatePaths(tmp_path, generated, config), clock=lambda: NOW_MS)
     entries = _entries(generated)
     s = Settings(max_entries=300, prune_after_ms=7 * DAY)
     ref = reference_plan(entries, s, NOW_MS)

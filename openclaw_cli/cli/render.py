@@ -179,9 +179,10 @@ def render_status(result: dict[str, Any]) -> None:
 
 
 def _now() -> int:
-    import time
 
-    return int(time.time() * 1000)
+    from openclaw_cli.clock import now_ms
+
+    return now_ms()
 
 
 def _tokens(row: dict[str, Any]) -> str:

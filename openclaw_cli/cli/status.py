@@ -16,7 +16,10 @@ def status(
     def body() -> None:
         from openclaw_cli.ops.status import build_status
 
-        result = build_status(state_paths(), probe=not no_probe)
+        probe = None
+        if not no_probe:
+            from openclaw_cli.gateway.probe import status_probe as probe
+        result = build_status(state_paths(), probe=probe)
         if json_mode:
             echo_json(result)
         else:

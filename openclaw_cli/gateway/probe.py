@@ -43,3 +43,10 @@ def probe_gateway(host: str, port: int, *, timeout_s: float = 0.5) -> dict[str, 
     result["reachable"] = True
     result["connectLatencyMs"] = int((time.monotonic() - start) * 1000)
     return result
+
+
+def status_probe(config: Any, paths: Any) -> dict[str, Any]:
+    """`status`'s Gateway block for this config (`ops.status.GatewayProbe`)."""
+    from openclaw_cli.config import gateway_settings
+
+    return probe_gateway("127.0.0.1", gateway_settings(config).port)

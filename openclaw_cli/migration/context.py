@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openclaw_cli import clock
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.paths import StatePaths
 from openclaw_cli.progress import TaskProgress
@@ -49,7 +49,7 @@ class Context:
 
     @staticmethod
     def now_ms() -> int:
-        return int(time.time() * 1000)
+        return clock.now_ms()
 
     def checkpoint(self, label: str) -> None:
         """Crash-test hook (D6.4 tests): with OPENCLAW_MIGRATION_CRASH_AT=k the process SIGKILLs

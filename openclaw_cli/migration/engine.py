@@ -18,10 +18,10 @@ def make_context(options: Options, *, paths: StatePaths, progress: Progress | No
     paths = dataclasses.replace(paths, state_dir=Path(os.path.realpath(paths.state_dir)))
     config = None
     if options.store is None:
-        from openclaw_cli.config import load_config
+        from openclaw_cli.config import load_config, session_store_template
 
         config = load_config(paths)
-        paths = paths.with_config(config)
+        paths = paths.with_session_store(session_store_template(config))
     busy = 60000
     try:
         from openclaw_cli.config import sqlite_busy_timeout_ms, write_lock_settings

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from openclaw_cli import __version__
+from openclaw_cli import __version__, clock
 from openclaw_cli.fsio import atomic_write_bytes, ensure_dir
 from openclaw_cli.jsonutil import JSONDecodeError, dumps_pretty, loads
 from openclaw_cli.migration.publish import Identity
@@ -34,12 +33,12 @@ MOVE_KINDS = frozenset({"legacy-store", "transcript", "trajectory", "unreference
 
 
 def iso_now(ms: int | None = None) -> str:
-    ms = int(time.time() * 1000) if ms is None else ms
+    ms = clock.now_ms() if ms is None else ms
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def new_run_id(now_ms: int | None = None) -> str:
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    now_ms = clock.now_ms() if now_ms is None else now_ms
     return f"session-sqlite-{now_ms}-{uuid.uuid4().hex[:8]}"
 
 

@@ -24,10 +24,10 @@ class Context:
     def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:
         """Load the config and make `session.store` (a custom store path) part of the paths, so
         every command looks at the same store (the one the migration imported into)."""
-        from openclaw_cli.config import load_config
+        from openclaw_cli.config import load_config, session_store_template
 
         config = load_config(paths) if strict else load_config(paths, strict=False)
-        return cls(paths=paths.with_config(config), config=config, **kwargs)
+        return cls(paths=paths.with_session_store(session_store_template(config)), config=config, **kwargs)
 
     def now_ms(self) -> int:
         return self.clock()

@@ -68,7 +68,7 @@ def _agents_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 def _status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.status import build_status
 
-    return build_status(ctx.paths, probe=bool(params.get("probe", False)), clock=ctx.clock)
+    return build_status(ctx.paths, clock=ctx.clock)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (

@@ -112,16 +112,22 @@ def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def build_status(paths: StatePaths, *, probe: bool = True, clock: Callable[[], int] = now_ms) -> dict[str, Any]:
+# (config, paths) -> status's `gateway` block; the front end supplies it (the Gateway client lives above ops)
+GatewayProbe = Callable[[Any, StatePaths], dict[str, Any]]
+
+
+def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
+                 clock: Callable[[], int] = now_ms) -> dict[str, Any]:
     """`openclaw status --json`. The config is loaded here, leniently: an invalid config is
-    reported (and defaults used) instead of failing the command."""
+    reported (and defaults used) instead of failing the command. Without `probe` the Gateway
+    block says "not probed"."""
     from openclaw_cli.config import (
         default_agent_id,
         gateway_settings,
         load_config,
         maintenance_settings,
+        session_store_template,
     )
-    from openclaw_cli.gateway.probe import probe_gateway
     from openclaw_cli.ops.rows import session_row
 
     now = clock()
@@ -133,7 +139,7 @@ def build_status(paths: StatePaths, *, probe: bool = True, clock: Callable[[], i
         # status must still report; fall back to defaults and show the problem.
         config_block = {"valid": False, "errors": exc.issues or [{"path": "", "message": exc.message}], "warnings": []}
         loaded = load_config(paths, ignore_errors=True)
-    paths = paths.with_config(loaded)
+    paths = paths.with_session_store(session_store_template(loaded))
     ctx = Context(paths=paths, config=loaded, clock=clock)
     settings = maintenance_settings(loaded)
     from openclaw_cli.config import context_tokens_default, default_model
@@ -192,7 +198,7 @@ def build_status(paths: StatePaths, *, probe: bool = True, clock: Callable[[], i
             previews.append(_preview(agent_id, store, entries, settings, now))
     all_rows.sort(key=lambda r: -(r["updatedAt"] or 0))
     gw = gateway_settings(loaded)
-    gateway = probe_gateway("127.0.0.1", gw.port) if probe else {
+    gateway = probe(loaded, paths) if probe is not None else {
         "mode": "local", "url": f"ws://127.0.0.1:{gw.port}", "urlSource": "local loopback",
         "reachable": False, "connectLatencyMs": None, "error": "not probed",
     }

@@ -103,13 +103,13 @@ def select_migration_targets(mode: str, paths: StatePaths, config: Any, *, agent
     with `--session-sqlite-agent` they (and restore/recover) filter the discovered agents instead
     of failing on an unknown one; a store several agents point at is shared (each imports its own
     keys from it); `--session-sqlite-all-agents` also finds the very old single-store layout."""
-    from openclaw_cli.config import configured_agent_ids, default_agent_id
+    from openclaw_cli.config import configured_agent_ids, default_agent_id, session_store_template
     from openclaw_cli.migration.scope import DISCOVERY_MODES, has_legacy_source
 
     validate_selectors(agent, all_agents, store, flags=_MIGRATION_FLAGS, error=UsageError)
     if store is not None:
         return _explicit_migration_target(mode, paths, store, agent)
-    paths = paths.with_config(config)
+    paths = paths.with_session_store(session_store_template(config))
     configured = list(configured_agent_ids(config))
     discovered = paths.discovered_agent_ids()
     known = configured + [a for a in discovered if a not in configured]

@@ -115,7 +115,12 @@ def _owner_from_db(path: Path) -> str | None:
 
 
 def _check_inside_state(path: Path, paths: StatePaths) -> None:
-    """D6.7: an agent's store must be reached without symlinks out of the state dir."""
+    """D6.7: an agent's store must be reached without symlinks out of the state dir. A store the
+    config places elsewhere (`session.store`) must itself be a regular file, not a link."""
+    if not path.is_relative_to(paths.state_dir):
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise RefusedError(f"Refusing to open {path}: it is not a regular file (symbolic links are not followed)")
+        return
     if path.exists() and not safe_regular_file(path, paths.state_dir):
         raise RefusedError(f"Refusing to open {path}: it is not a regular file inside {paths.state_dir} "
                            "(symbolic links are not followed)")

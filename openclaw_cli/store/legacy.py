@@ -22,7 +22,6 @@ import json
 import os
 import re
 import stat
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from openclaw_cli import clock
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
@@ -854,7 +854,7 @@ class LegacyStore(SessionStore):
         path = self.transcript_path(session_id, entry)
         if os.path.islink(path) or _reached_through_symlink(path, self.sessions_dir):
             raise RefusedError(f"Refusing to write transcript {path}: it is reached through a symbolic link")
-        ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        ms = clock.now_ms() if now_ms is None else int(now_ms)
         header = header_line(session_id.strip(), timestamp=_iso(ms), cwd=cwd if cwd is not None else os.getcwd())
         append_jsonl(path, raw_lines, lock_settings=lock_settings, header=header)
         return path

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from openclaw_cli import clock
 from openclaw_cli.errors import SessionBusyError
 
 TIMEOUT_CODE = "OPENCLAW_SESSION_WRITE_LOCK_TIMEOUT"
@@ -121,7 +122,7 @@ def looks_like_openclaw(pid: int) -> bool:
 
 
 def _iso_now(now_ms: float | None = None) -> str:
-    ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    ms = clock.now_ms() if now_ms is None else int(now_ms)
     dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
@@ -229,7 +230,7 @@ def inspect_lock(
     payload, sig, mtime_ms = _read_payload(lock_path)
     if sig is None:
         return None
-    now = time.time() * 1000 if now_ms is None else now_ms
+    now = clock.now_ms() if now_ms is None else now_ms
     p = payload or {}
     raw_pid = p.get("pid")
     pid = raw_pid if _valid_lock_int(raw_pid) and raw_pid > 0 else None

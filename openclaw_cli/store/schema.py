@@ -3,8 +3,8 @@
 `PRAGMA application_id = 0x4F43434C`, `PRAGMA user_version = 1000 + SCHEMA_VERSION`,
 `schema_meta.app_version = 'openclaw-cli <version>'`.
 
-Schema changes are named migrations recorded in `_openclaw_cli_migrations` (the sqlite-utils
-`Migrations` idea without importing sqlite-utils on the hot path). Each migration runs in its own
+Schema changes are named migrations recorded in `_openclaw_cli_migrations` (sqlite-utils'
+`Migrations` idea, in a few lines of our own: see docs/decisions.md). Each migration runs in its own
 `BEGIN IMMEDIATE` transaction and re-checks what is applied after taking the write lock, so two
 processes opening a new database at the same time cannot both apply one.
 """

@@ -14,7 +14,6 @@ import re
 import shutil
 import sqlite3
 import struct
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from openclaw_cli import clock
 from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, StoreBusyError
 from openclaw_cli.store.base import ArchiveFile
 
@@ -209,7 +209,7 @@ def table_names(conn: sqlite3.Connection) -> set[str]:
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return clock.now_ms()
 
 
 def iso_from_ms(ms: int) -> str:
