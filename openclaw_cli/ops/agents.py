@@ -27,19 +27,10 @@ def _stores_of(ctx: Context, agent: str, *, read_only: bool) -> list[Any]:
     db = ctx.paths.agent_db_path(agent)
     if db.exists():
         stores.append(open_store_at(db, agent_id=agent, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only))
-    legacy = ctx.paths.legacy_store_path(agent)
-    if legacy.exists() or _has_transcripts(ctx.paths.sessions_dir(agent)):
-        stores.append(LegacyStore(legacy, agent))
+    legacy = LegacyStore(ctx.paths.legacy_store_path(agent), agent)
+    if legacy.legacy_data_present():
+        stores.append(legacy)
     return stores
-
-
-def _has_transcripts(directory: Path) -> bool:
-    from openclaw_cli.store.files import TRANSCRIPT_KINDS, classify
-
-    try:
-        return any(classify(p.name) in TRANSCRIPT_KINDS for p in directory.iterdir() if p.is_file())
-    except OSError:
-        return False
 
 
 def list_agents(ctx: Context) -> dict[str, Any]:

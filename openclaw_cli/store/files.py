@@ -138,3 +138,13 @@ def classify(name: str, store_name: str = "sessions.json") -> str | None:
     if is_trajectory_name(name):
         return "trajectory"
     return "transcript" if is_primary_transcript_name(name) else None
+
+
+def has_transcript_files(directory: Path) -> bool:
+    """Whether `directory` holds a transcript, checkpoint or trajectory file (regular files only)."""
+    try:
+        with os.scandir(directory) as it:
+            return any(classify(item.name) in TRANSCRIPT_KINDS and item.is_file(follow_symlinks=False)
+                       for item in it)
+    except OSError:
+        return False

@@ -597,12 +597,9 @@ class LegacyStore(SessionStore):
 
     # ---- layout facts ------------------------------------------------------------------------------
     def legacy_data_present(self) -> bool:
-        if self.path.exists():
-            return True
-        try:
-            return any(p.suffix == ".jsonl" for p in self.sessions_dir.iterdir())
-        except OSError:
-            return False
+        from openclaw_cli.store.files import has_transcript_files
+
+        return self.path.exists() or has_transcript_files(self.sessions_dir)
 
     def preview_session_bytes(self) -> dict[str, int] | None:
         return None  # sizes would mean a stat of every transcript: previews go without them
