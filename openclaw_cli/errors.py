@@ -15,6 +15,8 @@ class ExitCode(IntEnum):
     INVALID_DATA = 6  # corrupt or malformed store data, invalid ids
     REFUSED = 7  # a write was refused: read-only OpenClaw database, unsafe path or symlink
     GATEWAY = 8  # the Gateway answered with an error
+    GATEWAY_UNAVAILABLE = 9  # a Gateway listens but the exchange failed: closed, timeout, TLS, protocol
+    GATEWAY_AUTH = 10  # no Gateway credentials, or the Gateway refused the ones we sent
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -26,8 +28,10 @@ EXIT_CODE_DOCS: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "A named session key, agent or store does not exist.",
     ExitCode.BUSY: "A session or store is locked by another writer (`session file locked …`), or a Gateway owns the state directory.",
     ExitCode.INVALID_DATA: "Stored data is corrupt or malformed (e.g. `sessions.json` is not a JSON object), or an id is invalid.",
-    ExitCode.REFUSED: "A write was refused: a real OpenClaw database (read-only until verified write support), a path outside the state directory, a symbolic or hard link.",
-    ExitCode.GATEWAY: "The Gateway was reached but answered with an error.",
+    ExitCode.REFUSED: "A write was refused: a real OpenClaw database (read-only until verified write support), a path outside the state directory, a symbolic or hard link; or a plaintext `ws://` Gateway URL to a non-loopback host.",
+    ExitCode.GATEWAY: "The Gateway was reached but answered the request with an error (`gateway_request_error`).",
+    ExitCode.GATEWAY_UNAVAILABLE: "A Gateway could not be used: the connection closed, timed out, failed TLS verification or broke the protocol (`gateway_transport_error`); nothing was run locally. With `gateway call|probe|health`, also: nothing listens.",
+    ExitCode.GATEWAY_AUTH: "Gateway credentials are missing while a Gateway listens (`gateway_credentials_required`), or the Gateway rejected them at connect (`gateway_request_error`, e.g. `AUTH_TOKEN_MISMATCH`).",
     ExitCode.INTERRUPTED: "Interrupted (Ctrl-C).",
 }
 
@@ -126,6 +130,79 @@ class RefusedError(OpenClawError):
 class GatewayError(OpenClawError):
     type = "gateway_error"
     exit_code = ExitCode.GATEWAY
+
+
+class GatewayRequestError(GatewayError):
+    """The Gateway answered a request (or our `connect`) with `ok:false`: OpenClaw's
+    `gateway_request_error {code, message, details?, retryable, retryAfterMs?}`. A rejected connect
+    about credentials exits GATEWAY_AUTH."""
+
+    type = "gateway_request_error"
+
+    def __init__(self, code: str, message: str, *, details: object = None, retryable: bool = False,
+                 retry_after_ms: int | None = None, method: str | None = None, auth: bool = False):
+        super().__init__(message or code)
+        self.code = code
+        self.details = details
+        self.retryable = retryable
+        self.retry_after_ms = retry_after_ms
+        self.method = method
+        if auth:
+            self.exit_code = ExitCode.GATEWAY_AUTH
+
+    def to_json(self) -> dict:
+        error: dict = {"type": self.type, "code": self.code, "message": self.message}
+        if self.details is not None:
+            error["details"] = self.details
+        error["retryable"] = self.retryable
+        if self.retry_after_ms is not None:
+            error["retryAfterMs"] = self.retry_after_ms
+        return {"ok": False, "error": error}
+
+
+class GatewayTransportError(OpenClawError):
+    """No usable exchange with a Gateway: OpenClaw's `gateway_transport_error {kind, message, code?,
+    reason?, timeoutMs?}` plus the `gateway {url, urlSource, bindDetail?}` block. `kind` is
+    OpenClaw's `closed` / `timeout`, or ours `tls` / `protocol`. `message` holds every line (text
+    output); the JSON shows the first, as OpenClaw does. `unreachable` marks "nothing listens"
+    (refused / unreachable before any WebSocket opened): the one case a mutation runs locally."""
+
+    type = "gateway_transport_error"
+    exit_code = ExitCode.GATEWAY_UNAVAILABLE
+
+    def __init__(self, kind: str, message: str, *, gateway: dict | None = None, code: int | None = None,
+                 reason: str | None = None, timeout_ms: int | None = None, unreachable: bool = False):
+        super().__init__(message)
+        self.kind = kind
+        self.gateway = gateway or {}
+        self.code = code
+        self.reason = reason
+        self.timeout_ms = timeout_ms
+        self.unreachable = unreachable
+
+    def to_json(self) -> dict:
+        error: dict = {"type": self.type, "kind": self.kind, "message": self.message.split("\n", 1)[0].strip()}
+        if self.code is not None:
+            error["code"] = self.code
+        if self.reason is not None:
+            error["reason"] = self.reason
+        if self.timeout_ms is not None:
+            error["timeoutMs"] = self.timeout_ms
+        return {"ok": False, "error": error, "gateway": dict(self.gateway)}
+
+
+class GatewayCredentialsRequiredError(OpenClawError):
+    """A Gateway must be called but we hold no credential for it (OpenClaw's
+    `gateway_credentials_required`; also its "url override requires explicit credentials")."""
+
+    type = "gateway_credentials_required"
+    exit_code = ExitCode.GATEWAY_AUTH
+
+
+class GatewaySecurityError(RefusedError):
+    """A plaintext `ws://` URL to a non-loopback host (credentials and data would travel in clear)."""
+
+    type = "gateway_security_error"
 
 
 def exit_codes_markdown() -> str:

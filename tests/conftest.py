@@ -28,7 +28,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, P
     monkeypatch.setenv("OPENCLAW_CONFIG_PATH", str(state / "openclaw.json"))
     monkeypatch.delenv("OPENCLAW_PROFILE", raising=False)
     monkeypatch.delenv("OPENCLAW_DEBUG", raising=False)
-    monkeypatch.delenv("OPENCLAW_GATEWAY_TOKEN", raising=False)
+    for name in ("OPENCLAW_GATEWAY_TOKEN", "OPENCLAW_GATEWAY_PASSWORD", "OPENCLAW_GATEWAY_URL",
+                 "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS", "NODE_EXTRA_CA_CERTS"):
+        monkeypatch.delenv(name, raising=False)
     for name in list(os.environ):
         if name.startswith("OPENCLAW_SESSION_WRITE_LOCK_"):
             monkeypatch.delenv(name, raising=False)

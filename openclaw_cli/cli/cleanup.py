@@ -1,7 +1,10 @@
 """`openclaw sessions cleanup` and its top-level alias `openclaw cleanup` (maintenance.md §10).
 
-Both run the `sessions.cleanup` operation (`ops.cleanup`). Output: `--json` prints OpenClaw's
-document on stdout; text (report, planned-actions table, progress) goes to stderr.
+Both run the `sessions.cleanup` operation (`ops.cleanup`). An apply (no `--dry-run`, no `--store`)
+is first sent to the Gateway (`cli.delegation.delegate`) with the real CLI's params `{agent,
+allAgents, enforce, activeKey, fixMissing, fixDmScope}`; it runs locally only when nothing listens.
+Output: `--json` prints OpenClaw's document on stdout (the Gateway's, when it served the run);
+text (report, planned-actions table, progress) goes to stderr.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 import typer
 
 from openclaw_cli.cli.common import echo_json, run, state_paths
+from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 
 DRY_RUN = typer.Option(False, "--dry-run", help="Preview only; never writes.")
 ENFORCE = typer.Option(False, "--enforce", help='Apply even when session.maintenance.mode is "warn".')
@@ -64,7 +68,8 @@ def rich_table(headers, rows) -> str:
 
 def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: bool, fix_missing: bool,
                     fix_dm_scope: bool, active_key: str | None, agent: str | None, all_agents: bool,
-                    store: str | None, json_mode: bool, parent: dict[str, Any] | None = None) -> None:
+                    store: str | None, json_mode: bool, parent: dict[str, Any] | None = None,
+                    gateway: dict[str, Any] | None = None) -> None:
     parent = parent or {}
     agent = agent if agent is not None else parent.get("agent")
     all_agents = all_agents or bool(parent.get("all_agents"))
@@ -81,12 +86,19 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
         rejection = parent_option_rejection(_parent_flags(parent))
         if rejection:
             raise SelectionError(rejection)
+        from openclaw_cli.cli.delegation import delegate, gateway_options
+
+        gw_options = gateway_options(**(gateway or {}))
         ctx = Context.load(state_paths(typer_ctx), progress=progress_factory(json_mode))
-        # Spec D9: an apply without --dry-run/--store will first ask a reachable Gateway
-        # (`sessions.cleanup` with these params); until the Gateway exists every run is local.
-        params = {"agent": agent, "allAgents": all_agents, "enforce": enforce, "activeKey": active_key,
+        params = {"agent": agent, "allAgents": all_agents, "enforce": enforce,
+                  "activeKey": active_key if active_key and active_key.strip() else None,
                   "fixMissing": fix_missing, "fixDmScope": fix_dm_scope, "dryRun": dry_run, "store": store}
         options = options_from_params(params)
+        # Spec D9/D20: an apply without --dry-run/--store is the Gateway's to run when one listens.
+        served = _delegate_cleanup(delegate, params, gw_options, ctx)
+        if served is not None:
+            _report_served(served, ctx, json_mode)
+            return
         try:
             results = cleanup_stores(ctx, options)
         except PartialCleanupError as exc:
@@ -95,6 +107,45 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
         _report(results, ctx, options, json_mode)
 
     run(body, json_mode=json_mode)
+
+
+def _delegate_cleanup(delegate, params, gw_options, ctx) -> dict[str, Any] | None:
+    """The Gateway's cleanup document (None: run locally). A partial failure comes back as a request
+    error whose details are the partial document (as in OpenClaw): printed, then exit 1."""
+    from openclaw_cli.errors import GatewayRequestError
+
+    try:
+        return delegate("sessions.cleanup", params, gw_options, paths=ctx.paths, config=ctx.config, hint=ctx.hint)
+    except GatewayRequestError as exc:
+        details = exc.details
+        if isinstance(details, dict) and ("partialError" in details or "stores" in details):
+            return {**details, "__partial__": exc.message}
+        raise
+
+
+def _report_served(document: dict[str, Any], ctx, json_mode: bool) -> None:
+    """Print the Gateway's cleanup result in the local path's shapes (JSON as received)."""
+    from openclaw_cli.cli.render_cleanup import render_apply_text
+    from openclaw_cli.output import err, sanitize_text, stderr_console
+
+    partial = document.pop("__partial__", None)
+    partial_error = document.get("partialError")
+    if isinstance(partial_error, dict) and partial_error.get("message"):
+        partial = partial_error["message"]
+    if json_mode:
+        echo_json(document)
+    else:
+        stores = document.get("stores") if isinstance(document.get("stores"), list) else [document]
+        summaries = [s for s in stores if isinstance(s, dict) and "storePath" in s]
+        console = stderr_console()
+        if summaries:
+            console.print(render_apply_text(summaries), markup=False, highlight=False)
+        if partial:
+            console.print(f"[error] {sanitize_text(partial)}", markup=False, highlight=False)
+    for hint in ctx.hints:
+        err(f"Hint: {sanitize_text(hint)}")
+    if partial:
+        raise typer.Exit(1)
 
 
 def _report(results, ctx, options, json_mode: bool) -> None:
@@ -153,11 +204,14 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = DRY_RUN, enforce: bool = ENFORCE, fix_missing: bool = FIX_MISSING,
         fix_dm_scope: bool = FIX_DM_SCOPE, active_key: str = ACTIVE_KEY, agent: str = AGENT,
         all_agents: bool = ALL_AGENTS, store: str = STORE, json_mode: bool = JSON,
+        url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
+        timeout: str = GATEWAY_TIMEOUT,
     ) -> None:
         parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
         cleanup_command(ctx, dry_run=dry_run, enforce=enforce, fix_missing=fix_missing, fix_dm_scope=fix_dm_scope,
                         active_key=active_key, agent=agent, all_agents=all_agents, store=store,
-                        json_mode=json_mode, parent=parent)
+                        json_mode=json_mode, parent=parent,
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})
 
     @app.command("cleanup", help=_options_doc() + " Same as `openclaw sessions cleanup`.")
     def top_cleanup(
@@ -165,7 +219,10 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = DRY_RUN, enforce: bool = ENFORCE, fix_missing: bool = FIX_MISSING,
         fix_dm_scope: bool = FIX_DM_SCOPE, active_key: str = ACTIVE_KEY, agent: str = AGENT,
         all_agents: bool = ALL_AGENTS, store: str = STORE, json_mode: bool = JSON,
+        url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
+        timeout: str = GATEWAY_TIMEOUT,
     ) -> None:
         cleanup_command(ctx, dry_run=dry_run, enforce=enforce, fix_missing=fix_missing, fix_dm_scope=fix_dm_scope,
                         active_key=active_key, agent=agent, all_agents=all_agents, store=store,
-                        json_mode=json_mode)
+                        json_mode=json_mode,
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})

@@ -1,7 +1,10 @@
 """`openclaw compact` and its alias `openclaw sessions compact` (compaction-lifecycle.md R4.16.7).
 
-Both run the `sessions.compact` operation (`ops.compact`) locally (a Gateway will be tried first
-once it exists, spec D9).
+Both run the `sessions.compact` operation (`ops.compact`). Compacting one session (no `--dry-run`,
+no `--store`) is first sent to the Gateway as `sessions.compact {key, agentId?, maxLines?}` plus our
+local extensions only when given (`keepRecentTokens`, `provider`, `tokenizer`, `instructions`:
+a real OpenClaw Gateway rejects them); it runs locally only when nothing listens (spec D9/D20).
+`--over-threshold` has no Gateway method: it refuses while a Gateway listens (unless `--store`).
 `--json` prints one document on stdout (OpenClaw's `{ok, key, compacted, result|kept}` plus our
 fields); human text goes to stderr. Refusals exit non-zero with the typed error's code.
 """
@@ -13,6 +16,7 @@ from typing import Any
 import typer
 
 from openclaw_cli.cli.common import echo_json, run, state_paths
+from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 
 KEY = typer.Argument(None, help="The session key to compact (omit with --over-threshold).", show_default=False)
 KEEP = typer.Option(None, "--keep-recent-tokens", metavar="N",
@@ -40,8 +44,11 @@ HELP = ("Compact a session: summarise older history into a compaction entry (app
 
 def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_lines: int | None, provider: str | None,
                     tokenizer: str, instructions: str | None, over_threshold: bool, dry_run: bool,
-                    agent: str | None, all_agents: bool, store: str | None, json_mode: bool) -> None:
+                    agent: str | None, all_agents: bool, store: str | None, json_mode: bool,
+                    gateway: dict[str, Any] | None = None) -> None:
     def body() -> None:
+        from openclaw_cli.cli.delegation import delegate, ensure_no_gateway, gateway_options
+        from openclaw_cli.compaction.service import check_args
         from openclaw_cli.errors import UsageError
         from openclaw_cli.ops.context import Context
 
@@ -54,7 +61,20 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             raise UsageError("--all-agents only applies with --over-threshold.")
         if over_threshold and max_lines is not None:
             raise UsageError("--max-lines cannot be combined with --over-threshold.")
+        gw_options = gateway_options(**(gateway or {}))
         cx = Context.load(state_paths())
+        if over_threshold and not dry_run and not store:
+            ensure_no_gateway(gw_options, paths=cx.paths, config=cx.config, what="compact --over-threshold")
+        if not over_threshold:
+            check_args(keep_recent_tokens, max_lines, tokenizer, provider)
+            params = {"key": key, "agentId": agent, "maxLines": max_lines, "keepRecentTokens": keep_recent_tokens,
+                      "provider": provider, "tokenizer": None if tokenizer == "exact" else tokenizer,
+                      "instructions": instructions, "dryRun": dry_run, "store": store}
+            served = delegate("sessions.compact", params, gw_options, paths=cx.paths, config=cx.config,
+                              hint=cx.hint)
+            if served is not None:
+                _report_served(served, cx, json_mode)
+                return
         if over_threshold:
             from openclaw_cli.ops.compact import compact_over_threshold
 
@@ -88,6 +108,29 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
                 err(f"Hint: {sanitize_text(hint)}")
 
     run(body, json_mode=json_mode)
+
+
+def _report_served(result: dict[str, Any], cx: Any, json_mode: bool) -> None:
+    """The Gateway's `{ok, key, compacted, kept|result|reason}` as received; `ok:false` exits 1 (the
+    real CLI does)."""
+    from openclaw_cli.output import err, sanitize_text
+
+    if json_mode:
+        echo_json(result)
+    else:
+        key = sanitize_text(result.get("key"))
+        if result.get("ok") is False or not result.get("compacted"):
+            err(f"{key}: not compacted ({sanitize_text(result.get('reason') or 'no reason given')}).")
+        elif "kept" in result and "tokenMethod" not in result:
+            err(f"{key}: kept {result.get('kept')} lines (compacted by the Gateway).")
+        elif result.get("maxLines") is not None or "dropped" in result:
+            render_max_lines(result)
+        else:
+            render_session(result)
+    for hint in cx.hints:
+        err(f"Hint: {sanitize_text(hint)}")
+    if result.get("ok") is False:
+        raise typer.Exit(1)
 
 
 # ---- text rendering (stderr; stored data always sanitised, D6.8) -------------------------------------------
@@ -203,11 +246,13 @@ def register(app: typer.Typer) -> None:
         key: str = KEY, keep_recent_tokens: int = KEEP, max_lines: int = MAX_LINES, provider: str = PROVIDER,
         tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
         dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
-        json_mode: bool = JSON,
+        json_mode: bool = JSON, url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN,
+        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT,
     ) -> None:
         compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
                         tokenizer=tokenizer, instructions=instructions, over_threshold=over_threshold,
-                        dry_run=dry_run, agent=agent, all_agents=all_agents, store=store, json_mode=json_mode)
+                        dry_run=dry_run, agent=agent, all_agents=all_agents, store=store, json_mode=json_mode,
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})
 
     @sessions_app.command("compact", help=HELP + " Same as `openclaw compact`.")
     def sessions_compact(
@@ -215,11 +260,13 @@ def register(app: typer.Typer) -> None:
         key: str = KEY, keep_recent_tokens: int = KEEP, max_lines: int = MAX_LINES, provider: str = PROVIDER,
         tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
         dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
-        json_mode: bool = JSON,
+        json_mode: bool = JSON, url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN,
+        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT,
     ) -> None:
         parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
         compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
                         tokenizer=tokenizer, instructions=instructions, over_threshold=over_threshold,
                         dry_run=dry_run, agent=agent or parent.get("agent"),
                         all_agents=all_agents or bool(parent.get("all_agents")),
-                        store=store or parent.get("store"), json_mode=json_mode or bool(parent.get("json")))
+                        store=store or parent.get("store"), json_mode=json_mode or bool(parent.get("json")),
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})

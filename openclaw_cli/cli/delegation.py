@@ -8,10 +8,23 @@ Contract: `delegate(method, params, options, paths=…)` returns the Gateway's r
 (connection refused / unreachable before a WebSocket opened) — then the caller runs the same
 method locally and prints `LOCAL_FALLBACK_HINT`. Any other failure (auth, protocol, timeout, a
 request error) raises a typed error: never answered by a local write.
+
+Details of that contract:
+- Local-only requests never touch the network: params with `dryRun: true` or a `store` path
+  return None at once (no hint: running locally is what was asked).
+- What is sent: the params without the local-only keys (`dryRun`, `store`) and without keys whose
+  value is None (the real CLI leaves unset options out; Gateway param schemas are closed).
+- Nothing listens -> None, and the hint "No Gateway is listening at <url>; ran locally." goes to
+  `hint(text)` when given (e.g. `Context.hint`, so the command prints it with its other hints),
+  else straight to stderr. No credentials configured is fine then (unlike OpenClaw).
+- Something listens but we hold no credentials -> `GatewayCredentialsRequiredError` (we cannot
+  ask it, and must not write under its feet). A `--url` / `OPENCLAW_GATEWAY_URL` override without
+  explicit credentials is refused before any connection, as OpenClaw does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +36,10 @@ GATEWAY_PASSWORD = typer.Option(None, "--password", help="Gateway password (defa
 GATEWAY_TIMEOUT = typer.Option(None, "--timeout", metavar="MS", help="Gateway request timeout in milliseconds.")
 
 LOCAL_FALLBACK_HINT = "No Gateway is listening at {url}; ran locally."
+LOCAL_ONLY_KEYS = ("dryRun", "store")
+# How long the "is anything there?" check may take before the real exchange (loopback answers in
+# well under a millisecond; a remote host gets the rest of the timeout in `client.call`).
+LISTEN_CHECK_MS = 1000
 
 
 @dataclass
@@ -33,8 +50,99 @@ class GatewayOptions:
     timeout_ms: int | None = None
 
 
+def gateway_options(url: str | None = None, token: str | None = None, password: str | None = None,
+                    timeout: Any = None) -> GatewayOptions:
+    """The shared flags as options; `--timeout` must be a positive integer (milliseconds)."""
+    from openclaw_cli.errors import UsageError
+
+    timeout_ms = None
+    if timeout is not None:
+        text = str(timeout).strip()
+        if not text.isdigit() or not text.isascii() or int(text) <= 0:
+            raise UsageError(f"--timeout must be a positive number of milliseconds, for example --timeout 30000 "
+                             f"(got {text!r}).")
+        timeout_ms = int(text)
+    return GatewayOptions(url=url, token=token, password=password, timeout_ms=timeout_ms)
+
+
+def wire_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The params as sent: no local-only keys, no unset (None) values."""
+    return {k: v for k, v in params.items() if k not in LOCAL_ONLY_KEYS and v is not None}
+
+
+def is_local_only(params: dict[str, Any]) -> bool:
+    return params.get("dryRun") is True or bool(params.get("store"))
+
+
+def _say(hint: Callable[[str], None] | None, text: str) -> None:
+    if hint is not None:
+        hint(text)
+        return
+    from openclaw_cli.output import err, sanitize_text
+
+    err(f"Hint: {sanitize_text(text)}")
+
+
 def delegate(method: str, params: dict[str, Any], options: GatewayOptions | None, *, paths: Any,
-             config: Any = None) -> dict[str, Any] | None:
-    """The Gateway's result, or None when no Gateway listens (run locally). Not built yet: every
-    mutation runs locally (the delegation issue fills this in)."""
-    return None
+             config: Any = None, hint: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """The Gateway's result, or None when the method must run locally (see the module docstring)."""
+    if is_local_only(params):
+        return None
+    from openclaw_cli.gateway.discovery import discover
+    from openclaw_cli.gateway.probe import nothing_listens
+
+    options = options or GatewayOptions()
+    if config is None:
+        from openclaw_cli.config import load_config
+
+        config = load_config(paths)
+    target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+    if target.url_override and not target.has_credentials:
+        problem = target.credentials_error(method)
+        if problem is not None:
+            raise problem
+    timeout_ms = options.timeout_ms
+    if not target.has_credentials:
+        # Without credentials we only need to know whether anyone is there: a cheap TCP check.
+        if nothing_listens(target, min(timeout_ms or LISTEN_CHECK_MS, LISTEN_CHECK_MS)) is not None:
+            _say(hint, LOCAL_FALLBACK_HINT.format(url=target.url))
+            return None
+        problem = target.credentials_error(method)
+        if problem is not None:
+            raise problem
+    from openclaw_cli.errors import GatewayTransportError
+    from openclaw_cli.gateway.client import call
+
+    try:
+        result = call(target, method, wire_params(params), timeout_ms=timeout_ms)
+    except GatewayTransportError as exc:
+        if exc.unreachable:
+            _say(hint, LOCAL_FALLBACK_HINT.format(url=target.url))
+            return None
+        raise
+    payload = result.payload
+    return payload if isinstance(payload, dict) else {"result": payload}
+
+
+def targets_local_state(options: GatewayOptions | None, *, paths: Any, config: Any) -> bool:
+    """Whether the Gateway we would ask is this state dir's own (the local loopback one), so local
+    pre-checks (e.g. "agent not found") hold for it too; False for `--url`, env or remote targets."""
+    from openclaw_cli.gateway.discovery import SOURCE_LOCAL, discover
+
+    options = options or GatewayOptions()
+    target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+    return target.url_source == SOURCE_LOCAL
+
+
+def ensure_no_gateway(options: GatewayOptions | None, *, paths: Any, config: Any, what: str) -> None:
+    """For a local-only mutation with no Gateway method (e.g. `compact --over-threshold`): refuse
+    while a Gateway listens for this state dir, instead of writing under its feet."""
+    from openclaw_cli.errors import StateOwnedError
+    from openclaw_cli.gateway.discovery import discover
+    from openclaw_cli.gateway.probe import nothing_listens
+
+    options = options or GatewayOptions()
+    target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+    if nothing_listens(target, LISTEN_CHECK_MS) is None:
+        raise StateOwnedError(f"A Gateway is listening at {target.url}; {what} has no Gateway method and would write "
+                              "under its feet. Stop the Gateway, or pass --store PATH for an offline repair.")

@@ -1,52 +1,108 @@
-"""Is a Gateway answering on the configured port? (status; later: delegation)."""
+"""`status`'s Gateway block from a real, authenticated `health` call (spec D17):
+`{mode, url, urlSource, misconfigured, reachable, connectLatencyMs, error, authWarning}` in
+OpenClaw's key order. `reachable` means a Gateway answered (as OpenClaw's probe: a Gateway that
+rejects our token is reachable, and `error` carries its message); `error` is null only when the
+`health` call succeeded. Nothing listening costs one refused TCP connect (no websockets import)."""
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
+from openclaw_cli.errors import GatewayRequestError, GatewayTransportError, OpenClawError
 
-def probe_gateway(host: str, port: int, *, timeout_s: float = 0.5) -> dict[str, Any]:
-    """TCP connect, then (only if something listens) a WebSocket handshake that must produce
-    OpenClaw's `connect.challenge` event. Returns status's `gateway` fields."""
-    url = f"ws://{host}:{port}"
-    result: dict[str, Any] = {
-        "mode": "local",
-        "url": url,
-        "urlSource": "local loopback",
+STATUS_PROBE_TIMEOUT_MS = 3000
+NO_CREDENTIALS_WARNING = ("no Gateway credentials configured (gateway.auth.token/password or "
+                          "OPENCLAW_GATEWAY_TOKEN/OPENCLAW_GATEWAY_PASSWORD); the probe cannot authenticate")
+
+
+def _block(target: Any, **fields: Any) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "mode": getattr(target, "mode", "local"),
+        "url": getattr(target, "url", None),
+        "urlSource": getattr(target, "url_source", None),
+        "misconfigured": getattr(target, "remote_fallback_note", None) is not None,
         "reachable": False,
         "connectLatencyMs": None,
         "error": None,
+        "authWarning": None,
     }
-    start = time.monotonic()
+    block.update(fields)
+    return block
+
+
+def nothing_listens(target: Any, timeout_ms: int) -> str | None:
+    """A short TCP connect: the reason ("connect ECONNREFUSED 127.0.0.1:1") when nothing listens
+    (refused, unreachable, unknown host), else None (something accepted, or it timed out)."""
+    import errno
+    import socket
+
     try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            pass
+        with socket.create_connection((target.host, target.port), timeout=timeout_ms / 1000):
+            return None
+    except socket.gaierror:
+        return f"getaddrinfo ENOTFOUND {target.host}"
+    except TimeoutError:
+        return None
     except OSError as exc:
-        reason = "ECONNREFUSED" if isinstance(exc, ConnectionRefusedError) else type(exc).__name__
-        result["error"] = f"connect {reason} {host}:{port}"
-        return result
+        unreachable = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL}
+        if isinstance(exc, ConnectionRefusedError) or exc.errno in unreachable:
+            name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+            return f"connect {name} {target.host}:{target.port}"
+        return None
+
+
+def probe_report(paths: Any, config: Any, *, timeout_ms: int = STATUS_PROBE_TIMEOUT_MS, url: str | None = None,
+                 token: str | None = None, password: str | None = None) -> tuple[dict[str, Any], OpenClawError | None]:
+    """The status block (plus `server` and `auth` from hello-ok when connected) and the typed
+    error that kept it from an authenticated `health` (None on success); never raises for
+    Gateway trouble."""
+    from openclaw_cli.gateway.discovery import discover
+
     try:
-        from websockets.sync.client import connect
+        target = discover(paths=paths, config=config, url=url, token=token, password=password)
+    except OpenClawError as exc:
+        return _block(None, error=exc.message.split("\n", 1)[0]), exc
+    warning = None if target.has_credentials or target.auth_mode == "none" else NO_CREDENTIALS_WARNING
+    refused = nothing_listens(target, min(timeout_ms, 1000))
+    if refused is not None:
+        code = refused.split()[1]
+        error = GatewayTransportError("closed", f"Gateway not reachable at {target.url} ({code}).\n"
+                                      f"{target.details_message()}", gateway=target.gateway_block(),
+                                      reason=refused, unreachable=True)
+        return _block(target, error=refused, authWarning=warning), error
+    from openclaw_cli.gateway.client import call
 
-        with connect(url, open_timeout=timeout_s, close_timeout=0.2, proxy=None) as ws:
-            import orjson
+    started = time.monotonic()
+    try:
+        result = call(target, "health", timeout_ms=timeout_ms)
+    except GatewayRequestError as exc:
+        latency = int((time.monotonic() - started) * 1000)
+        detail = exc.details.get("code") if isinstance(exc.details, dict) else None
+        text = f"{exc.message} ({detail})" if isinstance(detail, str) else exc.message
+        return _block(target, reachable=True, connectLatencyMs=latency, error=text, authWarning=warning), exc
+    except OpenClawError as exc:
+        return _block(target, error=exc.message.split("\n", 1)[0], authWarning=warning), exc
+    health = result.payload if isinstance(result.payload, dict) else {}
+    hello_server = result.hello.get("server") if isinstance(result.hello.get("server"), dict) else {}
+    hello_auth = result.hello.get("auth") if isinstance(result.hello.get("auth"), dict) else {}
+    block = _block(target, reachable=True, connectLatencyMs=result.connect_latency_ms, authWarning=warning)
+    block["server"] = {k: hello_server.get(k) for k in ("version", "connId") if k in hello_server}
+    block["auth"] = {k: hello_auth.get(k) for k in ("method", "role", "scopes") if k in hello_auth}
+    if health.get("ok", True) is False:
+        block["error"] = "the Gateway reports itself unhealthy (health.ok=false)"
+        return block, OpenClawError(block["error"], type="gateway_unhealthy")
+    return block, None
 
-            frame = orjson.loads(ws.recv(timeout=timeout_s))
-            if not (isinstance(frame, dict) and frame.get("event") == "connect.challenge"):
-                result["error"] = "listener did not speak the Gateway protocol (no connect.challenge)"
-                return result
-    except Exception as exc:  # any handshake failure means "not a Gateway we can talk to"
-        result["error"] = f"{type(exc).__name__}: {exc}"
-        return result
-    result["reachable"] = True
-    result["connectLatencyMs"] = int((time.monotonic() - start) * 1000)
-    return result
+
+def probe_gateway(paths: Any, config: Any, *, timeout_ms: int = STATUS_PROBE_TIMEOUT_MS) -> dict[str, Any]:
+    """`status --json`'s `gateway` block (OpenClaw's keys only)."""
+    block, _ = probe_report(paths, config, timeout_ms=timeout_ms)
+    block.pop("server", None)
+    block.pop("auth", None)
+    return block
 
 
 def status_probe(config: Any, paths: Any) -> dict[str, Any]:
-    """`status`'s Gateway block for this config (`ops.status.GatewayProbe`)."""
-    from openclaw_cli.config import gateway_settings
-
-    return probe_gateway("127.0.0.1", gateway_settings(config).port)
+    """`status`'s Gateway block for this config (`ops.status.GatewayProbe`, supplied by the front end)."""
+    return probe_gateway(paths, config)
