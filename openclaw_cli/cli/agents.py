@@ -80,7 +80,7 @@ def agents_delete(
                 raise typer.Exit(1)
         # The Gateway judges its own roster; the local checks apply to a local run only.
         served = delegate("agents.delete", {"agentId": agent_id.strip(), "deleteFiles": True}, gw_options,
-                          paths=cx.paths, config=cx.config, hint=cx.hint)
+                          paths=cx.paths, config=cx.config)
         if served is None:
             result = delete_agent(cx, agent_id)
         else:

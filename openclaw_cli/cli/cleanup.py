@@ -115,7 +115,7 @@ def _delegate_cleanup(delegate, params, gw_options, ctx) -> dict[str, Any] | Non
     from openclaw_cli.errors import GatewayRequestError
 
     try:
-        return delegate("sessions.cleanup", params, gw_options, paths=ctx.paths, config=ctx.config, hint=ctx.hint)
+        return delegate("sessions.cleanup", params, gw_options, paths=ctx.paths, config=ctx.config)
     except GatewayRequestError as exc:
         details = exc.details
         if isinstance(details, dict) and ("partialError" in details or "stores" in details):

@@ -70,8 +70,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             params = {"key": key, "agentId": agent, "maxLines": max_lines, "keepRecentTokens": keep_recent_tokens,
                       "provider": provider, "tokenizer": None if tokenizer == "exact" else tokenizer,
                       "instructions": instructions, "dryRun": dry_run, "store": store}
-            served = delegate("sessions.compact", params, gw_options, paths=cx.paths, config=cx.config,
-                              hint=cx.hint)
+            served = delegate("sessions.compact", params, gw_options, paths=cx.paths, config=cx.config)
             if served is not None:
                 _report_served(served, cx, json_mode)
                 return

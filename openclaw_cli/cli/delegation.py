@@ -14,9 +14,10 @@ Details of that contract:
   return None at once (no hint: running locally is what was asked).
 - What is sent: the params without the local-only keys (`dryRun`, `store`) and without keys whose
   value is None (the real CLI leaves unset options out; Gateway param schemas are closed).
-- Nothing listens -> None, and the hint "No Gateway is listening at <url>; ran locally." goes to
-  `hint(text)` when given (e.g. `Context.hint`, so the command prints it with its other hints),
-  else straight to stderr. No credentials configured is fine then (unlike OpenClaw).
+- Nothing listens -> None, and the hint "No Gateway is listening at <url>; ran locally." is
+  printed on stderr at once (so it is said even when the local run then fails; the JSON on
+  stdout keeps OpenClaw's shape), or handed to `hint(text)` when a caller passes one. No
+  credentials configured is fine then (unlike OpenClaw).
 - Something listens but we hold no credentials -> `GatewayCredentialsRequiredError` (we cannot
   ask it, and must not write under its feet). A `--url` / `OPENCLAW_GATEWAY_URL` override without
   explicit credentials is refused before any connection, as OpenClaw does.
