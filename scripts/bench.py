@@ -191,6 +191,30 @@ def case_status_legacy_many(b: Bench) -> None:
               ">= 5x faster than the real OpenClaw (~1.2 s)", ratio_needed=5)
 
 
+def case_gateway_fallback(b: Bench) -> None:
+    """What the Gateway client costs commands: `sessions --json` (never contacts a Gateway; the
+    client is not even imported) and `cleanup --enforce` with nothing listening (discovery + one
+    refused TCP connect, then the local run), on an empty state."""
+    import socket
+
+    state = b.data / "empty-state"
+    state.mkdir(exist_ok=True)
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(b.env_ours(state, {}), OPENCLAW_GATEWAY_PORT=str(port))
+    runs = max(b.runs, 10)
+    listing = b.repeat([*OURS, "sessions", "--json"], env, runs=runs)
+    b.compare("sessions --json, empty state (no Gateway contact)", listing, None, "<= 150 ms median",
+              absolute_max=0.150)
+    dry = b.repeat([*OURS, "sessions", "cleanup", "--dry-run", "--json"], env, runs=runs)
+    enforce = b.repeat([*OURS, "sessions", "cleanup", "--enforce", "--json"], env, runs=runs)
+    b.compare("sessions cleanup --dry-run --json, empty state (never delegated)", dry, None, "(reference)")
+    b.compare("sessions cleanup --enforce --json, empty state, nothing listening (delegation -> local fallback)",
+              enforce, None, f"<= dry run + 30 ms (dry run median {median(dry) * 1000:.0f} ms)",
+              absolute_max=median(dry) + 0.030)
+
+
 def _import_case(b: Bench, name: str, ratio: float, label: str) -> None:
     runs = []
     for i in range(b.runs):
@@ -371,6 +395,7 @@ def case_compact_over_threshold_big(b: Bench) -> None:
 
 CASES: dict[str, Callable[[Bench], None]] = {
     "help": case_help,
+    "gateway-fallback": case_gateway_fallback,
     "sessions-legacy-many": case_sessions_legacy_many,
     "status-legacy-many": case_status_legacy_many,
     "import-big": case_import_big,

@@ -178,3 +178,15 @@ def status_gateway_args(*args: str) -> dict:
     code, doc, err = cli_json("status", "--json", *args)
     assert code == 0, err
     return doc["gateway"]
+
+
+def test_commands_that_never_contact_a_gateway_do_not_load_the_client(state_dir):
+    """`sessions --json` and `--help` import neither websockets nor the client (start-up time)."""
+    from test_startup_imports import imported_modules
+
+    for argv in (["openclaw", "sessions", "--json"], ["openclaw", "--help"], ["openclaw", "sessions", "cleanup",
+                                                                          "--dry-run", "--json"]):
+        names = imported_modules("import sys", f"sys.argv = {argv!r}", "import openclaw_cli.cli.main as m",
+                                 "m.app(standalone_mode=False)")
+        for module in ("websockets", "openclaw_cli.gateway.client", "openclaw_cli.gateway.discovery", "ssl"):
+            assert module not in names, (argv, module)
