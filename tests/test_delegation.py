@@ -342,3 +342,14 @@ def test_agents_delete_runs_locally_when_nothing_listens(state_dir):
     assert code == 0, err
     assert doc["removedEntries"] == 1 and "ran locally" in err
     assert json.loads((state_dir / "openclaw.json").read_text())["agents"]["list"] == [{"id": "main"}]
+
+
+def test_compact_text_from_our_gateways_richer_document(state_dir, stale_store):
+    result = {"ok": True, "key": "agent:main:main", "compacted": True, "kept": 2, "maxLines": 2, "lines": 5,
+              "dropped": 3, "archive": {"path": "/g/m.jsonl.bak.zst"}}
+    with FakeGateway(respond=compact_responder(result)) as fake:
+        env = configure(state_dir, fake.port)
+        proc = cli("compact", "agent:main:main", "--max-lines", "2", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "agent:main:main: Kept 2 of 5 lines (3 dropped)." in proc.stderr
+    assert "archive of the full transcript: /g/m.jsonl.bak.zst" in proc.stderr

@@ -120,12 +120,13 @@ def _report_served(result: dict[str, Any], cx: Any, json_mode: bool) -> None:
         key = sanitize_text(result.get("key"))
         if result.get("ok") is False or not result.get("compacted"):
             err(f"{key}: not compacted ({sanitize_text(result.get('reason') or 'no reason given')}).")
-        elif "kept" in result and "tokenMethod" not in result:
-            err(f"{key}: kept {result.get('kept')} lines (compacted by the Gateway).")
-        elif result.get("maxLines") is not None or "dropped" in result:
+        elif "dropped" in result:  # our Gateway: the local document
             render_max_lines(result)
-        else:
+        elif "tokenMethod" in result:
             render_session(result)
+        else:  # OpenClaw's Gateway: {ok, key, compacted, kept} or {…, result}
+            kept = f"kept {result['kept']} lines" if "kept" in result else "compacted"
+            err(f"{key}: {kept} (compacted by the Gateway).")
     for hint in cx.hints:
         err(f"Hint: {sanitize_text(hint)}")
     if result.get("ok") is False:
