@@ -108,6 +108,29 @@ class StoreBusyError(SessionBusyError):
         self.timeout_ms = timeout_ms
 
 
+class PreconditionError(OpenClawError):
+    """A request the current state does not allow (OpenClaw's `INVALID_REQUEST` preconditions:
+    `Cannot archive an agent's main session.`, `label already in use: …`, a target key that
+    exists, …). Nothing was modified. OpenClaw exits 1 for these."""
+
+    type = "invalid_request"
+    exit_code = ExitCode.ERROR
+    details: dict | None = None
+
+
+class SessionChangedError(PreconditionError):
+    """The row moved since the caller read it (`expectedSessionId` / `expectedLifecycleRevision`
+    no longer match): `Session <key> changed before <action>. Retry.`, details
+    `{reason: "session-changed"}` as OpenClaw sends them. Nothing was modified."""
+
+    type = "session_changed"
+
+    def __init__(self, key: str, action: str):
+        super().__init__(f"Session {key} changed before {action}. Retry.")
+        self.key = key
+        self.details = {"reason": "session-changed"}
+
+
 class StateOwnedError(OpenClawError):
     type = "state_owned"
     exit_code = ExitCode.BUSY

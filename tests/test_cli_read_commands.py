@@ -103,11 +103,17 @@ def test_read_commands_never_modify_the_state(legacy_fixture_state: Path) -> Non
 def test_read_commands_on_real_openclaw_db_write_nothing(imported_fixture_state: Path) -> None:
     before = tree_digest(imported_fixture_state)
     real = json.loads((OPENCLAW_FIXTURE / "outputs/sessions.json").read_text())
-    result = list_json()
+    result = list_json("--all")  # every row, the archived recovered orphan too (as the real CLI lists them)
     assert [(r["key"], r["sessionId"], r["updatedAt"]) for r in result["sessions"]] == [
         (r["key"], r["sessionId"], r["updatedAt"]) for r in real["sessions"]
     ]
     assert "hint" not in result
+    # By default archived rows are hidden (issue 11): here the orphan OpenClaw's import archived.
+    archived = [r["key"] for r in result["sessions"] if r["archived"]]
+    assert archived == ["agent:main:recovered:083ddf53-7690-42d8-9a49-01824250e803"]
+    default = list_json()
+    assert [r["key"] for r in default["sessions"]] == [r["key"] for r in result["sessions"] if not r["archived"]]
+    assert default["totalCount"] == result["totalCount"] - 1
     proc = run_cli("status", "--json")
     assert proc.returncode == 0, proc.stderr
     status = json.loads(proc.stdout)
@@ -222,7 +228,7 @@ def test_help_lists_commands() -> None:
 def test_store_flag_on_the_real_openclaw_db_lists_the_real_sessions(imported_fixture_state: Path) -> None:
     db = imported_fixture_state / "agents/main/agent/openclaw-agent.sqlite"
     real = json.loads((OPENCLAW_FIXTURE / "outputs/sessions.json").read_text())
-    result = list_json("--store", str(db))
+    result = list_json("--store", str(db), "--all")
     assert result["path"] == str(db)
     assert [(r["key"], r["sessionId"], r["updatedAt"], r.get("inputTokens"), r.get("outputTokens"),
              r["totalTokens"]) for r in result["sessions"]] == [

@@ -17,19 +17,26 @@ AGENT = typer.Option(None, "--agent", help="One agent's store (default: the defa
 ALL_AGENTS = typer.Option(False, "--all-agents", help="Every configured agent plus agent dirs found on disk.")
 STORE = typer.Option(None, "--store", help="An explicit store: a legacy sessions.json or an agent .sqlite.")
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+ARCHIVED = typer.Option(False, "--archived", help="Only archived sessions (hidden by default).")
+ALL_ROWS = typer.Option(False, "--all", help="Archived sessions too.")
 
 
-def _list(agent, all_agents, store, active, limit, json_mode) -> None:
+def _list(agent, all_agents, store, active, limit, json_mode, archived=False, all_rows=False) -> None:
     def body() -> None:
         from openclaw_cli.cli.options import parse_active, parse_limit
         from openclaw_cli.ops.context import Context
         from openclaw_cli.ops.sessions import list_sessions
 
+        if archived and all_rows:
+            from openclaw_cli.errors import UsageError
+
+            raise UsageError("--archived and --all cannot be used together.")
         limit_value = parse_limit(limit)
         active_value = parse_active(active)
         ctx = Context.load(state_paths())
         result = list_sessions(
-            ctx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value
+            ctx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value,
+            archived="all" if all_rows else bool(archived),
         )
         if json_mode:
             echo_json(result)
@@ -55,6 +62,8 @@ def sessions_root(
     limit: str = typer.Option(None, "--limit", help='Maximum rows (default 100), or "all".'),
     json_mode: bool = JSON,
     verbose: bool = typer.Option(False, "--verbose", help="Verbose logging."),
+    archived: bool = ARCHIVED,
+    all_rows: bool = ALL_ROWS,
 ) -> None:
     ctx.obj = {
         **(ctx.obj or {}),
@@ -65,9 +74,11 @@ def sessions_root(
         "limit": limit,
         "json": json_mode,
         "verbose": verbose,
+        "archived": archived,
+        "all_rows": all_rows,
     }
     if ctx.invoked_subcommand is None:
-        _list(agent, all_agents, store, active, limit, json_mode)
+        _list(agent, all_agents, store, active, limit, json_mode, archived, all_rows)
 
 
 @sessions_app.command("list")
@@ -79,6 +90,8 @@ def sessions_list(
     active: str = typer.Option(None, "--active", help="Only sessions updated within N minutes."),
     limit: str = typer.Option(None, "--limit", help='Maximum rows (default 100), or "all".'),
     json_mode: bool = JSON,
+    archived: bool = ARCHIVED,
+    all_rows: bool = ALL_ROWS,
 ) -> None:
     """List sessions, newest first (same as `openclaw sessions`)."""
     parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
@@ -89,6 +102,8 @@ def sessions_list(
         active or parent.get("active"),
         limit or parent.get("limit"),
         json_mode or bool(parent.get("json")),
+        archived or bool(parent.get("archived")),
+        all_rows or bool(parent.get("all_rows")),
     )
 
 
@@ -126,4 +141,7 @@ def sessions_tail(
 
 
 def register(app: typer.Typer) -> None:
+    from openclaw_cli.cli import lifecycle
+
+    lifecycle.register(sessions_app)
     app.add_typer(sessions_app, name="sessions")

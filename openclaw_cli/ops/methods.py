@@ -5,8 +5,10 @@ the same params to a Gateway (spec D9/D20); our Gateway validates a request's pa
 method's closed schema and then calls the same handler. Handlers take the Gateway's params plus
 local-only extensions a remote caller cannot send (`dryRun`, `store`: offline repair) and return
 OpenClaw's JSON document. `scope` is the least operator scope the method needs (the client asks
-for it, the server enforces it); `mutates` marks methods that write (the Gateway serialises them
-per store).
+for it, the server enforces it); where it depends on the params (`sessions.patch`: organisation
+fields need write, overrides admin; `sessions.delete {archivedOnly: true}`: write), `scope_for`
+decides and `required_scope(params)` is what to ask and enforce. `mutates` marks methods that
+write (the Gateway serialises them per store).
 """
 
 from __future__ import annotations
@@ -31,14 +33,22 @@ class Method:
     handler: Handler
     scope: str
     mutates: bool = False
+    scope_for: Callable[[dict[str, Any]], str] | None = None
+
+    def required_scope(self, params: dict[str, Any] | None = None) -> str:
+        """The least scope this call needs (`scope`, or what `scope_for` says for these params)."""
+        if self.scope_for is not None and isinstance(params, dict):
+            return self.scope_for(params)
+        return self.scope
 
 
 def _sessions_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.sessions import list_sessions
 
+    archived = params.get("archived", False)
     return list_sessions(ctx, agent=params.get("agentId"), all_agents=bool(params.get("allAgents")),
                          store=params.get("store"), active_minutes=params.get("activeMinutes"),
-                         limit=params.get("limit", 100))
+                         limit=params.get("limit", 100), archived=archived if archived in (True, "all") else False)
 
 
 def _sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +61,42 @@ def _sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.compact import sessions_compact
 
     return sessions_compact(ctx, params)
+
+
+def _sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.lifecycle import sessions_patch
+
+    return sessions_patch(ctx, params)
+
+
+def _sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.lifecycle import sessions_reset
+
+    return sessions_reset(ctx, params)
+
+
+def _sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.lifecycle import sessions_create
+
+    return sessions_create(ctx, params)
+
+
+def _sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.lifecycle import sessions_delete
+
+    return sessions_delete(ctx, params)
+
+
+def _patch_scope(params: dict[str, Any]) -> str:
+    from openclaw_cli.ops.lifecycle import patch_scope
+
+    return patch_scope(params)
+
+
+def _delete_scope(params: dict[str, Any]) -> str:
+    from openclaw_cli.ops.lifecycle import delete_scope
+
+    return delete_scope(params)
 
 
 def _agents_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -75,6 +121,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("sessions.list", _sessions_list, READ),
     Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
     Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
+    Method("sessions.patch", _sessions_patch, WRITE, mutates=True, scope_for=_patch_scope),
+    Method("sessions.reset", _sessions_reset, ADMIN, mutates=True),
+    Method("sessions.create", _sessions_create, WRITE, mutates=True),
+    Method("sessions.delete", _sessions_delete, ADMIN, mutates=True, scope_for=_delete_scope),
     Method("agents.list", _agents_list, READ),
     Method("agents.delete", _agents_delete, ADMIN, mutates=True),
     Method("status", _status, READ),

@@ -25,8 +25,10 @@ def list_sessions(
     active_minutes: int | None = None,
     limit: int | None = 100,
     now: int | None = None,
+    archived: bool | str = False,
 ) -> dict[str, Any]:
-    """`openclaw sessions --json` (observed §7): newest first, limited, with OpenClaw's fields."""
+    """`openclaw sessions --json` (observed §7): newest first, limited, with OpenClaw's fields.
+    Archived rows (`archivedAt` set) are hidden unless `archived` is True (only them) or "all"."""
     from openclaw_cli.ops.rows import session_row
 
     now = ctx.now_ms() if now is None else now
@@ -38,7 +40,7 @@ def list_sessions(
     total = 0
     for target in targets:
         with open_target(ctx, target, read_only=True) as st:
-            rows, matched = st.list_entries(limit=limit, updated_since_ms=since)
+            rows, matched = _visible_entries(st, limit, since, archived)
             total += matched
             stores_out.append({"agentId": target.agent_id, "path": str(st.path)})
             for key, entry in rows:
@@ -70,6 +72,30 @@ def list_sessions(
     if ctx.hints:
         result["hint"] = " ".join(ctx.hints)
     return result
+
+
+def _visible_entries(st: Any, limit: int | None, since: int | None, archived: bool | str
+                     ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """A listing page without (or with only) archived rows. A store without archived rows takes
+    the plain path; otherwise pages grow until `limit` visible rows are found."""
+    rows, matched = st.list_entries(limit=limit, updated_since_ms=since)
+    if archived == "all":
+        return rows, matched
+    hidden = st.count_archived(updated_since_ms=since)
+    if not hidden and archived is not True:
+        return rows, matched
+    only = archived is True
+
+    def keep(entry: dict[str, Any]) -> bool:
+        return (entry.get("archivedAt") is not None) == only
+
+    while True:
+        kept = [(key, entry) for key, entry in rows if keep(entry)]
+        if limit is None or len(kept) >= limit or len(rows) >= matched:
+            break
+        rows, matched = st.list_entries(limit=min(matched, len(rows) * 2 + 16), updated_since_ms=since)
+    total = hidden if only else matched - hidden
+    return (kept[:limit] if limit is not None else kept), total
 
 
 def resolve_session(ctx: Context, key: str, *, agent: str | None, store: str | None, read_only: bool = False):

@@ -219,6 +219,82 @@ class SessionStore(ABC):
         raise NotImplementedError
 
 
+    # ---- session lifecycle (store.lifecycle_writes; ops.lifecycle decides what rows become) ---------------
+    def label_owners(self, label: str) -> list[str]:
+        """Keys of the rows whose `label` is exactly `label` (labels are unique per store)."""
+        return [key for key, entry in self.load_entries().items() if entry.get("label") == label]
+
+    def count_archived(self, *, updated_since_ms: int | None = None) -> int:
+        """Rows with `archivedAt` set (optionally only those updated since): listing totals."""
+        count = 0
+        for entry in self.load_entries().values():
+            if entry.get("archivedAt") is None:
+                continue
+            updated = _updated_at(entry)
+            if updated_since_ms is None or (updated is not None and updated >= updated_since_ms):
+                count += 1
+        return count
+
+    def window_session_ids(self, key: str) -> list[str]:
+        """Session ids of the key's earlier transcript windows kept in the store (compaction
+        successors, D16) — none for stores that keep transcripts in files."""
+        return []
+
+    def export_transcript(self, session_id: str, dest: Any, *, entry: dict[str, Any] | None = None) -> SessionTotals:
+        """Stream the session's transcript as JSONL (raw lines + newline) into the binary `dest`;
+        returns what was written. Flat memory: lines are copied as they are read."""
+        events = total = 0
+        for line in self.iter_transcript(session_id, entry=entry, issues=[]):
+            data = line.raw.encode("utf-8")
+            dest.write(data + b"\n")
+            events += 1
+            total += len(data)
+        return SessionTotals(events=events, bytes=total)
+
+    def patch_entry(self, key: str, mutate: Callable[[dict[str, Any] | None], dict[str, Any] | None], *,
+                    lock_settings: Any, create: bool = False) -> dict[str, Any] | None:
+        """Read-modify-write of one row under the store writer: `mutate(current)` (a copy; None
+        for a missing row when `create`) returns the row to store (None or unchanged: no write)
+        or raises (nothing written). Returns the stored row. A missing row without `create`
+        raises NotFoundError."""
+        self.ensure_writable("update a session")
+        raise NotImplementedError
+
+    def reset_session(self, key: str, build: Callable[[dict[str, Any]], dict[str, Any]], *, lock_settings: Any,
+                      now_ms: int) -> Any:
+        """Start a new session for `key`: `build(current)` returns the new row (with its new
+        `sessionId`) or raises; the previous transcript leaves through a verified `reset`
+        archive (D15). Returns `lifecycle_writes.ResetOutcome`."""
+        self.ensure_writable("reset a session")
+        raise NotImplementedError
+
+    def fork_session(self, parent_key: str, child_key: str, build: Callable[[dict[str, Any], Any], dict[str, Any]], *,
+                     lock_settings: Any, now_ms: int, max_tokens: int, wait: bool = False,
+                     through_last_completed: bool = False) -> Any:
+        """Create `child_key` from the parent's active branch (`store.fork`): `build(seed, plan)`
+        returns the child row (`seed` holds its new `sessionId`). Refuses an existing child key;
+        unless `wait`, refuses while the parent's transcript write lock is held. Returns
+        `lifecycle_writes.ForkOutcome`."""
+        self.ensure_writable("fork a session")
+        raise NotImplementedError
+
+    def delete_session(self, key: str, entry: dict[str, Any], plan: Any, *, lock_settings: Any, now_ms: int,
+                       checkpoint: Callable[[], None] | None = None) -> Any:
+        """Remove one row and what `plan` (`retire.Retirement`) names of its transcripts: archived
+        and verified first (D6.2), through `retire`. `entry` is the row as the caller read it; a
+        row that changed since is kept (`SessionChangedError`). Returns
+        `lifecycle_writes.DeleteOutcome` with the archive paths."""
+        from openclaw_cli.errors import SessionChangedError
+        from openclaw_cli.store.lifecycle_writes import DeleteOutcome
+
+        self.ensure_writable("delete a session")
+        outcome = self.retire(plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint or (lambda: None))
+        if key in outcome.kept:
+            raise SessionChangedError(key, "deletion")
+        archived = [Path(self.sessions_dir) / name for name in outcome.archives]
+        return DeleteOutcome(self.get_entry(key) is None, archived, list(outcome.kept))
+
+
 def _updated_at(entry: dict[str, Any]) -> float | None:
     value = entry.get("updatedAt") if isinstance(entry, dict) else None
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -655,6 +655,40 @@ class LegacyStore(SessionStore):
 
         return retire_all_legacy(self, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint)
 
+    def patch_entry(self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False) -> Any:
+        from openclaw_cli.store.lifecycle_writes import patch_legacy
+
+        return patch_legacy(self, key, mutate, lock_settings=lock_settings, create=create)
+
+    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+        from openclaw_cli.store.lifecycle_writes import reset_legacy
+
+        return reset_legacy(self, key, build, lock_settings=lock_settings, now_ms=now_ms)
+
+    def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
+                     max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:
+        from openclaw_cli.store.lifecycle_writes import fork_legacy
+
+        return fork_legacy(self, parent_key, child_key, build, lock_settings=lock_settings, now_ms=now_ms,
+                           max_tokens=max_tokens, wait=wait, through_last_completed=through_last_completed)
+
+    def export_transcript(self, session_id: str, dest: Any, *, entry: dict[str, Any] | None = None) -> SessionTotals:
+        """The transcript file's bytes as they are (malformed lines included), streamed; a missing
+        transcript writes nothing."""
+        path = self.resolve_transcript(session_id, entry, [])
+        events = total = 0
+        if path is None:
+            return SessionTotals(events=0, bytes=0)
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            for raw in fh:
+                dest.write(raw)
+                stripped = raw.rstrip(b"\r\n")
+                if stripped.strip():
+                    events += 1
+                    total += len(stripped)
+        return SessionTotals(events=events, bytes=total)
+
     def _resolve_rows(self, index: dict[str, str], paths: dict[str, str] | None = None,
                       ) -> tuple[list[str], list[str | Path | None]]:
         """(keys, transcripts) of the usable rows, aligned: each row's existing transcript as a

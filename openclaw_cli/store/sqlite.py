@@ -378,6 +378,37 @@ class SqliteStore(SessionStore):
 
         return retire_all_sqlite(self, now_ms=now_ms, checkpoint=checkpoint)
 
+    def patch_entry(self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False) -> Any:
+        from openclaw_cli.store.lifecycle_writes import patch_sqlite
+
+        return patch_sqlite(self, key, mutate, create=create)
+
+    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+        from openclaw_cli.store.lifecycle_writes import reset_sqlite
+
+        return reset_sqlite(self, key, build, now_ms=now_ms)
+
+    def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
+                     max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:
+        from openclaw_cli.store.lifecycle_writes import fork_sqlite
+
+        return fork_sqlite(self, parent_key, child_key, build, now_ms=now_ms, max_tokens=max_tokens,
+                           through_last_completed=through_last_completed)
+
+    def label_owners(self, label: str) -> list[str]:
+        return [row[0] for row in self._q(lambda c: c.execute(
+            "SELECT session_key FROM session_nodes WHERE label = ?", (label,)).fetchall())]
+
+    def count_archived(self, *, updated_since_ms: int | None = None) -> int:
+        sql, params = "SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL", []
+        if updated_since_ms is not None:
+            sql += " AND updated_at >= ?"
+            params.append(updated_since_ms)
+        return self._q(lambda c: c.execute(sql, params).fetchone()[0])
+
+    def window_session_ids(self, key: str) -> list[str]:
+        return [window["sessionId"] for window in self.list_windows(key)]
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A `BEGIN IMMEDIATE` write transaction; nested uses join the outer one. Lets a caller
@@ -605,7 +636,7 @@ class SqliteStore(SessionStore):
         rows = self._q(lambda c: c.execute(sql, params).fetchall())
         return [dict(zip(names, row, strict=True)) for row in rows]
 
-    def export_transcript(self, session_id: str, dest: BinaryIO) -> SessionTotals:
+    def export_transcript(self, session_id: str, dest: BinaryIO, *, entry: dict[str, Any] | None = None) -> SessionTotals:
         """Write the session's transcript as JSONL (raw lines + `\\n`) from one consistent snapshot;
         returns what was written (compare it with `window_totals` before dropping rows)."""
         events = total = tokens = 0

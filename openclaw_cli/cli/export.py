@@ -1,0 +1,286 @@
+"""`openclaw sessions export`: a session's transcript as pi-format JSONL (lines byte-exact),
+readable Markdown, or one self-contained HTML page (inline CSS, no scripts; tool calls and
+results folded in `<details>`, compaction summaries marked). Streamed: lines come from the store
+one at a time (`ops.lifecycle.open_export`) and are written as they come, so memory stays flat for
+a transcript of any size. `--output` is written through a temp file and renamed into place (0600).
+Stored text never reaches the output with control characters (D6.8), except JSONL, whose lines are
+JSON as stored (JSON escapes them).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from openclaw_cli.errors import RefusedError, UsageError
+
+FORMATS = ("jsonl", "md", "html")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_FLUSH = 1 << 16
+
+
+def _clean(value: Any) -> str:
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    return _CONTROL.sub("", text)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+# ---- entries as display parts ------------------------------------------------------------------------------
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def parts_of(obj: dict[str, Any]) -> tuple[str, str, list[tuple[str, str, str]]]:
+    """(kind, title, [(part kind, label, text)]) of one transcript entry; part kinds: text,
+    thinking, tool-call, tool-result, summary, note. Empty title: not shown."""
+    kind = obj.get("type")
+    when = _clean(obj.get("timestamp"))
+    if kind == "message":
+        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        role = message.get("role") or "message"
+        parts: list[tuple[str, str, str]] = []
+        if role == "toolResult":
+            name = _clean(message.get("toolName") or "tool")
+            text = "\n".join(_clean(b.get("text")) for b in _blocks(message.get("content")) if b.get("type") == "text")
+            flag = " (error)" if message.get("isError") else ""
+            return "tool-result", f"Tool result · {name}{flag} · {when}", [("tool-result", f"{name} result", text)]
+        if role == "bashExecution":
+            command = _clean(message.get("command"))
+            return "tool-result", f"Shell · {when}", [("tool-call", "command", command),
+                                                      ("tool-result", "output", _clean(message.get("output")))]
+        for block in _blocks(message.get("content")):
+            btype = block.get("type")
+            if btype == "text":
+                parts.append(("text", "", _clean(block.get("text"))))
+            elif btype == "thinking":
+                parts.append(("thinking", "Thinking", _clean(block.get("thinking"))))
+            elif btype == "toolCall":
+                parts.append(("tool-call", f"Tool call · {_clean(block.get('name'))}",
+                              _clean(_json(block.get("arguments")))))
+            elif btype == "image":
+                parts.append(("note", "", f"[image {_clean(block.get('mimeType'))}]"))
+        model = _clean(message.get("model")) if role == "assistant" else ""
+        title = f"{_clean(role).capitalize()} · {when}" + (f" · {model}" if model else "")
+        return _clean(role), title, parts
+    if kind == "compaction":
+        before = obj.get("tokensBefore")
+        title = f"Compaction summary · {when}" + (f" · {before} tokens before" if before is not None else "")
+        return "compaction", title, [("summary", "", _clean(obj.get("summary")))]
+    if kind == "branch_summary":
+        return "compaction", f"Branch summary · {when}", [("summary", "", _clean(obj.get("summary")))]
+    if kind == "custom_message":
+        text = obj.get("content")
+        text = "\n".join(_clean(b.get("text")) for b in _blocks(text) if b.get("type") == "text")
+        return "custom", f"{_clean(obj.get('customType') or 'Custom message')} · {when}", [("text", "", text)]
+    if kind == "model_change":
+        return "note", "", [("note", "", f"Model: {_clean(obj.get('provider'))}/{_clean(obj.get('modelId'))} · {when}")]
+    if kind == "thinking_level_change":
+        return "note", "", [("note", "", f"Thinking level: {_clean(obj.get('thinkingLevel'))} · {when}")]
+    if kind == "reset":
+        return "compaction", f"Reset · {when}", [("summary", "", _clean(obj.get("summary") or obj.get("reason")))]
+    if kind == "label":
+        return "note", "", [("note", "", f"Label: {_clean(obj.get('label'))} · {when}")]
+    return "note", "", [("note", "", f"{_clean(kind) or 'entry'} entry · {when}")]
+
+
+# ---- writers ---------------------------------------------------------------------------------------------------
+
+
+class _Sink:
+    def __init__(self, dest: BinaryIO):
+        self.dest = dest
+        self.buf: list[bytes] = []
+        self.size = 0
+        self.total = 0
+
+    def write(self, data: str | bytes) -> None:
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        self.buf.append(raw)
+        self.size += len(raw)
+        self.total += len(raw)
+        if self.size >= _FLUSH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            self.dest.write(b"".join(self.buf))
+            self.buf.clear()
+            self.size = 0
+
+
+def write_jsonl(lines: Iterator[Any], sink: _Sink, meta: dict[str, Any]) -> int:
+    count = 0
+    for line in lines:
+        sink.write(line.raw.encode("utf-8") + b"\n")
+        count += 1
+    return count
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m.group()) for m in re.finditer(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def write_markdown(lines: Iterator[Any], sink: _Sink, meta: dict[str, Any]) -> int:
+    sink.write(f"# Session {_clean(meta['key'])}\n\n")
+    sink.write(f"- Session id: `{_clean(meta['sessionId'])}`\n- Agent: `{_clean(meta['agentId'])}`\n"
+               f"- Branch: {meta['branch']}\n\n")
+    count = 0
+    for line in lines:
+        obj = line.obj
+        if obj is None or obj.get("type") == "session":
+            continue
+        count += 1
+        kind, title, parts = parts_of(obj)
+        if kind == "compaction":
+            sink.write(f"> **{title}**\n>\n")
+            for _, _, text in parts:
+                sink.write("".join(f"> {row}\n" for row in text.splitlines() or [""]))
+            sink.write("\n")
+            continue
+        if title:
+            sink.write(f"### {title}\n\n")
+        for part, label, text in parts:
+            if part == "text":
+                sink.write(text + "\n\n")
+            elif part == "note":
+                sink.write(f"*{text}*\n\n")
+            else:
+                fence = _fence(text)
+                lang = "json" if part == "tool-call" and label.startswith("Tool call") else ""
+                sink.write(f"<details><summary>{html.escape(label or part)}</summary>\n\n{fence}{lang}\n{text}\n"
+                           f"{fence}\n\n</details>\n\n")
+    return count
+
+
+_CSS = """
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
+main{max-width:60rem;margin:0 auto;padding:1.5rem}
+header{margin-bottom:1.5rem}header h1{font-size:1.3rem;margin:0 0 .3rem}
+header p{margin:.1rem 0;color:#5b6474;font-size:.85rem}code{font-family:ui-monospace,Menlo,monospace}
+article{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:.7rem 1rem;margin:.7rem 0}
+article.user{border-left:4px solid #3b6fd8}article.assistant{border-left:4px solid #2f9e6b}
+article.tool-result{border-left:4px solid #9aa3b2;background:#fbfbfc}
+article.compaction{border:2px dashed #c28a1c;background:#fff8e8}
+article.compaction h2::before{content:"\\2702  "}
+article.note{background:transparent;border:none;padding:0 1rem;color:#5b6474;font-size:.85rem}
+h2{font-size:.8rem;font-weight:600;color:#5b6474;margin:0 0 .4rem;text-transform:none}
+.text{white-space:pre-wrap;word-wrap:break-word}
+details{margin:.4rem 0;border:1px solid #e3e6eb;border-radius:6px;padding:.2rem .6rem;background:#f9fafb}
+summary{cursor:pointer;font-size:.85rem;color:#3d4656}
+pre{white-space:pre-wrap;word-wrap:break-word;font:12.5px/1.45 ui-monospace,Menlo,monospace;margin:.4rem 0}
+""".strip()
+
+
+def write_html(lines: Iterator[Any], sink: _Sink, meta: dict[str, Any]) -> int:
+    esc = html.escape
+    title = esc(_clean(meta["key"]))
+    sink.write(f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+               f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+               f"<title>Session {title}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n<main>\n"
+               f"<header><h1>Session {title}</h1>\n<p>Session id <code>{esc(_clean(meta['sessionId']))}</code> · "
+               f"agent <code>{esc(_clean(meta['agentId']))}</code> · {esc(meta['branch'])} branch</p></header>\n")
+    count = 0
+    for line in lines:
+        obj = line.obj
+        if obj is None or obj.get("type") == "session":
+            continue
+        count += 1
+        kind, heading, parts = parts_of(obj)
+        cls = kind if kind in ("user", "assistant", "tool-result", "compaction", "note", "custom") else "other"
+        sink.write(f"<article class=\"{cls}\">")
+        if heading:
+            sink.write(f"<h2>{esc(heading)}</h2>")
+        for part, label, text in parts:
+            if part in ("text", "summary", "note"):
+                sink.write(f"<div class=\"text\">{esc(text)}</div>")
+            else:
+                sink.write(f"<details><summary>{esc(label or part)}</summary><pre>{esc(text)}</pre></details>")
+        sink.write("</article>\n")
+    sink.write(f"<footer><p>{count} entries · exported by openclaw-cli</p></footer>\n</main>\n</body>\n</html>\n")
+    return count
+
+
+WRITERS = {"jsonl": write_jsonl, "md": write_markdown, "html": write_html}
+
+
+# ---- the command ------------------------------------------------------------------------------------------------
+
+
+def _check_output(cx: Any, output: str) -> Path:
+    path = Path(os.path.expanduser(output)).absolute()
+    agents = os.path.realpath(cx.paths.state_dir / "agents")
+    real = os.path.realpath(path)
+    if real == agents or real.startswith(agents + os.sep):
+        raise RefusedError(f"Refusing to write an export into the session stores ({path}); choose a path outside "
+                           f"{agents}.")
+    if path.is_dir():
+        raise UsageError(f"--output {path} is a directory; give a file name.")
+    if not path.parent.is_dir():
+        raise UsageError(f"--output {path}: the directory {path.parent} does not exist.")
+    return path
+
+
+def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: str, agent: str | None,
+                   store: str | None, json_mode: bool) -> dict[str, Any]:
+    from openclaw_cli.fsio import FILE_MODE, fsync_dir
+    from openclaw_cli.ops.lifecycle import open_export
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {fmt!r}).")
+    if json_mode and output is None:
+        raise UsageError("--json needs --output PATH (without it the export itself is written to stdout).")
+    path = _check_output(cx, output) if output is not None else None
+    with open_export(cx, key, agent=agent, store=store, branch=branch) as source:
+        meta = {"key": source.key, "sessionId": source.session_id, "agentId": source.agent_id, "branch": branch}
+        if path is None:
+            sink = _Sink(sys.stdout.buffer)
+            count = WRITERS[fmt](source.lines(), sink, meta)
+            sink.flush()
+            sys.stdout.buffer.flush()
+            return {}
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                sink = _Sink(fh)
+                count = WRITERS[fmt](source.lines(), sink, meta)
+                sink.flush()
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        fsync_dir(path.parent)
+        doc: dict[str, Any] = {"ok": True, "key": source.key, "sessionId": source.session_id,
+                               "agentId": source.agent_id, "format": fmt, "branch": branch, "output": str(path),
+                               "entries": count, "bytes": sink.total}
+        if source.issues:
+            doc["issues"] = [str(i) for i in source.issues]
+        if not json_mode:
+            from openclaw_cli.output import err, sanitize_text
+
+            err(f"Exported {count} entries of {sanitize_text(source.key)} ({branch} branch, {fmt}) to "
+                f"{sanitize_text(str(path))}.")
+        return doc

@@ -1,0 +1,922 @@
+"""Session lifecycle operations (compaction-lifecycle.md §3, spec D1, D6, D15; the Gateway
+fixture README § sessions.patch / reset / create / delete): what the Gateway serves as
+`sessions.patch|reset|create|delete` and the CLI runs locally, with OpenClaw's params, results,
+preconditions and error texts. The store write protocol (`patch_entry`, `reset_session`,
+`fork_session`, `delete_session`) performs the writes; `lifecycle` holds the pure rules.
+
+Also here: the CLI's lifecycle batch (`run_batch`: OpenClaw's `sessions archive|delete` envelope
+`{ok, error?, operation, dryRun, results:[{key, ok, status, archived?, error?}]}`, extended to
+unarchive, pin, unpin, label, mark-read, mark-unread) and the export source (`open_export`).
+
+Params are the Gateway's (closed: an unknown key is an error) plus the local-only `store`
+(offline repair) and `dryRun` (validate and show, write nothing).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from openclaw_cli.errors import (
+    NotFoundError,
+    OpenClawError,
+    PreconditionError,
+    SessionChangedError,
+    UsageError,
+)
+from openclaw_cli.ops.context import Context
+
+LOCAL_PARAMS = frozenset({"store", "dryRun"})
+READ, WRITE, ADMIN = "operator.read", "operator.write", "operator.admin"
+
+# sessions.patch (fixture README): organisation fields need operator.write, overrides operator.admin.
+PATCH_EXPECTED = ("expectedSessionId", "expectedLifecycleRevision", "expectedMarkedUnreadAt")
+PATCH_EXPECTED_UNSUPPORTED = ("expectedPermissionMode", "expectedSandboxMode", "expectedNativeRuntimeConsent",
+                              "expectedToolOverrides")
+PATCH_ORGANISATION = ("label", "archived", "pinned", "unread")
+PATCH_ORGANISATION_UNSUPPORTED = ("autoLabel", "icon", "color", "category", "statusNote", "attention", "ttlMinutes",
+                                  "boardFace", "boardPresentation")
+PATCH_OVERRIDES = ("thinkingLevel", "verboseLevel", "traceLevel", "reasoningLevel", "responseUsage", "elevatedLevel",
+                   "sendPolicy", "groupActivation")
+PATCH_OVERRIDES_UNSUPPORTED = ("model", "agentRuntime", "fastMode", "contextWindow", "execHost", "execSecurity",
+                               "execAsk", "execNode", "permissionMode", "sandboxMode", "nativeRuntimeConsent",
+                               "toolOverrides", "completionOwnerSessionKey", "inheritedToolAllow",
+                               "inheritedToolDeny", "inheritedToolOverrides")
+PATCH_PARAMS = frozenset({"key", "agentId", *PATCH_EXPECTED, *PATCH_EXPECTED_UNSUPPORTED, *PATCH_ORGANISATION,
+                          *PATCH_ORGANISATION_UNSUPPORTED, *PATCH_OVERRIDES, *PATCH_OVERRIDES_UNSUPPORTED})
+RESET_PARAMS = frozenset({"key", "agentId", "reason", "expectedSessionId"})
+DELETE_PARAMS = frozenset({"key", "agentId", "deleteTranscript", "expectedSessionId", "expectedLifecycleRevision",
+                           "expectedSessionUpdatedAt", "emitLifecycleHooks", "archivedOnly"})
+CREATE_SUPPORTED = ("parentSessionKey", "fork", "forkFrom", "agentId", "key", "label", "displayName", "model")
+CREATE_UNSUPPORTED = ("message", "task", "succeedsParent", "agentRuntime", "thinkingLevel", "projectId",
+                      "workspaceDir", "group", "attachments", "runId", "visibility", "ownerId", "creatorId",
+                      "permissionMode", "sandboxMode", "icon", "color", "category", "boardFace", "spawnedBy",
+                      "idempotencyKey", "deliver", "channel", "to", "accountId", "threadId")
+CREATE_PARAMS = frozenset({*CREATE_SUPPORTED, *CREATE_UNSUPPORTED})
+MAX_LABEL = 512
+NOT_FOUND_TEXT = "Session not found. Run {hint} to choose a valid key."
+
+
+def patch_scope(params: dict[str, Any]) -> str:
+    """The least scope a `sessions.patch` needs: write for organisation (label, archive, pin,
+    unread, their preconditions), admin for anything else (overrides) — as the real Gateway
+    answered with `[read, write]` scopes (`error-missing-scope-admin`)."""
+    organisation = {"key", "agentId", *PATCH_EXPECTED, *PATCH_ORGANISATION, *PATCH_ORGANISATION_UNSUPPORTED}
+    return WRITE if all(name in organisation for name in params) else ADMIN
+
+
+def delete_scope(params: dict[str, Any]) -> str:
+    """`sessions.delete` needs admin, except `archivedOnly: true` (an archived row), which write may do."""
+    return WRITE if params.get("archivedOnly") is True else ADMIN
+
+
+# ---- params --------------------------------------------------------------------------------------------
+
+
+def _check_params(method: str, params: Any, allowed: frozenset[str], *, required: tuple[str, ...] = ()) -> dict:
+    if not isinstance(params, dict):
+        raise UsageError(f"invalid {method} params: must be object")
+    for name in required:
+        if name not in params:
+            raise UsageError(f"invalid {method} params: must have required property '{name}'")
+    for name in params:
+        if name not in allowed and name not in LOCAL_PARAMS:
+            raise UsageError(f"invalid {method} params: at root: unexpected property '{name}'")
+    return params
+
+
+def _typed(method: str, params: dict[str, Any], name: str, kinds: tuple[type, ...], what: str,
+           *, nullable: bool = False) -> None:
+    if name not in params:
+        return
+    value = params[name]
+    if value is None and nullable:
+        return
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        raise UsageError(f"invalid {method} params: at /{name}: must be {what}")
+
+
+def _text_param(method: str, params: dict[str, Any], name: str) -> str | None:
+    value = params.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"invalid {method} params: at /{name}: must be a non-empty string")
+    return value.strip()
+
+
+def parse_label(raw: Any) -> str:
+    """OpenClaw's label rule: a string, trimmed, not empty, at most 512 characters."""
+    if not isinstance(raw, str):
+        raise UsageError("invalid label: must be a string")
+    label = raw.strip()
+    if not label:
+        raise UsageError("invalid label: empty")
+    if len(label) > MAX_LABEL:
+        raise UsageError(f"invalid label: too long (max {MAX_LABEL})")
+    from openclaw_cli.lifecycle import _CONTROL
+
+    if _CONTROL.search(label):
+        raise UsageError("invalid label: control characters are not allowed")
+    return label
+
+
+# ---- finding the session ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Located:
+    agent_id: str
+    store: Any  # an open SessionStore (the caller closes it)
+    key: str  # the store key
+    entry: dict[str, Any] | None
+    requested: str
+
+
+def main_key_name(ctx: Context) -> str | None:
+    try:
+        from openclaw_cli.config.resolve import _model
+
+        value = _model(ctx.config).session.main_key
+    except AttributeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def is_main_session(ctx: Context, agent_id: str, key: str) -> bool:
+    from openclaw_cli.keys import main_key
+
+    return key.strip().lower() == "global" or key == main_key(agent_id, main_key_name(ctx))
+
+
+def _owner(ctx: Context, key: str, agent: str | None, store: str | None) -> str | None:
+    """The agent a key belongs to: `agentId`, else the key's own `agent:<id>:` prefix; refuses a
+    key of another agent and, with several agents configured, a key without an owner."""
+    from openclaw_cli.ids import normalize_agent_id
+    from openclaw_cli.keys import from_agent_store_key, parse_agent_key
+
+    parsed = parse_agent_key(key)
+    if agent is not None:
+        if not agent.strip():
+            raise UsageError("--agent must not be blank")
+        wanted = normalize_agent_id(agent)
+        if parsed and parsed[0] != wanted:
+            raise UsageError(f'Session key "{key}" belongs to agent "{parsed[0]}", not "{wanted}". '
+                             f"Pass --agent {parsed[0]} or a key of agent {wanted}.")
+        return wanted
+    if parsed:
+        return parsed[0]
+    if store is None:
+        from openclaw_cli.config import configured_agent_ids
+
+        if len(configured_agent_ids(ctx.config)) > 1:
+            raise PreconditionError(
+                f'Multiple agents are configured, but session key "{from_agent_store_key(key)}" has no explicit '
+                "owner. Pass agentId or use an agent-prefixed session key.")
+    return None
+
+
+def locate(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, read_only: bool,
+           what: str = "session key") -> Located:
+    """Open the store `raw_key` lives in and find its row (None when absent). Keys are matched
+    as given, then in OpenClaw's store form (`agent:<id>:<rest>`, R1.3.4), then normalised."""
+    from openclaw_cli.keys import normalize_key, parse_agent_key, to_agent_store_key
+    from openclaw_cli.lifecycle import check_session_key
+    from openclaw_cli.ops.targets import open_target, select_targets
+
+    key = check_session_key(raw_key, what=what)
+    owner = _owner(ctx, key, agent, store)
+    target = select_targets(ctx.paths, ctx.config, agent=owner if store is None else agent, all_agents=False,
+                            store=store)[0]
+    parsed = parse_agent_key(key)
+    if store is not None and parsed and parsed[0] != target.agent_id:
+        raise UsageError(f'Session key "{key}" belongs to agent "{parsed[0]}", but {store} is the store of agent '
+                         f'"{target.agent_id}".')
+    st = open_target(ctx, target, read_only=read_only)
+    try:
+        store_key = to_agent_store_key(target.agent_id, key, main_key_name(ctx))
+        for candidate in dict.fromkeys((key, store_key)):
+            entry = st.get_entry(candidate)
+            if entry is not None:
+                return Located(target.agent_id, st, candidate, entry, key)
+        wanted = normalize_key(store_key)
+        for candidate, entry in st.load_entries().items():
+            if normalize_key(candidate) == wanted:
+                return Located(target.agent_id, st, candidate, entry, key)
+        return Located(target.agent_id, st, store_key, None, key)
+    except BaseException:
+        st.close()
+        raise
+
+
+def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict[str, Any]:
+    from openclaw_cli.config import default_model
+
+    entry = entry or {}
+    model = entry.get("modelOverride")
+    provider = entry.get("providerOverride")
+    if not isinstance(model, str) or not model:
+        ref = default_model(ctx.config, agent_id)
+        provider_default, _, model_default = (ref or "").rpartition("/")
+        model = model_default or entry.get("model")
+        provider = provider or provider_default or entry.get("modelProvider")
+    out: dict[str, Any] = {"modelProvider": provider if isinstance(provider, str) and provider else None,
+                           "model": model if isinstance(model, str) and model else None}
+    harness = entry.get("agentRuntimeOverride") or entry.get("agentHarnessId")
+    if isinstance(harness, str) and harness:
+        out["agentRuntime"] = {"id": harness, "source": "session"}
+    return out
+
+
+def _writer(ctx: Context, st: Any):
+    from openclaw_cli.store.writer import store_writer
+
+    return store_writer(st, ctx.lock_settings())
+
+
+# ---- sessions.patch ------------------------------------------------------------------------------------------
+
+
+def _check_patch_params(params: Any) -> dict[str, Any]:
+    method = "sessions.patch"
+    _check_params(method, params, PATCH_PARAMS, required=("key",))
+    for name in PATCH_EXPECTED_UNSUPPORTED + PATCH_ORGANISATION_UNSUPPORTED + PATCH_OVERRIDES_UNSUPPORTED:
+        if name in params:
+            raise UsageError(f"sessions.patch: {name} is not supported by openclaw-cli (it does not run agents); "
+                             "nothing was changed.")
+    for name in ("archived", "pinned", "unread"):
+        _typed(method, params, name, (bool,), "boolean")
+    _typed(method, params, "expectedSessionId", (str,), "string")
+    _typed(method, params, "expectedLifecycleRevision", (str,), "string")
+    _typed(method, params, "expectedMarkedUnreadAt", (int, float), "number", nullable=True)
+    _typed(method, params, "agentId", (str,), "string")
+    for name in PATCH_OVERRIDES:
+        value = params.get(name)
+        if name in params and value is not None and (not isinstance(value, str) or not value.strip()
+                                                     or len(value) > 64):
+            raise UsageError(f"invalid {method} params: at /{name}: must be a non-empty string or null")
+    if "label" in params and params["label"] is not None:
+        parse_label(params["label"])
+    return params
+
+
+def apply_patch(current: dict[str, Any] | None, params: dict[str, Any], *, key: str, now_ms: int, main: bool,
+                label_in_use: Callable[[str], bool]) -> dict[str, Any]:
+    """The row after `params` (OpenClaw's order: label, archive, pin, unread, overrides), or a
+    typed error (nothing written)."""
+    from openclaw_cli.keys import is_pinnable
+
+    if "archived" in params:
+        if current is None or not current.get("sessionId"):
+            raise NotFoundError(f"session not found: {key}")
+        if params.get("expectedSessionId") is None:
+            raise PreconditionError(f"expectedSessionId required for session lifecycle patch: {key}")
+        if params["archived"] is True and main:
+            if key.strip().lower() == "unknown":
+                raise PreconditionError("Cannot archive the unknown session sentinel.")
+            raise PreconditionError("Cannot archive an agent's main session.")
+    expected = params.get("expectedSessionId")
+    if expected is not None and (current is None or current.get("sessionId") != expected.strip()):
+        raise SessionChangedError(key, "patch")
+    revision = params.get("expectedLifecycleRevision")
+    if revision is not None and (current is None or current.get("lifecycleRevision") != revision.strip()):
+        raise SessionChangedError(key, "patch")
+    if "expectedMarkedUnreadAt" in params and (current or {}).get("markedUnreadAt") != params["expectedMarkedUnreadAt"]:
+        raise SessionChangedError(key, "patch")
+    if current is None:
+        nxt: dict[str, Any] = {"sessionId": str(uuid.uuid4()), "lifecycleRevision": str(uuid.uuid4()),
+                               "updatedAt": now_ms, "createdVia": "operator", "createdAt": now_ms}
+    else:
+        nxt = dict(current)
+        updated = current.get("updatedAt")
+        base = updated if isinstance(updated, int | float) and not isinstance(updated, bool) else 0
+        nxt["updatedAt"] = max(base, now_ms)
+    if "label" in params:
+        if params["label"] is None:
+            nxt.pop("label", None)
+        else:
+            label = parse_label(params["label"])
+            if label_in_use(label):
+                raise PreconditionError(f"label already in use: {label}")
+            nxt["label"] = label
+    if "archived" in params:
+        if params["archived"] is True:
+            if nxt.get("archivedAt") is None:
+                nxt["archivedAt"] = now_ms
+                nxt["archiveReason"] = "manual"
+                nxt.pop("archivedBy", None)
+            nxt.pop("pinnedAt", None)
+        else:
+            for name in ("archivedAt", "archivedBy", "archiveReason"):
+                nxt.pop(name, None)
+    pinnable = is_pinnable(key, nxt)
+    if not pinnable:
+        nxt.pop("pinnedAt", None)
+    if "pinned" in params:
+        if params["pinned"] is True:
+            if nxt.get("archivedAt") is not None:
+                raise PreconditionError("cannot pin an archived session; restore it first")
+            if not pinnable:
+                raise PreconditionError("cannot pin a child session; pin its parent session instead")
+            if nxt.get("pinnedAt") is None:
+                nxt["pinnedAt"] = now_ms
+        else:
+            nxt.pop("pinnedAt", None)
+    if "unread" in params:
+        if params["unread"] is True:
+            previous = (current or {}).get("markedUnreadAt")
+            floor = previous + 1 if isinstance(previous, int | float) and not isinstance(previous, bool) else 0
+            nxt["markedUnreadAt"] = max(now_ms, floor)
+        else:
+            nxt["lastReadAt"] = now_ms
+            nxt.pop("markedUnreadAt", None)
+            nxt.pop("agentStatus", None)
+    for name in PATCH_OVERRIDES:
+        if name in params:
+            if params[name] is None:
+                nxt.pop(name, None)
+            else:
+                nxt[name] = params[name].strip()
+    return nxt
+
+
+def sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.patch`: `{ok, path, key, entry, resolved}`; an unknown key creates the row
+    (`createdVia: "operator"`), as the real Gateway does; `dryRun` returns the row it would write."""
+    params = _check_patch_params(params)
+    dry_run = bool(params.get("dryRun"))
+    loc = locate(ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run)
+    now = ctx.now_ms()
+    with loc.store as st:
+        main = is_main_session(ctx, loc.agent_id, loc.key)
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            return apply_patch(current, params, key=loc.key, now_ms=now, main=main,
+                               label_in_use=lambda label: any(k != loc.key for k in st.label_owners(label)))
+
+        if dry_run:
+            entry = mutate(dict(loc.entry) if loc.entry is not None else None)
+        else:
+            with _writer(ctx, st):
+                entry = st.patch_entry(loc.key, mutate, lock_settings=ctx.lock_settings(), create=True)
+        result: dict[str, Any] = {"ok": True, "path": str(st.path), "key": loc.key, "entry": entry,
+                                  "resolved": _resolved(ctx, loc.agent_id, entry)}
+        if dry_run:
+            result["dryRun"] = True
+            result["created"] = loc.entry is None
+        return result
+
+
+# ---- sessions.reset -------------------------------------------------------------------------------------------
+
+
+def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.reset`: a new session for the key (profile L: new `sessionId` and lifecycle
+    revision, counters zeroed); the previous transcript leaves through a verified `.reset.` archive.
+    `{ok, key, entry, resolved}` plus ours: `sessionId`, `previousSessionId`, `reason`, `archived`."""
+    from openclaw_cli.lifecycle import reset_entry
+
+    method = "sessions.reset"
+    _check_params(method, params, RESET_PARAMS, required=("key",))
+    reason = params.get("reason")
+    if reason is not None and reason not in ("new", "reset"):
+        raise UsageError(f"invalid {method} params: at /reason: must be equal to one of the allowed values")
+    _typed(method, params, "expectedSessionId", (str,), "string")
+    dry_run = bool(params.get("dryRun"))
+    loc = locate(ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run)
+    now = ctx.now_ms()
+    new_sid = str(uuid.uuid4())
+    expected = params.get("expectedSessionId")
+
+    def build(current: dict[str, Any]) -> dict[str, Any]:
+        if expected is not None and current.get("sessionId") != expected.strip():
+            raise SessionChangedError(loc.key, "reset")
+        return reset_entry(current, session_key=loc.key, new_session_id=new_sid, now_ms=now)
+
+    with loc.store as st:
+        if loc.entry is None:
+            raise NotFoundError(f"session not found: {loc.key}")
+        result: dict[str, Any] = {"ok": True, "key": loc.key}
+        if dry_run:
+            entry = build(dict(loc.entry))
+            result.update(entry=entry, resolved=_resolved(ctx, loc.agent_id, entry), dryRun=True, sessionId=new_sid,
+                          previousSessionId=loc.entry.get("sessionId"), reason=reason or "reset")
+            return result
+        with _writer(ctx, st):
+            outcome = st.reset_session(loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now)
+        result.update(entry=outcome.entry, resolved=_resolved(ctx, loc.agent_id, outcome.entry),
+                      sessionId=outcome.session_id, previousSessionId=outcome.previous_session_id,
+                      reason=reason or "reset",
+                      archived=[str(outcome.archive.path)] if outcome.archive is not None else [])
+        if outcome.shared:
+            result["warning"] = ("Another session row uses the previous transcript; it stays in place "
+                                 "(not archived).")
+        return result
+
+
+# ---- sessions.create (operator fork) ---------------------------------------------------------------------
+
+
+def _check_create(params: Any) -> dict[str, Any]:
+    method = "sessions.create"
+    _check_params(method, params, CREATE_PARAMS)
+    if params.get("fork") is True and params.get("succeedsParent"):
+        raise PreconditionError("succeedsParent conflicts with fork: a fork runs in parallel to its parent")
+    for name in CREATE_UNSUPPORTED:
+        if name in params:
+            raise UsageError(f"sessions.create: {name} is not supported by openclaw-cli (it does not run agents); "
+                             "nothing was created.")
+    _typed(method, params, "fork", (bool,), "boolean")
+    if params.get("fork") is True and not params.get("parentSessionKey"):
+        raise PreconditionError("fork requires parentSessionKey")
+    if "forkFrom" in params and params.get("fork") is not True:
+        raise PreconditionError("forkFrom requires fork=true")
+    if "forkFrom" in params and params["forkFrom"] != "last-completed":
+        raise UsageError(f"invalid {method} params: at /forkFrom: must be equal to one of the allowed values")
+    for name in ("parentSessionKey", "agentId", "key", "displayName", "model"):
+        _typed(method, params, name, (str,), "string")
+    if params.get("label") is not None:
+        parse_label(params["label"])
+    return params
+
+
+def _child_key(ctx: Context, params: dict[str, Any], agent_id: str) -> str:
+    from openclaw_cli.keys import parse_agent_key, to_agent_store_key
+    from openclaw_cli.lifecycle import check_session_key
+
+    raw = params.get("key")
+    if raw is None:
+        return f"agent:{agent_id}:dashboard:{uuid.uuid4()}"
+    key = check_session_key(raw, what="new session key", new=True)
+    parsed = parse_agent_key(key)
+    if parsed and parsed[0] != agent_id:
+        raise UsageError(f'New session key "{key}" belongs to agent "{parsed[0]}", but the parent session belongs to '
+                         f'agent "{agent_id}"; a fork stays in its parent\'s store.')
+    return to_agent_store_key(agent_id, key, main_key_name(ctx))
+
+
+def _model_override(entry: dict[str, Any], model: str | None, parent: dict[str, Any] | None) -> None:
+    if model is not None:
+        provider, _, name = model.strip().rpartition("/")
+        entry["modelOverride"] = name
+        if provider:
+            entry["providerOverride"] = provider
+        entry["modelOverrideSource"] = "user"
+        return
+    for name in ("providerOverride", "modelOverride", "modelOverrideSource"):
+        if parent is not None and parent.get(name) is not None:
+            entry[name] = parent[name]
+
+
+def sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.create`: with `{parentSessionKey, fork: true}` an operator fork (R3.8) — the
+    parent's active branch copied into a new session, isolated (header only, with a warning) when
+    the parent is above the fixed 100K-token cap; refused while the parent's transcript write lock
+    is held unless `forkFrom: "last-completed"`. Without `fork`, an empty operator session.
+    `{ok, key, sessionId, entry, runStarted: false, resolved}` plus ours (`forked`, `isolated`,
+    `parentTokens`, `maxTokens`, `copiedEntries`, `warning`)."""
+    from openclaw_cli.lifecycle import PARENT_FORK_MAX_TOKENS
+
+    params = _check_create(params)
+    dry_run = bool(params.get("dryRun"))
+    parent_raw = params.get("parentSessionKey")
+    now = ctx.now_ms()
+    label = parse_label(params["label"]) if params.get("label") is not None else None
+    if parent_raw is None:
+        return _create_empty(ctx, params, label, now, dry_run)
+    loc = locate(ctx, parent_raw, agent=params.get("agentId"), store=params.get("store"), read_only=dry_run,
+                 what="parent session key")
+    with loc.store as st:
+        if loc.entry is None:
+            raise NotFoundError(f"session not found: {loc.key}")
+        parent = loc.entry
+        child_key = _child_key(ctx, params, loc.agent_id)
+        if st.get_entry(child_key) is not None:
+            raise PreconditionError(f"session already exists: {child_key}")
+        if label is not None and st.label_owners(label):
+            raise PreconditionError(f"label already in use: {label}")
+        fork = params.get("fork") is True
+
+        def build(seed: dict[str, Any], plan: Any) -> dict[str, Any]:
+            entry: dict[str, Any] = {"sessionId": seed["sessionId"], "lifecycleRevision": str(uuid.uuid4()),
+                                     "updatedAt": now, "sessionStartedAt": now, "delivery": {"kind": "none"},
+                                     "createdVia": "operator", "createdAt": now, "spawnDepth": 0,
+                                     "parentSessionKey": loc.key, "parentSessionId": parent.get("sessionId")}
+            isolated = plan is None or plan.isolated
+            if fork and not isolated:
+                entry["forkSource"] = {"sessionKey": loc.key, "sessionId": parent.get("sessionId")}
+            entry["totalTokensFresh"] = False
+            if fork and not isolated:
+                entry["forkedFromParent"] = True
+            if label is not None:
+                if st.label_owners(label):
+                    raise PreconditionError(f"label already in use: {label}")
+                entry["label"] = label
+            if params.get("displayName"):
+                entry["displayName"] = params["displayName"].strip()
+            _model_override(entry, params.get("model"), parent)
+            if isinstance(parent.get("chatType"), str):
+                entry["chatType"] = parent["chatType"]
+            return entry
+
+        if dry_run:
+            from openclaw_cli.store.fork import plan_fork
+
+            snapshot = st.read_snapshot(loc.key, parent)
+            seed_sid = str(uuid.uuid4())
+            plan = plan_fork(parent, snapshot.header, snapshot.branch, child_session_id=seed_sid, timestamp="",
+                             cwd="", parent_ref=None, max_tokens=PARENT_FORK_MAX_TOKENS,
+                             through_last_completed=params.get("forkFrom") == "last-completed") if fork else None
+            entry = build({"sessionId": seed_sid}, plan)
+            return _create_result(ctx, loc.agent_id, child_key, entry, plan, fork, dry_run=True)
+        if not fork:
+            with _writer(ctx, st):
+                entry = st.patch_entry(child_key, lambda current: _refuse_existing(child_key, current)
+                                       or build({"sessionId": str(uuid.uuid4())}, None),
+                                       lock_settings=ctx.lock_settings(), create=True)
+            return _create_result(ctx, loc.agent_id, child_key, entry, None, False)
+        with _writer(ctx, st):
+            outcome = st.fork_session(loc.key, child_key, build, lock_settings=ctx.lock_settings(), now_ms=now,
+                                      max_tokens=PARENT_FORK_MAX_TOKENS,
+                                      wait=params.get("forkFrom") == "last-completed",
+                                      through_last_completed=params.get("forkFrom") == "last-completed")
+        return _create_result(ctx, loc.agent_id, child_key, outcome.entry, outcome.plan, True)
+
+
+def _refuse_existing(key: str, current: dict[str, Any] | None) -> None:
+    if current is not None:
+        raise PreconditionError(f"session already exists: {key}")
+
+
+def _create_empty(ctx: Context, params: dict[str, Any], label: str | None, now: int, dry_run: bool) -> dict[str, Any]:
+    from openclaw_cli.ops.targets import open_target, select_targets
+
+    agent = params.get("agentId")
+    owner = _owner(ctx, params["key"], agent, params.get("store")) if params.get("key") else agent
+    if owner is None and params.get("store") is None:
+        from openclaw_cli.config import configured_agent_ids, default_agent_id
+
+        if len(configured_agent_ids(ctx.config)) > 1:
+            raise PreconditionError("Multiple agents are configured, but this operation has no explicit owner. "
+                                    "Pass agentId or use an agent-prefixed session key.")
+        owner = default_agent_id(ctx.config)
+    target = select_targets(ctx.paths, ctx.config, agent=owner, all_agents=False, store=params.get("store"))[0]
+    key = _child_key(ctx, params, target.agent_id)
+
+    def build(current: dict[str, Any] | None) -> dict[str, Any]:
+        _refuse_existing(key, current)
+        entry: dict[str, Any] = {"sessionId": str(uuid.uuid4()), "lifecycleRevision": str(uuid.uuid4()),
+                                 "updatedAt": now, "sessionStartedAt": now, "delivery": {"kind": "none"},
+                                 "createdVia": "operator", "createdAt": now, "spawnDepth": 0}
+        if label is not None:
+            if st.label_owners(label):
+                raise PreconditionError(f"label already in use: {label}")
+            entry["label"] = label
+        if params.get("displayName"):
+            entry["displayName"] = params["displayName"].strip()
+        _model_override(entry, params.get("model"), None)
+        return entry
+
+    with open_target(ctx, target, read_only=dry_run) as st:
+        if dry_run:
+            return _create_result(ctx, target.agent_id, key, build(st.get_entry(key)), None, False, dry_run=True)
+        with _writer(ctx, st):
+            entry = st.patch_entry(key, build, lock_settings=ctx.lock_settings(), create=True)
+        return _create_result(ctx, target.agent_id, key, entry, None, False)
+
+
+def _create_result(ctx: Context, agent_id: str, key: str, entry: dict[str, Any], plan: Any, fork: bool, *,
+                   dry_run: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"ok": True, "key": key, "sessionId": entry["sessionId"], "entry": entry,
+                              "runStarted": False, "resolved": _resolved(ctx, agent_id, entry)}
+    if fork and plan is not None:
+        result.update(forked=not plan.isolated, isolated=plan.isolated, parentTokens=plan.parent_tokens,
+                      maxTokens=plan.max_tokens, copiedEntries=plan.copied_entries)
+        if plan.warning:
+            result["warning"] = plan.warning
+    if dry_run:
+        result["dryRun"] = True
+    return result
+
+
+# ---- sessions.delete -----------------------------------------------------------------------------------------
+
+
+def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.delete`: `{ok, key, deleted, archived:[absolute archive paths]}`; an unknown key
+    is `deleted: false` (ok). Every transcript that leaves is a verified zstd archive first (D6.2);
+    `deleteTranscript: false` removes only the row."""
+    from openclaw_cli.maintenance.removal import retirement_for_keys
+
+    method = "sessions.delete"
+    _check_params(method, params, DELETE_PARAMS, required=("key",))
+    for name in ("deleteTranscript", "emitLifecycleHooks", "archivedOnly"):
+        _typed(method, params, name, (bool,), "boolean")
+    for name in ("expectedSessionId", "expectedLifecycleRevision"):
+        _typed(method, params, name, (str,), "string")
+    _typed(method, params, "expectedSessionUpdatedAt", (int, float), "number")
+    dry_run = bool(params.get("dryRun"))
+    loc = locate(ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run)
+    with loc.store as st:
+        if is_main_session(ctx, loc.agent_id, loc.key):
+            raise PreconditionError(f"Cannot delete the main session ({loc.key}).")
+
+        def check(entry: dict[str, Any] | None) -> None:
+            if entry is None:
+                return
+            if params.get("archivedOnly") is True and entry.get("archivedAt") is None:
+                raise PreconditionError(f"Session {loc.key} is not archived. Archive it first, then delete it.")
+            for name, field_name in (("expectedSessionId", "sessionId"), ("expectedLifecycleRevision", "lifecycleRevision"),
+                                     ("expectedSessionUpdatedAt", "updatedAt")):
+                want = params.get(name)
+                have = entry.get(field_name)
+                if want is not None and (want.strip() if isinstance(want, str) else want) != have:
+                    raise SessionChangedError(loc.key, "deletion")
+
+        check(loc.entry)
+        if loc.entry is None:
+            return {"ok": True, "key": loc.key, "deleted": False, "archived": []}
+        keep = params.get("deleteTranscript") is False
+        if dry_run:
+            plan = retirement_for_keys(st, {loc.key: loc.entry}, [loc.key], keep_transcripts=keep)
+            would = [a.name for a in plan.archive_actions] or list(plan.session_ids)
+            return {"ok": True, "key": loc.key, "deleted": False, "dryRun": True, "wouldDelete": True,
+                    "wouldArchive": would}
+        with _writer(ctx, st):
+            current = st.get_entry(loc.key)
+            check(current)
+            if current is None:
+                return {"ok": True, "key": loc.key, "deleted": False, "archived": []}
+            if current.get("sessionId") != loc.entry.get("sessionId"):
+                raise SessionChangedError(loc.key, "deletion")
+            plan = retirement_for_keys(st, {loc.key: current}, [loc.key], keep_transcripts=keep)
+            outcome = st.delete_session(loc.key, current, plan, lock_settings=ctx.lock_settings(), now_ms=ctx.now_ms())
+        return {"ok": True, "key": loc.key, "deleted": outcome.deleted, "archived": [str(p) for p in outcome.archived]}
+
+
+# ---- the CLI's lifecycle batch (OpenClaw's `sessions archive|delete` envelope) -------------------------------
+
+# operation -> (method, params added to {key, expectedSessionId}, status when done, dry-run status)
+BATCH_OPERATIONS: dict[str, tuple[str, dict[str, Any], str, str]] = {
+    "archive": ("sessions.patch", {"archived": True}, "archived", "would_archive"),
+    "unarchive": ("sessions.patch", {"archived": False}, "unarchived", "would_unarchive"),
+    "pin": ("sessions.patch", {"pinned": True}, "pinned", "would_pin"),
+    "unpin": ("sessions.patch", {"pinned": False}, "unpinned", "would_unpin"),
+    "label": ("sessions.patch", {}, "labeled", "would_label"),
+    "mark-read": ("sessions.patch", {"unread": False}, "marked_read", "would_mark_read"),
+    "mark-unread": ("sessions.patch", {"unread": True}, "marked_unread", "would_mark_unread"),
+    "delete": ("sessions.delete", {"deleteTranscript": True}, "deleted", "would_delete"),
+}
+CONFIRM_REQUIRED = "Deletion requires confirmation. Pass --yes to delete non-interactively."
+NO_IDENTITY = "Session has no durable identity; lifecycle mutation was not attempted."
+
+Invoke = Callable[[str, dict[str, Any], bool], dict[str, Any]]
+
+
+@dataclass
+class BatchRow:
+    key: str
+    session_id: str | None
+    archived: bool
+    is_main: bool
+    agent_id: str | None = None
+
+
+@dataclass
+class Batch:
+    operation: str
+    dry_run: bool
+    results: list[dict[str, Any]] = field(default_factory=list)
+    confirmation_refused: bool = False
+    cancelled: bool = False
+
+    def document(self) -> dict[str, Any]:
+        ok = all(r["ok"] for r in self.results)
+        out: dict[str, Any] = {"ok": ok}
+        if not ok:
+            out["error"] = {"type": "cli_error",
+                            "message": f"Session {self.operation} did not complete for every requested key."}
+        out.update(operation=self.operation, dryRun=self.dry_run, results=self.results)
+        return out
+
+
+def list_hint(agent: str | None) -> str:
+    return f"openclaw sessions list{f' --agent {agent}' if agent else ''} --json"
+
+
+def not_found_result(key: str, agent: str | None) -> dict[str, Any]:
+    return {"key": key, "ok": False, "status": "not_found", "error": NOT_FOUND_TEXT.format(hint=list_hint(agent))}
+
+
+def lookup_rows(ctx: Context, keys: list[str], *, agent: str | None, store: str | None
+                ) -> dict[str, BatchRow | OpenClawError]:
+    """key -> its row (read-only, from the local store), or the error that prevented the lookup
+    (another agent's key, an unknown agent, …). Missing keys are absent."""
+    from openclaw_cli.keys import derive_row_flags
+
+    out: dict[str, BatchRow | OpenClawError] = {}
+    for key in keys:
+        try:
+            loc = locate(ctx, key, agent=agent, store=store, read_only=True)
+        except NotFoundError:
+            continue
+        except OpenClawError as exc:
+            out[key] = exc
+            continue
+        with loc.store:
+            if loc.entry is None:
+                continue
+            sid = loc.entry.get("sessionId")
+            out[key] = BatchRow(loc.key, sid if isinstance(sid, str) and sid else None,
+                                derive_row_flags(loc.entry, loc.key)["archived"],
+                                is_main_session(ctx, loc.agent_id, loc.key), loc.agent_id)
+    return out
+
+
+def rows_from_listing(ctx: Context, keys: list[str], sessions: list[dict[str, Any]]
+                      ) -> dict[str, BatchRow | OpenClawError]:
+    """The batch rows of a Gateway `sessions.list` page (`archived: "all"`)."""
+    from openclaw_cli.keys import parse_agent_key
+
+    by_key = {row.get("key"): row for row in sessions if isinstance(row, dict)}
+    out: dict[str, BatchRow | OpenClawError] = {}
+    for key in keys:
+        row = by_key.get(key)
+        if row is None:
+            continue
+        agent_id = row.get("agentId") or (parse_agent_key(key) or (None,))[0]
+        is_main = row.get("isMain") is True if "isMain" in row else (
+            agent_id is not None and is_main_session(ctx, agent_id, key))
+        sid = row.get("sessionId")
+        out[key] = BatchRow(key, sid if isinstance(sid, str) and sid else None, row.get("archived") is True,
+                            bool(is_main), agent_id)
+    return out
+
+
+def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | None, store: str | None,
+              dry_run: bool, rows: dict[str, BatchRow | OpenClawError], invoke: Invoke, label: str | None = None,
+              archived_only: bool = False, confirm: Callable[[int], str] | None = None) -> Batch:
+    """One lifecycle command over `keys` (OpenClaw's `runSessionsLifecycleCommand`): each key's
+    result, `not_found` for keys without a row, `failed` with the error text otherwise. `rows`
+    comes from `lookup_rows` (local) or `rows_from_listing` (Gateway); `invoke(method, params,
+    dry_run)` runs a method locally or through the Gateway. `confirm(n)` (delete without --yes)
+    answers "yes", "no" or "refuse" (no terminal)."""
+    method, extra, done_status, dry_status = BATCH_OPERATIONS[operation]
+    batch = Batch(operation, dry_run)
+    results: list[dict[str, Any] | None] = []
+    targets: list[tuple[int, BatchRow]] = []
+    for key in keys:
+        row = rows.get(key)
+        if row is None:
+            results.append(not_found_result(key, agent))
+        elif isinstance(row, OpenClawError):
+            results.append({"key": key, "ok": False, "status": "failed", "error": row.message})
+        elif row.session_id is None and not (operation == "archive" and row.archived):
+            results.append({"key": row.key, "ok": False, "status": "failed", "error": NO_IDENTITY})
+        else:
+            results.append(None)
+            targets.append((len(results) - 1, row))
+    if operation == "delete" and not dry_run and targets and confirm is not None:
+        answer = confirm(len(targets))
+        if answer == "refuse":
+            for index, row in targets:
+                results[index] = {"key": row.key, "ok": False, "status": "failed", "error": CONFIRM_REQUIRED}
+            batch.results = [r for r in results if r is not None]
+            batch.confirmation_refused = True
+            return batch
+        if answer == "no":
+            batch.cancelled = True
+            return batch
+    for index, row in targets:
+        if operation == "archive" and row.archived:
+            results[index] = {"key": row.key, "ok": True, "status": "already_archived"}
+            continue
+        params: dict[str, Any] = {"key": row.key}
+        if agent:
+            params["agentId"] = agent
+        if row.session_id:
+            params["expectedSessionId"] = row.session_id
+        params.update(extra)
+        if operation == "label":
+            params["label"] = label
+        if operation == "delete" and (row.archived or archived_only):
+            params["archivedOnly"] = True
+        if store is not None:
+            params["store"] = store
+        try:
+            if operation == "delete" and dry_run:
+                _dry_delete_check(ctx, row, archived_only)
+                results[index] = {"key": row.key, "ok": True, "status": dry_status}
+                continue
+            doc = invoke(method, {**params, **({"dryRun": True} if dry_run else {})}, dry_run)
+            results[index] = _batch_result(operation, row, doc, done_status, dry_status, dry_run, label, agent)
+        except OpenClawError as exc:
+            results[index] = {"key": row.key, "ok": False, "status": "failed", "error": exc.message}
+    batch.results = [r for r in results if r is not None]
+    return batch
+
+
+def _dry_delete_check(ctx: Context, row: BatchRow, archived_only: bool) -> None:
+    if row.is_main:
+        raise PreconditionError(f"Cannot delete the main session ({row.key}).")
+    if archived_only and not row.archived:
+        raise PreconditionError(f"Session {row.key} is not archived. Archive it first, then delete it.")
+
+
+def _batch_result(operation: str, row: BatchRow, doc: dict[str, Any], done: str, dry: str, dry_run: bool,
+                  label: str | None, agent: str | None) -> dict[str, Any]:
+    if not isinstance(doc, dict) or doc.get("ok") is not True:
+        raise PreconditionError("Gateway did not confirm the session change.")
+    key = doc.get("key") or row.key
+    if operation == "delete":
+        if not doc.get("deleted"):
+            return not_found_result(row.key, agent)
+        return {"key": key, "ok": True, "status": "deleted", "archived": list(doc.get("archived") or [])}
+    entry = doc.get("entry") if isinstance(doc.get("entry"), dict) else {}
+    if operation == "archive" and not dry_run and entry.get("archivedAt") is None:
+        raise PreconditionError("Gateway did not confirm that the session was archived.")
+    if operation == "unarchive" and not row.archived:
+        return {"key": key, "ok": True, "status": "not_archived"}
+    status = dry if dry_run else done
+    if operation == "label" and label is None:
+        status = "would_clear_label" if dry_run else "label_cleared"
+    return {"key": key, "ok": True, "status": status}
+
+
+# ---- export ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ExportSource:
+    key: str
+    session_id: str
+    agent_id: str
+    store_path: str
+    branch: str  # active | all
+    entry: dict[str, Any]
+    lines: Callable[[], Iterator[Any]]  # TranscriptLine, header first, in file order
+    issues: list[Any] = field(default_factory=list)
+
+
+_TREE_FIELDS = ("type", "id", "parentId", "appendMode", "targetId", "appendParentId", "firstKeptEntryId")
+
+
+def _slim(line: Any) -> Any:
+    """The parts of a line the tree walk reads (flat memory over a large transcript)."""
+    from openclaw_cli.store.base import TranscriptLine
+
+    obj = line.obj
+    slim = None if obj is None else {name: obj[name] for name in _TREE_FIELDS if name in obj}
+    return TranscriptLine(seq=line.seq, raw="", obj=slim)
+
+
+@contextmanager
+def open_export(ctx: Context, raw_key: str, *, agent: str | None, store: str | None,
+                branch: str = "active") -> Iterator[ExportSource]:
+    """A session's transcript for export, streamed: `branch="all"` yields every line as stored;
+    `"active"` first walks the tree over slim copies of the lines (ids and parents only), then
+    streams the header and the active branch's lines, root first."""
+    from openclaw_cli.store.tree import active_branch
+
+    if branch not in ("active", "all"):
+        raise UsageError("--branch must be active or all.")
+    loc = locate(ctx, raw_key, agent=agent, store=store, read_only=True)
+    with loc.store as st:
+        if loc.entry is None:
+            raise NotFoundError(f"Session not found: {loc.requested}. Run {list_hint(agent)} to choose a valid key.")
+        sid = loc.entry.get("sessionId")
+        if not isinstance(sid, str) or not sid.strip():
+            raise NotFoundError(f"Session {loc.key} has no sessionId; nothing to export.")
+        issues: list[Any] = []
+        entry = loc.entry
+
+        def every() -> Iterator[Any]:
+            yield from st.iter_transcript(sid, entry=entry, issues=issues)
+
+        def active() -> Iterator[Any]:
+            slim = []
+            header_seq = None
+            for line in st.iter_transcript(sid, entry=entry, issues=[]):
+                if header_seq is None and line.obj is not None and line.obj.get("type") == "session":
+                    header_seq = line.seq
+                slim.append(_slim(line))
+            chosen = [line.seq for line in active_branch(slim)]
+            del slim
+            order = ([header_seq] if header_seq is not None else []) + chosen
+            wanted = set(order)
+            if order == sorted(order):
+                for line in st.iter_transcript(sid, entry=entry, issues=issues):
+                    if line.seq in wanted:
+                        yield line
+                return
+            held = {line.seq: line for line in st.iter_transcript(sid, entry=entry, issues=issues)
+                    if line.seq in wanted}  # a branch out of file order (rare): only its lines are kept
+            for seq in order:
+                if seq in held:
+                    yield held[seq]
+
+        yield ExportSource(loc.key, sid, loc.agent_id, str(st.path), branch, entry,
+                           every if branch == "all" else active, issues)
