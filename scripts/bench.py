@@ -393,6 +393,21 @@ def case_compact_over_threshold_big(b: Bench) -> None:
               "< 5 s median", absolute_max=5.0)
 
 
+def case_export_50mb(b: Bench) -> None:
+    """`sessions export` of the 50 MB session (active branch), every format, both store kinds:
+    streamed, so seconds and a peak RSS independent of the transcript's size."""
+    for kind in ("legacy", "sqlite"):
+        state = compact_dataset(b, True, kind)
+        env = _compiled_env(b.env_ours(state))
+        for fmt in ("jsonl", "md", "html"):
+            out = b.data / f"export.{fmt}"
+            runs = b.repeat([*OURS, "sessions", "export", COMPACT_KEY, "--format", fmt, "--output", str(out)], env)
+            size = out.stat().st_size / 1e6 if out.exists() else 0
+            out.unlink(missing_ok=True)
+            b.compare(f"sessions export --format {fmt}, one {COMPACT_MB} MB session, {kind} store ({size:.0f} MB out)",
+                      runs, None, "< 5 s median", absolute_max=5.0)
+
+
 CASES: dict[str, Callable[[Bench], None]] = {
     "help": case_help,
     "gateway-fallback": case_gateway_fallback,
@@ -406,6 +421,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "compact-50mb-exact": case_compact_50mb_exact,
     "compact-50mb-estimate": case_compact_50mb_estimate,
     "compact-over-threshold-big": case_compact_over_threshold_big,
+    "export-50mb": case_export_50mb,
 }
 
 

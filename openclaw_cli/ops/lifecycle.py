@@ -873,6 +873,34 @@ def _slim(line: Any) -> Any:
     return TranscriptLine(seq=line.seq, raw="", obj=slim)
 
 
+def _is_linear(lines: Iterator[Any]) -> bool:
+    """Is the transcript one plain chain — `rewrite.linear_branch`'s rule, checked while streaming
+    (only the ids are kept): then its active branch is every entry, in file order."""
+    from openclaw_cli.store.tree import CANONICAL_TYPES
+
+    seen: set[str] = set()
+    previous: str | None = None
+    missing = object()
+    header = False
+    for line in lines:
+        obj = line.obj
+        if obj is None:
+            return False
+        kind = obj.get("type")
+        if kind == "session":
+            if header:
+                return False
+            header = True
+            continue
+        ident = obj.get("id")
+        if (type(ident) is not str or not ident.strip() or ident in seen or kind not in CANONICAL_TYPES
+                or obj.get("parentId", missing) != previous or "appendMode" in obj):
+            return False
+        seen.add(ident)
+        previous = ident
+    return True
+
+
 @contextmanager
 def open_export(ctx: Context, raw_key: str, *, agent: str | None, store: str | None,
                 branch: str = "active") -> Iterator[ExportSource]:
@@ -897,6 +925,9 @@ def open_export(ctx: Context, raw_key: str, *, agent: str | None, store: str | N
             yield from st.iter_transcript(sid, entry=entry, issues=issues)
 
         def active() -> Iterator[Any]:
+            if _is_linear(st.iter_transcript(sid, entry=entry, issues=[])):
+                yield from every()  # one plain chain (the usual transcript): its branch is every line
+                return
             slim = []
             header_seq = None
             for line in st.iter_transcript(sid, entry=entry, issues=[]):
