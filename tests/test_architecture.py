@@ -95,7 +95,7 @@ def test_session_store_config_is_honoured_by_every_command(state_dir: Path, tmp_
         {"session": {"store": str(tmp_path / "custom" / "{agentId}" / "sessions.json")}}))
 
     def listed() -> dict:
-        proc = run_cli("sessions", "--json", "--limit", "all")
+        proc = run_cli("sessions", "--json", "--limit", "all", "--all")  # archived rows too (the orphan)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 

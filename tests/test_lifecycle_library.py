@@ -5,8 +5,8 @@ or reset writes, the fork plan (§3.7, EX3.7.*) and the key check."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from datetime import datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
