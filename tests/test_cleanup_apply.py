@@ -96,7 +96,7 @@ def test_dry_run_predicts_enforce_and_writes_nothing(kind, generated, state_dir)
     again = service(enforce=True, now_ms=NOW_MS)  # idempotent: nothing left to do
     assert again["afterCount"] == again["beforeCount"] == applied["appliedCount"]
     assert again["unreferencedArtifacts"]["removedFiles"] == 0
-    listing = json.loads(cli("sessions", "--json", "--limit", "all").stdout)
+    listing = json.loads(cli("sessions", "--json", "--limit", "all", "--all").stdout)
     assert listing["count"] == applied["appliedCount"]
     assert {row["key"] for row in listing["sessions"]} == set(load_store(state_dir))
     if kind == "sqlite":

@@ -42,7 +42,7 @@ def test_import_and_listing_match_the_real_openclaw(state_dir: Path, tmp_path: P
 
     real_list = peer(peer_root, "sessions", "--json", "--limit", "all")
     assert real_list.returncode == 0, real_list.stderr
-    our_list = run_cli("sessions", "--json", "--limit", "all")
+    our_list = run_cli("sessions", "--json", "--limit", "all", "--all")  # the real CLI lists archived rows
     fields = ("key", "sessionId", "updatedAt", "inputTokens", "outputTokens", "totalTokens", "kind")
     assert [tuple(r.get(f) for f in fields) for r in json.loads(our_list.stdout)["sessions"]] == [
         tuple(r.get(f) for f in fields) for r in json.loads(real_list.stdout)["sessions"]

@@ -294,8 +294,11 @@ def _render_fork(doc: dict[str, Any]) -> None:
         out(f"{prefix} {parent} into {sanitize_text(doc.get('key'))} with isolated context "
             f"(session {sanitize_text(doc.get('sessionId'))}).")
     else:
-        out(f"{prefix} {parent} into {sanitize_text(doc.get('key'))} (session {sanitize_text(doc.get('sessionId'))}, "
-            f"{doc.get('copiedEntries', 0)} entries, about {doc.get('parentTokens', 0)} tokens).")
+        figures = ""
+        if "copiedEntries" in doc:
+            figures = f", {doc['copiedEntries']} entries, about {doc.get('parentTokens', 0)} tokens"
+        out(f"{prefix} {parent} into {sanitize_text(doc.get('key'))} (session {sanitize_text(doc.get('sessionId'))}"
+            f"{figures}).")
     if doc.get("warning"):
         err(f"Warning: {sanitize_text(doc['warning'])}")
 

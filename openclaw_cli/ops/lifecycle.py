@@ -794,6 +794,9 @@ def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | Non
         if operation == "archive" and row.archived:
             results[index] = {"key": row.key, "ok": True, "status": "already_archived"}
             continue
+        if operation == "unarchive" and not row.archived:
+            results[index] = {"key": row.key, "ok": True, "status": "not_archived"}
+            continue
         params: dict[str, Any] = {"key": row.key}
         if agent:
             params["agentId"] = agent
@@ -838,8 +841,6 @@ def _batch_result(operation: str, row: BatchRow, doc: dict[str, Any], done: str,
     entry = doc.get("entry") if isinstance(doc.get("entry"), dict) else {}
     if operation == "archive" and not dry_run and entry.get("archivedAt") is None:
         raise PreconditionError("Gateway did not confirm that the session was archived.")
-    if operation == "unarchive" and not row.archived:
-        return {"key": key, "ok": True, "status": "not_archived"}
     status = dry if dry_run else done
     if operation == "label" and label is None:
         status = "would_clear_label" if dry_run else "label_cleared"

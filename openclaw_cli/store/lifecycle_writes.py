@@ -234,7 +234,11 @@ def fork_legacy(store: Any, parent_key: str, child_key: str, build: Callable[[di
             if session_file is not None:
                 child["sessionFile"] = session_file
             _create_exclusive(child_path, plan.lines)
-            store.upsert_entries({child_key: child}, lock_settings=lock_settings)
+            try:
+                store.upsert_entries({child_key: child}, lock_settings=lock_settings)
+            except BaseException:
+                os.unlink(child_path)  # no row points at it: never leave a half-made fork behind
+                raise
         finally:
             if lock is not None:
                 lock.release()

@@ -179,6 +179,16 @@ class OpenClawDbStore(SessionStore):
     def entry_keys(self) -> set[str]:
         return {row[0] for row in self._q("SELECT session_key FROM session_nodes WHERE entry_valid = 1")}
 
+    def count_archived(self, *, updated_since_ms: int | None = None) -> int:
+        """Rows whose entry has `archivedAt` (the listing's filter), counted in SQL."""
+        sql = ("SELECT count(*) FROM session_nodes WHERE entry_valid = 1 AND json_valid(entry_json)"
+               " AND coalesce(json_type(entry_json, '$.archivedAt'), 'null') != 'null'")
+        params: list[Any] = []
+        if updated_since_ms is not None:
+            sql += " AND updated_at >= ?"
+            params.append(updated_since_ms)
+        return self._q(sql, params)[0][0]
+
     def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
         """key -> (sessionId, UTF-8 bytes of entry_json), as SqliteStore.entry_sizes."""
         rows = self._q("SELECT session_key, current_session_id, length(CAST(entry_json AS BLOB))"
