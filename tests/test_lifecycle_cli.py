@@ -50,8 +50,11 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
     """Every request the command would send to a Gateway (none listens: `delegate` says None)."""
     calls: list[tuple[str, dict[str, Any]]] = []
 
-    def fake(method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None):
-        calls.append((method, dict(params)))
+    def fake(method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None, hint: Any = None):
+        from openclaw_cli.cli.delegation import is_local_only, wire_params
+
+        if not is_local_only(params):
+            calls.append((method, wire_params(params)))
         return None
 
     monkeypatch.setattr("openclaw_cli.cli.delegation.delegate", fake)
@@ -71,10 +74,19 @@ def test_archive_envelope_and_statuses(state: Path, sent):
     ]
     assert rows(state)[group]["archiveReason"] == "manual"
     rc, again = cli_json("sessions", "archive", group)
-    hint = again.pop("hint", "")
+    again.pop("hint", None)
     assert rc == 0 and again == {"ok": True, "operation": "archive", "dryRun": False,
                                  "results": [{"key": group, "ok": True, "status": "already_archived"}]}
-    assert "ran locally" in doc["hint"] and "ran locally" not in hint  # nothing ran the second time
+
+
+def test_the_local_fallback_is_said_once_and_only_when_something_ran(state: Path):
+    rc, out, err = cli("sessions", "archive", KEYS["group"], KEYS["other"], "--json")
+    assert rc == 0 and err.count("No Gateway is listening at ws://127.0.0.1:1; ran locally.") == 1
+    assert json.loads(out)["ok"] is True
+    rc, out, err = cli("sessions", "archive", KEYS["group"], "--json")  # already archived: nothing ran
+    assert rc == 0 and "ran locally" not in err
+    rc, out, err = cli("sessions", "pin", KEYS["direct"], "--dry-run")
+    assert rc == 0 and "ran locally" not in err
 
 
 def test_requests_are_the_real_clis(state: Path, sent):
@@ -103,7 +115,8 @@ def test_a_gateway_answer_is_used_instead_of_a_local_write(state: Path, monkeypa
     sid = rows(state)[key]["sessionId"]
     archive_payload = recorded("cli-sessions-archive.jsonl")[1][1]["payload"]
 
-    def gateway(method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None):
+    def gateway(method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None,
+                hint: Any = None):
         if method == "sessions.list":
             return {"sessions": [{"key": key, "sessionId": sid, "archived": False, "isMain": False}],
                     "hasMore": False, "nextOffset": None}
@@ -113,7 +126,7 @@ def test_a_gateway_answer_is_used_instead_of_a_local_write(state: Path, monkeypa
     monkeypatch.setattr("openclaw_cli.cli.delegation.delegate", gateway)
     before = tree_digest(state)
     rc, doc = cli_json("sessions", "archive", key)
-    assert rc == 0 and doc["results"] == [{"key": key, "ok": True, "status": "archived"}] and "hint" not in doc
+    assert rc == 0 and doc["results"] == [{"key": key, "ok": True, "status": "archived"}]
     assert tree_digest(state) == before
 
 

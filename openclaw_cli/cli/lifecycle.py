@@ -55,48 +55,37 @@ def _parent(ctx: typer.Context) -> dict[str, Any]:
 
 
 def _gateway_options(url: str | None, token: str | None, password: str | None, timeout: str | None):
-    from openclaw_cli.cli.delegation import GatewayOptions
-    from openclaw_cli.errors import UsageError
+    from openclaw_cli.cli.delegation import gateway_options
 
-    timeout_ms = None
-    if timeout is not None:
-        try:
-            timeout_ms = int(timeout)
-        except ValueError:
-            raise UsageError(f"--timeout must be a positive number of milliseconds, for example --timeout 30000 "
-                             f"(got {timeout!r}).") from None
-        if timeout_ms <= 0:
-            raise UsageError("--timeout must be a positive number of milliseconds, for example --timeout 30000.")
-    return GatewayOptions(url=url, token=token, password=password, timeout_ms=timeout_ms)
+    return gateway_options(url, token, password, timeout)
 
 
 class Runner:
     """Runs methods for one command: locally for dry runs and `--store`, else through the Gateway
-    when one answers (`delegate`), else locally with the fallback hint (said once)."""
+    when one answers (`delegate`), else locally. The fallback hint is said once, on stderr, and
+    only when a mutation then runs locally (a row lookup that found nothing listening says nothing)."""
 
     def __init__(self, cx: Any, store: str | None, gateway: Any):
         self.cx = cx
         self.store = store
         self.gateway = gateway
         self.remote: bool | None = None  # whether the last delegation was answered (None: not asked yet)
+        self._hinted = False
 
-    def _hint_local(self) -> None:
-        """Said once, when a mutation runs locally because no Gateway listens."""
-        from openclaw_cli.cli.delegation import LOCAL_FALLBACK_HINT
+    def _say(self, text: str) -> None:
+        if not self._hinted:
+            self._hinted = True
+            from openclaw_cli.output import err, sanitize_text
 
-        url = self.gateway.url
-        if not url:
-            from openclaw_cli.config import gateway_settings
+            err(f"Hint: {sanitize_text(text)}")
 
-            url = f"ws://127.0.0.1:{gateway_settings(self.cx.config).port}"
-        self.cx.hint(LOCAL_FALLBACK_HINT.format(url=url))
-
-    def delegated(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    def delegated(self, method: str, params: dict[str, Any], *, read: bool = False) -> dict[str, Any] | None:
         if self.store is not None:
             return None
         from openclaw_cli.cli.delegation import delegate
 
-        doc = delegate(method, params, self.gateway, paths=self.cx.paths, config=self.cx.config)
+        doc = delegate(method, params, self.gateway, paths=self.cx.paths, config=self.cx.config,
+                       hint=(lambda text: None) if read else self._say)
         self.remote = doc is not None
         return doc
 
@@ -104,11 +93,9 @@ class Runner:
         from openclaw_cli.ops.methods import call
 
         if not dry_run:
-            remote = self.delegated(method, {k: v for k, v in params.items() if k not in ("store", "dryRun")})
+            remote = self.delegated(method, params)
             if remote is not None:
                 return remote
-            if self.store is None:
-                self._hint_local()
         return call(self.cx, method, params)
 
     def rows(self, keys: list[str], agent: str | None, dry_run: bool) -> dict[str, Any]:
@@ -133,7 +120,7 @@ class Runner:
                 params["offset"] = offset
             if agent:
                 params["agentId"] = agent
-            page = self.delegated("sessions.list", params)
+            page = self.delegated("sessions.list", params, read=True)
             if page is None:
                 return None
             rows = page.get("sessions") if isinstance(page, dict) else None

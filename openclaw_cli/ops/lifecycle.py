@@ -60,17 +60,33 @@ MAX_LABEL = 512
 NOT_FOUND_TEXT = "Session not found. Run {hint} to choose a valid key."
 
 
+# OpenClaw's params-dependent scope rules (the same table the Gateway client asks by,
+# `gateway/client_scopes.py`): these patch fields need write, every other one admin; a delete is
+# write only with `archivedOnly: true` and these fields.
+PATCH_WRITE_FIELDS = frozenset({
+    "key", "agentId", "expectedSessionId", "expectedLifecycleRevision", "expectedPermissionMode",
+    "expectedMarkedUnreadAt", "label", "autoLabel", "icon", "color", "category", "boardFace", "boardPresentation",
+    "pinned", "archived", "unread", "model", "agentRuntime", "thinkingLevel", "fastMode", "permissionMode",
+})
+DELETE_WRITE_FIELDS = frozenset({"key", "agentId", "deleteTranscript", "expectedSessionId", "archivedOnly"})
+
+
+def _wire(params: dict[str, Any]) -> set[str]:
+    return {name for name in params if name not in LOCAL_PARAMS}
+
+
 def patch_scope(params: dict[str, Any]) -> str:
-    """The least scope a `sessions.patch` needs: write for organisation (label, archive, pin,
-    unread, their preconditions), admin for anything else (overrides) — as the real Gateway
-    answered with `[read, write]` scopes (`error-missing-scope-admin`)."""
-    organisation = {"key", "agentId", *PATCH_EXPECTED, *PATCH_ORGANISATION, *PATCH_ORGANISATION_UNSUPPORTED}
-    return WRITE if all(name in organisation for name in params) else ADMIN
+    """The least scope a `sessions.patch` needs: write for organisation fields and the few
+    overrides OpenClaw lets write scopes set, admin otherwise (the real Gateway refused
+    `verboseLevel` to `[read, write]`: `error-missing-scope-admin`)."""
+    if params.get("permissionMode") == "full" or "sandboxMode" in params:
+        return ADMIN
+    return WRITE if _wire(params) <= PATCH_WRITE_FIELDS else ADMIN
 
 
 def delete_scope(params: dict[str, Any]) -> str:
     """`sessions.delete` needs admin, except `archivedOnly: true` (an archived row), which write may do."""
-    return WRITE if params.get("archivedOnly") is True else ADMIN
+    return WRITE if params.get("archivedOnly") is True and _wire(params) <= DELETE_WRITE_FIELDS else ADMIN
 
 
 # ---- params --------------------------------------------------------------------------------------------
