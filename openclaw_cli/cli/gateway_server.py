@@ -1,9 +1,227 @@
-"""`openclaw gateway` server commands (registered on `cli.gateway.gateway_app`)."""
+"""`openclaw gateway run` and `openclaw gateway status` (registered on `cli.gateway.gateway_app`).
+
+`run` serves this state directory until SIGTERM/SIGINT (spec D9; `gateway.server`). Loopback by
+default; binding beyond loopback needs token or password auth. The effective settings come from
+the flags, then `gateway.*` in the config (and OPENCLAW_GATEWAY_PORT/TOKEN/PASSWORD), as OpenClaw
+resolves them. Start-up refuses while another Gateway or an SQLite maintenance command owns the
+state directory (`gateway.ownership`).
+"""
 
 from __future__ import annotations
 
 import typer
 
+from openclaw_cli.cli.common import echo_json, run, state_paths
+
+BINDS = ("loopback", "lan", "custom")
+LOOPBACK_HOST = "127.0.0.1"
+LAN_HOST = "0.0.0.0"
+
+
+def _read_password_file(path: str) -> str:
+    from pathlib import Path
+
+    from openclaw_cli.errors import UsageError
+
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--password-file {path}: {exc.strerror or exc}") from None
+    password = text.splitlines()[0].strip() if text.strip() else ""
+    if not password:
+        raise UsageError(f"--password-file {path} is empty")
+    return password
+
+
+def resolve_run_settings(config, *, port: int | None, bind: str | None, auth: str | None, token: str | None,
+                         password: str | None, password_file: str | None, allow_unconfigured: bool) -> dict:
+    """Flags over `gateway.*` over the defaults; every refusal OpenClaw makes at start-up."""
+    from openclaw_cli.config import gateway_settings
+    from openclaw_cli.errors import ConfigError, UsageError
+    from openclaw_cli.gateway.auth import MODES, AuthPolicy
+
+    settings = gateway_settings(config)
+    raw_mode = (config.raw.get("gateway") or {}).get("mode") if isinstance(config.raw, dict) and isinstance(
+        config.raw.get("gateway"), dict) else None
+    if not allow_unconfigured and raw_mode != "local":
+        if not config.exists:
+            raise ConfigError("Missing config. Set gateway.mode=local (or pass --allow-unconfigured).")
+        if raw_mode is None:
+            raise ConfigError("Gateway start blocked: existing config is missing gateway.mode. Set gateway.mode=local "
+                              "manually, or pass --allow-unconfigured.")
+        raise ConfigError(f"Gateway start blocked: set gateway.mode=local (current: {raw_mode}) or pass "
+                          "--allow-unconfigured.")
+    bind = (bind or settings.bind or "loopback").strip().lower()
+    if bind not in BINDS:
+        raise UsageError(f"--bind must be one of {', '.join(BINDS)}, got {bind!r}")
+    if bind == "custom":
+        host = settings.custom_bind_host
+        if not host:
+            raise UsageError("--bind custom needs gateway.customBindHost in the config (an IP address to listen on).")
+    else:
+        host = LOOPBACK_HOST if bind == "loopback" else LAN_HOST
+    if password_file is not None:
+        if password is not None:
+            raise UsageError("--password and --password-file cannot be used together")
+        password = _read_password_file(password_file)
+    token = token if token is not None else settings.token
+    password = password if password is not None else settings.password
+    mode = (auth or settings.auth_mode or ("password" if password and not token else "token")).strip().lower()
+    if mode not in MODES:
+        raise UsageError(f"--auth must be one of {', '.join(MODES)}, got {mode!r}")
+    loopback = host in (LOOPBACK_HOST, "::1", "localhost")
+    if mode == "none" and not loopback:
+        raise UsageError(f"Refusing to bind gateway to {bind} without auth. Set gateway.auth.token/password (or "
+                         "OPENCLAW_GATEWAY_TOKEN/OPENCLAW_GATEWAY_PASSWORD) or pass --token/--password.")
+    if mode == "token" and not token:
+        raise ConfigError("Gateway auth is set to token, but no token is configured. Set gateway.auth.token (or "
+                          "OPENCLAW_GATEWAY_TOKEN), or pass --token; on loopback, --auth none runs without auth.")
+    if mode == "password" and not password:
+        raise ConfigError("Gateway auth is set to password, but no password is configured. Set gateway.auth.password "
+                          "(or OPENCLAW_GATEWAY_PASSWORD), or pass --password.")
+    secret = token if mode == "token" else password if mode == "password" else None
+    ssl_context = None
+    if settings.tls_enabled:
+        ssl_context = _tls_context(settings.tls_cert_path, settings.tls_key_path)
+    return {
+        "host": host,
+        "port": settings.port if port is None else port,
+        "bind": bind,
+        "auth": AuthPolicy(mode, secret),
+        "ssl": ssl_context,
+    }
+
+
+def _tls_context(cert: str | None, key: str | None):
+    import ssl
+
+    from openclaw_cli.errors import ConfigError
+
+    if not cert or not key:
+        raise ConfigError("gateway.tls.enabled needs gateway.tls.certPath and gateway.tls.keyPath")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"gateway.tls: cannot load {cert} / {key}: {exc}") from None
+    return context
+
+
+def gateway_run(
+    ctx: typer.Context,
+    port: int = typer.Option(None, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
+    bind: str = typer.Option(None, "--bind", metavar="loopback|lan|custom", help="Where to listen (default loopback)."),
+    auth: str = typer.Option(None, "--auth", metavar="token|password|none", help="How clients authenticate."),
+    token: str = typer.Option(None, "--token", help="The shared token (default: gateway.auth.token / env)."),
+    password: str = typer.Option(None, "--password", help="The shared password."),
+    password_file: str = typer.Option(None, "--password-file", help="Read the password from this file."),
+    allow_unconfigured: bool = typer.Option(False, "--allow-unconfigured", help="Start without gateway.mode=local."),
+    verbose: bool = typer.Option(False, "--verbose", help="Log every connection and request on stderr."),
+) -> None:
+    """Serve this state directory to OpenClaw clients until SIGTERM/SIGINT (one writer per store)."""
+
+    def body() -> None:
+        from openclaw_cli.ops.context import Context
+
+        paths = state_paths(ctx)
+        cx = Context.load(paths)
+        resolved = resolve_run_settings(cx.config, port=port, bind=bind, auth=auth, token=token, password=password,
+                                        password_file=password_file, allow_unconfigured=allow_unconfigured)
+        serve_forever(cx.paths, resolved, verbose=verbose)
+
+    run(body)
+
+
+def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
+    """Own the state dir, listen, serve until a signal, then shut down gracefully."""
+    import asyncio
+    import os
+    import signal
+
+    from openclaw_cli import __version__
+    from openclaw_cli.clock import now_ms
+    from openclaw_cli.gateway.ownership import take_ownership
+    from openclaw_cli.gateway.server import GatewayServer, ServerOptions
+    from openclaw_cli.output import err
+
+    ownership = take_ownership(paths.state_dir)
+    try:
+        options = ServerOptions(host=resolved["host"], port=resolved["port"], auth=resolved["auth"],
+                                ssl=resolved["ssl"], verbose=verbose, log=err)
+
+        async def main() -> None:
+            server = GatewayServer(paths, options)
+            host, bound = await server.start()
+            scheme = "wss" if resolved["ssl"] is not None else "ws"
+            url = f"{scheme}://{host}:{bound}"
+            ownership.write_marker({"url": url, "host": host, "port": bound, "bind": resolved["bind"],
+                                    "authMode": resolved["auth"].mode, "startedAt": now_ms(),
+                                    "stateDir": str(paths.state_dir), "version": __version__})
+            err(f"[gateway] listening on {url} (pid {os.getpid()}, state dir {paths.state_dir}, "
+                f"auth {resolved['auth'].mode})")
+            err("[gateway] ready")
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            err("[gateway] stopping: finishing in-flight writes")
+            await server.stop()
+            err("[shutdown] completed cleanly")
+
+        asyncio.run(main())
+    finally:
+        ownership.release()
+
+
+def gateway_status(
+    ctx: typer.Context,
+    json_mode: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Is a Gateway running for this state directory: pid, url, reachable."""
+
+    def body() -> None:
+        from openclaw_cli.gateway.ownership import gateway_state
+
+        paths = state_paths(ctx)
+        result = gateway_state(paths.state_dir)
+        if result["running"]:
+            result["probe"] = _probe(result["url"])
+        if json_mode:
+            echo_json(result)
+            return
+        from openclaw_cli.output import out, sanitize_text
+
+        if result["running"]:
+            probe = result["probe"]
+            reach = (f"reachable ({probe['connectLatencyMs']} ms)" if probe.get("reachable")
+                     else f"not reachable: {probe.get('error')}")
+            out(f"Gateway running: pid {result['pid']}, {sanitize_text(result['url'])}, {reach}")
+        elif result["ownedByOther"]:
+            out("No openclaw-cli Gateway runs here, but another process (OpenClaw's Gateway or a maintenance "
+                "command) owns this state directory.")
+        else:
+            out("No Gateway is running for this state directory.")
+        if result["staleMarker"]:
+            out(f"Stale Gateway marker (pid {result.get('stalePid')} is not running): "
+                f"{sanitize_text(result.get('markerPath'))}; the next `openclaw gateway run` replaces it.")
+
+    run(body, json_mode=json_mode)
+
+
+def _probe(url: str) -> dict:
+    from urllib.parse import urlsplit
+
+    from openclaw_cli.gateway.probe import probe_gateway
+
+    parts = urlsplit(url)
+    if parts.scheme != "ws" or parts.hostname is None or parts.port is None:
+        return {"reachable": None, "error": f"not probed ({parts.scheme})"}
+    host = "127.0.0.1" if parts.hostname in ("0.0.0.0", "::") else parts.hostname
+    return probe_gateway(host, parts.port)
+
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the `gateway` sub-app."""
+    app.command("run")(gateway_run)
+    app.command("status")(gateway_status)

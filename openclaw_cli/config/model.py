@@ -590,12 +590,23 @@ class GatewayAuthConfig(_Section):
     __slots__ = _slots(_fields)
 
 
+class GatewayTlsConfig(_Section):
+    _fields = (
+        _Leaf("enabled", "enabled", bool_field),
+        _Leaf("certPath", "cert_path", str_field),
+        _Leaf("keyPath", "key_path", str_field),
+    )
+    __slots__ = _slots(_fields)
+
+
 class GatewayConfig(_Section):
     _fields = (
         _Leaf("port", "port", int_field(1, 65535)),
         _Leaf("bind", "bind", str_field),
+        _Leaf("customBindHost", "custom_bind_host", str_field),
         _Leaf("mode", "mode", enum_field("local", "remote")),
         _Nested("auth", "auth", GatewayAuthConfig),
+        _Nested("tls", "tls", GatewayTlsConfig),
     )
     __slots__ = _slots(_fields)
 

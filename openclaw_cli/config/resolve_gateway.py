@@ -35,6 +35,10 @@ class GatewaySettings:
     auth_mode: str | None = None  # None: no credential configured
     token: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
+    custom_bind_host: str | None = None  # gateway.customBindHost (`--bind custom`)
+    tls_enabled: bool = False  # gateway.tls.{enabled,certPath,keyPath}
+    tls_cert_path: str | None = None
+    tls_key_path: str | None = None
 
 
 _ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
@@ -85,4 +89,8 @@ def gateway_settings(cfg: Any = None, env: Mapping[str, str] | None = None) -> G
         auth_mode=auth_mode,
         token=token,
         password=password,
+        custom_bind_host=(g.custom_bind_host or "").strip() or None,
+        tls_enabled=g.tls.enabled is True,
+        tls_cert_path=g.tls.cert_path,
+        tls_key_path=g.tls.key_path,
     )

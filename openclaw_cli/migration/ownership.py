@@ -79,6 +79,35 @@ class _Busy(Exception):
     pass
 
 
+def hold_coordinator(state_dir: Path) -> sqlite3.Connection | None:
+    """The coordinator held (an open connection in BEGIN EXCLUSIVE) for as long as the caller
+    keeps it open — a Gateway holds it for its whole life; None when someone else holds it.
+    A dead holder's lock is released by the operating system, so a killed Gateway leaves nothing
+    that blocks the next one."""
+    try:
+        return _try_exclusive(coordinator_path(state_dir), create=True)
+    except _Busy:
+        return None
+
+
+def coordinator_held(state_dir: Path) -> bool:
+    """Whether a live process holds the coordinator (a Gateway or a maintenance command)."""
+    path = coordinator_path(state_dir)
+    if not path.exists():
+        return False
+    conn = sqlite3.connect(str(path), timeout=0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("BEGIN EXCLUSIVE")
+        conn.execute("ROLLBACK")
+        return False
+    except sqlite3.DatabaseError as exc:
+        text = str(exc).lower()
+        return "locked" in text or "busy" in text
+    finally:
+        conn.close()
+
+
 @contextmanager
 def state_ownership(state_dir: Path, mode: str) -> Iterator[None]:
     """Hold the state ownership for the whole block; StateOwnedError (exit BUSY) when taken."""

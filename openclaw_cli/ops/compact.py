@@ -42,7 +42,14 @@ def compact_session(ctx: Context, key: str, *, agent: str | None = None, store: 
 def sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """The `sessions.compact` method: `{key, agentId?, maxLines?}` plus the local extensions
     (`keepRecentTokens`, `provider`, `tokenizer`, `instructions`, `dryRun`, `store`)."""
-    return compact_session(ctx, params.get("key") or "", agent=params.get("agentId"), store=params.get("store"),
+    from openclaw_cli.keys import parse_agent_key
+
+    key = params.get("key") or ""
+    agent = params.get("agentId")
+    if agent is None and params.get("store") is None:
+        parsed = parse_agent_key(key)
+        agent = parsed[0] if parsed else None  # an agent-scoped key names its store (as OpenClaw's Gateway)
+    return compact_session(ctx, key, agent=agent, store=params.get("store"),
                            keep_recent_tokens=params.get("keepRecentTokens"), max_lines=params.get("maxLines"),
                            provider=params.get("provider"), tokenizer=params.get("tokenizer") or "exact",
                            dry_run=bool(params.get("dryRun")), instructions=params.get("instructions"))

@@ -4,11 +4,13 @@ The CLI builds a method's params once and either calls `call(ctx, name, params)`
 the same params to a Gateway (spec D9/D20); our Gateway validates a request's params against the
 method's closed schema and then calls the same handler. Handlers take the Gateway's params plus
 local-only extensions a remote caller cannot send (`dryRun`, `store`: offline repair) and return
-OpenClaw's JSON document. `scope` is the least operator scope the method needs (the client asks
-for it, the server enforces it); where it depends on the params (`sessions.patch`: organisation
-fields need write, overrides admin; `sessions.delete {archivedOnly: true}`: write), `scope_for`
-decides and `required_scope(params)` is what to ask and enforce. `mutates` marks methods that
-write (the Gateway serialises them per store).
+OpenClaw's JSON document, in the Gateway's shape (the CLI's own listings, `sessions --json`,
+`agents list --json` and `status --json`, call their `ops` functions directly). `scope` is the
+least operator scope the method needs (the client asks for it, the server enforces it); where it
+depends on the params (`sessions.patch`: organisation fields need write, overrides admin;
+`sessions.delete {archivedOnly: true}`: write), `scope_for` decides and `required_scope(params)`
+is what to ask and enforce. `mutates` marks methods that write (the Gateway serialises them
+per store).
 """
 
 from __future__ import annotations
@@ -43,12 +45,33 @@ class Method:
 
 
 def _sessions_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.sessions import list_sessions
+    from openclaw_cli.ops.session_views import list_gateway_sessions
 
-    archived = params.get("archived", False)
-    return list_sessions(ctx, agent=params.get("agentId"), all_agents=bool(params.get("allAgents")),
-                         store=params.get("store"), active_minutes=params.get("activeMinutes"),
-                         limit=params.get("limit", 100), archived=archived if archived in (True, "all") else False)
+    return list_gateway_sessions(ctx, params)
+
+
+def _sessions_subscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.session_views import subscribe
+
+    return subscribe(ctx, params)
+
+
+def _sessions_describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.session_views import describe
+
+    return describe(ctx, params)
+
+
+def _sessions_preview(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.session_views import preview
+
+    return preview(ctx, params)
+
+
+def _health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.session_views import health
+
+    return health(ctx, params)
 
 
 def _sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -100,9 +123,9 @@ def _delete_scope(params: dict[str, Any]) -> str:
 
 
 def _agents_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.agents import list_agents
+    from openclaw_cli.ops.session_views import gateway_agents
 
-    return list_agents(ctx)
+    return gateway_agents(ctx, params)
 
 
 def _agents_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -112,13 +135,18 @@ def _agents_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.status import build_status
+    from openclaw_cli.ops.session_views import gateway_status
 
-    return build_status(ctx.paths, clock=ctx.clock)
+    return gateway_status(ctx, params)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("health", _health, READ),
+    Method("status", _status, READ),
     Method("sessions.list", _sessions_list, READ),
+    Method("sessions.subscribe", _sessions_subscribe, READ),
+    Method("sessions.describe", _sessions_describe, READ),
+    Method("sessions.preview", _sessions_preview, READ),
     Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
     Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
     Method("sessions.patch", _sessions_patch, WRITE, mutates=True, scope_for=_patch_scope),
@@ -127,7 +155,6 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("sessions.delete", _sessions_delete, ADMIN, mutates=True, scope_for=_delete_scope),
     Method("agents.list", _agents_list, READ),
     Method("agents.delete", _agents_delete, ADMIN, mutates=True),
-    Method("status", _status, READ),
 )}
 
 

@@ -35,7 +35,7 @@ def _newest(entries: dict[str, Any], n: int) -> list[tuple[str, dict[str, Any]]]
     return [(keys[i], rows[i]) for i in heapq.nlargest(n, range(len(rows)), key=scores.__getitem__)]
 
 
-def _status_row(row: dict[str, Any]) -> dict[str, Any]:
+def status_row(row: dict[str, Any]) -> dict[str, Any]:
     """A `sessions.recent[]` row (R6.3.3) from a listing row; fields we cannot fill are omitted."""
     total = row.get("totalTokens")
     ctx = row.get("contextTokens")
@@ -170,7 +170,7 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
                             default_context_tokens=ctx_default)
                 for k, e in newest
             ]
-            recent = [_status_row(r) for r in rows[:RECENT_LIMIT]]
+            recent = [status_row(r) for r in rows[:RECENT_LIMIT]]
             all_rows.extend(rows[:RECENT_LIMIT])
             session_paths.append(str(store.path))
             total_sessions += len(entries)
@@ -207,7 +207,7 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
             "paths": session_paths,
             "count": total_sessions,
             "defaults": {"model": model_default, "contextTokens": ctx_default},
-            "recent": [_status_row(r) for r in all_rows[:RECENT_LIMIT]],
+            "recent": [status_row(r) for r in all_rows[:RECENT_LIMIT]],
             "byAgent": by_agent,
         },
         "gateway": gateway,

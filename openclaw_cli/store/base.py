@@ -49,6 +49,22 @@ class SessionTotals:
     cold: bool = False  # events moved to OpenClaw cold storage: counts come from the archive row
 
 
+@dataclass(frozen=True)
+class ListingQuery:
+    """A Gateway listing (`sessions.list`): pinned rows first, then newest first (ties by key).
+    `archived`: False lists active rows, True archived rows, None both. `match` is any further
+    filter on the full entry (search, kinds, …); stores that can answer the rest from their own
+    columns do so when `match` is None."""
+
+    archived: bool | None = False
+    updated_since_ms: float | None = None
+    label: str | None = None
+    pinned: bool | None = None
+    offset: int = 0
+    limit: int | None = None
+    match: Callable[[str, dict[str, Any]], bool] | None = None
+
+
 @dataclass
 class ArchiveFile:
     path: Path
@@ -108,6 +124,10 @@ class SessionStore(ABC):
 
     def get_entry(self, key: str) -> dict[str, Any] | None:
         return self.load_entries().get(key)
+
+    def list_view(self, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+        """The page `query` selects, and how many rows match it in all."""
+        return listing_page(self.load_entries().items(), query)
 
     def count_entries(self) -> int:
         return len(self.load_entries())
@@ -300,3 +320,36 @@ def _updated_at(entry: dict[str, Any]) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return value
+
+
+def listing_order(item: tuple[str, dict[str, Any], bool]) -> tuple[bool, bool, float, str]:
+    key, entry, pinned = item
+    updated = _updated_at(entry)
+    return (not pinned, updated is None, -(updated or 0), key)
+
+
+def listing_page(items: Any, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """`ListingQuery` over (key, entry) pairs, in Python: the reference every store agrees with."""
+    from openclaw_cli.keys import derive_row_flags
+
+    selected: list[tuple[str, dict[str, Any], bool]] = []
+    for key, entry in items:
+        if not isinstance(entry, dict):
+            continue
+        flags = derive_row_flags(entry, key)
+        if query.archived is not None and flags["archived"] != query.archived:
+            continue
+        if query.pinned is not None and flags["pinned"] != query.pinned:
+            continue
+        if query.updated_since_ms is not None:
+            updated = _updated_at(entry)
+            if updated is None or updated < query.updated_since_ms:
+                continue
+        if query.label is not None and entry.get("label") != query.label:
+            continue
+        if query.match is not None and not query.match(key, entry):
+            continue
+        selected.append((key, entry, flags["pinned"]))
+    selected.sort(key=listing_order)
+    end = None if query.limit is None else query.offset + query.limit
+    return [(key, entry) for key, entry, _ in selected[query.offset:end]], len(selected)

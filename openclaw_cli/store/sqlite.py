@@ -25,10 +25,12 @@ import orjson
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, NotFoundError, RefusedError
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id
+from openclaw_cli.keys import derive_row_flags
 from openclaw_cli.store import schema as schema_mod
 from openclaw_cli.store.base import (
     KIND_SQLITE,
     ArchiveFile,
+    ListingQuery,
     ReadIssue,
     SessionStore,
     SessionTotals,
@@ -197,6 +199,11 @@ def _sort_for_listing(rows: list[tuple[str, Any, str]]) -> list[tuple[str, Any, 
     dated.sort(key=_BY_UPDATED, reverse=True)  # reverse keeps stability: ties stay key-ordered
     dated.extend(row for row in rows if row[1] is None)
     return dated
+
+
+def _listing_sort_key(key: str, entry: dict[str, Any]) -> tuple[bool, float, str]:
+    updated = finite_number(entry.get("updatedAt"))
+    return (updated is None, -(updated or 0), key)
 
 
 def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
@@ -496,6 +503,54 @@ class SqliteStore(SessionStore):
         if limit is not None:
             scanned = scanned[: max(int(limit), 0)]
         return _parse_entries([(key, text) for key, _, text in scanned]), total
+
+    def list_view(self, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+        """From the projection columns: one counting scan (which also names the pinned rows), the
+        pinned rows, then the unpinned page walked along the updated_at index. A `match` filter
+        needs every entry: the generic path."""
+        if query.match is not None:
+            return super().list_view(query)
+        where, params = ["1"], []
+        if query.archived is not None:
+            where.append("archived_at IS NOT NULL" if query.archived else "archived_at IS NULL")
+        if query.pinned is not None:
+            where.append("pinned_at IS NOT NULL" if query.pinned else "pinned_at IS NULL")
+        if query.updated_since_ms is not None:
+            where.append("updated_at >= ?")
+            params.append(query.updated_since_ms)
+        if query.label is not None:
+            where.append("label = ?")
+            params.append(query.label)
+        condition = " AND ".join(where)
+
+        def run(c: sqlite3.Connection) -> tuple[list[tuple[str, dict[str, Any]]], int] | None:
+            with self._snapshot():
+                total, pinned_json = c.execute(
+                    "SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
+                    f" FROM session_nodes WHERE {condition}", params).fetchone()
+                pinned_keys = orjson.loads(pinned_json) if pinned_json else []
+                pinned: list[tuple[str, dict[str, Any]]] = []
+                if pinned_keys:
+                    marks = ",".join("?" * len(pinned_keys))
+                    found = _parse_entries(c.execute(
+                        f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
+                        pinned_keys).fetchall())
+                    if not all(derive_row_flags(entry, key)["pinned"] for key, entry in found):
+                        return None  # a pinnedAt on a row that cannot be pinned: let Python order it
+                    pinned = sorted(found, key=lambda kv: _listing_sort_key(kv[0], kv[1]))
+                offset, limit = query.offset, query.limit
+                page = pinned[offset:None if limit is None else offset + limit]
+                wanted = -1 if limit is None else limit - len(page)
+                if wanted != 0:
+                    rows = c.execute(
+                        f"SELECT session_key, entry_json FROM session_nodes WHERE {condition} AND pinned_at IS NULL"
+                        " ORDER BY updated_at DESC, session_key LIMIT ? OFFSET ?",
+                        [*params, wanted, max(0, offset - len(pinned))]).fetchall()
+                    page.extend(_parse_entries(rows))
+                return page, total
+
+        found = self._q(run)
+        return super().list_view(query) if found is None else found
 
     def entry_keys(self) -> set[str]:
         return {row[0] for row in self._q(lambda c: c.execute("SELECT session_key FROM session_nodes").fetchall())}

@@ -1,0 +1,115 @@
+"""What a served mutation tells subscribed connections (`sessions.changed`, with the reasons
+recorded in fixtures/gateway-2026.9.6), plus the periodic `tick` and `health` payloads.
+
+* keyed changes (`patch`, `reset` / `new`, `create`, `compact`): `{sessionKey, agentId, reason,
+  ts, session: <sessions.list row>, …the row's fields}`; `compact` also carries `compacted: true`;
+* `delete`: `{sessionKey, sessionId, agentId, reason: "delete", ts}` then a rowless
+  `{reason: "delete", ts}`; nothing when nothing was deleted;
+* `cleanup`: a rowless `{reason: "cleanup", ts}` per cleaned store;
+* `agents.delete`: a rowless `{reason: "delete", agentId, ts}` (OpenClaw's cron re-binding events
+  have no counterpart here).
+
+`before(...)` runs inside the writer, ahead of the mutation, to remember what the mutation will
+remove (the sessionId of a deleted session); `after(...)` builds the payloads once the mutation
+committed. Both are blocking (they read the store) and run in the Gateway's thread pool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openclaw_cli.ops.context import Context
+
+KEYED_METHODS = {"sessions.patch": "patch", "sessions.create": "create", "sessions.compact": "compact",
+                 "sessions.reset": "reset"}
+# Row fields repeated at the top level of a keyed change, null when the row has none (as recorded).
+_FLAT_NULLABLE = ("archivedAt", "archiveReason", "pinnedAt", "markedUnreadAt", "label", "displayName")
+_FLAT = ("updatedAt", "sessionId", "kind", "visibility", "channel", "subject", "chatType", "origin", "archived",
+         "pinned", "unread", "lastReadAt", "spawnedBy", "parentSessionKey", "forkedFromParent", "createdVia",
+         "createdAt", "deliveryContext", "systemSent", "abortedLastRun", "inputTokens", "outputTokens",
+         "lastChannel", "totalTokens", "totalTokensFresh", "modelProvider", "model", "hasActiveRun",
+         "activeRunIds")
+
+
+def _agent_of(ctx: Context, params: dict[str, Any], key: Any) -> str:
+    from openclaw_cli.config import default_agent_id
+    from openclaw_cli.ids import normalize_agent_id
+    from openclaw_cli.keys import parse_agent_key
+
+    parsed = parse_agent_key(key) if isinstance(key, str) else None
+    if parsed:
+        return parsed[0]
+    agent = params.get("agentId")
+    return normalize_agent_id(agent) if isinstance(agent, str) and agent.strip() else default_agent_id(ctx.config)
+
+
+def before(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Facts the change events need that the mutation destroys."""
+    if method != "sessions.delete" or not isinstance(params.get("key"), str):
+        return {}
+    from openclaw_cli.ops.session_views import _find
+
+    found = _find(ctx, params["key"], params.get("agentId"))
+    if found is None:
+        return {}
+    agent_id, store, key, entry = found
+    store.close()
+    return {"agentId": agent_id, "key": key, "sessionId": entry.get("sessionId")}
+
+
+def _keyed(ctx: Context, reason: str, key: str, params: dict[str, Any], now: int,
+           extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    from openclaw_cli.ops.session_views import describe
+
+    row = describe(ctx, {"key": key, **({"agentId": params["agentId"]} if params.get("agentId") else {})})["session"]
+    if row is None:
+        return None
+    payload: dict[str, Any] = {"sessionKey": row["key"], "agentId": row["agentId"], "reason": reason}
+    payload.update(extra or {})
+    payload["ts"] = now
+    payload["session"] = row
+    for name in _FLAT:
+        if name in row:
+            payload[name] = row[name]
+    for name in _FLAT_NULLABLE:
+        payload[name] = row.get(name)
+    return payload
+
+
+def after(ctx: Context, method: str, params: dict[str, Any], result: Any, prior: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `sessions.changed` payloads of a committed mutation, in the order they are sent."""
+    now = ctx.now_ms()
+    if not isinstance(result, dict):
+        return []
+    if method == "sessions.cleanup":
+        stores = result.get("stores")
+        count = len(stores) if isinstance(stores, list) else 1
+        return [{"reason": "cleanup", "ts": now} for _ in range(count)]
+    if method == "sessions.delete":
+        if result.get("deleted") is not True:
+            return []
+        key = result.get("key") or prior.get("key") or params.get("key")
+        return [{"sessionKey": key, "sessionId": prior.get("sessionId"),
+                 "agentId": prior.get("agentId") or _agent_of(ctx, params, key), "reason": "delete", "ts": now},
+                {"reason": "delete", "ts": now}]
+    if method == "agents.delete":
+        return [{"reason": "delete", "agentId": result.get("agentId"), "ts": now}] if result.get("ok") else []
+    reason = KEYED_METHODS.get(method)
+    if reason is None:
+        return []
+    if method == "sessions.reset" and params.get("reason") == "new":
+        reason = "new"
+    extra = None
+    if method == "sessions.compact":
+        if result.get("compacted") is not True:
+            return []
+        extra = {"compacted": True}
+    key = result.get("key") or params.get("key")
+    if not isinstance(key, str):
+        return []
+    payload = _keyed(ctx, reason, key, params, now, extra)
+    return [payload] if payload is not None else []
+
+
+def tick(now: int) -> dict[str, Any]:
+    return {"ts": now}

@@ -1,0 +1,521 @@
+"""The Gateway server (spec D9): OpenClaw's protocol 4 over an asyncio `websockets` server, serving
+the operations layer's method table (`ops.methods`) to the real OpenClaw CLI, our own client and
+anything else that speaks the protocol.
+
+One connection: `connect.challenge` → the first frame must be `connect` (closed schema, allowed
+client id, protocol 4, constant-time token/password check; frames are capped at 64 KiB until it
+succeeded) → `hello-ok` → `req`/`res` frames in any order, events with a per-connection `seq`.
+Each request: known method → operator scope (params-aware, `gateway.scopes`) → closed param schema
+→ handler in a thread pool, so the event loop keeps serving while SQLite works.
+
+Writes: a mutating method (`Method.mutates`) first waits for the writer of every store it
+touches (`WriterQueues`: one writer per store, FIFO; reads never wait), then runs the handler,
+which takes the store's own writer (`store.writer.store_writer`: SQLite `BEGIN IMMEDIATE`, the
+legacy store's lock file) exactly as on the CLI path, so crash safety is the CLI's (D6.4).
+`sessions.changed` events go to subscribed connections after the response.
+
+Shutdown (`stop()`): stop accepting, answer new requests UNAVAILABLE, let in-flight writes finish,
+send `shutdown` and close every socket with 1001.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from openclaw_cli.clock import now_ms
+from openclaw_cli.errors import OpenClawError, SessionBusyError, StateOwnedError
+from openclaw_cli.gateway import events, protocol, schemas, scopes
+from openclaw_cli.gateway.auth import AuthPolicy
+from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.methods import METHODS, Method
+from openclaw_cli.paths import StatePaths
+
+# hello-ok `features.methods`: OpenClaw's order for the ones we serve (others follow in table order)
+_METHOD_ORDER = ("health", "status", "agents.list", "agents.delete", "sessions.list", "sessions.subscribe",
+                 "sessions.preview", "sessions.describe", "sessions.create", "sessions.patch", "sessions.cleanup",
+                 "sessions.reset", "sessions.delete", "sessions.compact")
+EVENTS = (protocol.EVENT_CHALLENGE, protocol.EVENT_SESSIONS_CHANGED, protocol.EVENT_TICK, protocol.EVENT_SHUTDOWN,
+          protocol.EVENT_HEALTH)
+PER_CONNECTION_CONCURRENCY = 32
+DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
+
+
+def served_methods() -> list[str]:
+    ordered = [name for name in _METHOD_ORDER if name in METHODS]
+    return ordered + [name for name in METHODS if name not in ordered]
+
+
+@dataclass
+class ServerOptions:
+    host: str = "127.0.0.1"
+    port: int = 0
+    auth: AuthPolicy = field(default_factory=lambda: AuthPolicy("none"))
+    ssl: Any = None  # ssl.SSLContext for wss://
+    tick_interval_ms: int = protocol.TICK_INTERVAL_MS
+    health_interval_ms: int = protocol.HEALTH_INTERVAL_MS
+    handshake_timeout_s: float = protocol.HANDSHAKE_TIMEOUT_S
+    workers: int = max(4, min(16, (os.cpu_count() or 2) * 2))
+    verbose: bool = False
+    log: Callable[[str], None] | None = None
+
+
+class _ServerConnection(ServerConnection):
+    """Closes an oversized pre-auth frame with 1009 and an empty reason, as OpenClaw does (the
+    frame is refused from its header, before its payload is read or parsed)."""
+
+    def __init__(self, protocol_: Any, *args: Any, **kwargs: Any) -> None:
+        fail = protocol_.fail
+
+        def fail_quietly(code: int, reason: str = "") -> None:
+            fail(code, "" if code == protocol.CLOSE_TOO_BIG else reason)
+
+        protocol_.fail = fail_quietly
+        super().__init__(protocol_, *args, **kwargs)
+
+
+@dataclass(eq=False)
+class Connection:
+    ws: ServerConnection
+    conn_id: str
+    scopes: tuple[str, ...] = ()
+    client: dict[str, Any] = field(default_factory=dict)
+    subscribed: bool = False
+    seq: int = 0
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PER_CONNECTION_CONCURRENCY))
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        try:
+            await self.ws.send(protocol.encode(frame))
+        except ConnectionClosed:
+            pass
+
+    async def send_event(self, name: str, payload: Any, *, state_version: dict[str, int] | None = None) -> None:
+        self.seq += 1
+        await self.send(protocol.event(name, payload, seq=self.seq, state_version=state_version))
+
+
+class _RWLock:
+    """Many holders of `shared()`, or one of `exclusive()` (FIFO-fair enough for a writer queue)."""
+
+    def __init__(self) -> None:
+        self._readers = 0
+        self._writer = False
+        self._cond = asyncio.Condition()
+
+    @asynccontextmanager
+    async def shared(self):
+        async with self._cond:
+            await self._cond.wait_for(lambda: not self._writer)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            async with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @asynccontextmanager
+    async def exclusive(self):
+        async with self._cond:
+            await self._cond.wait_for(lambda: not self._writer)
+            self._writer = True
+            await self._cond.wait_for(lambda: self._readers == 0)
+        try:
+            yield
+        finally:
+            async with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+class WriterQueues:
+    """One writer per store (keyed by agent id), FIFO per store; a mutation that touches every
+    store (`--all-agents` cleanup, `agents.delete`, which also rewrites the config) holds all."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._all = _RWLock()
+
+    @asynccontextmanager
+    async def hold(self, keys: list[str] | None):
+        if keys is None:
+            async with self._all.exclusive():
+                yield
+            return
+        async with self._all.shared():
+            held: list[asyncio.Lock] = []
+            try:
+                for key in sorted(set(keys)):  # one order everywhere: no deadlock between two writers
+                    lock = self._locks.setdefault(key, asyncio.Lock())
+                    await lock.acquire()
+                    held.append(lock)
+                yield
+            finally:
+                for lock in reversed(held):
+                    lock.release()
+
+
+def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] | None:
+    """The stores (agent ids) a mutating request writes; None = every store."""
+    from openclaw_cli.config import default_agent_id
+    from openclaw_cli.ids import normalize_agent_id
+    from openclaw_cli.keys import parse_agent_key
+
+    def agent_of(value: Any) -> str | None:
+        parsed = parse_agent_key(value) if isinstance(value, str) else None
+        return parsed[0] if parsed else None
+
+    def named(value: Any) -> str | None:
+        return normalize_agent_id(value) if isinstance(value, str) and value.strip() else None
+
+    if method == "agents.delete":
+        return None
+    if method == "sessions.cleanup":
+        if params.get("allAgents") is True:
+            return None
+        return [named(params.get("agent")) or default_agent_id(ctx.config)]
+    keys = {agent_of(params.get("key")), agent_of(params.get("parentSessionKey"))} - {None}
+    if not keys:
+        keys = {named(params.get("agentId")) or default_agent_id(ctx.config)}
+    return sorted(k for k in keys if k)
+
+
+def _error_of(exc: BaseException) -> protocol.RequestError:
+    if isinstance(exc, protocol.RequestError):
+        return exc
+    if isinstance(exc, SessionBusyError | StateOwnedError):
+        return protocol.RequestError(protocol.UNAVAILABLE, exc.message, retryable=True,
+                                     details={"type": exc.type, **({"code": exc.code} if getattr(exc, "code", None)
+                                                                   else {})})
+    if isinstance(exc, OpenClawError):
+        details = getattr(exc, "details", None)
+        return protocol.invalid(exc.message, details=details if isinstance(details, dict) else None)
+    return protocol.RequestError(protocol.UNAVAILABLE, f"internal error: {type(exc).__name__}: {exc}")
+
+
+class GatewayServer:
+    """A running Gateway for one state directory. `await start()`, then `await stop()`."""
+
+    def __init__(self, paths: StatePaths, options: ServerOptions | None = None, *,
+                 clock: Callable[[], int] = now_ms) -> None:
+        self.paths = paths
+        self.options = options or ServerOptions()
+        self.clock = clock
+        self.boot_id = str(uuid.uuid4())
+        self.connections: set[Connection] = set()
+        self.writers = WriterQueues()
+        self.stopping = False
+        self._pool = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="gateway")
+        self._server: Any = None
+        self._started = time.monotonic()
+        self._config: Any = None
+        self._config_key: Any = object()
+        self._writes_inflight = 0
+        self._writes_idle = asyncio.Event()
+        self._writes_idle.set()
+        self._background: list[asyncio.Task[None]] = []
+        self._health: dict[str, Any] | None = None
+        self._health_version = 0
+        self.address: tuple[str, int] | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------------------------
+    async def start(self) -> tuple[str, int]:
+        self._context()  # a bad config fails the start, not the first request
+        self._server = await serve(
+            self._handle, self.options.host, self.options.port, ssl=self.options.ssl,
+            max_size=protocol.PREAUTH_MAX_BYTES, compression=None, create_connection=_ServerConnection,
+            server_header=None, open_timeout=self.options.handshake_timeout_s, close_timeout=5,
+        )
+        sockname = next(iter(self._server.sockets)).getsockname()
+        self.address = (sockname[0], sockname[1])
+        loop = asyncio.get_running_loop()
+        self._background = [loop.create_task(self._tick_loop()), loop.create_task(self._health_loop())]
+        return self.address
+
+    @property
+    def sockets(self) -> list[Any]:
+        return list(self._server.sockets) if self._server is not None else []
+
+    async def stop(self) -> None:
+        """Stop accepting, finish in-flight writes, close sockets with 1001."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if self._server is not None:
+            self._server.server.close()  # no new TCP connections; existing ones keep being served
+        try:
+            await asyncio.wait_for(self._writes_idle.wait(), timeout=DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            self._log(f"[gateway] {self._writes_inflight} write(s) still running after {DRAIN_TIMEOUT_S:.0f} s")
+        for task in self._background:
+            task.cancel()
+        conns = list(self.connections)
+        await asyncio.gather(*(c.send_event(protocol.EVENT_SHUTDOWN, {"reason": "gateway stopping"}) for c in conns),
+                             return_exceptions=True)
+        if self._server is not None:
+            self._server.close(close_connections=True, code=protocol.CLOSE_GOING_AWAY, reason="gateway stopping")
+            await self._server.wait_closed()
+        self._pool.shutdown(wait=True)
+
+    def _log(self, text: str) -> None:
+        if self.options.log is not None:
+            self.options.log(text)
+
+    # ---- config --------------------------------------------------------------------------------------------
+    def _context(self) -> Context:
+        """A fresh Context per request; the config is re-read when its file changed (agents.delete
+        rewrites it; an operator may edit it)."""
+        path = Path(self.paths.config_path)
+        try:
+            st = path.stat()
+            key: Any = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            key = None
+        if key != self._config_key:
+            loaded = Context.load(self.paths)
+            self._config, self._config_key = loaded.config, key
+        return Context(paths=self.paths.with_config(self._config), config=self._config, clock=self.clock)
+
+    # ---- connections ---------------------------------------------------------------------------------------
+    async def _handle(self, ws: ServerConnection) -> None:
+        conn = Connection(ws, str(uuid.uuid4()))
+        await conn.send(protocol.challenge(str(uuid.uuid4()), self.clock()))
+        if not await self._handshake(conn):
+            return
+        self.connections.add(conn)
+        try:
+            async for raw in ws:
+                frame = self._parse(raw)
+                if frame is None or frame.get("type") != "req":
+                    continue  # not a request: nothing to answer
+                await conn.slots.acquire()
+                task = asyncio.get_running_loop().create_task(self._request(conn, frame))
+                conn.tasks.add(task)
+                task.add_done_callback(conn.tasks.discard)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.connections.discard(conn)
+            if conn.tasks:
+                await asyncio.gather(*conn.tasks, return_exceptions=True)
+
+    @staticmethod
+    def _parse(raw: Any) -> dict[str, Any] | None:
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        try:
+            frame = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        return frame if isinstance(frame, dict) else None
+
+    async def _close(self, conn: Connection, code: int, reason: str = "") -> None:
+        encoded = reason.encode("utf-8")[:123]  # a close reason holds at most 123 bytes
+        try:
+            await conn.ws.close(code, encoded.decode("utf-8", "ignore"))
+        except ConnectionClosed:
+            pass
+
+    async def _handshake(self, conn: Connection) -> bool:
+        try:
+            raw = await asyncio.wait_for(conn.ws.recv(), timeout=self.options.handshake_timeout_s)
+        except TimeoutError:
+            await self._close(conn, protocol.CLOSE_NORMAL)
+            return False
+        except ConnectionClosed:
+            return False  # e.g. the 64 KiB pre-auth cap: closed 1009 by the WebSocket layer
+        frame = self._parse(raw)
+        if frame is None or frame.get("type") != "req":
+            await self._close(conn, protocol.CLOSE_NORMAL)
+            return False
+        req_id = frame.get("id")
+        try:
+            if frame.get("method") != "connect":
+                raise protocol.connect_not_first()
+            hello = self._connect(conn, frame.get("params"))
+        except protocol.RequestError as exc:
+            await conn.send(protocol.response_error(req_id, exc))
+            await self._close(conn, exc.close or protocol.CLOSE_POLICY, exc.message)
+            return False
+        conn.ws.protocol.max_message_size = protocol.MAX_PAYLOAD
+        await conn.send(protocol.response_ok(req_id, hello))
+        if self.options.verbose:
+            self._log(f"[ws] connect client={conn.client.get('id')} mode={conn.client.get('mode')} "
+                      f"scopes={','.join(conn.scopes) or '-'} conn={conn.conn_id}")
+        return True
+
+    def _connect(self, conn: Connection, params: Any) -> dict[str, Any]:
+        error = schemas.check_connect(params)
+        if error:
+            raise protocol.invalid(error, close=protocol.CLOSE_POLICY)
+        if not params["minProtocol"] <= protocol.PROTOCOL_VERSION <= params["maxProtocol"]:
+            raise protocol.protocol_mismatch(params["minProtocol"], params["maxProtocol"])
+        role = params.get("role", protocol.ROLE_OPERATOR)
+        if role != protocol.ROLE_OPERATOR:
+            raise protocol.invalid(f"unsupported role: {role}", close=protocol.CLOSE_POLICY)
+        method = self.options.auth.check(params.get("auth"))
+        client = params["client"]
+        requested = list(dict.fromkeys(params.get("scopes") or []))
+        if client.get("mode") == protocol.MODE_PROBE and "device" not in params:
+            requested = []  # a probe without a device identity gets no scopes (as OpenClaw: cli-status)
+        conn.scopes = tuple(requested)
+        conn.client = client
+        return self._hello(conn, method)
+
+    def _hello(self, conn: Connection, auth_method: str) -> dict[str, Any]:
+        from openclaw_cli import __version__
+        from openclaw_cli.config import configured_agent_ids, default_agent_id, default_model
+
+        config = self._config
+        configured = configured_agent_ids(config)
+        default = default_agent_id(config)
+        session = getattr(getattr(config, "model", None), "session", None)
+        main = (getattr(session, "main_key", None) or "main").strip().lower() or "main"
+        return {
+            "type": "hello-ok",
+            "protocol": protocol.PROTOCOL_VERSION,
+            "server": {"version": __version__, "bootId": self.boot_id, "connId": conn.conn_id},
+            "features": {"methods": served_methods(), "events": list(EVENTS)},
+            "snapshot": {
+                "presence": [],
+                "health": self._health or {},
+                "stateVersion": {"presence": 1, "health": self._health_version},
+                "uptimeMs": int((time.monotonic() - self._started) * 1000),
+                "sessionDefaults": {
+                    "defaultAgentId": default,
+                    "modelConfigured": default_model(config) is not None,
+                    "ownership": "explicit" if len(configured) > 1 else "sole",
+                    "selectionRequired": len(configured) > 1,
+                    "mainKey": main,
+                    "mainSessionKey": f"agent:{default}:{main}",
+                    "scope": getattr(session, "scope", None) or "per-sender",
+                },
+                "configPath": str(self.paths.config_path),
+                "stateDir": str(self.paths.state_dir),
+                "authMode": self.options.auth.mode,
+            },
+            "auth": {"method": auth_method, "role": protocol.ROLE_OPERATOR, "scopes": list(conn.scopes)},
+            "policy": {"maxPayload": protocol.MAX_PAYLOAD, "maxBufferedBytes": protocol.MAX_BUFFERED_BYTES,
+                       "tickIntervalMs": self.options.tick_interval_ms},
+        }
+
+    # ---- requests ------------------------------------------------------------------------------------------
+    async def _request(self, conn: Connection, frame: dict[str, Any]) -> None:
+        started = time.monotonic()
+        req_id = frame.get("id")
+        name = frame.get("method")
+        ok = False
+        try:
+            result, changes = await self._run(conn, name, frame.get("params"))
+            ok = True
+            await conn.send(protocol.response_ok(req_id, result))
+            if changes:
+                await self._broadcast_changes(changes)
+        except BaseException as exc:  # every failure is an answer, never a dropped request
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            error = _error_of(exc)
+            if error.code == protocol.UNAVAILABLE and not isinstance(exc, OpenClawError | protocol.RequestError):
+                self._log(f"[gateway] {name} failed:\n{traceback.format_exc()}")
+            await conn.send(protocol.response_error(req_id, error))
+        finally:
+            conn.slots.release()
+            if self.options.verbose:
+                mark = "✓" if ok else "✗"
+                self._log(f"[ws] ⇄ res {mark} {name} {int((time.monotonic() - started) * 1000)}ms "
+                          f"conn={conn.conn_id} id={req_id}")
+
+    async def _run(self, conn: Connection, name: Any, params: Any) -> tuple[Any, list[dict[str, Any]]]:
+        if not isinstance(name, str) or not name:
+            raise protocol.invalid("invalid request frame: method must be a non-empty string")
+        if name == "connect":
+            raise protocol.invalid(protocol.CONNECT_AGAIN_MESSAGE)
+        method = METHODS.get(name)
+        if method is None:
+            raise protocol.unknown_method(name)
+        if params is None:
+            params = {}
+        required = scopes.required_scope(name, method.scope, params)
+        if required is not None and not scopes.satisfied(required, conn.scopes):
+            raise protocol.missing_scope(required)
+        error = schemas.check_params(name, params)
+        if error:
+            raise protocol.invalid(error)
+        if self.stopping:
+            raise protocol.RequestError(protocol.UNAVAILABLE, "gateway is shutting down", retryable=True)
+        ctx = self._context()
+        loop = asyncio.get_running_loop()
+        if not method.mutates:
+            result = await loop.run_in_executor(self._pool, method.handler, ctx, params)
+            if name == "sessions.subscribe":
+                conn.subscribed = True
+            return result, []
+        self._writes_inflight += 1
+        self._writes_idle.clear()
+        try:
+            async with self.writers.hold(write_keys(ctx, name, params)):
+                return await loop.run_in_executor(self._pool, self._write, ctx, method, params)
+        finally:
+            self._writes_inflight -= 1
+            if self._writes_inflight == 0:
+                self._writes_idle.set()
+
+    @staticmethod
+    def _write(ctx: Context, method: Method, params: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+        prior = events.before(ctx, method.name, params)
+        result = method.handler(ctx, dict(params))
+        try:
+            changes = events.after(ctx, method.name, params, result, prior)
+        except OpenClawError:
+            changes = []  # the write committed; a failed event read must not turn it into an error
+        return result, changes
+
+    async def _broadcast_changes(self, changes: list[dict[str, Any]]) -> None:
+        targets = [c for c in self.connections if c.subscribed]
+        for payload in changes:
+            await asyncio.gather(*(c.send_event(protocol.EVENT_SESSIONS_CHANGED, payload) for c in targets),
+                                 return_exceptions=True)
+
+    # ---- periodic events -----------------------------------------------------------------------------------
+    async def _tick_loop(self) -> None:
+        interval = self.options.tick_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            payload = events.tick(self.clock())
+            await asyncio.gather(*(c.send_event(protocol.EVENT_TICK, payload) for c in list(self.connections)),
+                                 return_exceptions=True)
+
+    async def _health_loop(self) -> None:
+        from openclaw_cli.ops.session_views import health
+
+        loop = asyncio.get_running_loop()
+        interval = self.options.health_interval_ms / 1000
+        while True:
+            try:
+                self._health = await loop.run_in_executor(self._pool, health, self._context(), {})
+                self._health_version += 1
+            except Exception as exc:  # a store that cannot be read now: keep serving, report next time
+                self._log(f"[gateway] health refresh failed: {exc}")
+            else:
+                version = {"presence": 1, "health": self._health_version}
+                await asyncio.gather(*(c.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
+                                       for c in list(self.connections)), return_exceptions=True)
+            await asyncio.sleep(interval)

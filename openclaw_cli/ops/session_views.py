@@ -1,0 +1,558 @@
+"""Gateway-shaped reads (fixtures/gateway-2026.9.6 README, "Methods"): `sessions.list`,
+`sessions.subscribe`, `sessions.describe`, `sessions.preview`, `health`, the Gateway `status`
+and `agents.list`. The CLI's own `openclaw sessions --json` is a different document
+(`ops.sessions.list_sessions`, observed §7) and stays as it is.
+
+Rows carry the recorded Gateway fields we can fill truthfully from the stored entry (built on
+`ops.rows.session_row`): identity and classification, titles, chat facts, the organisation flags
+with their timestamps, token counts, the stored model, and the run state of a Gateway that runs no
+agents (`hasActiveRun: false`, `activeRunIds: []`). OpenClaw's runtime projections (thinking
+levels, fast mode, agent runtime, sharing role, activity summaries) are not served; the list is in
+docs/decisions.md, "Gateway server".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from openclaw_cli.errors import OpenClawError
+from openclaw_cli.ops.context import Context
+
+DEFAULT_LIST_LIMIT = 100
+PREVIEW_LIMIT = 12
+PREVIEW_MAX_CHARS = 240
+LAST_MESSAGE_MAX_CHARS = 240
+HEALTH_RECENT = 5
+MULTIPLE = "(multiple)"
+
+# `<channel>:<peer kind>:…` key rests (telegram:direct:100004, discord:group:5, …)
+_PEER_REST = re.compile(r"^([a-z0-9_.-]+):(direct|dm|group|channel)(?::|$)", re.IGNORECASE)
+
+
+# ---- rows -------------------------------------------------------------------------------------------------
+
+def _main_key(ctx: Context, agent_id: str) -> str:
+    from openclaw_cli.keys import main_key
+
+    session = getattr(getattr(ctx.config, "model", None), "session", None)
+    return main_key(agent_id, getattr(session, "main_key", None))
+
+
+def _classification(key: str, entry: dict[str, Any], *, is_main: bool, group: bool) -> str:
+    from openclaw_cli.keys import is_cron_key, is_subagent_key
+
+    if is_main:
+        return "main"
+    if is_cron_key(key):
+        return "cron"
+    if is_subagent_key(key) or entry.get("spawnedBy"):
+        return "subagent"
+    return "group" if group else "direct"
+
+
+def _dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str, now: int,
+                defaults: tuple[str | None, int | None]) -> dict[str, Any]:
+    """One `sessions.list` row in OpenClaw's field order, from what the entry holds."""
+    from openclaw_cli.keys import parse_agent_key
+    from openclaw_cli.ops.rows import session_row
+
+    base = session_row(key, entry, agent_id=agent_id, now_ms=now, default_model=defaults[0],
+                       default_context_tokens=defaults[1])
+    parsed = parse_agent_key(key)
+    rest = parsed[1] if parsed else key
+    peer = _PEER_REST.match(rest)
+    is_main = key == _main_key(ctx, agent_id)
+    group = base["kind"] == "group"
+    classification = _classification(key, entry, is_main=is_main, group=group)
+    delivery = _dict(entry.get("delivery")) or {}
+    route = _dict(delivery.get("route")) or {}
+    channel = _text(entry.get("channel")) or _text(route.get("channel")) or (peer.group(1).lower() if peer else None)
+    origin = _dict(entry.get("origin")) or _dict(delivery.get("origin"))
+    context = _dict(entry.get("deliveryContext")) or _dict(delivery.get("context"))
+    subject = _text(entry.get("subject"))
+    display = _text(entry.get("label")) or subject or _text(entry.get("displayName"))
+
+    row: dict[str, Any] = {"key": key, "visibility": base["visibility"]}
+    for name in ("spawnedBy", "parentSessionKey", "forkedFromParent", "spawnDepth"):
+        if name in base:
+            row[name] = base[name]
+    row["permissionModePending"] = False
+    for name in ("createdVia", "createdAt"):
+        if entry.get(name) is not None:
+            row[name] = entry[name]
+    row["kind"] = base["kind"] if base["kind"] in ("group", "global", "unknown") else "direct"
+    if "label" in base:
+        row["label"] = base["label"]
+    row["classification"] = classification
+    row["agentId"] = agent_id
+    if peer:
+        row["peerKind"] = "group" if peer.group(2).lower() in ("group", "channel") else "direct"
+    row["isMain"] = is_main
+    row["isBackground"] = classification in ("cron", "subagent")
+    if display:
+        row["displayName"] = display
+    if channel:
+        row["channel"] = channel
+    if subject:
+        row["subject"] = subject
+    row["chatType"] = _text(entry.get("chatType")) or ("group" if group else "direct")
+    if origin:
+        row["origin"] = origin
+    row["updatedAt"] = base["updatedAt"]
+    row["archived"] = base["archived"]
+    for name in ("archivedAt", "archiveReason"):
+        if base["archived"] and entry.get(name) is not None:
+            row[name] = entry[name]
+    row["pinned"] = base["pinned"]
+    if base["pinned"]:
+        row["pinnedAt"] = entry.get("pinnedAt")
+    row["unread"] = base["unread"]
+    for name in ("markedUnreadAt", "lastReadAt", "lastInteractionAt", "status"):
+        if entry.get(name) is not None:
+            row[name] = entry[name]
+    row["sessionId"] = base["sessionId"]
+    for name in ("systemSent", "abortedLastRun", "thinkingLevel", "verboseLevel", "traceLevel", "reasoningLevel",
+                 "elevatedLevel", "responseUsage", "groupActivation", "inputTokens", "outputTokens"):
+        if name in base:
+            row[name] = base[name]
+    if base["totalTokensFresh"] and base["totalTokens"] is not None:
+        row["totalTokens"] = base["totalTokens"]
+    row["totalTokensFresh"] = base["totalTokensFresh"]
+    row["modelProvider"] = base["modelProvider"]
+    row["model"] = base["model"]
+    row["contextTokens"] = base["contextTokens"]
+    if context:
+        row["deliveryContext"] = context
+    last_channel = _text(entry.get("lastChannel"))
+    if last_channel:
+        row["lastChannel"] = last_channel
+    row["snapshotAt"] = now
+    row["hasActiveRun"] = False  # this Gateway runs no agents
+    row["activeRunIds"] = []
+    return row
+
+
+# ---- transcript previews ----------------------------------------------------------------------------------
+
+def _message_text(obj: Any) -> tuple[str, str] | None:
+    """(role, text) of a visible user/assistant message line; None for anything else (tool calls,
+    tool results, system lines, thinking, compaction entries)."""
+    if not isinstance(obj, dict) or obj.get("type") != "message":
+        return None
+    message = _dict(obj.get("message"))
+    if not message:
+        return None
+    role = message.get("role")
+    if role not in ("user", "assistant"):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = " ".join(part.get("text", "") for part in content
+                        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
+    else:
+        return None
+    text = " ".join(text.split())
+    return (role, text) if text else None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def _recent_messages(store: Any, entry: dict[str, Any], count: int, max_chars: int) -> list[dict[str, str]]:
+    session_id = entry.get("sessionId")
+    if not isinstance(session_id, str) or not session_id:
+        return []
+    window = max(count * 8, 64)
+    lines = store.tail_transcript(session_id, window, entry=entry, issues=[])
+    items = [found for line in lines if (found := _message_text(line.obj)) is not None]
+    return [{"role": role, "text": _clip(text, max_chars)} for role, text in items[-count:]]
+
+
+# ---- stores ------------------------------------------------------------------------------------------------
+
+def _selected_agents(ctx: Context, agent_id: str | None, *, configured_only: bool = False) -> list[str]:
+    from openclaw_cli.config import configured_agent_ids
+    from openclaw_cli.ids import normalize_agent_id
+    from openclaw_cli.ops.targets import known_agent_ids
+
+    if agent_id is not None:
+        return [normalize_agent_id(agent_id)]
+    if configured_only:
+        return list(configured_agent_ids(ctx.config))
+    return known_agent_ids(ctx.paths, ctx.config)
+
+
+def _open_existing(ctx: Context, agent_id: str) -> Any | None:
+    """The agent's store opened read-only, or None when it has none yet."""
+    from openclaw_cli.store.detect import open_agent_store
+
+    try:
+        store = open_agent_store(ctx.paths, agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=True)
+    except OpenClawError:
+        return None
+    if not os.path.exists(store.path):
+        store.close()
+        return None
+    return store
+
+
+def _defaults(ctx: Context) -> tuple[str | None, int | None]:
+    from openclaw_cli.config import context_tokens_default, default_model
+
+    return default_model(ctx.config), context_tokens_default(ctx.config)
+
+
+def _list_defaults(defaults: tuple[str | None, int | None]) -> dict[str, Any]:
+    model = defaults[0]
+    provider, _, name = model.rpartition("/") if model else ("", "", None)
+    return {"modelProvider": provider or None, "model": name or None, "contextTokens": defaults[1]}
+
+
+# ---- sessions.list / subscribe ------------------------------------------------------------------------------
+
+def _matcher(params: dict[str, Any]) -> Any:
+    """The filters only the full entry answers, or None when the request has none."""
+    from openclaw_cli.keys import is_cron_key, is_subagent_key
+
+    search = params.get("search")
+    needle = search.strip().lower() if isinstance(search, str) and search.strip() else None
+    spawned_by = params.get("spawnedBy")
+    exclude_cron = params.get("excludeCron") is True
+    exclude_sub = params.get("excludeSubagents") is True
+    group = params.get("group")
+    project = params.get("projectId")
+    need_interaction = params.get("requireLastInteraction") is True
+    include_global = params.get("includeGlobal") is True
+    include_unknown = params.get("includeUnknown") is True
+    if not any((needle, spawned_by, exclude_cron, exclude_sub, group is not None, project, need_interaction)):
+        return None
+
+    def match(key: str, entry: dict[str, Any]) -> bool:
+        if key == "global" and not include_global or key == "unknown" and not include_unknown:
+            return False
+        if exclude_cron and is_cron_key(key):
+            return False
+        if exclude_sub and (is_subagent_key(key) or entry.get("spawnedBy")):
+            return False
+        if spawned_by is not None and entry.get("spawnedBy") != spawned_by:
+            return False
+        if project is not None and entry.get("projectId") != project:
+            return False
+        if group is not None and (entry.get("category") or "") != group:
+            return False
+        if need_interaction and entry.get("lastInteractionAt") is None:
+            return False
+        if needle is not None:
+            fields = (key, entry.get("label"), entry.get("displayName"), entry.get("subject"), entry.get("sessionId"))
+            if not any(isinstance(f, str) and needle in f.lower() for f in fields):
+                return False
+        return True
+
+    return match
+
+
+def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.list`: `{ts, path, count, totalCount, limitApplied, offset?, nextOffset, hasMore,
+    owners, defaults, sessions}`; pinned rows first, then newest first; archived rows only with
+    `archived: true | "all"`; `limit` 100 by default."""
+    from openclaw_cli.gcpause import gc_paused
+    from openclaw_cli.store.base import ListingQuery
+
+    now = ctx.now_ms()
+    limit = params.get("limit", DEFAULT_LIST_LIMIT)
+    offset = params.get("offset", 0)
+    archived = params.get("archived", False)
+    active = params.get("activeMinutes")
+    query = ListingQuery(
+        archived=None if archived == "all" else bool(archived),
+        updated_since_ms=now - active * 60_000 if active else None,
+        label=params.get("label"),
+        pinned=params.get("pinned"),
+        match=_matcher(params),
+    )
+    defaults = _defaults(ctx)
+    agents = _selected_agents(ctx, params.get("agentId"), configured_only=params.get("configuredAgentsOnly") is True)
+    pages: list[tuple[str, str, dict[str, Any]]] = []
+    total = 0
+    paths: list[str] = []
+    with gc_paused():
+        for agent_id in agents:
+            store = _open_existing(ctx, agent_id)
+            if store is None:
+                continue
+            with store:
+                paths.append(str(store.path))
+                # each store's first offset+limit rows: enough for the merged page
+                head = ListingQuery(**{**query.__dict__, "offset": 0, "limit": offset + limit})
+                rows, matched = store.list_view(head)
+                total += matched
+                pages.extend((agent_id, key, entry) for key, entry in rows)
+        if len(paths) > 1:
+            from openclaw_cli.keys import derive_row_flags
+            from openclaw_cli.store.base import listing_order
+
+            pages.sort(key=lambda item: listing_order((item[1], item[2], derive_row_flags(item[2], item[1])["pinned"])))
+        page = pages[offset:offset + limit]
+        sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults)
+                    for agent_id, key, entry in page]
+        if params.get("includeLastMessage") is True:
+            _add_last_messages(ctx, page, sessions)
+    has_more = offset + len(sessions) < total
+    result: dict[str, Any] = {
+        "ts": now,
+        "path": paths[0] if len(paths) == 1 else MULTIPLE,
+        "count": len(sessions),
+        "totalCount": total,
+        "limitApplied": limit,
+    }
+    if "offset" in params:
+        result["offset"] = offset
+    result.update({
+        "nextOffset": offset + len(sessions) if has_more else None,
+        "hasMore": has_more,
+        "owners": [],
+        "defaults": _list_defaults(defaults),
+        "sessions": sessions,
+    })
+    return result
+
+
+def _add_last_messages(ctx: Context, page: list[tuple[str, str, dict[str, Any]]], rows: list[dict[str, Any]]) -> None:
+    """`lastMessagePreview`: the newest visible user/assistant text, placed after displayName."""
+    stores: dict[str, Any] = {}
+    try:
+        for (agent_id, _key, entry), row in zip(page, rows, strict=True):
+            store = stores.get(agent_id) or stores.setdefault(agent_id, _open_existing(ctx, agent_id))
+            if store is None:
+                continue
+            found = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
+            if found:
+                _insert_after(row, "displayName", "lastMessagePreview", found[-1]["text"])
+    finally:
+        for store in stores.values():
+            if store is not None:
+                store.close()
+
+
+def _insert_after(row: dict[str, Any], anchor: str, name: str, value: Any) -> None:
+    items = list(row.items())
+    at = next((i + 1 for i, (k, _) in enumerate(items) if k == anchor), None)
+    if at is None:
+        at = next((i for i, (k, _) in enumerate(items) if k in ("channel", "chatType")), len(items))
+    items.insert(at, (name, value))
+    row.clear()
+    row.update(items)
+
+
+def subscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.subscribe`: `{subscribed: true}`, plus the first page when params ask for one.
+    The subscription itself is the connection's (the server starts sending `sessions.changed`)."""
+    result: dict[str, Any] = {"subscribed": True}
+    if params:
+        result["list"] = list_gateway_sessions(ctx, params)
+    return result
+
+
+# ---- sessions.describe / preview ----------------------------------------------------------------------------
+
+def _find(ctx: Context, key: str, agent_id: str | None) -> tuple[str, Any, str, dict[str, Any]] | None:
+    """(agent, open store, stored key, entry) of a session key, or None. The caller closes the store."""
+    from openclaw_cli.keys import normalize_key, parse_agent_key
+
+    wanted = key.strip()
+    parsed = parse_agent_key(wanted)
+    candidates = [parsed[0]] if parsed else _selected_agents(ctx, agent_id)
+    if agent_id is not None and parsed is None:
+        candidates = _selected_agents(ctx, agent_id)
+    for candidate in candidates:
+        store = _open_existing(ctx, candidate)
+        if store is None:
+            continue
+        entry = store.get_entry(wanted)
+        stored = wanted
+        if entry is None and normalize_key(wanted) != wanted:
+            stored = normalize_key(wanted)
+            entry = store.get_entry(stored)
+        if isinstance(entry, dict):
+            return candidate, store, stored, entry
+        store.close()
+    return None
+
+
+def describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.describe`: `{session: <row>}`, or `{session: null}` for an unknown key."""
+    found = _find(ctx, params["key"], params.get("agentId"))
+    if found is None:
+        return {"session": None}
+    agent_id, store, key, entry = found
+    with store:
+        now = ctx.now_ms()
+        row = gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=_defaults(ctx))
+        if params.get("includeLastMessage") is True:
+            last = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
+            if last:
+                _insert_after(row, "displayName", "lastMessagePreview", last[-1]["text"])
+    return {"session": row}
+
+
+def preview(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.preview`: the last `limit` visible messages of each key (`status: "ok"`), or
+    `status: "missing"` with no items for a key that is not stored."""
+    limit = params.get("limit", PREVIEW_LIMIT)
+    max_chars = params.get("maxChars", PREVIEW_MAX_CHARS)
+    previews = []
+    for key in params["keys"]:
+        found = _find(ctx, key, None)
+        if found is None:
+            previews.append({"key": key, "status": "missing", "items": []})
+            continue
+        _agent, store, _stored, entry = found
+        with store:
+            previews.append({"key": key, "status": "ok", "items": _recent_messages(store, entry, limit, max_chars)})
+    return {"ts": ctx.now_ms(), "previews": previews}
+
+
+# ---- health / status / agents ---------------------------------------------------------------------------------
+
+def health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`health`: per agent its store path, session count and newest sessions (`{key, updatedAt,
+    age}`), plus the default agent's figures at the top level. This Gateway has no channels, no
+    plugins and no heartbeat: those are reported empty."""
+    import time
+
+    from openclaw_cli.config import default_agent_id
+
+    start = time.monotonic()
+    now = ctx.now_ms()
+    default = default_agent_id(ctx.config)
+    agents = []
+    for agent_id in _selected_agents(ctx, None):
+        sessions: dict[str, Any] = {"path": str(ctx.paths.agent_db_path(agent_id)), "count": 0, "recent": []}
+        store = _open_existing(ctx, agent_id)
+        if store is not None:
+            with store:
+                rows, total = store.list_entries(limit=HEALTH_RECENT)
+                sessions = {"path": str(store.path), "count": total, "recent": [
+                    {"key": key, "updatedAt": entry.get("updatedAt"),
+                     "age": max(0, int(now - entry["updatedAt"])) if isinstance(entry.get("updatedAt"), int | float)
+                     else None}
+                    for key, entry in rows]}
+        agents.append({"agentId": agent_id, "isDefault": agent_id == default, "sessions": sessions})
+    top = next((a["sessions"] for a in agents if a["agentId"] == default),
+               agents[0]["sessions"] if agents else {"path": None, "count": 0, "recent": []})
+    return {
+        "ok": True,
+        "ts": now,
+        "durationMs": int((time.monotonic() - start) * 1000),
+        "plugins": {"loaded": [], "errors": [], "unavailable": []},
+        "channels": {},
+        "channelOrder": [],
+        "channelLabels": {},
+        "heartbeatSeconds": 0,
+        "agents": agents,
+        "sessions": top,
+    }
+
+
+_TASK_STATUSES = ("queued", "running", "succeeded", "failed", "timed_out", "cancelled", "lost")
+_TASK_RUNTIMES = ("subagent", "acp", "cli", "cron")
+_TASK_AUDIT_CODES = ("stale_queued", "stale_running", "lost", "delivery_failed", "missing_cleanup",
+                     "inconsistent_timestamps")
+
+
+def gateway_status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """The Gateway's `status`: `{runtimeVersion, cliProjection?, sessions:{paths, count, defaults,
+    recent, byAgent}, pid}` with the rows of `openclaw status --json` (ops.status)."""
+    from openclaw_cli import __version__
+    from openclaw_cli.config import configured_agent_ids, default_agent_id
+    from openclaw_cli.ops.rows import session_row
+    from openclaw_cli.ops.status import RECENT_LIMIT, status_row
+
+    now = ctx.now_ms()
+    model_default, ctx_default = _defaults(ctx)
+    paths: list[str] = []
+    by_agent: list[dict[str, Any]] = []
+    newest: list[dict[str, Any]] = []
+    count = 0
+    for agent_id in _selected_agents(ctx, None):
+        store = _open_existing(ctx, agent_id)
+        if store is None:
+            continue
+        with store:
+            entries, total = store.list_entries(limit=RECENT_LIMIT)  # the newest rows, counted in SQL
+            rows = [session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_default,
+                                default_context_tokens=ctx_default) for k, e in entries]
+        recent = [status_row(r) for r in rows]
+        paths.append(str(store.path))
+        count += total
+        newest.extend(rows)
+        by_agent.append({"agentId": agent_id, "path": str(store.path), "count": total, "recent": recent})
+    newest.sort(key=lambda r: -(r["updatedAt"] or 0))
+    agents = _selected_agents(ctx, None)
+    result: dict[str, Any] = {"runtimeVersion": __version__}
+    if params.get("includeCliProjection") is True:
+        configured = configured_agent_ids(ctx.config)
+        explicit = len(configured) > 1
+        result["cliProjection"] = {"agents": {
+            "defaultId": None if explicit else default_agent_id(ctx.config),
+            "ownership": "explicit" if explicit else "sole",
+            "selectionRequired": explicit,
+            "rows": [{"id": agent} for agent in configured],
+        }, "updateChannel": None}
+    # This Gateway runs no heartbeats, channels or tasks: those summaries are truthfully empty
+    # (the real CLI's `status --json` reads them).
+    result["heartbeat"] = {"defaultAgentId": default_agent_id(ctx.config), "agents": [
+        {"agentId": agent, "enabled": False, "every": "disabled", "everyMs": None} for agent in agents]}
+    result["channelSummary"] = []
+    result["queuedSystemEvents"] = []
+    result["degradedSecretOwners"] = []
+    result["tasks"] = {"total": 0, "active": 0, "terminal": 0, "failures": 0,
+                       "byStatus": dict.fromkeys(_TASK_STATUSES, 0), "byRuntime": dict.fromkeys(_TASK_RUNTIMES, 0)}
+    result["taskAudit"] = {"total": 0, "warnings": 0, "errors": 0, "byCode": dict.fromkeys(_TASK_AUDIT_CODES, 0)}
+    result["sessions"] = {
+        "paths": paths,
+        "count": count,
+        "defaults": {"model": _list_defaults((model_default, ctx_default))["model"], "contextTokens": ctx_default},
+        "recent": [status_row(r) for r in newest[:RECENT_LIMIT]],
+        "byAgent": by_agent,
+    }
+    result["pid"] = os.getpid()
+    return result
+
+
+def gateway_agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """The Gateway's `agents.list`: `{defaultId, ownership, selectionRequired, mainKey, scope,
+    agents:[{id, workspace, model?}]}` (the CLI's `agents list --json` is `ops.agents.list_agents`)."""
+    from openclaw_cli.config import configured_agent_ids, default_agent_id
+
+    configured = configured_agent_ids(ctx.config)
+    explicit = len(configured) > 1
+    model_default, _ = _defaults(ctx)
+    session = getattr(getattr(ctx.config, "model", None), "session", None)
+    agents = []
+    for agent_id in configured:
+        row: dict[str, Any] = {"id": agent_id, "workspace": str(ctx.paths.state_dir / f"workspace-{agent_id}")}
+        if model_default:
+            row["model"] = {"primary": model_default}
+        agents.append(row)
+    return {
+        "defaultId": default_agent_id(ctx.config),
+        "ownership": "explicit" if explicit else "sole",
+        "selectionRequired": explicit,
+        "mainKey": (getattr(session, "main_key", None) or "main"),
+        "scope": getattr(session, "scope", None) or "per-sender",
+        "agents": agents,
+    }
