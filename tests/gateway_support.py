@@ -1,175 +1,218 @@
-"""A small in-process fake of OpenClaw's Gateway (protocol 4) for client tests: a websockets asyncio
-server on 127.0.0.1 port 0 in a thread. It speaks first (`connect.challenge`), checks the
-`connect` frame (token, protocol), answers `hello-ok`, then hands each request to `respond`.
-Every frame it receives and the client's close code are recorded for assertions.
-
-`respond(method, params, send_event)` returns one of:
-  ("ok", payload) | ("error", {code, message, details?, retryable?}) | ("close", code, reason)
-  | ("hang",) (never answer) | ("raw", text) (a non-JSON frame)
-and may call `send_event(name, payload)` first to interleave events.
-"""
+"""Test helpers for the Gateway server: an in-process server on a background thread, a
+`gateway run` subprocess in its own process group, and a minimal synchronous WebSocket client
+(websockets' sync client; the real client lives in `openclaw_cli.gateway.client`, not used here)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import ssl
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-HELLO = {"type": "hello-ok", "protocol": 4,
-         "server": {"version": "2026.9.6", "connId": "fake-conn"},
-         "features": {"methods": ["health", "sessions.list", "sessions.cleanup"], "events": ["tick"]},
-         "snapshot": {}, "auth": {"method": "token", "role": "operator", "scopes": []},
-         "policy": {"maxPayload": 26214400}}
-BAD_TOKEN = {"code": "INVALID_REQUEST",
-             "message": "unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device)",
-             "details": {"code": "AUTH_TOKEN_MISMATCH", "authReason": "token_mismatch",
-                         "canRetryWithDeviceToken": False, "recommendedNextStep": "update_auth_credentials"}}
+from websockets.sync.client import connect as ws_connect
+
+TOKEN = "test-token-0123456789"
+ALL_SCOPES = ["operator.admin", "operator.read", "operator.write"]
+RECV_TIMEOUT = 10.0
 
 
-ECHO_METHODS = {"sessions.cleanup", "sessions.compact", "agents.delete", "sessions.list"}
+class GatewayThread:
+    """`GatewayServer` on its own event loop in a thread (port 0 on 127.0.0.1)."""
 
+    def __init__(self, paths: Any = None, **options: Any) -> None:
+        from openclaw_cli.gateway.auth import AuthPolicy
+        from openclaw_cli.gateway.server import GatewayServer, ServerOptions
+        from openclaw_cli.ops.context import Context
+        from openclaw_cli.paths import resolve_paths
 
-def default_respond(method: str, params: Any, send_event: Callable[[str, Any], None]) -> tuple:
-    if method == "health":
-        return ("ok", {"ok": True, "ts": 1, "durationMs": 3, "agents": []})
-    if method in ECHO_METHODS:
-        return ("ok", {"method": method, "params": params})
-    return ("error", {"code": "INVALID_REQUEST", "message": f"unknown method: {method}"})
+        paths = paths or Context.load(resolve_paths()).paths
+        options.setdefault("auth", AuthPolicy("token", TOKEN))
+        options.setdefault("host", "127.0.0.1")
+        options.setdefault("port", 0)
+        self.server = GatewayServer(paths, ServerOptions(**options))
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.url = ""
 
-
-class FakeGateway:
-    def __init__(self, *, token: str | None = "secret-token", respond: Callable[..., tuple] = default_respond,
-                 ssl_context: ssl.SSLContext | None = None, challenge: bool = True, protocol: int = 4):
-        self.token = token
-        self.respond = respond
-        self.ssl_context = ssl_context
-        self.challenge = challenge
-        self.protocol = protocol
-        self.received: list[dict[str, Any]] = []
-        self.closes: list[int | None] = []
-        self.connections = 0
-        self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-
-    # ---- lifecycle ------------------------------------------------------------------------
-
-    def __enter__(self) -> FakeGateway:
-        self._thread = threading.Thread(target=self._run, daemon=True)
+    def __enter__(self) -> GatewayThread:
         self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("fake gateway did not start")
+        host, port = asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(timeout=30)
+        self.url = f"ws://{host}:{port}"
+        return self
+
+    def stop(self) -> None:
+        if not self.loop.is_running():
+            return
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout=60)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=30)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class GatewayProcess:
+    """`python -m openclaw_cli gateway run` in its own process group; `url` from its ready line."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None, token: str | None = TOKEN) -> None:
+        argv = [sys.executable, "-m", "openclaw_cli", "gateway", "run", "--port", "0", "--allow-unconfigured"]
+        if token is not None:
+            argv += ["--auth", "token", "--token", token]
+        self.argv = argv + list(args)
+        self.env = dict(os.environ, **(env or {}))
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+        self.lines: list[str] = []
+
+    def start(self, timeout: float = 30) -> GatewayProcess:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=self.env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        assert self.proc.stderr is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                raise AssertionError(f"gateway exited ({self.proc.wait()}): {''.join(self.lines)}")
+            self.lines.append(line)
+            if "listening on " in line:
+                self.url = line.split("listening on ", 1)[1].split()[0]
+            if "[gateway] ready" in line:
+                threading.Thread(target=self._drain, daemon=True).start()
+                return self
+        raise AssertionError(f"gateway not ready within {timeout} s: {''.join(self.lines)}")
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def signal(self, sig: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+
+    def wait(self, timeout: float = 60) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+        return self.proc.wait(timeout=30)
+
+    def __enter__(self) -> GatewayProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Client:
+    """One WebSocket connection: the challenge is read on open; `request()` returns the response
+    with the request's id and keeps every event that arrived meanwhile in `events`."""
+
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        kwargs.setdefault("open_timeout", 10)
+        kwargs.setdefault("max_size", None)
+        kwargs.setdefault("compression", None)
+        self.ws = ws_connect(url, proxy=None, **kwargs).__enter__()  # closed by close()
+        self.challenge = json.loads(self.ws.recv(timeout=RECV_TIMEOUT))
+        self.events: list[dict[str, Any]] = []
+        self._n = 0
+
+    def send(self, frame: Any) -> None:
+        self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    def recv(self, timeout: float = RECV_TIMEOUT) -> dict[str, Any]:
+        return json.loads(self.ws.recv(timeout=timeout))
+
+    def request(self, method: str, params: Any = None, *, req_id: str | None = None, omit_params: bool = False,
+                timeout: float = RECV_TIMEOUT) -> dict[str, Any]:
+        self._n += 1
+        req_id = req_id or f"t-{self._n}"
+        frame: dict[str, Any] = {"type": "req", "id": req_id, "method": method}
+        if not omit_params:
+            frame["params"] = {} if params is None else params
+        self.send(frame)
+        return self.response(req_id, timeout=timeout)
+
+    def response(self, req_id: str, timeout: float = RECV_TIMEOUT) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = self.recv(max(0.01, deadline - time.monotonic()))
+            if frame.get("type") == "res" and frame.get("id") == req_id:
+                return frame
+            if frame.get("type") == "event":
+                self.events.append(frame)
+
+    def drain_events(self, seconds: float) -> list[dict[str, Any]]:
+        """Every event that arrives within `seconds` (bounded wait)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self.events
+            try:
+                frame = self.recv(left)
+            except TimeoutError:
+                return self.events
+            if frame.get("type") == "event":
+                self.events.append(frame)
+
+    def hello(self, token: str | None = TOKEN, scopes: list[str] | None = None, **params: Any) -> dict[str, Any]:
+        connect = connect_params(token, ALL_SCOPES if scopes is None else scopes, **params)
+        return self.request("connect", connect)
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"{'wss' if self.ssl_context else 'ws'}://127.0.0.1:{self.port}"
-
-    def requests(self, method: str | None = None) -> list[dict[str, Any]]:
-        return [f for f in self.received if f.get("type") == "req" and (method is None or f.get("method") == method)]
-
-    def wait_closed(self, count: int = 1, timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.closes) < count and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-    # ---- server ---------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        asyncio.run(self._main())
-
-    async def _main(self) -> None:
-        from websockets.asyncio.server import serve
-
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with serve(self._handler, "127.0.0.1", 0, ssl=self.ssl_context) as server:
-            self.port = server.sockets[0].getsockname()[1]
-            self._ready.set()
-            await self._stop.wait()
-
-    async def _handler(self, ws: Any) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        self.connections += 1
-        try:
-            if not self.challenge:  # a listener that never speaks
-                assert self._stop is not None
-                await self._stop.wait()
-                return
-            await ws.send(json.dumps({"type": "event", "event": "connect.challenge",
-                                      "payload": {"nonce": "n-1", "ts": 1, "capabilities": []}}))
-            frame = json.loads(await ws.recv())
-            self.received.append(frame)
-            params = frame.get("params") or {}
-            if params.get("minProtocol", 0) > self.protocol or params.get("maxProtocol", 0) < self.protocol:
-                await self._error(ws, frame["id"], {"code": "INVALID_REQUEST", "message": "protocol mismatch",
-                                                    "details": {"code": "PROTOCOL_MISMATCH", "expectedProtocol": self.protocol}})
-                await ws.close(1002, "protocol mismatch")
-                return
-            if self.token is not None and (params.get("auth") or {}).get("token") != self.token:
-                await self._error(ws, frame["id"], BAD_TOKEN)
-                await ws.close(1008, BAD_TOKEN["message"])
-                return
-            hello = dict(HELLO, protocol=self.protocol,
-                         auth={"method": "token", "role": "operator", "scopes": params.get("scopes")})
-            await ws.send(json.dumps({"type": "res", "id": frame["id"], "ok": True, "payload": hello}))
-            async for message in ws:
-                request = json.loads(message)
-                self.received.append(request)
-                await self._answer(ws, request)
-        except ConnectionClosed:
-            pass
-        finally:
-            rcvd = ws.protocol.close_rcvd
-            self.closes.append(rcvd.code if rcvd is not None else None)
-
-    async def _error(self, ws: Any, request_id: str, error: dict[str, Any]) -> None:
-        await ws.send(json.dumps({"type": "res", "id": request_id, "ok": False, "error": error}))
-
-    async def _answer(self, ws: Any, request: dict[str, Any]) -> None:
-        events: list[str] = []
-
-        def send_event(name: str, payload: Any) -> None:
-            events.append(json.dumps({"type": "event", "event": name, "payload": payload}))
-
-        outcome = self.respond(request.get("method"), request.get("params"), send_event)
-        for event in events:
-            await ws.send(event)
-        kind = outcome[0]
-        if kind == "ok":
-            await ws.send(json.dumps({"type": "res", "id": request["id"], "ok": True, "payload": outcome[1]}))
-        elif kind == "error":
-            await self._error(ws, request["id"], outcome[1])
-        elif kind == "close":
-            await ws.close(outcome[1], outcome[2])
-        elif kind == "raw":
-            await ws.send(outcome[1])
-        elif kind == "hang":
-            assert self._stop is not None
-            await self._stop.wait()
+        self.close()
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    import socket
+def connect_params(token: str | None = TOKEN, scopes: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "minProtocol": 4, "maxProtocol": 4,
+        "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
+        "role": "operator", "scopes": ALL_SCOPES if scopes is None else scopes, "caps": [],
+    }
+    if token is not None:
+        params["auth"] = {"token": token}
+    params.update(extra)
+    return params
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
+def connected(url: str, scopes: list[str] | None = None) -> Client:
+    client = Client(url)
+    res = client.hello(scopes=scopes)
+    assert res["ok"], res
+    return client
 
 
-def write_config(path: Any, gateway: dict[str, Any], **extra: Any) -> None:
-    path.write_text(json.dumps({"gateway": gateway, **extra}))
+def write_config(state: Path, config: dict[str, Any]) -> None:
+    (state / "openclaw.json").write_text(json.dumps(config))
+
+
+RECORDED_CONFIG = {
+    "gateway": {"mode": "local", "bind": "loopback", "port": 45488, "auth": {"mode": "token", "token": TOKEN}},
+    "agents": {"ownership": "explicit", "entries": {"main": {}, "ops": {}, "spare": {}}},
+}

@@ -6,7 +6,7 @@ recorded in fixtures/gateway-2026.9.6), plus the periodic `tick` and `health` pa
 * `delete`: `{sessionKey, sessionId, agentId, reason: "delete", ts}` then a rowless
   `{reason: "delete", ts}`; nothing when nothing was deleted;
 * `cleanup`: a rowless `{reason: "cleanup", ts}` per cleaned store;
-* `agents.delete`: a rowless `{reason: "delete", agentId, ts}` (OpenClaw's cron re-binding events
+* `agents.delete`: none (OpenClaw's events there are cron re-bindings and config reloads, which
   have no counterpart here).
 
 `before(...)` runs inside the writer, ahead of the mutation, to remember what the mutation will
@@ -61,7 +61,8 @@ def _keyed(ctx: Context, reason: str, key: str, params: dict[str, Any], now: int
            extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
     from openclaw_cli.ops.session_views import describe
 
-    row = describe(ctx, {"key": key, **({"agentId": params["agentId"]} if params.get("agentId") else {})})["session"]
+    scope = {"agentId": params["agentId"]} if params.get("agentId") else {}
+    row = describe(ctx, {"key": key, "runState": True, **scope})["session"]  # the row as sessions.list has it
     if row is None:
         return None
     payload: dict[str, Any] = {"sessionKey": row["key"], "agentId": row["agentId"], "reason": reason}
@@ -92,8 +93,6 @@ def after(ctx: Context, method: str, params: dict[str, Any], result: Any, prior:
         return [{"sessionKey": key, "sessionId": prior.get("sessionId"),
                  "agentId": prior.get("agentId") or _agent_of(ctx, params, key), "reason": "delete", "ts": now},
                 {"reason": "delete", "ts": now}]
-    if method == "agents.delete":
-        return [{"reason": "delete", "agentId": result.get("agentId"), "ts": now}] if result.get("ok") else []
     reason = KEYED_METHODS.get(method)
     if reason is None:
         return []

@@ -61,7 +61,7 @@ EVENT_SESSIONS_CHANGED = "sessions.changed"
 EVENT_TICK = "tick"
 EVENT_HEALTH = "health"
 EVENT_SHUTDOWN = "shutdown"
-CHALLENGE_CAPABILITIES = ("model-catalog-snapshot",)
+CHALLENGE_CAPABILITIES: tuple[str, ...] = ()  # OpenClaw advertises model-catalog-snapshot; we serve none
 
 TOKEN_MISMATCH_MESSAGE = ("unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or "
                           "pair the device)")

@@ -41,7 +41,7 @@ from openclaw_cli.errors import OpenClawError, SessionBusyError, StateOwnedError
 from openclaw_cli.gateway import events, protocol, schemas, scopes
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.ops.context import Context
-from openclaw_cli.ops.methods import METHODS, Method
+from openclaw_cli.ops.methods import ADMIN, METHODS, Method
 from openclaw_cli.paths import StatePaths
 
 # hello-ok `features.methods`: OpenClaw's order for the ones we serve (others follow in table order)
@@ -393,8 +393,9 @@ class GatewayServer:
             "type": "hello-ok",
             "protocol": protocol.PROTOCOL_VERSION,
             "server": {"version": __version__, "bootId": self.boot_id, "connId": conn.conn_id},
-            "features": {"methods": served_methods(), "events": list(EVENTS)},
+            "features": {"methods": served_methods(), "events": list(EVENTS), "capabilities": []},
             "snapshot": {
+                "suspension": {"phase": "draining" if self.stopping else "accepting"},
                 "presence": [],
                 "health": self._health or {},
                 "stateVersion": {"presence": 1, "health": self._health_version},
@@ -408,9 +409,8 @@ class GatewayServer:
                     "mainSessionKey": f"agent:{default}:{main}",
                     "scope": getattr(session, "scope", None) or "per-sender",
                 },
-                "configPath": str(self.paths.config_path),
-                "stateDir": str(self.paths.state_dir),
-                "authMode": self.options.auth.mode,
+                **({"configPath": str(self.paths.config_path), "stateDir": str(self.paths.state_dir),
+                    "authMode": self.options.auth.mode} if ADMIN in conn.scopes else {}),  # admin only, as OpenClaw
             },
             "auth": {"method": auth_method, "role": protocol.ROLE_OPERATOR, "scopes": list(conn.scopes)},
             "policy": {"maxPayload": protocol.MAX_PAYLOAD, "maxBufferedBytes": protocol.MAX_BUFFERED_BYTES,

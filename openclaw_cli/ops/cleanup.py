@@ -117,7 +117,19 @@ def store_views(results: list[StoreCleanup]) -> list[dict[str, Any]]:
     return views
 
 
+# The Gateway's wording when a request names no store while several agents are configured.
+OWNERLESS_OPERATION = ("Multiple agents are configured, but this operation has no explicit owner. Select an agent "
+                       "explicitly; CLI callers can pass --agent <id>, channels can add a binding, and ambient "
+                       "services can set their agentId target.")
+
+
 def sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """The `sessions.cleanup` method: OpenClaw's document (one summary bare, else the wrapper)."""
+    from openclaw_cli.config import configured_agent_ids
+    from openclaw_cli.errors import SelectionError
+
     options = options_from_params(params)
+    if (options.agent is None and not options.all_agents and options.store is None
+            and len(configured_agent_ids(ctx.config)) > 1):
+        raise SelectionError(OWNERLESS_OPERATION)
     return cleanup_document(cleanup_stores(ctx, options), options)

@@ -61,8 +61,9 @@ def _text(value: Any) -> str | None:
 
 
 def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str, now: int,
-                defaults: tuple[str | None, int | None]) -> dict[str, Any]:
-    """One `sessions.list` row in OpenClaw's field order, from what the entry holds."""
+                defaults: tuple[str | None, int | None], run_state: bool = True) -> dict[str, Any]:
+    """One `sessions.list` row in OpenClaw's field order, from what the entry holds (`run_state`:
+    the listing's `hasActiveRun`/`activeRunIds`, which `sessions.describe` does not carry)."""
     from openclaw_cli.keys import parse_agent_key
     from openclaw_cli.ops.rows import session_row
 
@@ -137,8 +138,9 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
     if last_channel:
         row["lastChannel"] = last_channel
     row["snapshotAt"] = now
-    row["hasActiveRun"] = False  # this Gateway runs no agents
-    row["activeRunIds"] = []
+    if run_state:
+        row["hasActiveRun"] = False  # this Gateway runs no agents
+        row["activeRunIds"] = []
     return row
 
 
@@ -400,7 +402,8 @@ def describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     agent_id, store, key, entry = found
     with store:
         now = ctx.now_ms()
-        row = gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=_defaults(ctx))
+        row = gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=_defaults(ctx),
+                          run_state=params.get("runState") is True)
         if params.get("includeLastMessage") is True:
             last = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
             if last:
@@ -515,7 +518,8 @@ def gateway_status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     # This Gateway runs no heartbeats, channels or tasks: those summaries are truthfully empty
     # (the real CLI's `status --json` reads them).
     result["heartbeat"] = {"defaultAgentId": default_agent_id(ctx.config), "agents": [
-        {"agentId": agent, "enabled": False, "every": "disabled", "everyMs": None} for agent in agents]}
+        {"agentId": agent, "enabled": False, "every": "disabled", "everyMs": None, "waitingForRoute": False}
+        for agent in agents]}
     result["channelSummary"] = []
     result["queuedSystemEvents"] = []
     result["degradedSecretOwners"] = []
