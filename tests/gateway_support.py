@@ -61,7 +61,8 @@ class GatewayProcess:
     """`python -m openclaw_cli gateway run` in its own process group; `url` from its ready line."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, token: str | None = TOKEN) -> None:
-        argv = [sys.executable, "-m", "openclaw_cli", "gateway", "run", "--port", "0", "--allow-unconfigured"]
+        argv = [sys.executable, "-m", "openclaw_cli", "gateway", "run", "--port", "0", "--allow-unconfigured",
+                "--verbose"]
         if token is not None:
             argv += ["--auth", "token", "--token", token]
         self.argv = argv + list(args)
