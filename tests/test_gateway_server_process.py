@@ -123,16 +123,14 @@ def test_password_file_and_env_token(state_dir: Path, tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("hunter2-pw\n")
     write_config(state_dir, {"gateway": {"mode": "local"}})
-    with GatewayProcess("--auth", "password", "--password-file", str(secret), token=None) as gw:
-        with Client(gw.url) as c:
-            from tests.gateway_support import connect_params
+    from tests.gateway_support import connect_params
 
-            params = connect_params(None)
-            params["auth"] = {"password": "hunter2-pw"}
-            assert c.request("connect", params)["ok"] is True
-    with GatewayProcess(token=None, env={"OPENCLAW_GATEWAY_TOKEN": "from-env-token"}) as gw:
-        with Client(gw.url) as c:
-            assert c.hello(token="from-env-token")["ok"] is True
+    with GatewayProcess("--auth", "password", "--password-file", str(secret), token=None) as gw, Client(gw.url) as c:
+        params = connect_params(None)
+        params["auth"] = {"password": "hunter2-pw"}
+        assert c.request("connect", params)["ok"] is True
+    with GatewayProcess(token=None, env={"OPENCLAW_GATEWAY_TOKEN": "from-env-token"}) as gw, Client(gw.url) as c:
+        assert c.hello(token="from-env-token")["ok"] is True
 
 
 # ---- SIGKILL while serving a write -------------------------------------------------------------------------
