@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from websockets.asyncio.client import connect
 
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write"]
@@ -62,9 +63,9 @@ class _Conn:
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.n += 1
         req_id = f"r{self.n}"
-        await self.ws.send(json.dumps({"type": "req", "id": req_id, "method": method, "params": params}))
+        await self.ws.send(orjson.dumps({"type": "req", "id": req_id, "method": method, "params": params}).decode())
         while True:
-            frame = json.loads(await self.ws.recv())
+            frame = orjson.loads(await self.ws.recv())
             if frame.get("type") == "res" and frame.get("id") == req_id:
                 return frame
 

@@ -224,6 +224,7 @@ class GatewayServer:
         self._server: Any = None
         self._started = time.monotonic()
         self._config: Any = None
+        self._paths: StatePaths = paths  # with the config's session.store applied
         self._config_key: Any = object()
         self._writes_inflight = 0
         self._writes_idle = asyncio.Event()
@@ -235,6 +236,9 @@ class GatewayServer:
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     async def start(self) -> tuple[str, int]:
+        from openclaw_cli.store.sqlite_common import enable_live_reads
+
+        enable_live_reads()  # reads run while this process writes: WAL readers, never immutable ones
         self._context()  # a bad config fails the start, not the first request
         self._server = await serve(
             self._handle, self.options.host, self.options.port, ssl=self.options.ssl,
@@ -288,8 +292,8 @@ class GatewayServer:
             key = None
         if key != self._config_key:
             loaded = Context.load(self.paths)
-            self._config, self._config_key = loaded.config, key
-        return Context(paths=self.paths.with_config(self._config), config=self._config, clock=self.clock)
+            self._config, self._paths, self._config_key = loaded.config, loaded.paths, key
+        return Context(paths=self._paths, config=self._config, clock=self.clock)
 
     # ---- connections ---------------------------------------------------------------------------------------
     async def _handle(self, ws: ServerConnection) -> None:

@@ -61,7 +61,8 @@ def _text(value: Any) -> str | None:
 
 
 def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str, now: int,
-                defaults: tuple[str | None, int | None], run_state: bool = True) -> dict[str, Any]:
+                defaults: tuple[str | None, int | None], run_state: bool = True,
+                main: str | None = None) -> dict[str, Any]:
     """One `sessions.list` row in OpenClaw's field order, from what the entry holds (`run_state`:
     the listing's `hasActiveRun`/`activeRunIds`, which `sessions.describe` does not carry)."""
     from openclaw_cli.keys import parse_agent_key
@@ -72,7 +73,7 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
     parsed = parse_agent_key(key)
     rest = parsed[1] if parsed else key
     peer = _PEER_REST.match(rest)
-    is_main = key == _main_key(ctx, agent_id)
+    is_main = key == (main if main is not None else _main_key(ctx, agent_id))
     group = base["kind"] == "group"
     classification = _classification(key, entry, is_main=is_main, group=group)
     delivery = _dict(entry.get("delivery")) or {}
@@ -266,14 +267,52 @@ def _matcher(params: dict[str, Any]) -> Any:
     return match
 
 
+# Listing pages of a live process (the Gateway), valid until a store they read changes (every
+# commit changes its token); `ts`/`snapshotAt` are set per response. Bounded, oldest dropped first.
+_PAGES: dict[Any, tuple[Any, dict[str, Any]]] = {}
+_PAGES_MAX = 64
+
+
 def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """`sessions.list`: `{ts, path, count, totalCount, limitApplied, offset?, nextOffset, hasMore,
     owners, defaults, sessions}`; pinned rows first, then newest first; archived rows only with
     `archived: true | "all"`; `limit` 100 by default."""
+    import orjson
+
     from openclaw_cli.gcpause import gc_paused
-    from openclaw_cli.store.base import ListingQuery
 
     now = ctx.now_ms()
+    agents = _selected_agents(ctx, params.get("agentId"), configured_only=params.get("configuredAgentsOnly") is True)
+    stores: list[tuple[str, Any]] = []
+    try:
+        for agent_id in agents:
+            store = _open_existing(ctx, agent_id)
+            if store is not None:
+                stores.append((agent_id, store))
+        tokens = [store.change_token() for _, store in stores]
+        cache_key = None
+        if not params.get("activeMinutes") and None not in tokens:  # activeMinutes depends on the clock
+            cache_key = (orjson.dumps(params, option=orjson.OPT_SORT_KEYS), tuple(tokens), id(ctx.config),
+                         str(ctx.paths.state_dir))
+            cached = _PAGES.get(cache_key)
+            if cached is not None and cached[0] is ctx.config:  # the same config object, not a reused id
+                hit = cached[1]
+                return {**hit, "ts": now, "sessions": [{**row, "snapshotAt": now} for row in hit["sessions"]]}
+        with gc_paused():
+            result = _list_page(ctx, params, stores, now)
+        if cache_key is not None and [store.change_token() for _, store in stores] == tokens:
+            if len(_PAGES) >= _PAGES_MAX:
+                _PAGES.pop(next(iter(_PAGES)), None)
+            _PAGES[cache_key] = (ctx.config, result)
+        return result
+    finally:
+        for _, store in stores:
+            store.close()
+
+
+def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any]], now: int) -> dict[str, Any]:
+    from openclaw_cli.store.base import ListingQuery
+
     limit = params.get("limit", DEFAULT_LIST_LIMIT)
     offset = params.get("offset", 0)
     archived = params.get("archived", False)
@@ -284,38 +323,34 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
         label=params.get("label"),
         pinned=params.get("pinned"),
         match=_matcher(params),
+        limit=offset + limit,  # each store's first offset+limit rows: enough for the merged page
     )
     defaults = _defaults(ctx)
-    agents = _selected_agents(ctx, params.get("agentId"), configured_only=params.get("configuredAgentsOnly") is True)
     pages: list[tuple[str, str, dict[str, Any]]] = []
     total = 0
-    paths: list[str] = []
-    with gc_paused():
-        for agent_id in agents:
-            store = _open_existing(ctx, agent_id)
-            if store is None:
-                continue
-            with store:
-                paths.append(str(store.path))
-                # each store's first offset+limit rows: enough for the merged page
-                head = ListingQuery(**{**query.__dict__, "offset": 0, "limit": offset + limit})
-                rows, matched = store.list_view(head)
-                total += matched
-                pages.extend((agent_id, key, entry) for key, entry in rows)
-        if len(paths) > 1:
-            from openclaw_cli.keys import derive_row_flags
-            from openclaw_cli.store.base import listing_order
+    for agent_id, store in stores:
+        rows, matched = store.list_view(query)
+        total += matched
+        pages.extend((agent_id, key, entry) for key, entry in rows)
+    if len(stores) > 1:
+        from openclaw_cli.keys import derive_row_flags
+        from openclaw_cli.store.base import listing_order
 
-            pages.sort(key=lambda item: listing_order((item[1], item[2], derive_row_flags(item[2], item[1])["pinned"])))
-        page = pages[offset:offset + limit]
-        sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults)
-                    for agent_id, key, entry in page]
-        if params.get("includeLastMessage") is True:
-            _add_last_messages(ctx, page, sessions)
+        pages.sort(key=lambda item: listing_order((item[1], item[2], derive_row_flags(item[2], item[1])["pinned"])))
+    page = pages[offset:offset + limit]
+    mains = {agent_id: _main_key(ctx, agent_id) for agent_id, _ in stores}
+    sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults, main=mains[agent_id])
+                for agent_id, key, entry in page]
+    if params.get("includeLastMessage") is True:
+        by_agent = dict(stores)
+        for (agent_id, _key, entry), row in zip(page, sessions, strict=True):
+            found = _recent_messages(by_agent[agent_id], entry, 1, LAST_MESSAGE_MAX_CHARS)
+            if found:
+                _insert_after(row, "displayName", "lastMessagePreview", found[-1]["text"])
     has_more = offset + len(sessions) < total
     result: dict[str, Any] = {
         "ts": now,
-        "path": paths[0] if len(paths) == 1 else MULTIPLE,
+        "path": str(stores[0][1].path) if len(stores) == 1 else MULTIPLE,
         "count": len(sessions),
         "totalCount": total,
         "limitApplied": limit,
@@ -330,23 +365,6 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
         "sessions": sessions,
     })
     return result
-
-
-def _add_last_messages(ctx: Context, page: list[tuple[str, str, dict[str, Any]]], rows: list[dict[str, Any]]) -> None:
-    """`lastMessagePreview`: the newest visible user/assistant text, placed after displayName."""
-    stores: dict[str, Any] = {}
-    try:
-        for (agent_id, _key, entry), row in zip(page, rows, strict=True):
-            store = stores.get(agent_id) or stores.setdefault(agent_id, _open_existing(ctx, agent_id))
-            if store is None:
-                continue
-            found = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
-            if found:
-                _insert_after(row, "displayName", "lastMessagePreview", found[-1]["text"])
-    finally:
-        for store in stores.values():
-            if store is not None:
-                store.close()
 
 
 def _insert_after(row: dict[str, Any], anchor: str, name: str, value: Any) -> None:

@@ -125,6 +125,11 @@ class SessionStore(ABC):
     def get_entry(self, key: str) -> dict[str, Any] | None:
         return self.load_entries().get(key)
 
+    def change_token(self) -> Any:
+        """A value that changes whenever the store's content changes, for a live process's caches;
+        None when the store cannot tell (then nothing is cached)."""
+        return None
+
     def list_view(self, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
         """The page `query` selects, and how many rows match it in all."""
         return listing_page(self.load_entries().items(), query)

@@ -39,6 +39,7 @@ from openclaw_cli.store.base import (
 )
 from openclaw_cli.store.sqlite_common import (
     ReadOnlyConnection,
+    cached_fact,
     event_token_estimate,
     finite_number,
     iso_from_ms,
@@ -199,6 +200,10 @@ def _sort_for_listing(rows: list[tuple[str, Any, str]]) -> list[tuple[str, Any, 
     dated.sort(key=_BY_UPDATED, reverse=True)  # reverse keeps stability: ties stay key-ordered
     dated.extend(row for row in rows if row[1] is None)
     return dated
+
+
+def _counted(row: tuple[int, str | None]) -> tuple[int, list[str]]:
+    return row[0], (orjson.loads(row[1]) if row[1] else [])
 
 
 def _listing_sort_key(key: str, entry: dict[str, Any]) -> tuple[bool, float, str]:
@@ -504,6 +509,14 @@ class SqliteStore(SessionStore):
             scanned = scanned[: max(int(limit), 0)]
         return _parse_entries([(key, text) for key, _, text in scanned]), total
 
+    def change_token(self) -> Any:
+        """The keeper's `PRAGMA data_version` in a live process (it changes on every commit of
+        another connection, which every write is); None otherwise."""
+        from openclaw_cli.store.sqlite_common import keeper
+
+        keep = keeper(self.path, self.busy_timeout_ms)
+        return None if keep is None else (str(self.path), keep.version())
+
     def list_view(self, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
         """From the projection columns: one counting scan (which also names the pinned rows), the
         pinned rows, then the unpinned page walked along the updated_at index. A `match` filter
@@ -525,10 +538,10 @@ class SqliteStore(SessionStore):
 
         def run(c: sqlite3.Connection) -> tuple[list[tuple[str, dict[str, Any]]], int] | None:
             with self._snapshot():
-                total, pinned_json = c.execute(
-                    "SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
-                    f" FROM session_nodes WHERE {condition}", params).fetchone()
-                pinned_keys = orjson.loads(pinned_json) if pinned_json else []
+                c.execute("SELECT 1 FROM session_nodes LIMIT 1").fetchone()  # the snapshot starts here
+                total, pinned_keys = cached_fact(self.path, ("listing", condition, tuple(params)), lambda: _counted(
+                    c.execute("SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
+                              f" FROM session_nodes WHERE {condition}", params).fetchone()))
                 pinned: list[tuple[str, dict[str, Any]]] = []
                 if pinned_keys:
                     marks = ",".join("?" * len(pinned_keys))

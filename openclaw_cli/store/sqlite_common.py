@@ -14,6 +14,7 @@ import re
 import shutil
 import sqlite3
 import struct
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,6 +132,72 @@ def _connect_uri(uri: str, timeout_ms: int) -> sqlite3.Connection:
     return conn
 
 
+# ---- live reads (a long-running process that also writes: the Gateway) -----------------------------
+
+class _Keeper:
+    """One plain connection a live process keeps open on a WAL database: the `-wal`/`-shm` files
+    stay in place, so every read-only connection is a proper WAL reader (`mode=ro`), never an
+    `immutable=1` one that a concurrent write could invalidate; and its `PRAGMA data_version`
+    (which changes whenever another connection commits) tells cached listing facts apart."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.cache: dict[Any, tuple[int, Any]] = {}
+
+    def version(self) -> int:
+        with self.lock:
+            return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+_LIVE = {"enabled": False}
+_KEEPERS: dict[str, _Keeper] = {}
+_KEEPERS_LOCK = threading.Lock()
+
+
+def enable_live_reads() -> None:
+    """For a process that writes while it serves reads (the Gateway): read-only opens of WAL
+    databases keep a connection open per database (see `_Keeper`) instead of reading immutably."""
+    _LIVE["enabled"] = True
+
+
+def keeper(path: Path, timeout_ms: int = 60000) -> _Keeper | None:
+    """The live process's keeper of `path` (opened on first use); None outside live mode."""
+    if not _LIVE["enabled"]:
+        return None
+    key = os.path.realpath(path)
+    found = _KEEPERS.get(key)
+    if found is None:
+        with _KEEPERS_LOCK:
+            found = _KEEPERS.get(key)
+            if found is None:
+                conn = sqlite3.connect(key, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False)
+                conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # maps the WAL index
+                found = _KEEPERS[key] = _Keeper(conn)
+    return found
+
+
+def cached_fact(path: Path, key: Any, compute: Any) -> Any:
+    """`compute()` remembered per database until another connection commits (live mode only).
+    Call it inside a read transaction that has already read (its snapshot is then at least as new
+    as the version checked). The version is read before and after computing; a commit in between
+    is not cached."""
+    keep = keeper(path)
+    if keep is None:
+        return compute()
+    before = keep.version()
+    hit = keep.cache.get(key)
+    if hit is not None and hit[0] == before:
+        return hit[1]
+    value = compute()
+    if keep.version() == before:
+        if len(keep.cache) > 64:
+            keep.cache.clear()
+        keep.cache[key] = (before, value)
+    return value
+
+
 def open_readonly(path: Path, *, timeout_ms: int = 60000) -> ReadOnlyConnection:
     """Open a database for reading without ever creating or modifying a file next to it.
 
@@ -144,6 +211,9 @@ def open_readonly(path: Path, *, timeout_ms: int = 60000) -> ReadOnlyConnection:
     Caveat of `immutable=1`: a writer that starts while we read is not seen; reads are short.
     """
     header = read_header(path)
+    if header is not None and header.wal and keeper(path, timeout_ms) is not None:
+        conn = _connect_uri(_uri(path, mode="ro"), timeout_ms)  # a WAL reader beside the keeper
+        return ReadOnlyConnection(_checked(conn, path), None, "ro")
     wal = Path(f"{path}-wal")
     shm = Path(f"{path}-shm")
     if header is None or not header.wal:
