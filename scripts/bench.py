@@ -408,6 +408,161 @@ def case_export_50mb(b: Bench) -> None:
                       runs, None, "< 5 s median", absolute_max=5.0)
 
 
+# ---- the Gateway (issues 10, 16) ------------------------------------------------------------------
+GATEWAY_TOKEN = "bench-token"
+LOAD_DATASET = ["2000", "0", "2028"]
+
+
+class _GatewayRun:
+    """`openclaw gateway run` on `state` (port 0, token auth) in its own process group."""
+
+    def __init__(self, b: Bench, state: Path) -> None:
+        import signal
+
+        self.signal = signal
+        self.proc = subprocess.Popen([*OURS, "gateway", "run", "--port", "0", "--auth", "token", "--token",
+                                      GATEWAY_TOKEN, "--allow-unconfigured"], env=_compiled_env(b.env_ours(state)),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self.url = ""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if "listening on " in line:
+                self.url = line.split("listening on ", 1)[1].split()[0]
+            if "[gateway] ready" in line:
+                break
+        if not self.url:
+            raise SystemExit(f"bench: the Gateway did not start ({self.proc.wait()})")
+        self.log: list[str] = []
+        import threading
+
+        threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True).start()
+
+    def stop(self) -> None:
+        os.killpg(self.proc.pid, self.signal.SIGTERM)
+        self.proc.wait(timeout=120)
+
+
+def _load_module():
+    sys.path.insert(0, str(ROOT))
+    from tests import gateway_load
+
+    return gateway_load
+
+
+def _served_methods(url: str) -> list[str]:
+    import asyncio
+
+    from websockets.asyncio.client import connect
+
+    async def hello() -> list[str]:
+        async with connect(url, proxy=None, max_size=None) as ws:
+            await ws.recv()
+            await ws.send(json.dumps(_load_module().connect_frame(GATEWAY_TOKEN)))
+            return json.loads(await ws.recv())["payload"]["features"]["methods"]
+
+    return asyncio.run(hello())
+
+
+def _gateway_line(b: Bench, name: str, report, target: str, checks: dict[str, bool]) -> None:
+    figures = report.summary()
+    verdict = " ".join(f"{label}:{'OK' if ok else 'MISSED'}" for label, ok in checks.items())
+    b.results.append({"case": name, "ours": figures, "target": target, "verdict": verdict})
+    print(f"\n{name}\n  {json.dumps(figures)}\n  target: {target} {verdict}", file=sys.stderr)
+
+
+def case_gateway_latency(b: Bench) -> None:
+    """sessions.list {limit:50} (and sessions.patch once served) with 20 concurrent clients on the
+    20,000-session store: p50/p99 and requests per second."""
+    import asyncio
+
+    load = _load_module()
+    state = b.data / "many-gateway"
+    if state.exists():
+        shutil.rmtree(state)
+    shutil.copytree(b.ours_imported("many"), state)
+    gw = _GatewayRun(b, state)
+    try:
+        from openclaw_cli.store.sqlite import SqliteStore
+
+        with SqliteStore(state / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
+            keys = [k for k, _ in store.list_entries(limit=2000)[0]]
+        asyncio.run(_only(load, gw.url, "sessions.list", {"limit": 50}, 20, 10))  # warm-up (page cache, pools)
+        list_runs = []
+        for _ in range(max(1, b.runs)):
+            list_runs.append(asyncio.run(_only(load, gw.url, "sessions.list", {"limit": 50}, 20, 100)))
+        best = sorted(list_runs, key=lambda r: r.percentile("sessions.list", 0.99) or 0)[len(list_runs) // 2]  # median
+        p99 = best.percentile("sessions.list", 0.99) or 0
+        _gateway_line(b, "Gateway sessions.list {limit:50}, 20 clients x 100, 20k sessions", best,
+                      "p99 < 50 ms (issue 16)", {"p99": p99 < 0.050 and not best.failures})
+        if "sessions.patch" in _served_methods(gw.url):
+            report = asyncio.run(load.run_load(gw.url, GATEWAY_TOKEN, clients=20, requests=100, keys=keys, patch=True,
+                                               cleanup=None, compact=None))
+            p99 = report.percentile("sessions.patch", 0.99) or 0
+            _gateway_line(b, "Gateway mixed list/describe/preview/patch, 20 clients x 100, 20k sessions", report,
+                          "patch p99 < 30 ms (issue 16)", {"patch p99": p99 < 0.030 and not report.failures})
+        else:
+            print("\n  sessions.patch is not served yet (issue 11): no patch latency", file=sys.stderr)
+    finally:
+        gw.stop()
+        shutil.rmtree(state)
+
+
+async def _only(load, url: str, method: str, params: dict, clients: int, requests: int):
+    import asyncio
+
+    report = load.LoadReport()
+
+    async def one() -> None:
+        conn = await load._open(url, GATEWAY_TOKEN)
+        try:
+            for _ in range(requests):
+                await load._timed(conn, report, method, params, method)
+        finally:
+            await conn.ws.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(clients)))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def case_gateway_load(b: Bench) -> None:
+    """50 clients x 200 mixed requests plus one cleanup and one compact, 2,000-session store: no
+    failure, no lost update, no `database is locked`."""
+    import asyncio
+
+    load = _load_module()
+    DATASETS.setdefault("load2k", LOAD_DATASET)
+    state = b.fresh_copy("load2k", "gateway-load")
+    env = b.env_ours(state, CLEANUP_CONFIG)
+    subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--json"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    from openclaw_cli.store.sqlite import SqliteStore
+
+    db = state / "agents/main/agent/openclaw-agent.sqlite"
+    with SqliteStore(db, "main", read_only=True) as store:
+        keys = [k for k, _ in store.list_entries()[0]]
+    gw = _GatewayRun(b, state)
+    try:
+        patch = "sessions.patch" in _served_methods(gw.url)
+        report = asyncio.run(load.run_load(gw.url, GATEWAY_TOKEN, clients=50, requests=200, keys=keys,
+                                           patch_keys=keys[:500], patch=patch, cleanup={"enforce": True},
+                                           compact={"key": "agent:main:main", "maxLines": 3}))
+    finally:
+        gw.stop()
+    with SqliteStore(db, "main", read_only=True) as store:
+        lost = load.lost_updates(report, store.load_entries())
+    locked = sum("database is locked" in line for line in [*gw.log, *report.failures])
+    _gateway_line(b, f"Gateway load: 50 clients x 200 mixed + cleanup + compact, 2,000 sessions"
+                     f"{'' if patch else ' (no patch: not served yet)'}", report,
+                  "no failure, no lost update, no database is locked",
+                  {"failures": not report.failures, "lost": not lost, "locked": locked == 0})
+    if report.failures or lost:
+        print("  " + "\n  ".join([*report.failures[:5], *lost[:5]]), file=sys.stderr)
+    shutil.rmtree(state)
+
+
 CASES: dict[str, Callable[[Bench], None]] = {
     "help": case_help,
     "gateway-fallback": case_gateway_fallback,
@@ -422,6 +577,8 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "compact-50mb-estimate": case_compact_50mb_estimate,
     "compact-over-threshold-big": case_compact_over_threshold_big,
     "export-50mb": case_export_50mb,
+    "gateway-latency": case_gateway_latency,
+    "gateway-load": case_gateway_load,
 }
 
 
