@@ -62,6 +62,9 @@ def test_run_status_ownership_and_graceful_stop(state_dir: Path) -> None:
         assert "owns this OpenClaw state directory" in json.loads(refused.stdout)["error"]["message"]
         second = run_cli("gateway", "run", "--port", "0", "--allow-unconfigured", "--auth", "none", timeout=30)
         assert second.returncode == 5 and f"pid {gw.pid}" in second.stderr
+        ours = run_cli("status", "--json", env={"OPENCLAW_GATEWAY_PORT": str(_port(gw.url))})
+        gateway = json.loads(ours.stdout)["gateway"]
+        assert gateway["reachable"] is True and isinstance(gateway["connectLatencyMs"], int), gateway
         client = connected(gw.url)
         gw.signal(signal.SIGTERM)
         with pytest.raises(ConnectionClosed) as closed:
