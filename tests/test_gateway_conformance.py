@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed
 
 from openclaw_cli.ops.methods import METHODS
 from tests.conftest import generate_legacy_state, run_cli
-from tests.gateway_support import RECORDED_CONFIG, TOKEN, Client, GatewayThread, write_config
+from tests.gateway_server_support import RECORDED_CONFIG, TOKEN, Client, GatewayThread, write_config
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gateway-2026.9.6"
 EVENT_WINDOW_S = 0.25

@@ -10,7 +10,7 @@ from pathlib import Path
 from openclaw_cli.ops.methods import METHODS
 from tests.conftest import generate_legacy_state, run_cli
 from tests.gateway_load import lost_updates, run_load
-from tests.gateway_support import TOKEN, GatewayProcess, write_config
+from tests.gateway_server_support import TOKEN, GatewayProcess, write_config
 
 
 def _entries(state: Path) -> dict:

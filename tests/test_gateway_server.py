@@ -14,7 +14,7 @@ from openclaw_cli.gateway import scopes
 from openclaw_cli.gateway.schemas import check_connect, check_params
 from openclaw_cli.ops.methods import ADMIN, READ, WRITE
 from tests.conftest import generate_legacy_state, run_cli
-from tests.gateway_support import TOKEN, Client, GatewayThread, connect_params, connected
+from tests.gateway_server_support import TOKEN, Client, GatewayThread, connect_params, connected
 
 
 def closed_with(client: Client, timeout: float = 5.0):
@@ -314,7 +314,7 @@ def test_tls_from_config(state_dir: Path, tmp_path: Path) -> None:
     trustme = pytest.importorskip("trustme")
     import ssl
 
-    from tests.gateway_support import GatewayProcess, write_config
+    from tests.gateway_server_support import GatewayProcess, write_config
 
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")

@@ -16,7 +16,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from tests.conftest import run_cli
-from tests.gateway_support import Client, GatewayProcess, connected, write_config
+from tests.gateway_server_support import Client, GatewayProcess, connected, write_config
 
 
 def _listening_hosts(pid: int, port: int) -> set[str]:
@@ -126,7 +126,7 @@ def test_password_file_and_env_token(state_dir: Path, tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("hunter2-pw\n")
     write_config(state_dir, {"gateway": {"mode": "local"}})
-    from tests.gateway_support import connect_params
+    from tests.gateway_server_support import connect_params
 
     with GatewayProcess("--auth", "password", "--password-file", str(secret), token=None) as gw, Client(gw.url) as c:
         params = connect_params(None)

@@ -15,7 +15,7 @@ import pytest
 
 from openclaw_cli.ops.methods import METHODS
 from tests.conftest import generate_legacy_state, run_cli
-from tests.gateway_support import RECORDED_CONFIG, TOKEN, GatewayProcess, write_config
+from tests.gateway_server_support import RECORDED_CONFIG, TOKEN, GatewayProcess, write_config
 
 PEER = Path("/tmp/peer/openclaw")
 pytestmark = [
