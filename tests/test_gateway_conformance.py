@@ -114,7 +114,15 @@ DIFFERENT = {
 }
 
 
+# Objects OpenClaw sends empty until it has computed them once (the health snapshot).
+NOT_YET_COMPUTED = {"health"}
+
+
 def rule_for(path: str) -> Rule:
+    return RULES.get(_canonical(path), Rule())
+
+
+def _canonical(path: str) -> str:
     changed = True
     while changed:
         changed = False
@@ -123,7 +131,7 @@ def rule_for(path: str) -> Rule:
                 renamed = pattern.sub(alias, path, count=1)
                 changed = renamed != path
                 path = renamed
-    return RULES.get(path, Rule())
+    return path
 
 
 def _kind(value: Any) -> str:
@@ -138,6 +146,8 @@ def _kind(value: Any) -> str:
 
 def shape_problems(recorded: Any, ours: Any, path: str, out: list[str]) -> None:
     if isinstance(recorded, dict) and isinstance(ours, dict):
+        if not recorded and _canonical(path) in NOT_YET_COMPUTED:
+            return  # OpenClaw had not computed it yet when it answered (hello-ok right after start)
         rule = rule_for(path)
         missing = set(recorded) - set(ours) - rule.unserved - rule.optional
         extra = set(ours) - set(recorded) - rule.extras - rule.optional

@@ -209,16 +209,28 @@ def gateway_status(
     run(body, json_mode=json_mode)
 
 
-def _probe(url: str) -> dict:
+def _probe(url: str, timeout_s: float = 2.0) -> dict:
+    """Does the marker's URL answer with OpenClaw's `connect.challenge`? (No credentials needed:
+    the challenge comes before any auth.) Latency is from TCP connect to the challenge."""
+    import time
     from urllib.parse import urlsplit
-
-    from openclaw_cli.gateway.probe import probe_gateway
 
     parts = urlsplit(url)
     if parts.scheme != "ws" or parts.hostname is None or parts.port is None:
-        return {"reachable": None, "error": f"not probed ({parts.scheme})"}
+        return {"reachable": None, "connectLatencyMs": None, "error": f"not probed ({parts.scheme})"}
     host = "127.0.0.1" if parts.hostname in ("0.0.0.0", "::") else parts.hostname
-    return probe_gateway(host, parts.port)
+    start = time.monotonic()
+    try:
+        import orjson
+        from websockets.sync.client import connect
+
+        with connect(f"ws://{host}:{parts.port}", open_timeout=timeout_s, close_timeout=0.5, proxy=None) as ws:
+            frame = orjson.loads(ws.recv(timeout=timeout_s))
+    except Exception as exc:  # refused, reset, timeout, not a WebSocket: all mean "not reachable"
+        return {"reachable": False, "connectLatencyMs": None, "error": f"{type(exc).__name__}: {exc}"}
+    if not (isinstance(frame, dict) and frame.get("event") == "connect.challenge"):
+        return {"reachable": False, "connectLatencyMs": None, "error": "no connect.challenge"}
+    return {"reachable": True, "connectLatencyMs": int((time.monotonic() - start) * 1000), "error": None}
 
 
 def register(app: typer.Typer) -> None:
