@@ -76,7 +76,7 @@ def test_method_table_runs_locally_and_refuses_unknown_methods(legacy_fixture_st
     assert {"sessions.list", "sessions.cleanup", "sessions.compact", "agents.list", "agents.delete",
             "status"} <= set(METHODS)
     for m in METHODS.values():
-        assert m.scope in (None, "operator.read", "operator.write", "operator.admin"), m  # None: health
+        assert m.scope in ("operator.read", "operator.write", "operator.admin"), m
     ctx = Context.load(resolve_paths(), clock=lambda: 1796000000000)
     listed = call(ctx, "sessions.list", {"limit": 3})
     assert listed["count"] == 3 and listed["totalCount"] == 12

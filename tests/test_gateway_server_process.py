@@ -65,6 +65,7 @@ def test_run_status_ownership_and_graceful_stop(state_dir: Path) -> None:
         ours = run_cli("status", "--json", env={"OPENCLAW_GATEWAY_PORT": str(_port(gw.url))})
         gateway = json.loads(ours.stdout)["gateway"]
         assert gateway["reachable"] is True and isinstance(gateway["connectLatencyMs"], int), gateway
+        assert gateway["error"] is not None  # no credentials in this config: reachable, not authenticated
         client = connected(gw.url)
         gw.signal(signal.SIGTERM)
         with pytest.raises(ConnectionClosed) as closed:

@@ -55,10 +55,16 @@ def _create_scope(params: dict[str, Any]) -> str:
 
 
 _DYNAMIC = {"sessions.patch": _patch_scope, "sessions.delete": _delete_scope, "sessions.create": _create_scope}
+# Methods OpenClaw answers for any authenticated connection, even one with no scopes
+# (connect-empty-scopes.jsonl); clients still ask for the table's scope (the real CLI: read).
+SCOPE_FREE = frozenset({"health"})
 
 
 def required_scope(method: str, least: str | None, params: Any) -> str | None:
-    """The scope this request needs: the params-aware rule where one exists, else `least`."""
+    """The scope this request needs (None: none): the params-aware rule where one exists, else
+    `least`."""
+    if method in SCOPE_FREE:
+        return None
     rule = _DYNAMIC.get(method)
     if rule is not None and isinstance(params, dict):
         return rule(params)
