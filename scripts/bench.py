@@ -485,8 +485,10 @@ def case_gateway_latency(b: Bench) -> None:
     try:
         from openclaw_cli.store.sqlite import SqliteStore
 
+        from openclaw_cli.keys import is_pinnable
+
         with SqliteStore(state / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
-            keys = [k for k, _ in store.list_entries(limit=2000)[0]]
+            keys = [k for k, e in store.list_entries(limit=2000)[0] if is_pinnable(k, e)]
         asyncio.run(_only(load, gw.url, "sessions.list", {"limit": 50}, 20, 10))  # warm-up (page cache, pools)
         list_runs = []
         for _ in range(max(1, b.runs)):
@@ -541,13 +543,17 @@ def case_gateway_load(b: Bench) -> None:
     from openclaw_cli.store.sqlite import SqliteStore
 
     db = state / "agents/main/agent/openclaw-agent.sqlite"
+    from openclaw_cli.keys import is_pinnable
+
     with SqliteStore(db, "main", read_only=True) as store:
-        keys = [k for k, _ in store.list_entries()[0]]
+        rows = store.list_entries()[0]
+    keys = [k for k, _ in rows]
+    own = [k for k, e in rows if is_pinnable(k, e)][:500]  # the newest pinnable rows: cleanup keeps them
     gw = _GatewayRun(b, state)
     try:
         patch = "sessions.patch" in _served_methods(gw.url)
         report = asyncio.run(load.run_load(gw.url, GATEWAY_TOKEN, clients=50, requests=200, keys=keys,
-                                           patch_keys=keys[:500], patch=patch, cleanup={"enforce": True},
+                                           patch_keys=own, patch=patch, cleanup={"enforce": True},
                                            compact={"key": "agent:main:main", "maxLines": 3}))
     finally:
         gw.stop()

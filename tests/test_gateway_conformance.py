@@ -37,6 +37,7 @@ class Rule:
     unserved: frozenset[str] = frozenset()  # recorded keys we do not fill (no truthful value)
     optional: frozenset[str] = frozenset()  # present only when the stored data has them
     extras: frozenset[str] = frozenset()  # keys we add (later-build fields, our own facts)
+    stored: bool = False  # the entry exactly as stored (D14): its keys are the data's, not compared
 
 
 def _set(text: str) -> frozenset[str]:
@@ -50,7 +51,7 @@ ROW_UNSERVED = _set("""thinkingLevels thinkingOptions thinkingDefault effectiveF
 ROW_OPTIONAL = _set("""label displayName channel subject origin peerKind deliveryContext lastChannel lastInteractionAt
     spawnedBy parentSessionKey forkedFromParent spawnDepth createdVia createdAt systemSent abortedLastRun
     inputTokens outputTokens totalTokens archivedAt archiveReason pinnedAt lastReadAt markedUnreadAt
-    lastMessagePreview status""")
+    lastMessagePreview status chatType forkSource parentSessionId""")
 ROW = Rule(unserved=ROW_UNSERVED, optional=ROW_OPTIONAL, extras=_set("contextTokens"))
 # The keyed sessions.changed payload repeats the row plus OpenClaw's runtime nullables.
 EVENT_UNSERVED = ROW_UNSERVED | _set("""createdActor owner participants participantCount agentStatus observerDigest
@@ -88,6 +89,14 @@ RULES: dict[str, Rule] = {
     "status.sessions.byAgent[].recent[]": STATUS_ROW,
     "sessions.compact": Rule(extras=_set("dryRun agentId sessionId path maxLines lines dropped previousSessionId "
                                          "successor archive")),
+    # The lifecycle methods (issue 11): `entry` is the stored entry, kept lossless (D14), where
+    # OpenClaw's import had rewritten it (delivery, repaired titles); our results add their facts.
+    "sessions.patch.entry": Rule(stored=True),
+    "sessions.reset.entry": Rule(stored=True),
+    "sessions.create.entry": Rule(stored=True),
+    "sessions.patch.resolved": Rule(unserved=_set("agentRuntime runtimeSelectionLocked")),
+    "sessions.reset": Rule(extras=_set("archived previousSessionId reason sessionId")),
+    "sessions.create": Rule(extras=_set("copiedEntries forked isolated maxTokens parentTokens warning")),
     "agents.delete": Rule(extras=_set("removedEntries keptRows archivedTranscripts archiveDir archives config")),
     "agents.list.agents[]": Rule(unserved=_set("workspaceGit agentRuntime thinkingLevels thinkingOptions "
                                                "thinkingDefault defaultPermissionMode"),
@@ -111,6 +120,10 @@ OUR_REASONS = {"patch", "reset", "new", "create", "compact", "delete", "cleanup"
 DIFFERENT = {
     "main-43": "sessions.compact without maxLines: we compact with the offline summariser (D8); OpenClaw "
                "without a model provider answers {ok:false, reason}",
+    "main-36": "sessions.reset gives the key a new sessionId (profile L, decisions: Session lifecycle), so "
+               "the recorded expectedSessionId of the earlier reset no longer matches",
+    "main-39": "sessions.create takes the owner from an agent-scoped parentSessionKey (decisions: Session "
+               "lifecycle); OpenClaw asks for agentId when several agents are configured",
 }
 
 
@@ -151,9 +164,9 @@ def shape_problems(recorded: Any, ours: Any, path: str, out: list[str]) -> None:
         rule = rule_for(path)
         missing = set(recorded) - set(ours) - rule.unserved - rule.optional
         extra = set(ours) - set(recorded) - rule.extras - rule.optional
-        if missing:
+        if missing and not rule.stored:
             out.append(f"{path}: missing {sorted(missing)}")
-        if extra:
+        if extra and not rule.stored:
             out.append(f"{path}: unexpected {sorted(extra)}")
         for key in recorded.keys() & ours.keys():
             shape_problems(recorded[key], ours[key], f"{path}.{key}", out)
@@ -382,7 +395,7 @@ def run_main(replay: Replay, main: Client, n: int, name: str, request: dict[str,
     main.events.clear()
     ours = main.response(_send(main, substitute(request)))
     if request["id"] in DIFFERENT:
-        assert ours["ok"] is True, (name, ours)
+        assert ours["type"] == "res", (name, ours)  # answered; how differs by design (DIFFERENT)
         _events_after(main, EVENT_WINDOW_S)
         return
     replay.compare_response(name, request["method"], recorded, ours)

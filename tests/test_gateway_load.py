@@ -27,7 +27,10 @@ def test_concurrent_clients_with_cleanup_and_compact(state_dir: Path) -> None:
     assert done.returncode == 0, done.stderr
     before = _entries(state_dir)
     newest = sorted(before, key=lambda k: -(before[k].get("updatedAt") or 0))
-    fresh = newest[:60]  # far inside pruneAfter: the concurrent cleanup keeps them
+    from openclaw_cli.keys import is_pinnable
+
+    # far inside pruneAfter (the concurrent cleanup keeps them) and pinnable (not a sub-agent run)
+    fresh = [k for k in newest if is_pinnable(k, before[k])][:60]
     patch = "sessions.patch" in METHODS
     with GatewayProcess() as gw:
         report = asyncio.run(run_load(

@@ -194,18 +194,24 @@ def test_probe_connection_without_device_gets_no_scopes(gateway: GatewayThread) 
 
 
 def test_patch_delete_create_scope_policy() -> None:
-    assert scopes.required_scope("sessions.patch", WRITE, {"key": "k", "pinned": True}) == WRITE
-    assert scopes.required_scope("sessions.patch", WRITE, {"key": "k", "archived": True, "expectedSessionId": "s"}) == WRITE
-    assert scopes.required_scope("sessions.patch", WRITE, {"key": "k", "label": None, "unread": False}) == WRITE
-    assert scopes.required_scope("sessions.patch", WRITE, {"key": "k", "verboseLevel": "on"}) == ADMIN
-    assert scopes.required_scope("sessions.patch", WRITE, {"key": "k", "permissionMode": "full"}) == ADMIN
-    assert scopes.required_scope("sessions.patch", WRITE, {"key": "k", "sandboxMode": None}) == ADMIN
-    assert scopes.required_scope("sessions.delete", ADMIN, {"key": "k"}) == ADMIN
-    assert scopes.required_scope("sessions.delete", ADMIN, {"key": "k", "archivedOnly": True}) == WRITE
-    assert scopes.required_scope("sessions.delete", ADMIN, {"key": "k", "archivedOnly": True,
-                                                            "emitLifecycleHooks": True}) == ADMIN
-    assert scopes.required_scope("sessions.create", WRITE, {"parentSessionKey": "agent:main:main", "fork": True}) == WRITE
-    assert scopes.required_scope("sessions.create", WRITE, {"execNode": "n"}) == ADMIN
+    from openclaw_cli.ops.methods import METHODS
+
+    def need(method: str, params: dict) -> str | None:
+        return scopes.required_scope(METHODS[method], params)
+
+    assert need("sessions.patch", {"key": "k", "pinned": True}) == WRITE
+    assert need("sessions.patch", {"key": "k", "archived": True, "expectedSessionId": "s"}) == WRITE
+    assert need("sessions.patch", {"key": "k", "label": None, "unread": False}) == WRITE
+    assert need("sessions.patch", {"key": "k", "verboseLevel": "on"}) == ADMIN
+    assert need("sessions.patch", {"key": "k", "permissionMode": "full"}) == ADMIN
+    assert need("sessions.patch", {"key": "k", "sandboxMode": None}) == ADMIN
+    assert need("sessions.delete", {"key": "k"}) == ADMIN
+    assert need("sessions.delete", {"key": "k", "archivedOnly": True}) == WRITE
+    assert need("sessions.delete", {"key": "k", "archivedOnly": True, "emitLifecycleHooks": True}) == ADMIN
+    assert need("sessions.create", {"parentSessionKey": "agent:main:main", "fork": True}) == WRITE
+    assert need("sessions.create", {"execNode": "n"}) == ADMIN
+    assert need("sessions.reset", {"key": "k"}) == ADMIN
+    assert need("health", {}) is None
     assert scopes.satisfied(READ, [WRITE]) and scopes.satisfied(WRITE, [ADMIN]) and not scopes.satisfied(WRITE, [READ])
 
 

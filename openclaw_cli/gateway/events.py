@@ -25,7 +25,8 @@ KEYED_METHODS = {"sessions.patch": "patch", "sessions.create": "create", "sessio
 # Row fields repeated at the top level of a keyed change, null when the row has none (as recorded).
 _FLAT_NULLABLE = ("archivedAt", "archiveReason", "pinnedAt", "markedUnreadAt", "label", "displayName")
 _FLAT = ("updatedAt", "sessionId", "kind", "visibility", "channel", "subject", "chatType", "origin", "archived",
-         "pinned", "unread", "lastReadAt", "spawnedBy", "parentSessionKey", "forkedFromParent", "createdVia",
+         "pinned", "unread", "lastReadAt", "spawnedBy", "parentSessionKey", "parentSessionId", "forkSource",
+         "forkedFromParent", "createdVia",
          "createdAt", "deliveryContext", "systemSent", "abortedLastRun", "inputTokens", "outputTokens",
          "lastChannel", "totalTokens", "totalTokensFresh", "modelProvider", "model", "hasActiveRun",
          "activeRunIds")

@@ -457,7 +457,7 @@ class GatewayServer:
             raise protocol.unknown_method(name)
         if params is None:
             params = {}
-        required = scopes.required_scope(name, method.scope, params)
+        required = scopes.required_scope(method, params)
         if required is not None and not scopes.satisfied(required, conn.scopes):
             raise protocol.missing_scope(required)
         error = schemas.check_params(name, params)

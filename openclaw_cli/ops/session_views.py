@@ -88,6 +88,9 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
     for name in ("spawnedBy", "parentSessionKey", "forkedFromParent", "spawnDepth"):
         if name in base:
             row[name] = base[name]
+    for name in ("parentSessionId", "forkSource"):
+        if entry.get(name) is not None:
+            row[name] = entry[name]
     row["permissionModePending"] = False
     for name in ("createdVia", "createdAt"):
         if entry.get(name) is not None:
@@ -107,7 +110,9 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
         row["channel"] = channel
     if subject:
         row["subject"] = subject
-    row["chatType"] = _text(entry.get("chatType")) or ("group" if group else "direct")
+    chat_type = _text(entry.get("chatType"))
+    if chat_type:
+        row["chatType"] = chat_type
     if origin:
         row["origin"] = origin
     row["updatedAt"] = base["updatedAt"]
