@@ -483,9 +483,8 @@ def case_gateway_latency(b: Bench) -> None:
     shutil.copytree(b.ours_imported("many"), state)
     gw = _GatewayRun(b, state)
     try:
-        from openclaw_cli.store.sqlite import SqliteStore
-
         from openclaw_cli.keys import is_pinnable
+        from openclaw_cli.store.sqlite import SqliteStore
 
         with SqliteStore(state / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
             keys = [k for k, e in store.list_entries(limit=2000)[0] if is_pinnable(k, e)]
