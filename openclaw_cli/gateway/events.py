@@ -11,7 +11,8 @@ recorded in fixtures/gateway-2026.9.6), plus the periodic `tick` and `health` pa
 
 `before(...)` runs inside the writer, ahead of the mutation, to remember what the mutation will
 remove (the sessionId of a deleted session); `after(...)` builds the payloads once the mutation
-committed. Both are blocking (they read the store) and run in the Gateway's thread pool.
+committed and the writer is free again — from the result's stored `entry` when it has one, else by
+reading the row. Both may block and run in the Gateway's thread pool.
 """
 
 from __future__ import annotations
@@ -59,11 +60,15 @@ def before(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _keyed(ctx: Context, reason: str, key: str, params: dict[str, Any], now: int,
-           extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    from openclaw_cli.ops.session_views import describe
+           extra: dict[str, Any] | None = None, entry: Any = None) -> dict[str, Any] | None:
+    from openclaw_cli.ops.session_views import describe, gateway_row, row_defaults
 
-    scope = {"agentId": params["agentId"]} if params.get("agentId") else {}
-    row = describe(ctx, {"key": key, "runState": True, **scope})["session"]  # the row as sessions.list has it
+    if isinstance(entry, dict):  # the result carries the stored entry: no second read
+        row = gateway_row(ctx, key, entry, agent_id=_agent_of(ctx, params, key), now=now,
+                          defaults=row_defaults(ctx))
+    else:
+        scope = {"agentId": params["agentId"]} if params.get("agentId") else {}
+        row = describe(ctx, {"key": key, "runState": True, **scope})["session"]  # the row as sessions.list has it
     if row is None:
         return None
     payload: dict[str, Any] = {"sessionKey": row["key"], "agentId": row["agentId"], "reason": reason}
@@ -107,7 +112,7 @@ def after(ctx: Context, method: str, params: dict[str, Any], result: Any, prior:
     key = result.get("key") or params.get("key")
     if not isinstance(key, str):
         return []
-    payload = _keyed(ctx, reason, key, params, now, extra)
+    payload = _keyed(ctx, reason, key, params, now, extra, entry=result.get("entry"))
     return [payload] if payload is not None else []
 
 

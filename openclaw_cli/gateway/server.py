@@ -68,7 +68,9 @@ class ServerOptions:
     tick_interval_ms: int = protocol.TICK_INTERVAL_MS
     health_interval_ms: int = protocol.HEALTH_INTERVAL_MS
     handshake_timeout_s: float = protocol.HANDSHAKE_TIMEOUT_S
-    workers: int = max(4, min(16, (os.cpu_count() or 2) * 2))
+    # SQLite releases the GIL, so reads overlap; a write that got its store's queue must not then
+    # wait for a thread behind slow reads
+    workers: int = 32
     verbose: bool = False
     log: Callable[[str], None] | None = None
 
@@ -476,21 +478,25 @@ class GatewayServer:
         self._writes_idle.clear()
         try:
             async with self.writers.hold(write_keys(ctx, name, params)):
-                return await loop.run_in_executor(self._pool, self._write, ctx, method, params)
+                result, prior = await loop.run_in_executor(self._pool, self._write, ctx, method, params)
         finally:
             self._writes_inflight -= 1
             if self._writes_inflight == 0:
                 self._writes_idle.set()
+        return result, await loop.run_in_executor(self._pool, self._changes, ctx, method, params, result, prior)
 
     @staticmethod
-    def _write(ctx: Context, method: Method, params: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    def _write(ctx: Context, method: Method, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         prior = events.before(ctx, method.name, params)
-        result = method.handler(ctx, dict(params))
+        return method.handler(ctx, dict(params)), prior
+
+    @staticmethod
+    def _changes(ctx: Context, method: Method, params: dict[str, Any], result: Any,
+                 prior: dict[str, Any]) -> list[dict[str, Any]]:
         try:
-            changes = events.after(ctx, method.name, params, result, prior)
+            return events.after(ctx, method.name, params, result, prior)
         except OpenClawError:
-            changes = []  # the write committed; a failed event read must not turn it into an error
-        return result, changes
+            return []  # the write committed; a failed event read must not turn it into an error
 
     async def _broadcast_changes(self, changes: list[dict[str, Any]]) -> None:
         targets = [c for c in self.connections if c.subscribed]

@@ -217,6 +217,11 @@ def _open_existing(ctx: Context, agent_id: str) -> Any | None:
     return store
 
 
+def row_defaults(ctx: Context) -> tuple[str | None, int | None]:
+    """The config's default model and context window, as rows fill them in."""
+    return _defaults(ctx)
+
+
 def _defaults(ctx: Context) -> tuple[str | None, int | None]:
     from openclaw_cli.config import context_tokens_default, default_model
 
