@@ -21,7 +21,6 @@ send `shutdown` and close every socket with 1001.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import traceback
 import uuid
