@@ -336,3 +336,15 @@ def test_tls_from_config(state_dir: Path, tmp_path: Path) -> None:
         with Client(gw.url, ssl=context) as c:
             assert c.hello()["ok"] is True
             assert json.loads(json.dumps(c.request("health")))["ok"] is True
+
+
+def test_live_reads_last_only_while_a_server_runs(gateway: GatewayThread, small_state: Path) -> None:
+    from openclaw_cli.store import sqlite_common
+
+    with connected(gateway.url) as c:
+        assert c.request("sessions.list", {"limit": 2})["ok"] is True
+    assert sqlite_common._LIVE["enabled"] == 1 and sqlite_common._KEEPERS  # a WAL reader beside a keeper
+    db = small_state / "agents/main/agent/openclaw-agent.sqlite"
+    assert Path(f"{db}-shm").exists()  # the keeper keeps the WAL index mapped for readers
+    gateway.stop()
+    assert sqlite_common._LIVE["enabled"] == 0 and not sqlite_common._KEEPERS

@@ -234,23 +234,32 @@ class GatewayServer:
         self._health: dict[str, Any] | None = None
         self._health_version = 0
         self.address: tuple[str, int] | None = None
+        self._live = False
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     async def start(self) -> tuple[str, int]:
         from openclaw_cli.store.sqlite_common import enable_live_reads
 
         enable_live_reads()  # reads run while this process writes: WAL readers, never immutable ones
-        self._context()  # a bad config fails the start, not the first request
-        self._server = await serve(
-            self._handle, self.options.host, self.options.port, ssl=self.options.ssl,
-            max_size=protocol.PREAUTH_MAX_BYTES, compression=None, create_connection=_ServerConnection,
-            server_header=None, open_timeout=self.options.handshake_timeout_s, close_timeout=5,
-        )
+        self._live = True
+        try:
+            self._context()  # a bad config fails the start, not the first request
+            self._server = await self._listen()
+        except BaseException:
+            await self.stop()
+            raise
         sockname = next(iter(self._server.sockets)).getsockname()
         self.address = (sockname[0], sockname[1])
         loop = asyncio.get_running_loop()
         self._background = [loop.create_task(self._tick_loop()), loop.create_task(self._health_loop())]
         return self.address
+
+    async def _listen(self) -> Any:
+        return await serve(
+            self._handle, self.options.host, self.options.port, ssl=self.options.ssl,
+            max_size=protocol.PREAUTH_MAX_BYTES, compression=None, create_connection=_ServerConnection,
+            server_header=None, open_timeout=self.options.handshake_timeout_s, close_timeout=5,
+        )
 
     @property
     def sockets(self) -> list[Any]:
@@ -276,6 +285,11 @@ class GatewayServer:
             self._server.close(close_connections=True, code=protocol.CLOSE_GOING_AWAY, reason="gateway stopping")
             await self._server.wait_closed()
         self._pool.shutdown(wait=True)
+        if self._live:
+            from openclaw_cli.store.sqlite_common import disable_live_reads
+
+            disable_live_reads()
+            self._live = False
 
     def _log(self, text: str) -> None:
         if self.options.log is not None:

@@ -150,15 +150,33 @@ class _Keeper:
             return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
-_LIVE = {"enabled": False}
+_LIVE = {"enabled": 0}  # how many live servers run in this process
 _KEEPERS: dict[str, _Keeper] = {}
 _KEEPERS_LOCK = threading.Lock()
 
 
 def enable_live_reads() -> None:
     """For a process that writes while it serves reads (the Gateway): read-only opens of WAL
-    databases keep a connection open per database (see `_Keeper`) instead of reading immutably."""
-    _LIVE["enabled"] = True
+    databases keep a connection open per database (see `_Keeper`) instead of reading immutably.
+    Pair with `disable_live_reads()` when the server stops."""
+    with _KEEPERS_LOCK:
+        _LIVE["enabled"] += 1
+
+
+def disable_live_reads() -> None:
+    """The last live server stopped: close the keepers (their databases checkpoint as usual)."""
+    with _KEEPERS_LOCK:
+        _LIVE["enabled"] = max(0, _LIVE["enabled"] - 1)
+        if _LIVE["enabled"]:
+            return
+        keepers = list(_KEEPERS.values())
+        _KEEPERS.clear()
+    for keep in keepers:
+        with keep.lock:
+            try:
+                keep.conn.close()
+            except sqlite3.Error:
+                pass
 
 
 def keeper(path: Path, timeout_ms: int = 60000) -> _Keeper | None:
