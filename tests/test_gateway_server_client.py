@@ -32,8 +32,15 @@ def test_our_cli_delegates_to_our_gateway(state_dir: Path) -> None:
         assert compact["compacted"] is True and compact["kept"] == 3
         deleted = served("agents", "delete", "spare", "--force", "--json")
         assert deleted["ok"] is True and deleted["agentId"] == "spare"
+        archived = served("sessions", "archive", "agent:main:telegram:group:-1006", "--json")
+        assert archived["ok"] is True and archived["results"][0]["status"] == "archived"
+        key = "agent:main:subagent:79f74d60-ac03-431e-835d-7d3b92e4016e"
+        deleted_session = served("sessions", "delete", key, "--yes", "--json")
+        result = deleted_session["results"][0]
+        assert deleted_session["ok"] is True and result["status"] == "deleted" and Path(result["archived"][0]).exists()
         status = served("status", "--json")
         assert status["gateway"]["reachable"] is True and status["gateway"]["error"] is None
         log = "".join(gw.lines)
-        for method in ("sessions.list", "sessions.cleanup", "sessions.compact", "agents.delete", "health"):
+        for method in ("sessions.list", "sessions.cleanup", "sessions.compact", "agents.delete", "sessions.patch",
+                       "sessions.delete", "health"):
             assert f"res ✓ {method} " in log, method
