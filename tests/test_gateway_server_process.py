@@ -10,6 +10,7 @@ import random
 import shutil
 import signal
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,58 @@ def test_files_the_gateway_writes_are_private(state_dir: Path) -> None:
             assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
         for directory in {p.parent for p in written} - set(before):  # the directories it created
             assert stat.S_IMODE(directory.stat().st_mode) & 0o077 == 0, directory
+
+
+def test_sigkill_during_served_session_delete_loses_nothing(tmp_path: Path) -> None:
+    """A delete has no numbered crash points: the Gateway is killed at random instants while it
+    serves one (a long transcript makes the window wide). At every instant the transcript is in the
+    store or in a verified archive; a restarted Gateway lists the state as it is and finishes."""
+    from openclaw_cli.store.archives import read_archive_bytes
+    from openclaw_cli.store.sqlite import SqliteStore
+    from tests.cleanup_support import entry, make_sqlite, now_ms, sqlite_transcript_bytes
+
+    initial = tmp_path / "initial"
+    initial.mkdir()
+    key = "agent:main:telegram:direct:long"
+    make_sqlite(initial, {key: entry("long", now_ms()), "agent:main:main": entry("m", now_ms())}, turns=3000)
+    original = sqlite_transcript_bytes(initial, "long")
+    db = "agents/main/agent/openclaw-agent.sqlite"
+
+    def kept_or_archived(state: Path) -> bool:
+        with SqliteStore(state / db, "main", read_only=True) as store:
+            if key in store.load_entries():
+                return sqlite_transcript_bytes(state, "long") == original
+        root = state / "agents" / "main" / "sessions"
+        return any(read_archive_bytes(p) == original for p in root.glob("long.jsonl.deleted.*") if not p.name.endswith(".tmp"))
+
+    timing = tmp_path / "timing"
+    shutil.copytree(initial, timing)
+    started = time.monotonic()
+    res, gw = _served(timing, "sessions.delete", {"key": key})
+    duration = time.monotonic() - started
+    gw.stop()
+    assert res is not None and res["ok"] is True and res["payload"]["deleted"] is True, res
+    rng = random.Random(20261202)
+    for index in range(4):
+        work = tmp_path / f"w{index}"
+        shutil.copytree(initial, work)
+        gw = GatewayProcess(env=_gateway_env(work)).start()
+        client = connected(gw.url)
+        client.send({"type": "req", "id": "d", "method": "sessions.delete", "params": {"key": key}})
+        time.sleep(rng.uniform(0.0, duration))
+        gw.signal(signal.SIGKILL)
+        gw.wait(30)
+        client.close()
+        assert kept_or_archived(work), index
+        gw2 = GatewayProcess(env=_gateway_env(work)).start()
+        with connected(gw2.url) as c:
+            listed = c.request("sessions.list", {"archived": "all"})["payload"]
+            with SqliteStore(work / db, "main", read_only=True) as store:
+                assert sorted(r["key"] for r in listed["sessions"]) == sorted(store.load_entries())
+            again = c.request("sessions.delete", {"key": key})
+            assert again["ok"] is True, again
+        gw2.stop()
+        assert kept_or_archived(work), index
+        with SqliteStore(work / db, "main", read_only=True) as store:
+            assert key not in store.load_entries()
+        shutil.rmtree(work)
