@@ -174,6 +174,10 @@ def render_session(result: dict[str, Any]) -> None:
             f"{sanitize_text(cut.get('timestamp'))}), entry {cut.get('index')} of {cut.get('branchEntries')}{split}")
     err(f"  summarised {result.get('summarizedMessages')} messages, kept {result.get('keptMessages')} "
         f"({_fmt(result.get('keptTokens'))} tokens); summary {result.get('summaryChars')} chars")
+    kept, dropped = result.get("identifiersKept"), result.get("identifiersDropped")
+    if isinstance(kept, list) and isinstance(dropped, list):
+        note = f" ({len(dropped)} left out: see identifiersDropped in --json)" if dropped else ""
+        err(f"  identifiers: {len(kept)} kept in the summary{note}")
     successor = result.get("successor")
     if successor:
         where = successor.get("sessionFile") or f"session window {successor.get('sessionId')}"

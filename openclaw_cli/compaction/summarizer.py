@@ -38,6 +38,7 @@ TURN_CONTEXT_DIVIDER = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 USER_IDS_LABEL = "User-provided identifiers:"
 OTHER_IDS_LABEL = "Identifiers:"
 SPLIT_TURN_MAX_CHARS = 8000
+SUMMARY_TRUNCATED_MARKER = "\n\n[Compaction summary truncated to fit budget]"
 FILE_LIST_MAX_CHARS = 900
 
 DEFAULT_HEADINGS = ("## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
@@ -466,6 +467,7 @@ def _fit_newest(values: list[str], limit_chars: int) -> tuple[list[str], list[st
 
 
 _HEXISH = re.compile(r"[0-9a-fA-F]{8,}")
+_PURE_HEX = re.compile(r"^[0-9a-fA-F]{8,}$")
 
 
 def _fit_carried(values: list[str], limit_chars: int) -> tuple[list[str], list[str]]:
@@ -514,33 +516,48 @@ def _merge_items(old: list[str], new: list[str], cap: int, *, keep_oldest: bool 
     return merged[:cap] if keep_oldest else merged[-cap:]
 
 
-def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
-                 custom_instructions: str | None = None, budget: SummaryBudget | None = None,
-                 identifier_messages: Sequence[Mapping[str, Any]] | None = None) -> Digest:
-    """Extract this round's content and merge it with the re-distilled previous summary.
-    Identifiers come from `identifier_messages` when given (the whole compacted part, of which
-    `messages` may be only what the prose is drawn from), else from `messages`."""
-    budget = budget or SummaryBudget()
+@dataclass
+class _DigestInputs:
+    """What a digest is assembled from, extracted once (re-assembling with a smaller budget is cheap)."""
+
+    new: Digest  # this round's prose, at the base budget
+    old: Digest  # the re-distilled previous summary
+    sets: IdentifierSets  # every identifier of the compacted part
+
+
+def _prepare_digest(messages: Sequence[Mapping[str, Any]], previous_summary: str | None,
+                    custom_instructions: str | None, budget: SummaryBudget,
+                    identifier_messages: Sequence[Mapping[str, Any]] | None) -> _DigestInputs:
     c = _collect(messages)
     new = _extract_prose(c, budget, ask_keywords(custom_instructions) if custom_instructions else [])
     old = parse_summary(previous_summary)
     _merge_tool_counts(old, new, budget)
+    ids_source = c if identifier_messages is None else _collect(identifier_messages)
+    return _DigestInputs(new, old, _identifier_sets(ids_source, IdentifierScanner()))
+
+
+def _assemble_digest(inputs: _DigestInputs, budget: SummaryBudget, pinned_identifiers: Iterable[str] = ()) -> Digest:
+    new, old, sets = inputs.new, inputs.old, inputs.sets
+
+    def merged(old_items: list[str], new_items: list[str], cap: int) -> list[str]:
+        return [_clip(i, budget.item_chars) if len(i) > budget.item_chars else i
+                for i in _merge_items(old_items, new_items, cap)]
+
+    done_keys = {_norm(x) for x in new.done}
     d = Digest(
-        goal=(old.goal or new.goal)[:budget.goal_items],
-        constraints=_merge_items(old.constraints, new.constraints, budget.constraint_items),
-        done=_merge_items(old.done, new.done, budget.done_items),
-        in_progress=_merge_items([i for i in old.in_progress if _norm(i) not in {_norm(x) for x in new.done}],
-                                 new.in_progress, budget.progress_items),
-        blocked=_merge_items(old.blocked, new.blocked, budget.blocked_items),
-        decisions=_merge_items(old.decisions, new.decisions, budget.decision_items),
-        next_steps=_merge_items(old.next_steps, new.next_steps, budget.next_items),
-        notes=_merge_items(old.notes, new.notes, budget.note_items),
+        goal=[_clip(g, budget.item_chars * 2) for g in (old.goal or new.goal)[:budget.goal_items]],
+        constraints=merged(old.constraints, new.constraints, budget.constraint_items),
+        done=merged(old.done, new.done, budget.done_items),
+        in_progress=merged([i for i in old.in_progress if _norm(i) not in done_keys], new.in_progress,
+                           budget.progress_items),
+        blocked=merged(old.blocked, new.blocked, budget.blocked_items),
+        decisions=merged(old.decisions, new.decisions, budget.decision_items),
+        next_steps=merged(old.next_steps, new.next_steps, budget.next_items),
+        notes=merged(old.notes, new.notes, budget.note_items),
     )
     # identifiers of the whole compacted part: user ones always (this round's newest first, then
     # carried ones); this round's others within budget (conversation, call ids, tool output); carried
     # ones within budget
-    ids_source = c if identifier_messages is None else _collect(identifier_messages)
-    sets = _identifier_sets(ids_source, IdentifierScanner())
     new_user = set(sets.user)
     carried_user = [v for v in dict.fromkeys(reversed(old.user_ids)) if v not in new_user]  # newest first
     user_kept, user_dropped = _fit_newest([*sets.user, *carried_user], budget.user_identifier_chars)
@@ -551,10 +568,36 @@ def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str
     this_round = user_all.union(others)
     carried = [v for v in dict.fromkeys(old.other_ids) if v not in this_round]
     carried_kept, carried_dropped = _fit_carried(carried, budget.carry_identifier_chars)
+    dropped = [*user_dropped, *round_dropped, *carried_dropped]
+    pins = {_pin_key(v) for v in pinned_identifiers}
+    if pins and dropped:
+        rescued = [v for v in dropped if _pin_key(v) in pins]
+        if rescued:
+            keep = set(rescued)
+            dropped = [v for v in dropped if v not in keep]
+            round_ids = [*rescued, *round_ids]  # rendered last, with the newest
     d.user_ids = user_ids
     d.other_ids = [*carried_kept, *round_ids[::-1]]
-    d.dropped_ids = [*user_dropped, *round_dropped, *carried_dropped]
+    d.dropped_ids = dropped
     return d
+
+
+def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
+                 custom_instructions: str | None = None, budget: SummaryBudget | None = None,
+                 identifier_messages: Sequence[Mapping[str, Any]] | None = None,
+                 pinned_identifiers: Iterable[str] = ()) -> Digest:
+    """Extract this round's content and merge it with the re-distilled previous summary.
+    Identifiers come from `identifier_messages` when given (the whole compacted part, of which
+    `messages` may be only what the prose is drawn from), else from `messages`. `pinned_identifiers`
+    (those a quality audit will look for; pure hex compared case-insensitively) are kept whatever
+    the budget."""
+    budget = budget or SummaryBudget()
+    inputs = _prepare_digest(messages, previous_summary, custom_instructions, budget, identifier_messages)
+    return _assemble_digest(inputs, budget, pinned_identifiers)
+
+
+def _pin_key(value: str) -> str:
+    return value.upper() if _PURE_HEX.match(value) else value
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -607,31 +650,26 @@ def _render_turn_prefix(d: Digest, demote: bool) -> str:
     return "\n".join(lines)
 
 
-def _turn_prefix_digest(messages: Sequence[Mapping[str, Any]], budget: SummaryBudget, demote: bool,
+def _turn_prefix_digest(inputs: _DigestInputs, budget: SummaryBudget, demote: bool,
                         max_chars: int | None) -> tuple[str, Digest]:
-    """R4.7.6 prefix summary; with `max_chars` (safeguard: 8000) the identifier budgets shrink until
-    it fits, so a cap never cuts an identifier in half (a last-resort cut is reported by the caller)."""
-    d = build_digest(messages, budget=budget)
+    """R4.7.6 prefix summary; with `max_chars` (safeguard: 8000) the budgets shrink until it fits,
+    so a cap never cuts an identifier in half (a last-resort cut is found by the caller's reconcile)."""
+    d = _assemble_digest(inputs, budget)
     text = _render_turn_prefix(d, demote)
-    shrink = budget
-    for _ in range(6):
+    for attempt in range(8):
         if max_chars is None or len(text) <= max_chars:
-            break
-        over = len(text) - max_chars
-        shrink = replace(shrink, user_identifier_chars=max(0, shrink.user_identifier_chars - over),
-                         round_identifier_chars=max(0, min(shrink.round_identifier_chars,
-                                                           sum(len(v) + 4 for v in d.other_ids) - over)))
-        d = build_digest(messages, budget=shrink)
+            return text, d
+        budget = _scaled(budget, min(0.8, max_chars / len(text)) if attempt < 6 else 0.0)
+        d = _assemble_digest(inputs, budget)
         text = _render_turn_prefix(d, demote)
-    if max_chars is not None and len(text) > max_chars:
-        text = text[:max_chars]
-    return text, d
+    return (text if max_chars is None else text[:max_chars]), d
 
 
 def summarize_turn_prefix(messages: Sequence[Mapping[str, Any]], *, budget: SummaryBudget | None = None,
                           demote: bool = False, max_chars: int | None = None) -> str:
     """R4.7.6 headings for the prefix of a split turn (the retained suffix follows in context)."""
-    return _turn_prefix_digest(messages, budget or SummaryBudget(), demote, max_chars)[0]
+    budget = budget or SummaryBudget()
+    return _turn_prefix_digest(_prepare_digest(messages, None, None, budget, None), budget, demote, max_chars)[0]
 
 
 @dataclass
@@ -656,46 +694,71 @@ def reconcile_identifiers(candidates: Iterable[str], summary: str, *, substring_
     return report
 
 
+def _scaled(budget: SummaryBudget, factor: float) -> SummaryBudget:
+    """The budget with its identifier and section caps scaled by `factor` (< 1 shrinks)."""
+    def n(value: int, floor: int = 0) -> int:
+        return max(floor, int(value * factor))
+    return replace(budget, user_identifier_chars=n(budget.user_identifier_chars),
+                   round_identifier_chars=n(budget.round_identifier_chars),
+                   carry_identifier_chars=n(budget.carry_identifier_chars),
+                   item_chars=n(budget.item_chars, 60), constraint_items=n(budget.constraint_items, 2),
+                   done_items=n(budget.done_items, 2), progress_items=n(budget.progress_items, 1),
+                   blocked_items=n(budget.blocked_items, 1), decision_items=n(budget.decision_items, 2),
+                   next_items=n(budget.next_items, 2), note_items=n(budget.note_items, 1))
+
+
 def summarize_with_report(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
                           turn_prefix_messages: Sequence[Mapping[str, Any]] = (),
                           custom_instructions: str | None = None, mode: str = "default",
                           budget: SummaryBudget | None = None,
                           identifier_messages: Sequence[Mapping[str, Any]] | None = None,
+                          pinned_identifiers: Iterable[str] = (), max_chars: int | None = None,
                           ) -> tuple[str, IdentifierReport]:
     """The built-in summary of a compaction (history + split-turn context, R4.7.8 without the file
     lists, which `append_file_lists` adds for every provider) and its identifier report.
+
     `identifier_messages`: where the history's identifiers come from when `messages` is only part
-    of the compacted history (safeguard: preserved recent turns, pruned chunks)."""
+    of the compacted history (safeguard: preserved recent turns, pruned chunks). `max_chars`: the
+    rendered summary must fit (safeguard's artifact budget); the budgets shrink until it does, so
+    identifiers are left out whole (and reported) rather than cut, and only a summary that still
+    does not fit is cut, with OpenClaw's marker."""
     budget = budget or SummaryBudget()
+    pins = list(pinned_identifiers)
+    history_inputs = None
+    if messages or not turn_prefix_messages or identifier_messages or (previous_summary or "").strip():
+        history_inputs = _prepare_digest(messages, previous_summary, custom_instructions, budget, identifier_messages)
+    prefix_inputs = _prepare_digest(turn_prefix_messages, None, None, budget, None) if turn_prefix_messages else None
     render = render_safeguard if mode == "safeguard" else render_default
-    candidates: list[str] = []
-    if messages or not turn_prefix_messages or identifier_messages:
-        d = build_digest(messages, previous_summary=previous_summary, custom_instructions=custom_instructions,
-                         budget=budget, identifier_messages=identifier_messages)
-        history = render(d)
-        candidates += [*d.kept_ids, *d.dropped_ids]
-    elif previous_summary and previous_summary.strip():
-        d = build_digest([], previous_summary=previous_summary, budget=budget)
-        history = render(d)
-        candidates += [*d.kept_ids, *d.dropped_ids]
-    else:
-        history = NO_PRIOR_HISTORY
-    if turn_prefix_messages:
-        prefix, pd = _turn_prefix_digest(turn_prefix_messages, budget, mode == "safeguard",
-                                         SPLIT_TURN_MAX_CHARS if mode == "safeguard" else None)
-        candidates += [*pd.kept_ids, *pd.dropped_ids]
-        history = history + TURN_CONTEXT_DIVIDER + prefix
-    return history, reconcile_identifiers(candidates, history)
+    for attempt in range(8):
+        candidates: list[str] = []
+        if history_inputs is not None:
+            d = _assemble_digest(history_inputs, budget, pins)
+            text = render(d)
+            candidates += [*d.kept_ids, *d.dropped_ids]
+        else:
+            text = NO_PRIOR_HISTORY
+        if prefix_inputs is not None:
+            prefix, pd = _turn_prefix_digest(prefix_inputs, budget, mode == "safeguard",
+                                             SPLIT_TURN_MAX_CHARS if mode == "safeguard" else None)
+            candidates += [*pd.kept_ids, *pd.dropped_ids]
+            text = text + TURN_CONTEXT_DIVIDER + prefix
+        if max_chars is None or len(text) <= max_chars:
+            break
+        budget = _scaled(budget, min(0.8, max_chars / len(text)) if attempt < 6 else 0.0)
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max(0, max_chars - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
+    return text, reconcile_identifiers(candidates, text)
 
 
 def summarize(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
               turn_prefix_messages: Sequence[Mapping[str, Any]] = (), custom_instructions: str | None = None,
               mode: str = "default", budget: SummaryBudget | None = None,
-              identifier_messages: Sequence[Mapping[str, Any]] | None = None) -> str:
+              identifier_messages: Sequence[Mapping[str, Any]] | None = None, max_chars: int | None = None) -> str:
     """`summarize_with_report` without the report."""
     return summarize_with_report(messages, previous_summary=previous_summary,
                                  turn_prefix_messages=turn_prefix_messages, custom_instructions=custom_instructions,
-                                 mode=mode, budget=budget, identifier_messages=identifier_messages)[0]
+                                 mode=mode, budget=budget, identifier_messages=identifier_messages,
+                                 max_chars=max_chars)[0]
 
 
 def _cap_list(paths: list[str], limit: int = FILE_LIST_MAX_CHARS) -> list[str]:
