@@ -41,11 +41,12 @@ AUDIT_IDENTIFIER_LIMIT = 12
 AUDIT_MESSAGE_WINDOW = 10
 
 # -- candidates -------------------------------------------------------------------------------
-# Token delimiters: ASCII space and brackets/quotes/separators (as before), plus what separates words
+# Token delimiters: ASCII space, quotes, parentheses, braces and separators (square brackets are
+# stripped from a token's ends instead, so `[::1]:443` stays one token), plus what separates words
 # in CJK and typographic text (ideographic space and punctuation, full-width forms, curly quotes), so
 # `修改/srv/app.py。` yields `/srv/app.py`. CJK letters themselves stay token characters (paths may
 # hold them).
-_DELIMS = (" \t\n\r\x0b\x0c\"'<>()\\[\\]{}`,;|\u00a0\u2000-\u200b\u2018\u2019\u201c\u201d\u2028\u2029"
+_DELIMS = (" \t\n\r\x0b\x0c\"'<>(){}`,;|\u00a0\u2000-\u200b\u2018\u2019\u201c\u201d\u2028\u2029"
            "\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01\uff02\uff08\uff09\uff0c\uff1b\uff1c\uff1e\uff1f"
            "\uff3b\uff3d\uff5b-\uff65")
 _TRIGGERS = "0-9/\\\\@."
@@ -57,6 +58,10 @@ _LEAD_STRIP = "(\"'`[{<*~"  # a home path's `~` is put back by _classify
 _TRAIL_STRIP = ")]\"'`,;:.!?<>*…"
 _LINE_DEDUPE_MIN = 1 << 16  # below this a line split costs more than it saves
 _MAX_TOKEN_CHARS = 4096  # longer tokens (base64, minified code) are data, not identifiers
+# CJK text glued to an identifier (`修改/srv/app.py`, `见https://x.test`, `main.py中`): the CJK run is
+# dropped where it meets ASCII; a CJK component inside a path (`/数据/报告.md`) stays.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_EDGES = re.compile(rf"^[{_CJK}]+(?=[A-Za-z0-9/~.\\])|(?<=[A-Za-z0-9])[{_CJK}]+$")
 
 # -- classes ------------------------------------------------------------------------------------
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]{1,15}://\S+$")
@@ -67,6 +72,7 @@ _PATH = re.compile(r"^(?:~|\.{1,2})?/?[\w.@+~%=-]+(?:/[\w.@+~%=,-]*)+$")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _HOST_PORT = re.compile(r"^(?:[\w-]+(?:\.[\w-]+)+|localhost|\[[0-9a-fA-F:.]+\]):\d{2,5}$")
 _IPV4 = re.compile(r"^(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?:/\d{1,2})?$")
+_BRACKETED_V6 = re.compile(r"^\[[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\](?::\d{2,5})?$")
 _IPV6 = re.compile(r"^[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%\w+)?(?:/\d{1,3})?$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
@@ -121,7 +127,12 @@ class Identifier:
 def _classify(token: str, prose: bool) -> tuple[str, str] | None:
     """(value, kind) of one candidate token, or None. `prose` adds the `unit` kind. The checks are
     gated by what the token holds, so most tokens cost one or two regex calls."""
+    if token[0] == "[" and _BRACKETED_V6.match(token.rstrip(_TRAIL_STRIP)):
+        t = token.rstrip(_TRAIL_STRIP)
+        return (t, "hostport") if t[-1] != "]" else (t, "ip")
     t = token.lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
+    if not t.isascii() and _CJK_EDGES.search(t):
+        t = _CJK_EDGES.sub("", t).lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
     if token[:2] == "~/" or (token[:1] in "*`" and t[:1] == "/" and "~/" in token[:3]):
         t = "~" + t  # keep a home path's tilde
     n = len(t)

@@ -205,19 +205,20 @@ def body_budget(suffix: str, max_chars: int = ARTIFACT_MAX_CHARS) -> int:
 
 
 def finalize(body: str, suffix: str, max_chars: int = ARTIFACT_MAX_CHARS) -> str:
-    """Fit body + suffix into `max_chars`: the suffix loses its head first (marker), then the body
-    is cut with OpenClaw's summary marker (only an over-long provider answer gets there)."""
+    """Fit body + suffix into `max_chars`: the suffix loses its head first (marker); a body too long
+    to leave the suffix a quarter of the budget (only an over-long provider answer) is cut first,
+    with OpenClaw's summary marker."""
     from openclaw_cli.compaction.summarizer import SUMMARY_TRUNCATED_MARKER
 
     if len(body) + len(suffix) <= max_chars:
         return body + suffix
-    limit = body_budget(suffix, max_chars)
-    if len(body) > limit:
-        body = body[:max(0, limit - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
+    reserve = min(len(suffix), max_chars // 4)
+    if len(body) > max_chars - reserve:
+        body = body[:max(0, max_chars - reserve - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
     room = max_chars - len(body)
     if len(suffix) > room:
-        keep = max(0, room - len(ARTIFACT_TRUNCATED_MARKER))
-        suffix = ARTIFACT_TRUNCATED_MARKER + suffix[len(suffix) - keep:] if keep else ""
+        keep = room - len(ARTIFACT_TRUNCATED_MARKER)
+        suffix = ARTIFACT_TRUNCATED_MARKER + suffix[len(suffix) - keep:] if keep > 0 else ""
     return body + suffix
 
 

@@ -31,24 +31,11 @@ def _norm(name: str) -> str:
     return " ".join(name.strip().strip("*_`").rstrip(":").split()).casefold()
 
 
-def extract_sections(markdown: str, names: Sequence[str]) -> list[str]:
-    """The text (heading line included) of each H2/H3 section of `markdown` named in `names`, in
-    the order of `names`; a name without a section is skipped."""
-    wanted = [_norm(n) for n in names if isinstance(n, str) and n.strip()]
-    if not wanted:
-        return []
-    found: dict[str, str] = {}
-    lines = markdown.splitlines()
+def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(line index, level, normalised text) of every heading outside fenced code blocks."""
+    out: list[tuple[int, int, str]] = []
     fence: str | None = None
-    current: str | None = None
-    level = 0
-    body: list[str] = []
-
-    def close() -> None:
-        if current is not None and current not in found:
-            found[current] = "\n".join(body).strip()
-
-    for line in lines:
+    for index, line in enumerate(lines):
         marker = _FENCE.match(line)
         if marker:
             token = marker.group(1)
@@ -56,20 +43,33 @@ def extract_sections(markdown: str, names: Sequence[str]) -> list[str]:
                 fence = token[0] * 3
             elif token.startswith(fence):
                 fence = None
-        elif fence is None:
+            continue
+        if fence is None:
             heading = _HEADING.match(line)
             if heading:
-                depth = len(heading.group(1))
-                if current is not None and depth <= level:
-                    close()
-                    current = None
-                name = _norm(heading.group(2))
-                if current is None and depth in (2, 3) and name in wanted and name not in found:
-                    current, level, body = name, depth, []
-        if current is not None:
-            body.append(line)
-    close()
-    return [found[n] for n in dict.fromkeys(wanted) if found.get(n)]
+                out.append((index, len(heading.group(1)), _norm(heading.group(2))))
+    return out
+
+
+def extract_sections(markdown: str, names: Sequence[str]) -> list[str]:
+    """The text (heading line included) of the first H2/H3 section of `markdown` for each name in
+    `names`, in the order of `names` (a section nested in another one is found too); a name without
+    a section is skipped."""
+    wanted = list(dict.fromkeys(_norm(n) for n in names if isinstance(n, str) and n.strip()))
+    if not wanted:
+        return []
+    lines = markdown.splitlines()
+    headings = _headings(lines)
+    out: list[str] = []
+    for name in wanted:
+        for k, (start, level, text) in enumerate(headings):
+            if level in (2, 3) and text == name:
+                end = next((i for i, lv, _ in headings[k + 1:] if lv <= level), len(lines))
+                section = "\n".join(lines[start:end]).strip()
+                if section:
+                    out.append(section)
+                break
+    return out
 
 
 def critical_rules_section(markdown: str, names: Sequence[str]) -> str:
