@@ -93,6 +93,13 @@ class Recorder:
         return self.answer
 
 
+@pytest.fixture
+def llm():
+    server = FakeLLM()
+    yield server
+    server.close()
+
+
 # -- step 2 ------------------------------------------------------------------------------------
 def test_no_real_conversation_writes_the_structured_fallback_without_a_call():
     silent = [U("HEARTBEAT_OK"), A("NO_REPLY"), U("   "), A("HEARTBEAT_OK"), U("tail one"), A("tail two")]
@@ -223,6 +230,8 @@ def test_history_pruning_summarises_the_dropped_part_first():
     plan = plan_compaction(entries(turns(30, size=1500)), keep_recent_tokens=6000)
     outcome = summarize_plan(plan, settings=SAFEGUARD, context_window=8000)  # kept tail > 8000 * 0.5 * 1.2
     summary = outcome.summary
+    assert outcome.pruned_messages > 0 and outcome.preserved_messages > 0
+    assert summarize_plan(plan, settings=SAFEGUARD).pruned_messages == 0  # 200000: the tail is small
     assert "Original goal: Turn 0: please fix /srv/t0/file.py" in summary  # from the pruned part's summary
     assert outcome.quality.passed and len(summary) <= ARTIFACT_MAX_CHARS
     planted = {f"/srv/t{k}/file.py" for k in range(30)} | {f"OPS-{10000 + k}" for k in range(30)}
@@ -230,6 +239,32 @@ def test_history_pruning_summarises_the_dropped_part_first():
                  if any(f"OPS-{10000 + k}" in str(m) for m in plan.messages_to_summarize)}
     assert compacted and compacted <= set(outcome.identifiers_kept) | set(outcome.identifiers_dropped)
     assert not [i for i in outcome.identifiers_kept if i in planted and i not in summary]
+
+
+def test_history_pruning_with_a_model_feeds_the_dropped_summary_forward(llm: FakeLLM):
+    plan = plan_compaction(entries(turns(30, size=1500)), keep_recent_tokens=6000)
+    full = "\n".join(f"{h}\n- ok" for h in REQUIRED_SAFEGUARD_HEADINGS)
+
+    def answer(body: dict) -> str:  # the dropped part's calls, then the history's (previous summary first)
+        prompt = body["messages"][1]["content"]
+        return full if "previous-compaction-summary" in prompt or "\n- ok\n" in prompt else \
+            "## Decisions\n- EARLY-SUMMARY-7"
+
+    llm.responder = answer
+    settings = CompactionSettings(mode="safeguard", recent_turns_preserve=0)
+    outcome = summarize_plan(plan, provider(llm), settings=settings, context_window=8000)
+    assert outcome.pruned_messages > 0 and outcome.provider_used == "openai-compatible"
+    prompts = [r["body"]["messages"][1]["content"] for r in llm.requests]
+    assert "Turn 0: please fix" in prompts[0]  # the oldest chunk first
+    history = [p for p in prompts if "previous-compaction-summary" in p]
+    assert len(history) == 1 and history[0].startswith(
+        "<conversation>\n[User]: <previous-compaction-summary>\n## Decisions\n- EARLY-SUMMARY-7")
+    assert not [p for p in prompts[prompts.index(history[0]):] if "Turn 0: please fix" in p]
+    # every remaining message preserved verbatim: no history call, the structured fallback keeps the first
+    llm.requests.clear()
+    everything = summarize_plan(plan, provider(llm), settings=SAFEGUARD, context_window=8000)
+    assert not [r for r in llm.requests if "previous-compaction-summary" in r["body"]["messages"][1]["content"]]
+    assert everything.summary.startswith(structured_fallback_summary("## Decisions\n- EARLY-SUMMARY-7"))
 
 
 # -- steps 6 and 7 -----------------------------------------------------------------------------
@@ -267,13 +302,17 @@ def test_audit_identifiers_are_kept_whatever_the_budget():
     from openclaw_cli.compaction.identifiers import extract_audit_identifiers
     from openclaw_cli.compaction.messages import text_of
 
-    messages = [*turns(300, size=60), U("last ask: check /srv/final/app.py and 0a1b2c3d4e5f6789"), A("ok"),
+    messages = [*turns(300, size=60), U("last ask: check /srv/final/app.py and 0a1b2c3d4e5f6789"),
+                A("", [("call_final", "bash", {"command": "make"})]),
+                T("call_final", "wrote /var/out/final/result.json, build 0badc0de12345678"), A("ok"),
                 U("tail " * 30), A("tail")]
     plan = plan_compaction(entries(messages), keep_recent_tokens=20)
     outcome = summarize_plan(plan, settings=CompactionSettings(mode="safeguard", recent_turns_preserve=0),
                              max_output_tokens=200)  # a small identifier budget
     audit = extract_audit_identifiers(text_of(m) for m in plan.messages_to_summarize[-10:])
-    assert "/srv/final/app.py" in audit and "0A1B2C3D4E5F6789" in audit
+    assert "/srv/final/app.py" in audit and "0A1B2C3D4E5F6789" in audit and "/var/out/final/result.json" in audit
+    # tool output comes last in the identifier budget: without the audit's list these would be left out
+    assert "/var/out/final/result.json" in outcome.identifiers_kept and "0badc0de12345678" in outcome.identifiers_kept
     assert outcome.identifiers_dropped and outcome.quality.passed and outcome.quality.attempts == 1
     assert all(i.lower() in outcome.summary.lower() for i in audit)
 
@@ -303,13 +342,6 @@ def test_builtin_safeguard_summary_fits_the_artifact_and_reports_what_it_left_ou
     default = summarize_plan(plan)
     assert len(default.summary) > ARTIFACT_MAX_CHARS and len(default.identifiers_dropped) < len(
         outcome.identifiers_dropped)
-
-
-@pytest.fixture
-def llm():
-    server = FakeLLM()
-    yield server
-    server.close()
 
 
 def test_llm_inputs_previous_summary_message_preserved_turns_and_corrective_retry(llm: FakeLLM):

@@ -82,6 +82,8 @@ class SummaryOutcome:
     # and those it does not (a budget cap, or a provider that left them out)
     identifiers_kept: list[str] = field(default_factory=list)
     identifiers_dropped: list[str] = field(default_factory=list)
+    pruned_messages: int = 0  # safeguard step 5: oldest messages summarised first (history share)
+    preserved_messages: int = 0  # safeguard step 7: messages of the recent turns kept verbatim
 
 
 def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: CompactionSettings | None = None,
@@ -111,6 +113,7 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
         max_output_tokens=max_output_tokens or max(1, int(0.8 * reserve)), timeout_s=timeout_s, mode=mode,
         context_window=window, cancel_event=cancel_event)
     quality: GuardResult | None = None
+    pruned = preserved = 0
     if mode == "safeguard":
         from openclaw_cli.compaction.safeguard import run_safeguard
         from openclaw_cli.compaction.workspace_rules import read_critical_rules
@@ -120,6 +123,7 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
                                workspace_rules=rules)
         summary, provider_used, fallback_reason, quality = (result.summary, result.provider_used,
                                                             result.fallback_reason, result.quality)
+        pruned, preserved = result.pruned_messages, result.preserved_messages
     else:
         summary, provider_used, fallback_reason = prov.summarize_with_fallback(
             provider, request, provider_config=provider_config)
@@ -128,7 +132,7 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
                                        if provider_used == prov.BUILTIN_ID else None)
     tokenizer = Tokenizer("exact" if plan.token_method == "exact" else "estimate")
     return SummaryOutcome(summary, provider_used, fallback_reason, quality, plan.tokens_after(summary, tokenizer),
-                          tokenizer.method, kept, dropped)
+                          tokenizer.method, kept, dropped, pruned, preserved)
 
 
 def _identifier_report(plan: CompactionPlan, summary: str, builtin: Any) -> tuple[list[str], list[str]]:

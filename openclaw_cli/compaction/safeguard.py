@@ -312,8 +312,12 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
         extra = "\n\n".join(x for x in (custom, feedback) if x) or None
         builtin_req = _request_for(request, None, False, history, prefix, previous, extra,
                                    plan.messages_to_summarize, pins=audit_ids, max_chars=body_budget(suffix))
-        if provider is None or not (history or prefix):
-            # every message is preserved verbatim: the built-in summariser still lists the identifiers
+        if provider is not None and not (history or prefix):
+            # every message is preserved verbatim: nothing to send to a model (step 9)
+            text = structured_fallback_summary(previous)
+            used_box["provider"] = prov.BUILTIN_ID
+        elif provider is None:
+            # (with every message preserved, the built-in summariser still lists their identifiers)
             text = prov.BuiltinProvider().summarize(builtin_req)
             request.extra.update(builtin_req.extra)
             used_box["provider"] = prov.BUILTIN_ID
