@@ -54,7 +54,7 @@ _TRIGGERS = "0-9/\\\\@."
 # attempt one character later (which would make a long trigger-free stretch quadratic).
 _CANDIDATES = re.compile(rf"(?:[^{_DELIMS}{_TRIGGERS}]*+(?:[{_DELIMS}]++|\Z))*+"
                          rf"(?:([^{_DELIMS}{_TRIGGERS}]*+[{_TRIGGERS}][^{_DELIMS}]*+)|\Z)")
-_LEAD_STRIP = "(\"'`[{<*~"  # a home path's `~` is put back by _classify
+_LEAD_STRIP = "(\"'`[{<*"
 _TRAIL_STRIP = ")]\"'`,;:.!?<>*…"
 _LINE_DEDUPE_MIN = 1 << 16  # below this a line split costs more than it saves
 _MAX_TOKEN_CHARS = 4096  # longer tokens (base64, minified code) are data, not identifiers
@@ -133,8 +133,8 @@ def _classify(token: str, prose: bool) -> tuple[str, str] | None:
     t = token.lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
     if not t.isascii() and _CJK_EDGES.search(t):
         t = _CJK_EDGES.sub("", t).lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
-    if token[:2] == "~/" or (token[:1] in "*`" and t[:1] == "/" and "~/" in token[:3]):
-        t = "~" + t  # keep a home path's tilde
+    if t[:1] == "~" and t[:2] != "~/":
+        t = t.lstrip("~")  # `~approx` or `~~strike~~`, not a home path
     n = len(t)
     if n > _MAX_TOKEN_CHARS:
         return None
