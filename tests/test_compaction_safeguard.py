@@ -369,3 +369,34 @@ def test_llm_inputs_previous_summary_message_preserved_turns_and_corrective_retr
     # what the model left out is reported (it wrote only one ticket of turns 6-10)
     assert "OPS-10007" in outcome.identifiers_dropped and "OPS-10007" not in summary
     assert "OPS-10006" in outcome.identifiers_kept
+
+
+def test_compact_reads_the_agents_workspace_rules(state_dir, tmp_path):
+    """`openclaw compact` in safeguard mode: AGENTS.md from `<stateDir>/workspace`, or from
+    `agents.defaults.workspace` (with `~`), or from the agent's roster entry."""
+    import json
+
+    from tests.compact_support import invoke, write_legacy_state
+
+    write_legacy_state(state_dir, {"agent:main:main": generate_session(41, turns=12)})
+
+    def run(agents: dict) -> str:
+        agents = {"defaults": {"compaction": {"mode": "safeguard", "postCompactionSections": ["Red Lines"]},
+                               **agents.pop("defaults", {})}, **agents}
+        (state_dir / "openclaw.json").write_text(json.dumps({"agents": agents}))
+        code, doc, err = invoke("compact", "agent:main:main", "--dry-run", "--keep-recent-tokens", "1000")
+        assert code == 0, (doc, err)
+        return doc["summary"]
+
+    assert "workspace-critical-rules" not in run({})  # no AGENTS.md anywhere yet
+    (state_dir / "workspace").mkdir()
+    (state_dir / "workspace" / "AGENTS.md").write_text("## Red Lines\n- default workspace rule\n")
+    assert "- default workspace rule\n</workspace-critical-rules>" in run({})
+    home_ws = state_dir.parent / "ws"  # the isolated HOME is state_dir's parent
+    home_ws.mkdir()
+    (home_ws / "AGENTS.md").write_text("## Red Lines\n- configured workspace rule\n")
+    assert "- configured workspace rule" in run({"defaults": {"workspace": "~/ws"}})
+    other = tmp_path / "entry-ws"
+    other.mkdir()
+    (other / "AGENTS.md").write_text("## Red Lines\n- roster workspace rule\n")
+    assert "- roster workspace rule" in run({"list": [{"id": "main", "workspace": str(other)}]})
