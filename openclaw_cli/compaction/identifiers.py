@@ -50,10 +50,6 @@ _DELIMS = (" \t\n\r\x0b\x0c\"'<>(){}`,;|\u00a0\u2000-\u200b\u2018\u2019\u201c\u2
            "\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01\uff02\uff08\uff09\uff0c\uff1b\uff1c\uff1e\uff1f"
            "\uff3b\uff3d\uff5b-\uff65")
 _TRIGGERS = "0-9/\\\\@."
-# Every match attempt succeeds (at a candidate or at the end), so `findall` never restarts a failed
-# attempt one character later (which would make a long trigger-free stretch quadratic).
-_CANDIDATES = re.compile(rf"(?:[^{_DELIMS}{_TRIGGERS}]*+(?:[{_DELIMS}]++|\Z))*+"
-                         rf"(?:([^{_DELIMS}{_TRIGGERS}]*+[{_TRIGGERS}][^{_DELIMS}]*+)|\Z)")
 _LEAD_STRIP = "(\"'`[{<*"
 _TRAIL_STRIP = ")]\"'`,;:.!?<>*…"
 _LINE_DEDUPE_MIN = 1 << 16  # below this a line split costs more than it saves
@@ -108,8 +104,14 @@ _NUM_UNIT_FULL = re.compile(rf"^\d+(?:[.,]\d+)*(?:{_UNITS})$")
 # starts with a character class (a digit, a capital letter) so `re` skips to candidates in C.
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
           r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
-_NUMBER_FIRST = re.compile(
-    rf"\d(?<![\w.]\d)\d*(?:(?:[.,]\d+)* (?:{_UNITS})|(?:st|nd|rd|th)? {_MONTH},? \d{{4}})(?![\w%/])")
+# Candidates: the tokens holding a trigger character, each with the word that follows when that
+# makes a prose form spanning tokens (`20 MB`, `14 March 2026`; `_classify` splits others off
+# again). Every match attempt succeeds (at a candidate or at the end), so `findall` never restarts
+# a failed attempt one character later (which would make a long trigger-free stretch quadratic).
+_FOLLOWING = rf"(?: (?:{_UNITS})(?![\w%/])| {_MONTH},? \d{{4}}(?![\w%/]))?"
+_CANDIDATES = re.compile(rf"(?:[^{_DELIMS}{_TRIGGERS}]*+(?:[{_DELIMS}]++|\Z))*+"
+                         rf"(?:([^{_DELIMS}{_TRIGGERS}]*+[{_TRIGGERS}][^{_DELIMS}]*+{_FOLLOWING})|\Z)")
+_SPANNING = re.compile(rf"^\d+(?:[.,]\d+)* (?:{_UNITS})$|^\d{{1,2}}(?:st|nd|rd|th)? {_MONTH},? \d{{4}}$")
 _MONTH_FIRST = re.compile(
     r"[ADFJMNOS](?<![\w.][ADFJMNOS])(?:an(?:uary)?|eb(?:ruary)?|ar(?:ch)?|pr(?:il)?|ay|une?|uly?|ug(?:ust)?|"
     r"ep(?:t(?:ember)?)?|ct(?:ober)?|ov(?:ember)?|ec(?:ember)?)\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}(?![\w%/])")
@@ -131,6 +133,10 @@ def _classify(token: str, prose: bool) -> tuple[str, str] | None:
         t = token.rstrip(_TRAIL_STRIP)
         return (t, "hostport") if t[-1] != "]" else (t, "ip")
     t = token.lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
+    if " " in t:  # a token and the word after it
+        if prose and _SPANNING.match(t):
+            return t, "unit" if t[-1].isalpha() or t[-1] in "%°" else "date"
+        return _classify(t.split(" ", 1)[0], prose)
     if not t.isascii() and _CJK_EDGES.search(t):
         t = _CJK_EDGES.sub("", t).lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
     if t[:1] == "~" and t[:2] != "~/":
@@ -248,10 +254,6 @@ class IdentifierScanner:
         candidates.pop("", None)
         self._classified(candidates, prose, out)
         if prose:
-            for match in _NUMBER_FIRST.finditer(text):
-                value = match.group()
-                if value not in out:
-                    out[value] = "date" if value[-1].isdigit() else "unit"
             for match in _MONTH_FIRST.finditer(text):
                 value = match.group()
                 if value.split(" ", 1)[0].rstrip(".") in _MONTH_NAMES and value not in out:

@@ -286,18 +286,29 @@ def _argument_text(args: Any) -> str:
     return "\n".join(out) if out else dumps_compact(args)
 
 
+def _single_text(message: Mapping[str, Any]) -> str:
+    """`text_of` with a fast path for pi's usual shape: one text block."""
+    content = message.get("content")
+    if type(content) is list and len(content) == 1:
+        block = content[0]
+        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
+            return block["text"]
+    return text_of(message)
+
+
 def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
     c = _Collected()
     keep = c.messages.append
+    tools = c.tools.append
     for message in messages:
         role = role_of(message)
         if role is None or (role == "custom" and is_runtime_context(message)):
             continue
         keep((role, message))
         if role == "toolResult":
-            c.tools.append(text_of(message))
+            tools(_single_text(message))
         elif role == "user":
-            text = text_of(message)
+            text = _single_text(message)
             if text.strip():
                 c.users.append(text)
         elif role == "assistant":
