@@ -29,7 +29,8 @@ PROVIDER = typer.Option(None, "--provider", metavar="ID",
                         help="Summary provider: builtin, openai (OPENCLAW_COMPACTION_* environment) or an "
                              "installed entry-point provider. Failures fall back to builtin.")
 TOKENIZER = typer.Option("exact", "--tokenizer", metavar="exact|estimate",
-                         help="Token counts: exact (tiktoken cl100k) or estimate (chars/4).")
+                         help="Token counts: exact (tiktoken cl100k) or estimate (chars/4; CJK and other scripts "
+                              "weighted as cl100k counts them).")
 INSTRUCTIONS = typer.Option(None, "--instructions", metavar="TEXT", help="Extra focus for the summary (like /compact TEXT).")
 OVER = typer.Option(False, "--over-threshold",
                     help="Compact every session whose stored context size is past window - reserve.")
