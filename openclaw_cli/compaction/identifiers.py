@@ -52,7 +52,6 @@ _DELIMS = (" \t\n\r\x0b\x0c\"'<>(){}`,;|\u00a0\u2000-\u200b\u2018\u2019\u201c\u2
 _TRIGGERS = "0-9/\\\\@."
 _LEAD_STRIP = "(\"'`[{<*"
 _TRAIL_STRIP = ")]\"'`,;:.!?<>*…"
-_LINE_DEDUPE_MIN = 1 << 16  # below this a line split costs more than it saves
 _MAX_TOKEN_CHARS = 4096  # longer tokens (base64, minified code) are data, not identifiers
 # CJK text glued to an identifier (`修改/srv/app.py`, `见https://x.test`, `main.py中`): the CJK run is
 # dropped where it meets ASCII; a CJK component inside a path (`/数据/报告.md`) stays.
@@ -261,29 +260,25 @@ class IdentifierScanner:
 
     def scan_many(self, texts: Iterable[str], *, prose: bool = True) -> dict[str, str]:
         """value -> kind over `texts` in order: pass them newest first to get the identifiers newest
-        first. Prose is scanned in blocks of ~64 KB (the order holds between blocks); tool output
-        (`prose=False`) in one pass over its distinct lines (a repeated line costs one hash)."""
+        first. Only distinct lines are scanned (a repeated line, as in a file read twice or a log,
+        costs one hash); prose in blocks of ~64 KB (the order holds between blocks), tool output
+        (`prose=False`) in one pass."""
         out: dict[str, str] = {}
-        if prose:
-            block: list[str] = []
-            size = 0
-            for text in texts:
-                if not text:
-                    continue
-                block.append(text)
-                size += len(text)
-                if size >= _PROSE_BLOCK_CHARS:
-                    self._scan_into("\n".join(block), True, out)
-                    block, size = [], 0
-            if block:
-                self._scan_into("\n".join(block), True, out)
+        lines = dict.fromkeys(chain.from_iterable(t.split("\n") for t in texts if t))
+        lines.pop("", None)
+        if not prose:
+            self._scan_into("\n".join(lines), False, out)
             return out
-        texts = [t for t in texts if t]
-        if sum(map(len, texts)) >= _LINE_DEDUPE_MIN:
-            blob = "\n".join(dict.fromkeys(chain.from_iterable(t.split("\n") for t in texts)))
-        else:
-            blob = "\n".join(texts)
-        self._scan_into(blob, False, out)
+        block: list[str] = []
+        size = 0
+        for line in lines:
+            block.append(line)
+            size += len(line)
+            if size >= _PROSE_BLOCK_CHARS:
+                self._scan_into("\n".join(block), True, out)
+                block, size = [], 0
+        if block:
+            self._scan_into("\n".join(block), True, out)
         return out
 
 

@@ -16,7 +16,8 @@
    16000-character artifact (the suffix loses its head first), audit, retry with feedback.
 
 The built-in summariser is told the audit's identifiers up front (they are at most 12), so its
-identifier audit cannot fail; an LLM gets OpenClaw's corrective feedback on a retry instead.
+identifier audit cannot fail, and being deterministic it is never retried; an LLM gets OpenClaw's
+corrective feedback on a retry instead (profile L: the last attempt is kept when all fail).
 The built-in one also extracts identifiers from the whole compacted part (pruned chunks and
 preserved turns included), so nothing leaves the summary unreported.
 """
@@ -262,7 +263,11 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
         extract_audit_identifiers,
         run_quality_guard,
     )
-    from openclaw_cli.compaction.summarizer import append_file_lists, structured_fallback_summary
+    from openclaw_cli.compaction.summarizer import (
+        SPLIT_TURN_MAX_CHARS,
+        append_file_lists,
+        structured_fallback_summary,
+    )
 
     history = list(plan.messages_to_summarize)
     prefix = list(plan.turn_prefix_messages)
@@ -285,7 +290,7 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
         text, used, fallback_reason = prov.try_provider(provider, req, provider_config=provider_config)
         if text is not None:
             _, preserved = split_recent_turns(history, settings.recent_turns_preserve)
-            summary = (text + format_turn_prefix(prefix, ARTIFACT_MAX_CHARS // 2) + recent_turns_section(preserved)
+            summary = (text + format_turn_prefix(prefix, SPLIT_TURN_MAX_CHARS) + recent_turns_section(preserved)
                        + failures + workspace_rules + files)
             return SafeguardResult(summary, used)
         provider = None  # R4.14.5: the built-in path takes over
@@ -334,7 +339,10 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
         quality = run_quality_guard(
             generate, lambda text: audit_summary(text, identifiers=audit_ids, latest_user_ask=latest,
                                                  identifier_policy=settings.identifier_policy),
-            max_retries=settings.quality_guard_retries, identifier_policy=settings.identifier_policy)
+            # the built-in summariser is deterministic and already has the audit's identifiers: a
+            # retry would write the same summary again
+            max_retries=settings.quality_guard_retries if provider is not None else 0,
+            identifier_policy=settings.identifier_policy)
         summary = quality.summary
     else:
         summary = generate(None)

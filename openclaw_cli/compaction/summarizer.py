@@ -209,9 +209,9 @@ def parse_summary(text: str | None) -> Digest:
 
 
 # -- extraction from messages --------------------------------------------------------------------
-# Work is bounded by what the summary can hold: one cheap forward pass collects what needs every
-# message (tool-call counts and ids); texts are then read newest-first and only until the section
-# caps and identifier budgets are full, so a 50 MB transcript costs about what its newest part does.
+# One forward pass collects the texts (references, no copies) and what needs every message (tool-call
+# counts and ids). Identifiers are then extracted from all of it (`identifiers.py`: one C-level scan
+# per source); prose is read newest first and only until the section caps are full.
 @dataclass
 class _Collected:
     """One pass over the messages: the texts each extraction needs, oldest first (read newest first)."""
@@ -580,9 +580,8 @@ def _assemble_digest(inputs: _DigestInputs, budget: SummaryBudget, pinned_identi
     carried = [v for v in dict.fromkeys(old.other_ids) if v not in this_round]
     carried_kept, carried_dropped = _fit_carried(carried, budget.carry_identifier_chars)
     dropped = [*user_dropped, *round_dropped, *carried_dropped]
-    pins = {_pin_key(v) for v in pinned_identifiers}
-    if pins and dropped:
-        rescued = [v for v in dropped if _pin_key(v) in pins]
+    if dropped and pinned_identifiers:
+        rescued = _pinned(dropped, pinned_identifiers)
         if rescued:
             keep = set(rescued)
             dropped = [v for v in dropped if v not in keep]
@@ -607,8 +606,14 @@ def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str
     return _assemble_digest(inputs, budget, pinned_identifiers)
 
 
-def _pin_key(value: str) -> str:
-    return value.upper() if _PURE_HEX.match(value) else value
+def _pinned(dropped: list[str], pins: Iterable[str]) -> list[str]:
+    """The dropped values a pin names (a pure-hex pin matches case-insensitively, as the audit does)."""
+    pins = set(pins)
+    found = [v for v in dropped if v in pins]
+    hex_pins = {p.upper() for p in pins if _PURE_HEX.match(p)} - {v.upper() for v in found}
+    if hex_pins:
+        found += [v for v in dropped if v not in pins and len(v) >= 8 and v.upper() in hex_pins]
+    return found
 
 
 # -- rendering ----------------------------------------------------------------------------------
