@@ -72,6 +72,7 @@ _IPV6 = re.compile(r"^[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%\w+)?(?:/\d{
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
 _DIGIT_RUN = re.compile(r"\d{6,}")
+_has_digit = re.compile(r"\d").search
 _PURE_HEX = re.compile(r"^[0-9a-fA-F]{8,}$")
 _DATE = re.compile(r"^(?:\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
                    r"(?:T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
@@ -184,7 +185,7 @@ def _classify(token: str, prose: bool) -> tuple[str, str] | None:
                 pass
             else:
                 return t, "ip"
-    if not any(c.isdigit() for c in t):  # a name with a dot: a file or a hostname
+    if not _has_digit(t):  # a name with a dot: a file or a hostname
         if "." in t:
             if _FILE_NAME.match(t):
                 return t, "file"
@@ -207,7 +208,7 @@ def _classify(token: str, prose: bool) -> tuple[str, str] | None:
     if _UUID.match(t):
         return t, "uuid"
     hexrun = _HEX_RUN.search(t)
-    if hexrun and not hexrun.group().isdigit() and any(c.isdigit() for c in hexrun.group()):
+    if hexrun and not hexrun.group().isdigit() and _has_digit(hexrun.group()):
         return t, "hex"
     if _DIGIT_RUN.search(t):
         return t, "number"
@@ -307,8 +308,8 @@ def _audit_kind(value: str, kind: str) -> bool:
         return True
     if kind == "path":
         return value.startswith("/")
-    return bool(_HEX_RUN.search(value) and any(c.isdigit() for c in _HEX_RUN.search(value).group())  # type: ignore[union-attr]
-                or _DIGIT_RUN.search(value))
+    hexrun = _HEX_RUN.search(value)
+    return bool(hexrun and _has_digit(hexrun.group()) or _DIGIT_RUN.search(value))
 
 
 def _normalize_audit(value: str) -> str:
