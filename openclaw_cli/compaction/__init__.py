@@ -139,11 +139,19 @@ def _identifier_report(plan: CompactionPlan, summary: str, builtin: Any) -> tupl
     """(kept, dropped) identifiers of the compacted part and of the previous summary. The built-in
     summariser reports what it extracted; another provider's output is checked against a fresh
     extraction (identifiers anywhere in its text count as kept)."""
+    from openclaw_cli.compaction.identifiers import IdentifierScanner
     from openclaw_cli.compaction.summarizer import collect_identifiers, parse_summary, reconcile_identifiers
 
     if builtin is not None:
-        candidates = [*builtin.kept, *builtin.dropped]
-        report = reconcile_identifiers(candidates, summary)  # the appended sections may hold some
+        if builtin.checked_text and summary.startswith(builtin.checked_text):
+            # only the sections appended after the built-in text (file lists, ...) can add any
+            appended = IdentifierScanner().scan(summary[len(builtin.checked_text):])
+            if not appended:
+                return builtin.kept, builtin.dropped
+            found = [v for v in builtin.dropped if v in appended]
+            keep = set(found)
+            return [*builtin.kept, *found], [v for v in builtin.dropped if v not in keep]
+        report = reconcile_identifiers([*builtin.kept, *builtin.dropped], summary)
     else:
         previous = parse_summary(plan.previous_summary)
         candidates = [*collect_identifiers([*plan.messages_to_summarize, *plan.turn_prefix_messages]).all(),

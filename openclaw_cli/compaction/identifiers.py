@@ -265,7 +265,8 @@ class IdentifierScanner:
         costs one hash); prose in blocks of ~64 KB (the order holds between blocks), tool output
         (`prose=False`) in one pass."""
         out: dict[str, str] = {}
-        lines = dict.fromkeys(chain.from_iterable(t.split("\n") for t in texts if t))
+        # whole texts first (a file read twice is one hash), then their lines
+        lines = dict.fromkeys(chain.from_iterable(t.split("\n") for t in dict.fromkeys(texts) if t))
         lines.pop("", None)
         if not prose:
             self._scan_into("\n".join(lines), False, out)

@@ -695,13 +695,14 @@ class IdentifierReport:
 
     kept: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    checked_text: str = ""  # the summary text the split was made against
 
 
 def reconcile_identifiers(candidates: Iterable[str], summary: str, *, substring_check: bool = False) -> IdentifierReport:
     """Split `candidates` by whether `summary` holds them: as an identifier token of the summary
     (the same scanner), or with `substring_check` (free-form provider output) anywhere in it."""
     present = IdentifierScanner().scan(summary)
-    report = IdentifierReport()
+    report = IdentifierReport(checked_text=summary)
     for value in dict.fromkeys(candidates):
         if value in present or (substring_check and value in summary):
             report.kept.append(value)
