@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.compaction.testdata import generate_session
-from openclaw_cli.store.archives import read_archive_bytes
+from openclaw_cli.store.archives import archive_temp_pid, read_archive_bytes
 from openclaw_cli.store.compaction_writes import CRASH_COUNT_ENV, CRASH_ENV
 from openclaw_cli.store.rewrite import parse_lines, rebuilt_context
 from tests.compact_support import (
@@ -83,7 +83,9 @@ def old_transcript(state: Path, kind: str, old_sid: str) -> list[str]:
 
 
 def archives(state: Path) -> list[Path]:
-    return sorted(p for p in (state / SESSIONS).glob("*.jsonl.bak.*"))
+    """Published archives; a kill while one is written leaves its temp file (`<name>.<pid>.<hex>.tmp`,
+    removed by cleanup later), which is not an archive yet."""
+    return sorted(p for p in (state / SESSIONS).glob("*.jsonl.bak.*") if archive_temp_pid(p.name) is None)
 
 
 def check_truncate(state: Path, kind: str, old_sid: str) -> str:

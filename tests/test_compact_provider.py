@@ -191,9 +191,9 @@ def test_gc_is_paused_on_the_builtin_path_only(templates, state_dir: Path, llm: 
     from tests.compact_support import invoke
 
     seen: dict[str, list[bool]] = {"summarize": [], "write": [], "request": []}
-    real_summarize, real_write = summarizer.summarize, persist.apply_compaction_legacy
+    real_summarize, real_write = summarizer.summarize_with_report, persist.apply_compaction_legacy
 
-    def spy_summarize(*args: Any, **kwargs: Any) -> str:
+    def spy_summarize(*args: Any, **kwargs: Any) -> Any:
         seen["summarize"].append(gc.isenabled())
         return real_summarize(*args, **kwargs)
 
@@ -201,7 +201,7 @@ def test_gc_is_paused_on_the_builtin_path_only(templates, state_dir: Path, llm: 
         seen["write"].append(gc.isenabled())
         return real_write(*args, **kwargs)
 
-    monkeypatch.setattr(summarizer, "summarize", spy_summarize)
+    monkeypatch.setattr(summarizer, "summarize_with_report", spy_summarize)
     monkeypatch.setattr(persist, "apply_compaction_legacy", spy_write)
     original_post = llm.server.RequestHandlerClass.do_POST
 

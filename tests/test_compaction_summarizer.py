@@ -67,10 +67,14 @@ def test_no_identifiers_in_plain_prose():
     assert extract_identifiers(prose) == []
 
 
-def test_tool_output_mode_skips_prose_kinds_but_keeps_structural_ids():
-    log = "took 20 MB at 10:30 on 2026-10-21\nwrote /var/log/app/x.log\ncommit 0123abcd4567ef89 ok\nid 12345678\n"
+def test_tool_output_mode_skips_only_the_prose_forms():
+    log = ("took 20 MB at 10:30 on 2026-10-21, 150ms, Mar 3, 2026\nwrote /var/log/app/x.log\ncommit 0123abcd4567ef89 ok"
+           "\nid 12345678\n")
     found = {i.value: i.kind for i in scan_identifiers(log, conversational=False)}
-    assert found == {"/var/log/app/x.log": "path", "0123abcd4567ef89": "hex", "12345678": "number"}
+    assert found == {"10:30": "time", "2026-10-21": "date", "/var/log/app/x.log": "path", "0123abcd4567ef89": "hex",
+                     "12345678": "number"}
+    prose = {i.value: i.kind for i in scan_identifiers(log)}
+    assert prose["20 MB"] == prose["150ms"] == "unit" and prose["Mar 3, 2026"] == "date"
     # JSON-ish output: quotes and braces delimit tokens
     assert extract_identifiers('{"path":"/a/b/c.txt","n":1}', conversational=False) == ["/a/b/c.txt"]
 
@@ -227,8 +231,10 @@ def test_identifier_budget_keeps_user_ids_and_reports_omissions():
     budget = SummaryBudget(round_identifier_chars=2000)
     summary = summarize(noisy, budget=budget)
     assert "/srv/user/one.py" in summary and "https://u.example.test/ask" in summary
-    # the newest mentions fill the budget and older tool output is never scanned: a lower bound
-    assert re.search(r"…and at least \d+ more identifiers omitted", summary)
+    # the newest mentions fill the budget; every one left out is counted
+    total = 60 * 20
+    kept = len(re.findall(r"`/tmp/out/\d+/\d+\.log`", summary))
+    assert 0 < kept < total and f"…and {total - kept} more identifiers omitted" in summary
     assert "/tmp/out/59/19.log" in summary  # newest kept first
     assert "/tmp/out/0/0.log" not in summary
     # scanned whole (little text), the count is exact: 2 results x 20 paths, 200 chars of budget

@@ -89,6 +89,47 @@ def test_exact_count_is_stable_and_matches_cl100k():
     assert 15 < first < 40
 
 
+# Paragraphs in several scripts: the estimate should be near what cl100k counts (R4.4.4; chars/4 would
+# be 3-4x too low for CJK, and ASCII must not change).
+SCRIPTS = {
+    "zh": "会话管理层负责保存对话记录，并在上下文窗口快满时压缩历史消息。请不要删除审计字段，并保留所有文件路径和标识符。",
+    "ja": "セッション管理層は会話の記録を保存し、コンテキストウィンドウがいっぱいになりそうなときに履歴を圧縮します。",
+    "ko": "세션 관리 계층은 대화 기록을 저장하고 컨텍스트 창이 거의 찼을 때 기록을 압축합니다. 감사 열을 삭제하지 마세요.",
+    "ru": "Уровень управления сессиями сохраняет историю разговоров и сжимает старые сообщения, когда окно почти заполнено.",
+    "el": "Το επίπεδο διαχείρισης συνεδριών αποθηκεύει το ιστορικό συνομιλιών και συμπιέζει τα παλιά μηνύματα.",
+    "he": "שכבת ניהול ההפעלות שומרת את היסטוריית השיחות ודוחסת הודעות ישנות כאשר חלון ההקשר כמעט מלא.",
+    "ar": "تحفظ طبقة إدارة الجلسات سجل المحادثات وتضغط الرسائل القديمة عندما تكون نافذة السياق ممتلئة تقريبًا.",
+    "hi": "सत्र प्रबंधन परत बातचीत का इतिहास सहेजती है और संदर्भ विंडो लगभग भर जाने पर पुराने संदेशों को संपीड़ित करती है।",
+    "th": "ชั้นการจัดการเซสชันจะบันทึกประวัติการสนทนาและบีบอัดข้อความเก่าเมื่อหน้าต่างบริบทใกล้เต็ม",
+    "de": "Die Sitzungsverwaltung speichert den Gesprächsverlauf und komprimiert ältere Nachrichten, wenn es voll ist.",
+    "emoji": "Release shipped 🎉🚀✅ tests green 👍🔥 thanks 🙏",
+}
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_estimate_of_non_latin_scripts_is_near_the_tokenizer(script):
+    from openclaw_cli.compaction.tokens import estimate_text_tokens
+
+    text = SCRIPTS[script] * 3
+    exact = exact_text_tokens(text)
+    estimate = estimate_text_tokens(text)
+    assert 0.75 <= estimate / exact <= 1.3, (script, estimate, exact)
+    if script in ("zh", "ja"):
+        assert estimate >= 0.9 * len(text)  # about one token per character, not len/4
+    assert estimate_message_tokens(msg("user", text)) == estimate
+    assert Tokenizer("estimate").count_text(text) == estimate
+
+
+def test_ascii_estimate_is_unchanged_and_mixed_text_adds_up():
+    from openclaw_cli.compaction.tokens import estimate_text_tokens, weighted_chars
+
+    for text in ("", "a", "hello world", "x" * 4001, "/srv/app/main.py:42 call_d7eb89a64d0f"):
+        assert estimate_text_tokens(text) == -(-len(text) // 4)
+    assert weighted_chars("修复 bug") == 4 + 4 + 4  # two ideographs, a space and three letters
+    assert weighted_chars("ü") == 2 and weighted_chars("🎉") == 12 and weighted_chars("Ωμέγα") == 20
+    assert weighted_chars(chr(0xD83D)) == 4  # a lone surrogate (JSON "\ud83d") is counted once
+
+
 def test_estimate_is_close_to_exact_on_prose():
     text = ("Compaction summarises older conversation turns so that the context window keeps room for new "
             "work; the recent tail is kept verbatim and the rest becomes a structured summary. ") * 50
@@ -253,11 +294,11 @@ def test_settings_from_mapping_and_validation():
 
 
 def test_estimate_fast_path_equals_counted_parts():
-    from openclaw_cli.compaction.tokens import IMAGE_CHARS, counted_parts
+    from openclaw_cli.compaction.tokens import IMAGE_CHARS, counted_parts, weighted_chars
 
     def slow(message):
         parts, images = counted_parts(message)
-        return -(-(sum(len(p) for p in parts) + images * IMAGE_CHARS) // 4)
+        return -(-(sum(weighted_chars(p) for p in parts) + images * IMAGE_CHARS) // 4)
 
     messages = [e["message"] for e in generate_session(9, turns=30).entries if e["type"] == "message"]
     messages += [
@@ -267,6 +308,9 @@ def test_estimate_fast_path_equals_counted_parts():
         {"role": "toolResult", "content": [{"type": "thinking", "thinking": "not counted for tools"}]},
         {"role": "custom", "content": "plain string content"},
         {"role": "user", "content": [{"type": "text", "text": "x" * 9}], "excludeFromContext": True},
+        {"role": "user", "content": [{"type": "text", "text": "请修复登录问题 /srv/app.py"}]},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "Проверю 🎉"},
+                                          {"type": "toolCall", "name": "読む", "arguments": {"path": "/データ"}}]},
     ]
     for message in messages:
         assert estimate_message_tokens(message) == slow(message)

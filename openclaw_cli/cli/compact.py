@@ -29,7 +29,8 @@ PROVIDER = typer.Option(None, "--provider", metavar="ID",
                         help="Summary provider: builtin, openai (OPENCLAW_COMPACTION_* environment) or an "
                              "installed entry-point provider. Failures fall back to builtin.")
 TOKENIZER = typer.Option("exact", "--tokenizer", metavar="exact|estimate",
-                         help="Token counts: exact (tiktoken cl100k) or estimate (chars/4).")
+                         help="Token counts: exact (tiktoken cl100k) or estimate (chars/4; CJK and other scripts "
+                              "weighted as cl100k counts them).")
 INSTRUCTIONS = typer.Option(None, "--instructions", metavar="TEXT", help="Extra focus for the summary (like /compact TEXT).")
 OVER = typer.Option(False, "--over-threshold",
                     help="Compact every session whose stored context size is past window - reserve.")
@@ -174,6 +175,10 @@ def render_session(result: dict[str, Any]) -> None:
             f"{sanitize_text(cut.get('timestamp'))}), entry {cut.get('index')} of {cut.get('branchEntries')}{split}")
     err(f"  summarised {result.get('summarizedMessages')} messages, kept {result.get('keptMessages')} "
         f"({_fmt(result.get('keptTokens'))} tokens); summary {result.get('summaryChars')} chars")
+    kept, dropped = result.get("identifiersKept"), result.get("identifiersDropped")
+    if isinstance(kept, list) and isinstance(dropped, list):
+        note = f" ({len(dropped)} left out: see identifiersDropped in --json)" if dropped else ""
+        err(f"  identifiers: {len(kept)} kept in the summary{note}")
     successor = result.get("successor")
     if successor:
         where = successor.get("sessionFile") or f"session window {successor.get('sessionId')}"

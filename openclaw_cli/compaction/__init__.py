@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -78,65 +78,27 @@ class SummaryOutcome:
     quality: GuardResult | None = None
     tokens_after: int | None = None  # summary message + kept tail, counted with the plan's method
     token_method: str = "estimate"
-
-
-def _tool_failures_section(messages: Sequence[Mapping[str, Any]]) -> str:
-    """R4.9 step 3: `## Tool Failures` (safeguard), up to 8 lines, deduplicated by toolCallId."""
-    from openclaw_cli.compaction.messages import role_of, text_of
-
-    lines: list[str] = []
-    seen: set[str] = set()
-    total = 0
-    for message in messages:
-        if role_of(message) != "toolResult" or message.get("isError") is not True:
-            continue
-        ident = message.get("toolCallId")
-        if isinstance(ident, str):
-            if ident in seen:
-                continue
-            seen.add(ident)
-        total += 1
-        if len(lines) < 8:
-            text = " ".join(text_of(message).split())[:240] or "failed (no output)"
-            details = message.get("details") if isinstance(message.get("details"), Mapping) else {}
-            status = [f"{k}={details[k]}" for k in ("status", "exitCode") if details.get(k) is not None]
-            suffix = f" ({' '.join(status)})" if status else ""
-            lines.append(f"- {message.get('toolName') or 'tool'}{suffix}: {text}")
-    if not lines:
-        return ""
-    if total > len(lines):
-        lines.append(f"- ...and {total - len(lines)} more")
-    return "\n\n## Tool Failures\n" + "\n".join(lines)
-
-
-def _has_real_conversation(messages: Sequence[Mapping[str, Any]]) -> bool:
-    from openclaw_cli.compaction.messages import role_of, text_of
-    from openclaw_cli.compaction.silent import HEARTBEAT_TOKEN, is_silent_reply
-
-    for message in messages:
-        if role_of(message) in ("user", "assistant", "custom", "bashExecution", "branchSummary", "compactionSummary"):
-            text = text_of(message).strip()
-            if text and not is_silent_reply(text) and not is_silent_reply(text, HEARTBEAT_TOKEN):
-                return True
-    return False
+    # the identifiers of the compacted part (and of the summary it replaces) that the summary holds,
+    # and those it does not (a budget cap, or a provider that left them out)
+    identifiers_kept: list[str] = field(default_factory=list)
+    identifiers_dropped: list[str] = field(default_factory=list)
+    pruned_messages: int = 0  # safeguard step 5: oldest messages summarised first (history share)
+    preserved_messages: int = 0  # safeguard step 7: messages of the recent turns kept verbatim
 
 
 def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: CompactionSettings | None = None,
                    custom_instructions: str | None = None, context_window: int | None = None,
                    cancel_event: threading.Event | None = None, provider_config: Mapping[str, Any] | None = None,
-                   timeout_s: float = 180.0, max_output_tokens: int | None = None) -> SummaryOutcome:
+                   timeout_s: float = 180.0, max_output_tokens: int | None = None,
+                   workspace_dir: str | os.PathLike[str] | None = None) -> SummaryOutcome:
     """Summarise a ready plan with `provider` (None = built-in; a provider object or an id), falling
-    back to the built-in summariser on failure (R4.14.5); appends the file lists (R4.7.8) and, in
-    safeguard mode, the tool-failure section and the quality guard (R4.12, never for third-party
-    providers). Cancellation propagates."""
+    back to the built-in summariser on failure (R4.14.5), and append the file lists (R4.7.8). In
+    safeguard mode the whole §4.9 pipeline runs (`safeguard.py`), with the workspace critical rules
+    read from `<workspace_dir>/AGENTS.md` when `postCompactionSections` is set. The outcome lists
+    which identifiers of the compacted part the summary kept and which it dropped. Cancellation
+    propagates."""
     from openclaw_cli.compaction import providers as prov
-    from openclaw_cli.compaction.identifiers import (
-        audit_summary,
-        extract_audit_identifiers,
-        run_quality_guard,
-    )
-    from openclaw_cli.compaction.messages import role_of, text_of
-    from openclaw_cli.compaction.summarizer import append_file_lists, structured_fallback_summary
+    from openclaw_cli.compaction.summarizer import append_file_lists
 
     if not plan.ready:
         raise OpenClawError(plan.reason or "nothing to compact", type="compaction_skipped")
@@ -150,45 +112,52 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
         identifier_policy=settings.identifier_policy, identifier_instructions=settings.identifier_instructions,
         max_output_tokens=max_output_tokens or max(1, int(0.8 * reserve)), timeout_s=timeout_s, mode=mode,
         context_window=window, cancel_event=cancel_event)
-    everything = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
     quality: GuardResult | None = None
-    fallback_reason: str | None = None
-    provider_used = prov.BUILTIN_ID
-    if mode == "safeguard" and not _has_real_conversation(everything):
-        summary = structured_fallback_summary(plan.previous_summary)
+    pruned = preserved = 0
+    if mode == "safeguard":
+        from openclaw_cli.compaction.safeguard import run_safeguard
+        from openclaw_cli.compaction.workspace_rules import read_critical_rules
+
+        rules = read_critical_rules(workspace_dir, settings.post_compaction_sections)
+        result = run_safeguard(plan, provider, request, settings=settings, provider_config=provider_config,
+                               workspace_rules=rules)
+        summary, provider_used, fallback_reason, quality = (result.summary, result.provider_used,
+                                                            result.fallback_reason, result.quality)
+        pruned, preserved = result.pruned_messages, result.preserved_messages
     else:
-        provider_id = provider if isinstance(provider, str) else getattr(provider, "id", None)
-        third_party = provider is not None and provider_id not in (prov.BUILTIN_ID, prov.OPENAI_ID, "openai")
-        if mode == "safeguard" and settings.quality_guard_active and not third_party:
-            identifiers = extract_audit_identifiers(text_of(m) for m in everything[-10:])
-            latest = next((text_of(m) for m in reversed(everything) if role_of(m) == "user" and text_of(m).strip()),
-                          None)
-            used: dict[str, Any] = {}
-
-            is_builtin = provider is None or provider_id == prov.BUILTIN_ID
-
-            def generate(feedback: str | None) -> str:
-                # corrective feedback is prompt text for a model; the extractive summariser ignores it
-                extra = None if is_builtin else feedback
-                request.custom_instructions = "\n\n".join(x for x in (custom_instructions, extra) if x) or None
-                text, used["provider"], used["reason"] = prov.summarize_with_fallback(
-                    provider, request, provider_config=provider_config)
-                return text
-
-            quality = run_quality_guard(
-                generate, lambda s: audit_summary(s, identifiers=identifiers, latest_user_ask=latest,
-                                                  identifier_policy=settings.identifier_policy),
-                max_retries=settings.quality_guard_retries, identifier_policy=settings.identifier_policy)
-            summary, provider_used, fallback_reason = quality.summary, used["provider"], used["reason"]
-        else:
-            summary, provider_used, fallback_reason = prov.summarize_with_fallback(
-                provider, request, provider_config=provider_config)
-        if mode == "safeguard":
-            summary += _tool_failures_section(everything)
-    summary = append_file_lists(summary, plan.read_files, plan.modified_files)
+        summary, provider_used, fallback_reason = prov.summarize_with_fallback(
+            provider, request, provider_config=provider_config)
+        summary = append_file_lists(summary, plan.read_files, plan.modified_files)
+    kept, dropped = _identifier_report(plan, summary, request.extra.get(prov.IDENTIFIER_REPORT)
+                                       if provider_used == prov.BUILTIN_ID else None)
     tokenizer = Tokenizer("exact" if plan.token_method == "exact" else "estimate")
     return SummaryOutcome(summary, provider_used, fallback_reason, quality, plan.tokens_after(summary, tokenizer),
-                          tokenizer.method)
+                          tokenizer.method, kept, dropped, pruned, preserved)
+
+
+def _identifier_report(plan: CompactionPlan, summary: str, builtin: Any) -> tuple[list[str], list[str]]:
+    """(kept, dropped) identifiers of the compacted part and of the previous summary. The built-in
+    summariser reports what it extracted; another provider's output is checked against a fresh
+    extraction (identifiers anywhere in its text count as kept)."""
+    from openclaw_cli.compaction.identifiers import IdentifierScanner
+    from openclaw_cli.compaction.summarizer import collect_identifiers, parse_summary, reconcile_identifiers
+
+    if builtin is not None:
+        if builtin.checked_text and summary.startswith(builtin.checked_text):
+            # only the sections appended after the built-in text (file lists, ...) can add any
+            appended = IdentifierScanner().scan(summary[len(builtin.checked_text):])
+            if not appended:
+                return builtin.kept, builtin.dropped
+            found = [v for v in builtin.dropped if v in appended]
+            keep = set(found)
+            return [*builtin.kept, *found], [v for v in builtin.dropped if v not in keep]
+        report = reconcile_identifiers([*builtin.kept, *builtin.dropped], summary)
+    else:
+        previous = parse_summary(plan.previous_summary)
+        candidates = [*collect_identifiers([*plan.messages_to_summarize, *plan.turn_prefix_messages]).all(),
+                      *previous.user_ids, *previous.other_ids]
+        report = reconcile_identifiers(candidates, summary, substring_check=True)
+    return report.kept, report.dropped
 
 
 def new_entry_id(existing: Collection[str] = ()) -> str:

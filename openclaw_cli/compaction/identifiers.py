@@ -1,25 +1,34 @@
-"""Identifier extraction (R4.12.5, extended for preservation) and the summary quality audit
+"""Identifier extraction (§4.13 strict classes, R4.12.5 for the audit) and the summary quality audit
 (R4.12.4, R4.12.6-7).
 
-Preservation extracts *every* identifier, not only 12: URLs (any scheme), POSIX / `~` / relative
-paths, Windows paths, e-mail addresses, `host:port`, UUIDs, hex hashes and ids containing >= 8 hex
-characters (tool-call ids such as `call_d7eb89a64d0f`), numbers of >= 6 digits; and in
-conversation text also dates, times, IPs, versions, file names with a known extension and numbers
-with units (`20 MB`, `150ms`, `95%`).
+Preservation extracts every identifier of the text, in these kinds: `url` (any scheme), `path`
+(POSIX, `~`, relative with an extension or >= 3 segments, relative Windows), `winpath` (`C:\\…`),
+`email`, `hostport` (`host:port`, `[v6]:port`), `ip` (IPv4, IPv6, CIDR), `uuid`, `hex` (tokens
+with a run of >= 8 hex characters holding a digit: hashes, tool-call ids), `date` (ISO dates and
+date-times, `2026/03/14`, `14/03/2026`, `14.03.2026`, `2026-03`, and in prose `March 14, 2026` /
+`14 Mar 2026`), `time` (`10:30`, `10:30:15.250`, `9:05pm`), `version` (`v1.2`, `1.2.3-rc.1`),
+`number` (>= 6 digits), `id` (names mixing letters and digits: `OPS-88412`, `build_2291`,
+`release-train-2026-03-14`, `gpt-4o`), `file` (a file name with a known extension), `host` (a
+hostname whose last label is a common TLD or a private one such as `.internal`), `ref` (`#1234`),
+and in prose only `unit` (`20 MB`, `150ms`, `95%`), which §4.13 does not name but a summary needs.
 
-Speed: Python's `re` is slow when a pattern may start at most positions (a 50 MB transcript would
-take seconds). The scanner therefore only looks where a trigger occurs — `/ \\ @`, `:` before a
-digit or `//`, a run of 8 hex characters or 6 digits (found with C-level `bytes.find` on a
-translated copy of the text), and in conversation text any digit or `.ext` — expands the trigger to
-its delimiter-bounded token and classifies that short token.
+Speed (a 50 MB transcript holds ~38M characters of text): Python's `re` is slow when a pattern may
+start at every position, and a Python loop over every token is slower still. Candidates are
+therefore the delimiter-bounded tokens holding a digit, `/`, `\\`, `@` or `.`, found by ONE regex
+whose possessive skip loop consumes the tokens without such a character, so each `findall` walks
+the text once in C; `dict.fromkeys` de-duplicates them in C, and only unique candidates are
+classified in Python (memoised). Tool output, which is most of a long transcript and repeats a lot
+(files read twice, log lines), is also de-duplicated by line before the scan.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 REQUIRED_SAFEGUARD_HEADINGS = (
     "## Decisions",
@@ -31,194 +40,277 @@ REQUIRED_SAFEGUARD_HEADINGS = (
 AUDIT_IDENTIFIER_LIMIT = 12
 AUDIT_MESSAGE_WINDOW = 10
 
-# -- byte tables ------------------------------------------------------------------------------
-_DELIMITERS = b" \t\n\r\x0b\x0c\"'<>()[]{}`,;|"
-_HEX = b"0123456789abcdefABCDEF"
-_HEX_TABLE = bytes(0x68 if i in _HEX else 0x2E for i in range(256))  # hex/digit -> 'h'
-
-# Triggers are found with C-level `bytes.find` on translated copies of the text (memchr speed):
-# `_TRIGGER_TABLE` maps token delimiters to " " (the same copy bounds tokens), keeps / \\ : @ and maps
-# digits to "0" (":0" finds host:port and times); `_HEX_TABLE` maps hex digits to "h" ("hhhhhh" finds
-# hashes, uuids, tool-call ids and long numbers).
-_TRIGGER_TABLE = bytes(0x20 if i in _DELIMITERS else i if i in b"/\\:@" else 0x30 if 0x30 <= i <= 0x39 else 0x2E
-                       for i in range(256))
-_STRUCT_NEEDLES = (b"/", b"\\", b"@", b":0")
-_CONV_NEEDLES = (b"/", b"\\", b"@", b"0")  # any digit in conversation text
-_FILE_EXT_TRIGGER = re.compile(rb"\.(?=[A-Za-z][A-Za-z0-9]{0,7}\b)")
+# -- candidates -------------------------------------------------------------------------------
+# Token delimiters: ASCII space, quotes, parentheses, braces and separators (square brackets are
+# stripped from a token's ends instead, so `[::1]:443` stays one token), plus what separates words
+# in CJK and typographic text (ideographic space and punctuation, full-width forms, curly quotes), so
+# `修改/srv/app.py。` yields `/srv/app.py`. CJK letters themselves stay token characters (paths may
+# hold them).
+_DELIMS = (" \t\n\r\x0b\x0c\"'<>(){}`,;|\u00a0\u2000-\u200b\u2018\u2019\u201c\u201d\u2028\u2029"
+           "\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01\uff02\uff08\uff09\uff0c\uff1b\uff1c\uff1e\uff1f"
+           "\uff3b\uff3d\uff5b-\uff65")
+_TRIGGERS = "0-9/\\\\@."
 _LEAD_STRIP = "(\"'`[{<*"
-_TRAIL_STRIP = ")]\"'`,;:.!?<>*"
+_TRAIL_STRIP = ")]\"'`,;:.!?<>*…"
+_MAX_TOKEN_CHARS = 4096  # longer tokens (base64, minified code) are data, not identifiers
+# CJK text glued to an identifier (`修改/srv/app.py`, `见https://x.test`, `main.py中`): the CJK run is
+# dropped where it meets ASCII; a CJK component inside a path (`/数据/报告.md`) stays.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_EDGES = re.compile(rf"^[{_CJK}]+(?=[A-Za-z0-9/~.\\])|(?<=[A-Za-z0-9])[{_CJK}]+$")
 
+# -- classes ------------------------------------------------------------------------------------
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]{1,15}://\S+$")
-_WIN_PATH = re.compile(r"^[A-Za-z]:\\\S+$")
+_WIN_PATH = re.compile(r"^[A-Za-z]:\\\S*$|^\\\\[\w.$-]+\\\S+$")
+_REL_WIN_PATH = re.compile(r"^[\w.-]+(?:\\[\w. -]+)+$")
 _EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
 _PATH = re.compile(r"^(?:~|\.{1,2})?/?[\w.@+~%=-]+(?:/[\w.@+~%=,-]*)+$")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
-_HOST_PORT = re.compile(r"^(?:[\w-]+(?:\.[\w-]+)+|localhost|\[[0-9a-fA-F:]+\]):\d{2,5}$")
+_HOST_PORT = re.compile(r"^(?:[\w-]+(?:\.[\w-]+)+|localhost|\[[0-9a-fA-F:.]+\]):\d{2,5}$")
+_IPV4 = re.compile(r"^(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?:/\d{1,2})?$")
+_BRACKETED_V6 = re.compile(r"^\[[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\](?::\d{2,5})?$")
+_IPV6 = re.compile(r"^[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%\w+)?(?:/\d{1,3})?$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
 _DIGIT_RUN = re.compile(r"\d{6,}")
+_has_digit = re.compile(r"\d").search
 _PURE_HEX = re.compile(r"^[0-9a-fA-F]{8,}$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$")
-_TIME = re.compile(r"^\d{1,2}:\d{2}(?::\d{2})?$")
-_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:[-+][\w.]+)?$")
+_DATE = re.compile(r"^(?:\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+                   r"(?:T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+                   r"|\d{4}-(?:0[1-9]|1[0-2])"
+                   r"|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})|\d{1,2}\.\d{1,2}\.\d{4})$")
+_TIME = re.compile(r"^(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d{1,6})?)?(?:Z|[aApP]\.?[mM]\.?)?$"
+                   r"|^(?:0?[1-9]|1[0-2])[aApP]\.?[mM]\.?$")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+){2,}(?:[-+.]?[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?$"
+                      r"|^v\d+\.\d+(?:[-+.]?[0-9A-Za-z]+)?$")
+_ID = re.compile(r"^(?=.*[^\W\d_])(?=.*\d)[^\W_][\w.+#=~:-]*[^\W_]$")
+_NOT_ID = re.compile(r"^\d+(?:st|nd|rd|th|s)$|^\d+(?:[.,]\d+)?[A-Za-z%]{1,3}$", re.IGNORECASE)  # ordinals, 4GB
+_REF = re.compile(r"^#\d{2,}$")
 _FILE_EXTS = (
     "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|json5|md|mdx|txt|yaml|yml|toml|ini|cfg|conf|env|sh|bash|zsh|"
     "ps1|rs|go|java|kt|swift|c|h|cc|cpp|hpp|cs|rb|php|html|htm|css|scss|sql|sqlite|db|log|csv|tsv|xml|"
-    "lock|zst|gz|tgz|tar|zip|pdf|png|jpg|jpeg|gif|svg|webp|ipynb|dockerfile|tf|proto|wasm|bin|patch|diff"
+    "lock|zst|gz|tgz|tar|zip|pdf|png|jpg|jpeg|gif|svg|webp|ipynb|dockerfile|tf|proto|wasm|bin|patch|diff|"
+    "bak|pem|crt|key|pub|service|plist|vue|svelte|lua|pl|r|scala|ex|exs|erl|hs|ml|nix|gradle|bat|cmd|mk"
 )
 _FILE_NAME = re.compile(rf"^[\w][\w.+-]*\.(?:{_FILE_EXTS})$", re.IGNORECASE)
+_TLDS = ("com|org|net|io|dev|app|ai|co|us|uk|de|fr|nl|eu|jp|cn|ru|ch|se|no|fi|es|it|ca|au|br|edu|gov|mil|"
+         "xyz|tech|cloud|test|example|invalid|local|localhost|internal|lan|home|corp|intranet|svc|onion")
+_HOSTNAME = re.compile(rf"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.)+(?:{_TLDS})$", re.IGNORECASE)
 _UNITS = (
     r"ms|us|µs|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|d|days?|weeks?|"
     r"[kKMGT]i?B|[kmgt]b|B|bytes?|%|px|pt|em|rem|tokens?|k|K|M|x|req/s|rps|qps|°C|°F|MHz|GHz|Mbps|Gbps"
 )
-_NUM_UNIT = re.compile(rf"\d+(?:[.,]\d+)*(?:\s?(?:{_UNITS}))(?![\w%/])")
 _NUM_UNIT_FULL = re.compile(rf"^\d+(?:[.,]\d+)*(?:{_UNITS})$")
-
+# Prose forms that span tokens: a number and its unit word, a date with a month name. Each pattern
+# starts with a character class (a digit, a capital letter) so `re` skips to candidates in C.
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
+# Candidates: the tokens holding a trigger character, each with the word that follows when that
+# makes a prose form spanning tokens (`20 MB`, `14 March 2026`; `_classify` splits others off
+# again). Every match attempt succeeds (at a candidate or at the end), so `findall` never restarts
+# a failed attempt one character later (which would make a long trigger-free stretch quadratic).
+_FOLLOWING = rf"(?: (?:{_UNITS})(?![\w%/])| {_MONTH},? \d{{4}}(?![\w%/]))?"
+_CANDIDATES = re.compile(rf"(?:[^{_DELIMS}{_TRIGGERS}]*+(?:[{_DELIMS}]++|\Z))*+"
+                         rf"(?:([^{_DELIMS}{_TRIGGERS}]*+[{_TRIGGERS}][^{_DELIMS}]*+{_FOLLOWING})|\Z)")
+_SPANNING = re.compile(rf"^\d+(?:[.,]\d+)* (?:{_UNITS})$|^\d{{1,2}}(?:st|nd|rd|th)? {_MONTH},? \d{{4}}$")
+_MONTH_FIRST = re.compile(
+    r"[ADFJMNOS](?<![\w.][ADFJMNOS])(?:an(?:uary)?|eb(?:ruary)?|ar(?:ch)?|pr(?:il)?|ay|une?|uly?|ug(?:ust)?|"
+    r"ep(?:t(?:ember)?)?|ct(?:ober)?|ov(?:ember)?|ec(?:ember)?)\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}(?![\w%/])")
+_MONTH_NAMES = frozenset(str.split(
+    "Jan January Feb February Mar March Apr April May Jun June Jul July Aug August Sep Sept September Oct "
+    "October Nov November Dec December"))
+_PROSE_BLOCK_CHARS = 1 << 16  # prose is scanned in blocks of about this size, newest first
 
 @dataclass(frozen=True)
 class Identifier:
     value: str
-    kind: str  # url | path | winpath | email | hostport | hex | number | date | time | ip | version | file | unit
+    kind: str  # see the module doc
 
 
-def _classify(token: str, conversational: bool) -> tuple[str, str] | None:
+def _classify(token: str, prose: bool) -> tuple[str, str] | None:
+    """(value, kind) of one candidate token, or None. `prose` adds the `unit` kind. The checks are
+    gated by what the token holds, so most tokens cost one or two regex calls."""
+    if token[0] == "[" and _BRACKETED_V6.match(token.rstrip(_TRAIL_STRIP)):
+        t = token.rstrip(_TRAIL_STRIP)
+        return (t, "hostport") if t[-1] != "]" else (t, "ip")
     t = token.lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
-    if len(t) < 4:
-        if conversational and len(t) >= 2 and _NUM_UNIT_FULL.match(t):
+    if " " in t:  # a token and the word after it
+        if prose and _SPANNING.match(t):
+            return t, "unit" if t[-1].isalpha() or t[-1] in "%°" else "date"
+        return _classify(t.split(" ", 1)[0], prose)
+    if not t.isascii() and _CJK_EDGES.search(t):
+        t = _CJK_EDGES.sub("", t).lstrip(_LEAD_STRIP).rstrip(_TRAIL_STRIP)
+    if t[:1] == "~" and t[:2] != "~/":
+        t = t.lstrip("~")  # `~approx` or `~~strike~~`, not a home path
+    n = len(t)
+    if n > _MAX_TOKEN_CHARS:
+        return None
+    if n < 4:
+        if prose and n >= 2 and t[0].isdigit() and _NUM_UNIT_FULL.match(t):
             return t, "unit"  # 5ms, 95%
+        return None
+    if t.isdigit():
+        return (t, "number") if n >= 6 else None
+    if t.isalpha():
         return None
     if "://" in t:
         return (t, "url") if _URL.match(t) else None
-    if t[1:3] == ":\\" and _WIN_PATH.match(t):
-        return t, "winpath"
+    if "\\" in t:
+        if t[1:3] == ":\\" or t.startswith("\\\\"):
+            return (t, "winpath") if _WIN_PATH.match(t) else None
+        if _REL_WIN_PATH.match(t) and (_EXT.search(t) or t.count("\\") >= 2):
+            return t, "path"
     if "@" in t and _EMAIL.match(t):
         return t, "email"
-    if "/" in t and _PATH.match(t):
-        segments = [s for s in t.split("/") if s not in ("", "~", ".", "..")]
-        absolute = t.startswith(("/", "~/", "./", "../"))
-        if (absolute and len(segments) >= 2) or (len(segments) >= 2 and (_EXT.search(t) or len(segments) >= 3)):
-            return t, "path"
-    if ":" in t and _HOST_PORT.match(t):
-        return t, "hostport"
-    if conversational:
+    first_digit = t[0].isdigit()
+    if "/" in t:
+        if first_digit:
+            if _DATE.match(t):
+                return t, "date"
+            if _IPV4.match(t):
+                return t, "ip"
+        if _PATH.match(t):
+            segments = [s for s in t.split("/") if s not in ("", "~", ".", "..")]
+            absolute = t.startswith(("/", "~/", "./", "../"))
+            if (absolute and len(segments) >= 2) or (len(segments) >= 2 and (_EXT.search(t) or len(segments) >= 3)):
+                return t, "path"
+    if ":" in t:
+        if first_digit and _TIME.match(t):
+            return t, "time"
+        if _HOST_PORT.match(t):
+            return t, "hostport"
+        if t.count(":") >= 2 and _IPV6.match(t):
+            try:
+                ipaddress.ip_network(t.split("%")[0], strict=False)
+            except ValueError:
+                pass
+            else:
+                return t, "ip"
+    if not _has_digit(t):  # a name with a dot: a file or a hostname
+        if "." in t:
+            if _FILE_NAME.match(t):
+                return t, "file"
+            if _HOSTNAME.match(t):
+                return t, "host"
+        return None
+    if first_digit:
         if _DATE.match(t):
             return t, "date"
-        if _IP.match(t):
+        if _IPV4.match(t):
             return t, "ip"
         if _VERSION.match(t):
             return t, "version"
         if _TIME.match(t):
             return t, "time"
-        if _NUM_UNIT_FULL.match(t):
+        if prose and _NUM_UNIT_FULL.match(t):
             return t, "unit"
+    elif t[0] in "vV" and _VERSION.match(t):
+        return t, "version"
+    if _UUID.match(t):
+        return t, "uuid"
     hexrun = _HEX_RUN.search(t)
-    if hexrun and any(c.isdigit() for c in hexrun.group()) and not hexrun.group().isdigit():
+    if hexrun and not hexrun.group().isdigit() and _has_digit(hexrun.group()):
         return t, "hex"
     if _DIGIT_RUN.search(t):
         return t, "number"
-    if conversational and "." in t and _FILE_NAME.match(t):
-        return t, "file"
+    if "." in t:
+        if _FILE_NAME.match(t):
+            return t, "file"
+        if _HOSTNAME.match(t):
+            return t, "host"
+    if _ID.match(t) and not _NOT_ID.match(t):
+        return t, "id"
+    if t[0] == "#" and _REF.match(t):
+        return t, "ref"
     return None
 
 
-class _Scan:
-    """One text, encoded once; tokens are expanded on the delimiter-translated copy."""
+class IdentifierScanner:
+    """Extracts identifiers from many texts; the classification of a token is memoised, so one
+    scanner for a whole compaction classifies each distinct token once."""
 
-    def __init__(self, text: str):
-        self.raw = text.encode("utf-8", "surrogatepass")
-        self.delim = self.raw.translate(_TRIGGER_TABLE)  # delimiters are b" " in it
-        self.n = len(self.raw)
+    def __init__(self) -> None:
+        self._memo: tuple[dict[str, tuple[str, str] | None], dict[str, tuple[str, str] | None]] = ({}, {})
 
-    def token_at(self, pos: int) -> tuple[int, int]:
-        start = self.delim.rfind(b" ", 0, pos) + 1
-        end = self.delim.find(b" ", pos)
-        return start, self.n if end < 0 else end
+    def _classified(self, candidates: Iterable[str], prose: bool, out: dict[str, str]) -> None:
+        memo = self._memo[prose]
+        get = memo.get
+        for token in candidates:
+            found = get(token, _UNSEEN)
+            if found is _UNSEEN:
+                found = memo[token] = _classify(token, prose)
+            if found is not None and found[0] not in out:  # type: ignore[index]
+                out[found[0]] = found[1]  # type: ignore[index]
 
-    def text(self, start: int, end: int) -> str:
-        return self.raw[start:end].decode("utf-8", "surrogatepass")
+    def scan(self, text: str, *, prose: bool = True) -> dict[str, str]:
+        """value -> kind of every identifier in `text`, in order of first appearance (the prose forms
+        that span tokens come after the single-token ones)."""
+        out: dict[str, str] = {}
+        if text:
+            self._scan_into(text, prose, out)
+        return out
 
+    def _scan_into(self, text: str, prose: bool, out: dict[str, str]) -> None:
+        candidates = dict.fromkeys(_CANDIDATES.findall(text))
+        candidates.pop("", None)
+        self._classified(candidates, prose, out)
+        if prose:
+            for match in _MONTH_FIRST.finditer(text):
+                value = match.group()
+                if value.split(" ", 1)[0].rstrip(".") in _MONTH_NAMES and value not in out:
+                    out[value] = "date"
 
-def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifier]:
-    """Every identifier in `text`, in order of first appearance, unique.
-
-    `conversational=False` (tool output) skips the prose-only kinds (dates, times, versions, bare
-    file names, numbers with units), which are noise in logs and file dumps and expensive there.
-    """
-    out: list[Identifier] = []
-    seen: set[str] = set()
-    for value, kind in iter_identifiers(text, conversational=conversational):
-        if value not in seen:
-            seen.add(value)
-            out.append(Identifier(value, kind))
-    return out
+    def scan_many(self, texts: Iterable[str], *, prose: bool = True) -> dict[str, str]:
+        """value -> kind over `texts` in order: pass them newest first to get the identifiers newest
+        first. Only distinct lines are scanned (a repeated line, as in a file read twice or a log,
+        costs one hash); prose in blocks of ~64 KB (the order holds between blocks), tool output
+        (`prose=False`) in one pass."""
+        out: dict[str, str] = {}
+        # whole texts first (a file read twice is one hash), then their lines
+        lines = dict.fromkeys(chain.from_iterable(t.split("\n") for t in dict.fromkeys(texts) if t))
+        lines.pop("", None)
+        if not prose:
+            self._scan_into("\n".join(lines), False, out)
+            return out
+        block: list[str] = []
+        size = 0
+        for line in lines:
+            block.append(line)
+            size += len(line)
+            if size >= _PROSE_BLOCK_CHARS:
+                self._scan_into("\n".join(block), True, out)
+                block, size = [], 0
+        if block:
+            self._scan_into("\n".join(block), True, out)
+        return out
 
 
 _UNSEEN = object()
 
 
+def scan_identifiers(text: str, *, conversational: bool = True) -> list[Identifier]:
+    """Every identifier in `text`, in order of first appearance, unique. `conversational=False`
+    (tool output) leaves out the prose-only forms: numbers with units and month-name dates."""
+    return [Identifier(v, k) for v, k in IdentifierScanner().scan(text, prose=conversational).items()]
+
+
 def iter_identifiers(text: str, *, conversational: bool = True) -> Iterator[tuple[str, str]]:
-    """(value, kind) of every identifier occurrence in `text`, in order (repeats included), so a
-    caller can also tell where an identifier was mentioned last."""
-    if not text:
-        return
-    scan = _Scan(text)
-    raw = scan.raw
-    n = scan.n
-
-    def needle_finder(buf: bytes, needle: bytes) -> Callable[[int], int]:
-        find = buf.find
-
-        def locate(at: int) -> int:
-            found = find(needle, at)
-            return n if found < 0 else found
-        return locate
-
-    triggers = scan.delim
-    finders = [needle_finder(triggers, needle) for needle in (_CONV_NEEDLES if conversational else _STRUCT_NEEDLES)]
-    if conversational:
-        search = _FILE_EXT_TRIGGER.search
-
-        def find_ext(at: int) -> int:
-            m = search(raw, at)
-            return m.start() if m else n
-        finders.append(find_ext)
-    else:  # ids without / : @ in tool output: runs of >= 6 hex/digit characters
-        finders.append(needle_finder(raw.translate(_HEX_TABLE), b"hhhhhh"))
-    nexts = [f(0) for f in finders]
-    memo: dict[bytes, tuple[str, str] | None] = {}  # token bytes -> what it classified as
-    pos = 0
-    while True:
-        p = min(nexts)
-        if p >= n:
-            break
-        start, end = scan.token_at(p)
-        pos = end + 1
-        chunk = raw[start:end]
-        found = memo.get(chunk, _UNSEEN)
-        if found is _UNSEEN:
-            token = chunk.decode("utf-8", "surrogatepass")
-            found = _classify(token, conversational)
-            if found is None and conversational and token[:1].isdigit():
-                # a number followed by a separate unit word: "20 MB", "1.5 GB" (depends on what
-                # follows, so such tokens are never memoised)
-                match = _NUM_UNIT.match(raw[start:start + 48].decode("utf-8", "ignore"))
-                if match and " " in match.group():
-                    found = (match.group(), "unit")
-                    pos = start + len(match.group().encode()) + 1
-            else:
-                memo[chunk] = found
-        if found is not None:
-            yield found  # type: ignore[misc]
-        for k, at in enumerate(nexts):
-            if at < pos:
-                nexts[k] = finders[k](pos)
+    """(value, kind) of the identifiers in `text`, unique, in order of first appearance."""
+    yield from IdentifierScanner().scan(text, prose=conversational).items()
 
 
 def extract_identifiers(text: str, *, conversational: bool = True) -> list[str]:
-    return [i.value for i in scan_identifiers(text, conversational=conversational)]
+    return list(IdentifierScanner().scan(text, prose=conversational))
 
 
-_AUDIT_KINDS = frozenset({"url", "path", "winpath", "hostport", "hex", "number"})
+def _audit_kind(value: str, kind: str) -> bool:
+    """R4.12.5's classes: URLs, absolute POSIX paths (>= 2 segments), Windows paths, host:port, and
+    tokens with >= 8 hex characters or >= 6 digits."""
+    if kind in ("url", "winpath", "hostport"):
+        return True
+    if kind == "path":
+        return value.startswith("/")
+    hexrun = _HEX_RUN.search(value)
+    return bool(hexrun and _has_digit(hexrun.group()) or _DIGIT_RUN.search(value))
 
 
 def _normalize_audit(value: str) -> str:
@@ -230,13 +322,12 @@ def extract_audit_identifiers(texts: Iterable[str], *, limit: int = AUDIT_IDENTI
     >= 8 hex chars or >= 6 digits; pure-hex upper-cased; length >= 4; unique; the first `limit`."""
     out: list[str] = []
     seen: set[str] = set()
+    scanner = IdentifierScanner()
     for text in texts:
-        for ident in scan_identifiers(text, conversational=False):
-            if ident.kind not in _AUDIT_KINDS:
+        for value, kind in scanner.scan(text, prose=False).items():
+            if not _audit_kind(value, kind):
                 continue
-            if ident.kind == "path" and not ident.value.startswith("/"):
-                continue
-            value = _normalize_audit(ident.value)
+            value = _normalize_audit(value)
             if value not in seen:
                 seen.add(value)
                 out.append(value)

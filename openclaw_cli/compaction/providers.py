@@ -42,6 +42,7 @@ log = logging.getLogger("openclaw_cli.compaction")
 
 ENTRY_POINT_GROUP = "openclaw_cli.compaction_providers"
 BUILTIN_ID = "builtin"
+IDENTIFIER_REPORT = "identifier_report"  # key of the built-in summariser's report in `SummaryRequest.extra`
 OPENAI_ID = "openai-compatible"
 TOOL_RESULT_MAX_CHARS = 2000
 _ERROR_HINTS = ("error", "exception", "failed", "fatal", "traceback", "panic", "stack trace", "errno", "exit code")
@@ -103,7 +104,12 @@ class SummaryRequest:
     context_window: int = 200000  # of the summarisation model (chunk sizing)
     cancel_event: threading.Event | None = None
     budget: summarizer.SummaryBudget | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # built-in summariser only: where identifiers come from (the whole compacted part, when
+    # `messages` is only part of it), identifiers to keep whatever the budget, a cap on its output
+    identifier_messages: Sequence[Mapping[str, Any]] | None = None
+    pinned_identifiers: Sequence[str] = ()
+    max_summary_chars: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # the built-in one leaves its IdentifierReport here
 
     def check_cancelled(self) -> None:
         if self.cancel_event is not None and self.cancel_event.is_set():
@@ -123,11 +129,15 @@ class BuiltinProvider:
     id = BUILTIN_ID
 
     def summarize(self, request: SummaryRequest) -> str:
-        return summarizer.summarize(request.messages, previous_summary=request.previous_summary,
-                                    turn_prefix_messages=request.turn_prefix_messages,
-                                    custom_instructions=request.custom_instructions, mode=request.mode,
-                                    budget=request.budget or
-                                    summarizer.SummaryBudget.for_output_tokens(request.max_output_tokens))
+        text, report = summarizer.summarize_with_report(
+            request.messages, previous_summary=request.previous_summary,
+            turn_prefix_messages=request.turn_prefix_messages, custom_instructions=request.custom_instructions,
+            mode=request.mode,
+            budget=request.budget or summarizer.SummaryBudget.for_output_tokens(request.max_output_tokens),
+            identifier_messages=request.identifier_messages, pinned_identifiers=request.pinned_identifiers,
+            max_chars=request.max_summary_chars)
+        request.extra[IDENTIFIER_REPORT] = report
+        return text
 
 
 # -- prompts (our wording of R4.7.1-R4.7.6, R4.12.3, R4.13) -----------------------------------------
@@ -564,17 +574,12 @@ def _reason_for(provider_id: str, exc: BaseException) -> str:
     return f'Compaction provider "{provider_id}" failed, falling back to built-in summarizer: {exc}'
 
 
-def summarize_with_fallback(provider: SummaryProvider | str | None, request: SummaryRequest, *,
-                            provider_config: Mapping[str, Any] | None = None) -> tuple[str, str, str | None]:
-    """Run `provider`; on failure, empty or truncated output use the built-in summariser (R4.14.5).
-
-    Returns `(summary, provider_used, fallback_reason | None)`. Cancellation (KeyboardInterrupt,
-    `request.cancel_event`) propagates and is never turned into a fallback.
-    """
+def try_provider(provider: SummaryProvider | str, request: SummaryRequest, *,
+                 provider_config: Mapping[str, Any] | None = None) -> tuple[str | None, str, str | None]:
+    """Run a non-built-in provider: `(summary, provider_id, None)`, or `(None, provider_id, reason)`
+    when it is not registered, fails, or returns nothing (the reason is logged). Cancellation
+    (KeyboardInterrupt, `request.cancel_event`) propagates."""
     request.check_cancelled()
-    builtin = BuiltinProvider()
-    if provider is None or provider == BUILTIN_ID or isinstance(provider, BuiltinProvider):
-        return builtin.summarize(request), BUILTIN_ID, None
     provider_id = provider if isinstance(provider, str) else str(getattr(provider, "id", type(provider).__name__))
     reason: str | None = None
     if isinstance(provider, str):
@@ -599,4 +604,30 @@ def summarize_with_fallback(provider: SummaryProvider | str | None, request: Sum
                 return summary.strip(), provider_id, None
             reason = _reason_for(provider_id, ProviderEmptyOutputError("empty"))
     log.warning(reason)
-    return builtin.summarize(request), BUILTIN_ID, reason
+    return None, provider_id, reason
+
+
+def is_builtin(provider: Any) -> bool:
+    return provider is None or provider == BUILTIN_ID or isinstance(provider, BuiltinProvider)
+
+
+def summarize_with_fallback(provider: SummaryProvider | str | None, request: SummaryRequest, *,
+                            provider_config: Mapping[str, Any] | None = None,
+                            fallback_request: SummaryRequest | None = None) -> tuple[str, str, str | None]:
+    """Run `provider`; on failure, empty or truncated output use the built-in summariser (R4.14.5),
+    with `fallback_request` when the provider's request is shaped for a model.
+
+    Returns `(summary, provider_used, fallback_reason | None)`. Cancellation (KeyboardInterrupt,
+    `request.cancel_event`) propagates and is never turned into a fallback.
+    """
+    request.check_cancelled()
+    if is_builtin(provider):
+        return BuiltinProvider().summarize(request), BUILTIN_ID, None
+    summary, provider_id, reason = try_provider(provider, request, provider_config=provider_config)  # type: ignore[arg-type]
+    if summary is not None:
+        return summary, provider_id, None
+    fallback = fallback_request or request
+    text = BuiltinProvider().summarize(fallback)
+    if fallback is not request:
+        request.extra.update(fallback.extra)
+    return text, BUILTIN_ID, reason

@@ -5,8 +5,10 @@ Both return plain JSON-able dicts in OpenClaw's shapes plus ours.
 `compact_in_store(ctx, agent_id, store, key, entry, ...)`:
 * without `max_lines`: summary compaction (§4.5-§4.8). `{ok, key, compacted, result: {tokensBefore,
   tokensAfter}}` (observed §8) plus `firstKeptEntryId`, `provider`, `fallbackReason`, `tokenMethod`,
-  and `summary` in dry runs. With an explicit `keepRecentTokens` (argument, else
-  `agents.defaults.compaction.keepRecentTokens`) the recent tail is kept; without one the
+  `identifiersKept` / `identifiersDropped` (the identifiers of the compacted part that the summary
+  holds, and those its budget or provider left out), and `summary` in dry runs. With an explicit
+  `keepRecentTokens` (argument, else `agents.defaults.compaction.keepRecentTokens`) the recent
+  tail is kept; without one the
   compaction is a hard checkpoint (D16, R4.16.4): the rebuilt context starts at the summary.
   Token figures say how they were made (D7): `tokenMethod` (tokensAfter), `tokensBeforeMethod` and
   `tokensBeforeDetail`. With `--tokenizer exact` the cut point, the kept tail and tokensAfter are
@@ -89,7 +91,15 @@ def library_settings(config: Any) -> Any:
         quality_guard_enabled=guard,
         quality_guard_max_retries=int(getattr(c, "quality_guard_max_retries", 1)),
         truncate_after_compaction=bool(getattr(c, "truncate_after_compaction", False)),
+        post_compaction_sections=getattr(c, "post_compaction_sections", None),
     )
+
+
+def _workspace(ctx: Any, agent_id: str) -> Any:
+    """Where the agent's AGENTS.md is read for `postCompactionSections` (safeguard mode only)."""
+    from openclaw_cli.config import workspace_dir
+
+    return workspace_dir(ctx.config, agent_id, ctx.paths)
 
 
 def _timeout_seconds(config: Any) -> float:
@@ -293,7 +303,7 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
         # a network provider may take minutes: the GC is paused here only on the built-in path (caller)
         outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
                                  context_window=window, provider_config=provider_config,
-                                 timeout_s=_timeout_seconds(ctx.config))
+                                 timeout_s=_timeout_seconds(ctx.config), workspace_dir=_workspace(ctx, agent_id))
         comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
                                       parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
                                       details={"provider": outcome.provider_used})
@@ -309,6 +319,7 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
             "summarizedMessages": plan.summarized_count, "keptMessages": len(plan.kept_entries),
             "keptTokens": plan.kept_tokens, "splitTurn": plan.is_split_turn,
             "cutPoint": _cut_point(snapshot, plan), "summaryChars": len(outcome.summary),
+            "identifiersKept": outcome.identifiers_kept, "identifiersDropped": outcome.identifiers_dropped,
         }
         if snapshot.issues:
             result["issues"] = [str(issue) for issue in snapshot.issues]

@@ -1,18 +1,21 @@
 """The built-in summariser (spec D8): offline, deterministic, extractive, linear in its input.
 
 It fills the default-mode headings (R4.7.4) or, in safeguard mode, the five headings of R4.12.3,
-and keeps the identifiers of the compacted part in `## Critical Context` / `## Exact identifiers`:
+and keeps the identifiers of the compacted part (every §4.13 class, `identifiers.py`) in
+`## Critical Context` / `## Exact identifiers`:
 
+- every identifier of the WHOLE compacted part is extracted (user text, assistant text / thinking /
+  tool-call arguments, tool-call ids, tool output), de-duplicated, newest mention first;
 - identifiers from USER messages are always kept, in every later round too (tagged
-  `User-provided identifiers:` so a later round can tell them apart);
-- identifiers of this round from assistant text, tool calls (arguments and call ids) and tool
-  output are kept up to `SummaryBudget.round_identifier_chars` (conversation first, tool-call ids,
-  then tool output; the most recently mentioned first; a line says how many were left out);
-- identifiers carried from a previous summary are kept up to `carry_identifier_chars` (newest).
+  `User-provided identifiers:` so a later round can tell them apart), up to a safety cap;
+- the others of this round are kept up to `SummaryBudget.round_identifier_chars` (conversation
+  first, then tool-call ids, then tool output; newest first within each), those carried from a
+  previous summary up to `carry_identifier_chars`; when a cap bites the newest are kept, and
+  `Digest.dropped_ids` lists every identifier left out (`compact --json` reports it as
+  `identifiersDropped`; the summary says how many).
 
-Linear, and bounded by the summary's size rather than the transcript's: texts are scanned newest
-first and only until each budget is full (tool output: at most `tool_scan_chars`), so when older
-text was never scanned the omitted count is a lower bound ("at least N").
+Prose (goal, constraints, decisions, ...) is bounded by the summary's size rather than the
+transcript's: texts are read newest first and only until each section cap is full.
 
 A previous summary is re-distilled, not nested: its sections are parsed (ours, OpenClaw's LLM
 format, the safeguard format, or free text), merged with the new items, de-duplicated and capped
@@ -22,11 +25,11 @@ per section, so repeated compaction stays bounded.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from openclaw_cli.compaction.identifiers import ask_keywords, iter_identifiers, scan_identifiers
+from openclaw_cli.compaction.identifiers import IdentifierScanner, ask_keywords, scan_identifiers
 from openclaw_cli.compaction.messages import content_blocks, is_runtime_context, role_of, text_of
 from openclaw_cli.jsonutil import dumps_compact
 
@@ -35,6 +38,7 @@ TURN_CONTEXT_DIVIDER = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 USER_IDS_LABEL = "User-provided identifiers:"
 OTHER_IDS_LABEL = "Identifiers:"
 SPLIT_TURN_MAX_CHARS = 8000
+SUMMARY_TRUNCATED_MARKER = "\n\n[Compaction summary truncated to fit budget]"
 FILE_LIST_MAX_CHARS = 900
 
 DEFAULT_HEADINGS = ("## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
@@ -59,7 +63,6 @@ class SummaryBudget:
     carry_identifier_chars: int = 4000
     prose_scan_chars: int = 4000  # per message: prose cues are looked for in its head only
     prose_scan_total_chars: int = 400_000  # per role, newest messages first (keeps extraction O(1) in size)
-    tool_scan_chars: int = 8_000_000  # tool output scanned for identifiers, newest first (lowest priority)
 
     @classmethod
     def for_output_tokens(cls, max_output_tokens: int | None) -> SummaryBudget:
@@ -135,8 +138,15 @@ class Digest:
     notes: list[str] = field(default_factory=list)
     user_ids: list[str] = field(default_factory=list)
     other_ids: list[str] = field(default_factory=list)
-    omitted_ids: int = 0
-    omitted_more: bool = False  # older texts were not scanned: `omitted_ids` is a lower bound
+    dropped_ids: list[str] = field(default_factory=list)  # extracted (or carried) but over budget
+
+    @property
+    def omitted_ids(self) -> int:
+        return len(self.dropped_ids)
+
+    @property
+    def kept_ids(self) -> list[str]:
+        return [*self.user_ids, *self.other_ids]
 
 
 # -- parsing a previous summary (re-distillation input) ------------------------------------------
@@ -199,14 +209,21 @@ def parse_summary(text: str | None) -> Digest:
 
 
 # -- extraction from messages --------------------------------------------------------------------
-# Work is bounded by what the summary can hold: one cheap forward pass collects what needs every
-# message (tool-call counts and ids); texts are then read newest-first and only until the section
-# caps and identifier budgets are full, so a 50 MB transcript costs about what its newest part does.
+# One forward pass collects the texts (references, no copies) and what needs every message (tool-call
+# counts and ids). Identifiers are then extracted from all of it (`identifiers.py`: one C-level scan
+# per source); prose is read newest first and only until the section caps are full.
 @dataclass
 class _Collected:
+    """One pass over the messages: the texts each extraction needs, oldest first (read newest first)."""
+
     messages: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)  # (role, message)
     call_ids: list[str] = field(default_factory=list)
     tool_counts: dict[str, int] = field(default_factory=dict)
+    users: list[str] = field(default_factory=list)  # non-blank user texts
+    assistants: list[str] = field(default_factory=list)  # non-blank assistant texts
+    conversation: list[str] = field(default_factory=list)  # + thinking, custom messages, summaries
+    arguments: list[str] = field(default_factory=list)  # tool-call arguments, bash commands
+    tools: list[str] = field(default_factory=list)  # tool results, bash output
 
     def newest(self, *roles: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
         for role, message in reversed(self.messages):
@@ -215,50 +232,22 @@ class _Collected:
 
     def user_texts(self) -> Iterator[str]:
         """Non-blank user texts, newest first."""
-        for _, message in self.newest("user"):
-            text = text_of(message)
-            if text.strip():
-                yield text
+        return reversed(self.users)
 
     def assistant_texts(self) -> Iterator[str]:
-        for _, message in self.newest("assistant"):
-            text = text_of(message)
-            if text.strip():
-                yield text
+        return reversed(self.assistants)
 
     def conversation_texts(self) -> Iterator[str]:
-        """Assistant text, thinking and tool-call arguments, bash commands, custom messages and
-        summaries: newest first (the pieces of one message last first)."""
-        for role, message in reversed(self.messages):
-            if role in ("user", "toolResult"):
-                continue
-            if role == "assistant":
-                pieces = [text_of(message)]
-                for block in content_blocks(message):
-                    if type(block) is not dict and not isinstance(block, Mapping):
-                        continue
-                    kind = block.get("type")
-                    if kind == "thinking" and isinstance(block.get("thinking"), str):
-                        pieces.append(block["thinking"])
-                    elif kind == "toolCall":
-                        args = block.get("arguments")
-                        if args:
-                            pieces.append(args if isinstance(args, str) else dumps_compact(args))
-                yield from reversed(pieces)
-            elif role == "bashExecution":
-                command = message.get("command")
-                if isinstance(command, str):
-                    yield command
-            else:  # custom, branchSummary, compactionSummary
-                yield text_of(message)
+        """Assistant text and thinking, custom messages and summaries: newest first."""
+        return reversed(self.conversation)
+
+    def argument_texts(self) -> Iterator[str]:
+        """Tool-call arguments and bash commands (structured, not prose): newest first."""
+        return reversed(self.arguments)
 
     def tool_texts(self) -> Iterator[str]:
         """Tool output (tool results, bash output), newest first."""
-        for role, message in self.newest("toolResult", "bashExecution"):
-            if role == "toolResult":
-                yield text_of(message)
-            elif isinstance(message.get("output"), str):
-                yield message["output"]
+        return reversed(self.tools)
 
     def errors(self, limit: int) -> list[str]:
         """The last `limit` failed tool calls and bash commands, oldest first."""
@@ -279,22 +268,75 @@ class _Collected:
         return out[::-1]
 
 
+def _argument_text(args: Any) -> str:
+    """The values of tool-call arguments, one per line: identifiers as the model wrote them (a JSON
+    dump would double every backslash of a Windows path)."""
+    out: list[str] = []
+    stack = [args]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, Mapping):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list | tuple):
+            stack.extend(reversed(value))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out.append(str(value))
+    return "\n".join(out) if out else dumps_compact(args)
+
+
+def _single_text(message: Mapping[str, Any]) -> str:
+    """`text_of` with a fast path for pi's usual shape: one text block."""
+    content = message.get("content")
+    if type(content) is list and len(content) == 1:
+        block = content[0]
+        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
+            return block["text"]
+    return text_of(message)
+
+
 def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
     c = _Collected()
     keep = c.messages.append
+    tools = c.tools.append
     for message in messages:
         role = role_of(message)
         if role is None or (role == "custom" and is_runtime_context(message)):
             continue
         keep((role, message))
-        if role != "assistant":
-            continue
-        for block in content_blocks(message):
-            if (type(block) is dict or isinstance(block, Mapping)) and block.get("type") == "toolCall":
-                name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-                c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
-                if isinstance(block.get("id"), str) and block["id"]:
-                    c.call_ids.append(block["id"])
+        if role == "toolResult":
+            tools(_single_text(message))
+        elif role == "user":
+            text = _single_text(message)
+            if text.strip():
+                c.users.append(text)
+        elif role == "assistant":
+            text = text_of(message)
+            if text.strip():
+                c.assistants.append(text)
+                c.conversation.append(text)
+            for block in content_blocks(message):
+                if type(block) is not dict and not isinstance(block, Mapping):
+                    continue
+                kind = block.get("type")
+                if kind == "toolCall":
+                    name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                    c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
+                    if isinstance(block.get("id"), str) and block["id"]:
+                        c.call_ids.append(block["id"])
+                    args = block.get("arguments")
+                    if args:
+                        c.arguments.append(args if isinstance(args, str) else _argument_text(args))
+                elif kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
+                    c.conversation.append(block["thinking"])
+        elif role == "bashExecution":
+            for key, target in (("command", c.arguments), ("output", c.tools)):
+                value = message.get(key)
+                if isinstance(value, str) and value:
+                    target.append(value)
+        else:  # custom, branchSummary, compactionSummary
+            c.conversation.append(text_of(message))
     return c
 
 
@@ -388,91 +430,69 @@ def _extract_prose(c: _Collected, budget: SummaryBudget, focus: list[str]) -> Di
     return d
 
 
-_FIRST_CHUNK_CHARS = 16384  # identifier scans go newest-first in chunks that double up to 1M chars
-_MAX_CHUNK_CHARS = 1 << 20
-
-
 @dataclass
-class _Picked:
-    values: list[str]  # kept, oldest first
-    seen: set[str]  # every identifier met (kept or not)
-    omitted: int  # met but not kept
-    complete: bool  # every text was scanned, so `omitted` is exact
+class IdentifierSets:
+    """Every identifier of a compacted part by source, each unique and newest mention first;
+    a value appears only in the first source that has it (user text; the assistant's text, then its
+    tool-call arguments and bash commands; tool-call ids; tool output)."""
+
+    user: list[str] = field(default_factory=list)
+    conversation: list[str] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    tool: list[str] = field(default_factory=list)
+
+    def all(self) -> list[str]:
+        return [*self.user, *self.conversation, *self.calls, *self.tool]
 
 
-def _pick_newest(texts: Iterator[str], *, conversational: bool, limit_chars: int, exclude: Collection[str],
-                 max_scan_chars: int | None = None) -> _Picked:
-    """The identifiers mentioned last in `texts` (newest first) whose rendering fits `limit_chars`;
-    scanning stops once the budget is full (or after `max_scan_chars`)."""
-    kept: list[str] = []
-    seen: set[str] = set()
-    state = {"used": 0, "omitted": 0, "full": limit_chars < 6}  # nothing shorter than "5%" + 4 fits
-    if state["full"]:
-        return _Picked([], seen, 0, False)
-
-    def scan(chunk: list[str]) -> None:
-        occurrences = [value for value, _ in iter_identifiers("\n".join(reversed(chunk)),
-                                                              conversational=conversational)]
-        for value in reversed(occurrences):  # newest mention first
-            if value in seen or value in exclude:
-                continue
-            seen.add(value)
-            cost = len(value) + 4
-            if state["full"] or state["used"] + cost > limit_chars:
-                state["full"] = True
-                state["omitted"] += 1
-                continue
-            kept.append(value)
-            state["used"] += cost
-
-    chunk: list[str] = []
-    size = scanned = 0
-    target = _FIRST_CHUNK_CHARS
-    complete = True
-    for text in texts:
-        if not text:
-            continue
-        chunk.append(text)
-        size += len(text)
-        if size >= target:
-            scan(chunk)
-            scanned += size
-            chunk, size, target = [], 0, min(target * 2, _MAX_CHUNK_CHARS)
-            if state["full"] or (max_scan_chars is not None and scanned >= max_scan_chars):
-                complete = not any(texts)
-                break
-    if chunk:
-        scan(chunk)
-    return _Picked(kept[::-1], seen, state["omitted"], complete)
+def collect_identifiers(messages: Iterable[Mapping[str, Any]],
+                        scanner: IdentifierScanner | None = None) -> IdentifierSets:
+    """The identifiers of `messages` (the whole compacted part), by source, newest first."""
+    c = messages if isinstance(messages, _Collected) else _collect(messages)
+    return _identifier_sets(c, scanner or IdentifierScanner())
 
 
-def _fit_newest(values: list[str], limit_chars: int) -> tuple[list[str], int]:
-    """Keep the newest values (end of the list) whose rendering fits `limit_chars`."""
-    kept: list[str] = []
+def _identifier_sets(c: _Collected, scanner: IdentifierScanner) -> IdentifierSets:
+    user = list(scanner.scan_many(c.user_texts()))
+    seen = set(user)
+    conversation = [v for v in scanner.scan_many(c.conversation_texts()) if v not in seen]
+    seen.update(conversation)
+    conversation += [v for v in scanner.scan_many(c.argument_texts(), prose=False) if v not in seen]
+    seen.update(conversation)
+    calls = [v for v in dict.fromkeys(reversed(c.call_ids)) if v not in seen]
+    seen.update(calls)
+    tool = [v for v in scanner.scan_many(c.tool_texts(), prose=False) if v not in seen]
+    return IdentifierSets(user, conversation, calls, tool)
+
+
+def _fit_newest(values: list[str], limit_chars: int) -> tuple[list[str], list[str]]:
+    """(kept, dropped) of `values` (newest first): the newest whose rendering fits `limit_chars`;
+    once one does not fit, every older one is dropped too (the cap keeps the newest)."""
     used = 0
-    for value in reversed(values):
+    for index, value in enumerate(values):
         cost = len(value) + 4
         if used + cost > limit_chars:
-            break
-        kept.append(value)
+            return values[:index], values[index:]
         used += cost
-    return kept[::-1], len(values) - len(kept)
+    return list(values), []
 
 
 _HEXISH = re.compile(r"[0-9a-fA-F]{8,}")
+_PURE_HEX = re.compile(r"^[0-9a-fA-F]{8,}$")
 
 
-def _fit_carried(values: list[str], limit_chars: int) -> tuple[list[str], int]:
-    """Carried identifiers within budget: paths, URLs and other readable ids first (newest first),
-    then opaque hex ids (tool-call ids, hashes) with what is left; original order kept."""
-    readable = [v for v in values if not _HEXISH.search(v) or "/" in v]
-    opaque = [v for v in values if _HEXISH.search(v) and "/" not in v]
+def _fit_carried(values: list[str], limit_chars: int) -> tuple[list[str], list[str]]:
+    """Carried identifiers (oldest first, as a summary lists them) within budget: paths, URLs and
+    other readable ids first (newest first), then opaque hex ids (tool-call ids, hashes) with what
+    is left; returns (kept in original order, dropped)."""
+    newest = values[::-1]
+    readable = [v for v in newest if not _HEXISH.search(v) or "/" in v]
+    opaque = [v for v in newest if _HEXISH.search(v) and "/" not in v]
     kept_readable, _ = _fit_newest(readable, limit_chars)
     used = sum(len(v) + 4 for v in kept_readable)
     kept_opaque, _ = _fit_newest(opaque, limit_chars - used)
     keep = set(kept_readable) | set(kept_opaque)
-    kept = [v for v in values if v in keep]
-    return kept, len(values) - len(kept)
+    return [v for v in values if v in keep], [v for v in newest if v not in keep]
 
 
 _TOOL_COUNTS = re.compile(r"^Tool calls: (.+)$")
@@ -507,54 +527,93 @@ def _merge_items(old: list[str], new: list[str], cap: int, *, keep_oldest: bool 
     return merged[:cap] if keep_oldest else merged[-cap:]
 
 
-def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
-                 custom_instructions: str | None = None, budget: SummaryBudget | None = None) -> Digest:
-    """Extract this round's content and merge it with the re-distilled previous summary."""
-    budget = budget or SummaryBudget()
+@dataclass
+class _DigestInputs:
+    """What a digest is assembled from, extracted once (re-assembling with a smaller budget is cheap)."""
+
+    new: Digest  # this round's prose, at the base budget
+    old: Digest  # the re-distilled previous summary
+    sets: IdentifierSets  # every identifier of the compacted part
+
+
+def _prepare_digest(messages: Sequence[Mapping[str, Any]], previous_summary: str | None,
+                    custom_instructions: str | None, budget: SummaryBudget,
+                    identifier_messages: Sequence[Mapping[str, Any]] | None) -> _DigestInputs:
     c = _collect(messages)
     new = _extract_prose(c, budget, ask_keywords(custom_instructions) if custom_instructions else [])
     old = parse_summary(previous_summary)
     _merge_tool_counts(old, new, budget)
+    ids_source = c if identifier_messages is None else _collect(identifier_messages)
+    return _DigestInputs(new, old, _identifier_sets(ids_source, IdentifierScanner()))
+
+
+def _assemble_digest(inputs: _DigestInputs, budget: SummaryBudget, pinned_identifiers: Iterable[str] = ()) -> Digest:
+    new, old, sets = inputs.new, inputs.old, inputs.sets
+
+    def merged(old_items: list[str], new_items: list[str], cap: int) -> list[str]:
+        return [_clip(i, budget.item_chars) if len(i) > budget.item_chars else i
+                for i in _merge_items(old_items, new_items, cap)]
+
+    done_keys = {_norm(x) for x in new.done}
     d = Digest(
-        goal=(old.goal or new.goal)[:budget.goal_items],
-        constraints=_merge_items(old.constraints, new.constraints, budget.constraint_items),
-        done=_merge_items(old.done, new.done, budget.done_items),
-        in_progress=_merge_items([i for i in old.in_progress if _norm(i) not in {_norm(x) for x in new.done}],
-                                 new.in_progress, budget.progress_items),
-        blocked=_merge_items(old.blocked, new.blocked, budget.blocked_items),
-        decisions=_merge_items(old.decisions, new.decisions, budget.decision_items),
-        next_steps=_merge_items(old.next_steps, new.next_steps, budget.next_items),
-        notes=_merge_items(old.notes, new.notes, budget.note_items),
+        goal=[_clip(g, budget.item_chars * 2) for g in (old.goal or new.goal)[:budget.goal_items]],
+        constraints=merged(old.constraints, new.constraints, budget.constraint_items),
+        done=merged(old.done, new.done, budget.done_items),
+        in_progress=merged([i for i in old.in_progress if _norm(i) not in done_keys], new.in_progress,
+                           budget.progress_items),
+        blocked=merged(old.blocked, new.blocked, budget.blocked_items),
+        decisions=merged(old.decisions, new.decisions, budget.decision_items),
+        next_steps=merged(old.next_steps, new.next_steps, budget.next_items),
+        notes=merged(old.notes, new.notes, budget.note_items),
     )
-    # identifiers: user ones always (newest first, then carried ones); this round's others within
-    # budget (conversation, tool-call ids, tool output); carried ones within budget
-    user = _pick_newest(c.user_texts(), conversational=True, limit_chars=budget.user_identifier_chars, exclude=())
-    new_user = set(user.values)
-    carried_user = [v for v in dict.fromkeys(old.user_ids) if v not in new_user]
-    if user.omitted:  # the budget is full: every carried one is older than what was dropped
-        old_kept, old_dropped = [], len(carried_user)
-    else:
-        old_kept, old_dropped = _fit_newest(carried_user, budget.user_identifier_chars
-                                            - sum(len(v) + 4 for v in user.values))
-    user_ids = [*old_kept, *user.values]
-    user_set = set(user_ids)
-    remaining = budget.round_identifier_chars
-    conv = _pick_newest(c.conversation_texts(), conversational=True, limit_chars=remaining, exclude=user_set)
-    remaining -= sum(len(v) + 4 for v in conv.values)
-    calls_all = [i for i in dict.fromkeys(c.call_ids) if i not in user_set and i not in conv.seen]
-    calls, calls_dropped = _fit_newest(calls_all, remaining) if remaining > 0 else ([], len(calls_all))
-    remaining -= sum(len(v) + 4 for v in calls)
-    tool = _pick_newest(c.tool_texts(), conversational=False, limit_chars=remaining,
-                        exclude=user_set | conv.seen | set(calls_all), max_scan_chars=budget.tool_scan_chars)
-    round_ids = [*conv.values, *calls, *tool.values]
-    round_set = set(round_ids)
-    carried = [i for i in old.other_ids if i not in user_set and i not in round_set]
+    # identifiers of the whole compacted part: user ones always (this round's newest first, then
+    # carried ones); this round's others within budget (conversation, call ids, tool output); carried
+    # ones within budget
+    new_user = set(sets.user)
+    carried_user = [v for v in dict.fromkeys(reversed(old.user_ids)) if v not in new_user]  # newest first
+    user_kept, user_dropped = _fit_newest([*sets.user, *carried_user], budget.user_identifier_chars)
+    user_ids = user_kept[::-1]  # rendered oldest first
+    user_all = new_user.union(carried_user)
+    others = [v for v in (*sets.conversation, *sets.calls, *sets.tool) if v not in user_all]
+    round_ids, round_dropped = _fit_newest(others, budget.round_identifier_chars)
+    this_round = user_all.union(others)
+    carried = [v for v in dict.fromkeys(old.other_ids) if v not in this_round]
     carried_kept, carried_dropped = _fit_carried(carried, budget.carry_identifier_chars)
+    dropped = [*user_dropped, *round_dropped, *carried_dropped]
+    if dropped and pinned_identifiers:
+        rescued = _pinned(dropped, pinned_identifiers)
+        if rescued:
+            keep = set(rescued)
+            dropped = [v for v in dropped if v not in keep]
+            round_ids = [*rescued, *round_ids]  # rendered last, with the newest
     d.user_ids = user_ids
-    d.other_ids = [*carried_kept, *round_ids]
-    d.omitted_ids = user.omitted + old_dropped + conv.omitted + calls_dropped + tool.omitted + carried_dropped
-    d.omitted_more = not (user.complete and conv.complete and tool.complete)
+    d.other_ids = [*carried_kept, *round_ids[::-1]]
+    d.dropped_ids = dropped
     return d
+
+
+def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
+                 custom_instructions: str | None = None, budget: SummaryBudget | None = None,
+                 identifier_messages: Sequence[Mapping[str, Any]] | None = None,
+                 pinned_identifiers: Iterable[str] = ()) -> Digest:
+    """Extract this round's content and merge it with the re-distilled previous summary.
+    Identifiers come from `identifier_messages` when given (the whole compacted part, of which
+    `messages` may be only what the prose is drawn from), else from `messages`. `pinned_identifiers`
+    (those a quality audit will look for; pure hex compared case-insensitively) are kept whatever
+    the budget."""
+    budget = budget or SummaryBudget()
+    inputs = _prepare_digest(messages, previous_summary, custom_instructions, budget, identifier_messages)
+    return _assemble_digest(inputs, budget, pinned_identifiers)
+
+
+def _pinned(dropped: list[str], pins: Iterable[str]) -> list[str]:
+    """The dropped values a pin names (a pure-hex pin matches case-insensitively, as the audit does)."""
+    pins = set(pins)
+    found = [v for v in dropped if v in pins]
+    hex_pins = {p.upper() for p in pins if _PURE_HEX.match(p)} - {v.upper() for v in found}
+    if hex_pins:
+        found += [v for v in dropped if v not in pins and len(v) >= 8 and v.upper() in hex_pins]
+    return found
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -569,8 +628,7 @@ def _id_lines(d: Digest) -> list[str]:
     if d.other_ids:
         lines.append(f"- {OTHER_IDS_LABEL} " + ", ".join(f"`{v}`" for v in d.other_ids))
     if d.omitted_ids:
-        least = "at least " if d.omitted_more else ""
-        lines.append(f"- …and {least}{d.omitted_ids} more identifiers omitted (summary identifier budget)")
+        lines.append(f"- …and {d.omitted_ids} more identifiers omitted (summary identifier budget)")
     return lines
 
 
@@ -599,11 +657,7 @@ def render_safeguard(d: Digest) -> str:
     return "\n".join(lines)
 
 
-def summarize_turn_prefix(messages: Sequence[Mapping[str, Any]], *, budget: SummaryBudget | None = None,
-                          demote: bool = False) -> str:
-    """R4.7.6 headings for the prefix of a split turn (the retained suffix follows in context)."""
-    budget = budget or SummaryBudget()
-    d = build_digest(messages, budget=budget)
+def _render_turn_prefix(d: Digest, demote: bool) -> str:
     h = "###" if demote else "##"
     request = d.goal[:1] or ["(none)"]
     progress = [*d.done, *d.decisions]
@@ -612,26 +666,116 @@ def summarize_turn_prefix(messages: Sequence[Mapping[str, Any]], *, budget: Summ
     return "\n".join(lines)
 
 
+def _turn_prefix_digest(inputs: _DigestInputs, budget: SummaryBudget, demote: bool,
+                        max_chars: int | None) -> tuple[str, Digest]:
+    """R4.7.6 prefix summary; with `max_chars` (safeguard: 8000) the budgets shrink until it fits,
+    so a cap never cuts an identifier in half (a last-resort cut is found by the caller's reconcile)."""
+    d = _assemble_digest(inputs, budget)
+    text = _render_turn_prefix(d, demote)
+    for attempt in range(8):
+        if max_chars is None or len(text) <= max_chars:
+            return text, d
+        budget = _scaled(budget, min(0.8, max_chars / len(text)) if attempt < 6 else 0.0)
+        d = _assemble_digest(inputs, budget)
+        text = _render_turn_prefix(d, demote)
+    return (text if max_chars is None else text[:max_chars]), d
+
+
+def summarize_turn_prefix(messages: Sequence[Mapping[str, Any]], *, budget: SummaryBudget | None = None,
+                          demote: bool = False, max_chars: int | None = None) -> str:
+    """R4.7.6 headings for the prefix of a split turn (the retained suffix follows in context)."""
+    budget = budget or SummaryBudget()
+    return _turn_prefix_digest(_prepare_digest(messages, None, None, budget, None), budget, demote, max_chars)[0]
+
+
+@dataclass
+class IdentifierReport:
+    """What a summary kept of the identifiers of its compacted part (and of the summary it replaces):
+    `kept` are in the summary text, `dropped` are not (a budget cap, or a provider that left them out)."""
+
+    kept: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    checked_text: str = ""  # the summary text the split was made against
+
+
+def reconcile_identifiers(candidates: Iterable[str], summary: str, *, substring_check: bool = False) -> IdentifierReport:
+    """Split `candidates` by whether `summary` holds them: as an identifier token of the summary
+    (the same scanner), or with `substring_check` (free-form provider output) anywhere in it."""
+    present = IdentifierScanner().scan(summary)
+    report = IdentifierReport(checked_text=summary)
+    for value in dict.fromkeys(candidates):
+        if value in present or (substring_check and value in summary):
+            report.kept.append(value)
+        else:
+            report.dropped.append(value)
+    return report
+
+
+def _scaled(budget: SummaryBudget, factor: float) -> SummaryBudget:
+    """The budget with its identifier and section caps scaled by `factor` (< 1 shrinks)."""
+    def n(value: int, floor: int = 0) -> int:
+        return max(floor, int(value * factor))
+    return replace(budget, user_identifier_chars=n(budget.user_identifier_chars),
+                   round_identifier_chars=n(budget.round_identifier_chars),
+                   carry_identifier_chars=n(budget.carry_identifier_chars),
+                   item_chars=n(budget.item_chars, 60), constraint_items=n(budget.constraint_items, 2),
+                   done_items=n(budget.done_items, 2), progress_items=n(budget.progress_items, 1),
+                   blocked_items=n(budget.blocked_items, 1), decision_items=n(budget.decision_items, 2),
+                   next_items=n(budget.next_items, 2), note_items=n(budget.note_items, 1))
+
+
+def summarize_with_report(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
+                          turn_prefix_messages: Sequence[Mapping[str, Any]] = (),
+                          custom_instructions: str | None = None, mode: str = "default",
+                          budget: SummaryBudget | None = None,
+                          identifier_messages: Sequence[Mapping[str, Any]] | None = None,
+                          pinned_identifiers: Iterable[str] = (), max_chars: int | None = None,
+                          ) -> tuple[str, IdentifierReport]:
+    """The built-in summary of a compaction (history + split-turn context, R4.7.8 without the file
+    lists, which `append_file_lists` adds for every provider) and its identifier report.
+
+    `identifier_messages`: where the history's identifiers come from when `messages` is only part
+    of the compacted history (safeguard: preserved recent turns, pruned chunks). `max_chars`: the
+    rendered summary must fit (safeguard's artifact budget); the budgets shrink until it does, so
+    identifiers are left out whole (and reported) rather than cut, and only a summary that still
+    does not fit is cut, with OpenClaw's marker."""
+    budget = budget or SummaryBudget()
+    pins = list(pinned_identifiers)
+    history_inputs = None
+    if messages or not turn_prefix_messages or identifier_messages or (previous_summary or "").strip():
+        history_inputs = _prepare_digest(messages, previous_summary, custom_instructions, budget, identifier_messages)
+    prefix_inputs = _prepare_digest(turn_prefix_messages, None, None, budget, None) if turn_prefix_messages else None
+    render = render_safeguard if mode == "safeguard" else render_default
+    for attempt in range(8):
+        candidates: list[str] = []
+        if history_inputs is not None:
+            d = _assemble_digest(history_inputs, budget, pins)
+            text = render(d)
+            candidates += [*d.kept_ids, *d.dropped_ids]
+        else:
+            text = NO_PRIOR_HISTORY
+        if prefix_inputs is not None:
+            prefix, pd = _turn_prefix_digest(prefix_inputs, budget, mode == "safeguard",
+                                             SPLIT_TURN_MAX_CHARS if mode == "safeguard" else None)
+            candidates += [*pd.kept_ids, *pd.dropped_ids]
+            text = text + TURN_CONTEXT_DIVIDER + prefix
+        if max_chars is None or len(text) <= max_chars:
+            break
+        budget = _scaled(budget, min(0.8, max_chars / len(text)) if attempt < 6 else 0.0)
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max(0, max_chars - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
+    return text, reconcile_identifiers(candidates, text)
+
+
 def summarize(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
               turn_prefix_messages: Sequence[Mapping[str, Any]] = (), custom_instructions: str | None = None,
-              mode: str = "default", budget: SummaryBudget | None = None) -> str:
-    """The built-in summary of a compaction (history + split-turn context, R4.7.8 without the file
-    lists, which `append_file_lists` adds for every provider)."""
-    budget = budget or SummaryBudget()
-    render = render_safeguard if mode == "safeguard" else render_default
-    if messages or not turn_prefix_messages:
-        history = render(build_digest(messages, previous_summary=previous_summary,
-                                      custom_instructions=custom_instructions, budget=budget))
-    elif previous_summary and previous_summary.strip():
-        history = render(build_digest([], previous_summary=previous_summary, budget=budget))
-    else:
-        history = NO_PRIOR_HISTORY
-    if turn_prefix_messages:
-        prefix = summarize_turn_prefix(turn_prefix_messages, budget=budget, demote=mode == "safeguard")
-        if mode == "safeguard" and len(prefix) > SPLIT_TURN_MAX_CHARS:
-            prefix = prefix[:SPLIT_TURN_MAX_CHARS]
-        history = history + TURN_CONTEXT_DIVIDER + prefix
-    return history
+              mode: str = "default", budget: SummaryBudget | None = None,
+              identifier_messages: Sequence[Mapping[str, Any]] | None = None, max_chars: int | None = None) -> str:
+    """`summarize_with_report` without the report."""
+    return summarize_with_report(messages, previous_summary=previous_summary,
+                                 turn_prefix_messages=turn_prefix_messages, custom_instructions=custom_instructions,
+                                 mode=mode, budget=budget, identifier_messages=identifier_messages,
+                                 max_chars=max_chars)[0]
 
 
 def _cap_list(paths: list[str], limit: int = FILE_LIST_MAX_CHARS) -> list[str]:

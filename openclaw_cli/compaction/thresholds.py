@@ -52,6 +52,7 @@ class CompactionSettings:
     quality_guard_enabled: bool | None = None  # None -> true in safeguard mode (R4.12.1)
     quality_guard_max_retries: int = 1
     truncate_after_compaction: bool = False
+    post_compaction_sections: tuple[str, ...] | None = None  # AGENTS.md sections for safeguard summaries
     memory_flush: MemoryFlushSettings = field(default_factory=MemoryFlushSettings)
 
     @property
@@ -128,6 +129,11 @@ class CompactionSettings:
             raise ConfigError(f"{key_prefix}.qualityGuard.maxRetries must be a number (got {retries!r}); example: 1")
         floor = num("reserveTokensFloor")
         turns = num("recentTurnsPreserve")
+        sections = raw.get("postCompactionSections")
+        if sections is not None and (not isinstance(sections, list | tuple)
+                                     or not all(isinstance(x, str) for x in sections)):
+            raise ConfigError(f"{key_prefix}.postCompactionSections must be a list of strings (got {sections!r}); "
+                              'example: ["Session Startup", "Red Lines"]')
         return cls(
             enabled=flag("enabled") is not False,
             mode=mode,
@@ -142,6 +148,7 @@ class CompactionSettings:
             quality_guard_enabled=flag("enabled", guard, f"{key_prefix}.qualityGuard"),
             quality_guard_max_retries=max(0, min(3, int(retries))),
             truncate_after_compaction=flag("truncateAfterCompaction") is True,
+            post_compaction_sections=tuple(sections) if sections is not None else None,
             memory_flush=MemoryFlushSettings(
                 enabled=flag("enabled", flush, f"{key_prefix}.memoryFlush") is not False,
                 soft_threshold_tokens=soft,

@@ -85,5 +85,6 @@ __all__ = [
     "session_store_template",
     "sqlite_busy_timeout_ms",
     "validate_config",
+    "workspace_dir",
     "write_lock_settings",
 ]

@@ -535,6 +535,7 @@ class AgentDefaultsConfig(_Section):
         _Nested("compaction", "compaction", CompactionConfig),
         _Leaf("contextTokens", "context_tokens", POSITIVE_INT),
         _Leaf("model", "model", model_ref_field),
+        _Leaf("workspace", "workspace", str_field),  # the default agent's workspace (AGENTS.md)
     )
     __slots__ = _slots(_fields)
 
@@ -548,6 +549,7 @@ class AgentEntryConfig(_Section):
         _Leaf("name", "name", str_field),
         _Leaf("model", "model", model_ref_field),
         _Leaf("contextTokens", "context_tokens", POSITIVE_INT),
+        _Leaf("workspace", "workspace", str_field),
     )
     __slots__ = _slots(_fields)
 

@@ -328,6 +328,7 @@ LAZY_NAMES: dict[str, str] = {
     "CompactionSettings": "resolve_compaction",
     "MemoryFlushSettings": "resolve_compaction",
     "compaction_settings": "resolve_compaction",
+    "workspace_dir": "resolve_compaction",
     "CronSettings": "resolve_cron",
     "cron_settings": "resolve_cron",
     "ResetSettings": "resolve_reset",

@@ -23,7 +23,10 @@ from openclaw_cli.config.resolve import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    from openclaw_cli.paths import StatePaths
 
 
 @dataclass(frozen=True)
@@ -98,3 +101,26 @@ def compaction_settings(cfg: Any = None) -> CompactionSettings:
             system_prompt=mf.system_prompt,
         ),
     )
+
+
+def workspace_dir(cfg: Any, agent_id: str, paths: StatePaths) -> Path:
+    """An agent's workspace (where its `AGENTS.md` lives): its roster entry's `workspace`, else
+    `agents.defaults.workspace` for the default agent, else `<stateDir>/workspace` for the default
+    agent and `<stateDir>/workspace-<agentId>` for the others (OpenClaw's layout)."""
+    from openclaw_cli.config.resolve import default_agent_id
+    from openclaw_cli.ids import normalize_agent_id
+    from openclaw_cli.paths import expand_user
+
+    agents = _model(cfg).agents
+    wanted = normalize_agent_id(agent_id)
+    for key, entry in (agents.entries or {}).items():
+        if normalize_agent_id(key) == wanted and entry.workspace and entry.workspace.strip():
+            return expand_user(entry.workspace.strip(), paths.home)
+    for entry in agents.agent_list or []:
+        if entry.id and normalize_agent_id(entry.id) == wanted and entry.workspace and entry.workspace.strip():
+            return expand_user(entry.workspace.strip(), paths.home)
+    is_default = wanted == normalize_agent_id(default_agent_id(cfg))
+    configured = agents.defaults.workspace
+    if is_default and configured and configured.strip():
+        return expand_user(configured.strip(), paths.home)
+    return paths.state_dir / ("workspace" if is_default else f"workspace-{wanted}")
