@@ -4,6 +4,10 @@
 itself at the k-th checkpoint, exactly as an operator's `kill -9` would. With
 `OPENCLAW_CLEANUP_CRASH_COUNT=<file>`, `finish()` writes how many checkpoints a run passed, so a
 test can choose kill points that exist. Unset variables cost one environment lookup.
+
+Every checkpoint is also a safe point for Ctrl-C/SIGTERM (`openclaw_cli.interrupts`): creating a
+`CrashPoints` marks the start of a multi-step operation, and a signal received since then raises
+`InterruptRequested` at the next checkpoint.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import os
 import signal
 from pathlib import Path
 
+from openclaw_cli import interrupts
+
 
 class CrashPoints:
     def __init__(self, prefix: str, *, count_env: str | None = None) -> None:
@@ -19,11 +25,14 @@ class CrashPoints:
         raw = os.environ.get(f"{prefix}_CRASH_AT", "").strip()
         self.crash_at = int(raw) if raw.isdigit() else None
         self.passed = 0
+        interrupts.begin_multistep()
 
     def __call__(self, label: str | None = None) -> None:
         self.passed += 1
         if self.crash_at is not None and self.passed == self.crash_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if interrupts.pending():
+            interrupts.check()
 
     def finish(self) -> None:
         path = os.environ.get(self.count_env)

@@ -17,7 +17,10 @@ class ExitCode(IntEnum):
     GATEWAY = 8  # the Gateway answered with an error
     GATEWAY_UNAVAILABLE = 9  # a Gateway listens but the exchange failed: closed, timeout, TLS, protocol
     GATEWAY_AUTH = 10  # no Gateway credentials, or the Gateway refused the ones we sent
-    INTERRUPTED = 130  # Ctrl-C
+    NO_SPACE = 11  # the filesystem is full (ENOSPC, EDQUOT, SQLITE_FULL) or a space pre-check refused
+    PERMISSION = 12  # permission denied (EACCES, EPERM) or a read-only filesystem (EROFS)
+    RESOURCE = 13  # a process limit was hit: too many open files (EMFILE, ENFILE), out of memory
+    INTERRUPTED = 130  # Ctrl-C / SIGTERM (multi-step commands stop at the next safe point)
 
 
 EXIT_CODE_DOCS: dict[ExitCode, str] = {
@@ -27,12 +30,15 @@ EXIT_CODE_DOCS: dict[ExitCode, str] = {
     ExitCode.CONFIG: "The config file is unreadable or holds an invalid value (the message names the key, the value and an example).",
     ExitCode.NOT_FOUND: "A named session key, agent or store does not exist.",
     ExitCode.BUSY: "A session or store is locked by another writer (`session file locked …`), or a Gateway owns the state directory.",
-    ExitCode.INVALID_DATA: "Stored data is corrupt or malformed (e.g. `sessions.json` is not a JSON object), or an id is invalid.",
-    ExitCode.REFUSED: "A write was refused: a real OpenClaw database (read-only until verified write support), a path outside the state directory, a symbolic or hard link; or a plaintext `ws://` Gateway URL to a non-loopback host.",
+    ExitCode.INVALID_DATA: "Stored data is corrupt or malformed (e.g. `sessions.json` is not a JSON object), an id is invalid, or a stored number is out of range for what the command computes (`out_of_range`).",
+    ExitCode.REFUSED: "A write was refused: a real OpenClaw database (read-only until verified write support), a path outside the state directory, a symbolic or hard link, a symbolic-link loop (`ELOOP`); or a plaintext `ws://` Gateway URL to a non-loopback host.",
     ExitCode.GATEWAY: "The Gateway was reached but answered the request with an error (`gateway_request_error`).",
     ExitCode.GATEWAY_UNAVAILABLE: "A Gateway could not be used: the connection closed, timed out, failed TLS verification or broke the protocol (`gateway_transport_error`); nothing was run locally. With `gateway call|probe|health`, also: nothing listens.",
     ExitCode.GATEWAY_AUTH: "Gateway credentials are missing while a Gateway listens (`gateway_credentials_required`), or the Gateway rejected them at connect (`gateway_request_error`, e.g. `AUTH_TOKEN_MISMATCH`).",
-    ExitCode.INTERRUPTED: "Interrupted (Ctrl-C).",
+    ExitCode.NO_SPACE: "Not enough disk space: a pre-check refused before writing (`not enough space (need N, have M)`), or a write hit `ENOSPC`/`EDQUOT`/SQLite full and was rolled back. The message names the path.",
+    ExitCode.PERMISSION: "Permission denied (`EACCES`, `EPERM`) or a read-only filesystem (`EROFS`) on the named path; nothing was changed by the failed step.",
+    ExitCode.RESOURCE: "A process limit was hit: too many open files (`EMFILE`, `ENFILE`) or out of memory; raise the limit (`ulimit -n`) and re-run.",
+    ExitCode.INTERRUPTED: "Interrupted (Ctrl-C or SIGTERM). A multi-step command stops at the next safe point and says what state it left and which command finishes or undoes it.",
 }
 
 
@@ -155,6 +161,16 @@ class GatewayError(OpenClawError):
     exit_code = ExitCode.GATEWAY
 
 
+class OutOfRangeError(InvalidDataError):
+    """A stored number the command must compute with is beyond what it can represent."""
+
+    type = "out_of_range"
+
+
+class NoSpaceError(OpenClawError):
+    """ENOSPC/EDQUOT/SQLITE_FULL, or the free-space pre-check (`need`/`have` in bytes)."""
+
+    type = "no_space"
 class GatewayRequestError(GatewayError):
     """The Gateway answered a request (or our `connect`) with `ok:false`: OpenClaw's
     `gateway_request_error {code, message, details?, retryable, retryAfterMs?}`. A rejected connect
@@ -226,6 +242,86 @@ class GatewaySecurityError(RefusedError):
     """A plaintext `ws://` URL to a non-loopback host (credentials and data would travel in clear)."""
 
     type = "gateway_security_error"
+    exit_code = ExitCode.NO_SPACE
+
+    def __init__(self, message: str, *, path: object = None, need: int | None = None, have: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.need = need
+        self.have = have
+
+
+class PermissionDeniedError(OpenClawError):
+    type = "permission_denied"
+    exit_code = ExitCode.PERMISSION
+
+
+class ReadOnlyFilesystemError(PermissionDeniedError):
+    type = "read_only_filesystem"
+
+
+class ResourceLimitError(OpenClawError):
+    type = "resource_limit"
+    exit_code = ExitCode.RESOURCE
+
+
+class SymlinkLoopError(RefusedError):
+    type = "symlink_loop"
+
+
+class Interrupted(OpenClawError):
+    """A multi-step command stopped at a safe point after SIGINT/SIGTERM; the message says what
+    state it left and the command that finishes or undoes it."""
+
+    type = "interrupted"
+    exit_code = ExitCode.INTERRUPTED
+
+
+# errno -> (error class, what it means); the message always names the path.
+_ERRNO_TYPES: dict[str, tuple[type[OpenClawError], str]] = {
+    "ENOSPC": (NoSpaceError, "no space left on the device"),
+    "EDQUOT": (NoSpaceError, "disk quota exceeded"),
+    "EACCES": (PermissionDeniedError, "permission denied"),
+    "EPERM": (PermissionDeniedError, "operation not permitted"),
+    "EROFS": (ReadOnlyFilesystemError, "read-only filesystem"),
+    "EMFILE": (ResourceLimitError, "too many open files in this process (raise `ulimit -n`)"),
+    "ENFILE": (ResourceLimitError, "too many open files on the system"),
+    "ENOMEM": (ResourceLimitError, "out of memory"),
+    "ELOOP": (SymlinkLoopError, "too many levels of symbolic links (a symbolic-link loop); links are not followed"),
+}
+
+
+def os_error(exc: OSError, path: object = None, *, action: str | None = None) -> OpenClawError | None:
+    """The typed error for an OSError whose errno is in the table (else None). `path` overrides
+    the exception's own filename; `action` says what was being done (`writing`, `locking`, ...)."""
+    import errno as errno_mod
+
+    name = errno_mod.errorcode.get(exc.errno or 0)
+    found = _ERRNO_TYPES.get(name or "")
+    if found is None:
+        return None
+    cls, meaning = found
+    where = path if path is not None else (exc.filename if exc.filename is not None else None)
+    doing = f" while {action}" if action else ""
+    text = f"{where}: {meaning}{doing} ({name})" if where is not None else f"{meaning}{doing} ({name})"
+    if cls is NoSpaceError:
+        return NoSpaceError(text, path=where)
+    return cls(text)
+
+
+def typed_error(exc: BaseException) -> OpenClawError | None:
+    """The typed error for an unexpected exception we can still explain (an OSError with a known
+    errno, SQLite's "disk full", a number beyond float range); None when there is none."""
+    if isinstance(exc, OSError):
+        return os_error(exc)
+    if isinstance(exc, OverflowError):
+        return OutOfRangeError(f"A number is out of range: {exc}. The value is kept as written; "
+                               "report the command that hit it.")
+    if type(exc).__module__ == "sqlite3":
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == 13:  # SQLITE_FULL
+            return NoSpaceError(f"The disk is full: {exc} (SQLite)")
+    return None
 
 
 def exit_codes_markdown() -> str:

@@ -34,10 +34,19 @@ def fail(error: OpenClawError, *, json_mode: bool) -> None:
 def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
     """Run a command body; map typed errors to exit codes; never show a traceback unless
     OPENCLAW_DEBUG=1."""
+    from openclaw_cli import interrupts
+
     try:
-        return fn()
+        with interrupts.handled():
+            return fn()
     except typer.Exit:
         raise
+    except interrupts.InterruptRequested:
+        # an operation without its own account of the state: every step it took is crash-safe
+        from openclaw_cli.errors import Interrupted
+
+        fail(Interrupted(f"Interrupted at a safe point; nothing is half-written. Run `{interrupts.rerun_command()}` "
+                         "again to finish."), json_mode=json_mode)
     except OpenClawError as error:
         if debug_enabled():
             traceback.print_exc()
@@ -49,6 +58,11 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
     except Exception as error:  # unexpected: still no traceback by default
         if debug_enabled():
             traceback.print_exc()
+        from openclaw_cli.errors import typed_error
+
+        typed = typed_error(error)  # ENOSPC, EACCES, EROFS, EMFILE, ELOOP, SQLite full, overflow
+        if typed is not None:
+            fail(typed, json_mode=json_mode)
         wrapped = OpenClawError(
             f"{type(error).__name__}: {error}. Set OPENCLAW_DEBUG=1 to include the stack trace.",
             type="internal_error",

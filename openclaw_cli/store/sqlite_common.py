@@ -93,7 +93,12 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exceptio
         return RefusedError(f"Cannot write to {path}: the database or its directory is read-only ({text})")
     if code == sqlite3.SQLITE_CANTOPEN:
         return InvalidDataError(f"Cannot open SQLite database {path}: {text}")
-    if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+    if code == sqlite3.SQLITE_FULL:
+        from openclaw_cli.errors import NoSpaceError
+
+        return NoSpaceError(f"{path}: no space left on the device (SQLite: {text}); the write was rolled back",
+                            path=path)
+    if code == sqlite3.SQLITE_IOERR:
         return OpenClawError(f"I/O error on {path}: {text}", type="io_error")
     if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return InvalidDataError(f"{path} is not a usable SQLite database: {text}")
