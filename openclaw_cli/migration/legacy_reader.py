@@ -25,6 +25,7 @@ from openclaw_cli.migration.publish import ArtifactError, Identity, fingerprint,
 from openclaw_cli.migration.report import Issue
 from openclaw_cli.paths import transcript_candidates
 from openclaw_cli.store.names import is_primary_transcript_name
+from openclaw_cli.store.quarantine import QUARANTINE_TYPE, reason_for
 
 READ_CHUNK = 8 * 1024 * 1024
 CHANGED_MESSAGE = (
@@ -320,12 +321,13 @@ NL = b"\n"
 
 @dataclass
 class TranscriptScan:
-    """What the import would store from a transcript: the readable prefix of non-blank lines that
-    are JSON objects (the store's rule), their count and sha256 (each line + `\n`)."""
+    """What the import would store from a transcript: every non-blank line (D22: a malformed one
+    as a quarantined raw line), their count and sha256 (each line's bytes + `\n`)."""
 
     lines: int = 0
     digest: str | None = None
     error: str | None = None  # first malformed line: `<path>:<line>: <reason>`
+    malformed: int = 0  # lines that will be stored quarantined
     unreadable: str | None = None
     missing: bool = False
 
@@ -367,12 +369,12 @@ def scan_transcript(path: Path, *, want_digest: bool = True) -> TranscriptScan:
                 continue
             try:
                 obj = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                scan.error = f"{path}:{line_no}: {exc}"
-                break
-            if not isinstance(obj, dict):
-                scan.error = f"{path}:{line_no}: line is not a JSON object"
-                break
+            except orjson.JSONDecodeError:
+                obj = None
+            if not isinstance(obj, dict) or obj.get("type") == QUARANTINE_TYPE:
+                scan.malformed += 1
+                if scan.error is None:
+                    scan.error = f"{path}:{line_no}: malformed transcript line: {reason_for(line)}"
             scan.lines += 1
             if digest is not None:
                 digest.update(line)
@@ -383,5 +385,9 @@ def scan_transcript(path: Path, *, want_digest: bool = True) -> TranscriptScan:
     return scan
 
 
-def malformed_message(error: str) -> str:
-    return f"{error}. Only the readable prefix can be imported; the original remains protected for recovery."
+def malformed_message(error: str, count: int = 1) -> str:
+    """D22 (replaces the "readable prefix" rule): malformed lines are kept, in place, as quarantined
+    raw lines and the lines after them are imported."""
+    many = f" ({count} such lines in this file)" if count > 1 else ""
+    return (f"{error}{many}. The line is kept byte-exact as a quarantined raw line and every line after it is "
+            "imported; the original remains protected for recovery.")

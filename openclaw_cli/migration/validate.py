@@ -21,6 +21,7 @@ from openclaw_cli.migration.legacy_reader import (
 )
 from openclaw_cli.migration.report import Report, TargetReport
 from openclaw_cli.paths import Target
+from openclaw_cli.store.quarantine import PREFIX_BYTES, original_bytes
 
 
 def plan_target(ctx: Context, target: Target, report: TargetReport, *, orphans: bool) -> list[Any] | None:
@@ -54,7 +55,7 @@ def _transcript_issue(report: TargetReport, rec: Record, scan: Any) -> bool:
         report.add("transcript_unreadable", scan.unreadable, rec.source_key)
         return False
     if scan.error is not None:
-        report.add("transcript_malformed", malformed_message(scan.error), rec.source_key)
+        report.add("transcript_malformed", malformed_message(scan.error, scan.malformed), rec.source_key)
     return True
 
 
@@ -75,7 +76,7 @@ def run_dry_run(ctx: Context, targets: list[Target]) -> Report:
                 tr.validated_entries += 1
                 continue
             scan = scan_transcript(rec.transcript, want_digest=False) if rec.transcript and not rec.problem else None
-            if _transcript_issue(tr, rec, scan) and scan is not None and scan.error is None:
+            if _transcript_issue(tr, rec, scan) and scan is not None:
                 tr.validated_entries += 1
                 tr.validated_transcript_events += scan.lines
         tr.unreferenced_jsonl_files = [str(p) for p in unreferenced_jsonl(target.sessions_dir, [s.rec for s in states])]
@@ -129,7 +130,7 @@ class DbView:
                 h = hashlib.sha256()
                 for (text,) in conn.execute("SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq"
                                             " LIMIT ?", (session_id, limit)):
-                    h.update(text)
+                    h.update(original_bytes(text) if text.startswith(PREFIX_BYTES) else text)
                     h.update(b"\n")
             finally:
                 conn.text_factory = str

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.migration.report import TargetReport
+from openclaw_cli.store.quarantine import PREFIX_BYTES, original_bytes
 
 FULL_SCAN_MIN_SESSIONS = 200
 
@@ -101,7 +102,7 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
                 tracker.next_seq = seq + 1
                 tracker.taken += 1
                 if tracker.taken <= tracker.need and not tracker.disordered:
-                    tracker.hash.update(text)
+                    tracker.hash.update(original_bytes(text) if text.startswith(PREFIX_BYTES) else text)
                     tracker.hash.update(b"\n")
             redo = []
             for sid_b, tracker in trackers.items():
@@ -120,7 +121,7 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
             taken = 0
             for (text,) in conn.execute(
                     "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT ?", (sid, n)):
-                h.update(text)
+                h.update(original_bytes(text) if text.startswith(PREFIX_BYTES) else text)
                 h.update(b"\n")
                 taken += 1
             counts[sid] = conn.execute("SELECT count(*) FROM transcript_events WHERE session_id = ?",
@@ -140,7 +141,7 @@ def _contains_all(conn: sqlite3.Connection, state: Any) -> bool:
 
     conn.text_factory = bytes
     try:
-        have = Counter(row[0] for row in conn.execute(
+        have = Counter(original_bytes(row[0]) for row in conn.execute(
             "SELECT event_json FROM transcript_events WHERE session_id = ?", (state.rec.session_id,)))
     finally:
         conn.text_factory = str

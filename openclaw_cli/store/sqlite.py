@@ -37,6 +37,8 @@ from openclaw_cli.store.base import (
     StoreStats,
     TranscriptLine,
 )
+from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
+from openclaw_cli.store.quarantine import wrap as quarantine_wrap
 from openclaw_cli.store.sqlite_common import (
     ReadOnlyConnection,
     cached_fact,
@@ -98,7 +100,7 @@ _IDENTITY_INSERT = (
     "VALUES (?,?,?,?,?,?)"
 )
 
-MalformedPolicy = Literal["stop", "skip", "raise"]
+MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
 
 
 def _text(value: Any) -> str | None:
@@ -159,9 +161,10 @@ def _window_row(session_id: str, key: str, entry: Mapping[str, Any] | None, *, f
     )
 
 
-def _prepare_line(raw: str | bytes) -> tuple[str, int, Any] | None:
+def _prepare_line(raw: str | bytes, *, internal: bool = True) -> tuple[str, int, Any] | None:
     """(text, utf8 bytes, parsed) for one raw line; None for a blank line. Raises ValueError
-    (with a reason) for lines that are not one JSON object."""
+    (with a reason) for lines that are not one JSON object. `internal`: the line comes from one of
+    our stores (a quarantine wrapper passes through); lines read from files are not internal."""
     if isinstance(raw, bytes):
         data = raw[:-1] if raw.endswith(b"\n") else raw
         if not data or data.isspace():
@@ -184,7 +187,16 @@ def _prepare_line(raw: str | bytes) -> tuple[str, int, Any] | None:
         raise ValueError(f"line is {type(raw).__name__}, not text")
     if not isinstance(obj, dict):
         raise ValueError("line is not a JSON object")
+    if obj.get("type") == QUARANTINE_TYPE:
+        # our own wrapper copied between windows (compaction) stays a quarantined line; one
+        # arriving from a file is quarantined itself (see store/quarantine.py)
+        if not internal or not is_wrapped(text):
+            raise ValueError("line uses the reserved quarantine type")
+        return text, len(original_bytes(text)), _QUARANTINED
     return text, nbytes, obj
+
+
+_QUARANTINED: dict[str, Any] = {"type": QUARANTINE_TYPE}  # the parsed stand-in of a wrapper (read-only)
 
 
 _INDEX_LISTING_MAX = 1000  # pages up to this size use the updated_at index
@@ -224,6 +236,7 @@ def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any
 
 
 _loads_line = jsonutil.loads  # orjson, with the stdlib fallback for what orjson rejects
+_QUARANTINE_PREFIX = '{"type":"' + QUARANTINE_TYPE + '",'
 
 
 @dataclass
@@ -250,6 +263,7 @@ class ImportRecordResult:
     bytes_inserted: int = 0
     lines_read: int = 0  # non-blank lines consumed (up to a malformed line under "stop")
     issue: ReadIssue | None = None
+    quarantined: int = 0  # malformed lines kept as quarantined raw lines ("quarantine" policy)
 
 
 @dataclass
@@ -632,6 +646,8 @@ class SqliteStore(SessionStore):
 
     # ---- transcripts: reads ------------------------------------------------------------------------
     def _line(self, session_id: str, seq: int, text: str, issues: list[ReadIssue] | None) -> TranscriptLine | None:
+        if text.startswith(_QUARANTINE_PREFIX):
+            return TranscriptLine(seq=seq, raw=text, obj=None)  # a quarantined raw line: opaque
         try:
             obj = _loads_line(text)
         except jsonutil.JSONDecodeError as exc:
@@ -717,7 +733,8 @@ class SqliteStore(SessionStore):
                 tokens = row[0] if row else 0
                 for (text,) in conn.execute(
                         "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)):
-                    data = text.encode("utf-8")
+                    # a quarantined line is exported as the bytes it was imported from
+                    data = original_bytes(text) if text.startswith(_QUARANTINE_PREFIX) else text.encode("utf-8")
                     buf.append(data)
                     buf.append(b"\n")
                     events += 1
@@ -895,7 +912,8 @@ class SqliteStore(SessionStore):
         only the rest; a session whose history diverged gets the lines whose id (or exact text)
         is not stored yet. Never deletes or truncates anything.
 
-        `on_malformed`: "stop" keeps the readable prefix of a session and reports an issue (what
+        `on_malformed`: "quarantine" keeps a malformed line in place as a quarantined raw line
+        (store/quarantine.py) and goes on (spec D22, the migration's policy); "stop" keeps the readable prefix of a session and reports an issue (what
         OpenClaw's import does), "skip" drops just the bad line, "raise" aborts (the current batch
         is rolled back; committed batches stay and a re-run completes them)."""
         self.ensure_writable("import sessions")
@@ -1060,18 +1078,22 @@ class _SessionImport:
         sid = self.sid
         position = 0  # index among non-blank lines, for the prefix comparison
         source = self.record.source or self.record.session_key
+        quarantine = self.on_malformed == "quarantine"
         for line_no, raw in enumerate(self.record.lines, start=1):
             try:
-                item = _prepare_line(raw)
+                item = _prepare_line(raw, internal=False)
             except (ValueError, orjson.JSONDecodeError) as exc:
-                message = f"malformed transcript line: {exc}"
-                if self.on_malformed == "raise":
-                    raise InvalidDataError(f"{source}:{line_no}: {message}") from None
-                if self.out.issue is None:
-                    self.out.issue = ReadIssue(source, line_no, message)
-                if self.on_malformed == "stop":
-                    break
-                continue
+                if quarantine:
+                    item = self._quarantined(raw, line_no, source, exc)
+                else:
+                    message = f"malformed transcript line: {exc}"
+                    if self.on_malformed == "raise":
+                        raise InvalidDataError(f"{source}:{line_no}: {message}") from None
+                    if self.out.issue is None:
+                        self.out.issue = ReadIssue(source, line_no, message)
+                    if self.on_malformed == "stop":
+                        break
+                    continue
             if item is None:
                 continue
             self.out.lines_read += 1
@@ -1086,7 +1108,7 @@ class _SessionImport:
                     self._enter_merge()  # history diverged: fall back to id/text dedupe
                 else:
                     position += 1
-            event_id = obj.get("id")
+            event_id = obj.get("id") if obj is not _QUARANTINED else None
             event_id = event_id if isinstance(event_id, str) and event_id.strip() else None
             if self.merge_ids is not None:
                 if event_id is not None:
@@ -1114,12 +1136,29 @@ class _SessionImport:
                 parent = obj.get("parentId")
                 self.identities.append((sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created))
             self.nbytes += size
-            self.tokens += event_token_estimate(obj)
+            if obj is not _QUARANTINED:
+                self.tokens += event_token_estimate(obj)
             if kind == "compaction":
                 self.compactions += 1
             if len(self.events) >= self.bulk.batch_rows:
                 self.flush()
         self.flush()
+
+    def _quarantined(self, raw: str | bytes, line_no: int, source: str,
+                     exc: BaseException) -> tuple[str, int, Any] | None:
+        """D22: the line is kept, in place, as a wrapper holding its bytes; the first one of a
+        record is its issue (with the count of all of them)."""
+        data = raw if isinstance(raw, bytes) else raw.encode("utf-8", errors="surrogateescape")
+        if data.endswith(b"\n"):
+            data = data[:-1]
+        if not data or data.isspace():
+            return None
+        text = quarantine_wrap(data)
+        self.out.quarantined += 1
+        if self.out.issue is None:
+            reason = orjson.loads(text)["reason"]
+            self.out.issue = ReadIssue(source, line_no, f"malformed transcript line: {reason}")
+        return text, len(data), _QUARANTINED
 
     def flush(self) -> None:
         if not self.events:
