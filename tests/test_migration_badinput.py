@@ -142,7 +142,8 @@ def test_transcript_written_during_import_is_left_alone(state_dir: Path, monkeyp
     assert "Legacy transcript changed during import; stop active session writers" in issue.message
     assert (sessions / "session-1.jsonl").read_text() == "\n".join(F_LINES) + "\n" + appended
     assert (sessions / "sessions.json").exists()
-    assert "session-1" not in db_events(state_dir / DB)  # nothing of a moving file was imported
+    # the target did not validate: nothing was published (D22), the legacy store stays in use
+    assert not (state_dir / DB).exists() and not list((state_dir / DB).parent.iterdir())
     monkeypatch.setattr(importer, "open_regular_nofollow", real_open)
     assert doctor("import").exit_code == 0
     assert db_events(state_dir / DB)["session-1"][-1] == appended.strip().encode()
@@ -157,8 +158,12 @@ def test_unwritable_archive_directory_keeps_every_original(state_dir: Path, monk
     if how == "not-a-directory":
         archive.write_text("in the way")
     else:
+        real_link = os.link
+
         def refuse(src, dst, **kwargs):
-            raise PermissionError(errno.EACCES, "Permission denied", str(dst))
+            if Path(dst).parent == archive:  # the archive directory only (the database is published by link too)
+                raise PermissionError(errno.EACCES, "Permission denied", str(dst))
+            return real_link(src, dst, **kwargs)
 
         monkeypatch.setattr(os, "link", refuse)
     report = doctor("import")
@@ -171,7 +176,8 @@ def test_unwritable_archive_directory_keeps_every_original(state_dir: Path, monk
     assert manifest["failedAt"] and manifest["targets"][0]["completedMoves"] == []
 
 
-def test_malformed_transcript_imports_the_readable_prefix_and_archives_the_original(state_dir: Path) -> None:
+def test_malformed_transcript_line_is_quarantined_and_the_lines_after_it_imported(state_dir: Path) -> None:
+    # D22 replaces the "readable prefix" rule: the truncated line is kept, the valid line after it too
     sessions = make_f(state_dir)
     content = F_LINES[0] + '\n{"type":"event","id":"evt-1"\n' + F_LINES[1] + "\n"
     (sessions / "session-1.jsonl").write_text(content)
@@ -179,8 +185,10 @@ def test_malformed_transcript_imports_the_readable_prefix_and_archives_the_origi
     assert report.exit_code == 0
     issue = report.targets[0].issues[0]
     assert issue.code == "transcript_malformed" and issue.message.endswith(
-        "Only the readable prefix can be imported; the original remains protected for recovery.")
-    assert db_events(state_dir / DB)["session-1"] == [F_LINES[0].encode()]
+        "kept byte-exact as a quarantined raw line and every line after it is imported; the original remains "
+        "protected for recovery.")
+    assert db_events(state_dir / DB)["session-1"] == [line.encode() for line in content.splitlines()]
+    assert db_events(state_dir / DB, raw=True)["session-1"][1].startswith(b'{"type":"openclaw-cli.quarantined-line"')
     archived = [Path(p) for p in report.targets[0].archived_transcript_files if "session-1.jsonl" in p]
     assert [p.read_text() for p in archived] == [content]
 
@@ -214,7 +222,7 @@ def test_large_transcripts_are_streamed_with_the_same_guarantees(state_dir: Path
     report = doctor("import")
     assert report.exit_code == 0
     stored = db_events(state_dir / DB)["session-1"]
-    assert stored == [x.encode() for x in (lines[:5] if malformed else lines)]
+    assert stored == [x.encode() for x in lines]  # a malformed line is quarantined in place (D22)
     assert [i.code for i in report.targets[0].issues] == (["transcript_malformed"] if malformed else [])
     archived = [Path(p) for p in report.targets[0].archived_transcript_files if "session-1.jsonl" in p]
     assert [p.read_bytes() for p in archived] == [content]

@@ -55,14 +55,20 @@ def snapshot(root: Path) -> dict[str, Any]:
     return out
 
 
-def db_events(db: Path) -> dict[str, list[bytes]]:
+def db_events(db: Path, *, raw: bool = False) -> dict[str, list[bytes]]:
+    """Each session's stored lines in order; quarantined lines as the bytes they were imported
+    from (`raw=True`: the stored wrapper text)."""
     import sqlite3
 
+    from openclaw_cli.store.quarantine import original_bytes
+
+    if not db.exists():
+        raise AssertionError(f"no database at {db}")
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
     conn.text_factory = bytes
     out: dict[str, list[bytes]] = {}
     for sid, text in conn.execute("SELECT session_id, event_json FROM transcript_events ORDER BY session_id, seq"):
-        out.setdefault(sid.decode(), []).append(text)
+        out.setdefault(sid.decode(), []).append(text if raw else original_bytes(text))
     conn.close()
     return out
 

@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.errors import InvalidDataError, RefusedError
+from openclaw_cli.errors import Interrupted, InvalidDataError, OpenClawError, RefusedError, typed_error
+from openclaw_cli.fsio import FILE_MODE
+from openclaw_cli.interrupts import InterruptRequested
 from openclaw_cli.migration import manifest as mf
+from openclaw_cli.migration import staging
 from openclaw_cli.migration.context import Context
 from openclaw_cli.migration.legacy_reader import (
     CHANGED_MESSAGE,
@@ -154,6 +157,14 @@ class TargetRun:
     states: list[RecState] = field(default_factory=list)
     completed: bool = False  # validation passed and nothing blocking
     index_move: Move | None = None  # the legacy-store move, planned with the transcripts
+    fresh: bool = False  # no database yet: built under a private name, published when verified (D22)
+    build: Path | None = None  # the private build while it is not published
+    published: bool = False  # the target's database is live (it was, or this run published it)
+
+    @property
+    def db(self) -> Path:
+        """Where this run writes and validates: the private build, else the live database."""
+        return self.build if self.build is not None else self.target.sqlite_path
 
 
 class ImportRun:
@@ -165,6 +176,7 @@ class ImportRun:
         self.mapper = mf.PathMapper(ctx.state_dir, relative=True)
         self.manifest: dict[str, Any] = {}
         self.manifest_path: Path | None = None
+        self._db_kinds: dict[Path, str] = {}
 
     # ---- orchestration ---------------------------------------------------------------------------
     def run(self) -> Report:
@@ -186,13 +198,54 @@ class ImportRun:
             self.report.targets.append(report)
             runs.append(TargetRun(target, report, mt))
         self._save_manifest()  # step 2: before touching anything
-        ctx.checkpoint("manifest-created")
         self.report.migration_run = MigrationRun(run_id, str(self.manifest_path))
-        for tr in runs:
-            self._import_target(tr)
-        self._archive_all(runs)
+        try:
+            ctx.checkpoint("manifest-created")
+            for tr in runs:
+                self._import_target(tr)
+            self._archive_all(runs)
+        except InterruptRequested:
+            self._abort(runs, "import_interrupted", "The import was interrupted (SIGINT/SIGTERM).")
+            raise Interrupted(self._interrupted_message(runs)) from None
+        except (OpenClawError, OSError, sqlite3.Error) as exc:
+            typed = exc if isinstance(exc, OpenClawError) else _typed(exc)
+            self._abort(runs, "sqlite_import_failed", typed.message)
+            raise typed from None
         self._finish(runs)
         return self.report
+
+    def _abort(self, runs: list[TargetRun], code: str, message: str) -> None:
+        """The run stops early: unpublished builds are discarded (the legacy store they copied is
+        untouched and stays in use), and the manifest records the failure — best effort, the disk
+        may be full."""
+        for tr in runs:
+            if tr.build is not None:
+                try:
+                    staging.discard(tr.build)
+                except OSError:
+                    pass
+                tr.build = None
+        stamp = mf.iso_now(self.ctx.now_ms())
+        for tr in runs:
+            tr.report.add(code, message)
+            tr.mt["issues"] = [i.to_json() for i in tr.report.issues]
+        self.manifest["failedAt"] = stamp
+        try:
+            self._save_manifest()
+        except OSError:
+            pass
+
+    def _interrupted_message(self, runs: list[TargetRun]) -> str:
+        live = [tr.target.agent_id for tr in runs if tr.published]
+        pending = [tr.target.agent_id for tr in runs if not tr.published]
+        parts = ["Import interrupted at a safe point."]
+        if live:
+            parts.append(f"Now read from SQLite (imported and verified): {', '.join(live)}; originals not yet "
+                         "archived stay in place.")
+        if pending:
+            parts.append(f"Not published, still read from the legacy store (unchanged): {', '.join(pending)}.")
+        parts.append(f"Run `{staging.IMPORT_COMMAND}` to finish, or `{staging.RECOVER_COMMAND}` to undo.")
+        return " ".join(parts)
 
     def _prechecks(self) -> None:
         """Refuse before anything is written: symlinks on the way (T-18), databases we must not
@@ -203,6 +256,7 @@ class ImportRun:
         for t in self.targets:
             refuse_symlinks([t.store_path, t.archive_dir, t.sqlite_path], root)
             info = classify_db(t.sqlite_path, t.agent_id)
+            self._db_kinds[t.sqlite_path] = info.kind
             if info.kind in ("missing", "empty", "ours"):
                 if info.kind == "ours" and info.error:
                     hint = "" if "belongs to agent" in info.error else (
@@ -225,6 +279,8 @@ class ImportRun:
     # ---- one target: read, import, validate ------------------------------------------------------------
     def _import_target(self, tr: TargetRun) -> None:
         t, report = tr.target, tr.report
+        tr.fresh = self._db_kinds.get(t.sqlite_path, "missing") in ("missing", "empty")
+        tr.published = not tr.fresh
         index = read_index(t.store_path)
         tr.index = index
         for issue in index.issues:
@@ -244,11 +300,15 @@ class ImportRun:
 
         from openclaw_cli.store.sqlite import SqliteStore
 
-        store = SqliteStore(t.sqlite_path, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
+        if tr.fresh:
+            # D22: built under a private name; a stale build of a killed run is never resumed
+            staging.discard_all(t.sqlite_path)
+            tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
+        store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
             result = store.bulk_import(self._feed(states), batch_records=1000, batch_rows=20000,
-                                       on_malformed="stop")
+                                       on_malformed="quarantine")
             self.ctx.checkpoint("bulk-import-done")
             for state, res in zip(states, result.records, strict=True):
                 state.result = res
@@ -260,15 +320,24 @@ class ImportRun:
         from openclaw_cli.migration.verify import verify_records
 
         self.ctx.progress.start(f"Validating {t.agent_id}", len(states))
-        verify_records(t.sqlite_path, states, report, progress=self.ctx.progress)
-        report.sqlite_entries = _count_entries(t.sqlite_path)
+        verify_records(tr.db, states, report, progress=self.ctx.progress)
+        report.sqlite_entries = _count_entries(tr.db)
         blocking = report.has_blocking
         tr.mt["validationBeforeArchive"] = "failed" if any(
             i.code.startswith("sqlite_") for i in report.issues) else "passed"
         tr.completed = not blocking
-        report.compact = _finalize_db(t.sqlite_path)
+        report.compact = _finalize_db(tr.db)
         tr.mt["issues"] = [i.to_json() for i in report.issues]
         self.ctx.checkpoint("validated")
+        if tr.build is not None:
+            if tr.completed:
+                staging.publish(tr.build, t.sqlite_path)  # the one step that makes it live
+                tr.published = True
+                self.ctx.checkpoint("published")
+            else:
+                staging.discard(tr.build)  # nothing was published: the legacy store stays in use
+                report.sqlite_entries = 0
+            tr.build = None
 
     def _feed(self, states: list[RecState]) -> Iterator[Any]:
         from openclaw_cli.store.sqlite import ImportRecord
@@ -405,7 +474,8 @@ class ImportRun:
 
                 where = f"{rec.transcript}:{res.issue.line}" if res.issue.line else str(rec.transcript)
                 detail = res.issue.message
-                report.add("transcript_malformed", malformed_message(f"{where}: {detail}"), rec.source_key)
+                report.add("transcript_malformed", malformed_message(f"{where}: {detail}", res.quarantined),
+                           rec.source_key)
 
     def _compute_digests(self, states: list[RecState]) -> None:
         """The digest of the lines SQLite should hold: the file's sha256 for a clean file (every
@@ -416,7 +486,8 @@ class ImportRun:
             if not state.has_file or state.changed or res is None:
                 continue
             state.stored_lines = res.lines_read
-            clean = res.issue is None and state.ends_nl and res.lines_read == state.nsplit - 1
+            # every line stored (malformed ones quarantined, D22), no blank line, a final newline
+            clean = state.ends_nl and res.lines_read == state.nsplit - 1
             if clean:
                 state.line_digest = state.identity.sha256  # type: ignore[union-attr]
                 continue
@@ -439,6 +510,11 @@ class ImportRun:
 
     def _archive_target(self, tr: TargetRun, *, sole_owner: bool) -> None:
         t, report = tr.target, tr.report
+        if not tr.published:
+            # D22: nothing leaves the legacy store while it is the store in use
+            for state in tr.states:
+                state.archive_ok = False
+            return
         if not tr.states and not tr.completed:
             return
         try:
@@ -545,7 +621,7 @@ class ImportRun:
         starts = range(0, len(moves), size)
         for start in starts:
             batch = moves[start:start + size]
-            result = publish_batch(batch, checkpoint=self.ctx.checkpoint)
+            result = publish_batch(batch, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
             for move in result.done:
                 entry, kind, _state = move.payload
                 tr.mt["completedMoves"].append(entry)
@@ -660,6 +736,16 @@ class ImportRun:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
+
+
+def _typed(exc: BaseException) -> OpenClawError:
+    if isinstance(exc, sqlite3.Error):
+        from openclaw_cli.store.sqlite_common import translate_error
+
+        translated = translate_error(exc, Path("the agent database"), 5000)
+        if isinstance(translated, OpenClawError):
+            return translated
+    return typed_error(exc) or OpenClawError(f"{type(exc).__name__}: {exc}", type="internal_error")
 
 
 def _owner_filter(target: Target, ctx: Context) -> Any:

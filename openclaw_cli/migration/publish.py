@@ -230,10 +230,19 @@ def _safe_unlink(path: Path) -> None:
         pass
 
 
-def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
+def _fchmod_nofollow(path: Path, mode: int) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None = None) -> BatchResult:
     """Publish every move of the batch; failures leave their source untouched and are reported in
     `move.error`. `checkpoint(label)` is called after each link and each unlink (the crash tests
-    kill the process there)."""
+    kill the process there). `mode`: the permission bits the published file gets (D6.6: archives
+    are 0600), set on the inode before it gains its second name."""
     result = BatchResult()
     linked: list[Move] = []
     dest_dirs: set[str] = set()
@@ -243,6 +252,8 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None) -> BatchResult:
             check_unaliased(move.source, st)
             if not move.expected.same_object(st):
                 raise ChangedError("artifact changed before publication")
+            if mode is not None and stat.S_IMODE(st.st_mode) != mode:
+                _fchmod_nofollow(move.source, mode)
             os.link(move.source, move.dest, follow_symlinks=False)
         except ArtifactError as exc:
             move.error = str(exc)
