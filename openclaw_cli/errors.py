@@ -167,10 +167,6 @@ class OutOfRangeError(InvalidDataError):
     type = "out_of_range"
 
 
-class NoSpaceError(OpenClawError):
-    """ENOSPC/EDQUOT/SQLITE_FULL, or the free-space pre-check (`need`/`have` in bytes)."""
-
-    type = "no_space"
 class GatewayRequestError(GatewayError):
     """The Gateway answered a request (or our `connect`) with `ok:false`: OpenClaw's
     `gateway_request_error {code, message, details?, retryable, retryAfterMs?}`. A rejected connect
@@ -242,6 +238,12 @@ class GatewaySecurityError(RefusedError):
     """A plaintext `ws://` URL to a non-loopback host (credentials and data would travel in clear)."""
 
     type = "gateway_security_error"
+
+
+class NoSpaceError(OpenClawError):
+    """ENOSPC/EDQUOT/SQLITE_FULL, or the free-space pre-check (`need`/`have` in bytes)."""
+
+    type = "no_space"
     exit_code = ExitCode.NO_SPACE
 
     def __init__(self, message: str, *, path: object = None, need: int | None = None, have: int | None = None):

@@ -1,40 +1,152 @@
-"""JSON helpers: orjson on hot paths (spec D18), stdlib fallback for what orjson rejects."""
+"""JSON helpers: orjson on hot paths (spec D18), stdlib fallback for what orjson rejects.
+
+What orjson cannot hold exactly is kept as written (D22): a number whose text a float would change
+(`1e400`, `10**400`, `-0`, `1.50`) parses as a `RawNumber` — a float that compares as its value
+(±inf beyond the double range) and serialises as its original text — and a lone surrogate is
+written back as the `\\uXXXX` escape JSON.stringify writes. Such documents only take the slow path.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
+
+
+class RawNumber(float):
+    """A number whose JSON text a float would not reproduce: compares as its value (±inf when it
+    is beyond the double range), serialises as its original text."""
+
+    __slots__ = ("raw",)
+
+    def __new__(cls, value: float, raw: str) -> RawNumber:
+        obj = float.__new__(cls, value)
+        obj.raw = raw
+        return obj
+
+
+INT_MIN, UINT_MAX = -(2**63), 2**64 - 1  # what orjson reads and writes as an integer
+
+
+def _float_value(text: str) -> float:
+    try:
+        return float(text)
+    except OverflowError:  # pragma: no cover - float() returns inf instead of raising
+        return float("-inf") if text.startswith("-") else float("inf")
+
+
+def exact_float(text: str) -> float:
+    """A float token as parsed by the lossless path (RawNumber when orjson would rewrite it)."""
+    value = _float_value(text)
+    if orjson.dumps(value).decode() != text:
+        return RawNumber(value, text)
+    return value
+
+
+def exact_int(text: str) -> int | float:
+    """An integer token as parsed by the lossless path (RawNumber beyond 64 bits or for `-0`)."""
+    if text == "-0":
+        return RawNumber(-0.0, text)
+    value = int(text)
+    if not INT_MIN <= value <= UINT_MAX:
+        try:
+            as_float = float(value)
+        except OverflowError:  # beyond the double range (e.g. 10**400)
+            as_float = float("-inf") if value < 0 else float("inf")
+        return RawNumber(as_float, text)
+    return value
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+class DocumentError(ValueError):
+    """The bytes are not a UTF-8 JSON text at all (invalid UTF-8, a byte order mark)."""
+
+
+BOM_MESSAGE = ("starts with a UTF-8 byte order mark (BOM), which JSON (and OpenClaw) does not accept; "
+               "remove the first 3 bytes and retry")
+
+
+def decode_document(data: bytes | str) -> str:
+    """The text of a JSON document; DocumentError for a BOM or invalid UTF-8 (naming the byte)."""
+    if isinstance(data, str):
+        if data.startswith("\ufeff"):
+            raise DocumentError(BOM_MESSAGE)
+        return data
+    raw = bytes(data)
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise DocumentError(BOM_MESSAGE)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not valid UTF-8: byte {exc.start} ({raw[exc.start:exc.start + 1]!r}) cannot "
+                            "start or continue a UTF-8 character") from None
+
+
+def loads_exact(data: bytes | str) -> Any:
+    """The stdlib parser with numbers kept as written (RawNumber); NaN/Infinity literals rejected."""
+    return json.loads(decode_document(data), parse_float=exact_float, parse_int=exact_int,
+                      parse_constant=_reject_constant)
+
+
 def loads(data: bytes | str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        # orjson rejects integers beyond 64 bits; the stdlib accepts them (but not NaN/Infinity,
-        # which are not JSON either). Any other error is real.
-        return json.loads(data, parse_constant=_reject_constant)
+        # orjson rejects numbers beyond 64 bits / the double range and lone surrogates, which
+        # JSON.parse accepts; NaN/Infinity literals are not JSON for either. Any other error is real.
+        return loads_exact(data)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _fragment_default(obj: Any) -> Any:
+    if isinstance(obj, RawNumber):
+        return orjson.Fragment(obj.raw.encode())
+    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+
+def patch_unencodable(obj: Any) -> Any:
+    """Replace what orjson refuses (lone surrogates, > 64-bit ints) with JSON fragments written
+    the way JSON.stringify writes them."""
+    if isinstance(obj, str):
+        if _SURROGATE.search(obj):
+            text = json.dumps(obj, ensure_ascii=False)
+            return orjson.Fragment(_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode())
+        return obj
+    if isinstance(obj, bool | RawNumber):
+        return obj
+    if isinstance(obj, int) and not INT_MIN <= obj <= UINT_MAX:
+        return orjson.Fragment(str(obj).encode())
+    if isinstance(obj, dict):
+        return {k if not _SURROGATE.search(k) else k.encode("utf-8", "surrogatepass").decode("utf-8", "replace"):
+                patch_unencodable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [patch_unencodable(v) for v in obj]
+    return obj
+
+
+def dumps_bytes(obj: Any, *, option: int = 0) -> bytes:
+    """orjson output for anything our parsers produce (RawNumber, big ints, lone surrogates)."""
+    try:
+        return orjson.dumps(obj, default=_fragment_default, option=option)
+    except TypeError:
+        return orjson.dumps(patch_unencodable(obj), default=_fragment_default, option=option)
 
 
 def dumps_compact(obj: Any) -> str:
     """Compact JSON like JS `JSON.stringify(obj)`."""
-    try:
-        return orjson.dumps(obj).decode()
-    except TypeError:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return dumps_bytes(obj).decode()
 
 
 def dumps_pretty(obj: Any) -> str:
     """2-space indented JSON like JS `JSON.stringify(obj, null, 2)` (no trailing newline)."""
-    try:
-        return orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode()
-    except TypeError:
-        return json.dumps(obj, indent=2, ensure_ascii=False)
+    return dumps_bytes(obj, option=orjson.OPT_INDENT_2).decode()
 
 
 JSONDecodeError = (orjson.JSONDecodeError, json.JSONDecodeError, ValueError)

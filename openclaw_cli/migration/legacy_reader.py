@@ -44,6 +44,7 @@ class LegacyIndex:
     fingerprint: tuple | None = None
     entries: dict[str, Any] | None = None
     issues: list[Issue] = field(default_factory=list)
+    exact: dict[str, Any] = field(default_factory=dict)  # key -> preflight.EntryText (D22)
 
     @property
     def readable(self) -> bool:
@@ -92,16 +93,44 @@ def read_index(path: Path, *, allow_symlink_issue: bool = True) -> LegacyIndex:
     index.fingerprint = fingerprint(before)
     index.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size,
                               hashlib.sha256(raw).hexdigest())
-    try:
-        data = loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        index.issues.append(Issue("store_unreadable", f"{path}: {_json_error(exc)}"))
+    data, error = _parse_index(raw, index)
+    if error is not None:
+        index.issues.append(Issue("store_unreadable", f"{path}: {error}"))
         return index
     if not isinstance(data, dict):
         index.issues.append(Issue("store_not_object", f"{path} does not contain an object session store."))
         return index
     index.entries = data
     return index
+
+
+def _parse_index(raw: bytes, index: LegacyIndex) -> tuple[Any, str | None]:
+    """(parsed store, error). D22 pre-flight: a file orjson cannot read exactly is parsed again
+    entry by entry with every number as written, and the entries to store with their original
+    text are recorded in `index.exact`."""
+    from openclaw_cli.jsonutil import DocumentError
+    from openclaw_cli.migration.preflight import exact_entries, needs_exact_pass
+
+    fast_error: Exception | None = None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        fast_error, data = exc, None
+    if fast_error is None and (not isinstance(data, dict) or not needs_exact_pass(raw)):
+        return data, None
+    try:
+        data, index.exact = exact_entries(raw)
+    except DocumentError as exc:
+        return None, str(exc)
+    except (ValueError, RecursionError) as exc:
+        if fast_error is None:
+            return data, None
+        try:
+            value = loads(raw)  # a JSON document that is not an object: say so, not "invalid JSON"
+        except (ValueError, RecursionError):
+            return None, _json_error(fast_error or exc)
+        return value, None
+    return data, None
 
 
 def _json_error(exc: BaseException) -> str:
@@ -123,6 +152,7 @@ class Record:
     sqlite_marker: bool = False
     recovered: bool = False
     problem: str | None = None  # why the transcript cannot be read or moved
+    entry_text: str | None = None  # the original text, stored as is (D22: values stored as written)
 
 
 def invalid_entry_message(store: Path) -> str:
@@ -161,6 +191,8 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
     issues: list[Issue] = []
     listing = DirListing(sessions_dir)
     base = str(sessions_dir)
+    from openclaw_cli.migration.preflight import key_problem, shown_key, substitute_key
+
     for key, entry in (index.entries or {}).items():
         if owner_filter is not None and not owner_filter(key):
             continue
@@ -169,7 +201,23 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
             issues.append(Issue("entry_invalid", invalid_entry_message(index.path), key))
             continue
         sid = sid.strip()
-        record = Record(canonicalize_bare_key(key, agent_id), key, sid, entry)
+        stored_key = canonicalize_bare_key(key, agent_id)
+        problem = key_problem(key)
+        if problem is not None:
+            stored_key = substitute_key(key, agent_id)
+            issues.append(Issue("entry_key_invalid", (
+                f"{index.path}: the key {shown_key(key)} {problem}, so it cannot name a session; the entry is "
+                f"stored under {stored_key} (sessionId {sid}) and the original key stays in the archived "
+                "sessions.json."), stored_key))
+        record = Record(stored_key, key if problem is None else stored_key, sid, entry)
+        exact = index.exact.get(key)
+        if exact is not None:
+            record.entry_text = exact.text
+            for finding in exact.findings:
+                issues.append(Issue("entry_value_unrepresentable", (
+                    f"{index.path}: field {finding.path} = {finding.literal[:80]} {finding.why}; the entry is "
+                    "stored with its original text, readers show the value as written and treat it as unknown "
+                    "in computations."), record.source_key))
         session_file = entry.get("sessionFile")
         if isinstance(session_file, str) and session_file.startswith("sqlite:"):
             record.sqlite_marker = True

@@ -60,7 +60,8 @@ def session_row(
     row: dict[str, Any] = {"key": key}
     updated = _number(entry.get("updatedAt"))
     row["updatedAt"] = updated
-    row["ageMs"] = max(0, int(now_ms - updated)) if updated is not None else None
+    # a value beyond the double range (kept as written, D22) has no age
+    row["ageMs"] = max(0, int(now_ms - updated)) if updated is not None and abs(updated) < 1e300 else None
     row["sessionId"] = entry.get("sessionId")
     for name in _COPIED_BEFORE_TOKENS:
         if name == "forkedFromParent":

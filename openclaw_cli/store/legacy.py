@@ -18,7 +18,6 @@ as written (`1e+21`, `1.50`, `-0` survive a rewrite). No `sessions.json.bak.*` i
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -30,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openclaw_cli import clock
+from openclaw_cli import clock, jsonutil
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
+from openclaw_cli.jsonutil import INT_MIN, UINT_MAX, RawNumber, exact_float, exact_int, patch_unencodable
 from openclaw_cli.paths import safe_regular_file, transcript_candidates
 from openclaw_cli.store import archives as archives_mod
 from openclaw_cli.store.base import (
@@ -150,39 +150,16 @@ def entry_problems(key: str, entry: Any) -> tuple[bool, list[str]]:
 
 
 # ---- numbers as written -------------------------------------------------------------------------
+# (the lossless number and surrogate handling lives in jsonutil, shared with the SQLite readers)
 
-class _RawNumber(float):
-    """A number whose JSON text orjson would not reproduce (`1e+21`, `1.50`, `-0`, > 64-bit ints):
-    compares as its value, serialises as its original text."""
-
-    __slots__ = ("raw",)
-
-    def __new__(cls, value: float, raw: str) -> _RawNumber:
-        obj = float.__new__(cls, value)
-        obj.raw = raw
-        return obj
-
+_RawNumber = RawNumber
 
 _NUMBER_CANDIDATE = re.compile(
     rb"[:\[,]\s*+(?=[-\d])(-0(?![\d.eE])|-?\d+\.\d+(?:[eE][+-]?\d+)?|-?\d+[eE][+-]?\d+|-?\d{19,})(?=\s*[,\]}])"
 )
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
-
-
-def _float_token(text: str) -> float:
-    value = float(text)
-    if orjson.dumps(value).decode() != text:
-        return _RawNumber(value, text)
-    return value
-
-
-def _int_token(text: str) -> int | float:
-    if text == "-0":
-        return _RawNumber(-0.0, text)
-    value = int(text)
-    if not _INT_MIN <= value <= _INT_MAX:
-        return _RawNumber(float(value), text)
-    return value
+_INT_MIN, _INT_MAX = INT_MIN, UINT_MAX
+_float_token = exact_float
+_int_token = exact_int
 
 
 def _token_is_lossy(token: bytes) -> bool:
@@ -212,39 +189,15 @@ def parse_store_bytes(raw: bytes, *, lossless: bool = False) -> Any:
         return value
     # orjson rejects > 64-bit integers and lone surrogates, which JSON.parse accepts.
     try:
-        return json.loads(
-            raw.decode("utf-8"), parse_float=_float_token, parse_int=_int_token, parse_constant=_reject_constant
-        )
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return jsonutil.loads_exact(raw)
+    except jsonutil.DocumentError as exc:  # not UTF-8, a BOM: say so (orjson's wording misleads)
+        raise ValueError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
         raise ValueError(str(fast_error or exc)) from exc
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _fragment_default(obj: Any) -> Any:
-    if isinstance(obj, _RawNumber):
-        return orjson.Fragment(obj.raw.encode())
-    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
-
-
-def _patch_unencodable(obj: Any) -> Any:
-    """Replace what orjson refuses (lone surrogates, > 64-bit ints) with JSON fragments written
-    the way JSON.stringify writes them."""
-    if isinstance(obj, str):
-        if _SURROGATE.search(obj):
-            text = json.dumps(obj, ensure_ascii=False)
-            return orjson.Fragment(_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode())
-        return obj
-    if isinstance(obj, bool | _RawNumber):
-        return obj
-    if isinstance(obj, int) and not _INT_MIN <= obj <= _INT_MAX:
-        return orjson.Fragment(str(obj).encode())
-    if isinstance(obj, dict):
-        return {k: _patch_unencodable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_patch_unencodable(v) for v in obj]
-    return obj
+_fragment_default = jsonutil._fragment_default
+_patch_unencodable = patch_unencodable
 
 
 def dump_store_bytes(store: dict[str, Any]) -> bytes:

@@ -10,7 +10,6 @@ database busy beyond `busy_timeout_ms` raises `SessionBusyError` (spec D12).
 from __future__ import annotations
 
 import gc
-import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -46,6 +45,7 @@ from openclaw_cli.store.sqlite_common import (
     finite_number,
     iso_from_ms,
     list_archive_files,
+    ms_int,
     now_ms,
     open_readonly,
     sessions_dir_for,
@@ -116,10 +116,9 @@ def _first_number(entry: Mapping[str, Any], *keys: str) -> int | float | None:
 
 
 def _encode_entry(entry: dict[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(entry)
-    except TypeError:  # >64-bit integers: stdlib keeps them (still compact, non-ASCII kept)
-        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    # numbers kept as written (RawNumber), >64-bit integers and lone surrogates as JSON.stringify
+    # writes them (D22): never `Infinity`, never a silent null
+    return jsonutil.dumps_bytes(entry)
 
 
 def _node_row(key: str, entry: dict[str, Any], data: bytes) -> tuple[Any, ...]:
@@ -148,10 +147,10 @@ def _node_row(key: str, entry: dict[str, Any], data: bytes) -> tuple[Any, ...]:
 def _window_row(session_id: str, key: str, entry: Mapping[str, Any] | None, *, fallback_ms: int,
                 previous: str | None = None, reason: str | None = None) -> tuple[Any, ...]:
     entry = entry or {}
-    created = _first_number(entry, "sessionStartedAt", "startedAt", "updatedAt")
-    updated = _first_number(entry, "updatedAt")
-    created_ms = int(created) if created is not None else fallback_ms
-    updated_ms = int(updated) if updated is not None else created_ms
+    created = ms_int(_first_number(entry, "sessionStartedAt", "startedAt", "updatedAt"))
+    updated = ms_int(_first_number(entry, "updatedAt"))
+    created_ms = created if created is not None else fallback_ms
+    updated_ms = updated if updated is not None else created_ms
     origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
     chat_type = _text(entry.get("chatType")) or _text(origin.get("chatType"))
     return (
@@ -250,6 +249,7 @@ class ImportRecord:
     session_id: str | None = None  # defaults to entry["sessionId"]
     source: str | None = None  # file name used in issues
     created_at_ms: int | None = None  # fallback event/window time (e.g. the file mtime)
+    entry_text: str | None = None  # the entry's original JSON text, stored as is (D22)
 
 
 @dataclass
@@ -1022,7 +1022,8 @@ class _BulkState:
         sid = record.session_id if record.session_id is not None else (entry or {}).get("sessionId")
         out = ImportRecordResult(key, sid if isinstance(sid, str) else None, False, False)
         if entry is not None:
-            inserted = conn.execute(_NODE_INSERT_IF_ABSENT, _node_row(key, entry, _encode_entry(entry))).rowcount
+            data = record.entry_text.encode("utf-8") if record.entry_text is not None else _encode_entry(entry)
+            inserted = conn.execute(_NODE_INSERT_IF_ABSENT, _node_row(key, entry, data)).rowcount
             out.entry_inserted = inserted == 1
             out.entry_existing = inserted != 1
         if not isinstance(sid, str) or not is_valid_legacy_session_id(sid):

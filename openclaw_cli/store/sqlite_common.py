@@ -96,7 +96,7 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exceptio
     if code == sqlite3.SQLITE_FULL:
         from openclaw_cli.errors import NoSpaceError
 
-        return NoSpaceError(f"{path}: no space left on the device (SQLite: {text}); the write was rolled back",
+        return NoSpaceError(f"{path}: no space left on the device (SQLite: {text}); the write was rolled back.",
                             path=path)
     if code == sqlite3.SQLITE_IOERR:
         return OpenClawError(f"I/O error on {path}: {text}", type="io_error")
@@ -325,11 +325,19 @@ def finite_number(value: Any) -> int | float | None:
     return None
 
 
+def ms_int(value: Any) -> int | None:
+    """A number usable as an INTEGER column (epoch ms): finite and within 64 bits, else None."""
+    number = finite_number(value)
+    if number is None or not -_INT64_MAX <= number <= _INT64_MAX:
+        return None
+    return int(number)
+
+
 def timestamp_ms(value: Any) -> int | None:
     """An event `timestamp`: epoch ms number or a parseable ISO string (OpenClaw S-4)."""
     number = finite_number(value)
     if number is not None:
-        return int(number)
+        return ms_int(number)
     if isinstance(value, str) and value:
         try:
             dt = datetime.fromisoformat(value)
