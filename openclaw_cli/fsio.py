@@ -63,3 +63,43 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = FILE_MODE, tmp_na
 
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+SPACE_CHECK_ENV = "OPENCLAW_SPACE_CHECK"  # "0" skips the pre-checks (the ENOSPC rollback tests)
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes an unprivileged writer may still use on the filesystem holding `path` (or its
+    nearest existing parent); None when it cannot be asked."""
+    current = Path(path)
+    while not current.exists() and current != current.parent:
+        current = current.parent
+    try:
+        st = os.statvfs(current)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def check_space(path: Path, need: int, what: str, *, consequence: str = "nothing was written") -> None:
+    """Refuse before writing when the filesystem of `path` has less than `need` bytes free."""
+    if os.environ.get(SPACE_CHECK_ENV, "").strip() == "0":
+        return
+    have = free_bytes(path)
+    if have is None or have >= need:
+        return
+    from openclaw_cli.errors import NoSpaceError
+
+    raise NoSpaceError(
+        f"not enough space (need {need}, have {have}) on the filesystem of {path} for {what} "
+        f"(need {human_bytes(need)}, have {human_bytes(have)}); {consequence}. Free some space and retry.",
+        path=path, need=need, have=have)

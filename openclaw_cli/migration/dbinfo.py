@@ -55,6 +55,9 @@ def classify_db(path: Path, agent_id: str | None = None) -> DbInfo:
     try:
         store = OpenClawDbStore(path)
     except OpenClawError as exc:
+        if "is not an OpenClaw agent database" in exc.message or "an empty SQLite database" in exc.message:
+            # some other application's SQLite file: not ours and not OpenClaw's (issue 13 case 6)
+            return DbInfo("foreign", exc.message.replace(f"{path} is ", "", 1), user_version=header.user_version)
         return DbInfo("openclaw", exc.message, exc.message, user_version=header.user_version)
     except sqlite3.Error as exc:
         return DbInfo("corrupt", f"{path}: {exc}", user_version=header.user_version)

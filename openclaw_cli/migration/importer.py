@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import Interrupted, InvalidDataError, OpenClawError, RefusedError, typed_error
-from openclaw_cli.fsio import FILE_MODE
+from openclaw_cli.fsio import FILE_MODE, check_space
 from openclaw_cli.interrupts import InterruptRequested
 from openclaw_cli.migration import manifest as mf
 from openclaw_cli.migration import staging
@@ -182,6 +182,7 @@ class ImportRun:
     def run(self) -> Report:
         ctx = self.ctx
         self._prechecks()
+        self._space_precheck()
         reconcile_interrupted(ctx)
         if not self.targets:
             return self.report
@@ -207,9 +208,13 @@ class ImportRun:
         except InterruptRequested:
             self._abort(runs, "import_interrupted", "The import was interrupted (SIGINT/SIGTERM).")
             raise Interrupted(self._interrupted_message(runs)) from None
-        except (OpenClawError, OSError, sqlite3.Error) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever stopped the run, nothing half-done is published
             typed = exc if isinstance(exc, OpenClawError) else _typed(exc)
             self._abort(runs, "sqlite_import_failed", typed.message)
+            rolled_back = [tr.target.agent_id for tr in runs if tr.fresh and not tr.published]
+            if rolled_back:
+                typed.message += (f" The import was rolled back for {', '.join(rolled_back)}: nothing was published "
+                                  "and the legacy store is unchanged and still in use.")
             raise typed from None
         self._finish(runs)
         return self.report
@@ -257,20 +262,38 @@ class ImportRun:
             refuse_symlinks([t.store_path, t.archive_dir, t.sqlite_path], root)
             info = classify_db(t.sqlite_path, t.agent_id)
             self._db_kinds[t.sqlite_path] = info.kind
-            if info.kind in ("missing", "empty", "ours"):
-                if info.kind == "ours" and info.error:
-                    hint = "" if "belongs to agent" in info.error else (
-                        " Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
-                    raise InvalidDataError(f"{info.error}{hint} Nothing was changed.")
-                continue
-            if info.kind == "openclaw":
-                raise RefusedError(
-                    f"Refusing to import into {t.sqlite_path}: it is a real OpenClaw agent database "
-                    f"({info.detail}). openclaw-cli reads OpenClaw databases but never writes to them; "
-                    "nothing was changed.")
-            raise InvalidDataError(
-                f"Cannot import into {t.sqlite_path}: {info.detail}. Run `openclaw doctor --session-sqlite recover` "
-                "to move it aside; nothing was changed.")
+            refusal = db_refusal(t.sqlite_path, info)
+            if refusal is not None:
+                raise refusal
+
+    def _space_precheck(self) -> None:
+        """Refuse before anything is written when a filesystem cannot hold what the import will
+        write: the database (and its WAL) and the manifest, estimated from the legacy sizes."""
+        needs: dict[int, list[Any]] = {}  # st_dev -> [a path on it, bytes, what]
+
+        def add(path: Path, n: int, what: str) -> None:
+            probe = path
+            while not probe.exists() and probe != probe.parent:
+                probe = probe.parent
+            try:
+                dev = os.stat(probe).st_dev
+            except OSError:
+                return
+            slot = needs.setdefault(dev, [probe, 0, []])
+            slot[1] += n
+            slot[2].append(what)
+
+        files_total = 0
+        for t in self.targets:
+            data, files = _legacy_size(t.sessions_dir)
+            files_total += files
+            db = _estimate_db_bytes(data, files)
+            if self._db_kinds.get(t.sqlite_path) == "ours":
+                db //= 2  # an existing database already holds part of it (re-runs append only what is missing)
+            add(t.sqlite_path.parent, db, f"the database of agent {t.agent_id}")
+        add(self.runs_dir, MANIFEST_BYTES_PER_FILE * (files_total + 1), "the migration manifest")
+        for path, n, what in needs.values():
+            check_space(path, n, " and ".join(what))
 
     def _save_manifest(self) -> None:
         assert self.manifest_path is not None
@@ -357,6 +380,7 @@ class ImportRun:
                 session_id=rec.session_id,
                 source=str(rec.transcript or rec.expected or rec.key),
                 created_at_ms=state.mtime_ms,
+                entry_text=None if state.alias_of is not None else rec.entry_text,
             )
             previous = state
             self.ctx.progress.advance(1)
@@ -612,6 +636,11 @@ class ImportRun:
             return
         if not planned:
             tr.mt["plannedMoves"].extend(m.payload[0] for m in [*moves, *extra])
+            # hard links need no data space, the manifest that records them does
+            check_space(self.runs_dir, MANIFEST_BYTES_PER_FILE * (len(moves) + len(extra) + 1) + _manifest_size(
+                self.manifest_path), "recording the archive plan in the migration manifest",
+                consequence="the SQLite store is live and verified, every original stays in place until a re-run "
+                            "of the import archives it")
             self._save_manifest()  # A-5: planned moves are durable before the first link
             self.ctx.checkpoint("moves-planned")
         if not moves:
@@ -701,7 +730,7 @@ class ImportRun:
                 tr.report.archived_legacy_store_files.extend(archived)
 
     def _index_classification(self, group: list[TargetRun]) -> tuple[str, str]:
-        complete = not any(i.code in ("transcript_missing", "transcript_malformed", "entry_invalid")
+        complete = not any(i.code in ("transcript_missing", "transcript_malformed", "entry_invalid", "entry_key_invalid")
                            for tr in group for i in tr.report.issues)
         return ("imported", "verified-index-import") if complete else ("protected", "incomplete-index-import")
 
@@ -736,6 +765,57 @@ class ImportRun:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
+
+MANIFEST_BYTES_PER_FILE = 4096  # a planned + completed move is ~2 KB; an atomic rewrite briefly needs two copies
+WAL_ALLOWANCE = 96 * 1024 * 1024  # the bulk import checkpoints the WAL every 10,000 pages (80 MiB)
+
+
+def _manifest_size(path: Path | None) -> int:
+    try:
+        return os.stat(path).st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def _legacy_size(sessions_dir: Path) -> tuple[int, int]:
+    """(bytes, files) of the legacy store directory (one scandir, no reads)."""
+    total = files = 0
+    try:
+        with os.scandir(sessions_dir) as it:
+            for entry in it:
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+                        files += 1
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return total, files
+
+
+def _estimate_db_bytes(data: int, files: int) -> int:
+    """Measured: a database holds 1.17x (big transcripts) to 1.6x (20,000 small sessions) its
+    legacy bytes; the WAL adds up to the checkpoint interval during the import."""
+    return int(data * 1.35) + files * 2048 + min(WAL_ALLOWANCE, data) + 1024 * 1024
+
+
+def db_refusal(db: Path, info: Any) -> OpenClawError | None:
+    """Why the import must not write the database at `db` (dry-run reports the same), or None."""
+    if info.kind in ("missing", "empty", "ours"):
+        if info.kind == "ours" and info.error:
+            hint = "" if "belongs to agent" in info.error else (
+                " Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
+            return InvalidDataError(f"{info.error}{hint} Nothing was changed.")
+        return None
+    if info.kind == "openclaw":
+        return RefusedError(
+            f"Refusing to import into {db}: it is a real OpenClaw agent database "
+            f"({info.detail}). openclaw-cli reads OpenClaw databases but never writes to them; "
+            "nothing was changed.")
+    return InvalidDataError(
+        f"Cannot import into {db}: {info.detail}. Run `openclaw doctor --session-sqlite recover` "
+        "to move it aside; nothing was changed.")
 
 
 def _typed(exc: BaseException) -> OpenClawError:

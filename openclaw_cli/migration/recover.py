@@ -26,18 +26,36 @@ from openclaw_cli.paths import Target
 REASON = "doctor recover completed with remaining issues"
 
 
+def _discard_builds(targets: list[Target]) -> dict[Path, list[str]]:
+    """D22: the unpublished database of an interrupted or failed import is a copy of a legacy store
+    that is still in place; undoing the import removes it."""
+    from openclaw_cli.migration import staging
+
+    out: dict[Path, list[str]] = {}
+    for target in targets:
+        for build in staging.builds(target.sqlite_path):
+            if staging.discard(build):
+                out.setdefault(target.sqlite_path, []).append(str(build))
+    return out
+
+
 def run_recover(ctx: Context, targets: list[Target]) -> Report:
     report = Report("recover")
+    discarded = _discard_builds(targets)
     manifests, _bad = mf.load_all(ctx.paths.migration_runs_dir(), ctx.state_dir)
     trusted = trusted_keys(targets)
     failed = [m for m in manifests if m.failed and matching_targets(m, trusted)]
     failed.sort(key=lambda m: (m.sort_stamp, m.path.name))
     if failed:
-        return _recover_run(ctx, failed[-1], targets, report)
+        out = _recover_run(ctx, failed[-1], targets, report)
+        for tr in out.targets:
+            tr.discarded_builds = discarded.get(Path(tr.sqlite_path), [])
+        return out
     acted = False
     for target in targets:
         tr = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))
-        if _recover_db(ctx, target, tr):
+        tr.discarded_builds = discarded.get(target.sqlite_path, [])
+        if _recover_db(ctx, target, tr) or tr.discarded_builds:
             report.targets.append(tr)
             acted = True
     if not acted:
@@ -52,6 +70,7 @@ def _recover_run(ctx: Context, loaded: mf.LoadedManifest, targets: list[Target],
     matches = matching_targets(loaded, trusted)
     selected = {i for i, _ in matches}
     outcome = restore_manifests(ctx, [loaded], [t for _, t in matches])
+    _mark_undone(loaded, outcome)
     recovery: dict[int, list[dict[str, Any]]] = {}
     for index, target in matches:
         tr = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))
@@ -83,6 +102,18 @@ def _recover_run(ctx: Context, loaded: mf.LoadedManifest, targets: list[Target],
             "title": f"Session SQLite migration recovery report ({loaded.run_id})",
         }
     return report
+
+
+def _mark_undone(loaded: mf.LoadedManifest, outcome: Any) -> None:
+    """Record the recovery attempt in the run's manifest even when it had nothing to put back (an
+    import that failed before archiving): read commands then stop calling the import pending."""
+    from openclaw_cli.migration.restore import _finish_status, _restore_block, _save
+
+    if isinstance(loaded.data.get("restore"), dict):
+        return
+    _restore_block(loaded)
+    _finish_status(loaded, outcome)
+    _save(loaded)
 
 
 def _inspect_copy(files: list[Path]) -> str | None:

@@ -13,6 +13,9 @@ WARNING_CODES = frozenset(
         "active_sqlite_transcript_jsonl",
         "entry_invalid",
         "entry_alias_merged",
+        "entry_key_invalid",  # D22: stored under a substitute key, the original kept in the archived index
+        "entry_value_unrepresentable",  # D22: stored with its original text
+        "import_pending",  # dry-run: an earlier import of this agent did not complete
         "historical_transcript_deferred",
         "historical_duplicate_settled",
         "legacy_index_informational",
@@ -74,6 +77,7 @@ class TargetReport:
     compact: dict[str, Any] | None = None
     restore: dict[str, Any] | None = None
     corrupt_recovery: dict[str, Any] | None = None
+    discarded_builds: list[str] = field(default_factory=list)  # unpublished import databases removed (D22)
 
     def add(self, code: str, message: str, session_key: str | None = None) -> Issue:
         issue = Issue(code, message, session_key)
@@ -112,6 +116,8 @@ class TargetReport:
             out["restore"] = self.restore
         if self.corrupt_recovery is not None:
             out["corruptRecovery"] = self.corrupt_recovery
+        if self.discarded_builds:
+            out["discardedImportBuilds"] = list(self.discarded_builds)
         return out
 
 

@@ -154,8 +154,8 @@ def pending_import(runs_dir: Path, state_dir: Path, agent_id: str) -> PendingImp
         if data.get("completedAt") and not data.get("failedAt"):
             return None
         run_id = str(data.get("runId", name[:-5]))
-        if not data.get("completedAt"):
-            return PendingImport(agent_id, run_id, "incomplete")
+        if not data.get("failedAt"):
+            return PendingImport(agent_id, run_id, "incomplete")  # still running, or killed
         reason = None
         from openclaw_cli.migration.report import is_blocking
 

@@ -66,6 +66,7 @@ def run_dry_run(ctx: Context, targets: list[Target]) -> Report:
         report.targets.append(tr)
         states = plan_target(ctx, target, tr, orphans=True)
         tr.sqlite_entries = _existing_entries(target.sqlite_path)
+        _preview_database(ctx, target, tr)
         if states is None:
             continue
         ctx.progress.start(f"Reading {target.agent_id}", len(states))
@@ -81,6 +82,23 @@ def run_dry_run(ctx: Context, targets: list[Target]) -> Report:
                 tr.validated_transcript_events += scan.lines
         tr.unreferenced_jsonl_files = [str(p) for p in unreferenced_jsonl(target.sessions_dir, [s.rec for s in states])]
     return report
+
+
+def _preview_database(ctx: Context, target: Target, tr: TargetReport) -> None:
+    """What the import would say about the target's database, said now (issue 13 case 6): a file
+    it would refuse, or an earlier import of this agent that did not complete (D22)."""
+    from openclaw_cli.migration.importer import db_refusal
+    from openclaw_cli.migration.staging import pending_import
+
+    info = classify_db(target.sqlite_path, target.agent_id)
+    refusal = db_refusal(target.sqlite_path, info)
+    if refusal is not None:
+        code = "sqlite_import_refused" if info.kind == "openclaw" else "sqlite_corrupt"
+        tr.add(code, refusal.message.replace(" Nothing was changed.", "").replace("; nothing was changed.", "."))
+    if info.kind == "missing":
+        pending = pending_import(ctx.paths.migration_runs_dir(), ctx.state_dir, target.agent_id)
+        if pending is not None:
+            tr.add("import_pending", pending.notice())
 
 
 class DbView:

@@ -190,5 +190,9 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
                              read_only=read_only)
     store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
     if store.legacy_data_present():
-        ctx.hint(MIGRATE_HINT.format(agent=target.agent_id, path=store.path))
+        from openclaw_cli.migration.staging import pending_import
+
+        # D22: an import that did not complete is named, with the commands that finish or undo it
+        pending = pending_import(ctx.paths.migration_runs_dir(), ctx.paths.state_dir, target.agent_id)
+        ctx.hint(pending.notice() if pending else MIGRATE_HINT.format(agent=target.agent_id, path=store.path))
     return store
