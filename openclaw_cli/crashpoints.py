@@ -3,7 +3,8 @@
 `CrashPoints("OPENCLAW_CLEANUP")` reads `OPENCLAW_CLEANUP_CRASH_AT=k`: the process SIGKILLs
 itself at the k-th checkpoint, exactly as an operator's `kill -9` would. With
 `OPENCLAW_CLEANUP_CRASH_COUNT=<file>`, `finish()` writes how many checkpoints a run passed, so a
-test can choose kill points that exist. Unset variables cost one environment lookup.
+test can choose kill points that exist; `OPENCLAW_CLEANUP_CRASH_SIGNAL=INT` sends SIGINT there instead.
+Unset variables cost one environment lookup.
 
 Every checkpoint is also a safe point for Ctrl-C/SIGTERM (`openclaw_cli.interrupts`): creating a
 `CrashPoints` marks the start of a multi-step operation, and a signal received since then raises
@@ -24,13 +25,17 @@ class CrashPoints:
         self.count_env = count_env or f"{prefix}_CRASH_COUNT"
         raw = os.environ.get(f"{prefix}_CRASH_AT", "").strip()
         self.crash_at = int(raw) if raw.isdigit() else None
+        # `<prefix>_CRASH_SIGNAL=INT|TERM`: send that signal instead (the Ctrl-C tests: a real
+        # signal at a known instant; the handler defers it to the next safe point)
+        name = os.environ.get(f"{prefix}_CRASH_SIGNAL", "KILL").strip().upper() if self.crash_at else "KILL"
+        self.signal = getattr(signal, f"SIG{name}", signal.SIGKILL)
         self.passed = 0
         interrupts.begin_multistep()
 
     def __call__(self, label: str | None = None) -> None:
         self.passed += 1
         if self.crash_at is not None and self.passed == self.crash_at:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), self.signal)
         if interrupts.pending():
             interrupts.check()
 
