@@ -29,6 +29,24 @@ def normalize_agent_id(raw: str | None, *, strict: bool = False) -> str:
     return slug
 
 
+def parse_agent_arg(raw: str, flag: str = "--agent") -> str:
+    """An agent id typed on the command line: valid ids are lower-cased; anything else is refused
+    (never slugged into another agent's id: `main/../..` is not `main`). The value is shown
+    JSON-escaped, so control characters in it are visible instead of being stripped."""
+    import json
+
+    value = raw.strip()
+    if _AGENT_ID_VALID.match(value):
+        return value.lower()
+    from openclaw_cli.errors import UsageError
+
+    slug = _AGENT_ID_BAD_RUN.sub("-", value.lower()).strip("-")[:64]
+    plain = not any(c in value for c in "/\\.") and value.isprintable()  # no path or control characters
+    hint = f' (did you mean "{slug}"?)' if plain and slug and _AGENT_ID_VALID.match(slug) else ""
+    raise UsageError(f"Invalid agent id {json.dumps(raw)} for {flag}: an agent id is 1-64 letters, digits, "
+                     f'"_" or "-", starting with a letter or digit{hint}.')
+
+
 def _is_letter_or_number(ch: str) -> bool:
     return unicodedata.category(ch)[0] in ("L", "N")
 

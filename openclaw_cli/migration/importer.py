@@ -12,6 +12,7 @@ canonicalised to `agent:<agent>:…`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sqlite3
@@ -177,6 +178,7 @@ class ImportRun:
         self.manifest: dict[str, Any] = {}
         self.manifest_path: Path | None = None
         self._db_kinds: dict[Path, str] = {}
+        self._current_db: Path | None = None  # the database being written (named in typed errors)
 
     # ---- orchestration ---------------------------------------------------------------------------
     def run(self) -> Report:
@@ -209,11 +211,11 @@ class ImportRun:
             self._abort(runs, "import_interrupted", "The import was interrupted (SIGINT/SIGTERM).")
             raise Interrupted(self._interrupted_message(runs)) from None
         except Exception as exc:  # noqa: BLE001 - whatever stopped the run, nothing half-done is published
-            typed = exc if isinstance(exc, OpenClawError) else _typed(exc)
+            typed = exc if isinstance(exc, OpenClawError) else _typed(exc, self._current_db)
             self._abort(runs, "sqlite_import_failed", typed.message)
             rolled_back = [tr.target.agent_id for tr in runs if tr.fresh and not tr.published]
             if rolled_back:
-                typed.message += (f" The import was rolled back for {', '.join(rolled_back)}: nothing was published "
+                typed.message = typed.message.rstrip(".") + (f". The import was rolled back for {', '.join(rolled_back)}: nothing was published "
                                   "and the legacy store is unchanged and still in use.")
             raise typed from None
         self._finish(runs)
@@ -327,6 +329,7 @@ class ImportRun:
             # D22: built under a private name; a stale build of a killed run is never resumed
             staging.discard_all(t.sqlite_path)
             tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
+        self._current_db = tr.db
         store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
@@ -400,6 +403,8 @@ class ImportRun:
             state.missing = True
             return ()
         except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+                raise  # a process limit, not this file: every later open fails too (typed by the run)
             state.unreadable = f"{path}: {exc.strerror or exc}"
             return ()
         state.mtime_ms = before.st_mtime_ns // 1_000_000
@@ -818,11 +823,11 @@ def db_refusal(db: Path, info: Any) -> OpenClawError | None:
         "to move it aside; nothing was changed.")
 
 
-def _typed(exc: BaseException) -> OpenClawError:
+def _typed(exc: BaseException, db: Path | None) -> OpenClawError:
     if isinstance(exc, sqlite3.Error):
         from openclaw_cli.store.sqlite_common import translate_error
 
-        translated = translate_error(exc, Path("the agent database"), 5000)
+        translated = translate_error(exc, db or Path("the agent database"), 5000)
         if isinstance(translated, OpenClawError):
             return translated
     return typed_error(exc) or OpenClawError(f"{type(exc).__name__}: {exc}", type="internal_error")

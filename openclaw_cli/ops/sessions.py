@@ -43,6 +43,7 @@ def list_sessions(
             rows, matched = _visible_entries(st, limit, since, archived)
             total += matched
             stores_out.append({"agentId": target.agent_id, "path": str(st.path)})
+            _note_skipped_rows(ctx, st)
             for key, entry in rows:
                 row = session_row(
                     key, entry, agent_id=target.agent_id, now_ms=now,
@@ -96,6 +97,15 @@ def _visible_entries(st: Any, limit: int | None, since: int | None, archived: bo
         rows, matched = st.list_entries(limit=min(matched, len(rows) * 2 + 16), updated_since_ms=since)
     total = hidden if only else matched - hidden
     return (kept[:limit] if limit is not None else kept), total
+
+
+def _note_skipped_rows(ctx: Context, store: Any) -> None:
+    """Rows a listing cannot show are said, not silently dropped (issue 13 case 6)."""
+    skipped = store.skipped_rows() if hasattr(store, "skipped_rows") else []
+    if skipped:
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        ctx.hint(f"{len(skipped)} row(s) of {store.path} are not listed: {skipped[0].message}{more} "
+                 "`openclaw doctor --session-sqlite dry-run` reports each of them.")
 
 
 def resolve_session(ctx: Context, key: str, *, agent: str | None, store: str | None, read_only: bool = False):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import NotFoundError, SelectionError, UsageError
-from openclaw_cli.ids import normalize_agent_id
+from openclaw_cli.ids import parse_agent_arg
 from openclaw_cli.paths import (
     LEGACY_STORE_NAME,
     StatePaths,
@@ -69,12 +69,12 @@ def select_targets(paths: StatePaths, config: Any, *, agent: str | None, all_age
 
     if store is not None:
         path = expand_user(store.strip(), paths.home).absolute()
-        agent_id = normalize_agent_id(agent) if agent else _agent_from_store_path(path)
+        agent_id = parse_agent_arg(agent) if agent else _agent_from_store_path(path)
         return [paths.explicit_target(path, agent_id)]
     if all_agents:
         return [paths.target(a) for a in known_agent_ids(paths, config)]
     if agent is not None:
-        agent_id = normalize_agent_id(agent)
+        agent_id = parse_agent_arg(agent)
         if agent_id not in known_agent_ids(paths, config):
             raise _unknown_agent(agent)
         return [paths.target(agent_id)]
@@ -113,15 +113,14 @@ def select_migration_targets(mode: str, paths: StatePaths, config: Any, *, agent
     configured = list(configured_agent_ids(config))
     discovered = paths.discovered_agent_ids()
     known = configured + [a for a in discovered if a not in configured]
-    if all_agents or (agent is not None and mode in DISCOVERY_MODES | {"restore", "recover"}):
+    wanted = parse_agent_arg(agent, _MIGRATION_FLAGS[0]) if agent is not None else None
+    if wanted is not None and wanted not in known:
+        raise _unknown_agent(agent or "")  # an agent neither configured nor on disk: never "0 targets, ok"
+    if all_agents or (wanted is not None and mode in DISCOVERY_MODES | {"restore", "recover"}):
         ids = known
-        if agent is not None:
-            wanted = normalize_agent_id(agent)
+        if wanted is not None:
             ids = [a for a in known if a == wanted]
-    elif agent is not None:
-        wanted = normalize_agent_id(agent)
-        if wanted not in known:
-            raise _unknown_agent(agent)
+    elif wanted is not None:
         ids = [wanted]
     else:
         ids = [default_agent_id(config)]
@@ -156,7 +155,7 @@ def _explicit_migration_target(mode: str, paths: StatePaths, raw: str, agent: st
         path = Path.cwd() / path
     path = Path(os.path.normpath(path))
     owner = owner_from_path(path)
-    requested = normalize_agent_id(agent) if agent is not None else None
+    requested = parse_agent_arg(agent, _MIGRATION_FLAGS[0]) if agent is not None else None
     if owner is not None and requested is not None and owner != requested:
         raise SelectionError(f'Session store belongs to agent "{owner}", not requested agent "{requested}".')
     target = paths.explicit_target(path, owner or requested or "main")

@@ -356,6 +356,11 @@ class LegacyStore(SessionStore):
         cache: copy one before changing it unless you save it right after."""
         return dict(self._load().entries)
 
+    def skipped_rows(self) -> list[ReadIssue]:
+        """Rows of sessions.json that are not listed (not an object, no usable sessionId), each
+        with why; they stay in the file untouched."""
+        return list(self._load().row_issues.values())
+
     def load_rows(self) -> dict[str, Any]:
         """Every row of the file, unusable ones included (for repair and inspection tools)."""
         return dict(self._load().rows)

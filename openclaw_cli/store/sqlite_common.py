@@ -92,7 +92,7 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exceptio
     if code == sqlite3.SQLITE_READONLY:
         return RefusedError(f"Cannot write to {path}: the database or its directory is read-only ({text})")
     if code == sqlite3.SQLITE_CANTOPEN:
-        return InvalidDataError(f"Cannot open SQLite database {path}: {text}")
+        return _cantopen_cause(path) or InvalidDataError(f"Cannot open SQLite database {path}: {text}")
     if code == sqlite3.SQLITE_FULL:
         from openclaw_cli.errors import NoSpaceError
 
@@ -103,6 +103,34 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exceptio
     if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return InvalidDataError(f"{path} is not a usable SQLite database: {text}")
     return InvalidDataError(f"SQLite error on {path}: {text}")
+
+
+def _cantopen_cause(path: Path) -> Exception | None:
+    """SQLite says only "unable to open database file": find the system reason (a process limit,
+    a read-only filesystem, a directory we may not write) so the error is typed (issue 13)."""
+    import errno
+
+    from openclaw_cli.errors import os_error
+
+    fds: list[int] = []
+    try:
+        for _ in range(4):  # a database needs up to 3 descriptors (file, WAL, shared memory)
+            fds.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            return os_error(exc, path, action="opening the database")
+    finally:
+        for fd in fds:
+            os.close(fd)
+    parent = Path(path).parent
+    try:
+        if os.statvfs(parent).f_flag & os.ST_RDONLY:
+            return os_error(OSError(errno.EROFS, "read-only"), parent, action="opening the database")
+    except OSError:
+        pass
+    if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+        return os_error(OSError(errno.EACCES, "denied"), parent, action="opening the database")
+    return None
 
 
 # ---- read-only opening ---------------------------------------------------------------------------
