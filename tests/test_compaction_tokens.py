@@ -138,9 +138,11 @@ def test_estimate_is_close_to_exact_on_prose():
     assert 0.8 <= estimate / exact <= 1.5
 
 
-def test_encoder_loads_offline_with_cache_dir_in_our_cache(tmp_path):
-    """A fresh process with sockets disabled still loads the encoder, and TIKTOKEN_CACHE_DIR points
-    into our platformdirs cache (never tiktoken's shared temp dir)."""
+@pytest.mark.parametrize("user_cache", [False, True])
+def test_encoder_loads_offline_and_writes_no_cache_anywhere(tmp_path, user_cache):
+    """D6.1 (issue 13 case 7): a fresh process with sockets disabled loads the encoder from the
+    bundled file and writes nothing — not under $HOME/.cache, not in the temp dir, not in a
+    TIKTOKEN_CACHE_DIR the user set — and leaves the environment as it was."""
     code = (
         "import socket\n"
         "def boom(*a, **k):\n    raise RuntimeError('network used')\n"
@@ -148,16 +150,21 @@ def test_encoder_loads_offline_with_cache_dir_in_our_cache(tmp_path):
         "import os\n"
         "from openclaw_cli.compaction.tokens import exact_text_tokens\n"
         "print(exact_text_tokens('hello world'))\n"
-        "print(os.environ['TIKTOKEN_CACHE_DIR'])\n"
+        "print(os.environ.get('TIKTOKEN_CACHE_DIR', '<unset>'))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    for name in ("HOME", "XDG_CACHE_HOME", "TMPDIR"):
+        (tmp_path / name).mkdir()
+        env[name] = str(tmp_path / name)
+    if user_cache:
+        (tmp_path / "user-cache").mkdir()
+        env["TIKTOKEN_CACHE_DIR"] = str(tmp_path / "user-cache")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     count, cache_dir = out.stdout.split()
     assert count == "2"
-    assert cache_dir.startswith(str(tmp_path / "cache"))
-    assert "openclaw-cli" in cache_dir
+    assert cache_dir == (str(tmp_path / "user-cache") if user_cache else "<unset>")
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_tokenizer_caches_per_entry_and_batches():

