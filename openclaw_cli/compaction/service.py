@@ -200,6 +200,7 @@ def compact_in_store(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
     lock, no write)."""
     if not dry_run:
         st.ensure_writable("compact a session")
+        _sweep_leftovers(ctx, st)
     if max_lines is not None:
         return _compact_max_lines(ctx, agent_id, st, key, entry, max_lines, dry_run, _now(ctx, now_ms))
     return _compact_summary(ctx, agent_id, st, key, entry, keep_recent_tokens=keep_recent_tokens,
@@ -210,6 +211,40 @@ def compact_in_store(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
 # Planning and summarising hold every parsed entry of a transcript (tens of thousands of dicts);
 # the cyclic GC would rescan them again and again (~20 % of the run) for no gain.
 _gc_paused = gc_paused
+
+
+def _sweep_leftovers(ctx: Any, st: Any) -> None:
+    """A killed compaction's partial archive, successor temp and locks go first (issue 13 case 8)."""
+    from openclaw_cli.config import write_lock_settings
+    from openclaw_cli.store.leftovers import sweep_crash_leftovers
+
+    directory = getattr(st, "sessions_dir", None)
+    if directory is not None:
+        sweep_crash_leftovers(directory, write_lock_settings(ctx.config))
+
+
+def _finish_rotation(st: Any, snapshot: Any, plan: Any, *, settings: Any, lock_settings: Any, dry_run: bool,
+                     agent_id: str, key: str, reason: str, stamp: int) -> dict[str, Any] | None:
+    """"Already compacted" because a kill came between the compaction entry and the successor:
+    finish the rotation instead of reporting nothing to do."""
+    finder = getattr(st, "pending_rotation", None)
+    if dry_run or not settings.truncate_after_compaction or finder is None:
+        return None
+    comp = finder(snapshot)
+    if comp is None:
+        return None
+    with _writer(st, lock_settings):
+        written = st.finish_rotation(snapshot, comp, now_ms=stamp, lock_settings=lock_settings, reason=reason)
+    if written.successor is None:
+        return None
+    result = {"ok": True, "key": key, "compacted": True, "resumed": True, "dryRun": False, "agentId": agent_id,
+              "sessionId": written.session_id, "previousSessionId": snapshot.session_id, "path": str(st.path),
+              "compactionEntryId": comp.get("id"), "successor": written.successor, "archive": written.archive}
+    if written.entry is not None:
+        result["compactionCount"] = written.entry.get("compactionCount")
+    if written.warnings:
+        result["warnings"] = written.warnings
+    return result
 
 
 def _writer(st: Any, lock_settings: Any) -> Any:
@@ -299,6 +334,12 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
                                                "tokensBeforeMethod": plan.tokens_before.method,
                                                "threshold": threshold})
             if not plan.ready:
+                if plan.status == ALREADY_COMPACTED:
+                    resumed = _finish_rotation(st, snapshot, plan, settings=settings, lock_settings=lock_settings,
+                                               dry_run=dry_run, agent_id=agent_id, key=key, reason=reason,
+                                               stamp=_now(ctx, now_ms))
+                    if resumed is not None:
+                        return resumed
                 raise _skip(key, plan, snapshot)
         # a network provider may take minutes: the GC is paused here only on the built-in path (caller)
         outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,

@@ -220,7 +220,6 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
     if path is None:
         raise NotFoundError(f"Session {snapshot.key} has no transcript file; nothing to compact.")
     cp = Checkpoints()
-    line = dumps_compact(comp)
     tokens_after = comp.get("tokensAfter")
     result = PersistResult(snapshot.session_id, None)
     with _legacy_locks(snapshot, lock_settings):
@@ -228,7 +227,14 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
         cp()
         successor_lines: list[str] | None = None
         new_sid = str(uuid.uuid4())
-        if rotate and _can_rotate(row, result.warnings):
+        rotating = rotate and _can_rotate(row, result.warnings)
+        if rotating:
+            # the entry names the successor it is about to get: a kill between the append and the
+            # row update is finished by the next run (finish_rotation_legacy), never left half-done
+            details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
+            comp["details"] = {**details, SUCCESSOR_KEY: new_sid}
+        line = dumps_compact(comp)
+        if rotating:
             all_lines, expected = _expected_context(snapshot, line, comp)
             try:
                 successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
@@ -273,6 +279,98 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
             return with_record
 
         result.entry = _update_legacy_row(snapshot, mutate, lock_settings, result.warnings)
+        cp()
+    cp.finish()
+    return result
+
+
+SUCCESSOR_KEY = "successorSessionId"  # compaction details: the successor a rotation creates
+
+
+def pending_rotation(snapshot: TranscriptSnapshot) -> dict[str, Any] | None:
+    """The transcript's last entry when it is a compaction whose successor never became the row's
+    transcript (a kill between the append and the row update), else None."""
+    if snapshot.path is None or not snapshot.lines:
+        return None
+    last = snapshot.lines[-1].obj
+    if not isinstance(last, dict) or last.get("type") != "compaction":
+        return None
+    details = last.get("details")
+    new_sid = details.get(SUCCESSOR_KEY) if isinstance(details, dict) else None
+    if not isinstance(new_sid, str) or new_sid == snapshot.entry.get("sessionId"):
+        return None
+    from openclaw_cli.ids import is_valid_session_id
+
+    return last if is_valid_session_id(new_sid) else None
+
+
+def _adopt_successor(directory: Path, new_sid: str, parent: Path, expected: list[dict[str, Any]]) -> Path | None:
+    """A successor file the killed run already wrote, when it is complete and rebuilds the context."""
+    for candidate in sorted(directory.glob(f"*_{new_sid}.jsonl")):
+        try:
+            lines = _reread(candidate)
+        except (InvalidDataError, OSError):
+            continue
+        header = lines[0].obj if lines else None
+        if isinstance(header, dict) and header.get("parentSession") == str(parent) \
+                and rebuilt_context(parse_lines([ln.raw for ln in lines])) == expected:
+            return candidate
+    return None
+
+
+def finish_rotation_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, now_ms: int, lock_settings: Any,
+                           reason: str = "manual") -> PersistResult:
+    """Complete a rotation a kill interrupted (issue 13 case 8): the compaction entry is in the
+    transcript; the successor it names is adopted when the killed run wrote it completely, else
+    written now; then the row points at it. The row's compaction bookkeeping is applied unless the
+    killed run's row update already did it."""
+    store = snapshot.store
+    path = snapshot.path
+    assert path is not None
+    cp = Checkpoints()
+    new_sid = comp["details"][SUCCESSOR_KEY]
+    result = PersistResult(snapshot.session_id, None)
+    with _legacy_locks(snapshot, lock_settings):
+        row = _verify_legacy(snapshot)
+        if not _can_rotate(row, result.warnings):
+            return result
+        all_lines = list(snapshot.lines)
+        expected = rebuilt_context(all_lines)
+        new_path = _adopt_successor(path.parent, new_sid, path, expected)
+        successor_count = 0
+        if new_path is None:
+            successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
+                                             parent_session=str(path))
+            result.archive = _archive_json(_archive(store, snapshot, now_ms))
+            cp()
+            new_path = path.parent / successor_file_name(now_ms, new_sid)
+            _write_new_file(new_path, successor_lines, cp, replace=False)
+            successor_count = len(successor_lines)
+        else:
+            successor_count = len(_reread(new_path))
+        tokens_after = comp.get("tokensAfter")
+        booked = tokens_after is not None and row.get("totalTokens") == tokens_after and row.get("totalTokensFresh") is True
+        comp_id = comp.get("id")
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
+            updated = current if booked else entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
+            pre = {"sessionId": snapshot.session_id, "sessionFile": str(path), "leafId": comp.get("parentId"),
+                   "entryId": comp_id}
+            post = {"sessionId": new_sid, "sessionFile": str(new_path), "leafId": comp_id, "entryId": comp_id}
+            with_record = _with_checkpoint(updated, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
+                                                                comp=comp, pre=pre, post=post))
+            if with_record is None:
+                return None
+            with_record["sessionId"] = new_sid
+            with_record["sessionFile"] = _session_file_value(current.get("sessionFile"), new_path)
+            return with_record
+
+        result.entry = _update_legacy_row(snapshot, mutate, lock_settings, result.warnings)
+        if result.entry is not None and result.entry.get("sessionId") == new_sid:
+            result.session_id = new_sid
+            result.successor = {"sessionId": new_sid, "sessionFile": str(new_path),
+                                "previousSessionId": snapshot.session_id, "previousSessionFile": str(path),
+                                "lines": successor_count, "resumed": True}
         cp()
     cp.finish()
     return result

@@ -597,6 +597,17 @@ class LegacyStore(SessionStore):
         return apply_compaction_legacy(snapshot, comp, rotate=rotate, now_ms=now_ms, lock_settings=lock_settings,
                                        reason=reason)
 
+    def pending_rotation(self, snapshot: Any) -> dict[str, Any] | None:
+        from openclaw_cli.store.compaction_writes import pending_rotation
+
+        return pending_rotation(snapshot)
+
+    def finish_rotation(self, snapshot: Any, comp: dict[str, Any], *, now_ms: int, lock_settings: Any,
+                        reason: str = "manual") -> Any:
+        from openclaw_cli.store.compaction_writes import finish_rotation_legacy
+
+        return finish_rotation_legacy(snapshot, comp, now_ms=now_ms, lock_settings=lock_settings, reason=reason)
+
     def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
         from openclaw_cli.store.compaction_writes import apply_max_lines_legacy
 

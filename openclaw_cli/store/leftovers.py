@@ -1,0 +1,61 @@
+"""What a killed writer leaves in a sessions directory, and its removal (issue 13 case 8): the temp
+files of our atomic writes (`<name>.<pid>.<hex32>.tmp`, `.<name>.<pid>.<hex32>.tmp`) and lock files,
+when the process that made them is gone. A temp file is never data: the file it was being written
+from (an original being archived, a transcript being rotated) is still in place, and nothing refers
+to the temp name. A lock of a dead owner is reclaimed exactly as the next writer would reclaim it.
+A temp or lock of a live process is never touched (even a pid reused by another program counts
+as live: left alone)."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+_TEMP = re.compile(r"^\.?.+\.(?:jsonl|json|zst)\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp$")
+_LOCKS = (".jsonl.lock", "sessions.json.lock")
+
+
+def temp_owner(name: str) -> int | None:
+    """The writer's pid of one of our temp files, else None."""
+    match = _TEMP.match(name)
+    return int(match.group("pid")) if match else None
+
+
+def sweep_crash_leftovers(sessions_dir: Path, lock_settings: Any = None) -> list[str]:
+    """Remove dead writers' temp files and locks directly in `sessions_dir`; the removed paths."""
+    from openclaw_cli.store.lock import DEFAULT_LOCK_SETTINGS, decide, inspect_lock, is_pid_alive
+
+    settings = lock_settings or DEFAULT_LOCK_SETTINGS
+    removed: list[str] = []
+    try:
+        names = sorted(os.listdir(sessions_dir))
+    except OSError:
+        return removed
+    for name in names:
+        path = Path(sessions_dir) / name
+        pid = temp_owner(name)
+        if pid is not None:
+            if pid == os.getpid() or is_pid_alive(pid):
+                continue
+            if _unlink_regular(path):
+                removed.append(str(path))
+            continue
+        if name.endswith(_LOCKS):
+            inspection = inspect_lock(path, settings)
+            if inspection is not None and "dead-pid" in inspection.stale_reasons \
+                    and decide(inspection, settings) == "reclaim" and _unlink_regular(path):
+                removed.append(str(path))
+    return removed
+
+
+def _unlink_regular(path: Path) -> bool:
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
