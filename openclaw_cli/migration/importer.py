@@ -212,6 +212,7 @@ class ImportRun:
             raise Interrupted(self._interrupted_message(runs)) from None
         except Exception as exc:  # noqa: BLE001 - whatever stopped the run, nothing half-done is published
             typed = exc if isinstance(exc, OpenClawError) else _typed(exc, self._current_db)
+            typed = _full_disk(typed, self._current_db)
             self._abort(runs, "sqlite_import_failed", typed.message)
             rolled_back = [tr.target.agent_id for tr in runs if tr.fresh and not tr.published]
             if rolled_back:
@@ -823,11 +824,27 @@ def db_refusal(db: Path, info: Any) -> OpenClawError | None:
         "to move it aside; nothing was changed.")
 
 
+def _full_disk(error: OpenClawError, db: Path | None) -> OpenClawError:
+    """A database error of an import on a full filesystem is the full disk (SQLite reports a write
+    cut short as an I/O error or a malformed image on the next read)."""
+    from openclaw_cli.errors import NoSpaceError
+    from openclaw_cli.fsio import free_bytes
+    from openclaw_cli.store.sqlite_common import FULL_DISK_BYTES
+
+    if isinstance(error, NoSpaceError) or db is None or error.type not in ("invalid_data", "io_error"):
+        return error
+    free = free_bytes(db.parent)
+    if free is None or free >= FULL_DISK_BYTES:
+        return error
+    return NoSpaceError(f"{db.parent}: no space left on the device ({free} bytes free) while writing the database: "
+                        f"{error.message}", path=db)
+
+
 def _typed(exc: BaseException, db: Path | None) -> OpenClawError:
     if isinstance(exc, sqlite3.Error):
         from openclaw_cli.store.sqlite_common import translate_error
 
-        translated = translate_error(exc, db or Path("the agent database"), 5000)
+        translated = translate_error(exc, db or Path("the agent database"), 5000, writing=True)
         if isinstance(translated, OpenClawError):
             return translated
     return typed_error(exc) or OpenClawError(f"{type(exc).__name__}: {exc}", type="internal_error")

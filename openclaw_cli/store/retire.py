@@ -34,10 +34,11 @@ from typing import Any
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidIdError, OpenClawError
-from openclaw_cli.fsio import fsync_dir
+from openclaw_cli.fsio import check_space, fsync_dir
 from openclaw_cli.store.base import ArchiveFile, SessionTotals
 
 ProgressFn = Callable[[int], None]
+ARCHIVE_SPACE_SLACK = 256 * 1024  # zstd frame overhead and the rewritten sessions.json / SQLite journal
 
 
 @dataclass(slots=True)  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
@@ -262,6 +263,10 @@ def apply_legacy(store: Any, plan: Retirement, *, lock_settings: Any, now_ms: in
     tick = progress or (lambda n: None)
     root = Path(store.sessions_dir)
     never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
+    # the archives are written before any original goes (estimate: zstd halves JSONL at the least; a
+    # write that still runs out is rolled back like any failed archive)
+    check_space(root, sum(a.size for a in archive_actions) // 2 + ARCHIVE_SPACE_SLACK, "the verified archives",
+                consequence="nothing was archived or removed")
     batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
     _wait_for_foreign_locks(root, archive_actions, lock_settings)
     archived: list[Archived] = []
@@ -371,6 +376,9 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
     tick = progress or (lambda n: None)
     root = Path(store.sessions_dir)
     never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
+    sizes = store.session_bytes() if session_ids else {}
+    check_space(root, sum(sizes.get(sid, 0) for sid in session_ids) // 2 + ARCHIVE_SPACE_SLACK, "the verified archives",
+                consequence="nothing was archived or removed")
     batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
     sessions: list[SessionArchive] = []
     try:

@@ -461,7 +461,7 @@ class SqliteStore(SessionStore):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+                    raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
                 raise
             self._depth = 0
             try:
@@ -469,7 +469,7 @@ class SqliteStore(SessionStore):
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+                raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -931,9 +931,12 @@ class SqliteStore(SessionStore):
                     state.maybe_commit()
                 state.commit()
             except BaseException as exc:
-                state.rollback()
+                try:
+                    state.rollback()
+                except sqlite3.Error:
+                    pass  # a full disk can fail the rollback's journal work too: SQLite rolls back on close
                 if isinstance(exc, sqlite3.Error):
-                    raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+                    raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
                 raise
             finally:
                 self._db().execute(f"PRAGMA wal_autocheckpoint = {schema_mod.WAL_AUTOCHECKPOINT}")

@@ -83,12 +83,27 @@ def busy_error(path: Path, timeout_ms: int) -> StoreBusyError:
     return StoreBusyError(path, timeout_ms)
 
 
-def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int) -> Exception:
-    """Our typed error for a sqlite3 error; unknown errors become InvalidDataError naming the file."""
+FULL_DISK_BYTES = 1024 * 1024  # a write failing on a filesystem this close to full ran out of space
+
+
+def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int, *, writing: bool = False) -> Exception:
+    """Our typed error for a sqlite3 error; unknown errors become InvalidDataError naming the file.
+    `writing`: the error came from a write — SQLite reports a full disk during a WAL write or a
+    checkpoint as an I/O error or even as a malformed image; with (almost) no space left it is
+    the no-space error, and the transaction was rolled back."""
     if is_busy_error(exc):
         return busy_error(path, timeout_ms)
     text = str(exc)
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if writing and code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN):
+        from openclaw_cli.fsio import free_bytes
+
+        free = free_bytes(Path(path).parent)
+        if free is not None and free < FULL_DISK_BYTES:
+            from openclaw_cli.errors import NoSpaceError
+
+            return NoSpaceError(f"{path}: no space left on the device ({free} bytes free; SQLite: {text}); "
+                                "the write was rolled back.", path=path)
     if code == sqlite3.SQLITE_READONLY:
         return RefusedError(f"Cannot write to {path}: the database or its directory is read-only ({text})")
     if code == sqlite3.SQLITE_CANTOPEN:
