@@ -568,6 +568,26 @@ class Figures:
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.lost or o.duplicated or o.problems]
 
+    def disk_table(self) -> str:
+        by_op: dict[str, list[Outcome]] = {}
+        for o in self.outcomes:
+            by_op.setdefault(o.op, []).append(o)
+        rows = [f"{'operation':<24}{'runs':>6}{'refused':>9}{'ENOSPC':>8}{'fit':>5}{'lost':>6}{'dup':>5}"
+                f"{'max rec s':>10}{'failed':>7}"]
+        for name, items in by_op.items():
+            refused = sum(1 for o in items if o.code == 9 and o.mode == "enospc")
+            cut = sum(1 for o in items if o.code == 9 and o.mode == "enospc-write")
+            rows.append(f"{name:<24}{len(items):>6}{refused:>9}{cut:>8}{sum(1 for o in items if o.code != 9):>5}"
+                        f"{sum(o.lost for o in items):>6}{sum(o.duplicated for o in items):>5}"
+                        f"{max(o.recovery_seconds for o in items):>10.2f}"
+                        f"{sum(1 for o in items if o.lost or o.duplicated or o.problems):>7}")
+        for name, why in self.skipped.items():
+            rows.append(f"{name:<24} skipped: {why}")
+        rows.append("refused: the space pre-check said `not enough space` before writing; ENOSPC: the write ran "
+                    "out (pre-check off) and was rolled back; fit: it had room. Then the disk grew and the re-run "
+                    f"finished; wall time {self.seconds:.0f} s")
+        return "\n".join(rows)
+
     def table(self) -> str:
         by_op: dict[str, list[Outcome]] = {}
         for o in self.outcomes:
@@ -596,7 +616,7 @@ class Figures:
 
 def soak(*, per_op: int, ops: list[str] | None = None, seed: int = 20261201, workers: int = 2,
          sessions: int = 24, log: Callable[[str], None] | None = None,
-         deadline: float | None = None) -> Figures:
+         deadline: float | None = None, templates: dict[str, Path] | None = None) -> Figures:
     """Run `per_op` kills of every operation (in parallel over `workers`); stop scheduling new kills
     after `deadline` (time.monotonic()) when given."""
     started = time.perf_counter()
@@ -604,7 +624,7 @@ def soak(*, per_op: int, ops: list[str] | None = None, seed: int = 20261201, wor
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="openclaw-soak-") as tmp:
         root = Path(tmp)
-        templates = build_templates(root / "templates", sessions=sessions)
+        templates = templates or build_templates(root / "templates", sessions=sessions)
         jobs: list[tuple[Op, Path, dict[str, Any], str, float, int]] = []
         legacy_base = baseline(templates["legacy"])
         for name in ops or list(OPS):
@@ -737,7 +757,7 @@ def enospc_round(op: Op, template: Path, base: dict[str, Any], work: Path, *, sp
 
 
 def enospc_soak(*, spares: list[int], ops: list[str] | None = None, sessions: int = 24,
-                log: Callable[[str], None] | None = None) -> Figures:
+                log: Callable[[str], None] | None = None, templates: dict[str, Path] | None = None) -> Figures:
     figures = Figures()
     reason = mount_reason()
     if reason:
@@ -746,7 +766,7 @@ def enospc_soak(*, spares: list[int], ops: list[str] | None = None, sessions: in
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="openclaw-enospc-") as tmp:
         root = Path(tmp)
-        templates = build_templates(root / "templates", sessions=sessions)
+        templates = templates or build_templates(root / "templates", sessions=sessions)
         legacy_base = baseline(templates["legacy"])
         for name in ops or list(ENOSPC_OPS):
             op = OPS[name]
