@@ -65,8 +65,10 @@ def _js_trim(text: str) -> str:
 
 
 def js_round(value: float) -> float:
-    """`Math.round`: halves round towards +infinity (Python's round() rounds halves to even)."""
-    return math.floor(value + 0.5)
+    """`Math.round`: halves round towards +infinity (Python's round() rounds halves to even).
+    Not `floor(x + 0.5)`: from 2**52 on that sum rounds up an odd integer (found by a property test)."""
+    whole = math.floor(value)
+    return whole + 1 if value - whole >= 0.5 else whole
 
 
 def _is_safe_integer(value: float) -> bool:
