@@ -79,6 +79,9 @@ def top_level_entries(text: str) -> list[tuple[str, int, int, Any]]:
             i = _WS.match(text, i + 1).end()
             continue
         if text[i:i + 1] == "}":
+            end = _WS.match(text, i + 1).end()
+            if end != len(text):  # what JSON.parse (and every reader) refuses, the import refuses too
+                raise ValueError(f"unexpected content after the document at character {end}")
             return out
         raise ValueError(f"expected ',' or '}}' at character {i}")
 

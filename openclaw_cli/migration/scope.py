@@ -4,6 +4,7 @@ Target selection itself is the operations layer's (`ops.targets.select_migration
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -44,8 +45,9 @@ def has_legacy_source(target: Target) -> bool:
             for entry in it:
                 if _is_primary_transcript(entry.name) and entry.is_file(follow_symlinks=False):
                     return True
-    except OSError:
-        return False
+    except OSError as exc:
+        # a symbolic-link loop on the way is not "no legacy data": the run reports it (ELOOP)
+        return exc.errno == errno.ELOOP
     return False
 
 

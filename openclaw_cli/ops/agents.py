@@ -66,7 +66,9 @@ def check_deletable(ctx: Context, raw_id: str) -> str:
 
     if not isinstance(raw_id, str) or not raw_id.strip():
         raise OpenClawError("agent id must not be blank")
-    agent = normalize_agent_id(raw_id)
+    from openclaw_cli.ids import parse_agent_arg
+
+    agent = parse_agent_arg(raw_id, "agents delete")  # `../x` is refused, never slugged into another agent
     if agent not in known_agent_ids(ctx.paths, ctx.config):
         raise NotFoundError(f'agent "{raw_id.strip()}" not found')
     configured = configured_agent_ids(ctx.config)

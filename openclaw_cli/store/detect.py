@@ -126,13 +126,25 @@ def _check_inside_state(path: Path, paths: StatePaths) -> None:
                            "(symbolic links are not followed)")
 
 
+def _empty_placeholder(path: Path) -> bool:
+    """A 0-byte regular file at the database path holds no database: the agent is read from its
+    legacy store, as the import (which replaces such a file) sees it (issue 13 case 6)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    import stat as stat_mod
+
+    return stat_mod.S_ISREG(st.st_mode) and st.st_size == 0
+
+
 def open_agent_store(paths: StatePaths, agent_id: str, *, busy_timeout_ms: int = 60000,
                      read_only: bool = False) -> SessionStore:
     """Spec D2: the agent's SQLite database when it exists, else its legacy store (an empty one
     when `sessions.json` is missing). `read_only` is passed to our SQLite store."""
     agent = normalize_agent_id(agent_id)
     db_path = paths.agent_db_path(agent)
-    if db_path.exists() or db_path.is_symlink():
+    if (db_path.exists() or db_path.is_symlink()) and not _empty_placeholder(db_path):
         _check_inside_state(db_path, paths)
         return open_store_at(db_path, agent_id=agent, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
     legacy = paths.legacy_store_path(agent)

@@ -104,7 +104,17 @@ MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
 
 
 def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    """A string projection; a lone surrogate (not encodable as UTF-8, D22) projects as NULL — the
+    entry's JSON text keeps it as written."""
+    if not isinstance(value, str):
+        return None
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
 
 
 def _first_number(entry: Mapping[str, Any], *keys: str) -> int | float | None:
@@ -199,6 +209,14 @@ _QUARANTINED: dict[str, Any] = {"type": QUARANTINE_TYPE}  # the parsed stand-in 
 
 
 _INDEX_LISTING_MAX = 1000  # pages up to this size use the updated_at index
+_SQL_INT_MAX = 2**63 - 1
+
+
+def _sql_int(value: int | float) -> int:
+    """A bound for SQL (LIMIT, a cutoff): clamped to what SQLite holds — `--tail 10**30` means all
+    of them, not an overflow."""
+    return int(max(-_SQL_INT_MAX, min(_SQL_INT_MAX, value)))
+
 _BY_KEY = itemgetter(0)
 _BY_UPDATED = itemgetter(1)
 
@@ -502,12 +520,12 @@ class SqliteStore(SessionStore):
         small (key, updated_at) tuples in memory, which beats one random row seek per entry."""
         where, params = "", []
         if updated_since_ms is not None:
-            where, params = " WHERE updated_at >= ?", [updated_since_ms]
+            where, params = " WHERE updated_at >= ?", [_sql_int(updated_since_ms)]
         if limit is not None and limit <= _INDEX_LISTING_MAX:
             def run(c: sqlite3.Connection) -> tuple[list[tuple[str, str]], int]:
                 with self._snapshot():
                     rows = c.execute(f"SELECT session_key, entry_json FROM session_nodes{where}"
-                                     " ORDER BY updated_at DESC, session_key LIMIT ?", [*params, max(int(limit), 0)]
+                                     " ORDER BY updated_at DESC, session_key LIMIT ?", [*params, _sql_int(max(int(limit), 0))]
                                      ).fetchall()
                     if len(rows) < limit:
                         return rows, len(rows)
@@ -681,7 +699,7 @@ class SqliteStore(SessionStore):
             return []
         rows = self._q(lambda c: c.execute(
             "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
-            (session_id, int(n))).fetchall())
+            (session_id, _sql_int(n))).fetchall())
         out = [self._line(session_id, seq, text, issues) for seq, text in reversed(rows)]
         return [line for line in out if line is not None]
 
