@@ -151,7 +151,9 @@ def _fs(state: Path, kind: str) -> None:
         lock = sessions / f"{_main_sid(state)}.jsonl.lock"
         lock.write_text(json.dumps({"pid": proc.pid, "createdAt": "2026-01-01T00:00:00.000Z"}))
     elif kind == "lock-garbage":
-        (sessions / "sessions.json.lock").write_bytes(b"\xff\x00garbage")
+        lock = sessions / "sessions.json.lock"
+        lock.write_bytes(b"\xff\x00garbage")
+        os.utime(lock, (1_700_000_000, 1_700_000_000))  # an abandoned one (a fresh one is waited for)
     else:
         raise ValueError(kind)
 

@@ -75,6 +75,8 @@ def tree_digest(root: Path) -> dict[str, tuple]:
                 out[rel] = ("link", os.readlink(path))
             elif stat.S_ISDIR(st.st_mode):
                 out[rel] = ("dir", stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+            elif not stat.S_ISREG(st.st_mode):  # a FIFO or socket: never opened (it would block)
+                out[rel] = ("special", stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_mtime_ns)
             else:
                 out[rel] = ("file", stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns,
                             hashlib.sha256(path.read_bytes()).hexdigest())

@@ -814,6 +814,8 @@ def db_refusal(db: Path, info: Any) -> OpenClawError | None:
                 " Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
             return InvalidDataError(f"{info.error}{hint} Nothing was changed.")
         return None
+    if info.kind == "invalid":  # a symbolic link, a directory, ...: refused as every reader refuses it
+        return RefusedError(f"Refusing to import into {db}: {info.detail}; nothing was changed.")
     if info.kind == "openclaw":
         return RefusedError(
             f"Refusing to import into {db}: it is a real OpenClaw agent database "

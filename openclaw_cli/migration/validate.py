@@ -93,7 +93,7 @@ def _preview_database(ctx: Context, target: Target, tr: TargetReport) -> None:
     info = classify_db(target.sqlite_path, target.agent_id)
     refusal = db_refusal(target.sqlite_path, info)
     if refusal is not None:
-        code = "sqlite_import_refused" if info.kind == "openclaw" else "sqlite_corrupt"
+        code = "sqlite_import_refused" if info.kind in ("openclaw", "invalid") else "sqlite_corrupt"
         tr.add(code, refusal.message.replace(" Nothing was changed.", "").replace("; nothing was changed.", "."))
     if info.kind == "missing":
         pending = pending_import(ctx.paths.migration_runs_dir(), ctx.state_dir, target.agent_id)
