@@ -42,6 +42,7 @@ DB = Path("agents") / "main" / "agent" / "openclaw-agent.sqlite"
 IMPORT_ARCHIVE = Path("agents") / "main" / "session-sqlite-import-archive"
 COMPACT_KEY = "agent:main:main"
 RUN_TIMEOUT = 180.0
+NO_SPACE = 11  # openclaw_cli.errors.ExitCode.NO_SPACE (kept literal: this module runs without importing the CLI)
 
 
 # ---- running the CLI ---------------------------------------------------------------------------------
@@ -575,9 +576,9 @@ class Figures:
         rows = [f"{'operation':<24}{'runs':>6}{'refused':>9}{'ENOSPC':>8}{'fit':>5}{'lost':>6}{'dup':>5}"
                 f"{'max rec s':>10}{'failed':>7}"]
         for name, items in by_op.items():
-            refused = sum(1 for o in items if o.code == 9 and o.mode == "enospc")
-            cut = sum(1 for o in items if o.code == 9 and o.mode == "enospc-write")
-            rows.append(f"{name:<24}{len(items):>6}{refused:>9}{cut:>8}{sum(1 for o in items if o.code != 9):>5}"
+            refused = sum(1 for o in items if o.code == NO_SPACE and o.mode == "enospc")
+            cut = sum(1 for o in items if o.code == NO_SPACE and o.mode == "enospc-write")
+            rows.append(f"{name:<24}{len(items):>6}{refused:>9}{cut:>8}{sum(1 for o in items if o.code != NO_SPACE):>5}"
                         f"{sum(o.lost for o in items):>6}{sum(o.duplicated for o in items):>5}"
                         f"{max(o.recovery_seconds for o in items):>10.2f}"
                         f"{sum(1 for o in items if o.lost or o.duplicated or o.problems):>7}")
@@ -704,7 +705,7 @@ def _tree_bytes(path: Path) -> int:
 def enospc_round(op: Op, template: Path, base: dict[str, Any], work: Path, *, spare: int,
                  precheck: bool) -> Outcome:
     """The operation on a filesystem with `spare` bytes left after the state: it must fail with
-    the no-space exit code (9) or succeed; either way, once the filesystem is grown, a re-run
+    the no-space exit code or succeed; either way, once the filesystem is grown, a re-run
     reaches a consistent state with no line lost or duplicated."""
     mnt = work / "mnt"
     mnt.mkdir(parents=True)
@@ -721,15 +722,15 @@ def enospc_round(op: Op, template: Path, base: dict[str, Any], work: Path, *, sp
         extra = {} if precheck else {"OPENCLAW_SPACE_CHECK": "0"}
         first = run(state, op.args, **extra)
         outcome = Outcome(op.name, "enospc" + ("" if precheck else "-write"), str(spare), first.returncode)
-        if first.returncode not in (9, *op.ok_codes):
-            outcome.problems.append(f"full disk exited {first.returncode}, not 9: {first.stdout[-400:]}"
+        if first.returncode not in (NO_SPACE, *op.ok_codes):
+            outcome.problems.append(f"full disk exited {first.returncode}, not {NO_SPACE}: {first.stdout[-400:]}"
                                     f"{first.stderr[-400:]}")
         if "Traceback" in first.stderr:
             outcome.problems.append("a traceback on a full disk")
-        if first.returncode == 9:
+        if first.returncode == NO_SPACE:
             for args in (["sessions", "--json", "--all-agents"], ["status", "--json", "--no-probe"]):
                 read = run(state, args)
-                if read.returncode not in (0, 9):
+                if read.returncode not in (0, NO_SPACE):
                     outcome.problems.append(f"{' '.join(args)} exited {read.returncode} on the full disk")
         subprocess.run(["mount", "-o", f"remount,size={size + 64 * 1024 * 1024}", str(mnt)], check=True)
         started = time.perf_counter()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from openclaw_cli.errors import ExitCode
 from openclaw_cli.migration.context import CRASH_COUNT_ENV, CRASH_ENV
 from tests.hardening_support import (
     ARCHIVE_DIR,
@@ -207,7 +208,7 @@ def test_full_disk_is_refused_before_writing_with_need_and_have(small_fs: Path) 
     state = make_state(small_fs, 40, 1.2, 5)
     before = tree_digest(small_fs)
     proc = doctor(state, "import", "--json")
-    assert proc.returncode == 9, proc.stdout
+    assert proc.returncode == ExitCode.NO_SPACE, proc.stdout
     error = json.loads(proc.stdout)["error"]
     assert error["type"] == "no_space"
     assert re.search(r"not enough space \(need \d+, have \d+\)", error["message"])
@@ -218,7 +219,7 @@ def test_enospc_during_the_write_rolls_back_and_publishes_nothing(small_fs: Path
     state = make_state(small_fs, 40, 1.2, 5)
     sessions_before = tree_digest(state / SESSIONS)
     proc = doctor(state, "import", "--json", OPENCLAW_SPACE_CHECK="0")  # the pre-check is skipped
-    assert proc.returncode == 9, proc.stdout
+    assert proc.returncode == ExitCode.NO_SPACE, proc.stdout
     message = json.loads(proc.stdout)["error"]["message"]
     assert "no space left on the device" in message and "rolled back" in message and str(small_fs) in message
     assert not (state / DB).exists() and list((state / DB).parent.iterdir()) == []

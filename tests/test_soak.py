@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from openclaw_cli.errors import ExitCode
 from tests import faults
 
 
@@ -59,6 +60,7 @@ def test_the_accounting_sees_a_lost_and_a_duplicated_line(templates: dict[str, P
     conn.close()
     lost, dup, _ = op.account(state, base)
     assert (lost, dup) == (1, 1)
+    assert faults.NO_SPACE == ExitCode.NO_SPACE  # the engine's copy of the exit code
     shutil.rmtree(state.parent)
 
 
@@ -69,4 +71,4 @@ def test_full_disk_short_profile(templates: dict[str, Path]) -> None:
     figures = faults.enospc_soak(spares=[16 * 1024], ops=["import", "cleanup-sqlite", "compact-rotate-legacy"],
                                  templates=templates)
     assert figures.outcomes and not figures.failures, [o for o in figures.failures]
-    assert any(o.code == 9 for o in figures.outcomes)  # the disk really was full for some of them
+    assert any(o.code == ExitCode.NO_SPACE for o in figures.outcomes)  # the disk really was full for some of them

@@ -447,7 +447,7 @@ class SqliteStore(SessionStore):
         sql, params = "SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL", []
         if updated_since_ms is not None:
             sql += " AND updated_at >= ?"
-            params.append(updated_since_ms)
+            params.append(_sql_int(updated_since_ms))
         return self._q(lambda c: c.execute(sql, params).fetchone()[0])
 
     def window_session_ids(self, key: str) -> list[str]:
