@@ -10,6 +10,9 @@ recovery the state is checked:
 - `PRAGMA integrity_check` is clean, no temp file, lock, unpublished build or SQLite journal is left;
 - every command still reads the agent (`sessions --json`, `status --json`).
 
+Gateway-served writes (`gateway-*`): the command is delegated to an `openclaw gateway run` process
+and the kills hit the Gateway; the re-run goes through a fresh Gateway or runs locally.
+
 `tests/test_soak.py` runs the short profile inside the suite; `scripts/soak` runs the profiles
 (`--full`: at least 1,000 kills) and prints the figures.
 """
@@ -165,6 +168,7 @@ class Op:
     account: Callable[[Path, dict[str, Any]], tuple[int, int, list[str]]]
     ok_codes: tuple[int, ...] = (0,)
     count_env: str = ""
+    gateway: bool = False  # served by a Gateway process (which is what the kills hit)
 
     def crash_env(self) -> str:
         return f"OPENCLAW_{self.prefix}_CRASH_AT"
@@ -353,8 +357,97 @@ OPS: dict[str, Op] = {op.name: op for op in [
     Op("agents-delete", "CLEANUP", "two-agents", ["agents", "delete", "work", "--force", "--json"],
        _rerun(["agents", "delete", "work", "--force", "--json"]), _account_agents_delete, ok_codes=(0, 4)),
 ]}
-NOT_BUILT = {"gateway-writes": "the Gateway server is not built yet (spec D9: a later issue); its writes go through "
-                               "the same operations layer as the CLI runs above"}
+OPS["gateway-cleanup"] = Op("gateway-cleanup", "CLEANUP", "legacy", CLEANUP, _rerun(CLEANUP), _account_cleanup("legacy"),
+                            gateway=True)
+# the Gateway's sessions.compact takes OpenClaw's params (maxLines, ...), not our --keep-recent-tokens
+OPS["gateway-compact-max-lines"] = Op("gateway-compact-max-lines", "COMPACT", "compact-legacy",
+                                      ["compact", COMPACT_KEY, "--json", "--max-lines", "7"],
+                                      _rerun(["compact", COMPACT_KEY, "--json", "--max-lines", "7"]),
+                                      _account_compact("legacy", "max-lines"), ok_codes=(0, 1), gateway=True)
+NOT_BUILT: dict[str, str] = {}
+
+
+# ---- a Gateway serving the writes ------------------------------------------------------------------------
+
+GATEWAY_TOKEN = "soak-token"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Gateway:
+    """`openclaw gateway run` for a state, in its own process group (killed with its group)."""
+
+    def __init__(self, state: Path, port: int, **extra: str):
+        argv = [sys.executable, "-m", "openclaw_cli", "gateway", "run", "--port", str(port), "--auth", "token",
+                "--token", GATEWAY_TOKEN, "--allow-unconfigured"]
+        self.proc = subprocess.Popen(argv, env=env_for(state, OPENCLAW_GATEWAY_PORT=str(port), **extra),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        assert self.proc.stderr is not None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line or "[gateway] ready" in line:
+                break
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the Gateway did not start ({self.proc.returncode})")
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+
+    def signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+        return self.proc.wait(timeout=30)
+
+
+def _served(state: Path, op: Op, mode: str, at: float, rng: random.Random) -> tuple[int, str, Callable[[], None]]:
+    """Run the command through a Gateway that is killed (SIGKILL at a crash point or at an instant,
+    SIGINT/SIGTERM at a crash point); returns the CLI's exit code, its stderr, and the recovery: a
+    fresh Gateway serving the re-run, or (half of the time) the re-run locally once none listens."""
+    port = _free_port()
+    crash: dict[str, str] = {}
+    if mode in ("point", "sigint", "sigterm"):
+        crash = {op.crash_env(): str(int(at))}
+        if mode != "point":
+            crash[f"OPENCLAW_{op.prefix}_CRASH_SIGNAL"] = mode[3:].upper()
+    gateway = Gateway(state, port, **crash)
+    cli_env = {"OPENCLAW_GATEWAY_PORT": str(port), "OPENCLAW_GATEWAY_TOKEN": GATEWAY_TOKEN}
+    timer = threading.Timer(at, lambda: gateway.signal(signal.SIGKILL)) if mode == "instant" else None
+    if timer is not None:
+        timer.start()
+    try:
+        proc = run(state, op.args, **cli_env)
+    finally:
+        if timer is not None:
+            timer.cancel()
+    served_code = gateway.stop()  # a Gateway that was not killed is stopped; either way it is gone now
+
+    def recover() -> None:
+        if rng.random() < 0.5:
+            fresh = Gateway(state, port)
+            try:
+                run(state, op.args, **cli_env)
+            finally:
+                fresh.stop()
+
+    code = -signal.SIGKILL if served_code == -signal.SIGKILL else (130 if mode in ("sigint", "sigterm") and
+                                                                   proc.returncode != 0 else proc.returncode)
+    return code, proc.stderr, recover
 
 
 # ---- templates -----------------------------------------------------------------------------------------
@@ -489,8 +582,11 @@ def _copy(template: Path, work: Path) -> Path:
 def inject(op: Op, template: Path, base: dict[str, Any], work: Path, mode: str, at: float,
            rng: random.Random) -> Outcome:
     state = _copy(template, work)
+    served_recovery: Callable[[], None] | None = None
     try:
-        if mode == "point":
+        if op.gateway:
+            code, err, served_recovery = _served(state, op, mode, at, rng)
+        elif mode == "point":
             proc = run(state, op.args, **{op.crash_env(): str(int(at))})
             code, err = proc.returncode, proc.stderr
         elif mode in ("sigint", "sigterm"):
@@ -500,11 +596,14 @@ def inject(op: Op, template: Path, base: dict[str, Any], work: Path, mode: str, 
         else:
             code, err = run_killed_at(state, op.args, at, signal.SIGKILL)
         outcome = Outcome(op.name, mode, f"{at:.3f}" if mode == "instant" else str(int(at)), code)
-        if mode in ("sigint", "sigterm") and code not in (130, *op.ok_codes):
+        if mode in ("sigint", "sigterm") and code not in (130, *op.ok_codes) and not op.gateway:
             outcome.problems.append(f"{mode} exited {code}, not 130: {err[-300:]}")
         if code == 130 and "Traceback" in err:
             outcome.problems.append("a traceback after the interrupt")
         started = time.perf_counter()
+        if served_recovery is not None:
+            served_recovery()  # the re-run served by a fresh Gateway (then checked by a local run below)
+            outcome.recovery_runs += 1
         for _attempt in range(3):
             done = None
             for args in op.recover(state, rng):

@@ -1,5 +1,6 @@
 """The short fault-injection profile (issue 13) inside the suite: one kill of every multi-step
-operation at a crash point (SIGKILL or SIGINT), recovered and accounted, and full disks where a tmpfs
+operation at a crash point (SIGKILL or SIGINT; for Gateway-served writes the Gateway is killed),
+recovered and accounted, and full disks where a tmpfs
 can be mounted. `scripts/soak --full` runs the long profile (at least 1,000 kills). The accounting
 itself is checked first: a store that did lose or duplicate a line is reported as such."""
 
@@ -39,7 +40,7 @@ def test_short_profile_kill_recover_account(templates: dict[str, Path], tmp_path
     rng = random.Random(sum(map(ord, name)))
     # every operation passes at least 3 crash points (the full profile probes and uses them all);
     # half of them get SIGKILL, half SIGINT (stop at the next safe point, exit 130)
-    mode = "point" if list(faults.OPS).index(name) % 2 else "sigint"
+    mode = "point" if list(faults.OPS).index(name) % 2 or op.gateway else "sigint"
     outcome = faults.inject(op, template, _base(templates, op), tmp_path / "job", mode, float(rng.randint(2, 3)), rng)
     assert outcome.killed, outcome
     assert (outcome.lost, outcome.duplicated, outcome.problems) == (0, 0, []), outcome
