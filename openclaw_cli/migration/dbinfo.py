@@ -8,7 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from openclaw_cli.errors import OpenClawError
+from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError
 from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, open_readonly, read_header
 
 SIDECARS = ("-wal", "-shm", "-journal")
@@ -113,3 +113,23 @@ def size_of(path: Path) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+def db_refusal(db: Path, info: DbInfo) -> OpenClawError | None:
+    """Why the import must not write the database at `db` (dry-run reports the same), or None."""
+    if info.kind in ("missing", "empty", "ours"):
+        if info.kind == "ours" and info.error:
+            hint = "" if "belongs to agent" in info.error else (
+                " Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
+            return InvalidDataError(f"{info.error}{hint} Nothing was changed.")
+        return None
+    if info.kind == "invalid":  # a symbolic link, a directory, ...: refused as every reader refuses it
+        return RefusedError(f"Refusing to import into {db}: {info.detail}; nothing was changed.")
+    if info.kind == "openclaw":
+        return RefusedError(
+            f"Refusing to import into {db}: it is a real OpenClaw agent database "
+            f"({info.detail}). openclaw-cli reads OpenClaw databases but never writes to them; "
+            "nothing was changed.")
+    return InvalidDataError(
+        f"Cannot import into {db}: {info.detail}. Run `openclaw doctor --session-sqlite recover` "
+        "to move it aside; nothing was changed.")

@@ -21,12 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.errors import Interrupted, InvalidDataError, OpenClawError, RefusedError, typed_error
-from openclaw_cli.fsio import FILE_MODE, check_space
+from openclaw_cli.errors import Interrupted, OpenClawError
+from openclaw_cli.fsio import FILE_MODE
 from openclaw_cli.interrupts import InterruptRequested
 from openclaw_cli.migration import manifest as mf
 from openclaw_cli.migration import staging
 from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.dbinfo import db_refusal
+from openclaw_cli.migration.import_faults import (
+    check_archive_plan_space,
+    check_import_space,
+    full_disk,
+    typed_failure,
+)
 from openclaw_cli.migration.legacy_reader import (
     CHANGED_MESSAGE,
     LegacyIndex,
@@ -184,7 +191,7 @@ class ImportRun:
     def run(self) -> Report:
         ctx = self.ctx
         self._prechecks()
-        self._space_precheck()
+        check_import_space(self.targets, self._db_kinds, self.runs_dir)
         reconcile_interrupted(ctx)
         if not self.targets:
             return self.report
@@ -211,13 +218,13 @@ class ImportRun:
             self._abort(runs, "import_interrupted", "The import was interrupted (SIGINT/SIGTERM).")
             raise Interrupted(self._interrupted_message(runs)) from None
         except Exception as exc:  # noqa: BLE001 - whatever stopped the run, nothing half-done is published
-            typed = exc if isinstance(exc, OpenClawError) else _typed(exc, self._current_db)
-            typed = _full_disk(typed, self._current_db)
+            typed = exc if isinstance(exc, OpenClawError) else typed_failure(exc, self._current_db)
+            typed = full_disk(typed, self._current_db)
             self._abort(runs, "sqlite_import_failed", typed.message)
-            rolled_back = [tr.target.agent_id for tr in runs if tr.fresh and not tr.published]
+            rolled_back = ", ".join(tr.target.agent_id for tr in runs if tr.fresh and not tr.published)
             if rolled_back:
-                typed.message = typed.message.rstrip(".") + (f". The import was rolled back for {', '.join(rolled_back)}: nothing was published "
-                                  "and the legacy store is unchanged and still in use.")
+                typed.message = (f"{typed.message.rstrip('.')}. The import was rolled back for {rolled_back}: nothing "
+                                 "was published and the legacy store is unchanged and still in use.")
             raise typed from None
         self._finish(runs)
         return self.report
@@ -268,35 +275,6 @@ class ImportRun:
             refusal = db_refusal(t.sqlite_path, info)
             if refusal is not None:
                 raise refusal
-
-    def _space_precheck(self) -> None:
-        """Refuse before anything is written when a filesystem cannot hold what the import will
-        write: the database (and its WAL) and the manifest, estimated from the legacy sizes."""
-        needs: dict[int, list[Any]] = {}  # st_dev -> [a path on it, bytes, what]
-
-        def add(path: Path, n: int, what: str) -> None:
-            probe = path
-            while not probe.exists() and probe != probe.parent:
-                probe = probe.parent
-            try:
-                dev = os.stat(probe).st_dev
-            except OSError:
-                return
-            slot = needs.setdefault(dev, [probe, 0, []])
-            slot[1] += n
-            slot[2].append(what)
-
-        files_total = 0
-        for t in self.targets:
-            data, files = _legacy_size(t.sessions_dir)
-            files_total += files
-            db = _estimate_db_bytes(data, files)
-            if self._db_kinds.get(t.sqlite_path) == "ours":
-                db //= 2  # an existing database already holds part of it (re-runs append only what is missing)
-            add(t.sqlite_path.parent, db, f"the database of agent {t.agent_id}")
-        add(self.runs_dir, MANIFEST_BYTES_PER_FILE * (files_total + 1), "the migration manifest")
-        for path, n, what in needs.values():
-            check_space(path, n, " and ".join(what))
 
     def _save_manifest(self) -> None:
         assert self.manifest_path is not None
@@ -643,10 +621,7 @@ class ImportRun:
         if not planned:
             tr.mt["plannedMoves"].extend(m.payload[0] for m in [*moves, *extra])
             # hard links need no data space, the manifest that records them does
-            check_space(self.runs_dir, MANIFEST_BYTES_PER_FILE * (len(moves) + len(extra) + 1) + _manifest_size(
-                self.manifest_path), "recording the archive plan in the migration manifest",
-                consequence="the SQLite store is live and verified, every original stays in place until a re-run "
-                            "of the import archives it")
+            check_archive_plan_space(self.runs_dir, self.manifest_path, len(moves) + len(extra))
             self._save_manifest()  # A-5: planned moves are durable before the first link
             self.ctx.checkpoint("moves-planned")
         if not moves:
@@ -771,86 +746,6 @@ class ImportRun:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
-
-MANIFEST_BYTES_PER_FILE = 4096  # a planned + completed move is ~2 KB; an atomic rewrite briefly needs two copies
-WAL_ALLOWANCE = 96 * 1024 * 1024  # the bulk import checkpoints the WAL every 10,000 pages (80 MiB)
-
-
-def _manifest_size(path: Path | None) -> int:
-    try:
-        return os.stat(path).st_size if path is not None else 0
-    except OSError:
-        return 0
-
-
-def _legacy_size(sessions_dir: Path) -> tuple[int, int]:
-    """(bytes, files) of the legacy store directory (one scandir, no reads)."""
-    total = files = 0
-    try:
-        with os.scandir(sessions_dir) as it:
-            for entry in it:
-                try:
-                    if entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_size
-                        files += 1
-                except OSError:
-                    continue
-    except OSError:
-        pass
-    return total, files
-
-
-def _estimate_db_bytes(data: int, files: int) -> int:
-    """Measured: a database holds 1.17x (big transcripts) to 1.6x (20,000 small sessions) its
-    legacy bytes; the WAL adds up to the checkpoint interval during the import."""
-    return int(data * 1.35) + files * 2048 + min(WAL_ALLOWANCE, data) + 1024 * 1024
-
-
-def db_refusal(db: Path, info: Any) -> OpenClawError | None:
-    """Why the import must not write the database at `db` (dry-run reports the same), or None."""
-    if info.kind in ("missing", "empty", "ours"):
-        if info.kind == "ours" and info.error:
-            hint = "" if "belongs to agent" in info.error else (
-                " Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
-            return InvalidDataError(f"{info.error}{hint} Nothing was changed.")
-        return None
-    if info.kind == "invalid":  # a symbolic link, a directory, ...: refused as every reader refuses it
-        return RefusedError(f"Refusing to import into {db}: {info.detail}; nothing was changed.")
-    if info.kind == "openclaw":
-        return RefusedError(
-            f"Refusing to import into {db}: it is a real OpenClaw agent database "
-            f"({info.detail}). openclaw-cli reads OpenClaw databases but never writes to them; "
-            "nothing was changed.")
-    return InvalidDataError(
-        f"Cannot import into {db}: {info.detail}. Run `openclaw doctor --session-sqlite recover` "
-        "to move it aside; nothing was changed.")
-
-
-def _full_disk(error: OpenClawError, db: Path | None) -> OpenClawError:
-    """A database error of an import on a full filesystem is the full disk (SQLite reports a write
-    cut short as an I/O error or a malformed image on the next read)."""
-    from openclaw_cli.errors import NoSpaceError
-    from openclaw_cli.fsio import free_bytes
-    from openclaw_cli.store.sqlite_common import FULL_DISK_BYTES
-
-    if isinstance(error, NoSpaceError) or db is None or error.type not in ("invalid_data", "io_error"):
-        return error
-    free = free_bytes(db.parent)
-    if free is None or free >= FULL_DISK_BYTES:
-        return error
-    return NoSpaceError(f"{db.parent}: no space left on the device ({free} bytes free) while writing the database: "
-                        f"{error.message}", path=db)
-
-
-def _typed(exc: BaseException, db: Path | None) -> OpenClawError:
-    if isinstance(exc, sqlite3.Error):
-        from openclaw_cli.store.sqlite_common import translate_error
-
-        translated = translate_error(exc, db or Path("the agent database"), 5000, writing=True)
-        if isinstance(translated, OpenClawError):
-            return translated
-    return typed_error(exc) or OpenClawError(f"{type(exc).__name__}: {exc}", type="internal_error")
-
 
 def _owner_filter(target: Target, ctx: Context) -> Any:
     from openclaw_cli.config import default_agent_id

@@ -87,7 +87,7 @@ def run_dry_run(ctx: Context, targets: list[Target]) -> Report:
 def _preview_database(ctx: Context, target: Target, tr: TargetReport) -> None:
     """What the import would say about the target's database, said now (issue 13 case 6): a file
     it would refuse, or an earlier import of this agent that did not complete (D22)."""
-    from openclaw_cli.migration.importer import db_refusal
+    from openclaw_cli.migration.dbinfo import db_refusal
     from openclaw_cli.migration.staging import pending_import
 
     info = classify_db(target.sqlite_path, target.agent_id)

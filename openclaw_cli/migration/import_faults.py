@@ -1,0 +1,111 @@
+"""What can stop an import other than its data: the free space it needs (checked before it writes
+anything, and before it records its archive plan), and a failure turned into the typed error the
+operator sees (a full disk as the no-space error whatever SQLite called it)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import OpenClawError, typed_error
+from openclaw_cli.fsio import check_space
+
+MANIFEST_BYTES_PER_FILE = 4096  # a planned + completed move is ~2 KB; an atomic rewrite briefly needs two copies
+WAL_ALLOWANCE = 96 * 1024 * 1024  # the bulk import checkpoints the WAL every 10,000 pages (80 MiB)
+
+
+def _manifest_size(path: Path | None) -> int:
+    try:
+        return os.stat(path).st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def _legacy_size(sessions_dir: Path) -> tuple[int, int]:
+    """(bytes, files) of the legacy store directory (one scandir, no reads)."""
+    total = files = 0
+    try:
+        with os.scandir(sessions_dir) as it:
+            for entry in it:
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+                        files += 1
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return total, files
+
+
+def _estimate_db_bytes(data: int, files: int) -> int:
+    """Measured: a database holds 1.17x (big transcripts) to 1.6x (20,000 small sessions) its
+    legacy bytes; the WAL adds up to the checkpoint interval during the import."""
+    return int(data * 1.35) + files * 2048 + min(WAL_ALLOWANCE, data) + 1024 * 1024
+
+
+def check_import_space(targets: list[Any], db_kinds: dict[Path, str], runs_dir: Path) -> None:
+    """Refuse before anything is written when a filesystem cannot hold what the import will
+    write: the database (and its WAL) and the manifest, estimated from the legacy sizes."""
+    needs: dict[int, list[Any]] = {}  # st_dev -> [a path on it, bytes, what]
+
+    def add(path: Path, n: int, what: str) -> None:
+        probe = path
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        try:
+            dev = os.stat(probe).st_dev
+        except OSError:
+            return
+        slot = needs.setdefault(dev, [probe, 0, []])
+        slot[1] += n
+        slot[2].append(what)
+
+    files_total = 0
+    for t in targets:
+        data, files = _legacy_size(t.sessions_dir)
+        files_total += files
+        db = _estimate_db_bytes(data, files)
+        if db_kinds.get(t.sqlite_path) == "ours":
+            db //= 2  # an existing database already holds part of it (re-runs append only what is missing)
+        add(t.sqlite_path.parent, db, f"the database of agent {t.agent_id}")
+    add(runs_dir, MANIFEST_BYTES_PER_FILE * (files_total + 1), "the migration manifest")
+    for path, n, what in needs.values():
+        check_space(path, n, " and ".join(what))
+
+
+def check_archive_plan_space(runs_dir: Path, manifest: Path | None, moves: int) -> None:
+    """Hard links need no data space; the manifest that records them does."""
+    check_space(runs_dir, MANIFEST_BYTES_PER_FILE * (moves + 1) + _manifest_size(manifest),
+                "recording the archive plan in the migration manifest",
+                consequence="the SQLite store is live and verified, every original stays in place until a re-run "
+                            "of the import archives it")
+
+
+def full_disk(error: OpenClawError, db: Path | None) -> OpenClawError:
+    """A database error of an import on a full filesystem is the full disk (SQLite reports a write
+    cut short as an I/O error or a malformed image on the next read)."""
+    from openclaw_cli.errors import NoSpaceError
+    from openclaw_cli.fsio import free_bytes
+    from openclaw_cli.store.sqlite_common import FULL_DISK_BYTES
+
+    if isinstance(error, NoSpaceError) or db is None or error.type not in ("invalid_data", "io_error"):
+        return error
+    free = free_bytes(db.parent)
+    if free is None or free >= FULL_DISK_BYTES:
+        return error
+    return NoSpaceError(f"{db.parent}: no space left on the device ({free} bytes free) while writing the database: "
+                        f"{error.message}", path=db)
+
+
+def typed_failure(exc: BaseException, db: Path | None) -> OpenClawError:
+    """The typed error for whatever stopped the run (an SQLite error is translated as a write)."""
+    if isinstance(exc, sqlite3.Error):
+        from openclaw_cli.store.sqlite_common import translate_error
+
+        translated = translate_error(exc, db or Path("the agent database"), 5000, writing=True)
+        if isinstance(translated, OpenClawError):
+            return translated
+    return typed_error(exc) or OpenClawError(f"{type(exc).__name__}: {exc}", type="internal_error")
