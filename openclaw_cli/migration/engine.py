@@ -42,11 +42,22 @@ def run(ctx: Context, targets: list) -> Report:
             from openclaw_cli.migration.ownership import state_ownership
 
             with state_ownership(ctx.state_dir, options.mode):
+                _sweep_leftovers(ctx, targets)
                 return _dispatch(ctx, targets)
         return _dispatch(ctx, targets)
     finally:
         ctx.progress.stop()
         ctx.finish()
+
+
+def _sweep_leftovers(ctx: Context, targets: list) -> None:
+    """A killed run's temp files (a manifest being rewritten, a database being created) go first;
+    under the state ownership no live writer of ours can own them."""
+    from openclaw_cli.store.leftovers import sweep_crash_leftovers
+
+    sweep_crash_leftovers(ctx.paths.migration_runs_dir())
+    for directory in {t.sqlite_path.parent for t in targets}:
+        sweep_crash_leftovers(directory)
 
 
 def _dispatch(ctx: Context, targets: list) -> Report:

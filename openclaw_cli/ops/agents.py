@@ -86,6 +86,10 @@ def delete_agent(ctx: Context, agent_id: str, *, now_ms: int | None = None) -> d
 
     agent = check_deletable(ctx, agent_id)
     lock_settings = ctx.lock_settings()
+    from openclaw_cli.store.leftovers import sweep_crash_leftovers
+
+    for directory in (ctx.paths.sessions_dir(agent), ctx.paths.config_path.parent):
+        sweep_crash_leftovers(directory, lock_settings)  # a killed delete's partial archive or config copy
     now = ctx.now_ms() if now_ms is None else int(now_ms)
     checkpoint = Checkpoints()
     stores = _stores_of(ctx, agent, read_only=False)

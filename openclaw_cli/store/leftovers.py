@@ -1,6 +1,6 @@
-"""What a killed writer leaves in a sessions directory, and its removal (issue 13 case 8): the temp
-files of our atomic writes (`<name>.<pid>.<hex32>.tmp`, `.<name>.<pid>.<hex32>.tmp`) and lock files,
-when the process that made them is gone. A temp file is never data: the file it was being written
+"""What a killed writer leaves in a directory, and its removal (issue 13 cases 8 and the soak): the
+temp files of our atomic writes (`<name>.<pid>.<hex32>.tmp`, `.<name>.<pid>.<hex32>.tmp`, a temp
+database's `-wal`/`-shm`) and lock files, when the process that made them is gone. A temp file is never data: the file it was being written
 from (an original being archived, a transcript being rotated) is still in place, and nothing refers
 to the temp name. A lock of a dead owner is reclaimed exactly as the next writer would reclaim it.
 A temp or lock of a live process is never touched (even a pid reused by another program counts
@@ -14,7 +14,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-_TEMP = re.compile(r"^\.?.+\.(?:jsonl|json|zst)\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp$")
+# `<name>.<pid>.<hex32>.tmp` and `.<name>.<pid>.<hex32>.tmp` (atomic writes: stores, archives, manifests,
+# configs, successor transcripts, new databases) and a temp database's SQLite sidecars
+_TEMP = re.compile(r"^\.?.+\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp(?:-wal|-shm|-journal)?$")
 _LOCKS = (".jsonl.lock", "sessions.json.lock")
 
 
@@ -25,7 +27,9 @@ def temp_owner(name: str) -> int | None:
 
 
 def sweep_crash_leftovers(sessions_dir: Path, lock_settings: Any = None) -> list[str]:
-    """Remove dead writers' temp files and locks directly in `sessions_dir`; the removed paths."""
+    """Remove dead writers' temp files and locks directly in `sessions_dir` (any directory we write
+    into: a sessions dir, an agent's database dir, the migration runs dir, the state dir); the
+    removed paths."""
     from openclaw_cli.store.lock import DEFAULT_LOCK_SETTINGS, decide, inspect_lock, is_pid_alive
 
     settings = lock_settings or DEFAULT_LOCK_SETTINGS
