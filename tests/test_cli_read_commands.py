@@ -207,15 +207,18 @@ def test_config_error_exit_code_and_envelope(state_dir: Path) -> None:
     assert json.loads(proc.stdout)["config"]["valid"] is False
 
 
-def test_text_output_goes_to_stderr_and_is_sanitised(state_dir: Path) -> None:
+def test_text_output_goes_to_stdout_and_is_sanitised(state_dir: Path) -> None:
+    """D19: the listing is a result (stdout; 2026.9.6 prints it on stderr), the migration hint is
+    not (stderr). Stored control characters reach neither stream (D6.8)."""
     sessions = state_dir / "agents/main/sessions"
     _write(sessions / "sessions.json", json.dumps({"agent:main:x\u001b[31m": {"sessionId": "s1", "updatedAt": 1,
                                                                                "model": "m\u001b]0;pwn\u0007"}}))
     proc = run_cli("sessions")
     assert proc.returncode == 0
-    assert proc.stdout == ""
-    assert "\u001b" not in proc.stderr and "\u0007" not in proc.stderr
-    assert "Session store:" in proc.stderr
+    assert proc.stdout.startswith("Session store:") and "agent:main:x " in proc.stdout
+    assert "Session store:" not in proc.stderr and proc.stderr.startswith("Hint: Legacy session store in use")
+    for stream in (proc.stdout, proc.stderr):
+        assert "\u001b" not in stream and "\u0007" not in stream
 
 
 def test_help_lists_commands() -> None:
@@ -258,13 +261,27 @@ def test_profile_selects_its_own_state_dir(isolated_env: dict[str, Path]) -> Non
     assert data["path"].startswith(str(home / ".openclaw-work")) and data["count"] == 6
 
 
-def test_several_configured_agents_need_an_explicit_selection(state_dir: Path) -> None:
+@pytest.mark.parametrize("agents", [
+    {"ownership": "explicit", "entries": {"main": {}, "work": {}}},  # OpenClaw's multi-agent form
+    {"entries": {"main": {}, "work": {}}},  # several agents and no default marker
+])
+def test_several_configured_agents_need_an_explicit_selection(state_dir: Path, agents: dict) -> None:
     generate_legacy_state(state_dir, 6, 0, 5)
     generate_legacy_state(state_dir, 5, 0, 6, "--agent", "work")
-    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {"main": {"default": True}, "work": {}}}}))
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": agents}))
     proc = run_cli("sessions", "--json")
     assert proc.returncode == 1
     assert "Pass --agent <id>" in json.loads(proc.stdout)["error"]["message"]
     assert list_json("--agent", "work")["count"] == 5
     both = list_json("--all-agents")
     assert both["count"] == 11 and {s["agentId"] for s in both["stores"]} == {"main", "work"}
+
+
+def test_a_legacy_default_marker_selects_its_agent(state_dir: Path) -> None:
+    """As 2026.9.6 (`agents.ownership: "legacy"`): several agents, one marked `default: true`,
+    and a command without --agent uses that one."""
+    generate_legacy_state(state_dir, 6, 0, 5)
+    generate_legacy_state(state_dir, 5, 0, 6, "--agent", "work")
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {"main": {}, "work": {"default": True}}}}))
+    listing = list_json()
+    assert listing["count"] == 5 and "/agents/work/" in listing["path"]

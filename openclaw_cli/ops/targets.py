@@ -23,7 +23,8 @@ from openclaw_cli.paths import (
     owner_from_path,
 )
 
-__all__ = ["Target", "known_agent_ids", "open_target", "select_migration_targets", "select_targets"]
+__all__ = ["Target", "known_agent_ids", "open_target", "select_migration_targets", "select_targets",
+           "session_agent_ids", "unconfigured_agent_ids"]
 
 MIGRATE_HINT = (
     "Legacy session store in use for agent {agent}: {path}. "
@@ -45,19 +46,79 @@ def validate_selectors(agent: str | None, all_agents: bool, store: str | None, *
 
 
 def known_agent_ids(paths: StatePaths, config: Any) -> list[str]:
-    """Configured agents plus agent directories found on disk (the real CLI hides the latter,
-    observed §12.8; an operator expects to see every store)."""
+    """Configured agents plus agent directories on disk that hold a store: every store an
+    operator may name (`--agent`, `agents delete`, `doctor`'s checks)."""
     from openclaw_cli.config import configured_agent_ids
 
     ids = list(configured_agent_ids(config))
     for agent_id in paths.discovered_agent_ids():
-        if agent_id not in ids:
+        if agent_id not in ids and has_session_store(paths, agent_id):
             ids.append(agent_id)
     return ids
 
 
-def _unknown_agent(raw: str) -> NotFoundError:
-    return NotFoundError(f'Unknown agent id "{raw.strip()}". Run openclaw agents list to see configured agents.')
+def session_agent_ids(paths: StatePaths, config: Any) -> list[str]:
+    """The agents `--all-agents` and `status` aggregate: the configured ones when the config lists
+    agents (as OpenClaw, observed §12.8); with no agents configured, the default agent plus every
+    agent directory on disk that holds a store."""
+    from openclaw_cli.config import agent_roster, configured_agent_ids
+
+    if agent_roster(config):
+        return list(configured_agent_ids(config))
+    return known_agent_ids(paths, config)
+
+
+def unconfigured_agent_ids(paths: StatePaths, config: Any) -> list[str]:
+    """Agent stores on disk that a config listing agents does not name (status and doctor say so;
+    `--store` reaches them)."""
+    covered = set(session_agent_ids(paths, config))
+    return [a for a in known_agent_ids(paths, config) if a not in covered]
+
+
+def has_session_store(paths: StatePaths, agent_id: str) -> bool:
+    """Whether an agent directory holds a store: a database, a `sessions.json` with rows (or one
+    that cannot be read: its error must be seen) or transcript files. What `agents delete`
+    leaves (archives and an emptied index) is not a store."""
+    from openclaw_cli.store.files import has_transcript_files
+
+    if os.path.lexists(paths.agent_db_path(agent_id)) or has_transcript_files(paths.sessions_dir(agent_id)):
+        return True
+    legacy = paths.legacy_store_path(agent_id)
+    try:
+        size = legacy.stat().st_size
+    except OSError:
+        return False
+    if size > 64:
+        return True
+    try:
+        import orjson
+
+        return orjson.loads(legacy.read_bytes() or b"{}") != {}
+    except (OSError, ValueError):
+        return True
+
+
+def selection_required(config: Any) -> bool:
+    """OpenClaw's `agents.selectionRequired`: several agents configured and none is the default —
+    `agents.ownership: "explicit"`, or no `default: true` marker — so a command must name one."""
+    from openclaw_cli.config import agent_roster, agents_ownership
+
+    roster = agent_roster(config)
+    if len(roster) <= 1:
+        return False
+    return agents_ownership(config) == "explicit" or not any(marked for _, marked in roster)
+
+
+def _unknown_agent(raw: str, paths: StatePaths | None = None) -> NotFoundError:
+    message = f'Unknown agent id "{raw.strip()}". Run openclaw agents list to see configured agents.'
+    if paths is not None:
+        agent_id = normalize_agent_id(raw)
+        if agent_id in paths.discovered_agent_ids() and has_session_store(paths, agent_id):
+            db = paths.agent_db_path(agent_id)
+            where = db if db.exists() else paths.legacy_store_path(agent_id)
+            message += (f" Its store is on disk but not in the config: pass --store {where} to use it, or add "
+                        f'"{agent_id}" to agents.list.')
+    return NotFoundError(message)
 
 
 def select_targets(paths: StatePaths, config: Any, *, agent: str | None, all_agents: bool,
@@ -65,20 +126,20 @@ def select_targets(paths: StatePaths, config: Any, *, agent: str | None, all_age
     """The session commands' selection: `--store PATH` (offline repair), `--all-agents`, `--agent`,
     else the default agent — refusing to guess when several agents are configured (§10.2)."""
     validate_selectors(agent, all_agents, store)
-    from openclaw_cli.config import configured_agent_ids, default_agent_id
+    from openclaw_cli.config import default_agent_id
 
     if store is not None:
         path = expand_user(store.strip(), paths.home).absolute()
         agent_id = normalize_agent_id(agent) if agent else _agent_from_store_path(path)
         return [paths.explicit_target(path, agent_id)]
     if all_agents:
-        return [paths.target(a) for a in known_agent_ids(paths, config)]
+        return [paths.target(a) for a in session_agent_ids(paths, config)]
     if agent is not None:
         agent_id = normalize_agent_id(agent)
-        if agent_id not in known_agent_ids(paths, config):
-            raise _unknown_agent(agent)
+        if agent_id not in session_agent_ids(paths, config):
+            raise _unknown_agent(agent, paths)
         return [paths.target(agent_id)]
-    if len(configured_agent_ids(config)) > 1:
+    if selection_required(config):
         raise SelectionError(
             "Multiple agents are configured, but session-store selection has no explicit owner. "
             "Pass --agent <id> to select one agent, or --all-agents to include every configured agent."
@@ -186,9 +247,22 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
                 f"Session store target is not a regular file: {path}. "
                 "Pass a legacy store selector or SQLite target reported by openclaw sessions or openclaw status."
             )
-        return open_store_at(path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
-                             read_only=read_only)
+        store = open_store_at(path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
+                              read_only=read_only)
+        _log_open(store, target)
+        return store
     store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
+    _log_open(store, target)
     if store.legacy_data_present():
         ctx.hint(MIGRATE_HINT.format(agent=target.agent_id, path=store.path))
     return store
+
+
+def _log_open(store: Any, target: Target) -> None:
+    """`--verbose`: which store an agent resolved to (the `openclaw` logger; silent by default)."""
+    import logging
+
+    log = logging.getLogger("openclaw")
+    if log.isEnabledFor(logging.INFO):
+        log.info("agent %s: %s store %s%s", target.agent_id, store.kind, store.path,
+                 " (read-only)" if store.read_only else "")
