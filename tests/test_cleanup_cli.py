@@ -78,10 +78,14 @@ def test_selection_errors_exit_1(small_store, args, message):
     assert code == 1 and doc == {"ok": False, "error": {"type": "cli_error", "message": message}}
 
 
-def test_missing_store_target(small_store, state_dir):
-    code, doc, _ = cli_json("sessions", "cleanup", "--store", str(state_dir / "nope.sqlite"), "--enforce", "--json")
-    assert code == 1
-    assert doc["error"]["message"].startswith(f"Session store target does not exist: {state_dir / 'nope.sqlite'}.")
+@pytest.mark.parametrize("name", ["nope.sqlite", "agents/main/sessions/nope.json", "agents"])
+def test_missing_store_target_is_not_found(small_store, state_dir, name):
+    """docs/exit-codes.md: a named store that does not exist is "not found" (4), for a database
+    path, a legacy path and a directory alike."""
+    target = state_dir / name
+    code, doc, _ = cli_json("sessions", "cleanup", "--store", str(target), "--enforce", "--json")
+    assert code == 4 and doc["error"]["type"] == "not_found"
+    assert doc["error"]["message"].startswith(f"Session store not found: {target} ")
 
 
 def test_unknown_agent_is_not_found(small_store):

@@ -242,10 +242,18 @@ def test_store_flag_on_the_real_openclaw_db_lists_the_real_sessions(imported_fix
     assert recovered["archived"] is True  # derived from archivedAt (the real CLI shows no marker)
 
 
+@pytest.mark.parametrize("command", [("sessions",), ("sessions", "tail"), ("compact", "agent:main:main", "--dry-run")])
+@pytest.mark.parametrize("name", ["nope.sqlite", "agents/main/sessions/sessions.json", "."])
+def test_store_flag_naming_nothing_is_not_found(state_dir: Path, command: tuple, name: str) -> None:
+    target = (state_dir / name).absolute()
+    proc = run_cli(*command, "--json", "--store", str(target))
+    assert proc.returncode == 4, proc.stderr
+    error = json.loads(proc.stdout)["error"]
+    assert error["type"] == "not_found" and error["message"].startswith("Session store not found: ")
+    assert ("is a directory" in error["message"]) == (name == ".")
+
+
 def test_store_flag_errors(state_dir: Path) -> None:
-    proc = run_cli("sessions", "--json", "--store", str(state_dir / "nope.sqlite"))
-    assert proc.returncode == 1
-    assert "Session store target does not exist" in json.loads(proc.stdout)["error"]["message"]
     proc = run_cli("sessions", "--json", "--store", str(state_dir), "--all-agents")
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["error"]["message"] == "--store cannot be combined with --all-agents"

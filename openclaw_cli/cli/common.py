@@ -26,11 +26,23 @@ def fail(error: OpenClawError, *, json_mode: bool) -> None:
         from openclaw_cli.output import emit_json
 
         emit_json(error.to_json())
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import sanitize_text
 
     message = "\n".join(sanitize_text(line) for line in error.message.splitlines()) or error.message
-    err(f"{_paint_stderr('Error:', 'error')} {message}")
+    _say_painted("Error:", "error", message)
     raise typer.Exit(int(error.exit_code))
+
+
+def _say_painted(label: str, style: str, text: str) -> None:
+    """`label text` on stderr: wrapped first (plain text), then the label painted."""
+    import sys
+
+    from openclaw_cli.cli.term import fit_lines, table_width
+    from openclaw_cli.output import err
+
+    lines = fit_lines([f"{label} {text}"], table_width(sys.stderr))
+    for i, line in enumerate(lines):
+        err(_paint_stderr(label, style) + line[len(label):] if i == 0 else line)
 
 
 def _paint_stderr(text: str, style: str) -> str:
@@ -43,25 +55,35 @@ def _paint_stderr(text: str, style: str) -> str:
 
 def say_hints(hints: list[str] | tuple[str, ...]) -> None:
     """Hints (D2's migration hint, the local-fallback note, …) on stderr, one line each."""
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import sanitize_text
 
     for hint in hints:
-        err(f"{_paint_stderr('Hint:', 'hint')} {sanitize_text(hint)}")
+        _say_painted("Hint:", "hint", sanitize_text(hint))
 
 
 def say_warning(text: str) -> None:
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import sanitize_text
 
-    err(f"{_paint_stderr('Warning:', 'warning')} {sanitize_text(text)}")
+    _say_painted("Warning:", "warning", sanitize_text(text))
 
 
 def print_lines(lines: list[str] | tuple[str, ...]) -> None:
-    """Result lines on stdout."""
+    """Result lines on stdout (prose wrapped to the terminal's width on a terminal)."""
     import sys
 
+    from openclaw_cli.cli.term import fit_lines, table_width
+
+    lines = fit_lines(lines, table_width(sys.stdout))
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
+
+
+def say_error(text: str) -> None:
+    """An error line on stderr (red on a terminal), for failures a command reports and goes past."""
+    from openclaw_cli.output import sanitize_text
+
+    _say_painted("Error:", "error", sanitize_text(text))
 
 
 _WARNED: set[str] = set()
@@ -70,13 +92,13 @@ _WARNED: set[str] = set()
 def warn_config(loaded: object) -> None:
     """Config warnings (unknown keys inside the sections we model, legacy keys, …) on stderr, each
     once per process, whichever command loaded the config (spec D10)."""
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import sanitize_text
 
     for warning in getattr(loaded, "warnings", None) or []:
         if warning in _WARNED:
             continue
         _WARNED.add(warning)
-        err(f"{_paint_stderr('Config warning:', 'warning')} {sanitize_text(warning)}")
+        _say_painted("Config warning:", "warning", sanitize_text(warning))
 
 
 def load_context(typer_ctx: typer.Context | None = None, **kwargs: Any):

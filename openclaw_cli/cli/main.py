@@ -100,10 +100,10 @@ class RootGroup(TyperGroup):
         except click_exc.ClickException as error:
             error.show()
             code = error.exit_code
-        except click_exc.Abort:
+        except typer.Abort:
             sys.stderr.write("Aborted.\n")
             code = 1
-        except click_exc.Exit as exit_:
+        except typer.Exit as exit_:
             code = exit_.exit_code
         except KeyboardInterrupt:
             code = 130

@@ -64,7 +64,7 @@ def sessions_lines(result: dict[str, Any], printer: Printer) -> list[str]:
         Column("Age", min_width=7, shrink_order=60),
         Column("Model", min_width=6, shrink_order=30),
         Column("Tokens (ctx %)", min_width=9, shrink_order=40, style=token_style),
-        Column("Flags", min_width=6, shrink_order=10),
+        Column("Flags", min_width=6, shrink_order=10, drop_below=16),
     ]
     multi = bool(stores)  # aggregated listings name the agent (R6.4.3)
     if multi:

@@ -171,7 +171,8 @@ def fitted_table(width: int | None, color: bool) -> Callable[[Sequence[str], Seq
 
     columns = [Column("Action", min_width=6, shrink_order=60, style=lambda cell: ACTION_STYLES.get(cell)),
                Column("Key", min_width=12, shrink_order=20), Column("Age", min_width=7, shrink_order=70),
-               Column("Model", min_width=6, shrink_order=30), Column("Flags", min_width=6, shrink_order=10)]
+               Column("Model", min_width=6, shrink_order=30),
+               Column("Flags", min_width=6, shrink_order=10, drop_below=16)]
 
     def renderer(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         return "\n".join(draw(columns, rows, width=width, color=color))

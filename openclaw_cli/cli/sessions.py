@@ -81,10 +81,10 @@ def _report_store_errors(cx, result: dict) -> None:
     first one's code (e.g. 6 for a corrupt store)."""
     if not cx.failures:
         return
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.cli.common import say_error
 
     for item in result.get("errors") or []:
-        err(f"Error: agent {sanitize_text(item['agentId'])}: {sanitize_text(item['error']['message'])}")
+        say_error(f"agent {item['agentId']}: {item['error']['message']}")
     raise typer.Exit(int(cx.failures[0].exit_code))
 
 
@@ -178,12 +178,14 @@ def sessions_tail(
             raise UsageError("--interval must be a positive number of seconds, for example --interval 0.5.")
         cx = load_context()
         chosen_agent, chosen_store = agent or parent.get("agent"), store or parent.get("store")
-        result = tail_session(cx, session_key, n=tail, agent=chosen_agent, store=chosen_store, context=context)
+        cursor: list = []
+        result = tail_session(cx, session_key, n=tail, agent=chosen_agent, store=chosen_store, context=context,
+                              cursor=cursor)
         if json_mode and not follow:
             echo_json(result)
             return
         if json_mode:
-            from openclaw_cli.jsonutil import dumps
+            from openclaw_cli.jsonutil import dumps_compact as dumps
 
             print_lines([dumps(result)])
         else:
@@ -196,12 +198,14 @@ def sessions_tail(
 
                 err(f"Skipped: {sanitize_text(issue)}")
         if follow:
-            _follow(cx, result["key"], agent=chosen_agent, store=chosen_store, interval=interval, json_mode=json_mode)
+            _follow(cx, result["key"], agent=chosen_agent, store=chosen_store, interval=interval, json_mode=json_mode,
+                    after=cursor[0] if cursor else None, session_id=result["sessionId"])
 
     run(body, json_mode=json_mode)
 
 
-def _follow(cx, key: str, *, agent, store, interval: float, json_mode: bool) -> None:
+def _follow(cx, key: str, *, agent, store, interval: float, json_mode: bool, after: str | None,
+            session_id: str) -> None:
     from openclaw_cli.cli.render import entry_line
     from openclaw_cli.ops.sessions import follow_session
     from openclaw_cli.output import sanitize_text
@@ -211,9 +215,10 @@ def _follow(cx, key: str, *, agent, store, interval: float, json_mode: bool) -> 
 
         err("Following; Ctrl-C to stop.")
     try:
-        for event in follow_session(cx, key, agent=agent, store=store, interval_s=interval):
+        for event in follow_session(cx, key, agent=agent, store=store, interval_s=interval, after=after,
+                                    session_id=session_id):
             if json_mode:
-                from openclaw_cli.jsonutil import dumps
+                from openclaw_cli.jsonutil import dumps_compact as dumps
 
                 print_lines([dumps(event)])
             elif event["type"] == "session":

@@ -73,10 +73,10 @@ def status(
             print_lines(status_lines(result, stdout_printer(wide=wide), now_ms=now_ms()))
         say_hints(hints)
         if failures:
-            from openclaw_cli.output import err, sanitize_text
+            from openclaw_cli.cli.common import say_error
 
             for item in result.get("errors") or []:
-                err(f"Error: agent {sanitize_text(item['agentId'])}: {sanitize_text(item['error']['message'])}")
+                say_error(f"agent {item['agentId']}: {item['error']['message']}")
             raise typer.Exit(int(failures[0].exit_code))
 
     run(body, json_mode=json_mode)

@@ -22,6 +22,9 @@ class Column:
     shrink_order: int = 50
     style: Callable[[str], str | None] | None = None
     align: str = "left"
+    # a column that would be narrower than this is left out instead (0: never left out); the
+    # table then says which columns `--wide` would show
+    drop_below: int = 0
 
 
 def elide_middle(text: str, width: int) -> str:
@@ -74,8 +77,6 @@ def fit_widths(columns: Sequence[Column], natural: list[int], width: int | None)
 def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: int | None = None,
                  color: bool = False) -> list[str]:
     """The table's lines. Cells must already be sanitised (D6.8)."""
-    from openclaw_cli.cli.term import paint
-
     natural = [display_width(c.header) for c in columns]
     for row in rows:
         for i, cell in enumerate(row):
@@ -83,6 +84,18 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wi
             if w > natural[i]:
                 natural[i] = w
     widths = fit_widths(columns, natural, width)
+    dropped = [i for i, c in enumerate(columns) if c.drop_below and widths[i] < min(c.drop_below, natural[i])]
+    if dropped:
+        keep = [i for i in range(len(columns)) if i not in dropped]
+        lines = render_table([columns[i] for i in keep], [[row[i] for i in keep] for row in rows], width=width,
+                             color=color)
+        names = ", ".join(columns[i].header for i in dropped)
+        return [*lines, f"({names} hidden to fit; --wide shows all)"]
+    return _draw(columns, rows, widths, color)
+
+
+def _draw(columns: Sequence[Column], rows: Sequence[Sequence[str]], widths: list[int], color: bool) -> list[str]:
+    from openclaw_cli.cli.term import paint
 
     def cell_text(text: str, i: int, style: str | None) -> str:
         text = elide_middle(text, widths[i])

@@ -104,3 +104,28 @@ def stdout_printer(*, wide: bool = False) -> Printer:
 
 def stderr_printer() -> Printer:
     return Printer(sys.stderr)
+
+
+BOX_CHARS = "┌├│└"
+
+
+def fit_lines(lines: list[str] | tuple[str, ...], width: int | None) -> list[str]:
+    """Prose lines wrapped at word boundaries to `width` (continuations indented two more than
+    the line), so a terminal never wraps them mid-word; table lines (already fitted) and all
+    lines without a width (pipes, files: one message per line for grep) are kept as they are."""
+    if width is None:
+        return list(lines)
+    import textwrap
+
+    from openclaw_cli.cli.cells import display_width
+
+    out: list[str] = []
+    for text in lines:
+        for line in text.split("\n"):
+            if display_width(line) <= width or line[:1] in BOX_CHARS or not line.isascii():
+                out.append(line)
+                continue
+            indent = line[: len(line) - len(line.lstrip(" "))]
+            out.extend(textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "  ",
+                                     break_long_words=True, break_on_hyphens=False) or [line])
+    return out

@@ -219,9 +219,11 @@ def resolve_session(ctx: Context, key: str | None, *, agent: str | None, store: 
 
 def tail_session(
     ctx: Context, key: str | None, *, n: int = 80, agent: str | None = None, store: str | None = None,
-    context: bool = False,
+    context: bool = False, cursor: list[str | None] | None = None,
 ) -> dict[str, Any]:
-    """Last `n` entries of the session's active branch (or, with `context`, the model context)."""
+    """Last `n` entries of the session's active branch (or, with `context`, the model context).
+    `cursor` receives the exact text of the transcript's last line as read for this tail: where
+    `follow_session(after=…)` starts, so no line between the two is lost or shown twice."""
     from openclaw_cli.store.base import ReadIssue
     from openclaw_cli.store.tree import active_branch, build_context
 
@@ -237,7 +239,7 @@ def tail_session(
             branch = active_branch(list(st.iter_transcript(session_id, entry=entry, issues=issues)))
             items: list[Any] = build_context(branch)[-n:]
         else:
-            items = [line.obj for line in _active_tail(st, session_id, entry, n, issues)]
+            items = [line.obj for line in _active_tail(st, session_id, entry, n, issues, cursor)]
         result: dict[str, Any] = {
             "key": resolved_key,
             "sessionId": session_id,
@@ -254,19 +256,23 @@ def tail_session(
         return result
 
 
-def _active_tail(st, session_id: str, entry: dict, n: int, issues: list) -> list:
+def _active_tail(st, session_id: str, entry: dict, n: int, issues: list, cursor: list | None = None) -> list:
     """The last `n` active-branch lines, reading only a bounded tail when the branch is linear
     within it; otherwise (branches, leaf controls, resets) fall back to the full tree walk."""
     from openclaw_cli.store.tree import active_branch
 
     window = max(4 * n, 64)
     tail = st.tail_transcript(session_id, window, entry=entry, issues=issues)
+    if cursor is not None:
+        cursor.append(tail[-1].raw if tail else None)
     if len(tail) < window:  # the whole transcript fit in the window
         return active_branch(tail)[-n:]
     chain = _linear_chain(tail, n)
     if chain is not None:
         return chain
     full = list(st.iter_transcript(session_id, entry=entry, issues=issues))
+    if cursor is not None:
+        cursor[-1] = full[-1].raw if full else None
     return active_branch(full)[-n:]
 
 
@@ -305,37 +311,46 @@ FOLLOW_WINDOW = 256
 FOLLOW_WINDOW_MAX = 65_536
 
 
+_UNSET: Any = object()
+
+
 def follow_session(ctx: Context, key: str | None, *, agent: str | None = None, store: str | None = None,
-                   interval_s: float = 0.5, stop: Any = None, sleep: Any = None) -> Any:
+                   interval_s: float = 0.5, stop: Any = None, sleep: Any = None, after: Any = _UNSET,
+                   session_id: str | None = None) -> Any:
     """`sessions tail --follow`: yield what is appended to a session's transcript after its current
     end, polling the store (both kinds, read-only): `{"type": "entry", key, sessionId, entry}` per
     new line, and `{"type": "session", key, sessionId, previousSessionId}` when the row moves to
     a new transcript (a reset, a compaction successor). New lines are found after the last line
     seen (its exact text), so no line is shown twice; a burst longer than the polled window widens
-    it. `stop()` (checked before each poll) ends the generator; Ctrl-C ends the CLI's loop."""
+    it. `after` is the last line already shown (`tail_session(cursor=…)`; default: the current
+    end) of transcript `session_id` (default: the row's current one). `stop()` (checked before each poll) ends the generator; Ctrl-C ends the CLI's loop."""
     import time
 
     sleep = time.sleep if sleep is None else sleep
     target, st, stored_key, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=True)
     with st:
-        session_id = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else None
-        anchor = _last_raw(st, session_id, entry)
-        while stop is None or not stop():
-            sleep(interval_s)
-            if stop is not None and stop():
-                return
+        if session_id is None or after is _UNSET:
+            session_id = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else None
+        anchor = _last_raw(st, session_id, entry) if after is _UNSET else after
+    while stop is None or not stop():
+        sleep(interval_s)
+        if stop is not None and stop():
+            return
+        # a fresh read-only open per poll: a read-only SQLite connection may be a snapshot
+        # (immutable, or a private copy) that never sees later commits
+        with open_target(ctx, target, read_only=True) as st:
             current = st.get_entry(stored_key)
             if current is None:
                 continue  # deleted (or being rewritten): keep waiting for it
             current_id = current.get("sessionId") if isinstance(current.get("sessionId"), str) else None
-            if current_id != session_id:
-                yield {"type": "session", "key": stored_key, "sessionId": current_id, "previousSessionId": session_id}
-                session_id, anchor = current_id, None
-            if session_id is None:
-                continue
-            lines, anchor = _appended(st, session_id, current, anchor)
-            for line in lines:
-                yield {"type": "entry", "key": stored_key, "sessionId": session_id, "entry": line.obj}
+            moved = current_id != session_id
+            if moved:
+                previous, session_id, anchor = session_id, current_id, None
+            lines, anchor = _appended(st, session_id, current, anchor) if session_id else ([], anchor)
+        if moved:
+            yield {"type": "session", "key": stored_key, "sessionId": current_id, "previousSessionId": previous}
+        for line in lines:
+            yield {"type": "entry", "key": stored_key, "sessionId": session_id, "entry": line.obj}
 
 
 def _last_raw(st: Any, session_id: str | None, entry: dict[str, Any]) -> str | None:

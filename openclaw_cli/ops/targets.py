@@ -237,15 +237,18 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
 
     if target.explicit is not None:
         path = target.explicit
+        # "store not found" (exit 4) for a legacy path as for a database path: a script that
+        # names a store gets the same answer whichever kind it expected
         if not path.exists():
-            raise SelectionError(
-                f"Session store target does not exist: {path}. "
-                "Pass a selector whose resolved SQLite target exists."
+            raise NotFoundError(
+                f"Session store not found: {path} does not exist. Pass an agent's sessions.json or "
+                "openclaw-agent.sqlite (openclaw status lists each store's path)."
             )
         if not path.is_file():
-            raise SelectionError(
-                f"Session store target is not a regular file: {path}. "
-                "Pass a legacy store selector or SQLite target reported by openclaw sessions or openclaw status."
+            raise NotFoundError(
+                f"Session store not found: {path} is {'a directory' if path.is_dir() else 'not a regular file'}, "
+                "not a store file. Pass an agent's sessions.json or openclaw-agent.sqlite (openclaw status lists "
+                "each store's path)."
             )
         store = open_store_at(path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
                               read_only=read_only)
