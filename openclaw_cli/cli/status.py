@@ -71,7 +71,8 @@ def status(
             from openclaw_cli.clock import now_ms
 
             print_lines(status_lines(result, stdout_printer(wide=wide), now_ms=now_ms()))
-        say_hints(hints)
+        if not json_mode:
+            say_hints(hints)  # under --json the document's `hint` says it (D2: once)
         if failures:
             from openclaw_cli.cli.common import say_error
 

@@ -59,20 +59,11 @@ def default_agent(ctx: Context) -> str | None:
     return None if agents_ownership(ctx.config) == "explicit" else default_agent_id(ctx.config)
 
 
-def workspace_dir(ctx: Context, agent_id: str, is_default: bool) -> Path:
-    """OpenClaw's workspace of an agent (observed with 2026.9.6): its entry's `workspace`; else the
-    default agent's is `agents.defaults.workspace` (or `<state>/workspace`) and another agent's is
-    `<agents.defaults.workspace>/<id>` (or `<state>/workspace-<id>`)."""
-    from openclaw_cli.config.resolve import _model
-    from openclaw_cli.paths import expand_user
+def workspace_dir(ctx: Context, agent_id: str) -> Path:
+    """The agent's workspace (`config.workspace_dir`: the one rule compaction reads AGENTS.md by)."""
+    from openclaw_cli.config import workspace_dir as resolve
 
-    own = _text(getattr(_entry(ctx.config, agent_id), "workspace", None))
-    if own:
-        return expand_user(own, ctx.paths.home)
-    base = _text(_model(ctx.config).agents.defaults.workspace)
-    if is_default:
-        return expand_user(base, ctx.paths.home) if base else ctx.paths.state_dir / "workspace"
-    return expand_user(base, ctx.paths.home) / agent_id if base else ctx.paths.state_dir / f"workspace-{agent_id}"
+    return resolve(ctx.config, agent_id, ctx.paths)
 
 
 def agent_dir(ctx: Context, agent_id: str) -> Path:
@@ -124,7 +115,7 @@ def list_agents(ctx: Context, *, bindings: bool = False) -> list[dict[str, Any]]
         name = _text(getattr(entry, "name", None))
         if name:
             item["name"] = name
-        item["workspace"] = str(workspace_dir(ctx, agent, is_default))
+        item["workspace"] = str(workspace_dir(ctx, agent))
         item["agentDir"] = str(agent_dir(ctx, agent))
         model = default_model(ctx.config, agent)
         if model:

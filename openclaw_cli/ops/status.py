@@ -251,7 +251,7 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
         last_updated = rows[0]["updatedAt"] if rows else None
         agents.append({
             "id": agent_id,
-            "workspaceDir": str(workspace_dir(ctx, agent_id, agent_id == default_id)),
+            "workspaceDir": str(workspace_dir(ctx, agent_id)),
             "sessionsPath": store_path,
             "sessionsCount": len(entries),
             "lastUpdatedAt": last_updated,
