@@ -269,3 +269,6 @@ def test_one_broken_store_does_not_hide_the_others(kind: str, state_dir: Path):
     text = cli("sessions", "--all-agents")
     assert text.returncode == 6 and "agent:main:main" in text.stdout and "Error: agent ops:" in text.stderr
     assert cli_json("sessions", "--agent", "ops", "--json")[0] == 6  # one store named: its error, as before
+    code, items, err = cli_json("agents", "list", "--json")
+    assert code == 6 and [a["id"] for a in items] == ["main", "ops"] and items[1]["error"]
+    assert items[0]["sessionsCount"] == 1 and "Error: agent ops:" in err

@@ -49,6 +49,13 @@ def agents_list(
             from openclaw_cli.cli.common import say_hints
 
             say_hints([unconfigured_hint(disk_only)])
+        if cx.failures:  # an unreadable store was listed with its error: exit with that error's code
+            from openclaw_cli.cli.common import say_error
+
+            for item in result:
+                if item.get("error"):
+                    say_error(f"agent {item['id']}: {item['error']}")
+            raise typer.Exit(int(cx.failures[0].exit_code))
 
     run(body, json_mode=json_mode)
 
