@@ -272,3 +272,21 @@ def test_one_broken_store_does_not_hide_the_others(kind: str, state_dir: Path):
     code, items, err = cli_json("agents", "list", "--json")
     assert code == 6 and [a["id"] for a in items] == ["main", "ops"] and items[1]["error"]
     assert items[0]["sessionsCount"] == 1 and "Error: agent ops:" in err
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_deleted_agent_is_neither_listed_nor_hinted(kind: str, state_dir: Path):
+    """No roster: agents are discovered on disk. After `agents delete`, the directory holds only the
+    verified archives (and an emptied index): not a store, so no listing, no "would migrate" hint."""
+    make(kind, state_dir, {"agent:main:main": entry("m1", now_ms())})
+    make(kind, state_dir, {"agent:ops:main": entry("o1", now_ms())}, agent="ops")
+    assert [a["id"] for a in cli_json("agents", "list", "--json")[1]] == ["main", "ops"]
+    code, doc, err = cli_json("agents", "delete", "ops", "--force", "--json")
+    assert code == 0, err
+    assert [a["id"] for a in cli_json("agents", "list", "--json")[1]] == ["main"]
+    code, listing, err = cli_json("sessions", "--all-agents", "--json")
+    assert [s["agentId"] for s in listing["stores"]] == ["main"]
+    assert "agent ops" not in listing.get("hint", "") and "agents/ops" not in err
+    status = cli("status", "--no-probe")
+    assert "ops" not in status.stdout and "agents/ops" not in status.stderr
+    assert cli_json("sessions", "--agent", "ops", "--json")[0] == 4

@@ -76,13 +76,24 @@ def unconfigured_agent_ids(paths: StatePaths, config: Any) -> list[str]:
 
 
 def has_session_store(paths: StatePaths, agent_id: str) -> bool:
-    """Whether an agent directory holds a store: a database, a `sessions.json` with rows (or one
-    that cannot be read: its error must be seen) or transcript files. What `agents delete`
-    leaves (archives and an emptied index) is not a store."""
+    """Whether a discovered agent directory holds sessions: a database or a `sessions.json` with
+    rows (or one that cannot be read: its error must be seen), or transcript files. What `agents
+    delete` leaves (archives, an emptied index or database) is not a store worth listing."""
     from openclaw_cli.store.files import has_transcript_files
 
-    if os.path.lexists(paths.agent_db_path(agent_id)) or has_transcript_files(paths.sessions_dir(agent_id)):
+    if has_transcript_files(paths.sessions_dir(agent_id)):
         return True
+    db = paths.agent_db_path(agent_id)
+    if os.path.lexists(db):
+        from openclaw_cli.errors import OpenClawError
+        from openclaw_cli.store.detect import open_store_at
+
+        try:
+            with open_store_at(db, agent_id=agent_id, read_only=True) as store:
+                if store.count_entries() > 0:
+                    return True
+        except OpenClawError:
+            return True
     legacy = paths.legacy_store_path(agent_id)
     try:
         size = legacy.stat().st_size
