@@ -178,6 +178,26 @@ def test_completion_offers_agent_ids_and_session_keys(kind: str, state_dir: Path
     assert complete("openclaw sessions tail --session-key agent:main:c", shell="fish") == ["agent:main:cron:nightly"]
 
 
+@pytest.mark.skipif(not Path("/bin/bash").exists() and not Path("/usr/bin/bash").exists(), reason="no bash")
+def test_installed_bash_completion_completes_in_bash(state_dir: Path, tmp_path: Path):
+    """The script `--install-completion bash` writes, sourced by a real bash, completes a key."""
+    make_sqlite(state_dir, {"agent:main:main": entry("m1", now_ms()), "agent:main:cron:nightly": entry("c1", now_ms())})
+    home = tmp_path / "completion-home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1")
+    exe = Path(sys.executable).parent / "openclaw"
+    installed = subprocess.run([str(exe), "--install-completion", "bash"], capture_output=True, text=True, env=env,
+                               timeout=60)
+    assert installed.returncode == 0, installed.stderr
+    script = home / ".bash_completions" / "openclaw.sh"
+    assert f"source '{script}'" in (home / ".bashrc").read_text()
+    probe = (f"source '{script}'; COMP_WORDS=(openclaw sessions tail --session-key agent:main:c); COMP_CWORD=4; "
+             f"_openclaw_completion '{exe}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+    done = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["agent:main:cron:nightly"]
+
+
 def test_completion_of_a_broken_store_completes_nothing(state_dir: Path):
     (state_dir / "agents/main/sessions").mkdir(parents=True)
     (state_dir / "agents/main/sessions/sessions.json").write_text("{not json")

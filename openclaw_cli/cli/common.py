@@ -89,12 +89,12 @@ def say_error(text: str) -> None:
 _WARNED: set[str] = set()
 
 
-def warn_config(loaded: object) -> None:
+def warn_config(warnings: list[str] | tuple[str, ...]) -> None:
     """Config warnings (unknown keys inside the sections we model, legacy keys, …) on stderr, each
     once per process, whichever command loaded the config (spec D10)."""
     from openclaw_cli.output import sanitize_text
 
-    for warning in getattr(loaded, "warnings", None) or []:
+    for warning in warnings or []:
         if warning in _WARNED:
             continue
         _WARNED.add(warning)
@@ -107,7 +107,7 @@ def load_context(typer_ctx: typer.Context | None = None, **kwargs: Any):
     from openclaw_cli.ops.context import Context
 
     cx = Context.load(state_paths(typer_ctx), **kwargs)
-    warn_config(cx.config)
+    warn_config(cx.config.warnings)
     return cx
 
 

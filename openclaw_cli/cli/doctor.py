@@ -108,7 +108,7 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     from openclaw_cli.output import emit_json, err
 
     checks = run_checks(_paths(ctx), fix=fix)
-    warn_config(_Warnings(checks.get("configWarnings") or []))
+    warn_config(checks.get("configWarnings") or [])
     if not json_out:
         print_lines(checks_text(checks))
     if checks.get("unconfiguredAgents"):
@@ -130,7 +130,3 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     print_lines(plain_doctor_text(report.to_json(), fix=fix))
     raise typer.Exit(report.exit_code)
 
-
-class _Warnings:
-    def __init__(self, warnings: list[str]):
-        self.warnings = warnings

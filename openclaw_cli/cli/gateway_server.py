@@ -126,7 +126,7 @@ def gateway_run(
 
         paths = state_paths(ctx)
         cx = Context.load(paths)
-        warn_config(cx.config)
+        warn_config(cx.config.warnings)
         resolved = resolve_run_settings(cx.config, port=port, bind=bind, auth=auth, token=token, password=password,
                                         password_file=password_file, allow_unconfigured=allow_unconfigured)
         serve_forever(cx.paths, resolved, verbose=verbose)

@@ -64,7 +64,7 @@ def status(
         result = build_status(state_paths(), probe=probe, failures=failures, hints=hints)
         if json_mode:
             echo_json(result)
-            warn_config(_Warnings(result["config"].get("warnings") or []))
+            warn_config(result["config"].get("warnings") or [])  # text mode shows them in the report
         else:
             from openclaw_cli.cli.render import status_lines
             from openclaw_cli.cli.term import stdout_printer
@@ -81,14 +81,6 @@ def status(
             raise typer.Exit(int(failures[0].exit_code))
 
     run(body, json_mode=json_mode)
-
-
-class _Warnings:
-    """The config warnings of a status document, for `warn_config` (text mode shows them in the
-    report itself)."""
-
-    def __init__(self, warnings: list[str]):
-        self.warnings = warnings
 
 
 def register(app: typer.Typer) -> None:

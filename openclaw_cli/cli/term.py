@@ -63,7 +63,8 @@ def paint(text: str, style: str | None, *, enabled: bool) -> str:
 
 
 class Printer:
-    """Lines for one stream, painted when that stream is a colour terminal."""
+    """What a renderer needs to know about the stream its lines go to: colour, table width, and
+    whether cells are shown whole."""
 
     def __init__(self, stream: TextIO | None = None, *, wide: bool = False):
         self.stream = stream
@@ -89,21 +90,9 @@ class Printer:
     def paint(self, text: str, style: str | None) -> str:
         return paint(text, style, enabled=self.color)
 
-    def line(self, text: str = "", style: str | None = None) -> None:
-        self._stream.write(self.paint(text, style) + "\n")
-
-    def lines(self, lines: list[str] | tuple[str, ...]) -> None:
-        if lines:
-            self._stream.write("\n".join(lines) + "\n")
-        self._stream.flush()
-
 
 def stdout_printer(*, wide: bool = False) -> Printer:
     return Printer(None, wide=wide)
-
-
-def stderr_printer() -> Printer:
-    return Printer(sys.stderr)
 
 
 BOX_CHARS = "┌├│└"
