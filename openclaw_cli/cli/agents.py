@@ -125,7 +125,8 @@ def agents_delete(
 
             if json_mode or not sys.stdin.isatty():
                 raise UsageError(f'Refusing to delete agent "{agent}" without confirmation; pass --force.')
-            if not typer.confirm(f'Delete agent "{agent}"? Its transcripts are archived, its sessions removed.'):
+            if not typer.confirm(f'Delete agent "{agent}"? Its transcripts are archived, its sessions removed.',
+                                 err=True):  # the question is not a result: stderr
                 raise typer.Exit(1)
         # The Gateway judges its own roster; the local checks apply to a local run only.
         served = delegate("agents.delete", {"agentId": agent_id.strip(), "deleteFiles": True}, gw_options,

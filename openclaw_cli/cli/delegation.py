@@ -79,9 +79,9 @@ def _say(hint: Callable[[str], None] | None, text: str) -> None:
     if hint is not None:
         hint(text)
         return
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.cli.common import say_hints
 
-    err(f"Hint: {sanitize_text(text)}")
+    say_hints([text])
 
 
 def delegate(method: str, params: dict[str, Any], options: GatewayOptions | None, *, paths: Any,
