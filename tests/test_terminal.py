@@ -135,3 +135,14 @@ def test_errors_are_red_on_a_terminal_only(state: Path):
     assert b"\x1b" not in run_in_pty("sessions", "--agent", "ghost", code=4, env={"NO_COLOR": "1"})
     piped = run_cli("sessions", "--agent", "ghost")
     assert piped.returncode == 4 and piped.stderr.startswith("Error: Unknown agent id")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c))
+def test_not_a_terminal_means_no_escapes_and_whole_rows(state: Path, command: tuple):
+    # pipes: neither stdout nor stderr is a terminal; NO_COLOR unset, so only that keeps colour off
+    env_free = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    proc = subprocess.run([sys.executable, "-m", "openclaw_cli", *command], capture_output=True, text=True,
+                          env=env_free, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x1b" not in proc.stderr
+    assert LONG_KEY in proc.stdout  # never cut when piped
