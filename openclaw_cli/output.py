@@ -1,4 +1,6 @@
-"""One output module: JSON documents on stdout, human text on stderr (Rich, lazily)."""
+"""One output module: JSON documents and results on stdout (`emit_json`, `out`), messages on stderr
+(`err`), sanitising of stored text, and the Rich console the progress bars draw on (stderr, lazily).
+The text renderers' view of the streams (colour, widths) is `cli/term.py`."""
 
 from __future__ import annotations
 

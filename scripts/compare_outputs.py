@@ -169,8 +169,8 @@ def main() -> int:
                     print(f"DIFF {name}: openclaw {' '.join(argv)}")
                     for label, i in (("exit", 0), ("stdout", 1), ("stderr", 2)):
                         if left[i] != right[i]:
-                            print(f"  {label} differs")
-                            if args.show:
+                            print(f"  {label} differs" + (f": {left[i]} -> {right[i]}" if i == 0 else ""))
+                            if args.show and i:
                                 import difflib
 
                                 for line in difflib.unified_diff(left[i].splitlines(), right[i].splitlines(),

@@ -48,8 +48,10 @@ def test_delete_legacy_agent_archives_every_transcript(state_dir):
     assert [a["id"] for a in config["agents"]["list"]] == ["main"]
     assert json.loads((state_dir / "openclaw.json.bak").read_text()) == TWO_AGENTS
     code, listing, _ = cli_json("agents", "list", "--json")
-    ops = next(a for a in listing["agents"] if a["id"] == "ops")
-    assert ops["configured"] is False and ops["sessions"] == 0
+    # the agent is gone from the roster and its directory holds only archives: not listed any more
+    assert [a["id"] for a in listing] == ["main"]
+    status = cli_json("status", "--json", "--no-probe")[1]
+    assert [s["agent"] for s in status["stores"]] == ["main"] and "unconfiguredStores" not in status
 
 
 def test_delete_sqlite_agent_archives_every_session_window(state_dir):
@@ -118,8 +120,13 @@ def test_agents_list_shows_stores_and_counts(kind, state_dir):
     write_config(state_dir, TWO_AGENTS)
     (make_legacy if kind == "legacy" else make_sqlite)(state_dir, {"agent:main:a": entry("a", now_ms())})
     code, doc, _ = cli_json("agents", "list", "--json")
-    assert code == 0 and doc["defaultId"] == "main"
-    main = doc["agents"][0]
-    assert (main["id"], main["store"]["kind"], main["sessions"], main["configured"]) == ("main", kind, 1, True)
-    assert doc["agents"][1]["id"] == "ops" and doc["agents"][1]["sessions"] == 0
-    assert doc["totalSessions"] == 1
+    # OpenClaw's array of {id, workspace, agentDir, bindings, isDefault}, plus the store facts
+    assert code == 0 and isinstance(doc, list)
+    main, ops = doc
+    assert list(main)[:5] == ["id", "workspace", "agentDir", "bindings", "isDefault"]
+    assert (main["id"], main["isDefault"], main["storeKind"], main["sessionsCount"], main["configured"]) == (
+        "main", True, kind, 1, True)
+    assert main["workspace"] == str(state_dir / "workspace")
+    assert main["agentDir"] == str(state_dir / "agents" / "main" / "agent")
+    assert (ops["id"], ops["isDefault"], ops["sessionsCount"]) == ("ops", False, 0)
+    assert ops["workspace"] == str(state_dir / "workspace-ops")

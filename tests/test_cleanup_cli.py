@@ -78,10 +78,14 @@ def test_selection_errors_exit_1(small_store, args, message):
     assert code == 1 and doc == {"ok": False, "error": {"type": "cli_error", "message": message}}
 
 
-def test_missing_store_target(small_store, state_dir):
-    code, doc, _ = cli_json("sessions", "cleanup", "--store", str(state_dir / "nope.sqlite"), "--enforce", "--json")
-    assert code == 1
-    assert doc["error"]["message"].startswith(f"Session store target does not exist: {state_dir / 'nope.sqlite'}.")
+@pytest.mark.parametrize("name", ["nope.sqlite", "agents/main/sessions/nope.json", "agents"])
+def test_missing_store_target_is_not_found(small_store, state_dir, name):
+    """docs/exit-codes.md: a named store that does not exist is "not found" (4), for a database
+    path, a legacy path and a directory alike."""
+    target = state_dir / name
+    code, doc, _ = cli_json("sessions", "cleanup", "--store", str(target), "--enforce", "--json")
+    assert code == 4 and doc["error"]["type"] == "not_found"
+    assert doc["error"]["message"].startswith(f"Session store not found: {target} ")
 
 
 def test_unknown_agent_is_not_found(small_store):
@@ -92,9 +96,11 @@ def test_unknown_agent_is_not_found(small_store):
 def test_text_dry_run_report_is_sanitised(small_store, state_dir):
     before = tree_digest(state_dir)
     proc = cli("sessions", "cleanup", "--dry-run")
-    assert proc.returncode == 0 and proc.stdout == ""
-    text = proc.stderr
-    assert "\x1b" not in text
+    # D19: the report is the result (stdout); only the migration hint is on stderr
+    assert proc.returncode == 0 and proc.stderr.startswith("Hint: Legacy session store")
+    assert "Session store:" not in proc.stderr
+    text = proc.stdout
+    assert "\x1b" not in text and "\x1b" not in proc.stderr
     lines = text.splitlines()
     assert lines[0] == f"Session store: {sessions_dir(state_dir) / 'sessions.json'}"
     assert "Entries: 3 -> 2 (remove 1)" in lines and "Would prune stale: 1" in lines
@@ -109,7 +115,8 @@ def test_text_dry_run_report_is_sanitised(small_store, state_dir):
 def test_text_apply_report(small_store, state_dir):
     proc = cli("cleanup", "--enforce")
     assert proc.returncode == 0, proc.stderr
-    assert "Applied maintenance. Current entries: 2" in proc.stderr.splitlines()
+    assert "Applied maintenance. Current entries: 2" in proc.stdout.splitlines()
+    assert "Applied maintenance" not in proc.stderr
     assert set(load_store(state_dir)) == {"agent:main:main", "agent:main:recent"}
 
 
@@ -124,7 +131,7 @@ def test_several_stores_print_the_wrapper(state_dir):
     assert list(doc) == ["allAgents", "mode", "dryRun", "stores"]
     assert [s["agentId"] for s in doc["stores"]] == ["main", "ops"]
     proc = cli("sessions", "cleanup", "--all-agents", "--dry-run")
-    assert "Agent: main" in proc.stderr.splitlines() and "Agent: ops" in proc.stderr.splitlines()
+    assert "Agent: main" in proc.stdout.splitlines() and "Agent: ops" in proc.stdout.splitlines()
     code, doc, _ = cli_json("sessions", "cleanup", "--all-agents", "--enforce", "--json")
     assert code == 0 and [s["appliedCount"] for s in doc["stores"]] == [1, 0]
     code, doc, _ = cli_json("sessions", "cleanup", "--agent", "ops", "--dry-run", "--json")

@@ -207,15 +207,18 @@ def test_config_error_exit_code_and_envelope(state_dir: Path) -> None:
     assert json.loads(proc.stdout)["config"]["valid"] is False
 
 
-def test_text_output_goes_to_stderr_and_is_sanitised(state_dir: Path) -> None:
+def test_text_output_goes_to_stdout_and_is_sanitised(state_dir: Path) -> None:
+    """D19: the listing is a result (stdout; 2026.9.6 prints it on stderr), the migration hint is
+    not (stderr). Stored control characters reach neither stream (D6.8)."""
     sessions = state_dir / "agents/main/sessions"
     _write(sessions / "sessions.json", json.dumps({"agent:main:x\u001b[31m": {"sessionId": "s1", "updatedAt": 1,
                                                                                "model": "m\u001b]0;pwn\u0007"}}))
     proc = run_cli("sessions")
     assert proc.returncode == 0
-    assert proc.stdout == ""
-    assert "\u001b" not in proc.stderr and "\u0007" not in proc.stderr
-    assert "Session store:" in proc.stderr
+    assert proc.stdout.startswith("Session store:") and "agent:main:x " in proc.stdout
+    assert "Session store:" not in proc.stderr and proc.stderr.startswith("Hint: Legacy session store in use")
+    for stream in (proc.stdout, proc.stderr):
+        assert "\u001b" not in stream and "\u0007" not in stream
 
 
 def test_help_lists_commands() -> None:
@@ -239,10 +242,18 @@ def test_store_flag_on_the_real_openclaw_db_lists_the_real_sessions(imported_fix
     assert recovered["archived"] is True  # derived from archivedAt (the real CLI shows no marker)
 
 
+@pytest.mark.parametrize("command", [("sessions",), ("sessions", "tail"), ("compact", "agent:main:main", "--dry-run")])
+@pytest.mark.parametrize("name", ["nope.sqlite", "agents/main/sessions/sessions.json", "."])
+def test_store_flag_naming_nothing_is_not_found(state_dir: Path, command: tuple, name: str) -> None:
+    target = (state_dir / name).absolute()
+    proc = run_cli(*command, "--json", "--store", str(target))
+    assert proc.returncode == 4, proc.stderr
+    error = json.loads(proc.stdout)["error"]
+    assert error["type"] == "not_found" and error["message"].startswith("Session store not found: ")
+    assert ("is a directory" in error["message"]) == (name == ".")
+
+
 def test_store_flag_errors(state_dir: Path) -> None:
-    proc = run_cli("sessions", "--json", "--store", str(state_dir / "nope.sqlite"))
-    assert proc.returncode == 1
-    assert "Session store target does not exist" in json.loads(proc.stdout)["error"]["message"]
     proc = run_cli("sessions", "--json", "--store", str(state_dir), "--all-agents")
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["error"]["message"] == "--store cannot be combined with --all-agents"
@@ -258,13 +269,27 @@ def test_profile_selects_its_own_state_dir(isolated_env: dict[str, Path]) -> Non
     assert data["path"].startswith(str(home / ".openclaw-work")) and data["count"] == 6
 
 
-def test_several_configured_agents_need_an_explicit_selection(state_dir: Path) -> None:
+@pytest.mark.parametrize("agents", [
+    {"ownership": "explicit", "entries": {"main": {}, "work": {}}},  # OpenClaw's multi-agent form
+    {"entries": {"main": {}, "work": {}}},  # several agents and no default marker
+])
+def test_several_configured_agents_need_an_explicit_selection(state_dir: Path, agents: dict) -> None:
     generate_legacy_state(state_dir, 6, 0, 5)
     generate_legacy_state(state_dir, 5, 0, 6, "--agent", "work")
-    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {"main": {"default": True}, "work": {}}}}))
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": agents}))
     proc = run_cli("sessions", "--json")
     assert proc.returncode == 1
     assert "Pass --agent <id>" in json.loads(proc.stdout)["error"]["message"]
     assert list_json("--agent", "work")["count"] == 5
     both = list_json("--all-agents")
     assert both["count"] == 11 and {s["agentId"] for s in both["stores"]} == {"main", "work"}
+
+
+def test_a_legacy_default_marker_selects_its_agent(state_dir: Path) -> None:
+    """As 2026.9.6 (`agents.ownership: "legacy"`): several agents, one marked `default: true`,
+    and a command without --agent uses that one."""
+    generate_legacy_state(state_dir, 6, 0, 5)
+    generate_legacy_state(state_dir, 5, 0, 6, "--agent", "work")
+    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {"main": {}, "work": {"default": True}}}}))
+    listing = list_json()
+    assert listing["count"] == 5 and "/agents/work/" in listing["path"]

@@ -192,21 +192,23 @@ def test_dry_run_shows_the_plan_and_writes_nothing(store: str, state_dir: Path):
     assert tree_digest(state_dir) == before  # no lock file, no archive, no rewritten sessions.json
 
 
-def test_text_output_goes_to_stderr(templates, state_dir: Path):
+def test_text_report_goes_to_stdout(templates, state_dir: Path):
+    """D19: the report is the result (stdout); only hints go to stderr."""
     from tests.conftest import run_cli
 
     use_template(templates["legacy"], state_dir)
     proc = run_cli("sessions", "compact", MAIN, "--keep-recent-tokens", "20000")
-    assert proc.returncode == 0 and proc.stdout == ""
-    assert "Compacted agent:main:main (" in proc.stderr and "cut point: entry" in proc.stderr
+    assert proc.returncode == 0
+    assert "Compacted agent:main:main (" in proc.stdout and "cut point: entry" in proc.stdout
+    assert "Compacted" not in proc.stderr and proc.stderr.startswith("Hint: ")
     from typer.testing import CliRunner
 
     from openclaw_cli.cli.main import app
 
     dry = CliRunner().invoke(app, ["compact", SMALL, "--dry-run"])
-    assert dry.exit_code == 0 and dry.stdout == ""
-    assert "Dry run: nothing was written." in dry.stderr and "hard checkpoint" in dry.stderr
-    assert "Summary:\n  ## Goal" in dry.stderr
+    assert dry.exit_code == 0
+    assert "Dry run: nothing was written." in dry.stdout and "hard checkpoint" in dry.stdout
+    assert "Summary:\n  ## Goal" in dry.stdout and "Summary:" not in dry.stderr
 
 
 # ---- refusals ------------------------------------------------------------------------------------------------
@@ -214,24 +216,39 @@ def test_text_output_goes_to_stderr(templates, state_dir: Path):
 @pytest.mark.parametrize(("key", "code", "kind", "text"), [
     ("agent:main:nope", 4, "not_found", "Session not found: agent:main:nope."),
     ("../../etc/passwd", 4, "not_found", "Session not found"),
-    (EMPTY, 1, "compaction_skipped", "nothing compactable in this session yet"),
-    (MISSING, 1, "compaction_skipped", "nothing compactable in this session yet"),
 ])
 def test_refusals_modify_nothing(store: str, state_dir: Path, key: str, code: int, kind: str, text: str):
     before = tree_digest(state_dir)
     rc, doc, _ = invoke("compact", key)
     assert rc == code and doc["ok"] is False
     assert doc["error"]["type"] == kind and text in doc["error"]["message"]
-    if kind == "compaction_skipped":
-        assert doc["key"] == key and doc["compacted"] is False and doc["reason"] == text
     assert tree_digest(state_dir) == before
 
 
-def test_a_session_compacted_at_its_tail_is_refused(store: str, state_dir: Path):
+@pytest.mark.parametrize("key", [EMPTY, MISSING])
+def test_nothing_to_compact_is_a_success(store: str, state_dir: Path, key: str):
+    """A nightly `openclaw compact KEY` must not fail on an idle session: exit 0, `compacted:
+    false` and the reason (no error envelope); nothing is written."""
+    before = tree_digest(state_dir)
+    rc, doc, _ = invoke("compact", key)
+    assert rc == 0 and doc["ok"] is True and "error" not in doc
+    assert doc["key"] == key and doc["compacted"] is False
+    assert doc["reason"] == "nothing compactable in this session yet" and doc["code"]
+    assert tree_digest(state_dir) == before
+    from typer.testing import CliRunner
+
+    from openclaw_cli.cli.main import app
+
+    text = CliRunner().invoke(app, ["compact", key])
+    assert text.exit_code == 0
+    assert text.stdout == f"{key}: nothing to compact (nothing compactable in this session yet).\n"
+
+
+def test_a_session_compacted_at_its_tail_is_skipped(store: str, state_dir: Path):
     assert invoke("compact", SMALL)[0] == 0
     before = tree_digest(state_dir)
     rc, doc, _ = invoke("compact", SMALL, "--keep-recent-tokens", "100")
-    assert rc == 1 and doc["reason"] == "session is already compacted" and doc["compacted"] is False
+    assert rc == 0 and doc["reason"] == "session is already compacted" and doc["compacted"] is False
     assert tree_digest(state_dir) == before
 
 

@@ -144,15 +144,15 @@ def test_conformance_item_9_bad_disk_budget_is_a_config_error(isolated_env):
     # maintenance.md §13 item 9 used to disable the budget silently; D10 makes it an error.
     error = config_error(isolated_env, '{"session": {"maintenance": {"maxDiskBytes": "lots"}}}')
     assert error.message.splitlines()[0] == (
-        'Invalid config value at session.maintenance.maxDiskBytes: "lots" (Invalid byte size: "lots". '
-        'Use values like 512kb, 10mb, 1gb, or 500.). Example: "2gb"'
+        'Invalid config value at session.maintenance.maxDiskBytes: "lots" (not a byte size: use a number with b, '
+        'kb, mb, gb or tb, such as 512kb, 10mb or 2gb). Example: "2gb"'
     )
     assert error.message.splitlines()[-1] == f"Config file: {isolated_env['config']}"
     assert error.issues == [
         {
             "path": "session.maintenance.maxDiskBytes",
-            "message": '"lots" (Invalid byte size: "lots". Use values like 512kb, 10mb, 1gb, or 500.). '
-            'Example: "2gb"',
+            "message": '"lots" (not a byte size: use a number with b, kb, mb, gb or tb, such as 512kb, 10mb or '
+            '2gb). Example: "2gb"',
         }
     ]
     assert error.to_json()["issues"] == error.issues
@@ -186,7 +186,10 @@ def test_every_issue_is_collected(isolated_env):
         "gateway.port",
     }
     assert by_path["session.maintenance.mode"] == '"always" (expected one of "enforce", "warn"). Example: "enforce"'
-    assert by_path["session.maintenance.pruneAfter"].startswith('"30 days" (Invalid duration: "30 days".')
+    # the value once, then what a duration looks like (days included), then this key's example
+    assert by_path["session.maintenance.pruneAfter"] == (
+        '"30 days" (not a duration: use a number with ms, s, m, h or d, such as 30s, 5m, 2h, 30d or 1h30m). '
+        'Example: "30d"')
     assert by_path["session.maintenance.pruneAfter"].endswith('Example: "30d"')
     assert by_path["session.maintenance.maxEntries"] == "-3 (must be positive). Example: 500"
     assert by_path["session.writeLock.staleMs"] == "2.5 (expected an integer). Example: 1800000"

@@ -161,7 +161,7 @@ def test_cleanup_is_served_by_the_gateway(state_dir, stale_store):
                                  "fixDmScope": False}  # the real CLI's params; never dryRun/store
     assert fake.requests("connect")[0]["params"]["scopes"] == ["operator.admin"]
     assert proc.returncode == 0
-    text = proc.stdout + proc.stderr
+    text = proc.stdout  # D19: the served result is printed like a local one, on stdout
     assert "Session store: /gateway/agents/main/agent/openclaw-agent.sqlite" in text
     assert "Applied maintenance. Current entries: 2" in text and "Pruned unreferenced artifacts: 1" in text
 
@@ -173,7 +173,7 @@ def test_cleanup_all_agents_text_from_the_gateway_wrapper(state_dir, stale_store
         env = configure(state_dir, fake.port)
         proc = cli("sessions", "cleanup", "--enforce", "--all-agents", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "Agent: ops" in proc.stderr and "Session store: /g/ops.sqlite" in proc.stderr
+    assert "Agent: ops" in proc.stdout and "Session store: /g/ops.sqlite" in proc.stdout
     assert fake.requests("sessions.cleanup")[0]["params"]["allAgents"] is True
 
 
@@ -270,7 +270,7 @@ def test_compact_max_lines_is_served_by_the_gateway(state_dir, stale_store):
     assert code == 0, err
     assert doc == result
     assert fake.requests("sessions.compact")[0]["params"] == {"key": "agent:main:main", "maxLines": 3}
-    assert proc.returncode == 0 and "agent:main:main: kept 3 lines (compacted by the Gateway)." in proc.stderr
+    assert proc.returncode == 0 and "agent:main:main: kept 3 lines (compacted by the Gateway)." in proc.stdout
     assert tree_digest(state_dir) == before
 
 
@@ -322,7 +322,7 @@ def test_agents_delete_is_served_by_the_gateway(state_dir, stale_store):
     assert code == 0, err
     assert doc == result
     assert fake.requests("agents.delete")[0]["params"] == {"agentId": "ops", "deleteFiles": True}
-    assert proc.returncode == 0 and "trash: /g/agents/ops/agent" in proc.stderr
+    assert proc.returncode == 0 and "trash: /g/agents/ops/agent" in proc.stdout
     assert tree_digest(state_dir) == before
 
 
@@ -351,5 +351,5 @@ def test_compact_text_from_our_gateways_richer_document(state_dir, stale_store):
         env = configure(state_dir, fake.port)
         proc = cli("compact", "agent:main:main", "--max-lines", "2", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "agent:main:main: Kept 2 of 5 lines (3 dropped)." in proc.stderr
-    assert "archive of the full transcript: /g/m.jsonl.bak.zst" in proc.stderr
+    assert "agent:main:main: Kept 2 of 5 lines (3 dropped)." in proc.stdout
+    assert "archive of the full transcript: /g/m.jsonl.bak.zst" in proc.stdout

@@ -12,3 +12,49 @@ def test_exit_code_doc_is_current() -> None:
 def test_every_exit_code_is_documented_and_unique() -> None:
     assert set(EXIT_CODE_DOCS) == set(ExitCode)
     assert len({int(c) for c in ExitCode}) == len(list(ExitCode))
+
+
+def test_command_reference_is_current() -> None:
+    """docs/commands.md is generated from the Typer app: a new command or option must come with
+    the regenerated file."""
+    from openclaw_cli.cli.reference import REGENERATE, commands_markdown
+
+    current = (ROOT / "docs" / "commands.md").read_text()
+    assert current == commands_markdown(), f"docs/commands.md is stale: run `{REGENERATE}` and commit the result"
+
+
+def test_command_reference_names_every_command_option_and_default() -> None:
+    import typer.main
+
+    from openclaw_cli.cli.main import app
+    from openclaw_cli.cli.reference import commands_markdown
+
+    text = commands_markdown()
+    root = typer.main.get_command(app)
+    assert "| `--tail` `<count>` | `80` |" in text and "| `--limit` `<n|all>` |" not in text  # `|` escaped
+    assert "| `--limit` `<n\\|all>` |" in text
+    for name, group in root.commands.items():
+        assert f"## `openclaw {name}`" in text
+        for sub in getattr(group, "commands", {}):
+            assert f"## `openclaw {name} {sub}`" in text
+    for param in root.commands["sessions"].commands["cleanup"].params:
+        if not getattr(param, "hidden", False):
+            assert f"`{param.opts[0]}`" in text.split("## `openclaw sessions cleanup`")[1].split("## ")[0]
+
+
+def test_readme_links_the_command_reference() -> None:
+    assert "(docs/commands.md)" in (ROOT / "README.md").read_text()
+
+
+def test_gen_docs_regenerates_both_files(tmp_path) -> None:
+    """The one regeneration command writes what the staleness tests compare against."""
+    import shutil
+    import subprocess
+    import sys
+
+    for name in ("scripts", "docs"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    (tmp_path / "docs" / "commands.md").write_text("stale\n")
+    proc = subprocess.run([sys.executable, str(tmp_path / "scripts" / "gen_docs.py")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()

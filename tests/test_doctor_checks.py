@@ -25,7 +25,8 @@ def test_plain_doctor_reports_and_writes_nothing(legacy_fixture_state: Path) -> 
     before = tree_digest(legacy_fixture_state)
     proc = run_cli("doctor")
     assert proc.returncode == 0, proc.stderr
-    text = proc.stderr
+    text = proc.stdout  # D19: the report on stdout; the findings are listed there, not warned twice
+    assert "rotateBytes" not in proc.stderr
     assert "session.maintenance.rotateBytes is deprecated" in text
     assert "session.parentForkMaxTokens was removed" in text
     assert f"stale session lock: {lock}" in text and "dead-pid" in text
@@ -41,7 +42,7 @@ def test_doctor_fix_removes_legacy_keys_and_dead_locks(legacy_fixture_state: Pat
     lock = _dead_pid_lock(legacy_fixture_state / "agents/main/sessions")
     proc = run_cli("doctor", "--fix")
     assert proc.returncode == 0, proc.stderr
-    assert "Removed deprecated session.maintenance.rotateBytes." in proc.stderr
+    assert "Removed deprecated session.maintenance.rotateBytes." in proc.stdout
     assert (legacy_fixture_state / "openclaw.json.bak").read_text() == CONFIG
     fixed = json.loads(config.read_text())
     assert "rotateBytes" not in fixed["session"]["maintenance"] and "parentForkMaxTokens" not in fixed["session"]

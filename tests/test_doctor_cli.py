@@ -99,8 +99,8 @@ def test_text_report_of_an_import(state_dir: Path) -> None:
         "agent:main:gone\x1b[31m": {"sessionId": "gone", "updatedAt": 1}}))
     result = run_cli("doctor", "--session-sqlite", "import", "--session-sqlite-all-agents")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == ""  # human output goes to stderr
-    lines = result.stderr.splitlines()
+    assert result.stderr == ""  # D19: the report is the result, on stdout
+    lines = result.stdout.splitlines()
     assert lines[0] == "session-sqlite import: 1 target(s), 2 legacy entries, 2 sqlite entries, 1 issue(s)"
     assert lines[1].startswith("- migration-run=session-sqlite-")
     assert lines[2].startswith(f"- manifest={state_dir}/session-sqlite-migration-runs/session-sqlite-")
@@ -108,7 +108,7 @@ def test_text_report_of_an_import(state_dir: Path) -> None:
                         "unreferenced-jsonl=0")
     assert lines[4].startswith("  compact reclaimed=0 bytes, db=")
     assert lines[5].startswith("  [transcript_missing] agent:main:gone: Transcript file is missing: ")
-    assert "\x1b" not in result.stderr  # D6.8
+    assert "\x1b" not in result.stdout  # D6.8
 
 
 def test_plain_doctor_previews_and_fix_imports(state_dir: Path) -> None:
@@ -116,10 +116,10 @@ def test_plain_doctor_previews_and_fix_imports(state_dir: Path) -> None:
     before = snapshot(state_dir)
     preview = run_cli("doctor")
     assert preview.returncode == 0
-    assert "- Legacy entries: 1; SQLite entries: 0." in preview.stderr
-    assert 'Run "openclaw doctor --fix"' in preview.stderr
+    assert "- Legacy entries: 1; SQLite entries: 0." in preview.stdout
+    assert 'Run "openclaw doctor --fix"' in preview.stdout
     assert snapshot(state_dir) == before  # D6.1: plain doctor writes nothing
     fixed = run_cli("doctor", "--fix")
     assert fixed.returncode == 0, fixed.stderr
-    assert "- Archived 2 legacy transcript artifact(s)." in fixed.stderr
+    assert "- Archived 2 legacy transcript artifact(s)." in fixed.stdout
     assert not (state_dir / "agents" / "main" / "sessions" / "sessions.json").exists()

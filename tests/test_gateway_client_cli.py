@@ -155,8 +155,9 @@ def test_status_gateway_block(state_dir):
         bad = status_gateway()
         configure(state_dir, fake.port, token=None)
         anonymous = status_gateway()
-    assert list(good) == ["mode", "url", "urlSource", "misconfigured", "reachable", "connectLatencyMs", "error",
-                          "authWarning"]
+    # OpenClaw's keys in its order (observed §7); `self` from the server's hello
+    assert list(good) == ["mode", "url", "urlSource", "misconfigured", "reachable", "connectLatencyMs", "self",
+                          "error", "authWarning"]
     assert good["reachable"] is True and good["error"] is None and isinstance(good["connectLatencyMs"], int)
     assert good["url"] == f"ws://127.0.0.1:{fake.port}" and good["urlSource"] == "local loopback"
     # a wrong token is not "healthy": the Gateway's error is shown

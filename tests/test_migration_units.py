@@ -210,11 +210,32 @@ def test_recover_report_omits_fields_openclaw_omits() -> None:
     assert list(Report("import").to_json()["totals"]) == sorted(Report("import").to_json()["totals"])
 
 
-def test_text_report_caps_issue_lines() -> None:
+def test_text_report_groups_issues_of_one_kind() -> None:
+    """300 sessions with the same problem (e.g. `inspect` after `restore`) read as one finding
+    with a count and the first few sessions, not 300 near-identical lines."""
+    target = TargetReport("main", "/s", "/d")
+    for i in range(300):
+        target.add("active_sqlite_transcript_jsonl", f"SQLite-backed session has a legacy JSONL transcript awaiting "
+                   f"verification: /s/sess-{i:03d}.jsonl. Run openclaw doctor --fix.", f"agent:main:k{i}")
+    target.add("transcript_missing", "Transcript file is missing: /s/x.jsonl", "agent:main:x")
+    from openclaw_cli.cli.render_migration import migration_text
+
+    lines = migration_text(Report("inspect", [target]).to_json())
+    issue_lines = lines[2:]
+    assert issue_lines[0] == ("  [active_sqlite_transcript_jsonl] 300 issues: SQLite-backed session has a legacy "
+                              "JSONL transcript awaiting verification: /s/….jsonl. Run openclaw doctor --fix.")
+    assert issue_lines[1:4] == ["    agent:main:k0: sess-000", "    agent:main:k1: sess-001", "    agent:main:k2: sess-002"]
+    assert issue_lines[4] == "    ...and 297 more (--json lists every one)"
+    assert issue_lines[5] == "  [transcript_missing] agent:main:x: Transcript file is missing: /s/x.jsonl"
+    assert len(lines) == 8
+
+
+def test_text_report_caps_issue_kinds() -> None:
     target = TargetReport("main", "/s", "/d")
     for i in range(13):
-        target.add("transcript_missing", f"m{i}", f"k{i}")
+        target.add(f"code_{i:02d}", f"m{i}", f"k{i}")
     from openclaw_cli.cli.render_migration import migration_text
 
     lines = migration_text(Report("dry-run", [target]).to_json())
-    assert lines[-1] == "  ...and 3 more issue(s)" and len([x for x in lines if x.startswith("  [")]) == 10
+    assert lines[-1] == "  ...and 3 more issue(s) of 3 other kind(s)"
+    assert len([x for x in lines if x.startswith("  [")]) == 10

@@ -135,6 +135,15 @@ def test_the_real_gateway_serves_our_mutations(gateway):
     gw["stop"]()
     make_legacy(gw["state"], {"agent:scratch:main": entry("keep", now_ms()),
                               "agent:scratch:cron:old": entry("old", now_ms() - 40 * DAY)}, agent="scratch")
+    # a config that lists agents covers only those (as OpenClaw): the new agent joins the roster
+    config_path = gw["state"] / "openclaw.json"
+    config = json.loads(config_path.read_text())
+    agents_config = config.setdefault("agents", {})
+    if isinstance(agents_config.get("entries"), dict):
+        agents_config["entries"]["scratch"] = {}
+    else:
+        agents_config.setdefault("list", []).append({"id": "scratch"})
+    config_path.write_text(json.dumps(config))
     code, doc, err = ours_json(gw, "sessions", "cleanup", "--enforce", "--agent", "scratch")
     assert code == 0, err
     assert f"No Gateway is listening at ws://127.0.0.1:{gw['port']}; ran locally." in err

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from openclaw_cli.cli.common import echo_json, run, state_paths
+from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 
 agents_app = typer.Typer(rich_markup_mode=None, help="List agents, delete an agent (its transcripts are archived first).",
@@ -14,41 +14,90 @@ agents_app = typer.Typer(rich_markup_mode=None, help="List agents, delete an age
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
 
+def _complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
+    from openclaw_cli.cli.completion import agent_ids
+
+    return agent_ids(ctx, incomplete)
+
+
+
 @agents_app.command("list")
-def agents_list(ctx: typer.Context, json_mode: bool = JSON) -> None:
-    """Configured agents plus agent directories on disk, their store and session count."""
+def agents_list(
+    ctx: typer.Context,
+    json_mode: bool = JSON,
+    bindings: bool = typer.Option(False, "--bindings", help="Include the routing rules (bindings) of each agent."),
+    tree: bool = typer.Option(False, "--tree", help="Only the agents' names, as a tree (no creation hierarchy "
+                                                   "is recorded: one level)."),
+) -> None:
+    """The configured agents (OpenClaw's array), each with the store it uses and its session count."""
 
     def body() -> None:
+        from openclaw_cli.cli.common import load_context
         from openclaw_cli.ops.agents import list_agents
-        from openclaw_cli.ops.context import Context
+        from openclaw_cli.ops.targets import unconfigured_agent_ids
 
-        result = list_agents(Context.load(state_paths(ctx)))
+        cx = load_context(ctx)
+        result = list_agents(cx, bindings=bindings)
+        disk_only = unconfigured_agent_ids(cx.paths, cx.config)
         if json_mode:
             echo_json(result)
-            return
-        from rich import box
-        from rich.table import Table
+        else:
+            from openclaw_cli.cli.common import print_lines
 
-        from openclaw_cli.output import sanitize_text, stderr_console
+            print_lines(_agents_lines(result, tree=tree))
+        if disk_only:
+            from openclaw_cli.cli.common import say_hints
 
-        table = Table(box=box.SQUARE)
-        for name in ("Agent", "Default", "Configured", "Store", "Sessions", "Path"):
-            table.add_column(name, overflow="fold")
-        for row in result["agents"]:
-            store = row.get("store") or {}
-            table.add_row(sanitize_text(row["id"]), "yes" if row["default"] else "", "yes" if row["configured"] else "no",
-                          sanitize_text(store.get("kind") or "error"),
-                          str(row["sessions"]) if row["sessions"] is not None else "?",
-                          sanitize_text(store.get("path") or row.get("error") or ""))
-        stderr_console().print(table)
+            say_hints([unconfigured_hint(disk_only)])
+        if cx.failures:  # an unreadable store was listed with its error: exit with that error's code
+            from openclaw_cli.cli.common import say_error
+
+            for item in result:
+                if item.get("error"):
+                    say_error(f"agent {item['id']}: {item['error']}")
+            raise typer.Exit(int(cx.failures[0].exit_code))
 
     run(body, json_mode=json_mode)
+
+
+def unconfigured_hint(agent_ids: list[str]) -> str:
+    names = ", ".join(agent_ids)
+    return (f"Agent store(s) on disk but not in the config: {names}. --all-agents and status leave them out; "
+            "reach one with --store PATH, or add it to agents.list.")
+
+
+def _agents_lines(items: list[dict], *, tree: bool) -> list[str]:
+    from openclaw_cli.output import sanitize_text as s
+
+    lines = ["Agents:"]
+    for item in items:
+        name = f" ({s(item['name'])})" if item.get("name") else ""
+        lines.append(f"- {s(item['id'])}{name}{' (default)' if item['isDefault'] else ''}")
+        if tree:
+            continue
+        lines.append(f"  Workspace: {s(item['workspace'])}")
+        lines.append(f"  Agent dir: {s(item['agentDir'])}")
+        if item.get("model"):
+            lines.append(f"  Model: {s(item['model'])}")
+        lines.append(f"  Routing rules: {item['bindings']}")
+        for rule in item.get("bindingDetails") or []:
+            lines.append(f"    - {s(rule)}")
+        for route in item.get("routes") or []:
+            lines.append(f"  Routing: {s(route)}")
+        if item.get("error"):
+            lines.append(f"  Store: error: {s(item['error'])}")
+        else:
+            from openclaw_cli.cli.cells import plural
+
+            lines.append(f"  Store: {s(item['storeKind'])}, {plural(item['sessionsCount'], 'session')}: "
+                         f"{s(item['sessionsPath'])}")
+    return lines
 
 
 @agents_app.command("delete")
 def agents_delete(
     ctx: typer.Context,
-    agent_id: str = typer.Argument(..., metavar="ID", help="The agent to delete."),
+    agent_id: str = typer.Argument(..., metavar="ID", help="The agent to delete.", autocompletion=_complete_agent),
     force: bool = typer.Option(False, "--force", help="Skip the confirmation."),
     json_mode: bool = JSON,
     url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
@@ -58,14 +107,14 @@ def agents_delete(
     drop it from the config roster."""
 
     def body() -> None:
+        from openclaw_cli.cli.common import load_context
         from openclaw_cli.cli.delegation import delegate, gateway_options, targets_local_state
         from openclaw_cli.errors import OpenClawError, UsageError
         from openclaw_cli.ids import normalize_agent_id
         from openclaw_cli.ops.agents import check_deletable, delete_agent
-        from openclaw_cli.ops.context import Context
 
         gw_options = gateway_options(url, token, password, timeout)
-        cx = Context.load(state_paths(ctx))
+        cx = load_context(ctx)
         if not isinstance(agent_id, str) or not agent_id.strip():
             raise OpenClawError("agent id must not be blank")
         # This state dir's roster decides before the prompt, unless the Gateway asked is elsewhere.
@@ -76,7 +125,8 @@ def agents_delete(
 
             if json_mode or not sys.stdin.isatty():
                 raise UsageError(f'Refusing to delete agent "{agent}" without confirmation; pass --force.')
-            if not typer.confirm(f'Delete agent "{agent}"? Its transcripts are archived, its sessions removed.'):
+            if not typer.confirm(f'Delete agent "{agent}"? Its transcripts are archived, its sessions removed.',
+                                 err=True):  # the question is not a result: stderr
                 raise typer.Exit(1)
         # The Gateway judges its own roster; the local checks apply to a local run only.
         served = delegate("agents.delete", {"agentId": agent_id.strip(), "deleteFiles": True}, gw_options,
@@ -96,31 +146,33 @@ def agents_delete(
 
 
 def _hints(cx) -> None:
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.cli.common import say_hints
 
-    for hint in cx.hints:
-        err(f"Hint: {sanitize_text(hint)}")
+    say_hints(cx.hints)
 
 
 def _render_delete(result: dict) -> None:
-    """Text for both shapes: ours (archives, config) and the Gateway's `{removed[], failed[]}`."""
-    from openclaw_cli.output import err, sanitize_text
+    """Text for both shapes: ours (archives, config) and the Gateway's `{removed[], failed[]}`: the
+    result on stdout, failures on stderr."""
+    from openclaw_cli.output import err, out, sanitize_text
 
     if "removedEntries" not in result:  # served by a Gateway
         removed = [r for r in result.get("removed") or [] if isinstance(r, dict)]
         moved = [r for r in removed if r.get("method") not in ("missing", None)]
-        err(f"Deleted agent {sanitize_text(result.get('agentId'))} (by the Gateway): {len(moved)} path(s) removed"
+        out(f"Deleted agent {sanitize_text(result.get('agentId'))} (by the Gateway): {len(moved)} path(s) removed"
             + "".join(f"\n  {sanitize_text(r.get('method'))}: {sanitize_text(r.get('path'))}" for r in moved))
         for failed in result.get("failed") or []:
             err(f"  failed: {sanitize_text(failed.get('path') if isinstance(failed, dict) else failed)}")
         return
-    err(f"Deleted agent {sanitize_text(result['agentId'])}: {result['removedEntries']} session(s) removed, "
+    out(f"Deleted agent {sanitize_text(result['agentId'])}: {result['removedEntries']} session(s) removed, "
         f"{result['archivedTranscripts']} transcript archive(s) in {sanitize_text(result['archiveDir'])}")
     config = result["config"]
     if config.get("updated"):
-        err(f"Removed it from {sanitize_text(config['path'])} (backup: {sanitize_text(config['backup'])})")
+        out(f"Removed it from {sanitize_text(config['path'])} (backup: {sanitize_text(config['backup'])})")
     elif config.get("hint"):
-        err(sanitize_text(config["hint"]))
+        from openclaw_cli.cli.common import say_hints
+
+        say_hints([config["hint"]])
 
 
 def register(app: typer.Typer) -> None:

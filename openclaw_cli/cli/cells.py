@@ -34,6 +34,28 @@ def format_time_ago(duration_ms: float | None) -> str:
     return f"{_round_half_up(hours / 24)}d ago"
 
 
+def format_time_until(duration_ms: float | None) -> str:
+    """The forward counterpart of `format_time_ago` for times ahead: `in 5m`, `in 3h`, `in 2d`;
+    `in under a minute` when less than one remains, `now` when it is due or past."""
+    if duration_ms is None or isinstance(duration_ms, bool) or not isinstance(duration_ms, int | float):
+        return "unknown"
+    if not math.isfinite(duration_ms):
+        return "unknown"
+    if duration_ms <= 0:
+        return "now"
+    ago = format_time_ago(duration_ms)
+    return "in under a minute" if ago == "just now" else "in " + ago.removesuffix(" ago")
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """`1 entry`, `2 entries`: the count with the noun in the matching number."""
+    if count == 1:
+        return f"{count} {noun}"
+    if plural_form is None:
+        plural_form = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{count} {plural_form}"
+
+
 def _is_extender(ch: str) -> bool:
     code = ord(ch)
     return (

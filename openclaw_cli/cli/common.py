@@ -1,4 +1,6 @@
-"""What every command shares: error handling, the exit-code mapping, JSON vs text output."""
+"""What every command shares: error handling, the exit-code mapping, JSON vs text output, the
+streams (spec D19: results on stdout; hints, warnings and errors on stderr) and the config
+warnings said once per process."""
 
 from __future__ import annotations
 
@@ -24,11 +26,89 @@ def fail(error: OpenClawError, *, json_mode: bool) -> None:
         from openclaw_cli.output import emit_json
 
         emit_json(error.to_json())
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import sanitize_text
 
     message = "\n".join(sanitize_text(line) for line in error.message.splitlines()) or error.message
-    err(f"Error: {message}")
+    _say_painted("Error:", "error", message)
     raise typer.Exit(int(error.exit_code))
+
+
+def _say_painted(label: str, style: str, text: str) -> None:
+    """`label text` on stderr: wrapped first (plain text), then the label painted."""
+    import sys
+
+    from openclaw_cli.cli.term import fit_lines, table_width
+    from openclaw_cli.output import err
+
+    lines = fit_lines([f"{label} {text}"], table_width(sys.stderr))
+    for i, line in enumerate(lines):
+        err(_paint_stderr(label, style) + line[len(label):] if i == 0 else line)
+
+
+def _paint_stderr(text: str, style: str) -> str:
+    import sys
+
+    from openclaw_cli.cli.term import color_enabled, paint
+
+    return paint(text, style, enabled=color_enabled(sys.stderr))
+
+
+def say_hints(hints: list[str] | tuple[str, ...]) -> None:
+    """Hints (D2's migration hint, the local-fallback note, …) on stderr, one line each."""
+    from openclaw_cli.output import sanitize_text
+
+    for hint in hints:
+        _say_painted("Hint:", "hint", sanitize_text(hint))
+
+
+def say_warning(text: str) -> None:
+    from openclaw_cli.output import sanitize_text
+
+    _say_painted("Warning:", "warning", sanitize_text(text))
+
+
+def print_lines(lines: list[str] | tuple[str, ...]) -> None:
+    """Result lines on stdout (prose wrapped to the terminal's width on a terminal)."""
+    import sys
+
+    from openclaw_cli.cli.term import fit_lines, table_width
+
+    lines = fit_lines(lines, table_width(sys.stdout))
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+
+
+def say_error(text: str) -> None:
+    """An error line on stderr (red on a terminal), for failures a command reports and goes past."""
+    from openclaw_cli.output import sanitize_text
+
+    _say_painted("Error:", "error", sanitize_text(text))
+
+
+_WARNED: set[str] = set()
+
+
+def warn_config(warnings: list[str] | tuple[str, ...]) -> None:
+    """Config warnings (unknown keys inside the sections we model, legacy keys, …) on stderr, each
+    once per process, whichever command loaded the config (spec D10)."""
+    from openclaw_cli.output import sanitize_text
+
+    for warning in warnings or []:
+        if warning in _WARNED:
+            continue
+        _WARNED.add(warning)
+        _say_painted("Config warning:", "warning", sanitize_text(warning))
+
+
+def load_context(typer_ctx: typer.Context | None = None, **kwargs: Any):
+    """`ops.context.Context.load` for this invocation's state dir (`--profile`), with the config's
+    warnings said on stderr."""
+    from openclaw_cli.ops.context import Context
+
+    cx = Context.load(state_paths(typer_ctx), **kwargs)
+    warn_config(cx.config.warnings)
+    return cx
 
 
 def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
@@ -87,3 +167,18 @@ def echo_json(obj: Any) -> None:
     emit_json(obj)
 
 
+
+
+def enable_verbose() -> None:
+    """`--verbose`: the `openclaw` logger's records (which stores are opened, their kind, how long
+    reading took) on stderr."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("openclaw")
+    if not any(getattr(h, "_openclaw_verbose", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[openclaw] %(message)s"))
+        handler._openclaw_verbose = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)

@@ -6,7 +6,9 @@ local extensions only when given (`keepRecentTokens`, `provider`, `tokenizer`, `
 a real OpenClaw Gateway rejects them); it runs locally only when nothing listens (spec D9/D20).
 `--over-threshold` has no Gateway method: it refuses while a Gateway listens (unless `--store`).
 `--json` prints one document on stdout (OpenClaw's `{ok, key, compacted, result|kept}` plus our
-fields); human text goes to stderr. Refusals exit non-zero with the typed error's code.
+fields); the text report goes to stdout too (spec D19), hints and warnings to stderr. A session
+with nothing to compact is a success (`compacted: false` and the reason, exit 0); refusals exit
+non-zero with the typed error's code.
 """
 
 from __future__ import annotations
@@ -15,29 +17,45 @@ from typing import Any
 
 import typer
 
-from openclaw_cli.cli.common import echo_json, run, state_paths
+from openclaw_cli.cli.common import echo_json, run, say_hints
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 
-KEY = typer.Argument(None, help="The session key to compact (omit with --over-threshold).", show_default=False)
-KEEP = typer.Option(None, "--keep-recent-tokens", metavar="N",
+
+def _complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
+    from openclaw_cli.cli.completion import session_keys
+
+    return session_keys(ctx, incomplete)
+
+
+def _complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
+    from openclaw_cli.cli.completion import agent_ids
+
+    return agent_ids(ctx, incomplete)
+
+
+KEY = typer.Argument(None, help="The session key to compact (omit with --over-threshold).", show_default=False,
+                     autocompletion=_complete_key)
+KEEP = typer.Option(None, "--keep-recent-tokens", metavar="<n>",
                     help="Keep about N recent tokens verbatim (default: agents.defaults.compaction.keepRecentTokens "
                          "if configured, else a hard checkpoint: the context restarts at the summary).")
-MAX_LINES = typer.Option(None, "--max-lines", metavar="N",
+MAX_LINES = typer.Option(None, "--max-lines", metavar="<n>",
                          help="OpenClaw's line mode: keep the header and the last N-1 transcript lines "
                               "(the dropped prefix is archived first).")
-PROVIDER = typer.Option(None, "--provider", metavar="ID",
+PROVIDER = typer.Option(None, "--provider", metavar="<id>",
                         help="Summary provider: builtin, openai (OPENCLAW_COMPACTION_* environment) or an "
                              "installed entry-point provider. Failures fall back to builtin.")
-TOKENIZER = typer.Option("exact", "--tokenizer", metavar="exact|estimate",
+TOKENIZER = typer.Option("exact", "--tokenizer", metavar="<exact|estimate>",
                          help="Token counts: exact (tiktoken cl100k) or estimate (chars/4; CJK and other scripts "
                               "weighted as cl100k counts them).")
-INSTRUCTIONS = typer.Option(None, "--instructions", metavar="TEXT", help="Extra focus for the summary (like /compact TEXT).")
+INSTRUCTIONS = typer.Option(None, "--instructions", metavar="<text>", help="Extra focus for the summary (like /compact TEXT).")
 OVER = typer.Option(False, "--over-threshold",
                     help="Compact every session whose stored context size is past window - reserve.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Show the cut point, token counts and summary; write nothing.")
-AGENT = typer.Option(None, "--agent", help="The agent's store (default: the default agent).")
+AGENT = typer.Option(None, "--agent", metavar="<id>", autocompletion=_complete_agent,
+                     help="The agent's store (default: the agent a KEY names, else the default agent).")
 ALL_AGENTS = typer.Option(False, "--all-agents", help="With --over-threshold: every agent's store.")
-STORE = typer.Option(None, "--store", help="An explicit store: a legacy sessions.json or an agent .sqlite.")
+STORE = typer.Option(None, "--store", metavar="<path>",
+                     help="An explicit store: a legacy sessions.json or an agent .sqlite (offline repair).")
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 HELP = ("Compact a session: summarise older history into a compaction entry (append-only), or with "
         "--max-lines keep only the last lines.")
@@ -48,10 +66,10 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
                     agent: str | None, all_agents: bool, store: str | None, json_mode: bool,
                     gateway: dict[str, Any] | None = None) -> None:
     def body() -> None:
+        from openclaw_cli.cli.common import load_context
         from openclaw_cli.cli.delegation import delegate, ensure_no_gateway, gateway_options
         from openclaw_cli.compaction.service import check_args
         from openclaw_cli.errors import UsageError
-        from openclaw_cli.ops.context import Context
 
         if over_threshold and key:
             raise UsageError("Pass either a session KEY or --over-threshold, not both.")
@@ -63,7 +81,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
         if over_threshold and max_lines is not None:
             raise UsageError("--max-lines cannot be combined with --over-threshold.")
         gw_options = gateway_options(**(gateway or {}))
-        cx = Context.load(state_paths())
+        cx = load_context()
         if over_threshold and not dry_run and not store:
             ensure_no_gateway(gw_options, paths=cx.paths, config=cx.config, what="compact --over-threshold")
         if not over_threshold:
@@ -88,24 +106,23 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             if not result["ok"]:
                 raise typer.Exit(1)
             return
-        from openclaw_cli.ops.compact import compact_session
+        from openclaw_cli.ops.compact import compact_or_skip
 
-        result = compact_session(cx, key or "", agent=agent, store=store, keep_recent_tokens=keep_recent_tokens,
+        result = compact_or_skip(cx, key or "", agent=agent, store=store, keep_recent_tokens=keep_recent_tokens,
                                  max_lines=max_lines, provider=provider, tokenizer=tokenizer,  # type: ignore[arg-type]
                                  dry_run=dry_run, instructions=instructions)
         if json_mode:
             if cx.hints and "hint" not in result:
                 result["hint"] = " ".join(cx.hints)
             echo_json(result)
+        elif not result.get("compacted") and "reason" in result:
+            render_skipped(result)
         elif max_lines is not None:
             render_max_lines(result)
         else:
             render_session(result)
         if not json_mode:
-            from openclaw_cli.output import err, sanitize_text
-
-            for hint in cx.hints:
-                err(f"Hint: {sanitize_text(hint)}")
+            say_hints(cx.hints)
 
     run(body, json_mode=json_mode)
 
@@ -113,28 +130,29 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
 def _report_served(result: dict[str, Any], cx: Any, json_mode: bool) -> None:
     """The Gateway's `{ok, key, compacted, kept|result|reason}` as received; `ok:false` exits 1 (the
     real CLI does)."""
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import err, out, sanitize_text
 
     if json_mode:
         echo_json(result)
     else:
         key = sanitize_text(result.get("key"))
-        if result.get("ok") is False or not result.get("compacted"):
+        if result.get("ok") is False:
             err(f"{key}: not compacted ({sanitize_text(result.get('reason') or 'no reason given')}).")
+        elif not result.get("compacted"):
+            render_skipped(result)
         elif "dropped" in result:  # our Gateway: the local document
             render_max_lines(result)
         elif "tokenMethod" in result:
             render_session(result)
         else:  # OpenClaw's Gateway: {ok, key, compacted, kept} or {…, result}
             kept = f"kept {result['kept']} lines" if "kept" in result else "compacted"
-            err(f"{key}: {kept} (compacted by the Gateway).")
-    for hint in cx.hints:
-        err(f"Hint: {sanitize_text(hint)}")
+            out(f"{key}: {kept} (compacted by the Gateway).")
+    say_hints(cx.hints)
     if result.get("ok") is False:
         raise typer.Exit(1)
 
 
-# ---- text rendering (stderr; stored data always sanitised, D6.8) -------------------------------------------
+# ---- text rendering (stdout; stored data always sanitised, D6.8) -------------------------------------------
 
 def _fmt(value: Any) -> str:
     from openclaw_cli.cli.cells import format_token_count
@@ -153,75 +171,75 @@ def _context_line(result: dict[str, Any]) -> str:
 
 
 def render_session(result: dict[str, Any]) -> None:
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import err, out, sanitize_text
 
     key = sanitize_text(result.get("key"))
     if result.get("dryRun"):
-        err("Dry run: nothing was written.")
-        err(f"Would compact {key} {_context_line(result)}")
+        out("Dry run: nothing was written.")
+        out(f"Would compact {key} {_context_line(result)}")
     else:
-        err(f"Compacted {key} {_context_line(result)}")
+        out(f"Compacted {key} {_context_line(result)}")
     methods = f"tokens: {result.get('tokenMethod')} (before: {result.get('tokensBeforeMethod')})"
-    err(f"  provider: {sanitize_text(result.get('provider'))} · {methods} · threshold {_fmt(result.get('threshold'))}")
+    out(f"  provider: {sanitize_text(result.get('provider'))} · {methods} · threshold {_fmt(result.get('threshold'))}")
     if result.get("fallbackReason"):
-        err(f"  fallback: {sanitize_text(result['fallbackReason'])}")
+        out(f"  fallback: {sanitize_text(result['fallbackReason'])}")
     cut = result.get("cutPoint")
     if result.get("hardCheckpoint") or not cut:
-        err("  hard checkpoint: the rebuilt context starts at the summary (pass --keep-recent-tokens N to keep "
+        out("  hard checkpoint: the rebuilt context starts at the summary (pass --keep-recent-tokens N to keep "
             "a recent tail)")
     else:
         split = " (splits an oversized turn)" if cut.get("splitTurn") else ""
-        err(f"  cut point: entry {sanitize_text(cut.get('entryId'))} ({sanitize_text(cut.get('role') or cut.get('type'))}, "
+        out(f"  cut point: entry {sanitize_text(cut.get('entryId'))} ({sanitize_text(cut.get('role') or cut.get('type'))}, "
             f"{sanitize_text(cut.get('timestamp'))}), entry {cut.get('index')} of {cut.get('branchEntries')}{split}")
-    err(f"  summarised {result.get('summarizedMessages')} messages, kept {result.get('keptMessages')} "
+    out(f"  summarised {result.get('summarizedMessages')} messages, kept {result.get('keptMessages')} "
         f"({_fmt(result.get('keptTokens'))} tokens); summary {result.get('summaryChars')} chars")
     kept, dropped = result.get("identifiersKept"), result.get("identifiersDropped")
     if isinstance(kept, list) and isinstance(dropped, list):
         note = f" ({len(dropped)} left out: see identifiersDropped in --json)" if dropped else ""
-        err(f"  identifiers: {len(kept)} kept in the summary{note}")
+        out(f"  identifiers: {len(kept)} kept in the summary{note}")
     successor = result.get("successor")
     if successor:
         where = successor.get("sessionFile") or f"session window {successor.get('sessionId')}"
-        err(f"  successor transcript: {sanitize_text(where)} (previous {sanitize_text(successor.get('previousSessionId'))})")
+        out(f"  successor transcript: {sanitize_text(where)} (previous {sanitize_text(successor.get('previousSessionId'))})")
     elif result.get("dryRun") and result.get("truncateAfterCompaction"):
-        err("  truncateAfterCompaction: a successor transcript would become the active one")
+        out("  truncateAfterCompaction: a successor transcript would become the active one")
     archive = result.get("archive")
     if archive:
-        err(f"  archive: {sanitize_text(archive.get('path'))}")
+        out(f"  archive: {sanitize_text(archive.get('path'))}")
     for warning in result.get("warnings") or []:
         err(f"  warning: {sanitize_text(warning)}")
     for issue in result.get("issues") or []:
         err(f"  skipped unreadable line: {sanitize_text(issue)}")
     if result.get("dryRun") and isinstance(result.get("summary"), str):
-        err("Summary:")
+        out("Summary:")
         for line in result["summary"].splitlines():
-            err(f"  {sanitize_text(line)}")
+            out(f"  {sanitize_text(line)}")
 
 
 def render_max_lines(result: dict[str, Any]) -> None:
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import err, out, sanitize_text
 
     key = sanitize_text(result.get("key"))
     if not result.get("dropped"):
-        err(f"{key}: nothing to drop ({sanitize_text(result.get('reason'))}).")
+        out(f"{key}: nothing to drop ({sanitize_text(result.get('reason'))}).")
         return
     verb = "Would keep" if result.get("dryRun") else "Kept"
     if result.get("dryRun"):
-        err("Dry run: nothing was written.")
-    err(f"{key}: {verb} {result.get('kept')} of {result.get('lines')} lines ({result.get('dropped')} dropped).")
+        out("Dry run: nothing was written.")
+    out(f"{key}: {verb} {result.get('kept')} of {result.get('lines')} lines ({result.get('dropped')} dropped).")
     if result.get("archive"):
-        err(f"  archive of the full transcript: {sanitize_text(result['archive'].get('path'))}")
+        out(f"  archive of the full transcript: {sanitize_text(result['archive'].get('path'))}")
     if result.get("successor"):
-        err(f"  successor session window: {sanitize_text(result['successor'].get('sessionId'))}")
+        out(f"  successor session window: {sanitize_text(result['successor'].get('sessionId'))}")
     for warning in result.get("warnings") or []:
         err(f"  warning: {sanitize_text(warning)}")
 
 
 def render_over_threshold(result: dict[str, Any]) -> None:
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.output import err, out, sanitize_text
 
     if result.get("dryRun"):
-        err("Dry run: nothing was written (sizes from stored figures; a real run re-counts each session).")
+        out("Dry run: nothing was written (sizes from stored figures; a real run re-counts each session).")
     for item in result.get("sessions") or []:
         line = (f"{sanitize_text(item.get('key'))}: {_fmt(item.get('tokens'))} > {_fmt(item.get('threshold'))} "
                 f"({sanitize_text(item.get('tokenSource'))}, window {_fmt(item.get('contextWindow'))})")
@@ -232,13 +250,19 @@ def render_over_threshold(result: dict[str, Any]) -> None:
             line += f" → skipped: {sanitize_text(item['reason'])}"
         elif item.get("error"):
             line += f" → failed: {sanitize_text(item['error'].get('message'))}"
-        err(line)
+        out(line)
     verb = "would compact" if result.get("dryRun") else "compacted"
     count = result.get("candidates") if result.get("dryRun") else result.get("compacted")
-    err(f"{result.get('checked')} sessions checked, {result.get('candidates')} over threshold, {verb} {count}"
+    out(f"{result.get('checked')} sessions checked, {result.get('candidates')} over threshold, {verb} {count}"
         + ("" if result.get("dryRun") else f", skipped {result.get('skipped')}, failed {result.get('failed')}") + ".")
     if result.get("hint"):
         err(f"Hint: {sanitize_text(result['hint'])}")
+
+
+def render_skipped(result: dict[str, Any]) -> None:
+    from openclaw_cli.output import out, sanitize_text
+
+    out(f"{sanitize_text(result.get('key'))}: nothing to compact ({sanitize_text(result.get('reason'))}).")
 
 
 # ---- registration ------------------------------------------------------------------------------------------

@@ -31,10 +31,10 @@ from typing import Any
 
 import typer
 
-GATEWAY_URL = typer.Option(None, "--url", help="Gateway WebSocket URL (default: from config/env).")
-GATEWAY_TOKEN = typer.Option(None, "--token", help="Gateway token (default: from config/env).")
-GATEWAY_PASSWORD = typer.Option(None, "--password", help="Gateway password (default: from config/env).")
-GATEWAY_TIMEOUT = typer.Option(None, "--timeout", metavar="MS", help="Gateway request timeout in milliseconds.")
+GATEWAY_URL = typer.Option(None, "--url", metavar="<url>", help="Gateway WebSocket URL (default: from config/env).")
+GATEWAY_TOKEN = typer.Option(None, "--token", metavar="<token>", help="Gateway token (default: from config/env).")
+GATEWAY_PASSWORD = typer.Option(None, "--password", metavar="<password>", help="Gateway password (default: from config/env).")
+GATEWAY_TIMEOUT = typer.Option(None, "--timeout", metavar="<ms>", help="Gateway request timeout in milliseconds.")
 
 LOCAL_FALLBACK_HINT = "No Gateway is listening at {url}; ran locally."
 LOCAL_ONLY_KEYS = ("dryRun", "store")
@@ -79,9 +79,9 @@ def _say(hint: Callable[[str], None] | None, text: str) -> None:
     if hint is not None:
         hint(text)
         return
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.cli.common import say_hints
 
-    err(f"Hint: {sanitize_text(text)}")
+    say_hints([text])
 
 
 def delegate(method: str, params: dict[str, Any], options: GatewayOptions | None, *, paths: Any,

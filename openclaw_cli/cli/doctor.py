@@ -17,13 +17,13 @@ def register(app: typer.Typer) -> None:
     def doctor(
         ctx: typer.Context,
         session_sqlite: str = typer.Option(
-            None, "--session-sqlite", metavar="MODE",
+            None, "--session-sqlite", metavar="<mode>",
             help="Session SQLite migration: dry-run, import, validate, inspect, compact, restore or recover."),
-        session_sqlite_agent: str = typer.Option(None, "--session-sqlite-agent", metavar="ID",
+        session_sqlite_agent: str = typer.Option(None, "--session-sqlite-agent", metavar="<id>",
                                                  help="One agent (with --session-sqlite-store: its expected owner)."),
         session_sqlite_all_agents: bool = typer.Option(
             False, "--session-sqlite-all-agents", help="Configured agents plus every agents/* store on disk."),
-        session_sqlite_store: str = typer.Option(None, "--session-sqlite-store", metavar="PATH",
+        session_sqlite_store: str = typer.Option(None, "--session-sqlite-store", metavar="<path>",
                                                  help="One sessions.json or .sqlite file."),
         github_issue: bool = typer.Option(False, "--github-issue",
                                           help="With recover: point at the sanitised report (no issue is created)."),
@@ -77,6 +77,7 @@ def _paths(ctx: typer.Context):
 
 def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_agents: bool, store: str | None,
                     json_out: bool, yes: bool, github_issue: bool) -> None:
+    from openclaw_cli.cli.common import print_lines
     from openclaw_cli.cli.render_migration import migration_text
     from openclaw_cli.ops.doctor import Options, session_sqlite
     from openclaw_cli.output import emit_json, err
@@ -88,8 +89,7 @@ def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_age
     if json_out:
         emit_json(doc)
     else:
-        for line in migration_text(doc):
-            err(line)
+        print_lines(migration_text(doc))
     if github_issue:
         if report.support_issue is None:
             err("session-sqlite recover: no support issue payload was generated")
@@ -101,15 +101,20 @@ def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_age
 
 def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     """§6.17: plain `doctor` previews the migration (dry-run, all agents); `--fix` runs the import."""
+    from openclaw_cli.cli.common import print_lines, say_hints, warn_config
     from openclaw_cli.cli.render_migration import checks_text, plain_doctor_text
     from openclaw_cli.errors import StateOwnedError
     from openclaw_cli.ops.doctor import Options, run_checks, session_sqlite
     from openclaw_cli.output import emit_json, err
 
     checks = run_checks(_paths(ctx), fix=fix)
+    warn_config(checks.get("configWarnings") or [])
     if not json_out:
-        for line in checks_text(checks):
-            err(line)
+        print_lines(checks_text(checks))
+    if checks.get("unconfiguredAgents"):
+        from openclaw_cli.cli.agents import unconfigured_hint
+
+        say_hints([unconfigured_hint(checks["unconfiguredAgents"])])
     mode = "import" if fix else "dry-run"
     options = Options(mode=mode, all_agents=True, json=json_out)
     try:
@@ -122,6 +127,6 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
     if json_out:
         emit_json({**report.to_json(), **checks})
         raise typer.Exit(report.exit_code)
-    for line in plain_doctor_text(report.to_json(), fix=fix):
-        err(line)
+    print_lines(plain_doctor_text(report.to_json(), fix=fix))
     raise typer.Exit(report.exit_code)
+

@@ -278,9 +278,9 @@ def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: s
                                "entries": count, "bytes": sink.total}
         if source.issues:
             doc["issues"] = [str(i) for i in source.issues]
-        if not json_mode:
-            from openclaw_cli.output import err, sanitize_text
+        if not json_mode:  # the result (D19: stdout; the export itself went to the file)
+            from openclaw_cli.output import out, sanitize_text
 
-            err(f"Exported {count} entries of {sanitize_text(source.key)} ({branch} branch, {fmt}) to "
+            out(f"Exported {count} entries of {sanitize_text(source.key)} ({branch} branch, {fmt}) to "
                 f"{sanitize_text(str(path))}.")
         return doc

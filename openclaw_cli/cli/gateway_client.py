@@ -22,7 +22,7 @@ from openclaw_cli.cli.common import echo_json, run, state_paths
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
-PARAMS = typer.Option("{}", "--params", metavar="JSON", help="The method's params as a JSON value (default {}).")
+PARAMS = typer.Option("{}", "--params", metavar="<json>", help="The method's params as a JSON value.")
 METHOD = typer.Argument(..., metavar="METHOD", help="Gateway method, e.g. health, sessions.list, sessions.cleanup.")
 _METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
 

@@ -109,22 +109,24 @@ def _tls_context(cert: str | None, key: str | None):
 
 def gateway_run(
     ctx: typer.Context,
-    port: int = typer.Option(None, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
-    bind: str = typer.Option(None, "--bind", metavar="loopback|lan|custom", help="Where to listen (default loopback)."),
-    auth: str = typer.Option(None, "--auth", metavar="token|password|none", help="How clients authenticate."),
-    token: str = typer.Option(None, "--token", help="The shared token (default: gateway.auth.token / env)."),
-    password: str = typer.Option(None, "--password", help="The shared password."),
-    password_file: str = typer.Option(None, "--password-file", help="Read the password from this file."),
+    port: int = typer.Option(None, "--port", min=0, max=65535, metavar="<port>", help="Port to listen on (0: any free port)."),
+    bind: str = typer.Option(None, "--bind", metavar="<loopback|lan|custom>", help="Where to listen (default loopback)."),
+    auth: str = typer.Option(None, "--auth", metavar="<token|password|none>", help="How clients authenticate."),
+    token: str = typer.Option(None, "--token", metavar="<token>", help="The shared token (default: gateway.auth.token / env)."),
+    password: str = typer.Option(None, "--password", metavar="<password>", help="The shared password."),
+    password_file: str = typer.Option(None, "--password-file", metavar="<path>", help="Read the password from this file."),
     allow_unconfigured: bool = typer.Option(False, "--allow-unconfigured", help="Start without gateway.mode=local."),
     verbose: bool = typer.Option(False, "--verbose", help="Log every connection and request on stderr."),
 ) -> None:
     """Serve this state directory to OpenClaw clients until SIGTERM/SIGINT (one writer per store)."""
 
     def body() -> None:
+        from openclaw_cli.cli.common import warn_config
         from openclaw_cli.ops.context import Context
 
         paths = state_paths(ctx)
         cx = Context.load(paths)
+        warn_config(cx.config.warnings)
         resolved = resolve_run_settings(cx.config, port=port, bind=bind, auth=auth, token=token, password=password,
                                         password_file=password_file, allow_unconfigured=allow_unconfigured)
         serve_forever(cx.paths, resolved, verbose=verbose)

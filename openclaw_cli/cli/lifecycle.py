@@ -15,13 +15,30 @@ from typing import Any
 
 import typer
 
-from openclaw_cli.cli.common import echo_json, run, state_paths
+from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 
-KEYS = typer.Argument(..., help="Session keys (see openclaw sessions list --json).", show_default=False)
-KEY = typer.Argument(..., help="The session key (see openclaw sessions list --json).", show_default=False)
-AGENT = typer.Option(None, "--agent", help="The agent whose store holds the sessions (default: the key's agent).")
-STORE = typer.Option(None, "--store", help="An explicit store (offline repair): a legacy sessions.json or an agent .sqlite.")
+
+def _complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
+    from openclaw_cli.cli.completion import session_keys
+
+    return session_keys(ctx, incomplete)
+
+
+def _complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
+    from openclaw_cli.cli.completion import agent_ids
+
+    return agent_ids(ctx, incomplete)
+
+
+KEYS = typer.Argument(..., help="Session keys (see openclaw sessions list --json).", show_default=False,
+                      autocompletion=_complete_key)
+KEY = typer.Argument(..., help="The session key (see openclaw sessions list --json).", show_default=False,
+                     autocompletion=_complete_key)
+AGENT = typer.Option(None, "--agent", metavar="<id>", autocompletion=_complete_agent,
+                     help="The agent whose store holds the sessions (default: the key's agent).")
+STORE = typer.Option(None, "--store", metavar="<path>",
+                     help="An explicit store (offline repair): a legacy sessions.json or an agent .sqlite.")
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Check and show what would change; write nothing.")
 LIST_PAGE = 200
@@ -75,9 +92,9 @@ class Runner:
     def _say(self, text: str) -> None:
         if not self._hinted:
             self._hinted = True
-            from openclaw_cli.output import err, sanitize_text
+            from openclaw_cli.cli.common import say_hints
 
-            err(f"Hint: {sanitize_text(text)}")
+            say_hints([text])
 
     def delegated(self, method: str, params: dict[str, Any], *, read: bool = False) -> dict[str, Any] | None:
         if self.store is not None:
@@ -137,9 +154,9 @@ class Runner:
 
 
 def _context():
-    from openclaw_cli.ops.context import Context
+    from openclaw_cli.cli.common import load_context
 
-    return Context.load(state_paths())
+    return load_context()
 
 
 def _hints(cx: Any, json_mode: bool, doc: dict[str, Any] | None = None) -> None:
@@ -147,10 +164,9 @@ def _hints(cx: Any, json_mode: bool, doc: dict[str, Any] | None = None) -> None:
         if doc is not None and cx.hints and "hint" not in doc:
             doc["hint"] = " ".join(cx.hints)
         return
-    from openclaw_cli.output import err, sanitize_text
+    from openclaw_cli.cli.common import say_hints
 
-    for hint in cx.hints:
-        err(f"Hint: {sanitize_text(hint)}")
+    say_hints(cx.hints)
 
 
 def _confirm(json_mode: bool):
@@ -378,7 +394,7 @@ def register(sessions_app: typer.Typer) -> None:
     def reset_command(
         ctx: typer.Context,
         key: str = KEY,
-        reason: str = typer.Option("reset", "--reason", metavar="new|reset", help="Recorded reset reason."),
+        reason: str = typer.Option("reset", "--reason", metavar="<new|reset>", help="Recorded reset reason."),
         dry_run: bool = DRY_RUN,
         agent: str = AGENT,
         store: str = STORE,
@@ -408,8 +424,8 @@ def register(sessions_app: typer.Typer) -> None:
     def fork_command(
         ctx: typer.Context,
         key: str = KEY,
-        label: str = typer.Option(None, "--label", help="A label for the new session (unique)."),
-        to: str = typer.Option(None, "--to", metavar="KEY", help="The new session's key (default: a dashboard key)."),
+        label: str = typer.Option(None, "--label", metavar="<text>", help="A label for the new session (unique)."),
+        to: str = typer.Option(None, "--to", metavar="<key>", help="The new session's key (default: a dashboard key)."),
         dry_run: bool = DRY_RUN,
         agent: str = AGENT,
         store: str = STORE,
@@ -446,10 +462,10 @@ def register(sessions_app: typer.Typer) -> None:
     def export_command(
         ctx: typer.Context,
         key: str = KEY,
-        fmt: str = typer.Option("jsonl", "--format", metavar="jsonl|md|html", help="Output format."),
-        output: str = typer.Option(None, "--output", "-o", metavar="PATH", help="Write here (default: stdout)."),
-        branch: str = typer.Option("active", "--branch", metavar="active|all",
-                                   help="The active branch (default) or every entry of the tree."),
+        fmt: str = typer.Option("jsonl", "--format", metavar="<jsonl|md|html>", help="Output format."),
+        output: str = typer.Option(None, "--output", "-o", metavar="<path>", help="Write here (default: stdout)."),
+        branch: str = typer.Option("active", "--branch", metavar="<active|all>",
+                                   help="The active branch, or every entry of the tree (all)."),
         agent: str = AGENT,
         store: str = STORE,
         json_mode: bool = JSON,

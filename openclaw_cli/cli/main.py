@@ -1,51 +1,123 @@
 """The `openclaw` command. Command modules import only typer at load time (fast --help);
-heavy modules are imported inside command bodies."""
+heavy modules are imported inside command bodies.
+
+The root group (`RootGroup`) runs the parser itself so that what Typer/click raise before a
+command body runs is reported like every other failure: a usage error under `--json` prints the
+`{"ok":false,"error":{…}}` envelope on stdout (the usual usage text still goes to stderr), exit 2.
+Root options (`--profile`, `--no-color`) are accepted after the subcommand too, as OpenClaw's."""
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
 from openclaw_cli import __version__
 
+PROG = "openclaw"
+PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+PROFILE_ERROR = 'Invalid --profile (use letters, numbers, "_", "-" only)'
+ROOT_VALUE_OPTIONS = ("--profile",)
+ROOT_FLAGS = ("--no-color",)
 
-class JsonErrorsGroup(TyperGroup):
-    """Under `--json`, a usage error click itself raises (an unknown flag, a bad value) is the JSON
-    envelope on stdout too (D5/D19: one document, failures included), exit 2."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
-        argv = list(sys.argv[1:] if args is None else args)
-        if not standalone_mode or "--json" not in argv:
-            return super().main(args=args, prog_name=prog_name, complete_var=complete_var,
-                                standalone_mode=standalone_mode, **extra)
-        from typer import core as typer_core  # typer 0.26+ vendors click as typer._click
+def hoist_root_options(args: Sequence[str]) -> list[str]:
+    """Move root options given after the subcommand (`openclaw status --profile work`) in front of
+    it, where the parser expects them; nothing after `--` is touched."""
+    args = list(args)
+    if not args:
+        return args
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    seen_command = False
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if not arg.startswith("-"):
+            seen_command = True
+        if seen_command and arg in ROOT_VALUE_OPTIONS and i + 1 < len(args):
+            front += [arg, args[i + 1]]
+            i += 2
+            continue
+        if seen_command and (arg in ROOT_FLAGS or any(arg.startswith(o + "=") for o in ROOT_VALUE_OPTIONS)):
+            front.append(arg)
+            i += 1
+            continue
+        rest.append(arg)
+        i += 1
+    return front + rest
 
-        click = typer_core._click
+
+def json_requested(args: Sequence[str]) -> bool:
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _value_hint(error: Exception) -> str | None:
+    """Extra text for an option given without its value (`doctor --session-sqlite` lists its modes)."""
+    name = getattr(error, "option_name", None) or ""
+    if name == "--session-sqlite":
+        from openclaw_cli.migration.scope import MODES
+
+        return f"Modes: {', '.join(MODES)} (for example --session-sqlite dry-run)."
+    return None
+
+
+class RootGroup(TyperGroup):
+    """`openclaw`'s root command: usage errors become the JSON envelope under `--json`."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        from typer._click import exceptions as click_exc
+
+        argv = hoist_root_options(sys.argv[1:] if args is None else args)
         try:
-            rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
-                              **extra)
-        except click.exceptions.UsageError as exc:
-            from openclaw_cli.output import emit_json, err
+            result = super().main(argv, prog_name or PROG, complete_var, standalone_mode=False, **extra)
+            code = result if isinstance(result, int) and not isinstance(result, bool) else 0
+        except click_exc.UsageError as error:
+            hint = _value_hint(error)
+            if hint:
+                error.message = f"{error.message} {hint}"
+            if json_requested(argv):
+                from openclaw_cli.output import emit_json
 
-            emit_json({"ok": False, "error": {"type": "cli_error", "message": exc.format_message()}})
-            err(f"Error: {exc.format_message()}")
-            sys.exit(exc.exit_code)
-        except click.exceptions.ClickException as exc:
-            exc.show()
-            sys.exit(exc.exit_code)
-        except (click.exceptions.Abort, typer_core.Abort):
-            sys.exit(130)
-        sys.exit(rv if isinstance(rv, int) else 0)
+                where = error.ctx.command_path if error.ctx is not None else PROG
+                emit_json({"ok": False, "error": {"type": "cli_error",
+                                                  "message": f"{error.format_message()}\nTry: {where} --help"}})
+            error.show()
+            code = error.exit_code
+        except click_exc.ClickException as error:
+            error.show()
+            code = error.exit_code
+        except typer.Abort:
+            sys.stderr.write("Aborted.\n")
+            code = 1
+        except typer.Exit as exit_:
+            code = exit_.exit_code
+        except KeyboardInterrupt:
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code)
 
 
 app = typer.Typer(
-    cls=JsonErrorsGroup,
-    name="openclaw",
+    name=PROG,
+    cls=RootGroup,
     help="OpenClaw session management: stores, maintenance, SQLite migration, compaction, status.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: rendering it through Rich costs ~40 ms of imports
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -61,7 +133,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    profile: str = typer.Option(None, "--profile", help="Use ~/.openclaw-<name> as the state directory."),
+    profile: str = typer.Option(None, "--profile", metavar="<name>",
+                                help="Use ~/.openclaw-<name> as the state directory (letters, digits, _ and -)."),
     no_color: bool = typer.Option(False, "--no-color", help="Disable colours (NO_COLOR is honoured too)."),
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
@@ -71,10 +144,15 @@ def root(
 
     if no_color:
         os.environ["NO_COLOR"] = "1"
+    for name in (profile, os.environ.get("OPENCLAW_PROFILE") if profile is None else None):
+        if name is not None and name.strip() and not PROFILE_NAME.fullmatch(name.strip()):
+            from typer._click.exceptions import UsageError
+
+            raise UsageError(f"{PROFILE_ERROR}: {name.strip()!r}", ctx=ctx)
     if profile:
         # The one path resolver reads OPENCLAW_PROFILE, so every command sees the flag.
-        os.environ["OPENCLAW_PROFILE"] = profile
-    ctx.obj = {"profile": profile}
+        os.environ["OPENCLAW_PROFILE"] = profile.strip()
+    ctx.obj = {"profile": profile.strip() if profile else None}
 
 
 def _register() -> None:
@@ -87,7 +165,7 @@ _register()
 
 
 def main() -> None:
-    app()
+    app(prog_name=PROG)
 
 
 if __name__ == "__main__":

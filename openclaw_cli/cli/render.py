@@ -1,63 +1,89 @@
-"""Human output (stderr, Rich). Every stored string passes through `sanitize_text` (D6.8)."""
+"""Text of `sessions`, `sessions tail` and `status`: result lines for stdout (spec D19), built from
+the operations' JSON documents. Every stored string passes through `sanitize_text` (D6.8); hints,
+warnings and errors are the caller's to print on stderr."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from openclaw_cli.cli.cells import (
+    format_time_ago,
+    format_time_until,
+    plural,
+    row_flags_text,
+    tokens_cell,
+    truncate_key,
+)
+from openclaw_cli.cli.table import Column, render_table
+from openclaw_cli.cli.term import Printer
 from openclaw_cli.output import sanitize_text
 
-
-def _console():
-    from openclaw_cli.output import stderr_console
-
-    return stderr_console()
+_PERCENT = re.compile(r"\((\d+)%\)")
 
 
-def render_sessions(result: dict[str, Any]) -> None:
-    from rich import box
-    from rich.table import Table
+def token_style(cell: str) -> str | None:
+    """R6.4.4: ≥ 95 % error, ≥ 80 % warning, ≥ 60 % success (only a known, fresh percentage)."""
+    match = _PERCENT.search(cell)
+    if not match:
+        return None
+    pct = int(match.group(1))
+    return "error" if pct >= 95 else "warning" if pct >= 80 else "success" if pct >= 60 else None
 
-    from openclaw_cli.cli.cells import format_time_ago, row_flags_text, tokens_cell, truncate_key
 
-    console = _console()
+def _kind_style(_cell: str) -> str | None:
+    return "kind"
+
+
+def key_cell(key: str, printer: Printer) -> str:
+    """A key as its cell shows it: OpenClaw's 26-grapheme cut on a terminal, whole otherwise."""
+    return sanitize_text(key) if printer.full_cells else truncate_key(key)
+
+
+def sessions_lines(result: dict[str, Any], printer: Printer) -> list[str]:
+    lines: list[str] = []
     stores = result.get("stores")
     if stores:
         ids = ", ".join(sanitize_text(s["agentId"]) for s in stores)
-        console.print(f"Session stores: {len(stores)} ({ids})", markup=False)
+        lines.append(f"Session stores: {len(stores)} ({ids})")
     else:
-        console.print(f"Session store: {sanitize_text(result.get('path') or '')}", markup=False)
+        lines.append(f"Session store: {sanitize_text(result.get('path') or '')}")
     sessions = result["sessions"]
     if result.get("activeMinutes"):
-        console.print(f"Filtered to last {result['activeMinutes']} minute(s)", markup=False)
+        lines.append(f"Filtered to last {result['activeMinutes']} minute(s)")
     if not sessions:
-        console.print("No sessions found.", markup=False)
-        return
+        lines.append("No sessions found.")
+        return lines
     if result.get("hasMore") or (result.get("limitApplied") and result["totalCount"] > len(sessions)):
-        console.print(
-            f"Sessions listed: {len(sessions)} of {result['totalCount']} (limit {result['limitApplied']})",
-            markup=False,
-        )
+        lines.append(f"Sessions listed: {len(sessions)} of {result['totalCount']} (limit {result['limitApplied']})")
     else:
-        console.print(f"Sessions listed: {len(sessions)}", markup=False)
-    table = Table(box=box.SQUARE, show_lines=False)
-    if stores:
-        table.add_column("Agent", no_wrap=True)
-    for name in ("Kind", "Key", "Age", "Model", "Tokens (ctx %)"):
-        table.add_column(name, no_wrap=True)  # keys are truncated to 26 cells already
-    table.add_column("Flags", overflow="fold", min_width=16)
+        lines.append(f"Sessions listed: {len(sessions)}")
+    columns = [
+        Column("Kind", min_width=5, shrink_order=45, style=_kind_style),
+        Column("Key", min_width=12, shrink_order=20),
+        Column("Age", min_width=7, shrink_order=60),
+        Column("Model", min_width=6, shrink_order=30),
+        Column("Tokens (ctx %)", min_width=9, shrink_order=40, style=token_style),
+        Column("Flags", min_width=6, shrink_order=10, drop_below=16),
+    ]
+    multi = bool(stores)  # aggregated listings name the agent (R6.4.3)
+    if multi:
+        columns.insert(0, Column("Agent", min_width=5, shrink_order=35))
+    rows = []
     for row in sessions:
         cells = [
             sanitize_text(row["kind"]),
-            sanitize_text(truncate_key(row["key"])),
+            key_cell(row["key"], printer),
             format_time_ago(row.get("ageMs")),
             sanitize_text(row.get("model") or "unknown"),
             tokens_cell(row),
             sanitize_text(row_flags_text(row)),
         ]
-        if stores:
+        if multi:
             cells.insert(0, sanitize_text(row["agentId"]))
-        table.add_row(*cells)
-    console.print(table)
+        rows.append(cells)
+    lines += render_table(columns, rows, width=printer.width, color=printer.color)
+    return lines
 
 
 def _entry_summary(obj: Any) -> tuple[str, str]:
@@ -91,101 +117,123 @@ def _entry_summary(obj: Any) -> tuple[str, str]:
     return sanitize_text(label), sanitize_text(text)
 
 
-def render_tail(result: dict[str, Any]) -> None:
-    console = _console()
-    console.print(
-        f"Session: {sanitize_text(result['key'])} ({sanitize_text(result['sessionId'])}) — "
-        f"{result['count']} {'context message(s)' if result['mode'] == 'context' else 'entries'}",
-        markup=False,
-    )
-    for obj in result["entries"]:
-        ts = obj.get("timestamp", "") if isinstance(obj, dict) else ""
-        if isinstance(ts, int | float) and not isinstance(ts, bool):  # message timestamps are epoch ms
-            import datetime
+def entry_line(obj: Any) -> str:
+    """One transcript entry as `sessions tail` prints it: time, kind (role), text (≤ 300 chars)."""
+    ts = obj.get("timestamp", "") if isinstance(obj, dict) else ""
+    if isinstance(ts, int | float) and not isinstance(ts, bool):  # message timestamps are epoch ms
+        import datetime
 
+        try:
             ts = datetime.datetime.fromtimestamp(ts / 1000, datetime.UTC).isoformat(timespec="milliseconds")
             ts = ts.replace("+00:00", "Z")
-        label, text = _entry_summary(obj)
-        if len(text) > 300:
-            text = text[:297] + "..."
-        console.print(f"{sanitize_text(str(ts))} {label}: {text}", markup=False)
-    for issue in result.get("issues", []):
-        console.print(f"Skipped: {sanitize_text(issue)}", markup=False)
-    if result.get("hint"):
-        console.print(f"Hint: {sanitize_text(result['hint'])}", markup=False)
+        except (OverflowError, OSError, ValueError):
+            ts = str(ts)
+    label, text = _entry_summary(obj)
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{sanitize_text(str(ts))} {label}: {text}"
 
 
-def render_status(result: dict[str, Any]) -> None:
-    from rich import box
-    from rich.table import Table
+def tail_lines(result: dict[str, Any]) -> list[str]:
+    noun = "context message" if result["mode"] == "context" else "entry"
+    lines = [
+        f"Session: {sanitize_text(result['key'])} ({sanitize_text(result['sessionId'])}) — "
+        f"{plural(result['count'], noun)}"
+    ]
+    lines += [entry_line(obj) for obj in result["entries"]]
+    return lines
 
-    from openclaw_cli.cli.cells import format_time_ago, truncate_key
 
-    console = _console()
+def _store_line(store: dict[str, Any]) -> list[str]:
+    name = sanitize_text(store["agent"])
+    if store.get("error"):
+        return [f"  {name}: error: {sanitize_text(store['error'])}"]
+    archives = store["archives"]
+    kind = store["kind"] + (f" ({store['schema']})" if store.get("schema") else "")
+    kind += ", read-only" if store.get("readOnly") else ""
+    return [
+        f"  {name}: {kind}: {plural(store['sessions'], 'session')}, transcripts {format_bytes(store['transcriptBytes'])}, "
+        f"archives {archives['count']} ({format_bytes(archives['bytes'])}), "
+        f"{plural(store['compactions'], 'compaction')}",
+        f"    {sanitize_text(store['path'])}",
+    ]
+
+
+def _issue_line(issue: dict[str, Any]) -> str:
+    where = sanitize_text(issue.get("path") or "")
+    message = sanitize_text(issue.get("message") or "")
+    return f"  error: {where}: {message}" if where else f"  error: {message}"
+
+
+def gateway_state(gw: dict[str, Any]) -> str:
+    if gw.get("probed") is False:
+        return "not probed (--no-probe)"
+    if gw.get("reachable"):
+        return "reachable" + (f" ({sanitize_text(gw['error'])})" if gw.get("error") else "")
+    reason = sanitize_text(gw.get("error") or "")
+    return f"not reachable ({reason})" if reason else "not reachable"
+
+
+def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> list[str]:
     cfg = result["config"]
-    console.print(f"State dir: {sanitize_text(result['stateDir'])}", markup=False)
-    console.print(
-        f"Config: {sanitize_text(result['configPath'])} ({'valid' if cfg['valid'] else 'INVALID'})", markup=False
-    )
-    for issue in cfg.get("errors", []):
-        console.print(f"  error: {sanitize_text(issue.get('path', ''))}: {sanitize_text(issue.get('message', ''))}",
-                      markup=False)
-    for warning in cfg.get("warnings", []):
-        console.print(f"  warning: {sanitize_text(warning)}", markup=False)
+    lines = [f"State dir: {sanitize_text(result['stateDir'])}"]
+    config_path = sanitize_text(result["configPath"])
+    if not cfg.get("exists", True):
+        lines.append(f"Config: {config_path} (none: defaults)")
+    elif cfg["valid"]:
+        lines.append(f"Config: {config_path} (valid)")
+    else:
+        lines.append(f"Config: {config_path} ({printer.paint('INVALID', 'error')})")
+    lines += [_issue_line(issue) for issue in cfg.get("errors", [])]
+    lines += [f"  warning: {sanitize_text(w)}" for w in cfg.get("warnings", [])]
     gw = result["gateway"]
-    state = "reachable" if gw["reachable"] else f"not reachable ({sanitize_text(gw.get('error') or '')})"
-    console.print(f"Gateway: {gw['url']} {state}", markup=False)
-    console.print("Stores:", markup=False)
+    lines.append(f"Gateway: {sanitize_text(gw.get('url') or '?')} {gateway_state(gw)}")
+    if gw.get("authWarning"):
+        lines.append(f"  auth: {sanitize_text(gw['authWarning'])}")
+    agents = result["agents"]
+    if agents.get("selectionRequired"):
+        lines.append(f"Agents: {len(agents['agents'])} (ownership {sanitize_text(agents.get('ownership'))}: "
+                     "commands need --agent <id> or --all-agents)")
+    lines.append("Stores:")
     for store in result["stores"]:
-        name = sanitize_text(store["agent"])
-        if store.get("error"):
-            console.print(f"  {name}: error: {sanitize_text(store['error'])}", markup=False)
-            continue
-        archives = store["archives"]
-        kind = store["kind"] + (f" ({store['schema']})" if store.get("schema") else "")
-        kind += ", read-only" if store.get("readOnly") else ""
-        console.print(
-            f"  {name}: {kind}: {store['sessions']} sessions, transcripts {_bytes(store['transcriptBytes'])}, "
-            f"archives {archives['count']} ({_bytes(archives['bytes'])}), compactions {store['compactions']}",
-            markup=False,
-        )
-        console.print(f"    {sanitize_text(store['path'])}", markup=False)
+        lines += _store_line(store)
+    for extra in result.get("unconfiguredStores") or []:
+        lines.append(f"  {sanitize_text(extra['agent'])}: not configured: {sanitize_text(extra['path'])}")
     m = result["maintenance"]
-    console.print("Maintenance (what `openclaw sessions cleanup --enforce` applies):", markup=False)
-    for line in m.get("lines", []):
-        console.print(f"  {sanitize_text(line)}", markup=False)
-    for preview in m.get("wouldRemoveNow", []):
-        next_at = preview.get("nextPruneAt")
-        when = f"; next stale prune in {format_time_ago(next_at - _now()).replace(' ago', '')}" if next_at else ""
-        console.print(
-            f"  {sanitize_text(preview['agentId'])}: would remove now {preview['beforeCount'] - preview['afterCount']}"
-            f" of {preview['beforeCount']} (stale {preview['pruned']}, cap {preview['capped']}, "
-            f"model-run {preview['modelRunPruned']}){when}",
-            markup=False,
-        )
+    if cfg["valid"]:
+        lines.append("Maintenance (what `openclaw sessions cleanup --enforce` applies):")
+        lines += [f"  {sanitize_text(line)}" for line in m.get("lines", [])]
+        for preview in m.get("wouldRemoveNow", []):
+            next_at = preview.get("nextPruneAt")
+            when = f"; next stale prune {format_time_until(next_at - now_ms)}" if next_at else ""
+            removed = preview["beforeCount"] - preview["afterCount"]
+            lines.append(
+                f"  {sanitize_text(preview['agentId'])}: would remove now {removed} of {preview['beforeCount']}"
+                f" (stale {preview['pruned']}, cap {preview['capped']}, model-run {preview['modelRunPruned']}){when}"
+            )
+    else:
+        lines.append("Maintenance: not applied while the config is invalid (`openclaw sessions cleanup` refuses "
+                     "to run until it is fixed).")
     recent = result["sessions"]["recent"]
     if recent:
-        t = Table(box=box.SQUARE, title="Recent sessions")
-        for name in ("Key", "Kind", "Age", "Model", "Tokens"):
-            t.add_column(name, no_wrap=True)
-        for row in recent:
-            t.add_row(truncate_key(row["key"]), sanitize_text(row["kind"]), format_time_ago(row.get("age")),
-                      sanitize_text(row.get("model") or "unknown"), _tokens(row))
-        console.print(t)
+        lines.append("Recent sessions:")
+        columns = [
+            Column("Key", min_width=12, shrink_order=20),
+            Column("Kind", min_width=5, shrink_order=45, style=_kind_style),
+            Column("Age", min_width=7, shrink_order=60),
+            Column("Model", min_width=6, shrink_order=30),
+            Column("Tokens", min_width=9, shrink_order=40, style=token_style),
+        ]
+        rows = [[key_cell(r["key"], printer), sanitize_text(r["kind"]), format_time_ago(r.get("age")),
+                 sanitize_text(r.get("model") or "unknown"), status_tokens(r)] for r in recent]
+        lines += render_table(columns, rows, width=printer.width, color=printer.color)
     else:
-        console.print("No sessions", markup=False)
-    if result.get("hint"):
-        console.print(f"Hint: {sanitize_text(result['hint'])}", markup=False)
+        lines.append("No sessions")
+    return lines
 
 
-def _now() -> int:
-
-    from openclaw_cli.clock import now_ms
-
-    return now_ms()
-
-
-def _tokens(row: dict[str, Any]) -> str:
+def status_tokens(row: dict[str, Any]) -> str:
+    """R6.3.1 tokens cell."""
     from openclaw_cli.cli.cells import format_token_count
 
     used, ctx = row.get("totalTokens"), row.get("contextTokens")
@@ -199,7 +247,7 @@ def _tokens(row: dict[str, Any]) -> str:
     return "unknown used"
 
 
-def _bytes(n: int | None) -> str:
+def format_bytes(n: int | None) -> str:
     if n is None:
         return "?"
     value = float(n)

@@ -17,6 +17,10 @@ from openclaw_cli.output import sanitize_text
 TABLE_HEADERS = ("Action", "Key", "Age", "Model", "Flags")
 UNLABELED = "(unlabeled)"
 ACTION_KEEP = "keep"
+# action -> style (cli.term): what removes a row red, what archives one yellow, keep green
+ACTION_STYLES = {"keep": "keep", "prune-missing": "remove", "retire-dm-scope": "archive",
+                 "prune-model-run": "remove", "archive-dashboard": "archive", "archive-cap": "archive",
+                 "archive-age": "archive", "prune-stale": "remove", "cap-overflow": "remove"}
 CLEANUP_PARENT_UNSUPPORTED = ("--active", "--limit", "--verbose")
 CLEANUP_PARENT_REASON = "session-list filters cannot scope session maintenance"
 
@@ -99,8 +103,9 @@ class ActionRow:
     def key_cell(self) -> str:
         return truncate_key(self.key)
 
-    def cells(self) -> tuple[str, str, str, str, str]:
-        return (self.action, self.key_cell, self.age, self.model, self.flags)
+    def cells(self, *, full_keys: bool = False) -> tuple[str, str, str, str, str]:
+        key = sanitize_text(self.key) if full_keys else self.key_cell
+        return (self.action, key, self.age, self.model, self.flags)
 
 
 def _updated(entry: Any) -> float | None:
@@ -151,23 +156,28 @@ def label_summaries(rows: Iterable[ActionRow]) -> list[tuple[str, int, int]]:
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain box-drawn table (no wrapping), padded by terminal width."""
-    widths = [display_width(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], display_width(cell))
+    """A plain box-drawn table at its natural width (no wrapping, no eliding)."""
+    from openclaw_cli.cli.table import Column
+    from openclaw_cli.cli.table import render_table as draw
 
-    def line(cells: Sequence[str]) -> str:
-        padded = [c + " " * (w - display_width(c)) for c, w in zip(cells, widths, strict=True)]
-        return "│ " + " │ ".join(padded) + " │"
+    return "\n".join(draw([Column(h) for h in headers], rows))
 
-    def rule(left: str, mid: str, right: str) -> str:
-        return left + mid.join("─" * (w + 2) for w in widths) + right
 
-    out = [rule("┌", "┬", "┐"), line(headers), rule("├", "┼", "┤")]
-    out += [line(r) for r in rows]
-    out.append(rule("└", "┴", "┘"))
-    return "\n".join(out)
+def fitted_table(width: int | None, color: bool) -> Callable[[Sequence[str], Sequence[Sequence[str]]], str]:
+    """The planned-actions table for a stream: fitted to `width` (Flags narrow first, then Key,
+    elided in the middle; None: natural width), actions coloured when `color`."""
+    from openclaw_cli.cli.table import Column
+    from openclaw_cli.cli.table import render_table as draw
+
+    columns = [Column("Action", min_width=6, shrink_order=60, style=lambda cell: ACTION_STYLES.get(cell)),
+               Column("Key", min_width=12, shrink_order=20), Column("Age", min_width=7, shrink_order=70),
+               Column("Model", min_width=6, shrink_order=30),
+               Column("Flags", min_width=6, shrink_order=10, drop_below=16)]
+
+    def renderer(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+        return "\n".join(draw(columns, rows, width=width, color=color))
+
+    return renderer
 
 
 # ---- text ---------------------------------------------------------------------------------------
@@ -193,6 +203,7 @@ def render_dry_run_text(
     show_agent_header: bool = False,
     hint: str | None = None,
     table_renderer: Callable[[Sequence[str], Sequence[Sequence[str]]], str] = render_table,
+    full_keys: bool = False,
 ) -> str:
     """The per-store dry-run report (§10.8, fixture `cleanup-dry-run.txt`)."""
     lines: list[str] = []
@@ -226,7 +237,8 @@ def render_dry_run_text(
         lines.append(hint)
     if not rows:
         return "\n".join(lines)
-    lines += ["", "Planned session actions:", table_renderer(TABLE_HEADERS, [r.cells() for r in rows])]
+    lines += ["", "Planned session actions:",
+              table_renderer(TABLE_HEADERS, [r.cells(full_keys=full_keys) for r in rows])]
     summaries = label_summaries(rows)
     pad = max(display_width(label) for label, _, _ in summaries)
     lines += ["", "Summary by Label:"]

@@ -53,12 +53,56 @@ def migration_text(doc: dict[str, Any]) -> list[str]:
                 f"  corrupt-db-recovery moved={len(cr.get('movedFiles', []))}, "
                 f"skipped={len(cr.get('skippedFiles', []))}"
             )
-        issues = t["issues"]
-        for issue in issues[:MAX_TEXT_ISSUES]:
+        lines += issue_lines(t["issues"])
+    return lines
+
+
+def _common_affixes(messages: list[str]) -> tuple[str, str]:
+    """The longest prefix and suffix all `messages` share (cut back to a word boundary)."""
+    import os.path
+
+    prefix = os.path.commonprefix(messages)
+    suffix = os.path.commonprefix([m[::-1] for m in messages])[::-1]
+    shortest = min(len(m) for m in messages)
+    if len(prefix) + len(suffix) > shortest:
+        suffix = suffix[len(prefix) + len(suffix) - shortest:]
+    bounds = " /:."
+    if prefix and prefix[-1] not in bounds:
+        prefix = prefix[:max(prefix.rfind(c) for c in bounds) + 1]
+    if suffix and suffix[0] not in bounds:
+        found = [i for i in (suffix.find(c) for c in bounds) if i >= 0]
+        suffix = suffix[min(found):] if found else ""
+    return prefix, suffix
+
+
+def issue_lines(issues: list[dict[str, Any]], *, shown: int = 3) -> list[str]:
+    """Issues grouped by code, so 300 sessions with the same problem read as one finding: a lone
+    issue as `[code] key: message`; a group as `[code] N sessions: <what they share>` and its
+    first `shown` sessions with what differs (`--json` lists every one)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for issue in issues:
+        groups.setdefault(str(issue.get("code")), []).append(issue)
+    lines: list[str] = []
+    for code, items in list(groups.items())[:MAX_TEXT_ISSUES]:
+        if len(items) == 1:
+            issue = items[0]
             key = f" {s(issue['sessionKey'])}:" if issue.get("sessionKey") else ""
-            lines.append(f"  [{s(issue['code'])}]{key} {s(issue['message'])}")
-        if len(issues) > MAX_TEXT_ISSUES:
-            lines.append(f"  ...and {len(issues) - MAX_TEXT_ISSUES} more issue(s)")
+            lines.append(f"  [{s(code)}]{key} {s(issue['message'])}")
+            continue
+        messages = [str(i.get("message") or "") for i in items]
+        prefix, suffix = _common_affixes(messages)
+        shared = (prefix + "…" + suffix) if (prefix or suffix) and len(set(messages)) > 1 else messages[0]
+        lines.append(f"  [{s(code)}] {len(items)} issues: {s(shared)}")
+        for issue in items[:shown]:
+            detail = str(issue.get("message") or "")
+            detail = detail[len(prefix):len(detail) - len(suffix)] if len(set(messages)) > 1 else ""
+            key = s(issue.get("sessionKey") or "(no key)")
+            lines.append(f"    {key}{': ' + s(detail) if detail else ''}")
+        if len(items) > shown:
+            lines.append(f"    ...and {len(items) - shown} more (--json lists every one)")
+    if len(groups) > MAX_TEXT_ISSUES:
+        rest = sum(len(v) for v in list(groups.values())[MAX_TEXT_ISSUES:])
+        lines.append(f"  ...and {rest} more issue(s) of {len(groups) - MAX_TEXT_ISSUES} other kind(s)")
     return lines
 
 

@@ -1,10 +1,11 @@
-"""`openclaw sessions` (alias `sessions list`) and `sessions tail`."""
+"""`openclaw sessions` (alias `sessions list`) and `sessions tail`. Results on stdout (spec D19: the
+listing too, unlike 2026.9.6), hints and per-store errors on stderr."""
 
 from __future__ import annotations
 
 import typer
 
-from openclaw_cli.cli.common import echo_json, run, state_paths
+from openclaw_cli.cli.common import echo_json, load_context, print_lines, run, say_hints
 
 sessions_app = typer.Typer(
     help="List sessions (default), tail a transcript, clean up or compact stores.",
@@ -13,18 +14,38 @@ sessions_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-AGENT = typer.Option(None, "--agent", help="One agent's store (default: the default agent).")
-ALL_AGENTS = typer.Option(False, "--all-agents", help="Every configured agent plus agent dirs found on disk.")
-STORE = typer.Option(None, "--store", help="An explicit store: a legacy sessions.json or an agent .sqlite.")
+
+def complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
+    from openclaw_cli.cli.completion import agent_ids
+
+    return agent_ids(ctx, incomplete)
+
+
+def complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
+    from openclaw_cli.cli.completion import session_keys
+
+    return session_keys(ctx, incomplete)
+
+
+AGENT = typer.Option(None, "--agent", metavar="<id>", autocompletion=complete_agent,
+                     help="One agent's store (default: the default agent, or the agent a KEY names).")
+ALL_AGENTS = typer.Option(False, "--all-agents",
+                          help="Every configured agent (with no agents configured: every agent dir on disk).")
+STORE = typer.Option(None, "--store", metavar="<path>",
+                     help="An explicit store: a legacy sessions.json or an agent .sqlite.")
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 ARCHIVED = typer.Option(False, "--archived", help="Only archived sessions (hidden by default).")
 ALL_ROWS = typer.Option(False, "--all", help="Archived sessions too.")
+ACTIVE = typer.Option(None, "--active", metavar="<minutes>", help="Only sessions updated within the last N minutes.")
+LIMIT = typer.Option(None, "--limit", metavar="<n|all>", help='Maximum rows, or "all"; default 100.')
+VERBOSE = typer.Option(False, "--verbose", help="Log which stores are read and how long it takes (stderr).")
+WIDE = typer.Option(False, "--wide", help="Full keys and cells on a terminal too (lines may exceed its width).")
 
 
-def _list(agent, all_agents, store, active, limit, json_mode, archived=False, all_rows=False) -> None:
+def _list(agent, all_agents, store, active, limit, json_mode, archived=False, all_rows=False, *, verbose=False,
+          wide=False) -> None:
     def body() -> None:
         from openclaw_cli.cli.options import parse_active, parse_limit
-        from openclaw_cli.ops.context import Context
         from openclaw_cli.ops.sessions import list_sessions
 
         if archived and all_rows:
@@ -33,23 +54,38 @@ def _list(agent, all_agents, store, active, limit, json_mode, archived=False, al
             raise UsageError("--archived and --all cannot be used together.")
         limit_value = parse_limit(limit)
         active_value = parse_active(active)
-        ctx = Context.load(state_paths())
+        if verbose:
+            from openclaw_cli.cli.common import enable_verbose
+
+            enable_verbose()
+        cx = load_context()
         result = list_sessions(
-            ctx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value,
+            cx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value,
             archived="all" if all_rows else bool(archived),
         )
         if json_mode:
             echo_json(result)
         else:
-            from openclaw_cli.cli.render import render_sessions
+            from openclaw_cli.cli.render import sessions_lines
+            from openclaw_cli.cli.term import stdout_printer
 
-            render_sessions(result)
-            for hint in ctx.hints:
-                from openclaw_cli.output import err
-
-                err(f"Hint: {hint}")
+            print_lines(sessions_lines(result, stdout_printer(wide=wide)))
+            say_hints(cx.hints)
+        _report_store_errors(cx, result)
 
     run(body, json_mode=json_mode)
+
+
+def _report_store_errors(cx, result: dict) -> None:
+    """Stores that could not be read (the others were listed): each on stderr, exit with the
+    first one's code (e.g. 6 for a corrupt store)."""
+    if not cx.failures:
+        return
+    from openclaw_cli.cli.common import say_error
+
+    for item in result.get("errors") or []:
+        say_error(f"agent {item['agentId']}: {item['error']['message']}")
+    raise typer.Exit(int(cx.failures[0].exit_code))
 
 
 @sessions_app.callback()
@@ -58,12 +94,13 @@ def sessions_root(
     agent: str = AGENT,
     all_agents: bool = ALL_AGENTS,
     store: str = STORE,
-    active: str = typer.Option(None, "--active", help="Only sessions updated within N minutes."),
-    limit: str = typer.Option(None, "--limit", help='Maximum rows (default 100), or "all".'),
+    active: str = ACTIVE,
+    limit: str = LIMIT,
     json_mode: bool = JSON,
-    verbose: bool = typer.Option(False, "--verbose", help="Verbose logging."),
+    verbose: bool = VERBOSE,
     archived: bool = ARCHIVED,
     all_rows: bool = ALL_ROWS,
+    wide: bool = WIDE,
 ) -> None:
     ctx.obj = {
         **(ctx.obj or {}),
@@ -76,9 +113,10 @@ def sessions_root(
         "verbose": verbose,
         "archived": archived,
         "all_rows": all_rows,
+        "wide": wide,
     }
     if ctx.invoked_subcommand is None:
-        _list(agent, all_agents, store, active, limit, json_mode, archived, all_rows)
+        _list(agent, all_agents, store, active, limit, json_mode, archived, all_rows, verbose=verbose, wide=wide)
 
 
 @sessions_app.command("list")
@@ -87,11 +125,13 @@ def sessions_list(
     agent: str = AGENT,
     all_agents: bool = ALL_AGENTS,
     store: str = STORE,
-    active: str = typer.Option(None, "--active", help="Only sessions updated within N minutes."),
-    limit: str = typer.Option(None, "--limit", help='Maximum rows (default 100), or "all".'),
+    active: str = ACTIVE,
+    limit: str = LIMIT,
     json_mode: bool = JSON,
+    verbose: bool = VERBOSE,
     archived: bool = ARCHIVED,
     all_rows: bool = ALL_ROWS,
+    wide: bool = WIDE,
 ) -> None:
     """List sessions, newest first (same as `openclaw sessions`)."""
     parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
@@ -104,40 +144,90 @@ def sessions_list(
         json_mode or bool(parent.get("json")),
         archived or bool(parent.get("archived")),
         all_rows or bool(parent.get("all_rows")),
+        verbose=verbose or bool(parent.get("verbose")),
+        wide=wide or bool(parent.get("wide")),
     )
 
 
 @sessions_app.command("tail")
 def sessions_tail(
     ctx: typer.Context,
-    session_key: str = typer.Option(..., "--session-key", help="The session key to show."),
-    tail: int = typer.Option(80, "--tail", help="How many entries (default 80)."),
+    session_key: str = typer.Option(None, "--session-key", metavar="<key>", autocompletion=complete_key,
+                                    help="The session to show (default: the agent's main session)."),
+    tail: int = typer.Option(80, "--tail", metavar="<count>", help="How many entries to show first."),
+    follow: bool = typer.Option(False, "--follow", "-f",
+                                help="Keep printing entries as they are appended (Ctrl-C to stop)."),
+    interval: float = typer.Option(0.5, "--interval", metavar="<seconds>", help="With --follow: how often to look."),
     agent: str = AGENT,
     store: str = STORE,
     context: bool = typer.Option(False, "--context", help="Show the context a model would see (after compaction)."),
-    json_mode: bool = JSON,
+    json_mode: bool = typer.Option(False, "--json",
+                                   help="One JSON document on stdout (with --follow: JSON Lines, one per entry)."),
 ) -> None:
-    """Print the last N entries of a session's active branch."""
+    """Print the last N entries of a session's active branch, and with --follow what is appended."""
     parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
     json_mode = json_mode or bool(parent.get("json"))
 
     def body() -> None:
-        from openclaw_cli.ops.context import Context
+        from openclaw_cli.errors import UsageError
         from openclaw_cli.ops.sessions import tail_session
 
-        cx = Context.load(state_paths())
-        result = tail_session(
-            cx, session_key, n=tail, agent=agent or parent.get("agent"), store=store or parent.get("store"),
-            context=context,
-        )
-        if json_mode:
+        if follow and context:
+            raise UsageError("--follow streams appended entries; it cannot be combined with --context.")
+        if not (interval > 0):
+            raise UsageError("--interval must be a positive number of seconds, for example --interval 0.5.")
+        cx = load_context()
+        chosen_agent, chosen_store = agent or parent.get("agent"), store or parent.get("store")
+        cursor: list = []
+        result = tail_session(cx, session_key, n=tail, agent=chosen_agent, store=chosen_store, context=context,
+                              cursor=cursor)
+        if json_mode and not follow:
             echo_json(result)
-        else:
-            from openclaw_cli.cli.render import render_tail
+            return
+        if json_mode:
+            from openclaw_cli.jsonutil import dumps_compact as dumps
 
-            render_tail(result)
+            print_lines([dumps(result)])
+        else:
+            from openclaw_cli.cli.render import tail_lines
+
+            print_lines(tail_lines(result))
+            say_hints(cx.hints)
+            for issue in result.get("issues", []):
+                from openclaw_cli.output import err, sanitize_text
+
+                err(f"Skipped: {sanitize_text(issue)}")
+        if follow:
+            _follow(cx, result["key"], agent=chosen_agent, store=chosen_store, interval=interval, json_mode=json_mode,
+                    after=cursor[0] if cursor else None, session_id=result["sessionId"])
 
     run(body, json_mode=json_mode)
+
+
+def _follow(cx, key: str, *, agent, store, interval: float, json_mode: bool, after: str | None,
+            session_id: str) -> None:
+    from openclaw_cli.cli.render import entry_line
+    from openclaw_cli.ops.sessions import follow_session
+    from openclaw_cli.output import sanitize_text
+
+    if not json_mode:
+        from openclaw_cli.output import err
+
+        err("Following; Ctrl-C to stop.")
+    try:
+        for event in follow_session(cx, key, agent=agent, store=store, interval_s=interval, after=after,
+                                    session_id=session_id):
+            if json_mode:
+                from openclaw_cli.jsonutil import dumps_compact as dumps
+
+                print_lines([dumps(event)])
+            elif event["type"] == "session":
+                print_lines([f"-- {sanitize_text(event['key'])} continues in session "
+                             f"{sanitize_text(event['sessionId'])} (was {sanitize_text(event['previousSessionId'])})"])
+            else:
+                print_lines([entry_line(event["entry"])])
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None  # the usual way to stop following
 
 
 def register(app: typer.Typer) -> None:

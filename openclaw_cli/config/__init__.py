@@ -12,6 +12,8 @@ from openclaw_cli.config.resolve import LAZY_NAMES as _LAZY_SETTINGS
 from openclaw_cli.config.resolve import (
     MaintenanceSettings,
     WriteLockSettings,
+    agent_roster,
+    agents_ownership,
     configured_agent_ids,
     context_tokens_default,
     default_agent_id,
@@ -63,6 +65,8 @@ __all__ = [
     "ResetSettings",
     "SessionConfig",
     "WriteLockSettings",
+    "agent_roster",
+    "agents_ownership",
     "compaction_settings",
     "configured_agent_ids",
     "context_tokens_default",

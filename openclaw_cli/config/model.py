@@ -119,6 +119,11 @@ def number_field(minimum: float, maximum: float) -> Callable[[Any], float | None
     return check
 
 
+# The value is shown before the reason, and the key's own example after it (loader.make_issue).
+DURATION_REASON = "not a duration: use a number with ms, s, m, h or d, such as 30s, 5m, 2h, 30d or 1h30m"
+BYTE_SIZE_REASON = "not a byte size: use a number with b, kb, mb, gb or tb, such as 512kb, 10mb or 2gb"
+
+
 def duration_field(default_unit: str, *, allow_false: bool = False) -> Callable[[Any], Any]:
     """A duration string or number (bare numbers in `default_unit`) -> ms. Blank = not set."""
 
@@ -134,8 +139,8 @@ def duration_field(default_unit: str, *, allow_false: bool = False) -> Callable[
             return None
         try:
             return parse_duration_ms(value, default_unit)
-        except ValueError as error:
-            raise _fail(str(error)) from None
+        except ValueError:
+            raise _fail(DURATION_REASON) from None
 
     return check
 
@@ -155,8 +160,8 @@ def byte_size_field(*, allow_false: bool = False) -> Callable[[Any], Any]:
             return None
         try:
             return parse_byte_size(value, "b")
-        except ValueError as error:
-            raise _fail(str(error)) from None
+        except ValueError:
+            raise _fail(BYTE_SIZE_REASON) from None
 
     return check
 
@@ -550,6 +555,7 @@ class AgentEntryConfig(_Section):
         _Leaf("model", "model", model_ref_field),
         _Leaf("contextTokens", "context_tokens", POSITIVE_INT),
         _Leaf("workspace", "workspace", str_field),
+        _Leaf("agentDir", "agent_dir", str_field),
     )
     __slots__ = _slots(_fields)
 

@@ -305,6 +305,18 @@ def _roster(cfg: Any) -> list[tuple[str, bool]]:
     return out
 
 
+def agent_roster(cfg: Any = None) -> list[tuple[str, bool]]:
+    """The configured agents as (normalised id, marked `default: true`), in file order; empty
+    when the config lists none (then `main` is the only configured agent)."""
+    return _roster(cfg)
+
+
+def agents_ownership(cfg: Any = None) -> str | None:
+    """`agents.ownership` as written (OpenClaw: `"explicit"` makes every command name its agent)."""
+    value = _model(cfg).agents.ownership
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
 def configured_agent_ids(cfg: Any = None) -> list[str]:
     """Configured agent ids (normalised, de-duplicated); an empty roster means `["main"]`."""
     ids = [agent_id for agent_id, _ in _roster(cfg)]

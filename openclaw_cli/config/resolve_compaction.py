@@ -104,10 +104,12 @@ def compaction_settings(cfg: Any = None) -> CompactionSettings:
 
 
 def workspace_dir(cfg: Any, agent_id: str, paths: StatePaths) -> Path:
-    """An agent's workspace (where its `AGENTS.md` lives): its roster entry's `workspace`, else
-    `agents.defaults.workspace` for the default agent, else `<stateDir>/workspace` for the default
-    agent and `<stateDir>/workspace-<agentId>` for the others (OpenClaw's layout)."""
-    from openclaw_cli.config.resolve import default_agent_id
+    """An agent's workspace (where its `AGENTS.md` lives), as OpenClaw 2026.9.6 reports it (`agents
+    list`, `status`): its roster entry's `workspace`; else, for the default agent,
+    `agents.defaults.workspace` or `<stateDir>/workspace`; for any other agent
+    `<agents.defaults.workspace>/<agentId>` or `<stateDir>/workspace-<agentId>`. Under
+    `agents.ownership: "explicit"` no agent is the default."""
+    from openclaw_cli.config.resolve import agents_ownership, default_agent_id
     from openclaw_cli.ids import normalize_agent_id
     from openclaw_cli.paths import expand_user
 
@@ -119,8 +121,9 @@ def workspace_dir(cfg: Any, agent_id: str, paths: StatePaths) -> Path:
     for entry in agents.agent_list or []:
         if entry.id and normalize_agent_id(entry.id) == wanted and entry.workspace and entry.workspace.strip():
             return expand_user(entry.workspace.strip(), paths.home)
-    is_default = wanted == normalize_agent_id(default_agent_id(cfg))
-    configured = agents.defaults.workspace
-    if is_default and configured and configured.strip():
-        return expand_user(configured.strip(), paths.home)
+    is_default = agents_ownership(cfg) != "explicit" and wanted == normalize_agent_id(default_agent_id(cfg))
+    configured = agents.defaults.workspace.strip() if agents.defaults.workspace else ""
+    if configured:
+        base = expand_user(configured, paths.home)
+        return base if is_default else base / wanted
     return paths.state_dir / ("workspace" if is_default else f"workspace-{wanted}")

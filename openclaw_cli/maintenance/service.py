@@ -302,14 +302,36 @@ def apply_store(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpo
     """Execute the plan (the caller holds the store's writer)."""
     work = retirement(store, result)
     total = work.work_units(store.transcripts_in_files)
-    tick = progress(f"Cleaning {result.agent_id}", total) if progress and total else None
+    bar = progress(f"Cleaning {result.agent_id}", _items(work, store.transcripts_in_files)) \
+        if progress and total else None
     try:
         return store.retire(work, lock_settings=lock_settings, now_ms=result.now_ms, checkpoint=checkpoint,
-                            progress=tick)
+                            progress=_per_item(bar, work, store.transcripts_in_files) if bar else None)
     finally:
-        close = getattr(tick, "close", None)
+        close = getattr(bar, "close", None)
         if close is not None:
             close()
+
+
+def _items(work: Any, in_files: bool) -> int:
+    """What the progress bar counts: the files (or sessions) leaving the store, plus the archives
+    and temps removed — not the store's internal steps."""
+    return (len(work.archive_actions) if in_files else len(work.session_ids)) + len(work.unlink_actions)
+
+
+def _per_item(bar: Any, work: Any, in_files: bool) -> Any:
+    """The store ticks twice per leaving file (archived, then removed): shown as half an item
+    each, so 1,500 removals count to 1,500."""
+    halves = 2 * len(work.archive_actions) if in_files else 0
+    seen = 0
+
+    def tick(n: int) -> None:
+        nonlocal seen
+        for _ in range(n):
+            seen += 1
+            bar(0.5 if seen <= halves else 1)
+
+    return tick
 
 
 def check_archive_dir(ctx: Any, store: Any) -> None:

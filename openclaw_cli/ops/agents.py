@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from openclaw_cli.config import configured_agent_ids
 from openclaw_cli.errors import NotFoundError, OpenClawError
 from openclaw_cli.ids import normalize_agent_id
 from openclaw_cli.ops.context import Context
@@ -33,30 +34,115 @@ def _stores_of(ctx: Context, agent: str, *, read_only: bool) -> list[Any]:
     return stores
 
 
-def list_agents(ctx: Context) -> dict[str, Any]:
-    """Configured agents plus agent directories found on disk, with the store each one uses (D2)
-    and its session count."""
-    from openclaw_cli.config import configured_agent_ids, default_agent_id
-    from openclaw_cli.ops.targets import known_agent_ids
+def _entry(config: Any, agent_id: str) -> Any:
+    """The agent's roster entry (`agents.entries.<id>` first, then `agents.list`), or None."""
+    from openclaw_cli.config.resolve import _model
+
+    agents = _model(config).agents
+    for key, entry in (agents.entries or {}).items():
+        if normalize_agent_id(key) == agent_id:
+            return entry
+    for entry in agents.agent_list or []:
+        if entry.id and normalize_agent_id(entry.id) == agent_id:
+            return entry
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def default_agent(ctx: Context) -> str | None:
+    """The default agent as OpenClaw reports it: None under `agents.ownership: "explicit"`."""
+    from openclaw_cli.config import agents_ownership, default_agent_id
+
+    return None if agents_ownership(ctx.config) == "explicit" else default_agent_id(ctx.config)
+
+
+def workspace_dir(ctx: Context, agent_id: str) -> Path:
+    """The agent's workspace (`config.workspace_dir`: the one rule compaction reads AGENTS.md by)."""
+    from openclaw_cli.config import workspace_dir as resolve
+
+    return resolve(ctx.config, agent_id, ctx.paths)
+
+
+def agent_dir(ctx: Context, agent_id: str) -> Path:
+    from openclaw_cli.paths import expand_user
+
+    own = _text(getattr(_entry(ctx.config, agent_id), "agent_dir", None))
+    return expand_user(own, ctx.paths.home) if own else ctx.paths.agent_dir(agent_id) / "agent"
+
+
+def _binding_rules(ctx: Context, agent_id: str) -> list[str]:
+    """`bindings[]` of the raw config that route to this agent, described as OpenClaw does
+    (`telegram accountId=bot1`, `discord peer=group:42`)."""
+    raw = getattr(ctx.config, "raw", None)
+    bindings = raw.get("bindings") if isinstance(raw, dict) else None
+    rules = []
+    for item in bindings if isinstance(bindings, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("agentId"), str):
+            continue
+        if normalize_agent_id(item["agentId"]) != agent_id:
+            continue
+        match = item.get("match") if isinstance(item.get("match"), dict) else {}
+        parts = [str(match["channel"])] if isinstance(match.get("channel"), str) else []
+        if isinstance(match.get("accountId"), str):
+            parts.append(f"accountId={match['accountId']}")
+        peer = match.get("peer")
+        if isinstance(peer, dict) and peer.get("id") is not None:
+            parts.append(f"peer={peer.get('kind')}:{peer.get('id')}" if peer.get("kind") else f"peer={peer['id']}")
+        rules.append(" ".join(parts) or "any")
+    return rules
+
+
+def list_agents(ctx: Context, *, bindings: bool = False) -> list[dict[str, Any]]:
+    """`openclaw agents list --json`: OpenClaw's array `[{id, name?, workspace, agentDir, model?,
+    bindings, isDefault, routes?|bindingDetails?}]` (with `bindings`: the routing rules), each
+    item extended with the store the agent uses (D2): `configured`, `storeKind`, `sessionsPath`,
+    `sessionsCount` (`error` when it cannot be read). The agents are those `--all-agents` covers:
+    the configured ones (with none configured: also the agent dirs found on disk)."""
+    from openclaw_cli.config import default_model
+    from openclaw_cli.ops.targets import session_agent_ids
     from openclaw_cli.store.detect import open_agent_store
 
-    configured = configured_agent_ids(ctx.config)
-    default = default_agent_id(ctx.config)
-    agents = []
-    for agent in known_agent_ids(ctx.paths, ctx.config):
-        row: dict[str, Any] = {"id": agent, "default": agent == default, "configured": agent in configured}
+    configured = set(configured_agent_ids(ctx.config))
+    default = default_agent(ctx)
+    items: list[dict[str, Any]] = []
+    for agent in session_agent_ids(ctx.paths, ctx.config):
+        entry = _entry(ctx.config, agent)
+        is_default = agent == default
+        item: dict[str, Any] = {"id": agent}
+        name = _text(getattr(entry, "name", None))
+        if name:
+            item["name"] = name
+        item["workspace"] = str(workspace_dir(ctx, agent))
+        item["agentDir"] = str(agent_dir(ctx, agent))
+        model = default_model(ctx.config, agent)
+        if model:
+            item["model"] = model
+        rules = _binding_rules(ctx, agent)
+        item["bindings"] = len(rules)
+        item["isDefault"] = is_default
+        if bindings:
+            if rules:
+                item["bindingDetails"] = rules
+            elif is_default:
+                item["routes"] = ["default (no explicit rules)"]
+        item["configured"] = agent in configured
         try:
             with open_agent_store(ctx.paths, agent, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=True) as store:
                 exists = store.path.exists()
-                row["store"] = {"kind": store.kind, "path": str(store.path), "exists": exists}
-                row["sessions"] = store.count_entries() if exists else 0
+                item["storeKind"] = store.kind
+                item["sessionsPath"] = str(store.path)
+                item["sessionsCount"] = store.count_entries() if exists else 0
         except OpenClawError as exc:
-            row["store"] = None
-            row["sessions"] = None
-            row["error"] = exc.message
-        agents.append(row)
-    return {"defaultId": default, "agents": agents,
-            "totalSessions": sum(a["sessions"] or 0 for a in agents)}
+            item["storeKind"] = None
+            item["sessionsPath"] = None
+            item["sessionsCount"] = None
+            item["error"] = exc.message
+            ctx.failures.append(exc)
+        items.append(item)
+    return items
 
 
 def check_deletable(ctx: Context, raw_id: str) -> str:

@@ -21,7 +21,7 @@ from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.sessions import resolve_session
 from openclaw_cli.ops.targets import open_target, select_targets
 
-__all__ = ["CompactionSkipped", "compact_over_threshold", "compact_session", "sessions_compact"]
+__all__ = ["CompactionSkipped", "compact_or_skip", "compact_over_threshold", "compact_session", "sessions_compact"]
 
 
 def compact_session(ctx: Context, key: str, *, agent: str | None = None, store: str | None = None,
@@ -39,6 +39,25 @@ def compact_session(ctx: Context, key: str, *, agent: str | None = None, store: 
                                 require_over_threshold=require_over_threshold, now_ms=now_ms)
 
 
+def skipped_document(exc: CompactionSkipped) -> dict[str, Any]:
+    """A session with nothing to compact (no compactable entries, already compacted, below the
+    threshold) is a success, not a failure: `{ok: true, key, compacted: false, reason, code}` (a
+    nightly `openclaw compact KEY` must not fail on an idle session)."""
+    return {"ok": True, "key": exc.key, "compacted": False, "reason": exc.reason, "code": exc.code, **exc.extra}
+
+
+def compact_or_skip(ctx: Context, key: str, **kwargs: Any) -> dict[str, Any]:
+    """`compact_session`, with "nothing to compact" returned as `skipped_document`. Other
+    refusals still raise, and so does a skip caused by an unreadable transcript (its `issues`:
+    a symbolic link refused, malformed lines): that is not an idle session but a problem."""
+    try:
+        return compact_session(ctx, key, **kwargs)
+    except CompactionSkipped as exc:
+        if exc.extra.get("issues"):
+            raise
+        return skipped_document(exc)
+
+
 def sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """The `sessions.compact` method: `{key, agentId?, maxLines?}` plus the local extensions
     (`keepRecentTokens`, `provider`, `tokenizer`, `instructions`, `dryRun`, `store`)."""
@@ -49,7 +68,7 @@ def sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if agent is None and params.get("store") is None:
         parsed = parse_agent_key(key)
         agent = parsed[0] if parsed else None  # an agent-scoped key names its store (as OpenClaw's Gateway)
-    return compact_session(ctx, key, agent=agent, store=params.get("store"),
+    return compact_or_skip(ctx, key, agent=agent, store=params.get("store"),
                            keep_recent_tokens=params.get("keepRecentTokens"), max_lines=params.get("maxLines"),
                            provider=params.get("provider"), tokenizer=params.get("tokenizer") or "exact",
                            dry_run=bool(params.get("dryRun")), instructions=params.get("instructions"))

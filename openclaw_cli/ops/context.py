@@ -19,6 +19,8 @@ class Context:
     clock: Callable[[], int] = now_ms
     progress: ProgressFactory | None = None
     hints: list[str] = field(default_factory=list)
+    # typed errors an aggregate read reported per store and went on past (`--all-agents`, `status`)
+    failures: list[Any] = field(default_factory=list)
 
     @classmethod
     def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:

@@ -37,7 +37,7 @@ def database_check(paths: StatePaths, agent_ids: list[str]) -> list[dict[str, An
         item: dict[str, Any] = {"agentId": agent_id, "path": str(db)}
         try:
             with open_store_at(db, agent_id=agent_id, read_only=True) as store:
-                item.update(kind=store.kind, schema=store.schema, readOnly=store.read_only)
+                item.update(kind=store.kind, schema=store.schema, readOnly=not store.accepts_writes)
         except OpenClawError as exc:
             item.update(kind=None, schema=None, error=exc.message)
         out.append(item)
@@ -59,18 +59,25 @@ def lock_check(paths: StatePaths, agent_ids: list[str], config: Any, *, fix: boo
 
 def run_checks(paths: StatePaths, *, fix: bool) -> dict[str, Any]:
     from openclaw_cli.config import load_config
-    from openclaw_cli.ops.targets import known_agent_ids
+    from openclaw_cli.ops.targets import known_agent_ids, unconfigured_agent_ids
 
     loaded = load_config(paths, strict=False)
     config = config_check(paths, loaded, fix=fix)
     if config["fixed"]:
         loaded = load_config(paths, strict=False)  # the file was rewritten
     agent_ids = known_agent_ids(paths, loaded)
-    return {
+    checks: dict[str, Any] = {
         "config": config,
         "databases": database_check(paths, agent_ids),
         "staleLocks": lock_check(paths, agent_ids, loaded, fix=fix),
     }
+    unconfigured = unconfigured_agent_ids(paths, loaded)
+    if unconfigured:
+        checks["unconfiguredAgents"] = unconfigured  # on disk, outside the roster: --all-agents skips them
+    warnings = [w for w in loaded.warnings if w not in config["findings"]]  # findings are listed already
+    if warnings:
+        checks["configWarnings"] = warnings
+    return checks
 
 
 def session_sqlite(paths: StatePaths, options: Options, *, progress: ProgressFactory | None = None) -> Any:

@@ -199,7 +199,7 @@ def locate(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, 
            what: str = "session key") -> Located:
     """Open the store `raw_key` lives in and find its row (None when absent). Keys are matched
     as given, then in OpenClaw's store form (`agent:<id>:<rest>`, R1.3.4), then normalised."""
-    from openclaw_cli.keys import normalize_key, parse_agent_key, to_agent_store_key
+    from openclaw_cli.keys import parse_agent_key
     from openclaw_cli.lifecycle import check_session_key
     from openclaw_cli.ops.targets import open_target, select_targets
 
@@ -213,16 +213,10 @@ def locate(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, 
                          f'"{target.agent_id}".')
     st = open_target(ctx, target, read_only=read_only)
     try:
-        store_key = to_agent_store_key(target.agent_id, key, main_key_name(ctx))
-        for candidate in dict.fromkeys((key, store_key)):
-            entry = st.get_entry(candidate)
-            if entry is not None:
-                return Located(target.agent_id, st, candidate, entry, key)
-        wanted = normalize_key(store_key)
-        for candidate, entry in st.load_entries().items():
-            if normalize_key(candidate) == wanted:
-                return Located(target.agent_id, st, candidate, entry, key)
-        return Located(target.agent_id, st, store_key, None, key)
+        from openclaw_cli.ops.sessions import find_entry
+
+        stored_key, entry = find_entry(st, target.agent_id, key, main_key_name(ctx))  # one key resolution
+        return Located(target.agent_id, st, stored_key, entry, key)
     except BaseException:
         st.close()
         raise

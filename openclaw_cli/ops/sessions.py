@@ -3,11 +3,15 @@ transcript tail (`sessions tail`) and the one key resolution every keyed operati
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
-from openclaw_cli.errors import NotFoundError, UsageError
+from openclaw_cli.errors import NotFoundError, OpenClawError, UsageError
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target, select_targets
+
+log = logging.getLogger("openclaw")
 
 
 def _defaults(ctx: Context) -> tuple[str | None, int | None]:
@@ -37,20 +41,33 @@ def list_sessions(
     default_model, default_ctx = _defaults(ctx)
     collected: list[tuple[float, dict[str, Any]]] = []
     stores_out: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
     total = 0
     for target in targets:
-        with open_target(ctx, target, read_only=True) as st:
-            rows, matched = _visible_entries(st, limit, since, archived)
-            total += matched
-            stores_out.append({"agentId": target.agent_id, "path": str(st.path)})
-            _note_skipped_rows(ctx, st)
-            for key, entry in rows:
-                row = session_row(
-                    key, entry, agent_id=target.agent_id, now_ms=now,
-                    default_model=default_model, default_context_tokens=default_ctx,
-                )
-                updated = row["updatedAt"]
-                collected.append((updated if updated is not None else float("-inf"), row))
+        started = time.perf_counter()
+        try:
+            with open_target(ctx, target, read_only=True) as st:
+                rows, matched = _visible_entries(st, limit, since, archived)
+                path = str(st.path)
+                _note_skipped_rows(ctx, st)
+            log.debug("agent %s: %d of %d row(s) read in %.1f ms", target.agent_id, len(rows), matched,
+                      (time.perf_counter() - started) * 1000)
+        except OpenClawError as exc:
+            if not all_agents:
+                raise
+            # one broken store must not hide the others: report it, list the rest (exit: its code)
+            ctx.failures.append(exc)
+            errors.append(store_error(target.agent_id, target_path(target), exc))
+            continue
+        total += matched
+        stores_out.append({"agentId": target.agent_id, "path": path})
+        for key, entry in rows:
+            row = session_row(
+                key, entry, agent_id=target.agent_id, now_ms=now,
+                default_model=default_model, default_context_tokens=default_ctx,
+            )
+            updated = row["updatedAt"]
+            collected.append((updated if updated is not None else float("-inf"), row))
     collected.sort(key=lambda item: -item[0] if item[0] != float("-inf") else float("inf"))
     sessions = [row for _, row in collected]
     if limit is not None:
@@ -70,9 +87,24 @@ def list_sessions(
             "sessions": sessions,
         }
     )
+    if errors:
+        result["errors"] = errors
     if ctx.hints:
         result["hint"] = " ".join(ctx.hints)
     return result
+
+
+def store_error(agent_id: str, path: str | None, exc: Any) -> dict[str, Any]:
+    """One unreadable store in an aggregate result: `{agentId, path, error: {type, message}}`."""
+    return {"agentId": agent_id, "path": path, "error": exc.to_json()["error"]}
+
+
+def target_path(target: Any) -> str:
+    """The store file a target names (without opening it): explicit, else the agent's database
+    when it exists, else its legacy store."""
+    if target.explicit is not None:
+        return str(target.explicit)
+    return str(target.sqlite_path if target.sqlite_path.exists() else target.store_path)
 
 
 def _visible_entries(st: Any, limit: int | None, since: int | None, archived: bool | str
@@ -108,35 +140,100 @@ def _note_skipped_rows(ctx: Context, store: Any) -> None:
                  "`openclaw doctor --session-sqlite dry-run` reports each of them.")
 
 
-def resolve_session(ctx: Context, key: str, *, agent: str | None, store: str | None, read_only: bool = False):
-    """Find a session by key in the selected store; returns (target, store, entry)."""
-    from openclaw_cli.keys import normalize_key
+def main_key_name(ctx: Context) -> str | None:
+    """`session.mainKey` (None: OpenClaw's default `main`)."""
+    try:
+        from openclaw_cli.config.resolve import _model
 
-    if not key or not key.strip():
+        value = _model(ctx.config).session.main_key
+    except AttributeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def key_candidates(agent_id: str, key: str, main_name: str | None = None) -> list[str]:
+    """The spellings a key may be stored under, most exact first: as given, OpenClaw's store form
+    (`agent:<id>:<rest>`, R1.3.4), and for cron/hook keys the bare legacy form a store written
+    before the import holds (`cron:job1`; D14 canonicalises it on import), so one key finds its
+    row before and after the migration."""
+    from openclaw_cli.keys import parse_agent_key, to_agent_store_key
+
+    store_key = to_agent_store_key(agent_id, key, main_name)
+    out = [key, store_key]
+    parsed = parse_agent_key(store_key)
+    if parsed and parsed[0] == agent_id and parsed[1].lower().startswith(("cron:", "hook:")):
+        out.append(parsed[1])
+    return list(dict.fromkeys(out))
+
+
+def find_entry(st: Any, agent_id: str, key: str, main_name: str | None = None
+               ) -> tuple[str, dict[str, Any] | None]:
+    """(the stored key, its entry) for `key` in one store; the entry is None when no row matches.
+    Exact spellings are looked up first (one indexed read); then every row is compared in the
+    canonical, normalised form."""
+    from openclaw_cli.keys import canonicalize_bare_key, normalize_key, to_agent_store_key
+
+    for candidate in key_candidates(agent_id, key, main_name):
+        entry = st.get_entry(candidate)
+        if entry is not None:
+            return candidate, entry
+    store_key = to_agent_store_key(agent_id, key, main_name)
+    wanted = normalize_key(store_key)
+    for candidate, entry in st.load_entries().items():
+        if normalize_key(canonicalize_bare_key(candidate, agent_id)) == wanted:
+            return candidate, entry
+    return store_key, None
+
+
+def key_agent(ctx: Context, key: str, *, agent: str | None, store: str | None) -> str | None:
+    """The agent whose store a key selects: `--agent` when given (a key of another agent is
+    refused), else the key's own `agent:<id>:` prefix — also when several agents are configured —
+    else None (the default selection decides)."""
+    from openclaw_cli.ids import normalize_agent_id
+    from openclaw_cli.keys import parse_agent_key
+
+    parsed = parse_agent_key(key)
+    if agent is not None:
+        if agent.strip() and parsed and parsed[0] != normalize_agent_id(agent):
+            raise UsageError(f'Session key "{key}" belongs to agent "{parsed[0]}", not "{normalize_agent_id(agent)}". '
+                             f"Pass --agent {parsed[0]} or a key of agent {normalize_agent_id(agent)}.")
+        return agent
+    if store is None and parsed:
+        return parsed[0]
+    return None
+
+
+def resolve_session(ctx: Context, key: str | None, *, agent: str | None, store: str | None, read_only: bool = False):
+    """Find a session by key in the selected store; returns (target, store, stored key, entry).
+    No key means the agent's main session (`agent:<id>:main`)."""
+    from openclaw_cli.keys import main_key
+
+    if key is not None and not key.strip():
         raise UsageError("--session-key must not be blank")
-    targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=False, store=store)
-    target = targets[0]
+    wanted = key.strip() if key is not None else None
+    owner = key_agent(ctx, wanted, agent=agent, store=store) if wanted else agent
+    target = select_targets(ctx.paths, ctx.config, agent=owner, all_agents=False, store=store)[0]
+    if wanted is None:
+        wanted = main_key(target.agent_id, main_key_name(ctx))
     st = open_target(ctx, target, read_only=read_only)
-    entries = st.load_entries()
-    wanted = key.strip()
-    entry = entries.get(wanted)
-    if entry is None:
-        norm = normalize_key(wanted)
-        for candidate, value in entries.items():
-            if normalize_key(candidate) == norm:
-                wanted, entry = candidate, value
-                break
+    try:
+        stored_key, entry = find_entry(st, target.agent_id, wanted, main_key_name(ctx))
+    except BaseException:
+        st.close()
+        raise
     if entry is None:
         st.close()
-        raise NotFoundError(f"Session not found: {key}. Run openclaw sessions list --json to choose a valid key.")
-    return target, st, wanted, entry
+        raise NotFoundError(f"Session not found: {wanted}. Run openclaw sessions list --json to choose a valid key.")
+    return target, st, stored_key, entry
 
 
 def tail_session(
-    ctx: Context, key: str, *, n: int = 80, agent: str | None = None, store: str | None = None,
-    context: bool = False,
+    ctx: Context, key: str | None, *, n: int = 80, agent: str | None = None, store: str | None = None,
+    context: bool = False, cursor: list[str | None] | None = None,
 ) -> dict[str, Any]:
-    """Last `n` entries of the session's active branch (or, with `context`, the model context)."""
+    """Last `n` entries of the session's active branch (or, with `context`, the model context).
+    `cursor` receives the exact text of the transcript's last line as read for this tail: where
+    `follow_session(after=…)` starts, so no line between the two is lost or shown twice."""
     from openclaw_cli.store.base import ReadIssue
     from openclaw_cli.store.tree import active_branch, build_context
 
@@ -152,7 +249,7 @@ def tail_session(
             branch = active_branch(list(st.iter_transcript(session_id, entry=entry, issues=issues)))
             items: list[Any] = build_context(branch)[-n:]
         else:
-            items = [line.obj for line in _active_tail(st, session_id, entry, n, issues)]
+            items = [line.obj for line in _active_tail(st, session_id, entry, n, issues, cursor)]
         result: dict[str, Any] = {
             "key": resolved_key,
             "sessionId": session_id,
@@ -169,19 +266,23 @@ def tail_session(
         return result
 
 
-def _active_tail(st, session_id: str, entry: dict, n: int, issues: list) -> list:
+def _active_tail(st, session_id: str, entry: dict, n: int, issues: list, cursor: list | None = None) -> list:
     """The last `n` active-branch lines, reading only a bounded tail when the branch is linear
     within it; otherwise (branches, leaf controls, resets) fall back to the full tree walk."""
     from openclaw_cli.store.tree import active_branch
 
     window = max(4 * n, 64)
     tail = st.tail_transcript(session_id, window, entry=entry, issues=issues)
+    if cursor is not None:
+        cursor.append(tail[-1].raw if tail else None)
     if len(tail) < window:  # the whole transcript fit in the window
         return active_branch(tail)[-n:]
     chain = _linear_chain(tail, n)
     if chain is not None:
         return chain
     full = list(st.iter_transcript(session_id, entry=entry, issues=issues))
+    if cursor is not None:
+        cursor[-1] = full[-1].raw if full else None
     return active_branch(full)[-n:]
 
 
@@ -214,3 +315,77 @@ def _linear_chain(lines: list, n: int) -> list | None:
             return None  # the branch continues before the window
     chain.reverse()
     return chain
+
+
+FOLLOW_WINDOW = 256
+FOLLOW_WINDOW_MAX = 65_536
+
+
+_UNSET: Any = object()
+
+
+def follow_session(ctx: Context, key: str | None, *, agent: str | None = None, store: str | None = None,
+                   interval_s: float = 0.5, stop: Any = None, sleep: Any = None, after: Any = _UNSET,
+                   session_id: str | None = None) -> Any:
+    """`sessions tail --follow`: yield what is appended to a session's transcript after its current
+    end, polling the store (both kinds, read-only): `{"type": "entry", key, sessionId, entry}` per
+    new line, and `{"type": "session", key, sessionId, previousSessionId}` when the row moves to
+    a new transcript (a reset, a compaction successor). New lines are found after the last line
+    seen (its exact text), so no line is shown twice; a burst longer than the polled window widens
+    it. `after` is the last line already shown (`tail_session(cursor=…)`; default: the current
+    end) of transcript `session_id` (default: the row's current one). `stop()` (checked before each poll) ends the generator; Ctrl-C ends the CLI's loop."""
+    import time
+
+    sleep = time.sleep if sleep is None else sleep
+    target, st, stored_key, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=True)
+    with st:
+        if session_id is None or after is _UNSET:
+            session_id = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else None
+        anchor = _last_raw(st, session_id, entry) if after is _UNSET else after
+    while stop is None or not stop():
+        sleep(interval_s)
+        if stop is not None and stop():
+            return
+        # a fresh read-only open per poll: a read-only SQLite connection may be a snapshot
+        # (immutable, or a private copy) that never sees later commits
+        with open_target(ctx, target, read_only=True) as st:
+            current = st.get_entry(stored_key)
+            if current is None:
+                continue  # deleted (or being rewritten): keep waiting for it
+            current_id = current.get("sessionId") if isinstance(current.get("sessionId"), str) else None
+            moved = current_id != session_id
+            if moved:
+                previous, session_id, anchor = session_id, current_id, None
+            lines, anchor = _appended(st, session_id, current, anchor) if session_id else ([], anchor)
+        if moved:
+            yield {"type": "session", "key": stored_key, "sessionId": current_id, "previousSessionId": previous}
+        for line in lines:
+            yield {"type": "entry", "key": stored_key, "sessionId": session_id, "entry": line.obj}
+
+
+def _last_raw(st: Any, session_id: str | None, entry: dict[str, Any]) -> str | None:
+    if session_id is None:
+        return None
+    last = st.tail_transcript(session_id, 1, entry=entry, issues=[])
+    return last[-1].raw if last else None
+
+
+def _appended(st: Any, session_id: str, entry: dict[str, Any], anchor: str | None) -> tuple[list[Any], str | None]:
+    """(lines after `anchor`, the new anchor). No anchor: the transcript is new, every line is."""
+    window = FOLLOW_WINDOW
+    while True:
+        lines = st.tail_transcript(session_id, window, entry=entry, issues=[])  # a partial last line waits
+        if not lines:
+            return [], anchor
+        if anchor is None:
+            if len(lines) < window or window >= FOLLOW_WINDOW_MAX:
+                return lines, lines[-1].raw
+        else:
+            for i in range(len(lines) - 1, -1, -1):
+                if lines[i].raw == anchor:
+                    return lines[i + 1:], lines[-1].raw
+            if len(lines) < window:
+                return [], lines[-1].raw  # rewritten shorter (e.g. compact --max-lines): start from its end
+            if window >= FOLLOW_WINDOW_MAX:
+                return lines, lines[-1].raw  # more than the widest window arrived: show the newest
+        window *= 4

@@ -12,7 +12,7 @@ from openclaw_cli.clock import now_ms
 from openclaw_cli.errors import ConfigError, OpenClawError
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ops.context import Context
-from openclaw_cli.ops.targets import known_agent_ids, open_target
+from openclaw_cli.ops.targets import open_target
 from openclaw_cli.paths import StatePaths
 
 RECENT_LIMIT = 10
@@ -96,7 +96,7 @@ def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any
         f"model-run probe sessions pruned after: {format_duration_ms(settings.model_run_prune_after_ms)} "
         "(only under entry pressure)",
         f"deleted/reset transcript archives kept: {retention or 'forever (resetArchiveRetention unset)'}",
-        f"disk budget: {budget + ' (high water ' + format_byte_size(settings.high_water_bytes) + ')' if budget else 'disabled'}",
+        f"disk budget: {budget + _high_water(settings) if budget else 'disabled'}",
         "removed transcripts are archived (zstd, verified) in the agent's sessions dir before anything is deleted",
     ]
     return {
@@ -112,39 +112,99 @@ def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
+def _high_water(settings) -> str:
+    from openclaw_cli.config import format_byte_size
+
+    high, top = settings.high_water_bytes, settings.max_disk_bytes
+    if not high or not top:
+        return ""
+    pct = high * 100 / top
+    if abs(pct - round(pct)) < 0.01:
+        return f" (cleanup brings it down to {round(pct)}%)"
+    return f" (cleanup brings it down to {format_byte_size(high)})"
+
+
 # (config, paths) -> status's `gateway` block; the front end supplies it (the Gateway client lives above ops)
 GatewayProbe = Callable[[Any, StatePaths], dict[str, Any]]
 
+GATEWAY_KEYS = ("mode", "url", "urlSource", "misconfigured", "reachable", "connectLatencyMs", "self", "error",
+                "authWarning")
+
+
+def gateway_block(block: dict[str, Any]) -> dict[str, Any]:
+    """The `gateway` block in OpenClaw's key order (observed §7), `self` null unless the probe
+    filled it; keys only ours (e.g. `probed`) follow."""
+    out = {key: block.get(key) for key in GATEWAY_KEYS}
+    out.update({k: v for k, v in block.items() if k not in out})
+    return out
+
+
+def _ownership(config: Any) -> str:
+    """OpenClaw's `agents.ownership` in status: `explicit` (several agents, `agents.ownership:
+    "explicit"`), `legacy` (several agents, one marked `default: true`), `sole` (one agent)."""
+    from openclaw_cli.config import agent_roster, agents_ownership
+
+    roster = agent_roster(config)
+    if len(roster) <= 1:
+        return "sole"
+    if agents_ownership(config) == "explicit" or not any(marked for _, marked in roster):
+        return "explicit"
+    return "legacy"
+
+
+def _can_write(store: Any) -> bool:
+    """Whether the store can be written: a kind we write (a real OpenClaw DB is not, D4) in a file
+    (and directory) we may write."""
+    import os
+
+    if not store.accepts_writes:
+        return False
+    path = store.path
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    return os.access(path.parent, os.W_OK) if path.parent.exists() else True
+
 
 def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
-                 clock: Callable[[], int] = now_ms) -> dict[str, Any]:
+                 clock: Callable[[], int] = now_ms, failures: list[Any] | None = None,
+                 hints: list[str] | None = None) -> dict[str, Any]:
     """`openclaw status --json`. The config is loaded here, leniently: an invalid config is
-    reported (and defaults used) instead of failing the command. Without `probe` the Gateway
-    block says "not probed"."""
+    reported (and defaults used) instead of failing the command. A store that cannot be read is
+    reported with its error (and appended to `failures`) while the others are still shown; the
+    hints said (also joined in `hint`) are appended to `hints`.
+    Without `probe` the Gateway block says "not probed"."""
     from openclaw_cli.config import (
+        context_tokens_default,
         default_agent_id,
+        default_model,
         gateway_settings,
         load_config,
         maintenance_settings,
         session_store_template,
     )
+    from openclaw_cli.ops.agents import workspace_dir
     from openclaw_cli.ops.rows import session_row
+    from openclaw_cli.ops.sessions import store_error, target_path
+    from openclaw_cli.ops.targets import session_agent_ids, unconfigured_agent_ids
 
     now = clock()
-    config_block: dict[str, Any] = {"valid": True, "errors": [], "warnings": []}
+    config_block: dict[str, Any] = {"valid": True, "exists": True, "errors": [], "warnings": []}
     try:
         loaded = load_config(paths)
         config_block["warnings"] = list(loaded.warnings)
+        config_block["exists"] = bool(loaded.exists)
     except ConfigError as exc:
         # status must still report; fall back to defaults and show the problem.
-        config_block = {"valid": False, "errors": exc.issues or [{"path": "", "message": exc.message}], "warnings": []}
+        config_block = {"valid": False, "exists": True,
+                        "errors": exc.issues or [{"path": "", "message": exc.message}], "warnings": []}
         loaded = load_config(paths, ignore_errors=True)
     paths = paths.with_session_store(session_store_template(loaded))
     ctx = Context(paths=paths, config=loaded, clock=clock)
     settings = maintenance_settings(loaded)
-    from openclaw_cli.config import context_tokens_default, default_model
-
-    model_default, ctx_default = default_model(loaded), context_tokens_default(loaded)
+    model_ref, ctx_default = default_model(loaded), context_tokens_default(loaded)
+    model_default = model_ref.rpartition("/")[2] if model_ref else None  # OpenClaw shows the model id
+    ownership = _ownership(loaded)
+    default_id = None if ownership == "explicit" else default_agent_id(loaded)
 
     by_agent: list[dict[str, Any]] = []
     stores: list[dict[str, Any]] = []
@@ -152,56 +212,74 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
     previews: list[dict[str, Any]] = []
     all_rows: list[dict[str, Any]] = []
     session_paths: list[str] = []
+    errors: list[dict[str, Any]] = []
     total_sessions = 0
-    for agent_id in known_agent_ids(paths, loaded):
+    agent_ids = session_agent_ids(paths, loaded)
+    if default_id in agent_ids:  # OpenClaw lists the default agent first
+        agent_ids = [default_id] + [a for a in agent_ids if a != default_id]
+    for agent_id in agent_ids:
+        target = paths.target(agent_id)
         try:
-            store = open_target(ctx, paths.target(agent_id), read_only=True)
+            store = open_target(ctx, target, read_only=True)
+            with store, gc_paused():  # a 20k-row store: see gcpause
+                entries = store.load_entries()
+                # the per-field problem count is not shown here: skip that scan of every row
+                stats = store.stats(count_issues=False)
+                # Only the newest rows are shown: pick them before building rows (20k stores).
+                newest = _newest(entries, RECENT_LIMIT)
+                rows = [
+                    session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_ref,
+                                default_context_tokens=ctx_default)
+                    for k, e in newest
+                ]
+                preview = _preview(agent_id, store, entries, settings, now)
+                store_path, kind, schema, writable = str(store.path), store.kind, store.schema, _can_write(store)
         except OpenClawError as exc:
-            stores.append({"agent": agent_id, "kind": None, "path": None, "error": exc.message})
+            # one broken store must not hide the others: show it with its error (exit: its code)
+            if failures is not None:
+                failures.append(exc)
+            item = store_error(agent_id, target_path(target), exc)
+            errors.append(item)
+            stores.append({"agent": agent_id, "kind": None, "path": item["path"], "error": exc.message,
+                           "errorType": exc.type})
             continue
-        with store, gc_paused():  # a 20k-row store: see gcpause
-            entries = store.load_entries()
-            # the per-field problem count is not shown here: skip that scan of every row
-            stats = store.stats(count_issues=False)
-            # Only the newest rows are shown: pick them before building rows (20k stores).
-            newest = _newest(entries, RECENT_LIMIT)
-            rows = [
-                session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_default,
-                            default_context_tokens=ctx_default)
-                for k, e in newest
-            ]
-            recent = [status_row(r) for r in rows[:RECENT_LIMIT]]
-            all_rows.extend(rows[:RECENT_LIMIT])
-            session_paths.append(str(store.path))
-            total_sessions += len(entries)
-            by_agent.append({"agentId": agent_id, "path": str(store.path), "count": len(entries), "recent": recent})
-            last_updated = rows[0]["updatedAt"] if rows else None
-            agents.append({
-                "id": agent_id,
-                "sessionsPath": str(store.path),
-                "sessionsCount": len(entries),
-                "lastUpdatedAt": last_updated,
-                "lastActiveAgeMs": (now - last_updated) if last_updated is not None else None,
-            })
-            stores.append({
-                "agent": agent_id,
-                "kind": store.kind,
-                "path": str(store.path),
-                "schema": store.schema,
-                "readOnly": store.read_only,
-                "sessions": stats.sessions,
-                "transcriptBytes": stats.transcript_bytes,
-                "transcriptEvents": stats.transcript_events,
-                "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
-                "compactions": stats.compactions,
-            })
-            previews.append(_preview(agent_id, store, entries, settings, now))
+        recent = [status_row(r) for r in rows[:RECENT_LIMIT]]
+        all_rows.extend(rows[:RECENT_LIMIT])
+        session_paths.append(store_path)
+        total_sessions += len(entries)
+        by_agent.append({"agentId": agent_id, "path": store_path, "count": len(entries), "recent": recent})
+        last_updated = rows[0]["updatedAt"] if rows else None
+        agents.append({
+            "id": agent_id,
+            "workspaceDir": str(workspace_dir(ctx, agent_id)),
+            "sessionsPath": store_path,
+            "sessionsCount": len(entries),
+            "lastUpdatedAt": last_updated,
+            "lastActiveAgeMs": (now - last_updated) if last_updated is not None else None,
+        })
+        stores.append({
+            "agent": agent_id,
+            "kind": kind,
+            "path": store_path,
+            "schema": schema,
+            "readOnly": not writable,
+            "sessions": stats.sessions,
+            "transcriptBytes": stats.transcript_bytes,
+            "transcriptEvents": stats.transcript_events,
+            "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
+            "compactions": stats.compactions,
+        })
+        previews.append(preview)
     all_rows.sort(key=lambda r: -(r["updatedAt"] or 0))
     gw = gateway_settings(loaded)
     gateway = probe(loaded, paths) if probe is not None else {
-        "mode": "local", "url": f"ws://127.0.0.1:{gw.port}", "urlSource": "local loopback",
-        "reachable": False, "connectLatencyMs": None, "error": "not probed",
+        "mode": "local", "url": f"ws://127.0.0.1:{gw.port}", "urlSource": "local loopback", "misconfigured": False,
+        "reachable": False, "connectLatencyMs": None, "error": "not probed", "probed": False,
     }
+    unconfigured = [{"agent": a, "path": target_path(paths.target(a))} for a in unconfigured_agent_ids(paths, loaded)]
+    if unconfigured:
+        ctx.hint(f"Agent store(s) on disk but not in the config: {', '.join(u['agent'] for u in unconfigured)}. "
+                 "status and --all-agents leave them out; reach one with --store PATH, or add it to agents.list.")
     result: dict[str, Any] = {
         "sessions": {
             "paths": session_paths,
@@ -210,16 +288,23 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
             "recent": [status_row(r) for r in all_rows[:RECENT_LIMIT]],
             "byAgent": by_agent,
         },
-        "gateway": gateway,
-        "agents": {"defaultId": default_agent_id(loaded), "agents": agents, "totalSessions": total_sessions},
+        "gateway": gateway_block(gateway),
+        "agents": {"defaultId": default_id, "ownership": ownership, "selectionRequired": ownership == "explicit",
+                   "agents": agents, "totalSessions": total_sessions},
         "stateDir": str(paths.state_dir),
         "configPath": str(paths.config_path),
         "config": config_block,
         "stores": stores,
         "maintenance": _maintenance_view(settings, previews),
     }
+    if unconfigured:
+        result["unconfiguredStores"] = unconfigured
+    if errors:
+        result["errors"] = errors
     if ctx.hints:
         result["hint"] = " ".join(ctx.hints)
+        if hints is not None:
+            hints.extend(ctx.hints)
     return result
 
 

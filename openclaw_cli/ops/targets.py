@@ -23,7 +23,8 @@ from openclaw_cli.paths import (
     owner_from_path,
 )
 
-__all__ = ["Target", "known_agent_ids", "open_target", "select_migration_targets", "select_targets"]
+__all__ = ["Target", "known_agent_ids", "open_target", "select_migration_targets", "select_targets",
+           "session_agent_ids", "unconfigured_agent_ids"]
 
 MIGRATE_HINT = (
     "Legacy session store in use for agent {agent}: {path}. "
@@ -45,19 +46,90 @@ def validate_selectors(agent: str | None, all_agents: bool, store: str | None, *
 
 
 def known_agent_ids(paths: StatePaths, config: Any) -> list[str]:
-    """Configured agents plus agent directories found on disk (the real CLI hides the latter,
-    observed §12.8; an operator expects to see every store)."""
+    """Configured agents plus agent directories on disk that hold a store: every store an
+    operator may name (`--agent`, `agents delete`, `doctor`'s checks)."""
     from openclaw_cli.config import configured_agent_ids
 
     ids = list(configured_agent_ids(config))
     for agent_id in paths.discovered_agent_ids():
-        if agent_id not in ids:
+        if agent_id not in ids and has_session_store(paths, agent_id):
             ids.append(agent_id)
     return ids
 
 
-def _unknown_agent(raw: str) -> NotFoundError:
-    return NotFoundError(f'Unknown agent id "{raw.strip()}". Run openclaw agents list to see configured agents.')
+def session_agent_ids(paths: StatePaths, config: Any) -> list[str]:
+    """The agents `--all-agents` and `status` aggregate: the configured ones when the config lists
+    agents (as OpenClaw, observed §12.8); with no agents configured, the default agent plus every
+    agent directory on disk that holds a store."""
+    from openclaw_cli.config import agent_roster, configured_agent_ids
+
+    if agent_roster(config):
+        return list(configured_agent_ids(config))
+    return known_agent_ids(paths, config)
+
+
+def unconfigured_agent_ids(paths: StatePaths, config: Any) -> list[str]:
+    """Agent stores on disk that a config listing agents does not name (status and doctor say so;
+    `--store` reaches them)."""
+    covered = set(session_agent_ids(paths, config))
+    return [a for a in known_agent_ids(paths, config) if a not in covered]
+
+
+def has_session_store(paths: StatePaths, agent_id: str) -> bool:
+    """Whether a discovered agent directory holds sessions: a database or a `sessions.json` with
+    rows (or one that cannot be read: its error must be seen), or transcript files. What `agents
+    delete` leaves (archives, an emptied index or database) is not a store worth listing."""
+    from openclaw_cli.store.files import has_transcript_files
+
+    if has_transcript_files(paths.sessions_dir(agent_id)):
+        return True
+    db = paths.agent_db_path(agent_id)
+    if os.path.lexists(db):
+        from openclaw_cli.errors import OpenClawError
+        from openclaw_cli.store.detect import open_store_at
+
+        try:
+            with open_store_at(db, agent_id=agent_id, read_only=True) as store:
+                if store.count_entries() > 0:
+                    return True
+        except OpenClawError:
+            return True
+    legacy = paths.legacy_store_path(agent_id)
+    try:
+        size = legacy.stat().st_size
+    except OSError:
+        return False
+    if size > 64:
+        return True
+    try:
+        import orjson
+
+        return orjson.loads(legacy.read_bytes() or b"{}") != {}
+    except (OSError, ValueError):
+        return True
+
+
+def selection_required(config: Any) -> bool:
+    """OpenClaw's `agents.selectionRequired`: several agents configured and none is the default —
+    `agents.ownership: "explicit"`, or no `default: true` marker — so a command must name one."""
+    from openclaw_cli.config import agent_roster, agents_ownership
+
+    roster = agent_roster(config)
+    if len(roster) <= 1:
+        return False
+    return agents_ownership(config) == "explicit" or not any(marked for _, marked in roster)
+
+
+def _unknown_agent(raw: str, paths: StatePaths | None = None) -> NotFoundError:
+    message = f'Unknown agent id "{raw.strip()}". Run openclaw agents list to see configured agents.'
+    if paths is not None:
+        agent_id = normalize_agent_id(raw)
+        if agent_id in paths.discovered_agent_ids() and has_session_store(paths, agent_id):
+            db = paths.agent_db_path(agent_id)
+            where = db if db.exists() else paths.legacy_store_path(agent_id)
+            message += (f" Its store is on disk but not in the config: pass --store {where} to use it, or add "
+                        f'"{agent_id}" to agents.list.')
+    return NotFoundError(message)
 
 
 def select_targets(paths: StatePaths, config: Any, *, agent: str | None, all_agents: bool,
@@ -65,20 +137,20 @@ def select_targets(paths: StatePaths, config: Any, *, agent: str | None, all_age
     """The session commands' selection: `--store PATH` (offline repair), `--all-agents`, `--agent`,
     else the default agent — refusing to guess when several agents are configured (§10.2)."""
     validate_selectors(agent, all_agents, store)
-    from openclaw_cli.config import configured_agent_ids, default_agent_id
+    from openclaw_cli.config import default_agent_id
 
     if store is not None:
         path = expand_user(store.strip(), paths.home).absolute()
         agent_id = parse_agent_arg(agent) if agent else _agent_from_store_path(path)
         return [paths.explicit_target(path, agent_id)]
     if all_agents:
-        return [paths.target(a) for a in known_agent_ids(paths, config)]
+        return [paths.target(a) for a in session_agent_ids(paths, config)]
     if agent is not None:
         agent_id = parse_agent_arg(agent)
-        if agent_id not in known_agent_ids(paths, config):
-            raise _unknown_agent(agent)
+        if agent_id not in session_agent_ids(paths, config):
+            raise _unknown_agent(agent, paths)
         return [paths.target(agent_id)]
-    if len(configured_agent_ids(config)) > 1:
+    if selection_required(config):
         raise SelectionError(
             "Multiple agents are configured, but session-store selection has no explicit owner. "
             "Pass --agent <id> to select one agent, or --all-agents to include every configured agent."
@@ -175,19 +247,25 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
 
     if target.explicit is not None:
         path = target.explicit
+        # "store not found" (exit 4) for a legacy path as for a database path: a script that
+        # names a store gets the same answer whichever kind it expected
         if not path.exists():
-            raise SelectionError(
-                f"Session store target does not exist: {path}. "
-                "Pass a selector whose resolved SQLite target exists."
+            raise NotFoundError(
+                f"Session store not found: {path} does not exist. Pass an agent's sessions.json or "
+                "openclaw-agent.sqlite (openclaw status lists each store's path)."
             )
         if not path.is_file():
-            raise SelectionError(
-                f"Session store target is not a regular file: {path}. "
-                "Pass a legacy store selector or SQLite target reported by openclaw sessions or openclaw status."
+            raise NotFoundError(
+                f"Session store not found: {path} is {'a directory' if path.is_dir() else 'not a regular file'}, "
+                "not a store file. Pass an agent's sessions.json or openclaw-agent.sqlite (openclaw status lists "
+                "each store's path)."
             )
-        return open_store_at(path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
-                             read_only=read_only)
+        store = open_store_at(path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
+                              read_only=read_only)
+        _log_open(store, target)
+        return store
     store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
+    _log_open(store, target)
     if store.legacy_data_present():
         from openclaw_cli.migration.staging import pending_import
 
@@ -195,3 +273,13 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
         pending = pending_import(ctx.paths.migration_runs_dir(), ctx.paths.state_dir, target.agent_id)
         ctx.hint(pending.notice() if pending else MIGRATE_HINT.format(agent=target.agent_id, path=store.path))
     return store
+
+
+def _log_open(store: Any, target: Target) -> None:
+    """`--verbose`: which store an agent resolved to (the `openclaw` logger; silent by default)."""
+    import logging
+
+    log = logging.getLogger("openclaw")
+    if log.isEnabledFor(logging.INFO):
+        log.info("agent %s: %s store %s%s", target.agent_id, store.kind, store.path,
+                 " (read-only)" if store.read_only else "")

@@ -1,0 +1,113 @@
+"""`docs/commands.md`, generated from the Typer app itself: every command (hidden ones excluded),
+its arguments and options with their value, default and help. `python scripts/gen_docs.py`
+rewrites the file; `tests/test_docs.py` fails (naming that command) when it is stale."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+REGENERATE = "python scripts/gen_docs.py"
+
+HEADER = f"""# Command reference
+
+Generated from the command-line app by `{REGENERATE}` (a test fails when this file is stale).
+Options marked *root* go before or after the subcommand. Every command that takes `--json` prints
+exactly one JSON document on stdout (failures too: `{{"ok":false,"error":{{…}}}}`); text results go
+to stdout, progress, hints, warnings and errors to stderr. Exit codes: [exit-codes.md](exit-codes.md).
+"""
+
+
+def _commands(cmd: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
+    yield path, cmd
+    for name in getattr(cmd, "commands", {}) or {}:
+        sub = cmd.commands[name]
+        if getattr(sub, "hidden", False):
+            continue
+        yield from _commands(sub, [*path, name])
+
+
+def _cell(text: str) -> str:
+    """One table cell: one line, `|` escaped, `<` `>` as entities (`<name>` is not an HTML tag)."""
+    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _default(param: Any) -> str:
+    if getattr(param, "is_flag", False) or param.required:
+        return ""
+    default = param.default
+    if default is None or default == () or getattr(param, "show_default", True) is False:
+        return ""
+    if callable(default):
+        return ""
+    return f"`{default}`"
+
+
+def _option_name(param: Any) -> str:
+    names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
+    if getattr(param, "is_flag", False):
+        return names
+    metavar = (param.metavar or param.type.name.upper()).replace("|", "\\|")
+    return f"{names} `{metavar}`"
+
+
+def _argument_name(param: Any) -> str:
+    return param.metavar or param.name.upper()
+
+
+def _usage(path: list[str], cmd: Any) -> str:
+    pieces = [" ".join(path), "[OPTIONS]"]
+    for param in cmd.params:
+        if param.param_type_name != "argument":
+            continue
+        name = _argument_name(param) + ("..." if param.nargs == -1 else "")
+        pieces.append(name if param.required else f"[{name}]")
+    if getattr(cmd, "commands", None):
+        pieces.append("COMMAND [ARGS]...")
+    return " ".join(pieces)
+
+
+def commands_markdown(app: Any = None) -> str:
+    """The Markdown reference of `app` (default: the `openclaw` app)."""
+    import typer.main
+
+    if app is None:
+        from openclaw_cli.cli.main import app
+    root = typer.main.get_command(app)
+    out = [HEADER]
+    toc = []
+    sections = []
+    for path, cmd in _commands(root, ["openclaw"]):
+        title = " ".join(path)
+        anchor = title.replace(" ", "-")
+        toc.append(f"- [`{title}`](#{anchor})")
+        lines = [f'<a id="{anchor}"></a>', f"## `{title}`", ""]
+        text = (cmd.help or cmd.short_help or "").strip()
+        if text:
+            lines += [" ".join(text.split()), ""]
+        lines += ["```", _usage(path, cmd), "```", ""]
+        arguments = [p for p in cmd.params if p.param_type_name == "argument"]
+        options = [p for p in cmd.params if p.param_type_name == "option" and not getattr(p, "hidden", False)]
+        if arguments:
+            lines += ["| argument | required | help |", "|---|---|---|"]
+            for p in arguments:
+                help_text = getattr(p, "help", None) or ""
+                lines.append(f"| `{_argument_name(p)}` | {'yes' if p.required else 'no'} | {_cell(help_text)} |")
+            lines.append("")
+        if options:
+            lines += ["| option | default | help |", "|---|---|---|"]
+            for p in options:
+                help_text = _cell(p.help or "")
+                if p.required:
+                    help_text = f"**required.** {help_text}"
+                if path == ["openclaw"] and p.name in ("profile", "no_color"):
+                    help_text = f"*root.* {help_text}"
+                lines.append(f"| {_option_name(p)} | {_default(p)} | {help_text} |")
+            lines.append("")
+        subs = [n for n in (getattr(cmd, "commands", {}) or {}) if not getattr(cmd.commands[n], "hidden", False)]
+        if subs:
+            lines += ["Subcommands: " + ", ".join(f"[`{n}`](#{anchor}-{n})" for n in subs), ""]
+        sections.append("\n".join(lines))
+    out += ["## Commands", "", *toc, ""]
+    out += sections
+    return "\n".join(out).rstrip("\n") + "\n"
