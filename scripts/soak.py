@@ -45,7 +45,7 @@ def fuzz(seconds: int) -> list[tuple[str, int, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="the long profile: >= 1,000 kills, every full-disk size")
-    parser.add_argument("--per-op", type=int, help="kills per operation (default: 2, --full: 110)")
+    parser.add_argument("--per-op", type=int, help="kills per operation (default: 1, --full: 110)")
     parser.add_argument("--only", nargs="*", choices=sorted(faults.OPS), help="only these operations")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261201)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import NotFoundError, SelectionError, UsageError
-from openclaw_cli.ids import parse_agent_arg
+from openclaw_cli.ids import normalize_agent_id, parse_agent_arg
 from openclaw_cli.paths import (
     LEGACY_STORE_NAME,
     StatePaths,
