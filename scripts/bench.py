@@ -318,7 +318,7 @@ def _compiled_env(env: dict[str, str]) -> dict[str, str]:
 _COMPACT_GEN = """
 import json, sys
 from pathlib import Path
-from openclaw_cli.compaction.testdata import generate_session
+from tests.session_generator import generate_session
 dest, size, usage, key, now = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "usage", sys.argv[4], int(sys.argv[5])
 session = generate_session(7, target_bytes=size, with_usage=usage)
 sessions = dest / "agents" / "main" / "sessions"
@@ -332,7 +332,7 @@ row = {"sessionId": sid, "updatedAt": now, "chatType": "direct", "modelProvider"
 
 
 def compact_dataset(b: Bench, usage: bool, kind: str) -> Path:
-    """One 50 MB session (openclaw_cli.compaction.testdata, seed 7; with or without provider usage
+    """One 50 MB session (tests.session_generator, seed 7; with or without provider usage
     in its assistant messages) in a legacy state, or that state imported into our SQLite store."""
     name = f"compact{COMPACT_MB}-{'usage' if usage else 'nousage'}"
     legacy = b.data / f"{name}-legacy"
@@ -342,7 +342,8 @@ def compact_dataset(b: Bench, usage: bool, kind: str) -> Path:
             shutil.rmtree(legacy)
         # in a child process: the bench's own memory would show up in the measured commands' peak RSS
         subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", _COMPACT_GEN, str(legacy),
-                        str(COMPACT_MB * 1_000_000), "usage" if usage else "none", COMPACT_KEY, NOW_MS], check=True)
+                        str(COMPACT_MB * 1_000_000), "usage" if usage else "none", COMPACT_KEY, NOW_MS], check=True,
+                       cwd=ROOT)  # the generator is tests/session_generator.py
         (legacy / ".ready").write_text("ok")
     if kind == "legacy":
         return legacy

@@ -10,8 +10,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.compaction.testdata import GeneratedSession, generate_session
 from tests.conftest import copy_tree, run_cli
+from tests.session_generator import GeneratedSession, generate_session
 
 AGENT_DIR = Path("agents") / "main"
 SESSIONS = AGENT_DIR / "sessions"

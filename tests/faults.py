@@ -493,7 +493,7 @@ def build_templates(root: Path, *, sessions: int = 24) -> dict[str, Path]:
     shutil.rmtree(work.parent)
     (two / "openclaw.json").write_text(json.dumps({"agents": {"list": [{"id": "main", "default": True},
                                                                         {"id": "work"}]}}))
-    from openclaw_cli.compaction.testdata import generate_session
+    from tests.session_generator import generate_session
 
     for name, rotate, kind in [("compact-legacy", False, "legacy"), ("compact-legacy-rotate", True, "legacy"),
                                ("compact-sqlite-rotate", True, "sqlite")]:

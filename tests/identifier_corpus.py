@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from openclaw_cli.compaction.testdata import GeneratedSession
+from tests.session_generator import GeneratedSession
 
 PLACES = ("user", "assistant", "tool")
 _WORDS = str.split("session store budget archive summary context worker queue schema index cache stream review "

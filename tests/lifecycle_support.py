@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from openclaw_cli.compaction.testdata import generate_session
 from tests.compact_support import (
     DB,
     SESSIONS,
@@ -21,6 +20,7 @@ from tests.compact_support import (
     write_legacy_state,
 )
 from tests.conftest import FIXTURES
+from tests.session_generator import generate_session
 
 __all__ = ["DB", "GATEWAY", "KEYS", "SESSIONS", "archive_bytes", "cli", "make_templates", "recorded", "rows",
            "transcript_bytes", "tree_digest", "use_template"]

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.compaction.messages import COMPACTION_SUMMARY_PREFIX
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.thresholds import compaction_threshold
 from openclaw_cli.compaction.tokens import Tokenizer
 from openclaw_cli.store.archives import read_archive_bytes
@@ -30,6 +29,7 @@ from tests.compact_support import (
     write_config,
     write_legacy_state,
 )
+from tests.session_generator import generate_session
 
 MAIN = "agent:main:main"
 IDS = "agent:main:ids"

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.store.archives import archive_temp_pid, read_archive_bytes
 from openclaw_cli.store.compaction_writes import CRASH_COUNT_ENV, CRASH_ENV
 from openclaw_cli.store.rewrite import parse_lines, rebuilt_context
@@ -34,6 +33,7 @@ from tests.compact_support import (
     write_config,
     write_legacy_state,
 )
+from tests.session_generator import generate_session
 
 KEY = "agent:main:main"
 SESSION = generate_session(41, turns=60)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from openclaw_cli.compaction.testdata import generate_session
 from tests.compact_support import (
     DB,
     SESSIONS,
@@ -25,6 +24,7 @@ from tests.compact_support import (
     use_template,
     write_legacy_state,
 )
+from tests.session_generator import generate_session
 
 KEY = "agent:main:main"
 CONFIG = {"session": {"writeLock": {"acquireTimeoutMs": 300}},

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.store import snapshot as persist
 from openclaw_cli.store.rewrite import (
     build_successor_lines,
@@ -37,6 +36,7 @@ from tests.compact_support import (
     transcript_lines,
     write_legacy_state,
 )
+from tests.session_generator import generate_session
 
 HEADER = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}'
 

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from openclaw_cli.compaction.providers import ENTRY_POINT_GROUP
-from openclaw_cli.compaction.testdata import generate_session
 from tests.compact_support import (
     cli_json,
     import_sqlite,
@@ -25,6 +24,7 @@ from tests.compact_support import (
     write_config,
     write_legacy_state,
 )
+from tests.session_generator import generate_session
 
 KEY = "agent:main:main"
 GOOD = "## Goal\nShip the API described in https://tickets.example.test/T-1\n\n## Next Steps\n1. Deploy"

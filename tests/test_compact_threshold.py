@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.thresholds import compaction_threshold
 from tests.compact_support import (
     DB,
@@ -27,6 +26,7 @@ from tests.compact_support import (
 from tests.compact_support import (
     tree_digest as digest,
 )
+from tests.session_generator import generate_session
 
 WINDOW = 50000
 THRESHOLD = compaction_threshold(WINDOW)  # 30000: reserve = max(16384, floor 20000)

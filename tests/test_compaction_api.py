@@ -19,9 +19,9 @@ from openclaw_cli.compaction import (
     summarize_plan,
 )
 from openclaw_cli.compaction.messages import compaction_summary_text, project_entry
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.errors import OpenClawError
 from openclaw_cli.jsonutil import dumps_compact, loads
+from tests.session_generator import generate_session
 
 SESSIONS = Path(__file__).parent / "fixtures" / "openclaw-2026.9.6" / "legacy-state" / "agents" / "main" / "sessions"
 

@@ -26,9 +26,9 @@ from openclaw_cli.compaction.messages import (
     tool_call_ids,
     tool_result_id,
 )
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.tokens import Tokenizer
 from openclaw_cli.errors import InvalidDataError
+from tests.session_generator import generate_session
 
 EST = Tokenizer("estimate")
 

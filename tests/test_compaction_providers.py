@@ -32,8 +32,8 @@ from openclaw_cli.compaction.providers import (
     serialize_conversation,
     summarize_with_fallback,
 )
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.thresholds import CompactionSettings
+from tests.session_generator import generate_session
 
 MESSAGES = [
     {"role": "user", "content": [{"type": "text", "text": "Fix /srv/app/main.py please"}]},

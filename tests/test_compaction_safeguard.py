@@ -25,7 +25,6 @@ from openclaw_cli.compaction.safeguard import (
     tool_failures_section,
 )
 from openclaw_cli.compaction.summarizer import structured_fallback_summary
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.thresholds import CompactionSettings
 from openclaw_cli.compaction.tokens import estimate_message_tokens
 from openclaw_cli.compaction.workspace_rules import (
@@ -33,6 +32,7 @@ from openclaw_cli.compaction.workspace_rules import (
     extract_sections,
     read_critical_rules,
 )
+from tests.session_generator import generate_session
 from tests.test_compaction_providers import FakeLLM, provider
 
 SAFEGUARD = CompactionSettings(mode="safeguard")

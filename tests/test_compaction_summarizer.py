@@ -26,9 +26,9 @@ from openclaw_cli.compaction.summarizer import (
     structured_fallback_summary,
     summarize,
 )
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.thresholds import CompactionSettings
 from openclaw_cli.compaction.tokens import exact_text_tokens
+from tests.session_generator import generate_session
 
 
 def U(text: str) -> dict:

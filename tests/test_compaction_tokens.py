@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from openclaw_cli.compaction.testdata import generate_session
 from openclaw_cli.compaction.thresholds import (
     CompactionSettings,
     compaction_threshold,
@@ -27,6 +26,7 @@ from openclaw_cli.compaction.tokens import (
     message_tokens,
 )
 from openclaw_cli.errors import ConfigError
+from tests.session_generator import generate_session
 
 
 def msg(role: str, text: str = "", **extra) -> dict:

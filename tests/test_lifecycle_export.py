@@ -83,10 +83,10 @@ def test_export_streams_with_flat_memory(state_dir: Path, tmp_path: Path):
     import tracemalloc
 
     from openclaw_cli.cli.export import export_session
-    from openclaw_cli.compaction.testdata import generate_session
     from openclaw_cli.ops.context import Context
     from openclaw_cli.paths import resolve_paths
     from tests.compact_support import write_legacy_state
+    from tests.session_generator import generate_session
 
     sizes = {"agent:main:small": 3_000_000, "agent:main:big": 12_000_000}
     sessions = {key: generate_session(5 + i, target_bytes=n) for i, (key, n) in enumerate(sizes.items())}

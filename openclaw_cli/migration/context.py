@@ -31,7 +31,10 @@ class Options:
 
 
 @dataclass
-class Context:
+class MigrationContext:
+    """One `doctor --session-sqlite` run: what the migration modules share (built by ops/doctor from
+    the ops Context; a separate name so the two are never confused)."""
+
     paths: StatePaths  # state_dir is the realpath (symlinks above the state dir resolved once)
     config: Any
     options: Options

@@ -7,13 +7,13 @@ import dataclasses
 import os
 from pathlib import Path
 
-from openclaw_cli.migration.context import Context, Options, Progress
+from openclaw_cli.migration.context import MigrationContext, Options, Progress
 from openclaw_cli.migration.report import Report
 from openclaw_cli.migration.scope import DESTRUCTIVE_MODES, guard_explicit_store
 from openclaw_cli.paths import StatePaths
 
 
-def make_context(options: Options, *, paths: StatePaths, progress: Progress | None = None) -> Context:
+def make_context(options: Options, *, paths: StatePaths, progress: Progress | None = None) -> MigrationContext:
     # symlinks above the state dir are resolved once; below it every path is checked (D6.7)
     paths = dataclasses.replace(paths, state_dir=Path(os.path.realpath(paths.state_dir)))
     config = None
@@ -29,10 +29,10 @@ def make_context(options: Options, *, paths: StatePaths, progress: Progress | No
         busy = sqlite_busy_timeout_ms(write_lock_settings(config))
     except Exception:  # pragma: no cover - defaults are always valid
         pass
-    return Context(paths, config, options, progress or Progress(), busy_timeout_ms=busy)
+    return MigrationContext(paths, config, options, progress or Progress(), busy_timeout_ms=busy)
 
 
-def run(ctx: Context, targets: list) -> Report:
+def run(ctx: MigrationContext, targets: list) -> Report:
     options = ctx.options
     try:
         if options.mode in DESTRUCTIVE_MODES:
@@ -50,7 +50,7 @@ def run(ctx: Context, targets: list) -> Report:
         ctx.finish()
 
 
-def _sweep_leftovers(ctx: Context, targets: list) -> None:
+def _sweep_leftovers(ctx: MigrationContext, targets: list) -> None:
     """A killed run's temp files (a manifest being rewritten, a database being created) go first;
     under the state ownership no live writer of ours can own them."""
     from openclaw_cli.store.leftovers import sweep_crash_leftovers
@@ -60,7 +60,7 @@ def _sweep_leftovers(ctx: Context, targets: list) -> None:
         sweep_crash_leftovers(directory)
 
 
-def _dispatch(ctx: Context, targets: list) -> Report:
+def _dispatch(ctx: MigrationContext, targets: list) -> Report:
     mode = ctx.mode
     if mode == "import":
         from openclaw_cli.migration.importer import ImportRun

@@ -26,7 +26,7 @@ from openclaw_cli.fsio import FILE_MODE
 from openclaw_cli.interrupts import InterruptRequested
 from openclaw_cli.migration import manifest as mf
 from openclaw_cli.migration import staging
-from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.dbinfo import db_refusal
 from openclaw_cli.migration.import_faults import (
     check_archive_plan_space,
@@ -176,7 +176,7 @@ class TargetRun:
 
 
 class ImportRun:
-    def __init__(self, ctx: Context, targets: list[Target]):
+    def __init__(self, ctx: MigrationContext, targets: list[Target]):
         self.ctx = ctx
         self.targets = targets
         self.report = Report("import")
@@ -747,7 +747,7 @@ class ImportRun:
 
 # ---- helpers ---------------------------------------------------------------------------------------------
 
-def _owner_filter(target: Target, ctx: Context) -> Any:
+def _owner_filter(target: Target, ctx: MigrationContext) -> Any:
     from openclaw_cli.config import default_agent_id
     from openclaw_cli.keys import parse_agent_key
 
@@ -761,7 +761,7 @@ def _owner_filter(target: Target, ctx: Context) -> Any:
     return owns
 
 
-def _index_owners(index: LegacyIndex, target: Target, ctx: Context) -> set[str]:
+def _index_owners(index: LegacyIndex, target: Target, ctx: MigrationContext) -> set[str]:
     from openclaw_cli.config import default_agent_id
     from openclaw_cli.keys import parse_agent_key
 
@@ -905,7 +905,7 @@ def _finalize_db(db: Path) -> dict[str, Any]:
     }
 
 
-def reconcile_interrupted(ctx: Context) -> int:
+def reconcile_interrupted(ctx: MigrationContext) -> int:
     """Step 1: a publication killed between link and unlink leaves both names on one inode; drop
     the extra name so the source holds the bytes again (the move is simply redone). Returns the
     number of pairs settled."""

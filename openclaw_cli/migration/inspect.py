@@ -11,7 +11,7 @@ from typing import Any
 
 from openclaw_cli.errors import OpenClawError
 from openclaw_cli.jsonutil import JSONDecodeError, loads
-from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.dbinfo import classify_db, size_of
 from openclaw_cli.migration.legacy_reader import build_records, read_index, unreferenced_jsonl
 from openclaw_cli.migration.report import Report, TargetReport
@@ -24,7 +24,7 @@ ACTIVE_JSONL = (
 )
 
 
-def run_inspect(ctx: Context, targets: list[Target]) -> Report:
+def run_inspect(ctx: MigrationContext, targets: list[Target]) -> Report:
     report = Report("inspect")
     for target in targets:
         tr = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.migration import manifest as mf
-from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.dbinfo import file_set
 from openclaw_cli.migration.report import MigrationRun, Report, TargetReport
 from openclaw_cli.migration.restore import _norm, matching_targets, restore_manifests, trusted_keys
@@ -39,7 +39,7 @@ def _discard_builds(targets: list[Target]) -> dict[Path, list[str]]:
     return out
 
 
-def run_recover(ctx: Context, targets: list[Target]) -> Report:
+def run_recover(ctx: MigrationContext, targets: list[Target]) -> Report:
     report = Report("recover")
     discarded = _discard_builds(targets)
     manifests, _bad = mf.load_all(ctx.paths.migration_runs_dir(), ctx.state_dir)
@@ -65,7 +65,7 @@ def run_recover(ctx: Context, targets: list[Target]) -> Report:
     return report
 
 
-def _recover_run(ctx: Context, loaded: mf.LoadedManifest, targets: list[Target], report: Report) -> Report:
+def _recover_run(ctx: MigrationContext, loaded: mf.LoadedManifest, targets: list[Target], report: Report) -> Report:
     trusted = trusted_keys(targets)
     matches = matching_targets(loaded, trusted)
     selected = {i for i, _ in matches}
@@ -150,7 +150,7 @@ def _inspect_copy(files: list[Path]) -> str | None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _recover_db(ctx: Context, target: Target, tr: TargetReport) -> bool:
+def _recover_db(ctx: MigrationContext, target: Target, tr: TargetReport) -> bool:
     """Move a corrupt database file set aside; True when this target had something to recover."""
     files = file_set(target.sqlite_path)
     present = [p for p in files if os.path.lexists(p)]

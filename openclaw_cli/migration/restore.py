@@ -19,7 +19,7 @@ from typing import Any
 from openclaw_cli.fsio import DIR_MODE, fsync_dir
 from openclaw_cli.jsonutil import JSONDecodeError, loads
 from openclaw_cli.migration import manifest as mf
-from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.publish import (
     ArtifactError,
     Identity,
@@ -93,7 +93,7 @@ class RestoreOutcome:
         self.per_target.setdefault(_norm(c.target.store_path), []).append(item)
 
 
-def restore_manifests(ctx: Context, manifests: list[mf.LoadedManifest], targets: list[Target]) -> RestoreOutcome:
+def restore_manifests(ctx: MigrationContext, manifests: list[mf.LoadedManifest], targets: list[Target]) -> RestoreOutcome:
     """Restore every retained artifact the given manifests recorded for the trusted targets."""
     from openclaw_cli.migration.importer import reconcile_interrupted
 
@@ -331,7 +331,7 @@ def _save(loaded: mf.LoadedManifest) -> None:
     loaded.save()
 
 
-def run_restore(ctx: Context, targets: list[Target]) -> Report:
+def run_restore(ctx: MigrationContext, targets: list[Target]) -> Report:
     report = Report("restore")
     manifests, _bad = mf.load_all(ctx.paths.migration_runs_dir(), ctx.state_dir)
     outcome = restore_manifests(ctx, manifests, targets)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.fsio import FILE_MODE
-from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.dbinfo import classify_db, size_of
 from openclaw_cli.migration.report import Report, TargetReport
 from openclaw_cli.paths import Target
@@ -88,7 +88,7 @@ def compact_db(db: Path, agent_id: str, busy_timeout_ms: int) -> dict[str, Any]:
     }
 
 
-def run_compact(ctx: Context, targets: list[Target]) -> Report:
+def run_compact(ctx: MigrationContext, targets: list[Target]) -> Report:
     report = Report("compact")
     for target in targets:
         tr = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.migration.context import Context
+from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.dbinfo import classify_db
 from openclaw_cli.migration.legacy_reader import (
     Record,
@@ -24,7 +24,7 @@ from openclaw_cli.paths import Target
 from openclaw_cli.store.quarantine import PREFIX_BYTES, original_bytes
 
 
-def plan_target(ctx: Context, target: Target, report: TargetReport, *, orphans: bool) -> list[Any] | None:
+def plan_target(ctx: MigrationContext, target: Target, report: TargetReport, *, orphans: bool) -> list[Any] | None:
     """Read the legacy index and resolve its records (as the import will); None when unreadable."""
     from openclaw_cli.migration.importer import _merge_aliases, _owner_filter
 
@@ -59,7 +59,7 @@ def _transcript_issue(report: TargetReport, rec: Record, scan: Any) -> bool:
     return True
 
 
-def run_dry_run(ctx: Context, targets: list[Target]) -> Report:
+def run_dry_run(ctx: MigrationContext, targets: list[Target]) -> Report:
     report = Report("dry-run")
     for target in targets:
         tr = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))
@@ -84,7 +84,7 @@ def run_dry_run(ctx: Context, targets: list[Target]) -> Report:
     return report
 
 
-def _preview_database(ctx: Context, target: Target, tr: TargetReport) -> None:
+def _preview_database(ctx: MigrationContext, target: Target, tr: TargetReport) -> None:
     """What the import would say about the target's database, said now (issue 13 case 6): a file
     it would refuse, or an earlier import of this agent that did not complete (D22)."""
     from openclaw_cli.migration.dbinfo import db_refusal
@@ -177,7 +177,7 @@ def _existing_entries(path: Path) -> int:
             view.close()
 
 
-def run_validate(ctx: Context, targets: list[Target]) -> Report:
+def run_validate(ctx: MigrationContext, targets: list[Target]) -> Report:
     report = Report("validate")
     for target in targets:
         tr = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))

@@ -6,7 +6,7 @@ transcript entries like OpenClaw writes them: user / assistant (text + `toolCall
 calls, with identifiers planted in user messages, tool-call arguments and tool output. The planted
 values are returned so tests can check what a summary kept.
 
-`python -m openclaw_cli.compaction.testdata bench [MB]` times plan + summary on a synthetic session.
+`python -m tests.session_generator bench [MB]` times plan + summary on a synthetic session.
 """
 
 from __future__ import annotations
