@@ -231,3 +231,29 @@ def test_large_source_is_streamed_not_held_in_memory(tmp_path):
             digest.update(chunk)
     assert result.sha256 == digest.hexdigest()
     os.unlink(source)
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_writer_source_is_streamed_verified_and_a_failing_writer_leaves_nothing(d, compress):
+    """A writer source (what a compaction snapshot archives through) is hashed and compressed as
+    it writes; when it raises midway (the transcript changed) no temp file and no archive remain."""
+    source = FIXTURE_TRANSCRIPT.read_bytes()
+
+    def writer(sink) -> None:
+        for start in range(0, len(source), 100):
+            sink.write(memoryview(source)[start:start + 100])
+
+    result = ar.write_verified_archive(d, "w", "bak", writer, now_ms=NOW, compress=compress)
+    assert result.compressed is compress and result.size == len(source)
+    assert result.sha256 == hashlib.sha256(source).hexdigest() and ar.read_archive_bytes(result.path) == source
+
+    class Changed(Exception):
+        pass
+
+    def failing(sink) -> None:
+        sink.write(source[:50])
+        raise Changed
+
+    with pytest.raises(Changed):
+        ar.write_verified_archive(d, "x", "bak", failing, now_ms=NOW, compress=compress)
+    assert sorted(p.name for p in d.iterdir()) == [result.path.name]

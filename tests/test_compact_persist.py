@@ -22,6 +22,7 @@ from openclaw_cli.store.rewrite import (
     max_lines_split,
     parse_lines,
     parse_transcript_bytes,
+    parse_transcript_stream,
     rebuilt_context,
 )
 from openclaw_cli.store.transcript import iter_jsonl_stream
@@ -59,19 +60,36 @@ def fast(data: bytes) -> tuple[list, list]:
     return [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in lines], [str(i) for i in issues]
 
 
+def streamed(data: bytes) -> tuple[list, list]:
+    """The block-by-block parse a legacy snapshot makes (small blocks: lines cross them), its
+    clean lines' text restored afterwards as a successor would."""
+    issues: list = []
+
+    class Trickle(io.BytesIO):
+        def read(self, size: int = -1) -> bytes:
+            return super().read(min(size, 7) if size and size > 0 else 7)
+
+    lines = parse_transcript_stream(Trickle(data), "x", issues, keep_raw=False)
+    missing = {ln.line_no: ln for ln in lines if ln.raw is None}
+    sink = persist._LineSink(missing)
+    sink.write(data)
+    sink.close()
+    return [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in lines], [str(i) for i in issues]
+
+
 def test_parse_matches_the_streaming_reader_on_awkward_input():
     data = b"".join([
         b"\xef\xbb\xbf" + HEADER.encode() + b"\n", b"\n", b"   \n", msg("a", None).encode() + b"\r\n",
         b"null\n", b"0\n", b'""\n', b"[1,2]\n", b"{}\n", b'{"big":123456789012345678901234567890}\n',
         b'{"type":"message","id":"bad\n', b"\xff\xfe{}\n", msg("b", "a").encode() + b"\n", b'{"type":"mess',
     ])
-    assert fast(data) == reference(data)
-    assert fast(data + b"\n") == reference(data + b"\n")
+    assert fast(data) == reference(data) == streamed(data)
+    assert fast(data + b"\n") == reference(data + b"\n") == streamed(data + b"\n")
     # valid UTF-8 takes the whole-text path: the same results, non-ASCII whitespace included
     valid = data.replace(b"\xff\xfe{}\n", "\u00a0\n\u2028\n\u00e9t\u00e9\n{\"t\":\"\u00e9\"}\n".encode())
     valid.decode("utf-8")
-    assert fast(valid) == reference(valid)
-    assert fast(valid + b"\n") == reference(valid + b"\n")
+    assert fast(valid) == reference(valid) == streamed(valid)
+    assert fast(valid + b"\n") == reference(valid + b"\n") == streamed(valid + b"\n")
 
 
 @settings(max_examples=60, deadline=None)
@@ -80,7 +98,7 @@ def test_parse_matches_the_streaming_reader_on_awkward_input():
        st.booleans())
 def test_parse_matches_the_streaming_reader_property(lines, trailing_newline):
     data = "\n".join(lines).encode() + (b"\n" if trailing_newline else b"")
-    assert fast(data) == reference(data)
+    assert fast(data) == reference(data) == streamed(data)
 
 
 def _chain(n: int) -> list[str]:
@@ -242,6 +260,8 @@ def test_sqlite_lines_from_rows_equal_the_export_and_bytes_come_on_demand(state_
         full = st.read_snapshot(key, entry)
         quick = st.read_snapshot(key, entry, data_on_demand=True)
         assert full.raw_data is not None and quick.raw_data is None  # the rows path was taken
+        assert all(ln.raw is None for ln in quick.lines)  # the rows' text is not kept meanwhile
+        quick.restore_raw()  # ... and comes back exactly (what a successor is built from)
         assert _snapshot_view(quick) == _snapshot_view(full) and quick.signature == full.signature
         assert quick.data == full.data and quick.raw_data == full.data
         stale = st.read_snapshot(key, entry, data_on_demand=True)
@@ -261,3 +281,28 @@ def test_sqlite_lines_from_rows_equal_the_export_and_bytes_come_on_demand(state_
             assert quick.raw_data is not None, odd  # declined: the export path
             assert _snapshot_view(quick) == _snapshot_view(full), odd
             assert [str(i) for i in quick.issues] == [str(i) for i in full.issues], odd
+
+
+def test_legacy_snapshot_holds_no_transcript_bytes_and_copies_only_the_same_file(state_dir: Path):
+    """A legacy snapshot parses the file while reading it: no bytes, clean lines without their
+    text; the text comes back exactly when asked, and the archive source copies the file only
+    while it is the snapshot's (an append meanwhile is a SnapshotChanged, nothing copied)."""
+    from openclaw_cli.store.legacy import LegacyStore
+
+    key = "agent:main:main"
+    write_legacy_state(state_dir, {key: generate_session(73, turns=10)})
+    st = LegacyStore(state_dir / SESSIONS / "sessions.json", "main")
+    entry = st.get_entry(key)
+    snap = st.read_snapshot(key, entry, data_on_demand=True)
+    assert snap.raw_data is None and snap.lines and all(ln.raw is None for ln in snap.lines)
+    original = snap.path.read_bytes()
+    expected = [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in parse_transcript_bytes(original, str(snap.path))]
+    snap.restore_raw()
+    assert _snapshot_view(snap) == expected
+    copied = io.BytesIO()
+    assert snap.write_transcript(copied) == len(original) and copied.getvalue() == original
+    with snap.path.open("ab") as fh:
+        fh.write((msg("late", snap.branch_entries[-1]["id"]) + "\n").encode())
+    with pytest.raises(persist.SnapshotChanged):
+        snap.write_transcript(io.BytesIO())
+    assert snap.raw_data is None

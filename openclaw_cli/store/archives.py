@@ -16,12 +16,12 @@ import re
 import stat
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
@@ -352,6 +352,21 @@ def _source_chunks(source: bytes | Path) -> tuple[Iterator[bytes], int | None, B
     return gen_file(), st.st_size, fh
 
 
+class _HashingSink:
+    """What a writer source writes to: hashed, counted and passed on (to the compressor)."""
+
+    def __init__(self, digest: Any, out: Any):
+        self._digest = digest
+        self._out = out
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        self._digest.update(data)
+        self._out.write(data)
+        self.size += len(data)
+        return len(data)
+
+
 _ARCHIVE_TEMP_RE = re.compile(r"^(?P<archive>.+)\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp$")
 
 
@@ -385,7 +400,7 @@ def write_verified_archive(
     dest_dir: Path,
     session_id: str,
     reason: str,
-    source: bytes | Path,
+    source: bytes | Path | Callable[[Any], Any],
     *,
     now_ms: int,
     level: int = 3,
@@ -402,6 +417,11 @@ def write_verified_archive(
     directory fsyncs are skipped and the caller makes the directory durable once (e.g. `syncfs`)
     before it relies on the archives; the read-back verification still runs. `existing` lists the
     archives to consider for reuse instead of scanning `dest_dir` on every call.
+
+    `source` is the content (bytes), a file to copy, or a writer `source(sink)` that writes the
+    content to `sink.write` block by block (a snapshot's transcript): it is hashed and compressed
+    as it arrives, never held whole, and whatever the writer raises (the transcript changed)
+    removes the temp file and propagates.
 
     Raises InvalidIdError (bad id/name), RefusedError (a path outside `dest_dir`, a symlinked
     source), ArchiveError (no free name after 10 tries, or the read-back differs)."""
@@ -424,7 +444,11 @@ def write_verified_archive(
             raise RefusedError(f"Cannot archive transcript outside {dest_dir}: {path}")
         return path
 
-    chunks, expected_size, source_fh = _source_chunks(source)
+    writer_source = source if callable(source) else None
+    if writer_source is None:
+        chunks, expected_size, source_fh = _source_chunks(source)  # type: ignore[arg-type]
+    else:
+        chunks, expected_size, source_fh = iter(()), None, None
     use_zstd = compress and expected_size != 0
     first_name = archive_name(base, reason, now_ms, compressed=use_zstd)
     tmp = inside(dest_dir / f"{first_name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
@@ -438,12 +462,20 @@ def write_verified_archive(
             if use_zstd:
                 cctx = _compressor(level)
                 # The frame records the content size only when it cannot change under us.
-                known = expected_size if source_fh is None and expected_size else -1
+                known = expected_size if source_fh is None and writer_source is None and expected_size else -1
                 with cctx.stream_writer(out, size=known, closefd=False) as writer:
+                    if writer_source is not None:
+                        tee = _HashingSink(digest, writer)
+                        writer_source(tee)
+                        size = tee.size
                     for chunk in chunks:
                         digest.update(chunk)
                         size += len(chunk)
                         writer.write(chunk)
+            elif writer_source is not None:
+                tee = _HashingSink(digest, out)
+                writer_source(tee)
+                size = tee.size
             else:
                 for chunk in chunks:
                     digest.update(chunk)

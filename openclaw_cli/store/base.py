@@ -24,7 +24,7 @@ KIND_OPENCLAW_SQLITE = "openclaw-sqlite"  # a real OpenClaw agent DB (read-only 
 @dataclass
 class TranscriptLine:
     seq: int  # 0-based position: file line index among non-blank lines, or SQLite seq
-    raw: str  # exact JSON text of the line, without the newline
+    raw: str  # exact JSON text of the line, without the newline (None in a snapshot read without it)
     obj: dict[str, Any] | None  # parsed JSON object (None when the line is not an object)
     line_no: int | None = None  # 1-based line number in a JSONL file
 

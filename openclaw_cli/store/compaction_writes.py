@@ -78,8 +78,10 @@ def Checkpoints() -> CrashPoints:  # noqa: N802 - kept name for callers
 def _archive(store: SessionStore, snapshot: TranscriptSnapshot, now_ms: int) -> Any:
     from openclaw_cli.store.archives import write_verified_archive
 
-    return write_verified_archive(store.sessions_dir, snapshot.session_id, ARCHIVE_REASON, snapshot.data,
-                                  now_ms=now_ms)
+    # streamed: the transcript is compressed and hashed as it is read (never held whole), then
+    # read back and compared before anything relies on it (D6.2)
+    return write_verified_archive(store.sessions_dir, snapshot.session_id, ARCHIVE_REASON,
+                                  snapshot.write_transcript, now_ms=now_ms)
 
 
 def _archive_json(result: Any) -> dict[str, Any]:
@@ -184,6 +186,7 @@ def _session_file_value(old: Any, new_path: Path) -> str:
 
 def _expected_context(snapshot: TranscriptSnapshot, compaction_line: str, comp: dict[str, Any]) -> tuple[
         list[TranscriptLine], list[dict[str, Any]]]:
+    snapshot.restore_raw()  # a successor copies the lines' exact text
     lines = [*snapshot.lines, TranscriptLine(seq=len(snapshot.lines), raw=compaction_line, obj=comp)]
     return lines, rebuilt_context(lines)
 

@@ -5,7 +5,7 @@ row bookkeeping. `persist` applies them to stores."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 from openclaw_cli.errors import InvalidDataError
 from openclaw_cli.jsonutil import dumps_compact
@@ -88,6 +88,44 @@ def _parse_text_lines(text: str, label: str, issues: list[ReadIssue] | None) -> 
         seq += 1
         if line is not None:
             append(line)
+    return out
+
+
+def parse_transcript_stream(stream: BinaryIO, label: str, issues: list[ReadIssue] | None = None, *,
+                            keep_raw: bool = True) -> list[TranscriptLine]:
+    """`parse_transcript_bytes` over a stream read block by block, with the same lines and issues,
+    so the whole transcript is never held as bytes or text. `keep_raw=False` leaves `raw` None on
+    the clean lines (their exact text is re-read only when a successor needs it:
+    `TranscriptSnapshot.restore_raw`); odd lines keep the text `parse_line` made of them."""
+    import orjson
+
+    from openclaw_cli.gcpause import gc_paused
+    from openclaw_cli.store.transcript import _split_lines, parse_line
+
+    out: list[TranscriptLine] = []
+    append = out.append
+    loads = orjson.loads
+    seq = 0
+    line_no = 0
+    with gc_paused():
+        for raw, had_newline in _split_lines(stream, 1 << 20):
+            line_no += 1
+            if not raw or raw.isspace():
+                continue
+            line: TranscriptLine | None = None
+            if raw[-1] != 13 and raw[0] == 123:  # no trailing CR, starts with "{"
+                try:
+                    obj = loads(raw)
+                except orjson.JSONDecodeError:
+                    obj = None
+                if type(obj) is dict and obj:
+                    line = TranscriptLine(seq, raw.decode("utf-8") if keep_raw else None, obj,  # type: ignore[arg-type]
+                                          line_no)
+            if line is None:
+                line = parse_line(raw, seq=seq, line_no=line_no, path=label, issues=issues, truncated=not had_newline)
+            seq += 1
+            if line is not None:
+                append(line)
     return out
 
 

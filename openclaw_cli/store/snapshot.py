@@ -18,6 +18,7 @@ from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
 from openclaw_cli.store.rewrite import linear_branch, parse_transcript_bytes
 
 CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
+_BLOCK = 1 << 20
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -40,24 +41,52 @@ class TranscriptSnapshot:
     key: str
     entry: dict[str, Any]
     session_id: str
-    raw_data: bytes | None  # the exact transcript bytes; None: our SQLite store's, exported on first use
-    lines: list[TranscriptLine]  # readable lines in order, header included
+    raw_data: bytes | None  # the exact transcript bytes; None: read again from the store when needed
+    lines: list[TranscriptLine]  # readable lines in order, header included (clean ones may lack `raw`)
     issues: list[ReadIssue] = field(default_factory=list)
     path: Path | None = None  # legacy transcript file
     signature: tuple[int, ...] | None = None  # legacy (dev, ino, size, mtime_ns); SQLite (events, bytes)
 
     @property
     def data(self) -> bytes:
-        """The exact transcript bytes (legacy file, or SQLite events as JSONL): the archive source.
-        Exported on demand for our SQLite store (inside the write transaction, where it is used),
-        and only if the session still matches the snapshot."""
+        """The exact transcript bytes (legacy file, or SQLite events as JSONL), read on demand when
+        the snapshot was taken without them, and only if the session still matches the snapshot.
+        An archive streams instead (`write_transcript`); this is for max-lines splits and tests."""
         if self.raw_data is None:
             buffer = io.BytesIO()
-            totals = self.store.export_transcript(self.session_id, buffer)  # type: ignore[attr-defined]
-            if (totals.events, totals.bytes) != self.signature:
-                raise SnapshotChanged(self.key)
+            self.write_transcript(buffer)
             self.raw_data = buffer.getvalue()
         return self.raw_data
+
+    def write_transcript(self, sink: Any) -> int:
+        """Write the exact transcript bytes of this snapshot to `sink` (`.write(bytes)`) block by
+        block and return how many: the archive source (compressed while it is read). Raises
+        `SnapshotChanged` when the transcript no longer matches the snapshot (the legacy file's
+        signature before and after the copy, our SQLite window's event and byte counts)."""
+        if self.raw_data is not None:
+            view = memoryview(self.raw_data)
+            for start in range(0, len(view), _BLOCK):
+                sink.write(view[start:start + _BLOCK])
+            return len(view)
+        if self.path is not None:
+            return _copy_legacy(self.path, self.signature, sink, self.key)
+        counter = _CountingSink(sink)
+        totals = self.store.export_transcript(self.session_id, counter)  # type: ignore[attr-defined]
+        if (totals.events, totals.bytes) != self.signature:
+            raise SnapshotChanged(self.key)
+        return counter.size
+
+    def restore_raw(self) -> None:
+        """Give every line read without its text (`raw` None) its exact text again, from the same
+        transcript (checked against the snapshot): what a successor transcript is built from."""
+        missing = {line.line_no: line for line in self.lines if line.raw is None}
+        if not missing:
+            return
+        sink = _LineSink(missing)
+        self.write_transcript(sink)
+        sink.close()
+        if any(line.raw is None for line in missing.values()):
+            raise SnapshotChanged(self.key)
 
     @cached_property
     def header(self) -> dict[str, Any] | None:
@@ -87,23 +116,107 @@ def file_signature(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
-    """The whole file and its signature, read through one descriptor (never through a symlink)."""
+def _open_transcript(path: Path) -> Any:
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    except OSError as exc:
+        raise RefusedError(f"Cannot read transcript {path}: {exc.strerror or exc} "
+                           "(symbolic links are not followed)") from exc
+    fh = os.fdopen(fd, "rb", buffering=0)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fh.close()
+        raise RefusedError(f"Cannot read transcript {path}: not a regular file")
+    return fh
+
+
+class _CountingReader:
+    """A raw file read through, counting its bytes (the signature check compares them with the size)."""
+
+    def __init__(self, fh: Any):
+        self._fh = fh
+        self.size = 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._fh.read(size)
+        self.size += len(chunk)
+        return chunk
+
+
+class _CountingSink:
+    def __init__(self, sink: Any):
+        self._sink = sink
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        self._sink.write(data)
+        self.size += len(data)
+        return len(data)
+
+
+class _LineSink:
+    """Receives a transcript's bytes and hands the physical lines named in `wanted` (1-based line
+    number -> line) their text: the same split the streamed parse made."""
+
+    def __init__(self, wanted: dict[int | None, TranscriptLine]):
+        self._wanted = wanted
+        self._line_no = 0
+        self._carry = b""
+
+    def write(self, data: Any) -> int:
+        parts = (self._carry + bytes(data)).split(b"\n")
+        self._carry = parts.pop()
+        for part in parts:
+            self._take(part)
+        return len(data)
+
+    def _take(self, part: bytes) -> None:
+        self._line_no += 1
+        line = self._wanted.get(self._line_no)
+        if line is not None:
+            line.raw = part.decode("utf-8")
+
+    def close(self) -> None:
+        if self._carry:
+            self._take(self._carry)
+            self._carry = b""
+
+
+def _read_legacy(path: Path, label: str, issues: list[ReadIssue]) -> tuple[list[TranscriptLine],
+                                                                            tuple[int, int, int, int]]:
+    """The file's lines (clean lines without their text: `raw` None) and its signature, parsed
+    while it is read through one descriptor (never through a symlink): the bytes are never held
+    whole. A file that changes while it is read is read again."""
+    from openclaw_cli.store.rewrite import parse_transcript_stream
+
     for _ in range(5):
-        try:
-            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
-        except OSError as exc:
-            raise RefusedError(f"Cannot read transcript {path}: {exc.strerror or exc} "
-                               "(symbolic links are not followed)") from exc
-        with os.fdopen(fd, "rb", buffering=0) as fh:
+        with _open_transcript(path) as fh:
             before = os.fstat(fh.fileno())
-            if not stat.S_ISREG(before.st_mode):
-                raise RefusedError(f"Cannot read transcript {path}: not a regular file")
-            data = fh.readall()
+            reader = _CountingReader(fh)
+            found: list[ReadIssue] = []
+            lines = parse_transcript_stream(reader, label, found, keep_raw=False)
             after = os.fstat(fh.fileno())
-        if file_signature(before) == file_signature(after) and after.st_size == len(data):
-            return data, file_signature(after)
+        if file_signature(before) == file_signature(after) and after.st_size == reader.size:
+            issues.extend(found)
+            return lines, file_signature(after)
     raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
+
+
+def _copy_legacy(path: Path, signature: tuple[int, ...] | None, sink: Any, key: str) -> int:
+    """Copy the transcript file to `sink` if it is still the file of the snapshot (same signature
+    before and after, every byte of it)."""
+    with _open_transcript(path) as fh:
+        if file_signature(os.fstat(fh.fileno())) != signature:
+            raise SnapshotChanged(key)
+        size = 0
+        while True:
+            chunk = fh.read(_BLOCK)
+            if not chunk:
+                break
+            sink.write(chunk)
+            size += len(chunk)
+        if file_signature(os.fstat(fh.fileno())) != signature or signature is None or size != signature[2]:
+            raise SnapshotChanged(key)
+    return size
 
 
 def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
@@ -122,6 +235,7 @@ def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine],
         if type(obj) is not dict or not obj or raw[:1] != "{" or raw[-1:] == "\r" or "\n" in raw:
             return None
         line.seq, line.line_no = index, index + 1  # as numbered in the exported JSONL
+        line.raw = None  # type: ignore[assignment] - the row's text again only if a successor needs it
         lines.append(line)
         index += 1
     if index != totals.events:
@@ -137,18 +251,17 @@ def _session_id(key: str, entry: dict[str, Any]) -> str:
 
 
 def read_file_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
-    """A legacy store's transcript file, read once through one descriptor."""
+    """A legacy store's transcript file, parsed while it is read once through one descriptor;
+    its bytes are read again only when something needs them (`data`, `write_transcript`)."""
     session_id = _session_id(key, entry)
     issues: list[ReadIssue] = []
     signature: tuple[int, ...] | None = None
     path = store.resolve_transcript(session_id, entry, issues)
-    if path is None:
-        data = b""
-    else:
-        data, signature = _read_legacy(path)
-    label = str(path) if path is not None else f"{store.path}#{session_id}"
-    lines = parse_transcript_bytes(data, label, issues) if data else []
-    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
+    lines: list[TranscriptLine] = []
+    if path is not None:
+        lines, signature = _read_legacy(path, str(path), issues)
+    raw_data = b"" if path is None else None
+    return TranscriptSnapshot(store, key, entry, session_id, raw_data, lines, issues, path, signature)
 
 
 def read_database_snapshot(store: Any, key: str, entry: dict[str, Any], *,
