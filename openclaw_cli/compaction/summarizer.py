@@ -216,7 +216,8 @@ def parse_summary(text: str | None) -> Digest:
 class _Collected:
     """One pass over the messages: the texts each extraction needs, oldest first (read newest first)."""
 
-    messages: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)  # (role, message)
+    messages: list[Mapping[str, Any]] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)  # of `messages` (two lists: no tuple per message)
     call_ids: list[str] = field(default_factory=list)
     tool_counts: dict[str, int] = field(default_factory=dict)
     users: list[str] = field(default_factory=list)  # non-blank user texts
@@ -226,7 +227,7 @@ class _Collected:
     tools: list[str] = field(default_factory=list)  # tool results, bash output
 
     def newest(self, *roles: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-        for role, message in reversed(self.messages):
+        for role, message in zip(reversed(self.roles), reversed(self.messages), strict=True):
             if role in roles:
                 yield role, message
 
@@ -299,12 +300,14 @@ def _single_text(message: Mapping[str, Any]) -> str:
 def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
     c = _Collected()
     keep = c.messages.append
+    keep_role = c.roles.append
     tools = c.tools.append
     for message in messages:
         role = role_of(message)
         if role is None or (role == "custom" and is_runtime_context(message)):
             continue
-        keep((role, message))
+        keep(message)
+        keep_role(role)
         if role == "toolResult":
             tools(_single_text(message))
         elif role == "user":
@@ -360,14 +363,14 @@ def _first_and_last_user(c: _Collected) -> tuple[str | None, str | None]:
     last_at = -1
     last: str | None = None
     for index in range(len(c.messages) - 1, -1, -1):
-        role, message = c.messages[index]
+        role, message = c.roles[index], c.messages[index]
         if role == "user":
             text = text_of(message)
             if text.strip():
                 last_at, last = index, text
                 break
     for index in range(last_at):
-        role, message = c.messages[index]
+        role, message = c.roles[index], c.messages[index]
         if role == "user":
             text = text_of(message)
             if text.strip():

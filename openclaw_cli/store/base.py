@@ -21,7 +21,7 @@ KIND_SQLITE = "sqlite"  # our own schema
 KIND_OPENCLAW_SQLITE = "openclaw-sqlite"  # a real OpenClaw agent DB (read-only for us)
 
 
-@dataclass
+@dataclass(slots=True)  # tens of thousands per transcript: no per-instance __dict__
 class TranscriptLine:
     seq: int  # 0-based position: file line index among non-blank lines, or SQLite seq
     raw: str  # exact JSON text of the line, without the newline (None in a snapshot read without it)

@@ -15,7 +15,7 @@ from typing import Any
 
 from openclaw_cli.errors import NotFoundError, RefusedError, SessionBusyError
 from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
-from openclaw_cli.store.rewrite import linear_branch, parse_transcript_bytes
+from openclaw_cli.store.rewrite import linear_branch, parse_transcript_bytes, share_names
 
 CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
 _BLOCK = 1 << 20
@@ -230,14 +230,18 @@ def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine],
         return None
     lines: list[TranscriptLine] = []
     index = 0
+    previous: Any = None
+    numbers: dict[int, int] = {}
     for line in store.iter_transcript(session_id):
         raw, obj = line.raw, line.obj
         if type(obj) is not dict or not obj or raw[:1] != "{" or raw[-1:] == "\r" or "\n" in raw:
             return None
-        line.seq, line.line_no = index, index + 1  # as numbered in the exported JSONL
+        following = index + 1
+        line.seq, line.line_no = index, following  # as numbered in the exported JSONL
         line.raw = None  # type: ignore[assignment] - the row's text again only if a successor needs it
+        previous = share_names(obj, previous, numbers)
         lines.append(line)
-        index += 1
+        index = following  # one int object for this line's number and the next one's seq
     if index != totals.events:
         return None
     return lines, (totals.events, totals.bytes)
