@@ -385,7 +385,8 @@ def test_totals_are_maintained_at_write_time(store: SqliteStore) -> None:
 
     totals = store.session_totals()
     assert totals == {SID: recomputed(SID), "s2": recomputed("s2")}
-    assert totals[SID].events == 4 and totals[SID].token_estimate == 3 + 1000 + 3
+    # 'hello world' 3, 4000 x's 1000, ten 'ü' weighted as accented Latin (1/2 token each) 5
+    assert totals[SID].events == 4 and totals[SID].token_estimate == 3 + 1000 + 5
     # the totals are columns, not a scan: they equal the window row
     assert store._conn.execute("SELECT event_count, event_bytes FROM session_windows WHERE session_id = ?",
                                (SID,)).fetchone() == (4, totals[SID].bytes)
@@ -697,3 +698,24 @@ def test_bulk_import_interrupted_then_rerun_loses_and_duplicates_nothing(tmp_pat
         assert buf.getvalue() == (sessions / f"{rec.entry['sessionId']}.jsonl").read_bytes()
     assert s.count_entries() == len(records)
     s.close()
+
+
+def test_write_time_token_estimate_is_the_labelled_estimate_non_latin_scripts_included():
+    """The per-session estimate kept at write time is the figure compaction's estimate gives
+    (one weighting of non-Latin scripts, not chars/4): CJK, Cyrillic, emoji, tool calls, images."""
+    from openclaw_cli.compaction.tokens import estimate_message_tokens
+
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "请修复这个错误,然后运行测试。" * 20}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Готово 🎉 " * 30},
+                                          {"type": "thinking", "thinking": "思考中"},
+                                          {"type": "toolCall", "id": "c1", "name": "read",
+                                           "arguments": {"path": "/srv/データ/файл.py"}}]},
+        {"role": "toolResult", "toolCallId": "c1", "content": [{"type": "text", "text": "ok"},
+                                                              {"type": "image", "data": "x"}]},
+        {"role": "user", "content": "plain ascii " * 40},
+    ]
+    for message in messages:
+        event = {"type": "message", "id": "e", "parentId": None, "message": message}
+        assert event_token_estimate(event) == estimate_message_tokens(message), message["role"]
+    assert event_token_estimate({"type": "message", "message": messages[0]}) > len("请修复这个错误,然后运行测试。" * 20) / 2

@@ -25,6 +25,7 @@ import orjson
 from openclaw_cli import clock
 from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, StoreBusyError
 from openclaw_cli.store.base import ArchiveFile
+from openclaw_cli.textweight import weighted_chars
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 OUR_APPLICATION_ID = 0x4F43434C  # "OCCL"
@@ -396,8 +397,9 @@ _IMAGE_CHARS = 4800  # profile L: 1200 tokens per image (compaction-lifecycle.md
 
 
 def _content_chars(content: Any) -> int:
+    """Weighted chars (`textweight`) of message content: the figure compaction's estimate counts."""
     if isinstance(content, str):
-        return len(content)
+        return weighted_chars(content)
     if not isinstance(content, list):
         return 0
     total = 0
@@ -407,15 +409,15 @@ def _content_chars(content: Any) -> int:
         kind = block.get("type")
         if kind == "text":
             text = block.get("text")
-            total += len(text) if isinstance(text, str) else 0
+            total += weighted_chars(text) if isinstance(text, str) else 0
         elif kind == "thinking":
             text = block.get("thinking")
-            total += len(text) if isinstance(text, str) else 0
+            total += weighted_chars(text) if isinstance(text, str) else 0
         elif kind == "toolCall":
             name = block.get("name")
-            total += len(name) if isinstance(name, str) else 0
+            total += weighted_chars(name) if isinstance(name, str) else 0
             try:
-                total += len(orjson.dumps(block.get("arguments", {})))
+                total += weighted_chars(orjson.dumps(block.get("arguments", {})).decode())
             except TypeError:
                 pass
         elif kind == "image":
@@ -424,10 +426,12 @@ def _content_chars(content: Any) -> int:
 
 
 def event_token_estimate(obj: Any) -> int:
-    """chars/4 estimate of one transcript event (compaction-lifecycle.md R4.4.1–R4.4.3, profile L):
-    `ceil(chars / 4)` per message, chars counted from message content (text, thinking, tool-call
-    name + JSON arguments, 4800 per image), summaries for compaction/branch summaries. Header and
-    bookkeeping entries count 0. Kept per session at write time so thresholds never rescan."""
+    """The labelled token estimate of one transcript event (compaction-lifecycle.md R4.4.1–R4.4.4,
+    profile L; the figure `compaction.tokens` estimates): `ceil(weighted chars / 4)` per message,
+    chars counted from message content (text, thinking, tool-call name + JSON arguments, 4800 per
+    image), summaries for compaction/branch summaries, non-Latin scripts weighted as tokenizers
+    count them (`textweight`). Header and bookkeeping entries count 0. Kept per session at write
+    time so thresholds never rescan (figures written by older versions stay chars/4)."""
     if not isinstance(obj, dict):
         return 0
     kind = obj.get("type")
@@ -437,15 +441,15 @@ def event_token_estimate(obj: Any) -> int:
             return 0
         role = message.get("role")
         if role == "bashExecution":
-            chars = sum(len(message.get(k)) for k in ("command", "output") if isinstance(message.get(k), str))
+            chars = sum(weighted_chars(message[k]) for k in ("command", "output") if isinstance(message.get(k), str))
         elif role in ("branchSummary", "compactionSummary"):
             summary = message.get("summary")
-            chars = len(summary) if isinstance(summary, str) else 0
+            chars = weighted_chars(summary) if isinstance(summary, str) else 0
         else:
             chars = _content_chars(message.get("content"))
     elif kind in ("compaction", "branch_summary"):
         summary = obj.get("summary")
-        chars = len(summary) if isinstance(summary, str) else 0
+        chars = weighted_chars(summary) if isinstance(summary, str) else 0
     elif kind == "custom_message":
         chars = _content_chars(obj.get("content"))
     else:
