@@ -388,3 +388,15 @@ def test_plan_with_a_small_exact_budget_keeps_every_decision_exact():
         plan = plan_compaction(entries, hard_checkpoint=True, tokenizer="exact", exact_context_chars=5000,
                                exact_min_tokens=threshold)
         assert (plan.tokens_before.tokens > threshold) == (full.tokens_before.tokens > threshold)
+
+
+def test_exact_encoder_keeps_no_python_copy_of_its_ranks_and_still_counts():
+    """The loaded encoder drops tiktoken's Python rank table (only pickling reads it; ~15 MB a
+    compaction of a large transcript needs): exact counts are unchanged."""
+    from openclaw_cli.compaction import tokens
+
+    tokens.preload_encoding()
+    encoding = tokens.get_encoding()
+    assert encoding._mergeable_ranks == {}
+    assert tokens.exact_text_tokens("hello world") == 2
+    assert encoding.decode(encoding.encode_ordinary("naïve 東京 /srv/a.py")) == "naïve 東京 /srv/a.py"

@@ -291,6 +291,10 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
     threshold = compaction_threshold(window, settings)
     provider_id, provider_config = resolve_provider(ctx.config, provider, settings)
     counter = Tokenizer(tokenizer)
+    if tokenizer == "exact":
+        from openclaw_cli.compaction.tokens import preload_encoding
+
+        preload_encoding()  # before the transcript is read: their peaks do not add up
     lock_settings = None
     if not dry_run:
         from openclaw_cli.config import write_lock_settings

@@ -111,8 +111,20 @@ def get_encoding() -> Any:
     if _encoding is None:
         with _encoding_lock:
             if _encoding is None:
-                _encoding = _load_encoding()
+                encoding = _load_encoding()
+                # The Python copy of the BPE ranks (~15 MB of bytes objects) is only read to pickle
+                # the encoding; the Rust encoder holds its own. Dropped, that memory is reused by
+                # the transcript a compaction then reads (issue 15: peak RSS).
+                if isinstance(getattr(encoding, "_mergeable_ranks", None), dict):
+                    encoding._mergeable_ranks = {}
+                _encoding = encoding
     return _encoding
+
+
+def preload_encoding() -> None:
+    """Load the exact encoder now: before a large transcript is read, its load-time peak (the
+    ranks file parsed in Python) is not added to the transcript's memory."""
+    get_encoding()
 
 
 def estimate_text_tokens(text: str) -> int:
