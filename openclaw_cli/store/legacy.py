@@ -588,7 +588,7 @@ class LegacyStore(SessionStore):
     def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
         from openclaw_cli.store.snapshot import read_file_snapshot
 
-        return read_file_snapshot(self, key, entry)
+        return read_file_snapshot(self, key, entry, data_on_demand=data_on_demand)
 
     def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
                           lock_settings: Any, reason: str = "manual") -> Any:

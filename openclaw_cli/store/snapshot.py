@@ -181,7 +181,19 @@ class _LineSink:
             self._carry = b""
 
 
-def _read_legacy(path: Path, label: str, issues: list[ReadIssue]) -> tuple[list[TranscriptLine],
+def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
+    """The whole file and its signature, read through one descriptor (never through a symlink)."""
+    for _ in range(5):
+        with _open_transcript(path) as fh:
+            before = os.fstat(fh.fileno())
+            data = fh.readall()
+            after = os.fstat(fh.fileno())
+        if file_signature(before) == file_signature(after) and after.st_size == len(data):
+            return data, file_signature(after)
+    raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
+
+
+def _stream_legacy(path: Path, label: str, issues: list[ReadIssue]) -> tuple[list[TranscriptLine],
                                                                             tuple[int, int, int, int]]:
     """The file's lines (clean lines without their text: `raw` None) and its signature, parsed
     while it is read through one descriptor (never through a symlink): the bytes are never held
@@ -254,18 +266,25 @@ def _session_id(key: str, entry: dict[str, Any]) -> str:
     return session_id.strip()
 
 
-def read_file_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
-    """A legacy store's transcript file, parsed while it is read once through one descriptor;
-    its bytes are read again only when something needs them (`data`, `write_transcript`)."""
+def read_file_snapshot(store: Any, key: str, entry: dict[str, Any], *,
+                       data_on_demand: bool = False) -> TranscriptSnapshot:
+    """A legacy store's transcript file, read once through one descriptor. `data_on_demand` (a
+    summary compaction): parsed while it is read, the bytes and the clean lines' text not kept
+    (read again only if an archive or a successor needs them); otherwise the bytes and every
+    line's text are kept (forks, max-lines splits)."""
     session_id = _session_id(key, entry)
     issues: list[ReadIssue] = []
     signature: tuple[int, ...] | None = None
     path = store.resolve_transcript(session_id, entry, issues)
-    lines: list[TranscriptLine] = []
-    if path is not None:
-        lines, signature = _read_legacy(path, str(path), issues)
-    raw_data = b"" if path is None else None
-    return TranscriptSnapshot(store, key, entry, session_id, raw_data, lines, issues, path, signature)
+    label = str(path) if path is not None else f"{store.path}#{session_id}"
+    if path is None:
+        return TranscriptSnapshot(store, key, entry, session_id, b"", [], issues, path, signature)
+    if data_on_demand:
+        lines, signature = _stream_legacy(path, label, issues)
+        return TranscriptSnapshot(store, key, entry, session_id, None, lines, issues, path, signature)
+    data, signature = _read_legacy(path)
+    lines = parse_transcript_bytes(data, label, issues) if data else []
+    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
 
 
 def read_database_snapshot(store: Any, key: str, entry: dict[str, Any], *,
