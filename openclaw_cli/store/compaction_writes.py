@@ -186,13 +186,13 @@ def _session_file_value(old: Any, new_path: Path) -> str:
 
 def _expected_context(snapshot: TranscriptSnapshot, compaction_line: str, comp: dict[str, Any]) -> tuple[
         list[TranscriptLine], list[dict[str, Any]]]:
-    snapshot.restore_raw()  # a successor copies the lines' exact text
     lines = [*snapshot.lines, TranscriptLine(seq=len(snapshot.lines), raw=compaction_line, obj=comp)]
     return lines, rebuilt_context(lines)
 
 
 def _successor_for(snapshot: TranscriptSnapshot, all_lines: list[TranscriptLine], expected: list[dict[str, Any]],
                    *, new_sid: str, now_ms: int, parent_session: str | None) -> list[str]:
+    snapshot.restore_raw()  # a successor copies the lines' exact text (a summary snapshot keeps none)
     header = snapshot.header or {}
     cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
     lines = build_successor_lines(all_lines, session_id=new_sid, timestamp=iso_ms(now_ms), cwd=cwd,

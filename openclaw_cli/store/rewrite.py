@@ -299,6 +299,8 @@ def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, t
             moved["parentId"] = survivor(parent)
             out.append(dumps_compact(moved))
         else:
+            if line.raw is None:  # a summary snapshot's line: `TranscriptSnapshot.restore_raw` first
+                raise InvalidDataError("successor transcript: a line's text was not restored")
             out.append(line.raw)
     if len(out) == 1:
         raise InvalidDataError("empty successor transcript")
