@@ -231,6 +231,11 @@ class IdentifierScanner:
     def __init__(self) -> None:
         self._memo: tuple[dict[str, tuple[str, str] | None], dict[str, tuple[str, str] | None]] = ({}, {})
 
+    def forget(self, *, prose: bool) -> None:
+        """Drop the memo of one mode (prose or not) once no more text of that mode follows: the
+        memo holds every distinct token seen (MBs for a large transcript)."""
+        self._memo[prose].clear()
+
     def _classified(self, candidates: Iterable[str], prose: bool, out: dict[str, str]) -> None:
         memo = self._memo[prose]
         get = memo.get

@@ -459,8 +459,10 @@ def _identifier_sets(c: _Collected, scanner: IdentifierScanner) -> IdentifierSet
     user = list(scanner.scan_many(c.user_texts()))
     seen = set(user)
     conversation = [v for v in scanner.scan_many(c.conversation_texts()) if v not in seen]
+    scanner.forget(prose=True)  # no prose follows; its memo would only add to the peak below
     seen.update(conversation)
     conversation += [v for v in scanner.scan_many(c.argument_texts(), prose=False) if v not in seen]
+    scanner.forget(prose=False)  # the few tokens tool output shares with arguments are classified again
     seen.update(conversation)
     calls = [v for v in dict.fromkeys(reversed(c.call_ids)) if v not in seen]
     seen.update(calls)
