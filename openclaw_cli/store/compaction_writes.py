@@ -192,11 +192,11 @@ def _expected_context(snapshot: TranscriptSnapshot, compaction_line: str, comp: 
 
 def _successor_for(snapshot: TranscriptSnapshot, all_lines: list[TranscriptLine], expected: list[dict[str, Any]],
                    *, new_sid: str, now_ms: int, parent_session: str | None) -> list[str]:
-    snapshot.restore_raw()  # a successor copies the lines' exact text (a summary snapshot keeps none)
     header = snapshot.header or {}
     cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
+    # the lines it copies get their exact text back (a summary snapshot keeps none)
     lines = build_successor_lines(all_lines, session_id=new_sid, timestamp=iso_ms(now_ms), cwd=cwd,
-                                  parent_session=parent_session)
+                                  parent_session=parent_session, restore=snapshot.restore_raw)
     if rebuilt_context(parse_lines(lines)) != expected:
         raise InvalidDataError("successor transcript does not rebuild the compacted context")
     return lines

@@ -5,7 +5,7 @@ row bookkeeping. `persist` applies them to stores."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from openclaw_cli.errors import InvalidDataError
@@ -238,7 +238,8 @@ def entry_after_compaction(entry: dict[str, Any], *, tokens_after: int | None, n
 
 
 def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, timestamp: str, cwd: str,
-                          parent_session: str | None, version: int = 4) -> list[str]:
+                          parent_session: str | None, version: int = 4,
+                          restore: Callable[[list[TranscriptLine]], None] | None = None) -> list[str]:
     """R4.17.2 steps 1-5 over a transcript that ends in its latest compaction (header dropped).
 
     Summarised = active-branch entries before the compaction up to (not including)
@@ -246,7 +247,8 @@ def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, t
     them are removed, plus `label` entries that target a removed id; every kept entry whose
     parent was removed is re-parented to its nearest surviving ancestor (its text is re-serialised;
     every other line stays byte-exact). Entries not on the active branch come first, then the
-    branch, each in file order."""
+    branch, each in file order. `restore(lines)` gives the lines copied byte-exact their text when
+    they were read without it (`TranscriptSnapshot.restore_raw`): only those, not the summarised."""
     from openclaw_cli.store.tree import branch_of, scan_tree
 
     tree = scan_tree(lines)
@@ -289,6 +291,10 @@ def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, t
     out = [dumps_compact(header)]
     on_branch = {id(line) for line in branch}
     ordered = [ln for ln in tree.entries if id(ln) not in on_branch] + [ln for ln in tree.entries if id(ln) in on_branch]
+    if restore is not None:
+        textless = [ln for ln in ordered if ln.raw is None and id(ln) not in removed_lines]
+        if textless:
+            restore(textless)
     for line in ordered:
         if id(line) in removed_lines:
             continue

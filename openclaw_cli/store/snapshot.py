@@ -76,10 +76,11 @@ class TranscriptSnapshot:
             raise SnapshotChanged(self.key)
         return counter.size
 
-    def restore_raw(self) -> None:
-        """Give every line read without its text (`raw` None) its exact text again, from the same
-        transcript (checked against the snapshot): what a successor transcript is built from."""
-        missing = {line.line_no: line for line in self.lines if line.raw is None}
+    def restore_raw(self, lines: Any = None) -> None:
+        """Give the lines read without their text (`raw` None; all of them, or those of `lines`)
+        their exact text again, from the same transcript (checked against the snapshot): what a
+        successor transcript copies."""
+        missing = {line.line_no: line for line in (self.lines if lines is None else lines) if line.raw is None}
         if not missing:
             return
         sink = _LineSink(missing)
