@@ -297,6 +297,9 @@ def test_legacy_snapshot_holds_no_transcript_bytes_and_copies_only_the_same_file
     assert snap.raw_data is None and snap.lines and all(ln.raw is None for ln in snap.lines)
     original = snap.path.read_bytes()
     expected = [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in parse_transcript_bytes(original, str(snap.path))]
+    snap.restore_raw(snap.lines[-3:])  # what a successor copies, only
+    assert [ln.raw is None for ln in snap.lines] == [True] * (len(snap.lines) - 3) + [False] * 3
+    assert _snapshot_view(snap)[-3:] == expected[-3:]
     snap.restore_raw()
     assert _snapshot_view(snap) == expected
     copied = io.BytesIO()
