@@ -257,3 +257,9 @@ def test_writer_source_is_streamed_verified_and_a_failing_writer_leaves_nothing(
     with pytest.raises(Changed):
         ar.write_verified_archive(d, "x", "bak", failing, now_ms=NOW, compress=compress)
     assert sorted(p.name for p in d.iterdir()) == [result.path.name]
+    if compress:  # a declared size is recorded in the frame and enforced
+        sized = ar.write_verified_archive(d, "y", "bak", writer, now_ms=NOW, source_size=len(source))
+        assert zstandard.get_frame_parameters(sized.path.read_bytes()).content_size == len(source)
+        with pytest.raises(ar.ArchiveError):
+            ar.write_verified_archive(d, "z", "bak", writer, now_ms=NOW, source_size=len(source) - 1)
+        assert sorted(p.name for p in d.iterdir()) == sorted([result.path.name, sized.path.name])

@@ -408,6 +408,7 @@ def write_verified_archive(
     base_name: str | None = None,
     sync: bool = True,
     existing: Iterable[ArchiveFile] | None = None,
+    source_size: int | None = None,
 ) -> ArchiveResult:
     """Write `<base>.<reason>.<timestamp>[.zst]` in `dest_dir` (base defaults to
     `<sessionId>.jsonl`), durable and verified, and return it. Reuses an identical archive of the
@@ -421,7 +422,8 @@ def write_verified_archive(
     `source` is the content (bytes), a file to copy, or a writer `source(sink)` that writes the
     content to `sink.write` block by block (a snapshot's transcript): it is hashed and compressed
     as it arrives, never held whole, and whatever the writer raises (the transcript changed)
-    removes the temp file and propagates.
+    removes the temp file and propagates. `source_size`: how many bytes the writer will write
+    (recorded in the zstd frame, which then refuses any other amount).
 
     Raises InvalidIdError (bad id/name), RefusedError (a path outside `dest_dir`, a symlinked
     source), ArchiveError (no free name after 10 tries, or the read-back differs)."""
@@ -448,7 +450,7 @@ def write_verified_archive(
     if writer_source is None:
         chunks, expected_size, source_fh = _source_chunks(source)  # type: ignore[arg-type]
     else:
-        chunks, expected_size, source_fh = iter(()), None, None
+        chunks, expected_size, source_fh = iter(()), source_size, None
     use_zstd = compress and expected_size != 0
     first_name = archive_name(base, reason, now_ms, compressed=use_zstd)
     tmp = inside(dest_dir / f"{first_name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
@@ -462,7 +464,7 @@ def write_verified_archive(
             if use_zstd:
                 cctx = _compressor(level)
                 # The frame records the content size only when it cannot change under us.
-                known = expected_size if source_fh is None and writer_source is None and expected_size else -1
+                known = expected_size if source_fh is None and expected_size else -1
                 with cctx.stream_writer(out, size=known, closefd=False) as writer:
                     if writer_source is not None:
                         tee = _HashingSink(digest, writer)
@@ -484,8 +486,10 @@ def write_verified_archive(
             out.flush()
             if sync:
                 os.fsync(out.fileno())
-    except BaseException:
+    except BaseException as exc:
         _unlink_quiet(tmp)
+        if use_zstd and isinstance(exc, _zstd().ZstdError):  # a writer source broke its declared size
+            raise ArchiveError(f"Transcript changed while archiving {session_id}; nothing was archived") from exc
         raise
     finally:
         if source_fh is not None:

@@ -81,7 +81,7 @@ def _archive(store: SessionStore, snapshot: TranscriptSnapshot, now_ms: int) -> 
     # streamed: the transcript is compressed and hashed as it is read (never held whole), then
     # read back and compared before anything relies on it (D6.2)
     return write_verified_archive(store.sessions_dir, snapshot.session_id, ARCHIVE_REASON,
-                                  snapshot.write_transcript, now_ms=now_ms)
+                                  snapshot.write_transcript, now_ms=now_ms, source_size=snapshot.transcript_size)
 
 
 def _archive_json(result: Any) -> dict[str, Any]:

@@ -76,6 +76,18 @@ class TranscriptSnapshot:
             raise SnapshotChanged(self.key)
         return counter.size
 
+    @property
+    def transcript_size(self) -> int | None:
+        """How many bytes `write_transcript` writes (None when unknown)."""
+        if self.raw_data is not None:
+            return len(self.raw_data)
+        if self.signature is None:
+            return None
+        if self.path is not None:
+            return self.signature[2]  # the legacy file's size
+        events, size = self.signature
+        return size + events  # our SQLite rows, one newline each
+
     def restore_raw(self, lines: Any = None) -> None:
         """Give the lines read without their text (`raw` None; all of them, or those of `lines`)
         their exact text again, from the same transcript (checked against the snapshot): what a
