@@ -17,11 +17,12 @@ import pytest
 from openclaw_cli import __version__
 from openclaw_cli.errors import ExitCode, InvalidDataError, InvalidIdError, RefusedError, SessionBusyError
 from openclaw_cli.store.base import SessionStore, SessionTotals
-from openclaw_cli.store.schema import MIGRATIONS_TABLE, SCHEMA_VERSION
+from openclaw_cli.store.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION
 from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
 from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, event_token_estimate
 from tests.conftest import OPENCLAW_FIXTURE, generate_legacy_state
 
+MIGRATION_NAMES = [name for name, _ in MIGRATIONS]
 KEY = "agent:main:main"
 SID = "0b6f7a1c-1111-4222-8333-444455556666"
 
@@ -65,7 +66,7 @@ def test_schema_marks_modes_and_recorded_migrations(store: SqliteStore, tmp_path
                                                        f"openclaw-cli {__version__}")
     assert created > 1_700_000_000_000 and updated >= created
     names = [r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")]
-    assert names == ["0001_initial"]
+    assert names == MIGRATION_NAMES and names[0] == "0001_initial"
     index_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'idx_agent_session_nodes_updated_at'").fetchone()[0]
     assert "updated_at DESC, session_key" in index_sql
     # small columns before the JSON column
@@ -96,7 +97,7 @@ def test_reopen_is_idempotent_and_writes_nothing(store: SqliteStore, tmp_path: P
     # data_version changes when another connection commits: re-opening a current DB commits nothing
     assert observer.execute("PRAGMA data_version").fetchone()[0] == before
     assert observer.execute("SELECT * FROM schema_meta").fetchall() == meta_before
-    assert observer.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0] == 1
+    assert observer.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0] == SCHEMA_VERSION
     observer.close()
 
 
@@ -119,7 +120,7 @@ def test_concurrent_creation_applies_each_migration_once(tmp_path: Path) -> None
         t.join()
     assert not errors
     conn = sqlite3.connect(path)
-    assert conn.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0] == 1
+    assert conn.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM schema_meta").fetchone()[0] == 1
     conn.close()
 
@@ -151,7 +152,7 @@ def test_concurrent_creation_by_processes(tmp_path: Path) -> None:
         assert [results.get(timeout=5) for _ in procs] == ["ok"] * 4
         conn = sqlite3.connect(path)
         assert conn.execute("SELECT count(*) FROM session_nodes").fetchone()[0] == 4
-        assert conn.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0] == 1
+        assert conn.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
         conn.close()
         assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
@@ -170,12 +171,13 @@ def test_a_later_migration_is_applied_once_in_its_own_transaction(store: SqliteS
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("migration failed midway")
 
-    monkeypatch.setattr(schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS, ("0002_broken", broken)])
-    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", 2)
+    current = len(schema_mod.MIGRATIONS)
+    monkeypatch.setattr(schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS, ("9999_broken", broken)])
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", current + 1)
     with pytest.raises(RuntimeError):
         SqliteStore(path, "main")
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1001  # rolled back: still v1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1000 + current  # rolled back: still current
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
     conn.close()
 
@@ -183,14 +185,15 @@ def test_a_later_migration_is_applied_once_in_its_own_transaction(store: SqliteS
         calls.append(agent_id)
         conn.execute("ALTER TABLE session_windows ADD COLUMN note TEXT")
 
-    monkeypatch.setattr(schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS[:1], ("0002_note", add_column)])
+    monkeypatch.setattr(schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS[:current], ("9999_note", add_column)])
     SqliteStore(path, "main").close()
     SqliteStore(path, "main").close()
     assert calls == ["main"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1002
-    assert [r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")] == ["0001_initial", "0002_note"]
-    assert conn.execute("SELECT schema_version FROM schema_meta").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1000 + current + 1
+    assert [r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")] == [
+        *MIGRATION_NAMES, "9999_note"]
+    assert conn.execute("SELECT schema_version FROM schema_meta").fetchone()[0] == current + 1
     assert "note" in [r[1] for r in conn.execute("PRAGMA table_info(session_windows)")]
     assert conn.execute("SELECT entry_json FROM session_nodes").fetchone()[0] == '{"sessionId":"' + SID + '","updatedAt":1}'
     conn.close()

@@ -141,11 +141,23 @@ def _migration_0001_initial(conn: sqlite3.Connection, agent_id: str) -> None:
     )
 
 
+def _migration_0002_label_index(conn: sqlite3.Connection, agent_id: str) -> None:
+    # sessions.patch checks a label is unused (OpenClaw's uniqueness rule) on every label write:
+    # without an index that is a full scan of session_nodes (~9 ms at 20k rows, the Gateway's
+    # patch p99). Partial: most rows carry no label, and `label = ?` implies `label IS NOT NULL`.
+    conn.execute("CREATE INDEX IF NOT EXISTS idx_agent_session_nodes_label ON session_nodes(label)"
+                 " WHERE label IS NOT NULL")
+
+
 # Append only; never edit an applied migration. SCHEMA_VERSION is the number of migrations.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection, str], None]]] = [
     ("0001_initial", _migration_0001_initial),
+    ("0002_label_index", _migration_0002_label_index),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+# The oldest schema a read-only open still reads as it is: migrations after it only add indexes,
+# which reads do not need (they are applied by the next read-write open).
+READABLE_SCHEMA_VERSION = 1
 SCHEMA_LABEL = f"openclaw-cli {SCHEMA_VERSION}"
 
 
@@ -257,7 +269,7 @@ def _has_tables(conn: sqlite3.Connection) -> bool:
 
 def check_ours(conn: sqlite3.Connection, path: Path, *, allow_fresh: bool) -> bool:
     """Raise unless `conn` is our database (or a fresh empty one when allowed).
-    Returns True when migrations are pending."""
+    Returns True when migrations are pending (see `schema_version` for which)."""
     # one read snapshot: another process may commit the initial migration between two
     # autocommit statements (seen as "no application_id, but tables")
     own_txn = not conn.in_transaction
@@ -285,6 +297,16 @@ def check_ours(conn: sqlite3.Connection, path: Path, *, allow_fresh: bool) -> bo
             type="unsupported_schema",
         )
     return version < SCHEMA_VERSION
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """Our schema version of a database `check_ours` accepted (0: fresh)."""
+    return max(0, int(conn.execute("PRAGMA user_version").fetchone()[0]) - USER_VERSION_BASE)
+
+
+def readable_as_is(conn: sqlite3.Connection) -> bool:
+    """Whether a read-only open can read this (checked, maybe older) database without migrating."""
+    return schema_version(conn) >= READABLE_SCHEMA_VERSION
 
 
 def ensure_schema(conn: sqlite3.Connection, path: Path, agent_id: str, *, busy_timeout_ms: int,

@@ -44,6 +44,7 @@ from openclaw_cli.store.sqlite_common import (
     event_token_estimate,
     finite_number,
     iso_from_ms,
+    keeper,
     list_archive_files,
     ms_int,
     now_ms,
@@ -333,7 +334,8 @@ class SqliteStore(SessionStore):
             self._ro = open_readonly(self.path, timeout_ms=self.busy_timeout_ms)
             self._conn = self._ro.conn
             try:
-                if schema_mod.check_ours(self._conn, self.path, allow_fresh=False):
+                if (schema_mod.check_ours(self._conn, self.path, allow_fresh=False)
+                        and not schema_mod.readable_as_is(self._conn)):
                     raise InvalidDataError(
                         f"Session database {self.path} needs a schema upgrade; run any openclaw write command "
                         "(or `openclaw doctor --fix`) once to apply it.", type="unsupported_schema")
@@ -343,6 +345,10 @@ class SqliteStore(SessionStore):
         else:
             self._conn = schema_mod.open_database(self.path, self.agent_id, busy_timeout_ms=self.busy_timeout_ms,
                                                   create=create)
+            # a live process (the Gateway) keeps its keeper open beside every write connection, so
+            # closing this one is never the database's last close (which checkpoints the WAL:
+            # ~5 ms per sessions.patch on a 20k store)
+            keeper(self.path, self.busy_timeout_ms)
         try:
             self._check_owner()
         except BaseException:
@@ -998,7 +1004,7 @@ class SqliteStore(SessionStore):
                 "tokenEstimate": tokens,
                 "dbSizeBytes": self.path.stat().st_size if self.path.exists() else 0,
                 "walSizeBytes": wal.stat().st_size if wal.exists() else 0,
-                "schemaVersion": schema_mod.SCHEMA_VERSION,
+                "schemaVersion": self._q(schema_mod.schema_version),
             },
         )
 

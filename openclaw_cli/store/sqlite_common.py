@@ -189,8 +189,9 @@ class _Keeper:
     `immutable=1` one that a concurrent write could invalidate; and its `PRAGMA data_version`
     (which changes whenever another connection commits) tells cached listing facts apart."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, inode: tuple[int, int] | None = None) -> None:
         self.conn = conn
+        self.inode = inode
         self.lock = threading.Lock()
         self.cache: dict[Any, tuple[int, Any]] = {}
 
@@ -233,16 +234,33 @@ def keeper(path: Path, timeout_ms: int = 60000) -> _Keeper | None:
     if not _LIVE["enabled"]:
         return None
     key = os.path.realpath(path)
+    inode = _inode(key)
+    if inode is None:
+        return None  # gone: never create a file by opening it
     found = _KEEPERS.get(key)
-    if found is None:
+    if found is None or found.inode != inode:
         with _KEEPERS_LOCK:
             found = _KEEPERS.get(key)
+            if found is not None and found.inode != inode:
+                # the file was replaced (an agent deleted and created again): the old keeper
+                # watches a dead inode; its cached facts and data_version say nothing now (dropped,
+                # not closed: a thread may still hold it; its connection closes when released)
+                del _KEEPERS[key]
+                found = None
             if found is None:
                 conn = sqlite3.connect(key, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False)
                 conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # maps the WAL index
-                found = _KEEPERS[key] = _Keeper(conn)
+                found = _KEEPERS[key] = _Keeper(conn, inode)
     return found
+
+
+def _inode(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def cached_fact(path: Path, key: Any, compute: Any) -> Any:
