@@ -1,8 +1,14 @@
-"""Benchmarks with the issues' speed targets, side by side with the real OpenClaw (/tmp/peer).
+"""Benchmarks with the issues' speed targets, side by side with the real OpenClaw (/tmp/peer) and
+with a floor (the least work the same result needs, measured in the same run) where a case has one.
 
-Usage: scripts/bench [--runs N] [--only NAME ...] [--data DIR] [--no-peer]
-Datasets are generated once under --data (default /tmp/openclaw-bench) with the shared generator;
-the peer's imported copies are cached there too. Medians are printed with min-max.
+Usage: scripts/bench [--runs N] [--only NAME ...] [--data DIR] [--no-peer] [--json [FILE]]
+       scripts/bench --compare A.json B.json
+Every case prints ours / peer / floor (median, min-max, peak RSS) with the ratios; `--json FILE`
+writes every figure (medians, samples, RSS, Gateway percentiles) so two commits can be compared
+with `--compare` (`--json` alone prints them on stdout). Datasets are generated once under --data
+(default /tmp/openclaw-bench) with the shared generator; the peer's imported copies are cached there
+too. A new case is a function `case_x(b: Bench)` in CASES that calls `b.compare(...)` (or
+`b.record_figures(...)` for figures that are not process runs).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ NOW_MS = "1796000000000"
 DATASETS = {
     "many": ["20000", "0", "2027", "--min-turns", "1"],
     "big": ["2000", "200", "2026"],
+    # the listing scaling table (2k / 20k = many / 100k sessions, minimal transcripts)
+    "scale2k": ["2000", "0", "2029", "--min-turns", "1"],
+    "scale100k": ["100000", "0", "2030", "--min-turns", "1"],
 }
 CLEANUP_CONFIG = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 5000}}}
 
@@ -60,6 +69,16 @@ def summary(runs: list[Run]) -> str:
 
 def median(runs: list[Run]) -> float:
     return statistics.median(r.seconds for r in runs)
+
+
+def figures(runs: list[Run] | None) -> dict | None:
+    """The JSON form of a set of runs: median, min, max, every sample, peak RSS."""
+    if not runs:
+        return None
+    secs = [r.seconds for r in runs]
+    return {"median": round(statistics.median(secs), 4), "min": round(min(secs), 4), "max": round(max(secs), 4),
+            "samples": [round(x, 4) for x in secs], "rssMB": round(max(r.max_rss_mb for r in runs), 1),
+            "rssSamplesMB": [round(r.max_rss_mb, 1) for r in runs], "failed": sum(r.code != 0 for r in runs)}
 
 
 class Bench:
@@ -138,29 +157,49 @@ class Bench:
     # ---- reporting --------------------------------------------------------------------------
     def compare(self, name: str, ours: list[Run], peer: list[Run] | None, target: str,
                 ratio_needed: float | None = None, absolute_max: float | None = None,
-                rss_max_mb: float | None = None) -> None:
-        line = {"case": name, "ours": summary(ours), "target": target}
+                floor: list[Run] | None = None, floor_ratio_max: float | None = None,
+                rss_max_mb: float | None = None, extra: dict | None = None) -> None:
+        """One case's line: ours / peer / floor with ratios. Verdicts: `absolute_max` (seconds,
+        median), `ratio_needed` (peer / ours), `floor_ratio_max` (ours / floor), `rss_max_mb`."""
+        line: dict = {"case": name, "target": target, "ours": figures(ours), "peer": figures(peer),
+                      "floor": figures(floor), "oursText": summary(ours)}
         verdict = []
         if absolute_max is not None:
             verdict.append("OK" if median(ours) <= absolute_max else "MISSED")
         if rss_max_mb is not None:  # the highest peak of the runs, not a median
             rss = max(r.max_rss_mb for r in ours)
-            line["target"] = target = f"{target}, peak RSS < {rss_max_mb:g} MB"
-            verdict.append(f"RSS {'OK' if rss < rss_max_mb else 'MISSED'}")
+            line["target"] = target = f"{target}, peak RSS <= {rss_max_mb:g} MB"
+            verdict.append(f"rss:{'OK' if rss <= rss_max_mb else 'MISSED'}")
+        if any(r.code != 0 for r in ours):
+            verdict.append("FAILED-RUNS")
         if peer:
             ratio = median(peer) / median(ours)
-            line["peer"] = summary(peer)
-            line["speedup"] = f"{ratio:.1f}x"
+            line["peerText"] = summary(peer)
+            line["speedup"] = round(ratio, 2)
             if ratio_needed is not None:
                 verdict.append("OK" if ratio >= ratio_needed else "MISSED")
-        line["verdict"] = " ".join(verdict) or "(no peer)"
+        if floor:
+            over = median(ours) / median(floor)
+            line["floorText"] = summary(floor)
+            line["overFloor"] = round(over, 2)
+            if floor_ratio_max is not None:
+                verdict.append(f"floor:{'OK' if over <= floor_ratio_max else 'MISSED'}")
+        if extra:
+            line.update(extra)
+        line["verdict"] = " ".join(verdict) or ("(no peer)" if not peer else "(reference)")
         self.results.append(line)
-        print(f"\n{name}\n  ours : {line['ours']}", file=sys.stderr)
+        print(f"\n{name}\n  ours : {line['oursText']}", file=sys.stderr)
         if peer:
-            print(f"  peer : {line['peer']}\n  speed-up {line['speedup']} (target: {target}) {line['verdict']}",
-                  file=sys.stderr)
-        else:
-            print(f"  target: {target} {line['verdict']}", file=sys.stderr)
+            print(f"  peer : {line['peerText']}  -> ours {line['speedup']:.1f}x faster", file=sys.stderr)
+        if floor:
+            print(f"  floor: {line['floorText']}  -> ours {line['overFloor']:.2f}x the floor", file=sys.stderr)
+        print(f"  target: {target} {line['verdict']}", file=sys.stderr)
+
+    def record_figures(self, name: str, ours: dict, target: str, checks: dict[str, bool], **extra) -> None:
+        """A case whose figures are not process runs (Gateway latencies, a scaling table)."""
+        verdict = " ".join(f"{label}:{'OK' if ok else 'MISSED'}" for label, ok in checks.items())
+        self.results.append({"case": name, "ours": ours, "target": target, "verdict": verdict, **extra})
+        print(f"\n{name}\n  {json.dumps(ours)}\n  target: {target} {verdict}", file=sys.stderr)
 
     def repeat(self, cmd: list[str], env: dict[str, str], runs: int | None = None,
                setup: Callable[[], None] | None = None) -> list[Run]:
@@ -302,6 +341,83 @@ def case_cleanup_dry_run(b: Bench) -> None:
 
 def case_cleanup_enforce(b: Bench) -> None:
     _cleanup_case(b, False)
+
+
+# ---- listings at scale (issue 16) ---------------------------------------------------------------------
+SCALE = (("scale2k", "2k"), ("many", "20k"), ("scale100k", "100k"))
+SCALE_COMMANDS = {
+    "sessions --json": ["sessions", "--json"],
+    "sessions --json --limit all": ["sessions", "--json", "--limit", "all"],
+    "status --json": ["status", "--json"],
+    "sessions cleanup --dry-run --json": ["sessions", "cleanup", "--dry-run", "--json"],
+}
+# The floors of the two listings: the same interpreter opens the database and prints the rows it
+# needs (the 100 newest along the updated_at index plus a count; or every row), nothing else.
+_FLOOR_PAGE = """
+import sqlite3, sys, orjson
+c = sqlite3.connect(sys.argv[1] + "?mode=ro&immutable=1", uri=True)
+rows = c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY updated_at DESC, session_key LIMIT 100")
+out = [dict(orjson.loads(e), key=k) for k, e in rows]
+total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
+sys.stdout.buffer.write(orjson.dumps({"count": len(out), "totalCount": total, "sessions": out}, option=orjson.OPT_INDENT_2))
+"""
+_FLOOR_ALL = """
+import sqlite3, sys, orjson
+c = sqlite3.connect(sys.argv[1] + "?mode=ro&immutable=1", uri=True)
+w = sys.stdout.buffer.write
+w(b'{"sessions": [')
+first = True
+for k, e in c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY updated_at DESC, session_key"):
+    w((b"" if first else b",") + orjson.dumps(dict(orjson.loads(e), key=k), option=orjson.OPT_INDENT_2))
+    first = False
+w(b"]}")
+"""
+
+
+def _db_of(state: Path) -> Path:
+    return state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+
+
+def case_listing_scale(b: Bench) -> None:
+    """`sessions --json`, `sessions --json --limit all`, `status --json` and `cleanup --dry-run
+    --json` on our SQLite store of 2k / 20k / 100k sessions (and the two listings on the legacy
+    store at 100k): listing flat in store size, `--limit all` streamed (<= 100 MB, <= 1.5 s)."""
+    python = str(ROOT / ".venv" / "bin" / "python")
+    table: dict[str, dict] = {}
+    for label, argv in SCALE_COMMANDS.items():
+        row: dict[str, dict] = {}
+        for dataset, size in SCALE:
+            state = b.ours_imported(dataset)
+            runs = b.repeat([*OURS, *argv], b.env_ours(state, CLEANUP_CONFIG))
+            floor = None
+            if label == "sessions --json":
+                floor = b.repeat([python, "-c", _FLOOR_PAGE, str(_db_of(state))], dict(os.environ))
+            elif label == "sessions --json --limit all":
+                floor = b.repeat([python, "-c", _FLOOR_ALL, str(_db_of(state))], dict(os.environ))
+            target, checks = "(scaling table)", {}
+            if label == "sessions --json" and size == "100k":
+                base = row["20k"]["median"]
+                target = f"<= 1.5x the 20k figure ({base:.3f} s)"
+                checks = {"absolute_max": base * 1.5}
+            elif label == "sessions --json --limit all" and size == "100k":
+                target, checks = "<= 1.5 s, <= 100 MB RSS (streamed)", {"absolute_max": 1.5, "rss_max_mb": 100}
+            b.compare(f"{label}, {size} sessions, SQLite", runs, None, target, floor=floor, **checks)
+            row[size] = figures(runs)
+        table[f"{label} (SQLite)"] = row
+    legacy = b.legacy("scale100k")
+    for label in ("sessions --json", "sessions --json --limit all"):
+        runs = b.repeat([*OURS, *SCALE_COMMANDS[label]], b.env_ours(legacy))
+        b.compare(f"{label}, 100k sessions, legacy store", runs, None, "(reference: the legacy store is one JSON file)")
+        table[f"{label} (legacy)"] = {"100k": figures(runs)}
+    print("\nscaling table (median s / peak RSS MB)", file=sys.stderr)
+    sizes = [size for _, size in SCALE]
+    print(f"  {'':<44}" + "".join(f"{size:>16}" for size in sizes) + f"{'100k/20k':>10}", file=sys.stderr)
+    for label, row in table.items():
+        cells = "".join(f"{row[size]['median']:>8.3f}/{row[size]['rssMB']:>5.0f} MB" if size in row else f"{'-':>16}"
+                        for size in sizes)
+        ratio = f"{row['100k']['median'] / row['20k']['median']:>9.2f}x" if "20k" in row and "100k" in row else ""
+        print(f"  {label:<44}{cells}{ratio}", file=sys.stderr)
+    b.record_figures("listing scaling table (2k / 20k / 100k sessions)", table, "listing flat in store size", {})
 
 
 # ---- openclaw compact (issue 5) -------------------------------------------------------------------
@@ -472,10 +588,7 @@ def _served_methods(url: str) -> list[str]:
 
 
 def _gateway_line(b: Bench, name: str, report, target: str, checks: dict[str, bool]) -> None:
-    figures = report.summary()
-    verdict = " ".join(f"{label}:{'OK' if ok else 'MISSED'}" for label, ok in checks.items())
-    b.results.append({"case": name, "ours": figures, "target": target, "verdict": verdict})
-    print(f"\n{name}\n  {json.dumps(figures)}\n  target: {target} {verdict}", file=sys.stderr)
+    b.record_figures(name, report.summary(), target, checks)
 
 
 def case_gateway_latency(b: Bench) -> None:
@@ -585,6 +698,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "sessions-sqlite-many": case_sessions_sqlite_many,
     "cleanup-dry-run": case_cleanup_dry_run,
     "cleanup-enforce": case_cleanup_enforce,
+    "listing-scale": case_listing_scale,
     "compact-50mb-exact": case_compact_50mb_exact,
     "compact-50mb-estimate": case_compact_50mb_estimate,
     "compact-over-threshold-big": case_compact_over_threshold_big,
@@ -594,14 +708,73 @@ CASES: dict[str, Callable[[Bench], None]] = {
 }
 
 
+def _meta(runs: int) -> dict:
+    """Where and when the figures were taken (the machine is shared: the load average says how noisy)."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": runs,
+            "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "peer": PEER.exists()}
+
+
+def _comparable(line: dict) -> dict[str, float]:
+    """name -> seconds (or ms for Gateway percentiles) of one result line, for --compare."""
+    out: dict[str, float] = {}
+    ours = line.get("ours")
+    if isinstance(ours, dict) and "median" in ours:
+        out["median s"] = ours["median"]
+        out["peak RSS MB"] = ours["rssMB"]
+    elif isinstance(ours, dict):
+        for method, value in ours.items():
+            if isinstance(value, dict) and "p99ms" in value:
+                out[f"{method} p50 ms"] = value["p50ms"]
+                out[f"{method} p99 ms"] = value["p99ms"]
+            elif isinstance(value, dict) and "median" in value:  # a scaling table cell
+                out[f"{method} s"] = value["median"]
+                out[f"{method} RSS MB"] = value["rssMB"]
+        if "reqPerSec" in ours and ours["reqPerSec"]:
+            out["req/s"] = ours["reqPerSec"]
+    return out
+
+
+def compare_files(a_path: Path, b_path: Path) -> None:
+    """Print every figure of two `--json` files side by side (B / A ratios)."""
+    def load(path: Path) -> tuple[dict, dict[str, dict]]:
+        doc = json.loads(path.read_text())
+        lines = doc["results"] if isinstance(doc, dict) else doc
+        return (doc.get("meta", {}) if isinstance(doc, dict) else {}), {line["case"]: line for line in lines}
+
+    meta_a, a = load(a_path)
+    meta_b, b = load(b_path)
+    for label, meta in (("A", meta_a), ("B", meta_b)):
+        print(f"{label}: {meta.get('commit', '?')[:12]} {meta.get('date', '')} load {meta.get('loadavg', '?')}")
+    for case in [*a, *(c for c in b if c not in a)]:
+        fa, fb = _comparable(a.get(case, {})), _comparable(b.get(case, {}))
+        if not fa and not fb:
+            continue
+        print(f"\n{case}")
+        for name in [*fa, *(n for n in fb if n not in fa)]:
+            va, vb = fa.get(name), fb.get(name)
+            ratio = f"{vb / va:6.2f}x" if va and vb is not None else "      -"
+            print(f"  {name:<28} {va if va is not None else '-':>10}  {vb if vb is not None else '-':>10}  B/A {ratio}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", nargs="*", choices=sorted(CASES))
     parser.add_argument("--data", type=Path, default=Path("/tmp/openclaw-bench"))
     parser.add_argument("--no-peer", action="store_true")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="write every figure as JSON to FILE (no FILE: on stdout)")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
+                        help="print the figures of two --json files side by side, then exit")
     args = parser.parse_args()
+    if args.compare:
+        compare_files(*args.compare)
+        return
     if not GEN.exists():
         sys.exit(f"bench: generator not found at {GEN}")
     args.data.mkdir(parents=True, exist_ok=True)
@@ -609,10 +782,20 @@ def main() -> None:
     if not bench.use_peer:
         print("(real OpenClaw not installed at /tmp/peer: printing our figures only; "
               "install it with ../shared/tools/peer-install.sh)", file=sys.stderr)
-    for name in args.only or CASES:
-        CASES[name](bench)
-    if args.json:
-        print(json.dumps(bench.results, indent=2))
+    meta = _meta(args.runs)
+    print(f"(load average {meta['loadavg']} on {meta['cpus']} CPUs)", file=sys.stderr)
+    try:
+        for name in args.only or CASES:
+            CASES[name](bench)
+    finally:  # what was measured is kept even when a later case fails
+        if args.json:
+            meta["loadavgAfter"] = [round(x, 2) for x in os.getloadavg()]
+            text = json.dumps({"meta": meta, "results": bench.results}, indent=2)
+            if args.json == "-":
+                print(text)
+            else:
+                Path(args.json).write_text(text + "\n")
+                print(f"\nfigures written to {args.json}", file=sys.stderr)
 
 
 if __name__ == "__main__":
