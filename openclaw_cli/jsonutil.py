@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -150,3 +151,63 @@ def dumps_pretty(obj: Any) -> str:
 
 
 JSONDecodeError = (orjson.JSONDecodeError, json.JSONDecodeError, ValueError)
+
+
+# ---- documents written in pieces (`sessions --json --limit all` on 100,000 rows) -------------------
+
+
+class StreamedArray:
+    """A JSON array whose items are produced while the document is written (`write_pretty`), so
+    a listing of every row never holds all of them, nor their text, in memory."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+
+class Deferred:
+    """A document value computed once the streamed array has been written (hints the rows raised);
+    None leaves the key out."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self.compute = compute
+
+
+_MARK = "__openclaw_cli_streamed_array__"
+
+
+def is_streamed(doc: Any) -> bool:
+    return isinstance(doc, dict) and any(isinstance(value, StreamedArray) for value in doc.values())
+
+
+def write_pretty(doc: dict[str, Any], write: Callable[[str], Any], *, batch: int = 256) -> None:
+    """Write `dumps_pretty(doc)` and a newline, byte for byte, in pieces: the top-level
+    `StreamedArray` value item by item (`batch` items per write), the `Deferred` values after it."""
+    keys = list(doc)
+    at = next(i for i, key in enumerate(keys) if isinstance(doc[key], StreamedArray))
+    name = keys[at]
+    head = dumps_pretty({**{key: doc[key] for key in keys[:at]}, name: _MARK})
+    write(head[:head.rindex(f'"{_MARK}"')])
+    pieces: list[str] = []
+    first = True
+    for item in doc[name].items:  # type: ignore[union-attr]
+        pieces.append(("[\n    " if first else ",\n    ") + dumps_pretty(item).replace("\n", "\n    "))
+        first = False
+        if len(pieces) >= batch:
+            write("".join(pieces))
+            pieces.clear()
+    pieces.append("[]" if first else "\n  ]")
+    write("".join(pieces))
+    rest: dict[str, Any] = {name: _MARK}
+    for key in keys[at + 1:]:
+        value = doc[key]
+        if isinstance(value, Deferred):
+            value = value.compute()
+            if value is None:
+                continue
+        rest[key] = value
+    tail = dumps_pretty(rest)
+    write(tail[tail.index(f'"{_MARK}"') + len(_MARK) + 2:] + "\n")

@@ -23,10 +23,14 @@ def sanitize_text(value: Any) -> str:
 
 
 def emit_json(obj: Any) -> None:
-    """Print exactly one JSON document (2-space indent, like OpenClaw) on stdout."""
-    from openclaw_cli.jsonutil import dumps_pretty
+    """Print exactly one JSON document (2-space indent, like OpenClaw) on stdout; a document with a
+    streamed array (`jsonutil.StreamedArray`) is written as its items are produced."""
+    from openclaw_cli.jsonutil import dumps_pretty, is_streamed, write_pretty
 
-    sys.stdout.write(dumps_pretty(obj) + "\n")
+    if is_streamed(obj):
+        write_pretty(obj, sys.stdout.write)
+    else:
+        sys.stdout.write(dumps_pretty(obj) + "\n")
     sys.stdout.flush()
 
 

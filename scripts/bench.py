@@ -1,7 +1,7 @@
 """Benchmarks with the issues' speed targets, side by side with the real OpenClaw (/tmp/peer) and
 with a floor (the least work the same result needs, measured in the same run) where a case has one.
 
-Usage: scripts/bench [--runs N] [--only NAME ...] [--data DIR] [--no-peer] [--json [FILE]]
+Usage: scripts/bench [--runs N] [--only NAME ...] [--data DIR] [--no-peer] [--json [FILE]] [--ours OPENCLAW]
        scripts/bench --compare A.json B.json
 Every case prints ours / peer / floor (median, min-max, peak RSS) with the ratios; `--json FILE`
 writes every figure (medians, samples, RSS, Gateway percentiles) so two commits can be compared
@@ -45,26 +45,58 @@ class Run:
     seconds: float
     max_rss_mb: float
     code: int
+    cpu_seconds: float | None = None  # user + system: steadier than wall time on a shared machine
+
+
+# The measured command is started by a tiny launcher (python -S) that times it and reads its peak
+# RSS with wait4: Linux charges a child the peak RSS of the process it was forked from, so a
+# command started by this bench directly would report at least the bench's own size (after
+# copying a 100,000-file dataset, ~120 MB), whatever the command used.
+_LAUNCHER = """
+import os, sys, time
+fd = int(sys.argv[1])
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvpe(sys.argv[2], sys.argv[2:], os.environ)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, f"{time.perf_counter() - start} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)} "
+             f"{usage.ru_utime + usage.ru_stime}".encode())
+"""
 
 
 def timed(cmd: list[str], env: dict[str, str], *, setup: Callable[[], None] | None = None) -> Run:
     if setup:
         setup()
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, str(write_end), *cmd], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(write_end,))
+        os.close(write_end)
+        _, err = proc.communicate()
+        with os.fdopen(read_end, "rb") as fh:
+            report = fh.read().decode().split()
+    except BaseException:
+        os.close(read_end)
+        raise
+    if len(report) != 4:
+        raise SystemExit(f"bench: the launcher of {cmd[0]} reported nothing (exit {proc.returncode})")
+    elapsed, max_rss_kb, code, cpu = float(report[0]), int(report[1]), int(report[2]), float(report[3])
     if code != 0:
-        err = proc.stderr.read().decode(errors="replace")[-800:] if proc.stderr else ""
-        print(f"    ! exit {code}: {' '.join(cmd[-4:])}\n{err}", file=sys.stderr)
-    return Run(elapsed, usage.ru_maxrss / 1024, code)
+        print(f"    ! exit {code}: {' '.join(cmd[-4:])}\n{err.decode(errors='replace')[-800:]}", file=sys.stderr)
+    return Run(elapsed, max_rss_kb / 1024, code, cpu)
 
 
 def summary(runs: list[Run]) -> str:
     secs = [r.seconds for r in runs]
     rss = max(r.max_rss_mb for r in runs)
-    return f"median {statistics.median(secs):.3f} s (min {min(secs):.3f}, max {max(secs):.3f}), peak RSS {rss:.0f} MB"
+    cpu = [r.cpu_seconds for r in runs if r.cpu_seconds is not None]
+    cpu_text = f", cpu {statistics.median(cpu):.3f} s" if cpu else ""
+    return (f"median {statistics.median(secs):.3f} s (min {min(secs):.3f}, max {max(secs):.3f}){cpu_text}, "
+            f"peak RSS {rss:.0f} MB")
 
 
 def median(runs: list[Run]) -> float:
@@ -78,7 +110,9 @@ def figures(runs: list[Run] | None) -> dict | None:
     secs = [r.seconds for r in runs]
     return {"median": round(statistics.median(secs), 4), "min": round(min(secs), 4), "max": round(max(secs), 4),
             "samples": [round(x, 4) for x in secs], "rssMB": round(max(r.max_rss_mb for r in runs), 1),
-            "rssSamplesMB": [round(r.max_rss_mb, 1) for r in runs], "failed": sum(r.code != 0 for r in runs)}
+            "rssSamplesMB": [round(r.max_rss_mb, 1) for r in runs], "failed": sum(r.code != 0 for r in runs),
+            "cpuMedian": (round(statistics.median(cpu), 4) if (cpu := [r.cpu_seconds for r in runs
+                                                                       if r.cpu_seconds is not None]) else None)}
 
 
 class Bench:
@@ -355,7 +389,7 @@ SCALE_COMMANDS = {
 # needs (the 100 newest along the updated_at index plus a count; or every row), nothing else.
 _FLOOR_PAGE = """
 import sqlite3, sys, orjson
-c = sqlite3.connect(sys.argv[1] + "?mode=ro&immutable=1", uri=True)
+c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro&immutable=1", uri=True)
 rows = c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY updated_at DESC, session_key LIMIT 100")
 out = [dict(orjson.loads(e), key=k) for k, e in rows]
 total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
@@ -363,7 +397,7 @@ sys.stdout.buffer.write(orjson.dumps({"count": len(out), "totalCount": total, "s
 """
 _FLOOR_ALL = """
 import sqlite3, sys, orjson
-c = sqlite3.connect(sys.argv[1] + "?mode=ro&immutable=1", uri=True)
+c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro&immutable=1", uri=True)
 w = sys.stdout.buffer.write
 w(b'{"sessions": [')
 first = True
@@ -771,7 +805,11 @@ def main() -> None:
                         help="write every figure as JSON to FILE (no FILE: on stdout)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
                         help="print the figures of two --json files side by side, then exit")
+    parser.add_argument("--ours", metavar="OPENCLAW", help="the openclaw executable to measure (default: this "
+                        "checkout's .venv/bin/openclaw), e.g. another worktree's, to compare two commits")
     args = parser.parse_args()
+    if args.ours:
+        OURS[:] = [str(Path(args.ours).absolute())]
     if args.compare:
         compare_files(*args.compare)
         return

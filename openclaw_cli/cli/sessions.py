@@ -61,7 +61,7 @@ def _list(agent, all_agents, store, active, limit, json_mode, archived=False, al
         cx = load_context()
         result = list_sessions(
             cx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value,
-            archived="all" if all_rows else bool(archived),
+            archived="all" if all_rows else bool(archived), stream=json_mode,
         )
         if json_mode:
             echo_json(result)

@@ -30,14 +30,20 @@ def list_sessions(
     limit: int | None = 100,
     now: int | None = None,
     archived: bool | str = False,
+    stream: bool = False,
 ) -> dict[str, Any]:
     """`openclaw sessions --json` (observed §7): newest first, limited, with OpenClaw's fields.
-    Archived rows (`archivedAt` set) are hidden unless `archived` is True (only them) or "all"."""
+    Archived rows (`archivedAt` set) are hidden unless `archived` is True (only them) or "all".
+    `stream` with no limit: `sessions` is a `jsonutil.StreamedArray` read from the stores while it
+    is written (`output.emit_json`), so `--limit all` on 100,000 rows holds one batch at a time."""
     from openclaw_cli.ops.rows import session_row
 
     now = ctx.now_ms() if now is None else now
     targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
     since = now - active_minutes * 60_000 if active_minutes else None
+    if stream and limit is None:
+        return _streamed_listing(ctx, targets, all_agents=all_agents, since=since, now=now,
+                                 active_minutes=active_minutes, archived=archived)
     default_model, default_ctx = _defaults(ctx)
     collected: list[tuple[float, dict[str, Any]]] = []
     stores_out: list[dict[str, Any]] = []
@@ -91,6 +97,78 @@ def list_sessions(
         result["errors"] = errors
     if ctx.hints:
         result["hint"] = " ".join(ctx.hints)
+    return result
+
+
+def _streamed_listing(ctx: Context, targets: list[Any], *, all_agents: bool, since: int | None, now: int,
+                      active_minutes: int | None, archived: bool | str) -> dict[str, Any]:
+    """`list_sessions` without a limit, streamed: every store is opened (and counted) first, so
+    errors and counts are known before the first row; the rows of several stores are merged in
+    the listing order (newest first; a tie keeps store order, as the sort of the full list does)."""
+    import heapq
+
+    from openclaw_cli.jsonutil import Deferred, StreamedArray
+    from openclaw_cli.ops.rows import session_row
+
+    default_model, default_ctx = _defaults(ctx)
+    only = None if archived == "all" else archived is True
+    opened: list[tuple[Any, Any, Any]] = []
+    stores_out: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    total = 0
+    try:
+        for target in targets:
+            try:
+                st = open_target(ctx, target, read_only=True)
+                try:
+                    count, rows = st.iter_listing(updated_since_ms=since, archived=only)
+                    _note_skipped_rows(ctx, st)
+                except BaseException:
+                    st.close()
+                    raise
+            except OpenClawError as exc:
+                if not all_agents:
+                    raise
+                ctx.failures.append(exc)  # one broken store must not hide the others
+                errors.append(store_error(target.agent_id, target_path(target), exc))
+                continue
+            opened.append((target, st, rows))
+            total += count
+            stores_out.append({"agentId": target.agent_id, "path": str(st.path)})
+    except BaseException:
+        for _, st, rows in opened:
+            rows.close()
+            st.close()
+        raise
+
+    def shaped(agent_id: str, rows: Any) -> Any:
+        for key, entry in rows:
+            yield session_row(key, entry, agent_id=agent_id, now_ms=now, default_model=default_model,
+                              default_context_tokens=default_ctx)
+
+    def newest_first(row: dict[str, Any]) -> float:
+        updated = row["updatedAt"]
+        return -updated if updated is not None else float("inf")
+
+    def sessions() -> Any:
+        try:
+            streams = [shaped(target.agent_id, rows) for target, _, rows in opened]
+            yield from streams[0] if len(streams) == 1 else heapq.merge(*streams, key=newest_first)
+        finally:
+            for _, st, rows in opened:
+                rows.close()
+                st.close()
+
+    aggregate = all_agents
+    result: dict[str, Any] = {"path": None if aggregate else stores_out[0]["path"] if stores_out else None}
+    if aggregate:
+        result["stores"] = stores_out
+        result["allAgents"] = True
+    result.update({"count": total, "totalCount": total, "limitApplied": None, "hasMore": False,
+                   "activeMinutes": active_minutes, "sessions": StreamedArray(sessions() if opened else iter(()))})
+    if errors:
+        result["errors"] = errors
+    result["hint"] = Deferred(lambda: " ".join(ctx.hints) if ctx.hints else None)
     return result
 
 

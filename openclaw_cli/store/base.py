@@ -122,6 +122,17 @@ class SessionStore(ABC):
         total = len(rows)
         return (rows[:limit] if limit is not None else rows), total
 
+    def iter_listing(self, *, updated_since_ms: int | None = None, archived: bool | None = None
+                     ) -> tuple[int, Iterator[tuple[str, dict[str, Any]]]]:
+        """Every row `list_entries(limit=None)` returns, in its order, as (how many, an iterator):
+        `archived` None keeps all rows, True only archived ones, False none. A store that can
+        stream (SQLite) never holds all rows; this default reads them all first (a legacy store
+        is one JSON document anyway). The iterator must be exhausted or closed."""
+        rows, _ = self.list_entries(limit=None, updated_since_ms=updated_since_ms)
+        if archived is not None:
+            rows = [(key, entry) for key, entry in rows if (entry.get("archivedAt") is not None) == archived]
+        return len(rows), (row for row in rows)
+
     def get_entry(self, key: str) -> dict[str, Any] | None:
         return self.load_entries().get(key)
 

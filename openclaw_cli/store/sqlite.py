@@ -547,6 +547,48 @@ class SqliteStore(SessionStore):
             scanned = scanned[: max(int(limit), 0)]
         return _parse_entries([(key, text) for key, _, text in scanned]), total
 
+    def iter_listing(self, *, updated_since_ms: int | None = None, archived: bool | None = None
+                     ) -> tuple[int, Iterator[tuple[str, dict[str, Any]]]]:
+        """The listing streamed along the updated_at index (`list_entries` order) in batches, the
+        count and the rows from one read snapshot; memory stays one batch whatever the store's size
+        (a sequential scan plus an in-memory sort, `list_entries`' choice for big pages, would hold
+        every row). `archived` filters on the archived_at projection."""
+        where, params = [], []
+        if updated_since_ms is not None:
+            where.append("updated_at >= ?")
+            params.append(_sql_int(updated_since_ms))
+        if archived is not None:
+            where.append("archived_at IS NOT NULL" if archived else "archived_at IS NULL")
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
+        snapshot = self._snapshot()
+        conn = snapshot.__enter__()
+        try:
+            total = self._q(lambda c: c.execute(f"SELECT count(*) FROM session_nodes{condition}", params).fetchone()[0])
+            cursor = self._q(lambda c: c.execute(
+                f"SELECT session_key, entry_json FROM session_nodes{condition} ORDER BY updated_at DESC, session_key",
+                params))
+        except BaseException:
+            snapshot.__exit__(None, None, None)
+            raise
+
+        def rows() -> Iterator[tuple[str, dict[str, Any]]]:
+            try:
+                while True:
+                    try:
+                        batch = cursor.fetchmany(512)
+                    except sqlite3.Error as exc:
+                        raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+                    if not batch:
+                        return
+                    for key, text in batch:
+                        yield key, _loads_line(text)
+            finally:
+                cursor.close()
+                snapshot.__exit__(None, None, None)
+
+        del conn
+        return total, rows()
+
     def change_token(self) -> Any:
         """The keeper's `PRAGMA data_version` in a live process (it changes on every commit of
         another connection, which every write is); None otherwise."""
