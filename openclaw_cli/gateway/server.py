@@ -51,6 +51,7 @@ EVENTS = (protocol.EVENT_CHALLENGE, protocol.EVENT_SESSIONS_CHANGED, protocol.EV
           protocol.EVENT_HEALTH)
 PER_CONNECTION_CONCURRENCY = 32
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
+BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
 
 
 def served_methods() -> list[str]:
@@ -231,6 +232,9 @@ class GatewayServer:
         self._writes_idle = asyncio.Event()
         self._writes_idle.set()
         self._background: list[asyncio.Task[None]] = []
+        self._batches: dict[tuple[str, tuple[str, ...]], list[tuple[dict[str, Any], asyncio.Future[Any]]]] = {}
+        self._draining: set[tuple[str, tuple[str, ...]]] = set()
+        self._background_writes: set[asyncio.Task[None]] = set()
         self._health: dict[str, Any] | None = None
         self._health_version = 0
         self.address: tuple[str, int] | None = None
@@ -490,13 +494,60 @@ class GatewayServer:
         self._writes_inflight += 1
         self._writes_idle.clear()
         try:
-            async with self.writers.hold(write_keys(ctx, name, params)):
-                result, prior = await loop.run_in_executor(self._pool, self._write, ctx, method, params)
+            keys = write_keys(ctx, name, params)
+            if method.batch is not None and keys is not None:
+                result, prior = await self._batched(method, keys, params), {}
+            else:
+                async with self.writers.hold(keys):
+                    result, prior = await loop.run_in_executor(self._pool, self._write, ctx, method, params)
         finally:
             self._writes_inflight -= 1
             if self._writes_inflight == 0:
                 self._writes_idle.set()
         return result, await loop.run_in_executor(self._pool, self._changes, ctx, method, params, result, prior)
+
+    async def _batched(self, method: Method, keys: list[str], params: dict[str, Any]) -> Any:
+        """Group commit: a request joins the queue of its method and stores; one drain per queue
+        takes everything waiting (up to BATCH_MAX), holds the stores' writer once and runs the
+        method's batch handler, so N concurrent patches of one store cost one open and one
+        commit instead of N, in arrival order (FIFO with the store's other writers)."""
+        loop = asyncio.get_running_loop()
+        queue_key = (method.name, tuple(keys))
+        queue = self._batches.setdefault(queue_key, [])
+        future: asyncio.Future[Any] = loop.create_future()
+        queue.append((dict(params), future))
+        if queue_key not in self._draining:
+            self._draining.add(queue_key)
+            task = loop.create_task(self._drain(method, keys, queue_key))
+            self._background_writes.add(task)
+            task.add_done_callback(self._background_writes.discard)
+        return await future
+
+    async def _drain(self, method: Method, keys: list[str], queue_key: tuple[str, tuple[str, ...]]) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._batches.get(queue_key):
+                queue = self._batches[queue_key]
+                batch = queue[:BATCH_MAX]
+                del queue[:BATCH_MAX]
+                try:
+                    async with self.writers.hold(keys):
+                        assert method.batch is not None
+                        outcomes = await loop.run_in_executor(self._pool, method.batch, self._context(),
+                                                              [params for params, _ in batch])
+                except BaseException as exc:  # the whole batch failed (not one refused request)
+                    outcomes = [exc] * len(batch)
+                for (_, future), outcome in zip(batch, outcomes, strict=True):
+                    if future.done():
+                        continue
+                    if isinstance(outcome, BaseException):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
+        finally:
+            self._draining.discard(queue_key)
+            if not self._batches.get(queue_key):
+                self._batches.pop(queue_key, None)
 
     @staticmethod
     def _write(ctx: Context, method: Method, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

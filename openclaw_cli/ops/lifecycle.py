@@ -195,13 +195,12 @@ def _owner(ctx: Context, key: str, agent: str | None, store: str | None) -> str 
     return None
 
 
-def locate(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, read_only: bool,
-           what: str = "session key") -> Located:
-    """Open the store `raw_key` lives in and find its row (None when absent). Keys are matched
-    as given, then in OpenClaw's store form (`agent:<id>:<rest>`, R1.3.4), then normalised."""
+def locate_target(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None,
+                  what: str = "session key") -> tuple[str, Any]:
+    """(the checked key, the target of the store it lives in), nothing opened."""
     from openclaw_cli.keys import parse_agent_key
     from openclaw_cli.lifecycle import check_session_key
-    from openclaw_cli.ops.targets import open_target, select_targets
+    from openclaw_cli.ops.targets import select_targets
 
     key = check_session_key(raw_key, what=what)
     owner = _owner(ctx, key, agent, store)
@@ -211,6 +210,16 @@ def locate(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, 
     if store is not None and parsed and parsed[0] != target.agent_id:
         raise UsageError(f'Session key "{key}" belongs to agent "{parsed[0]}", but {store} is the store of agent '
                          f'"{target.agent_id}".')
+    return key, target
+
+
+def locate(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, read_only: bool,
+           what: str = "session key") -> Located:
+    """Open the store `raw_key` lives in and find its row (None when absent). Keys are matched
+    as given, then in OpenClaw's store form (`agent:<id>:<rest>`, R1.3.4), then normalised."""
+    from openclaw_cli.ops.targets import open_target
+
+    key, target = locate_target(ctx, raw_key, agent=agent, store=store, what=what)
     st = open_target(ctx, target, read_only=read_only)
     try:
         from openclaw_cli.ops.sessions import find_entry
@@ -378,6 +387,71 @@ def sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             result["dryRun"] = True
             result["created"] = loc.entry is None
         return result
+
+
+def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
+    """`sessions.patch` for requests that arrived together (the Gateway's group commit): each
+    outcome — its result document, or the error that refused it — exactly as if the requests ran
+    one after another in this order, but the requests of one store share one open, one writer
+    hold and one transaction (a savepoint each). A dry run or an explicit `store` runs alone."""
+    from openclaw_cli.ops.sessions import find_entry
+    from openclaw_cli.ops.targets import open_target
+
+    outcomes: list[Any] = [None] * len(batch)
+    groups: dict[str, tuple[Any, list[tuple[int, dict[str, Any], str]]]] = {}
+    for i, raw in enumerate(batch):
+        try:
+            params = _check_patch_params(raw)
+            if params.get("dryRun") or params.get("store") is not None:
+                outcomes[i] = sessions_patch(ctx, params)
+                continue
+            key, target = locate_target(ctx, params["key"], agent=params.get("agentId"), store=None)
+        except OpenClawError as exc:
+            outcomes[i] = exc
+            continue
+        groups.setdefault(f"{target.agent_id}\0{target.explicit}", (target, []))[1].append((i, params, key))
+    main_name = main_key_name(ctx)
+    for target, members in groups.values():
+        try:
+            st = open_target(ctx, target, read_only=False)
+        except OpenClawError as exc:
+            for i, _, _ in members:
+                outcomes[i] = exc
+            continue
+        with st:
+            items: list[tuple[str, Callable[[dict[str, Any] | None], dict[str, Any]]]] = []
+            placed: list[tuple[int, str]] = []
+            for i, params, key in members:
+                try:
+                    stored_key, _ = find_entry(st, target.agent_id, key, main_name)
+                except OpenClawError as exc:
+                    outcomes[i] = exc
+                    continue
+                items.append((stored_key, _patch_mutation(ctx, st, params, target.agent_id, stored_key)))
+                placed.append((i, stored_key))
+            if not items:
+                continue
+            try:
+                with _writer(ctx, st):
+                    written = st.patch_entries(items, lock_settings=ctx.lock_settings(), create=True)
+            except OpenClawError as exc:
+                written = [exc] * len(items)
+            for (i, stored_key), entry in zip(placed, written, strict=True):
+                outcomes[i] = entry if isinstance(entry, OpenClawError) else {
+                    "ok": True, "path": str(st.path), "key": stored_key, "entry": entry,
+                    "resolved": _resolved(ctx, target.agent_id, entry)}
+    return outcomes
+
+
+def _patch_mutation(ctx: Context, st: Any, params: dict[str, Any], agent_id: str, key: str
+                    ) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
+    main = is_main_session(ctx, agent_id, key)
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        return apply_patch(current, params, key=key, now_ms=ctx.now_ms(), main=main,
+                           label_in_use=lambda label: any(k != key for k in st.label_owners(label)))
+
+    return mutate
 
 
 # ---- sessions.reset -------------------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ class Method:
     scope: str
     mutates: bool = False
     scope_for: Callable[[dict[str, Any]], str] | None = None
+    # Several requests at once (outcome i: request i's result, or the error that refused it),
+    # as if run one after another: what lets the Gateway commit concurrent requests together.
+    batch: Callable[[Context, list[dict[str, Any]]], list[Any]] | None = None
 
     def required_scope(self, params: dict[str, Any] | None = None) -> str:
         """The least scope this call needs (`scope`, or what `scope_for` says for these params)."""
@@ -84,6 +87,12 @@ def _sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.compact import sessions_compact
 
     return sessions_compact(ctx, params)
+
+
+def _sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
+    from openclaw_cli.ops.lifecycle import sessions_patch_many
+
+    return sessions_patch_many(ctx, batch)
 
 
 def _sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -149,7 +158,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("sessions.preview", _sessions_preview, READ),
     Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
     Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
-    Method("sessions.patch", _sessions_patch, WRITE, mutates=True, scope_for=_patch_scope),
+    Method("sessions.patch", _sessions_patch, WRITE, mutates=True, scope_for=_patch_scope, batch=_sessions_patch_many),
     Method("sessions.reset", _sessions_reset, ADMIN, mutates=True),
     Method("sessions.create", _sessions_create, WRITE, mutates=True),
     Method("sessions.delete", _sessions_delete, ADMIN, mutates=True, scope_for=_delete_scope),

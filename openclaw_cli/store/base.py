@@ -296,6 +296,22 @@ class SessionStore(ABC):
         self.ensure_writable("update a session")
         raise NotImplementedError
 
+    def patch_entries(self, items: list[tuple[str, Callable[[dict[str, Any] | None], dict[str, Any] | None]]], *,
+                      lock_settings: Any, create: bool = False) -> list[Any]:
+        """`patch_entry` for several rows, in order, each as if alone: the outcome of each (its
+        row, or the `OpenClawError` that refused it and changed nothing). A store that can
+        (SQLite) commits them together — the Gateway's group commit of concurrent patches; this
+        default writes them one by one."""
+        from openclaw_cli.errors import OpenClawError
+
+        out: list[Any] = []
+        for key, mutate in items:
+            try:
+                out.append(self.patch_entry(key, mutate, lock_settings=lock_settings, create=create))
+            except OpenClawError as exc:
+                out.append(exc)
+        return out
+
     def reset_session(self, key: str, build: Callable[[dict[str, Any]], dict[str, Any]], *, lock_settings: Any,
                       now_ms: int) -> Any:
         """Start a new session for `key`: `build(current)` returns the new row (with its new

@@ -261,6 +261,27 @@ def patch_sqlite(store: Any, key: str, mutate: Mutate, *, create: bool) -> dict[
         return updated
 
 
+def patch_many_sqlite(store: Any, items: list[tuple[str, Mutate]], *, create: bool) -> list[Any]:
+    """Several patches in one transaction (one commit), each in its own savepoint: a refused patch
+    (an `OpenClawError` from its mutation) is rolled back alone and reported in its place; later
+    patches see the earlier ones (a label taken by patch 1 is taken for patch 2). Any other error
+    rolls the whole transaction back."""
+    from openclaw_cli.errors import OpenClawError
+
+    store.ensure_writable("update a session")
+    out: list[Any] = []
+    with store.transaction() as conn:
+        for key, mutate in items:
+            conn.execute("SAVEPOINT openclaw_patch")
+            try:
+                out.append(patch_sqlite(store, key, mutate, create=create))
+            except OpenClawError as exc:
+                conn.execute("ROLLBACK TO openclaw_patch")
+                out.append(exc)
+            conn.execute("RELEASE openclaw_patch")
+    return out
+
+
 def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int) -> ResetOutcome:
     from openclaw_cli.jsonutil import dumps_compact
     from openclaw_cli.store.archives import write_verified_archive

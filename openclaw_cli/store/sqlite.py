@@ -433,6 +433,11 @@ class SqliteStore(SessionStore):
 
         return patch_sqlite(self, key, mutate, create=create)
 
+    def patch_entries(self, items: list[tuple[str, Any]], *, lock_settings: Any, create: bool = False) -> list[Any]:
+        from openclaw_cli.store.lifecycle_writes import patch_many_sqlite
+
+        return patch_many_sqlite(self, items, create=create)
+
     def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
         from openclaw_cli.store.lifecycle_writes import reset_sqlite
 
@@ -515,8 +520,19 @@ class SqliteStore(SessionStore):
 
     # ---- entries -----------------------------------------------------------------------------------
     def load_entries(self) -> dict[str, dict[str, Any]]:
-        rows = self._q(lambda c: c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY rowid").fetchall())
-        return dict(_parse_entries(rows))
+        """Every entry, decoded batch by batch: the JSON text of all rows is never held at once
+        (at 100,000 rows ~70 MB beside the ~150 MB of decoded entries)."""
+        def run(c: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+            out: dict[str, dict[str, Any]] = {}
+            cursor = c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY rowid")
+            try:
+                while batch := cursor.fetchmany(1024):
+                    out.update(_parse_entries(batch))
+            finally:
+                cursor.close()
+            return out
+
+        return self._q(run)
 
     def list_entries(
         self, *, limit: int | None = None, updated_since_ms: int | None = None
