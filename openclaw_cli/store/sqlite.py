@@ -328,6 +328,7 @@ class SqliteStore(SessionStore):
         self._lock = threading.RLock()
         self._depth = 0
         self._ro: ReadOnlyConnection | None = None
+        self._listing_indexes: bool | None = None  # whether the schema-3 listing indexes exist
         if read_only:
             if not self.path.exists():
                 raise NotFoundError(f"Session database not found: {self.path}")
@@ -635,9 +636,8 @@ class SqliteStore(SessionStore):
         def run(c: sqlite3.Connection) -> tuple[list[tuple[str, dict[str, Any]]], int] | None:
             with self._snapshot():
                 c.execute("SELECT 1 FROM session_nodes LIMIT 1").fetchone()  # the snapshot starts here
-                total, pinned_keys = cached_fact(self.path, ("listing", condition, tuple(params)), lambda: _counted(
-                    c.execute("SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
-                              f" FROM session_nodes WHERE {condition}", params).fetchone()))
+                total, pinned_keys = cached_fact(self.path, ("listing", condition, tuple(params)),
+                                                 lambda: self._listing_counts(c, query, condition, params))
                 pinned: list[tuple[str, dict[str, Any]]] = []
                 if pinned_keys:
                     marks = ",".join("?" * len(pinned_keys))
@@ -660,6 +660,34 @@ class SqliteStore(SessionStore):
 
         found = self._q(run)
         return super().list_view(query) if found is None else found
+
+    def _listing_counts(self, c: sqlite3.Connection, query: ListingQuery, condition: str,
+                        params: list[Any]) -> tuple[int, list[str]]:
+        """(rows matching, the pinned keys among them). Filtered by archived state only (the
+        Gateway's default listing) and on a schema with the partial archived / pinned indexes:
+        count(*) minus the archived rows, and an index search for the pinned ones; otherwise
+        one scan."""
+        simple = query.updated_since_ms is None and query.label is None and query.pinned is None
+        if simple and self._has_listing_indexes(c):
+            archived_rows = c.execute("SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL").fetchone()[0]
+            if query.archived is None:
+                total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
+            elif query.archived:
+                total = archived_rows
+            else:
+                total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0] - archived_rows
+            pinned = [row[0] for row in c.execute(
+                f"SELECT session_key FROM session_nodes WHERE pinned_at IS NOT NULL AND {condition}", params)]
+            return total, pinned
+        return _counted(c.execute("SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
+                                  f" FROM session_nodes WHERE {condition}", params).fetchone())
+
+    def _has_listing_indexes(self, c: sqlite3.Connection) -> bool:
+        if self._listing_indexes is None:
+            self._listing_indexes = c.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
+                " ('idx_agent_session_nodes_archived', 'idx_agent_session_nodes_pinned')").fetchone()[0] == 2
+        return self._listing_indexes
 
     def entry_keys(self) -> set[str]:
         return {row[0] for row in self._q(lambda c: c.execute("SELECT session_key FROM session_nodes").fetchall())}

@@ -1,6 +1,7 @@
-"""Migration 0002 (the label index sessions.patch's uniqueness check uses): a database at schema 1
-still opens read-only exactly as it is (nothing written), the next read-write open migrates it, and
-the label lookup is an index search, not a scan."""
+"""Migrations 0002/0003 (the label index sessions.patch's uniqueness check uses; the partial
+archived / pinned indexes the Gateway listing counts with): a database at schema 1 still opens
+read-only exactly as it is (nothing written), the next read-write open migrates it, the lookups
+are index searches, and listings answer the same with and without the new indexes."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def _db(tmp_path: Path) -> Path:
 def _downgrade_to_v1(path: Path) -> None:
     """What a database written by a build with only migration 0001 looks like."""
     conn = sqlite3.connect(path)
-    conn.execute("DROP INDEX idx_agent_session_nodes_label")
+    for index in ("idx_agent_session_nodes_label", "idx_agent_session_nodes_archived", "idx_agent_session_nodes_pinned"):
+        conn.execute(f"DROP INDEX {index}")
     conn.execute(f"DELETE FROM {schema_mod.MIGRATIONS_TABLE} WHERE name != '0001_initial'")
     conn.execute("UPDATE schema_meta SET schema_version = 1")
     conn.execute(f"PRAGMA user_version = {schema_mod.USER_VERSION_BASE + 1}")
@@ -62,6 +64,13 @@ def test_old_schema_reads_as_is_and_a_write_open_migrates(tmp_path: Path) -> Non
         plan = " ".join(row[-1] for row in conn.execute(
             "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE label = ?", ("alpha",)))
         assert "USING INDEX idx_agent_session_nodes_label" in plan, plan
+        plan = " ".join(row[-1] for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE pinned_at IS NOT NULL AND archived_at IS NULL"))
+        assert "idx_agent_session_nodes_pinned" in plan, plan
+        page = " ".join(row[-1] for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE archived_at IS NULL AND pinned_at IS NULL"
+            " ORDER BY updated_at DESC, session_key LIMIT 50"))
+        assert "idx_agent_session_nodes_updated_at" in page and "TEMP B-TREE" not in page, page
     finally:
         conn.close()
 
@@ -96,3 +105,28 @@ def test_keeper_follows_a_replaced_database_file(tmp_path: Path) -> None:
         assert second is not None and second is not first
     finally:
         sqlite_common.disable_live_reads()
+
+
+@pytest.mark.parametrize("old_schema", [False, True])
+def test_listing_counts_agree_with_the_reference(tmp_path: Path, old_schema: bool) -> None:
+    from openclaw_cli.store.base import ListingQuery, listing_page
+
+    path = _db(tmp_path)
+    entries = {}
+    for i in range(60):
+        entry = {"sessionId": f"s{i}", "updatedAt": 1000 + i // 2, "label": f"l{i % 4}"}
+        if i % 5 == 0:
+            entry["archivedAt"] = 5
+        if i % 7 == 0:
+            entry["pinnedAt"] = 6
+        entries[f"agent:main:direct:p{i:02d}"] = entry
+    with SqliteStore(path, "main", create=True) as store:
+        store.upsert_entries(entries)
+    if old_schema:
+        _downgrade_to_v1(path)
+    with SqliteStore(path, "main", read_only=True) as store:
+        for archived in (None, True, False):
+            for extra in ({}, {"pinned": True}, {"label": "l1"}, {"updated_since_ms": 1020}):
+                for offset, limit in ((0, 5), (3, 50), (0, None)):
+                    query = ListingQuery(archived=archived, offset=offset, limit=limit, **extra)
+                    assert store.list_view(query) == listing_page(entries.items(), query), (query, old_schema)
