@@ -130,3 +130,29 @@ def test_listing_counts_agree_with_the_reference(tmp_path: Path, old_schema: boo
                 for offset, limit in ((0, 5), (3, 50), (0, None)):
                     query = ListingQuery(archived=archived, offset=offset, limit=limit, **extra)
                     assert store.list_view(query) == listing_page(entries.items(), query), (query, old_schema)
+
+
+def test_live_readers_are_pooled_and_see_every_commit(tmp_path: Path) -> None:
+    """In a live process a read-only open reuses an idle reader of the keeper's pool (no new
+    connection, no second schema check), and that reader sees what was committed meanwhile."""
+    from openclaw_cli.store import sqlite_common
+
+    path = _db(tmp_path)
+    with SqliteStore(path, "main", create=True) as store:
+        store.upsert_entries({"agent:main:a": {"sessionId": "s1", "updatedAt": 1}})
+    sqlite_common.enable_live_reads()
+    try:
+        with SqliteStore(path, "main", read_only=True) as first:
+            conn = first._conn
+            assert first.count_entries() == 1
+        with SqliteStore(path, "main") as writer:
+            writer.upsert_entries({"agent:main:b": {"sessionId": "s2", "updatedAt": 2}})
+        with SqliteStore(path, "main", read_only=True) as again:
+            assert again._conn is conn  # the pooled reader
+            assert again.count_entries() == 2 and again.get_entry("agent:main:b") is not None
+            with pytest.raises(InvalidDataError, match="belongs to agent main"):
+                SqliteStore(path, "work", read_only=True)  # a pooled reader is checked per agent
+    finally:
+        sqlite_common.disable_live_reads()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")  # the last live server stopped: pooled readers are closed

@@ -334,6 +334,8 @@ class SqliteStore(SessionStore):
                 raise NotFoundError(f"Session database not found: {self.path}")
             self._ro = open_readonly(self.path, timeout_ms=self.busy_timeout_ms)
             self._conn = self._ro.conn
+            if self._ro.verified == self.agent_id:
+                return  # a pooled reader this agent's store already checked (live mode)
             try:
                 if (schema_mod.check_ours(self._conn, self.path, allow_fresh=False)
                         and not schema_mod.readable_as_is(self._conn)):
@@ -355,6 +357,8 @@ class SqliteStore(SessionStore):
         except BaseException:
             self.close()
             raise
+        if self._ro is not None:
+            self._ro.verified = self.agent_id
 
     def _check_owner(self) -> None:
         meta = self._q(lambda c: schema_mod.read_meta(c))
