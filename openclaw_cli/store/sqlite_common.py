@@ -239,6 +239,7 @@ class _Keeper:
 
 _LIVE = {"enabled": 0}  # how many live servers run in this process
 READER_POOL_MAX = 8  # idle read-only connections kept per database in a live process
+_REALPATHS: dict[str, str] = {}  # keeper lookups: a path as given -> its real path (live mode)
 _KEEPERS: dict[str, _Keeper] = {}
 _KEEPERS_LOCK = threading.Lock()
 
@@ -267,7 +268,12 @@ def keeper(path: Path, timeout_ms: int = 60000) -> _Keeper | None:
     """The live process's keeper of `path` (opened on first use); None outside live mode."""
     if not _LIVE["enabled"]:
         return None
-    key = os.path.realpath(path)
+    key = _REALPATHS.get(str(path))
+    if key is None:  # realpath is one lstat per path component: once per path, not per open
+        key = os.path.realpath(path)
+        if len(_REALPATHS) > 4096:
+            _REALPATHS.clear()
+        _REALPATHS[str(path)] = key
     inode = _inode(key)
     if inode is None:
         return None  # gone: never create a file by opening it
