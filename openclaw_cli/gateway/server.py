@@ -52,6 +52,7 @@ EVENTS = (protocol.EVENT_CHALLENGE, protocol.EVENT_SESSIONS_CHANGED, protocol.EV
 PER_CONNECTION_CONCURRENCY = 32
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
+CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
 
 
 def served_methods() -> list[str]:
@@ -229,6 +230,7 @@ class GatewayServer:
         self._paths: StatePaths = paths  # with the config's session.store applied
         self._config_key: Any = object()
         self._writes_inflight = 0
+        self._writes_done = 0
         self._writes_idle = asyncio.Event()
         self._writes_idle.set()
         self._background: list[asyncio.Task[None]] = []
@@ -255,7 +257,8 @@ class GatewayServer:
         sockname = next(iter(self._server.sockets)).getsockname()
         self.address = (sockname[0], sockname[1])
         loop = asyncio.get_running_loop()
-        self._background = [loop.create_task(self._tick_loop()), loop.create_task(self._health_loop())]
+        self._background = [loop.create_task(self._tick_loop()), loop.create_task(self._health_loop()),
+                            loop.create_task(self._checkpoint_loop())]
         return self.address
 
     async def _listen(self) -> Any:
@@ -502,6 +505,7 @@ class GatewayServer:
                     result, prior = await loop.run_in_executor(self._pool, self._write, ctx, method, params)
         finally:
             self._writes_inflight -= 1
+            self._writes_done += 1
             if self._writes_inflight == 0:
                 self._writes_idle.set()
         return result, await loop.run_in_executor(self._pool, self._changes, ctx, method, params, result, prior)
@@ -576,6 +580,18 @@ class GatewayServer:
             payload = events.tick(self.clock())
             await asyncio.gather(*(c.send_event(protocol.EVENT_TICK, payload) for c in list(self.connections)),
                                  return_exceptions=True)
+
+    async def _checkpoint_loop(self) -> None:
+        """WAL checkpoints between requests, not inside a commit (see `checkpoint_live_databases`)."""
+        from openclaw_cli.store.sqlite_common import checkpoint_live_databases
+
+        loop = asyncio.get_running_loop()
+        done = 0
+        while True:
+            await asyncio.sleep(CHECKPOINT_INTERVAL_S)
+            if self._writes_done != done:
+                done = self._writes_done
+                await loop.run_in_executor(self._pool, checkpoint_live_databases)
 
     async def _health_loop(self) -> None:
         from openclaw_cli.ops.session_views import health

@@ -39,6 +39,7 @@ from openclaw_cli.store.base import (
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
 from openclaw_cli.store.quarantine import wrap as quarantine_wrap
 from openclaw_cli.store.sqlite_common import (
+    LIVE_WAL_AUTOCHECKPOINT,
     ReadOnlyConnection,
     cached_fact,
     event_token_estimate,
@@ -350,8 +351,10 @@ class SqliteStore(SessionStore):
                                                   create=create)
             # a live process (the Gateway) keeps its keeper open beside every write connection, so
             # closing this one is never the database's last close (which checkpoints the WAL:
-            # ~5 ms per sessions.patch on a 20k store)
-            keeper(self.path, self.busy_timeout_ms)
+            # ~5 ms per sessions.patch on a 20k store); its commits leave the WAL to the process's
+            # background checkpoints
+            if keeper(self.path, self.busy_timeout_ms) is not None:
+                self._conn.execute(f"PRAGMA wal_autocheckpoint = {LIVE_WAL_AUTOCHECKPOINT}")
         try:
             self._check_owner()
         except BaseException:
