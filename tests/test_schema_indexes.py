@@ -156,3 +156,32 @@ def test_live_readers_are_pooled_and_see_every_commit(tmp_path: Path) -> None:
         sqlite_common.disable_live_reads()
     with pytest.raises(sqlite3.ProgrammingError):
         conn.execute("SELECT 1")  # the last live server stopped: pooled readers are closed
+
+
+def test_a_live_process_checkpoints_outside_its_commits(tmp_path: Path) -> None:
+    """Live write connections leave the WAL to `checkpoint_live_databases` (the Gateway's
+    background loop), which copies it into the database."""
+    from openclaw_cli.store import sqlite_common
+
+    path = _db(tmp_path)
+    SqliteStore(path, "main", create=True).close()
+    sqlite_common.enable_live_reads()
+    try:
+        with SqliteStore(path, "main") as store:
+            assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == sqlite_common.LIVE_WAL_AUTOCHECKPOINT
+            for i in range(50):
+                store.upsert_entries({f"agent:main:k{i}": {"sessionId": f"s{i}", "updatedAt": i}})
+        assert _file_rows(path) == 0  # all 50 rows are still in the WAL only
+        sqlite_common.checkpoint_live_databases()
+        assert _file_rows(path) == 50  # copied into the database file
+    finally:
+        sqlite_common.disable_live_reads()
+
+
+def _file_rows(path: Path) -> int:
+    """Rows the database file itself holds (immutable: the WAL is not read)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return conn.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
+    finally:
+        conn.close()
