@@ -177,6 +177,13 @@ class Deferred:
 
 
 _MARK = "__openclaw_cli_streamed_array__"
+_BATCH_HEAD = len('{\n  "s": [\n')
+_BATCH_TAIL = len('\n  ]\n}')
+
+
+def _batch_text(items: list[Any]) -> str:
+    """Items as they are written inside a top-level array value: 4-space indented, comma-separated."""
+    return dumps_pretty({"s": items})[_BATCH_HEAD:-_BATCH_TAIL]
 
 
 def is_streamed(doc: Any) -> bool:
@@ -191,16 +198,20 @@ def write_pretty(doc: dict[str, Any], write: Callable[[str], Any], *, batch: int
     name = keys[at]
     head = dumps_pretty({**{key: doc[key] for key in keys[:at]}, name: _MARK})
     write(head[:head.rindex(f'"{_MARK}"')])
-    pieces: list[str] = []
+    # each batch is dumped as the value of a one-key object, which indents its items exactly as
+    # they sit in the document (one orjson call per batch, not per item); the wrapper is cut off
+    pending: list[Any] = []
     first = True
     for item in doc[name].items:  # type: ignore[union-attr]
-        pieces.append(("[\n    " if first else ",\n    ") + dumps_pretty(item).replace("\n", "\n    "))
+        pending.append(item)
+        if len(pending) >= batch:
+            write(("[\n" if first else ",\n") + _batch_text(pending))
+            first = False
+            pending.clear()
+    if pending:
+        write(("[\n" if first else ",\n") + _batch_text(pending))
         first = False
-        if len(pieces) >= batch:
-            write("".join(pieces))
-            pieces.clear()
-    pieces.append("[]" if first else "\n  ]")
-    write("".join(pieces))
+    write("[]" if first else "\n  ]")
     rest: dict[str, Any] = {name: _MARK}
     for key in keys[at + 1:]:
         value = doc[key]
