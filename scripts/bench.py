@@ -845,7 +845,9 @@ def main() -> None:
         sys.exit(f"bench: generator not found at {GEN}")
     args.data.mkdir(parents=True, exist_ok=True)
     bench = Bench(args.data, args.runs, not args.no_peer)
-    if not bench.use_peer:
+    if args.no_peer:
+        print("(--no-peer: printing our figures and the floors only)", file=sys.stderr)
+    elif not bench.use_peer:
         print("(real OpenClaw not installed at /tmp/peer: printing our figures only; "
               "install it with ../shared/tools/peer-install.sh)", file=sys.stderr)
     meta = _meta(args.runs)
