@@ -32,12 +32,24 @@ GOOD = "## Goal\nShip the API described in https://tickets.example.test/T-1\n\n#
 SLOW_REPLY_S = 12  # the 'slow' endpoint's delay; far beyond the 0.5 s timeout the test sets
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A reply to a client that already gave up (the timeout test) is a broken pipe: not an error
+    to print on the stderr of whichever test runs next in this process."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 class FakeLLM:
     """A tiny OpenAI-compatible chat-completions endpoint whose behaviour a test chooses."""
 
     def __init__(self) -> None:
         self.mode = "good"
         self.requests: list[dict[str, Any]] = []
+        self.released = threading.Event()  # set by close(): a 'slow' reply stops waiting
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -48,7 +60,7 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 if fake.mode == "slow":
-                    time.sleep(SLOW_REPLY_S)
+                    fake.released.wait(SLOW_REPLY_S)
                 if fake.mode == "error":
                     self.send_response(400)
                     self.end_headers()
@@ -64,7 +76,7 @@ class FakeLLM:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
                                        daemon=True)
@@ -75,6 +87,7 @@ class FakeLLM:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self) -> None:
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()
 
