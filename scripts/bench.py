@@ -768,6 +768,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "gateway-latency": case_gateway_latency,
     "gateway-load": case_gateway_load,
 }
+CASES.update(__import__("bench_floors").cases(OURS))  # floors measured in the same run (scripts/bench_floors.py)
 
 
 def _meta(runs: int) -> dict:

@@ -313,7 +313,7 @@ class ImportRun:
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
             result = store.bulk_import(self._feed(states), batch_records=1000, batch_rows=20000,
-                                       on_malformed="quarantine")
+                                       on_malformed="quarantine", private_build=tr.build is not None)
             self.ctx.checkpoint("bulk-import-done")
             for state, res in zip(states, result.records, strict=True):
                 state.result = res

@@ -10,6 +10,7 @@ database busy beyond `busy_timeout_ms` raises `SessionBusyError` (spec D12).
 from __future__ import annotations
 
 import gc
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -82,6 +83,11 @@ _WINDOW_INSERT_IF_ABSENT = (
     f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT(session_id) DO NOTHING"
 )
+# a window inserted whole, totals included: the batched import of a store that was empty
+_WINDOW_INSERT_WITH_TOTALS = (
+    f"INSERT INTO session_windows({_WINDOW_COLUMNS}, transcript_updated_at, event_count, event_bytes, "
+    "token_estimate, compaction_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id) DO NOTHING"
+)
 _WINDOW_UPSERT_FROM_ENTRY = (
     f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT(session_id) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at), "
@@ -101,6 +107,9 @@ _IDENTITY_INSERT = (
     "INSERT OR IGNORE INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id, created_at) "
     "VALUES (?,?,?,?,?,?)"
 )
+
+GATHER_BYTES = 4 * 1024 * 1024  # gathered transcript bytes written per executemany (bounds memory)
+PRIVATE_BUILD_CACHE_KIB = 32 * 1024  # page cache of an import's private build (SQLite's default: 2 MiB)
 
 MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
 
@@ -1029,7 +1038,7 @@ class SqliteStore(SessionStore):
 
     # ---- bulk import (migration) -------------------------------------------------------------------
     def bulk_import(self, records: Iterable[ImportRecord], *, batch_records: int = 256, batch_rows: int = 4000,
-                    on_malformed: MalformedPolicy = "stop") -> BulkImportResult:
+                    on_malformed: MalformedPolicy = "stop", private_build: bool = False) -> BulkImportResult:
         """Insert many entries and their raw lines, committing every `batch_records` records or
         `batch_rows` rows (WAL + synchronous=NORMAL: no fsync per commit). Idempotent: an existing
         entry is kept as is; a session whose stored events are a prefix of the incoming lines gets
@@ -1039,14 +1048,23 @@ class SqliteStore(SessionStore):
         `on_malformed`: "quarantine" keeps a malformed line in place as a quarantined raw line
         (store/quarantine.py) and goes on (spec D22, the migration's policy); "stop" keeps the readable prefix of a session and reports an issue (what
         OpenClaw's import does), "skip" drops just the bad line, "raise" aborts (the current batch
-        is rolled back; committed batches stay and a re-run completes them)."""
+        is rolled back; committed batches stay and a re-run completes them).
+
+        `private_build`: the database is an import's private build (spec D22) that no other
+        process opens and that is discarded, never resumed, when the import stops early. Pages are
+        then written once, in place (rollback journal in memory, no sync per commit, a larger page
+        cache) instead of into the WAL and again by its checkpoints; the file is back in WAL mode
+        and fsynced once before this returns."""
         self.ensure_writable("import sessions")
         if self._depth:
             raise RefusedError("bulk_import commits in batches and cannot run inside transaction()")
         result = BulkImportResult()
         state = _BulkState(self, batch_records, batch_rows)
         with self._lock:
-            self._db().execute(f"PRAGMA wal_autocheckpoint = {schema_mod.BULK_WAL_AUTOCHECKPOINT}")
+            conn = self._db()
+            conn.execute(f"PRAGMA wal_autocheckpoint = {schema_mod.BULK_WAL_AUTOCHECKPOINT}")
+            if private_build:
+                self._private_build_mode(conn, True)
             try:
                 for record in records:
                     state.begin()
@@ -1063,8 +1081,28 @@ class SqliteStore(SessionStore):
                     raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
                 raise
             finally:
-                self._db().execute(f"PRAGMA wal_autocheckpoint = {schema_mod.WAL_AUTOCHECKPOINT}")
+                conn.execute(f"PRAGMA wal_autocheckpoint = {schema_mod.WAL_AUTOCHECKPOINT}")
+            if private_build:
+                self._private_build_mode(conn, False)
         return result
+
+    def _private_build_mode(self, conn: sqlite3.Connection, on: bool) -> None:
+        try:
+            if on:
+                conn.execute("PRAGMA journal_mode = MEMORY")
+                conn.execute("PRAGMA synchronous = OFF")
+                conn.execute(f"PRAGMA cache_size = -{PRIVATE_BUILD_CACHE_KIB}")
+                return
+            conn.execute("PRAGMA cache_size = -2000")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # once, for every page the build wrote
+        finally:
+            os.close(fd)
 
     # ---- archives & stats --------------------------------------------------------------------------
     def list_archives(self) -> list[ArchiveFile]:
@@ -1110,7 +1148,12 @@ class SqliteStore(SessionStore):
 
 
 class _BulkState:
-    """Batching for `SqliteStore.bulk_import`: one open transaction, rows flushed with executemany."""
+    """Batching for `SqliteStore.bulk_import`: one open transaction, rows flushed with executemany.
+
+    Into a store that held no session at the start (a fresh import), rows of many sessions are
+    gathered and written with one executemany per table per batch: no per-session statement (a
+    20,000-session import ran 5 execute + 2 executemany per session). A key or session id seen
+    twice takes the general path (which reads what is stored) after the gathered rows are written."""
 
     def __init__(self, store: SqliteStore, batch_records: int, batch_rows: int):
         self.store = store
@@ -1120,17 +1163,45 @@ class _BulkState:
         self.records = 0
         self.rows = 0
         self.stamp = now_ms()
+        self.fast = self.conn.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM session_nodes) AND NOT EXISTS (SELECT 1 FROM session_windows)"
+        ).fetchone()[0] == 1
+        self.keys: set[str] = set()  # fast mode: keys and session ids written by this run
+        self.sids: set[str] = set()
+        self.nodes: list[tuple[Any, ...]] = []
+        self.windows: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.identities: list[tuple[Any, ...]] = []
+        self.gathered_bytes = 0
 
     def begin(self) -> None:
         if not self.conn.in_transaction:
             self.conn.execute("BEGIN IMMEDIATE")
             self.records = self.rows = 0
 
+    def write_gathered(self) -> None:
+        if not (self.nodes or self.windows or self.events):
+            return
+        conn = self.conn
+        self.begin()
+        if self.nodes:
+            conn.executemany(_NODE_INSERT_IF_ABSENT, self.nodes)
+        if self.windows:
+            conn.executemany(_WINDOW_INSERT_WITH_TOTALS, self.windows)
+        if self.events:
+            conn.executemany(_EVENT_INSERT, self.events)
+        if self.identities:
+            conn.executemany(_IDENTITY_INSERT, self.identities)
+        self.nodes, self.windows, self.events, self.identities = [], [], [], []
+        self.gathered_bytes = 0
+
     def commit(self) -> None:
+        self.write_gathered()
         if self.conn.in_transaction:
             self.conn.execute("COMMIT")
 
     def rollback(self) -> None:
+        self.nodes, self.windows, self.events, self.identities = [], [], [], []
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
@@ -1148,17 +1219,31 @@ class _BulkState:
             raise InvalidDataError(f"Session entry for {key} is not a JSON object")
         sid = record.session_id if record.session_id is not None else (entry or {}).get("sessionId")
         out = ImportRecordResult(key, sid if isinstance(sid, str) else None, False, False)
+        valid_sid = isinstance(sid, str) and is_valid_legacy_session_id(sid)
+        fast = self.fast and (entry is None or key not in self.keys) and (not valid_sid or sid not in self.sids)
+        if not fast and self.fast:
+            self.write_gathered()  # the general path reads what is stored
         if entry is not None:
             data = record.entry_text.encode("utf-8") if record.entry_text is not None else _encode_entry(entry)
-            inserted = conn.execute(_NODE_INSERT_IF_ABSENT, _node_row(key, entry, data)).rowcount
+            if fast:
+                self.nodes.append(_node_row(key, entry, data))
+                self.keys.add(key)
+                inserted = 1
+            else:
+                inserted = conn.execute(_NODE_INSERT_IF_ABSENT, _node_row(key, entry, data)).rowcount
             out.entry_inserted = inserted == 1
             out.entry_existing = inserted != 1
-        if not isinstance(sid, str) or not is_valid_legacy_session_id(sid):
+        if not valid_sid:
             if record.lines:
                 out.issue = ReadIssue(record.source or key, None, f"invalid session id {sid!r}: transcript not imported")
             return out
+        assert isinstance(sid, str)
         fallback = record.created_at_ms if record.created_at_ms is not None else self.stamp
         window = _window_row(sid, key, entry, fallback_ms=fallback)
+        if fast:
+            self.sids.add(sid)
+            _SessionImport(self, out, sid, record, fallback, 0, on_malformed, new_window=True, window=window).run()
+            return out
         existing = conn.execute("SELECT event_count FROM session_windows WHERE session_id = ?", (sid,)).fetchone()
         if existing is None:
             conn.execute(_WINDOW_INSERT_IF_ABSENT, window)
@@ -1172,8 +1257,14 @@ class _SessionImport:
     """The lines of one record: prefix-resume or id-merge against what is stored, batched inserts."""
 
     def __init__(self, bulk: _BulkState, out: ImportRecordResult, sid: str, record: ImportRecord,
-                 fallback_ms: int, stored_count: int, on_malformed: MalformedPolicy, *, new_window: bool):
+                 fallback_ms: int, stored_count: int, on_malformed: MalformedPolicy, *, new_window: bool,
+                 window: tuple[Any, ...] | None = None):
         self.bulk = bulk
+        # gathered mode (a fresh store): the window row is written once, totals included, with
+        # the batch; its events join the batch's rows
+        self.window = window
+        self.first_created: int | None = None
+        self.total_events = self.total_bytes = self.total_tokens = self.total_compactions = 0
         self.new_window = new_window  # its created_at becomes the first event's time (the header's)
         self.out = out
         self.sid = sid
@@ -1268,9 +1359,23 @@ class _SessionImport:
                 self.tokens += event_token_estimate(obj)
             if kind == "compaction":
                 self.compactions += 1
-            if len(self.events) >= self.bulk.batch_rows:
+            if len(self.events) >= self.bulk.batch_rows or self.nbytes >= GATHER_BYTES:
                 self.flush()
         self.flush()
+        if self.window is not None:
+            self._gather_window()
+
+    def _gather_window(self) -> None:
+        w = self.window
+        assert w is not None
+        bulk = self.bulk
+        if self.total_events:
+            watermark = self.record.created_at_ms if self.record.created_at_ms is not None else bulk.stamp
+            row = (*w[:4], self.first_created, max(w[5], self.newest), *w[6:], watermark, self.total_events,
+                   self.total_bytes, self.total_tokens, self.total_compactions)
+        else:
+            row = (*w, None, 0, 0, 0, 0)
+        bulk.windows.append(row)
 
     def _quarantined(self, raw: str | bytes, line_no: int, source: str,
                      exc: BaseException) -> tuple[str, int, Any] | None:
@@ -1292,6 +1397,25 @@ class _SessionImport:
         if not self.events:
             return
         bulk = self.bulk
+        if self.window is not None:
+            if self.first_created is None:
+                self.first_created = self.events[0][2]
+            bulk.events.extend(self.events)
+            bulk.identities.extend(self.identities)
+            self.total_events += len(self.events)
+            self.total_bytes += self.nbytes
+            self.total_tokens += self.tokens
+            self.total_compactions += self.compactions
+            self.out.events_inserted += len(self.events)
+            self.out.bytes_inserted += self.nbytes
+            bulk.rows += len(self.events)
+            self.events = []
+            self.identities = []
+            bulk.gathered_bytes += self.nbytes
+            if len(bulk.events) >= bulk.batch_rows or bulk.gathered_bytes >= GATHER_BYTES:
+                bulk.write_gathered()  # bounded memory; committed between records only
+            self.nbytes = self.tokens = self.compactions = 0
+            return
         conn = bulk.conn
         bulk.begin()
         conn.executemany(_EVENT_INSERT, self.events)

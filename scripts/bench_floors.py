@@ -1,0 +1,233 @@
+"""Floors for scripts/bench (issue 16): the least work an import or a cleanup enforce can do on the
+same data, measured in the same run, so a case reads as ours / floor.
+
+- `import_floor(state_dir)`: read every transcript of the state and insert each raw line into one
+  fresh WAL database in one transaction (no parsing, no validation, no archiving).
+- `cleanup_floor(state_dir, session_ids)`: for the given sessions of an imported agent database,
+  read their lines, compress each transcript once (zstd level 3, as our archives), write it,
+  make the files durable together (syncfs, then the directory), then one DELETE transaction.
+
+Both are pure functions returning seconds; they create their scratch files beside the data and
+remove them. `cases(ours)` gives the bench cases that run ours and the floor alternately.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+AGENT_DB = Path("agents/main/agent/openclaw-agent.sqlite")
+IMPORT_ARGS = ["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"]
+CLEANUP_BIG = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}}
+CLEANUP_MANY = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 5000}}}
+
+
+def _transcripts(state_dir: Path) -> list[Path]:
+    return sorted(p for p in (state_dir / "agents").glob("*/sessions/*.jsonl") if p.is_file())
+
+
+def _syncfs(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
+            os.sync()
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def import_floor(state_dir: Path) -> float:
+    """Seconds to read every transcript and insert each raw line into one WAL database in one
+    transaction (8 KiB pages like ours; committed and checkpointed on close)."""
+    state_dir = Path(state_dir)
+    scratch = Path(tempfile.mkdtemp(prefix=".floor-", dir=state_dir.parent))
+    try:
+        start = time.perf_counter()
+        conn = sqlite3.connect(scratch / "floor.sqlite", isolation_level=None)
+        conn.execute("PRAGMA page_size = 8192")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, line BLOB NOT NULL)")
+        conn.execute("BEGIN")
+        insert = "INSERT INTO lines VALUES (?, ?, ?)"
+        for path in _transcripts(state_dir):
+            sid = path.name[:-6]
+            data = path.read_bytes()
+            conn.executemany(insert, ((sid, i, line) for i, line in enumerate(data.split(b"\n")) if line))
+        conn.execute("COMMIT")
+        conn.close()  # the last connection checkpoints the WAL into the database (fsyncs)
+        return time.perf_counter() - start
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_DB) -> float:
+    """Seconds to archive `session_ids` of the state's agent database once (read, zstd, write,
+    one durable flush) and delete them in one transaction. Mutates the state: give it a copy."""
+    import zstandard
+
+    state_dir = Path(state_dir)
+    sids = list(session_ids)
+    out = Path(tempfile.mkdtemp(prefix=".floor-archives-", dir=state_dir))
+    try:
+        start = time.perf_counter()
+        conn = sqlite3.connect(state_dir / db, isolation_level=None)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        cctx = zstandard.ZstdCompressor(level=3, write_checksum=True)
+        for sid in sids:
+            lines = conn.execute("SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,))
+            data = b"".join(text.encode() + b"\n" for (text,) in lines)
+            fd = os.open(out / f"{sid}.jsonl.deleted.zst", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, cctx.compress(data))
+            finally:
+                os.close(fd)
+        _syncfs(out)
+        conn.execute("BEGIN IMMEDIATE")
+        for part in range(0, len(sids), 500):
+            chunk = sids[part:part + 500]
+            marks = ",".join("?" * len(chunk))
+            for table, column in (("transcript_event_identities", "session_id"), ("transcript_events", "session_id"),
+                                  ("session_windows", "session_id"), ("session_nodes", "current_session_id")):
+                conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
+        conn.execute("COMMIT")
+        conn.close()
+        return time.perf_counter() - start
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def session_ids(db_path: Path) -> set[str]:
+    conn = sqlite3.connect(f"{Path(db_path).absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        return {row[0] for row in conn.execute("SELECT session_id FROM session_windows")}
+    finally:
+        conn.close()
+
+
+# ---- bench cases ---------------------------------------------------------------------------------------
+
+
+def _rusage_run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, float, int]:
+    """(wall s, user s, sys s, peak RSS MB, exit code) of one child."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0 and proc.stderr is not None:
+        print(f"    ! exit {code}: {' '.join(cmd[-4:])}\n{proc.stderr.read().decode(errors='replace')[-800:]}",
+              file=sys.stderr)
+    return wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code
+
+
+def _cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed_floor(fn: Callable[[], float]) -> tuple[float, float]:
+    """(wall s, CPU s) of a floor run in this process: on a shared machine the CPU seconds compare
+    better than the wall."""
+    before = _cpu()
+    wall = fn()
+    return wall, _cpu() - before
+
+
+def _report(b: Any, name: str, ours: list[tuple[float, float, float, float, int]], floor: list[tuple[float, float]],
+            target_ratio: float | None, rss_max: float | None) -> None:
+    wall = statistics.median(r[0] for r in ours)
+    cpu = statistics.median(r[1] + r[2] for r in ours)
+    floor_wall = statistics.median(f[0] for f in floor)
+    floor_cpu = statistics.median(f[1] for f in floor)
+    ratio = wall / floor_wall
+    cpu_ratio = cpu / floor_cpu if floor_cpu else None
+    rss = max(r[3] for r in ours)
+    checks = []
+    if target_ratio is not None:
+        checks.append(f"ratio:{'OK' if ratio <= target_ratio else 'MISSED'}")
+    if rss_max is not None:
+        checks.append(f"rss:{'OK' if rss <= rss_max else 'MISSED'}")
+    line = {
+        "case": name,
+        "ours": f"median {wall:.3f} s (user {statistics.median(r[1] for r in ours):.2f}, "
+                f"sys {statistics.median(r[2] for r in ours):.2f}), peak RSS {rss:.0f} MB",
+        "floor": f"median {floor_wall:.3f} s (cpu {floor_cpu:.2f})",
+        "oursOverFloor": f"{ratio:.2f}x wall, {cpu_ratio:.2f}x cpu" if cpu_ratio else f"{ratio:.2f}x wall",
+        "target": " ".join(t for t in (f"<= {target_ratio:g}x floor" if target_ratio else "",
+                                       f"peak RSS <= {rss_max:g} MB" if rss_max else "") if t),
+        "verdict": " ".join(checks),
+        "figures": {"oursSeconds": wall, "oursCpuSeconds": cpu, "floorSeconds": floor_wall,
+                    "floorCpuSeconds": floor_cpu, "peakRssMb": rss},
+    }
+    b.results.append(line)
+    print(f"\n{name}\n  ours : {line['ours']}\n  floor: {line['floor']}\n  ours/floor {line['oursOverFloor']} "
+          f"(target: {line['target']}) {line['verdict']}", file=sys.stderr)
+
+
+def _import_vs_floor(b: Any, ours: list[str], name: str, label: str, rss_max: float | None) -> None:
+    runs: list[tuple[float, float, float, float, int]] = []
+    floors: list[tuple[float, float]] = []
+    for i in range(b.runs):  # alternating: ours and the floor see the same machine state
+        state = b.fresh_copy(name, f"floor-import-{i}")
+        floors.append(_timed_floor(lambda state=state: import_floor(state)))
+        shutil.rmtree(state)
+        state = b.fresh_copy(name, f"ours-import-{i}")
+        runs.append(_rusage_run([*ours, *IMPORT_ARGS], b.env_ours(state)))
+        shutil.rmtree(state)
+    _report(b, label, runs, floors, 1.5, rss_max)
+
+
+def _imported(b: Any, ours: list[str], name: str) -> Path:
+    """Our import of a dataset, cached (cleanup runs start from copies of it)."""
+    dest = b.data / f"{name}-ours-imported"
+    if not (dest / ".imported").exists():
+        dest = b.fresh_copy(name, "ours-imported")
+        subprocess.run([*ours, *IMPORT_ARGS], env=b.env_ours(dest), check=True, stdout=subprocess.DEVNULL)
+        (dest / ".imported").write_text("ok")
+    return dest
+
+
+def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any], label: str) -> None:
+    source = _imported(b, ours, name)
+    before = session_ids(source / AGENT_DB)
+    runs: list[tuple[float, float, float, float, int]] = []
+    floors: list[tuple[float, float]] = []
+    for i in range(max(1, min(b.runs, 3))):
+        work = b.data / f"{name}-floor-cleanup-{i}"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(source, work)
+        runs.append(_rusage_run([*ours, "sessions", "cleanup", "--enforce", "--json"], b.env_ours(work, config)))
+        removed = before - session_ids(work / AGENT_DB)
+        shutil.rmtree(work)
+        shutil.copytree(source, work)
+        floors.append(_timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed))))
+        shutil.rmtree(work)
+    print(f"  ({len(removed)} sessions removed per run)", file=sys.stderr)
+    _report(b, label, runs, floors, None, None)
+
+
+def cases(ours: list[str]) -> dict[str, Callable[[Any], None]]:
+    """Bench cases (registered in scripts/bench.py) measuring ours against the floors."""
+    return {
+        "floor-import-big": lambda b: _import_vs_floor(
+            b, ours, "big", "import big (2,000 sessions, 211 MB) vs its floor", 100),
+        "floor-import-many": lambda b: _import_vs_floor(
+            b, ours, "many", "import many (20,000 sessions) vs its floor", None),
+        "floor-cleanup-big": lambda b: _cleanup_vs_floor(
+            b, ours, "big", CLEANUP_BIG, "cleanup --enforce, big imported, maxEntries 500, vs its floor"),
+        "floor-cleanup-many": lambda b: _cleanup_vs_floor(
+            b, ours, "many", CLEANUP_MANY, "cleanup --enforce, many imported, maxEntries 5000, vs its floor"),
+    }
