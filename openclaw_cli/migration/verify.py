@@ -92,9 +92,16 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
         # one table scan beats thousands of point queries, unless most of the table is other history
         if len(need) >= FULL_SCAN_MIN_SESSIONS and len(need) * 2 >= windows:
             trackers = {sid.encode("utf-8"): _Tracker(n) for sid, n in need.items()}
-            # one pass in storage order (an import writes each session contiguously, seq ascending)
-            for sid_b, seq, text in conn.execute("SELECT session_id, seq, event_json FROM transcript_events"):
-                tracker = trackers.get(sid_b)
+            # one pass in storage order (an import writes each session contiguously, seq ascending);
+            # each line comes with its `\n` (one hash update per row) and its session's tracker is
+            # looked up when the session changes
+            current: bytes | None = None
+            tracker: _Tracker | None = None
+            for sid_b, seq, line in conn.execute(
+                    "SELECT session_id, seq, event_json || char(10) FROM transcript_events"):
+                if sid_b != current:
+                    current = sid_b
+                    tracker = trackers.get(sid_b)
                 if tracker is None:
                     continue
                 if seq != tracker.next_seq:
@@ -102,8 +109,7 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
                 tracker.next_seq = seq + 1
                 tracker.taken += 1
                 if tracker.taken <= tracker.need and not tracker.disordered:
-                    tracker.hash.update(original_bytes(text) if text.startswith(PREFIX_BYTES) else text)
-                    tracker.hash.update(b"\n")
+                    tracker.hash.update(original_bytes(line[:-1]) + b"\n" if line.startswith(PREFIX_BYTES) else line)
             redo = []
             for sid_b, tracker in trackers.items():
                 sid = sid_b.decode("utf-8")

@@ -280,10 +280,44 @@ def read_archive_bytes(path: Path) -> bytes:
         return b"".join(_read_all(stream))
 
 
+WHOLE_READ_LIMIT = 4 * 1024 * 1024  # compressed archives up to this size are read and decompressed in one go
+
+
+def _hash_small_zst(path: Path) -> tuple[str, int] | None:
+    """(sha256, size) of a small `.zst` archive read in one piece (the read-back of a fresh
+    archive: one read and one decompression call instead of 8 KiB steps); None when it is larger."""
+    import hashlib
+
+    with _open_regular(path) as fh:
+        data = fh.read(WHOLE_READ_LIMIT + 1)
+    if len(data) > WHOLE_READ_LIMIT:
+        return None
+    zstandard = _zstd()
+    digest = hashlib.sha256()
+    size = 0
+    rest = data
+    try:
+        while rest:  # every frame, as _ZstdReader reads them
+            obj = _decompressor(zstandard).decompressobj()
+            out = obj.decompress(rest)
+            if not obj.eof:
+                raise InvalidDataError(f"Cannot read transcript archive {path}: truncated zstd frame")
+            digest.update(out)
+            size += len(out)
+            rest = obj.unused_data
+    except zstandard.ZstdError as exc:
+        raise InvalidDataError(f"Cannot read transcript archive {path}: {exc}") from exc
+    return digest.hexdigest(), size
+
+
 def hash_archive(path: Path) -> tuple[str, int]:
     """(sha256 hex, size) of the original content, streamed."""
     import hashlib  # lazy: OpenSSL start-up costs ~3 ms of every read-only command
 
+    if Path(path).name.endswith(ZST_SUFFIX):
+        small = _hash_small_zst(Path(path))
+        if small is not None:
+            return small
     digest = hashlib.sha256()
     size = 0
     with open_archive(path) as stream:
@@ -409,6 +443,7 @@ def write_verified_archive(
     sync: bool = True,
     existing: Iterable[ArchiveFile] | None = None,
     source_size: int | None = None,
+    dest_real: str | None = None,
 ) -> ArchiveResult:
     """Write `<base>.<reason>.<timestamp>[.zst]` in `dest_dir` (base defaults to
     `<sessionId>.jsonl`), durable and verified, and return it. Reuses an identical archive of the
@@ -417,7 +452,8 @@ def write_verified_archive(
     Batch callers (cleanup archiving thousands of transcripts) may pass `sync=False`: the file and
     directory fsyncs are skipped and the caller makes the directory durable once (e.g. `syncfs`)
     before it relies on the archives; the read-back verification still runs. `existing` lists the
-    archives to consider for reuse instead of scanning `dest_dir` on every call.
+    archives to consider for reuse instead of scanning `dest_dir` on every call, and `dest_real`
+    the real path of `dest_dir`, which they created and resolved once for the whole batch.
 
     `source` is the content (bytes), a file to copy, or a writer `source(sink)` that writes the
     content to `sink.write` block by block (a snapshot's transcript): it is hashed and compressed
@@ -434,8 +470,9 @@ def write_verified_archive(
     base = base_name if base_name is not None else f"{session_id.strip()}.jsonl"
     _validate_base(base)
     dest_dir = Path(os.path.abspath(dest_dir))
-    ensure_dir(dest_dir)
-    dest_real = os.path.realpath(dest_dir)
+    if dest_real is None:
+        ensure_dir(dest_dir)
+        dest_real = os.path.realpath(dest_dir)
 
     def inside(path: Path) -> Path:
         # names are validated to hold no separator, so their parent is dest_dir itself (whose
@@ -484,6 +521,7 @@ def write_verified_archive(
                     size += len(chunk)
                     out.write(chunk)
             out.flush()
+            stored_size = out.tell()
             if sync:
                 os.fsync(out.fileno())
     except BaseException as exc:
@@ -527,7 +565,7 @@ def write_verified_archive(
         _unlink_quiet(final)
         fsync_dir(dest_dir)
         raise ArchiveError(f"Transcript archive verification failed for {session_id}")
-    return ArchiveResult(final, sha, size, os.lstat(final).st_size, use_zstd)
+    return ArchiveResult(final, sha, size, stored_size, use_zstd)
 
 
 _RENAME_NOREPLACE = 1

@@ -287,6 +287,21 @@ class SessionStore(ABC):
             total += len(data)
         return SessionTotals(events=events, bytes=total)
 
+    def transcript_snapshot(self) -> AbstractContextManager[Any]:
+        """Several `export_transcript` calls read one consistent state (database stores: one read
+        transaction instead of one per export). No-op by default."""
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def record_archives(self, rows: Any) -> None:
+        """Many `record_archive` rows (archive_name, session_id, session_key, reason, encoding, sha256,
+        archive_bytes, event_count, raw_bytes, created_at_ms) at once; one call each by default."""
+        names = ("archive_name", "session_id", "session_key", "reason", "encoding", "sha256", "archive_bytes",
+                 "event_count", "raw_bytes", "created_at_ms")
+        for row in rows:
+            self.record_archive(**dict(zip(names, row, strict=True)))  # type: ignore[attr-defined]
+
     def patch_entry(self, key: str, mutate: Callable[[dict[str, Any] | None], dict[str, Any] | None], *,
                     lock_settings: Any, create: bool = False) -> dict[str, Any] | None:
         """Read-modify-write of one row under the store writer: `mutate(current)` (a copy; None

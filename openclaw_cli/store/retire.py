@@ -34,7 +34,7 @@ from typing import Any
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidIdError, OpenClawError
-from openclaw_cli.fsio import check_space, fsync_dir
+from openclaw_cli.fsio import check_space, ensure_dir, fsync_dir
 from openclaw_cli.store.base import ArchiveFile, SessionTotals
 
 ProgressFn = Callable[[int], None]
@@ -148,7 +148,8 @@ class ArchiveBatch:
                  checkpoint: Callable[[], None] | None = None):
         from openclaw_cli.store.archives import list_archives, parse_archive_name
 
-        self.directory = Path(directory)
+        self.directory = Path(os.path.abspath(directory))
+        self._real: str | None = None
         self.now_ms = int(now_ms)
         self.created: list[Path] = []
         self.used: set[str] = set()
@@ -163,8 +164,12 @@ class ArchiveBatch:
     def _write(self, session_id: str, source: bytes | Path, base: str, *, sync: bool = False):
         from openclaw_cli.store.archives import write_verified_archive
 
+        if self._real is None:  # created and resolved once for the batch
+            ensure_dir(self.directory)
+            self._real = os.path.realpath(self.directory)
         result = write_verified_archive(self.directory, session_id, "deleted", source, now_ms=self.now_ms,
-                                        base_name=base, sync=sync, existing=self._index.get(base, ()))
+                                        base_name=base, sync=sync, existing=self._index.get(base, ()),
+                                        dest_real=self._real)
         self.used.add(result.path.name)
         if not result.reused:
             self.created.append(result.path)
@@ -382,15 +387,16 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
     batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
     sessions: list[SessionArchive] = []
     try:
-        for sid in session_ids:
-            if not is_valid_legacy_session_id(sid):
+        with store.transcript_snapshot():  # one read transaction for every export
+            for sid in session_ids:
+                if not is_valid_legacy_session_id(sid):
+                    tick(1)
+                    continue  # no events can exist for it; never a path from it
+                buf = io.BytesIO()
+                totals = store.export_transcript(sid, buf)
+                result = batch.archive_bytes(sid, buf.getvalue()) if totals.events else None
+                sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
                 tick(1)
-                continue  # no events can exist for it; never a path from it
-            buf = io.BytesIO()
-            totals = store.export_transcript(sid, buf)
-            result = batch.archive_bytes(sid, buf.getvalue()) if totals.events else None
-            sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
-            tick(1)
         batch.commit()
     except BaseException:
         batch.rollback()
@@ -452,14 +458,10 @@ def _commit_sqlite(store: Any, entries: Mapping[str, Any], removed_keys: list[st
                     outcome.kept.append(key)  # written since we planned: a later cleanup decides
         store.delete_entries(unchanged)
         dropped = set(store.drop_session_events(list(expected), expected=expected))
-        for item in sessions:
-            if item.session_id in dropped and item.archive is not None:
-                a = item.archive
-                store.record_archive(archive_name=a.path.name, session_id=item.session_id,
-                                     session_key=item.session_key, reason="deleted",
-                                     encoding="zstd" if a.compressed else "identity", sha256=a.sha256,
-                                     archive_bytes=a.stored_size, event_count=item.totals.events,
-                                     raw_bytes=a.size, created_at_ms=now_ms)
+        store.record_archives(
+            (a.path.name, item.session_id, item.session_key, "deleted", "zstd" if a.compressed else "identity",
+             a.sha256, a.stored_size, item.totals.events, a.size, now_ms)
+            for item in sessions if item.session_id in dropped and (a := item.archive) is not None)
     return dropped
 
 
