@@ -71,9 +71,11 @@ def import_floor(state_dir: Path) -> float:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_DB) -> float:
+def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_DB, *, in_db: bool = False) -> float:
     """Seconds to archive `session_ids` of the state's agent database once (read, zstd, write,
-    one durable flush) and delete them in one transaction. Mutates the state: give it a copy."""
+    one durable flush) and delete them in one transaction. Mutates the state: give it a copy.
+    `in_db`: the compressed archives are rows of one table written in the DELETE's transaction
+    (OpenClaw's `session_transcript_archives` way: no file, one commit) instead of files."""
     import zstandard
 
     state_dir = Path(state_dir)
@@ -84,16 +86,23 @@ def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_
         conn = sqlite3.connect(state_dir / db, isolation_level=None)
         conn.execute("PRAGMA synchronous = NORMAL")
         cctx = zstandard.ZstdCompressor(level=3, write_checksum=True)
+        if in_db:
+            conn.execute("CREATE TABLE IF NOT EXISTS floor_archives (session_id TEXT PRIMARY KEY, data BLOB NOT NULL)")
+            conn.execute("BEGIN IMMEDIATE")
         for sid in sids:
             lines = conn.execute("SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,))
             data = b"".join(text.encode() + b"\n" for (text,) in lines)
+            if in_db:
+                conn.execute("INSERT INTO floor_archives VALUES (?, ?)", (sid, cctx.compress(data)))
+                continue
             fd = os.open(out / f"{sid}.jsonl.deleted.zst", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 os.write(fd, cctx.compress(data))
             finally:
                 os.close(fd)
-        _syncfs(out)
-        conn.execute("BEGIN IMMEDIATE")
+        if not in_db:
+            _syncfs(out)
+            conn.execute("BEGIN IMMEDIATE")
         for part in range(0, len(sids), 500):
             chunk = sids[part:part + 500]
             marks = ",".join("?" * len(chunk))
@@ -205,6 +214,7 @@ def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any]
     before = session_ids(source / AGENT_DB)
     runs: list[tuple[float, float, float, float, int]] = []
     floors: list[tuple[float, float]] = []
+    in_db: list[tuple[float, float]] = []
     for i in range(max(1, min(b.runs, 3))):
         work = b.data / f"{name}-floor-cleanup-{i}"
         shutil.rmtree(work, ignore_errors=True)
@@ -215,7 +225,12 @@ def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any]
         shutil.copytree(source, work)
         floors.append(_timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed))))
         shutil.rmtree(work)
-    print(f"  ({len(removed)} sessions removed per run)", file=sys.stderr)
+        shutil.copytree(source, work)
+        in_db.append(_timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed), in_db=True)))
+        shutil.rmtree(work)
+    print(f"  ({len(removed)} sessions removed per run; floor with the archives inside the database: median "
+          f"{statistics.median(f[0] for f in in_db):.3f} s, cpu {statistics.median(f[1] for f in in_db):.2f})",
+          file=sys.stderr)
     _report(b, label, runs, floors, None, None)
 
 

@@ -1,0 +1,166 @@
+"""Issue 16: the batched import into a fresh store (rows of many sessions per executemany, a private
+build without syncs until one fsync) stores exactly what the general per-session path stores; the
+set-based cleanup statements, the one-piece archive read-back and the bench floors."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+
+from openclaw_cli.errors import InvalidDataError
+from openclaw_cli.store.archives import hash_archive
+from openclaw_cli.store.base import SessionTotals
+from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
+from tests.conftest import generate_legacy_state
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_KEY = "agent:main:seed"
+SEED_SID = "5eed5eed-0000-4000-8000-000000000000"
+TABLES = {
+    "session_nodes": "SELECT * FROM session_nodes ORDER BY session_key",
+    "session_windows": "SELECT * FROM session_windows ORDER BY session_id",
+    "transcript_events": "SELECT * FROM transcript_events ORDER BY session_id, seq",
+    "transcript_event_identities": "SELECT * FROM transcript_event_identities ORDER BY session_id, event_id",
+}
+
+
+def _db(root: Path) -> Path:
+    return root / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+
+
+def _records(state: Path) -> list[ImportRecord]:
+    sessions = state / "agents" / "main" / "sessions"
+    entries = orjson.loads((sessions / "sessions.json").read_bytes())
+    out = []
+    for key, entry in entries.items():
+        f = sessions / f"{entry['sessionId']}.jsonl"
+        out.append(ImportRecord(key, entry, f.read_bytes().split(b"\n") if f.exists() else (), source=f.name,
+                                created_at_ms=1_700_000_000_000))
+    first_key, first = next(iter(entries.items()))
+    lines = (sessions / f"{first['sessionId']}.jsonl").read_bytes().split(b"\n")
+    # a second key sharing the first transcript (T-20), an alias loser without entry, a bad id,
+    # a session without lines and a key repeated with another entry
+    out.append(ImportRecord("agent:main:shared", {**first, "label": "shared"}, lines, source="shared"))
+    out.append(ImportRecord(first_key, None, lines, session_id=first["sessionId"]))
+    out.append(ImportRecord("agent:main:bad", {"sessionId": "../x"}, [b"{}"]))
+    out.append(ImportRecord("agent:main:empty", {"sessionId": "e0000000-0000-4000-8000-000000000000",
+                                                 "updatedAt": 5}, ()))
+    out.append(ImportRecord("agent:main:empty", {"sessionId": "e0000000-0000-4000-8000-000000000000",
+                                                 "updatedAt": 9}, ()))
+    for rec in out:
+        rec.created_at_ms = 1_700_000_000_000  # no wall-clock fallback: both runs store the same times
+    return out
+
+
+def _rows(db: Path, skip_seed: bool) -> dict[str, list[tuple]]:
+    conn = sqlite3.connect(db)
+    try:
+        out = {}
+        for table, sql in TABLES.items():
+            rows = conn.execute(sql).fetchall()
+            out[table] = [r for r in rows if not skip_seed or (SEED_KEY not in r and SEED_SID not in r)]
+        return out
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("private_build", [False, True])
+def test_fresh_store_batched_import_stores_what_the_general_path_stores(tmp_path: Path, private_build: bool) -> None:
+    state = generate_legacy_state(tmp_path / "legacy", 30, 0.3, 5, "--cron-key-style", "canonical")
+    fresh = SqliteStore(_db(tmp_path / "fresh"), "main", create=True)
+    assert fresh._db().execute("SELECT count(*) FROM session_nodes").fetchone()[0] == 0
+    got = fresh.bulk_import(_records(state), batch_records=7, batch_rows=60, on_malformed="quarantine",
+                            private_build=private_build)
+    assert fresh._db().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert fresh._db().execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL again
+    fresh.close()
+    # the general path: a store that already holds a session does every statement per session
+    general = SqliteStore(_db(tmp_path / "general"), "main", create=True)
+    general.bulk_import([ImportRecord(SEED_KEY, {"sessionId": SEED_SID}, [b'{"type":"session","id":"x"}'])])
+    want = general.bulk_import(_records(state), batch_records=7, batch_rows=60, on_malformed="quarantine")
+    general.close()
+    assert [(r.session_key, r.entry_inserted, r.entry_existing, r.events_inserted, r.events_existing, r.issue is None)
+            for r in got.records] == [
+        (r.session_key, r.entry_inserted, r.entry_existing, r.events_inserted, r.events_existing, r.issue is None)
+        for r in want.records]
+    assert _rows(_db(tmp_path / "fresh"), False) == _rows(_db(tmp_path / "general"), True)
+    assert got.records[-1].entry_existing and not got.records[-1].entry_inserted  # the repeated key kept the first
+
+
+def test_batched_import_interrupted_keeps_whole_committed_batches(tmp_path: Path) -> None:
+    state = generate_legacy_state(tmp_path / "legacy", 12, 0.2, 3, "--cron-key-style", "canonical")
+    records = _records(state)[:12]
+    store = SqliteStore(_db(tmp_path / "db"), "main", create=True)
+
+    def interrupted():
+        for i, rec in enumerate(records):
+            if i == 7:
+                raise KeyboardInterrupt
+            yield rec
+
+    with pytest.raises(KeyboardInterrupt):
+        store.bulk_import(interrupted(), batch_records=3, batch_rows=10_000)
+    conn = store._db()
+    nodes = conn.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
+    windows = conn.execute("SELECT count(*) FROM session_windows").fetchone()[0]
+    assert nodes == windows == 6  # two whole batches of three; nothing of the third
+    totals = conn.execute("SELECT sum(event_count) FROM session_windows").fetchone()[0]
+    assert totals == conn.execute("SELECT count(*) FROM transcript_events").fetchone()[0]
+    store.close()
+
+
+def test_drop_session_events_keeps_referenced_and_changed_sessions(tmp_path: Path) -> None:
+    store = SqliteStore(_db(tmp_path), "main", create=True)
+    sids = [f"a{i:07d}-0000-4000-8000-000000000000" for i in range(1200)]  # more than one 500-id chunk
+    store.bulk_import([ImportRecord(f"agent:main:k{i}", {"sessionId": sid}, [b'{"type":"session","id":"h"}'])
+                       for i, sid in enumerate(sids)])
+    keep_ref = sids[3]
+    changed = sids[700]
+    store.delete_entries([f"agent:main:k{i}" for i in range(len(sids)) if sids[i] != keep_ref])
+    expected = {sid: SessionTotals(events=1, bytes=27) for sid in sids}
+    expected[changed] = SessionTotals(events=2, bytes=54)
+    dropped = store.drop_session_events(sids, expected=expected)
+    assert set(dropped) == set(sids) - {keep_ref, changed}
+    left = {r[0] for r in store._db().execute("SELECT session_id FROM session_windows")}
+    assert left == {keep_ref, changed}
+    store.record_archives([(f"{sid}.jsonl.deleted.2026-01-01T00-00-00.000Z.zst", sid, None, "deleted", "zstd",
+                            "0" * 64, 10, 1, 27, 1) for sid in dropped[:3]])
+    assert store._db().execute("SELECT count(*) FROM session_transcript_archives").fetchone()[0] == 3
+    store.close()
+
+
+def test_small_archive_read_back_checks_every_frame_and_truncation(tmp_path: Path) -> None:
+    cctx = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    path = tmp_path / "s.jsonl.deleted.2026-01-01T00-00-00.000Z.zst"
+    path.write_bytes(cctx.compress(b"one\n") + cctx.compress(b"two\n"))
+    import hashlib
+
+    assert hash_archive(path) == (hashlib.sha256(b"one\ntwo\n").hexdigest(), 8)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-3])
+    with pytest.raises(InvalidDataError, match="truncated|Cannot read"):
+        hash_archive(path)
+
+
+def test_bench_floors_run_on_a_small_state(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_floors
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    state = generate_legacy_state(tmp_path / "state", 6, 0.05, 2, "--cron-key-style", "canonical")
+    assert bench_floors.import_floor(state) > 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".floor-")]
+    store = SqliteStore(_db(state), "main", create=True)
+    store.bulk_import(_records(state)[:6])
+    store.close()
+    sids = sorted(bench_floors.session_ids(_db(state)))
+    assert bench_floors.cleanup_floor(state, sids[:3]) > 0
+    assert len(bench_floors.session_ids(_db(state))) == len(sids) - 3
+    assert bench_floors.cleanup_floor(state, sids[3:5], in_db=True) > 0
+    assert len(bench_floors.session_ids(_db(state))) == len(sids) - 5
