@@ -498,7 +498,12 @@ def write_verified_archive(
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
         with os.fdopen(fd, "wb") as out:
-            if use_zstd:
+            if use_zstd and source_fh is None and isinstance(source, bytes):
+                # in memory already (a database export): one compression call, one write
+                digest.update(source)
+                size = len(source)
+                out.write(_compressor(level).compress(source))
+            elif use_zstd:
                 cctx = _compressor(level)
                 # The frame records the content size only when it cannot change under us.
                 known = expected_size if source_fh is None and expected_size else -1
