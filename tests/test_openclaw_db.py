@@ -140,8 +140,13 @@ def test_writable_directory_gets_no_sidecars_either(db: Path) -> None:
     assert snapshot_dir(db.parent) == before
 
 
-def test_every_write_is_refused(db: Path) -> None:
-    with OpenClawDbStore(db) as store:
+@pytest.mark.parametrize("read_only", [True, False])
+def test_raw_writes_are_refused_and_a_read_only_store_refuses_every_write(db: Path, read_only: bool) -> None:
+    """The low-level writes of our own stores never touch an OpenClaw database (only the verified
+    operations of the write protocol do, D21); opened read-only, those refuse too."""
+    from openclaw_cli.store.retire import Retirement
+
+    with OpenClawDbStore(db, read_only=read_only) as store:
         calls = [
             lambda: store.upsert_entries({"k": {}}),
             lambda: store.delete_entries(["agent:main:main"]),
@@ -150,11 +155,22 @@ def test_every_write_is_refused(db: Path) -> None:
             lambda: store.create_window("agent:main:main", "new-sid"),
             lambda: store.record_archive(archive_name="x"),
             lambda: store.bulk_import([]),
-            lambda: store.transaction(),
         ]
         for call in calls:
             with pytest.raises(RefusedError, match="real OpenClaw database"):
                 call()
+        if read_only:
+            protocol = [
+                lambda: store.transaction(),
+                lambda: store.write_lock(None),
+                lambda: store.retire(Retirement(["agent:main:main"]), lock_settings=None, now_ms=0,
+                                     checkpoint=lambda: None),
+                lambda: store.retire_all(lock_settings=None, now_ms=0, checkpoint=lambda: None),
+                lambda: store.commit_max_lines(None, [], now_ms=0, lock_settings=None),
+            ]
+            for call in protocol:
+                with pytest.raises(RefusedError, match="opened read-only"):
+                    call()
     assert OpenClawDbStore(db).count_entries() == 13
 
 

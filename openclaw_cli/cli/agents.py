@@ -8,6 +8,7 @@ import typer
 
 from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
+from openclaw_cli.cli.store_options import NO_BACKUP
 
 agents_app = typer.Typer(rich_markup_mode=None, help="List agents, delete an agent (its transcripts are archived first).",
                          no_args_is_help=True)
@@ -102,6 +103,7 @@ def agents_delete(
     json_mode: bool = JSON,
     url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
     timeout: str = GATEWAY_TIMEOUT,
+    no_backup: bool = NO_BACKUP,
 ) -> None:
     """Archive every transcript of an agent (verified zstd archives), remove its session rows and
     drop it from the config roster."""
@@ -114,7 +116,7 @@ def agents_delete(
         from openclaw_cli.ops.agents import check_deletable, delete_agent
 
         gw_options = gateway_options(url, token, password, timeout)
-        cx = load_context(ctx)
+        cx = load_context(ctx, backup=not no_backup)
         if not isinstance(agent_id, str) or not agent_id.strip():
             raise OpenClawError("agent id must not be blank")
         # This state dir's roster decides before the prompt, unless the Gateway asked is elsewhere.

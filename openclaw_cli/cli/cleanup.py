@@ -17,6 +17,7 @@ import typer
 from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 from openclaw_cli.cli.sessions import complete_agent, complete_key
+from openclaw_cli.cli.store_options import NO_BACKUP
 
 DRY_RUN = typer.Option(False, "--dry-run", help="Preview only; never writes.")
 ENFORCE = typer.Option(False, "--enforce", help='Apply even when session.maintenance.mode is "warn".')
@@ -50,7 +51,7 @@ def _parent_flags(parent: dict[str, Any]) -> list[str]:
 def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: bool, fix_missing: bool,
                     fix_dm_scope: bool, active_key: str | None, agent: str | None, all_agents: bool,
                     store: str | None, json_mode: bool, parent: dict[str, Any] | None = None,
-                    gateway: dict[str, Any] | None = None, wide: bool = False) -> None:
+                    gateway: dict[str, Any] | None = None, wide: bool = False, no_backup: bool = False) -> None:
     parent = parent or {}
     agent = agent if agent is not None else parent.get("agent")
     all_agents = all_agents or bool(parent.get("all_agents"))
@@ -71,7 +72,7 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
         from openclaw_cli.cli.delegation import delegate, gateway_options
 
         gw_options = gateway_options(**(gateway or {}))
-        ctx = load_context(typer_ctx, progress=progress_factory(json_mode))
+        ctx = load_context(typer_ctx, progress=progress_factory(json_mode), backup=not no_backup)
         params = {"agent": agent, "allAgents": all_agents, "enforce": enforce,
                   "activeKey": active_key if active_key and active_key.strip() else None,
                   "fixMissing": fix_missing, "fixDmScope": fix_dm_scope, "dryRun": dry_run, "store": store}
@@ -191,13 +192,14 @@ def register(app: typer.Typer) -> None:
         fix_dm_scope: bool = FIX_DM_SCOPE, active_key: str = ACTIVE_KEY, agent: str = AGENT,
         all_agents: bool = ALL_AGENTS, store: str = STORE, json_mode: bool = JSON, wide: bool = WIDE,
         url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
-        timeout: str = GATEWAY_TIMEOUT,
+        timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
         cleanup_command(ctx, dry_run=dry_run, enforce=enforce, fix_missing=fix_missing, fix_dm_scope=fix_dm_scope,
                         active_key=active_key, agent=agent, all_agents=all_agents, store=store,
                         json_mode=json_mode, parent=parent, wide=wide,
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+                        no_backup=no_backup)
 
     @app.command("cleanup", help=_options_doc() + " Same as `openclaw sessions cleanup`.")
     def top_cleanup(
@@ -206,9 +208,10 @@ def register(app: typer.Typer) -> None:
         fix_dm_scope: bool = FIX_DM_SCOPE, active_key: str = ACTIVE_KEY, agent: str = AGENT,
         all_agents: bool = ALL_AGENTS, store: str = STORE, json_mode: bool = JSON, wide: bool = WIDE,
         url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
-        timeout: str = GATEWAY_TIMEOUT,
+        timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
     ) -> None:
         cleanup_command(ctx, dry_run=dry_run, enforce=enforce, fix_missing=fix_missing, fix_dm_scope=fix_dm_scope,
                         active_key=active_key, agent=agent, all_agents=all_agents, store=store,
                         json_mode=json_mode, wide=wide,
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+                        no_backup=no_backup)

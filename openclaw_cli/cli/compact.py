@@ -19,6 +19,7 @@ import typer
 
 from openclaw_cli.cli.common import echo_json, run, say_hints
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
+from openclaw_cli.cli.store_options import NO_BACKUP
 
 
 def _complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -64,7 +65,7 @@ HELP = ("Compact a session: summarise older history into a compaction entry (app
 def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_lines: int | None, provider: str | None,
                     tokenizer: str, instructions: str | None, over_threshold: bool, dry_run: bool,
                     agent: str | None, all_agents: bool, store: str | None, json_mode: bool,
-                    gateway: dict[str, Any] | None = None) -> None:
+                    gateway: dict[str, Any] | None = None, no_backup: bool = False) -> None:
     def body() -> None:
         from openclaw_cli.cli.common import load_context
         from openclaw_cli.cli.delegation import delegate, ensure_no_gateway, gateway_options
@@ -81,7 +82,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
         if over_threshold and max_lines is not None:
             raise UsageError("--max-lines cannot be combined with --over-threshold.")
         gw_options = gateway_options(**(gateway or {}))
-        cx = load_context()
+        cx = load_context(backup=not no_backup)
         if over_threshold and not dry_run and not store:
             ensure_no_gateway(gw_options, paths=cx.paths, config=cx.config, what="compact --over-threshold")
         if not over_threshold:
@@ -276,12 +277,13 @@ def register(app: typer.Typer) -> None:
         tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
         dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
         json_mode: bool = JSON, url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN,
-        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT,
+        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
     ) -> None:
         compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
                         tokenizer=tokenizer, instructions=instructions, over_threshold=over_threshold,
                         dry_run=dry_run, agent=agent, all_agents=all_agents, store=store, json_mode=json_mode,
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+                        no_backup=no_backup)
 
     @sessions_app.command("compact", help=HELP + " Same as `openclaw compact`.")
     def sessions_compact(
@@ -290,7 +292,7 @@ def register(app: typer.Typer) -> None:
         tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
         dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
         json_mode: bool = JSON, url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN,
-        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT,
+        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
         compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
@@ -298,4 +300,5 @@ def register(app: typer.Typer) -> None:
                         dry_run=dry_run, agent=agent or parent.get("agent"),
                         all_agents=all_agents or bool(parent.get("all_agents")),
                         store=store or parent.get("store"), json_mode=json_mode or bool(parent.get("json")),
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout})
+                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+                        no_backup=no_backup)

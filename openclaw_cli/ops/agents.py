@@ -27,7 +27,10 @@ def _stores_of(ctx: Context, agent: str, *, read_only: bool) -> list[Any]:
     stores: list[Any] = []
     db = ctx.paths.agent_db_path(agent)
     if db.exists():
-        stores.append(open_store_at(db, agent_id=agent, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only))
+        store = open_store_at(db, agent_id=agent, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
+        if not read_only:
+            store.configure_writes(ctx.write_options())
+        stores.append(store)
     legacy = LegacyStore(ctx.paths.legacy_store_path(agent), agent)
     if legacy.legacy_data_present():
         stores.append(legacy)
@@ -165,8 +168,7 @@ def check_deletable(ctx: Context, raw_id: str) -> str:
 
 def delete_agent(ctx: Context, agent_id: str, *, now_ms: int | None = None) -> dict[str, Any]:
     """`agents.delete {agentId, deleteFiles: true}`: archive every transcript of the agent (verified),
-    remove its store rows, drop it from the config roster. Refuses the only configured agent and
-    real OpenClaw databases (read-only, D4)."""
+    remove its store rows, drop it from the config roster. Refuses the only configured agent."""
     from openclaw_cli.store.retire import Checkpoints
     from openclaw_cli.store.writer import store_writer
 
@@ -189,6 +191,7 @@ def delete_agent(ctx: Context, agent_id: str, *, now_ms: int | None = None) -> d
         for store in stores:
             with store_writer(store, lock_settings):
                 outcome, count, left = store.retire_all(lock_settings=lock_settings, now_ms=now, checkpoint=checkpoint)
+            ctx.note_writes(store)
             kept_rows += left
             entries_removed += count
             archives.extend(outcome.archives)

@@ -68,6 +68,7 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                             result = plan_store(ctx, store, options=options, now_ms=now)
                         result.outcome = apply_store(store, result, lock_settings=lock_settings,
                                                      checkpoint=checkpoint, progress=ctx.progress)
+                    ctx.note_writes(store)
                 result.summarize(dry_run=options.dry_run)
                 results.append(result)
         except OpenClawError as exc:

@@ -33,10 +33,13 @@ def compact_session(ctx: Context, key: str, *, agent: str | None = None, store: 
     check_args(keep_recent_tokens, max_lines, tokenizer, provider)
     target, st, resolved, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=dry_run)
     with st:
-        return compact_in_store(ctx, target.agent_id, st, resolved, entry, keep_recent_tokens=keep_recent_tokens,
-                                max_lines=max_lines, provider=provider, tokenizer=tokenizer, dry_run=dry_run,
-                                instructions=instructions, reason=reason,
-                                require_over_threshold=require_over_threshold, now_ms=now_ms)
+        try:
+            return compact_in_store(ctx, target.agent_id, st, resolved, entry, keep_recent_tokens=keep_recent_tokens,
+                                    max_lines=max_lines, provider=provider, tokenizer=tokenizer, dry_run=dry_run,
+                                    instructions=instructions, reason=reason,
+                                    require_over_threshold=require_over_threshold, now_ms=now_ms)
+        finally:
+            ctx.note_writes(st)
 
 
 def skipped_document(exc: CompactionSkipped) -> dict[str, Any]:
@@ -105,9 +108,9 @@ def compact_over_threshold(ctx: Context, *, agent: str | None = None, all_agents
     if dry_run or not candidates:
         return result
     if refused:
-        raise RefusedError(f"Refusing to compact sessions in {', '.join(refused)}: a real OpenClaw database is "
-                           "read-only for openclaw-cli; nothing was compacted. Use --dry-run, or select other "
-                           "agents with --agent.")
+        raise RefusedError(f"Refusing to compact sessions in {', '.join(refused)}: openclaw-cli does not write "
+                           "that kind of store; nothing was compacted. Use --dry-run, or select other agents "
+                           "with --agent.")
     for item in candidates:
         try:
             done = compact_session(ctx, item["key"], agent=item["agentId"], store=store,

@@ -21,6 +21,7 @@ class Context:
     hints: list[str] = field(default_factory=list)
     # typed errors an aggregate read reported per store and went on past (`--all-agents`, `status`)
     failures: list[Any] = field(default_factory=list)
+    backup: bool = True  # back a real OpenClaw database up before its first write (`--no-backup`, D21)
 
     @classmethod
     def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:
@@ -37,6 +38,17 @@ class Context:
     def hint(self, text: str) -> None:
         if text not in self.hints:
             self.hints.append(text)
+
+    def write_options(self) -> Any:
+        """How this run writes stores (`store.base.WriteOptions`)."""
+        from openclaw_cli.store.base import WriteOptions
+
+        return WriteOptions(backup=self.backup, state_dir=self.paths.state_dir)
+
+    def note_writes(self, store: Any) -> None:
+        """What a written store wants the operator told (its backup), as hints (said once)."""
+        for notice in store.write_notices():
+            self.hint(notice)
 
     def lock_settings(self) -> Any:
         from openclaw_cli.config import write_lock_settings

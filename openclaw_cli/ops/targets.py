@@ -262,9 +262,13 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
             )
         store = open_store_at(path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
                               read_only=read_only)
+        if not read_only:
+            store.configure_writes(ctx.write_options())
         _log_open(store, target)
         return store
     store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
+    if not read_only:
+        store.configure_writes(ctx.write_options())
     _log_open(store, target)
     if store.legacy_data_present():
         from openclaw_cli.migration.staging import pending_import

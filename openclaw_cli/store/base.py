@@ -18,7 +18,7 @@ from openclaw_cli.errors import RefusedError
 
 KIND_LEGACY = "legacy"
 KIND_SQLITE = "sqlite"  # our own schema
-KIND_OPENCLAW_SQLITE = "openclaw-sqlite"  # a real OpenClaw agent DB (read-only for us)
+KIND_OPENCLAW_SQLITE = "openclaw-sqlite"  # a real OpenClaw agent DB (schema 23: verified writes, D21)
 
 
 @dataclass(slots=True)  # tens of thousands per transcript: no per-instance __dict__
@@ -73,6 +73,17 @@ class ArchiveFile:
     timestamp_ms: int | None
     compressed: bool
     size: int
+
+
+@dataclass
+class WriteOptions:
+    """How one run writes, set by the operations layer (`SessionStore.configure_writes`): whether
+    stores that take a backup before their first write (a real OpenClaw database, D21) do so
+    (`--no-backup` turns it off), and the state directory whose Gateway could own a store that
+    lives outside the `agents/<id>/` layout."""
+
+    backup: bool = True
+    state_dir: Path | None = None
 
 
 @dataclass
@@ -199,6 +210,13 @@ class SessionStore(ABC):
     def transcript_file_bytes(self, session_id: str, entry: dict[str, Any]) -> int | None:
         """The size of the session's transcript file, for stores that keep files."""
         return None
+
+    def configure_writes(self, options: WriteOptions) -> None:  # noqa: B027 - optional hook
+        """Take the run's `WriteOptions` (stores without backups or Gateway ownership ignore them)."""
+
+    def write_notices(self) -> list[str]:
+        """What the operator should be told after this store was written (e.g. where its backup is)."""
+        return []
 
     def locate_transcript(self, session_id: str, entry: dict[str, Any], issues: list[ReadIssue]) -> bool:
         """False when the session's transcript is certainly absent (a file store found no file;

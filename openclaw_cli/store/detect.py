@@ -61,7 +61,8 @@ def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = Fal
       which reads schema 23 and names any other version/role in a typed error;
     - a missing `*.sqlite` path with `create` → a new database of ours;
     - anything else (e.g. `sessions.json`) → the legacy store.
-    `read_only` opens our database without write access (read commands; read-only state dirs).
+    `read_only` opens a database without write access (read commands; read-only state dirs); an
+    OpenClaw database opened with `read_only=False` gets its writer (`openclaw_writes`).
     """
     path = Path(path)
     if path.is_dir():
@@ -86,7 +87,7 @@ def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = Fal
                 " not an OpenClaw session store")
         from openclaw_cli.store.openclaw_db import OpenClawDbStore
 
-        return OpenClawDbStore(path, owner, busy_timeout_ms=busy_timeout_ms)
+        return OpenClawDbStore(path, owner, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
     if looks_sqlite:
         if not create or read_only:
             raise NotFoundError(f"Session database not found: {path}")

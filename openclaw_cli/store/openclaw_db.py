@@ -1,9 +1,12 @@
-"""Read-only access to a real OpenClaw agent database (schema 23, spec D4; storage-migration.md §4).
+"""A real OpenClaw agent database (schema 23, role agent; spec D4, D21; storage-migration.md §4).
 
-Everything is read: entries (`session_nodes WHERE entry_valid = 1`), transcripts in seq order
-including zstd-compressed `event_zstd` rows, totals, archives, cold-storage markers. Nothing is
-ever written: the database is opened so that no `-wal`/`-shm` file is created (see
-`sqlite_common.open_readonly`), and every write method refuses with `RefusedError`.
+Reads: entries (`session_nodes WHERE entry_valid = 1`), transcripts in seq order including
+zstd-compressed `event_zstd` rows, totals, archives, cold-storage markers. Opened read-only (the
+default) the database is opened so that no `-wal`/`-shm` file is created (see
+`sqlite_common.open_readonly`). Opened for writing (`read_only=False`), the store write protocol
+writes rows as OpenClaw does (`openclaw_writes`), behind the guard rails of `openclaw_guard`
+(offline only, a backup first, one transaction per operation). Other schema versions and roles
+are refused when opened, whatever the mode.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from openclaw_cli import jsonutil
-from openclaw_cli.errors import InvalidDataError, NotFoundError
+from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
 from openclaw_cli.ids import normalize_agent_id
 from openclaw_cli.store.base import (
     KIND_OPENCLAW_SQLITE,
@@ -24,6 +27,7 @@ from openclaw_cli.store.base import (
     SessionTotals,
     StoreStats,
     TranscriptLine,
+    WriteOptions,
 )
 from openclaw_cli.store.sqlite_common import (
     OPENCLAW_SCHEMA_VERSION,
@@ -47,18 +51,35 @@ def _unsupported(message: str) -> InvalidDataError:
     return InvalidDataError(message, type="unsupported_schema")
 
 
+class _WriteHandle:
+    """The read-write connection in the place of `open_readonly`'s handle."""
+
+    mode = "rw"
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 class OpenClawDbStore(SessionStore):
     kind = KIND_OPENCLAW_SQLITE
     read_only = True
-    accepts_writes = False
+    accepts_writes = True  # schema 23 / role agent: verified writes (D21); other schemas never open
     schema = f"openclaw {OPENCLAW_SCHEMA_VERSION}"
 
-    def __init__(self, db_path: Path, agent_id: str | None = None, *, busy_timeout_ms: int = 60000):
+    def __init__(self, db_path: Path, agent_id: str | None = None, *, busy_timeout_ms: int = 60000,
+                 read_only: bool = True):
         self.path = Path(db_path)
         self.sessions_dir = sessions_dir_for(self.path)
         self.busy_timeout_ms = int(busy_timeout_ms)
         self.issues: list[ReadIssue] = []  # entries skipped while loading (invalid entry_json)
         self._dctx: Any = None
+        self.read_only = read_only
+        self.write_options = WriteOptions()
+        self.notices: list[str] = []
+        self._depth = 0
         if not self.path.exists():
             raise NotFoundError(f"OpenClaw agent database not found: {self.path}")
         header = read_header(self.path)
@@ -66,7 +87,15 @@ class OpenClawDbStore(SessionStore):
             raise InvalidDataError(f"{self.path} is an empty file, not an OpenClaw agent database")
         if header.application_id == OUR_APPLICATION_ID:
             raise InvalidDataError(f"{self.path} is an openclaw-cli database, not a real OpenClaw one")
-        self._ro = open_readonly(self.path, timeout_ms=self.busy_timeout_ms)
+        if read_only:
+            self._ro: Any = open_readonly(self.path, timeout_ms=self.busy_timeout_ms)
+        else:
+            from openclaw_cli.store.openclaw_schema import open_writable
+
+            try:
+                self._ro = _WriteHandle(open_writable(self.path, self.busy_timeout_ms))
+            except sqlite3.Error as exc:
+                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
         self._conn: sqlite3.Connection | None = self._ro.conn
         try:
             self.agent_id = self._validate(agent_id)
@@ -387,36 +416,93 @@ class OpenClawDbStore(SessionStore):
             },
         )
 
-    # ---- writes: refused (spec D4) -----------------------------------------------------------------
+    def list_windows(self, session_key: str | None = None) -> list[dict[str, Any]]:
+        """Session windows (transcript generations), newest first; for one key when given."""
+        sql = "SELECT session_id, session_key, previous_session_id, reason, created_at, updated_at FROM session_windows"
+        params: tuple[Any, ...] = ()
+        if session_key is not None:
+            sql += " WHERE session_key = ?"
+            params = (session_key,)
+        names = ("sessionId", "sessionKey", "previousSessionId", "reason", "createdAt", "updatedAt")
+        return [dict(zip(names, row, strict=True)) for row in self._q(sql + " ORDER BY created_at DESC, session_id", params)]
+
+    # ---- the write protocol (spec D21: openclaw_writes, behind openclaw_guard) --------------------------
+    def ensure_writable(self, operation: str) -> None:
+        if self.read_only:
+            raise RefusedError(f"Refusing to {operation}: {self.path} was opened read-only")
+
+    def configure_writes(self, options: WriteOptions) -> None:
+        self.write_options = options
+
+    def write_notices(self) -> list[str]:
+        return list(self.notices)
+
+    def write_lock(self, lock_settings: Any):
+        from openclaw_cli.store.openclaw_guard import guarded_writes
+
+        self.ensure_writable("change the session store")
+        return guarded_writes(self, lock_settings)
+
+    def transaction(self) -> Any:
+        from openclaw_cli.store.openclaw_writes import transaction
+
+        self.ensure_writable("write to the session store")
+        return transaction(self)
+
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
+        from openclaw_cli.store.openclaw_rows import read_snapshot
+
+        return read_snapshot(self, key, entry)
+
+    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
+                          lock_settings: Any, reason: str = "manual") -> Any:
+        from openclaw_cli.store.openclaw_rows import commit_compaction
+
+        self.ensure_writable("compact a session")
+        return commit_compaction(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
+
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
+        from openclaw_cli.store.openclaw_rows import commit_max_lines
+
+        self.ensure_writable("compact a session")
+        return commit_max_lines(snapshot, kept, now_ms=now_ms)
+
+    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
+        from openclaw_cli.store.openclaw_writes import retire
+
+        self.ensure_writable("remove sessions")
+        return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
+
+    def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
+        from openclaw_cli.store.openclaw_writes import retire_all
+
+        self.ensure_writable("remove sessions")
+        return retire_all(self, now_ms=now_ms, checkpoint=checkpoint)
+
+    # ---- low-level writes our own stores offer: never on an OpenClaw database -------------------------
+    def _no_raw_writes(self, operation: str) -> RefusedError:
+        return RefusedError(
+            f"Refusing to {operation}: openclaw-cli changes a real OpenClaw database ({self.path}) only through "
+            "its verified operations (cleanup, compaction, agent delete, session lifecycle).")
+
     def upsert_entries(self, entries: Mapping[str, dict[str, Any]]) -> int:
-        self.ensure_writable("update session entries")
-        raise AssertionError("unreachable")
+        raise self._no_raw_writes("update session entries")
 
     def delete_entries(self, keys: Iterable[str]) -> int:
-        self.ensure_writable("delete session entries")
-        raise AssertionError("unreachable")
+        raise self._no_raw_writes("delete session entries")
 
     def append_events(self, session_id: str, raw_lines: Iterable[str | bytes], *, session_key: str,
                       created_at_ms: int | None = None, cwd: str | None = None) -> int:
-        self.ensure_writable("append transcript events")
-        raise AssertionError("unreachable")
+        raise self._no_raw_writes("append transcript events")
 
     def drop_session_events(self, session_ids: Iterable[str], *, expected: Any = None) -> list[str]:
-        self.ensure_writable("delete transcript events")
-        raise AssertionError("unreachable")
+        raise self._no_raw_writes("delete transcript events")
 
     def create_window(self, session_key: str, session_id: str, **kwargs: Any) -> int:
-        self.ensure_writable("create a session window")
-        raise AssertionError("unreachable")
+        raise self._no_raw_writes("create a session window")
 
     def record_archive(self, **kwargs: Any) -> None:
-        self.ensure_writable("record a transcript archive")
-        raise AssertionError("unreachable")
+        raise self._no_raw_writes("record a transcript archive")
 
     def bulk_import(self, records: Iterable[Any], **kwargs: Any) -> Any:
-        self.ensure_writable("import sessions")
-        raise AssertionError("unreachable")
-
-    def transaction(self) -> Any:
-        self.ensure_writable("write to the session store")
-        raise AssertionError("unreachable")
+        raise self._no_raw_writes("import sessions")

@@ -1,0 +1,97 @@
+"""The guard rails around every write to a real OpenClaw database (spec D21), as the store's
+`write_lock`:
+
+1. no Gateway owns the state directory (`state_owner`; the real CLI's refusal otherwise);
+2. a backup before the first write of a run (SQLite's online backup into a sibling file
+   `<db>.openclaw-cli-backup-<timestamp>`, written to a temp name, fsynced, then renamed), unless
+   the run said `--no-backup`;
+3. SQLite's write lock is free within `busy_timeout` (a probe `BEGIN IMMEDIATE`), so a busy
+   database fails before anything changed; each write is then one transaction (D12).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.fsio import FILE_MODE, fsync_dir
+
+_BACKED_UP: set[str] = set()  # databases backed up by this process (one run = one process)
+_GUARD = threading.Lock()
+BACKUP_MARKER = ".openclaw-cli-backup-"
+
+
+def backup_path(db_path: Path, now_ms: int) -> Path:
+    from openclaw_cli.store.archives import format_archive_timestamp
+
+    return Path(db_path).with_name(f"{Path(db_path).name}{BACKUP_MARKER}{format_archive_timestamp(now_ms)}")
+
+
+def write_backup(conn: sqlite3.Connection, db_path: Path, now_ms: int) -> Path:
+    """A consistent copy of the database (WAL content included) next to it; returns its path."""
+    dest = backup_path(db_path, now_ms)
+    n = 0
+    while dest.exists():
+        n += 1
+        dest = backup_path(db_path, now_ms + n)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        os.close(fd)
+        target = sqlite3.connect(str(tmp))
+        try:
+            conn.backup(target)
+            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        finally:
+            target.close()
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, dest)
+    except BaseException:
+        for leftover in (tmp, Path(f"{tmp}-journal")):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
+        raise
+    fsync_dir(dest.parent)
+    return dest
+
+
+def backup_once(store: Any, now_ms: int) -> Path | None:
+    """Back `store` up unless this process already did (compact --over-threshold writes one
+    database many times: one backup)."""
+    key = os.path.realpath(store.path)
+    with _GUARD:
+        if key in _BACKED_UP:
+            return None
+        dest = write_backup(store._db(), store.path, now_ms)
+        _BACKED_UP.add(key)
+    return dest
+
+
+@contextmanager
+def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
+    """The store writer's cross-process part for a schema-23 database (module docstring)."""
+    from openclaw_cli.clock import now_ms
+    from openclaw_cli.store.openclaw_schema import state_dir_of
+    from openclaw_cli.store.state_owner import state_not_owned
+    from openclaw_cli.store.writer import sqlite_write_lock
+
+    options = store.write_options
+    state_dir = state_dir_of(store.path) or options.state_dir
+    with state_not_owned(state_dir, f"offline changes to {store.path}"), \
+            sqlite_write_lock(store, lock_settings.acquire_timeout_ms):
+        if options.backup:
+            made = backup_once(store, now_ms())
+            if made is not None:
+                store.notices.append(f"Backup of {store.path} written to {made} (--no-backup skips it).")
+        yield

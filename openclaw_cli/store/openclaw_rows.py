@@ -1,0 +1,313 @@
+"""Row writes into a real OpenClaw schema-23 database that are not removals: one session entry
+(`session_nodes` + its window, as OpenClaw's `writeSessionEntry`), transcript events
+(storage-migration.md §4.7 step 5: identity rows — `event_json` set, `event_zstd` and
+`navigation_json` NULL — plus `transcript_event_identities`), and the compaction writes built on
+them (`commit_compaction`, `commit_max_lines`). Everything runs inside the caller's
+`openclaw_writes.transaction`.
+
+The active-event projection, its index state and the FTS rows are caches OpenClaw rebuilds
+(§4.8): an append marks the session's index state `needs_rebuild = 1`; a rewrite drops the
+session's projection and FTS rows (a missing index-state row also means "rebuild").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import sqlite3
+import uuid
+from typing import Any
+
+from openclaw_cli.errors import InvalidDataError, NotFoundError
+from openclaw_cli.jsonutil import dumps_compact, loads
+from openclaw_cli.store import openclaw_schema as schema
+from openclaw_cli.store.openclaw_writes import read_state, transaction
+from openclaw_cli.store.snapshot import PersistResult, SnapshotChanged, TranscriptSnapshot
+
+_EVENT_INSERT = ("INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, event_utf8_bytes,"
+                 " navigation_json) VALUES (?,?,?,?,NULL,?,NULL)")
+_IDENTITY_INSERT = ("INSERT OR IGNORE INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id,"
+                    " message_idempotency_key, created_at) VALUES (?,?,?,?,?,NULL,?)")
+BAK_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: the verified copy of a transcript a compaction rewrites
+
+
+# ---- entries ---------------------------------------------------------------------------------------------
+
+def entry_text(entry: dict[str, Any]) -> str:
+    return dumps_compact(entry)
+
+
+def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, now_ms: int) -> None:
+    """Upsert one session entry with every projected column and `entry_valid = 1` (the triggers
+    reset it to 0 on every write; OpenClaw's writer sets it back in the same transaction), then
+    its window's projections (S-3). The canonical-validation-pending row the triggers add stays:
+    OpenClaw certifies rows itself (§4.7)."""
+    sid = entry.get("sessionId")
+    if not isinstance(sid, str) or not sid.strip():
+        raise InvalidDataError(f"Session entry for {key} has no sessionId")
+    updated = entry.get("updatedAt")
+    updated_at = int(updated) if isinstance(updated, int | float) and not isinstance(updated, bool) else now_ms
+    values = schema.node_values(entry, entry_text(entry), updated_at)
+    columns = ", ".join(schema.NODE_COLUMNS)
+    assignments = ", ".join(f"{c} = excluded.{c}" for c in schema.NODE_COLUMNS)
+    conn.execute(f"INSERT INTO session_nodes(session_key, {columns}, entry_valid) VALUES (?{', ?' * len(values)}, 1)"
+                 f" ON CONFLICT(session_key) DO UPDATE SET {assignments}", (key, *values))
+    conn.execute("UPDATE session_nodes SET entry_valid = 1 WHERE session_key = ?", (key,))
+    window = schema.window_values(key, entry)
+    row = conn.execute("SELECT transcript_updated_at FROM session_windows WHERE session_id = ?", (sid,)).fetchone()
+    if row is None:
+        conn.execute(
+            f"INSERT INTO session_windows(session_id, session_key, reason, created_at, updated_at, transcript_observed_at,"
+            f" {', '.join(schema.WINDOW_COLUMNS)}) VALUES (?,?,?,?,?,?{', ?' * len(window)})",
+            (sid, key, None, schema.window_created_at(entry, updated_at), updated_at, updated_at, *window))
+        return
+    observed = row[0] if row[0] is not None else updated_at
+    sets = ", ".join(f"{c} = ?" for c in schema.WINDOW_COLUMNS)
+    conn.execute(f"UPDATE session_windows SET updated_at = ?, transcript_observed_at = ?, {sets} WHERE session_id = ?",
+                 (updated_at, observed, *window, sid))  # the window keeps its owner (OpenClaw's retainWindow)
+
+
+def read_entry(conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,)).fetchone()
+    if row is None:
+        return None
+    try:
+        value = loads(row[0])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# ---- events ----------------------------------------------------------------------------------------------
+
+def _timestamp_ms(obj: dict[str, Any], fallback: int) -> int:
+    from openclaw_cli.store.sqlite_common import timestamp_ms
+
+    value = timestamp_ms(obj.get("timestamp"))
+    return int(value) if value is not None else fallback
+
+
+def append_events(conn: sqlite3.Connection, sid: str, lines: list[str], *, now_ms: int, tables: set[str],
+                  start_seq: int | None = None) -> int:
+    """Insert `lines` (exact JSON text) as identity rows at the next seqs; an event whose `id` is
+    already stored for the session is skipped (S-5). Returns the rows inserted."""
+    if start_seq is None:
+        last = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[0]
+        start_seq = 0 if last is None else last + 1
+    seq = start_seq
+    inserted = 0
+    for text in lines:
+        obj = loads(text)
+        if not isinstance(obj, dict):
+            raise InvalidDataError(f"Transcript line for session {sid} is not a JSON object")
+        event_id = obj.get("id") if isinstance(obj.get("id"), str) and obj["id"].strip() else None
+        if obj.get("type") == "session":
+            event_id = sid
+        if event_id is not None and conn.execute(
+                "SELECT 1 FROM transcript_event_identities WHERE session_id = ? AND event_id = ?", (sid, event_id)).fetchone():
+            continue
+        created = _timestamp_ms(obj, now_ms)
+        conn.execute(_EVENT_INSERT, (sid, seq, text, created, len(text.encode("utf-8"))))
+        if event_id is not None:
+            kind = obj.get("type") if isinstance(obj.get("type"), str) else None
+            parent = obj.get("parentId") if isinstance(obj.get("parentId"), str) else None
+            conn.execute(_IDENTITY_INSERT, (sid, event_id, seq, kind, parent, created))
+        seq += 1
+        inserted += 1
+    if inserted:
+        mark_transcript_changed(conn, sid, now_ms=now_ms, tables=tables, rotate=False)
+    return inserted
+
+
+def mark_transcript_changed(conn: sqlite3.Connection, sid: str, *, now_ms: int, tables: set[str], rotate: bool) -> None:
+    """After events changed: the window's transcript time, the rewrite generation (materialised
+    once for appends, rotated for rewrites), and the projection marked stale."""
+    conn.execute("UPDATE session_windows SET transcript_updated_at = ? WHERE session_id = ?", (now_ms, sid))
+    if "transcript_rewrite_watermarks" in tables:
+        generation = schema.new_generation()
+        if rotate:
+            conn.execute("INSERT INTO transcript_rewrite_watermarks(session_id, generation, updated_at) VALUES (?,?,?)"
+                         " ON CONFLICT(session_id) DO UPDATE SET generation = excluded.generation,"
+                         " updated_at = excluded.updated_at", (sid, generation, now_ms))
+        else:
+            conn.execute("INSERT INTO transcript_rewrite_watermarks(session_id, generation, updated_at) VALUES (?,?,?)"
+                         " ON CONFLICT(session_id) DO NOTHING", (sid, generation, now_ms))
+    if "session_transcript_index_state" in tables:
+        conn.execute("UPDATE session_transcript_index_state SET needs_rebuild = 1, updated_at = ? WHERE session_id = ?",
+                     (now_ms, sid))
+
+
+def drop_projection(conn: sqlite3.Connection, sid: str, tables: set[str]) -> None:
+    """The derived rows of a session whose events are rewritten (OpenClaw rebuilds them)."""
+    if "session_transcript_fts_rows" in tables:
+        conn.execute("DELETE FROM session_transcript_fts_rows WHERE session_id = ?", (sid,))
+    if "session_transcript_active_events" in tables:
+        conn.execute("DELETE FROM session_transcript_active_events WHERE session_id = ?", (sid,))
+    if "session_transcript_index_state" in tables:
+        conn.execute("DELETE FROM session_transcript_index_state WHERE session_id = ?", (sid,))
+
+
+# ---- snapshots -------------------------------------------------------------------------------------------
+
+def read_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
+    """The session's events and delete-snapshot facts from one read transaction; the facts are
+    the snapshot's signature, re-checked inside the write transaction."""
+    from openclaw_cli.store.base import ReadIssue
+    from openclaw_cli.store.rewrite import parse_transcript_bytes
+
+    sid = entry.get("sessionId")
+    if not isinstance(sid, str) or not sid.strip():
+        raise NotFoundError(f"Session {key} has no sessionId; nothing to compact.")
+    sid = sid.strip()
+    conn = store._db()
+    issues: list[ReadIssue] = []
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        state = read_state(conn, sid, store._tables)
+        buf = io.BytesIO()
+        for line in store.iter_transcript(sid, entry=entry, issues=issues):
+            buf.write(line.raw.encode("utf-8") + b"\n")
+    finally:
+        if own and conn.in_transaction:
+            conn.execute("COMMIT")
+    data = buf.getvalue()
+    label = f"{store.path}#{sid}"
+    lines = parse_transcript_bytes(data, label, issues) if data else []
+    return TranscriptSnapshot(store, key, entry, sid, data, lines, issues, None, dataclasses.astuple(state))
+
+
+def _verify(conn: sqlite3.Connection, snapshot: TranscriptSnapshot) -> dict[str, Any]:
+    store = snapshot.store
+    if snapshot.issues:
+        raise SnapshotChanged(snapshot.key)  # an unreadable event: never rewritten around
+    if dataclasses.astuple(read_state(conn, snapshot.session_id, store._tables)) != snapshot.signature:  # type: ignore[attr-defined]
+        raise SnapshotChanged(snapshot.key)
+    row = read_entry(conn, snapshot.key)
+    if row is None or row.get("sessionId") != snapshot.entry.get("sessionId"):
+        raise SnapshotChanged(snapshot.key)
+    return row
+
+
+def _bak_archive(snapshot: TranscriptSnapshot, now_ms: int) -> Any:
+    from openclaw_cli.store.archives import write_verified_archive
+
+    return write_verified_archive(snapshot.store.sessions_dir, snapshot.session_id, BAK_REASON, snapshot.data,
+                                  now_ms=now_ms)
+
+
+def _archive_json(result: Any) -> dict[str, Any]:
+    return {"path": str(result.path), "sha256": result.sha256, "bytes": result.size,
+            "storedBytes": result.stored_size, "compressed": result.compressed, "reused": result.reused}
+
+
+# ---- compaction ------------------------------------------------------------------------------------------
+
+def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int,
+                      reason: str = "manual") -> PersistResult:
+    """R4.8.1 on schema 23: ONE compaction event appended to the session's transcript and the
+    row's bookkeeping, in one transaction. With `rotate` (truncateAfterCompaction, D16) the
+    successor lines become a new window (reason `compaction`) the row points at; the previous
+    window stays, and a verified copy of it is archived first."""
+    from openclaw_cli.store.compaction_writes import (
+        Checkpoints,
+        _can_rotate,
+        _checkpoint,
+        _expected_context,
+        _successor_entry,
+        _successor_for,
+    )
+    from openclaw_cli.store.rewrite import entry_after_compaction
+
+    store: Any = snapshot.store
+    cp = Checkpoints()
+    line = dumps_compact(comp)
+    result = PersistResult(snapshot.session_id, None)
+    successor: list[str] | None = None
+    new_sid = str(uuid.uuid4())
+    if rotate and _can_rotate(snapshot.entry, result.warnings):
+        all_lines, expected = _expected_context(snapshot, line, comp)
+        try:
+            successor = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
+                                       parent_session=None)
+        except InvalidDataError as exc:
+            result.warnings.append(f"successor window not created: {exc.message}")
+    with transaction(store) as conn:
+        row = _verify(conn, snapshot)
+        if successor is not None and _can_rotate(row, result.warnings):
+            result.archive = _archive_json(_bak_archive(snapshot, now_ms))
+            cp()
+        else:
+            successor = None
+        append_events(conn, snapshot.session_id, [line], now_ms=now_ms, tables=store._tables)
+        updated = entry_after_compaction(row, tokens_after=comp.get("tokensAfter"), now_ms=now_ms)
+        if successor is not None:
+            comp_id = comp.get("id")
+            pre: dict[str, Any] = {"sessionId": snapshot.session_id, "leafId": comp.get("parentId"), "entryId": comp_id}
+            post = {"sessionId": new_sid, "leafId": comp_id, "entryId": comp_id}
+            updated = _successor_entry(updated, new_sid, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
+                                                                     comp=comp, pre=pre, post=post))
+            _new_window(conn, store, snapshot, new_sid, successor, updated, now_ms)
+            result.session_id = new_sid
+            result.successor = {"sessionId": new_sid, "previousSessionId": snapshot.session_id,
+                                "window": "compaction", "lines": len(successor)}
+        else:
+            write_entry(conn, snapshot.key, updated, now_ms=now_ms)
+        result.entry = updated
+        cp()  # a kill here rolls the whole transaction back
+    cp()
+    cp.finish()
+    return result
+
+
+def _new_window(conn: sqlite3.Connection, store: Any, snapshot: TranscriptSnapshot, new_sid: str, lines: list[str],
+                entry: dict[str, Any], now_ms: int) -> None:
+    """A successor window (reason `compaction`) holding `lines` (a header first), then the row
+    pointing at it."""
+    header = snapshot.header or {}
+    cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else ""
+    first = loads(lines[0]) if lines else None
+    if not (isinstance(first, dict) and first.get("type") == "session"):
+        from openclaw_cli.store.rewrite import iso_ms
+
+        lines = [dumps_compact({"type": "session", "version": 4, "id": new_sid, "timestamp": iso_ms(now_ms),
+                                "cwd": cwd}), *lines]
+    window = schema.window_values(snapshot.key, entry)
+    conn.execute(
+        f"INSERT INTO session_windows(session_id, session_key, previous_session_id, reason, created_at, updated_at,"
+        f" {', '.join(schema.WINDOW_COLUMNS[1:])}) VALUES (?,?,?,?,?,?{', ?' * (len(window) - 1)})",
+        (new_sid, snapshot.key, snapshot.session_id, "compaction", now_ms, now_ms, *window[1:]))
+    append_events(conn, new_sid, lines, now_ms=now_ms, tables=store._tables, start_seq=0)
+    write_entry(conn, snapshot.key, entry, now_ms=now_ms)
+
+
+def commit_max_lines(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int) -> PersistResult:
+    """OpenClaw's `sessions.compact {maxLines}` on schema 23: the session keeps its id and its
+    window; its events become `kept` (seq renumbered from 0), the rewrite generation rotates and
+    the projection is dropped for OpenClaw to rebuild. The full original is archived first (D15:
+    a verified `<sid>.jsonl.bak.<ts>.zst`; OpenClaw itself keeps no copy)."""
+    from openclaw_cli.store.compaction_writes import Checkpoints
+    from openclaw_cli.store.rewrite import entry_after_compaction
+
+    store: Any = snapshot.store
+    cp = Checkpoints()
+    texts = [line.decode("utf-8") for line in kept]
+    result = PersistResult(snapshot.session_id, None)
+    with transaction(store) as conn:
+        row = _verify(conn, snapshot)
+        result.archive = _archive_json(_bak_archive(snapshot, now_ms))
+        cp()
+        sid = snapshot.session_id
+        drop_projection(conn, sid, store._tables)
+        conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (sid,))
+        conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (sid,))
+        append_events(conn, sid, texts, now_ms=now_ms, tables=store._tables, start_seq=0)
+        mark_transcript_changed(conn, sid, now_ms=now_ms, tables=store._tables, rotate=True)
+        updated = entry_after_compaction(row, tokens_after=None, now_ms=now_ms, count=False)
+        write_entry(conn, snapshot.key, updated, now_ms=now_ms)
+        result.entry = updated
+        cp()
+    cp()
+    cp.finish()
+    return result
