@@ -107,3 +107,24 @@ def spawn():
     for proc in procs:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def real_db_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bool]:
+    """A state holding a real schema-23 database, built once per test session: imported by the real
+    OpenClaw from a generated legacy state where /tmp/peer exists (zstd rows, FTS, watermarks), else
+    the checked-in fixture DB. Returns (state dir, built by the real OpenClaw)."""
+    from tests.openclaw_db_support import build_real_state, fixture_state, have_peer
+
+    root = tmp_path_factory.mktemp("real-db")
+    if have_peer():
+        return build_real_state(root), True
+    return fixture_state(root / "home" / ".openclaw"), False
+
+
+@pytest.fixture
+def real_state(real_db_template: tuple[Path, bool], state_dir: Path) -> Path:
+    """The template's state copied into this test's isolated state dir (the real OpenClaw's
+    wrapper finds it at OC_PEER_ROOT = the test's tmp dir)."""
+    copy_tree(real_db_template[0], state_dir)
+    return state_dir

@@ -97,11 +97,17 @@ def test_confirmation_required_without_force(state_dir):
     assert tree_digest(state_dir) == before
 
 
-def test_real_openclaw_database_is_refused(imported_fixture_state):
+def test_a_newer_openclaw_database_is_named_and_refused(imported_fixture_state):
+    import sqlite3
+
     write_config(imported_fixture_state, {"agents": {"list": [{"id": "main"}, {"id": "ops"}]}})
+    conn = sqlite3.connect(imported_fixture_state / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    conn.execute("PRAGMA user_version = 24")
+    conn.commit()
+    conn.close()
     before = tree_digest(imported_fixture_state)
     code, doc, _ = cli_json("agents", "delete", "main", "--force", "--json")
-    assert code == 7 and doc["error"]["type"] == "refused"
+    assert code == 6 and doc["error"]["type"] == "unsupported_schema" and "newer schema version 24" in doc["error"]["message"]
     assert tree_digest(imported_fixture_state) == before
 
 

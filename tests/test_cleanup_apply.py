@@ -211,19 +211,30 @@ def test_hostile_session_ids_in_sqlite_rows(state_dir):
     assert len(os.listdir(sessions_dir(state_dir))) == 1
 
 
-def test_real_openclaw_database_dry_run_reads_and_enforce_refuses(imported_fixture_state):
+def test_real_openclaw_database_dry_run_reads_and_enforce_writes_after_a_backup(imported_fixture_state):
     db = imported_fixture_state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    write_config(imported_fixture_state, {"session": {"maintenance": {"maxEntries": 5}}})
     digest = tree_digest(imported_fixture_state)
     code, dry, err = cli_json("sessions", "cleanup", "--store", str(db), "--dry-run", "--json")
     assert code == 0, err
     assert dry["beforeCount"] == 13 and dry["storePath"] == str(db) and dry["dryRun"] is True
+    assert tree_digest(imported_fixture_state) == digest  # D6.1
     code, doc, err = cli_json("sessions", "cleanup", "--store", str(db), "--enforce", "--json")
-    assert code == 7
-    assert doc["ok"] is False and doc["error"]["type"] == "refused"
-    assert "real OpenClaw database" in doc["error"]["message"]
-    code, _, _ = cli_json("cleanup", "--enforce", "--json")  # the agent's own store is that DB too
-    assert code == 7
-    assert tree_digest(imported_fixture_state) == digest
+    assert code == 0, err
+    assert doc["applied"] is True and doc["appliedCount"] == dry["afterCount"] < 13  # D21: verified writes
+    assert [p.name for p in db.parent.iterdir() if ".openclaw-cli-backup-" in p.name]
+
+
+def test_an_older_openclaw_database_is_named_and_refused(imported_fixture_state):
+    import sqlite3
+
+    db = imported_fixture_state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 21")
+    conn.commit()
+    conn.close()
+    code, doc, _ = cli_json("cleanup", "--enforce", "--json")  # the agent's own store is that DB
+    assert code == 6 and doc["error"]["type"] == "unsupported_schema" and "schema version 21" in doc["error"]["message"]
 
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])

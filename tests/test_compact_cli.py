@@ -278,15 +278,16 @@ def test_malformed_lines_are_skipped_and_kept(templates, state_dir: Path):
     assert path.read_text().startswith(damaged + "\n")  # the damaged bytes stay; a newline ends the torn line
 
 
-def test_real_openclaw_database_is_refused_but_dry_run_works(imported_fixture_state: Path):
+def test_real_openclaw_database_dry_run_writes_nothing_and_a_compaction_is_written(imported_fixture_state: Path):
     db = imported_fixture_state / DB
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     key = "agent:main:telegram:direct:stale-1"  # the fixture's longest transcript
-    rc, doc, _ = invoke("compact", key)
-    assert rc == 7 and doc["error"]["type"] == "refused" and "real OpenClaw database" in doc["error"]["message"]
     dry = run_json("compact", key, "--dry-run", "--keep-recent-tokens", "2000")
     assert dry["ok"] and dry["dryRun"] and dry["summary"]
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    rc, doc, _ = invoke("compact", key, "--keep-recent-tokens", "2000")
+    assert rc == 0 and doc["compacted"] and doc["firstKeptEntryId"] == dry["firstKeptEntryId"]  # D21
+    assert "Backup of" in doc["hint"]
 
 
 # ---- --max-lines ---------------------------------------------------------------------------------------------

@@ -1,0 +1,233 @@
+"""Helpers for tests that write real OpenClaw schema-23 databases (issue 12): the databases
+themselves (built by the real OpenClaw from a generated legacy state where /tmp/peer exists, else
+the checked-in fixture DB), row-level comparisons, archive verification, and the real OpenClaw
+as the judge (its CLI and its Gateway)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import GEN_LEGACY_STORE, OPENCLAW_FIXTURE, copy_tree
+
+PEER = Path("/tmp/peer/openclaw")
+PEER_GATEWAY = GEN_LEGACY_STORE.parent / "peer-gateway.sh"
+DB_REL = Path("agents/main/agent/openclaw-agent.sqlite")
+TOKEN = "schema23-test-token"
+NO_PEER = "real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)"
+
+
+def have_peer() -> bool:
+    """The real OpenClaw is installed (OPENCLAW_TEST_NO_PEER=1 pretends it is not: the fallback)."""
+    return PEER.exists() and PEER_GATEWAY.exists() and not os.environ.get("OPENCLAW_TEST_NO_PEER")
+
+
+def peer(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The real OpenClaw CLI on the state `root/home/.openclaw` (the wrapper's layout)."""
+    env = dict(os.environ, OC_PEER_ROOT=str(root))
+    for name in ("OPENCLAW_STATE_DIR", "OPENCLAW_CONFIG_PATH", "OPENCLAW_HOME", "OPENCLAW_GATEWAY_PORT"):
+        env.pop(name, None)
+    return subprocess.run([str(PEER), *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def peer_json(root: Path, *args: str) -> Any:
+    proc = peer(root, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def build_real_state(root: Path, sessions: int = 40, total_mb: float = 2, seed: int = 4242) -> Path:
+    """A legacy state from the shared generator (updatedAt relative to now), imported by the real
+    OpenClaw into a schema-23 database. Returns the state dir `root/home/.openclaw`."""
+    state = root / "home" / ".openclaw"
+    subprocess.run([sys.executable, str(GEN_LEGACY_STORE), str(state), str(sessions), str(total_mb), str(seed),
+                    "--cron-key-style", "canonical", "--now-ms", str(int(time.time() * 1000))],
+                   check=True, capture_output=True)
+    result = peer(root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    return state
+
+
+def fixture_state(dest: Path) -> Path:
+    return copy_tree(OPENCLAW_FIXTURE / "imported-state", dest)
+
+
+# ---- reading databases as rows -------------------------------------------------------------------------
+
+def connect(db: Path) -> sqlite3.Connection:
+    from openclaw_cli.store.openclaw_schema import add_schema_functions
+
+    conn = sqlite3.connect(str(db))
+    add_schema_functions(conn)
+    return conn
+
+
+def checks(db: Path) -> tuple[str, list[Any]]:
+    """(`PRAGMA integrity_check`, `PRAGMA foreign_key_check` rows)."""
+    conn = connect(db)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0], conn.execute("PRAGMA foreign_key_check").fetchall()
+    finally:
+        conn.close()
+
+
+def event_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """session id -> its `transcript_events` rows exactly as stored (JSON or zstd alike)."""
+    conn = connect(db)
+    try:
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        for row in conn.execute("SELECT session_id, seq, event_json, event_zstd, event_utf8_bytes, navigation_json,"
+                                " created_at FROM transcript_events ORDER BY session_id, seq"):
+            out.setdefault(row[0], []).append(row[1:])
+        return out
+    finally:
+        conn.close()
+
+
+def decoded_jsonl(db: Path, sid: str) -> bytes:
+    """The session's events decoded as JSONL (what an archive of it holds)."""
+    import zstandard
+
+    conn = connect(db)
+    dctx = zstandard.ZstdDecompressor()
+    try:
+        lines = []
+        for text, blob, size in conn.execute("SELECT event_json, event_zstd, event_utf8_bytes FROM transcript_events"
+                                             " WHERE session_id = ? ORDER BY seq", (sid,)):
+            lines.append(text.encode("utf-8") if text is not None else dctx.decompress(blob, max_output_size=size))
+        return b"".join(line + b"\n" for line in lines)
+    finally:
+        conn.close()
+
+
+def nodes(db: Path) -> dict[str, tuple[str, str]]:
+    """key -> (current_session_id, entry_json) of the valid rows."""
+    conn = connect(db)
+    try:
+        return {k: (s, e) for k, s, e in conn.execute(
+            "SELECT session_key, current_session_id, entry_json FROM session_nodes WHERE entry_valid = 1")}
+    finally:
+        conn.close()
+
+
+def windows(db: Path) -> dict[str, str]:
+    conn = connect(db)
+    try:
+        return dict(conn.execute("SELECT session_id, session_key FROM session_windows"))
+    finally:
+        conn.close()
+
+
+def archive_rows(db: Path) -> dict[str, dict[str, Any]]:
+    conn = connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return {row["session_id"]: dict(row) for row in conn.execute("SELECT * FROM session_transcript_archives")}
+    finally:
+        conn.close()
+
+
+def assert_archived(db: Path, sessions_dir: Path, sid: str, content: bytes) -> None:
+    """The session's archive row holds a zstd blob whose sha256 is recorded and which decompresses
+    to `content`; its published file holds exactly the blob."""
+    import zstandard
+
+    row = archive_rows(db)[sid]
+    blob = row["archive_blob"]
+    assert hashlib.sha256(blob).hexdigest() == row["archive_sha256"]
+    assert row["encoding"] == "zstd" and row["reason"] == "deleted" and row["published_at"] is not None
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(blob) == content
+    assert (sessions_dir / row["archive_name"]).read_bytes() == blob
+
+
+def logical_state(db: Path) -> tuple[Any, ...]:
+    """What "as before or as after" compares: rows of every session table that a write touches."""
+    conn = connect(db)
+    try:
+        return tuple(tuple(conn.execute(sql).fetchall()) for sql in (
+            "SELECT session_key, current_session_id, entry_json, entry_valid FROM session_nodes ORDER BY session_key",
+            "SELECT session_id, session_key FROM session_windows ORDER BY session_id",
+            "SELECT session_id, count(*), max(seq) FROM transcript_events GROUP BY session_id ORDER BY session_id",
+            "SELECT session_id, count(*) FROM transcript_event_identities GROUP BY session_id ORDER BY session_id",
+            "SELECT session_id, archive_sha256 FROM session_transcript_archives ORDER BY session_id",
+            "SELECT session_id, count(*) FROM session_transcript_fts_rows GROUP BY session_id ORDER BY session_id",
+        ))
+    finally:
+        conn.close()
+
+
+# ---- the real OpenClaw as the judge --------------------------------------------------------------------
+
+def peer_inspect(root: Path) -> dict[str, Any]:
+    doc = peer_json(root, "doctor", "--session-sqlite", "inspect", "--json")
+    return doc["targets"][0]
+
+
+def peer_rows(root: Path) -> list[tuple[Any, ...]]:
+    doc = peer_json(root, "sessions", "--json", "--limit", "all")
+    fields = ("key", "sessionId", "updatedAt", "inputTokens", "outputTokens", "totalTokens")
+    return sorted(tuple(r.get(f) for f in fields) for r in doc["sessions"])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def peer_gateway(root: Path) -> Iterator[int]:
+    """The real Gateway on `root`'s state (own process group, stopped at the end); yields its port."""
+    port = free_port()
+    started = subprocess.run(["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
+                             capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr + (root / "gateway.out").read_text(errors="replace")[-2000:]
+    pgid = started.stdout.strip().splitlines()[-1]
+    try:
+        yield port
+    finally:
+        subprocess.run(["bash", str(PEER_GATEWAY), "stop", pgid], capture_output=True, timeout=60)
+
+
+async def _calls(port: int, calls: list[tuple[str, dict[str, Any]]], timeout: float) -> list[dict[str, Any]]:
+    import websockets
+
+    async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=64 << 20, open_timeout=timeout) as ws:
+        await asyncio.wait_for(ws.recv(), timeout)  # connect.challenge
+        await ws.send(json.dumps({"type": "req", "id": "connect", "method": "connect", "params": {
+            "minProtocol": 4, "maxProtocol": 4,
+            "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
+            "role": "operator", "scopes": ["operator.admin", "operator.read", "operator.write"], "caps": [],
+            "auth": {"token": TOKEN}}}))
+        out: list[dict[str, Any]] = []
+        for index, (method, params) in enumerate([("connect", {}), *calls]):
+            rid = "connect" if index == 0 else f"r{index}"
+            if index:
+                await ws.send(json.dumps({"type": "req", "id": rid, "method": method, "params": params}))
+            for _ in range(10_000):
+                frame = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+                if frame.get("type") == "res" and frame.get("id") == rid:
+                    break
+            else:
+                raise AssertionError(f"no response to {method}")
+            if index:
+                out.append(frame)
+            else:
+                assert frame["ok"], frame
+        return out
+
+
+def gateway_calls(port: int, calls: list[tuple[str, dict[str, Any]]], timeout: float = 120) -> list[dict[str, Any]]:
+    """Responses (`res` frames) to `calls` on one authenticated connection."""
+    return asyncio.run(_calls(port, calls, timeout))
