@@ -454,6 +454,46 @@ def case_listing_scale(b: Bench) -> None:
     b.record_figures("listing scaling table (2k / 20k / 100k sessions)", table, "listing flat in store size", {})
 
 
+def case_cleanup_enforce_schema23(b: Bench) -> None:
+    """Issue 12: our cleanup --enforce writing a real OpenClaw schema-23 database (imported by the
+    real OpenClaw) within 2x of the same cleanup on our own schema (both: many, maxEntries 5000)."""
+    if not b.use_peer:
+        print("\ncleanup --enforce on a schema-23 database: needs the real OpenClaw's import (skipped)",
+              file=sys.stderr)
+        return
+    runs = max(1, min(b.runs, 3))
+    source = b.peer_root("many") / "home" / ".openclaw"
+    work = b.data / "schema23-cleanup"
+    variants: dict[str, list[Run]] = {"backup": [], "no-backup": []}
+    for variant, extra in (("backup", []), ("no-backup", ["--no-backup"])):
+        for _ in range(runs):
+            if work.exists():
+                shutil.rmtree(work)
+            shutil.copytree(source, work)
+            env = b.env_ours(work, CLEANUP_CONFIG)
+            db = work / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+            variants[variant].append(timed([*OURS, "sessions", "cleanup", "--enforce", "--json", "--store", str(db),
+                                            *extra], env))
+    shutil.rmtree(work)
+    ours_schema: list[Run] = []
+    for i in range(runs):
+        state = b.fresh_copy("many", f"cleanup-ours-{i}")
+        env = b.env_ours(state, CLEANUP_CONFIG)
+        subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                       env=env, check=True, stdout=subprocess.DEVNULL)
+        ours_schema.append(timed([*OURS, "sessions", "cleanup", "--enforce", "--json"], env))
+        shutil.rmtree(state)
+    ratio = median(variants["backup"]) / median(ours_schema)
+    line = {"case": "sessions cleanup --enforce, 20k sessions: schema-23 DB (peer-imported) vs our schema",
+            "ours": summary(variants["backup"]), "oursNoBackup": summary(variants["no-backup"]),
+            "ourSchema": summary(ours_schema), "ratio": f"{ratio:.2f}x", "target": "<= 2x of our own schema",
+            "verdict": "OK" if ratio <= 2 else "MISSED"}
+    b.results.append(line)
+    print(f"\n{line['case']}\n  schema 23 (backup)   : {line['ours']}\n  schema 23 --no-backup: "
+          f"{line['oursNoBackup']}\n  our schema           : {line['ourSchema']}\n  ratio {line['ratio']} "
+          f"(target: {line['target']}) {line['verdict']}", file=sys.stderr)
+
+
 # ---- openclaw compact (issue 5) -------------------------------------------------------------------
 COMPACT_KEY = "agent:main:main"
 COMPACT_MB = 50
@@ -761,6 +801,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "cleanup-dry-run": case_cleanup_dry_run,
     "cleanup-enforce": case_cleanup_enforce,
     "listing-scale": case_listing_scale,
+    "cleanup-enforce-schema23": case_cleanup_enforce_schema23,
     "compact-50mb-exact": case_compact_50mb_exact,
     "compact-50mb-estimate": case_compact_50mb_estimate,
     "compact-over-threshold-big": case_compact_over_threshold_big,

@@ -169,9 +169,10 @@ def logical_state(db: Path) -> tuple[Any, ...]:
 
 # ---- the real OpenClaw as the judge --------------------------------------------------------------------
 
-def peer_inspect(root: Path) -> dict[str, Any]:
-    doc = peer_json(root, "doctor", "--session-sqlite", "inspect", "--json")
-    return doc["targets"][0]
+def peer_inspect(root: Path, agent: str = "main") -> dict[str, Any]:
+    doc = peer_json(root, "doctor", "--session-sqlite", "inspect", "--session-sqlite-agent", agent, "--json")
+    [target] = [t for t in doc["targets"] if t["agentId"] == agent]
+    return target
 
 
 def peer_rows(root: Path) -> list[tuple[Any, ...]]:
@@ -223,11 +224,25 @@ async def _calls(port: int, calls: list[tuple[str, dict[str, Any]]], timeout: fl
                 raise AssertionError(f"no response to {method}")
             if index:
                 out.append(frame)
+            elif not frame["ok"] and (frame.get("error") or {}).get("retryable"):
+                raise _Starting()
             else:
                 assert frame["ok"], frame
         return out
 
 
+class _Starting(Exception):
+    pass
+
+
 def gateway_calls(port: int, calls: list[tuple[str, dict[str, Any]]], timeout: float = 120) -> list[dict[str, Any]]:
-    """Responses (`res` frames) to `calls` on one authenticated connection."""
-    return asyncio.run(_calls(port, calls, timeout))
+    """Responses (`res` frames) to `calls` on one authenticated connection (a Gateway still
+    starting its sidecars answers `connect` with a retryable UNAVAILABLE: retried for up to 90 s)."""
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            return asyncio.run(_calls(port, calls, timeout))
+        except _Starting:
+            if time.monotonic() > deadline:
+                raise AssertionError("the real Gateway kept answering 'gateway starting'") from None
+            time.sleep(0.5)
