@@ -79,6 +79,7 @@ class OpenClawDbStore(SessionStore):
         self.read_only = read_only
         self.write_options = WriteOptions()
         self.notices: list[str] = []
+        self.backup_due = False  # set by the guard: the next write transaction backs the database up first
         self._depth = 0
         if not self.path.exists():
             raise NotFoundError(f"OpenClaw agent database not found: {self.path}")

@@ -4,7 +4,10 @@
 1. no Gateway owns the state directory (`state_owner`; the real CLI's refusal otherwise);
 2. a backup before the first write of a run (SQLite's online backup into a sibling file
    `<db>.openclaw-cli-backup-<timestamp>`, written to a temp name, fsynced, then renamed), unless
-   the run said `--no-backup`;
+   the run said `--no-backup`. It is taken by the first write transaction right after its `BEGIN
+   IMMEDIATE` (`take_due_backup`): the copy is exactly the state that transaction starts from, no
+   writer can slip in between, and the archive files a cleanup publishes first are created before
+   hundreds of megabytes of backup are in the page cache (file creation then stalls on writeback);
 3. SQLite's write lock is free within `busy_timeout` (a probe `BEGIN IMMEDIATE`), so a busy
    database fails before anything changed; each write is then one transaction (D12).
 """
@@ -68,12 +71,20 @@ def write_backup(conn: sqlite3.Connection, db_path: Path, now_ms: int) -> Path:
 
 def backup_once(store: Any, now_ms: int) -> Path | None:
     """Back `store` up unless this process already did (compact --over-threshold writes one
-    database many times: one backup)."""
+    database many times: one backup). Called while the store's connection holds `BEGIN
+    IMMEDIATE` before it wrote anything: a second, read-only connection copies the committed
+    state, which is exactly what that transaction starts from (SQLite's backup cannot read
+    through a connection that holds a write transaction)."""
     key = os.path.realpath(store.path)
     with _GUARD:
         if key in _BACKED_UP:
             return None
-        dest = write_backup(store._db(), store.path, now_ms)
+        source = sqlite3.connect(f"{Path(store.path).absolute().as_uri()}?mode=ro", uri=True,
+                                 timeout=store.busy_timeout_ms / 1000)
+        try:
+            dest = write_backup(source, store.path, now_ms)
+        finally:
+            source.close()
         _BACKED_UP.add(key)
     return dest
 
@@ -81,7 +92,6 @@ def backup_once(store: Any, now_ms: int) -> Path | None:
 @contextmanager
 def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
     """The store writer's cross-process part for a schema-23 database (module docstring)."""
-    from openclaw_cli.clock import now_ms
     from openclaw_cli.store.openclaw_schema import state_dir_of
     from openclaw_cli.store.state_owner import state_not_owned
     from openclaw_cli.store.writer import sqlite_write_lock
@@ -90,8 +100,20 @@ def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
     state_dir = state_dir_of(store.path) or options.state_dir
     with state_not_owned(state_dir, f"offline changes to {store.path}"), \
             sqlite_write_lock(store, lock_settings.acquire_timeout_ms):
-        if options.backup:
-            made = backup_once(store, now_ms())
-            if made is not None:
-                store.notices.append(f"Backup of {store.path} written to {made} (--no-backup skips it).")
-        yield
+        store.backup_due = bool(options.backup)
+        try:
+            yield
+        finally:
+            store.backup_due = False
+
+
+def take_due_backup(store: Any) -> None:
+    """Inside the first write transaction of a guarded write (before any statement writes)."""
+    from openclaw_cli.clock import now_ms
+
+    if not getattr(store, "backup_due", False):
+        return
+    store.backup_due = False
+    made = backup_once(store, now_ms())
+    if made is not None:
+        store.notices.append(f"Backup of {store.path} written to {made} (--no-backup skips it).")
