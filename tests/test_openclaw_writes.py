@@ -268,3 +268,79 @@ def test_max_lines_rewrites_in_place_after_a_verified_bak_archive(real_state: Pa
     assert json.loads(rows[1][1])["parentId"] is None
     assert read_archive_bytes(Path(doc["archive"]["path"])) == original  # D15: the dropped prefix is archived
     assert checks(db) == ("ok", [])
+
+
+def test_lifecycle_patches_rewrite_the_entry_and_its_projections_only(real_state: Path):
+    db = _db(real_state)
+    key = "agent:main:telegram:group:123"
+    sid = nodes(db)[key][0]
+    events = event_rows(db)
+    store = ("--store", str(db), "--json", "--no-backup")
+    for args in (("pin", key), ("label", key, "Quarterly planning"), ("mark-unread", key)):
+        code, doc, err = cli_json("sessions", *args, *store)
+        assert code == 0 and doc["ok"], err
+    conn = connect(db)
+    try:
+        entry_json, valid, label, pinned_at, updated = conn.execute(
+            "SELECT entry_json, entry_valid, label, pinned_at, updated_at FROM session_nodes WHERE session_key = ?",
+            (key,)).fetchone()
+        window = conn.execute("SELECT display_name, updated_at FROM session_windows WHERE session_id = ?",
+                              (sid,)).fetchone()
+    finally:
+        conn.close()
+    entry = json.loads(entry_json)
+    assert valid == 1 and label == entry["label"] == "Quarterly planning" and pinned_at == entry["pinnedAt"]
+    assert entry["markedUnreadAt"] and updated == entry["updatedAt"] and window[1] == updated
+    assert event_rows(db) == events  # a patch touches no transcript row
+    code, doc, err = cli_json("sessions", "archive", key, *store)
+    assert code == 0, err
+    code, listed, _ = cli_json("sessions", "--json", "--limit", "all")
+    assert key not in {r["key"] for r in listed["sessions"]}  # archived rows are hidden
+    assert checks(db) == ("ok", [])
+
+
+def test_reset_starts_a_new_window_and_keeps_the_old_generation(real_state: Path):
+    db = _db(real_state)
+    key = "agent:main:telegram:group:123"
+    old = nodes(db)[key][0]
+    events = event_rows(db)[old]
+    code, doc, err = cli_json("sessions", "reset", key, "--store", str(db), "--json")
+    assert code == 0 and doc["previousSessionId"] == old and doc["archived"] == [], err
+    new = nodes(db)[key][0]
+    assert new == doc["sessionId"] != old
+    assert event_rows(db)[old] == events  # OpenClaw keeps older generations (S-3)
+    [(_, header, *_)] = event_rows(db)[new]
+    assert json.loads(header)["type"] == "session" and json.loads(header)["id"] == new
+    conn = connect(db)
+    try:
+        assert conn.execute("SELECT session_key, reason, previous_session_id FROM session_windows WHERE session_id = ?",
+                            (new,)).fetchone() == (key, "reset", old)
+    finally:
+        conn.close()
+    assert checks(db) == ("ok", [])
+
+
+def test_fork_copies_the_active_branch_into_a_new_window(real_state: Path):
+    db = _db(real_state)
+    parent = "agent:main:main"
+    code, doc, err = cli_json("sessions", "fork", parent, "--to", "agent:main:forked", "--store", str(db), "--json")
+    assert code == 0 and doc["ok"], err
+    child = nodes(db)["agent:main:forked"][0]
+    rows = event_rows(db)[child]
+    assert json.loads(rows[0][1])["type"] == "session"
+    assert len(rows) == 1 + doc["copiedEntries"] and (doc["isolated"] or doc["copiedEntries"] > 0)
+    parent_ids = {json.loads(line).get("id") for line in decoded_jsonl(db, nodes(db)[parent][0]).splitlines()}
+    assert {json.loads(r[1]).get("id") for r in rows[1:]} <= parent_ids  # (zstd rows of the parent decoded)
+    assert checks(db) == ("ok", [])
+
+
+def test_delete_archives_the_session_first(real_state: Path):
+    db = _db(real_state)
+    key = "agent:main:telegram:group:123"
+    sid = nodes(db)[key][0]
+    content = decoded_jsonl(db, sid)
+    code, doc, err = cli_json("sessions", "delete", key, "--yes", "--store", str(db), "--json")
+    assert code == 0 and doc["results"][0]["status"] == "deleted", err
+    assert key not in nodes(db) and sid not in event_rows(db)
+    assert_archived(db, sessions_dir(real_state), sid, content)
+    assert checks(db) == ("ok", [])

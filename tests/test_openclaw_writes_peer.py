@@ -149,3 +149,68 @@ def test_agent_delete_is_judged_by_the_real_openclaw(real_state: Path, tmp_path:
     target = peer_inspect(tmp_path)
     assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok" and target["sqliteEntries"] == 0
     assert checks(real_state / DB_REL) == ("ok", [])
+
+
+def _patch_fields(entry: dict) -> dict:
+    """What a lifecycle patch decides, timestamps reduced to whether they are set."""
+    return {"archived": entry.get("archivedAt") is not None, "archiveReason": entry.get("archiveReason"),
+            "pinned": entry.get("pinnedAt") is not None, "label": entry.get("label"),
+            "unread": entry.get("markedUnreadAt") is not None, "read": entry.get("lastReadAt") is not None}
+
+
+def test_lifecycle_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
+    db = real_state / DB_REL
+    theirs_root = _second_copy(real_state, tmp_path)
+    before = nodes(db)
+    keys = sorted(k for k in before if ":direct:" in k and "stale" not in k)
+    pinned, archived, unread, reset, deleted = keys[:5]
+    store = ("--store", str(db), "--json")
+    for args in (("pin", pinned), ("label", pinned, "Quarterly planning"), ("archive", archived),
+                 ("mark-unread", unread), ("reset", reset), ("fork", "agent:main:main", "--to", "agent:main:forked"),
+                 ("delete", deleted, "--yes")):
+        code, doc, err = cli_json("sessions", *args, *store)
+        assert code == 0 and doc["ok"], (args, err)
+    ours = nodes(db)
+    assert set(ours) == set(before) - {deleted} | {"agent:main:forked"}
+    target = peer_inspect(tmp_path)
+    assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok"
+    assert target["sqliteEntries"] == len(ours)
+    code, listed, _ = cli_json("sessions", "--json", "--limit", "all", "--all")
+    assert code == 0 and sorted(r["key"] for r in listed["sessions"]) == sorted(ours)
+    assert checks(db) == ("ok", [])
+    with peer_gateway(tmp_path) as port:
+        described = {key: r["payload"]["session"] for key, r in zip(
+            (pinned, archived, unread, reset, "agent:main:forked", deleted), gateway_calls(port, [
+                ("sessions.describe", {"key": key})
+                for key in (pinned, archived, unread, reset, "agent:main:forked", deleted)]), strict=True)}
+        [listing] = gateway_calls(port, [("sessions.list", {"limit": 1000, "archived": "all"})])
+    assert described[pinned]["pinned"] is True and described[pinned]["label"] == "Quarterly planning"
+    assert described[archived]["archived"] is True and described[unread]["unread"] is True
+    assert described[reset]["sessionId"] == ours[reset][0] != before[reset][0]
+    assert described["agent:main:forked"]["sessionId"] == ours["agent:main:forked"][0]
+    assert described[deleted] is None
+    assert listing["payload"]["totalCount"] == len(ours)
+
+    # the same patches and delete by the real Gateway on the second copy
+    theirs_db = theirs_root / "home" / ".openclaw" / DB_REL
+    with peer_gateway(theirs_root) as port:
+        results = gateway_calls(port, [
+            ("sessions.patch", {"key": pinned, "pinned": True}),
+            ("sessions.patch", {"key": pinned, "label": "Quarterly planning"}),
+            ("sessions.patch", {"key": archived, "archived": True, "expectedSessionId": before[archived][0]}),
+            ("sessions.patch", {"key": unread, "unread": True}),
+            ("sessions.delete", {"key": deleted}),
+        ])
+    assert all(r["ok"] for r in results), results
+    theirs = nodes(theirs_db)
+    for key in (pinned, archived, unread):
+        assert _patch_fields(json.loads(ours[key][1])) == _patch_fields(json.loads(theirs[key][1])), key
+        assert ours[key][0] == theirs[key][0]
+    assert deleted not in theirs
+    assert archive_rows(db)[before[deleted][0]]["archive_sha256"]  # ours archived it; so did theirs:
+    assert before[deleted][0] in archive_rows(theirs_db)
+    untouched = set(before) - {pinned, archived, unread, reset, deleted}
+    ours_events, theirs_events = event_rows(db), event_rows(theirs_db)
+    for key in untouched:
+        sid = before[key][0]
+        assert ours_events.get(sid) == theirs_events.get(sid), key

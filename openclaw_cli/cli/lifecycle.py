@@ -17,6 +17,7 @@ import typer
 
 from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
+from openclaw_cli.cli.store_options import NO_BACKUP
 
 
 def _complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -153,10 +154,10 @@ class Runner:
         raise GatewayError("Gateway returned invalid sessions.list pagination.")
 
 
-def _context():
+def _context(no_backup: bool = False):
     from openclaw_cli.cli.common import load_context
 
-    return load_context()
+    return load_context(backup=not no_backup)
 
 
 def _hints(cx: Any, json_mode: bool, doc: dict[str, Any] | None = None) -> None:
@@ -184,14 +185,14 @@ def _confirm(json_mode: bool):
 
 def batch_command(operation: str, keys: list[str], *, agent: str | None, store: str | None, dry_run: bool,
                   json_mode: bool, gateway: tuple, label: str | None = None, yes: bool = False,
-                  archived_only: bool = False) -> None:
+                  archived_only: bool = False, no_backup: bool = False) -> None:
     def body() -> None:
         from openclaw_cli.errors import ExitCode
         from openclaw_cli.lifecycle import check_session_key
         from openclaw_cli.ops.lifecycle import run_batch
 
         wanted = [check_session_key(k) for k in keys]  # a hostile key fails the command before anything
-        cx = _context()
+        cx = _context(no_backup)
         runner = Runner(cx, store, _gateway_options(*gateway))
         rows = runner.rows(list(dict.fromkeys(wanted)), agent, dry_run)
         confirm = None if yes or dry_run else _confirm(json_mode)
@@ -236,7 +237,7 @@ def _render_batch(doc: dict[str, Any]) -> None:
 
 
 def _single(method: str, params: dict[str, Any], *, store: str | None, dry_run: bool, gateway: tuple,
-            expect_row: bool, render: Any, json_mode: bool, precheck: Any = None) -> None:
+            expect_row: bool, render: Any, json_mode: bool, precheck: Any = None, no_backup: bool = False) -> None:
     def body() -> None:
         from openclaw_cli.errors import NotFoundError
         from openclaw_cli.lifecycle import check_session_key
@@ -247,7 +248,7 @@ def _single(method: str, params: dict[str, Any], *, store: str | None, dry_run: 
 
         key_field = "key" if "key" in params else "parentSessionKey"
         params[key_field] = check_session_key(params[key_field])
-        cx = _context()
+        cx = _context(no_backup)
         runner = Runner(cx, store, _gateway_options(*gateway))
         agent = params.get("agentId")
         if expect_row:
@@ -322,11 +323,12 @@ def register(sessions_app: typer.Typer) -> None:
             token: str = GATEWAY_TOKEN,
             password: str = GATEWAY_PASSWORD,
             timeout: str = GATEWAY_TIMEOUT,
+            no_backup: bool = NO_BACKUP,
         ) -> None:
             parent = _parent(ctx)
             batch_command(operation, keys, agent=agent or parent.get("agent"), store=store or parent.get("store"),
                           dry_run=dry_run, json_mode=json_mode or bool(parent.get("json")),
-                          gateway=(url, token, password, timeout))
+                          gateway=(url, token, password, timeout), no_backup=no_backup)
 
         command.__doc__ = help_text
         sessions_app.command(name, help=help_text)(command)
@@ -352,6 +354,7 @@ def register(sessions_app: typer.Typer) -> None:
         token: str = GATEWAY_TOKEN,
         password: str = GATEWAY_PASSWORD,
         timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = _parent(ctx)
         json_mode = json_mode or bool(parent.get("json"))
@@ -368,7 +371,8 @@ def register(sessions_app: typer.Typer) -> None:
 
         label = run(check, json_mode=json_mode)
         batch_command("label", [key], agent=agent or parent.get("agent"), store=store or parent.get("store"),
-                      dry_run=dry_run, json_mode=json_mode, gateway=(url, token, password, timeout), label=label)
+                      dry_run=dry_run, json_mode=json_mode, gateway=(url, token, password, timeout), label=label,
+                      no_backup=no_backup)
 
     @sessions_app.command("delete", help="Delete sessions: each transcript is archived (verified zstd) first.")
     def delete_command(
@@ -384,11 +388,13 @@ def register(sessions_app: typer.Typer) -> None:
         token: str = GATEWAY_TOKEN,
         password: str = GATEWAY_PASSWORD,
         timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = _parent(ctx)
         batch_command("delete", keys, agent=agent or parent.get("agent"), store=store or parent.get("store"),
                       dry_run=dry_run, json_mode=json_mode or bool(parent.get("json")),
-                      gateway=(url, token, password, timeout), yes=yes, archived_only=archived_only)
+                      gateway=(url, token, password, timeout), yes=yes, archived_only=archived_only,
+                      no_backup=no_backup)
 
     @sessions_app.command("reset", help="Start a new session for KEY; the old transcript is archived (verified).")
     def reset_command(
@@ -403,6 +409,7 @@ def register(sessions_app: typer.Typer) -> None:
         token: str = GATEWAY_TOKEN,
         password: str = GATEWAY_PASSWORD,
         timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = _parent(ctx)
         json_mode = json_mode or bool(parent.get("json"))
@@ -418,7 +425,7 @@ def register(sessions_app: typer.Typer) -> None:
 
         _single("sessions.reset", params, store=store or parent.get("store"), dry_run=dry_run,
                 gateway=(url, token, password, timeout), expect_row=True, render=_render_reset, json_mode=json_mode,
-                precheck=precheck)
+                precheck=precheck, no_backup=no_backup)
 
     @sessions_app.command("fork", help="Fork KEY: a new session starting from its active branch.")
     def fork_command(
@@ -434,6 +441,7 @@ def register(sessions_app: typer.Typer) -> None:
         token: str = GATEWAY_TOKEN,
         password: str = GATEWAY_PASSWORD,
         timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = _parent(ctx)
         json_mode = json_mode or bool(parent.get("json"))
@@ -456,7 +464,7 @@ def register(sessions_app: typer.Typer) -> None:
 
         _single("sessions.create", params, store=store or parent.get("store"), dry_run=dry_run,
                 gateway=(url, token, password, timeout), expect_row=False, render=_render_fork, json_mode=json_mode,
-                precheck=precheck)
+                precheck=precheck, no_backup=no_backup)
 
     @sessions_app.command("export", help="Export a transcript as JSONL, Markdown or one self-contained HTML page.")
     def export_command(

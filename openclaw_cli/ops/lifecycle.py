@@ -250,10 +250,15 @@ def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict
     return out
 
 
-def _writer(ctx: Context, st: Any):
+@contextmanager
+def _writer(ctx: Context, st: Any) -> Iterator[None]:
     from openclaw_cli.store.writer import store_writer
 
-    return store_writer(st, ctx.lock_settings())
+    try:
+        with store_writer(st, ctx.lock_settings()):
+            yield
+    finally:
+        ctx.note_writes(st)  # e.g. where a real OpenClaw database's backup went (D21)
 
 
 # ---- sessions.patch ------------------------------------------------------------------------------------------

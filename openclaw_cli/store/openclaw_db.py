@@ -371,7 +371,7 @@ class OpenClawDbStore(SessionStore):
                 out[sid] = SessionTotals(events=info["events"], bytes=info["rawBytes"], cold=True)
         return out
 
-    def export_transcript(self, session_id: str, dest: BinaryIO) -> SessionTotals:
+    def export_transcript(self, session_id: str, dest: BinaryIO, *, entry: dict[str, Any] | None = None) -> SessionTotals:
         """The transcript as JSONL bytes (decoded lines + `\\n`): a read, allowed on OpenClaw DBs."""
         events = total = 0
         for line in self.iter_transcript(session_id):
@@ -467,6 +467,35 @@ class OpenClawDbStore(SessionStore):
 
         self.ensure_writable("compact a session")
         return commit_max_lines(snapshot, kept, now_ms=now_ms)
+
+    def patch_entry(self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False) -> Any:
+        from openclaw_cli.clock import now_ms
+        from openclaw_cli.store.openclaw_lifecycle import patch_entry
+
+        self.ensure_writable("update a session")
+        return patch_entry(self, key, mutate, create=create, now_ms=now_ms())
+
+    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+        from openclaw_cli.store.openclaw_lifecycle import reset_session
+
+        self.ensure_writable("reset a session")
+        return reset_session(self, key, build, now_ms=now_ms)
+
+    def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
+                     max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:
+        from openclaw_cli.store.openclaw_lifecycle import fork_session
+
+        self.ensure_writable("fork a session")
+        return fork_session(self, parent_key, child_key, build, now_ms=now_ms, max_tokens=max_tokens,
+                            through_last_completed=through_last_completed)
+
+    def label_owners(self, label: str) -> list[str]:
+        return [key for key, text in self._q(
+            "SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 AND label = ?", (label.strip(),))
+            if (self._entry(key, text) or {}).get("label") == label]
+
+    def window_session_ids(self, key: str) -> list[str]:
+        return [window["sessionId"] for window in self.list_windows(key)]
 
     def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
         from openclaw_cli.store.openclaw_writes import retire

@@ -62,9 +62,12 @@ def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, no
             (sid, key, None, schema.window_created_at(entry, updated_at), updated_at, updated_at, *window))
         return
     observed = row[0] if row[0] is not None else updated_at
-    sets = ", ".join(f"{c} = ?" for c in schema.WINDOW_COLUMNS)
+    # the window keeps its owner (OpenClaw's retainWindow), and the predecessor it was created
+    # with when the entry names none (a reset or compaction successor of ours)
+    sets = ", ".join("previous_session_id = coalesce(?, previous_session_id)" if c == "previous_session_id"
+                     else f"{c} = ?" for c in schema.WINDOW_COLUMNS)
     conn.execute(f"UPDATE session_windows SET updated_at = ?, transcript_observed_at = ?, {sets} WHERE session_id = ?",
-                 (updated_at, observed, *window, sid))  # the window keeps its owner (OpenClaw's retainWindow)
+                 (updated_at, observed, *window, sid))
 
 
 def read_entry(conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
@@ -263,8 +266,7 @@ def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rot
 
 def _new_window(conn: sqlite3.Connection, store: Any, snapshot: TranscriptSnapshot, new_sid: str, lines: list[str],
                 entry: dict[str, Any], now_ms: int) -> None:
-    """A successor window (reason `compaction`) holding `lines` (a header first), then the row
-    pointing at it."""
+    """A compaction successor window holding `lines` (a header first), the row pointing at it."""
     header = snapshot.header or {}
     cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else ""
     first = loads(lines[0]) if lines else None
@@ -273,13 +275,26 @@ def _new_window(conn: sqlite3.Connection, store: Any, snapshot: TranscriptSnapsh
 
         lines = [dumps_compact({"type": "session", "version": 4, "id": new_sid, "timestamp": iso_ms(now_ms),
                                 "cwd": cwd}), *lines]
-    window = schema.window_values(snapshot.key, entry)
-    conn.execute(
-        f"INSERT INTO session_windows(session_id, session_key, previous_session_id, reason, created_at, updated_at,"
-        f" {', '.join(schema.WINDOW_COLUMNS[1:])}) VALUES (?,?,?,?,?,?{', ?' * (len(window) - 1)})",
-        (new_sid, snapshot.key, snapshot.session_id, "compaction", now_ms, now_ms, *window[1:]))
-    append_events(conn, new_sid, lines, now_ms=now_ms, tables=store._tables, start_seq=0)
-    write_entry(conn, snapshot.key, entry, now_ms=now_ms)
+    create_window(conn, store, snapshot.key, new_sid, entry, reason="compaction", previous=snapshot.session_id,
+                  lines=lines, now_ms=now_ms)
+
+
+def create_window(conn: sqlite3.Connection, store: Any, key: str, sid: str, entry: dict[str, Any], *, reason: str,
+                  previous: str | None, lines: list[str], now_ms: int) -> None:
+    """A new window `sid` (refused when it exists) for the row `key` = `entry` (written first:
+    the window's owner must exist), with its `reason`, predecessor and events `lines`."""
+    from openclaw_cli.errors import PreconditionError
+
+    if conn.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (sid,)).fetchone():
+        raise PreconditionError(f"Session window {sid} already exists")
+    if entry.get("sessionId") != sid:
+        raise InvalidDataError(f"Entry for {key} must have sessionId {sid} to point at its new window")
+    write_entry(conn, key, entry, now_ms=now_ms)
+    conn.execute("UPDATE session_windows SET reason = ?, previous_session_id = coalesce(?, previous_session_id),"
+                 " created_at = ?, updated_at = max(updated_at, ?) WHERE session_id = ?",
+                 (reason, previous, now_ms, now_ms, sid))
+    if lines:
+        append_events(conn, sid, lines, now_ms=now_ms, tables=store._tables, start_seq=0)
 
 
 def commit_max_lines(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int) -> PersistResult:

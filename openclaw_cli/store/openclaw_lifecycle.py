@@ -1,0 +1,100 @@
+"""Session lifecycle writes on a real OpenClaw schema-23 database (issue 11's protocol:
+`patch_entry`, `reset_session`, `fork_session`; `delete_session` is the base one, through
+`retire`), each one `BEGIN IMMEDIATE` transaction of `openclaw_writes`, rows as OpenClaw writes them:
+
+* **patch** (archive/unarchive, pin, label, unread/read, overrides): the entry and every projected
+  column rewritten, `entry_valid = 1`, the window's projections (OpenClaw's `sessions.patch`
+  touches nothing else: no event, no lifecycle revision);
+* **reset**: the row gets its new session (the operations layer builds it: new `sessionId`,
+  `lifecycleRevision`, counters zeroed, `usageFamilySessionIds` naming both generations); the
+  new generation is a window (reason `reset`, `previous_session_id` = the old one) starting with
+  a header event; the old window and its events stay, as OpenClaw keeps older generations
+  (storage-migration.md S-3) — nothing leaves, so nothing needs an archive;
+* **fork**: a child row whose window (reason `fork`) holds the parent's active branch
+  (`store.fork.plan_fork`), read inside the same transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from openclaw_cli.errors import NotFoundError, PreconditionError
+from openclaw_cli.jsonutil import dumps_compact
+from openclaw_cli.store.openclaw_rows import create_window, read_entry, read_snapshot, write_entry
+from openclaw_cli.store.openclaw_writes import transaction
+
+Mutate = Callable[[dict[str, Any] | None], dict[str, Any] | None]
+
+
+def patch_entry(store: Any, key: str, mutate: Mutate, *, create: bool, now_ms: int) -> dict[str, Any] | None:
+    with transaction(store) as conn:
+        current = read_entry(conn, key)
+        if current is None and not create:
+            raise NotFoundError(f"session not found: {key}")
+        updated = mutate(dict(current) if current is not None else None)
+        if updated is None or updated == current:
+            return current
+        write_entry(conn, key, updated, now_ms=now_ms)
+        return updated
+
+
+def _header_cwd(store: Any, sid: str) -> str:
+    lines = store.iter_transcript(sid, issues=[])
+    try:
+        first = next(lines, None)
+    finally:
+        lines.close()
+    if first is not None and first.obj is not None and first.obj.get("type") == "session":
+        cwd = first.obj.get("cwd")
+        if isinstance(cwd, str):
+            return cwd
+    return os.getcwd()
+
+
+def reset_session(store: Any, key: str, build: Mutate, *, now_ms: int) -> Any:
+    from openclaw_cli.store.lifecycle_writes import ResetOutcome
+    from openclaw_cli.store.rewrite import iso_ms
+
+    with transaction(store) as conn:
+        current = read_entry(conn, key)
+        if current is None:
+            raise NotFoundError(f"session not found: {key}")
+        updated = build(dict(current))
+        assert updated is not None
+        old_sid, new_sid = current.get("sessionId"), updated["sessionId"]
+        updated.pop("sessionFile", None)  # a legacy file name would name the wrong session now
+        header = {"type": "session", "version": 4, "id": new_sid, "timestamp": iso_ms(now_ms),
+                  "cwd": _header_cwd(store, old_sid) if isinstance(old_sid, str) else os.getcwd()}
+        create_window(conn, store, key, new_sid, updated, reason="reset",
+                      previous=old_sid if isinstance(old_sid, str) else None, lines=[dumps_compact(header)],
+                      now_ms=now_ms)
+    return ResetOutcome(updated, new_sid, old_sid, None, f"sqlite:{store.path}#{new_sid}", False)
+
+
+def fork_session(store: Any, parent_key: str, child_key: str, build: Callable[[dict[str, Any], Any], dict[str, Any]],
+                 *, now_ms: int, max_tokens: int, through_last_completed: bool) -> Any:
+    from openclaw_cli.store.fork import plan_fork
+    from openclaw_cli.store.lifecycle_writes import ForkOutcome
+    from openclaw_cli.store.rewrite import iso_ms
+
+    with transaction(store) as conn:
+        parent = read_entry(conn, parent_key)
+        if parent is None:
+            raise NotFoundError(f"session not found: {parent_key}")
+        if read_entry(conn, child_key) is not None:
+            raise PreconditionError(f"session already exists: {child_key}")
+        snapshot = read_snapshot(store, parent_key, parent)
+        child_sid = str(uuid.uuid4())
+        header = snapshot.header or {}
+        cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
+        plan = plan_fork(parent, header, snapshot.branch, child_session_id=child_sid, timestamp=iso_ms(now_ms),
+                         cwd=cwd, parent_ref=f"sqlite:{store.path}#{parent['sessionId']}", max_tokens=max_tokens,
+                         through_last_completed=through_last_completed)
+        child = build({"sessionId": child_sid}, plan)
+        child.pop("sessionFile", None)
+        create_window(conn, store, child_key, child_sid, child, reason="fork", previous=None, lines=plan.lines,
+                      now_ms=now_ms)
+    return ForkOutcome(child_key, child, child_sid, plan, f"sqlite:{store.path}#{child_sid}")
