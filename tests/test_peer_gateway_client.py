@@ -148,7 +148,9 @@ def test_the_real_gateway_serves_our_mutations(gateway):
     assert code == 0, err
     assert f"No Gateway is listening at ws://127.0.0.1:{gw['port']}; ran locally." in err
     assert doc["applied"] is True and doc["afterCount"] < doc["beforeCount"]
-    # ...and the real OpenClaw database stays read-only for a local run (D4)
+    # ...and the real OpenClaw database is written offline, with a backup first (D21)
     code, doc, err = ours_json(gw, "sessions", "cleanup", "--enforce", "--agent", "main")
-    assert code == ExitCode.REFUSED and "ran locally" in err
-    assert real_keys(gw) == keys_after
+    assert code == 0 and "ran locally" in err and "Backup of" in err, err
+    # (our G1 rules may remove rows 2026.9.6's later rules keep, D11); the real CLI reads the result
+    assert doc["applied"] is True and set(real_keys(gw)) <= set(keys_after)
+    assert len(real_keys(gw)) == doc["afterCount"]
