@@ -34,7 +34,7 @@ CLEANUP = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "
 
 
 def _our_rows(state: Path) -> list[tuple]:
-    code, doc, err = cli_json("sessions", "--json", "--limit", "all")
+    code, doc, err = cli_json("sessions", "--json", "--limit", "all", "--all")
     assert code == 0, err
     fields = ("key", "sessionId", "updatedAt", "inputTokens", "outputTokens", "totalTokens")
     return sorted(tuple(r.get(f) for f in fields) for r in doc["sessions"])
@@ -47,108 +47,101 @@ def _second_copy(state: Path, tmp_path: Path) -> Path:
     return root
 
 
-def _judge(root: Path, state: Path, entries: int) -> None:
-    """(a) and (b) on the state at `root/home/.openclaw` (= `state`)."""
-    target = peer_inspect(root)
-    assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok"
-    assert target["sqliteEntries"] == entries
-    assert peer_rows(root) == _our_rows(state)
-    assert checks(state / DB_REL) == ("ok", [])
+def _content(row: dict) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompressobj().decompress(row["archive_blob"])
 
 
-def test_cleanup_enforce_is_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
+def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
+    """Every kind of write on one copy (lifecycle, compaction, cleanup enforce), judged; then the
+    same operations by the real Gateway on a second copy, compared. (One Gateway start per copy:
+    each costs tens of seconds.)"""
     write_config(real_state, CLEANUP)
     db = real_state / DB_REL
     theirs_root = _second_copy(real_state, tmp_path)
-    before, before_nodes = event_rows(db), nodes(db)
-    code, doc, err = cli_json("sessions", "cleanup", "--enforce", "--store", str(db), "--json")
-    assert code == 0 and doc["applied"], err
+    before, before_events = nodes(db), event_rows(db)
+    summary_key, lines_key = "agent:main:main", "agent:main:telegram:group:123"
+    newest = max(json.loads(e)["updatedAt"] for _, e in before.values())
+    recent = sorted(k for k, (_, e) in before.items()  # far from every cleanup cutoff
+                    if json.loads(e)["updatedAt"] > newest - 20 * 86_400_000 and "model-run" not in k
+                    and k not in (summary_key, lines_key))
+    pinned, archived, unread, reset, deleted = recent[:5]
+    store = ("--store", str(db), "--json")
+    for args in (("sessions", "pin", pinned), ("sessions", "label", pinned, "Quarterly planning"),
+                 ("sessions", "archive", archived), ("sessions", "mark-unread", unread), ("sessions", "reset", reset),
+                 ("sessions", "fork", summary_key, "--to", "agent:main:forked"),
+                 ("sessions", "delete", deleted, "--yes"), ("compact", summary_key),
+                 ("compact", lines_key, "--max-lines", "5")):
+        code, doc, err = cli_json(*args, *store)
+        assert code == 0 and doc["ok"], (args, err)
+    code, cleaned, err = cli_json("sessions", "cleanup", "--enforce", *store)
+    assert code == 0 and cleaned["applied"], err
     ours = nodes(db)
-    _judge(tmp_path, real_state, doc["appliedCount"])
-    kept, removed = sorted(ours)[0], sorted(set(before_nodes) - set(ours))[0]
-    with peer_gateway(tmp_path) as port:
-        listed, described, gone = gateway_calls(port, [
-            ("sessions.list", {"limit": 1000}),
-            ("sessions.describe", {"key": kept}),
-            ("sessions.describe", {"key": removed}),
-        ])
-    assert listed["ok"] and listed["payload"]["totalCount"] == doc["appliedCount"]
-    assert described["payload"]["session"]["sessionId"] == ours[kept][0]
-    assert gone["ok"] and gone["payload"]["session"] is None
+    assert {pinned, archived, unread, reset, summary_key, lines_key, "agent:main:forked"} <= set(ours)
+    assert deleted not in ours
 
-    # the same operation by the real Gateway on the second copy
+    # (a) inspect, (b) listing, (c) the Gateway serves what we wrote
+    target = peer_inspect(tmp_path)
+    assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok"
+    assert target["sqliteEntries"] == cleaned["appliedCount"] == len(ours)
+    assert peer_rows(tmp_path) == _our_rows(real_state)  # (2026.9.6 lists archived rows too: ours with --all)
+    assert checks(db) == ("ok", [])
+    removed = sorted(set(before) - set(ours) - {deleted})[0]
+    asked = (pinned, archived, unread, reset, "agent:main:forked", summary_key, removed)
+    with peer_gateway(tmp_path) as port:
+        *described, listing, history, trimmed = gateway_calls(port, [
+            *[("sessions.describe", {"key": key}) for key in asked],
+            ("sessions.list", {"limit": 1000, "archived": "all"}),
+            ("chat.history", {"sessionKey": summary_key, "limit": 200}),
+            ("chat.history", {"sessionKey": lines_key, "limit": 200})])
+    seen = {key: r["payload"]["session"] for key, r in zip(asked, described, strict=True)}
+    assert seen[pinned]["pinned"] is True and seen[pinned]["label"] == "Quarterly planning"
+    assert seen[archived]["archived"] is True and seen[unread]["unread"] is True
+    assert seen[reset]["sessionId"] == ours[reset][0] != before[reset][0]
+    assert seen["agent:main:forked"]["sessionId"] == ours["agent:main:forked"][0]
+    assert seen[summary_key]["updatedAt"] == json.loads(ours[summary_key][1])["updatedAt"]
+    assert seen[removed] is None
+    assert listing["payload"]["totalCount"] == len(ours) and history["ok"]
+    kept_ids = [json.loads(row[1])["id"] for row in event_rows(db)[ours[lines_key][0]][1:]]
+    served = [m["__openclaw"]["id"] for m in trimmed["payload"]["messages"]]
+    assert served and served == [i for i in kept_ids if i in served]  # the kept lines, in order
+
+    # the same operations by the real Gateway on the second copy
     theirs_db = theirs_root / "home" / ".openclaw" / DB_REL
     with peer_gateway(theirs_root) as port:
-        [result] = gateway_calls(port, [("sessions.cleanup", {"enforce": True})])
-    assert result["ok"], result
-    theirs = nodes(theirs_db)
-    # 2026.9.6 runs later maintenance rules (D11): it protects direct chats delivered to an external
-    # channel and archives stale dashboards instead of pruning them. Everything else agrees.
-    assert set(ours) <= set(theirs)
+        results = gateway_calls(port, [
+            ("sessions.patch", {"key": pinned, "pinned": True}),
+            ("sessions.patch", {"key": pinned, "label": "Quarterly planning"}),
+            ("sessions.patch", {"key": archived, "archived": True, "expectedSessionId": before[archived][0]}),
+            ("sessions.patch", {"key": unread, "unread": True}),
+            ("sessions.delete", {"key": deleted}),
+            ("sessions.compact", {"key": lines_key, "maxLines": 5}),
+            ("sessions.cleanup", {"enforce": True})])
+    assert all(r["ok"] for r in results), results
+    theirs, ours_events, theirs_events = nodes(theirs_db), event_rows(db), event_rows(theirs_db)
+    for key in (pinned, archived, unread):  # patches: what each decided
+        assert _patch_fields(json.loads(ours[key][1])) == _patch_fields(json.loads(theirs[key][1])), key
+    sid = ours[lines_key][0]  # --max-lines: the same events (seq, exact JSON text, byte counts)
+    assert theirs[lines_key][0] == sid
+    assert [(r[0], r[1], r[3]) for r in ours_events[sid]] == [(r[0], r[1], r[3]) for r in theirs_events[sid]]
+    ours_archives, theirs_archives = archive_rows(db), archive_rows(theirs_db)
+    assert _content(ours_archives[before[deleted][0]]) == _content(theirs_archives[before[deleted][0]])
+    # cleanup: 2026.9.6 runs later maintenance rules (D11): it protects direct chats delivered to
+    # an external channel and archives stale dashboards instead of pruning them; all else agrees
+    ours_only = {reset, "agent:main:forked"}  # our reset's new generation, our fork (not asked of it)
+    assert set(ours) - ours_only <= set(theirs)
     for key in set(theirs) - set(ours):
         entry = json.loads(theirs[key][1])
         assert ":direct:" in key or (":dashboard:" in key and entry.get("archiveReason") == "stale-dashboard"), key
-    ours_events, theirs_events = event_rows(db), event_rows(theirs_db)
-    for key, (sid, _) in ours.items():
-        assert theirs[key][0] == sid and ours_events.get(sid) == theirs_events.get(sid) == before.get(sid)
-    ours_archives, theirs_archives = archive_rows(db), archive_rows(theirs_db)
-    import zstandard
-
-    def content(row: dict) -> bytes:
-        return zstandard.ZstdDecompressor().decompressobj().decompress(row["archive_blob"])
-
-    both = set(ours_archives) & set(theirs_archives)
-    assert both and set(ours_archives) - both <= {theirs[k][0] for k in set(theirs) - set(ours)}
+    for key in set(ours) - ours_only - {summary_key, lines_key}:
+        sid = ours[key][0]
+        assert theirs[key][0] == sid and ours_events.get(sid) == theirs_events.get(sid) == before_events.get(sid), key
+    both = (set(ours_archives) & set(theirs_archives)) - {before[deleted][0]}
+    assert both
     for sid in both:  # same generation, same content (names differ only by their timestamps)
         assert ours_archives[sid]["generation"] == theirs_archives[sid]["generation"]
-        assert content(ours_archives[sid]) == content(theirs_archives[sid])
-
-
-def test_compaction_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
-    db = real_state / DB_REL
-    theirs_root = _second_copy(real_state, tmp_path)
-    summary_key, lines_key = "agent:main:main", "agent:main:telegram:group:123"
-    code, comp, err = cli_json("compact", summary_key, "--store", str(db), "--json")
-    assert code == 0 and comp["compacted"], err
-    code, trimmed, err = cli_json("compact", lines_key, "--max-lines", "5", "--store", str(db), "--json")
-    assert code == 0 and trimmed["compacted"] and trimmed["kept"] == 5, err
-    _judge(tmp_path, real_state, len(nodes(db)))
-    with peer_gateway(tmp_path) as port:
-        described, history, trimmed_history = gateway_calls(port, [
-            ("sessions.describe", {"key": summary_key}),
-            ("chat.history", {"sessionKey": summary_key, "limit": 200}),
-            ("chat.history", {"sessionKey": lines_key, "limit": 200}),
-        ])
-    session = described["payload"]["session"]
-    assert session["sessionId"] == nodes(db)[summary_key][0] and session["updatedAt"] == comp_updated(db, summary_key)
-    assert history["ok"] and trimmed_history["ok"]
-    kept_ids = [json.loads(row[1])["id"] for row in event_rows(db)[nodes(db)[lines_key][0]][1:]]
-    served = [m["__openclaw"]["id"] for m in trimmed_history["payload"]["messages"]]
-    assert served == [i for i in kept_ids if i in served] and served  # the kept lines, in order
-
-    # the same --max-lines by the real Gateway on the second copy: the same events
-    theirs_db = theirs_root / "home" / ".openclaw" / DB_REL
-    with peer_gateway(theirs_root) as port:
-        [result] = gateway_calls(port, [("sessions.compact", {"key": lines_key, "maxLines": 5})])
-    assert result["ok"] and result["payload"]["kept"] == 5, result
-    sid = nodes(db)[lines_key][0]
-    assert nodes(theirs_db)[lines_key][0] == sid
-    ours_events = [(r[0], r[1], r[3]) for r in event_rows(db)[sid]]
-    theirs_events = [(r[0], r[1], r[3]) for r in event_rows(theirs_db)[sid]]
-    assert ours_events == theirs_events  # seq, exact JSON text and byte count
-
-
-def comp_updated(db: Path, key: str) -> int:
-    return json.loads(nodes(db)[key][1])["updatedAt"]
-
-
-def test_agent_delete_is_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
-    write_config(real_state, {"agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]}})
-    code, doc, err = cli_json("agents", "delete", "main", "--force", "--json")
-    assert code == 0 and doc["keptRows"] == 0, err
-    target = peer_inspect(tmp_path)
-    assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok" and target["sqliteEntries"] == 0
-    assert checks(real_state / DB_REL) == ("ok", [])
+        assert _content(ours_archives[sid]) == _content(theirs_archives[sid])
 
 
 def _patch_fields(entry: dict) -> dict:
@@ -158,59 +151,10 @@ def _patch_fields(entry: dict) -> dict:
             "unread": entry.get("markedUnreadAt") is not None, "read": entry.get("lastReadAt") is not None}
 
 
-def test_lifecycle_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
-    db = real_state / DB_REL
-    theirs_root = _second_copy(real_state, tmp_path)
-    before = nodes(db)
-    keys = sorted(k for k in before if ":direct:" in k and "stale" not in k)
-    pinned, archived, unread, reset, deleted = keys[:5]
-    store = ("--store", str(db), "--json")
-    for args in (("pin", pinned), ("label", pinned, "Quarterly planning"), ("archive", archived),
-                 ("mark-unread", unread), ("reset", reset), ("fork", "agent:main:main", "--to", "agent:main:forked"),
-                 ("delete", deleted, "--yes")):
-        code, doc, err = cli_json("sessions", *args, *store)
-        assert code == 0 and doc["ok"], (args, err)
-    ours = nodes(db)
-    assert set(ours) == set(before) - {deleted} | {"agent:main:forked"}
+def test_agent_delete_is_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
+    write_config(real_state, {"agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]}})
+    code, doc, err = cli_json("agents", "delete", "main", "--force", "--json")
+    assert code == 0 and doc["keptRows"] == 0, err
     target = peer_inspect(tmp_path)
-    assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok"
-    assert target["sqliteEntries"] == len(ours)
-    code, listed, _ = cli_json("sessions", "--json", "--limit", "all", "--all")
-    assert code == 0 and sorted(r["key"] for r in listed["sessions"]) == sorted(ours)
-    assert checks(db) == ("ok", [])
-    with peer_gateway(tmp_path) as port:
-        described = {key: r["payload"]["session"] for key, r in zip(
-            (pinned, archived, unread, reset, "agent:main:forked", deleted), gateway_calls(port, [
-                ("sessions.describe", {"key": key})
-                for key in (pinned, archived, unread, reset, "agent:main:forked", deleted)]), strict=True)}
-        [listing] = gateway_calls(port, [("sessions.list", {"limit": 1000, "archived": "all"})])
-    assert described[pinned]["pinned"] is True and described[pinned]["label"] == "Quarterly planning"
-    assert described[archived]["archived"] is True and described[unread]["unread"] is True
-    assert described[reset]["sessionId"] == ours[reset][0] != before[reset][0]
-    assert described["agent:main:forked"]["sessionId"] == ours["agent:main:forked"][0]
-    assert described[deleted] is None
-    assert listing["payload"]["totalCount"] == len(ours)
-
-    # the same patches and delete by the real Gateway on the second copy
-    theirs_db = theirs_root / "home" / ".openclaw" / DB_REL
-    with peer_gateway(theirs_root) as port:
-        results = gateway_calls(port, [
-            ("sessions.patch", {"key": pinned, "pinned": True}),
-            ("sessions.patch", {"key": pinned, "label": "Quarterly planning"}),
-            ("sessions.patch", {"key": archived, "archived": True, "expectedSessionId": before[archived][0]}),
-            ("sessions.patch", {"key": unread, "unread": True}),
-            ("sessions.delete", {"key": deleted}),
-        ])
-    assert all(r["ok"] for r in results), results
-    theirs = nodes(theirs_db)
-    for key in (pinned, archived, unread):
-        assert _patch_fields(json.loads(ours[key][1])) == _patch_fields(json.loads(theirs[key][1])), key
-        assert ours[key][0] == theirs[key][0]
-    assert deleted not in theirs
-    assert archive_rows(db)[before[deleted][0]]["archive_sha256"]  # ours archived it; so did theirs:
-    assert before[deleted][0] in archive_rows(theirs_db)
-    untouched = set(before) - {pinned, archived, unread, reset, deleted}
-    ours_events, theirs_events = event_rows(db), event_rows(theirs_db)
-    for key in untouched:
-        sid = before[key][0]
-        assert ours_events.get(sid) == theirs_events.get(sid), key
+    assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok" and target["sqliteEntries"] == 0
+    assert checks(real_state / DB_REL) == ("ok", [])
