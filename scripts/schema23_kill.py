@@ -113,9 +113,19 @@ def _env(state: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _cmd(state: Path) -> list[str]:
-    return [sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json", "--no-backup",
-            "--store", str(state / DB_REL)]
+def _cmd(state: Path, backup: bool = False) -> list[str]:
+    return [sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json",
+            *(() if backup else ("--no-backup",)), "--store", str(state / DB_REL)]
+
+
+def check_backups(db: Path, before: tuple[Any, ...]) -> int:
+    """Every backup published under its final name is a whole, clean copy of the state before
+    (a kill while it is written leaves at most a hidden temp file). Returns how many there are."""
+    found = [p for p in db.parent.iterdir() if ".openclaw-cli-backup-" in p.name and not p.name.startswith(".")]
+    for path in found:
+        if db_checks(path) != ("ok", []) or logical_state(path) != before:
+            raise SystemExit(f"backup {path.name} is not a clean copy of the database before the run")
+    return len(found)
 
 
 def _copy(template: Path, dest_root: Path) -> Path:
@@ -149,7 +159,7 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
     rng = random.Random(seed)
     before, after, checkpoints, seconds = reference(template, work)
     outcome = {"kills": 0, "asBefore": 0, "asAfter": 0, "finished": 0, "checkpoints": checkpoints,
-               "uninterruptedSeconds": round(seconds, 3), "peerChecks": 0}
+               "uninterruptedSeconds": round(seconds, 3), "peerChecks": 0, "withBackup": 0, "backupsChecked": 0}
     attempt = 0
     while outcome["kills"] < kills:
         attempt += 1
@@ -158,11 +168,12 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
         state = _copy(template, work / "run")
         db = state / DB_REL
         by_checkpoint = attempt % 2 == 1
+        backup = attempt % 3 == 0  # a third of the runs back the database up first (the default)
         # half the kills anywhere, half near the end (the transaction, its commit, the sweep after it)
         late = rng.random() < 0.5
         point = rng.randint(max(1, checkpoints - 4), checkpoints) if late else rng.randint(1, checkpoints)
         extra = {"OPENCLAW_CLEANUP_CRASH_AT": str(point)} if by_checkpoint else {}
-        proc = subprocess.Popen(_cmd(state), env=_env(state, **extra), stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(_cmd(state, backup), env=_env(state, **extra), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, cwd=ROOT)
         if not by_checkpoint:
             time.sleep(rng.uniform(seconds * 0.6, seconds * 1.05) if late else rng.uniform(0, seconds * 1.05))
@@ -172,6 +183,8 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
             outcome["finished"] += 1
             continue
         outcome["kills"] += 1
+        outcome["withBackup"] += backup
+        outcome["backupsChecked"] += check_backups(db, before)
         now = logical_state(db)
         where = "asBefore" if now == before else "asAfter" if now == after else None
         if where is None:
@@ -189,7 +202,8 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
         if rerun.returncode != 0 or logical_state(db) != after:
             raise SystemExit(f"kill {outcome['kills']}: the re-run did not reach the uninterrupted result"
                              f" ({rerun.stderr[-500:]})")
-        log(f"kill {outcome['kills']:3d}: {'checkpoint' if by_checkpoint else 'timer':10s} -> {where}")
+        log(f"kill {outcome['kills']:3d}: {'checkpoint' if by_checkpoint else 'timer':10s}"
+            f"{' +backup' if backup else '        '} -> {where}")
     if peer_check in ("every", "final") and PEER.exists():
         if not peer_inspect_clean(work / "run" / "home" / ".openclaw"):
             raise SystemExit("final state: the real OpenClaw's inspect is not clean")

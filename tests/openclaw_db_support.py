@@ -63,6 +63,20 @@ def fixture_state(dest: Path) -> Path:
     return copy_tree(OPENCLAW_FIXTURE / "imported-state", dest)
 
 
+def plant_artifacts(state: Path) -> dict[str, Path]:
+    """Old leftovers in the agent's sessions dir: a stale store temp and an unreferenced prompt blob
+    (the §7.5 sweep's), and an orphan trajectory sidecar (transcript-like: legacy data, D6.3)."""
+    root = state / "agents" / "main" / "sessions"
+    blob_dir = root / "skills-prompts" / "sha256" / "ab"
+    blob_dir.mkdir(parents=True, exist_ok=True)
+    files = {"temp": root / "sessions.json.0f0e0d0c-0b0a-4908-8706-050403020100.tmp",
+             "blob": blob_dir / ("ab" + "0" * 62 + ".txt"), "orphan": root / "orphan.trajectory.jsonl"}
+    for path in files.values():
+        path.write_text("x" * 300)
+        os.utime(path, (631_152_000, 631_152_000))  # 1990
+    return files
+
+
 # ---- reading databases as rows -------------------------------------------------------------------------
 
 def connect(db: Path) -> sqlite3.Connection:

@@ -23,6 +23,7 @@ from tests.openclaw_db_support import (
     event_rows,
     logical_state,
     nodes,
+    plant_artifacts,
     windows,
 )
 
@@ -82,6 +83,39 @@ def test_cleanup_enforce_removes_rows_with_verified_archives_and_keeps_the_rest_
     [backup] = _backups(real_state)
     assert set(nodes(backup)) == set(before_nodes) and event_rows(backup) == before_events  # the run's backup
     assert oct(backup.stat().st_mode & 0o777) == "0o600"
+
+
+def test_disk_budget_and_artifact_sweep_on_a_real_database(real_state: Path):
+    """The disk budget (G1 logical bytes, §6.3) evicts rows with verified archives, as predicted by
+    the dry run; the unreferenced-artifact sweep takes the stale temp and the prompt blob only."""
+    write_config(real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 500}}})
+    db = _db(real_state)
+    total = cli_json("sessions", "cleanup", "--dry-run", "--store", str(db), "--json")[1]["diskBudget"]["totalBytesBefore"]
+    write_config(real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 500,
+                                                          "maxDiskBytes": total // 2, "highWaterBytes": total // 3}}})
+    files = plant_artifacts(real_state)
+    before_events, before_nodes = event_rows(db), nodes(db)
+    contents = {sid: decoded_jsonl(db, sid) for sid in before_events}
+    code, dry, err = cli_json("sessions", "cleanup", "--dry-run", "--store", str(db), "--json")
+    assert code == 0, err
+    code, doc, err = _cleanup(real_state)
+    assert code == 0, err
+    budget = doc["diskBudget"]
+    assert budget == dry["diskBudget"] and budget["overBudget"] and budget["removedEntries"] > 0
+    assert budget["totalBytesAfter"] <= budget["highWaterBytes"] == total // 3
+    after_nodes = nodes(db)
+    assert len(before_nodes) - len(after_nodes) == budget["removedEntries"] and doc["afterCount"] == len(after_nodes)
+    assert doc["unreferencedArtifacts"]["removedFiles"] == 2
+    assert not files["temp"].exists() and not files["blob"].exists() and files["orphan"].exists()
+    after_events = event_rows(db)
+    kept = {sid for sid, _ in after_nodes.values()}
+    for sid in kept:
+        assert after_events[sid] == before_events[sid]
+    for sid in set(before_events) - set(after_events):
+        assert sid not in kept
+        assert_archived(db, sessions_dir(real_state), sid, contents[sid])
+    assert set(before_events) - set(after_events)
+    assert checks(db) == ("ok", [])
 
 
 def test_a_second_run_changes_nothing_and_writes_no_second_backup_in_one_process(real_state: Path):
