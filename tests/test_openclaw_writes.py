@@ -378,3 +378,54 @@ def test_delete_archives_the_session_first(real_state: Path):
     assert key not in nodes(db) and sid not in event_rows(db)
     assert_archived(db, sessions_dir(real_state), sid, content)
     assert checks(db) == ("ok", [])
+
+
+def test_a_full_disk_refuses_before_the_backup_or_any_archive(real_state: Path):
+    """Issue 13's space pre-checks on schema-23 writes (a real tmpfs): the backup that does not
+    fit, then the verified archives that do not fit (--no-backup) are refused with the typed
+    no-space error before anything changed; with room again the same cleanup succeeds."""
+    import shutil
+    import subprocess
+    import sys
+
+    from openclaw_cli.errors import ExitCode
+    from tests.hardening_support import can_mount, env_for, tmpfs
+
+    reason = can_mount()
+    if reason:
+        pytest.skip(reason)
+    write_config(real_state, CLEANUP)
+    size = sum(p.stat().st_size for p in real_state.rglob("*") if p.is_file())
+    with tmpfs(f"{size * 2 + (4 << 20)}") as mnt:
+        state = mnt / "state"
+        shutil.copytree(real_state, state)
+        db = _db(state)
+
+        def cleanup(*extra: str) -> tuple[int, dict]:
+            proc = subprocess.run([sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json",
+                                   "--store", str(db), *extra], env=env_for(state), capture_output=True, text=True,
+                                  timeout=120)
+            assert "Traceback" not in proc.stderr, proc.stderr
+            return proc.returncode, json.loads(proc.stdout)
+
+        def fill(leave: int) -> Path:
+            filler = mnt / "filler"
+            with open(filler, "wb") as fh:
+                fh.write(b"\0" * max(0, shutil.disk_usage(mnt).free - leave))
+            return filler
+
+        rows, files = logical_state(db), _files(state)
+        filler = fill(db.stat().st_size // 2)  # the archives would fit, the backup (the whole database) not
+        code, doc = cleanup()
+        assert code == ExitCode.NO_SPACE and doc["error"]["type"] == "no_space", doc
+        assert "backup" in doc["error"]["message"] and "--no-backup" in doc["error"]["message"]
+        assert logical_state(db) == rows and _files(state) == files
+        os.unlink(filler)
+        filler = fill(96 << 10)  # room for SQLite's -shm, not for the archives
+        code, doc = cleanup("--no-backup")
+        assert code == ExitCode.NO_SPACE and "verified archives" in doc["error"]["message"], doc
+        assert logical_state(db) == rows and _files(state) == files
+        os.unlink(filler)
+        code, doc = cleanup()
+        assert code == 0 and doc["applied"] and doc["afterCount"] < doc["beforeCount"], doc
+        assert checks(db) == ("ok", []) and len(_backups(state)) == 1

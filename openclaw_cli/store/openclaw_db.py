@@ -95,8 +95,8 @@ class OpenClawDbStore(SessionStore):
 
             try:
                 self._ro = _WriteHandle(open_writable(self.path, self.busy_timeout_ms))
-            except sqlite3.Error as exc:
-                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+            except sqlite3.Error as exc:  # (a full disk can fail the open: SQLite creates its -shm)
+                raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
         self._conn: sqlite3.Connection | None = self._ro.conn
         try:
             self.agent_id = self._validate(agent_id)
@@ -112,7 +112,7 @@ class OpenClawDbStore(SessionStore):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = table_names(conn)
         except sqlite3.Error as exc:
-            raise translate_error(exc, path, self.busy_timeout_ms) from None
+            raise translate_error(exc, path, self.busy_timeout_ms, writing=isinstance(self._ro, _WriteHandle)) from None
         if version > OPENCLAW_SCHEMA_VERSION:
             raise _unsupported(
                 f"This openclaw-cli build cannot open your existing data: OpenClaw agent database {path} "

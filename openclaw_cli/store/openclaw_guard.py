@@ -22,11 +22,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.fsio import FILE_MODE, fsync_dir
+from openclaw_cli.fsio import FILE_MODE, check_space, fsync_dir
 
 _BACKED_UP: set[str] = set()  # databases backed up by this process (one run = one process)
 _GUARD = threading.Lock()
 BACKUP_MARKER = ".openclaw-cli-backup-"
+BACKUP_SPACE_SLACK = 256 * 1024  # the copy's journal while it switches to DELETE mode, page rounding
+
+
+def backup_need(store: Any) -> int:
+    """Bytes the backup still due in this run will take (0 when none is due): at most the
+    database and its WAL."""
+    if not getattr(store, "backup_due", False) or os.path.realpath(store.path) in _BACKED_UP:
+        return 0
+    total = BACKUP_SPACE_SLACK
+    for suffix in ("", "-wal"):
+        try:
+            total += os.stat(f"{store.path}{suffix}").st_size
+        except OSError:
+            pass
+    return total
 
 
 def backup_path(db_path: Path, now_ms: int) -> Path:
@@ -102,6 +117,9 @@ def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
             sqlite_write_lock(store, lock_settings.acquire_timeout_ms):
         store.backup_due = bool(options.backup)
         try:
+            # issue 13: refuse before writing anything when the backup cannot fit (archives add theirs)
+            check_space(Path(store.path).parent, backup_need(store), f"the backup of {store.path}",
+                        consequence="nothing was written (--no-backup skips the backup)")
             yield
         finally:
             store.backup_due = False

@@ -342,7 +342,7 @@ def transaction(store: Any) -> Iterator[sqlite3.Connection]:
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
-        raise translate_error(exc, store.path, store.busy_timeout_ms) from None
+        raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
     store._depth = 1
     try:
         from openclaw_cli.store.openclaw_guard import take_due_backup
@@ -354,7 +354,7 @@ def transaction(store: Any) -> Iterator[sqlite3.Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         if isinstance(exc, sqlite3.Error):
-            raise translate_error(exc, store.path, store.busy_timeout_ms) from None
+            raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
         raise
     store._depth = 0
     try:
@@ -362,7 +362,7 @@ def transaction(store: Any) -> Iterator[sqlite3.Connection]:
     except sqlite3.Error as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        raise translate_error(exc, store.path, store.busy_timeout_ms) from None
+        raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -514,6 +514,19 @@ def _decide(conn: sqlite3.Connection, store: Any, plan: Retirement, exports: dic
     return decision
 
 
+def _check_archive_space(store: Any, root: Path, exports: Iterable[SessionExport]) -> None:
+    """Issue 13: refuse before the first archive file when the verified archives (their exact
+    compressed size), the run's backup still due and the transaction's journal cannot fit."""
+    from openclaw_cli.fsio import check_space
+    from openclaw_cli.store.openclaw_guard import backup_need
+    from openclaw_cli.store.retire import ARCHIVE_SPACE_SLACK
+
+    blobs = sum(len(e.blob) for e in exports if e.blob is not None and e.readable)
+    if blobs:
+        check_space(root, blobs + backup_need(store) + ARCHIVE_SPACE_SLACK, "the verified archives",
+                    consequence="nothing was archived or removed")
+
+
 def retire(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[], None],
            progress: Callable[[int], None] | None = None, reason: str = "deleted") -> ApplyOutcome:
     """Apply a cleanup/agent-delete plan to a schema-23 database (module docstring)."""
@@ -542,6 +555,7 @@ def retire(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[]
         finally:
             if conn.in_transaction:
                 conn.execute("COMMIT")
+        _check_archive_space(store, root, exports.values())
         for export in exports.values():
             if export.blob is not None and export.readable:
                 publisher.publish(export, reason)
