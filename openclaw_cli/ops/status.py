@@ -153,8 +153,8 @@ def _ownership(config: Any) -> str:
 
 
 def _can_write(store: Any) -> bool:
-    """Whether the store can be written: a kind we write (a real OpenClaw DB is not, D4) in a file
-    (and directory) we may write."""
+    """Whether the store can be written: a kind we write (every kind since issue 12: a real OpenClaw
+    schema-23 agent DB too, D21; other schemas never open) in a file (and directory) we may write."""
     import os
 
     if not store.accepts_writes:
