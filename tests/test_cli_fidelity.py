@@ -93,7 +93,8 @@ def test_status_agents_and_gateway_blocks(kind: str, state_dir: Path):
 
 def test_status_readonly_means_cannot_be_written(imported_fixture_state: Path, state_dir: Path):
     code, doc, _ = cli_json("status", "--json", "--no-probe")
-    assert code == 0 and doc["stores"][0]["kind"] == "openclaw-sqlite" and doc["stores"][0]["readOnly"] is True
+    # a real OpenClaw schema-23 agent database is written since issue 12 (D21)
+    assert code == 0 and doc["stores"][0]["kind"] == "openclaw-sqlite" and doc["stores"][0]["readOnly"] is False
     if os.geteuid() == 0:
         return  # root writes read-only files: the file-permission half cannot be observed
     make_legacy(state_dir, {"agent:ops:main": entry("o1", now_ms())}, agent="ops")

@@ -117,7 +117,7 @@ def test_read_commands_on_real_openclaw_db_write_nothing(imported_fixture_state:
     proc = run_cli("status", "--json")
     assert proc.returncode == 0, proc.stderr
     status = json.loads(proc.stdout)
-    assert status["stores"][0]["kind"] == "openclaw-sqlite" and status["stores"][0]["readOnly"] is True
+    assert status["stores"][0]["kind"] == "openclaw-sqlite" and status["stores"][0]["readOnly"] is False  # (D21)
     assert tree_digest(imported_fixture_state) == before
 
 

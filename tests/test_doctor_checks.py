@@ -58,7 +58,7 @@ def test_doctor_reports_a_real_openclaw_db_schema(imported_fixture_state: Path) 
     data = json.loads(run_cli("doctor", "--json").stdout)
     assert data["databases"] == [{
         "agentId": "main", "path": str(imported_fixture_state / "agents/main/agent/openclaw-agent.sqlite"),
-        "kind": "openclaw-sqlite", "schema": "openclaw 23", "readOnly": True,
+        "kind": "openclaw-sqlite", "schema": "openclaw 23", "readOnly": False,  # written since issue 12 (D21)
     }]
     assert tree_digest(imported_fixture_state) == before
 
