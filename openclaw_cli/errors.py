@@ -31,7 +31,7 @@ EXIT_CODE_DOCS: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "A named session key, agent or store does not exist.",
     ExitCode.BUSY: "A session or store is locked by another writer (`session file locked …`), or a Gateway owns the state directory.",
     ExitCode.INVALID_DATA: "Stored data is corrupt or malformed (e.g. `sessions.json` is not a JSON object), an id is invalid, or a stored number is out of range for what the command computes (`out_of_range`).",
-    ExitCode.REFUSED: "A write was refused: a real OpenClaw database (read-only until verified write support), a path outside the state directory, a symbolic or hard link, a symbolic-link loop (`ELOOP`); or a plaintext `ws://` Gateway URL to a non-loopback host.",
+    ExitCode.REFUSED: "A write was refused: a store opened read-only, a path outside the state directory, a symbolic or hard link, a symbolic-link loop (`ELOOP`); or a plaintext `ws://` Gateway URL to a non-loopback host.",
     ExitCode.GATEWAY: "The Gateway was reached but answered the request with an error (`gateway_request_error`).",
     ExitCode.GATEWAY_UNAVAILABLE: "A Gateway could not be used: the connection closed, timed out, failed TLS verification or broke the protocol (`gateway_transport_error`); nothing was run locally. With `gateway call|probe|health`, also: nothing listens.",
     ExitCode.GATEWAY_AUTH: "Gateway credentials are missing while a Gateway listens (`gateway_credentials_required`), or the Gateway rejected them at connect (`gateway_request_error`, e.g. `AUTH_TOKEN_MISMATCH`).",
