@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.errors import ExitCode
-from openclaw_cli.migration.ownership import coordinator_path, refusal_message
+from openclaw_cli.migration.ownership import refusal_message
+from openclaw_cli.store.state_owner import coordinator_path
 from tests.conftest import run_cli
 from tests.test_migration_helpers import make_f, snapshot
 

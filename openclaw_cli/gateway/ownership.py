@@ -1,7 +1,7 @@
 """The Gateway owns its state directory while it runs.
 
 Two things, taken at start and given back at shutdown:
-* OpenClaw's state ownership coordinator (`migration.ownership`): an exclusive SQLite lock that
+* OpenClaw's state ownership coordinator (`store.state_owner`): an exclusive SQLite lock that
   OpenClaw's own Gateway and its `doctor --session-sqlite import|restore|recover|compact` take,
   so both OpenClaw's doctor and ours refuse while our Gateway runs (and our Gateway refuses to
   start while one of them runs). The operating system drops the lock when the process dies.
@@ -53,7 +53,7 @@ def read_marker(state_dir: Path) -> dict[str, Any] | None:
 def gateway_state(state_dir: Path) -> dict[str, Any]:
     """`openclaw gateway status`: is a Gateway running for this state dir (pid, url), is a stale
     marker lying around, or does something else (OpenClaw's Gateway, a doctor run) own it."""
-    from openclaw_cli.migration.ownership import coordinator_held
+    from openclaw_cli.store.state_owner import coordinator_held
 
     marker = read_marker(state_dir)
     held = coordinator_held(Path(state_dir))
@@ -111,7 +111,7 @@ class StateOwnership:
 
 def take_ownership(state_dir: Path) -> StateOwnership:
     """Take the coordinator, or StateOwnedError (exit BUSY) naming who holds it."""
-    from openclaw_cli.migration.ownership import hold_coordinator
+    from openclaw_cli.store.state_owner import hold_coordinator
 
     state_dir = Path(state_dir)
     conn = hold_coordinator(state_dir)

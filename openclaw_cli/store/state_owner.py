@@ -7,8 +7,9 @@ gateway-lifecycle.<8 hex of sha256(realpath(<state>/state/openclaw.sqlite))>.loc
 running Gateway also holds `<state>/tmp/openclaw-<uid>/gateway.state.lock[.sqlite]`. Our writer
 takes the coordinator for the whole write (so no Gateway starts halfway through it, exactly as
 OpenClaw's `doctor` maintenance does) and checks the Gateway's own locks; either one held by
-someone else is a refusal with the real CLI's wording. The same protocol as the migration's
-`migration/ownership.py`, here because the store layer may not import the migration.
+someone else is a refusal with the real CLI's wording. The one implementation of the protocol:
+the migration's destructive modes (`migration/ownership.py`) and the Gateway (`gateway/ownership.py`)
+take the same locks through it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from openclaw_cli.errors import StateOwnedError
 
 WAIT_BUDGET_S = 0.25
 POLL_S = 0.025
-_GATEWAY_LOCKS = ("gateway.state.lock", "gateway.state.lock.sqlite")
+STATE_LOCK_NAMES = ("gateway.state.lock", "gateway.state.lock.sqlite")
 
 
 def _uid() -> str:
@@ -38,6 +39,12 @@ def coordinator_path(state_dir: Path) -> Path:
     digest = hashlib.sha256(db.encode("utf-8")).hexdigest()[:8]
     base = Path("/tmp") if os.name == "posix" else Path(tempfile.gettempdir())
     return base / f"openclaw-state-locks-{_uid()}" / f"gateway-lifecycle.{digest}.lock.sqlite"
+
+
+def state_lock_paths(state_dir: Path) -> list[Path]:
+    """A running Gateway's own lock files (honoured when they exist)."""
+    base = Path(state_dir) / "tmp" / f"openclaw-{_uid()}"
+    return [base / name for name in STATE_LOCK_NAMES]
 
 
 def owned_message(operation: str) -> str:
@@ -78,28 +85,53 @@ def _exclusive(path: Path, *, create: bool) -> sqlite3.Connection | None:
             time.sleep(POLL_S)
 
 
+def hold_coordinator(state_dir: Path) -> sqlite3.Connection | None:
+    """The coordinator held (an open connection in BEGIN EXCLUSIVE) for as long as the caller
+    keeps it open — a Gateway holds it for its whole life; None when someone else holds it.
+    A dead holder's lock is released by the operating system, so a killed Gateway leaves nothing
+    that blocks the next one."""
+    try:
+        return _exclusive(coordinator_path(state_dir), create=True)
+    except _Held:
+        return None
+
+
+def coordinator_held(state_dir: Path) -> bool:
+    """Whether a live process holds the coordinator (a Gateway or a maintenance command)."""
+    path = coordinator_path(state_dir)
+    if not path.exists():
+        return False
+    conn = sqlite3.connect(str(path), timeout=0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("BEGIN EXCLUSIVE")
+        conn.execute("ROLLBACK")
+        return False
+    except sqlite3.DatabaseError as exc:
+        text = str(exc).lower()
+        return "locked" in text or "busy" in text
+    finally:
+        conn.close()
+
+
 @contextmanager
-def state_not_owned(state_dir: Path | None, operation: str) -> Iterator[None]:
-    """Hold the state directory's maintenance ownership for the block; `StateOwnedError` (exit
-    BUSY) when a Gateway or another maintenance command owns it. Without a state directory
-    (a database outside any `agents/<id>/agent/` layout) there is nothing a Gateway could own."""
-    if state_dir is None:
-        yield
-        return
+def state_held(state_dir: Path, refusal: str) -> Iterator[None]:
+    """Hold the state directory's ownership (the coordinator, and a Gateway's own locks where they
+    exist) for the block; `StateOwnedError(refusal)` (exit BUSY) when someone else holds it."""
     held: list[sqlite3.Connection] = []
     try:
         try:
             conn = _exclusive(coordinator_path(state_dir), create=True)
             if conn is not None:
                 held.append(conn)
-            for name in _GATEWAY_LOCKS:
-                conn = _exclusive(Path(state_dir) / "tmp" / f"openclaw-{_uid()}" / name, create=False)
+            for path in state_lock_paths(state_dir):
+                conn = _exclusive(path, create=False)
                 if conn is not None:
                     held.append(conn)
         except _Held:
-            raise StateOwnedError(owned_message(operation)) from None
+            raise StateOwnedError(refusal) from None
         except (OSError, sqlite3.Error) as exc:
-            raise StateOwnedError(f"{owned_message(operation)} (lock unavailable: {exc})") from None
+            raise StateOwnedError(f"{refusal} (lock unavailable: {exc})") from None
         yield
     finally:
         for conn in held:
@@ -108,3 +140,15 @@ def state_not_owned(state_dir: Path | None, operation: str) -> Iterator[None]:
             except sqlite3.Error:
                 pass
             conn.close()
+
+
+@contextmanager
+def state_not_owned(state_dir: Path | None, operation: str) -> Iterator[None]:
+    """Hold the state directory's maintenance ownership for a schema-23 write. Without a state
+    directory (a database outside any `agents/<id>/agent/` layout) there is nothing a Gateway
+    could own."""
+    if state_dir is None:
+        yield
+        return
+    with state_held(state_dir, owned_message(operation)):
+        yield
