@@ -43,7 +43,7 @@ from typing import Any
 from openclaw_cli.errors import InvalidDataError, OpenClawError
 from openclaw_cli.fsio import FILE_MODE, fsync_dir
 from openclaw_cli.store import openclaw_schema as schema
-from openclaw_cli.store.retire import ApplyOutcome, Retirement, sync_directory
+from openclaw_cli.store.retire import ApplyOutcome, Retirement, discard_created, sync_directory
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -312,16 +312,7 @@ class ArchivePublisher:
                                     type="archive_error")
 
     def rollback(self, paths: Iterable[Path] | None = None) -> None:
-        targets = list(self.created if paths is None else paths)
-        for path in targets:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            if path in self.created:
-                self.created.remove(path)
-        if targets:
-            fsync_dir(self.root)
+        discard_created(self.created, paths, self.root)
 
 
 # ---- the write transaction --------------------------------------------------------------------------------

@@ -196,16 +196,22 @@ class ArchiveBatch:
     def rollback(self, paths: Iterable[Path] | None = None) -> None:
         """Remove archives this run created (all, or the given ones): they are extra copies of
         data that stays in place."""
-        targets = list(self.created if paths is None else paths)
-        for path in targets:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            if path in self.created:
-                self.created.remove(path)
-        if targets:
-            fsync_dir(self.directory)
+        discard_created(self.created, paths, self.directory)
+
+
+def discard_created(created: list[Path], paths: Iterable[Path] | None, directory: Path) -> None:
+    """Unlink the files a run created (all of `created`, or the given ones), forget them, and make
+    the removals durable with one directory sync."""
+    targets = list(created if paths is None else paths)
+    for path in targets:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        if path in created:
+            created.remove(path)
+    if targets:
+        fsync_dir(directory)
 
 
 @dataclass
