@@ -211,7 +211,7 @@ def _visible_entries(st: Any, limit: int | None, since: int | None, archived: bo
 
 def _note_skipped_rows(ctx: Context, store: Any) -> None:
     """Rows a listing cannot show are said, not silently dropped (issue 13 case 6)."""
-    skipped = store.skipped_rows() if hasattr(store, "skipped_rows") else []
+    skipped = store.skipped_rows()
     if skipped:
         more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
         ctx.hint(f"{len(skipped)} row(s) of {store.path} are not listed: {skipped[0].message}{more} "

@@ -194,6 +194,11 @@ class SessionStore(ABC):
         pass
 
     # ---- layout facts ------------------------------------------------------------------------------
+    def skipped_rows(self) -> list[ReadIssue]:
+        """Stored rows a listing cannot show, each with why (they stay stored, untouched); the
+        default: none."""
+        return []
+
     def legacy_data_present(self) -> bool:
         """Legacy data this store reads that the migration would move into SQLite (the D2 hint)."""
         return False
