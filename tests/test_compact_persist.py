@@ -71,9 +71,11 @@ def streamed(data: bytes) -> tuple[list, list]:
 
     lines = parse_transcript_stream(Trickle(data), "x", issues, keep_raw=False)
     missing = {ln.line_no: ln for ln in lines if ln.raw is None}
-    sink = persist._LineSink(missing)
+    sink = persist._LineSink(set(missing))
     sink.write(data)
     sink.close()
+    for line_no, text in sink.found.items():
+        missing[line_no].raw = text
     return [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in lines], [str(i) for i in issues]
 
 

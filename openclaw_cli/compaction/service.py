@@ -247,6 +247,12 @@ def _finish_rotation(st: Any, snapshot: Any, plan: Any, *, settings: Any, lock_s
     return result
 
 
+def _shedder() -> Any:
+    from openclaw_cli.compaction.shedding import ToolOutputShedder
+
+    return ToolOutputShedder()
+
+
 def _writer(st: Any, lock_settings: Any) -> Any:
     """The store's single writer (maintenance.md §11, D9/D12): one mutation at a time per store in
     this process; `sessions.json`'s lock or a SQLite write-lock probe across processes; a busy
@@ -326,9 +332,17 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
     )
     from openclaw_cli.store.snapshot import SnapshotChanged
 
+    # The built-in summariser (outside safeguard mode) reads only the size, identifiers and failure
+    # lines of tool output: the reader keeps those instead of the text (`shedding.py`, issue 15).
+    # Safeguard mode and network providers quote or send the texts: they get whole objects.
+    shed_tool_output = provider_id is None and settings.effective_mode != "safeguard"
     for attempt in range(1, MAX_ATTEMPTS + 1):
         with _gc_paused():
-            snapshot = st.read_snapshot(key, entry, data_on_demand=True)
+            shedder = _shedder() if shed_tool_output else None
+            snapshot = st.read_snapshot(key, entry, data_on_demand=True, on_entry=shedder)
+            if shedder is not None:
+                shedder.bind(snapshot)
+            counter.loader = shedder.restore_entries if shedder is not None else None
             # the threshold re-check decides on tokensBefore: its exact part must pass the threshold
             plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
                                    tokenizer=counter, exact_min_tokens=threshold if require_over_threshold else 0)
@@ -345,6 +359,8 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
                     if resumed is not None:
                         return resumed
                 raise _skip(key, plan, snapshot)
+            if shedder is not None:  # blocks cut by the plan's bounds get their text back
+                shedder.settle(plan.messages_to_summarize, plan.turn_prefix_messages)
         # a network provider may take minutes: the GC is paused here only on the built-in path (caller)
         outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
                                  context_window=window, provider_config=provider_config,

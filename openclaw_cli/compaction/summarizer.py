@@ -31,6 +31,7 @@ from typing import Any
 
 from openclaw_cli.compaction.identifiers import IdentifierScanner, ask_keywords, scan_identifiers
 from openclaw_cli.compaction.messages import content_blocks, is_runtime_context, role_of, text_of
+from openclaw_cli.compaction.shedding import SHED_KEY, ShedBlock, failure_line
 from openclaw_cli.jsonutil import dumps_compact
 
 NO_PRIOR_HISTORY = "No prior history."
@@ -224,7 +225,8 @@ class _Collected:
     assistants: list[str] = field(default_factory=list)  # non-blank assistant texts
     conversation: list[str] = field(default_factory=list)  # + thinking, custom messages, summaries
     arguments: list[str] = field(default_factory=list)  # tool-call arguments, bash commands
-    tools: list[str] = field(default_factory=list)  # tool results, bash output
+    # tool results, bash output; a block of shed tool results (`shedding.py`) stands for its texts
+    tools: list[str | ShedBlock] = field(default_factory=list)
 
     def newest(self, *roles: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
         for role, message in zip(reversed(self.roles), reversed(self.messages), strict=True):
@@ -246,8 +248,8 @@ class _Collected:
         """Tool-call arguments and bash commands (structured, not prose): newest first."""
         return reversed(self.arguments)
 
-    def tool_texts(self) -> Iterator[str]:
-        """Tool output (tool results, bash output), newest first."""
+    def tool_texts(self) -> Iterator[str | ShedBlock]:
+        """Tool output (tool results, bash output; shed blocks), newest first."""
         return reversed(self.tools)
 
     def errors(self, limit: int) -> list[str]:
@@ -259,8 +261,8 @@ class _Collected:
             if role == "toolResult":
                 if message.get("isError") is True:
                     name = message.get("toolName") if isinstance(message.get("toolName"), str) else "tool"
-                    text = text_of(message)
-                    first = next((ln for ln in text.splitlines() if ln.strip()), "failed (no output)")
+                    shed = message.get(SHED_KEY)
+                    first = shed.first if shed is not None else failure_line(text_of(message))
                     out.append(f"`{name}` failed: {first}")
             else:
                 exit_code = message.get("exitCode")
@@ -309,7 +311,11 @@ def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
         keep(message)
         keep_role(role)
         if role == "toolResult":
-            tools(_single_text(message))
+            shed = message.get(SHED_KEY)
+            if shed is None:
+                tools(_single_text(message))
+            elif not c.tools or c.tools[-1] is not shed.block:  # `settle` made each block one run
+                tools(shed.block)
         elif role == "user":
             text = _single_text(message)
             if text.strip():
@@ -466,8 +472,30 @@ def _identifier_sets(c: _Collected, scanner: IdentifierScanner) -> IdentifierSet
     seen.update(conversation)
     calls = [v for v in dict.fromkeys(reversed(c.call_ids)) if v not in seen]
     seen.update(calls)
-    tool = [v for v in scanner.scan_many(c.tool_texts(), prose=False) if v not in seen]
+    tool = [v for v in _tool_identifiers(scanner, c.tool_texts()) if v not in seen]
     return IdentifierSets(user, conversation, calls, tool)
+
+
+def _tool_identifiers(scanner: IdentifierScanner, items: Iterable[str | ShedBlock]) -> Iterable[str]:
+    """The identifiers of newest-first tool texts, where a shed block's identifiers stand for its
+    run of texts: the same values in the same order as one `scan_many` over all the texts
+    (`shedding.py` says why)."""
+    items = list(items)
+    if not any(type(item) is ShedBlock for item in items):
+        return scanner.scan_many(items, prose=False)  # type: ignore[arg-type]
+    out: dict[str, None] = {}
+    texts: list[str] = []
+    for item in items:
+        if type(item) is ShedBlock:
+            if texts:
+                out.update(dict.fromkeys(scanner.scan_many(texts, prose=False)))
+                texts = []
+            out.update(dict.fromkeys(item.ids))
+        else:
+            texts.append(item)  # type: ignore[arg-type]
+    if texts:
+        out.update(dict.fromkeys(scanner.scan_many(texts, prose=False)))
+    return out
 
 
 def _fit_newest(values: list[str], limit_chars: int) -> tuple[list[str], list[str]]:

@@ -44,6 +44,7 @@ from openclaw_cli.compaction.messages import (
     role_of,
     usage_total,
 )
+from openclaw_cli.compaction.shedding import SHED_KEY
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.textweight import weighted_chars
 
@@ -202,9 +203,18 @@ def estimate_message_tokens(message: Mapping[str, Any] | None) -> int:
                         chars += weighted_chars(name)
                     chars += weighted_chars(dumps_compact(block.get("arguments", {})))
             else:
+                shed = message.get(SHED_KEY)  # a tool result whose text was shed: its recorded weight
+                if shed is not None:
+                    chars += shed.weighted
                 return -(-chars // 4)
     parts, images = counted_parts(message)
-    return -(-(sum(weighted_chars(p) for p in parts) + images * IMAGE_CHARS) // 4)
+    shed_chars = _shed(message).weighted if _shed(message) is not None else 0
+    return -(-(sum(weighted_chars(p) for p in parts) + shed_chars + images * IMAGE_CHARS) // 4)
+
+
+def _shed(message: Any) -> Any:
+    """The `shedding.ShedText` of a message whose tool output was shed while reading, else None."""
+    return message.get(SHED_KEY) if type(message) is dict else None
 
 
 def _as_message(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -256,6 +266,9 @@ class Tokenizer:
     counted text, so an entry is tokenised once however often the cut point, the context size and
     the kept tail ask for it, while a different entry reusing an id is never mistaken for it.
     Estimates are cheaper than any cache lookup and are simply recomputed.
+
+    `loader(items)` gives shed tool results (`shedding.py`) their text back before an exact count
+    that is not cached; estimates use the weights recorded when the text was shed.
     """
 
     def __init__(self, method: Literal["exact", "estimate"] = "estimate"):
@@ -264,19 +277,27 @@ class Tokenizer:
         self.method: Literal["exact", "estimate"] = method
         self._cache: dict[tuple[Any, ...], int] = {}
         self.tokenized = 0  # messages actually run through the encoder (for tests and stats)
+        self.loader: Callable[[Sequence[Mapping[str, Any]]], None] | None = None
 
     # -- text -------------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
         return exact_text_tokens(text) if self.method == "exact" else estimate_text_tokens(text)
 
     @staticmethod
-    def _key(item: Mapping[str, Any], parts: list[str], images: int) -> tuple[Any, ...] | None:
+    def _key(item: Mapping[str, Any], parts: list[str], images: int, message: Any = None) -> tuple[Any, ...] | None:
         if "type" not in item:
             return None
         ident = item.get("id")
         if not isinstance(ident, str) or not ident:
             return None
-        return (ident, item.get("timestamp"), sum(len(p) for p in parts), len(parts), images)
+        shed = _shed(message)  # its text blocks count "" now: their recorded size keeps the key
+        size = sum(len(p) for p in parts) + (shed.chars if shed is not None else 0)
+        return (ident, item.get("timestamp"), size, len(parts), images)
+
+    def _load(self, items: Sequence[Mapping[str, Any]]) -> None:
+        if self.loader is None:
+            raise RuntimeError("an exact count of a shed tool result needs Tokenizer.loader")
+        self.loader(items)
 
     # -- messages ----------------------------------------------------------------------------
     def message_tokens(self, item: Mapping[str, Any]) -> int:
@@ -285,12 +306,16 @@ class Tokenizer:
             return 0
         if self.method == "estimate":
             return estimate_message_tokens(_as_message(item))
-        parts, images = counted_parts(_as_message(item))
-        key = self._key(item, parts, images)
+        message = _as_message(item)
+        parts, images = counted_parts(message)
+        key = self._key(item, parts, images, message)
         if key is not None:
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
+        if _shed(message) is not None:
+            self._load([item])
+            parts, images = counted_parts(message)
         text = "\n".join(parts)
         self.tokenized += 1
         value = (len(get_encoding().encode_ordinary(text)) if text else 0) + images * IMAGE_TOKENS
@@ -316,11 +341,22 @@ class Tokenizer:
             return
         todo: list[tuple[tuple[Any, ...], str, int]] = []
         seen: set[tuple[Any, ...]] = set()
+        shed = [item for item in items if is_mapping(item) and _shed(_as_message(item)) is not None]
+        if shed:  # the uncounted ones whole again first, in one re-read
+            missing = []
+            for item in shed:
+                message = _as_message(item)
+                key = self._key(item, *counted_parts(message), message)
+                if key is None or key not in self._cache:
+                    missing.append(item)
+            if missing:
+                self._load(missing)
         for item in items:
             if not is_mapping(item):
                 continue
-            parts, images = counted_parts(_as_message(item))
-            key = self._key(item, parts, images)
+            message = _as_message(item)
+            parts, images = counted_parts(message)
+            key = self._key(item, parts, images, message)
             if key is None or key in self._cache or key in seen:
                 continue
             seen.add(key)

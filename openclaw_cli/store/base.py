@@ -248,8 +248,13 @@ class SessionStore(ABC):
         self.ensure_writable("change the session store")
         raise NotImplementedError
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
-        """The session's transcript as one consistent `snapshot.TranscriptSnapshot`."""
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
+                      on_entry: Any = None) -> Any:
+        """The session's transcript as one consistent `snapshot.TranscriptSnapshot`. With
+        `data_on_demand` (a summary compaction) the transcript's bytes are read again only when
+        needed, and a store that parses its lines as it reads them shows each object to
+        `on_entry(obj, line_no)`, which may slim it (`TranscriptSnapshot.read_lines` re-reads a
+        line). A store may ignore `on_entry`: its readers must work on whole objects too."""
         from openclaw_cli.store.snapshot import read_events_snapshot
 
         return read_events_snapshot(self, key, entry)

@@ -585,10 +585,11 @@ class LegacyStore(SessionStore):
 
         return transcript_lock(self.path, lock_settings, allow_reentrant=True)
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
+                      on_entry: Any = None) -> Any:
         from openclaw_cli.store.snapshot import read_file_snapshot
 
-        return read_file_snapshot(self, key, entry, data_on_demand=data_on_demand)
+        return read_file_snapshot(self, key, entry, data_on_demand=data_on_demand, on_entry=on_entry)
 
     def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
                           lock_settings: Any, reason: str = "manual") -> Any:

@@ -450,7 +450,8 @@ class OpenClawDbStore(SessionStore):
         self.ensure_writable("write to the session store")
         return transaction(self)
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
+                      on_entry: Any = None) -> Any:
         from openclaw_cli.store.openclaw_rows import read_snapshot
 
         return read_snapshot(self, key, entry)

@@ -133,11 +133,14 @@ def share_names(obj: dict[str, Any], previous_id: Any = None, numbers: dict[int,
 
 
 def parse_transcript_stream(stream: BinaryIO, label: str, issues: list[ReadIssue] | None = None, *,
-                            keep_raw: bool = True) -> list[TranscriptLine]:
+                            keep_raw: bool = True,
+                            on_entry: Callable[[dict[str, Any], int], None] | None = None) -> list[TranscriptLine]:
     """`parse_transcript_bytes` over a stream read block by block, with the same lines and issues,
     so the whole transcript is never held as bytes or text. `keep_raw=False` leaves `raw` None on
     the clean lines (their exact text is re-read only when a successor needs it:
-    `TranscriptSnapshot.restore_raw`); odd lines keep the text `parse_line` made of them."""
+    `TranscriptSnapshot.restore_raw`); odd lines keep the text `parse_line` made of them.
+    `on_entry(obj, line_no)` sees each clean line's object as it is parsed (a reader that slims
+    what it keeps, `read_snapshot(on_entry=...)`)."""
     import orjson
 
     from openclaw_cli.gcpause import gc_paused
@@ -165,6 +168,8 @@ def parse_transcript_stream(stream: BinaryIO, label: str, issues: list[ReadIssue
                     previous = share_names(obj, previous, numbers)
                     line = TranscriptLine(seq, raw.decode("utf-8") if keep_raw else None, obj,  # type: ignore[arg-type]
                                           line_no)
+                    if on_entry is not None:
+                        on_entry(obj, line_no)
             if line is None:
                 line = parse_line(raw, seq=seq, line_no=line_no, path=label, issues=issues, truncated=not had_newline)
             seq = line_no if line_no == seq + 1 else seq + 1  # the same int object when they agree

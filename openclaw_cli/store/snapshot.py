@@ -95,11 +95,21 @@ class TranscriptSnapshot:
         missing = {line.line_no: line for line in (self.lines if lines is None else lines) if line.raw is None}
         if not missing:
             return
-        sink = _LineSink(missing)
-        self.write_transcript(sink)
-        sink.close()
+        found = self.read_lines(missing)
+        for line_no, line in missing.items():
+            line.raw = found.get(line_no)  # type: ignore[assignment]
         if any(line.raw is None for line in missing.values()):
             raise SnapshotChanged(self.key)
+
+    def read_lines(self, line_nos: Any) -> dict[int, str]:
+        """The exact text of the physical lines numbered `line_nos` (1-based, `TranscriptLine.line_no`),
+        read again from the same transcript (checked against the snapshot, `SnapshotChanged`
+        otherwise): what a reader that slimmed the objects it kept (`read_snapshot(on_entry=...)`)
+        gets back for the few it needs whole."""
+        sink = _LineSink(set(line_nos))
+        self.write_transcript(sink)
+        sink.close()
+        return sink.found
 
     @cached_property
     def header(self) -> dict[str, Any] | None:
@@ -167,11 +177,12 @@ class _CountingSink:
 
 
 class _LineSink:
-    """Receives a transcript's bytes and hands the physical lines named in `wanted` (1-based line
-    number -> line) their text: the same split the streamed parse made."""
+    """Receives a transcript's bytes and keeps the text of the physical lines named in `wanted`
+    (1-based line numbers) in `found`: the same split the streamed parse made."""
 
-    def __init__(self, wanted: dict[int | None, TranscriptLine]):
+    def __init__(self, wanted: Any):
         self._wanted = wanted
+        self.found: dict[int, str] = {}
         self._line_no = 0
         self._carry = b""
 
@@ -184,9 +195,8 @@ class _LineSink:
 
     def _take(self, part: bytes) -> None:
         self._line_no += 1
-        line = self._wanted.get(self._line_no)
-        if line is not None:
-            line.raw = part.decode("utf-8")
+        if self._line_no in self._wanted:
+            self.found[self._line_no] = part.decode("utf-8")
 
     def close(self) -> None:
         if self._carry:
@@ -206,8 +216,8 @@ def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
     raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
 
 
-def _stream_legacy(path: Path, label: str, issues: list[ReadIssue]) -> tuple[list[TranscriptLine],
-                                                                            tuple[int, int, int, int]]:
+def _stream_legacy(path: Path, label: str, issues: list[ReadIssue], on_entry: Any = None
+                   ) -> tuple[list[TranscriptLine], tuple[int, int, int, int]]:
     """The file's lines (clean lines without their text: `raw` None) and its signature, parsed
     while it is read through one descriptor (never through a symlink): the bytes are never held
     whole. A file that changes while it is read is read again."""
@@ -218,7 +228,7 @@ def _stream_legacy(path: Path, label: str, issues: list[ReadIssue]) -> tuple[lis
             before = os.fstat(fh.fileno())
             reader = _CountingReader(fh)
             found: list[ReadIssue] = []
-            lines = parse_transcript_stream(reader, label, found, keep_raw=False)
+            lines = parse_transcript_stream(reader, label, found, keep_raw=False, on_entry=on_entry)
             after = os.fstat(fh.fileno())
         if file_signature(before) == file_signature(after) and after.st_size == reader.size:
             issues.extend(found)
@@ -244,7 +254,8 @@ def _copy_legacy(path: Path, signature: tuple[int, ...] | None, sink: Any, key: 
     return size
 
 
-def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
+def _lines_from_rows(store: Any, session_id: str, on_entry: Any = None
+                     ) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
     """Our SQLite store's lines straight from its rows, when every row is a plain JSON-object line
     (the usual case): exactly the lines `parse_transcript_bytes` makes of the exported JSONL, without
     exporting, decoding and splitting it all again. None for anything unusual (a row that is not an
@@ -265,6 +276,8 @@ def _lines_from_rows(store: Any, session_id: str) -> tuple[list[TranscriptLine],
         line.seq, line.line_no = index, following  # as numbered in the exported JSONL
         line.raw = None  # type: ignore[assignment] - the row's text again only if a successor needs it
         previous = share_names(obj, previous, numbers)
+        if on_entry is not None:
+            on_entry(obj, following)
         lines.append(line)
         index = following  # one int object for this line's number and the next one's seq
     if index != totals.events:
@@ -279,12 +292,13 @@ def _session_id(key: str, entry: dict[str, Any]) -> str:
     return session_id.strip()
 
 
-def read_file_snapshot(store: Any, key: str, entry: dict[str, Any], *,
-                       data_on_demand: bool = False) -> TranscriptSnapshot:
+def read_file_snapshot(store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
+                       on_entry: Any = None) -> TranscriptSnapshot:
     """A legacy store's transcript file, read once through one descriptor. `data_on_demand` (a
     summary compaction): parsed while it is read, the bytes and the clean lines' text not kept
-    (read again only if an archive or a successor needs them); otherwise the bytes and every
-    line's text are kept (forks, max-lines splits)."""
+    (read again only if an archive or a successor needs them), each parsed object shown to
+    `on_entry(obj, line_no)` (which may slim it: `TranscriptSnapshot.read_lines` gives the text
+    back); otherwise the bytes and every line's text are kept (forks, max-lines splits)."""
     session_id = _session_id(key, entry)
     issues: list[ReadIssue] = []
     signature: tuple[int, ...] | None = None
@@ -293,22 +307,23 @@ def read_file_snapshot(store: Any, key: str, entry: dict[str, Any], *,
     if path is None:
         return TranscriptSnapshot(store, key, entry, session_id, b"", [], issues, path, signature)
     if data_on_demand:
-        lines, signature = _stream_legacy(path, label, issues)
+        lines, signature = _stream_legacy(path, label, issues, on_entry)
         return TranscriptSnapshot(store, key, entry, session_id, None, lines, issues, path, signature)
     data, signature = _read_legacy(path)
     lines = parse_transcript_bytes(data, label, issues) if data else []
     return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
 
 
-def read_database_snapshot(store: Any, key: str, entry: dict[str, Any], *,
-                           data_on_demand: bool = False) -> TranscriptSnapshot:
-    """Our SQLite store's session window. `data_on_demand`: take the lines from the rows and
-    export the transcript bytes only if something needs them (an archive), which a summary
-    compaction rarely does."""
+def read_database_snapshot(store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
+                           on_entry: Any = None) -> TranscriptSnapshot:
+    """Our SQLite store's session window. `data_on_demand`: take the lines from the rows (each
+    object shown to `on_entry(obj, line_no)`, as for a legacy file) and export the transcript
+    bytes only if something needs them (an archive), which a summary compaction rarely does.
+    The unusual windows that take the export path are parsed whole, without `on_entry`."""
     session_id = _session_id(key, entry)
     issues: list[ReadIssue] = []
     label = f"{store.path}#{session_id}"
-    from_rows = _lines_from_rows(store, session_id) if data_on_demand else None
+    from_rows = _lines_from_rows(store, session_id, on_entry) if data_on_demand else None
     if from_rows is not None:
         lines, signature = from_rows
         return TranscriptSnapshot(store, key, entry, session_id, None, lines, issues, None, signature)

@@ -419,10 +419,11 @@ class SqliteStore(SessionStore):
 
         return sqlite_write_lock(self, lock_settings.acquire_timeout_ms)
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False) -> Any:
+    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
+                      on_entry: Any = None) -> Any:
         from openclaw_cli.store.snapshot import read_database_snapshot
 
-        return read_database_snapshot(self, key, entry, data_on_demand=data_on_demand)
+        return read_database_snapshot(self, key, entry, data_on_demand=data_on_demand, on_entry=on_entry)
 
     def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
                           lock_settings: Any, reason: str = "manual") -> Any:
