@@ -248,9 +248,9 @@ def _finish_rotation(st: Any, snapshot: Any, plan: Any, *, settings: Any, lock_s
 
 
 def _shedder() -> Any:
-    from openclaw_cli.compaction.shedding import ToolOutputShedder
+    from openclaw_cli.compaction import shedding
 
-    return ToolOutputShedder()
+    return shedding.ToolOutputShedder(shedding.WINDOW_CHARS, shedding.BLOCK_CHARS)
 
 
 def _writer(st: Any, lock_settings: Any) -> Any:
@@ -353,6 +353,8 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
                                                "threshold": threshold})
             if not plan.ready:
                 if plan.status == ALREADY_COMPACTED:
+                    if shedder is not None and settings.truncate_after_compaction and not dry_run:
+                        shedder.restore_all_but()  # a successor is built from whole objects
                     resumed = _finish_rotation(st, snapshot, plan, settings=settings, lock_settings=lock_settings,
                                                dry_run=dry_run, agent_id=agent_id, key=key, reason=reason,
                                                stamp=_now(ctx, now_ms))
@@ -390,6 +392,9 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
             return result
         stamp = _now(ctx, now_ms)
         try:
+            if shedder is not None and settings.truncate_after_compaction:
+                # the successor copies (or re-serialises) every line but the summarised ones
+                shedder.restore_all_but(plan.messages_to_summarize, plan.turn_prefix_messages)
             with _writer(st, lock_settings):
                 written = st.commit_compaction(snapshot, comp, now_ms=stamp, reason=reason,
                                                rotate=settings.truncate_after_compaction,

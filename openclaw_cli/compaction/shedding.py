@@ -106,6 +106,7 @@ class ToolOutputShedder:
         self._values: dict[str, str] = {}  # one string per identifier value across blocks
         self._scanner = IdentifierScanner()
         self._snapshot: Any = None
+        self.shed_total = 0  # tool results shed while reading (tests, stats)
         self.rereads = 0  # transcript re-reads (tests, stats)
         self.restored = 0  # messages given their text back
 
@@ -146,6 +147,7 @@ class ToolOutputShedder:
             first = failure_line(text) if message.get("isError") is True else None
             message[SHED_KEY] = ShedText(line_no, chars, weighted, first, block)
             self._shed[line_no] = message
+        self.shed_total += len(members)
         if len(self._scanner._memo[False]) > _MEMO_LIMIT:  # noqa: SLF001 - a pure cache, bounded here
             self._scanner.forget(prose=False)
 
@@ -170,6 +172,13 @@ class ToolOutputShedder:
             if message is not None:
                 wanted.update(n for n in message[SHED_KEY].block.members if n in self._shed)
         self._restore_lines(wanted)
+
+    def restore_all_but(self, *sequences: Sequence[Mapping[str, Any]]) -> None:
+        """Every shed message whole again except those of `sequences` (the summarised ones): what
+        a successor transcript copies or re-serialises (the kept tail, other branches) and the
+        context it is checked against are built from whole objects."""
+        summarised = {id(message) for messages in sequences for message in messages}
+        self.restore([n for n, message in self._shed.items() if id(message) not in summarised])
 
     def restore_entries(self, items: Sequence[Mapping[str, Any]]) -> None:
         """`Tokenizer.loader`: the shed ones of `items` (entries or messages) whole again. A single
