@@ -342,7 +342,7 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
             snapshot = st.read_snapshot(key, entry, data_on_demand=True, on_entry=shedder)
             if shedder is not None:
                 shedder.bind(snapshot)
-            counter.loader = shedder.restore_entries if shedder is not None else None
+            counter.loader = shedder.whole_messages if shedder is not None else None
             # the threshold re-check decides on tokensBefore: its exact part must pass the threshold
             plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
                                    tokenizer=counter, exact_min_tokens=threshold if require_over_threshold else 0)

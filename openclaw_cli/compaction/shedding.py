@@ -34,6 +34,10 @@ from openclaw_cli.compaction.messages import text_of
 from openclaw_cli.textweight import weighted_chars
 
 SHED_KEY = "\x00shed"  # in a message dict: its text blocks' text is "" and this ShedText holds the facts
+# Message fields no reader of a summary compaction looks at (the entry's own `timestamp` stays): left
+# out of the objects kept, read again with the line when a successor copies the message.
+UNREAD_FIELDS = frozenset({"api", "provider", "model", "timestamp"})
+_SLIMMED_ROLES = frozenset({"user", "assistant", "toolResult"})
 WINDOW_CHARS = 512_000  # the newest tool-result text kept whole (kept tails, recent exact counts)
 BLOCK_CHARS = 1_000_000  # tool-result text per block (what one re-read of a broken block brings back)
 LOAD_BLOCKS = 4  # one uncached exact count re-reads its block and up to this many older ones
@@ -101,7 +105,9 @@ class ToolOutputShedder:
         self._block = max(1, block_chars)
         self._pending: deque[tuple[int, dict[str, Any], str]] = deque()  # newest results, still whole
         self._pending_chars = 0
-        self._shed: dict[int, dict[str, Any]] = {}  # line number -> shed message
+        self._entries: dict[int, dict[str, Any]] = {}  # line number -> entry kept slimmed (fields, text)
+        self._shed = 0  # of them, tool results whose text is shed
+        self._shared: dict[int, list[dict[str, str]]] = {}  # shed content of n plain text blocks, shared
         self._blocks: list[ShedBlock] = []
         self._values: dict[str, str] = {}  # one string per identifier value across blocks
         self._scanner = IdentifierScanner()
@@ -115,10 +121,17 @@ class ToolOutputShedder:
         if obj.get("type") != "message":
             return
         message = obj.get("message")
+        if type(message) is not dict:
+            return
+        if message.get("role") in _SLIMMED_ROLES and not UNREAD_FIELDS.isdisjoint(message):
+            # a new dict: deleting keys would leave its table at the old size
+            message = obj["message"] = {k: v for k, v in message.items() if k not in UNREAD_FIELDS}
+            self._entries[line_no] = obj
         if not _sheddable(message):
             return
+        self._entries[line_no] = obj
         text = text_of(message)
-        self._pending.append((line_no, message, text))  # type: ignore[arg-type]
+        self._pending.append((line_no, message, text))
         self._pending_chars += len(text)
         while self._pending_chars > self._window + self._block:
             self._shed_oldest()
@@ -138,15 +151,22 @@ class ToolOutputShedder:
         self._blocks.append(block)
         for line_no, message, text in members:
             chars = weighted = 0
-            for part in message["content"]:
+            content = message["content"]
+            plain = True
+            for part in content:
                 if part.get("type") == "text":
                     value = part["text"]
                     chars += len(value)
                     weighted += len(value) if value.isascii() else weighted_chars(value)
                     part["text"] = ""
+                    plain = plain and len(part) == 2
+                else:
+                    plain = False
+            if plain:  # nothing left to tell these blocks apart: one list for every such message
+                message["content"] = self._shared.setdefault(len(content), [dict(p) for p in content])
             first = failure_line(text) if message.get("isError") is True else None
             message[SHED_KEY] = ShedText(line_no, chars, weighted, first, block)
-            self._shed[line_no] = message
+        self._shed += len(members)
         self.shed_total += len(members)
         if len(self._scanner._memo[False]) > _MEMO_LIMIT:  # noqa: SLF001 - a pure cache, bounded here
             self._scanner.forget(prose=False)
@@ -160,17 +180,22 @@ class ToolOutputShedder:
 
     @property
     def shed_count(self) -> int:
-        return len(self._shed)
+        return self._shed
 
     # -- giving text back ------------------------------------------------------------------------
     def restore(self, line_nos: Iterable[int]) -> None:
         """Give the shed messages of whole blocks holding `line_nos` their exact text back (one
         re-read of the transcript): a block is always either all shed or all whole."""
         wanted: set[int] = set()
+        entries = self._entries
         for line_no in line_nos:
-            message = self._shed.get(line_no)
-            if message is not None:
-                wanted.update(n for n in message[SHED_KEY].block.members if n in self._shed)
+            obj = entries.get(line_no)
+            if obj is None:
+                continue
+            wanted.add(line_no)
+            info = obj["message"].get(SHED_KEY)
+            if info is not None:
+                wanted.update(n for n in info.block.members if n in entries)
         self._restore_lines(wanted)
 
     def restore_all_but(self, *sequences: Sequence[Mapping[str, Any]]) -> None:
@@ -178,61 +203,69 @@ class ToolOutputShedder:
         a successor transcript copies or re-serialises (the kept tail, other branches) and the
         context it is checked against are built from whole objects."""
         summarised = {id(message) for messages in sequences for message in messages}
-        self.restore([n for n, message in self._shed.items() if id(message) not in summarised])
+        self.restore([n for n, obj in self._entries.items() if id(obj["message"]) not in summarised])
 
-    def restore_entries(self, items: Sequence[Mapping[str, Any]]) -> None:
-        """`Tokenizer.loader`: the shed ones of `items` (entries or messages) whole again. A single
-        item (a count walking back from the newest entry) brings `LOAD_BLOCKS` older blocks too,
-        so such a walk re-reads the transcript once per few blocks, not once per entry."""
+    def whole_messages(self, items: Sequence[Mapping[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """`Tokenizer.loader`: (entry as kept, its message as written) for the shed ones of `items`
+        (entries), read again but left shed: an exact count needs the text once, the plan never.
+        A single item (a count walking back from the newest entry) brings the tool results of
+        `LOAD_BLOCKS` older blocks too, so such a walk re-reads the transcript once per few blocks."""
         found: list[ShedText] = []
         for item in items:
-            message = item.get("message") if item.get("type") == "message" else item
-            info = shed_of(message)
-            if info is not None:
+            info = shed_of(item.get("message") if item.get("type") == "message" else item)
+            if info is not None and info.line_no in self._entries:
                 found.append(info)
         if not found:
-            return
-        line_nos = [info.line_no for info in found]
+            return []
+        wanted = {info.line_no for info in found}
         if len(found) == 1:
             index = found[0].block.index
-            for block in self._blocks[max(0, index - LOAD_BLOCKS):index]:
-                line_nos.extend(block.members)
-        self.restore(line_nos)
+            for block in self._blocks[max(0, index - LOAD_BLOCKS):index + 1]:
+                wanted.update(n for n in block.members if n in self._entries)
+        fresh = self._fresh(wanted)
+        return [(self._entries[n], fresh[n]) for n in sorted(wanted)]
 
-    def _restore_lines(self, wanted: set[int]) -> None:
-        if not wanted:
-            return
+    def _fresh(self, wanted: set[int]) -> dict[int, dict[str, Any]]:
+        """The messages of the lines `wanted` as written, re-read and checked against what was kept."""
         import orjson
 
         from openclaw_cli.store.snapshot import SnapshotChanged
 
         if self._snapshot is None:
-            raise RuntimeError("ToolOutputShedder.restore before bind(snapshot)")
+            raise RuntimeError("ToolOutputShedder: a re-read before bind(snapshot)")
         found = self._snapshot.read_lines(wanted)
         self.rereads += 1
-        for line_no in sorted(wanted):
-            message = self._shed[line_no]
-            info: ShedText = message[SHED_KEY]
+        changed = SnapshotChanged(self._snapshot.key)
+        out: dict[int, dict[str, Any]] = {}
+        for line_no in wanted:
+            obj = self._entries[line_no]
+            message = obj["message"]
             raw = found.get(line_no)
             fresh = orjson.loads(raw) if raw is not None else None
-            fresh_message = fresh.get("message") if type(fresh) is dict else None
-            fresh_content = fresh_message.get("content") if type(fresh_message) is dict else None
-            content = message["content"]
-            if type(fresh_content) is not list or len(fresh_content) != len(content):
-                raise SnapshotChanged(self._snapshot.key)
-            texts: list[tuple[dict[str, Any], str]] = []
-            for part, fresh_part in zip(content, fresh_content, strict=True):
-                if part.get("type") == "text":
-                    value = fresh_part.get("text") if type(fresh_part) is dict else None
-                    if type(value) is not str:
-                        raise SnapshotChanged(self._snapshot.key)
-                    texts.append((part, value))
-            if sum(len(value) for _, value in texts) != info.chars:
-                raise SnapshotChanged(self._snapshot.key)
-            for part, value in texts:
-                part["text"] = value
-            del message[SHED_KEY]
-            del self._shed[line_no]
+            fresh_message = fresh.get("message") if type(fresh) is dict and fresh.get("id") == obj.get("id") else None
+            if type(fresh_message) is not dict or fresh_message.get("role") != message.get("role"):
+                raise changed
+            info: ShedText | None = message.get(SHED_KEY)
+            if info is not None:
+                content = fresh_message.get("content")
+                if type(content) is not list or len(content) != len(message["content"]) or info.chars != sum(
+                        len(p["text"]) for p in content if type(p) is dict and p.get("type") == "text"
+                        and type(p.get("text")) is str):
+                    raise changed
+            out[line_no] = fresh_message
+        return out
+
+    def _restore_lines(self, wanted: set[int]) -> None:
+        """Give the entries of the lines `wanted` their messages' every field and text back, in
+        place (the plan's lists hold the same dicts)."""
+        if not wanted:
+            return
+        for line_no, fresh_message in self._fresh(wanted).items():
+            message = self._entries.pop(line_no)["message"]
+            if SHED_KEY in message:
+                self._shed -= 1
+            message.clear()
+            message.update(fresh_message)
             self.restored += 1
 
     # -- before summarising ----------------------------------------------------------------------
@@ -267,5 +300,5 @@ class ToolOutputShedder:
         for index, (_, block, lines, _) in runs.items():
             if tuple(lines) != block.members:
                 broken.add(index)
-        wanted = {n for index in broken for n in self._blocks[index].members if n in self._shed}
+        wanted = {n for index in broken for n in self._blocks[index].members if n in self._entries}
         self._restore_lines(wanted)

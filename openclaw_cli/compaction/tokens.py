@@ -267,8 +267,9 @@ class Tokenizer:
     the kept tail ask for it, while a different entry reusing an id is never mistaken for it.
     Estimates are cheaper than any cache lookup and are simply recomputed.
 
-    `loader(items)` gives shed tool results (`shedding.py`) their text back before an exact count
-    that is not cached; estimates use the weights recorded when the text was shed.
+    `loader(entries)` gives (entry, message as written) for shed tool results (`shedding.py`) whose
+    exact count is not cached (and maybe for neighbours): they are counted from the message read
+    again and stay shed; estimates use the weights recorded when the text was shed.
     """
 
     def __init__(self, method: Literal["exact", "estimate"] = "estimate"):
@@ -277,7 +278,7 @@ class Tokenizer:
         self.method: Literal["exact", "estimate"] = method
         self._cache: dict[tuple[Any, ...], int] = {}
         self.tokenized = 0  # messages actually run through the encoder (for tests and stats)
-        self.loader: Callable[[Sequence[Mapping[str, Any]]], None] | None = None
+        self.loader: Callable[[Sequence[Mapping[str, Any]]], list[tuple[Any, Any]]] | None = None
 
     # -- text -------------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
@@ -294,10 +295,18 @@ class Tokenizer:
         size = sum(len(p) for p in parts) + (shed.chars if shed is not None else 0)
         return (ident, item.get("timestamp"), size, len(parts), images)
 
-    def _load(self, items: Sequence[Mapping[str, Any]]) -> None:
+    def _whole(self, items: Sequence[Mapping[str, Any]]) -> list[tuple[Any, tuple[Any, ...] | None, str, int]]:
+        """(kept message, cache key, counted text, images) of the shed ones of `items` (and of the
+        neighbours the loader brings), from their messages read again; the key is the kept entry's."""
         if self.loader is None:
             raise RuntimeError("an exact count of a shed tool result needs Tokenizer.loader")
-        self.loader(items)
+        out = []
+        for entry, whole in self.loader(items):
+            kept = _as_message(entry)
+            key = self._key(entry, *counted_parts(kept), kept)
+            parts, images = counted_parts(whole)
+            out.append((kept, key, "\n".join(parts), images))
+        return out
 
     # -- messages ----------------------------------------------------------------------------
     def message_tokens(self, item: Mapping[str, Any]) -> int:
@@ -313,9 +322,14 @@ class Tokenizer:
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
-        if _shed(message) is not None:
-            self._load([item])
-            parts, images = counted_parts(message)
+        if _shed(message) is not None:  # counted from its message read again (and the neighbours')
+            whole = self._whole([item])
+            self._remember([(k, t, i) for _, k, t, i in whole if k is not None and k not in self._cache])
+            if key is not None and key in self._cache:
+                return self._cache[key]
+            own = next((t, i) for m, _, t, i in whole if m is message)
+            self.tokenized += 1
+            return (len(get_encoding().encode_ordinary(own[0])) if own[0] else 0) + own[1] * IMAGE_TOKENS
         text = "\n".join(parts)
         self.tokenized += 1
         value = (len(get_encoding().encode_ordinary(text)) if text else 0) + images * IMAGE_TOKENS
@@ -341,16 +355,7 @@ class Tokenizer:
             return
         todo: list[tuple[tuple[Any, ...], str, int]] = []
         seen: set[tuple[Any, ...]] = set()
-        shed = [item for item in items if is_mapping(item) and _shed(_as_message(item)) is not None]
-        if shed:  # the uncounted ones whole again first, in one re-read
-            missing = []
-            for item in shed:
-                message = _as_message(item)
-                key = self._key(item, *counted_parts(message), message)
-                if key is None or key not in self._cache:
-                    missing.append(item)
-            if missing:
-                self._load(missing)
+        missing = []
         for item in items:
             if not is_mapping(item):
                 continue
@@ -359,8 +364,20 @@ class Tokenizer:
             key = self._key(item, parts, images, message)
             if key is None or key in self._cache or key in seen:
                 continue
+            if _shed(message) is not None:
+                missing.append(item)  # counted from its message read again, below
+                continue
             seen.add(key)
             todo.append((key, "\n".join(parts), images))
+        if missing:  # one re-read for all of them
+            for _, key, text, images in self._whole(missing):
+                if key is not None and key not in self._cache and key not in seen:
+                    seen.add(key)
+                    todo.append((key, text, images))
+        self._remember(todo)
+
+    def _remember(self, todo: list[tuple[tuple[Any, ...], str, int]]) -> None:
+        """Count `todo` (key, text, images) in one batch into the cache."""
         if not todo:
             return
         unique = list(dict.fromkeys(text for _, text, _ in todo))
