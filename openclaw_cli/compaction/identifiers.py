@@ -289,6 +289,32 @@ class IdentifierScanner:
         return out
 
 
+    def scan_lines(self, lines: list[str]) -> list[tuple[str, ...]]:
+        """The identifiers of each line (no newline in any), as `scan(line, prose=False)` finds them,
+        from one pass over all of them: what a cache of tool-output lines is filled with."""
+        import bisect
+
+        out: list[dict[str, None]] = [{} for _ in lines]
+        starts: list[int] = []
+        position = 0
+        for line in lines:
+            starts.append(position)
+            position += len(line) + 1
+        memo = self._memo[False]
+        get = memo.get
+        where = bisect.bisect_right
+        for match in _CANDIDATES.finditer("\n".join(lines)):
+            token = match.group(1)
+            if not token:
+                continue
+            found = get(token, _UNSEEN)
+            if found is _UNSEEN:
+                found = memo[token] = _classify(token, False)
+            if found is not None:
+                out[where(starts, match.start(1)) - 1][found[0]] = None  # type: ignore[index]
+        return [tuple(values) for values in out]
+
+
 _UNSEEN = object()
 
 

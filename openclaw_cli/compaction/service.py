@@ -311,11 +311,15 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
     # attempt returns, before the GC is back (re-enabled while they lived, it rescans them all).
     # A network provider's call (maybe minutes) never runs with the GC paused.
     with _gc_paused() if provider_id is None else nullcontext():
-        return _summary_attempts(ctx, agent_id, st, key, entry, settings=settings, keep=keep, hard=hard,
-                                 window=window, threshold=threshold, provider_id=provider_id,
-                                 provider_config=provider_config, counter=counter, lock_settings=lock_settings,
-                                 dry_run=dry_run, instructions=instructions, reason=reason,
-                                 require_over_threshold=require_over_threshold, now_ms=now_ms)
+        try:
+            return _summary_attempts(ctx, agent_id, st, key, entry, settings=settings, keep=keep, hard=hard,
+                                     window=window, threshold=threshold, provider_id=provider_id,
+                                     provider_config=provider_config, counter=counter, lock_settings=lock_settings,
+                                     dry_run=dry_run, instructions=instructions, reason=reason,
+                                     require_over_threshold=require_over_threshold, now_ms=now_ms)
+        finally:
+            # the loader holds the transcript read: freed before the GC is back (it would scan it all)
+            counter.loader = None
 
 
 def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], *, settings: Any,

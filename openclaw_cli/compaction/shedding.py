@@ -37,11 +37,12 @@ SHED_KEY = "\x00shed"  # in a message dict: its text blocks' text is "" and this
 # Message fields no reader of a summary compaction looks at (the entry's own `timestamp` stays): left
 # out of the objects kept, read again with the line when a successor copies the message.
 UNREAD_FIELDS = frozenset({"api", "provider", "model", "timestamp"})
-_SLIMMED_ROLES = frozenset({"user", "assistant", "toolResult"})
+_SLIMMED_ROLES = frozenset({"assistant", "toolResult"})  # a user message's dict is as small without them
 WINDOW_CHARS = 512_000  # the newest tool-result text kept whole (kept tails, recent exact counts)
 BLOCK_CHARS = 1_000_000  # tool-result text per block (what one re-read of a broken block brings back)
 LOAD_BLOCKS = 4  # one uncached exact count re-reads its block and up to this many older ones
 _MEMO_LIMIT = 200_000  # classified tokens memoised while reading (a pure cache: cleared when full)
+_LINE_CACHE_CHARS = 2_000_000  # tool-output lines whose identifiers are remembered across blocks (the same)
 FAILED_NO_OUTPUT = "failed (no output)"
 
 
@@ -111,6 +112,8 @@ class ToolOutputShedder:
         self._blocks: list[ShedBlock] = []
         self._values: dict[str, str] = {}  # one string per identifier value across blocks
         self._scanner = IdentifierScanner()
+        self._line_ids: dict[str, tuple[str, ...]] = {}  # line -> its identifiers (a pure cache)
+        self._line_chars = 0
         self._snapshot: Any = None
         self.shed_total = 0  # tool results shed while reading (tests, stats)
         self.rereads = 0  # transcript re-reads (tests, stats)
@@ -118,23 +121,36 @@ class ToolOutputShedder:
 
     # -- reading ---------------------------------------------------------------------------
     def __call__(self, obj: dict[str, Any], line_no: int) -> None:
-        if obj.get("type") != "message":
-            return
         message = obj.get("message")
-        if type(message) is not dict:
+        if type(message) is not dict or obj.get("type") != "message":
             return
-        if message.get("role") in _SLIMMED_ROLES and not UNREAD_FIELDS.isdisjoint(message):
+        role = message.get("role")
+        if role not in _SLIMMED_ROLES:
+            return
+        if "timestamp" in message or "model" in message or "api" in message or "provider" in message:
             # a new dict: deleting keys would leave its table at the old size
             message = obj["message"] = {k: v for k, v in message.items() if k not in UNREAD_FIELDS}
             self._entries[line_no] = obj
-        if not _sheddable(message):
+        if role != "toolResult":
+            return
+        content = message.get("content")
+        if type(content) is list and len(content) == 1:  # pi's usual shape: one text block
+            block = content[0]
+            if type(block) is not dict or block.get("type") != "text" or message.get("excludeFromContext") is True:
+                return
+            text = block.get("text")
+            if type(text) is not str:
+                return
+        elif _sheddable(message):
+            text = text_of(message)
+        else:
             return
         self._entries[line_no] = obj
-        text = text_of(message)
         self._pending.append((line_no, message, text))
         self._pending_chars += len(text)
-        while self._pending_chars > self._window + self._block:
-            self._shed_oldest()
+        if self._pending_chars > self._window + self._block:
+            while self._pending_chars > self._window + self._block:
+                self._shed_oldest()
 
     def _shed_oldest(self) -> None:
         members: list[tuple[int, dict[str, Any], str]] = []
@@ -145,7 +161,7 @@ class ToolOutputShedder:
             size += len(item[2])
         self._pending_chars -= size
         values = self._values
-        found = self._scanner.scan_many([text for _, _, text in reversed(members)], prose=False)
+        found = self._identifiers([text for _, _, text in reversed(members)])
         block = ShedBlock(tuple(values.setdefault(v, v) for v in found), tuple(n for n, _, _ in members),
                           len(self._blocks))
         self._blocks.append(block)
@@ -171,12 +187,45 @@ class ToolOutputShedder:
         if len(self._scanner._memo[False]) > _MEMO_LIMIT:  # noqa: SLF001 - a pure cache, bounded here
             self._scanner.forget(prose=False)
 
+    def _identifiers(self, texts: list[str]) -> Iterable[str]:
+        """`scan_many(texts, prose=False)` (newest first) with the identifiers of lines met in earlier
+        blocks remembered: tool output repeats lines (files read again, logs) across a transcript."""
+        from itertools import chain
+
+        lines = dict.fromkeys(chain.from_iterable(t.split("\n") for t in dict.fromkeys(texts) if t))
+        lines.pop("", None)
+        cache = self._line_ids
+        new = list(lines.keys() - cache.keys())  # their order does not matter: they are cached
+        if new:
+            size = sum(map(len, new))
+            if self._line_chars + size > _LINE_CACHE_CHARS:  # start over with this block's lines
+                cache.clear()
+                self._line_chars = 0
+                new = list(lines)
+                size = sum(map(len, new))
+            found = self._scanner.scan_lines(new)
+            if size <= _LINE_CACHE_CHARS:
+                cache.update(zip(new, found, strict=True))
+                self._line_chars += size
+            else:  # too much to remember: this block's own lines only
+                known = dict(zip(new, found, strict=True))
+                return dict.fromkeys(chain.from_iterable(map(known.__getitem__, lines)))
+        return dict.fromkeys(chain.from_iterable(map(cache.__getitem__, lines)))
+
     def bind(self, snapshot: Any) -> None:
-        """The snapshot whose transcript shed lines are re-read from; reading is over."""
+        """The snapshot whose transcript shed lines are re-read from; reading is over. A snapshot
+        that holds its bytes was parsed whole (a store that declined to stream, after showing
+        some objects): then nothing it holds was slimmed, and nothing is re-read."""
         self._snapshot = snapshot
+        if getattr(snapshot, "raw_data", None) is not None:
+            self._entries.clear()
+            self._blocks.clear()
+            self._shed = 0
         self._pending.clear()
         self._pending_chars = 0
         self._scanner = IdentifierScanner()
+        self._line_ids = {}
+        self._line_chars = 0
 
     @property
     def shed_count(self) -> int:

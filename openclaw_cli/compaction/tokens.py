@@ -203,9 +203,10 @@ def estimate_message_tokens(message: Mapping[str, Any] | None) -> int:
                         chars += weighted_chars(name)
                     chars += weighted_chars(dumps_compact(block.get("arguments", {})))
             else:
-                shed = message.get(SHED_KEY)  # a tool result whose text was shed: its recorded weight
-                if shed is not None:
-                    chars += shed.weighted
+                if role == "toolResult":
+                    shed = message.get(SHED_KEY)  # a tool result whose text was shed: its recorded weight
+                    if shed is not None:
+                        chars += shed.weighted
                 return -(-chars // 4)
     parts, images = counted_parts(message)
     shed_chars = _shed(message).weighted if _shed(message) is not None else 0

@@ -165,11 +165,11 @@ def parse_transcript_stream(stream: BinaryIO, label: str, issues: list[ReadIssue
                 except orjson.JSONDecodeError:
                     obj = None
                 if type(obj) is dict and obj:
+                    if on_entry is not None:  # first: it may leave fields out, which then need no sharing
+                        on_entry(obj, line_no)
                     previous = share_names(obj, previous, numbers)
                     line = TranscriptLine(seq, raw.decode("utf-8") if keep_raw else None, obj,  # type: ignore[arg-type]
                                           line_no)
-                    if on_entry is not None:
-                        on_entry(obj, line_no)
             if line is None:
                 line = parse_line(raw, seq=seq, line_no=line_no, path=label, issues=issues, truncated=not had_newline)
             seq = line_no if line_no == seq + 1 else seq + 1  # the same int object when they agree

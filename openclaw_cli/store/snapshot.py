@@ -275,9 +275,9 @@ def _lines_from_rows(store: Any, session_id: str, on_entry: Any = None
         following = index + 1
         line.seq, line.line_no = index, following  # as numbered in the exported JSONL
         line.raw = None  # type: ignore[assignment] - the row's text again only if a successor needs it
-        previous = share_names(obj, previous, numbers)
-        if on_entry is not None:
+        if on_entry is not None:  # first: it may leave fields out, which then need no sharing
             on_entry(obj, following)
+        previous = share_names(obj, previous, numbers)
         lines.append(line)
         index = following  # one int object for this line's number and the next one's seq
     if index != totals.events:
