@@ -85,6 +85,7 @@ class _Recorder:
         self.made: list[shedding.ToolOutputShedder] = []
         monkeypatch.setattr(shedding, "WINDOW_CHARS", window)
         monkeypatch.setattr(shedding, "BLOCK_CHARS", block)
+        monkeypatch.setattr(shedding, "_LINE_CACHE_CHARS", min(block, 10**7))  # small: cleared, overflowed
         real = service._shedder
 
         def record() -> Any:

@@ -39,15 +39,18 @@ SHED_KEY = "\x00shed"  # in a message dict: its text blocks' text is "" and this
 UNREAD_FIELDS = frozenset({"api", "provider", "model", "timestamp"})
 _SLIMMED_ROLES = frozenset({"assistant", "toolResult"})  # a user message's dict is as small without them
 WINDOW_CHARS = 512_000  # the newest tool-result text kept whole (kept tails, recent exact counts)
-BLOCK_CHARS = 1_000_000  # tool-result text per block (what one re-read of a broken block brings back)
-LOAD_BLOCKS = 4  # one uncached exact count re-reads its block and up to this many older ones
+BLOCK_CHARS = 1_000_000  # tool-result text shed at a time (a chunk)
+BLOCK_CHUNKS = 4  # chunks per block (what one re-read of a broken block brings back); fewer when
+_OPEN_LINE_CHARS = 1_000_000  # ... the chunks' unique lines, held until their block is complete, reach this
+LOAD_BLOCKS = 1  # one uncached exact count re-reads its block and up to this many older ones
 _MEMO_LIMIT = 200_000  # classified tokens memoised while reading (a pure cache: cleared when full)
 _LINE_CACHE_CHARS = 2_000_000  # tool-output lines whose identifiers are remembered across blocks (the same)
 FAILED_NO_OUTPUT = "failed (no output)"
 
 
 class ShedBlock:
-    """Consecutive shed tool results (file order) and their identifiers, newest first."""
+    """Consecutive shed tool results (file order) and their identifiers, newest first (both set
+    when the block is complete: before anything reads them)."""
 
     __slots__ = ("ids", "index", "members")
 
@@ -113,6 +116,10 @@ class ToolOutputShedder:
         self._values: dict[str, str] = {}  # one string per identifier value across blocks
         self._scanner = IdentifierScanner()
         self._line_ids: dict[str, tuple[str, ...]] = {}  # line -> its identifiers (a pure cache)
+        self._open: ShedBlock | None = None  # the block chunks are being shed into
+        self._open_lines: list[dict[str, None]] = []  # its chunks' unique lines, oldest chunk first
+        self._open_line_chars = 0
+        self._open_members: list[int] = []
         self._line_chars = 0
         self._snapshot: Any = None
         self.shed_total = 0  # tool results shed while reading (tests, stats)
@@ -153,6 +160,10 @@ class ToolOutputShedder:
                 self._shed_oldest()
 
     def _shed_oldest(self) -> None:
+        """Shed the oldest `block_chars` of pending tool-result text (a chunk): its messages keep
+        their facts, the chunk its lines (deduplicated) until its block is complete."""
+        from itertools import chain
+
         members: list[tuple[int, dict[str, Any], str]] = []
         size = 0
         while self._pending and size < self._block:
@@ -160,11 +171,15 @@ class ToolOutputShedder:
             members.append(item)
             size += len(item[2])
         self._pending_chars -= size
-        values = self._values
-        found = self._identifiers([text for _, _, text in reversed(members)])
-        block = ShedBlock(tuple(values.setdefault(v, v) for v in found), tuple(n for n, _, _ in members),
-                          len(self._blocks))
-        self._blocks.append(block)
+        block = self._open
+        if block is None:
+            block = self._open = ShedBlock((), (), len(self._blocks))
+            self._blocks.append(block)
+        lines = dict.fromkeys(chain.from_iterable(text.split("\n") for _, _, text in reversed(members) if text))
+        lines.pop("", None)
+        self._open_lines.append(lines)
+        self._open_line_chars += sum(map(len, lines))
+        self._open_members.extend(n for n, _, _ in members)
         for line_no, message, text in members:
             chars = weighted = 0
             content = message["content"]
@@ -184,16 +199,33 @@ class ToolOutputShedder:
             message[SHED_KEY] = ShedText(line_no, chars, weighted, first, block)
         self._shed += len(members)
         self.shed_total += len(members)
+        if len(self._open_lines) >= BLOCK_CHUNKS or self._open_line_chars >= _OPEN_LINE_CHARS:
+            self._close_block()
+
+    def _close_block(self) -> None:
+        """The open block's identifiers, from its chunks' lines (newest chunk first)."""
+        from itertools import chain
+
+        block = self._open
+        if block is None:
+            return
+        chunks = self._open_lines
+        lines = chunks[0] if len(chunks) == 1 else dict.fromkeys(chain.from_iterable(reversed(chunks)))
+        values = self._values
+        block.ids = tuple(values.setdefault(v, v) for v in self._identifiers(lines))
+        block.members = tuple(self._open_members)
+        self._open = None
+        self._open_lines = []
+        self._open_line_chars = 0
+        self._open_members = []
         if len(self._scanner._memo[False]) > _MEMO_LIMIT:  # noqa: SLF001 - a pure cache, bounded here
             self._scanner.forget(prose=False)
 
-    def _identifiers(self, texts: list[str]) -> Iterable[str]:
-        """`scan_many(texts, prose=False)` (newest first) with the identifiers of lines met in earlier
-        blocks remembered: tool output repeats lines (files read again, logs) across a transcript."""
+    def _identifiers(self, lines: dict[str, None]) -> Iterable[str]:
+        """The identifiers of newest-first unique tool-output lines, in order, as `scan_many` finds
+        them; lines met in earlier blocks are remembered (files read again, logs)."""
         from itertools import chain
 
-        lines = dict.fromkeys(chain.from_iterable(t.split("\n") for t in dict.fromkeys(texts) if t))
-        lines.pop("", None)
         cache = self._line_ids
         new = list(lines.keys() - cache.keys())  # their order does not matter: they are cached
         if new:
@@ -216,6 +248,7 @@ class ToolOutputShedder:
         """The snapshot whose transcript shed lines are re-read from; reading is over. A snapshot
         that holds its bytes was parsed whole (a store that declined to stream, after showing
         some objects): then nothing it holds was slimmed, and nothing is re-read."""
+        self._close_block()
         self._snapshot = snapshot
         if getattr(snapshot, "raw_data", None) is not None:
             self._entries.clear()
