@@ -84,12 +84,13 @@ class _Recorder:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, window: int, block: int):
         self.made: list[shedding.ToolOutputShedder] = []
         monkeypatch.setattr(shedding, "WINDOW_CHARS", window)
+        monkeypatch.setattr(shedding, "ESTIMATE_WINDOW_CHARS", window)
         monkeypatch.setattr(shedding, "BLOCK_CHARS", block)
         monkeypatch.setattr(shedding, "_LINE_CACHE_CHARS", min(block, 10**7))  # small: cleared, overflowed
         real = service._shedder
 
-        def record() -> Any:
-            made = real()
+        def record(method: str) -> Any:
+            made = real(method)
             self.made.append(made)
             return made
 

@@ -247,10 +247,12 @@ def _finish_rotation(st: Any, snapshot: Any, plan: Any, *, settings: Any, lock_s
     return result
 
 
-def _shedder() -> Any:
+def _shedder(method: str) -> Any:
     from openclaw_cli.compaction import shedding
 
-    return shedding.ToolOutputShedder(shedding.WINDOW_CHARS, shedding.BLOCK_CHARS)
+    if method == "exact":
+        return shedding.ToolOutputShedder(shedding.WINDOW_CHARS, shedding.BLOCK_CHARS)
+    return shedding.ToolOutputShedder(shedding.ESTIMATE_WINDOW_CHARS, shedding.BLOCK_CHARS, slim_fields=False)
 
 
 def _writer(st: Any, lock_settings: Any) -> Any:
@@ -342,7 +344,7 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
     shed_tool_output = provider_id is None and settings.effective_mode != "safeguard"
     for attempt in range(1, MAX_ATTEMPTS + 1):
         with _gc_paused():
-            shedder = _shedder() if shed_tool_output else None
+            shedder = _shedder(counter.method) if shed_tool_output else None
             snapshot = st.read_snapshot(key, entry, data_on_demand=True, on_entry=shedder)
             if shedder is not None:
                 shedder.bind(snapshot)

@@ -39,6 +39,9 @@ SHED_KEY = "\x00shed"  # in a message dict: its text blocks' text is "" and this
 UNREAD_FIELDS = frozenset({"api", "provider", "model", "timestamp"})
 _SLIMMED_ROLES = frozenset({"assistant", "toolResult"})  # a user message's dict is as small without them
 WINDOW_CHARS = 512_000  # the newest tool-result text kept whole (kept tails, recent exact counts)
+# With the estimate the figures to hold are the other way round (1 s, memory to spare; exact: 5 s, and
+# the encoder's 30 MB): it keeps more tool output whole and every message field, which costs less time.
+ESTIMATE_WINDOW_CHARS = WINDOW_CHARS
 BLOCK_CHARS = 1_000_000  # tool-result text shed at a time (a chunk)
 BLOCK_CHUNKS = 4  # chunks per block (what one re-read of a broken block brings back); fewer when
 _OPEN_LINE_CHARS = 1_000_000  # ... the chunks' unique lines, held until their block is complete, reach this
@@ -104,9 +107,11 @@ class ToolOutputShedder:
     """The `on_entry` of a summary compaction's snapshot read (see the module doc). Bind the
     snapshot (`bind`) before anything re-reads."""
 
-    def __init__(self, window_chars: int = WINDOW_CHARS, block_chars: int = BLOCK_CHARS):
+    def __init__(self, window_chars: int = WINDOW_CHARS, block_chars: int = BLOCK_CHARS, *,
+                 slim_fields: bool = True):
         self._window = max(0, window_chars)
         self._block = max(1, block_chars)
+        self._slim_fields = slim_fields  # leave `UNREAD_FIELDS` out too
         self._pending: deque[tuple[int, dict[str, Any], str]] = deque()  # newest results, still whole
         self._pending_chars = 0
         self._entries: dict[int, dict[str, Any]] = {}  # line number -> entry kept slimmed (fields, text)
@@ -134,7 +139,8 @@ class ToolOutputShedder:
         role = message.get("role")
         if role not in _SLIMMED_ROLES:
             return
-        if "timestamp" in message or "model" in message or "api" in message or "provider" in message:
+        if self._slim_fields and ("timestamp" in message or "model" in message or "api" in message
+                                  or "provider" in message):
             # a new dict: deleting keys would leave its table at the old size
             message = obj["message"] = {k: v for k, v in message.items() if k not in UNREAD_FIELDS}
             self._entries[line_no] = obj
@@ -194,7 +200,10 @@ class ToolOutputShedder:
                 else:
                     plain = False
             if plain:  # nothing left to tell these blocks apart: one list for every such message
-                message["content"] = self._shared.setdefault(len(content), [dict(p) for p in content])
+                shared = self._shared.get(len(content))
+                if shared is None:
+                    shared = self._shared[len(content)] = [dict(p) for p in content]
+                message["content"] = shared
             first = failure_line(text) if message.get("isError") is True else None
             message[SHED_KEY] = ShedText(line_no, chars, weighted, first, block)
         self._shed += len(members)
