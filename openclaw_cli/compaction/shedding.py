@@ -26,7 +26,7 @@ re-plans (`SnapshotChanged`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from openclaw_cli.compaction.identifiers import IdentifierScanner
@@ -296,9 +296,11 @@ class ToolOutputShedder:
         summarised = {id(message) for messages in sequences for message in messages}
         self.restore([n for n, obj in self._entries.items() if id(obj["message"]) not in summarised])
 
-    def whole_messages(self, items: Sequence[Mapping[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """`Tokenizer.loader`: (entry as kept, its message as written) for the shed ones of `items`
-        (entries), read again but left shed: an exact count needs the text once, the plan never.
+    def whole_messages(self, items: Sequence[Mapping[str, Any]],
+                       reduce: Callable[[dict[str, Any]], Any] | None = None) -> list[tuple[dict[str, Any], Any]]:
+        """`Tokenizer.loader`: (entry as kept, its message as written, or what `reduce` makes of it:
+        one message whole at a time) for the shed ones of `items` (entries), read again but left
+        shed: an exact count needs the text once, the plan never.
         A single item (a count walking back from the newest entry) brings the tool results of
         `LOAD_BLOCKS` older blocks too, so such a walk re-reads the transcript once per few blocks."""
         found: list[ShedText] = []
@@ -313,11 +315,12 @@ class ToolOutputShedder:
             index = found[0].block.index
             for block in self._blocks[max(0, index - LOAD_BLOCKS):index + 1]:
                 wanted.update(n for n in block.members if n in self._entries)
-        fresh = self._fresh(wanted)
+        fresh = self._fresh(wanted, reduce)
         return [(self._entries[n], fresh[n]) for n in sorted(wanted)]
 
-    def _fresh(self, wanted: set[int]) -> dict[int, dict[str, Any]]:
-        """The messages of the lines `wanted` as written, re-read and checked against what was kept."""
+    def _fresh(self, wanted: set[int], reduce: Callable[[dict[str, Any]], Any] | None = None) -> dict[int, Any]:
+        """The messages of the lines `wanted` as written (or `reduce(message)`), re-read and checked
+        against what was kept; each line's text is let go as soon as it is parsed."""
         import orjson
 
         from openclaw_cli.store.snapshot import SnapshotChanged
@@ -327,11 +330,11 @@ class ToolOutputShedder:
         found = self._snapshot.read_lines(wanted)
         self.rereads += 1
         changed = SnapshotChanged(self._snapshot.key)
-        out: dict[int, dict[str, Any]] = {}
+        out: dict[int, Any] = {}
         for line_no in wanted:
             obj = self._entries[line_no]
             message = obj["message"]
-            raw = found.get(line_no)
+            raw = found.pop(line_no, None)
             fresh = orjson.loads(raw) if raw is not None else None
             fresh_message = fresh.get("message") if type(fresh) is dict and fresh.get("id") == obj.get("id") else None
             if type(fresh_message) is not dict or fresh_message.get("role") != message.get("role"):
@@ -343,7 +346,7 @@ class ToolOutputShedder:
                         len(p["text"]) for p in content if type(p) is dict and p.get("type") == "text"
                         and type(p.get("text")) is str):
                     raise changed
-            out[line_no] = fresh_message
+            out[line_no] = fresh_message if reduce is None else reduce(fresh_message)
         return out
 
     def _restore_lines(self, wanted: set[int]) -> None:

@@ -268,9 +268,10 @@ class Tokenizer:
     the kept tail ask for it, while a different entry reusing an id is never mistaken for it.
     Estimates are cheaper than any cache lookup and are simply recomputed.
 
-    `loader(entries)` gives (entry, message as written) for shed tool results (`shedding.py`) whose
-    exact count is not cached (and maybe for neighbours): they are counted from the message read
-    again and stay shed; estimates use the weights recorded when the text was shed.
+    `loader(entries, counted_parts)` gives (entry, the counted parts of its message as written) for
+    shed tool results (`shedding.py`) whose exact count is not cached (and maybe for neighbours):
+    they are counted from the line read again and stay shed; estimates use the weights recorded
+    when the text was shed.
     """
 
     def __init__(self, method: Literal["exact", "estimate"] = "estimate"):
@@ -279,7 +280,7 @@ class Tokenizer:
         self.method: Literal["exact", "estimate"] = method
         self._cache: dict[tuple[Any, ...], int] = {}
         self.tokenized = 0  # messages actually run through the encoder (for tests and stats)
-        self.loader: Callable[[Sequence[Mapping[str, Any]]], list[tuple[Any, Any]]] | None = None
+        self.loader: Callable[..., list[tuple[Any, Any]]] | None = None  # (entries, reduce) -> [(entry, reduced)]
 
     # -- text -------------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
@@ -302,10 +303,9 @@ class Tokenizer:
         if self.loader is None:
             raise RuntimeError("an exact count of a shed tool result needs Tokenizer.loader")
         out = []
-        for entry, whole in self.loader(items):
+        for entry, (parts, images) in self.loader(items, counted_parts):  # type: ignore[call-arg]
             kept = _as_message(entry)
             key = self._key(entry, *counted_parts(kept), kept)
-            parts, images = counted_parts(whole)
             out.append((kept, key, "\n".join(parts), images))
         return out
 
