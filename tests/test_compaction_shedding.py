@@ -131,11 +131,12 @@ def test_dry_runs_are_identical_with_and_without_shedding(state_dir: Path, monke
         assert all(r.rereads == 0 or r.restored for r in recorder.made)
 
 
-@pytest.mark.parametrize("kind", ["legacy", "sqlite"])
+@pytest.mark.parametrize(("kind", "tokenizer"), [("legacy", "exact"), ("sqlite", "exact"), ("legacy", "estimate")])
 def test_repeated_compaction_and_rotation_match_whole_objects(state_dir: Path, tmp_path: Path, monkeypatch,
-                                                              kind: str):
+                                                              kind: str, tokenizer: str):
     """Real runs: a compaction after a previous one (blocks straddle its kept start), then a
-    rotation (truncateAfterCompaction): the same documents, and the successor holds the same lines."""
+    rotation (truncateAfterCompaction): the same documents, and the successor holds the same lines
+    (exact mode also leaves unread message fields out: the successor gets them back)."""
     _state(state_dir, kind, 32)
     pristine = copy_tree(state_dir, tmp_path / "pristine")
 
@@ -147,7 +148,7 @@ def test_repeated_compaction_and_rotation_match_whole_objects(state_dir: Path, t
             first = _compact("--keep-recent-tokens", "6000", "--tokenizer", "exact")
             _append_turns(state_dir, kind, 12)
             write_config(state_dir, {"truncateAfterCompaction": True})
-            second = _compact("--keep-recent-tokens", "1500", "--tokenizer", "estimate")
+            second = _compact("--keep-recent-tokens", "1500", "--tokenizer", tokenizer)
         assert second.get("successor") and not second.get("warnings"), {k: v for k, v in second.items() if k != "summary"}
         successor = [json.loads(x) for x in transcript_lines(state_dir, second["sessionId"], rows(state_dir)[KEY])]
         body = [json.dumps(e, sort_keys=True).replace(first["compactionEntryId"], "<first compaction>")
