@@ -164,3 +164,55 @@ def test_bench_floors_run_on_a_small_state(tmp_path: Path) -> None:
     assert len(bench_floors.session_ids(_db(state))) == len(sids) - 3
     assert bench_floors.cleanup_floor(state, sids[3:5], in_db=True) > 0
     assert len(bench_floors.session_ids(_db(state))) == len(sids) - 5
+
+
+_ODD_LINES: list[bytes | str] = [
+    b'{"type":"session","id":"h1","timestamp":"2026-01-02T03:04:05.678Z"}',
+    b"", b"   ", b"\t",
+    b'{"type":"message","id":"m1","parentId":"h1","timestamp":"2026-01-02T03:04:05.678Z",'
+    b'"message":{"role":"user","content":"hi \xc3\xa9t\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd"}}',
+    b'{"type":"message","id":"m2","parentId":7,"timestamp":1767323045679,"message":{"role":"assistant",'
+    b'"content":[{"type":"text","text":"abc"},{"type":"toolCall","name":"x","arguments":{"a":1}},{"type":"image"}]}}',
+    b'{"type":"message","id":"  ","timestamp":true,"message":{"role":"user","content":"bool stamp, blank id"}}',
+    b'{"type":"message","id":3,"timestamp":1,"message":{"role":"user","content":"int id"}}',
+    b'{"type":"message","id":"b2","timestamp":true}',
+    b'{"type":"message","timestamp":1.0,"message":{"role":"user","content":"float stamp after int"}}',
+    b'{"type":"message","timestamp":"not a date"}',
+    b'{"type":"message","timestamp":"not a date"}',
+    b'{"type":"compaction","id":"c1","summary":"s","timestamp":"2025-12-31T23:59:59Z"}',
+    b'{"type":["x"],"id":"t1"}',
+    b"[1, 2]", b"42", b'"text"', b"{truncated", b'{"a":1}\xff', b'{"n":1e999}', b'{"a":"\x00"}',
+    b'{"type":"openclaw-cli.quarantined-line","reason":"x","raw":"y"}',
+    b'{"type":"message","id":"nl"}\n',
+    '{"type":"message","id":"as-str","timestamp":"2026-01-02T03:04:06.000Z"}',
+    b'{"type":"message","id":"m1","timestamp":"2026-01-02T03:04:07.000Z"}',
+    b'{"type":"custom_message","id":"cm","content":[{"type":"thinking","thinking":"hmm"}]}',
+]
+
+
+@pytest.mark.parametrize("policy", ["quarantine", "skip", "stop"])
+def test_fresh_store_line_loop_matches_the_general_path_on_odd_lines(tmp_path: Path, policy: str) -> None:
+    """The fresh store's inlined line loop keeps the general path's per-line rules: blank and
+    non-object lines, reserved and invalid lines under each policy, ids, parents, timestamps of every
+    type (a repeated timestamp parsed once), token estimates and compaction counts."""
+    sids = [f"0dd{i:05d}-0000-4000-8000-000000000000" for i in range(3)]
+
+    def records() -> list[ImportRecord]:
+        return [ImportRecord(f"agent:main:odd{i}", {"sessionId": sid, "updatedAt": 10 + i},
+                             _ODD_LINES[i:] + _ODD_LINES[:i], source=f"odd{i}", created_at_ms=1_700_000_000_000)
+                for i, sid in enumerate(sids)]
+
+    fresh = SqliteStore(_db(tmp_path / "fresh"), "main", create=True)
+    got = fresh.bulk_import(records(), batch_records=2, batch_rows=5, on_malformed=policy)  # type: ignore[arg-type]
+    fresh.close()
+    general = SqliteStore(_db(tmp_path / "general"), "main", create=True)
+    general.bulk_import([ImportRecord(SEED_KEY, {"sessionId": SEED_SID}, [b'{"type":"session","id":"x"}'])])
+    want = general.bulk_import(records(), batch_records=2, batch_rows=5, on_malformed=policy)  # type: ignore[arg-type]
+    general.close()
+
+    def facts(result):
+        return [(r.events_inserted, r.bytes_inserted, r.lines_read, r.quarantined, r.issue) for r in result.records]
+
+    assert facts(got) == facts(want)
+    assert any(r.events_inserted for r in got.records)
+    assert _rows(_db(tmp_path / "fresh"), False) == _rows(_db(tmp_path / "general"), True)

@@ -23,6 +23,7 @@ from typing import Any
 
 from openclaw_cli.errors import Interrupted, OpenClawError
 from openclaw_cli.fsio import FILE_MODE
+from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.interrupts import InterruptRequested
 from openclaw_cli.migration import manifest as mf
 from openclaw_cli.migration import staging
@@ -211,9 +212,12 @@ class ImportRun:
         self.report.migration_run = MigrationRun(run_id, str(self.manifest_path))
         try:
             ctx.checkpoint("manifest-created")
-            for tr in runs:
-                self._import_target(tr)
-            self._archive_all(runs)
+            # hundreds of thousands of short-lived rows and tens of thousands of per-record objects
+            # that hold no cycles: every generation-2 pass would rescan all of them (see gcpause)
+            with gc_paused():
+                for tr in runs:
+                    self._import_target(tr)
+                self._archive_all(runs)
         except InterruptRequested:
             self._abort(runs, "import_interrupted", "The import was interrupted (SIGINT/SIGTERM).")
             raise Interrupted(self._interrupted_message(runs)) from None
