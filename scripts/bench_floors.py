@@ -3,6 +3,8 @@ same data, measured in the same run, so a case reads as ours / floor.
 
 - `import_floor(state_dir)`: read every transcript of the state and insert each raw line into one
   fresh WAL database in one transaction (no parsing, no validation, no archiving).
+- `import_floor_d6(state_dir)`: the same plus what every import must also do (spec D4/D6/D22):
+  hash each file, parse each line, keyed rows, read back and hash, archive by link + unlink.
 - `cleanup_floor(state_dir, session_ids)`: for the given sessions of an imported agent database,
   read their lines, compress each transcript once (zstd level 3, as our archives), write it,
   make the files durable together (syncfs, then the directory), then one DELETE transaction.
@@ -69,6 +71,85 @@ def import_floor(state_dir: Path) -> float:
         return time.perf_counter() - start
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def import_floor_d6(state_dir: Path) -> float:
+    """The import floor plus the work the spec requires of every import besides building rows
+    (`import_floor` skips it): each transcript hashed (sha256: its identity in the manifest, D6),
+    each line parsed (D22: only a JSON object is stored as an event), the lines stored under
+    their `(session_id, seq)` primary key (D4's `transcript_events`), read back and hashed before
+    anything is archived (D6 validate-before-archive), then every transcript moved into an archive
+    directory by link + unlink, each directory synced once (D6's moves, batched). Not counted:
+    identities, entries and windows (D4's other tables) and the manifest."""
+    import hashlib
+
+    import orjson
+
+    state_dir = Path(state_dir)
+    scratch = Path(tempfile.mkdtemp(prefix=".floor-", dir=state_dir.parent))
+    try:
+        start = time.perf_counter()
+        conn = sqlite3.connect(scratch / "floor.sqlite", isolation_level=None)
+        conn.execute("PRAGMA page_size = 8192")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, "
+                     "PRIMARY KEY (session_id, seq))")
+        conn.execute("BEGIN")
+        insert = "INSERT INTO lines VALUES (?, ?, ?)"
+        loads = orjson.loads
+        digests: dict[str, str] = {}
+        paths = _transcripts(state_dir)
+        for path in paths:
+            sid = path.name[:-6]
+            data = path.read_bytes()
+            digests[sid] = hashlib.sha256(data).hexdigest()
+            rows = []
+            for i, line in enumerate(data.split(b"\n")):
+                if line:
+                    loads(line)
+                    rows.append((sid, i, line.decode()))
+            conn.executemany(insert, rows)
+        conn.execute("COMMIT")
+        conn.text_factory = bytes
+        current, digest = None, None
+        read_back: dict[bytes, str] = {}
+        for sid, line in conn.execute("SELECT session_id, line || char(10) FROM lines"):
+            if sid != current:
+                if digest is not None:
+                    read_back[current] = digest.hexdigest()
+                current, digest = sid, hashlib.sha256()
+            digest.update(line)
+        if digest is not None:
+            read_back[current] = digest.hexdigest()
+        conn.close()
+        # compared as the import compares (a file with blank lines or no final newline differs: counted only)
+        _mismatched = sum(read_back.get(sid.encode()) != want for sid, want in digests.items())
+        archive = scratch / "archive"
+        archive.mkdir()
+        dirs = set()
+        for path in paths:
+            os.link(path, archive / path.name)
+            dirs.add(path.parent)
+        _fsync_dirs([archive])
+        for path in paths:
+            os.unlink(path)
+        _fsync_dirs(dirs)
+        elapsed = time.perf_counter() - start
+        for path in paths:  # put the state back as it was (not timed)
+            os.link(archive / path.name, path)
+        return elapsed
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _fsync_dirs(dirs: Iterable[Path]) -> None:
+    for directory in dirs:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_DB, *, in_db: bool = False) -> float:
@@ -189,14 +270,26 @@ def _report(b: Any, name: str, ours: list[tuple[float, float, float, float, int]
 def _import_vs_floor(b: Any, ours: list[str], name: str, label: str, rss_max: float | None) -> None:
     runs: list[tuple[float, float, float, float, int]] = []
     floors: list[tuple[float, float]] = []
-    for i in range(b.runs):  # alternating: ours and the floor see the same machine state
+    d6: list[tuple[float, float]] = []
+    for i in range(b.runs):  # alternating: ours and the floors see the same machine state
         state = b.fresh_copy(name, f"floor-import-{i}")
         floors.append(_timed_floor(lambda state=state: import_floor(state)))
+        d6.append(_timed_floor(lambda state=state: import_floor_d6(state)))
         shutil.rmtree(state)
         state = b.fresh_copy(name, f"ours-import-{i}")
         runs.append(_rusage_run([*ours, *IMPORT_ARGS], b.env_ours(state)))
         shutil.rmtree(state)
     _report(b, label, runs, floors, 1.5, rss_max)
+    wall = statistics.median(r[0] for r in runs)
+    cpu = statistics.median(r[1] + r[2] for r in runs)
+    d6_wall = statistics.median(f[0] for f in d6)
+    d6_cpu = statistics.median(f[1] for f in d6)
+    b.results[-1]["floorD6"] = f"median {d6_wall:.3f} s (cpu {d6_cpu:.2f})"
+    b.results[-1]["oursOverFloorD6"] = f"{wall / d6_wall:.2f}x wall, {cpu / d6_cpu:.2f}x cpu"
+    b.results[-1]["figures"].update({"floorD6Seconds": d6_wall, "floorD6CpuSeconds": d6_cpu})
+    print(f"  floor with D6's hashing, parsing, keyed rows, read-back and moves (import_floor_d6): median "
+          f"{d6_wall:.3f} s (cpu {d6_cpu:.2f}); ours/that {wall / d6_wall:.2f}x wall, {cpu / d6_cpu:.2f}x cpu",
+          file=sys.stderr)
 
 
 def _imported(b: Any, ours: list[str], name: str) -> Path:

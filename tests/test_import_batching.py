@@ -155,6 +155,9 @@ def test_bench_floors_run_on_a_small_state(tmp_path: Path) -> None:
         sys.path.remove(str(ROOT / "scripts"))
     state = generate_legacy_state(tmp_path / "state", 6, 0.05, 2, "--cron-key-style", "canonical")
     assert bench_floors.import_floor(state) > 0
+    before = sorted(p.name for p in (state / "agents" / "main" / "sessions").iterdir())
+    assert bench_floors.import_floor_d6(state) > 0
+    assert sorted(p.name for p in (state / "agents" / "main" / "sessions").iterdir()) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".floor-")]
     store = SqliteStore(_db(state), "main", create=True)
     store.bulk_import(_records(state)[:6])

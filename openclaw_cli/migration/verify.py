@@ -95,21 +95,35 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
             # one pass in storage order (an import writes each session contiguously, seq ascending);
             # each line comes with its `\n` (one hash update per row) and its session's tracker is
             # looked up when the session changes
+            # the session's tracker state lives in locals while its rows stream (stored back when
+            # the session changes): the loop body is a few comparisons and one hash update
             current: bytes | None = None
             tracker: _Tracker | None = None
+            next_seq = taken = need = 0
+            disordered = False
+            update: Any = None
+            prefix = PREFIX_BYTES
             for sid_b, seq, line in conn.execute(
                     "SELECT session_id, seq, event_json || char(10) FROM transcript_events"):
                 if sid_b != current:
+                    if tracker is not None:
+                        tracker.next_seq, tracker.taken, tracker.disordered = next_seq, taken, disordered
                     current = sid_b
                     tracker = trackers.get(sid_b)
+                    if tracker is not None:
+                        next_seq, taken, need, disordered = (tracker.next_seq, tracker.taken, tracker.need,
+                                                             tracker.disordered)
+                        update = tracker.hash.update
                 if tracker is None:
                     continue
-                if seq != tracker.next_seq:
-                    tracker.disordered = True
-                tracker.next_seq = seq + 1
-                tracker.taken += 1
-                if tracker.taken <= tracker.need and not tracker.disordered:
-                    tracker.hash.update(original_bytes(line[:-1]) + b"\n" if line.startswith(PREFIX_BYTES) else line)
+                if seq != next_seq:
+                    disordered = True
+                next_seq = seq + 1
+                taken += 1
+                if taken <= need and not disordered:
+                    update(original_bytes(line[:-1]) + b"\n" if line.startswith(prefix) else line)
+            if tracker is not None:
+                tracker.next_seq, tracker.taken, tracker.disordered = next_seq, taken, disordered
             redo = []
             for sid_b, tracker in trackers.items():
                 sid = sid_b.decode("utf-8")
