@@ -219,3 +219,23 @@ def test_fresh_store_line_loop_matches_the_general_path_on_odd_lines(tmp_path: P
     assert facts(got) == facts(want)
     assert any(r.events_inserted for r in got.records)
     assert _rows(_db(tmp_path / "fresh"), False) == _rows(_db(tmp_path / "general"), True)
+
+
+def test_private_build_commits_by_bytes_entries_included(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private build commits per PRIVATE_BUILD_COMMIT_BYTES of rows (its WAL stays within the
+    import's space allowance), entries counted too: sessions without lines still commit."""
+    from openclaw_cli.store import sqlite as sqlite_mod
+
+    monkeypatch.setattr(sqlite_mod, "PRIVATE_BUILD_COMMIT_BYTES", 64 * 1024)
+    store = SqliteStore(_db(tmp_path), "main", create=True)
+    statements: list[str] = []
+    store._db().set_trace_callback(statements.append)
+    padding = "x" * 1000
+    records = [ImportRecord(f"agent:main:k{i}", {"sessionId": f"b{i:07d}-0000-4000-8000-000000000000",
+                                                "label": f"l{i}", "note": padding}, ())
+               for i in range(300)]
+    store.bulk_import(records, batch_records=10**6, batch_rows=10**6, private_build=True)
+    commits = sum(s == "COMMIT" for s in statements)
+    assert 4 <= commits <= 8, commits  # ~330 KB of entries in 64 KiB commits
+    assert store._db().execute("SELECT count(*) FROM session_nodes").fetchone()[0] == 300
+    store.close()

@@ -110,10 +110,11 @@ _IDENTITY_INSERT = (
 
 GATHER_BYTES = 4 * 1024 * 1024  # gathered transcript bytes written per executemany (bounds memory)
 PRIVATE_BUILD_CACHE_KIB = 32 * 1024  # page cache of an import's private build (SQLite's default: 2 MiB)
-# A private build commits per this many line bytes, each commit checkpointed: index pages dirtied
+# A private build commits per this many bytes of rows, each commit checkpointed: index pages dirtied
 # by every batch are written to the WAL once per commit (commits every 1,000 records wrote each
 # page 3-4 times), and the WAL stays below the import's space allowance (import_faults.py).
 PRIVATE_BUILD_COMMIT_BYTES = 32 * 1024 * 1024
+ROW_OVERHEAD_BYTES = 128  # what a row adds besides its JSON (keys, projections, index entries), for that budget
 
 MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
 
@@ -1082,7 +1083,7 @@ class SqliteStore(SessionStore):
         `private_build`: the database is an import's private build (spec D22) that no other
         process opens and that is discarded, never resumed, when the import stops early: no sync
         per commit or checkpoint, a larger page cache (fewer pages spilled and written again), and
-        commits per `PRIVATE_BUILD_COMMIT_BYTES` of lines instead of per batch, each checkpointed;
+        commits per `PRIVATE_BUILD_COMMIT_BYTES` of rows instead of per batch, each checkpointed;
         the file is fsynced once before this returns."""
         self.ensure_writable("import sessions")
         if self._depth:
@@ -1190,7 +1191,7 @@ class _BulkState:
         self.batch_rows = max(1, batch_rows)
         self.records = 0
         self.rows = 0
-        self.bytes = 0  # line bytes written since the last commit
+        self.bytes = 0  # JSON bytes (+ a per-row allowance) written since the last commit
         self.commit_bytes: int | None = None  # set: commit by bytes only (a private build)
         self.stamp = now_ms()
         self.fast = self.conn.execute(
@@ -1258,6 +1259,7 @@ class _BulkState:
             self.write_gathered()  # the general path reads what is stored
         if entry is not None:
             data = record.entry_text.encode("utf-8") if record.entry_text is not None else _encode_entry(entry)
+            self.bytes += len(data) + ROW_OVERHEAD_BYTES
             if fast:
                 self.nodes.append(_node_row(key, entry, data))
                 self.keys.add(key)
@@ -1544,7 +1546,7 @@ class _SessionImport:
             self.out.events_inserted += len(self.events)
             self.out.bytes_inserted += self.nbytes
             bulk.rows += len(self.events)
-            bulk.bytes += self.nbytes
+            bulk.bytes += self.nbytes + ROW_OVERHEAD_BYTES * len(self.events)
             self.events = []
             self.identities = []
             bulk.gathered_bytes += self.nbytes
@@ -1569,7 +1571,7 @@ class _SessionImport:
         self.out.events_inserted += len(self.events)
         self.out.bytes_inserted += self.nbytes
         bulk.rows += len(self.events)
-        bulk.bytes += self.nbytes
+        bulk.bytes += self.nbytes + ROW_OVERHEAD_BYTES * len(self.events)
         self.events = []
         self.identities = []
         self.nbytes = self.tokens = self.compactions = 0
