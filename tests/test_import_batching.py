@@ -190,6 +190,8 @@ _ODD_LINES: list[bytes | str] = [
     '{"type":"message","id":"as-str","timestamp":"2026-01-02T03:04:06.000Z"}',
     b'{"type":"message","id":"m1","timestamp":"2026-01-02T03:04:07.000Z"}',
     b'{"type":"custom_message","id":"cm","content":[{"type":"thinking","thinking":"hmm"}]}',
+    b'{"type":"branch_summary","id":"bs","summary":"a branch"}',
+    b'{"type":"model_change","id":"mc","summary":"not estimated"}',
 ]
 
 

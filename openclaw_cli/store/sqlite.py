@@ -40,6 +40,7 @@ from openclaw_cli.store.base import (
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
 from openclaw_cli.store.quarantine import wrap as quarantine_wrap
 from openclaw_cli.store.sqlite_common import (
+    ESTIMATED_KINDS,
     LIVE_WAL_AUTOCHECKPOINT,
     ReadOnlyConnection,
     cached_fact,
@@ -1417,6 +1418,9 @@ class _SessionImport:
         estimate = event_token_estimate
         quarantined = _QUARANTINED
         limit_rows = bulk.batch_rows
+        limit_bytes = GATHER_BYTES
+        estimated = ESTIMATED_KINDS
+        kind: Any = None
         events: list[tuple[Any, ...]] = []
         identities: list[tuple[Any, ...]] = []
         add_event = events.append
@@ -1439,7 +1443,8 @@ class _SessionImport:
                     text = raw.decode("utf-8")
                     if not isinstance(obj, dict):
                         raise ValueError("line is not a JSON object")
-                    if obj.get("type") == QUARANTINE_TYPE:
+                    kind = obj.get("type")
+                    if kind == QUARANTINE_TYPE:
                         raise ValueError("line uses the reserved quarantine type")
                     size = len(raw)
                 else:
@@ -1447,6 +1452,7 @@ class _SessionImport:
                     if item is None:
                         continue
                     text, size, obj = item
+                    kind = obj.get("type")
             except (ValueError, orjson.JSONDecodeError) as exc:
                 item = self._malformed(raw, line_no, source, exc)
                 if item is False:
@@ -1456,11 +1462,10 @@ class _SessionImport:
                 text, size, obj = item
             lines_read += 1
             if obj is quarantined:
-                kind: Any = QUARANTINE_TYPE
+                kind = QUARANTINE_TYPE
                 event_id = None
                 created = newest
             else:
-                kind = obj.get("type")
                 if kind.__class__ is not str:
                     kind = kind if isinstance(kind, str) else None
                 event_id = obj.get("id")
@@ -1477,16 +1482,17 @@ class _SessionImport:
                     created = newest
                 elif created > newest:
                     newest = created
-                tokens += estimate(obj)
-                if kind == "compaction":
-                    compactions += 1
+                if kind in estimated:  # every other kind estimates 0
+                    tokens += estimate(obj)
+                    if kind == "compaction":
+                        compactions += 1
             add_event((sid, seq, created, size, kind, text))
             if event_id is not None:
                 parent = obj.get("parentId")
                 add_identity((sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created))
             seq += 1
             nbytes += size
-            if len(events) >= limit_rows or nbytes >= GATHER_BYTES:
+            if len(events) >= limit_rows or nbytes >= limit_bytes:
                 self._hand_over(events, identities, seq, newest, nbytes, tokens, compactions)
                 events, identities = [], []
                 add_event, add_identity = events.append, identities.append

@@ -524,6 +524,10 @@ def _content_chars(content: Any) -> int:
     return total
 
 
+# the event types whose estimate can be non-zero (every other type counts 0): callers may skip the rest
+ESTIMATED_KINDS = frozenset({"message", "compaction", "branch_summary", "custom_message"})
+
+
 def event_token_estimate(obj: Any) -> int:
     """The labelled token estimate of one transcript event (compaction-lifecycle.md R4.4.1–R4.4.4,
     profile L; the figure `compaction.tokens` estimates): `ceil(weighted chars / 4)` per message,
