@@ -218,6 +218,10 @@ class ImportRun:
                 for tr in runs:
                     self._import_target(tr)
                 self._archive_all(runs)
+                for tr in runs:
+                    # freed by reference counting now, not scanned by the first collection after
+                    # the pause (0.1-0.2 s at 20,000 sessions): only the reports are needed on
+                    tr.states, tr.index, tr.index_move = [], None, None
         except InterruptRequested:
             self._abort(runs, "import_interrupted", "The import was interrupted (SIGINT/SIGTERM).")
             raise Interrupted(self._interrupted_message(runs)) from None
