@@ -93,10 +93,9 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
         if len(need) >= FULL_SCAN_MIN_SESSIONS and len(need) * 2 >= windows:
             trackers = {sid.encode("utf-8"): _Tracker(n) for sid, n in need.items()}
             # one pass in storage order (an import writes each session contiguously, seq ascending);
-            # each line comes with its `\n` (one hash update per row) and its session's tracker is
-            # looked up when the session changes
-            # the session's tracker state lives in locals while its rows stream (stored back when
-            # the session changes): the loop body is a few comparisons and one hash update
+            # each line comes with its `\n` (one hash update per row); the session's tracker is
+            # looked up when the session changes and its state kept in locals meanwhile (stored
+            # back on the next change): the loop body is a few comparisons and one hash update
             current: bytes | None = None
             tracker: _Tracker | None = None
             next_seq = taken = need = 0
