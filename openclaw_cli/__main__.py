@@ -1,3 +1,3 @@
-from openclaw_cli.cli.main import main
+from openclaw_cli.cli.entry import main
 
 main()

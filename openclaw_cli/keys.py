@@ -43,8 +43,7 @@ def parse_agent_key(key: str | None) -> tuple[str, str] | None:
     return _parse_agent_key(key) if isinstance(key, str) else None
 
 
-@lru_cache(maxsize=131072)  # planners ask about the same keys many times per run
-def _parse_agent_key(key: str) -> tuple[str, str] | None:
+def _split_agent_key(key: str) -> tuple[str, str] | None:
     """R1.3.1: `agent:<agentId>:<rest>` -> (agentId lower-cased and trimmed, rest trimmed), else None.
 
     The `agent:` prefix is case-insensitive; agentId and rest must be non-empty and rest must not
@@ -63,6 +62,11 @@ def _parse_agent_key(key: str) -> tuple[str, str] | None:
     if not agent_id or not rest or rest.startswith(":"):
         return None
     return agent_id, rest
+
+
+# planners ask about the same keys many times per run; a listing asks once per key and uses
+# `_split_agent_key` (a cache of 100,000 keys it never asks again would only cost memory)
+_parse_agent_key = lru_cache(maxsize=131072)(_split_agent_key)
 
 
 def _rest_lower(key: str | None) -> str:
@@ -302,9 +306,11 @@ def session_kind(key: str | None, entry: Mapping[str, Any] | None = None) -> Ses
         return "global"
     if value == "unknown":
         return "unknown"
-    if is_cron_key(value):
+    parsed = _split_agent_key(value)  # is_cron_key(value), without filling the planners' cache
+    if (parsed[1] if parsed else value).lower().startswith("cron:"):
         return "cron"
-    entry = entry if isinstance(entry, Mapping) else {}
+    if type(entry) is not dict:
+        entry = entry if isinstance(entry, Mapping) else {}
     if entry.get("spawnedBy"):
         return "spawn-child"
     chat_type = entry.get("chatType")
@@ -312,10 +318,6 @@ def session_kind(key: str | None, entry: Mapping[str, Any] | None = None) -> Ses
     if chat_type in ("group", "channel") or ":group:" in lowered or ":channel:" in lowered:
         return "group"
     return "direct"
-
-
-def _present(entry: Mapping[str, Any], field: str) -> bool:
-    return entry.get(field) is not None
 
 
 def _number(value: Any) -> float | None:
@@ -345,14 +347,17 @@ def derive_row_flags(entry: Mapping[str, Any] | None, key: str | None = None) ->
     recognise sub-agent runs); unread = `markedUnreadAt` set, or the newest of
     `lastInteractionAt`/`lastActivityAt` is after the baseline `lastReadAt ?? createdAt`.
     """
-    entry = entry if isinstance(entry, Mapping) else {}
-    archived = _present(entry, "archivedAt")
-    pinned = _present(entry, "pinnedAt") and is_pinnable(key, entry)
-    unread = _present(entry, "markedUnreadAt")
+    if type(entry) is not dict:
+        entry = entry if isinstance(entry, Mapping) else {}
+    get = entry.get
+    archived = get("archivedAt") is not None
+    pinned = get("pinnedAt") is not None and is_pinnable(key, entry)
+    unread = get("markedUnreadAt") is not None
     if not unread:
-        baseline = _number(entry.get("lastReadAt"))
-        if baseline is None and entry.get("lastReadAt") is None:
-            baseline = _number(entry.get("createdAt"))
+        last_read = get("lastReadAt")
+        baseline = _number(last_read)
+        if baseline is None and last_read is None:
+            baseline = _number(get("createdAt"))
         if baseline is not None:
             latest = max(_number(entry.get("lastInteractionAt")) or 0.0, _number(entry.get("lastActivityAt")) or 0.0)
             unread = latest > baseline

@@ -1,19 +1,40 @@
 """What every command shares: error handling, the exit-code mapping, JSON vs text output, the
 streams (spec D19: results on stdout; hints, warnings and errors on stderr) and the config
-warnings said once per process."""
+warnings said once per process.
+
+No Typer at import time: the fast path (`cli/fast.py`) runs `sessions --json` through `run` without
+it. A command ends with an exit code by raising `typer.Exit` (`command_exit`), which imports Typer
+only then (an error or a partial failure)."""
 
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-import typer
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from openclaw_cli.errors import ExitCode, OpenClawError
 
+if TYPE_CHECKING:
+    import typer
+
 T = TypeVar("T")
+
+
+def command_exit(code: int) -> BaseException:
+    """The exception that ends a command with `code` (`typer.Exit`, as every command raises)."""
+    import typer
+
+    return typer.Exit(code)
+
+
+def exit_code_of(error: BaseException) -> int | None:
+    """The code of a `typer.Exit`, None for any other exception (no Typer loaded: none can be one)."""
+    typer = sys.modules.get("typer")
+    if typer is not None and isinstance(error, typer.Exit):
+        return int(error.exit_code)
+    return None
 
 
 def debug_enabled() -> bool:
@@ -30,13 +51,11 @@ def fail(error: OpenClawError, *, json_mode: bool) -> None:
 
     message = "\n".join(sanitize_text(line) for line in error.message.splitlines()) or error.message
     _say_painted("Error:", "error", message)
-    raise typer.Exit(int(error.exit_code))
+    raise command_exit(int(error.exit_code))
 
 
 def _say_painted(label: str, style: str, text: str) -> None:
     """`label text` on stderr: wrapped first (plain text), then the label painted."""
-    import sys
-
     from openclaw_cli.cli.term import fit_lines, table_width
     from openclaw_cli.output import err
 
@@ -46,8 +65,6 @@ def _say_painted(label: str, style: str, text: str) -> None:
 
 
 def _paint_stderr(text: str, style: str) -> str:
-    import sys
-
     from openclaw_cli.cli.term import color_enabled, paint
 
     return paint(text, style, enabled=color_enabled(sys.stderr))
@@ -69,8 +86,6 @@ def say_warning(text: str) -> None:
 
 def print_lines(lines: list[str] | tuple[str, ...]) -> None:
     """Result lines on stdout (prose wrapped to the terminal's width on a terminal)."""
-    import sys
-
     from openclaw_cli.cli.term import fit_lines, table_width
 
     lines = fit_lines(lines, table_width(sys.stdout))
@@ -119,8 +134,6 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
     try:
         with interrupts.handled():
             return fn()
-    except typer.Exit:
-        raise
     except interrupts.InterruptRequested:
         # an operation without its own account of the state: every step it took is crash-safe
         from openclaw_cli.errors import Interrupted
@@ -132,10 +145,12 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
             traceback.print_exc()
         fail(error, json_mode=json_mode)
     except KeyboardInterrupt:
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        raise command_exit(int(ExitCode.INTERRUPTED)) from None
     except BrokenPipeError:
-        raise typer.Exit(int(ExitCode.ERROR)) from None
+        raise command_exit(int(ExitCode.ERROR)) from None
     except Exception as error:  # unexpected: still no traceback by default
+        if exit_code_of(error) is not None:  # a command's own exit (typer.Exit): not an error
+            raise
         if debug_enabled():
             traceback.print_exc()
         from openclaw_cli.errors import typed_error
@@ -173,8 +188,6 @@ def enable_verbose() -> None:
     """`--verbose`: the `openclaw` logger's records (which stores are opened, their kind, how long
     reading took) on stderr."""
     import logging
-    import sys
-
     logger = logging.getLogger("openclaw")
     if not any(getattr(h, "_openclaw_verbose", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)

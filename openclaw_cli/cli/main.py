@@ -8,7 +8,6 @@ Root options (`--profile`, `--no-color`) are accepted after the subcommand too, 
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -17,51 +16,14 @@ import typer
 from typer.core import TyperGroup
 
 from openclaw_cli import __version__
-
-PROG = "openclaw"
-PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
-PROFILE_ERROR = 'Invalid --profile (use letters, numbers, "_", "-" only)'
-ROOT_VALUE_OPTIONS = ("--profile",)
-ROOT_FLAGS = ("--no-color",)
-
-
-def hoist_root_options(args: Sequence[str]) -> list[str]:
-    """Move root options given after the subcommand (`openclaw status --profile work`) in front of
-    it, where the parser expects them; nothing after `--` is touched."""
-    args = list(args)
-    if not args:
-        return args
-    front: list[str] = []
-    rest: list[str] = []
-    i = 0
-    seen_command = False
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest.extend(args[i:])
-            break
-        if not arg.startswith("-"):
-            seen_command = True
-        if seen_command and arg in ROOT_VALUE_OPTIONS and i + 1 < len(args):
-            front += [arg, args[i + 1]]
-            i += 2
-            continue
-        if seen_command and (arg in ROOT_FLAGS or any(arg.startswith(o + "=") for o in ROOT_VALUE_OPTIONS)):
-            front.append(arg)
-            i += 1
-            continue
-        rest.append(arg)
-        i += 1
-    return front + rest
-
-
-def json_requested(args: Sequence[str]) -> bool:
-    for arg in args:
-        if arg == "--":
-            return False
-        if arg == "--json":
-            return True
-    return False
+from openclaw_cli.cli.rootopts import (
+    PROFILE_ERROR,
+    PROG,
+    apply_profile,
+    hoist_root_options,
+    invalid_profile,
+    json_requested,
+)
 
 
 def _value_hint(error: Exception) -> str | None:
@@ -144,14 +106,12 @@ def root(
 
     if no_color:
         os.environ["NO_COLOR"] = "1"
-    for name in (profile, os.environ.get("OPENCLAW_PROFILE") if profile is None else None):
-        if name is not None and name.strip() and not PROFILE_NAME.fullmatch(name.strip()):
-            from typer._click.exceptions import UsageError
+    bad = invalid_profile(profile)
+    if bad is not None:
+        from typer._click.exceptions import UsageError
 
-            raise UsageError(f"{PROFILE_ERROR}: {name.strip()!r}", ctx=ctx)
-    if profile:
-        # The one path resolver reads OPENCLAW_PROFILE, so every command sees the flag.
-        os.environ["OPENCLAW_PROFILE"] = profile.strip()
+        raise UsageError(f"{PROFILE_ERROR}: {bad!r}", ctx=ctx)
+    apply_profile(profile)
     ctx.obj = {"profile": profile.strip() if profile else None}
 
 

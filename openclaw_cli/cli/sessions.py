@@ -6,6 +6,7 @@ from __future__ import annotations
 import typer
 
 from openclaw_cli.cli.common import echo_json, load_context, print_lines, run, say_hints
+from openclaw_cli.cli.listing import list_command as _list
 
 sessions_app = typer.Typer(
     help="List sessions (default), tail a transcript, clean up or compact stores.",
@@ -40,52 +41,6 @@ ACTIVE = typer.Option(None, "--active", metavar="<minutes>", help="Only sessions
 LIMIT = typer.Option(None, "--limit", metavar="<n|all>", help='Maximum rows, or "all"; default 100.')
 VERBOSE = typer.Option(False, "--verbose", help="Log which stores are read and how long it takes (stderr).")
 WIDE = typer.Option(False, "--wide", help="Full keys and cells on a terminal too (lines may exceed its width).")
-
-
-def _list(agent, all_agents, store, active, limit, json_mode, archived=False, all_rows=False, *, verbose=False,
-          wide=False) -> None:
-    def body() -> None:
-        from openclaw_cli.cli.options import parse_active, parse_limit
-        from openclaw_cli.ops.sessions import list_sessions
-
-        if archived and all_rows:
-            from openclaw_cli.errors import UsageError
-
-            raise UsageError("--archived and --all cannot be used together.")
-        limit_value = parse_limit(limit)
-        active_value = parse_active(active)
-        if verbose:
-            from openclaw_cli.cli.common import enable_verbose
-
-            enable_verbose()
-        cx = load_context()
-        result = list_sessions(
-            cx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value,
-            archived="all" if all_rows else bool(archived), stream=json_mode,
-        )
-        if json_mode:
-            echo_json(result)
-        else:
-            from openclaw_cli.cli.render import sessions_lines
-            from openclaw_cli.cli.term import stdout_printer
-
-            print_lines(sessions_lines(result, stdout_printer(wide=wide)))
-            say_hints(cx.hints)
-        _report_store_errors(cx, result)
-
-    run(body, json_mode=json_mode)
-
-
-def _report_store_errors(cx, result: dict) -> None:
-    """Stores that could not be read (the others were listed): each on stderr, exit with the
-    first one's code (e.g. 6 for a corrupt store)."""
-    if not cx.failures:
-        return
-    from openclaw_cli.cli.common import say_error
-
-    for item in result.get("errors") or []:
-        say_error(f"agent {item['agentId']}: {item['error']['message']}")
-    raise typer.Exit(int(cx.failures[0].exit_code))
 
 
 @sessions_app.callback()

@@ -3,15 +3,13 @@ plus the derived `archived` / `pinned` / `unread` flags (spec D1)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-# Entry fields copied into a row, in OpenClaw's order, when present in the entry.
-_COPIED_BEFORE_TOKENS = (
-    "spawnedBy",
-    "spawnedWorkspaceDir",
-    "spawnedCwd",
-    "parentSessionKey",
-    "forkedFromParent",
+# Entry fields copied into a row, in OpenClaw's order, when present in the entry (not null);
+# `forkedFromParent` sits between the two first groups and is copied only when it is `true`.
+_COPIED_BEFORE_FORK = ("spawnedBy", "spawnedWorkspaceDir", "spawnedCwd", "parentSessionKey")
+_COPIED_BEFORE_VISIBILITY = (
     "spawnDepth",
     "subagentRole",
     "subagentControlScope",
@@ -38,12 +36,79 @@ _COPIED_AFTER_VISIBILITY = (
     "inputTokens",
     "outputTokens",
 )
+_COPIED_AFTER_TOKENS = ("totalTokensVersion", "providerOverride", "modelOverride")
 
 
 def _number(value: Any) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return value
+
+
+def row_shaper(*, agent_id: str, now_ms: int, default_model: str | None = None,
+               default_context_tokens: int | None = None) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """`session_row` with one listing's arguments bound: a streamed listing shapes up to every
+    row of a store (100,000 rows: every lookup per row counts)."""
+    from openclaw_cli.keys import derive_row_flags, session_kind
+
+    model_default = provider_default = None
+    if default_model:
+        provider_part, _, model_default = default_model.rpartition("/")
+        provider_default = provider_part or None
+
+    def shape(key: str, entry: dict[str, Any]) -> dict[str, Any]:
+        get = entry.get
+        row: dict[str, Any] = {"key": key}
+        updated = get("updatedAt")
+        kind = type(updated)
+        if kind is not int and kind is not float:
+            updated = _number(updated)
+        row["updatedAt"] = updated
+        # a value beyond the double range (kept as written, D22) has no age
+        row["ageMs"] = max(0, int(now_ms - updated)) if updated is not None and abs(updated) < 1e300 else None
+        row["sessionId"] = get("sessionId")
+        for name in _COPIED_BEFORE_FORK:
+            value = get(name)
+            if value is not None:
+                row[name] = value
+        if get("forkedFromParent") is True:
+            row["forkedFromParent"] = True
+        for name in _COPIED_BEFORE_VISIBILITY:
+            value = get(name)
+            if value is not None:
+                row[name] = value
+        visibility = get("visibility")
+        row["visibility"] = visibility if isinstance(visibility, str) else "shared"
+        for name in _COPIED_AFTER_VISIBILITY:
+            value = get(name)
+            if value is not None:
+                row[name] = value
+        total = _number(get("totalTokens"))
+        row["totalTokens"] = total if total is not None and total >= 0 else None
+        row["totalTokensFresh"] = get("totalTokensFresh") is True
+        for name in _COPIED_AFTER_TOKENS:
+            value = get(name)
+            if value is not None:
+                row[name] = value
+        model = get("modelOverride") or get("model")
+        provider = get("providerOverride") or get("modelProvider")
+        if not model and default_model:
+            model = model_default
+            provider = provider or provider_default
+        row["model"] = model if isinstance(model, str) and model else None
+        row["modelProvider"] = provider if isinstance(provider, str) and provider else None
+        ctx = _number(get("contextTokens"))
+        row["contextTokens"] = ctx if ctx is not None else default_context_tokens
+        row["agentId"] = agent_id
+        row["acpRuntime"] = isinstance(get("acp"), dict)
+        harness = get("agentRuntimeOverride") or get("agentHarnessId")
+        if isinstance(harness, str) and harness:
+            row["agentRuntime"] = {"id": harness, "source": "session"}
+        row["kind"] = session_kind(key, entry)
+        row.update(derive_row_flags(entry, key))
+        return row
+
+    return shape
 
 
 def session_row(
@@ -55,46 +120,6 @@ def session_row(
     default_model: str | None = None,
     default_context_tokens: int | None = None,
 ) -> dict[str, Any]:
-    from openclaw_cli.keys import derive_row_flags, session_kind
-
-    row: dict[str, Any] = {"key": key}
-    updated = _number(entry.get("updatedAt"))
-    row["updatedAt"] = updated
-    # a value beyond the double range (kept as written, D22) has no age
-    row["ageMs"] = max(0, int(now_ms - updated)) if updated is not None and abs(updated) < 1e300 else None
-    row["sessionId"] = entry.get("sessionId")
-    for name in _COPIED_BEFORE_TOKENS:
-        if name == "forkedFromParent":
-            if entry.get(name) is True:
-                row[name] = True
-            continue
-        if name in entry and entry[name] is not None:
-            row[name] = entry[name]
-    row["visibility"] = entry.get("visibility") if isinstance(entry.get("visibility"), str) else "shared"
-    for name in _COPIED_AFTER_VISIBILITY:
-        if name in entry and entry[name] is not None:
-            row[name] = entry[name]
-    total = _number(entry.get("totalTokens"))
-    row["totalTokens"] = total if total is not None and total >= 0 else None
-    row["totalTokensFresh"] = entry.get("totalTokensFresh") is True
-    for name in ("totalTokensVersion", "providerOverride", "modelOverride"):
-        if name in entry and entry[name] is not None:
-            row[name] = entry[name]
-    model = entry.get("modelOverride") or entry.get("model")
-    provider = entry.get("providerOverride") or entry.get("modelProvider")
-    if not model and default_model:
-        provider_default, _, model_default = default_model.rpartition("/")
-        model = model_default
-        provider = provider or (provider_default or None)
-    row["model"] = model if isinstance(model, str) and model else None
-    row["modelProvider"] = provider if isinstance(provider, str) and provider else None
-    ctx = _number(entry.get("contextTokens"))
-    row["contextTokens"] = ctx if ctx is not None else default_context_tokens
-    row["agentId"] = agent_id
-    row["acpRuntime"] = isinstance(entry.get("acp"), dict)
-    harness = entry.get("agentRuntimeOverride") or entry.get("agentHarnessId")
-    if isinstance(harness, str) and harness:
-        row["agentRuntime"] = {"id": harness, "source": "session"}
-    row["kind"] = session_kind(key, entry)
-    row.update(derive_row_flags(entry, key))
-    return row
+    """One listing row (OpenClaw's field names and order) of a stored entry."""
+    return row_shaper(agent_id=agent_id, now_ms=now_ms, default_model=default_model,
+                      default_context_tokens=default_context_tokens)(key, entry)

@@ -36,7 +36,7 @@ def list_sessions(
     Archived rows (`archivedAt` set) are hidden unless `archived` is True (only them) or "all".
     `stream` with no limit: `sessions` is a `jsonutil.StreamedArray` read from the stores while it
     is written (`output.emit_json`), so `--limit all` on 100,000 rows holds one batch at a time."""
-    from openclaw_cli.ops.rows import session_row
+    from openclaw_cli.ops.rows import row_shaper
 
     now = ctx.now_ms() if now is None else now
     targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
@@ -67,11 +67,10 @@ def list_sessions(
             continue
         total += matched
         stores_out.append({"agentId": target.agent_id, "path": path})
+        shape = row_shaper(agent_id=target.agent_id, now_ms=now, default_model=default_model,
+                           default_context_tokens=default_ctx)
         for key, entry in rows:
-            row = session_row(
-                key, entry, agent_id=target.agent_id, now_ms=now,
-                default_model=default_model, default_context_tokens=default_ctx,
-            )
+            row = shape(key, entry)
             updated = row["updatedAt"]
             collected.append((updated if updated is not None else float("-inf"), row))
     collected.sort(key=lambda item: -item[0] if item[0] != float("-inf") else float("inf"))
@@ -108,7 +107,7 @@ def _streamed_listing(ctx: Context, targets: list[Any], *, all_agents: bool, sin
     import heapq
 
     from openclaw_cli.jsonutil import Deferred, StreamedArray
-    from openclaw_cli.ops.rows import session_row
+    from openclaw_cli.ops.rows import row_shaper
 
     default_model, default_ctx = _defaults(ctx)
     only = None if archived == "all" else archived is True
@@ -142,9 +141,10 @@ def _streamed_listing(ctx: Context, targets: list[Any], *, all_agents: bool, sin
         raise
 
     def shaped(agent_id: str, rows: Any) -> Any:
+        shape = row_shaper(agent_id=agent_id, now_ms=now, default_model=default_model,
+                           default_context_tokens=default_ctx)
         for key, entry in rows:
-            yield session_row(key, entry, agent_id=agent_id, now_ms=now, default_model=default_model,
-                              default_context_tokens=default_ctx)
+            yield shape(key, entry)
 
     def newest_first(row: dict[str, Any]) -> float:
         updated = row["updatedAt"]

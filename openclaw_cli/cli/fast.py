@@ -1,0 +1,123 @@
+"""The fast path: `openclaw sessions [list] … --json` run without importing Typer/click (~30 ms
+of a ~75 ms command), for scripts and the Gateway-less clients that poll the listing.
+
+It serves only argument lists it understands completely, and runs the very body the Typer
+command runs (`cli/listing.list_command`, through the same `cli/common.run`), so the output, the
+exit code and every error are the same bytes. What the Typer app parses is mirrored here for
+that subset: root options first (`--profile V`, `--profile=V`, `--no-color`, also after the
+subcommand: `rootopts.hoist_root_options`), then `sessions`, its options, optionally `list` and its
+options (a `list` option wins over the same `sessions` option, as `cli/sessions.sessions_list`
+merges them). Anything else returns None and the Typer app runs: no `--json`, help (`-h`,
+`--help`), `--version`, shell completion, an unknown, repeated or value-less option, a flag given
+a value, an option value that starts with `-`, `--`, another subcommand or an extra argument, an
+invalid profile. `OPENCLAW_FAST_PATH=0` turns the fast path off (tests compare both)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from openclaw_cli.cli.rootopts import ROOT_FLAGS, ROOT_VALUE_OPTIONS, hoist_root_options, invalid_profile
+
+# `openclaw sessions` / `sessions list` options (cli/sessions.py): option -> parameter
+_VALUE_OPTIONS = {"--agent": "agent", "--store": "store", "--active": "active", "--limit": "limit"}
+_FLAG_OPTIONS = {"--all-agents": "all_agents", "--json": "json_mode", "--verbose": "verbose",
+                 "--archived": "archived", "--all": "all_rows", "--wide": "wide"}
+# environment variables that put click into shell-completion mode
+_COMPLETION_VARS = ("_OPENCLAW_COMPLETE", "_TYPER_COMPLETE_ARGS")
+
+
+def _options(args: list[str], i: int, values: dict[str, str], flags: dict[str, str]
+             ) -> tuple[dict[str, Any], int] | None:
+    """Options from `args[i]` up to the first argument that is not one: (parameters, where it
+    stopped); None for anything the Typer parser might read differently."""
+    got: dict[str, Any] = {}
+    while i < len(args) and args[i].startswith("-"):
+        arg = args[i]
+        name, eq, explicit = arg.partition("=")
+        if name in flags and not eq:
+            param, value = flags[name], True
+            i += 1
+        elif name in values:
+            if eq:
+                value = explicit
+                i += 1
+            elif i + 1 < len(args) and not args[i + 1].startswith("-"):
+                value = args[i + 1]
+                i += 2
+            else:
+                return None
+            param = values[name]
+        else:
+            return None
+        if param in got:
+            return None  # repeated: left to the Typer parser
+        got[param] = value
+    return got, i
+
+
+def parse(argv: Sequence[str]) -> dict[str, Any] | None:
+    """The listing call (`root`: `profile`, `no_color`; `listing`: `list_command`'s parameters)
+    for an argument list this path serves, else None."""
+    args = hoist_root_options(argv)
+    root = _options(args, 0, dict.fromkeys(ROOT_VALUE_OPTIONS, "profile"), dict.fromkeys(ROOT_FLAGS, "no_color"))
+    if root is None:
+        return None
+    root_opts, i = root
+    if i >= len(args) or args[i] != "sessions":
+        return None
+    group = _options(args, i + 1, _VALUE_OPTIONS, _FLAG_OPTIONS)
+    if group is None:
+        return None
+    group_opts, i = group
+    sub_opts: dict[str, Any] = {}
+    if i < len(args):
+        if args[i] != "list":
+            return None
+        sub = _options(args, i + 1, _VALUE_OPTIONS, _FLAG_OPTIONS)
+        if sub is None or sub[1] != len(args):
+            return None
+        sub_opts = sub[0]
+    listing: dict[str, Any] = {}
+    for param in (*_VALUE_OPTIONS.values(), *_FLAG_OPTIONS.values()):
+        default = None if param in _VALUE_OPTIONS.values() else False
+        # `sessions list` takes its own value first, else the group's (`x or parent.get(x)`)
+        listing[param] = sub_opts.get(param, default) or group_opts.get(param, default)
+    if not listing["json_mode"]:
+        return None
+    profile = root_opts.get("profile")
+    if invalid_profile(profile) is not None:
+        return None
+    return {"root": {"profile": profile, "no_color": bool(root_opts.get("no_color"))}, "listing": listing}
+
+
+def dispatch(argv: Sequence[str]) -> int | None:
+    """Run a served command and return its exit code; None: not served (run the Typer app)."""
+    if os.environ.get("OPENCLAW_FAST_PATH", "").strip() == "0" or any(v in os.environ for v in _COMPLETION_VARS):
+        return None
+    call = parse(argv)
+    if call is None:
+        return None
+    try:
+        # the root callback's effects (cli/main.root), in its order
+        if call["root"]["no_color"]:
+            os.environ["NO_COLOR"] = "1"
+        from openclaw_cli.cli.rootopts import apply_profile
+
+        apply_profile(call["root"]["profile"])
+        from openclaw_cli.cli.common import exit_code_of
+        from openclaw_cli.cli.listing import list_command
+
+        try:
+            list_command(**call["listing"])
+        except Exception as error:
+            code = exit_code_of(error)
+            if code is None:
+                raise
+            return code
+        return 0
+    except KeyboardInterrupt:  # outside the command body: as click reports it (a newline, "Aborted.")
+        sys.stderr.write("\nAborted.\n")
+        return 1

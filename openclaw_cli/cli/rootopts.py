@@ -1,0 +1,69 @@
+"""The root options (`--profile`, `--no-color`) as both front doors read them: the Typer app
+(`cli/main.py`) and the Typer-free fast path (`cli/fast.py`). No Typer here: the fast path must
+not import it."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+PROG = "openclaw"
+PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+PROFILE_ERROR = 'Invalid --profile (use letters, numbers, "_", "-" only)'
+ROOT_VALUE_OPTIONS = ("--profile",)
+ROOT_FLAGS = ("--no-color",)
+
+
+def hoist_root_options(args: Sequence[str]) -> list[str]:
+    """Move root options given after the subcommand (`openclaw status --profile work`) in front of
+    it, where the parser expects them; nothing after `--` is touched."""
+    args = list(args)
+    if not args:
+        return args
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    seen_command = False
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if not arg.startswith("-"):
+            seen_command = True
+        if seen_command and arg in ROOT_VALUE_OPTIONS and i + 1 < len(args):
+            front += [arg, args[i + 1]]
+            i += 2
+            continue
+        if seen_command and (arg in ROOT_FLAGS or any(arg.startswith(o + "=") for o in ROOT_VALUE_OPTIONS)):
+            front.append(arg)
+            i += 1
+            continue
+        rest.append(arg)
+        i += 1
+    return front + rest
+
+
+def json_requested(args: Sequence[str]) -> bool:
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def invalid_profile(profile: str | None) -> str | None:
+    """The (stripped) profile name that is not valid: `--profile`'s value, or OPENCLAW_PROFILE's
+    when the flag is absent; None when both are fine."""
+    for name in (profile, os.environ.get("OPENCLAW_PROFILE") if profile is None else None):
+        if name is not None and name.strip() and not PROFILE_NAME.fullmatch(name.strip()):
+            return name.strip()
+    return None
+
+
+def apply_profile(profile: str | None) -> None:
+    """The one path resolver reads OPENCLAW_PROFILE, so every command sees the flag."""
+    if profile:
+        os.environ["OPENCLAW_PROFILE"] = profile.strip()

@@ -1,0 +1,187 @@
+"""The fast path (`cli/fast.py`: `sessions [list] --json` without Typer) behaves exactly as the
+Typer app: for every argument list below, the same stdout, stderr and exit code with the fast
+path on and off (`OPENCLAW_FAST_PATH=0`), on our SQLite store, a legacy store, several agents
+with a broken one, explicit stores, usage errors, root options and config warnings. Argument
+lists it does not fully understand go to the Typer app (checked by parse() and by what a real
+process imports)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openclaw_cli.cli.fast import parse
+from tests.conftest import OPENCLAW_FIXTURE, copy_tree, run_cli
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """main: our SQLite store (imported from the fixture); work: a legacy store with an archived
+    and a pinned row; broken: a corrupt legacy store; a config with an unknown key (a warning)."""
+    state = tmp_path_factory.mktemp("fast") / "state"
+    copy_tree(OPENCLAW_FIXTURE / "legacy-state", state)
+    env = {"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_HOME": str(state.parent),
+           "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json")}
+    done = run_cli("doctor", "--session-sqlite", "import", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    work = state / "agents" / "work" / "sessions"
+    copy_tree(OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions", work)
+    store = json.loads((work / "sessions.json").read_text())
+    keys = sorted(store)
+    store[keys[0]]["archivedAt"] = 1795000000000
+    store[keys[1]]["pinnedAt"] = 1795000000001
+    (work / "sessions.json").write_text(json.dumps(store))
+    broken = state / "agents" / "broken" / "sessions"
+    broken.mkdir(parents=True)
+    (broken / "sessions.json").write_text('{"agent:broken:main": {')
+    (state / "openclaw.json").write_text(json.dumps({"session": {"maintenance": {"pruneAfterr": "7d"}}}))
+    return state
+
+
+@pytest.fixture
+def state(template: Path, state_dir: Path) -> Path:
+    return copy_tree(template, state_dir)
+
+
+def _normalised(text: str) -> str:
+    text = re.sub(r'"ageMs": \d+', '"ageMs": N', text)
+    return re.sub(r"in \d+(?:\.\d+)? ms", "in N ms", text)  # --verbose timings
+
+
+def _both(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, ...]:
+    fast = run_cli(*args, env=env)
+    typer_app = run_cli(*args, env={**(env or {}), "OPENCLAW_FAST_PATH": "0"})
+    return fast, typer_app
+
+
+SERVED = [
+    ("sessions", "--json"),
+    ("sessions", "list", "--json"),
+    ("sessions", "--json", "list", "--limit", "2"),
+    ("sessions", "--limit", "3", "list", "--json", "--limit", "1"),  # the subcommand's value wins
+    ("sessions", "--agent", "work", "list", "--json"),
+    ("sessions", "--json", "--limit", "all"),
+    ("sessions", "--json", "--limit=all", "--all-agents"),  # a broken store: listed rest, its exit code
+    ("sessions", "--json", "--all-agents", "--limit", "2"),
+    ("sessions", "--json", "--agent", "work"),
+    ("sessions", "--json", "--agent=work", "--archived"),
+    ("sessions", "--json", "--agent", "work", "--all", "--limit", "all"),
+    ("sessions", "--json", "--agent", "broken"),
+    ("sessions", "--json", "--archived", "--all"),  # usage error inside the body: exit 2
+    ("sessions", "--json", "--limit", "0"),
+    ("sessions", "--json", "--limit", "x"),
+    ("sessions", "--json", "--limit", " 7 "),
+    ("sessions", "--json", "--active", "x"),
+    ("sessions", "--json", "--active", "99999999"),
+    ("sessions", "--json", "--agent", "nope"),
+    ("sessions", "--json", "--agent", ""),
+    ("sessions", "--json", "--agent="),
+    ("sessions", "--json", "--store", "/nonexistent/x.sqlite"),
+    ("sessions", "--json", "--store", "{state}/agents/work/sessions/sessions.json"),
+    ("sessions", "--json", "--store", "{state}/agents/main/agent/openclaw-agent.sqlite", "--limit", "all"),
+    ("sessions", "--json", "--verbose"),
+    ("sessions", "--json", "--wide"),
+    ("--no-color", "sessions", "--json"),
+    ("sessions", "--json", "--no-color"),
+    ("sessions", "--json", "--profile", "p1"),
+    ("--profile=p1", "sessions", "list", "--json"),
+    ("--profile", "", "sessions", "--json"),
+]
+NOT_SERVED = [
+    (),
+    ("sessions",),  # text output
+    ("sessions", "list"),
+    ("sessions", "--json", "--help"),
+    ("sessions", "--json", "-h"),
+    ("--version", "sessions", "--json"),
+    ("sessions", "--json", "--bogus"),
+    ("sessions", "--json", "--agent"),
+    ("sessions", "--json", "--agent", "--all"),  # a value that looks like an option
+    ("sessions", "--json", "--agent", "a", "--agent", "b"),
+    ("sessions", "--json", "--json"),
+    ("sessions", "--json=1"),
+    ("sessions", "--json", "--", "x"),
+    ("sessions", "--json", "extra"),
+    ("sessions", "list", "--json", "extra"),
+    ("sessions", "tail", "--json"),
+    ("sessions", "cleanup", "--dry-run", "--json"),
+    ("agents", "list", "--json"),
+    ("sessions", "--json", "--profile", "bad name!"),
+    ("--profile", "-x", "sessions", "--json"),
+    ("sessions", "--json", "-x"),
+]
+
+
+@pytest.mark.parametrize("args", SERVED, ids=" ".join)
+def test_served_argument_lists_print_what_the_typer_app_prints(args: tuple[str, ...], state: Path):
+    args = tuple(arg.replace("{state}", str(state)) for arg in args)
+    assert parse(args) is not None
+    fast, typer_app = _both(*args)
+    assert fast.returncode == typer_app.returncode, (fast.stderr, typer_app.stderr)
+    assert _normalised(fast.stdout) == _normalised(typer_app.stdout)
+    assert _normalised(fast.stderr) == _normalised(typer_app.stderr)
+    if "--json" in args and fast.stdout:
+        json.loads(fast.stdout)  # exactly one document, failures included
+
+
+def test_the_listing_cases_cover_success_partial_failure_and_errors(state: Path):
+    """The equality above is not vacuous: the cases include rows, a partial failure and errors."""
+    ok = run_cli("sessions", "--json", "--limit", "all", "--all-agents")
+    assert ok.returncode == 6 and json.loads(ok.stdout)["count"] > 10 and "agent broken" in ok.stderr
+    assert run_cli("sessions", "--json", "--archived", "--all").returncode == 2
+    archived = json.loads(run_cli("sessions", "--json", "--agent", "work", "--archived").stdout)
+    assert archived["count"] == 1
+    assert "pruneAfterr" in run_cli("sessions", "--json").stderr
+
+
+@pytest.mark.parametrize("args", NOT_SERVED, ids=lambda a: " ".join(a) or "(none)")
+def test_what_the_fast_path_does_not_understand_goes_to_the_typer_app(args: tuple[str, ...], state: Path):
+    assert parse(args) is None
+    fast, typer_app = _both(*args)
+    assert fast.returncode == typer_app.returncode
+    assert (_normalised(fast.stdout), _normalised(fast.stderr)) == (_normalised(typer_app.stdout),
+                                                                    _normalised(typer_app.stderr))
+
+
+@pytest.mark.parametrize("env", [{"OPENCLAW_PROFILE": "bad name!"}, {"_OPENCLAW_COMPLETE": "bash_complete"}])
+def test_an_invalid_profile_or_completion_mode_goes_to_the_typer_app(env: dict[str, str], state: Path):
+    fast, typer_app = _both("sessions", "--json", env=env)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (typer_app.returncode, typer_app.stdout, typer_app.stderr)
+    if "OPENCLAW_PROFILE" in env:
+        assert fast.returncode == 2 and json.loads(fast.stdout)["ok"] is False
+
+
+def _imported(args: list[str], **env: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "openclaw_cli", *args], capture_output=True,
+                          text=True, env={**os.environ, **env})
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def test_a_served_listing_never_imports_typer_and_the_others_do(state: Path):
+    assert not any(name.split(".")[0] in ("typer", "click", "rich") for name in _imported(["sessions", "--json"]))
+    assert "typer" in _imported(["sessions", "--json"], OPENCLAW_FAST_PATH="0")
+    assert "typer" in _imported(["sessions", "tail", "--json"])
+    # an error ends the command through typer.Exit: Typer is imported then, not before
+    assert "typer" in _imported(["sessions", "--json", "--limit", "x"])
+
+
+def test_a_closed_stdout_ends_both_paths_alike(state: Path):
+    """`openclaw sessions --json --limit all | head -c 100`: the same exit code and stderr."""
+    results = []
+    for env in ({}, {"OPENCLAW_FAST_PATH": "0"}):
+        with subprocess.Popen([sys.executable, "-m", "openclaw_cli", "sessions", "--json", "--limit", "all",
+                               "--all-agents"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, **env}) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.read(100)
+            proc.stdout.close()
+            err = proc.stderr.read()
+            results.append((proc.wait(timeout=60), err))
+    assert results[0] == results[1]
