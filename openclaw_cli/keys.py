@@ -306,15 +306,18 @@ def session_kind(key: str | None, entry: Mapping[str, Any] | None = None) -> Ses
         return "global"
     if value == "unknown":
         return "unknown"
-    parsed = _split_agent_key(value)  # is_cron_key(value), without filling the planners' cache
-    if (parsed[1] if parsed else value).lower().startswith("cron:"):
-        return "cron"
+    lowered = value.lower()
+    # is_cron_key(value), without filling the planners' cache; its `rest` is part of the key and
+    # only ASCII letters lower-case to "cron", so a key without "cron:" is no cron key
+    if "cron:" in lowered:
+        parsed = _split_agent_key(value)
+        if (parsed[1] if parsed else value).lower().startswith("cron:"):
+            return "cron"
     if type(entry) is not dict:
         entry = entry if isinstance(entry, Mapping) else {}
     if entry.get("spawnedBy"):
         return "spawn-child"
     chat_type = entry.get("chatType")
-    lowered = value.lower()
     if chat_type in ("group", "channel") or ":group:" in lowered or ":channel:" in lowered:
         return "group"
     return "direct"
@@ -355,9 +358,11 @@ def derive_row_flags(entry: Mapping[str, Any] | None, key: str | None = None) ->
     unread = get("markedUnreadAt") is not None
     if not unread:
         last_read = get("lastReadAt")
-        baseline = _number(last_read)
-        if baseline is None and last_read is None:
-            baseline = _number(get("createdAt"))
+        if last_read is not None:
+            baseline = _number(last_read)
+        else:
+            created = get("createdAt")
+            baseline = None if created is None else _number(created)
         if baseline is not None:
             latest = max(_number(entry.get("lastInteractionAt")) or 0.0, _number(entry.get("lastActivityAt")) or 0.0)
             unread = latest > baseline

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -142,6 +141,8 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
                          "again to finish."), json_mode=json_mode)
     except OpenClawError as error:
         if debug_enabled():
+            import traceback
+
             traceback.print_exc()
         fail(error, json_mode=json_mode)
     except KeyboardInterrupt:
@@ -152,6 +153,8 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
         if exit_code_of(error) is not None:  # a command's own exit (typer.Exit): not an error
             raise
         if debug_enabled():
+            import traceback
+
             traceback.print_exc()
         from openclaw_cli.errors import typed_error
 

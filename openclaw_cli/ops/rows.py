@@ -58,15 +58,17 @@ def row_shaper(*, agent_id: str, now_ms: int, default_model: str | None = None,
 
     def shape(key: str, entry: dict[str, Any]) -> dict[str, Any]:
         get = entry.get
-        row: dict[str, Any] = {"key": key}
         updated = get("updatedAt")
         kind = type(updated)
         if kind is not int and kind is not float:
             updated = _number(updated)
-        row["updatedAt"] = updated
-        # a value beyond the double range (kept as written, D22) has no age
-        row["ageMs"] = max(0, int(now_ms - updated)) if updated is not None and abs(updated) < 1e300 else None
-        row["sessionId"] = get("sessionId")
+        row: dict[str, Any] = {
+            "key": key,
+            "updatedAt": updated,
+            # a value beyond the double range (kept as written, D22) has no age
+            "ageMs": max(0, int(now_ms - updated)) if updated is not None and abs(updated) < 1e300 else None,
+            "sessionId": get("sessionId"),
+        }
         for name in _COPIED_BEFORE_FORK:
             value = get(name)
             if value is not None:
@@ -83,7 +85,10 @@ def row_shaper(*, agent_id: str, now_ms: int, default_model: str | None = None,
             value = get(name)
             if value is not None:
                 row[name] = value
-        total = _number(get("totalTokens"))
+        total = get("totalTokens")
+        kind = type(total)
+        if kind is not int and kind is not float:
+            total = _number(total)
         row["totalTokens"] = total if total is not None and total >= 0 else None
         row["totalTokensFresh"] = get("totalTokensFresh") is True
         for name in _COPIED_AFTER_TOKENS:
@@ -97,7 +102,10 @@ def row_shaper(*, agent_id: str, now_ms: int, default_model: str | None = None,
             provider = provider or provider_default
         row["model"] = model if isinstance(model, str) and model else None
         row["modelProvider"] = provider if isinstance(provider, str) and provider else None
-        ctx = _number(get("contextTokens"))
+        ctx = get("contextTokens")
+        kind = type(ctx)
+        if kind is not int and kind is not float:
+            ctx = _number(ctx)
         row["contextTokens"] = ctx if ctx is not None else default_context_tokens
         row["agentId"] = agent_id
         row["acpRuntime"] = isinstance(get("acp"), dict)

@@ -3,7 +3,7 @@ transcript tail (`sessions tail`) and the one key resolution every keyed operati
 
 from __future__ import annotations
 
-import logging
+import sys
 import time
 from typing import Any
 
@@ -11,7 +11,13 @@ from openclaw_cli.errors import NotFoundError, OpenClawError, UsageError
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target, select_targets
 
-log = logging.getLogger("openclaw")
+
+def _debug(message: str, *args: Any) -> None:
+    """A `--verbose` record (the `openclaw` logger). Without the logging module loaded no handler
+    exists (`--verbose` loads it), so a listing does not pay for importing it."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger("openclaw").debug(message, *args)
 
 
 def _defaults(ctx: Context) -> tuple[str | None, int | None]:
@@ -56,7 +62,7 @@ def list_sessions(
                 rows, matched = _visible_entries(st, limit, since, archived)
                 path = str(st.path)
                 _note_skipped_rows(ctx, st)
-            log.debug("agent %s: %d of %d row(s) read in %.1f ms", target.agent_id, len(rows), matched,
+            _debug("agent %s: %d of %d row(s) read in %.1f ms", target.agent_id, len(rows), matched,
                       (time.perf_counter() - started) * 1000)
         except OpenClawError as exc:
             if not all_agents:

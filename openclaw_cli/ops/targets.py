@@ -10,6 +10,7 @@ data) — and one `Target` type (`paths.Target`).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -280,9 +281,12 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
 
 
 def _log_open(store: Any, target: Target) -> None:
-    """`--verbose`: which store an agent resolved to (the `openclaw` logger; silent by default)."""
-    import logging
-
+    """`--verbose`: which store an agent resolved to (the `openclaw` logger; silent by default).
+    Without the logging module loaded no handler exists (`--verbose` loads it): nothing to say, and
+    a listing does not pay for importing it."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return
     log = logging.getLogger("openclaw")
     if log.isEnabledFor(logging.INFO):
         log.info("agent %s: %s store %s%s", target.agent_id, store.kind, store.path,

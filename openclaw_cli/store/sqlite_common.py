@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sqlite3
 import struct
 import threading
@@ -172,6 +171,8 @@ class ReadOnlyConnection:
             self.conn.close()
         finally:
             if self.snapshot_dir is not None:
+                import shutil
+
                 shutil.rmtree(self.snapshot_dir, ignore_errors=True)
                 self.snapshot_dir = None
 
@@ -421,7 +422,8 @@ def _checked(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
 
 
 def _snapshot(path: Path, wal: Path, timeout_ms: int) -> ReadOnlyConnection:
-    import tempfile  # lazy: only read-only snapshots need it (it imports random)
+    import shutil  # lazy, as tempfile: only read-only snapshots need them
+    import tempfile  # (it imports random)
 
     tmp = Path(tempfile.mkdtemp(prefix="openclaw-cli-ro-"))
     try:
