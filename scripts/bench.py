@@ -143,7 +143,7 @@ class Bench:
     def ours_imported(self, name: str) -> Path:
         """Our SQLite import of a dataset (cached; benchmarks that only read use it)."""
         dest = self.data / f"{name}-ours-imported"
-        if not (dest / ".imported").exists():
+        if not (dest / ".imported").exists() or _older_schema(_db_of(dest)):
             dest = self.fresh_copy(name, "ours-imported")
             subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
                            env=self.env_ours(dest), check=True, stdout=subprocess.DEVNULL)
@@ -410,6 +410,23 @@ w(b"]}")
 
 def _db_of(state: Path) -> Path:
     return state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+
+
+def _older_schema(db: Path) -> bool:
+    """A cached import made by an older build (its schema lacks indexes the listing uses: counting
+    the archived rows of a schema-1 store scans it) is imported again, so the figures are those
+    of the database this build writes."""
+    import sqlite3
+
+    from openclaw_cli.store.schema import SCHEMA_VERSION, USER_VERSION_BASE
+
+    if not db.exists():
+        return False
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0] < USER_VERSION_BASE + SCHEMA_VERSION
+    finally:
+        conn.close()
 
 
 def case_listing_scale(b: Bench) -> None:
