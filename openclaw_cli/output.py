@@ -25,13 +25,33 @@ def sanitize_text(value: Any) -> str:
 def emit_json(obj: Any) -> None:
     """Print exactly one JSON document (2-space indent, like OpenClaw) on stdout; a document with a
     streamed array (`jsonutil.StreamedArray`) is written as its items are produced."""
-    from openclaw_cli.jsonutil import dumps_pretty, is_streamed, write_pretty
+    from openclaw_cli.jsonutil import dumps_pretty, is_streamed, write_pretty, write_pretty_bytes
 
     if is_streamed(obj):
-        write_pretty(obj, sys.stdout.write)
+        buffer = _utf8_buffer(sys.stdout)
+        if buffer is not None:
+            sys.stdout.flush()  # what the text layer holds goes first
+            write_pretty_bytes(obj, buffer.write)
+        else:
+            write_pretty(obj, sys.stdout.write)
     else:
         sys.stdout.write(dumps_pretty(obj) + "\n")
     sys.stdout.flush()
+
+
+def _utf8_buffer(stream: Any) -> Any:
+    """The binary layer of a UTF-8 text stream that writes "\n" as is (POSIX), where bytes from
+    orjson are exactly what writing their text would produce; None elsewhere."""
+    buffer = getattr(stream, "buffer", None)
+    encoding = getattr(stream, "encoding", None)
+    if buffer is None or not isinstance(encoding, str) or os.name != "posix":
+        return None
+    import codecs
+
+    try:
+        return buffer if codecs.lookup(encoding).name == "utf-8" else None
+    except LookupError:
+        return None
 
 
 def err(line: str = "") -> None:

@@ -101,3 +101,37 @@ def test_write_pretty_is_dumps_pretty_in_pieces() -> None:
             lazy["h"] = Deferred(lambda: "x")
         assert _streamed(lazy) == dumps_pretty(doc) + "\n"
 
+
+
+def _doc_with_hard_text() -> tuple[dict[str, Any], dict[str, Any]]:
+    rows = [{"k": "é ü ✓ 🜂", "n": 10**30, "f": 1.5, "s": "\ud800x"}, {"q": "a\nb\u2028"}] * 300
+    doc = {"path": "/tmp/é", "s": rows, "count": len(rows)}
+    return doc, {**doc, "s": StreamedArray(iter(rows))}
+
+
+def test_the_bytes_writer_writes_the_utf8_of_the_text() -> None:
+    from openclaw_cli.jsonutil import write_pretty_bytes
+
+    doc, lazy = _doc_with_hard_text()
+    out = io.BytesIO()
+    write_pretty_bytes(lazy, out.write, batch=7)
+    assert out.getvalue() == (dumps_pretty(doc) + "\n").encode()
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "UTF8", "latin-1", "utf-16"])
+def test_emit_json_streams_bytes_only_to_a_utf8_stdout(encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A UTF-8 stdout gets orjson's bytes (no decode and encode of ~70 MB); any other encoding
+    the text, as before: the same bytes either way where the text can be encoded."""
+    import sys
+
+    from openclaw_cli.output import emit_json
+
+    doc, lazy = _doc_with_hard_text()
+    rows = [{"q": "a\nb é"}, {"n": 10**30}]  # what latin-1 can hold too
+    doc["s"], lazy["s"] = rows, StreamedArray(iter(rows))
+    raw = io.BytesIO()
+    stdout = io.TextIOWrapper(raw, encoding=encoding, newline="\n")
+    stdout.write("before ")  # what the text layer holds is written first
+    monkeypatch.setattr(sys, "stdout", stdout)
+    emit_json(lazy)
+    assert raw.getvalue() == ("before " + dumps_pretty(doc) + "\n").encode(encoding)
