@@ -185,3 +185,36 @@ def test_a_closed_stdout_ends_both_paths_alike(state: Path):
             err = proc.stderr.read()
             results.append((proc.wait(timeout=60), err))
     assert results[0] == results[1]
+
+
+def test_the_fast_path_knows_exactly_the_options_the_typer_commands_declare():
+    """A drift guard: an option added to `sessions` / `sessions list` (or a root option), an
+    environment variable, a callback, a repeatable option or a context setting that changes
+    parsing would make the fast path read an argument list differently, so it must fail here."""
+    import typer.main
+
+    from openclaw_cli.cli import fast
+    from openclaw_cli.cli.main import app
+
+    root = typer.main.get_command(app)
+    sessions = root.commands["sessions"]  # type: ignore[attr-defined]
+    listing = sessions.commands["list"]
+    served_root = {"--profile": False, "--no-color": True}
+    left_to_typer = {"--version", "--install-completion", "--show-completion"}
+    served = {**dict.fromkeys(fast._VALUE_OPTIONS, False), **dict.fromkeys(fast._FLAG_OPTIONS, True)}
+    for command, expected, others in ((root, served_root, left_to_typer), (sessions, served, set()),
+                                      (listing, served, set())):
+        declared = {}
+        for param in command.params:
+            assert len(param.opts) == 1 or param.opts[0] in others, param.opts
+            if param.opts[0] in others:
+                continue
+            assert not param.secondary_opts and param.envvar is None and not param.multiple and param.nargs == 1
+            assert param.callback is None and not param.required, param.opts
+            declared[param.opts[0]] = bool(param.is_flag)
+        assert declared == expected
+        for setting in ("auto_envvar_prefix", "token_normalize_func", "ignore_unknown_options", "allow_extra_args",
+                        "allow_interspersed_args", "default_map"):
+            assert setting not in command.context_settings, setting
+    assert set(sessions.commands) >= {"list", "tail"}
+    assert sessions.invoke_without_command and not getattr(sessions, "chain", False)
