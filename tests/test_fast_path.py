@@ -173,18 +173,21 @@ def test_a_served_listing_never_imports_typer_and_the_others_do(state: Path):
 
 
 def test_a_closed_stdout_ends_both_paths_alike(state: Path):
-    """`openclaw sessions --json --limit all | head -c 100`: the same exit code and stderr."""
+    """stdout a pipe nobody reads any more (`openclaw sessions --json | true`): the same exit code
+    and stderr. The read end is closed before the command starts, so its first write fails."""
     results = []
     for env in ({}, {"OPENCLAW_FAST_PATH": "0"}):
-        with subprocess.Popen([sys.executable, "-m", "openclaw_cli", "sessions", "--json", "--limit", "all",
-                               "--all-agents"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env={**os.environ, **env}) as proc:
-            assert proc.stdout is not None and proc.stderr is not None
-            proc.stdout.read(100)
-            proc.stdout.close()
-            err = proc.stderr.read()
-            results.append((proc.wait(timeout=60), err))
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "openclaw_cli", "sessions", "--json", "--limit", "all",
+                                   "--all-agents"], stdout=write_end, stderr=subprocess.PIPE,
+                                  env={**os.environ, **env}, timeout=60)
+        finally:
+            os.close(write_end)
+        results.append((proc.returncode, proc.stderr))
     assert results[0] == results[1]
+    assert results[0][0] != 0
 
 
 def test_the_fast_path_knows_exactly_the_options_the_typer_commands_declare():
