@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -40,14 +41,16 @@ def ensure_dir(path: Path, mode: int = DIR_MODE) -> None:
         fsync_dir(directory.parent)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = FILE_MODE, tmp_name: str | None = None) -> None:
-    """Write `data` to `path` atomically and durably."""
+def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes], *, mode: int = FILE_MODE,
+                       tmp_name: str | None = None) -> None:
+    """Write `data` (bytes, or pieces written one after another) to `path` atomically and durably."""
     ensure_dir(path.parent)
     tmp = path.with_name(tmp_name or f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)

@@ -73,7 +73,7 @@ MAX_MANIFEST_WRITES = 2
 # ---- per-record state --------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)  # one per session: 100,000 of them
 class RecState:
     rec: Record
     alias_of: str | None = None  # set on a bare-key row merged into its canonical key
@@ -205,6 +205,8 @@ class ImportRun:
             report = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))
             mt = mf.new_target(target.agent_id, self.mapper.to_manifest(target.store_path),
                                self.mapper.to_manifest(target.sqlite_path))
+            planned = mf.MoveLog(self.runs_dir)  # moves stay out of memory; the file's shape is unchanged
+            mt["plannedMoves"], mt["completedMoves"] = planned, mf.CompletedMoves(planned)
             self.manifest["targets"].append(mt)
             self.report.targets.append(report)
             runs.append(TargetRun(target, report, mt))
@@ -217,6 +219,8 @@ class ImportRun:
             with gc_paused():
                 for tr in runs:
                     self._import_target(tr)
+                    if tr.index is not None:
+                        tr.index.close()  # entries were read again while stored; not needed after this
                 self._archive_all(runs)
                 for tr in runs:
                     # freed by reference counting now, not scanned by the first collection after
@@ -627,7 +631,10 @@ class ImportRun:
         if not moves and not extra:
             return
         if not planned:
-            tr.mt["plannedMoves"].extend(m.payload[0] for m in [*moves, *extra])
+            log = tr.mt["plannedMoves"]
+            for m in [*moves, *extra]:
+                entry, kind, state = m.payload
+                m.payload = (log.append(entry), kind, state, entry.get("sessionKey"))  # the dict is not kept
             # hard links need no data space, the manifest that records them does
             check_archive_plan_space(self.runs_dir, self.manifest_path, len(moves) + len(extra))
             self._save_manifest()  # planned moves are durable before the first link
@@ -641,8 +648,8 @@ class ImportRun:
             batch = moves[start:start + size]
             result = publish_batch(batch, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
             for move in result.done:
-                entry, kind, _state = move.payload
-                tr.mt["completedMoves"].append(entry)
+                n, kind, _state, _key = move.payload
+                tr.mt["completedMoves"].add(n)
                 path = str(move.dest)
                 if kind in ("transcript", "trajectory"):
                     tr.report.archived_transcript_files.append(path)
@@ -651,8 +658,7 @@ class ImportRun:
                 else:
                     tr.report.archived_legacy_store_files.append(path)
             for move in result.failed:
-                entry, kind, state = move.payload
-                key = entry.get("sessionKey")
+                _n, kind, state, key = move.payload
                 if kind == "unreferenced-jsonl":
                     tr.report.add("unreferenced_jsonl_archive_failed", f"{move.source}: {move.error}")
                 elif kind == "legacy-store":

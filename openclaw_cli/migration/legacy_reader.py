@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -26,6 +26,9 @@ from openclaw_cli.migration.report import Issue
 from openclaw_cli.paths import transcript_candidates
 from openclaw_cli.store.names import is_primary_transcript_name
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, reason_for
+
+if TYPE_CHECKING:
+    from openclaw_cli.migration.index_stream import StreamedEntries
 
 READ_CHUNK = 8 * 1024 * 1024
 CHANGED_MESSAGE = (
@@ -42,13 +45,20 @@ class LegacyIndex:
     exists: bool = False
     identity: Identity | None = None
     fingerprint: tuple | None = None
-    entries: dict[str, Any] | None = None
+    entries: dict[str, Any] | StreamedEntries | None = None  # StreamedEntries: read member by member
     issues: list[Issue] = field(default_factory=list)
     exact: dict[str, Any] = field(default_factory=dict)  # key -> preflight.EntryText (D22)
 
     @property
     def readable(self) -> bool:
         return self.entries is not None
+
+    def close(self) -> None:
+        """Release the file a member-wise read index keeps open to read entries again."""
+        from openclaw_cli.migration.index_stream import StreamedEntries
+
+        if isinstance(self.entries, StreamedEntries):
+            self.entries.close()
 
 
 def read_index(path: Path, *, allow_symlink_issue: bool = True) -> LegacyIndex:
@@ -76,21 +86,37 @@ def read_index(path: Path, *, allow_symlink_issue: bool = True) -> LegacyIndex:
     except OSError as exc:
         index.issues.append(Issue("store_unreadable", f"{path}: {exc.strerror or exc}"))
         return index
+    from openclaw_cli.migration.index_stream import NotStreamable, StreamedEntries, scan_members
+
     try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, READ_CHUNK)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        # member by member first (memory flat in the number of sessions); anything else whole
+        streamed: StreamedEntries | None = StreamedEntries(path, (before.st_dev, before.st_ino))
+        hasher = hashlib.sha256()
+        try:
+            for key, offset, length, crc, _value in scan_members(fd, hasher):
+                streamed.add(key, offset, length, crc)  # type: ignore[union-attr]
+        except NotStreamable:
+            streamed = None
+            os.lseek(fd, 0, os.SEEK_SET)
+            chunks = []
+            while True:
+                chunk = os.read(fd, READ_CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
         after = os.fstat(fd)
     finally:
         os.close(fd)
-    raw = b"".join(chunks)
     if fingerprint(before) != fingerprint(after):
         index.issues.append(Issue("store_unreadable", f"{path}: the file changed while it was read"))
         return index
     index.fingerprint = fingerprint(before)
+    if streamed is not None:
+        index.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, hasher.hexdigest())
+        index.entries = streamed
+        return index
+    raw = b"".join(chunks)
+    del chunks
     index.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size,
                               hashlib.sha256(raw).hexdigest())
     data, error = _parse_index(raw, index)
@@ -141,18 +167,37 @@ def _json_error(exc: BaseException) -> str:
 # ---- records ---------------------------------------------------------------------------------------
 
 
-@dataclass
 class Record:
-    key: str  # the key stored in SQLite (bare cron:/hook: canonicalised, D14)
-    source_key: str  # the key as written in sessions.json (or the synthetic recovered key)
-    session_id: str
-    entry: dict[str, Any]
-    transcript: Path | None = None  # an existing candidate (may still be unsafe, see `problem`)
-    expected: Path | None = None  # where the transcript was looked for (missing-file message)
-    sqlite_marker: bool = False
-    recovered: bool = False
-    problem: str | None = None  # why the transcript cannot be read or moved
-    entry_text: str | None = None  # the original text, stored as is (D22: values stored as written)
+    """One importable entry. A record of a member-wise read index does not hold its entry: it is
+    parsed from the file each time it is asked for (the import asks once, when it stores it)."""
+
+    __slots__ = ("key", "source_key", "session_id", "_entry", "_src", "_idx", "transcript", "expected",
+                 "sqlite_marker", "recovered", "problem", "entry_text")
+
+    def __init__(self, key: str, source_key: str, session_id: str, entry: dict[str, Any] | None,
+                 transcript: Path | None = None, expected: Path | None = None, sqlite_marker: bool = False,
+                 recovered: bool = False, problem: str | None = None, entry_text: str | None = None):
+        self.key = key  # the key stored in SQLite (bare cron:/hook: canonicalised, D14)
+        self.source_key = source_key  # the key as written in sessions.json (or the synthetic recovered key)
+        self.session_id = session_id
+        self._entry = entry
+        self._src: StreamedEntries | None = None
+        self._idx = 0
+        self.transcript = transcript  # an existing candidate (may still be unsafe, see `problem`)
+        self.expected = expected  # where the transcript was looked for (missing-file message)
+        self.sqlite_marker = sqlite_marker
+        self.recovered = recovered
+        self.problem = problem  # why the transcript cannot be read or moved
+        self.entry_text = entry_text  # the original text, stored as is (D22: values stored as written)
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        if self._src is not None:
+            return self._src.entry_at(self._idx)
+        return self._entry  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"Record({self.key!r}, {self.session_id!r}, transcript={self.transcript!r})"
 
 
 def invalid_entry_message(store: Path) -> str:
@@ -191,9 +236,11 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
     issues: list[Issue] = []
     listing = DirListing(sessions_dir)
     base = str(sessions_dir)
+    from openclaw_cli.migration.index_stream import StreamedEntries
     from openclaw_cli.migration.preflight import key_problem, shown_key, substitute_key
 
-    for key, entry in (index.entries or {}).items():
+    streamed = index.entries if isinstance(index.entries, StreamedEntries) else None
+    for position, (key, entry) in enumerate((index.entries or {}).items()):
         if owner_filter is not None and not owner_filter(key):
             continue
         sid = entry.get("sessionId") if isinstance(entry, dict) else None
@@ -210,6 +257,8 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
                 f"stored under {stored_key} (sessionId {sid}) and the original key stays in the archived "
                 "sessions.json."), stored_key))
         record = Record(stored_key, key if problem is None else stored_key, sid, entry)
+        if streamed is not None:  # read again when stored: 100,000 entries are ~150 MB of objects
+            record._entry, record._src, record._idx = None, streamed, position
         exact = index.exact.get(key)
         if exact is not None:
             record.entry_text = exact.text

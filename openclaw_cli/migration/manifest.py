@@ -9,9 +9,12 @@ current state dir by their `agents/<id>/<dir>/<name>` suffix.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import uuid
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -122,14 +125,172 @@ class LoadedManifest:
 
 
 def write_manifest(path: Path, data: dict[str, Any]) -> None:
-    """Pretty JSON (2 spaces) + newline, written atomically and durably (0600 in a 0700 dir)."""
+    """Pretty JSON (2 spaces) + newline, written atomically and durably (0600 in a 0700 dir). A
+    target's moves may be a `MoveLog` / `CompletedMoves`: their JSON is streamed into the file, the
+    bytes are the same as for plain lists."""
     ensure_dir(path.parent)
+    atomic_write_bytes(path, _manifest_pieces(data))
+
+
+def _dump(data: Any) -> bytes:
     try:
-        # the newline added by orjson: a 100,000-move manifest is ~125 MB, not worth a second copy
-        payload = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     except TypeError:
-        payload = (dumps_pretty(data) + "\n").encode("utf-8")
-    atomic_write_bytes(path, payload)
+        return (dumps_pretty(data) + "\n").encode("utf-8")
+
+
+def _manifest_pieces(data: dict[str, Any]) -> Iterator[bytes]:
+    targets = data.get("targets")
+    views: list[MoveView] = []
+    if isinstance(targets, list):
+        token = uuid.uuid4().hex
+        stubbed = []
+        for target in targets:
+            if isinstance(target, dict) and any(isinstance(v, MoveView) for v in target.values()):
+                target = dict(target)
+                for k, v in target.items():
+                    if isinstance(v, MoveView):
+                        target[k] = f"moves-{token}-{len(views)}"
+                        views.append(v)
+            stubbed.append(target)
+        if views:
+            data = {**data, "targets": stubbed}
+    text = _dump(data)
+    if not views:
+        yield text
+        return
+    pos = 0
+    for n, view in enumerate(views):
+        marker = f'"moves-{token}-{n}"'.encode()
+        at = text.index(marker, pos)
+        yield text[pos:at]
+        yield from view.json_pieces()
+        pos = at + len(marker)
+    yield text[pos:]
+
+
+# a target's moves are elements of `targets[i].<moves>`: 8 spaces deep, the list closes at 6
+_ELEMENT_PAD = b"\n" + b" " * 8
+_LIST_CLOSE = b"\n" + b" " * 6 + b"]"
+
+
+class MoveView:
+    """A target's moves as the manifest holds them (iterable as dicts, `len`, streamed JSON)."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _chunk_indexes(self) -> Iterable[int]:
+        raise NotImplementedError
+
+    def log(self) -> MoveLog:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        log = self.log()
+        for n in self._chunk_indexes():
+            yield orjson.loads(log.chunk(n))
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def json_pieces(self) -> Iterator[bytes]:
+        if not len(self):
+            yield b"[]"
+            return
+        log = self.log()
+        yield b"["
+        first = True
+        for n in self._chunk_indexes():
+            yield _ELEMENT_PAD if first else b"," + _ELEMENT_PAD
+            yield log.chunk(n)
+            first = False
+        yield _LIST_CLOSE
+
+
+class MoveLog(MoveView):
+    """The planned moves of one target, kept out of memory (issue 16: 100,000 moves were ~300 MB of
+    Python objects): each move's JSON, indented for its place in the manifest, in an unnamed
+    temporary file beside the manifest (gone with the process); the manifest file keeps its shape."""
+
+    def __init__(self, spill_dir: Path):
+        self._dir = spill_dir
+        self._fd: int | None = None
+        self._end = 0
+        self.offsets = array("Q")
+        self.lengths = array("Q")
+
+    def log(self) -> MoveLog:
+        return self
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def _chunk_indexes(self) -> Iterable[int]:
+        return range(len(self.offsets))
+
+    def append(self, move: dict[str, Any]) -> int:
+        """Record a move; returns its index (for `CompletedMoves.add`)."""
+        chunk = orjson.dumps(move, option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)
+        if self._fd is None:
+            self._fd = _unnamed_file(self._dir)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.pwrite(self._fd, view, self._end + len(chunk) - len(view)):]
+        self.offsets.append(self._end)
+        self.lengths.append(len(chunk))
+        self._end += len(chunk)
+        return len(self.offsets) - 1
+
+    def extend(self, moves: Iterable[dict[str, Any]]) -> None:
+        for move in moves:
+            self.append(move)
+
+    def chunk(self, n: int) -> bytes:
+        assert self._fd is not None
+        return os.pread(self._fd, self.lengths[n], self.offsets[n])
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _unnamed_file(directory: Path) -> int:
+    ensure_dir(directory)
+    try:
+        return os.open(directory, os.O_RDWR | os.O_TMPFILE | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+    import tempfile
+
+    fd, name = tempfile.mkstemp(dir=directory, prefix=".moves-", suffix=".tmp")
+    os.unlink(name)  # a filesystem without O_TMPFILE: unnamed right away
+    return fd
+
+
+class CompletedMoves(MoveView):
+    """The completed moves of one target: indexes into its planned `MoveLog`, in completion order."""
+
+    def __init__(self, planned: MoveLog):
+        self._planned = planned
+        self.indexes = array("L")
+
+    def log(self) -> MoveLog:
+        return self._planned
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+    def _chunk_indexes(self) -> Iterable[int]:
+        return self.indexes
+
+    def add(self, n: int) -> None:
+        self.indexes.append(n)
 
 
 def validate_manifest(data: Any) -> str | None:

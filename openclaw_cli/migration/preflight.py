@@ -51,6 +51,8 @@ _CLASSES = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord("e") if c in 
                  ord("+") if c in b"+-" else ord(".") if c == ord(".") else ord(" ") for c in range(256))
 _NEEDLES = (b"0" * 19, b"0e000", b"0e+000")
 _TOKEN_CHARS = frozenset(b"0e+.")
+# the same test fed chunk by chunk by the member-wise reader (index_stream.ExactProbe)
+NEEDLE_CLASSES, NEEDLES, SUSPECT, TOKEN_CHARS = _CLASSES, _NEEDLES, _SUSPECT, _TOKEN_CHARS
 
 
 def needs_exact_pass(raw: bytes) -> bool:

@@ -287,7 +287,7 @@ class ImportRecord:
     entry_text: str | None = None  # the entry's original JSON text, stored as is (D22)
 
 
-@dataclass
+@dataclass(slots=True)  # one per imported session, kept for the caller
 class ImportRecordResult:
     session_key: str
     session_id: str | None

@@ -1,0 +1,208 @@
+"""Issue 16, import memory: `sessions.json` read member by member gives exactly what the
+whole-document reader gives (or falls back to it), and the run manifest's moves kept out of memory
+write the same bytes as plain lists — so manifests of earlier builds read and restore unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openclaw_cli.migration import index_stream
+from openclaw_cli.migration import manifest as mf
+from openclaw_cli.migration.index_stream import ExactProbe, IndexChanged, StreamedEntries
+from openclaw_cli.migration.legacy_reader import LegacyIndex, _parse_index, read_index
+from openclaw_cli.migration.preflight import needs_exact_pass
+from openclaw_cli.paths import IMPORT_ARCHIVE_DIR
+from tests.test_migration_helpers import doctor, make_f
+
+ENTRY = {"sessionId": "s-1", "updatedAt": 1795999700000, "sessionFile": "s-1.jsonl", "n": [1, {"a": None}],
+         "f": 1.5, "t": True, "s": "x\"}\\n\n  }"}
+
+
+def _whole(raw: bytes) -> tuple[LegacyIndex, object, str | None]:
+    """What the whole-document reader (the one before issue 16) makes of `raw`."""
+    index = LegacyIndex(Path("x"))
+    data, error = _parse_index(raw, index)
+    return index, data, error
+
+
+def _same(a: object, b: object) -> bool:
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))  # the 1,000-deep cases
+    try:
+        return a == b
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _check_same(tmp_path: Path, raw: bytes) -> LegacyIndex:
+    path = tmp_path / "sessions.json"
+    path.write_bytes(raw)
+    got = read_index(path)
+    old, data, error = _whole(raw)
+    assert got.identity is not None and got.identity.sha256 == hashlib.sha256(raw).hexdigest()
+    if error is not None:
+        assert not got.readable and [i.message for i in got.issues] == [f"{path}: {error}"]
+    elif not isinstance(data, dict):
+        assert not got.readable and [i.code for i in got.issues] == ["store_not_object"]
+    else:
+        assert got.readable and not got.issues
+        items = list(got.entries.items())  # type: ignore[union-attr]
+        assert _same(items, list(data.items()))
+        assert [type(v) for _k, v in items] == [type(v) for v in data.values()]
+        assert {k: (e.text, [f.path for f in e.findings]) for k, e in got.exact.items()} == {
+            k: (e.text, [f.path for f in e.findings]) for k, e in old.exact.items()}
+    got.close()
+    return got
+
+
+CASES = [
+    b"{}", b" {} \n", b"{\n}\n", b"{}x", b"{} {}", b"\xef\xbb\xbf{}", b"[]", b"[1, 2]", b"3", b'"x"', b"", b"   ",
+    b"{", b'{"a"}', b'{"a":}', b'{"a":1,}', b'{"a":1 "b":2}', b'{"a":1}\x0c', b'{"a" : 1 , "b" :\t{}\r\n}',
+    b'{"a":1,"a":2,"b":3}', b'{"b":{"x":1},"a":2,"b":{"y":2}}',  # duplicates: first position, last value
+    b'{"a":1e400}', b'{"a":100000000000000000000000}', b'{"a":18446744073709551615}', b'{"a":-9223372036854775809}',
+    b'{"a":{"b":[1e999,2]}}', b'{"a":"\\ud800"}', b'{"\\ud800":{"sessionId":"x"}}', b'{"a":NaN}', b'{"a":Infinity}',
+    b'{"a":"\xff"}', b'{"\xc3\xa9":1}', b'{"a":"\\u00e9\\"\\\\"}', b'{"k\\"}":1}', b'{"a":01}', b'{"a":1.}',
+    b'{"a":.5}', b'{"a":tru}', b'{"a":true,"b":false,"c":null,"d":-0.0,"e":1E+5}', b"{'a':1}", b'{"a":1}//c',
+    b'{"a":"1234567890123456789012 is text"}', b'{"id":"9e123-4"}', b'{"a":[1,\n 1234567890123456789012]}',
+    b'{"x": "' + b"9" * 30 + b'"}', b'{"a":1}\n\n\n',
+    ("{" + "[" * 1023 + "]" * 1023 + "}").encode(), ('{"a":' + "[" * 1023 + "]" * 1023 + "}").encode(),
+    ('{"a":' + "[" * 1022 + "]" * 1022 + "}").encode(), ('{"a":' + "[" * 1024 + "]" * 1024 + "}").encode(),
+]
+
+
+@pytest.mark.parametrize("raw", CASES, ids=[repr(c[:40]) for c in CASES])
+def test_member_wise_reader_matches_the_whole_reader(tmp_path: Path, raw: bytes) -> None:
+    _check_same(tmp_path, raw)
+
+
+@pytest.mark.parametrize("indent", [None, 2, 4, "\t"])
+def test_stores_of_every_layout_are_read_member_by_member(tmp_path: Path, indent: object) -> None:
+    store = {f"agent:main:k{n}": dict(ENTRY, sessionId=f"s-{n}", empty={}, lst=[]) for n in range(300)}
+    store["agent:main:big"] = dict(ENTRY, blob="y" * (3 * index_stream.CHUNK))  # larger than a chunk
+    store["agent:main:nested"] = {"a": {"b": {"c": [[{"d": "}\n  }"}]]}}, "sessionId": "n"}
+    raw = json.dumps(store, indent=indent).encode()  # type: ignore[arg-type]
+    got = _check_same(tmp_path, raw)
+    assert isinstance(got.entries, StreamedEntries)
+
+
+def test_a_store_needing_the_exact_pass_is_read_whole(tmp_path: Path) -> None:
+    raw = json.dumps({"a": ENTRY, "b": dict(ENTRY, big=10**30)}, indent=2).encode()
+    got = _check_same(tmp_path, raw)
+    assert isinstance(got.entries, dict) and set(got.exact) == {"b"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=10), json_values, max_size=8), st.sampled_from([None, 2, 1, "\t"]))
+def test_any_object_reads_the_same(store: dict, indent: object) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        _check_same(Path(tmp), json.dumps(store, indent=indent).encode())  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"1", b"9" * 19, b"1e400", b"e", b"E+", b"-", b".", b" ", b",", b":", b"]", b"}",
+                                 b"[", b"\n", b"a", b"0" * 25, b"2e+123"]), max_size=40),
+       st.lists(st.integers(1, 64), min_size=1, max_size=8))
+def test_the_chunked_number_check_is_the_whole_file_check(parts: list[bytes], sizes: list[int]) -> None:
+    raw = b"".join(parts) * 3
+    probe = ExactProbe()
+    hit, pos, n = False, 0, 0
+    while pos < len(raw) and not hit:
+        size = sizes[n % len(sizes)]
+        hit = probe.feed(raw[pos:pos + size], final=False)
+        pos, n = pos + size, n + 1
+    hit = hit or probe.feed(b"", final=True)
+    assert hit == needs_exact_pass(raw)
+
+
+def test_an_index_changed_after_it_was_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.json"
+    path.write_text(json.dumps({"a": ENTRY, "b": ENTRY}, indent=2))
+    index = read_index(path)
+    entries = index.entries
+    assert isinstance(entries, StreamedEntries) and entries["b"] == ENTRY
+    with open(path, "r+b") as fh:  # same size, same inode, other bytes
+        data = fh.read()
+        fh.seek(0)
+        fh.write(data.replace(b"s-1", b"s-2"))
+    with pytest.raises(IndexChanged):
+        entries.entry_at(1)
+    index.close()
+    os.replace(path, tmp_path / "moved.json")
+    with pytest.raises(IndexChanged):  # gone
+        entries.entry_at(0)
+    path.write_bytes(data)
+    with pytest.raises(IndexChanged):  # another file (inode) under the name
+        entries.entry_at(0)
+
+
+def _move(n: int, agent: str) -> dict:
+    return mf.new_move(source=f"agents/{agent}/sessions/s-{n}.jsonl",
+                       archive=f"agents/{agent}/{IMPORT_ARCHIVE_DIR}/s-{n}.x",
+                       kind="transcript", session_key=f"agent:{agent}:k{n}",
+                       identity=mf.Identity(1, n, 3, 4, "a" * 64), classification="imported",
+                       reason="verified-import-original", dependencies=[f"d{n}"] if n % 2 else None)
+
+
+@pytest.mark.parametrize("planned,completed", [(0, []), (1, [0]), (5, [0, 2, 4]), (5, []), (40, list(range(40)))])
+def test_streamed_moves_write_the_bytes_of_plain_lists(tmp_path: Path, planned: int, completed: list[int]) -> None:
+    data = mf.new_manifest("session-sqlite-1-abc", 1_796_000_000_000)
+    plain = json.loads(json.dumps(data))
+    for agent in ("main", "ops"):
+        target = mf.new_target(agent, f"agents/{agent}/sessions/sessions.json", f"agents/{agent}/agent/x.sqlite")
+        log = mf.MoveLog(tmp_path / "runs")
+        done = mf.CompletedMoves(log)
+        target["plannedMoves"], target["completedMoves"] = log, done
+        copy = json.loads(json.dumps({k: v for k, v in target.items() if k not in ("plannedMoves", "completedMoves")}))
+        copy["plannedMoves"] = [_move(n, agent) for n in range(planned)]
+        copy["completedMoves"] = [_move(n, agent) for n in completed]
+        copy = {k: copy[k] for k in target}
+        for n in range(planned):
+            log.append(_move(n, agent))
+        for n in completed:
+            done.add(n)
+        target["issues"] = copy["issues"] = [{"code": "x", "message": "moves-0"}]
+        data["targets"].append(target)
+        plain["targets"].append(copy)
+        assert list(log) == copy["plannedMoves"] and list(done) == copy["completedMoves"]
+        assert len(done) == len(completed) and bool(log) == bool(planned)
+    path = tmp_path / "runs" / "session-sqlite-1-abc.json"
+    mf.write_manifest(path, data)
+    assert path.read_bytes() == orjson.dumps(plain, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    assert mf.validate_manifest(json.loads(path.read_bytes())) is None
+    assert os.listdir(tmp_path / "runs") == [path.name]  # the spilled moves have no name
+
+
+def test_a_manifest_written_as_before_still_restores(state_dir: Path) -> None:
+    """The file is byte-identical to what the plain-list writer wrote, and restore reads it."""
+    sessions = make_f(state_dir)
+    originals = {p.name: p.read_bytes() for p in sessions.iterdir()}
+    report = doctor("import")
+    assert report.exit_code == 0
+    path = Path(report.migration_run.manifest_path)
+    raw = path.read_bytes()
+    data = orjson.loads(raw)
+    assert len(data["targets"][0]["plannedMoves"]) == 4 and data["targets"][0]["completedMoves"]
+    assert orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE) == raw
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))  # the old writer
+    restored = doctor("restore")
+    assert restored.exit_code == 0
+    assert {p.name: p.read_bytes() for p in sessions.iterdir()} == originals
