@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from openclaw_cli.errors import Interrupted, OpenClawError
 from openclaw_cli.fsio import FILE_MODE
 from openclaw_cli.gcpause import gc_paused
@@ -68,6 +70,7 @@ MIN_PUBLISH_BATCH = 1024
 # per target (a 20,000-file store has a ~25 MB manifest). Correctness never depends on them: restore
 # and the next import work from the planned moves and what is on disk.
 MAX_MANIFEST_WRITES = 2
+MAX_PUBLISH_BATCH = 16384  # moves held at once while publishing (the manifest is still written as above)
 
 
 # ---- per-record state --------------------------------------------------------------------------------
@@ -547,7 +550,7 @@ class ImportRun:
             return
         reserver = NameReserver(t.archive_dir)
         stamp = self.ctx.now_ms()
-        moves: list[Move] = []
+        moves = _LoggedMoves(self, tr)  # recorded in the manifest's MoveLog as planned, not held
         seen_sources: set[str] = set()
         try:
             names = set(os.listdir(t.sessions_dir))
@@ -608,7 +611,26 @@ class ImportRun:
             tr.index_move = self._plan(t, reserver, stamp, t.store_path, "legacy-store", "legacy-store",
                                        index.identity, *self._index_classification([tr]), None,
                                        dependencies=self._index_dependencies([tr]))
-        self._publish(tr, moves, also_planned=[tr.index_move] if tr.index_move else [])
+        self._publish(tr, logged=moves, also_planned=[tr.index_move] if tr.index_move else [])
+
+    def _record(self, tr: TargetRun, move: Move) -> int:
+        """Append a planned move to the target's MoveLog; the move keeps its index, not the dict."""
+        entry, kind, state = move.payload
+        n = tr.mt["plannedMoves"].append(entry)
+        move.payload = (n, kind, state, entry.get("sessionKey"))
+        return n
+
+    def _logged_move(self, tr: TargetRun, n: int, state: RecState | None) -> Move:
+        """A planned move read back from the MoveLog (publication batches are built as they go)."""
+        entry = orjson.loads(tr.mt["plannedMoves"].chunk(n))
+        ident = Identity.from_json(entry["artifact"]["identity"])
+        assert ident is not None
+
+        def real(raw: str) -> Path:  # the exact inverse of PathMapper.to_manifest (no re-rooting)
+            return Path(raw) if os.path.isabs(raw) else self.ctx.state_dir / raw
+
+        return Move(real(entry["sourcePath"]), real(entry["archivePath"]), ident,
+                    payload=(n, entry["kind"], state, entry.get("sessionKey")))
 
     def _plan(self, t: Target, reserver: NameReserver, stamp: int, src: Path, kind: str, key: str,
               ident: Identity, classification: str, reason: str, state: RecState | None,
@@ -622,57 +644,65 @@ class ImportRun:
             entry.pop("sessionKey", None)
         return Move(src, archive, ident, payload=(entry, kind, state))
 
-    def _publish(self, tr: TargetRun, moves: list[Move], *, also_planned: list[Move] | None = None,
-                 planned: bool = False) -> None:
+    def _publish(self, tr: TargetRun, moves: list[Move] | None = None, *, logged: _LoggedMoves | None = None,
+                 also_planned: list[Move] | None = None, planned: bool = False) -> None:
         """Record the planned moves, publish them in batches, record what completed. The completed
         moves of the last batch are written with the next manifest write (the next planned moves or
-        the run's end): completed moves are bookkeeping, planned moves are what recovery needs."""
+        the run's end): completed moves are bookkeeping, planned moves are what recovery needs.
+        `logged`: moves `_archive_target` already appended to the MoveLog; they are read back a
+        batch at a time (100,000 Move objects are not held)."""
+        moves = moves or []
         extra = also_planned or []
-        if not moves and not extra:
+        count = len(logged) if logged is not None else len(moves)
+        if not count and not extra:
             return
         if not planned:
-            log = tr.mt["plannedMoves"]
             for m in [*moves, *extra]:
-                entry, kind, state = m.payload
-                m.payload = (log.append(entry), kind, state, entry.get("sessionKey"))  # the dict is not kept
+                self._record(tr, m)
             # hard links need no data space, the manifest that records them does
-            check_archive_plan_space(self.runs_dir, self.manifest_path, len(moves) + len(extra))
+            check_archive_plan_space(self.runs_dir, self.manifest_path, count + len(extra))
             self._save_manifest()  # A-5: planned moves are durable before the first link
             self.ctx.checkpoint("moves-planned")
-        if not moves:
+        if not count:
             return
-        size = max(MIN_PUBLISH_BATCH, -(-len(moves) // MAX_MANIFEST_WRITES))
-        self.ctx.progress.start(f"Archiving {tr.target.agent_id}", len(moves))
-        starts = range(0, len(moves), size)
+        size = max(MIN_PUBLISH_BATCH, -(-count // MAX_MANIFEST_WRITES))
+        self.ctx.progress.start(f"Archiving {tr.target.agent_id}", count)
+        starts = range(0, count, size)
         for start in starts:
-            batch = moves[start:start + size]
-            result = publish_batch(batch, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
-            for move in result.done:
-                n, kind, _state, _key = move.payload
-                tr.mt["completedMoves"].add(n)
-                path = str(move.dest)
-                if kind in ("transcript", "trajectory"):
-                    tr.report.archived_transcript_files.append(path)
-                elif kind == "unreferenced-jsonl":
-                    tr.report.archived_unreferenced_jsonl_files.append(path)
-                else:
-                    tr.report.archived_legacy_store_files.append(path)
-            for move in result.failed:
-                _n, kind, state, key = move.payload
-                if kind == "unreferenced-jsonl":
-                    tr.report.add("unreferenced_jsonl_archive_failed", f"{move.source}: {move.error}")
-                elif kind == "legacy-store":
-                    tr.report.add("legacy_store_archive_failed", f"{move.source}: {move.error}")
-                else:
-                    tr.report.add("transcript_archive_failed", f"{move.source}: {move.error}",
-                                  state.rec.source_key if state is not None else key)
-                    if state is not None:
-                        state.archive_ok = False
-            self.ctx.progress.advance(len(batch))
+            stop = min(start + size, count)
+            for sub in range(start, stop, MAX_PUBLISH_BATCH):  # bounded memory; the manifest cadence is `size`
+                end = min(sub + MAX_PUBLISH_BATCH, stop)
+                batch = logged.moves(sub, end) if logged is not None else moves[sub:end]
+                self._publish_batch(tr, batch)
             tr.mt["issues"] = [i.to_json() for i in tr.report.issues]
             if start != starts[-1]:
                 self._save_manifest()
             self.ctx.checkpoint("moves-recorded")
+
+    def _publish_batch(self, tr: TargetRun, batch: list[Move]) -> None:
+        result = publish_batch(batch, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+        for move in result.done:
+            n, kind, _state, _key = move.payload
+            tr.mt["completedMoves"].add(n)
+            path = str(move.dest)
+            if kind in ("transcript", "trajectory"):
+                tr.report.archived_transcript_files.append(path)
+            elif kind == "unreferenced-jsonl":
+                tr.report.archived_unreferenced_jsonl_files.append(path)
+            else:
+                tr.report.archived_legacy_store_files.append(path)
+        for move in result.failed:
+            _n, kind, state, key = move.payload
+            if kind == "unreferenced-jsonl":
+                tr.report.add("unreferenced_jsonl_archive_failed", f"{move.source}: {move.error}")
+            elif kind == "legacy-store":
+                tr.report.add("legacy_store_archive_failed", f"{move.source}: {move.error}")
+            else:
+                tr.report.add("transcript_archive_failed", f"{move.source}: {move.error}",
+                              state.rec.source_key if state is not None else key)
+                if state is not None:
+                    state.archive_ok = False
+        self.ctx.progress.advance(len(batch))
 
     def _archive_index(self, store_path: Path, group: list[TargetRun]) -> None:
         """Step 11: `sessions.json` leaves only when it is unchanged since it was read and everything
@@ -760,6 +790,27 @@ class ImportRun:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
+
+class _LoggedMoves:
+    """The moves `_archive_target` plans, appended to the target's MoveLog as they are planned;
+    only the state each belongs to is kept (publication reads them back a batch at a time)."""
+
+    def __init__(self, run: ImportRun, tr: TargetRun):
+        self.run = run
+        self.tr = tr
+        self.first = len(tr.mt["plannedMoves"])
+        self.states: list[RecState | None] = []
+
+    def append(self, move: Move) -> None:
+        self.run._record(self.tr, move)
+        self.states.append(move.payload[2])
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def moves(self, start: int, end: int) -> list[Move]:
+        return [self.run._logged_move(self.tr, self.first + i, self.states[i]) for i in range(start, end)]
+
 
 def _owner_filter(target: Target, ctx: MigrationContext) -> Any:
     from openclaw_cli.config import default_agent_id
