@@ -316,6 +316,18 @@ def case_import_many(b: Bench) -> None:
     _import_case(b, "many", 20, "doctor --session-sqlite import, many (20,000 sessions, 76 MB)")
 
 
+def case_import_100k(b: Bench) -> None:
+    """Memory flat in the number of sessions (issue 16); no peer run (the real import takes minutes)."""
+    runs = []
+    for i in range(min(b.runs, 2)):
+        state = b.fresh_copy("scale100k", f"import-{i}")
+        runs.append(timed([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                          b.env_ours(state)))
+        shutil.rmtree(state)
+    b.compare("doctor --session-sqlite import, 100,000 sessions", runs, None, "memory flat in sessions (issue 16)",
+              rss_max_mb=150)
+
+
 def case_sessions_sqlite_many(b: Bench) -> None:
     state = b.ours_imported("many")
     ours = b.repeat([*OURS, "sessions", "--json"], b.env_ours(state))
@@ -834,6 +846,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "status-legacy-many": case_status_legacy_many,
     "import-big": case_import_big,
     "import-many": case_import_many,
+    "import-100k": case_import_100k,
     "sessions-sqlite-many": case_sessions_sqlite_many,
     "cleanup-dry-run": case_cleanup_dry_run,
     "cleanup-enforce": case_cleanup_enforce,

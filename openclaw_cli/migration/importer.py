@@ -611,6 +611,7 @@ class ImportRun:
             tr.index_move = self._plan(t, reserver, stamp, t.store_path, "legacy-store", "legacy-store",
                                        index.identity, *self._index_classification([tr]), None,
                                        dependencies=self._index_dependencies([tr]))
+        del names, seen_sources, reserver  # 100,000 names each: not held while publishing
         self._publish(tr, logged=moves, also_planned=[tr.index_move] if tr.index_move else [])
 
     def _record(self, tr: TargetRun, move: Move) -> int:

@@ -28,7 +28,7 @@ _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
 HARD_LINK_DOCS = "https://docs.openclaw.ai/cli/doctor/sqlite-maintenance#hard-linked-legacy-artifacts"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Identity:
     """What identifies an artifact: sha256 + size (portable), dev/ino/mtime (this filesystem only)."""
 
@@ -204,7 +204,7 @@ def ensure_private_dir(path: Path) -> None:
 # ---- publication (A-4) -----------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Move:
     """Move `source` to `dest` (archive or restore). `expected` is the identity recorded when the file
     was hashed; the file must still be that object when it is linked."""

@@ -18,7 +18,7 @@ from openclaw_cli.store.quarantine import PREFIX_BYTES, original_bytes
 FULL_SCAN_MIN_SESSIONS = 200
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tracker:
     need: int
     next_seq: int = 0
