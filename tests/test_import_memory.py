@@ -138,13 +138,16 @@ def test_an_index_changed_after_it_was_read_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps({"a": ENTRY, "b": ENTRY}, indent=2))
     index = read_index(path)
     entries = index.entries
-    assert isinstance(entries, StreamedEntries) and entries["b"] == ENTRY
+    assert isinstance(entries, StreamedEntries) and list(entries) == ["a", "b"]
     with open(path, "r+b") as fh:  # same size, same inode, other bytes
         data = fh.read()
         fh.seek(0)
         fh.write(data.replace(b"s-1", b"s-2"))
     with pytest.raises(IndexChanged):
         entries.entry_at(1)
+    index.close()
+    path.write_bytes(data)  # the bytes that were read: readable again
+    assert entries["b"] == ENTRY
     index.close()
     os.replace(path, tmp_path / "moved.json")
     with pytest.raises(IndexChanged):  # gone
@@ -205,4 +208,24 @@ def test_a_manifest_written_as_before_still_restores(state_dir: Path) -> None:
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))  # the old writer
     restored = doctor("restore")
     assert restored.exit_code == 0
+    assert {p.name: p.read_bytes() for p in sessions.iterdir()} == originals
+
+
+def test_moves_published_in_small_batches_from_the_log(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Publication reads planned moves back from the MoveLog a batch at a time: with batches of one
+    move every file is still archived once, recorded as completed, and restorable."""
+    from openclaw_cli.migration import importer
+
+    monkeypatch.setattr(importer, "MAX_PUBLISH_BATCH", 1)
+    monkeypatch.setattr(importer, "MIN_PUBLISH_BATCH", 1)
+    sessions = make_f(state_dir)
+    originals = {p.name: p.read_bytes() for p in sessions.iterdir()}
+    report = doctor("import")
+    assert report.exit_code == 0
+    data = orjson.loads(Path(report.migration_run.manifest_path).read_bytes())
+    target = data["targets"][0]
+    assert sorted(m["sourcePath"] for m in target["completedMoves"]) == sorted(
+        m["sourcePath"] for m in target["plannedMoves"])
+    assert len(target["plannedMoves"]) == 4 and list(sessions.iterdir()) == []  # every original archived once
+    assert doctor("restore").exit_code == 0
     assert {p.name: p.read_bytes() for p in sessions.iterdir()} == originals

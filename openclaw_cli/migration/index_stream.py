@@ -287,6 +287,26 @@ def scan_members(fd: int, hasher: Any) -> Iterator[tuple[str, int, int, int, Any
         return
 
 
+class BlockReader:
+    """`pread` through one cached block: reads that go forward through a file (the import reads
+    entries and moves in the order they were written) cost one system call per block."""
+
+    def __init__(self, block: int = CHUNK):
+        self.block = block
+        self.base = 0
+        self.data = b""
+
+    def read(self, fd: int, offset: int, length: int) -> bytes:
+        rel = offset - self.base
+        if rel < 0 or rel + length > len(self.data):
+            self.data = os.pread(fd, max(self.block, length), offset)
+            self.base, rel = offset, 0
+        return self.data[rel:rel + length]
+
+    def forget(self) -> None:
+        self.data = b""
+
+
 class IndexChanged(PreconditionError):
     """`sessions.json` no longer holds the bytes read when the import started (nothing of a fresh
     import is published: the run rolls back)."""
@@ -305,6 +325,7 @@ class StreamedEntries:
         self.crcs = array("L")
         self._fd: int | None = None
         self._positions: dict[str, int] | None = None
+        self._reader = BlockReader()
 
     def add(self, key: str, offset: int, length: int, crc: int) -> None:
         self.keys_list.append(key)
@@ -346,7 +367,7 @@ class StreamedEntries:
 
     def entry_at(self, n: int) -> Any:
         """The n-th entry, parsed from the file; IndexChanged when its bytes are not the ones read."""
-        data = os.pread(self._open(), self.lengths[n], self.offsets[n])
+        data = self._reader.read(self._open(), self.offsets[n], self.lengths[n])
         if len(data) != self.lengths[n] or zlib.crc32(data) != self.crcs[n]:
             raise IndexChanged(f"{self.path}: the file changed while it was imported; rerun the import.")
         return _parse(data)
@@ -367,6 +388,7 @@ class StreamedEntries:
         return self._fd
 
     def close(self) -> None:
+        self._reader.forget()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -172,6 +172,7 @@ def _manifest_pieces(data: dict[str, Any]) -> Iterator[bytes]:
 # a target's moves are elements of `targets[i].<moves>`: 8 spaces deep, the list closes at 6
 _ELEMENT_PAD = b"\n" + b" " * 8
 _LIST_CLOSE = b"\n" + b" " * 6 + b"]"
+_SPILL_BLOCK = 1024 * 1024
 
 
 class MoveView:
@@ -216,7 +217,10 @@ class MoveLog(MoveView):
     def __init__(self, spill_dir: Path):
         self._dir = spill_dir
         self._fd: int | None = None
-        self._end = 0
+        self._end = 0  # bytes in the file plus the write buffer
+        self._pending: list[bytes] = []  # appended, not written yet (one write per ~1 MiB)
+        self._pending_bytes = 0
+        self._reader: Any = None
         self.offsets = array("Q")
         self.lengths = array("Q")
 
@@ -232,25 +236,44 @@ class MoveLog(MoveView):
     def append(self, move: dict[str, Any]) -> int:
         """Record a move; returns its index (for `CompletedMoves.add`)."""
         chunk = orjson.dumps(move, option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)
-        if self._fd is None:
-            self._fd = _unnamed_file(self._dir)
-        view = memoryview(chunk)
-        while view:
-            view = view[os.pwrite(self._fd, view, self._end + len(chunk) - len(view)):]
         self.offsets.append(self._end)
         self.lengths.append(len(chunk))
         self._end += len(chunk)
+        self._pending.append(chunk)
+        self._pending_bytes += len(chunk)
+        if self._pending_bytes >= _SPILL_BLOCK:
+            self._flush()
         return len(self.offsets) - 1
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        if self._fd is None:
+            self._fd = _unnamed_file(self._dir)
+        data = memoryview(b"".join(self._pending))
+        at = self._end - len(data)
+        while data:
+            written = os.pwrite(self._fd, data, at)
+            data, at = data[written:], at + written
+        self._pending.clear()
+        self._pending_bytes = 0
 
     def extend(self, moves: Iterable[dict[str, Any]]) -> None:
         for move in moves:
             self.append(move)
 
     def chunk(self, n: int) -> bytes:
+        from openclaw_cli.migration.index_stream import BlockReader
+
+        self._flush()
         assert self._fd is not None
-        return os.pread(self._fd, self.lengths[n], self.offsets[n])
+        if self._reader is None:
+            self._reader = BlockReader(_SPILL_BLOCK)
+        return self._reader.read(self._fd, self.offsets[n], self.lengths[n])
 
     def close(self) -> None:
+        self._reader = None
+        self._pending.clear()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
