@@ -627,9 +627,7 @@ class ImportRun:
         ident = Identity.from_json(entry["artifact"]["identity"])
         assert ident is not None
 
-        def real(raw: str) -> Path:  # the exact inverse of PathMapper.to_manifest (no re-rooting)
-            return Path(raw) if os.path.isabs(raw) else self.ctx.state_dir / raw
-
+        real = self.mapper.to_real_text  # str paths: publish_batch takes either
         return Move(real(entry["sourcePath"]), real(entry["archivePath"]), ident,
                     payload=(n, entry["kind"], state, entry.get("sessionKey")))
 

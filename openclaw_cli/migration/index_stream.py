@@ -326,12 +326,22 @@ class StreamedEntries:
         self._fd: int | None = None
         self._positions: dict[str, int] | None = None
         self._reader = BlockReader()
+        # (sessionId, sessionFile) of each dict entry, from the first read: build_records takes them
+        # once instead of parsing every entry again (then they are dropped)
+        self._facts: list[tuple[Any, Any] | None] | None = []
 
-    def add(self, key: str, offset: int, length: int, crc: int) -> None:
+    def add(self, key: str, offset: int, length: int, crc: int, value: Any = None) -> None:
         self.keys_list.append(key)
         self.offsets.append(offset)
         self.lengths.append(length)
         self.crcs.append(crc)
+        if self._facts is not None:
+            self._facts.append((value.get("sessionId"), value.get("sessionFile")) if isinstance(value, dict) else None)
+
+    def take_facts(self) -> list[tuple[Any, Any] | None] | None:
+        """The (sessionId, sessionFile) pairs of the first read, once (None afterwards)."""
+        facts, self._facts = self._facts, None
+        return facts
 
     def __len__(self) -> int:
         return len(self.keys_list)

@@ -93,8 +93,8 @@ def read_index(path: Path, *, allow_symlink_issue: bool = True) -> LegacyIndex:
         streamed: StreamedEntries | None = StreamedEntries(path, (before.st_dev, before.st_ino))
         hasher = hashlib.sha256()
         try:
-            for key, offset, length, crc, _value in scan_members(fd, hasher):
-                streamed.add(key, offset, length, crc)  # type: ignore[union-attr]
+            for key, offset, length, crc, value in scan_members(fd, hasher):
+                streamed.add(key, offset, length, crc, value)  # type: ignore[union-attr]
         except NotStreamable:
             streamed = None
             os.lseek(fd, 0, os.SEEK_SET)
@@ -240,10 +240,18 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
     from openclaw_cli.migration.preflight import key_problem, shown_key, substitute_key
 
     streamed = index.entries if isinstance(index.entries, StreamedEntries) else None
-    for position, (key, entry) in enumerate((index.entries or {}).items()):
+    facts = streamed.take_facts() if streamed is not None else None
+    pairs: Any = zip(streamed, facts, strict=True) if facts is not None else (index.entries or {}).items()
+    for position, (key, item) in enumerate(pairs):
         if owner_filter is not None and not owner_filter(key):
             continue
-        sid = entry.get("sessionId") if isinstance(entry, dict) else None
+        if facts is not None:  # (sessionId, sessionFile) from the first read; None: not an object
+            entry = None
+            sid, session_file = item if item is not None else (None, None)
+        else:
+            entry = item
+            sid = entry.get("sessionId") if isinstance(entry, dict) else None
+            session_file = entry.get("sessionFile") if isinstance(entry, dict) else None
         if not isinstance(sid, str) or not sid.strip() or not is_valid_legacy_session_id(sid):
             issues.append(Issue("entry_invalid", invalid_entry_message(index.path), key))
             continue
@@ -267,7 +275,6 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
                     f"{index.path}: field {finding.path} = {finding.literal[:80]} {finding.why}; the entry is "
                     "stored with its original text, readers show the value as written and treat it as unknown "
                     "in computations."), record.source_key))
-        session_file = entry.get("sessionFile")
         if isinstance(session_file, str) and session_file.startswith("sqlite:"):
             record.sqlite_marker = True
         elif (names := _fast_candidate_names(session_file, sid, base)) is not None:

@@ -60,6 +60,10 @@ class PathMapper:
             return rel.replace(os.sep, "/") if os.sep != "/" else rel
         return text
 
+    def to_real_text(self, raw: str) -> str:
+        """The exact inverse of `to_manifest` for a path this mapper wrote (no re-rooting)."""
+        return raw if raw.startswith("/") else self._prefix + raw
+
     def to_real(self, raw: str) -> Path:
         path = Path(raw)
         if not path.is_absolute():
