@@ -96,7 +96,7 @@ class RecState:
 
     @property
     def has_file(self) -> bool:
-        return self.rec.transcript is not None and self.rec.problem is None and self.identity is not None
+        return self.rec.transcript_text is not None and self.rec.problem is None and self.identity is not None
 
 
 class _StreamFeed:
@@ -368,14 +368,14 @@ class ImportRun:
                 previous.stream.finish()
             rec = state.rec
             lines: Any = ()
-            if rec.transcript is not None and rec.problem is None:
+            if rec.transcript_text is not None and rec.problem is None:
                 lines = self._open_transcript(state)
             yield ImportRecord(
                 session_key=rec.key,
                 entry=None if state.alias_of is not None else rec.entry,
                 lines=lines,
                 session_id=rec.session_id,
-                source=str(rec.transcript or rec.expected or rec.key),
+                source=rec.transcript_text or rec.expected_text or rec.key,
                 created_at_ms=state.mtime_ms,
                 entry_text=None if state.alias_of is not None else rec.entry_text,
             )
@@ -475,7 +475,7 @@ class ImportRun:
                 report.add("transcript_archive_failed", rec.problem, rec.source_key)
                 state.archive_ok = False
                 continue
-            if rec.transcript is None or state.missing:
+            if rec.transcript_text is None or state.missing:
                 expected = rec.expected or tr.target.sessions_dir / f"{rec.session_id}.jsonl"
                 if not (res is not None and res.entry_existing
                         and _stored_sid_matches(tr.target.sqlite_path, rec.key, rec.session_id)):
@@ -762,7 +762,7 @@ class ImportRun:
         deps: dict[str, None] = {}
         for tr in group:
             for s in tr.states:
-                path = s.rec.transcript or s.rec.expected
+                path = s.rec.transcript_text or s.rec.expected_text
                 if path is not None:
                     deps[self.mapper.to_manifest(path)] = None
         return list(deps)

@@ -171,7 +171,7 @@ class Record:
     """One importable entry. A record of a member-wise read index does not hold its entry: it is
     parsed from the file each time it is asked for (the import asks once, when it stores it)."""
 
-    __slots__ = ("key", "source_key", "session_id", "_entry", "_src", "_idx", "transcript", "expected",
+    __slots__ = ("key", "source_key", "session_id", "_entry", "_src", "_idx", "transcript_text", "expected_text",
                  "sqlite_marker", "recovered", "problem", "entry_text")
 
     def __init__(self, key: str, source_key: str, session_id: str, entry: dict[str, Any] | None,
@@ -183,12 +183,31 @@ class Record:
         self._entry = entry
         self._src: StreamedEntries | None = None
         self._idx = 0
-        self.transcript = transcript  # an existing candidate (may still be unsafe, see `problem`)
-        self.expected = expected  # where the transcript was looked for (missing-file message)
+        # paths as text: a Path is ~490 bytes on Python 3.11, a record lives for the whole import
+        self.transcript_text: str | None = None  # an existing candidate (may still be unsafe, see `problem`)
+        self.expected_text: str | None = None  # where the transcript was looked for (missing-file message)
+        self.transcript = transcript
+        self.expected = expected
         self.sqlite_marker = sqlite_marker
         self.recovered = recovered
         self.problem = problem  # why the transcript cannot be read or moved
         self.entry_text = entry_text  # the original text, stored as is (D22: values stored as written)
+
+    @property
+    def transcript(self) -> Path | None:
+        return None if self.transcript_text is None else Path(self.transcript_text)
+
+    @transcript.setter
+    def transcript(self, path: Path | str | None) -> None:
+        self.transcript_text = None if path is None else os.fspath(path)
+
+    @property
+    def expected(self) -> Path | None:
+        return None if self.expected_text is None else Path(self.expected_text)
+
+    @expected.setter
+    def expected(self, path: Path | str | None) -> None:
+        self.expected_text = None if path is None else os.fspath(path)
 
     @property
     def entry(self) -> dict[str, Any]:
@@ -279,10 +298,10 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
             record.sqlite_marker = True
         elif (names := _fast_candidate_names(session_file, sid, base)) is not None:
             # the common cases, decided from one directory listing (same order as transcript_candidates)
-            record.expected = Path(f"{base}{os.sep}{names[0]}")
+            record.expected_text = f"{base}{os.sep}{names[0]}"
             for name in names:
                 if listing.exists(name):
-                    record.transcript = record.expected if name == names[0] else Path(f"{base}{os.sep}{name}")
+                    record.transcript_text = record.expected_text if name == names[0] else f"{base}{os.sep}{name}"
                     regular, _link = listing.kinds[name]
                     if not regular:
                         record.problem = f"Migration source is not a regular file: {record.transcript}"
@@ -378,8 +397,8 @@ def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str
     """Primary transcripts no record references whose header names the file's own session id:
     imported as `agent:<id>:recovered:<sessionId>` (already archived), as OpenClaw does."""
     base = str(sessions_dir)
-    referenced = {os.path.basename(t) for r in records if r.transcript is not None
-                  and os.path.dirname(t := str(r.transcript)) == base}
+    referenced = {os.path.basename(t) for r in records if (t := r.transcript_text) is not None
+                  and os.path.dirname(t) == base}
     known_ids = {r.session_id for r in records}
     out: list[Record] = []
     listing = DirListing(sessions_dir)
@@ -408,8 +427,8 @@ def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str
 def unreferenced_jsonl(sessions_dir: Path, records: list[Record]) -> list[Path]:
     """`*.jsonl` files no record uses as its transcript (trajectories included), sorted by name."""
     base = str(sessions_dir)
-    referenced = {os.path.basename(t) for r in records if r.transcript is not None
-                  and os.path.dirname(t := str(r.transcript)) == base}
+    referenced = {os.path.basename(t) for r in records if (t := r.transcript_text) is not None
+                  and os.path.dirname(t) == base}
     return [sessions_dir / name for name in scan_jsonl_names(sessions_dir) if name not in referenced]
 
 
