@@ -552,8 +552,8 @@ class ImportRun:
         stamp = self.ctx.now_ms()
         moves = _LoggedMoves(self, tr)  # recorded in the manifest's MoveLog as planned, not held
         seen_sources: set[str] = set()
-        try:
-            names = set(os.listdir(t.sessions_dir))
+        try:  # only trajectory names are looked up (100,000 transcript names are not kept)
+            names = {name for name in os.listdir(t.sessions_dir) if ".trajectory" in name}
         except OSError:
             names = set()
         for state in tr.states:
@@ -564,9 +564,9 @@ class ImportRun:
             rec = state.rec
             src = rec.transcript
             assert src is not None and state.identity is not None
-            if str(src) in seen_sources:
+            if rec.transcript_text in seen_sources:
                 continue  # two keys sharing one transcript: archived once (T-20)
-            seen_sources.add(str(src))
+            seen_sources.add(rec.transcript_text)  # the record's own string: no copy per session
             if rec.recovered:
                 classification, reason = "protected", "indexed-historical-primary"
             elif state.result is not None and state.result.issue is not None:
@@ -604,6 +604,7 @@ class ImportRun:
                 seen_sources.add(str(path))
                 moves.append(self._plan(t, reserver, stamp, path, "unreferenced-jsonl", "archive-tier", ident,
                                         "protected", "unreferenced-history", None))
+        del names, seen_sources  # not held beside the index move's dependencies (every transcript path)
         index = tr.index
         if sole_owner and tr.completed and index is not None and index.exists and index.identity is not None:
             # planned now (one manifest write for everything), published last and only if all else
@@ -611,7 +612,7 @@ class ImportRun:
             tr.index_move = self._plan(t, reserver, stamp, t.store_path, "legacy-store", "legacy-store",
                                        index.identity, *self._index_classification([tr]), None,
                                        dependencies=self._index_dependencies([tr]))
-        del names, seen_sources, reserver  # 100,000 names each: not held while publishing
+        del reserver  # 100,000 reserved names: not held while publishing
         self._publish(tr, logged=moves, also_planned=[tr.index_move] if tr.index_move else [])
 
     def _record(self, tr: TargetRun, move: Move) -> int:
