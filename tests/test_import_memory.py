@@ -229,3 +229,39 @@ def test_moves_published_in_small_batches_from_the_log(state_dir: Path, monkeypa
     assert len(target["plannedMoves"]) == 4 and list(sessions.iterdir()) == []  # every original archived once
     assert doctor("restore").exit_code == 0
     assert {p.name: p.read_bytes() for p in sessions.iterdir()} == originals
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "interleaved", "disordered", "short"])
+def test_verification_digests_hold_one_hash_at_a_time_and_stay_exact(monkeypatch: pytest.MonkeyPatch,
+                                                                    layout: str) -> None:
+    """The full scan settles each session's digest when its needed rows are hashed; sessions whose
+    rows come apart, out of order or short still get the digest (or none) the slow path gives."""
+    import sqlite3
+
+    from openclaw_cli.migration import verify
+
+    monkeypatch.setattr(verify, "FULL_SCAN_MIN_SESSIONS", 1)
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT)")
+    conn.execute("CREATE TABLE session_windows (session_id TEXT)")
+    lines = {sid: [f'{{"n":{n},"s":"{sid}"}}' for n in range(4)] for sid in ("a", "b", "c")}
+    rows = [(sid, n, text) for sid in lines for n, text in enumerate(lines[sid])]
+    if layout == "interleaved":  # a session's rows come back after another session's
+        rows = rows[:2] + rows[4:8] + rows[2:4] + rows[8:]
+    elif layout == "disordered":
+        rows[1], rows[2] = rows[2], rows[1]
+    elif layout == "short":
+        rows = [r for r in rows if not (r[0] == "b" and r[1] == 3)]
+    conn.executemany("INSERT INTO transcript_events VALUES (?, ?, ?)", rows)
+    conn.executemany("INSERT INTO session_windows VALUES (?)", [(sid,) for sid in lines])
+    need = {"a": 3, "b": 4, "c": 2}
+    digests, counts = verify._prefix_digests(conn, need)
+    monkeypatch.setattr(verify, "FULL_SCAN_MIN_SESSIONS", 10**9)
+    slow = verify._prefix_digests(conn, need)
+    assert (digests, counts) == slow
+    for sid, n in need.items():
+        expected = hashlib.sha256("".join(text + "\n" for text in lines[sid][:n]).encode()).hexdigest()
+        if layout == "short" and sid == "b":
+            assert (sid, n) not in digests
+        else:
+            assert digests[(sid, n)] == expected

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,16 @@ class _Tracker:
     need: int
     next_seq: int = 0
     taken: int = 0
-    hash: Any = field(default_factory=hashlib.sha256)
+    hash: Any = None  # made at the session's first row, dropped once its digest is known
+    digest: str | None = None
     disordered: bool = False
+
+    def settle(self) -> None:
+        """Keep the digest, not the hash object, once every needed row was hashed (100,000 live
+        hash objects were ~25 MB; sessions are contiguous in storage order, so one is live)."""
+        if self.hash is not None and self.taken >= self.need:
+            self.digest = self.hash.hexdigest()
+            self.hash = None
 
 
 def connect_ro(db: Path) -> sqlite3.Connection:
@@ -98,7 +106,7 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
             # back on the next change): the loop body is a few comparisons and one hash update
             current: bytes | None = None
             tracker: _Tracker | None = None
-            next_seq = taken = need = 0
+            next_seq = taken = wanted = 0  # not `need`: the redo loop below still reads that dict
             disordered = False
             update: Any = None
             prefix = PREFIX_BYTES
@@ -107,19 +115,22 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
                 if sid_b != current:
                     if tracker is not None:
                         tracker.next_seq, tracker.taken, tracker.disordered = next_seq, taken, disordered
+                        tracker.settle()
                     current = sid_b
                     tracker = trackers.get(sid_b)
                     if tracker is not None:
-                        next_seq, taken, need, disordered = (tracker.next_seq, tracker.taken, tracker.need,
-                                                             tracker.disordered)
-                        update = tracker.hash.update
+                        if tracker.hash is None and tracker.digest is None:
+                            tracker.hash = hashlib.sha256()
+                        next_seq, taken, wanted, disordered = (tracker.next_seq, tracker.taken, tracker.need,
+                                                               tracker.disordered)
+                        update = tracker.hash.update if tracker.hash is not None else None
                 if tracker is None:
                     continue
                 if seq != next_seq:
                     disordered = True
                 next_seq = seq + 1
                 taken += 1
-                if taken <= need and not disordered:
+                if taken <= wanted and not disordered:
                     update(original_bytes(line[:-1]) + b"\n" if line.startswith(prefix) else line)
             if tracker is not None:
                 tracker.next_seq, tracker.taken, tracker.disordered = next_seq, taken, disordered
@@ -130,8 +141,9 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
                     redo.append(sid)
                     continue
                 counts[sid] = tracker.taken
-                if tracker.taken >= tracker.need:
-                    digests[(sid, tracker.need)] = tracker.hash.hexdigest()
+                tracker.settle()
+                if tracker.digest is not None:
+                    digests[(sid, tracker.need)] = tracker.digest
         else:
             redo = list(need)
         for sid in redo:
