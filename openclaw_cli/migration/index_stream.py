@@ -167,22 +167,18 @@ def _value_end(r: _Reader, start: int, indent: bytes | None) -> tuple[int, Any, 
         if indent is not None:
             # pretty-printed (JSON.stringify(store, null, 2)): a raw newline is never inside a string,
             # so the member's closing bracket is normally the first newline + the key's indent + the
-            # bracket; it is taken only when the value then parses (else the general search decides)
+            # bracket; it is taken only when the value then parses (else the general search decides).
+            # Looked for within LOOKAHEAD bytes only: a file laid out otherwise costs a bounded search
+            # per member, never a read to the end of the file
             needle = b"\n" + indent + closer
-            search = start
-            while True:
-                rel = r.buf.find(needle, search - r.base)
-                if rel != -1:
-                    end = r.base + rel + len(needle)
-                    data = r.bytes(start, end)
-                    try:
-                        return end, _parse(data), data
-                    except orjson.JSONDecodeError:
-                        break
-                if r.eof:
-                    break
-                search = max(start, r.base + len(r.buf) - len(needle))
-                r.fill(r.base + len(r.buf) + 1)
+            rel = r.buf.find(needle, start - r.base, start - r.base + LOOKAHEAD)
+            if rel != -1:
+                end = r.base + rel + len(needle)
+                data = r.bytes(start, end)
+                try:
+                    return end, _parse(data), data
+                except orjson.JSONDecodeError:
+                    pass
         end = _bracket_end(r, start)
     else:
         end = r.match(_SCALAR, start)
