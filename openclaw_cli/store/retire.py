@@ -24,10 +24,9 @@ place, so a store busy from the start fails with nothing changed.
 
 from __future__ import annotations
 
-import io
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from openclaw_cli.store.base import ArchiveFile, SessionTotals
 
 ProgressFn = Callable[[int], None]
 ARCHIVE_SPACE_SLACK = 256 * 1024  # zstd frame overhead and the rewritten sessions.json / SQLite journal
+EXPORT_CHUNK = 32  # exports handed to an archive worker at a time (one future per chunk, not per archive)
 
 
 @dataclass(slots=True)  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
@@ -188,6 +188,67 @@ class ArchiveBatch:
 
     def archive_bytes(self, session_id: str, data: bytes):
         return self._write(session_id, data, f"{session_id.strip()}.jsonl")
+
+    def _exporter(self) -> Any:
+        from openclaw_cli.store.archives import ExportArchiver
+
+        if self._real is None:
+            ensure_dir(self.directory)
+            self._real = os.path.realpath(self.directory)
+        return ExportArchiver(self.directory, self._real, "deleted", self.now_ms, on_created=self.created.append)
+
+    def archive_exports(self, items: Iterable[tuple[str, bytes, Any]], *,
+                        workers: int = 0) -> Iterator[tuple[str, Any, Any]]:
+        """Archive in-memory exports `(session id, content, tag)` as they come; yields `(session id,
+        tag, ArchiveResult or None)` in order (None: empty content, nothing to archive), one
+        checkpoint per archive, on the calling thread. `workers` > 0: compression, the file writes
+        and the read-backs run in that many threads (zstd and file I/O release the GIL) while the
+        caller produces the next exports; at most 2 chunks per worker are in flight. Whatever
+        fails, every worker has stopped before the exception leaves (so `rollback` sees every file
+        created); files created are recorded as they are published."""
+        archiver = self._exporter()
+        index = self._index
+
+        def one(sid: str, data: bytes) -> Any:
+            return archiver.write(sid, data, f"{sid.strip()}.jsonl", index.get(f"{sid.strip()}.jsonl", ()))
+
+        if workers <= 0:
+            for sid, data, tag in items:
+                result = one(sid, data) if data else None
+                yield sid, tag, self._note(result)
+            return
+
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        def run(chunk: list[tuple[str, bytes, Any]]) -> list[tuple[str, Any, Any]]:
+            return [(sid, tag, one(sid, data) if data else None) for sid, data, tag in chunk]
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openclaw-archive")
+        pending: deque[Any] = deque()
+        try:
+            chunk: list[tuple[str, bytes, Any]] = []
+            for item in items:
+                chunk.append(item)
+                if len(chunk) >= EXPORT_CHUNK:
+                    pending.append(pool.submit(run, chunk))
+                    chunk = []
+                    while len(pending) > 2 * workers:
+                        for sid, tag, result in pending.popleft().result():
+                            yield sid, tag, self._note(result)
+            if chunk:
+                pending.append(pool.submit(run, chunk))
+            while pending:
+                for sid, tag, result in pending.popleft().result():
+                    yield sid, tag, self._note(result)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _note(self, result: Any) -> Any:
+        if result is not None:
+            self.used.add(result.path.name)
+            self.checkpoint()
+        return result
 
     def commit(self) -> None:
         if self.created:
@@ -367,6 +428,18 @@ def _remove_original(batch: ArchiveBatch, item: Archived, outcome: ApplyOutcome)
 # ---- SQLite ---------------------------------------------------------------------------------------
 
 
+def archive_workers(count: int) -> int:
+    """Archive worker threads for `count` exports: none for a few (a pool costs more than it
+    saves), else one per CPU up to 2 — beside the thread exporting from SQLite. Settable with
+    `OPENCLAW_ARCHIVE_WORKERS` (0: inline)."""
+    raw = os.environ.get("OPENCLAW_ARCHIVE_WORKERS", "").strip()
+    if raw.isdigit():
+        return min(int(raw), 8)
+    if count < 4 * EXPORT_CHUNK:
+        return 0
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 @dataclass
 class SessionArchive:
     session_id: str
@@ -392,17 +465,19 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
                 consequence="nothing was archived or removed")
     batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
     sessions: list[SessionArchive] = []
+    valid = [sid for sid in session_ids if is_valid_legacy_session_id(sid)]  # never a path from another
+    if len(valid) < len(session_ids):
+        tick(len(session_ids) - len(valid))  # no events can exist for them
     try:
         with store.transcript_snapshot():  # one read transaction for every export
-            for sid in session_ids:
-                if not is_valid_legacy_session_id(sid):
+            exports = ((sid, data if totals.events else b"", totals) for sid, data, totals in store.export_transcripts(valid))
+            archived = batch.archive_exports(exports, workers=archive_workers(len(valid)))
+            try:
+                for sid, totals, result in archived:
+                    sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
                     tick(1)
-                    continue  # no events can exist for it; never a path from it
-                buf = io.BytesIO()
-                totals = store.export_transcript(sid, buf)
-                result = batch.archive_bytes(sid, buf.getvalue()) if totals.events else None
-                sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
-                tick(1)
+            finally:
+                archived.close()  # the workers stop before anything is rolled back
         batch.commit()
     except BaseException:
         batch.rollback()

@@ -1,0 +1,197 @@
+"""The bulk archive path of a SQLite cleanup (issue 16): `SqliteStore.export_transcripts` (many
+sessions a statement), `ExportArchiver` (one verified archive per export with one write and one
+read-back) and `ArchiveBatch.archive_exports` (archive worker threads). Each must give exactly what
+the one-by-one path gave, verify what it wrote, and leave nothing behind when it fails."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from cleanup_support import transcript_lines
+
+import openclaw_cli.store.archives as ar
+import openclaw_cli.store.sqlite as sqlite_mod
+from openclaw_cli.errors import InvalidIdError
+from openclaw_cli.store.retire import ArchiveBatch
+from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
+
+NOW = 1_796_000_000_000
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """Sessions of every shape: several turns, one header only, one with a quarantined
+    (not UTF-8) line and one with a line that merely mentions the quarantine type."""
+    db = SqliteStore(tmp_path / "agent" / "openclaw-agent.sqlite", "main", create=True)
+    records = [ImportRecord(f"agent:main:s{i}", {"sessionId": f"s{i}", "updatedAt": i},
+                            [line.encode() for line in transcript_lines(f"s{i}", 1 + i % 4)]) for i in range(40)]
+    bad = [*(line.encode() for line in transcript_lines("q0", 2)), b'{"broken": \xff\xfe', b'{"type":"message","id":"z"}']
+    records.append(ImportRecord("agent:main:q0", {"sessionId": "q0"}, bad))
+    mention = transcript_lines("m0", 1) + ['{"type":"note","x":{"type":"openclaw-cli.quarantined-line","raw":"no"}}']
+    records.append(ImportRecord("agent:main:m0", {"sessionId": "m0"}, [line.encode() for line in mention]))
+    result = db.bulk_import(records, on_malformed="quarantine")
+    assert sum(r.quarantined for r in result.records) == 1
+    yield db
+    db.close()
+
+
+def _one_by_one(store: SqliteStore, sid: str) -> tuple[bytes, object]:
+    buf = io.BytesIO()
+    totals = store.export_transcript(sid, buf)
+    return buf.getvalue(), totals
+
+
+@pytest.mark.parametrize("batch_max", [sqlite_mod.EXPORT_BATCH_MAX_BYTES, 300])
+def test_export_transcripts_equals_the_one_by_one_export(store, monkeypatch, batch_max):
+    monkeypatch.setattr(sqlite_mod, "EXPORT_BATCH_MAX_BYTES", batch_max)  # 300: most go the streamed way
+    sids = ["q0", *(f"s{i}" for i in range(40)), "m0", "missing", "s3", "q0"]  # unknown and repeated ids too
+    with store.transcript_snapshot():
+        got = list(store.export_transcripts(sids, batch=7))
+    assert [g[0] for g in got] == sids
+    for sid, content, totals in got:
+        assert (content, totals) == _one_by_one(store, sid), sid
+    quarantined = dict((sid, content) for sid, content, _ in got)["q0"]
+    assert b'{"broken": \xff\xfe\n' in quarantined  # the bytes it was imported from
+    assert dict((sid, t) for sid, _, t in got)["missing"].events == 0
+
+
+def test_export_archiver_writes_verified_archives_identical_to_the_general_writer(tmp_path):
+    data = b"".join(line.encode() + b"\n" for line in transcript_lines("abc", 3))
+    general = ar.write_verified_archive(tmp_path / "a", "abc", "deleted", data, now_ms=NOW, sync=False)
+    (tmp_path / "b").mkdir()
+    archiver = ar.ExportArchiver(tmp_path / "b", os.path.realpath(tmp_path / "b"), "deleted", NOW)
+    fast = archiver.write("abc", data, "abc.jsonl")
+    assert fast.path.name == general.path.name and fast.compressed and not fast.reused
+    assert fast.path.read_bytes() == general.path.read_bytes()  # the same zstd frame
+    assert (fast.sha256, fast.size, fast.stored_size) == (general.sha256, general.size, general.stored_size)
+    assert fast.path.stat().st_mode & 0o777 == 0o600
+    assert ar.read_archive_bytes(fast.path) == data
+    assert os.listdir(tmp_path / "b") == [fast.path.name]  # no temp file left
+    # a clash takes the next millisecond; identical content among `existing` is reused
+    other = archiver.write("abc", data + b'{"more":1}\n', "abc.jsonl")
+    assert other.path.name == ar.archive_name("abc.jsonl", "deleted", NOW + 1, compressed=True)
+    listed = ar.list_archives(tmp_path / "b")
+    again = archiver.write("abc", data, "abc.jsonl", listed)
+    assert again.reused and again.path == fast.path
+    assert len(os.listdir(tmp_path / "b")) == 2
+
+
+def test_export_archiver_refuses_hostile_names_and_a_failed_read_back_leaves_nothing(tmp_path, monkeypatch):
+    tmp_path = tmp_path / "d"
+    tmp_path.mkdir()
+    archiver = ar.ExportArchiver(tmp_path, os.path.realpath(tmp_path), "deleted", NOW)
+    for sid, base in (("../x", "x.jsonl"), ("s", "../s.jsonl"), ("s", ".hidden")):
+        with pytest.raises(InvalidIdError):
+            archiver.write(sid, b"{}\n", base)
+    monkeypatch.setattr(ar, "_validate_base", lambda base: None)  # the second guard still holds
+    with pytest.raises(ar.RefusedError):
+        archiver.write("s", b"{}\n", "../escape.jsonl")
+    monkeypatch.setattr(ar, "_written_as", lambda path, blob, sha, size: False)
+    with pytest.raises(ar.ArchiveError, match="verification failed for s"):
+        archiver.write("s", b'{"a":1}\n', "s.jsonl")
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_read_back_rejects_other_bytes(tmp_path):
+    tmp_path = tmp_path / "d"
+    tmp_path.mkdir()
+    data = b'{"a":1}\n' * 50
+    blob = ar._compressor(3).compress(data)
+    sha = hashlib.sha256(data).hexdigest()
+    path = tmp_path / "x.zst"
+    path.write_bytes(blob)
+    assert ar._written_as(str(path), blob, sha, len(data))
+    path.write_bytes(blob[:-1])  # truncated
+    assert not ar._written_as(str(path), blob, sha, len(data))
+    path.write_bytes(blob + b"\0")  # longer
+    assert not ar._written_as(str(path), blob, sha, len(data))
+    path.write_bytes(blob)
+    assert not ar._written_as(str(path), blob, "0" * 64, len(data))  # not the original's content
+    os.unlink(path)
+    os.symlink(tmp_path / "elsewhere", path)
+    assert not ar._written_as(str(path), blob, sha, len(data))
+
+
+def test_temp_names_are_the_shape_stale_temp_sweeps_recognise(tmp_path, monkeypatch):
+    seen: list[str] = []
+    real_publish = ar._publish_moved
+
+    def spy(tmp, final):
+        seen.append(os.path.basename(tmp))
+        return real_publish(tmp, final)
+
+    monkeypatch.setattr(ar, "_publish_moved", spy)
+    tmp_path = tmp_path / "d"
+    tmp_path.mkdir()
+    archiver = ar.ExportArchiver(tmp_path, os.path.realpath(tmp_path), "deleted", NOW)
+    archiver.write("s1", b"{}\n", "s1.jsonl")
+    archiver.write("s2", b"{}\n", "s2.jsonl")
+    assert len(set(seen)) == 2
+    assert all(ar.archive_temp_pid(name) == os.getpid() for name in seen)
+
+
+def _items(n: int) -> list[tuple[str, bytes, int]]:
+    return [(f"sess{i}", (f'{{"i":{i}}}\n' * (1 + i % 5)).encode() if i % 7 else b"", i) for i in range(n)]
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2])
+def test_archive_exports_in_worker_threads_gives_the_inline_results(tmp_path, workers):
+    ticks: list[int] = []
+    batch = ArchiveBatch(tmp_path / f"w{workers}", NOW, checkpoint=lambda: ticks.append(1))
+    got = list(batch.archive_exports(_items(300), workers=workers))
+    assert [tag for _, tag, _ in got] == list(range(300))  # in order
+    for sid, tag, result in got:
+        if tag % 7 == 0:
+            assert result is None  # empty content: nothing to archive
+            continue
+        assert result.path.name.startswith(f"{sid}.jsonl.deleted.")
+        assert ar.read_archive_bytes(result.path) == (f'{{"i":{tag}}}\n' * (1 + tag % 5)).encode()
+    archived = sum(1 for _, _, r in got if r is not None)
+    assert len(ticks) == archived == len(batch.created) == len(os.listdir(batch.directory))
+    assert not any(name.endswith(".tmp") for name in os.listdir(batch.directory))
+
+
+def test_a_failing_archive_stops_every_worker_and_the_rollback_removes_every_file(tmp_path, monkeypatch):
+    real_write = ar.ExportArchiver.write
+    threads: set[str] = set()
+
+    def failing(self, session_id, data, base, existing=()):
+        threads.add(threading.current_thread().name)
+        if session_id == "sess150":
+            raise OSError(28, "No space left on device")
+        return real_write(self, session_id, data, base, existing)
+
+    monkeypatch.setattr(ar.ExportArchiver, "write", failing)
+    batch = ArchiveBatch(tmp_path / "d", NOW)
+    with pytest.raises(OSError, match="No space"):
+        for _ in batch.archive_exports(_items(400), workers=2):
+            pass
+    assert any(name.startswith("openclaw-archive") for name in threads)
+    assert batch.created  # published before the failure, by either worker
+    names = set(os.listdir(batch.directory))
+    batch.rollback()
+    assert os.listdir(batch.directory) == [] and names  # nothing was published after the generator ended
+
+
+def test_closing_the_pipeline_early_waits_for_the_workers(tmp_path):
+    batch = ArchiveBatch(tmp_path / "d", NOW)
+    results = batch.archive_exports(_items(400), workers=2)
+    next(results)
+    results.close()  # the consumer failed: every worker has finished before close returns
+    before = sorted(os.listdir(batch.directory))
+    batch.rollback()
+    assert os.listdir(batch.directory) == [] and before
+
+
+def test_sqlite_cleanup_with_archive_workers_survives_sigkill_anywhere(tmp_path, monkeypatch):
+    """The crash cycle of tests/test_cleanup_crash.py with the archives written by 2 worker
+    threads (its store is below the size where workers start by default)."""
+    from test_cleanup_crash import _crash_cycle
+
+    monkeypatch.setenv("OPENCLAW_ARCHIVE_WORKERS", "2")
+    _crash_cycle(tmp_path, "sqlite", kill_points=6, timer_kills=2)
