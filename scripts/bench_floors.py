@@ -302,6 +302,14 @@ def _imported(b: Any, ours: list[str], name: str) -> Path:
     return dest
 
 
+def settle() -> None:
+    """Before a timed cleanup: let the writeback of the freshly copied dataset finish (file
+    creation right after copying ~0.3 GB is several times slower for a while on this machine, and
+    a `syncfs` would flush the copy too): the same for ours and the floors."""
+    os.sync()
+    time.sleep(10)
+
+
 def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any], label: str) -> None:
     source = _imported(b, ours, name)
     before = session_ids(source / AGENT_DB)
@@ -312,13 +320,17 @@ def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any]
         work = b.data / f"{name}-floor-cleanup-{i}"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(source, work)
-        runs.append(_rusage_run([*ours, "sessions", "cleanup", "--enforce", "--json"], b.env_ours(work, config)))
+        env = b.env_ours(work, config)
+        settle()
+        runs.append(_rusage_run([*ours, "sessions", "cleanup", "--enforce", "--json"], env))
         removed = before - session_ids(work / AGENT_DB)
         shutil.rmtree(work)
         shutil.copytree(source, work)
+        settle()
         floors.append(_timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed))))
         shutil.rmtree(work)
         shutil.copytree(source, work)
+        settle()
         in_db.append(_timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed), in_db=True)))
         shutil.rmtree(work)
     print(f"  ({len(removed)} sessions removed per run; floor with the archives inside the database: median "

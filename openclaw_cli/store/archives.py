@@ -583,8 +583,7 @@ class ExportArchiver:
     under a name that never replaces anything (the next millisecond on a clash, as the general
     writer), then read back with one read — the file must hold exactly the bytes written, and they
     must decompress to content of the original's sha256 and size (D6.2). No per-archive realpath,
-    uuid, buffered file object or lstat; the stored size is the length written. Thread-safe: a
-    pool of workers may share one instance (zstd contexts are per thread; `on_created` must be)."""
+    uuid, buffered file object or lstat; the stored size is the length written."""
 
     def __init__(self, dest_dir: Path | str, dest_real: str, reason: str, now_ms: int, *, level: int = 3,
                  on_created: Callable[[Path], None] | None = None):

@@ -38,7 +38,6 @@ from openclaw_cli.store.base import ArchiveFile, SessionTotals
 
 ProgressFn = Callable[[int], None]
 ARCHIVE_SPACE_SLACK = 256 * 1024  # zstd frame overhead and the rewritten sessions.json / SQLite journal
-EXPORT_CHUNK = 32  # exports handed to an archive worker at a time (one future per chunk, not per archive)
 
 
 @dataclass(slots=True)  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
@@ -197,52 +196,18 @@ class ArchiveBatch:
             self._real = os.path.realpath(self.directory)
         return ExportArchiver(self.directory, self._real, "deleted", self.now_ms, on_created=self.created.append)
 
-    def archive_exports(self, items: Iterable[tuple[str, bytes, Any]], *,
-                        workers: int = 0) -> Iterator[tuple[str, Any, Any]]:
+    def archive_exports(self, items: Iterable[tuple[str, bytes, Any]]) -> Iterator[tuple[str, Any, Any]]:
         """Archive in-memory exports `(session id, content, tag)` as they come; yields `(session id,
-        tag, ArchiveResult or None)` in order (None: empty content, nothing to archive), one
-        checkpoint per archive, on the calling thread. `workers` > 0: compression, the file writes
-        and the read-backs run in that many threads (zstd and file I/O release the GIL) while the
-        caller produces the next exports; at most 2 chunks per worker are in flight. Whatever
-        fails, every worker has stopped before the exception leaves (so `rollback` sees every file
-        created); files created are recorded as they are published."""
+        tag, ArchiveResult or None)` (None: empty content, nothing to archive), one checkpoint per
+        archive. Files are recorded in `created` as they are published, so `rollback` after any
+        failure removes every one. (Worker threads were measured and dropped: file creation in one
+        directory serialises on its lock, and compression is a small part of the cost.)"""
         archiver = self._exporter()
         index = self._index
-
-        def one(sid: str, data: bytes) -> Any:
-            return archiver.write(sid, data, f"{sid.strip()}.jsonl", index.get(f"{sid.strip()}.jsonl", ()))
-
-        if workers <= 0:
-            for sid, data, tag in items:
-                result = one(sid, data) if data else None
-                yield sid, tag, self._note(result)
-            return
-
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
-
-        def run(chunk: list[tuple[str, bytes, Any]]) -> list[tuple[str, Any, Any]]:
-            return [(sid, tag, one(sid, data) if data else None) for sid, data, tag in chunk]
-
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openclaw-archive")
-        pending: deque[Any] = deque()
-        try:
-            chunk: list[tuple[str, bytes, Any]] = []
-            for item in items:
-                chunk.append(item)
-                if len(chunk) >= EXPORT_CHUNK:
-                    pending.append(pool.submit(run, chunk))
-                    chunk = []
-                    while len(pending) > 2 * workers:
-                        for sid, tag, result in pending.popleft().result():
-                            yield sid, tag, self._note(result)
-            if chunk:
-                pending.append(pool.submit(run, chunk))
-            while pending:
-                for sid, tag, result in pending.popleft().result():
-                    yield sid, tag, self._note(result)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for sid, data, tag in items:
+            base = f"{sid.strip()}.jsonl"
+            result = archiver.write(sid, data, base, index.get(base, ())) if data else None
+            yield sid, tag, self._note(result)
 
     def _note(self, result: Any) -> Any:
         if result is not None:
@@ -428,18 +393,6 @@ def _remove_original(batch: ArchiveBatch, item: Archived, outcome: ApplyOutcome)
 # ---- SQLite ---------------------------------------------------------------------------------------
 
 
-def archive_workers(count: int) -> int:
-    """Archive worker threads for `count` exports: none for a few (a pool costs more than it
-    saves), else one per CPU up to 2 — beside the thread exporting from SQLite. Settable with
-    `OPENCLAW_ARCHIVE_WORKERS` (0: inline)."""
-    raw = os.environ.get("OPENCLAW_ARCHIVE_WORKERS", "").strip()
-    if raw.isdigit():
-        return min(int(raw), 8)
-    if count < 4 * EXPORT_CHUNK:
-        return 0
-    return max(1, min(2, os.cpu_count() or 1))
-
-
 @dataclass
 class SessionArchive:
     session_id: str
@@ -471,13 +424,9 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
     try:
         with store.transcript_snapshot():  # one read transaction for every export
             exports = ((sid, data if totals.events else b"", totals) for sid, data, totals in store.export_transcripts(valid))
-            archived = batch.archive_exports(exports, workers=archive_workers(len(valid)))
-            try:
-                for sid, totals, result in archived:
-                    sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
-                    tick(1)
-            finally:
-                archived.close()  # the workers stop before anything is rolled back
+            for sid, totals, result in batch.archive_exports(exports):
+                sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
+                tick(1)
         batch.commit()
     except BaseException:
         batch.rollback()
