@@ -9,7 +9,9 @@ its original nor a verified archive:
 1. archive: every file (legacy) or session (SQLite) that leaves is written as a verified zstd
    archive `<name>.deleted.<ts>.zst` in the sessions dir; an identical existing archive is reused.
    Archives are written without a per-file fsync and made durable together (`syncfs` of the
-   directory's filesystem, then the directory fsync) — one flush instead of one per file.
+   directory's filesystem, then the directory fsync) — one flush instead of one per file. A
+   SQLite store's exports (many sessions a statement) go through `archives.ExportArchiver`: one
+   write and one read-back per archive.
 2. legacy: each original is removed under its OpenClaw transcript write lock, only while it is
    still the file that was archived (else it is archived again, durably, first); then one atomic
    rewrite of `sessions.json` (under its lock, held by the writer) removes the rows. A crash in
@@ -184,9 +186,6 @@ class ArchiveBatch:
         after = _signature(path)
         return Archived(action, path, result.path, result.sha256, result.size, result.compressed,
                         result.stored_size, before if before == after else None, result.reused)
-
-    def archive_bytes(self, session_id: str, data: bytes):
-        return self._write(session_id, data, f"{session_id.strip()}.jsonl")
 
     def _exporter(self) -> Any:
         from openclaw_cli.store.archives import ExportArchiver
