@@ -41,9 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import InvalidDataError, OpenClawError
-from openclaw_cli.fsio import FILE_MODE, fsync_dir
+from openclaw_cli.fsio import FILE_MODE
 from openclaw_cli.store import openclaw_schema as schema
-from openclaw_cli.store.retire import ApplyOutcome, Retirement, discard_created, sync_directory
+from openclaw_cli.store.retire import (
+    ApplyOutcome,
+    Retirement,
+    discard_created,
+    sync_directory,
+    unlink_planned,
+)
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -580,8 +586,8 @@ def retire(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[]
     if stale:
         publisher.rollback(stale)
     outcome.kept.extend(decision.kept)
-    _unlink_planned(root, plan, {e.archive_name for e in decision.drop.values() if e.archive_name}, outcome,
-                    checkpoint, tick)
+    used = {e.archive_name for e in decision.drop.values() if e.archive_name}
+    unlink_planned(root, plan.unlink_actions, used, outcome, checkpoint, tick)
     outcome.archives = sorted(e.archive_name for e in decision.drop.values() if e.archive_name)
     outcome.applied_count = store.count_entries()
     return outcome
@@ -596,25 +602,6 @@ def _retention_rows(conn: sqlite3.Connection, store: Any, plan: Retirement) -> N
     for chunk in _chunks(names):
         conn.execute("DELETE FROM session_transcript_archives WHERE published_at IS NOT NULL"
                      f" AND archive_name IN ({','.join('?' * len(chunk))})", chunk)
-
-
-def _unlink_planned(root: Path, plan: Retirement, used: set[str], outcome: ApplyOutcome,
-                    checkpoint: Callable[[], None], tick: Callable[[int], None]) -> None:
-    from openclaw_cli.store.retire import _unlink_if_regular
-
-    for action in plan.unlink_actions:
-        if action.kind == "archive" and action.name in used:
-            continue  # never drop an archive this run relies on
-        if _unlink_if_regular(root / action.name):
-            if action.source == "sweep":
-                outcome.sweep_removed += 1
-                outcome.sweep_freed += action.size
-            elif action.source == "retention":
-                outcome.retention_removed += 1
-        checkpoint()
-        tick(1)
-    if plan.unlink_actions:
-        fsync_dir(root)
 
 
 def retire_all(store: Any, *, now_ms: int, checkpoint: Callable[[], None]) -> tuple[ApplyOutcome, int, int]:

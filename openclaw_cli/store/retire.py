@@ -250,6 +250,27 @@ class ApplyOutcome:
     kept: list[str] = field(default_factory=list)  # files/sessions left in place (changed under us)
 
 
+def unlink_planned(root: Path, actions: list[FileAction], used: set[str], outcome: ApplyOutcome,
+                   checkpoint: Callable[[], None], tick: Callable[[int], None]) -> None:
+    """Unlink a plan's non-transcript files (sweep, retention, budget) and count what went; an
+    archive this run relies on (`used`) is never dropped. One directory sync at the end."""
+    for action in actions:
+        if action.kind == "archive" and action.name in used:
+            continue
+        if _unlink_if_regular(root / action.name):
+            if action.source == "sweep":
+                outcome.sweep_removed += 1
+                outcome.sweep_freed += action.size
+            elif action.source == "retention":
+                outcome.retention_removed += 1
+            else:
+                outcome.budget_removed += 1
+        checkpoint()
+        tick(1)
+    if actions:
+        fsync_dir(root)
+
+
 def _unlink_if_regular(path: Path) -> bool:
     if _signature(path) is None:
         return False
@@ -334,21 +355,7 @@ def apply_legacy(store: Any, plan: Retirement, *, lock_settings: Any, now_ms: in
     if removed_keys:
         store.delete_entries(removed_keys, lock_settings=lock_settings)
     checkpoint()
-    for action in unlink_actions:
-        if action.kind == "archive" and action.name in batch.used:
-            continue  # never drop an archive this run relies on
-        if _unlink_if_regular(root / action.name):
-            if action.source == "sweep":
-                outcome.sweep_removed += 1
-                outcome.sweep_freed += action.size
-            elif action.source == "retention":
-                outcome.retention_removed += 1
-            else:
-                outcome.budget_removed += 1
-        checkpoint()
-        tick(1)
-    if unlink_actions:
-        fsync_dir(root)
+    unlink_planned(root, unlink_actions, batch.used, outcome, checkpoint, tick)
     if plan.sweep_locks:
         _sweep_dead_locks(root, lock_settings)
     for action in archive_actions:
@@ -445,19 +452,7 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
     if stale:
         outcome.kept.extend(s.session_id for s in sessions if s.session_id not in dropped)
         batch.rollback(stale)
-    for action in unlink_actions:
-        if action.kind == "archive" and action.name in batch.used:
-            continue
-        if _unlink_if_regular(root / action.name):
-            if action.source == "sweep":
-                outcome.sweep_removed += 1
-                outcome.sweep_freed += action.size
-            elif action.source == "retention":
-                outcome.retention_removed += 1
-        checkpoint()
-        tick(1)
-    if unlink_actions:
-        fsync_dir(root)
+    unlink_planned(root, unlink_actions, batch.used, outcome, checkpoint, tick)
     outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
     outcome.applied_count = store.count_entries()
     return outcome
