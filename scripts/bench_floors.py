@@ -48,6 +48,16 @@ def _syncfs(directory: Path) -> None:
         os.close(fd)
 
 
+def _floor_database(scratch: Path, create_table: str) -> sqlite3.Connection:
+    """A fresh WAL database set up as ours is (8 KiB pages, synchronous NORMAL), with one table."""
+    conn = sqlite3.connect(scratch / "floor.sqlite", isolation_level=None)
+    conn.execute("PRAGMA page_size = 8192")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(create_table)
+    return conn
+
+
 def import_floor(state_dir: Path) -> float:
     """Seconds to read every transcript and insert each raw line into one WAL database in one
     transaction (8 KiB pages like ours; committed and checkpointed on close)."""
@@ -55,11 +65,8 @@ def import_floor(state_dir: Path) -> float:
     scratch = Path(tempfile.mkdtemp(prefix=".floor-", dir=state_dir.parent))
     try:
         start = time.perf_counter()
-        conn = sqlite3.connect(scratch / "floor.sqlite", isolation_level=None)
-        conn.execute("PRAGMA page_size = 8192")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, line BLOB NOT NULL)")
+        conn = _floor_database(scratch, "CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+                                        "line BLOB NOT NULL)")
         conn.execute("BEGIN")
         insert = "INSERT INTO lines VALUES (?, ?, ?)"
         for path in _transcripts(state_dir):
@@ -89,12 +96,8 @@ def import_floor_d6(state_dir: Path) -> float:
     scratch = Path(tempfile.mkdtemp(prefix=".floor-", dir=state_dir.parent))
     try:
         start = time.perf_counter()
-        conn = sqlite3.connect(scratch / "floor.sqlite", isolation_level=None)
-        conn.execute("PRAGMA page_size = 8192")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, "
-                     "PRIMARY KEY (session_id, seq))")
+        conn = _floor_database(scratch, "CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+                                        "line TEXT NOT NULL, PRIMARY KEY (session_id, seq))")
         conn.execute("BEGIN")
         insert = "INSERT INTO lines VALUES (?, ?, ?)"
         loads = orjson.loads
