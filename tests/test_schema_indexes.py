@@ -126,7 +126,7 @@ def test_listing_counts_agree_with_the_reference(tmp_path: Path, old_schema: boo
         _downgrade_to_v1(path)
     with SqliteStore(path, "main", read_only=True) as store:
         for archived in (None, True, False):
-            for extra in ({}, {"pinned": True}, {"label": "l1"}, {"updated_since_ms": 1020}):
+            for extra in ({}, {"pinned": True}, {"label": "l1"}, {"active_since_ms": 1020}):
                 for offset, limit in ((0, 5), (3, 50), (0, None)):
                     query = ListingQuery(archived=archived, offset=offset, limit=limit, **extra)
                     assert store.list_view(query) == listing_page(entries.items(), query), (query, old_schema)

@@ -116,8 +116,22 @@ class Const(Schema):
     value: Any
 
     def errors(self, value: Any, path: str) -> list[tuple[str, str]]:
-        same = value == self.value and type(value) is type(self.value)
-        return [] if same else [(path, "must be equal to constant")]
+        if value == self.value and type(value) is type(self.value):
+            return []
+        # TypeBox's Literal carries the value's JSON type, and ajv reports that keyword first
+        # (`sortBy: null`: "must be string; must be equal to constant", recorded from 2026.9.6)
+        kind = _json_type(self.value)
+        if kind is not None and _json_type(value) != kind:
+            return [(path, f"must be {kind}"), (path, "must be equal to constant")]
+        return [(path, "must be equal to constant")]
+
+
+def _json_type(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else None
 
 
 @dataclass

@@ -285,8 +285,9 @@ _PAGES_MAX = 64
 
 def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """`sessions.list`: `{ts, path, count, totalCount, limitApplied, offset?, nextOffset, hasMore,
-    owners, defaults, sessions}`; pinned rows first, then newest first; archived rows only with
-    `archived: true | "all"`; `limit` 100 by default."""
+    owners, defaults, sessions}` in `sortBy`'s order (`store.base.listing_sort_key`: by default
+    pinned rows first, then newest first); archived rows only with `archived: true | "all"`;
+    `limit` 100 by default."""
     import orjson
 
     from openclaw_cli.gcpause import gc_paused
@@ -321,7 +322,7 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
 
 
 def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any]], now: int) -> dict[str, Any]:
-    from openclaw_cli.store.base import ListingQuery
+    from openclaw_cli.store.base import SORT_UPDATED, ListingQuery, listing_sort_key
 
     limit = params.get("limit", DEFAULT_LIST_LIMIT)
     offset = params.get("offset", 0)
@@ -329,11 +330,12 @@ def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any
     active = params.get("activeMinutes")
     query = ListingQuery(
         archived=None if archived == "all" else bool(archived),
-        updated_since_ms=now - active * 60_000 if active else None,
+        active_since_ms=now - active * 60_000 if active else None,
         label=params.get("label"),
         pinned=params.get("pinned"),
         match=_matcher(params),
         limit=offset + limit,  # each store's first offset+limit rows: enough for the merged page
+        sort_by=params.get("sortBy", SORT_UPDATED),  # the schema admits only the three orders
     )
     defaults = _defaults(ctx)
     pages: list[tuple[str, str, dict[str, Any]]] = []
@@ -343,10 +345,8 @@ def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any
         total += matched
         pages.extend((agent_id, key, entry) for key, entry in rows)
     if len(stores) > 1:
-        from openclaw_cli.keys import derive_row_flags
-        from openclaw_cli.store.base import listing_order
-
-        pages.sort(key=lambda item: listing_order((item[1], item[2], derive_row_flags(item[2], item[1])["pinned"])))
+        order = listing_sort_key(query.sort_by)
+        pages.sort(key=lambda item: order(item[1], item[2]))
     page = pages[offset:offset + limit]
     mains = {agent_id: _main_key(ctx, agent_id) for agent_id, _ in stores}
     sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults, main=mains[agent_id])

@@ -49,20 +49,28 @@ class SessionTotals:
     cold: bool = False  # events moved to OpenClaw cold storage: counts come from the archive row
 
 
+SORT_UPDATED = "updatedAt"  # the default: pinned rows first (newest pin first), then updatedAt
+SORT_LAST_INTERACTION = "lastInteractionAt"
+SORT_ACTIVITY = "activity"
+LISTING_SORTS = (SORT_UPDATED, SORT_LAST_INTERACTION, SORT_ACTIVITY)
+
+
 @dataclass(frozen=True)
 class ListingQuery:
-    """A Gateway listing (`sessions.list`): pinned rows first, then newest first (ties by key).
-    `archived`: False lists active rows, True archived rows, None both. `match` is any further
-    filter on the full entry (search, kinds, …); stores that can answer the rest from their own
-    columns do so when `match` is None."""
+    """A Gateway listing (`sessions.list`) in `sort_by`'s order (`listing_sort_key`; ties by key).
+    `archived`: False lists active rows, True archived rows, None both. `active_since_ms` keeps
+    rows whose updatedAt — the activity timestamp with sort_by "activity", as OpenClaw's
+    activeMinutes — is at least that. `match` is any further filter on the full entry (search,
+    kinds, …); stores that can answer the rest from their own columns do so when `match` is None."""
 
     archived: bool | None = False
-    updated_since_ms: float | None = None
+    active_since_ms: float | None = None
     label: str | None = None
     pinned: bool | None = None
     offset: int = 0
     limit: int | None = None
     match: Callable[[str, dict[str, Any]], bool] | None = None
+    sort_by: str = SORT_UPDATED
 
 
 @dataclass
@@ -397,34 +405,88 @@ def _updated_at(entry: dict[str, Any]) -> float | None:
     return value
 
 
-def listing_order(item: tuple[str, dict[str, Any], bool]) -> tuple[bool, bool, float, str]:
-    key, entry, pinned = item
-    updated = _updated_at(entry)
-    return (not pinned, updated is None, -(updated or 0), key)
+def _finite(value: Any) -> float | None:
+    """A JSON number that is finite (OpenClaw's `Number.isFinite`: no bools, no numeric strings)."""
+    kind = type(value)
+    if kind is int:
+        return value
+    if kind is float:
+        return value if value - value == 0 else None  # NaN and ±inf give NaN
+    return None
+
+
+def activity_timestamp(entry: dict[str, Any]) -> float:
+    """OpenClaw's session activity time: the newest of the positive lastActivityAt /
+    lastInteractionAt, else a positive updatedAt, else a positive createdAt, else 0."""
+    activity = _finite(entry.get("lastActivityAt")) or 0
+    interaction = _finite(entry.get("lastInteractionAt")) or 0
+    if activity > 0 or interaction > 0:
+        return max(activity, interaction, 0)
+    for name in ("updatedAt", "createdAt"):
+        value = _finite(entry.get(name))
+        if value is not None and value > 0:
+            return value
+    return 0
+
+
+def pin_timestamp(key: str, entry: dict[str, Any]) -> float:
+    """The pinnedAt the default order ranks by: a pinnable row's numeric pinnedAt, else 0 (so a
+    row pinned at 0 or earlier sorts among or after the unpinned ones, as OpenClaw's comparator)."""
+    from openclaw_cli.keys import is_pinnable
+
+    value = _finite(entry.get("pinnedAt"))
+    return 0 if value is None or not is_pinnable(key, entry) else value
+
+
+def listing_sort_key(sort_by: str = SORT_UPDATED) -> Callable[[str, dict[str, Any]], tuple[Any, ...]]:
+    """The order of a `sessions.list` page (OpenClaw's session list order), as a sort key over
+    (key, entry); a missing or non-numeric timestamp counts as 0, ties go by key ascending.
+    "updatedAt": pinned rows first by pinnedAt descending, then updatedAt descending.
+    "lastInteractionAt": lastInteractionAt descending, pinned or not. "activity": the activity
+    timestamp (`activity_timestamp`) descending, pinned or not."""
+    if sort_by == SORT_LAST_INTERACTION:
+        return lambda key, entry: (-(_finite(entry.get("lastInteractionAt")) or 0), key)
+    if sort_by == SORT_ACTIVITY:
+        return lambda key, entry: (-activity_timestamp(entry), key)
+    if sort_by != SORT_UPDATED:
+        raise ValueError(f"unknown listing order {sort_by!r}")
+
+    def pinned_first(key: str, entry: dict[str, Any]) -> tuple[Any, ...]:
+        pinned = 0 if entry.get("pinnedAt") is None else pin_timestamp(key, entry)
+        return (-pinned, -(_finite(entry.get("updatedAt")) or 0), key)
+
+    return pinned_first
 
 
 def listing_page(items: Any, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
     """`ListingQuery` over (key, entry) pairs, in Python: the reference every store agrees with."""
+    import heapq
+
     from openclaw_cli.keys import derive_row_flags
 
-    selected: list[tuple[str, dict[str, Any], bool]] = []
+    since = query.active_since_ms
+    by_activity = query.sort_by == SORT_ACTIVITY
+    order = listing_sort_key(query.sort_by)
+    selected: list[tuple[tuple[Any, ...], str, dict[str, Any]]] = []
     for key, entry in items:
         if not isinstance(entry, dict):
             continue
-        flags = derive_row_flags(entry, key)
-        if query.archived is not None and flags["archived"] != query.archived:
+        if query.archived is not None and (entry.get("archivedAt") is not None) != query.archived:
             continue
-        if query.pinned is not None and flags["pinned"] != query.pinned:
+        if query.pinned is not None and derive_row_flags(entry, key)["pinned"] != query.pinned:
             continue
-        if query.updated_since_ms is not None:
-            updated = _updated_at(entry)
-            if updated is None or updated < query.updated_since_ms:
+        if since is not None:
+            stamp = activity_timestamp(entry) if by_activity else _finite(entry.get("updatedAt"))
+            if stamp is None or stamp < since:
                 continue
         if query.label is not None and entry.get("label") != query.label:
             continue
         if query.match is not None and not query.match(key, entry):
             continue
-        selected.append((key, entry, flags["pinned"]))
-    selected.sort(key=listing_order)
-    end = None if query.limit is None else query.offset + query.limit
-    return [(key, entry) for key, entry, _ in selected[query.offset:end]], len(selected)
+        selected.append((order(key, entry), key, entry))  # sort keys end with the key: unique
+    if query.limit is None:
+        selected.sort()
+        chosen = selected[query.offset:]
+    else:
+        chosen = heapq.nsmallest(query.offset + query.limit, selected)[query.offset:]
+    return [(key, entry) for _, key, entry in chosen], len(selected)

@@ -28,10 +28,11 @@ import orjson
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, NotFoundError, RefusedError
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id
-from openclaw_cli.keys import derive_row_flags
 from openclaw_cli.store import schema as schema_mod
 from openclaw_cli.store.base import (
     KIND_SQLITE,
+    SORT_ACTIVITY,
+    SORT_UPDATED,
     ArchiveFile,
     ListingQuery,
     ReadIssue,
@@ -39,6 +40,8 @@ from openclaw_cli.store.base import (
     SessionTotals,
     StoreStats,
     TranscriptLine,
+    listing_sort_key,
+    pin_timestamp,
 )
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
 from openclaw_cli.store.quarantine import wrap as quarantine_wrap
@@ -255,9 +258,13 @@ def _counted(row: tuple[int, str | None]) -> tuple[int, list[str]]:
     return row[0], (orjson.loads(row[1]) if row[1] else [])
 
 
-def _listing_sort_key(key: str, entry: dict[str, Any]) -> tuple[bool, float, str]:
-    updated = finite_number(entry.get("updatedAt"))
-    return (updated is None, -(updated or 0), key)
+# base.listing_sort_key's timestamps over the projection columns, which hold what its `_finite`
+# accepts (finite numbers) or NULL; a missing one counts as 0.
+_LAST_INTERACTION_SQL = "coalesce(last_interaction_at, 0)"
+_ACTIVITY_SQL = ("CASE WHEN last_activity_at > 0 OR last_interaction_at > 0 THEN max("
+                 "CASE WHEN last_activity_at > 0 THEN last_activity_at ELSE 0 END,"
+                 " CASE WHEN last_interaction_at > 0 THEN last_interaction_at ELSE 0 END)"
+                 " WHEN updated_at > 0 THEN updated_at WHEN created_at > 0 THEN created_at ELSE 0 END")
 
 
 def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
@@ -652,9 +659,10 @@ class SqliteStore(SessionStore):
         return None if keep is None else (str(self.path), keep.version())
 
     def list_view(self, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
-        """From the projection columns: one counting scan (which also names the pinned rows), the
-        pinned rows, then the unpinned page walked along the updated_at index. A `match` filter
-        needs every entry: the generic path."""
+        """From the projection columns. The default order: one counting scan (which also names
+        the pinned rows), the pinned rows, then the unpinned page walked along the updated_at
+        index. The other orders: the count, then a sort of (rowid, timestamp, key) with only the
+        page's entries read. A `match` filter needs every entry: the generic path."""
         if query.match is not None:
             return super().list_view(query)
         where, params = ["1"], []
@@ -662,9 +670,9 @@ class SqliteStore(SessionStore):
             where.append("archived_at IS NOT NULL" if query.archived else "archived_at IS NULL")
         if query.pinned is not None:
             where.append("pinned_at IS NOT NULL" if query.pinned else "pinned_at IS NULL")
-        if query.updated_since_ms is not None:
-            where.append("updated_at >= ?")
-            params.append(query.updated_since_ms)
+        if query.active_since_ms is not None:
+            where.append(f"{_ACTIVITY_SQL if query.sort_by == SORT_ACTIVITY else 'updated_at'} >= ?")
+            params.append(query.active_since_ms)
         if query.label is not None:
             where.append("label = ?")
             params.append(query.label)
@@ -673,24 +681,34 @@ class SqliteStore(SessionStore):
         def run(c: sqlite3.Connection) -> tuple[list[tuple[str, dict[str, Any]]], int] | None:
             with self._snapshot():
                 c.execute("SELECT 1 FROM session_nodes LIMIT 1").fetchone()  # the snapshot starts here
-                total, pinned_keys = cached_fact(self.path, ("listing", condition, tuple(params)),
-                                                 lambda: self._listing_counts(c, query, condition, params))
-                pinned: list[tuple[str, dict[str, Any]]] = []
-                if pinned_keys:
+                total, pinned_keys, walk_exact = cached_fact(
+                    self.path, ("listing", condition, tuple(params)),
+                    lambda: self._listing_counts(c, query, condition, params))
+                by_time = query.sort_by != SORT_UPDATED
+                found: list[tuple[str, dict[str, Any]]] = []
+                if pinned_keys and (not by_time or query.pinned is not None):
                     marks = ",".join("?" * len(pinned_keys))
                     found = _parse_entries(c.execute(
                         f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
                         pinned_keys).fetchall())
-                    if not all(derive_row_flags(entry, key)["pinned"] for key, entry in found):
-                        return None  # a pinnedAt on a row that cannot be pinned: let Python order it
-                    pinned = sorted(found, key=lambda kv: _listing_sort_key(kv[0], kv[1]))
+                    # a pinnedAt on a row that cannot be pinned (the pinned_at column does not
+                    # know), or one that does not put the row first: let Python filter and order
+                    if not all(pin_timestamp(key, entry) > 0 for key, entry in found):
+                        return None
+                if by_time:
+                    return self._sorted_page(c, query, condition, params), total
+                order = listing_sort_key(SORT_UPDATED)
+                pinned = sorted(found, key=lambda kv: order(kv[0], kv[1]))
                 offset, limit = query.offset, query.limit
                 page = pinned[offset:None if limit is None else offset + limit]
                 wanted = -1 if limit is None else limit - len(page)
                 if wanted != 0:
+                    # the index order is the listing's unless rows without updatedAt (0 to the
+                    # listing, last to the index) meet rows at or below 0: then sort by the value
+                    walk = "updated_at DESC" if walk_exact else "coalesce(updated_at, 0) DESC"
                     rows = c.execute(
                         f"SELECT session_key, entry_json FROM session_nodes WHERE {condition} AND pinned_at IS NULL"
-                        " ORDER BY updated_at DESC, session_key LIMIT ? OFFSET ?",
+                        f" ORDER BY {walk}, session_key LIMIT ? OFFSET ?",
                         [*params, wanted, max(0, offset - len(pinned))]).fetchall()
                     page.extend(_parse_entries(rows))
                 return page, total
@@ -698,13 +716,35 @@ class SqliteStore(SessionStore):
         found = self._q(run)
         return super().list_view(query) if found is None else found
 
+    def _sorted_page(self, c: sqlite3.Connection, query: ListingQuery, condition: str,
+                     params: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+        """A page in the lastInteractionAt or activity order (no pinned-first): SQLite sorts the
+        small (rowid, timestamp, key) tuples of every matching row, then only the page's
+        entries are read and decoded."""
+        stamp = _ACTIVITY_SQL if query.sort_by == SORT_ACTIVITY else _LAST_INTERACTION_SQL
+        ids = [row[0] for row in c.execute(
+            f"SELECT rowid FROM session_nodes WHERE {condition} ORDER BY {stamp} DESC, session_key LIMIT ? OFFSET ?",
+            [*params, -1 if query.limit is None else query.limit, query.offset])]
+        texts: dict[int, tuple[str, str]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for rowid, key, text in c.execute(
+                    f"SELECT rowid, session_key, entry_json FROM session_nodes WHERE rowid IN ({marks})", chunk):
+                texts[rowid] = (key, text)
+        return _parse_entries([texts[rowid] for rowid in ids])
+
     def _listing_counts(self, c: sqlite3.Connection, query: ListingQuery, condition: str,
-                        params: list[Any]) -> tuple[int, list[str]]:
-        """(rows matching, the pinned keys among them). Filtered by archived state only (the
-        Gateway's default listing) and on a schema with the partial archived / pinned indexes:
-        count(*) minus the archived rows, and an index search for the pinned ones; otherwise
-        one scan."""
-        simple = query.updated_since_ms is None and query.label is None and query.pinned is None
+                        params: list[Any]) -> tuple[int, list[str], bool]:
+        """(rows matching, the pinned keys among them, whether the updated_at index walk is the
+        listing's order). Filtered by archived state only (the Gateway's default listing) and on
+        a schema with the partial archived / pinned indexes: count(*) minus the archived rows,
+        and an index search for the pinned ones; otherwise one scan. The walk is exact unless
+        the store holds both rows without updatedAt and rows at or below 0 (two index probes)."""
+        walk_exact = not c.execute(
+            "SELECT EXISTS (SELECT 1 FROM session_nodes WHERE updated_at IS NULL)"
+            " AND EXISTS (SELECT 1 FROM session_nodes WHERE updated_at <= 0)").fetchone()[0]
+        simple = query.active_since_ms is None and query.label is None and query.pinned is None
         if simple and self._has_listing_indexes(c):
             archived_rows = c.execute("SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL").fetchone()[0]
             if query.archived is None:
@@ -715,9 +755,9 @@ class SqliteStore(SessionStore):
                 total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0] - archived_rows
             pinned = [row[0] for row in c.execute(
                 f"SELECT session_key FROM session_nodes WHERE pinned_at IS NOT NULL AND {condition}", params)]
-            return total, pinned
-        return _counted(c.execute("SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
-                                  f" FROM session_nodes WHERE {condition}", params).fetchone())
+            return total, pinned, walk_exact
+        return (*_counted(c.execute("SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
+                                    f" FROM session_nodes WHERE {condition}", params).fetchone()), walk_exact)
 
     def _has_listing_indexes(self, c: sqlite3.Connection) -> bool:
         if self._listing_indexes is None:
