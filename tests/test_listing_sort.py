@@ -269,6 +269,21 @@ def test_sessions_list_merges_agents_in_the_requested_order(state_dir: Path) -> 
     assert [r["key"] for r in rows if r["pinned"]] == [_k("c"), _k("a"), _k("b"), o1]
 
 
+def test_one_agents_pages_are_paged_by_its_store(state_dir: Path) -> None:
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.ops.methods import call
+    from openclaw_cli.paths import resolve_paths
+
+    _state_with_two_agents(state_dir)
+    ctx = Context.load(resolve_paths())
+    main = [k for k in _expected("activity") if k != SUB]
+    for offset in (0, 4, 8, 10):
+        page = call(ctx, "sessions.list", {"agentId": "main", "sortBy": "activity", "limit": 4, "offset": offset})
+        assert [r["key"] for r in page["sessions"]] == main[offset:offset + 4]
+        more = offset + 4 < 11
+        assert (page["totalCount"], page["nextOffset"], page["hasMore"]) == (11, offset + 4 if more else None, more)
+
+
 def test_sort_by_schema_errors_are_openclaws() -> None:
     """Recorded from the real 2026.9.6 Gateway: a non-string fails every literal's type first."""
     from openclaw_cli.gateway.schemas import check_params
@@ -280,3 +295,20 @@ def test_sort_by_schema_errors_are_openclaws() -> None:
             f"invalid sessions.list params: at /sortBy: must be string; {one_of}"
     for value in SORTS:
         assert check_params("sessions.list", {"sortBy": value}) is None
+    recorded = [  # the same rule in other literals: the real Gateway's texts, verbatim
+        ("sessions.list", {"archived": 5}, "at /archived: must be boolean; at /archived: must be string; "
+         "at /archived: must be equal to constant; at /archived: must match a schema in anyOf"),
+        ("sessions.list", {"boardFace": None}, "at /boardFace: must be string; at /boardFace: must be equal to "
+         "constant; at /boardFace: must match a schema in anyOf"),
+        ("sessions.patch", {"key": "agent:main:main", "sendPolicy": 5}, "at /sendPolicy: must be string; "
+         "at /sendPolicy: must be equal to constant; at /sendPolicy: must be null; at /sendPolicy: must match a "
+         "schema in anyOf"),
+        ("sessions.patch", {"key": "agent:main:main", "fastMode": 1}, "at /fastMode: must be boolean; at /fastMode: "
+         "must be string; at /fastMode: must be equal to constant; at /fastMode: must be null; at /fastMode: must "
+         "match a schema in anyOf"),
+        ("sessions.patch", {"key": "agent:main:main", "inheritedToolPolicyVersion": "1"},
+         "at /inheritedToolPolicyVersion: must be number; at /inheritedToolPolicyVersion: must be equal to constant;"
+         " at /inheritedToolPolicyVersion: must be null; at /inheritedToolPolicyVersion: must match a schema in anyOf"),
+    ]
+    for method, params, text in recorded:
+        assert check_params(method, params) == f"invalid {method} params: {text}", params

@@ -328,13 +328,17 @@ def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any
     offset = params.get("offset", 0)
     archived = params.get("archived", False)
     active = params.get("activeMinutes")
+    merged = len(stores) > 1
     query = ListingQuery(
         archived=None if archived == "all" else bool(archived),
         active_since_ms=now - active * 60_000 if active else None,
         label=params.get("label"),
         pinned=params.get("pinned"),
         match=_matcher(params),
-        limit=offset + limit,  # each store's first offset+limit rows: enough for the merged page
+        # one store pages itself; of several, each store's first offset+limit rows are enough
+        # for the merged page
+        offset=0 if merged else offset,
+        limit=offset + limit if merged else limit,
         sort_by=params.get("sortBy", SORT_UPDATED),  # the schema admits only the three orders
     )
     defaults = _defaults(ctx)
@@ -344,10 +348,10 @@ def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any
         rows, matched = store.list_view(query)
         total += matched
         pages.extend((agent_id, key, entry) for key, entry in rows)
-    if len(stores) > 1:
+    if merged:
         order = listing_sort_key(query.sort_by)
         pages.sort(key=lambda item: order(item[1], item[2]))
-    page = pages[offset:offset + limit]
+    page = pages[offset:offset + limit] if merged else pages
     mains = {agent_id: _main_key(ctx, agent_id) for agent_id, _ in stores}
     sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults, main=mains[agent_id])
                 for agent_id, key, entry in page]

@@ -484,9 +484,10 @@ def listing_page(items: Any, query: ListingQuery) -> tuple[list[tuple[str, dict[
         if query.match is not None and not query.match(key, entry):
             continue
         selected.append((order(key, entry), key, entry))  # sort keys end with the key: unique
-    if query.limit is None:
-        selected.sort()
-        chosen = selected[query.offset:]
+    wanted = None if query.limit is None else query.offset + query.limit
+    if wanted is not None and wanted * 8 < len(selected):  # a first page: a heap beats a full sort
+        chosen = heapq.nsmallest(wanted, selected)[query.offset:]
     else:
-        chosen = heapq.nsmallest(query.offset + query.limit, selected)[query.offset:]
+        selected.sort()
+        chosen = selected[query.offset:wanted]
     return [(key, entry) for _, key, entry in chosen], len(selected)
