@@ -25,13 +25,7 @@ def ca() -> trustme.CA:
 
 def server_context(ca, *names: str) -> tuple[ssl.SSLContext, bytes]:
     cert = ca.issue_cert(*(names or ("localhost", "127.0.0.1")))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    # No TLS 1.3 session tickets. They arrive right after the handshake, while websockets' sync
-    # client reads the socket in its thread and writes the upgrade request in ours (suspected
-    # race; see decisions.md "Gateway client: TLS 1.3 tickets"): under CPU load this file timed
-    # out waiting for the upgrade response in 8 of 210 runs, 0 of 80 without tickets. These tests
-    # are about certificate checks, which tickets do not touch.
-    context.num_tickets = 0
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)  # sends TLS 1.3 session tickets, as real servers do
     cert.configure_cert(context)
     return context, cert.cert_chain_pems[0].bytes()
 

@@ -1,0 +1,141 @@
+"""Reproduction harness for the TLS 1.3 session-ticket race (docs/decisions.md, "Gateway client:
+TLS 1.3 tickets").
+
+Right after a TLS 1.3 handshake the server sends its session tickets. A client that reads the socket
+in one thread while another thread writes the WebSocket upgrade request on the same `SSLSocket`
+(websockets' sync client) runs OpenSSL's SSL_read and SSL_write on one SSL object at once, which
+OpenSSL does not support; now and then the upgrade never completes and the call times out.
+
+Two modes, both under CPU load from `--load` busy-loop subprocesses (each bounded by `--seconds`
+and stopped by pid at the end):
+
+  calls  (default) `--runs` Gateway calls in this process against the in-test TLS fake Gateway
+         (`tests/gateway_support.FakeGateway`; its server context sends `--tickets` session
+         tickets per connection), each with a `--timeout-ms` deadline; counts the calls that fail.
+  file   runs `tests/test_gateway_client_tls.py` `--runs` times with pytest (one process each,
+         bounded by `--file-timeout` s); counts the runs that fail.
+
+Prints one JSON line: {mode, runs, failures, kinds, tickets, load, seconds}. Exit 0 whatever the
+count (this measures; it does not judge). Example:
+
+    .venv/bin/python scripts/tls_ticket_race.py --runs 400 --load 2
+    .venv/bin/python scripts/tls_ticket_race.py --mode file --runs 60 --load 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parent.parent
+BUSY = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nwhile time.monotonic() < end:\n    pass\n"
+
+
+@contextlib.contextmanager
+def cpu_load(workers: int, seconds: float) -> Iterator[None]:
+    """`workers` busy loops, each ending by itself after `seconds`; stopped by pid on exit."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY, str(seconds)]) for _ in range(workers)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+
+
+def run_calls(runs: int, timeout_ms: int, tickets: int, deadline: float) -> tuple[int, int, collections.Counter]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    import ssl
+
+    import trustme
+    from gateway_support import FakeGateway
+
+    from openclaw_cli.errors import GatewayTransportError
+    from openclaw_cli.gateway.client import call
+    from openclaw_cli.gateway.discovery import discover
+
+    ca = trustme.CA()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.num_tickets = tickets
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+    kinds: collections.Counter = collections.Counter()
+    done = failures = 0
+    with tempfile.TemporaryDirectory() as tmp, FakeGateway(ssl_context=context) as fake:
+        bundle = Path(tmp) / "ca.pem"
+        ca.cert_pem.write_to_path(str(bundle))
+        paths = SimpleNamespace(config_path=Path(tmp) / "openclaw.json", state_dir=Path(tmp), profile=None)
+        config = {"gateway": {"mode": "remote", "remote": {"url": f"wss://localhost:{fake.port}",
+                                                           "token": "secret-token"}}}
+        target = discover(paths=paths, config=config, env={"NODE_EXTRA_CA_CERTS": str(bundle)})
+        while done < runs and time.monotonic() < deadline:
+            done += 1
+            try:
+                result = call(target, "health", timeout_ms=timeout_ms)
+                if result.payload.get("ok") is not True:
+                    raise RuntimeError("unexpected payload")
+            except GatewayTransportError as exc:
+                failures += 1
+                kinds[exc.kind] += 1
+            except Exception as exc:  # anything else is a failure too, counted by type
+                failures += 1
+                kinds[type(exc).__name__] += 1
+    return done, failures, kinds
+
+
+def run_file(runs: int, per_run_timeout: float, deadline: float) -> tuple[int, int, collections.Counter]:
+    kinds: collections.Counter = collections.Counter()
+    done = failures = 0
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="")
+    while done < runs and time.monotonic() < deadline:
+        done += 1
+        try:
+            proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                                   "tests/test_gateway_client_tls.py"], cwd=ROOT, env=env, capture_output=True,
+                                  text=True, timeout=per_run_timeout)
+        except subprocess.TimeoutExpired:
+            failures += 1
+            kinds["run timeout"] += 1
+            continue
+        if proc.returncode != 0:
+            failures += 1
+            kinds["timeout" if "gateway timeout" in proc.stdout else f"exit {proc.returncode}"] += 1
+    return done, failures, kinds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=("calls", "file"), default="calls")
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--load", type=int, default=2, help="busy-loop subprocesses")
+    parser.add_argument("--seconds", type=float, default=600, help="bound on the whole measurement (and the load)")
+    parser.add_argument("--timeout-ms", type=int, default=3000, help="calls mode: each call's deadline")
+    parser.add_argument("--file-timeout", type=float, default=120, help="file mode: bound on one pytest run")
+    parser.add_argument("--tickets", type=int, default=2,
+                        help="calls mode: session tickets the fake sends per connection (OpenSSL's default 2; 0: none)")
+    args = parser.parse_args()
+    started = time.monotonic()
+    deadline = started + args.seconds
+    with cpu_load(args.load, args.seconds + 5):
+        if args.mode == "calls":
+            done, failures, kinds = run_calls(args.runs, args.timeout_ms, args.tickets, deadline)
+        else:
+            done, failures, kinds = run_file(args.runs, args.file_timeout, deadline)
+    print(json.dumps({"mode": args.mode, "runs": done, "failures": failures, "kinds": dict(kinds),
+                      "tickets": args.tickets if args.mode == "calls" else "file's", "load": args.load,
+                      "seconds": round(time.monotonic() - started, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
