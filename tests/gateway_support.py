@@ -1,11 +1,14 @@
 """A small in-process fake of OpenClaw's Gateway (protocol 4) for client tests: a websockets asyncio
 server on 127.0.0.1 port 0 in a thread. It speaks first (`connect.challenge`), checks the
 `connect` frame (token, protocol), answers `hello-ok`, then hands each request to `respond`.
-Every frame it receives and the client's close code are recorded for assertions.
+Every frame it receives, each upgrade request's headers, the pongs it got and the client's close code
+are recorded for assertions.
 
 `respond(method, params, send_event)` returns one of:
   ("ok", payload) | ("error", {code, message, details?, retryable?}) | ("close", code, reason)
   | ("hang",) (never answer) | ("raw", text) (a non-JSON frame)
+  | ("ping", payload) (a ping, answered by a pong, before the ok) | ("fragments", payload, n) (the ok
+  response in n frames)
 and may call `send_event(name, payload)` first to interleave events.
 """
 
@@ -51,6 +54,8 @@ class FakeGateway:
         self.protocol = protocol
         self.received: list[dict[str, Any]] = []
         self.closes: list[int | None] = []
+        self.upgrade_headers: list[dict[str, str]] = []
+        self.pongs = 0
         self.connections = 0
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -104,6 +109,7 @@ class FakeGateway:
         from websockets.exceptions import ConnectionClosed
 
         self.connections += 1
+        self.upgrade_headers.append(dict(ws.request.headers.raw_items()))
         try:
             if not self.challenge:  # a listener that never speaks
                 assert self._stop is not None
@@ -157,6 +163,14 @@ class FakeGateway:
             await ws.close(outcome[1], outcome[2])
         elif kind == "raw":
             await ws.send(outcome[1])
+        elif kind == "ping":
+            await asyncio.wait_for(await ws.ping(b"are-you-there"), 5)
+            self.pongs += 1
+            await ws.send(json.dumps({"type": "res", "id": request["id"], "ok": True, "payload": outcome[1]}))
+        elif kind == "fragments":
+            text = json.dumps({"type": "res", "id": request["id"], "ok": True, "payload": outcome[1]})
+            step = -(-len(text) // outcome[2])
+            await ws.send([text[i:i + step] for i in range(0, len(text), step)])
         elif kind == "hang":
             assert self._stop is not None
             await self._stop.wait()
@@ -173,3 +187,19 @@ def free_port() -> int:
 
 def write_config(path: Any, gateway: dict[str, Any], **extra: Any) -> None:
     path.write_text(json.dumps({"gateway": gateway, **extra}))
+
+
+def threads_started_by_call(monkeypatch: Any, run: Callable[[], Any]) -> list[threading.Thread]:
+    """Threads the calling thread starts while `run()` runs (the fake's own thread is not one)."""
+    caller = threading.current_thread()
+    started: list[threading.Thread] = []
+    original = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if threading.current_thread() is caller:
+            started.append(self)
+        original(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    run()
+    return started

@@ -10,7 +10,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from gateway_support import FakeGateway, free_port
+from gateway_support import FakeGateway, free_port, threads_started_by_call
 
 from openclaw_cli.errors import ExitCode, GatewayRequestError, GatewayTransportError
 from openclaw_cli.gateway.client import OMIT, call
@@ -222,3 +222,40 @@ def test_no_auth_omits_the_auth_block() -> None:
     with FakeGateway(token=None) as fake:
         call(target(fake.port, token=None), "health", params=OMIT)
     assert "auth" not in fake.received[0]["params"]
+
+
+def test_one_thread_reads_and_writes_the_socket(monkeypatch) -> None:
+    # websockets' sync client reads in a thread of its own while ours writes; on TLS that races
+    # OpenSSL (decisions.md "Gateway client: TLS 1.3 tickets"). Our connection starts no thread.
+    with FakeGateway() as fake:
+        started = threads_started_by_call(monkeypatch, lambda: call(target(fake.port), "health"))
+    assert started == []
+
+
+def test_the_upgrade_request_is_unchanged() -> None:
+    from openclaw_cli import __version__
+
+    with FakeGateway() as fake:
+        call(target(fake.port), "health")
+    headers = fake.upgrade_headers[0]
+    assert list(headers) == ["Host", "Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version",
+                             "Sec-WebSocket-Extensions", "User-Agent"]
+    assert headers["Host"] == f"127.0.0.1:{fake.port}"
+    assert (headers["Upgrade"], headers["Connection"], headers["Sec-WebSocket-Version"]) == ("websocket", "Upgrade", "13")
+    assert headers["Sec-WebSocket-Extensions"] == "permessage-deflate; client_max_window_bits"
+    assert headers["User-Agent"] == f"openclaw-cli/{__version__}"
+
+
+def test_pings_are_answered_and_fragmented_responses_joined() -> None:
+    payload = {"ok": True, "rows": ["x" * 50] * 40}
+
+    def respond(method, params, send_event):
+        if method == "sessions.list":
+            return ("fragments", payload, 7)
+        return ("ping", payload)
+
+    with FakeGateway(respond=respond) as fake:
+        assert call(target(fake.port), "health").payload == payload
+        assert call(target(fake.port), "sessions.list", {}).payload == payload
+        fake.wait_closed(2)
+    assert fake.pongs == 1 and fake.closes == [1005, 1005]

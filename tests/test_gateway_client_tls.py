@@ -9,7 +9,7 @@ import ssl
 from types import SimpleNamespace
 
 import pytest
-from gateway_support import FakeGateway
+from gateway_support import FakeGateway, threads_started_by_call
 
 from openclaw_cli.errors import ConfigError, GatewayTransportError
 from openclaw_cli.gateway.client import call
@@ -111,3 +111,23 @@ def test_plaintext_to_a_tls_gateway_fails_without_fallback(ca, tmp_path) -> None
         with pytest.raises(GatewayTransportError) as info:
             call(target, "health", timeout_ms=2000)
     assert not info.value.unreachable
+
+
+def test_session_tickets_are_read_in_the_calling_thread(ca, tmp_path, monkeypatch) -> None:
+    # A server that sends many TLS 1.3 session tickets right after the handshake: our thread reads
+    # them (no second thread reads the SSLSocket while we write the upgrade request), every call
+    # succeeds. The race itself is measured under load by scripts/tls_ticket_race.py.
+    context, _ = server_context(ca)
+    context.num_tickets = 8
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    with FakeGateway(ssl_context=context) as fake:
+        target = remote_target(f"wss://localhost:{fake.port}", tmp_path, env={"NODE_EXTRA_CA_CERTS": str(bundle)})
+
+        def run() -> None:
+            for _ in range(5):
+                assert call(target, "health", timeout_ms=5000).payload["ok"] is True
+
+        assert threads_started_by_call(monkeypatch, run) == []
+        fake.wait_closed(5)
+    assert fake.closes == [1005] * 5

@@ -17,7 +17,6 @@ Imported only by commands that contact a Gateway (websockets costs start-up time
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import socket
@@ -197,54 +196,82 @@ def _open_socket(ex: _Exchange) -> socket.socket:
         raise ex.failure("closed", f"{reason}: {exc.strerror or exc}") from None
 
 
-def _open_websocket(ex: _Exchange, sock: socket.socket, stack: Any) -> Any:
-    from websockets.exceptions import InvalidHandshake, InvalidStatus, WebSocketException
-    from websockets.sync.client import connect
-
+def _start_tls(ex: _Exchange, sock: socket.socket) -> socket.socket:
+    """The whole TLS handshake, then the pin check, before anything else is sent or read."""
     target = ex.target
     try:
-        # Entered as a context manager (websockets' supported form); `_close` sends our close first.
-        ws = stack.enter_context(connect(
-            target.url, sock=sock, ssl=_ssl_context(target) if target.secure else None,
-            server_hostname=target.host if target.secure else None, open_timeout=ex.remaining(),
-            close_timeout=CLOSE_TIMEOUT_S, ping_interval=None, max_size=MAX_FRAME_BYTES, proxy=None,
-            user_agent_header=f"openclaw-cli/{__version__}"))
+        sock.settimeout(ex.remaining())
+        tls = _ssl_context(target).wrap_socket(sock, server_hostname=target.host)
     except ssl.SSLCertVerificationError as exc:
         raise ex.failure("tls", exc.verify_message or str(exc)) from None
     except ssl.SSLError as exc:
         raise ex.failure("tls", exc.reason or str(exc)) from None
     except TimeoutError:
         raise ex.timeout() from None
-    except InvalidStatus as exc:
-        status = exc.response.status_code
-        raise ex.failure("protocol", f"the listener is not a Gateway (HTTP {status} to the WebSocket upgrade)") from None
-    except InvalidHandshake as exc:
-        raise ex.failure("protocol", f"WebSocket handshake failed: {exc}") from None
-    except WebSocketException as exc:
-        raise ex.failure("protocol", str(exc)) from None
     except OSError as exc:
         raise ex.closed(1006, str(exc) or type(exc).__name__) from None
     fingerprint = target.tls.fingerprint if target.tls is not None else None
     if fingerprint:
-        der = ws.socket.getpeercert(binary_form=True)
+        der = tls.getpeercert(binary_form=True)
         seen = hashlib.sha256(der).hexdigest() if der else ""
         if seen != fingerprint:
-            ws.close_socket()
+            tls.close()
             reason = "gateway tls fingerprint mismatch" if seen else "gateway tls fingerprint unavailable"
             raise ex.failure("tls", f"{reason} (expected {fingerprint}, got {seen or 'none'})")
+    return tls
+
+
+def _open_websocket(ex: _Exchange, sock: socket.socket) -> Any:
+    """(TLS and) the WebSocket upgrade on our TCP socket, every read and write in this thread
+    (`wsconn`: websockets' sync client would read in a second thread; see its docstring)."""
+    from websockets.exceptions import WebSocketException
+
+    from openclaw_cli.gateway.wsconn import ClientWebSocket
+
+    target = ex.target
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+    if target.secure:
+        sock = _start_tls(ex, sock)
+    ws = ClientWebSocket(sock, target.url, user_agent=f"openclaw-cli/{__version__}", max_size=MAX_FRAME_BYTES)
+    try:
+        ws.handshake(ex.deadline)
+    except (OSError, WebSocketException) as exc:
+        sock.close()
+        raise _upgrade_error(ex, exc) from None
+    except BaseException:
+        sock.close()
+        raise
     return ws
 
 
+def _upgrade_error(ex: _Exchange, exc: OSError | Exception) -> GatewayTransportError:
+    from websockets.exceptions import InvalidHandshake, InvalidStatus
+
+    if isinstance(exc, ssl.SSLError):
+        return ex.failure("tls", exc.reason or str(exc))
+    if isinstance(exc, TimeoutError):
+        return ex.timeout()
+    if isinstance(exc, InvalidStatus):
+        status = exc.response.status_code
+        return ex.failure("protocol", f"the listener is not a Gateway (HTTP {status} to the WebSocket upgrade)")
+    if isinstance(exc, InvalidHandshake):
+        return ex.failure("protocol", f"WebSocket handshake failed: {exc}")
+    if isinstance(exc, OSError):
+        return ex.closed(1006, str(exc) or type(exc).__name__)
+    return ex.failure("protocol", str(exc))
+
+
 def _receive(ex: _Exchange, ws: Any) -> dict[str, Any]:
-    from websockets.exceptions import ConnectionClosed
+    from openclaw_cli.gateway.wsconn import Closed
 
     try:
-        data = ws.recv(timeout=ex.remaining())
+        data = ws.recv(ex.deadline)
     except TimeoutError:
         raise ex.timeout() from None
-    except ConnectionClosed as exc:
-        rcvd = exc.rcvd
-        raise ex.closed(rcvd.code if rcvd is not None else 1006, rcvd.reason if rcvd is not None else "") from None
+    except Closed as exc:
+        raise ex.closed(exc.code, exc.reason) from None
+    except OSError:
+        raise ex.closed(1006, "") from None
     try:
         frame = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -263,26 +290,16 @@ def _await_response(ex: _Exchange, ws: Any, request_id: str) -> dict[str, Any]:
 
 
 def _send(ex: _Exchange, ws: Any, frame: dict[str, Any]) -> None:
-    from websockets.exceptions import ConnectionClosed
+    from openclaw_cli.gateway.wsconn import Closed
 
     try:
-        ws.send(orjson.dumps(frame).decode())
-    except ConnectionClosed as exc:
-        rcvd = exc.rcvd
-        raise ex.closed(rcvd.code if rcvd is not None else 1006, rcvd.reason if rcvd is not None else "") from None
-    except (TimeoutError, OSError) as exc:
+        ws.send_text(orjson.dumps(frame), ex.deadline)
+    except Closed as exc:
+        raise ex.closed(exc.code, exc.reason) from None
+    except TimeoutError:  # the one deadline covers sending too
+        raise ex.timeout() from None
+    except OSError as exc:
         raise ex.closed(1006, str(exc) or type(exc).__name__) from None
-
-
-def _close(ws: Any) -> None:
-    """A close frame without a status code (1005), as the real CLI sends; errors here are moot."""
-    try:
-        ws.close(None)  # type: ignore[arg-type]  # None: an empty close payload (websockets' send_close)
-    except Exception:
-        try:
-            ws.close_socket()
-        except Exception:
-            pass
 
 
 def call(target: GatewayTarget, method: str, params: Any = OMIT, *, scopes: list[str] | None = None,
@@ -295,17 +312,15 @@ def call(target: GatewayTarget, method: str, params: Any = OMIT, *, scopes: list
     ex = _Exchange(target, DEFAULT_TIMEOUT_MS if timeout_ms is None else int(timeout_ms))
     started = time.monotonic()
     sock = _open_socket(ex)
-    with contextlib.ExitStack() as stack:
-        try:
-            ws = _open_websocket(ex, sock, stack)
-        except BaseException:
-            sock.close()
-            raise
-        try:
-            return _exchange(ex, ws, target, method, params, scopes, started)
-        finally:
-            _close(ws)
-    raise AssertionError("unreachable")
+    try:
+        ws = _open_websocket(ex, sock)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        return _exchange(ex, ws, target, method, params, scopes, started)
+    finally:
+        ws.close(CLOSE_TIMEOUT_S)  # a close frame without a status code (1005), as the real CLI sends
 
 
 def _exchange(ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params: Any, scopes: list[str],
