@@ -146,7 +146,8 @@ def run_file(runs: int, per_run_timeout: float, deadline: float) -> tuple[int, i
             continue
         if proc.returncode != 0:
             failures += 1
-            kinds["timeout" if "gateway timeout" in proc.stdout else f"exit {proc.returncode}"] += 1
+            errors = [line[1:].strip() for line in proc.stdout.splitlines() if line.startswith("E ")]
+            kinds[errors[0][:120] if errors else f"exit {proc.returncode}"] += 1
     return done, failures, kinds
 
 

@@ -6,8 +6,10 @@ fixtures' `cli-*` files are what it sends).
        scopes:[least privilege], caps:[], auth:{token|password}}` -> res `hello-ok`
     -> req `<method>` -> res (matched by id; events in between are ignored) -> close (1005)
 
-Request ids are `"<n>:<uuid>"`. One deadline (`timeout_ms`, default 10 s like OpenClaw) covers the
-whole exchange. Failures are typed (`openclaw_cli.errors`): `GatewayTransportError` (kind
+Every read and write on the socket happens in the calling thread, in order (`gateway/wsconn.py`:
+websockets' Sans-I/O protocol over our own TCP and TLS socket; its sync client would read in a
+second thread, which races OpenSSL on TLS 1.3 session tickets). Request ids are `"<n>:<uuid>"`.
+One deadline (`timeout_ms`, default 10 s like OpenClaw) covers the whole exchange. Failures are typed (`openclaw_cli.errors`): `GatewayTransportError` (kind
 `closed`/`timeout`/`tls`/`protocol`; `unreachable=True` when nothing listens: refused, host or
 network unreachable or unknown before any WebSocket opened), `GatewayRequestError` for an `ok:false`
 response (to `connect` too: bad token, protocol mismatch).
