@@ -16,7 +16,8 @@ and stopped by pid at the end):
          bounded by `--file-timeout` s); counts the runs that fail.
   peer   `--runs` calls against the real OpenClaw Gateway (/tmp/peer, Node.js) started with
          `gateway.tls.enabled` (TLS 1.3 only, its self-signed certificate, our pin to it) in its
-         own process group by ../shared/tools/peer-gateway.sh, stopped by that group at the end.
+         own process group by ../shared/tools/peer-gateway.sh, stopped by that group at the end;
+         counted from its first answer to `health` (it says "gateway starting" before).
 
 Prints one JSON line: {mode, runs, failures, kinds, tickets, load, seconds}. Exit 0 whatever the
 count (this measures; it does not judge). Example:
@@ -82,7 +83,7 @@ def run_calls(runs: int, timeout_ms: int, tickets: int, deadline: float) -> tupl
 
 
 def _count(call, target, runs: int, timeout_ms: int, deadline: float) -> tuple[int, int, collections.Counter]:
-    from openclaw_cli.errors import GatewayTransportError
+    from openclaw_cli.errors import GatewayRequestError, GatewayTransportError
 
     kinds: collections.Counter = collections.Counter()
     done = failures = 0
@@ -95,20 +96,22 @@ def _count(call, target, runs: int, timeout_ms: int, deadline: float) -> tuple[i
         except GatewayTransportError as exc:
             failures += 1
             kinds[exc.kind] += 1
+        except GatewayRequestError as exc:  # the Gateway answered, with an error
+            failures += 1
+            kinds[f"request {exc.code}: {exc.message}"[:120]] += 1
         except Exception as exc:  # anything else is a failure too, counted by type
             failures += 1
             kinds[type(exc).__name__] += 1
     return done, failures, kinds
 
 
-def run_peer(runs: int, timeout_ms: int, deadline: float) -> tuple[int, int, collections.Counter]:
+def run_peer(runs: int, timeout_ms: int, deadline: float, script: Path) -> tuple[int, int, collections.Counter]:
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from gateway_support import free_port
 
     from openclaw_cli.gateway.client import call
     from openclaw_cli.gateway.discovery import discover
 
-    script = ROOT.parent / "shared" / "tools" / "peer-gateway.sh"
     if not Path("/tmp/peer/openclaw").exists() or not script.exists():
         raise SystemExit("the real OpenClaw (/tmp/peer) or peer-gateway.sh is missing")
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,6 +128,9 @@ def run_peer(runs: int, timeout_ms: int, deadline: float) -> tuple[int, int, col
             paths = SimpleNamespace(config_path=state / "openclaw.json", state_dir=state, profile=None)
             target = discover(paths=paths, config=json.loads((state / "openclaw.json").read_text()), env={})
             assert target.secure and target.tls is not None and target.tls.fingerprint
+            ready = time.monotonic() + 60  # it answers "gateway starting; retry shortly" at first
+            while _count(call, target, 1, timeout_ms, deadline)[1] and time.monotonic() < ready:
+                time.sleep(0.5)
             return _count(call, target, runs, timeout_ms, deadline)
         finally:
             subprocess.run(["bash", str(script), "stop", started.stdout.strip()], capture_output=True, timeout=30)
@@ -159,6 +165,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=600, help="bound on the whole measurement (and the load)")
     parser.add_argument("--timeout-ms", type=int, default=3000, help="calls/peer: each call's deadline")
     parser.add_argument("--file-timeout", type=float, default=120, help="file mode: bound on one pytest run")
+    parser.add_argument("--peer-gateway", type=Path, default=ROOT.parent / "shared" / "tools" / "peer-gateway.sh")
     parser.add_argument("--tickets", type=int, default=2,
                         help="calls mode: session tickets the fake sends per connection (OpenSSL's default 2; 0: none)")
     args = parser.parse_args()
@@ -168,7 +175,7 @@ def main() -> int:
         if args.mode == "calls":
             done, failures, kinds = run_calls(args.runs, args.timeout_ms, args.tickets, deadline)
         elif args.mode == "peer":
-            done, failures, kinds = run_peer(args.runs, args.timeout_ms, deadline)
+            done, failures, kinds = run_peer(args.runs, args.timeout_ms, deadline, args.peer_gateway)
         else:
             done, failures, kinds = run_file(args.runs, args.file_timeout, deadline)
     print(json.dumps({"mode": args.mode, "runs": done, "failures": failures, "kinds": dict(kinds),
