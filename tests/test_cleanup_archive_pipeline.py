@@ -161,10 +161,10 @@ def test_archive_exports_archives_each_export_in_order_with_a_checkpoint_each(tm
 def test_a_failing_archive_leaves_every_published_file_to_the_rollback(tmp_path, monkeypatch):
     real_write = ar.ExportArchiver.write
 
-    def failing(self, session_id, data, base, existing=(), prepared=None):
+    def failing(self, session_id, data, base, existing=()):
         if session_id == "sess50":
             raise OSError(28, "No space left on device")
-        return real_write(self, session_id, data, base, existing, prepared)
+        return real_write(self, session_id, data, base, existing)
 
     monkeypatch.setattr(ar.ExportArchiver, "write", failing)
     batch = ArchiveBatch(tmp_path / "d", NOW)
@@ -172,37 +172,5 @@ def test_a_failing_archive_leaves_every_published_file_to_the_rollback(tmp_path,
         for _ in batch.archive_exports(_items(100)):
             pass
     assert len(batch.created) == len(os.listdir(batch.directory)) > 0
-    batch.rollback()
-    assert os.listdir(batch.directory) == []
-
-
-def test_exports_compressed_ahead_create_no_file_until_their_turn_and_the_worker_stops(tmp_path):
-    """The lookahead only hashes and compresses: when the consumer stops after 10 archives, the
-    exports prepared ahead left no file, and the worker thread is gone."""
-    import threading
-
-    batch = ArchiveBatch(tmp_path / "d", NOW)
-    gen = batch.archive_exports(_items(100))
-    got = [next(gen) for _ in range(10)]
-    gen.close()
-    written = sum(1 for _, _, r in got if r is not None)
-    assert len(os.listdir(batch.directory)) == len(batch.created) == written
-    assert not [t for t in threading.enumerate() if t.name.startswith("archive-compress")]
-
-
-def test_a_failing_compression_ahead_fails_the_batch_with_its_error(tmp_path, monkeypatch):
-    def failing(self, data):
-        if b'"i":30}' in data:
-            raise MemoryError("zstd: out of memory")
-        return real_prepare(self, data)
-
-    real_prepare = ar.ExportArchiver.prepare
-    monkeypatch.setattr(ar.ExportArchiver, "prepare", failing)
-    batch = ArchiveBatch(tmp_path / "d", NOW)
-    done = []
-    with pytest.raises(MemoryError):
-        for sid, _, _ in batch.archive_exports(_items(100)):
-            done.append(sid)
-    assert done == [f"sess{i}" for i in range(30)]  # every export before the failing one, in order
     batch.rollback()
     assert os.listdir(batch.directory) == []

@@ -600,19 +600,10 @@ class ExportArchiver:
         self._prefix = f"{os.getpid()}.{secrets.token_hex(12)}"  # + an 8-digit hex counter: archive_temp_pid's shape
         self._counter = itertools.count()
 
-    def prepare(self, data: bytes) -> tuple[str, int, bytes]:
-        """The CPU part of `write` — sha256, size and the compressed blob of `data` — with no file
-        access, so a caller may run it ahead in another thread (zstd and OpenSSL release the GIL;
-        the compression contexts are per thread)."""
-        import hashlib
-
-        return hashlib.sha256(data).hexdigest(), len(data), _compressor(self.level).compress(data)
-
     def write(self, session_id: str, data: bytes, base: str,
-              existing: Iterable[ArchiveFile] = (), prepared: tuple[str, int, bytes] | None = None) -> ArchiveResult:
+              existing: Iterable[ArchiveFile] = ()) -> ArchiveResult:
         """The verified archive of `data` (reusing an identical one of `existing`, the batch's
-        archives of the same base). Empty content takes the general writer (never compressed).
-        `prepared` is `prepare(data)` computed beforehand (it must be of this `data`)."""
+        archives of the same base). Empty content takes the general writer (never compressed)."""
         if not is_valid_legacy_session_id(session_id):
             raise InvalidIdError(f"Invalid session ID: {session_id}")
         _validate_base(base)
@@ -626,14 +617,14 @@ class ExportArchiver:
             raise RefusedError(f"Cannot archive transcript outside {self.directory}: {base}")
         import hashlib  # lazy: OpenSSL start-up costs ~3 ms of every read-only command
 
-        sha, size, blob = prepared if prepared is not None else (hashlib.sha256(data).hexdigest(), len(data), b"")
+        sha = hashlib.sha256(data).hexdigest()
+        size = len(data)
         existing = list(existing)
         if existing:
             same = _find_identical(Path(self.directory), base, self.reason, sha, size, existing)
             if same is not None:
                 return ArchiveResult(same.path, sha, size, same.size, same.compressed, reused=True)
-        if prepared is None:
-            blob = _compressor(self.level).compress(data)
+        blob = _compressor(self.level).compress(data)
         first = archive_name(base, self.reason, self.now_ms, compressed=True)
         tmp = f"{self.directory}{os.sep}{first}.{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)

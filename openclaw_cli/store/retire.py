@@ -141,10 +141,6 @@ class Archived:
     reused: bool
 
 
-EXPORT_LOOKAHEAD = 8  # exports hashed and compressed ahead of the one being written
-EXPORT_LOOKAHEAD_BYTES = 32 << 20  # ... and at most this much export content held
-
-
 class ArchiveBatch:
     """Archives of one cleanup run in one directory: reuse candidates listed once, durability in
     one flush, rollback of what this run created."""
@@ -203,43 +199,14 @@ class ArchiveBatch:
         """Archive in-memory exports `(session id, content, tag)` as they come; yields `(session id,
         tag, ArchiveResult or None)` (None: empty content, nothing to archive), one checkpoint per
         archive. Files are recorded in `created` as they are published, so `rollback` after any
-        failure removes every one.
-
-        The hashing and compression of the next exports run in one worker thread, a bounded
-        lookahead (`EXPORT_LOOKAHEAD` exports, `EXPORT_LOOKAHEAD_BYTES`), while this thread writes,
-        publishes and reads back the current one: every file operation stays on this thread, in
-        order (worker threads that also created files were measured and dropped: creation in one
-        directory serialises on its lock and cost more system time)."""
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
-
+        failure removes every one. (Worker threads were measured and dropped: file creation in one
+        directory serialises on its lock, and compression is a small part of the cost.)"""
         archiver = self._exporter()
         index = self._index
-        pending: deque[tuple[str, bytes, Any, Any]] = deque()
-        held = 0
-        pool = ThreadPoolExecutor(1, thread_name_prefix="archive-compress")
-        try:
-            for sid, data, tag in items:
-                base = f"{sid.strip()}.jsonl"
-                # an export that may match an existing archive is hashed first, compressed only if new
-                ahead = pool.submit(archiver.prepare, data) if data and base not in index else None
-                pending.append((sid, data, tag, ahead))
-                held += len(data)
-                while pending and (len(pending) > EXPORT_LOOKAHEAD or held > EXPORT_LOOKAHEAD_BYTES):
-                    held -= len(pending[0][1])
-                    yield self._archive_export(archiver, pending.popleft())
-            while pending:
-                yield self._archive_export(archiver, pending.popleft())
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-    def _archive_export(self, archiver: Any, item: tuple[str, bytes, Any, Any]) -> tuple[str, Any, Any]:
-        sid, data, tag, ahead = item
-        if not data:
-            return sid, tag, self._note(None)
-        base = f"{sid.strip()}.jsonl"
-        prepared = ahead.result() if ahead is not None else None
-        return sid, tag, self._note(archiver.write(sid, data, base, self._index.get(base, ()), prepared))
+        for sid, data, tag in items:
+            base = f"{sid.strip()}.jsonl"
+            result = archiver.write(sid, data, base, index.get(base, ())) if data else None
+            yield sid, tag, self._note(result)
 
     def _note(self, result: Any) -> Any:
         if result is not None:
