@@ -256,13 +256,73 @@ def test_verification_digests_hold_one_hash_at_a_time_and_stay_exact(monkeypatch
     conn.executemany("INSERT INTO transcript_events VALUES (?, ?, ?)", rows)
     conn.executemany("INSERT INTO session_windows VALUES (?)", [(sid,) for sid in lines])
     need = {"a": 3, "b": 4, "c": 2}
-    digests, counts = verify._prefix_digests(conn, need)
+
+    def scan() -> tuple[dict[tuple[str, int], str], dict[str, int]]:
+        digests: dict[tuple[str, int], str] = {}
+        counts: dict[str, int] = {}
+        wanted = dict(need)
+
+        def settle(sid: str, count: int, digest: str | None) -> None:  # the last call is the answer
+            counts[sid] = count
+            digests.pop((sid, need[sid]), None)
+            if digest is not None:
+                digests[(sid, need[sid])] = digest
+
+        verify._scan_prefix_digests(conn, wanted, settle)
+        assert all(v < 0 for v in wanted.values())  # every session found was marked settled
+        return digests, counts
+
+    digests, counts = scan()
     monkeypatch.setattr(verify, "FULL_SCAN_MIN_SESSIONS", 10**9)
-    slow = verify._prefix_digests(conn, need)
+    slow = scan()
     assert (digests, counts) == slow
+    assert counts == {"a": 4, "b": 3 if layout == "short" else 4, "c": 4}
     for sid, n in need.items():
         expected = hashlib.sha256("".join(text + "\n" for text in lines[sid][:n]).encode()).hexdigest()
         if layout == "short" and sid == "b":
             assert (sid, n) not in digests
         else:
             assert digests[(sid, n)] == expected
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 511, 512, 513, 1300])
+def test_streamed_dependencies_write_the_bytes_of_a_plain_list(tmp_path: Path, count: int) -> None:
+    """The legacy index's move names every transcript; its dependencies are dumped a batch at a
+    time into the MoveLog, and the chunk is the bytes of the move with a plain list."""
+    from openclaw_cli.jsonutil import StreamedArray
+
+    odd = ['q"uote', "back\\slash", "ünï", "tab\tline\nnl", "\u2028", "e\U0001f600", ", \n  x"]
+    deps = [odd[n % len(odd)] + f"/{n}" if n % 3 == 0 else f"agents/main/sessions/s-{n}.jsonl" for n in range(count)]
+
+    def move(dependencies: object) -> dict:
+        return mf.new_move(source="agents/main/sessions/sessions.json", archive="agents/main/a/sessions.json.x",
+                           kind="legacy-store", session_key=None, identity=mf.Identity(1, 2, 3, 4, "b" * 64),
+                           classification="imported", reason="verified-index-import",
+                           dependencies=dependencies)  # type: ignore[arg-type]
+
+    log = mf.MoveLog(tmp_path)
+    n = log.append(move(StreamedArray(iter(deps))))
+    plain = mf.MoveLog(tmp_path)
+    plain.append(move(deps))
+    assert log.chunk(n) == plain.chunk(0)
+    assert orjson.loads(log.chunk(n))["artifact"]["dependencies"] == deps
+    log.append(_move(7, "main"))  # what follows is indexed after the streamed move
+    assert list(log)[1] == _move(7, "main")
+
+
+def test_archived_paths_read_back_from_the_log(tmp_path: Path) -> None:
+    """The report's archived files are the completed moves' `archivePath`s, escapes included."""
+    log = mf.MoveLog(tmp_path)
+    mapper = mf.PathMapper(tmp_path, relative=True)
+    names = ["a.jsonl", 'q"uote.jsonl', "back\\slash.jsonl", "ünï.jsonl", "/abs/out/side.jsonl"]
+    paths = mf.ArchivedPaths(log, mapper.to_real_text)
+    assert paths == [] and not paths
+    for n, name in enumerate(names):
+        move = _move(n, "main")
+        move["archivePath"] = name if name.startswith("/") else f"agents/main/{IMPORT_ARCHIVE_DIR}/{name}"
+        log.append(move)
+    for n in (3, 0, 4, 1, 2):
+        paths.add(n)
+    expected = [mapper.to_real_text(m["archivePath"]) for m in (list(log)[i] for i in (3, 0, 4, 1, 2))]
+    assert list(paths) == expected and paths == expected and len(paths) == 5
+    assert expected[2] == "/abs/out/side.jsonl" and expected[0] == f"{tmp_path}/agents/main/{IMPORT_ARCHIVE_DIR}/ünï.jsonl"

@@ -16,6 +16,7 @@ import errno
 import hashlib
 import os
 import sqlite3
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from openclaw_cli.errors import Interrupted, OpenClawError
 from openclaw_cli.fsio import FILE_MODE
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.interrupts import InterruptRequested
+from openclaw_cli.jsonutil import StreamedArray
 from openclaw_cli.migration import manifest as mf
 from openclaw_cli.migration import staging
 from openclaw_cli.migration.context import MigrationContext
@@ -70,7 +72,7 @@ MIN_PUBLISH_BATCH = 1024
 # per target (a 20,000-file store has a ~25 MB manifest). Correctness never depends on them: restore
 # and the next import work from the planned moves and what is on disk.
 MAX_MANIFEST_WRITES = 2
-MAX_PUBLISH_BATCH = 16384  # moves held at once while publishing (the manifest is still written as above)
+MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
 
 
 # ---- per-record state --------------------------------------------------------------------------------
@@ -80,7 +82,7 @@ MAX_PUBLISH_BATCH = 16384  # moves held at once while publishing (the manifest i
 class RecState:
     rec: Record
     alias_of: str | None = None  # set on a bare-key row merged into its canonical key
-    identity: Identity | None = None
+    packed_identity: bytes | Identity | None = None  # see `identity`
     mtime_ms: int | None = None
     ends_nl: bool = False
     nsplit: int = 0  # elements of data.split(b"\n")
@@ -89,14 +91,50 @@ class RecState:
     missing: bool = False
     stream: _StreamFeed | None = None
     result: Any = None  # ImportRecordResult
-    line_digest: str | None = None
+    digest: str | bool | None = None  # see `line_digest`
     stored_lines: int = 0
     verified: bool = False
     archive_ok: bool = True  # False once a transcript/trajectory move failed or was not attempted
 
     @property
     def has_file(self) -> bool:
-        return self.rec.transcript_text is not None and self.rec.problem is None and self.identity is not None
+        return (self.rec.transcript_text is not None and self.rec.problem is None
+                and self.packed_identity is not None)
+
+    # The file's identity is held packed (dev, ino, mtime, size and the raw sha256 in 64 bytes):
+    # an `Identity` with its five objects is ~320 bytes, 100,000 of them 32 MB.
+    @property
+    def identity(self) -> Identity | None:
+        packed = self.packed_identity
+        if packed is None or isinstance(packed, Identity):
+            return packed
+        dev, ino, mtime_ns, size, sha = _IDENTITY.unpack(packed)
+        return Identity(dev, ino, mtime_ns, size, sha.hex())
+
+    @identity.setter
+    def identity(self, ident: Identity | None) -> None:
+        try:
+            self.packed_identity = None if ident is None else _IDENTITY.pack(
+                ident.dev, ident.ino, ident.mtime_ns, ident.size, bytes.fromhex(ident.sha256))
+        except (struct.error, ValueError):  # not what a stat and a sha256 give: kept as it is
+            self.packed_identity = ident
+
+    @property
+    def line_digest(self) -> str | None:
+        """The sha256 of the lines SQLite should hold (`_compute_digests`); for a clean file it is
+        the file's own sha256, kept once (in the identity)."""
+        digest = self.digest
+        if digest is True:
+            ident = self.identity
+            return None if ident is None else ident.sha256
+        return digest if isinstance(digest, str) else None
+
+    @line_digest.setter
+    def line_digest(self, value: str | None) -> None:
+        self.digest = value
+
+
+_IDENTITY = struct.Struct("<QQqQ32s")
 
 
 class _StreamFeed:
@@ -210,6 +248,7 @@ class ImportRun:
                                self.mapper.to_manifest(target.sqlite_path))
             planned = mf.MoveLog(self.runs_dir)  # moves stay out of memory; the file's shape is unchanged
             mt["plannedMoves"], mt["completedMoves"] = planned, mf.CompletedMoves(planned)
+            report.archived_transcript_files = mf.ArchivedPaths(planned, self.mapper.to_real_text)  # type: ignore[assignment]
             self.manifest["targets"].append(mt)
             self.report.targets.append(report)
             runs.append(TargetRun(target, report, mt))
@@ -332,6 +371,7 @@ class ImportRun:
             self.ctx.checkpoint("bulk-import-done")
             for state, res in zip(states, result.records, strict=True):
                 state.result = res
+            del result  # the states hold each result until the digests are known, see `_compute_digests`
             self._reconcile_entries(store, states, report)
         finally:
             store.close()
@@ -379,6 +419,7 @@ class ImportRun:
                 created_at_ms=state.mtime_ms,
                 entry_text=None if state.alias_of is not None else rec.entry_text,
             )
+            state.mtime_ms = None  # read once, here (an int per session otherwise held to the end)
             previous = state
             self.ctx.progress.advance(1)
             self.ctx.checkpoint("record")
@@ -506,13 +547,15 @@ class ImportRun:
         final newline, a malformed line)."""
         for state in states:
             res = state.result
+            if res is not None and res.issue is None:
+                state.result = None  # from here on only an issue is read (archive planning): ~150 B a session
             if not state.has_file or state.changed or res is None:
                 continue
             state.stored_lines = res.lines_read
             # every line stored (malformed ones quarantined, D22), no blank line, a final newline
             clean = state.ends_nl and res.lines_read == state.nsplit - 1
             if clean:
-                state.line_digest = state.identity.sha256  # type: ignore[union-attr]
+                state.digest = True  # the file's sha256 (`line_digest`): not a second copy of it
                 continue
             try:
                 state.line_digest = _digest_stored_prefix(state)
@@ -609,10 +652,13 @@ class ImportRun:
         if sole_owner and tr.completed and index is not None and index.exists and index.identity is not None:
             # planned now (one manifest write for everything), published last and only if all else
             # succeeded; left unpublished, a planned move is harmless (restore skips it)
-            tr.index_move = self._plan(t, reserver, stamp, t.store_path, "legacy-store", "legacy-store",
+            archive = reserver.reserve("legacy-store", t.store_path.name, stamp)  # the last name, as before
+            del reserver  # 100,000 reserved names: not held beside the dependencies nor while publishing
+            tr.index_move = self._plan(t, archive, stamp, t.store_path, "legacy-store", "legacy-store",
                                        index.identity, *self._index_classification([tr]), None,
                                        dependencies=self._index_dependencies([tr]))
-        del reserver  # 100,000 reserved names: not held while publishing
+        else:
+            del reserver
         self._publish(tr, logged=moves, also_planned=[tr.index_move] if tr.index_move else [])
 
     def _record(self, tr: TargetRun, move: Move) -> int:
@@ -632,10 +678,11 @@ class ImportRun:
         return Move(real(entry["sourcePath"]), real(entry["archivePath"]), ident,
                     payload=(n, entry["kind"], state, entry.get("sessionKey")))
 
-    def _plan(self, t: Target, reserver: NameReserver, stamp: int, src: Path, kind: str, key: str,
+    def _plan(self, t: Target, reserver: NameReserver | str, stamp: int, src: Path, kind: str, key: str,
               ident: Identity, classification: str, reason: str, state: RecState | None,
-              dependencies: list[str] | None = None) -> Move:
-        archive = reserver.reserve(key, src.name, stamp)
+              dependencies: StreamedArray | None = None) -> Move:
+        """A move to an archive name reserved now (or already: `reserver` is then the name)."""
+        archive = reserver if isinstance(reserver, str) else reserver.reserve(key, src.name, stamp)
         entry = mf.new_move(source=self.mapper.to_manifest(src), archive=self.mapper.to_manifest(archive),
                             kind=kind, session_key=None if kind == "unreferenced-jsonl" else key,
                             identity=ident, classification=classification, reason=reason,
@@ -684,13 +731,12 @@ class ImportRun:
         for move in result.done:
             n, kind, _state, _key = move.payload
             tr.mt["completedMoves"].add(n)
-            path = str(move.dest)
             if kind in ("transcript", "trajectory"):
-                tr.report.archived_transcript_files.append(path)
+                tr.report.archived_transcript_files.add(n)  # type: ignore[attr-defined]  # read back from the log
             elif kind == "unreferenced-jsonl":
-                tr.report.archived_unreferenced_jsonl_files.append(path)
+                tr.report.archived_unreferenced_jsonl_files.append(str(move.dest))
             else:
-                tr.report.archived_legacy_store_files.append(path)
+                tr.report.archived_legacy_store_files.append(str(move.dest))
         for move in result.failed:
             _n, kind, state, key = move.payload
             if kind == "unreferenced-jsonl":
@@ -759,14 +805,23 @@ class ImportRun:
                            for tr in group for i in tr.report.issues)
         return ("imported", "verified-index-import") if complete else ("protected", "incomplete-index-import")
 
-    def _index_dependencies(self, group: list[TargetRun]) -> list[str]:
-        deps: dict[str, None] = {}
-        for tr in group:
-            for s in tr.states:
-                path = s.rec.transcript_text or s.rec.expected_text
-                if path is not None:
-                    deps[self.mapper.to_manifest(path)] = None
-        return list(deps)
+    def _index_dependencies(self, group: list[TargetRun]) -> StreamedArray:
+        """Every transcript the index names, as manifest paths in first-seen order, produced while
+        the move is written to the MoveLog (100,000 mapped paths are not held). Duplicates are
+        dropped by the record's own path string: the mapping only strips the state dir's prefix,
+        which no two of these paths (built from a directory and a file name) share differently."""
+        to_manifest = self.mapper.to_manifest
+
+        def paths() -> Iterator[str]:
+            seen: set[str] = set()
+            for tr in group:
+                for s in tr.states:
+                    path = s.rec.transcript_text or s.rec.expected_text
+                    if path is not None and path not in seen:
+                        seen.add(path)
+                        yield to_manifest(path)
+
+        return StreamedArray(paths())
 
     # ---- finish ----------------------------------------------------------------------------------------
     def _finish(self, runs: list[TargetRun]) -> None:

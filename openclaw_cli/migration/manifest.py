@@ -14,7 +14,7 @@ import os
 import stat
 import uuid
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -24,7 +24,7 @@ import orjson
 
 from openclaw_cli import __version__, clock
 from openclaw_cli.fsio import atomic_write_bytes, ensure_dir
-from openclaw_cli.jsonutil import JSONDecodeError, dumps_pretty, loads
+from openclaw_cli.jsonutil import JSONDecodeError, StreamedArray, dumps_pretty, loads
 from openclaw_cli.migration.publish import Identity
 from openclaw_cli.migration.report import is_blocking
 from openclaw_cli.paths import IMPORT_ARCHIVE_DIR
@@ -238,15 +238,27 @@ class MoveLog(MoveView):
         return range(len(self.offsets))
 
     def append(self, move: dict[str, Any]) -> int:
-        """Record a move; returns its index (for `CompletedMoves.add`)."""
-        chunk = orjson.dumps(move, option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)
-        self.offsets.append(self._end)
-        self.lengths.append(len(chunk))
-        self._end += len(chunk)
-        self._pending.append(chunk)
-        self._pending_bytes += len(chunk)
-        if self._pending_bytes >= _SPILL_BLOCK:
-            self._flush()
+        """Record a move; returns its index (for `CompletedMoves.add`). A `StreamedArray` of
+        strings as `artifact.dependencies` (the legacy index's move names every transcript: 100,000
+        paths) is written as it is produced, the bytes `orjson.dumps` gives the whole list."""
+        artifact = move.get("artifact")
+        deps = artifact.get("dependencies") if isinstance(artifact, dict) else None
+        if isinstance(deps, StreamedArray):
+            return self._append_pieces(_streamed_dependencies(move, artifact, deps))
+        return self._append_pieces([orjson.dumps(move, option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)])
+
+    def _append_pieces(self, pieces: Iterable[bytes]) -> int:
+        start, length = self._end, 0
+        for piece in pieces:
+            length += len(piece)
+            self._end += len(piece)
+            self._pending.append(piece)
+            self._pending_bytes += len(piece)
+            if self._pending_bytes >= _SPILL_BLOCK:
+                self._flush()
+        # indexed only once whole: a move that failed half-way is bytes nothing refers to
+        self.offsets.append(start)
+        self.lengths.append(length)
         return len(self.offsets) - 1
 
     def _flush(self) -> None:
@@ -286,6 +298,46 @@ class MoveLog(MoveView):
         self.close()
 
 
+_DEPENDENCY_MARK = "__openclaw_cli_streamed_dependencies__"
+_DEPENDENCY_BATCH = 512
+# a dependency sits 6 spaces deep in a move (`artifact.dependencies[i]`), the move 8 deep in the file
+_DEPENDENCY_SEP = b",\n" + b" " * 14
+
+
+def _streamed_dependencies(move: dict[str, Any], artifact: dict[str, Any], deps: StreamedArray) -> Iterator[bytes]:
+    """The move's JSON in pieces, its dependencies dumped a batch at a time: each batch as an
+    indented list whose items are re-indented to their depth (a newline is never inside a JSON
+    string, so every newline of the batch is a separator)."""
+    items = iter(deps.items)
+    first = next(items, None)
+    if first is None:  # empty: exactly the plain dump
+        yield orjson.dumps({**move, "artifact": {**artifact, "dependencies": []}},
+                           option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)
+        return
+    text = orjson.dumps({**move, "artifact": {**artifact, "dependencies": [_DEPENDENCY_MARK]}},
+                        option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)
+    mark = orjson.dumps(_DEPENDENCY_MARK)
+    at = text.index(mark)
+    yield text[:at]
+    batch = [first]
+    leading = True
+    for item in items:
+        batch.append(item)
+        if len(batch) >= _DEPENDENCY_BATCH:
+            yield _dependency_batch(batch, leading)
+            leading = False
+            batch = []
+    if batch:
+        yield _dependency_batch(batch, leading)
+    yield text[at + len(mark):]
+
+
+def _dependency_batch(batch: list[str], leading: bool) -> bytes:
+    body = orjson.dumps(batch, option=orjson.OPT_INDENT_2)[4:-2]  # the items of `[\n  "a",\n  "b"\n]`
+    body = body.replace(b",\n  ", _DEPENDENCY_SEP)
+    return body if leading else _DEPENDENCY_SEP + body
+
+
 def _unnamed_file(directory: Path) -> int:
     ensure_dir(directory)
     try:
@@ -318,6 +370,43 @@ class CompletedMoves(MoveView):
 
     def add(self, n: int) -> None:
         self.indexes.append(n)
+
+
+class ArchivedPaths:
+    """A report's list of archived files as indexes into the target's `MoveLog` (100,000 paths were
+    ~23 MB held beside the per-session state while publishing): each path is read back from its
+    planned move's `archivePath` when the report is rendered, in the order the moves completed."""
+
+    def __init__(self, planned: MoveLog, to_real: Callable[[str], str]):
+        self._planned = planned
+        self._to_real = to_real
+        self.indexes = array("L")
+
+    def add(self, n: int) -> None:
+        self.indexes.append(n)
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+    def __bool__(self) -> bool:
+        return len(self.indexes) > 0
+
+    def __iter__(self) -> Iterator[str]:
+        log, real = self._planned, self._to_real
+        for n in self.indexes:
+            chunk = log.chunk(n)
+            # `archivePath` is a move's first member (`new_move`); its value ends at the next quote
+            # unless it holds an escape, which the JSON parser then reads
+            start = chunk.index(b'"archivePath": "') + 16
+            raw = chunk[start:chunk.index(b'"', start)]
+            yield real(orjson.loads(chunk)["archivePath"] if b"\\" in raw else raw.decode("utf-8"))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ArchivedPaths | list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def validate_manifest(data: Any) -> str | None:
@@ -464,14 +553,15 @@ def new_target(agent_id: str, store: str, sqlite: str) -> dict[str, Any]:
 
 
 def new_move(*, source: str, archive: str, kind: str, session_key: str | None, identity: Identity,
-             classification: str, reason: str, dependencies: list[str] | None = None) -> dict[str, Any]:
+             classification: str, reason: str,
+             dependencies: list[str] | StreamedArray | None = None) -> dict[str, Any]:
     move: dict[str, Any] = {
         "archivePath": archive,
         "artifact": {
             "identity": identity.to_json(),
             "classification": classification,
             "reason": reason,
-            "dependencies": list(dependencies or []),
+            "dependencies": dependencies if isinstance(dependencies, StreamedArray) else list(dependencies or []),
             "disposal": {"state": "retained"},
         },
         "kind": kind,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +18,6 @@ from openclaw_cli.store.quarantine import PREFIX_BYTES, original_bytes
 FULL_SCAN_MIN_SESSIONS = 200
 
 
-@dataclass(slots=True)
-class _Tracker:
-    need: int
-    next_seq: int = 0
-    taken: int = 0
-    hash: Any = None  # made at the session's first row, dropped once its digest is known
-    digest: str | None = None
-    disordered: bool = False
-
-    def settle(self) -> None:
-        """Keep the digest, not the hash object, once every needed row was hashed (100,000 live
-        hash objects were ~25 MB; sessions are contiguous in storage order, so one is live)."""
-        if self.hash is not None and self.taken >= self.need:
-            self.digest = self.hash.hexdigest()
-            self.hash = None
-
-
 def connect_ro(db: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 5000")
@@ -42,21 +25,46 @@ def connect_ro(db: Path) -> sqlite3.Connection:
 
 
 def verify_records(db: Path, states: list[Any], report: TargetReport, *, progress: Any = None) -> None:
+    """Per state: the key's stored sessionId, and its lines' count and digest. Nothing per session
+    is held beyond two maps keyed by the states' own sessionId strings: each digest is compared as
+    the scan settles it and only the sessions that fail keep what they found (`found`)."""
     conn = connect_ro(db)
     try:
         conn.execute("BEGIN")  # one snapshot for every read below
-        keys = dict(conn.execute("SELECT session_key, current_session_id FROM session_nodes"))
         need: dict[str, int] = {}
+        by_sid: dict[str, Any] = {}  # sessionId -> its state, or the list of states sharing it (rare)
         for state in states:
             if state.line_digest is not None and state.stored_lines > 0:
                 sid = state.rec.session_id
-                need[sid] = max(need.get(sid, 0), state.stored_lines)
-        digests, counts = _prefix_digests(conn, need)
+                other = by_sid.get(sid)
+                if other is None:
+                    by_sid[sid] = state
+                    need[sid] = state.stored_lines
+                else:
+                    by_sid[sid] = [*other, state] if isinstance(other, list) else [other, state]
+                    need[sid] = max(need[sid], state.stored_lines)
+        found: dict[str, tuple[int, str | None]] = {}  # what failing (or shared) sessions hold
+
+        def settle(sid: str, count: int, digest: str | None) -> None:
+            state = by_sid[sid]
+            if (isinstance(state, list) or count < state.stored_lines or digest != state.line_digest
+                    or sid in found):
+                found[sid] = (count, digest)
+
+        _scan_prefix_digests(conn, need, settle)
+        nodes = conn.execute("SELECT session_key, current_session_id FROM session_nodes ORDER BY rowid")
+        node = next(nodes, None)  # a fresh build stores its keys in the order of `states`
         for state in states:
             rec = state.rec
             ok = True
             if state.alias_of is None:
-                stored = keys.get(rec.key)
+                if node is not None and node[0] == rec.key:  # keys are unique: this is the key's row
+                    stored = node[1]
+                    node = next(nodes, None)
+                else:
+                    row = conn.execute("SELECT current_session_id FROM session_nodes WHERE session_key = ?",
+                                       (rec.key,)).fetchone()
+                    stored = row[0] if row else None
                 if stored is None:
                     report.add("sqlite_entry_missing", f"SQLite entry is missing for {rec.key}.", rec.source_key)
                     ok = False
@@ -66,13 +74,14 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
                     ok = False
             if state.line_digest is not None and state.stored_lines > 0:
                 sid = rec.session_id
-                have = counts.get(sid, 0)
                 m = state.stored_lines
+                settled = need[sid] < 0
+                have, digest = found.get(sid, (m, state.line_digest)) if settled else (0, None)
                 if have < m:
                     report.add("sqlite_transcript_count_mismatch",
                                f"SQLite transcript has {have} events; verified import expects {m}.", rec.source_key)
                     ok = False
-                elif digests.get((sid, m)) != state.line_digest and not _contains_all(conn, state):
+                elif (digest != state.line_digest or ~need[sid] != m) and not _contains_all(conn, state):
                     report.add("sqlite_transcript_mismatch",
                                f"SQLite transcript of session {sid} does not hold every line of {rec.transcript} "
                                "byte-identically; the original is kept.", rec.source_key)
@@ -85,12 +94,15 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
         conn.close()
 
 
-def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dict[tuple[str, int], str], dict[str, int]]:
-    """sha256 over the first `need[sid]` events (+ `\\n`) of each session, and each session's count."""
-    digests: dict[tuple[str, int], str] = {}
-    counts: dict[str, int] = {}
+def _scan_prefix_digests(conn: sqlite3.Connection, need: dict[str, int],
+                         settle: Callable[[str, int, str | None], None]) -> None:
+    """For each session of `need` found in storage: `settle(sid, count, digest)` with its number of
+    events and the sha256 over its first `need[sid]` events (+ `\\n`), None when it has fewer. A
+    settled session's entry becomes `~n` (negative: settled; `~entry` is still its n). A session may
+    be settled twice (the second call is the answer): the full scan settles each session when its
+    rows end, and one whose rows come apart or out of order is settled again by point queries."""
     if not need:
-        return digests, counts
+        return
     conn.text_factory = bytes
     try:
         try:
@@ -99,55 +111,11 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
             windows = len(need)
         # one table scan beats thousands of point queries, unless most of the table is other history
         if len(need) >= FULL_SCAN_MIN_SESSIONS and len(need) * 2 >= windows:
-            trackers = {sid.encode("utf-8"): _Tracker(n) for sid, n in need.items()}
-            # one pass in storage order (an import writes each session contiguously, seq ascending);
-            # each line comes with its `\n` (one hash update per row); the session's tracker is
-            # looked up when the session changes and its state kept in locals meanwhile (stored
-            # back on the next change): the loop body is a few comparisons and one hash update
-            current: bytes | None = None
-            tracker: _Tracker | None = None
-            next_seq = taken = wanted = 0  # not `need`: the redo loop below still reads that dict
-            disordered = False
-            update: Any = None
-            prefix = PREFIX_BYTES
-            for sid_b, seq, line in conn.execute(
-                    "SELECT session_id, seq, event_json || char(10) FROM transcript_events"):
-                if sid_b != current:
-                    if tracker is not None:
-                        tracker.next_seq, tracker.taken, tracker.disordered = next_seq, taken, disordered
-                        tracker.settle()
-                    current = sid_b
-                    tracker = trackers.get(sid_b)
-                    if tracker is not None:
-                        if tracker.hash is None and tracker.digest is None:
-                            tracker.hash = hashlib.sha256()
-                        next_seq, taken, wanted, disordered = (tracker.next_seq, tracker.taken, tracker.need,
-                                                               tracker.disordered)
-                        update = tracker.hash.update if tracker.hash is not None else None
-                if tracker is None:
-                    continue
-                if seq != next_seq:
-                    disordered = True
-                next_seq = seq + 1
-                taken += 1
-                if taken <= wanted and not disordered:
-                    update(original_bytes(line[:-1]) + b"\n" if line.startswith(prefix) else line)
-            if tracker is not None:
-                tracker.next_seq, tracker.taken, tracker.disordered = next_seq, taken, disordered
-            redo = []
-            for sid_b, tracker in trackers.items():
-                sid = sid_b.decode("utf-8")
-                if tracker.disordered:
-                    redo.append(sid)
-                    continue
-                counts[sid] = tracker.taken
-                tracker.settle()
-                if tracker.digest is not None:
-                    digests[(sid, tracker.need)] = tracker.digest
+            redo = _full_scan(conn, need, settle)
         else:
             redo = list(need)
         for sid in redo:
-            n = need[sid]
+            n = need[sid] if need[sid] >= 0 else ~need[sid]
             h = hashlib.sha256()
             taken = 0
             for (text,) in conn.execute(
@@ -155,13 +123,66 @@ def _prefix_digests(conn: sqlite3.Connection, need: dict[str, int]) -> tuple[dic
                 h.update(original_bytes(text) if text.startswith(PREFIX_BYTES) else text)
                 h.update(b"\n")
                 taken += 1
-            counts[sid] = conn.execute("SELECT count(*) FROM transcript_events WHERE session_id = ?",
-                                       (sid,)).fetchone()[0]
-            if taken >= n:
-                digests[(sid, n)] = h.hexdigest()
+            count = conn.execute("SELECT count(*) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[0]
+            need[sid] = ~n
+            settle(sid, count, h.hexdigest() if taken >= n else None)
     finally:
         conn.text_factory = str
-    return digests, counts
+
+
+def _full_scan(conn: sqlite3.Connection, need: dict[str, int],
+               settle: Callable[[str, int, str | None], None]) -> list[str]:
+    """One pass in storage order (an import writes each session contiguously, seq ascending); each
+    line comes with its `\\n` (one hash update per row). One session is open at a time, its state in
+    locals; it is settled when its rows end. Returns the sessions to settle again by point queries:
+    rows out of order, or rows coming back after another session's."""
+    redo: dict[str, None] = {}
+    current: bytes | None = None
+    sid: str | None = None  # the open session, when it is one of `need`
+    h: Any = None
+    update: Any = None
+    next_seq = taken = wanted = 0
+    disordered = False
+    prefix = PREFIX_BYTES
+
+    for sid_b, seq, line in conn.execute("SELECT session_id, seq, event_json || char(10) FROM transcript_events"):
+        if sid_b != current:
+            if sid is not None:  # the open session's rows end here (inline: this loop runs per row)
+                if disordered:
+                    redo[sid] = None
+                else:
+                    need[sid] = ~wanted
+                    settle(sid, taken, h.hexdigest() if taken >= wanted else None)
+            current = sid_b
+            text = sid_b.decode("utf-8", "replace") if isinstance(sid_b, bytes) else None
+            wanted = need.get(text, 0) if text is not None else 0
+            if text is None or text in redo or text not in need:
+                sid = None
+                continue
+            if wanted < 0:  # settled already: its rows come back after another session's
+                redo[text] = None
+                sid = None
+                continue
+            sid = text
+            h = hashlib.sha256()
+            update = h.update
+            next_seq = taken = 0
+            disordered = False
+        if sid is None:
+            continue
+        if seq != next_seq:
+            disordered = True
+        next_seq = seq + 1
+        taken += 1
+        if taken <= wanted and not disordered:
+            update(original_bytes(line[:-1]) + b"\n" if line.startswith(prefix) else line)
+    if sid is not None:
+        if disordered:
+            redo[sid] = None
+        else:
+            need[sid] = ~wanted
+            settle(sid, taken, h.hexdigest() if taken >= wanted else None)
+    return list(redo)
 
 
 def _contains_all(conn: sqlite3.Connection, state: Any) -> bool:
