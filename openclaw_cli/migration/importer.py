@@ -90,7 +90,11 @@ class RecState:
     unreadable: str | None = None
     missing: bool = False
     stream: _StreamFeed | None = None
-    result: Any = None  # ImportRecordResult
+    # what the bulk import reported (`_take_result`): the lines it read (-1: not imported), the
+    # entry (1 inserted, 2 already stored), and the whole result only when it holds an issue
+    lines_read: int = -1
+    entry_state: int = 0
+    result: Any = None  # ImportRecordResult, kept only with an issue
     digest: str | bool | None = None  # see `line_digest`
     stored_lines: int = 0
     verified: bool = False
@@ -366,12 +370,13 @@ class ImportRun:
         store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
-            result = store.bulk_import(self._feed(states), batch_records=1000, batch_rows=20000,
-                                       on_malformed="quarantine", private_build=tr.build is not None)
+            taken = iter(states)
+            store.bulk_import(self._feed(states), batch_records=1000, batch_rows=20000, on_malformed="quarantine",
+                              private_build=tr.build is not None,
+                              on_result=lambda res: _take_result(next(taken), res, report))
+            if next(taken, None) is not None:
+                raise RuntimeError("the bulk import did not report every record")
             self.ctx.checkpoint("bulk-import-done")
-            for state, res in zip(states, result.records, strict=True):
-                state.result = res
-            del result  # the states hold each result until the digests are known, see `_compute_digests`
             self._reconcile_entries(store, states, report)
         finally:
             store.close()
@@ -480,10 +485,9 @@ class ImportRun:
 
         newer: dict[str, dict[str, Any]] = {}
         for state in states:
-            res = state.result
-            if state.alias_of is not None or res is None:
+            if state.alias_of is not None or state.lines_read < 0:
                 continue
-            if res.entry_inserted:
+            if state.entry_state == _ENTRY_INSERTED:
                 report.imported_entries += 1
                 continue
             stored = store.get_entry(state.rec.key)
@@ -499,11 +503,6 @@ class ImportRun:
                 report.validated_entries += 1
         if newer:
             store.upsert_entries(newer)
-        for state in states:
-            res = state.result
-            if res is not None:
-                report.imported_transcript_events += res.events_inserted
-                report.validated_transcript_events += res.events_existing
 
     def _record_issues(self, tr: TargetRun) -> None:
         report = tr.report
@@ -518,7 +517,7 @@ class ImportRun:
                 continue
             if rec.transcript_text is None or state.missing:
                 expected = rec.expected or tr.target.sessions_dir / f"{rec.session_id}.jsonl"
-                if not (res is not None and res.entry_existing
+                if not (state.entry_state == _ENTRY_EXISTING
                         and _stored_sid_matches(tr.target.sqlite_path, rec.key, rec.session_id)):
                     report.add("transcript_missing", f"Transcript file is missing: {expected}", rec.source_key)
                 if state.missing:
@@ -546,14 +545,11 @@ class ImportRun:
         line stored, final newline), else recomputed from the file (rare: blank lines, a missing
         final newline, a malformed line)."""
         for state in states:
-            res = state.result
-            if res is not None and res.issue is None:
-                state.result = None  # from here on only an issue is read (archive planning): ~150 B a session
-            if not state.has_file or state.changed or res is None:
+            if not state.has_file or state.changed or state.lines_read < 0:
                 continue
-            state.stored_lines = res.lines_read
+            state.stored_lines = state.lines_read
             # every line stored (malformed ones quarantined, D22), no blank line, a final newline
-            clean = state.ends_nl and res.lines_read == state.nsplit - 1
+            clean = state.ends_nl and state.lines_read == state.nsplit - 1
             if clean:
                 state.digest = True  # the file's sha256 (`line_digest`): not a second copy of it
                 continue
@@ -636,7 +632,7 @@ class ImportRun:
                 moves.append(self._plan(t, reserver, stamp, extra, "trajectory", rec.key, ident, "protected",
                                         "unimported-or-unknown-history", state))
         if tr.completed and not t.shared:
-            for path in unreferenced_jsonl(t.sessions_dir, [s.rec for s in tr.states]):
+            for path in unreferenced_jsonl(t.sessions_dir, (s.rec for s in tr.states)):
                 if str(path) in seen_sources:
                     continue
                 try:
@@ -865,6 +861,21 @@ class _LoggedMoves:
 
     def moves(self, start: int, end: int) -> list[Move]:
         return [self.run._logged_move(self.tr, self.first + i, self.states[i]) for i in range(start, end)]
+
+
+_ENTRY_INSERTED, _ENTRY_EXISTING = 1, 2
+
+
+def _take_result(state: RecState | None, res: Any, report: TargetReport) -> None:
+    """One record's bulk-import result, kept in its state's slots (an `ImportRecordResult` with
+    its ints is ~150 bytes; 100,000 of them were held to the end); the event counts are summed now."""
+    assert state is not None
+    state.lines_read = res.lines_read
+    state.entry_state = _ENTRY_INSERTED if res.entry_inserted else _ENTRY_EXISTING if res.entry_existing else 0
+    if res.issue is not None:
+        state.result = res
+    report.imported_transcript_events += res.events_inserted
+    report.validated_transcript_events += res.events_existing
 
 
 def _owner_filter(target: Target, ctx: MigrationContext) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -424,12 +424,32 @@ def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str
     return out
 
 
-def unreferenced_jsonl(sessions_dir: Path, records: list[Record]) -> list[Path]:
-    """`*.jsonl` files no record uses as its transcript (trajectories included), sorted by name."""
+def unreferenced_jsonl(sessions_dir: Path, records: Iterable[Record]) -> list[Path]:
+    """`*.jsonl` files no record uses as its transcript (trajectories included), sorted by name.
+    A name is referenced when a record's transcript is `<sessions dir>/<name>`; the records' own
+    path strings are what is looked up, and the directory is scanned without keeping every name
+    (100,000 of each were ~25 MB while the import plans its moves)."""
     base = str(sessions_dir)
-    referenced = {os.path.basename(t) for r in records if (t := r.transcript_text) is not None
-                  and os.path.dirname(t) == base}
-    return [sessions_dir / name for name in scan_jsonl_names(sessions_dir) if name not in referenced]
+    prefix = base + os.sep
+    referenced: set[str] = set()
+    for r in records:
+        t = r.transcript_text
+        if t is not None and os.path.dirname(t) == base:
+            name = os.path.basename(t)
+            # the text itself (no copy) unless it spells the directory differently
+            referenced.add(t if len(t) == len(prefix) + len(name) and t.startswith(prefix) else prefix + name)
+    out: list[str] = []
+    try:
+        with os.scandir(sessions_dir) as it:
+            for entry in it:
+                name = entry.name
+                if name.endswith(".jsonl") and prefix + name not in referenced \
+                        and not entry.is_dir(follow_symlinks=False):
+                    out.append(name)
+    except OSError:
+        return []
+    out.sort()
+    return [sessions_dir / name for name in out]
 
 
 def trajectory_paths(transcript: Path) -> list[Path]:

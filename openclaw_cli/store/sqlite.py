@@ -16,7 +16,7 @@ import operator
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -1158,7 +1158,8 @@ class SqliteStore(SessionStore):
 
     # ---- bulk import (migration) -------------------------------------------------------------------
     def bulk_import(self, records: Iterable[ImportRecord], *, batch_records: int = 256, batch_rows: int = 4000,
-                    on_malformed: MalformedPolicy = "stop", private_build: bool = False) -> BulkImportResult:
+                    on_malformed: MalformedPolicy = "stop", private_build: bool = False,
+                    on_result: Callable[[ImportRecordResult], None] | None = None) -> BulkImportResult:
         """Insert many entries and their raw lines, committing every `batch_records` records or
         `batch_rows` rows (WAL + synchronous=NORMAL: no fsync per commit). Idempotent: an existing
         entry is kept as is; a session whose stored events are a prefix of the incoming lines gets
@@ -1174,7 +1175,10 @@ class SqliteStore(SessionStore):
         process opens and that is discarded, never resumed, when the import stops early: no sync
         per commit or checkpoint, a larger page cache (fewer pages spilled and written again), and
         commits per `PRIVATE_BUILD_COMMIT_BYTES` of rows instead of per batch, each checkpointed;
-        the file is fsynced once before this returns."""
+        the file is fsynced once before this returns.
+
+        `on_result`: each record's result is handed to it as the record is imported, instead of
+        being kept in the returned `records` (an import of 100,000 sessions keeps what it needs)."""
         self.ensure_writable("import sessions")
         if self._depth:
             raise RefusedError("bulk_import commits in batches and cannot run inside transaction()")
@@ -1189,7 +1193,11 @@ class SqliteStore(SessionStore):
             try:
                 for record in records:
                     state.begin()
-                    result.records.append(state.import_one(record, on_malformed))
+                    res = state.import_one(record, on_malformed)
+                    if on_result is None:
+                        result.records.append(res)
+                    else:
+                        on_result(res)
                     state.records += 1
                     state.maybe_commit()
                 state.commit()
