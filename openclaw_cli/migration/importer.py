@@ -129,8 +129,10 @@ class RecState:
         the file's own sha256, kept once (in the identity)."""
         digest = self.digest
         if digest is True:
-            ident = self.identity
-            return None if ident is None else ident.sha256
+            packed = self.packed_identity
+            if isinstance(packed, bytes):
+                return packed[_IDENTITY_SHA:].hex()
+            return None if packed is None else packed.sha256
         return digest if isinstance(digest, str) else None
 
     @line_digest.setter
@@ -139,6 +141,7 @@ class RecState:
 
 
 _IDENTITY = struct.Struct("<QQqQ32s")
+_IDENTITY_SHA = 32  # where the raw sha256 starts in a packed identity
 
 
 class _StreamFeed:

@@ -116,7 +116,7 @@ _IDENTITY_INSERT = (
 )
 
 GATHER_BYTES = 4 * 1024 * 1024  # gathered transcript bytes written per executemany (bounds memory)
-PRIVATE_BUILD_CACHE_KIB = 32 * 1024  # page cache of an import's private build (SQLite's default: 2 MiB)
+PRIVATE_BUILD_CACHE_KIB = 8 * 1024  # page cache of an import's private build (decisions: import memory at 100,000)
 # A private build commits per this many bytes of rows, each commit checkpointed: index pages dirtied
 # by every batch are written to the WAL once per commit (commits every 1,000 records wrote each
 # page 3-4 times), and the WAL stays below the import's space allowance (import_faults.py).
