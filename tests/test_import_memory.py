@@ -377,3 +377,11 @@ def test_import_memory_per_session_stays_bounded(tmp_path: Path, monkeypatch: py
         assert report.exit_code == 0 and len(report.targets[0].archived_transcript_files) == count
     per_session = (peaks[1200] - peaks[300]) / 900
     assert per_session < 1200, f"{per_session:.0f} bytes a session ({peaks})"
+
+
+def test_private_build_cache_gives_room_to_large_imports() -> None:
+    from openclaw_cli.store.sqlite import PRIVATE_BUILD_CACHE_KIB, PRIVATE_BUILD_CACHE_MIN_KIB, private_build_cache_kib
+
+    assert private_build_cache_kib(None) == private_build_cache_kib(20_000) == PRIVATE_BUILD_CACHE_KIB
+    assert PRIVATE_BUILD_CACHE_MIN_KIB < private_build_cache_kib(60_000) < PRIVATE_BUILD_CACHE_KIB
+    assert private_build_cache_kib(100_000) == private_build_cache_kib(10**7) == PRIVATE_BUILD_CACHE_MIN_KIB

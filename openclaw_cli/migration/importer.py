@@ -375,7 +375,7 @@ class ImportRun:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
             taken = iter(states)
             store.bulk_import(self._feed(states), batch_records=1000, batch_rows=20000, on_malformed="quarantine",
-                              private_build=tr.build is not None,
+                              private_build=tr.build is not None, expected_records=len(states),
                               on_result=lambda res: _take_result(next(taken), res, report))
             if next(taken, None) is not None:
                 raise RuntimeError("the bulk import did not report every record")

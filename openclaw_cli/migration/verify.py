@@ -72,16 +72,17 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
                     report.add("sqlite_entry_mismatch", f"SQLite sessionId {stored} does not match {rec.session_id}.",
                                rec.source_key)
                     ok = False
-            if state.line_digest is not None and state.stored_lines > 0:
+            expected = state.line_digest  # read once: a clean file's is made from its packed identity
+            if expected is not None and state.stored_lines > 0:
                 sid = rec.session_id
                 m = state.stored_lines
                 settled = need[sid] < 0
-                have, digest = found.get(sid, (m, state.line_digest)) if settled else (0, None)
+                have, digest = found.get(sid, (m, expected)) if settled else (0, None)
                 if have < m:
                     report.add("sqlite_transcript_count_mismatch",
                                f"SQLite transcript has {have} events; verified import expects {m}.", rec.source_key)
                     ok = False
-                elif (digest != state.line_digest or ~need[sid] != m) and not _contains_all(conn, state):
+                elif (digest != expected or ~need[sid] != m) and not _contains_all(conn, state):
                     report.add("sqlite_transcript_mismatch",
                                f"SQLite transcript of session {sid} does not hold every line of {rec.transcript} "
                                "byte-identically; the original is kept.", rec.source_key)

@@ -116,7 +116,23 @@ _IDENTITY_INSERT = (
 )
 
 GATHER_BYTES = 4 * 1024 * 1024  # gathered transcript bytes written per executemany (bounds memory)
-PRIVATE_BUILD_CACHE_KIB = 8 * 1024  # page cache of an import's private build (decisions: import memory at 100,000)
+PRIVATE_BUILD_CACHE_KIB = 32 * 1024  # page cache of an import's private build (SQLite's default: 2 MiB)
+# ... less what the importer holds per session beyond 20,000 sessions, down to 8 MiB: a smaller cache
+# spills and rewrites more pages (~0.2 s more system time at 20,000 sessions with 8 MiB), while at
+# 100,000 sessions the per-session state needs the room (decisions: import memory at 100,000)
+PRIVATE_BUILD_CACHE_MIN_KIB = 8 * 1024
+PRIVATE_BUILD_CACHE_FULL_RECORDS = 20_000
+PRIVATE_BUILD_CACHE_BYTES_PER_RECORD = 320
+
+
+def private_build_cache_kib(records: int | None) -> int:
+    """The private build's page cache for an import of `records` sessions (None: not known)."""
+    if records is None or records <= PRIVATE_BUILD_CACHE_FULL_RECORDS:
+        return PRIVATE_BUILD_CACHE_KIB
+    taken = (records - PRIVATE_BUILD_CACHE_FULL_RECORDS) * PRIVATE_BUILD_CACHE_BYTES_PER_RECORD // 1024
+    return max(PRIVATE_BUILD_CACHE_MIN_KIB, PRIVATE_BUILD_CACHE_KIB - taken)
+
+
 # A private build commits per this many bytes of rows, each commit checkpointed: index pages dirtied
 # by every batch are written to the WAL once per commit (commits every 1,000 records wrote each
 # page 3-4 times), and the WAL stays below the import's space allowance (import_faults.py).
@@ -1159,7 +1175,8 @@ class SqliteStore(SessionStore):
     # ---- bulk import (migration) -------------------------------------------------------------------
     def bulk_import(self, records: Iterable[ImportRecord], *, batch_records: int = 256, batch_rows: int = 4000,
                     on_malformed: MalformedPolicy = "stop", private_build: bool = False,
-                    on_result: Callable[[ImportRecordResult], None] | None = None) -> BulkImportResult:
+                    on_result: Callable[[ImportRecordResult], None] | None = None,
+                    expected_records: int | None = None) -> BulkImportResult:
         """Insert many entries and their raw lines, committing every `batch_records` records or
         `batch_rows` rows (WAL + synchronous=NORMAL: no fsync per commit). Idempotent: an existing
         entry is kept as is; a session whose stored events are a prefix of the incoming lines gets
@@ -1178,7 +1195,8 @@ class SqliteStore(SessionStore):
         the file is fsynced once before this returns.
 
         `on_result`: each record's result is handed to it as the record is imported, instead of
-        being kept in the returned `records` (an import of 100,000 sessions keeps what it needs)."""
+        being kept in the returned `records` (an import of 100,000 sessions keeps what it needs).
+        `expected_records`: how many records come (a private build's page cache is sized by it)."""
         self.ensure_writable("import sessions")
         if self._depth:
             raise RefusedError("bulk_import commits in batches and cannot run inside transaction()")
@@ -1188,7 +1206,7 @@ class SqliteStore(SessionStore):
             conn = self._db()
             conn.execute(f"PRAGMA wal_autocheckpoint = {1 if private_build else schema_mod.BULK_WAL_AUTOCHECKPOINT}")
             if private_build:
-                self._private_build_mode(conn, True)
+                self._private_build_mode(conn, True, cache_kib=private_build_cache_kib(expected_records))
                 state.commit_bytes = PRIVATE_BUILD_COMMIT_BYTES
             try:
                 for record in records:
@@ -1215,11 +1233,11 @@ class SqliteStore(SessionStore):
                 self._private_build_mode(conn, False)
         return result
 
-    def _private_build_mode(self, conn: sqlite3.Connection, on: bool) -> None:
+    def _private_build_mode(self, conn: sqlite3.Connection, on: bool, cache_kib: int = PRIVATE_BUILD_CACHE_KIB) -> None:
         try:
             if on:
                 conn.execute("PRAGMA synchronous = OFF")
-                conn.execute(f"PRAGMA cache_size = -{PRIVATE_BUILD_CACHE_KIB}")
+                conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
                 return
             conn.execute("PRAGMA cache_size = -2000")
             conn.execute("PRAGMA synchronous = NORMAL")  # the closing checkpoint syncs the WAL's rest
