@@ -380,7 +380,11 @@ def test_import_memory_per_session_stays_bounded(tmp_path: Path, monkeypatch: py
 
 
 def test_private_build_cache_gives_room_to_large_imports() -> None:
-    from openclaw_cli.store.sqlite import PRIVATE_BUILD_CACHE_KIB, PRIVATE_BUILD_CACHE_MIN_KIB, private_build_cache_kib
+    from openclaw_cli.store.sqlite import (
+        PRIVATE_BUILD_CACHE_KIB,
+        PRIVATE_BUILD_CACHE_MIN_KIB,
+        private_build_cache_kib,
+    )
 
     assert private_build_cache_kib(None) == private_build_cache_kib(20_000) == PRIVATE_BUILD_CACHE_KIB
     assert PRIVATE_BUILD_CACHE_MIN_KIB < private_build_cache_kib(60_000) < PRIVATE_BUILD_CACHE_KIB
