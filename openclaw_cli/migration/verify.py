@@ -90,6 +90,7 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
             state.verified = ok
             if progress is not None:
                 progress.advance(1)
+        nodes.close()  # rows of keys this run did not import may be left unread
         conn.execute("COMMIT")
     finally:
         conn.close()
