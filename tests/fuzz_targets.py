@@ -87,7 +87,11 @@ def main(argv: list[str]) -> int:
     corpus = Path(__file__).resolve().parent / "corpus" / "fuzz" / argv[1]
     args = [argv[0], *argv[2:]]
     if corpus.is_dir():
-        args.append(str(corpus))  # seed inputs (read only: new findings go to the work dir)
+        # libFuzzer writes new inputs into the FIRST corpus directory: a scratch one, so the
+        # checked-in seeds (read after it) stay as they are
+        found = WORK / "new-inputs"
+        found.mkdir()
+        args += [str(found), str(corpus)]
     os.chdir(WORK)
     atheris.Setup(args, one)
     atheris.Fuzz()
