@@ -1043,7 +1043,8 @@ def reconcile_interrupted(ctx: MigrationContext) -> int:
     """Step 1: a publication killed between link and unlink leaves both names on one inode; drop
     the extra name so the source holds the bytes again (the move is simply redone). Returns the
     number of pairs settled."""
-    manifests, _bad = mf.load_all(ctx.paths.migration_runs_dir(), ctx.state_dir)
+    # a run whose moves all completed has nothing to settle: not parsed (`moves_all_completed`)
+    manifests, _bad = mf.load_all(ctx.paths.migration_runs_dir(), ctx.state_dir, skip=mf.moves_all_completed)
     settled = 0
     for loaded in manifests:
         for target in loaded.data.get("targets", []):
