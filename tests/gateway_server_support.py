@@ -74,8 +74,15 @@ class GatewayProcess:
     def start(self, timeout: float = 30) -> GatewayProcess:
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=self.env, start_new_session=True)
+        try:
+            return self._await_ready(timeout)
+        except BaseException:  # not ready (or interrupted): `__exit__` will not run, stop it here
+            self.stop()
+            raise
+
+    def _await_ready(self, timeout: float) -> GatewayProcess:
+        assert self.proc is not None and self.proc.stderr is not None
         deadline = time.monotonic() + timeout
-        assert self.proc.stderr is not None
         while time.monotonic() < deadline:
             line = self.proc.stderr.readline()
             if not line:
