@@ -10,24 +10,17 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from gateway_support import free_port, threads_started_by_call
+from gateway_support import threads_started_by_call
 
 from openclaw_cli.errors import ExitCode, GatewayRequestError, GatewayTransportError
 from openclaw_cli.gateway.client import call
 from openclaw_cli.gateway.discovery import discover
+from tests.openclaw_db_support import NO_PEER, have_peer, peer_gateway
 
-PEER = Path("/tmp/peer/openclaw")
-PEER_GATEWAY = Path(__file__).resolve().parents[2] / "shared" / "tools" / "peer-gateway.sh"
-TOKEN = "peer-token-0123456789"
-pytestmark = [
-    pytest.mark.peer,
-    pytest.mark.skipif(not PEER.exists(), reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)"),
-    pytest.mark.skipif(not PEER_GATEWAY.exists(), reason=f"{PEER_GATEWAY} not found"),
-]
+pytestmark = [pytest.mark.peer, pytest.mark.skipif(not have_peer(), reason=NO_PEER)]
 
 
 def test_calls_over_tls_to_the_real_gateway(tmp_path, monkeypatch) -> None:
@@ -35,11 +28,7 @@ def test_calls_over_tls_to_the_real_gateway(tmp_path, monkeypatch) -> None:
     state = root / "home" / ".openclaw"
     state.mkdir(parents=True)
     (state / "openclaw.json").write_text(json.dumps({"gateway": {"tls": {"enabled": True}}}))
-    port = free_port()
-    started = subprocess.run(["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
-                             capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, started.stderr + (root / "gateway.out").read_text(errors="replace")
-    try:
+    with peer_gateway(root) as port:
         config = json.loads((state / "openclaw.json").read_text())
         paths = SimpleNamespace(config_path=state / "openclaw.json", state_dir=state, profile=None)
         target = discover(paths=paths, config=config, env={})
@@ -78,8 +67,6 @@ def test_calls_over_tls_to_the_real_gateway(tmp_path, monkeypatch) -> None:
             call(wrong, "health", timeout_ms=5000)
         assert info.value.kind == "tls" and "fingerprint mismatch" in info.value.message
         assert info.value.exit_code == ExitCode.GATEWAY_UNAVAILABLE
-    finally:
-        subprocess.run(["bash", str(PEER_GATEWAY), "stop", started.stdout.strip()], capture_output=True, timeout=30)
 
 
 def _other_cert() -> bytes:
