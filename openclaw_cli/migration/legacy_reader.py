@@ -379,14 +379,16 @@ def read_header_id(path: Path) -> str | None:
     return None
 
 
-def scan_jsonl_names(sessions_dir: Path) -> list[str]:
-    """Names of every `*.jsonl` directly in the sessions dir (symlinks included, directories not)."""
+def scan_jsonl_names(sessions_dir: Path, keep: Callable[[str], bool] | None = None) -> list[str]:
+    """Names of every `*.jsonl` directly in the sessions dir (symlinks included, directories not),
+    sorted; with `keep`, only the names it accepts (the others are never held)."""
     out: list[str] = []
     try:
         with os.scandir(sessions_dir) as it:
             for entry in it:
-                if entry.name.endswith(".jsonl") and not entry.is_dir(follow_symlinks=False):
-                    out.append(entry.name)
+                name = entry.name
+                if name.endswith(".jsonl") and (keep is None or keep(name)) and not entry.is_dir(follow_symlinks=False):
+                    out.append(name)
     except OSError:
         return []
     out.sort()
@@ -438,18 +440,7 @@ def unreferenced_jsonl(sessions_dir: Path, records: Iterable[Record]) -> list[Pa
             name = os.path.basename(t)
             # the text itself (no copy) unless it spells the directory differently
             referenced.add(t if len(t) == len(prefix) + len(name) and t.startswith(prefix) else prefix + name)
-    out: list[str] = []
-    try:
-        with os.scandir(sessions_dir) as it:
-            for entry in it:
-                name = entry.name
-                if name.endswith(".jsonl") and prefix + name not in referenced \
-                        and not entry.is_dir(follow_symlinks=False):
-                    out.append(name)
-    except OSError:
-        return []
-    out.sort()
-    return [sessions_dir / name for name in out]
+    return [sessions_dir / name for name in scan_jsonl_names(sessions_dir, keep=lambda name: prefix + name not in referenced)]
 
 
 def trajectory_paths(transcript: Path) -> list[Path]:
