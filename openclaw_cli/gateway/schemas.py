@@ -27,13 +27,28 @@ class Schema:
         ajv without allErrors (an AnyOf collects its branches' first errors)."""
         raise NotImplementedError
 
+    def normalize(self, value: Any) -> Any:
+        """`value` (already valid) with every integer as a Python int (`3.0` -> 3)."""
+        return value
+
+
+# JavaScript's Number.MAX_SAFE_INTEGER: beyond it the real Gateway's integers are no longer exact
+# (2**64+5 arrives as 18446744073709552000), so we refuse them as "must be integer" rather than
+# act on a value the client did not send (docs/decisions.md, "Gateway params: integers").
+MAX_SAFE_INTEGER = 2**53 - 1
+
 
 def _is_int(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
-        return True
-    return isinstance(value, float) and math.isfinite(value) and value.is_integer()
+        return abs(value) <= MAX_SAFE_INTEGER
+    return (
+        isinstance(value, float)
+        and math.isfinite(value)
+        and value.is_integer()
+        and abs(value) <= MAX_SAFE_INTEGER
+    )
 
 
 def _is_number(value: Any) -> bool:
@@ -82,6 +97,9 @@ class Int(Schema):
         if self.minimum is not None and value < self.minimum:
             return [(path, f"must be >= {self.minimum}")]
         return []
+
+    def normalize(self, value: Any) -> Any:
+        return int(value)
 
 
 @dataclass
@@ -153,6 +171,9 @@ class Arr(Schema):
                 return found
         return []
 
+    def normalize(self, value: Any) -> Any:
+        return [self.items.normalize(item) for item in value]
+
 
 @dataclass
 class Rec(Schema):
@@ -168,6 +189,9 @@ class Rec(Schema):
             if found:
                 return found
         return []
+
+    def normalize(self, value: Any) -> Any:
+        return {key: self.value.normalize(item) for key, item in value.items()}
 
 
 def _pointer(key: str) -> str:
@@ -202,6 +226,11 @@ class Obj(Schema):
                     return found
         return []
 
+    def normalize(self, value: Any) -> Any:
+        return {
+            key: self.props[key].normalize(item) if key in self.props else item for key, item in value.items()
+        }
+
 
 @dataclass
 class AnyOf(Schema):
@@ -218,6 +247,12 @@ class AnyOf(Schema):
                 return []
             collected.extend(found)
         return [*collected, (path, "must match a schema in anyOf")]
+
+    def normalize(self, value: Any) -> Any:
+        for option in self.options:
+            if not option.errors(value, ""):
+                return option.normalize(value)
+        return value
 
 
 def Nullable(schema: Schema) -> AnyOf:  # noqa: N802 - reads like the schema types
@@ -252,38 +287,63 @@ def validate(schema: Schema, value: Any) -> str | None:
 
 # ---- connect ----------------------------------------------------------------------------------------------
 
-_AUTH = Obj({name: Str() for name in ("token", "bootstrapToken", "deviceToken", "password",
-                                        "approvalRuntimeToken", "agentRuntimeIdentityToken")})
-CONNECT = Obj({
-    "minProtocol": Int(minimum=1),
-    "maxProtocol": Int(minimum=1),
-    "client": Obj({
-        "id": Str(enum=CLIENT_IDS),
-        "displayName": NonEmpty,
-        "version": NonEmpty,
-        "buildId": Str(min_len=1, max_len=96),
-        "platform": NonEmpty,
-        "deviceFamily": NonEmpty,
-        "modelIdentifier": NonEmpty,
-        "timeZone": Str(min_len=1, max_len=64),
-        "mode": Str(enum=CLIENT_MODES),
-        "instanceId": NonEmpty,
-    }, required=("id", "version", "platform", "mode")),
-    "caps": Arr(NonEmpty),
-    "commands": Arr(NonEmpty),
-    "computerUse": Unknown(),
-    "workerRuns": Unknown(),
-    "permissions": Rec(Bool()),
-    "pathEnv": Str(),
-    "role": NonEmpty,
-    "scopes": Arr(NonEmpty),
-    "modelCatalog": Unknown(),
-    "device": Obj({"id": NonEmpty, "publicKey": NonEmpty, "signature": NonEmpty, "signedAt": Int(minimum=0),
-                   "nonce": NonEmpty}, required=("id", "publicKey", "signature", "signedAt", "nonce")),
-    "auth": _AUTH,
-    "locale": Str(),
-    "userAgent": Str(),
-}, required=("minProtocol", "maxProtocol", "client"))
+_AUTH = Obj(
+    {
+        name: Str()
+        for name in (
+            "token",
+            "bootstrapToken",
+            "deviceToken",
+            "password",
+            "approvalRuntimeToken",
+            "agentRuntimeIdentityToken",
+        )
+    }
+)
+CONNECT = Obj(
+    {
+        "minProtocol": Int(minimum=1),
+        "maxProtocol": Int(minimum=1),
+        "client": Obj(
+            {
+                "id": Str(enum=CLIENT_IDS),
+                "displayName": NonEmpty,
+                "version": NonEmpty,
+                "buildId": Str(min_len=1, max_len=96),
+                "platform": NonEmpty,
+                "deviceFamily": NonEmpty,
+                "modelIdentifier": NonEmpty,
+                "timeZone": Str(min_len=1, max_len=64),
+                "mode": Str(enum=CLIENT_MODES),
+                "instanceId": NonEmpty,
+            },
+            required=("id", "version", "platform", "mode"),
+        ),
+        "caps": Arr(NonEmpty),
+        "commands": Arr(NonEmpty),
+        "computerUse": Unknown(),
+        "workerRuns": Unknown(),
+        "permissions": Rec(Bool()),
+        "pathEnv": Str(),
+        "role": NonEmpty,
+        "scopes": Arr(NonEmpty),
+        "modelCatalog": Unknown(),
+        "device": Obj(
+            {
+                "id": NonEmpty,
+                "publicKey": NonEmpty,
+                "signature": NonEmpty,
+                "signedAt": Int(minimum=0),
+                "nonce": NonEmpty,
+            },
+            required=("id", "publicKey", "signature", "signedAt", "nonce"),
+        ),
+        "auth": _AUTH,
+        "locale": Str(),
+        "userAgent": Str(),
+    },
+    required=("minProtocol", "maxProtocol", "client"),
+)
 
 
 # ---- sessions.* --------------------------------------------------------------------------------------------
@@ -315,8 +375,10 @@ _LIST_PROPS: dict[str, Schema] = {
     "ownerId": NonEmpty,
     "ownerFirst": Bool(),
     "involvingMe": Bool(),
-    "profileRelation": Obj({"profileId": NonEmpty, "relationship": Literals("owned", "created", "involving")},
-                           required=("profileId", "relationship")),
+    "profileRelation": Obj(
+        {"profileId": NonEmpty, "relationship": Literals("owned", "created", "involving")},
+        required=("profileId", "relationship"),
+    ),
     "involvingProfileId": NonEmpty,
     "includePeople": Bool(),
     "spawnedBy": NonEmpty,
@@ -367,71 +429,103 @@ _PATCH_MUTATIONS: dict[str, Schema] = {
     "sendPolicy": AnyOf(Const("allow"), Const("deny"), Null()),
     "groupActivation": AnyOf(Const("mention"), Const("always"), Null()),
 }
-SESSIONS_PATCH = Obj({
-    "key": NonEmpty,
-    "agentId": NonEmpty,
-    "expectedSessionId": NonEmpty,
-    "expectedLifecycleRevision": NonEmpty,
-    "expectedPermissionMode": _NULLABLE_TEXT,
-    "expectedSandboxMode": AnyOf(Const("off"), Null()),
-    "expectedNativeRuntimeConsent": _NULLABLE_TEXT,
-    "expectedToolOverrides": Nullable(Rec(Unknown())),
-    "expectedMarkedUnreadAt": Nullable(Num(minimum=0)),
-    **_PATCH_MUTATIONS,
-}, required=("key",))
+SESSIONS_PATCH = Obj(
+    {
+        "key": NonEmpty,
+        "agentId": NonEmpty,
+        "expectedSessionId": NonEmpty,
+        "expectedLifecycleRevision": NonEmpty,
+        "expectedPermissionMode": _NULLABLE_TEXT,
+        "expectedSandboxMode": AnyOf(Const("off"), Null()),
+        "expectedNativeRuntimeConsent": _NULLABLE_TEXT,
+        "expectedToolOverrides": Nullable(Rec(Unknown())),
+        "expectedMarkedUnreadAt": Nullable(Num(minimum=0)),
+        **_PATCH_MUTATIONS,
+    },
+    required=("key",),
+)
 
-_CREATE_KEYS_TEXT = ("key", "idempotencyKey", "agentId", "model", "agentRuntime", "contextWindow", "thinkingLevel",
-                     "permissionMode", "catalogId", "parentSessionKey")
-SESSIONS_CREATE = Obj({
-    **{name: NonEmpty for name in _CREATE_KEYS_TEXT},
-    "label": Label,
-    "displayName": Str(min_len=1, max_len=500),
-    "titleSource": Str(max_len=1000),
-    "category": Label,
-    "fastMode": AnyOf(Bool(), Const("auto")),
-    "toolOverrides": Rec(Unknown()),
-    "incognito": Bool(),
-    "visibility": Str(),
-    "spawnDepth": Int(minimum=1),
-    "fork": Bool(),
-    "forkFrom": Const("last-completed"),
-    "emitCommandHooks": Bool(),
-    "succeedsParent": Bool(),
-    "timeoutMs": Int(minimum=0),
-    "task": Str(),
-    "message": Str(),
-    "mentions": Unknown(),
-    "attachments": Unknown(),
-    "projectId": Str(min_len=1),
-    "projectGitUrl": Str(min_len=1, max_len=2048),
-    "repository": Unknown(),
-    "worktree": Bool(),
-    "worktreeSource": Const("empty"),
-    "worktreeBaseRef": Str(min_len=1),
-    "worktreeName": Str(pattern="^[a-z0-9][a-z0-9-]{0,63}$"),
-    "execNode": Str(min_len=1),
-    "cwd": Str(min_len=1),
-})
+_CREATE_KEYS_TEXT = (
+    "key",
+    "idempotencyKey",
+    "agentId",
+    "model",
+    "agentRuntime",
+    "contextWindow",
+    "thinkingLevel",
+    "permissionMode",
+    "catalogId",
+    "parentSessionKey",
+)
+SESSIONS_CREATE = Obj(
+    {
+        **{name: NonEmpty for name in _CREATE_KEYS_TEXT},
+        "label": Label,
+        "displayName": Str(min_len=1, max_len=500),
+        "titleSource": Str(max_len=1000),
+        "category": Label,
+        "fastMode": AnyOf(Bool(), Const("auto")),
+        "toolOverrides": Rec(Unknown()),
+        "incognito": Bool(),
+        "visibility": Str(),
+        "spawnDepth": Int(minimum=1),
+        "fork": Bool(),
+        "forkFrom": Const("last-completed"),
+        "emitCommandHooks": Bool(),
+        "succeedsParent": Bool(),
+        "timeoutMs": Int(minimum=0),
+        "task": Str(),
+        "message": Str(),
+        "mentions": Unknown(),
+        "attachments": Unknown(),
+        "projectId": Str(min_len=1),
+        "projectGitUrl": Str(min_len=1, max_len=2048),
+        "repository": Unknown(),
+        "worktree": Bool(),
+        "worktreeSource": Const("empty"),
+        "worktreeBaseRef": Str(min_len=1),
+        "worktreeName": Str(pattern="^[a-z0-9][a-z0-9-]{0,63}$"),
+        "execNode": Str(min_len=1),
+        "cwd": Str(min_len=1),
+    }
+)
 
-SESSIONS_RESET = Obj({"key": NonEmpty, "agentId": NonEmpty, "reason": Literals("new", "reset"),
-                      "expectedSessionId": NonEmpty}, required=("key",))
-SESSIONS_DELETE = Obj({
-    "key": NonEmpty,
-    "agentId": NonEmpty,
-    "deleteTranscript": Bool(),
-    "expectedSessionId": NonEmpty,
-    "expectedLifecycleRevision": NonEmpty,
-    "expectedSessionUpdatedAt": Num(minimum=0),
-    "emitLifecycleHooks": Bool(),
-    "archivedOnly": Bool(),
-}, required=("key",))
+SESSIONS_RESET = Obj(
+    {"key": NonEmpty, "agentId": NonEmpty, "reason": Literals("new", "reset"), "expectedSessionId": NonEmpty},
+    required=("key",),
+)
+SESSIONS_DELETE = Obj(
+    {
+        "key": NonEmpty,
+        "agentId": NonEmpty,
+        "deleteTranscript": Bool(),
+        "expectedSessionId": NonEmpty,
+        "expectedLifecycleRevision": NonEmpty,
+        "expectedSessionUpdatedAt": Num(minimum=0),
+        "emitLifecycleHooks": Bool(),
+        "archivedOnly": Bool(),
+    },
+    required=("key",),
+)
 SESSIONS_COMPACT = Obj({"key": NonEmpty, "agentId": NonEmpty, "maxLines": Int(minimum=1)}, required=("key",))
-SESSIONS_CLEANUP = Obj({"agent": NonEmpty, "allAgents": Bool(), "enforce": Bool(), "activeKey": NonEmpty,
-                        "fixMissing": Bool(), "fixDmScope": Bool()})
-SESSIONS_PREVIEW = Obj({"keys": Arr(NonEmpty, min_items=1), "limit": Int(minimum=1), "maxChars": Int(minimum=20)},
-                       required=("keys",))
-SESSIONS_DESCRIBE = Obj({"key": NonEmpty, "agentId": NonEmpty, "includeDerivedTitles": Bool(),
-                         "includeLastMessage": Bool()}, required=("key",))
+SESSIONS_CLEANUP = Obj(
+    {
+        "agent": NonEmpty,
+        "allAgents": Bool(),
+        "enforce": Bool(),
+        "activeKey": NonEmpty,
+        "fixMissing": Bool(),
+        "fixDmScope": Bool(),
+    }
+)
+SESSIONS_PREVIEW = Obj(
+    {"keys": Arr(NonEmpty, min_items=1), "limit": Int(minimum=1), "maxChars": Int(minimum=20)},
+    required=("keys",),
+)
+SESSIONS_DESCRIBE = Obj(
+    {"key": NonEmpty, "agentId": NonEmpty, "includeDerivedTitles": Bool(), "includeLastMessage": Bool()},
+    required=("key",),
+)
 
 AGENTS_LIST = Obj({})
 AGENTS_DELETE = Obj({"agentId": NonEmpty, "deleteFiles": Bool()}, required=("agentId",))
@@ -464,6 +558,16 @@ def check_params(method: str, params: Any) -> str | None:
         return None
     error = validate(schema, params)
     return f"invalid {method} params: {error}" if error else None
+
+
+def parse_params(method: str, params: Any) -> tuple[str | None, Any]:
+    """(`check_params`'s error, None) or (None, params with every integer an int): a handler
+    never sees `3.0` or `1e2` as a float (a float slice index was a TypeError)."""
+    error = check_params(method, params)
+    if error:
+        return error, None
+    schema = PARAMS.get(method)
+    return None, (schema.normalize(params) if schema is not None else params)
 
 
 def check_connect(params: Any) -> str | None:

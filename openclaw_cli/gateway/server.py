@@ -36,7 +36,15 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from openclaw_cli.clock import now_ms
-from openclaw_cli.errors import OpenClawError, SessionBusyError, StateOwnedError
+from openclaw_cli.errors import (
+    NoSpaceError,
+    OpenClawError,
+    PermissionDeniedError,
+    ResourceLimitError,
+    SessionBusyError,
+    StateOwnedError,
+    typed_error,
+)
 from openclaw_cli.gateway import events, protocol, schemas, scopes
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.ops.context import Context
@@ -44,11 +52,29 @@ from openclaw_cli.ops.methods import ADMIN, METHODS, Method
 from openclaw_cli.paths import StatePaths
 
 # hello-ok `features.methods`: OpenClaw's order for the ones we serve (others follow in table order)
-_METHOD_ORDER = ("health", "status", "agents.list", "agents.delete", "sessions.list", "sessions.subscribe",
-                 "sessions.preview", "sessions.describe", "sessions.create", "sessions.patch", "sessions.cleanup",
-                 "sessions.reset", "sessions.delete", "sessions.compact")
-EVENTS = (protocol.EVENT_CHALLENGE, protocol.EVENT_SESSIONS_CHANGED, protocol.EVENT_TICK, protocol.EVENT_SHUTDOWN,
-          protocol.EVENT_HEALTH)
+_METHOD_ORDER = (
+    "health",
+    "status",
+    "agents.list",
+    "agents.delete",
+    "sessions.list",
+    "sessions.subscribe",
+    "sessions.preview",
+    "sessions.describe",
+    "sessions.create",
+    "sessions.patch",
+    "sessions.cleanup",
+    "sessions.reset",
+    "sessions.delete",
+    "sessions.compact",
+)
+EVENTS = (
+    protocol.EVENT_CHALLENGE,
+    protocol.EVENT_SESSIONS_CHANGED,
+    protocol.EVENT_TICK,
+    protocol.EVENT_SHUTDOWN,
+    protocol.EVENT_HEALTH,
+)
 PER_CONNECTION_CONCURRENCY = 32
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
@@ -107,7 +133,9 @@ class Connection:
         except ConnectionClosed:
             pass
 
-    async def send_event(self, name: str, payload: Any, *, state_version: dict[str, int] | None = None) -> None:
+    async def send_event(
+        self, name: str, payload: Any, *, state_version: dict[str, int] | None = None
+    ) -> None:
         self.seq += 1
         await self.send(protocol.event(name, payload, seq=self.seq, state_version=state_version))
 
@@ -201,10 +229,20 @@ def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] |
 def _error_of(exc: BaseException) -> protocol.RequestError:
     if isinstance(exc, protocol.RequestError):
         return exc
-    if isinstance(exc, SessionBusyError | StateOwnedError):
-        return protocol.RequestError(protocol.UNAVAILABLE, exc.message, retryable=True,
-                                     details={"type": exc.type, **({"code": exc.code} if getattr(exc, "code", None)
-                                                                   else {})})
+    if not isinstance(exc, OpenClawError):
+        exc = typed_error(exc) or exc  # ENOSPC, SQLite's "disk full", EMFILE... from below the store layer
+    if isinstance(exc, SessionBusyError | StateOwnedError | NoSpaceError | ResourceLimitError):
+        # the request was fine; the Gateway cannot do it now (busy, disk full, out of descriptors): retry later
+        return protocol.RequestError(
+            protocol.UNAVAILABLE,
+            exc.message,
+            retryable=True,
+            details={"type": exc.type, **({"code": exc.code} if getattr(exc, "code", None) else {})},
+        )
+    if isinstance(exc, PermissionDeniedError):  # a read-only or unwritable state dir: not the client's fault
+        return protocol.RequestError(
+            protocol.UNAVAILABLE, exc.message, retryable=False, details={"type": exc.type}
+        )
     if isinstance(exc, OpenClawError):
         details = getattr(exc, "details", None)
         return protocol.invalid(exc.message, details=details if isinstance(details, dict) else None)
@@ -214,8 +252,9 @@ def _error_of(exc: BaseException) -> protocol.RequestError:
 class GatewayServer:
     """A running Gateway for one state directory. `await start()`, then `await stop()`."""
 
-    def __init__(self, paths: StatePaths, options: ServerOptions | None = None, *,
-                 clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self, paths: StatePaths, options: ServerOptions | None = None, *, clock: Callable[[], int] = now_ms
+    ) -> None:
         self.paths = paths
         self.options = options or ServerOptions()
         self.clock = clock
@@ -234,7 +273,9 @@ class GatewayServer:
         self._writes_idle = asyncio.Event()
         self._writes_idle.set()
         self._background: list[asyncio.Task[None]] = []
-        self._batches: dict[tuple[str, tuple[str, ...]], list[tuple[dict[str, Any], asyncio.Future[Any]]]] = {}
+        self._batches: dict[
+            tuple[str, tuple[str, ...]], list[tuple[dict[str, Any], asyncio.Future[Any]]]
+        ] = {}
         self._draining: set[tuple[str, tuple[str, ...]]] = set()
         self._background_writes: set[asyncio.Task[None]] = set()
         self._health: dict[str, Any] | None = None
@@ -257,15 +298,25 @@ class GatewayServer:
         sockname = next(iter(self._server.sockets)).getsockname()
         self.address = (sockname[0], sockname[1])
         loop = asyncio.get_running_loop()
-        self._background = [loop.create_task(self._tick_loop()), loop.create_task(self._health_loop()),
-                            loop.create_task(self._checkpoint_loop())]
+        self._background = [
+            loop.create_task(self._tick_loop()),
+            loop.create_task(self._health_loop()),
+            loop.create_task(self._checkpoint_loop()),
+        ]
         return self.address
 
     async def _listen(self) -> Any:
         return await serve(
-            self._handle, self.options.host, self.options.port, ssl=self.options.ssl,
-            max_size=protocol.PREAUTH_MAX_BYTES, compression=None, create_connection=_ServerConnection,
-            server_header=None, open_timeout=self.options.handshake_timeout_s, close_timeout=5,
+            self._handle,
+            self.options.host,
+            self.options.port,
+            ssl=self.options.ssl,
+            max_size=protocol.PREAUTH_MAX_BYTES,
+            compression=None,
+            create_connection=_ServerConnection,
+            server_header=None,
+            open_timeout=self.options.handshake_timeout_s,
+            close_timeout=5,
         )
 
     @property
@@ -282,14 +333,20 @@ class GatewayServer:
         try:
             await asyncio.wait_for(self._writes_idle.wait(), timeout=DRAIN_TIMEOUT_S)
         except TimeoutError:
-            self._log(f"[gateway] {self._writes_inflight} write(s) still running after {DRAIN_TIMEOUT_S:.0f} s")
+            self._log(
+                f"[gateway] {self._writes_inflight} write(s) still running after {DRAIN_TIMEOUT_S:.0f} s"
+            )
         for task in self._background:
             task.cancel()
         conns = list(self.connections)
-        await asyncio.gather(*(c.send_event(protocol.EVENT_SHUTDOWN, {"reason": "gateway stopping"}) for c in conns),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *(c.send_event(protocol.EVENT_SHUTDOWN, {"reason": "gateway stopping"}) for c in conns),
+            return_exceptions=True,
+        )
         if self._server is not None:
-            self._server.close(close_connections=True, code=protocol.CLOSE_GOING_AWAY, reason="gateway stopping")
+            self._server.close(
+                close_connections=True, code=protocol.CLOSE_GOING_AWAY, reason="gateway stopping"
+            )
             await self._server.wait_closed()
         self._pool.shutdown(wait=True)
         if self._live:
@@ -384,8 +441,10 @@ class GatewayServer:
         conn.ws.protocol.max_message_size = protocol.MAX_PAYLOAD
         await conn.send(protocol.response_ok(req_id, hello))
         if self.options.verbose:
-            self._log(f"[ws] connect client={conn.client.get('id')} mode={conn.client.get('mode')} "
-                      f"scopes={','.join(conn.scopes) or '-'} conn={conn.conn_id}")
+            self._log(
+                f"[ws] connect client={conn.client.get('id')} mode={conn.client.get('mode')} "
+                f"scopes={','.join(conn.scopes) or '-'} conn={conn.conn_id}"
+            )
         return True
 
     def _connect(self, conn: Connection, params: Any) -> dict[str, Any]:
@@ -435,12 +494,22 @@ class GatewayServer:
                     "mainSessionKey": f"agent:{default}:{main}",
                     "scope": getattr(session, "scope", None) or "per-sender",
                 },
-                **({"configPath": str(self.paths.config_path), "stateDir": str(self.paths.state_dir),
-                    "authMode": self.options.auth.mode} if ADMIN in conn.scopes else {}),  # admin only, as OpenClaw
+                **(
+                    {
+                        "configPath": str(self.paths.config_path),
+                        "stateDir": str(self.paths.state_dir),
+                        "authMode": self.options.auth.mode,
+                    }
+                    if ADMIN in conn.scopes
+                    else {}
+                ),  # admin only, as OpenClaw
             },
             "auth": {"method": auth_method, "role": protocol.ROLE_OPERATOR, "scopes": list(conn.scopes)},
-            "policy": {"maxPayload": protocol.MAX_PAYLOAD, "maxBufferedBytes": protocol.MAX_BUFFERED_BYTES,
-                       "tickIntervalMs": self.options.tick_interval_ms},
+            "policy": {
+                "maxPayload": protocol.MAX_PAYLOAD,
+                "maxBufferedBytes": protocol.MAX_BUFFERED_BYTES,
+                "tickIntervalMs": self.options.tick_interval_ms,
+            },
         }
 
     # ---- requests ------------------------------------------------------------------------------------------
@@ -459,15 +528,20 @@ class GatewayServer:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             error = _error_of(exc)
-            if error.code == protocol.UNAVAILABLE and not isinstance(exc, OpenClawError | protocol.RequestError):
-                self._log(f"[gateway] {name} failed:\n{traceback.format_exc()}")
+            if not isinstance(exc, OpenClawError | protocol.RequestError):
+                if typed_error(exc) is None:  # a bug: its traceback
+                    self._log(f"[gateway] {name} failed:\n{traceback.format_exc()}")
+                else:
+                    self._log(f"[gateway] {name} failed: {error.message}")
             await conn.send(protocol.response_error(req_id, error))
         finally:
             conn.slots.release()
             if self.options.verbose:
                 mark = "✓" if ok else "✗"
-                self._log(f"[ws] ⇄ res {mark} {name} {int((time.monotonic() - started) * 1000)}ms "
-                          f"conn={conn.conn_id} id={req_id}")
+                self._log(
+                    f"[ws] ⇄ res {mark} {name} {int((time.monotonic() - started) * 1000)}ms "
+                    f"conn={conn.conn_id} id={req_id}"
+                )
 
     async def _run(self, conn: Connection, name: Any, params: Any) -> tuple[Any, list[dict[str, Any]]]:
         if not isinstance(name, str) or not name:
@@ -482,7 +556,7 @@ class GatewayServer:
         required = scopes.required_scope(method, params)
         if required is not None and not scopes.satisfied(required, conn.scopes):
             raise protocol.missing_scope(required)
-        error = schemas.check_params(name, params)
+        error, params = schemas.parse_params(name, params)
         if error:
             raise protocol.invalid(error)
         if self.stopping:
@@ -508,7 +582,9 @@ class GatewayServer:
             self._writes_done += 1
             if self._writes_inflight == 0:
                 self._writes_idle.set()
-        return result, await loop.run_in_executor(self._pool, self._changes, ctx, method, params, result, prior)
+        return result, await loop.run_in_executor(
+            self._pool, self._changes, ctx, method, params, result, prior
+        )
 
     async def _batched(self, method: Method, keys: list[str], params: dict[str, Any]) -> Any:
         """Group commit: a request joins the queue of its method and stores; one drain per queue
@@ -537,8 +613,9 @@ class GatewayServer:
                 try:
                     async with self.writers.hold(keys):
                         assert method.batch is not None
-                        outcomes = await loop.run_in_executor(self._pool, method.batch, self._context(),
-                                                              [params for params, _ in batch])
+                        outcomes = await loop.run_in_executor(
+                            self._pool, method.batch, self._context(), [params for params, _ in batch]
+                        )
                 except BaseException as exc:  # the whole batch failed (not one refused request)
                     outcomes = [exc] * len(batch)
                 for (_, future), outcome in zip(batch, outcomes, strict=True):
@@ -559,8 +636,9 @@ class GatewayServer:
         return method.handler(ctx, dict(params)), prior
 
     @staticmethod
-    def _changes(ctx: Context, method: Method, params: dict[str, Any], result: Any,
-                 prior: dict[str, Any]) -> list[dict[str, Any]]:
+    def _changes(
+        ctx: Context, method: Method, params: dict[str, Any], result: Any, prior: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         try:
             return events.after(ctx, method.name, params, result, prior)
         except OpenClawError:
@@ -569,8 +647,10 @@ class GatewayServer:
     async def _broadcast_changes(self, changes: list[dict[str, Any]]) -> None:
         targets = [c for c in self.connections if c.subscribed]
         for payload in changes:
-            await asyncio.gather(*(c.send_event(protocol.EVENT_SESSIONS_CHANGED, payload) for c in targets),
-                                 return_exceptions=True)
+            await asyncio.gather(
+                *(c.send_event(protocol.EVENT_SESSIONS_CHANGED, payload) for c in targets),
+                return_exceptions=True,
+            )
 
     # ---- periodic events -----------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:
@@ -578,8 +658,10 @@ class GatewayServer:
         while True:
             await asyncio.sleep(interval)
             payload = events.tick(self.clock())
-            await asyncio.gather(*(c.send_event(protocol.EVENT_TICK, payload) for c in list(self.connections)),
-                                 return_exceptions=True)
+            await asyncio.gather(
+                *(c.send_event(protocol.EVENT_TICK, payload) for c in list(self.connections)),
+                return_exceptions=True,
+            )
 
     async def _checkpoint_loop(self) -> None:
         """WAL checkpoints between requests, not inside a commit (see `checkpoint_live_databases`)."""
@@ -606,6 +688,11 @@ class GatewayServer:
                 self._log(f"[gateway] health refresh failed: {exc}")
             else:
                 version = {"presence": 1, "health": self._health_version}
-                await asyncio.gather(*(c.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
-                                       for c in list(self.connections)), return_exceptions=True)
+                await asyncio.gather(
+                    *(
+                        c.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
+                        for c in list(self.connections)
+                    ),
+                    return_exceptions=True,
+                )
             await asyncio.sleep(interval)
