@@ -137,6 +137,16 @@ class SessionChangedError(PreconditionError):
         self.details = {"reason": "session-changed"}
 
 
+class LockPathError(SessionBusyError):
+    """The lock path holds something no lock holder makes (a directory, a symbolic link, a FIFO,
+    ...) or cannot be inspected: waiting would never end, so it is reported at once (exit BUSY)."""
+
+    type = "lock_unusable"
+
+    def __init__(self, message: str):
+        super().__init__(message, code="OPENCLAW_SESSION_WRITE_LOCK_UNUSABLE")
+
+
 class StateOwnedError(OpenClawError):
     type = "state_owned"
     exit_code = ExitCode.BUSY
@@ -154,6 +164,13 @@ class InvalidIdError(InvalidDataError):
 class RefusedError(OpenClawError):
     type = "refused"
     exit_code = ExitCode.REFUSED
+
+
+class UnsafeLockDirError(RefusedError):
+    """A lock directory in a shared place (the coordinator's under /tmp) that is a symbolic link,
+    another user's, or not private: refused before any lock is taken through it."""
+
+    type = "unsafe_lock_directory"
 
 
 class GatewayError(OpenClawError):

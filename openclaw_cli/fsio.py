@@ -106,3 +106,65 @@ def check_space(path: Path, need: int, what: str, *, consequence: str = "nothing
         f"not enough space (need {need}, have {have}) on the filesystem of {path} for {what} "
         f"(need {human_bytes(need)}, have {human_bytes(have)}); {consequence}. Free some space and retry.",
         path=path, need=need, have=have)
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def check_output_target(raw: str | os.PathLike[str], *, state_dir: Path, allowed_dir: Path | None = None,
+                        option: str = "--output") -> Path:
+    """The one safety rule for every file a command writes where the user says (`--output`; issue
+    29 #1): a regular file we create, or a regular file the user owns, replaced whole — never
+    through a symbolic link, never onto a device, FIFO or socket, never inside the state directory
+    except `allowed_dir` (the export folder). The absolute path, or `UsageError` (exit 2) with the
+    reason; the write then goes through a temp file renamed into place (`O_NOFOLLOW`), so a path
+    swapped after this check is replaced, never written through."""
+    import stat
+
+    from openclaw_cli.errors import UsageError
+
+    path = Path(os.path.abspath(os.path.expanduser(os.fspath(raw))))
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot be checked ({exc.strerror or exc}).") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"{option} {path} is a directory; give a file name.")
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{option} {path} is {_kind(st.st_mode)}; refusing to write through or over it. Give "
+                             "the path of a regular file.")
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            raise UsageError(f"{option} {path} belongs to another user (uid {st.st_uid}); refusing to replace it. "
+                             "Give a path you own.")
+    parent = path.parent
+    try:
+        parent_st = os.stat(parent)
+    except OSError:
+        parent_st = None
+    if parent_st is None or not stat.S_ISDIR(parent_st.st_mode):
+        raise UsageError(f"{option} {path}: the directory {parent} does not exist.")
+    real = os.path.join(os.path.realpath(parent), path.name)
+    state = os.path.realpath(state_dir)
+    if real == state or real.startswith(state + os.sep):
+        allowed = os.path.realpath(allowed_dir) if allowed_dir is not None else None
+        if allowed is None or not real.startswith(allowed + os.sep):
+            where = f"; {allowed_dir} is the one folder inside it for exports" if allowed_dir is not None else ""
+            raise UsageError(f"{option} {path} is inside the state directory {state_dir}, where it could replace the "
+                             f"config, a session store or a transcript{where}. Choose a path outside it.")
+    return path

@@ -17,6 +17,7 @@ AGENT_DB_NAME = "openclaw-agent.sqlite"
 LEGACY_STORE_NAME = "sessions.json"
 IMPORT_ARCHIVE_DIR = "session-sqlite-import-archive"
 MIGRATION_RUNS_DIR = "session-sqlite-migration-runs"
+EXPORTS_DIR = "exports"
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,10 @@ class StatePaths:
 
     def import_archive_dir(self, agent_id: str) -> Path:
         return self.agent_dir(agent_id) / IMPORT_ARCHIVE_DIR
+
+    def exports_dir(self) -> Path:
+        """The one folder inside the state directory `sessions export --output` may write to."""
+        return self.state_dir / EXPORTS_DIR
 
     def migration_runs_dir(self) -> Path:
         return self.state_dir / MIGRATION_RUNS_DIR

@@ -298,4 +298,4 @@ def test_export_formats(state: Path, tmp_path: Path):
     assert text.startswith("<!DOCTYPE html>") and "<script" not in text and "<details>" in text
     refused = state / SESSIONS / "x.html" if not (state / DB).exists() else state / "agents" / "main" / "x.html"
     rc, _, err = cli("sessions", "export", key, "-o", str(refused))
-    assert rc == 7 and not refused.exists()
+    assert rc == 2 and not refused.exists() and "inside the state directory" in err

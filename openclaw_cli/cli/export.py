@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from openclaw_cli.errors import RefusedError, UsageError
+from openclaw_cli.errors import UsageError
 
 FORMATS = ("jsonl", "md", "html")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -225,17 +225,9 @@ WRITERS = {"jsonl": write_jsonl, "md": write_markdown, "html": write_html}
 
 
 def _check_output(cx: Any, output: str) -> Path:
-    path = Path(os.path.expanduser(output)).absolute()
-    agents = os.path.realpath(cx.paths.state_dir / "agents")
-    real = os.path.realpath(path)
-    if real == agents or real.startswith(agents + os.sep):
-        raise RefusedError(f"Refusing to write an export into the session stores ({path}); choose a path outside "
-                           f"{agents}.")
-    if path.is_dir():
-        raise UsageError(f"--output {path} is a directory; give a file name.")
-    if not path.parent.is_dir():
-        raise UsageError(f"--output {path}: the directory {path.parent} does not exist.")
-    return path
+    from openclaw_cli.fsio import check_output_target
+
+    return check_output_target(output, state_dir=cx.paths.state_dir, allowed_dir=cx.paths.exports_dir())
 
 
 def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: str, agent: str | None,

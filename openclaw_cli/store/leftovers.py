@@ -30,6 +30,7 @@ def sweep_crash_leftovers(sessions_dir: Path, lock_settings: Any = None) -> list
     """Remove dead writers' temp files and locks directly in `sessions_dir` (any directory we write
     into: a sessions dir, an agent's database dir, the migration runs dir, the state dir); the
     removed paths."""
+    from openclaw_cli.errors import OpenClawError
     from openclaw_cli.store.lock import DEFAULT_LOCK_SETTINGS, decide, inspect_lock, is_pid_alive
 
     settings = lock_settings or DEFAULT_LOCK_SETTINGS
@@ -48,7 +49,10 @@ def sweep_crash_leftovers(sessions_dir: Path, lock_settings: Any = None) -> list
                 removed.append(str(path))
             continue
         if name.endswith(_LOCKS):
-            inspection = inspect_lock(path, settings)
+            try:
+                inspection = inspect_lock(path, settings)
+            except OpenClawError:
+                continue  # not a lock file we could have left (a directory, a FIFO, ...): not ours to sweep
             if inspection is not None and "dead-pid" in inspection.stale_reasons \
                     and decide(inspection, settings) == "reclaim" and _unlink_regular(path):
                 removed.append(str(path))

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import orjson
 
 from openclaw_cli import clock
-from openclaw_cli.errors import SessionBusyError
+from openclaw_cli.errors import LockPathError, OpenClawError, SessionBusyError, os_error
 
 TIMEOUT_CODE = "OPENCLAW_SESSION_WRITE_LOCK_TIMEOUT"
 STALE_CODE = "OPENCLAW_SESSION_WRITE_LOCK_STALE"
@@ -196,18 +196,64 @@ def _valid_lock_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def unusable_lock(lock_path: Path, what: str) -> LockPathError:
+    """A lock path that no lock holder could have made: waiting would never end (issue 29 #3)."""
+    return LockPathError(
+        f"session lock path is {what}, not a lock file: {lock_path}. Nothing was changed; if no OpenClaw "
+        "process is running, remove it and retry."
+    )
+
+
+def _os_failure(exc: OSError, lock_path: Path) -> Exception:
+    """An OSError met while locking: the typed error of its errno (EMFILE exit 13, EACCES 12, ...),
+    else a lock-path error (exit 5) naming it — never "no lock"."""
+    typed = os_error(exc, lock_path, action="locking")
+    if typed is not None:
+        return typed
+    return unusable_lock(lock_path, f"unusable ({exc.strerror or exc})")
+
+
 def _read_payload(lock_path: Path) -> tuple[dict[str, Any] | None, tuple[int, int, int, int] | None, float | None]:
-    """(payload or None, file signature, mtime in ms). Never follows a symlinked lock file."""
+    """(payload or None, file signature, mtime in ms); (None, None, None) when nothing is there.
+    Never follows a symlinked lock file, never blocks on a FIFO; a lock path that is not a regular
+    file, or cannot be read, raises (`LockPathError`, or the errno's typed error)."""
     try:
-        fd = os.open(lock_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        st = os.lstat(lock_path)
+    except FileNotFoundError:
         return None, None, None
+    except OSError as exc:
+        raise _os_failure(exc, lock_path) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise unusable_lock(lock_path, _kind_of(st.st_mode))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lock_path, flags)
+    except FileNotFoundError:
+        return None, None, None
+    except OSError as exc:
+        raise _os_failure(exc, lock_path) from None
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # replaced between the lstat and the open
+            raise unusable_lock(lock_path, _kind_of(st.st_mode))
         sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         data = os.read(fd, 64 * 1024)
-    except OSError:
-        return None, None, None
+    except OSError as exc:
+        raise _os_failure(exc, lock_path) from None
     finally:
         os.close(fd)
     try:
@@ -292,7 +338,10 @@ def decide(inspection: LockInspection, settings: LockSettingsLike) -> str:
 
 
 def _remove_if_unchanged(inspection: LockInspection) -> bool:
-    _, sig, _ = _read_payload(inspection.lock_path)
+    try:
+        _, sig, _ = _read_payload(inspection.lock_path)
+    except (OpenClawError, OSError):
+        return False  # replaced by something else, or unreadable: not ours to remove
     if sig is None:
         return True  # already gone
     if sig != inspection.signature:
@@ -491,6 +540,7 @@ def acquire_transcript_lock(
     timeout_ms = settings.acquire_timeout_ms
     started = time.monotonic()
     last: LockInspection | None = None
+    quick_retries = 0  # retries without a sleep (the file vanished or was reclaimed): bounded
     while True:
         try:
             fd = os.open(
@@ -500,6 +550,8 @@ def acquire_transcript_lock(
             )
         except FileExistsError:
             fd = None
+        except OSError as exc:
+            raise _os_failure(exc, lock_path) from None
         if fd is not None:
             try:
                 os.write(fd, _payload_bytes(settings.max_hold_ms))
@@ -520,19 +572,25 @@ def acquire_transcript_lock(
         with _HELD_GUARD:
             held_by_us = key in _HELD
         inspection = inspect_lock(lock_path, settings, held_by_us=held_by_us)
-        if inspection is None:
-            continue  # released between our attempt and the inspection: retry at once
+        elapsed_ms = (time.monotonic() - started) * 1000
+        if inspection is None or (decide(inspection, settings) == "reclaim" and _remove_if_unchanged(inspection)):
+            # released (or reclaimed) between our attempt and the inspection: retry at once, but
+            # a path that keeps coming and going gets the regular retry interval and the timeout
+            quick_retries += 1
+            if quick_retries <= 3:
+                continue
+            if elapsed_ms >= timeout_ms:
+                break
+            quick_retries = 0
+            sleep(min(RETRY_INTERVAL_S, max(0.0, (timeout_ms - elapsed_ms) / 1000)))
+            continue
         last = inspection
         verdict = decide(inspection, settings)
-        if verdict == "reclaim":
-            if _remove_if_unchanged(inspection):
-                continue
-        elif verdict == "stale":
+        if verdict == "stale":
             reasons = ", ".join(inspection.stale_reasons) or "unknown"
             raise SessionBusyError(
                 f"session file lock stale ({reasons}): {inspection.owner_text()} {lock_path}", code=STALE_CODE
             )
-        elapsed_ms = (time.monotonic() - started) * 1000
         if elapsed_ms >= timeout_ms:
             break
         sleep(min(RETRY_INTERVAL_S, max(0.0, (timeout_ms - elapsed_ms) / 1000)))
@@ -585,7 +643,10 @@ def sweep_stale_locks(
             continue
         with _HELD_GUARD:
             held_by_us = str(lock_path_for(lock_path.with_name(name[: -len(".lock")]))) in _HELD
-        inspection = inspect_lock(lock_path, settings, now_ms=now_ms, held_by_us=held_by_us)
+        try:
+            inspection = inspect_lock(lock_path, settings, now_ms=now_ms, held_by_us=held_by_us)
+        except (OpenClawError, OSError):
+            continue  # replaced by a non-file since the listing, or unreadable: the writes report it
         if inspection is None:
             continue
         removed = False

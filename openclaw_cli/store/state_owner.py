@@ -17,13 +17,14 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from openclaw_cli.errors import StateOwnedError
+from openclaw_cli.errors import StateOwnedError, UnsafeLockDirError
 
 WAIT_BUDGET_S = 0.25
 POLL_S = 0.025
@@ -37,8 +38,12 @@ def _uid() -> str:
 def coordinator_path(state_dir: Path) -> Path:
     db = os.path.realpath(Path(state_dir) / "state" / "openclaw.sqlite")
     digest = hashlib.sha256(db.encode("utf-8")).hexdigest()[:8]
-    base = Path("/tmp") if os.name == "posix" else Path(tempfile.gettempdir())
-    return base / f"openclaw-state-locks-{_uid()}" / f"gateway-lifecycle.{digest}.lock.sqlite"
+    return _lock_base() / f"openclaw-state-locks-{_uid()}" / f"gateway-lifecycle.{digest}.lock.sqlite"
+
+
+def _lock_base() -> Path:
+    """Where OpenClaw keeps its coordinators: `/tmp` on POSIX, whatever TMPDIR says."""
+    return Path("/tmp") if os.name == "posix" else Path(tempfile.gettempdir())
 
 
 def state_lock_paths(state_dir: Path) -> list[Path]:
@@ -58,13 +63,62 @@ class _Held(Exception):
     pass
 
 
+def ensure_private_lock_dir(directory: Path) -> None:
+    """The coordinator's directory under the shared temp dir, made 0700 and verified before any
+    use (issue 29 #7): a real directory (not a symbolic link), owned by us, private. Anyone can
+    create `/tmp/openclaw-state-locks-<uid>` first; a planted symbolic link would send our lock
+    file elsewhere and another user's directory would let them block us for good, so both are
+    refused (`UnsafeLockDirError`, exit 7). Our own directory with a wider mode is narrowed to 0700,
+    then checked again — as OpenClaw does with the same directory."""
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    try:
+        st = os.lstat(directory)
+    except OSError as exc:
+        raise UnsafeLockDirError(f"The coordinator lock directory {directory} cannot be checked: "
+                                 f"{exc.strerror or exc}. Nothing was changed.") from None
+    fix = f"remove it (`rm -r {directory}`) if no OpenClaw process is running, then retry"
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise UnsafeLockDirError(f"Refusing to use the coordinator lock directory {directory}: it is {kind}, not a "
+                                 f"private directory (someone may have planted it). Nothing was changed; {fix}.")
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise UnsafeLockDirError(f"Refusing to use the coordinator lock directory {directory}: it belongs to another "
+                                 f"user (uid {st.st_uid}), who could block or spoof this state's lock. Nothing was "
+                                 f"changed; ask an administrator to {fix}.")
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        try:
+            os.chmod(directory, 0o700, follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            pass
+        st = os.lstat(directory)
+        if stat.S_ISLNK(st.st_mode) or stat.S_IMODE(st.st_mode) & 0o077:
+            raise UnsafeLockDirError(f"Refusing to use the coordinator lock directory {directory}: its permissions "
+                                     f"({stat.S_IMODE(st.st_mode):04o}) are not private and could not be narrowed to "
+                                     f"0700. Nothing was changed; {fix}.")
+
+
+def _checked_lock_file(path: Path) -> None:
+    """The coordinator file itself: a regular file or nothing (never a link out of the directory)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeLockDirError(f"Refusing to use the coordinator lock {path}: it is not a regular file. Nothing was "
+                                 "changed; remove it if no OpenClaw process is running, then retry.")
+
+
 def _exclusive(path: Path, *, create: bool) -> sqlite3.Connection | None:
     """A connection holding BEGIN EXCLUSIVE on `path`; None when there is no lock file to honour;
     `_Held` when another process holds it for longer than the wait budget."""
     if not create and not path.is_file():
         return None
     if create:
-        os.makedirs(path.parent, 0o700, exist_ok=True)
+        ensure_private_lock_dir(path.parent)
+        _checked_lock_file(path)
     deadline = time.monotonic() + WAIT_BUDGET_S
     while True:
         conn = sqlite3.connect(str(path), timeout=0, isolation_level=None)
@@ -99,8 +153,10 @@ def hold_coordinator(state_dir: Path) -> sqlite3.Connection | None:
 def coordinator_held(state_dir: Path) -> bool:
     """Whether a live process holds the coordinator (a Gateway or a maintenance command)."""
     path = coordinator_path(state_dir)
-    if not path.exists():
+    if not os.path.lexists(path):
         return False
+    ensure_private_lock_dir(path.parent)  # never read a lock through a planted link
+    _checked_lock_file(path)
     conn = sqlite3.connect(str(path), timeout=0, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout = 0")
