@@ -37,15 +37,16 @@ def test_the_directory_is_created_private(tmp_path: Path, base: Path) -> None:
         assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.getuid()
 
 
-def test_a_planted_symlink_is_refused_and_nothing_is_created_at_its_target(tmp_path: Path, base: Path) -> None:
+def test_a_planted_symlink_is_refused_and_nothing_is_created_at_its_target(
+    tmp_path: Path, base: Path
+) -> None:
     state = _state(tmp_path)
     victim = tmp_path / "victim-dir"
     victim.mkdir()
     directory = state_owner.coordinator_path(state).parent
     directory.symlink_to(victim)
-    with pytest.raises(UnsafeLockDirError) as info:
-        with state_owner.state_held(state, "refused"):
-            pass
+    with pytest.raises(UnsafeLockDirError) as info, state_owner.state_held(state, "refused"):
+        pass
     assert info.value.exit_code == ExitCode.REFUSED
     assert "symbolic link" in info.value.message and str(directory) in info.value.message
     assert list(victim.iterdir()) == []
@@ -69,9 +70,8 @@ def test_another_users_directory_is_refused(tmp_path: Path, base: Path) -> None:
     directory = state_owner.coordinator_path(state).parent
     directory.mkdir(mode=0o700)
     os.chown(directory, 54321, 54321)
-    with pytest.raises(UnsafeLockDirError) as info:
-        with state_owner.state_held(state, "refused"):
-            pass
+    with pytest.raises(UnsafeLockDirError) as info, state_owner.state_held(state, "refused"):
+        pass
     assert "another user" in info.value.message and "54321" in info.value.message
     assert list(directory.iterdir()) == []
 

@@ -53,7 +53,10 @@ def test_a_device_node_is_refused_and_stays_a_device(state: Path, tmp_path: Path
     _refused(state, dev, "a device")
     after = os.lstat(dev)
     assert stat.S_ISCHR(after.st_mode) and (after.st_mode, after.st_ino, after.st_rdev) == (
-        before.st_mode, before.st_ino, before.st_rdev)
+        before.st_mode,
+        before.st_ino,
+        before.st_rdev,
+    )
 
 
 def test_a_fifo_is_refused(state: Path, tmp_path: Path) -> None:

@@ -41,7 +41,9 @@ def test_unusable_lock_path_is_a_typed_error_without_waiting(tmp_path: Path, kin
     sleeps: list[float] = []
     with pytest.raises(LockPathError) as info:
         # an endless timeout: before the fix this never returned (100 % CPU, no sleep)
-        acquire_transcript_lock(transcript, LockSettings(acquire_timeout_ms=float("inf")), sleep=sleeps.append)
+        acquire_transcript_lock(
+            transcript, LockSettings(acquire_timeout_ms=float("inf")), sleep=sleeps.append
+        )
     assert info.value.exit_code == ExitCode.BUSY and str(tmp_path / "s.jsonl.lock") in info.value.message
     assert sleeps == []
     assert os.path.lexists(tmp_path / "s.jsonl.lock")  # left as it was
