@@ -58,6 +58,9 @@ def _sweep_leftovers(ctx: MigrationContext, targets: list) -> None:
     sweep_crash_leftovers(ctx.paths.migration_runs_dir())
     for directory in {t.sqlite_path.parent for t in targets}:
         sweep_crash_leftovers(directory)
+    # a killed import's `sessions.json.lock` (dead pid; a live writer's lock is never touched)
+    for directory in {t.store_path.parent for t in targets if not t.is_sqlite_selector}:
+        sweep_crash_leftovers(directory)
 
 
 def _dispatch(ctx: MigrationContext, targets: list) -> Report:

@@ -22,6 +22,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openclaw_cli import clock, jsonutil
-from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
+from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError, SessionBusyError
 from openclaw_cli.fsio import atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
@@ -243,6 +244,7 @@ class LegacyStore(SessionStore):
         self._snapshot: _Snapshot | None = None
         self._by_session_id: dict[str, dict[str, Any]] | None = None
         self._totals_cache: dict[Path, tuple[tuple[int, int, int], SessionTotals]] = {}
+        self._database_at_open = self._imported_database()  # an import publishing later supersedes us
 
     @property
     def issues(self) -> list[ReadIssue]:
@@ -287,6 +289,7 @@ class LegacyStore(SessionStore):
             parent = self.path.parent
             if os.path.lexists(parent) and not parent.is_dir():
                 raise InvalidDataError(f"{self.path}: parent path is not a directory") from None
+            self._check_not_imported()  # gone because an import archived it: not an empty store
             return None
         except NotADirectoryError as exc:
             raise InvalidDataError(f"{self.path}: parent path is not a directory") from exc
@@ -578,12 +581,42 @@ class LegacyStore(SessionStore):
         return self.resolve_transcript(session_id, entry, issues) is not None
 
     # ---- the write protocol ------------------------------------------------------------------------
-    def write_lock(self, lock_settings: Any):
+    @contextmanager
+    def write_lock(self, lock_settings: Any) -> Iterator[None]:
         """OpenClaw's write lock on `sessions.json` (§12), held for the whole mutation: an
-        OpenClaw runtime writer waits for us and we wait for it."""
+        OpenClaw runtime writer waits for us and we wait for it. `doctor --session-sqlite import`
+        holds the same lock from its snapshot of this store until it published or rolled back
+        (issue 29 #4): a write that waited for it and finds the store imported meanwhile would be
+        undone (the import did not see it), so it is refused as busy — run again, it then goes to
+        the database."""
         from openclaw_cli.store.lock import transcript_lock
 
-        return transcript_lock(self.path, lock_settings, allow_reentrant=True)
+        with transcript_lock(self.path, lock_settings, allow_reentrant=True):
+            self._check_not_imported()
+            yield
+
+    def _check_not_imported(self) -> None:
+        """Busy when an import published a database for this store since it was opened."""
+        if self._database_at_open is None:
+            imported = self._imported_database()
+            if imported is not None:
+                raise SessionBusyError(
+                    f"session store {self.path} was imported into SQLite ({imported}) while this command ran; "
+                    "nothing was changed. Run the command again: it now uses the database.")
+
+    def _imported_database(self) -> Path | None:
+        """The database an import published for this store (a 0-byte placeholder is none)."""
+        from openclaw_cli.paths import sqlite_for_store
+
+        for shared in (False, True):
+            db = sqlite_for_store(self.path, self.agent_id, shared=shared)
+            try:
+                st = os.lstat(db)
+            except OSError:
+                continue
+            if st.st_size > 0 or not stat.S_ISREG(st.st_mode):
+                return db
+        return None
 
     def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
                       on_entry: Any = None) -> Any:
