@@ -133,9 +133,8 @@ def test_a_writer_that_opened_the_legacy_store_before_the_import_published_is_re
     with pytest.raises(SessionBusyError) as info:
         store.load_entries()
     assert "imported into SQLite" in info.value.message and info.value.exit_code == ExitCode.BUSY
-    with pytest.raises(SessionBusyError):
-        with store_writer(store, LockSettings(acquire_timeout_ms=1000)):
-            store.upsert_entries({"agent:main:resurrected": {"sessionId": "x", "updatedAt": 1}})
+    with pytest.raises(SessionBusyError), store_writer(store, LockSettings(acquire_timeout_ms=1000)):
+        store.upsert_entries({"agent:main:resurrected": {"sessionId": "x", "updatedAt": 1}})
     assert not (state / SESSIONS / "sessions.json").exists()
 
 

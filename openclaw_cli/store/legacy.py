@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openclaw_cli import clock, jsonutil
-from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError, SessionBusyError
+from openclaw_cli.errors import (
+    InvalidDataError,
+    InvalidIdError,
+    OpenClawError,
+    RefusedError,
+    SessionBusyError,
+)
 from openclaw_cli.fsio import atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
