@@ -136,6 +136,18 @@ def credential_missing(mode: str) -> RequestError:
         "canRetryWithDeviceToken": False, "recommendedNextStep": "update_auth_credentials"})
 
 
+RATE_LIMITED_MESSAGE = "unauthorized: too many failed authentication attempts (retry later)"
+SLOW_CONSUMER_REASON = "slow consumer"  # close 1008: the client's unread output passed maxBufferedBytes
+
+
+def rate_limited(retry_after_ms: int) -> RequestError:
+    """Too many failed attempts from this peer address (OpenClaw's `rate_limited` auth failure)."""
+    details = {"code": "AUTH_RATE_LIMITED", "authReason": "rate_limited", "canRetryWithDeviceToken": False,
+               "recommendedNextStep": "wait_then_retry"}
+    return invalid(RATE_LIMITED_MESSAGE, close=CLOSE_POLICY, retryable=True, retry_after_ms=retry_after_ms,
+                   details=details)
+
+
 def device_identity_required() -> RequestError:
     return RequestError(NOT_PAIRED, "device identity required", details={"code": "DEVICE_IDENTITY_REQUIRED"},
                         close=CLOSE_POLICY)

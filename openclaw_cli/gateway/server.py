@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from openclaw_cli.clock import now_ms
 from openclaw_cli.errors import (
@@ -47,6 +48,8 @@ from openclaw_cli.errors import (
 )
 from openclaw_cli.gateway import events, protocol, schemas, scopes
 from openclaw_cli.gateway.auth import AuthPolicy
+from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
+from openclaw_cli.gateway.server_connection import ConnectionBook, GatewayConnection
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.methods import ADMIN, METHODS, Method
 from openclaw_cli.paths import StatePaths
@@ -75,7 +78,6 @@ EVENTS = (
     protocol.EVENT_SHUTDOWN,
     protocol.EVENT_HEALTH,
 )
-PER_CONNECTION_CONCURRENCY = 32
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
 CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
@@ -100,44 +102,31 @@ class ServerOptions:
     workers: int = 32
     verbose: bool = False
     log: Callable[[str], None] | None = None
-
-
-class _ServerConnection(ServerConnection):
-    """Closes an oversized pre-auth frame with 1009 and an empty reason, as OpenClaw does (the
-    frame is refused from its header, before its payload is read or parsed)."""
-
-    def __init__(self, protocol_: Any, *args: Any, **kwargs: Any) -> None:
-        fail = protocol_.fail
-
-        def fail_quietly(code: int, reason: str = "") -> None:
-            fail(code, "" if code == protocol.CLOSE_TOO_BIG else reason)
-
-        protocol_.fail = fail_quietly
-        super().__init__(protocol_, *args, **kwargs)
+    limits: Limits = field(default_factory=Limits.from_env)
+    # failed auth from loopback is delayed but never locked out (OpenClaw's default); tests turn it off
+    exempt_loopback: bool = True
 
 
 @dataclass(eq=False)
 class Connection:
-    ws: ServerConnection
+    ws: GatewayConnection
     conn_id: str
     scopes: tuple[str, ...] = ()
     client: dict[str, Any] = field(default_factory=dict)
     subscribed: bool = False
     seq: int = 0
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PER_CONNECTION_CONCURRENCY))
+    slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
+    ping: asyncio.Task[None] | None = None
 
-    async def send(self, frame: dict[str, Any]) -> None:
-        try:
-            await self.ws.send(protocol.encode(frame))
-        except ConnectionClosed:
-            pass
+    def send(self, frame: dict[str, Any]) -> bool:
+        """Write now (never waits for the peer); False when the connection is gone or was just
+        closed as a slow consumer."""
+        return self.ws.post(orjson.dumps(frame))
 
-    async def send_event(
-        self, name: str, payload: Any, *, state_version: dict[str, int] | None = None
-    ) -> None:
+    def send_event(self, name: str, payload: Any, *, state_version: dict[str, int] | None = None) -> None:
         self.seq += 1
-        await self.send(protocol.event(name, payload, seq=self.seq, state_version=state_version))
+        self.send(protocol.event(name, payload, seq=self.seq, state_version=state_version))
 
 
 class _RWLock:
@@ -282,6 +271,12 @@ class GatewayServer:
         self._health_version = 0
         self.address: tuple[str, int] | None = None
         self._live = False
+        limits = self.options.limits
+        self._burst_log = BurstLog(self._log)
+        self.book = ConnectionBook(limits, self._burst_log)
+        self.throttle = AuthThrottle(exempt_loopback=self.options.exempt_loopback)
+        self._inflight = asyncio.Semaphore(limits.total_inflight)
+        self._reads = asyncio.Semaphore(limits.parallel_reads)
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     async def start(self) -> tuple[str, int]:
@@ -302,10 +297,14 @@ class GatewayServer:
             loop.create_task(self._tick_loop()),
             loop.create_task(self._health_loop()),
             loop.create_task(self._checkpoint_loop()),
+            loop.create_task(self._keepalive_loop()),
         ]
         return self.address
 
     async def _listen(self) -> Any:
+        connection_class = type("BookedConnection", (GatewayConnection,), {"book": self.book})
+        loop = asyncio.get_running_loop()
+        quiet_accept_errors(loop, self._burst_log)
         return await serve(
             self._handle,
             self.options.host,
@@ -313,10 +312,11 @@ class GatewayServer:
             ssl=self.options.ssl,
             max_size=protocol.PREAUTH_MAX_BYTES,
             compression=None,
-            create_connection=_ServerConnection,
+            create_connection=connection_class,
             server_header=None,
             open_timeout=self.options.handshake_timeout_s,
             close_timeout=5,
+            ping_interval=None,  # our own keepalive (`_keepalive_loop`): websockets' waits behind a stuck send
         )
 
     @property
@@ -338,11 +338,8 @@ class GatewayServer:
             )
         for task in self._background:
             task.cancel()
-        conns = list(self.connections)
-        await asyncio.gather(
-            *(c.send_event(protocol.EVENT_SHUTDOWN, {"reason": "gateway stopping"}) for c in conns),
-            return_exceptions=True,
-        )
+        for conn in list(self.connections):
+            conn.send_event(protocol.EVENT_SHUTDOWN, {"reason": "gateway stopping"})
         if self._server is not None:
             self._server.close(
                 close_connections=True, code=protocol.CLOSE_GOING_AWAY, reason="gateway stopping"
@@ -375,9 +372,18 @@ class GatewayServer:
         return Context(paths=self._paths, config=self._config, clock=self.clock)
 
     # ---- connections ---------------------------------------------------------------------------------------
-    async def _handle(self, ws: ServerConnection) -> None:
-        conn = Connection(ws, str(uuid.uuid4()))
-        await conn.send(protocol.challenge(str(uuid.uuid4()), self.clock()))
+    async def _handle(self, ws: GatewayConnection) -> None:
+        if not ws.admitted:
+            return  # refused at accept (connection caps): already cut
+        conn = Connection(
+            ws, str(uuid.uuid4()), slots=asyncio.Semaphore(self.options.limits.per_connection_inflight)
+        )
+        ws.on_slow = lambda _ws: self._burst_log(
+            f"slow:{ws.peer_ip}",
+            f"[gateway] closing a slow consumer (1008): conn={conn.conn_id} peer={ws.peer_ip} left more than "
+            f"{ws.cap()} bytes unread",
+        )
+        conn.send(protocol.challenge(str(uuid.uuid4()), self.clock()))
         if not await self._handshake(conn):
             return
         self.connections.add(conn)
@@ -386,7 +392,8 @@ class GatewayServer:
                 frame = self._parse(raw)
                 if frame is None or frame.get("type") != "req":
                     continue  # not a request: nothing to answer
-                await conn.slots.acquire()
+                await conn.slots.acquire()  # per connection, then in all: a full slot stops reading
+                await self._inflight.acquire()
                 task = asyncio.get_running_loop().create_task(self._request(conn, frame))
                 conn.tasks.add(task)
                 task.add_done_callback(conn.tasks.discard)
@@ -394,6 +401,8 @@ class GatewayServer:
             pass
         finally:
             self.connections.discard(conn)
+            if conn.ping is not None:
+                conn.ping.cancel()
             if conn.tasks:
                 await asyncio.gather(*conn.tasks, return_exceptions=True)
 
@@ -430,16 +439,35 @@ class GatewayServer:
             await self._close(conn, protocol.CLOSE_NORMAL)
             return False
         req_id = frame.get("id")
+        ip = conn.ws.peer_ip
         try:
             if frame.get("method") != "connect":
                 raise protocol.connect_not_first()
             hello = self._connect(conn, frame.get("params"))
         except protocol.RequestError as exc:
-            await conn.send(protocol.response_error(req_id, exc))
+            code = (exc.details or {}).get("code")
+            if code in ("AUTH_TOKEN_MISMATCH", "AUTH_PASSWORD_MISMATCH"):
+                delay = self.throttle.failed(ip)
+                self._burst_log(
+                    f"auth:{ip}",
+                    f"[gateway] failed auth from {ip} ({code}); further failures from it are throttled "
+                    "and logged once per burst",
+                )
+                if delay:
+                    await asyncio.sleep(delay)  # loopback: answered late instead of locked out
+            elif code == "AUTH_RATE_LIMITED":
+                self._burst_log(
+                    f"lockout:{ip}",
+                    f"[gateway] auth attempts from {ip} locked out for {(exc.retry_after_ms or 0) // 1000} s "
+                    "(too many failures)",
+                )
+            conn.send(protocol.response_error(req_id, exc))
             await self._close(conn, exc.close or protocol.CLOSE_POLICY, exc.message)
             return False
+        self.throttle.succeeded(ip)
+        self.book.authenticated(conn.ws)
         conn.ws.protocol.max_message_size = protocol.MAX_PAYLOAD
-        await conn.send(protocol.response_ok(req_id, hello))
+        conn.send(protocol.response_ok(req_id, hello))
         if self.options.verbose:
             self._log(
                 f"[ws] connect client={conn.client.get('id')} mode={conn.client.get('mode')} "
@@ -456,6 +484,10 @@ class GatewayServer:
         role = params.get("role", protocol.ROLE_OPERATOR)
         if role != protocol.ROLE_OPERATOR:
             raise protocol.invalid(f"unsupported role: {role}", close=protocol.CLOSE_POLICY)
+        if self.options.auth.mode != "none":
+            retry_after = self.throttle.retry_after_ms(conn.ws.peer_ip)
+            if retry_after is not None:
+                raise protocol.rate_limited(retry_after)
         method = self.options.auth.check(params.get("auth"))
         client = params["client"]
         requested = list(dict.fromkeys(params.get("scopes") or []))
@@ -507,7 +539,7 @@ class GatewayServer:
             "auth": {"method": auth_method, "role": protocol.ROLE_OPERATOR, "scopes": list(conn.scopes)},
             "policy": {
                 "maxPayload": protocol.MAX_PAYLOAD,
-                "maxBufferedBytes": protocol.MAX_BUFFERED_BYTES,
+                "maxBufferedBytes": self.options.limits.max_buffered_bytes,
                 "tickIntervalMs": self.options.tick_interval_ms,
             },
         }
@@ -521,9 +553,12 @@ class GatewayServer:
         try:
             result, changes = await self._run(conn, name, frame.get("params"))
             ok = True
-            await conn.send(protocol.response_ok(req_id, result))
+            response = protocol.response_ok(req_id, result)
+            del result  # the encoded frame is all that stays (memory: one copy per response, not two)
+            conn.send(response)
+            del response
             if changes:
-                await self._broadcast_changes(changes)
+                self._broadcast_changes(changes)
         except BaseException as exc:  # every failure is an answer, never a dropped request
             if isinstance(exc, asyncio.CancelledError):
                 raise
@@ -533,9 +568,10 @@ class GatewayServer:
                     self._log(f"[gateway] {name} failed:\n{traceback.format_exc()}")
                 else:
                     self._log(f"[gateway] {name} failed: {error.message}")
-            await conn.send(protocol.response_error(req_id, error))
+            conn.send(protocol.response_error(req_id, error))
         finally:
             conn.slots.release()
+            self._inflight.release()
             if self.options.verbose:
                 mark = "✓" if ok else "✗"
                 self._log(
@@ -564,7 +600,10 @@ class GatewayServer:
         ctx = self._context()
         loop = asyncio.get_running_loop()
         if not method.mutates:
-            result = await loop.run_in_executor(self._pool, method.handler, ctx, params)
+            async with self._reads:  # a read builds its whole response in memory: a few at a time
+                if conn.ws.slow or conn.ws.state is not State.OPEN:
+                    raise protocol.RequestError(protocol.UNAVAILABLE, "connection closed")  # nobody to answer
+                result = await loop.run_in_executor(self._pool, method.handler, ctx, params)
             if name == "sessions.subscribe":
                 conn.subscribed = True
             return result, []
@@ -644,13 +683,11 @@ class GatewayServer:
         except OpenClawError:
             return []  # the write committed; a failed event read must not turn it into an error
 
-    async def _broadcast_changes(self, changes: list[dict[str, Any]]) -> None:
+    def _broadcast_changes(self, changes: list[dict[str, Any]]) -> None:
         targets = [c for c in self.connections if c.subscribed]
         for payload in changes:
-            await asyncio.gather(
-                *(c.send_event(protocol.EVENT_SESSIONS_CHANGED, payload) for c in targets),
-                return_exceptions=True,
-            )
+            for conn in targets:
+                conn.send_event(protocol.EVENT_SESSIONS_CHANGED, payload)
 
     # ---- periodic events -----------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:
@@ -658,10 +695,33 @@ class GatewayServer:
         while True:
             await asyncio.sleep(interval)
             payload = events.tick(self.clock())
-            await asyncio.gather(
-                *(c.send_event(protocol.EVENT_TICK, payload) for c in list(self.connections)),
-                return_exceptions=True,
-            )
+            for conn in list(self.connections):
+                conn.send_event(protocol.EVENT_TICK, payload)
+
+    async def _keepalive_loop(self) -> None:
+        """A ping per connection on this timer (not websockets', whose ping waits behind a send the
+        peer does not read); a connection that has not answered the previous one is cut."""
+        interval = self.options.limits.keepalive_interval_s
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval)
+            for conn in list(self.connections):
+                if conn.ping is not None and not conn.ping.done():
+                    self._burst_log(
+                        f"keepalive:{conn.ws.peer_ip}",
+                        f"[gateway] no pong within {interval:g} s: closing conn={conn.conn_id} peer={conn.ws.peer_ip}",
+                    )
+                    conn.ws.transport.abort()
+                    continue
+                conn.ping = loop.create_task(self._ping(conn.ws))
+
+    @staticmethod
+    async def _ping(ws: GatewayConnection) -> None:
+        try:
+            pong = await ws.ping()
+            await pong
+        except (ConnectionClosed, asyncio.CancelledError, RuntimeError):
+            pass
 
     async def _checkpoint_loop(self) -> None:
         """WAL checkpoints between requests, not inside a commit (see `checkpoint_live_databases`)."""
@@ -688,11 +748,30 @@ class GatewayServer:
                 self._log(f"[gateway] health refresh failed: {exc}")
             else:
                 version = {"presence": 1, "health": self._health_version}
-                await asyncio.gather(
-                    *(
-                        c.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
-                        for c in list(self.connections)
-                    ),
-                    return_exceptions=True,
-                )
+                for conn in list(self.connections):
+                    conn.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
             await asyncio.sleep(interval)
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop, burst_log: BurstLog) -> None:
+    """asyncio logs every failed accept (EMFILE: out of descriptors) with a traceback and retries a
+    second later; under a connection flood that is megabytes of tracebacks. One line per burst
+    instead; every other loop error goes to the handler that was there."""
+    previous = loop.get_exception_handler()
+
+    def handler(loop_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        message = str(context.get("message", ""))
+        if message.startswith("socket.accept() out of system resource") and isinstance(exc, OSError):
+            burst_log(
+                "accept",
+                f"[gateway] cannot accept connections now: {exc.strerror or exc} "
+                "(retrying every second; raise `ulimit -n` or lower the connection limits)",
+            )
+            return
+        if previous is not None:
+            previous(loop_, context)
+        else:
+            loop_.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
