@@ -128,10 +128,12 @@ def test_a_client_that_stops_answering_pings_is_cut_by_the_keepalive(big_state: 
         stuck = StuckClient(gw.url)
         try:
             stuck.hello()
+            _wait_until(lambda: len(gw.server.connections) == 1, "the stuck client is served")
+            (stuck_conn,) = gw.server.connections
             for _ in range(2):
                 stuck.send("sessions.list", {"limit": 5})
             with connected(gw.url) as other:  # a client that reads answers every ping and stays
-                _wait_until(lambda: len(gw.server.connections) == 1, "the silent client is cut")
+                _wait_until(lambda: stuck_conn not in gw.server.connections, "the silent client is cut")
                 assert other.request("health")["ok"] is True
                 assert any("no pong within" in line for line in logs), logs
         finally:
