@@ -186,7 +186,8 @@ def _follow(cx, key: str, *, agent, store, interval: float, json_mode: bool, aft
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import lifecycle
+    from openclaw_cli.cli import lifecycle, search
 
     lifecycle.register(sessions_app)
+    search.register(sessions_app)
     app.add_typer(sessions_app, name="sessions")

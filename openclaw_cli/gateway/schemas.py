@@ -527,6 +527,50 @@ SESSIONS_DESCRIBE = Obj(
     required=("key",),
 )
 
+_SEARCH_SCOPE_KEYS = ("activeMinutes", "activeOnly", "requireLastInteraction", "sortBy", "includeGlobal",
+                      "includeUnknown", "excludeSubagents", "excludeCron", "excludeSystem", "configuredAgentsOnly",
+                      "label", "projectId", "workspaceDir", "group", "pinned", "boardFace", "hasBoard", "creatorId",
+                      "ownerId", "involvingMe", "profileRelation", "involvingProfileId", "spawnedBy", "agentId",
+                      "search", "archived")
+
+
+@dataclass
+class NotCombined(Schema):
+    """`{not: {required: [key], anyOf: [{required: [other]}, …]}}` after the object's own checks
+    (ajv: "must NOT be valid")."""
+
+    inner: Schema
+    key: str
+    others: tuple[str, ...]
+
+    def errors(self, value: Any, path: str) -> list[tuple[str, str]]:
+        found = self.inner.errors(value, path)
+        if found:
+            return found
+        if self.key in value and any(other in value for other in self.others):
+            return [(path, "must NOT be valid")]
+        return []
+
+
+# OpenClaw's closed params, then openclaw-cli's extensions (our Gateway serves archives, roles,
+# time ranges and literal search from its own index; the real one refuses these keys)
+SESSIONS_SEARCH = NotCombined(Obj({
+    "agentId": NonEmpty,
+    "sessionKeys": Arr(NonEmpty, min_items=1, max_items=200),
+    "scope": Obj({name: _LIST_PROPS[name] for name in _SEARCH_SCOPE_KEYS}),
+    "query": Str(min_len=1, max_len=4096),
+    "limit": Int(minimum=1, maximum=25),
+    "agent": NonEmpty,
+    "allAgents": Bool(),
+    "roles": Arr(Literals("user", "assistant", "tool"), min_items=1, max_items=3),
+    "since": Int(),
+    "until": Int(),
+    "archived": Bool(),
+    "fixed": Bool(),
+    "redact": Bool(),
+    "reindex": Bool(),
+}, required=("query",)), "scope", ("agentId", "sessionKeys"))
+
 AGENTS_LIST = Obj({})
 AGENTS_DELETE = Obj({"agentId": NonEmpty, "deleteFiles": Bool()}, required=("agentId",))
 HEALTH = Obj({"probe": Bool()})
@@ -545,6 +589,7 @@ PARAMS: dict[str, Schema] = {
     "sessions.compact": SESSIONS_COMPACT,
     "sessions.delete": SESSIONS_DELETE,
     "sessions.cleanup": SESSIONS_CLEANUP,
+    "sessions.search": SESSIONS_SEARCH,
     "agents.list": AGENTS_LIST,
     "agents.delete": AGENTS_DELETE,
 }

@@ -70,6 +70,7 @@ _METHOD_ORDER = (
     "sessions.reset",
     "sessions.delete",
     "sessions.compact",
+    "sessions.search",
 )
 EVENTS = (
     protocol.EVENT_CHALLENGE,

@@ -71,6 +71,12 @@ def _sessions_preview(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return preview(ctx, params)
 
 
+def _sessions_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.search import sessions_search
+
+    return sessions_search(ctx, params)
+
+
 def _health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.session_views import health
 
@@ -156,6 +162,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("sessions.subscribe", _sessions_subscribe, READ),
     Method("sessions.describe", _sessions_describe, READ),
     Method("sessions.preview", _sessions_preview, READ),
+    Method("sessions.search", _sessions_search, READ),
     Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
     Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
     Method("sessions.patch", _sessions_patch, WRITE, mutates=True, scope_for=_patch_scope, batch=_sessions_patch_many),

@@ -1,0 +1,270 @@
+"""One search over one or more opened stores: bring each store's index up to date, ask it (and
+OpenClaw's own FTS where it holds a session's messages completely), read the matched lines back
+from their stores for snippets, and merge the hits (score descending, then newest, then
+messageId, as OpenClaw orders them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.search.index import LIVE, AgentIndex, UpdateStats, index_path
+from openclaw_cli.search.query import Query, literal_in
+from openclaw_cli.search.snippet import make_snippet
+from openclaw_cli.search.sources import AgentSources, Source, agent_sources
+
+MAX_LITERAL_CANDIDATES = 20000  # --fixed: candidate lines checked before the search gives up
+
+
+@dataclass
+class Options:
+    roles: tuple[str, ...] | None = None
+    since: int | None = None
+    until: int | None = None
+    session_keys: tuple[str, ...] | None = None
+    archived: bool = True
+    limit: int = 10
+    reindex: bool = False
+    redact: bool = False
+    index_root: Path | None = None  # the cache root (None: $XDG_CACHE_HOME/openclaw-cli)
+    in_memory: bool = False
+
+
+@dataclass
+class StoreTarget:
+    store: Any  # an opened store.base.SessionStore
+    import_archive_dir: Path | None = None
+
+
+@dataclass
+class Outcome:
+    results: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+    skipped: list[str] = field(default_factory=list)
+    updates: list[UpdateStats] = field(default_factory=list)
+    archived_excluded: int = 0
+
+
+def _their_rows(agent: AgentSources):
+    """{messageId: text} of OpenClaw's FTS rows for one session (read-only)."""
+    conn = agent.db_conn.conn
+
+    def rows(session_id: str) -> dict[str, str]:
+        return dict(
+            conn.execute(
+                "SELECT message_id, text FROM session_transcript_fts WHERE rowid IN"
+                " (SELECT id FROM session_transcript_fts_rows WHERE session_id = ?)",
+                (session_id,),
+            )
+        )
+
+    return rows
+
+
+def _line_text(source: Source, position: int, line_no: int) -> tuple[str, str, int, str] | None:
+    import orjson
+
+    from openclaw_cli.search.text import extract
+
+    raw = source.reader.read_at(position)
+    if raw is None:
+        return None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return extract(obj, line_no, source.mtime_ms)
+
+
+def _result(
+    agent_id: str,
+    source: Source | None,
+    label: str,
+    session_id: str | None,
+    session_key: str | None,
+    message_id: str,
+    role: str,
+    ts: int,
+    text: str,
+    rank: float,
+    query: Query,
+    redact: bool,
+) -> dict[str, Any]:
+    snippet = make_snippet(text, query)
+    if redact:
+        from openclaw_cli.redact import redact as mask
+
+        snippet = mask(snippet)
+    return {
+        "sessionKey": session_key,
+        "sessionId": session_id,
+        "messageId": message_id,
+        "role": role,
+        "timestamp": ts,
+        "snippet": snippet,
+        "score": round(-rank, 6) + 0.0,
+        "source": label,
+        "agentId": agent_id,
+    }
+
+
+def _our_hits(
+    index: AgentIndex, agent: AgentSources, query: Query, opts: Options, want: int
+) -> Iterator[dict]:
+    by_locator = {s.locator: s for s in agent.sources}
+    offset = 0
+    page = max(want, 10)
+    checked = 0
+    while True:
+        hits = index.query(
+            query.fts,
+            roles=opts.roles,
+            since=opts.since,
+            until=opts.until,
+            session_keys=opts.session_keys,
+            live_only=not opts.archived,
+            limit=page,
+            offset=offset,
+        )
+        for hit in hits:
+            checked += 1
+            row = index.source_row(hit.src)
+            source = by_locator.get(row[0]) if row else None
+            if source is None:
+                continue
+            found = _line_text(source, hit.pos, hit.line)
+            if found is None or found[0] != hit.message_id:
+                continue  # changed since it was indexed; the next update re-reads it
+            text = found[3]
+            if query.literal is not None and not literal_in(text, query.literal):
+                continue
+            yield _result(
+                agent.agent_id,
+                source,
+                row[1],
+                row[2],
+                source.session_key or row[3],
+                hit.message_id,
+                hit.role,
+                hit.ts,
+                text,
+                hit.rank,
+                query,
+                opts.redact,
+            )
+        if len(hits) < page or query.literal is None or checked >= MAX_LITERAL_CANDIDATES:
+            return
+        offset += page
+        page = min(page * 4, 2000)
+
+
+def _their_hits(
+    index: AgentIndex, agent: AgentSources, query: Query, opts: Options, want: int
+) -> Iterator[dict]:
+    """Hits in OpenClaw's own FTS for the sessions whose messages it holds (roles user/assistant)."""
+    if agent.openclaw_fts is None or agent.db_conn is None:
+        return
+    sessions = index.theirs_sessions()
+    if not sessions:
+        return
+    if opts.roles and not set(opts.roles) & {"user", "assistant"}:
+        return
+    if opts.session_keys:
+        sessions = {sid: key for sid, key in sessions.items() if key in opts.session_keys}
+    label = agent.openclaw_fts[1]
+    where = ["session_transcript_fts MATCH ?"]
+    params: list[Any] = [query.fts]
+    if opts.roles:
+        roles = [r for r in opts.roles if r in ("user", "assistant")]
+        where.append(f"role IN ({','.join('?' * len(roles))})")
+        params.extend(roles)
+    if opts.since is not None:
+        where.append("timestamp >= ?")
+        params.append(opts.since)
+    if opts.until is not None:
+        where.append("timestamp <= ?")
+        params.append(opts.until)
+    conn = agent.db_conn.conn
+    sql = (
+        f"SELECT session_id, message_id, role, timestamp, text, bm25(session_transcript_fts) AS rank"
+        f" FROM session_transcript_fts WHERE {' AND '.join(where)} ORDER BY rank"
+    )
+    accepted = 0
+    for sid, mid, role, ts, text, rank in conn.execute(sql, params):
+        if sid not in sessions or not isinstance(text, str):
+            continue  # a session this index reads itself (OpenClaw's rows for it are incomplete)
+        if query.literal is not None and not literal_in(text, query.literal):
+            continue
+        accepted += 1
+        if accepted > want:
+            return
+        try:
+            stamp = int(ts)
+        except (TypeError, ValueError):
+            stamp = 0
+        yield _result(
+            agent.agent_id,
+            None,
+            label,
+            sid,
+            sessions.get(sid),
+            str(mid),
+            str(role),
+            stamp,
+            text,
+            float(rank),
+            query,
+            opts.redact,
+        )
+
+
+def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
+    """Search every target store; at most `opts.limit` results, `truncated` when there were more."""
+    outcome = Outcome()
+    collected: list[dict[str, Any]] = []
+    want = opts.limit + 1
+    for target in targets:
+        store = target.store
+        agent = agent_sources(store, import_archive_dir=target.import_archive_dir)
+        try:
+            path = None if opts.in_memory else index_path(Path(store.path), opts.index_root)
+            index = AgentIndex(path)
+            try:
+                if opts.reindex:
+                    index.reset()
+                stats = index.update(agent, their_rows=_their_rows(agent) if agent.openclaw_fts else None)
+                outcome.updates.append(stats)
+                outcome.skipped.extend(str(issue) for issue in agent.issues)
+                outcome.skipped.extend(index.skipped(live_only=not opts.archived))
+                if not opts.archived:
+                    outcome.archived_excluded += sum(1 for s in agent.sources if s.source not in LIVE)
+                for gen in (
+                    _our_hits(index, agent, query, opts, want),
+                    _their_hits(index, agent, query, opts, want),
+                ):
+                    for n, hit in enumerate(gen):
+                        collected.append(hit)
+                        if n + 1 >= want:
+                            break
+            finally:
+                index.close()
+        finally:
+            agent.close()
+    collected.sort(key=lambda r: (-r["score"], -r["timestamp"], r["messageId"]))
+    seen: dict[tuple[Any, ...], int] = {}
+    merged: list[dict[str, Any]] = []
+    for hit in collected:
+        ident = (hit["agentId"], hit["sessionId"], hit["messageId"])
+        at = seen.get(ident)
+        if at is None:
+            seen[ident] = len(merged)
+            merged.append(hit)
+        elif merged[at]["source"] not in LIVE and hit["source"] in LIVE:
+            merged[at] = (
+                hit  # the same line live and archived (an import's originals): say where it lives now
+            )
+    outcome.results = merged[: opts.limit]
+    outcome.truncated = len(merged) > opts.limit
+    return outcome

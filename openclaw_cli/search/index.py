@@ -1,0 +1,395 @@
+"""The search index of one agent store: a disposable SQLite FTS5 database in the cache directory,
+rebuilt from the stores and never read as data.
+
+Layout: `sources` (one row per transcript, archive or blob, with its change token and where
+reading resumes), `rows` (one per indexed line: where it is, messageId, role, timestamp) and
+`fts`, a contentless FTS5 table (`unicode61 remove_diacritics 2`, as OpenClaw's) whose rowids are
+`rows` ids. Contentless keeps the index small and the first build fast; snippets come from the
+line read back from its store. A source that changed other than by appending is retired (its
+rows stay in `fts`, filtered out through `sources.live`) and read again; once retired rows
+outweigh a quarter of the index, it is rebuilt from scratch.
+
+`update` is incremental: per source a token (file size/mtime/inode, event count/bytes, blob
+sha256) decides whether anything changed; a live transcript that grew is read from where the
+last update stopped, after checking that the bytes before that point are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.store.base import ReadIssue
+
+SCHEMA_VERSION = "openclaw-cli search 2"
+BATCH = 2048
+REBUILD_DEAD_FRACTION = 0.25
+REBUILD_DEAD_MIN = 2000
+LIVE = ("legacy", "sqlite", "schema23", "schema24")
+
+_FTS_DDL = "CREATE VIRTUAL TABLE fts USING fts5(text, content='', tokenize='unicode61 remove_diacritics 2')"
+_DDL = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID",
+    "CREATE TABLE sources (id INTEGER PRIMARY KEY, locator TEXT NOT NULL UNIQUE, source TEXT NOT NULL,"
+    " session_id TEXT, session_key TEXT, token TEXT NOT NULL, pos INTEGER, nlines INTEGER NOT NULL DEFAULT 0,"
+    " sig BLOB, theirs INTEGER NOT NULL DEFAULT 0, live INTEGER NOT NULL DEFAULT 1, nrows INTEGER NOT NULL DEFAULT 0,"
+    " issues TEXT)",
+    "CREATE TABLE rows (id INTEGER PRIMARY KEY, src INTEGER NOT NULL, pos INTEGER NOT NULL,"
+    " line INTEGER NOT NULL, message_id TEXT NOT NULL, role TEXT NOT NULL, ts INTEGER NOT NULL)",
+    _FTS_DDL,
+)
+_SOURCE_COLS = "id, locator, token, pos, nlines, sig, theirs, nrows"
+
+
+@dataclass
+class UpdateStats:
+    sources_read: int = 0
+    sources_unchanged: int = 0
+    bytes_read: int = 0
+    lines_indexed: int = 0
+    rebuilt: bool = False
+    seconds: float = 0.0
+    skipped: list[ReadIssue] = field(default_factory=list)
+
+
+@dataclass
+class Hit:
+    row_id: int
+    src: int
+    pos: int
+    line: int
+    message_id: str
+    role: str
+    ts: int
+    rank: float
+
+
+def cache_root() -> Path:
+    """`$XDG_CACHE_HOME/openclaw-cli` (platformdirs' user cache dir elsewhere)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if xdg:
+        return Path(xdg) / "openclaw-cli"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("openclaw-cli", appauthor=False))
+
+
+def index_path(store_path: Path, root: Path | None = None) -> Path:
+    """One index file per store (an agent's database or sessions.json), named by its real path."""
+    real = os.path.realpath(store_path)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return (root or cache_root()) / "search" / f"{digest}.sqlite"
+
+
+def _connect(target: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(target, isolation_level=None, timeout=30, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA cache_size = -32768")
+    return conn
+
+
+class AgentIndex:
+    def __init__(self, path: Path | None):
+        """`path` None (or a cache dir we cannot write): an in-memory index for this process."""
+        self.path = path
+        self.conn = self._open(path)
+
+    def _open(self, path: Path | None) -> sqlite3.Connection:
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                for _ in range(2):
+                    conn = _connect(str(path))
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = OFF")  # disposable: a crash costs a rebuild, not data
+                    if _ensure_schema(conn):
+                        return conn
+                    conn.close()
+                    _discard(path)  # another version, or not a database: it is only a cache
+            except (OSError, sqlite3.Error):
+                pass
+            self.path = None  # a read-only or broken cache dir: index in memory for this run
+        conn = _connect(":memory:")
+        _ensure_schema(conn)
+        return conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def reset(self) -> None:
+        """Drop everything (`--reindex`, or too many retired rows)."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM sources")
+        conn.execute("DELETE FROM rows")
+        conn.execute("DROP TABLE fts")
+        conn.execute(_FTS_DDL)
+        conn.execute("COMMIT")
+
+    # ---- updating ------------------------------------------------------------------------------------
+    def _live_sources(self) -> dict[str, tuple[Any, ...]]:
+        return {
+            row[1]: row for row in self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources WHERE live = 1")
+        }
+
+    def update(
+        self,
+        agent: Any,
+        *,
+        progress: Callable[[int], None] | None = None,
+        their_rows: Callable[[str], dict[str, str]] | None = None,
+    ) -> UpdateStats:
+        """Bring the index up to date with `agent` (`sources.AgentSources`). `their_rows(session_id)`
+        gives {messageId: text} of what OpenClaw's own FTS holds for a session; those lines are
+        searched there and not indexed again here."""
+        start = time.perf_counter()
+        stats = UpdateStats()
+        current = {s.locator: s for s in agent.sources}
+        existing = self._live_sources()
+        if len(existing) == len(current) and all(
+            loc in existing and existing[loc][2] == s.token for loc, s in current.items()
+        ):
+            stats.sources_unchanged = len(current)
+            stats.seconds = time.perf_counter() - start
+            return stats
+        if self._too_many_dead(existing, current):
+            self.reset()
+            stats.rebuilt = True
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            existing = self._live_sources()  # again under the write lock: another search may have updated
+            for locator, row in existing.items():
+                if locator not in current:
+                    self._retire(row[0])
+            next_id = (conn.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
+            for locator, source in current.items():
+                old = existing.get(locator)
+                if old is not None and old[2] == source.token:
+                    stats.sources_unchanged += 1
+                    continue
+                theirs = (
+                    their_rows(source.session_id) if (their_rows is not None and source.their_fts) else None
+                )
+                after: int | None = None
+                if (
+                    old is not None
+                    and source.append_only
+                    and not old[6]
+                    and old[3] is not None
+                    and old[5] is not None
+                    and source.reader.tail_signature(old[3]) == old[5]
+                ):
+                    src_id, after, first_line = old[0], old[3], old[4] + 1
+                else:
+                    if old is not None:
+                        self._retire(old[0])
+                    first_line = 1
+                    src_id = conn.execute(
+                        "INSERT INTO sources (locator, source, session_id, session_key, token, theirs)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            locator,
+                            source.source,
+                            source.session_id,
+                            source.session_key,
+                            source.token,
+                            1 if theirs is not None else 0,
+                        ),
+                    ).lastrowid
+                issues: list[ReadIssue] = []
+                next_id, last_pos, nlines, nrows, nbytes = self._index_source(
+                    source, src_id, next_id, after, first_line, theirs, issues
+                )
+                stats.skipped.extend(issues)
+                stats.sources_read += 1
+                stats.bytes_read += nbytes
+                stats.lines_indexed += nrows
+                if progress is not None:
+                    progress(nbytes)
+                if last_pos is None:
+                    last_pos = after  # nothing new after all (a touched file)
+                sig = (
+                    source.reader.tail_signature(last_pos)
+                    if (source.append_only and last_pos is not None)
+                    else None
+                )
+                noted = "\n".join(str(issue) for issue in issues) or None
+                conn.execute(
+                    "UPDATE sources SET token = ?, pos = ?, nlines = nlines + ?, sig = ?, nrows = nrows + ?,"
+                    " session_key = ?, issues = CASE WHEN ? IS NULL THEN issues"
+                    " ELSE coalesce(issues || char(10), '') || ? END WHERE id = ?",
+                    (source.token, last_pos, nlines, sig, nrows, source.session_key, noted, noted, src_id),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        stats.seconds = time.perf_counter() - start
+        return stats
+
+    def _too_many_dead(self, existing: dict[str, tuple[Any, ...]], current: dict[str, Any]) -> bool:
+        dead, total = self.conn.execute(
+            "SELECT coalesce(sum(nrows * (live = 0)), 0), coalesce(sum(nrows), 0) FROM sources"
+        ).fetchone()
+        for locator, row in existing.items():
+            source = current.get(locator)
+            if source is None or (source.token != row[2] and not source.append_only):
+                dead += row[7]
+        return dead >= REBUILD_DEAD_MIN and dead > total * REBUILD_DEAD_FRACTION
+
+    def _retire(self, src_id: int) -> None:
+        self.conn.execute(
+            "UPDATE sources SET live = 0, locator = locator || '#retired-' || id WHERE id = ?", (src_id,)
+        )
+
+    def _index_source(
+        self,
+        source: Any,
+        src_id: int,
+        next_id: int,
+        after: int | None,
+        first_line: int,
+        theirs: dict[str, str] | None,
+        issues: list[ReadIssue],
+    ) -> tuple[int, int | None, int, int, int]:
+        """Index the source's lines after `after`: (next row id, resume point, lines, rows, bytes)."""
+        import orjson
+
+        from openclaw_cli.search.text import extract
+
+        conn = self.conn
+        rows: list[tuple[Any, ...]] = []
+        texts: list[tuple[int, str]] = []
+        last_pos: int | None = None
+        nlines = nrows = nbytes = 0
+        label = source.label
+        try:
+            for pos, end, line_no, raw in source.reader.lines(after, first_line):
+                nlines += 1
+                nbytes += len(raw) + 1
+                last_pos = end
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    issues.append(ReadIssue(label, line_no, "not a JSON line; skipped"))
+                    continue
+                found = extract(obj, line_no, source.mtime_ms)
+                if found is None:
+                    continue
+                message_id, role, ts, text = found
+                if theirs is not None and role != "tool" and theirs.get(message_id) == text:
+                    continue  # OpenClaw's own FTS holds this line as is
+                rows.append((next_id, src_id, pos, line_no, message_id, role, ts))
+                texts.append((next_id, text))
+                next_id += 1
+                nrows += 1
+                if len(rows) >= BATCH:
+                    conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                    conn.executemany("INSERT INTO fts (rowid, text) VALUES (?, ?)", texts)
+                    rows.clear()
+                    texts.clear()
+        except Exception as exc:  # a corrupt archive, an unreadable file: skipped and named
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            issues.append(ReadIssue(label, None, f"cannot read ({message}); skipped the rest"))
+        if rows:
+            conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            conn.executemany("INSERT INTO fts (rowid, text) VALUES (?, ?)", texts)
+        return next_id, last_pos, nlines, nrows, nbytes
+
+    # ---- querying ------------------------------------------------------------------------------------
+    def query(
+        self,
+        match: str,
+        *,
+        roles: tuple[str, ...] | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        session_keys: tuple[str, ...] | None = None,
+        live_only: bool = False,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[Hit]:
+        where = ["fts MATCH ?", "s.live = 1"]
+        params: list[Any] = [match]
+        if roles:
+            where.append(f"r.role IN ({','.join('?' * len(roles))})")
+            params.extend(roles)
+        if since is not None:
+            where.append("r.ts >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("r.ts <= ?")
+            params.append(until)
+        if session_keys:
+            where.append(f"s.session_key IN ({','.join('?' * len(session_keys))})")
+            params.extend(session_keys)
+        if live_only:
+            where.append(f"s.source IN ({','.join('?' * len(LIVE))})")
+            params.extend(LIVE)
+        sql = (
+            "SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts, bm25(fts) AS rank"
+            " FROM fts JOIN rows r ON r.id = fts.rowid JOIN sources s ON s.id = r.src"
+            f" WHERE {' AND '.join(where)} ORDER BY rank, r.ts DESC, r.message_id LIMIT ? OFFSET ?"
+        )
+        params.extend((limit, offset))
+        return [Hit(*row) for row in self.conn.execute(sql, params)]
+
+    def source_row(self, src_id: int) -> tuple[str, str, str | None, str | None] | None:
+        """(locator, source, session_id, session_key) of an indexed source."""
+        return self.conn.execute(
+            "SELECT locator, source, session_id, session_key FROM sources WHERE id = ?", (src_id,)
+        ).fetchone()
+
+    def skipped(self, live_only: bool = False) -> list[str]:
+        """What reading the indexed sources skipped (unreadable lines and archives), as text."""
+        sql = "SELECT issues FROM sources WHERE live = 1 AND issues IS NOT NULL"
+        params: tuple[str, ...] = ()
+        if live_only:
+            sql += f" AND source IN ({','.join('?' * len(LIVE))})"
+            params = LIVE
+        return [
+            line for (text,) in self.conn.execute(sql + " ORDER BY id", params) for line in text.split("\n")
+        ]
+
+    def theirs_sessions(self) -> dict[str, str | None]:
+        """Live sessions whose user/assistant lines are searched in OpenClaw's own FTS: id -> key."""
+        return dict(
+            self.conn.execute("SELECT session_id, session_key FROM sources WHERE live = 1 AND theirs = 1")
+        )
+
+
+def _discard(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def _ensure_schema(conn: sqlite3.Connection) -> bool:
+    """Create the tables in an empty file; False when it holds another version (or not ours)."""
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" in tables:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            return bool(row and row[0] == SCHEMA_VERSION)
+        if tables:
+            return False
+        conn.execute("BEGIN IMMEDIATE")
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():  # created meanwhile
+            conn.execute("COMMIT")
+            return _ensure_schema(conn)
+        for ddl in _DDL:
+            conn.execute(ddl)
+        conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        conn.execute("COMMIT")
+        return True
+    except sqlite3.DatabaseError:
+        return False

@@ -1,0 +1,138 @@
+"""The query language of `sessions search`, translated into an FTS5 MATCH expression.
+
+Words are all required; `"a phrase"` matches its words in order; `-word` / `-"a phrase"`
+excludes; `foo*` matches words starting with foo. Every term is quoted in the FTS5 expression,
+so FTS5's own operators (OR, NEAR, column filters, `^`) are plain words here and no input can make
+SQLite report a syntax error. `--fixed` takes the whole query as literal text (ids, paths): the
+index narrows the candidates to lines holding its words in order, then the text itself must
+contain the literal exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from openclaw_cli.errors import UsageError
+from openclaw_cli.search.text import fold, tokens
+
+MAX_QUERY_CHARS = 4096
+
+
+@dataclass(frozen=True)
+class Term:
+    words: tuple[str, ...]  # folded tokens, in order (one word, or a phrase)
+    prefix: bool = False  # the last word is a prefix
+
+    def fts(self) -> str:
+        body = '"' + " ".join(w.replace('"', '""') for w in self.words) + '"'
+        return body + " *" if self.prefix else body
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    include: tuple[Term, ...]
+    exclude: tuple[Term, ...] = ()
+    literal: str | None = None  # --fixed: the exact text a line must contain
+    fts: str = field(default="")
+
+    @property
+    def highlight_terms(self) -> tuple[Term, ...]:
+        return self.include
+
+    def plain_words(self) -> bool:
+        """Only plain words (no phrase, prefix, exclusion or literal): what OpenClaw's own
+        `sessions.search` understands the same way (it ANDs each whitespace-separated token)."""
+        if self.exclude or self.literal is not None:
+            return False
+        raw = self.text.split()
+        return (
+            len(raw) == len(self.include)
+            and all(not t.prefix and len(t.words) == 1 for t in self.include)
+            and all(
+                tokens(word) == list(term.words) and word.isalnum()
+                for word, term in zip(raw, self.include, strict=True)
+            )
+        )
+
+
+def check_length(text: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("The search query must not be empty.")
+    if len(text) > MAX_QUERY_CHARS:
+        raise UsageError(f"The search query must not exceed {MAX_QUERY_CHARS} characters (got {len(text)}).")
+    return text.strip()
+
+
+def _split(text: str) -> list[tuple[bool, bool, str, bool]]:
+    """(negated, quoted, body, prefix) chunks; unbalanced quotes are a usage error."""
+    out: list[tuple[bool, bool, str, bool]] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+            continue
+        negated = False
+        if text[i] == "-" and i + 1 < n and not text[i + 1].isspace():
+            negated = True
+            i += 1
+        if text[i] == '"':
+            end = text.find('"', i + 1)
+            if end < 0:
+                raise UsageError(
+                    'Unbalanced quote in the search query: close the phrase with a second ", '
+                    "or pass --fixed to search for the text literally."
+                )
+            body = text[i + 1 : end]
+            i = end + 1
+            prefix = i < n and text[i] == "*"
+            if prefix:
+                i += 1
+            out.append((negated, True, body, prefix))
+            continue
+        start = i
+        while i < n and not text[i].isspace() and text[i] != '"':
+            i += 1
+        word = text[start:i]
+        if i < n and text[i] == '"':
+            raise UsageError(
+                'A quote inside a word in the search query: put phrases in "double quotes" '
+                "separated by spaces, or pass --fixed to search for the text literally."
+            )
+        prefix = word.endswith("*")
+        out.append((negated, False, word.rstrip("*"), prefix))
+    return out
+
+
+def parse(text: str, *, fixed: bool = False) -> Query:
+    """The query, or a UsageError saying what is wrong with it."""
+    text = check_length(text)
+    if fixed:
+        words = tuple(tokens(text))
+        if not words:
+            raise UsageError("--fixed text needs at least one letter or digit to look up in the index.")
+        term = Term(words, prefix=True)
+        return Query(text, (term,), (), literal=text, fts=term.fts())
+    include: list[Term] = []
+    exclude: list[Term] = []
+    for negated, _quoted, body, prefix in _split(text):
+        words = tuple(tokens(body))
+        if not words:
+            continue  # punctuation only: nothing the index can match
+        (exclude if negated else include).append(Term(words, prefix))
+    if not include:
+        raise UsageError(
+            "The search query has no word to look for"
+            + (" (it only excludes)" if exclude else "")
+            + ": give at least one word, or pass --fixed to search for the text literally."
+        )
+    fts = " AND ".join(term.fts() for term in include)
+    if exclude:
+        fts = f"({fts}) NOT ({' OR '.join(term.fts() for term in exclude)})"
+    return Query(text, tuple(include), tuple(exclude), None, fts)
+
+
+def literal_in(text: str, literal: str) -> bool:
+    """--fixed: the literal as written, case-insensitively (ids and paths are case-stable; a
+    person typing one may not be)."""
+    return fold(literal) in fold(text)

@@ -1,0 +1,146 @@
+"""What a transcript line contributes to the search index, and the tokenizer rules shared by the
+query parser and the snippet highlighter.
+
+`extract(obj)` gives (messageId, role, timestamp ms, text) for a message line. For user and
+assistant messages the text is exactly what OpenClaw 2026.9.6 puts in `session_transcript_fts`
+(string content or `text`, trimmed; else the non-blank text/input_text/output_text blocks joined
+by newlines); we add, on their own lines, tool calls (name and arguments, where paths and ids
+live) and tool results (role `tool`), which OpenClaw does not index.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime
+from typing import Any
+
+ROLES = ("user", "assistant", "tool")
+_TEXT_BLOCKS = ("text", "input_text", "output_text")
+_CALL_BLOCKS = ("toolCall", "tool_use", "function_call", "toolUse")
+
+# SQLite's unicode61 tokenizer: token characters are letters, numbers (and private-use code
+# points); everything else separates tokens. `remove_diacritics 2` folds accents, then lowercase.
+_TOKEN_RE = re.compile(r"[^\W_]+|[\ue000-\uf8ff]+", re.UNICODE)
+
+
+def fold(text: str) -> str:
+    """Case and diacritics folded as unicode61 with remove_diacritics 2 (close enough for
+    highlighting; the index itself is SQLite's)."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN_RE.findall(fold(text))
+
+
+def token_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, folded token) over the original text (folding is done per token, so offsets
+    stay in the original string)."""
+    return [(m.start(), m.end(), fold(m.group())) for m in _TOKEN_RE.finditer(text)]
+
+
+def _message_text(message: dict[str, Any]) -> str | None:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip() or None
+    text = message.get("text")
+    if isinstance(text, str):
+        return text.strip() or None
+    if not isinstance(content, list):
+        return None
+    parts = [
+        block["text"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") in _TEXT_BLOCKS
+        and isinstance(block.get("text"), str)
+        and block["text"].strip()
+    ]
+    return "\n".join(parts) if parts else None
+
+
+def _tool_calls(content: Any) -> list[str]:
+    if not isinstance(content, list):
+        return []
+    out: list[str] = []
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") not in _CALL_BLOCKS:
+            continue
+        name = block.get("name")
+        args = block.get("arguments", block.get("input"))
+        if isinstance(args, dict | list):
+            import orjson
+
+            try:
+                args = orjson.dumps(args).decode("utf-8")
+            except TypeError:
+                args = None
+        piece = " ".join(str(x) for x in (name, args) if isinstance(x, str) and x)
+        if piece:
+            out.append(piece)
+    return out
+
+
+def _tool_result_text(message: dict[str, Any]) -> str | None:
+    content = message.get("content")
+    if isinstance(content, str):
+        body = content.strip()
+    elif isinstance(content, list):
+        body = "\n".join(
+            block["text"]
+            for block in content
+            if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"].strip()
+        )
+    else:
+        body = ""
+    name = message.get("toolName")
+    head = name if isinstance(name, str) and name else ""
+    text = f"{head}\n{body}" if head and body else (body or head)
+    return text or None
+
+
+def parse_timestamp(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return int(value) if value == value and abs(value) < 1e16 else None
+    if isinstance(value, str) and value:
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return None
+    return None
+
+
+def extract(obj: Any, line_no: int, fallback_ts: int = 0) -> tuple[str, str, int, str] | None:
+    """(messageId, role, timestamp, text) of a message line worth indexing, else None. Lines
+    without an id (pre-v3 transcripts) get `#<line number>`."""
+    if not isinstance(obj, dict) or obj.get("type") != "message":
+        return None
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    if role in ("user", "assistant"):
+        text = _message_text(message)
+        calls = _tool_calls(message.get("content")) if role == "assistant" else []
+        if calls:
+            text = "\n".join([text, *calls]) if text else "\n".join(calls)
+        role_out = role
+    elif role in ("toolResult", "tool"):
+        text = _tool_result_text(message)
+        role_out = "tool"
+    else:
+        return None
+    if not text:
+        return None
+    raw_id = obj.get("id")
+    message_id = raw_id.strip() if isinstance(raw_id, str) and raw_id.strip() else f"#{line_no}"
+    ts = parse_timestamp(obj.get("timestamp"))
+    if ts is None:
+        ts = parse_timestamp(message.get("timestamp"))
+    return message_id, role_out, ts if ts is not None else fallback_ts, text

@@ -1,0 +1,333 @@
+"""`openclaw sessions search` (issue 26): planted phrases in every store and archive kind found with
+the right `source`, the query language and its bad input, incremental updates, a rebuilt index,
+read-only state dirs, redaction, and the CLI, the library and the Gateway method agreeing."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+
+from openclaw_cli.errors import UsageError
+from openclaw_cli.search import search as library_search
+from openclaw_cli.search.query import parse
+from tests.conftest import generate_legacy_state, run_cli
+
+NOW = 1796000000000
+
+
+def _line(mid: str, role: str, text: str, ts: int = NOW - 1000) -> bytes:
+    message = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": ts}
+    if role == "toolResult":
+        message["toolName"] = "read"
+    return orjson.dumps({"type": "message", "id": mid, "parentId": None, "timestamp": ts, "message": message})
+
+
+def _sessions(state: Path, agent: str = "main") -> tuple[Path, dict]:
+    sdir = state / "agents" / agent / "sessions"
+    return sdir, json.loads((sdir / "sessions.json").read_text())
+
+
+def _append(path: Path, *lines: bytes) -> None:
+    with open(path, "ab") as fh:
+        for line in lines:
+            fh.write(line + b"\n")
+
+
+def _zst(path: Path, data: bytes) -> None:
+    path.write_bytes(zstandard.ZstdCompressor().compress(data))
+
+
+def search_json(*args: str, code: int = 0) -> dict:
+    proc = run_cli("sessions", "search", *args, "--json")
+    assert proc.returncode == code, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def legacy(state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    generate_legacy_state(state_dir, 6, 0.05, 11)
+    return state_dir
+
+
+def _plant_everything(state: Path) -> dict[str, tuple[str, str]]:
+    """One phrase per legacy-era kind: phrase -> (source, sessionId)."""
+    sdir, store = _sessions(state)
+    key, entry = next(iter(store.items()))
+    sid = entry["sessionId"]
+    _append(sdir / f"{sid}.jsonl", _line("live0001", "user", "the quokka lighthouse protocol"))
+    dead = "11111111-2222-4333-8444-555555555555"
+    _zst(
+        sdir / f"{dead}.jsonl.deleted.2026-10-01T10-00-00.000Z.zst",
+        _line("dead0001", "assistant", "a zeppelin marmalade recipe") + b"\n",
+    )
+    old = "66666666-7777-4888-9999-aaaaaaaaaaaa"
+    _zst(
+        sdir / f"{old}.jsonl.reset.2026-10-02T10-00-00.000Z.zst",
+        _line("reset001", "toolResult", "output of the wombat harmonica") + b"\n",
+    )
+    return {
+        "quokka lighthouse": ("legacy", sid),
+        "zeppelin marmalade": ("archive:deleted", dead),
+        "wombat harmonica": ("archive:reset", old),
+    }
+
+
+def test_planted_phrases_in_legacy_store_and_file_archives(legacy: Path) -> None:
+    planted = _plant_everything(legacy)
+    for phrase, (source, sid) in planted.items():
+        doc = search_json(f'"{phrase}"')
+        assert [(r["source"], r["sessionId"]) for r in doc["results"]] == [(source, sid)], phrase
+        assert phrase.split()[0] in doc["results"][0]["snippet"]
+    live_only = search_json('"zeppelin marmalade"', "--no-archived")
+    assert live_only["results"] == []
+    assert search_json("wombat", "--role", "tool")["results"][0]["role"] == "tool"
+    assert search_json("wombat", "--role", "user")["results"] == []
+
+
+def test_query_language(legacy: Path) -> None:
+    _plant_everything(legacy)
+    assert search_json("quokka -lighthouse")["results"] == []
+    assert search_json("quok*")["results"][0]["messageId"] == "live0001"
+    assert search_json('"lighthouse quokka"')["results"] == []  # a phrase keeps its order
+    assert search_json("lighthouse quokka")["results"][0]["messageId"] == "live0001"
+    # FTS5 operators are plain words here: no SQLite syntax error can come out
+    assert search_json("quokka OR NEAR")["results"] == []
+    assert search_json("quokka AND lighthouse")["results"] == []  # "and" is a word the line lacks
+
+
+def test_fixed_literal_ids_and_paths(legacy: Path) -> None:
+    sdir, store = _sessions(legacy)
+    sid = next(iter(store.values()))["sessionId"]
+    call = {
+        "type": "message",
+        "id": "call0001",
+        "timestamp": NOW,
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "toolCall",
+                    "id": "call_9f1e",
+                    "name": "read",
+                    "arguments": {"path": "notes/q3-plan_v2.md"},
+                }
+            ],
+        },
+    }
+    _append(sdir / f"{sid}.jsonl", orjson.dumps(call))
+    hits = search_json("notes/q3-plan_v2.md", "--fixed")["results"]
+    assert [h["messageId"] for h in hits] == ["call0001"]
+    assert search_json("notes/q3-plan_v3.md", "--fixed")["results"] == []  # tokens match, literal does not
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("", "must not be empty"),
+        ("   ", "must not be empty"),
+        ("x" * 10_240, "must not exceed 4096"),
+        ('"unbalanced phrase', "Unbalanced quote"),
+        ("-only -excluded", "only excludes"),
+        ("!!! ???", "no word to look for"),
+        ('a"b', "quote inside a word"),
+    ],
+)
+def test_bad_queries_are_usage_errors(legacy: Path, query: str, message: str) -> None:
+    proc = run_cli("sessions", "search", "--json", "--", query)  # `--`: a query may start with "-"
+    assert proc.returncode == 2, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is False and message in doc["error"]["message"]
+    assert "sqlite" not in proc.stderr.lower() and "Traceback" not in proc.stderr
+
+
+def test_corrupt_archive_and_bad_lines_are_skipped_and_named(legacy: Path) -> None:
+    sdir, store = _sessions(legacy)
+    sid = next(iter(store.values()))["sessionId"]
+    _append(sdir / f"{sid}.jsonl", b"{not json", _line("good0001", "user", "narwhal saxophone"))
+    (sdir / "abababab-2222-4333-8444-555555555555.jsonl.deleted.2026-10-01T10-00-00.000Z.zst").write_bytes(
+        b"\x28\xb5\x2f\xfd garbage"
+    )
+    doc = search_json("narwhal")
+    assert [r["messageId"] for r in doc["results"]] == ["good0001"]
+    assert any("not a JSON line" in s for s in doc["skipped"])
+    assert any("abababab" in s and "cannot read" in s for s in doc["skipped"])
+    text = run_cli("sessions", "search", "narwhal", "--verbose")
+    assert text.returncode == 0 and "Skipped:" in text.stderr and "Traceback" not in text.stderr
+
+
+def test_incremental_update_and_rewrite(legacy: Path) -> None:
+    sdir, store = _sessions(legacy)
+    sid = next(iter(store.values()))["sessionId"]
+    path = sdir / f"{sid}.jsonl"
+    assert search_json("pangolin")["results"] == []
+    _append(path, _line("inc00001", "user", "pangolin accordion"))
+    proc = run_cli("sessions", "search", "pangolin", "--json", "--verbose")
+    doc = json.loads(proc.stdout)
+    assert [r["messageId"] for r in doc["results"]] == ["inc00001"]
+    assert doc["index"][0]["sourcesRead"] == 1 and doc["index"][0]["rowsIndexed"] == 1  # only the new line
+    # a rewrite (not an append): the old text is gone from the results
+    path.write_bytes(path.read_bytes().replace(b"pangolin accordion", b"iguana accordion"))
+    assert search_json("pangolin")["results"] == []
+    assert [r["messageId"] for r in search_json("iguana")["results"]] == ["inc00001"]
+
+
+def test_index_rebuilt_after_deletion_gives_same_results(legacy: Path, tmp_path: Path) -> None:
+    _plant_everything(legacy)
+    first = search_json("session", "--limit", "25")
+    shutil.rmtree(tmp_path / "cache")
+    again = search_json("session", "--limit", "25")
+    assert again["results"] == first["results"] and len(first["results"]) == 25
+    reindexed = search_json("session", "--limit", "25", "--reindex")
+    assert reindexed["results"] == first["results"]
+
+
+def test_state_dir_untouched_and_cache_unwritable(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _plant_everything(legacy)
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in legacy.rglob("*")}
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache dir would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    doc = search_json('"quokka lighthouse"')
+    assert doc["results"][0]["source"] == "legacy"
+    assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in legacy.rglob("*")} == before
+
+
+def test_redaction_in_snippets(legacy: Path) -> None:
+    sdir, store = _sessions(legacy)
+    sid = next(iter(store.values()))["sessionId"]
+    secret = "sk-proj-" + "A1b2C3d4" * 5
+    _append(
+        sdir / f"{sid}.jsonl",
+        _line("sec00001", "user", f"ferret deploy with Authorization: Bearer abcdefghijklmnop and {secret}"),
+    )
+    plain = search_json("ferret")["results"][0]["snippet"]
+    masked = search_json("ferret", "--redact")["results"][0]["snippet"]
+    assert secret in plain and "abcdefghijklmnop" in plain
+    assert secret not in masked and "abcdefghijklmnop" not in masked and "[REDACTED]" in masked
+
+
+def test_sqlite_store_and_import_archive(legacy: Path) -> None:
+    planted = _plant_everything(legacy)
+    proc = run_cli("doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
+    assert proc.returncode == 0, proc.stderr
+    hit = search_json('"quokka lighthouse"')["results"]
+    assert [(r["source"], r["sessionId"]) for r in hit] == [("sqlite", planted["quokka lighthouse"][1])]
+    archive_dir = legacy / "agents" / "main" / "session-sqlite-import-archive"
+    original = next(p for p in archive_dir.iterdir() if planted["quokka lighthouse"][1] in p.name)
+    _append(original, _line("imp00001", "user", "only the axolotl trombone original"))
+    hit = search_json('"axolotl trombone"')["results"]
+    assert [(r["source"], r["messageId"]) for r in hit] == [("import-archive", "imp00001")]
+    for phrase, (source, _) in planted.items():
+        if source.startswith("archive:"):
+            assert search_json(f'"{phrase}"')["results"][0]["source"] == source
+
+
+def test_schema23_store_their_fts_and_blob_archive(
+    imported_fixture_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    db = imported_fixture_state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    conn = sqlite3.connect(db)
+    sid, mid, text = conn.execute(
+        "SELECT session_id, message_id, text FROM session_transcript_fts"
+        " WHERE role = 'user' ORDER BY rowid LIMIT 1"
+    ).fetchone()
+    key = conn.execute("SELECT session_key FROM session_windows WHERE session_id = ?", (sid,)).fetchone()[0]
+    blob_sid = "99999999-8888-4777-8666-555555555555"
+    blob = zstandard.ZstdCompressor().compress(_line("blob0001", "user", "the capybara glockenspiel") + b"\n")
+    import hashlib
+
+    conn.execute(
+        "INSERT INTO session_transcript_archives (session_id, generation, session_key, reason, encoding,"
+        " archive_blob, archive_sha256, archive_name, created_at) VALUES (?, ?, ?, 'deleted', 'zstd', ?, ?,"
+        " ?, ?)",
+        (
+            blob_sid,
+            "0" * 32,
+            "agent:main:gone",
+            blob,
+            hashlib.sha256(blob).hexdigest(),
+            f"{blob_sid}.jsonl.deleted.2026-10-01T10-00-00.000Z.zst",
+            NOW,
+        ),
+    )
+    conn.commit()
+    conn.close()
+    phrase = " ".join(text.split()[:8])
+    doc = search_json(f'"{phrase}"', "--limit", "25")
+    ours = [r for r in doc["results"] if r["sessionId"] == sid and r["messageId"] == mid]
+    assert ours and ours[0]["source"] == "schema23" and ours[0]["sessionKey"] == key
+    hit = search_json('"capybara glockenspiel"')["results"]
+    assert [(r["source"], r["sessionKey"]) for r in hit] == [("archive-blob:deleted", "agent:main:gone")]
+
+
+def test_library_cli_and_gateway_agree(legacy: Path) -> None:
+    from tests.gateway_server_support import GatewayThread, connected
+
+    _plant_everything(legacy)
+    cli = search_json("session alpha", "--limit", "20", "--no-archived")["results"]
+    lib = list(library_search(legacy, "session alpha", limit=20, archived=False))
+    assert lib == cli and len(cli) == 20
+    with GatewayThread() as gw, connected(gw.url) as client:
+        res = client.request("sessions.search", {"query": "session alpha", "limit": 20})
+        assert res["ok"], res
+        assert res["payload"]["results"] == cli
+        archived = client.request("sessions.search", {"query": '"zeppelin marmalade"', "archived": True})
+        assert archived["payload"]["results"][0]["source"] == "archive:deleted"
+        bad = client.request("sessions.search", {"query": "x", "limit": 26})
+        assert not bad["ok"] and "must be <= 25" in bad["error"]["message"]
+        both = client.request("sessions.search", {"query": "x", "scope": {}, "sessionKeys": ["a"]})
+        assert not both["ok"] and "must NOT be valid" in both["error"]["message"]
+
+
+def test_query_parser_units() -> None:
+    q = parse('alpha "beta gamma"* -delta')
+    assert q.fts == '("alpha" AND "beta gamma" *) NOT ("delta")'
+    assert parse("alpha beta").plain_words() and not parse("alpha*").plain_words()
+    with pytest.raises(UsageError):
+        parse('"open')
+
+
+def _all_lines(state: Path) -> list[tuple[str, str, str]]:
+    """(sessionId, messageId, text) of every indexed line of the live transcripts."""
+    from openclaw_cli.search.text import extract
+
+    out = []
+    for path in sorted((state / "agents" / "main" / "sessions").glob("*.jsonl")):
+        for n, raw in enumerate(io.BytesIO(path.read_bytes()), 1):
+            found = extract(orjson.loads(raw), n)
+            if found:
+                out.append((path.stem, found[0], found[3]))
+    return out
+
+
+def test_property_random_phrase_from_any_line_is_found(legacy: Path) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from openclaw_cli.search.text import tokens
+
+    lines = [line for line in _all_lines(legacy) if len(tokens(line[2])) >= 3]
+    assert lines
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.integers(0, len(lines) - 1), st.integers(0, 10_000), st.integers(3, 6))
+    def check(which: int, start: int, width: int) -> None:
+        sid, mid, text = lines[which]
+        words = tokens(text)
+        start %= max(1, len(words) - width + 1)
+        phrase = " ".join(words[start : start + width])
+        found = list(library_search(legacy, f'"{phrase}"', limit=1000, archived=False))
+        assert (sid, mid) in {(r["sessionId"], r["messageId"]) for r in found}, phrase
+
+    check()
