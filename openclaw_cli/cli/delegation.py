@@ -146,4 +146,5 @@ def ensure_no_gateway(options: GatewayOptions | None, *, paths: Any, config: Any
     target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
     if nothing_listens(target, LISTEN_CHECK_MS) is None:
         raise StateOwnedError(f"A Gateway is listening at {target.url}; {what} has no Gateway method and would write "
-                              "under its feet. Stop the Gateway, or pass --store PATH for an offline repair.")
+                              "under its feet. Stop the Gateway and retry, or compact the sessions one at a time "
+                              "(`openclaw compact KEY` is sent to the Gateway).")

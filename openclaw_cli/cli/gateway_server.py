@@ -156,6 +156,7 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
             host, bound = await server.start()
             scheme = "wss" if resolved["ssl"] is not None else "ws"
             url = f"{scheme}://{host}:{bound}"
+            ownership.announce(bound, paths.config_path)
             ownership.write_marker({"url": url, "host": host, "port": bound, "bind": resolved["bind"],
                                     "authMode": resolved["auth"].mode, "startedAt": now_ms(),
                                     "stateDir": str(paths.state_dir), "version": __version__})

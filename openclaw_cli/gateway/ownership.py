@@ -1,10 +1,18 @@
-"""The Gateway owns its state directory while it runs.
+"""The Gateway owns its state directory while it runs (spec D25: it writes the state it owns).
 
-Two things, taken at start and given back at shutdown:
-* OpenClaw's state ownership coordinator (`store.state_owner`): an exclusive SQLite lock that
-  OpenClaw's own Gateway and its `doctor --session-sqlite import|restore|recover|compact` take,
+Taken at start and given back at shutdown, every form of ownership the real releases recognise:
+* OpenClaw 2026.9.6's state ownership coordinator (`store.state_owner`): an exclusive SQLite lock
+  that OpenClaw's own Gateway and its `doctor --session-sqlite import|restore|recover|compact` take,
   so both OpenClaw's doctor and ours refuse while our Gateway runs (and our Gateway refuses to
   start while one of them runs). The operating system drops the lock when the process dies.
+* 2026.9.6's Gateway lock `<state>/tmp/openclaw-<uid>/gateway.state.lock`: its SQLite sidecar
+  `gateway.state.lock.sqlite` held exclusively, and the JSON payload (pid, ownerId, createdAt,
+  configPath, stateDir, port, startTime) its CLI reads to find the running Gateway.
+* 2026.9.8+'s owner file `state.<16 hex>.lock` (`store/owner_file.py`, role `gateway`), its mtime
+  renewed every 15 s (the cross-namespace heartbeat).
+Then the process is registered as the state's owner (`state_owner.register_owner`): its own
+writes go through the same guard rails as offline writes (backup, busy probe, one transaction)
+without being refused by its own locks.
 * Our marker `<state>/tmp/openclaw-<uid>/openclaw-cli-gateway.json` (`{pid, url, …}`, 0600) that
   `openclaw gateway status` reads. A marker whose pid is gone, or whose coordinator nobody holds,
   is stale: reported as such, and replaced by the next Gateway.
@@ -14,13 +22,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import StateOwnedError
 
 MARKER_NAME = "openclaw-cli-gateway.json"
+HEARTBEAT_S = 15.0  # 2026.9.8+ owners renew their file's mtime this often
 
 
 def marker_path(state_dir: Path) -> Path:
@@ -80,6 +90,25 @@ class StateOwnership:
     state_dir: Path
     conn: sqlite3.Connection | None
     marker: Path | None = None
+    owner_file: Any = None  # store.owner_file.OwnerFile (2026.9.8+)
+    lock_conn: sqlite3.Connection | None = None  # gateway.state.lock.sqlite (2026.9.6)
+    lock_file: Any = None  # gateway.state.lock's payload (2026.9.6)
+    registered: bool = False
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _heartbeat: threading.Thread | None = None
+
+    def announce(self, port: int, config_path: Path | None) -> None:
+        """After the listener is bound: 2026.9.6's `gateway.state.lock` payload with the port."""
+        from openclaw_cli.store import owner_file
+
+        path = owner_file.lock_dir(self.state_dir) / "gateway.state.lock"
+        self.lock_file = owner_file.write_payload_file(
+            path, owner_file.payload(self.state_dir, role=None, config_path=config_path, port=port))
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            if self.owner_file is not None:
+                self.owner_file.touch()
 
     def write_marker(self, info: dict[str, Any]) -> None:
         import orjson
@@ -92,6 +121,24 @@ class StateOwnership:
         self.marker = path
 
     def release(self) -> None:
+        from openclaw_cli.store.state_owner import unregister_owner
+
+        self._stop.set()
+        if self.registered:
+            unregister_owner(self.state_dir)
+            self.registered = False
+        for attr in ("lock_file", "owner_file"):
+            held = getattr(self, attr)
+            setattr(self, attr, None)
+            if held is not None:
+                held.release()
+        lock_conn, self.lock_conn = self.lock_conn, None
+        if lock_conn is not None:
+            try:
+                lock_conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            lock_conn.close()
         if self.marker is not None:
             current = read_marker(self.state_dir)
             if current is not None and current.get("pid") == os.getpid():
@@ -110,8 +157,10 @@ class StateOwnership:
 
 
 def take_ownership(state_dir: Path) -> StateOwnership:
-    """Take the coordinator, or StateOwnedError (exit BUSY) naming who holds it."""
-    from openclaw_cli.store.state_owner import hold_coordinator
+    """Take every form of ownership (module docstring), or StateOwnedError (exit BUSY) naming who
+    holds one; nothing is left held on a refusal."""
+    from openclaw_cli.store import owner_file
+    from openclaw_cli.store.state_owner import busy_message, hold_coordinator, register_owner
 
     state_dir = Path(state_dir)
     conn = hold_coordinator(state_dir)
@@ -122,4 +171,37 @@ def take_ownership(state_dir: Path) -> StateOwnership:
                                   f"{marker.get('url')}); stop it first or use `openclaw gateway status`.")
         raise StateOwnedError(f"Cannot start the Gateway: another Gateway (OpenClaw's?) or an SQLite maintenance "
                               f"command owns the state directory {state_dir}. Stop it and retry.")
-    return StateOwnership(state_dir, conn)
+    ownership = StateOwnership(state_dir, conn)
+    try:
+        try:
+            ownership.owner_file = owner_file.acquire(owner_file.owner_file_path(state_dir),
+                                                      owner_file.payload(state_dir, role="gateway"))
+        except owner_file.StateOwnedByOther as exc:
+            raise StateOwnedError(f"Cannot start the Gateway: {busy_message(state_dir, exc.owner)}") from None
+        ownership.lock_conn = _hold_state_lock(state_dir)
+        register_owner(state_dir)
+        ownership.registered = True
+        ownership._heartbeat = threading.Thread(target=ownership._beat, name="state-owner-heartbeat", daemon=True)
+        ownership._heartbeat.start()
+    except BaseException:
+        ownership.release()
+        raise
+    return ownership
+
+
+def _hold_state_lock(state_dir: Path) -> sqlite3.Connection:
+    """2026.9.6's `gateway.state.lock.sqlite`, held exclusively for the Gateway's life."""
+    from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
+    from openclaw_cli.store.owner_file import lock_dir
+    from openclaw_cli.store.state_owner import _exclusive, _Held
+
+    path = lock_dir(state_dir) / "gateway.state.lock.sqlite"
+    ensure_dir(path.parent, DIR_MODE)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE))  # 0600, not SQLite's 0644
+    try:
+        conn = _exclusive(path, create=True)
+    except _Held:
+        raise StateOwnedError(f"Cannot start the Gateway: another Gateway holds {lock_dir(state_dir)}/gateway.state.lock "
+                              "(gateway already running).") from None
+    assert conn is not None
+    return conn

@@ -25,6 +25,7 @@ from openclaw_cli.errors import (
     OpenClawError,
     PreconditionError,
     SessionChangedError,
+    StateOwnedError,
     UsageError,
 )
 from openclaw_cli.ops.context import Context
@@ -781,11 +782,14 @@ class Batch:
     results: list[dict[str, Any]] = field(default_factory=list)
     confirmation_refused: bool = False
     cancelled: bool = False
+    state_owned: str | None = None  # a Gateway owns the state (D25): the command's error and exit 5
 
     def document(self) -> dict[str, Any]:
         ok = all(r["ok"] for r in self.results)
         out: dict[str, Any] = {"ok": ok}
-        if not ok:
+        if not ok and self.state_owned is not None:
+            out["error"] = {"type": "state_owned", "message": self.state_owned}
+        elif not ok:
             out["error"] = {"type": "cli_error",
                             "message": f"Session {self.operation} did not complete for every requested key."}
         out.update(operation=self.operation, dryRun=self.dry_run, results=self.results)
@@ -907,6 +911,8 @@ def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | Non
             results[index] = _batch_result(operation, row, doc, done_status, dry_status, dry_run, label, agent)
         except OpenClawError as exc:
             results[index] = {"key": row.key, "ok": False, "status": "failed", "error": exc.message}
+            if isinstance(exc, StateOwnedError):
+                batch.state_owned = exc.message
     batch.results = [r for r in results if r is not None]
     return batch
 

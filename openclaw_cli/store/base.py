@@ -122,6 +122,7 @@ class SessionStore(ABC):
     # Whether openclaw-cli writes this kind of store at all (a real OpenClaw database: not yet, D4),
     # however this instance was opened.
     accepts_writes: bool = True
+    write_options: WriteOptions | None = None  # set by `configure_writes` before a write
 
     # ---- reads -------------------------------------------------------------------------------
     @abstractmethod
@@ -224,8 +225,10 @@ class SessionStore(ABC):
         """The size of the session's transcript file, for stores that keep files."""
         return None
 
-    def configure_writes(self, options: WriteOptions) -> None:  # noqa: B027 - optional hook
-        """Take the run's `WriteOptions` (stores without backups or Gateway ownership ignore them)."""
+    def configure_writes(self, options: WriteOptions) -> None:
+        """Take the run's `WriteOptions` (the state dir whose Gateway could own this store; stores
+        without backups ignore the rest)."""
+        self.write_options = options
 
     def write_notices(self) -> list[str]:
         """What the operator should be told after this store was written (e.g. where its backup is)."""

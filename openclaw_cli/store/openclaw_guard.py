@@ -1,7 +1,8 @@
 """The guard rails around every write to a real OpenClaw database (spec D21), as the store's
 `write_lock`:
 
-1. no Gateway owns the state directory (`state_owner`; the real CLI's refusal otherwise);
+1. no Gateway but this process owns the state directory (`state_owner`, taken by `store_writer`
+   around this lock, as for every store kind; the real CLI's refusal otherwise);
 2. a backup before the first write of a run (SQLite's online backup into a sibling file
    `<db>.openclaw-cli-backup-<timestamp>`, written to a temp name, fsynced, then renamed), unless
    the run said `--no-backup`. It is taken by the first write transaction right after its `BEGIN
@@ -107,14 +108,10 @@ def backup_once(store: Any, now_ms: int) -> Path | None:
 @contextmanager
 def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
     """The store writer's cross-process part for a schema-23 database (module docstring)."""
-    from openclaw_cli.store.openclaw_schema import state_dir_of
-    from openclaw_cli.store.state_owner import state_not_owned
     from openclaw_cli.store.writer import sqlite_write_lock
 
     options = store.write_options
-    state_dir = state_dir_of(store.path) or options.state_dir
-    with state_not_owned(state_dir, f"offline changes to {store.path}"), \
-            sqlite_write_lock(store, lock_settings.acquire_timeout_ms):
+    with sqlite_write_lock(store, lock_settings.acquire_timeout_ms):
         store.backup_due = bool(options.backup)
         try:
             # issue 13: refuse before writing anything when the backup cannot fit (archives add theirs)

@@ -10,6 +10,12 @@ OpenClaw's `doctor` maintenance does) and checks the Gateway's own locks; either
 someone else is a refusal with the real CLI's wording. The one implementation of the protocol:
 the migration's destructive modes (`migration/ownership.py`) and the Gateway (`gateway/ownership.py`)
 take the same locks through it.
+
+OpenClaw 2026.9.8+ owns a state directory through a lock file instead (`store/owner_file.py`):
+a live one refuses too, with that release's own wording, and our writers create one
+(`role: "sqlite-maintenance"`) for as long as they hold the state, so a 9.8+ Gateway does not start
+halfway through. A Gateway serving the state dir holds every form for its whole life and
+registers itself (`register_owner`): its own writes pass without refusing themselves (spec D25).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import os
 import sqlite3
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +36,8 @@ from openclaw_cli.errors import StateOwnedError, UnsafeLockDirError
 WAIT_BUDGET_S = 0.25
 POLL_S = 0.025
 STATE_LOCK_NAMES = ("gateway.state.lock", "gateway.state.lock.sqlite")
+_HELD: dict[str, int] = {}  # realpath(state dir) -> Gateways of this process serving it
+_HELD_GUARD = threading.RLock()
 
 
 def _uid() -> str:
@@ -170,11 +179,69 @@ def coordinator_held(state_dir: Path) -> bool:
         conn.close()
 
 
+def busy_message(state_dir: Path, owner: dict, hint: str = "") -> str:
+    """OpenClaw 2026.9.8+'s refusal (`GatewayStateOwnerContentionError`) for its owner file."""
+    from openclaw_cli.store.owner_file import state_database
+
+    text = (f"OpenClaw state database is busy at {state_database(state_dir)}. Wait for the other OpenClaw process "
+            "to finish, then retry. If it persists, run `openclaw gateway status` and check for other OpenClaw "
+            "processes using the same state directory. A running Gateway can hold this ownership until it stops; "
+            "stop it through its service manager or original terminal before retrying.")
+    if hint and (owner.get("role") or "gateway") == "gateway":
+        text += f" {hint}"
+    return text
+
+
+def _key(state_dir: Path) -> str:
+    return os.path.realpath(state_dir)
+
+
+def held_here(state_dir: Path | None) -> bool:
+    """Whether this process serves `state_dir` as its Gateway (which holds every form of ownership)."""
+    if state_dir is None:
+        return False
+    with _HELD_GUARD:
+        return _HELD.get(_key(state_dir), 0) > 0
+
+
+def register_owner(state_dir: Path) -> None:
+    """A Gateway that took every form of ownership serves the state dir from now on."""
+    with _HELD_GUARD:
+        _HELD[_key(state_dir)] = _HELD.get(_key(state_dir), 0) + 1
+
+
+def unregister_owner(state_dir: Path) -> None:
+    key = _key(state_dir)
+    with _HELD_GUARD:
+        if _HELD.get(key, 0) > 1:
+            _HELD[key] -= 1
+        else:
+            _HELD.pop(key, None)
+
+
+def refuse_if_owner_file(state_dir: Path, hint: str = "") -> None:
+    """StateOwnedError when a live 2026.9.8+ owner file names this state dir."""
+    from openclaw_cli.store.owner_file import live_owner, owner_file_path
+
+    owner = live_owner(owner_file_path(state_dir))
+    if owner is not None and owner.get("pid") != os.getpid():
+        raise StateOwnedError(busy_message(state_dir, owner, hint))
+
+
 @contextmanager
-def state_held(state_dir: Path, refusal: str) -> Iterator[None]:
-    """Hold the state directory's ownership (the coordinator, and a Gateway's own locks where they
-    exist) for the block; `StateOwnedError(refusal)` (exit BUSY) when someone else holds it."""
+def state_held(state_dir: Path, refusal: str, hint: str = "") -> Iterator[None]:
+    """Hold the state directory's ownership for the block — the 2026.9.6 coordinator, the
+    Gateway's own lock files where they exist, and a 2026.9.8+ owner file of ours —, or
+    `StateOwnedError` (exit BUSY) with the owner's release's wording (`refusal` for 2026.9.6,
+    `busy_message` for 9.8+; `hint` is added when the owner is a Gateway). A process serving the
+    state dir as its Gateway passes (it holds all of them already)."""
+    from openclaw_cli.store import owner_file
+
+    if held_here(state_dir):
+        yield  # this process is the state's Gateway: its own writes (D25)
+        return
     held: list[sqlite3.Connection] = []
+    ours: owner_file.OwnerFile | None = None
     try:
         try:
             conn = _exclusive(coordinator_path(state_dir), create=True)
@@ -184,12 +251,19 @@ def state_held(state_dir: Path, refusal: str) -> Iterator[None]:
                 conn = _exclusive(path, create=False)
                 if conn is not None:
                     held.append(conn)
+            refuse_if_owner_file(state_dir, hint)
+            ours = owner_file.acquire(owner_file.owner_file_path(state_dir),
+                                      owner_file.payload(state_dir, role="sqlite-maintenance"))
         except _Held:
             raise StateOwnedError(refusal) from None
+        except owner_file.StateOwnedByOther as exc:
+            raise StateOwnedError(busy_message(state_dir, exc.owner, hint)) from None
         except (OSError, sqlite3.Error) as exc:
             raise StateOwnedError(f"{refusal} (lock unavailable: {exc})") from None
         yield
     finally:
+        if ours is not None:
+            ours.release()
         for conn in held:
             try:
                 conn.execute("ROLLBACK")
@@ -198,13 +272,15 @@ def state_held(state_dir: Path, refusal: str) -> Iterator[None]:
             conn.close()
 
 
+GATEWAY_HINT = "Or run the command without --store so that the running Gateway makes the change."
+
+
 @contextmanager
 def state_not_owned(state_dir: Path | None, operation: str) -> Iterator[None]:
-    """Hold the state directory's maintenance ownership for a schema-23 write. Without a state
-    directory (a database outside any `agents/<id>/agent/` layout) there is nothing a Gateway
-    could own."""
+    """Hold the state directory's maintenance ownership for a write (spec D25). Without a state
+    directory (a database outside any `agents/<id>/` layout) there is nothing a Gateway could own."""
     if state_dir is None:
         yield
         return
-    with state_held(state_dir, owned_message(operation)):
+    with state_held(state_dir, owned_message(operation), GATEWAY_HINT):
         yield

@@ -8,8 +8,9 @@ Cross-process:
 * our SQLite store — SQLite's own write lock: a `BEGIN IMMEDIATE` probe with `busy_timeout` =
   `session.writeLock.acquireTimeoutMs` before any effect, so a store held by another writer fails
   before anything changed (each later write transaction waits again, D12);
-* a real OpenClaw schema-23 database — its guarded writes (`store/openclaw_guard.py`, D21): no
-  Gateway owning the state, a backup first, then the same `BEGIN IMMEDIATE` probe.
+* a real OpenClaw schema-23 database — its guarded writes (`store/openclaw_guard.py`, D21): a
+  backup first, then the same `BEGIN IMMEDIATE` probe.
+Before any of them, every kind: no Gateway but this process owns the state directory (D25).
 A busy store is reported with OpenClaw's lock-timeout wording and the "session busy" exit code.
 """
 
@@ -81,10 +82,28 @@ def sqlite_write_lock(store: Any, timeout_ms: float) -> Iterator[None]:
         raise sqlite_busy(store.path, timeout_ms) from None
 
 
+def owning_state_dir(store: Any) -> Path | None:
+    """The state directory whose Gateway would own `store`: the one its path lies in
+    (`<state>/agents/<id>/sessions/sessions.json`, `<state>/agents/<id>/agent/<db>`), else the run's
+    state dir (a configured `session.store` elsewhere is still that state's store)."""
+    path = Path(os.path.abspath(store.path))
+    parents = path.parents
+    if len(parents) >= 4 and parents[0].name in ("agent", "sessions") and parents[2].name == "agents":
+        return parents[3]
+    options = getattr(store, "write_options", None)
+    return getattr(options, "state_dir", None)
+
+
 @contextmanager
 def store_writer(store: Any, lock_settings: LockSettingsLike) -> Iterator[None]:
-    """Hold the writer of `store` for one mutation: the in-process queue of its path, then the
-    store's own cross-process lock (`SessionStore.write_lock`; see the module docstring)."""
+    """Hold the writer of `store` for one mutation: the in-process queue of its path, the state
+    directory's ownership (spec D25: refused while any Gateway but this process owns it, `--store`
+    included; `store.state_owner`), then the store's own cross-process lock
+    (`SessionStore.write_lock`; see the module docstring)."""
+    from openclaw_cli.store.state_owner import state_not_owned
+
     store.ensure_writable("change the session store")
-    with _process_lock(writer_key(store.path)), store.write_lock(lock_settings):
+    with _process_lock(writer_key(store.path)), \
+            state_not_owned(owning_state_dir(store), f"offline changes to {store.path}"), \
+            store.write_lock(lock_settings):
         yield

@@ -1,0 +1,239 @@
+"""The state-owner lock file of OpenClaw 2026.9.8+ (openclaw-after-2026.9.6.md §2; upstream
+`src/infra/gateway-state-owner.ts` and `gateway-lock-payload.ts`, docs/decisions.md "issue 23:
+ownership across releases").
+
+`<state>/tmp/openclaw-<uid>/state.<first 16 hex of sha256(canonical path of
+<state>/state/openclaw.sqlite)>.lock`, created exclusively, holding one JSON payload `{pid, ownerId,
+createdAt, stateDir, configPath, role, startTime?, stateOwnerKind?, processNamespace?}`, removed by
+its owner. A file whose pid is alive (and, when a `startTime` is recorded, still the same process)
+is a live owner; a `processNamespace` naming another PID namespace is trusted while the file's
+mtime (the owner's heartbeat, renewed every 15 s) is under 90 s old. The 2026.9.6 Gateway's own
+lock file `gateway.state.lock` in the same directory carries the same payload shape (without
+`role` for a Gateway); `write_payload_file` writes both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HEARTBEAT_S = 15.0
+FOREIGN_STALE_S = 90.0
+ROLES = ("gateway", "agent-embedded", "skill-workshop-apply", "sqlite-maintenance")
+
+
+def uid_dir_name() -> str:
+    return f"openclaw-{os.getuid()}" if hasattr(os, "getuid") else "openclaw"
+
+
+def lock_dir(state_dir: Path) -> Path:
+    """OpenClaw's Gateway lock directory `<state>/tmp/openclaw-<uid>` (canonical state dir)."""
+    return Path(os.path.realpath(state_dir)) / "tmp" / uid_dir_name()
+
+
+def state_database(state_dir: Path) -> Path:
+    return Path(state_dir) / "state" / "openclaw.sqlite"
+
+
+def owner_file_path(state_dir: Path) -> Path:
+    canonical = os.path.realpath(state_database(state_dir))
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return lock_dir(state_dir) / f"state.{digest}.lock"
+
+
+def process_start_time(pid: int) -> int | None:
+    """Field 22 of `/proc/<pid>/stat` (clock ticks since boot), OpenClaw's `startTime`."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", encoding="utf-8", errors="replace") as fh:
+            stat = fh.read()
+    except (OSError, ValueError):
+        return None
+    end = stat.rfind(")")
+    if end < 0:
+        return None
+    fields = stat[end + 1 :].split()
+    try:
+        value = int(fields[19])
+    except (IndexError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
+def _pid_namespace() -> str | None:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return None
+
+
+def _pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def iso_now() -> str:
+    """JavaScript's `new Date().toISOString()`: milliseconds and a `Z`."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def payload(
+    state_dir: Path,
+    *,
+    role: str | None,
+    config_path: Path | None = None,
+    port: int | None = None,
+    schema: bool = False,
+) -> dict[str, Any]:
+    """Our payload: OpenClaw's fields, no `processNamespace` (its `boot` identity has a shape we
+    do not reproduce; an absent field means "judge by pid", a malformed one would make the file
+    reclaimable)."""
+    state = os.path.realpath(state_dir)
+    out: dict[str, Any] = {
+        "pid": os.getpid(),
+        "ownerId": str(uuid.uuid4()),
+        "createdAt": iso_now(),
+        "configPath": str(config_path or Path(state) / "openclaw.json"),
+        "stateDir": state,
+    }
+    if port is not None and 0 < port < 65536:
+        out["port"] = int(port)
+    if role is not None:
+        out["role"] = role
+    start = process_start_time(os.getpid())
+    if start is not None:
+        out["startTime"] = start
+    if schema:
+        out["stateOwnerKind"] = "schema"
+    return out
+
+
+def read_payload(path: Path) -> dict[str, Any] | None:
+    import orjson
+
+    try:
+        data = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("pid"), int)
+        or isinstance(data.get("pid"), bool)
+    ):
+        return None
+    if not isinstance(data.get("createdAt"), str) or not isinstance(data.get("configPath"), str):
+        return None
+    role = data.get("role")
+    if role is not None and role not in ROLES:
+        return None
+    return data
+
+
+def live_owner(path: Path) -> dict[str, Any] | None:
+    """The payload of a live owner of lock file `path`, else None (absent, unreadable, stale)."""
+    data = read_payload(path)
+    if data is None:
+        return None
+    namespace = data.get("processNamespace")
+    if isinstance(namespace, dict) and namespace.get("pidNamespace") not in (None, _pid_namespace()):
+        try:  # another PID namespace: its pid means nothing here; the heartbeat decides
+            return data if time.time() - os.stat(path).st_mtime <= FOREIGN_STALE_S else None
+        except OSError:
+            return None
+    pid = data["pid"]
+    if not _pid_alive(pid):
+        return None
+    recorded = data.get("startTime")
+    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
+        current = process_start_time(pid)
+        if current is not None and current != recorded:
+            return None  # the pid was recycled
+    return data
+
+
+class OwnerFile:
+    """A lock file we created (exclusively) with our payload; `release()` removes it if it is
+    still ours. `StateOwnedByOther` carries the live payload found instead."""
+
+    def __init__(self, path: Path, data: dict[str, Any]):
+        self.path = Path(path)
+        self.data = data
+
+    def touch(self) -> None:
+        """The heartbeat: the file's mtime (payload bytes never change)."""
+        try:
+            os.utime(self.path)
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        current = read_payload(self.path)
+        if current is not None and current.get("ownerId") == self.data.get("ownerId"):
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+
+class StateOwnedByOther(Exception):
+    def __init__(self, path: Path, owner: dict[str, Any]):
+        super().__init__(str(path))
+        self.path = path
+        self.owner = owner
+
+
+def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
+    """Create `path` exclusively holding `data`; a stale file is removed first (once). Raises
+    `StateOwnedByOther` when a live owner holds it."""
+    import orjson
+
+    from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
+
+    ensure_dir(Path(path).parent, DIR_MODE)
+    body = orjson.dumps(data)
+    for _attempt in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+        except FileExistsError:
+            owner = live_owner(path)
+            if owner is not None:
+                raise StateOwnedByOther(Path(path), owner) from None
+            try:  # stale (dead pid, recycled pid, unreadable): reclaim it
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            continue
+        try:
+            os.write(fd, body)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return OwnerFile(Path(path), data)
+    owner = live_owner(path) or {"pid": None}
+    raise StateOwnedByOther(Path(path), owner)
+
+
+def write_payload_file(path: Path, data: dict[str, Any]) -> OwnerFile:
+    """A 2026.9.6 Gateway lock file (`gateway.state.lock`, `gateway.<hash>.lock`): replaced
+    atomically (its own SQLite sidecar, held by the caller, is what excludes)."""
+    import orjson
+
+    from openclaw_cli.fsio import DIR_MODE, atomic_write_bytes, ensure_dir
+
+    ensure_dir(Path(path).parent, DIR_MODE)
+    atomic_write_bytes(Path(path), orjson.dumps(data))
+    return OwnerFile(Path(path), data)
