@@ -28,6 +28,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, P
     monkeypatch.setenv("OPENCLAW_CONFIG_PATH", str(state / "openclaw.json"))
     monkeypatch.delenv("OPENCLAW_PROFILE", raising=False)
     monkeypatch.delenv("OPENCLAW_DEBUG", raising=False)
+    monkeypatch.delenv("OPENCLAW_CLI_BEHAVIOR", raising=False)
+    from openclaw_cli import behavior
+
+    monkeypatch.setattr(behavior, "_flag", None)  # a root `--behavior` of an in-process CLI run before
     for name in ("OPENCLAW_GATEWAY_TOKEN", "OPENCLAW_GATEWAY_PASSWORD", "OPENCLAW_GATEWAY_URL",
                  "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS", "NODE_EXTRA_CA_CERTS"):
         monkeypatch.delenv(name, raising=False)

@@ -202,7 +202,7 @@ def test_the_fast_path_knows_exactly_the_options_the_typer_commands_declare():
     root = typer.main.get_command(app)
     sessions = root.commands["sessions"]  # type: ignore[attr-defined]
     listing = sessions.commands["list"]
-    served_root = {"--profile": False, "--no-color": True}
+    served_root = {"--profile": False, "--behavior": False, "--no-color": True}
     left_to_typer = {"--version", "--install-completion", "--show-completion"}
     served = {**dict.fromkeys(fast._VALUE_OPTIONS, False), **dict.fromkeys(fast._FLAG_OPTIONS, True)}
     for command, expected, others in ((root, served_root, left_to_typer), (sessions, served, set()),

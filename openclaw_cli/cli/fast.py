@@ -19,7 +19,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from openclaw_cli.cli.rootopts import ROOT_FLAGS, ROOT_VALUE_OPTIONS, hoist_root_options, invalid_profile
+from openclaw_cli.cli.rootopts import (
+    ROOT_FLAGS,
+    ROOT_VALUE_PARAMS,
+    hoist_root_options,
+    invalid_behavior,
+    invalid_profile,
+)
 
 # `openclaw sessions` / `sessions list` options (cli/sessions.py): option -> parameter
 _VALUE_OPTIONS = {"--agent": "agent", "--store": "store", "--active": "active", "--limit": "limit"}
@@ -62,7 +68,7 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     """The listing call (`root`: `profile`, `no_color`; `listing`: `list_command`'s parameters)
     for an argument list this path serves, else None."""
     args = hoist_root_options(argv)
-    root = _options(args, 0, dict.fromkeys(ROOT_VALUE_OPTIONS, "profile"), dict.fromkeys(ROOT_FLAGS, "no_color"))
+    root = _options(args, 0, ROOT_VALUE_PARAMS, dict.fromkeys(ROOT_FLAGS, "no_color"))
     if root is None:
         return None
     root_opts, i = root
@@ -88,9 +94,10 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     if not listing["json_mode"]:
         return None
     profile = root_opts.get("profile")
-    if invalid_profile(profile) is not None:
+    if invalid_profile(profile) is not None or invalid_behavior(root_opts.get("behavior")) is not None:
         return None
-    return {"root": {"profile": profile, "no_color": bool(root_opts.get("no_color"))}, "listing": listing}
+    return {"root": {"profile": profile, "behavior": root_opts.get("behavior"),
+                     "no_color": bool(root_opts.get("no_color"))}, "listing": listing}
 
 
 def dispatch(argv: Sequence[str]) -> int | None:
@@ -104,9 +111,10 @@ def dispatch(argv: Sequence[str]) -> int | None:
         # the root callback's effects (cli/main.root), in its order
         if call["root"]["no_color"]:
             os.environ["NO_COLOR"] = "1"
-        from openclaw_cli.cli.rootopts import apply_profile
+        from openclaw_cli.cli.rootopts import apply_behavior, apply_profile
 
         apply_profile(call["root"]["profile"])
+        apply_behavior(call["root"]["behavior"])
         from openclaw_cli.cli.common import exit_code_of
         from openclaw_cli.cli.listing import list_command
 

@@ -19,8 +19,10 @@ from openclaw_cli import __version__
 from openclaw_cli.cli.rootopts import (
     PROFILE_ERROR,
     PROG,
+    apply_behavior,
     apply_profile,
     hoist_root_options,
+    invalid_behavior,
     invalid_profile,
     json_requested,
 )
@@ -97,6 +99,10 @@ def root(
     ctx: typer.Context,
     profile: str = typer.Option(None, "--profile", metavar="<name>",
                                 help="Use ~/.openclaw-<name> as the state directory (letters, digits, _ and -)."),
+    behavior: str = typer.Option(
+        None, "--behavior", metavar="<release>",
+        help="Follow this OpenClaw release's rules (2026.7, 2026.9.6, 2026.9.9) instead of the one chosen per "
+             "store (OPENCLAW_CLI_BEHAVIOR does the same)."),
     no_color: bool = typer.Option(False, "--no-color", help="Disable colours (NO_COLOR is honoured too)."),
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
@@ -112,7 +118,14 @@ def root(
 
         raise UsageError(f"{PROFILE_ERROR}: {bad!r}", ctx=ctx)
     apply_profile(profile)
-    ctx.obj = {"profile": profile.strip() if profile else None}
+    if invalid_behavior(behavior) is not None:
+        from typer._click.exceptions import UsageError
+
+        from openclaw_cli.behavior import ACCEPTED
+
+        raise UsageError(f"Unknown --behavior {behavior!r}; use one of: {ACCEPTED}.", ctx=ctx)
+    apply_behavior(behavior)
+    ctx.obj = {"profile": profile.strip() if profile else None, "behavior": behavior}
 
 
 def _register() -> None:

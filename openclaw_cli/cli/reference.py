@@ -100,7 +100,7 @@ def commands_markdown(app: Any = None) -> str:
                 help_text = _cell(p.help or "")
                 if p.required:
                     help_text = f"**required.** {help_text}"
-                if path == ["openclaw"] and p.name in ("profile", "no_color"):
+                if path == ["openclaw"] and p.name in ("profile", "behavior", "no_color"):
                     help_text = f"*root.* {help_text}"
                 lines.append(f"| {_option_name(p)} | {_default(p)} | {help_text} |")
             lines.append("")

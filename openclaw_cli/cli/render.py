@@ -156,7 +156,18 @@ def _store_line(store: dict[str, Any]) -> list[str]:
         f"archives {archives['count']} ({format_bytes(archives['bytes'])}), "
         f"{plural(store['compactions'], 'compaction')}",
         f"    {sanitize_text(store['path'])}",
+        *_behavior_line(store.get("behavior")),
     ]
+
+
+def _behavior_line(behavior: dict[str, Any] | None) -> list[str]:
+    """Which release's rules the store follows, and why (spec D23)."""
+    if not behavior:
+        return []
+    reason = sanitize_text(behavior.get("reason") or "")
+    if behavior.get("release") is None:
+        return [f"    rules: unknown: {reason}"]
+    return [f"    rules: OpenClaw {sanitize_text(behavior['release'])} ({reason})"]
 
 
 def _issue_line(issue: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""The root options (`--profile`, `--no-color`) as both front doors read them: the Typer app
+"""The root options (`--profile`, `--behavior`, `--no-color`) as both front doors read them: the Typer app
 (`cli/main.py`) and the Typer-free fast path (`cli/fast.py`). No Typer here: the fast path must
 not import it."""
 
@@ -11,7 +11,9 @@ from collections.abc import Sequence
 PROG = "openclaw"
 PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 PROFILE_ERROR = 'Invalid --profile (use letters, numbers, "_", "-" only)'
-ROOT_VALUE_OPTIONS = ("--profile",)
+# root value option -> the root callback's parameter
+ROOT_VALUE_PARAMS = {"--profile": "profile", "--behavior": "behavior"}
+ROOT_VALUE_OPTIONS = tuple(ROOT_VALUE_PARAMS)
 ROOT_FLAGS = ("--no-color",)
 
 
@@ -67,3 +69,19 @@ def apply_profile(profile: str | None) -> None:
     """The one path resolver reads OPENCLAW_PROFILE, so every command sees the flag."""
     if profile:
         os.environ["OPENCLAW_PROFILE"] = profile.strip()
+
+
+def invalid_behavior(behavior: str | None) -> str | None:
+    """The `--behavior` value that names no behaviour release (None when fine or absent)."""
+    if behavior is None:
+        return None
+    from openclaw_cli.behavior import RELEASES
+
+    return None if behavior.strip() in RELEASES else behavior
+
+
+def apply_behavior(behavior: str | None) -> None:
+    """`--behavior RELEASE` for this process (spec D23: it wins over OPENCLAW_CLI_BEHAVIOR)."""
+    from openclaw_cli.behavior import set_requested
+
+    set_requested(behavior)

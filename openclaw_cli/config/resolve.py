@@ -129,8 +129,13 @@ def default_high_water_bytes(max_disk_bytes: int) -> int:
     return max(1, min(max_disk_bytes, math.floor(max_disk_bytes * HIGH_WATER_RATIO)))
 
 
-def maintenance_settings(cfg: Any = None) -> MaintenanceSettings:
+def maintenance_settings(cfg: Any = None, behavior: Any = None) -> MaintenanceSettings:
+    """Effective `session.maintenance` under `behavior`'s defaults (`openclaw_cli.behavior.Behavior`;
+    None: the 2026.7 baseline, D1)."""
     m = _model(cfg).session.maintenance
+    rules = getattr(behavior, "maintenance", None)
+    default_entries = rules.default_max_entries if rules is not None else DEFAULT_MAX_ENTRIES
+    default_disk = rules.default_max_disk_bytes if rules is not None else DEFAULT_MAX_DISK_BYTES
     if m.prune_after is not None:
         prune_after = m.prune_after
     elif m.prune_days is not None:  # G1 reads the legacy key when pruneAfter is absent
@@ -144,7 +149,7 @@ def maintenance_settings(cfg: Any = None) -> MaintenanceSettings:
     if m.max_disk_bytes is False:
         max_disk: int | None = None
     elif m.max_disk_bytes is None:
-        max_disk = DEFAULT_MAX_DISK_BYTES
+        max_disk = default_disk
     else:
         max_disk = m.max_disk_bytes if m.max_disk_bytes > 0 else None  # [R] <= 0 disables
     if max_disk is None:
@@ -156,7 +161,7 @@ def maintenance_settings(cfg: Any = None) -> MaintenanceSettings:
     return MaintenanceSettings(
         mode=m.mode or DEFAULT_MAINTENANCE_MODE,
         prune_after_ms=max(0, prune_after),
-        max_entries=m.max_entries if m.max_entries is not None else DEFAULT_MAX_ENTRIES,
+        max_entries=m.max_entries if m.max_entries is not None else default_entries,
         reset_archive_retention_ms=retention_ms,
         max_disk_bytes=max_disk,
         high_water_bytes=high_water,

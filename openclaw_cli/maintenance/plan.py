@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from openclaw_cli.behavior import BEHAVIOR_2026_7, Behavior
 from openclaw_cli.keys import (
     PROBE_KEY_MIN_LEN,
     SYNTHETIC_PREFIXES,
@@ -301,6 +302,7 @@ class CleanupPlan:
     preserved_keys: frozenset[str] = frozenset()
     would_enforce: CleanupPlan | None = None
     active_warning: ActiveKeyWarning | None = None
+    behavior: Behavior = BEHAVIOR_2026_7  # the release whose rules made this plan
 
     @property
     def after_count(self) -> int:
@@ -503,8 +505,11 @@ def plan_cleanup(
     mode_override: str | None = None,
     session_ids_of: SessionIdsFn = entry_session_ids,
     cron_retention_ms: int | None = None,
+    behavior: Behavior = BEHAVIOR_2026_7,
 ) -> CleanupPlan:
     """Plan `openclaw sessions cleanup` for one store; the dry run and the apply use this same plan.
+    `behavior` is the release whose rules apply (spec D23; `ops.behavior.behavior_for`); its
+    defaults are already in `settings` (`config.maintenance_settings(cfg, behavior)`).
 
     Pipeline (§10.7, followed by both dry run and apply):
     1. explicit repairs: `--fix-missing` (§10.4, needs `missing_transcript(key, entry)` -> True when
@@ -538,7 +543,8 @@ def plan_cleanup(
     preserver = Preserver(entries, preserve_keys, active_key, preserve_session_ids)
     run = _Run(entries)
     plan = CleanupPlan(mode=mode, forced=True, prune_after_ms=max(0, _positive_int(settings.prune_after_ms) or 0),
-                       max_entries=_positive_int(settings.max_entries), before_count=len(entries), actions={})
+                       max_entries=_positive_int(settings.max_entries), before_count=len(entries), actions={},
+                       behavior=behavior)
     if fix_missing:
         if missing_transcript is None:
             raise ValueError("fix_missing needs a missing_transcript callable")
@@ -575,7 +581,7 @@ def plan_cleanup(
             fix_missing=fix_missing, fix_dm_scope=fix_dm_scope, dm_scope=dm_scope,
             missing_transcript=missing_transcript, session_bytes=session_bytes,
             budget_measure=budget_measure, mode_override="enforce", session_ids_of=session_ids_of,
-            cron_retention_ms=cron_retention_ms)
+            cron_retention_ms=cron_retention_ms, behavior=behavior)
     return plan
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openclaw_cli.behavior import Behavior
 from openclaw_cli.errors import OpenClawError
 from openclaw_cli.maintenance.artifacts import (
     TRANSCRIPT_KINDS,
@@ -163,13 +164,14 @@ def _other_store_session_ids(store: Any) -> set[str] | None:
 # ---- planning ---------------------------------------------------------------------------------
 
 
-def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int) -> StoreCleanup:
-    """The one pipeline (dry run and apply): everything the cleanup of `store` removes. Where a
-    store keeps its transcripts decides what leaves with a removed row: files of the sessions dir
-    (legacy), or sessions inside the database (`SessionStore.transcripts_in_files`)."""
+def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, behavior: Behavior) -> StoreCleanup:
+    """The one pipeline (dry run and apply): everything the cleanup of `store` removes, under the
+    rules of `behavior` (the release the store follows, D23). Where a store keeps its transcripts
+    decides what leaves with a removed row: files of the sessions dir (legacy), or sessions inside
+    the database (`SessionStore.transcripts_in_files`)."""
     from openclaw_cli.config import cron_settings, dm_scope, maintenance_settings
 
-    settings = maintenance_settings(ctx.config)
+    settings = maintenance_settings(ctx.config, behavior)
     mode_override = "enforce" if options.enforce else None
     enforce = (mode_override or settings.mode or "enforce") == "enforce"
     entries = store.load_entries()
@@ -180,7 +182,7 @@ def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int) ->
         now_ms=now_ms, active_key=options.active_key, agent_id=store.agent_id,
         fix_missing=options.fix_missing, fix_dm_scope=options.fix_dm_scope, dm_scope=dm_scope(ctx.config),
         missing_transcript=missing_transcript_check(store) if options.fix_missing else None,
-        mode_override=mode_override, cron_retention_ms=cron.session_retention_ms)
+        mode_override=mode_override, cron_retention_ms=cron.session_retention_ms, behavior=behavior)
     result = StoreCleanup(store.agent_id, str(store.path), store.kind, entries, plan=None, now_ms=now_ms)  # type: ignore[arg-type]
     if in_files:
         plan = _plan_files(store, snapshot, entries, settings, enforce, now_ms, common, result)

@@ -18,6 +18,7 @@ from openclaw_cli.maintenance.service import (
     check_archive_dir,
     plan_store,
 )
+from openclaw_cli.ops.behavior import behavior_for
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target, select_targets
 
@@ -53,10 +54,11 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                 if physical in seen:
                     continue  # --all-agents: deduplicated by physical target (§10.1)
                 seen.add(physical)
+                behavior = behavior_for(ctx, store)
                 if options.dry_run:
                     now = now_ms if now_ms is not None else ctx.now_ms()
                     with gc_paused():
-                        result = plan_store(ctx, store, options=options, now_ms=now)
+                        result = plan_store(ctx, store, options=options, now_ms=now, behavior=behavior.behavior)
                 else:
                     store.ensure_writable("clean up sessions")
                     check_archive_dir(ctx, store)
@@ -65,7 +67,7 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                     with store_writer(store, lock_settings):
                         now = now_ms if now_ms is not None else ctx.now_ms()
                         with gc_paused():
-                            result = plan_store(ctx, store, options=options, now_ms=now)
+                            result = plan_store(ctx, store, options=options, now_ms=now, behavior=behavior.behavior)
                         result.outcome = apply_store(store, result, lock_settings=lock_settings,
                                                      checkpoint=checkpoint, progress=ctx.progress)
                     ctx.note_writes(store)

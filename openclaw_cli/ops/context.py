@@ -22,6 +22,9 @@ class Context:
     # typed errors an aggregate read reported per store and went on past (`--all-agents`, `status`)
     failures: list[Any] = field(default_factory=list)
     backup: bool = True  # back a real OpenClaw database up before its first write (`--no-backup`, D21)
+    # (server.version, url) of the Gateway that owns this state, from its hello-ok (D23): set by a
+    # front end that asked it; its release's rules then apply to previews (`ops.behavior`)
+    owning_gateway: tuple[str, str] | None = None
 
     @classmethod
     def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:

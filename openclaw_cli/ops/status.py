@@ -200,7 +200,14 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
         loaded = load_config(paths, ignore_errors=True)
     paths = paths.with_session_store(session_store_template(loaded))
     ctx = Context(paths=paths, config=loaded, clock=clock)
-    settings = maintenance_settings(loaded)
+    gw = gateway_settings(loaded)
+    gateway = probe(loaded, paths) if probe is not None else {
+        "mode": "local", "url": f"ws://127.0.0.1:{gw.port}", "urlSource": "local loopback", "misconfigured": False,
+        "reachable": False, "connectLatencyMs": None, "error": "not probed", "probed": False,
+    }
+    ctx.owning_gateway = owning_gateway(gateway)
+    # the policy shown is the default agent's store's (the first listed), else D23's without a store
+    view_behavior: dict[str, Any] | None = None
     model_ref, ctx_default = default_model(loaded), context_tokens_default(loaded)
     model_default = model_ref.rpartition("/")[2] if model_ref else None  # OpenClaw shows the model id
     ownership = _ownership(loaded)
@@ -232,7 +239,10 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
                                 default_context_tokens=ctx_default)
                     for k, e in newest
                 ]
-                preview = _preview(agent_id, store, entries, settings, now)
+                followed = _store_behavior(ctx, store)
+                view_behavior = view_behavior or followed
+                store_settings = maintenance_settings(loaded, followed["resolved"])
+                preview = _preview(agent_id, store, entries, store_settings, now, followed["resolved"])
                 store_path, kind, schema, writable = str(store.path), store.kind, store.schema, _can_write(store)
         except OpenClawError as exc:
             # one broken store must not hide the others: show it with its error (exit: its code)
@@ -268,14 +278,12 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
             "transcriptEvents": stats.transcript_events,
             "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
             "compactions": stats.compactions,
+            "behavior": followed["json"],
         })
         previews.append(preview)
     all_rows.sort(key=lambda r: -(r["updatedAt"] or 0))
-    gw = gateway_settings(loaded)
-    gateway = probe(loaded, paths) if probe is not None else {
-        "mode": "local", "url": f"ws://127.0.0.1:{gw.port}", "urlSource": "local loopback", "misconfigured": False,
-        "reachable": False, "connectLatencyMs": None, "error": "not probed", "probed": False,
-    }
+    view_behavior = view_behavior or _store_behavior(ctx, None)
+    settings = maintenance_settings(loaded, view_behavior["resolved"])
     unconfigured = [{"agent": a, "path": target_path(paths.target(a))} for a in unconfigured_agent_ids(paths, loaded)]
     if unconfigured:
         ctx.hint(f"Agent store(s) on disk but not in the config: {', '.join(u['agent'] for u in unconfigured)}. "
@@ -295,7 +303,7 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
         "configPath": str(paths.config_path),
         "config": config_block,
         "stores": stores,
-        "maintenance": _maintenance_view(settings, previews),
+        "maintenance": {**_maintenance_view(settings, previews), "behavior": view_behavior["json"]},
     }
     if unconfigured:
         result["unconfiguredStores"] = unconfigured
@@ -308,14 +316,37 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
     return result
 
 
-def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int) -> dict[str, Any]:
+def owning_gateway(block: dict[str, Any]) -> tuple[str, str] | None:
+    """(version, url) of the Gateway the probe reached and that named its version (hello-ok
+    `server.version`): the one that applies this state's maintenance (D23)."""
+    version = (block.get("self") or {}).get("version") if isinstance(block.get("self"), dict) else None
+    if block.get("reachable") and isinstance(version, str) and version.strip():
+        return version.strip(), str(block.get("url") or "")
+    return None
+
+
+def _store_behavior(ctx: Context, store: Any) -> dict[str, Any]:
+    """The release a store follows and why (D23), as status shows it; a config whose
+    `meta.lastTouchedVersion` is not a version is shown as the error it is (the rules that need
+    it refuse to run), with the newest release's defaults in the meantime."""
+    from openclaw_cli.behavior import NEWEST
+    from openclaw_cli.ops.behavior import behavior_for
+
+    try:
+        resolved = behavior_for(ctx, store)
+    except OpenClawError as exc:
+        return {"resolved": NEWEST, "json": {"release": None, "source": "error", "reason": exc.message}}
+    return {"resolved": resolved.behavior, "json": resolved.to_json()}
+
+
+def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int, behavior: Any) -> dict[str, Any]:
     """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
     reads), plus when the next entry reaches `pruneAfter`."""
     from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup, updated_at
 
     session_bytes = store.preview_session_bytes()
     plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes, agent_id=agent_id,
-                        mode_override="enforce")
+                        mode_override="enforce", behavior=behavior)
     next_prune = None
     if settings.prune_after_ms:
         preserved, actions = plan.preserved_keys, plan.actions
