@@ -18,23 +18,57 @@ LOOPBACK_HOST = "127.0.0.1"
 LAN_HOST = "0.0.0.0"
 
 
-def _read_password_file(path: str) -> str:
+def _read_secret_file(flag: str, path: str) -> str:
+    """The first line of a secret file (`--token-file`, `--password-file`), trimmed; read with a
+    size cap so a wrong path (a device, a huge log) fails fast."""
     from pathlib import Path
 
     from openclaw_cli.errors import UsageError
 
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
+        with Path(path).expanduser().open("rb") as fh:
+            data = fh.read(65_536)
+        text = data.decode("utf-8")
     except OSError as exc:
-        raise UsageError(f"--password-file {path}: {exc.strerror or exc}") from None
-    password = text.splitlines()[0].strip() if text.strip() else ""
-    if not password:
-        raise UsageError(f"--password-file {path} is empty")
-    return password
+        raise UsageError(f"{flag} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{flag} {path} is not UTF-8 text") from None
+    secret = text.splitlines()[0].strip() if text.strip() else ""
+    if not secret:
+        raise UsageError(f"{flag} {path} is empty")
+    return secret
+
+
+# OpenClaw refuses these at start-up whatever the bind (known-weak-gateway-secrets): blank input,
+# JavaScript's coercions of a missing value, and the placeholders its examples shipped.
+_NON_SECRETS = ("", "undefined", "null")
+_PLACEHOLDERS = {"token": ("change-me-to-a-long-random-token", "change-me-now"),
+                 "password": ("change-me-to-a-strong-password",)}
+# Beyond loopback a secret shorter than this is refused: the length below which OpenClaw's own
+# security audit reports a gateway token or password as short (`gateway.token_too_short`).
+MIN_REMOTE_SECRET_CHARS = 24
+
+
+def check_secret(mode: str, secret: str | None, *, loopback: bool, bind: str) -> None:
+    """Refuse a blank or placeholder secret anywhere, and a short one beyond loopback."""
+    from openclaw_cli.errors import ConfigError, UsageError
+
+    if mode not in ("token", "password") or secret is None:
+        return
+    value = secret.strip()
+    if value in _NON_SECRETS or value in _PLACEHOLDERS[mode]:
+        raise ConfigError(f"Invalid gateway auth {mode}: it is blank, a published example placeholder or the literal "
+                          f"string undefined/null. Generate a real secret (for example `openssl rand -hex 32`) and "
+                          f"pass it with --{mode}-file, OPENCLAW_GATEWAY_{mode.upper()} or gateway.auth.{mode}.")
+    if not loopback and len(value) < MIN_REMOTE_SECRET_CHARS:
+        raise UsageError(f"Refusing to bind gateway to {bind} with a {len(value)}-character {mode}: beyond loopback "
+                         f"the {mode} must be at least {MIN_REMOTE_SECRET_CHARS} characters. Generate one with "
+                         f"`openssl rand -hex 32` and pass it with --{mode}-file or OPENCLAW_GATEWAY_{mode.upper()}.")
 
 
 def resolve_run_settings(config, *, port: int | None, bind: str | None, auth: str | None, token: str | None,
-                         password: str | None, password_file: str | None, allow_unconfigured: bool) -> dict:
+                         password: str | None, password_file: str | None, allow_unconfigured: bool,
+                         token_file: str | None = None) -> dict:
     """Flags over `gateway.*` over the defaults; every refusal OpenClaw makes at start-up."""
     from openclaw_cli.config import gateway_settings
     from openclaw_cli.errors import ConfigError, UsageError
@@ -63,7 +97,11 @@ def resolve_run_settings(config, *, port: int | None, bind: str | None, auth: st
     if password_file is not None:
         if password is not None:
             raise UsageError("--password and --password-file cannot be used together")
-        password = _read_password_file(password_file)
+        password = _read_secret_file("--password-file", password_file)
+    if token_file is not None:
+        if token is not None:
+            raise UsageError("--token and --token-file cannot be used together")
+        token = _read_secret_file("--token-file", token_file)
     token = token if token is not None else settings.token
     password = password if password is not None else settings.password
     mode = (auth or settings.auth_mode or ("password" if password and not token else "token")).strip().lower()
@@ -80,6 +118,7 @@ def resolve_run_settings(config, *, port: int | None, bind: str | None, auth: st
         raise ConfigError("Gateway auth is set to password, but no password is configured. Set gateway.auth.password "
                           "(or OPENCLAW_GATEWAY_PASSWORD), or pass --password.")
     secret = token if mode == "token" else password if mode == "password" else None
+    check_secret(mode, secret, loopback=loopback, bind=bind)
     ssl_context = None
     if settings.tls_enabled:
         ssl_context = _tls_context(settings.tls_cert_path, settings.tls_key_path)
@@ -112,9 +151,10 @@ def gateway_run(
     port: int = typer.Option(None, "--port", min=0, max=65535, metavar="<port>", help="Port to listen on (0: any free port)."),
     bind: str = typer.Option(None, "--bind", metavar="<loopback|lan|custom>", help="Where to listen (default loopback)."),
     auth: str = typer.Option(None, "--auth", metavar="<token|password|none>", help="How clients authenticate."),
-    token: str = typer.Option(None, "--token", metavar="<token>", help="The shared token (default: gateway.auth.token / env)."),
-    password: str = typer.Option(None, "--password", metavar="<password>", help="The shared password."),
-    password_file: str = typer.Option(None, "--password-file", metavar="<path>", help="Read the password from this file."),
+    token: str = typer.Option(None, "--token", metavar="<token>", help="The shared token (visible to local users until the process renames itself: prefer --token-file or OPENCLAW_GATEWAY_TOKEN)."),
+    token_file: str = typer.Option(None, "--token-file", metavar="<path>", help="Read the token from this file (its first line)."),
+    password: str = typer.Option(None, "--password", metavar="<password>", help="The shared password (prefer --password-file or OPENCLAW_GATEWAY_PASSWORD)."),
+    password_file: str = typer.Option(None, "--password-file", metavar="<path>", help="Read the password from this file (its first line)."),
     allow_unconfigured: bool = typer.Option(False, "--allow-unconfigured", help="Start without gateway.mode=local."),
     verbose: bool = typer.Option(False, "--verbose", help="Log every connection and request on stderr."),
 ) -> None:
@@ -128,7 +168,14 @@ def gateway_run(
         cx = Context.load(paths)
         warn_config(cx.config.warnings)
         resolved = resolve_run_settings(cx.config, port=port, bind=bind, auth=auth, token=token, password=password,
-                                        password_file=password_file, allow_unconfigured=allow_unconfigured)
+                                        password_file=password_file, allow_unconfigured=allow_unconfigured,
+                                        token_file=token_file)
+        if token is not None or password is not None:
+            from openclaw_cli.cli.common import say_warning
+
+            flag = "--token" if token is not None else "--password"
+            say_warning(f"{flag} on the command line can be read by other local users until the Gateway renames its "
+                 f"process; prefer {flag}-file or OPENCLAW_GATEWAY_{flag[2:].upper()}")
         serve_forever(cx.paths, resolved, verbose=verbose)
 
     run(body)
@@ -146,6 +193,7 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
     from openclaw_cli.gateway.server import GatewayServer, ServerOptions
     from openclaw_cli.output import err
 
+    hide_secrets_from_argv()
     ownership = take_ownership(paths.state_dir)
     try:
         options = ServerOptions(host=resolved["host"], port=resolved["port"], auth=resolved["auth"],
@@ -175,6 +223,46 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
         asyncio.run(main())
     finally:
         ownership.release()
+
+
+SECRET_FLAGS = ("--token", "--password")
+
+
+def redacted_argv(argv: list[str]) -> list[str]:
+    """argv with the value of every secret flag (`--token x`, `--token=x`) replaced by `***`."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+        elif arg in SECRET_FLAGS:
+            out.append(arg)
+            hide_next = True
+        elif arg.startswith(tuple(f"{flag}=" for flag in SECRET_FLAGS)):
+            out.append(arg.split("=", 1)[0] + "=***")
+        else:
+            out.append(arg)
+    return out
+
+
+def hide_secrets_from_argv() -> None:
+    """Rename the process (`ps`, /proc/<pid>/cmdline, OpenClaw's `gateway status`) to
+    `openclaw-gateway <args>` with secrets masked, as OpenClaw renames its Gateway. setproctitle
+    rewrites the argv memory the kernel reports; docs/decisions.md says why that library."""
+    import sys
+
+    try:
+        from setproctitle import setproctitle
+    except ImportError:  # pragma: no cover - a declared dependency
+        from openclaw_cli.output import err
+
+        err("[gateway] setproctitle is not installed: the command line (and any --token in it) stays visible in ps")
+        return
+    args = sys.argv[1:]
+    if "run" in args:  # what follows `gateway run`: the options that say which Gateway this is
+        args = args[args.index("run") + 1:]
+    setproctitle(" ".join(["openclaw-gateway", *redacted_argv(args)]))
 
 
 def gateway_status(
