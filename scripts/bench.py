@@ -673,6 +673,96 @@ def case_export_50mb(b: Bench) -> None:
                       runs, None, "< 5 s median", absolute_max=5.0)
 
 
+# ---- sessions search (issue 26) ---------------------------------------------------------------------
+SEARCH_RARE = '"quokka lighthouse"'  # planted in 20 sessions (and in archived ones after the cleanup)
+SEARCH_COMMON = "gateway"  # in about half of big's 53,548 indexed lines: every candidate is ranked
+_SEARCH_WARM = """
+import json, sys, time
+from openclaw_cli.search import search
+state, queries, runs = sys.argv[1], sys.argv[2:-1], int(sys.argv[-1])
+out = {}
+for query in queries:
+    list(search(state, query))
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        hits = list(search(state, query))
+        samples.append(time.perf_counter() - start)
+    out[query] = {"samples": samples, "hits": len(hits)}
+print(json.dumps(out))
+"""
+
+
+def _search_state(b: Bench) -> Path:
+    """big (legacy) with a phrase planted in 20 sessions, after `sessions cleanup --enforce`
+    (maxEntries 500): live transcripts plus ~1,500 `.deleted` archives (cached)."""
+    dest = b.data / "big-search"
+    if (dest / ".ready").exists():
+        return dest
+    dest = b.fresh_copy("big", "search")
+    sdir = dest / "agents" / "main" / "sessions"
+    for n, path in enumerate(sorted(sdir.glob("*.jsonl"))[::100]):
+        with open(path, "ab") as fh:
+            fh.write(json.dumps({"type": "message", "id": f"bench{n:03d}", "timestamp": int(NOW_MS),
+                                 "message": {"role": "user", "content": "the quokka lighthouse plan"}}).encode() + b"\n")
+    config = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}}
+    subprocess.run([*OURS, "sessions", "cleanup", "--enforce", "--json"], env=b.env_ours(dest, config), check=True,
+                   stdout=subprocess.DEVNULL)
+    (dest / "openclaw.json").unlink(missing_ok=True)
+    (dest / ".ready").write_text("ok")
+    return dest
+
+
+def case_search_big(b: Bench) -> None:
+    """Issue 26 on big + its archives: first index build >= 100 MB/s of transcript text, a warm search
+    < 100 ms for the first page, an incremental update after 1,000 new lines < 300 ms, peak RSS
+    < 150 MB, and >= 20x faster than `grep -r` over the same files on the warm path."""
+    state = _search_state(b)
+    cache = b.data / "search-cache"
+    env = _compiled_env(b.env_ours(state))
+    env["XDG_CACHE_HOME"] = str(cache)
+    runs = max(1, min(b.runs, 3))
+    first = b.repeat([*OURS, "sessions", "search", SEARCH_RARE, "--json"], env, runs=runs,
+                     setup=lambda: shutil.rmtree(cache, ignore_errors=True))
+    probe = subprocess.run([*OURS, "sessions", "search", SEARCH_RARE, "--json", "--verbose", "--reindex"], env=env,
+                           capture_output=True, text=True, check=True)
+    total = sum(stats["bytesRead"] for stats in json.loads(probe.stdout)["index"])
+    rate = total / 1e6 / median(first)
+    cpu_rate = total / 1e6 / statistics.median(r.cpu_seconds for r in first if r.cpu_seconds is not None)
+    b.compare(f"sessions search, first index build, big + archives ({total / 1e6:.0f} MB of transcripts): "
+              f"{rate:.0f} MB/s wall, {cpu_rate:.0f} MB/s cpu", first, None,
+              ">= 100 MB/s of transcript text", absolute_max=total / 1e6 / 100, rss_max_mb=150)
+    files = [str(state / "agents")]
+    for label, query, word in (("rare phrase", SEARCH_RARE, "quokka"), ("common word", SEARCH_COMMON, "gateway")):
+        warm = b.repeat([*OURS, "sessions", "search", query, "--json"], env, runs=max(b.runs, 5))
+        grep = b.repeat(["grep", "-r", "-l", "-F", word, *files], env, runs=max(1, min(b.runs, 3)))
+        b.compare(f"sessions search {query} --json (warm index, whole command), {label}", warm, None,
+                  "< 100 ms first page; >= 20x faster than grep -r over the same files", absolute_max=0.1,
+                  floor=grep, floor_ratio_max=0.05, rss_max_mb=150, extra={"grepOverOurs": round(median(grep) / median(warm), 1)})
+    inproc = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", _SEARCH_WARM, str(state), SEARCH_RARE,
+                             SEARCH_COMMON, str(max(b.runs, 5))], env=env, capture_output=True, text=True, check=True)
+    figures_in = {q: {"medianMs": round(statistics.median(v["samples"]) * 1000, 1), "hits": v["hits"]}
+                  for q, v in json.loads(inproc.stdout).items()}
+    b.record_figures("sessions search, warm, in-process (library search(), first page)", figures_in,
+                     "< 100 ms", {q: v["medianMs"] < 100 for q, v in figures_in.items()})
+    live = sorted((state / "agents" / "main" / "sessions").glob("*.jsonl"))[:10]
+    counter = [0]
+
+    def append_1000() -> None:
+        counter[0] += 1
+        for n, path in enumerate(live):
+            with open(path, "ab") as fh:
+                for i in range(100):
+                    fh.write(json.dumps({"type": "message", "id": f"inc{counter[0]}-{n}-{i}", "timestamp": int(NOW_MS),
+                                         "message": {"role": "assistant", "content": f"new line {i} wombat"}}
+                                        ).encode() + b"\n")
+
+    incremental = b.repeat([*OURS, "sessions", "search", "wombat", "--json"], env, runs=max(b.runs, 3),
+                           setup=append_1000)
+    b.compare("sessions search after 1,000 new lines (incremental update + search, whole command)", incremental,
+              None, "< 300 ms", absolute_max=0.3, rss_max_mb=150)
+
+
 # ---- the Gateway (issues 10, 16) ------------------------------------------------------------------
 GATEWAY_TOKEN = "bench-token"
 LOAD_DATASET = ["2000", "0", "2028"]
@@ -907,6 +997,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "compact-50mb-estimate": case_compact_50mb_estimate,
     "compact-over-threshold-big": case_compact_over_threshold_big,
     "export-50mb": case_export_50mb,
+    "search-big": case_search_big,
     "gateway-latency": case_gateway_latency,
     "gateway-sort-orders": case_gateway_sort_orders,
     "gateway-load": case_gateway_load,

@@ -66,13 +66,13 @@ class Reader:
 
 @dataclass
 class FileReader(Reader):
-    path: Path
+    path: Path | str
     compressed: bool = False
 
     def _open(self) -> Any:
         from openclaw_cli.store.archives import open_archive
 
-        return open_archive(self.path, compressed=self.compressed)
+        return open_archive(Path(self.path), compressed=self.compressed)
 
     def lines(self, after: int | None = None, first_line: int = 1) -> Iterator[Line]:
         with self._open() as raw:
@@ -244,7 +244,7 @@ def _file_token(st: os.stat_result) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
-def _regular(path: Path) -> os.stat_result | None:
+def _regular(path: Path | str) -> os.stat_result | None:
     try:
         st = os.lstat(path)
     except OSError:
@@ -406,15 +406,17 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *,
     from openclaw_cli.store.names import is_primary_transcript_name
 
     try:
-        names = sorted(os.listdir(sessions_dir))
+        with os.scandir(sessions_dir) as it:
+            entries = sorted(((e.name, e) for e in it), key=lambda item: item[0])
     except OSError:
-        names = []
-    for name in names:
-        path = sessions_dir / name
+        entries = []
+    root = str(sessions_dir)
+    for name, entry in entries:
+        path = os.path.join(root, name)  # strings: a Path per file costs more than its lstat
         if name.endswith(".jsonl") and is_primary_transcript_name(name):
             if not live_files:
                 continue
-            st = _regular(path)
+            st = _regular(path)  # a live transcript grows: its size and mtime are its token
             if st is None:
                 continue
             sid = name[: -len(".jsonl")]
@@ -435,23 +437,26 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *,
         parsed = parse_archive_name(name)
         if parsed is None:
             continue
-        base, reason, _, compressed = parsed
+        base, reason, stamp, compressed = parsed
         if not base.endswith(".jsonl"):
             continue  # sessions.json backups are rows, not transcripts
-        st = _regular(path)
-        if st is None:
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+        except OSError:
             continue
         sid = base[: -len(".jsonl")]
+        # an archive is written once under a unique name: the name is its token (no stat per archive)
         out.sources.append(
             Source(
                 f"file:{name}",
                 f"archive:{reason}",
                 sid,
                 keys.get(sid),
-                _file_token(st),
-                st.st_size,
+                f"name:{name}",
+                0,
                 FileReader(path, compressed),
-                mtime_ms=st.st_mtime_ns // 1_000_000,
+                mtime_ms=stamp or 0,
             )
         )
     cold = sessions_dir / "cold"
