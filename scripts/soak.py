@@ -1,7 +1,7 @@
 """The soak runner behind `scripts/soak` (see tests/faults.py for what is injected and checked).
 
 Usage: scripts/soak [--full] [--per-op N] [--only OP ...] [--workers N] [--seed N]
-                    [--fuzz-seconds S] [--no-enospc] [--no-fuzz]
+                    [--fuzz-seconds S] [--no-enospc] [--no-fuzz] [--races N] [--no-races]
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests import faults  # noqa: E402
+from tests import faults, import_race  # noqa: E402
 
 FULL_PER_OP = 110  # x 10 operations: more than 1,000 kills
 SHORT_PER_OP = 1
 FULL_SPARES = [0, 4096, 16384, 65536, 262144, 1048576]
 SHORT_SPARES = [16384]
+FULL_RACES = 200  # import-vs-writer races (issue 29 #4)
+SHORT_RACES = 4
 
 
 def fuzz(seconds: int) -> list[tuple[str, int, str]]:
@@ -53,6 +55,8 @@ def main() -> int:
     parser.add_argument("--fuzz-seconds", type=int, help="per fuzz target (default: 5, --full: 120)")
     parser.add_argument("--no-enospc", action="store_true")
     parser.add_argument("--no-fuzz", action="store_true")
+    parser.add_argument("--races", type=int, help="import-vs-writer races (default: 4, --full: 200)")
+    parser.add_argument("--no-races", action="store_true")
     args = parser.parse_args()
     per_op = args.per_op or (FULL_PER_OP if args.full else SHORT_PER_OP)
     started = time.perf_counter()
@@ -73,6 +77,11 @@ def main() -> int:
                 wanted = wanted[:3]
             disks = faults.enospc_soak(spares=FULL_SPARES if args.full else SHORT_SPARES, log=log, ops=wanted,
                                        templates=templates)
+    races = None
+    if not args.no_races:
+        count = args.races or (FULL_RACES if args.full else SHORT_RACES)
+        log(f"soak: {count} import-vs-writer races")
+        races = import_race.race_soak(races=count, seed=args.seed, workers=args.workers, log=log)
     fuzzed = [] if args.no_fuzz else fuzz(args.fuzz_seconds or (120 if args.full else 5))
 
     print("\n== kills (SIGKILL at crash points and random instants, SIGINT/SIGTERM at safe points) ==")
@@ -82,6 +91,10 @@ def main() -> int:
         print("\n== full disks (tmpfs; each size with and without the space pre-check, then the disk grows) ==")
         print(disks.disk_table())
         failed += len(disks.failures)
+    if races is not None:
+        print("\n== import vs writers (delete, label, compact --max-lines, cleanup at random instants) ==")
+        print(races.table())
+        failed += len(races.failures)
     if fuzzed:
         print("\n== fuzzing (atheris) ==")
         for target, code, note in fuzzed:
@@ -95,6 +108,9 @@ def main() -> int:
           f"{time.perf_counter() - started:.0f} s in all")
     for outcome in kills.failures + (disks.failures if disks else []):
         print(f"FAILED {outcome}")
+    for race in races.failures if races else []:
+        print(f"FAILED race {race.index}: codes={race.codes} undone={race.undone} phantom={race.phantom} "
+              f"{race.problems}")
     return 1 if failed else 0
 
 

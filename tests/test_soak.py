@@ -73,3 +73,14 @@ def test_full_disk_short_profile(templates: dict[str, Path]) -> None:
                                  templates=templates)
     assert figures.outcomes and not figures.failures, [o for o in figures.failures]
     assert any(o.code == ExitCode.NO_SPACE for o in figures.outcomes)  # the disk really was full for some of them
+
+
+@pytest.mark.slow
+def test_short_import_vs_writer_races_undo_nothing(tmp_path: Path) -> None:
+    """Issue 29 #4 in the soak: imports raced by real writers (delete, label, compact, cleanup) at
+    random instants; `scripts/soak --full` runs at least 200 of these."""
+    from tests import import_race
+
+    figures = import_race.race_soak(races=2, workers=2, seed=29)
+    assert len(figures.races) == 2
+    assert figures.failures == [], [(r.codes, r.undone, r.phantom, r.problems) for r in figures.failures]

@@ -47,10 +47,10 @@ def _is_sqlite_file(path: Path) -> bool:
         return False
 
 
-def _legacy_store(path: Path, agent_id: str) -> SessionStore:
+def _legacy_store(path: Path, agent_id: str, *, database_absent: bool = False) -> SessionStore:
     from openclaw_cli.store.legacy import LegacyStore
 
-    return LegacyStore(path, agent_id)
+    return LegacyStore(path, agent_id, database_absent=database_absent)
 
 
 def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = False,
@@ -151,7 +151,7 @@ def open_agent_store(paths: StatePaths, agent_id: str, *, busy_timeout_ms: int =
     legacy = paths.legacy_store_path(agent)
     if legacy.exists() or legacy.is_symlink():
         _check_inside_state(legacy, paths)
-    return _legacy_store(legacy, agent)
+    return _legacy_store(legacy, agent, database_absent=True)
 
 
 def _primary_transcript_stems(sessions_dir: Path) -> list[str]:

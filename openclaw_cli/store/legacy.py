@@ -240,7 +240,7 @@ class LegacyStore(SessionStore):
     schema = None
     transcripts_in_files = True
 
-    def __init__(self, store_path: Path, agent_id: str):
+    def __init__(self, store_path: Path, agent_id: str, *, database_absent: bool = False):
         self.path = Path(os.path.abspath(store_path))
         self.agent_id = normalize_agent_id(agent_id)
         self.sessions_dir = self.path.parent
@@ -250,7 +250,9 @@ class LegacyStore(SessionStore):
         self._snapshot: _Snapshot | None = None
         self._by_session_id: dict[str, dict[str, Any]] | None = None
         self._totals_cache: dict[Path, tuple[tuple[int, int, int], SessionTotals]] = {}
-        self._database_at_open = self._imported_database()  # an import publishing later supersedes us
+        # a database published after this (an import) supersedes the store; `database_absent`: the
+        # caller chose this store because it saw none (no window between its check and ours)
+        self._database_at_open = None if database_absent else self._imported_database()
 
     @property
     def issues(self) -> list[ReadIssue]:
