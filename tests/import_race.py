@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.faults import IMPORT, NOW_MS, SESSIONS, env_for, run
+from tests.faults import IMPORT, NOW_MS, env_for, run
 
 DELETE_KEY = "agent:main:cron:job1"
 LABEL_KEY = "agent:main:main"
