@@ -103,17 +103,17 @@ def test_read_commands_never_modify_the_state(legacy_fixture_state: Path) -> Non
 def test_read_commands_on_real_openclaw_db_write_nothing(imported_fixture_state: Path) -> None:
     before = tree_digest(imported_fixture_state)
     real = json.loads((OPENCLAW_FIXTURE / "outputs/sessions.json").read_text())
-    result = list_json("--all")  # every row, the archived recovered orphan too (as the real CLI lists them)
+    result = list_json()  # every row, the archived recovered orphan too (as the real CLI lists them, issue 22)
     assert [(r["key"], r["sessionId"], r["updatedAt"]) for r in result["sessions"]] == [
         (r["key"], r["sessionId"], r["updatedAt"]) for r in real["sessions"]
     ]
     assert "hint" not in result
-    # By default archived rows are hidden (issue 11): here the orphan OpenClaw's import archived.
+    assert [r["key"] for r in list_json("--all")["sessions"]] == [r["key"] for r in result["sessions"]]  # kept
+    # archived rows are marked; `--archived` lists only them (here the orphan OpenClaw's import archived)
     archived = [r["key"] for r in result["sessions"] if r["archived"]]
     assert archived == ["agent:main:recovered:083ddf53-7690-42d8-9a49-01824250e803"]
-    default = list_json()
-    assert [r["key"] for r in default["sessions"]] == [r["key"] for r in result["sessions"] if not r["archived"]]
-    assert default["totalCount"] == result["totalCount"] - 1
+    only = list_json("--archived")
+    assert [r["key"] for r in only["sessions"]] == archived and only["totalCount"] == 1
     proc = run_cli("status", "--json")
     assert proc.returncode == 0, proc.stderr
     status = json.loads(proc.stdout)

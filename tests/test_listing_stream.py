@@ -89,8 +89,12 @@ def test_the_cli_prints_one_document_with_every_row(two_agents: Path) -> None:
     done = run_cli("sessions", "--json", "--limit", "all", "--all-agents")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["count"] == doc["totalCount"] == len(doc["sessions"]) == 40 + 30 - 6 - 4  # archived hidden
+    # archived rows listed, as the real CLI lists them (issue 22); --archived lists only them
+    assert doc["count"] == doc["totalCount"] == len(doc["sessions"]) == 40 + 30
+    assert sum(row["archived"] for row in doc["sessions"]) == 6 + 4
     assert doc["hasMore"] is False and doc["limitApplied"] is None
+    only = json.loads(run_cli("sessions", "--json", "--limit", "all", "--all-agents", "--archived").stdout)
+    assert only["count"] == 6 + 4 and all(row["archived"] for row in only["sessions"])
 
 
 def test_write_pretty_is_dumps_pretty_in_pieces() -> None:

@@ -329,7 +329,7 @@ def test_lifecycle_patches_rewrite_the_entry_and_its_projections_only(real_state
     code, doc, err = cli_json("sessions", "archive", key, *store)
     assert code == 0, err
     code, listed, _ = cli_json("sessions", "--json", "--limit", "all")
-    assert key not in {r["key"] for r in listed["sessions"]}  # archived rows are hidden
+    assert {r["key"]: r["archived"] for r in listed["sessions"]}[key] is True  # listed and marked (issue 22)
     assert checks(db) == ("ok", [])
 
 

@@ -29,7 +29,8 @@ def list_command(agent: str | None, all_agents: bool, store: str | None, active:
         cx = load_context()
         result = list_sessions(
             cx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value,
-            archived="all" if all_rows else bool(archived), stream=json_mode,
+            # archived rows are listed as the real CLI lists them (marked); --archived: only them
+            archived=True if archived else "all", stream=json_mode,
         )
         if json_mode:
             echo_json(result)

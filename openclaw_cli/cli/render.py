@@ -54,10 +54,13 @@ def sessions_lines(result: dict[str, Any], printer: Printer) -> list[str]:
     if not sessions:
         lines.append("No sessions found.")
         return lines
+    archived = sum(1 for row in sessions if row.get("archived"))
+    marked = f" ({archived} archived)" if archived and archived < len(sessions) else ""
     if result.get("hasMore") or (result.get("limitApplied") and result["totalCount"] > len(sessions)):
-        lines.append(f"Sessions listed: {len(sessions)} of {result['totalCount']} (limit {result['limitApplied']})")
+        lines.append(f"Sessions listed: {len(sessions)} of {result['totalCount']} (limit {result['limitApplied']})"
+                     f"{marked}")
     else:
-        lines.append(f"Sessions listed: {len(sessions)}")
+        lines.append(f"Sessions listed: {len(sessions)}{marked}")
     columns = [
         Column("Kind", min_width=5, shrink_order=45, style=_kind_style),
         Column("Key", min_width=12, shrink_order=20),

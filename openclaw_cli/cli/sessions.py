@@ -35,8 +35,8 @@ ALL_AGENTS = typer.Option(False, "--all-agents",
 STORE = typer.Option(None, "--store", metavar="<path>",
                      help="An explicit store: a legacy sessions.json or an agent .sqlite.")
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
-ARCHIVED = typer.Option(False, "--archived", help="Only archived sessions (hidden by default).")
-ALL_ROWS = typer.Option(False, "--all", help="Archived sessions too.")
+ARCHIVED = typer.Option(False, "--archived", help="Only archived sessions (listed and marked by default).")
+ALL_ROWS = typer.Option(False, "--all", help="Archived sessions too (the default, as OpenClaw lists them).")
 ACTIVE = typer.Option(None, "--active", metavar="<minutes>", help="Only sessions updated within the last N minutes.")
 LIMIT = typer.Option(None, "--limit", metavar="<n|all>", help='Maximum rows, or "all"; default 100.')
 VERBOSE = typer.Option(False, "--verbose", help="Log which stores are read and how long it takes (stderr).")

@@ -38,6 +38,25 @@ _COPIED_AFTER_VISIBILITY = (
 )
 _COPIED_AFTER_TOKENS = ("totalTokensVersion", "providerOverride", "modelOverride")
 
+# OpenClaw 2026.9.6's built-in model defaults (`src/agents/defaults.ts`: DEFAULT_PROVIDER,
+# DEFAULT_MODEL, DEFAULT_CONTEXT_TOKENS): what its rows show when the config names no model
+# (observed: `gpt-6-astra` on a row with no stored model; `contextTokens` 200000 on every row).
+BUILTIN_MODEL = "openai/gpt-6-astra"
+BUILTIN_CONTEXT_TOKENS = 200_000
+# The runtime OpenClaw projects for an openai model when nothing is stored (observed on every row).
+_OPENAI_IMPLICIT_RUNTIME = {"id": "codex", "source": "implicit"}
+
+
+def model_defaults(config: Any, agent_id: str | None = None) -> tuple[str, int]:
+    """(`provider/model`, context tokens) a listing row falls back to: the agent's configured
+    model, else `agents.defaults.model`, else OpenClaw's built-in one; `agents.defaults.contextTokens`,
+    else the built-in 200000 (the real CLI projects this, not the stored value: stored 400000 is
+    listed as 200000)."""
+    from openclaw_cli.config import context_tokens_default, default_model
+
+    return (default_model(config, agent_id) or BUILTIN_MODEL,
+            context_tokens_default(config) or BUILTIN_CONTEXT_TOKENS)
+
 
 def _number(value: Any) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -46,9 +65,12 @@ def _number(value: Any) -> int | float | None:
 
 
 def row_shaper(*, agent_id: str, now_ms: int, default_model: str | None = None,
-               default_context_tokens: int | None = None) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+               default_context_tokens: int | None = None, projected: bool = False,
+               ) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
     """`session_row` with one listing's arguments bound: a streamed listing shapes up to every
-    row of a store (100,000 rows: every lookup per row counts)."""
+    row of a store (100,000 rows: every lookup per row counts). `projected`: the row as the real
+    `openclaw sessions --json` projects it — `contextTokens` is the default's (the stored value is
+    not shown) and an openai model without a stored runtime runs on the implicit `codex` runtime."""
     from openclaw_cli.keys import derive_row_flags, session_kind
 
     model_default = provider_default = None
@@ -106,12 +128,14 @@ def row_shaper(*, agent_id: str, now_ms: int, default_model: str | None = None,
         kind = type(ctx)
         if kind is not int and kind is not float:
             ctx = _number(ctx)
-        row["contextTokens"] = ctx if ctx is not None else default_context_tokens
+        row["contextTokens"] = default_context_tokens if projected or ctx is None else ctx
         row["agentId"] = agent_id
         row["acpRuntime"] = isinstance(get("acp"), dict)
         harness = get("agentRuntimeOverride") or get("agentHarnessId")
         if isinstance(harness, str) and harness:
             row["agentRuntime"] = {"id": harness, "source": "session"}
+        elif projected and row["modelProvider"] == "openai":
+            row["agentRuntime"] = dict(_OPENAI_IMPLICIT_RUNTIME)
         row["kind"] = session_kind(key, entry)
         row.update(derive_row_flags(entry, key))
         return row

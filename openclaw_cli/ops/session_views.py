@@ -14,7 +14,6 @@ docs/decisions.md, "Gateway server".
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from openclaw_cli.errors import OpenClawError
@@ -27,9 +26,6 @@ LAST_MESSAGE_MAX_CHARS = 240
 HEALTH_RECENT = 5
 MULTIPLE = "(multiple)"
 
-# `<channel>:<peer kind>:…` key rests (telegram:direct:100004, discord:group:5, …)
-_PEER_REST = re.compile(r"^([a-z0-9_.-]+):(direct|dm|group|channel)(?::|$)", re.IGNORECASE)
-
 
 # ---- rows -------------------------------------------------------------------------------------------------
 
@@ -40,18 +36,6 @@ def _main_key(ctx: Context, agent_id: str) -> str:
     return main_key(agent_id, getattr(session, "main_key", None))
 
 
-def _classification(key: str, entry: dict[str, Any], *, is_main: bool, group: bool) -> str:
-    from openclaw_cli.keys import is_cron_key, is_subagent_key
-
-    if is_main:
-        return "main"
-    if is_cron_key(key):
-        return "cron"
-    if is_subagent_key(key) or entry.get("spawnedBy"):
-        return "subagent"
-    return "group" if group else "direct"
-
-
 def _dict(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
@@ -60,29 +44,38 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _selected_model(entry: dict[str, Any], default_model: str | None) -> tuple[str | None, str | None]:
+    """(provider, model) a Gateway row shows: the session's override, else the agent's default
+    (configured, else OpenClaw's built-in one). The model a past run stored is not it: the real
+    Gateway lists `gpt-6-astra` on rows whose stored `model` is `gpt-5.4`."""
+    model = _text(entry.get("modelOverride"))
+    provider = _text(entry.get("providerOverride"))
+    if model is None and default_model:
+        default_provider, _, name = default_model.rpartition("/")
+        model, provider = name or None, provider or default_provider or None
+    return provider, model
+
+
 def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str, now: int,
                 defaults: tuple[str | None, int | None], run_state: bool = True,
                 main: str | None = None) -> dict[str, Any]:
     """One `sessions.list` row in OpenClaw's field order, from what the entry holds (`run_state`:
     the listing's `hasActiveRun`/`activeRunIds`, which `sessions.describe` does not carry)."""
-    from openclaw_cli.keys import parse_agent_key
+    from openclaw_cli.ops.row_facts import classify, delivery_part, delivery_route, display_name, last_channel
     from openclaw_cli.ops.rows import session_row
 
     base = session_row(key, entry, agent_id=agent_id, now_ms=now, default_model=defaults[0],
                        default_context_tokens=defaults[1])
-    parsed = parse_agent_key(key)
-    rest = parsed[1] if parsed else key
-    peer = _PEER_REST.match(rest)
     is_main = key == (main if main is not None else _main_key(ctx, agent_id))
-    group = base["kind"] == "group"
-    classification = _classification(key, entry, is_main=is_main, group=group)
-    delivery = _dict(entry.get("delivery")) or {}
-    route = _dict(delivery.get("route")) or {}
-    channel = _text(entry.get("channel")) or _text(route.get("channel")) or (peer.group(1).lower() if peer else None)
-    origin = _dict(entry.get("origin")) or _dict(delivery.get("origin"))
-    context = _dict(entry.get("deliveryContext")) or _dict(delivery.get("context"))
+    facts = classify(key, entry, is_main=is_main)
+    route = _dict(delivery_part(entry, "route")) or {}
+    key_route = delivery_route(key)
+    channel = (_text(entry.get("channel")) or _text(route.get("channel"))
+               or (key_route.channel if key_route else None))
+    origin = delivery_part(entry, "origin")
+    context = delivery_part(entry, "context")
     subject = _text(entry.get("subject"))
-    display = _text(entry.get("label")) or subject or _text(entry.get("displayName"))
+    display = display_name(key, entry)
 
     row: dict[str, Any] = {"key": key, "visibility": base["visibility"]}
     for name in ("spawnedBy", "parentSessionKey", "forkedFromParent", "spawnDepth"):
@@ -98,21 +91,18 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
     row["kind"] = base["kind"] if base["kind"] in ("group", "global", "unknown") else "direct"
     if "label" in base:
         row["label"] = base["label"]
-    row["classification"] = classification
-    row["agentId"] = agent_id
-    if peer:
-        row["peerKind"] = "group" if peer.group(2).lower() in ("group", "channel") else "direct"
-    row["isMain"] = is_main
-    row["isBackground"] = classification in ("cron", "subagent")
+    facts.setdefault("agentId", agent_id)
+    row.update(facts)
     if display:
         row["displayName"] = display
     if channel:
         row["channel"] = channel
     if subject:
         row["subject"] = subject
-    chat_type = _text(entry.get("chatType"))
-    if chat_type:
-        row["chatType"] = chat_type
+    for name in ("groupChannel", "space", "chatType"):
+        value = _text(entry.get(name))
+        if value:
+            row[name] = value
     if origin:
         row["origin"] = origin
     row["updatedAt"] = base["updatedAt"]
@@ -135,14 +125,12 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
     if base["totalTokensFresh"] and base["totalTokens"] is not None:
         row["totalTokens"] = base["totalTokens"]
     row["totalTokensFresh"] = base["totalTokensFresh"]
-    row["modelProvider"] = base["modelProvider"]
-    row["model"] = base["model"]
-    row["contextTokens"] = base["contextTokens"]
+    row["modelProvider"], row["model"] = _selected_model(entry, defaults[0])
     if context:
         row["deliveryContext"] = context
-    last_channel = _text(entry.get("lastChannel"))
-    if last_channel:
-        row["lastChannel"] = last_channel
+    channel_used = last_channel(entry)
+    if channel_used:
+        row["lastChannel"] = channel_used
     row["snapshotAt"] = now
     if run_state:
         row["hasActiveRun"] = False  # this Gateway runs no agents
@@ -222,10 +210,10 @@ def row_defaults(ctx: Context) -> tuple[str | None, int | None]:
     return _defaults(ctx)
 
 
-def _defaults(ctx: Context) -> tuple[str | None, int | None]:
-    from openclaw_cli.config import context_tokens_default, default_model
+def _defaults(ctx: Context, agent_id: str | None = None) -> tuple[str | None, int | None]:
+    from openclaw_cli.ops.rows import model_defaults
 
-    return default_model(ctx.config), context_tokens_default(ctx.config)
+    return model_defaults(ctx.config, agent_id)
 
 
 def _list_defaults(defaults: tuple[str | None, int | None]) -> dict[str, Any]:
@@ -353,7 +341,9 @@ def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any
         pages.sort(key=lambda item: order(item[1], item[2]))
     page = pages[offset:offset + limit] if merged else pages
     mains = {agent_id: _main_key(ctx, agent_id) for agent_id, _ in stores}
-    sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults, main=mains[agent_id])
+    agent_defaults = {agent_id: _defaults(ctx, agent_id) for agent_id, _ in stores}
+    sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=agent_defaults[agent_id],
+                            main=mains[agent_id])
                 for agent_id, key, entry in page]
     if params.get("includeLastMessage") is True:
         by_agent = dict(stores)
@@ -411,17 +401,20 @@ def _find(ctx: Context, key: str, agent_id: str | None) -> tuple[str, Any, str, 
     candidates = [parsed[0]] if parsed else _selected_agents(ctx, agent_id)
     if agent_id is not None and parsed is None:
         candidates = _selected_agents(ctx, agent_id)
+    from openclaw_cli.ops.sessions import key_candidates, main_key_name
+
+    main_name = main_key_name(ctx)
     for candidate in candidates:
         store = _open_existing(ctx, candidate)
         if store is None:
             continue
-        entry = store.get_entry(wanted)
-        stored = wanted
-        if entry is None and normalize_key(wanted) != wanted:
-            stored = normalize_key(wanted)
+        # as given, normalised, then the agent's store form (`main` is `agent:<id>:main`, as the
+        # real Gateway resolves it)
+        spellings = [wanted, normalize_key(wanted), *key_candidates(candidate, wanted, main_name)]
+        for stored in dict.fromkeys(spellings):
             entry = store.get_entry(stored)
-        if isinstance(entry, dict):
-            return candidate, store, stored, entry
+            if isinstance(entry, dict):
+                return candidate, store, stored, entry
         store.close()
     return None
 
@@ -434,7 +427,7 @@ def describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     agent_id, store, key, entry = found
     with store:
         now = ctx.now_ms()
-        row = gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=_defaults(ctx),
+        row = gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=_defaults(ctx, agent_id),
                           run_state=params.get("runState") is True)
         if params.get("includeLastMessage") is True:
             last = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
@@ -517,7 +510,9 @@ def gateway_status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.status import RECENT_LIMIT, status_row
 
     now = ctx.now_ms()
-    model_default, ctx_default = _defaults(ctx)
+    from openclaw_cli.config import context_tokens_default, default_model
+
+    model_default, ctx_default = default_model(ctx.config), context_tokens_default(ctx.config)
     paths: list[str] = []
     by_agent: list[dict[str, Any]] = []
     newest: list[dict[str, Any]] = []
@@ -573,16 +568,17 @@ def gateway_agents(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """The Gateway's `agents.list`: `{defaultId, ownership, selectionRequired, mainKey, scope,
     agents:[{id, workspace, model?}]}` (the CLI's `agents list --json` is `ops.agents.list_agents`)."""
     from openclaw_cli.config import configured_agent_ids, default_agent_id
+    from openclaw_cli.ops.agents import workspace_dir
 
     configured = configured_agent_ids(ctx.config)
     explicit = len(configured) > 1
-    model_default, _ = _defaults(ctx)
     session = getattr(getattr(ctx.config, "model", None), "session", None)
     agents = []
     for agent_id in configured:
-        row: dict[str, Any] = {"id": agent_id, "workspace": str(ctx.paths.state_dir / f"workspace-{agent_id}")}
-        if model_default:
-            row["model"] = {"primary": model_default}
+        # the workspace as `openclaw agents list` resolves it (`<state>/workspace` for the default
+        # agent of a sole-agent state, `workspace-<id>` otherwise)
+        row: dict[str, Any] = {"id": agent_id, "workspace": str(workspace_dir(ctx, agent_id))}
+        row["model"] = {"primary": _defaults(ctx, agent_id)[0]}
         agents.append(row)
     return {
         "defaultId": default_agent_id(ctx.config),

@@ -20,10 +20,14 @@ def _debug(message: str, *args: Any) -> None:
         logging.getLogger("openclaw").debug(message, *args)
 
 
-def _defaults(ctx: Context) -> tuple[str | None, int | None]:
-    from openclaw_cli.config import context_tokens_default, default_model
+def _shaper(ctx: Context, agent_id: str, now: int) -> Any:
+    """The row shaper of one agent's store: rows as the real `openclaw sessions --json` projects
+    them (its model defaults, its context window, the implicit runtime)."""
+    from openclaw_cli.ops.rows import model_defaults, row_shaper
 
-    return default_model(ctx.config), context_tokens_default(ctx.config)
+    model, context_tokens = model_defaults(ctx.config, agent_id)
+    return row_shaper(agent_id=agent_id, now_ms=now, default_model=model, default_context_tokens=context_tokens,
+                      projected=True)
 
 
 def list_sessions(
@@ -35,22 +39,20 @@ def list_sessions(
     active_minutes: int | None = None,
     limit: int | None = 100,
     now: int | None = None,
-    archived: bool | str = False,
+    archived: bool | str = "all",
     stream: bool = False,
 ) -> dict[str, Any]:
     """`openclaw sessions --json` (observed §7): newest first, limited, with OpenClaw's fields.
-    Archived rows (`archivedAt` set) are hidden unless `archived` is True (only them) or "all".
+    Archived rows (`archivedAt` set) are listed as the real CLI lists them (`archived` "all");
+    `archived` True lists only them, False hides them.
     `stream` with no limit: `sessions` is a `jsonutil.StreamedArray` read from the stores while it
     is written (`output.emit_json`), so `--limit all` on 100,000 rows holds one batch at a time."""
-    from openclaw_cli.ops.rows import row_shaper
-
     now = ctx.now_ms() if now is None else now
     targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
     since = now - active_minutes * 60_000 if active_minutes else None
     if stream and limit is None:
         return _streamed_listing(ctx, targets, all_agents=all_agents, since=since, now=now,
                                  active_minutes=active_minutes, archived=archived)
-    default_model, default_ctx = _defaults(ctx)
     collected: list[tuple[float, dict[str, Any]]] = []
     stores_out: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
@@ -73,8 +75,7 @@ def list_sessions(
             continue
         total += matched
         stores_out.append({"agentId": target.agent_id, "path": path})
-        shape = row_shaper(agent_id=target.agent_id, now_ms=now, default_model=default_model,
-                           default_context_tokens=default_ctx)
+        shape = _shaper(ctx, target.agent_id, now)
         for key, entry in rows:
             row = shape(key, entry)
             updated = row["updatedAt"]
@@ -113,9 +114,7 @@ def _streamed_listing(ctx: Context, targets: list[Any], *, all_agents: bool, sin
     import heapq
 
     from openclaw_cli.jsonutil import Deferred, StreamedArray
-    from openclaw_cli.ops.rows import row_shaper
 
-    default_model, default_ctx = _defaults(ctx)
     only = None if archived == "all" else archived is True
     opened: list[tuple[Any, Any, Any]] = []
     stores_out: list[dict[str, Any]] = []
@@ -147,8 +146,7 @@ def _streamed_listing(ctx: Context, targets: list[Any], *, all_agents: bool, sin
         raise
 
     def shaped(agent_id: str, rows: Any) -> Any:
-        shape = row_shaper(agent_id=agent_id, now_ms=now, default_model=default_model,
-                           default_context_tokens=default_ctx)
+        shape = _shaper(ctx, agent_id, now)
         for key, entry in rows:
             yield shape(key, entry)
 
