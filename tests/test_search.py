@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -331,3 +332,42 @@ def test_property_random_phrase_from_any_line_is_found(legacy: Path) -> None:
         assert (sid, mid) in {(r["sessionId"], r["messageId"]) for r in found}, phrase
 
     check()
+
+
+def test_parallel_first_build_matches_one_process(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build split over forked processes (one per shard) indexes exactly what one process does."""
+    from openclaw_cli.paths import resolve_paths
+    from openclaw_cli.search import index as index_mod
+    from openclaw_cli.search.engine import Options, StoreTarget, search
+    from openclaw_cli.store.detect import open_agent_store
+
+    _plant_everything(legacy)
+    monkeypatch.setattr(index_mod, "PARALLEL_MIN_SOURCES", 1)
+    monkeypatch.setattr(index_mod, "_single_threaded", lambda: True)
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    outcomes = []
+    for workers, root in ((2, tmp_path / "par"), (1, tmp_path / "seq")):
+        paths = resolve_paths()
+        store = open_agent_store(paths, "main", read_only=True)
+        try:
+            target = StoreTarget(store, paths.import_archive_dir("main"))
+            outcome = search([target], parse("session"), Options(limit=50, index_root=root, workers=workers))
+        finally:
+            store.close()
+        outcomes.append(outcome)
+    assert len(forks) == 1  # the second shard was built by a child, the first here
+    a, b = ([(r["sessionId"][:6], r["messageId"], r["score"]) for r in o.results] for o in outcomes)
+    assert a == b, (sorted(set(a) - set(b)), sorted(set(b) - set(a)))
+    assert len(a) > 20
+    assert outcomes[0].updates[0].sources_read == outcomes[1].updates[0].sources_read

@@ -11,6 +11,7 @@ and `agentId`, plus `skipped` (unreadable lines and archives) when there were an
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from openclaw_cli.errors import UsageError
@@ -99,6 +100,7 @@ def sessions_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         owner = targets[0].agent_id if len(targets) == 1 else None
         keys = [to_agent_store_key(owner, k) if owner and k not in ("global", "unknown") else k for k in keys]
     opts = Options(
+        workers=min(2, os.cpu_count() or 1),
         roles=roles,
         since=_int_param(params, "since"),
         until=_int_param(params, "until"),

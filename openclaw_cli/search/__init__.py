@@ -10,6 +10,7 @@ to date on each call, and nothing under the state dir is written.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ def search(
 
     parsed = parse(query, fixed=fixed)
     opts = Options(
+        workers=min(2, os.cpu_count() or 1),
         roles=tuple(roles) if roles else None,
         since=since,
         until=until,

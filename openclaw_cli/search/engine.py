@@ -30,6 +30,7 @@ class Options:
     redact: bool = False
     index_root: Path | None = None  # the cache root (None: $XDG_CACHE_HOME/openclaw-cli)
     in_memory: bool = False
+    workers: int = 1  # processes a big (re)build may use (forks only from a single-threaded process)
 
 
 @dataclass
@@ -48,7 +49,9 @@ class Outcome:
 
 
 def _their_rows(agent: AgentSources):
-    """{messageId: text} of OpenClaw's FTS rows for one session (read-only)."""
+    """{messageId: text} of OpenClaw's FTS rows for one session (read-only); None without them."""
+    if agent.openclaw_fts is None or agent.db_conn is None:
+        return None
     conn = agent.db_conn.conn
 
     def rows(session_id: str) -> dict[str, str]:
@@ -130,7 +133,7 @@ def _our_hits(
         )
         for hit in hits:
             checked += 1
-            row = index.source_row(hit.src)
+            row = index.source_row(hit)
             source = by_locator.get(row[0]) if row else None
             if source is None:
                 continue
@@ -234,7 +237,14 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
             try:
                 if opts.reindex:
                     index.reset()
-                stats = index.update(agent, their_rows=_their_rows(agent) if agent.openclaw_fts else None)
+                stats = index.update(
+                    agent,
+                    their_rows=_their_rows,
+                    workers=opts.workers,
+                    refresh=lambda s=store, d=target.import_archive_dir: agent_sources(
+                        s, import_archive_dir=d
+                    ),
+                )
                 outcome.updates.append(stats)
                 outcome.skipped.extend(str(issue) for issue in agent.issues)
                 outcome.skipped.extend(index.skipped(live_only=not opts.archived))

@@ -68,6 +68,7 @@ class Hit:
     role: str
     ts: int
     rank: float
+    shard: int = 0
 
 
 def cache_root() -> Path:
@@ -94,7 +95,7 @@ def _connect(target: str) -> sqlite3.Connection:
     return conn
 
 
-class AgentIndex:
+class _Shard:
     def __init__(self, path: Path | None):
         """`path` None (or a cache dir we cannot write): an in-memory index for this process."""
         self.path = path
@@ -393,3 +394,181 @@ def _ensure_schema(conn: sqlite3.Connection) -> bool:
         return True
     except sqlite3.DatabaseError:
         return False
+
+
+SHARDS = 2  # fixed: the layout must not depend on the machine the index was built on
+PARALLEL_MIN_SOURCES = 64  # a first build or a big catch-up is read by one process per shard
+PARALLEL_MIN_BYTES = 32 << 20
+
+
+def _shard_of(locator: str, shards: int) -> int:
+    import zlib
+
+    return zlib.crc32(locator.encode("utf-8", "surrogatepass")) % shards
+
+
+class AgentIndex:
+    """One store's index as SHARDS files (sources assigned by a hash of their locator), so a first
+    build is tokenized by one process per shard; queries ask every shard and merge by rank."""
+
+    def __init__(self, path: Path | None, shards: int = SHARDS):
+        self.paths: list[Path | None] = (
+            [None] * shards
+            if path is None
+            else [path.with_name(f"{path.stem}.{i}{path.suffix}") for i in range(shards)]
+        )
+        self.shards = [_Shard(p) for p in self.paths]
+        if any(shard.path is None for shard in self.shards):  # a cache dir we cannot write: all in memory
+            self.paths = [None] * shards
+            for shard in self.shards:
+                shard.close()
+            self.shards = [_Shard(None) for _ in range(shards)]
+
+    @property
+    def in_memory(self) -> bool:
+        return self.paths[0] is None
+
+    def close(self) -> None:
+        for shard in self.shards:
+            shard.close()
+
+    def reset(self) -> None:
+        for shard in self.shards:
+            shard.reset()
+
+    def _split(self, agent: Any) -> list[Any]:
+        from dataclasses import replace
+
+        parts: list[list[Any]] = [[] for _ in self.shards]
+        for source in agent.sources:
+            parts[_shard_of(source.locator, len(self.shards))].append(source)
+        return [replace(agent, sources=part) for part in parts]
+
+    def _pending(self, part: Any, shard: _Shard) -> tuple[int, int]:
+        """(sources, bytes) the next update of `shard` would read."""
+        live = shard._live_sources()
+        changed = [s for s in part.sources if s.locator not in live or live[s.locator][2] != s.token]
+        return len(changed), sum(s.size for s in changed)
+
+    def update(
+        self,
+        agent: Any,
+        *,
+        their_rows: Callable[[Any], Any] | None = None,
+        refresh: Callable[[], Any] | None = None,
+        workers: int = 1,
+    ) -> UpdateStats:
+        """Update every shard. `their_rows(agent)` makes the per-session lookup of OpenClaw's FTS
+        rows (or None). With `workers` > 1, a `refresh()` that opens the sources again, a file
+        index and enough to read, shards other than the first are updated in forked children
+        (each with its own connections), the first here."""
+        parts = self._split(agent)
+        pending = [self._pending(part, shard) for part, shard in zip(parts, self.shards, strict=True)]
+        big = (
+            sum(n for n, _ in pending) >= PARALLEL_MIN_SOURCES
+            or sum(b for _, b in pending) >= PARALLEL_MIN_BYTES
+        )
+        parallel = (
+            big
+            and workers > 1
+            and refresh is not None
+            and not self.in_memory
+            and hasattr(os, "fork")
+            and _single_threaded()
+        )
+        started = time.perf_counter()
+        if not parallel:
+            total = UpdateStats()
+            for part, shard in zip(parts, self.shards, strict=True):
+                _merge(total, shard.update(part, their_rows=their_rows(part) if their_rows else None))
+            return total
+        children = [self._fork_update(i, refresh, their_rows) for i in range(1, len(self.shards))]
+        total = self.shards[0].update(parts[0], their_rows=their_rows(parts[0]) if their_rows else None)
+        for i, child in enumerate(children, 1):
+            stats = _collect(child)
+            if stats is None:  # the child failed: do its shard here
+                stats = self.shards[i].update(
+                    parts[i], their_rows=their_rows(parts[i]) if their_rows else None
+                )
+            _merge(total, stats)
+        total.seconds = time.perf_counter() - started
+        return total
+
+    def _fork_update(
+        self, i: int, refresh: Callable[[], Any], their_rows: Callable[[Any], Any] | None
+    ) -> Any:
+        import pickle
+
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its own connections only, then _exit (no inherited finalizers)
+            code = 1
+            try:
+                os.close(read_end)
+                fresh = refresh()
+                part = self._split(fresh)[i]
+                shard = _Shard(self.paths[i])
+                stats = shard.update(part, their_rows=their_rows(part) if their_rows else None)
+                shard.close()
+                fresh.close()
+                data = pickle.dumps(stats)
+                with os.fdopen(write_end, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        return pid, read_end
+
+    def query(self, match: str, *, limit: int = 10, offset: int = 0, **filters: Any) -> list[Hit]:
+        hits: list[Hit] = []
+        for i, shard in enumerate(self.shards):
+            for hit in shard.query(match, limit=offset + limit, offset=0, **filters):
+                hit.shard = i
+                hits.append(hit)
+        hits.sort(key=lambda h: (h.rank, -h.ts, h.message_id))
+        return hits[offset : offset + limit]
+
+    def source_row(self, hit: Hit) -> tuple[str, str, str | None, str | None] | None:
+        return self.shards[hit.shard].source_row(hit.src)
+
+    def skipped(self, live_only: bool = False) -> list[str]:
+        return [line for shard in self.shards for line in shard.skipped(live_only)]
+
+    def theirs_sessions(self) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for shard in self.shards:
+            out.update(shard.theirs_sessions())
+        return out
+
+
+def _single_threaded() -> bool:
+    import threading
+
+    return threading.active_count() == 1
+
+
+def _collect(child: tuple[int, int]) -> UpdateStats | None:
+    import pickle
+
+    pid, read_end = child
+    with os.fdopen(read_end, "rb") as fh:
+        data = fh.read()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or not data:
+        return None
+    try:
+        stats = pickle.loads(data)
+    except Exception:
+        return None
+    return stats if isinstance(stats, UpdateStats) else None
+
+
+def _merge(total: UpdateStats, stats: UpdateStats) -> None:
+    total.sources_read += stats.sources_read
+    total.sources_unchanged += stats.sources_unchanged
+    total.bytes_read += stats.bytes_read
+    total.lines_indexed += stats.lines_indexed
+    total.rebuilt = total.rebuilt or stats.rebuilt
+    total.seconds = max(total.seconds, stats.seconds)
+    total.skipped.extend(stats.skipped)
