@@ -13,6 +13,7 @@ validation model, examples and warning rules only when a file exists.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -25,8 +26,11 @@ if TYPE_CHECKING:
 
     from openclaw_cli.config.model import OpenClawConfig
 
-# A config is a few KB; refusing absurd sizes keeps a hostile file from exhausting memory.
-MAX_CONFIG_BYTES = 32 * 1024 * 1024
+# A config is a few KB. Refusing absurd sizes keeps a hostile file from exhausting memory or time:
+# plain JSON is parsed by orjson (1 MiB in milliseconds), JSON5 by the pure-Python json5 parser at
+# roughly 10-20 us a byte (an 8 MB JSON5 file took 85-100 s, issue 29 #8), so JSON5 gets less.
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_JSON5_CONFIG_BYTES = 256 * 1024
 _JSON5_POSITION = r"^<string>:(\d+) (.*) at column (\d+)$"  # compiled on first use
 _SHOWN_VALUE_MAX = 80
 
@@ -79,23 +83,64 @@ class LoadedConfig:
 
 
 def read_config_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None when it does not exist. Other failures are ConfigErrors."""
+    """The file's bytes, or None when it does not exist. Other failures are ConfigErrors: only a
+    regular file is read (a FIFO would block every command, a device never ends; issue 29 #8) —
+    a symbolic link to one is fine — and never more than MAX_CONFIG_BYTES."""
+    import stat
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
+        st = os.stat(path)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise ConfigError(f"Cannot read config file {path}: it is a directory.", path=str(path)) from None
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise ConfigError(f"Cannot read config file {path}: {reason}.", path=str(path)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"Cannot read config file {path}: it is a directory.", path=str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"Cannot read config file {path}: it is not a regular file ({_special_kind(st.st_mode)}). "
+                          "Point OPENCLAW_CONFIG_PATH at a JSON5 file.", path=str(path))
+    if st.st_size > MAX_CONFIG_BYTES:
+        raise _too_big(path, st.st_size)
+    try:
+        # O_NONBLOCK: a FIFO swapped in after the check must not block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConfigError(f"Cannot read config file {path}: {reason}.", path=str(path)) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"Cannot read config file {path}: it is not a regular file.", path=str(path))
+        try:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise ConfigError(f"Cannot read config file {path}: {reason}.", path=str(path)) from None
     if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            f"Cannot read config file {path}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB.",
-            path=str(path),
-        )
+        raise _too_big(path, len(data))
     return data
+
+
+def _special_kind(mode: int) -> str:
+    import stat
+
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
+
+
+def _too_big(path: Path, size: int) -> ConfigError:
+    return ConfigError(
+        f"Cannot read config file {path}: it is {size:,} bytes, over the {MAX_CONFIG_BYTES // 1024:,} KiB limit "
+        "(a config is a few KB). Nothing was read.",
+        path=str(path),
+    )
 
 
 def _parse_failure(path: Path, detail: str) -> ConfigError:
@@ -136,6 +181,11 @@ def parse_config_bytes(data: bytes, path: Path) -> dict[str, Any]:
     try:
         value = orjson.loads(text)  # fast path: most configs are plain JSON
     except orjson.JSONDecodeError:
+        if len(data) > MAX_JSON5_CONFIG_BYTES:
+            raise _parse_failure(
+                path, f"it is not plain JSON, and JSON5 (comments, unquoted keys, trailing commas) is only parsed up to "
+                f"{MAX_JSON5_CONFIG_BYTES // 1024} KiB ({len(data):,} bytes here; parsing that much JSON5 takes "
+                "minutes). Write it as plain JSON, or make it smaller.") from None
         import json5
 
         try:

@@ -285,6 +285,9 @@ def _check_patch_params(params: Any) -> dict[str, Any]:
             raise UsageError(f"invalid {method} params: at /{name}: must be a non-empty string or null")
     if "label" in params and params["label"] is not None:
         parse_label(params["label"])
+    from openclaw_cli.lifecycle import check_session_key
+
+    check_session_key(params["key"])  # blank, control characters, length: as every command checks keys
     return params
 
 
@@ -312,6 +315,11 @@ def apply_patch(current: dict[str, Any] | None, params: dict[str, Any], *, key: 
     if "expectedMarkedUnreadAt" in params and (current or {}).get("markedUnreadAt") != params["expectedMarkedUnreadAt"]:
         raise SessionChangedError(key, "patch")
     if current is None:
+        from openclaw_cli.lifecycle import check_session_key
+
+        # a patch that creates the row takes the key rule of sessions.create (issue 29 #8): no
+        # `agent:main:` from "agent:main:\n\r\t", no `..` or `/` segments
+        check_session_key(key, new=True)
         nxt: dict[str, Any] = {"sessionId": str(uuid.uuid4()), "lifecycleRevision": str(uuid.uuid4()),
                                "updatedAt": now_ms, "createdVia": "operator", "createdAt": now_ms}
     else:
