@@ -51,6 +51,7 @@ def test_integral_numbers_are_served_as_integers(gateway: GatewayThread, params:
         ("sessions.list", '{"limit":18446744073709551621}', "/limit"),
         ("sessions.list", f'{{"limit":{MAX_SAFE_INTEGER + 2}}}', "/limit"),
         ("sessions.list", '{"limit":2.5}', "/limit"),
+        ("sessions.list", '{"limit":1e400}', "/limit"),  # Infinity to JSON.parse; the real Gateway says this
         ("sessions.list", '{"offset":1e300}', "/offset"),
         ("sessions.list", '{"activeMinutes":1e300}', "/activeMinutes"),
         ("sessions.preview", '{"keys":["agent:main:main"],"limit":1e300}', "/limit"),
@@ -90,8 +91,14 @@ def full_disk_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         generate_legacy_state(state, 6, 0, 7, "--cron-key-style", "canonical")
         monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
         monkeypatch.setenv("OPENCLAW_CONFIG_PATH", str(state / "openclaw.json"))
-        with GatewayThread(tick_interval_ms=60_000) as gw:
-            yield gw, mnt, state
+        from openclaw_cli.gateway.ownership import take_ownership
+
+        ownership = take_ownership(state)  # as `gateway run`: the Gateway owns the state it writes
+        try:
+            with GatewayThread(tick_interval_ms=60_000) as gw:
+                yield gw, mnt, state
+        finally:
+            ownership.release()
 
 
 def test_enospc_under_the_gateway_is_retryable_unavailable(full_disk_gateway) -> None:
@@ -113,7 +120,7 @@ def test_enospc_under_the_gateway_is_retryable_unavailable(full_disk_gateway) ->
             assert res["ok"] is False, res
             error = res["error"]
             assert error["code"] == "UNAVAILABLE" and error["retryable"] is True, error
-            assert error["details"]["type"] == "no_space"
+            assert error["details"]["type"] == "no_space", error
             assert "internal error" not in error["message"]
             assert store.read_bytes() == before  # nothing half-written
         finally:

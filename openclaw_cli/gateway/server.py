@@ -216,6 +216,21 @@ def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] |
     return sorted(k for k in keys if k)
 
 
+def _parse_like_javascript(raw: str) -> Any:
+    """What orjson refuses but JSON.parse reads: a number beyond double range (`1e400`) is
+    Infinity there, which the schema then refuses ("must be integer") instead of the frame going
+    unanswered. NaN/Infinity literals are not JSON and stay refused."""
+    import json
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        return json.loads(raw, parse_constant=no_constants)
+    except (ValueError, RecursionError):
+        return None
+
+
 def _error_of(exc: BaseException) -> protocol.RequestError:
     if isinstance(exc, protocol.RequestError):
         return exc
@@ -417,7 +432,7 @@ class GatewayServer:
         try:
             frame = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            return None
+            frame = _parse_like_javascript(raw)
         return frame if isinstance(frame, dict) else None
 
     async def _close(self, conn: Connection, code: int, reason: str = "") -> None:
