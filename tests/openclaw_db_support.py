@@ -96,6 +96,71 @@ def checks(db: Path) -> tuple[str, list[Any]]:
         conn.close()
 
 
+# OpenClaw 2026.9.6's start-up selection of sessions whose transcript projection it must rebuild
+# (`selectSessionsNeedingTranscriptIndexReconcile`, dist/session-transcript-index-*.mjs), re-expressed.
+NEEDS_RECONCILE = """
+SELECT w.session_id FROM session_windows AS w
+JOIN transcript_events AS latest ON latest.session_id = w.session_id
+ AND latest.seq = (SELECT c.seq FROM transcript_events AS c WHERE c.session_id = w.session_id ORDER BY c.seq DESC LIMIT 1)
+LEFT JOIN session_transcript_index_state AS st ON st.session_id = w.session_id
+WHERE coalesce(st.needs_rebuild, 1) != 0 OR latest.seq > coalesce(st.indexed_seq, -1)
+   OR (EXISTS (SELECT 1 FROM session_transcript_active_events WHERE context_eligible IS NULL)
+       AND EXISTS (SELECT 1 FROM session_transcript_active_events AS p WHERE p.session_id = w.session_id
+                   AND p.context_eligible IS NULL))
+ORDER BY w.session_id"""
+ORPHAN_INDEX_ROWS = " UNION ALL ".join(
+    f"SELECT '{t}', session_id FROM {t} WHERE session_id NOT IN (SELECT DISTINCT session_id FROM transcript_events)"
+    for t in ("session_transcript_active_events", "session_transcript_fts_rows", "session_transcript_index_state"))
+
+
+def projection_rows(conn: sqlite3.Connection) -> tuple[list[Any], list[Any], list[Any]]:
+    """Active events, full-text rows (through their row map) and index states, without times."""
+    return (conn.execute("SELECT session_id, active_position, event_seq, message_position, context_eligible"
+                         " FROM session_transcript_active_events ORDER BY 1, 2").fetchall(),
+            conn.execute("SELECT r.session_id, r.message_id, f.text, f.role, f.timestamp FROM session_transcript_fts_rows"
+                         " AS r JOIN session_transcript_fts AS f ON f.rowid = r.id ORDER BY 1, r.id").fetchall(),
+            conn.execute("SELECT session_id, indexed_seq, leaf_event_id, needs_rebuild, active_event_count,"
+                         " active_message_count FROM session_transcript_index_state ORDER BY 1").fetchall())
+
+
+def unsettled(db: Path) -> dict[str, Any]:
+    """What the next real Gateway start would find to reconcile or validate after our writes:
+    sessions whose projection it would rebuild, index rows of vanished transcripts, full-text rows
+    with no row map entry, and the canonical validation queue."""
+    conn = connect(db)
+    try:
+        return {"reconcile": [r[0] for r in conn.execute(NEEDS_RECONCILE)],
+                "orphans": conn.execute(ORPHAN_INDEX_ROWS).fetchall(),
+                "unmapped": conn.execute("SELECT rowid FROM session_transcript_fts WHERE rowid NOT IN"
+                                         " (SELECT id FROM session_transcript_fts_rows)").fetchall(),
+                "pending": [r[0] for r in conn.execute("SELECT session_key FROM session_canonical_validation_pending"
+                                                        " ORDER BY 1")]}
+    finally:
+        conn.close()
+
+
+def rebuilt_projection_equal(db: Path) -> bool:
+    """Every stored projection equals one rebuilt from scratch from the events (in a transaction
+    rolled back): what we keep is what a rebuild would give."""
+    from openclaw_cli.store.openclaw_db import OpenClawDbStore
+    from openclaw_cli.store.openclaw_projection import rebuild
+
+    store = OpenClawDbStore(db, read_only=False)
+    try:
+        conn = store._db()
+        stored = projection_rows(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for (sid,) in conn.execute("SELECT DISTINCT session_id FROM transcript_events").fetchall():
+                rebuild(store, sid, 0)
+            fresh = projection_rows(conn)
+        finally:
+            conn.execute("ROLLBACK")
+    finally:
+        store.close()
+    return stored == fresh
+
+
 def event_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
     """session id -> its `transcript_events` rows exactly as stored (JSON or zstd alike)."""
     conn = connect(db)

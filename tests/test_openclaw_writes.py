@@ -257,7 +257,7 @@ def test_agents_delete_archives_every_window_then_empties_the_database(real_stat
     assert checks(db) == ("ok", []) and len(_backups(real_state)) == 1
 
 
-def test_compaction_appends_one_identity_row_and_marks_the_projection_stale(real_state: Path):
+def test_compaction_appends_one_identity_row_and_keeps_the_projection(real_state: Path):
     db = _db(real_state)
     key = "agent:main:main"
     sid = nodes(db)[key][0]
@@ -275,9 +275,12 @@ def test_compaction_appends_one_identity_row_and_marks_the_projection_stale(real
         identity = conn.execute("SELECT seq, event_type, parent_id FROM transcript_event_identities"
                                 " WHERE session_id = ? AND event_id = ?", (sid, comp["id"])).fetchone()
         assert identity == (seq, "compaction", comp["parentId"])
-        state = conn.execute("SELECT needs_rebuild FROM session_transcript_index_state WHERE session_id = ?",
-                             (sid,)).fetchone()
-        assert state is None or state[0] == 1
+        state = conn.execute("SELECT needs_rebuild, indexed_seq FROM session_transcript_index_state"
+                             " WHERE session_id = ?", (sid,)).fetchone()
+        assert state == (0, seq)  # D26: built in the same transaction, the compaction event included
+        active = conn.execute("SELECT max(event_seq) FROM session_transcript_active_events WHERE session_id = ?",
+                              (sid,)).fetchone()
+        assert active == (seq,)
         valid, entry_json, updated = conn.execute(
             "SELECT entry_valid, entry_json, updated_at FROM session_nodes WHERE session_key = ?", (key,)).fetchone()
     finally:

@@ -37,7 +37,7 @@ def patch_entry(store: Any, key: str, mutate: Mutate, *, create: bool, now_ms: i
         updated = mutate(dict(current) if current is not None else None)
         if updated is None or updated == current:
             return current
-        write_entry(conn, key, updated, now_ms=now_ms)
+        write_entry(conn, key, updated, now_ms=now_ms, store=store)
         return updated
 
 

@@ -5,9 +5,9 @@
 them (`commit_compaction`, `commit_max_lines`). Everything runs inside the caller's
 `openclaw_writes.transaction`.
 
-The active-event projection, its index state and the FTS rows are caches OpenClaw rebuilds
-(§4.8): an append marks the session's index state `needs_rebuild = 1`; a rewrite drops the
-session's projection and FTS rows (a missing index-state row also means "rebuild").
+The active-event projection, its index state and the FTS rows are kept as OpenClaw's writers keep
+them (D26): every session whose events an operation changes is marked here and rebuilt before its
+transaction commits (`openclaw_projection.settle`), with the canonical validation queue.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from openclaw_cli.errors import InvalidDataError, NotFoundError
 from openclaw_cli.jsonutil import dumps_compact, loads
 from openclaw_cli.store import openclaw_schema as schema
+from openclaw_cli.store.openclaw_projection import touch_key, touch_session
 from openclaw_cli.store.openclaw_writes import read_state, transaction
 from openclaw_cli.store.snapshot import PersistResult, SnapshotChanged, TranscriptSnapshot
 
@@ -37,7 +38,7 @@ def entry_text(entry: dict[str, Any]) -> str:
     return dumps_compact(entry)
 
 
-def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, now_ms: int) -> None:
+def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, now_ms: int, store: Any = None) -> None:
     """Upsert one session entry with every projected column and `entry_valid = 1` (the triggers
     reset it to 0 on every write; OpenClaw's writer sets it back in the same transaction), then
     its window's projections (S-3). The canonical-validation-pending row the triggers add stays:
@@ -45,6 +46,8 @@ def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, no
     sid = entry.get("sessionId")
     if not isinstance(sid, str) or not sid.strip():
         raise InvalidDataError(f"Session entry for {key} has no sessionId")
+    if store is not None:
+        touch_key(store, key)
     updated = entry.get("updatedAt")
     updated_at = int(updated) if isinstance(updated, int | float) and not isinstance(updated, bool) else now_ms
     values = schema.node_values(entry, entry_text(entry), updated_at)
@@ -91,7 +94,7 @@ def _timestamp_ms(obj: dict[str, Any], fallback: int) -> int:
 
 
 def append_events(conn: sqlite3.Connection, sid: str, lines: list[str], *, now_ms: int, tables: set[str],
-                  start_seq: int | None = None) -> int:
+                  start_seq: int | None = None, store: Any = None) -> int:
     """Insert `lines` (exact JSON text) as identity rows at the next seqs; an event whose `id` is
     already stored for the session is skipped (S-5). Returns the rows inserted."""
     if start_seq is None:
@@ -118,13 +121,17 @@ def append_events(conn: sqlite3.Connection, sid: str, lines: list[str], *, now_m
         seq += 1
         inserted += 1
     if inserted:
-        mark_transcript_changed(conn, sid, now_ms=now_ms, tables=tables, rotate=False)
+        mark_transcript_changed(conn, sid, now_ms=now_ms, tables=tables, rotate=False, store=store)
     return inserted
 
 
-def mark_transcript_changed(conn: sqlite3.Connection, sid: str, *, now_ms: int, tables: set[str], rotate: bool) -> None:
+def mark_transcript_changed(conn: sqlite3.Connection, sid: str, *, now_ms: int, tables: set[str], rotate: bool,
+                            store: Any = None) -> None:
     """After events changed: the window's transcript time, the rewrite generation (materialised
-    once for appends, rotated for rewrites), and the projection marked stale."""
+    once for appends, rotated for rewrites), and the projection marked stale — rebuilt before the
+    transaction commits when `store` is given (`openclaw_projection.settle`, D26)."""
+    if store is not None:
+        touch_session(store, sid)
     conn.execute("UPDATE session_windows SET transcript_updated_at = ? WHERE session_id = ?", (now_ms, sid))
     if "transcript_rewrite_watermarks" in tables:
         generation = schema.new_generation()
@@ -140,8 +147,11 @@ def mark_transcript_changed(conn: sqlite3.Connection, sid: str, *, now_ms: int, 
                      (now_ms, sid))
 
 
-def drop_projection(conn: sqlite3.Connection, sid: str, tables: set[str]) -> None:
-    """The derived rows of a session whose events are rewritten (OpenClaw rebuilds them)."""
+def drop_projection(conn: sqlite3.Connection, sid: str, tables: set[str], store: Any = None) -> None:
+    """The derived rows of a session whose events are rewritten (rebuilt before the commit when
+    `store` is given)."""
+    if store is not None:
+        touch_session(store, sid)
     if "session_transcript_fts_rows" in tables:
         conn.execute("DELETE FROM session_transcript_fts_rows WHERE session_id = ?", (sid,))
     if "session_transcript_active_events" in tables:
@@ -243,7 +253,7 @@ def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rot
             cp()
         else:
             successor = None
-        append_events(conn, snapshot.session_id, [line], now_ms=now_ms, tables=store._tables)
+        append_events(conn, snapshot.session_id, [line], now_ms=now_ms, tables=store._tables, store=store)
         updated = entry_after_compaction(row, tokens_after=comp.get("tokensAfter"), now_ms=now_ms)
         if successor is not None:
             comp_id = comp.get("id")
@@ -256,7 +266,7 @@ def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rot
             result.successor = {"sessionId": new_sid, "previousSessionId": snapshot.session_id,
                                 "window": "compaction", "lines": len(successor)}
         else:
-            write_entry(conn, snapshot.key, updated, now_ms=now_ms)
+            write_entry(conn, snapshot.key, updated, now_ms=now_ms, store=store)
         result.entry = updated
         cp()  # a kill here rolls the whole transaction back
     cp()
@@ -289,12 +299,12 @@ def create_window(conn: sqlite3.Connection, store: Any, key: str, sid: str, entr
         raise PreconditionError(f"Session window {sid} already exists")
     if entry.get("sessionId") != sid:
         raise InvalidDataError(f"Entry for {key} must have sessionId {sid} to point at its new window")
-    write_entry(conn, key, entry, now_ms=now_ms)
+    write_entry(conn, key, entry, now_ms=now_ms, store=store)
     conn.execute("UPDATE session_windows SET reason = ?, previous_session_id = coalesce(?, previous_session_id),"
                  " created_at = ?, updated_at = max(updated_at, ?) WHERE session_id = ?",
                  (reason, previous, now_ms, now_ms, sid))
     if lines:
-        append_events(conn, sid, lines, now_ms=now_ms, tables=store._tables, start_seq=0)
+        append_events(conn, sid, lines, now_ms=now_ms, tables=store._tables, start_seq=0, store=store)
 
 
 def commit_max_lines(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int) -> PersistResult:
@@ -314,13 +324,13 @@ def commit_max_lines(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms:
         result.archive = _archive_json(_bak_archive(snapshot, now_ms))
         cp()
         sid = snapshot.session_id
-        drop_projection(conn, sid, store._tables)
+        drop_projection(conn, sid, store._tables, store=store)
         conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (sid,))
         conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (sid,))
-        append_events(conn, sid, texts, now_ms=now_ms, tables=store._tables, start_seq=0)
-        mark_transcript_changed(conn, sid, now_ms=now_ms, tables=store._tables, rotate=True)
+        append_events(conn, sid, texts, now_ms=now_ms, tables=store._tables, start_seq=0, store=store)
+        mark_transcript_changed(conn, sid, now_ms=now_ms, tables=store._tables, rotate=True, store=store)
         updated = entry_after_compaction(row, tokens_after=None, now_ms=now_ms, count=False)
-        write_entry(conn, snapshot.key, updated, now_ms=now_ms)
+        write_entry(conn, snapshot.key, updated, now_ms=now_ms, store=store)
         result.entry = updated
         cp()
     cp()

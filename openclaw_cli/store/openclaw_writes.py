@@ -342,12 +342,17 @@ def transaction(store: Any) -> Iterator[sqlite3.Connection]:
         raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
     store._depth = 1
     try:
+        from openclaw_cli.clock import now_ms
         from openclaw_cli.store.openclaw_guard import take_due_backup
+        from openclaw_cli.store.openclaw_projection import begin, settle
 
         take_due_backup(store)  # the run's backup: the state this first write starts from
+        begin(store)
         yield conn
+        settle(store, now_ms())  # D26: projections and the validation queue, in this transaction
     except BaseException as exc:
         store._depth = 0
+        store.touched = None
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         if isinstance(exc, sqlite3.Error):
