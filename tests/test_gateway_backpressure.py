@@ -62,7 +62,9 @@ class StuckClient:
 
 @pytest.fixture
 def big_state(state_dir: Path) -> Path:
-    generate_legacy_state(state_dir, 150, 1, 4242, "--cron-key-style", "canonical")
+    """Big enough that 40 unread lists pass the kernel's socket buffers: on the code before this
+    fix, the other client's 33rd patch was never answered here (checked: 32 answered, then a timeout)."""
+    generate_legacy_state(state_dir, 400, 2, 4242, "--cron-key-style", "canonical")
     return state_dir
 
 
@@ -120,8 +122,9 @@ def test_a_slow_subscriber_is_closed_and_others_keep_being_served(big_state: Pat
         assert len(gw.server.book.open) == 0
 
 
-def test_a_client_that_stops_answering_pings_is_cut_by_the_keepalive(big_state: Path) -> None:
+def test_a_client_that_stops_answering_pings_is_cut_by_the_keepalive(state_dir: Path) -> None:
     """Too little output to reach the cap (two small lists), but no pong: cut after two intervals."""
+    generate_legacy_state(state_dir, 12, 0, 4242, "--cron-key-style", "canonical")
     logs: list[str] = []
     limits = Limits(keepalive_interval_s=0.3)
     with GatewayThread(tick_interval_ms=60_000, limits=limits, log=logs.append) as gw:
