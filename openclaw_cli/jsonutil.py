@@ -28,6 +28,81 @@ class RawNumber(float):
         return obj
 
 
+class RawJson:
+    """A JSON value kept as its text because it nests deeper than our parsers go (orjson stops at
+    1,024 levels, the stdlib at the interpreter's recursion limit; OpenClaw's JSON.parse goes on):
+    compared by its text, written back as that text (an `orjson.Fragment`), never re-encoded."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawJson) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"RawJson({len(self.text)} chars)"
+
+
+_TOKEN = re.compile(r'[ \t\n\r]*(?:([{}\[\]:,])|("(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
+                    r'|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))')
+
+
+def is_json_text(text: str) -> bool:
+    """Whether `text` is one JSON value, checked without recursion (any nesting depth)."""
+    stack: list[str] = []
+    expect = "value"  # value | value_or_close | key | key_or_close | colon | next | end
+    pos = 0
+    while True:
+        match = _TOKEN.match(text, pos)
+        if match is None:
+            return expect == "end" and not text[pos:].strip(" \t\n\r")
+        pos = match.end()
+        punct, string = match.group(1), match.group(2)
+        if expect in ("value_or_close", "key_or_close") and punct == ("]" if expect == "value_or_close" else "}"):
+            stack.pop()
+        elif expect in ("value", "value_or_close"):
+            if punct in ("{", "["):
+                stack.append(punct)
+                expect = "key_or_close" if punct == "{" else "value_or_close"
+                continue
+            if punct is not None:
+                return False
+        elif expect in ("key", "key_or_close"):
+            if string is None:
+                return False
+            expect = "colon"
+            continue
+        elif expect == "colon":
+            if punct != ":":
+                return False
+            expect = "value"
+            continue
+        elif expect == "next" and punct == ",":
+            expect = "key" if stack[-1] == "{" else "value"
+            continue
+        elif expect == "next" and punct is not None and punct in "]}" and "[{"["]}".index(punct)] == stack[-1]:
+            stack.pop()
+        else:
+            return False
+        expect = "next" if stack else "end"
+
+
+def loads_or_raw(text: str) -> Any:
+    """`loads`, or a `RawJson` for a valid JSON text that only nests too deep for our parsers
+    (invalid text raises as `loads` does)."""
+    try:
+        return loads(text)
+    except RecursionError:
+        if is_json_text(text):
+            return RawJson(text)
+        raise ValueError("invalid JSON (nested too deep to say where)") from None
+
+
 INT_MIN, UINT_MAX = -(2**63), 2**64 - 1  # what orjson reads and writes as an integer
 
 
@@ -109,6 +184,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _fragment_default(obj: Any) -> Any:
     if isinstance(obj, RawNumber):
         return orjson.Fragment(obj.raw.encode())
+    if isinstance(obj, RawJson):
+        return orjson.Fragment(obj.text.encode())
     raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 

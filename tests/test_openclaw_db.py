@@ -285,10 +285,10 @@ def _set_version(path: Path, version: int) -> None:
 
 
 def test_newer_schema_is_named(db: Path) -> None:
-    _set_version(db, 24)
+    _set_version(db, 27)
     with pytest.raises(InvalidDataError) as info:
         OpenClawDbStore(db)
-    assert f"{db} uses newer schema version 24; this build supports 23." in info.value.message
+    assert f"{db} uses newer schema version 27; this build reads 23–26 and writes 23 and 24." in info.value.message
 
 
 def test_older_schema_asks_for_doctor_fix(db: Path) -> None:

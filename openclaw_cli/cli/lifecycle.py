@@ -217,7 +217,7 @@ def batch_command(operation: str, keys: list[str], *, agent: str | None, store: 
                 err("Error: refusing to delete without confirmation: pass --yes (no terminal to ask on).")
             raise typer.Exit(int(ExitCode.USAGE))
         if not doc["ok"]:
-            raise typer.Exit(int(ExitCode.BUSY) if batch.state_owned is not None else 1)
+            raise typer.Exit(int(ExitCode.BUSY) if batch.state_owned is not None else batch.exit_code())
 
     run(body, json_mode=json_mode)
 

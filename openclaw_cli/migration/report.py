@@ -21,6 +21,7 @@ WARNING_CODES = frozenset(
         "legacy_index_informational",
         "plugin_migration_source_retained",
         "retained_plugin_source_index_rebuilt",
+        "sqlite_snapshot_deep_json",  # issue 23: valid, read by us, beyond SQLite's json_* depth
         "transcript_archive_failed",
         "transcript_malformed",
         "transcript_missing",

@@ -158,11 +158,31 @@ class DbView:
             return (totals.events if totals else 0), None
         return 0, None
 
+    def snapshot_issues(self) -> list[tuple[str, str, str | None]]:
+        """Snapshot rows of a schema-24+ OpenClaw database that are not as its writers leave them."""
+        return self._store.snapshot_issues() if self._store is not None else []
+
     def close(self) -> None:
         if self._handle is not None:
             self._handle.close()
         if self._store is not None:
             self._store.close()
+
+
+def database_findings(path: Path) -> list[tuple[str, str, str | None]]:
+    """The snapshot-row findings of an OpenClaw schema-24+ database at `path` (none for anything
+    else, or when it cannot be read: the run reports that itself)."""
+    if not path.exists():
+        return []
+    view = None
+    try:
+        view = DbView(path)
+        return view.snapshot_issues()
+    except Exception:  # noqa: BLE001 - selection only; the run reads (and reports) the database again
+        return []
+    finally:
+        if view is not None:
+            view.close()
 
 
 def _existing_entries(path: Path) -> int:
@@ -189,6 +209,8 @@ def run_validate(ctx: MigrationContext, targets: list[Target]) -> Report:
                 tr.add("sqlite_read_failed", f"SQLite database could not be read: {view.error}")
                 continue
             tr.sqlite_entries = len(view.keys)
+            for code, message, key in view.snapshot_issues():
+                tr.add(code, message, key)
             if states is None:
                 continue
             ctx.progress.start(f"Validating {target.agent_id}", len(states))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openclaw_cli.errors import (
+    ExitCode,
     NotFoundError,
     OpenClawError,
     PreconditionError,
@@ -783,6 +784,9 @@ class BatchRow:
     agent_id: str | None = None
 
 
+_REFUSAL_CODES = frozenset({int(ExitCode.REFUSED)})
+
+
 @dataclass
 class Batch:
     operation: str
@@ -791,6 +795,18 @@ class Batch:
     confirmation_refused: bool = False
     cancelled: bool = False
     state_owned: str | None = None  # a Gateway owns the state (D25): the command's error and exit 5
+    # exit codes of the typed errors that failed keys (a database we never write: 7, …)
+    failure_codes: list[int] = field(default_factory=list)
+
+    def exit_code(self) -> int:
+        """1 (OpenClaw's batch failure), or — when every failed key was refused the same way
+        before anything was written (a database openclaw-cli never writes: 7)
+        — that refusal's code, as the single-key commands exit."""
+        failed = sum(1 for r in self.results if not r["ok"])
+        codes = set(self.failure_codes)
+        if failed and len(self.failure_codes) == failed and len(codes) == 1 and codes <= _REFUSAL_CODES:
+            return codes.pop()
+        return 1
 
     def document(self) -> dict[str, Any]:
         ok = all(r["ok"] for r in self.results)
@@ -875,6 +891,7 @@ def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | Non
             results.append(not_found_result(key, agent))
         elif isinstance(row, OpenClawError):
             results.append({"key": key, "ok": False, "status": "failed", "error": row.message})
+            batch.failure_codes.append(int(row.exit_code))
         elif row.session_id is None and not (operation == "archive" and row.archived):
             results.append({"key": row.key, "ok": False, "status": "failed", "error": NO_IDENTITY})
         else:
@@ -921,6 +938,7 @@ def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | Non
             results[index] = {"key": row.key, "ok": False, "status": "failed", "error": exc.message}
             if isinstance(exc, StateOwnedError):
                 batch.state_owned = exc.message
+            batch.failure_codes.append(int(exc.exit_code))
     batch.results = [r for r in results if r is not None]
     return batch
 

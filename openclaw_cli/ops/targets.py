@@ -216,8 +216,18 @@ def select_migration_targets(mode: str, paths: StatePaths, config: Any, *, agent
             for agent_id in configured:
                 targets.append(Target(agent_id, root_store, paths.agent_db_path(agent_id), shared=True))
     if mode in DISCOVERY_MODES:
-        targets = [t for t in targets if has_legacy_source(t)]
+        targets = [t for t in targets if has_legacy_source(t) or _database_findings(mode, t)]
     return targets
+
+
+def _database_findings(mode: str, target: Target) -> bool:
+    """Issue 23: `validate` also takes an agent whose legacy data is gone when its OpenClaw
+    schema-24+ database holds snapshot rows its writers would not leave (listed as issues)."""
+    if mode != "validate":
+        return False
+    from openclaw_cli.migration.validate import database_findings
+
+    return bool(database_findings(target.sqlite_path))
 
 
 def _explicit_migration_target(mode: str, paths: StatePaths, raw: str, agent: str | None) -> list[Target]:
@@ -232,7 +242,8 @@ def _explicit_migration_target(mode: str, paths: StatePaths, raw: str, agent: st
     if owner is not None and requested is not None and owner != requested:
         raise SelectionError(f'Session store belongs to agent "{owner}", not requested agent "{requested}".')
     target = paths.explicit_target(path, owner or requested or "main")
-    if mode in DISCOVERY_MODES and (path.suffix == ".sqlite" or not has_legacy_source(target)):
+    if mode in DISCOVERY_MODES and (path.suffix == ".sqlite" or not has_legacy_source(target)) \
+            and not _database_findings(mode, target):
         return []
     return [target]
 

@@ -1,4 +1,4 @@
-"""A real OpenClaw agent database (schema 23, role agent; spec D4, D21; storage-migration.md §4).
+"""A real OpenClaw agent database (role agent; schemas 23–26: spec D4, D21, D24; storage-migration.md §4).
 
 Reads: entries (`session_nodes WHERE entry_valid = 1`), transcripts in seq order including
 zstd-compressed `event_zstd` rows, totals, archives, cold-storage markers. Opened read-only (the
@@ -7,6 +7,11 @@ default) the database is opened so that no `-wal`/`-shm` file is created (see
 writes rows as OpenClaw does (`openclaw_writes`), behind the guard rails of `openclaw_guard`
 (offline only, a backup first, one transaction per operation). Other schema versions and roles
 are refused when opened, whatever the mode.
+
+Schemas 24+ keep three entry fields in `session_entry_snapshots` (`openclaw_v24`): full reads
+(`load_entries`, `get_entry`) reassemble them, list reads (`list_entries`, `list_view`) leave
+them out. Schemas 25 and 26, and a catalogue that matches no shape we know, are read and never
+written (`openclaw_catalog`: every write asks `ensure_writable`).
 """
 
 from __future__ import annotations
@@ -66,8 +71,8 @@ class _WriteHandle:
 class OpenClawDbStore(SessionStore):
     kind = KIND_OPENCLAW_SQLITE
     read_only = True
-    accepts_writes = True  # schema 23 / role agent: verified writes (D21); other schemas never open
     schema = f"openclaw {OPENCLAW_SCHEMA_VERSION}"
+    schema_version = OPENCLAW_SCHEMA_VERSION
 
     def __init__(self, db_path: Path, agent_id: str | None = None, *, busy_timeout_ms: int = 60000,
                  read_only: bool = True):
@@ -81,6 +86,8 @@ class OpenClawDbStore(SessionStore):
         self.notices: list[str] = []
         self.backup_due = False  # set by the guard: the next write transaction backs the database up first
         self._depth = 0
+        self._snapshots = False  # schema 24+: the snapshot fields live in their own table
+        self._refusal: str | None | bool = False  # why writes are refused (False: not computed yet)
         if not self.path.exists():
             raise NotFoundError(f"OpenClaw agent database not found: {self.path}")
         header = read_header(self.path)
@@ -113,10 +120,13 @@ class OpenClawDbStore(SessionStore):
             tables = table_names(conn)
         except sqlite3.Error as exc:
             raise translate_error(exc, path, self.busy_timeout_ms, writing=isinstance(self._ro, _WriteHandle)) from None
-        if version > OPENCLAW_SCHEMA_VERSION:
+        from openclaw_cli.store import openclaw_catalog as catalog
+
+        if version > catalog.NEWEST_READ:
             raise _unsupported(
                 f"This openclaw-cli build cannot open your existing data: OpenClaw agent database {path} "
-                f"uses newer schema version {version}; this build supports {OPENCLAW_SCHEMA_VERSION}.")
+                f"uses newer schema version {version}; this build reads {catalog.OLDEST_READ}–{catalog.NEWEST_READ} "
+                f"and writes {' and '.join(map(str, sorted(catalog.WRITABLE)))}.")
         if version == 0 and not tables:
             raise InvalidDataError(f"{path} is an empty SQLite database, not an OpenClaw agent database")
         if version == 0 and not tables & _OPENCLAW_TABLES:
@@ -128,10 +138,17 @@ class OpenClawDbStore(SessionStore):
         if "schema_meta" not in tables or "session_nodes" not in tables or "transcript_events" not in tables:
             raise InvalidDataError(f"{path} is not an OpenClaw agent database (session tables are missing)")
         row = conn.execute(
-            "SELECT role, agent_id FROM schema_meta WHERE meta_key = 'primary'").fetchone()
+            "SELECT role, agent_id, schema_version FROM schema_meta WHERE meta_key = 'primary'").fetchone()
         if row is None:
             raise InvalidDataError(f"OpenClaw agent database {path} has no schema metadata.")
-        role, owner = row
+        role, owner, meta_version = row
+        if meta_version != version:
+            raise _unsupported(catalog.markers_disagree(path, version, meta_version))
+        self.schema_version = version
+        self.schema = f"openclaw {version}"
+        from openclaw_cli.store import openclaw_v24
+
+        self._snapshots = version >= openclaw_v24.VERSION and openclaw_v24.SNAPSHOT_TABLE in tables
         if role != "agent":
             raise _unsupported(f"OpenClaw agent database {path} has schema role {role}; expected agent.")
         if not isinstance(owner, str) or not owner.strip():
@@ -169,6 +186,9 @@ class OpenClawDbStore(SessionStore):
     def _entry(self, key: str, text: str) -> dict[str, Any] | None:
         try:
             value = jsonutil.loads(text)
+        except RecursionError:
+            self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: entry_json nests too deep to read"))
+            return None
         except jsonutil.JSONDecodeError as exc:
             self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: malformed entry_json: {exc}"))
             return None
@@ -177,13 +197,59 @@ class OpenClawDbStore(SessionStore):
             return None
         return value
 
+    def _full_entry(self, key: str, text: str, values: Iterable[Any]) -> dict[str, Any] | None:
+        """The entry of a full read: on schema 24+ with its snapshot values attached."""
+        entry = self._entry(key, text)
+        if entry is not None and self._snapshots:
+            from openclaw_cli.store.openclaw_v24 import attach
+
+            def issue(field: str, message: str) -> None:
+                self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: snapshot {field}: {message}"))
+
+            attach(entry, values, issue)
+        return entry
+
+    def _list_entry(self, key: str, text: str) -> dict[str, Any] | None:
+        """The entry of a list read: on schema 24+ without the snapshot fields (inline or not)."""
+        entry = self._entry(key, text)
+        if entry is not None and self._snapshots:
+            from openclaw_cli.store.openclaw_v24 import strip
+
+            strip(entry)
+        return entry
+
+    def _full_select(self) -> str:
+        if not self._snapshots:
+            return "SELECT n.session_key, n.entry_json FROM session_nodes AS n"
+        from openclaw_cli.store.openclaw_v24 import SNAPSHOT_SELECT
+
+        return f"SELECT n.session_key, n.entry_json, {SNAPSHOT_SELECT} FROM session_nodes AS n"
+
+    def iter_full_entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every valid entry, reassembled, one row at a time (a full read without holding them all)."""
+        try:
+            cursor = self._db().execute(self._full_select() + " WHERE n.entry_valid = 1 ORDER BY n.rowid")
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        try:
+            for key, text, *values in cursor:
+                entry = self._full_entry(key, text, values)
+                if entry is not None:
+                    yield key, entry
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        finally:
+            cursor.close()
+
     def load_entries(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for key, text in self._q("SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 ORDER BY rowid"):
-            entry = self._entry(key, text)
-            if entry is not None:
-                out[key] = entry
-        return out
+        return dict(self.iter_full_entries())
+
+    def list_view(self, query: Any) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+        from openclaw_cli.store.base import listing_page
+
+        rows = self._q("SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 ORDER BY rowid")
+        return listing_page(((key, entry) for key, text in rows
+                             if (entry := self._list_entry(key, text)) is not None), query)
 
     def list_entries(
         self, *, limit: int | None = None, updated_since_ms: int | None = None
@@ -201,7 +267,7 @@ class OpenClawDbStore(SessionStore):
             total = self._q(f"SELECT count(*) FROM session_nodes{where}", params)[0][0]
         out = []
         for key, text in rows:
-            entry = self._entry(key, text)
+            entry = self._list_entry(key, text)
             if entry is not None:
                 out.append((key, entry))
         return out, total
@@ -219,10 +285,18 @@ class OpenClawDbStore(SessionStore):
             params.append(updated_since_ms)
         return self._q(sql, params)[0][0]
 
+    def _entry_bytes_sql(self) -> str:
+        """UTF-8 bytes of the whole entry: on schema 24+ its snapshot values count as they would
+        inline (`,"<field>":<value>`), so the same entry weighs the same on schema 23 and 24."""
+        if not self._snapshots:
+            return "length(CAST(n.entry_json AS BLOB))"
+        return ("length(CAST(n.entry_json AS BLOB)) + coalesce((SELECT sum(length(CAST(s.value_json AS BLOB))"
+                " + length(s.field) + 4) FROM session_entry_snapshots AS s WHERE s.session_key = n.session_key), 0)")
+
     def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
-        """key -> (sessionId, UTF-8 bytes of entry_json), as SqliteStore.entry_sizes."""
-        rows = self._q("SELECT session_key, current_session_id, length(CAST(entry_json AS BLOB))"
-                       " FROM session_nodes WHERE entry_valid = 1")
+        """key -> (sessionId, UTF-8 bytes of the entry), as SqliteStore.entry_sizes."""
+        rows = self._q(f"SELECT n.session_key, n.current_session_id, {self._entry_bytes_sql()}"
+                       " FROM session_nodes AS n WHERE n.entry_valid = 1")
         return {key: (sid, size) for key, sid, size in rows}
 
     def entry_bytes(self) -> dict[str, int]:
@@ -231,15 +305,15 @@ class OpenClawDbStore(SessionStore):
 
     def logical_bytes(self) -> tuple[int, int]:
         """(Σ entry JSON bytes, Σ event JSON bytes) — OpenClaw G1's SQLite budget measure (§6.3)."""
-        entries = self._q("SELECT coalesce(sum(length(CAST(entry_json AS BLOB))), 0) FROM session_nodes"
-                          " WHERE entry_valid = 1")[0][0]
+        entries = self._q(f"SELECT coalesce(sum({self._entry_bytes_sql()}), 0) FROM session_nodes AS n"
+                          " WHERE n.entry_valid = 1")[0][0]
         events = self._q("SELECT coalesce(sum(coalesce(event_utf8_bytes, length(CAST(event_json AS BLOB)))), 0)"
                          " FROM transcript_events")[0][0]
         return entries, events
 
     def get_entry(self, key: str) -> dict[str, Any] | None:
-        rows = self._q("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,))
-        return self._entry(key, rows[0][0]) if rows else None
+        rows = self._q(self._full_select() + " WHERE n.session_key = ? AND n.entry_valid = 1", (key,))
+        return self._full_entry(key, rows[0][1], rows[0][2:]) if rows else None
 
     def count_entries(self) -> int:
         return self._q("SELECT count(*) FROM session_nodes WHERE entry_valid = 1")[0][0]
@@ -428,9 +502,38 @@ class OpenClawDbStore(SessionStore):
         return [dict(zip(names, row, strict=True)) for row in self._q(sql + " ORDER BY created_at DESC, session_id", params)]
 
     # ---- the write protocol (spec D21: openclaw_writes, behind openclaw_guard) --------------------------
+    def write_refusal(self) -> str | None:
+        """Why this database is never written (schema 25/26, an unknown catalogue; D24), or None."""
+        if self._refusal is False:
+            from openclaw_cli.store.openclaw_catalog import write_refusal
+
+            try:
+                self._refusal = write_refusal(self._db(), self.path, self.schema_version)
+            except sqlite3.Error as exc:
+                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
+        return self._refusal  # type: ignore[return-value]
+
+    @property
+    def accepts_writes(self) -> bool:  # type: ignore[override]
+        return self.write_refusal() is None
+
     def ensure_writable(self, operation: str) -> None:
+        refusal = self.write_refusal()
+        if refusal is not None:
+            raise RefusedError(f"Refusing to {operation}: {refusal}", type="unsupported_schema")
         if self.read_only:
             raise RefusedError(f"Refusing to {operation}: {self.path} was opened read-only")
+
+    def snapshot_issues(self) -> list[tuple[str, str, str | None]]:
+        """What `doctor --session-sqlite validate` lists about the snapshot rows (schema 24+)."""
+        if not self._snapshots:
+            return []
+        from openclaw_cli.store.openclaw_v24 import snapshot_issues
+
+        try:
+            return snapshot_issues(self._db())
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms) from None
 
     def configure_writes(self, options: WriteOptions) -> None:
         self.write_options = options

@@ -21,6 +21,7 @@ from typing import Any
 from openclaw_cli.errors import InvalidDataError, NotFoundError
 from openclaw_cli.jsonutil import dumps_compact, loads
 from openclaw_cli.store import openclaw_schema as schema
+from openclaw_cli.store import openclaw_v24 as v24
 from openclaw_cli.store.openclaw_projection import touch_key, touch_session
 from openclaw_cli.store.openclaw_writes import read_state, transaction
 from openclaw_cli.store.snapshot import PersistResult, SnapshotChanged, TranscriptSnapshot
@@ -42,7 +43,8 @@ def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, no
     """Upsert one session entry with every projected column and `entry_valid = 1` (the triggers
     reset it to 0 on every write; OpenClaw's writer sets it back in the same transaction), then
     its window's projections (S-3). The canonical-validation-pending row the triggers add stays:
-    OpenClaw certifies rows itself (§4.7)."""
+    OpenClaw certifies rows itself (§4.7). On schema 24 (`openclaw_v24`) `entry_json` holds the
+    entry without its snapshot fields, whose rows are replaced before `entry_valid` is set."""
     sid = entry.get("sessionId")
     if not isinstance(sid, str) or not sid.strip():
         raise InvalidDataError(f"Session entry for {key} has no sessionId")
@@ -50,11 +52,15 @@ def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, no
         touch_key(store, key)
     updated = entry.get("updatedAt")
     updated_at = int(updated) if isinstance(updated, int | float) and not isinstance(updated, bool) else now_ms
-    values = schema.node_values(entry, entry_text(entry), updated_at)
+    notices = getattr(store, "notices", None)
+    snapshots = v24.prepare_write(conn, key, entry, notices) if v24.has_snapshots(conn) else None
+    values = schema.node_values(entry, entry_text(snapshots.hot if snapshots else entry), updated_at)
     columns = ", ".join(schema.NODE_COLUMNS)
     assignments = ", ".join(f"{c} = excluded.{c}" for c in schema.NODE_COLUMNS)
     conn.execute(f"INSERT INTO session_nodes(session_key, {columns}, entry_valid) VALUES (?{', ?' * len(values)}, 1)"
                  f" ON CONFLICT(session_key) DO UPDATE SET {assignments}", (key, *values))
+    if snapshots is not None:
+        snapshots.apply(conn, key)
     conn.execute("UPDATE session_nodes SET entry_valid = 1 WHERE session_key = ?", (key,))
     window = schema.window_values(key, entry)
     row = conn.execute("SELECT transcript_updated_at FROM session_windows WHERE session_id = ?", (sid,)).fetchone()
@@ -74,12 +80,20 @@ def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, no
 
 
 def read_entry(conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,)).fetchone()
-    if row is None:
+    """The stored entry (a full read: on schema 24 with its snapshot values attached)."""
+    if v24.has_snapshots(conn):
+        for _, text, values in v24.full_entries(conn, [key]):
+            entry = _parse_entry(text)
+            return v24.attach(entry, values) if entry is not None else None
         return None
+    row = conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,)).fetchone()
+    return _parse_entry(row[0]) if row is not None else None
+
+
+def _parse_entry(text: Any) -> dict[str, Any] | None:
     try:
-        value = loads(row[0])
-    except ValueError:
+        value = loads(text)
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

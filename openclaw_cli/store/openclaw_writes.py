@@ -375,16 +375,24 @@ def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
 def unchanged_rows(conn: sqlite3.Connection, keys: list[str], planned: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """(keys whose stored entry still equals the planned one, keys written since)."""
     from openclaw_cli.jsonutil import loads
+    from openclaw_cli.store import openclaw_v24 as v24
 
     same: list[str] = []
     changed: list[str] = []
-    seen: set[str] = set()
+    if v24.has_snapshots(conn):  # schema 24: the planned entries were read whole (full reads)
+        for key, text, values in v24.full_entries(conn, keys):
+            try:
+                stored = loads(text)
+                equal = isinstance(stored, dict) and v24.attach(stored, values) == planned.get(key)
+            except (ValueError, RecursionError):
+                equal = False
+            (same if equal else changed).append(key)
+        return same, changed
     for chunk in _chunks(keys):
         marks = ",".join("?" * len(chunk))
         for key, text in conn.execute(
                 f"SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 AND session_key IN ({marks})",
                 chunk):
-            seen.add(key)
             try:
                 equal = loads(text) == planned.get(key)
             except ValueError:
