@@ -92,6 +92,13 @@ SERVED = [
     ("sessions", "--json", "--profile", "p1"),
     ("--profile=p1", "sessions", "list", "--json"),
     ("--profile", "", "sessions", "--json"),
+    # sessions search (issue 26), text and JSON
+    ("sessions", "search", "turn", "--json"),
+    ("sessions", "search", "turn", "--limit", "2", "--role", "user", "--role", "assistant"),
+    ("sessions", "search", '"unbalanced', "--json"),
+    ("sessions", "search", "turn", "--agent", "work", "--no-archived", "--json"),
+    ("sessions", "search", "turn", "--limit", "0", "--json"),
+    ("sessions", "search", "--json", "--fixed", "turn 1", "--redact", "--since", "2026-01-01"),
 ]
 NOT_SERVED = [
     (),
@@ -115,6 +122,12 @@ NOT_SERVED = [
     ("sessions", "--json", "--profile", "bad name!"),
     ("--profile", "-x", "sessions", "--json"),
     ("sessions", "--json", "-x"),
+    ("sessions", "search", "--json"),
+    ("sessions", "search", "a", "b"),
+    ("sessions", "search", "x", "--limit", "x"),
+    ("sessions", "search", "--", "-x"),
+    ("sessions", "--json", "search", "x"),
+    ("sessions", "search", "x", "--url", "ws://127.0.0.1:1"),
 ]
 
 

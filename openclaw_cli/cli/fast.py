@@ -31,6 +31,11 @@ from openclaw_cli.cli.rootopts import (
 _VALUE_OPTIONS = {"--agent": "agent", "--store": "store", "--active": "active", "--limit": "limit"}
 _FLAG_OPTIONS = {"--all-agents": "all_agents", "--json": "json_mode", "--verbose": "verbose",
                  "--archived": "archived", "--all": "all_rows", "--wide": "wide"}
+# `openclaw sessions search QUERY` (cli/search.py): the options without Gateway flags
+_SEARCH_VALUES = {"--agent": "agent", "--store": "store", "--since": "since", "--until": "until", "--limit": "limit"}
+_SEARCH_LISTS = {"--session": "sessions", "--role": "roles"}
+_SEARCH_FLAGS = {"--all-agents": "all_agents", "--json": "json_mode", "--fixed": "fixed", "--redact": "redact",
+                 "--reindex": "reindex", "--verbose": "verbose", "--archived": "archived", "--no-archived": "archived"}
 # environment variables that put click into shell-completion mode
 _COMPLETION_VARS = ("_OPENCLAW_COMPLETE", "_TYPER_COMPLETE_ARGS")
 
@@ -64,6 +69,54 @@ def _options(args: list[str], i: int, values: dict[str, str], flags: dict[str, s
     return got, i
 
 
+def _search(args: list[str], i: int) -> dict[str, Any] | None:
+    """`sessions search` options and its one QUERY from `args[i]` on (search_command's
+    parameters), or None for anything the Typer parser might read differently."""
+    got: dict[str, Any] = {"sessions": [], "roles": []}
+    query: str | None = None
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-"):
+            if query is not None:
+                return None
+            query, i = arg, i + 1
+            continue
+        name, eq, explicit = arg.partition("=")
+        if name in _SEARCH_FLAGS and not eq:
+            param = _SEARCH_FLAGS[name]
+            if param in got:
+                return None
+            got[param] = name != "--no-archived"
+            i += 1
+            continue
+        if name not in _SEARCH_VALUES and name not in _SEARCH_LISTS:
+            return None
+        if eq:
+            value, i = explicit, i + 1
+        elif i + 1 < len(args) and not args[i + 1].startswith("-"):
+            value, i = args[i + 1], i + 2
+        else:
+            return None
+        if name in _SEARCH_LISTS:
+            got[_SEARCH_LISTS[name]].append(value)
+            continue
+        param = _SEARCH_VALUES[name]
+        if param in got:
+            return None
+        got[param] = value
+    if query is None:
+        return None
+    limit = got.get("limit", "10")
+    if not limit.isdigit() or not limit.isascii():
+        return None  # Typer says what is wrong with it
+    return {"query": query, "agent": got.get("agent"), "all_agents": got.get("all_agents", False),
+            "store": got.get("store"), "sessions": got["sessions"], "roles": got["roles"], "since": got.get("since"),
+            "until": got.get("until"), "archived": got.get("archived", True), "limit": int(limit),
+            "json_mode": got.get("json_mode", False), "fixed": got.get("fixed", False),
+            "redact": got.get("redact", False), "reindex": got.get("reindex", False),
+            "verbose": got.get("verbose", False), "gw": None}
+
+
 def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     """The listing call (`root`: `profile`, `no_color`; `listing`: `list_command`'s parameters)
     for an argument list this path serves, else None."""
@@ -79,6 +132,15 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
         return None
     group_opts, i = group
     sub_opts: dict[str, Any] = {}
+    if i < len(args) and args[i] == "search":
+        if group_opts:
+            return None  # `sessions --json search …`: the group's options are merged by the Typer app
+        searching = _search(args, i + 1)
+        profile = root_opts.get("profile")
+        if searching is None or invalid_profile(profile) is not None or invalid_behavior(root_opts.get("behavior")):
+            return None
+        return {"root": {"profile": profile, "behavior": root_opts.get("behavior"),
+                         "no_color": bool(root_opts.get("no_color"))}, "search": searching}
     if i < len(args):
         if args[i] != "list":
             return None
@@ -116,10 +178,16 @@ def dispatch(argv: Sequence[str]) -> int | None:
         apply_profile(call["root"]["profile"])
         apply_behavior(call["root"]["behavior"])
         from openclaw_cli.cli.common import exit_code_of
-        from openclaw_cli.cli.listing import list_command
 
         try:
-            list_command(**call["listing"])
+            if "search" in call:
+                from openclaw_cli.cli.search_body import search_command
+
+                search_command(**call["search"])
+            else:
+                from openclaw_cli.cli.listing import list_command
+
+                list_command(**call["listing"])
         except Exception as error:
             code = exit_code_of(error)
             if code is None:

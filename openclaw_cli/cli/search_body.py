@@ -1,0 +1,180 @@
+"""The body of `openclaw sessions search QUERY` (ops/search.py), without Typer: the Typer command
+(`cli/search.py`) and the fast path (`cli/fast.py`) both run it.
+
+Runs locally from the index in the cache dir, or — when a Gateway owns the state dir and the query
+needs nothing it lacks — through its `sessions.search` (ours takes every option; OpenClaw's own
+only plain words over live transcripts of one agent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROLES = ("user", "assistant", "tool")
+
+
+def _time_ms(value: str | None, flag: str, now_ms: int) -> int | None:
+    """An ISO date/time (UTC unless it says otherwise), epoch milliseconds, or a duration ago
+    (`90m`, `7d`)."""
+    if value is None:
+        return None
+    from datetime import UTC, datetime
+
+    from openclaw_cli.errors import UsageError
+
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return int(parsed.timestamp() * 1000)
+    except ValueError:
+        pass
+    from openclaw_cli.config.units import parse_duration_ms
+
+    try:
+        return now_ms - parse_duration_ms(text, "d")
+    except ValueError:
+        raise UsageError(
+            f"{flag} takes an ISO date or time (2026-11-02, 2026-11-02T10:00Z), epoch milliseconds, "
+            f"or a duration ago such as 7d or 90m (got {value!r})."
+        ) from None
+
+
+def _real_gateway_can_serve(params: dict[str, Any], query: Any) -> bool:
+    """OpenClaw's own method: plain words, live transcripts, one agent named with its keys, ≤ 25."""
+    return (
+        query.plain_words()
+        and not params.get("archived")
+        and not params.get("roles")
+        and params.get("since") is None
+        and params.get("until") is None
+        and not params.get("allAgents")
+        and not params.get("reindex")
+        and (not params.get("agent") or bool(params.get("sessionKeys")))
+        and params.get("limit", 10) <= 25
+    )
+
+
+def _delegated(cx: Any, params: dict[str, Any], gw: Any) -> dict[str, Any] | None:
+    """The owning Gateway's answer, or None to search locally (no Gateway, or one that cannot
+    answer this query the same way)."""
+    from openclaw_cli.gateway.ownership import pid_alive, read_marker
+    from openclaw_cli.search.query import parse
+    from openclaw_cli.store.state_owner import coordinator_held
+
+    if params.get("store"):
+        return None
+    marker = read_marker(cx.paths.state_dir)
+    ours = bool(marker and pid_alive(marker.get("pid")))
+    if not ours and not coordinator_held(cx.paths.state_dir):
+        return None  # nobody owns the state: reading it directly is what the Gateway would do
+    query = parse(params["query"], fixed=params.get("fixed") is True)
+    if params.get("limit", 10) > 25 or (not ours and not _real_gateway_can_serve(params, query)):
+        return None
+    from openclaw_cli.cli.delegation import delegate
+
+    wire = {k: v for k, v in params.items() if k not in ("verbose", "redact") and v not in (None, False)}
+    if not ours:
+        wire = {k: v for k, v in wire.items() if k in ("query", "limit", "sessionKeys")}
+        if params.get("agent"):
+            wire["agentId"] = params["agent"]
+    doc = delegate("sessions.search", wire, gw, paths=cx.paths, config=cx.config, hint=cx.hint)
+    if doc is None:
+        return None
+    if not ours:  # OpenClaw's hits: its live database, snippets masked here
+        from openclaw_cli.redact import redact
+
+        for hit in doc.get("results", []):
+            if isinstance(hit, dict):
+                hit.setdefault("source", "gateway")
+                if params.get("redact") and isinstance(hit.get("snippet"), str):
+                    hit["snippet"] = redact(hit["snippet"])
+    elif params.get("redact"):
+        from openclaw_cli.redact import redact
+
+        for hit in doc.get("results", []):
+            if isinstance(hit, dict) and isinstance(hit.get("snippet"), str):
+                hit["snippet"] = redact(hit["snippet"])
+    return doc
+
+
+def search_command(
+    query: str,
+    *,
+    agent: str | None,
+    all_agents: bool,
+    store: str | None,
+    sessions: list[str],
+    roles: list[str],
+    since: str | None,
+    until: str | None,
+    archived: bool,
+    limit: int,
+    json_mode: bool,
+    fixed: bool,
+    redact: bool,
+    reindex: bool,
+    verbose: bool,
+    gw: Any,
+) -> None:
+    from openclaw_cli.cli.common import echo_json, load_context, print_lines, run, say_hints, say_warning
+
+    def body() -> None:
+        from openclaw_cli.errors import UsageError
+        from openclaw_cli.ops.methods import call
+        from openclaw_cli.ops.search import MAX_LIMIT
+
+        bad = [r for r in roles if r not in ROLES]
+        if bad:
+            raise UsageError(f"--role must be one of {', '.join(ROLES)} (got {bad[0]!r}).")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise UsageError(f"--limit must be from 1 to {MAX_LIMIT} (got {limit}).")
+        cx = load_context()
+        now = cx.now_ms()
+        params: dict[str, Any] = {
+            "query": query,
+            "limit": limit,
+            "agent": agent,
+            "allAgents": all_agents or None,
+            "store": store,
+            "sessionKeys": list(dict.fromkeys(sessions)) or None,
+            "roles": list(dict.fromkeys(roles)) or None,
+            "since": _time_ms(since, "--since", now),
+            "until": _time_ms(until, "--until", now),
+            "archived": archived,
+            "fixed": fixed or None,
+            "redact": redact or None,
+            "reindex": reindex or None,
+            "verbose": verbose or None,
+        }
+        params = {k: v for k, v in params.items() if v is not None}
+        doc = None if reindex else _delegated(cx, params, gw)
+        if doc is None:
+            doc = call(cx, "sessions.search", params)
+        doc.setdefault("skipped", [])
+        if json_mode:
+            echo_json({"query": query, **doc})
+        else:
+            from openclaw_cli.cli.render_search import search_lines
+
+            print_lines(search_lines(doc, query, fixed=fixed))
+            say_hints(cx.hints)
+            skipped = doc.get("skipped") or []
+            if skipped and verbose:
+                for issue in skipped:
+                    say_warning(f"Skipped: {issue}")
+            elif skipped:
+                say_warning(f"Skipped {len(skipped)} unreadable line(s) or archive(s); --verbose names them.")
+            if verbose:
+                from openclaw_cli.output import err
+
+                for stats in doc.get("index", []):
+                    err(
+                        f"index: {stats['sourcesRead']} source(s) read ({stats['bytesRead']} bytes, "
+                        f"{stats['rowsIndexed']} rows) in {stats['seconds']} s, {stats['sourcesUnchanged']} unchanged"
+                        + (", rebuilt" if stats["rebuilt"] else "")
+                    )
+
+    run(body, json_mode=json_mode)
