@@ -123,7 +123,7 @@ def test_a_slow_subscriber_is_closed_and_others_keep_being_served(big_state: Pat
 
 
 def test_a_client_that_stops_answering_pings_is_cut_by_the_keepalive(state_dir: Path) -> None:
-    """Too little output to reach the cap (two small lists), but no pong: cut after two intervals."""
+    """Too little output to reach the cap (two small lists), but no pong: cut two rounds after a ping."""
     generate_legacy_state(state_dir, 12, 0, 4242, "--cron-key-style", "canonical")
     logs: list[str] = []
     limits = Limits(keepalive_interval_s=0.3)

@@ -119,6 +119,7 @@ class Connection:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
     ping: asyncio.Task[None] | None = None
+    missed: int = 0  # keepalive rounds the current ping has gone unanswered
 
     def send(self, frame: dict[str, Any]) -> bool:
         """Write now (never waits for the peer); False when the connection is gone or was just
@@ -716,19 +717,26 @@ class GatewayServer:
 
     async def _keepalive_loop(self) -> None:
         """A ping per connection on this timer (not websockets', whose ping waits behind a send the
-        peer does not read); a connection that has not answered the previous one is cut."""
+        peer does not read). A ping gets two rounds, like OpenClaw's 25 s to write it and 25 s for
+        the pong (a client reading a large response on a slow link answers late, not never); a
+        connection whose ping is still unanswered then is cut."""
         interval = self.options.limits.keepalive_interval_s
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval)
             for conn in list(self.connections):
                 if conn.ping is not None and not conn.ping.done():
+                    conn.missed += 1
+                    if conn.missed < 2:
+                        continue
                     self._burst_log(
                         f"keepalive:{conn.ws.peer_ip}",
-                        f"[gateway] no pong within {interval:g} s: closing conn={conn.conn_id} peer={conn.ws.peer_ip}",
+                        f"[gateway] no pong within {2 * interval:g} s: closing conn={conn.conn_id} "
+                        f"peer={conn.ws.peer_ip}",
                     )
                     conn.ws.transport.abort()
                     continue
+                conn.missed = 0
                 conn.ping = loop.create_task(self._ping(conn.ws))
 
     @staticmethod
