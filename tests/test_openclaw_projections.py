@@ -201,3 +201,64 @@ def test_full_text_timestamps_are_numbers_like_the_real_writers(stamp: object, e
 
     event = {**_msg("a", None), "timestamp": stamp}
     assert fts_entry(event, 1001) == ("a", "user", "hello a", expected)
+
+
+# ---- backups: one per run, 7 days, at most 5 per database, counted by status --------------------------------
+
+
+def _plant_backups(db: Path, ages_days: list[float]) -> list[Path]:
+    import time
+
+    from openclaw_cli.store.archives import format_archive_timestamp
+    from openclaw_cli.store.openclaw_guard import BACKUP_MARKER
+
+    now = int(time.time() * 1000)
+    out = []
+    for age in ages_days:
+        path = db.with_name(
+            f"{db.name}{BACKUP_MARKER}{format_archive_timestamp(now - int(age * 86_400_000))}"
+        )
+        path.write_bytes(b"old backup")
+        out.append(path)
+    return out
+
+
+def test_each_run_prunes_backups_to_seven_days_and_five(state_dir: Path):
+    from openclaw_cli.store.openclaw_guard import list_backups
+
+    fixture_state(state_dir)
+    db = state_dir / DB_REL
+    old = _plant_backups(db, [30, 8, 6, 5, 4, 3, 2])  # 2 expired, 5 recent
+    key = sorted(nodes(db))[0]
+    code, doc, err = cli_json("sessions", "pin", key, "--store", str(db), "--json")
+    assert code == 0, err
+    kept = [p for _, p, _ in list_backups(db)]
+    assert len(kept) == 5 and kept[-1] not in old  # this run's backup, and the 4 newest before it
+    assert kept[:-1] == old[-4:]
+    code, doc, err = cli_json("status", "--json")
+    assert code == 0, err
+    [store] = [s for s in doc["stores"] if s["path"] == str(db)]
+    assert (
+        store["backups"]["count"] == 5
+        and store["backups"]["keepDays"] == 7
+        and store["backups"]["keepCount"] == 5
+    )
+    assert store["backups"]["bytes"] == sum(p.stat().st_size for p in kept)
+    text = cli_json("status")[1]
+    assert "backups 5 (" in text and "kept 7 days, at most 5" in text
+
+
+def test_our_gateway_backs_up_once_per_request(state_dir: Path):
+    from openclaw_cli.store.openclaw_guard import list_backups
+    from tests.gateway_server_support import GatewayProcess, connected
+
+    fixture_state(state_dir)
+    db = state_dir / DB_REL
+    first, second = sorted(nodes(db))[:2]
+    with GatewayProcess() as gw, connected(gw.url) as client:
+        for key in (first, second):
+            res = client.request("sessions.patch", {"key": key, "pinned": True})
+            assert res["ok"], res
+    assert len(list_backups(db)) == 2  # two runs, two backups (a Gateway is one process for many runs)
+    left = unsettled(db)
+    assert left["reconcile"] == [] and first not in left["pending"] and second not in left["pending"]

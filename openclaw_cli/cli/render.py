@@ -154,11 +154,14 @@ def _store_line(store: dict[str, Any]) -> list[str]:
     archives = store["archives"]
     kind = store["kind"] + (f" ({store['schema']})" if store.get("schema") else "")
     kind += ", read-only" if store.get("readOnly") else ""
+    backups = store.get("backups")
     return [
         f"  {name}: {kind}: {plural(store['sessions'], 'session')}, transcripts {format_bytes(store['transcriptBytes'])}, "
         f"archives {archives['count']} ({format_bytes(archives['bytes'])}), "
         f"{plural(store['compactions'], 'compaction')}",
         f"    {sanitize_text(store['path'])}",
+        *([f"    backups {backups['count']} ({format_bytes(backups['bytes'])}; kept {backups['keepDays']} days, "
+           f"at most {backups['keepCount']})"] if backups else []),
         *_behavior_line(store.get("behavior")),
     ]
 

@@ -277,6 +277,7 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
             "transcriptBytes": stats.transcript_bytes,
             "transcriptEvents": stats.transcript_events,
             "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
+            **({"backups": stats.extra["backups"]} if "backups" in stats.extra else {}),
             "compactions": stats.compactions,
             "behavior": followed["json"],
         })

@@ -469,6 +469,8 @@ class OpenClawDbStore(SessionStore):
         return files
 
     def stats(self, *, count_issues: bool = True) -> StoreStats:
+        from openclaw_cli.store.openclaw_guard import backups_summary
+
         totals = self.session_totals()
         archives = self.list_archives()
         compactions = 0
@@ -488,6 +490,7 @@ class OpenClawDbStore(SessionStore):
                 "walSizeBytes": wal.stat().st_size if wal.exists() else 0,
                 "coldSessions": sum(1 for t in totals.values() if t.cold),
                 "openMode": self.open_mode,
+                "backups": backups_summary(self.path),  # ours, before our writes (D26: status counts them)
             },
         )
 
