@@ -90,13 +90,16 @@ class Int(Schema):
     maximum: int | None = None
 
     def errors(self, value: Any, path: str) -> list[tuple[str, str]]:
-        if not _is_int(value):
-            return [(path, "must be integer")]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            return [(path, "must be integer")]  # bounds apply to finite numbers only (`-1e400`: this alone)
+        # a finite number that is not an integer still meets the bounds keywords, and ajv reports
+        # both (the real Gateway: `maxChars: 19.5` is "must be integer; at /maxChars: must be >= 20")
+        found = [] if _is_int(value) else [(path, "must be integer")]
         if self.maximum is not None and value > self.maximum:
-            return [(path, f"must be <= {self.maximum}")]
-        if self.minimum is not None and value < self.minimum:
-            return [(path, f"must be >= {self.minimum}")]
-        return []
+            found.append((path, f"must be <= {self.maximum}"))
+        elif self.minimum is not None and value < self.minimum:
+            found.append((path, f"must be >= {self.minimum}"))
+        return found
 
     def normalize(self, value: Any) -> Any:
         return int(value)
