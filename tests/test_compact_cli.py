@@ -310,14 +310,24 @@ def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everythin
     assert archive.parent == state_dir / SESSIONS and ".jsonl.bak." in archive.name
     assert read_archive_bytes(archive) == GENERATED[SMALL].jsonl().encode()
     assert row["totalTokensFresh"] is False
-    if store == "sqlite":  # a successor window; the previous one stays readable
-        assert row["sessionId"] != old["sessionId"] == result["previousSessionId"]
-        assert transcript_lines(state_dir, old["sessionId"]) == before
-        assert now[0]["id"] == row["sessionId"]
-    else:
-        assert row["sessionId"] == old["sessionId"]
+    # the session keeps its id, as OpenClaw 2026.9.6+ does (the default release here: 2026.9.9)
+    assert row["sessionId"] == old["sessionId"] and "previousSessionId" not in result
     rc, again, _ = invoke("compact", SMALL, "--max-lines", "5")
     assert rc == 0 and again["compacted"] is False and again["kept"] == 5
+
+
+def test_max_lines_under_2026_7_gives_our_sqlite_store_a_successor_window(templates, state_dir: Path, monkeypatch):
+    """Release 2026.7 (profile L, D16): the kept lines become a successor window with a new id;
+    the previous window stays readable."""
+    use_template(templates["sqlite"], state_dir)
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
+    old = rows(state_dir)[SMALL]
+    before = original_lines(SMALL)
+    result = run_json("sessions", "compact", SMALL, "--max-lines", "5")
+    row = rows(state_dir)[SMALL]
+    assert row["sessionId"] != old["sessionId"] == result["previousSessionId"]
+    assert transcript_lines(state_dir, old["sessionId"]) == before
+    assert transcript_objects(state_dir, row["sessionId"], row)[0]["id"] == row["sessionId"]
 
 
 # ---- truncateAfterCompaction -----------------------------------------------------------------------------------

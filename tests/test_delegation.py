@@ -22,7 +22,7 @@ from cleanup_support import (
 )
 from gateway_support import FakeGateway, free_port
 
-from openclaw_cli.cli.delegation import GatewayOptions, delegate, wire_params
+from openclaw_cli.cli.delegation import GatewayOptions, delegate, given, wire_params
 from openclaw_cli.errors import ExitCode, GatewayCredentialsRequiredError, GatewayRequestError
 from openclaw_cli.paths import resolve_paths
 
@@ -93,11 +93,24 @@ def test_local_only_requests_never_touch_the_network(state_dir):
 def test_gateway_result_is_returned_with_wire_params(state_dir):
     with FakeGateway(respond=cleanup_responder(SERVED_CLEANUP)) as fake:
         configure(state_dir, fake.port)
-        params = {"agent": None, "allAgents": False, "enforce": True, "activeKey": None, "fixMissing": False,
-                  "fixDmScope": False, "dryRun": False, "store": None}
+        params = given(agent=None, allAgents=False, enforce=True, activeKey=None, fixMissing=False,
+                       fixDmScope=False, dryRun=False, store=None)
         assert delegate("sessions.cleanup", params, None, paths=resolve_paths()) == SERVED_CLEANUP
     assert fake.requests("sessions.cleanup")[0]["params"] == wire_params(params) == {
         "allAgents": False, "enforce": True, "fixMissing": False, "fixDmScope": False}
+
+
+def test_explicit_nulls_are_sent(state_dir):
+    """`label --clear` asks for `"label": null`: the Gateway must get it (issue 22 §6), while the
+    local-only keys stay home."""
+    def respond(method, params, send_event):
+        return ("ok", {"ok": True, "key": params["key"], "entry": {}})
+
+    with FakeGateway(respond=respond) as fake:
+        configure(state_dir, fake.port)
+        params = {"key": "agent:main:main", "label": None, "dryRun": False, "store": None}
+        delegate("sessions.patch", params, None, paths=resolve_paths())
+    assert fake.requests("sessions.patch")[0]["params"] == {"key": "agent:main:main", "label": None}
 
 
 def test_listening_gateway_without_credentials_is_refused(state_dir):
@@ -126,12 +139,17 @@ def test_refusing_gateway_raises(state_dir):
 # ---- sessions cleanup ---------------------------------------------------------------------------
 
 
-def test_local_fallback_says_so_even_when_the_local_run_fails(state_dir):
+def test_no_ran_locally_before_an_error_that_wrote_nothing(state_dir, stale_store):
+    """Issue 22 §7: a local run that fails says the error only (it ran nothing to speak of)."""
     port = free_port()
     env = configure(state_dir, port)
+    before = tree_digest(state_dir)
     code, doc, err = cli_json("sessions", "cleanup", "--enforce", "--agent", "nope!", "--json", env=env)
     assert code != 0 and doc["ok"] is False
-    assert f"No Gateway is listening at ws://127.0.0.1:{port}; ran locally." in err
+    assert "ran locally" not in err and "Invalid agent id" in err
+    assert tree_digest(state_dir) == before
+    code, doc, err = cli_json("sessions", "compact", "agent:main:nope", "--max-lines", "3", "--json", env=env)
+    assert code == int(ExitCode.NOT_FOUND) and "ran locally" not in err
 
 
 def test_cleanup_runs_locally_when_nothing_listens_and_says_so(state_dir, stale_store):

@@ -69,13 +69,14 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
         rejection = parent_option_rejection(_parent_flags(parent))
         if rejection:
             raise SelectionError(rejection)
-        from openclaw_cli.cli.delegation import delegate, gateway_options
+        from openclaw_cli.cli.delegation import delegate, gateway_options, given
 
         gw_options = gateway_options(**(gateway or {}))
         ctx = load_context(typer_ctx, progress=progress_factory(json_mode), backup=not no_backup)
-        params = {"agent": agent, "allAgents": all_agents, "enforce": enforce,
-                  "activeKey": active_key if active_key and active_key.strip() else None,
-                  "fixMissing": fix_missing, "fixDmScope": fix_dm_scope, "dryRun": dry_run, "store": store}
+        # what the user asked, as the real CLI sends it (unset options left out)
+        params = given(agent=agent, allAgents=all_agents, enforce=enforce,
+                       activeKey=active_key if active_key and active_key.strip() else None,
+                       fixMissing=fix_missing, fixDmScope=fix_dm_scope, dryRun=dry_run, store=store)
         options = options_from_params(params)
         # Spec D9/D20: an apply without --dry-run/--store is the Gateway's to run when one listens.
         served = _delegate_cleanup(delegate, params, gw_options, ctx)

@@ -130,9 +130,12 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
     OPENCLAW_DEBUG=1."""
     from openclaw_cli import interrupts
 
+    _pending_notes(say=False)
     try:
         with interrupts.handled():
-            return fn()
+            result = fn()
+        _pending_notes(say=True)
+        return result
     except interrupts.InterruptRequested:
         # an operation without its own account of the state: every step it took is crash-safe
         from openclaw_cli.errors import Interrupted
@@ -151,6 +154,7 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
         raise command_exit(int(ExitCode.ERROR)) from None
     except Exception as error:  # unexpected: still no traceback by default
         if exit_code_of(error) is not None:  # a command's own exit (typer.Exit): not an error
+            _pending_notes(say=True)
             raise
         if debug_enabled():
             import traceback
@@ -167,6 +171,19 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
         )
         fail(wrapped, json_mode=json_mode)
     raise AssertionError("unreachable")
+
+
+def _pending_notes(*, say: bool) -> None:
+    """The delegation notes of this command ("ran locally"): said once it has run, dropped when it
+    failed with an error or before a new command (the module is loaded only by commands that can
+    delegate: the fast path never imports it)."""
+    delegation = sys.modules.get("openclaw_cli.cli.delegation")
+    notes = getattr(delegation, "PENDING_NOTES", None)
+    if not notes:
+        return
+    if say:
+        say_hints(list(notes))
+    notes.clear()
 
 
 def state_paths(ctx: typer.Context | None = None):

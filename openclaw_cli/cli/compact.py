@@ -68,7 +68,7 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
                     gateway: dict[str, Any] | None = None, no_backup: bool = False) -> None:
     def body() -> None:
         from openclaw_cli.cli.common import load_context
-        from openclaw_cli.cli.delegation import delegate, ensure_no_gateway, gateway_options
+        from openclaw_cli.cli.delegation import delegate, ensure_no_gateway, gateway_options, given
         from openclaw_cli.compaction.service import check_args
         from openclaw_cli.errors import UsageError
 
@@ -87,9 +87,9 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             ensure_no_gateway(gw_options, paths=cx.paths, config=cx.config, what="compact --over-threshold")
         if not over_threshold:
             check_args(keep_recent_tokens, max_lines, tokenizer, provider)
-            params = {"key": key, "agentId": agent, "maxLines": max_lines, "keepRecentTokens": keep_recent_tokens,
-                      "provider": provider, "tokenizer": None if tokenizer == "exact" else tokenizer,
-                      "instructions": instructions, "dryRun": dry_run, "store": store}
+            params = given(key=key, agentId=agent, maxLines=max_lines, keepRecentTokens=keep_recent_tokens,
+                           provider=provider, tokenizer=None if tokenizer == "exact" else tokenizer,
+                           instructions=instructions, dryRun=dry_run, store=store)
             served = delegate("sessions.compact", params, gw_options, paths=cx.paths, config=cx.config)
             if served is not None:
                 _report_served(served, cx, json_mode)

@@ -12,12 +12,14 @@ request error) raises a typed error: never answered by a local write.
 Details of that contract:
 - Local-only requests never touch the network: params with `dryRun: true` or a `store` path
   return None at once (no hint: running locally is what was asked).
-- What is sent: the params without the local-only keys (`dryRun`, `store`) and without keys whose
-  value is None (the real CLI leaves unset options out; Gateway param schemas are closed).
-- Nothing listens -> None, and the hint "No Gateway is listening at <url>; ran locally." is
-  printed on stderr at once (so it is said even when the local run then fails; the JSON on
-  stdout keeps OpenClaw's shape), or handed to `hint(text)` when a caller passes one. No
-  credentials configured is fine then (unlike OpenClaw).
+- What is sent: the params without the local-only keys (`dryRun`, `store`), everything else as
+  the local call gets it — an explicit `null` included (`label --clear` sends `"label": null`).
+  Callers leave unset options out of the params (`given(...)`), as the real CLI does (Gateway
+  param schemas are closed and typed), so what a Gateway applies is what a local run applies.
+- Nothing listens -> None, and the hint "No Gateway is listening at <url>; ran locally." is said
+  on stderr once the command has run (`cli.common.run` says the pending notes; a command that
+  fails with an error says only the error: nothing ran locally to speak of), or handed to
+  `hint(text)` when a caller passes one. No credentials configured is fine then (unlike OpenClaw).
 - Something listens but we hold no credentials -> `GatewayCredentialsRequiredError` (we cannot
   ask it, and must not write under its feet). A `--url` / `OPENCLAW_GATEWAY_URL` override without
   explicit credentials is refused before any connection, as OpenClaw does.
@@ -66,9 +68,19 @@ def gateway_options(url: str | None = None, token: str | None = None, password: 
     return GatewayOptions(url=url, token=token, password=password, timeout_ms=timeout_ms)
 
 
+def given(**options: Any) -> dict[str, Any]:
+    """Request params from command options: the ones the user gave (unset options, None, are left
+    out, as the real CLI leaves them out)."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def wire_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The params as sent: no local-only keys, no unset (None) values."""
-    return {k: v for k, v in params.items() if k not in LOCAL_ONLY_KEYS and v is not None}
+    """The params as sent: the local call's, without the local-only keys (explicit nulls kept)."""
+    return {k: v for k, v in params.items() if k not in LOCAL_ONLY_KEYS}
+
+
+# Notes said when the command has run (`cli.common.run`), dropped when it fails with an error.
+PENDING_NOTES: list[str] = []
 
 
 def is_local_only(params: dict[str, Any]) -> bool:
@@ -78,10 +90,8 @@ def is_local_only(params: dict[str, Any]) -> bool:
 def _say(hint: Callable[[str], None] | None, text: str) -> None:
     if hint is not None:
         hint(text)
-        return
-    from openclaw_cli.cli.common import say_hints
-
-    say_hints([text])
+    elif text not in PENDING_NOTES:
+        PENDING_NOTES.append(text)
 
 
 def delegate(method: str, params: dict[str, Any], options: GatewayOptions | None, *, paths: Any,

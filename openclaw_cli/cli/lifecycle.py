@@ -81,7 +81,8 @@ def _gateway_options(url: str | None, token: str | None, password: str | None, t
 class Runner:
     """Runs methods for one command: locally for dry runs and `--store`, else through the Gateway
     when one answers (`delegate`), else locally. The fallback hint is said once, on stderr, and
-    only when a mutation then runs locally (a row lookup that found nothing listening says nothing)."""
+    only when a mutation then ran locally (a row lookup that found nothing listening says nothing,
+    and neither does a local run that failed: it wrote nothing)."""
 
     def __init__(self, cx: Any, store: str | None, gateway: Any):
         self.cx = cx
@@ -89,6 +90,10 @@ class Runner:
         self.gateway = gateway
         self.remote: bool | None = None  # whether the last delegation was answered (None: not asked yet)
         self._hinted = False
+        self._fallback: str | None = None
+
+    def _note(self, text: str) -> None:
+        self._fallback = text
 
     def _say(self, text: str) -> None:
         if not self._hinted:
@@ -103,7 +108,7 @@ class Runner:
         from openclaw_cli.cli.delegation import delegate
 
         doc = delegate(method, params, self.gateway, paths=self.cx.paths, config=self.cx.config,
-                       hint=(lambda text: None) if read else self._say)
+                       hint=(lambda text: None) if read else self._note)
         self.remote = doc is not None
         return doc
 
@@ -114,7 +119,10 @@ class Runner:
             remote = self.delegated(method, params)
             if remote is not None:
                 return remote
-        return call(self.cx, method, params)
+        doc = call(self.cx, method, params)
+        if self._fallback is not None:
+            self._say(self._fallback)
+        return doc
 
     def rows(self, keys: list[str], agent: str | None, dry_run: bool) -> dict[str, Any]:
         """The rows of `keys`: the Gateway's listing when one answers (not for dry runs), else

@@ -195,14 +195,17 @@ def compact_in_store(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
                      keep_recent_tokens: int | None = None, max_lines: int | None = None,
                      provider: str | None = None, tokenizer: TokenizerName = "exact", dry_run: bool = False,
                      instructions: str | None = None, reason: str = "manual",
-                     require_over_threshold: bool = False, now_ms: int | None = None) -> dict[str, Any]:
+                     require_over_threshold: bool = False, now_ms: int | None = None,
+                     keep_session_id: bool = False) -> dict[str, Any]:
     """Compact one session of an open store (see the module doc). `dry_run` reads only (no
-    lock, no write)."""
+    lock, no write). `keep_session_id`: `max_lines` keeps the session's id (its behaviour
+    release's rule, spec D23)."""
     if not dry_run:
         st.ensure_writable("compact a session")
         _sweep_leftovers(ctx, st)
     if max_lines is not None:
-        return _compact_max_lines(ctx, agent_id, st, key, entry, max_lines, dry_run, _now(ctx, now_ms))
+        return _compact_max_lines(ctx, agent_id, st, key, entry, max_lines, dry_run, _now(ctx, now_ms),
+                                  keep_session_id)
     return _compact_summary(ctx, agent_id, st, key, entry, keep_recent_tokens=keep_recent_tokens,
                             provider=provider, tokenizer=tokenizer, dry_run=dry_run, instructions=instructions,
                             reason=reason, require_over_threshold=require_over_threshold, now_ms=now_ms)
@@ -422,7 +425,7 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
 
 
 def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], max_lines: int,
-                       dry_run: bool, stamp: int) -> dict[str, Any]:
+                       dry_run: bool, stamp: int, keep_session_id: bool = False) -> dict[str, Any]:
     from openclaw_cli.store.rewrite import max_lines_split
     from openclaw_cli.store.snapshot import SnapshotChanged
 
@@ -449,7 +452,8 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
             return result
         try:
             with _writer(st, lock_settings):
-                written = st.commit_max_lines(snapshot, kept, now_ms=stamp, lock_settings=lock_settings)
+                written = st.commit_max_lines(snapshot, kept, now_ms=stamp, lock_settings=lock_settings,
+                                              keep_session_id=keep_session_id)
         except SnapshotChanged:
             entry = _replan_entry(st, key, attempt)
             continue

@@ -33,11 +33,15 @@ def compact_session(ctx: Context, key: str, *, agent: str | None = None, store: 
     check_args(keep_recent_tokens, max_lines, tokenizer, provider)
     target, st, resolved, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=dry_run)
     with st:
+        from openclaw_cli.ops.behavior import behavior_of
+
+        lifecycle = behavior_of(ctx, st).lifecycle  # spec D23: the release this store follows
         try:
             return compact_in_store(ctx, target.agent_id, st, resolved, entry, keep_recent_tokens=keep_recent_tokens,
                                     max_lines=max_lines, provider=provider, tokenizer=tokenizer, dry_run=dry_run,
                                     instructions=instructions, reason=reason,
-                                    require_over_threshold=require_over_threshold, now_ms=now_ms)
+                                    require_over_threshold=require_over_threshold, now_ms=now_ms,
+                                    keep_session_id=lifecycle.compact_max_lines_keeps_session_id)
         finally:
             ctx.note_writes(st)
 

@@ -277,8 +277,11 @@ class SessionStore(ABC):
         self.ensure_writable("compact a session")
         raise NotImplementedError
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
-        """Keep only `kept` lines of the session (the full original archived first, D15)."""
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
+                         keep_session_id: bool = False) -> Any:
+        """Keep only `kept` lines of the session (the full original archived first, D15). A store
+        that would give the lines a successor window (ours, D16) keeps the session's id instead
+        with `keep_session_id` (the behaviour release's `compact_max_lines_keeps_session_id`)."""
         self.ensure_writable("compact a session")
         raise NotImplementedError
 

@@ -505,13 +505,33 @@ def _record_archive(store: Any, snapshot: TranscriptSnapshot, archive: Any, now_
                          event_count=len(snapshot.lines), raw_bytes=archive.size, created_at_ms=now_ms)
 
 
-def apply_max_lines_sqlite(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int) -> PersistResult:
+def apply_max_lines_sqlite(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int,
+                           keep_session_id: bool = False) -> PersistResult:
     """D15 + D16 on our SQLite store: the kept lines become a successor window (new sessionId,
-    reason `compaction`); the previous window stays readable; the full original is archived."""
+    reason `compaction`); the previous window stays readable; the full original is archived.
+    With `keep_session_id` (OpenClaw 2026.9.6+): the session keeps its id and window, which holds
+    the kept lines from seq 0 (the full original archived first, as above)."""
     import orjson
 
     store: Any = snapshot.store
     cp = Checkpoints()
+    if keep_session_id:
+        result = PersistResult(snapshot.session_id, None)
+        with store.transaction():
+            _verify_sqlite(snapshot)
+            archive = _archive(store, snapshot, now_ms)
+            result.archive = _archive_json(archive)
+            cp()
+            store.replace_events(snapshot.session_id, kept, session_key=snapshot.key)
+            current = store.get_entry(snapshot.key)
+            updated = entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False)
+            store.upsert_entries({snapshot.key: updated})
+            _record_archive(store, snapshot, archive, now_ms)
+            result.entry = updated
+            cp()
+        cp()
+        cp.finish()
+        return result
     new_sid = str(uuid.uuid4())
     lines: list[bytes] = list(kept)
     if lines:

@@ -650,7 +650,8 @@ class LegacyStore(SessionStore):
 
         return finish_rotation_legacy(snapshot, comp, now_ms=now_ms, lock_settings=lock_settings, reason=reason)
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
+                         keep_session_id: bool = True) -> Any:  # the session keeps its id here anyway
         from openclaw_cli.store.compaction_writes import apply_max_lines_legacy
 
         return apply_max_lines_legacy(snapshot, kept, now_ms=now_ms, lock_settings=lock_settings)

@@ -569,7 +569,8 @@ class OpenClawDbStore(SessionStore):
         self.ensure_writable("compact a session")
         return commit_compaction(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
+                         keep_session_id: bool = True) -> Any:  # the session keeps its id here anyway
         from openclaw_cli.store.openclaw_rows import commit_max_lines
 
         self.ensure_writable("compact a session")

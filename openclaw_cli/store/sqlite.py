@@ -464,10 +464,11 @@ class SqliteStore(SessionStore):
 
         return apply_compaction_sqlite(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any) -> Any:
+    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
+                         keep_session_id: bool = False) -> Any:
         from openclaw_cli.store.compaction_writes import apply_max_lines_sqlite
 
-        return apply_max_lines_sqlite(snapshot, kept, now_ms=now_ms)
+        return apply_max_lines_sqlite(snapshot, kept, now_ms=now_ms, keep_session_id=keep_session_id)
 
     def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
         from openclaw_cli.store.retire import apply_sqlite
@@ -1111,6 +1112,27 @@ class SqliteStore(SessionStore):
             if entry is not None:
                 self.upsert_entries({session_key: entry})
         return inserted
+
+    def replace_events(self, session_id: str, raw_lines: Iterable[str | bytes], *, session_key: str) -> int:
+        """The window `session_id` keeps its id and holds exactly `raw_lines` from seq 0 (OpenClaw
+        2026.9.6's `compact --max-lines`: the session keeps its id); its totals are recounted. One
+        transaction; the caller archived the previous lines first (D15)."""
+        self.ensure_writable("rewrite transcript events")
+        prepared: list[tuple[str, int, dict[str, Any]]] = []
+        for index, raw in enumerate(raw_lines, start=1):
+            try:
+                item = _prepare_line(raw)
+            except (ValueError, orjson.JSONDecodeError) as exc:
+                raise InvalidDataError(f"Transcript line {index} for session {session_id} is invalid: {exc}") from None
+            if item is not None:
+                prepared.append(item)
+        stamp = now_ms()
+        with self.transaction() as conn:
+            for table in ("transcript_event_identities", "transcript_events"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            conn.execute("UPDATE session_windows SET event_count = 0, event_bytes = 0, token_estimate = 0, "
+                         "compaction_count = 0 WHERE session_id = ?", (session_id,))
+            return self._append_prepared(conn, session_id, session_key, prepared, None, stamp, None)
 
     def drop_session_events(self, session_ids: Iterable[str], *,
                             expected: Mapping[str, SessionTotals] | None = None) -> list[str]:
