@@ -182,39 +182,115 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _fragment_default(obj: Any) -> Any:
-    if isinstance(obj, RawNumber):
+    # a number's own text, short: longer ones go through `_Splicer` (see there why)
+    if isinstance(obj, RawNumber) and len(obj.raw) <= 64:
         return orjson.Fragment(obj.raw.encode())
     if isinstance(obj, RawJson):
         return orjson.Fragment(obj.text.encode())
     raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 
+def _surrogate_text(value: str) -> bytes:
+    """A string with lone surrogates as JSON.stringify writes it (`\\udXXX` escapes)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8", "surrogatepass")
+
+
+def _safe_key(key: Any) -> Any:
+    if isinstance(key, str) and _SURROGATE.search(key):
+        return key.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return key
+
+
 def patch_unencodable(obj: Any) -> Any:
     """Replace what orjson refuses (lone surrogates, > 64-bit ints) with JSON fragments written
-    the way JSON.stringify writes them."""
+    the way JSON.stringify writes them. Prefer `dumps_bytes`, which splices such values in
+    without fragments (orjson 3.13 corrupts its heap on a large fragment inside a container)."""
     if isinstance(obj, str):
         if _SURROGATE.search(obj):
-            text = json.dumps(obj, ensure_ascii=False)
-            return orjson.Fragment(_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode())
+            return orjson.Fragment(_surrogate_text(obj))
         return obj
     if isinstance(obj, bool | RawNumber):
         return obj
     if isinstance(obj, int) and not INT_MIN <= obj <= UINT_MAX:
         return orjson.Fragment(str(obj).encode())
     if isinstance(obj, dict):
-        return {k if not _SURROGATE.search(k) else k.encode("utf-8", "surrogatepass").decode("utf-8", "replace"):
-                patch_unencodable(v) for k, v in obj.items()}
+        return {_safe_key(k): patch_unencodable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [patch_unencodable(v) for v in obj]
     return obj
 
 
 def dumps_bytes(obj: Any, *, option: int = 0) -> bytes:
-    """orjson output for anything our parsers produce (RawNumber, big ints, lone surrogates)."""
+    """orjson output for anything our parsers produce: RawNumber, > 64-bit ints, lone surrogates,
+    and values nested deeper than orjson writes in one call (issue 29 #8) — see `_Splicer`."""
     try:
         return orjson.dumps(obj, default=_fragment_default, option=option)
     except TypeError:
-        return orjson.dumps(patch_unencodable(obj), default=_fragment_default, option=option)
+        pass
+    return _Splicer(option).dumps(obj)
+
+
+# orjson writes at most 254 nested containers in one call ("Recursion limit reached") while it reads
+# 1,024 (and the stdlib parser, our fallback, about 990): a transcript line or a sessions.json row
+# nested 255-1,024 deep was read but could not be written. Containers that deep are written by their
+# own call. Every value orjson cannot write itself (those subtrees, raw numbers, big ints, strings
+# with lone surrogates) is written as a unique placeholder string and its own bytes are put in its
+# place afterwards — not as `orjson.Fragment`: orjson 3.13 overruns its output buffer (heap
+# corruption, "double free or corruption") when a fragment of a few KB sits inside a container.
+_SPLICE_DEPTH = 200
+
+
+class _Splicer:
+    def __init__(self, option: int) -> None:
+        import uuid
+
+        self.option = option
+        self.inner = option & ~orjson.OPT_APPEND_NEWLINE
+        self.indent = bool(option & orjson.OPT_INDENT_2)
+        self.token = uuid.uuid4().hex
+        self.pieces: list[bytes] = []
+
+    def _place(self, data: bytes) -> str:
+        self.pieces.append(data)
+        return f"__openclaw_splice_{self.token}_{len(self.pieces) - 1}__"
+
+    def dumps(self, obj: Any) -> bytes:
+        import sys
+
+        limit = sys.getrecursionlimit()
+        if limit < 10_000:  # the walk recurses once per level (Python frames, not the C stack)
+            sys.setrecursionlimit(10_000)
+        try:
+            walked = self._walk(obj, 0)
+        finally:
+            if limit < 10_000:
+                sys.setrecursionlimit(limit)
+        out = orjson.dumps(walked, option=self.option)
+        if not self.pieces:
+            return out
+        pattern = re.compile(b'"__openclaw_splice_' + self.token.encode() + rb'_(\d+)__"')
+        return pattern.sub(lambda m: self.pieces[int(m.group(1))], out)
+
+    def _walk(self, value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            return self._place(_surrogate_text(value)) if _SURROGATE.search(value) else value
+        if isinstance(value, RawNumber):
+            return self._place(value.raw.encode())
+        if isinstance(value, bool) or value is None or isinstance(value, float):
+            return value
+        if isinstance(value, int):
+            return value if INT_MIN <= value <= UINT_MAX else self._place(str(value).encode())
+        if isinstance(value, dict | list | tuple):
+            if depth >= _SPLICE_DEPTH:
+                data = dumps_bytes(value, option=self.inner)
+                # a pretty subtree is laid out from column 0: shift its lines to where it sits (a
+                # JSON string holds no raw newline, so every newline is layout)
+                return self._place(data.replace(b"\n", b"\n" + b"  " * depth) if self.indent else data)
+            if isinstance(value, dict):
+                return {_safe_key(k): self._walk(v, depth + 1) for k, v in value.items()}
+            return [self._walk(v, depth + 1) for v in value]
+        return value
 
 
 def dumps_compact(obj: Any) -> str:

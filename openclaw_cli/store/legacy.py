@@ -41,7 +41,7 @@ from openclaw_cli.errors import (
 from openclaw_cli.fsio import atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
-from openclaw_cli.jsonutil import INT_MIN, UINT_MAX, RawNumber, exact_float, exact_int, patch_unencodable
+from openclaw_cli.jsonutil import INT_MIN, UINT_MAX, RawNumber, exact_float, exact_int
 from openclaw_cli.paths import safe_regular_file, transcript_candidates
 from openclaw_cli.store import archives as archives_mod
 from openclaw_cli.store.base import (
@@ -203,18 +203,10 @@ def parse_store_bytes(raw: bytes, *, lossless: bool = False) -> Any:
         raise ValueError(str(fast_error or exc)) from exc
 
 
-_fragment_default = jsonutil._fragment_default
-_patch_unencodable = patch_unencodable
-
-
 def dump_store_bytes(store: dict[str, Any]) -> bytes:
     """JS `JSON.stringify(store, null, 2)`: 2-space indent, no trailing newline, UTF-8 unescaped."""
     try:
-        return orjson.dumps(store, default=_fragment_default, option=orjson.OPT_INDENT_2)
-    except TypeError:
-        pass
-    try:
-        return orjson.dumps(_patch_unencodable(store), default=_fragment_default, option=orjson.OPT_INDENT_2)
+        return jsonutil.dumps_bytes(store, option=orjson.OPT_INDENT_2)  # deep rows included (issue 29 #8)
     except TypeError as exc:
         raise InvalidDataError(f"Cannot serialise the session store: {exc}") from exc
 
