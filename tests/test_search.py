@@ -371,3 +371,74 @@ def test_parallel_first_build_matches_one_process(
     assert a == b, (sorted(set(a) - set(b)), sorted(set(b) - set(a)))
     assert len(a) > 20
     assert outcomes[0].updates[0].sources_read == outcomes[1].updates[0].sources_read
+
+
+def test_schema24_stores_fresh_and_migrated(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The published v2026.9.9 database (agent keeper) and the real 9.6 database migrated to 24:
+    their lines found with source `schema24`; a phrase planted in the migrated one's events too."""
+    from tests.schema24_support import FRESH_KEY, connect, fresh_state, migrated_state
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fresh = fresh_state(state_dir)
+    conn = sqlite3.connect(fresh)
+    text = conn.execute("SELECT text FROM session_transcript_fts ORDER BY rowid LIMIT 1").fetchone()[0]
+    conn.close()
+    phrase = " ".join(text.split()[:6])
+    hits = search_json(f'"{phrase}"', "--agent", "keeper")["results"]
+    assert [(r["source"], r["sessionKey"]) for r in hits][:1] == [("schema24", FRESH_KEY)]
+    db, _ = migrated_state(state_dir)
+    conn = connect(db)  # OpenClaw's triggers call its SQL functions
+    sid, seq = conn.execute(
+        "SELECT session_id, max(seq) FROM transcript_events GROUP BY session_id LIMIT 1"
+    ).fetchone()
+    key = conn.execute("SELECT session_key FROM session_windows WHERE session_id = ?", (sid,)).fetchone()[0]
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(transcript_events)")]
+    row = dict(
+        zip(
+            cols,
+            conn.execute(
+                "SELECT * FROM transcript_events WHERE session_id = ? AND seq = ?", (sid, seq)
+            ).fetchone(),
+            strict=True,
+        )
+    )
+    planted = _line("s24plant", "toolResult", "a tapir ocarina result").decode()
+    row.update(seq=seq + 1, event_json=planted)
+    for name in ("event_zstd", "navigation_json"):
+        if name in row:
+            row[name] = None
+    if "event_utf8_bytes" in row:
+        row["event_utf8_bytes"] = len(planted.encode())
+    conn.execute(
+        f"INSERT INTO transcript_events ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        tuple(row.values()),
+    )
+    conn.close()
+    hits = search_json('"tapir ocarina"', "--agent", "main")["results"]
+    assert [(r["source"], r["sessionKey"], r["role"]) for r in hits] == [("schema24", key, "tool")]
+
+
+def test_export_redact_uses_the_same_rules(legacy: Path, tmp_path: Path) -> None:
+    sdir, store = _sessions(legacy)
+    key, entry = next(iter(store.items()))
+    secret = "ghp_" + "Z9y8X7w6" * 5
+    _append(
+        sdir / f"{entry['sessionId']}.jsonl",
+        _line(
+            "sec00002",
+            "user",
+            f"push with token {secret} and -----BEGIN PRIVATE KEY-----\nMIIEabc\n-----END PRIVATE KEY-----",
+        ),
+    )
+    for fmt in ("jsonl", "md"):
+        plain, masked = tmp_path / f"plain.{fmt}", tmp_path / f"masked.{fmt}"
+        assert run_cli("sessions", "export", key, "--format", fmt, "--output", str(plain)).returncode == 0
+        done = run_cli("sessions", "export", key, "--format", fmt, "--output", str(masked), "--redact")
+        assert done.returncode == 0, done.stderr
+        assert secret in plain.read_text() and "MIIEabc" in plain.read_text()
+        text = masked.read_text()
+        assert secret not in text and "MIIEabc" not in text and "[REDACTED]" in text
+        if fmt == "jsonl":
+            assert all(json.loads(line) for line in text.splitlines())  # still one JSON object a line

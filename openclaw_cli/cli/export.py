@@ -230,8 +230,30 @@ def _check_output(cx: Any, output: str) -> Path:
     return check_output_target(output, state_dir=cx.paths.state_dir, allowed_dir=cx.paths.exports_dir())
 
 
+def redacted_lines(lines: Iterator[Any]) -> Iterator[Any]:
+    """`--redact`: each line's raw JSON masked by `openclaw_cli.redact` (the rules `sessions search
+    --redact` applies to snippets) and parsed again; a line the masking left unparseable becomes a
+    note (never the unmasked original)."""
+    import orjson
+
+    from openclaw_cli.redact import redact
+    from openclaw_cli.store.base import TranscriptLine
+
+    for line in lines:
+        raw = redact(line.raw)
+        if raw == line.raw:
+            yield line
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raw = orjson.dumps({"type": "redacted", "note": "line withheld by --redact"}).decode()
+            obj = orjson.loads(raw)
+        yield TranscriptLine(line.seq, raw, obj if isinstance(obj, dict) else None, line.line_no)
+
+
 def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: str, agent: str | None,
-                   store: str | None, json_mode: bool) -> dict[str, Any]:
+                   store: str | None, json_mode: bool, redact: bool = False) -> dict[str, Any]:
     from openclaw_cli.fsio import FILE_MODE, fsync_dir
     from openclaw_cli.ops.lifecycle import open_export
 
@@ -242,9 +264,10 @@ def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: s
     path = _check_output(cx, output) if output is not None else None
     with open_export(cx, key, agent=agent, store=store, branch=branch) as source:
         meta = {"key": source.key, "sessionId": source.session_id, "agentId": source.agent_id, "branch": branch}
+        lines = redacted_lines(source.lines()) if redact else source.lines()
         if path is None:
             sink = _Sink(sys.stdout.buffer)
-            count = WRITERS[fmt](source.lines(), sink, meta)
+            count = WRITERS[fmt](lines, sink, meta)
             sink.flush()
             sys.stdout.buffer.flush()
             return {}
@@ -253,7 +276,7 @@ def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: s
         try:
             with os.fdopen(fd, "wb") as fh:
                 sink = _Sink(fh)
-                count = WRITERS[fmt](source.lines(), sink, meta)
+                count = WRITERS[fmt](lines, sink, meta)
                 sink.flush()
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -485,6 +485,9 @@ def register(sessions_app: typer.Typer) -> None:
         agent: str = AGENT,
         store: str = STORE,
         json_mode: bool = JSON,
+        redact: bool = typer.Option(False, "--redact",
+                                    help="Mask what looks like a secret (API keys, tokens, bearer headers, "
+                                         "private keys), as `sessions search --redact` does."),
     ) -> None:
         parent = _parent(ctx)
         json_mode = json_mode or bool(parent.get("json"))
@@ -494,7 +497,7 @@ def register(sessions_app: typer.Typer) -> None:
 
             doc = export_session(_context(), key, fmt=fmt, output=output, branch=branch,
                                  agent=agent or parent.get("agent"), store=store or parent.get("store"),
-                                 json_mode=json_mode)
+                                 json_mode=json_mode, redact=redact)
             if json_mode:
                 echo_json(doc)
 

@@ -30,7 +30,9 @@ def _store_targets(paths: Any) -> list[Any]:
     )
     targets: list[StoreTarget] = []
     for item in items:
-        if isinstance(item, StatePaths) or Path(item).is_dir():
+        if not isinstance(item, StatePaths):
+            item = Path(item).expanduser()
+        if isinstance(item, StatePaths) or item.is_dir():
             state = (
                 item if isinstance(item, StatePaths) else resolve_paths(env={"OPENCLAW_STATE_DIR": str(item)})
             )

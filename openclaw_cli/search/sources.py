@@ -64,10 +64,38 @@ class Reader:
         return None
 
 
+CACHE_ARCHIVE_BYTES = 32 << 20  # a decompressed archive kept for the snippets of one search
+
+
+def _line_at(lines: Iterator[bytes], position: int) -> bytes | None:
+    pos = 0
+    for line in lines:
+        if pos == position:
+            return line.strip() or None
+        pos += len(line)
+        if pos > position:
+            return None
+    return None
+
+
+class _Prefixed:
+    """A stream whose first bytes were already read."""
+
+    def __init__(self, head: bytes, rest: Any):
+        self.head, self.rest = head, rest
+
+    def read(self, size: int) -> bytes:
+        if self.head:
+            out, self.head = self.head, b""
+            return out
+        return self.rest.read(size)
+
+
 @dataclass
 class FileReader(Reader):
     path: Path | str
     compressed: bool = False
+    _data: bytes | None = field(default=None, repr=False, compare=False)
 
     def _open(self) -> Any:
         from openclaw_cli.store.archives import open_archive
@@ -93,18 +121,29 @@ class FileReader(Reader):
                 yield start, pos, number, stripped
 
     def read_at(self, position: int) -> bytes | None:
+        if self._data is not None:
+            return self._slice(position)
         with self._open() as raw:
             if not self.compressed:
                 raw.seek(position)
                 return raw.readline().strip() or None
-            pos = 0
-            for line in _chunked_lines(raw):
-                if pos == position:
-                    return line.strip() or None
-                pos += len(line)
-                if pos > position:
-                    return None
-            return None
+            if self._data is None:  # several hits in one archive: decompress it once per search
+                chunks, size = [], 0
+                while size < CACHE_ARCHIVE_BYTES:
+                    chunk = raw.read(1 << 20)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                if size >= CACHE_ARCHIVE_BYTES:  # too big to keep: read up to the line
+                    return _line_at(_chunked_lines(_Prefixed(b"".join(chunks), raw)), position)
+                self._data = b"".join(chunks)
+        return self._slice(position)
+
+    def _slice(self, position: int) -> bytes | None:
+        data = self._data or b""
+        end = data.find(b"\n", position)
+        return data[position : end if end >= 0 else len(data)].strip() or None
 
     def tail_signature(self, position: int) -> bytes | None:
         if self.compressed or position <= 0:
