@@ -209,3 +209,28 @@ def test_parallel_large_reads_do_not_multiply_memory(state_dir: Path) -> None:
         assert not failures, failures
         growth = _peak_rss_mb(gw.pid) - before
     assert growth <= 10 * size_mb, f"peak RSS grew {growth:.0f} MB for 8 parallel {size_mb:.1f} MB responses"
+
+
+def test_a_connection_has_at_most_8_requests_in_flight(big_state: Path) -> None:
+    """Finding 9: 32 requests of one connection ran at once (each large read building its response
+    meanwhile). Now a connection with 8 unanswered requests is not read until one is answered, and
+    reads run 2 at a time: a `health` pipelined behind 20 large lists is read only after 12 of them
+    were answered (before, it ran at once and came back among the first)."""
+    with GatewayThread(tick_interval_ms=60_000) as gw, connected(gw.url) as c:
+        for n in range(20):
+            c.send(
+                {
+                    "type": "req",
+                    "id": f"l{n}",
+                    "method": "sessions.list",
+                    "params": {"limit": 1000, "includeLastMessage": True},
+                }
+            )
+        c.send({"type": "req", "id": "h", "method": "health", "params": {}})
+        order = []
+        while len(order) < 21:
+            frame = c.recv(timeout=60)
+            if frame.get("type") == "res":
+                assert frame["ok"], frame
+                order.append(frame["id"])
+        assert order.index("h") >= 20 - 8, order
