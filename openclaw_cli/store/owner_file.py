@@ -218,8 +218,7 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
                 pass
             continue
         try:
-            os.write(fd, body)
-            os.fsync(fd)
+            os.write(fd, body)  # (no fsync: a lock file means nothing after a crash of its owner)
         finally:
             os.close(fd)
         return OwnerFile(Path(path), data)
