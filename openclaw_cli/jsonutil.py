@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -46,6 +46,48 @@ class RawJson:
 
     def __repr__(self) -> str:
         return f"RawJson({len(self.text)} chars)"
+
+
+class JsonObjectText(Mapping):
+    """A JSON object held as its text (already checked to parse to an object) and parsed again on
+    each read, not kept parsed: a bulk read of 20,000 entries holds their large, rarely read
+    values (OpenClaw's schema-24 snapshots) at the size of their text, not of their objects.
+    Read-only; equal to any mapping with the same items; serialised as the object it holds."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def value(self) -> dict[str, Any]:
+        return loads(self.text)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.value()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.value().get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.value())
+
+    def __len__(self) -> int:
+        return len(self.value())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.value()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JsonObjectText):
+            return other.text == self.text or other.value() == self.value()
+        if isinstance(other, Mapping):
+            return self.value() == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping: unhashable like dict
+
+    def __repr__(self) -> str:
+        return f"JsonObjectText({len(self.text)} chars)"
 
 
 _TOKEN = re.compile(r'[ \t\n\r]*(?:([{}\[\]:,])|("(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
@@ -187,6 +229,8 @@ def _fragment_default(obj: Any) -> Any:
         return orjson.Fragment(obj.raw.encode())
     if isinstance(obj, RawJson):
         return orjson.Fragment(obj.text.encode())
+    if isinstance(obj, JsonObjectText):
+        return obj.value()  # orjson writes it as an object (indented like its neighbours)
     raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 

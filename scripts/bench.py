@@ -1003,6 +1003,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "gateway-load": case_gateway_load,
 }
 CASES.update(__import__("bench_floors").cases(OURS))  # floors measured in the same run (scripts/bench_floors.py)
+CASES.update(__import__("bench_schema24").cases(OURS))  # issue 23: schema 24 vs 23, same data, same run
 
 
 def _meta(runs: int) -> dict:

@@ -542,3 +542,50 @@ def test_catalog_statements_cover_the_whole_file():
     statements = catalog_statements()
     assert statements[0] == "PRAGMA foreign_keys = OFF;" and statements[-1] == "PRAGMA foreign_keys = ON;"
     assert sum(s.startswith("CREATE TRIGGER") for s in statements) == 26
+
+
+# ---- the value types bulk reads hand out ------------------------------------------------------------------
+
+
+def test_bulk_reads_hold_snapshot_objects_as_text_and_they_behave_as_mappings(shape: tuple[Path, str]):
+    from openclaw_cli.jsonutil import JsonObjectText, dumps_compact, dumps_pretty
+
+    db, key = shape
+    with OpenClawDbStore(db) as store:
+        bulk = store.load_entries()[key]
+        single = store.get_entry(key)
+    skills = bulk["skillsSnapshot"]
+    assert isinstance(skills, JsonObjectText) and isinstance(single["skillsSnapshot"], dict)
+    assert bulk == single and single == bulk  # both directions
+    assert skills.get("promptRef") == snapshot_values(key)["skillsSnapshot"]["promptRef"]
+    assert dict(skills) == snapshot_values(key)["skillsSnapshot"] and "version" in skills and len(skills) == 3
+    assert dumps_compact(bulk) == dumps_compact(single) and dumps_pretty(bulk) == dumps_pretty(single)
+    with pytest.raises(TypeError):
+        hash(skills)
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("{}", True),
+        ('{"a":[1,{"b":null}]}', True),
+        (" [ ] ", True),
+        ('"x\\u00e9"', True),
+        ("-1.5e3", True),
+        ("", False),
+        ("[1,]", False),
+        ('{"a"}', False),
+        ("{1:2}", False),
+        ("[}", False),
+        ("01", False),
+        ("{} {}", False),
+        ("nul", False),
+    ],
+)
+def test_json_text_check_without_recursion(text: str, valid: bool):
+    from openclaw_cli.jsonutil import is_json_text, loads_or_raw
+
+    assert is_json_text(text) is valid
+    assert is_json_text("[" * 5000 + "]" * 5000) and not is_json_text("[" * 5000 + "]" * 4999)
+    with pytest.raises(ValueError):
+        loads_or_raw("[" * 5000 + "x" + "]" * 5000)

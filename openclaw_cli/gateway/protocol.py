@@ -193,6 +193,7 @@ def challenge(nonce: str, ts: int) -> dict[str, Any]:
 
 
 def encode(frame: dict[str, Any]) -> str:
-    import orjson
+    from openclaw_cli.jsonutil import dumps_bytes
 
-    return orjson.dumps(frame).decode("utf-8")
+    # what our parsers hand out (numbers kept as written, values kept as text) is written back too
+    return dumps_bytes(frame).decode("utf-8")

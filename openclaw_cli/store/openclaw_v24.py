@@ -76,23 +76,29 @@ class SnapshotIssue(Exception):
     """A snapshot value we cannot read (not JSON): the entry is read without it."""
 
 
-def parse_value(text: Any) -> Any:
+def parse_value(text: Any, *, lazy: bool = False) -> Any:
+    """The value of a snapshot row. `lazy` (bulk reads): a JSON object is checked, then held as
+    its text (`jsonutil.JsonObjectText`) rather than as parsed objects."""
     if not isinstance(text, str):
         raise SnapshotIssue("value_json is not text")
     try:
-        return jsonutil.loads_or_raw(text)
+        value = jsonutil.loads_or_raw(text)
     except jsonutil.JSONDecodeError as exc:
         raise SnapshotIssue(f"value_json is not JSON: {exc}") from None
+    if lazy and type(value) is dict and value:
+        return jsonutil.JsonObjectText(text)
+    return value
 
 
-def attach(entry: dict[str, Any], values: Iterable[Any], on_issue: Any = None) -> dict[str, Any]:
+def attach(entry: dict[str, Any], values: Iterable[Any], on_issue: Any = None, *, lazy: bool = False
+           ) -> dict[str, Any]:
     """`entry` with the snapshot values (in `SNAPSHOT_FIELDS` order, None for no row) in place of
     any inline ones, each appended last. `on_issue(field, message)` hears of unreadable values."""
     for field, text in zip(SNAPSHOT_FIELDS, values, strict=True):
         if text is None:
             continue
         try:
-            value = parse_value(text)
+            value = parse_value(text, lazy=lazy)
         except SnapshotIssue as exc:
             if on_issue is not None:
                 on_issue(field, str(exc))
