@@ -227,7 +227,7 @@ def _fragment_default(obj: Any) -> Any:
     # a number's own text, short: longer ones go through `_Splicer` (see there why)
     if isinstance(obj, RawNumber) and len(obj.raw) <= 64:
         return orjson.Fragment(obj.raw.encode())
-    if isinstance(obj, RawJson):
+    if isinstance(obj, RawJson) and len(obj.text) <= 64:  # longer (deep) ones: `_Splicer`
         return orjson.Fragment(obj.text.encode())
     if isinstance(obj, JsonObjectText):
         return obj.value()  # orjson writes it as an object (indented like its neighbours)
@@ -321,6 +321,10 @@ class _Splicer:
             return self._place(_surrogate_text(value)) if _SURROGATE.search(value) else value
         if isinstance(value, RawNumber):
             return self._place(value.raw.encode())
+        if isinstance(value, RawJson):  # a value kept as its text: written back as that text
+            return self._place(value.text.encode())
+        if isinstance(value, JsonObjectText):
+            value = value.value()
         if isinstance(value, bool) or value is None or isinstance(value, float):
             return value
         if isinstance(value, int):
