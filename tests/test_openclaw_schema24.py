@@ -589,3 +589,27 @@ def test_json_text_check_without_recursion(text: str, valid: bool):
     assert is_json_text("[" * 5000 + "]" * 5000) and not is_json_text("[" * 5000 + "]" * 4999)
     with pytest.raises(ValueError):
         loads_or_raw("[" * 5000 + "x" + "]" * 5000)
+
+
+def test_a_row_changed_since_the_plan_is_told_apart_from_an_unchanged_one(shape: tuple[Path, str]):
+    from openclaw_cli.store.openclaw_writes import unchanged_rows
+
+    db, key = shape
+    with OpenClawDbStore(db) as store:
+        planned = store.load_entries()
+    conn = connect(db)
+    try:
+        assert unchanged_rows(conn, [key], planned) == ([key], [])
+        conn.execute(
+            "UPDATE session_entry_snapshots SET value_json = ? WHERE session_key = ? AND field = ?",
+            ('{"version":9}', key, "skillsSnapshot"),
+        )
+        assert unchanged_rows(conn, [key], planned) == ([], [key])
+        conn.execute(
+            "DELETE FROM session_entry_snapshots WHERE session_key = ? AND field = 'skillsSnapshot'", (key,)
+        )
+        assert unchanged_rows(conn, [key], planned) == ([], [key])  # the field is gone
+        without = {k: {f: v for f, v in e.items() if f != "skillsSnapshot"} for k, e in planned.items()}
+        assert unchanged_rows(conn, [key], without) == ([key], [])
+    finally:
+        conn.close()

@@ -129,6 +129,36 @@ def full_entries(conn: sqlite3.Connection, keys: list[str]) -> Iterator[tuple[st
             yield key, text, tuple(values)
 
 
+def same_entry(text: Any, values: tuple[Any, ...], planned: Any) -> bool:
+    """Whether the stored row (`entry_json`, snapshot texts) is the entry a plan read: the hot
+    part compared parsed, each snapshot by its text when the plan holds it as text (a bulk read),
+    else parsed — a row unchanged since the plan costs no snapshot parse."""
+    if not isinstance(planned, Mapping):
+        return False
+    try:
+        stored = jsonutil.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(stored, dict):
+        return False
+    for field, value in zip(SNAPSHOT_FIELDS, values, strict=True):
+        if value is None:
+            continue
+        stored.pop(field, None)  # a row's value wins over an inline one
+        if field not in planned:
+            return False
+        want = planned[field]
+        if isinstance(want, jsonutil.JsonObjectText) and want.text == value:
+            continue
+        try:
+            if parse_value(value) != want:
+                return False
+        except SnapshotIssue:
+            return False
+    rows = {field for field, value in zip(SNAPSHOT_FIELDS, values, strict=True) if value is not None}
+    return stored == {k: v for k, v in planned.items() if k not in rows}
+
+
 # ---- writes -----------------------------------------------------------------------------------------------
 
 

@@ -381,12 +381,7 @@ def unchanged_rows(conn: sqlite3.Connection, keys: list[str], planned: Mapping[s
     changed: list[str] = []
     if v24.has_snapshots(conn):  # schema 24: the planned entries were read whole (full reads)
         for key, text, values in v24.full_entries(conn, keys):
-            try:
-                stored = loads(text)
-                equal = isinstance(stored, dict) and v24.attach(stored, values) == planned.get(key)
-            except (ValueError, RecursionError):
-                equal = False
-            (same if equal else changed).append(key)
+            (same if v24.same_entry(text, values, planned.get(key)) else changed).append(key)
         return same, changed
     for chunk in _chunks(keys):
         marks = ",".join("?" * len(chunk))
