@@ -784,7 +784,11 @@ class BatchRow:
     agent_id: str | None = None
 
 
-_REFUSAL_CODES = frozenset({int(ExitCode.REFUSED)})
+# refusals that leave nothing written, so a batch whose every key failed one way exits as the single
+# command would: a database never written (7), a busy store (5), a full disk (11), a read-only
+# filesystem or a denied permission (12), a process limit (13) — issue 29 #8: 11/12 on every store kind
+_REFUSAL_CODES = frozenset(int(code) for code in (ExitCode.REFUSED, ExitCode.BUSY, ExitCode.NO_SPACE,
+                                                  ExitCode.PERMISSION, ExitCode.RESOURCE))
 
 
 @dataclass
@@ -800,8 +804,8 @@ class Batch:
 
     def exit_code(self) -> int:
         """1 (OpenClaw's batch failure), or — when every failed key was refused the same way
-        before anything was written (a database openclaw-cli never writes: 7)
-        — that refusal's code, as the single-key commands exit."""
+        before anything was written (`_REFUSAL_CODES`) — that refusal's code, as the single-key
+        commands exit."""
         failed = sum(1 for r in self.results if not r["ok"])
         codes = set(self.failure_codes)
         if failed and len(self.failure_codes) == failed and len(codes) == 1 and codes <= _REFUSAL_CODES:

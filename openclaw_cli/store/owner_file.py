@@ -219,8 +219,14 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
             continue
         try:
             os.write(fd, body)  # (no fsync: a lock file means nothing after a crash of its owner)
-        finally:
+        except BaseException:
             os.close(fd)
+            try:  # a full disk: no empty owner file left behind (issue 29 #8: nothing changed)
+                os.unlink(path)
+            except OSError:
+                pass
+            raise
+        os.close(fd)
         return OwnerFile(Path(path), data)
     owner = live_owner(path) or {"pid": None}
     raise StateOwnedByOther(Path(path), owner)

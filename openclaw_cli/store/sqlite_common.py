@@ -95,7 +95,9 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int, *, writing:
         return busy_error(path, timeout_ms)
     text = str(exc)
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    if writing and code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN):
+    # an I/O error is checked even outside a write: opening a WAL database on a full disk (its -shm
+    # and -wal files) fails as "disk I/O error" before any write starts (issue 29 #8: exit 11)
+    if (writing and code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN)) or code == sqlite3.SQLITE_IOERR:
         from openclaw_cli.fsio import free_bytes
 
         free = free_bytes(Path(path).parent)

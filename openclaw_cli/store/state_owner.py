@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from openclaw_cli.errors import StateOwnedError, UnsafeLockDirError
+from openclaw_cli.errors import StateOwnedError, UnsafeLockDirError, typed_error
 
 WAIT_BUDGET_S = 0.25
 POLL_S = 0.025
@@ -259,6 +259,11 @@ def state_held(state_dir: Path, refusal: str, hint: str = "") -> Iterator[None]:
         except owner_file.StateOwnedByOther as exc:
             raise StateOwnedError(busy_message(state_dir, exc.owner, hint)) from None
         except (OSError, sqlite3.Error) as exc:
+            # a full disk, a read-only filesystem, EMFILE: their own exit codes (11/12/13, issue 29
+            # #8), not "owned by someone else"
+            typed = typed_error(exc)
+            if typed is not None:
+                raise typed from None
             raise StateOwnedError(f"{refusal} (lock unavailable: {exc})") from None
         yield
     finally:
