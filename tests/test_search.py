@@ -442,3 +442,30 @@ def test_export_redact_uses_the_same_rules(legacy: Path, tmp_path: Path) -> None
         assert secret not in text and "MIIEabc" not in text and "[REDACTED]" in text
         if fmt == "jsonl":
             assert all(json.loads(line) for line in text.splitlines())  # still one JSON object a line
+
+
+def test_cli_delegates_to_our_gateway_that_owns_the_state(legacy: Path) -> None:
+    """With our Gateway running for the state, the CLI asks it (found through its marker) and prints
+    its answer; without credentials, or with wrong ones, it searches locally and says why."""
+    from tests.gateway_server_support import TOKEN, GatewayProcess
+
+    _plant_everything(legacy)
+    local = search_json('"zeppelin marmalade"', "--verbose")
+    assert "index" in local  # a local run reports its index update
+    with GatewayProcess():
+        served = json.loads(
+            run_cli(
+                "sessions",
+                "search",
+                '"zeppelin marmalade"',
+                "--json",
+                "--verbose",
+                env={"OPENCLAW_GATEWAY_TOKEN": TOKEN},
+            ).stdout
+        )
+        assert "index" not in served and served["results"] == local["results"]  # --verbose is not sent
+        plain = run_cli("sessions", "search", "zeppelin", "--json")
+        assert plain.returncode == 0 and "no credentials are configured" in plain.stderr
+        wrong = run_cli("sessions", "search", "zeppelin", "--json", env={"OPENCLAW_GATEWAY_TOKEN": "x" * 30})
+        assert wrong.returncode == 0 and "did not answer" in wrong.stderr
+        assert json.loads(wrong.stdout)["results"][0]["source"] == "archive:deleted"

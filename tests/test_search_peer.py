@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import GEN_LEGACY_STORE, run_cli
-from tests.openclaw_db_support import DB_REL, NO_PEER, gateway_calls, have_peer, peer, peer_gateway
+from tests.openclaw_db_support import DB_REL, NO_PEER, TOKEN, gateway_calls, have_peer, peer, peer_gateway
 
 pytestmark = [pytest.mark.peer, pytest.mark.slow]
 
@@ -85,6 +85,14 @@ def test_real_gateway_and_ours_return_the_same_sessions(
     queries = [*PLANTED, "quokka plan", "lighthouse about"]
     with peer_gateway(root) as port:
         answers = gateway_calls(port, [("sessions.search", {"query": q, "limit": 25}) for q in queries])
+        # our CLI on that state, the real Gateway owning it: a plain live-only query goes to it
+        env = {"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_HOME": str(root / "home"),
+               "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json")}
+        delegated = run_cli("sessions", "search", "quokka", "--no-archived", "--json", "--limit", "25",
+                            "--url", f"ws://127.0.0.1:{port}", "--token", TOKEN, env=env)
+        assert delegated.returncode == 0, delegated.stderr
+        hits = json.loads(delegated.stdout)["results"]
+        assert {h["source"] for h in hits} == {"gateway"} and {h["sessionKey"] for h in hits} == holders["quokka"]
     db = state / DB_REL
     for query, answer in zip(queries, answers, strict=True):
         assert answer["ok"], answer

@@ -73,30 +73,45 @@ def _delegated(cx: Any, params: dict[str, Any], gw: Any) -> dict[str, Any] | Non
     query = parse(params["query"], fixed=params.get("fixed") is True)
     if params.get("limit", 10) > 25 or (not ours and not _real_gateway_can_serve(params, query)):
         return None
-    from openclaw_cli.cli.delegation import delegate
+    from openclaw_cli.cli.delegation import GatewayOptions, delegate
+    from openclaw_cli.errors import OpenClawError
 
     wire = {k: v for k, v in params.items() if k not in ("verbose", "redact") and v not in (None, False)}
     if not ours:
         wire = {k: v for k, v in wire.items() if k in ("query", "limit", "sessionKeys")}
         if params.get("agent"):
             wire["agentId"] = params["agent"]
-    doc = delegate("sessions.search", wire, gw, paths=cx.paths, config=cx.config, hint=cx.hint)
+    gw = gw or GatewayOptions()
+    if ours and not gw.url and isinstance(marker.get("url"), str):
+        # our Gateway wrote where it listens; the credentials are still the configured ones
+        from openclaw_cli.gateway.discovery import discover
+
+        found = discover(paths=cx.paths, config=cx.config, token=gw.token, password=gw.password)
+        if not (found.token or found.password):
+            cx.hint(
+                f"Our Gateway owns this state ({marker['url']}) but no credentials are configured "
+                "(--token/--password or OPENCLAW_GATEWAY_TOKEN); searched locally."
+            )
+            return None
+        gw = GatewayOptions(
+            url=marker["url"], token=found.token, password=found.password, timeout_ms=gw.timeout_ms
+        )
+    try:
+        doc = delegate("sessions.search", wire, gw, paths=cx.paths, config=cx.config, hint=cx.hint)
+    except OpenClawError as exc:  # a read: the stores answer it as well (the index is ours)
+        cx.hint(f"The Gateway that owns this state did not answer ({exc.message}); searched locally.")
+        return None
     if doc is None:
         return None
-    if not ours:  # OpenClaw's hits: its live database, snippets masked here
-        from openclaw_cli.redact import redact
+    from openclaw_cli.redact import redact
 
-        for hit in doc.get("results", []):
-            if isinstance(hit, dict):
-                hit.setdefault("source", "gateway")
-                if params.get("redact") and isinstance(hit.get("snippet"), str):
-                    hit["snippet"] = redact(hit["snippet"])
-    elif params.get("redact"):
-        from openclaw_cli.redact import redact
-
-        for hit in doc.get("results", []):
-            if isinstance(hit, dict) and isinstance(hit.get("snippet"), str):
-                hit["snippet"] = redact(hit["snippet"])
+    for hit in doc.get("results", []):
+        if not isinstance(hit, dict):
+            continue
+        if not ours:
+            hit.setdefault("source", "gateway")  # OpenClaw's hits: its live database
+        if params.get("redact") and isinstance(hit.get("snippet"), str):
+            hit["snippet"] = redact(hit["snippet"])
     return doc
 
 
@@ -156,6 +171,7 @@ def search_command(
         doc.setdefault("skipped", [])
         if json_mode:
             echo_json({"query": query, **doc})
+            say_hints(cx.hints)  # stderr: the document stays one JSON value
         else:
             from openclaw_cli.cli.render_search import search_lines
 
