@@ -78,7 +78,7 @@ def _line_text(source: Source, position: int, line_no: int) -> tuple[str, str, i
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    return extract(obj, line_no, source.mtime_ms)
+    return extract(obj, line_no, source.fallback_ms())
 
 
 def _result(

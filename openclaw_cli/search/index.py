@@ -271,6 +271,7 @@ class _Shard:
         last_pos: int | None = None
         nlines = nrows = nbytes = 0
         label = source.label
+        fallback = source.fallback_ms()
         try:
             for pos, end, line_no, raw in source.reader.lines(after, first_line):
                 nlines += 1
@@ -281,7 +282,7 @@ class _Shard:
                 except orjson.JSONDecodeError:
                     issues.append(ReadIssue(label, line_no, "not a JSON line; skipped"))
                     continue
-                found = extract(obj, line_no, source.mtime_ms)
+                found = extract(obj, line_no, fallback)
                 if found is None:
                     continue
                 message_id, role, ts, text = found
@@ -444,11 +445,12 @@ class AgentIndex:
             parts[_shard_of(source.locator, len(self.shards))].append(source)
         return [replace(agent, sources=part) for part in parts]
 
-    def _pending(self, part: Any, shard: _Shard) -> tuple[int, int]:
-        """(sources, bytes) the next update of `shard` would read."""
-        live = shard._live_sources()
-        changed = [s for s in part.sources if s.locator not in live or live[s.locator][2] != s.token]
-        return len(changed), sum(s.size for s in changed)
+    def _pending(self, part: Any, shard: _Shard) -> tuple[int, int, int]:
+        """(sources, bytes) the next update of `shard` would read, and how many indexed sources are gone."""
+        live = dict(shard.conn.execute("SELECT locator, token FROM sources WHERE live = 1"))
+        changed = [s for s in part.sources if live.get(s.locator) != s.token]
+        gone = len(live) - (len(part.sources) - sum(1 for s in changed if s.locator not in live))
+        return len(changed), sum(s.size for s in changed), gone
 
     def update(
         self,
@@ -464,9 +466,11 @@ class AgentIndex:
         (each with its own connections), the first here."""
         parts = self._split(agent)
         pending = [self._pending(part, shard) for part, shard in zip(parts, self.shards, strict=True)]
+        if not any(n or gone for n, _, gone in pending):  # the common case: nothing changed
+            return UpdateStats(sources_unchanged=len(agent.sources))
         big = (
-            sum(n for n, _ in pending) >= PARALLEL_MIN_SOURCES
-            or sum(b for _, b in pending) >= PARALLEL_MIN_BYTES
+            sum(n for n, _, _ in pending) >= PARALLEL_MIN_SOURCES
+            or sum(b for _, b, _ in pending) >= PARALLEL_MIN_BYTES
         )
         parallel = (
             big
