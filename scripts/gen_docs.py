@@ -5,12 +5,24 @@ docs/commands.md (from the Typer app). Run it after adding or changing a command
 
 `tests/test_docs.py` fails when either file is stale."""
 
+import os
+import sys
 from pathlib import Path
 
-from openclaw_cli.cli.reference import commands_markdown
-from openclaw_cli.errors import exit_codes_markdown
-
 ROOT = Path(__file__).resolve().parent.parent
+
+try:
+    from openclaw_cli.cli.reference import commands_markdown
+    from openclaw_cli.errors import exit_codes_markdown
+except ImportError:
+    # `python scripts/gen_docs.py` with a Python that lacks the package (the system one): run again
+    # with the checkout's .venv (made by scripts/quickstart or scripts/test), as the README says
+    VENV = ROOT / ".venv" / "bin" / "python"
+    if VENV.exists() and not os.environ.get("OPENCLAW_GEN_DOCS_REEXEC"):  # once: no loop if it lacks it too
+        os.environ["OPENCLAW_GEN_DOCS_REEXEC"] = "1"
+        os.execv(str(VENV), [str(VENV), __file__, *sys.argv[1:]])
+    sys.exit("gen_docs: openclaw_cli is not importable here; run scripts/test (or scripts/quickstart) first to make "
+             ".venv, or run .venv/bin/python scripts/gen_docs.py")
 (ROOT / "docs" / "exit-codes.md").write_text(exit_codes_markdown())
 (ROOT / "docs" / "commands.md").write_text(commands_markdown())
 print("docs/exit-codes.md and docs/commands.md written")

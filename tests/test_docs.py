@@ -58,3 +58,56 @@ def test_gen_docs_regenerates_both_files(tmp_path) -> None:
     proc = subprocess.run([sys.executable, str(tmp_path / "scripts" / "gen_docs.py")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()
+
+
+def test_gen_docs_works_as_the_readme_writes_it_with_a_python_without_the_package(tmp_path) -> None:
+    """Issue 29 (first run): `python scripts/gen_docs.py` failed with ModuleNotFoundError when
+    `python` is the system one; it now runs itself again with the checkout's .venv."""
+    import shutil
+    import subprocess
+    import sys
+
+    base = getattr(sys, "_base_executable", None)
+    probe = subprocess.run([base or "", "-c", "import typer"], capture_output=True) if base else None
+    if probe is None or probe.returncode == 0:
+        import pytest
+
+        pytest.skip("no Python without typer to try it with")
+    for name in ("scripts", "docs"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    (tmp_path / "docs" / "commands.md").write_text("stale\n")
+    proc = subprocess.run([base, "scripts/gen_docs.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()
+
+
+def test_the_readmes_first_run_block_works_as_written_with_another_openclaw_on_path(tmp_path) -> None:
+    """Issue 29 (first run): the README says how to run the installed `openclaw`; its block runs
+    as written in a real bash, and after `source .venv/bin/activate` a bare `openclaw` is ours even
+    with another `openclaw` earlier on PATH (as the real OpenClaw's would be)."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```sh\n(source \.venv/bin/activate.*?)```", text, re.S)
+    assert block is not None and "Running the installed `openclaw`" in text
+    assert "another" in text.lower() or "real OpenClaw (npm) installs a command named" in text
+    for name in ("scripts", "docs"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    other = tmp_path / "other-bin"
+    other.mkdir()
+    (other / "openclaw").write_text("#!/bin/sh\necho 'the real OpenClaw'\n")
+    (other / "openclaw").chmod(0o755)
+    env = {"PATH": f"{other}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    before = subprocess.run(["bash", "-c", "openclaw --version"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True)
+    assert before.stdout.strip() == "the real OpenClaw"  # the trap the README warns about
+    proc = subprocess.run(["bash", "-euc", block.group(1)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("openclaw-cli ")
+    assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()
