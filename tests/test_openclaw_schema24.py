@@ -136,6 +136,12 @@ def test_cli_reads_on_schema_24(shape: tuple[Path, str]):
     assert not set(SNAPSHOT_FIELDS) & set(row)
     code, doc, err = cli_json("status", "--json")
     assert code == 0, err
+    code, doc, err = cli_json("sessions", "cleanup", "--dry-run", "--store", str(db), "--json")
+    assert code == 0 and doc["beforeCount"] == len(revisions(db)), err
+    code, doc, err = cli_json(
+        "doctor", "--session-sqlite", "inspect", "--session-sqlite-store", str(db), "--json"
+    )
+    assert code == 0 and not doc["targets"][0]["issues"], err
 
 
 # ---- test vector 1: the snapshot writer ------------------------------------------------------------------
@@ -613,3 +619,26 @@ def test_a_row_changed_since_the_plan_is_told_apart_from_an_unchanged_one(shape:
         assert unchanged_rows(conn, [key], without) == ([key], [])
     finally:
         conn.close()
+
+
+# ---- our Gateway serving a schema-24 state ------------------------------------------------------------------
+
+
+def test_our_gateway_lists_describes_and_patches_a_schema_24_state(state_dir: Path):
+    from tests.gateway_server_support import GatewayThread, connected
+
+    db, _ = migrated_state(state_dir)
+    key = INLINE_KEYS[1]
+    before, rows = markers(db), snapshot_rows(db)[key]
+    with GatewayThread() as gateway, connected(gateway.url) as client:
+        listed = client.request("sessions.list", {"limit": 50})
+        assert listed["ok"], listed
+        row = next(r for r in listed["payload"]["sessions"] if r["key"] == key)
+        assert not set(SNAPSHOT_FIELDS) & set(row)
+        patched = client.request("sessions.patch", {"key": key, "label": "From the Gateway"})
+        assert patched["ok"], patched
+        assert patched["payload"]["entry"]["skillsSnapshot"] == snapshot_values(key)["skillsSnapshot"]
+    stored = node(db, key)
+    assert stored["label"] == "From the Gateway" and stored["entry_valid"] == 1
+    assert snapshot_rows(db)[key] == rows
+    assert_sound(db, before)
