@@ -50,6 +50,7 @@ from openclaw_cli.gateway import events, protocol, schemas, scopes
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
 from openclaw_cli.gateway.server_connection import ConnectionBook, GatewayConnection
+from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.methods import ADMIN, METHODS, Method
 from openclaw_cli.paths import StatePaths
@@ -124,7 +125,9 @@ class Connection:
     def send(self, frame: dict[str, Any]) -> bool:
         """Write now (never waits for the peer); False when the connection is gone or was just
         closed as a slow consumer."""
-        return self.ws.post(orjson.dumps(frame))
+        # values our readers keep as written (raw numbers, deep or bulk-read JSON kept as text)
+        # are written back by our serialiser; plain frames take orjson's fast path inside it
+        return self.ws.post(dumps_bytes(frame))
 
     def send_event(self, name: str, payload: Any, *, state_version: dict[str, int] | None = None) -> None:
         self.seq += 1
