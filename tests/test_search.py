@@ -223,6 +223,22 @@ def test_sqlite_store_and_import_archive(legacy: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     hit = search_json('"quokka lighthouse"')["results"]
     assert [(r["source"], r["sessionId"]) for r in hit] == [("sqlite", planted["quokka lighthouse"][1])]
+    # an append to our SQLite store is read incrementally: only the new event
+    from openclaw_cli.paths import resolve_paths
+    from openclaw_cli.store.detect import open_agent_store
+
+    sid = planted["quokka lighthouse"][1]
+    with open_agent_store(resolve_paths(), "main") as store:
+        key = next(k for k, e in store.load_entries().items() if e.get("sessionId") == sid)
+        assert (
+            store.append_events(
+                sid, [_line("sql00001", "assistant", "an okapi bassoon reply")], session_key=key
+            )
+            == 1
+        )
+    doc = search_json("okapi", "--verbose")
+    assert [(r["source"], r["messageId"]) for r in doc["results"]] == [("sqlite", "sql00001")]
+    assert sum(u["rowsIndexed"] for u in doc["index"]) == 1
     archive_dir = legacy / "agents" / "main" / "session-sqlite-import-archive"
     original = next(p for p in archive_dir.iterdir() if planted["quokka lighthouse"][1] in p.name)
     _append(original, _line("imp00001", "user", "only the axolotl trombone original"))
@@ -285,6 +301,10 @@ def test_library_cli_and_gateway_agree(legacy: Path) -> None:
         assert res["payload"]["results"] == cli
         archived = client.request("sessions.search", {"query": '"zeppelin marmalade"', "archived": True})
         assert archived["payload"]["results"][0]["source"] == "archive:deleted"
+        scoped = client.request("sessions.search", {"query": '"quokka lighthouse"', "scope": {}})
+        assert scoped["ok"], scoped
+        hit = scoped["payload"]["results"][0]
+        assert [row["key"] for row in scoped["payload"]["sessions"]] == [hit["sessionKey"]]
         bad = client.request("sessions.search", {"query": "x", "limit": 26})
         assert not bad["ok"] and "must be <= 25" in bad["error"]["message"]
         both = client.request("sessions.search", {"query": "x", "scope": {}, "sessionKeys": ["a"]})
