@@ -335,6 +335,10 @@ class _Shard:
         if live_only:
             where.append(f"s.source IN ({','.join('?' * len(LIVE))})")
             params.extend(LIVE)
+        if len(where) == 2:  # no filter but liveness: rank in FTS5 alone, then look the few rows up
+            hits = self._top(match, limit + offset)
+            if hits is not None:
+                return hits[offset:]
         sql = (
             "SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts, bm25(fts) AS rank"
             " FROM fts JOIN rows r ON r.id = fts.rowid JOIN sources s ON s.id = r.src"
@@ -342,6 +346,39 @@ class _Shard:
         )
         params.extend((limit, offset))
         return [Hit(*row) for row in self.conn.execute(sql, params)]
+
+    def _top(self, match: str, want: int) -> list[Hit] | None:
+        """The best `want` live hits by ranking in FTS5 first (joining every match to its row costs
+        more than ranking); None when retired rows crowd the top (then the joined query runs)."""
+        fetch = want + 8
+        for _ in range(3):
+            ranked = self.conn.execute(
+                "SELECT rowid, bm25(fts) AS rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+                (match, fetch),
+            ).fetchall()
+            if not ranked:
+                return []
+            ids = [rowid for rowid, _ in ranked]
+            rank_of = dict(ranked)
+            rows = self.conn.execute(
+                "SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts FROM rows r JOIN sources s"
+                f" ON s.id = r.src WHERE s.live = 1 AND r.id IN ({','.join('?' * len(ids))})",
+                ids,
+            ).fetchall()
+            hits = sorted(
+                (Hit(*row, rank_of[row[0]]) for row in rows), key=lambda h: (h.rank, -h.ts, h.message_id)
+            )
+            complete = len(ranked) < fetch  # every match was ranked
+            if len(hits) >= want + 1 or complete:
+                # the last ranked score may tie with unfetched ones: keep only hits strictly better
+                # than it unless everything was fetched
+                if not complete:
+                    cutoff = ranked[-1][1]
+                    hits = [h for h in hits if h.rank < cutoff] or hits
+                if len(hits) >= want or complete:
+                    return hits[:want]
+            fetch *= 4
+        return None
 
     def source_row(self, src_id: int) -> tuple[str, str, str | None, str | None] | None:
         """(locator, source, session_id, session_key) of an indexed source."""
