@@ -262,3 +262,28 @@ def test_our_gateway_backs_up_once_per_request(state_dir: Path):
     assert len(list_backups(db)) == 2  # two runs, two backups (a Gateway is one process for many runs)
     left = unsettled(db)
     assert left["reconcile"] == [] and first not in left["pending"] and second not in left["pending"]
+
+
+def test_an_append_extends_a_current_projection_without_rebuilding_it(state_dir: Path):
+    """A compaction summary appended to a session whose projection is current is indexed as
+    OpenClaw's in-transaction appender does (the index state's time is the event's), and the
+    result is what a rebuild gives."""
+    fixture_state(state_dir)
+    db = state_dir / DB_REL
+    sid = nodes(db)["agent:main:main"][0]
+    code, doc, err = cli_json("compact", "agent:main:main", "--store", str(db), "--json")
+    assert code == 0 and doc["compacted"], err
+    conn = connect(db)
+    try:
+        seq, created = conn.execute(
+            "SELECT seq, created_at FROM transcript_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (sid,),
+        ).fetchone()
+        state = conn.execute(
+            "SELECT indexed_seq, needs_rebuild, updated_at FROM session_transcript_index_state WHERE session_id = ?",
+            (sid,),
+        ).fetchone()
+    finally:
+        conn.close()
+    assert state == (seq, 0, created)
+    assert rebuilt_projection_equal(db) and unsettled(db)["reconcile"] == []

@@ -5,8 +5,9 @@ COMMIT, whatever the schema version), so the next real Gateway start finds nothi
 * **The transcript projection** of each session whose events changed — its active-event rows
   (`session_transcript_active_events`), its full-text rows (`session_transcript_fts` and their row
   map `session_transcript_fts_rows`) and its index state (`session_transcript_index_state`) —
-  rebuilt as OpenClaw 2026.9.6's `rebuildSessionTranscriptIndexInTransaction` does: the events'
-  tree (ids, parent links, leaf controls, resets) gives the visible branch; every non-header event
+  extended as OpenClaw 2026.9.6's in-transaction appender does when the new events plainly extend
+  a current projection (`catch_up`), else rebuilt as its `rebuildSessionTranscriptIndexInTransaction`
+  does: the events' tree (ids, parent links, leaf controls, resets) gives the visible branch; every non-header event
   on it that is canonical, tree-linked or carries a message is an active event (its message
   position counted among those with a message; context-eligible unless its message says
   `excludeFromContext: true`); every user/assistant message with an id and non-blank text is a
@@ -188,14 +189,19 @@ def scan_tree(records: Iterable[dict[str, Any]]) -> Tree:
                 and leaf is not None
             )
             if (
-                latest_reset is not _ABSENT
-                and not entry.side
-                and (entry.parent_id is None or entry.parent_id not in reset_descendants)
-            ) or not entry.side and stale or (
-                explicit is not None
-                and not entry.side
-                and entry.parent_id == append_parent
-                and leaf != append_parent
+                (
+                    latest_reset is not _ABSENT
+                    and not entry.side
+                    and (entry.parent_id is None or entry.parent_id not in reset_descendants)
+                )
+                or not entry.side
+                and stale
+                or (
+                    explicit is not None
+                    and not entry.side
+                    and entry.parent_id == append_parent
+                    and leaf != append_parent
+                )
             ):
                 wanted = leaf
             else:
@@ -420,17 +426,7 @@ def rebuild(store: Any, sid: str, now_ms: int) -> bool:
         " message_position, context_eligible) VALUES (?,?,?,?,?)",
         [(sid, *row) for row in projection.active],
     )
-    if "session_transcript_fts_rows" in tables and "session_transcript_fts" in tables:
-        for message_id, role, text, when in projection.fts:
-            rowid = conn.execute(
-                "INSERT INTO session_transcript_fts_rows(session_id, message_id) VALUES (?,?)",
-                (sid, message_id),
-            ).lastrowid
-            conn.execute(
-                "INSERT INTO session_transcript_fts(rowid, text, session_id, message_id, role, timestamp)"
-                " VALUES (?,?,?,?,?,?)",
-                (rowid, text, sid, message_id, role, when),
-            )
+    _insert_fts(conn, tables, sid, projection.fts)
     conn.execute(
         "INSERT INTO session_transcript_index_state(session_id, indexed_seq, leaf_event_id, needs_rebuild,"
         " active_event_count, active_message_count, updated_at) VALUES (?,?,?,0,?,?,?) ON CONFLICT(session_id)"
@@ -447,6 +443,111 @@ def rebuild(store: Any, sid: str, now_ms: int) -> bool:
         ),
     )
     return True
+
+
+def _forward(
+    cursor: tuple[int, int, int, Any], event: Any, seq: int
+) -> tuple[tuple[int, int, int, Any], bool] | None:
+    """`prepareSessionTranscriptProjectionAppend`: the cursor `(active, messages, indexed seq,
+    leaf)` after appending `event` at `seq`, and whether it is an active event; None when the event
+    does not plainly extend the visible branch (the session is rebuilt then)."""
+    active, messages, indexed, leaf = cursor
+    tree = _tree_entry(event)
+    canonical = _canonical(event)
+    if seq != indexed + 1 or (canonical and event.get("type") == "reset"):
+        return None  # (a reset changes what is visible before it: rebuilt, as OpenClaw's catch-up does)
+    if indexed != -1 and (
+        _leaf_control(event)
+        or (canonical and event.get("appendMode") == "side")
+        or (canonical and leaf is None and active > 0)
+        or (not canonical and leaf is not None and projects_active(event))
+        or (tree is not None and tree.parent_id != leaf)
+    ):
+        return None
+    is_active = projects_active(event)
+    with_message = is_active and "message" in event
+    event_id = (event["id"].strip() or None) if canonical and isinstance(event.get("id"), str) else None
+    new_leaf = event_id if event_id is not None else leaf
+    return (active + int(is_active), messages + int(with_message), seq, new_leaf), is_active
+
+
+def catch_up(store: Any, sid: str) -> bool:
+    """Index the events appended after a current projection as OpenClaw's in-transaction appender
+    does (`createTranscriptIndexAppenderInTransaction`); False when the session must be rebuilt."""
+    conn, tables = store._db(), store._tables
+    if "session_transcript_index_state" not in tables or "session_transcript_active_events" not in tables:
+        return False
+    state = conn.execute(
+        "SELECT active_event_count, active_message_count, indexed_seq, leaf_event_id, needs_rebuild"
+        " FROM session_transcript_index_state WHERE session_id = ?",
+        (sid,),
+    ).fetchone()
+    if state is None or state[4] != 0:
+        return False
+    if conn.execute(
+        "SELECT 1 FROM session_transcript_active_events WHERE session_id = ? AND context_eligible IS NULL LIMIT 1",
+        (sid,),
+    ).fetchone():
+        return False
+    cursor: tuple[int, int, int, Any] = (state[0], state[1], state[2], state[3])
+    active: list[tuple[int, int, int | None, int]] = []
+    fts: list[tuple[str, str, str, float]] = []
+    updated = None
+    rows = conn.execute(
+        "SELECT seq, created_at, event_json, event_zstd, event_utf8_bytes FROM transcript_events"
+        " WHERE session_id = ? AND seq > ? ORDER BY seq",
+        (sid, cursor[2]),
+    ).fetchall()
+    for seq, created, text, blob, size in rows:
+        try:
+            event = loads(store._decode(sid, seq, text, blob, size))
+        except Exception:
+            return False
+        step = _forward(cursor, event, seq)
+        if step is None:
+            return False
+        after, is_active = step
+        if is_active:
+            position = cursor[1] if after[1] > cursor[1] else None
+            active.append((cursor[0], seq, position, context_eligible(event)))
+        indexed = fts_entry(event, created)
+        if indexed is not None:
+            fts.append(indexed)
+        cursor, updated = after, created
+    if updated is None:  # nothing appended: current only if no event was removed either
+        latest = conn.execute(
+            "SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)
+        ).fetchone()[0]
+        return latest == cursor[2]
+    conn.executemany(
+        "INSERT INTO session_transcript_active_events(session_id, active_position, event_seq,"
+        " message_position, context_eligible) VALUES (?,?,?,?,?)",
+        [(sid, *row) for row in active],
+    )
+    _insert_fts(conn, tables, sid, fts)
+    conn.execute(
+        "UPDATE session_transcript_index_state SET active_event_count = ?, active_message_count = ?,"
+        " indexed_seq = ?, leaf_event_id = ?, needs_rebuild = 0, updated_at = ? WHERE session_id = ?",
+        (cursor[0], cursor[1], cursor[2], cursor[3], updated, sid),
+    )
+    return True
+
+
+def _insert_fts(
+    conn: sqlite3.Connection, tables: set[str], sid: str, rows: list[tuple[str, str, str, float]]
+) -> None:
+    """Each full-text row and its row-map entry (the FTS rowid is the map's id)."""
+    if "session_transcript_fts_rows" not in tables or "session_transcript_fts" not in tables:
+        return
+    for message_id, role, text, when in rows:
+        rowid = conn.execute(
+            "INSERT INTO session_transcript_fts_rows(session_id, message_id) VALUES (?,?)", (sid, message_id)
+        ).lastrowid
+        conn.execute(
+            "INSERT INTO session_transcript_fts(rowid, text, session_id, message_id, role, timestamp)"
+            " VALUES (?,?,?,?,?,?)",
+            (rowid, text, sid, message_id, role, when),
+        )
 
 
 # ---- the canonical validation queue ----------------------------------------------------------------------
@@ -600,7 +701,8 @@ def settle(store: Any, now_ms: int) -> None:
         return
     conn, tables = store._db(), store._tables
     for sid in sorted(touched.sessions):
-        rebuild(store, sid, now_ms)
+        if not catch_up(store, sid):
+            rebuild(store, sid, now_ms)
     pending = pending_keys(conn, tables)
     certify(conn, tables, (pending - touched.pending_before) | (touched.keys & pending))
     store.touched = None

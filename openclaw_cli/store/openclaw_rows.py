@@ -42,8 +42,8 @@ def entry_text(entry: dict[str, Any]) -> str:
 def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, now_ms: int, store: Any = None) -> None:
     """Upsert one session entry with every projected column and `entry_valid = 1` (the triggers
     reset it to 0 on every write; OpenClaw's writer sets it back in the same transaction), then
-    its window's projections (S-3). The canonical-validation-pending row the triggers add stays:
-    OpenClaw certifies rows itself (§4.7). On schema 24 (`openclaw_v24`) `entry_json` holds the
+    its window's projections (S-3). The canonical-validation-pending row the triggers add is
+    certified before the commit (`openclaw_projection.settle`, D26; `store` marks the key). On schema 24 (`openclaw_v24`) `entry_json` holds the
     entry without its snapshot fields, whose rows are replaced before `entry_valid` is set."""
     sid = entry.get("sessionId")
     if not isinstance(sid, str) or not sid.strip():
@@ -156,7 +156,7 @@ def mark_transcript_changed(conn: sqlite3.Connection, sid: str, *, now_ms: int, 
         else:
             conn.execute("INSERT INTO transcript_rewrite_watermarks(session_id, generation, updated_at) VALUES (?,?,?)"
                          " ON CONFLICT(session_id) DO NOTHING", (sid, generation, now_ms))
-    if "session_transcript_index_state" in tables:
+    if store is None and "session_transcript_index_state" in tables:  # (else settled before the commit)
         conn.execute("UPDATE session_transcript_index_state SET needs_rebuild = 1, updated_at = ? WHERE session_id = ?",
                      (now_ms, sid))
 
