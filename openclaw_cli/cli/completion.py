@@ -56,3 +56,42 @@ def session_keys(ctx: Any, incomplete: str) -> list[str]:
         return keys[:MAX_KEYS]
     except Exception:
         return []
+
+
+# Typer's bash script hands bash's words to the program as they are, and bash splits words at every
+# character of COMP_WORDBREAKS, ':' included: `openclaw sessions archive agent:main:tel<Tab>` asked
+# for completions of `tel` and found none (issue 29). This one sends the command line up to the
+# cursor instead (the program splits it as a shell would; a trailing space means a new, empty word),
+# then strips what bash sees as earlier words of the current one (the part up to its last ':') from
+# each completion — the `__ltrim_colon_completions` approach of bash-completion, done here so that
+# it works without that package. `%%` is a literal `%` (the template goes through %-formatting).
+BASH_SCRIPT = r"""
+%(complete_func)s() {
+    local IFS=$'\n'
+    local line="${COMP_LINE:0:COMP_POINT}"
+    local args="$line"
+    [[ "$line" == *[[:space:]] ]] && args="$line ''"
+    COMPREPLY=( $( env COMP_WORDS="$args" \
+                   COMP_CWORD=-1 \
+                   %(autocomplete_var)s=complete_bash $1 ) )
+    local cur="${line##*[[:space:]]}"
+    if [[ "$cur" == *:* && "$COMP_WORDBREAKS" == *:* ]]; then
+        local colon_prefix="${cur%%"${cur##*:}"}"
+        local i=${#COMPREPLY[*]}
+        while [[ $((--i)) -ge 0 ]]; do
+            COMPREPLY[$i]="${COMPREPLY[$i]#"$colon_prefix"}"
+        done
+    fi
+    return 0
+}
+
+complete -o default -F %(complete_func)s %(prog_name)s
+"""
+
+
+def use_colon_safe_bash_script() -> None:
+    """Make `--show-completion` / `--install-completion` for bash emit `BASH_SCRIPT`."""
+    from typer import _completion_classes, _completion_shared
+
+    _completion_shared._completion_scripts["bash"] = BASH_SCRIPT  # noqa: SLF001
+    _completion_classes.BashComplete.source_template = BASH_SCRIPT

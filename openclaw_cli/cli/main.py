@@ -138,6 +138,10 @@ _register()
 
 
 def main() -> None:
+    if any(arg.startswith(("--show-completion", "--install-completion")) for arg in sys.argv[1:]):
+        from openclaw_cli.cli.completion import use_colon_safe_bash_script
+
+        use_colon_safe_bash_script()  # session keys hold ':' (issue 29)
     app(prog_name=PROG)
 
 
