@@ -62,24 +62,32 @@ def session_keys(ctx: Any, incomplete: str) -> list[str]:
 # character of COMP_WORDBREAKS, ':' included: `openclaw sessions archive agent:main:tel<Tab>` asked
 # for completions of `tel` and found none (issue 29). This one sends the command line up to the
 # cursor instead (the program splits it as a shell would; a trailing space means a new, empty word),
-# then strips what bash sees as earlier words of the current one (the part up to its last ':') from
-# each completion — the `__ltrim_colon_completions` approach of bash-completion, done here so that
-# it works without that package. `%%` is a literal `%` (the template goes through %-formatting).
+# then strips from each completion the part of the typed word up to its last ':' (readline replaces
+# only what follows it) — the `__ltrim_colon_completions` approach of bash-completion, done here so
+# that it works without that package. Called without COMP_LINE (a
+# script setting COMP_WORDS itself) it uses those words. `%%` is a literal `%` (%-formatting).
 BASH_SCRIPT = r"""
 %(complete_func)s() {
+    local line
+    if [[ -n "${COMP_LINE-}" ]]; then
+        line="${COMP_LINE:0:COMP_POINT}"
+    else
+        line="${COMP_WORDS[*]:0:COMP_CWORD+1}"
+    fi
     local IFS=$'\n'
-    local line="${COMP_LINE:0:COMP_POINT}"
     local args="$line"
-    [[ "$line" == *[[:space:]] ]] && args="$line ''"
+    [[ "$line" == *[[:space:]] || -z "$line" ]] && args="$line ''"
     COMPREPLY=( $( env COMP_WORDS="$args" \
                    COMP_CWORD=-1 \
                    %(autocomplete_var)s=complete_bash $1 ) )
     local cur="${line##*[[:space:]]}"
-    if [[ "$cur" == *:* && "$COMP_WORDBREAKS" == *:* ]]; then
-        local colon_prefix="${cur%%"${cur##*:}"}"
+    # bash split the typed word at ':' (its current word is not the whole of it): readline replaces
+    # only the text after the last ':', so that part is stripped from each completion
+    if [[ "$cur" == *:* && "$COMP_WORDBREAKS" == *:* && "${COMP_WORDS[COMP_CWORD]-}" != "$cur" ]]; then
+        local prefix="${cur%%"${cur##*:}"}"
         local i=${#COMPREPLY[*]}
         while [[ $((--i)) -ge 0 ]]; do
-            COMPREPLY[$i]="${COMPREPLY[$i]#"$colon_prefix"}"
+            COMPREPLY[$i]="${COMPREPLY[$i]#"$prefix"}"
         done
     fi
     return 0
