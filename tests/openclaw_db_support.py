@@ -271,7 +271,7 @@ def peer_gateway(root: Path) -> Iterator[int]:
     """The real Gateway on `root`'s state (own process group, stopped at the end); yields its port."""
     port = free_port()
     started = subprocess.run(["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=300)  # (a loaded machine: 60-120 s to listen)
     assert started.returncode == 0, started.stderr + (root / "gateway.out").read_text(errors="replace")[-2000:]
     pgid = started.stdout.strip().splitlines()[-1]
     try:
