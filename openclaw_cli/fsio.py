@@ -168,3 +168,29 @@ def check_output_target(raw: str | os.PathLike[str], *, state_dir: Path, allowed
             raise UsageError(f"{option} {path} is inside the state directory {state_dir}, where it could replace the "
                              f"config, a session store or a transcript{where}. Choose a path outside it.")
     return path
+
+
+def refuse_symlinked_dirs(directory: Path, root: Path, what: str) -> None:
+    """Refuse (`RefusedError`, exit 7) when a directory between `root` (itself allowed to be a
+    link: a state dir often is) and `directory` is a symbolic link: `what` would be written
+    wherever it points (issue 29 #9: the import manifest, the Gateway marker)."""
+    from openclaw_cli.errors import RefusedError
+
+    try:
+        parts = Path(directory).relative_to(root).parts
+    except ValueError:
+        return
+    current = Path(root)
+    for part in parts:
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return
+        except OSError:
+            return
+        import stat
+
+        if stat.S_ISLNK(st.st_mode):
+            raise RefusedError(f"Refusing to write {what} through the symbolic link {current} (it points to "
+                               f"{os.readlink(current)}); replace the link by a directory.")

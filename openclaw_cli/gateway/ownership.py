@@ -113,9 +113,10 @@ class StateOwnership:
     def write_marker(self, info: dict[str, Any]) -> None:
         import orjson
 
-        from openclaw_cli.fsio import DIR_MODE, atomic_write_bytes, ensure_dir
+        from openclaw_cli.fsio import DIR_MODE, atomic_write_bytes, ensure_dir, refuse_symlinked_dirs
 
         path = marker_path(self.state_dir)
+        refuse_symlinked_dirs(path.parent, Path(self.state_dir), "the Gateway marker")  # tmp/, tmp/openclaw-<uid>/
         ensure_dir(path.parent, DIR_MODE)
         atomic_write_bytes(path, orjson.dumps({**info, "pid": os.getpid()}, option=orjson.OPT_INDENT_2) + b"\n")
         self.marker = path

@@ -132,6 +132,9 @@ def write_manifest(path: Path, data: dict[str, Any]) -> None:
     """Pretty JSON (2 spaces) + newline, written atomically and durably (0600 in a 0700 dir). A
     target's moves may be a `MoveLog` / `CompletedMoves`: their JSON is streamed into the file, the
     bytes are the same as for plain lists."""
+    from openclaw_cli.fsio import refuse_symlinked_dirs
+
+    refuse_symlinked_dirs(path.parent, path.parent.parent, "the migration manifest")  # the runs dir
     ensure_dir(path.parent)
     atomic_write_bytes(path, _manifest_pieces(data))
 

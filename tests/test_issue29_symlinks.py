@@ -1,0 +1,44 @@
+"""Issue 29 finding 9 (local): the import manifest and the Gateway marker are never written through
+a symlinked directory (they were written wherever the link pointed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openclaw_cli.errors import ExitCode, RefusedError
+from tests.hardening_support import DB, SESSIONS, doctor, make_state
+
+
+def test_the_import_refuses_a_symlinked_manifest_directory(tmp_path: Path) -> None:
+    state = make_state(tmp_path, 5)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (state / "session-sqlite-migration-runs").symlink_to(elsewhere)
+    proc = doctor(state, "import", "--json")
+    assert proc.returncode == ExitCode.REFUSED, proc.stdout[-800:]
+    error = json.loads(proc.stdout)["error"]
+    assert "symbolic link" in error["message"] and "session-sqlite-migration-runs" in error["message"]
+    assert list(elsewhere.iterdir()) == []
+    assert not (state / DB).exists() and (state / SESSIONS / "sessions.json").exists()
+
+
+@pytest.mark.parametrize("link", ["tmp", "tmp/openclaw-uid"])
+def test_the_gateway_marker_is_not_written_through_a_symlinked_directory(tmp_path: Path, link: str) -> None:
+    import os
+
+    from openclaw_cli.gateway.ownership import StateOwnership, marker_path
+
+    state = tmp_path / "state"
+    state.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = marker_path(state).parent if link.endswith("uid") else state / "tmp"
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.symlink_to(elsewhere)
+    with pytest.raises(RefusedError) as info:
+        StateOwnership(state, None).write_marker({"url": "ws://127.0.0.1:1", "version": "x"})
+    assert "symbolic link" in info.value.message and str(where) in info.value.message
+    assert list(elsewhere.iterdir()) == [] and os.path.islink(where)
