@@ -42,3 +42,24 @@ def test_the_gateway_marker_is_not_written_through_a_symlinked_directory(tmp_pat
         StateOwnership(state, None).write_marker({"url": "ws://127.0.0.1:1", "version": "x"})
     assert "symbolic link" in info.value.message and str(where) in info.value.message
     assert list(elsewhere.iterdir()) == [] and os.path.islink(where)
+
+
+def test_deleting_a_row_whose_transcript_is_a_symlink_warns(tmp_path: Path) -> None:
+    from tests.hardening_support import cli
+
+    state = make_state(tmp_path, 5)
+    key = "agent:main:cron:job1"
+    sid = json.loads((state / SESSIONS / "sessions.json").read_text())[key]["sessionId"]
+    link = state / SESSIONS / f"{sid}.jsonl"
+    real = tmp_path / "real.jsonl"
+    link.rename(real)
+    link.symlink_to(real)
+    before = real.read_bytes()
+    proc = cli(state, "sessions", "delete", key, "--yes", "--json")
+    assert proc.returncode == 0, proc.stdout[-600:]
+    result = json.loads(proc.stdout)["results"][0]
+    assert result["status"] == "deleted" and result["archived"] == []
+    assert any(str(link) in w and "symbolic link" in w for w in result["warnings"]), result
+    assert link.is_symlink() and real.read_bytes() == before  # never followed
+    text = cli(state, "sessions", "delete", "agent:main:telegram:group:123", "--yes")
+    assert text.returncode == 0

@@ -242,6 +242,8 @@ def _render_batch(doc: dict[str, Any]) -> None:
         out(_TEXT.get(status, f"{status} {{key}}").format(key=key))
         for path in result.get("archived") or []:
             out(f"Archived transcript: {sanitize_text(path)}")
+        for warning in result.get("warnings") or []:
+            err(f"Warning: {sanitize_text(warning)}")
 
 
 def _single(method: str, params: dict[str, Any], *, store: str | None, dry_run: bool, gateway: tuple,

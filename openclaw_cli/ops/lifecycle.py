@@ -14,6 +14,7 @@ Params are the Gateway's (closed: an unknown key is an error) plus the local-onl
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -752,8 +753,35 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             if current.get("sessionId") != loc.entry.get("sessionId"):
                 raise SessionChangedError(loc.key, "deletion")
             plan = retirement_for_keys(st, {loc.key: current}, [loc.key], keep_transcripts=keep)
+            linked = [] if keep else linked_transcripts(st, current)
             outcome = st.delete_session(loc.key, current, plan, lock_settings=ctx.lock_settings(), now_ms=ctx.now_ms())
-        return {"ok": True, "key": loc.key, "deleted": outcome.deleted, "archived": [str(p) for p in outcome.archived]}
+        doc = {"ok": True, "key": loc.key, "deleted": outcome.deleted, "archived": [str(p) for p in outcome.archived]}
+        if linked:
+            doc["warnings"] = [symlink_warning(path) for path in linked]
+        return doc
+
+
+def linked_transcripts(st: Any, entry: dict[str, Any]) -> list[str]:
+    """A file store's transcript paths of `entry` that are symbolic links: never followed, so
+    neither archived nor removed — said, not passed over in silence (issue 29 #9)."""
+    if not getattr(st, "transcripts_in_files", False):
+        return []
+    sid = entry.get("sessionId")
+    names = [f"{sid}.jsonl"] if isinstance(sid, str) and sid else []
+    session_file = entry.get("sessionFile")
+    if isinstance(session_file, str) and session_file:
+        names.append(session_file)
+    found: list[str] = []
+    for name in names:
+        path = os.path.join(str(st.sessions_dir), name) if not os.path.isabs(name) else name
+        if os.path.islink(path) and path not in found:
+            found.append(path)
+    return found
+
+
+def symlink_warning(path: str) -> str:
+    return (f"Transcript {path} is a symbolic link: links are not followed, so it was neither archived nor "
+            "removed (the row was). Archive or remove its target yourself if it should go.")
 
 
 # ---- the CLI's lifecycle batch (OpenClaw's `sessions archive|delete` envelope) -------------------------------
@@ -962,7 +990,10 @@ def _batch_result(operation: str, row: BatchRow, doc: dict[str, Any], done: str,
     if operation == "delete":
         if not doc.get("deleted"):
             return not_found_result(row.key, agent)
-        return {"key": key, "ok": True, "status": "deleted", "archived": list(doc.get("archived") or [])}
+        result = {"key": key, "ok": True, "status": "deleted", "archived": list(doc.get("archived") or [])}
+        if doc.get("warnings"):
+            result["warnings"] = list(doc["warnings"])
+        return result
     entry = doc.get("entry") if isinstance(doc.get("entry"), dict) else {}
     if operation == "archive" and not dry_run and entry.get("archivedAt") is None:
         raise PreconditionError("Gateway did not confirm that the session was archived.")
