@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_cli
 
 from openclaw_cli.store.archives import list_archives, read_archive_bytes
@@ -168,3 +169,11 @@ def load_store(state: Path, agent: str = "main") -> dict[str, Any]:
 
     with open_agent_store(resolve_paths(), agent, read_only=True) as store:
         return store.load_entries()
+
+
+@pytest.fixture
+def release_2026_7(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Select the 2026.7 behaviour release (G1: stale and capped rows deleted, maxEntries 500, a
+    2 GiB logical budget) for tests written against it: since issue 22 a store with no other
+    signal follows the newest release (D23). Subprocesses inherit it."""
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")

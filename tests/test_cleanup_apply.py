@@ -21,6 +21,7 @@ from cleanup_support import (
     maintenance_config,
     make_legacy,
     make_sqlite,
+    release_2026_7,  # noqa: F401 - the fixture, used by pytestmark
     service,
     sessions_dir,
     sha,
@@ -31,6 +32,8 @@ from cleanup_support import (
 from conftest import NOW_MS, generate_legacy_state
 
 from openclaw_cli.maintenance.plan import Preserver
+
+pytestmark = pytest.mark.usefixtures("release_2026_7")  # G1 rules: written against 2026.7 (D23)
 
 VOLATILE = {"dryRun", "applied", "appliedCount"}
 

@@ -15,11 +15,14 @@ from cleanup_support import (
     maintenance_config,
     make_legacy,
     now_ms,
+    release_2026_7,  # noqa: F401 - the fixture, used by pytestmark
     sessions_dir,
     tree_digest,
     write_config,
 )
 from conftest import OPENCLAW_FIXTURE
+
+pytestmark = pytest.mark.usefixtures("release_2026_7")  # G1 rules: written against 2026.7 (D23)
 
 FIXTURE_KEYS = list(json.loads((OPENCLAW_FIXTURE / "outputs" / "cleanup-dry-run.json").read_text()))
 

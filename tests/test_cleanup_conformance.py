@@ -17,6 +17,7 @@ from cleanup_support import (
     maintenance_config,
     make_legacy,
     make_sqlite,
+    release_2026_7,  # noqa: F401 - the fixture, used by pytestmark
     service,
     sessions_dir,
     sha,
@@ -26,6 +27,8 @@ from cleanup_support import (
 from conftest import NOW_MS
 
 from openclaw_cli.store.archives import read_archive_bytes
+
+pytestmark = pytest.mark.usefixtures("release_2026_7")  # G1 rules: written against 2026.7 (D23)
 
 KINDS = ["legacy", "sqlite"]
 

@@ -20,11 +20,22 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from cleanup_support import DAY, entry, make_legacy, make_sqlite, now_ms, sha, transcript_lines
+from cleanup_support import (
+    DAY,
+    entry,
+    make_legacy,
+    make_sqlite,
+    now_ms,
+    release_2026_7,  # noqa: F401 - the fixture, used by pytestmark
+    sha,
+    transcript_lines,
+)
 
 from openclaw_cli.store.archives import read_archive_bytes
 from openclaw_cli.store.legacy import LegacyStore
 from openclaw_cli.store.sqlite import SqliteStore
+
+pytestmark = pytest.mark.usefixtures("release_2026_7")  # G1 rules: written against 2026.7 (D23)
 
 SEED = 20261130
 

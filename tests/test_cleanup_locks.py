@@ -22,10 +22,13 @@ from cleanup_support import (
     make_legacy,
     make_sqlite,
     now_ms,
+    release_2026_7,  # noqa: F401 - the fixture, used by pytestmark
     sessions_dir,
     tree_digest,
     write_config,
 )
+
+pytestmark = pytest.mark.usefixtures("release_2026_7")  # G1 rules: written against 2026.7 (D23)
 
 HOLDER = r"""
 import datetime, json, os, sys, time

@@ -317,7 +317,7 @@ def test_unknown_keys_in_maintenance_and_compaction_are_warnings(isolated_env):
         isolated_env,
         json.dumps(
             {
-                "session": {"maintenance": {"pruneAftr": "7d", "preserveRecent": "1d"}},
+                "session": {"maintenance": {"pruneAftr": "7d", "coldStorage": {"enabled": True}}},
                 "agents": {"defaults": {"compaction": {"keepRecent": 1, "memoryFlush": {"softThreshold": 1}}}},
             }
         ),
@@ -325,7 +325,7 @@ def test_unknown_keys_in_maintenance_and_compaction_are_warnings(isolated_env):
     assert loaded.valid
     assert loaded.warnings == [
         "Unknown key session.maintenance.pruneAftr is ignored.",
-        "session.maintenance.preserveRecent belongs to a later OpenClaw release and is ignored by openclaw-cli.",
+        "session.maintenance.coldStorage belongs to a later OpenClaw release and is ignored by openclaw-cli.",
         "Unknown key agents.defaults.compaction.keepRecent is ignored.",
         "Unknown key agents.defaults.compaction.memoryFlush.softThreshold is ignored.",
     ]

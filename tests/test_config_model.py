@@ -51,7 +51,7 @@ def test_field_tables_map_camel_case_keys_to_snake_case_attributes(cls):
 
 def test_warned_key_sets_are_the_modelled_keys():
     expected = {"mode", "pruneAfter", "pruneDays", "maxEntries", "resetArchiveRetention", "maxDiskBytes",
-                "highWaterBytes", "rotateBytes"}
+                "highWaterBytes", "archiveDashboardAfter", "preserveRecent", "rotateBytes"}  # + the 2026.9.6 keys (D23)
     assert expected == m.MAINTENANCE_KEYS
     assert "memoryFlush" in m.COMPACTION_KEYS and "keepRecentTokens" in m.COMPACTION_KEYS
     assert len(m.COMPACTION_KEYS) == 20

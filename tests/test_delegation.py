@@ -204,7 +204,27 @@ def test_dry_run_and_store_stay_local_with_a_gateway_up(state_dir, stale_store, 
         code, doc, err = cli_json("sessions", "cleanup", *args, "--json", env=env)
     assert code == 0, err
     assert doc["pruned"] == 1 and "ran locally" not in err
-    assert fake.connections == 0
+    assert fake.requests("sessions.cleanup") == []  # computed here, never sent
+    # a dry run asks the Gateway that would apply it which release it runs (its hello-ok, D23);
+    # an explicit --store is offline repair: no connection at all
+    assert fake.connections == (1 if flag == "--dry-run" else 0)
+
+
+def test_a_dry_run_follows_the_release_the_gateway_announces(state_dir, stale_store):
+    """The fake Gateway announces 2026.9.6: the preview archives the stale human row it would
+    archive; without the Gateway, `meta.lastTouchedVersion` 2026.7.1 chooses the 2026.7 rules."""
+    stale_store = {**stale_store, "agent:main:custom": entry("c", now_ms() - 40 * DAY)}
+    make_legacy(state_dir, stale_store)
+    with FakeGateway(respond=cleanup_responder(SERVED_CLEANUP)) as fake:
+        env = configure(state_dir, fake.port)
+        config = json.loads((state_dir / "openclaw.json").read_text())
+        (state_dir / "openclaw.json").write_text(json.dumps({**config, "meta": {"lastTouchedVersion": "2026.7.1"}}))
+        code, doc, err = cli_json("sessions", "cleanup", "--dry-run", "--json", env=env)
+    assert code == 0, err
+    assert (doc["archived"], doc["pruned"], doc["afterCount"]) == (1, 1, 2)
+    code, doc, err = cli_json("sessions", "cleanup", "--dry-run", "--json", env=env)  # nothing listens now
+    assert code == 0, err
+    assert (doc["archived"], doc["pruned"], doc["afterCount"]) == (0, 2, 1)
 
 
 def test_wrong_token_exits_non_zero_and_writes_nothing(state_dir, stale_store):

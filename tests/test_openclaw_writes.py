@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cleanup_support import cli_json, sessions_dir, tree_digest, write_config
+from cleanup_support import cli_json, release_2026_7, sessions_dir, tree_digest, write_config  # noqa: F401 - fixture
 
 from tests.openclaw_db_support import (
     DB_REL,
@@ -85,6 +85,7 @@ def test_cleanup_enforce_removes_rows_with_verified_archives_and_keeps_the_rest_
     assert oct(backup.stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.usefixtures("release_2026_7")  # G1 cleanup rules (D23: a schema-23 DB follows 2026.9.6)
 def test_disk_budget_and_artifact_sweep_on_a_real_database(real_state: Path):
     """The disk budget (G1 logical bytes, §6.3) evicts rows with verified archives, as predicted by
     the dry run; the unreferenced-artifact sweep takes the stale temp and the prompt blob only."""
@@ -214,6 +215,7 @@ def _share_session(db: Path, removed: str, keeper: str) -> str:
         conn.close()
 
 
+@pytest.mark.usefixtures("release_2026_7")  # G1 cleanup rules (D23: a schema-23 DB follows 2026.9.6)
 def test_a_window_a_surviving_row_still_uses_moves_to_that_row(real_state: Path):
     """OpenClaw re-homes a removed row's window to the row that keeps it: deleting the node would
     otherwise cascade the window and its events away."""

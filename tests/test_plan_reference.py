@@ -324,6 +324,7 @@ def test_status_preview_and_stores_equal_reference(generated, tmp_path, monkeypa
     from openclaw_cli.ops import status as status_report
     from openclaw_cli.paths import StatePaths
 
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # the reference is G1's (D23)
     config = tmp_path / "openclaw.json"
     config.write_text('{"session":{"maintenance":{"pruneAfter":"7d","maxEntries":300}}}')
     result = status_report.build_status(StatePaths(tmp_path, generated, config), clock=lambda: NOW_MS)
@@ -336,6 +337,7 @@ def test_status_preview_and_stores_equal_reference(generated, tmp_path, monkeypa
     assert preview == {
         "agentId": "main", "beforeCount": len(entries), "afterCount": len(entries) - len(ref["removed"]),
         "modelRunPruned": ref["model_run_pruned"], "pruned": ref["pruned"], "capped": ref["capped"], "evicted": 0,
+        "archived": 0, "capArchived": 0,
         "nextPruneAt": int(min(kept) + 7 * DAY) if kept else None,
     }
     (store,) = result["stores"]

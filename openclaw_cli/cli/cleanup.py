@@ -78,6 +78,12 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
                        activeKey=active_key if active_key and active_key.strip() else None,
                        fixMissing=fix_missing, fixDmScope=fix_dm_scope, dryRun=dry_run, store=store)
         options = options_from_params(params)
+        if dry_run and not store:
+            # D23: the preview follows the release of the Gateway that would apply it (the real
+            # sessions.cleanup has no dry run: the preview is always computed here)
+            from openclaw_cli.cli.delegation import owning_gateway
+
+            ctx.owning_gateway = owning_gateway(gw_options, paths=ctx.paths, config=ctx.config)
         # Spec D9/D20: an apply without --dry-run/--store is the Gateway's to run when one listens.
         served = _delegate_cleanup(delegate, params, gw_options, ctx)
         if served is not None:
@@ -137,6 +143,11 @@ def _report(results, ctx, options, json_mode: bool, wide: bool = False) -> None:
 
     if json_mode:
         echo_json(cleanup_document(results, options))
+        if not options.dry_run and any(r.summary.get("mode") == "warn" and not r.summary.get("wouldMutate")
+                                       for r in results):
+            from openclaw_cli.cli.render_cleanup import WARN_APPLY_NOTE
+
+            ctx.hint(WARN_APPLY_NOTE)
         say_hints(ctx.hints)  # D2: said once, on stderr (the JSON keeps OpenClaw's shape)
         return
     if options.dry_run:
@@ -150,6 +161,7 @@ def _report(results, ctx, options, json_mode: bool, wide: bool = False) -> None:
 
 def _dry_run_text(views, *, wide: bool = False) -> str:
     from openclaw_cli.cli.render_cleanup import (
+        WARN_PREVIEW_NOTE,
         action_rows,
         fitted_table,
         render_dry_run_texts,
@@ -158,7 +170,8 @@ def _dry_run_text(views, *, wide: bool = False) -> str:
     from openclaw_cli.cli.term import stdout_printer
 
     printer = stdout_printer(wide=wide)
-    reports = [(v["summary"], action_rows(v["actions"], v["nowMs"]), warn_mode_hint(v["wouldEnforce"]))
+    reports = [(v["summary"], action_rows(v["actions"], v["nowMs"]),
+                WARN_PREVIEW_NOTE if v.get("previewIsEnforce") else warn_mode_hint(v["wouldEnforce"]))
                for v in views]
     return render_dry_run_texts(reports, table_renderer=fitted_table(printer.width, printer.color),
                                 full_keys=printer.full_cells)

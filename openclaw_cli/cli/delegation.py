@@ -158,3 +158,27 @@ def ensure_no_gateway(options: GatewayOptions | None, *, paths: Any, config: Any
         raise StateOwnedError(f"A Gateway is listening at {target.url}; {what} has no Gateway method and would write "
                               "under its feet. Stop the Gateway and retry, or compact the sessions one at a time "
                               "(`openclaw compact KEY` is sent to the Gateway).")
+
+
+def owning_gateway(options: GatewayOptions | None, *, paths: Any, config: Any) -> tuple[str, str] | None:
+    """(server.version, url) of the Gateway a mutation would be sent to, from its `hello-ok` (spec
+    D23: a preview follows the rules of the release that would apply it); None when nothing
+    listens, we hold no credentials for it, or it cannot be asked. Never raises: a preview then
+    follows the next rule (the store's schema, the config)."""
+    from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.gateway.discovery import discover
+    from openclaw_cli.gateway.probe import nothing_listens
+
+    options = options or GatewayOptions()
+    try:
+        target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+        if not target.has_credentials or nothing_listens(target, LISTEN_CHECK_MS) is not None:
+            return None
+        from openclaw_cli.gateway.client import hello as gateway_hello
+
+        hello = gateway_hello(target, timeout_ms=options.timeout_ms)
+    except OpenClawError:
+        return None
+    server = hello.get("server") if isinstance(hello.get("server"), dict) else {}
+    version = server.get("version")
+    return (version.strip(), target.url) if isinstance(version, str) and version.strip() else None

@@ -224,9 +224,11 @@ def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> li
             next_at = preview.get("nextPruneAt")
             when = f"; next stale prune {format_time_until(next_at - now_ms)}" if next_at else ""
             removed = preview["beforeCount"] - preview["afterCount"]
+            archived = (preview.get("archived") or 0) + (preview.get("capArchived") or 0)
+            also = f", archive {archived} in place" if archived else ""
             lines.append(
                 f"  {sanitize_text(preview['agentId'])}: would remove now {removed} of {preview['beforeCount']}"
-                f" (stale {preview['pruned']}, cap {preview['capped']}, model-run {preview['modelRunPruned']}){when}"
+                f" (stale {preview['pruned']}, cap {preview['capped']}, model-run {preview['modelRunPruned']}){also}{when}"
             )
     else:
         lines.append("Maintenance: not applied while the config is invalid (`openclaw sessions cleanup` refuses "

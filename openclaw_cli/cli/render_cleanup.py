@@ -21,6 +21,7 @@ ACTION_KEEP = "keep"
 ACTION_STYLES = {"keep": "keep", "prune-missing": "remove", "retire-dm-scope": "archive",
                  "prune-model-run": "remove", "archive-dashboard": "archive", "archive-cap": "archive",
                  "archive-age": "archive", "prune-stale": "remove", "cap-overflow": "remove"}
+_KEPT_ACTIONS = frozenset({"keep", "archive-dashboard", "archive-cap", "archive-age"})
 CLEANUP_PARENT_UNSUPPORTED = ("--active", "--limit", "--verbose")
 CLEANUP_PARENT_REASON = "session-list filters cannot scope session maintenance"
 
@@ -144,13 +145,14 @@ def _collation_key(label: str) -> tuple:
 
 def label_summaries(rows: Iterable[ActionRow]) -> list[tuple[str, int, int]]:
     """(label, kept, pruned) per sanitised trimmed label (`(unlabeled)` when empty or not a
-    string), sorted by label; `keep` counts as kept, every other action as pruned."""
+    string), sorted by label; `keep` and the archive actions (the row stays) count as kept, every
+    other action as pruned."""
     groups: dict[str, list[int]] = {}
     for row in rows:
         raw = row.label.strip() if isinstance(row.label, str) else ""
         label = sanitize_text(raw) or UNLABELED
         counts = groups.setdefault(label, [0, 0])
-        counts[0 if row.action == ACTION_KEEP else 1] += 1
+        counts[0 if row.action in _KEPT_ACTIONS else 1] += 1
     return [(label, kept, pruned) for label, (kept, pruned) in
             sorted(groups.items(), key=lambda item: _collation_key(item[0]))]
 
@@ -194,6 +196,12 @@ def warn_mode_hint(would_enforce: Mapping[str, int] | None) -> str | None:
         return None
     return (f"Warn mode: automatic maintenance removes nothing; --enforce would also remove {extra} "
             f"(model-run probes {probes}, stale {stale}, cap overflow {capped}, disk budget {evicted})")
+
+
+WARN_PREVIEW_NOTE = ("Warn mode: `openclaw sessions cleanup` without --enforce removes and archives nothing; "
+                     "this preview shows what --enforce would do.")
+WARN_APPLY_NOTE = ("Maintenance mode is warn: nothing was removed or archived. Run with --enforce to apply "
+                   "(--dry-run shows what it would do).")
 
 
 def render_dry_run_text(
@@ -266,6 +274,8 @@ def render_apply_text(summaries: Sequence[Mapping[str, Any]]) -> str:
             lines.append(f"Agent: {sanitize_text(summary['agentId'])}")
         lines.append(f"Session store: {sanitize_text(summary['storePath'])}")
         lines.append(f"Applied maintenance. Current entries: {summary.get('appliedCount') or 0}")
+        if summary.get("mode") == "warn" and not summary.get("wouldMutate"):
+            lines.append(WARN_APPLY_NOTE)
         removed = (summary.get("unreferencedArtifacts") or {}).get("removedFiles")
         if removed:
             lines.append(f"Pruned unreferenced artifacts: {removed}")

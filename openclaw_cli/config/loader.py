@@ -35,7 +35,7 @@ _JSON5_POSITION = r"^<string>:(\d+) (.*) at column (\d+)$"  # compiled on first 
 _SHOWN_VALUE_MAX = 80
 
 # Keys of later OpenClaw releases that we recognise but do not implement (warned as unused).
-_LATER_MAINTENANCE_KEYS = frozenset({"archiveDashboardAfter", "preserveRecent", "coldStorage"})
+_LATER_MAINTENANCE_KEYS = frozenset({"coldStorage"})
 
 
 class LoadedConfig:

@@ -440,6 +440,9 @@ class MaintenanceConfig(_Section):
         _Leaf("resetArchiveRetention", "reset_archive_retention", duration_field("d", allow_false=True)),
         _Leaf("maxDiskBytes", "max_disk_bytes", byte_size_field(allow_false=True)),
         _Leaf("highWaterBytes", "high_water_bytes", byte_size_field()),
+        # 2026.9.6+ keys (spec D23): read under the releases that have them, ignored under 2026.7
+        _Leaf("archiveDashboardAfter", "archive_dashboard_after", duration_field("d", allow_false=True)),
+        _Leaf("preserveRecent", "preserve_recent", duration_field("d", allow_false=True)),
         _Leaf("rotateBytes", "rotate_bytes", None),  # legacy: ignored, reported as a warning
     )
     __slots__ = _slots(_fields)

@@ -119,6 +119,11 @@ class MaintenanceSettings:
     max_disk_bytes: int | None = DEFAULT_MAX_DISK_BYTES
     high_water_bytes: int | None = math.floor(DEFAULT_MAX_DISK_BYTES * HIGH_WATER_RATIO)
     model_run_prune_after_ms: int = MODEL_RUN_PRUNE_AFTER_MS
+    # 2026.9.6+ (None under 2026.7, whose rules have no such stage): inactive `dashboard:` rows are
+    # archived after this long; rows active within `preserve_recent_ms` are left alone
+    archive_dashboard_after_ms: int | None = None
+    preserve_recent_ms: int | None = None
+    max_disk_bytes_explicit: bool = False  # maxDiskBytes was set in the config (2026.9.9's final tier)
 
     @property
     def prune_enabled(self) -> bool:
@@ -158,7 +163,20 @@ def maintenance_settings(cfg: Any = None, behavior: Any = None) -> MaintenanceSe
         high_water = min(m.high_water_bytes, max_disk)
     else:
         high_water = default_high_water_bytes(max_disk)  # [R] explicit <= 0 -> default
+    dashboard_ms = preserve_ms = None
+    if rules is not None and rules.archive_dashboard_after_ms is not None:
+        raw_dashboard = m.archive_dashboard_after
+        if raw_dashboard is None:
+            dashboard_ms = rules.archive_dashboard_after_ms
+        elif raw_dashboard is not False and raw_dashboard > 0:
+            dashboard_ms = raw_dashboard  # false or 0 disables the stage
+    if rules is not None and rules.honours_preserve_recent:
+        raw_recent = m.preserve_recent
+        preserve_ms = raw_recent if raw_recent is not None and raw_recent is not False else None
     return MaintenanceSettings(
+        archive_dashboard_after_ms=dashboard_ms,
+        preserve_recent_ms=preserve_ms,
+        max_disk_bytes_explicit=m.max_disk_bytes is not None and m.max_disk_bytes is not False,
         mode=m.mode or DEFAULT_MAINTENANCE_MODE,
         prune_after_ms=max(0, prune_after),
         max_entries=m.max_entries if m.max_entries is not None else default_entries,

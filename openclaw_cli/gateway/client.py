@@ -325,8 +325,23 @@ def call(target: GatewayTarget, method: str, params: Any = OMIT, *, scopes: list
         ws.close(CLOSE_TIMEOUT_S)  # a close frame without a status code (1005), as the real CLI sends
 
 
-def _exchange(ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params: Any, scopes: list[str],
-              started: float) -> CallResult:
+def hello(target: GatewayTarget, *, scopes: list[str] | None = None, timeout_ms: int | None = None) -> dict[str, Any]:
+    """Connect and authenticate only, and return the Gateway's `hello-ok` (its `server.version`,
+    …): no request is sent."""
+    ex = _Exchange(target, DEFAULT_TIMEOUT_MS if timeout_ms is None else int(timeout_ms))
+    sock = _open_socket(ex)
+    try:
+        ws = _open_websocket(ex, sock)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        return _handshake(ex, ws, target, list(scopes or ["operator.read"]))
+    finally:
+        ws.close(CLOSE_TIMEOUT_S)
+
+
+def _handshake(ex: _Exchange, ws: Any, target: GatewayTarget, scopes: list[str]) -> dict[str, Any]:
     while True:  # the server speaks first
         frame = _receive(ex, ws)
         if frame.get("type") == "event" and frame.get("event") == "connect.challenge":
@@ -342,6 +357,12 @@ def _exchange(ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params
         raise ex.failure("protocol", "the connect reply is not hello-ok")
     if hello.get("protocol") != PROTOCOL_VERSION:
         raise ex.failure("protocol", f"the Gateway speaks protocol {hello.get('protocol')!r}, we speak {PROTOCOL_VERSION}")
+    return hello
+
+
+def _exchange(ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params: Any, scopes: list[str],
+              started: float) -> CallResult:
+    hello = _handshake(ex, ws, target, scopes)
     latency = int((time.monotonic() - started) * 1000)
     request_id = ex.next_id()
     request: dict[str, Any] = {"type": "req", "id": request_id, "method": method}

@@ -216,6 +216,90 @@ class SqliteMeasure:
     entry_bytes: Mapping[str, int] | None = None
 
 
+@dataclass(frozen=True)
+class PhysicalMeasure:
+    """2026.9.6+ budget input: the physical bytes of the agent's session data (database main file
+    and WAL, every file of the sessions dir and its `cold/`, prompt blobs; never `-shm`)."""
+
+    total_bytes: int
+
+
+_MIGRATED = re.compile(r"\.migrated(?:\.\d+)?$")
+_PRE_DOCTOR = re.compile(r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$")
+_BLOB_PREFIX = re.compile(r"[a-f0-9]{2}")
+_BLOB_NAME = re.compile(r"[a-f0-9]{64}\.txt(?:\.(?:\d+\.)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp)?")
+
+
+def _file_sizes(directory: Path, keep: Any = None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        with os.scandir(directory) as it:
+            for item in it:
+                try:
+                    if item.is_file(follow_symlinks=False) and (keep is None or keep(item.name)):
+                        out[os.path.realpath(item.path)] = item.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return out
+
+
+def _kept_name(name: str) -> bool:
+    return not (_MIGRATED.search(name) or _PRE_DOCTOR.search(name))
+
+
+def _prompt_blob_sizes(sessions_dir: Path) -> dict[str, int]:
+    blobs = sessions_dir / "skills-prompts" / "sha256"
+    try:
+        prefixes = [d for d in os.scandir(blobs) if d.is_dir(follow_symlinks=False) and _BLOB_PREFIX.fullmatch(d.name)]
+    except OSError:
+        prefixes = []
+    out: dict[str, int] = {}
+    for prefix in prefixes:
+        out.update(_file_sizes(Path(prefix.path), _BLOB_NAME.fullmatch))
+    return out
+
+
+def count_swept_files(sessions_dir: Path) -> int:
+    """What the 2026.9.6+ unreferenced-artifact sweep reports as `scannedFiles`: every regular file
+    of the sessions dir (not migration leftovers) plus the prompt blobs."""
+    sessions_dir = Path(sessions_dir)
+    return len(_file_sizes(sessions_dir, _kept_name)) + len(_prompt_blob_sizes(sessions_dir))
+
+
+def measure_physical(sessions_dir: Path, database: Path | None) -> PhysicalMeasure:
+    """The 2026.9.6+ budget's bytes: regular files of the sessions dir (not migration leftovers
+    `*.migrated[.N]` or pre-doctor repair backups) and of its `cold/`, prompt blobs
+    (`skills-prompts/sha256/<2 hex>/<64 hex>.txt`), the database main file and its `-wal`; each
+    file once by its real path."""
+    sessions_dir = Path(sessions_dir)
+    files = _file_sizes(sessions_dir, _kept_name)
+    files.update(_file_sizes(sessions_dir / "cold", _kept_name))
+    files.update(_prompt_blob_sizes(sessions_dir))
+    if database is not None:
+        for path in (Path(database), Path(f"{database}-wal")):
+            try:
+                if path.is_file():
+                    files[os.path.realpath(path)] = path.stat().st_size
+            except OSError:
+                continue
+    return PhysicalMeasure(sum(files.values()))
+
+
+def plan_physical_budget(measure: PhysicalMeasure, *, max_bytes: int | None, high_water_bytes: int | None) -> BudgetPlan:
+    """The 2026.9.6 cleanup's budget result: measured, reported (`overBudget` when above the
+    maximum), no live row ever evicted. (The apply's reclamation tiers — WAL checkpoint, retained
+    reset/delete archives, historical sessions, `active-session-cap` archives — are not planned
+    here: a preview reports the measurement, as OpenClaw's does.)"""
+    limits = budget_limits(max_bytes, high_water_bytes)
+    if limits is None:
+        return BudgetPlan(None)
+    max_b, high = limits
+    before = int(measure.total_bytes)
+    return BudgetPlan(_idle(before, max_b, high, before > max_b))
+
+
 def sqlite_total_bytes(entries: Mapping[str, Any], measure: SqliteMeasure,
                        session_ids_of: SessionIdsFn = entry_session_ids) -> int:
     total = 0

@@ -34,16 +34,19 @@ from openclaw_cli.keys import (
     parse_agent_key,
     preserve_key_form,
 )
+from openclaw_cli.maintenance.archiving import ARCHIVE_ACTIONS, Guard, plan_archiving
 from openclaw_cli.maintenance.budget import (
     BudgetPlan,
     DiskBudgetResult,
     FileRemoval,
     LegacyDirMeasure,
+    PhysicalMeasure,
     SessionIdsFn,
     SqliteMeasure,
     entry_session_ids,
     parse_archive_timestamp,
     plan_legacy_budget,
+    plan_physical_budget,
     plan_sqlite_budget,
 )
 
@@ -75,7 +78,7 @@ class MaintenanceSettingsLike(Protocol):
     model_run_prune_after_ms: int | None
 
 
-BudgetMeasure = SqliteMeasure | LegacyDirMeasure
+BudgetMeasure = SqliteMeasure | LegacyDirMeasure | PhysicalMeasure
 # A measure built when the budget stage starts, from (entries left, keys removed so far): lets a
 # caller measure the directory as it will be after the entry removals' file effects.
 BudgetMeasureFn = Callable[[Mapping[str, Any], list[str]], BudgetMeasure | None]
@@ -303,6 +306,12 @@ class CleanupPlan:
     would_enforce: CleanupPlan | None = None
     active_warning: ActiveKeyWarning | None = None
     behavior: Behavior = BEHAVIOR_2026_7  # the release whose rules made this plan
+    # releases that archive in place: key -> archiveReason of the rows archived (they stay in the
+    # store with `archivedAt = now_ms`), and OpenClaw's counters for them
+    archived: dict[str, str] = field(default_factory=dict)
+    archived_count: int = 0  # dashboard + age archives (the JSON's `archived`)
+    cap_archived: int = 0
+    now_ms: float = 0
 
     @property
     def after_count(self) -> int:
@@ -322,7 +331,8 @@ class CleanupPlan:
     @property
     def would_mutate(self) -> bool:
         budget = self.disk_budget
-        return bool(self.removed) or bool(budget and (budget.removed_entries or budget.removed_files))
+        return bool(self.removed) or bool(self.archived) or bool(
+            budget and (budget.removed_entries or budget.removed_files))
 
 
 class _Run:
@@ -442,6 +452,9 @@ def _plan_budget(store: dict[str, Any], settings: MaintenanceSettingsLike, prese
                  measure: BudgetMeasure | None, now_ms: float, warn_only: bool) -> BudgetPlan:
     if measure is None:
         return BudgetPlan(None)
+    if isinstance(measure, PhysicalMeasure):
+        return plan_physical_budget(measure, max_bytes=settings.max_disk_bytes,
+                                    high_water_bytes=settings.high_water_bytes)
     if isinstance(measure, LegacyDirMeasure):
         return plan_legacy_budget(store, measure, max_bytes=settings.max_disk_bytes,
                                   high_water_bytes=settings.high_water_bytes, now_ms=now_ms,
@@ -554,7 +567,10 @@ def plan_cleanup(
     if fix_dm_scope and (dm_scope or "main") == "main":
         plan.dm_scope_retired = run.remove_all(_dm_scope_victims(run.store, agent_id, preserver.active),
                                                ACTION_RETIRE_DM_SCOPE)
-    if enforce:
+    plan.now_ms = now_ms
+    if enforce and behavior.maintenance.archive_in_place:
+        _archive_in_place(run, plan, settings, preserver, now_ms)
+    elif enforce:
         # the verdicts and timestamps every stage reads, computed once (the entry objects of
         # `run.store` are those of `entries`)
         protected, updated = preserver.preserved_among(entries), updated_map(entries)
@@ -574,6 +590,8 @@ def plan_cleanup(
     measure = _resolve_measure(session_bytes, budget_measure, run)
     budget = _plan_budget(run.store, settings, preserver, measure, now_ms, warn_only=not enforce)
     plan = _finish(run, entries, plan, budget, preserver, session_ids_of)
+    for key, reason in plan.archived.items():
+        plan.actions[key] = ARCHIVE_ACTIONS[reason]
     if not enforce:
         plan.would_enforce = plan_cleanup(
             entries, settings, now_ms=now_ms, preserve_keys=preserve_keys,
@@ -583,6 +601,22 @@ def plan_cleanup(
             budget_measure=budget_measure, mode_override="enforce", session_ids_of=session_ids_of,
             cron_retention_ms=cron_retention_ms, behavior=behavior)
     return plan
+
+
+def _archive_in_place(run: _Run, plan: CleanupPlan, settings: MaintenanceSettingsLike, preserver: Preserver,
+                      now_ms: float) -> None:
+    """The entry stages of the releases that archive in place (`maintenance/archiving.py`)."""
+    guard = Guard(preserve_keys=preserver.keys, preserve_session_ids=preserver.session_ids,
+                  preserve_recent_ms=getattr(settings, "preserve_recent_ms", None), now_ms=now_ms)
+    result = plan_archiving(run.store, guard=guard, prune_after_ms=settings.prune_after_ms,
+                            max_entries=settings.max_entries,
+                            dashboard_after_ms=getattr(settings, "archive_dashboard_after_ms", None),
+                            model_run_after_ms=settings.model_run_prune_after_ms)
+    for key, action in result.deleted:
+        run.remove(key, action)
+    plan.archived = dict(result.archived)
+    plan.model_run_pruned, plan.pruned, plan.capped = result.model_run_pruned, result.pruned, result.capped
+    plan.archived_count, plan.cap_archived = result.archived_count, result.cap_archived
 
 
 def plan_runtime_maintenance(

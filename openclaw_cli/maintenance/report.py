@@ -27,8 +27,9 @@ def cleanup_summary(
     applied_count: int | None = None,
     archive_cleanup: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """OpenClaw's per-store summary, keys in OpenClaw's order. `archived`/`capArchived` are 2026.9.6
-    keys that are always 0 under our rules (D11). Apply adds `applied`/`appliedCount`
+    """OpenClaw's per-store summary, keys in OpenClaw's order. `archived` (dashboard and age
+    archives) and `capArchived` (cap archives, also counted in `capped`) are 0 under 2026.7, which
+    archives nothing (D23). Apply adds `applied`/`appliedCount`
     (`applied_count` = entries in the store after apply; the plan's `afterCount` when omitted).
 
     Added keys (D5 allows additions): `cronPruned` after `capped` when the `cron.sessionRetention`
@@ -45,8 +46,8 @@ def cleanup_summary(
         "missing": plan.missing,
         "dmScopeRetired": plan.dm_scope_retired,
         "modelRunPruned": plan.model_run_pruned,
-        "archived": 0,
-        "capArchived": 0,
+        "archived": getattr(plan, "archived_count", 0),
+        "capArchived": getattr(plan, "cap_archived", 0),
         "pruned": plan.pruned,
         "capped": plan.capped,
     }

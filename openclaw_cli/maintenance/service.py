@@ -81,6 +81,10 @@ class StoreCleanup:
     sqlite_session_keys: dict[str, str] = field(default_factory=dict)
     outcome: ApplyOutcome | None = None
     summary: dict[str, Any] = field(default_factory=dict)
+    archived_keys: list[str] = field(default_factory=list)  # apply: the rows archived in place
+    # 2026.9.6+: the sweep reports every file it looked at (all files of the sessions dir and the
+    # prompt blobs, counted when it ran: after the apply's removals and archives)
+    scanned_files: int | None = None
 
     def summarize(self, *, dry_run: bool) -> dict[str, Any]:
         from openclaw_cli.maintenance.report import cleanup_summary, empty_unreferenced_artifacts
@@ -92,8 +96,10 @@ class StoreCleanup:
             artifacts = self.sweep.to_json()
         else:
             artifacts = self.sweep.to_json(outcome.sweep_removed, outcome.sweep_freed)
+        if self.sweep is not None and self.scanned_files is not None:
+            artifacts["scannedFiles"] = self.scanned_files
         retention = None
-        if self.retention is not None:
+        if self.retention is not None and not self.plan.behavior.maintenance.archive_in_place:  # 9.6 dropped it
             retention = self.retention.to_json(outcome.retention_removed if outcome else None)
         self.summary = cleanup_summary(
             self.plan, agent_id=self.agent_id, store_path=self.store_path, dry_run=dry_run,
@@ -172,7 +178,11 @@ def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, be
     from openclaw_cli.config import cron_settings, dm_scope, maintenance_settings
 
     settings = maintenance_settings(ctx.config, behavior)
-    mode_override = "enforce" if options.enforce else None
+    mode = "enforce" if options.enforce else (settings.mode or "enforce")
+    # 2026.9.6+: a dry run previews what an enforce would do, in either mode (its JSON keeps the
+    # mode); a warn-mode apply then removes nothing. 2026.7: the dry run is the warn-mode apply.
+    preview_enforce = options.dry_run and behavior.maintenance.warn_dry_run_shows_enforce
+    mode_override = "enforce" if options.enforce or preview_enforce else None
     enforce = (mode_override or settings.mode or "enforce") == "enforce"
     entries = store.load_entries()
     snapshot = scan_sessions_dir(store.sessions_dir)
@@ -188,13 +198,18 @@ def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, be
         plan = _plan_files(store, snapshot, entries, settings, enforce, now_ms, common, result)
     else:
         plan = _plan_database(store, snapshot, entries, settings, enforce, now_ms, common, result)
+    plan.mode = mode
     result.plan = plan
+    if behavior.maintenance.archive_in_place and result.sweep is not None:
+        from openclaw_cli.maintenance.budget import count_swept_files
+
+        result.scanned_files = count_swept_files(Path(store.sessions_dir))
     return result
 
 
 def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
                  common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
-    from openclaw_cli.maintenance.budget import budget_limits
+    from openclaw_cli.maintenance.budget import budget_limits, measure_physical
     from openclaw_cli.store.legacy import dump_store_bytes
 
     root = Path(store.sessions_dir)
@@ -208,6 +223,7 @@ def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: An
     unusable = {} if rows.keys() == entries.keys() else {k: v for k, v in rows.items() if k not in entries}
     unusable_names = referenced_names(unusable.values(), root, snapshot)
     budget_on = budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
+    settings_physical = common["behavior"].maintenance.budget_spares_live_rows
     stages: list[tuple[list[FileAction], SweepPlan | None, RetentionPlan | None]] = []
 
     def measure(remaining: Mapping[str, Any], removed: list[str]):
@@ -223,6 +239,8 @@ def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: An
         stages.append((entry_actions, sweep, retention))
         if not budget_on:
             return None
+        if settings_physical:
+            return measure_physical(Path(store.sessions_dir), None)
         gone = {a.name for a in entry_actions}
         gone.update(a.name for a in (sweep.removals if sweep else ()))
         gone.update(a.name for a in (retention.removals if retention else ()))
@@ -249,9 +267,12 @@ def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: An
 
 def _plan_database(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
                  common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
-    from openclaw_cli.maintenance.budget import SqliteMeasure
+    from openclaw_cli.maintenance.budget import SqliteMeasure, measure_physical
 
-    measure = SqliteMeasure(store.session_bytes(), store.entry_bytes())
+    if common["behavior"].maintenance.budget_spares_live_rows:
+        measure: Any = measure_physical(Path(store.sessions_dir), Path(store.path)) if Path(store.path).exists() else None
+    else:
+        measure = SqliteMeasure(store.session_bytes(), store.entry_bytes())
     plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
     if enforce:
         # D6.3: transcript-like files in a SQLite agent's sessions dir are legacy data: never swept
@@ -307,12 +328,41 @@ def apply_store(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpo
     bar = progress(f"Cleaning {result.agent_id}", _items(work, store.transcripts_in_files)) \
         if progress and total else None
     try:
-        return store.retire(work, lock_settings=lock_settings, now_ms=result.now_ms, checkpoint=checkpoint,
-                            progress=_per_item(bar, work, store.transcripts_in_files) if bar else None)
+        if result.plan.mode != "enforce" and not (work.removed_keys or work.archive_actions or work.unlink_actions
+                                                   or work.session_ids):
+            # warn mode with no explicit repair: nothing to write (no transaction, no backup)
+            outcome = ApplyOutcome(applied_count=store.count_entries())
+        else:
+            outcome = store.retire(work, lock_settings=lock_settings, now_ms=result.now_ms, checkpoint=checkpoint,
+                                   progress=_per_item(bar, work, store.transcripts_in_files) if bar else None)
+        if result.plan.archived:
+            # the rows the release archives in place (after the removals: a row that changed since
+            # the plan read it is left as it is, like a removal's)
+            result.archived_keys = store.archive_rows(result.plan.archived, archived_at=int(result.now_ms),
+                                                      expected=result.entries, lock_settings=lock_settings)
+        if result.plan.behavior.maintenance.budget_spares_live_rows:
+            _measure_after_apply(store, result)
+        return outcome
     finally:
         close = getattr(bar, "close", None)
         if close is not None:
             close()
+
+
+def _measure_after_apply(store: Any, result: StoreCleanup) -> None:
+    """2026.9.6+ report what the sweep and the budget find once the entry changes are written
+    (their archives included), as OpenClaw's apply measures them."""
+    from openclaw_cli.maintenance.budget import count_swept_files, measure_physical, plan_physical_budget
+
+    sessions_dir = Path(store.sessions_dir)
+    if result.sweep is not None:
+        result.scanned_files = count_swept_files(sessions_dir)
+    if result.plan.disk_budget is not None:
+        database = None if store.transcripts_in_files else Path(store.path)
+        settings = result.plan.disk_budget
+        budget = plan_physical_budget(measure_physical(sessions_dir, database), max_bytes=settings.max_bytes,
+                                      high_water_bytes=settings.high_water_bytes)
+        result.plan.disk_budget = budget.result
 
 
 def _items(work: Any, in_files: bool) -> int:

@@ -115,7 +115,9 @@ def store_views(results: list[StoreCleanup]) -> list[dict[str, Any]]:
         if r.plan.mode != "enforce" and other is not None:
             would_enforce = {"modelRunPruned": other.model_run_pruned, "pruned": other.pruned,
                              "capped": other.capped, "evicted": other.evicted}
+        preview_is_enforce = r.plan.mode != "enforce" and r.plan.behavior.maintenance.warn_dry_run_shows_enforce
         views.append({"summary": r.summary, "nowMs": r.now_ms, "wouldEnforce": would_enforce,
+                      "previewIsEnforce": preview_is_enforce,
                       "actions": [(action, key, r.entries.get(key)) for key, action in r.plan.actions.items()]})
     return views
 

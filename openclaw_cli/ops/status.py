@@ -77,7 +77,7 @@ def status_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any]:
+def _maintenance_view(settings, previews: list[dict[str, Any]], archives: bool = False) -> dict[str, Any]:
     """The effective retention policy, so users see it before it bites (D15: archives are removed
     only by the policy shown here)."""
     from openclaw_cli.config import format_byte_size, format_duration_ms
@@ -88,11 +88,27 @@ def _maintenance_view(settings, previews: list[dict[str, Any]]) -> dict[str, Any
     prune = duration(settings.prune_after_ms)
     retention = duration(settings.reset_archive_retention_ms)
     budget = format_byte_size(settings.max_disk_bytes) if settings.max_disk_bytes else None
+    if archives:
+        dashboard = duration(getattr(settings, "archive_dashboard_after_ms", None))
+        recent = duration(getattr(settings, "preserve_recent_ms", None))
+        rules = [
+            f"stale sessions after: {prune or 'never (pruneAfter disabled)'} (by updatedAt): synthetic ones (cron, "
+            "hook, sub-agent, …) are deleted, the others archived in place; conversations with people and groups "
+            "(DMs, groups, channels, threads), the main session, pinned, running and locked sessions are never touched",
+            f"inactive dashboard sessions archived after: {dashboard or 'never (archiveDashboardAfter disabled)'}",
+            f"entry cap: {settings.max_entries} unarchived sessions (the oldest unprotected beyond it are archived; "
+            "synthetic ones deleted)",
+            *([f"sessions active within {recent} are never touched (preserveRecent)"] if recent else []),
+        ]
+    else:
+        rules = [
+            f"stale sessions pruned after: {prune or 'never (pruneAfter disabled)'} (by updatedAt; groups, channels, "
+            "threads, the main session and locked sessions are never age-pruned)",
+            f"entry cap: {settings.max_entries} (oldest unprotected sessions beyond it are removed)",
+        ]
     lines = [
         f"mode: {settings.mode}",
-        f"stale sessions pruned after: {prune or 'never (pruneAfter disabled)'} (by updatedAt; groups, channels, "
-        "threads, the main session and locked sessions are never age-pruned)",
-        f"entry cap: {settings.max_entries} (oldest unprotected sessions beyond it are removed)",
+        *rules,
         f"model-run probe sessions pruned after: {format_duration_ms(settings.model_run_prune_after_ms)} "
         "(only under entry pressure)",
         f"deleted/reset transcript archives kept: {retention or 'forever (resetArchiveRetention unset)'}",
@@ -304,7 +320,8 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
         "configPath": str(paths.config_path),
         "config": config_block,
         "stores": stores,
-        "maintenance": {**_maintenance_view(settings, previews), "behavior": view_behavior["json"]},
+        "maintenance": {**_maintenance_view(settings, previews, view_behavior["resolved"].maintenance.archive_in_place),
+                        "behavior": view_behavior["json"]},
     }
     if unconfigured:
         result["unconfiguredStores"] = unconfigured
@@ -363,5 +380,7 @@ def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int, 
         "pruned": plan.pruned,
         "capped": plan.capped,
         "evicted": plan.evicted,
+        "archived": plan.archived_count,  # 2026.9.6+: archived in place (dashboard, age), and by the cap
+        "capArchived": plan.cap_archived,
         "nextPruneAt": next_prune,
     }

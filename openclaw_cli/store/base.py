@@ -8,7 +8,7 @@ their raw JSON text byte-exact (spec D4) plus the parsed object.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,6 +369,21 @@ class SessionStore(ABC):
                 out.append(exc)
         return out
 
+    def archive_rows(self, archives: Mapping[str, str], *, archived_at: int, expected: Mapping[str, Any],
+                     lock_settings: Any) -> list[str]:
+        """Archive rows in place (maintenance of the releases that archive, spec D23): each key of
+        `archives` (key -> `archiveReason`) gets `archivedAt = archived_at` and that reason, and
+        loses `archivedBy`, if its row is still the one the plan read (`expected[key]`: same
+        `sessionId` and `updatedAt`) and is not archived already; other rows are left as they
+        are. Returns the keys archived. All in one write where the store can (this default goes
+        through `patch_entries`)."""
+        self.ensure_writable("archive sessions")
+        items = [(key, archive_mutation(reason, archived_at, expected.get(key))) for key, reason in archives.items()]
+        results = self.patch_entries(items, lock_settings=lock_settings)
+        return [key for (key, _), row in zip(items, results, strict=True)
+                if isinstance(row, dict) and row.get("archivedAt") == archived_at
+                and row.get("archiveReason") == archives[key]]
+
     def reset_session(self, key: str, build: Callable[[dict[str, Any]], dict[str, Any]], *, lock_settings: Any,
                       now_ms: int) -> Any:
         """Start a new session for `key`: `build(current)` returns the new row (with its new
@@ -402,6 +417,24 @@ class SessionStore(ABC):
             raise SessionChangedError(key, "deletion")
         archived = [Path(self.sessions_dir) / name for name in outcome.archives]
         return DeleteOutcome(self.get_entry(key) is None, archived, list(outcome.kept))
+
+
+def archive_mutation(reason: str, archived_at: int, expected: Any) -> Callable[[dict[str, Any] | None], dict[str, Any] | None]:
+    """`archive_rows`' change to one row: None (no write) when the row is gone, archived already,
+    or no longer the session the plan read."""
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any] | None:
+        if current is None or "archivedAt" in current or not isinstance(expected, dict):
+            return None
+        if current.get("sessionId") != expected.get("sessionId") or current.get("updatedAt") != expected.get("updatedAt"):
+            return None
+        updated = dict(current)
+        updated["archivedAt"] = archived_at
+        updated.pop("archivedBy", None)
+        updated["archiveReason"] = reason
+        return updated
+
+    return mutate
 
 
 def _updated_at(entry: dict[str, Any]) -> float | None:

@@ -664,6 +664,23 @@ class LegacyStore(SessionStore):
 
         return patch_legacy(self, key, mutate, lock_settings=lock_settings, create=create)
 
+    def archive_rows(self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any) -> list[str]:
+        """One read-modify-write of sessions.json for every row (not one per row)."""
+        from openclaw_cli.store.base import archive_mutation
+        from openclaw_cli.store.lock import transcript_lock
+
+        self.ensure_writable("archive sessions")
+        with transcript_lock(self.path, lock_settings, allow_reentrant=True):
+            current = self.load_entries()
+            updates = {}
+            for key, reason in archives.items():
+                row = current.get(key)
+                updated = archive_mutation(reason, archived_at, expected.get(key))(dict(row) if row is not None else None)
+                if updated is not None:
+                    updates[key] = updated
+            self.upsert_entries(updates, lock_settings=lock_settings)
+        return list(updates)
+
     def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
         from openclaw_cli.store.lifecycle_writes import reset_legacy
 

@@ -585,6 +585,26 @@ class OpenClawDbStore(SessionStore):
         self.ensure_writable("update a session")
         return patch_entry(self, key, mutate, create=create, now_ms=now_ms())
 
+    def archive_rows(self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any) -> list[str]:
+        """Every row in one write transaction, as OpenClaw's entry writes (projections included)."""
+        from openclaw_cli.store.base import archive_mutation
+        from openclaw_cli.store.openclaw_rows import read_entry, write_entry
+        from openclaw_cli.store.openclaw_writes import transaction
+
+        self.ensure_writable("archive sessions")
+        done: list[str] = []
+        if not archives:
+            return done
+        with transaction(self) as conn:
+            for key, reason in archives.items():
+                current = read_entry(conn, key)
+                updated = archive_mutation(reason, archived_at, expected.get(key))(
+                    dict(current) if current is not None else None)
+                if updated is not None:
+                    write_entry(conn, key, updated, now_ms=archived_at)
+                    done.append(key)
+        return done
+
     def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
         from openclaw_cli.store.openclaw_lifecycle import reset_session
 
