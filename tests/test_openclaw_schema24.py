@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanup_support import cli_json, write_config
+from cleanup_support import cli_json, release_2026_7, write_config  # noqa: F401 - fixture
 
 from openclaw_cli.store.openclaw_db import OpenClawDbStore
 from tests.schema24_support import (
@@ -413,6 +413,7 @@ def test_delete_cascades_the_snapshot_rows(shape: tuple[Path, str]):
     assert_sound(db, before)
 
 
+@pytest.mark.usefixtures("release_2026_7")  # G1 removals and budget (D23: schema 24 follows 2026.9.9)
 def test_cleanup_and_its_disk_budget_remove_rows_with_their_snapshots(
     shape: tuple[Path, str], state_dir: Path
 ):

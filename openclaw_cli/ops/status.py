@@ -362,9 +362,17 @@ def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int, 
     reads), plus when the next entry reaches `pruneAfter`."""
     from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup, updated_at
 
-    session_bytes = store.preview_session_bytes()
-    plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes, agent_id=agent_id,
-                        mode_override="enforce", behavior=behavior)
+    if behavior.maintenance.budget_spares_live_rows:  # a physical budget that never evicts a live row
+        from pathlib import Path
+
+        from openclaw_cli.maintenance.budget import measure_physical
+
+        database = None if store.transcripts_in_files or not Path(store.path).exists() else Path(store.path)
+        session_bytes, measure = None, measure_physical(Path(store.sessions_dir), database)
+    else:
+        session_bytes, measure = store.preview_session_bytes(), None
+    plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes, budget_measure=measure,
+                        agent_id=agent_id, mode_override="enforce", behavior=behavior)
     next_prune = None
     if settings.prune_after_ms:
         preserved, actions = plan.preserved_keys, plan.actions
