@@ -63,3 +63,23 @@ def test_deleting_a_row_whose_transcript_is_a_symlink_warns(tmp_path: Path) -> N
     assert link.is_symlink() and real.read_bytes() == before  # never followed
     text = cli(state, "sessions", "delete", "agent:main:telegram:group:123", "--yes")
     assert text.returncode == 0
+
+
+def test_resetting_a_row_whose_transcript_is_a_symlink_warns(tmp_path: Path) -> None:
+    from tests.hardening_support import cli
+
+    state = make_state(tmp_path, 5)
+    key = "agent:main:cron:job1"
+    sid = json.loads((state / SESSIONS / "sessions.json").read_text())[key]["sessionId"]
+    link = state / SESSIONS / f"{sid}.jsonl"
+    real = tmp_path / "real.jsonl"
+    link.rename(real)
+    link.symlink_to(real)
+    proc = cli(state, "sessions", "reset", key, "--json")
+    assert proc.returncode == 0, proc.stdout[-600:]
+    doc = json.loads(proc.stdout)
+    assert any(str(link) in w and "symbolic link" in w for w in doc["warnings"]), doc
+    text = cli(state, "sessions", "reset", key)
+    assert (
+        text.returncode == 0 and "Warning:" not in text.stdout
+    )  # the new session has its own regular transcript

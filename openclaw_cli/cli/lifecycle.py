@@ -296,6 +296,10 @@ def _render_reset(doc: dict[str, Any]) -> None:
         out(f"Archived transcript: {sanitize_text(path)}")
     if doc.get("warning"):
         out(f"Warning: {sanitize_text(doc['warning'])}")
+    for warning in doc.get("warnings") or []:
+        from openclaw_cli.output import err
+
+        err(f"Warning: {sanitize_text(warning)}")
 
 
 def _render_fork(doc: dict[str, Any]) -> None:

@@ -506,7 +506,12 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                           previousSessionId=loc.entry.get("sessionId"), reason=reason or "reset")
             return result
         with _writer(ctx, st):
+            current = st.get_entry(loc.key)
+            linked = linked_transcripts(st, current) if current is not None else []
             outcome = st.reset_session(loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now)
+        if linked:
+            result["warnings"] = [symlink_warning(path).replace("(the row was)", "(the session was reset)")
+                                  for path in linked]
         result.update(entry=outcome.entry, resolved=_resolved(ctx, loc.agent_id, outcome.entry),
                       sessionId=outcome.session_id, previousSessionId=outcome.previous_session_id,
                       reason=reason or "reset",
