@@ -102,12 +102,12 @@ def test_a_newer_openclaw_database_is_named_and_refused(imported_fixture_state):
 
     write_config(imported_fixture_state, {"agents": {"list": [{"id": "main"}, {"id": "ops"}]}})
     conn = sqlite3.connect(imported_fixture_state / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
-    conn.execute("PRAGMA user_version = 24")
+    conn.execute("PRAGMA user_version = 27")  # 24 is read and written since issue 23; 25/26 read only
     conn.commit()
     conn.close()
     before = tree_digest(imported_fixture_state)
     code, doc, _ = cli_json("agents", "delete", "main", "--force", "--json")
-    assert code == 6 and doc["error"]["type"] == "unsupported_schema" and "newer schema version 24" in doc["error"]["message"]
+    assert code == 6 and doc["error"]["type"] == "unsupported_schema" and "newer schema version 27" in doc["error"]["message"]
     assert tree_digest(imported_fixture_state) == before
 
 

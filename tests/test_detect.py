@@ -93,9 +93,9 @@ def test_open_store_at_errors_are_typed_and_name_the_file(tmp_path: Path) -> Non
     newer = tmp_path / "newer.sqlite"
     shutil.copyfile(OPENCLAW_FIXTURE / "imported-state/agents/main/agent/openclaw-agent.sqlite", newer)
     conn = sqlite3.connect(newer)
-    conn.execute("PRAGMA user_version = 24")
+    conn.execute("PRAGMA user_version = 27")  # 24-26 are read since issue 23
     conn.close()
-    with pytest.raises(InvalidDataError, match="newer schema version 24"):
+    with pytest.raises(InvalidDataError, match="newer schema version 27"):
         open_store_at(newer)
     with pytest.raises(InvalidDataError, match="directory"):
         open_store_at(tmp_path)

@@ -44,12 +44,12 @@ def test_database_from_a_newer_openclaw_is_never_written(state_dir: Path) -> Non
     db.parent.mkdir(parents=True)
     shutil.copyfile(OPENCLAW_FIXTURE / "imported-state" / DB, db)
     conn = sqlite3.connect(db)
-    conn.execute("PRAGMA user_version = 24")
+    conn.execute("PRAGMA user_version = 27")  # 24-26 are read since issue 23
     conn.close()
     before = snapshot(state_dir)
     result = _cli("import", "--session-sqlite-all-agents")
     assert result.returncode == ExitCode.REFUSED
-    assert "newer schema version 24" in json.loads(result.stdout)["error"]["message"]
+    assert "newer schema version 27" in json.loads(result.stdout)["error"]["message"]
     inspect = _cli("inspect", "--session-sqlite-all-agents")
     assert inspect.returncode == 1
     codes = [i["code"] for i in json.loads(inspect.stdout)["targets"][0]["issues"]]
