@@ -170,7 +170,39 @@ def test_organisation_commands(state: Path):
     assert rc == 0 and out.strip() == f"Pinned session {group}."
 
 
-def test_reset_fork_delete_export_end_to_end(state: Path, tmp_path: Path):
+def test_reset_of_an_unknown_key_as_the_release_does_it(state: Path, monkeypatch: pytest.MonkeyPatch):
+    """2026.9.6+ (the real Gateway, observed): the row is created; 2026.7: not found (exit 4)."""
+    rc, doc = cli_json("sessions", "reset", "agent:main:telegram:direct:no-such")
+    assert rc == 0 and doc.get("created") is True and "previousSessionId" not in doc
+    row = rows(state)["agent:main:telegram:direct:no-such"]
+    assert row["createdVia"] == "operator" and row["sessionId"] == doc["sessionId"] and row["totalTokens"] == 0
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
+    before = tree_digest(state)
+    rc, out, err = cli("sessions", "reset", "agent:main:nope")
+    assert rc == 4 and "not found" in err.lower() and tree_digest(state) == before
+
+
+def test_reset_keeps_the_session_and_appends_the_reset_entry(state: Path):
+    """2026.9.6+ (observed on the real Gateway): same sessionId, counters zeroed, the transcript
+    kept with a `reset` entry hanging from its last entry."""
+    key = KEYS["direct"]
+    old = rows(state)[key]
+    before = transcript_bytes(state, old["sessionId"]).splitlines()
+    rc, doc = cli_json("sessions", "reset", key, "--reason", "new")
+    assert rc == 0 and doc["sessionId"] == old["sessionId"] and "previousSessionId" not in doc
+    assert doc["archived"] == [] and doc["reason"] == "new"
+    row = rows(state)[key]
+    assert row["sessionId"] == old["sessionId"] and row["lifecycleRevision"] != old.get("lifecycleRevision")
+    assert (row["inputTokens"], row["outputTokens"], row["totalTokens"], row["totalTokensFresh"]) == (0, 0, 0, True)
+    after = transcript_bytes(state, old["sessionId"]).splitlines()
+    assert after[:-1] == before
+    marker = json.loads(after[-1])
+    assert {k: marker[k] for k in ("type", "reason")} == {"type": "reset", "reason": "new"}
+    assert marker["parentId"] == json.loads(before[-1])["id"] and len(marker["id"]) == 8
+
+
+def test_reset_fork_delete_export_end_to_end(state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset: a new session, the old archived
     key = KEYS["direct"]
     old = rows(state)[key]["sessionId"]
     original = transcript_bytes(state, old)
@@ -243,8 +275,7 @@ def test_delete_asks_on_a_terminal(templates, state_dir: Path, answer: bytes, de
     (["label", "<group>"], 2, "Missing label TEXT"),
     (["fork", "<group>", "--to", "<other>"], 1, "session already exists"),
     (["fork", "<group>", "--to", "../x"], 2, "no empty, '.', '..' or path segments"),
-    (["reset", "agent:main:nope"], 4, "Session not found: agent:main:nope"),
-    (["reset", "../x"], 4, "Session not found"),
+    (["reset", "../x"], 2, "no empty, '.', '..' or path segments"),  # 2026.9.6+ would create it: refused
     (["export", "../x"], 4, "Session not found"),
     (["reset", "<group>", "--reason", "later"], 2, "--reason must be new or reset"),
     (["export", "<group>", "--format", "pdf"], 2, "--format must be one of"),

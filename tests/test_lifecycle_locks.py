@@ -78,7 +78,8 @@ def _hold(spawn, state: Path, kind: str, key: str, hold_s: float):
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 @pytest.mark.parametrize("command", ["reset", "delete"])
-def test_waits_for_the_writer_and_keeps_its_line(templates, state_dir: Path, spawn, kind: str, command: str):
+def test_waits_for_the_writer_and_keeps_its_line(templates, state_dir: Path, spawn, kind: str, command: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
     use_template(templates[kind], state_dir)
     _config(state_dir, 15_000)
     key = KEYS["other"]

@@ -192,7 +192,8 @@ def test_scopes_follow_the_recorded_policy():
 # ---- sessions.reset ---------------------------------------------------------------------------------------
 
 
-def test_reset_starts_a_new_session_and_archives_the_old_transcript(state: Path):
+def test_reset_starts_a_new_session_and_archives_the_old_transcript(state: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
     key = KEYS["main"]
     old = rows(state)[key]
     original = transcript_bytes(state, old["sessionId"])
@@ -218,7 +219,8 @@ def test_reset_starts_a_new_session_and_archives_the_old_transcript(state: Path)
         assert not (state / SESSIONS / f"{old['sessionId']}.jsonl").exists()
 
 
-def test_reset_with_a_stale_expected_id_changes_nothing(state: Path):
+def test_reset_with_a_stale_expected_id_changes_nothing(state: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
     before = tree_digest(state)
     recorded_key = recorded("error-reset-wrong-expected.jsonl")[0][0]["params"]["key"]
     with pytest.raises(SessionChangedError) as caught:
@@ -232,7 +234,8 @@ def test_reset_with_a_stale_expected_id_changes_nothing(state: Path):
     assert tree_digest(state) == before
 
 
-def test_reset_keeps_organisation_and_drops_runtime_fields(state: Path):
+def test_reset_keeps_organisation_and_drops_runtime_fields(state: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
     key = KEYS["group"]
     call("sessions.patch", {"key": key, "label": "Team", "pinned": True})
     entry = call("sessions.reset", {"key": key, "reason": "new"})["entry"]

@@ -338,7 +338,8 @@ def test_lifecycle_patches_rewrite_the_entry_and_its_projections_only(real_state
     assert checks(db) == ("ok", [])
 
 
-def test_reset_starts_a_new_window_and_keeps_the_old_generation(real_state: Path):
+def test_reset_starts_a_new_window_and_keeps_the_old_generation(real_state: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
     db = _db(real_state)
     key = "agent:main:telegram:group:123"
     old = nodes(db)[key][0]

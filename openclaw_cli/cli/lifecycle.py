@@ -263,14 +263,17 @@ def _single(method: str, params: dict[str, Any], *, store: str | None, dry_run: 
         agent = params.get("agentId")
         if expect_row:
             row = runner.rows([params[key_field]], agent, dry_run).get(params[key_field])
-            if row is None:
+            if row is None and method == "sessions.reset":
+                pass  # the method decides, as the store's release does: 2026.9.6+ creates the row
+            elif row is None:
                 raise NotFoundError(f"Session not found: {params[key_field]}. Run {list_hint(agent)} to choose a "
                                     "valid key.")
-            if not isinstance(row, BatchRow):
+            elif not isinstance(row, BatchRow):
                 raise row  # the lookup's own error (another agent's key, no owner, …)
-            params[key_field] = row.key
-            if row.session_id:
-                params["expectedSessionId"] = row.session_id
+            else:
+                params[key_field] = row.key
+                if row.session_id:
+                    params["expectedSessionId"] = row.session_id
         if store is not None:
             params["store"] = store
         if dry_run:
@@ -290,8 +293,13 @@ def _render_reset(doc: dict[str, Any]) -> None:
     from openclaw_cli.output import out, sanitize_text
 
     prefix = "[dry-run] would reset" if doc.get("dryRun") else "Reset"
-    out(f"{prefix} session {sanitize_text(doc.get('key'))}: new session id {sanitize_text(doc.get('sessionId'))} "
-        f"(previous {sanitize_text(doc.get('previousSessionId'))}).")
+    key, sid = sanitize_text(doc.get("key")), sanitize_text(doc.get("sessionId"))
+    if doc.get("created"):
+        out(f"{prefix} session {key}: it had no row, so one was created (session id {sid}).")
+    elif doc.get("previousSessionId"):
+        out(f"{prefix} session {key}: new session id {sid} (previous {sanitize_text(doc['previousSessionId'])}).")
+    else:
+        out(f"{prefix} session {key}: session id {sid} kept; a reset entry marks the new start in its transcript.")
     for path in doc.get("archived") or []:
         out(f"Archived transcript: {sanitize_text(path)}")
     if doc.get("warning"):

@@ -31,6 +31,7 @@ from openclaw_cli.errors import (
     UsageError,
 )
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.rows import BUILTIN_MODEL
 
 LOCAL_PARAMS = frozenset({"store", "dryRun"})
 READ, WRITE, ADMIN = "operator.read", "operator.write", "operator.admin"
@@ -241,7 +242,9 @@ def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict
     model = entry.get("modelOverride")
     provider = entry.get("providerOverride")
     if not isinstance(model, str) or not model:
-        ref = default_model(ctx.config, agent_id)
+        # the configured model, else OpenClaw's built-in default (`gpt-6-astra`), as the real
+        # Gateway resolves it
+        ref = default_model(ctx.config, agent_id) or BUILTIN_MODEL
         provider_default, _, model_default = (ref or "").rpartition("/")
         model = model_default or entry.get("model")
         provider = provider or provider_default or entry.get("modelProvider")
@@ -473,11 +476,38 @@ def _patch_mutation(ctx: Context, st: Any, params: dict[str, Any], agent_id: str
 # ---- sessions.reset -------------------------------------------------------------------------------------------
 
 
+def reset_marker(reason: str, now_ms: int) -> dict[str, Any]:
+    """The transcript entry OpenClaw 2026.9.6 appends on reset (observed:
+    `{"type":"reset","id":"8848ab1d","parentId":<the leaf>,"timestamp":…,"reason":"reset"|"new"}`;
+    its `chat.history` shows it as a "Reset" row). The store fills `parentId` with the leaf."""
+    from openclaw_cli.store.rewrite import iso_ms
+
+    return {"type": "reset", "id": uuid.uuid4().hex[:8], "parentId": None, "timestamp": iso_ms(now_ms),
+            "reason": reason}
+
+
+def _created_by_reset(ctx: Context, agent_id: str, now: int) -> dict[str, Any]:
+    """The row a 2026.9.6 Gateway's reset creates for a key it does not know (observed field for
+    field: a new id, zeroed counters, `createdVia: "operator"`, the agent's resolved model; no
+    transcript)."""
+    resolved = _resolved(ctx, agent_id, None)
+    return {"sessionId": str(uuid.uuid4()), "lifecycleRevision": str(uuid.uuid4()), "updatedAt": now,
+            "sessionStartedAt": now, "systemSent": False, "abortedLastRun": False, "compactionCount": 0,
+            "createdVia": "operator", "createdAt": now, "inputTokens": 0, "outputTokens": 0, "totalTokens": 0,
+            "totalTokensFresh": True, "totalTokensVersion": 1, "modelProvider": resolved["modelProvider"],
+            "model": resolved["model"]}
+
+
 def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """`sessions.reset`: a new session for the key (profile L: new `sessionId` and lifecycle
-    revision, counters zeroed); the previous transcript leaves through a verified `.reset.` archive.
-    `{ok, key, entry, resolved}` plus ours: `sessionId`, `previousSessionId`, `reason`, `archived`."""
+    """`sessions.reset` as the store's behaviour release does it (spec D23,
+    `behavior.lifecycle`). 2026.9.6/9.9: the key keeps its `sessionId` (new lifecycle revision,
+    counters zeroed, the resolved model) and a `reset` entry is appended to its transcript; a key
+    with no row gets one (`createdVia: "operator"`). 2026.7 (profile L): a new `sessionId`, the
+    previous transcript leaves through a verified `.reset.` archive, an unknown key is not found.
+    `{ok, key, entry, resolved}` plus ours: `sessionId`, `previousSessionId` (when it changed),
+    `reason`, `archived`."""
     from openclaw_cli.lifecycle import reset_entry
+    from openclaw_cli.ops.behavior import behavior_of
 
     method = "sessions.reset"
     _check_params(method, params, RESET_PARAMS, required=("key",))
@@ -488,38 +518,76 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     dry_run = bool(params.get("dryRun"))
     loc = locate(ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run)
     now = ctx.now_ms()
-    new_sid = str(uuid.uuid4())
     expected = params.get("expectedSessionId")
-
-    def build(current: dict[str, Any]) -> dict[str, Any]:
-        if expected is not None and current.get("sessionId") != expected.strip():
-            raise SessionChangedError(loc.key, "reset")
-        return reset_entry(current, session_key=loc.key, new_session_id=new_sid, now_ms=now)
+    reason = reason or "reset"
 
     with loc.store as st:
-        if loc.entry is None:
-            raise NotFoundError(f"session not found: {loc.key}")
+        rules = behavior_of(ctx, st).lifecycle
         result: dict[str, Any] = {"ok": True, "key": loc.key}
+        if loc.entry is None:
+            if not rules.reset_creates_unknown_key or expected is not None:
+                raise NotFoundError(f"session not found: {loc.key}")
+            return _reset_creates(ctx, st, loc, now, result, dry_run, reason)
+        keep = rules.reset_keeps_session_id
+        new_sid = str(uuid.uuid4())
+
+        def build(current: dict[str, Any]) -> dict[str, Any]:
+            if expected is not None and current.get("sessionId") != expected.strip():
+                raise SessionChangedError(loc.key, "reset")
+            sid = current.get("sessionId") if keep and isinstance(current.get("sessionId"), str) else new_sid
+            entry = reset_entry(current, session_key=loc.key, new_session_id=sid, now_ms=now)
+            if keep:  # 2026.9.6 stores the model the next run resolves to
+                resolved = _resolved(ctx, loc.agent_id, entry)
+                entry.update(totalTokensVersion=1, modelProvider=resolved["modelProvider"], model=resolved["model"])
+            return entry
+
+        marker = reset_marker(reason, now) if rules.reset_appends_marker else None
         if dry_run:
             entry = build(dict(loc.entry))
-            result.update(entry=entry, resolved=_resolved(ctx, loc.agent_id, entry), dryRun=True, sessionId=new_sid,
-                          previousSessionId=loc.entry.get("sessionId"), reason=reason or "reset")
+            result.update(entry=entry, resolved=_resolved(ctx, loc.agent_id, entry), dryRun=True,
+                          sessionId=entry["sessionId"], reason=reason)
+            if entry["sessionId"] != loc.entry.get("sessionId"):
+                result["previousSessionId"] = loc.entry.get("sessionId")
             return result
         with _writer(ctx, st):
             current = st.get_entry(loc.key)
             linked = linked_transcripts(st, current) if current is not None else []
-            outcome = st.reset_session(loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now)
+            outcome = st.reset_session(loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now, marker=marker)
         if linked:
             result["warnings"] = [symlink_warning(path).replace("(the row was)", "(the session was reset)")
                                   for path in linked]
         result.update(entry=outcome.entry, resolved=_resolved(ctx, loc.agent_id, outcome.entry),
-                      sessionId=outcome.session_id, previousSessionId=outcome.previous_session_id,
-                      reason=reason or "reset",
-                      archived=[str(outcome.archive.path)] if outcome.archive is not None else [])
+                      sessionId=outcome.session_id)
+        if outcome.previous_session_id not in (None, outcome.session_id):
+            result["previousSessionId"] = outcome.previous_session_id
+        result.update(reason=reason, archived=[str(outcome.archive.path)] if outcome.archive is not None else [])
         if outcome.shared:
             result["warning"] = ("Another session row uses the previous transcript; it stays in place "
                                  "(not archived).")
         return result
+
+
+def _reset_creates(ctx: Context, st: Any, loc: Any, now: int, result: dict[str, Any], dry_run: bool,
+                   reason: str) -> dict[str, Any]:
+    """Reset of a key with no row, as a 2026.9.6 Gateway does it: the row is created."""
+    from openclaw_cli.lifecycle import check_session_key
+
+    check_session_key(loc.key, new=True)  # the key rule of rows created by a request (issue 29 #8)
+    created = _created_by_reset(ctx, loc.agent_id, now)
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is not None:
+            raise SessionChangedError(loc.key, "reset")  # created meanwhile: the caller retries
+        return created
+
+    if not dry_run:
+        with _writer(ctx, st):
+            created = st.patch_entry(loc.key, mutate, lock_settings=ctx.lock_settings(), create=True)
+    result.update(entry=created, resolved=_resolved(ctx, loc.agent_id, created), sessionId=created["sessionId"],
+                  reason=reason, archived=[], created=True)
+    if dry_run:
+        result["dryRun"] = True
+    return result
 
 
 # ---- sessions.create (operator fork) ---------------------------------------------------------------------

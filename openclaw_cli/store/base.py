@@ -385,10 +385,12 @@ class SessionStore(ABC):
                 and row.get("archiveReason") == archives[key]]
 
     def reset_session(self, key: str, build: Callable[[dict[str, Any]], dict[str, Any]], *, lock_settings: Any,
-                      now_ms: int) -> Any:
-        """Start a new session for `key`: `build(current)` returns the new row (with its new
-        `sessionId`) or raises; the previous transcript leaves through a verified `reset`
-        archive (D15). Returns `lifecycle_writes.ResetOutcome`."""
+                      now_ms: int, marker: dict[str, Any] | None = None) -> Any:
+        """Reset `key`: `build(current)` returns the new row or raises. A row with a new
+        `sessionId` starts a new session and the previous transcript leaves through a verified
+        `reset` archive (D15); a row that keeps its `sessionId` (2026.9.6+) keeps its transcript,
+        to which `marker` (a `reset` entry, its `parentId` set here to the transcript's leaf) is
+        appended in the same write. Returns `lifecycle_writes.ResetOutcome`."""
         self.ensure_writable("reset a session")
         raise NotImplementedError
 

@@ -681,10 +681,11 @@ class LegacyStore(SessionStore):
             self.upsert_entries(updates, lock_settings=lock_settings)
         return list(updates)
 
-    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int,
+                      marker: dict[str, Any] | None = None) -> Any:
         from openclaw_cli.store.lifecycle_writes import reset_legacy
 
-        return reset_legacy(self, key, build, lock_settings=lock_settings, now_ms=now_ms)
+        return reset_legacy(self, key, build, lock_settings=lock_settings, now_ms=now_ms, marker=marker)
 
     def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
                      max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:

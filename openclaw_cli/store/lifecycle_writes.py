@@ -148,7 +148,18 @@ def _shares_transcript(store: Any, key: str, entry: dict[str, Any], path: Path |
     return False
 
 
-def reset_legacy(store: Any, key: str, build: Mutate, *, lock_settings: Any, now_ms: int) -> ResetOutcome:
+def leaf_id(store: Any, session_id: str, entry: dict[str, Any] | None) -> str | None:
+    """The id of the transcript's last non-header entry (the leaf a new entry hangs from)."""
+    for line in reversed(store.tail_transcript(session_id, 8, entry=entry, issues=[])):
+        obj = line.obj
+        if isinstance(obj, dict) and obj.get("type") != "session" and isinstance(obj.get("id"), str):
+            return obj["id"]
+    return None
+
+
+def reset_legacy(store: Any, key: str, build: Mutate, *, lock_settings: Any, now_ms: int,
+                 marker: dict[str, Any] | None = None) -> ResetOutcome:
+    from openclaw_cli.jsonutil import dumps_compact
     from openclaw_cli.store.archives import write_verified_archive
     from openclaw_cli.store.lock import transcript_lock
     from openclaw_cli.store.transcript import header_line, read_header
@@ -164,6 +175,16 @@ def reset_legacy(store: Any, key: str, build: Mutate, *, lock_settings: Any, now
         old_sid = current["sessionId"].strip()
         new_sid = updated["sessionId"]
         old_path = store.resolve_transcript(old_sid, current, [])
+        if new_sid.strip() == old_sid:  # 2026.9.6: the session goes on; its transcript gets the reset entry
+            if isinstance(current.get("sessionFile"), str):
+                updated["sessionFile"] = current["sessionFile"]
+            path = old_path
+            if marker is not None and old_path is not None:
+                line = dumps_compact({**marker, "parentId": leaf_id(store, old_sid, current)})
+                path = store.append_transcript(old_sid, [line], entry=current, lock_settings=lock_settings,
+                                               now_ms=now_ms)
+            store.upsert_entries({key: updated}, lock_settings=lock_settings)
+            return ResetOutcome(updated, old_sid, old_sid, None, str(path) if path is not None else None, False)
         new_path = store.sessions_dir / f"{new_sid}.jsonl"
         header = read_header(old_path, []) if old_path is not None else None
         cwd = header.cwd if header is not None and header.cwd else os.getcwd()
@@ -282,7 +303,8 @@ def patch_many_sqlite(store: Any, items: list[tuple[str, Mutate]], *, create: bo
     return out
 
 
-def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int) -> ResetOutcome:
+def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int,
+                 marker: dict[str, Any] | None = None) -> ResetOutcome:
     from openclaw_cli.jsonutil import dumps_compact
     from openclaw_cli.store.archives import write_verified_archive
 
@@ -297,6 +319,12 @@ def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int) -> ResetOu
             assert updated is not None
             old_sid = current["sessionId"]
             new_sid = updated["sessionId"]
+            if new_sid == old_sid:  # 2026.9.6: the session goes on; its transcript gets the reset entry
+                if marker is not None and store.has_transcript(old_sid):
+                    line = dumps_compact({**marker, "parentId": leaf_id(store, old_sid, current)})
+                    store.append_events(old_sid, [line], session_key=key, created_at_ms=now_ms)
+                store.upsert_entries({key: updated})
+                return ResetOutcome(updated, old_sid, old_sid, None, f"sqlite:{store.path}#{old_sid}", False)
             updated.pop("sessionFile", None)  # a legacy file name would name the wrong session now
             shared = conn.execute("SELECT 1 FROM session_nodes WHERE current_session_id = ? AND session_key != ?"
                                   " LIMIT 1", (old_sid, key)).fetchone() is not None

@@ -605,11 +605,12 @@ class OpenClawDbStore(SessionStore):
                     done.append(key)
         return done
 
-    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int,
+                      marker: dict[str, Any] | None = None) -> Any:
         from openclaw_cli.store.openclaw_lifecycle import reset_session
 
         self.ensure_writable("reset a session")
-        return reset_session(self, key, build, now_ms=now_ms)
+        return reset_session(self, key, build, now_ms=now_ms, marker=marker)
 
     def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
                      max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:

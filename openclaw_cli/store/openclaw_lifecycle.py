@@ -54,8 +54,16 @@ def _header_cwd(store: Any, sid: str) -> str:
     return os.getcwd()
 
 
-def reset_session(store: Any, key: str, build: Mutate, *, now_ms: int) -> Any:
+def _leaf_id(conn: Any, sid: str) -> str | None:
+    """The id of the session's last non-header event (the leaf a new entry hangs from)."""
+    row = conn.execute("SELECT event_id FROM transcript_event_identities WHERE session_id = ? AND"
+                       " coalesce(event_type, '') != 'session' ORDER BY seq DESC LIMIT 1", (sid,)).fetchone()
+    return row[0] if row else None
+
+
+def reset_session(store: Any, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None) -> Any:
     from openclaw_cli.store.lifecycle_writes import ResetOutcome
+    from openclaw_cli.store.openclaw_rows import append_events
     from openclaw_cli.store.rewrite import iso_ms
 
     with transaction(store) as conn:
@@ -65,6 +73,13 @@ def reset_session(store: Any, key: str, build: Mutate, *, now_ms: int) -> Any:
         updated = build(dict(current))
         assert updated is not None
         old_sid, new_sid = current.get("sessionId"), updated["sessionId"]
+        if new_sid == old_sid:  # 2026.9.6: the session goes on; its transcript gets the reset entry
+            if marker is not None and conn.execute(
+                    "SELECT 1 FROM session_windows WHERE session_id = ?", (old_sid,)).fetchone():
+                line = dumps_compact({**marker, "parentId": _leaf_id(conn, old_sid)})
+                append_events(conn, old_sid, [line], now_ms=now_ms, tables=store._tables, store=store)
+            write_entry(conn, key, updated, now_ms=now_ms, store=store)
+            return ResetOutcome(updated, new_sid, old_sid, None, f"sqlite:{store.path}#{new_sid}", False)
         updated.pop("sessionFile", None)  # a legacy file name would name the wrong session now
         header = {"type": "session", "version": 4, "id": new_sid, "timestamp": iso_ms(now_ms),
                   "cwd": _header_cwd(store, old_sid) if isinstance(old_sid, str) else os.getcwd()}

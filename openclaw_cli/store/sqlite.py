@@ -490,10 +490,11 @@ class SqliteStore(SessionStore):
 
         return patch_many_sqlite(self, items, create=create)
 
-    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int,
+                      marker: dict[str, Any] | None = None) -> Any:
         from openclaw_cli.store.lifecycle_writes import reset_sqlite
 
-        return reset_sqlite(self, key, build, now_ms=now_ms)
+        return reset_sqlite(self, key, build, now_ms=now_ms, marker=marker)
 
     def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
                      max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:
