@@ -85,7 +85,7 @@ def test_refuses_the_only_configured_agent(state_dir):
 
 def test_unknown_agent_is_not_found(state_dir):
     code, doc, _ = cli_json("agents", "delete", "nope", "--force", "--json")
-    assert code == 4 and doc["error"]["message"] == 'agent "nope" not found'
+    assert code == 4 and doc["error"]["message"] == 'agent "nope" not found. Run openclaw agents list to see the configured agents.'
 
 
 def test_confirmation_required_without_force(state_dir):

@@ -312,8 +312,22 @@ def test_a_key_of_another_agent(templates, state_dir: Path):
 def test_hostile_not_found_key_reports_and_changes_nothing(state: Path):
     before = tree_digest(state)
     rc, doc = cli_json("sessions", "delete", "../x", "--yes")
-    assert rc == 1 and doc["results"] == [{"key": "../x", "ok": False, "status": "not_found", "error": NOT_FOUND}]
+    assert rc == 4 and doc["results"] == [{"key": "../x", "ok": False, "status": "not_found", "error": NOT_FOUND}]
+    assert doc["error"]["type"] == "not_found"  # every key unknown: exit 4, as every verb (issue 22 §7)
     assert tree_digest(state) == before
+
+
+def test_pin_twice_and_unknown_keys(state: Path):
+    """Issue 22 §7: `pin` of a pinned row says so; pin/archive of unknown keys exit 4 `not_found`."""
+    rc, out, err = cli("sessions", "pin", KEYS["group"])
+    assert rc == 0 and "Pinned session" in out
+    rc, doc = cli_json("sessions", "pin", KEYS["group"])
+    assert rc == 0 and doc["results"] == [{"key": KEYS["group"], "ok": True, "status": "already_pinned"}]
+    rc, out, err = cli("sessions", "pin", KEYS["group"])
+    assert rc == 0 and "already pinned" in out
+    for verb in ("pin", "archive", "unpin", "mark-read"):
+        rc, doc = cli_json("sessions", verb, "agent:main:nope")
+        assert rc == 4 and doc["error"]["type"] == "not_found", verb
 
 
 def test_export_formats(state: Path, tmp_path: Path):

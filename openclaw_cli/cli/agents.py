@@ -111,7 +111,7 @@ def agents_delete(
     def body() -> None:
         from openclaw_cli.cli.common import load_context
         from openclaw_cli.cli.delegation import delegate, gateway_options, targets_local_state
-        from openclaw_cli.errors import OpenClawError, UsageError
+        from openclaw_cli.errors import NotFoundError, OpenClawError, UsageError
         from openclaw_cli.ids import normalize_agent_id
         from openclaw_cli.ops.agents import check_deletable, delete_agent
 
@@ -121,7 +121,10 @@ def agents_delete(
             raise OpenClawError("agent id must not be blank")
         # This state dir's roster decides before the prompt, unless the Gateway asked is elsewhere.
         local_state = targets_local_state(gw_options, paths=cx.paths, config=cx.config)
-        agent = check_deletable(cx, agent_id) if local_state else normalize_agent_id(agent_id)
+        try:
+            agent = check_deletable(cx, agent_id) if local_state else normalize_agent_id(agent_id)
+        except NotFoundError as exc:  # the Gateway's words, and how to see the agents (issue 22 §7)
+            raise NotFoundError(f"{exc.message}. Run openclaw agents list to see the configured agents.") from None
         if not force:
             import sys
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typer
 
-from openclaw_cli.cli.common import echo_json, run, state_paths
+from openclaw_cli.cli.common import command_exit, echo_json, run, state_paths
 
 BINDS = ("loopback", "lan", "custom")
 LOOPBACK_HOST = "127.0.0.1"
@@ -278,8 +278,13 @@ def gateway_status(
         result = gateway_state(paths.state_dir)
         if result["running"]:
             result["probe"] = _probe(result["url"])
+        # nothing runs: exit 1, so `openclaw gateway status && …` and service checks can tell (issue 22 §7;
+        # OpenClaw's own `gateway status` exits 0 either way, so it has no code to follow)
+        code = 0 if result["running"] or result["ownedByOther"] else 1
         if json_mode:
             echo_json(result)
+            if code:
+                raise command_exit(code)
             return
         from openclaw_cli.output import out, sanitize_text
 
@@ -296,6 +301,8 @@ def gateway_status(
         if result["staleMarker"]:
             out(f"Stale Gateway marker (pid {result.get('stalePid')} is not running): "
                 f"{sanitize_text(result.get('markerPath'))}; the next `openclaw gateway run` replaces it.")
+        if code:
+            raise command_exit(code)
 
     run(body, json_mode=json_mode)
 

@@ -50,6 +50,7 @@ _TEXT = {
     "unarchived": "Restored session {key} from the archive.",
     "not_archived": "Session {key} is not archived.",
     "pinned": "Pinned session {key}.",
+    "already_pinned": "Session {key} is already pinned.",
     "unpinned": "Unpinned session {key}.",
     "labeled": "Labelled session {key}.",
     "label_cleared": "Cleared the label of session {key}.",

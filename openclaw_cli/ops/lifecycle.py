@@ -536,9 +536,8 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 raise SessionChangedError(loc.key, "reset")
             sid = current.get("sessionId") if keep and isinstance(current.get("sessionId"), str) else new_sid
             entry = reset_entry(current, session_key=loc.key, new_session_id=sid, now_ms=now)
-            if keep:  # 2026.9.6 stores the model the next run resolves to
-                resolved = _resolved(ctx, loc.agent_id, entry)
-                entry.update(totalTokensVersion=1, modelProvider=resolved["modelProvider"], model=resolved["model"])
+            if keep:
+                entry["totalTokensVersion"] = 1
             return entry
 
         marker = reset_marker(reason, now) if rules.reset_appends_marker else None
@@ -883,6 +882,7 @@ class BatchRow:
     archived: bool
     is_main: bool
     agent_id: str | None = None
+    pinned: bool = False
 
 
 # refusals that leave nothing written, so a batch whose every key failed one way exits as the single
@@ -911,13 +911,25 @@ class Batch:
         codes = set(self.failure_codes)
         if failed and len(self.failure_codes) == failed and len(codes) == 1 and codes <= _REFUSAL_CODES:
             return codes.pop()
+        if self.all_not_found():
+            from openclaw_cli.errors import ExitCode
+
+            return int(ExitCode.NOT_FOUND)  # as every single-key verb exits for an unknown key
         return 1
+
+    def all_not_found(self) -> bool:
+        failed = [r for r in self.results if not r["ok"]]
+        return bool(failed) and all(r["status"] == "not_found" for r in failed)
 
     def document(self) -> dict[str, Any]:
         ok = all(r["ok"] for r in self.results)
         out: dict[str, Any] = {"ok": ok}
         if not ok and self.state_owned is not None:
             out["error"] = {"type": "state_owned", "message": self.state_owned}
+        elif self.all_not_found():
+            missing = [r["key"] for r in self.results if r["status"] == "not_found"]
+            out["error"] = {"type": "not_found", "message": f"Session not found: {', '.join(missing)}. Run "
+                            "openclaw sessions list --json to choose a valid key."}
         elif not ok:
             out["error"] = {"type": "cli_error",
                             "message": f"Session {self.operation} did not complete for every requested key."}
@@ -952,9 +964,9 @@ def lookup_rows(ctx: Context, keys: list[str], *, agent: str | None, store: str 
             if loc.entry is None:
                 continue
             sid = loc.entry.get("sessionId")
-            out[key] = BatchRow(loc.key, sid if isinstance(sid, str) and sid else None,
-                                derive_row_flags(loc.entry, loc.key)["archived"],
-                                is_main_session(ctx, loc.agent_id, loc.key), loc.agent_id)
+            flags = derive_row_flags(loc.entry, loc.key)
+            out[key] = BatchRow(loc.key, sid if isinstance(sid, str) and sid else None, flags["archived"],
+                                is_main_session(ctx, loc.agent_id, loc.key), loc.agent_id, flags["pinned"])
     return out
 
 
@@ -974,7 +986,7 @@ def rows_from_listing(ctx: Context, keys: list[str], sessions: list[dict[str, An
             agent_id is not None and is_main_session(ctx, agent_id, key))
         sid = row.get("sessionId")
         out[key] = BatchRow(key, sid if isinstance(sid, str) and sid else None, row.get("archived") is True,
-                            bool(is_main), agent_id)
+                            bool(is_main), agent_id, row.get("pinned") is True)
     return out
 
 
@@ -1019,6 +1031,9 @@ def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | Non
             continue
         if operation == "unarchive" and not row.archived:
             results[index] = {"key": row.key, "ok": True, "status": "not_archived"}
+            continue
+        if operation == "pin" and row.pinned and not dry_run:
+            results[index] = {"key": row.key, "ok": True, "status": "already_pinned"}
             continue
         params: dict[str, Any] = {"key": row.key}
         if agent:
