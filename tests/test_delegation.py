@@ -368,7 +368,7 @@ def test_agents_delete_local_roster_checks_still_come_first(state_dir, stale_sto
     with FakeGateway() as fake:
         env = configure(state_dir, fake.port)
         code, doc, _ = cli_json("agents", "delete", "nope", "--force", "--json", env=env)
-    assert code == ExitCode.NOT_FOUND and doc["error"]["message"] == 'agent "nope" not found'
+    assert code == ExitCode.NOT_FOUND and doc["error"]["message"].startswith('agent "nope" not found. Run openclaw agents list')
     assert fake.requests("agents.delete") == []
 
 
