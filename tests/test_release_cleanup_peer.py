@@ -57,6 +57,7 @@ def _ours(state: Path, *args: str, env: dict[str, str] | None = None) -> subproc
         HOME=str(state.parent),
         **(env or {}),
     )
+    full.pop("OPENCLAW_GATEWAY_PORT", None)  # (the test env's port 1): the config's gateway.port decides
     return subprocess.run(
         [sys.executable, "-m", "openclaw_cli", *args], capture_output=True, text=True, env=full, timeout=300
     )
