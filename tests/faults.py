@@ -138,9 +138,14 @@ def archive_data(path: Path) -> bytes:
 
 
 def leftovers(state: Path) -> list[str]:
+    from openclaw_cli.store.owner_file import live_owner
+
     bad = []
     for path in state.rglob("*"):
         name = path.name
+        if name.startswith("state.") and name.endswith(".lock") and path.parent.parent.name == "tmp" \
+                and live_owner(path) is None:
+            continue  # a 9.8+ owner file of a killed process: stale by design, reclaimed by the next owner
         if name.endswith((".tmp", ".lock", "-journal")) or ".import-session-sqlite-" in name or ".cleanup-" in name:
             bad.append(str(path.relative_to(state)))
     return sorted(bad)

@@ -169,9 +169,10 @@ class OwnerFile:
     """A lock file we created (exclusively) with our payload; `release()` removes it if it is
     still ours. `StateOwnedByOther` carries the live payload found instead."""
 
-    def __init__(self, path: Path, data: dict[str, Any]):
+    def __init__(self, path: Path, data: dict[str, Any], created_dirs: tuple[Path, ...] = ()):
         self.path = Path(path)
         self.data = data
+        self.created_dirs = created_dirs  # made for this file, deepest first: removed again if empty
 
     def touch(self) -> None:
         """The heartbeat: the file's mtime (payload bytes never change)."""
@@ -187,6 +188,13 @@ class OwnerFile:
                 os.unlink(self.path)
             except FileNotFoundError:
                 pass
+        # An offline write must leave the state dir as it found it (spec D6.1: a refused or
+        # finished command adds nothing): the `tmp/openclaw-<uid>` we made goes when empty.
+        for directory in self.created_dirs:
+            try:
+                os.rmdir(directory)
+            except OSError:
+                break  # not empty (someone else's lock files), or gone: keep the rest too
 
 
 class StateOwnedByOther(Exception):
@@ -196,6 +204,15 @@ class StateOwnedByOther(Exception):
         self.owner = owner
 
 
+def _missing_dirs(directory: Path) -> tuple[Path, ...]:
+    """The ancestors of `directory` (itself included) that do not exist yet, deepest first."""
+    missing: list[Path] = []
+    while not directory.exists() and directory.parent != directory:
+        missing.append(directory)
+        directory = directory.parent
+    return tuple(missing)
+
+
 def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
     """Create `path` exclusively holding `data`; a stale file is removed first (once). Raises
     `StateOwnedByOther` when a live owner holds it."""
@@ -203,6 +220,7 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
 
     from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
 
+    created = _missing_dirs(Path(path).parent)
     ensure_dir(Path(path).parent, DIR_MODE)
     body = orjson.dumps(data)
     for _attempt in range(2):
@@ -227,7 +245,7 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
                 pass
             raise
         os.close(fd)
-        return OwnerFile(Path(path), data)
+        return OwnerFile(Path(path), data, created)
     owner = live_owner(path) or {"pid": None}
     raise StateOwnedByOther(Path(path), owner)
 
