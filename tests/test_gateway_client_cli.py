@@ -185,8 +185,8 @@ def test_commands_that_never_contact_a_gateway_do_not_load_the_client(state_dir)
     """`sessions --json` and `--help` import neither websockets nor the client (start-up time)."""
     from test_startup_imports import imported_modules
 
-    for argv in (["openclaw", "sessions", "--json"], ["openclaw", "--help"], ["openclaw", "sessions", "cleanup",
-                                                                          "--dry-run", "--json"]):
+    # (`sessions cleanup --dry-run` asks an owning Gateway for its release since issue 22 (D23): not listed)
+    for argv in (["openclaw", "sessions", "--json"], ["openclaw", "--help"]):
         names = imported_modules("import sys", f"sys.argv = {argv!r}", "import openclaw_cli.cli.main as m",
                                  "m.app(standalone_mode=False)")
         for module in ("websockets", "openclaw_cli.gateway.client", "openclaw_cli.gateway.discovery", "ssl"):

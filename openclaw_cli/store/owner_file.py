@@ -173,6 +173,7 @@ class OwnerFile:
         self.path = Path(path)
         self.data = data
         self.created_dirs = created_dirs  # made for this file, deepest first: removed again if empty
+        self.parent_times: tuple[int, int] | None = None  # (atime_ns, mtime_ns) of their parent before
 
     def touch(self) -> None:
         """The heartbeat: the file's mtime (payload bytes never change)."""
@@ -190,11 +191,19 @@ class OwnerFile:
                 pass
         # An offline write must leave the state dir as it found it (spec D6.1: a refused or
         # finished command adds nothing): the `tmp/openclaw-<uid>` we made goes when empty.
+        if not self.created_dirs:
+            return
+        top = self.created_dirs[-1].parent
         for directory in self.created_dirs:
             try:
                 os.rmdir(directory)
             except OSError:
-                break  # not empty (someone else's lock files), or gone: keep the rest too
+                return  # not empty (someone else's lock files), or gone: keep the rest too
+        if self.parent_times is not None:
+            try:  # ... and its times as they were (a "nothing written" check compares them)
+                os.utime(top, ns=self.parent_times, follow_symlinks=False)
+            except OSError:
+                pass
 
 
 class StateOwnedByOther(Exception):
@@ -221,6 +230,13 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
     from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
 
     created = _missing_dirs(Path(path).parent)
+    parent_times = None
+    if created:
+        try:
+            st = os.stat(created[-1].parent, follow_symlinks=False)
+            parent_times = (st.st_atime_ns, st.st_mtime_ns)
+        except OSError:
+            pass
     ensure_dir(Path(path).parent, DIR_MODE)
     body = orjson.dumps(data)
     for _attempt in range(2):
@@ -245,7 +261,9 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
                 pass
             raise
         os.close(fd)
-        return OwnerFile(Path(path), data, created)
+        held = OwnerFile(Path(path), data, created)
+        held.parent_times = parent_times
+        return held
     owner = live_owner(path) or {"pid": None}
     raise StateOwnedByOther(Path(path), owner)
 
