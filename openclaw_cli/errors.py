@@ -191,8 +191,17 @@ class GatewayRequestError(GatewayError):
 
     type = "gateway_request_error"
 
-    def __init__(self, code: str, message: str, *, details: object = None, retryable: bool = False,
-                 retry_after_ms: int | None = None, method: str | None = None, auth: bool = False):
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        details: object = None,
+        retryable: bool = False,
+        retry_after_ms: int | None = None,
+        method: str | None = None,
+        auth: bool = False,
+    ):
         super().__init__(message or code)
         self.code = code
         self.details = details
@@ -222,8 +231,17 @@ class GatewayTransportError(OpenClawError):
     type = "gateway_transport_error"
     exit_code = ExitCode.GATEWAY_UNAVAILABLE
 
-    def __init__(self, kind: str, message: str, *, gateway: dict | None = None, code: int | None = None,
-                 reason: str | None = None, timeout_ms: int | None = None, unreachable: bool = False):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        gateway: dict | None = None,
+        code: int | None = None,
+        reason: str | None = None,
+        timeout_ms: int | None = None,
+        unreachable: bool = False,
+    ):
         super().__init__(message)
         self.kind = kind
         self.gateway = gateway or {}
@@ -233,7 +251,11 @@ class GatewayTransportError(OpenClawError):
         self.unreachable = unreachable
 
     def to_json(self) -> dict:
-        error: dict = {"type": self.type, "kind": self.kind, "message": self.message.split("\n", 1)[0].strip()}
+        error: dict = {
+            "type": self.type,
+            "kind": self.kind,
+            "message": self.message.split("\n", 1)[0].strip(),
+        }
         if self.code is not None:
             error["code"] = self.code
         if self.reason is not None:
@@ -263,7 +285,9 @@ class NoSpaceError(OpenClawError):
     type = "no_space"
     exit_code = ExitCode.NO_SPACE
 
-    def __init__(self, message: str, *, path: object = None, need: int | None = None, have: int | None = None):
+    def __init__(
+        self, message: str, *, path: object = None, need: int | None = None, have: int | None = None
+    ):
         super().__init__(message)
         self.path = path
         self.need = need
@@ -306,7 +330,10 @@ _ERRNO_TYPES: dict[str, tuple[type[OpenClawError], str]] = {
     "EMFILE": (ResourceLimitError, "too many open files in this process (raise `ulimit -n`)"),
     "ENFILE": (ResourceLimitError, "too many open files on the system"),
     "ENOMEM": (ResourceLimitError, "out of memory"),
-    "ELOOP": (SymlinkLoopError, "too many levels of symbolic links (a symbolic-link loop); links are not followed"),
+    "ELOOP": (
+        SymlinkLoopError,
+        "too many levels of symbolic links (a symbolic-link loop); links are not followed",
+    ),
 }
 
 
@@ -334,8 +361,9 @@ def typed_error(exc: BaseException) -> OpenClawError | None:
     if isinstance(exc, OSError):
         return os_error(exc)
     if isinstance(exc, OverflowError):
-        return OutOfRangeError(f"A number is out of range: {exc}. The value is kept as written; "
-                               "report the command that hit it.")
+        return OutOfRangeError(
+            f"A number is out of range: {exc}. The value is kept as written; report the command that hit it."
+        )
     if type(exc).__module__ == "sqlite3":
         code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
         if code == 13:  # SQLITE_FULL
@@ -350,7 +378,7 @@ def exit_codes_markdown() -> str:
         "",
         "Generated from `openclaw_cli/errors.py` by `python scripts/gen_docs.py`; a test checks it is current.",
         "",
-        "Under `--json` every failure also prints `{\"ok\":false,\"error\":{\"type\":…,\"message\":…}}` on stdout.",
+        'Under `--json` every failure also prints `{"ok":false,"error":{"type":…,"message":…}}` on stdout.',
         "",
         "| code | name | meaning |",
         "|---|---|---|",

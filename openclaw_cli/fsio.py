@@ -41,8 +41,9 @@ def ensure_dir(path: Path, mode: int = DIR_MODE) -> None:
         fsync_dir(directory.parent)
 
 
-def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes], *, mode: int = FILE_MODE,
-                       tmp_name: str | None = None) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes | Iterable[bytes], *, mode: int = FILE_MODE, tmp_name: str | None = None
+) -> None:
     """Write `data` (bytes, or pieces written one after another) to `path` atomically and durably."""
     ensure_dir(path.parent)
     tmp = path.with_name(tmp_name or f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
@@ -105,7 +106,10 @@ def check_space(path: Path, need: int, what: str, *, consequence: str = "nothing
     raise NoSpaceError(
         f"not enough space (need {need}, have {have}) on the filesystem of {path} for {what} "
         f"(need {human_bytes(need)}, have {human_bytes(have)}); {consequence}. Free some space and retry.",
-        path=path, need=need, have=have)
+        path=path,
+        need=need,
+        have=have,
+    )
 
 
 def _kind(mode: int) -> str:
@@ -124,8 +128,9 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def check_output_target(raw: str | os.PathLike[str], *, state_dir: Path, allowed_dir: Path | None = None,
-                        option: str = "--output") -> Path:
+def check_output_target(
+    raw: str | os.PathLike[str], *, state_dir: Path, allowed_dir: Path | None = None, option: str = "--output"
+) -> Path:
     """The one safety rule for every file a command writes where the user says (`--output`; issue
     29 #1): a regular file we create, or a regular file the user owns, replaced whole — never
     through a symbolic link, never onto a device, FIFO or socket, never inside the state directory
@@ -147,11 +152,15 @@ def check_output_target(raw: str | os.PathLike[str], *, state_dir: Path, allowed
         if stat.S_ISDIR(st.st_mode):
             raise UsageError(f"{option} {path} is a directory; give a file name.")
         if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{option} {path} is {_kind(st.st_mode)}; refusing to write through or over it. Give "
-                             "the path of a regular file.")
+            raise UsageError(
+                f"{option} {path} is {_kind(st.st_mode)}; refusing to write through or over it. Give "
+                "the path of a regular file."
+            )
         if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-            raise UsageError(f"{option} {path} belongs to another user (uid {st.st_uid}); refusing to replace it. "
-                             "Give a path you own.")
+            raise UsageError(
+                f"{option} {path} belongs to another user (uid {st.st_uid}); refusing to replace it. "
+                "Give a path you own."
+            )
     parent = path.parent
     try:
         parent_st = os.stat(parent)
@@ -164,9 +173,13 @@ def check_output_target(raw: str | os.PathLike[str], *, state_dir: Path, allowed
     if real == state or real.startswith(state + os.sep):
         allowed = os.path.realpath(allowed_dir) if allowed_dir is not None else None
         if allowed is None or not real.startswith(allowed + os.sep):
-            where = f"; {allowed_dir} is the one folder inside it for exports" if allowed_dir is not None else ""
-            raise UsageError(f"{option} {path} is inside the state directory {state_dir}, where it could replace the "
-                             f"config, a session store or a transcript{where}. Choose a path outside it.")
+            where = (
+                f"; {allowed_dir} is the one folder inside it for exports" if allowed_dir is not None else ""
+            )
+            raise UsageError(
+                f"{option} {path} is inside the state directory {state_dir}, where it could replace the "
+                f"config, a session store or a transcript{where}. Choose a path outside it."
+            )
     return path
 
 
@@ -192,5 +205,7 @@ def refuse_symlinked_dirs(directory: Path, root: Path, what: str) -> None:
         import stat
 
         if stat.S_ISLNK(st.st_mode):
-            raise RefusedError(f"Refusing to write {what} through the symbolic link {current} (it points to "
-                               f"{os.readlink(current)}); replace the link by a directory.")
+            raise RefusedError(
+                f"Refusing to write {what} through the symbolic link {current} (it points to "
+                f"{os.readlink(current)}); replace the link by a directory."
+            )

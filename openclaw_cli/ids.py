@@ -43,8 +43,10 @@ def parse_agent_arg(raw: str, flag: str = "--agent") -> str:
     slug = _AGENT_ID_BAD_RUN.sub("-", value.lower()).strip("-")[:64]
     plain = not any(c in value for c in "/\\.") and value.isprintable()  # no path or control characters
     hint = f' (did you mean "{slug}"?)' if plain and slug and _AGENT_ID_VALID.match(slug) else ""
-    raise UsageError(f"Invalid agent id {json.dumps(raw)} for {flag}: an agent id is 1-64 letters, digits, "
-                     f'"_" or "-", starting with a letter or digit{hint}.')
+    raise UsageError(
+        f"Invalid agent id {json.dumps(raw)} for {flag}: an agent id is 1-64 letters, digits, "
+        f'"_" or "-", starting with a letter or digit{hint}.'
+    )
 
 
 def _is_letter_or_number(ch: str) -> bool:

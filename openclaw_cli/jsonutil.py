@@ -90,8 +90,10 @@ class JsonObjectText(Mapping):
         return f"JsonObjectText({len(self.text)} chars)"
 
 
-_TOKEN = re.compile(r'[ \t\n\r]*(?:([{}\[\]:,])|("(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
-                    r'|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))')
+_TOKEN = re.compile(
+    r'[ \t\n\r]*(?:([{}\[\]:,])|("(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))"
+)
 
 
 def is_json_text(text: str) -> bool:
@@ -105,7 +107,9 @@ def is_json_text(text: str) -> bool:
             return expect == "end" and not text[pos:].strip(" \t\n\r")
         pos = match.end()
         punct, string = match.group(1), match.group(2)
-        if expect in ("value_or_close", "key_or_close") and punct == ("]" if expect == "value_or_close" else "}"):
+        if expect in ("value_or_close", "key_or_close") and punct == (
+            "]" if expect == "value_or_close" else "}"
+        ):
             stack.pop()
         elif expect in ("value", "value_or_close"):
             if punct in ("{", "["):
@@ -127,7 +131,9 @@ def is_json_text(text: str) -> bool:
         elif expect == "next" and punct == ",":
             expect = "key" if stack[-1] == "{" else "value"
             continue
-        elif expect == "next" and punct is not None and punct in "]}" and "[{"["]}".index(punct)] == stack[-1]:
+        elif (
+            expect == "next" and punct is not None and punct in "]}" and "[{"["]}".index(punct)] == stack[-1]
+        ):
             stack.pop()
         else:
             return False
@@ -185,8 +191,10 @@ class DocumentError(ValueError):
     """The bytes are not a UTF-8 JSON text at all (invalid UTF-8, a byte order mark)."""
 
 
-BOM_MESSAGE = ("starts with a UTF-8 byte order mark (BOM), which JSON (and OpenClaw) does not accept; "
-               "remove the first 3 bytes and retry")
+BOM_MESSAGE = (
+    "starts with a UTF-8 byte order mark (BOM), which JSON (and OpenClaw) does not accept; "
+    "remove the first 3 bytes and retry"
+)
 
 
 def decode_document(data: bytes | str) -> str:
@@ -201,14 +209,17 @@ def decode_document(data: bytes | str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DocumentError(f"not valid UTF-8: byte {exc.start} ({raw[exc.start:exc.start + 1]!r}) cannot "
-                            "start or continue a UTF-8 character") from None
+        raise DocumentError(
+            f"not valid UTF-8: byte {exc.start} ({raw[exc.start : exc.start + 1]!r}) cannot "
+            "start or continue a UTF-8 character"
+        ) from None
 
 
 def loads_exact(data: bytes | str) -> Any:
     """The stdlib parser with numbers kept as written (RawNumber); NaN/Infinity literals rejected."""
-    return json.loads(decode_document(data), parse_float=exact_float, parse_int=exact_int,
-                      parse_constant=_reject_constant)
+    return json.loads(
+        decode_document(data), parse_float=exact_float, parse_int=exact_int, parse_constant=_reject_constant
+    )
 
 
 def loads(data: bytes | str) -> Any:
@@ -379,7 +390,7 @@ class Deferred:
 
 _MARK = "__openclaw_cli_streamed_array__"
 _BATCH_HEAD = len(b'{\n  "s": [\n')
-_BATCH_TAIL = len(b'\n  ]\n}')
+_BATCH_TAIL = len(b"\n  ]\n}")
 _MARK_BYTES = b'"' + _MARK.encode() + b'"'
 
 
@@ -400,7 +411,7 @@ def write_pretty_bytes(doc: dict[str, Any], write: Callable[[bytes], Any], *, ba
     at = next(i for i, key in enumerate(keys) if isinstance(doc[key], StreamedArray))
     name = keys[at]
     head = dumps_bytes({**{key: doc[key] for key in keys[:at]}, name: _MARK}, option=orjson.OPT_INDENT_2)
-    write(head[:head.rindex(_MARK_BYTES)])
+    write(head[: head.rindex(_MARK_BYTES)])
     # each batch is dumped as the value of a one-key object, which indents its items exactly as
     # they sit in the document (one orjson call per batch, not per item); the wrapper is cut off
     pending: list[Any] = []
@@ -418,7 +429,7 @@ def write_pretty_bytes(doc: dict[str, Any], write: Callable[[bytes], Any], *, ba
         first = False
     write(b"[]" if first else b"\n  ]")
     rest: dict[str, Any] = {name: _MARK}
-    for key in keys[at + 1:]:
+    for key in keys[at + 1 :]:
         value = doc[key]
         if isinstance(value, Deferred):
             value = value.compute()
@@ -426,4 +437,4 @@ def write_pretty_bytes(doc: dict[str, Any], write: Callable[[bytes], Any], *, ba
                 continue
         rest[key] = value
     tail = dumps_bytes(rest, option=orjson.OPT_INDENT_2)
-    write(tail[tail.index(_MARK_BYTES) + len(_MARK_BYTES):] + b"\n")
+    write(tail[tail.index(_MARK_BYTES) + len(_MARK_BYTES) :] + b"\n")

@@ -293,8 +293,10 @@ def is_dm_scope_retire_candidate(key: str | None, agent_id: str | None = None) -
     if parts[0] == "agent" or not all(parts):
         return False
     n = len(parts)
-    return (n == 2 and parts[0] == "direct") or (n == 3 and parts[1] == "direct") or (
-        n == 4 and parts[2] == "direct"
+    return (
+        (n == 2 and parts[0] == "direct")
+        or (n == 3 and parts[1] == "direct")
+        or (n == 4 and parts[2] == "direct")
     )
 
 
@@ -364,6 +366,8 @@ def derive_row_flags(entry: Mapping[str, Any] | None, key: str | None = None) ->
             created = get("createdAt")
             baseline = None if created is None else _number(created)
         if baseline is not None:
-            latest = max(_number(entry.get("lastInteractionAt")) or 0.0, _number(entry.get("lastActivityAt")) or 0.0)
+            latest = max(
+                _number(entry.get("lastInteractionAt")) or 0.0, _number(entry.get("lastActivityAt")) or 0.0
+            )
             unread = latest > baseline
     return {"archived": archived, "pinned": pinned, "unread": unread}

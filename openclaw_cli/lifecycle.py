@@ -29,8 +29,17 @@ from openclaw_cli.errors import UsageError
 from openclaw_cli.keys import parse_agent_key, reset_type
 
 __all__ = [
-    "DEFAULT_RESET_TRIGGERS", "PARENT_FORK_MAX_TOKENS", "SYSTEM_EVENT_PROVIDERS", "Freshness", "InboundTurn",
-    "Resolution", "check_session_key", "evaluate_freshness", "reset_entry", "resolve_session", "rollover_entry",
+    "DEFAULT_RESET_TRIGGERS",
+    "PARENT_FORK_MAX_TOKENS",
+    "SYSTEM_EVENT_PROVIDERS",
+    "Freshness",
+    "InboundTurn",
+    "Resolution",
+    "check_session_key",
+    "evaluate_freshness",
+    "reset_entry",
+    "resolve_session",
+    "rollover_entry",
 ]
 
 PARENT_FORK_MAX_TOKENS = 100_000  # fixed (R3.7.2; `session.parentForkMaxTokens` is retired)
@@ -72,16 +81,21 @@ def _timestamp(value: Any, now_ms: int) -> float | None:
 def daily_boundary(now_ms: int, at_hour: int, tz: tzinfo | None = None) -> int:
     """Today at `at_hour`:00:00.000 in `tz` (local time by default); the same hour yesterday when
     `now` is before it. DST-safe: the calendar day moves, not 24 hours."""
-    now = datetime.fromtimestamp(now_ms / 1000, tz=tz) if tz is not None else datetime.fromtimestamp(now_ms / 1000)
+    now = (
+        datetime.fromtimestamp(now_ms / 1000, tz=tz)
+        if tz is not None
+        else datetime.fromtimestamp(now_ms / 1000)
+    )
     boundary = now.replace(hour=at_hour, minute=0, second=0, microsecond=0)
     if boundary > now:
-        day = (boundary.date() - timedelta(days=1))
+        day = boundary.date() - timedelta(days=1)
         boundary = boundary.replace(year=day.year, month=day.month, day=day.day)
     return int(round(boundary.timestamp() * 1000))
 
 
-def evaluate_freshness(entry: Mapping[str, Any] | None, policy: Any, now_ms: int, *,
-                       tz: tzinfo | None = None) -> Freshness:
+def evaluate_freshness(
+    entry: Mapping[str, Any] | None, policy: Any, now_ms: int, *, tz: tzinfo | None = None
+) -> Freshness:
     """Is the stored session still fresh under `policy` at `now_ms` (§3.5, profile L)?
 
     `policy` has `mode` (`daily` | `idle`; `manual`/`none` never expire), `at_hour` / `atHour`
@@ -123,19 +137,57 @@ def evaluate_freshness(entry: Mapping[str, Any] | None, policy: Any, now_ms: int
 # Carried over on every rollover (explicit or daily/idle): user choices.
 CARRY_ALWAYS = ("thinkingLevel", "verboseLevel", "traceLevel", "reasoningLevel", "ttsAuto", "responseUsage")
 # Carried over only on an explicit `/new` / `/reset`.
-CARRY_EXPLICIT = ("label", "spawnedBy", "spawnedWorkspaceDir", "spawnedCwd", "parentSessionKey", "forkedFromParent",
-                  "spawnDepth", "subagentRole", "subagentControlScope", "displayName")
-_MODEL_OVERRIDE = ("providerOverride", "modelOverride", "modelOverrideSource", "modelOverrideRouteResolution",
-                   "agentRuntimeOverride")
+CARRY_EXPLICIT = (
+    "label",
+    "spawnedBy",
+    "spawnedWorkspaceDir",
+    "spawnedCwd",
+    "parentSessionKey",
+    "forkedFromParent",
+    "spawnDepth",
+    "subagentRole",
+    "subagentControlScope",
+    "displayName",
+)
+_MODEL_OVERRIDE = (
+    "providerOverride",
+    "modelOverride",
+    "modelOverrideSource",
+    "modelOverrideRouteResolution",
+    "agentRuntimeOverride",
+)
 _AUTH_OVERRIDE = ("authProfileOverride", "authProfileOverrideSource", "authProfileOverrideCompactionCount")
 # Cleared by a new session (step 16) — the runtime state of the old one, and what points at its
 # transcript (the new session starts its own).
 RESET_CLEARED = (
-    "memoryFlushAt", "memoryFlushCompactionCount", "memoryFlushContextHash", "memoryFlush", "modelProvider", "model",
-    "fallbackNotice", "fallbackNoticeAt", "fallbackNotices", "systemPromptReport", "startedAt", "endedAt",
-    "runtimeMs", "status", "estimatedCostUsd", "cacheRead", "cacheWrite", "contextTokens", "contextBudgetStatus",
-    "goal", "skillsSnapshot", "totalTokensVersion", "lastInteractionAt", "sessionFile", "compactionCheckpoints",
-    "cliSessionIds", "cliSessionBindings", "claudeCliSessionId",
+    "memoryFlushAt",
+    "memoryFlushCompactionCount",
+    "memoryFlushContextHash",
+    "memoryFlush",
+    "modelProvider",
+    "model",
+    "fallbackNotice",
+    "fallbackNoticeAt",
+    "fallbackNotices",
+    "systemPromptReport",
+    "startedAt",
+    "endedAt",
+    "runtimeMs",
+    "status",
+    "estimatedCostUsd",
+    "cacheRead",
+    "cacheWrite",
+    "contextTokens",
+    "contextBudgetStatus",
+    "goal",
+    "skillsSnapshot",
+    "totalTokensVersion",
+    "lastInteractionAt",
+    "sessionFile",
+    "compactionCheckpoints",
+    "cliSessionIds",
+    "cliSessionBindings",
+    "claudeCliSessionId",
 )
 
 
@@ -157,7 +209,10 @@ def _usage_family(old: Mapping[str, Any], key: str, new_id: str) -> dict[str, An
     for sid in [*(previous if isinstance(previous, list) else []), old.get("sessionId"), new_id]:
         if isinstance(sid, str) and sid and sid not in ids:
             ids.append(sid)
-    return {"usageFamilyKey": family if isinstance(family, str) and family else key, "usageFamilySessionIds": ids}
+    return {
+        "usageFamilyKey": family if isinstance(family, str) and family else key,
+        "usageFamilySessionIds": ids,
+    }
 
 
 def _new_session_fields(now_ms: int, new_id: str, lifecycle_revision: str | None) -> dict[str, Any]:
@@ -176,9 +231,16 @@ def _new_session_fields(now_ms: int, new_id: str, lifecycle_revision: str | None
     }
 
 
-def rollover_entry(old: Mapping[str, Any] | None, *, session_key: str, new_session_id: str, now_ms: int,
-                   explicit: bool, system_event: bool = False, lifecycle_revision: str | None = None,
-                   ) -> dict[str, Any]:
+def rollover_entry(
+    old: Mapping[str, Any] | None,
+    *,
+    session_key: str,
+    new_session_id: str,
+    now_ms: int,
+    explicit: bool,
+    system_event: bool = False,
+    lifecycle_revision: str | None = None,
+) -> dict[str, Any]:
     """The row of a new session replacing `old` during an inbound turn (§3.2 steps 14–16): the
     user's choices carried over (plus label, spawn lineage and display name on an explicit
     `/new` / `/reset`), counters zeroed, `lastInteractionAt = now` unless a system event."""
@@ -200,8 +262,14 @@ def rollover_entry(old: Mapping[str, Any] | None, *, session_key: str, new_sessi
     return out
 
 
-def reset_entry(old: Mapping[str, Any], *, session_key: str, new_session_id: str, now_ms: int,
-                lifecycle_revision: str | None = None) -> dict[str, Any]:
+def reset_entry(
+    old: Mapping[str, Any],
+    *,
+    session_key: str,
+    new_session_id: str,
+    now_ms: int,
+    lifecycle_revision: str | None = None,
+) -> dict[str, Any]:
     """The row after an operator reset (`sessions.reset`, `openclaw sessions reset`): an explicit
     rollover that keeps what describes the conversation (route, chat metadata, label, pin,
     archive state, unknown fields) and clears what belonged to the old session's run (step 16),
@@ -251,7 +319,9 @@ class Resolution:
     end_reason: str | None  # reset | new | daily | idle (when a previous session ends)
     freshness: Freshness | None
     soft_reset: bool = False
-    reused_because: str | None = None  # fresh | system-event | resume | soft-reset | terminal-recovery | active-run
+    reused_because: str | None = (
+        None  # fresh | system-event | resume | soft-reset | terminal-recovery | active-run
+    )
     fork_from_parent: str | None = None  # parent key to fork from (step 17; the caller performs it)
     notes: list[str] = field(default_factory=list)
 
@@ -264,8 +334,9 @@ def _command_text(body: str) -> str:
     return _STRUCTURAL_PREFIX.sub("", body or "").strip()
 
 
-def match_reset_trigger(body: str, triggers: tuple[str, ...] = DEFAULT_RESET_TRIGGERS
-                        ) -> tuple[str | None, str | None, bool]:
+def match_reset_trigger(
+    body: str, triggers: tuple[str, ...] = DEFAULT_RESET_TRIGGERS
+) -> tuple[str | None, str | None, bool]:
     """(trigger, bodyStripped, soft) of a message text (steps 3–4). Triggers compare
     case-insensitively; the payload keeps its case; `/reset soft …` is a soft reset (no trigger)."""
     text = _command_text(body)
@@ -279,7 +350,7 @@ def match_reset_trigger(body: str, triggers: tuple[str, ...] = DEFAULT_RESET_TRI
         if lowered == t:
             return trigger, "", False
         if lowered.startswith(t + " "):
-            return trigger, text[len(t) + 1:].lstrip(), False
+            return trigger, text[len(t) + 1 :].lstrip(), False
     return None, None, False
 
 
@@ -287,8 +358,14 @@ def _reusable(entry: Mapping[str, Any] | None) -> bool:
     if not isinstance(entry, Mapping):
         return False
     sid, updated = entry.get("sessionId"), entry.get("updatedAt")
-    return (isinstance(sid, str) and bool(sid.strip()) and isinstance(updated, int | float)
-            and not isinstance(updated, bool) and updated == updated and abs(updated) != float("inf"))
+    return (
+        isinstance(sid, str)
+        and bool(sid.strip())
+        and isinstance(updated, int | float)
+        and not isinstance(updated, bool)
+        and updated == updated
+        and abs(updated) != float("inf")
+    )
 
 
 def _provider_cli_binding(entry: Mapping[str, Any]) -> bool:
@@ -299,9 +376,17 @@ def _provider_cli_binding(entry: Mapping[str, Any]) -> bool:
     return isinstance(provider, str) and isinstance(bindings, Mapping) and bindings.get(provider) is not None
 
 
-def resolve_session(key: str, now_ms: int, *, entry: Mapping[str, Any] | None, turn: InboundTurn | None = None,
-                    policy: Any = None, triggers: tuple[str, ...] = DEFAULT_RESET_TRIGGERS,
-                    new_id: Callable[[], str] = lambda: str(uuid.uuid4()), tz: tzinfo | None = None) -> Resolution:
+def resolve_session(
+    key: str,
+    now_ms: int,
+    *,
+    entry: Mapping[str, Any] | None,
+    turn: InboundTurn | None = None,
+    policy: Any = None,
+    triggers: tuple[str, ...] = DEFAULT_RESET_TRIGGERS,
+    new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    tz: tzinfo | None = None,
+) -> Resolution:
     """Decide one inbound turn of session `key` against its stored `entry` (OpenClaw's
     `initSessionState`, §3.2, profile L): reuse it or roll over to a new session id.
 
@@ -343,13 +428,22 @@ def resolve_session(key: str, now_ms: int, *, entry: Mapping[str, Any] | None, t
         reason = "terminal-recovery" if current.get("status") in TERMINAL_STATUSES else "fresh"
     elif reusable and soft:
         reason = "soft-reset"
-    elif (reusable and not reset_triggered and freshness is not None and not freshness.fresh
-          and turn.active_run_session_id is not None and turn.active_run_session_id == current.get("sessionId")):
+    elif (
+        reusable
+        and not reset_triggered
+        and freshness is not None
+        and not freshness.fresh
+        and turn.active_run_session_id is not None
+        and turn.active_run_session_id == current.get("sessionId")
+    ):
         reason = "active-run"  # never roll a transcript over under an active writer (step 10)
     if reason is not None:
         out = current
-        out["updatedAt"] = max(now_ms, out.get("updatedAt") or 0) if isinstance(out.get("updatedAt"), int | float) \
+        out["updatedAt"] = (
+            max(now_ms, out.get("updatedAt") or 0)
+            if isinstance(out.get("updatedAt"), int | float)
             else now_ms
+        )
         if not system_event:
             out["lastInteractionAt"] = now_ms
         if reason == "terminal-recovery":
@@ -359,8 +453,20 @@ def resolve_session(key: str, now_ms: int, *, entry: Mapping[str, Any] | None, t
             out["chatType"] = "direct"
         if turn.thread_label:
             out["displayName"] = turn.thread_label
-        result = Resolution(key, out["sessionId"], out, None, False, False, system_event,
-                            stripped if reset_triggered else turn.body, None, freshness, soft, reason)
+        result = Resolution(
+            key,
+            out["sessionId"],
+            out,
+            None,
+            False,
+            False,
+            system_event,
+            stripped if reset_triggered else turn.body,
+            None,
+            freshness,
+            soft,
+            reason,
+        )
     else:
         previous = dict(current) if current else None
         if reset_triggered:
@@ -368,15 +474,31 @@ def resolve_session(key: str, now_ms: int, *, entry: Mapping[str, Any] | None, t
         else:
             end_reason = freshness.stale_reason if freshness is not None else None
         new_session_id = new_id()
-        out = rollover_entry(current or None, session_key=key, new_session_id=new_session_id, now_ms=now_ms,
-                             explicit=reset_triggered, system_event=system_event)
+        out = rollover_entry(
+            current or None,
+            session_key=key,
+            new_session_id=new_session_id,
+            now_ms=now_ms,
+            explicit=reset_triggered,
+            system_event=system_event,
+        )
         if turn.chat_type:
             out["chatType"] = turn.chat_type
         if turn.thread_label:
             out["displayName"] = turn.thread_label
-        result = Resolution(key, new_session_id, out, previous, True, reset_triggered, system_event,
-                            stripped if reset_triggered else turn.body, end_reason if previous else None, freshness,
-                            soft)
+        result = Resolution(
+            key,
+            new_session_id,
+            out,
+            previous,
+            True,
+            reset_triggered,
+            system_event,
+            stripped if reset_triggered else turn.body,
+            end_reason if previous else None,
+            freshness,
+            soft,
+        )
     parent = turn.parent_session_key.strip() if isinstance(turn.parent_session_key, str) else ""
     if parent and parent != key and result.entry.get("forkedFromParent") is not True:
         result.fork_from_parent = parent
@@ -394,17 +516,27 @@ def check_session_key(key: Any, *, what: str = "session key", new: bool = False)
     without path-like segments: keys never become paths here, but a `../x` key is never what an
     operator means."""
     if not isinstance(key, str) or not key.strip():
-        raise UsageError(f"The {what} must not be blank. Run openclaw sessions list --json to choose a valid key.")
+        raise UsageError(
+            f"The {what} must not be blank. Run openclaw sessions list --json to choose a valid key."
+        )
     value = key.strip()
     if _CONTROL.search(value):
-        raise UsageError(f"Invalid {what} {value.encode('unicode_escape').decode('ascii')!r}: control characters "
-                         "are not allowed.")
+        raise UsageError(
+            f"Invalid {what} {value.encode('unicode_escape').decode('ascii')!r}: control characters "
+            "are not allowed."
+        )
     if len(value) > MAX_KEY_LENGTH:
         raise UsageError(f"Invalid {what}: longer than {MAX_KEY_LENGTH} characters.")
     if new:
         parts = value.split(":")
-        if value.lower().startswith("agent:") and parse_agent_key(value) is None or "" in parts[1:] or any(
-                p.strip() in (".", "..") or "/" in p or "\\" in p for p in parts):
-            raise UsageError(f"Invalid {what} {value!r}: use an agent key such as agent:main:dashboard:notes "
-                             "(no empty, '.', '..' or path segments).")
+        if (
+            value.lower().startswith("agent:")
+            and parse_agent_key(value) is None
+            or "" in parts[1:]
+            or any(p.strip() in (".", "..") or "/" in p or "\\" in p for p in parts)
+        ):
+            raise UsageError(
+                f"Invalid {what} {value!r}: use an agent key such as agent:main:dashboard:notes "
+                "(no empty, '.', '..' or path segments)."
+            )
     return value

@@ -172,7 +172,9 @@ def resolve_paths(env: Mapping[str, str] | None = None, profile: str | None = No
         legacy_config = state_dir / "clawdbot.json"
         if not config_path.exists() and legacy_config.exists():
             config_path = legacy_config
-    return StatePaths(home=home, state_dir=state_dir.absolute(), config_path=config_path.absolute(), profile=profile)
+    return StatePaths(
+        home=home, state_dir=state_dir.absolute(), config_path=config_path.absolute(), profile=profile
+    )
 
 
 def owner_from_path(path: Path) -> str | None:
@@ -224,7 +226,11 @@ def transcript_candidates(sessions_dir: Path, session_id: str, session_file: str
     out: list[Path] = []
     root = sessions_dir
     if isinstance(session_file, str) and session_file and not session_file.startswith("sqlite:"):
-        raw = session_file.replace("\\", "/") if "\\" in session_file and "/" not in session_file else session_file
+        raw = (
+            session_file.replace("\\", "/")
+            if "\\" in session_file and "/" not in session_file
+            else session_file
+        )
         candidate = Path(raw)
         if not candidate.is_absolute():
             joined = Path(os.path.normpath(root / candidate))

@@ -73,8 +73,13 @@ def timed(cmd: list[str], env: dict[str, str], *, setup: Callable[[], None] | No
         setup()
     read_end, write_end = os.pipe()
     try:
-        proc = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, str(write_end), *cmd], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(write_end,))
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _LAUNCHER, str(write_end), *cmd],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(write_end,),
+        )
         os.close(write_end)
         _, err = proc.communicate()
         with os.fdopen(read_end, "rb") as fh:
@@ -86,7 +91,9 @@ def timed(cmd: list[str], env: dict[str, str], *, setup: Callable[[], None] | No
         raise SystemExit(f"bench: the launcher of {cmd[0]} reported nothing (exit {proc.returncode})")
     elapsed, max_rss_kb, code, cpu = float(report[0]), int(report[1]), int(report[2]), float(report[3])
     if code != 0:
-        print(f"    ! exit {code}: {' '.join(cmd[-4:])}\n{err.decode(errors='replace')[-800:]}", file=sys.stderr)
+        print(
+            f"    ! exit {code}: {' '.join(cmd[-4:])}\n{err.decode(errors='replace')[-800:]}", file=sys.stderr
+        )
     return Run(elapsed, max_rss_kb / 1024, code, cpu)
 
 
@@ -95,8 +102,10 @@ def summary(runs: list[Run]) -> str:
     rss = max(r.max_rss_mb for r in runs)
     cpu = [r.cpu_seconds for r in runs if r.cpu_seconds is not None]
     cpu_text = f", cpu {statistics.median(cpu):.3f} s" if cpu else ""
-    return (f"median {statistics.median(secs):.3f} s (min {min(secs):.3f}, max {max(secs):.3f}){cpu_text}, "
-            f"peak RSS {rss:.0f} MB")
+    return (
+        f"median {statistics.median(secs):.3f} s (min {min(secs):.3f}, max {max(secs):.3f}){cpu_text}, "
+        f"peak RSS {rss:.0f} MB"
+    )
 
 
 def median(runs: list[Run]) -> float:
@@ -108,11 +117,20 @@ def figures(runs: list[Run] | None) -> dict | None:
     if not runs:
         return None
     secs = [r.seconds for r in runs]
-    return {"median": round(statistics.median(secs), 4), "min": round(min(secs), 4), "max": round(max(secs), 4),
-            "samples": [round(x, 4) for x in secs], "rssMB": round(max(r.max_rss_mb for r in runs), 1),
-            "rssSamplesMB": [round(r.max_rss_mb, 1) for r in runs], "failed": sum(r.code != 0 for r in runs),
-            "cpuMedian": (round(statistics.median(cpu), 4) if (cpu := [r.cpu_seconds for r in runs
-                                                                       if r.cpu_seconds is not None]) else None)}
+    return {
+        "median": round(statistics.median(secs), 4),
+        "min": round(min(secs), 4),
+        "max": round(max(secs), 4),
+        "samples": [round(x, 4) for x in secs],
+        "rssMB": round(max(r.max_rss_mb for r in runs), 1),
+        "rssSamplesMB": [round(r.max_rss_mb, 1) for r in runs],
+        "failed": sum(r.code != 0 for r in runs),
+        "cpuMedian": (
+            round(statistics.median(cpu), 4)
+            if (cpu := [r.cpu_seconds for r in runs if r.cpu_seconds is not None])
+            else None
+        ),
+    }
 
 
 class Bench:
@@ -128,8 +146,20 @@ class Bench:
         dest = self.data / f"{name}-legacy"
         if not (dest / "agents").exists():
             print(f"  generating {name} dataset…", file=sys.stderr)
-            subprocess.run([sys.executable, str(GEN), str(dest), *DATASETS[name], "--cron-key-style", "canonical",
-                            "--now-ms", NOW_MS], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(GEN),
+                    str(dest),
+                    *DATASETS[name],
+                    "--cron-key-style",
+                    "canonical",
+                    "--now-ms",
+                    NOW_MS,
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         return dest
 
     def fresh_copy(self, name: str, label: str) -> Path:
@@ -145,8 +175,12 @@ class Bench:
         dest = self.data / f"{name}-ours-imported"
         if not (dest / ".imported").exists() or _older_schema(_db_of(dest)):
             dest = self.fresh_copy(name, "ours-imported")
-            subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
-                           env=self.env_ours(dest), check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                env=self.env_ours(dest),
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             (dest / ".imported").write_text("ok")
         return dest
 
@@ -159,8 +193,14 @@ class Bench:
 
     def env_ours(self, state: Path, config: dict | None = None) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_HOME": str(state.parent),
-                    "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"), "NO_COLOR": "1"})
+        env.update(
+            {
+                "OPENCLAW_STATE_DIR": str(state),
+                "OPENCLAW_HOME": str(state.parent),
+                "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+                "NO_COLOR": "1",
+            }
+        )
         if config is not None:
             (state / "openclaw.json").write_text(json.dumps(config))
         return env
@@ -175,9 +215,13 @@ class Bench:
                 shutil.rmtree(root)
             shutil.copytree(self.legacy(name), state)
             print(f"  peer: importing {name} (slow, once)…", file=sys.stderr)
-            run = timed([str(PEER), "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
-                        self.env_peer(root))
-            (root / "import-time.json").write_text(json.dumps({"seconds": run.seconds, "rss": run.max_rss_mb}))
+            run = timed(
+                [str(PEER), "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                self.env_peer(root),
+            )
+            (root / "import-time.json").write_text(
+                json.dumps({"seconds": run.seconds, "rss": run.max_rss_mb})
+            )
             marker.write_text("ok")
         return root
 
@@ -189,14 +233,29 @@ class Bench:
         return env
 
     # ---- reporting --------------------------------------------------------------------------
-    def compare(self, name: str, ours: list[Run], peer: list[Run] | None, target: str,
-                ratio_needed: float | None = None, absolute_max: float | None = None,
-                floor: list[Run] | None = None, floor_ratio_max: float | None = None,
-                rss_max_mb: float | None = None, extra: dict | None = None) -> None:
+    def compare(
+        self,
+        name: str,
+        ours: list[Run],
+        peer: list[Run] | None,
+        target: str,
+        ratio_needed: float | None = None,
+        absolute_max: float | None = None,
+        floor: list[Run] | None = None,
+        floor_ratio_max: float | None = None,
+        rss_max_mb: float | None = None,
+        extra: dict | None = None,
+    ) -> None:
         """One case's line: ours / peer / floor with ratios. Verdicts: `absolute_max` (seconds,
         median), `ratio_needed` (peer / ours), `floor_ratio_max` (ours / floor), `rss_max_mb`."""
-        line: dict = {"case": name, "target": target, "ours": figures(ours), "peer": figures(peer),
-                      "floor": figures(floor), "oursText": summary(ours)}
+        line: dict = {
+            "case": name,
+            "target": target,
+            "ours": figures(ours),
+            "peer": figures(peer),
+            "floor": figures(floor),
+            "oursText": summary(ours),
+        }
         verdict = []
         if absolute_max is not None:
             verdict.append("OK" if median(ours) <= absolute_max else "MISSED")
@@ -226,7 +285,9 @@ class Bench:
         if peer:
             print(f"  peer : {line['peerText']}  -> ours {line['speedup']:.1f}x faster", file=sys.stderr)
         if floor:
-            print(f"  floor: {line['floorText']}  -> ours {line['overFloor']:.2f}x the floor", file=sys.stderr)
+            print(
+                f"  floor: {line['floorText']}  -> ours {line['overFloor']:.2f}x the floor", file=sys.stderr
+            )
         print(f"  target: {target} {line['verdict']}", file=sys.stderr)
 
     def record_figures(self, name: str, ours: dict, target: str, checks: dict[str, bool], **extra) -> None:
@@ -235,15 +296,24 @@ class Bench:
         self.results.append({"case": name, "ours": ours, "target": target, "verdict": verdict, **extra})
         print(f"\n{name}\n  {json.dumps(ours)}\n  target: {target} {verdict}", file=sys.stderr)
 
-    def repeat(self, cmd: list[str], env: dict[str, str], runs: int | None = None,
-               setup: Callable[[], None] | None = None) -> list[Run]:
+    def repeat(
+        self,
+        cmd: list[str],
+        env: dict[str, str],
+        runs: int | None = None,
+        setup: Callable[[], None] | None = None,
+    ) -> list[Run]:
         return [timed(cmd, env, setup=setup) for _ in range(runs or self.runs)]
 
 
 def case_help(b: Bench) -> None:
     env = dict(os.environ)
     ours = b.repeat([*OURS, "--help"], env, runs=max(b.runs, 10))
-    peer = b.repeat([str(PEER), "--help"], b.env_peer(b.data / "peer-empty"), runs=max(b.runs, 10)) if b.use_peer else None
+    peer = (
+        b.repeat([str(PEER), "--help"], b.env_peer(b.data / "peer-empty"), runs=max(b.runs, 10))
+        if b.use_peer
+        else None
+    )
     b.compare("openclaw --help", ours, peer, "<= 150 ms median", absolute_max=0.150)
 
 
@@ -254,8 +324,13 @@ def case_sessions_legacy_many(b: Bench) -> None:
     if b.use_peer:
         root = b.peer_root("many")
         peer = b.repeat([str(PEER), "sessions", "--json"], b.env_peer(root))
-    b.compare("sessions --json, 20k sessions (ours: legacy store; peer: its imported SQLite)", ours, peer,
-              ">= 5x faster than the real OpenClaw (1.3-1.7 s)", ratio_needed=5)
+    b.compare(
+        "sessions --json, 20k sessions (ours: legacy store; peer: its imported SQLite)",
+        ours,
+        peer,
+        ">= 5x faster than the real OpenClaw (1.3-1.7 s)",
+        ratio_needed=5,
+    )
 
 
 def case_status_legacy_many(b: Bench) -> None:
@@ -265,8 +340,13 @@ def case_status_legacy_many(b: Bench) -> None:
     if b.use_peer:
         root = b.peer_root("many")
         peer = b.repeat([str(PEER), "status", "--json"], b.env_peer(root))
-    b.compare("status --json, 20k sessions (ours: legacy store; peer: imported)", ours, peer,
-              ">= 5x faster than the real OpenClaw (~1.2 s)", ratio_needed=5)
+    b.compare(
+        "status --json, 20k sessions (ours: legacy store; peer: imported)",
+        ours,
+        peer,
+        ">= 5x faster than the real OpenClaw (~1.2 s)",
+        ratio_needed=5,
+    )
 
 
 def case_gateway_fallback(b: Bench) -> None:
@@ -283,29 +363,50 @@ def case_gateway_fallback(b: Bench) -> None:
     env = dict(b.env_ours(state, {}), OPENCLAW_GATEWAY_PORT=str(port))
     runs = max(b.runs, 10)
     listing = b.repeat([*OURS, "sessions", "--json"], env, runs=runs)
-    b.compare("sessions --json, empty state (no Gateway contact)", listing, None, "<= 150 ms median",
-              absolute_max=0.150)
+    b.compare(
+        "sessions --json, empty state (no Gateway contact)",
+        listing,
+        None,
+        "<= 150 ms median",
+        absolute_max=0.150,
+    )
     dry = b.repeat([*OURS, "sessions", "cleanup", "--dry-run", "--json"], env, runs=runs)
     enforce = b.repeat([*OURS, "sessions", "cleanup", "--enforce", "--json"], env, runs=runs)
     b.compare("sessions cleanup --dry-run --json, empty state (never delegated)", dry, None, "(reference)")
-    b.compare("sessions cleanup --enforce --json, empty state, nothing listening (delegation -> local fallback)",
-              enforce, None, f"<= dry run + 30 ms (dry run median {median(dry) * 1000:.0f} ms)",
-              absolute_max=median(dry) + 0.030)
+    b.compare(
+        "sessions cleanup --enforce --json, empty state, nothing listening (delegation -> local fallback)",
+        enforce,
+        None,
+        f"<= dry run + 30 ms (dry run median {median(dry) * 1000:.0f} ms)",
+        absolute_max=median(dry) + 0.030,
+    )
 
 
 def _import_case(b: Bench, name: str, ratio: float, label: str) -> None:
     runs = []
     for i in range(b.runs):
         state = b.fresh_copy(name, f"import-{i}")
-        runs.append(timed([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
-                          b.env_ours(state)))
+        runs.append(
+            timed(
+                [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                b.env_ours(state),
+            )
+        )
         shutil.rmtree(state)
-    b.compare(label, runs, b.peer_import_time(name),
-              f">= {ratio:g}x faster than the real import (issue 16; peer: one cached run)", ratio_needed=ratio)
+    b.compare(
+        label,
+        runs,
+        b.peer_import_time(name),
+        f">= {ratio:g}x faster than the real import (issue 16; peer: one cached run)",
+        ratio_needed=ratio,
+    )
     if name == "big":
         rss = max(r.max_rss_mb for r in runs)
-        print(f"  peak RSS {rss:.0f} MB (target < 200 MB); within 3x of the best pipeline (1.42 s): "
-              f"{'OK' if median(runs) <= 4.26 else 'MISSED'}", file=sys.stderr)
+        print(
+            f"  peak RSS {rss:.0f} MB (target < 200 MB); within 3x of the best pipeline (1.42 s): "
+            f"{'OK' if median(runs) <= 4.26 else 'MISSED'}",
+            file=sys.stderr,
+        )
 
 
 def case_import_big(b: Bench) -> None:
@@ -321,19 +422,35 @@ def case_import_100k(b: Bench) -> None:
     runs = []
     for i in range(min(b.runs, 2)):
         state = b.fresh_copy("scale100k", f"import-{i}")
-        runs.append(timed([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
-                          b.env_ours(state)))
+        runs.append(
+            timed(
+                [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                b.env_ours(state),
+            )
+        )
         shutil.rmtree(state)
-    b.compare("doctor --session-sqlite import, 100,000 sessions", runs, None, "memory flat in sessions (issue 16)",
-              rss_max_mb=150)
+    b.compare(
+        "doctor --session-sqlite import, 100,000 sessions",
+        runs,
+        None,
+        "memory flat in sessions (issue 16)",
+        rss_max_mb=150,
+    )
 
 
 def case_sessions_sqlite_many(b: Bench) -> None:
     state = b.ours_imported("many")
     ours = b.repeat([*OURS, "sessions", "--json"], b.env_ours(state))
-    peer = b.repeat([str(PEER), "sessions", "--json"], b.env_peer(b.peer_root("many"))) if b.use_peer else None
-    b.compare("sessions --json, 20k sessions, both imported", ours, peer, ">= 20x faster than the real one (issue 16)",
-              ratio_needed=20)
+    peer = (
+        b.repeat([str(PEER), "sessions", "--json"], b.env_peer(b.peer_root("many"))) if b.use_peer else None
+    )
+    b.compare(
+        "sessions --json, 20k sessions, both imported",
+        ours,
+        peer,
+        ">= 20x faster than the real one (issue 16)",
+        ratio_needed=20,
+    )
 
 
 def _cleanup_case(b: Bench, dry_run: bool) -> None:
@@ -342,22 +459,37 @@ def _cleanup_case(b: Bench, dry_run: bool) -> None:
         return
     runs = b.runs
     state = b.ours_imported("many")
-    ours = b.repeat([*OURS, "sessions", "cleanup", "--dry-run", "--json"], b.env_ours(state, CLEANUP_CONFIG), runs=runs)
+    ours = b.repeat(
+        [*OURS, "sessions", "cleanup", "--dry-run", "--json"], b.env_ours(state, CLEANUP_CONFIG), runs=runs
+    )
     peer = None
     if b.use_peer:
         root = b.peer_root("many")
-        peer = b.repeat([str(PEER), "sessions", "cleanup", "--dry-run", "--json"], b.env_peer(root, CLEANUP_CONFIG),
-                        runs=runs)
-    b.compare("sessions cleanup --dry-run --json, 20k imported, maxEntries 5000", ours, peer,
-              ">= 8x faster than the real one (4.1-4.6 s)", ratio_needed=8)
+        peer = b.repeat(
+            [str(PEER), "sessions", "cleanup", "--dry-run", "--json"],
+            b.env_peer(root, CLEANUP_CONFIG),
+            runs=runs,
+        )
+    b.compare(
+        "sessions cleanup --dry-run --json, 20k imported, maxEntries 5000",
+        ours,
+        peer,
+        ">= 8x faster than the real one (4.1-4.6 s)",
+        ratio_needed=8,
+    )
 
 
 CLEANUP_ENFORCE = {  # dataset -> (config, label, the peer's cached run)
-    "many": (CLEANUP_CONFIG, "sessions cleanup --enforce --json, 20k imported, maxEntries 5000",
-             "peer-cleanup-enforce.json"),
-    "big": ({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}},
-            "sessions cleanup --enforce --json, big imported (2,000 sessions, 211 MB), maxEntries 500",
-            "peer-cleanup-enforce-big.json"),
+    "many": (
+        CLEANUP_CONFIG,
+        "sessions cleanup --enforce --json, 20k imported, maxEntries 5000",
+        "peer-cleanup-enforce.json",
+    ),
+    "big": (
+        {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}},
+        "sessions cleanup --enforce --json, big imported (2,000 sessions, 211 MB), maxEntries 500",
+        "peer-cleanup-enforce-big.json",
+    ),
 }
 
 
@@ -369,8 +501,12 @@ def _cleanup_enforce_case(b: Bench, name: str) -> None:
     for i in range(max(1, min(b.runs, 3))):
         state = b.fresh_copy(name, f"cleanup-{i}")
         env = b.env_ours(state, config)
-        subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
-                       env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         _settle()
         ours.append(timed([*OURS, "sessions", "cleanup", "--enforce", "--json"], env))
         shutil.rmtree(state)
@@ -386,14 +522,26 @@ def _cleanup_enforce_case(b: Bench, name: str) -> None:
             db = work / "home/.openclaw/agents/main/agent/openclaw-agent.sqlite"
             print(f"  peer: cleanup --enforce on {name} (slow, once)…", file=sys.stderr)
             _settle()
-            run = timed([str(PEER), "sessions", "cleanup", "--enforce", "--json", "--store", str(db)],
-                        b.env_peer(work, config))
-            cached.write_text(json.dumps({"seconds": run.seconds, "rss": run.max_rss_mb, "cpu": run.cpu_seconds,
-                                          "loadavg": os.getloadavg()[0]}))
+            run = timed(
+                [str(PEER), "sessions", "cleanup", "--enforce", "--json", "--store", str(db)],
+                b.env_peer(work, config),
+            )
+            cached.write_text(
+                json.dumps(
+                    {
+                        "seconds": run.seconds,
+                        "rss": run.max_rss_mb,
+                        "cpu": run.cpu_seconds,
+                        "loadavg": os.getloadavg()[0],
+                    }
+                )
+            )
             shutil.rmtree(work)
         data = json.loads(cached.read_text())
         peer = [Run(data["seconds"], data["rss"], 0, data.get("cpu"))]
-    b.compare(label, ours, peer, ">= 40x faster than the real one (issue 16; peer: one cached run)", ratio_needed=40)
+    b.compare(
+        label, ours, peer, ">= 40x faster than the real one (issue 16; peer: one cached run)", ratio_needed=40
+    )
 
 
 def case_cleanup_dry_run(b: Bench) -> None:
@@ -482,24 +630,38 @@ def case_listing_scale(b: Bench) -> None:
                 target = f"<= 1.5x the 20k figure ({base:.3f} s)"
                 checks = {"absolute_max": base * 1.5}
             elif label == "sessions --json --limit all" and size == "100k":
-                target, checks = "<= 1.5 s, <= 100 MB RSS (streamed)", {"absolute_max": 1.5, "rss_max_mb": 100}
+                target, checks = (
+                    "<= 1.5 s, <= 100 MB RSS (streamed)",
+                    {"absolute_max": 1.5, "rss_max_mb": 100},
+                )
             b.compare(f"{label}, {size} sessions, SQLite", runs, None, target, floor=floor, **checks)
             row[size] = figures(runs)
         table[f"{label} (SQLite)"] = row
     legacy = b.legacy("scale100k")
     for label in ("sessions --json", "sessions --json --limit all"):
         runs = b.repeat([*OURS, *SCALE_COMMANDS[label]], b.env_ours(legacy))
-        b.compare(f"{label}, 100k sessions, legacy store", runs, None, "(reference: the legacy store is one JSON file)")
+        b.compare(
+            f"{label}, 100k sessions, legacy store",
+            runs,
+            None,
+            "(reference: the legacy store is one JSON file)",
+        )
         table[f"{label} (legacy)"] = {"100k": figures(runs)}
     print("\nscaling table (median s / peak RSS MB)", file=sys.stderr)
     sizes = [size for _, size in SCALE]
     print(f"  {'':<44}" + "".join(f"{size:>16}" for size in sizes) + f"{'100k/20k':>10}", file=sys.stderr)
     for label, row in table.items():
-        cells = "".join(f"{row[size]['median']:>8.3f}/{row[size]['rssMB']:>5.0f} MB" if size in row else f"{'-':>16}"
-                        for size in sizes)
-        ratio = f"{row['100k']['median'] / row['20k']['median']:>9.2f}x" if "20k" in row and "100k" in row else ""
+        cells = "".join(
+            f"{row[size]['median']:>8.3f}/{row[size]['rssMB']:>5.0f} MB" if size in row else f"{'-':>16}"
+            for size in sizes
+        )
+        ratio = (
+            f"{row['100k']['median'] / row['20k']['median']:>9.2f}x" if "20k" in row and "100k" in row else ""
+        )
         print(f"  {label:<44}{cells}{ratio}", file=sys.stderr)
-    b.record_figures("listing scaling table (2k / 20k / 100k sessions)", table, "listing flat in store size", {})
+    b.record_figures(
+        "listing scaling table (2k / 20k / 100k sessions)", table, "listing flat in store size", {}
+    )
 
 
 def _settle() -> None:
@@ -516,8 +678,10 @@ def case_cleanup_enforce_schema23(b: Bench) -> None:
     The three variants run interleaved, one of each per round, so a machine shared with other
     work loads them alike; CPU seconds are reported beside the wall-clock medians."""
     if not b.use_peer:
-        print("\ncleanup --enforce on a schema-23 database: needs the real OpenClaw's import (skipped)",
-              file=sys.stderr)
+        print(
+            "\ncleanup --enforce on a schema-23 database: needs the real OpenClaw's import (skipped)",
+            file=sys.stderr,
+        )
         return
     runs = max(1, min(b.runs, 5))
     source = b.peer_root("many") / "home" / ".openclaw"
@@ -531,17 +695,23 @@ def case_cleanup_enforce_schema23(b: Bench) -> None:
             env = b.env_ours(work, CLEANUP_CONFIG)
             db = work / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
             _settle()
-            variants[variant].append(timed([*OURS, "sessions", "cleanup", "--enforce", "--json", "--store", str(db),
-                                            *extra], env))
+            variants[variant].append(
+                timed([*OURS, "sessions", "cleanup", "--enforce", "--json", "--store", str(db), *extra], env)
+            )
         shutil.rmtree(work)
         state = b.fresh_copy("many", f"cleanup-ours-{i}")
         env = b.env_ours(state, CLEANUP_CONFIG)
-        subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
-                       env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         _settle()
         variants["ours"].append(timed([*OURS, "sessions", "cleanup", "--enforce", "--json"], env))
         shutil.rmtree(state)
     ratio = median(variants["backup"]) / median(variants["ours"])
+
     def cpu_median(name: str) -> float:
         return statistics.median(r.cpu_seconds or 0.0 for r in variants[name])
 
@@ -550,16 +720,24 @@ def case_cleanup_enforce_schema23(b: Bench) -> None:
     def cpu_of(name: str) -> str:
         return f"CPU median {cpu_median(name):.2f} s"
 
-    line = {"case": "sessions cleanup --enforce, 20k sessions: schema-23 DB (peer-imported) vs our schema",
-            "ours": summary(variants["backup"]), "oursNoBackup": summary(variants["no-backup"]),
-            "ourSchema": summary(variants["ours"]), "ratio": f"{ratio:.2f}x", "cpuRatio": f"{cpu:.2f}x",
-            "target": "<= 2x of our own schema", "verdict": "OK" if ratio <= 2 else "MISSED"}
+    line = {
+        "case": "sessions cleanup --enforce, 20k sessions: schema-23 DB (peer-imported) vs our schema",
+        "ours": summary(variants["backup"]),
+        "oursNoBackup": summary(variants["no-backup"]),
+        "ourSchema": summary(variants["ours"]),
+        "ratio": f"{ratio:.2f}x",
+        "cpuRatio": f"{cpu:.2f}x",
+        "target": "<= 2x of our own schema",
+        "verdict": "OK" if ratio <= 2 else "MISSED",
+    }
     b.results.append(line)
-    print(f"\n{line['case']}\n  schema 23 (backup)   : {line['ours']}; {cpu_of('backup')}\n"
-          f"  schema 23 --no-backup: {line['oursNoBackup']}; {cpu_of('no-backup')}\n"
-          f"  our schema           : {line['ourSchema']}; {cpu_of('ours')}\n"
-          f"  ratio {line['ratio']} (CPU {line['cpuRatio']}; target: {line['target']}) {line['verdict']}",
-          file=sys.stderr)
+    print(
+        f"\n{line['case']}\n  schema 23 (backup)   : {line['ours']}; {cpu_of('backup')}\n"
+        f"  schema 23 --no-backup: {line['oursNoBackup']}; {cpu_of('no-backup')}\n"
+        f"  our schema           : {line['ourSchema']}; {cpu_of('ours')}\n"
+        f"  ratio {line['ratio']} (CPU {line['cpuRatio']}; target: {line['target']}) {line['verdict']}",
+        file=sys.stderr,
+    )
 
 
 # ---- openclaw compact (issue 5) -------------------------------------------------------------------
@@ -571,8 +749,10 @@ COMPACT_RSS_MB = 120  # issue 15: peak RSS of compacting the 50 MB session, eith
 def _compiled_env(env: dict[str, str]) -> dict[str, str]:
     """As users run it: bytecode compiled and written (the sandbox sets PYTHONDONTWRITEBYTECODE=1)."""
     if not getattr(_compiled_env, "done", False):
-        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "compileall", "-q", str(ROOT / "openclaw_cli")],
-                       check=True)
+        subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "python"), "-m", "compileall", "-q", str(ROOT / "openclaw_cli")],
+            check=True,
+        )
         _compiled_env.done = True  # type: ignore[attr-defined]
     env = dict(env)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -605,9 +785,20 @@ def compact_dataset(b: Bench, usage: bool, kind: str) -> Path:
         if legacy.exists():
             shutil.rmtree(legacy)
         # in a child process: the bench's own memory would show up in the measured commands' peak RSS
-        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", _COMPACT_GEN, str(legacy),
-                        str(COMPACT_MB * 1_000_000), "usage" if usage else "none", COMPACT_KEY, NOW_MS], check=True,
-                       cwd=ROOT)  # the generator is tests/session_generator.py
+        subprocess.run(
+            [
+                str(ROOT / ".venv" / "bin" / "python"),
+                "-c",
+                _COMPACT_GEN,
+                str(legacy),
+                str(COMPACT_MB * 1_000_000),
+                "usage" if usage else "none",
+                COMPACT_KEY,
+                NOW_MS,
+            ],
+            check=True,
+            cwd=ROOT,
+        )  # the generator is tests/session_generator.py
         (legacy / ".ready").write_text("ok")
     if kind == "legacy":
         return legacy
@@ -616,8 +807,12 @@ def compact_dataset(b: Bench, usage: bool, kind: str) -> Path:
         if imported.exists():
             shutil.rmtree(imported)
         shutil.copytree(legacy, imported)
-        subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--json"], env=b.env_ours(imported),
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*OURS, "doctor", "--session-sqlite", "import", "--json"],
+            env=b.env_ours(imported),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         (imported / ".imported").write_text("ok")
     return imported
 
@@ -635,11 +830,19 @@ def _compact_case(b: Bench, tokenizer: str, limit: float) -> None:
 
             fresh()
             env = _compiled_env(b.env_ours(work))
-            runs = b.repeat([*OURS, "compact", COMPACT_KEY, "--tokenizer", tokenizer, "--json"], env, setup=fresh)
+            runs = b.repeat(
+                [*OURS, "compact", COMPACT_KEY, "--tokenizer", tokenizer, "--json"], env, setup=fresh
+            )
             shutil.rmtree(work)
             usage_label = "provider usage in the transcript" if usage else "no provider usage anywhere"
-            b.compare(f"compact --tokenizer {tokenizer}, one {COMPACT_MB} MB session, {kind} store, {usage_label}",
-                      runs, None, f"< {limit:g} s median", absolute_max=limit, rss_max_mb=COMPACT_RSS_MB)
+            b.compare(
+                f"compact --tokenizer {tokenizer}, one {COMPACT_MB} MB session, {kind} store, {usage_label}",
+                runs,
+                None,
+                f"< {limit:g} s median",
+                absolute_max=limit,
+                rss_max_mb=COMPACT_RSS_MB,
+            )
 
 
 def case_compact_50mb_exact(b: Bench) -> None:
@@ -654,8 +857,13 @@ def case_compact_over_threshold_big(b: Bench) -> None:
     state = b.ours_imported("big")
     env = _compiled_env(b.env_ours(state))
     ours = b.repeat([*OURS, "compact", "--over-threshold", "--dry-run", "--json"], env)
-    b.compare("compact --over-threshold --dry-run --json, big imported (2,000 sessions, 211 MB)", ours, None,
-              "< 5 s median", absolute_max=5.0)
+    b.compare(
+        "compact --over-threshold --dry-run --json, big imported (2,000 sessions, 211 MB)",
+        ours,
+        None,
+        "< 5 s median",
+        absolute_max=5.0,
+    )
 
 
 def case_export_50mb(b: Bench) -> None:
@@ -666,11 +874,18 @@ def case_export_50mb(b: Bench) -> None:
         env = _compiled_env(b.env_ours(state))
         for fmt in ("jsonl", "md", "html"):
             out = b.data / f"export.{fmt}"
-            runs = b.repeat([*OURS, "sessions", "export", COMPACT_KEY, "--format", fmt, "--output", str(out)], env)
+            runs = b.repeat(
+                [*OURS, "sessions", "export", COMPACT_KEY, "--format", fmt, "--output", str(out)], env
+            )
             size = out.stat().st_size / 1e6 if out.exists() else 0
             out.unlink(missing_ok=True)
-            b.compare(f"sessions export --format {fmt}, one {COMPACT_MB} MB session, {kind} store ({size:.0f} MB out)",
-                      runs, None, "< 5 s median", absolute_max=5.0)
+            b.compare(
+                f"sessions export --format {fmt}, one {COMPACT_MB} MB session, {kind} store ({size:.0f} MB out)",
+                runs,
+                None,
+                "< 5 s median",
+                absolute_max=5.0,
+            )
 
 
 # ---- sessions search (issue 26) ---------------------------------------------------------------------
@@ -703,11 +918,24 @@ def _search_state(b: Bench) -> Path:
     sdir = dest / "agents" / "main" / "sessions"
     for n, path in enumerate(sorted(sdir.glob("*.jsonl"))[::100]):
         with open(path, "ab") as fh:
-            fh.write(json.dumps({"type": "message", "id": f"bench{n:03d}", "timestamp": int(NOW_MS),
-                                 "message": {"role": "user", "content": "the quokka lighthouse plan"}}).encode() + b"\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "type": "message",
+                        "id": f"bench{n:03d}",
+                        "timestamp": int(NOW_MS),
+                        "message": {"role": "user", "content": "the quokka lighthouse plan"},
+                    }
+                ).encode()
+                + b"\n"
+            )
     config = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}}
-    subprocess.run([*OURS, "sessions", "cleanup", "--enforce", "--json"], env=b.env_ours(dest, config), check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*OURS, "sessions", "cleanup", "--enforce", "--json"],
+        env=b.env_ours(dest, config),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     (dest / "openclaw.json").unlink(missing_ok=True)
     (dest / ".ready").write_text("ok")
     return dest
@@ -722,29 +950,74 @@ def case_search_big(b: Bench) -> None:
     env = _compiled_env(b.env_ours(state))
     env["XDG_CACHE_HOME"] = str(cache)
     runs = max(1, min(b.runs, 3))
-    first = b.repeat([*OURS, "sessions", "search", SEARCH_RARE, "--json"], env, runs=runs,
-                     setup=lambda: shutil.rmtree(cache, ignore_errors=True))
-    probe = subprocess.run([*OURS, "sessions", "search", SEARCH_RARE, "--json", "--verbose", "--reindex"], env=env,
-                           capture_output=True, text=True, check=True)
+    first = b.repeat(
+        [*OURS, "sessions", "search", SEARCH_RARE, "--json"],
+        env,
+        runs=runs,
+        setup=lambda: shutil.rmtree(cache, ignore_errors=True),
+    )
+    probe = subprocess.run(
+        [*OURS, "sessions", "search", SEARCH_RARE, "--json", "--verbose", "--reindex"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     total = sum(stats["bytesRead"] for stats in json.loads(probe.stdout)["index"])
     rate = total / 1e6 / median(first)
     cpu_rate = total / 1e6 / statistics.median(r.cpu_seconds for r in first if r.cpu_seconds is not None)
-    b.compare(f"sessions search, first index build, big + archives ({total / 1e6:.0f} MB of transcripts): "
-              f"{rate:.0f} MB/s wall, {cpu_rate:.0f} MB/s cpu", first, None,
-              ">= 100 MB/s of transcript text", absolute_max=total / 1e6 / 100, rss_max_mb=150)
+    b.compare(
+        f"sessions search, first index build, big + archives ({total / 1e6:.0f} MB of transcripts): "
+        f"{rate:.0f} MB/s wall, {cpu_rate:.0f} MB/s cpu",
+        first,
+        None,
+        ">= 100 MB/s of transcript text",
+        absolute_max=total / 1e6 / 100,
+        rss_max_mb=150,
+    )
     files = [str(state / "agents")]
-    for label, query, word in (("rare phrase", SEARCH_RARE, "quokka"), ("common word", SEARCH_COMMON, "gateway")):
+    for label, query, word in (
+        ("rare phrase", SEARCH_RARE, "quokka"),
+        ("common word", SEARCH_COMMON, "gateway"),
+    ):
         warm = b.repeat([*OURS, "sessions", "search", query, "--json"], env, runs=max(b.runs, 5))
         grep = b.repeat(["grep", "-r", "-l", "-F", word, *files], env, runs=max(1, min(b.runs, 3)))
-        b.compare(f"sessions search {query} --json (warm index, whole command), {label}", warm, None,
-                  "< 100 ms first page; >= 20x faster than grep -r over the same files", absolute_max=0.1,
-                  floor=grep, floor_ratio_max=0.05, rss_max_mb=150, extra={"grepOverOurs": round(median(grep) / median(warm), 1)})
-    inproc = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", _SEARCH_WARM, str(state), SEARCH_RARE,
-                             SEARCH_COMMON, str(max(b.runs, 5))], env=env, capture_output=True, text=True, check=True)
-    figures_in = {q: {"medianMs": round(statistics.median(v["samples"]) * 1000, 1), "hits": v["hits"]}
-                  for q, v in json.loads(inproc.stdout).items()}
-    b.record_figures("sessions search, warm, in-process (library search(), first page)", figures_in,
-                     "< 100 ms", {q: v["medianMs"] < 100 for q, v in figures_in.items()})
+        b.compare(
+            f"sessions search {query} --json (warm index, whole command), {label}",
+            warm,
+            None,
+            "< 100 ms first page; >= 20x faster than grep -r over the same files",
+            absolute_max=0.1,
+            floor=grep,
+            floor_ratio_max=0.05,
+            rss_max_mb=150,
+            extra={"grepOverOurs": round(median(grep) / median(warm), 1)},
+        )
+    inproc = subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "python"),
+            "-c",
+            _SEARCH_WARM,
+            str(state),
+            SEARCH_RARE,
+            SEARCH_COMMON,
+            str(max(b.runs, 5)),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures_in = {
+        q: {"medianMs": round(statistics.median(v["samples"]) * 1000, 1), "hits": v["hits"]}
+        for q, v in json.loads(inproc.stdout).items()
+    }
+    b.record_figures(
+        "sessions search, warm, in-process (library search(), first page)",
+        figures_in,
+        "< 100 ms",
+        {q: v["medianMs"] < 100 for q, v in figures_in.items()},
+    )
     live = sorted((state / "agents" / "main" / "sessions").glob("*.jsonl"))[:10]
     counter = [0]
 
@@ -753,14 +1026,29 @@ def case_search_big(b: Bench) -> None:
         for n, path in enumerate(live):
             with open(path, "ab") as fh:
                 for i in range(100):
-                    fh.write(json.dumps({"type": "message", "id": f"inc{counter[0]}-{n}-{i}", "timestamp": int(NOW_MS),
-                                         "message": {"role": "assistant", "content": f"new line {i} wombat"}}
-                                        ).encode() + b"\n")
+                    fh.write(
+                        json.dumps(
+                            {
+                                "type": "message",
+                                "id": f"inc{counter[0]}-{n}-{i}",
+                                "timestamp": int(NOW_MS),
+                                "message": {"role": "assistant", "content": f"new line {i} wombat"},
+                            }
+                        ).encode()
+                        + b"\n"
+                    )
 
-    incremental = b.repeat([*OURS, "sessions", "search", "wombat", "--json"], env, runs=max(b.runs, 3),
-                           setup=append_1000)
-    b.compare("sessions search after 1,000 new lines (incremental update + search, whole command)", incremental,
-              None, "< 300 ms", absolute_max=0.3, rss_max_mb=150)
+    incremental = b.repeat(
+        [*OURS, "sessions", "search", "wombat", "--json"], env, runs=max(b.runs, 3), setup=append_1000
+    )
+    b.compare(
+        "sessions search after 1,000 new lines (incremental update + search, whole command)",
+        incremental,
+        None,
+        "< 300 ms",
+        absolute_max=0.3,
+        rss_max_mb=150,
+    )
 
 
 # ---- the Gateway (issues 10, 16) ------------------------------------------------------------------
@@ -775,10 +1063,25 @@ class _GatewayRun:
         import signal
 
         self.signal = signal
-        self.proc = subprocess.Popen([*OURS, "gateway", "run", "--port", "0", "--auth", "token", "--token",
-                                      GATEWAY_TOKEN, "--allow-unconfigured"], env=_compiled_env(b.env_ours(state)),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [
+                *OURS,
+                "gateway",
+                "run",
+                "--port",
+                "0",
+                "--auth",
+                "token",
+                "--token",
+                GATEWAY_TOKEN,
+                "--allow-unconfigured",
+            ],
+            env=_compiled_env(b.env_ours(state)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         self.url = ""
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
@@ -840,25 +1143,58 @@ def case_gateway_latency(b: Bench) -> None:
 
         with SqliteStore(state / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
             keys = [k for k, e in store.list_entries(limit=2000)[0] if is_pinnable(k, e)]
-        asyncio.run(_only(load, gw.url, "sessions.list", {"limit": 50}, 20, 10))  # warm-up (page cache, pools)
+        asyncio.run(
+            _only(load, gw.url, "sessions.list", {"limit": 50}, 20, 10)
+        )  # warm-up (page cache, pools)
         list_runs = []
         for _ in range(max(1, b.runs)):
             list_runs.append(asyncio.run(_only(load, gw.url, "sessions.list", {"limit": 50}, 20, 100)))
-        best = sorted(list_runs, key=lambda r: r.percentile("sessions.list", 0.99) or 0)[len(list_runs) // 2]  # median
+        best = sorted(list_runs, key=lambda r: r.percentile("sessions.list", 0.99) or 0)[
+            len(list_runs) // 2
+        ]  # median
         p99 = best.percentile("sessions.list", 0.99) or 0
-        _gateway_line(b, "Gateway sessions.list {limit:50}, 20 clients x 100, 20k sessions", best,
-                      "p99 < 50 ms (issue 16)", {"p99": p99 < 0.050 and not best.failures})
+        _gateway_line(
+            b,
+            "Gateway sessions.list {limit:50}, 20 clients x 100, 20k sessions",
+            best,
+            "p99 < 50 ms (issue 16)",
+            {"p99": p99 < 0.050 and not best.failures},
+        )
         if "sessions.patch" in _served_methods(gw.url):
-            patch_runs = [asyncio.run(_patches(load, gw.url, keys, 20, 50, run)) for run in range(max(1, b.runs))]
-            best = sorted(patch_runs, key=lambda r: r.percentile("sessions.patch", 0.99) or 0)[len(patch_runs) // 2]
+            patch_runs = [
+                asyncio.run(_patches(load, gw.url, keys, 20, 50, run)) for run in range(max(1, b.runs))
+            ]
+            best = sorted(patch_runs, key=lambda r: r.percentile("sessions.patch", 0.99) or 0)[
+                len(patch_runs) // 2
+            ]
             p99 = best.percentile("sessions.patch", 0.99) or 0
-            _gateway_line(b, "Gateway sessions.patch (label / pin), 20 clients x 50, 20k sessions", best,
-                          "p99 < 30 ms (issue 16)", {"p99": p99 < 0.030 and not best.failures})
-            report = asyncio.run(load.run_load(gw.url, GATEWAY_TOKEN, clients=20, requests=100, keys=keys, patch=True,
-                                               cleanup=None, compact=None))
+            _gateway_line(
+                b,
+                "Gateway sessions.patch (label / pin), 20 clients x 50, 20k sessions",
+                best,
+                "p99 < 30 ms (issue 16)",
+                {"p99": p99 < 0.030 and not best.failures},
+            )
+            report = asyncio.run(
+                load.run_load(
+                    gw.url,
+                    GATEWAY_TOKEN,
+                    clients=20,
+                    requests=100,
+                    keys=keys,
+                    patch=True,
+                    cleanup=None,
+                    compact=None,
+                )
+            )
             p99 = report.percentile("sessions.patch", 0.99) or 0
-            _gateway_line(b, "Gateway mixed list/describe/preview/patch, 20 clients x 100, 20k sessions", report,
-                          "patch p99 < 30 ms (issue 16)", {"patch p99": p99 < 0.030 and not report.failures})
+            _gateway_line(
+                b,
+                "Gateway mixed list/describe/preview/patch, 20 clients x 100, 20k sessions",
+                report,
+                "patch p99 < 30 ms (issue 16)",
+                {"patch p99": p99 < 0.030 and not report.failures},
+            )
         else:
             print("\n  sessions.patch is not served yet (issue 11): no patch latency", file=sys.stderr)
     finally:
@@ -876,13 +1212,22 @@ def case_gateway_sort_orders(b: Bench) -> None:
     from openclaw_cli.paths import resolve_paths
 
     for label, state in (("SQLite", b.ours_imported("many")), ("legacy", b.legacy("many"))):
-        paths = resolve_paths({"HOME": str(state.parent), "OPENCLAW_STATE_DIR": str(state),
-                               "OPENCLAW_CONFIG_PATH": str(state / "no-config.json")})
+        paths = resolve_paths(
+            {
+                "HOME": str(state.parent),
+                "OPENCLAW_STATE_DIR": str(state),
+                "OPENCLAW_CONFIG_PATH": str(state / "no-config.json"),
+            }
+        )
         ctx = Context.load(paths)
         figures_ms: dict[str, float] = {}
         for sort_by in ("updatedAt", "lastInteractionAt", "activity"):
             for offset in (0, 10_000):
-                params = {"limit": 50, "offset": offset, **({} if sort_by == "updatedAt" else {"sortBy": sort_by})}
+                params = {
+                    "limit": 50,
+                    "offset": offset,
+                    **({} if sort_by == "updatedAt" else {"sortBy": sort_by}),
+                }
                 call(ctx, "sessions.list", params)  # warm (page cache, decoded store)
                 samples = []
                 for _ in range(15):
@@ -893,8 +1238,12 @@ def case_gateway_sort_orders(b: Bench) -> None:
                 figures_ms[f"{sort_by} offset {offset}"] = round(statistics.median(samples) * 1000, 2)
         worst = max(v for k, v in figures_ms.items() if not k.startswith("updatedAt"))
         checks = {"sorted orders": worst < 100} if label == "SQLite" else {}
-        b.record_figures(f"sessions.list sortBy orders, 20k sessions, {label} (median ms, in process)", figures_ms,
-                         "< 100 ms for the sorted orders (SQLite)" if checks else "(reference)", checks)
+        b.record_figures(
+            f"sessions.list sortBy orders, 20k sessions, {label} (median ms, in process)",
+            figures_ms,
+            "< 100 ms for the sorted orders (SQLite)" if checks else "(reference)",
+            checks,
+        )
 
 
 async def _only(load, url: str, method: str, params: dict, clients: int, requests: int):
@@ -928,7 +1277,11 @@ async def _patches(load, url: str, keys: list[str], clients: int, requests: int,
         try:
             for n in range(requests):
                 key = own[n % len(own)]
-                params = {"key": key, "label": f"bench {run}-{index}-{n}"} if n % 2 else {"key": key, "pinned": n % 4 == 0}
+                params = (
+                    {"key": key, "label": f"bench {run}-{index}-{n}"}
+                    if n % 2
+                    else {"key": key, "pinned": n % 4 == 0}
+                )
                 await load._timed(conn, report, "sessions.patch", params, "sessions.patch")
         finally:
             await conn.ws.close()
@@ -948,8 +1301,12 @@ def case_gateway_load(b: Bench) -> None:
     DATASETS.setdefault("load2k", LOAD_DATASET)
     state = b.fresh_copy("load2k", "gateway-load")
     env = b.env_ours(state, CLEANUP_CONFIG)
-    subprocess.run([*OURS, "doctor", "--session-sqlite", "import", "--json"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*OURS, "doctor", "--session-sqlite", "import", "--json"],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     from openclaw_cli.store.sqlite import SqliteStore
 
     db = state / "agents/main/agent/openclaw-agent.sqlite"
@@ -962,18 +1319,32 @@ def case_gateway_load(b: Bench) -> None:
     gw = _GatewayRun(b, state)
     try:
         patch = "sessions.patch" in _served_methods(gw.url)
-        report = asyncio.run(load.run_load(gw.url, GATEWAY_TOKEN, clients=50, requests=200, keys=keys,
-                                           patch_keys=own, patch=patch, cleanup={"enforce": True},
-                                           compact={"key": "agent:main:main", "maxLines": 3}))
+        report = asyncio.run(
+            load.run_load(
+                gw.url,
+                GATEWAY_TOKEN,
+                clients=50,
+                requests=200,
+                keys=keys,
+                patch_keys=own,
+                patch=patch,
+                cleanup={"enforce": True},
+                compact={"key": "agent:main:main", "maxLines": 3},
+            )
+        )
     finally:
         gw.stop()
     with SqliteStore(db, "main", read_only=True) as store:
         lost = load.lost_updates(report, store.load_entries())
     locked = sum("database is locked" in line for line in [*gw.log, *report.failures])
-    _gateway_line(b, f"Gateway load: 50 clients x 200 mixed + cleanup + compact, 2,000 sessions"
-                     f"{'' if patch else ' (no patch: not served yet)'}", report,
-                  "no failure, no lost update, no database is locked",
-                  {"failures": not report.failures, "lost": not lost, "locked": locked == 0})
+    _gateway_line(
+        b,
+        f"Gateway load: 50 clients x 200 mixed + cleanup + compact, 2,000 sessions"
+        f"{'' if patch else ' (no patch: not served yet)'}",
+        report,
+        "no failure, no lost update, no database is locked",
+        {"failures": not report.failures, "lost": not lost, "locked": locked == 0},
+    )
     if report.failures or lost:
         print("  " + "\n  ".join([*report.failures[:5], *lost[:5]]), file=sys.stderr)
     shutil.rmtree(state)
@@ -1002,19 +1373,28 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "gateway-sort-orders": case_gateway_sort_orders,
     "gateway-load": case_gateway_load,
 }
-CASES.update(__import__("bench_floors").cases(OURS))  # floors measured in the same run (scripts/bench_floors.py)
+CASES.update(
+    __import__("bench_floors").cases(OURS)
+)  # floors measured in the same run (scripts/bench_floors.py)
 CASES.update(__import__("bench_schema24").cases(OURS))  # issue 23: schema 24 vs 23, same data, same run
 
 
 def _meta(runs: int) -> dict:
     """Where and when the figures were taken (the machine is shared: the load average says how noisy)."""
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": runs,
-            "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "peer": PEER.exists()}
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": runs,
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "peer": PEER.exists(),
+    }
 
 
 def _comparable(line: dict) -> dict[str, float]:
@@ -1039,6 +1419,7 @@ def _comparable(line: dict) -> dict[str, float]:
 
 def compare_files(a_path: Path, b_path: Path) -> None:
     """Print every figure of two `--json` files side by side (B / A ratios)."""
+
     def load(path: Path) -> tuple[dict, dict[str, dict]]:
         doc = json.loads(path.read_text())
         lines = doc["results"] if isinstance(doc, dict) else doc
@@ -1047,7 +1428,9 @@ def compare_files(a_path: Path, b_path: Path) -> None:
     meta_a, a = load(a_path)
     meta_b, b = load(b_path)
     for label, meta in (("A", meta_a), ("B", meta_b)):
-        print(f"{label}: {meta.get('commit', '?')[:12]} {meta.get('date', '')} load {meta.get('loadavg', '?')}")
+        print(
+            f"{label}: {meta.get('commit', '?')[:12]} {meta.get('date', '')} load {meta.get('loadavg', '?')}"
+        )
     for case in [*a, *(c for c in b if c not in a)]:
         fa, fb = _comparable(a.get(case, {})), _comparable(b.get(case, {}))
         if not fa and not fb:
@@ -1056,21 +1439,39 @@ def compare_files(a_path: Path, b_path: Path) -> None:
         for name in [*fa, *(n for n in fb if n not in fa)]:
             va, vb = fa.get(name), fb.get(name)
             ratio = f"{vb / va:6.2f}x" if va and vb is not None else "      -"
-            print(f"  {name:<28} {va if va is not None else '-':>10}  {vb if vb is not None else '-':>10}  B/A {ratio}")
+            print(
+                f"  {name:<28} {va if va is not None else '-':>10}  {vb if vb is not None else '-':>10}  B/A {ratio}"
+            )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", nargs="*", choices=sorted(CASES))
     parser.add_argument("--data", type=Path, default=Path("/tmp/openclaw-bench"))
     parser.add_argument("--no-peer", action="store_true")
-    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                        help="write every figure as JSON to FILE (no FILE: on stdout)")
-    parser.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
-                        help="print the figures of two --json files side by side, then exit")
-    parser.add_argument("--ours", metavar="OPENCLAW", help="the openclaw executable to measure (default: this "
-                        "checkout's .venv/bin/openclaw), e.g. another worktree's, to compare two commits")
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="write every figure as JSON to FILE (no FILE: on stdout)",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("A.json", "B.json"),
+        help="print the figures of two --json files side by side, then exit",
+    )
+    parser.add_argument(
+        "--ours",
+        metavar="OPENCLAW",
+        help="the openclaw executable to measure (default: this "
+        "checkout's .venv/bin/openclaw), e.g. another worktree's, to compare two commits",
+    )
     args = parser.parse_args()
     if args.ours:
         OURS[:] = [str(Path(args.ours).absolute())]
@@ -1084,8 +1485,11 @@ def main() -> None:
     if args.no_peer:
         print("(--no-peer: printing our figures and the floors only)", file=sys.stderr)
     elif not bench.use_peer:
-        print("(real OpenClaw not installed at /tmp/peer: printing our figures only; "
-              "install it with ../shared/tools/peer-install.sh)", file=sys.stderr)
+        print(
+            "(real OpenClaw not installed at /tmp/peer: printing our figures only; "
+            "install it with ../shared/tools/peer-install.sh)",
+            file=sys.stderr,
+        )
     meta = _meta(args.runs)
     print(f"(load average {meta['loadavg']} on {meta['cpus']} CPUs)", file=sys.stderr)
     try:

@@ -65,8 +65,9 @@ def import_floor(state_dir: Path) -> float:
     scratch = Path(tempfile.mkdtemp(prefix=".floor-", dir=state_dir.parent))
     try:
         start = time.perf_counter()
-        conn = _floor_database(scratch, "CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-                                        "line BLOB NOT NULL)")
+        conn = _floor_database(
+            scratch, "CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, line BLOB NOT NULL)"
+        )
         conn.execute("BEGIN")
         insert = "INSERT INTO lines VALUES (?, ?, ?)"
         for path in _transcripts(state_dir):
@@ -96,8 +97,11 @@ def import_floor_d6(state_dir: Path) -> float:
     scratch = Path(tempfile.mkdtemp(prefix=".floor-", dir=state_dir.parent))
     try:
         start = time.perf_counter()
-        conn = _floor_database(scratch, "CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-                                        "line TEXT NOT NULL, PRIMARY KEY (session_id, seq))")
+        conn = _floor_database(
+            scratch,
+            "CREATE TABLE lines (session_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "line TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
+        )
         conn.execute("BEGIN")
         insert = "INSERT INTO lines VALUES (?, ?, ?)"
         loads = orjson.loads
@@ -155,7 +159,9 @@ def _fsync_dirs(dirs: Iterable[Path]) -> None:
             os.close(fd)
 
 
-def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_DB, *, in_db: bool = False) -> float:
+def cleanup_floor(
+    state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_DB, *, in_db: bool = False
+) -> float:
     """Seconds to archive `session_ids` of the state's agent database once (read, zstd, write,
     one durable flush) and delete them in one transaction. Mutates the state: give it a copy.
     `in_db`: the compressed archives are rows of one table written in the DELETE's transaction
@@ -171,10 +177,14 @@ def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_
         conn.execute("PRAGMA synchronous = NORMAL")
         cctx = zstandard.ZstdCompressor(level=3, write_checksum=True)
         if in_db:
-            conn.execute("CREATE TABLE IF NOT EXISTS floor_archives (session_id TEXT PRIMARY KEY, data BLOB NOT NULL)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS floor_archives (session_id TEXT PRIMARY KEY, data BLOB NOT NULL)"
+            )
             conn.execute("BEGIN IMMEDIATE")
         for sid in sids:
-            lines = conn.execute("SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,))
+            lines = conn.execute(
+                "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,)
+            )
             data = b"".join(text.encode() + b"\n" for (text,) in lines)
             if in_db:
                 conn.execute("INSERT INTO floor_archives VALUES (?, ?)", (sid, cctx.compress(data)))
@@ -188,10 +198,14 @@ def cleanup_floor(state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_
             _syncfs(out)
             conn.execute("BEGIN IMMEDIATE")
         for part in range(0, len(sids), 500):
-            chunk = sids[part:part + 500]
+            chunk = sids[part : part + 500]
             marks = ",".join("?" * len(chunk))
-            for table, column in (("transcript_event_identities", "session_id"), ("transcript_events", "session_id"),
-                                  ("session_windows", "session_id"), ("session_nodes", "current_session_id")):
+            for table, column in (
+                ("transcript_event_identities", "session_id"),
+                ("transcript_events", "session_id"),
+                ("session_windows", "session_id"),
+                ("session_nodes", "current_session_id"),
+            ):
                 conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
         conn.execute("COMMIT")
         conn.close()
@@ -219,8 +233,10 @@ def _rusage_run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, floa
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
     if code != 0 and proc.stderr is not None:
-        print(f"    ! exit {code}: {' '.join(cmd[-4:])}\n{proc.stderr.read().decode(errors='replace')[-800:]}",
-              file=sys.stderr)
+        print(
+            f"    ! exit {code}: {' '.join(cmd[-4:])}\n{proc.stderr.read().decode(errors='replace')[-800:]}",
+            file=sys.stderr,
+        )
     return wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code
 
 
@@ -239,8 +255,14 @@ def _timed_floor(fn: Callable[[], float]) -> tuple[float, float]:
     return wall, _cpu() - before
 
 
-def _report(b: Any, name: str, ours: list[tuple[float, float, float, float, int]], floor: list[tuple[float, float]],
-            target_ratio: float | None, rss_max: float | None) -> None:
+def _report(
+    b: Any,
+    name: str,
+    ours: list[tuple[float, float, float, float, int]],
+    floor: list[tuple[float, float]],
+    target_ratio: float | None,
+    rss_max: float | None,
+) -> None:
     wall = statistics.median(r[0] for r in ours)
     cpu = statistics.median(r[1] + r[2] for r in ours)
     floor_wall = statistics.median(f[0] for f in floor)
@@ -256,18 +278,32 @@ def _report(b: Any, name: str, ours: list[tuple[float, float, float, float, int]
     line = {
         "case": name,
         "ours": f"median {wall:.3f} s (user {statistics.median(r[1] for r in ours):.2f}, "
-                f"sys {statistics.median(r[2] for r in ours):.2f}), peak RSS {rss:.0f} MB",
+        f"sys {statistics.median(r[2] for r in ours):.2f}), peak RSS {rss:.0f} MB",
         "floor": f"median {floor_wall:.3f} s (cpu {floor_cpu:.2f})",
         "oursOverFloor": f"{ratio:.2f}x wall, {cpu_ratio:.2f}x cpu" if cpu_ratio else f"{ratio:.2f}x wall",
-        "target": " ".join(t for t in (f"<= {target_ratio:g}x floor" if target_ratio else "",
-                                       f"peak RSS <= {rss_max:g} MB" if rss_max else "") if t),
+        "target": " ".join(
+            t
+            for t in (
+                f"<= {target_ratio:g}x floor" if target_ratio else "",
+                f"peak RSS <= {rss_max:g} MB" if rss_max else "",
+            )
+            if t
+        ),
         "verdict": " ".join(checks),
-        "figures": {"oursSeconds": wall, "oursCpuSeconds": cpu, "floorSeconds": floor_wall,
-                    "floorCpuSeconds": floor_cpu, "peakRssMb": rss},
+        "figures": {
+            "oursSeconds": wall,
+            "oursCpuSeconds": cpu,
+            "floorSeconds": floor_wall,
+            "floorCpuSeconds": floor_cpu,
+            "peakRssMb": rss,
+        },
     }
     b.results.append(line)
-    print(f"\n{name}\n  ours : {line['ours']}\n  floor: {line['floor']}\n  ours/floor {line['oursOverFloor']} "
-          f"(target: {line['target']}) {line['verdict']}", file=sys.stderr)
+    print(
+        f"\n{name}\n  ours : {line['ours']}\n  floor: {line['floor']}\n  ours/floor {line['oursOverFloor']} "
+        f"(target: {line['target']}) {line['verdict']}",
+        file=sys.stderr,
+    )
 
 
 def _import_vs_floor(b: Any, ours: list[str], name: str, label: str, rss_max: float | None) -> None:
@@ -290,9 +326,11 @@ def _import_vs_floor(b: Any, ours: list[str], name: str, label: str, rss_max: fl
     b.results[-1]["floorD6"] = f"median {d6_wall:.3f} s (cpu {d6_cpu:.2f})"
     b.results[-1]["oursOverFloorD6"] = f"{wall / d6_wall:.2f}x wall, {cpu / d6_cpu:.2f}x cpu"
     b.results[-1]["figures"].update({"floorD6Seconds": d6_wall, "floorD6CpuSeconds": d6_cpu})
-    print(f"  floor with D6's hashing, parsing, keyed rows, read-back and moves (import_floor_d6): median "
-          f"{d6_wall:.3f} s (cpu {d6_cpu:.2f}); ours/that {wall / d6_wall:.2f}x wall, {cpu / d6_cpu:.2f}x cpu",
-          file=sys.stderr)
+    print(
+        f"  floor with D6's hashing, parsing, keyed rows, read-back and moves (import_floor_d6): median "
+        f"{d6_wall:.3f} s (cpu {d6_cpu:.2f}); ours/that {wall / d6_wall:.2f}x wall, {cpu / d6_cpu:.2f}x cpu",
+        file=sys.stderr,
+    )
 
 
 def _imported(b: Any, ours: list[str], name: str) -> Path:
@@ -334,11 +372,15 @@ def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any]
         shutil.rmtree(work)
         shutil.copytree(source, work)
         settle()
-        in_db.append(_timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed), in_db=True)))
+        in_db.append(
+            _timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed), in_db=True))
+        )
         shutil.rmtree(work)
-    print(f"  ({len(removed)} sessions removed per run; floor with the archives inside the database: median "
-          f"{statistics.median(f[0] for f in in_db):.3f} s, cpu {statistics.median(f[1] for f in in_db):.2f})",
-          file=sys.stderr)
+    print(
+        f"  ({len(removed)} sessions removed per run; floor with the archives inside the database: median "
+        f"{statistics.median(f[0] for f in in_db):.3f} s, cpu {statistics.median(f[1] for f in in_db):.2f})",
+        file=sys.stderr,
+    )
     _report(b, label, runs, floors, None, None)
 
 
@@ -346,11 +388,15 @@ def cases(ours: list[str]) -> dict[str, Callable[[Any], None]]:
     """Bench cases (registered in scripts/bench.py) measuring ours against the floors."""
     return {
         "floor-import-big": lambda b: _import_vs_floor(
-            b, ours, "big", "import big (2,000 sessions, 211 MB) vs its floor", 100),
+            b, ours, "big", "import big (2,000 sessions, 211 MB) vs its floor", 100
+        ),
         "floor-import-many": lambda b: _import_vs_floor(
-            b, ours, "many", "import many (20,000 sessions) vs its floor", None),
+            b, ours, "many", "import many (20,000 sessions) vs its floor", None
+        ),
         "floor-cleanup-big": lambda b: _cleanup_vs_floor(
-            b, ours, "big", CLEANUP_BIG, "cleanup --enforce, big imported, maxEntries 500, vs its floor"),
+            b, ours, "big", CLEANUP_BIG, "cleanup --enforce, big imported, maxEntries 500, vs its floor"
+        ),
         "floor-cleanup-many": lambda b: _cleanup_vs_floor(
-            b, ours, "many", CLEANUP_MANY, "cleanup --enforce, many imported, maxEntries 5000, vs its floor"),
+            b, ours, "many", CLEANUP_MANY, "cleanup --enforce, many imported, maxEntries 5000, vs its floor"
+        ),
     }

@@ -30,52 +30,93 @@ GEN = SHARED / "tools" / "gen_legacy_store.py"
 
 KEY = "agent:main:main"
 SCENARIOS: dict[str, tuple[str, list[list[str]]]] = {
-    "fixture-legacy-reads": ("legacy", [
-        ["sessions"], ["sessions", "--json"], ["sessions", "--json", "--limit", "all", "--all-agents"],
-        ["sessions", "--active", "99999999", "--json"], ["sessions", "--limit", "0"],
-        ["sessions", "tail", "--session-key", KEY, "--tail", "5"],
-        ["sessions", "tail", "--session-key", KEY, "--tail", "5", "--json"],
-        ["sessions", "tail", "--session-key", KEY, "--context", "--json"],
-        ["sessions", "tail", "--session-key", "nope"],
-        ["status", "--no-probe"], ["status", "--json", "--no-probe"],
-        ["agents", "list"], ["agents", "list", "--json"],
-        ["doctor"], ["doctor", "--json"],
-        ["doctor", "--session-sqlite", "inspect", "--json"], ["doctor", "--session-sqlite", "dry-run"],
-        ["doctor", "--session-sqlite", "dry-run", "--json"],
-        ["sessions", "cleanup", "--dry-run"], ["sessions", "cleanup", "--dry-run", "--json"],
-        ["cleanup", "--dry-run", "--fix-missing", "--json"],
-        ["compact", KEY, "--dry-run", "--json", "--tokenizer", "estimate"],
-        ["compact", KEY, "--dry-run", "--max-lines", "3", "--json"],
-        ["compact", "--over-threshold", "--dry-run", "--json"],
-        ["sessions", "--agent", "", "--json"], ["sessions", "--store", "/nonexistent/x.sqlite", "--json"],
-        ["compact", "--json"], ["agents", "delete", "main", "--force", "--json"],
-    ]),
-    "fixture-legacy-writes": ("legacy", [
-        ["sessions", "cleanup", "--enforce", "--json"], ["sessions", "--json"],
-        ["compact", KEY, "--keep-recent-tokens", "200", "--json", "--tokenizer", "estimate"],
-        ["compact", "agent:main:cron:job1", "--max-lines", "3", "--json"],
-        ["sessions", "tail", "--session-key", KEY, "--context", "--json"], ["status", "--json", "--no-probe"],
-    ]),
-    "fixture-import": ("legacy", [
-        ["doctor", "--session-sqlite", "import", "--json"], ["sessions", "--json", "--limit", "all"],
-        ["doctor", "--session-sqlite", "validate", "--json"], ["doctor", "--session-sqlite", "inspect"],
-        ["sessions", "cleanup", "--dry-run"], ["sessions", "cleanup", "--enforce", "--json"],
-        ["compact", KEY, "--keep-recent-tokens", "200", "--json", "--tokenizer", "estimate"],
-        ["compact", "agent:main:cron:job1", "--max-lines", "3"], ["status", "--no-probe"],
-        ["doctor", "--session-sqlite", "restore", "--json"], ["sessions", "--json"],
-    ]),
-    "fixture-openclaw-db": ("imported", [
-        ["sessions", "--json", "--limit", "all"], ["sessions"], ["status", "--json", "--no-probe"],
-        ["sessions", "tail", "--session-key", KEY, "--json"], ["sessions", "cleanup", "--dry-run", "--json"],
-        ["sessions", "cleanup", "--enforce", "--json"], ["compact", KEY, "--max-lines", "3", "--json"],
-        ["doctor", "--session-sqlite", "inspect", "--json"],
-    ]),
-    "generated": ("generated", [
-        ["sessions", "--json"], ["status", "--json", "--no-probe"], ["sessions", "cleanup", "--dry-run", "--json"],
-        ["doctor", "--session-sqlite", "import", "--json"], ["sessions", "--json", "--limit", "all"],
-        ["sessions", "cleanup", "--dry-run"], ["sessions", "cleanup", "--enforce", "--json"],
-        ["compact", "--over-threshold", "--dry-run", "--json"], ["status", "--no-probe"],
-    ]),
+    "fixture-legacy-reads": (
+        "legacy",
+        [
+            ["sessions"],
+            ["sessions", "--json"],
+            ["sessions", "--json", "--limit", "all", "--all-agents"],
+            ["sessions", "--active", "99999999", "--json"],
+            ["sessions", "--limit", "0"],
+            ["sessions", "tail", "--session-key", KEY, "--tail", "5"],
+            ["sessions", "tail", "--session-key", KEY, "--tail", "5", "--json"],
+            ["sessions", "tail", "--session-key", KEY, "--context", "--json"],
+            ["sessions", "tail", "--session-key", "nope"],
+            ["status", "--no-probe"],
+            ["status", "--json", "--no-probe"],
+            ["agents", "list"],
+            ["agents", "list", "--json"],
+            ["doctor"],
+            ["doctor", "--json"],
+            ["doctor", "--session-sqlite", "inspect", "--json"],
+            ["doctor", "--session-sqlite", "dry-run"],
+            ["doctor", "--session-sqlite", "dry-run", "--json"],
+            ["sessions", "cleanup", "--dry-run"],
+            ["sessions", "cleanup", "--dry-run", "--json"],
+            ["cleanup", "--dry-run", "--fix-missing", "--json"],
+            ["compact", KEY, "--dry-run", "--json", "--tokenizer", "estimate"],
+            ["compact", KEY, "--dry-run", "--max-lines", "3", "--json"],
+            ["compact", "--over-threshold", "--dry-run", "--json"],
+            ["sessions", "--agent", "", "--json"],
+            ["sessions", "--store", "/nonexistent/x.sqlite", "--json"],
+            ["compact", "--json"],
+            ["agents", "delete", "main", "--force", "--json"],
+        ],
+    ),
+    "fixture-legacy-writes": (
+        "legacy",
+        [
+            ["sessions", "cleanup", "--enforce", "--json"],
+            ["sessions", "--json"],
+            ["compact", KEY, "--keep-recent-tokens", "200", "--json", "--tokenizer", "estimate"],
+            ["compact", "agent:main:cron:job1", "--max-lines", "3", "--json"],
+            ["sessions", "tail", "--session-key", KEY, "--context", "--json"],
+            ["status", "--json", "--no-probe"],
+        ],
+    ),
+    "fixture-import": (
+        "legacy",
+        [
+            ["doctor", "--session-sqlite", "import", "--json"],
+            ["sessions", "--json", "--limit", "all"],
+            ["doctor", "--session-sqlite", "validate", "--json"],
+            ["doctor", "--session-sqlite", "inspect"],
+            ["sessions", "cleanup", "--dry-run"],
+            ["sessions", "cleanup", "--enforce", "--json"],
+            ["compact", KEY, "--keep-recent-tokens", "200", "--json", "--tokenizer", "estimate"],
+            ["compact", "agent:main:cron:job1", "--max-lines", "3"],
+            ["status", "--no-probe"],
+            ["doctor", "--session-sqlite", "restore", "--json"],
+            ["sessions", "--json"],
+        ],
+    ),
+    "fixture-openclaw-db": (
+        "imported",
+        [
+            ["sessions", "--json", "--limit", "all"],
+            ["sessions"],
+            ["status", "--json", "--no-probe"],
+            ["sessions", "tail", "--session-key", KEY, "--json"],
+            ["sessions", "cleanup", "--dry-run", "--json"],
+            ["sessions", "cleanup", "--enforce", "--json"],
+            ["compact", KEY, "--max-lines", "3", "--json"],
+            ["doctor", "--session-sqlite", "inspect", "--json"],
+        ],
+    ),
+    "generated": (
+        "generated",
+        [
+            ["sessions", "--json"],
+            ["status", "--json", "--no-probe"],
+            ["sessions", "cleanup", "--dry-run", "--json"],
+            ["doctor", "--session-sqlite", "import", "--json"],
+            ["sessions", "--json", "--limit", "all"],
+            ["sessions", "cleanup", "--dry-run"],
+            ["sessions", "cleanup", "--enforce", "--json"],
+            ["compact", "--over-threshold", "--dry-run", "--json"],
+            ["status", "--no-probe"],
+        ],
+    ),
 }
 
 _NORMALISE = [
@@ -103,8 +144,9 @@ def checkout(rev: str | None, dest: Path) -> Path:
     if rev is None:
         return ROOT
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "openclaw_cli"], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "openclaw_cli"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 
@@ -112,26 +154,56 @@ def checkout(rev: str | None, dest: Path) -> Path:
 def make_states(base: Path, sessions: int) -> dict[str, Path]:
     states = {"legacy": FIXTURE / "legacy-state", "imported": FIXTURE / "imported-state"}
     gen = base / "generated-src"
-    subprocess.run([sys.executable, str(GEN), str(gen), str(sessions), "0", "2027", "--min-turns", "1",
-                    "--cron-key-style", "canonical", "--now-ms", "1796000000000"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GEN),
+            str(gen),
+            str(sessions),
+            "0",
+            "2027",
+            "--min-turns",
+            "1",
+            "--cron-key-style",
+            "canonical",
+            "--now-ms",
+            "1796000000000",
+        ],
+        check=True,
+        capture_output=True,
+    )
     states["generated"] = gen
     return states
 
 
-def run_scenario(tree: Path, state_src: Path, steps: list[list[str]], work: Path) -> list[tuple[int, str, str]]:
+def run_scenario(
+    tree: Path, state_src: Path, steps: list[list[str]], work: Path
+) -> list[tuple[int, str, str]]:
     state = work / "state"
     shutil.copytree(state_src, state, symlinks=True)
     home = work / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
-    env.update(OPENCLAW_STATE_DIR=str(state), OPENCLAW_HOME=str(home), HOME=str(home),
-               OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"), PYTHONPATH=str(tree), NO_COLOR="1",
-               COLUMNS="120", OPENCLAW_GATEWAY_PORT="9")  # port 9 (discard): nothing listens
+    env.update(
+        OPENCLAW_STATE_DIR=str(state),
+        OPENCLAW_HOME=str(home),
+        HOME=str(home),
+        OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"),
+        PYTHONPATH=str(tree),
+        NO_COLOR="1",
+        COLUMNS="120",
+        OPENCLAW_GATEWAY_PORT="9",
+    )  # port 9 (discard): nothing listens
     out = []
     for argv in steps:
-        proc = subprocess.run([sys.executable, "-m", "openclaw_cli", *argv], env=env, capture_output=True,
-                              text=True, cwd=str(work), timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "openclaw_cli", *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=str(work),
+            timeout=600,
+        )
         out.append((proc.returncode, normalise(proc.stdout, str(work)), normalise(proc.stderr, str(work))))
     return out
 
@@ -158,10 +230,14 @@ def main() -> int:
             for side in ("a", "b"):
                 work = base / f"run-{name}-{side}"
                 work.mkdir()
-                results.append(run_scenario(tree_a if side == "a" else tree_b, states[state_name], steps, work))
+                results.append(
+                    run_scenario(tree_a if side == "a" else tree_b, states[state_name], steps, work)
+                )
                 # the two sides ran in differently named dirs: make their names equal
-                results[-1] = [(rc, o.replace(f"run-{name}-{side}", "run"), e.replace(f"run-{name}-{side}", "run"))
-                               for rc, o, e in results[-1]]
+                results[-1] = [
+                    (rc, o.replace(f"run-{name}-{side}", "run"), e.replace(f"run-{name}-{side}", "run"))
+                    for rc, o, e in results[-1]
+                ]
             for argv, left, right in zip(steps, results[0], results[1], strict=True):
                 steps_run += 1
                 if left != right:
@@ -173,9 +249,14 @@ def main() -> int:
                             if args.show and i:
                                 import difflib
 
-                                for line in difflib.unified_diff(left[i].splitlines(), right[i].splitlines(),
-                                                                 args.rev_a, args.rev_b or "working tree",
-                                                                 lineterm="", n=1):
+                                for line in difflib.unified_diff(
+                                    left[i].splitlines(),
+                                    right[i].splitlines(),
+                                    args.rev_a,
+                                    args.rev_b or "working tree",
+                                    lineterm="",
+                                    n=1,
+                                ):
                                     print(f"    {line[:300]}")
     print(f"{steps_run} steps compared, {differences} differences")
     return 1 if differences else 0

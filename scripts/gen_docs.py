@@ -21,8 +21,10 @@ except ImportError:
     if VENV.exists() and not os.environ.get("OPENCLAW_GEN_DOCS_REEXEC"):  # once: no loop if it lacks it too
         os.environ["OPENCLAW_GEN_DOCS_REEXEC"] = "1"
         os.execv(str(VENV), [str(VENV), __file__, *sys.argv[1:]])
-    sys.exit("gen_docs: openclaw_cli is not importable here; run scripts/test (or scripts/quickstart) first to make "
-             ".venv, or run .venv/bin/python scripts/gen_docs.py")
+    sys.exit(
+        "gen_docs: openclaw_cli is not importable here; run scripts/test (or scripts/quickstart) first to make "
+        ".venv, or run .venv/bin/python scripts/gen_docs.py"
+    )
 (ROOT / "docs" / "exit-codes.md").write_text(exit_codes_markdown())
 (ROOT / "docs" / "commands.md").write_text(commands_markdown())
 print("docs/exit-codes.md and docs/commands.md written")

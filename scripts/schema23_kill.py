@@ -47,9 +47,22 @@ def build_template(root: Path, *, sessions: int, mb: float, seed: int, use_peer:
     """`root/home/.openclaw` holding a real schema-23 database; returns that state dir."""
     state = root / "home" / ".openclaw"
     if use_peer:
-        subprocess.run([sys.executable, str(GEN), str(state), str(sessions), str(mb), str(seed),
-                        "--cron-key-style", "canonical", "--now-ms", str(int(time.time() * 1000))],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(GEN),
+                str(state),
+                str(sessions),
+                str(mb),
+                str(seed),
+                "--cron-key-style",
+                "canonical",
+                "--now-ms",
+                str(int(time.time() * 1000)),
+            ],
+            check=True,
+            capture_output=True,
+        )
         result = _peer(root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
         if result.returncode != 0:
             raise SystemExit(f"real OpenClaw import failed: {result.stderr[-2000:]}")
@@ -72,19 +85,22 @@ def logical_state(db: Path) -> tuple[Any, ...]:
     """Rows a cleanup touches (archive rows by content: names carry the run's timestamp)."""
     conn = _connect(db)
     try:
-        return tuple(tuple(conn.execute(sql).fetchall()) for sql in (
-            "SELECT session_key, current_session_id, entry_json, entry_valid FROM session_nodes ORDER BY session_key",
-            "SELECT session_id, session_key FROM session_windows ORDER BY session_id",
-            "SELECT session_id, seq, event_json, event_zstd, event_utf8_bytes, navigation_json FROM transcript_events"
-            " ORDER BY session_id, seq",
-            "SELECT session_id, event_id, seq FROM transcript_event_identities ORDER BY session_id, event_id",
-            "SELECT session_id, generation, session_key, archive_sha256 FROM session_transcript_archives"
-            " ORDER BY session_id",
-            "SELECT id, session_id, message_id FROM session_transcript_fts_rows ORDER BY id",
-            "SELECT session_id, active_position, event_seq FROM session_transcript_active_events"
-            " ORDER BY session_id, active_position",
-            "SELECT session_id, indexed_seq FROM session_transcript_index_state ORDER BY session_id",
-        ))
+        return tuple(
+            tuple(conn.execute(sql).fetchall())
+            for sql in (
+                "SELECT session_key, current_session_id, entry_json, entry_valid FROM session_nodes ORDER BY session_key",
+                "SELECT session_id, session_key FROM session_windows ORDER BY session_id",
+                "SELECT session_id, seq, event_json, event_zstd, event_utf8_bytes, navigation_json FROM transcript_events"
+                " ORDER BY session_id, seq",
+                "SELECT session_id, event_id, seq FROM transcript_event_identities ORDER BY session_id, event_id",
+                "SELECT session_id, generation, session_key, archive_sha256 FROM session_transcript_archives"
+                " ORDER BY session_id",
+                "SELECT id, session_id, message_id FROM session_transcript_fts_rows ORDER BY id",
+                "SELECT session_id, active_position, event_seq FROM session_transcript_active_events"
+                " ORDER BY session_id, active_position",
+                "SELECT session_id, indexed_seq FROM session_transcript_index_state ORDER BY session_id",
+            )
+        )
     finally:
         conn.close()
 
@@ -92,7 +108,9 @@ def logical_state(db: Path) -> tuple[Any, ...]:
 def db_checks(db: Path) -> tuple[str, list[Any]]:
     conn = _connect(db)
     try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0], conn.execute("PRAGMA foreign_key_check").fetchall()
+        return conn.execute("PRAGMA integrity_check").fetchone()[0], conn.execute(
+            "PRAGMA foreign_key_check"
+        ).fetchall()
     finally:
         conn.close()
 
@@ -106,22 +124,40 @@ def peer_inspect_clean(state: Path) -> bool:
 
 
 def _env(state: Path, **extra: str) -> dict[str, str]:
-    env = dict(os.environ, OPENCLAW_STATE_DIR=str(state), OPENCLAW_HOME=str(state.parent),
-               OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"), NO_COLOR="1", **extra)
+    env = dict(
+        os.environ,
+        OPENCLAW_STATE_DIR=str(state),
+        OPENCLAW_HOME=str(state.parent),
+        OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"),
+        NO_COLOR="1",
+        **extra,
+    )
     env.pop("OPENCLAW_CLEANUP_CRASH_AT", None)
     env.update(extra)
     return env
 
 
 def _cmd(state: Path, backup: bool = False) -> list[str]:
-    return [sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json",
-            *(() if backup else ("--no-backup",)), "--store", str(state / DB_REL)]
+    return [
+        sys.executable,
+        "-m",
+        "openclaw_cli",
+        "sessions",
+        "cleanup",
+        "--enforce",
+        "--json",
+        *(() if backup else ("--no-backup",)),
+        "--store",
+        str(state / DB_REL),
+    ]
 
 
 def check_backups(db: Path, before: tuple[Any, ...]) -> int:
     """Every backup published under its final name is a whole, clean copy of the state before
     (a kill while it is written leaves at most a hidden temp file). Returns how many there are."""
-    found = [p for p in db.parent.iterdir() if ".openclaw-cli-backup-" in p.name and not p.name.startswith(".")]
+    found = [
+        p for p in db.parent.iterdir() if ".openclaw-cli-backup-" in p.name and not p.name.startswith(".")
+    ]
     for path in found:
         if db_checks(path) != ("ok", []) or logical_state(path) != before:
             raise SystemExit(f"backup {path.name} is not a clean copy of the database before the run")
@@ -142,8 +178,14 @@ def reference(template: Path, work: Path) -> tuple[tuple[Any, ...], tuple[Any, .
     before = logical_state(state / DB_REL)
     count_file = work / "checkpoints"
     start = time.perf_counter()
-    proc = subprocess.run(_cmd(state), env=_env(state, OPENCLAW_CLEANUP_CRASH_COUNT=str(count_file)),
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        _cmd(state),
+        env=_env(state, OPENCLAW_CLEANUP_CRASH_COUNT=str(count_file)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"uninterrupted cleanup failed: {proc.stderr[-2000:]}")
@@ -153,13 +195,23 @@ def reference(template: Path, work: Path) -> tuple[tuple[Any, ...], tuple[Any, .
     return before, after, int(count_file.read_text()), seconds
 
 
-def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: str = "final",
-             log: Any = print) -> dict[str, Any]:
+def campaign(
+    template: Path, work: Path, *, kills: int, seed: int, peer_check: str = "final", log: Any = print
+) -> dict[str, Any]:
     """Kill cleanups until `kills` runs died by SIGKILL; every check must pass."""
     rng = random.Random(seed)
     before, after, checkpoints, seconds = reference(template, work)
-    outcome = {"kills": 0, "asBefore": 0, "asAfter": 0, "finished": 0, "checkpoints": checkpoints,
-               "uninterruptedSeconds": round(seconds, 3), "peerChecks": 0, "withBackup": 0, "backupsChecked": 0}
+    outcome = {
+        "kills": 0,
+        "asBefore": 0,
+        "asAfter": 0,
+        "finished": 0,
+        "checkpoints": checkpoints,
+        "uninterruptedSeconds": round(seconds, 3),
+        "peerChecks": 0,
+        "withBackup": 0,
+        "backupsChecked": 0,
+    }
     attempt = 0
     while outcome["kills"] < kills:
         attempt += 1
@@ -173,8 +225,13 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
         late = rng.random() < 0.5
         point = rng.randint(max(1, checkpoints - 4), checkpoints) if late else rng.randint(1, checkpoints)
         extra = {"OPENCLAW_CLEANUP_CRASH_AT": str(point)} if by_checkpoint else {}
-        proc = subprocess.Popen(_cmd(state, backup), env=_env(state, **extra), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(
+            _cmd(state, backup),
+            env=_env(state, **extra),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
         if not by_checkpoint:
             time.sleep(rng.uniform(seconds * 0.6, seconds * 1.05) if late else rng.uniform(0, seconds * 1.05))
             proc.send_signal(signal.SIGKILL)
@@ -188,8 +245,10 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
         now = logical_state(db)
         where = "asBefore" if now == before else "asAfter" if now == after else None
         if where is None:
-            raise SystemExit(f"kill {outcome['kills']} ({'checkpoint ' + extra.get('OPENCLAW_CLEANUP_CRASH_AT', '') if by_checkpoint else 'timer'}):"
-                             " the database is neither as before nor as after")
+            raise SystemExit(
+                f"kill {outcome['kills']} ({'checkpoint ' + extra.get('OPENCLAW_CLEANUP_CRASH_AT', '') if by_checkpoint else 'timer'}):"
+                " the database is neither as before nor as after"
+            )
         outcome[where] += 1
         integrity, fk = db_checks(db)
         if integrity != "ok" or fk:
@@ -198,12 +257,18 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
             if not peer_inspect_clean(state):
                 raise SystemExit(f"kill {outcome['kills']}: the real OpenClaw's inspect is not clean")
             outcome["peerChecks"] += 1
-        rerun = subprocess.run(_cmd(state), env=_env(state), capture_output=True, text=True, timeout=600, cwd=ROOT)
+        rerun = subprocess.run(
+            _cmd(state), env=_env(state), capture_output=True, text=True, timeout=600, cwd=ROOT
+        )
         if rerun.returncode != 0 or logical_state(db) != after:
-            raise SystemExit(f"kill {outcome['kills']}: the re-run did not reach the uninterrupted result"
-                             f" ({rerun.stderr[-500:]})")
-        log(f"kill {outcome['kills']:3d}: {'checkpoint' if by_checkpoint else 'timer':10s}"
-            f"{' +backup' if backup else '        '} -> {where}")
+            raise SystemExit(
+                f"kill {outcome['kills']}: the re-run did not reach the uninterrupted result"
+                f" ({rerun.stderr[-500:]})"
+            )
+        log(
+            f"kill {outcome['kills']:3d}: {'checkpoint' if by_checkpoint else 'timer':10s}"
+            f"{' +backup' if backup else '        '} -> {where}"
+        )
     if peer_check in ("every", "final") and PEER.exists():
         if not peer_inspect_clean(work / "run" / "home" / ".openclaw"):
             raise SystemExit("final state: the real OpenClaw's inspect is not clean")
@@ -212,7 +277,9 @@ def campaign(template: Path, work: Path, *, kills: int, seed: int, peer_check: s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kills", type=int, default=50)
     parser.add_argument("--sessions", type=int, default=400)
     parser.add_argument("--mb", type=float, default=20)
@@ -225,10 +292,16 @@ def main() -> None:
     if args.work.exists():
         shutil.rmtree(args.work)
     args.work.mkdir(parents=True)
-    template = build_template(args.work / "template", sessions=args.sessions, mb=args.mb, seed=args.seed,
-                              use_peer=use_peer)
-    outcome = campaign(template, args.work, kills=args.kills, seed=args.seed,
-                       peer_check=args.peer_check if use_peer else "none")
+    template = build_template(
+        args.work / "template", sessions=args.sessions, mb=args.mb, seed=args.seed, use_peer=use_peer
+    )
+    outcome = campaign(
+        template,
+        args.work,
+        kills=args.kills,
+        seed=args.seed,
+        peer_check=args.peer_check if use_peer else "none",
+    )
     outcome["database"] = "imported by the real OpenClaw" if use_peer else "fixture"
     print(json.dumps(outcome, indent=2))
 

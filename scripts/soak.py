@@ -30,9 +30,19 @@ def fuzz(seconds: int) -> list[tuple[str, int, str]]:
     out = []
     for target in ("transcript", "config"):
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "fuzz_targets.py"), target,
-                               f"-max_total_time={seconds}", "-rss_limit_mb=2048", "-print_final_stats=1"],
-                              capture_output=True, text=True, timeout=seconds * 4 + 120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "fuzz_targets.py"),
+                target,
+                f"-max_total_time={seconds}",
+                "-rss_limit_mb=2048",
+                "-print_final_stats=1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=seconds * 4 + 120,
+        )
         runs = next((line.split()[1] for line in proc.stderr.splitlines() if line.startswith("Done ")), "?")
         note = f"{runs} inputs in {time.perf_counter() - started:.0f} s"
         if "atheris is not installed" in proc.stderr:
@@ -45,8 +55,12 @@ def fuzz(seconds: int) -> list[tuple[str, int, str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--full", action="store_true", help="the long profile: >= 1,000 kills, every full-disk size")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="the long profile: >= 1,000 kills, every full-disk size"
+    )
     parser.add_argument("--per-op", type=int, help="kills per operation (default: 1, --full: 110)")
     parser.add_argument("--only", nargs="*", choices=sorted(faults.OPS), help="only these operations")
     parser.add_argument("--workers", type=int, default=2)
@@ -67,16 +81,18 @@ def main() -> int:
     log(f"soak: {per_op} kill(s) per operation, {args.workers} worker(s), seed {args.seed}")
     with tempfile.TemporaryDirectory(prefix="openclaw-soak-templates-") as tmp:
         templates = faults.build_templates(Path(tmp), sessions=args.sessions)
-        kills = faults.soak(per_op=per_op, ops=args.only, seed=args.seed, workers=args.workers, log=log,
-                            templates=templates)
+        kills = faults.soak(
+            per_op=per_op, ops=args.only, seed=args.seed, workers=args.workers, log=log, templates=templates
+        )
         disks = None
         if not args.no_enospc:
             log("soak: full disks")
             wanted = [o for o in faults.ENOSPC_OPS if not args.only or o in args.only]
             if not args.full:
                 wanted = wanted[:3]
-            disks = faults.enospc_soak(spares=FULL_SPARES if args.full else SHORT_SPARES, log=log, ops=wanted,
-                                       templates=templates)
+            disks = faults.enospc_soak(
+                spares=FULL_SPARES if args.full else SHORT_SPARES, log=log, ops=wanted, templates=templates
+            )
     races = None
     if not args.no_races:
         count = args.races or (FULL_RACES if args.full else SHORT_RACES)
@@ -88,7 +104,9 @@ def main() -> int:
     print(kills.table())
     failed = len(kills.failures)
     if disks is not None:
-        print("\n== full disks (tmpfs; each size with and without the space pre-check, then the disk grows) ==")
+        print(
+            "\n== full disks (tmpfs; each size with and without the space pre-check, then the disk grows) =="
+        )
         print(disks.disk_table())
         failed += len(disks.failures)
     if races is not None:
@@ -101,16 +119,20 @@ def main() -> int:
             print(f"{target:<12} {note}")
             failed += code != 0
     total_kills = kills.kills
-    print(f"\n{total_kills} kills, {sum(o.lost for o in kills.outcomes)} lines lost, "
-          f"{sum(o.duplicated for o in kills.outcomes)} duplicated, "
-          f"{sum(o.recovery_runs for o in kills.outcomes)} recovery runs, max recovery "
-          f"{max((o.recovery_seconds for o in kills.outcomes), default=0):.2f} s; {failed} failure(s); "
-          f"{time.perf_counter() - started:.0f} s in all")
+    print(
+        f"\n{total_kills} kills, {sum(o.lost for o in kills.outcomes)} lines lost, "
+        f"{sum(o.duplicated for o in kills.outcomes)} duplicated, "
+        f"{sum(o.recovery_runs for o in kills.outcomes)} recovery runs, max recovery "
+        f"{max((o.recovery_seconds for o in kills.outcomes), default=0):.2f} s; {failed} failure(s); "
+        f"{time.perf_counter() - started:.0f} s in all"
+    )
     for outcome in kills.failures + (disks.failures if disks else []):
         print(f"FAILED {outcome}")
     for race in races.failures if races else []:
-        print(f"FAILED race {race.index}: codes={race.codes} undone={race.undone} phantom={race.phantom} "
-              f"{race.problems}")
+        print(
+            f"FAILED race {race.index}: codes={race.codes} undone={race.undone} phantom={race.phantom} "
+            f"{race.problems}"
+        )
     return 1 if failed else 0
 
 

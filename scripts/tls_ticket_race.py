@@ -58,7 +58,9 @@ def cpu_load(workers: int, seconds: float) -> Iterator[None]:
             proc.wait(10)
 
 
-def run_calls(runs: int, timeout_ms: int, tickets: int, deadline: float) -> tuple[int, int, collections.Counter]:
+def run_calls(
+    runs: int, timeout_ms: int, tickets: int, deadline: float
+) -> tuple[int, int, collections.Counter]:
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this tree's package, not another install's
     import ssl
 
@@ -76,8 +78,12 @@ def run_calls(runs: int, timeout_ms: int, tickets: int, deadline: float) -> tupl
         bundle = Path(tmp) / "ca.pem"
         ca.cert_pem.write_to_path(str(bundle))
         paths = SimpleNamespace(config_path=Path(tmp) / "openclaw.json", state_dir=Path(tmp), profile=None)
-        config = {"gateway": {"mode": "remote", "remote": {"url": f"wss://localhost:{fake.port}",
-                                                           "token": "secret-token"}}}
+        config = {
+            "gateway": {
+                "mode": "remote",
+                "remote": {"url": f"wss://localhost:{fake.port}", "token": "secret-token"},
+            }
+        }
         target = discover(paths=paths, config=config, env={"NODE_EXTRA_CA_CERTS": str(bundle)})
         return _count(call, target, runs, timeout_ms, deadline)
 
@@ -105,7 +111,9 @@ def _count(call, target, runs: int, timeout_ms: int, deadline: float) -> tuple[i
     return done, failures, kinds
 
 
-def run_peer(runs: int, timeout_ms: int, deadline: float, script: Path) -> tuple[int, int, collections.Counter]:
+def run_peer(
+    runs: int, timeout_ms: int, deadline: float, script: Path
+) -> tuple[int, int, collections.Counter]:
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from gateway_support import free_port
 
@@ -120,8 +128,12 @@ def run_peer(runs: int, timeout_ms: int, deadline: float, script: Path) -> tuple
         state.mkdir(parents=True)
         (state / "openclaw.json").write_text(json.dumps({"gateway": {"tls": {"enabled": True}}}))
         port = free_port()
-        started = subprocess.run(["bash", str(script), "start", str(root), str(port), "peer-token-0123456789"],
-                                 capture_output=True, text=True, timeout=120)
+        started = subprocess.run(
+            ["bash", str(script), "start", str(root), str(port), "peer-token-0123456789"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if started.returncode != 0:
             raise SystemExit(started.stderr + (root / "gateway.out").read_text(errors="replace"))
         try:
@@ -133,7 +145,9 @@ def run_peer(runs: int, timeout_ms: int, deadline: float, script: Path) -> tuple
                 time.sleep(0.5)
             return _count(call, target, runs, timeout_ms, deadline)
         finally:
-            subprocess.run(["bash", str(script), "stop", started.stdout.strip()], capture_output=True, timeout=30)
+            subprocess.run(
+                ["bash", str(script), "stop", started.stdout.strip()], capture_output=True, timeout=30
+            )
 
 
 def run_file(runs: int, per_run_timeout: float, deadline: float) -> tuple[int, int, collections.Counter]:
@@ -143,9 +157,23 @@ def run_file(runs: int, per_run_timeout: float, deadline: float) -> tuple[int, i
     while done < runs and time.monotonic() < deadline:
         done += 1
         try:
-            proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                                   "tests/test_gateway_client_tls.py"], cwd=ROOT, env=env, capture_output=True,
-                                  text=True, timeout=per_run_timeout)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-x",
+                    "-p",
+                    "no:cacheprovider",
+                    "tests/test_gateway_client_tls.py",
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=per_run_timeout,
+            )
         except subprocess.TimeoutExpired:
             failures += 1
             kinds["run timeout"] += 1
@@ -158,16 +186,26 @@ def run_file(runs: int, per_run_timeout: float, deadline: float) -> tuple[int, i
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--mode", choices=("calls", "file", "peer"), default="calls")
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--load", type=int, default=2, help="busy-loop subprocesses")
-    parser.add_argument("--seconds", type=float, default=600, help="bound on the whole measurement (and the load)")
+    parser.add_argument(
+        "--seconds", type=float, default=600, help="bound on the whole measurement (and the load)"
+    )
     parser.add_argument("--timeout-ms", type=int, default=3000, help="calls/peer: each call's deadline")
     parser.add_argument("--file-timeout", type=float, default=120, help="file mode: bound on one pytest run")
-    parser.add_argument("--peer-gateway", type=Path, default=ROOT.parent / "shared" / "tools" / "peer-gateway.sh")
-    parser.add_argument("--tickets", type=int, default=2,
-                        help="calls mode: session tickets the fake sends per connection (OpenSSL's default 2; 0: none)")
+    parser.add_argument(
+        "--peer-gateway", type=Path, default=ROOT.parent / "shared" / "tools" / "peer-gateway.sh"
+    )
+    parser.add_argument(
+        "--tickets",
+        type=int,
+        default=2,
+        help="calls mode: session tickets the fake sends per connection (OpenSSL's default 2; 0: none)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     deadline = started + args.seconds
@@ -178,9 +216,19 @@ def main() -> int:
             done, failures, kinds = run_peer(args.runs, args.timeout_ms, deadline, args.peer_gateway)
         else:
             done, failures, kinds = run_file(args.runs, args.file_timeout, deadline)
-    print(json.dumps({"mode": args.mode, "runs": done, "failures": failures, "kinds": dict(kinds),
-                      "tickets": {"calls": args.tickets, "file": "the file's", "peer": "Node's"}[args.mode], "load": args.load,
-                      "seconds": round(time.monotonic() - started, 1)}))
+    print(
+        json.dumps(
+            {
+                "mode": args.mode,
+                "runs": done,
+                "failures": failures,
+                "kinds": dict(kinds),
+                "tickets": {"calls": args.tickets, "file": "the file's", "peer": "Node's"}[args.mode],
+                "load": args.load,
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        )
+    )
     return 0
 
 

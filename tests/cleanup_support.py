@@ -47,8 +47,20 @@ def transcript_lines(sid: str, turns: int = 2, *, ts: str = "2026-11-01T00:00:00
     for i in range(turns):
         for role in ("user", "assistant"):
             eid = hashlib.sha1(f"{sid}{i}{role}".encode()).hexdigest()[:8]
-            lines.append(json.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": ts,
-                                     "message": {"role": role, "content": [{"type": "text", "text": f"{role} {i} of {sid}"}]}}))
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "message",
+                        "id": eid,
+                        "parentId": parent,
+                        "timestamp": ts,
+                        "message": {
+                            "role": role,
+                            "content": [{"type": "text", "text": f"{role} {i} of {sid}"}],
+                        },
+                    }
+                )
+            )
             parent = eid
     return lines
 
@@ -61,8 +73,15 @@ def entry(sid: str, updated_at: float | None, **extra: Any) -> dict[str, Any]:
     return out
 
 
-def make_legacy(state: Path, entries: dict[str, dict[str, Any]], *, agent: str = "main", turns: int = 2,
-                transcripts: dict[str, list[str]] | None = None, skip: set[str] = frozenset()) -> Path:
+def make_legacy(
+    state: Path,
+    entries: dict[str, dict[str, Any]],
+    *,
+    agent: str = "main",
+    turns: int = 2,
+    transcripts: dict[str, list[str]] | None = None,
+    skip: set[str] = frozenset(),
+) -> Path:
     """sessions.json + one transcript per distinct sessionId (unless in `skip`)."""
     root = sessions_dir(state, agent)
     root.mkdir(parents=True, exist_ok=True)
@@ -78,8 +97,14 @@ def make_legacy(state: Path, entries: dict[str, dict[str, Any]], *, agent: str =
     return root
 
 
-def make_sqlite(state: Path, entries: dict[str, dict[str, Any]], *, agent: str = "main", turns: int = 2,
-                skip: set[str] = frozenset()) -> Path:
+def make_sqlite(
+    state: Path,
+    entries: dict[str, dict[str, Any]],
+    *,
+    agent: str = "main",
+    turns: int = 2,
+    skip: set[str] = frozenset(),
+) -> Path:
     from openclaw_cli.store.sqlite import SqliteStore
 
     path = db_path(state, agent)
@@ -146,7 +171,9 @@ def service(*, now_ms: int | None = None, **kwargs: Any) -> dict[str, Any]:
         return head + "".join(part.title() for part in rest)
 
     clock = {} if now_ms is None else {"clock": lambda: now_ms}
-    return call(Context.load(resolve_paths(), **clock), "sessions.cleanup", {camel(k): v for k, v in kwargs.items()})
+    return call(
+        Context.load(resolve_paths(), **clock), "sessions.cleanup", {camel(k): v for k, v in kwargs.items()}
+    )
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120):

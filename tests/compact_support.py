@@ -20,12 +20,21 @@ NOW_MS = 1796000000000
 
 
 def env_for(state: Path) -> dict[str, str]:
-    return {"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-            "HOME": str(state.parent), "OPENCLAW_HOME": str(state.parent), "NO_COLOR": "1"}
+    return {
+        "OPENCLAW_STATE_DIR": str(state),
+        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        "HOME": str(state.parent),
+        "OPENCLAW_HOME": str(state.parent),
+        "NO_COLOR": "1",
+    }
 
 
-def write_legacy_state(state: Path, sessions: dict[str, GeneratedSession | None], *,
-                       entry_extra: dict[str, dict[str, Any]] | None = None) -> dict[str, str]:
+def write_legacy_state(
+    state: Path,
+    sessions: dict[str, GeneratedSession | None],
+    *,
+    entry_extra: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, str]:
     """`sessions.json` + one transcript per generated session (None: a row without transcript).
     Returns key -> sessionId."""
     directory = state / SESSIONS
@@ -39,9 +48,16 @@ def write_legacy_state(state: Path, sessions: dict[str, GeneratedSession | None]
             sid = session.header["id"]
             (directory / f"{sid}.jsonl").write_text(session.jsonl())
         ids[key] = sid
-        row = {"sessionId": sid, "updatedAt": NOW_MS - index * 1000, "chatType": "direct",
-               "modelProvider": "openai", "model": "gpt-5.4", "contextTokens": 200000, "compactionCount": 0,
-               "sessionFile": f"{sid}.jsonl"}
+        row = {
+            "sessionId": sid,
+            "updatedAt": NOW_MS - index * 1000,
+            "chatType": "direct",
+            "modelProvider": "openai",
+            "model": "gpt-5.4",
+            "contextTokens": 200000,
+            "compactionCount": 0,
+            "sessionFile": f"{sid}.jsonl",
+        }
         row.update((entry_extra or {}).get(key, {}))
         rows[key] = row
     (directory / "sessions.json").write_text(json.dumps(rows, indent=2))
@@ -99,7 +115,9 @@ def invoke(*args: str) -> tuple[int, dict[str, Any], str]:
     try:
         doc = json.loads(result.stdout)
     except json.JSONDecodeError as exc:
-        raise AssertionError(f"not JSON (rc {result.exit_code}): {result.stdout!r} {result.stderr!r}") from exc
+        raise AssertionError(
+            f"not JSON (rc {result.exit_code}): {result.stdout!r} {result.stderr!r}"
+        ) from exc
     return result.exit_code, doc, result.stderr
 
 
@@ -126,7 +144,9 @@ def rows(state: Path) -> dict[str, dict[str, Any]]:
     """The session rows of whichever store the agent uses."""
     if (state / DB).exists():
         with sqlite3.connect(state / DB) as conn:
-            return {k: json.loads(v) for k, v in conn.execute("SELECT session_key, entry_json FROM session_nodes")}
+            return {
+                k: json.loads(v) for k, v in conn.execute("SELECT session_key, entry_json FROM session_nodes")
+            }
     return json.loads((state / SESSIONS / "sessions.json").read_text())
 
 
@@ -134,15 +154,25 @@ def transcript_lines(state: Path, session_id: str, entry: dict[str, Any] | None 
     """Raw lines of a session's transcript (SQLite events in seq order, or the legacy file)."""
     if (state / DB).exists():
         with sqlite3.connect(state / DB) as conn:
-            return [r[0] for r in conn.execute(
-                "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))]
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq",
+                    (session_id,),
+                )
+            ]
     session_file = (entry or {}).get("sessionFile")
-    path = Path(session_file) if isinstance(session_file, str) and os.path.isabs(session_file) \
+    path = (
+        Path(session_file)
+        if isinstance(session_file, str) and os.path.isabs(session_file)
         else state / SESSIONS / (session_file or f"{session_id}.jsonl")
+    )
     return path.read_text().splitlines()
 
 
-def transcript_objects(state: Path, session_id: str, entry: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def transcript_objects(
+    state: Path, session_id: str, entry: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     return [json.loads(line) for line in transcript_lines(state, session_id, entry)]
 
 

@@ -32,8 +32,13 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, P
     from openclaw_cli import behavior
 
     monkeypatch.setattr(behavior, "_flag", None)  # a root `--behavior` of an in-process CLI run before
-    for name in ("OPENCLAW_GATEWAY_TOKEN", "OPENCLAW_GATEWAY_PASSWORD", "OPENCLAW_GATEWAY_URL",
-                 "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS", "NODE_EXTRA_CA_CERTS"):
+    for name in (
+        "OPENCLAW_GATEWAY_TOKEN",
+        "OPENCLAW_GATEWAY_PASSWORD",
+        "OPENCLAW_GATEWAY_URL",
+        "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS",
+        "NODE_EXTRA_CA_CERTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name in list(os.environ):
         if name.startswith("OPENCLAW_SESSION_WRITE_LOCK_"):
@@ -74,23 +79,37 @@ def generate_legacy_state(dest: Path, sessions: int, total_mb: float, seed: int,
     if not GEN_LEGACY_STORE.exists():
         pytest.fail(f"legacy-state generator not found at {GEN_LEGACY_STORE}")
     subprocess.run(
-        [sys.executable, str(GEN_LEGACY_STORE), str(dest), str(sessions), str(total_mb), str(seed),
-         "--now-ms", str(NOW_MS), *extra],
+        [
+            sys.executable,
+            str(GEN_LEGACY_STORE),
+            str(dest),
+            str(sessions),
+            str(total_mb),
+            str(seed),
+            "--now-ms",
+            str(NOW_MS),
+            *extra,
+        ],
         check=True,
         capture_output=True,
     )
     return dest
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Run `python -m openclaw_cli` as a real subprocess."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     return subprocess.run(
         [sys.executable, "-m", "openclaw_cli", *args],
-        capture_output=True, text=True, env=full_env, input=input, timeout=timeout,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input,
+        timeout=timeout,
     )
 
 
@@ -158,5 +177,6 @@ KNOWN_REGRESSIONS = {
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.split("[", 1)[0] in KNOWN_REGRESSIONS:
-            item.add_marker(pytest.mark.xfail(reason="known regression of stop 31, see KNOWN_REGRESSIONS",
-                                              strict=False))
+            item.add_marker(
+                pytest.mark.xfail(reason="known regression of stop 31, see KNOWN_REGRESSIONS", strict=False)
+            )

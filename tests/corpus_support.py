@@ -66,7 +66,7 @@ def _splice_entry(state: Path, spec: dict[str, Any]) -> None:
     end = text.index("\n  }", start)
     body = text[start:end]
     if "key" in spec:
-        body = spec["key"] + body[len(json.dumps(first)):]
+        body = spec["key"] + body[len(json.dumps(first)) :]
     if "field" in spec:
         name = spec["field"]
         pattern = re.compile(rf'("{re.escape(name)}": )([^\n]*?)(,?)$', re.M)
@@ -112,8 +112,10 @@ def _write_db(state: Path, kind: str) -> None:
             conn.execute("INSERT INTO a VALUES (1)")
         elif kind == "newer-schema":
             conn.execute("PRAGMA user_version = 99")
-            conn.execute("CREATE TABLE schema_meta(meta_key TEXT PRIMARY KEY, role TEXT, schema_version INTEGER,"
-                         " agent_id TEXT, app_version TEXT, created_at INTEGER, updated_at INTEGER)")
+            conn.execute(
+                "CREATE TABLE schema_meta(meta_key TEXT PRIMARY KEY, role TEXT, schema_version INTEGER,"
+                " agent_id TEXT, app_version TEXT, created_at INTEGER, updated_at INTEGER)"
+            )
             conn.execute("INSERT INTO schema_meta VALUES ('primary','agent',99,'main','x',0,0)")
             conn.execute("CREATE TABLE session_entries(session_key TEXT)")
         conn.commit()
@@ -167,8 +169,9 @@ def prepare(base: Path, dest: Path, setup: dict[str, Any]) -> Path:
 
         from openclaw_cli.cli.main import app
 
-        result = CliRunner().invoke(app, ["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents"],
-                                    env=env_for(state))
+        result = CliRunner().invoke(
+            app, ["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents"], env=env_for(state)
+        )
         assert result.exit_code == 0, result.output
     if "store_hex" in setup:
         _store(state).write_bytes(bytes.fromhex(setup["store_hex"]))
@@ -194,9 +197,15 @@ def prepare(base: Path, dest: Path, setup: dict[str, Any]) -> Path:
 
 
 def env_for(state: Path) -> dict[str, str]:
-    return {"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-            "HOME": str(state.parent), "OPENCLAW_HOME": str(state.parent), "NO_COLOR": "1",
-            "OPENCLAW_GATEWAY_PORT": "1", "COLUMNS": "200"}
+    return {
+        "OPENCLAW_STATE_DIR": str(state),
+        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        "HOME": str(state.parent),
+        "OPENCLAW_HOME": str(state.parent),
+        "NO_COLOR": "1",
+        "OPENCLAW_GATEWAY_PORT": "1",
+        "COLUMNS": "200",
+    }
 
 
 def command(case: dict[str, Any], state: Path) -> list[str]:
@@ -205,7 +214,9 @@ def command(case: dict[str, Any], state: Path) -> list[str]:
         sid = str(_main_sid(state))
     except Exception:  # noqa: BLE001 - the case broke sessions.json on purpose
         sid = "unknown"
-    return [arg.replace("{key}", key).replace("{sid}", sid).replace("{state}", str(state)) for arg in case["cmd"]]
+    return [
+        arg.replace("{key}", key).replace("{sid}", sid).replace("{state}", str(state)) for arg in case["cmd"]
+    ]
 
 
 def invoke(args: list[str], state: Path) -> tuple[int, str, str, BaseException | None]:

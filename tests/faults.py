@@ -45,29 +45,52 @@ DB = Path("agents") / "main" / "agent" / "openclaw-agent.sqlite"
 IMPORT_ARCHIVE = Path("agents") / "main" / "session-sqlite-import-archive"
 COMPACT_KEY = "agent:main:main"
 RUN_TIMEOUT = 180.0
-NO_SPACE = 11  # openclaw_cli.errors.ExitCode.NO_SPACE (kept literal: this module runs without importing the CLI)
+NO_SPACE = (
+    11  # openclaw_cli.errors.ExitCode.NO_SPACE (kept literal: this module runs without importing the CLI)
+)
 
 
 # ---- running the CLI ---------------------------------------------------------------------------------
 
+
 def env_for(state: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if "_CRASH_" not in k}
-    env.update({"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-                "HOME": str(state.parent), "OPENCLAW_HOME": str(state.parent), "NO_COLOR": "1",
-                "OPENCLAW_GATEWAY_PORT": "1", "PYTHONPATH": str(ROOT)})
+    env.update(
+        {
+            "OPENCLAW_STATE_DIR": str(state),
+            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+            "HOME": str(state.parent),
+            "OPENCLAW_HOME": str(state.parent),
+            "NO_COLOR": "1",
+            "OPENCLAW_GATEWAY_PORT": "1",
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     env.update(extra)
     return env
 
 
-def run(state: Path, args: list[str], *, timeout: float = RUN_TIMEOUT, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "openclaw_cli", *args], env=env_for(state, **extra),
-                          capture_output=True, text=True, timeout=timeout)
+def run(
+    state: Path, args: list[str], *, timeout: float = RUN_TIMEOUT, **extra: str
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", *args],
+        env=env_for(state, **extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def run_killed_at(state: Path, args: list[str], delay: float, sig: int) -> tuple[int, str]:
     """Start the command and send `sig` after `delay` seconds (if it still runs)."""
-    proc = subprocess.Popen([sys.executable, "-m", "openclaw_cli", *args], env=env_for(state),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "openclaw_cli", *args],
+        env=env_for(state),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     timer = threading.Timer(delay, lambda: _signal(proc, sig))
     timer.start()
     try:
@@ -85,6 +108,7 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
 
 
 # ---- accounting ----------------------------------------------------------------------------------------
+
 
 def lines_of(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if line.strip()]
@@ -104,7 +128,9 @@ def db_sessions(db: Path) -> dict[str, list[bytes]]:
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
     conn.text_factory = bytes
     try:
-        for sid, text in conn.execute("SELECT session_id, event_json FROM transcript_events ORDER BY session_id, seq"):
+        for sid, text in conn.execute(
+            "SELECT session_id, event_json FROM transcript_events ORDER BY session_id, seq"
+        ):
             out.setdefault(sid.decode(), []).append(decode(text))
     finally:
         conn.close()
@@ -143,10 +169,18 @@ def leftovers(state: Path) -> list[str]:
     bad = []
     for path in state.rglob("*"):
         name = path.name
-        if name.startswith("state.") and name.endswith(".lock") and path.parent.parent.name == "tmp" \
-                and live_owner(path) is None:
+        if (
+            name.startswith("state.")
+            and name.endswith(".lock")
+            and path.parent.parent.name == "tmp"
+            and live_owner(path) is None
+        ):
             continue  # a 9.8+ owner file of a killed process: stale by design, reclaimed by the next owner
-        if name.endswith((".tmp", ".lock", "-journal")) or ".import-session-sqlite-" in name or ".cleanup-" in name:
+        if (
+            name.endswith((".tmp", ".lock", "-journal"))
+            or ".import-session-sqlite-" in name
+            or ".cleanup-" in name
+        ):
             bad.append(str(path.relative_to(state)))
     return sorted(bad)
 
@@ -159,6 +193,7 @@ def count_diff(want: Counter, have: Counter) -> tuple[int, int]:
 
 
 # ---- operations ----------------------------------------------------------------------------------------
+
 
 @dataclass
 class Op:
@@ -202,7 +237,11 @@ def _account_import(state: Path, base: dict[str, Any]) -> tuple[int, int, list[s
         if not a and not b and have != want:
             problems.append(f"{name}: lines out of order")
     originals = {data for data in base["files"].values()} | {base["index"]}
-    archived = {p.read_bytes() for p in (state / IMPORT_ARCHIVE).iterdir()} if (state / IMPORT_ARCHIVE).exists() else set()
+    archived = (
+        {p.read_bytes() for p in (state / IMPORT_ARCHIVE).iterdir()}
+        if (state / IMPORT_ARCHIVE).exists()
+        else set()
+    )
     live = {p.read_bytes() for p in (state / SESSIONS).iterdir() if p.is_file()}
     missing = [d for d in originals if d not in archived and d not in live]
     if missing:
@@ -214,8 +253,11 @@ def _account_restore(state: Path, base: dict[str, Any]) -> tuple[int, int, list[
     """After restore: every original file is back in place, byte-identical, exactly once."""
     problems: list[str] = []
     live = Counter(p.read_bytes() for p in (state / SESSIONS).iterdir() if p.is_file())
-    archived = Counter(p.read_bytes() for p in (state / IMPORT_ARCHIVE).iterdir()) if (
-        state / IMPORT_ARCHIVE).exists() else Counter()
+    archived = (
+        Counter(p.read_bytes() for p in (state / IMPORT_ARCHIVE).iterdir())
+        if (state / IMPORT_ARCHIVE).exists()
+        else Counter()
+    )
     want = Counter(base["files"].values())
     want[base["index"]] += 1
     have = live + archived
@@ -244,6 +286,7 @@ def _account_cleanup(kind: str) -> Callable[[Path, dict[str, Any]], tuple[int, i
     def account(state: Path, base: dict[str, Any]) -> tuple[int, int, list[str]]:
         lost, dup = count_diff(base["lines"], _cleanup_have(state, kind))
         return lost, dup, []
+
     return account
 
 
@@ -259,7 +302,9 @@ def _row(state: Path, kind: str) -> dict[str, Any]:
         return json.loads((state / SESSIONS / "sessions.json").read_text())[COMPACT_KEY]
     conn = sqlite3.connect(f"{(state / DB).as_uri()}?mode=ro", uri=True)
     try:
-        (text,) = conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?", (COMPACT_KEY,)).fetchone()
+        (text,) = conn.execute(
+            "SELECT entry_json FROM session_nodes WHERE session_key = ?", (COMPACT_KEY,)
+        ).fetchone()
     finally:
         conn.close()
     return json.loads(text)
@@ -285,25 +330,30 @@ def _account_compact(kind: str, mode: str) -> Callable[[Path, dict[str, Any]], t
                 problems.append(f"max-lines left {len(current)} lines")
             return lost, dup, problems
         lost, extra = count_diff(Counter(original), Counter(old))
-        compactions = sum(1 for line in old[len(original):] if b'"type":"compaction"' in line)
+        compactions = sum(1 for line in old[len(original) :] if b'"type":"compaction"' in line)
         dup = max(0, extra - 1)  # the one compaction entry is the only line a compaction adds
-        if compactions != 1 or old[:len(original)] != original:
-            problems.append(f"{compactions} compaction entries appended (original prefix kept: "
-                            f"{old[:len(original)] == original})")
+        if compactions != 1 or old[: len(original)] != original:
+            problems.append(
+                f"{compactions} compaction entries appended (original prefix kept: "
+                f"{old[: len(original)] == original})"
+            )
         if mode == "rotate":
             successors = sorted(set(_successor_ids(state, kind, sid)))
             if row["sessionId"] == sid:
                 problems.append("the session was not rotated")
             orphans = [s for s in successors if s != row["sessionId"]]
             for orphan in orphans:
-                dup += len(_compact_lines(state, kind, orphan) or lines_of(
-                    next((state / SESSIONS).glob(f"*_{orphan}.jsonl")).read_bytes()))
+                dup += len(
+                    _compact_lines(state, kind, orphan)
+                    or lines_of(next((state / SESSIONS).glob(f"*_{orphan}.jsonl")).read_bytes())
+                )
             if orphans:
                 problems.append(f"{len(orphans)} orphaned successor(s)")
         for lines in archived:
-            if lines[:len(original)] != original:
+            if lines[: len(original)] != original:
                 problems.append("an archive does not hold the full original")
         return lost, dup, problems
+
     return account
 
 
@@ -312,8 +362,12 @@ def _successor_ids(state: Path, kind: str, sid: str) -> list[str]:
         return [p.name.split("_", 1)[1][: -len(".jsonl")] for p in (state / SESSIONS).glob("*_*.jsonl")]
     conn = sqlite3.connect(f"{(state / DB).as_uri()}?mode=ro", uri=True)
     try:
-        return [r[0] for r in conn.execute("SELECT session_id FROM session_windows WHERE previous_session_id = ?",
-                                           (sid,))]
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT session_id FROM session_windows WHERE previous_session_id = ?", (sid,)
+            )
+        ]
     finally:
         conn.close()
 
@@ -337,38 +391,100 @@ IMPORT = ["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents",
 COMPACT = ["compact", COMPACT_KEY, "--json", "--keep-recent-tokens", "3000", "--tokenizer", "estimate"]
 CLEANUP = ["sessions", "cleanup", "--enforce", "--json"]
 
-OPS: dict[str, Op] = {op.name: op for op in [
-    Op("import", "MIGRATION", "legacy", IMPORT, _import_recover, _account_import,
-       count_env="OPENCLAW_MIGRATION_CRASH_COUNT_FILE"),
-    Op("restore", "MIGRATION", "imported", ["doctor", "--session-sqlite", "restore", "--session-sqlite-all-agents",
-                                            "--json"],
-       _rerun(["doctor", "--session-sqlite", "restore", "--session-sqlite-all-agents", "--json"]), _account_restore,
-       count_env="OPENCLAW_MIGRATION_CRASH_COUNT_FILE"),
-    Op("recover", "MIGRATION", "half-imported", ["doctor", "--session-sqlite", "recover",
-                                                 "--session-sqlite-all-agents", "--json"],
-       _rerun(["doctor", "--session-sqlite", "recover", "--session-sqlite-all-agents", "--json"]), _account_restore,
-       ok_codes=(0, 1), count_env="OPENCLAW_MIGRATION_CRASH_COUNT_FILE"),
-    Op("cleanup-legacy", "CLEANUP", "legacy", CLEANUP, _rerun(CLEANUP), _account_cleanup("legacy")),
-    Op("cleanup-sqlite", "CLEANUP", "imported", CLEANUP, _rerun(CLEANUP), _account_cleanup("sqlite")),
-    Op("compact-append", "COMPACT", "compact-legacy", COMPACT, _rerun(COMPACT), _account_compact("legacy", "append"),
-       ok_codes=(0, 1)),
-    Op("compact-rotate-legacy", "COMPACT", "compact-legacy-rotate", COMPACT, _rerun(COMPACT),
-       _account_compact("legacy", "rotate"), ok_codes=(0, 1)),
-    Op("compact-rotate-sqlite", "COMPACT", "compact-sqlite-rotate", COMPACT, _rerun(COMPACT),
-       _account_compact("sqlite", "rotate"), ok_codes=(0, 1)),
-    Op("compact-max-lines", "COMPACT", "compact-legacy", ["compact", COMPACT_KEY, "--json", "--max-lines", "7"],
-       _rerun(["compact", COMPACT_KEY, "--json", "--max-lines", "7"]), _account_compact("legacy", "max-lines"),
-       ok_codes=(0, 1)),
-    Op("agents-delete", "CLEANUP", "two-agents", ["agents", "delete", "work", "--force", "--json"],
-       _rerun(["agents", "delete", "work", "--force", "--json"]), _account_agents_delete, ok_codes=(0, 4)),
-]}
-OPS["gateway-cleanup"] = Op("gateway-cleanup", "CLEANUP", "legacy", CLEANUP, _rerun(CLEANUP), _account_cleanup("legacy"),
-                            gateway=True)
+OPS: dict[str, Op] = {
+    op.name: op
+    for op in [
+        Op(
+            "import",
+            "MIGRATION",
+            "legacy",
+            IMPORT,
+            _import_recover,
+            _account_import,
+            count_env="OPENCLAW_MIGRATION_CRASH_COUNT_FILE",
+        ),
+        Op(
+            "restore",
+            "MIGRATION",
+            "imported",
+            ["doctor", "--session-sqlite", "restore", "--session-sqlite-all-agents", "--json"],
+            _rerun(["doctor", "--session-sqlite", "restore", "--session-sqlite-all-agents", "--json"]),
+            _account_restore,
+            count_env="OPENCLAW_MIGRATION_CRASH_COUNT_FILE",
+        ),
+        Op(
+            "recover",
+            "MIGRATION",
+            "half-imported",
+            ["doctor", "--session-sqlite", "recover", "--session-sqlite-all-agents", "--json"],
+            _rerun(["doctor", "--session-sqlite", "recover", "--session-sqlite-all-agents", "--json"]),
+            _account_restore,
+            ok_codes=(0, 1),
+            count_env="OPENCLAW_MIGRATION_CRASH_COUNT_FILE",
+        ),
+        Op("cleanup-legacy", "CLEANUP", "legacy", CLEANUP, _rerun(CLEANUP), _account_cleanup("legacy")),
+        Op("cleanup-sqlite", "CLEANUP", "imported", CLEANUP, _rerun(CLEANUP), _account_cleanup("sqlite")),
+        Op(
+            "compact-append",
+            "COMPACT",
+            "compact-legacy",
+            COMPACT,
+            _rerun(COMPACT),
+            _account_compact("legacy", "append"),
+            ok_codes=(0, 1),
+        ),
+        Op(
+            "compact-rotate-legacy",
+            "COMPACT",
+            "compact-legacy-rotate",
+            COMPACT,
+            _rerun(COMPACT),
+            _account_compact("legacy", "rotate"),
+            ok_codes=(0, 1),
+        ),
+        Op(
+            "compact-rotate-sqlite",
+            "COMPACT",
+            "compact-sqlite-rotate",
+            COMPACT,
+            _rerun(COMPACT),
+            _account_compact("sqlite", "rotate"),
+            ok_codes=(0, 1),
+        ),
+        Op(
+            "compact-max-lines",
+            "COMPACT",
+            "compact-legacy",
+            ["compact", COMPACT_KEY, "--json", "--max-lines", "7"],
+            _rerun(["compact", COMPACT_KEY, "--json", "--max-lines", "7"]),
+            _account_compact("legacy", "max-lines"),
+            ok_codes=(0, 1),
+        ),
+        Op(
+            "agents-delete",
+            "CLEANUP",
+            "two-agents",
+            ["agents", "delete", "work", "--force", "--json"],
+            _rerun(["agents", "delete", "work", "--force", "--json"]),
+            _account_agents_delete,
+            ok_codes=(0, 4),
+        ),
+    ]
+}
+OPS["gateway-cleanup"] = Op(
+    "gateway-cleanup", "CLEANUP", "legacy", CLEANUP, _rerun(CLEANUP), _account_cleanup("legacy"), gateway=True
+)
 # the Gateway's sessions.compact takes OpenClaw's params (maxLines, ...), not our --keep-recent-tokens
-OPS["gateway-compact-max-lines"] = Op("gateway-compact-max-lines", "COMPACT", "compact-legacy",
-                                      ["compact", COMPACT_KEY, "--json", "--max-lines", "7"],
-                                      _rerun(["compact", COMPACT_KEY, "--json", "--max-lines", "7"]),
-                                      _account_compact("legacy", "max-lines"), ok_codes=(0, 1), gateway=True)
+OPS["gateway-compact-max-lines"] = Op(
+    "gateway-compact-max-lines",
+    "COMPACT",
+    "compact-legacy",
+    ["compact", COMPACT_KEY, "--json", "--max-lines", "7"],
+    _rerun(["compact", COMPACT_KEY, "--json", "--max-lines", "7"]),
+    _account_compact("legacy", "max-lines"),
+    ok_codes=(0, 1),
+    gateway=True,
+)
 NOT_BUILT: dict[str, str] = {}
 
 
@@ -389,11 +505,28 @@ class Gateway:
     """`openclaw gateway run` for a state, in its own process group (killed with its group)."""
 
     def __init__(self, state: Path, port: int, **extra: str):
-        argv = [sys.executable, "-m", "openclaw_cli", "gateway", "run", "--port", str(port), "--auth", "token",
-                "--token", GATEWAY_TOKEN, "--allow-unconfigured"]
-        self.proc = subprocess.Popen(argv, env=env_for(state, OPENCLAW_GATEWAY_PORT=str(port), **extra),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+        argv = [
+            sys.executable,
+            "-m",
+            "openclaw_cli",
+            "gateway",
+            "run",
+            "--port",
+            str(port),
+            "--auth",
+            "token",
+            "--token",
+            GATEWAY_TOKEN,
+            "--allow-unconfigured",
+        ]
+        self.proc = subprocess.Popen(
+            argv,
+            env=env_for(state, OPENCLAW_GATEWAY_PORT=str(port), **extra),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         assert self.proc.stderr is not None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -420,7 +553,9 @@ class Gateway:
         return self.proc.wait(timeout=30)
 
 
-def _served(state: Path, op: Op, mode: str, at: float, rng: random.Random) -> tuple[int, str, Callable[[], None]]:
+def _served(
+    state: Path, op: Op, mode: str, at: float, rng: random.Random
+) -> tuple[int, str, Callable[[], None]]:
     """Run the command through a Gateway that is killed (SIGKILL at a crash point or at an instant,
     SIGINT/SIGTERM at a crash point); returns the CLI's exit code, its stderr, and the recovery: a
     fresh Gateway serving the re-run, or (half of the time) the re-run locally once none listens."""
@@ -450,16 +585,35 @@ def _served(state: Path, op: Op, mode: str, at: float, rng: random.Random) -> tu
             finally:
                 fresh.stop()
 
-    code = -signal.SIGKILL if served_code == -signal.SIGKILL else (130 if mode in ("sigint", "sigterm") and
-                                                                   proc.returncode != 0 else proc.returncode)
+    code = (
+        -signal.SIGKILL
+        if served_code == -signal.SIGKILL
+        else (130 if mode in ("sigint", "sigterm") and proc.returncode != 0 else proc.returncode)
+    )
     return code, proc.stderr, recover
 
 
 # ---- templates -----------------------------------------------------------------------------------------
 
+
 def _generate(dest: Path, sessions: int, mb: float, seed: int, *extra: str) -> Path:
-    subprocess.run([sys.executable, str(GEN), str(dest), str(sessions), str(mb), str(seed), "--now-ms", NOW_MS,
-                    "--cron-key-style", "canonical", *extra], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GEN),
+            str(dest),
+            str(sessions),
+            str(mb),
+            str(seed),
+            "--now-ms",
+            NOW_MS,
+            "--cron-key-style",
+            "canonical",
+            *extra,
+        ],
+        check=True,
+        capture_output=True,
+    )
     return dest
 
 
@@ -474,9 +628,9 @@ def build_templates(root: Path, *, sessions: int = 24) -> dict[str, Path]:
         return state
 
     legacy = _generate(fresh("legacy"), sessions, 0.25, 1301, "--orphans", "1")
-    (legacy / "openclaw.json").write_text(json.dumps({"session": {"maintenance": {"mode": "enforce",
-                                                                                   "pruneAfter": "30d",
-                                                                                   "maxEntries": 15}}}))
+    (legacy / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 15}}})
+    )
     imported = fresh("imported")
     shutil.copytree(legacy, imported)
     _must(run(imported, IMPORT))
@@ -496,23 +650,41 @@ def build_templates(root: Path, *, sessions: int = 24) -> dict[str, Path]:
     _generate(work, 10, 0.1, 1302, "--agent", "work")
     shutil.copytree(work / "agents" / "work", two / "agents" / "work")
     shutil.rmtree(work.parent)
-    (two / "openclaw.json").write_text(json.dumps({"agents": {"list": [{"id": "main", "default": True},
-                                                                        {"id": "work"}]}}))
+    (two / "openclaw.json").write_text(
+        json.dumps({"agents": {"list": [{"id": "main", "default": True}, {"id": "work"}]}})
+    )
     from tests.session_generator import generate_session
 
-    for name, rotate, kind in [("compact-legacy", False, "legacy"), ("compact-legacy-rotate", True, "legacy"),
-                               ("compact-sqlite-rotate", True, "sqlite")]:
+    for name, rotate, kind in [
+        ("compact-legacy", False, "legacy"),
+        ("compact-legacy-rotate", True, "legacy"),
+        ("compact-sqlite-rotate", True, "sqlite"),
+    ]:
         state = fresh(name)
         session = generate_session(41, turns=40)
         sessions_dir = state / SESSIONS
         sessions_dir.mkdir(parents=True)
         sid = session.header["id"]
         (sessions_dir / f"{sid}.jsonl").write_text(session.jsonl())
-        (sessions_dir / "sessions.json").write_text(json.dumps({COMPACT_KEY: {
-            "sessionId": sid, "updatedAt": int(NOW_MS), "chatType": "direct", "model": "gpt-5.4",
-            "contextTokens": 200000, "compactionCount": 0, "sessionFile": f"{sid}.jsonl"}}, indent=2))
-        (state / "openclaw.json").write_text(json.dumps({"agents": {"defaults": {"compaction": {
-            "truncateAfterCompaction": rotate}}}}))
+        (sessions_dir / "sessions.json").write_text(
+            json.dumps(
+                {
+                    COMPACT_KEY: {
+                        "sessionId": sid,
+                        "updatedAt": int(NOW_MS),
+                        "chatType": "direct",
+                        "model": "gpt-5.4",
+                        "contextTokens": 200000,
+                        "compactionCount": 0,
+                        "sessionFile": f"{sid}.jsonl",
+                    }
+                },
+                indent=2,
+            )
+        )
+        (state / "openclaw.json").write_text(
+            json.dumps({"agents": {"defaults": {"compaction": {"truncateAfterCompaction": rotate}}}})
+        )
         if kind == "sqlite":
             _must(run(state, IMPORT))
     return out
@@ -520,7 +692,9 @@ def build_templates(root: Path, *, sessions: int = 24) -> dict[str, Path]:
 
 def _must(proc: subprocess.CompletedProcess) -> None:
     if proc.returncode != 0:
-        raise RuntimeError(f"template step failed ({proc.returncode}): {proc.stdout[-800:]} {proc.stderr[-800:]}")
+        raise RuntimeError(
+            f"template step failed ({proc.returncode}): {proc.stdout[-800:]} {proc.stderr[-800:]}"
+        )
 
 
 def _all_db_lines(db: Path) -> Counter:
@@ -534,8 +708,10 @@ def baseline(template: Path) -> dict[str, Any]:
     """What the accounting compares with, read from the untouched template."""
     sessions = template / SESSIONS
     files = {p.name: p.read_bytes() for p in sessions.glob("*.jsonl")} if sessions.exists() else {}
-    base: dict[str, Any] = {"files": files, "index": (sessions / "sessions.json").read_bytes()
-                            if (sessions / "sessions.json").exists() else b""}
+    base: dict[str, Any] = {
+        "files": files,
+        "index": (sessions / "sessions.json").read_bytes() if (sessions / "sessions.json").exists() else b"",
+    }
     lines: Counter = Counter()
     for data in files.values():
         lines.update(lines_of(data))
@@ -548,8 +724,11 @@ def baseline(template: Path) -> dict[str, Any]:
         if len(stored) == 1:
             base["sid"], base["compact"] = next(iter(stored.items()))
     work = template / "agents" / "work" / "sessions"
-    base["work_lines"] = Counter(line for p in work.glob("*.jsonl") for line in lines_of(p.read_bytes())) \
-        if work.exists() else Counter()
+    base["work_lines"] = (
+        Counter(line for p in work.glob("*.jsonl") for line in lines_of(p.read_bytes()))
+        if work.exists()
+        else Counter()
+    )
     return base
 
 
@@ -584,8 +763,9 @@ def _copy(template: Path, work: Path) -> Path:
     return home / "state"
 
 
-def inject(op: Op, template: Path, base: dict[str, Any], work: Path, mode: str, at: float,
-           rng: random.Random) -> Outcome:
+def inject(
+    op: Op, template: Path, base: dict[str, Any], work: Path, mode: str, at: float, rng: random.Random
+) -> Outcome:
     state = _copy(template, work)
     served_recovery: Callable[[], None] | None = None
     try:
@@ -595,8 +775,11 @@ def inject(op: Op, template: Path, base: dict[str, Any], work: Path, mode: str, 
             proc = run(state, op.args, **{op.crash_env(): str(int(at))})
             code, err = proc.returncode, proc.stderr
         elif mode in ("sigint", "sigterm"):
-            proc = run(state, op.args, **{op.crash_env(): str(int(at)),
-                                          f"OPENCLAW_{op.prefix}_CRASH_SIGNAL": mode[3:].upper()})
+            proc = run(
+                state,
+                op.args,
+                **{op.crash_env(): str(int(at)), f"OPENCLAW_{op.prefix}_CRASH_SIGNAL": mode[3:].upper()},
+            )
             code, err = proc.returncode, proc.stderr
         else:
             code, err = run_killed_at(state, op.args, at, signal.SIGKILL)
@@ -677,51 +860,73 @@ class Figures:
         by_op: dict[str, list[Outcome]] = {}
         for o in self.outcomes:
             by_op.setdefault(o.op, []).append(o)
-        rows = [f"{'operation':<24}{'runs':>6}{'refused':>9}{'ENOSPC':>8}{'fit':>5}{'lost':>6}{'dup':>5}"
-                f"{'max rec s':>10}{'failed':>7}"]
+        rows = [
+            f"{'operation':<24}{'runs':>6}{'refused':>9}{'ENOSPC':>8}{'fit':>5}{'lost':>6}{'dup':>5}"
+            f"{'max rec s':>10}{'failed':>7}"
+        ]
         for name, items in by_op.items():
             refused = sum(1 for o in items if o.code == NO_SPACE and o.mode == "enospc")
             cut = sum(1 for o in items if o.code == NO_SPACE and o.mode == "enospc-write")
-            rows.append(f"{name:<24}{len(items):>6}{refused:>9}{cut:>8}{sum(1 for o in items if o.code != NO_SPACE):>5}"
-                        f"{sum(o.lost for o in items):>6}{sum(o.duplicated for o in items):>5}"
-                        f"{max(o.recovery_seconds for o in items):>10.2f}"
-                        f"{sum(1 for o in items if o.lost or o.duplicated or o.problems):>7}")
+            rows.append(
+                f"{name:<24}{len(items):>6}{refused:>9}{cut:>8}{sum(1 for o in items if o.code != NO_SPACE):>5}"
+                f"{sum(o.lost for o in items):>6}{sum(o.duplicated for o in items):>5}"
+                f"{max(o.recovery_seconds for o in items):>10.2f}"
+                f"{sum(1 for o in items if o.lost or o.duplicated or o.problems):>7}"
+            )
         for name, why in self.skipped.items():
             rows.append(f"{name:<24} skipped: {why}")
-        rows.append("refused: the space pre-check said `not enough space` before writing; ENOSPC: the write ran "
-                    "out (pre-check off) and was rolled back; fit: it had room. Then the disk grew and the re-run "
-                    f"finished; wall time {self.seconds:.0f} s")
+        rows.append(
+            "refused: the space pre-check said `not enough space` before writing; ENOSPC: the write ran "
+            "out (pre-check off) and was rolled back; fit: it had room. Then the disk grew and the re-run "
+            f"finished; wall time {self.seconds:.0f} s"
+        )
         return "\n".join(rows)
 
     def table(self) -> str:
         by_op: dict[str, list[Outcome]] = {}
         for o in self.outcomes:
             by_op.setdefault(o.op, []).append(o)
-        rows = [f"{'operation':<24}{'kills':>6}{'point':>7}{'instant':>8}{'int/term':>9}{'lost':>6}{'dup':>5}"
-                f"{'recoveries':>11}{'max rec s':>10}{'failed':>7}"]
+        rows = [
+            f"{'operation':<24}{'kills':>6}{'point':>7}{'instant':>8}{'int/term':>9}{'lost':>6}{'dup':>5}"
+            f"{'recoveries':>11}{'max rec s':>10}{'failed':>7}"
+        ]
         for name, items in by_op.items():
             killed = [o for o in items if o.killed]
             count = Counter(o.mode for o in killed)
-            rows.append(f"{name:<24}{len(killed):>6}{count['point']:>7}{count['instant']:>8}"
-                        f"{count['sigint'] + count['sigterm']:>9}{sum(o.lost for o in items):>6}"
-                        f"{sum(o.duplicated for o in items):>5}{sum(o.recovery_runs for o in items):>11}"
-                        f"{max(o.recovery_seconds for o in items):>10.2f}"
-                        f"{sum(1 for o in items if o.lost or o.duplicated or o.problems):>7}")
+            rows.append(
+                f"{name:<24}{len(killed):>6}{count['point']:>7}{count['instant']:>8}"
+                f"{count['sigint'] + count['sigterm']:>9}{sum(o.lost for o in items):>6}"
+                f"{sum(o.duplicated for o in items):>5}{sum(o.recovery_runs for o in items):>11}"
+                f"{max(o.recovery_seconds for o in items):>10.2f}"
+                f"{sum(1 for o in items if o.lost or o.duplicated or o.problems):>7}"
+            )
         all_items = self.outcomes
-        rows.append(f"{'total':<24}{self.kills:>6}{'':>7}{'':>8}{'':>9}{sum(o.lost for o in all_items):>6}"
-                    f"{sum(o.duplicated for o in all_items):>5}{sum(o.recovery_runs for o in all_items):>11}"
-                    f"{max((o.recovery_seconds for o in all_items), default=0):>10.2f}{len(self.failures):>7}")
+        rows.append(
+            f"{'total':<24}{self.kills:>6}{'':>7}{'':>8}{'':>9}{sum(o.lost for o in all_items):>6}"
+            f"{sum(o.duplicated for o in all_items):>5}{sum(o.recovery_runs for o in all_items):>11}"
+            f"{max((o.recovery_seconds for o in all_items), default=0):>10.2f}{len(self.failures):>7}"
+        )
         for name, why in self.skipped.items():
             rows.append(f"{name:<24} skipped: {why}")
         finished = len(self.outcomes) - self.kills
-        rows.append(f"{len(self.outcomes)} runs, {self.kills} killed or interrupted ({finished} finished before their "
-                    f"random instant), recovered and checked; wall time {self.seconds:.0f} s")
+        rows.append(
+            f"{len(self.outcomes)} runs, {self.kills} killed or interrupted ({finished} finished before their "
+            f"random instant), recovered and checked; wall time {self.seconds:.0f} s"
+        )
         return "\n".join(rows)
 
 
-def soak(*, per_op: int, ops: list[str] | None = None, seed: int = 20261201, workers: int = 2,
-         sessions: int = 24, log: Callable[[str], None] | None = None,
-         deadline: float | None = None, templates: dict[str, Path] | None = None) -> Figures:
+def soak(
+    *,
+    per_op: int,
+    ops: list[str] | None = None,
+    seed: int = 20261201,
+    workers: int = 2,
+    sessions: int = 24,
+    log: Callable[[str], None] | None = None,
+    deadline: float | None = None,
+    templates: dict[str, Path] | None = None,
+) -> Figures:
     """Run `per_op` kills of every operation (in parallel over `workers`); stop scheduling new kills
     after `deadline` (time.monotonic()) when given."""
     started = time.perf_counter()
@@ -735,7 +940,9 @@ def soak(*, per_op: int, ops: list[str] | None = None, seed: int = 20261201, wor
         for name in ops or list(OPS):
             op = OPS[name]
             template = templates[op.template]
-            base = legacy_base if op.template in ("legacy", "imported", "half-imported") else baseline(template)
+            base = (
+                legacy_base if op.template in ("legacy", "imported", "half-imported") else baseline(template)
+            )
             if name == "cleanup-sqlite":
                 base = {**legacy_base, "lines": _all_db_lines(template / DB)}
             total, duration = _probe(op, template, root / f"probe-{name}")
@@ -771,7 +978,9 @@ def _probe(op: Op, template: Path, work: Path) -> tuple[int, float]:
         proc = run(state, op.args, **{op.counter_env(): str(counter)})
         duration = time.perf_counter() - started
         if proc.returncode not in op.ok_codes:
-            raise RuntimeError(f"{op.name}: an uninterrupted run failed ({proc.returncode}): {proc.stdout[-600:]}")
+            raise RuntimeError(
+                f"{op.name}: an uninterrupted run failed ({proc.returncode}): {proc.stdout[-600:]}"
+            )
         total = int(counter.read_text()) if counter.exists() else 0
         if total == 0:
             raise RuntimeError(f"{op.name}: no crash point passed")
@@ -782,8 +991,14 @@ def _probe(op: Op, template: Path, work: Path) -> tuple[int, float]:
 
 # ---- full disks ----------------------------------------------------------------------------------------
 
-ENOSPC_OPS = ("import", "cleanup-legacy", "cleanup-sqlite", "compact-rotate-legacy", "compact-max-lines",
-              "agents-delete")
+ENOSPC_OPS = (
+    "import",
+    "cleanup-legacy",
+    "cleanup-sqlite",
+    "compact-rotate-legacy",
+    "compact-max-lines",
+    "agents-delete",
+)
 
 
 def mount_reason() -> str | None:
@@ -792,8 +1007,9 @@ def mount_reason() -> str | None:
         return "mounting a tmpfs needs root and mount(8)"
     probe = Path(tempfile.mkdtemp(prefix="openclaw-mnt-"))
     try:
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)], capture_output=True,
-                              text=True)
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             return f"cannot mount a tmpfs here: {proc.stderr.strip()}"
         subprocess.run(["umount", str(probe)], capture_output=True)
@@ -806,8 +1022,9 @@ def _tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def enospc_round(op: Op, template: Path, base: dict[str, Any], work: Path, *, spare: int,
-                 precheck: bool) -> Outcome:
+def enospc_round(
+    op: Op, template: Path, base: dict[str, Any], work: Path, *, spare: int, precheck: bool
+) -> Outcome:
     """The operation on a filesystem with `spare` bytes left after the state: it must fail with
     the no-space exit code or succeed; either way, once the filesystem is grown, a re-run
     reaches a consistent state with no line lost or duplicated."""
@@ -815,8 +1032,11 @@ def enospc_round(op: Op, template: Path, base: dict[str, Any], work: Path, *, sp
     mnt.mkdir(parents=True)
     need = _tree_bytes(template.parent) + 256 * 1024  # tmpfs counts whole pages and inodes
     size = need + spare
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr)
     try:
@@ -827,8 +1047,10 @@ def enospc_round(op: Op, template: Path, base: dict[str, Any], work: Path, *, sp
         first = run(state, op.args, **extra)
         outcome = Outcome(op.name, "enospc" + ("" if precheck else "-write"), str(spare), first.returncode)
         if first.returncode not in (NO_SPACE, *op.ok_codes):
-            outcome.problems.append(f"full disk exited {first.returncode}, not {NO_SPACE}: {first.stdout[-400:]}"
-                                    f"{first.stderr[-400:]}")
+            outcome.problems.append(
+                f"full disk exited {first.returncode}, not {NO_SPACE}: {first.stdout[-400:]}"
+                f"{first.stderr[-400:]}"
+            )
         if "Traceback" in first.stderr:
             outcome.problems.append("a traceback on a full disk")
         if first.returncode == NO_SPACE:
@@ -861,8 +1083,14 @@ def enospc_round(op: Op, template: Path, base: dict[str, Any], work: Path, *, sp
         shutil.rmtree(work, ignore_errors=True)
 
 
-def enospc_soak(*, spares: list[int], ops: list[str] | None = None, sessions: int = 24,
-                log: Callable[[str], None] | None = None, templates: dict[str, Path] | None = None) -> Figures:
+def enospc_soak(
+    *,
+    spares: list[int],
+    ops: list[str] | None = None,
+    sessions: int = 24,
+    log: Callable[[str], None] | None = None,
+    templates: dict[str, Path] | None = None,
+) -> Figures:
     figures = Figures()
     reason = mount_reason()
     if reason:
@@ -876,15 +1104,25 @@ def enospc_soak(*, spares: list[int], ops: list[str] | None = None, sessions: in
         for name in ops or list(ENOSPC_OPS):
             op = OPS[name]
             template = templates[op.template]
-            base = legacy_base if op.template in ("legacy", "imported", "half-imported") else baseline(template)
+            base = (
+                legacy_base if op.template in ("legacy", "imported", "half-imported") else baseline(template)
+            )
             if name == "cleanup-sqlite":
                 base = {**legacy_base, "lines": _all_db_lines(template / DB)}
             for index, spare in enumerate(spares):
                 for precheck in (True, False):
-                    out = enospc_round(op, template, base, root / f"{name}-{index}-{precheck}", spare=spare,
-                                       precheck=precheck)
+                    out = enospc_round(
+                        op,
+                        template,
+                        base,
+                        root / f"{name}-{index}-{precheck}",
+                        spare=spare,
+                        precheck=precheck,
+                    )
                     figures.add(out)
                     if log is not None and (out.lost or out.duplicated or out.problems):
-                        log(f"FAIL {out.op} {out.mode}@{out.at}: lost={out.lost} dup={out.duplicated} {out.problems}")
+                        log(
+                            f"FAIL {out.op} {out.mode}@{out.at}: lost={out.lost} dup={out.duplicated} {out.problems}"
+                        )
     figures.seconds = time.perf_counter() - started
     return figures

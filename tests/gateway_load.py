@@ -23,10 +23,20 @@ ALL_SCOPES = ["operator.admin", "operator.read", "operator.write"]
 
 
 def connect_frame(token: str) -> dict[str, Any]:
-    return {"type": "req", "id": "c", "method": "connect", "params": {
-        "minProtocol": 4, "maxProtocol": 4,
-        "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
-        "role": "operator", "scopes": ALL_SCOPES, "caps": [], "auth": {"token": token}}}
+    return {
+        "type": "req",
+        "id": "c",
+        "method": "connect",
+        "params": {
+            "minProtocol": 4,
+            "maxProtocol": 4,
+            "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
+            "role": "operator",
+            "scopes": ALL_SCOPES,
+            "caps": [],
+            "auth": {"token": token},
+        },
+    }
 
 
 @dataclass
@@ -46,12 +56,18 @@ class LoadReport:
         return values[index]
 
     def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"requests": self.requests, "seconds": round(self.seconds, 2),
-                               "reqPerSec": round(self.requests / self.seconds, 1) if self.seconds else None,
-                               "failures": len(self.failures)}
+        out: dict[str, Any] = {
+            "requests": self.requests,
+            "seconds": round(self.seconds, 2),
+            "reqPerSec": round(self.requests / self.seconds, 1) if self.seconds else None,
+            "failures": len(self.failures),
+        }
         for method, values in sorted(self.latencies.items()):
-            out[method] = {"n": len(values), "p50ms": round(statistics.median(values) * 1000, 2),
-                           "p99ms": round((self.percentile(method, 0.99) or 0) * 1000, 2)}
+            out[method] = {
+                "n": len(values),
+                "p50ms": round(statistics.median(values) * 1000, 2),
+                "p99ms": round((self.percentile(method, 0.99) or 0) * 1000, 2),
+            }
         return out
 
 
@@ -63,7 +79,9 @@ class _Conn:
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.n += 1
         req_id = f"r{self.n}"
-        await self.ws.send(orjson.dumps({"type": "req", "id": req_id, "method": method, "params": params}).decode())
+        await self.ws.send(
+            orjson.dumps({"type": "req", "id": req_id, "method": method, "params": params}).decode()
+        )
         while True:
             frame = orjson.loads(await self.ws.recv())
             if frame.get("type") == "res" and frame.get("id") == req_id:
@@ -90,8 +108,17 @@ async def _timed(conn: _Conn, report: LoadReport, method: str, params: dict[str,
     return res
 
 
-async def _client(url: str, token: str, index: int, requests: int, keys: list[str], own: list[str],
-                  report: LoadReport, patch: bool, seed: int) -> None:
+async def _client(
+    url: str,
+    token: str,
+    index: int,
+    requests: int,
+    keys: list[str],
+    own: list[str],
+    report: LoadReport,
+    patch: bool,
+    seed: int,
+) -> None:
     rng = random.Random(seed * 1000 + index)
     conn = await _open(url, token)
     try:
@@ -111,10 +138,17 @@ async def _client(url: str, token: str, index: int, requests: int, keys: list[st
             elif roll < 0.55:
                 await _timed(conn, report, "sessions.list", {"limit": 50}, "sessions.list")
             elif roll < 0.8:
-                await _timed(conn, report, "sessions.describe", {"key": rng.choice(keys)}, "sessions.describe")
+                await _timed(
+                    conn, report, "sessions.describe", {"key": rng.choice(keys)}, "sessions.describe"
+                )
             else:
-                await _timed(conn, report, "sessions.preview", {"keys": [rng.choice(keys)], "limit": 3},
-                             "sessions.preview")
+                await _timed(
+                    conn,
+                    report,
+                    "sessions.preview",
+                    {"keys": [rng.choice(keys)], "limit": 3},
+                    "sessions.preview",
+                )
     finally:
         await conn.ws.close()
 
@@ -128,9 +162,19 @@ async def _background(url: str, token: str, method: str, params: dict[str, Any],
         await conn.ws.close()
 
 
-async def run_load(url: str, token: str, *, clients: int, requests: int, keys: list[str], patch: bool,
-                   cleanup: dict[str, Any] | None, compact: dict[str, Any] | None, patch_keys: list[str] | None = None,
-                   seed: int = 7) -> LoadReport:
+async def run_load(
+    url: str,
+    token: str,
+    *,
+    clients: int,
+    requests: int,
+    keys: list[str],
+    patch: bool,
+    cleanup: dict[str, Any] | None,
+    compact: dict[str, Any] | None,
+    patch_keys: list[str] | None = None,
+    seed: int = 7,
+) -> LoadReport:
     """Run the mix; every client owns a disjoint slice of `patch_keys` (default `keys`: choose keys
     the concurrent cleanup keeps) for its patches."""
     report = LoadReport()
@@ -161,5 +205,7 @@ def lost_updates(report: LoadReport, entries: dict[str, dict[str, Any]]) -> list
         if "label" in values and entry.get("label") != values["label"]:
             lost.append(f"{key}: label {entry.get('label')!r} != acknowledged {values['label']!r}")
         if "pinned" in values and (entry.get("pinnedAt") is not None) != values["pinned"]:
-            lost.append(f"{key}: pinned {entry.get('pinnedAt') is not None} != acknowledged {values['pinned']}")
+            lost.append(
+                f"{key}: pinned {entry.get('pinnedAt') is not None} != acknowledged {values['pinned']}"
+            )
     return lost

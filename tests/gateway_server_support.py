@@ -61,8 +61,17 @@ class GatewayProcess:
     """`python -m openclaw_cli gateway run` in its own process group; `url` from its ready line."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, token: str | None = TOKEN) -> None:
-        argv = [sys.executable, "-m", "openclaw_cli", "gateway", "run", "--port", "0", "--allow-unconfigured",
-                "--verbose"]
+        argv = [
+            sys.executable,
+            "-m",
+            "openclaw_cli",
+            "gateway",
+            "run",
+            "--port",
+            "0",
+            "--allow-unconfigured",
+            "--verbose",
+        ]
         if token is not None:
             argv += ["--auth", "token", "--token", token]
         self.argv = argv + list(args)
@@ -72,8 +81,14 @@ class GatewayProcess:
         self.lines: list[str] = []
 
     def start(self, timeout: float = 30) -> GatewayProcess:
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=self.env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+            start_new_session=True,
+        )
         try:
             return self._await_ready(timeout)
         except BaseException:  # not ready (or interrupted): `__exit__` will not run, stop it here
@@ -150,8 +165,15 @@ class Client:
     def recv(self, timeout: float = RECV_TIMEOUT) -> dict[str, Any]:
         return json.loads(self.ws.recv(timeout=timeout))
 
-    def request(self, method: str, params: Any = None, *, req_id: str | None = None, omit_params: bool = False,
-                timeout: float = RECV_TIMEOUT) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        req_id: str | None = None,
+        omit_params: bool = False,
+        timeout: float = RECV_TIMEOUT,
+    ) -> dict[str, Any]:
         self._n += 1
         req_id = req_id or f"t-{self._n}"
         frame: dict[str, Any] = {"type": "req", "id": req_id, "method": method}
@@ -183,7 +205,9 @@ class Client:
             if frame.get("type") == "event":
                 self.events.append(frame)
 
-    def hello(self, token: str | None = TOKEN, scopes: list[str] | None = None, **params: Any) -> dict[str, Any]:
+    def hello(
+        self, token: str | None = TOKEN, scopes: list[str] | None = None, **params: Any
+    ) -> dict[str, Any]:
         connect = connect_params(token, ALL_SCOPES if scopes is None else scopes, **params)
         return self.request("connect", connect)
 
@@ -197,11 +221,16 @@ class Client:
         self.close()
 
 
-def connect_params(token: str | None = TOKEN, scopes: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+def connect_params(
+    token: str | None = TOKEN, scopes: list[str] | None = None, **extra: Any
+) -> dict[str, Any]:
     params: dict[str, Any] = {
-        "minProtocol": 4, "maxProtocol": 4,
+        "minProtocol": 4,
+        "maxProtocol": 4,
         "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
-        "role": "operator", "scopes": ALL_SCOPES if scopes is None else scopes, "caps": [],
+        "role": "operator",
+        "scopes": ALL_SCOPES if scopes is None else scopes,
+        "caps": [],
     }
     if token is not None:
         params["auth"] = {"token": token}
@@ -221,6 +250,11 @@ def write_config(state: Path, config: dict[str, Any]) -> None:
 
 
 RECORDED_CONFIG = {
-    "gateway": {"mode": "local", "bind": "loopback", "port": 45488, "auth": {"mode": "token", "token": TOKEN}},
+    "gateway": {
+        "mode": "local",
+        "bind": "loopback",
+        "port": 45488,
+        "auth": {"mode": "token", "token": TOKEN},
+    },
     "agents": {"ownership": "explicit", "entries": {"main": {}, "ops": {}, "spare": {}}},
 }

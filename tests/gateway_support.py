@@ -22,15 +22,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HELLO = {"type": "hello-ok", "protocol": 4,
-         "server": {"version": "2026.9.6", "connId": "fake-conn"},
-         "features": {"methods": ["health", "sessions.list", "sessions.cleanup"], "events": ["tick"]},
-         "snapshot": {}, "auth": {"method": "token", "role": "operator", "scopes": []},
-         "policy": {"maxPayload": 26214400}}
-BAD_TOKEN = {"code": "INVALID_REQUEST",
-             "message": "unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device)",
-             "details": {"code": "AUTH_TOKEN_MISMATCH", "authReason": "token_mismatch",
-                         "canRetryWithDeviceToken": False, "recommendedNextStep": "update_auth_credentials"}}
+HELLO = {
+    "type": "hello-ok",
+    "protocol": 4,
+    "server": {"version": "2026.9.6", "connId": "fake-conn"},
+    "features": {"methods": ["health", "sessions.list", "sessions.cleanup"], "events": ["tick"]},
+    "snapshot": {},
+    "auth": {"method": "token", "role": "operator", "scopes": []},
+    "policy": {"maxPayload": 26214400},
+}
+BAD_TOKEN = {
+    "code": "INVALID_REQUEST",
+    "message": "unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device)",
+    "details": {
+        "code": "AUTH_TOKEN_MISMATCH",
+        "authReason": "token_mismatch",
+        "canRetryWithDeviceToken": False,
+        "recommendedNextStep": "update_auth_credentials",
+    },
+}
 
 
 ECHO_METHODS = {"sessions.cleanup", "sessions.compact", "agents.delete", "sessions.list"}
@@ -45,8 +55,15 @@ def default_respond(method: str, params: Any, send_event: Callable[[str, Any], N
 
 
 class FakeGateway:
-    def __init__(self, *, token: str | None = "secret-token", respond: Callable[..., tuple] = default_respond,
-                 ssl_context: ssl.SSLContext | None = None, challenge: bool = True, protocol: int = 4):
+    def __init__(
+        self,
+        *,
+        token: str | None = "secret-token",
+        respond: Callable[..., tuple] = default_respond,
+        ssl_context: ssl.SSLContext | None = None,
+        challenge: bool = True,
+        protocol: int = 4,
+    ):
         self.token = token
         self.respond = respond
         self.ssl_context = ssl_context
@@ -83,7 +100,11 @@ class FakeGateway:
         return f"{'wss' if self.ssl_context else 'ws'}://127.0.0.1:{self.port}"
 
     def requests(self, method: str | None = None) -> list[dict[str, Any]]:
-        return [f for f in self.received if f.get("type") == "req" and (method is None or f.get("method") == method)]
+        return [
+            f
+            for f in self.received
+            if f.get("type") == "req" and (method is None or f.get("method") == method)
+        ]
 
     def wait_closed(self, count: int = 1, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
@@ -115,22 +136,39 @@ class FakeGateway:
                 assert self._stop is not None
                 await self._stop.wait()
                 return
-            await ws.send(json.dumps({"type": "event", "event": "connect.challenge",
-                                      "payload": {"nonce": "n-1", "ts": 1, "capabilities": []}}))
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "event",
+                        "event": "connect.challenge",
+                        "payload": {"nonce": "n-1", "ts": 1, "capabilities": []},
+                    }
+                )
+            )
             frame = json.loads(await ws.recv())
             self.received.append(frame)
             params = frame.get("params") or {}
             if params.get("minProtocol", 0) > self.protocol or params.get("maxProtocol", 0) < self.protocol:
-                await self._error(ws, frame["id"], {"code": "INVALID_REQUEST", "message": "protocol mismatch",
-                                                    "details": {"code": "PROTOCOL_MISMATCH", "expectedProtocol": self.protocol}})
+                await self._error(
+                    ws,
+                    frame["id"],
+                    {
+                        "code": "INVALID_REQUEST",
+                        "message": "protocol mismatch",
+                        "details": {"code": "PROTOCOL_MISMATCH", "expectedProtocol": self.protocol},
+                    },
+                )
                 await ws.close(1002, "protocol mismatch")
                 return
             if self.token is not None and (params.get("auth") or {}).get("token") != self.token:
                 await self._error(ws, frame["id"], BAD_TOKEN)
                 await ws.close(1008, BAD_TOKEN["message"])
                 return
-            hello = dict(HELLO, protocol=self.protocol,
-                         auth={"method": "token", "role": "operator", "scopes": params.get("scopes")})
+            hello = dict(
+                HELLO,
+                protocol=self.protocol,
+                auth={"method": "token", "role": "operator", "scopes": params.get("scopes")},
+            )
             await ws.send(json.dumps({"type": "res", "id": frame["id"], "ok": True, "payload": hello}))
             async for message in ws:
                 request = json.loads(message)
@@ -170,7 +208,7 @@ class FakeGateway:
         elif kind == "fragments":
             text = json.dumps({"type": "res", "id": request["id"], "ok": True, "payload": outcome[1]})
             step = -(-len(text) // outcome[2])
-            await ws.send([text[i:i + step] for i in range(0, len(text), step)])
+            await ws.send([text[i : i + step] for i in range(0, len(text), step)])
         elif kind == "hang":
             assert self._stop is not None
             await self._stop.wait()

@@ -31,17 +31,30 @@ def env_for(state: Path, **extra: str) -> dict[str, str]:
     for name in list(env):
         if name.startswith(("OPENCLAW_MIGRATION_CRASH", "OPENCLAW_CLEANUP_CRASH", "OPENCLAW_COMPACT_CRASH")):
             env.pop(name)
-    env.update({"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-                "HOME": str(state.parent), "OPENCLAW_HOME": str(state.parent), "NO_COLOR": "1",
-                "OPENCLAW_GATEWAY_PORT": "1", "XDG_CACHE_HOME": str(state.parent / ".cache")})
+    env.update(
+        {
+            "OPENCLAW_STATE_DIR": str(state),
+            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+            "HOME": str(state.parent),
+            "OPENCLAW_HOME": str(state.parent),
+            "NO_COLOR": "1",
+            "OPENCLAW_GATEWAY_PORT": "1",
+            "XDG_CACHE_HOME": str(state.parent / ".cache"),
+        }
+    )
     env.pop("TIKTOKEN_CACHE_DIR", None)
     env.update(extra)
     return env
 
 
 def cli(state: Path, *args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "openclaw_cli", *args], env=env_for(state, **extra),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", *args],
+        env=env_for(state, **extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def doctor(state: Path, mode: str, *more: str, **extra: str) -> subprocess.CompletedProcess:
@@ -78,8 +91,13 @@ def tree_digest(root: Path) -> dict[str, tuple]:
             elif not stat.S_ISREG(st.st_mode):  # a FIFO or socket: never opened (it would block)
                 out[rel] = ("special", stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_mtime_ns)
             else:
-                out[rel] = ("file", stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns,
-                            hashlib.sha256(path.read_bytes()).hexdigest())
+                out[rel] = (
+                    "file",
+                    stat.S_IMODE(st.st_mode),
+                    st.st_size,
+                    st.st_mtime_ns,
+                    hashlib.sha256(path.read_bytes()).hexdigest(),
+                )
     return out
 
 
@@ -117,7 +135,9 @@ def db_session_lines(db: Path) -> dict[str, list[bytes]]:
     conn.text_factory = bytes
     out: dict[str, list[bytes]] = {}
     try:
-        for sid, text in conn.execute("SELECT session_id, event_json FROM transcript_events ORDER BY session_id, seq"):
+        for sid, text in conn.execute(
+            "SELECT session_id, event_json FROM transcript_events ORDER BY session_id, seq"
+        ):
             out.setdefault(sid.decode(), []).append(original_bytes(text))
     finally:
         conn.close()
@@ -162,8 +182,11 @@ def leftovers(state: Path) -> list[str]:
     bad = []
     for path in state.rglob("*"):
         name = path.name
-        if (name.endswith((".tmp", ".lock", "-journal")) or ".import-session-sqlite-" in name
-                or ".cleanup-" in name):
+        if (
+            name.endswith((".tmp", ".lock", "-journal"))
+            or ".import-session-sqlite-" in name
+            or ".cleanup-" in name
+        ):
             bad.append(str(path.relative_to(state)))
     return sorted(bad)
 
@@ -172,8 +195,11 @@ def leftovers(state: Path) -> list[str]:
 def tmpfs(size: str) -> Iterator[Path]:
     """A private tmpfs of the given size (`mount` needs root); raises PermissionError otherwise."""
     mnt = Path(tempfile.mkdtemp(prefix="openclaw-tmpfs-"))
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         mnt.rmdir()
         raise PermissionError(proc.stderr.strip() or "mount failed")

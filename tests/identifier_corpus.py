@@ -14,11 +14,22 @@ from typing import Any
 from tests.session_generator import GeneratedSession
 
 PLACES = ("user", "assistant", "tool")
-_WORDS = str.split("session store budget archive summary context worker queue schema index cache stream review "
-                   "deploy branch config gateway router ledger parser bridge handler sentinel harbor meadow")
-_CODE = ("def handle(request):", "    return render(request)", "for item in items:", "    total += item.size",
-         "if not ok:", "    raise RuntimeError('failed')", "class Worker(Base):", "    timeout = config.timeout",
-         "# keep the public API stable", "log.info('processed rows')")
+_WORDS = str.split(
+    "session store budget archive summary context worker queue schema index cache stream review "
+    "deploy branch config gateway router ledger parser bridge handler sentinel harbor meadow"
+)
+_CODE = (
+    "def handle(request):",
+    "    return render(request)",
+    "for item in items:",
+    "    total += item.size",
+    "if not ok:",
+    "    raise RuntimeError('failed')",
+    "class Worker(Base):",
+    "    timeout = config.timeout",
+    "# keep the public API stable",
+    "log.info('processed rows')",
+)
 
 
 def letters(n: int) -> str:
@@ -93,8 +104,13 @@ class _Builder:
         ident = f"{self.next_id:08x}"
         self.next_id += 1
         message["timestamp"] = int(self.now.timestamp() * 1000)
-        entry = {"type": "message", "id": ident, "parentId": self.parent,
-                 "timestamp": self.now.strftime("%Y-%m-%dT%H:%M:%S.000Z"), "message": message}
+        entry = {
+            "type": "message",
+            "id": ident,
+            "parentId": self.parent,
+            "timestamp": self.now.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "message": message,
+        }
         self.parent = ident
         return entry
 
@@ -111,20 +127,40 @@ def _embed_prose(values: list[str], rng: random.Random) -> str:
 
 
 def _embed_tool(values: list[str], rng: random.Random) -> str:
-    forms = ('{{"ref": "{v}", "ok": true}}', "INFO resolved {v}", "  value = {v}", "- {v}", "<item>{v}</item>")
+    forms = (
+        '{{"ref": "{v}", "ok": true}}',
+        "INFO resolved {v}",
+        "  value = {v}",
+        "- {v}",
+        "<item>{v}</item>",
+    )
     return "\n".join(rng.choice(forms).format(v=v) for v in values)
 
 
-def generate_corpus(seed: int, *, turns: int, plant_turns: dict[int, int], filler_words: int = 120,
-                    tool_lines: int = 40, parent: str | None = None, start: datetime | None = None,
-                    first_id: int = 0x10000000, session_id: str | None = None) -> Corpus:
+def generate_corpus(
+    seed: int,
+    *,
+    turns: int,
+    plant_turns: dict[int, int],
+    filler_words: int = 120,
+    tool_lines: int = 40,
+    parent: str | None = None,
+    start: datetime | None = None,
+    first_id: int = 0x10000000,
+    session_id: str | None = None,
+) -> Corpus:
     """`turns` turns; `plant_turns` maps a turn number to a tag base: that turn plants one
     identifier of every class in its user text, its assistant text and its tool output (tags
     base, base+1, base+2). `parent` chains the first entry (appending after a compaction)."""
     b = _Builder(seed, parent, start or datetime(2026, 10, 1, 9, 0, tzinfo=UTC), first_id)
     sid = session_id or str(uuid.UUID(int=b.rng.getrandbits(128), version=4))
-    header = {"type": "session", "version": 3, "id": sid, "timestamp": b.now.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-              "cwd": "/home/user/.openclaw/workspace"}
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": sid,
+        "timestamp": b.now.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "cwd": "/home/user/.openclaw/workspace",
+    }
     corpus = Corpus(GeneratedSession(header, []))
     out = corpus.session.entries
     for turn in range(turns):
@@ -139,20 +175,36 @@ def generate_corpus(seed: int, *, turns: int, plant_turns: dict[int, int], fille
         user = b.entry({"role": "user", "content": [{"type": "text", "text": user_text}]})
         out.append(user)
         call = f"call_{b.rng.getrandbits(48):012x}"
-        assistant_call = b.entry({"role": "assistant", "stopReason": "toolUse", "content": [
-            {"type": "text", "text": b.prose(20)},
-            {"type": "toolCall", "id": call, "name": "exec", "arguments": {"command": "make check"}}]})
+        assistant_call = b.entry(
+            {
+                "role": "assistant",
+                "stopReason": "toolUse",
+                "content": [
+                    {"type": "text", "text": b.prose(20)},
+                    {"type": "toolCall", "id": call, "name": "exec", "arguments": {"command": "make check"}},
+                ],
+            }
+        )
         out.append(assistant_call)
         tool_text = b.code(tool_lines)
         if "tool" in planted:
             tool_text += "\n" + _embed_tool(list(planted["tool"].values()), b.rng) + "\n" + b.code(5)
-        tool = b.entry({"role": "toolResult", "toolCallId": call, "toolName": "exec",
-                        "content": [{"type": "text", "text": tool_text}], "isError": False})
+        tool = b.entry(
+            {
+                "role": "toolResult",
+                "toolCallId": call,
+                "toolName": "exec",
+                "content": [{"type": "text", "text": tool_text}],
+                "isError": False,
+            }
+        )
         out.append(tool)
         reply = b.prose(filler_words)
         if "assistant" in planted:
             reply += " For the record: " + _embed_prose(list(planted["assistant"].values()), b.rng)
-        final = b.entry({"role": "assistant", "stopReason": "stop", "content": [{"type": "text", "text": reply}]})
+        final = b.entry(
+            {"role": "assistant", "stopReason": "stop", "content": [{"type": "text", "text": reply}]}
+        )
         out.append(final)
         for place, entry in (("user", user), ("assistant", final), ("tool", tool)):
             for kind, value in planted.get(place, {}).items():

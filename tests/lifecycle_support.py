@@ -22,8 +22,20 @@ from tests.compact_support import (
 from tests.conftest import FIXTURES
 from tests.session_generator import generate_session
 
-__all__ = ["DB", "GATEWAY", "KEYS", "SESSIONS", "archive_bytes", "cli", "make_templates", "recorded", "rows",
-           "transcript_bytes", "tree_digest", "use_template"]
+__all__ = [
+    "DB",
+    "GATEWAY",
+    "KEYS",
+    "SESSIONS",
+    "archive_bytes",
+    "cli",
+    "make_templates",
+    "recorded",
+    "rows",
+    "transcript_bytes",
+    "tree_digest",
+    "use_template",
+]
 
 GATEWAY = FIXTURES / "gateway-2026.9.6"
 MAIN = "agent:main:main"
@@ -35,15 +47,28 @@ EMPTY = "agent:main:telegram:group:-1007"
 KEYS = {"main": MAIN, "group": GROUP, "direct": DIRECT, "other": OTHER, "sub": SUB, "empty": EMPTY}
 
 
-def make_templates(factory: pytest.TempPathFactory, name: str, *, config: dict[str, Any] | None = None,
-                   kinds: tuple[str, ...] = ("legacy", "sqlite")) -> dict[str, Path]:
+def make_templates(
+    factory: pytest.TempPathFactory,
+    name: str,
+    *,
+    config: dict[str, Any] | None = None,
+    kinds: tuple[str, ...] = ("legacy", "sqlite"),
+) -> dict[str, Path]:
     """Six sessions (small generated transcripts; EMPTY has a header only) per store kind."""
-    sessions = {MAIN: generate_session(11, turns=4), GROUP: generate_session(12, turns=3),
-                DIRECT: generate_session(13, turns=3), OTHER: generate_session(14, turns=2),
-                SUB: generate_session(15, turns=2), EMPTY: generate_session(16, turns=1)}
+    sessions = {
+        MAIN: generate_session(11, turns=4),
+        GROUP: generate_session(12, turns=3),
+        DIRECT: generate_session(13, turns=3),
+        OTHER: generate_session(14, turns=2),
+        SUB: generate_session(15, turns=2),
+        EMPTY: generate_session(16, turns=1),
+    }
     sessions[EMPTY].entries = []
-    extra = {GROUP: {"chatType": "group", "groupId": "123", "subject": "Team chat"},
-             SUB: {"spawnedBy": MAIN}, DIRECT: {"lastInteractionAt": 1795999000000}}
+    extra = {
+        GROUP: {"chatType": "group", "groupId": "123", "subject": "Team chat"},
+        SUB: {"spawnedBy": MAIN},
+        DIRECT: {"lastInteractionAt": 1795999000000},
+    }
     out = {}
     for kind in kinds:
         state = factory.mktemp(f"{name}-{kind}") / "state"
@@ -91,8 +116,13 @@ def transcript_bytes(state: Path, session_id: str) -> bytes:
     db = state / DB
     if db.exists():
         with sqlite3.connect(db) as conn:
-            lines = [r[0] for r in conn.execute(
-                "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))]
+            lines = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq",
+                    (session_id,),
+                )
+            ]
         return "".join(line + "\n" for line in lines).encode()
     return (state / SESSIONS / f"{session_id}.jsonl").read_bytes()
 

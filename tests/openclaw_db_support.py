@@ -51,9 +51,22 @@ def build_real_state(root: Path, sessions: int = 40, total_mb: float = 2, seed: 
     """A legacy state from the shared generator (updatedAt relative to now), imported by the real
     OpenClaw into a schema-23 database. Returns the state dir `root/home/.openclaw`."""
     state = root / "home" / ".openclaw"
-    subprocess.run([sys.executable, str(GEN_LEGACY_STORE), str(state), str(sessions), str(total_mb), str(seed),
-                    "--cron-key-style", "canonical", "--now-ms", str(int(time.time() * 1000))],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GEN_LEGACY_STORE),
+            str(state),
+            str(sessions),
+            str(total_mb),
+            str(seed),
+            "--cron-key-style",
+            "canonical",
+            "--now-ms",
+            str(int(time.time() * 1000)),
+        ],
+        check=True,
+        capture_output=True,
+    )
     result = peer(root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     return state
@@ -69,8 +82,11 @@ def plant_artifacts(state: Path) -> dict[str, Path]:
     root = state / "agents" / "main" / "sessions"
     blob_dir = root / "skills-prompts" / "sha256" / "ab"
     blob_dir.mkdir(parents=True, exist_ok=True)
-    files = {"temp": root / "sessions.json.0f0e0d0c-0b0a-4908-8706-050403020100.tmp",
-             "blob": blob_dir / ("ab" + "0" * 62 + ".txt"), "orphan": root / "orphan.trajectory.jsonl"}
+    files = {
+        "temp": root / "sessions.json.0f0e0d0c-0b0a-4908-8706-050403020100.tmp",
+        "blob": blob_dir / ("ab" + "0" * 62 + ".txt"),
+        "orphan": root / "orphan.trajectory.jsonl",
+    }
     for path in files.values():
         path.write_text("x" * 300)
         os.utime(path, (631_152_000, 631_152_000))  # 1990
@@ -78,6 +94,7 @@ def plant_artifacts(state: Path) -> dict[str, Path]:
 
 
 # ---- reading databases as rows -------------------------------------------------------------------------
+
 
 def connect(db: Path) -> sqlite3.Connection:
     from openclaw_cli.store.openclaw_schema import add_schema_functions
@@ -91,7 +108,9 @@ def checks(db: Path) -> tuple[str, list[Any]]:
     """(`PRAGMA integrity_check`, `PRAGMA foreign_key_check` rows)."""
     conn = connect(db)
     try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0], conn.execute("PRAGMA foreign_key_check").fetchall()
+        return conn.execute("PRAGMA integrity_check").fetchone()[0], conn.execute(
+            "PRAGMA foreign_key_check"
+        ).fetchall()
     finally:
         conn.close()
 
@@ -110,17 +129,30 @@ WHERE coalesce(st.needs_rebuild, 1) != 0 OR latest.seq > coalesce(st.indexed_seq
 ORDER BY w.session_id"""
 ORPHAN_INDEX_ROWS = " UNION ALL ".join(
     f"SELECT '{t}', session_id FROM {t} WHERE session_id NOT IN (SELECT DISTINCT session_id FROM transcript_events)"
-    for t in ("session_transcript_active_events", "session_transcript_fts_rows", "session_transcript_index_state"))
+    for t in (
+        "session_transcript_active_events",
+        "session_transcript_fts_rows",
+        "session_transcript_index_state",
+    )
+)
 
 
 def projection_rows(conn: sqlite3.Connection) -> tuple[list[Any], list[Any], list[Any]]:
     """Active events, full-text rows (through their row map) and index states, without times."""
-    return (conn.execute("SELECT session_id, active_position, event_seq, message_position, context_eligible"
-                         " FROM session_transcript_active_events ORDER BY 1, 2").fetchall(),
-            conn.execute("SELECT r.session_id, r.message_id, f.text, f.role, f.timestamp FROM session_transcript_fts_rows"
-                         " AS r JOIN session_transcript_fts AS f ON f.rowid = r.id ORDER BY 1, r.id").fetchall(),
-            conn.execute("SELECT session_id, indexed_seq, leaf_event_id, needs_rebuild, active_event_count,"
-                         " active_message_count FROM session_transcript_index_state ORDER BY 1").fetchall())
+    return (
+        conn.execute(
+            "SELECT session_id, active_position, event_seq, message_position, context_eligible"
+            " FROM session_transcript_active_events ORDER BY 1, 2"
+        ).fetchall(),
+        conn.execute(
+            "SELECT r.session_id, r.message_id, f.text, f.role, f.timestamp FROM session_transcript_fts_rows"
+            " AS r JOIN session_transcript_fts AS f ON f.rowid = r.id ORDER BY 1, r.id"
+        ).fetchall(),
+        conn.execute(
+            "SELECT session_id, indexed_seq, leaf_event_id, needs_rebuild, active_event_count,"
+            " active_message_count FROM session_transcript_index_state ORDER BY 1"
+        ).fetchall(),
+    )
 
 
 def unsettled(db: Path) -> dict[str, Any]:
@@ -129,12 +161,20 @@ def unsettled(db: Path) -> dict[str, Any]:
     with no row map entry, and the canonical validation queue."""
     conn = connect(db)
     try:
-        return {"reconcile": [r[0] for r in conn.execute(NEEDS_RECONCILE)],
-                "orphans": conn.execute(ORPHAN_INDEX_ROWS).fetchall(),
-                "unmapped": conn.execute("SELECT rowid FROM session_transcript_fts WHERE rowid NOT IN"
-                                         " (SELECT id FROM session_transcript_fts_rows)").fetchall(),
-                "pending": [r[0] for r in conn.execute("SELECT session_key FROM session_canonical_validation_pending"
-                                                        " ORDER BY 1")]}
+        return {
+            "reconcile": [r[0] for r in conn.execute(NEEDS_RECONCILE)],
+            "orphans": conn.execute(ORPHAN_INDEX_ROWS).fetchall(),
+            "unmapped": conn.execute(
+                "SELECT rowid FROM session_transcript_fts WHERE rowid NOT IN"
+                " (SELECT id FROM session_transcript_fts_rows)"
+            ).fetchall(),
+            "pending": [
+                r[0]
+                for r in conn.execute(
+                    "SELECT session_key FROM session_canonical_validation_pending ORDER BY 1"
+                )
+            ],
+        }
     finally:
         conn.close()
 
@@ -166,8 +206,10 @@ def event_rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
     conn = connect(db)
     try:
         out: dict[str, list[tuple[Any, ...]]] = {}
-        for row in conn.execute("SELECT session_id, seq, event_json, event_zstd, event_utf8_bytes, navigation_json,"
-                                " created_at FROM transcript_events ORDER BY session_id, seq"):
+        for row in conn.execute(
+            "SELECT session_id, seq, event_json, event_zstd, event_utf8_bytes, navigation_json,"
+            " created_at FROM transcript_events ORDER BY session_id, seq"
+        ):
             out.setdefault(row[0], []).append(row[1:])
         return out
     finally:
@@ -182,9 +224,14 @@ def decoded_jsonl(db: Path, sid: str) -> bytes:
     dctx = zstandard.ZstdDecompressor()
     try:
         lines = []
-        for text, blob, size in conn.execute("SELECT event_json, event_zstd, event_utf8_bytes FROM transcript_events"
-                                             " WHERE session_id = ? ORDER BY seq", (sid,)):
-            lines.append(text.encode("utf-8") if text is not None else dctx.decompress(blob, max_output_size=size))
+        for text, blob, size in conn.execute(
+            "SELECT event_json, event_zstd, event_utf8_bytes FROM transcript_events"
+            " WHERE session_id = ? ORDER BY seq",
+            (sid,),
+        ):
+            lines.append(
+                text.encode("utf-8") if text is not None else dctx.decompress(blob, max_output_size=size)
+            )
         return b"".join(line + b"\n" for line in lines)
     finally:
         conn.close()
@@ -194,8 +241,12 @@ def nodes(db: Path) -> dict[str, tuple[str, str]]:
     """key -> (current_session_id, entry_json) of the valid rows."""
     conn = connect(db)
     try:
-        return {k: (s, e) for k, s, e in conn.execute(
-            "SELECT session_key, current_session_id, entry_json FROM session_nodes WHERE entry_valid = 1")}
+        return {
+            k: (s, e)
+            for k, s, e in conn.execute(
+                "SELECT session_key, current_session_id, entry_json FROM session_nodes WHERE entry_valid = 1"
+            )
+        }
     finally:
         conn.close()
 
@@ -212,7 +263,9 @@ def archive_rows(db: Path) -> dict[str, dict[str, Any]]:
     conn = connect(db)
     conn.row_factory = sqlite3.Row
     try:
-        return {row["session_id"]: dict(row) for row in conn.execute("SELECT * FROM session_transcript_archives")}
+        return {
+            row["session_id"]: dict(row) for row in conn.execute("SELECT * FROM session_transcript_archives")
+        }
     finally:
         conn.close()
 
@@ -234,19 +287,23 @@ def logical_state(db: Path) -> tuple[Any, ...]:
     """What "as before or as after" compares: rows of every session table that a write touches."""
     conn = connect(db)
     try:
-        return tuple(tuple(conn.execute(sql).fetchall()) for sql in (
-            "SELECT session_key, current_session_id, entry_json, entry_valid FROM session_nodes ORDER BY session_key",
-            "SELECT session_id, session_key FROM session_windows ORDER BY session_id",
-            "SELECT session_id, count(*), max(seq) FROM transcript_events GROUP BY session_id ORDER BY session_id",
-            "SELECT session_id, count(*) FROM transcript_event_identities GROUP BY session_id ORDER BY session_id",
-            "SELECT session_id, archive_sha256 FROM session_transcript_archives ORDER BY session_id",
-            "SELECT session_id, count(*) FROM session_transcript_fts_rows GROUP BY session_id ORDER BY session_id",
-        ))
+        return tuple(
+            tuple(conn.execute(sql).fetchall())
+            for sql in (
+                "SELECT session_key, current_session_id, entry_json, entry_valid FROM session_nodes ORDER BY session_key",
+                "SELECT session_id, session_key FROM session_windows ORDER BY session_id",
+                "SELECT session_id, count(*), max(seq) FROM transcript_events GROUP BY session_id ORDER BY session_id",
+                "SELECT session_id, count(*) FROM transcript_event_identities GROUP BY session_id ORDER BY session_id",
+                "SELECT session_id, archive_sha256 FROM session_transcript_archives ORDER BY session_id",
+                "SELECT session_id, count(*) FROM session_transcript_fts_rows GROUP BY session_id ORDER BY session_id",
+            )
+        )
     finally:
         conn.close()
 
 
 # ---- the real OpenClaw as the judge --------------------------------------------------------------------
+
 
 def peer_inspect(root: Path, agent: str = "main") -> dict[str, Any]:
     doc = peer_json(root, "doctor", "--session-sqlite", "inspect", "--session-sqlite-agent", agent, "--json")
@@ -270,9 +327,15 @@ def free_port() -> int:
 def peer_gateway(root: Path) -> Iterator[int]:
     """The real Gateway on `root`'s state (own process group, stopped at the end); yields its port."""
     port = free_port()
-    started = subprocess.run(["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
-                             capture_output=True, text=True, timeout=300)  # (a loaded machine: 60-120 s to listen)
-    assert started.returncode == 0, started.stderr + (root / "gateway.out").read_text(errors="replace")[-2000:]
+    started = subprocess.run(
+        ["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # (a loaded machine: 60-120 s to listen)
+    assert started.returncode == 0, (
+        started.stderr + (root / "gateway.out").read_text(errors="replace")[-2000:]
+    )
     pgid = started.stdout.strip().splitlines()[-1]
     try:
         yield port
@@ -285,11 +348,24 @@ async def _calls(port: int, calls: list[tuple[str, dict[str, Any]]], timeout: fl
 
     async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=64 << 20, open_timeout=timeout) as ws:
         await asyncio.wait_for(ws.recv(), timeout)  # connect.challenge
-        await ws.send(json.dumps({"type": "req", "id": "connect", "method": "connect", "params": {
-            "minProtocol": 4, "maxProtocol": 4,
-            "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
-            "role": "operator", "scopes": ["operator.admin", "operator.read", "operator.write"], "caps": [],
-            "auth": {"token": TOKEN}}}))
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "req",
+                    "id": "connect",
+                    "method": "connect",
+                    "params": {
+                        "minProtocol": 4,
+                        "maxProtocol": 4,
+                        "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
+                        "role": "operator",
+                        "scopes": ["operator.admin", "operator.read", "operator.write"],
+                        "caps": [],
+                        "auth": {"token": TOKEN},
+                    },
+                }
+            )
+        )
         out: list[dict[str, Any]] = []
         for index, (method, params) in enumerate([("connect", {}), *calls]):
             rid = "connect" if index == 0 else f"r{index}"
@@ -314,7 +390,9 @@ class _Starting(Exception):
     pass
 
 
-def gateway_calls(port: int, calls: list[tuple[str, dict[str, Any]]], timeout: float = 120) -> list[dict[str, Any]]:
+def gateway_calls(
+    port: int, calls: list[tuple[str, dict[str, Any]]], timeout: float = 120
+) -> list[dict[str, Any]]:
     """Responses (`res` frames) to `calls` on one authenticated connection (a Gateway still
     starting its sidecars answers `connect` with a retryable UNAVAILABLE: retried for up to 90 s)."""
     deadline = time.monotonic() + 90

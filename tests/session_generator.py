@@ -20,12 +20,25 @@ from typing import Any
 
 from openclaw_cli.jsonutil import dumps_compact
 
-_WORDS = tuple(str.split("session transcript compaction gateway store budget token archive cleanup legacy sqlite agent model "
-          "reply context summary import telegram slack discord cron alpha beta gamma delta result tool user "
-          "assistant config schema index cache stream worker queue retry deploy branch commit review test"))
-_CODE = ("def handle_{n}(request):", "    return render(request, 'page_{n}.html')", "for item in items:",
-         "    total += item.size", "class Worker{n}(Base):", "    timeout = 30", "# TODO: tidy up step {n}",
-         "if not ok:", "    raise RuntimeError('step {n} failed')", "    log.info('processed %d rows', count)")
+_WORDS = tuple(
+    str.split(
+        "session transcript compaction gateway store budget token archive cleanup legacy sqlite agent model "
+        "reply context summary import telegram slack discord cron alpha beta gamma delta result tool user "
+        "assistant config schema index cache stream worker queue retry deploy branch commit review test"
+    )
+)
+_CODE = (
+    "def handle_{n}(request):",
+    "    return render(request, 'page_{n}.html')",
+    "for item in items:",
+    "    total += item.size",
+    "class Worker{n}(Base):",
+    "    timeout = 30",
+    "# TODO: tidy up step {n}",
+    "if not ok:",
+    "    raise RuntimeError('step {n} failed')",
+    "    log.info('processed %d rows', count)",
+)
 
 
 @dataclass
@@ -46,8 +59,10 @@ class _Gen:
         self.now = start
         self.parent: str | None = None
         self.used_ids: set[str] = set()
-        self.prose = [" ".join(self.rng.choice(_WORDS) for _ in range(self.rng.randint(8, 30))) + "."
-                      for _ in range(400)]
+        self.prose = [
+            " ".join(self.rng.choice(_WORDS) for _ in range(self.rng.randint(8, 30))) + "."
+            for _ in range(400)
+        ]
 
     def new_id(self) -> str:
         while True:
@@ -69,7 +84,9 @@ class _Gen:
 
     def message(self, message: dict[str, Any]) -> dict[str, Any]:
         entry = self.entry("message", message=message)
-        message["timestamp"] = int(datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp() * 1000)
+        message["timestamp"] = int(
+            datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+        )
         return entry
 
     def sentence(self, k: int = 1) -> str:
@@ -85,18 +102,30 @@ class _Gen:
         return "\n".join(lines)
 
 
-def generate_session(seed: int = 1, *, turns: int | None = None, target_bytes: int | None = None,
-                     tool_output_chars: tuple[int, int] = (200, 6000), with_usage: bool = True,
-                     plant_every: int = 3, session_id: str | None = None,
-                     start: datetime | None = None) -> GeneratedSession:
+def generate_session(
+    seed: int = 1,
+    *,
+    turns: int | None = None,
+    target_bytes: int | None = None,
+    tool_output_chars: tuple[int, int] = (200, 6000),
+    with_usage: bool = True,
+    plant_every: int = 3,
+    session_id: str | None = None,
+    start: datetime | None = None,
+) -> GeneratedSession:
     """A linear session of `turns` turns, or as many as reach `target_bytes` of JSONL."""
     if turns is None and target_bytes is None:
         turns = 20
     g = _Gen(seed, start or datetime(2026, 10, 1, 9, 0, tzinfo=UTC))
     sid = session_id or f"{g.rng.getrandbits(128):032x}"
     sid = f"{sid[:8]}-{sid[8:12]}-4{sid[13:16]}-a{sid[17:20]}-{sid[20:32]}"
-    header = {"type": "session", "version": 3, "id": sid, "timestamp": g.now.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-              "cwd": "/home/user/.openclaw/workspace"}
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": sid,
+        "timestamp": g.now.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "cwd": "/home/user/.openclaw/workspace",
+    }
     out = GeneratedSession(header, [])
     out.entries.append(g.entry("model_change", provider="openai", modelId="gpt-5.4"))
     out.entries.append(g.entry("thinking_level_change", thinkingLevel="low"))
@@ -108,10 +137,16 @@ def generate_session(seed: int = 1, *, turns: int | None = None, target_bytes: i
         planted: list[str] = []
         text = f"turn {turn}: {g.sentence()}"
         if turn % plant_every == 1 or plant_every == 1:
-            planted = [f"/srv/proj{turn}/src/module_{turn}.py", f"https://tickets.example.test/T-{turn}",
-                       f"{g.rng.getrandbits(64):016x}", f"{turn * 3} MB"]
-            text += (f" Please fix {planted[0]} as described in {planted[1]} (commit {planted[2]}); "
-                     f"keep the cache under {planted[3]}. You must not touch the public API.")
+            planted = [
+                f"/srv/proj{turn}/src/module_{turn}.py",
+                f"https://tickets.example.test/T-{turn}",
+                f"{g.rng.getrandbits(64):016x}",
+                f"{turn * 3} MB",
+            ]
+            text += (
+                f" Please fix {planted[0]} as described in {planted[1]} (commit {planted[2]}); "
+                f"keep the cache under {planted[3]}. You must not touch the public API."
+            )
         user = g.message({"role": "user", "content": [{"type": "text", "text": text}]})
         out.entries.append(user)
         if planted:
@@ -120,25 +155,41 @@ def generate_session(seed: int = 1, *, turns: int | None = None, target_bytes: i
         if turn % 97 == 0:
             out.entries.append(g.entry("model_change", provider="openai", modelId="gpt-5.4"))
         if turn % 41 == 0:
-            out.entries.append(g.entry("custom_message", customType="note", content=f"note {turn}: {g.sentence()}",
-                                       display=True))
+            out.entries.append(
+                g.entry(
+                    "custom_message", customType="note", content=f"note {turn}: {g.sentence()}", display=True
+                )
+            )
         for _ in range(g.rng.choice((0, 1, 1, 2, 3))):
             call_id = f"call_{g.rng.getrandbits(48):012x}"
             tool = g.rng.choice(("read", "read", "edit", "write", "bash"))
             path = f"src/pkg{g.rng.randint(1, 60)}/file_{g.rng.randint(1, 400)}.py"
-            args: dict[str, Any] = {"command": f"pytest -q tests/test_{turn}.py"} if tool == "bash" else {"path": path}
+            args: dict[str, Any] = (
+                {"command": f"pytest -q tests/test_{turn}.py"} if tool == "bash" else {"path": path}
+            )
             if tool == "edit":
                 args.update(oldText="a = 1", newText="a = 2")
             usage_in = context
             context += g.rng.randint(300, 2500)
             assistant: dict[str, Any] = {
                 "role": "assistant",
-                "content": [{"type": "text", "text": g.sentence()},
-                            {"type": "toolCall", "id": call_id, "name": tool, "arguments": args}],
-                "api": "openai-responses", "provider": "openai", "model": "gpt-5.4", "stopReason": "toolUse"}
+                "content": [
+                    {"type": "text", "text": g.sentence()},
+                    {"type": "toolCall", "id": call_id, "name": tool, "arguments": args},
+                ],
+                "api": "openai-responses",
+                "provider": "openai",
+                "model": "gpt-5.4",
+                "stopReason": "toolUse",
+            }
             if with_usage:
-                assistant["usage"] = {"input": usage_in, "output": 200, "cacheRead": 0, "cacheWrite": 0,
-                                      "totalTokens": usage_in + 200}
+                assistant["usage"] = {
+                    "input": usage_in,
+                    "output": 200,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "totalTokens": usage_in + 200,
+                }
             out.entries.append(g.message(assistant))
             failed = g.rng.random() < 0.05
             body = g.code(g.rng.randint(*tool_output_chars))
@@ -148,8 +199,17 @@ def generate_session(seed: int = 1, *, turns: int | None = None, target_bytes: i
                 body += f"\nartifact {marker} stored"
             if failed:
                 body = f"Error: command failed with exit code 2\n{body[:300]}"
-            out.entries.append(g.message({"role": "toolResult", "toolCallId": call_id, "toolName": tool,
-                                          "content": [{"type": "text", "text": body}], "isError": failed}))
+            out.entries.append(
+                g.message(
+                    {
+                        "role": "toolResult",
+                        "toolCallId": call_id,
+                        "toolName": tool,
+                        "content": [{"type": "text", "text": body}],
+                        "isError": failed,
+                    }
+                )
+            )
             out.tool_identifiers.append(call_id)
         reply = g.sentence(g.rng.randint(1, 3))
         if turn % 5 == 0:
@@ -158,16 +218,26 @@ def generate_session(seed: int = 1, *, turns: int | None = None, target_bytes: i
             reply += " Next I will run the full test suite."
         if turn % 3 == 0:
             reply += f" Fixed the failing check in module_{turn}."
-        final: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": reply}],
-                                 "api": "openai-responses", "provider": "openai", "model": "gpt-5.4",
-                                 "stopReason": "stop"}
+        final: dict[str, Any] = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": reply}],
+            "api": "openai-responses",
+            "provider": "openai",
+            "model": "gpt-5.4",
+            "stopReason": "stop",
+        }
         if with_usage:
             context += g.rng.randint(100, 600)
-            final["usage"] = {"input": context, "output": 300, "cacheRead": 0, "cacheWrite": 0,
-                              "totalTokens": context + 300}
+            final["usage"] = {
+                "input": context,
+                "output": 300,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": context + 300,
+            }
         out.entries.append(g.message(final))
         if target_bytes is not None:
-            size += sum(len(dumps_compact(e)) + 1 for e in out.entries[_last_turn_start(out.entries):])
+            size += sum(len(dumps_compact(e)) + 1 for e in out.entries[_last_turn_start(out.entries) :])
     return out
 
 

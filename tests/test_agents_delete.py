@@ -29,7 +29,9 @@ def test_delete_legacy_agent_archives_every_transcript(state_dir):
     write_config(state_dir, TWO_AGENTS)
     now = now_ms()
     make_legacy(state_dir, {"agent:main:a": entry("a", now)})
-    root = make_legacy(state_dir, {"agent:ops:x": entry("x", now), "agent:ops:y": entry("y", now - 1000)}, agent="ops")
+    root = make_legacy(
+        state_dir, {"agent:ops:x": entry("x", now), "agent:ops:y": entry("y", now - 1000)}, agent="ops"
+    )
     (root / "orphan.jsonl").write_text('{"type":"session","version":3,"id":"orphan"}\n')
     (root / "x.trajectory.jsonl").write_text('{"t":1}\n')
     originals = {p.name: sha(p.read_bytes()) for p in root.iterdir() if p.name != "sessions.json"}
@@ -60,9 +62,16 @@ def test_delete_sqlite_agent_archives_every_session_window(state_dir):
     make_sqlite(state_dir, {"agent:ops:x": entry("x", now), "agent:ops:y": entry("y", now)}, agent="ops")
     from openclaw_cli.store.sqlite import SqliteStore
 
-    with SqliteStore(db_path(state_dir, "ops"), "ops") as store:  # an earlier window of x (compaction successor)
-        store.create_window("agent:ops:x", "x2", previous_session_id="x", raw_lines=['{"type":"message","id":"m1"}'],
-                            entry=entry("x2", now))
+    with SqliteStore(
+        db_path(state_dir, "ops"), "ops"
+    ) as store:  # an earlier window of x (compaction successor)
+        store.create_window(
+            "agent:ops:x",
+            "x2",
+            previous_session_id="x",
+            raw_lines=['{"type":"message","id":"m1"}'],
+            entry=entry("x2", now),
+        )
     before = {sid: sha(sqlite_transcript_bytes(state_dir, sid, "ops")) for sid in ("x", "x2", "y")}
     code, doc, err = cli_json("agents", "delete", "ops", "--force", "--json")
     assert code == 0, err
@@ -85,7 +94,11 @@ def test_refuses_the_only_configured_agent(state_dir):
 
 def test_unknown_agent_is_not_found(state_dir):
     code, doc, _ = cli_json("agents", "delete", "nope", "--force", "--json")
-    assert code == 4 and doc["error"]["message"] == 'agent "nope" not found. Run openclaw agents list to see the configured agents.'
+    assert (
+        code == 4
+        and doc["error"]["message"]
+        == 'agent "nope" not found. Run openclaw agents list to see the configured agents.'
+    )
 
 
 def test_confirmation_required_without_force(state_dir):
@@ -107,7 +120,11 @@ def test_a_newer_openclaw_database_is_named_and_refused(imported_fixture_state):
     conn.close()
     before = tree_digest(imported_fixture_state)
     code, doc, _ = cli_json("agents", "delete", "main", "--force", "--json")
-    assert code == 6 and doc["error"]["type"] == "unsupported_schema" and "newer schema version 27" in doc["error"]["message"]
+    assert (
+        code == 6
+        and doc["error"]["type"] == "unsupported_schema"
+        and "newer schema version 27" in doc["error"]["message"]
+    )
     assert tree_digest(imported_fixture_state) == before
 
 
@@ -131,7 +148,12 @@ def test_agents_list_shows_stores_and_counts(kind, state_dir):
     main, ops = doc
     assert list(main)[:5] == ["id", "workspace", "agentDir", "bindings", "isDefault"]
     assert (main["id"], main["isDefault"], main["storeKind"], main["sessionsCount"], main["configured"]) == (
-        "main", True, kind, 1, True)
+        "main",
+        True,
+        kind,
+        1,
+        True,
+    )
     assert main["workspace"] == str(state_dir / "workspace")
     assert main["agentDir"] == str(state_dir / "agents" / "main" / "agent")
     assert (ops["id"], ops["isDefault"], ops["sessionsCount"]) == ("ops", False, 0)

@@ -38,7 +38,11 @@ def _kind_branches(tree: ast.AST) -> list[int]:
         elif isinstance(node, ast.Name) and node.id in KIND_NAMES:
             found.append(node.lineno)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
-            names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} if len(node.args) > 1 else set()
+            names = (
+                {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if len(node.args) > 1
+                else set()
+            )
             if names & STORE_CLASSES:
                 found.append(node.lineno)
     return found
@@ -50,7 +54,9 @@ def test_no_store_kind_branch_outside_the_store_package() -> None:
         lines = _kind_branches(ast.parse(path.read_text(), str(path)))
         if lines:
             offenders[str(path.relative_to(ROOT))] = lines
-    assert offenders == {}, f"branch on the store kind outside store/ (add a protocol method or layout fact): {offenders}"
+    assert offenders == {}, (
+        f"branch on the store kind outside store/ (add a protocol method or layout fact): {offenders}"
+    )
 
 
 def test_the_kind_check_finds_a_branch() -> None:
@@ -73,8 +79,14 @@ def test_method_table_runs_locally_and_refuses_unknown_methods(legacy_fixture_st
     from openclaw_cli.ops.methods import METHODS, call
     from openclaw_cli.paths import resolve_paths
 
-    assert {"sessions.list", "sessions.cleanup", "sessions.compact", "agents.list", "agents.delete",
-            "status"} <= set(METHODS)
+    assert {
+        "sessions.list",
+        "sessions.cleanup",
+        "sessions.compact",
+        "agents.list",
+        "agents.delete",
+        "status",
+    } <= set(METHODS)
     for m in METHODS.values():
         assert m.scope in ("operator.read", "operator.write", "operator.admin"), m
     ctx = Context.load(resolve_paths(), clock=lambda: 1796000000000)
@@ -91,8 +103,9 @@ def test_session_store_config_is_honoured_by_every_command(state_dir: Path, tmp_
     the same store before and after the migration imported it."""
     custom = tmp_path / "custom" / "main"
     shutil.copytree(OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions", custom)
-    (state_dir / "openclaw.json").write_text(json.dumps(
-        {"session": {"store": str(tmp_path / "custom" / "{agentId}" / "sessions.json")}}))
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"store": str(tmp_path / "custom" / "{agentId}" / "sessions.json")}})
+    )
 
     def listed() -> dict:
         proc = run_cli("sessions", "--json", "--limit", "all", "--all")  # archived rows too (the orphan)
@@ -111,6 +124,7 @@ def test_session_store_config_is_honoured_by_every_command(state_dir: Path, tmp_
     assert status["sessions"]["paths"] == [str(db)] and status["sessions"]["count"] == 13
     dry = json.loads(run_cli("sessions", "cleanup", "--dry-run", "--json").stdout)
     assert dry["storePath"] == str(db) and dry["beforeCount"] == 13
-    compact = json.loads(run_cli("compact", "agent:main:main", "--dry-run", "--json", "--tokenizer",
-                                 "estimate").stdout)
+    compact = json.loads(
+        run_cli("compact", "agent:main:main", "--dry-run", "--json", "--tokenizer", "estimate").stdout
+    )
     assert compact["path"] == str(db)

@@ -19,7 +19,12 @@ from openclaw_cli.store.transcript import iter_jsonl
 STAMP = "2026-01-01T00-00-00.000Z"
 NOW = 1796000000000  # 2026-11-30T00:53:20.000Z
 FIXTURE_TRANSCRIPT = (
-    OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions" / "df30a0ea-38b3-46e4-abd3-2c8eddd59451.jsonl"
+    OPENCLAW_FIXTURE
+    / "legacy-state"
+    / "agents"
+    / "main"
+    / "sessions"
+    / "df30a0ea-38b3-46e4-abd3-2c8eddd59451.jsonl"
 )
 
 
@@ -77,7 +82,9 @@ def test_reason_specific_parse_and_classification():
     assert is_checkpoint_name(sid) and not ar.is_primary_transcript_name(sid)
     assert not is_checkpoint_name("abc.checkpoint.not-a-uuid.jsonl")
     assert ar.is_trajectory_name("abc.trajectory.jsonl") and ar.is_trajectory_name("abc.trajectory-path.json")
-    assert ar.is_migration_leftover_name("abc.jsonl.migrated") and ar.is_migration_leftover_name("s.json.migrated.2")
+    assert ar.is_migration_leftover_name("abc.jsonl.migrated") and ar.is_migration_leftover_name(
+        "s.json.migrated.2"
+    )
     assert ar.is_migration_leftover_name("a.jsonl.pre-doctor-branch-repair-2026-01-01T00-00-00-000Z.bak")
     assert not ar.is_migration_leftover_name("a.jsonl")
     assert ar.is_store_temp_name("sessions.json.123.0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f.tmp")
@@ -107,7 +114,9 @@ def test_list_archives(d):
 @pytest.mark.parametrize("compress", [True, False])
 def test_write_verified_archive_round_trip(d, compress):
     source = FIXTURE_TRANSCRIPT.read_bytes()
-    result = ar.write_verified_archive(d, "sess-1", "deleted", FIXTURE_TRANSCRIPT, now_ms=NOW, compress=compress)
+    result = ar.write_verified_archive(
+        d, "sess-1", "deleted", FIXTURE_TRANSCRIPT, now_ms=NOW, compress=compress
+    )
     expected_name = "sess-1.jsonl.deleted.2026-11-30T00-53-20.000Z" + (".zst" if compress else "")
     assert result.path == d / expected_name
     assert result.sha256 == hashlib.sha256(source).hexdigest() and result.size == len(source)
@@ -118,7 +127,9 @@ def test_write_verified_archive_round_trip(d, compress):
         assert zstandard.ZstdDecompressor().stream_reader(result.path.read_bytes()).read() == source
     assert ar.read_archive_bytes(result.path) == source
     assert ar.hash_archive(result.path) == (result.sha256, len(source))
-    assert [line.raw for line in ar.iter_archive_lines(result.path)] == [line.raw for line in iter_jsonl(FIXTURE_TRANSCRIPT)]
+    assert [line.raw for line in ar.iter_archive_lines(result.path)] == [
+        line.raw for line in iter_jsonl(FIXTURE_TRANSCRIPT)
+    ]
     assert (result.path.stat().st_mode & 0o777) == 0o600
     assert sorted(p.name for p in d.iterdir()) == [expected_name]  # no temp file left
     listed = ar.list_archives(d)
@@ -241,11 +252,13 @@ def test_writer_source_is_streamed_verified_and_a_failing_writer_leaves_nothing(
 
     def writer(sink) -> None:
         for start in range(0, len(source), 100):
-            sink.write(memoryview(source)[start:start + 100])
+            sink.write(memoryview(source)[start : start + 100])
 
     result = ar.write_verified_archive(d, "w", "bak", writer, now_ms=NOW, compress=compress)
     assert result.compressed is compress and result.size == len(source)
-    assert result.sha256 == hashlib.sha256(source).hexdigest() and ar.read_archive_bytes(result.path) == source
+    assert (
+        result.sha256 == hashlib.sha256(source).hexdigest() and ar.read_archive_bytes(result.path) == source
+    )
 
     class Changed(Exception):
         pass

@@ -34,8 +34,16 @@ from openclaw_cli.maintenance.plan import Preserver
 
 SESSIONS = Path("/state/agents/main/sessions")
 STAMP = "2026-01-01T00-00-00.000Z"
-RESULT_KEYS = ["totalBytesBefore", "totalBytesAfter", "removedFiles", "removedEntries", "freedBytes",
-               "maxBytes", "highWaterBytes", "overBudget"]
+RESULT_KEYS = [
+    "totalBytesBefore",
+    "totalBytesAfter",
+    "removedFiles",
+    "removedEntries",
+    "freedBytes",
+    "maxBytes",
+    "highWaterBytes",
+    "overBudget",
+]
 
 
 def never(_key, _entry):
@@ -48,10 +56,19 @@ def measure(*files: DirFile, store: str = "sessions.json") -> LegacyDirMeasure:
 
 # ---- JSON sizes ---------------------------------------------------------------------------------
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53),
-                         st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12))
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)), max_leaves=20)
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -86,26 +103,43 @@ def test_js_number_formatting_and_escapes():
 # ---- artifact names (§7.2) ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [
-    f"abc.jsonl.deleted.{STAMP}", f"abc.jsonl.reset.{STAMP}", f"abc.jsonl.bak.{STAMP}",
-    "sessions.json.bak.1737420882", f"abc.jsonl.deleted.{STAMP}.zst",
-    f"abc.jsonl.deleted.2026-11-30T05-12-35.935Z.{'b3' * 16}.zst", "x.jsonl.reset.2026-01-01T00-00-00Z",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        f"abc.jsonl.deleted.{STAMP}",
+        f"abc.jsonl.reset.{STAMP}",
+        f"abc.jsonl.bak.{STAMP}",
+        "sessions.json.bak.1737420882",
+        f"abc.jsonl.deleted.{STAMP}.zst",
+        f"abc.jsonl.deleted.2026-11-30T05-12-35.935Z.{'b3' * 16}.zst",
+        "x.jsonl.reset.2026-01-01T00-00-00Z",
+    ],
+)
 def test_archive_names(name):
     assert is_archive_artifact_name(name)
     assert not is_primary_transcript_name(name)
 
 
-@pytest.mark.parametrize("name", ["keep.deleted.keep.jsonl", "abc.jsonl", "abc.jsonl.deleted.yesterday",
-                                  "sessions.json", "abc.jsonl.migrated", "abc.jsonl.deleted.2026-13-01T00-00-00.000Z"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "keep.deleted.keep.jsonl",
+        "abc.jsonl",
+        "abc.jsonl.deleted.yesterday",
+        "sessions.json",
+        "abc.jsonl.migrated",
+        "abc.jsonl.deleted.2026-13-01T00-00-00.000Z",
+    ],
+)
 def test_not_archive_names(name):
     assert not is_archive_artifact_name(name)
 
 
 def test_parse_archive_timestamp():
     assert parse_archive_timestamp(f"abc.jsonl.deleted.{STAMP}", "deleted") == 1767225600000
-    assert parse_archive_timestamp("a.jsonl.reset.2026-02-23T12-34-56.789Z." + "0f" * 16 + ".zst", "reset") == (
-        1771850096789)
+    assert parse_archive_timestamp(
+        "a.jsonl.reset.2026-02-23T12-34-56.789Z." + "0f" * 16 + ".zst", "reset"
+    ) == (1771850096789)
     assert parse_archive_timestamp("a.jsonl.reset.2026-02-23T12-34-56Z", "reset") == 1771850096000
     assert parse_archive_timestamp(f"abc.jsonl.deleted.{STAMP}", "reset") is None  # pinned
     assert parse_archive_timestamp("keep.deleted.keep.jsonl", "deleted") is None
@@ -129,18 +163,33 @@ def test_disabled_budget_gives_none():
     entries = {"k": {"sessionId": "s", "updatedAt": 1}}
     for max_b, high in [(None, None), (0, 0), (-1, 10), (100, None)]:
         assert budget_limits(max_b, high) is None
-        assert plan_sqlite_budget(entries, SqliteMeasure({"s": 10**9}), max_bytes=max_b, high_water_bytes=high,
-                                  is_protected=never).result is None
-        assert plan_legacy_budget(entries, measure(), max_bytes=max_b, high_water_bytes=high, now_ms=NOW_MS,
-                                  is_protected=never).result is None
+        assert (
+            plan_sqlite_budget(
+                entries,
+                SqliteMeasure({"s": 10**9}),
+                max_bytes=max_b,
+                high_water_bytes=high,
+                is_protected=never,
+            ).result
+            is None
+        )
+        assert (
+            plan_legacy_budget(
+                entries, measure(), max_bytes=max_b, high_water_bytes=high, now_ms=NOW_MS, is_protected=never
+            ).result
+            is None
+        )
 
 
 # ---- §6.3 SQLite --------------------------------------------------------------------------------
 
 
 def _abc():
-    entries = {"A": {"sessionId": "s1", "updatedAt": 1}, "B": {"sessionId": "s1", "updatedAt": 2},
-               "C": {"sessionId": "s2", "updatedAt": 3}}
+    entries = {
+        "A": {"sessionId": "s1", "updatedAt": 1},
+        "B": {"sessionId": "s1", "updatedAt": 2},
+        "C": {"sessionId": "s2", "updatedAt": 3},
+    }
     return entries, SqliteMeasure({"s1": 900, "s2": 500}, {"A": 400, "B": 300, "C": 200})
 
 
@@ -150,9 +199,16 @@ def test_sqlite_pinned_example_shared_session_released_on_last_reference():
     plan = plan_sqlite_budget(entries, m, max_bytes=2000, high_water_bytes=1500, is_protected=never)
     assert plan.evicted_keys == ["A", "B"]
     assert plan.released_session_ids == ["s1"]
-    assert plan.result.to_json() == {"totalBytesBefore": 2300, "totalBytesAfter": 700, "removedFiles": 0,
-                                     "removedEntries": 2, "freedBytes": 1600, "maxBytes": 2000,
-                                     "highWaterBytes": 1500, "overBudget": True}
+    assert plan.result.to_json() == {
+        "totalBytesBefore": 2300,
+        "totalBytesAfter": 700,
+        "removedFiles": 0,
+        "removedEntries": 2,
+        "freedBytes": 1600,
+        "maxBytes": 2000,
+        "highWaterBytes": 1500,
+        "overBudget": True,
+    }
     assert list(plan.result.to_json()) == RESULT_KEYS
 
 
@@ -160,20 +216,33 @@ def test_sqlite_within_budget_and_warn_only():
     entries, m = _abc()
     idle = plan_sqlite_budget(entries, m, max_bytes=2300, high_water_bytes=1500, is_protected=never)
     assert idle.result.over_budget is False and idle.evicted_keys == []  # trigger is strictly greater
-    warn = plan_sqlite_budget(entries, m, max_bytes=2000, high_water_bytes=1500, is_protected=never,
-                              warn_only=True)
+    warn = plan_sqlite_budget(
+        entries, m, max_bytes=2000, high_water_bytes=1500, is_protected=never, warn_only=True
+    )
     assert warn.evicted_keys == []
-    assert warn.result.to_json() == {"totalBytesBefore": 2300, "totalBytesAfter": 2300, "removedFiles": 0,
-                                     "removedEntries": 0, "freedBytes": 0, "maxBytes": 2000,
-                                     "highWaterBytes": 1500, "overBudget": True}
+    assert warn.result.to_json() == {
+        "totalBytesBefore": 2300,
+        "totalBytesAfter": 2300,
+        "removedFiles": 0,
+        "removedEntries": 0,
+        "freedBytes": 0,
+        "maxBytes": 2000,
+        "highWaterBytes": 1500,
+        "overBudget": True,
+    }
 
 
 def test_sqlite_skips_protected_and_orders_missing_updated_at_first():
-    entries = {"new": {"sessionId": "n", "updatedAt": 5}, "nots": {"sessionId": "x"},
-               "keep": {"sessionId": "k", "updatedAt": 1}, "old": {"sessionId": "o", "updatedAt": 2}}
+    entries = {
+        "new": {"sessionId": "n", "updatedAt": 5},
+        "nots": {"sessionId": "x"},
+        "keep": {"sessionId": "k", "updatedAt": 1},
+        "old": {"sessionId": "o", "updatedAt": 2},
+    }
     m = SqliteMeasure({"n": 100, "x": 100, "k": 100, "o": 100}, {k: 0 for k in entries})
-    plan = plan_sqlite_budget(entries, m, max_bytes=250, high_water_bytes=200,
-                              is_protected=lambda k, _e: k == "keep")
+    plan = plan_sqlite_budget(
+        entries, m, max_bytes=250, high_water_bytes=200, is_protected=lambda k, _e: k == "keep"
+    )
     assert plan.evicted_keys == ["nots", "old"]  # `keep` is older than `old` but protected
     assert plan.result.total_bytes_after == 200 and plan.result.removed_entries == 2
 
@@ -189,9 +258,14 @@ def test_sqlite_entry_bytes_default_to_compact_json():
 
 def test_marker_like_session_id_is_not_an_archive():
     entries = {"agent:main:keep": {"sessionId": "keep.deleted.keep", "updatedAt": 1}}
-    plan = plan_legacy_budget(entries, measure(DirFile("keep.deleted.keep.jsonl", 256, 1)), max_bytes=150,
-                              high_water_bytes=100, now_ms=NOW_MS,
-                              is_protected=lambda k, _e: k == "agent:main:keep")
+    plan = plan_legacy_budget(
+        entries,
+        measure(DirFile("keep.deleted.keep.jsonl", 256, 1)),
+        max_bytes=150,
+        high_water_bytes=100,
+        now_ms=NOW_MS,
+        is_protected=lambda k, _e: k == "agent:main:keep",
+    )
     assert plan.result.over_budget and plan.result.removed_files == 0 and plan.result.removed_entries == 0
     assert plan.file_removals == []
 
@@ -200,8 +274,9 @@ def test_archive_removed_before_referenced_transcript_and_entries():
     """§13 item 11 and the pinned 80 B / 260 B example."""
     entries = {"agent:main:s": {"sessionId": "s", "updatedAt": 1}}
     files = [DirFile("s.jsonl", 80, 10), DirFile(f"old-session.jsonl.deleted.{STAMP}", 260, 20)]
-    plan = plan_legacy_budget(entries, measure(*files), max_bytes=300, high_water_bytes=220, now_ms=NOW_MS,
-                              is_protected=never)
+    plan = plan_legacy_budget(
+        entries, measure(*files), max_bytes=300, high_water_bytes=220, now_ms=NOW_MS, is_protected=never
+    )
     assert [r.name for r in plan.file_removals] == [f"old-session.jsonl.deleted.{STAMP}"]
     assert plan.file_removals[0].kind == "archive" and not plan.file_removals[0].needs_archive
     assert plan.evicted_keys == []
@@ -215,8 +290,14 @@ def test_only_stale_store_temp_removed():
     stale = DirFile("sessions.json.11.123e4567-e89b-12d3-a456-426614174000.tmp", 300, NOW_MS - 30 * 60_000)
     fresh = DirFile("sessions.json.12.223e4567-e89b-12d3-a456-426614174000.tmp", 300, NOW_MS - 1000)
     notes = DirFile("notes.txt", 300, 1)
-    plan = plan_legacy_budget({}, measure(stale, fresh, notes), max_bytes=750, high_water_bytes=600,
-                              now_ms=NOW_MS, is_protected=never)
+    plan = plan_legacy_budget(
+        {},
+        measure(stale, fresh, notes),
+        max_bytes=750,
+        high_water_bytes=600,
+        now_ms=NOW_MS,
+        is_protected=never,
+    )
     assert [r.name for r in plan.file_removals] == [stale.name]
     assert plan.result.total_bytes_after == 602 and plan.result.total_bytes_after > 600
     assert plan.result.removed_files == 1
@@ -226,33 +307,56 @@ def test_fresh_store_temp_never_removed_under_pressure():
     """§13 item 12: a 1-min-old temp is a live atomic write, even when entries get evicted."""
     temp = DirFile(f"sessions.json.99.{'c' * 32}.tmp", 5000, NOW_MS - 60_000)
     old_temp = DirFile(f"sessions.json.98.{'d' * 32}.tmp", 10, NOW_MS - STALE_TEMP_MS)  # exactly 5 min: stale
-    entries = {"agent:main:a": {"sessionId": "a", "updatedAt": 1}, "agent:main:b": {"sessionId": "b", "updatedAt": 2}}
-    plan = plan_legacy_budget(entries, measure(temp, old_temp, DirFile("a.jsonl", 100, 1)), max_bytes=1000,
-                              high_water_bytes=500, now_ms=NOW_MS, is_protected=never)
+    entries = {
+        "agent:main:a": {"sessionId": "a", "updatedAt": 1},
+        "agent:main:b": {"sessionId": "b", "updatedAt": 2},
+    }
+    plan = plan_legacy_budget(
+        entries,
+        measure(temp, old_temp, DirFile("a.jsonl", 100, 1)),
+        max_bytes=1000,
+        high_water_bytes=500,
+        now_ms=NOW_MS,
+        is_protected=never,
+    )
     assert temp.name not in [r.name for r in plan.file_removals]
     assert old_temp.name in [r.name for r in plan.file_removals]
     assert plan.evicted_keys == ["agent:main:a", "agent:main:b"]  # still over: entries go, the temp stays
 
 
 def test_preserved_entry_survives_budget():
-    entries = {"agent:main:subagent:pending-budget": {"sessionId": "p", "updatedAt": 1},
-               "agent:main:old-removable": {"sessionId": "o", "updatedAt": 2}}
+    entries = {
+        "agent:main:subagent:pending-budget": {"sessionId": "p", "updatedAt": 1},
+        "agent:main:old-removable": {"sessionId": "o", "updatedAt": 2},
+    }
     preserver = Preserver(entries, preserve_keys=["agent:main:subagent:pending-budget"])
-    plan = plan_legacy_budget(entries, measure(), max_bytes=120, high_water_bytes=80, now_ms=NOW_MS,
-                              is_protected=preserver)
+    plan = plan_legacy_budget(
+        entries, measure(), max_bytes=120, high_water_bytes=80, now_ms=NOW_MS, is_protected=preserver
+    )
     assert plan.evicted_keys == ["agent:main:old-removable"]
     assert plan.result.removed_entries == 1
-    assert plan.result.total_bytes_after == store_json_bytes({"agent:main:subagent:pending-budget": entries[
-        "agent:main:subagent:pending-budget"]})
+    assert plan.result.total_bytes_after == store_json_bytes(
+        {"agent:main:subagent:pending-budget": entries["agent:main:subagent:pending-budget"]}
+    )
 
 
 def test_orphan_trajectory_sidecars_removed_referenced_kept():
     entries = {"agent:main:live": {"sessionId": "live", "updatedAt": 1}}
-    files = [DirFile("old.trajectory.jsonl", 5000, 1), DirFile("old.trajectory-path.json", 5000, 2),
-             DirFile("live.jsonl", 10, 3), DirFile("live.trajectory.jsonl", 10, 3),
-             DirFile("live.trajectory-path.json", 10, 3)]
-    plan = plan_legacy_budget(entries, measure(*files), max_bytes=7000, high_water_bytes=2000, now_ms=NOW_MS,
-                              is_protected=lambda k, _e: True)
+    files = [
+        DirFile("old.trajectory.jsonl", 5000, 1),
+        DirFile("old.trajectory-path.json", 5000, 2),
+        DirFile("live.jsonl", 10, 3),
+        DirFile("live.trajectory.jsonl", 10, 3),
+        DirFile("live.trajectory-path.json", 10, 3),
+    ]
+    plan = plan_legacy_budget(
+        entries,
+        measure(*files),
+        max_bytes=7000,
+        high_water_bytes=2000,
+        now_ms=NOW_MS,
+        is_protected=lambda k, _e: True,
+    )
     assert [r.name for r in plan.file_removals] == ["old.trajectory.jsonl", "old.trajectory-path.json"]
     assert all(r.kind == "trajectory" and not r.needs_archive for r in plan.file_removals)
     assert plan.result.removed_files == 2
@@ -260,39 +364,75 @@ def test_orphan_trajectory_sidecars_removed_referenced_kept():
 
 def test_unreferenced_checkpoint_removed_referenced_ones_kept():
     ck = "123e4567-e89b-12d3-a456-42661417400{}"
-    entry = {"sessionId": "s", "updatedAt": 1, "compactionCheckpoints": [
-        {"preCompaction": {"sessionFile": str(SESSIONS / f"s.checkpoint.{ck.format(1)}.jsonl")},
-         "postCompaction": {"sessionFile": "s-post.jsonl"}}]}
-    files = [DirFile(f"s.checkpoint.{ck.format(1)}.jsonl", 5000, 1), DirFile("s-post.jsonl", 5000, 1),
-             DirFile(f"s.checkpoint.{ck.format(2)}.jsonl", 5000, 2), DirFile("s.jsonl", 10, 1)]
-    plan = plan_legacy_budget({"agent:main:s": entry}, measure(*files), max_bytes=1000, high_water_bytes=500,
-                              now_ms=NOW_MS, is_protected=lambda k, _e: True)
+    entry = {
+        "sessionId": "s",
+        "updatedAt": 1,
+        "compactionCheckpoints": [
+            {
+                "preCompaction": {"sessionFile": str(SESSIONS / f"s.checkpoint.{ck.format(1)}.jsonl")},
+                "postCompaction": {"sessionFile": "s-post.jsonl"},
+            }
+        ],
+    }
+    files = [
+        DirFile(f"s.checkpoint.{ck.format(1)}.jsonl", 5000, 1),
+        DirFile("s-post.jsonl", 5000, 1),
+        DirFile(f"s.checkpoint.{ck.format(2)}.jsonl", 5000, 2),
+        DirFile("s.jsonl", 10, 1),
+    ]
+    plan = plan_legacy_budget(
+        {"agent:main:s": entry},
+        measure(*files),
+        max_bytes=1000,
+        high_water_bytes=500,
+        now_ms=NOW_MS,
+        is_protected=lambda k, _e: True,
+    )
     assert [(r.name, r.kind, r.needs_archive) for r in plan.file_removals] == [
-        (f"s.checkpoint.{ck.format(2)}.jsonl", "checkpoint", True)]
+        (f"s.checkpoint.{ck.format(2)}.jsonl", "checkpoint", True)
+    ]
 
 
 def test_protected_thread_and_active_main_survive_only_worker_evicted():
-    entries = {"agent:main:slack:channel:C1:thread:1": {"sessionId": "t", "updatedAt": 1},
-               "agent:main:subagent:old-worker": {"sessionId": "w", "updatedAt": 2},
-               "agent:main:main": {"sessionId": "m", "updatedAt": 3}}
-    files = [DirFile("t.jsonl", 400, 1), DirFile("w.jsonl", 400, 1), DirFile("w.trajectory.jsonl", 50, 1),
-             DirFile("m.jsonl", 400, 1)]
+    entries = {
+        "agent:main:slack:channel:C1:thread:1": {"sessionId": "t", "updatedAt": 1},
+        "agent:main:subagent:old-worker": {"sessionId": "w", "updatedAt": 2},
+        "agent:main:main": {"sessionId": "m", "updatedAt": 3},
+    }
+    files = [
+        DirFile("t.jsonl", 400, 1),
+        DirFile("w.jsonl", 400, 1),
+        DirFile("w.trajectory.jsonl", 50, 1),
+        DirFile("m.jsonl", 400, 1),
+    ]
     preserver = Preserver(entries, active_key="agent:main:main")
-    plan = plan_legacy_budget(entries, measure(*files), max_bytes=1000, high_water_bytes=500, now_ms=NOW_MS,
-                              is_protected=preserver)
+    plan = plan_legacy_budget(
+        entries, measure(*files), max_bytes=1000, high_water_bytes=500, now_ms=NOW_MS, is_protected=preserver
+    )
     assert plan.evicted_keys == ["agent:main:subagent:old-worker"]
     assert [(r.name, r.needs_archive, r.session_id) for r in plan.file_removals] == [
-        ("w.jsonl", True, "w"), ("w.trajectory.jsonl", False, "w")]
+        ("w.jsonl", True, "w"),
+        ("w.trajectory.jsonl", False, "w"),
+    ]
     assert plan.released_session_ids == ["w"]
     assert plan.result.total_bytes_after > 500  # protected rows keep it above high water
 
 
 def test_shared_transcript_released_with_last_entry_only():
-    entries = {"agent:main:a": {"sessionId": "s", "updatedAt": 1}, "agent:main:b": {"sessionId": "s", "updatedAt": 2},
-               "agent:main:main": {"sessionId": "m", "updatedAt": 3}}
+    entries = {
+        "agent:main:a": {"sessionId": "s", "updatedAt": 1},
+        "agent:main:b": {"sessionId": "s", "updatedAt": 2},
+        "agent:main:main": {"sessionId": "m", "updatedAt": 3},
+    }
     files = [DirFile("s.jsonl", 1000, 1), DirFile("m.jsonl", 10, 1)]
-    plan = plan_legacy_budget(entries, measure(*files), max_bytes=900, high_water_bytes=400, now_ms=NOW_MS,
-                              is_protected=Preserver(entries))
+    plan = plan_legacy_budget(
+        entries,
+        measure(*files),
+        max_bytes=900,
+        high_water_bytes=400,
+        now_ms=NOW_MS,
+        is_protected=Preserver(entries),
+    )
     assert plan.evicted_keys == ["agent:main:a", "agent:main:b"]
     assert [r.name for r in plan.file_removals] == ["s.jsonl"]
     assert plan.released_session_ids == ["s"]
@@ -300,22 +440,39 @@ def test_shared_transcript_released_with_last_entry_only():
 
 def test_legacy_warn_only_reports_without_removing():
     files = [DirFile(f"x.jsonl.deleted.{STAMP}", 1000, 1)]
-    plan = plan_legacy_budget({}, measure(*files), max_bytes=500, high_water_bytes=400, now_ms=NOW_MS,
-                              is_protected=never, warn_only=True)
+    plan = plan_legacy_budget(
+        {},
+        measure(*files),
+        max_bytes=500,
+        high_water_bytes=400,
+        now_ms=NOW_MS,
+        is_protected=never,
+        warn_only=True,
+    )
     assert plan.file_removals == [] and plan.result.over_budget
     assert plan.result.total_bytes_before == plan.result.total_bytes_after == 1002
 
 
 def test_store_file_counted_as_projection_and_prompt_blobs():
     digest = "ab" * 32
-    entries = {"agent:main:k": {"sessionId": "k", "updatedAt": 1, "skillsSnapshot": {"promptRef": f"sha256:{digest}"}}}
-    files = [DirFile("sessions.json", 999_999, 1), DirFile(f"skills-prompts/sha256/ab/{digest}.txt", 300, 1),
-             DirFile(f"skills-prompts/sha256/cd/{'cd' * 32}.txt", 300, 5),
-             DirFile(f"skills-prompts/sha256/ef/{'ef' * 32}.txt.1.tmp", 300, NOW_MS)]
+    entries = {
+        "agent:main:k": {
+            "sessionId": "k",
+            "updatedAt": 1,
+            "skillsSnapshot": {"promptRef": f"sha256:{digest}"},
+        }
+    }
+    files = [
+        DirFile("sessions.json", 999_999, 1),
+        DirFile(f"skills-prompts/sha256/ab/{digest}.txt", 300, 1),
+        DirFile(f"skills-prompts/sha256/cd/{'cd' * 32}.txt", 300, 5),
+        DirFile(f"skills-prompts/sha256/ef/{'ef' * 32}.txt.1.tmp", 300, NOW_MS),
+    ]
     m = measure(*files)
     assert legacy_total_bytes(entries, m) == 900 + store_json_bytes(entries)
-    plan = plan_legacy_budget(entries, m, max_bytes=800, high_water_bytes=700, now_ms=NOW_MS,
-                              is_protected=lambda k, _e: True)
+    plan = plan_legacy_budget(
+        entries, m, max_bytes=800, high_water_bytes=700, now_ms=NOW_MS, is_protected=lambda k, _e: True
+    )
     # only the unreferenced blob goes; the referenced one and the fresh blob temp stay
     assert [r.kind for r in plan.file_removals] == ["prompt-blob"]
     assert plan.file_removals[0].name.startswith("skills-prompts/sha256/cd/")
@@ -323,8 +480,9 @@ def test_store_file_counted_as_projection_and_prompt_blobs():
 
 def test_tiers_archives_before_orphan_transcripts_even_when_newer():
     files = [DirFile("orphan.jsonl", 500, 1), DirFile(f"a.jsonl.reset.{STAMP}", 500, 100)]
-    plan = plan_legacy_budget({}, measure(*files), max_bytes=600, high_water_bytes=550, now_ms=NOW_MS,
-                              is_protected=never)
+    plan = plan_legacy_budget(
+        {}, measure(*files), max_bytes=600, high_water_bytes=550, now_ms=NOW_MS, is_protected=never
+    )
     assert [r.name for r in plan.file_removals] == [f"a.jsonl.reset.{STAMP}"]
 
 
@@ -333,12 +491,21 @@ def test_real_fixture_legacy_state_budget():
     oldest unprotected entries with their transcripts; groups and the primary key stay."""
     sessions_dir = OPENCLAW_FIXTURE / "legacy-state/agents/main/sessions"
     entries = json.loads((sessions_dir / "sessions.json").read_text())
-    files = [DirFile(p.name, p.stat().st_size, p.stat().st_mtime * 1000) for p in sorted(sessions_dir.iterdir())
-             if p.is_file()]
+    files = [
+        DirFile(p.name, p.stat().st_size, p.stat().st_mtime * 1000)
+        for p in sorted(sessions_dir.iterdir())
+        if p.is_file()
+    ]
     m = LegacyDirMeasure(files, sessions_dir)
     total = legacy_total_bytes(entries, m)
-    plan = plan_legacy_budget(entries, m, max_bytes=total - 1, high_water_bytes=total // 2, now_ms=NOW_MS,
-                              is_protected=Preserver(entries))
+    plan = plan_legacy_budget(
+        entries,
+        m,
+        max_bytes=total - 1,
+        high_water_bytes=total // 2,
+        now_ms=NOW_MS,
+        is_protected=Preserver(entries),
+    )
     referenced = {f"{e['sessionId']}.jsonl" for e in entries.values()}
     first = plan.file_removals[0]
     assert first.kind == "transcript" and first.needs_archive and first.name not in referenced
@@ -348,4 +515,5 @@ def test_real_fixture_legacy_state_budget():
     by_age = sorted((k for k in entries if k in plan.evicted_keys), key=lambda k: entries[k]["updatedAt"])
     assert plan.evicted_keys == by_age
     assert plan.result.total_bytes_after <= total // 2 or len(plan.evicted_keys) == sum(
-        1 for k, e in entries.items() if not Preserver(entries)(k, e))
+        1 for k, e in entries.items() if not Preserver(entries)(k, e)
+    )

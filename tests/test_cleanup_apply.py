@@ -42,8 +42,9 @@ VOLATILE = {"dryRun", "applied", "appliedCount"}
 def generated(tmp_path_factory) -> Path:
     """300 generated sessions (module-scoped: copied per test)."""
     dest = tmp_path_factory.mktemp("gen") / "state"
-    generate_legacy_state(dest, 300, 0, 4711, "--min-turns", "1", "--cron-key-style", "canonical",
-                          "--orphans", "2")
+    generate_legacy_state(
+        dest, 300, 0, 4711, "--min-turns", "1", "--cron-key-style", "canonical", "--orphans", "2"
+    )
     return dest
 
 
@@ -57,8 +58,9 @@ def _import(state: Path) -> None:
 
 
 def _same_prediction(dry: dict, applied: dict) -> None:
-    assert {k: v for k, v in dry.items() if k not in VOLATILE} == \
-        {k: v for k, v in applied.items() if k not in VOLATILE}
+    assert {k: v for k, v in dry.items() if k not in VOLATILE} == {
+        k: v for k, v in applied.items() if k not in VOLATILE
+    }
     assert applied["appliedCount"] == dry["afterCount"]
 
 
@@ -88,7 +90,9 @@ def test_dry_run_predicts_enforce_and_writes_nothing(kind, generated, state_dir)
     if kind == "legacy":
         before_sha = {p.name[:-6]: sha(p.read_bytes()) for p in sessions_dir(state_dir).glob("*.jsonl")}
     else:
-        before_sha = {e["sessionId"]: sha(sqlite_transcript_bytes(state_dir, e["sessionId"])) for e in entries.values()}
+        before_sha = {
+            e["sessionId"]: sha(sqlite_transcript_bytes(state_dir, e["sessionId"])) for e in entries.values()
+        }
     digest = tree_digest(state_dir)
     dry = service(dry_run=True, now_ms=NOW_MS)
     assert tree_digest(state_dir) == digest  # byte-identical, no DB, no lock file
@@ -103,13 +107,17 @@ def test_dry_run_predicts_enforce_and_writes_nothing(kind, generated, state_dir)
     assert listing["count"] == applied["appliedCount"]
     assert {row["key"] for row in listing["sessions"]} == set(load_store(state_dir))
     if kind == "sqlite":
-        code, inspect, _ = cli_json("doctor", "--session-sqlite", "inspect", "--session-sqlite-all-agents", "--json")
+        code, inspect, _ = cli_json(
+            "doctor", "--session-sqlite", "inspect", "--session-sqlite-all-agents", "--json"
+        )
         assert code == 0
         assert inspect["targets"][0]["sqliteEntries"] == applied["appliedCount"]
         assert inspect["targets"][0]["dbStats"]["integrityCheck"] == "ok"
     else:
         # the two orphans (no row) are old enough to be swept: archived, then removed
-        assert applied["unreferencedArtifacts"]["removedFiles"] == dry["unreferencedArtifacts"]["removedFiles"]
+        assert (
+            applied["unreferencedArtifacts"]["removedFiles"] == dry["unreferencedArtifacts"]["removedFiles"]
+        )
 
 
 def test_cli_dry_run_and_enforce_agree(generated, state_dir):
@@ -125,7 +133,9 @@ def test_cli_dry_run_and_enforce_agree(generated, state_dir):
 
 
 def test_old_legacy_transcripts_still_referenced_are_never_removed(state_dir):
-    generate_legacy_state(state_dir, 40, 0, 99, "--min-turns", "1", "--cron-key-style", "canonical", "--orphans", "3")
+    generate_legacy_state(
+        state_dir, 40, 0, 99, "--min-turns", "1", "--cron-key-style", "canonical", "--orphans", "3"
+    )
     root = sessions_dir(state_dir)
     old = NOW_MS / 1000 - 120 * 86400
     for path in root.iterdir():
@@ -147,9 +157,14 @@ def test_old_legacy_transcripts_still_referenced_are_never_removed(state_dir):
 
 def test_sqlite_agent_never_touches_unimported_legacy_transcripts(state_dir):
     maintenance_config(state_dir, pruneAfter="30d")
-    make_sqlite(state_dir, {"agent:main:new": entry("new", NOW_MS - 40 * DAY),
-                            "agent:main:keep": entry("keep", NOW_MS)})
-    legacy = {"agent:main:l1": entry("l1", NOW_MS - 90 * DAY), "agent:main:l2": entry("l2", NOW_MS - 90 * DAY)}
+    make_sqlite(
+        state_dir,
+        {"agent:main:new": entry("new", NOW_MS - 40 * DAY), "agent:main:keep": entry("keep", NOW_MS)},
+    )
+    legacy = {
+        "agent:main:l1": entry("l1", NOW_MS - 90 * DAY),
+        "agent:main:l2": entry("l2", NOW_MS - 90 * DAY),
+    }
     root = make_legacy(state_dir, legacy)
     (root / "orphan-legacy.jsonl").write_text('{"type":"session","version":3,"id":"orphan-legacy"}\n')
     old = NOW_MS / 1000 - 120 * 86400
@@ -182,9 +197,14 @@ def test_legacy_store_selected_next_to_a_database_protects_the_database_sessions
 def test_hostile_session_ids_never_produce_paths_outside_the_sessions_dir(state_dir):
     maintenance_config(state_dir, pruneAfter="1d")
     outside = state_dir / "agents" / "main" / "outside.jsonl"
-    make_legacy(state_dir, {"agent:main:a": entry("a", NOW_MS - 10 * DAY, sessionFile="../outside.jsonl"),
-                            "agent:main:b": entry("../x", NOW_MS - 10 * DAY),
-                            "agent:main:c": entry("..", NOW_MS - 10 * DAY)})
+    make_legacy(
+        state_dir,
+        {
+            "agent:main:a": entry("a", NOW_MS - 10 * DAY, sessionFile="../outside.jsonl"),
+            "agent:main:b": entry("../x", NOW_MS - 10 * DAY),
+            "agent:main:c": entry("..", NOW_MS - 10 * DAY),
+        },
+    )
     outside.write_text("precious\n")
     (state_dir / "agents" / "x.jsonl").write_text("also precious\n")
     digest_outside = {p: p.read_bytes() for p in (outside, state_dir / "agents" / "x.jsonl")}
@@ -204,8 +224,12 @@ def test_hostile_session_ids_in_sqlite_rows(state_dir):
     from openclaw_cli.store.sqlite import SqliteStore
 
     with SqliteStore(db_path(state_dir), "main") as store:
-        store.upsert_entries({"agent:main:evil": entry("../../evil", NOW_MS - 10 * DAY),
-                              "agent:main:dots": entry("..", NOW_MS - 10 * DAY)})
+        store.upsert_entries(
+            {
+                "agent:main:evil": entry("../../evil", NOW_MS - 10 * DAY),
+                "agent:main:dots": entry("..", NOW_MS - 10 * DAY),
+            }
+        )
     before = set(os.listdir(state_dir / "agents"))
     doc = service(enforce=True, now_ms=NOW_MS)
     assert doc["pruned"] == 3 and doc["appliedCount"] == 0
@@ -237,16 +261,24 @@ def test_an_older_openclaw_database_is_named_and_refused(imported_fixture_state)
     conn.commit()
     conn.close()
     code, doc, _ = cli_json("cleanup", "--enforce", "--json")  # the agent's own store is that DB
-    assert code == 6 and doc["error"]["type"] == "unsupported_schema" and "schema version 21" in doc["error"]["message"]
+    assert (
+        code == 6
+        and doc["error"]["type"] == "unsupported_schema"
+        and "schema version 21" in doc["error"]["message"]
+    )
 
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 def test_cron_retention_reaps_expired_run_sessions(kind, state_dir):
-    write_config(state_dir, {"cron": {"sessionRetention": "24h"}, "session": {"maintenance": {"pruneAfter": "30d"}}})
-    entries = {"agent:main:cron:job1": entry("base", NOW_MS - 2 * DAY),
-               "agent:main:cron:job1:run:r1": entry("r1", NOW_MS - 2 * DAY),
-               "agent:main:cron:job1:run:r2": entry("r2", NOW_MS - 3_600_000),
-               "agent:main:cron:job1:run:r3": entry("r3", NOW_MS - 2 * DAY, modelSelectionLocked=True)}
+    write_config(
+        state_dir, {"cron": {"sessionRetention": "24h"}, "session": {"maintenance": {"pruneAfter": "30d"}}}
+    )
+    entries = {
+        "agent:main:cron:job1": entry("base", NOW_MS - 2 * DAY),
+        "agent:main:cron:job1:run:r1": entry("r1", NOW_MS - 2 * DAY),
+        "agent:main:cron:job1:run:r2": entry("r2", NOW_MS - 3_600_000),
+        "agent:main:cron:job1:run:r3": entry("r3", NOW_MS - 2 * DAY, modelSelectionLocked=True),
+    }
     (make_legacy if kind == "legacy" else make_sqlite)(state_dir, entries)
     dry = service(dry_run=True, now_ms=NOW_MS)
     doc = service(enforce=True, now_ms=NOW_MS)
@@ -260,8 +292,12 @@ def test_cron_retention_reaps_expired_run_sessions(kind, state_dir):
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 def test_fix_missing_removes_rows_without_message_records(kind, state_dir):
-    entries = {"agent:main:good": entry("good", NOW_MS), "agent:main:gone": entry("gone", NOW_MS),
-               "agent:main:header": entry("header", NOW_MS), "agent:main:pending": entry("pending", NOW_MS, initializationPending=True)}
+    entries = {
+        "agent:main:good": entry("good", NOW_MS),
+        "agent:main:gone": entry("gone", NOW_MS),
+        "agent:main:header": entry("header", NOW_MS),
+        "agent:main:pending": entry("pending", NOW_MS, initializationPending=True),
+    }
     if kind == "legacy":
         root = make_legacy(state_dir, entries, skip={"gone", "pending"})
         (root / "header.jsonl").write_text('{"type":"session","version":3,"id":"header"}\n')
@@ -271,7 +307,9 @@ def test_fix_missing_removes_rows_without_message_records(kind, state_dir):
         from openclaw_cli.store.sqlite import SqliteStore
 
         with SqliteStore(db_path(state_dir), "main") as store:
-            store.append_events("header", ['{"type":"session","version":3,"id":"header"}'], session_key="agent:main:header")
+            store.append_events(
+                "header", ['{"type":"session","version":3,"id":"header"}'], session_key="agent:main:header"
+            )
         header_sha = sha(sqlite_transcript_bytes(state_dir, "header"))
     dry = service(dry_run=True, fix_missing=True, now_ms=NOW_MS)
     doc = service(enforce=True, fix_missing=True, now_ms=NOW_MS)
@@ -282,11 +320,13 @@ def test_fix_missing_removes_rows_without_message_records(kind, state_dir):
 
 
 def test_fix_dm_scope_and_active_key(state_dir):
-    entries = {"agent:main:telegram:direct:p1": entry("p1", NOW_MS),
-               "agent:main:telegram:direct:p2": entry("p2", NOW_MS),
-               "agent:main:direct:p3": entry("p3", NOW_MS),
-               "agent:main:main": entry("m", NOW_MS),
-               "agent:main:old": entry("old", NOW_MS - 40 * DAY)}
+    entries = {
+        "agent:main:telegram:direct:p1": entry("p1", NOW_MS),
+        "agent:main:telegram:direct:p2": entry("p2", NOW_MS),
+        "agent:main:direct:p3": entry("p3", NOW_MS),
+        "agent:main:main": entry("m", NOW_MS),
+        "agent:main:old": entry("old", NOW_MS - 40 * DAY),
+    }
     make_legacy(state_dir, entries)
     doc = service(enforce=True, fix_dm_scope=True, active_key="agent:main:telegram:direct:p2", now_ms=NOW_MS)
     assert doc["dmScopeRetired"] == 2 and doc["pruned"] == 1
@@ -309,9 +349,16 @@ def test_warn_mode_applies_only_explicit_repairs(kind, state_dir):
     dead.write_text('{"pid": 999999999, "createdAt": "2026-01-01T00:00:00.000Z"}')
     digest = {k: v for k, v in tree_digest(state_dir).items() if not k.endswith((".sqlite", "-wal", "-shm"))}
     doc = service(now_ms=NOW_MS)
-    assert {k: v for k, v in tree_digest(state_dir).items() if not k.endswith((".sqlite", "-wal", "-shm"))} == digest
+    assert {
+        k: v for k, v in tree_digest(state_dir).items() if not k.endswith((".sqlite", "-wal", "-shm"))
+    } == digest
     assert doc["mode"] == "warn" and doc["appliedCount"] == 4 and not doc["wouldMutate"]
-    assert doc["unreferencedArtifacts"] == {"scannedFiles": 0, "removedFiles": 0, "freedBytes": 0, "olderThanMs": DAY}
+    assert doc["unreferencedArtifacts"] == {
+        "scannedFiles": 0,
+        "removedFiles": 0,
+        "freedBytes": 0,
+        "olderThanMs": DAY,
+    }
     doc = service(fix_missing=True, now_ms=NOW_MS)
     assert doc["missing"] == 1 and doc["appliedCount"] == 3
     doc = service(enforce=True, now_ms=NOW_MS)
@@ -328,7 +375,9 @@ def test_crash_leftovers_are_cleaned_on_the_next_run(state_dir):
 
     entries = {"agent:main:a": entry("a", NOW_MS)}
     root = make_legacy(state_dir, entries)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     pid = int(dead.stdout)
     (root / f"x.jsonl.deleted.2026-01-01T00-00-00.000Z.zst.{pid}.{'a' * 32}.tmp").write_bytes(b"partial")
     (root / f"sessions.json.{pid}.{'b' * 32}.tmp").write_bytes(b"{}")
@@ -358,8 +407,10 @@ def test_symlinked_sessions_dir_is_refused_for_apply(state_dir, tmp_path):
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 def test_disk_budget_evicts_oldest_removable_sessions_through_archives(kind, state_dir):
-    entries = {"agent:main:main": entry("m", NOW_MS - 9 * DAY),
-               "agent:main:telegram:group:1": entry("g", NOW_MS - 8 * DAY)}
+    entries = {
+        "agent:main:main": entry("m", NOW_MS - 9 * DAY),
+        "agent:main:telegram:group:1": entry("g", NOW_MS - 8 * DAY),
+    }
     entries.update({f"agent:main:s{i}": entry(f"s{i}", NOW_MS - (7 - i) * DAY) for i in range(6)})
     (make_legacy if kind == "legacy" else make_sqlite)(state_dir, entries, turns=20)
     maintenance_config(state_dir)
@@ -368,7 +419,10 @@ def test_disk_budget_evicts_oldest_removable_sessions_through_archives(kind, sta
     if kind == "legacy":
         before = {p.name: sha(p.read_bytes()) for p in sessions_dir(state_dir).glob("*.jsonl")}
     else:
-        before = {f"{e['sessionId']}.jsonl": sha(sqlite_transcript_bytes(state_dir, e["sessionId"])) for e in entries.values()}
+        before = {
+            f"{e['sessionId']}.jsonl": sha(sqlite_transcript_bytes(state_dir, e["sessionId"]))
+            for e in entries.values()
+        }
     dry = service(dry_run=True, now_ms=NOW_MS)
     doc = service(enforce=True, now_ms=NOW_MS)
     _same_prediction(dry, doc)

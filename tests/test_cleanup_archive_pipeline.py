@@ -27,11 +27,23 @@ def store(tmp_path: Path):
     """Sessions of every shape: several turns, one header only, one with a quarantined
     (not UTF-8) line and one with a line that merely mentions the quarantine type."""
     db = SqliteStore(tmp_path / "agent" / "openclaw-agent.sqlite", "main", create=True)
-    records = [ImportRecord(f"agent:main:s{i}", {"sessionId": f"s{i}", "updatedAt": i},
-                            [line.encode() for line in transcript_lines(f"s{i}", 1 + i % 4)]) for i in range(40)]
-    bad = [*(line.encode() for line in transcript_lines("q0", 2)), b'{"broken": \xff\xfe', b'{"type":"message","id":"z"}']
+    records = [
+        ImportRecord(
+            f"agent:main:s{i}",
+            {"sessionId": f"s{i}", "updatedAt": i},
+            [line.encode() for line in transcript_lines(f"s{i}", 1 + i % 4)],
+        )
+        for i in range(40)
+    ]
+    bad = [
+        *(line.encode() for line in transcript_lines("q0", 2)),
+        b'{"broken": \xff\xfe',
+        b'{"type":"message","id":"z"}',
+    ]
     records.append(ImportRecord("agent:main:q0", {"sessionId": "q0"}, bad))
-    mention = transcript_lines("m0", 1) + ['{"type":"note","x":{"type":"openclaw-cli.quarantined-line","raw":"no"}}']
+    mention = transcript_lines("m0", 1) + [
+        '{"type":"note","x":{"type":"openclaw-cli.quarantined-line","raw":"no"}}'
+    ]
     records.append(ImportRecord("agent:main:m0", {"sessionId": "m0"}, [line.encode() for line in mention]))
     result = db.bulk_import(records, on_malformed="quarantine")
     assert sum(r.quarantined for r in result.records) == 1

@@ -62,20 +62,27 @@ def test_parent_options_are_inherited_or_rejected(small_store, state_dir):
     assert code == 0 and doc["agentId"] == "main"
     proc = cli("sessions", "--active", "5", "cleanup", "--dry-run")
     assert proc.returncode == 1
-    assert ("`sessions cleanup` does not support the parent `sessions` option --active; session-list filters "
-            "cannot scope session maintenance.") in proc.stderr
+    assert (
+        "`sessions cleanup` does not support the parent `sessions` option --active; session-list filters "
+        "cannot scope session maintenance."
+    ) in proc.stderr
     code, doc, _ = cli_json("sessions", "--limit", "5", "--verbose", "--json", "cleanup", "--dry-run")
     assert code == 1
-    assert doc["error"]["message"] == ("`sessions cleanup` does not support the parent `sessions` options --limit, "
-                                       "--verbose; session-list filters cannot scope session maintenance.")
+    assert doc["error"]["message"] == (
+        "`sessions cleanup` does not support the parent `sessions` options --limit, "
+        "--verbose; session-list filters cannot scope session maintenance."
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--agent", " "], "--agent must not be blank"),
-    (["--store", ""], "--store must not be blank"),
-    (["--agent", "main", "--all-agents"], "--agent and --all-agents cannot be used together"),
-    (["--store", "x.json", "--all-agents"], "--store cannot be combined with --all-agents"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", " "], "--agent must not be blank"),
+        (["--store", ""], "--store must not be blank"),
+        (["--agent", "main", "--all-agents"], "--agent and --all-agents cannot be used together"),
+        (["--store", "x.json", "--all-agents"], "--store cannot be combined with --all-agents"),
+    ],
+)
 def test_selection_errors_exit_1(small_store, args, message):
     code, doc, _ = cli_json("sessions", "cleanup", "--dry-run", "--json", *args)
     assert code == 1 and doc == {"ok": False, "error": {"type": "cli_error", "message": message}}
@@ -109,9 +116,12 @@ def test_text_dry_run_report_is_sanitised(small_store, state_dir):
     assert "Entries: 3 -> 2 (remove 1)" in lines and "Would prune stale: 1" in lines
     assert "Planned session actions:" in lines
     assert any(line.startswith("┌") for line in lines) and any("prune-stale" in line for line in lines)
-    summary = lines[lines.index("Summary by Label:") + 1:]
-    assert summary[:3] == ["Alert\\nInjected  1 kept, 0 pruned", "Cron: daily      1 kept, 1 pruned",
-                           "Total: 2 kept, 1 pruned"]
+    summary = lines[lines.index("Summary by Label:") + 1 :]
+    assert summary[:3] == [
+        "Alert\\nInjected  1 kept, 0 pruned",
+        "Cron: daily      1 kept, 1 pruned",
+        "Total: 2 kept, 1 pruned",
+    ]
     assert tree_digest(state_dir) == before
 
 
@@ -124,8 +134,13 @@ def test_text_apply_report(small_store, state_dir):
 
 
 def test_several_stores_print_the_wrapper(state_dir):
-    write_config(state_dir, {"agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]},
-                             "session": {"maintenance": {"pruneAfter": "30d"}}})
+    write_config(
+        state_dir,
+        {
+            "agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]},
+            "session": {"maintenance": {"pruneAfter": "30d"}},
+        },
+    )
     now = now_ms()
     make_legacy(state_dir, {"agent:main:a": entry("a", now)})
     make_legacy(state_dir, {"agent:ops:b": entry("b", now - 40 * DAY)}, agent="ops")
@@ -158,8 +173,13 @@ def test_corrupt_store_is_reported_not_crashed(state_dir):
 
 
 def test_partial_failure_reports_what_committed(state_dir):
-    write_config(state_dir, {"agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]},
-                             "session": {"maintenance": {"pruneAfter": "30d"}}})
+    write_config(
+        state_dir,
+        {
+            "agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]},
+            "session": {"maintenance": {"pruneAfter": "30d"}},
+        },
+    )
     now = now_ms()
     make_legacy(state_dir, {"agent:main:a": entry("a", now), "agent:main:old": entry("old", now - 40 * DAY)})
     broken = sessions_dir(state_dir, "ops")
@@ -173,4 +193,6 @@ def test_partial_failure_reports_what_committed(state_dir):
     assert partial["message"].startswith("Session cleanup failed for agent 'ops': ")
     proc = cli("sessions", "cleanup", "--all-agents", "--enforce")
     assert proc.returncode == 1
-    assert any(line.startswith("[error] Session cleanup failed for agent 'ops'") for line in proc.stderr.splitlines())
+    assert any(
+        line.startswith("[error] Session cleanup failed for agent 'ops'") for line in proc.stderr.splitlines()
+    )

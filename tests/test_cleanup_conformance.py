@@ -118,8 +118,10 @@ def test_4_protected_thread_counts_toward_the_cap_and_stays(kind, state_dir):
 @pytest.mark.parametrize("kind", KINDS)
 def test_5_all_preserved_nothing_removed(kind, state_dir):
     maintenance_config(state_dir, maxEntries=1)
-    entries = {"agent:main:telegram:group:1": entry("g1", NOW_MS - DAY),
-               "agent:main:discord:channel:2": entry("g2", NOW_MS - 2 * DAY)}
+    entries = {
+        "agent:main:telegram:group:1": entry("g1", NOW_MS - DAY),
+        "agent:main:discord:channel:2": entry("g2", NOW_MS - 2 * DAY),
+    }
     build(kind, state_dir, entries)
     digest = tree_digest(state_dir / "agents")
     doc = service(enforce=True, now_ms=NOW_MS)
@@ -131,7 +133,10 @@ def test_5_all_preserved_nothing_removed(kind, state_dir):
 @pytest.mark.parametrize("kind", KINDS)
 def test_6_stale_entry_pruned(kind, state_dir):
     maintenance_config(state_dir, pruneAfter="30d")
-    entries = {"agent:main:old": entry("old", NOW_MS - 31 * DAY), "agent:main:fresh": entry("fresh", NOW_MS - DAY)}
+    entries = {
+        "agent:main:old": entry("old", NOW_MS - 31 * DAY),
+        "agent:main:fresh": entry("fresh", NOW_MS - DAY),
+    }
     build(kind, state_dir, entries)
     before = originals(kind, state_dir, ["old"])
     doc = service(enforce=True, now_ms=NOW_MS)
@@ -248,7 +253,10 @@ def test_19_archive_retention_by_name_timestamp(state_dir):
 
 def test_20_sqlite_archive_is_zstd_and_empty_transcripts_leave_no_archive(state_dir):
     maintenance_config(state_dir, pruneAfter="30d")
-    entries = {"agent:main:full": entry("full", NOW_MS - 40 * DAY), "agent:main:empty": entry("empty", NOW_MS - 40 * DAY)}
+    entries = {
+        "agent:main:full": entry("full", NOW_MS - 40 * DAY),
+        "agent:main:empty": entry("empty", NOW_MS - 40 * DAY),
+    }
     make_sqlite(state_dir, entries, skip={"empty"})
     data = sqlite_transcript_bytes(state_dir, "full")
     doc = service(enforce=True, now_ms=NOW_MS)
@@ -259,7 +267,9 @@ def test_20_sqlite_archive_is_zstd_and_empty_transcripts_leave_no_archive(state_
     import sqlite3
 
     conn = sqlite3.connect(db_path(state_dir))
-    rows = conn.execute("SELECT archive_name, session_id, encoding, event_count FROM session_transcript_archives").fetchall()
+    rows = conn.execute(
+        "SELECT archive_name, session_id, encoding, event_count FROM session_transcript_archives"
+    ).fetchall()
     events = conn.execute("SELECT count(*) FROM transcript_events").fetchone()[0]
     conn.close()
     assert rows == [(names[0], "full", "zstd", data.count(b"\n"))] and events == 0

@@ -41,12 +41,19 @@ SEED = 20261130
 
 
 def _env(state: Path, **extra: str) -> dict[str, str]:
-    return dict(os.environ, OPENCLAW_STATE_DIR=str(state), OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"), **extra)
+    return dict(
+        os.environ, OPENCLAW_STATE_DIR=str(state), OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"), **extra
+    )
 
 
 def _run(state: Path, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json"],
-                          env=_env(state, **extra), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json"],
+        env=_env(state, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _sessions(state: Path) -> Path:
@@ -107,7 +114,9 @@ def _check_invariant(state: Path, kind: str, entries: dict, originals: dict[str,
     """Every row gone from the store has its transcript: the original or a verified archive."""
     rows = _rows(state, kind)
     archives = _archives(state)
-    current = _originals(state, kind, {k: e for k, e in entries.items() if k in rows}) if kind == "sqlite" else None
+    current = (
+        _originals(state, kind, {k: e for k, e in entries.items() if k in rows}) if kind == "sqlite" else None
+    )
     for key, e in entries.items():
         if key in rows:
             continue
@@ -173,8 +182,12 @@ def _crash_cycle(tmp_path: Path, kind: str, kill_points: int, timer_kills: int) 
             proc = _run(work, OPENCLAW_CLEANUP_CRASH_AT=str(where))
             assert proc.returncode == -signal.SIGKILL, (where, proc.stderr)
         else:
-            child = subprocess.Popen([sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json"],
-                                     env=_env(work), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            child = subprocess.Popen(
+                [sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json"],
+                env=_env(work),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             time.sleep(where)
             child.send_signal(signal.SIGKILL)
             child.wait()

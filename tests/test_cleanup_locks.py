@@ -56,16 +56,23 @@ time.sleep(30)
 
 
 def _store(state: Path, kind: str = "legacy") -> dict:
-    write_config(state, {"session": {"maintenance": {"pruneAfter": "30d"}, "writeLock": {"acquireTimeoutMs": 300}}})
+    write_config(
+        state, {"session": {"maintenance": {"pruneAfter": "30d"}, "writeLock": {"acquireTimeoutMs": 300}}}
+    )
     now = now_ms()
-    entries = {"agent:main:old": entry("old", now - 40 * DAY), "agent:main:older": entry("older", now - 50 * DAY),
-               "agent:main:fresh": entry("fresh", now)}
+    entries = {
+        "agent:main:old": entry("old", now - 40 * DAY),
+        "agent:main:older": entry("older", now - 50 * DAY),
+        "agent:main:fresh": entry("fresh", now),
+    }
     (make_legacy if kind == "legacy" else make_sqlite)(state, entries)
     return entries
 
 
 def _busy_message(pid: int, lock: Path) -> re.Pattern:
-    return re.compile(rf"session file locked \(timeout 300ms\): pid={pid} alive=true ageMs=\d+ {re.escape(str(lock))}")
+    return re.compile(
+        rf"session file locked \(timeout 300ms\): pid={pid} alive=true ageMs=\d+ {re.escape(str(lock))}"
+    )
 
 
 @pytest.mark.parametrize("locked", ["old.jsonl", "sessions.json"])
@@ -91,14 +98,19 @@ def test_live_openclaw_lock_older_than_stale_ms_is_reported_stale(state_dir, spa
     before = tree_digest(state_dir)
     code, doc, _ = cli_json("sessions", "cleanup", "--enforce", "--json")
     assert code == 5
-    assert re.fullmatch(rf"session file lock stale \(too-old\): pid={holder.pid} alive=true ageMs=\d+ "
-                        rf"{re.escape(str(lock))}", doc["error"]["message"])
+    assert re.fullmatch(
+        rf"session file lock stale \(too-old\): pid={holder.pid} alive=true ageMs=\d+ "
+        rf"{re.escape(str(lock))}",
+        doc["error"]["message"],
+    )
     assert tree_digest(state_dir) == before
 
 
 def test_dead_holders_lock_is_reclaimed(state_dir):
     _store(state_dir)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     lock = sessions_dir(state_dir) / "old.jsonl.lock"
     payload = {"pid": int(dead.stdout), "createdAt": "2026-01-01T00:00:00.000Z", "maxHoldMs": 300000}
     lock.write_text(json.dumps(payload, indent=2))
@@ -116,7 +128,9 @@ def test_sqlite_store_held_by_another_writer_waits_then_fails(state_dir, spawn):
     code, doc, err = cli_json("sessions", "cleanup", "--enforce", "--json")
     assert time.monotonic() - started >= 0.3
     assert code == 5, err
-    assert doc["error"]["message"] == f"session file locked (timeout 300ms): owner=unknown {db_path(state_dir)}"
+    assert (
+        doc["error"]["message"] == f"session file locked (timeout 300ms): owner=unknown {db_path(state_dir)}"
+    )
     assert not sessions_dir(state_dir).exists()  # not even an archive was written
     assert set(load_store(state_dir)) == set(entries)
     after = tree_digest(state_dir / "agents" / "main")

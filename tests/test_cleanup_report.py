@@ -41,6 +41,7 @@ def action_rows(plan, entries, now):
 def warn_mode_hint(plan):
     return _warn_mode_hint(_view(plan, {}, 0)["wouldEnforce"])
 
+
 DAY = 86_400_000
 OUTPUTS = OPENCLAW_FIXTURE / "outputs"
 FIXTURE_JSON = json.loads((OUTPUTS / "cleanup-dry-run.json").read_text())
@@ -68,7 +69,9 @@ def listing_store() -> dict:
 
 def keep_all_plan(entries):
     """2026.9.6 kept all 13 rows; we get the same plan by preserving every key."""
-    return plan_cleanup(entries, Settings(), now_ms=FIXTURE_NOW, session_bytes={}, preserve_keys=list(entries))
+    return plan_cleanup(
+        entries, Settings(), now_ms=FIXTURE_NOW, session_bytes={}, preserve_keys=list(entries)
+    )
 
 
 # ---- JSON ---------------------------------------------------------------------------------------
@@ -77,9 +80,18 @@ def keep_all_plan(entries):
 def test_summary_keys_and_order_match_real_openclaw():
     entries = listing_store()
     plan = plan_cleanup(entries, Settings(), now_ms=FIXTURE_NOW, session_bytes={})
-    summary = cleanup_summary(plan, agent_id="main", store_path=FIXTURE_JSON["storePath"], dry_run=True,
-                              unreferenced_artifacts={"scannedFiles": 0, "removedFiles": 0, "freedBytes": 0,
-                                                      "olderThanMs": 2592000000})
+    summary = cleanup_summary(
+        plan,
+        agent_id="main",
+        store_path=FIXTURE_JSON["storePath"],
+        dry_run=True,
+        unreferenced_artifacts={
+            "scannedFiles": 0,
+            "removedFiles": 0,
+            "freedBytes": 0,
+            "olderThanMs": 2592000000,
+        },
+    )
     assert list(summary) == list(FIXTURE_JSON)
     assert list(summary["unreferencedArtifacts"]) == list(FIXTURE_JSON["unreferencedArtifacts"])
     assert list(summary["diskBudget"]) == list(FIXTURE_JSON["diskBudget"])
@@ -103,19 +115,33 @@ def test_apply_summary_adds_applied_fields_last():
     applied = cleanup_summary(plan, agent_id="main", store_path="p", dry_run=False, applied_count=7)
     assert list(applied)[-2:] == ["applied", "appliedCount"] and applied["appliedCount"] == 7
     assert {k: v for k, v in applied.items() if k not in ("dryRun", "applied", "appliedCount")} == {
-        k: v for k, v in dry.items() if k != "dryRun"}
+        k: v for k, v in dry.items() if k != "dryRun"
+    }
     assert cleanup_summary(plan, agent_id="main", store_path="p", dry_run=False)["appliedCount"] == 1
 
 
 def test_unreferenced_artifacts_default_and_would_mutate():
     plan = plan_cleanup({}, Settings(mode="warn", prune_after_ms=7 * DAY), now_ms=NOW_MS)
     summary = cleanup_summary(plan, agent_id="main", store_path="p", dry_run=True)
-    assert summary["unreferencedArtifacts"] == {"scannedFiles": 0, "removedFiles": 0, "freedBytes": 0,
-                                                "olderThanMs": 7 * DAY}
+    assert summary["unreferencedArtifacts"] == {
+        "scannedFiles": 0,
+        "removedFiles": 0,
+        "freedBytes": 0,
+        "olderThanMs": 7 * DAY,
+    }
     assert summary["diskBudget"] is None and summary["wouldMutate"] is False
-    swept = cleanup_summary(plan, agent_id="main", store_path="p", dry_run=True,
-                            unreferenced_artifacts={"scannedFiles": 3, "removedFiles": 1, "freedBytes": 10,
-                                                    "olderThanMs": 7 * DAY})
+    swept = cleanup_summary(
+        plan,
+        agent_id="main",
+        store_path="p",
+        dry_run=True,
+        unreferenced_artifacts={
+            "scannedFiles": 3,
+            "removedFiles": 1,
+            "freedBytes": 10,
+            "olderThanMs": 7 * DAY,
+        },
+    )
     assert swept["wouldMutate"] is True
 
 
@@ -131,12 +157,23 @@ def test_multi_store_wrapper_only_when_not_exactly_one():
 # ---- cells --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("ms", "text"), [
-    (0, "just now"), (29_000, "just now"), (30_000, "1m ago"), (59 * 60_000, "59m ago"),
-    (60 * 60_000, "1h ago"), (90 * 60_000, "2h ago"), (47 * 3_600_000, "47h ago"),
-    (48 * 3_600_000, "2d ago"), (60 * DAY, "60d ago"), (-1, "unknown"), (None, "unknown"),
-    (float("nan"), "unknown"),
-])
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (0, "just now"),
+        (29_000, "just now"),
+        (30_000, "1m ago"),
+        (59 * 60_000, "59m ago"),
+        (60 * 60_000, "1h ago"),
+        (90 * 60_000, "2h ago"),
+        (47 * 3_600_000, "47h ago"),
+        (48 * 3_600_000, "2d ago"),
+        (60 * DAY, "60d ago"),
+        (-1, "unknown"),
+        (None, "unknown"),
+        (float("nan"), "unknown"),
+    ],
+)
 def test_format_time_ago(ms, text):
     assert format_time_ago(ms) == text
 
@@ -156,18 +193,30 @@ def test_model_and_flags():
     assert display_model({}) == "unknown"
     assert display_model({"modelOverride": "o"}) == "o"
     assert display_model({"model": "m", "modelOverride": "o"}) == "m"
-    entry = {"thinkingLevel": "high", "systemSent": True, "abortedLastRun": True, "visibility": "private",
-             "owner": {"actor": {"type": "user", "label": " Ann "}}, "runtimePolicySessionKey": "k",
-             "participants": [{"label": "a"}, {"identity": {"type": "tg", "id": "1"}}] + [{"label": "z"}] * 3,
-             "participantCount": 9, "sessionId": "sid\x1b[2J"}
-    assert session_flags(entry) == ("think:high system aborted visibility:private owner:Ann "
-                                    "participants:a,tg:1,z,z,+5 policy:k id:sid")
+    entry = {
+        "thinkingLevel": "high",
+        "systemSent": True,
+        "abortedLastRun": True,
+        "visibility": "private",
+        "owner": {"actor": {"type": "user", "label": " Ann "}},
+        "runtimePolicySessionKey": "k",
+        "participants": [{"label": "a"}, {"identity": {"type": "tg", "id": "1"}}] + [{"label": "z"}] * 3,
+        "participantCount": 9,
+        "sessionId": "sid\x1b[2J",
+    }
+    assert session_flags(entry) == (
+        "think:high system aborted visibility:private owner:Ann participants:a,tg:1,z,z,+5 policy:k id:sid"
+    )
     assert session_flags({}) == "visibility:shared"
 
 
 def test_rows_sorted_by_updated_at_desc_with_unknown_age():
-    entries = {"old": {"updatedAt": NOW_MS - 3 * DAY}, "none": {}, "new": {"updatedAt": NOW_MS - 1000},
-               "zero": {"updatedAt": 0}}
+    entries = {
+        "old": {"updatedAt": NOW_MS - 3 * DAY},
+        "none": {},
+        "new": {"updatedAt": NOW_MS - 1000},
+        "zero": {"updatedAt": 0},
+    }
     rows = action_rows(keep_all_plan(entries), entries, NOW_MS)
     assert [r.key for r in rows] == ["new", "old", "none", "zero"]
     assert [r.age for r in rows] == ["just now", "3d ago", "unknown", "unknown"]
@@ -198,10 +247,12 @@ def test_dry_run_text_matches_real_openclaw():
     plan = keep_all_plan(entries)
     rows = action_rows(plan, entries, FIXTURE_NOW)
     assert [r.cells() for r in rows] == _fixture_table_rows()
-    text = render_dry_run_text(FIXTURE_JSON, rows, table_renderer=lambda headers, cells: "<table>").split("\n")
+    text = render_dry_run_text(FIXTURE_JSON, rows, table_renderer=lambda headers, cells: "<table>").split(
+        "\n"
+    )
     table_start = FIXTURE_TEXT.index("Planned session actions:") + 1
     table_end = max(i for i, line in enumerate(FIXTURE_TEXT) if line.startswith("└"))
-    assert text == FIXTURE_TEXT[:table_start] + ["<table>"] + FIXTURE_TEXT[table_end + 1:]
+    assert text == FIXTURE_TEXT[:table_start] + ["<table>"] + FIXTURE_TEXT[table_end + 1 :]
 
 
 def test_plain_table_renderer():
@@ -216,14 +267,35 @@ def test_label_summary_pinned():
     def r(action, label):
         return ActionRow(action, "k", None, "unknown", "unknown", "", label)
 
-    rows = [r("keep", "Cron: daily-commit"), r("prune-stale", "Cron: daily-commit"), r("keep", None),
-            r("prune-stale", "   "), r("cap-overflow", {}), r("keep", "Unlabeled"),
-            r("evict-budget", "\u001b[31mAlert\nInjected")]
-    assert label_summaries(rows) == [("(unlabeled)", 1, 2), ("Alert\\nInjected", 0, 1),
-                                     ("Cron: daily-commit", 1, 1), ("Unlabeled", 1, 0)]
-    summary = {"agentId": "main", "storePath": "p", "mode": "enforce", "beforeCount": 7, "afterCount": 3,
-               "missing": 0, "dmScopeRetired": 0, "modelRunPruned": 0, "pruned": 2, "capped": 1,
-               "unreferencedArtifacts": {"scannedFiles": 0}, "diskBudget": None}
+    rows = [
+        r("keep", "Cron: daily-commit"),
+        r("prune-stale", "Cron: daily-commit"),
+        r("keep", None),
+        r("prune-stale", "   "),
+        r("cap-overflow", {}),
+        r("keep", "Unlabeled"),
+        r("evict-budget", "\u001b[31mAlert\nInjected"),
+    ]
+    assert label_summaries(rows) == [
+        ("(unlabeled)", 1, 2),
+        ("Alert\\nInjected", 0, 1),
+        ("Cron: daily-commit", 1, 1),
+        ("Unlabeled", 1, 0),
+    ]
+    summary = {
+        "agentId": "main",
+        "storePath": "p",
+        "mode": "enforce",
+        "beforeCount": 7,
+        "afterCount": 3,
+        "missing": 0,
+        "dmScopeRetired": 0,
+        "modelRunPruned": 0,
+        "pruned": 2,
+        "capped": 1,
+        "unreferencedArtifacts": {"scannedFiles": 0},
+        "diskBudget": None,
+    }
     text = render_dry_run_text(summary, rows)
     assert "\x1b" not in text
     assert "Cron: daily-commit  1 kept, 1 pruned" in text.split("\n")
@@ -235,26 +307,40 @@ def test_label_summary_pinned():
 def test_conditional_lines_and_empty_store():
     summary = dict(FIXTURE_JSON, unreferencedArtifacts={"scannedFiles": 4, "removedFiles": 2})
     text = render_dry_run_text(summary, [])
-    assert text.split("\n")[-2:] == ["Would prune unreferenced artifacts: 2",
-                                     "Would enforce disk budget: 1454080 -> 1454080 bytes (files 0, entries 0)"]
+    assert text.split("\n")[-2:] == [
+        "Would prune unreferenced artifacts: 2",
+        "Would enforce disk budget: 1454080 -> 1454080 bytes (files 0, entries 0)",
+    ]
     assert "Planned session actions:" not in text and "Summary by Label:" not in text
 
 
 def test_multi_store_dry_run_and_apply_text():
-    a = dict(FIXTURE_JSON, agentId="main", storePath="/s/a", appliedCount=3,
-             unreferencedArtifacts={"removedFiles": 2})
-    b = dict(FIXTURE_JSON, agentId="work", storePath="/s/b", appliedCount=0,
-             unreferencedArtifacts={"removedFiles": 0})
+    a = dict(
+        FIXTURE_JSON,
+        agentId="main",
+        storePath="/s/a",
+        appliedCount=3,
+        unreferencedArtifacts={"removedFiles": 2},
+    )
+    b = dict(
+        FIXTURE_JSON,
+        agentId="work",
+        storePath="/s/b",
+        appliedCount=0,
+        unreferencedArtifacts={"removedFiles": 0},
+    )
     text = render_dry_run_texts([(a, [], None), (b, [], "hint")])
     blocks = text.split("\n\n")
     assert blocks[0].startswith("Agent: main\nSession store: /s/a") and blocks[1].startswith("Agent: work")
     assert blocks[1].endswith("hint")
     assert render_dry_run_texts([(a, [], None)]).startswith("Session store: /s/a")
-    assert render_apply_text([a]) == ("Session store: /s/a\nApplied maintenance. Current entries: 3\n"
-                                      "Pruned unreferenced artifacts: 2")
+    assert render_apply_text([a]) == (
+        "Session store: /s/a\nApplied maintenance. Current entries: 3\nPruned unreferenced artifacts: 2"
+    )
     assert render_apply_text([a, b]) == (
         "Agent: main\nSession store: /s/a\nApplied maintenance. Current entries: 3\nPruned unreferenced artifacts: 2"
-        "\n\nAgent: work\nSession store: /s/b\nApplied maintenance. Current entries: 0")
+        "\n\nAgent: work\nSession store: /s/b\nApplied maintenance. Current entries: 0"
+    )
 
 
 def test_warn_mode_hint():
@@ -270,7 +356,9 @@ def test_parent_option_rejection():
     assert parent_option_rejection(["--json", "--store"]) is None
     assert parent_option_rejection(["--active"]) == (
         "`sessions cleanup` does not support the parent `sessions` option --active; "
-        "session-list filters cannot scope session maintenance.")
+        "session-list filters cannot scope session maintenance."
+    )
     assert parent_option_rejection(["--verbose", "--active", "--limit"]) == (
         "`sessions cleanup` does not support the parent `sessions` options --active, --limit, --verbose; "
-        "session-list filters cannot scope session maintenance.")
+        "session-list filters cannot scope session maintenance."
+    )

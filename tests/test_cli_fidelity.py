@@ -22,26 +22,55 @@ def make(kind: str, state: Path, entries: dict, agent: str = "main") -> None:
 
 # ---- agents list --json -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_agents_list_is_openclaws_array(kind: str, state_dir: Path):
-    write_config(state_dir, {
-        "agents": {"defaults": {"model": "openai/gpt-5.4", "workspace": "/srv/ws"},
-                   "list": [{"id": "main"}, {"id": "work", "default": True, "name": "Work", "agentDir": "/srv/work"}]},
-        "bindings": [{"agentId": "main", "match": {"channel": "telegram", "accountId": "bot1"}},
-                     {"agentId": "main", "match": {"channel": "discord", "peer": {"kind": "group", "id": "42"}}}],
-    })
+    write_config(
+        state_dir,
+        {
+            "agents": {
+                "defaults": {"model": "openai/gpt-5.4", "workspace": "/srv/ws"},
+                "list": [
+                    {"id": "main"},
+                    {"id": "work", "default": True, "name": "Work", "agentDir": "/srv/work"},
+                ],
+            },
+            "bindings": [
+                {"agentId": "main", "match": {"channel": "telegram", "accountId": "bot1"}},
+                {"agentId": "main", "match": {"channel": "discord", "peer": {"kind": "group", "id": "42"}}},
+            ],
+        },
+    )
     make(kind, state_dir, {"agent:work:main": entry("w1", now_ms())}, agent="work")
     code, items, _ = cli_json("agents", "list", "--json")
     assert code == 0 and isinstance(items, list)
     main, work = items
     # observed with 2026.9.6 on the same config: key order, workspace rule, model, bindings count
-    assert list(main) == ["id", "workspace", "agentDir", "model", "bindings", "isDefault", "configured",
-                          "storeKind", "sessionsPath", "sessionsCount"]
+    assert list(main) == [
+        "id",
+        "workspace",
+        "agentDir",
+        "model",
+        "bindings",
+        "isDefault",
+        "configured",
+        "storeKind",
+        "sessionsPath",
+        "sessionsCount",
+    ]
     assert (main["workspace"], main["model"], main["bindings"], main["isDefault"]) == (
-        "/srv/ws/main", "openai/gpt-5.4", 2, False)
+        "/srv/ws/main",
+        "openai/gpt-5.4",
+        2,
+        False,
+    )
     assert list(work)[:7] == ["id", "name", "workspace", "agentDir", "model", "bindings", "isDefault"]
-    assert (work["name"], work["workspace"], work["agentDir"], work["isDefault"]) == ("Work", "/srv/ws", "/srv/work",
-                                                                                    True)
+    assert (work["name"], work["workspace"], work["agentDir"], work["isDefault"]) == (
+        "Work",
+        "/srv/ws",
+        "/srv/work",
+        True,
+    )
     assert (work["storeKind"], work["sessionsCount"]) == (kind, 1)
     code, detailed, _ = cli_json("agents", "list", "--json", "--bindings")
     assert detailed[0]["bindingDetails"] == ["telegram accountId=bot1", "discord peer=group:42"]
@@ -56,36 +85,67 @@ def test_explicit_ownership_has_no_default(state_dir: Path):
     write_config(state_dir, {"agents": {"ownership": "explicit", "list": [{"id": "main"}, {"id": "work"}]}})
     code, items, _ = cli_json("agents", "list", "--json")
     assert [(a["id"], a["isDefault"], a["workspace"]) for a in items] == [
-        ("main", False, str(state_dir / "workspace-main")), ("work", False, str(state_dir / "workspace-work"))]
+        ("main", False, str(state_dir / "workspace-main")),
+        ("work", False, str(state_dir / "workspace-work")),
+    ]
     code, doc, _ = cli_json("status", "--json", "--no-probe")
     agents = doc["agents"]
     assert (agents["defaultId"], agents["ownership"], agents["selectionRequired"]) == (None, "explicit", True)
-    assert [a["workspaceDir"] for a in agents["agents"]] == [str(state_dir / "workspace-main"),
-                                                             str(state_dir / "workspace-work")]
+    assert [a["workspaceDir"] for a in agents["agents"]] == [
+        str(state_dir / "workspace-main"),
+        str(state_dir / "workspace-work"),
+    ]
 
 
 # ---- status --json ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_status_agents_and_gateway_blocks(kind: str, state_dir: Path):
-    write_config(state_dir, {"agents": {"defaults": {"model": "openai/gpt-5.4", "contextTokens": 150000},
-                                        "list": [{"id": "main"}, {"id": "work", "default": True}]}})
+    write_config(
+        state_dir,
+        {
+            "agents": {
+                "defaults": {"model": "openai/gpt-5.4", "contextTokens": 150000},
+                "list": [{"id": "main"}, {"id": "work", "default": True}],
+            }
+        },
+    )
     make(kind, state_dir, {"agent:main:main": entry("m1", now_ms() - 60_000)})
     make(kind, state_dir, {"agent:work:main": entry("w1", now_ms())}, agent="work")
     code, doc, _ = cli_json("status", "--json", "--no-probe")
     assert code == 0
     agents = doc["agents"]
     assert list(agents) == ["defaultId", "ownership", "selectionRequired", "agents", "totalSessions"]
-    assert (agents["defaultId"], agents["ownership"], agents["selectionRequired"]) == ("work", "legacy", False)
+    assert (agents["defaultId"], agents["ownership"], agents["selectionRequired"]) == (
+        "work",
+        "legacy",
+        False,
+    )
     assert [a["id"] for a in agents["agents"]] == ["work", "main"]  # the default first, as OpenClaw
-    assert list(agents["agents"][0]) == ["id", "workspaceDir", "sessionsPath", "sessionsCount", "lastUpdatedAt",
-                                         "lastActiveAgeMs"]
+    assert list(agents["agents"][0]) == [
+        "id",
+        "workspaceDir",
+        "sessionsPath",
+        "sessionsCount",
+        "lastUpdatedAt",
+        "lastActiveAgeMs",
+    ]
     assert agents["agents"][0]["workspaceDir"] == str(state_dir / "workspace")
     assert agents["agents"][1]["workspaceDir"] == str(state_dir / "workspace-main")
     assert doc["sessions"]["defaults"] == {"model": "gpt-5.4", "contextTokens": 150000}
     gateway = doc["gateway"]
-    assert list(gateway)[:9] == ["mode", "url", "urlSource", "misconfigured", "reachable", "connectLatencyMs",
-                                 "self", "error", "authWarning"]
+    assert list(gateway)[:9] == [
+        "mode",
+        "url",
+        "urlSource",
+        "misconfigured",
+        "reachable",
+        "connectLatencyMs",
+        "self",
+        "error",
+        "authWarning",
+    ]
     assert gateway["misconfigured"] is False and gateway["self"] is None and gateway["probed"] is False
     assert gateway["error"] == "not probed" and "credentials" in gateway["authWarning"]
     assert {s["agent"]: s["readOnly"] for s in doc["stores"]} == {"work": False, "main": False}
@@ -94,7 +154,9 @@ def test_status_agents_and_gateway_blocks(kind: str, state_dir: Path):
 def test_status_readonly_means_cannot_be_written(imported_fixture_state: Path, state_dir: Path):
     code, doc, _ = cli_json("status", "--json", "--no-probe")
     # a real OpenClaw schema-23 agent database is written since issue 12 (D21)
-    assert code == 0 and doc["stores"][0]["kind"] == "openclaw-sqlite" and doc["stores"][0]["readOnly"] is False
+    assert (
+        code == 0 and doc["stores"][0]["kind"] == "openclaw-sqlite" and doc["stores"][0]["readOnly"] is False
+    )
     if os.geteuid() == 0:
         return  # root writes read-only files: the file-permission half cannot be observed
     make_legacy(state_dir, {"agent:ops:main": entry("o1", now_ms())}, agent="ops")
@@ -107,10 +169,14 @@ def test_status_defaults_are_null_without_config(state_dir: Path):
     code, doc, _ = cli_json("status", "--json", "--no-probe")
     assert doc["sessions"]["defaults"] == {"model": None, "contextTokens": None}
     assert (doc["agents"]["ownership"], doc["agents"]["defaultId"], doc["agents"]["selectionRequired"]) == (
-        "sole", "main", False)
+        "sole",
+        "main",
+        False,
+    )
 
 
 # ---- agents on disk but not in a config that lists agents --------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_disk_only_agents_are_left_out_and_named(kind: str, state_dir: Path):
@@ -121,7 +187,9 @@ def test_disk_only_agents_are_left_out_and_named(kind: str, state_dir: Path):
     assert code == 0 and [s["agentId"] for s in listing["stores"]] == ["main"] and listing["count"] == 1
     code, doc, err = cli_json("status", "--json", "--no-probe")
     assert [s["agent"] for s in doc["stores"]] == ["main"]
-    old_path = db_path(state_dir, "old") if kind == "sqlite" else state_dir / "agents/old/sessions/sessions.json"
+    old_path = (
+        db_path(state_dir, "old") if kind == "sqlite" else state_dir / "agents/old/sessions/sessions.json"
+    )
     assert doc["unconfiguredStores"] == [{"agent": "old", "path": str(old_path)}]
     assert "not in the config: old" in doc["hint"] and "not in the config" not in err  # said once: in JSON
     text = cli("status", "--no-probe")
@@ -145,13 +213,17 @@ def test_without_configured_agents_disk_discovery_stays(state_dir: Path):
 
 # ---- usage errors under --json ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [
-    ("sessions", "--json", "--bogus"),  # unknown option
-    ("sessions", "--json", "--limit"),  # an option without its value
-    ("sessions", "tail", "--json", "--tail", "many"),  # a bad value caught by the parser
-    ("gateway", "call", "--json"),  # a missing argument
-    ("status", "--json", "--profile", "../x"),  # an invalid profile name
-])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sessions", "--json", "--bogus"),  # unknown option
+        ("sessions", "--json", "--limit"),  # an option without its value
+        ("sessions", "tail", "--json", "--tail", "many"),  # a bad value caught by the parser
+        ("gateway", "call", "--json"),  # a missing argument
+        ("status", "--json", "--profile", "../x"),  # an invalid profile name
+    ],
+)
 def test_usage_errors_print_the_json_envelope(args: tuple):
     proc = run_cli(*args)
     assert proc.returncode == 2
@@ -176,7 +248,8 @@ def test_profile_names_are_validated_and_accepted_after_the_subcommand(isolated_
         proc = run_cli("--profile", bad, "status", "--json", env=env)
         assert proc.returncode == 2
         assert json.loads(proc.stdout)["error"]["message"].startswith(
-            'Invalid --profile (use letters, numbers, "_", "-" only)')
+            'Invalid --profile (use letters, numbers, "_", "-" only)'
+        )
     assert not (home / ".openclaw-..").exists() and not (home / "x").exists()
 
 
@@ -187,6 +260,7 @@ def test_session_sqlite_without_a_mode_lists_the_modes():
 
 
 # ---- key resolution -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_an_agent_key_selects_its_agent_with_several_agents(kind: str, state_dir: Path):
@@ -199,7 +273,9 @@ def test_an_agent_key_selects_its_agent_with_several_agents(kind: str, state_dir
     assert code == 0 and doc["key"] == "agent:work:chat"
     code, doc, _ = cli_json("sessions", "label", "agent:work:chat", "Work chat", "--dry-run", "--json")
     assert code == 0 and doc["ok"] is True
-    code, doc, _ = cli_json("sessions", "tail", "--session-key", "agent:work:chat", "--agent", "main", "--json")
+    code, doc, _ = cli_json(
+        "sessions", "tail", "--session-key", "agent:work:chat", "--agent", "main", "--json"
+    )
     assert code == 2 and 'belongs to agent "work"' in doc["error"]["message"]
     code, doc, _ = cli_json("sessions", "tail", "--session-key", "chat", "--json")  # no owner: refused
     assert code == 1 and "Pass --agent <id>" in doc["error"]["message"]
@@ -217,14 +293,21 @@ def test_a_bare_cron_key_resolves_before_and_after_import(state_dir: Path):
     for key in ("cron:job1", "agent:main:cron:job1", "CRON:job1"):
         code, doc, err = cli_json("sessions", "tail", "--session-key", key, "--json")
         assert code == 0, err
-        assert (doc["key"], doc["sessionId"]) == ("agent:main:cron:job1", "c1")  # canonical after import (D14)
+        assert (doc["key"], doc["sessionId"]) == (
+            "agent:main:cron:job1",
+            "c1",
+        )  # canonical after import (D14)
         code, doc, err = cli_json("compact", key, "--dry-run", "--tokenizer", "estimate", "--json")
         assert code == 0 and doc["key"] == "agent:main:cron:job1", err
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_tail_defaults_to_the_agents_main_session(kind: str, state_dir: Path):
-    make(kind, state_dir, {"agent:main:main": entry("m1", now_ms()), "agent:main:other": entry("o1", now_ms() + 5)})
+    make(
+        kind,
+        state_dir,
+        {"agent:main:main": entry("m1", now_ms()), "agent:main:other": entry("o1", now_ms() + 5)},
+    )
     code, doc, _ = cli_json("sessions", "tail", "--json", "--tail", "1")
     assert code == 0 and (doc["key"], doc["sessionId"], doc["count"]) == ("agent:main:main", "m1", 1)
     text = cli("sessions", "tail", "--tail", "1")
@@ -236,6 +319,7 @@ def test_tail_defaults_to_the_agents_main_session(kind: str, state_dir: Path):
 
 
 # ---- one broken store among several ------------------------------------------------------------------------
+
 
 def _break(state: Path, kind: str, agent: str) -> None:
     if kind == "legacy":
@@ -250,13 +334,21 @@ def _break(state: Path, kind: str, agent: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_one_broken_store_does_not_hide_the_others(kind: str, state_dir: Path):
     make(kind, state_dir, {"agent:main:main": entry("m1", now_ms())})
-    make(kind, state_dir, {"agent:ops:main": entry("o1", now_ms()), "agent:ops:x": entry("o2", now_ms())},
-         agent="ops")
+    make(
+        kind,
+        state_dir,
+        {"agent:ops:main": entry("o1", now_ms()), "agent:ops:x": entry("o2", now_ms())},
+        agent="ops",
+    )
     _break(state_dir, kind, "ops")
     code, doc, err = cli_json("status", "--json", "--no-probe")
     assert code == 6, err  # the store-error code (invalid data), docs/exit-codes.md
     stores = {s["agent"]: s for s in doc["stores"]}
-    assert stores["main"]["sessions"] == 1 and stores["ops"]["error"] and stores["ops"]["errorType"] == "invalid_data"
+    assert (
+        stores["main"]["sessions"] == 1
+        and stores["ops"]["error"]
+        and stores["ops"]["errorType"] == "invalid_data"
+    )
     assert doc["errors"][0]["agentId"] == "ops" and doc["errors"][0]["error"]["type"] == "invalid_data"
     assert doc["sessions"]["count"] == 1
     text = cli("status", "--no-probe")
@@ -265,8 +357,9 @@ def test_one_broken_store_does_not_hide_the_others(kind: str, state_dir: Path):
     code, listing, err = cli_json("sessions", "--all-agents", "--json")
     assert code == 6
     assert [r["key"] for r in listing["sessions"]] == ["agent:main:main"]
-    assert listing["errors"] == [{"agentId": "ops", "path": doc["errors"][0]["path"],
-                                  "error": doc["errors"][0]["error"]}]
+    assert listing["errors"] == [
+        {"agentId": "ops", "path": doc["errors"][0]["path"], "error": doc["errors"][0]["error"]}
+    ]
     text = cli("sessions", "--all-agents")
     assert text.returncode == 6 and "agent:main:main" in text.stdout and "Error: agent ops:" in text.stderr
     assert cli_json("sessions", "--agent", "ops", "--json")[0] == 6  # one store named: its error, as before

@@ -103,12 +103,16 @@ def test_read_commands_never_modify_the_state(legacy_fixture_state: Path) -> Non
 def test_read_commands_on_real_openclaw_db_write_nothing(imported_fixture_state: Path) -> None:
     before = tree_digest(imported_fixture_state)
     real = json.loads((OPENCLAW_FIXTURE / "outputs/sessions.json").read_text())
-    result = list_json()  # every row, the archived recovered orphan too (as the real CLI lists them, issue 22)
+    result = (
+        list_json()
+    )  # every row, the archived recovered orphan too (as the real CLI lists them, issue 22)
     assert [(r["key"], r["sessionId"], r["updatedAt"]) for r in result["sessions"]] == [
         (r["key"], r["sessionId"], r["updatedAt"]) for r in real["sessions"]
     ]
     assert "hint" not in result
-    assert [r["key"] for r in list_json("--all")["sessions"]] == [r["key"] for r in result["sessions"]]  # kept
+    assert [r["key"] for r in list_json("--all")["sessions"]] == [
+        r["key"] for r in result["sessions"]
+    ]  # kept
     # archived rows are marked; `--archived` lists only them (here the orphan OpenClaw's import archived)
     archived = [r["key"] for r in result["sessions"] if r["archived"]]
     assert archived == ["agent:main:recovered:083ddf53-7690-42d8-9a49-01824250e803"]
@@ -117,7 +121,9 @@ def test_read_commands_on_real_openclaw_db_write_nothing(imported_fixture_state:
     proc = run_cli("status", "--json")
     assert proc.returncode == 0, proc.stderr
     status = json.loads(proc.stdout)
-    assert status["stores"][0]["kind"] == "openclaw-sqlite" and status["stores"][0]["readOnly"] is False  # (D21)
+    assert (
+        status["stores"][0]["kind"] == "openclaw-sqlite" and status["stores"][0]["readOnly"] is False
+    )  # (D21)
     assert tree_digest(imported_fixture_state) == before
 
 
@@ -133,9 +139,13 @@ def test_tail_shows_the_last_entries_of_the_active_branch(legacy_fixture_state: 
 
 
 def test_tail_on_openclaw_db_matches_the_archived_original(imported_fixture_state: Path) -> None:
-    archive = next((imported_fixture_state / "agents/main/session-sqlite-import-archive").glob("agent_main_main.*"))
+    archive = next(
+        (imported_fixture_state / "agents/main/session-sqlite-import-archive").glob("agent_main_main.*")
+    )
     lines = [json.loads(line) for line in archive.read_text().splitlines() if line.strip()]
-    data = json.loads(run_cli("sessions", "tail", "--session-key", "agent:main:main", "--tail", "10", "--json").stdout)
+    data = json.loads(
+        run_cli("sessions", "tail", "--session-key", "agent:main:main", "--tail", "10", "--json").stdout
+    )
     assert data["entries"] == lines[-10:]
 
 
@@ -176,8 +186,11 @@ def test_wrong_types_hostile_ids_and_symlinks_are_reported_not_fatal(state_dir: 
         "agent:main:link": {"sessionId": "linked", "updatedAt": 1},
     }
     _write(sessions / "sessions.json", json.dumps(store, indent=2))
-    _write(sessions / "good.jsonl", '{"type":"session","version":3,"id":"good"}\n{"type":"message","id":"a","parentId":null}\n'
-           'not json at all\n{"type":"message","id":"b","parentId":"a"}\n{"type":"mess')
+    _write(
+        sessions / "good.jsonl",
+        '{"type":"session","version":3,"id":"good"}\n{"type":"message","id":"a","parentId":null}\n'
+        'not json at all\n{"type":"message","id":"b","parentId":"a"}\n{"type":"mess',
+    )
     os.symlink(outside, sessions / "linked.jsonl")
     before = tree_digest(state_dir)
     data = list_json()
@@ -211,8 +224,12 @@ def test_text_output_goes_to_stdout_and_is_sanitised(state_dir: Path) -> None:
     """D19: the listing is a result (stdout; 2026.9.6 prints it on stderr), the migration hint is
     not (stderr). Stored control characters reach neither stream (D6.8)."""
     sessions = state_dir / "agents/main/sessions"
-    _write(sessions / "sessions.json", json.dumps({"agent:main:x\u001b[31m": {"sessionId": "s1", "updatedAt": 1,
-                                                                               "model": "m\u001b]0;pwn\u0007"}}))
+    _write(
+        sessions / "sessions.json",
+        json.dumps(
+            {"agent:main:x\u001b[31m": {"sessionId": "s1", "updatedAt": 1, "model": "m\u001b]0;pwn\u0007"}}
+        ),
+    )
     proc = run_cli("sessions")
     assert proc.returncode == 0
     assert proc.stdout.startswith("Session store:") and "agent:main:x " in proc.stdout
@@ -233,16 +250,34 @@ def test_store_flag_on_the_real_openclaw_db_lists_the_real_sessions(imported_fix
     real = json.loads((OPENCLAW_FIXTURE / "outputs/sessions.json").read_text())
     result = list_json("--store", str(db), "--all")
     assert result["path"] == str(db)
-    assert [(r["key"], r["sessionId"], r["updatedAt"], r.get("inputTokens"), r.get("outputTokens"),
-             r["totalTokens"]) for r in result["sessions"]] == [
-        (r["key"], r["sessionId"], r["updatedAt"], r.get("inputTokens"), r.get("outputTokens"), r["totalTokens"])
+    assert [
+        (
+            r["key"],
+            r["sessionId"],
+            r["updatedAt"],
+            r.get("inputTokens"),
+            r.get("outputTokens"),
+            r["totalTokens"],
+        )
+        for r in result["sessions"]
+    ] == [
+        (
+            r["key"],
+            r["sessionId"],
+            r["updatedAt"],
+            r.get("inputTokens"),
+            r.get("outputTokens"),
+            r["totalTokens"],
+        )
         for r in real["sessions"]
     ]
     recovered = next(r for r in result["sessions"] if r["key"].startswith("agent:main:recovered:"))
     assert recovered["archived"] is True  # derived from archivedAt (the real CLI shows no marker)
 
 
-@pytest.mark.parametrize("command", [("sessions",), ("sessions", "tail"), ("compact", "agent:main:main", "--dry-run")])
+@pytest.mark.parametrize(
+    "command", [("sessions",), ("sessions", "tail"), ("compact", "agent:main:main", "--dry-run")]
+)
 @pytest.mark.parametrize("name", ["nope.sqlite", "agents/main/sessions/sessions.json", "."])
 def test_store_flag_naming_nothing_is_not_found(state_dir: Path, command: tuple, name: str) -> None:
     target = (state_dir / name).absolute()
@@ -262,17 +297,21 @@ def test_store_flag_errors(state_dir: Path) -> None:
 def test_profile_selects_its_own_state_dir(isolated_env: dict[str, Path]) -> None:
     home = isolated_env["home"]
     generate_legacy_state(home / ".openclaw-work", 6, 0, 3)
-    proc = run_cli("--profile", "work", "sessions", "--json",
-                   env={"OPENCLAW_STATE_DIR": "", "OPENCLAW_CONFIG_PATH": ""})
+    proc = run_cli(
+        "--profile", "work", "sessions", "--json", env={"OPENCLAW_STATE_DIR": "", "OPENCLAW_CONFIG_PATH": ""}
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["path"].startswith(str(home / ".openclaw-work")) and data["count"] == 6
 
 
-@pytest.mark.parametrize("agents", [
-    {"ownership": "explicit", "entries": {"main": {}, "work": {}}},  # OpenClaw's multi-agent form
-    {"entries": {"main": {}, "work": {}}},  # several agents and no default marker
-])
+@pytest.mark.parametrize(
+    "agents",
+    [
+        {"ownership": "explicit", "entries": {"main": {}, "work": {}}},  # OpenClaw's multi-agent form
+        {"entries": {"main": {}, "work": {}}},  # several agents and no default marker
+    ],
+)
 def test_several_configured_agents_need_an_explicit_selection(state_dir: Path, agents: dict) -> None:
     generate_legacy_state(state_dir, 6, 0, 5)
     generate_legacy_state(state_dir, 5, 0, 6, "--agent", "work")
@@ -290,6 +329,8 @@ def test_a_legacy_default_marker_selects_its_agent(state_dir: Path) -> None:
     and a command without --agent uses that one."""
     generate_legacy_state(state_dir, 6, 0, 5)
     generate_legacy_state(state_dir, 5, 0, 6, "--agent", "work")
-    (state_dir / "openclaw.json").write_text(json.dumps({"agents": {"entries": {"main": {}, "work": {"default": True}}}}))
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"agents": {"entries": {"main": {}, "work": {"default": True}}}})
+    )
     listing = list_json()
     assert listing["count"] == 5 and "/agents/work/" in listing["path"]

@@ -93,17 +93,23 @@ def context_of(key: str) -> list[dict]:
     return doc["entries"]
 
 
-def test_keep_recent_tokens_keeps_a_turn_aligned_tail_and_rebuilds_a_small_context(store: str, state_dir: Path):
+def test_keep_recent_tokens_keeps_a_turn_aligned_tail_and_rebuilds_a_small_context(
+    store: str, state_dir: Path
+):
     sid = rows(state_dir)[MAIN]["sessionId"]
     result = run_json("compact", MAIN, "--keep-recent-tokens", "20000")
     assert result["ok"] and result["compacted"] and result["key"] == MAIN
-    assert result["provider"] == "builtin" and result["fallbackReason"] is None and result["tokenMethod"] == "exact"
+    assert (
+        result["provider"] == "builtin"
+        and result["fallbackReason"] is None
+        and result["tokenMethod"] == "exact"
+    )
     assert result["hardCheckpoint"] is False and result["sessionId"] == sid
 
     # append-only: every original line is still there, byte-identical, followed by ONE compaction entry
     after = transcript_lines(state_dir, sid, rows(state_dir)[MAIN])
     before = original_lines(MAIN)
-    assert after[:len(before)] == before and len(after) == len(before) + 1
+    assert after[: len(before)] == before and len(after) == len(before) + 1
     compaction = json.loads(after[-1])
     entries = [json.loads(line) for line in before[1:]]
     assert compaction["type"] == "compaction" and compaction["parentId"] == entries[-1]["id"]
@@ -120,7 +126,9 @@ def test_keep_recent_tokens_keeps_a_turn_aligned_tail_and_rebuilds_a_small_conte
     assert sum(exact(e) for e in kept) >= 20000
     first_message = next(e for e in kept if e["type"] in ("message", "custom_message"))
     assert first_message["type"] == "custom_message" or message(first_message)["role"] == "user"
-    assert sum(exact(e) for e in kept) - sum(exact(e) for e in kept[:_turn_end(kept)]) < 20000  # not a turn more
+    assert (
+        sum(exact(e) for e in kept) - sum(exact(e) for e in kept[: _turn_end(kept)]) < 20000
+    )  # not a turn more
 
     # tool pairing: no kept result without its call, no summarised call without its result
     kept_calls, kept_results = tool_ids(kept)
@@ -129,7 +137,9 @@ def test_keep_recent_tokens_keeps_a_turn_aligned_tail_and_rebuilds_a_small_conte
 
     # the rebuilt context: the summary, then exactly the kept messages; below the threshold
     context = context_of(MAIN)
-    assert context[0]["content"][0]["text"] == COMPACTION_SUMMARY_PREFIX + compaction["summary"] + "\n</summary>"
+    assert (
+        context[0]["content"][0]["text"] == COMPACTION_SUMMARY_PREFIX + compaction["summary"] + "\n</summary>"
+    )
     assert context[1:] == [m for m in (entry_message(e) for e in kept) if m is not None]
     counted = sum(exact(m) for m in context)
     assert counted == result["result"]["tokensAfter"]
@@ -147,7 +157,11 @@ def _turn_end(entries: list[dict]) -> int:
 def test_without_keep_recent_tokens_manual_compaction_is_a_hard_checkpoint(store: str, state_dir: Path):
     sid = rows(state_dir)[MAIN]["sessionId"]
     result = run_json("compact", MAIN)
-    assert result["hardCheckpoint"] is True and result["firstKeptEntryId"] is None and result["keptMessages"] == 0
+    assert (
+        result["hardCheckpoint"] is True
+        and result["firstKeptEntryId"] is None
+        and result["keptMessages"] == 0
+    )
     compaction = json.loads(transcript_lines(state_dir, sid, rows(state_dir)[MAIN])[-1])
     assert compaction["firstKeptEntryId"] == compaction["id"]  # not before the entry: nothing retained
     context = context_of(MAIN)
@@ -169,7 +183,11 @@ def test_planted_identifiers_of_the_compacted_part_are_in_the_stored_summary(sto
     result = run_json("compact", IDS, "--keep-recent-tokens", "3000")
     stored = json.loads(transcript_lines(state_dir, sid, rows(state_dir)[IDS])[-1])
     first_kept = next(i for i, e in enumerate(session.entries) if e["id"] == result["firstKeptEntryId"])
-    compacted = [ident for e in session.entries[:first_kept] for ident in session.user_identifiers_by_entry.get(e["id"], [])]
+    compacted = [
+        ident
+        for e in session.entries[:first_kept]
+        for ident in session.user_identifiers_by_entry.get(e["id"], [])
+    ]
     assert len(compacted) > 100
     missing = [ident for ident in compacted if ident not in stored["summary"]]
     assert not missing, missing[:5]
@@ -185,7 +203,9 @@ def test_dry_run_shows_the_plan_and_writes_nothing(store: str, state_dir: Path):
     before = tree_digest(state_dir)
     result = run_json("compact", MAIN, "--keep-recent-tokens", "20000", "--dry-run")
     assert result["ok"] and result["dryRun"] and result["compacted"] is False
-    assert result["cutPoint"]["entryId"] == result["firstKeptEntryId"] and result["summary"].startswith("## Goal")
+    assert result["cutPoint"]["entryId"] == result["firstKeptEntryId"] and result["summary"].startswith(
+        "## Goal"
+    )
     assert result["result"]["tokensBefore"] > result["result"]["tokensAfter"] > 20000
     rc, estimate, stderr = invoke("compact", MAIN, "--dry-run", "--tokenizer", "estimate")
     assert rc == 0 and estimate["tokenMethod"] == "estimate" and estimate["hardCheckpoint"]
@@ -213,10 +233,14 @@ def test_text_report_goes_to_stdout(templates, state_dir: Path):
 
 # ---- refusals ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("key", "code", "kind", "text"), [
-    ("agent:main:nope", 4, "not_found", "Session not found: agent:main:nope."),
-    ("../../etc/passwd", 4, "not_found", "Session not found"),
-])
+
+@pytest.mark.parametrize(
+    ("key", "code", "kind", "text"),
+    [
+        ("agent:main:nope", 4, "not_found", "Session not found: agent:main:nope."),
+        ("../../etc/passwd", 4, "not_found", "Session not found"),
+    ],
+)
 def test_refusals_modify_nothing(store: str, state_dir: Path, key: str, code: int, kind: str, text: str):
     before = tree_digest(state_dir)
     rc, doc, _ = invoke("compact", key)
@@ -252,12 +276,20 @@ def test_a_session_compacted_at_its_tail_is_skipped(store: str, state_dir: Path)
     assert tree_digest(state_dir) == before
 
 
-@pytest.mark.parametrize("args", [
-    ("compact",), ("compact", MAIN, "--over-threshold"), ("compact", MAIN, "--keep-recent-tokens", "0"),
-    ("compact", MAIN, "--tokenizer", "words"), ("compact", MAIN, "--max-lines", "3", "--keep-recent-tokens", "9"),
-    ("compact", MAIN, "--max-lines", "0"), ("compact", MAIN, "--all-agents"), ("compact", MAIN, "--provider", "nope"),
-    ("compact", "--over-threshold", "--max-lines", "4"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("compact",),
+        ("compact", MAIN, "--over-threshold"),
+        ("compact", MAIN, "--keep-recent-tokens", "0"),
+        ("compact", MAIN, "--tokenizer", "words"),
+        ("compact", MAIN, "--max-lines", "3", "--keep-recent-tokens", "9"),
+        ("compact", MAIN, "--max-lines", "0"),
+        ("compact", MAIN, "--all-agents"),
+        ("compact", MAIN, "--provider", "nope"),
+        ("compact", "--over-threshold", "--max-lines", "4"),
+    ],
+)
 def test_bad_arguments_are_usage_errors(templates, state_dir: Path, args):
     use_template(templates["legacy"], state_dir)
     before = tree_digest(state_dir)
@@ -278,7 +310,9 @@ def test_malformed_lines_are_skipped_and_kept(templates, state_dir: Path):
     assert path.read_text().startswith(damaged + "\n")  # the damaged bytes stay; a newline ends the torn line
 
 
-def test_real_openclaw_database_dry_run_writes_nothing_and_a_compaction_is_written(imported_fixture_state: Path):
+def test_real_openclaw_database_dry_run_writes_nothing_and_a_compaction_is_written(
+    imported_fixture_state: Path,
+):
     db = imported_fixture_state / DB
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     key = "agent:main:telegram:direct:stale-1"  # the fixture's longest transcript
@@ -292,20 +326,28 @@ def test_real_openclaw_database_dry_run_writes_nothing_and_a_compaction_is_writt
 
 # ---- --max-lines ---------------------------------------------------------------------------------------------
 
-def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everything(store: str, state_dir: Path):
+
+def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everything(
+    store: str, state_dir: Path
+):
     old = rows(state_dir)[SMALL]
     before = original_lines(SMALL)
     rc, dry, _ = invoke("compact", SMALL, "--max-lines", "5", "--dry-run")
     assert rc == 0 and dry["kept"] == 5 and dry["dropped"] == len(before) - 5 and dry["compacted"] is False
     result = run_json("sessions", "compact", SMALL, "--max-lines", "5")
-    assert {k: result[k] for k in ("ok", "key", "compacted", "kept")} == {"ok": True, "key": SMALL, "compacted": True,
-                                                                          "kept": 5}
+    assert {k: result[k] for k in ("ok", "key", "compacted", "kept")} == {
+        "ok": True,
+        "key": SMALL,
+        "compacted": True,
+        "kept": 5,
+    }
     row = rows(state_dir)[SMALL]
     now = transcript_objects(state_dir, row["sessionId"], row)
     assert len(now) == 5 and now[0]["type"] == "session" and now[1]["parentId"] is None
     assert [json.loads(x) for x in before[-3:]] == now[2:]
-    assert {k: v for k, v in now[1].items() if k != "parentId"} == \
-        {k: v for k, v in json.loads(before[-4]).items() if k != "parentId"}
+    assert {k: v for k, v in now[1].items() if k != "parentId"} == {
+        k: v for k, v in json.loads(before[-4]).items() if k != "parentId"
+    }
     archive = Path(result["archive"]["path"])
     assert archive.parent == state_dir / SESSIONS and ".jsonl.bak." in archive.name
     assert read_archive_bytes(archive) == GENERATED[SMALL].jsonl().encode()
@@ -316,7 +358,9 @@ def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everythin
     assert rc == 0 and again["compacted"] is False and again["kept"] == 5
 
 
-def test_max_lines_under_2026_7_gives_our_sqlite_store_a_successor_window(templates, state_dir: Path, monkeypatch):
+def test_max_lines_under_2026_7_gives_our_sqlite_store_a_successor_window(
+    templates, state_dir: Path, monkeypatch
+):
     """Release 2026.7 (profile L, D16): the kept lines become a successor window with a new id;
     the previous window stays readable."""
     use_template(templates["sqlite"], state_dir)
@@ -331,6 +375,7 @@ def test_max_lines_under_2026_7_gives_our_sqlite_store_a_successor_window(templa
 
 
 # ---- truncateAfterCompaction -----------------------------------------------------------------------------------
+
 
 def test_truncate_after_compaction_rotates_to_a_validated_successor(store: str, state_dir: Path):
     from openclaw_cli.store.rewrite import parse_lines, rebuilt_context
@@ -350,7 +395,9 @@ def test_truncate_after_compaction_rotates_to_a_validated_successor(store: str, 
     header = json.loads(new_lines[0])
     assert header["type"] == "session" and header["id"] == row["sessionId"]
     assert len(new_lines) < len(old_lines) / 10
-    assert rebuilt_context(parse_lines(new_lines)) == rebuilt_context(parse_lines(old_lines)) == context_of(MAIN)
+    assert (
+        rebuilt_context(parse_lines(new_lines)) == rebuilt_context(parse_lines(old_lines)) == context_of(MAIN)
+    )
     checkpoint = row["compactionCheckpoints"][-1]
     assert checkpoint["preCompaction"]["sessionId"] == old["sessionId"]
     assert checkpoint["postCompaction"]["sessionId"] == row["sessionId"] and checkpoint["reason"] == "manual"
@@ -363,8 +410,10 @@ def test_truncate_after_compaction_rotates_to_a_validated_successor(store: str, 
         import sqlite3
 
         with sqlite3.connect(state_dir / DB) as conn:
-            window = conn.execute("SELECT previous_session_id, reason FROM session_windows WHERE session_id = ?",
-                                  (row["sessionId"],)).fetchone()
+            window = conn.execute(
+                "SELECT previous_session_id, reason FROM session_windows WHERE session_id = ?",
+                (row["sessionId"],),
+            ).fetchone()
         assert window == (old["sessionId"], "compaction") and "sessionFile" not in row
 
 
@@ -410,7 +459,9 @@ def test_a_malformed_checkpoint_list_is_kept_and_the_session_not_rotated(store: 
 
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
-def test_exact_counts_say_which_parts_were_estimated(kind: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch):
+def test_exact_counts_say_which_parts_were_estimated(
+    kind: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
     """D7 with the bounded exact count: tokensBefore of a context larger than the exact budget is
     labelled `estimate` (and says how much was estimated) while tokensAfter stays exact; within
     the budget everything is exact. The entry's details.tokenMethods say the same."""
@@ -425,11 +476,14 @@ def test_exact_counts_say_which_parts_were_estimated(kind: str, state_dir: Path,
     exact = run_json("compact", MAIN, "--keep-recent-tokens", "2000", "--dry-run")
     assert exact["tokenMethod"] == "exact" and exact["tokensBeforeMethod"] == "exact"
     assert exact["tokensBeforeDetail"] == {"tokens": exact["result"]["tokensBefore"], "method": "exact"}
-    monkeypatch.setattr(compaction, "plan_compaction",
-                        functools.partial(compaction.plan_compaction, exact_context_chars=5000))
+    monkeypatch.setattr(
+        compaction, "plan_compaction", functools.partial(compaction.plan_compaction, exact_context_chars=5000)
+    )
     bounded = run_json("compact", MAIN, "--keep-recent-tokens", "2000")
     detail = bounded["tokensBeforeDetail"]
-    assert bounded["tokenMethod"] == "exact" and bounded["tokensBeforeMethod"] == detail["method"] == "estimate"
+    assert (
+        bounded["tokenMethod"] == "exact" and bounded["tokensBeforeMethod"] == detail["method"] == "estimate"
+    )
     assert 0 < detail["estimatedTokens"] < detail["tokens"] == bounded["result"]["tokensBefore"]
     assert detail["estimatedMessages"] > 0
     assert bounded["firstKeptEntryId"] == exact["firstKeptEntryId"]  # the cut point is exact either way

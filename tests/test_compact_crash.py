@@ -52,13 +52,18 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def command(mode: str) -> list[str]:
-    extra = ["--max-lines", "7"] if mode == "max-lines" else ["--keep-recent-tokens", "3000", "--tokenizer", "estimate"]
+    extra = (
+        ["--max-lines", "7"]
+        if mode == "max-lines"
+        else ["--keep-recent-tokens", "3000", "--tokenizer", "estimate"]
+    )
     return [sys.executable, "-m", "openclaw_cli", "compact", KEY, "--json", *extra]
 
 
 def run(state: Path, mode: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(command(mode), env={**os.environ, **env_for(state), **env}, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        command(mode), env={**os.environ, **env_for(state), **env}, capture_output=True, text=True, timeout=60
+    )
 
 
 def checkpoints(state: Path, mode: str, tmp_path: Path) -> int:
@@ -92,7 +97,7 @@ def check_truncate(state: Path, kind: str, old_sid: str) -> str:
     """Invariants after a kill during a compaction with truncateAfterCompaction; returns the phase."""
     original = ORIGINAL.splitlines()
     old = old_transcript(state, kind, old_sid)
-    assert old[:len(original)] == original and len(old) - len(original) in (0, 1)
+    assert old[: len(original)] == original and len(old) - len(original) in (0, 1)
     compacted = len(old) == len(original) + 1
     if compacted:
         assert json.loads(old[-1])["type"] == "compaction"
@@ -131,10 +136,13 @@ def check_max_lines(state: Path, kind: str, old_sid: str) -> str:
 CHECK = {"truncate": check_truncate, "max-lines": check_max_lines}
 
 
-@pytest.mark.parametrize(("kind", "mode"), [("legacy", "truncate"), ("sqlite", "truncate"),
-                                            ("legacy", "max-lines"), ("sqlite", "max-lines")])
-def test_sigkill_at_every_checkpoint_leaves_a_consistent_state(kind: str, mode: str, templates, state_dir: Path,
-                                                               tmp_path: Path):
+@pytest.mark.parametrize(
+    ("kind", "mode"),
+    [("legacy", "truncate"), ("sqlite", "truncate"), ("legacy", "max-lines"), ("sqlite", "max-lines")],
+)
+def test_sigkill_at_every_checkpoint_leaves_a_consistent_state(
+    kind: str, mode: str, templates, state_dir: Path, tmp_path: Path
+):
     prepare(templates[kind], state_dir, mode)
     old_sid = rows(state_dir)[KEY]["sessionId"]
     total = checkpoints(state_dir, mode, tmp_path)
@@ -163,8 +171,12 @@ def test_sigkill_at_random_instants(kind: str, templates, state_dir: Path):
     for _ in range(2):
         prepare(templates[kind], state_dir, "truncate")
         old_sid = rows(state_dir)[KEY]["sessionId"]
-        proc = subprocess.Popen(command("truncate"), env={**os.environ, **env_for(state_dir)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            command("truncate"),
+            env={**os.environ, **env_for(state_dir)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.2, 0.6))
         proc.send_signal(signal.SIGKILL)
         proc.wait()

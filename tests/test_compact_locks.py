@@ -27,8 +27,10 @@ from tests.compact_support import (
 from tests.session_generator import generate_session
 
 KEY = "agent:main:main"
-CONFIG = {"session": {"writeLock": {"acquireTimeoutMs": 300}},
-          "agents": {"defaults": {"compaction": {"truncateAfterCompaction": True}}}}
+CONFIG = {
+    "session": {"writeLock": {"acquireTimeoutMs": 300}},
+    "agents": {"defaults": {"compaction": {"truncateAfterCompaction": True}}},
+}
 HOLDER = r"""
 import datetime, json, os, time
 path = os.environ["LOCK_PATH"]
@@ -78,8 +80,11 @@ def test_a_locked_legacy_file_fails_busy_with_nothing_changed(locked: str, templ
     rc, doc, _ = invoke("compact", KEY, "--keep-recent-tokens", "2000")
     assert time.monotonic() - started >= 0.3
     assert rc == 5 and doc["error"]["type"] == "session_busy"
-    assert re.fullmatch(rf"session file locked \(timeout 300ms\): pid={holder.pid} alive=true ageMs=\d+ "
-                        rf"{re.escape(str(lock))}", doc["error"]["message"])
+    assert re.fullmatch(
+        rf"session file locked \(timeout 300ms\): pid={holder.pid} alive=true ageMs=\d+ "
+        rf"{re.escape(str(lock))}",
+        doc["error"]["message"],
+    )
     assert tree_digest(state_dir) == before
 
 
@@ -88,17 +93,25 @@ def test_a_busy_sqlite_store_fails_busy_with_nothing_changed(templates, state_di
     spawn(SQLITE_HOLDER, DB_PATH=str(state_dir / DB))
     before = tree_digest(state_dir)
     rc, doc, _ = invoke("compact", KEY, "--keep-recent-tokens", "2000")
-    assert rc == 5 and doc["error"]["message"] == f"session file locked (timeout 300ms): owner=unknown {state_dir / DB}"
+    assert (
+        rc == 5
+        and doc["error"]["message"] == f"session file locked (timeout 300ms): owner=unknown {state_dir / DB}"
+    )
     assert tree_digest(state_dir) == before and not list((state_dir / SESSIONS).glob("*.bak.*"))
 
 
 def test_a_dead_holders_lock_is_reclaimed(templates, state_dir: Path):
     use_template(templates["legacy"], state_dir)
     sid = rows(state_dir)[KEY]["sessionId"]
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     lock = state_dir / SESSIONS / f"{sid}.jsonl.lock"
-    lock.write_text(json.dumps({"pid": int(dead.stdout), "createdAt": "2026-01-01T00:00:00.000Z",
-                                "maxHoldMs": 300000}, indent=2))
+    lock.write_text(
+        json.dumps(
+            {"pid": int(dead.stdout), "createdAt": "2026-01-01T00:00:00.000Z", "maxHoldMs": 300000}, indent=2
+        )
+    )
     rc, doc, err = invoke("compact", KEY, "--keep-recent-tokens", "2000")
     assert rc == 0 and doc["compacted"] and doc["successor"], err
     assert not lock.exists()

@@ -44,8 +44,16 @@ HEADER = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:
 
 def msg(ident: str, parent: str | None, role: str = "user", text: str = "hi", **extra) -> str:
     message = {"role": role, "content": [{"type": "text", "text": text}]}
-    return json.dumps({"type": "message", "id": ident, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
-                       "message": message, **extra})
+    return json.dumps(
+        {
+            "type": "message",
+            "id": ident,
+            "parentId": parent,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": message,
+            **extra,
+        }
+    )
 
 
 def reference(data: bytes) -> tuple[list, list]:
@@ -80,24 +88,56 @@ def streamed(data: bytes) -> tuple[list, list]:
 
 
 def test_parse_matches_the_streaming_reader_on_awkward_input():
-    data = b"".join([
-        b"\xef\xbb\xbf" + HEADER.encode() + b"\n", b"\n", b"   \n", msg("a", None).encode() + b"\r\n",
-        b"null\n", b"0\n", b'""\n', b"[1,2]\n", b"{}\n", b'{"big":123456789012345678901234567890}\n',
-        b'{"type":"message","id":"bad\n', b"\xff\xfe{}\n", msg("b", "a").encode() + b"\n", b'{"type":"mess',
-    ])
+    data = b"".join(
+        [
+            b"\xef\xbb\xbf" + HEADER.encode() + b"\n",
+            b"\n",
+            b"   \n",
+            msg("a", None).encode() + b"\r\n",
+            b"null\n",
+            b"0\n",
+            b'""\n',
+            b"[1,2]\n",
+            b"{}\n",
+            b'{"big":123456789012345678901234567890}\n',
+            b'{"type":"message","id":"bad\n',
+            b"\xff\xfe{}\n",
+            msg("b", "a").encode() + b"\n",
+            b'{"type":"mess',
+        ]
+    )
     assert fast(data) == reference(data) == streamed(data)
     assert fast(data + b"\n") == reference(data + b"\n") == streamed(data + b"\n")
     # valid UTF-8 takes the whole-text path: the same results, non-ASCII whitespace included
-    valid = data.replace(b"\xff\xfe{}\n", "\u00a0\n\u2028\n\u00e9t\u00e9\n{\"t\":\"\u00e9\"}\n".encode())
+    valid = data.replace(b"\xff\xfe{}\n", '\u00a0\n\u2028\n\u00e9t\u00e9\n{"t":"\u00e9"}\n'.encode())
     valid.decode("utf-8")
     assert fast(valid) == reference(valid) == streamed(valid)
     assert fast(valid + b"\n") == reference(valid + b"\n") == streamed(valid + b"\n")
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([HEADER, msg("a", None), msg("b", "a"), "", " ", "null", "[]", "{", "7",
-                                 '{"type":"x"}', '{"a":1}\r', "\u00e9t\u00e9"]), max_size=12),
-       st.booleans())
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                HEADER,
+                msg("a", None),
+                msg("b", "a"),
+                "",
+                " ",
+                "null",
+                "[]",
+                "{",
+                "7",
+                '{"type":"x"}',
+                '{"a":1}\r',
+                "\u00e9t\u00e9",
+            ]
+        ),
+        max_size=12,
+    ),
+    st.booleans(),
+)
 def test_parse_matches_the_streaming_reader_property(lines, trailing_newline):
     data = "\n".join(lines).encode() + (b"\n" if trailing_newline else b"")
     assert fast(data) == reference(data) == streamed(data)
@@ -113,8 +153,16 @@ def _chain(n: int) -> list[str]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 12), st.lists(st.tuples(st.integers(0, 11), st.sampled_from(
-    ["side", "leaf", "reparent", "noparent", "dupe", "opaque", "reset", "label"])), max_size=3))
+@given(
+    st.integers(0, 12),
+    st.lists(
+        st.tuples(
+            st.integers(0, 11),
+            st.sampled_from(["side", "leaf", "reparent", "noparent", "dupe", "opaque", "reset", "label"]),
+        ),
+        max_size=3,
+    ),
+)
 def test_linear_fast_path_is_exact_or_declines(n, changes):
     raw = _chain(n)
     for index, change in changes:
@@ -149,23 +197,51 @@ def test_linear_fast_path_is_exact_or_declines(n, changes):
 
 
 def test_successor_keeps_side_branches_and_reparents_to_the_nearest_survivor():
-    raw = [HEADER,
-           json.dumps({"type": "model_change", "id": "m0", "parentId": None, "provider": "p", "modelId": "x"}),
-           msg("u1", "m0"), msg("a1", "u1", role="assistant"),
-           json.dumps({"type": "label", "id": "lab1", "parentId": "a1", "targetId": "u1", "label": "start"}),
-           json.dumps({"type": "custom_message", "id": "c1", "parentId": "lab1", "customType": "note",
-                       "content": "a note", "display": True}),
-           msg("u2", "c1"), msg("side1", "u2", text="a side branch"),
-           json.dumps({"type": "leaf", "id": "nav", "parentId": "side1", "targetId": "u2"}),
-           msg("a2", "u2", role="assistant"), msg("u3", "a2"), msg("a3", "u3", role="assistant")]
-    compaction = {"type": "compaction", "id": "cmp", "parentId": "a3", "timestamp": "2026-01-01T00:00:09.000Z",
-                  "summary": "S", "firstKeptEntryId": "u3", "tokensBefore": 10}
+    raw = [
+        HEADER,
+        json.dumps({"type": "model_change", "id": "m0", "parentId": None, "provider": "p", "modelId": "x"}),
+        msg("u1", "m0"),
+        msg("a1", "u1", role="assistant"),
+        json.dumps({"type": "label", "id": "lab1", "parentId": "a1", "targetId": "u1", "label": "start"}),
+        json.dumps(
+            {
+                "type": "custom_message",
+                "id": "c1",
+                "parentId": "lab1",
+                "customType": "note",
+                "content": "a note",
+                "display": True,
+            }
+        ),
+        msg("u2", "c1"),
+        msg("side1", "u2", text="a side branch"),
+        json.dumps({"type": "leaf", "id": "nav", "parentId": "side1", "targetId": "u2"}),
+        msg("a2", "u2", role="assistant"),
+        msg("u3", "a2"),
+        msg("a3", "u3", role="assistant"),
+    ]
+    compaction = {
+        "type": "compaction",
+        "id": "cmp",
+        "parentId": "a3",
+        "timestamp": "2026-01-01T00:00:09.000Z",
+        "summary": "S",
+        "firstKeptEntryId": "u3",
+        "tokensBefore": 10,
+    }
     lines = parse_lines([*raw, json.dumps(compaction)])
-    out = build_successor_lines(lines, session_id="new", timestamp="2026-01-02T00:00:00.000Z", cwd="/w",
-                                parent_session="/old.jsonl")
+    out = build_successor_lines(
+        lines, session_id="new", timestamp="2026-01-02T00:00:00.000Z", cwd="/w", parent_session="/old.jsonl"
+    )
     header, *rest = [json.loads(x) for x in out]
-    assert header == {"type": "session", "version": 4, "id": "new", "timestamp": "2026-01-02T00:00:00.000Z",
-                      "cwd": "/w", "parentSession": "/old.jsonl"}
+    assert header == {
+        "type": "session",
+        "version": 4,
+        "id": "new",
+        "timestamp": "2026-01-02T00:00:00.000Z",
+        "cwd": "/w",
+        "parentSession": "/old.jsonl",
+    }
     ids = [e["id"] for e in rest]
     # off-branch entries first, then the branch; summarised messages and the label on u1 are gone
     assert ids == ["side1", "nav", "m0", "c1", "u3", "a3", "cmp"]
@@ -175,8 +251,9 @@ def test_successor_keeps_side_branches_and_reparents_to_the_nearest_survivor():
     assert out[-1] == json.dumps(compaction)  # untouched lines stay byte-exact
     assert rebuilt_context(parse_lines(out)) == rebuilt_context(lines)
     hard = dict(compaction, firstKeptEntryId="cmp")  # a hard checkpoint removes every message before it
-    out = build_successor_lines(parse_lines([*raw, json.dumps(hard)]), session_id="n", timestamp="t", cwd="/",
-                                parent_session=None)
+    out = build_successor_lines(
+        parse_lines([*raw, json.dumps(hard)]), session_id="n", timestamp="t", cwd="/", parent_session=None
+    )
     assert [json.loads(x)["id"] for x in out[1:]] == ["side1", "nav", "m0", "c1", "cmp"]
     assert "parentSession" not in json.loads(out[0])
     assert rebuilt_context(parse_lines(out)) == rebuilt_context(parse_lines([*raw, json.dumps(hard)]))
@@ -186,12 +263,19 @@ def test_max_lines_split():
     data = "\n".join(_chain(6)).encode() + b"\n"
     kept, dropped, total = max_lines_split(data, 3)
     assert (dropped, total) == (4, 7) and kept[0] == HEADER.encode()
-    assert json.loads(kept[1]) == {**json.loads(_chain(6)[5]), "parentId": None} and kept[2] == _chain(6)[6].encode()
+    assert (
+        json.loads(kept[1]) == {**json.loads(_chain(6)[5]), "parentId": None}
+        and kept[2] == _chain(6)[6].encode()
+    )
     assert max_lines_split(data, 1) == ([HEADER.encode()], 6, 7)
     assert max_lines_split(data, 7)[1:] == (0, 7)
     headerless = "\r\n".join(_chain(4)[1:]).encode()
     kept, dropped, _ = max_lines_split(headerless, 2)
-    assert dropped == 2 and [json.loads(k)["id"] for k in kept] == ["e2", "e3"] and json.loads(kept[0])["parentId"] is None
+    assert (
+        dropped == 2
+        and [json.loads(k)["id"] for k in kept] == ["e2", "e3"]
+        and json.loads(kept[0])["parentId"] is None
+    )
 
 
 def test_bookkeeping_keeps_unknown_fields_in_order():
@@ -200,7 +284,10 @@ def test_bookkeeping_keeps_unknown_fields_in_order():
     assert list(out)[:5] == list(entry) and out["compactionCount"] == 1 and out["totalTokens"] == 120
     assert out["totalTokensFresh"] is True and out["updatedAt"] == 5 and entry["totalTokens"] == 9
     assert entry_after_compaction({"compactionCount": 2}, tokens_after=None, now_ms=1) == {
-        "compactionCount": 3, "updatedAt": 1, "totalTokensFresh": False}
+        "compactionCount": 3,
+        "updatedAt": 1,
+        "totalTokensFresh": False,
+    }
 
 
 def _append_on_first_read(monkeypatch, state: Path, kind: str, appended: list[str]) -> None:
@@ -271,12 +358,27 @@ def test_sqlite_lines_from_rows_equal_the_export_and_bytes_come_on_demand(state_
         with pytest.raises(persist.SnapshotChanged):
             stale.data  # noqa: B018 - the property is the operation under test
         sid = entry["sessionId"]
-        seq = sqlite3.connect(state_dir / DB).execute(
-            "SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT 1 OFFSET 3", (sid,)).fetchone()[0]
-        for odd in ("null", '{"type":"x","id":"odd"}\r', "{bad", "[1,2]", "{}", '{"a":1}\n{"b":2}', "\ufeff{}"):
+        seq = (
+            sqlite3.connect(state_dir / DB)
+            .execute(
+                "SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT 1 OFFSET 3", (sid,)
+            )
+            .fetchone()[0]
+        )
+        for odd in (
+            "null",
+            '{"type":"x","id":"odd"}\r',
+            "{bad",
+            "[1,2]",
+            "{}",
+            '{"a":1}\n{"b":2}',
+            "\ufeff{}",
+        ):
             with sqlite3.connect(state_dir / DB) as conn:
-                conn.execute("UPDATE transcript_events SET event_json = ? WHERE session_id = ? AND seq = ?",
-                             (odd, sid, seq))
+                conn.execute(
+                    "UPDATE transcript_events SET event_json = ? WHERE session_id = ? AND seq = ?",
+                    (odd, sid, seq),
+                )
             conn.close()
             full = st.read_snapshot(key, entry)
             quick = st.read_snapshot(key, entry, data_on_demand=True)
@@ -298,7 +400,9 @@ def test_legacy_snapshot_holds_no_transcript_bytes_and_copies_only_the_same_file
     snap = st.read_snapshot(key, entry, data_on_demand=True)
     assert snap.raw_data is None and snap.lines and all(ln.raw is None for ln in snap.lines)
     original = snap.path.read_bytes()
-    expected = [(ln.seq, ln.raw, ln.obj, ln.line_no) for ln in parse_transcript_bytes(original, str(snap.path))]
+    expected = [
+        (ln.seq, ln.raw, ln.obj, ln.line_no) for ln in parse_transcript_bytes(original, str(snap.path))
+    ]
     snap.restore_raw(snap.lines[-3:])  # what a successor copies, only
     assert [ln.raw is None for ln in snap.lines] == [True] * (len(snap.lines) - 3) + [False] * 3
     assert _snapshot_view(snap)[-3:] == expected[-3:]

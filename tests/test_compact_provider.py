@@ -66,10 +66,17 @@ class FakeLLM:
                     self.end_headers()
                     self.wfile.write(b'{"error":{"message":"bad request"}}')
                     return
-                content = {"good": GOOD, "slow": GOOD, "empty": "", "truncated": "## Goal\nShip the"}[fake.mode]
+                content = {"good": GOOD, "slow": GOOD, "empty": "", "truncated": "## Goal\nShip the"}[
+                    fake.mode
+                ]
                 finish = "length" if fake.mode == "truncated" else "stop"
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content},
-                                                "finish_reason": finish}]}).encode()
+                data = json.dumps(
+                    {
+                        "choices": [
+                            {"message": {"role": "assistant", "content": content}, "finish_reason": finish}
+                        ]
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -78,8 +85,9 @@ class FakeLLM:
 
         self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     @property
@@ -111,8 +119,12 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def llm_env(llm: FakeLLM, **extra: str) -> dict[str, str]:
-    return {"OPENCLAW_COMPACTION_BASE_URL": llm.base_url, "OPENCLAW_COMPACTION_MODEL": "test-model",
-            "OPENCLAW_COMPACTION_API_KEY": "sk-test", **extra}
+    return {
+        "OPENCLAW_COMPACTION_BASE_URL": llm.base_url,
+        "OPENCLAW_COMPACTION_MODEL": "test-model",
+        "OPENCLAW_COMPACTION_API_KEY": "sk-test",
+        **extra,
+    }
 
 
 def stored_summary(state: Path) -> str:
@@ -125,35 +137,53 @@ def stored_summary(state: Path) -> str:
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 def test_a_good_answer_is_stored(kind: str, templates, state_dir: Path, llm: FakeLLM):
     use_template(templates[kind], state_dir)
-    result = cli_json("compact", KEY, "--provider", "openai", "--keep-recent-tokens", "2000", env=llm_env(llm))
+    result = cli_json(
+        "compact", KEY, "--provider", "openai", "--keep-recent-tokens", "2000", env=llm_env(llm)
+    )
     assert result["provider"] == "openai" and result["fallbackReason"] is None and result["compacted"]
     summary = stored_summary(state_dir)
     assert summary.startswith(GOOD) and "<read-files>" in summary  # R4.7.8: file lists appended by us
     request = llm.requests[-1]
-    assert request["path"] == "/v1/chat/completions" and request["headers"]["Authorization"] == "Bearer sk-test"
+    assert (
+        request["path"] == "/v1/chat/completions" and request["headers"]["Authorization"] == "Bearer sk-test"
+    )
     body = request["body"]
     assert body["model"] == "test-model" and [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "<conversation>" in body["messages"][1]["content"]
 
 
-@pytest.mark.parametrize(("mode", "reason"), [
-    ("slow", "timed out after 0.5s"),
-    ("error", "HTTP 400"),
-    ("empty", "returned empty result, falling back to built-in summarizer"),
-    ("truncated", "returned a truncated summary, falling back to built-in summarizer"),
-])
-def test_failures_fall_back_to_the_builtin_summariser(mode: str, reason: str, templates, state_dir: Path,
-                                                      llm: FakeLLM):
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("slow", "timed out after 0.5s"),
+        ("error", "HTTP 400"),
+        ("empty", "returned empty result, falling back to built-in summarizer"),
+        ("truncated", "returned a truncated summary, falling back to built-in summarizer"),
+    ],
+)
+def test_failures_fall_back_to_the_builtin_summariser(
+    mode: str, reason: str, templates, state_dir: Path, llm: FakeLLM
+):
     use_template(templates["legacy"], state_dir)
     llm.mode = mode
     started = time.monotonic()
-    result = cli_json("compact", KEY, "--provider", "openai", "--keep-recent-tokens", "2000",
-                      env=llm_env(llm, OPENCLAW_COMPACTION_TIMEOUT_S="0.5"))
+    result = cli_json(
+        "compact",
+        KEY,
+        "--provider",
+        "openai",
+        "--keep-recent-tokens",
+        "2000",
+        env=llm_env(llm, OPENCLAW_COMPACTION_TIMEOUT_S="0.5"),
+    )
     # the 0.5 s timeout applies: the run ends well before the slow endpoint would answer (the
     # margin covers a loaded machine's interpreter start-up)
     assert time.monotonic() - started < SLOW_REPLY_S - 2
     assert result["compacted"] and result["provider"] == "builtin"
-    assert result["fallbackReason"].startswith('Compaction provider "openai"') and reason in result["fallbackReason"]
+    assert (
+        result["fallbackReason"].startswith('Compaction provider "openai"')
+        and reason in result["fallbackReason"]
+    )
     assert reason in result["_stderr"]  # reported in the text output as well
     summary = stored_summary(state_dir)
     assert summary.startswith("## Goal\nturn 1:") and GOOD not in summary
@@ -186,19 +216,30 @@ def test_entry_point_provider(templates, state_dir: Path, tmp_path: Path):
         "    def __init__(self, **config):\n"
         "        pass\n"
         "    def summarize(self, request):\n"
-        "        return 'PLUGIN SUMMARY of %d messages' % len(request.messages)\n")
+        "        return 'PLUGIN SUMMARY of %d messages' % len(request.messages)\n"
+    )
     dist = plugins / "fake_compaction_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-compaction-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nfake-llm = fake_compaction_plugin:Provider\n")
-    result = cli_json("compact", KEY, "--provider", "fake-llm", "--keep-recent-tokens", "2000",
-                      env={"PYTHONPATH": str(plugins)})
+    (dist / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nfake-llm = fake_compaction_plugin:Provider\n"
+    )
+    result = cli_json(
+        "compact",
+        KEY,
+        "--provider",
+        "fake-llm",
+        "--keep-recent-tokens",
+        "2000",
+        env={"PYTHONPATH": str(plugins)},
+    )
     assert result["provider"] == "fake-llm" and result["fallbackReason"] is None
     assert stored_summary(state_dir).startswith(f"PLUGIN SUMMARY of {result['summarizedMessages']} messages")
 
 
-def test_gc_is_paused_on_the_builtin_path_only(templates, state_dir: Path, llm: FakeLLM,
-                                               monkeypatch: pytest.MonkeyPatch):
+def test_gc_is_paused_on_the_builtin_path_only(
+    templates, state_dir: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
     """The built-in path pauses the cyclic GC from the read to the write (speed); a network call
     (maybe minutes) never runs with it paused; it is back on afterwards either way."""
     import gc

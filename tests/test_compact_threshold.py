@@ -37,7 +37,10 @@ SMALL = "agent:main:small"
 OVERSTATED = "agent:main:overstated"  # fresh totalTokens past the threshold, a small transcript
 SESSIONS = {
     BIG: (generate_session(51, target_bytes=220_000, with_usage=False), {"totalTokens": 45000}),
-    STALE: (generate_session(52, turns=3, with_usage=False), {"totalTokens": 999999, "totalTokensFresh": False}),
+    STALE: (
+        generate_session(52, turns=3, with_usage=False),
+        {"totalTokens": 999999, "totalTokensFresh": False},
+    ),
     UNKNOWN: (generate_session(53, target_bytes=220_000, with_usage=False), {}),
     SMALL: (generate_session(54, turns=3, with_usage=False), {"totalTokens": 1200}),
     OVERSTATED: (generate_session(55, turns=3, with_usage=False), {"totalTokens": 40000}),
@@ -70,7 +73,9 @@ def store(request: pytest.FixtureRequest, templates: dict[str, Path], state_dir:
     return request.param
 
 
-def test_dry_run_judges_from_stored_figures_only(store: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch):
+def test_dry_run_judges_from_stored_figures_only(
+    store: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
     def no_transcripts(*args, **kwargs):
         raise AssertionError("a dry run must not read transcripts")
 
@@ -91,14 +96,16 @@ def test_dry_run_judges_from_stored_figures_only(store: str, state_dir: Path, mo
 
         sid = rows(state_dir)[UNKNOWN]["sessionId"]
         with sqlite3.connect(state_dir / DB) as conn:
-            estimate = conn.execute("SELECT token_estimate FROM session_windows WHERE session_id = ?",
-                                    (sid,)).fetchone()[0]
+            estimate = conn.execute(
+                "SELECT token_estimate FROM session_windows WHERE session_id = ?", (sid,)
+            ).fetchone()[0]
         assert found[UNKNOWN]["tokenSource"] == "tokenEstimate" and found[UNKNOWN]["tokens"] == estimate
     assert doc["compacted"] == 0 and digest(state_dir) == before
 
 
-def test_real_run_compacts_the_candidates_and_counts_only_them(store: str, state_dir: Path,
-                                                              monkeypatch: pytest.MonkeyPatch):
+def test_real_run_compacts_the_candidates_and_counts_only_them(
+    store: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
     read: list[str] = []
 
     def counting(real, store_, key, entry, **kwargs):
@@ -107,7 +114,9 @@ def test_real_run_compacts_the_candidates_and_counts_only_them(store: str, state
 
     patch_read_snapshot(monkeypatch, counting)
     before_rows = rows(state_dir)
-    untouched = {k: transcript_lines(state_dir, before_rows[k]["sessionId"], before_rows[k]) for k in (STALE, SMALL)}
+    untouched = {
+        k: transcript_lines(state_dir, before_rows[k]["sessionId"], before_rows[k]) for k in (STALE, SMALL)
+    }
     rc, doc, err = invoke("compact", "--over-threshold")
     assert rc == 0, (doc, err)
     assert (doc["candidates"], doc["compacted"], doc["skipped"], doc["failed"]) == (3, 2, 1, 0)
@@ -121,9 +130,13 @@ def test_real_run_compacts_the_candidates_and_counts_only_them(store: str, state
         item = found[key]
         assert item["compacted"] and item["tokenMethod"] == "exact"
         assert item["result"]["tokensBefore"] > THRESHOLD > item["result"]["tokensAfter"]
-        assert after[key]["compactionCount"] == 1 and after[key]["totalTokens"] == item["result"]["tokensAfter"]
+        assert (
+            after[key]["compactionCount"] == 1 and after[key]["totalTokens"] == item["result"]["tokensAfter"]
+        )
         last = json.loads(transcript_lines(state_dir, after[key]["sessionId"], after[key])[-1])
-        assert last["type"] == "compaction" and last["firstKeptEntryId"] != last["id"]  # a recent tail is kept
+        assert (
+            last["type"] == "compaction" and last["firstKeptEntryId"] != last["id"]
+        )  # a recent tail is kept
     for key, lines in untouched.items():
         assert transcript_lines(state_dir, after[key]["sessionId"], after[key]) == lines
         assert after[key] == before_rows[key]
@@ -138,21 +151,38 @@ def test_all_agents_and_checkpoint_reason(templates, state_dir: Path):
     second.mkdir(parents=True)
     session = generate_session(56, target_bytes=220_000, with_usage=False)
     (second / f"{session.header['id']}.jsonl").write_text(session.jsonl())
-    (second / "sessions.json").write_text(json.dumps({"agent:work:main": {
-        "sessionId": session.header["id"], "updatedAt": 1, "contextTokens": WINDOW, "totalTokens": 60000}}))
+    (second / "sessions.json").write_text(
+        json.dumps(
+            {
+                "agent:work:main": {
+                    "sessionId": session.header["id"],
+                    "updatedAt": 1,
+                    "contextTokens": WINDOW,
+                    "totalTokens": 60000,
+                }
+            }
+        )
+    )
     write_config(state_dir, {"truncateAfterCompaction": True})
     rc, doc, _ = invoke("compact", "--over-threshold", "--all-agents", "--dry-run")
-    assert rc == 0 and {(i["agentId"], i["key"]) for i in doc["sessions"]} >= {("work", "agent:work:main"),
-                                                                               ("main", BIG)}
+    assert rc == 0 and {(i["agentId"], i["key"]) for i in doc["sessions"]} >= {
+        ("work", "agent:work:main"),
+        ("main", BIG),
+    }
     assert {s["agentId"] for s in doc["stores"]} == {"main", "work"}
     rc, doc, _ = invoke("compact", "--over-threshold", "--agent", "work")
     assert rc == 0 and doc["compacted"] == 1
     row = json.loads((second / "sessions.json").read_text())["agent:work:main"]
-    assert row["compactionCheckpoints"][-1]["reason"] == "auto-threshold" and row["sessionId"] != session.header["id"]
+    assert (
+        row["compactionCheckpoints"][-1]["reason"] == "auto-threshold"
+        and row["sessionId"] != session.header["id"]
+    )
 
 
 def test_real_openclaw_database_dry_run_writes_nothing_and_a_real_run_compacts(imported_fixture_state: Path):
-    write_config(imported_fixture_state, {"reserveTokens": 10_000_000})  # clamped: threshold = min prompt 8000
+    write_config(
+        imported_fixture_state, {"reserveTokens": 10_000_000}
+    )  # clamped: threshold = min prompt 8000
     db = imported_fixture_state / DB
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     rc, doc, _ = invoke("compact", "--over-threshold", "--dry-run")

@@ -23,7 +23,9 @@ from openclaw_cli.errors import OpenClawError
 from openclaw_cli.jsonutil import dumps_compact, loads
 from tests.session_generator import generate_session
 
-SESSIONS = Path(__file__).parent / "fixtures" / "openclaw-2026.9.6" / "legacy-state" / "agents" / "main" / "sessions"
+SESSIONS = (
+    Path(__file__).parent / "fixtures" / "openclaw-2026.9.6" / "legacy-state" / "agents" / "main" / "sessions"
+)
 
 
 def load_branch(path: Path) -> list[dict]:
@@ -37,7 +39,7 @@ def rebuild_context(branch: list[dict]) -> list[dict]:
     entry = branch[boundary]
     kept = next((i for i in range(boundary) if branch[i].get("id") == entry["firstKeptEntryId"]), boundary)
     out = [{"role": "user", "content": compaction_summary_text(entry["summary"])}]
-    for e in branch[kept:boundary] + branch[boundary + 1:]:
+    for e in branch[kept:boundary] + branch[boundary + 1 :]:
         message = project_entry(e)
         if message is not None and e["type"] != "compaction":
             out.append(message)
@@ -45,13 +47,23 @@ def rebuild_context(branch: list[dict]) -> list[dict]:
 
 
 def test_public_api_is_exported():
-    for name in ("should_compact", "plan_compaction", "build_compaction_entry", "plan_memory_flush",
-                 "summarize_plan", "CompactionPlan", "CompactionSettings", "Tokenizer"):
+    for name in (
+        "should_compact",
+        "plan_compaction",
+        "build_compaction_entry",
+        "plan_memory_flush",
+        "summarize_plan",
+        "CompactionPlan",
+        "CompactionSettings",
+        "Tokenizer",
+    ):
         assert hasattr(compaction, name), name
     assert should_compact(180001, 200000) and not should_compact(180000, 200000)
 
 
-@pytest.mark.parametrize("name", ["6309d183-4c1c-4d4a-a1f4-0f4f63f39b78.jsonl", "bc81d1b8-56d8-47ee-a0b9-a22c43ae3821.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["6309d183-4c1c-4d4a-a1f4-0f4f63f39b78.jsonl", "bc81d1b8-56d8-47ee-a0b9-a22c43ae3821.jsonl"]
+)
 def test_fixture_transcripts_with_a_previous_compaction(name):
     branch = load_branch(SESSIONS / name)
     old = next(e for e in branch if e["type"] == "compaction")
@@ -63,8 +75,13 @@ def test_fixture_transcripts_with_a_previous_compaction(name):
     # usage of the last assistant after the old boundary anchors tokensBefore
     assert plan.tokens_before.method == "usage"
     outcome = summarize_plan(plan)
-    entry = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id({e["id"] for e in branch}),
-                                   timestamp="2026-12-01T00:00:00.000Z", tokens_after=outcome.tokens_after)
+    entry = build_compaction_entry(
+        plan,
+        outcome.summary,
+        entry_id=new_entry_id({e["id"] for e in branch}),
+        timestamp="2026-12-01T00:00:00.000Z",
+        tokens_after=outcome.tokens_after,
+    )
     assert loads(dumps_compact(entry)) == entry
     assert entry["parentId"] == branch[-1]["id"] and entry["firstKeptEntryId"] == plan.first_kept_entry_id
     assert entry["tokensBefore"] == plan.tokens_before.tokens and entry["tokensAfter"] < entry["tokensBefore"]
@@ -110,10 +127,24 @@ def test_build_entry_refuses_bad_input():
 
 def test_safeguard_without_real_conversation_writes_structured_fallback():
     branch = [
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": "t",
-         "message": {"role": "user", "content": [{"type": "text", "text": "HEARTBEAT_OK"}]}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "t",
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "NO_REPLY"}], "stopReason": "stop"}},
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "t",
+            "message": {"role": "user", "content": [{"type": "text", "text": "HEARTBEAT_OK"}]},
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": "t",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "NO_REPLY"}],
+                "stopReason": "stop",
+            },
+        },
     ]
     plan = plan_compaction(branch, hard_checkpoint=True)
     outcome = summarize_plan(plan, settings=CompactionSettings(mode="safeguard"))
@@ -125,22 +156,52 @@ def test_safeguard_without_real_conversation_writes_structured_fallback():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 10**6) | st.text(max_size=30),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                    max_leaves=12)
-BLOCK = st.fixed_dictionaries({"type": st.sampled_from(["text", "toolCall", "thinking", "image", 7, None])},
-                              optional={"text": JSON, "id": JSON, "name": JSON, "arguments": JSON, "thinking": JSON})
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**6) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+BLOCK = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "toolCall", "thinking", "image", 7, None])},
+    optional={"text": JSON, "id": JSON, "name": JSON, "arguments": JSON, "thinking": JSON},
+)
 MESSAGE = st.fixed_dictionaries(
-    {"role": st.sampled_from(["user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", 3])},
-    optional={"content": st.one_of(JSON, st.lists(BLOCK, max_size=3)), "usage": JSON, "stopReason": JSON,
-              "toolCallId": JSON, "isError": JSON, "command": JSON, "output": JSON, "details": JSON})
+    {
+        "role": st.sampled_from(
+            ["user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", 3]
+        )
+    },
+    optional={
+        "content": st.one_of(JSON, st.lists(BLOCK, max_size=3)),
+        "usage": JSON,
+        "stopReason": JSON,
+        "toolCallId": JSON,
+        "isError": JSON,
+        "command": JSON,
+        "output": JSON,
+        "details": JSON,
+    },
+)
 ENTRY = st.one_of(
-    st.fixed_dictionaries({"type": st.just("message"), "id": st.text(max_size=6), "message": MESSAGE},
-                          optional={"timestamp": JSON}),
-    st.fixed_dictionaries({"type": st.sampled_from(["compaction", "reset", "model_change", "custom_message",
-                                                    "branch_summary", "label", "weird"]), "id": JSON},
-                          optional={"summary": JSON, "firstKeptEntryId": JSON, "details": JSON, "content": JSON,
-                                    "fromHook": JSON}),
+    st.fixed_dictionaries(
+        {"type": st.just("message"), "id": st.text(max_size=6), "message": MESSAGE},
+        optional={"timestamp": JSON},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(
+                ["compaction", "reset", "model_change", "custom_message", "branch_summary", "label", "weird"]
+            ),
+            "id": JSON,
+        },
+        optional={
+            "summary": JSON,
+            "firstKeptEntryId": JSON,
+            "details": JSON,
+            "content": JSON,
+            "fromHook": JSON,
+        },
+    ),
     JSON,
 )
 

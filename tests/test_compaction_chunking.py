@@ -23,13 +23,21 @@ def U(chars: int = 20, ts: int = 0) -> dict:
 def A(chars: int = 20, calls: tuple[str, ...] = (), stop: str | None = None, ts: int = 0) -> dict:
     content = [{"type": "text", "text": "a" * chars}]
     content += [{"type": "toolCall", "id": c, "name": "exec", "arguments": {}} for c in calls]
-    return {"role": "assistant", "content": content, "stopReason": stop or ("toolUse" if calls else "stop"),
-            "timestamp": ts}
+    return {
+        "role": "assistant",
+        "content": content,
+        "stopReason": stop or ("toolUse" if calls else "stop"),
+        "timestamp": ts,
+    }
 
 
 def T(call: str | None, chars: int = 20) -> dict:
-    out = {"role": "toolResult", "toolName": "exec", "content": [{"type": "text", "text": "t" * chars}],
-           "isError": False}
+    out = {
+        "role": "toolResult",
+        "toolName": "exec",
+        "content": [{"type": "text", "text": "t" * chars}],
+        "isError": False,
+    }
     if call is not None:
         out["toolCallId"] = call
     return out
@@ -107,7 +115,7 @@ def test_ex_4_10_j_pruning_drops_oldest_chunks():
     result = prune_history_for_context_share(messages, 2000, 0.5)
     assert result.dropped_chunks >= 1
     assert result.kept_tokens <= 1000 == result.budget_tokens
-    assert result.messages == messages[len(messages) - len(result.messages):]
+    assert result.messages == messages[len(messages) - len(result.messages) :]
     assert result.dropped_messages_list + result.messages == messages
 
 
@@ -148,7 +156,8 @@ def test_fixed_size_chunks_and_repair():
     messages = [U(400) for _ in range(10)]  # 100 tokens each
     chunks = chunk_messages_by_max_tokens(messages, 360)  # limit floor(360 / 1.2) = 300
     assert [len(c) for c in chunks] == [3, 3, 3, 1] and flat(chunks) == messages
-    assert chunk_messages_by_max_tokens([U(40000)], 10) == [[messages[0] | {"content": [{"type": "text",
-                                                                                      "text": "u" * 40000}]}]]
+    assert chunk_messages_by_max_tokens([U(40000)], 10) == [
+        [messages[0] | {"content": [{"type": "text", "text": "u" * 40000}]}]
+    ]
     kept, dropped = repair_tool_pairing([T("x"), A(20, ("y",)), T("y"), T(None)])
     assert [role_of(m) for m in kept] == ["assistant", "toolResult", "toolResult"] and len(dropped) == 1

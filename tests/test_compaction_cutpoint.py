@@ -52,24 +52,45 @@ class Builder:
         return self._add({"type": "message", "message": message, **extra})
 
     def user(self, tokens: int, text: str | None = None) -> dict:
-        return self.message({"role": "user", "content": [{"type": "text", "text": text or "u" * (4 * tokens)}]})
+        return self.message(
+            {"role": "user", "content": [{"type": "text", "text": text or "u" * (4 * tokens)}]}
+        )
 
-    def assistant(self, tokens: int, calls: list[str] = (), stop: str = "stop", tool: str = "read", args=None) -> dict:
+    def assistant(
+        self, tokens: int, calls: list[str] = (), stop: str = "stop", tool: str = "read", args=None
+    ) -> dict:
         content: list[dict] = [{"type": "text", "text": "a" * (4 * tokens)}]
         for call in calls:
             content.append({"type": "toolCall", "id": call, "name": tool, "arguments": args or {}})
-        return self.message({"role": "assistant", "content": content, "stopReason": "toolUse" if calls else stop})
+        return self.message(
+            {"role": "assistant", "content": content, "stopReason": "toolUse" if calls else stop}
+        )
 
     def result(self, call: str, tokens: int, tool: str = "read", **extra) -> dict:
-        return self.message({"role": "toolResult", "toolCallId": call, "toolName": tool,
-                             "content": [{"type": "text", "text": "r" * (4 * tokens)}], "isError": False, **extra})
+        return self.message(
+            {
+                "role": "toolResult",
+                "toolCallId": call,
+                "toolName": tool,
+                "content": [{"type": "text", "text": "r" * (4 * tokens)}],
+                "isError": False,
+                **extra,
+            }
+        )
 
     def meta(self, kind: str = "model_change") -> dict:
         return self._add({"type": kind, "provider": "openai", "modelId": "gpt-5.4"})
 
     def compaction(self, first_kept: str, summary: str = "previous summary", **extra) -> dict:
-        return self._add({"type": "compaction", "summary": summary, "firstKeptEntryId": first_kept,
-                          "tokensBefore": 1234, **extra})
+        return self._add(
+            {
+                "type": "compaction",
+                "summary": summary,
+                "firstKeptEntryId": first_kept,
+                "tokensBefore": 1234,
+                **extra,
+            }
+        )
 
     def index(self, entry: dict) -> int:
         return self.entries.index(entry)
@@ -83,22 +104,43 @@ def test_projection_and_predicates():
     t = b.result("c1", 1)
     meta = b.meta()
     cm = b._add({"type": "custom_message", "customType": "note", "content": "hi", "display": True})
-    rc = b._add({"type": "custom_message", "customType": "runtime-context", "content": "ctx", "display": False})
+    rc = b._add(
+        {"type": "custom_message", "customType": "runtime-context", "content": "ctx", "display": False}
+    )
     bs = b._add({"type": "branch_summary", "fromId": "x", "summary": "branch"})
     c = b.compaction("e0001")
     ex = b.message({"role": "bashExecution", "command": "ls", "output": "", "excludeFromContext": True})
     bash = b.message({"role": "bashExecution", "command": "ls", "output": "a"})
     roles = [role_of(m) for m in project_entries(b.entries)]
-    assert roles == ["user", "assistant", "toolResult", "custom", "custom", "branchSummary", "compactionSummary",
-                     "bashExecution"]
+    assert roles == [
+        "user",
+        "assistant",
+        "toolResult",
+        "custom",
+        "custom",
+        "branchSummary",
+        "compactionSummary",
+        "bashExecution",
+    ]
     assert project_entry(meta) is None and project_entry(ex) is None
     assert tool_call_ids(a["message"]) == ["c1", "c2"] and tool_result_id(t["message"]) == "c1"
-    assert [is_cut_point_entry(e) for e in (u, a, t, meta, cm, rc, bs, c, bash)] == \
-        [True, True, False, False, True, False, True, False, True]
+    assert [is_cut_point_entry(e) for e in (u, a, t, meta, cm, rc, bs, c, bash)] == [
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+    ]
     assert [is_turn_start_entry(e) for e in (u, a, t, cm, bs, bash)] == [True, False, False, True, True, True]
     assert text_of(project_entry(c)) == "previous summary"
-    assert compaction_summary_text("S") == ("The conversation history before this point was compacted into the "
-                                            "following summary:\n\n<summary>\nS\n</summary>")
+    assert compaction_summary_text("S") == (
+        "The conversation history before this point was compacted into the "
+        "following summary:\n\n<summary>\nS\n</summary>"
+    )
     assert normalize_tool_name("mcp__fs__Read") == "read"
 
 
@@ -184,9 +226,17 @@ def test_previous_compaction_boundary_and_rebuilt_context_tokens():
     b = Builder()
     b.user(1000), b.assistant(1000)
     u2 = b.user(1000)
-    a2 = b.message({"role": "assistant", "content": [{"type": "text", "text": "a" * 4000}], "stopReason": "stop",
-                    "usage": {"totalTokens": 99999}})  # stale usage before the compaction: ignored
-    c = b.compaction(u2["id"], summary="S" * 400, details={"readFiles": ["old.txt"], "modifiedFiles": ["m.txt"]})
+    a2 = b.message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "a" * 4000}],
+            "stopReason": "stop",
+            "usage": {"totalTokens": 99999},
+        }
+    )  # stale usage before the compaction: ignored
+    c = b.compaction(
+        u2["id"], summary="S" * 400, details={"readFiles": ["old.txt"], "modifiedFiles": ["m.txt"]}
+    )
     u3 = b.user(1000)
     b.assistant(1000)
     b.user(1000), b.assistant(1000)
@@ -209,8 +259,14 @@ def test_usage_after_boundary_anchors_tokens_before():
     b.assistant(100)
     b.compaction(u1["id"])
     b.user(100)
-    b.message({"role": "assistant", "content": [{"type": "text", "text": "z" * 40}], "stopReason": "stop",
-               "usage": {"input": 5000, "output": 100}})
+    b.message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "z" * 40}],
+            "stopReason": "stop",
+            "usage": {"input": 5000, "output": 100},
+        }
+    )
     b.user(25)
     plan = prepare_compaction(b.entries, 10, EST)
     assert plan.tokens_before.method == "usage" and plan.tokens_before.tokens == 5100 + 25
@@ -224,8 +280,16 @@ def test_already_compacted_and_hard_checkpoint():
     assert len(plan.messages_to_summarize) == 4 and plan.kept_entries == [] and plan.kept_tokens == 0
     entry = build_compaction_entry(plan, "summary", entry_id="cccc0001", timestamp="2026-10-01T01:00:00.000Z")
     assert entry["firstKeptEntryId"] == "cccc0001"  # not before the compaction: nothing retained
-    assert list(entry) == ["type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId", "tokensBefore",
-                           "details"]
+    assert list(entry) == [
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "summary",
+        "firstKeptEntryId",
+        "tokensBefore",
+        "details",
+    ]
     assert entry["parentId"] == b.entries[-1]["id"] and entry["tokensBefore"] == 4000
     b.entries.append(entry)
     again = plan_compaction(b.entries, hard_checkpoint=True)
@@ -320,7 +384,9 @@ def boundaries(entries: list[dict]) -> list[int]:
 def check_invariants(entries: list[dict], keep: int, hard: bool = False) -> None:
     plan = prepare_compaction(entries, keep, EST, hard_checkpoint=hard)
     # everything from the previous boundary's kept start on, except the boundary itself
-    context = [e for e in entries[plan.start_index:] if project_entry(e) is not None and e["type"] != "compaction"]
+    context = [
+        e for e in entries[plan.start_index :] if project_entry(e) is not None and e["type"] != "compaction"
+    ]
     summarized = [*plan.messages_to_summarize, *plan.turn_prefix_messages]
     kept = [project_entry(e) for e in plan.kept_entries]
     if not plan.ready:
@@ -339,7 +405,7 @@ def check_invariants(entries: list[dict], keep: int, hard: bool = False) -> None
         # minimal: starting at the previous valid cut point would already hold the budget
         earlier = [i for i in range(plan.start_index, first_msg) if is_cut_point_entry(entries[i])]
         assert earlier, "a short tail needs an earlier candidate that was skipped"
-        assert sum(EST(e) for e in entries[earlier[-1]:]) >= keep or plan.is_split_turn
+        assert sum(EST(e) for e in entries[earlier[-1] :]) >= keep or plan.is_split_turn
     # turn boundary, or a split of one turn larger than the budget
     starts = boundaries(entries)
     if plan.is_split_turn:

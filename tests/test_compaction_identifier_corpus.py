@@ -63,13 +63,15 @@ def compact(*args: str) -> dict:
 
 def latest_summary(state: Path) -> str:
     row = rows(state)[KEY]
-    compactions = [e for e in transcript_objects(state, row["sessionId"], row) if e.get("type") == "compaction"]
+    compactions = [
+        e for e in transcript_objects(state, row["sessionId"], row) if e.get("type") == "compaction"
+    ]
     return compactions[-1]["summary"]
 
 
 def compacted_ids(corpus: Corpus, first_kept: str) -> set[str]:
     ids = [e["id"] for e in corpus.session.entries]
-    return set(ids[:ids.index(first_kept)])
+    return set(ids[: ids.index(first_kept)])
 
 
 def summary_identifiers(summary: str) -> dict[str, str]:
@@ -139,8 +141,14 @@ def test_five_rounds_keep_the_first_rounds_user_identifiers(store: str, state_di
     assert len(first_users) > 40
     parent = first["compactionEntryId"]
     for round_ in range(2, 6):
-        more = generate_corpus(100 + round_, turns=30, plant_turns={3: 1000 * round_, 20: 1000 * round_ + 500},
-                               parent=parent, first_id=0x20000000 * round_, session_id=sid)
+        more = generate_corpus(
+            100 + round_,
+            turns=30,
+            plant_turns={3: 1000 * round_, 20: 1000 * round_ + 500},
+            parent=parent,
+            first_id=0x20000000 * round_,
+            session_id=sid,
+        )
         _append(state_dir, store, [json.dumps(e) for e in more.session.entries], sid)
         doc = compact("--keep-recent-tokens", "8000")
         assert doc["compacted"], doc

@@ -52,13 +52,20 @@ CLASSES = [
     ("api.example.com", "host"),
     ("#4412", "ref"),
 ]
-PROSE_ONLY = [("March 14, 2026", "date"), ("14 Mar 2026", "date"), ("20 MB", "unit"), ("150ms", "unit"),
-              ("95%", "unit")]
+PROSE_ONLY = [
+    ("March 14, 2026", "date"),
+    ("14 Mar 2026", "date"),
+    ("20 MB", "unit"),
+    ("150ms", "unit"),
+    ("95%", "unit"),
+]
 
 
 def sentence(values: list[str]) -> str:
-    return " ".join(f"item {i}: {v}, then" if i % 3 == 0 else f"({v})" if i % 3 == 1 else f"`{v}`."
-                    for i, v in enumerate(values))
+    return " ".join(
+        f"item {i}: {v}, then" if i % 3 == 0 else f"({v})" if i % 3 == 1 else f"`{v}`."
+        for i, v in enumerate(values)
+    )
 
 
 @pytest.mark.parametrize("prose", [True, False])
@@ -77,22 +84,34 @@ def test_the_date_bearing_kebab_name_of_the_report():
 
 
 def test_plain_prose_and_numbers_are_not_identifiers():
-    prose = ("We should use and/or logic here: a / b is fine, 12 apples and 3 pears, e.g. the defaced facade "
-             "mentioned in chapter 4. Done. The 21st attempt, step 2 of 5, took 3.5 hours; i.e. fine. "
-             "Call self.refresh() then log.info and os.path. 4096 is a power of two.")
+    prose = (
+        "We should use and/or logic here: a / b is fine, 12 apples and 3 pears, e.g. the defaced facade "
+        "mentioned in chapter 4. Done. The 21st attempt, step 2 of 5, took 3.5 hours; i.e. fine. "
+        "Call self.refresh() then log.info and os.path. 4096 is a power of two."
+    )
     assert extract_identifiers(prose, conversational=False) == []
     assert extract_identifiers(prose) == ["3.5 hours"]  # a number with its unit is kept in prose
 
 
 def test_identifiers_are_stripped_of_punctuation_and_markdown():
     text = "Use **/srv/app/main.py**, (see https://x.test/a). Host 'db.internal:5432'; ids: [OPS-12345]!"
-    assert extract_identifiers(text) == ["/srv/app/main.py", "https://x.test/a", "db.internal:5432", "OPS-12345"]
+    assert extract_identifiers(text) == [
+        "/srv/app/main.py",
+        "https://x.test/a",
+        "db.internal:5432",
+        "OPS-12345",
+    ]
 
 
 def test_cjk_text_glued_to_identifiers():
     text = "修改/srv/app/设置.py。请看https://例子.test/页面，谢谢！文件 /数据/报告.md 和 main.py中的问题 以及 build_2291号"
-    assert extract_identifiers(text) == ["/srv/app/设置.py", "https://例子.test/页面", "/数据/报告.md", "main.py",
-                                         "build_2291"]
+    assert extract_identifiers(text) == [
+        "/srv/app/设置.py",
+        "https://例子.test/页面",
+        "/数据/报告.md",
+        "main.py",
+        "build_2291",
+    ]
 
 
 def test_scan_many_is_unique_and_newest_first():
@@ -103,15 +122,18 @@ def test_scan_many_is_unique_and_newest_first():
     assert list(scanner.scan_many(big, prose=False)) == ["/var/log/x.log", "/var/log/y.log"]
 
 
-@pytest.mark.parametrize("text", [
-    "hello world " * 100_000 + "end",  # a long stretch without any candidate, ending mid-token
-    "x" * 400_000,
-    "a1 " + "word " * 100_000,
-    "1" * 200_000,
-    "/" * 200_000,
-    "ab/" * 100_000,
-    "1.2." * 50_000 + "x",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hello world " * 100_000 + "end",  # a long stretch without any candidate, ending mid-token
+        "x" * 400_000,
+        "a1 " + "word " * 100_000,
+        "1" * 200_000,
+        "/" * 200_000,
+        "ab/" * 100_000,
+        "1.2." * 50_000 + "x",
+    ],
+)
 def test_no_quadratic_scan(text: str):
     start = time.process_time()
     scan_identifiers(text)

@@ -37,11 +37,26 @@ from tests.session_generator import generate_session
 
 MESSAGES = [
     {"role": "user", "content": [{"type": "text", "text": "Fix /srv/app/main.py please"}]},
-    {"role": "assistant", "content": [{"type": "text", "text": "Reading it."},
-                                      {"type": "toolCall", "id": "call_0123abcd4567", "name": "read",
-                                       "arguments": {"path": "/srv/app/main.py"}}], "stopReason": "toolUse"},
-    {"role": "toolResult", "toolCallId": "call_0123abcd4567", "toolName": "read",
-     "content": [{"type": "text", "text": "print('hi')"}], "isError": False},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Reading it."},
+            {
+                "type": "toolCall",
+                "id": "call_0123abcd4567",
+                "name": "read",
+                "arguments": {"path": "/srv/app/main.py"},
+            },
+        ],
+        "stopReason": "toolUse",
+    },
+    {
+        "role": "toolResult",
+        "toolCallId": "call_0123abcd4567",
+        "toolName": "read",
+        "content": [{"type": "text", "text": "print('hi')"}],
+        "isError": False,
+    },
     {"role": "assistant", "content": [{"type": "text", "text": "Done."}], "stopReason": "stop"},
 ]
 
@@ -63,7 +78,9 @@ class FakeLLM:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+                fake.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": json.loads(body)}
+                )
                 if fake.delay:
                     time.sleep(fake.delay)
                 mode = fake.mode
@@ -77,15 +94,27 @@ class FakeLLM:
                 else:
                     content = fake.responder(fake.requests[-1]["body"]) if fake.responder else None
                     if content is None:
-                        content = fake.replies.pop(0) if fake.replies else f"## Goal\nsummary {len(fake.requests)}"
+                        content = (
+                            fake.replies.pop(0) if fake.replies else f"## Goal\nsummary {len(fake.requests)}"
+                        )
                     finish = "stop"
                     if mode == "empty":
                         content = "   "
                     elif mode == "length":
                         finish = "length"
-                    payload = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": finish}]}).encode()
+                    payload = json.dumps(
+                        {
+                            "id": "x",
+                            "object": "chat.completion",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": content},
+                                    "finish_reason": finish,
+                                }
+                            ],
+                        }
+                    ).encode()
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
@@ -97,8 +126,9 @@ class FakeLLM:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
@@ -116,8 +146,14 @@ def llm():
 
 def provider(llm: FakeLLM, **kw) -> OpenAICompatibleProvider:
     kw.setdefault("retry_delay_s", 0.01)
-    return OpenAICompatibleProvider(llm.base_url, "summ-model-1", api_key="sk-test-123", timeout_s=kw.pop("timeout_s", 5),
-                                    max_output_tokens=kw.pop("max_output_tokens", None), **kw)
+    return OpenAICompatibleProvider(
+        llm.base_url,
+        "summ-model-1",
+        api_key="sk-test-123",
+        timeout_s=kw.pop("timeout_s", 5),
+        max_output_tokens=kw.pop("max_output_tokens", None),
+        **kw,
+    )
 
 
 def request(**kw) -> SummaryRequest:
@@ -126,8 +162,13 @@ def request(**kw) -> SummaryRequest:
 
 
 def test_request_shape(llm):
-    out = provider(llm).summarize(request(previous_summary="## Goal\nold goal", custom_instructions="Focus on the API",
-                                          max_output_tokens=1234))
+    out = provider(llm).summarize(
+        request(
+            previous_summary="## Goal\nold goal",
+            custom_instructions="Focus on the API",
+            max_output_tokens=1234,
+        )
+    )
     assert out == "## Goal\nsummary 1"
     (req,) = llm.requests
     assert req["path"] == "/v1/chat/completions"
@@ -139,8 +180,10 @@ def test_request_shape(llm):
     assert system == {"role": "system", "content": SYSTEM_PROMPT}
     assert user["role"] == "user"
     text = user["content"]
-    assert text.startswith("<conversation>\n[User]: Fix /srv/app/main.py please\n\n[Assistant]: Reading it.\n\n"
-                           "[Assistant tool calls]: read(path=\"/srv/app/main.py\")\n\n[Tool result]: print('hi')")
+    assert text.startswith(
+        "<conversation>\n[User]: Fix /srv/app/main.py please\n\n[Assistant]: Reading it.\n\n"
+        "[Assistant tool calls]: read(path=\"/srv/app/main.py\")\n\n[Tool result]: print('hi')"
+    )
     assert "</conversation>\n\n<previous-summary>\n## Goal\nold goal\n</previous-summary>\n\n" in text
     assert "fold into the existing summary" in text  # update prompt when a previous summary exists
     assert text.endswith("Additional focus:\nFocus on the API")
@@ -149,7 +192,9 @@ def test_request_shape(llm):
 
 def test_initial_prompt_turn_prefix_and_no_key(llm):
     p = OpenAICompatibleProvider(llm.base_url + "/", "m", timeout_s=5)
-    out = p.summarize(request(turn_prefix_messages=MESSAGES[:1], max_output_tokens=1000, identifier_policy="off"))
+    out = p.summarize(
+        request(turn_prefix_messages=MESSAGES[:1], max_output_tokens=1000, identifier_policy="off")
+    )
     assert out == "## Goal\nsummary 1\n\n---\n\n**Turn Context (split turn):**\n\n## Goal\nsummary 2"
     first, second = (r["body"] for r in llm.requests)
     assert "Authorization" not in llm.requests[0]["headers"]
@@ -160,7 +205,9 @@ def test_initial_prompt_turn_prefix_and_no_key(llm):
 
 
 def test_large_input_is_summarised_in_sequential_chunks(llm):
-    big = [{"role": "user", "content": [{"type": "text", "text": f"part {i} " + "x" * 8000}]} for i in range(6)]
+    big = [
+        {"role": "user", "content": [{"type": "text", "text": f"part {i} " + "x" * 8000}]} for i in range(6)
+    ]
     out = provider(llm).summarize(request(messages=big, context_window=16000))
     assert len(llm.requests) > 1
     assert out == f"## Goal\nsummary {len(llm.requests)}"
@@ -168,13 +215,16 @@ def test_large_input_is_summarised_in_sequential_chunks(llm):
     assert "<previous-summary>\n## Goal\nsummary 1\n</previous-summary>" in later
 
 
-@pytest.mark.parametrize(("mode", "error", "fragment"), [
-    ("http500", ProviderHTTPError, "failed, falling back to built-in summarizer: HTTP 500"),
-    ("http401", ProviderHTTPError, "HTTP 401"),
-    ("empty", ProviderError, "returned empty result, falling back to built-in summarizer."),
-    ("length", ProviderTruncatedError, "returned a truncated summary"),
-    ("badjson", ProviderError, "did not answer with JSON"),
-])
+@pytest.mark.parametrize(
+    ("mode", "error", "fragment"),
+    [
+        ("http500", ProviderHTTPError, "failed, falling back to built-in summarizer: HTTP 500"),
+        ("http401", ProviderHTTPError, "HTTP 401"),
+        ("empty", ProviderError, "returned empty result, falling back to built-in summarizer."),
+        ("length", ProviderTruncatedError, "returned a truncated summary"),
+        ("badjson", ProviderError, "did not answer with JSON"),
+    ],
+)
 def test_failures_fall_back_to_builtin(llm, mode, error, fragment, caplog):
     llm.mode = mode
     p = provider(llm, max_attempts=2)
@@ -235,14 +285,18 @@ def test_quality_guard_retries_llm_output_and_accepts_last(llm):
     session = generate_session(5, turns=20)
     plan = plan_compaction(session.entries, keep_recent_tokens=2000)
     llm.replies = ["## Decisions\nonly one section", "## Decisions\nstill missing the rest"]
-    llm.responder = lambda body: ("## Original Request\nprefix" if "## Original Request" in
-                                  body["messages"][1]["content"] else None)
+    llm.responder = lambda body: (
+        "## Original Request\nprefix" if "## Original Request" in body["messages"][1]["content"] else None
+    )
     outcome = summarize_plan(plan, provider(llm), settings=CompactionSettings(mode="safeguard"))
     assert outcome.provider_used == OPENAI_ID
     assert outcome.quality.attempts == 2 and not outcome.quality.passed  # profile L: keep the last one
     assert outcome.summary.startswith("## Decisions\nstill missing the rest")
-    history_prompts = [r["body"]["messages"][1]["content"] for r in llm.requests
-                       if "## Original Request" not in r["body"]["messages"][1]["content"]]
+    history_prompts = [
+        r["body"]["messages"][1]["content"]
+        for r in llm.requests
+        if "## Original Request" not in r["body"]["messages"][1]["content"]
+    ]
     assert "Produce a compact, factual summary with these exact section headings:" in history_prompts[0]
     assert "Previous summary failed quality checks (missing_section:## Open TODOs" in history_prompts[-1]
     # the built-in provider passes the same audit on the first attempt
@@ -252,9 +306,15 @@ def test_quality_guard_retries_llm_output_and_accepts_last(llm):
 
 
 def test_serialization_of_images_and_long_tool_output():
-    messages = [{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "data": "AA"}]},
-                {"role": "toolResult", "toolCallId": "c", "toolName": "bash",
-                 "content": [{"type": "text", "text": "ok\n" * 2000 + "Traceback: boom at the end"}]}]
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "data": "AA"}]},
+        {
+            "role": "toolResult",
+            "toolCallId": "c",
+            "toolName": "bash",
+            "content": [{"type": "text", "text": "ok\n" * 2000 + "Traceback: boom at the end"}],
+        },
+    ]
     text = serialize_conversation(messages)
     assert "[User]: look\n[image data omitted from summary input]" in text
     assert "more characters truncated]" in text and "Traceback: boom at the end" in text
@@ -262,7 +322,9 @@ def test_serialization_of_images_and_long_tool_output():
 
 
 # -- registry, config ---------------------------------------------------------------------------------
-def make_plugin(tmp_path: Path, monkeypatch, name: str = "fake-llm", target: str = "fake_compaction_plugin:Provider"):
+def make_plugin(
+    tmp_path: Path, monkeypatch, name: str = "fake-llm", target: str = "fake_compaction_plugin:Provider"
+):
     (tmp_path / "fake_compaction_plugin.py").write_text(
         "class Provider:\n"
         "    def __init__(self, **config):\n"
@@ -272,12 +334,14 @@ def make_plugin(tmp_path: Path, monkeypatch, name: str = "fake-llm", target: str
         "            raise RuntimeError('plugin exploded')\n"
         "        return 'PLUGIN SUMMARY of %d messages' % len(request.messages)\n"
         "class Broken:\n"
-        "    pass\n")
+        "    pass\n"
+    )
     dist = tmp_path / "fake_compaction_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-compaction-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{name} = {target}\n"
-                                           f"broken = fake_compaction_plugin:Broken\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\n{name} = {target}\nbroken = fake_compaction_plugin:Broken\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
 
 
@@ -286,7 +350,11 @@ def test_entry_point_provider(tmp_path, monkeypatch):
     assert {"builtin", "openai-compatible", "fake-llm"} <= set(available_providers())
     loaded = load_provider("fake-llm", {"x": 1})
     assert loaded.config == {"x": 1} and loaded.id == "fake-llm"
-    assert summarize_with_fallback("fake-llm", request()) == ("PLUGIN SUMMARY of 4 messages", "fake-llm", None)
+    assert summarize_with_fallback("fake-llm", request()) == (
+        "PLUGIN SUMMARY of 4 messages",
+        "fake-llm",
+        None,
+    )
     summary, used, reason = summarize_with_fallback("fake-llm", request(), provider_config={"fail": True})
     assert used == BUILTIN_ID and reason.endswith("plugin exploded")
     summary, used, reason = summarize_with_fallback("broken", request())
@@ -303,9 +371,18 @@ def test_entry_point_provider(tmp_path, monkeypatch):
 
 def test_openai_config_from_env_and_validation(llm, monkeypatch):
     assert openai_config_from_env({}) is None
-    env = {"OPENCLAW_COMPACTION_BASE_URL": llm.base_url, "OPENCLAW_COMPACTION_MODEL": "m2",
-           "OPENCLAW_COMPACTION_API_KEY": "k", "OPENCLAW_COMPACTION_TIMEOUT_S": "7.5"}
-    assert openai_config_from_env(env) == {"base_url": llm.base_url, "model": "m2", "api_key": "k", "timeout_s": 7.5}
+    env = {
+        "OPENCLAW_COMPACTION_BASE_URL": llm.base_url,
+        "OPENCLAW_COMPACTION_MODEL": "m2",
+        "OPENCLAW_COMPACTION_API_KEY": "k",
+        "OPENCLAW_COMPACTION_TIMEOUT_S": "7.5",
+    }
+    assert openai_config_from_env(env) == {
+        "base_url": llm.base_url,
+        "model": "m2",
+        "api_key": "k",
+        "timeout_s": 7.5,
+    }
     with pytest.raises(ProviderError):
         openai_config_from_env({**env, "OPENCLAW_COMPACTION_TIMEOUT_S": "soon"})
     for key, value in env.items():

@@ -49,8 +49,13 @@ def A(text: str, calls: list[tuple[str, str, dict]] = ()) -> dict:
 
 
 def T(call: str, text: str, *, error: bool = False, tool: str = "bash", details: dict | None = None) -> dict:
-    out = {"role": "toolResult", "toolCallId": call, "toolName": tool, "content": [{"type": "text", "text": text}],
-           "isError": error}
+    out = {
+        "role": "toolResult",
+        "toolCallId": call,
+        "toolName": tool,
+        "content": [{"type": "text", "text": text}],
+        "isError": error,
+    }
     if details:
         out["details"] = details
     return out
@@ -60,8 +65,15 @@ def entries(messages: list[dict]) -> list[dict]:
     out, parent = [], None
     for i, message in enumerate(messages):
         ident = f"e{i:05d}"
-        out.append({"type": "message", "id": ident, "parentId": parent, "message": message,
-                    "timestamp": f"2026-10-01T09:{i // 60 % 60:02d}:{i % 60:02d}.000Z"})
+        out.append(
+            {
+                "type": "message",
+                "id": ident,
+                "parentId": parent,
+                "message": message,
+                "timestamp": f"2026-10-01T09:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+            }
+        )
         parent = ident
     return out
 
@@ -70,10 +82,12 @@ def turns(n: int, *, start: int = 0, size: int = 400) -> list[dict]:
     """n user turns with a tool call each; turn k mentions /srv/t{k}/file.py and ticket OPS-{10000+k}."""
     out: list[dict] = []
     for k in range(start, start + n):
-        out += [U(f"Turn {k}: please fix /srv/t{k}/file.py for OPS-{10000 + k}. " + "detail " * (size // 7)),
-                A(f"Looking at turn {k}.", [(f"call_{k:012x}", "read", {"path": f"/srv/t{k}/file.py"})]),
-                T(f"call_{k:012x}", f"contents of turn {k} " + "x = 1\n" * (size // 6), tool="read"),
-                A(f"Fixed the check of turn {k}.")]
+        out += [
+            U(f"Turn {k}: please fix /srv/t{k}/file.py for OPS-{10000 + k}. " + "detail " * (size // 7)),
+            A(f"Looking at turn {k}.", [(f"call_{k:012x}", "read", {"path": f"/srv/t{k}/file.py"})]),
+            T(f"call_{k:012x}", f"contents of turn {k} " + "x = 1\n" * (size // 6), tool="read"),
+            A(f"Fixed the check of turn {k}."),
+        ]
     return out
 
 
@@ -126,8 +140,9 @@ def test_tool_failures_section():
     assert len(lines) == 3 + 8 + 1 and lines[-1] == "- ...and 3 more"
     long = tool_failures_section([T("c", "y" * 500, error=True)])
     assert long.endswith("- bash: " + "y" * 240)
-    assert tool_failures_section([T("c99", "", error=True, tool="exec", details={"status": "failed", "exitCode": 2})]) \
-        .endswith("- exec (status=failed exitCode=2): failed (no output)")
+    assert tool_failures_section(
+        [T("c99", "", error=True, tool="exec", details={"status": "failed", "exitCode": 2})]
+    ).endswith("- exec (status=failed exitCode=2): failed (no output)")
     assert tool_failures_section([T("ok", "fine")]) == ""
 
 
@@ -164,11 +179,16 @@ def test_workspace_rules_h2_h3_sections_fences_and_caps():
     assert sections[1].startswith("## Session Startup\n1. Read MEMORY.md first.")
     assert "## Not a heading (inside a fence)" in sections[1] and "## Tools" not in sections[1]
     section = critical_rules_section(AGENTS_MD, ["Tools"])
-    assert section == "\n\n<workspace-critical-rules>\n## Tools\n- Use the sandbox.\n</workspace-critical-rules>"
+    assert (
+        section == "\n\n<workspace-critical-rules>\n## Tools\n- Use the sandbox.\n</workspace-critical-rules>"
+    )
     assert critical_rules_section(AGENTS_MD, ["Nothing here"]) == ""
     # the default pair falls back to the legacy pair when neither exists
-    legacy = AGENTS_MD.replace("## Session Startup", "## Startup").replace("### Red Lines", "### Lines") \
+    legacy = (
+        AGENTS_MD.replace("## Session Startup", "## Startup")
+        .replace("### Red Lines", "### Lines")
         .replace("## red lines", "## lines")
+    )
     fallback = critical_rules_section(legacy, ["Session Startup", "Red Lines"])
     assert "## Every Session\nLegacy startup." in fallback and "## Safety\nLegacy safety rules." in fallback
     assert critical_rules_section(legacy, ["Red Lines"]) == ""  # only the pair falls back
@@ -180,27 +200,42 @@ def test_workspace_rules_h2_h3_sections_fences_and_caps():
 
 def test_workspace_rules_reach_a_safeguard_summary(tmp_path):
     (tmp_path / "AGENTS.md").write_text(AGENTS_MD)
-    assert read_critical_rules(tmp_path, None) == "" and read_critical_rules(tmp_path / "missing", ["Tools"]) == ""
+    assert (
+        read_critical_rules(tmp_path, None) == ""
+        and read_critical_rules(tmp_path / "missing", ["Tools"]) == ""
+    )
     plan = plan_compaction(entries(turns(6)), keep_recent_tokens=300)
     settings = CompactionSettings(mode="safeguard", post_compaction_sections=("Red Lines",))
     summary = summarize_plan(plan, settings=settings, workspace_dir=tmp_path).summary
-    assert "<workspace-critical-rules>\n### Red Lines\n- Never push to main.\n</workspace-critical-rules>" in summary
-    default_mode = summarize_plan(plan, settings=CompactionSettings(post_compaction_sections=("Red Lines",)),
-                                  workspace_dir=tmp_path).summary
+    assert (
+        "<workspace-critical-rules>\n### Red Lines\n- Never push to main.\n</workspace-critical-rules>"
+        in summary
+    )
+    default_mode = summarize_plan(
+        plan, settings=CompactionSettings(post_compaction_sections=("Red Lines",)), workspace_dir=tmp_path
+    ).summary
     assert "workspace-critical-rules" not in default_mode  # a safeguard step only
 
 
 # -- step 4 ------------------------------------------------------------------------------------
 def test_provider_path_gets_the_whole_part_and_is_finalised_without_audit():
-    messages = [*turns(4), U("Turn 4: big " + "y" * 30000), A("partial", [("call_big", "read", {"path": "/srv/b"})]),
-                T("call_big", "z" * 30000, tool="read"), A("Still reading.")]
+    messages = [
+        *turns(4),
+        U("Turn 4: big " + "y" * 30000),
+        A("partial", [("call_big", "read", {"path": "/srv/b"})]),
+        T("call_big", "z" * 30000, tool="read"),
+        A("Still reading."),
+    ]
     plan = plan_compaction(entries(messages), keep_recent_tokens=5000)
     assert plan.is_split_turn
     recorder = Recorder()
     outcome = summarize_plan(plan, recorder, settings=SAFEGUARD, custom_instructions="mind the API")
     (request,) = recorder.requests
     assert list(request.messages) == [*plan.messages_to_summarize, *plan.turn_prefix_messages]
-    assert "## Exact identifiers" in request.custom_instructions and "mind the API" in request.custom_instructions
+    assert (
+        "## Exact identifiers" in request.custom_instructions
+        and "mind the API" in request.custom_instructions
+    )
     assert outcome.provider_used == "recorder" and outcome.quality is None
     summary = outcome.summary
     assert summary.startswith("## Decisions\n- provider summary")
@@ -221,9 +256,13 @@ def test_history_pruning_decision_and_chunks():
     assert pruned is not None and pruned.new_content_tokens == 7000 and pruned.max_history_tokens == 6000
     assert pruned.dropped + pruned.kept == history  # oldest chunks first, order kept
     assert sum(estimate_message_tokens(m) for m in pruned.kept) <= 5000
-    assert not [m for m in pruned.kept if m["role"] == "toolResult"
-                and m["toolCallId"] not in {c["id"] for a in pruned.kept for c in a.get("content", [])
-                                            if c.get("type") == "toolCall"}]
+    assert not [
+        m
+        for m in pruned.kept
+        if m["role"] == "toolResult"
+        and m["toolCallId"]
+        not in {c["id"] for a in pruned.kept for c in a.get("content", []) if c.get("type") == "toolCall"}
+    ]
 
 
 def test_history_pruning_summarises_the_dropped_part_first():
@@ -235,8 +274,11 @@ def test_history_pruning_summarises_the_dropped_part_first():
     assert "Original goal: Turn 0: please fix /srv/t0/file.py" in summary  # from the pruned part's summary
     assert outcome.quality.passed and len(summary) <= ARTIFACT_MAX_CHARS
     planted = {f"/srv/t{k}/file.py" for k in range(30)} | {f"OPS-{10000 + k}" for k in range(30)}
-    compacted = {f"OPS-{10000 + k}" for k in range(30)
-                 if any(f"OPS-{10000 + k}" in str(m) for m in plan.messages_to_summarize)}
+    compacted = {
+        f"OPS-{10000 + k}"
+        for k in range(30)
+        if any(f"OPS-{10000 + k}" in str(m) for m in plan.messages_to_summarize)
+    }
     assert compacted and compacted <= set(outcome.identifiers_kept) | set(outcome.identifiers_dropped)
     assert not [i for i in outcome.identifiers_kept if i in planted and i not in summary]
 
@@ -247,8 +289,11 @@ def test_history_pruning_with_a_model_feeds_the_dropped_summary_forward(llm: Fak
 
     def answer(body: dict) -> str:  # the dropped part's calls, then the history's (previous summary first)
         prompt = body["messages"][1]["content"]
-        return full if "previous-compaction-summary" in prompt or "\n- ok\n" in prompt else \
-            "## Decisions\n- EARLY-SUMMARY-7"
+        return (
+            full
+            if "previous-compaction-summary" in prompt or "\n- ok\n" in prompt
+            else "## Decisions\n- EARLY-SUMMARY-7"
+        )
 
     llm.responder = answer
     settings = CompactionSettings(mode="safeguard", recent_turns_preserve=0)
@@ -258,26 +303,39 @@ def test_history_pruning_with_a_model_feeds_the_dropped_summary_forward(llm: Fak
     assert "Turn 0: please fix" in prompts[0]  # the oldest chunk first
     history = [p for p in prompts if "previous-compaction-summary" in p]
     assert len(history) == 1 and history[0].startswith(
-        "<conversation>\n[User]: <previous-compaction-summary>\n## Decisions\n- EARLY-SUMMARY-7")
-    assert not [p for p in prompts[prompts.index(history[0]):] if "Turn 0: please fix" in p]
+        "<conversation>\n[User]: <previous-compaction-summary>\n## Decisions\n- EARLY-SUMMARY-7"
+    )
+    assert not [p for p in prompts[prompts.index(history[0]) :] if "Turn 0: please fix" in p]
     # every remaining message preserved verbatim: no history call, the structured fallback keeps the first
     llm.requests.clear()
     everything = summarize_plan(plan, provider(llm), settings=SAFEGUARD, context_window=8000)
-    assert not [r for r in llm.requests if "previous-compaction-summary" in r["body"]["messages"][1]["content"]]
+    assert not [
+        r for r in llm.requests if "previous-compaction-summary" in r["body"]["messages"][1]["content"]
+    ]
     assert everything.summary.startswith(structured_fallback_summary("## Decisions\n- EARLY-SUMMARY-7"))
 
 
 # -- steps 6 and 7 -----------------------------------------------------------------------------
 def test_recent_turns_split_and_rendering():
-    messages = [U("one"), A("reply one"), U("two"), A("", [("c2", "bash", {"command": "ls"})]), T("c2", "a\nb"),
-                A("reply two"), U("three"), A("reply three")]
+    messages = [
+        U("one"),
+        A("reply one"),
+        U("two"),
+        A("", [("c2", "bash", {"command": "ls"})]),
+        T("c2", "a\nb"),
+        A("reply two"),
+        U("three"),
+        A("reply three"),
+    ]
     older, preserved = split_recent_turns(messages, 2)
     assert older == messages[:2] and preserved == messages[2:]
     assert split_recent_turns(messages, 0) == (messages, [])
     assert split_recent_turns(messages, 12) == ([], messages)
     section = recent_turns_section(preserved)
-    assert section == (RECENT_TURNS_HEADING + "- User: two\n- Tool result (bash): a b\n- Assistant: reply two\n"
-                       "- User: three\n- Assistant: reply three")
+    assert section == (
+        RECENT_TURNS_HEADING + "- User: two\n- Tool result (bash): a b\n- Assistant: reply two\n"
+        "- User: three\n- Assistant: reply three"
+    )
     long = recent_turns_section([U("q" * 700)])
     assert long.endswith("- User: " + "q" * 600 + "...")
     many = recent_turns_section([U(f"{i} " + "w" * 590) for i in range(20)])
@@ -294,7 +352,9 @@ def test_preserved_turns_keep_their_identifiers_and_satisfy_the_audit():
     verbatim = summary.split("## Recent turns preserved verbatim\n")[1]
     assert verbatim.startswith("- User: Please also rotate the staging credentials")
     assert "SEC-424242" not in verbatim.split("\n")[0]  # cut at 600 characters...
-    assert "`SEC-424242`" in summary and "SEC-424242" in outcome.identifiers_kept  # ...but kept as an identifier
+    assert (
+        "`SEC-424242`" in summary and "SEC-424242" in outcome.identifiers_kept
+    )  # ...but kept as an identifier
     assert outcome.quality.passed and outcome.quality.attempts == 1
 
 
@@ -302,17 +362,28 @@ def test_audit_identifiers_are_kept_whatever_the_budget():
     from openclaw_cli.compaction.identifiers import extract_audit_identifiers
     from openclaw_cli.compaction.messages import text_of
 
-    messages = [*turns(300, size=60), U("last ask: check /srv/final/app.py and 0a1b2c3d4e5f6789"),
-                A("", [("call_final", "bash", {"command": "make"})]),
-                T("call_final", "wrote /var/out/final/result.json, build 0badc0de12345678"), A("ok"),
-                U("tail " * 30), A("tail")]
+    messages = [
+        *turns(300, size=60),
+        U("last ask: check /srv/final/app.py and 0a1b2c3d4e5f6789"),
+        A("", [("call_final", "bash", {"command": "make"})]),
+        T("call_final", "wrote /var/out/final/result.json, build 0badc0de12345678"),
+        A("ok"),
+        U("tail " * 30),
+        A("tail"),
+    ]
     plan = plan_compaction(entries(messages), keep_recent_tokens=20)
-    outcome = summarize_plan(plan, settings=CompactionSettings(mode="safeguard", recent_turns_preserve=0),
-                             max_output_tokens=200)  # a small identifier budget
+    outcome = summarize_plan(
+        plan, settings=CompactionSettings(mode="safeguard", recent_turns_preserve=0), max_output_tokens=200
+    )  # a small identifier budget
     audit = extract_audit_identifiers(text_of(m) for m in plan.messages_to_summarize[-10:])
-    assert "/srv/final/app.py" in audit and "0A1B2C3D4E5F6789" in audit and "/var/out/final/result.json" in audit
+    assert (
+        "/srv/final/app.py" in audit and "0A1B2C3D4E5F6789" in audit and "/var/out/final/result.json" in audit
+    )
     # tool output comes last in the identifier budget: without the audit's list these would be left out
-    assert "/var/out/final/result.json" in outcome.identifiers_kept and "0badc0de12345678" in outcome.identifiers_kept
+    assert (
+        "/var/out/final/result.json" in outcome.identifiers_kept
+        and "0badc0de12345678" in outcome.identifiers_kept
+    )
     assert outcome.identifiers_dropped and outcome.quality.passed and outcome.quality.attempts == 1
     assert all(i.lower() in outcome.summary.lower() for i in audit)
 
@@ -341,7 +412,8 @@ def test_builtin_safeguard_summary_fits_the_artifact_and_reports_what_it_left_ou
     # the default mode has no artifact budget: more fits, nothing is cut
     default = summarize_plan(plan)
     assert len(default.summary) > ARTIFACT_MAX_CHARS and len(default.identifiers_dropped) < len(
-        outcome.identifiers_dropped)
+        outcome.identifiers_dropped
+    )
 
 
 def test_llm_inputs_previous_summary_message_preserved_turns_and_corrective_retry(llm: FakeLLM):
@@ -353,9 +425,13 @@ def test_llm_inputs_previous_summary_message_preserved_turns_and_corrective_retr
     plan = plan_compaction([*branch, *later], keep_recent_tokens=300)
     assert plan.previous_summary == previous
     last = max(k for k in range(12) if any(f"Turn {k}:" in str(m) for m in plan.messages_to_summarize))
-    llm.replies = ["## Decisions\nonly one section",
-                   "\n".join(f"{h}\n- fixed" for h in REQUIRED_SAFEGUARD_HEADINGS) + "\nTurn 6 ticket OPS-10006"]
-    outcome = summarize_plan(plan, provider(llm), settings=CompactionSettings(mode="safeguard", recent_turns_preserve=1))
+    llm.replies = [
+        "## Decisions\nonly one section",
+        "\n".join(f"{h}\n- fixed" for h in REQUIRED_SAFEGUARD_HEADINGS) + "\nTurn 6 ticket OPS-10006",
+    ]
+    outcome = summarize_plan(
+        plan, provider(llm), settings=CompactionSettings(mode="safeguard", recent_turns_preserve=1)
+    )
     assert outcome.provider_used == "openai-compatible" and outcome.quality.attempts == 2
     prompts = [r["body"]["messages"][1]["content"] for r in llm.requests]
     conversation = prompts[0].split("</conversation>")[0]
@@ -381,8 +457,13 @@ def test_compact_reads_the_agents_workspace_rules(state_dir, tmp_path):
     write_legacy_state(state_dir, {"agent:main:main": generate_session(41, turns=12)})
 
     def run(agents: dict) -> str:
-        agents = {"defaults": {"compaction": {"mode": "safeguard", "postCompactionSections": ["Red Lines"]},
-                               **agents.pop("defaults", {})}, **agents}
+        agents = {
+            "defaults": {
+                "compaction": {"mode": "safeguard", "postCompactionSections": ["Red Lines"]},
+                **agents.pop("defaults", {}),
+            },
+            **agents,
+        }
         (state_dir / "openclaw.json").write_text(json.dumps({"agents": agents}))
         code, doc, err = invoke("compact", "agent:main:main", "--dry-run", "--keep-recent-tokens", "1000")
         assert code == 0, (doc, err)

@@ -56,20 +56,42 @@ def _session(seed: int) -> Any:
             message["content"].append({"type": "image", "data": "AAAA", "mimeType": "image/png"})
         if n % 4 == 1:
             message["isError"] = True
-            message["content"][0]["text"] = f"\n  \nError: exit 3 at step-{n}\n" + message["content"][0]["text"]
+            message["content"][0]["text"] = (
+                f"\n  \nError: exit 3 at step-{n}\n" + message["content"][0]["text"]
+            )
     for index in sorted(rng.sample(results, 6), reverse=True):
-        entries.insert(index + 1, {"type": "message", "id": f"bash{index:04x}", "parentId": None,
-                                   "timestamp": entries[index]["timestamp"],
-                                   "message": {"role": "bashExecution", "command": f"ls /srv/bash-{index}",
-                                               "output": f"/srv/bash-{index}/out_{index}.log\nOPS-{index}", "exitCode": 1,
-                                               "timestamp": 1}})
+        entries.insert(
+            index + 1,
+            {
+                "type": "message",
+                "id": f"bash{index:04x}",
+                "parentId": None,
+                "timestamp": entries[index]["timestamp"],
+                "message": {
+                    "role": "bashExecution",
+                    "command": f"ls /srv/bash-{index}",
+                    "output": f"/srv/bash-{index}/out_{index}.log\nOPS-{index}",
+                    "exitCode": 1,
+                    "timestamp": 1,
+                },
+            },
+        )
     _relink(entries)
     side_at = len(entries) // 3
-    side = {"type": "message", "id": "side0001", "parentId": entries[side_at]["id"],
-            "timestamp": entries[side_at]["timestamp"],
-            "message": {"role": "toolResult", "toolCallId": "call_side", "toolName": "read",
-                        "content": [{"type": "text", "text": "side branch /srv/side/only_here.py SIDE-4242"}],
-                        "isError": False, "timestamp": 1}}
+    side = {
+        "type": "message",
+        "id": "side0001",
+        "parentId": entries[side_at]["id"],
+        "timestamp": entries[side_at]["timestamp"],
+        "message": {
+            "role": "toolResult",
+            "toolCallId": "call_side",
+            "toolName": "read",
+            "content": [{"type": "text", "text": "side branch /srv/side/only_here.py SIDE-4242"}],
+            "isError": False,
+            "timestamp": 1,
+        },
+    }
     entries.insert(side_at + 2, side)  # the next entry's parent stays side_at + 1: `side` is abandoned
     return session
 
@@ -111,9 +133,16 @@ def _state(state_dir: Path, kind: str, seed: int) -> None:
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 @pytest.mark.parametrize("tokenizer", ["estimate", "exact"])
-def test_dry_runs_are_identical_with_and_without_shedding(state_dir: Path, monkeypatch, kind: str, tokenizer: str):
+def test_dry_runs_are_identical_with_and_without_shedding(
+    state_dir: Path, monkeypatch, kind: str, tokenizer: str
+):
     _state(state_dir, kind, 31)
-    cases = [(), ("--keep-recent-tokens", "3000"), ("--keep-recent-tokens", "20000"), ("--keep-recent-tokens", "250")]
+    cases = [
+        (),
+        ("--keep-recent-tokens", "3000"),
+        ("--keep-recent-tokens", "20000"),
+        ("--keep-recent-tokens", "250"),
+    ]
     whole = []
     with monkeypatch.context() as m:
         _Recorder(m, 10**12, 10**12)
@@ -131,9 +160,12 @@ def test_dry_runs_are_identical_with_and_without_shedding(state_dir: Path, monke
         assert all(r.rereads == 0 or r.restored for r in recorder.made)
 
 
-@pytest.mark.parametrize(("kind", "tokenizer"), [("legacy", "exact"), ("sqlite", "exact"), ("legacy", "estimate")])
-def test_repeated_compaction_and_rotation_match_whole_objects(state_dir: Path, tmp_path: Path, monkeypatch,
-                                                              kind: str, tokenizer: str):
+@pytest.mark.parametrize(
+    ("kind", "tokenizer"), [("legacy", "exact"), ("sqlite", "exact"), ("legacy", "estimate")]
+)
+def test_repeated_compaction_and_rotation_match_whole_objects(
+    state_dir: Path, tmp_path: Path, monkeypatch, kind: str, tokenizer: str
+):
     """Real runs: a compaction after a previous one (blocks straddle its kept start), then a
     rotation (truncateAfterCompaction): the same documents, and the successor holds the same lines
     (exact mode also leaves unread message fields out: the successor gets them back)."""
@@ -149,10 +181,17 @@ def test_repeated_compaction_and_rotation_match_whole_objects(state_dir: Path, t
             _append_turns(state_dir, kind, 12)
             write_config(state_dir, {"truncateAfterCompaction": True})
             second = _compact("--keep-recent-tokens", "1500", "--tokenizer", tokenizer)
-        assert second.get("successor") and not second.get("warnings"), {k: v for k, v in second.items() if k != "summary"}
-        successor = [json.loads(x) for x in transcript_lines(state_dir, second["sessionId"], rows(state_dir)[KEY])]
-        body = [json.dumps(e, sort_keys=True).replace(first["compactionEntryId"], "<first compaction>")
-                for e in successor if e.get("type") not in ("session", "compaction")]
+        assert second.get("successor") and not second.get("warnings"), {
+            k: v for k, v in second.items() if k != "summary"
+        }
+        successor = [
+            json.loads(x) for x in transcript_lines(state_dir, second["sessionId"], rows(state_dir)[KEY])
+        ]
+        body = [
+            json.dumps(e, sort_keys=True).replace(first["compactionEntryId"], "<first compaction>")
+            for e in successor
+            if e.get("type") not in ("session", "compaction")
+        ]
         return [first, second], body
 
     whole_docs, whole_lines = rounds(10**12, 10**12)
@@ -175,13 +214,24 @@ def _append_turns(state_dir: Path, kind: str, turns: int) -> None:
     parent = json.loads(transcript_lines(state_dir, sid, row)[-1])["id"]
     lines = []
     for n in range(turns):
-        for role, extra in (("user", {}), ("assistant", {}), ("toolResult", {"toolCallId": f"call_n{n}",
-                                                                             "toolName": "read"})):
+        for role, extra in (
+            ("user", {}),
+            ("assistant", {}),
+            ("toolResult", {"toolCallId": f"call_n{n}", "toolName": "read"}),
+        ):
             ident = f"new{n:02d}{role[:3]}"
             text = f"round two {role} {n}: /srv/round2/file_{n}.py REL-{n}00 " + "log line\n" * 200
-            lines.append(json.dumps({"type": "message", "id": ident, "parentId": parent,
-                                     "timestamp": f"2026-10-02T10:{n:02d}:00.000Z",
-                                     "message": {"role": role, "content": [{"type": "text", "text": text}], **extra}}))
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "message",
+                        "id": ident,
+                        "parentId": parent,
+                        "timestamp": f"2026-10-02T10:{n:02d}:00.000Z",
+                        "message": {"role": role, "content": [{"type": "text", "text": text}], **extra},
+                    }
+                )
+            )
             parent = ident
     if kind == "sqlite":
         from tests.compact_support import DB
@@ -204,7 +254,7 @@ def test_block_identifiers_stand_for_their_texts(texts: list[str], data: Any):
     index = 0
     while index < len(texts):
         size = data.draw(st.integers(1, len(texts) - index))
-        run = texts[index:index + size]
+        run = texts[index : index + size]
         if data.draw(st.booleans()):
             ids = tuple(IdentifierScanner().scan_many(run, prose=False))
             items.append(shedding.ShedBlock(ids, (), 0))

@@ -42,37 +42,71 @@ def A(text: str, calls: list[tuple[str, str, dict]] = ()) -> dict:
 
 
 def T(call: str, text: str, error: bool = False, tool: str = "bash") -> dict:
-    return {"role": "toolResult", "toolCallId": call, "toolName": tool, "content": [{"type": "text", "text": text}],
-            "isError": error}
+    return {
+        "role": "toolResult",
+        "toolCallId": call,
+        "toolName": tool,
+        "content": [{"type": "text", "text": text}],
+        "isError": error,
+    }
 
 
 # -- identifiers ---------------------------------------------------------------------------------
 def test_extract_identifier_kinds():
-    text = ("Deploy v1.2.3 to https://x.test/a?b=1, files /etc/app/x.conf and notes/1.md; took 150ms and 20 MB on "
-            "2026-10-21 at 10:30, host db.internal:5432, ip 10.0.0.1, id 3f2a9c1e-0b4d-4e8f-9a7b-1c2d3e4f5a6b, "
-            "C:\\Users\\x\\a.txt, mail a.b@ex.com, 95% done, run 1234567, readme README.md, sha 9f86d081884c7d65, "
-            "tool call_d7eb89a64d0f, local localhost:8080 and ~/proj/src")
+    text = (
+        "Deploy v1.2.3 to https://x.test/a?b=1, files /etc/app/x.conf and notes/1.md; took 150ms and 20 MB on "
+        "2026-10-21 at 10:30, host db.internal:5432, ip 10.0.0.1, id 3f2a9c1e-0b4d-4e8f-9a7b-1c2d3e4f5a6b, "
+        "C:\\Users\\x\\a.txt, mail a.b@ex.com, 95% done, run 1234567, readme README.md, sha 9f86d081884c7d65, "
+        "tool call_d7eb89a64d0f, local localhost:8080 and ~/proj/src"
+    )
     found = extract_identifiers(text)
-    for expected in ("v1.2.3", "https://x.test/a?b=1", "/etc/app/x.conf", "notes/1.md", "150ms", "20 MB",
-                     "2026-10-21", "10:30", "db.internal:5432", "10.0.0.1", "3f2a9c1e-0b4d-4e8f-9a7b-1c2d3e4f5a6b",
-                     "C:\\Users\\x\\a.txt", "a.b@ex.com", "95%", "1234567", "README.md", "9f86d081884c7d65",
-                     "call_d7eb89a64d0f", "localhost:8080", "~/proj/src"):
+    for expected in (
+        "v1.2.3",
+        "https://x.test/a?b=1",
+        "/etc/app/x.conf",
+        "notes/1.md",
+        "150ms",
+        "20 MB",
+        "2026-10-21",
+        "10:30",
+        "db.internal:5432",
+        "10.0.0.1",
+        "3f2a9c1e-0b4d-4e8f-9a7b-1c2d3e4f5a6b",
+        "C:\\Users\\x\\a.txt",
+        "a.b@ex.com",
+        "95%",
+        "1234567",
+        "README.md",
+        "9f86d081884c7d65",
+        "call_d7eb89a64d0f",
+        "localhost:8080",
+        "~/proj/src",
+    ):
         assert expected in found, expected
     assert len(found) == len(set(found))
 
 
 def test_no_identifiers_in_plain_prose():
-    prose = ("We should use and/or logic here: a / b is fine, 12 apples and 3 pears, e.g. the defaced facade "
-             "mentioned in chapter 4. Done.")
+    prose = (
+        "We should use and/or logic here: a / b is fine, 12 apples and 3 pears, e.g. the defaced facade "
+        "mentioned in chapter 4. Done."
+    )
     assert extract_identifiers(prose) == []
 
 
 def test_tool_output_mode_skips_only_the_prose_forms():
-    log = ("took 20 MB at 10:30 on 2026-10-21, 150ms, Mar 3, 2026\nwrote /var/log/app/x.log\ncommit 0123abcd4567ef89 ok"
-           "\nid 12345678\n")
+    log = (
+        "took 20 MB at 10:30 on 2026-10-21, 150ms, Mar 3, 2026\nwrote /var/log/app/x.log\ncommit 0123abcd4567ef89 ok"
+        "\nid 12345678\n"
+    )
     found = {i.value: i.kind for i in scan_identifiers(log, conversational=False)}
-    assert found == {"10:30": "time", "2026-10-21": "date", "/var/log/app/x.log": "path", "0123abcd4567ef89": "hex",
-                     "12345678": "number"}
+    assert found == {
+        "10:30": "time",
+        "2026-10-21": "date",
+        "/var/log/app/x.log": "path",
+        "0123abcd4567ef89": "hex",
+        "12345678": "number",
+    }
     prose = {i.value: i.kind for i in scan_identifiers(log)}
     assert prose["20 MB"] == prose["150ms"] == "unit" and prose["Mar 3, 2026"] == "date"
     # JSON-ish output: quotes and braces delimit tokens
@@ -107,8 +141,9 @@ def test_audit_ex_4_12_a_and_b():
 def test_latest_user_ask_reflection():
     summary = "\n".join(REQUIRED_SAFEGUARD_HEADINGS) + "\n- migrate the billing exporter to parquet"
     assert audit_summary(summary, latest_user_ask="Please migrate the billing exporter to Parquet!") == []
-    assert audit_summary(summary, latest_user_ask="rotate the staging database credentials") == \
-        ["latest_user_ask_not_reflected"]
+    assert audit_summary(summary, latest_user_ask="rotate the staging database credentials") == [
+        "latest_user_ask_not_reflected"
+    ]
     assert ask_keywords("Please can you FIX the Ｂuild?") == ["fix", "build"]
     assert ask_keywords("it is") == ["it", "is"]  # only stop words: keep them
 
@@ -125,9 +160,14 @@ def test_quality_guard_retry_and_exhaustion():
 
     result = run_quality_guard(generate, audit, max_retries=1)
     assert result.attempts == 2 and not result.passed and result.summary == "bad"  # L: accept the last one
-    assert calls[0] is None and "Previous summary failed quality checks (missing_section:## Decisions)" in calls[1]
+    assert (
+        calls[0] is None
+        and "Previous summary failed quality checks (missing_section:## Decisions)" in calls[1]
+    )
     calls.clear()
-    assert run_quality_guard(generate, audit, max_retries=9).passed  # clamped to 3 retries; 3rd attempt passes
+    assert run_quality_guard(
+        generate, audit, max_retries=9
+    ).passed  # clamped to 3 retries; 3rd attempt passes
     calls.clear()
     assert run_quality_guard(generate, audit, enabled=False).attempts == 1
     assert "identifier policy" in corrective_instructions(["x"], "off")
@@ -139,12 +179,22 @@ def heading_lines(summary: str) -> list[str]:
 
 
 CONVERSATION = [
-    U("Migrate the exporter in /srv/billing/exporter.py to write Parquet. Never drop the audit columns. "
-      "Ticket https://jira.example.test/BILL-42, deadline 2026-12-01, max 512 MB per file."),
+    U(
+        "Migrate the exporter in /srv/billing/exporter.py to write Parquet. Never drop the audit columns. "
+        "Ticket https://jira.example.test/BILL-42, deadline 2026-12-01, max 512 MB per file."
+    ),
     A("I'll read the exporter first.", [("call_aaaa1111bbbb", "read", {"path": "/srv/billing/exporter.py"})]),
     T("call_aaaa1111bbbb", "def export():\n    write_csv(rows)  # 4f9a2c7e1b3d5f60", tool="read"),
-    A("I decided to use pyarrow instead of fastparquet because it supports the audit schema.",
-      [("call_cccc2222dddd", "edit", {"path": "/srv/billing/exporter.py", "oldText": "csv", "newText": "parquet"})]),
+    A(
+        "I decided to use pyarrow instead of fastparquet because it supports the audit schema.",
+        [
+            (
+                "call_cccc2222dddd",
+                "edit",
+                {"path": "/srv/billing/exporter.py", "oldText": "csv", "newText": "parquet"},
+            )
+        ],
+    ),
     T("call_cccc2222dddd", "ok", tool="edit"),
     A("Running tests.", [("call_eeee3333ffff", "bash", {"command": "pytest tests/test_export.py"})]),
     T("call_eeee3333ffff", "FAILED tests/test_export.py::test_schema - KeyError: 'audit_ts'", error=True),
@@ -156,9 +206,19 @@ CONVERSATION = [
 def test_default_summary_sections_and_every_identifier():
     summary = summarize(CONVERSATION)
     assert heading_lines(summary) == list(DEFAULT_HEADINGS)
-    for ident in ("/srv/billing/exporter.py", "https://jira.example.test/BILL-42", "2026-12-01", "512 MB",
-                  "s3://bucket-7/exports/", "ops@example.test", "call_aaaa1111bbbb", "call_cccc2222dddd",
-                  "call_eeee3333ffff", "4f9a2c7e1b3d5f60", "tests/test_export.py"):
+    for ident in (
+        "/srv/billing/exporter.py",
+        "https://jira.example.test/BILL-42",
+        "2026-12-01",
+        "512 MB",
+        "s3://bucket-7/exports/",
+        "ops@example.test",
+        "call_aaaa1111bbbb",
+        "call_cccc2222dddd",
+        "call_eeee3333ffff",
+        "4f9a2c7e1b3d5f60",
+        "tests/test_export.py",
+    ):
         assert ident in summary, ident
     assert "Migrate the exporter" in summary.split("## Constraints")[0]  # goal
     assert "Never drop the audit columns" in summary  # constraint
@@ -174,13 +234,17 @@ def test_safeguard_summary_passes_its_own_audit():
     assert heading_lines(summary) == list(REQUIRED_SAFEGUARD_HEADINGS)
     ids = extract_audit_identifiers(m["content"][0]["text"] for m in CONVERSATION[-10:])
     assert ids
-    assert audit_summary(summary, identifiers=ids, latest_user_ask=CONVERSATION[-1]["content"][0]["text"]) == []
+    assert (
+        audit_summary(summary, identifiers=ids, latest_user_ask=CONVERSATION[-1]["content"][0]["text"]) == []
+    )
 
 
 def test_split_turn_prefix_and_file_lists():
-    prefix = [U("Refactor /srv/app/big.py into modules"), A("Reading.", [("call_1234abcd5678", "read",
-                                                                        {"path": "/srv/app/big.py"})]),
-              T("call_1234abcd5678", "x" * 100)]
+    prefix = [
+        U("Refactor /srv/app/big.py into modules"),
+        A("Reading.", [("call_1234abcd5678", "read", {"path": "/srv/app/big.py"})]),
+        T("call_1234abcd5678", "x" * 100),
+    ]
     out = summarize([], turn_prefix_messages=prefix)
     history, turn = out.split(TURN_CONTEXT_DIVIDER)
     assert history == "No prior history."
@@ -189,25 +253,34 @@ def test_split_turn_prefix_and_file_lists():
     demoted = summarize(CONVERSATION, turn_prefix_messages=prefix, mode="safeguard")
     assert "### Original Request" in demoted.split(TURN_CONTEXT_DIVIDER)[1]
     final = append_file_lists(out, ["a.py", "b.py"], ["c.py"])
-    assert final.endswith("\n\n<read-files>\na.py\nb.py\n</read-files>\n\n<modified-files>\nc.py\n</modified-files>")
+    assert final.endswith(
+        "\n\n<read-files>\na.py\nb.py\n</read-files>\n\n<modified-files>\nc.py\n</modified-files>"
+    )
     long = append_file_lists("", [f"/very/long/path/number/{i:04d}.py" for i in range(100)])
     assert "...and" in long and len(long) < 1100
 
 
 def test_redistil_does_not_nest_and_parses_foreign_summaries():
     first = summarize(CONVERSATION)
-    second = summarize([U("Now add a --dry-run flag to /srv/billing/cli.py"), A("Added the flag.")],
-                       previous_summary=first)
+    second = summarize(
+        [U("Now add a --dry-run flag to /srv/billing/cli.py"), A("Added the flag.")], previous_summary=first
+    )
     assert heading_lines(second) == list(DEFAULT_HEADINGS)  # merged, not nested
-    for ident in ("/srv/billing/exporter.py", "https://jira.example.test/BILL-42", "s3://bucket-7/exports/",
-                  "/srv/billing/cli.py"):
+    for ident in (
+        "/srv/billing/exporter.py",
+        "https://jira.example.test/BILL-42",
+        "s3://bucket-7/exports/",
+        "/srv/billing/cli.py",
+    ):
         assert ident in second
     assert second.count("Migrate the exporter") == 1  # goal kept once
-    foreign = ("## Goal\nShip the exporter\n\n## Constraints & Preferences\n- Keep audit columns\n\n## Progress\n"
-               "### Done\n- [x] Parquet writer in /srv/x/writer.py\n\n### In Progress\n- [ ] Benchmarks\n\n"
-               "### Blocked\n(none)\n\n## Key Decisions\n- **Use pyarrow**: schema support\n\n## Next Steps\n"
-               "1. Run the suite\n\n## Critical Context\n- Build id deadbeef12345678\n\n<read-files>\n/srv/x/r.py\n"
-               "</read-files>")
+    foreign = (
+        "## Goal\nShip the exporter\n\n## Constraints & Preferences\n- Keep audit columns\n\n## Progress\n"
+        "### Done\n- [x] Parquet writer in /srv/x/writer.py\n\n### In Progress\n- [ ] Benchmarks\n\n"
+        "### Blocked\n(none)\n\n## Key Decisions\n- **Use pyarrow**: schema support\n\n## Next Steps\n"
+        "1. Run the suite\n\n## Critical Context\n- Build id deadbeef12345678\n\n<read-files>\n/srv/x/r.py\n"
+        "</read-files>"
+    )
     parsed = parse_summary(foreign)
     assert parsed.goal == ["Ship the exporter"] and parsed.constraints == ["Keep audit columns"]
     assert parsed.done == ["Parquet writer in /srv/x/writer.py"] and parsed.next_steps == ["Run the suite"]
@@ -219,7 +292,16 @@ def test_redistil_does_not_nest_and_parses_foreign_summaries():
     # the safeguard format round-trips into the same sections
     safeguard = parse_summary(summarize(CONVERSATION, mode="safeguard"))
     default = parse_summary(summarize(CONVERSATION))
-    for field in ("goal", "constraints", "done", "blocked", "decisions", "next_steps", "user_ids", "other_ids"):
+    for field in (
+        "goal",
+        "constraints",
+        "done",
+        "blocked",
+        "decisions",
+        "next_steps",
+        "user_ids",
+        "other_ids",
+    ):
         assert getattr(safeguard, field) == getattr(default, field), field
     plain = summarize([U("continue")], previous_summary="Summary of earlier turns: id 0a1b2c3d4e5f6a7b")
     assert "0a1b2c3d4e5f6a7b" in plain and "Summary of earlier turns" in plain

@@ -34,8 +34,13 @@ def msg(role: str, text: str = "", **extra) -> dict:
 
 
 def entry(ident: str, message: dict) -> dict:
-    return {"type": "message", "id": ident, "parentId": None, "timestamp": "2026-10-01T00:00:00.000Z",
-            "message": message}
+    return {
+        "type": "message",
+        "id": ident,
+        "parentId": None,
+        "timestamp": "2026-10-01T00:00:00.000Z",
+        "message": message,
+    }
 
 
 # -- estimate -------------------------------------------------------------------------------------
@@ -47,15 +52,21 @@ def test_estimate_is_ceil_chars_over_4_ex_4_4_a():
 
 
 def test_assistant_tool_call_counted_chars_ex_4_4_b():
-    m = {"role": "assistant", "content": [{"type": "text", "text": "ok"},
-                                           {"type": "toolCall", "id": "c1", "name": "read",
-                                            "arguments": {"path": "a.txt"}}]}
+    m = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "ok"},
+            {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.txt"}},
+        ],
+    }
     assert estimate_message_tokens(m) == 6  # 2 + 4 + 16 = 22 chars
 
 
 def test_counted_chars_per_role_and_images():
-    thinking = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t" * 40},
-                                                  {"type": "text", "text": "a" * 40}]}
+    thinking = {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "t" * 40}, {"type": "text", "text": "a" * 40}],
+    }
     assert estimate_message_tokens(thinking) == 20
     image = {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image", "data": "AAAA"}]}
     assert estimate_message_tokens(image) == -(-(3 + 4800) // 4)
@@ -72,7 +83,13 @@ def test_metadata_entries_count_zero_and_entries_project():
     tok = Tokenizer("estimate")
     assert tok.message_tokens({"type": "model_change", "id": "m1", "provider": "x", "modelId": "y"}) == 0
     assert tok.message_tokens(entry("e1", msg("user", "y" * 8))) == 2
-    compaction = {"type": "compaction", "id": "c1", "summary": "z" * 40, "firstKeptEntryId": "c1", "tokensBefore": 1}
+    compaction = {
+        "type": "compaction",
+        "id": "c1",
+        "summary": "z" * 40,
+        "firstKeptEntryId": "c1",
+        "tokensBefore": 1,
+    }
     assert tok.message_tokens(compaction) == 10
 
 
@@ -131,8 +148,10 @@ def test_ascii_estimate_is_unchanged_and_mixed_text_adds_up():
 
 
 def test_estimate_is_close_to_exact_on_prose():
-    text = ("Compaction summarises older conversation turns so that the context window keeps room for new "
-            "work; the recent tail is kept verbatim and the rest becomes a structured summary. ") * 50
+    text = (
+        "Compaction summarises older conversation turns so that the context window keeps room for new "
+        "work; the recent tail is kept verbatim and the rest becomes a structured summary. "
+    ) * 50
     exact = exact_text_tokens(text)
     estimate = Tokenizer("estimate").count_text(text)
     assert 0.8 <= estimate / exact <= 1.5
@@ -202,8 +221,14 @@ def test_context_prefers_last_usage_plus_trailing_estimate():
         entry("u3", msg("user", "e" * 80)),
     ]
     count = context_tokens(entries, "estimate")
-    assert count == TokenCount(1250 + 20, "usage", usage_tokens=1250, trailing_tokens=20, trailing_method="estimate",
-                               usage_entry_id="a2")
+    assert count == TokenCount(
+        1250 + 20,
+        "usage",
+        usage_tokens=1250,
+        trailing_tokens=20,
+        trailing_method="estimate",
+        usage_entry_id="a2",
+    )
 
 
 def test_context_skips_aborted_and_errored_usage_and_honours_usage_from():
@@ -225,12 +250,15 @@ def test_context_skips_aborted_and_errored_usage_and_honours_usage_from():
 
 
 # -- thresholds -----------------------------------------------------------------------------------
-@pytest.mark.parametrize(("window", "floor", "reserve", "threshold"), [
-    (200000, 20000, 20000, 180000),  # EX4.2.a
-    (32768, 20000, 20000, 12768),  # EX4.2.b
-    (16384, 20000, 8384, 8000),  # EX4.2.c (final clamp)
-    (200000, 0, 16384, 183616),  # EX4.2.d
-])
+@pytest.mark.parametrize(
+    ("window", "floor", "reserve", "threshold"),
+    [
+        (200000, 20000, 20000, 180000),  # EX4.2.a
+        (32768, 20000, 20000, 12768),  # EX4.2.b
+        (16384, 20000, 8384, 8000),  # EX4.2.c (final clamp)
+        (200000, 0, 16384, 183616),  # EX4.2.d
+    ],
+)
 def test_effective_reserve_examples(window, floor, reserve, threshold):
     settings = CompactionSettings(reserve_tokens_floor=floor)
     assert effective_reserve(window, None, floor) == reserve
@@ -283,17 +311,29 @@ def test_context_window_table_and_overrides():
 
 
 def test_settings_from_mapping_and_validation():
-    s = CompactionSettings.from_mapping({"keepRecentTokens": 5000, "reserveTokensFloor": 0, "mode": "safeguard",
-                                         "qualityGuard": {"maxRetries": 9},
-                                         "memoryFlush": {"forceFlushTranscriptBytes": "20mb"}})
+    s = CompactionSettings.from_mapping(
+        {
+            "keepRecentTokens": 5000,
+            "reserveTokensFloor": 0,
+            "mode": "safeguard",
+            "qualityGuard": {"maxRetries": 9},
+            "memoryFlush": {"forceFlushTranscriptBytes": "20mb"},
+        }
+    )
     assert s.keep_recent_tokens == 5000 and s.reserve_tokens_floor == 0
     assert s.quality_guard_active and s.quality_guard_retries == 3
     assert s.memory_flush.force_flush_transcript_bytes == 20 * 1024 * 1024
     assert CompactionSettings.from_mapping({"provider": "x"}).effective_mode == "safeguard"
     assert not CompactionSettings().quality_guard_active
     assert CompactionSettings().effective_keep_recent_tokens == 20000
-    for bad in ({"keepRecentTokens": -1}, {"keepRecentTokens": "lots"}, {"mode": "turbo"}, {"enabled": "yes"},
-                {"maxHistoryShare": 2}, {"memoryFlush": {"forceFlushTranscriptBytes": "2 parsecs"}}):
+    for bad in (
+        {"keepRecentTokens": -1},
+        {"keepRecentTokens": "lots"},
+        {"mode": "turbo"},
+        {"enabled": "yes"},
+        {"maxHistoryShare": 2},
+        {"memoryFlush": {"forceFlushTranscriptBytes": "2 parsecs"}},
+    ):
         with pytest.raises(ConfigError) as info:
             CompactionSettings.from_mapping(bad)
         assert "agents.defaults.compaction" in info.value.message
@@ -309,15 +349,29 @@ def test_estimate_fast_path_equals_counted_parts():
 
     messages = [e["message"] for e in generate_session(9, turns=30).entries if e["type"] == "message"]
     messages += [
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "abc"}, {"type": "image"},
-                                          {"type": "toolCall", "name": "x", "arguments": {"k": "ü"}}]},
-        {"role": "user", "content": [{"type": "text", "text": 5}, "stray string", {"type": "text", "text": "ok"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "abc"},
+                {"type": "image"},
+                {"type": "toolCall", "name": "x", "arguments": {"k": "ü"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": 5}, "stray string", {"type": "text", "text": "ok"}],
+        },
         {"role": "toolResult", "content": [{"type": "thinking", "thinking": "not counted for tools"}]},
         {"role": "custom", "content": "plain string content"},
         {"role": "user", "content": [{"type": "text", "text": "x" * 9}], "excludeFromContext": True},
         {"role": "user", "content": [{"type": "text", "text": "请修复登录问题 /srv/app.py"}]},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "Проверю 🎉"},
-                                          {"type": "toolCall", "name": "読む", "arguments": {"path": "/データ"}}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Проверю 🎉"},
+                {"type": "toolCall", "name": "読む", "arguments": {"path": "/データ"}},
+            ],
+        },
     ]
     for message in messages:
         assert estimate_message_tokens(message) == slow(message)
@@ -343,12 +397,17 @@ def test_context_exact_budget_counts_newest_exactly_and_estimates_the_rest():
     bounded = context_tokens(entries, tok, exact_chars=3000)
     assert bounded.method == "estimate" and bounded.estimated_tokens > 0  # D7: the figure says so
     # the newest messages (>= 3000 counted chars) are exact, every older one is its chars/4 estimate
-    split = len(entries) - next(k for k in range(1, len(entries) + 1)
-                                if sum(estimate_message_tokens(e.get("message")) * 4 for e in entries[-k:]) >= 3000)
+    split = len(entries) - next(
+        k
+        for k in range(1, len(entries) + 1)
+        if sum(estimate_message_tokens(e.get("message")) * 4 for e in entries[-k:]) >= 3000
+    )
     exact_part = sum(Tokenizer("exact").message_tokens(e) for e in entries[split:])
     estimated_part = sum(estimate_message_tokens(e.get("message")) for e in entries[:split])
     assert bounded.tokens == exact_part + estimated_part and bounded.estimated_tokens == estimated_part
-    assert bounded.estimated_messages == sum(1 for e in entries[:split] if estimate_message_tokens(e.get("message")))
+    assert bounded.estimated_messages == sum(
+        1 for e in entries[:split] if estimate_message_tokens(e.get("message"))
+    )
     assert tok.tokenized < len(entries) / 2  # the old ones were never run through the encoder
     assert bounded.to_json()["estimatedTokens"] == estimated_part
     # a decision threshold keeps counting exactly until the exact part alone exceeds it
@@ -362,7 +421,7 @@ def test_context_exact_budget_counts_newest_exactly_and_estimates_the_rest():
 def test_context_exact_budget_applies_to_the_part_after_a_usage_anchor():
     entries = generate_session(13, turns=20).entries
     anchor = max(i for i, e in enumerate(entries) if e.get("message", {}).get("usage"))
-    entries = entries[:anchor + 1] + _no_usage(generate_session(14, turns=20).entries)
+    entries = entries[: anchor + 1] + _no_usage(generate_session(14, turns=20).entries)
     count = context_tokens(entries, Tokenizer("exact"), exact_chars=2000)
     assert count.method == "usage" and count.trailing_method == "estimate" and count.estimated_tokens > 0
     full = context_tokens(entries, Tokenizer("exact"))
@@ -374,19 +433,36 @@ def test_plan_with_a_small_exact_budget_keeps_every_decision_exact():
 
     entries = _no_usage(generate_session(15, turns=60).entries)
     for keep, hard in ((3000, False), (None, True)):
-        bounded = plan_compaction(entries, keep_recent_tokens=keep, hard_checkpoint=hard, tokenizer="exact",
-                                  exact_context_chars=5000)
-        full = plan_compaction(entries, keep_recent_tokens=keep, hard_checkpoint=hard, tokenizer="exact",
-                               exact_context_chars=None)
+        bounded = plan_compaction(
+            entries,
+            keep_recent_tokens=keep,
+            hard_checkpoint=hard,
+            tokenizer="exact",
+            exact_context_chars=5000,
+        )
+        full = plan_compaction(
+            entries,
+            keep_recent_tokens=keep,
+            hard_checkpoint=hard,
+            tokenizer="exact",
+            exact_context_chars=None,
+        )
         assert bounded.first_kept_entry_id == full.first_kept_entry_id
         assert bounded.kept_tokens == full.kept_tokens and bounded.is_split_turn == full.is_split_turn
         assert bounded.tokens_before.method == "estimate" and full.tokens_before.method == "exact"
-        assert bounded.tokens_after("summary", Tokenizer("exact")) == full.tokens_after("summary", Tokenizer("exact"))
+        assert bounded.tokens_after("summary", Tokenizer("exact")) == full.tokens_after(
+            "summary", Tokenizer("exact")
+        )
     # a threshold decision: exact until the exact part passes it, so the comparison is exact
     full = plan_compaction(entries, hard_checkpoint=True, tokenizer="exact", exact_context_chars=None)
     for threshold in (full.tokens_before.tokens - 1, full.tokens_before.tokens, 500):
-        plan = plan_compaction(entries, hard_checkpoint=True, tokenizer="exact", exact_context_chars=5000,
-                               exact_min_tokens=threshold)
+        plan = plan_compaction(
+            entries,
+            hard_checkpoint=True,
+            tokenizer="exact",
+            exact_context_chars=5000,
+            exact_min_tokens=threshold,
+        )
         assert (plan.tokens_before.tokens > threshold) == (full.tokens_before.tokens > threshold)
 
 

@@ -44,11 +44,19 @@ def siblings(path: Path) -> list[str]:
 
 
 def test_findings_are_read_only_and_use_openclaw_texts():
-    raw = {"session": {"parentForkMaxTokens": 1, "maintenance": {"rotateBytes": 1, "pruneDays": 3},
-                       "resetByType": {"dm": {}}}}
+    raw = {
+        "session": {
+            "parentForkMaxTokens": 1,
+            "maintenance": {"rotateBytes": 1, "pruneDays": 3},
+            "resetByType": {"dm": {}},
+        }
+    }
     before = copy.deepcopy(raw)
     assert legacy_key_findings(raw) == [
-        ROTATE_BYTES_MESSAGE, PARENT_FORK_MAX_TOKENS_MESSAGE, PRUNE_DAYS_MESSAGE, RESET_BY_TYPE_DM_MESSAGE
+        ROTATE_BYTES_MESSAGE,
+        PARENT_FORK_MAX_TOKENS_MESSAGE,
+        PRUNE_DAYS_MESSAGE,
+        RESET_BY_TYPE_DM_MESSAGE,
     ]
     assert raw == before
     assert PARENT_FORK_MAX_TOKENS_MESSAGE == (
@@ -90,7 +98,9 @@ def test_existing_backups_are_never_overwritten(config_path):
     config_path.write_text('{"session": {"parentForkMaxTokens": 1}}')
     original = config_path.read_bytes()
 
-    assert fix_legacy_config(config_path) == ["Removed session.parentForkMaxTokens; parent fork sizing is automatic."]
+    assert fix_legacy_config(config_path) == [
+        "Removed session.parentForkMaxTokens; parent fork sizing is automatic."
+    ]
 
     assert config_path.with_name("openclaw.json.bak").read_text() == "first backup"
     assert config_path.with_name("openclaw.json.bak.1").read_text() == "second backup"
@@ -114,7 +124,9 @@ def test_missing_config_is_a_no_op(config_path):
 
 def test_prune_days_moves_to_prune_after_in_place(config_path):
     config_path.write_text('{"session": {"maintenance": {"mode": "warn", "pruneDays": 14, "maxEntries": 9}}}')
-    assert fix_legacy_config(config_path) == ["Moved session.maintenance.pruneDays → session.maintenance.pruneAfter."]
+    assert fix_legacy_config(config_path) == [
+        "Moved session.maintenance.pruneDays → session.maintenance.pruneAfter."
+    ]
     maintenance = json.loads(config_path.read_text())["session"]["maintenance"]
     assert list(maintenance.items()) == [("mode", "warn"), ("pruneAfter", 14), ("maxEntries", 9)]
     loaded = load_config(config_path)
@@ -123,22 +135,33 @@ def test_prune_days_moves_to_prune_after_in_place(config_path):
 
 def test_prune_days_removed_when_prune_after_is_set(config_path):
     config_path.write_text('{"session": {"maintenance": {"pruneAfter": "2d", "pruneDays": 14}}}')
-    assert fix_legacy_config(config_path) == ["Removed session.maintenance.pruneDays (pruneAfter already set)."]
+    assert fix_legacy_config(config_path) == [
+        "Removed session.maintenance.pruneDays (pruneAfter already set)."
+    ]
     assert json.loads(config_path.read_text())["session"]["maintenance"] == {"pruneAfter": "2d"}
 
 
 def test_reset_by_type_dm_becomes_direct(config_path):
     config_path.write_text('{"session": {"resetByType": {"dm": {"mode": "idle"}, "group": {}}}}')
     assert fix_legacy_config(config_path) == ["Moved session.resetByType.dm → session.resetByType.direct."]
-    assert json.loads(config_path.read_text())["session"]["resetByType"] == {"direct": {"mode": "idle"}, "group": {}}
+    assert json.loads(config_path.read_text())["session"]["resetByType"] == {
+        "direct": {"mode": "idle"},
+        "group": {},
+    }
 
 
 def test_every_migration_in_openclaw_order(config_path):
-    config_path.write_text(json.dumps({"session": {
-        "parentForkMaxTokens": 1,
-        "resetByType": {"dm": {}, "direct": {"mode": "daily"}},
-        "maintenance": {"rotateBytes": 1, "pruneDays": 3},
-    }}))
+    config_path.write_text(
+        json.dumps(
+            {
+                "session": {
+                    "parentForkMaxTokens": 1,
+                    "resetByType": {"dm": {}, "direct": {"mode": "daily"}},
+                    "maintenance": {"rotateBytes": 1, "pruneDays": 3},
+                }
+            }
+        )
+    )
     assert fix_legacy_config(config_path) == [
         "Moved session.maintenance.pruneDays → session.maintenance.pruneAfter.",
         "Removed session.resetByType.dm (direct already set).",
@@ -148,8 +171,10 @@ def test_every_migration_in_openclaw_order(config_path):
 
 
 def test_infinity_and_unicode_survive_the_rewrite(config_path):
-    config_path.write_text("{session: {parentForkMaxTokens: 1, writeLock: {acquireTimeoutMs: Infinity}, "
-                           "store: 'café/{agentId}'}}")
+    config_path.write_text(
+        "{session: {parentForkMaxTokens: 1, writeLock: {acquireTimeoutMs: Infinity}, "
+        "store: 'café/{agentId}'}}"
+    )
     fix_legacy_config(config_path)
     loaded = load_config(config_path)
     assert loaded.model.session.write_lock.acquire_timeout_ms == float("inf")

@@ -96,7 +96,13 @@ def test_unparseable_file_names_file_and_position(isolated_env):
 
 @pytest.mark.parametrize(
     ("text", "found"),
-    [("[1, 2]", "an array"), ('"text"', "a string"), ("42", "a number"), ("null", "null"), ("true", "a boolean")],
+    [
+        ("[1, 2]", "an array"),
+        ('"text"', "a string"),
+        ("42", "a number"),
+        ("null", "null"),
+        ("true", "a boolean"),
+    ],
 )
 def test_root_must_be_an_object(isolated_env, text, found):
     error = config_error(isolated_env, text)
@@ -161,12 +167,19 @@ def test_conformance_item_9_bad_disk_budget_is_a_config_error(isolated_env):
 def test_every_issue_is_collected(isolated_env):
     config = {
         "session": {
-            "maintenance": {"mode": "always", "pruneAfter": "30 days", "maxEntries": -3, "highWaterBytes": []},
+            "maintenance": {
+                "mode": "always",
+                "pruneAfter": "30 days",
+                "maxEntries": -3,
+                "highWaterBytes": [],
+            },
             "writeLock": {"staleMs": 2.5},
             "reset": {"atHour": 25},
             "dmScope": "everyone",
         },
-        "agents": {"defaults": {"compaction": {"keepRecentTokens": "lots", "memoryFlush": {"enabled": "yes"}}}},
+        "agents": {
+            "defaults": {"compaction": {"keepRecentTokens": "lots", "memoryFlush": {"enabled": "yes"}}}
+        },
         "cron": {"sessionRetention": True},
         "gateway": {"port": "18789"},
     }
@@ -185,11 +198,15 @@ def test_every_issue_is_collected(isolated_env):
         "cron.sessionRetention",
         "gateway.port",
     }
-    assert by_path["session.maintenance.mode"] == '"always" (expected one of "enforce", "warn"). Example: "enforce"'
+    assert (
+        by_path["session.maintenance.mode"]
+        == '"always" (expected one of "enforce", "warn"). Example: "enforce"'
+    )
     # the value once, then what a duration looks like (days included), then this key's example
     assert by_path["session.maintenance.pruneAfter"] == (
         '"30 days" (not a duration: use a number with ms, s, m, h or d, such as 30s, 5m, 2h, 30d or 1h30m). '
-        'Example: "30d"')
+        'Example: "30d"'
+    )
     assert by_path["session.maintenance.pruneAfter"].endswith('Example: "30d"')
     assert by_path["session.maintenance.maxEntries"] == "-3 (must be positive). Example: 500"
     assert by_path["session.writeLock.staleMs"] == "2.5 (expected an integer). Example: 1800000"
@@ -243,21 +260,27 @@ def test_blank_duration_and_size_mean_unset(isolated_env):
 
 
 def test_null_means_unset(isolated_env):
-    loaded = load(isolated_env, '{"session": {"maintenance": null, "writeLock": {"staleMs": null}}, "cron": null}')
+    loaded = load(
+        isolated_env, '{"session": {"maintenance": null, "writeLock": {"staleMs": null}}, "cron": null}'
+    )
     assert loaded.valid
     assert maintenance_settings(loaded).max_entries == 500
     assert loaded.model.session.write_lock.stale_ms is None
 
 
 def test_section_of_the_wrong_type(isolated_env):
-    error = config_error(isolated_env, '{"session": {"maintenance": "enforce"}, "agents": {"list": {"id": "x"}}}')
+    error = config_error(
+        isolated_env, '{"session": {"maintenance": "enforce"}, "agents": {"list": {"id": "x"}}}'
+    )
     by_path = {issue["path"]: issue["message"] for issue in error.issues}
     assert by_path["session.maintenance"].startswith('"enforce" (expected an object). Example: {')
     assert by_path["agents.list"].startswith('{"id": "x"} (expected an array)')
 
 
 def test_agent_list_entries_need_an_id(isolated_env):
-    error = config_error(isolated_env, '{"agents": {"list": [{"id": "main"}, {"default": true}, {"id": "  "}]}}')
+    error = config_error(
+        isolated_env, '{"agents": {"list": [{"id": "main"}, {"default": true}, {"id": "  "}]}}'
+    )
     assert error.issues == [
         {"path": "agents.list[1].id", "message": 'required key is missing. Example: "main"'},
         {"path": "agents.list[2].id", "message": '"  " (must not be blank). Example: "main"'},
@@ -300,10 +323,15 @@ def test_unknown_keys_outside_modelled_sections_are_ignored(isolated_env):
             {
                 "channels": {"telegram": {"botToken": "x"}},
                 "skills": {"entries": {"a": {"enabled": False}}},
-                "session": {"sendPolicy": {"default": "allow"}, "threadBindings": {"enabled": True},
-                            "writeLock": {"someday": 1}},
-                "agents": {"defaults": {"workspace": "~/w", "heartbeat": {"every": "1h"}},
-                           "entries": {"main": {"workspace": "~/w", "tools": {}}}},
+                "session": {
+                    "sendPolicy": {"default": "allow"},
+                    "threadBindings": {"enabled": True},
+                    "writeLock": {"someday": 1},
+                },
+                "agents": {
+                    "defaults": {"workspace": "~/w", "heartbeat": {"every": "1h"}},
+                    "entries": {"main": {"workspace": "~/w", "tools": {}}},
+                },
                 "gateway": {"controlUi": {"enabled": True}},
                 "meta": {"lastTouchedVersion": "2026.9.6"},
             }
@@ -318,7 +346,9 @@ def test_unknown_keys_in_maintenance_and_compaction_are_warnings(isolated_env):
         json.dumps(
             {
                 "session": {"maintenance": {"pruneAftr": "7d", "coldStorage": {"enabled": True}}},
-                "agents": {"defaults": {"compaction": {"keepRecent": 1, "memoryFlush": {"softThreshold": 1}}}},
+                "agents": {
+                    "defaults": {"compaction": {"keepRecent": 1, "memoryFlush": {"softThreshold": 1}}}
+                },
             }
         ),
     )
@@ -347,7 +377,9 @@ def test_legacy_keys_are_warnings_with_openclaw_texts(isolated_env):
 def test_prune_days_is_a_legacy_alias(isolated_env):
     loaded = load(isolated_env, '{"session": {"maintenance": {"pruneDays": 7}}}')
     assert maintenance_settings(loaded).prune_after_ms == 7 * 86_400_000
-    assert loaded.warnings == ['session.maintenance.pruneDays was renamed to pruneAfter. Run "openclaw doctor --fix".']
+    assert loaded.warnings == [
+        'session.maintenance.pruneDays was renamed to pruneAfter. Run "openclaw doctor --fix".'
+    ]
     both = load(isolated_env, '{"session": {"maintenance": {"pruneDays": 7, "pruneAfter": "2d"}}}')
     assert maintenance_settings(both).prune_after_ms == 2 * 86_400_000
 

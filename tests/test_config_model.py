@@ -37,8 +37,11 @@ def _camel(attr: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-SECTIONS = [cls for cls in vars(m).values() if isinstance(cls, type) and issubclass(cls, m._Section)
-            and cls is not m._Section]
+SECTIONS = [
+    cls
+    for cls in vars(m).values()
+    if isinstance(cls, type) and issubclass(cls, m._Section) and cls is not m._Section
+]
 
 
 @pytest.mark.parametrize("cls", SECTIONS, ids=lambda cls: cls.__name__)
@@ -50,16 +53,32 @@ def test_field_tables_map_camel_case_keys_to_snake_case_attributes(cls):
 
 
 def test_warned_key_sets_are_the_modelled_keys():
-    expected = {"mode", "pruneAfter", "pruneDays", "maxEntries", "resetArchiveRetention", "maxDiskBytes",
-                "highWaterBytes", "archiveDashboardAfter", "preserveRecent", "rotateBytes"}  # + the 2026.9.6 keys (D23)
+    expected = {
+        "mode",
+        "pruneAfter",
+        "pruneDays",
+        "maxEntries",
+        "resetArchiveRetention",
+        "maxDiskBytes",
+        "highWaterBytes",
+        "archiveDashboardAfter",
+        "preserveRecent",
+        "rotateBytes",
+    }  # + the 2026.9.6 keys (D23)
     assert expected == m.MAINTENANCE_KEYS
     assert "memoryFlush" in m.COMPACTION_KEYS and "keepRecentTokens" in m.COMPACTION_KEYS
     assert len(m.COMPACTION_KEYS) == 20
     nested = {
         "qualityGuard": {"enabled", "maxRetries"},
         "midTurnPrecheck": {"enabled"},
-        "memoryFlush": {"enabled", "model", "softThresholdTokens", "forceFlushTranscriptBytes", "prompt",
-                        "systemPrompt"},
+        "memoryFlush": {
+            "enabled",
+            "model",
+            "softThresholdTokens",
+            "forceFlushTranscriptBytes",
+            "prompt",
+            "systemPrompt",
+        },
     }
     assert nested == m.COMPACTION_NESTED_KEYS
 
@@ -90,8 +109,10 @@ def test_sections_are_immutable():
 
 
 def test_equality_repr_copy_and_pickle():
-    raw = {"session": {"maintenance": {"pruneAfter": "2d"}, "resetByType": {"group": {"mode": "idle"}}},
-           "agents": {"list": [{"id": "ops", "model": {"primary": "a/b"}}]}}
+    raw = {
+        "session": {"maintenance": {"pruneAfter": "2d"}, "resetByType": {"group": {"mode": "idle"}}},
+        "agents": {"list": [{"id": "ops", "model": {"primary": "a/b"}}]},
+    }
     one = validate_config(raw, CONFIG).model
     two = validate_config(copy.deepcopy(raw), CONFIG).model
     assert one == two and one != m.OpenClawConfig()
@@ -122,7 +143,10 @@ def test_camel_case_key_wins_over_attribute_name():
     assert model.session.maintenance.max_entries == 9
     model = validate_config({"agents": {"agent_list": [{"id": "x"}]}}, CONFIG).model
     assert [a.id for a in model.agents.agent_list] == ["x"]
-    assert issues_of({"session": {"maintenance": {"max_entries": -1}}})[0]["path"] == "session.maintenance.max_entries"
+    assert (
+        issues_of({"session": {"maintenance": {"max_entries": -1}}})[0]["path"]
+        == "session.maintenance.max_entries"
+    )
 
 
 def test_nulls_inside_sections_mean_unset_but_null_entries_are_errors():
@@ -138,7 +162,10 @@ def test_nulls_inside_sections_mean_unset_but_null_entries_are_errors():
 def test_issues_come_in_field_order_with_paths():
     raw = {
         "gateway": {"port": 0},
-        "agents": {"entries": {"ops": {"contextTokens": -1}, "bad": 3}, "list": [{"id": "a", "default": "yes"}]},
+        "agents": {
+            "entries": {"ops": {"contextTokens": -1}, "bad": 3},
+            "list": [{"id": "a", "default": "yes"}],
+        },
         "session": {"writeLock": {"staleMs": "1"}, "maintenance": {"mode": 1}},
     }
     assert [i["path"] for i in issues_of(raw)] == [
@@ -152,11 +179,19 @@ def test_issues_come_in_field_order_with_paths():
 
 
 def test_lenient_load_drops_bad_entries_and_keeps_good_ones():
-    raw = {"agents": {"entries": {"ops": {"default": True}, "bad": 3}, "list": [7, {"id": "w", "contextTokens": 0}]},
-           "session": {"resetByChannel": {"discord": "daily", "slack": {"mode": "idle"}}}}
+    raw = {
+        "agents": {
+            "entries": {"ops": {"default": True}, "bad": 3},
+            "list": [7, {"id": "w", "contextTokens": 0}],
+        },
+        "session": {"resetByChannel": {"discord": "daily", "slack": {"mode": "idle"}}},
+    }
     loaded = validate_config(raw, CONFIG, strict=False)
     assert [e["path"] for e in loaded.errors] == [
-        "session.resetByChannel.discord", "agents.entries.bad", "agents.list[0]", "agents.list[1].contextTokens"
+        "session.resetByChannel.discord",
+        "agents.entries.bad",
+        "agents.list[0]",
+        "agents.list[1].contextTokens",
     ]
     model = loaded.model
     assert list(model.agents.entries) == ["ops"]
@@ -166,7 +201,9 @@ def test_lenient_load_drops_bad_entries_and_keeps_good_ones():
 
 def test_non_string_keys_from_python_callers_are_issues():
     found = issues_of({"session": {"resetByType": {1: {"mode": "idle"}, "group": {"mode": "idle"}}}})
-    assert found == [{"path": "session.resetByType[1].[key]", "message": "1 (Input should be a valid string)"}]
+    assert found == [
+        {"path": "session.resetByType[1].[key]", "message": "1 (Input should be a valid string)"}
+    ]
 
 
 def test_python_sequences_are_accepted_for_agent_lists():
@@ -185,7 +222,9 @@ def test_root_that_is_not_an_object_is_one_issue():
 
 def test_huge_integer_for_a_fraction_is_an_issue(isolated_env):
     # math.isfinite() overflows on a 400-digit integer (JSON5 parses it exactly); it used to crash.
-    isolated_env["config"].write_text("{agents: {defaults: {compaction: {maxHistoryShare: 1" + "0" * 400 + "}}}}")
+    isolated_env["config"].write_text(
+        "{agents: {defaults: {compaction: {maxHistoryShare: 1" + "0" * 400 + "}}}}"
+    )
     with pytest.raises(ConfigError) as info:
         load_config(isolated_env["config"])
     assert info.value.issues[0]["path"] == "agents.defaults.compaction.maxHistoryShare"
@@ -198,26 +237,41 @@ def test_deeply_nested_bad_value_is_reported_not_a_traceback():
     for _ in range(5000):
         deep = [deep]
     found = issues_of({"session": {"maintenance": {"maxEntries": deep}}})
-    assert found == [{"path": "session.maintenance.maxEntries",
-                      "message": "<list> (expected an integer, got an array). Example: 500"}]
+    assert found == [
+        {
+            "path": "session.maintenance.maxEntries",
+            "message": "<list> (expected an integer, got an array). Example: 500",
+        }
+    ]
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=12) | st.sampled_from(["30d", "2gb", "Infinity", "enforce", "daily", "", "1h30m"]),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["30d", "2gb", "Infinity", "enforce", "daily", "", "1h30m"]),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
     max_leaves=8,
 )
 PATHS = [
     (*prefix, key)
     for prefix, cls in [
-        (("session", "maintenance"), m.MaintenanceConfig), (("session", "writeLock"), m.WriteLockConfig),
-        (("session",), m.SessionConfig), (("session", "resetByType", "group"), m.ResetConfig),
+        (("session", "maintenance"), m.MaintenanceConfig),
+        (("session", "writeLock"), m.WriteLockConfig),
+        (("session",), m.SessionConfig),
+        (("session", "resetByType", "group"), m.ResetConfig),
         (("agents", "defaults", "compaction"), m.CompactionConfig),
         (("agents", "defaults", "compaction", "memoryFlush"), m.MemoryFlushConfig),
-        (("agents", "defaults"), m.AgentDefaultsConfig), (("agents",), m.AgentsConfig),
-        (("agents", "entries", "ops"), m.AgentEntryConfig), (("cron",), m.CronConfig),
-        (("gateway",), m.GatewayConfig), (("gateway", "auth"), m.GatewayAuthConfig),
+        (("agents", "defaults"), m.AgentDefaultsConfig),
+        (("agents",), m.AgentsConfig),
+        (("agents", "entries", "ops"), m.AgentEntryConfig),
+        (("cron",), m.CronConfig),
+        (("gateway",), m.GatewayConfig),
+        (("gateway", "auth"), m.GatewayAuthConfig),
     ]
     for key in sorted(cls.keys())
 ]
@@ -285,19 +339,28 @@ def _probe(config: Path, text: str | None) -> dict:
     return json.loads(result.stdout)
 
 
-LAZY_SETTINGS = {"openclaw_cli.config.resolve_compaction", "openclaw_cli.config.resolve_cron",
-                 "openclaw_cli.config.resolve_reset", "openclaw_cli.config.resolve_gateway"}
+LAZY_SETTINGS = {
+    "openclaw_cli.config.resolve_compaction",
+    "openclaw_cli.config.resolve_cron",
+    "openclaw_cli.config.resolve_reset",
+    "openclaw_cli.config.resolve_gateway",
+}
 
 
 def test_missing_config_loads_no_parser_and_no_validation_machinery(isolated_env):
     found = _probe(isolated_env["config"], None)
     # The defaults object needs the section classes, nothing else: no parser, no warnings rules.
-    assert found == {"loaded": ["openclaw_cli.config.model", "openclaw_cli.config.units"], "max_entries": 500,
-                     "exists": False}
+    assert found == {
+        "loaded": ["openclaw_cli.config.model", "openclaw_cli.config.units"],
+        "max_entries": 500,
+        "exists": False,
+    }
 
 
 def test_plain_json_config_loads_neither_pydantic_nor_json5(isolated_env):
-    found = _probe(isolated_env["config"], '{"session": {"maintenance": {"mode": "enforce", "maxEntries": 5000}}}')
+    found = _probe(
+        isolated_env["config"], '{"session": {"maintenance": {"mode": "enforce", "maxEntries": 5000}}}'
+    )
     loaded = set(found["loaded"])
     assert {"orjson", "openclaw_cli.config.model", "openclaw_cli.config.legacy_keys"} <= loaded
     assert not loaded & {"pydantic", "json5", "typing", "openclaw_cli.config.examples", *LAZY_SETTINGS}
@@ -312,11 +375,14 @@ def test_json5_config_loads_json5_only(isolated_env):
 
 def test_invalid_config_loads_the_examples_but_not_pydantic(isolated_env):
     isolated_env["config"].write_text('{"session": {"maintenance": {"maxEntries": 0}}}')
-    code = ("import sys\nfrom openclaw_cli.config import load_config\nfrom openclaw_cli.errors import ConfigError\n"
-            "try:\n    load_config(sys.argv[1])\nexcept ConfigError as e:\n    print(e.issues[0]['message'])\n"
-            "print('pydantic' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code, str(isolated_env["config"])], capture_output=True,
-                            text=True, timeout=60)
+    code = (
+        "import sys\nfrom openclaw_cli.config import load_config\nfrom openclaw_cli.errors import ConfigError\n"
+        "try:\n    load_config(sys.argv[1])\nexcept ConfigError as e:\n    print(e.issues[0]['message'])\n"
+        "print('pydantic' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(isolated_env["config"])], capture_output=True, text=True, timeout=60
+    )
     assert result.stdout.splitlines() == ["0 (must be positive). Example: 500", "False"]
 
 
@@ -339,5 +405,8 @@ def test_lazy_names_resolve_from_the_package():
         _ = config.no_such_name
     with pytest.raises(AttributeError):
         _ = resolve.no_such_name
-    assert math.isinf(config.write_lock_settings({"session": {"writeLock": {"acquireTimeoutMs": "Infinity"}}},
-                                                 env={}).acquire_timeout_ms)
+    assert math.isinf(
+        config.write_lock_settings(
+            {"session": {"writeLock": {"acquireTimeoutMs": "Infinity"}}}, env={}
+        ).acquire_timeout_ms
+    )

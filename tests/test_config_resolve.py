@@ -109,8 +109,20 @@ def test_other_maintenance_keys():
 
 @pytest.mark.parametrize(
     ("max_entries", "expected"),
-    [(2, 3), (50, 75), (500, 550), (1, 2), (49, 50), (1000, 1100), (5000, 5500), (0, 1), (-5, 1), (True, 1),
-     (2.0, 1), (2**53, 1)],
+    [
+        (2, 3),
+        (50, 75),
+        (500, 550),
+        (1, 2),
+        (49, 50),
+        (1000, 1100),
+        (5000, 5500),
+        (0, 1),
+        (-5, 1),
+        (True, 1),
+        (2.0, 1),
+        (2**53, 1),
+    ],
 )
 def test_high_water_entries(max_entries, expected):
     assert high_water_entries(max_entries) == expected
@@ -122,7 +134,11 @@ def test_high_water_entries(max_entries, expected):
 
 def test_write_lock_defaults():
     settings = write_lock_settings(None, env={})
-    assert (settings.acquire_timeout_ms, settings.stale_ms, settings.max_hold_ms) == (60_000, 1_800_000, 300_000)
+    assert (settings.acquire_timeout_ms, settings.stale_ms, settings.max_hold_ms) == (
+        60_000,
+        1_800_000,
+        300_000,
+    )
 
 
 def test_write_lock_config_values():
@@ -151,8 +167,10 @@ def test_invalid_env_values_fall_through_to_config(bad):
 
 
 def test_infinity_only_for_acquire_timeout():
-    env = {"OPENCLAW_SESSION_WRITE_LOCK_ACQUIRE_TIMEOUT_MS": "Infinity",
-           "OPENCLAW_SESSION_WRITE_LOCK_STALE_MS": "Infinity"}
+    env = {
+        "OPENCLAW_SESSION_WRITE_LOCK_ACQUIRE_TIMEOUT_MS": "Infinity",
+        "OPENCLAW_SESSION_WRITE_LOCK_STALE_MS": "Infinity",
+    }
     settings = write_lock_settings(None, env=env)
     assert settings.acquire_timeout_ms == math.inf
     assert settings.stale_ms == 1_800_000
@@ -162,8 +180,12 @@ def test_infinity_in_config(isolated_env):
     isolated_env["config"].write_text("{session: {writeLock: {acquireTimeoutMs: Infinity}}}")
     loaded = load_config(isolated_env["config"])
     assert write_lock_settings(loaded, env={}).acquire_timeout_ms == math.inf
-    assert write_lock_settings(cfg(session={"writeLock": {"acquireTimeoutMs": "Infinity"}}), env={}).acquire_timeout_ms \
+    assert (
+        write_lock_settings(
+            cfg(session={"writeLock": {"acquireTimeoutMs": "Infinity"}}), env={}
+        ).acquire_timeout_ms
         == math.inf
+    )
     with pytest.raises(ConfigError, match="session.writeLock.staleMs"):
         cfg(session={"writeLock": {"staleMs": "Infinity"}})
     with pytest.raises(ConfigError, match="session.writeLock.maxHoldMs"):
@@ -194,19 +216,41 @@ def test_compaction_defaults_profile_l():
     assert (s.max_history_share, s.recent_turns_preserve, s.identifier_policy) == (0.5, 3, "strict")
     assert (s.quality_guard_enabled, s.quality_guard_max_retries) == (True, 1)
     assert (s.truncate_after_compaction, s.max_active_transcript_bytes, s.mid_turn_precheck_enabled) == (
-        False, None, False)
+        False,
+        None,
+        False,
+    )
     assert (s.notify_user, s.timeout_seconds, s.post_compaction_sections) == (False, 180, None)
     mf = s.memory_flush
     assert (mf.enabled, mf.soft_threshold_tokens, mf.force_flush_transcript_bytes, mf.model) == (
-        True, 4000, 2_097_152, None)
+        True,
+        4000,
+        2_097_152,
+        None,
+    )
 
 
 def test_compaction_configured():
-    s = compaction_settings(cfg(agents={"defaults": {"compaction": {
-        "keepRecentTokens": 8000, "reserveTokensFloor": 0, "maxActiveTranscriptBytes": "20mb",
-        "postCompactionSections": ["Decisions"], "qualityGuard": {"maxRetries": 3},
-        "memoryFlush": {"forceFlushTranscriptBytes": "0", "softThresholdTokens": 8000, "model": "openai/x"},
-    }}}))
+    s = compaction_settings(
+        cfg(
+            agents={
+                "defaults": {
+                    "compaction": {
+                        "keepRecentTokens": 8000,
+                        "reserveTokensFloor": 0,
+                        "maxActiveTranscriptBytes": "20mb",
+                        "postCompactionSections": ["Decisions"],
+                        "qualityGuard": {"maxRetries": 3},
+                        "memoryFlush": {
+                            "forceFlushTranscriptBytes": "0",
+                            "softThresholdTokens": 8000,
+                            "model": "openai/x",
+                        },
+                    }
+                }
+            }
+        )
+    )
     assert (s.keep_recent_tokens, s.keep_recent_tokens_explicit, s.reserve_tokens_floor) == (8000, True, 0)
     assert s.max_active_transcript_bytes == 20 * 1024**2
     assert s.post_compaction_sections == ("Decisions",)
@@ -216,8 +260,14 @@ def test_compaction_configured():
 
 
 def test_provider_forces_safeguard_mode():
-    assert compaction_settings(cfg(agents={"defaults": {"compaction": {"provider": "mine"}}})).mode == "safeguard"
-    assert compaction_settings(cfg(agents={"defaults": {"compaction": {"mode": "safeguard"}}})).mode == "safeguard"
+    assert (
+        compaction_settings(cfg(agents={"defaults": {"compaction": {"provider": "mine"}}})).mode
+        == "safeguard"
+    )
+    assert (
+        compaction_settings(cfg(agents={"defaults": {"compaction": {"mode": "safeguard"}}})).mode
+        == "safeguard"
+    )
     assert compaction_settings(cfg(agents={"defaults": {"compaction": {"provider": " "}}})).mode == "default"
 
 
@@ -232,8 +282,10 @@ def test_provider_forces_safeguard_mode():
         ({"identifierPolicy": "loose"}, "agents.defaults.compaction.identifierPolicy"),
         ({"mode": "aggressive"}, "agents.defaults.compaction.mode"),
         ({"postCompactionSections": "Decisions"}, "agents.defaults.compaction.postCompactionSections"),
-        ({"memoryFlush": {"forceFlushTranscriptBytes": "2 mb"}},
-         "agents.defaults.compaction.memoryFlush.forceFlushTranscriptBytes"),
+        (
+            {"memoryFlush": {"forceFlushTranscriptBytes": "2 mb"}},
+            "agents.defaults.compaction.memoryFlush.forceFlushTranscriptBytes",
+        ),
     ],
 )
 def test_invalid_compaction_values(compaction, path):
@@ -244,11 +296,16 @@ def test_invalid_compaction_values(compaction, path):
 
 def test_context_tokens_and_model_defaults():
     assert context_tokens_default(None) is None and default_model(None) is None
-    config = cfg(agents={
-        "defaults": {"contextTokens": 128_000, "model": {"primary": "openai/gpt-5", "fallbacks": ["x/y"]}},
-        "entries": {"Ops": {"model": "anthropic/claude"}},
-        "list": [{"id": "writer", "model": "google/gemini"}],
-    })
+    config = cfg(
+        agents={
+            "defaults": {
+                "contextTokens": 128_000,
+                "model": {"primary": "openai/gpt-5", "fallbacks": ["x/y"]},
+            },
+            "entries": {"Ops": {"model": "anthropic/claude"}},
+            "list": [{"id": "writer", "model": "google/gemini"}],
+        }
+    )
     assert context_tokens_default(config) == 128_000
     assert default_model(config) == "openai/gpt-5"
     assert default_model(config, "ops") == "anthropic/claude"
@@ -262,12 +319,23 @@ def test_context_tokens_and_model_defaults():
 
 def test_cron_defaults():
     s = cron_settings(None)
-    assert (s.session_retention_ms, s.run_log_keep_lines, s.run_log_max_bytes) == (86_400_000, 2000, 2_000_000)
+    assert (s.session_retention_ms, s.run_log_keep_lines, s.run_log_max_bytes) == (
+        86_400_000,
+        2000,
+        2_000_000,
+    )
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("24", 86_400_000), (48, 172_800_000), ("30m", 1_800_000), ("1d", 86_400_000), (False, None), ("0h", None)],
+    [
+        ("24", 86_400_000),
+        (48, 172_800_000),
+        ("30m", 1_800_000),
+        ("1d", 86_400_000),
+        (False, None),
+        ("0h", None),
+    ],
 )
 def test_cron_session_retention(value, expected):
     assert cron_settings(cfg(cron={"sessionRetention": value})).session_retention_ms == expected
@@ -295,12 +363,14 @@ def test_legacy_idle_minutes_alone_means_idle_mode():
 
 
 def test_reset_base_type_and_channel_overrides():
-    config = cfg(session={
-        "reset": {"mode": "daily", "atHour": 6},
-        "resetByType": {"group": {"mode": "idle", "idleMinutes": 120}, "dm": {"atHour": 2}},
-        "resetByChannel": {"discord": {"mode": "idle", "idleMinutes": 10080}},
-        "idleMinutes": 30,
-    })
+    config = cfg(
+        session={
+            "reset": {"mode": "daily", "atHour": 6},
+            "resetByType": {"group": {"mode": "idle", "idleMinutes": 120}, "dm": {"atHour": 2}},
+            "resetByChannel": {"discord": {"mode": "idle", "idleMinutes": 10080}},
+            "idleMinutes": 30,
+        }
+    )
     assert reset_settings(config) == reset_settings(config, "thread")
     base = reset_settings(config)
     assert (base.mode, base.at_hour, base.idle_minutes) == ("daily", 6, 30)
@@ -324,7 +394,13 @@ def test_dm_scope():
 def test_gateway_defaults():
     s = gateway_settings(None, env={})
     assert (s.port, s.port_source, s.bind, s.mode, s.auth_mode, s.token) == (
-        18789, "default", "loopback", "local", None, None)
+        18789,
+        "default",
+        "loopback",
+        "local",
+        None,
+        None,
+    )
 
 
 def test_gateway_port_env_overrides_config():
@@ -375,10 +451,12 @@ def test_empty_roster_is_main():
 
 
 def test_roster_from_entries_and_list():
-    config = cfg(agents={
-        "entries": {"Main": {}, "Work Bot": {"name": "Work"}},
-        "list": [{"id": "ops"}, {"id": "MAIN"}, {"id": "research", "default": True}],
-    })
+    config = cfg(
+        agents={
+            "entries": {"Main": {}, "Work Bot": {"name": "Work"}},
+            "list": [{"id": "ops"}, {"id": "MAIN"}, {"id": "research", "default": True}],
+        }
+    )
     assert configured_agent_ids(config) == ["main", "work-bot", "ops", "research"]
     assert default_agent_id(config) == "research"
 

@@ -119,7 +119,15 @@ def test_byte_size_errors_have_openclaw_messages(value, message):
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(30, "30"), (1.5, "1.5"), (2.0, "2"), (True, "true"), (float("inf"), "Infinity"), (1e21, "1e+21"), (1e-7, "1e-7")],
+    [
+        (30, "30"),
+        (1.5, "1.5"),
+        (2.0, "2"),
+        (True, "true"),
+        (float("inf"), "Infinity"),
+        (1e21, "1e+21"),
+        (1e-7, "1e-7"),
+    ],
 )
 def test_numbers_are_stringified_like_javascript(value, text):
     assert js_string(value) == text

@@ -24,27 +24,52 @@ ROOT = Path(__file__).resolve().parent.parent
 CODES = {int(c) for c in ExitCode}
 
 EVERY_COMMAND = [
-    ["sessions", "--json"], ["sessions"], ["sessions", "--all-agents", "--json"],
-    ["sessions", "tail", "--session-key", "{key}", "--json"], ["sessions", "tail", "--session-key", "{key}", "--context"],
-    ["status", "--json", "--no-probe"], ["status", "--no-probe"], ["doctor"], ["doctor", "--json"],
-    *[["doctor", "--session-sqlite", mode, "--session-sqlite-all-agents", "--json"]
-      for mode in ("dry-run", "validate", "inspect", "import", "compact", "restore", "recover")],
-    ["sessions", "cleanup", "--dry-run", "--json"], ["sessions", "cleanup", "--enforce", "--json"],
-    ["cleanup", "--dry-run"], ["compact", "{key}", "--dry-run", "--json", "--tokenizer", "estimate"],
-    ["compact", "{key}", "--json", "--tokenizer", "estimate"], ["compact", "--over-threshold", "--dry-run", "--json"],
-    ["agents", "list", "--json"], ["agents", "delete", "main", "--force", "--json"], ["doctor", "--fix", "--json"],
+    ["sessions", "--json"],
+    ["sessions"],
+    ["sessions", "--all-agents", "--json"],
+    ["sessions", "tail", "--session-key", "{key}", "--json"],
+    ["sessions", "tail", "--session-key", "{key}", "--context"],
+    ["status", "--json", "--no-probe"],
+    ["status", "--no-probe"],
+    ["doctor"],
+    ["doctor", "--json"],
+    *[
+        ["doctor", "--session-sqlite", mode, "--session-sqlite-all-agents", "--json"]
+        for mode in ("dry-run", "validate", "inspect", "import", "compact", "restore", "recover")
+    ],
+    ["sessions", "cleanup", "--dry-run", "--json"],
+    ["sessions", "cleanup", "--enforce", "--json"],
+    ["cleanup", "--dry-run"],
+    ["compact", "{key}", "--dry-run", "--json", "--tokenizer", "estimate"],
+    ["compact", "{key}", "--json", "--tokenizer", "estimate"],
+    ["compact", "--over-threshold", "--dry-run", "--json"],
+    ["agents", "list", "--json"],
+    ["agents", "delete", "main", "--force", "--json"],
+    ["doctor", "--fix", "--json"],
 ]
-NASTY = ["store-bom/sessions", "store-invalid-utf8/sessions", "store-deep/sessions", "updatedAt-1e400/sessions",
-         "key-surrogate/sessions", "label-surrogate/sessions", "line-invalid-utf8/tail", "db-garbage/sessions",
-         "fs-sessions-loop/sessions", "config-not-json5/sessions"]
+NASTY = [
+    "store-bom/sessions",
+    "store-invalid-utf8/sessions",
+    "store-deep/sessions",
+    "updatedAt-1e400/sessions",
+    "key-surrogate/sessions",
+    "label-surrogate/sessions",
+    "line-invalid-utf8/tail",
+    "db-garbage/sessions",
+    "fs-sessions-loop/sessions",
+    "config-not-json5/sessions",
+]
 
 
 def read_only(cmd: list[str]) -> bool:
     if "--dry-run" in cmd or cmd[0] in ("status", "--help") or cmd[:2] == ["agents", "list"]:
         return True
     if cmd[0] == "doctor":
-        return "--session-sqlite" not in cmd and "--fix" not in cmd or any(
-            m in cmd for m in ("dry-run", "validate", "inspect"))
+        return (
+            "--session-sqlite" not in cmd
+            and "--fix" not in cmd
+            or any(m in cmd for m in ("dry-run", "validate", "inspect"))
+        )
     return cmd[0] == "sessions" and "cleanup" not in cmd
 
 
@@ -52,22 +77,44 @@ def read_only(cmd: list[str]) -> bool:
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("corpus-base")
     state = root / "home" / "state"
-    subprocess.run([sys.executable, str(ROOT.parent / "shared" / "tools" / "gen_legacy_store.py"), str(state), "8",
-                    "0.05", "31", "--now-ms", "1796000000000", "--cron-key-style", "canonical"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT.parent / "shared" / "tools" / "gen_legacy_store.py"),
+            str(state),
+            "8",
+            "0.05",
+            "31",
+            "--now-ms",
+            "1796000000000",
+            "--cron-key-style",
+            "canonical",
+        ],
+        check=True,
+        capture_output=True,
+    )
     imported = root / "imported"
     shutil.copytree(state.parent, imported)
-    assert cs.invoke(["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents"],
-                     imported / "state")[0] == 0
+    assert (
+        cs.invoke(
+            ["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents"], imported / "state"
+        )[0]
+        == 0
+    )
     shutil.copy(imported / "state" / cs.DB, state.parent / "ours.sqlite")
     shutil.rmtree(imported)
     return state
 
 
-def check_house_rules(args: list[str], code: int, stdout: str, stderr: str, exc: BaseException | None) -> None:
+def check_house_rules(
+    args: list[str], code: int, stdout: str, stderr: str, exc: BaseException | None
+) -> None:
     assert exc is None, f"an exception escaped: {exc!r}"
     assert code in CODES, code
-    assert "Traceback" not in stdout + stderr and "internal_error" not in stdout, (stdout[-600:], stderr[-600:])
+    assert "Traceback" not in stdout + stderr and "internal_error" not in stdout, (
+        stdout[-600:],
+        stderr[-600:],
+    )
     if "--json" in args and "--help" not in args:
         json.loads(stdout)  # exactly one JSON document
 

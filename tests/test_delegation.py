@@ -27,9 +27,17 @@ from openclaw_cli.errors import ExitCode, GatewayCredentialsRequiredError, Gatew
 from openclaw_cli.paths import resolve_paths
 
 TOKEN = "secret-token"
-SERVED_CLEANUP = {"agentId": "main", "storePath": "/gateway/agents/main/agent/openclaw-agent.sqlite",
-                  "mode": "enforce", "dryRun": False, "beforeCount": 3, "afterCount": 2, "applied": True,
-                  "appliedCount": 2, "unreferencedArtifacts": {"removedFiles": 1}}
+SERVED_CLEANUP = {
+    "agentId": "main",
+    "storePath": "/gateway/agents/main/agent/openclaw-agent.sqlite",
+    "mode": "enforce",
+    "dryRun": False,
+    "beforeCount": 3,
+    "afterCount": 2,
+    "applied": True,
+    "appliedCount": 2,
+    "unreferencedArtifacts": {"removedFiles": 1},
+}
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +69,7 @@ def cleanup_responder(document):
             send_event("sessions.changed", {"reason": "cleanup", "ts": 1})
             return ("ok", document)
         return ("error", {"code": "INVALID_REQUEST", "message": f"unknown method: {method}"})
+
     return respond
 
 
@@ -71,15 +80,19 @@ def test_nothing_listens_returns_none_and_says_so(state_dir, stale_store):
     port = free_port()
     configure(state_dir, port)
     hints: list[str] = []
-    result = delegate("sessions.cleanup", {"enforce": True, "agent": None}, None, paths=resolve_paths(),
-                      hint=hints.append)
+    result = delegate(
+        "sessions.cleanup", {"enforce": True, "agent": None}, None, paths=resolve_paths(), hint=hints.append
+    )
     assert result is None
     assert hints == [f"No Gateway is listening at ws://127.0.0.1:{port}; ran locally."]
 
 
 def test_nothing_listens_without_credentials_is_not_an_error(state_dir):
     configure(state_dir, free_port(), token=None)
-    assert delegate("sessions.cleanup", {"enforce": True}, None, paths=resolve_paths(), hint=lambda _: None) is None
+    assert (
+        delegate("sessions.cleanup", {"enforce": True}, None, paths=resolve_paths(), hint=lambda _: None)
+        is None
+    )
 
 
 def test_local_only_requests_never_touch_the_network(state_dir):
@@ -93,16 +106,28 @@ def test_local_only_requests_never_touch_the_network(state_dir):
 def test_gateway_result_is_returned_with_wire_params(state_dir):
     with FakeGateway(respond=cleanup_responder(SERVED_CLEANUP)) as fake:
         configure(state_dir, fake.port)
-        params = given(agent=None, allAgents=False, enforce=True, activeKey=None, fixMissing=False,
-                       fixDmScope=False, dryRun=False, store=None)
+        params = given(
+            agent=None,
+            allAgents=False,
+            enforce=True,
+            activeKey=None,
+            fixMissing=False,
+            fixDmScope=False,
+            dryRun=False,
+            store=None,
+        )
         assert delegate("sessions.cleanup", params, None, paths=resolve_paths()) == SERVED_CLEANUP
-    assert fake.requests("sessions.cleanup")[0]["params"] == wire_params(params) == {
-        "allAgents": False, "enforce": True, "fixMissing": False, "fixDmScope": False}
+    assert (
+        fake.requests("sessions.cleanup")[0]["params"]
+        == wire_params(params)
+        == {"allAgents": False, "enforce": True, "fixMissing": False, "fixDmScope": False}
+    )
 
 
 def test_explicit_nulls_are_sent(state_dir):
     """`label --clear` asks for `"label": null`: the Gateway must get it (issue 22 §6), while the
     local-only keys stay home."""
+
     def respond(method, params, send_event):
         return ("ok", {"ok": True, "key": params["key"], "entry": {}})
 
@@ -124,8 +149,12 @@ def test_listening_gateway_without_credentials_is_refused(state_dir):
 def test_url_override_without_credentials_is_refused_before_connecting(state_dir):
     configure(state_dir, free_port())
     with pytest.raises(GatewayCredentialsRequiredError, match="url override requires explicit credentials"):
-        delegate("sessions.cleanup", {"enforce": True}, GatewayOptions(url=f"ws://127.0.0.1:{free_port()}"),
-                 paths=resolve_paths())
+        delegate(
+            "sessions.cleanup",
+            {"enforce": True},
+            GatewayOptions(url=f"ws://127.0.0.1:{free_port()}"),
+            paths=resolve_paths(),
+        )
 
 
 def test_refusing_gateway_raises(state_dir):
@@ -175,8 +204,13 @@ def test_cleanup_is_served_by_the_gateway(state_dir, stale_store):
     assert "ran locally" not in err
     assert tree_digest(state_dir) == before  # nothing written locally
     sent = fake.requests("sessions.cleanup")
-    assert sent[0]["params"] == {"agent": "main", "allAgents": False, "enforce": True, "fixMissing": False,
-                                 "fixDmScope": False}  # the real CLI's params; never dryRun/store
+    assert sent[0]["params"] == {
+        "agent": "main",
+        "allAgents": False,
+        "enforce": True,
+        "fixMissing": False,
+        "fixDmScope": False,
+    }  # the real CLI's params; never dryRun/store
     assert fake.requests("connect")[0]["params"]["scopes"] == ["operator.admin"]
     assert proc.returncode == 0
     text = proc.stdout  # D19: the served result is printed like a local one, on stdout
@@ -185,8 +219,12 @@ def test_cleanup_is_served_by_the_gateway(state_dir, stale_store):
 
 
 def test_cleanup_all_agents_text_from_the_gateway_wrapper(state_dir, stale_store):
-    wrapper = {"allAgents": True, "mode": "enforce", "dryRun": False,
-               "stores": [dict(SERVED_CLEANUP), dict(SERVED_CLEANUP, agentId="ops", storePath="/g/ops.sqlite")]}
+    wrapper = {
+        "allAgents": True,
+        "mode": "enforce",
+        "dryRun": False,
+        "stores": [dict(SERVED_CLEANUP), dict(SERVED_CLEANUP, agentId="ops", storePath="/g/ops.sqlite")],
+    }
     with FakeGateway(respond=cleanup_responder(wrapper)) as fake:
         env = configure(state_dir, fake.port)
         proc = cli("sessions", "cleanup", "--enforce", "--all-agents", env=env)
@@ -199,8 +237,11 @@ def test_cleanup_all_agents_text_from_the_gateway_wrapper(state_dir, stale_store
 def test_dry_run_and_store_stay_local_with_a_gateway_up(state_dir, stale_store, flag):
     with FakeGateway(respond=cleanup_responder(SERVED_CLEANUP)) as fake:
         env = configure(state_dir, fake.port)
-        args = ["--dry-run"] if flag == "--dry-run" else ["--enforce", "--store",
-                                                            str(state_dir / "agents/main/sessions/sessions.json")]
+        args = (
+            ["--dry-run"]
+            if flag == "--dry-run"
+            else ["--enforce", "--store", str(state_dir / "agents/main/sessions/sessions.json")]
+        )
         code, doc, err = cli_json("sessions", "cleanup", *args, "--json", env=env)
     assert code == 0, err
     assert doc["pruned"] == 1 and "ran locally" not in err
@@ -218,7 +259,9 @@ def test_a_dry_run_follows_the_release_the_gateway_announces(state_dir, stale_st
     with FakeGateway(respond=cleanup_responder(SERVED_CLEANUP)) as fake:
         env = configure(state_dir, fake.port)
         config = json.loads((state_dir / "openclaw.json").read_text())
-        (state_dir / "openclaw.json").write_text(json.dumps({**config, "meta": {"lastTouchedVersion": "2026.7.1"}}))
+        (state_dir / "openclaw.json").write_text(
+            json.dumps({**config, "meta": {"lastTouchedVersion": "2026.7.1"}})
+        )
         code, doc, err = cli_json("sessions", "cleanup", "--dry-run", "--json", env=env)
     assert code == 0, err
     assert (doc["archived"], doc["pruned"], doc["afterCount"]) == (1, 1, 2)
@@ -256,15 +299,22 @@ def test_timeout_is_reported_not_answered_locally(state_dir, stale_store):
         before = tree_digest(state_dir)
         code, doc, err = cli_json("sessions", "cleanup", "--enforce", "--json", "--timeout", "300", env=env)
     assert code == ExitCode.GATEWAY_UNAVAILABLE, err
-    assert doc["error"] == {"type": "gateway_transport_error", "kind": "timeout",
-                            "message": "gateway timeout after 300ms", "timeoutMs": 300}
+    assert doc["error"] == {
+        "type": "gateway_transport_error",
+        "kind": "timeout",
+        "message": "gateway timeout after 300ms",
+        "timeoutMs": 300,
+    }
     assert doc["gateway"]["urlSource"] == "local loopback"
     assert tree_digest(state_dir) == before
 
 
 def test_gateway_request_error_is_reported(state_dir, stale_store):
-    error = {"code": "INVALID_REQUEST", "message": "Multiple agents are configured, but this operation has no "
-             "explicit owner. Select an agent explicitly; CLI callers can pass --agent <id>, …"}
+    error = {
+        "code": "INVALID_REQUEST",
+        "message": "Multiple agents are configured, but this operation has no "
+        "explicit owner. Select an agent explicitly; CLI callers can pass --agent <id>, …",
+    }
     with FakeGateway(respond=lambda m, p, e: ("error", error)) as fake:
         env = configure(state_dir, fake.port)
         before = tree_digest(state_dir)
@@ -275,8 +325,13 @@ def test_gateway_request_error_is_reported(state_dir, stale_store):
 
 
 def test_partial_cleanup_from_the_gateway_is_printed_and_exits_1(state_dir, stale_store):
-    partial = {"allAgents": True, "mode": "enforce", "dryRun": False, "stores": [SERVED_CLEANUP],
-               "partialError": {"agentId": "ops", "message": "session store locked"}}
+    partial = {
+        "allAgents": True,
+        "mode": "enforce",
+        "dryRun": False,
+        "stores": [SERVED_CLEANUP],
+        "partialError": {"agentId": "ops", "message": "session store locked"},
+    }
     error = {"code": "UNAVAILABLE", "message": "session store locked", "details": partial}
     with FakeGateway(respond=lambda m, p, e: ("error", error)) as fake:
         env = configure(state_dir, fake.port)
@@ -295,7 +350,9 @@ def test_bad_timeout_is_a_usage_error(state_dir):
 
 
 def compact_responder(result):
-    return lambda m, p, e: ("ok", result) if m == "sessions.compact" else ("error", {"code": "X", "message": m})
+    return lambda m, p, e: (
+        ("ok", result) if m == "sessions.compact" else ("error", {"code": "X", "message": m})
+    )
 
 
 def test_compact_max_lines_is_served_by_the_gateway(state_dir, stale_store):
@@ -313,8 +370,12 @@ def test_compact_max_lines_is_served_by_the_gateway(state_dir, stale_store):
 
 
 def test_compact_not_compacted_by_the_gateway_exits_1(state_dir, stale_store):
-    result = {"ok": False, "key": "agent:main:main", "compacted": False,
-              "reason": "No route-compatible authentication source is configured for openai."}
+    result = {
+        "ok": False,
+        "key": "agent:main:main",
+        "compacted": False,
+        "reason": "No route-compatible authentication source is configured for openai.",
+    }
     with FakeGateway(respond=compact_responder(result)) as fake:
         env = configure(state_dir, fake.port)
         code, doc, _ = cli_json("compact", "agent:main:main", "--json", env=env)
@@ -347,12 +408,24 @@ def test_compact_over_threshold_refuses_while_a_gateway_listens(state_dir, stale
 
 
 def test_agents_delete_is_served_by_the_gateway(state_dir, stale_store):
-    result = {"ok": True, "agentId": "ops", "removedBindings": 0,
-              "removed": [{"path": "/g/agents/ops/agent", "method": "trash"},
-                          {"path": "/g/workspace-ops", "method": "missing"}], "failed": []}
+    result = {
+        "ok": True,
+        "agentId": "ops",
+        "removedBindings": 0,
+        "removed": [
+            {"path": "/g/agents/ops/agent", "method": "trash"},
+            {"path": "/g/workspace-ops", "method": "missing"},
+        ],
+        "failed": [],
+    }
     with FakeGateway(respond=lambda m, p, e: ("ok", result)) as fake:
-        write_config(state_dir, {"gateway": {"port": fake.port, "auth": {"token": TOKEN}},
-                                 "agents": {"list": [{"id": "main"}, {"id": "ops"}]}})
+        write_config(
+            state_dir,
+            {
+                "gateway": {"port": fake.port, "auth": {"token": TOKEN}},
+                "agents": {"list": [{"id": "main"}, {"id": "ops"}]},
+            },
+        )
         before = tree_digest(state_dir)
         env = {"OPENCLAW_GATEWAY_PORT": ""}
         code, doc, err = cli_json("agents", "delete", "ops", "--force", "--json", env=env)
@@ -368,23 +441,40 @@ def test_agents_delete_local_roster_checks_still_come_first(state_dir, stale_sto
     with FakeGateway() as fake:
         env = configure(state_dir, fake.port)
         code, doc, _ = cli_json("agents", "delete", "nope", "--force", "--json", env=env)
-    assert code == ExitCode.NOT_FOUND and doc["error"]["message"].startswith('agent "nope" not found. Run openclaw agents list')
+    assert code == ExitCode.NOT_FOUND and doc["error"]["message"].startswith(
+        'agent "nope" not found. Run openclaw agents list'
+    )
     assert fake.requests("agents.delete") == []
 
 
 def test_agents_delete_runs_locally_when_nothing_listens(state_dir):
-    write_config(state_dir, {"gateway": {"port": free_port(), "auth": {"token": TOKEN}},
-                             "agents": {"list": [{"id": "main"}, {"id": "ops"}]}})
+    write_config(
+        state_dir,
+        {
+            "gateway": {"port": free_port(), "auth": {"token": TOKEN}},
+            "agents": {"list": [{"id": "main"}, {"id": "ops"}]},
+        },
+    )
     make_legacy(state_dir, {"agent:ops:x": entry("x", now_ms())}, agent="ops")
-    code, doc, err = cli_json("agents", "delete", "ops", "--force", "--json", env={"OPENCLAW_GATEWAY_PORT": ""})
+    code, doc, err = cli_json(
+        "agents", "delete", "ops", "--force", "--json", env={"OPENCLAW_GATEWAY_PORT": ""}
+    )
     assert code == 0, err
     assert doc["removedEntries"] == 1 and "ran locally" in err
     assert json.loads((state_dir / "openclaw.json").read_text())["agents"]["list"] == [{"id": "main"}]
 
 
 def test_compact_text_from_our_gateways_richer_document(state_dir, stale_store):
-    result = {"ok": True, "key": "agent:main:main", "compacted": True, "kept": 2, "maxLines": 2, "lines": 5,
-              "dropped": 3, "archive": {"path": "/g/m.jsonl.bak.zst"}}
+    result = {
+        "ok": True,
+        "key": "agent:main:main",
+        "compacted": True,
+        "kept": 2,
+        "maxLines": 2,
+        "lines": 5,
+        "dropped": 3,
+        "archive": {"path": "/g/m.jsonl.bak.zst"},
+    }
     with FakeGateway(respond=compact_responder(result)) as fake:
         env = configure(state_dir, fake.port)
         proc = cli("compact", "agent:main:main", "--max-lines", "2", env=env)

@@ -153,8 +153,15 @@ def test_legacy_store_pending(legacy_fixture_state: Path) -> None:
         db.bulk_import(records)
         assert legacy_store_pending(paths, "main")  # the orphan is not covered yet
         for sid in orphans:
-            db.bulk_import([ImportRecord(f"agent:main:recovered:{sid}", {"sessionId": sid},
-                                         (sessions / f"{sid}.jsonl").read_bytes().split(b"\n"))])
+            db.bulk_import(
+                [
+                    ImportRecord(
+                        f"agent:main:recovered:{sid}",
+                        {"sessionId": sid},
+                        (sessions / f"{sid}.jsonl").read_bytes().split(b"\n"),
+                    )
+                ]
+            )
     assert not legacy_store_pending(paths, "main")
     # a key added to sessions.json later is pending again; bare cron keys count as canonicalised
     data = orjson.loads((sessions / "sessions.json").read_bytes())

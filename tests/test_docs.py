@@ -20,7 +20,9 @@ def test_command_reference_is_current() -> None:
     from openclaw_cli.cli.reference import REGENERATE, commands_markdown
 
     current = (ROOT / "docs" / "commands.md").read_text()
-    assert current == commands_markdown(), f"docs/commands.md is stale: run `{REGENERATE}` and commit the result"
+    assert current == commands_markdown(), (
+        f"docs/commands.md is stale: run `{REGENERATE}` and commit the result"
+    )
 
 
 def test_command_reference_names_every_command_option_and_default() -> None:
@@ -55,7 +57,9 @@ def test_gen_docs_regenerates_both_files(tmp_path) -> None:
     for name in ("scripts", "docs"):
         shutil.copytree(ROOT / name, tmp_path / name)
     (tmp_path / "docs" / "commands.md").write_text("stale\n")
-    proc = subprocess.run([sys.executable, str(tmp_path / "scripts" / "gen_docs.py")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "scripts" / "gen_docs.py")], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()
 
@@ -77,7 +81,9 @@ def test_gen_docs_works_as_the_readme_writes_it_with_a_python_without_the_packag
         shutil.copytree(ROOT / name, tmp_path / name)
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     (tmp_path / "docs" / "commands.md").write_text("stale\n")
-    proc = subprocess.run([base, "scripts/gen_docs.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [base, "scripts/gen_docs.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()
 
@@ -103,11 +109,13 @@ def test_the_readmes_first_run_block_works_as_written_with_another_openclaw_on_p
     (other / "openclaw").write_text("#!/bin/sh\necho 'the real OpenClaw'\n")
     (other / "openclaw").chmod(0o755)
     env = {"PATH": f"{other}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    before = subprocess.run(["bash", "-c", "openclaw --version"], cwd=tmp_path, env=env, capture_output=True,
-                            text=True)
+    before = subprocess.run(
+        ["bash", "-c", "openclaw --version"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert before.stdout.strip() == "the real OpenClaw"  # the trap the README warns about
-    proc = subprocess.run(["bash", "-euc", block.group(1)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        ["bash", "-euc", block.group(1)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0].startswith("openclaw-cli ")
     assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()

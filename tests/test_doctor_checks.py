@@ -14,8 +14,11 @@ CONFIG = '// legacy keys\n{session: {parentForkMaxTokens: 5000, maintenance: {ro
 
 def _dead_pid_lock(sessions: Path) -> Path:
     lock = sessions / "df30a0ea-38b3-46e4-abd3-2c8eddd59451.jsonl.lock"
-    lock.write_text(json.dumps({"pid": 999_999_999, "createdAt": "2026-01-01T00:00:00.000Z", "maxHoldMs": 300000},
-                               indent=2))
+    lock.write_text(
+        json.dumps(
+            {"pid": 999_999_999, "createdAt": "2026-01-01T00:00:00.000Z", "maxHoldMs": 300000}, indent=2
+        )
+    )
     return lock
 
 
@@ -45,21 +48,30 @@ def test_doctor_fix_removes_legacy_keys_and_dead_locks(legacy_fixture_state: Pat
     assert "Removed deprecated session.maintenance.rotateBytes." in proc.stdout
     assert (legacy_fixture_state / "openclaw.json.bak").read_text() == CONFIG
     fixed = json.loads(config.read_text())
-    assert "rotateBytes" not in fixed["session"]["maintenance"] and "parentForkMaxTokens" not in fixed["session"]
+    assert (
+        "rotateBytes" not in fixed["session"]["maintenance"] and "parentForkMaxTokens" not in fixed["session"]
+    )
     assert not lock.exists()
     # the import ran too: the store is now SQLite, and doctor reports its schema
     data = json.loads(run_cli("doctor", "--json").stdout)
-    assert data["databases"][0]["kind"] == "sqlite" and data["databases"][0]["schema"].startswith("openclaw-cli")
+    assert data["databases"][0]["kind"] == "sqlite" and data["databases"][0]["schema"].startswith(
+        "openclaw-cli"
+    )
     assert data["config"]["findings"] == []
 
 
 def test_doctor_reports_a_real_openclaw_db_schema(imported_fixture_state: Path) -> None:
     before = tree_digest(imported_fixture_state)
     data = json.loads(run_cli("doctor", "--json").stdout)
-    assert data["databases"] == [{
-        "agentId": "main", "path": str(imported_fixture_state / "agents/main/agent/openclaw-agent.sqlite"),
-        "kind": "openclaw-sqlite", "schema": "openclaw 23", "readOnly": False,  # written since issue 12 (D21)
-    }]
+    assert data["databases"] == [
+        {
+            "agentId": "main",
+            "path": str(imported_fixture_state / "agents/main/agent/openclaw-agent.sqlite"),
+            "kind": "openclaw-sqlite",
+            "schema": "openclaw 23",
+            "readOnly": False,  # written since issue 12 (D21)
+        }
+    ]
     assert tree_digest(imported_fixture_state) == before
 
 

@@ -21,16 +21,27 @@ from tests.test_migration_helpers import make_f, snapshot
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--session-sqlite", "explode"],
-         "Invalid --session-sqlite mode. Use dry-run, import, validate, inspect, compact, restore, or recover."),
-        (["--session-sqlite-all-agents"],
-         "doctor session SQLite options require --session-sqlite. Use `openclaw doctor --session-sqlite dry-run ...`."),
-        (["--session-sqlite", "import", "--github-issue"], "--github-issue requires --session-sqlite recover."),
-        (["--fix", "--session-sqlite", "import"],
-         "doctor operations are mutually exclusive: choose one of --lint, --fix/--repair, --post-upgrade, "
-         "--state-sqlite, or --session-sqlite."),
-        (["--lint", "--session-sqlite", "inspect"],
-         "doctor --lint runs read-only lint checks and cannot be combined with --session-sqlite <mode>."),
+        (
+            ["--session-sqlite", "explode"],
+            "Invalid --session-sqlite mode. Use dry-run, import, validate, inspect, compact, restore, or recover.",
+        ),
+        (
+            ["--session-sqlite-all-agents"],
+            "doctor session SQLite options require --session-sqlite. Use `openclaw doctor --session-sqlite dry-run ...`.",
+        ),
+        (
+            ["--session-sqlite", "import", "--github-issue"],
+            "--github-issue requires --session-sqlite recover.",
+        ),
+        (
+            ["--fix", "--session-sqlite", "import"],
+            "doctor operations are mutually exclusive: choose one of --lint, --fix/--repair, --post-upgrade, "
+            "--state-sqlite, or --session-sqlite.",
+        ),
+        (
+            ["--lint", "--session-sqlite", "inspect"],
+            "doctor --lint runs read-only lint checks and cannot be combined with --session-sqlite <mode>.",
+        ),
     ],
 )
 def test_argument_errors_exit_2_with_openclaw_texts(state_dir: Path, args: list[str], message: str) -> None:
@@ -51,8 +62,12 @@ def _hold_lock(state: Path) -> subprocess.Popen:
         "print('ready', flush=True); sys.stdin.read()\n"
     )
     # argv says "openclaw" like a Gateway would (D12); the lock itself is what matters here
-    holder = subprocess.Popen([sys.executable, "-c", code, "openclaw-gateway"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, "openclaw-gateway"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "ready"
     return holder
 
@@ -95,9 +110,14 @@ def test_gateway_state_lock_file_is_honoured(state_dir: Path) -> None:
 
 def test_text_report_of_an_import(state_dir: Path) -> None:
     sessions = make_f(state_dir)
-    (sessions / "sessions.json").write_text(json.dumps({
-        "agent:main:main": {"sessionId": "session-1", "updatedAt": 1},
-        "agent:main:gone\x1b[31m": {"sessionId": "gone", "updatedAt": 1}}))
+    (sessions / "sessions.json").write_text(
+        json.dumps(
+            {
+                "agent:main:main": {"sessionId": "session-1", "updatedAt": 1},
+                "agent:main:gone\x1b[31m": {"sessionId": "gone", "updatedAt": 1},
+            }
+        )
+    )
     result = run_cli("doctor", "--session-sqlite", "import", "--session-sqlite-all-agents")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # D19: the report is the result, on stdout
@@ -105,8 +125,10 @@ def test_text_report_of_an_import(state_dir: Path) -> None:
     assert lines[0] == "session-sqlite import: 1 target(s), 2 legacy entries, 2 sqlite entries, 1 issue(s)"
     assert lines[1].startswith("- migration-run=session-sqlite-")
     assert lines[2].startswith(f"- manifest={state_dir}/session-sqlite-migration-runs/session-sqlite-")
-    assert lines[3] == ("- main: imported=2/2 events, validated=0/0 events, archived-unreferenced-jsonl=1, "
-                        "unreferenced-jsonl=0")
+    assert lines[3] == (
+        "- main: imported=2/2 events, validated=0/0 events, archived-unreferenced-jsonl=1, "
+        "unreferenced-jsonl=0"
+    )
     assert lines[4].startswith("  compact reclaimed=0 bytes, db=")
     assert lines[5].startswith("  [transcript_missing] agent:main:gone: Transcript file is missing: ")
     assert "\x1b" not in result.stdout  # D6.8

@@ -26,8 +26,11 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     and a pinned row; broken: a corrupt legacy store; a config with an unknown key (a warning)."""
     state = tmp_path_factory.mktemp("fast") / "state"
     copy_tree(OPENCLAW_FIXTURE / "legacy-state", state)
-    env = {"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_HOME": str(state.parent),
-           "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json")}
+    env = {
+        "OPENCLAW_STATE_DIR": str(state),
+        "OPENCLAW_HOME": str(state.parent),
+        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+    }
     done = run_cli("doctor", "--session-sqlite", "import", "--json", env=env)
     assert done.returncode == 0, done.stderr
     work = state / "agents" / "work" / "sessions"
@@ -158,27 +161,42 @@ def test_what_the_fast_path_does_not_understand_goes_to_the_typer_app(args: tupl
     assert parse(args) is None
     fast, typer_app = _both(*args)
     assert fast.returncode == typer_app.returncode
-    assert (_normalised(fast.stdout), _normalised(fast.stderr)) == (_normalised(typer_app.stdout),
-                                                                    _normalised(typer_app.stderr))
+    assert (_normalised(fast.stdout), _normalised(fast.stderr)) == (
+        _normalised(typer_app.stdout),
+        _normalised(typer_app.stderr),
+    )
 
 
 @pytest.mark.parametrize("env", [{"OPENCLAW_PROFILE": "bad name!"}, {"_OPENCLAW_COMPLETE": "bash_complete"}])
 def test_an_invalid_profile_or_completion_mode_goes_to_the_typer_app(env: dict[str, str], state: Path):
     fast, typer_app = _both("sessions", "--json", env=env)
-    assert (fast.returncode, fast.stdout, fast.stderr) == (typer_app.returncode, typer_app.stdout, typer_app.stderr)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (
+        typer_app.returncode,
+        typer_app.stdout,
+        typer_app.stderr,
+    )
     if "OPENCLAW_PROFILE" in env:
         assert fast.returncode == 2 and json.loads(fast.stdout)["ok"] is False
 
 
 def _imported(args: list[str], **env: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "openclaw_cli", *args], capture_output=True,
-                          text=True, env={**os.environ, **env})
-    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
-            if line.startswith("import time:") and "|" in line}
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "openclaw_cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
 
 
 def test_a_served_listing_never_imports_typer_and_the_others_do(state: Path):
-    assert not any(name.split(".")[0] in ("typer", "click", "rich") for name in _imported(["sessions", "--json"]))
+    assert not any(
+        name.split(".")[0] in ("typer", "click", "rich") for name in _imported(["sessions", "--json"])
+    )
     assert "typer" in _imported(["sessions", "--json"], OPENCLAW_FAST_PATH="0")
     assert "typer" in _imported(["sessions", "tail", "--json"])
     # an error ends the command through typer.Exit: Typer is imported then, not before
@@ -193,9 +211,22 @@ def test_a_closed_stdout_ends_both_paths_alike(state: Path):
         read_end, write_end = os.pipe()
         os.close(read_end)
         try:
-            proc = subprocess.run([sys.executable, "-m", "openclaw_cli", "sessions", "--json", "--limit", "all",
-                                   "--all-agents"], stdout=write_end, stderr=subprocess.PIPE,
-                                  env={**os.environ, **env}, timeout=60)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "openclaw_cli",
+                    "sessions",
+                    "--json",
+                    "--limit",
+                    "all",
+                    "--all-agents",
+                ],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                env={**os.environ, **env},
+                timeout=60,
+            )
         finally:
             os.close(write_end)
         results.append((proc.returncode, proc.stderr))
@@ -218,19 +249,30 @@ def test_the_fast_path_knows_exactly_the_options_the_typer_commands_declare():
     served_root = {"--profile": False, "--behavior": False, "--no-color": True}
     left_to_typer = {"--version", "--install-completion", "--show-completion"}
     served = {**dict.fromkeys(fast._VALUE_OPTIONS, False), **dict.fromkeys(fast._FLAG_OPTIONS, True)}
-    for command, expected, others in ((root, served_root, left_to_typer), (sessions, served, set()),
-                                      (listing, served, set())):
+    for command, expected, others in (
+        (root, served_root, left_to_typer),
+        (sessions, served, set()),
+        (listing, served, set()),
+    ):
         declared = {}
         for param in command.params:
             assert len(param.opts) == 1 or param.opts[0] in others, param.opts
             if param.opts[0] in others:
                 continue
-            assert not param.secondary_opts and param.envvar is None and not param.multiple and param.nargs == 1
+            assert (
+                not param.secondary_opts and param.envvar is None and not param.multiple and param.nargs == 1
+            )
             assert param.callback is None and not param.required, param.opts
             declared[param.opts[0]] = bool(param.is_flag)
         assert declared == expected
-        for setting in ("auto_envvar_prefix", "token_normalize_func", "ignore_unknown_options", "allow_extra_args",
-                        "allow_interspersed_args", "default_map"):
+        for setting in (
+            "auto_envvar_prefix",
+            "token_normalize_func",
+            "ignore_unknown_options",
+            "allow_extra_args",
+            "allow_interspersed_args",
+            "default_map",
+        ):
             assert setting not in command.context_settings, setting
     assert set(sessions.commands) >= {"list", "tail"}
     assert sessions.invoke_without_command and not getattr(sessions, "chain", False)

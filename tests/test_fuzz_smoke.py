@@ -26,7 +26,11 @@ def test_seed_inputs_hold_the_invariants(target: str) -> None:
 @pytest.mark.parametrize("target", sorted(fuzz_targets.TARGETS))
 def test_the_fuzzer_runs_a_bounded_number_of_inputs(target: str) -> None:
     pytest.importorskip("atheris", reason="atheris is not installed (fuzzing runs only where it is)")
-    proc = subprocess.run([sys.executable, str(HERE / "fuzz_targets.py"), target, "-runs=400", "-seed=1"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "fuzz_targets.py"), target, "-runs=400", "-seed=1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Done 400 runs" in proc.stderr or "DONE" in proc.stderr

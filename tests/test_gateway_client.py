@@ -19,8 +19,14 @@ from openclaw_cli.gateway.discovery import discover
 REQUEST_ID = re.compile(r"[12]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def target(port: int, token: str | None = "secret-token", *, tmp_path=None, gateway: dict | None = None,
-           env: dict | None = None):
+def target(
+    port: int,
+    token: str | None = "secret-token",
+    *,
+    tmp_path=None,
+    gateway: dict | None = None,
+    env: dict | None = None,
+):
     gw = {"port": port, **(gateway or {})}
     if token is not None:
         gw.setdefault("auth", {"mode": "token", "token": token})
@@ -38,14 +44,23 @@ def test_call_sends_what_the_real_cli_sends_and_closes_with_1005() -> None:
     assert REQUEST_ID.fullmatch(request["id"]) and request["id"].startswith("2:")
     params = connect["params"]
     assert list(params) == ["minProtocol", "maxProtocol", "client", "caps", "auth", "role", "scopes"]
-    assert (params["minProtocol"], params["maxProtocol"], params["role"], params["caps"]) == (4, 4, "operator", [])
+    assert (params["minProtocol"], params["maxProtocol"], params["role"], params["caps"]) == (
+        4,
+        4,
+        "operator",
+        [],
+    )
     assert params["auth"] == {"token": "secret-token"}
     assert params["scopes"] == ["operator.admin"]  # least privilege for sessions.cleanup
     client = params["client"]
     assert client["id"] == "cli" and client["mode"] == "cli" and "device" not in params
     assert {"version", "platform", "deviceFamily", "instanceId"} <= set(client)
-    assert request == {"type": "req", "id": request["id"], "method": "sessions.cleanup",
-                       "params": {"agent": "main", "enforce": True}}
+    assert request == {
+        "type": "req",
+        "id": request["id"],
+        "method": "sessions.cleanup",
+        "params": {"agent": "main", "enforce": True},
+    }
     assert fake.closes == [1005]  # a close frame without a status code, like the real CLI
     assert result.payload == {"method": "sessions.cleanup", "params": {"agent": "main", "enforce": True}}
 
@@ -72,20 +87,43 @@ def test_response_is_matched_by_id_ignoring_events_and_other_ids() -> None:
 
 
 def test_request_error_is_typed_with_openclaw_fields() -> None:
-    error = {"code": "INVALID_REQUEST", "message": "invalid sessions.list params: at /limit: must be >= 1",
-             "retryable": False}
-    with FakeGateway(respond=lambda m, p, e: ("error", error)) as fake, pytest.raises(GatewayRequestError) as info:
+    error = {
+        "code": "INVALID_REQUEST",
+        "message": "invalid sessions.list params: at /limit: must be >= 1",
+        "retryable": False,
+    }
+    with (
+        FakeGateway(respond=lambda m, p, e: ("error", error)) as fake,
+        pytest.raises(GatewayRequestError) as info,
+    ):
         call(target(fake.port), "sessions.list", {"limit": 0})
     exc = info.value
     assert exc.exit_code == ExitCode.GATEWAY
-    assert exc.to_json() == {"ok": False, "error": {"type": "gateway_request_error", "code": "INVALID_REQUEST",
-                                                    "message": error["message"], "retryable": False}}
+    assert exc.to_json() == {
+        "ok": False,
+        "error": {
+            "type": "gateway_request_error",
+            "code": "INVALID_REQUEST",
+            "message": error["message"],
+            "retryable": False,
+        },
+    }
 
 
 def test_forbidden_scope_error_keeps_details() -> None:
-    error = {"code": "FORBIDDEN", "message": "missing scope: operator.admin",
-             "details": {"code": "MISSING_SCOPE", "missingScope": "operator.admin", "requiredScopes": ["operator.admin"]}}
-    with FakeGateway(respond=lambda m, p, e: ("error", error)) as fake, pytest.raises(GatewayRequestError) as info:
+    error = {
+        "code": "FORBIDDEN",
+        "message": "missing scope: operator.admin",
+        "details": {
+            "code": "MISSING_SCOPE",
+            "missingScope": "operator.admin",
+            "requiredScopes": ["operator.admin"],
+        },
+    }
+    with (
+        FakeGateway(respond=lambda m, p, e: ("error", error)) as fake,
+        pytest.raises(GatewayRequestError) as info,
+    ):
         call(target(fake.port), "sessions.cleanup", {}, scopes=["operator.read"])
     assert info.value.to_json()["error"]["details"]["missingScope"] == "operator.admin"
     assert info.value.exit_code == ExitCode.GATEWAY
@@ -119,12 +157,18 @@ def test_nothing_listening_is_unreachable_and_fast() -> None:
     assert exc.reason == f"connect ECONNREFUSED 127.0.0.1:{port}"
     doc = exc.to_json()
     assert doc["error"]["message"] == f"Gateway not reachable at ws://127.0.0.1:{port} (ECONNREFUSED)."
-    assert doc["gateway"] == {"url": f"ws://127.0.0.1:{port}", "urlSource": "local loopback", "bindDetail": "Bind: loopback"}
+    assert doc["gateway"] == {
+        "url": f"ws://127.0.0.1:{port}",
+        "urlSource": "local loopback",
+        "bindDetail": "Bind: loopback",
+    }
     assert exc.exit_code == ExitCode.GATEWAY_UNAVAILABLE
 
 
 def test_unknown_host_is_unreachable() -> None:
-    t = target(1, gateway={"mode": "remote", "remote": {"url": "wss://no-such-host.invalid:443", "token": "t"}})
+    t = target(
+        1, gateway={"mode": "remote", "remote": {"url": "wss://no-such-host.invalid:443", "token": "t"}}
+    )
     with pytest.raises(GatewayTransportError) as info:
         call(t, "health", timeout_ms=5000)
     assert info.value.unreachable and "ENOTFOUND" in info.value.message
@@ -139,8 +183,12 @@ def test_timeout_waiting_for_the_response_after_dispatch() -> None:
     exc = info.value
     assert 0.35 < elapsed < 3
     assert exc.kind == "timeout" and exc.timeout_ms == 400 and not exc.unreachable
-    assert exc.to_json()["error"] == {"type": "gateway_transport_error", "kind": "timeout",
-                                      "message": "gateway timeout after 400ms", "timeoutMs": 400}
+    assert exc.to_json()["error"] == {
+        "type": "gateway_transport_error",
+        "kind": "timeout",
+        "message": "gateway timeout after 400ms",
+        "timeoutMs": 400,
+    }
     assert "outcome is unknown" in exc.message  # the request had been sent
 
 
@@ -163,8 +211,10 @@ def test_timeout_when_tcp_accepts_but_nothing_answers() -> None:
 
 
 def test_server_closing_mid_request_is_a_closed_error_with_code() -> None:
-    with FakeGateway(respond=lambda m, p, e: ("close", 1011, "boom")) as fake, \
-            pytest.raises(GatewayTransportError) as info:
+    with (
+        FakeGateway(respond=lambda m, p, e: ("close", 1011, "boom")) as fake,
+        pytest.raises(GatewayTransportError) as info,
+    ):
         call(target(fake.port), "sessions.cleanup", {})
     exc = info.value
     assert (exc.kind, exc.code, exc.reason) == ("closed", 1011, "boom")
@@ -173,8 +223,10 @@ def test_server_closing_mid_request_is_a_closed_error_with_code() -> None:
 
 
 def test_non_json_frame_is_a_protocol_error() -> None:
-    with FakeGateway(respond=lambda m, p, e: ("raw", "this is not json")) as fake, \
-            pytest.raises(GatewayTransportError) as info:
+    with (
+        FakeGateway(respond=lambda m, p, e: ("raw", "this is not json")) as fake,
+        pytest.raises(GatewayTransportError) as info,
+    ):
         call(target(fake.port), "health")
     assert info.value.kind == "protocol"
 
@@ -238,10 +290,21 @@ def test_the_upgrade_request_is_unchanged() -> None:
     with FakeGateway() as fake:
         call(target(fake.port), "health")
     headers = fake.upgrade_headers[0]
-    assert list(headers) == ["Host", "Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version",
-                             "Sec-WebSocket-Extensions", "User-Agent"]
+    assert list(headers) == [
+        "Host",
+        "Upgrade",
+        "Connection",
+        "Sec-WebSocket-Key",
+        "Sec-WebSocket-Version",
+        "Sec-WebSocket-Extensions",
+        "User-Agent",
+    ]
     assert headers["Host"] == f"127.0.0.1:{fake.port}"
-    assert (headers["Upgrade"], headers["Connection"], headers["Sec-WebSocket-Version"]) == ("websocket", "Upgrade", "13")
+    assert (headers["Upgrade"], headers["Connection"], headers["Sec-WebSocket-Version"]) == (
+        "websocket",
+        "Upgrade",
+        "13",
+    )
     assert headers["Sec-WebSocket-Extensions"] == "permessage-deflate; client_max_window_bits"
     assert headers["User-Agent"] == f"openclaw-cli/{__version__}"
 

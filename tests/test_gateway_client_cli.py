@@ -30,7 +30,14 @@ def list_responder(method, params, send_event):
         limit = (params or {}).get("limit", 100)
         return ("ok", {"count": limit, "sessions": [{"key": f"agent:main:s{i}"} for i in range(limit)]})
     if method == "health":
-        return ("ok", {"ok": True, "durationMs": 6, "agents": [{"agentId": "main", "sessions": {"count": 12, "path": "/p"}}]})
+        return (
+            "ok",
+            {
+                "ok": True,
+                "durationMs": 6,
+                "agents": [{"agentId": "main", "sessions": {"count": 12, "path": "/p"}}],
+            },
+        )
     return ("error", {"code": "INVALID_REQUEST", "message": f"unknown method: {method}"})
 
 
@@ -50,7 +57,9 @@ def test_call_prints_the_payload(state_dir):
 def test_call_with_flags_only(state_dir):
     with FakeGateway(respond=list_responder, token="flag-token") as fake:
         configure(state_dir, free_port(), token=None)
-        code, doc, err = cli_json("gateway", "call", "health", "--url", fake.url, "--token", "flag-token", "--json")
+        code, doc, err = cli_json(
+            "gateway", "call", "health", "--url", fake.url, "--token", "flag-token", "--json"
+        )
     assert code == 0, err
     assert doc["ok"] is True and fake.received[0]["params"]["auth"] == {"token": "flag-token"}
 
@@ -60,18 +69,29 @@ def test_unknown_method_is_the_gateways_error(state_dir):
         configure(state_dir, fake.port)
         code, doc, _ = cli_json("gateway", "call", "sessions.nope", "--json")
     assert code == ExitCode.GATEWAY
-    assert doc["error"] == {"type": "gateway_request_error", "code": "INVALID_REQUEST",
-                            "message": "unknown method: sessions.nope", "retryable": False}
-    assert fake.requests("connect")[0]["params"]["scopes"][:3] == ["operator.admin", "operator.read", "operator.write"]
+    assert doc["error"] == {
+        "type": "gateway_request_error",
+        "code": "INVALID_REQUEST",
+        "message": "unknown method: sessions.nope",
+        "retryable": False,
+    }
+    assert fake.requests("connect")[0]["params"]["scopes"][:3] == [
+        "operator.admin",
+        "operator.read",
+        "operator.write",
+    ]
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["gateway", "call", "health", "--params", "{not json"], "--params must be valid JSON"),
-    (["gateway", "call", "no such method!"], "Invalid Gateway method name"),
-    (["gateway", "call", "health", "--url", "ws://", "--token", "t"], "has no host"),
-    (["gateway", "call", "health", "--url", "http//x", "--token", "t"], "ws:// or wss://"),
-    (["gateway", "call", "health", "--timeout", "0"], "--timeout must be a positive number"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["gateway", "call", "health", "--params", "{not json"], "--params must be valid JSON"),
+        (["gateway", "call", "no such method!"], "Invalid Gateway method name"),
+        (["gateway", "call", "health", "--url", "ws://", "--token", "t"], "has no host"),
+        (["gateway", "call", "health", "--url", "http//x", "--token", "t"], "ws:// or wss://"),
+        (["gateway", "call", "health", "--timeout", "0"], "--timeout must be a positive number"),
+    ],
+)
 def test_bad_input_is_a_usage_error(state_dir, args, needle):
     code, doc, err = cli_json(*args, "--json")
     assert code == ExitCode.USAGE, err
@@ -79,7 +99,9 @@ def test_bad_input_is_a_usage_error(state_dir, args, needle):
 
 
 def test_plaintext_url_to_a_remote_host_is_refused(state_dir):
-    code, doc, _ = cli_json("gateway", "call", "health", "--url", "ws://203.0.113.9:18789", "--token", "t", "--json")
+    code, doc, _ = cli_json(
+        "gateway", "call", "health", "--url", "ws://203.0.113.9:18789", "--token", "t", "--json"
+    )
     assert code == ExitCode.REFUSED and doc["error"]["type"] == "gateway_security_error"
 
 
@@ -88,12 +110,20 @@ def test_call_when_nothing_listens(state_dir):
     configure(state_dir, port)
     code, doc, _ = cli_json("gateway", "call", "health", "--json")
     assert code == ExitCode.GATEWAY_UNAVAILABLE
-    assert doc == {"ok": False,
-                   "error": {"type": "gateway_transport_error", "kind": "closed",
-                             "message": f"Gateway not reachable at ws://127.0.0.1:{port} (ECONNREFUSED).",
-                             "reason": f"connect ECONNREFUSED 127.0.0.1:{port}"},
-                   "gateway": {"url": f"ws://127.0.0.1:{port}", "urlSource": "local loopback",
-                               "bindDetail": "Bind: loopback"}}
+    assert doc == {
+        "ok": False,
+        "error": {
+            "type": "gateway_transport_error",
+            "kind": "closed",
+            "message": f"Gateway not reachable at ws://127.0.0.1:{port} (ECONNREFUSED).",
+            "reason": f"connect ECONNREFUSED 127.0.0.1:{port}",
+        },
+        "gateway": {
+            "url": f"ws://127.0.0.1:{port}",
+            "urlSource": "local loopback",
+            "bindDetail": "Bind: loopback",
+        },
+    }
     configure(state_dir, port, token=None)  # no credentials either: still "not reachable" first
     code, doc, _ = cli_json("gateway", "call", "health", "--json")
     assert code == ExitCode.GATEWAY_UNAVAILABLE and doc["error"]["type"] == "gateway_transport_error"
@@ -121,7 +151,9 @@ def test_health(state_dir):
         code, doc, _ = cli_json("gateway", "health", "--json")
         proc = cli("gateway", "health")
     assert code == 0 and doc["ok"] is True
-    assert proc.returncode == 0 and proc.stdout.startswith("Gateway Health\nOK (6ms)\nAgent main: 12 sessions")
+    assert proc.returncode == 0 and proc.stdout.startswith(
+        "Gateway Health\nOK (6ms)\nAgent main: 12 sessions"
+    )
 
 
 def test_probe_ok_and_failures(state_dir):
@@ -156,8 +188,17 @@ def test_status_gateway_block(state_dir):
         configure(state_dir, fake.port, token=None)
         anonymous = status_gateway()
     # OpenClaw's keys in its order (observed §7); `self` from the server's hello
-    assert list(good) == ["mode", "url", "urlSource", "misconfigured", "reachable", "connectLatencyMs", "self",
-                          "error", "authWarning"]
+    assert list(good) == [
+        "mode",
+        "url",
+        "urlSource",
+        "misconfigured",
+        "reachable",
+        "connectLatencyMs",
+        "self",
+        "error",
+        "authWarning",
+    ]
     assert good["reachable"] is True and good["error"] is None and isinstance(good["connectLatencyMs"], int)
     assert good["url"] == f"ws://127.0.0.1:{fake.port}" and good["urlSource"] == "local loopback"
     # a wrong token is not "healthy": the Gateway's error is shown
@@ -187,7 +228,11 @@ def test_commands_that_never_contact_a_gateway_do_not_load_the_client(state_dir)
 
     # (`sessions cleanup --dry-run` asks an owning Gateway for its release since issue 22 (D23): not listed)
     for argv in (["openclaw", "sessions", "--json"], ["openclaw", "--help"]):
-        names = imported_modules("import sys", f"sys.argv = {argv!r}", "import openclaw_cli.cli.main as m",
-                                 "m.app(standalone_mode=False)")
+        names = imported_modules(
+            "import sys",
+            f"sys.argv = {argv!r}",
+            "import openclaw_cli.cli.main as m",
+            "m.app(standalone_mode=False)",
+        )
         for module in ("websockets", "openclaw_cli.gateway.client", "openclaw_cli.gateway.discovery", "ssl"):
             assert module not in names, (argv, module)

@@ -36,7 +36,9 @@ def der_sha256(pem: bytes) -> str:
 
 def remote_target(url: str, tmp_path, *, env: dict | None = None, remote: dict | None = None):
     paths = SimpleNamespace(config_path=tmp_path / "openclaw.json", state_dir=tmp_path, profile=None)
-    config = {"gateway": {"mode": "remote", "remote": {"url": url, "token": "secret-token", **(remote or {})}}}
+    config = {
+        "gateway": {"mode": "remote", "remote": {"url": url, "token": "secret-token", **(remote or {})}}
+    }
     return discover(paths=paths, config=config, env=env or {})
 
 
@@ -45,7 +47,9 @@ def test_trusted_by_an_extra_ca_bundle(ca, tmp_path) -> None:
     bundle = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(bundle))
     with FakeGateway(ssl_context=context) as fake:
-        target = remote_target(f"wss://localhost:{fake.port}", tmp_path, env={"NODE_EXTRA_CA_CERTS": str(bundle)})
+        target = remote_target(
+            f"wss://localhost:{fake.port}", tmp_path, env={"NODE_EXTRA_CA_CERTS": str(bundle)}
+        )
         assert target.tls is not None and target.tls.ca_file == str(bundle)
         result = call(target, "health")
     assert result.payload["ok"] is True
@@ -66,8 +70,10 @@ def test_host_name_mismatch_is_a_tls_error(ca, tmp_path) -> None:
     bundle = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(bundle))
     with FakeGateway(ssl_context=context) as fake, pytest.raises(GatewayTransportError) as info:
-        call(remote_target(f"wss://localhost:{fake.port}", tmp_path, env={"NODE_EXTRA_CA_CERTS": str(bundle)}),
-             "health")
+        call(
+            remote_target(f"wss://localhost:{fake.port}", tmp_path, env={"NODE_EXTRA_CA_CERTS": str(bundle)}),
+            "health",
+        )
     assert info.value.kind == "tls"
     assert fake.received == []
 
@@ -76,11 +82,16 @@ def test_pinned_fingerprint_accepts_that_certificate_only(ca, tmp_path) -> None:
     context, leaf = server_context(ca)
     pin = ":".join(f"{b:02X}" for b in bytes.fromhex(der_sha256(leaf)))  # colon form, upper case
     with FakeGateway(ssl_context=context) as fake:
-        result = call(remote_target(f"wss://127.0.0.1:{fake.port}", tmp_path, remote={"tlsFingerprint": pin}), "health")
+        result = call(
+            remote_target(f"wss://127.0.0.1:{fake.port}", tmp_path, remote={"tlsFingerprint": pin}), "health"
+        )
         assert result.payload["ok"] is True
         wrong = "sha256:" + "0" * 64
         with pytest.raises(GatewayTransportError) as info:
-            call(remote_target(f"wss://127.0.0.1:{fake.port}", tmp_path, remote={"tlsFingerprint": wrong}), "health")
+            call(
+                remote_target(f"wss://127.0.0.1:{fake.port}", tmp_path, remote={"tlsFingerprint": wrong}),
+                "health",
+            )
     assert info.value.kind == "tls" and "fingerprint mismatch" in info.value.message
     assert len(fake.requests("connect")) == 1  # the mismatching run sent nothing
 
@@ -107,7 +118,9 @@ def test_plaintext_to_a_tls_gateway_fails_without_fallback(ca, tmp_path) -> None
     context, _ = server_context(ca)
     with FakeGateway(ssl_context=context) as fake:
         paths = SimpleNamespace(config_path=tmp_path / "openclaw.json", state_dir=tmp_path, profile=None)
-        target = discover(paths=paths, config={"gateway": {"port": fake.port, "auth": {"token": "t"}}}, env={})
+        target = discover(
+            paths=paths, config={"gateway": {"port": fake.port, "auth": {"token": "t"}}}, env={}
+        )
         with pytest.raises(GatewayTransportError) as info:
             call(target, "health", timeout_ms=2000)
     assert not info.value.unreachable
@@ -122,7 +135,9 @@ def test_session_tickets_are_read_in_the_calling_thread(ca, tmp_path, monkeypatc
     bundle = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(bundle))
     with FakeGateway(ssl_context=context) as fake:
-        target = remote_target(f"wss://localhost:{fake.port}", tmp_path, env={"NODE_EXTRA_CA_CERTS": str(bundle)})
+        target = remote_target(
+            f"wss://localhost:{fake.port}", tmp_path, env={"NODE_EXTRA_CA_CERTS": str(bundle)}
+        )
 
         def run() -> None:
             for _ in range(5):

@@ -58,9 +58,13 @@ EVENT_UNSERVED = ROW_UNSERVED | _set("""createdActor owner participants particip
     swarm permissionMode permissionModePending archivedBy autoLabel icon color channelAvatarUrl category boardPresentation
     thinkingLevel toolOverrides restartRecoveryStatus goal contextBudgetStatus activeModelProvider activeModel
     lastRunError providerReview lastRunId endedAt runtimeMs placement placementMove ancestorSessions""")
-STATUS_ROW = Rule(unserved=_set("configuredModel selectedModel modelSelectionReason runtime"),
-                  optional=_set("systemSent abortedLastRun inputTokens outputTokens thinkingLevel verboseLevel "
-                                "reasoningLevel elevatedLevel"))
+STATUS_ROW = Rule(
+    unserved=_set("configuredModel selectedModel modelSelectionReason runtime"),
+    optional=_set(
+        "systemSent abortedLastRun inputTokens outputTokens thinkingLevel verboseLevel "
+        "reasoningLevel elevatedLevel"
+    ),
+)
 
 RULES: dict[str, Rule] = {
     "hello": Rule(unserved=_set("controlUiWidgetKinds controlUiLinkReaders pluginSurfaceUrls")),
@@ -68,27 +72,37 @@ RULES: dict[str, Rule] = {
     "hello.snapshot": Rule(unserved=_set("appliedConfigHash updateSchedule")),
     "hello.features": Rule(),
     "hello.auth": Rule(unserved=_set("recoveryScope")),
-    "hello.policy": Rule(unserved=_set("attachments allowedSessionVisibilities hasMultipleSessionSharingIdentities")),
+    "hello.policy": Rule(
+        unserved=_set("attachments allowedSessionVisibilities hasMultipleSessionSharingIdentities")
+    ),
     "hello.snapshot.sessionDefaults": Rule(),
     "challenge": Rule(),
     "sessions.list": Rule(optional=_set("offset")),
-    "sessions.list.defaults": Rule(unserved=_set("agentRuntime thinkingLevels thinkingOptions thinkingDefault "
-                                                 "modelSelectionTarget")),
+    "sessions.list.defaults": Rule(
+        unserved=_set("agentRuntime thinkingLevels thinkingOptions thinkingDefault modelSelectionTarget")
+    ),
     "row": ROW,
-    "event.keyed": Rule(unserved=EVENT_UNSERVED, optional=ROW_OPTIONAL | _set("compacted"),
-                        extras=_set("contextTokens")),
+    "event.keyed": Rule(
+        unserved=EVENT_UNSERVED, optional=ROW_OPTIONAL | _set("compacted"), extras=_set("contextTokens")
+    ),
     "event.keyed.session": ROW,
     "health": Rule(unserved=_set("configReload modelRuntime eventLoop")),
     "health.agents[]": Rule(unserved=_set("heartbeat")),
     "health.plugins": Rule(),
-    "status": Rule(unserved=_set("hostDesktop degradedPlugins modelRuntime eventLoop processMemory workerPools "
-                                 "shutdownBudget")),
+    "status": Rule(
+        unserved=_set(
+            "hostDesktop degradedPlugins modelRuntime eventLoop processMemory workerPools shutdownBudget"
+        )
+    ),
     "status.cliProjection": Rule(unserved=_set("memoryPlugin")),
     "status.cliProjection.agents.rows[]": Rule(optional=_set("name")),
     "status.sessions.recent[]": STATUS_ROW,
     "status.sessions.byAgent[].recent[]": STATUS_ROW,
-    "sessions.compact": Rule(extras=_set("dryRun agentId sessionId path maxLines lines dropped previousSessionId "
-                                         "successor archive")),
+    "sessions.compact": Rule(
+        extras=_set(
+            "dryRun agentId sessionId path maxLines lines dropped previousSessionId successor archive"
+        )
+    ),
     # The lifecycle methods (issue 11): `entry` is the stored entry, kept lossless (D14), where
     # OpenClaw's import had rewritten it (delivery, repaired titles); our results add their facts.
     "sessions.patch.entry": Rule(stored=True),
@@ -97,10 +111,15 @@ RULES: dict[str, Rule] = {
     "sessions.patch.resolved": Rule(unserved=_set("agentRuntime runtimeSelectionLocked")),
     "sessions.reset": Rule(extras=_set("archived previousSessionId reason sessionId")),
     "sessions.create": Rule(extras=_set("copiedEntries forked isolated maxTokens parentTokens warning")),
-    "agents.delete": Rule(extras=_set("removedEntries keptRows archivedTranscripts archiveDir archives config")),
-    "agents.list.agents[]": Rule(unserved=_set("workspaceGit agentRuntime thinkingLevels thinkingOptions "
-                                               "thinkingDefault defaultPermissionMode"),
-                                 optional=_set("model")),
+    "agents.delete": Rule(
+        extras=_set("removedEntries keptRows archivedTranscripts archiveDir archives config")
+    ),
+    "agents.list.agents[]": Rule(
+        unserved=_set(
+            "workspaceGit agentRuntime thinkingLevels thinkingOptions thinkingDefault defaultPermissionMode"
+        ),
+        optional=_set("model"),
+    ),
 }
 # Path prefixes compared with another class's rules.
 ALIASES = (
@@ -110,8 +129,15 @@ ALIASES = (
     (re.compile(r"^hello\.snapshot\.health"), "health"),
 )
 # Events OpenClaw sends that have no counterpart here (no cron, plugins, updates, agent runs).
-UNSERVED_EVENTS = {"cron", "update.available", "session.operation", "chat.metadata.changed", "config.changed",
-                   "presence", "heartbeat"}
+UNSERVED_EVENTS = {
+    "cron",
+    "update.available",
+    "session.operation",
+    "chat.metadata.changed",
+    "config.changed",
+    "presence",
+    "heartbeat",
+}
 # Methods the real CLI calls that we do not serve (answered `unknown method`; the CLI copes).
 UNSERVED_METHODS = {"system-presence"}
 LIFECYCLE_METHODS = {"sessions.patch", "sessions.reset", "sessions.create", "sessions.delete"}
@@ -119,11 +145,11 @@ OUR_REASONS = {"patch", "reset", "new", "create", "compact", "delete", "cleanup"
 # Exchanges whose result differs by design (the reason is the documentation).
 DIFFERENT = {
     "main-43": "sessions.compact without maxLines: we compact with the offline summariser (D8); OpenClaw "
-               "without a model provider answers {ok:false, reason}",
+    "without a model provider answers {ok:false, reason}",
     "main-36": "sessions.reset gives the key a new sessionId (profile L, decisions: Session lifecycle), so "
-               "the recorded expectedSessionId of the earlier reset no longer matches",
+    "the recorded expectedSessionId of the earlier reset no longer matches",
     "main-39": "sessions.create takes the owner from an agent-scoped parentSessionKey (decisions: Session "
-               "lifecycle); OpenClaw asks for agentId when several agents are configured",
+    "lifecycle); OpenClaw asks for agentId when several agents are configured",
 }
 
 
@@ -234,34 +260,46 @@ class Replay:
         self.pending: list[str] = []
         self.compared = 0
 
-    def compare_response(self, where: str, method: str, recorded: dict[str, Any], ours: dict[str, Any]) -> None:
+    def compare_response(
+        self, where: str, method: str, recorded: dict[str, Any], ours: dict[str, Any]
+    ) -> None:
         self.compared += 1
         recorded_unknown = recorded.get("error", {}).get("message") == f"unknown method: {method}"
         if method != "connect" and method not in METHODS and not recorded_unknown:
             if ours.get("error", {}).get("message") != f"unknown method: {method}":
-                self.problems.append(f"{where}: {method} is not served but did not answer unknown method: {ours}")
+                self.problems.append(
+                    f"{where}: {method} is not served but did not answer unknown method: {ours}"
+                )
             else:
                 self.pending.append(f"{where} {method}")
             return
         if recorded["ok"] != ours["ok"]:
-            self.problems.append(f"{where}: ok={ours['ok']} where OpenClaw has ok={recorded['ok']}: "
-                                 f"{ours.get('error') or ''}")
+            self.problems.append(
+                f"{where}: ok={ours['ok']} where OpenClaw has ok={recorded['ok']}: {ours.get('error') or ''}"
+            )
             return
         if not recorded["ok"]:
             want, got = recorded["error"], ours["error"]
             if (want["code"], want["message"]) != (got["code"], got["message"]):
-                self.problems.append(f"{where}: error {got['code']} {got['message']!r} where OpenClaw has "
-                                     f"{want['code']} {want['message']!r}")
+                self.problems.append(
+                    f"{where}: error {got['code']} {got['message']!r} where OpenClaw has "
+                    f"{want['code']} {want['message']!r}"
+                )
             if "details" in want:
-                shape_problems(want["details"], got.get("details") or {}, f"{method}.error.details", self.problems)
+                shape_problems(
+                    want["details"], got.get("details") or {}, f"{method}.error.details", self.problems
+                )
             return
         root = "hello" if method == "connect" else method
         shape_problems(recorded["payload"], ours["payload"], root, self.problems)
 
     def compare_events(self, where: str, recorded: list[dict[str, Any]], ours: list[dict[str, Any]]) -> None:
         def ours_only(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [f for f in frames if f.get("event") == "sessions.changed"
-                    and f["payload"].get("reason") in OUR_REASONS]
+            return [
+                f
+                for f in frames
+                if f.get("event") == "sessions.changed" and f["payload"].get("reason") in OUR_REASONS
+            ]
 
         want, got = ours_only(recorded), ours_only(ours)
 
@@ -274,14 +312,27 @@ class Replay:
             return seq
 
         if reasons(want) != reasons(got):
-            self.problems.append(f"{where}: sessions.changed {reasons(got)} where OpenClaw sent {reasons(want)}")
+            self.problems.append(
+                f"{where}: sessions.changed {reasons(got)} where OpenClaw sent {reasons(want)}"
+            )
             return
         for w in want:
-            match = next((g for g in got if g["payload"]["reason"] == w["payload"]["reason"]
-                          and ("sessionKey" in g["payload"]) == ("sessionKey" in w["payload"])), None)
+            match = next(
+                (
+                    g
+                    for g in got
+                    if g["payload"]["reason"] == w["payload"]["reason"]
+                    and ("sessionKey" in g["payload"]) == ("sessionKey" in w["payload"])
+                ),
+                None,
+            )
             if match is None:
                 continue
-            root = "event.keyed" if "sessionKey" in w["payload"] and "session" in w["payload"] else "event.rowless"
+            root = (
+                "event.keyed"
+                if "sessionKey" in w["payload"] and "session" in w["payload"]
+                else "event.rowless"
+            )
             shape_problems(w["payload"], match["payload"], root, self.problems)
             if "seq" not in match:
                 self.problems.append(f"{where}: sessions.changed without seq")
@@ -310,13 +361,23 @@ def run_own_connection(replay: Replay, name: str) -> None:
             payload = item["raw"] if "raw" in item else substitute(frame)
             client.send(payload)
             if isinstance(payload, dict) and payload.get("type") == "req":
-                recorded = next((d["frame"] for d in lines[index + 1:] if d["dir"] == "in"
-                                 and d["frame"].get("type") == "res" and d["frame"].get("id") == payload["id"]), None)
+                recorded = next(
+                    (
+                        d["frame"]
+                        for d in lines[index + 1 :]
+                        if d["dir"] == "in"
+                        and d["frame"].get("type") == "res"
+                        and d["frame"].get("id") == payload["id"]
+                    ),
+                    None,
+                )
                 if recorded is not None:
                     try:
                         ours = client.response(payload["id"])
                     except ConnectionClosed as exc:
-                        replay.problems.append(f"{where}: closed {exc.rcvd} instead of answering {payload['method']}")
+                        replay.problems.append(
+                            f"{where}: closed {exc.rcvd} instead of answering {payload['method']}"
+                        )
                         client = None
                         break
                     replay.compare_response(where, payload["method"], recorded, ours)
@@ -330,8 +391,9 @@ def run_own_connection(replay: Replay, name: str) -> None:
             except ConnectionClosed as exc:
                 got = exc.rcvd
                 if got is None or (got.code, got.reason) != (want["code"], want["reason"]):
-                    replay.problems.append(f"{where}: closed {got} where OpenClaw closed {want['code']} "
-                                           f"{want['reason']!r}")
+                    replay.problems.append(
+                        f"{where}: closed {got} where OpenClaw closed {want['code']} {want['reason']!r}"
+                    )
             except TimeoutError:
                 replay.problems.append(f"{where}: not closed; OpenClaw closed {want['code']}")
             client.close()
@@ -358,11 +420,15 @@ def test_replay_every_recorded_request(recorded_state: Path) -> None:
     with GatewayThread(tick_interval_ms=200, handshake_timeout_s=0.5, health_interval_ms=3_600_000) as gw:
         replay = Replay(gw.url)
         idle = Client(gw.url)
-        idle_hello = idle.request("connect", substitute(load("events-idle-unsubscribed.jsonl")[1]["frame"]["params"]))
+        idle_hello = idle.request(
+            "connect", substitute(load("events-idle-unsubscribed.jsonl")[1]["frame"]["params"])
+        )
         assert idle_hello["ok"], idle_hello
         main = Client(gw.url)
         handshake = load("handshake-untruncated.jsonl")
-        shape_problems(handshake[0]["frame"]["payload"], main.challenge["payload"], "challenge", replay.problems)
+        shape_problems(
+            handshake[0]["frame"]["payload"], main.challenge["payload"], "challenge", replay.problems
+        )
         hello = main.request("connect", substitute(handshake[1]["frame"]["params"]), req_id="main-1")
         replay.compare_response("handshake", "connect", handshake[2]["frame"], hello)
         recorded_methods = set(handshake[2]["frame"]["payload"]["features"]["methods"])
@@ -376,7 +442,9 @@ def test_replay_every_recorded_request(recorded_state: Path) -> None:
             run_main(replay, main, n, name, request, frames)
         idle_events = idle.drain_events(0.3)
         assert [e for e in idle_events if e["event"] == "tick"], "the idle connection got no tick"
-        assert not [e for e in idle_events if e["event"] == "sessions.changed"], "an unsubscribed connection was told"
+        assert not [e for e in idle_events if e["event"] == "sessions.changed"], (
+            "an unsubscribed connection was told"
+        )
         assert [e["seq"] for e in idle_events] == list(range(1, len(idle_events) + 1))
         main.close()
         idle.close()
@@ -389,8 +457,9 @@ def test_replay_every_recorded_request(recorded_state: Path) -> None:
         assert method not in METHODS and method in LIFECYCLE_METHODS | UNSERVED_METHODS, item
 
 
-def run_main(replay: Replay, main: Client, n: int, name: str, request: dict[str, Any],
-             frames: list[dict[str, Any]]) -> None:
+def run_main(
+    replay: Replay, main: Client, n: int, name: str, request: dict[str, Any], frames: list[dict[str, Any]]
+) -> None:
     recorded = next(f for f in frames if f.get("type") == "res" and f.get("id") == request["id"])
     main.events.clear()
     ours = main.response(_send(main, substitute(request)))
@@ -438,9 +507,17 @@ def test_replay_takes_bounded_time(recorded_state: Path) -> None:
 def test_the_comparison_reports_what_differs() -> None:
     """The comparator itself: a dropped key, an unknown key and a type change are each reported."""
     out: list[str] = []
-    shape_problems({"ts": 1, "owners": [], "sessions": [{"key": "a", "archived": False}]},
-                   {"ts": "x", "bogus": 1, "sessions": [{"key": "a", "archived": False, "kind": "direct"}]},
-                   "sessions.list", out)
-    assert sorted(out) == sorted(["sessions.list: missing ['owners']", "sessions.list: unexpected ['bogus']",
-                                  "sessions.list.ts: str where OpenClaw has number",
-                                  "sessions.list.sessions[]: unexpected ['kind']"])
+    shape_problems(
+        {"ts": 1, "owners": [], "sessions": [{"key": "a", "archived": False}]},
+        {"ts": "x", "bogus": 1, "sessions": [{"key": "a", "archived": False, "kind": "direct"}]},
+        "sessions.list",
+        out,
+    )
+    assert sorted(out) == sorted(
+        [
+            "sessions.list: missing ['owners']",
+            "sessions.list: unexpected ['bogus']",
+            "sessions.list.ts: str where OpenClaw has number",
+            "sessions.list.sessions[]: unexpected ['kind']",
+        ]
+    )

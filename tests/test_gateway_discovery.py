@@ -30,16 +30,34 @@ def find(config: dict | None = None, env: dict | None = None, *, profile: str | 
 
 def test_default_is_local_loopback_18789() -> None:
     t = find()
-    assert (t.url, t.url_source, t.mode, t.port, t.secure) == ("ws://127.0.0.1:18789", "local loopback", "local",
-                                                               18789, False)
+    assert (t.url, t.url_source, t.mode, t.port, t.secure) == (
+        "ws://127.0.0.1:18789",
+        "local loopback",
+        "local",
+        18789,
+        False,
+    )
     assert t.bind_detail == "Bind: loopback"
-    assert t.details_message() == "Gateway target: ws://127.0.0.1:18789\nSource: local loopback\n" \
-                                  "Config: /state/openclaw.json\nBind: loopback"
+    assert (
+        t.details_message() == "Gateway target: ws://127.0.0.1:18789\nSource: local loopback\n"
+        "Config: /state/openclaw.json\nBind: loopback"
+    )
 
 
-@pytest.mark.parametrize(("raw", "port"), [("28789", 28789), ("127.0.0.1:28790", 28790), ("[::1]:28791", 28791),
-                                          (" 28792 ", 28792), ("0", None), ("70000", None), ("abc", None),
-                                          ("a:b:1", None), ("", None)])
+@pytest.mark.parametrize(
+    ("raw", "port"),
+    [
+        ("28789", 28789),
+        ("127.0.0.1:28790", 28790),
+        ("[::1]:28791", 28791),
+        (" 28792 ", 28792),
+        ("0", None),
+        ("70000", None),
+        ("abc", None),
+        ("a:b:1", None),
+        ("", None),
+    ],
+)
 def test_env_port_forms(raw: str, port: int | None) -> None:
     assert d.parse_port_env(raw) == port
     expected = port or 18789
@@ -70,12 +88,26 @@ def test_url_precedence_cli_over_env_over_remote() -> None:
     config = {"gateway": {"mode": "remote", "remote": {"url": "wss://remote.example:443", "token": "r"}}}
     env = {"OPENCLAW_GATEWAY_URL": "wss://env.example", "OPENCLAW_GATEWAY_TOKEN": "e"}
     t = find(config, env, url="wss://cli.example:9000", token="c")
-    assert (t.url, t.url_source, t.url_override, t.port) == ("wss://cli.example:9000", "cli --url", "cli", 9000)
+    assert (t.url, t.url_source, t.url_override, t.port) == (
+        "wss://cli.example:9000",
+        "cli --url",
+        "cli",
+        9000,
+    )
     assert t.bind_detail is None
     t = find(config, env)
-    assert (t.url, t.url_source, t.url_override, t.port) == ("wss://env.example", "env OPENCLAW_GATEWAY_URL", "env", 443)
+    assert (t.url, t.url_source, t.url_override, t.port) == (
+        "wss://env.example",
+        "env OPENCLAW_GATEWAY_URL",
+        "env",
+        443,
+    )
     t = find(config, {})
-    assert (t.url, t.url_source, t.mode) == ("wss://remote.example:443", "config gateway.remote.url", "remote")
+    assert (t.url, t.url_source, t.mode) == (
+        "wss://remote.example:443",
+        "config gateway.remote.url",
+        "remote",
+    )
 
 
 def test_remote_url_is_ignored_in_local_mode() -> None:
@@ -95,9 +127,16 @@ def test_http_schemes_are_taken_as_websocket() -> None:
     assert t.url == "wss://gw.example" and t.port == 443
 
 
-@pytest.mark.parametrize(("url", "reason"), [("ws://", "no host"), ("ftp://gw", "ws:// or wss://"),
-                                             ("gw.example:80", "ws:// or wss://"), ("ws://127.0.0.1:99999", "Port"),
-                                             ("ws://gw .example:1", "white space")])
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("ws://", "no host"),
+        ("ftp://gw", "ws:// or wss://"),
+        ("gw.example:80", "ws:// or wss://"),
+        ("ws://127.0.0.1:99999", "Port"),
+        ("ws://gw .example:1", "white space"),
+    ],
+)
 def test_bad_cli_url_is_a_usage_error(url: str, reason: str) -> None:
     with pytest.raises(UsageError, match=reason) as info:
         find(url=url, token="x")
@@ -119,7 +158,9 @@ def test_plaintext_to_loopback_is_allowed(host: str) -> None:
     assert find(url=f"ws://{host}:1234", token="t").host.strip("[]") == host.strip("[]")
 
 
-@pytest.mark.parametrize("host", ["192.168.1.5", "10.0.0.2", "gw.local", "gateway.example", "8.8.8.8", "[fd00::1]"])
+@pytest.mark.parametrize(
+    "host", ["192.168.1.5", "10.0.0.2", "gw.local", "gateway.example", "8.8.8.8", "[fd00::1]"]
+)
 def test_plaintext_to_other_hosts_is_refused(host: str) -> None:
     with pytest.raises(GatewaySecurityError, match="plaintext ws:// to a non-loopback") as info:
         find(url=f"ws://{host}:1234", token="t")
@@ -127,7 +168,9 @@ def test_plaintext_to_other_hosts_is_refused(host: str) -> None:
     assert "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1" in info.value.message
 
 
-@pytest.mark.parametrize("host", ["192.168.1.5", "10.0.0.2", "100.100.1.1", "gw.local", "gateway.example", "[fd00::1]"])
+@pytest.mark.parametrize(
+    "host", ["192.168.1.5", "10.0.0.2", "100.100.1.1", "gw.local", "gateway.example", "[fd00::1]"]
+)
 def test_break_glass_allows_private_hosts(host: str) -> None:
     env = {"OPENCLAW_ALLOW_INSECURE_PRIVATE_WS": "1"}
     assert not find(env=env, url=f"ws://{host}:1234", token="t").secure
@@ -165,12 +208,20 @@ def test_local_mode_config_then_env_then_remote() -> None:
     assert creds(find({"gateway": {"remote": remote}}, env)) == ("env", "envpw")
     assert creds(find({"gateway": {"remote": remote}}, {})) == ("rem", "rempw")
     # a configured (but unresolvable) local token keeps the remote one out
-    assert creds(find({"gateway": {"auth": {"token": "${MISSING}"}, "remote": remote}}, {})) == (None, "rempw")
+    assert creds(find({"gateway": {"auth": {"token": "${MISSING}"}, "remote": remote}}, {})) == (
+        None,
+        "rempw",
+    )
 
 
 def test_remote_mode_remote_token_first_env_password_first() -> None:
-    config = {"gateway": {"mode": "remote", "auth": {"token": "loc", "password": "locpw"},
-                          "remote": {"url": "wss://gw.example", "token": "rem", "password": "rempw"}}}
+    config = {
+        "gateway": {
+            "mode": "remote",
+            "auth": {"token": "loc", "password": "locpw"},
+            "remote": {"url": "wss://gw.example", "token": "rem", "password": "rempw"},
+        }
+    }
     env = {"OPENCLAW_GATEWAY_TOKEN": "env", "OPENCLAW_GATEWAY_PASSWORD": "envpw"}
     assert creds(find(config, env)) == ("rem", "envpw")
     config["gateway"]["remote"] = {"url": "wss://gw.example"}
@@ -181,8 +232,12 @@ def test_remote_mode_remote_token_first_env_password_first() -> None:
 def test_secret_references_in_config() -> None:
     env = {"GW_TOKEN": "from-var"}
     assert find({"gateway": {"auth": {"token": "${GW_TOKEN}"}}}, env).token == "from-var"
-    assert find({"gateway": {"auth": {"token": {"source": "env", "provider": "default", "id": "GW_TOKEN"}}}},
-                env).token == "from-var"
+    assert (
+        find(
+            {"gateway": {"auth": {"token": {"source": "env", "provider": "default", "id": "GW_TOKEN"}}}}, env
+        ).token
+        == "from-var"
+    )
 
 
 def test_cli_url_override_never_reuses_config_or_env_credentials() -> None:
@@ -206,9 +261,11 @@ def test_env_url_override_uses_env_credentials_only() -> None:
 
 def test_missing_credentials_message_is_openclaws() -> None:
     problem = find().credentials_error("sessions.cleanup")
-    assert problem.message == ("gateway sessions.cleanup requires credentials before opening a websocket\n"
-                               "Fix: configure gateway.auth token/password, pair this device, or pass "
-                               "--token/--password.\nConfig: /state/openclaw.json")
+    assert problem.message == (
+        "gateway sessions.cleanup requires credentials before opening a websocket\n"
+        "Fix: configure gateway.auth token/password, pair this device, or pass "
+        "--token/--password.\nConfig: /state/openclaw.json"
+    )
     assert problem.to_json()["error"]["type"] == "gateway_credentials_required"
     assert find({"gateway": {"auth": {"mode": "none"}}}).credentials_error("x") is None
 

@@ -22,7 +22,9 @@ def _entries(state: Path) -> dict:
 
 def test_concurrent_clients_with_cleanup_and_compact(state_dir: Path) -> None:
     generate_legacy_state(state_dir, 200, 0, 31337)
-    write_config(state_dir, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 5000}}})
+    write_config(
+        state_dir, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 5000}}}
+    )
     done = run_cli("doctor", "--session-sqlite", "import", "--json")
     assert done.returncode == 0, done.stderr
     before = _entries(state_dir)
@@ -33,9 +35,19 @@ def test_concurrent_clients_with_cleanup_and_compact(state_dir: Path) -> None:
     fresh = [k for k in newest if is_pinnable(k, before[k])][:60]
     patch = "sessions.patch" in METHODS
     with GatewayProcess() as gw:
-        report = asyncio.run(run_load(
-            gw.url, TOKEN, clients=10, requests=40, keys=newest, patch_keys=fresh, patch=patch,
-            cleanup={"enforce": True}, compact={"key": "agent:main:main", "maxLines": 3}))
+        report = asyncio.run(
+            run_load(
+                gw.url,
+                TOKEN,
+                clients=10,
+                requests=40,
+                keys=newest,
+                patch_keys=fresh,
+                patch=patch,
+                cleanup={"enforce": True},
+                compact={"key": "agent:main:main", "maxLines": 3},
+            )
+        )
         log = "".join(gw.lines)
     assert not report.failures, report.failures[:5]
     assert report.requests == 10 * 40 + 2

@@ -50,7 +50,11 @@ def test_handshake_hello_ok(gateway: GatewayThread) -> None:
         hello = res["payload"]
         assert hello["type"] == "hello-ok" and hello["protocol"] == 4
         assert hello["auth"] == {"method": "token", "role": "operator", "scopes": [ADMIN, READ, WRITE]}
-        assert hello["policy"] == {"maxPayload": 26214400, "maxBufferedBytes": 52428800, "tickIntervalMs": 60000}
+        assert hello["policy"] == {
+            "maxPayload": 26214400,
+            "maxBufferedBytes": 52428800,
+            "tickIntervalMs": 60000,
+        }
         from openclaw_cli.ops.methods import METHODS
 
         assert sorted(hello["features"]["methods"]) == sorted(METHODS)
@@ -74,14 +78,24 @@ def test_no_auth_is_not_paired(gateway: GatewayThread) -> None:
     with Client(gateway.url) as c:
         c.send({"type": "req", "id": "x", "method": "connect", "params": connect_params(None)})
         close, frames = closed_with(c)
-        assert frames[0]["error"] == {"code": "NOT_PAIRED", "message": "device identity required",
-                                      "details": {"code": "DEVICE_IDENTITY_REQUIRED"}}
+        assert frames[0]["error"] == {
+            "code": "NOT_PAIRED",
+            "message": "device identity required",
+            "details": {"code": "DEVICE_IDENTITY_REQUIRED"},
+        }
         assert close.code == 1008
 
 
 def test_protocol_mismatch_closes_1002(gateway: GatewayThread) -> None:
     with Client(gateway.url) as c:
-        c.send({"type": "req", "id": "x", "method": "connect", "params": connect_params(minProtocol=3, maxProtocol=3)})
+        c.send(
+            {
+                "type": "req",
+                "id": "x",
+                "method": "connect",
+                "params": connect_params(minProtocol=3, maxProtocol=3),
+            }
+        )
         close, frames = closed_with(c)
         assert frames[0]["error"]["message"] == "protocol mismatch"
         assert frames[0]["error"]["details"]["expectedProtocol"] == 4
@@ -92,21 +106,40 @@ def test_request_before_connect_closes_1008(gateway: GatewayThread) -> None:
     with Client(gateway.url) as c:
         c.send({"type": "req", "id": "early", "method": "sessions.list", "params": {}})
         close, frames = closed_with(c)
-        assert frames == [{"type": "res", "id": "early", "ok": False, "error": {
-            "code": "INVALID_REQUEST", "message": "invalid handshake: first request must be connect"}}]
+        assert frames == [
+            {
+                "type": "res",
+                "id": "early",
+                "ok": False,
+                "error": {
+                    "code": "INVALID_REQUEST",
+                    "message": "invalid handshake: first request must be connect",
+                },
+            }
+        ]
         assert close.code == 1008
 
 
 def test_second_connect_fails_but_the_socket_stays(gateway: GatewayThread) -> None:
     with connected(gateway.url) as c:
         again = c.request("connect", connect_params())
-        assert again["error"] == {"code": "INVALID_REQUEST", "message": "connect is only valid as the first request"}
+        assert again["error"] == {
+            "code": "INVALID_REQUEST",
+            "message": "connect is only valid as the first request",
+        }
         assert c.request("health", omit_params=True)["ok"] is True
 
 
 def test_preauth_frame_over_64k_is_refused_before_parsing(gateway: GatewayThread) -> None:
     with Client(gateway.url) as c:
-        c.send({"type": "req", "id": "big", "method": "connect", "params": connect_params(userAgent="x" * 70_000)})
+        c.send(
+            {
+                "type": "req",
+                "id": "big",
+                "method": "connect",
+                "params": connect_params(userAgent="x" * 70_000),
+            }
+        )
         close, frames = closed_with(c)
         assert frames == [] and close.code == 1009 and close.reason == ""
     # after auth the cap is maxPayload: a 100 KB request is parsed (and refused by its schema)
@@ -127,11 +160,16 @@ def test_non_json_first_frame_and_silence_close_1000(state_dir: Path) -> None:
             assert frames == [] and close.code == 1000 and time.monotonic() - start >= 0.25
 
 
-@pytest.mark.parametrize(("params", "message"), [
-    ({"client": {"id": "openclaw-cli-py", "version": "1", "platform": "linux", "mode": "cli"}},
-     "invalid connect params: at /client/id: must be equal to one of the allowed values"),
-    ({"bogus": True}, "invalid connect params: at root: unexpected property 'bogus'"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (
+            {"client": {"id": "openclaw-cli-py", "version": "1", "platform": "linux", "mode": "cli"}},
+            "invalid connect params: at /client/id: must be equal to one of the allowed values",
+        ),
+        ({"bogus": True}, "invalid connect params: at root: unexpected property 'bogus'"),
+    ],
+)
 def test_invalid_connect_params(gateway: GatewayThread, params: dict, message: str) -> None:
     with Client(gateway.url) as c:
         c.send({"type": "req", "id": "x", "method": "connect", "params": connect_params(**params)})
@@ -144,41 +182,81 @@ def test_schema_errors_with_openclaw_texts(gateway: GatewayThread) -> None:
     with connected(gateway.url) as c:
         cases = [
             ("sessions.nope", {}, "unknown method: sessions.nope"),
-            ("sessions.list", {"limit": 5, "bogus": 1}, "invalid sessions.list params: at root: unexpected property 'bogus'"),
+            (
+                "sessions.list",
+                {"limit": 5, "bogus": 1},
+                "invalid sessions.list params: at root: unexpected property 'bogus'",
+            ),
             ("sessions.list", {"limit": 0}, "invalid sessions.list params: at /limit: must be >= 1"),
             ("sessions.list", ["x"], "invalid sessions.list params: must be object"),
-            ("sessions.compact", {"maxLines": 3}, "invalid sessions.compact params: must have required property 'key'"),
-            ("sessions.preview", {"keys": []}, "invalid sessions.preview params: at /keys: must NOT have fewer than 1 items"),
-            ("sessions.list", {"archived": "x"}, "invalid sessions.list params: at /archived: must be boolean; "
-             "at /archived: must be equal to constant; at /archived: must match a schema in anyOf"),
+            (
+                "sessions.compact",
+                {"maxLines": 3},
+                "invalid sessions.compact params: must have required property 'key'",
+            ),
+            (
+                "sessions.preview",
+                {"keys": []},
+                "invalid sessions.preview params: at /keys: must NOT have fewer than 1 items",
+            ),
+            (
+                "sessions.list",
+                {"archived": "x"},
+                "invalid sessions.list params: at /archived: must be boolean; "
+                "at /archived: must be equal to constant; at /archived: must match a schema in anyOf",
+            ),
         ]
         for method, params, message in cases:
             res = c.request(method, params)
-            assert res["ok"] is False and res["error"] == {"code": "INVALID_REQUEST", "message": message}, method
+            assert res["ok"] is False and res["error"] == {"code": "INVALID_REQUEST", "message": message}, (
+                method
+            )
 
 
 def test_schema_module_matches_recorded_messages() -> None:
-    assert check_params("sessions.patch", {"pinned": True}) == \
-        "invalid sessions.patch params: must have required property 'key'"
-    assert check_params("sessions.patch", {"key": "k", "ttlMinutes": 500}) == \
-        "invalid sessions.patch params: at /ttlMinutes: must be <= 120"
-    assert check_params("agents.delete", {"agentId": ""}) == \
-        "invalid agents.delete params: at /agentId: must NOT have fewer than 1 characters"
+    assert (
+        check_params("sessions.patch", {"pinned": True})
+        == "invalid sessions.patch params: must have required property 'key'"
+    )
+    assert (
+        check_params("sessions.patch", {"key": "k", "ttlMinutes": 500})
+        == "invalid sessions.patch params: at /ttlMinutes: must be <= 120"
+    )
+    assert (
+        check_params("agents.delete", {"agentId": ""})
+        == "invalid agents.delete params: at /agentId: must NOT have fewer than 1 characters"
+    )
     assert check_params("sessions.list", {"limit": 2.0}) is None  # JSON 2.0 is an integer, as in JS
-    assert check_params("sessions.list", {"limit": True}) == "invalid sessions.list params: at /limit: must be integer"
-    assert check_connect({"minProtocol": 4}) == "invalid connect params: must have required property 'maxProtocol'"
+    assert (
+        check_params("sessions.list", {"limit": True})
+        == "invalid sessions.list params: at /limit: must be integer"
+    )
+    assert (
+        check_connect({"minProtocol": 4})
+        == "invalid connect params: must have required property 'maxProtocol'"
+    )
 
 
 def test_scope_enforcement(gateway: GatewayThread) -> None:
     with connected(gateway.url, scopes=[]) as c:
         assert c.request("health")["ok"] is True
         res = c.request("sessions.list", {"limit": 1})
-        assert res["error"] == {"code": "FORBIDDEN", "message": "missing scope: operator.read", "details": {
-            "code": "MISSING_SCOPE", "missingScope": "operator.read", "requiredScopes": ["operator.read"]}}
+        assert res["error"] == {
+            "code": "FORBIDDEN",
+            "message": "missing scope: operator.read",
+            "details": {
+                "code": "MISSING_SCOPE",
+                "missingScope": "operator.read",
+                "requiredScopes": ["operator.read"],
+            },
+        }
     with connected(gateway.url, scopes=[READ]) as c:
         assert c.request("sessions.list", {"limit": 1})["ok"] is True
-        for method, params in (("sessions.cleanup", {"enforce": True}), ("sessions.compact", {"key": "k", "maxLines": 3}),
-                               ("agents.delete", {"agentId": "nope"})):
+        for method, params in (
+            ("sessions.cleanup", {"enforce": True}),
+            ("sessions.compact", {"key": "k", "maxLines": 3}),
+            ("agents.delete", {"agentId": "nope"}),
+        ):
             assert c.request(method, params)["error"]["message"] == "missing scope: operator.admin", method
     with connected(gateway.url, scopes=[WRITE]) as c:  # write implies read
         assert c.request("sessions.list", {"limit": 1})["ok"] is True
@@ -212,7 +290,11 @@ def test_patch_delete_create_scope_policy() -> None:
     assert need("sessions.create", {"execNode": "n"}) == ADMIN
     assert need("sessions.reset", {"key": "k"}) == ADMIN
     assert need("health", {}) is None
-    assert scopes.satisfied(READ, [WRITE]) and scopes.satisfied(WRITE, [ADMIN]) and not scopes.satisfied(WRITE, [READ])
+    assert (
+        scopes.satisfied(READ, [WRITE])
+        and scopes.satisfied(WRITE, [ADMIN])
+        and not scopes.satisfied(WRITE, [READ])
+    )
 
 
 def test_unauthenticated_connection_receives_only_the_challenge(state_dir: Path) -> None:
@@ -243,17 +325,41 @@ def test_ticks_carry_a_per_connection_seq(state_dir: Path) -> None:
 def test_reads_are_gateway_shaped(gateway: GatewayThread, small_state: Path) -> None:
     with connected(gateway.url) as c:
         listing = c.request("sessions.list", {"limit": 3})["payload"]
-        assert list(listing) == ["ts", "path", "count", "totalCount", "limitApplied", "nextOffset", "hasMore",
-                                 "owners", "defaults", "sessions"]
+        assert list(listing) == [
+            "ts",
+            "path",
+            "count",
+            "totalCount",
+            "limitApplied",
+            "nextOffset",
+            "hasMore",
+            "owners",
+            "defaults",
+            "sessions",
+        ]
         assert listing["count"] == 3 and listing["totalCount"] == 12 and listing["nextOffset"] == 3
         page = c.request("sessions.list", {"limit": 3, "offset": 3})["payload"]
         assert page["offset"] == 3 and page["nextOffset"] == 6
         keys = [r["key"] for r in listing["sessions"]] + [r["key"] for r in page["sessions"]]
         assert len(set(keys)) == 6
         row = listing["sessions"][0]
-        assert {"key", "sessionId", "agentId", "kind", "classification", "isMain", "archived", "pinned",
-                "unread", "updatedAt", "hasActiveRun", "activeRunIds"} <= set(row)
-        described = c.request("sessions.describe", {"key": "agent:main:telegram:group:123"})["payload"]["session"]
+        assert {
+            "key",
+            "sessionId",
+            "agentId",
+            "kind",
+            "classification",
+            "isMain",
+            "archived",
+            "pinned",
+            "unread",
+            "updatedAt",
+            "hasActiveRun",
+            "activeRunIds",
+        } <= set(row)
+        described = c.request("sessions.describe", {"key": "agent:main:telegram:group:123"})["payload"][
+            "session"
+        ]
         assert described["kind"] == "group" and described["displayName"] == "Team chat"
         assert c.request("sessions.describe", {"key": "agent:main:nope"})["payload"] == {"session": None}
         preview = c.request("sessions.preview", {"keys": ["agent:main:main"], "limit": 3})["payload"]
@@ -276,7 +382,9 @@ def test_cleanup_and_compact_notify_subscribers_only(gateway: GatewayThread, sma
         assert events[0]["payload"]["reason"] == "cleanup" and set(events[0]["payload"]) == {"reason", "ts"}
         keyed = events[1]["payload"]
         assert keyed["reason"] == "compact" and keyed["compacted"] is True
-        assert keyed["sessionKey"] == "agent:main:cron:job1" and keyed["session"]["key"] == keyed["sessionKey"]
+        assert (
+            keyed["sessionKey"] == "agent:main:cron:job1" and keyed["session"]["key"] == keyed["sessionKey"]
+        )
         assert [e["seq"] for e in sub.events] == list(range(1, len(sub.events) + 1))
         assert not [e for e in other.drain_events(0.2) if e["event"] == "sessions.changed"]
 
@@ -316,7 +424,9 @@ def test_password_auth(state_dir: Path) -> None:
 def test_secrets_compare_in_constant_time_shape() -> None:
     from openclaw_cli.gateway.auth import secrets_equal
 
-    assert secrets_equal(TOKEN, TOKEN) and not secrets_equal(TOKEN, TOKEN + "x") and not secrets_equal("", TOKEN)
+    assert (
+        secrets_equal(TOKEN, TOKEN) and not secrets_equal(TOKEN, TOKEN + "x") and not secrets_equal("", TOKEN)
+    )
 
 
 def test_tls_from_config(state_dir: Path, tmp_path: Path) -> None:
@@ -330,8 +440,15 @@ def test_tls_from_config(state_dir: Path, tmp_path: Path) -> None:
     cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert.cert_chain_pems[0].write_to_path(str(cert_path))
     cert.private_key_pem.write_to_path(str(key_path))
-    write_config(state_dir, {"gateway": {"mode": "local", "tls": {"enabled": True, "certPath": str(cert_path),
-                                                                  "keyPath": str(key_path)}}})
+    write_config(
+        state_dir,
+        {
+            "gateway": {
+                "mode": "local",
+                "tls": {"enabled": True, "certPath": str(cert_path), "keyPath": str(key_path)},
+            }
+        },
+    )
     with GatewayProcess() as gw:
         assert gw.url.startswith("wss://127.0.0.1:")
         context = ssl.create_default_context()

@@ -14,7 +14,10 @@ from tests.gateway_server_support import RECORDED_CONFIG, TOKEN, GatewayProcess,
 def test_our_cli_delegates_to_our_gateway(state_dir: Path) -> None:
     generate_legacy_state(state_dir, 12, 0, 4242, "--cron-key-style", "canonical")
     write_config(state_dir, RECORDED_CONFIG)
-    assert run_cli("doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json").returncode == 0
+    assert (
+        run_cli("doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json").returncode
+        == 0
+    )
     with GatewayProcess() as gw:
         env = {"OPENCLAW_GATEWAY_PORT": gw.url.rsplit(":", 1)[1], "OPENCLAW_GATEWAY_TOKEN": TOKEN}
 
@@ -37,10 +40,21 @@ def test_our_cli_delegates_to_our_gateway(state_dir: Path) -> None:
         key = "agent:main:subagent:79f74d60-ac03-431e-835d-7d3b92e4016e"
         deleted_session = served("sessions", "delete", key, "--yes", "--json")
         result = deleted_session["results"][0]
-        assert deleted_session["ok"] is True and result["status"] == "deleted" and Path(result["archived"][0]).exists()
+        assert (
+            deleted_session["ok"] is True
+            and result["status"] == "deleted"
+            and Path(result["archived"][0]).exists()
+        )
         status = served("status", "--json")
         assert status["gateway"]["reachable"] is True and status["gateway"]["error"] is None
         log = "".join(gw.lines)
-        for method in ("sessions.list", "sessions.cleanup", "sessions.compact", "agents.delete", "sessions.patch",
-                       "sessions.delete", "health"):
+        for method in (
+            "sessions.list",
+            "sessions.cleanup",
+            "sessions.compact",
+            "agents.delete",
+            "sessions.patch",
+            "sessions.delete",
+            "health",
+        ):
             assert f"res ✓ {method} " in log, method

@@ -56,12 +56,19 @@ def test_run_status_ownership_and_graceful_stop(state_dir: Path) -> None:
         assert stat.S_IMODE(marker.parent.stat().st_mode) == 0o700
         status = run_cli("gateway", "status", "--json")
         doc = json.loads(status.stdout)
-        assert status.returncode == 0 and doc["running"] is True and doc["pid"] == gw.pid and doc["url"] == gw.url
+        assert (
+            status.returncode == 0
+            and doc["running"] is True
+            and doc["pid"] == gw.pid
+            and doc["url"] == gw.url
+        )
         assert doc["probe"]["reachable"] is True
         refused = run_cli("doctor", "--session-sqlite", "import", "--json")
         assert refused.returncode == 5, refused.stdout
         assert "owns this OpenClaw state directory" in json.loads(refused.stdout)["error"]["message"]
-        second = run_cli("gateway", "run", "--port", "0", "--allow-unconfigured", "--auth", "none", timeout=30)
+        second = run_cli(
+            "gateway", "run", "--port", "0", "--allow-unconfigured", "--auth", "none", timeout=30
+        )
         assert second.returncode == 5 and f"pid {gw.pid}" in second.stderr
         ours = run_cli("status", "--json", env={"OPENCLAW_GATEWAY_PORT": str(_port(gw.url))})
         gateway = json.loads(ours.stdout)["gateway"]
@@ -78,7 +85,9 @@ def test_run_status_ownership_and_graceful_stop(state_dir: Path) -> None:
     assert not marker.exists()
     doc = json.loads(run_cli("gateway", "status", "--json").stdout)
     assert doc["running"] is False and doc["staleMarker"] is False and doc["ownedByOther"] is False
-    assert run_cli("doctor", "--session-sqlite", "import", "--json").returncode == 0  # the state is free again
+    assert (
+        run_cli("doctor", "--session-sqlite", "import", "--json").returncode == 0
+    )  # the state is free again
 
 
 def test_shutdown_event_then_close_1001(state_dir: Path) -> None:
@@ -109,14 +118,22 @@ def test_stale_marker_after_sigkill_is_detected_and_replaced(state_dir: Path) ->
         assert doc["running"] is True and doc["pid"] == again.pid and doc["staleMarker"] is False
 
 
-@pytest.mark.parametrize(("args", "config", "code", "text"), [
-    (["--bind", "lan", "--auth", "none"], {"gateway": {"mode": "local"}}, 2, "Refusing to bind gateway to lan without auth"),
-    (["--auth", "token"], {"gateway": {"mode": "local"}}, 3, "no token is configured"),
-    (["--auth", "password"], {"gateway": {"mode": "local"}}, 3, "no password is configured"),
-    (["--auth", "none"], {"gateway": {"port": 1}}, 3, "missing gateway.mode"),
-    (["--auth", "none"], {"gateway": {"mode": "remote"}}, 3, "set gateway.mode=local (current: remote)"),
-    (["--bind", "custom", "--auth", "none"], {"gateway": {"mode": "local"}}, 2, "gateway.customBindHost"),
-])
+@pytest.mark.parametrize(
+    ("args", "config", "code", "text"),
+    [
+        (
+            ["--bind", "lan", "--auth", "none"],
+            {"gateway": {"mode": "local"}},
+            2,
+            "Refusing to bind gateway to lan without auth",
+        ),
+        (["--auth", "token"], {"gateway": {"mode": "local"}}, 3, "no token is configured"),
+        (["--auth", "password"], {"gateway": {"mode": "local"}}, 3, "no password is configured"),
+        (["--auth", "none"], {"gateway": {"port": 1}}, 3, "missing gateway.mode"),
+        (["--auth", "none"], {"gateway": {"mode": "remote"}}, 3, "set gateway.mode=local (current: remote)"),
+        (["--bind", "custom", "--auth", "none"], {"gateway": {"mode": "local"}}, 2, "gateway.customBindHost"),
+    ],
+)
 def test_start_refusals(state_dir: Path, args: list[str], config: dict, code: int, text: str) -> None:
     write_config(state_dir, config)
     proc = run_cli("gateway", "run", "--port", "0", *args, timeout=30)
@@ -130,15 +147,22 @@ def test_password_file_and_env_token(state_dir: Path, tmp_path: Path) -> None:
     write_config(state_dir, {"gateway": {"mode": "local"}})
     from tests.gateway_server_support import connect_params
 
-    with GatewayProcess("--auth", "password", "--password-file", str(secret), token=None) as gw, Client(gw.url) as c:
+    with (
+        GatewayProcess("--auth", "password", "--password-file", str(secret), token=None) as gw,
+        Client(gw.url) as c,
+    ):
         params = connect_params(None)
         params["auth"] = {"password": "hunter2-pw"}
         assert c.request("connect", params)["ok"] is True
-    with GatewayProcess(token=None, env={"OPENCLAW_GATEWAY_TOKEN": "from-env-token"}) as gw, Client(gw.url) as c:
+    with (
+        GatewayProcess(token=None, env={"OPENCLAW_GATEWAY_TOKEN": "from-env-token"}) as gw,
+        Client(gw.url) as c,
+    ):
         assert c.hello(token="from-env-token")["ok"] is True
 
 
 # ---- SIGKILL while serving a write -------------------------------------------------------------------------
+
 
 def _gateway_env(state: Path, **extra: str) -> dict[str, str]:
     return {"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"), **extra}
@@ -184,7 +208,9 @@ def test_sigkill_during_served_cleanup_loses_nothing(tmp_path: Path) -> None:
             listed = c.request("sessions.list", {"limit": 500, "archived": "all"})["payload"]
             from openclaw_cli.store.sqlite import SqliteStore
 
-            with SqliteStore(work / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
+            with SqliteStore(
+                work / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True
+            ) as store:
                 assert sorted(r["key"] for r in listed["sessions"]) == sorted(store.load_entries())
             again = c.request("sessions.cleanup", {"enforce": True}, timeout=60)
             assert again["ok"] is True, again
@@ -205,7 +231,9 @@ def test_sigkill_during_served_agent_delete_loses_nothing(tmp_path: Path) -> Non
     make_sqlite(state, {"agent:main:a": entry("a", now)})
     ops = {f"agent:ops:s{i}": entry(f"s{i}", now - i) for i in range(40)}
     make_sqlite(state, ops, agent="ops", turns=3)
-    originals = {e["sessionId"]: sha(sqlite_transcript_bytes(state, e["sessionId"], "ops")) for e in ops.values()}
+    originals = {
+        e["sessionId"]: sha(sqlite_transcript_bytes(state, e["sessionId"], "ops")) for e in ops.values()
+    }
     res, gw = _served(state, "agents.delete", {"agentId": "ops"}, OPENCLAW_CLEANUP_CRASH_AT="5")
     assert res is None and gw.wait(30) == -signal.SIGKILL
     _assert_kept_or_archived(state, originals)
@@ -280,7 +308,11 @@ def test_sigkill_during_served_session_delete_loses_nothing(tmp_path: Path) -> N
             if key in store.load_entries():
                 return sqlite_transcript_bytes(state, "long") == original
         root = state / "agents" / "main" / "sessions"
-        return any(read_archive_bytes(p) == original for p in root.glob("long.jsonl.deleted.*") if not p.name.endswith(".tmp"))
+        return any(
+            read_archive_bytes(p) == original
+            for p in root.glob("long.jsonl.deleted.*")
+            if not p.name.endswith(".tmp")
+        )
 
     timing = tmp_path / "timing"
     shutil.copytree(initial, timing)

@@ -25,9 +25,21 @@ ORIGINAL = SESSION.jsonl().splitlines()
 
 
 def _compact(state: Path, **env: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "openclaw_cli", "compact", KEY, "--json", "--keep-recent-tokens", "3000",
-           "--tokenizer", "estimate"]
-    return subprocess.run(cmd, env={**os.environ, **env_for(state), **env}, capture_output=True, text=True, timeout=60)
+    cmd = [
+        sys.executable,
+        "-m",
+        "openclaw_cli",
+        "compact",
+        KEY,
+        "--json",
+        "--keep-recent-tokens",
+        "3000",
+        "--tokenizer",
+        "estimate",
+    ]
+    return subprocess.run(
+        cmd, env={**os.environ, **env_for(state), **env}, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +64,7 @@ def _check_rotated(state: Path, old_sid: str) -> None:
     row = rows(state)[KEY]
     assert row["sessionId"] != old_sid and row["compactionCount"] == 1
     old = (state / SESSIONS / f"{old_sid}.jsonl").read_text().splitlines()
-    assert old[:len(ORIGINAL)] == ORIGINAL and json.loads(old[-1])["type"] == "compaction"
+    assert old[: len(ORIGINAL)] == ORIGINAL and json.loads(old[-1])["type"] == "compaction"
     successor = next((state / SESSIONS).glob(f"*_{row['sessionId']}.jsonl")).read_text().splitlines()
     assert rebuilt_context(parse_lines(successor)) == rebuilt_context(parse_lines(old))
     assert row["compactionCheckpoints"][-1]["preCompaction"]["sessionId"] == old_sid
@@ -60,7 +72,9 @@ def _check_rotated(state: Path, old_sid: str) -> None:
     assert len(primaries) == 2  # the old transcript and exactly one successor: nothing orphaned
 
 
-def test_every_kill_is_finished_by_the_rerun_without_leftovers(template: Path, state_dir: Path, tmp_path: Path):
+def test_every_kill_is_finished_by_the_rerun_without_leftovers(
+    template: Path, state_dir: Path, tmp_path: Path
+):
     use_template(template, state_dir)
     old_sid = rows(state_dir)[KEY]["sessionId"]
     counter = tmp_path / "count"
@@ -74,21 +88,29 @@ def test_every_kill_is_finished_by_the_rerun_without_leftovers(template: Path, s
         again = _compact(state_dir)
         doc = json.loads(again.stdout)
         if again.returncode != 0:  # only when the killed run had already switched the row
-            assert doc["reason"] == "session is already compacted" and rows(state_dir)[KEY]["sessionId"] != old_sid
+            assert (
+                doc["reason"] == "session is already compacted"
+                and rows(state_dir)[KEY]["sessionId"] != old_sid
+            )
         resumed += bool(doc.get("resumed"))
         _check_rotated(state_dir, old_sid)
         assert _leftovers(state_dir) == [], point
     assert resumed >= 2  # the kills between the append and the row update were finished, not skipped
 
 
-def test_dead_writers_temp_files_and_locks_are_removed_by_the_next_compaction(template: Path, state_dir: Path):
+def test_dead_writers_temp_files_and_locks_are_removed_by_the_next_compaction(
+    template: Path, state_dir: Path
+):
     use_template(template, state_dir)
     sid = rows(state_dir)[KEY]["sessionId"]
     sessions = state_dir / SESSIONS
     dead = _dead_pid()
     partial = sessions / f"{sid}.jsonl.bak.2026-12-01T00-00-00.000Z.zst.{dead}.{'a' * 32}.tmp"
     partial.write_bytes(b"\x28\xb5\x2f\xfd partial")
-    successor_tmp = sessions / f".2026-12-01T00-00-00-000Z_{'b' * 8}-bbbb-4bbb-8bbb-{'b' * 12}.jsonl.{dead}.{'c' * 32}.tmp"
+    successor_tmp = (
+        sessions
+        / f".2026-12-01T00-00-00-000Z_{'b' * 8}-bbbb-4bbb-8bbb-{'b' * 12}.jsonl.{dead}.{'c' * 32}.tmp"
+    )
     successor_tmp.write_text("{}\n")
     payload = json.dumps({"pid": dead, "createdAt": "2026-12-01T00:00:00.000Z"})
     (sessions / f"{sid}.jsonl.lock").write_text(payload)
@@ -110,8 +132,20 @@ def test_dead_writers_temp_files_and_locks_are_removed_by_the_next_compaction(te
 def test_a_dry_run_removes_nothing(template: Path, state_dir: Path):
     use_template(template, state_dir)
     sid = rows(state_dir)[KEY]["sessionId"]
-    partial = state_dir / SESSIONS / f"{sid}.jsonl.bak.2026-12-01T00-00-00.000Z.zst.{_dead_pid()}.{'a' * 32}.tmp"
+    partial = (
+        state_dir / SESSIONS / f"{sid}.jsonl.bak.2026-12-01T00-00-00.000Z.zst.{_dead_pid()}.{'a' * 32}.tmp"
+    )
     partial.write_bytes(b"partial")
-    cmd = [sys.executable, "-m", "openclaw_cli", "compact", KEY, "--dry-run", "--json", "--tokenizer", "estimate"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "openclaw_cli",
+        "compact",
+        KEY,
+        "--dry-run",
+        "--json",
+        "--tokenizer",
+        "estimate",
+    ]
     assert subprocess.run(cmd, env={**os.environ, **env_for(state_dir)}, capture_output=True).returncode == 0
     assert partial.exists()

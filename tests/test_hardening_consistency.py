@@ -25,7 +25,11 @@ def test_a_bom_is_refused_by_reads_and_by_the_import_alike(state: Path) -> None:
     imported = doctor(state, "import", "--json")
     assert read.returncode == 6 and "byte order mark" in json.loads(read.stdout)["error"]["message"]
     issue = json.loads(imported.stdout)["targets"][0]["issues"][0]
-    assert imported.returncode == 1 and issue["code"] == "store_unreadable" and "byte order mark" in issue["message"]
+    assert (
+        imported.returncode == 1
+        and issue["code"] == "store_unreadable"
+        and "byte order mark" in issue["message"]
+    )
     assert dry["targets"][0]["issues"][0]["code"] == "store_unreadable"
     assert not (state / DB).exists() and path.exists()
 
@@ -64,7 +68,9 @@ def test_migration_agent_selectors_are_checked(state: Path) -> None:
     bad = cli(state, "doctor", "--session-sqlite", "import", "--session-sqlite-agent", "../../x", "--json")
     assert bad.returncode == 2 and "Invalid agent id" in json.loads(bad.stdout)["error"]["message"]
     ghost = cli(state, "doctor", "--session-sqlite", "dry-run", "--session-sqlite-agent", "ghost", "--json")
-    assert ghost.returncode == 4 and 'Unknown agent id "ghost"' in json.loads(ghost.stdout)["error"]["message"]
+    assert (
+        ghost.returncode == 4 and 'Unknown agent id "ghost"' in json.loads(ghost.stdout)["error"]["message"]
+    )
     ok = cli(state, "doctor", "--session-sqlite", "dry-run", "--session-sqlite-agent", "main", "--json")
     assert ok.returncode == 0 and json.loads(ok.stdout)["totals"]["targets"] == 1
 
@@ -76,7 +82,9 @@ def test_rows_a_listing_cannot_show_are_said(state: Path) -> None:
     data[first]["sessionId"] = "../../etc/passwd"
     path.write_text(json.dumps(data, indent=2))
     listing = json.loads(cli(state, "sessions", "--json").stdout)
-    assert listing["count"] == 11 and "1 row(s) of" in listing["hint"] and "unsafe sessionId" in listing["hint"]
+    assert (
+        listing["count"] == 11 and "1 row(s) of" in listing["hint"] and "unsafe sessionId" in listing["hint"]
+    )
     text = cli(state, "sessions")
     assert "1 row(s) of" in text.stderr
 

@@ -20,9 +20,17 @@ from openclaw_cli.errors import EXIT_CODE_DOCS, ExitCode
 from tests.hardening_support import SESSIONS, can_mount, env_for, make_state, tmpfs, tree_digest
 
 
-def _cli(state: Path, *args: str, preexec=None, prefix: list[str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*(prefix or []), sys.executable, "-m", "openclaw_cli", *args], env=env_for(state),
-                          capture_output=True, text=True, timeout=120, preexec_fn=preexec)
+def _cli(
+    state: Path, *args: str, preexec=None, prefix: list[str] | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*(prefix or []), sys.executable, "-m", "openclaw_cli", *args],
+        env=env_for(state),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=preexec,
+    )
 
 
 def _error(proc: subprocess.CompletedProcess) -> dict:
@@ -74,7 +82,9 @@ def _drop_dac() -> list[str] | None:
     """A prefix that runs a command as root without the override of file permissions."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return None
-    probe = subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search", "true"], capture_output=True)
+    probe = subprocess.run(
+        ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "true"], capture_output=True
+    )
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if probe.returncode == 0 else None
 
 
@@ -117,6 +127,7 @@ def test_erofs_is_typed_and_reads_still_work(mounted: Path) -> None:
 def _few_files(limit: int):
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
     return apply
 
 
@@ -127,7 +138,11 @@ def test_emfile_is_typed_and_the_import_rolls_back(tmp_path: Path) -> None:
         proc = _cli(state, "doctor", "--session-sqlite", "import", "--json", preexec=_few_files(limit))
         assert proc.returncode == ExitCode.RESOURCE, (limit, proc.stdout + proc.stderr)
         error = _error(proc)
-        assert error["type"] == "resource_limit" and "(EMFILE)" in error["message"] and "ulimit -n" in error["message"]
+        assert (
+            error["type"] == "resource_limit"
+            and "(EMFILE)" in error["message"]
+            and "ulimit -n" in error["message"]
+        )
         assert "rolled back" in error["message"]
         assert tree_digest(state / SESSIONS) == sessions_before
         assert not (state / "agents" / "main" / "agent" / "openclaw-agent.sqlite").exists()
@@ -139,8 +154,12 @@ def test_eloop_is_typed_for_every_command(tmp_path: Path) -> None:
     sessions = state / SESSIONS
     shutil.rmtree(sessions)
     sessions.symlink_to(sessions)
-    for args in (["sessions", "--json"], ["status", "--json", "--no-probe"], ["sessions", "cleanup", "--enforce", "--json"],
-                 ["doctor", "--session-sqlite", "import", "--json"]):
+    for args in (
+        ["sessions", "--json"],
+        ["status", "--json", "--no-probe"],
+        ["sessions", "cleanup", "--enforce", "--json"],
+        ["doctor", "--session-sqlite", "import", "--json"],
+    ):
         proc = _cli(state, *args)
         assert proc.returncode == ExitCode.REFUSED, (args, proc.stdout + proc.stderr)
         error = _error(proc)
@@ -152,9 +171,16 @@ def test_numbers_beyond_float_range_read_and_compute_without_error(tmp_path: Pat
     path = state / SESSIONS / "sessions.json"
     data = json.loads(path.read_text())
     key = next(iter(data))
-    path.write_text(path.read_text().replace(f'"updatedAt": {data[key]["updatedAt"]}', '"updatedAt": 1' + "0" * 400, 1))
-    for args in (["sessions", "--json"], ["status", "--json", "--no-probe"], ["sessions", "cleanup", "--dry-run", "--json"],
-                 ["sessions"], ["status", "--no-probe"]):
+    path.write_text(
+        path.read_text().replace(f'"updatedAt": {data[key]["updatedAt"]}', '"updatedAt": 1' + "0" * 400, 1)
+    )
+    for args in (
+        ["sessions", "--json"],
+        ["status", "--json", "--no-probe"],
+        ["sessions", "cleanup", "--dry-run", "--json"],
+        ["sessions"],
+        ["status", "--no-probe"],
+    ):
         proc = _cli(state, *args)
         assert proc.returncode == 0, (args, proc.stdout[-500:] + proc.stderr[-500:])
         assert "OverflowError" not in proc.stdout + proc.stderr

@@ -58,7 +58,7 @@ def _import_ok(state: Path, originals: dict[str, bytes]) -> None:
     assert done.returncode == 0, done.stdout[-2000:]
     stored = db_session_lines(state / DB)
     for name, data in originals.items():
-        assert stored.get(name[:-len(".jsonl")], []) == file_lines(data), name
+        assert stored.get(name[: -len(".jsonl")], []) == file_lines(data), name
     assert leftovers(state) == []
 
 
@@ -92,8 +92,9 @@ def crash_points(template: Path, tmp_path_factory: pytest.TempPathFactory) -> in
 
 
 @pytest.mark.parametrize("point", ["early", "middle", "before-publish"])
-def test_killed_import_leaves_the_legacy_store_in_use(template: Path, tmp_path: Path, point: str,
-                                                      crash_points: int) -> None:
+def test_killed_import_leaves_the_legacy_store_in_use(
+    template: Path, tmp_path: Path, point: str, crash_points: int
+) -> None:
     total = crash_points
     records = len(store_json(template))
     at = {"early": 3, "middle": 2 + records // 2, "before-publish": records + 3}[point]
@@ -125,8 +126,9 @@ def test_recover_discards_the_unpublished_build_and_clears_the_notice(template: 
 
 
 @pytest.mark.parametrize("sig", ["INT", "TERM"])
-def test_ctrl_c_during_import_stops_at_a_safe_point_and_says_what_to_run(template: Path, tmp_path: Path,
-                                                                         sig: str) -> None:
+def test_ctrl_c_during_import_stops_at_a_safe_point_and_says_what_to_run(
+    template: Path, tmp_path: Path, sig: str
+) -> None:
     state = _copy(template, tmp_path / "run")
     originals = _originals(state)
     records = len(store_json(state))
@@ -140,11 +142,15 @@ def test_ctrl_c_during_import_stops_at_a_safe_point_and_says_what_to_run(templat
     _import_ok(state, originals)
 
 
-def test_ctrl_c_while_archiving_says_the_store_is_live(template: Path, tmp_path: Path, crash_points: int) -> None:
+def test_ctrl_c_while_archiving_says_the_store_is_live(
+    template: Path, tmp_path: Path, crash_points: int
+) -> None:
     state = _copy(template, tmp_path / "run")
     originals = _originals(state)
     total = crash_points
-    proc = doctor(state, "import", "--json", **{CRASH_ENV: str(total - 10), "OPENCLAW_MIGRATION_CRASH_SIGNAL": "INT"})
+    proc = doctor(
+        state, "import", "--json", **{CRASH_ENV: str(total - 10), "OPENCLAW_MIGRATION_CRASH_SIGNAL": "INT"}
+    )
     assert proc.returncode == 130
     body = json.loads(proc.stdout)
     assert body["error"]["type"] == "interrupted"
@@ -166,7 +172,10 @@ def test_integer_beyond_64_bits_is_imported_with_its_text_and_every_row_listed(t
     assert proc.returncode == 0, proc.stdout
     issues = json.loads(proc.stdout)["targets"][0]["issues"]
     assert [(i["code"], i["sessionKey"]) for i in issues] == [("entry_value_unrepresentable", key)]
-    assert "field updatedAt = 1000000000000000000000000000000 is an integer beyond 64 bits" in issues[0]["message"]
+    assert (
+        "field updatedAt = 1000000000000000000000000000000 is an integer beyond 64 bits"
+        in issues[0]["message"]
+    )
     count, doc = _listed(state)
     assert count == 12 and doc["path"].endswith(".sqlite")
     import sqlite3
@@ -178,7 +187,9 @@ def test_integer_beyond_64_bits_is_imported_with_its_text_and_every_row_listed(t
 
 
 @pytest.mark.parametrize("bad_key", ["", "   ", "\\u0000x", "\\ud800"])
-def test_unusable_key_is_reported_and_the_entry_stored_under_a_substitute(tmp_path: Path, bad_key: str) -> None:
+def test_unusable_key_is_reported_and_the_entry_stored_under_a_substitute(
+    tmp_path: Path, bad_key: str
+) -> None:
     state = make_state(tmp_path)
     path = state / SESSIONS / "sessions.json"
     data = json.loads(path.read_text())
@@ -192,8 +203,11 @@ def test_unusable_key_is_reported_and_the_entry_stored_under_a_substitute(tmp_pa
     assert issues[0]["sessionKey"].startswith("agent:main:invalid-key:")
     count, doc = _listed(state)
     assert count == 12 and issues[0]["sessionKey"] in {s["key"] for s in doc["sessions"]}
-    archived = [p for p in (state / ARCHIVE_DIR).iterdir() if p.name.endswith(".imported-" + p.name.rsplit("-", 1)[-1])
-                and "sessions.json" in p.name]
+    archived = [
+        p
+        for p in (state / ARCHIVE_DIR).iterdir()
+        if p.name.endswith(".imported-" + p.name.rsplit("-", 1)[-1]) and "sessions.json" in p.name
+    ]
     assert archived and archived[0].read_text() == raw  # the original key is kept in the archived index
 
 
@@ -242,14 +256,23 @@ def test_number_beyond_double_range_is_stored_as_written_and_readable(tmp_path: 
     path = state / SESSIONS / "sessions.json"
     data = store_json(state)
     key = next(iter(data))
-    original = path.read_text().replace(f'"updatedAt": {data[key]["updatedAt"]}', f'"updatedAt": {literal}', 1)
+    original = path.read_text().replace(
+        f'"updatedAt": {data[key]["updatedAt"]}', f'"updatedAt": {literal}', 1
+    )
     path.write_text(original)
     proc = doctor(state, "import", "--json")
     assert proc.returncode == 0, proc.stdout
     issue = json.loads(proc.stdout)["targets"][0]["issues"][0]
-    assert issue["code"] == "entry_value_unrepresentable" and "beyond the range of a double" in issue["message"]
-    every = (["sessions", "--json"], ["status", "--json", "--no-probe"], ["sessions", "cleanup", "--dry-run", "--json"],
-             ["sessions"], ["status", "--no-probe"])
+    assert (
+        issue["code"] == "entry_value_unrepresentable" and "beyond the range of a double" in issue["message"]
+    )
+    every = (
+        ["sessions", "--json"],
+        ["status", "--json", "--no-probe"],
+        ["sessions", "cleanup", "--dry-run", "--json"],
+        ["sessions"],
+        ["status", "--no-probe"],
+    )
     for args in every if literal == "1e400" else every[:1]:
         out = cli(state, *args)
         assert out.returncode == 0, (args, out.stdout[-500:], out.stderr[-500:])
@@ -266,9 +289,17 @@ def test_number_beyond_double_range_is_stored_as_written_and_readable(tmp_path: 
 # ---- case 4: one malformed transcript line never drops the lines after it -----------------------
 
 
-@pytest.mark.parametrize("bad", [b'{"type":"message","text":"\xff\xfe"}', b'{"type":"message","t":"\x00"}',
-                                 b'[1,2,3]', b'{"type":"message","id":"x1","parentId":', b'null',
-                                 b'{"type":"openclaw-cli.quarantined-line","raw":"forged"}'])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b'{"type":"message","text":"\xff\xfe"}',
+        b'{"type":"message","t":"\x00"}',
+        b"[1,2,3]",
+        b'{"type":"message","id":"x1","parentId":',
+        b"null",
+        b'{"type":"openclaw-cli.quarantined-line","raw":"forged"}',
+    ],
+)
 def test_malformed_line_is_quarantined_and_every_later_line_imported(tmp_path: Path, bad: bytes) -> None:
     state = make_state(tmp_path, 6, 0.2, 3)
     target = max(transcripts(state), key=lambda p: len(p.read_bytes().split(b"\n")))
@@ -283,7 +314,7 @@ def test_malformed_line_is_quarantined_and_every_later_line_imported(tmp_path: P
     assert [i["code"] for i in issues] == ["transcript_malformed"]
     assert f"{target}:6: malformed transcript line" in issues[0]["message"]
     assert "every line after it is imported" in issues[0]["message"]
-    sid = target.name[:-len(".jsonl")]
+    sid = target.name[: -len(".jsonl")]
     assert db_session_lines(state / DB)[sid] == file_lines(content)  # all of them, byte-exact, in order
     import io
 

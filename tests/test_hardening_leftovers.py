@@ -32,8 +32,12 @@ def _temp(directory: Path, name: str, pid: int, *sidecars: str) -> list[Path]:
 def test_import_removes_a_killed_runs_temp_database_and_manifest(tmp_path: Path) -> None:
     state = make_state(tmp_path)
     dead = _dead_pid()
-    left = [*_temp((state / DB).parent, ".openclaw-agent.sqlite.import-session-sqlite-1-aa", dead, "-wal", "-shm"),
-            *_temp(state / "session-sqlite-migration-runs", "session-sqlite-1-aa.json", dead)]
+    left = [
+        *_temp(
+            (state / DB).parent, ".openclaw-agent.sqlite.import-session-sqlite-1-aa", dead, "-wal", "-shm"
+        ),
+        *_temp(state / "session-sqlite-migration-runs", "session-sqlite-1-aa.json", dead),
+    ]
     live = _temp(state / "session-sqlite-migration-runs", "session-sqlite-2-bb.json", os.getppid())
     assert doctor(state, "import").returncode == 0
     assert not any(p.exists() for p in left)
@@ -54,12 +58,15 @@ def test_agents_delete_removes_a_killed_deletes_archive_and_config_temps(tmp_pat
     work = tmp_path / "work-src"
     make_state(work, 6, 0.05, 4, "--agent", "work")
     shutil.copytree(work / "state" / "agents" / "work", state / "agents" / "work")
-    (state / "openclaw.json").write_text(json.dumps({"agents": {"list": [{"id": "main", "default": True},
-                                                                         {"id": "work"}]}}))
+    (state / "openclaw.json").write_text(
+        json.dumps({"agents": {"list": [{"id": "main", "default": True}, {"id": "work"}]}})
+    )
     sessions = state / "agents" / "work" / "sessions"
     dead = _dead_pid()
-    left = [*_temp(sessions, "x.jsonl.deleted.2026-12-01T00-00-00.000Z.zst", dead),
-            *_temp(state, "openclaw.json", dead)]
+    left = [
+        *_temp(sessions, "x.jsonl.deleted.2026-12-01T00-00-00.000Z.zst", dead),
+        *_temp(state, "openclaw.json", dead),
+    ]
     proc = cli(state, "agents", "delete", "work", "--force", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not any(p.exists() for p in left)

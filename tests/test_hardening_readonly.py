@@ -17,23 +17,35 @@ KEY = "agent:main:main"
 
 M = ("--agent", "main")
 READS: list[tuple[str, ...]] = [
-    ("sessions", *M), ("sessions", *M, "--json"), ("sessions", "--all-agents", "--json"), ("sessions", "--agent", "work"),
+    ("sessions", *M),
+    ("sessions", *M, "--json"),
+    ("sessions", "--all-agents", "--json"),
+    ("sessions", "--agent", "work"),
     ("sessions", *M, "--limit", "all", "--active", "100000", "--json"),
-    ("sessions", "tail", "--session-key", KEY, *M), ("sessions", "tail", "--session-key", KEY, *M, "--context", "--json"),
+    ("sessions", "tail", "--session-key", KEY, *M),
+    ("sessions", "tail", "--session-key", KEY, *M, "--context", "--json"),
     ("sessions", "tail", "--session-key", "agent:work:main", "--agent", "work", "--json"),
-    ("status",), ("status", "--json"), ("status", "--no-probe", "--json"),
-    ("doctor",), ("doctor", "--json"),
+    ("status",),
+    ("status", "--json"),
+    ("status", "--no-probe", "--json"),
+    ("doctor",),
+    ("doctor", "--json"),
     ("doctor", "--session-sqlite", "dry-run", "--session-sqlite-all-agents"),
     ("doctor", "--session-sqlite", "validate", "--session-sqlite-all-agents", "--json"),
     ("doctor", "--session-sqlite", "inspect", "--session-sqlite-all-agents", "--json"),
-    ("sessions", "cleanup", "--dry-run", *M), ("sessions", "cleanup", "--dry-run", "--json", "--all-agents"),
-    ("cleanup", "--dry-run", "--agent", "work", "--json"), ("sessions", "cleanup", "--dry-run", "--fix-missing", *M),
-    ("compact", KEY, *M, "--dry-run"), ("compact", KEY, *M, "--dry-run", "--tokenizer", "exact", "--json"),
+    ("sessions", "cleanup", "--dry-run", *M),
+    ("sessions", "cleanup", "--dry-run", "--json", "--all-agents"),
+    ("cleanup", "--dry-run", "--agent", "work", "--json"),
+    ("sessions", "cleanup", "--dry-run", "--fix-missing", *M),
+    ("compact", KEY, *M, "--dry-run"),
+    ("compact", KEY, *M, "--dry-run", "--tokenizer", "exact", "--json"),
     ("compact", "agent:work:main", "--agent", "work", "--dry-run", "--json"),
     ("compact", "--over-threshold", "--dry-run", "--all-agents", "--json"),
     ("compact", KEY, *M, "--max-lines", "3", "--dry-run", "--json"),
-    ("agents", "list"), ("agents", "list", "--json"),
-    ("--help",), ("--version",),
+    ("agents", "list"),
+    ("agents", "list", "--json"),
+    ("--help",),
+    ("--version",),
 ]
 
 
@@ -46,10 +58,17 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make_state(work, 8, 0.2, 22, "--agent", "work")
     shutil.copytree(work / "state" / "agents" / "work", state / "agents" / "work")
     shutil.rmtree(work)
-    (state / "openclaw.json").write_text(json.dumps({
-        "agents": {"list": [{"id": "main", "default": True}, {"id": "work"}], "defaults": {"compaction": {}}},
-        "session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "rotateBytes": "10mb"}},
-    }))
+    (state / "openclaw.json").write_text(
+        json.dumps(
+            {
+                "agents": {
+                    "list": [{"id": "main", "default": True}, {"id": "work"}],
+                    "defaults": {"compaction": {}},
+                },
+                "session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "rotateBytes": "10mb"}},
+            }
+        )
+    )
     assert doctor(state, "import", "--session-sqlite-agent", "work").returncode == 0
     return root
 

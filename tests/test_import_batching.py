@@ -39,8 +39,15 @@ def _records(state: Path) -> list[ImportRecord]:
     out = []
     for key, entry in entries.items():
         f = sessions / f"{entry['sessionId']}.jsonl"
-        out.append(ImportRecord(key, entry, f.read_bytes().split(b"\n") if f.exists() else (), source=f.name,
-                                created_at_ms=1_700_000_000_000))
+        out.append(
+            ImportRecord(
+                key,
+                entry,
+                f.read_bytes().split(b"\n") if f.exists() else (),
+                source=f.name,
+                created_at_ms=1_700_000_000_000,
+            )
+        )
     first_key, first = next(iter(entries.items()))
     lines = (sessions / f"{first['sessionId']}.jsonl").read_bytes().split(b"\n")
     # a second key sharing the first transcript (T-20), an alias loser without entry, a bad id,
@@ -48,10 +55,16 @@ def _records(state: Path) -> list[ImportRecord]:
     out.append(ImportRecord("agent:main:shared", {**first, "label": "shared"}, lines, source="shared"))
     out.append(ImportRecord(first_key, None, lines, session_id=first["sessionId"]))
     out.append(ImportRecord("agent:main:bad", {"sessionId": "../x"}, [b"{}"]))
-    out.append(ImportRecord("agent:main:empty", {"sessionId": "e0000000-0000-4000-8000-000000000000",
-                                                 "updatedAt": 5}, ()))
-    out.append(ImportRecord("agent:main:empty", {"sessionId": "e0000000-0000-4000-8000-000000000000",
-                                                 "updatedAt": 9}, ()))
+    out.append(
+        ImportRecord(
+            "agent:main:empty", {"sessionId": "e0000000-0000-4000-8000-000000000000", "updatedAt": 5}, ()
+        )
+    )
+    out.append(
+        ImportRecord(
+            "agent:main:empty", {"sessionId": "e0000000-0000-4000-8000-000000000000", "updatedAt": 9}, ()
+        )
+    )
     for rec in out:
         rec.created_at_ms = 1_700_000_000_000  # no wall-clock fallback: both runs store the same times
     return out
@@ -70,12 +83,19 @@ def _rows(db: Path, skip_seed: bool) -> dict[str, list[tuple]]:
 
 
 @pytest.mark.parametrize("private_build", [False, True])
-def test_fresh_store_batched_import_stores_what_the_general_path_stores(tmp_path: Path, private_build: bool) -> None:
+def test_fresh_store_batched_import_stores_what_the_general_path_stores(
+    tmp_path: Path, private_build: bool
+) -> None:
     state = generate_legacy_state(tmp_path / "legacy", 30, 0.3, 5, "--cron-key-style", "canonical")
     fresh = SqliteStore(_db(tmp_path / "fresh"), "main", create=True)
     assert fresh._db().execute("SELECT count(*) FROM session_nodes").fetchone()[0] == 0
-    got = fresh.bulk_import(_records(state), batch_records=7, batch_rows=60, on_malformed="quarantine",
-                            private_build=private_build)
+    got = fresh.bulk_import(
+        _records(state),
+        batch_records=7,
+        batch_rows=60,
+        on_malformed="quarantine",
+        private_build=private_build,
+    )
     assert fresh._db().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert fresh._db().execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL again
     fresh.close()
@@ -84,12 +104,31 @@ def test_fresh_store_batched_import_stores_what_the_general_path_stores(tmp_path
     general.bulk_import([ImportRecord(SEED_KEY, {"sessionId": SEED_SID}, [b'{"type":"session","id":"x"}'])])
     want = general.bulk_import(_records(state), batch_records=7, batch_rows=60, on_malformed="quarantine")
     general.close()
-    assert [(r.session_key, r.entry_inserted, r.entry_existing, r.events_inserted, r.events_existing, r.issue is None)
-            for r in got.records] == [
-        (r.session_key, r.entry_inserted, r.entry_existing, r.events_inserted, r.events_existing, r.issue is None)
-        for r in want.records]
+    assert [
+        (
+            r.session_key,
+            r.entry_inserted,
+            r.entry_existing,
+            r.events_inserted,
+            r.events_existing,
+            r.issue is None,
+        )
+        for r in got.records
+    ] == [
+        (
+            r.session_key,
+            r.entry_inserted,
+            r.entry_existing,
+            r.events_inserted,
+            r.events_existing,
+            r.issue is None,
+        )
+        for r in want.records
+    ]
     assert _rows(_db(tmp_path / "fresh"), False) == _rows(_db(tmp_path / "general"), True)
-    assert got.records[-1].entry_existing and not got.records[-1].entry_inserted  # the repeated key kept the first
+    assert (
+        got.records[-1].entry_existing and not got.records[-1].entry_inserted
+    )  # the repeated key kept the first
 
 
 def test_batched_import_interrupted_keeps_whole_committed_batches(tmp_path: Path) -> None:
@@ -117,8 +156,12 @@ def test_batched_import_interrupted_keeps_whole_committed_batches(tmp_path: Path
 def test_drop_session_events_keeps_referenced_and_changed_sessions(tmp_path: Path) -> None:
     store = SqliteStore(_db(tmp_path), "main", create=True)
     sids = [f"a{i:07d}-0000-4000-8000-000000000000" for i in range(1200)]  # more than one 500-id chunk
-    store.bulk_import([ImportRecord(f"agent:main:k{i}", {"sessionId": sid}, [b'{"type":"session","id":"h"}'])
-                       for i, sid in enumerate(sids)])
+    store.bulk_import(
+        [
+            ImportRecord(f"agent:main:k{i}", {"sessionId": sid}, [b'{"type":"session","id":"h"}'])
+            for i, sid in enumerate(sids)
+        ]
+    )
     keep_ref = sids[3]
     changed = sids[700]
     store.delete_entries([f"agent:main:k{i}" for i in range(len(sids)) if sids[i] != keep_ref])
@@ -128,8 +171,23 @@ def test_drop_session_events_keeps_referenced_and_changed_sessions(tmp_path: Pat
     assert set(dropped) == set(sids) - {keep_ref, changed}
     left = {r[0] for r in store._db().execute("SELECT session_id FROM session_windows")}
     assert left == {keep_ref, changed}
-    store.record_archives([(f"{sid}.jsonl.deleted.2026-01-01T00-00-00.000Z.zst", sid, None, "deleted", "zstd",
-                            "0" * 64, 10, 1, 27, 1) for sid in dropped[:3]])
+    store.record_archives(
+        [
+            (
+                f"{sid}.jsonl.deleted.2026-01-01T00-00-00.000Z.zst",
+                sid,
+                None,
+                "deleted",
+                "zstd",
+                "0" * 64,
+                10,
+                1,
+                27,
+                1,
+            )
+            for sid in dropped[:3]
+        ]
+    )
     assert store._db().execute("SELECT count(*) FROM session_transcript_archives").fetchone()[0] == 3
     store.close()
 
@@ -171,7 +229,9 @@ def test_bench_floors_run_on_a_small_state(tmp_path: Path) -> None:
 
 _ODD_LINES: list[bytes | str] = [
     b'{"type":"session","id":"h1","timestamp":"2026-01-02T03:04:05.678Z"}',
-    b"", b"   ", b"\t",
+    b"",
+    b"   ",
+    b"\t",
     b'{"type":"message","id":"m1","parentId":"h1","timestamp":"2026-01-02T03:04:05.678Z",'
     b'"message":{"role":"user","content":"hi \xc3\xa9t\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd"}}',
     b'{"type":"message","id":"m2","parentId":7,"timestamp":1767323045679,"message":{"role":"assistant",'
@@ -184,7 +244,13 @@ _ODD_LINES: list[bytes | str] = [
     b'{"type":"message","timestamp":"not a date"}',
     b'{"type":"compaction","id":"c1","summary":"s","timestamp":"2025-12-31T23:59:59Z"}',
     b'{"type":["x"],"id":"t1"}',
-    b"[1, 2]", b"42", b'"text"', b"{truncated", b'{"a":1}\xff', b'{"n":1e999}', b'{"a":"\x00"}',
+    b"[1, 2]",
+    b"42",
+    b'"text"',
+    b"{truncated",
+    b'{"a":1}\xff',
+    b'{"n":1e999}',
+    b'{"a":"\x00"}',
     b'{"type":"openclaw-cli.quarantined-line","reason":"x","raw":"y"}',
     b'{"type":"message","id":"nl"}\n',
     '{"type":"message","id":"as-str","timestamp":"2026-01-02T03:04:06.000Z"}',
@@ -203,9 +269,16 @@ def test_fresh_store_line_loop_matches_the_general_path_on_odd_lines(tmp_path: P
     sids = [f"0dd{i:05d}-0000-4000-8000-000000000000" for i in range(3)]
 
     def records() -> list[ImportRecord]:
-        return [ImportRecord(f"agent:main:odd{i}", {"sessionId": sid, "updatedAt": 10 + i},
-                             _ODD_LINES[i:] + _ODD_LINES[:i], source=f"odd{i}", created_at_ms=1_700_000_000_000)
-                for i, sid in enumerate(sids)]
+        return [
+            ImportRecord(
+                f"agent:main:odd{i}",
+                {"sessionId": sid, "updatedAt": 10 + i},
+                _ODD_LINES[i:] + _ODD_LINES[:i],
+                source=f"odd{i}",
+                created_at_ms=1_700_000_000_000,
+            )
+            for i, sid in enumerate(sids)
+        ]
 
     fresh = SqliteStore(_db(tmp_path / "fresh"), "main", create=True)
     got = fresh.bulk_import(records(), batch_records=2, batch_rows=5, on_malformed=policy)  # type: ignore[arg-type]
@@ -216,14 +289,19 @@ def test_fresh_store_line_loop_matches_the_general_path_on_odd_lines(tmp_path: P
     general.close()
 
     def facts(result):
-        return [(r.events_inserted, r.bytes_inserted, r.lines_read, r.quarantined, r.issue) for r in result.records]
+        return [
+            (r.events_inserted, r.bytes_inserted, r.lines_read, r.quarantined, r.issue)
+            for r in result.records
+        ]
 
     assert facts(got) == facts(want)
     assert any(r.events_inserted for r in got.records)
     assert _rows(_db(tmp_path / "fresh"), False) == _rows(_db(tmp_path / "general"), True)
 
 
-def test_private_build_commits_by_bytes_entries_included(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_private_build_commits_by_bytes_entries_included(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A private build commits per PRIVATE_BUILD_COMMIT_BYTES of rows (its WAL stays within the
     import's space allowance), entries counted too: sessions without lines still commit."""
     from openclaw_cli.store import sqlite as sqlite_mod
@@ -233,9 +311,14 @@ def test_private_build_commits_by_bytes_entries_included(tmp_path: Path, monkeyp
     statements: list[str] = []
     store._db().set_trace_callback(statements.append)
     padding = "x" * 1000
-    records = [ImportRecord(f"agent:main:k{i}", {"sessionId": f"b{i:07d}-0000-4000-8000-000000000000",
-                                                "label": f"l{i}", "note": padding}, ())
-               for i in range(300)]
+    records = [
+        ImportRecord(
+            f"agent:main:k{i}",
+            {"sessionId": f"b{i:07d}-0000-4000-8000-000000000000", "label": f"l{i}", "note": padding},
+            (),
+        )
+        for i in range(300)
+    ]
     store.bulk_import(records, batch_records=10**6, batch_rows=10**6, private_build=True)
     commits = sum(s == "COMMIT" for s in statements)
     assert 4 <= commits <= 8, commits  # ~330 KB of entries in 64 KiB commits

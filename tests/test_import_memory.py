@@ -22,8 +22,15 @@ from openclaw_cli.migration.preflight import needs_exact_pass
 from openclaw_cli.paths import IMPORT_ARCHIVE_DIR
 from tests.test_migration_helpers import doctor, make_f
 
-ENTRY = {"sessionId": "s-1", "updatedAt": 1795999700000, "sessionFile": "s-1.jsonl", "n": [1, {"a": None}],
-         "f": 1.5, "t": True, "s": "x\"}\\n\n  }"}
+ENTRY = {
+    "sessionId": "s-1",
+    "updatedAt": 1795999700000,
+    "sessionFile": "s-1.jsonl",
+    "n": [1, {"a": None}],
+    "f": 1.5,
+    "t": True,
+    "s": 'x"}\\n\n  }',
+}
 
 
 def _whole(raw: bytes) -> tuple[LegacyIndex, object, str | None]:
@@ -60,24 +67,64 @@ def _check_same(tmp_path: Path, raw: bytes) -> LegacyIndex:
         assert _same(items, list(data.items()))
         assert [type(v) for _k, v in items] == [type(v) for v in data.values()]
         assert {k: (e.text, [f.path for f in e.findings]) for k, e in got.exact.items()} == {
-            k: (e.text, [f.path for f in e.findings]) for k, e in old.exact.items()}
+            k: (e.text, [f.path for f in e.findings]) for k, e in old.exact.items()
+        }
     got.close()
     return got
 
 
 CASES = [
-    b"{}", b" {} \n", b"{\n}\n", b"{}x", b"{} {}", b"\xef\xbb\xbf{}", b"[]", b"[1, 2]", b"3", b'"x"', b"", b"   ",
-    b"{", b'{"a"}', b'{"a":}', b'{"a":1,}', b'{"a":1 "b":2}', b'{"a":1}\x0c', b'{"a" : 1 , "b" :\t{}\r\n}',
-    b'{"a":1,"a":2,"b":3}', b'{"b":{"x":1},"a":2,"b":{"y":2}}',  # duplicates: first position, last value
-    b'{"a":1e400}', b'{"a":100000000000000000000000}', b'{"a":18446744073709551615}', b'{"a":-9223372036854775809}',
-    b'{"a":{"b":[1e999,2]}}', b'{"a":"\\ud800"}', b'{"\\ud800":{"sessionId":"x"}}', b'{"a":NaN}', b'{"a":Infinity}',
-    b'{"a":"\xff"}', b'{"\xc3\xa9":1}', b'{"a":"\\u00e9\\"\\\\"}', b'{"k\\"}":1}', b'{"a":01}', b'{"a":1.}',
-    b'{"a":.5}', b'{"a":tru}', b'{"a":true,"b":false,"c":null,"d":-0.0,"e":1E+5}', b"{'a':1}", b'{"a":1}//c',
-    b'{"a":"1234567890123456789012 is text"}', b'{"id":"9e123-4"}', b'{"a":[1,\n 1234567890123456789012]}',
-    b'{"x": "' + b"9" * 30 + b'"}', b'{"a":1}\n\n\n',
+    b"{}",
+    b" {} \n",
+    b"{\n}\n",
+    b"{}x",
+    b"{} {}",
+    b"\xef\xbb\xbf{}",
+    b"[]",
+    b"[1, 2]",
+    b"3",
+    b'"x"',
+    b"",
+    b"   ",
+    b"{",
+    b'{"a"}',
+    b'{"a":}',
+    b'{"a":1,}',
+    b'{"a":1 "b":2}',
+    b'{"a":1}\x0c',
+    b'{"a" : 1 , "b" :\t{}\r\n}',
+    b'{"a":1,"a":2,"b":3}',
+    b'{"b":{"x":1},"a":2,"b":{"y":2}}',  # duplicates: first position, last value
+    b'{"a":1e400}',
+    b'{"a":100000000000000000000000}',
+    b'{"a":18446744073709551615}',
+    b'{"a":-9223372036854775809}',
+    b'{"a":{"b":[1e999,2]}}',
+    b'{"a":"\\ud800"}',
+    b'{"\\ud800":{"sessionId":"x"}}',
+    b'{"a":NaN}',
+    b'{"a":Infinity}',
+    b'{"a":"\xff"}',
+    b'{"\xc3\xa9":1}',
+    b'{"a":"\\u00e9\\"\\\\"}',
+    b'{"k\\"}":1}',
+    b'{"a":01}',
+    b'{"a":1.}',
+    b'{"a":.5}',
+    b'{"a":tru}',
+    b'{"a":true,"b":false,"c":null,"d":-0.0,"e":1E+5}',
+    b"{'a':1}",
+    b'{"a":1}//c',
+    b'{"a":"1234567890123456789012 is text"}',
+    b'{"id":"9e123-4"}',
+    b'{"a":[1,\n 1234567890123456789012]}',
+    b'{"x": "' + b"9" * 30 + b'"}',
+    b'{"a":1}\n\n\n',
     b'{\n  "a": {\n    "x": 1\n    },\n  "b": {},\n  "c": [\n  1\n  ],\n  "d": {"e": "\\n  }"}\n}',  # odd layouts
-    ("{" + "[" * 1023 + "]" * 1023 + "}").encode(), ('{"a":' + "[" * 1023 + "]" * 1023 + "}").encode(),
-    ('{"a":' + "[" * 1022 + "]" * 1022 + "}").encode(), ('{"a":' + "[" * 1024 + "]" * 1024 + "}").encode(),
+    ("{" + "[" * 1023 + "]" * 1023 + "}").encode(),
+    ('{"a":' + "[" * 1023 + "]" * 1023 + "}").encode(),
+    ('{"a":' + "[" * 1022 + "]" * 1022 + "}").encode(),
+    ('{"a":' + "[" * 1024 + "]" * 1024 + "}").encode(),
 ]
 
 
@@ -103,10 +150,14 @@ def test_a_store_needing_the_exact_pass_is_read_whole(tmp_path: Path) -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -119,16 +170,40 @@ def test_any_object_reads_the_same(store: dict, indent: object) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([b"1", b"9" * 19, b"1e400", b"e", b"E+", b"-", b".", b" ", b",", b":", b"]", b"}",
-                                 b"[", b"\n", b"a", b"0" * 25, b"2e+123"]), max_size=40),
-       st.lists(st.integers(1, 64), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"1",
+                b"9" * 19,
+                b"1e400",
+                b"e",
+                b"E+",
+                b"-",
+                b".",
+                b" ",
+                b",",
+                b":",
+                b"]",
+                b"}",
+                b"[",
+                b"\n",
+                b"a",
+                b"0" * 25,
+                b"2e+123",
+            ]
+        ),
+        max_size=40,
+    ),
+    st.lists(st.integers(1, 64), min_size=1, max_size=8),
+)
 def test_the_chunked_number_check_is_the_whole_file_check(parts: list[bytes], sizes: list[int]) -> None:
     raw = b"".join(parts) * 3
     probe = ExactProbe()
     hit, pos, n = False, 0, 0
     while pos < len(raw) and not hit:
         size = sizes[n % len(sizes)]
-        hit = probe.feed(raw[pos:pos + size], final=False)
+        hit = probe.feed(raw[pos : pos + size], final=False)
         pos, n = pos + size, n + 1
     hit = hit or probe.feed(b"", final=True)
     assert hit == needs_exact_pass(raw)
@@ -159,23 +234,36 @@ def test_an_index_changed_after_it_was_read_is_refused(tmp_path: Path) -> None:
 
 
 def _move(n: int, agent: str) -> dict:
-    return mf.new_move(source=f"agents/{agent}/sessions/s-{n}.jsonl",
-                       archive=f"agents/{agent}/{IMPORT_ARCHIVE_DIR}/s-{n}.x",
-                       kind="transcript", session_key=f"agent:{agent}:k{n}",
-                       identity=mf.Identity(1, n, 3, 4, "a" * 64), classification="imported",
-                       reason="verified-import-original", dependencies=[f"d{n}"] if n % 2 else None)
+    return mf.new_move(
+        source=f"agents/{agent}/sessions/s-{n}.jsonl",
+        archive=f"agents/{agent}/{IMPORT_ARCHIVE_DIR}/s-{n}.x",
+        kind="transcript",
+        session_key=f"agent:{agent}:k{n}",
+        identity=mf.Identity(1, n, 3, 4, "a" * 64),
+        classification="imported",
+        reason="verified-import-original",
+        dependencies=[f"d{n}"] if n % 2 else None,
+    )
 
 
-@pytest.mark.parametrize("planned,completed", [(0, []), (1, [0]), (5, [0, 2, 4]), (5, []), (40, list(range(40)))])
-def test_streamed_moves_write_the_bytes_of_plain_lists(tmp_path: Path, planned: int, completed: list[int]) -> None:
+@pytest.mark.parametrize(
+    "planned,completed", [(0, []), (1, [0]), (5, [0, 2, 4]), (5, []), (40, list(range(40)))]
+)
+def test_streamed_moves_write_the_bytes_of_plain_lists(
+    tmp_path: Path, planned: int, completed: list[int]
+) -> None:
     data = mf.new_manifest("session-sqlite-1-abc", 1_796_000_000_000)
     plain = json.loads(json.dumps(data))
     for agent in ("main", "ops"):
-        target = mf.new_target(agent, f"agents/{agent}/sessions/sessions.json", f"agents/{agent}/agent/x.sqlite")
+        target = mf.new_target(
+            agent, f"agents/{agent}/sessions/sessions.json", f"agents/{agent}/agent/x.sqlite"
+        )
         log = mf.MoveLog(tmp_path / "runs")
         done = mf.CompletedMoves(log)
         target["plannedMoves"], target["completedMoves"] = log, done
-        copy = json.loads(json.dumps({k: v for k, v in target.items() if k not in ("plannedMoves", "completedMoves")}))
+        copy = json.loads(
+            json.dumps({k: v for k, v in target.items() if k not in ("plannedMoves", "completedMoves")})
+        )
         copy["plannedMoves"] = [_move(n, agent) for n in range(planned)]
         copy["completedMoves"] = [_move(n, agent) for n in completed]
         copy = {k: copy[k] for k in target}
@@ -206,13 +294,17 @@ def test_a_manifest_written_as_before_still_restores(state_dir: Path) -> None:
     data = orjson.loads(raw)
     assert len(data["targets"][0]["plannedMoves"]) == 4 and data["targets"][0]["completedMoves"]
     assert orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE) == raw
-    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))  # the old writer
+    path.write_bytes(
+        orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    )  # the old writer
     restored = doctor("restore")
     assert restored.exit_code == 0
     assert {p.name: p.read_bytes() for p in sessions.iterdir()} == originals
 
 
-def test_moves_published_in_small_batches_from_the_log(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_moves_published_in_small_batches_from_the_log(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Publication reads planned moves back from the MoveLog a batch at a time: with batches of one
     move every file is still archived once, recorded as completed, and restorable."""
     from openclaw_cli.migration import importer
@@ -226,15 +318,17 @@ def test_moves_published_in_small_batches_from_the_log(state_dir: Path, monkeypa
     data = orjson.loads(Path(report.migration_run.manifest_path).read_bytes())
     target = data["targets"][0]
     assert sorted(m["sourcePath"] for m in target["completedMoves"]) == sorted(
-        m["sourcePath"] for m in target["plannedMoves"])
+        m["sourcePath"] for m in target["plannedMoves"]
+    )
     assert len(target["plannedMoves"]) == 4 and list(sessions.iterdir()) == []  # every original archived once
     assert doctor("restore").exit_code == 0
     assert {p.name: p.read_bytes() for p in sessions.iterdir()} == originals
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "interleaved", "disordered", "short"])
-def test_verification_digests_hold_one_hash_at_a_time_and_stay_exact(monkeypatch: pytest.MonkeyPatch,
-                                                                    layout: str) -> None:
+def test_verification_digests_hold_one_hash_at_a_time_and_stay_exact(
+    monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
     """The full scan settles each session's digest when its needed rows are hashed; sessions whose
     rows come apart, out of order or short still get the digest (or none) the slow path gives."""
     import sqlite3
@@ -292,13 +386,22 @@ def test_streamed_dependencies_write_the_bytes_of_a_plain_list(tmp_path: Path, c
     from openclaw_cli.jsonutil import StreamedArray
 
     odd = ['q"uote', "back\\slash", "ünï", "tab\tline\nnl", "\u2028", "e\U0001f600", ", \n  x"]
-    deps = [odd[n % len(odd)] + f"/{n}" if n % 3 == 0 else f"agents/main/sessions/s-{n}.jsonl" for n in range(count)]
+    deps = [
+        odd[n % len(odd)] + f"/{n}" if n % 3 == 0 else f"agents/main/sessions/s-{n}.jsonl"
+        for n in range(count)
+    ]
 
     def move(dependencies: object) -> dict:
-        return mf.new_move(source="agents/main/sessions/sessions.json", archive="agents/main/a/sessions.json.x",
-                           kind="legacy-store", session_key=None, identity=mf.Identity(1, 2, 3, 4, "b" * 64),
-                           classification="imported", reason="verified-index-import",
-                           dependencies=dependencies)  # type: ignore[arg-type]
+        return mf.new_move(
+            source="agents/main/sessions/sessions.json",
+            archive="agents/main/a/sessions.json.x",
+            kind="legacy-store",
+            session_key=None,
+            identity=mf.Identity(1, 2, 3, 4, "b" * 64),
+            classification="imported",
+            reason="verified-index-import",
+            dependencies=dependencies,
+        )  # type: ignore[arg-type]
 
     log = mf.MoveLog(tmp_path)
     n = log.append(move(StreamedArray(iter(deps))))
@@ -325,7 +428,10 @@ def test_archived_paths_read_back_from_the_log(tmp_path: Path) -> None:
         paths.add(n)
     expected = [mapper.to_real_text(m["archivePath"]) for m in (list(log)[i] for i in (3, 0, 4, 1, 2))]
     assert list(paths) == expected and paths == expected and len(paths) == 5
-    assert expected[2] == "/abs/out/side.jsonl" and expected[0] == f"{tmp_path}/agents/main/{IMPORT_ARCHIVE_DIR}/ünï.jsonl"
+    assert (
+        expected[2] == "/abs/out/side.jsonl"
+        and expected[0] == f"{tmp_path}/agents/main/{IMPORT_ARCHIVE_DIR}/ünï.jsonl"
+    )
 
 
 def _generated_store(state: Path, agent: str, count: int) -> None:
@@ -335,11 +441,15 @@ def _generated_store(state: Path, agent: str, count: int) -> None:
     entries = {}
     for n in range(count):
         sid = f"{n:08x}-1d2e-4f5a-8b9c-{n:012x}"
-        entries[f"agent:{agent}:telegram:direct:user-{n:06d}"] = {"sessionId": sid, "updatedAt": 1_790_000_000_000 + n}
+        entries[f"agent:{agent}:telegram:direct:user-{n:06d}"] = {
+            "sessionId": sid,
+            "updatedAt": 1_790_000_000_000 + n,
+        }
         (sessions / f"{sid}.jsonl").write_text(
             f'{{"type":"session","id":"{sid}","timestamp":"2026-11-01T10:00:00.000Z"}}\n'
             f'{{"type":"message","id":"m1-{n}","parentId":null,"message":{{"role":"user","content":"hi {n}"}}}}\n'
-            f'{{"type":"message","id":"m2-{n}","parentId":"m1-{n}","message":{{"role":"assistant","content":"ok"}}}}\n')
+            f'{{"type":"message","id":"m2-{n}","parentId":"m1-{n}","message":{{"role":"assistant","content":"ok"}}}}\n'
+        )
     (sessions / "sessions.json").write_text(json.dumps(entries, indent=2))
 
 

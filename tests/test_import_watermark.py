@@ -17,6 +17,7 @@ def test_transcript_watermark_is_the_file_mtime(legacy_fixture_state: Path) -> N
     proc = run_cli("doctor", "--session-sqlite", "import", "--json")
     assert proc.returncode == 0, proc.stderr
     db = sqlite3.connect(legacy_fixture_state / "agents/main/agent/openclaw-agent.sqlite")
-    (watermark,) = db.execute("SELECT transcript_updated_at FROM session_windows WHERE session_id = ?",
-                              (sid,)).fetchone()
+    (watermark,) = db.execute(
+        "SELECT transcript_updated_at FROM session_windows WHERE session_id = ?", (sid,)
+    ).fetchone()
     assert watermark == mtime_ns // 1_000_000

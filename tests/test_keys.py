@@ -191,7 +191,10 @@ def test_reset_type():
 
 
 def test_parse_thread_uses_last_marker():
-    assert keys.parse_thread("agent:main:slack:channel:C1:thread:1.2") == ("agent:main:slack:channel:C1", "1.2")
+    assert keys.parse_thread("agent:main:slack:channel:C1:thread:1.2") == (
+        "agent:main:slack:channel:C1",
+        "1.2",
+    )
     assert keys.parse_thread("a:THREAD:x:thread:y") == ("a:THREAD:x", "y")
     assert keys.parse_thread("agent:main:slack:channel:C1:thread:") is None
     assert keys.parse_thread("agent:main:main") is None
@@ -236,13 +239,22 @@ def test_not_durable_external_pointers(key, entry):
 
 def test_chat_type_falls_back_to_origin_only_when_absent():
     assert keys.is_durable_external_pointer("agent:main:x", {"origin": {"chatType": "group"}})
-    assert not keys.is_durable_external_pointer("agent:main:x", {"chatType": "direct", "origin": {"chatType": "group"}})
+    assert not keys.is_durable_external_pointer(
+        "agent:main:x", {"chatType": "direct", "origin": {"chatType": "group"}}
+    )
 
 
 @pytest.mark.parametrize(
     ("key", "primary"),
-    [("global", True), (" GLOBAL ", True), ("agent:main:main", True), ("Agent:Work:MAIN", True),
-     ("agent:main:main:thread:1", False), ("main", False), ("agent:main:mainly", False)],
+    [
+        ("global", True),
+        (" GLOBAL ", True),
+        ("agent:main:main", True),
+        ("Agent:Work:MAIN", True),
+        ("agent:main:main:thread:1", False),
+        ("main", False),
+        ("agent:main:mainly", False),
+    ],
 )
 def test_primary_keys(key, primary):
     assert keys.is_primary_key(key) is primary
@@ -327,9 +339,15 @@ def test_derived_archived_and_pinned():
     auto_parented = {"pinnedAt": 1, "parentSessionKey": "agent:main:main"}
     assert keys.derive_row_flags(auto_parented, "agent:main:dashboard:x")["pinned"] is True
     # child sessions and sub-agent runs are not pinnable
-    assert keys.derive_row_flags({"pinnedAt": 1, "parentSessionKey": "agent:main:dashboard:x"}, "k")["pinned"] is False
+    assert (
+        keys.derive_row_flags({"pinnedAt": 1, "parentSessionKey": "agent:main:dashboard:x"}, "k")["pinned"]
+        is False
+    )
     assert keys.derive_row_flags({"pinnedAt": 1}, "agent:main:subagent:w")["pinned"] is False
-    assert keys.derive_row_flags({"pinnedAt": 1, "spawnedBy": "agent:main:main"}, "agent:main:acp:x")["pinned"] is False
+    assert (
+        keys.derive_row_flags({"pinnedAt": 1, "spawnedBy": "agent:main:main"}, "agent:main:acp:x")["pinned"]
+        is False
+    )
     forked = {"pinnedAt": 1, "parentSessionKey": "agent:main:main", "forkedFromParent": True}
     assert keys.derive_row_flags(forked, "agent:main:x")["pinned"] is False
     assert keys.derive_row_flags("not a dict") == {"archived": False, "pinned": False, "unread": False}

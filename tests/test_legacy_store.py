@@ -77,6 +77,7 @@ def assert_streams_byte_identical(store: LegacyStore) -> int:
 
 # ---- the real fixture ---------------------------------------------------------------------------
 
+
 def test_fixture_state_loads_every_entry_and_transcript(legacy_fixture_state):
     store = store_at(legacy_fixture_state)
     entries = store.load_entries()
@@ -109,9 +110,10 @@ def test_fixture_totals_and_stats(legacy_fixture_state):
     assert stats.extra["missingTranscripts"] == 1 and stats.extra["orphanTranscripts"] == 1
     referenced = sum(p.stat().st_size for p in store.referenced_transcripts())
     assert stats.transcript_bytes == referenced
-    assert stats.extra["orphanTranscriptBytes"] == (
-        store.sessions_dir / "083ddf53-7690-42d8-9a49-01824250e803.jsonl"
-    ).stat().st_size
+    assert (
+        stats.extra["orphanTranscriptBytes"]
+        == (store.sessions_dir / "083ddf53-7690-42d8-9a49-01824250e803.jsonl").stat().st_size
+    )
 
 
 def test_reads_never_modify_anything(legacy_fixture_state, tmp_path):
@@ -126,6 +128,7 @@ def test_reads_never_modify_anything(legacy_fixture_state, tmp_path):
 
 
 # ---- generated states ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "extra",
@@ -167,17 +170,30 @@ def test_absolute_session_file_from_another_machine_is_rerooted(tmp_path):
     assert all(e["sessionFile"].startswith(str(tmp_path / "a")) for e in entries.values())
     assert assert_streams_byte_identical(store) == 8
     for entry in entries.values():
-        entry_copy = dict(entry, sessionFile=f"/home/other/.openclaw/agents/main/sessions/{entry['sessionId']}.jsonl")
-        assert store.resolve_transcript(entry["sessionId"], entry_copy) == store.sessions_dir / f"{entry['sessionId']}.jsonl"
+        entry_copy = dict(
+            entry, sessionFile=f"/home/other/.openclaw/agents/main/sessions/{entry['sessionId']}.jsonl"
+        )
+        assert (
+            store.resolve_transcript(entry["sessionId"], entry_copy)
+            == store.sessions_dir / f"{entry['sessionId']}.jsonl"
+        )
 
 
 def test_topic_transcript_named_by_session_file(tmp_path):
     sessions = tmp_path / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
     (sessions / "sess-topic-42.jsonl").write_bytes(b'{"type":"session","version":3,"id":"sess"}\n{"a":1}\n')
-    (sessions / "sessions.json").write_text(json.dumps(
-        {"agent:main:telegram:group:1:topic:42": {"sessionId": "sess", "updatedAt": 1, "sessionFile": "sess-topic-42.jsonl"}}
-    ))
+    (sessions / "sessions.json").write_text(
+        json.dumps(
+            {
+                "agent:main:telegram:group:1:topic:42": {
+                    "sessionId": "sess",
+                    "updatedAt": 1,
+                    "sessionFile": "sess-topic-42.jsonl",
+                }
+            }
+        )
+    )
     store = store_at(tmp_path)
     lines = list(store.iter_transcript("sess"))
     assert [line.obj for line in lines][1:] == [{"a": 1}]
@@ -185,6 +201,7 @@ def test_topic_transcript_named_by_session_file(tmp_path):
 
 
 # ---- bad input ----------------------------------------------------------------------------------
+
 
 def _write_store(tmp_path: Path, content: bytes) -> LegacyStore:
     sessions = tmp_path / "agents" / "main" / "sessions"
@@ -330,6 +347,7 @@ def test_symlinked_transcript_pointing_outside_is_not_followed(tmp_path):
 
 # ---- writing ------------------------------------------------------------------------------------
 
+
 def test_rewrite_of_the_fixture_is_byte_identical(legacy_fixture_state):
     store = store_at(legacy_fixture_state)
     original = store.path.read_bytes()
@@ -348,7 +366,9 @@ def test_rewrite_formats_like_json_stringify(tmp_path):
     store = store_at(state)
     data = json.loads(store.path.read_text())
     first = next(iter(data))
-    entry = dict(data[first], label="Café ☕ \u2028 \x1b", custom={"nested": [1, {"x": None}], "empty": {}, "list": []})
+    entry = dict(
+        data[first], label="Café ☕ \u2028 \x1b", custom={"nested": [1, {"x": None}], "empty": {}, "list": []}
+    )
     store.upsert_entries({first: entry})
     text = store.path.read_text(encoding="utf-8")
     data[first] = entry
@@ -367,8 +387,14 @@ def test_numbers_unknown_fields_and_order_survive_a_rewrite(tmp_path):
     assert store.load_entries()["b"]["cost"] == 1.5
     store.upsert_entries({"c": {"sessionId": "s-c", "updatedAt": 7}})
     text = store.path.read_text()
-    for token in ('"updatedAt": 1e+21', '"cost": 1.50', '"zero": -0', '"big": 123456789012345678901234567890',
-                  '"small": 0.1', '"exp": 2.5E-7'):
+    for token in (
+        '"updatedAt": 1e+21',
+        '"cost": 1.50',
+        '"zero": -0',
+        '"big": 123456789012345678901234567890',
+        '"small": 0.1',
+        '"exp": 2.5E-7',
+    ):
         assert token in text
     assert list(json.loads(text)) == ["b", "a", "c"]
     assert list(json.loads(text)["b"]["future"]) == ["z", "a"]
@@ -392,9 +418,15 @@ def test_parse_and_dump_helpers():
 
 
 def test_upsert_update_keeps_position_and_delete(tmp_path):
-    store = _write_store(tmp_path, json.dumps({"a": {"sessionId": "s1", "updatedAt": 1},
-                                               "b": {"sessionId": "s2", "updatedAt": 2}}, indent=2).encode())
-    store.upsert_entries({"a": {"sessionId": "s1", "updatedAt": 3, "label": "x"}, "c": {"sessionId": "s3", "updatedAt": 4}})
+    store = _write_store(
+        tmp_path,
+        json.dumps(
+            {"a": {"sessionId": "s1", "updatedAt": 1}, "b": {"sessionId": "s2", "updatedAt": 2}}, indent=2
+        ).encode(),
+    )
+    store.upsert_entries(
+        {"a": {"sessionId": "s1", "updatedAt": 3, "label": "x"}, "c": {"sessionId": "s3", "updatedAt": 4}}
+    )
     assert list(store.load_entries()) == ["a", "b", "c"]
     assert store.get_entry("a")["label"] == "x"
     assert store.delete_entries(["b"]) == ["b"] and list(store.load_entries()) == ["a", "c"]
@@ -404,15 +436,19 @@ def test_upsert_update_keeps_position_and_delete(tmp_path):
 def test_new_store_file_is_created_atomically(tmp_path):
     store = store_at(tmp_path)
     store.upsert_entries({"agent:main:main": {"sessionId": "abc", "updatedAt": 1}})
-    assert store.path.read_text() == '{\n  "agent:main:main": {\n    "sessionId": "abc",\n    "updatedAt": 1\n  }\n}'
+    assert (
+        store.path.read_text()
+        == '{\n  "agent:main:main": {\n    "sessionId": "abc",\n    "updatedAt": 1\n  }\n}'
+    )
     assert (store.path.stat().st_mode & 0o777) == 0o600
     assert (store.sessions_dir.stat().st_mode & 0o777) == 0o700
 
 
 def test_append_transcript_creates_v4_header_and_appends(tmp_path):
     store = store_at(tmp_path)
-    path = store.append_transcript("new-session", ['{"type":"message","id":"a1","parentId":null}'],
-                                   cwd="/work", now_ms=1796000000000)
+    path = store.append_transcript(
+        "new-session", ['{"type":"message","id":"a1","parentId":null}'], cwd="/work", now_ms=1796000000000
+    )
     assert path == store.sessions_dir / "new-session.jsonl"
     assert path.read_text() == (
         '{"type":"session","version":4,"id":"new-session","timestamp":"2026-11-30T00:53:20.000Z","cwd":"/work"}\n'
@@ -430,7 +466,9 @@ def test_append_to_fixture_transcript_keeps_existing_bytes(legacy_fixture_state)
     entry = store.get_entry("agent:main:main")
     path = store.resolve_transcript(entry["sessionId"], entry)
     before = path.read_bytes()
-    store.append_transcript(entry["sessionId"], ['{"type":"custom","id":"zz","parentId":null,"customType":"t"}'], entry=entry)
+    store.append_transcript(
+        entry["sessionId"], ['{"type":"custom","id":"zz","parentId":null,"customType":"t"}'], entry=entry
+    )
     after = path.read_bytes()
     assert after == before + b'{"type":"custom","id":"zz","parentId":null,"customType":"t"}\n'
 
@@ -447,8 +485,12 @@ def test_append_transcript_waits_for_a_live_openclaw_lock(tmp_path):
         "time.sleep(30)\n"
     )
     lock_path = lock_path_for(path)
-    holder = subprocess.Popen([sys.executable, "-c", code, "/usr/bin/openclaw"], stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, LOCK_PATH=str(lock_path)))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, "/usr/bin/openclaw"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, LOCK_PATH=str(lock_path)),
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         with pytest.raises(SessionBusyError) as info:

@@ -50,7 +50,9 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
     """Every request the command would send to a Gateway (none listens: `delegate` says None)."""
     calls: list[tuple[str, dict[str, Any]]] = []
 
-    def fake(method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None, hint: Any = None):
+    def fake(
+        method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None, hint: Any = None
+    ):
         from openclaw_cli.cli.delegation import is_local_only, wire_params
 
         if not is_local_only(params):
@@ -66,7 +68,10 @@ def test_archive_envelope_and_statuses(state: Path, sent):
     rc, doc = cli_json("sessions", "archive", group, main, "agent:main:nope")
     assert rc == 1
     assert doc["ok"] is False and doc["operation"] == "archive" and doc["dryRun"] is False
-    assert doc["error"] == {"type": "cli_error", "message": "Session archive did not complete for every requested key."}
+    assert doc["error"] == {
+        "type": "cli_error",
+        "message": "Session archive did not complete for every requested key.",
+    }
     assert doc["results"] == [
         {"key": group, "ok": True, "status": "archived"},
         {"key": main, "ok": False, "status": "failed", "error": "Cannot archive an agent's main session."},
@@ -75,8 +80,12 @@ def test_archive_envelope_and_statuses(state: Path, sent):
     assert rows(state)[group]["archiveReason"] == "manual"
     rc, again = cli_json("sessions", "archive", group)
     again.pop("hint", None)
-    assert rc == 0 and again == {"ok": True, "operation": "archive", "dryRun": False,
-                                 "results": [{"key": group, "ok": True, "status": "already_archived"}]}
+    assert rc == 0 and again == {
+        "ok": True,
+        "operation": "archive",
+        "dryRun": False,
+        "results": [{"key": group, "ok": True, "status": "already_archived"}],
+    }
 
 
 def test_the_local_fallback_is_said_once_and_only_when_something_ran(state: Path):
@@ -98,7 +107,9 @@ def test_requests_are_the_real_clis(state: Path, sent):
     real_list, real_patch = recorded("cli-sessions-archive.jsonl")[0]
     assert sent[0] == ("sessions.list", real_list["params"])
     assert set(sent[1][1]) == set(real_patch["params"]) and sent[1] == (
-        "sessions.patch", {"key": key, "expectedSessionId": sid, "archived": True})
+        "sessions.patch",
+        {"key": key, "expectedSessionId": sid, "archived": True},
+    )
     sent.clear()
     assert cli("sessions", "unarchive", key)[0] == 0
     sent.clear()
@@ -115,11 +126,15 @@ def test_a_gateway_answer_is_used_instead_of_a_local_write(state: Path, monkeypa
     sid = rows(state)[key]["sessionId"]
     archive_payload = recorded("cli-sessions-archive.jsonl")[1][1]["payload"]
 
-    def gateway(method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None,
-                hint: Any = None):
+    def gateway(
+        method: str, params: dict[str, Any], options: Any, *, paths: Any, config: Any = None, hint: Any = None
+    ):
         if method == "sessions.list":
-            return {"sessions": [{"key": key, "sessionId": sid, "archived": False, "isMain": False}],
-                    "hasMore": False, "nextOffset": None}
+            return {
+                "sessions": [{"key": key, "sessionId": sid, "archived": False, "isMain": False}],
+                "hasMore": False,
+                "nextOffset": None,
+            }
         assert method == "sessions.patch" and params["expectedSessionId"] == sid
         return {**archive_payload, "key": key}
 
@@ -130,13 +145,23 @@ def test_a_gateway_answer_is_used_instead_of_a_local_write(state: Path, monkeypa
     assert tree_digest(state) == before
 
 
-@pytest.mark.parametrize("command", [
-    ["archive", "<group>", "--dry-run"], ["unarchive", "<group>", "--dry-run"], ["pin", "<group>", "--dry-run"],
-    ["unpin", "<group>", "--dry-run"], ["mark-read", "<group>", "--dry-run"], ["mark-unread", "<group>", "--dry-run"],
-    ["label", "<group>", "New name", "--dry-run"], ["label", "<group>", "--clear", "--dry-run"],
-    ["delete", "<group>", "<other>", "--dry-run"], ["reset", "<group>", "--dry-run"],
-    ["fork", "<group>", "--dry-run"], ["export", "<group>", "--format", "md"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["archive", "<group>", "--dry-run"],
+        ["unarchive", "<group>", "--dry-run"],
+        ["pin", "<group>", "--dry-run"],
+        ["unpin", "<group>", "--dry-run"],
+        ["mark-read", "<group>", "--dry-run"],
+        ["mark-unread", "<group>", "--dry-run"],
+        ["label", "<group>", "New name", "--dry-run"],
+        ["label", "<group>", "--clear", "--dry-run"],
+        ["delete", "<group>", "<other>", "--dry-run"],
+        ["reset", "<group>", "--dry-run"],
+        ["fork", "<group>", "--dry-run"],
+        ["export", "<group>", "--format", "md"],
+    ],
+)
 def test_dry_runs_write_nothing(state: Path, sent, command: list[str]):
     args = [KEYS["group"] if a == "<group>" else KEYS["other"] if a == "<other>" else a for a in command]
     before = tree_digest(state)
@@ -151,17 +176,27 @@ def test_dry_run_statuses(state: Path):
     assert rc == 1 and doc["dryRun"] is True
     assert doc["results"] == [
         {"key": KEYS["group"], "ok": True, "status": "would_delete"},
-        {"key": KEYS["main"], "ok": False, "status": "failed",
-         "error": f"Cannot delete the main session ({KEYS['main']})."}]
+        {
+            "key": KEYS["main"],
+            "ok": False,
+            "status": "failed",
+            "error": f"Cannot delete the main session ({KEYS['main']}).",
+        },
+    ]
     rc, doc = cli_json("sessions", "archive", KEYS["group"], "--dry-run")
     assert rc == 0 and doc["results"] == [{"key": KEYS["group"], "ok": True, "status": "would_archive"}]
 
 
 def test_organisation_commands(state: Path):
     group, direct = KEYS["group"], KEYS["direct"]
-    for args, status in [(["pin", group], "pinned"), (["mark-unread", direct], "marked_unread"),
-                         (["label", direct, "Quarterly planning"], "labeled"), (["unpin", group], "unpinned"),
-                         (["mark-read", direct], "marked_read"), (["label", direct, "--clear"], "label_cleared")]:
+    for args, status in [
+        (["pin", group], "pinned"),
+        (["mark-unread", direct], "marked_unread"),
+        (["label", direct, "Quarterly planning"], "labeled"),
+        (["unpin", group], "unpinned"),
+        (["mark-read", direct], "marked_read"),
+        (["label", direct, "--clear"], "label_cleared"),
+    ]:
         rc, doc = cli_json("sessions", *args)
         assert rc == 0 and doc["results"][0]["status"] == status, (args, doc)
     row = rows(state)[direct]
@@ -175,7 +210,9 @@ def test_reset_of_an_unknown_key_as_the_release_does_it(state: Path, monkeypatch
     rc, doc = cli_json("sessions", "reset", "agent:main:telegram:direct:no-such")
     assert rc == 0 and doc.get("created") is True and "previousSessionId" not in doc
     row = rows(state)["agent:main:telegram:direct:no-such"]
-    assert row["createdVia"] == "operator" and row["sessionId"] == doc["sessionId"] and row["totalTokens"] == 0
+    assert (
+        row["createdVia"] == "operator" and row["sessionId"] == doc["sessionId"] and row["totalTokens"] == 0
+    )
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
     before = tree_digest(state)
     rc, out, err = cli("sessions", "reset", "agent:main:nope")
@@ -193,7 +230,12 @@ def test_reset_keeps_the_session_and_appends_the_reset_entry(state: Path):
     assert doc["archived"] == [] and doc["reason"] == "new"
     row = rows(state)[key]
     assert row["sessionId"] == old["sessionId"] and row["lifecycleRevision"] != old.get("lifecycleRevision")
-    assert (row["inputTokens"], row["outputTokens"], row["totalTokens"], row["totalTokensFresh"]) == (0, 0, 0, True)
+    assert (row["inputTokens"], row["outputTokens"], row["totalTokens"], row["totalTokensFresh"]) == (
+        0,
+        0,
+        0,
+        True,
+    )
     after = transcript_bytes(state, old["sessionId"]).splitlines()
     assert after[:-1] == before
     marker = json.loads(after[-1])
@@ -202,14 +244,18 @@ def test_reset_keeps_the_session_and_appends_the_reset_entry(state: Path):
 
 
 def test_reset_fork_delete_export_end_to_end(state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset: a new session, the old archived
+    monkeypatch.setenv(
+        "OPENCLAW_CLI_BEHAVIOR", "2026.7"
+    )  # profile L's reset: a new session, the old archived
     key = KEYS["direct"]
     old = rows(state)[key]["sessionId"]
     original = transcript_bytes(state, old)
     rc, doc = cli_json("sessions", "reset", key, "--reason", "new")
     assert rc == 0 and doc["reason"] == "new" and doc["previousSessionId"] == old
     assert archive_bytes(doc["archived"][0]) == original
-    rc, fork = cli_json("sessions", "fork", KEYS["group"], "--to", "agent:main:experiment", "--label", "Try B")
+    rc, fork = cli_json(
+        "sessions", "fork", KEYS["group"], "--to", "agent:main:experiment", "--label", "Try B"
+    )
     assert rc == 0 and fork["key"] == "agent:main:experiment" and fork["forked"] is True
     assert rows(state)["agent:main:experiment"]["label"] == "Try B"
     out = tmp_path / "fork.jsonl"
@@ -226,8 +272,14 @@ def test_delete_without_yes_refuses_off_a_terminal(state: Path):
     before = tree_digest(state)
     rc, doc = cli_json("sessions", "delete", KEYS["group"])
     assert rc == 2 and doc["ok"] is False
-    assert doc["results"] == [{"key": KEYS["group"], "ok": False, "status": "failed",
-                               "error": "Deletion requires confirmation. Pass --yes to delete non-interactively."}]
+    assert doc["results"] == [
+        {
+            "key": KEYS["group"],
+            "ok": False,
+            "status": "failed",
+            "error": "Deletion requires confirmation. Pass --yes to delete non-interactively.",
+        }
+    ]
     rc, out, err = cli("sessions", "delete", KEYS["group"])
     assert rc == 2 and "pass --yes" in err
     assert tree_digest(state) == before
@@ -237,8 +289,13 @@ def _run_on_terminal(args: list[str], answer: bytes) -> tuple[int, bytes]:
     """Run the CLI with a pseudo-terminal as stdin; answer its prompt."""
     master, slave = os.openpty()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "openclaw_cli", *args], stdin=slave, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=dict(os.environ))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "openclaw_cli", *args],
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ),
+        )
         os.close(slave)
         seen = b""
         deadline = time.monotonic() + 30
@@ -267,20 +324,23 @@ def test_delete_asks_on_a_terminal(templates, state_dir: Path, answer: bytes, de
         assert b"Cancelled." in err
 
 
-@pytest.mark.parametrize("args, code, text", [
-    (["archive", "agent:main:\x1b[31mx"], 2, "control characters"),
-    (["reset", "agent:main:a\nb"], 2, "control characters"),
-    (["archive", "  "], 2, "must not be blank"),
-    (["label", "<group>", "   "], 2, "invalid label: empty"),
-    (["label", "<group>"], 2, "Missing label TEXT"),
-    (["fork", "<group>", "--to", "<other>"], 1, "session already exists"),
-    (["fork", "<group>", "--to", "../x"], 2, "no empty, '.', '..' or path segments"),
-    (["reset", "../x"], 2, "no empty, '.', '..' or path segments"),  # 2026.9.6+ would create it: refused
-    (["export", "../x"], 4, "Session not found"),
-    (["reset", "<group>", "--reason", "later"], 2, "--reason must be new or reset"),
-    (["export", "<group>", "--format", "pdf"], 2, "--format must be one of"),
-    (["export", "<group>", "--json"], 2, "--json needs --output"),
-])
+@pytest.mark.parametrize(
+    "args, code, text",
+    [
+        (["archive", "agent:main:\x1b[31mx"], 2, "control characters"),
+        (["reset", "agent:main:a\nb"], 2, "control characters"),
+        (["archive", "  "], 2, "must not be blank"),
+        (["label", "<group>", "   "], 2, "invalid label: empty"),
+        (["label", "<group>"], 2, "Missing label TEXT"),
+        (["fork", "<group>", "--to", "<other>"], 1, "session already exists"),
+        (["fork", "<group>", "--to", "../x"], 2, "no empty, '.', '..' or path segments"),
+        (["reset", "../x"], 2, "no empty, '.', '..' or path segments"),  # 2026.9.6+ would create it: refused
+        (["export", "../x"], 4, "Session not found"),
+        (["reset", "<group>", "--reason", "later"], 2, "--reason must be new or reset"),
+        (["export", "<group>", "--format", "pdf"], 2, "--format must be one of"),
+        (["export", "<group>", "--json"], 2, "--json needs --output"),
+    ],
+)
 def test_bad_input_is_a_clear_error_and_changes_nothing(state: Path, args: list[str], code: int, text: str):
     args = [KEYS["group"] if a == "<group>" else KEYS["other"] if a == "<other>" else a for a in args]
     before = tree_digest(state)
@@ -299,7 +359,9 @@ def test_a_key_of_another_agent(templates, state_dir: Path):
     before = tree_digest(state_dir)
     rc, doc = cli_json("sessions", "archive", KEYS["group"], "--agent", "ops")
     assert rc == 1 and doc["results"][0]["status"] == "failed"
-    assert doc["results"][0]["error"].startswith(f'Session key "{KEYS["group"]}" belongs to agent "main", not "ops".')
+    assert doc["results"][0]["error"].startswith(
+        f'Session key "{KEYS["group"]}" belongs to agent "main", not "ops".'
+    )
     rc, out, err = cli("sessions", "reset", KEYS["group"], "--agent", "ops")
     assert rc == 2 and 'belongs to agent "main"' in err
     rc, out, err = cli("sessions", "reset", "telegram:group:123")
@@ -312,7 +374,9 @@ def test_a_key_of_another_agent(templates, state_dir: Path):
 def test_hostile_not_found_key_reports_and_changes_nothing(state: Path):
     before = tree_digest(state)
     rc, doc = cli_json("sessions", "delete", "../x", "--yes")
-    assert rc == 4 and doc["results"] == [{"key": "../x", "ok": False, "status": "not_found", "error": NOT_FOUND}]
+    assert rc == 4 and doc["results"] == [
+        {"key": "../x", "ok": False, "status": "not_found", "error": NOT_FOUND}
+    ]
     assert doc["error"]["type"] == "not_found"  # every key unknown: exit 4, as every verb (issue 22 §7)
     assert tree_digest(state) == before
 
@@ -336,11 +400,18 @@ def test_export_formats(state: Path, tmp_path: Path):
     rc, out, _ = cli("sessions", "export", key, "--branch", "all")
     assert rc == 0 and out.encode() == transcript_bytes(state, sid)
     rc, md, _ = cli("sessions", "export", key, "--format", "md")
-    assert rc == 0 and md.startswith(f"# Session {key}\n") and "### User" in md and "<details><summary>Tool call" in md
+    assert (
+        rc == 0
+        and md.startswith(f"# Session {key}\n")
+        and "### User" in md
+        and "<details><summary>Tool call" in md
+    )
     page = tmp_path / "s.html"
     assert cli("sessions", "export", key, "--format", "html", "-o", str(page))[0] == 0
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and "<script" not in text and "<details>" in text
-    refused = state / SESSIONS / "x.html" if not (state / DB).exists() else state / "agents" / "main" / "x.html"
+    refused = (
+        state / SESSIONS / "x.html" if not (state / DB).exists() else state / "agents" / "main" / "x.html"
+    )
     rc, _, err = cli("sessions", "export", key, "-o", str(refused))
     assert rc == 2 and not refused.exists() and "inside the state directory" in err

@@ -25,26 +25,64 @@ def _branched_state(state: Path, *, sqlite: bool = False) -> tuple[str, list[dic
     sid = "11111111-2222-4333-8444-555555555555"
     objs = [
         {"type": "session", "version": 3, "id": sid, "timestamp": "2026-11-01T00:00:00.000Z", "cwd": "/w"},
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-11-01T00:00:01.000Z",
-         "message": {"role": "user", "content": [{"type": "text", "text": HOSTILE}]}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-11-01T00:00:02.000Z",
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "first answer"},
-                                                      {"type": "toolCall", "id": "t1", "name": "read",
-                                                       "arguments": {"path": "```x```"}}]}},
-        {"type": "message", "id": "r1", "parentId": "a1", "timestamp": "2026-11-01T00:00:03.000Z",
-         "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read",
-                     "content": [{"type": "text", "text": "file body"}]}},
-        {"type": "compaction", "id": "c1", "parentId": "r1", "timestamp": "2026-11-01T00:00:04.000Z",
-         "summary": "Summary of the first branch", "firstKeptEntryId": "r1", "tokensBefore": 1234},
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "2026-11-01T00:00:01.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": HOSTILE}]},
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": "2026-11-01T00:00:02.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "first answer"},
+                    {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "```x```"}},
+                ],
+            },
+        },
+        {
+            "type": "message",
+            "id": "r1",
+            "parentId": "a1",
+            "timestamp": "2026-11-01T00:00:03.000Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "t1",
+                "toolName": "read",
+                "content": [{"type": "text", "text": "file body"}],
+            },
+        },
+        {
+            "type": "compaction",
+            "id": "c1",
+            "parentId": "r1",
+            "timestamp": "2026-11-01T00:00:04.000Z",
+            "summary": "Summary of the first branch",
+            "firstKeptEntryId": "r1",
+            "tokensBefore": 1234,
+        },
         {"type": "leaf", "id": "l1", "parentId": "c1", "targetId": "u1"},
-        {"type": "message", "id": "a2", "parentId": "u1", "timestamp": "2026-11-01T00:00:05.000Z",
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "second answer"}]}},
+        {
+            "type": "message",
+            "id": "a2",
+            "parentId": "u1",
+            "timestamp": "2026-11-01T00:00:05.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "second answer"}]},
+        },
     ]
     directory = state / SESSIONS
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{sid}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in objs))
-    (directory / "sessions.json").write_text(json.dumps({"agent:main:main": {
-        "sessionId": sid, "updatedAt": 1796000000000, "sessionFile": f"{sid}.jsonl"}}))
+    (directory / "sessions.json").write_text(
+        json.dumps(
+            {"agent:main:main": {"sessionId": sid, "updatedAt": 1796000000000, "sessionFile": f"{sid}.jsonl"}}
+        )
+    )
     if sqlite:
         import_sqlite(state)
     return sid, objs
@@ -70,7 +108,12 @@ def test_markdown_and_html_keep_stored_text_inert(state_dir: Path, tmp_path: Pat
     assert "> **Compaction summary" in md and "> Summary of the first branch" in md
     assert "````json" in md  # a fence longer than the backticks inside the arguments
     page = tmp_path / "p.html"
-    assert cli("sessions", "export", "agent:main:main", "--format", "html", "--branch", "all", "-o", str(page))[0] == 0
+    assert (
+        cli("sessions", "export", "agent:main:main", "--format", "html", "--branch", "all", "-o", str(page))[
+            0
+        ]
+        == 0
+    )
     text = page.read_text()
     assert "<script" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "\x1b" not in text
     assert text.count("<article") == 6 and 'class="compaction"' in text  # leaf controls are notes
@@ -98,8 +141,9 @@ def test_export_streams_with_flat_memory(state_dir: Path, tmp_path: Path):
         for key, size in sizes.items():
             out = tmp_path / f"{key[-5:]}.{fmt}"
             tracemalloc.start()
-            doc = export_session(cx, key, fmt=fmt, output=str(out), branch="active", agent=None, store=None,
-                                 json_mode=True)
+            doc = export_session(
+                cx, key, fmt=fmt, output=str(out), branch="active", agent=None, store=None, json_mode=True
+            )
             peaks[key] = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             assert doc["entries"] > 50 and out.stat().st_size > size / 2
@@ -110,17 +154,35 @@ def test_export_streams_with_flat_memory(state_dir: Path, tmp_path: Path):
 def _chromium_console(page: Path, tmp_path: Path) -> tuple[str, str]:
     profile = tmp_path / "chromium-profile"
     proc = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     shutil.rmtree(profile, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = "\n".join(line for line in proc.stderr.splitlines() if ":CONSOLE" in line)
     return proc.stdout, console
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium not installed (Debian: apt-get install -y chromium)")
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="headless Chromium not installed (Debian: apt-get install -y chromium)"
+)
 def test_html_export_of_a_fixture_session_opens_in_chromium(legacy_fixture_state: Path, tmp_path: Path):
     key = "agent:main:main"
     page = tmp_path / "main.html"
@@ -128,8 +190,13 @@ def test_html_export_of_a_fixture_session_opens_in_chromium(legacy_fixture_state
     assert rc == 0, err
     dom, console = _chromium_console(page, tmp_path)
     assert console == ""  # no console errors (nor any console output)
-    entries = [ln for ln in (legacy_fixture_state / SESSIONS / f"{rows(legacy_fixture_state)[key]['sessionId']}.jsonl")
-               .read_text().splitlines()[1:] if ln.strip()]
+    entries = [
+        ln
+        for ln in (legacy_fixture_state / SESSIONS / f"{rows(legacy_fixture_state)[key]['sessionId']}.jsonl")
+        .read_text()
+        .splitlines()[1:]
+        if ln.strip()
+    ]
     assert dom.count("<article") == len(entries) and "Compaction summary" in dom
     # the check can fail: a page with a script error is reported
     broken = tmp_path / "broken.html"

@@ -64,22 +64,33 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _config(state: Path, timeout_ms: int) -> None:
-    (state / "openclaw.json").write_text(json.dumps({"session": {"writeLock": {"acquireTimeoutMs": timeout_ms}}}))
+    (state / "openclaw.json").write_text(
+        json.dumps({"session": {"writeLock": {"acquireTimeoutMs": timeout_ms}}})
+    )
 
 
 def _hold(spawn, state: Path, kind: str, key: str, hold_s: float):
     sid = rows(state)[key]["sessionId"]
     if kind == "legacy":
         transcript = state / SESSIONS / f"{sid}.jsonl"
-        return spawn(LEGACY_HOLDER, LOCK_PATH=f"{transcript}.lock", TRANSCRIPT=str(transcript), HOLD_S=str(hold_s),
-                     LINE=APPENDED)
+        return spawn(
+            LEGACY_HOLDER,
+            LOCK_PATH=f"{transcript}.lock",
+            TRANSCRIPT=str(transcript),
+            HOLD_S=str(hold_s),
+            LINE=APPENDED,
+        )
     return spawn(SQLITE_HOLDER, DB_PATH=str(state / DB), SID=sid, KEY=key, HOLD_S=str(hold_s), LINE=APPENDED)
 
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 @pytest.mark.parametrize("command", ["reset", "delete"])
-def test_waits_for_the_writer_and_keeps_its_line(templates, state_dir: Path, spawn, kind: str, command: str, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
+def test_waits_for_the_writer_and_keeps_its_line(
+    templates, state_dir: Path, spawn, kind: str, command: str, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv(
+        "OPENCLAW_CLI_BEHAVIOR", "2026.7"
+    )  # profile L's reset (a new session) is what this tests
     use_template(templates[kind], state_dir)
     _config(state_dir, 15_000)
     key = KEYS["other"]
@@ -94,14 +105,21 @@ def test_waits_for_the_writer_and_keeps_its_line(templates, state_dir: Path, spa
     holder.wait(timeout=10)
     archive = doc["archived"][0] if command == "reset" else doc["results"][0]["archived"][0]
     kept = archive_bytes(archive)
-    assert kept.startswith(before) and kept.endswith((APPENDED + "\n").encode())  # the racing line is archived
-    assert transcript_bytes(state_dir, sid) == b"" if kind == "sqlite" else \
-        not (state_dir / SESSIONS / f"{sid}.jsonl").exists()
+    assert kept.startswith(before) and kept.endswith(
+        (APPENDED + "\n").encode()
+    )  # the racing line is archived
+    assert (
+        transcript_bytes(state_dir, sid) == b""
+        if kind == "sqlite"
+        else not (state_dir / SESSIONS / f"{sid}.jsonl").exists()
+    )
 
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
 @pytest.mark.parametrize("command", ["reset", "delete"])
-def test_fails_busy_past_the_timeout_with_nothing_changed(templates, state_dir: Path, spawn, kind: str, command: str):
+def test_fails_busy_past_the_timeout_with_nothing_changed(
+    templates, state_dir: Path, spawn, kind: str, command: str
+):
     use_template(templates[kind], state_dir)
     _config(state_dir, 300)
     key = KEYS["other"]
@@ -129,5 +147,7 @@ def test_fork_refuses_a_parent_whose_transcript_is_locked(templates, state_dir: 
     started = time.monotonic()
     rc, doc = cli_json("sessions", "fork", key)
     assert time.monotonic() - started < 4  # refused at once, not after the acquire timeout
-    assert rc == 5 and doc["error"]["message"] == f"Parent session {key} is still active; try again in a moment."
+    assert (
+        rc == 5 and doc["error"]["message"] == f"Parent session {key} is still active; try again in a moment."
+    )
     assert tree_digest(state_dir) == before

@@ -77,7 +77,9 @@ def test_archive_and_unarchive_match_the_recorded_results(state: Path):
     assert done["ok"] is True and done["key"] == key and done["entry"]["archivedAt"] == NOW
     assert done["entry"]["archiveReason"] == "manual" and done["entry"]["updatedAt"] == NOW
     assert rows(state)[key]["archivedAt"] == NOW
-    again = call("sessions.patch", {"key": key, "archived": False, "expectedSessionId": sid(state, key)}, NOW + 5)
+    again = call(
+        "sessions.patch", {"key": key, "archived": False, "expectedSessionId": sid(state, key)}, NOW + 5
+    )
     assert "archivedAt" not in again["entry"] and "archiveReason" not in again["entry"]
     assert "archivedAt" not in payload("sessions-patch-unarchive.jsonl")["entry"]
     assert "archivedAt" not in rows(state)[key]
@@ -89,13 +91,18 @@ def test_pin_unread_and_label_fields_as_recorded(state: Path):
     assert "pinnedAt" in payload("sessions-patch-pin.jsonl")["entry"]
     assert "pinnedAt" not in call("sessions.patch", {"key": group, "pinned": False})["entry"]
     unread = call("sessions.patch", {"key": direct, "unread": True})["entry"]
-    assert unread["markedUnreadAt"] == NOW and "markedUnreadAt" in payload("sessions-patch-unread-true.jsonl")["entry"]
+    assert (
+        unread["markedUnreadAt"] == NOW
+        and "markedUnreadAt" in payload("sessions-patch-unread-true.jsonl")["entry"]
+    )
     read = call("sessions.patch", {"key": direct, "unread": False}, NOW + 7)["entry"]
     recorded_read = payload("sessions-patch-unread-false.jsonl")["entry"]
     assert read["lastReadAt"] == NOW + 7 and "markedUnreadAt" not in read
     assert "lastReadAt" in recorded_read and "markedUnreadAt" not in recorded_read
     labelled = call("sessions.patch", {"key": direct, "label": "  Quarterly planning "})["entry"]
-    assert labelled["label"] == "Quarterly planning" == payload("sessions-patch-label.jsonl")["entry"]["label"]
+    assert (
+        labelled["label"] == "Quarterly planning" == payload("sessions-patch-label.jsonl")["entry"]["label"]
+    )
     assert rows(state)[direct]["label"] == "Quarterly planning"
     assert "label" not in call("sessions.patch", {"key": direct, "label": None})["entry"]
     assert "label" not in payload("sessions-patch-label-clear.jsonl")["entry"]
@@ -106,7 +113,10 @@ def test_listing_flags_follow_the_patches(state: Path):
 
     call("sessions.patch", {"key": KEYS["group"], "pinned": True})
     call("sessions.patch", {"key": KEYS["direct"], "unread": True})
-    call("sessions.patch", {"key": KEYS["other"], "archived": True, "expectedSessionId": sid(state, KEYS["other"])})
+    call(
+        "sessions.patch",
+        {"key": KEYS["other"], "archived": True, "expectedSessionId": sid(state, KEYS["other"])},
+    )
     rc, listing = cli_json("sessions")
     flags = {r["key"]: (r["archived"], r["pinned"], r["unread"]) for r in listing["sessions"]}
     # the archived row is listed and marked, as the real CLI lists it (issue 22)
@@ -127,14 +137,26 @@ def test_unknown_key_creates_an_operator_row(state: Path):
     assert rows(state)[key]["sessionId"] == done["entry"]["sessionId"]
 
 
-@pytest.mark.parametrize("name, params, kind", [
-    ("error-patch-archive-no-expected.jsonl", {"key": "<direct>", "archived": True}, PreconditionError),
-    ("error-patch-archive-wrong-expected.jsonl",
-     {"key": "<direct>", "archived": True, "expectedSessionId": "00000000-0000-4000-8000-000000000000"},
-     SessionChangedError),
-    ("error-patch-archive-main.jsonl", {"key": "<main>", "archived": True, "expectedSessionId": "<sid>"},
-     PreconditionError),
-])
+@pytest.mark.parametrize(
+    "name, params, kind",
+    [
+        ("error-patch-archive-no-expected.jsonl", {"key": "<direct>", "archived": True}, PreconditionError),
+        (
+            "error-patch-archive-wrong-expected.jsonl",
+            {
+                "key": "<direct>",
+                "archived": True,
+                "expectedSessionId": "00000000-0000-4000-8000-000000000000",
+            },
+            SessionChangedError,
+        ),
+        (
+            "error-patch-archive-main.jsonl",
+            {"key": "<main>", "archived": True, "expectedSessionId": "<sid>"},
+            PreconditionError,
+        ),
+    ],
+)
 def test_patch_preconditions_use_the_recorded_texts(state: Path, name: str, params: dict, kind: type):
     recorded_key = recorded(name)[0][0]["params"]["key"]
     key = KEYS["main"] if params["key"] == "<main>" else KEYS["direct"]
@@ -156,9 +178,13 @@ def test_duplicate_label_and_bad_params_change_nothing(state: Path):
     with pytest.raises(PreconditionError) as caught:
         call("sessions.patch", {"key": KEYS["group"], "label": "Quarterly planning"})
     assert caught.value.message == error("error-patch-label-duplicate.jsonl")["message"]
-    for bad, text in [({"label": ""}, "invalid label: empty"), ({"label": "x" * 513}, "too long"),
-                      ({"pinned": "yes"}, "at /pinned: must be boolean"), ({"bogus": 1}, "unexpected property"),
-                      ({"model": "openai/x"}, "not supported")]:
+    for bad, text in [
+        ({"label": ""}, "invalid label: empty"),
+        ({"label": "x" * 513}, "too long"),
+        ({"pinned": "yes"}, "at /pinned: must be boolean"),
+        ({"bogus": 1}, "unexpected property"),
+        ({"model": "openai/x"}, "not supported"),
+    ]:
         with pytest.raises(UsageError, match=text):
             call("sessions.patch", {"key": KEYS["group"], **bad})
     with pytest.raises(UsageError, match="required property 'key'"):
@@ -170,8 +196,15 @@ def test_duplicate_label_and_bad_params_change_nothing(state: Path):
 
 def test_patch_dry_run_writes_nothing(state: Path):
     before = tree_digest(state)
-    done = call("sessions.patch", {"key": KEYS["group"], "archived": True, "expectedSessionId": sid(state, KEYS["group"]),
-                                   "dryRun": True})
+    done = call(
+        "sessions.patch",
+        {
+            "key": KEYS["group"],
+            "archived": True,
+            "expectedSessionId": sid(state, KEYS["group"]),
+            "dryRun": True,
+        },
+    )
     assert done["dryRun"] is True and done["entry"]["archivedAt"] == NOW
     assert tree_digest(state) == before
 
@@ -192,8 +225,12 @@ def test_scopes_follow_the_recorded_policy():
 # ---- sessions.reset ---------------------------------------------------------------------------------------
 
 
-def test_reset_starts_a_new_session_and_archives_the_old_transcript(state: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
+def test_reset_starts_a_new_session_and_archives_the_old_transcript(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv(
+        "OPENCLAW_CLI_BEHAVIOR", "2026.7"
+    )  # profile L's reset (a new session) is what this tests
     key = KEYS["main"]
     old = rows(state)[key]
     original = transcript_bytes(state, old["sessionId"])
@@ -201,11 +238,23 @@ def test_reset_starts_a_new_session_and_archives_the_old_transcript(state: Path,
     want = payload("sessions-reset-expected.jsonl")
     assert set(want) <= set(done)
     entry = done["entry"]
-    for name in ("lifecycleRevision", "updatedAt", "sessionStartedAt", "systemSent", "abortedLastRun",
-                 "compactionCount", "inputTokens", "outputTokens", "totalTokens", "totalTokensFresh"):
+    for name in (
+        "lifecycleRevision",
+        "updatedAt",
+        "sessionStartedAt",
+        "systemSent",
+        "abortedLastRun",
+        "compactionCount",
+        "inputTokens",
+        "outputTokens",
+        "totalTokens",
+        "totalTokensFresh",
+    ):
         assert name in entry and name in want["entry"], name
     assert entry["sessionId"] != old["sessionId"] and done["previousSessionId"] == old["sessionId"]
-    assert entry["sessionStartedAt"] == NOW and entry["totalTokens"] == 0 and entry["totalTokensFresh"] is True
+    assert (
+        entry["sessionStartedAt"] == NOW and entry["totalTokens"] == 0 and entry["totalTokensFresh"] is True
+    )
     assert entry["systemSent"] is False and entry["compactionCount"] == 0
     assert rows(state)[key]["sessionId"] == entry["sessionId"]
     [archive] = done["archived"]
@@ -220,13 +269,19 @@ def test_reset_starts_a_new_session_and_archives_the_old_transcript(state: Path,
 
 
 def test_reset_with_a_stale_expected_id_changes_nothing(state: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
+    monkeypatch.setenv(
+        "OPENCLAW_CLI_BEHAVIOR", "2026.7"
+    )  # profile L's reset (a new session) is what this tests
     before = tree_digest(state)
     recorded_key = recorded("error-reset-wrong-expected.jsonl")[0][0]["params"]["key"]
     with pytest.raises(SessionChangedError) as caught:
-        call("sessions.reset", {"key": KEYS["other"], "expectedSessionId": "00000000-0000-4000-8000-000000000000"})
-    assert caught.value.message == error("error-reset-wrong-expected.jsonl")["message"].replace(recorded_key,
-                                                                                                KEYS["other"])
+        call(
+            "sessions.reset",
+            {"key": KEYS["other"], "expectedSessionId": "00000000-0000-4000-8000-000000000000"},
+        )
+    assert caught.value.message == error("error-reset-wrong-expected.jsonl")["message"].replace(
+        recorded_key, KEYS["other"]
+    )
     with pytest.raises(NotFoundError):
         call("sessions.reset", {"key": "agent:main:telegram:direct:nope"})
     with pytest.raises(UsageError, match="/reason"):
@@ -235,7 +290,9 @@ def test_reset_with_a_stale_expected_id_changes_nothing(state: Path, monkeypatch
 
 
 def test_reset_keeps_organisation_and_drops_runtime_fields(state: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
+    monkeypatch.setenv(
+        "OPENCLAW_CLI_BEHAVIOR", "2026.7"
+    )  # profile L's reset (a new session) is what this tests
     key = KEYS["group"]
     call("sessions.patch", {"key": key, "label": "Team", "pinned": True})
     entry = call("sessions.reset", {"key": key, "reason": "new"})["entry"]
@@ -257,13 +314,17 @@ def test_delete_archives_then_removes(state: Path):
     assert Path(archive).is_absolute() and ".jsonl.deleted." in archive and archive.endswith(".zst")
     assert archive_bytes(archive) == original
     assert key not in rows(state)
-    assert transcript_bytes(state, old["sessionId"]) == b"" if (state / DB).exists() else \
-        not (state / SESSIONS / f"{old['sessionId']}.jsonl").exists()
+    assert (
+        transcript_bytes(state, old["sessionId"]) == b""
+        if (state / DB).exists()
+        else not (state / SESSIONS / f"{old['sessionId']}.jsonl").exists()
+    )
 
 
 def test_delete_unknown_main_and_archived_only(state: Path):
-    assert call("sessions.delete", {"key": "agent:main:telegram:group:no-such"}) == \
-        payload("sessions-delete-unknown-key.jsonl") | {"key": "agent:main:telegram:group:no-such"}
+    assert call("sessions.delete", {"key": "agent:main:telegram:group:no-such"}) == payload(
+        "sessions-delete-unknown-key.jsonl"
+    ) | {"key": "agent:main:telegram:group:no-such"}
     before = tree_digest(state)
     with pytest.raises(PreconditionError) as caught:
         call("sessions.delete", {"key": KEYS["main"]})
@@ -271,7 +332,10 @@ def test_delete_unknown_main_and_archived_only(state: Path):
     with pytest.raises(PreconditionError, match="is not archived. Archive it first, then delete it."):
         call("sessions.delete", {"key": KEYS["group"], "archivedOnly": True})
     with pytest.raises(SessionChangedError, match="changed before deletion"):
-        call("sessions.delete", {"key": KEYS["group"], "expectedSessionId": "00000000-0000-4000-8000-000000000000"})
+        call(
+            "sessions.delete",
+            {"key": KEYS["group"], "expectedSessionId": "00000000-0000-4000-8000-000000000000"},
+        )
     assert tree_digest(state) == before
     dry = call("sessions.delete", {"key": KEYS["group"], "dryRun": True})
     assert dry["wouldDelete"] is True and dry["deleted"] is False and tree_digest(state) == before
@@ -298,8 +362,20 @@ def test_fork_copies_the_active_branch(state: Path):
     want = payload("sessions-create-fork.jsonl")
     assert set(want) <= set(done) and done["forked"] is True and done["isolated"] is False
     entry = done["entry"]
-    for name in ("sessionId", "lifecycleRevision", "updatedAt", "delivery", "createdVia", "createdAt", "spawnDepth",
-                 "parentSessionKey", "parentSessionId", "forkSource", "totalTokensFresh", "forkedFromParent"):
+    for name in (
+        "sessionId",
+        "lifecycleRevision",
+        "updatedAt",
+        "delivery",
+        "createdVia",
+        "createdAt",
+        "spawnDepth",
+        "parentSessionKey",
+        "parentSessionId",
+        "forkSource",
+        "totalTokensFresh",
+        "forkedFromParent",
+    ):
         assert name in entry and name in want["entry"], name
     assert entry["forkSource"] == {"sessionKey": KEYS["group"], "sessionId": parent["sessionId"]}
     assert done["key"].startswith("agent:main:dashboard:") and entry["label"] == "Experiment"
@@ -353,8 +429,9 @@ def test_fork_above_the_cap_starts_isolated(state: Path):
             st.upsert_entries({key: entry})
     done = call("sessions.create", {"parentSessionKey": key, "fork": True})
     assert done["isolated"] is True and done["forked"] is False and done["parentTokens"] == 150_000
-    assert done["warning"] == ("Parent context is too large to fork (150000/100000 tokens); "
-                               "starting with isolated context instead.")
+    assert done["warning"] == (
+        "Parent context is too large to fork (150000/100000 tokens); starting with isolated context instead."
+    )
     assert "forkedFromParent" not in done["entry"] and done["entry"]["parentSessionKey"] == key
     assert len(transcript_bytes(state, done["sessionId"]).decode().splitlines()) == 1
 
@@ -362,7 +439,9 @@ def test_fork_above_the_cap_starts_isolated(state: Path):
 def ctx_store(ctx: Any):
     from openclaw_cli.ops.targets import open_target, select_targets
 
-    return open_target(ctx, select_targets(ctx.paths, ctx.config, agent="main", all_agents=False, store=None)[0])
+    return open_target(
+        ctx, select_targets(ctx.paths, ctx.config, agent="main", all_agents=False, store=None)[0]
+    )
 
 
 def test_errors_are_typed_for_the_gateway():

@@ -23,10 +23,15 @@ GATEWAY_SH = ROOT.parent / "shared" / "tools" / "peer-gateway.sh"
 TOKEN = "lifecycle-peer-token-0123456789"
 pytestmark = [
     pytest.mark.peer,
-    pytest.mark.skipif(not PEER.exists(), reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)"),
-    pytest.mark.skipif(importlib.util.find_spec("openclaw_cli.gateway.client") is None,
-                       reason="the Gateway client (delegation issue) is not on this branch yet: delegate() cannot "
-                              "reach a listening Gateway, so nothing would be served by it"),
+    pytest.mark.skipif(
+        not PEER.exists(),
+        reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)",
+    ),
+    pytest.mark.skipif(
+        importlib.util.find_spec("openclaw_cli.gateway.client") is None,
+        reason="the Gateway client (delegation issue) is not on this branch yet: delegate() cannot "
+        "reach a listening Gateway, so nothing would be served by it",
+    ),
 ]
 
 
@@ -38,16 +43,28 @@ def _free_port() -> int:
 
 def _peer(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
-    return subprocess.run([str(PEER), *args], capture_output=True, text=True, timeout=240,
-                          env={**env, "OC_PEER_ROOT": str(root)})
+    return subprocess.run(
+        [str(PEER), *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**env, "OC_PEER_ROOT": str(root)},
+    )
 
 
 def _ours(state: Path, port: int, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OPENCLAW_STATE_DIR": str(state), "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-           "HOME": str(state.parent), "OPENCLAW_HOME": str(state.parent), "OPENCLAW_GATEWAY_PORT": str(port),
-           "OPENCLAW_GATEWAY_TOKEN": TOKEN}
-    return subprocess.run([sys.executable, "-m", "openclaw_cli", *args], capture_output=True, text=True,
-                          timeout=240, env=env)
+    env = {
+        **os.environ,
+        "OPENCLAW_STATE_DIR": str(state),
+        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        "HOME": str(state.parent),
+        "OPENCLAW_HOME": str(state.parent),
+        "OPENCLAW_GATEWAY_PORT": str(port),
+        "OPENCLAW_GATEWAY_TOKEN": TOKEN,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", *args], capture_output=True, text=True, timeout=240, env=env
+    )
 
 
 def _real_rows(root: Path) -> dict[str, dict]:
@@ -60,13 +77,31 @@ def _real_rows(root: Path) -> dict[str, dict]:
 def gateway(tmp_path: Path):
     root = tmp_path / "peer"
     state = root / "home" / ".openclaw"
-    subprocess.run([sys.executable, str(GEN_LEGACY_STORE), str(state), "12", "0", "4242", "--cron-key-style",
-                    "canonical", "--now-ms", str(NOW_MS)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GEN_LEGACY_STORE),
+            str(state),
+            "12",
+            "0",
+            "4242",
+            "--cron-key-style",
+            "canonical",
+            "--now-ms",
+            str(NOW_MS),
+        ],
+        check=True,
+        capture_output=True,
+    )
     imported = _peer(root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
     assert imported.returncode == 0, imported.stderr[-2000:]
     port = _free_port()
-    started = subprocess.run(["bash", str(GATEWAY_SH), "start", str(root), str(port), TOKEN], capture_output=True,
-                             text=True, timeout=120)
+    started = subprocess.run(
+        ["bash", str(GATEWAY_SH), "start", str(root), str(port), TOKEN],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if started.returncode != 0:
         pytest.fail(f"real Gateway did not start: {started.stderr[-2000:]}")
     pgid = started.stdout.strip()
@@ -95,7 +130,9 @@ def test_archive_and_delete_are_served_by_the_real_gateway(gateway):
     doc = json.loads(proc.stdout)
     [result] = doc["results"]
     assert result["status"] == "deleted" and "ran locally" not in doc.get("hint", "")
-    assert result["archived"] and all(".jsonl.deleted." in path and Path(path).exists() for path in result["archived"])
+    assert result["archived"] and all(
+        ".jsonl.deleted." in path and Path(path).exists() for path in result["archived"]
+    )
 
     after = _real_rows(root)
     assert delete_key not in after

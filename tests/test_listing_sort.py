@@ -58,10 +58,13 @@ def _expected(sort_by: str) -> list[str]:
 
 # ---- the three store kinds over the same entries ------------------------------------------------------
 
+
 def _legacy(tmp_path: Path, entries: dict[str, dict[str, Any]]) -> SessionStore:
     path = tmp_path / "legacy" / "sessions.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({key: {"sessionId": f"s{i}", **entry} for i, (key, entry) in enumerate(entries.items())}))
+    path.write_text(
+        json.dumps({key: {"sessionId": f"s{i}", **entry} for i, (key, entry) in enumerate(entries.items())})
+    )
     return LegacyStore(path, "main")
 
 
@@ -69,7 +72,9 @@ def _ours(tmp_path: Path, entries: dict[str, dict[str, Any]]) -> SessionStore:
     path = tmp_path / "ours" / "openclaw-agent.sqlite"
     path.parent.mkdir(parents=True)
     with SqliteStore(path, "main", create=True) as store:
-        store.upsert_entries({key: {"sessionId": f"s{i}", **entry} for i, (key, entry) in enumerate(entries.items())})
+        store.upsert_entries(
+            {key: {"sessionId": f"s{i}", **entry} for i, (key, entry) in enumerate(entries.items())}
+        )
     return SqliteStore(path, "main", read_only=True)
 
 
@@ -99,8 +104,13 @@ def _schema23(tmp_path: Path, entries: dict[str, dict[str, Any]]) -> SessionStor
         conn.commit()
     finally:
         conn.close()
-    paths = resolve_paths({"HOME": str(state.parent), "OPENCLAW_STATE_DIR": str(state),
-                           "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json")})
+    paths = resolve_paths(
+        {
+            "HOME": str(state.parent),
+            "OPENCLAW_STATE_DIR": str(state),
+            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        }
+    )
     store = open_agent_store(Context.load(paths).paths, "main", read_only=True)
     assert store.schema == "openclaw 23"
     return store
@@ -123,7 +133,11 @@ def test_each_order_by_hand(tmp_path: Path, kind: str) -> None:
             assert keys == _expected(sort_by) and total == 12, sort_by
             # pages: offset/limit apply after the sort, whatever the order
             for size in (1, 3, 5):
-                walked = [k for off in range(0, 12, size) for k in _keys(store, sort_by=sort_by, offset=off, limit=size)[0]]
+                walked = [
+                    k
+                    for off in range(0, 12, size)
+                    for k in _keys(store, sort_by=sort_by, offset=off, limit=size)[0]
+                ]
                 assert walked == _expected(sort_by), (sort_by, size)
             # an archived listing and "all" are ordered the same way (the archived row's place)
             everything, total_all = _keys(store, sort_by=sort_by, archived=None)
@@ -135,10 +149,23 @@ def test_each_order_by_hand(tmp_path: Path, kind: str) -> None:
         assert _keys(store, pinned=True)[0] == [_k("c"), _k("b"), _k("a")]
         assert _keys(store, pinned=True, sort_by="activity")[0] == [_k("c"), _k("a"), _k("b")]
         # activeMinutes: updatedAt is compared, the activity timestamp with sortBy "activity"
-        assert _keys(store, active_since_ms=2600) == ([_k("a"), _k("e"), _k("i"), _k("d"), SUB, _k("n"), _k("f")], 7)
-        assert _keys(store, active_since_ms=2600, sort_by="lastInteractionAt")[0] == \
-            [_k("i"), SUB, _k("d"), _k("a"), _k("e"), _k("f"), _k("n")]
-        assert _keys(store, active_since_ms=2600, sort_by="activity") == ([_k("e"), _k("i"), _k("n"), _k("f")], 4)
+        assert _keys(store, active_since_ms=2600) == (
+            [_k("a"), _k("e"), _k("i"), _k("d"), SUB, _k("n"), _k("f")],
+            7,
+        )
+        assert _keys(store, active_since_ms=2600, sort_by="lastInteractionAt")[0] == [
+            _k("i"),
+            SUB,
+            _k("d"),
+            _k("a"),
+            _k("e"),
+            _k("f"),
+            _k("n"),
+        ]
+        assert _keys(store, active_since_ms=2600, sort_by="activity") == (
+            [_k("e"), _k("i"), _k("n"), _k("f")],
+            4,
+        )
         assert _keys(store, label="none", sort_by="activity") == ([], 0)
     finally:
         store.close()
@@ -148,18 +175,26 @@ def test_each_order_by_hand(tmp_path: Path, kind: str) -> None:
 def test_pins_at_or_below_zero_rank_with_or_after_unpinned_rows(tmp_path: Path, kind: str) -> None:
     """OpenClaw's comparator ranks a pin by its pinnedAt: a row pinned at 0 ties with the unpinned
     rows, one pinned before 1970 sorts after them (our SQLite page then takes the generic path)."""
-    entries = {_k("p-neg"): {"pinnedAt": -10, "updatedAt": 900}, _k("p-zero"): {"pinnedAt": 0, "updatedAt": 50},
-               _k("p-one"): {"pinnedAt": 1, "updatedAt": 1}, _k("u1"): {"updatedAt": 100}, _k("u2"): {"updatedAt": 60}}
+    entries = {
+        _k("p-neg"): {"pinnedAt": -10, "updatedAt": 900},
+        _k("p-zero"): {"pinnedAt": 0, "updatedAt": 50},
+        _k("p-one"): {"pinnedAt": 1, "updatedAt": 1},
+        _k("u1"): {"updatedAt": 100},
+        _k("u2"): {"updatedAt": 60},
+    }
     store = STORES[kind](tmp_path, entries)
     try:
         assert _keys(store)[0] == [_k(x) for x in ("p-one", "u1", "u2", "p-zero", "p-neg")]
         assert _keys(store, offset=1, limit=2)[0] == [_k("u1"), _k("u2")]
-        assert _keys(store, sort_by="activity")[0] == [_k(x) for x in ("p-neg", "u1", "u2", "p-zero", "p-one")]
+        assert _keys(store, sort_by="activity")[0] == [
+            _k(x) for x in ("p-neg", "u1", "u2", "p-zero", "p-one")
+        ]
     finally:
         store.close()
 
 
 # ---- OpenClaw's comparator, transcribed with JS number semantics, as the judge -------------------------
+
 
 def _js(value: Any) -> float:
     return 0 if value is None else value  # `?? 0`; the generated values are numbers or null/absent
@@ -195,8 +230,14 @@ def _generated(seed: int, count: int) -> dict[str, dict[str, Any]]:
     for i in range(count):
         key = f"agent:main:subagent:r{i}" if rng.random() < 0.1 else _k(f"r{i:03d}")
         entry: dict[str, Any] = {}
-        for field, chance in (("updatedAt", 0.9), ("createdAt", 0.4), ("lastInteractionAt", 0.6),
-                              ("lastActivityAt", 0.4), ("pinnedAt", 0.15), ("archivedAt", 0.1)):
+        for field, chance in (
+            ("updatedAt", 0.9),
+            ("createdAt", 0.4),
+            ("lastInteractionAt", 0.6),
+            ("lastActivityAt", 0.4),
+            ("pinnedAt", 0.15),
+            ("archivedAt", 0.1),
+        ):
             if rng.random() < chance:
                 entry[field] = rng.choice(pool)
         if entry.get("archivedAt") is None:
@@ -214,8 +255,9 @@ def test_generated_sets_follow_openclaws_comparator(tmp_path: Path, kind: str, s
         for sort_by in SORTS:
             order = functools.cmp_to_key(functools.partial(_openclaw_compare, sort_by))
             for archived in (False, None, True):
-                visible = [(k, e) for k, e in entries.items()
-                           if archived is None or ("archivedAt" in e) == archived]
+                visible = [
+                    (k, e) for k, e in entries.items() if archived is None or ("archivedAt" in e) == archived
+                ]
                 want = [k for k, _ in sorted(visible, key=order)]
                 for offset, limit in ((0, None), (0, 7), (5, 20), (140, 50)):
                     keys, total = _keys(store, sort_by=sort_by, archived=archived, offset=offset, limit=limit)
@@ -227,18 +269,23 @@ def test_generated_sets_follow_openclaws_comparator(tmp_path: Path, kind: str, s
 
 # ---- the operations layer: sessions.list / subscribe over several agents ------------------------------
 
+
 def _state_with_two_agents(state: Path) -> None:
     from tests.gateway_server_support import write_config
 
     write_config(state, {"agents": {"ownership": "explicit", "entries": {"main": {}, "ops": {}}}})
     main = {key: entry for key, entry in HAND.items() if key != SUB}
-    ops = {"agent:ops:direct:o1": {"updatedAt": 8000, "lastInteractionAt": 50, "pinnedAt": 200},
-           "agent:ops:direct:o2": {"updatedAt": 5000, "lastInteractionAt": 950, "lastActivityAt": 7500}}
+    ops = {
+        "agent:ops:direct:o1": {"updatedAt": 8000, "lastInteractionAt": 50, "pinnedAt": 200},
+        "agent:ops:direct:o2": {"updatedAt": 5000, "lastInteractionAt": 950, "lastActivityAt": 7500},
+    }
     for agent, entries in (("main", main), ("ops", ops)):
         path = state / "agents" / agent / "agent" / "openclaw-agent.sqlite"
         path.parent.mkdir(parents=True)
         with SqliteStore(path, agent, create=True) as store:
-            store.upsert_entries({k: {"sessionId": f"{agent}{i}", **e} for i, (k, e) in enumerate(entries.items())})
+            store.upsert_entries(
+                {k: {"sessionId": f"{agent}{i}", **e} for i, (k, e) in enumerate(entries.items())}
+            )
 
 
 def test_sessions_list_merges_agents_in_the_requested_order(state_dir: Path) -> None:
@@ -278,10 +325,16 @@ def test_one_agents_pages_are_paged_by_its_store(state_dir: Path) -> None:
     ctx = Context.load(resolve_paths())
     main = [k for k in _expected("activity") if k != SUB]
     for offset in (0, 4, 8, 10):
-        page = call(ctx, "sessions.list", {"agentId": "main", "sortBy": "activity", "limit": 4, "offset": offset})
-        assert [r["key"] for r in page["sessions"]] == main[offset:offset + 4]
+        page = call(
+            ctx, "sessions.list", {"agentId": "main", "sortBy": "activity", "limit": 4, "offset": offset}
+        )
+        assert [r["key"] for r in page["sessions"]] == main[offset : offset + 4]
         more = offset + 4 < 11
-        assert (page["totalCount"], page["nextOffset"], page["hasMore"]) == (11, offset + 4 if more else None, more)
+        assert (page["totalCount"], page["nextOffset"], page["hasMore"]) == (
+            11,
+            offset + 4 if more else None,
+            more,
+        )
 
 
 def test_sort_by_schema_errors_are_openclaws() -> None:
@@ -291,24 +344,45 @@ def test_sort_by_schema_errors_are_openclaws() -> None:
     one_of = "at /sortBy: must be equal to constant; at /sortBy: must match a schema in anyOf"
     assert check_params("sessions.list", {"sortBy": "x"}) == f"invalid sessions.list params: {one_of}"
     for value in (None, 5, True):
-        assert check_params("sessions.list", {"sortBy": value}) == \
-            f"invalid sessions.list params: at /sortBy: must be string; {one_of}"
+        assert (
+            check_params("sessions.list", {"sortBy": value})
+            == f"invalid sessions.list params: at /sortBy: must be string; {one_of}"
+        )
     for value in SORTS:
         assert check_params("sessions.list", {"sortBy": value}) is None
     recorded = [  # the same rule in other literals: the real Gateway's texts, verbatim
-        ("sessions.list", {"archived": 5}, "at /archived: must be boolean; at /archived: must be string; "
-         "at /archived: must be equal to constant; at /archived: must match a schema in anyOf"),
-        ("sessions.list", {"boardFace": None}, "at /boardFace: must be string; at /boardFace: must be equal to "
-         "constant; at /boardFace: must match a schema in anyOf"),
-        ("sessions.patch", {"key": "agent:main:main", "sendPolicy": 5}, "at /sendPolicy: must be string; "
-         "at /sendPolicy: must be equal to constant; at /sendPolicy: must be null; at /sendPolicy: must match a "
-         "schema in anyOf"),
-        ("sessions.patch", {"key": "agent:main:main", "fastMode": 1}, "at /fastMode: must be boolean; at /fastMode: "
-         "must be string; at /fastMode: must be equal to constant; at /fastMode: must be null; at /fastMode: must "
-         "match a schema in anyOf"),
-        ("sessions.patch", {"key": "agent:main:main", "inheritedToolPolicyVersion": "1"},
-         "at /inheritedToolPolicyVersion: must be number; at /inheritedToolPolicyVersion: must be equal to constant;"
-         " at /inheritedToolPolicyVersion: must be null; at /inheritedToolPolicyVersion: must match a schema in anyOf"),
+        (
+            "sessions.list",
+            {"archived": 5},
+            "at /archived: must be boolean; at /archived: must be string; "
+            "at /archived: must be equal to constant; at /archived: must match a schema in anyOf",
+        ),
+        (
+            "sessions.list",
+            {"boardFace": None},
+            "at /boardFace: must be string; at /boardFace: must be equal to "
+            "constant; at /boardFace: must match a schema in anyOf",
+        ),
+        (
+            "sessions.patch",
+            {"key": "agent:main:main", "sendPolicy": 5},
+            "at /sendPolicy: must be string; "
+            "at /sendPolicy: must be equal to constant; at /sendPolicy: must be null; at /sendPolicy: must match a "
+            "schema in anyOf",
+        ),
+        (
+            "sessions.patch",
+            {"key": "agent:main:main", "fastMode": 1},
+            "at /fastMode: must be boolean; at /fastMode: "
+            "must be string; at /fastMode: must be equal to constant; at /fastMode: must be null; at /fastMode: must "
+            "match a schema in anyOf",
+        ),
+        (
+            "sessions.patch",
+            {"key": "agent:main:main", "inheritedToolPolicyVersion": "1"},
+            "at /inheritedToolPolicyVersion: must be number; at /inheritedToolPolicyVersion: must be equal to constant;"
+            " at /inheritedToolPolicyVersion: must be null; at /inheritedToolPolicyVersion: must match a schema in anyOf",
+        ),
     ]
     for method, params, text in recorded:
         assert check_params(method, params) == f"invalid {method} params: {text}", params

@@ -58,8 +58,13 @@ def _ours(state: Path, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.methods import call
     from openclaw_cli.paths import resolve_paths
 
-    paths = resolve_paths({"HOME": str(state.parent), "OPENCLAW_STATE_DIR": str(state),
-                           "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json")})
+    paths = resolve_paths(
+        {
+            "HOME": str(state.parent),
+            "OPENCLAW_STATE_DIR": str(state),
+            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        }
+    )
     return call(Context.load(paths), "sessions.list", params)
 
 
@@ -77,20 +82,42 @@ def _safe_minutes(entries: dict[str, dict[str, Any]], now: int) -> int:
 
 
 def _shape(page: dict[str, Any]) -> tuple[Any, ...]:
-    return ([r["key"] for r in page["sessions"]], [r["pinned"] for r in page["sessions"]], page["count"],
-            page["totalCount"], page.get("offset"), page["nextOffset"], page["hasMore"])
+    return (
+        [r["key"] for r in page["sessions"]],
+        [r["pinned"] for r in page["sessions"]],
+        page["count"],
+        page["totalCount"],
+        page.get("offset"),
+        page["nextOffset"],
+        page["hasMore"],
+    )
 
 
 def test_sort_orders_match_the_real_gateway(tmp_path: Path) -> None:
     root = tmp_path / "peer"
     state = root / "home" / ".openclaw"
-    subprocess.run([sys.executable, str(GEN_LEGACY_STORE), str(state), "30", "0", "4242",
-                    "--cron-key-style", "canonical", "--now-ms", str(int(time.time() * 1000))],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GEN_LEGACY_STORE),
+            str(state),
+            "30",
+            "0",
+            "4242",
+            "--cron-key-style",
+            "canonical",
+            "--now-ms",
+            str(int(time.time() * 1000)),
+        ],
+        check=True,
+        capture_output=True,
+    )
     _craft(state)
     legacy = shutil.copytree(state, tmp_path / "ours-legacy" / ".openclaw")
     ours_sqlite = shutil.copytree(state, tmp_path / "ours-sqlite" / ".openclaw")
-    done = run_cli("doctor", "--session-sqlite", "import", "--json", env={"OPENCLAW_STATE_DIR": str(ours_sqlite)})
+    done = run_cli(
+        "doctor", "--session-sqlite", "import", "--json", env={"OPENCLAW_STATE_DIR": str(ours_sqlite)}
+    )
     assert done.returncode == 0, done.stderr
     imported = peer(root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
     assert imported.returncode == 0, imported.stderr[-2000:]
@@ -100,25 +127,37 @@ def test_sort_orders_match_the_real_gateway(tmp_path: Path) -> None:
     requests: list[dict[str, Any]] = []
     for sort_by in SORTS:
         order = {} if sort_by is None else {"sortBy": sort_by}
-        requests += [{**order, "limit": 100}, {**order, "limit": 7}, {**order, "limit": 7, "offset": 7},
-                     {**order, "limit": 5, "offset": 25}, {**order, "archived": "all", "limit": 9},
-                     {**order, "activeMinutes": minutes}]
+        requests += [
+            {**order, "limit": 100},
+            {**order, "limit": 7},
+            {**order, "limit": 7, "offset": 7},
+            {**order, "limit": 5, "offset": 25},
+            {**order, "archived": "all", "limit": 9},
+            {**order, "activeMinutes": minutes},
+        ]
     with peer_gateway(root) as port:
-        answers = gateway_calls(port, [
-            *[("sessions.list", params) for params in requests],
-            ("sessions.subscribe", {"sortBy": "activity", "limit": 4}),
-            ("sessions.list", {"sortBy": None})])
+        answers = gateway_calls(
+            port,
+            [
+                *[("sessions.list", params) for params in requests],
+                ("sessions.subscribe", {"sortBy": "activity", "limit": 4}),
+                ("sessions.list", {"sortBy": None}),
+            ],
+        )
     *listed, subscribed, refused = answers
     assert all(a["ok"] for a in listed), [a for a in listed if not a["ok"]][:1]
 
     from openclaw_cli.gateway.schemas import check_params
 
-    assert refused["ok"] is False and refused["error"]["message"] == check_params("sessions.list", {"sortBy": None})
+    assert refused["ok"] is False and refused["error"]["message"] == check_params(
+        "sessions.list", {"sortBy": None}
+    )
     theirs_first = [r["key"] for r in listed[0]["payload"]["sessions"]]
     assert len(theirs_first) > 20
     by_sort = {sort_by: listed[i * 6]["payload"] for i, sort_by in enumerate(SORTS)}
-    assert [r["key"] for r in subscribed["payload"]["list"]["sessions"]] == \
-        [r["key"] for r in by_sort["activity"]["sessions"][:4]]
+    assert [r["key"] for r in subscribed["payload"]["list"]["sessions"]] == [
+        r["key"] for r in by_sort["activity"]["sessions"][:4]
+    ]
     # the three orders differ on this state (the comparison below could not pass by accident)
     orders = {s: [r["key"] for r in page["sessions"]] for s, page in by_sort.items()}
     assert orders[None] == orders["updatedAt"] and len({tuple(o) for o in orders.values()}) == 3

@@ -25,9 +25,12 @@ NOW = 1_796_000_000_000
 def _entries(prefix: str, n: int) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for i in range(n):
-        entry: dict[str, Any] = {"sessionId": f"{prefix[:4]}{i:04d}-0000-4000-8000-000000000000",
-                                 "updatedAt": NOW - (i // 3) * 60_000,  # ties in threes
-                                 "chatType": "direct", "label": f"{prefix} {i}" if i % 5 == 0 else None}
+        entry: dict[str, Any] = {
+            "sessionId": f"{prefix[:4]}{i:04d}-0000-4000-8000-000000000000",
+            "updatedAt": NOW - (i // 3) * 60_000,  # ties in threes
+            "chatType": "direct",
+            "label": f"{prefix} {i}" if i % 5 == 0 else None,
+        }
         if i % 7 == 3:
             entry["archivedAt"] = NOW - 1000
         if i % 11 == 10:
@@ -39,7 +42,9 @@ def _entries(prefix: str, n: int) -> dict[str, dict[str, Any]]:
 @pytest.fixture
 def two_agents(state_dir: Path) -> Path:
     """Agent `main` on our SQLite store, agent `work` on a legacy store, sharing timestamps."""
-    with SqliteStore(state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite", "main", create=True) as st:
+    with SqliteStore(
+        state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite", "main", create=True
+    ) as st:
         st.upsert_entries(_entries("main", 40))
     legacy = state_dir / "agents" / "work" / "sessions"
     legacy.mkdir(parents=True)
@@ -56,11 +61,18 @@ def _streamed(doc: dict[str, Any]) -> str:
 @pytest.mark.parametrize("archived", [False, True, "all"])
 @pytest.mark.parametrize("agent", [None, "work", "all"])
 @pytest.mark.parametrize("active", [None, 5])
-def test_streamed_listing_equals_the_materialised_one(two_agents: Path, archived: Any, agent: str | None,
-                                                      active: int | None) -> None:
+def test_streamed_listing_equals_the_materialised_one(
+    two_agents: Path, archived: Any, agent: str | None, active: int | None
+) -> None:
     paths = resolve_paths()
-    kwargs = {"agent": None if agent == "all" else agent, "all_agents": agent == "all", "active_minutes": active,
-              "limit": None, "now": NOW, "archived": archived}
+    kwargs = {
+        "agent": None if agent == "all" else agent,
+        "all_agents": agent == "all",
+        "active_minutes": active,
+        "limit": None,
+        "now": NOW,
+        "archived": archived,
+    }
     whole = list_sessions(Context.load(paths), **kwargs)
     streamed = list_sessions(Context.load(paths), stream=True, **kwargs)
     assert isinstance(streamed["sessions"], StreamedArray)
@@ -98,13 +110,15 @@ def test_the_cli_prints_one_document_with_every_row(two_agents: Path) -> None:
 
 
 def test_write_pretty_is_dumps_pretty_in_pieces() -> None:
-    for doc in ({"a": 1, "s": [], "h": "x"}, {"s": [{"k": [1, {"z": None}], "e": {}}, {"q": "a\nb"}]},
-                {"p": None, "c": 2, "s": [1, 2, "x\u2028"], "d": {"x": [1]}}):
+    for doc in (
+        {"a": 1, "s": [], "h": "x"},
+        {"s": [{"k": [1, {"z": None}], "e": {}}, {"q": "a\nb"}]},
+        {"p": None, "c": 2, "s": [1, 2, "x\u2028"], "d": {"x": [1]}},
+    ):
         lazy: dict[str, Any] = {**doc, "s": StreamedArray(iter(doc["s"])), "none": Deferred(lambda: None)}
         if "h" in doc:
             lazy["h"] = Deferred(lambda: "x")
         assert _streamed(lazy) == dumps_pretty(doc) + "\n"
-
 
 
 def _doc_with_hard_text() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -123,7 +137,9 @@ def test_the_bytes_writer_writes_the_utf8_of_the_text() -> None:
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "UTF8", "latin-1", "utf-16"])
-def test_emit_json_streams_bytes_only_to_a_utf8_stdout(encoding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_emit_json_streams_bytes_only_to_a_utf8_stdout(
+    encoding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A UTF-8 stdout gets orjson's bytes (no decode and encode of ~70 MB); any other encoding
     the text, as before: the same bytes either way where the text can be encoded."""
     import sys

@@ -74,7 +74,9 @@ def _transcript(tmp_path: Path) -> Path:
     sessions = tmp_path / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True)
     path = sessions / "abc.jsonl"
-    path.write_bytes(b'{"type":"session","version":4,"id":"abc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n')
+    path.write_bytes(
+        b'{"type":"session","version":4,"id":"abc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+    )
     return path
 
 
@@ -111,7 +113,9 @@ def test_dead_pid_lock_is_reclaimed(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     lock_path = lock_path_for(transcript)
-    lock_path.write_text(json.dumps({"pid": proc.pid, "createdAt": lockmod._iso_now(), "maxHoldMs": 300000}, indent=2))
+    lock_path.write_text(
+        json.dumps({"pid": proc.pid, "createdAt": lockmod._iso_now(), "maxHoldMs": 300000}, indent=2)
+    )
     inspection = inspect_lock(lock_path, FAST)
     assert inspection is not None and inspection.stale_reasons == ["dead-pid"]
     with transcript_lock(transcript, FAST) as held:
@@ -271,7 +275,9 @@ def test_non_reentrant_second_acquire_in_same_process_times_out(tmp_path):
     with transcript_lock(transcript, FAST) as held:
         with pytest.raises(SessionBusyError) as info:
             acquire_transcript_lock(transcript, FAST)
-        assert info.value.message.startswith(f"session file locked (timeout 300ms): pid={os.getpid()} alive=true")
+        assert info.value.message.startswith(
+            f"session file locked (timeout 300ms): pid={os.getpid()} alive=true"
+        )
         assert held.lock_path.exists()
     assert not held.lock_path.exists()
 
@@ -315,7 +321,9 @@ def test_sweep_reports_and_removes_only_removable_stale_locks(tmp_path, spawn_ho
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     (sessions / "a.jsonl.lock").write_text(json.dumps({"pid": dead.pid, "createdAt": lockmod._iso_now()}))
-    live_old = spawn_holder(sessions / "b.jsonl.lock", LOCK_AGE_MS=str(40 * 60_000), LOCK_MAX_HOLD_MS=str(10**10))
+    live_old = spawn_holder(
+        sessions / "b.jsonl.lock", LOCK_AGE_MS=str(40 * 60_000), LOCK_MAX_HOLD_MS=str(10**10)
+    )
     live = spawn_holder(sessions / "c.jsonl.lock")
     (sessions / "sessions.json.lock").write_text("{}")  # not a transcript lock: out of scope
 
@@ -329,7 +337,16 @@ def test_sweep_reports_and_removes_only_removable_stale_locks(tmp_path, spawn_ho
     logged: list[str] = []
     report = sweep_stale_locks(sessions, LockSettings(), remove=True, log=logged.append)
     assert [r["removed"] for r in report] == [True, False, False]
-    assert set(report[0]) == {"lockPath", "pid", "pidAlive", "createdAt", "ageMs", "stale", "staleReasons", "removed"}
+    assert set(report[0]) == {
+        "lockPath",
+        "pid",
+        "pidAlive",
+        "createdAt",
+        "ageMs",
+        "stale",
+        "staleReasons",
+        "removed",
+    }
     assert logged == [f"removed stale session lock: {sessions / 'a.jsonl.lock'} (dead-pid)"]
     assert not (sessions / "a.jsonl.lock").exists()
     assert (sessions / "b.jsonl.lock").exists() and (sessions / "c.jsonl.lock").exists()

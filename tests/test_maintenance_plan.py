@@ -70,7 +70,9 @@ def removed(plan) -> set[str]:
 def test_high_water_pinned():
     assert [entry_high_water(n) for n in (2, 50, 500)] == [3, 75, 550]
     assert entry_high_water(49) == 50 and entry_high_water(1000) == 1100
-    assert entry_high_water(0) == entry_high_water(None) == entry_high_water(-5) == entry_high_water(True) == 1
+    assert (
+        entry_high_water(0) == entry_high_water(None) == entry_high_water(-5) == entry_high_water(True) == 1
+    )
 
 
 def test_model_run_prune_trigger_pinned():
@@ -89,7 +91,9 @@ def test_item1_forced_probe_pruned_before_cap():
     plan = plan_cleanup(entries, Settings(prune_after_ms=7 * DAY, max_entries=50), now_ms=NOW_MS)
     assert plan.model_run_pruned == 1 and plan.capped == 0 and plan.pruned == 0
     assert plan.actions[probe()] == ACTION_PRUNE_MODEL_RUN
-    assert plan.after_count == 50 and all(plan.actions[f"agent:main:real-{i}"] == ACTION_KEEP for i in range(50))
+    assert plan.after_count == 50 and all(
+        plan.actions[f"agent:main:real-{i}"] == ACTION_KEEP for i in range(50)
+    )
 
 
 def test_item2_unforced_write_below_high_water_keeps_probes():
@@ -177,8 +181,12 @@ def test_probe_exactly_24h_old_survives():
 
 
 def test_stale_cutoff_is_strict_and_needs_updated_at():
-    entries = {"agent:main:edge": row(30 * DAY), "agent:main:older": row(30 * DAY + 1),
-               "agent:main:nots": row(None), "agent:main:strts": {"sessionId": "x", "updatedAt": "1"}}
+    entries = {
+        "agent:main:edge": row(30 * DAY),
+        "agent:main:older": row(30 * DAY + 1),
+        "agent:main:nots": row(None),
+        "agent:main:strts": {"sessionId": "x", "updatedAt": "1"},
+    }
     plan = plan_cleanup(entries, Settings(), now_ms=NOW_MS)
     assert plan.keys_with(ACTION_PRUNE_STALE) == ["agent:main:older"]
 
@@ -194,23 +202,33 @@ def test_non_positive_prune_after_never_age_prunes(prune_after):
 
 
 def test_cap_locked_entry_counts():
-    entries = {"agent:main:locked": row(10 * DAY, modelSelectionLocked=True), "agent:main:recent": row(0),
-               "agent:main:old": row(DAY)}
+    entries = {
+        "agent:main:locked": row(10 * DAY, modelSelectionLocked=True),
+        "agent:main:recent": row(0),
+        "agent:main:old": row(DAY),
+    }
     plan = plan_cleanup(entries, Settings(max_entries=2), now_ms=NOW_MS)
     assert plan.keys_with(ACTION_CAP_OVERFLOW) == ["agent:main:old"]
 
 
 def test_cap_preserved_subagent_child_normalised_preserve_key():
-    entries = {"agent:main:subagent:child": row(10 * DAY), "agent:main:recent-1": row(0),
-               "agent:main:recent-2": row(DAY), "agent:main:old": row(2 * DAY)}
-    plan = plan_cleanup(entries, Settings(max_entries=2), now_ms=NOW_MS,
-                        preserve_keys=["  Agent:Main:Subagent:CHILD  "])
+    entries = {
+        "agent:main:subagent:child": row(10 * DAY),
+        "agent:main:recent-1": row(0),
+        "agent:main:recent-2": row(DAY),
+        "agent:main:old": row(2 * DAY),
+    }
+    plan = plan_cleanup(
+        entries, Settings(max_entries=2), now_ms=NOW_MS, preserve_keys=["  Agent:Main:Subagent:CHILD  "]
+    )
     assert plan.capped == 2 and plan.remaining_keys == ["agent:main:subagent:child", "agent:main:recent-1"]
 
 
 def test_cap_every_candidate_preserved():
     entries = {"agent:main:a": row(0), "agent:main:b": row(1)}
-    plan = plan_cleanup(entries, Settings(max_entries=1), now_ms=NOW_MS, preserve_keys=["agent:main:a", "agent:main:b"])
+    plan = plan_cleanup(
+        entries, Settings(max_entries=1), now_ms=NOW_MS, preserve_keys=["agent:main:a", "agent:main:b"]
+    )
     assert plan.capped == 0
 
 
@@ -219,7 +237,11 @@ def test_cap_floor_keeps_newest_removable_rows():
     preserved = {f"agent:main:slack:channel:C{i}": row(0) for i in range(3)}
     removable = {f"agent:main:r{i:02d}": row(i * HOUR) for i in range(40)}
     plan = plan_cleanup(preserved | removable, Settings(max_entries=3), now_ms=NOW_MS)
-    assert plan.capped == 37 and plan.remaining_keys[3:] == ["agent:main:r00", "agent:main:r01", "agent:main:r02"]
+    assert plan.capped == 37 and plan.remaining_keys[3:] == [
+        "agent:main:r00",
+        "agent:main:r01",
+        "agent:main:r02",
+    ]
     big = plan_cleanup(preserved | removable, Settings(max_entries=2), now_ms=NOW_MS)
     assert big.after_count == 3 + 2
     wide = {f"agent:main:slack:channel:C{i}": row(0) for i in range(100)} | removable
@@ -227,7 +249,12 @@ def test_cap_floor_keeps_newest_removable_rows():
 
 
 def test_cap_missing_updated_at_goes_first_and_ties_keep_store_order():
-    entries = {"agent:main:a": row(0), "agent:main:nots": row(None), "agent:main:b": row(0), "agent:main:c": row(0)}
+    entries = {
+        "agent:main:a": row(0),
+        "agent:main:nots": row(None),
+        "agent:main:b": row(0),
+        "agent:main:c": row(0),
+    }
     plan = plan_cleanup(entries, Settings(max_entries=2), now_ms=NOW_MS)
     assert plan.keys_with(ACTION_CAP_OVERFLOW) == ["agent:main:nots", "agent:main:c"]
 
@@ -236,25 +263,46 @@ def test_cap_missing_updated_at_goes_first_and_ties_keep_store_order():
 
 
 def test_admissions_and_writer_preserved():
-    entries = {"agent:main:cron:job:run:active": row(40 * DAY), "writer": row(40 * DAY),
-               "removable": row(40 * DAY)}
-    plan = plan_cleanup(entries, Settings(max_entries=1), now_ms=NOW_MS, active_key="writer",
-                        preserve_keys=["agent:main:cron:job:run:active"])
+    entries = {
+        "agent:main:cron:job:run:active": row(40 * DAY),
+        "writer": row(40 * DAY),
+        "removable": row(40 * DAY),
+    }
+    plan = plan_cleanup(
+        entries,
+        Settings(max_entries=1),
+        now_ms=NOW_MS,
+        active_key="writer",
+        preserve_keys=["agent:main:cron:job:run:active"],
+    )
     assert plan.removed == ["removable"]
 
 
 def test_store_aliases_of_admitted_session_id_preserved():
-    entries = {"agent:main:a": row(40 * DAY, "shared"), "Agent:Main:Subagent:CHILD": row(40 * DAY, "c"),
-               "agent:main:b": row(40 * DAY, "shared"), "agent:main:other": row(40 * DAY, "o")}
-    plan = plan_cleanup(entries, Settings(), now_ms=NOW_MS, preserve_session_ids=["shared"],
-                        preserve_keys=["agent:main:subagent:child"])
+    entries = {
+        "agent:main:a": row(40 * DAY, "shared"),
+        "Agent:Main:Subagent:CHILD": row(40 * DAY, "c"),
+        "agent:main:b": row(40 * DAY, "shared"),
+        "agent:main:other": row(40 * DAY, "o"),
+    }
+    plan = plan_cleanup(
+        entries,
+        Settings(),
+        now_ms=NOW_MS,
+        preserve_session_ids=["shared"],
+        preserve_keys=["agent:main:subagent:child"],
+    )
     assert plan.removed == ["agent:main:other"]
 
 
 def test_active_key_parent_chain_preserved():
-    entries = {"agent:main:root": row(40 * DAY), "agent:main:mid": row(40 * DAY, parentSessionKey="agent:main:root"),
-               "agent:main:leaf": row(40 * DAY, parentSessionKey="Agent:Main:MID"), "agent:main:x": row(40 * DAY),
-               "agent:main:loop": row(40 * DAY, parentSessionKey="agent:main:loop")}
+    entries = {
+        "agent:main:root": row(40 * DAY),
+        "agent:main:mid": row(40 * DAY, parentSessionKey="agent:main:root"),
+        "agent:main:leaf": row(40 * DAY, parentSessionKey="Agent:Main:MID"),
+        "agent:main:x": row(40 * DAY),
+        "agent:main:loop": row(40 * DAY, parentSessionKey="agent:main:loop"),
+    }
     plan = plan_cleanup(entries, Settings(), now_ms=NOW_MS, active_key="agent:main:leaf")
     assert plan.removed == ["agent:main:x", "agent:main:loop"]
 
@@ -263,9 +311,15 @@ def test_active_key_parent_chain_preserved():
 
 
 def test_runtime_shared_session_not_released():
-    entries = {"stale": row(30 * DAY, "stale-session"), "stale-shared": row(30 * DAY, "shared-session"),
-               "fresh-shared": row(0, "shared-session"), "active": row(30 * DAY, "active-session")}
-    plan = plan_runtime_maintenance(entries, Settings(prune_after_ms=7 * DAY), now_ms=NOW_MS, active_key="active")
+    entries = {
+        "stale": row(30 * DAY, "stale-session"),
+        "stale-shared": row(30 * DAY, "shared-session"),
+        "fresh-shared": row(0, "shared-session"),
+        "active": row(30 * DAY, "active-session"),
+    }
+    plan = plan_runtime_maintenance(
+        entries, Settings(prune_after_ms=7 * DAY), now_ms=NOW_MS, active_key="active"
+    )
     assert plan.removed == ["stale", "stale-shared"]
     assert plan.unreferenced_session_ids == ["stale-session"]
     assert plan.capped == 0 and plan.model_run_pruned == 0
@@ -282,8 +336,9 @@ def test_runtime_cap_is_batched_by_high_water():
 def test_runtime_forced_by_override():
     base = {f"agent:main:r{i}": row(i * 1000) for i in range(10)}
     assert plan_runtime_maintenance(base, Settings(max_entries=5), now_ms=NOW_MS, force=True).after_count == 5
-    forced = plan_runtime_maintenance(base, Settings(mode="warn", max_entries=5), now_ms=NOW_MS,
-                                      mode_override="enforce")
+    forced = plan_runtime_maintenance(
+        base, Settings(mode="warn", max_entries=5), now_ms=NOW_MS, mode_override="enforce"
+    )
     assert forced.forced and forced.after_count == 5
 
 
@@ -292,37 +347,64 @@ def test_runtime_forced_by_override():
 
 def test_runtime_warn_mode_active_key_warnings_pinned():
     entries = {"newest": row(0), "recent": row(1), "active": row(2), "old": row(3)}
-    plan = plan_runtime_maintenance(entries, Settings(mode="warn", max_entries=2), now_ms=NOW_MS, active_key="active")
+    plan = plan_runtime_maintenance(
+        entries, Settings(mode="warn", max_entries=2), now_ms=NOW_MS, active_key="active"
+    )
     assert plan.removed == []
     warning = plan.active_warning
     assert warning.would_cap is True and warning.would_prune is False and warning.max_entries == 2
     ties = {"same-before": row(0), "active": row(0), "same-after": row(0)}
-    plan = plan_runtime_maintenance(ties, Settings(mode="warn", max_entries=1), now_ms=NOW_MS, active_key="active")
+    plan = plan_runtime_maintenance(
+        ties, Settings(mode="warn", max_entries=1), now_ms=NOW_MS, active_key="active"
+    )
     assert plan.active_warning.would_cap is True
-    fine = plan_runtime_maintenance({"active": row(0), "old": row(1)}, Settings(mode="warn", max_entries=1),
-                                    now_ms=NOW_MS, active_key="active")
+    fine = plan_runtime_maintenance(
+        {"active": row(0), "old": row(1)},
+        Settings(mode="warn", max_entries=1),
+        now_ms=NOW_MS,
+        active_key="active",
+    )
     assert fine.active_warning is None and fine.removed == []
 
 
 def test_runtime_warn_would_prune():
     entries = {"active": row(40 * DAY), "b": row(0), "c": row(0)}
-    plan = plan_runtime_maintenance(entries, Settings(mode="warn", max_entries=2), now_ms=NOW_MS, active_key="active")
+    plan = plan_runtime_maintenance(
+        entries, Settings(mode="warn", max_entries=2), now_ms=NOW_MS, active_key="active"
+    )
     assert plan.active_warning.would_prune and plan.removed == []
 
 
 def test_cleanup_warn_mode_reports_but_does_not_plan_automatic_removals():
     entries = {probe(): row(2 * DAY), "agent:main:old": row(40 * DAY), "agent:main:direct:peer": row(0)}
     entries |= {f"agent:main:r{i}": row(i) for i in range(5)}
-    warn = plan_cleanup(entries, Settings(mode="warn", max_entries=3), now_ms=NOW_MS, fix_dm_scope=True,
-                        agent_id="main", session_bytes={})
+    warn = plan_cleanup(
+        entries,
+        Settings(mode="warn", max_entries=3),
+        now_ms=NOW_MS,
+        fix_dm_scope=True,
+        agent_id="main",
+        session_bytes={},
+    )
     assert warn.mode == "warn"
     assert warn.removed == ["agent:main:direct:peer"]  # explicit repairs apply in every mode (Q6)
     assert (warn.model_run_pruned, warn.pruned, warn.capped) == (0, 0, 0)
     assert warn.after_count == len(entries) - 1
     enforce = warn.would_enforce
-    assert enforce.mode == "enforce" and enforce.model_run_pruned == 1 and enforce.pruned == 1 and enforce.capped == 2
-    forced = plan_cleanup(entries, Settings(mode="warn", max_entries=3), now_ms=NOW_MS, fix_dm_scope=True,
-                          agent_id="main", mode_override="enforce")
+    assert (
+        enforce.mode == "enforce"
+        and enforce.model_run_pruned == 1
+        and enforce.pruned == 1
+        and enforce.capped == 2
+    )
+    forced = plan_cleanup(
+        entries,
+        Settings(mode="warn", max_entries=3),
+        now_ms=NOW_MS,
+        fix_dm_scope=True,
+        agent_id="main",
+        mode_override="enforce",
+    )
     assert forced.removed == enforce.removed and forced.would_enforce is None
 
 
@@ -343,32 +425,55 @@ def test_warn_mode_disk_budget_is_report_only():
 
 
 def test_budget_runs_after_forced_maintenance_and_skips_preserved():
-    entries = {"agent:main:main": row(10, "m"), "agent:main:stale": row(40 * DAY, "st"),
-               "agent:main:a": row(20, "a"), "agent:main:b": row(5, "b")}
+    entries = {
+        "agent:main:main": row(10, "m"),
+        "agent:main:stale": row(40 * DAY, "st"),
+        "agent:main:a": row(20, "a"),
+        "agent:main:b": row(5, "b"),
+    }
     sizes = {"m": 5000, "st": 5000, "a": 5000, "b": 5000}
-    plan = plan_cleanup(entries, Settings(max_disk_bytes=12_000, high_water_bytes=10_500), now_ms=NOW_MS,
-                        session_bytes=sizes)
-    assert plan.actions == {"agent:main:main": ACTION_KEEP, "agent:main:stale": ACTION_PRUNE_STALE,
-                            "agent:main:a": ACTION_EVICT_BUDGET, "agent:main:b": ACTION_KEEP}
+    plan = plan_cleanup(
+        entries, Settings(max_disk_bytes=12_000, high_water_bytes=10_500), now_ms=NOW_MS, session_bytes=sizes
+    )
+    assert plan.actions == {
+        "agent:main:main": ACTION_KEEP,
+        "agent:main:stale": ACTION_PRUNE_STALE,
+        "agent:main:a": ACTION_EVICT_BUDGET,
+        "agent:main:b": ACTION_KEEP,
+    }
     assert plan.disk_budget.total_bytes_before < 15_000 + 1000  # measured after the stale prune
 
 
 def test_no_measurement_means_no_budget():
     plan = plan_cleanup({"agent:main:a": row(0)}, Settings(), now_ms=NOW_MS)
     assert plan.disk_budget is None
-    plan = plan_cleanup({"agent:main:a": row(0)}, Settings(max_disk_bytes=None, high_water_bytes=None),
-                        now_ms=NOW_MS, session_bytes={})
+    plan = plan_cleanup(
+        {"agent:main:a": row(0)},
+        Settings(max_disk_bytes=None, high_water_bytes=None),
+        now_ms=NOW_MS,
+        session_bytes={},
+    )
     assert plan.disk_budget is None
 
 
 def test_legacy_measure_in_pipeline(tmp_path):
     entries = {"agent:main:a": row(5, "a"), "agent:main:b": row(1, "b")}
-    files = [DirFile("a.jsonl", 3000, 1), DirFile("b.jsonl", 3000, 1),
-             DirFile("x.jsonl.deleted.2026-01-01T00-00-00.000Z", 1000, 1)]
-    plan = plan_cleanup(entries, Settings(max_disk_bytes=6000, high_water_bytes=4000), now_ms=NOW_MS,
-                        budget_measure=LegacyDirMeasure(files, tmp_path))
+    files = [
+        DirFile("a.jsonl", 3000, 1),
+        DirFile("b.jsonl", 3000, 1),
+        DirFile("x.jsonl.deleted.2026-01-01T00-00-00.000Z", 1000, 1),
+    ]
+    plan = plan_cleanup(
+        entries,
+        Settings(max_disk_bytes=6000, high_water_bytes=4000),
+        now_ms=NOW_MS,
+        budget_measure=LegacyDirMeasure(files, tmp_path),
+    )
     assert plan.keys_with(ACTION_EVICT_BUDGET) == ["agent:main:a"]
-    assert [r.name for r in plan.budget_file_removals] == ["x.jsonl.deleted.2026-01-01T00-00-00.000Z", "a.jsonl"]
+    assert [r.name for r in plan.budget_file_removals] == [
+        "x.jsonl.deleted.2026-01-01T00-00-00.000Z",
+        "a.jsonl",
+    ]
     assert plan.unreferenced_session_ids == ["a"]
 
 
@@ -396,7 +501,11 @@ def test_fix_missing_rules():
 
     plan = plan_cleanup(entries, Settings(), now_ms=NOW_MS, fix_missing=True, missing_transcript=missing)
     assert plan.keys_with(ACTION_PRUNE_MISSING) == [
-        "agent:main:gone", "agent:main:archived-plain", "legacy-no-sid", "agent:main:slack:channel:C1"]
+        "agent:main:gone",
+        "agent:main:archived-plain",
+        "legacy-no-sid",
+        "agent:main:slack:channel:C1",
+    ]
     assert plan.missing == 4
     assert "agent:main:locked" not in asked and "agent:main:first-turn" not in asked
     with pytest.raises(ValueError):
@@ -414,34 +523,58 @@ def test_fix_dm_scope_rules():
         "agent:main:agent:direct:5": row(0),
         "agent:main:main": row(0),
     }
-    plan = plan_cleanup(entries, Settings(), now_ms=NOW_MS, fix_dm_scope=True, agent_id="main",
-                        active_key="Agent:Main:Telegram:Direct:ACTIVE")
+    plan = plan_cleanup(
+        entries,
+        Settings(),
+        now_ms=NOW_MS,
+        fix_dm_scope=True,
+        agent_id="main",
+        active_key="Agent:Main:Telegram:Direct:ACTIVE",
+    )
     assert plan.keys_with(ACTION_RETIRE_DM_SCOPE) == [
-        "agent:main:telegram:direct:1", "agent:main:telegram:acct:direct:2", "agent:main:direct:3"]
-    other_scope = plan_cleanup(entries, Settings(), now_ms=NOW_MS, fix_dm_scope=True, agent_id="main",
-                               dm_scope="per-peer")
+        "agent:main:telegram:direct:1",
+        "agent:main:telegram:acct:direct:2",
+        "agent:main:direct:3",
+    ]
+    other_scope = plan_cleanup(
+        entries, Settings(), now_ms=NOW_MS, fix_dm_scope=True, agent_id="main", dm_scope="per-peer"
+    )
     assert other_scope.dm_scope_retired == 0
 
 
 def test_key_matching_both_repairs_counts_once_as_missing():
     entries = {"agent:main:telegram:direct:1": row(0, "gone")}
-    plan = plan_cleanup(entries, Settings(), now_ms=NOW_MS, fix_missing=True, fix_dm_scope=True, agent_id="main",
-                        missing_transcript=lambda k, e: True)
+    plan = plan_cleanup(
+        entries,
+        Settings(),
+        now_ms=NOW_MS,
+        fix_missing=True,
+        fix_dm_scope=True,
+        agent_id="main",
+        missing_transcript=lambda k, e: True,
+    )
     assert plan.actions == {"agent:main:telegram:direct:1": ACTION_PRUNE_MISSING}
     assert (plan.missing, plan.dm_scope_retired, plan.after_count) == (1, 0, 0)
 
 
 def test_generator_preserve_keys_survive_the_warn_replan():
     entries = {"agent:main:old": row(40 * DAY), "agent:main:other": row(40 * DAY)}
-    plan = plan_cleanup(entries, Settings(mode="warn"), now_ms=NOW_MS, preserve_keys=(k for k in ["agent:main:old"]))
+    plan = plan_cleanup(
+        entries, Settings(mode="warn"), now_ms=NOW_MS, preserve_keys=(k for k in ["agent:main:old"])
+    )
     assert plan.would_enforce.removed == ["agent:main:other"]
 
 
 def test_transcript_check_memoised_across_warn_replan():
     calls = []
     entries = {"agent:main:a": row(0, "a"), "agent:main:b": row(0, "b")}
-    plan_cleanup(entries, Settings(mode="warn"), now_ms=NOW_MS, fix_missing=True,
-                 missing_transcript=lambda k, e: calls.append(k) or False)
+    plan_cleanup(
+        entries,
+        Settings(mode="warn"),
+        now_ms=NOW_MS,
+        fix_missing=True,
+        missing_transcript=lambda k, e: calls.append(k) or False,
+    )
     assert sorted(calls) == ["agent:main:a", "agent:main:b"]
 
 
@@ -464,16 +597,24 @@ def test_real_fixture_store_under_our_rules():
 
 
 def test_cron_retention():
-    entries = {"agent:main:cron:job": row(10 * DAY, "base"),
-               "agent:main:cron:job:run:1": row(25 * HOUR, "r1"),
-               "agent:main:cron:job:run:2": row(HOUR, "r2"),
-               "agent:main:cron:job:run:3": {"sessionId": "shared"},  # missing updatedAt = 0
-               "agent:main:cron:job:run:busy": row(48 * HOUR, "busy"),
-               "agent:main:cron:job:run:admitted": row(48 * HOUR, "admitted"),
-               "agent:work:cron:job:run:4": row(48 * HOUR, "w"),
-               "agent:main:keep-shared": row(0, "shared")}
-    plan = plan_cron_retention(entries, DAY, NOW_MS, ["Agent:Main:Cron:Job:Run:BUSY"], agent_id="main",
-                               preserve_session_ids=["admitted"])
+    entries = {
+        "agent:main:cron:job": row(10 * DAY, "base"),
+        "agent:main:cron:job:run:1": row(25 * HOUR, "r1"),
+        "agent:main:cron:job:run:2": row(HOUR, "r2"),
+        "agent:main:cron:job:run:3": {"sessionId": "shared"},  # missing updatedAt = 0
+        "agent:main:cron:job:run:busy": row(48 * HOUR, "busy"),
+        "agent:main:cron:job:run:admitted": row(48 * HOUR, "admitted"),
+        "agent:work:cron:job:run:4": row(48 * HOUR, "w"),
+        "agent:main:keep-shared": row(0, "shared"),
+    }
+    plan = plan_cron_retention(
+        entries,
+        DAY,
+        NOW_MS,
+        ["Agent:Main:Cron:Job:Run:BUSY"],
+        agent_id="main",
+        preserve_session_ids=["admitted"],
+    )
     assert plan.removed == ["agent:main:cron:job:run:1", "agent:main:cron:job:run:3"]
     assert plan.unreferenced_session_ids == ["r1"]
     assert plan_cron_retention(entries, None, NOW_MS).removed == []
@@ -503,7 +644,9 @@ def _resolved(maintenance: dict):
 
     from openclaw_cli.config import maintenance_settings, validate_config
 
-    return maintenance_settings(validate_config({"session": {"maintenance": maintenance}}, Path("/t/openclaw.json")))
+    return maintenance_settings(
+        validate_config({"session": {"maintenance": maintenance}}, Path("/t/openclaw.json"))
+    )
 
 
 def test_numeric_prune_after_is_days_through_the_planner():
@@ -513,10 +656,17 @@ def test_numeric_prune_after_is_days_through_the_planner():
 
 
 def test_2gb_budget_high_water_in_the_plan():
-    plan = plan_cleanup({"agent:main:a": row(0, "a")}, _resolved({"maxDiskBytes": "2gb"}), now_ms=NOW_MS,
-                        session_bytes={"a": 10})
+    plan = plan_cleanup(
+        {"agent:main:a": row(0, "a")},
+        _resolved({"maxDiskBytes": "2gb"}),
+        now_ms=NOW_MS,
+        session_bytes={"a": 10},
+    )
     assert (plan.disk_budget.max_bytes, plan.disk_budget.high_water_bytes) == (2_147_483_648, 1_717_986_918)
-    assert plan_cleanup({}, _resolved({"maxDiskBytes": False}), now_ms=NOW_MS, session_bytes={}).disk_budget is None
+    assert (
+        plan_cleanup({}, _resolved({"maxDiskBytes": False}), now_ms=NOW_MS, session_bytes={}).disk_budget
+        is None
+    )
 
 
 def test_entry_high_water_agrees_with_config():
@@ -528,46 +678,88 @@ def test_entry_high_water_agrees_with_config():
 
 # ---- properties ----------------------------------------------------------------------------------
 
-KEY_SHAPES = ["agent:main:r{}", "agent:main:telegram:direct:{}", "agent:main:slack:channel:C{}",
-              "agent:main:subagent:{}", "agent:main:cron:job:run:{}", "agent:main:explicit:model-run-" + UUID,
-              "agent:main:slack:channel:C1:thread:{}", "legacy-{}"]
+KEY_SHAPES = [
+    "agent:main:r{}",
+    "agent:main:telegram:direct:{}",
+    "agent:main:slack:channel:C{}",
+    "agent:main:subagent:{}",
+    "agent:main:cron:job:run:{}",
+    "agent:main:explicit:model-run-" + UUID,
+    "agent:main:slack:channel:C1:thread:{}",
+    "legacy-{}",
+]
 
 stores = st.lists(
-    st.tuples(st.integers(0, len(KEY_SHAPES) - 1), st.integers(0, 60),
-              st.one_of(st.none(), st.integers(0, 90 * DAY)), st.integers(0, 7),
-              st.booleans(), st.sampled_from([None, "group", "direct"])),
+    st.tuples(
+        st.integers(0, len(KEY_SHAPES) - 1),
+        st.integers(0, 60),
+        st.one_of(st.none(), st.integers(0, 90 * DAY)),
+        st.integers(0, 7),
+        st.booleans(),
+        st.sampled_from([None, "group", "direct"]),
+    ),
     max_size=40,
-).map(lambda rows: {
-    KEY_SHAPES[shape].format(n): {"sessionId": f"s{sid}", **({"updatedAt": NOW_MS - age} if age is not None else {}),
-                                  **({"modelSelectionLocked": True} if locked else {}),
-                                  **({"chatType": chat} if chat else {})}
-    for shape, n, age, sid, locked, chat in rows})
+).map(
+    lambda rows: {
+        KEY_SHAPES[shape].format(n): {
+            "sessionId": f"s{sid}",
+            **({"updatedAt": NOW_MS - age} if age is not None else {}),
+            **({"modelSelectionLocked": True} if locked else {}),
+            **({"chatType": chat} if chat else {}),
+        }
+        for shape, n, age, sid, locked, chat in rows
+    }
+)
 
-settings_st = st.builds(Settings, mode=st.sampled_from(["enforce", "warn"]),
-                        prune_after_ms=st.sampled_from([None, 0, DAY, 30 * DAY]),
-                        max_entries=st.sampled_from([None, 1, 2, 5, 30]),
-                        max_disk_bytes=st.sampled_from([None, 500, 5000]),
-                        high_water_bytes=st.sampled_from([None, 100, 400]))
+settings_st = st.builds(
+    Settings,
+    mode=st.sampled_from(["enforce", "warn"]),
+    prune_after_ms=st.sampled_from([None, 0, DAY, 30 * DAY]),
+    max_entries=st.sampled_from([None, 1, 2, 5, 30]),
+    max_disk_bytes=st.sampled_from([None, 500, 5000]),
+    high_water_bytes=st.sampled_from([None, 100, 400]),
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(stores, settings_st, st.booleans(), st.lists(st.sampled_from(["agent:main:r1", "agent:main:r2", "x"]), max_size=2),
-       st.sampled_from([None, "agent:main:r3", "AGENT:MAIN:TELEGRAM:DIRECT:4"]))
+@given(
+    stores,
+    settings_st,
+    st.booleans(),
+    st.lists(st.sampled_from(["agent:main:r1", "agent:main:r2", "x"]), max_size=2),
+    st.sampled_from([None, "agent:main:r3", "AGENT:MAIN:TELEGRAM:DIRECT:4"]),
+)
 def test_properties(entries, settings_, fix, preserve_keys, active_key):
     snapshot = copy.deepcopy(entries)
     sizes = {f"s{i}": 100 * i for i in range(8)}
-    kwargs = dict(now_ms=NOW_MS, preserve_keys=preserve_keys, active_key=active_key, fix_dm_scope=fix,
-                  agent_id="main", session_bytes=sizes)
+    kwargs = dict(
+        now_ms=NOW_MS,
+        preserve_keys=preserve_keys,
+        active_key=active_key,
+        fix_dm_scope=fix,
+        agent_id="main",
+        session_bytes=sizes,
+    )
     plan = plan_cleanup(entries, settings_, **kwargs)
     # pure and deterministic: the input is untouched, and planning again (the apply run after a
     # dry run) gives the same plan
     assert entries == snapshot
     again = plan_cleanup(copy.deepcopy(entries), settings_, **kwargs)
     assert (again.actions, again.removed, again.disk_budget, again.unreferenced_session_ids) == (
-        plan.actions, plan.removed, plan.disk_budget, plan.unreferenced_session_ids)
+        plan.actions,
+        plan.removed,
+        plan.disk_budget,
+        plan.unreferenced_session_ids,
+    )
     # counters add up
-    assert plan.before_count - plan.after_count == (plan.missing + plan.dm_scope_retired + plan.model_run_pruned
-                                                    + plan.pruned + plan.capped + plan.evicted)
+    assert plan.before_count - plan.after_count == (
+        plan.missing
+        + plan.dm_scope_retired
+        + plan.model_run_pruned
+        + plan.pruned
+        + plan.capped
+        + plan.evicted
+    )
     # no preserved key is ever removed by automatic maintenance
     preserver = Preserver(entries, preserve_keys, active_key)
     automatic = {ACTION_PRUNE_MODEL_RUN, ACTION_PRUNE_STALE, ACTION_CAP_OVERFLOW, ACTION_EVICT_BUDGET}
@@ -582,8 +774,7 @@ def test_properties(entries, settings_, fix, preserve_keys, active_key):
     if settings_.mode == "warn":
         assert not (set(plan.actions.values()) & automatic)
     # applying the plan reaches a fixed point: a second cleanup removes nothing automatic
-    second = plan_cleanup(remaining, settings_, **{**kwargs, "fix_dm_scope": False,
-                                                   "session_bytes": sizes})
+    second = plan_cleanup(remaining, settings_, **{**kwargs, "fix_dm_scope": False, "session_bytes": sizes})
     assert second.removed == []
     # shared session ids are never released while referenced
     referenced = {e["sessionId"] for e in remaining.values()}
@@ -595,20 +786,47 @@ def test_malformed_entries_never_crash_the_planner(tmp_path):
     from openclaw_cli.cli.render_cleanup import action_rows, render_dry_run_text
     from openclaw_cli.maintenance.report import cleanup_summary
 
-    entries = {"a": "string", "b": None, "c": [1, 2], "agent:main:d": {"updatedAt": True, "sessionId": 5},
-               "agent:main:e": {"updatedAt": "yesterday", "sessionId": ["x"], "chatType": 3, "origin": "o",
-                                "label": 7, "model": {"x": 1}, "parentSessionKey": 9},
-               "agent:main:f": {"updatedAt": float("nan"), "sessionFile": "../../etc/passwd", "sessionId": "../x",
-                                "compactionCheckpoints": "nope", "skillsSnapshot": {"promptRef": 5}},
-               "agent:main:g": row(90 * DAY, "g", modelSelectionLocked="yes")}
-    for measure in ({"session_bytes": {"g": 10**9}},
-                    {"budget_measure": LegacyDirMeasure([DirFile("passwd", 10**9, 1)], tmp_path)}):
-        plan = plan_cleanup(entries, Settings(max_entries=2, max_disk_bytes=1000, high_water_bytes=500),
-                            now_ms=NOW_MS, fix_missing=True, missing_transcript=lambda k, e: True,
-                            fix_dm_scope=True, active_key="agent:main:e", **measure)
+    entries = {
+        "a": "string",
+        "b": None,
+        "c": [1, 2],
+        "agent:main:d": {"updatedAt": True, "sessionId": 5},
+        "agent:main:e": {
+            "updatedAt": "yesterday",
+            "sessionId": ["x"],
+            "chatType": 3,
+            "origin": "o",
+            "label": 7,
+            "model": {"x": 1},
+            "parentSessionKey": 9,
+        },
+        "agent:main:f": {
+            "updatedAt": float("nan"),
+            "sessionFile": "../../etc/passwd",
+            "sessionId": "../x",
+            "compactionCheckpoints": "nope",
+            "skillsSnapshot": {"promptRef": 5},
+        },
+        "agent:main:g": row(90 * DAY, "g", modelSelectionLocked="yes"),
+    }
+    for measure in (
+        {"session_bytes": {"g": 10**9}},
+        {"budget_measure": LegacyDirMeasure([DirFile("passwd", 10**9, 1)], tmp_path)},
+    ):
+        plan = plan_cleanup(
+            entries,
+            Settings(max_entries=2, max_disk_bytes=1000, high_water_bytes=500),
+            now_ms=NOW_MS,
+            fix_missing=True,
+            missing_transcript=lambda k, e: True,
+            fix_dm_scope=True,
+            active_key="agent:main:e",
+            **measure,
+        )
         assert plan.before_count == 7 and set(plan.actions) == set(entries)
         assert plan.actions["agent:main:g"] != ACTION_KEEP  # "yes" is not a lock
         summary = cleanup_summary(plan, agent_id="main", store_path=str(tmp_path), dry_run=True)
-        text = render_dry_run_text(summary, action_rows([(a, k, entries.get(k)) for k, a in plan.actions.items()],
-                                                        NOW_MS))
+        text = render_dry_run_text(
+            summary, action_rows([(a, k, entries.get(k)) for k, a in plan.actions.items()], NOW_MS)
+        )
         assert "Summary by Label:" in text

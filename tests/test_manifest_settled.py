@@ -17,10 +17,16 @@ PRETTY = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
 def _move(n: int) -> dict:
-    return mf.new_move(source=f"agents/main/sessions/s-{n}.jsonl", archive=f"agents/main/x/s-{n}.x",
-                       kind="transcript", session_key=f"agent:main:k{n}", identity=mf.Identity(1, n, 3, 4, "a" * 64),
-                       classification="imported", reason="verified-import-original",
-                       dependencies=[f"d{n}", f"e{n}"] if n % 2 else None)
+    return mf.new_move(
+        source=f"agents/main/sessions/s-{n}.jsonl",
+        archive=f"agents/main/x/s-{n}.x",
+        kind="transcript",
+        session_key=f"agent:main:k{n}",
+        identity=mf.Identity(1, n, 3, 4, "a" * 64),
+        classification="imported",
+        reason="verified-import-original",
+        dependencies=[f"d{n}", f"e{n}"] if n % 2 else None,
+    )
 
 
 def _doc(planned: list[list[int]], completed: list[list[int]], **top: object) -> dict:
@@ -41,17 +47,22 @@ def _answer(tmp_path: Path, raw: bytes) -> bool:
 
 
 @pytest.mark.parametrize("chunk", [mf._SETTLED_CHUNK, 7, 8, 9, 64, 1000])
-@pytest.mark.parametrize("planned,completed,expected", [
-    ([], [], True),                                    # no target
-    ([[]], [[]], True),                                # a target with nothing to move
-    ([[0, 1, 2]], [[0, 1, 2]], True),
-    ([[0, 1, 2], [3, 4]], [[0, 1, 2], [3, 4]], True),  # two targets
-    ([[0, 1, 2]], [[0, 1]], False),                    # a move not completed: it may be half-published
-    ([[0, 1, 2]], [[]], False),
-    ([[0, 1, 2]], [[0, 2, 1]], False),                 # the same moves in another order: loaded (safe)
-    ([[0, 1], [3, 4]], [[0, 1], [3]], False),          # the second target's last move
-])
-def test_settled_runs_are_recognised_whatever_the_chunking(tmp_path, monkeypatch, chunk, planned, completed, expected):
+@pytest.mark.parametrize(
+    "planned,completed,expected",
+    [
+        ([], [], True),  # no target
+        ([[]], [[]], True),  # a target with nothing to move
+        ([[0, 1, 2]], [[0, 1, 2]], True),
+        ([[0, 1, 2], [3, 4]], [[0, 1, 2], [3, 4]], True),  # two targets
+        ([[0, 1, 2]], [[0, 1]], False),  # a move not completed: it may be half-published
+        ([[0, 1, 2]], [[]], False),
+        ([[0, 1, 2]], [[0, 2, 1]], False),  # the same moves in another order: loaded (safe)
+        ([[0, 1], [3, 4]], [[0, 1], [3]], False),  # the second target's last move
+    ],
+)
+def test_settled_runs_are_recognised_whatever_the_chunking(
+    tmp_path, monkeypatch, chunk, planned, completed, expected
+):
     monkeypatch.setattr(mf, "_SETTLED_CHUNK", chunk)
     raw = orjson.dumps(_doc(planned, completed), option=PRETTY)
     assert _answer(tmp_path, raw) is expected
@@ -61,15 +72,15 @@ def test_anything_but_the_writers_layout_is_loaded(tmp_path):
     done = _doc([[0, 1]], [[0, 1]])
     raw = orjson.dumps(done, option=PRETTY)
     assert _answer(tmp_path, raw)
-    assert not _answer(tmp_path, orjson.dumps(done))                       # compact JSON
-    assert not _answer(tmp_path, raw[:-1])                                 # no final newline
-    assert not _answer(tmp_path, raw[: len(raw) // 2])                     # cut short
+    assert not _answer(tmp_path, orjson.dumps(done))  # compact JSON
+    assert not _answer(tmp_path, raw[:-1])  # no final newline
+    assert not _answer(tmp_path, raw[: len(raw) // 2])  # cut short
     assert not _answer(tmp_path, orjson.dumps({**done, "restore": {"state": "started"}}, option=PRETTY))
-    assert not _answer(tmp_path, raw.replace(b'\n    {\n', b'\n    {\n      "x": 1,\n    },\n    {\n', 1))
+    assert not _answer(tmp_path, raw.replace(b"\n    {\n", b'\n    {\n      "x": 1,\n    },\n    {\n', 1))
     assert not _answer(tmp_path, raw.replace(b'      "plannedMoves": [', b'      "plannedmoves": [', 1))
     assert not _answer(tmp_path, b"")
     os.symlink(tmp_path / "session-sqlite-1-abc.json", tmp_path / "link.json")
-    assert not mf.moves_all_completed(tmp_path / "link.json")              # never through a link
+    assert not mf.moves_all_completed(tmp_path / "link.json")  # never through a link
     assert not mf.moves_all_completed(tmp_path / "missing.json")
 
 
@@ -102,7 +113,9 @@ def test_a_finished_import_is_not_parsed_by_the_next_and_an_interrupted_one_is(s
     loaded.clear()
     assert importer.reconcile_interrupted(importer_context(state_dir)) == 1
     assert path in loaded
-    assert archive.exists() != source.exists() and os.stat(archive if archive.exists() else source).st_nlink == 1
+    assert (
+        archive.exists() != source.exists() and os.stat(archive if archive.exists() else source).st_nlink == 1
+    )
 
 
 def importer_context(state_dir: Path):

@@ -85,7 +85,10 @@ def test_explicit_store_path_guards(state_dir: Path, tmp_path: Path, kind: str) 
         arg, text = sessions / "alias.json", "for a symbolic-link path"
     elif kind == "symlink-component":
         (state_dir / "agents" / "linked").symlink_to(state_dir / "agents" / "main")
-        arg, text = state_dir / "agents" / "linked" / "sessions" / "sessions.json", "through a symbolic-link path component"
+        arg, text = (
+            state_dir / "agents" / "linked" / "sessions" / "sessions.json",
+            "through a symbolic-link path component",
+        )
     else:
         outside = tmp_path / "outside" / "sessions.json"
         outside.parent.mkdir()
@@ -121,7 +124,9 @@ def test_hard_linked_transcript_is_imported_but_never_moved(state_dir: Path, tmp
     assert not (sessions / "sessions.json").exists()
 
 
-def test_transcript_written_during_import_is_left_alone(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_transcript_written_during_import_is_left_alone(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from openclaw_cli.migration import importer
 
     sessions = make_f(state_dir)
@@ -150,8 +155,9 @@ def test_transcript_written_during_import_is_left_alone(state_dir: Path, monkeyp
 
 
 @pytest.mark.parametrize("how", ["not-a-directory", "link-fails"])
-def test_unwritable_archive_directory_keeps_every_original(state_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          how: str) -> None:
+def test_unwritable_archive_directory_keeps_every_original(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
     sessions = make_f(state_dir)
     before = {p.name: p.read_bytes() for p in sessions.iterdir()}
     archive = state_dir / "agents" / "main" / "session-sqlite-import-archive"
@@ -161,7 +167,9 @@ def test_unwritable_archive_directory_keeps_every_original(state_dir: Path, monk
         real_link = os.link
 
         def refuse(src, dst, **kwargs):
-            if Path(dst).parent == archive:  # the archive directory only (the database is published by link too)
+            if (
+                Path(dst).parent == archive
+            ):  # the archive directory only (the database is published by link too)
                 raise PermissionError(errno.EACCES, "Permission denied", str(dst))
             return real_link(src, dst, **kwargs)
 
@@ -186,29 +194,41 @@ def test_malformed_transcript_line_is_quarantined_and_the_lines_after_it_importe
     issue = report.targets[0].issues[0]
     assert issue.code == "transcript_malformed" and issue.message.endswith(
         "kept byte-exact as a quarantined raw line and every line after it is imported; the original remains "
-        "protected for recovery.")
+        "protected for recovery."
+    )
     assert db_events(state_dir / DB)["session-1"] == [line.encode() for line in content.splitlines()]
-    assert db_events(state_dir / DB, raw=True)["session-1"][1].startswith(b'{"type":"openclaw-cli.quarantined-line"')
+    assert db_events(state_dir / DB, raw=True)["session-1"][1].startswith(
+        b'{"type":"openclaw-cli.quarantined-line"'
+    )
     archived = [Path(p) for p in report.targets[0].archived_transcript_files if "session-1.jsonl" in p]
     assert [p.read_text() for p in archived] == [content]
 
 
 def test_unusual_lines_are_stored_byte_exact(state_dir: Path) -> None:
     sessions = make_f(state_dir)
-    lines = [F_LINES[0], '{ "type" : "event", "id":"spaced" }', '{"type":"event","id":"crlf"}\r', "", "   ",
-             '{"type":"event","id":"\\u00e9t\u00e9"}']
+    lines = [
+        F_LINES[0],
+        '{ "type" : "event", "id":"spaced" }',
+        '{"type":"event","id":"crlf"}\r',
+        "",
+        "   ",
+        '{"type":"event","id":"\\u00e9t\u00e9"}',
+    ]
     (sessions / "session-1.jsonl").write_text("\n".join(lines))  # blank lines, CRLF, no final newline
     report = doctor("import")
     assert report.exit_code == 0 and report.targets[0].issues == []
     # every non-blank line, byte-exact (spacing, the CR, escapes kept), nothing re-serialised
     assert db_events(state_dir / DB)["session-1"] == [x.encode() for x in lines if x.strip()]
     archived = [Path(p) for p in report.targets[0].archived_transcript_files if "session-1.jsonl" in p]
-    assert [p.read_bytes() for p in archived] == ["\n".join(lines).encode()]  # verified by digest, then archived
+    assert [p.read_bytes() for p in archived] == [
+        "\n".join(lines).encode()
+    ]  # verified by digest, then archived
 
 
 @pytest.mark.parametrize("malformed", [False, True])
-def test_large_transcripts_are_streamed_with_the_same_guarantees(state_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 malformed: bool) -> None:
+def test_large_transcripts_are_streamed_with_the_same_guarantees(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, malformed: bool
+) -> None:
     from openclaw_cli.migration import importer
 
     monkeypatch.setattr(importer, "WHOLE_FILE_LIMIT", 16)  # every transcript takes the streaming path
@@ -227,7 +247,9 @@ def test_large_transcripts_are_streamed_with_the_same_guarantees(state_dir: Path
     archived = [Path(p) for p in report.targets[0].archived_transcript_files if "session-1.jsonl" in p]
     assert [p.read_bytes() for p in archived] == [content]
     manifest = json.loads(Path(report.migration_run.manifest_path).read_text())
-    move = next(m for m in manifest["targets"][0]["completedMoves"] if m["sourcePath"].endswith("session-1.jsonl"))
+    move = next(
+        m for m in manifest["targets"][0]["completedMoves"] if m["sourcePath"].endswith("session-1.jsonl")
+    )
     assert move["artifact"]["identity"]["sha256"] == hashlib.sha256(content).hexdigest()
 
 

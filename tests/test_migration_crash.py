@@ -35,8 +35,15 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _env(state: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-                "HOME": str(state.parent), "OPENCLAW_HOME": str(state.parent), "NO_COLOR": "1"})
+    env.update(
+        {
+            "OPENCLAW_STATE_DIR": str(state),
+            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+            "HOME": str(state.parent),
+            "OPENCLAW_HOME": str(state.parent),
+            "NO_COLOR": "1",
+        }
+    )
     env.pop(CRASH_ENV, None)
     env.update(extra)
     return env
@@ -44,8 +51,21 @@ def _env(state: Path, **extra: str) -> dict[str, str]:
 
 def _doctor(state: Path, mode: str, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "openclaw_cli", "doctor", "--session-sqlite", mode, "--session-sqlite-all-agents",
-         "--json"], env=_env(state, **extra), capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "openclaw_cli",
+            "doctor",
+            "--session-sqlite",
+            mode,
+            "--session-sqlite-all-agents",
+            "--json",
+        ],
+        env=_env(state, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _originals(state: Path) -> dict[str, bytes]:
@@ -65,7 +85,9 @@ def _check_lines_once(state: Path, originals: dict[str, bytes]) -> None:
 def _check_files_kept(state: Path, originals: dict[str, bytes]) -> None:
     sessions = state / "agents" / "main" / "sessions"
     archive = state / "agents" / "main" / "session-sqlite-import-archive"
-    archived = {hashlib.sha256(p.read_bytes()).hexdigest() for p in archive.iterdir()} if archive.exists() else set()
+    archived = (
+        {hashlib.sha256(p.read_bytes()).hexdigest() for p in archive.iterdir()} if archive.exists() else set()
+    )
     for name, data in originals.items():
         here = sessions / name
         if here.exists():
@@ -102,7 +124,9 @@ def test_killed_imports_recover_without_loss_or_duplicates(template: Path, tmp_p
         _check_manifests(state)
         if i % 3 == 1:
             # recover puts back what the killed run had archived
-            manifests = [json.loads(p.read_text()) for p in manifest_files(state / "session-sqlite-migration-runs")]
+            manifests = [
+                json.loads(p.read_text()) for p in manifest_files(state / "session-sqlite-migration-runs")
+            ]
             finished = manifests and all(m.get("completedAt") and not m.get("failedAt") for m in manifests)
             rec = _doctor(state, "recover")
             assert rec.returncode in (0, 1), rec.stderr

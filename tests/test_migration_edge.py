@@ -23,8 +23,14 @@ def test_t01_t02_dry_run_and_inspect_count_and_create_nothing(state_dir: Path) -
     make_f(state_dir)
     store = str(state_dir / "agents/main/sessions/sessions.json")
     t = totals(doctor("dry-run", store=store))
-    assert (t["legacyEntries"], t["validatedEntries"], t["validatedTranscriptEvents"], t["unreferencedJsonlFiles"],
-            t["issues"], t["sqliteEntries"]) == (1, 1, 2, 2, 0, 0)
+    assert (
+        t["legacyEntries"],
+        t["validatedEntries"],
+        t["validatedTranscriptEvents"],
+        t["unreferencedJsonlFiles"],
+        t["issues"],
+        t["sqliteEntries"],
+    ) == (1, 1, 2, 2, 0, 0)
     t = totals(doctor("inspect", store=store))
     assert (t["legacyEntries"], t["sqliteEntries"], t["issues"]) == (1, 0, 0)
     assert not (state_dir / DB).exists() and not (state_dir / DB).parent.exists()
@@ -46,9 +52,15 @@ def test_t04_t05_import_twice_then_validate_and_inspect(state_dir: Path) -> None
     orphan = (sessions / "orphan.jsonl").read_bytes()
     first = doctor("import")
     t = totals(first)
-    assert (t["importedEntries"], t["importedTranscriptEvents"], t["archivedLegacyStoreFiles"],
-            t["archivedTranscriptFiles"], t["archivedUnreferencedJsonlFiles"], t["unreferencedJsonlFiles"],
-            t["issues"]) == (1, 2, 1, 2, 1, 0, 0)
+    assert (
+        t["importedEntries"],
+        t["importedTranscriptEvents"],
+        t["archivedLegacyStoreFiles"],
+        t["archivedTranscriptFiles"],
+        t["archivedUnreferencedJsonlFiles"],
+        t["unreferencedJsonlFiles"],
+        t["issues"],
+    ) == (1, 2, 1, 2, 1, 0, 0)
     for mode in ("import", "validate"):
         again = totals(doctor(mode))
         assert all(v == 0 for v in again.values()), (mode, again)
@@ -73,8 +85,11 @@ def test_t06_trajectory_pointer_is_archived_with_its_transcript(state_dir: Path)
     report = doctor("import")
     manifest = json.loads(Path(report.migration_run.manifest_path).read_text())
     moves = [m for m in manifest["targets"][0]["completedMoves"] if m["kind"] == "trajectory"]
-    assert any(m["archivePath"].endswith(".imported-" + m["archivePath"].rsplit("-", 1)[-1])
-               and "session-1.trajectory-path.json.imported-" in m["archivePath"] for m in moves)
+    assert any(
+        m["archivePath"].endswith(".imported-" + m["archivePath"].rsplit("-", 1)[-1])
+        and "session-1.trajectory-path.json.imported-" in m["archivePath"]
+        for m in moves
+    )
 
 
 def test_t07_many_orphans_get_distinct_archive_names(state_dir: Path) -> None:
@@ -148,8 +163,12 @@ def test_t15_new_file_at_the_source_is_never_overwritten(state_dir: Path) -> Non
     report = doctor("restore")
     assert report.exit_code == 1
     codes = [(i.code, i.message) for t in report.targets for i in t.issues]
-    assert codes == [("restore_conflict",
-                      f"{sessions / 'session-1.jsonl'}: source and archive both exist; refusing to overwrite source")]
+    assert codes == [
+        (
+            "restore_conflict",
+            f"{sessions / 'session-1.jsonl'}: source and archive both exist; refusing to overwrite source",
+        )
+    ]
     assert (sessions / "session-1.jsonl").read_text() == "new content\n"
 
 
@@ -178,7 +197,9 @@ def test_t17_symlinked_archive_entry_is_refused(state_dir: Path, tmp_path: Path)
 
 
 @pytest.mark.parametrize("what", ["store", "archive-dir"])
-def test_t18_symlinked_store_or_archive_dir_refuses_import(state_dir: Path, tmp_path: Path, what: str) -> None:
+def test_t18_symlinked_store_or_archive_dir_refuses_import(
+    state_dir: Path, tmp_path: Path, what: str
+) -> None:
     sessions = make_f(state_dir)
     if what == "store":
         real = tmp_path / "real-sessions.json"
@@ -193,7 +214,9 @@ def test_t18_symlinked_store_or_archive_dir_refuses_import(state_dir: Path, tmp_
     assert snapshot(state_dir) == before
 
 
-def test_t19_symlinked_transcript_is_not_followed_and_blocks_the_index(state_dir: Path, tmp_path: Path) -> None:
+def test_t19_symlinked_transcript_is_not_followed_and_blocks_the_index(
+    state_dir: Path, tmp_path: Path
+) -> None:
     sessions = make_f(state_dir)
     target = tmp_path / "outside.jsonl"
     target.write_text("\n".join(F_LINES) + "\n")
@@ -218,8 +241,11 @@ def test_t20_two_keys_sharing_one_transcript(state_dir: Path) -> None:
     assert t["importedEntries"] == 2 and t["importedTranscriptEvents"] == 2
     entries = db_entries(state_dir / DB)
     assert {entries[k]["sessionId"] for k in store} == {"session-1"}
-    archived = [p for p in report.targets[0].archived_transcript_files if p.endswith(".imported-" + p.rsplit("-", 1)[-1])
-                and "session-1.jsonl" in p]
+    archived = [
+        p
+        for p in report.targets[0].archived_transcript_files
+        if p.endswith(".imported-" + p.rsplit("-", 1)[-1]) and "session-1.jsonl" in p
+    ]
     assert len(archived) == 1
 
 
@@ -246,7 +272,9 @@ def test_t23_validate_before_import_reports_missing_entries(state_dir: Path) -> 
     make_f(state_dir)
     report = doctor("validate")
     assert report.exit_code == 1
-    assert [(i.code, i.session_key) for i in report.targets[0].issues] == [("sqlite_entry_missing", "agent:main:main")]
+    assert [(i.code, i.session_key) for i in report.targets[0].issues] == [
+        ("sqlite_entry_missing", "agent:main:main")
+    ]
     assert not (state_dir / DB).exists()
 
 
@@ -275,13 +303,17 @@ def test_t28_custom_store_gets_its_own_database(state_dir: Path) -> None:
 def test_t29_shared_custom_store_keeps_the_index_until_every_owner_imported(state_dir: Path) -> None:
     shared = state_dir / "shared-store"
     shared.mkdir()
-    store = {"agent:main:main": dict(F_ENTRY, sessionFile="m.jsonl", sessionId="m"),
-             "agent:work:main": dict(F_ENTRY, sessionFile="w.jsonl", sessionId="w")}
+    store = {
+        "agent:main:main": dict(F_ENTRY, sessionFile="m.jsonl", sessionId="m"),
+        "agent:work:main": dict(F_ENTRY, sessionFile="w.jsonl", sessionId="w"),
+    }
     (shared / "sessions.json").write_text(json.dumps(store))
     (shared / "m.jsonl").write_text('{"type":"session","id":"m"}\n')
     (shared / "w.jsonl").write_text('{"type":"session","id":"w"}\n')
-    config = {"session": {"store": str(shared / "sessions.json")},
-              "agents": {"ownership": "explicit", "list": [{"id": "main", "default": True}, {"id": "work"}]}}
+    config = {
+        "session": {"store": str(shared / "sessions.json")},
+        "agents": {"ownership": "explicit", "list": [{"id": "main", "default": True}, {"id": "work"}]},
+    }
     (state_dir / "openclaw.json").write_text(json.dumps(config))
     one = doctor("import", agent="main")
     assert totals(one)["archivedLegacyStoreFiles"] == 0
@@ -320,7 +352,10 @@ def test_t32_corrupt_database_inspect_and_recover(state_dir: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{db}{suffix}").write_bytes(b"garbage" * 100)
     report = doctor("inspect")
-    assert [i.code for i in report.targets[0].issues][:2] == ["sqlite_corrupt", "sqlite_active_transcript_scan_failed"]
+    assert [i.code for i in report.targets[0].issues][:2] == [
+        "sqlite_corrupt",
+        "sqlite_active_transcript_scan_failed",
+    ]
     with pytest.raises(InvalidDataError, match="recover"):
         doctor("import")  # refused before anything is written
     rec = doctor("recover")
@@ -375,9 +410,10 @@ def test_t35_database_path_is_a_directory(state_dir: Path) -> None:
 def test_t38_t40_compact_reclaims_and_fixes_mode(state_dir: Path) -> None:
     make_f(state_dir)
     sessions = state_dir / "agents/main/sessions"
-    (sessions / "session-1.jsonl").write_text("\n".join(F_LINES + [json.dumps({"type": "x", "id": f"e{i}",
-                                                                                "pad": "p" * 4000})
-                                                                    for i in range(200)]) + "\n")
+    (sessions / "session-1.jsonl").write_text(
+        "\n".join(F_LINES + [json.dumps({"type": "x", "id": f"e{i}", "pad": "p" * 4000}) for i in range(200)])
+        + "\n"
+    )
     doctor("import")
     db = state_dir / DB
     conn = sqlite3.connect(db)
@@ -387,11 +423,17 @@ def test_t38_t40_compact_reclaims_and_fixes_mode(state_dir: Path) -> None:
     os.chmod(db, 0o666)
     report = doctor("compact")
     c = report.targets[0].compact
-    assert c["reclaimedBytes"] > 0 and c["freelistAfterPages"] == 0 and c["dbSizeAfterBytes"] < c["dbSizeBeforeBytes"]
+    assert (
+        c["reclaimedBytes"] > 0
+        and c["freelistAfterPages"] == 0
+        and c["dbSizeAfterBytes"] < c["dbSizeBeforeBytes"]
+    )
     assert oct(db.stat().st_mode & 0o777) == "0o600"
 
 
-def test_t39_compact_refuses_foreign_owner_and_real_openclaw_db(state_dir: Path, imported_fixture_state: Path) -> None:
+def test_t39_compact_refuses_foreign_owner_and_real_openclaw_db(
+    state_dir: Path, imported_fixture_state: Path
+) -> None:
     before = snapshot(imported_fixture_state / "agents")
     report = doctor("compact")
     assert report.exit_code == 1
@@ -413,21 +455,29 @@ def test_t44_json5_store_is_unreadable_and_nothing_moves(state_dir: Path) -> Non
 
 def test_bare_cron_and_hook_keys_are_canonicalised(state_dir: Path) -> None:
     sessions = make_f(state_dir)
-    store = {"cron:job1": dict(F_ENTRY, sessionId="c1", sessionFile="c1.jsonl"),
-             "hook:0620f087-7e5f-4381-83fa-ac572f564652": dict(F_ENTRY, sessionId="h1", sessionFile="h1.jsonl"),
-             "agent:main:main": F_ENTRY}
+    store = {
+        "cron:job1": dict(F_ENTRY, sessionId="c1", sessionFile="c1.jsonl"),
+        "hook:0620f087-7e5f-4381-83fa-ac572f564652": dict(F_ENTRY, sessionId="h1", sessionFile="h1.jsonl"),
+        "agent:main:main": F_ENTRY,
+    }
     (sessions / "sessions.json").write_text(json.dumps(store))
     for sid in ("c1", "h1"):
         (sessions / f"{sid}.jsonl").write_text(f'{{"type":"session","id":"{sid}"}}\n')
     assert doctor("import").exit_code == 0
     keys = set(db_entries(state_dir / DB))
-    assert keys == {"agent:main:cron:job1", "agent:main:hook:0620f087-7e5f-4381-83fa-ac572f564652", "agent:main:main"}
+    assert keys == {
+        "agent:main:cron:job1",
+        "agent:main:hook:0620f087-7e5f-4381-83fa-ac572f564652",
+        "agent:main:main",
+    }
 
 
 def test_bare_key_colliding_with_its_canonical_key_keeps_both_histories(state_dir: Path) -> None:
     sessions = make_f(state_dir)
-    store = {"cron:job1": dict(F_ENTRY, sessionId="old", sessionFile="old.jsonl", updatedAt=1),
-             "agent:main:cron:job1": dict(F_ENTRY, sessionId="new", sessionFile="new.jsonl", updatedAt=5)}
+    store = {
+        "cron:job1": dict(F_ENTRY, sessionId="old", sessionFile="old.jsonl", updatedAt=1),
+        "agent:main:cron:job1": dict(F_ENTRY, sessionId="new", sessionFile="new.jsonl", updatedAt=5),
+    }
     (sessions / "sessions.json").write_text(json.dumps(store))
     for sid in ("old", "new"):
         (sessions / f"{sid}.jsonl").write_text(f'{{"type":"session","id":"{sid}"}}\n')
@@ -441,7 +491,8 @@ def test_bare_key_colliding_with_its_canonical_key_keeps_both_histories(state_di
 @pytest.mark.parametrize("full_scan", [True, False])
 @pytest.mark.parametrize("damage", ["altered", "dropped", "none"])
 def test_validate_before_archive_catches_a_store_that_lost_or_changed_a_line(
-        state_dir: Path, monkeypatch: pytest.MonkeyPatch, full_scan: bool, damage: str) -> None:
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, full_scan: bool, damage: str
+) -> None:
     from openclaw_cli.migration import verify
     from openclaw_cli.store.sqlite import SqliteStore
 
@@ -453,7 +504,9 @@ def test_validate_before_archive_catches_a_store_that_lost_or_changed_a_line(
         result = real_bulk(self, records, **kwargs)
         with self.transaction() as conn:
             if damage == "altered":  # same count, one byte different
-                conn.execute("UPDATE transcript_events SET event_json = replace(event_json, 'evt-1', 'evt-X')")
+                conn.execute(
+                    "UPDATE transcript_events SET event_json = replace(event_json, 'evt-1', 'evt-X')"
+                )
             elif damage == "dropped":
                 conn.execute("DELETE FROM transcript_events WHERE seq = 1")
         return result

@@ -32,9 +32,13 @@ def test_dry_run_and_inspect_equal_the_real_outputs(fixture_state: Path) -> None
     before = snapshot(fixture_state)
     dry = doctor("dry-run").to_json()
     assert _with_placeholder(dry, fixture_state) == json.loads((OUTPUTS / "doctor-dry-run.json").read_text())
-    assert list(dry["targets"][0]) == list(json.loads((OUTPUTS / "doctor-dry-run.json").read_text())["targets"][0])
+    assert list(dry["targets"][0]) == list(
+        json.loads((OUTPUTS / "doctor-dry-run.json").read_text())["targets"][0]
+    )
     inspect = doctor("inspect").to_json()
-    assert _with_placeholder(inspect, fixture_state) == json.loads((OUTPUTS / "doctor-inspect-legacy.json").read_text())
+    assert _with_placeholder(inspect, fixture_state) == json.loads(
+        (OUTPUTS / "doctor-inspect-legacy.json").read_text()
+    )
     assert snapshot(fixture_state) == before  # D6.1: nothing written, no DB created
 
 
@@ -52,8 +56,9 @@ def test_import_gives_the_real_listing_and_byte_identical_transcripts(fixture_st
     assert list(got["targets"][0]["compact"]) == list(real["targets"][0]["compact"])
     assert got["totals"] == real["totals"]
     assert got["targets"][0]["issues"] == _issues_here(real["targets"][0]["issues"], fixture_state)
-    assert [Path(p).name.rsplit(".imported-", 1)[0] for p in got["targets"][0]["archivedTranscriptFiles"]] == [
-        Path(p).name.rsplit(".imported-", 1)[0] for p in real["targets"][0]["archivedTranscriptFiles"]]
+    assert [
+        Path(p).name.rsplit(".imported-", 1)[0] for p in got["targets"][0]["archivedTranscriptFiles"]
+    ] == [Path(p).name.rsplit(".imported-", 1)[0] for p in real["targets"][0]["archivedTranscriptFiles"]]
 
     db = fixture_state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     entries = db_entries(db)
@@ -69,7 +74,10 @@ def test_import_gives_the_real_listing_and_byte_identical_transcripts(fixture_st
     for key, entry in legacy.items():
         assert entries[key] == entry
     assert entries["agent:main:recovered:083ddf53-7690-42d8-9a49-01824250e803"] == {
-        "sessionId": "083ddf53-7690-42d8-9a49-01824250e803", "updatedAt": 1796018042966, "archivedAt": 1796018042966}
+        "sessionId": "083ddf53-7690-42d8-9a49-01824250e803",
+        "updatedAt": 1796018042966,
+        "archivedAt": 1796018042966,
+    }
 
     events = db_events(db)
     total = 0
@@ -94,8 +102,11 @@ def test_manifest_has_openclaw_shape_with_relative_paths(fixture_state: Path) ->
     report = doctor("import")
     path = Path(report.migration_run.manifest_path)
     data = json.loads(path.read_text())
-    real = json.loads(next((OPENCLAW_FIXTURE / "imported-state" / "session-sqlite-migration-runs").glob("*.json"))
-                      .read_text())
+    real = json.loads(
+        next(
+            (OPENCLAW_FIXTURE / "imported-state" / "session-sqlite-migration-runs").glob("*.json")
+        ).read_text()
+    )
     assert data["manifestVersion"] == 3 and data["pathBase"] == "stateDir"
     assert list(data["targets"][0]) == list(real["targets"][0])
     assert [k for k in data if k != "pathBase"] == list(real)
@@ -123,8 +134,7 @@ def test_second_import_and_validate_are_no_ops(fixture_state: Path) -> None:
     before = snapshot(fixture_state)
     again = doctor("import").to_json()
     assert again["totals"]["targets"] == 0 and "migrationRun" not in again
-    assert doctor("validate").to_json() == json.loads(
-        (OUTPUTS / "doctor-validate-after.json").read_text())
+    assert doctor("validate").to_json() == json.loads((OUTPUTS / "doctor-validate-after.json").read_text())
     inspect = doctor("inspect")
     assert inspect.to_json()["totals"]["sqliteEntries"] == 13
     assert snapshot(fixture_state) == before

@@ -14,16 +14,26 @@ from openclaw_cli.migration.report import Report
 from openclaw_cli.ops.doctor import Options, session_sqlite
 from openclaw_cli.paths import resolve_paths
 
-F_ENTRY = {"channel": "cli", "chatType": "direct", "sessionFile": "session-1.jsonl", "sessionId": "session-1",
-           "sessionStartedAt": 1000, "updatedAt": 2000}
+F_ENTRY = {
+    "channel": "cli",
+    "chatType": "direct",
+    "sessionFile": "session-1.jsonl",
+    "sessionId": "session-1",
+    "sessionStartedAt": 1000,
+    "updatedAt": 2000,
+}
 F_LINES = ['{"type":"session","sessionId":"session-1"}', '{"type":"event","id":"evt-1"}']
 
 
-def doctor(mode: str, *, all_agents: bool = True, agent: str | None = None, store: str | None = None) -> Report:
+def doctor(
+    mode: str, *, all_agents: bool = True, agent: str | None = None, store: str | None = None
+) -> Report:
     """Run a mode in-process (the isolated_env fixture points OPENCLAW_STATE_DIR at a tmp dir)."""
     if store is not None or agent is not None:
         all_agents = False
-    return session_sqlite(resolve_paths(), Options(mode=mode, agent=agent, all_agents=all_agents, store=store))
+    return session_sqlite(
+        resolve_paths(), Options(mode=mode, agent=agent, all_agents=all_agents, store=store)
+    )
 
 
 def make_f(state: Path, *, agent: str = "main") -> Path:
@@ -50,8 +60,12 @@ def snapshot(root: Path) -> dict[str, Any]:
             elif stat.S_ISDIR(st.st_mode):
                 out[rel] = ("dir", stat.S_IMODE(st.st_mode))
             else:
-                out[rel] = ("file", hashlib.sha256(path.read_bytes()).hexdigest(), stat.S_IMODE(st.st_mode),
-                            st.st_mtime_ns)
+                out[rel] = (
+                    "file",
+                    hashlib.sha256(path.read_bytes()).hexdigest(),
+                    stat.S_IMODE(st.st_mode),
+                    st.st_mtime_ns,
+                )
     return out
 
 
@@ -67,7 +81,9 @@ def db_events(db: Path, *, raw: bool = False) -> dict[str, list[bytes]]:
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
     conn.text_factory = bytes
     out: dict[str, list[bytes]] = {}
-    for sid, text in conn.execute("SELECT session_id, event_json FROM transcript_events ORDER BY session_id, seq"):
+    for sid, text in conn.execute(
+        "SELECT session_id, event_json FROM transcript_events ORDER BY session_id, seq"
+    ):
         out.setdefault(sid.decode(), []).append(text if raw else original_bytes(text))
     conn.close()
     return out
@@ -92,4 +108,8 @@ def test_snapshot_sees_content_and_mode_changes(tmp_path: Path) -> None:
 def test_make_f_matches_the_spec_fixture(state_dir: Path) -> None:
     sessions = make_f(state_dir)
     assert sorted(p.name for p in sessions.iterdir()) == [
-        "orphan.jsonl", "session-1.jsonl", "session-1.trajectory.jsonl", "sessions.json"]
+        "orphan.jsonl",
+        "session-1.jsonl",
+        "session-1.trajectory.jsonl",
+        "sessions.json",
+    ]

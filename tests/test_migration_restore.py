@@ -16,8 +16,11 @@ from tests.test_migration_helpers import doctor, make_f
 
 
 def _tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _point_to(monkeypatch: pytest.MonkeyPatch, state: Path) -> None:
@@ -26,8 +29,9 @@ def _point_to(monkeypatch: pytest.MonkeyPatch, state: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["move", "copy"])
-def test_restore_after_the_state_dir_moved_or_was_copied(state_dir: Path, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+def test_restore_after_the_state_dir_moved_or_was_copied(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
     generate_legacy_state(state_dir, 30, 0.2, 5, "--orphans", "1", "--missing", "1")
     make_f(state_dir, agent="work")
     sessions = {a: state_dir / "agents" / a / "sessions" for a in ("main", "work")}
@@ -72,7 +76,10 @@ def test_restore_reads_a_real_openclaw_manifest_from_another_machine(state_dir: 
     assert _tree(state_dir / "agents" / "main" / "sessions") == _tree(legacy)
     # the real OpenClaw database was not written
     db = state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-    assert db.read_bytes() == (OPENCLAW_FIXTURE / "imported-state" / "agents/main/agent/openclaw-agent.sqlite").read_bytes()
+    assert (
+        db.read_bytes()
+        == (OPENCLAW_FIXTURE / "imported-state" / "agents/main/agent/openclaw-agent.sqlite").read_bytes()
+    )
 
 
 def test_restore_refuses_an_archive_whose_content_changed(state_dir: Path) -> None:
@@ -107,11 +114,20 @@ def test_failed_import_writes_sanitised_failure_reports(state_dir: Path) -> None
     assert codes == ["transcript_archive_failed", "legacy_store_archive_failed"]
     run = report["migrationRun"]
     manifest = json.loads(Path(run["manifestPath"]).read_text())
-    assert manifest["failedAt"] and manifest["failureReports"]["markdownPath"] == run["failureReportMarkdownPath"]
+    assert (
+        manifest["failedAt"]
+        and manifest["failureReports"]["markdownPath"] == run["failureReportMarkdownPath"]
+    )
     body = Path(run["failureReportMarkdownPath"]).read_text() + Path(run["failureReportJsonPath"]).read_text()
     assert body.startswith("# Session SQLite Migration Failure")
     assert "legacy_store_archive_failed" in body and manifest["runId"] in body
-    for secret in ("supersecret", "alice@example.com", "agent:main:main", str(Path.home()), os.environ["HOME"]):
+    for secret in (
+        "supersecret",
+        "alice@example.com",
+        "agent:main:main",
+        str(Path.home()),
+        os.environ["HOME"],
+    ):
         assert secret not in body, secret
     assert (sessions / "sessions.json").exists() and (sessions / "s2.jsonl").exists()
 

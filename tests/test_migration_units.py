@@ -88,12 +88,16 @@ def test_reconcile_settles_an_interrupted_publication(tmp_path: Path) -> None:
 
 
 def test_archive_names_follow_openclaw() -> None:
-    assert archive_name("agent:main:telegram:group:-1006", "2240c697.jsonl", 5) == \
-        "agent_main_telegram_group_-1006.2240c697.jsonl.imported-5"
+    assert (
+        archive_name("agent:main:telegram:group:-1006", "2240c697.jsonl", 5)
+        == "agent_main_telegram_group_-1006.2240c697.jsonl.imported-5"
+    )
     assert archive_name("", "", 5) == "session.artifact.imported-5"
     assert archive_name("k" * 300, "f", 1).startswith("k" * 120 + ".f.")
-    assert archive_name("orphan collision", "orphan collision.jsonl", 1) == \
-        "orphan_collision.orphan_collision.jsonl.imported-1"
+    assert (
+        archive_name("orphan collision", "orphan collision.jsonl", 1)
+        == "orphan_collision.orphan_collision.jsonl.imported-1"
+    )
 
 
 def test_name_reserver_numbers_collisions_and_gives_up_after_99(tmp_path: Path) -> None:
@@ -109,12 +113,23 @@ def test_name_reserver_numbers_collisions_and_gives_up_after_99(tmp_path: Path) 
 
 def _ours() -> dict:
     data = mf.new_manifest("session-sqlite-1-abcdef01", 1)
-    target = mf.new_target("main", "agents/main/sessions/sessions.json", "agents/main/agent/openclaw-agent.sqlite")
+    target = mf.new_target(
+        "main", "agents/main/sessions/sessions.json", "agents/main/agent/openclaw-agent.sqlite"
+    )
     ident = {"dev": "1", "ino": "2", "mtimeNs": "3", "size": 4, "sha256": "0" * 64}
-    move = {"archivePath": "agents/main/session-sqlite-import-archive/x.imported-1",
-            "artifact": {"identity": ident, "classification": "imported", "reason": "r", "dependencies": [],
-                         "disposal": {"state": "retained"}},
-            "kind": "transcript", "sessionKey": "agent:main:main", "sourcePath": "agents/main/sessions/x.jsonl"}
+    move = {
+        "archivePath": "agents/main/session-sqlite-import-archive/x.imported-1",
+        "artifact": {
+            "identity": ident,
+            "classification": "imported",
+            "reason": "r",
+            "dependencies": [],
+            "disposal": {"state": "retained"},
+        },
+        "kind": "transcript",
+        "sessionKey": "agent:main:main",
+        "sourcePath": "agents/main/sessions/x.jsonl",
+    }
     target["plannedMoves"] = [move]
     target["completedMoves"] = [dict(move)]
     data["targets"] = [target]
@@ -127,16 +142,32 @@ def _ours() -> dict:
         (lambda d: None, None),
         (lambda d: d.update(manifestVersion=5), "unsupported manifestVersion"),
         (lambda d: d.update(manifestVersion=4), "manifestVersion 4 without a GitHub receipt"),
-        (lambda d: d["targets"][0]["plannedMoves"][0].update(sourcePath="agents/main/sessions/../../x.jsonl"),
-         "move paths invalid"),
-        (lambda d: d["targets"][0]["plannedMoves"][0].update(archivePath="agents/main/x.imported-1"),
-         "archive outside the archive directory"),
-        (lambda d: d["targets"][0].update(completedMoves=[dict(d["targets"][0]["plannedMoves"][0],
-                                                               archivePath="agents/main/session-sqlite-import-archive/y")]),
-         "completed move was never planned"),
+        (
+            lambda d: d["targets"][0]["plannedMoves"][0].update(
+                sourcePath="agents/main/sessions/../../x.jsonl"
+            ),
+            "move paths invalid",
+        ),
+        (
+            lambda d: d["targets"][0]["plannedMoves"][0].update(archivePath="agents/main/x.imported-1"),
+            "archive outside the archive directory",
+        ),
+        (
+            lambda d: d["targets"][0].update(
+                completedMoves=[
+                    dict(
+                        d["targets"][0]["plannedMoves"][0],
+                        archivePath="agents/main/session-sqlite-import-archive/y",
+                    )
+                ]
+            ),
+            "completed move was never planned",
+        ),
         (lambda d: d["targets"].append(dict(d["targets"][0])), "duplicate target"),
-        (lambda d: d["targets"][0]["plannedMoves"][0]["artifact"]["identity"].update(sha256="zz"),
-         "artifact identity invalid"),
+        (
+            lambda d: d["targets"][0]["plannedMoves"][0]["artifact"]["identity"].update(sha256="zz"),
+            "artifact identity invalid",
+        ),
         (lambda d: d.update(targets={}), "targets is not a list"),
     ],
 )
@@ -152,9 +183,14 @@ def test_real_openclaw_manifest_validates_and_maps_into_the_current_state(tmp_pa
     assert mf.validate_manifest(data) is None
     mapper = mf.PathMapper(tmp_path, relative=False)
     move = data["targets"][0]["plannedMoves"][0]
-    assert mapper.to_real(move["archivePath"]) == tmp_path / "agents/main/session-sqlite-import-archive" / \
-        Path(move["archivePath"]).name
-    assert mapper.to_real(str(tmp_path / "agents/main/sessions/x.jsonl")) == tmp_path / "agents/main/sessions/x.jsonl"
+    assert (
+        mapper.to_real(move["archivePath"])
+        == tmp_path / "agents/main/session-sqlite-import-archive" / Path(move["archivePath"]).name
+    )
+    assert (
+        mapper.to_real(str(tmp_path / "agents/main/sessions/x.jsonl"))
+        == tmp_path / "agents/main/sessions/x.jsonl"
+    )
     assert mapper.to_real("/srv/custom/sessions.json") == Path("/srv/custom/sessions.json")
 
 
@@ -169,18 +205,24 @@ def test_relative_mapper_round_trip(tmp_path: Path) -> None:
 def test_sanitizer_redacts_what_a_support_report_must_not_show(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", "/home/alice")
     san = Sanitizer({"agent:main:telegram:direct:42"})
-    text = san.text("/home/alice/.openclaw/x token=abc123 mail bob@example.com agent:main:telegram:direct:42 cron:job1")
+    text = san.text(
+        "/home/alice/.openclaw/x token=abc123 mail bob@example.com agent:main:telegram:direct:42 cron:job1"
+    )
     assert text.startswith("~/.openclaw/x token=[redacted] mail [redacted-email] [redacted-session-key:")
     assert "abc123" not in text and "42" not in text and "cron:job1" not in text
     assert len(san.text("x" * 2000)) == 501
-    assert san.issue({"code": "c", "message": "m", "sessionKey": "k"})["sessionKey"].startswith("[redacted-session-key:")
+    assert san.issue({"code": "c", "message": "m", "sessionKey": "k"})["sessionKey"].startswith(
+        "[redacted-session-key:"
+    )
 
 
 _names = st.text(alphabet="ab./\\ -_:", min_size=0, max_size=12)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.none(), _names, _names.map(lambda s: "/s/a/sessions/" + s), _names.map(lambda s: "/x/" + s)))
+@given(
+    st.one_of(st.none(), _names, _names.map(lambda s: "/s/a/sessions/" + s), _names.map(lambda s: "/x/" + s))
+)
 def test_fast_candidates_agree_with_the_shared_resolver(session_file: str | None) -> None:
     base = "/s/a/sessions"
     fast = _fast_candidate_names(session_file, "abc", base)
@@ -215,16 +257,26 @@ def test_text_report_groups_issues_of_one_kind() -> None:
     with a count and the first few sessions, not 300 near-identical lines."""
     target = TargetReport("main", "/s", "/d")
     for i in range(300):
-        target.add("active_sqlite_transcript_jsonl", f"SQLite-backed session has a legacy JSONL transcript awaiting "
-                   f"verification: /s/sess-{i:03d}.jsonl. Run openclaw doctor --fix.", f"agent:main:k{i}")
+        target.add(
+            "active_sqlite_transcript_jsonl",
+            f"SQLite-backed session has a legacy JSONL transcript awaiting "
+            f"verification: /s/sess-{i:03d}.jsonl. Run openclaw doctor --fix.",
+            f"agent:main:k{i}",
+        )
     target.add("transcript_missing", "Transcript file is missing: /s/x.jsonl", "agent:main:x")
     from openclaw_cli.cli.render_migration import migration_text
 
     lines = migration_text(Report("inspect", [target]).to_json())
     issue_lines = lines[2:]
-    assert issue_lines[0] == ("  [active_sqlite_transcript_jsonl] 300 issues: SQLite-backed session has a legacy "
-                              "JSONL transcript awaiting verification: /s/….jsonl. Run openclaw doctor --fix.")
-    assert issue_lines[1:4] == ["    agent:main:k0: sess-000", "    agent:main:k1: sess-001", "    agent:main:k2: sess-002"]
+    assert issue_lines[0] == (
+        "  [active_sqlite_transcript_jsonl] 300 issues: SQLite-backed session has a legacy "
+        "JSONL transcript awaiting verification: /s/….jsonl. Run openclaw doctor --fix."
+    )
+    assert issue_lines[1:4] == [
+        "    agent:main:k0: sess-000",
+        "    agent:main:k1: sess-001",
+        "    agent:main:k2: sess-002",
+    ]
     assert issue_lines[4] == "    ...and 297 more (--json lists every one)"
     assert issue_lines[5] == "  [transcript_missing] agent:main:x: Transcript file is missing: /s/x.jsonl"
     assert len(lines) == 8

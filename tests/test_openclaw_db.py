@@ -32,8 +32,10 @@ def originals() -> dict[str, list[bytes]]:
 
 
 def snapshot_dir(directory: Path) -> dict[str, tuple[int, str]]:
-    return {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(directory.iterdir())}
+    return {
+        p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(directory.iterdir())
+    }
 
 
 @pytest.fixture
@@ -44,7 +46,9 @@ def db(imported_fixture_state: Path) -> Path:
 def writer(path: Path) -> sqlite3.Connection:
     """A plain connection that can modify a copy (OpenClaw's CHECKs use octet_length, SQLite 3.43+)."""
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("octet_length", 1, lambda v: None if v is None else len(v.encode() if isinstance(v, str) else v))
+    conn.create_function(
+        "octet_length", 1, lambda v: None if v is None else len(v.encode() if isinstance(v, str) else v)
+    )
     return conn
 
 
@@ -57,7 +61,8 @@ def test_entries_match_the_real_cli_listing(db: Path) -> None:
         rows, total = store.list_entries()
         assert total == 13 == store.count_entries() == len(store.load_entries())
         assert [(k, e["sessionId"], e["updatedAt"]) for k, e in rows] == [
-            (s["key"], s["sessionId"], s["updatedAt"]) for s in expected]
+            (s["key"], s["sessionId"], s["updatedAt"]) for s in expected
+        ]
         by_key = {s["key"]: s for s in expected}
         for key, entry in rows:
             for field in ("inputTokens", "outputTokens"):
@@ -72,7 +77,9 @@ def test_every_event_equals_the_archived_original_byte_for_byte(db: Path) -> Non
     src = originals()
     assert len(src) == 12
     raw = sqlite3.connect(f"{db.as_uri()}?immutable=1", uri=True)
-    compressed = raw.execute("SELECT count(*) FROM transcript_events WHERE event_zstd IS NOT NULL").fetchone()[0]
+    compressed = raw.execute(
+        "SELECT count(*) FROM transcript_events WHERE event_zstd IS NOT NULL"
+    ).fetchone()[0]
     raw.close()
     assert compressed == 68  # the zstd path is really exercised
     seen = 0
@@ -93,7 +100,8 @@ def test_every_event_equals_the_archived_original_byte_for_byte(db: Path) -> Non
         assert seen == 335
         totals = store.session_totals()
         assert {sid: (t.events, t.bytes) for sid, t in totals.items()} == {
-            sid: (len(lines), sum(map(len, lines))) for sid, lines in src.items()}
+            sid: (len(lines), sum(map(len, lines))) for sid, lines in src.items()
+        }
         # OpenClaw's own doctor reported the same byte total
         inspect = orjson.loads((OPENCLAW_FIXTURE / "outputs" / "doctor-inspect-after.json").read_bytes())
         db_stats = inspect["targets"][0]["dbStats"]
@@ -163,8 +171,9 @@ def test_raw_writes_are_refused_and_a_read_only_store_refuses_every_write(db: Pa
             protocol = [
                 lambda: store.transaction(),
                 lambda: store.write_lock(None),
-                lambda: store.retire(Retirement(["agent:main:main"]), lock_settings=None, now_ms=0,
-                                     checkpoint=lambda: None),
+                lambda: store.retire(
+                    Retirement(["agent:main:main"]), lock_settings=None, now_ms=0, checkpoint=lambda: None
+                ),
                 lambda: store.retire_all(lock_settings=None, now_ms=0, checkpoint=lambda: None),
                 lambda: store.commit_max_lines(None, [], now_ms=0, lock_settings=None),
             ]
@@ -179,9 +188,11 @@ def test_live_wal_is_read_through_the_existing_shm(db: Path) -> None:
     live = writer(db)
     live.execute("PRAGMA wal_autocheckpoint = 0")
     live.execute("BEGIN IMMEDIATE")
-    live.execute("INSERT INTO session_nodes(session_key, current_session_id, entry_json, updated_at)"
-                 " VALUES ('agent:main:new', 'new-sid', '{\"sessionId\":\"new-sid\",\"updatedAt\":1796100000000}',"
-                 " 1796100000000)")
+    live.execute(
+        "INSERT INTO session_nodes(session_key, current_session_id, entry_json, updated_at)"
+        " VALUES ('agent:main:new', 'new-sid', '{\"sessionId\":\"new-sid\",\"updatedAt\":1796100000000}',"
+        " 1796100000000)"
+    )
     live.execute("UPDATE session_nodes SET entry_valid = 1 WHERE session_key = 'agent:main:new'")
     live.execute("COMMIT")
     try:
@@ -199,8 +210,10 @@ def test_live_wal_is_read_through_the_existing_shm(db: Path) -> None:
 def test_wal_without_shm_in_a_read_only_dir_is_read_from_a_private_copy(db: Path, tmp_path: Path) -> None:
     live = writer(db)
     live.execute("PRAGMA wal_autocheckpoint = 0")
-    live.execute("UPDATE session_nodes SET entry_json = json_set(entry_json, '$.label', 'from-wal')"
-                 " WHERE session_key = 'agent:main:main'")
+    live.execute(
+        "UPDATE session_nodes SET entry_json = json_set(entry_json, '$.label', 'from-wal')"
+        " WHERE session_key = 'agent:main:main'"
+    )
     live.execute("UPDATE session_nodes SET entry_valid = 1 WHERE session_key = 'agent:main:main'")
     crashed = tmp_path / "crashed" / "agent"
     crashed.mkdir(parents=True)
@@ -220,10 +233,15 @@ def test_wal_without_shm_in_a_read_only_dir_is_read_from_a_private_copy(db: Path
 
 def test_corrupt_zstd_payload_size_is_detected(db: Path) -> None:
     conn = writer(db)
-    seq = conn.execute("SELECT seq FROM transcript_events WHERE session_id = ? AND event_zstd IS NOT NULL"
-                       " ORDER BY seq LIMIT 1", (MAIN_SID,)).fetchone()[0]
-    conn.execute("UPDATE transcript_events SET event_utf8_bytes = event_utf8_bytes + 1 WHERE session_id = ? AND seq = ?",
-                 (MAIN_SID, seq))
+    seq = conn.execute(
+        "SELECT seq FROM transcript_events WHERE session_id = ? AND event_zstd IS NOT NULL"
+        " ORDER BY seq LIMIT 1",
+        (MAIN_SID,),
+    ).fetchone()[0]
+    conn.execute(
+        "UPDATE transcript_events SET event_utf8_bytes = event_utf8_bytes + 1 WHERE session_id = ? AND seq = ?",
+        (MAIN_SID, seq),
+    )
     conn.close()
     with OpenClawDbStore(db) as store:
         with pytest.raises(InvalidDataError, match=PAYLOAD_SIZE_MISMATCH):
@@ -232,16 +250,20 @@ def test_corrupt_zstd_payload_size_is_detected(db: Path) -> None:
         lines = list(store.iter_transcript(MAIN_SID, issues=issues))
         assert len(lines) == len(originals()[MAIN_SID]) - 1 and seq not in [line.seq for line in lines]
         assert len(issues) == 1 and issues[0].message.startswith(PAYLOAD_SIZE_MISMATCH)
-    assert PAYLOAD_SIZE_MISMATCH == "Compressed transcript payload length does not match its recorded UTF-8 size"
+    assert (
+        PAYLOAD_SIZE_MISMATCH == "Compressed transcript payload length does not match its recorded UTF-8 size"
+    )
 
 
 def test_cold_session_is_reported_cold_not_empty(db: Path) -> None:
     sid = "0d57c3a5-5014-46d7-9e64-8cdc886d0090"
     conn = writer(db)
-    conn.execute("INSERT INTO session_transcript_cold_archives(session_id, generation, archive_name, archive_sha256,"
-                 " event_count, raw_bytes, archive_bytes, last_seq, archived_at, storage)"
-                 " VALUES (?, 'g1', ?, ?, 35, 525976, 1000, 34, 1796000000000, 'file')",
-                 (sid, "a" * 64 + ".jsonl.zst", "a" * 64))
+    conn.execute(
+        "INSERT INTO session_transcript_cold_archives(session_id, generation, archive_name, archive_sha256,"
+        " event_count, raw_bytes, archive_bytes, last_seq, archived_at, storage)"
+        " VALUES (?, 'g1', ?, ?, 35, 525976, 1000, 34, 1796000000000, 'file')",
+        (sid, "a" * 64 + ".jsonl.zst", "a" * 64),
+    )
     conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (sid,))
     conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (sid,))
     conn.close()
@@ -264,15 +286,19 @@ def test_archive_rows_and_files_are_listed(db: Path) -> None:
     sessions.mkdir(exist_ok=True)
     (sessions / f"{MAIN_SID}.jsonl.reset.2026-11-29T00-00-00.000Z").write_bytes(b"{}\n")
     conn = writer(db)
-    conn.execute("INSERT INTO session_transcript_archives(session_id, generation, session_key, reason, encoding,"
-                 " archive_blob, archive_sha256, archive_name, created_at) VALUES"
-                 " (?, 'g1', 'agent:main:main', 'deleted', 'zstd', x'00112233', ?, ?, 1796000000000)",
-                 (MAIN_SID, "b" * 64, f"{MAIN_SID}.jsonl.deleted.2026-11-30T00-00-00.000Z.zst"))
+    conn.execute(
+        "INSERT INTO session_transcript_archives(session_id, generation, session_key, reason, encoding,"
+        " archive_blob, archive_sha256, archive_name, created_at) VALUES"
+        " (?, 'g1', 'agent:main:main', 'deleted', 'zstd', x'00112233', ?, ?, 1796000000000)",
+        (MAIN_SID, "b" * 64, f"{MAIN_SID}.jsonl.deleted.2026-11-30T00-00-00.000Z.zst"),
+    )
     conn.close()
     with OpenClawDbStore(db) as store:
         archives = {a.path.name: a for a in store.list_archives()}
-        assert set(archives) == {f"{MAIN_SID}.jsonl.reset.2026-11-29T00-00-00.000Z",
-                                 f"{MAIN_SID}.jsonl.deleted.2026-11-30T00-00-00.000Z.zst"}
+        assert set(archives) == {
+            f"{MAIN_SID}.jsonl.reset.2026-11-29T00-00-00.000Z",
+            f"{MAIN_SID}.jsonl.deleted.2026-11-30T00-00-00.000Z.zst",
+        }
         row = archives[f"{MAIN_SID}.jsonl.deleted.2026-11-30T00-00-00.000Z.zst"]
         assert (row.session_id, row.reason, row.compressed, row.size) == (MAIN_SID, "deleted", True, 4)
         assert store.stats().archives_count == 2
@@ -288,23 +314,32 @@ def test_newer_schema_is_named(db: Path) -> None:
     _set_version(db, 27)
     with pytest.raises(InvalidDataError) as info:
         OpenClawDbStore(db)
-    assert f"{db} uses newer schema version 27; this build reads 23–26 and writes 23 and 24." in info.value.message
+    assert (
+        f"{db} uses newer schema version 27; this build reads 23–26 and writes 23 and 24."
+        in info.value.message
+    )
 
 
 def test_older_schema_asks_for_doctor_fix(db: Path) -> None:
     _set_version(db, 22)
     with pytest.raises(InvalidDataError) as info:
         OpenClawDbStore(db)
-    assert info.value.message == (f"OpenClaw agent database {db} uses schema version 22; stop active agents and run "
-                                  "openclaw doctor --fix to migrate session identities before using it.")
+    assert info.value.message == (
+        f"OpenClaw agent database {db} uses schema version 22; stop active agents and run "
+        "openclaw doctor --fix to migrate session identities before using it."
+    )
 
 
 def test_pre_14_unversioned_database_asks_for_doctor_fix(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE session_entries (session_key TEXT PRIMARY KEY, session_id TEXT, entry_json TEXT)")
+    conn.execute(
+        "CREATE TABLE session_entries (session_key TEXT PRIMARY KEY, session_id TEXT, entry_json TEXT)"
+    )
     conn.close()
-    with pytest.raises(InvalidDataError, match="uses schema version 0; stop active agents and run openclaw doctor --fix"):
+    with pytest.raises(
+        InvalidDataError, match="uses schema version 0; stop active agents and run openclaw doctor --fix"
+    ):
         OpenClawDbStore(path)
 
 

@@ -374,8 +374,12 @@ def test_patches_rewrite_the_hot_entry_and_leave_equal_snapshot_rows_alone(shape
     assert_sound(db, before)
 
 
-def test_reset_drops_the_cleared_snapshots_and_keeps_the_baseline(shape: tuple[Path, str], monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
+def test_reset_drops_the_cleared_snapshots_and_keeps_the_baseline(
+    shape: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv(
+        "OPENCLAW_CLI_BEHAVIOR", "2026.7"
+    )  # profile L's reset (a new session) is what this tests
     db, key = shape
     before, rev = markers(db), revisions(db)[key]
     old = node(db, key)["current_session_id"]

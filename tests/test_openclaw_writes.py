@@ -41,15 +41,20 @@ def _cleanup(state: Path, *extra: str) -> tuple[int, dict, str]:
 def _files(state: Path) -> dict[str, str]:
     """Every file of the agents dir except SQLite's WAL sidecars (the last connection to close
     folds and removes them: same database, different files)."""
-    return {name: digest for name, digest in tree_digest(state / "agents").items()
-            if not name.endswith(("-wal", "-shm"))}
+    return {
+        name: digest
+        for name, digest in tree_digest(state / "agents").items()
+        if not name.endswith(("-wal", "-shm"))
+    }
 
 
 def _backups(state: Path) -> list[Path]:
     return sorted(p for p in _db(state).parent.iterdir() if ".openclaw-cli-backup-" in p.name)
 
 
-def test_cleanup_enforce_removes_rows_with_verified_archives_and_keeps_the_rest_byte_identical(real_state: Path):
+def test_cleanup_enforce_removes_rows_with_verified_archives_and_keeps_the_rest_byte_identical(
+    real_state: Path,
+):
     write_config(real_state, CLEANUP)
     db = _db(real_state)
     before_events, before_nodes = event_rows(db), nodes(db)
@@ -58,7 +63,9 @@ def test_cleanup_enforce_removes_rows_with_verified_archives_and_keeps_the_rest_
     assert code == 0, err
     after_nodes = nodes(db)
     removed = set(before_nodes) - set(after_nodes)
-    assert doc["appliedCount"] == len(after_nodes) == doc["afterCount"] and doc["beforeCount"] == len(before_nodes)
+    assert doc["appliedCount"] == len(after_nodes) == doc["afterCount"] and doc["beforeCount"] == len(
+        before_nodes
+    )
     assert len(removed) == doc["beforeCount"] - doc["afterCount"] > 0
     assert checks(db) == ("ok", [])
     after_events = event_rows(db)
@@ -73,11 +80,19 @@ def test_cleanup_enforce_removes_rows_with_verified_archives_and_keeps_the_rest_
     assert not left_sids & set(windows(db))
     conn = connect(db)
     try:  # nothing derived from a removed session is left behind
-        for table in ("session_transcript_fts_rows", "session_transcript_active_events",
-                      "session_transcript_index_state", "transcript_event_identities", "transcript_rewrite_watermarks"):
+        for table in (
+            "session_transcript_fts_rows",
+            "session_transcript_active_events",
+            "session_transcript_index_state",
+            "transcript_event_identities",
+            "transcript_rewrite_watermarks",
+        ):
             left = {r[0] for r in conn.execute(f"SELECT DISTINCT session_id FROM {table}")}
             assert not left & gone, table
-        assert not {r[0] for r in conn.execute("SELECT session_key FROM session_canonical_validation_pending")} & removed
+        assert (
+            not {r[0] for r in conn.execute("SELECT session_key FROM session_canonical_validation_pending")}
+            & removed
+        )
     finally:
         conn.close()
     [backup] = _backups(real_state)
@@ -89,11 +104,28 @@ def test_cleanup_enforce_removes_rows_with_verified_archives_and_keeps_the_rest_
 def test_disk_budget_and_artifact_sweep_on_a_real_database(real_state: Path):
     """The disk budget (G1 logical bytes, §6.3) evicts rows with verified archives, as predicted by
     the dry run; the unreferenced-artifact sweep takes the stale temp and the prompt blob only."""
-    write_config(real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 500}}})
+    write_config(
+        real_state,
+        {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 500}}},
+    )
     db = _db(real_state)
-    total = cli_json("sessions", "cleanup", "--dry-run", "--store", str(db), "--json")[1]["diskBudget"]["totalBytesBefore"]
-    write_config(real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 500,
-                                                          "maxDiskBytes": total // 2, "highWaterBytes": total // 3}}})
+    total = cli_json("sessions", "cleanup", "--dry-run", "--store", str(db), "--json")[1]["diskBudget"][
+        "totalBytesBefore"
+    ]
+    write_config(
+        real_state,
+        {
+            "session": {
+                "maintenance": {
+                    "mode": "enforce",
+                    "pruneAfter": "3650d",
+                    "maxEntries": 500,
+                    "maxDiskBytes": total // 2,
+                    "highWaterBytes": total // 3,
+                }
+            }
+        },
+    )
     files = plant_artifacts(real_state)
     before_events, before_nodes = event_rows(db), nodes(db)
     contents = {sid: decoded_jsonl(db, sid) for sid in before_events}
@@ -105,7 +137,9 @@ def test_disk_budget_and_artifact_sweep_on_a_real_database(real_state: Path):
     assert budget == dry["diskBudget"] and budget["overBudget"] and budget["removedEntries"] > 0
     assert budget["totalBytesAfter"] <= budget["highWaterBytes"] == total // 3
     after_nodes = nodes(db)
-    assert len(before_nodes) - len(after_nodes) == budget["removedEntries"] and doc["afterCount"] == len(after_nodes)
+    assert len(before_nodes) - len(after_nodes) == budget["removedEntries"] and doc["afterCount"] == len(
+        after_nodes
+    )
     assert doc["unreferencedArtifacts"]["removedFiles"] == 2
     assert not files["temp"].exists() and not files["blob"].exists() and files["orphan"].exists()
     after_events = event_rows(db)
@@ -152,37 +186,55 @@ def test_a_gateway_owning_the_state_refuses_with_the_real_wording(real_state: Pa
     write_config(real_state, CLEANUP)
     lock = real_state / "tmp" / f"openclaw-{os.getuid()}" / "gateway.state.lock.sqlite"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    spawn("import sqlite3, sys, time\n"
-          f"c = sqlite3.connect({str(lock)!r}, isolation_level=None)\n"
-          "c.execute('PRAGMA journal_mode = MEMORY'); c.execute('BEGIN EXCLUSIVE')\n"
-          "print('ready', flush=True); time.sleep(60)\n")
+    spawn(
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(lock)!r}, isolation_level=None)\n"
+        "c.execute('PRAGMA journal_mode = MEMORY'); c.execute('BEGIN EXCLUSIVE')\n"
+        "print('ready', flush=True); time.sleep(60)\n"
+    )
     digest, rows = _files(real_state), logical_state(_db(real_state))
     code, doc, _ = _cleanup(real_state)
     assert code == 5 and doc["error"]["type"] == "state_owned", doc
     message = doc["error"]["message"]
-    assert "while the Gateway or another SQLite maintenance command owns this OpenClaw state directory" in message
+    assert (
+        "while the Gateway or another SQLite maintenance command owns this OpenClaw state directory"
+        in message
+    )
     assert "without --store" in message  # where to go instead: the running Gateway
-    assert _files(real_state) == digest and logical_state(_db(real_state)) == rows  # no backup, archive or row
+    assert (
+        _files(real_state) == digest and logical_state(_db(real_state)) == rows
+    )  # no backup, archive or row
 
 
 def test_a_busy_database_fails_before_anything_changed(real_state: Path, spawn):
-    write_config(real_state, {**CLEANUP, "session": {**CLEANUP["session"], "writeLock": {"acquireTimeoutMs": 300}}})
+    write_config(
+        real_state, {**CLEANUP, "session": {**CLEANUP["session"], "writeLock": {"acquireTimeoutMs": 300}}}
+    )
     db = _db(real_state)
-    spawn("import sqlite3, time\n"
-          f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
-          "c.execute('BEGIN IMMEDIATE')\n"
-          "print('ready', flush=True); time.sleep(60)\n")
+    spawn(
+        "import sqlite3, time\n"
+        f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "print('ready', flush=True); time.sleep(60)\n"
+    )
     before = nodes(db)
     code, doc, _ = _cleanup(real_state)
     assert code == 5 and "locked" in doc["error"]["message"]
     assert nodes(db) == before and _backups(real_state) == []
-    assert [p for p in sessions_dir(real_state).glob("*.zst")] == [] if sessions_dir(real_state).exists() else True
+    assert (
+        [p for p in sessions_dir(real_state).glob("*.zst")] == []
+        if sessions_dir(real_state).exists()
+        else True
+    )
 
 
-@pytest.mark.parametrize(("sql", "named"), [
-    ("PRAGMA user_version = 22", "schema version 22"),
-    ("UPDATE schema_meta SET role = 'global'", "schema role global"),
-])
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("PRAGMA user_version = 22", "schema version 22"),
+        ("UPDATE schema_meta SET role = 'global'", "schema role global"),
+    ],
+)
 def test_other_schemas_and_roles_are_named_and_refused(real_state: Path, sql: str, named: str):
     write_config(real_state, CLEANUP)
     db = _db(real_state)
@@ -201,13 +253,19 @@ def _share_session(db: Path, removed: str, keeper: str) -> str:
     owned by `removed`."""
     conn = connect(db)
     try:
-        sid, text = conn.execute("SELECT current_session_id, entry_json FROM session_nodes WHERE session_key = ?",
-                                 (removed,)).fetchone()
-        entry = json.loads(conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?",
-                                        (keeper,)).fetchone()[0])
+        sid, text = conn.execute(
+            "SELECT current_session_id, entry_json FROM session_nodes WHERE session_key = ?", (removed,)
+        ).fetchone()
+        entry = json.loads(
+            conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?", (keeper,)).fetchone()[
+                0
+            ]
+        )
         entry["sessionId"] = sid
-        conn.execute("UPDATE session_nodes SET current_session_id = ?, entry_json = ? WHERE session_key = ?",
-                     (sid, json.dumps(entry, separators=(",", ":")), keeper))
+        conn.execute(
+            "UPDATE session_nodes SET current_session_id = ?, entry_json = ? WHERE session_key = ?",
+            (sid, json.dumps(entry, separators=(",", ":")), keeper),
+        )
         conn.execute("UPDATE session_nodes SET entry_valid = 1 WHERE session_key = ?", (keeper,))
         conn.commit()
         return sid
@@ -219,7 +277,9 @@ def _share_session(db: Path, removed: str, keeper: str) -> str:
 def test_a_window_a_surviving_row_still_uses_moves_to_that_row(real_state: Path):
     """OpenClaw re-homes a removed row's window to the row that keeps it: deleting the node would
     otherwise cascade the window and its events away."""
-    write_config(real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}})
+    write_config(
+        real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}}
+    )
     db = _db(real_state)
     stale = "agent:main:telegram:direct:stale-1"
     sid = _share_session(db, stale, "agent:main:main")
@@ -233,12 +293,16 @@ def test_a_window_a_surviving_row_still_uses_moves_to_that_row(real_state: Path)
 
 
 def test_a_session_with_an_unreadable_event_never_leaves(real_state: Path):
-    write_config(real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}})
+    write_config(
+        real_state, {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 500}}}
+    )
     db = _db(real_state)
     stale = "agent:main:telegram:direct:stale-1"
     sid = nodes(db)[stale][0]
     conn = connect(db)
-    conn.execute("UPDATE transcript_events SET event_json = ? WHERE session_id = ? AND seq = 1", ('{"broken', sid))
+    conn.execute(
+        "UPDATE transcript_events SET event_json = ? WHERE session_id = ? AND seq = 1", ('{"broken', sid)
+    )
     conn.commit()
     conn.close()
     code, doc, err = _cleanup(real_state)
@@ -274,21 +338,30 @@ def test_compaction_appends_one_identity_row_and_keeps_the_projection(real_state
     assert {s: r for s, r in after.items() if s != sid} == {s: r for s, r in before.items() if s != sid}
     conn = connect(db)
     try:
-        identity = conn.execute("SELECT seq, event_type, parent_id FROM transcript_event_identities"
-                                " WHERE session_id = ? AND event_id = ?", (sid, comp["id"])).fetchone()
+        identity = conn.execute(
+            "SELECT seq, event_type, parent_id FROM transcript_event_identities"
+            " WHERE session_id = ? AND event_id = ?",
+            (sid, comp["id"]),
+        ).fetchone()
         assert identity == (seq, "compaction", comp["parentId"])
-        state = conn.execute("SELECT needs_rebuild, indexed_seq FROM session_transcript_index_state"
-                             " WHERE session_id = ?", (sid,)).fetchone()
+        state = conn.execute(
+            "SELECT needs_rebuild, indexed_seq FROM session_transcript_index_state WHERE session_id = ?",
+            (sid,),
+        ).fetchone()
         assert state == (0, seq)  # D26: built in the same transaction, the compaction event included
-        active = conn.execute("SELECT max(event_seq) FROM session_transcript_active_events WHERE session_id = ?",
-                              (sid,)).fetchone()
+        active = conn.execute(
+            "SELECT max(event_seq) FROM session_transcript_active_events WHERE session_id = ?", (sid,)
+        ).fetchone()
         assert active == (seq,)
         valid, entry_json, updated = conn.execute(
-            "SELECT entry_valid, entry_json, updated_at FROM session_nodes WHERE session_key = ?", (key,)).fetchone()
+            "SELECT entry_valid, entry_json, updated_at FROM session_nodes WHERE session_key = ?", (key,)
+        ).fetchone()
     finally:
         conn.close()
     entry = json.loads(entry_json)
-    assert valid == 1 and entry["updatedAt"] == updated and entry["totalTokens"] == doc["result"]["tokensAfter"]
+    assert (
+        valid == 1 and entry["updatedAt"] == updated and entry["totalTokens"] == doc["result"]["tokensAfter"]
+    )
     assert checks(db) == ("ok", [])
 
 
@@ -322,9 +395,11 @@ def test_lifecycle_patches_rewrite_the_entry_and_its_projections_only(real_state
     try:
         entry_json, valid, label, pinned_at, updated = conn.execute(
             "SELECT entry_json, entry_valid, label, pinned_at, updated_at FROM session_nodes WHERE session_key = ?",
-            (key,)).fetchone()
-        window = conn.execute("SELECT display_name, updated_at FROM session_windows WHERE session_id = ?",
-                              (sid,)).fetchone()
+            (key,),
+        ).fetchone()
+        window = conn.execute(
+            "SELECT display_name, updated_at FROM session_windows WHERE session_id = ?", (sid,)
+        ).fetchone()
     finally:
         conn.close()
     entry = json.loads(entry_json)
@@ -338,8 +413,12 @@ def test_lifecycle_patches_rewrite_the_entry_and_its_projections_only(real_state
     assert checks(db) == ("ok", [])
 
 
-def test_reset_starts_a_new_window_and_keeps_the_old_generation(real_state: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")  # profile L's reset (a new session) is what this tests
+def test_reset_starts_a_new_window_and_keeps_the_old_generation(
+    real_state: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv(
+        "OPENCLAW_CLI_BEHAVIOR", "2026.7"
+    )  # profile L's reset (a new session) is what this tests
     db = _db(real_state)
     key = "agent:main:telegram:group:123"
     old = nodes(db)[key][0]
@@ -353,8 +432,10 @@ def test_reset_starts_a_new_window_and_keeps_the_old_generation(real_state: Path
     assert json.loads(header)["type"] == "session" and json.loads(header)["id"] == new
     conn = connect(db)
     try:
-        assert conn.execute("SELECT session_key, reason, previous_session_id FROM session_windows WHERE session_id = ?",
-                            (new,)).fetchone() == (key, "reset", old)
+        assert conn.execute(
+            "SELECT session_key, reason, previous_session_id FROM session_windows WHERE session_id = ?",
+            (new,),
+        ).fetchone() == (key, "reset", old)
     finally:
         conn.close()
     assert checks(db) == ("ok", [])
@@ -363,7 +444,9 @@ def test_reset_starts_a_new_window_and_keeps_the_old_generation(real_state: Path
 def test_fork_copies_the_active_branch_into_a_new_window(real_state: Path):
     db = _db(real_state)
     parent = "agent:main:main"
-    code, doc, err = cli_json("sessions", "fork", parent, "--to", "agent:main:forked", "--store", str(db), "--json")
+    code, doc, err = cli_json(
+        "sessions", "fork", parent, "--to", "agent:main:forked", "--store", str(db), "--json"
+    )
     assert code == 0 and doc["ok"], err
     child = nodes(db)["agent:main:forked"][0]
     rows = event_rows(db)[child]
@@ -408,9 +491,24 @@ def test_a_full_disk_refuses_before_the_backup_or_any_archive(real_state: Path):
         db = _db(state)
 
         def cleanup(*extra: str) -> tuple[int, dict]:
-            proc = subprocess.run([sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json",
-                                   "--store", str(db), *extra], env=env_for(state), capture_output=True, text=True,
-                                  timeout=120)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "openclaw_cli",
+                    "sessions",
+                    "cleanup",
+                    "--enforce",
+                    "--json",
+                    "--store",
+                    str(db),
+                    *extra,
+                ],
+                env=env_for(state),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert "Traceback" not in proc.stderr, proc.stderr
             return proc.returncode, json.loads(proc.stdout)
 

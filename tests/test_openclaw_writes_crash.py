@@ -21,13 +21,21 @@ def test_kills_leave_the_database_as_before_or_as_after(real_db_template: tuple[
     template = tmp_path / "template"
     shutil.copytree(real_db_template[0], template)
     (template / "openclaw.json").write_text(json.dumps(schema23_kill.CONFIG))
-    outcome = schema23_kill.campaign(template, tmp_path / "work", kills=5, seed=20261201,
-                                     peer_check="final" if real_db_template[1] else "none", log=lambda _: None)
+    outcome = schema23_kill.campaign(
+        template,
+        tmp_path / "work",
+        kills=5,
+        seed=20261201,
+        peer_check="final" if real_db_template[1] else "none",
+        log=lambda _: None,
+    )
     assert outcome["kills"] == 5 and outcome["asBefore"] + outcome["asAfter"] == 5
     assert outcome["peerChecks"] == (1 if real_db_template[1] else 0)
 
 
-def test_ctrl_c_stops_at_a_safe_point_as_before_or_as_after(real_db_template: tuple[Path, bool], tmp_path: Path):
+def test_ctrl_c_stops_at_a_safe_point_as_before_or_as_after(
+    real_db_template: tuple[Path, bool], tmp_path: Path
+):
     """Issue 13's interrupts on a schema-23 cleanup: SIGINT at a checkpoint before the archives,
     inside the write transaction, and after its commit exits 130 with the typed error; the database
     is as before (the first two: the transaction rolled back, the extra verified files are reused)
@@ -41,13 +49,22 @@ def test_ctrl_c_stops_at_a_safe_point_as_before_or_as_after(real_db_template: tu
     for point, expected in ((1, before), (checkpoints - 1, before), (checkpoints, after)):
         state = schema23_kill._copy(template, tmp_path / "work" / "run")
         db = state / schema23_kill.DB_REL
-        env = schema23_kill._env(state, OPENCLAW_CLEANUP_CRASH_AT=str(point), OPENCLAW_CLEANUP_CRASH_SIGNAL="INT")
-        proc = subprocess.run(schema23_kill._cmd(state), env=env, capture_output=True, text=True, timeout=300,
-                              cwd=ROOT)
+        env = schema23_kill._env(
+            state, OPENCLAW_CLEANUP_CRASH_AT=str(point), OPENCLAW_CLEANUP_CRASH_SIGNAL="INT"
+        )
+        proc = subprocess.run(
+            schema23_kill._cmd(state), env=env, capture_output=True, text=True, timeout=300, cwd=ROOT
+        )
         assert proc.returncode == 130, (point, proc.stdout[-500:], proc.stderr[-500:])
         assert json.loads(proc.stdout)["error"]["type"] == "interrupted" and "Traceback" not in proc.stderr
         assert schema23_kill.logical_state(db) == expected, point
         assert schema23_kill.db_checks(db) == ("ok", [])
-        rerun = subprocess.run(schema23_kill._cmd(state), env=schema23_kill._env(state), capture_output=True,
-                               text=True, timeout=300, cwd=ROOT)
+        rerun = subprocess.run(
+            schema23_kill._cmd(state),
+            env=schema23_kill._env(state),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+        )
         assert rerun.returncode == 0 and schema23_kill.logical_state(db) == after, rerun.stderr[-500:]

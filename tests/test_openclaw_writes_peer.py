@@ -65,17 +65,28 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     before, before_events = nodes(db), event_rows(db)
     summary_key, lines_key = "agent:main:main", "agent:main:telegram:group:123"
     newest = max(json.loads(e)["updatedAt"] for _, e in before.values())
-    recent = sorted(k for k, (_, e) in before.items()  # far from every cleanup cutoff
-                    if json.loads(e)["updatedAt"] > newest - 20 * 86_400_000 and "model-run" not in k
-                    and k not in (summary_key, lines_key))
+    recent = sorted(
+        k
+        for k, (_, e) in before.items()  # far from every cleanup cutoff
+        if json.loads(e)["updatedAt"] > newest - 20 * 86_400_000
+        and "model-run" not in k
+        and k not in (summary_key, lines_key)
+    )
     pinned, archived, unread, reset, deleted = recent[:5]
     store = ("--store", str(db), "--json")
     steps: list[tuple[tuple[str, ...], Path, list[tuple], int]] = []
-    for args in (("sessions", "pin", pinned), ("sessions", "label", pinned, "Quarterly planning"),
-                 ("sessions", "archive", archived), ("sessions", "mark-unread", unread), ("sessions", "reset", reset),
-                 ("sessions", "fork", summary_key, "--to", "agent:main:forked"),
-                 ("sessions", "delete", deleted, "--yes"), ("compact", summary_key),
-                 ("compact", lines_key, "--max-lines", "5"), ("sessions", "cleanup", "--enforce")):
+    for args in (
+        ("sessions", "pin", pinned),
+        ("sessions", "label", pinned, "Quarterly planning"),
+        ("sessions", "archive", archived),
+        ("sessions", "mark-unread", unread),
+        ("sessions", "reset", reset),
+        ("sessions", "fork", summary_key, "--to", "agent:main:forked"),
+        ("sessions", "delete", deleted, "--yes"),
+        ("compact", summary_key),
+        ("compact", lines_key, "--max-lines", "5"),
+        ("sessions", "cleanup", "--enforce"),
+    ):
         code, doc, err = cli_json(*args, *store)
         assert code == 0 and doc.get("ok", doc.get("applied")), (args, err)  # (cleanup: OpenClaw's summary)
         rows = _our_rows(real_state)
@@ -94,11 +105,15 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     removed = sorted(set(before) - set(ours) - {deleted})[0]
     asked = (pinned, archived, unread, reset, "agent:main:forked", summary_key, removed)
     with peer_gateway(tmp_path) as port:
-        *described, listing, history, trimmed = gateway_calls(port, [
-            *[("sessions.describe", {"key": key}) for key in asked],
-            ("sessions.list", {"limit": 1000, "archived": "all"}),
-            ("chat.history", {"sessionKey": summary_key, "limit": 200}),
-            ("chat.history", {"sessionKey": lines_key, "limit": 200})])
+        *described, listing, history, trimmed = gateway_calls(
+            port,
+            [
+                *[("sessions.describe", {"key": key}) for key in asked],
+                ("sessions.list", {"limit": 1000, "archived": "all"}),
+                ("chat.history", {"sessionKey": summary_key, "limit": 200}),
+                ("chat.history", {"sessionKey": lines_key, "limit": 200}),
+            ],
+        )
         _refused_while_the_real_gateway_runs(real_state, tmp_path, pinned)
     seen = {key: r["payload"]["session"] for key, r in zip(asked, described, strict=True)}
     assert seen[pinned]["pinned"] is True and seen[pinned]["label"] == "Quarterly planning"
@@ -115,14 +130,21 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     # the same operations by the real Gateway on the second copy
     theirs_db = theirs_root / "home" / ".openclaw" / DB_REL
     with peer_gateway(theirs_root) as port:
-        results = gateway_calls(port, [
-            ("sessions.patch", {"key": pinned, "pinned": True}),
-            ("sessions.patch", {"key": pinned, "label": "Quarterly planning"}),
-            ("sessions.patch", {"key": archived, "archived": True, "expectedSessionId": before[archived][0]}),
-            ("sessions.patch", {"key": unread, "unread": True}),
-            ("sessions.delete", {"key": deleted}),
-            ("sessions.compact", {"key": lines_key, "maxLines": 5}),
-            ("sessions.cleanup", {"enforce": True})])
+        results = gateway_calls(
+            port,
+            [
+                ("sessions.patch", {"key": pinned, "pinned": True}),
+                ("sessions.patch", {"key": pinned, "label": "Quarterly planning"}),
+                (
+                    "sessions.patch",
+                    {"key": archived, "archived": True, "expectedSessionId": before[archived][0]},
+                ),
+                ("sessions.patch", {"key": unread, "unread": True}),
+                ("sessions.delete", {"key": deleted}),
+                ("sessions.compact", {"key": lines_key, "maxLines": 5}),
+                ("sessions.cleanup", {"enforce": True}),
+            ],
+        )
     assert all(r["ok"] for r in results), results
     theirs, ours_events, theirs_events = nodes(theirs_db), event_rows(db), event_rows(theirs_db)
     for key in (pinned, archived, unread):  # patches: what each decided
@@ -138,10 +160,14 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     assert set(ours) - ours_only <= set(theirs)
     for key in set(theirs) - set(ours):
         entry = json.loads(theirs[key][1])
-        assert ":direct:" in key or (":dashboard:" in key and entry.get("archiveReason") == "stale-dashboard"), key
+        assert ":direct:" in key or (
+            ":dashboard:" in key and entry.get("archiveReason") == "stale-dashboard"
+        ), key
     for key in set(ours) - ours_only - {summary_key, lines_key}:
         sid = ours[key][0]
-        assert theirs[key][0] == sid and ours_events.get(sid) == theirs_events.get(sid) == before_events.get(sid), key
+        assert theirs[key][0] == sid and ours_events.get(sid) == theirs_events.get(sid) == before_events.get(
+            sid
+        ), key
     both = (set(ours_archives) & set(theirs_archives)) - {before[deleted][0]}
     assert both
     for sid in both:  # same generation, same content (names differ only by their timestamps)
@@ -185,24 +211,35 @@ def _refused_while_the_real_gateway_runs(state: Path, root: Path, key: str) -> N
     db = state / DB_REL
 
     def files() -> list[str]:
-        return sorted(str(p.relative_to(state)) for p in (state / "agents").rglob("*")
-                      if p.is_file() and not p.name.endswith(("-wal", "-shm")))
+        return sorted(
+            str(p.relative_to(state))
+            for p in (state / "agents").rglob("*")
+            if p.is_file() and not p.name.endswith(("-wal", "-shm"))
+        )
 
     listed, rows = files(), nodes(db)
     for args in (("sessions", "cleanup", "--enforce"), ("compact", "agent:main:main", "--max-lines", "3")):
         code, doc, _ = cli_json(*args, "--store", str(db), "--json")
         assert code == 5 and doc["error"]["type"] == "state_owned", (args, doc)
         ours = doc["error"]["message"]
-        assert ours.startswith("Cannot run ") and f" while {reason}" in ours and "without --store" in ours, ours
+        assert ours.startswith("Cannot run ") and f" while {reason}" in ours and "without --store" in ours, (
+            ours
+        )
     code, doc, _ = cli_json("sessions", "pin", key, "--store", str(db), "--json")
     assert code != 0 and f" while {reason}" in doc["results"][0]["error"], doc
     assert files() == listed and nodes(db) == rows
 
+
 def _patch_fields(entry: dict) -> dict:
     """What a lifecycle patch decides, timestamps reduced to whether they are set."""
-    return {"archived": entry.get("archivedAt") is not None, "archiveReason": entry.get("archiveReason"),
-            "pinned": entry.get("pinnedAt") is not None, "label": entry.get("label"),
-            "unread": entry.get("markedUnreadAt") is not None, "read": entry.get("lastReadAt") is not None}
+    return {
+        "archived": entry.get("archivedAt") is not None,
+        "archiveReason": entry.get("archiveReason"),
+        "pinned": entry.get("pinnedAt") is not None,
+        "label": entry.get("label"),
+        "unread": entry.get("markedUnreadAt") is not None,
+        "read": entry.get("lastReadAt") is not None,
+    }
 
 
 def test_agent_delete_is_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
@@ -210,7 +247,11 @@ def test_agent_delete_is_judged_by_the_real_openclaw(real_state: Path, tmp_path:
     code, doc, err = cli_json("agents", "delete", "main", "--force", "--json")
     assert code == 0 and doc["keptRows"] == 0, err
     target = peer_inspect(tmp_path)
-    assert target["issues"] == [] and target["dbStats"]["integrityCheck"] == "ok" and target["sqliteEntries"] == 0
+    assert (
+        target["issues"] == []
+        and target["dbStats"]["integrityCheck"] == "ok"
+        and target["sqliteEntries"] == 0
+    )
     assert checks(real_state / DB_REL) == ("ok", [])
 
 
@@ -221,9 +262,15 @@ def test_disk_budget_and_artifact_sweep_are_judged_by_the_real_openclaw(real_sta
     db = real_state / DB_REL
     maintenance = {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 500}
     write_config(real_state, {"session": {"maintenance": maintenance}})
-    total = cli_json("sessions", "cleanup", "--dry-run", "--store", str(db), "--json")[1]["diskBudget"]["totalBytesBefore"]
+    total = cli_json("sessions", "cleanup", "--dry-run", "--store", str(db), "--json")[1]["diskBudget"][
+        "totalBytesBefore"
+    ]
     write_config(real_state, {"session": {"maintenance": {**maintenance, "maxDiskBytes": total // 2}}})
     plant_artifacts(real_state)
     code, doc, err = cli_json("sessions", "cleanup", "--enforce", "--store", str(db), "--json")
-    assert code == 0 and doc["diskBudget"]["removedEntries"] > 0 and doc["unreferencedArtifacts"]["removedFiles"] == 2, err
+    assert (
+        code == 0
+        and doc["diskBudget"]["removedEntries"] > 0
+        and doc["unreferencedArtifacts"]["removedFiles"] == 2
+    ), err
     _judge_steps([(("sessions", "cleanup"), tmp_path, _our_rows(real_state), doc["appliedCount"])])

@@ -64,8 +64,9 @@ def _state_rows(state: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("kind", ["legacy", "sqlite"])
-def test_a_batch_is_the_same_requests_one_after_another(kind: str, templates: dict[str, Path],
-                                                        state_dir: Path) -> None:
+def test_a_batch_is_the_same_requests_one_after_another(
+    kind: str, templates: dict[str, Path], state_dir: Path
+) -> None:
     from openclaw_cli.ops.lifecycle import sessions_patch, sessions_patch_many
 
     use_template(templates[kind], state_dir)
@@ -84,9 +85,23 @@ def test_a_batch_is_the_same_requests_one_after_another(kind: str, templates: di
     assert [_normalised(o, created) for o in together] == [_normalised(o, created) for o in one_by_one]
     assert _state_rows(state_dir) == expected_rows
     kinds = [type(o).__name__ if isinstance(o, OpenClawError) else "ok" for o in together]
-    assert kinds == ["ok", "PreconditionError", "ok", "UsageError", "PreconditionError", "ok", "ok", "ok", "ok",
-                     "PreconditionError", "ok", "UsageError"], kinds
-    assert rows(state_dir)[KEYS["other"]]["label"] == "shared" and "label" not in rows(state_dir)[KEYS["direct"]]
+    assert kinds == [
+        "ok",
+        "PreconditionError",
+        "ok",
+        "UsageError",
+        "PreconditionError",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "PreconditionError",
+        "ok",
+        "UsageError",
+    ], kinds
+    assert (
+        rows(state_dir)[KEYS["other"]]["label"] == "shared" and "label" not in rows(state_dir)[KEYS["direct"]]
+    )
 
 
 def test_the_gateway_commits_concurrent_patches_together(templates: dict[str, Path], state_dir: Path) -> None:

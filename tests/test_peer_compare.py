@@ -16,7 +16,10 @@ from tests.conftest import generate_legacy_state, run_cli
 PEER = Path("/tmp/peer/openclaw")
 pytestmark = [
     pytest.mark.peer,
-    pytest.mark.skipif(not PEER.exists(), reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)"),
+    pytest.mark.skipif(
+        not PEER.exists(),
+        reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)",
+    ),
 ]
 
 
@@ -29,7 +32,9 @@ def test_import_and_listing_match_the_real_openclaw(state_dir: Path, tmp_path: P
     generate_legacy_state(state_dir, 12, 0.5, 99, "--cron-key-style", "canonical", "--missing", "1")
     peer_root = tmp_path / "peer"
     shutil.copytree(state_dir, peer_root / "home" / ".openclaw")
-    real_import = peer(peer_root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
+    real_import = peer(
+        peer_root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"
+    )
     assert real_import.returncode == 0, real_import.stderr
     ours_import = run_cli("doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json")
     assert ours_import.returncode == 0, ours_import.stderr
@@ -38,7 +43,9 @@ def test_import_and_listing_match_the_real_openclaw(state_dir: Path, tmp_path: P
     assert list(ours["targets"][0]) == list(theirs["targets"][0])
     for name in ("importedEntries", "importedTranscriptEvents", "legacyEntries", "archivedTranscriptFiles"):
         assert ours["totals"][name] == theirs["totals"][name], name
-    assert [i["code"] for i in ours["targets"][0]["issues"]] == [i["code"] for i in theirs["targets"][0]["issues"]]
+    assert [i["code"] for i in ours["targets"][0]["issues"]] == [
+        i["code"] for i in theirs["targets"][0]["issues"]
+    ]
 
     real_list = peer(peer_root, "sessions", "--json", "--limit", "all")
     assert real_list.returncode == 0, real_list.stderr
@@ -49,12 +56,21 @@ def test_import_and_listing_match_the_real_openclaw(state_dir: Path, tmp_path: P
     ]
 
 
-@pytest.mark.parametrize("agents", [
-    {"list": [{"id": "main", "default": True}, {"id": "work", "workspace": "/srv/work-ws"}]},
-    {"ownership": "explicit", "list": [{"id": "main"}, {"id": "work"}],
-     "defaults": {"model": "openai/gpt-5.4", "workspace": "/srv/ws"}},
-], ids=["legacy-default", "explicit"])
-def test_agents_and_status_shapes_match_the_real_openclaw(state_dir: Path, tmp_path: Path, agents: dict) -> None:
+@pytest.mark.parametrize(
+    "agents",
+    [
+        {"list": [{"id": "main", "default": True}, {"id": "work", "workspace": "/srv/work-ws"}]},
+        {
+            "ownership": "explicit",
+            "list": [{"id": "main"}, {"id": "work"}],
+            "defaults": {"model": "openai/gpt-5.4", "workspace": "/srv/ws"},
+        },
+    ],
+    ids=["legacy-default", "explicit"],
+)
+def test_agents_and_status_shapes_match_the_real_openclaw(
+    state_dir: Path, tmp_path: Path, agents: dict
+) -> None:
     """`agents list --json` and `status --json`'s `agents`/`gateway` blocks on a multi-agent state:
     OpenClaw's keys in OpenClaw's order (ours may add keys, never rename or reorder), and the same
     values where both fill them."""

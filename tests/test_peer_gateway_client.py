@@ -26,7 +26,10 @@ PEER_GATEWAY = Path(__file__).resolve().parents[2] / "shared" / "tools" / "peer-
 TOKEN = "peer-token-0123456789"
 pytestmark = [
     pytest.mark.peer,
-    pytest.mark.skipif(not PEER.exists(), reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)"),
+    pytest.mark.skipif(
+        not PEER.exists(),
+        reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)",
+    ),
     pytest.mark.skipif(not PEER_GATEWAY.exists(), reason=f"{PEER_GATEWAY} not found"),
 ]
 
@@ -40,17 +43,37 @@ def peer(root: Path, *args: str) -> subprocess.CompletedProcess:
 def gateway(tmp_path_factory):
     root = tmp_path_factory.mktemp("peer-gateway")
     state = root / "home" / ".openclaw"
-    subprocess.run([sys.executable, str(GEN_LEGACY_STORE), str(state), "12", "0", "4242", "--cron-key-style",
-                    "canonical"], check=True, capture_output=True)
-    (state / "openclaw.json").write_text(json.dumps({
-        "agents": {"ownership": "explicit", "entries": {"main": {}, "ops": {}, "spare": {}}},
-        "session": {"maintenance": {"mode": "warn", "maxEntries": 6}},
-    }))
+    subprocess.run(
+        [
+            sys.executable,
+            str(GEN_LEGACY_STORE),
+            str(state),
+            "12",
+            "0",
+            "4242",
+            "--cron-key-style",
+            "canonical",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (state / "openclaw.json").write_text(
+        json.dumps(
+            {
+                "agents": {"ownership": "explicit", "entries": {"main": {}, "ops": {}, "spare": {}}},
+                "session": {"maintenance": {"mode": "warn", "maxEntries": 6}},
+            }
+        )
+    )
     imported = peer(root, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents")
     assert imported.returncode == 0, imported.stderr
     port = free_port()
-    started = subprocess.run(["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
-                             capture_output=True, text=True, timeout=120)
+    started = subprocess.run(
+        ["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert started.returncode == 0, started.stderr + (root / "gateway.out").read_text(errors="replace")
     pgid = started.stdout.strip()
 
@@ -66,11 +89,17 @@ def gateway(tmp_path_factory):
 def ours(gw: dict, *args: str) -> subprocess.CompletedProcess:
     """Our CLI on the Gateway's state dir; port and token come from its config (peer-gateway.sh)."""
     state = gw["state"]
-    env = dict(os.environ, OPENCLAW_STATE_DIR=str(state), OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"),
-               HOME=str(gw["root"] / "home"), OPENCLAW_HOME=str(gw["root"] / "home"))
+    env = dict(
+        os.environ,
+        OPENCLAW_STATE_DIR=str(state),
+        OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"),
+        HOME=str(gw["root"] / "home"),
+        OPENCLAW_HOME=str(gw["root"] / "home"),
+    )
     env.pop("OPENCLAW_GATEWAY_PORT", None)
-    return subprocess.run([sys.executable, "-m", "openclaw_cli", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def ours_json(gw: dict, *args: str) -> tuple[int, dict, str]:
@@ -95,7 +124,9 @@ def test_the_real_gateway_serves_our_mutations(gateway):
     assert len(doc["sessions"]) == 3 and doc["limitApplied"] == 3 and doc["totalCount"] == 12
 
     # a wrong token: the Gateway's AUTH_TOKEN_MISMATCH, exit non-zero, nothing changed
-    code, doc, err = ours_json(gw, "sessions", "cleanup", "--enforce", "--agent", "main", "--token", "wrong-token")
+    code, doc, err = ours_json(
+        gw, "sessions", "cleanup", "--enforce", "--agent", "main", "--token", "wrong-token"
+    )
     assert code == ExitCode.GATEWAY_AUTH, err
     assert doc["error"]["type"] == "gateway_request_error"
     assert doc["error"]["details"]["code"] == "AUTH_TOKEN_MISMATCH"
@@ -133,8 +164,14 @@ def test_the_real_gateway_serves_our_mutations(gateway):
 
     # the Gateway stopped: cleanup runs locally and says so
     gw["stop"]()
-    make_legacy(gw["state"], {"agent:scratch:main": entry("keep", now_ms()),
-                              "agent:scratch:cron:old": entry("old", now_ms() - 40 * DAY)}, agent="scratch")
+    make_legacy(
+        gw["state"],
+        {
+            "agent:scratch:main": entry("keep", now_ms()),
+            "agent:scratch:cron:old": entry("old", now_ms() - 40 * DAY),
+        },
+        agent="scratch",
+    )
     # a config that lists agents covers only those (as OpenClaw): the new agent joins the roster
     config_path = gw["state"] / "openclaw.json"
     config = json.loads(config_path.read_text())

@@ -20,7 +20,10 @@ from tests.gateway_server_support import RECORDED_CONFIG, TOKEN, GatewayProcess,
 PEER = Path("/tmp/peer/openclaw")
 pytestmark = [
     pytest.mark.peer,
-    pytest.mark.skipif(not PEER.exists(), reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)"),
+    pytest.mark.skipif(
+        not PEER.exists(),
+        reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)",
+    ),
 ]
 
 
@@ -44,7 +47,9 @@ def served(state_dir: Path, tmp_path: Path):
 
 
 def peer(root: Path, port: int, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OC_PEER_ROOT=str(root), OPENCLAW_GATEWAY_PORT=str(port), OPENCLAW_GATEWAY_TOKEN=TOKEN)
+    env = dict(
+        os.environ, OC_PEER_ROOT=str(root), OPENCLAW_GATEWAY_PORT=str(port), OPENCLAW_GATEWAY_TOKEN=TOKEN
+    )
     for name in ("OPENCLAW_STATE_DIR", "OPENCLAW_CONFIG_PATH", "OPENCLAW_HOME"):
         env.pop(name, None)  # the wrapper points them at the peer root
     return subprocess.run([str(PEER), *args], capture_output=True, text=True, env=env, timeout=240)
@@ -73,7 +78,9 @@ def test_real_cli_against_our_gateway(served, state_dir: Path) -> None:
     assert cleanup["storePath"] == str(state_dir / "agents/main/agent/openclaw-agent.sqlite")
     assert cleanup["afterCount"] == len(_store_entries(state_dir))
 
-    compact = _json(peer(root, port, "sessions", "compact", "agent:main:cron:job1", "--max-lines", "3", "--json"))
+    compact = _json(
+        peer(root, port, "sessions", "compact", "agent:main:cron:job1", "--max-lines", "3", "--json")
+    )
     assert compact["ok"] is True and compact["compacted"] is True and compact["kept"] == 3
 
     deleted = _json(peer(root, port, "agents", "delete", "spare", "--force", "--json"))
@@ -85,11 +92,20 @@ def test_real_cli_against_our_gateway(served, state_dir: Path) -> None:
     assert status["gateway"]["reachable"] is True and status["gateway"]["error"] is None
     assert status["sessions"]["count"] == len(_store_entries(state_dir))
     served_methods = "".join(gw.lines)
-    for method in ("sessions.list", "sessions.cleanup", "sessions.compact", "agents.delete", "health", "status"):
+    for method in (
+        "sessions.list",
+        "sessions.cleanup",
+        "sessions.compact",
+        "agents.delete",
+        "health",
+        "status",
+    ):
         assert f"res ✓ {method} " in served_methods, method  # each one went through our Gateway
 
 
-@pytest.mark.skipif("sessions.patch" not in METHODS, reason="sessions.patch is not in the method table yet (issue 11)")
+@pytest.mark.skipif(
+    "sessions.patch" not in METHODS, reason="sessions.patch is not in the method table yet (issue 11)"
+)
 def test_real_cli_archives_through_our_gateway(served, state_dir: Path) -> None:
     gw, root, port = served
     key = "agent:main:telegram:group:-1006"
@@ -98,7 +114,9 @@ def test_real_cli_archives_through_our_gateway(served, state_dir: Path) -> None:
     assert _store_entries(state_dir)[key].get("archivedAt") is not None
 
 
-@pytest.mark.skipif("sessions.delete" not in METHODS, reason="sessions.delete is not in the method table yet (issue 11)")
+@pytest.mark.skipif(
+    "sessions.delete" not in METHODS, reason="sessions.delete is not in the method table yet (issue 11)"
+)
 def test_real_cli_deletes_through_our_gateway(served, state_dir: Path) -> None:
     from openclaw_cli.store.archives import read_archive_bytes
     from openclaw_cli.store.sqlite import SqliteStore

@@ -50,18 +50,31 @@ def test_calls_over_tls_to_the_real_gateway(tmp_path, monkeypatch) -> None:
         assert threads_started_by_call(monkeypatch, twenty_calls) == []
 
         # our CLI, discovering the same Gateway from the state dir's config
-        env = dict(os.environ, OPENCLAW_STATE_DIR=str(state), OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"),
-                   HOME=str(root / "home"), OPENCLAW_HOME=str(root / "home"))
+        env = dict(
+            os.environ,
+            OPENCLAW_STATE_DIR=str(state),
+            OPENCLAW_CONFIG_PATH=str(state / "openclaw.json"),
+            HOME=str(root / "home"),
+            OPENCLAW_HOME=str(root / "home"),
+        )
         env.pop("OPENCLAW_GATEWAY_PORT", None)
-        proc = subprocess.run([sys.executable, "-m", "openclaw_cli", "gateway", "call", "health", "--json"],
-                              capture_output=True, text=True, env=env, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "openclaw_cli", "gateway", "call", "health", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
         assert isinstance(json.loads(proc.stdout), dict)
 
         # a pin to another certificate is refused before anything is sent
         assert (state / "gateway" / "tls" / "gateway-cert.pem").is_file()  # generated at start-up
         (tmp_path / "other.pem").write_bytes(_other_cert())
-        other = dict(config, gateway=dict(config["gateway"], tls={"enabled": True, "certPath": str(tmp_path / "other.pem")}))
+        other = dict(
+            config,
+            gateway=dict(config["gateway"], tls={"enabled": True, "certPath": str(tmp_path / "other.pem")}),
+        )
         wrong = discover(paths=paths, config=other, env={})
         with pytest.raises(GatewayTransportError) as info:
             call(wrong, "health", timeout_ms=5000)

@@ -55,8 +55,9 @@ def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def reference_preserved(entries: Mapping[str, Any], preserve_keys=(), active_key=None,
-                        preserve_session_ids=()) -> set[str]:
+def reference_preserved(
+    entries: Mapping[str, Any], preserve_keys=(), active_key=None, preserve_session_ids=()
+) -> set[str]:
     keys = {_form(k) for k in preserve_keys if isinstance(k, str) and k.strip()}
     active = _form(active_key) if isinstance(active_key, str) and active_key.strip() else None
     if active:
@@ -77,9 +78,13 @@ def reference_preserved(entries: Mapping[str, Any], preserve_keys=(), active_key
     for key, entry in entries.items():
         mapping = entry if isinstance(entry, Mapping) else {}
         sid = mapping.get("sessionId")
-        if (mapping.get("modelSelectionLocked") is True or _form(key) in keys
-                or (isinstance(sid, str) and sid in sids)
-                or is_durable_external_pointer(key, entry) or is_primary_key(key)):
+        if (
+            mapping.get("modelSelectionLocked") is True
+            or _form(key) in keys
+            or (isinstance(sid, str) and sid in sids)
+            or is_durable_external_pointer(key, entry)
+            or is_primary_key(key)
+        ):
             out.add(key)
     return out
 
@@ -103,13 +108,29 @@ def reference_plan(entries: Mapping[str, Any], s: Settings, now_ms: float, **pre
         cap = _positive(s.max_entries)
         retention = _positive(s.model_run_prune_after_ms)
         if cap is not None and len(store) > cap and retention is not None:
-            remove([k for k, e in store.items() if is_model_run_probe_key(k) and k not in preserved
-                    and _updated(e) is not None and _updated(e) < now_ms - retention],
-                   "prune-model-run", "model_run_pruned")
+            remove(
+                [
+                    k
+                    for k, e in store.items()
+                    if is_model_run_probe_key(k)
+                    and k not in preserved
+                    and _updated(e) is not None
+                    and _updated(e) < now_ms - retention
+                ],
+                "prune-model-run",
+                "model_run_pruned",
+            )
         after = _positive(s.prune_after_ms)
         if after is not None:
-            remove([k for k, e in store.items() if k not in preserved
-                    and _updated(e) is not None and _updated(e) < now_ms - after], "prune-stale", "pruned")
+            remove(
+                [
+                    k
+                    for k, e in store.items()
+                    if k not in preserved and _updated(e) is not None and _updated(e) < now_ms - after
+                ],
+                "prune-stale",
+                "pruned",
+            )
         if cap is not None:
             candidates = [k for k in store if k not in preserved]
             budget = max(0, cap - (len(store) - len(candidates)))
@@ -117,8 +138,14 @@ def reference_plan(entries: Mapping[str, Any], s: Settings, now_ms: float, **pre
                 budget = min(cap, CAP_FLOOR)
             if len(candidates) > budget:
                 order = {k: i for i, k in enumerate(store)}
-                ranked = sorted(candidates, key=lambda k: (
-                    0 if _updated(store[k]) is not None else 1, -(_updated(store[k]) or 0), order[k]))
+                ranked = sorted(
+                    candidates,
+                    key=lambda k: (
+                        0 if _updated(store[k]) is not None else 1,
+                        -(_updated(store[k]) or 0),
+                        order[k],
+                    ),
+                )
                 victims = set(ranked[budget:])
                 remove([k for k in store if k in victims], "cap-overflow", "capped")
     still = {e.get("sessionId") for e in store.values() if isinstance(e, Mapping)}
@@ -127,8 +154,13 @@ def reference_plan(entries: Mapping[str, Any], s: Settings, now_ms: float, **pre
         sid = entries[k].get("sessionId") if isinstance(entries[k], Mapping) else None
         if isinstance(sid, str) and sid.strip() and sid not in still and sid not in unreferenced:
             unreferenced.append(sid)
-    return {"actions": actions, "removed": removed, "preserved": preserved, "unreferenced": unreferenced,
-            **counts}
+    return {
+        "actions": actions,
+        "removed": removed,
+        "preserved": preserved,
+        "unreferenced": unreferenced,
+        **counts,
+    }
 
 
 def assert_same(plan, ref: dict[str, Any]) -> None:
@@ -137,7 +169,10 @@ def assert_same(plan, ref: dict[str, Any]) -> None:
     assert plan.removed == ref["removed"]
     assert set(plan.preserved_keys) == ref["preserved"]
     assert (plan.model_run_pruned, plan.pruned, plan.capped) == (
-        ref["model_run_pruned"], ref["pruned"], ref["capped"])
+        ref["model_run_pruned"],
+        ref["pruned"],
+        ref["capped"],
+    )
     assert plan.unreferenced_session_ids == ref["unreferenced"]
 
 
@@ -147,22 +182,26 @@ def assert_same(plan, ref: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("gen")
-    return generate_legacy_state(root / "state", 1500, 0.3, 11, "--min-turns", "1", "--missing", "3",
-                                 "--orphans", "4")
+    return generate_legacy_state(
+        root / "state", 1500, 0.3, 11, "--min-turns", "1", "--missing", "3", "--orphans", "4"
+    )
 
 
 def _entries(state: Path) -> dict[str, Any]:
     return orjson.loads((state / "agents" / "main" / "sessions" / "sessions.json").read_bytes())
 
 
-@pytest.mark.parametrize("s", [
-    Settings(),
-    Settings(max_entries=100),
-    Settings(max_entries=5000, prune_after_ms=7 * DAY),
-    Settings(max_entries=3, prune_after_ms=None),
-    Settings(max_entries=None, prune_after_ms=DAY),
-    Settings(mode="warn", max_entries=50),
-])
+@pytest.mark.parametrize(
+    "s",
+    [
+        Settings(),
+        Settings(max_entries=100),
+        Settings(max_entries=5000, prune_after_ms=7 * DAY),
+        Settings(max_entries=3, prune_after_ms=None),
+        Settings(max_entries=None, prune_after_ms=DAY),
+        Settings(mode="warn", max_entries=50),
+    ],
+)
 def test_generated_store_plan_equals_reference(generated, s):
     entries = _entries(generated)
     plan = plan_cleanup(entries, s, now_ms=NOW_MS, agent_id="main")
@@ -176,8 +215,11 @@ def test_generated_store_with_preserve_keys_and_active_chain(generated):
     chain = keys[-4:]
     for child, parent in zip(chain, chain[1:], strict=False):
         entries[child] = {**entries[child], "parentSessionKey": " " + parent.upper()}
-    preserve = {"preserve_keys": [keys[10], keys[20].upper()], "active_key": chain[0],
-                "preserve_session_ids": [entries[keys[30]]["sessionId"]]}
+    preserve = {
+        "preserve_keys": [keys[10], keys[20].upper()],
+        "active_key": chain[0],
+        "preserve_session_ids": [entries[keys[30]]["sessionId"]],
+    }
     s = Settings(max_entries=40, prune_after_ms=DAY)
     plan = plan_cleanup(entries, s, now_ms=NOW_MS, agent_id="main", **preserve)
     ref = reference_plan(entries, s, NOW_MS, **preserve)
@@ -189,13 +231,48 @@ def test_generated_store_with_preserve_keys_and_active_chain(generated):
 
 # ---- tricky keys and entries --------------------------------------------------------------------
 
-_KEY_PARTS = ["agent:main:", "AGENT:Main:", " agent:ops:", "agent::", "", "global", "GLOBAL ", "main", " MAIN",
-              "Main\t", "x:main", "telegram:group:-1:topic:2", "telegram:DM:u:TOPIC:9", "discord:channel:c",
-              "slack:Group:g", ":thread:", ":THREAD: t", ":thread: ", "subagent:a", "cron:j:run:1", "cron:j",
-              "heartbeat", "x:heartbeat", "hook:h", "acp:1", "explicit:model-run-123e4567-e89b-12d3-a456-426614174000",
-              "direct:peer", "matrix:channel:!Room", "signal:group:AbC", "İmain", "dashboard:1",
-              "hook:group:x", "acp-bridge:channel:y", "Node:Group:z", "x:group:heartbeat", "x:channel:HeartBeat",
-              "tg:group:a b", "tg:group:x:thread:1", "discord:channel:c:topic:2", "telegram:group:-5"]
+_KEY_PARTS = [
+    "agent:main:",
+    "AGENT:Main:",
+    " agent:ops:",
+    "agent::",
+    "",
+    "global",
+    "GLOBAL ",
+    "main",
+    " MAIN",
+    "Main\t",
+    "x:main",
+    "telegram:group:-1:topic:2",
+    "telegram:DM:u:TOPIC:9",
+    "discord:channel:c",
+    "slack:Group:g",
+    ":thread:",
+    ":THREAD: t",
+    ":thread: ",
+    "subagent:a",
+    "cron:j:run:1",
+    "cron:j",
+    "heartbeat",
+    "x:heartbeat",
+    "hook:h",
+    "acp:1",
+    "explicit:model-run-123e4567-e89b-12d3-a456-426614174000",
+    "direct:peer",
+    "matrix:channel:!Room",
+    "signal:group:AbC",
+    "İmain",
+    "dashboard:1",
+    "hook:group:x",
+    "acp-bridge:channel:y",
+    "Node:Group:z",
+    "x:group:heartbeat",
+    "x:channel:HeartBeat",
+    "tg:group:a b",
+    "tg:group:x:thread:1",
+    "discord:channel:c:topic:2",
+    "telegram:group:-5",
+]
 _CHAT = [None, "direct", "group", " Group ", "THREAD", "channel", "room", 3, ["group"], ""]
 _ORIGIN = [None, {"chatType": "channel"}, {"chatType": "direct"}, "origin", {"chatType": 5}]
 
@@ -211,7 +288,9 @@ def tricky_stores(draw) -> dict[str, Any]:
         entry: dict[str, Any] = {"sessionId": f"s{draw(st.integers(0, 9))}"}
         age = draw(st.sampled_from([None, 0, DAY, 2 * DAY, 40 * DAY, "old", True, float("nan"), 3.5 * DAY]))
         if age is not None:
-            entry["updatedAt"] = NOW_MS - age if isinstance(age, int | float) and not isinstance(age, bool) else age
+            entry["updatedAt"] = (
+                NOW_MS - age if isinstance(age, int | float) and not isinstance(age, bool) else age
+            )
         chat = draw(st.sampled_from(_CHAT))
         if chat is not None:
             entry["chatType"] = chat
@@ -226,10 +305,14 @@ def tricky_stores(draw) -> dict[str, Any]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(tricky_stores(), st.sampled_from([None, 0, 1, 3, 10]), st.sampled_from([None, DAY, 30 * DAY]),
-       st.lists(st.sampled_from(["agent:main:main", " GLOBAL", "agent:main:hook:h", "x"]), max_size=2),
-       st.sampled_from([None, "agent:main:subagent:a", "AGENT:MAIN:DIRECT:PEER "]),
-       st.lists(st.sampled_from(["s1", "s2"]), max_size=1))
+@given(
+    tricky_stores(),
+    st.sampled_from([None, 0, 1, 3, 10]),
+    st.sampled_from([None, DAY, 30 * DAY]),
+    st.lists(st.sampled_from(["agent:main:main", " GLOBAL", "agent:main:hook:h", "x"]), max_size=2),
+    st.sampled_from([None, "agent:main:subagent:a", "AGENT:MAIN:DIRECT:PEER "]),
+    st.lists(st.sampled_from(["s1", "s2"]), max_size=1),
+)
 def test_tricky_stores_plan_equals_reference(entries, cap, after, preserve_keys, active_key, sids):
     s = Settings(max_entries=cap, prune_after_ms=after)
     preserve = {"preserve_keys": preserve_keys, "active_key": active_key, "preserve_session_ids": sids}
@@ -251,15 +334,24 @@ def reference_stats(store: LegacyStore) -> dict[str, Any]:
         if path is not None:
             referenced.setdefault(path, []).append(key)
     names = {p.name for p in referenced if p.parent == root}
-    orphans = [p for p in root.iterdir() if p.name not in names and not p.is_symlink() and p.is_file()
-               and archives_mod.is_primary_transcript_name(p.name)]
+    orphans = [
+        p
+        for p in root.iterdir()
+        if p.name not in names
+        and not p.is_symlink()
+        and p.is_file()
+        and archives_mod.is_primary_transcript_name(p.name)
+    ]
     archives = archives_mod.list_archives(root)
     return {
         "sessions": len(entries),
         "transcript_bytes": sum(os.lstat(p).st_size for p in referenced),
         "archives": (len(archives), sum(a.size for a in archives)),
-        "compactions": sum(e["compactionCount"] for e in entries.values()
-                           if type(e.get("compactionCount")) is int and e["compactionCount"] > 0),
+        "compactions": sum(
+            e["compactionCount"]
+            for e in entries.values()
+            if type(e.get("compactionCount")) is int and e["compactionCount"] > 0
+        ),
         "missingTranscripts": len(entries) - sum(len(v) for v in referenced.values()),
         "orphanTranscripts": len(orphans),
         "orphanTranscriptBytes": sum(os.lstat(p).st_size for p in orphans),
@@ -269,14 +361,17 @@ def reference_stats(store: LegacyStore) -> dict[str, Any]:
 def _stats_view(store: LegacyStore) -> dict[str, Any]:
     stats = store.stats()
     return {
-        "sessions": stats.sessions, "transcript_bytes": stats.transcript_bytes,
-        "archives": (stats.archives_count, stats.archives_bytes), "compactions": stats.compactions,
+        "sessions": stats.sessions,
+        "transcript_bytes": stats.transcript_bytes,
+        "archives": (stats.archives_count, stats.archives_bytes),
+        "compactions": stats.compactions,
         **{k: stats.extra[k] for k in ("missingTranscripts", "orphanTranscripts", "orphanTranscriptBytes")},
     }
 
 
-@pytest.mark.parametrize("extra", [(), ("--relative-session-file",), ("--no-session-file",),
-                                   ("--missing", "3", "--orphans", "2")])
+@pytest.mark.parametrize(
+    "extra", [(), ("--relative-session-file",), ("--no-session-file",), ("--missing", "3", "--orphans", "2")]
+)
 def test_stats_equal_reference_on_generated_states(tmp_path, extra):
     state = generate_legacy_state(tmp_path / "s", 40, 0.05, 5, *extra)
     store = LegacyStore(state / "agents" / "main" / "sessions" / "sessions.json", "main")
@@ -314,7 +409,10 @@ def test_stats_equal_reference_on_odd_rows(tmp_path):
     assert store.stats().extra["issues"] == len(store.issues) >= 3  # broken row, bad field, symlink
     summary = store.stats(count_issues=False)  # what status asks for: the same figures, no field scan
     assert "issues" not in summary.extra and _stats_view(store) == reference_stats(store)
-    assert (summary.sessions, summary.transcript_bytes) == (store.stats().sessions, store.stats().transcript_bytes)
+    assert (summary.sessions, summary.transcript_bytes) == (
+        store.stats().sessions,
+        store.stats().transcript_bytes,
+    )
 
 
 # ---- status -----------------------------------------------------------------------------------
@@ -331,22 +429,33 @@ def test_status_preview_and_stores_equal_reference(generated, tmp_path, monkeypa
     entries = _entries(generated)
     s = Settings(max_entries=300, prune_after_ms=7 * DAY)
     ref = reference_plan(entries, s, NOW_MS)
-    kept = [_updated(e) for k, e in entries.items() if ref["actions"][k] == "keep" and k not in ref["preserved"]]
+    kept = [
+        _updated(e) for k, e in entries.items() if ref["actions"][k] == "keep" and k not in ref["preserved"]
+    ]
     kept = [u for u in kept if u is not None]
     (preview,) = result["maintenance"]["wouldRemoveNow"]
     assert preview == {
-        "agentId": "main", "beforeCount": len(entries), "afterCount": len(entries) - len(ref["removed"]),
-        "modelRunPruned": ref["model_run_pruned"], "pruned": ref["pruned"], "capped": ref["capped"], "evicted": 0,
-        "archived": 0, "capArchived": 0,
+        "agentId": "main",
+        "beforeCount": len(entries),
+        "afterCount": len(entries) - len(ref["removed"]),
+        "modelRunPruned": ref["model_run_pruned"],
+        "pruned": ref["pruned"],
+        "capped": ref["capped"],
+        "evicted": 0,
+        "archived": 0,
+        "capArchived": 0,
         "nextPruneAt": int(min(kept) + 7 * DAY) if kept else None,
     }
     (store,) = result["stores"]
     legacy = LegacyStore(generated / "agents" / "main" / "sessions" / "sessions.json", "main")
     view = reference_stats(legacy)
     assert (store["sessions"], store["transcriptBytes"], store["compactions"]) == (
-        view["sessions"], view["transcript_bytes"], view["compactions"])
+        view["sessions"],
+        view["transcript_bytes"],
+        view["compactions"],
+    )
     assert (store["archives"]["count"], store["archives"]["bytes"]) == view["archives"]
-    newest = sorted(entries.items(), key=lambda kv: -kv[1]["updatedAt"])[:status_report.RECENT_LIMIT]
+    newest = sorted(entries.items(), key=lambda kv: -kv[1]["updatedAt"])[: status_report.RECENT_LIMIT]
     assert [r["key"] for r in result["sessions"]["recent"]] == [k for k, _ in newest]
 
 
@@ -355,8 +464,16 @@ def test_preserved_verdicts_on_every_key_shape_pair():
     metadata: the planner's one-pass verdicts equal the per-key predicates."""
     from openclaw_cli.maintenance.plan import Preserver
 
-    parts = [*_KEY_PARTS, "tg:direct:x", "x:group:", "x:group:a:b", "agent:x:y:group:z", " hook:group:x",
-             "cron :channel:y", "x:group: heartbeat"]
+    parts = [
+        *_KEY_PARTS,
+        "tg:direct:x",
+        "x:group:",
+        "x:group:a:b",
+        "agent:x:y:group:z",
+        " hook:group:x",
+        "cron :channel:y",
+        "x:group: heartbeat",
+    ]
     entries: dict[str, Any] = {}
     for prefix in ("agent:main:", " Agent:Ops:", "", "agent:m n:", "agent: :"):
         for a in parts:
@@ -371,14 +488,32 @@ def test_preserved_verdicts_on_every_key_shape_pair():
     assert len(entries) > 30_000
     assert Preserver(entries).preserved_among(entries) == reference_preserved(entries)
     assert Preserver(entries, ["agent:main:hook:group:x"]).preserved_among(entries) == reference_preserved(
-        entries, ["agent:main:hook:group:x"])
+        entries, ["agent:main:hook:group:x"]
+    )
 
 
 # ---- transcript candidate names (cleanup) ---------------------------------------------------------
 
 _ROOTS = ["/tmp/x/agents/main/sessions", "/home/u/.openclaw/agents/main/sessions", "/a/../b/sessions", "/s"]
-_FILE_PARTS = ["{root}/", "{root}", "/", "./", "../", "sub/", "/elsewhere/", "\\", "sqlite:", "x", "{sid}", ".jsonl",
-               "-topic-3", ".", "..", " ", "//"]
+_FILE_PARTS = [
+    "{root}/",
+    "{root}",
+    "/",
+    "./",
+    "../",
+    "sub/",
+    "/elsewhere/",
+    "\\",
+    "sqlite:",
+    "x",
+    "{sid}",
+    ".jsonl",
+    "-topic-3",
+    ".",
+    "..",
+    " ",
+    "//",
+]
 
 
 def test_fast_candidate_names_equal_the_general_rule():
@@ -403,8 +538,13 @@ def test_fast_candidate_names_equal_the_general_rule():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.integers(0, 5), st.sampled_from([None, 2.5, True, "7", float("inf")]), st.just("row")),
-                max_size=30), st.integers(1, 12))
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 5), st.sampled_from([None, 2.5, True, "7", float("inf")]), st.just("row")),
+        max_size=30,
+    ),
+    st.integers(1, 12),
+)
 def test_status_newest_rows_equal_a_stable_sort(updated, n):
     from openclaw_cli.ops.status import _newest
 
@@ -434,9 +574,17 @@ def test_cron_run_parsing_equals_the_regex_rule():
         match = rule.match(parsed[1].lower()) if parsed else None
         return (f"agent:{parsed[0]}:cron:{match.group(1)}", match.group(2)) if parsed and match else None
 
-    keys = ["".join(p) for p in itertools.product(
-        ["agent:main:", " AGENT:Ops:", "agent::", ""], ["cron:", "CRON:", "cron", "x:cron:"], ["job", "", "a:b", " "],
-        [":run:", ":RUN:", ":Run:", "run", ":run", ""], ["r1", "", ":x", "İ"], ["", ":more", " "])]
+    keys = [
+        "".join(p)
+        for p in itertools.product(
+            ["agent:main:", " AGENT:Ops:", "agent::", ""],
+            ["cron:", "CRON:", "cron", "x:cron:"],
+            ["job", "", "a:b", " "],
+            [":run:", ":RUN:", ":Run:", "run", ":run", ""],
+            ["r1", "", ":x", "İ"],
+            ["", ":more", " "],
+        )
+    ]
     assert sum(reference(k) is not None for k in keys) > 50
     for key in keys:
         assert parse_cron_run(key) == reference(key), key

@@ -26,8 +26,11 @@ from openclaw_cli.ids import normalize_agent_id, parse_agent_arg
 from openclaw_cli.store.quarantine import original_bytes, wrap
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=40, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SLOW = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 key_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
 agent_ids = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,20}", fullmatch=True)
@@ -39,16 +42,28 @@ agent_ids = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,20}", fullmatch=True)
 @FAST
 @given(key_text)
 def test_key_functions_never_raise_on_any_text(key: str) -> None:
-    for fn in (keys_mod.parse_agent_key, keys_mod.classify_key_shape, keys_mod.normalize_key,
-               keys_mod.is_synthetic_key, keys_mod.is_cron_run_key, keys_mod.subagent_depth, keys_mod.parse_thread,
-               keys_mod.session_kind, keys_mod.is_primary_key, keys_mod.derive_row_flags):
+    for fn in (
+        keys_mod.parse_agent_key,
+        keys_mod.classify_key_shape,
+        keys_mod.normalize_key,
+        keys_mod.is_synthetic_key,
+        keys_mod.is_cron_run_key,
+        keys_mod.subagent_depth,
+        keys_mod.parse_thread,
+        keys_mod.session_kind,
+        keys_mod.is_primary_key,
+        keys_mod.derive_row_flags,
+    ):
         fn(key)
     canonical = keys_mod.canonicalize_bare_key(key, "main")
     assert keys_mod.canonicalize_bare_key(canonical, "main") == canonical  # idempotent
 
 
 @FAST
-@given(agent_ids, st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=30))
+@given(
+    agent_ids,
+    st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=30),
+)
 def test_agent_keys_round_trip(agent: str, rest: str) -> None:
     assume(rest.strip() and not rest.startswith(":"))
     parsed = keys_mod.parse_agent_key(f"agent:{agent}:{rest}")
@@ -92,8 +107,15 @@ def test_duration_units_multiply(n: int, unit: str) -> None:
 
 
 @FAST
-@given(st.one_of(st.text(max_size=20), st.floats(allow_nan=True, allow_infinity=True), st.integers(),
-                 st.booleans(), st.none()))
+@given(
+    st.one_of(
+        st.text(max_size=20),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(),
+        st.booleans(),
+        st.none(),
+    )
+)
 def test_durations_and_sizes_are_a_number_or_a_value_error(value: object) -> None:
     for parse in (parse_duration_ms, parse_byte_size):
         try:
@@ -117,9 +139,21 @@ def test_sizes_scale_with_their_unit(number: float, unit: str) -> None:
 line_bytes = st.one_of(
     st.binary(max_size=60),
     st.builds(lambda s: s.encode("utf-8", "surrogatepass"), st.text(max_size=40)),
-    st.sampled_from([b'{"type":"message","id":"x"}', b"[1,2]", b"null", b'{"n":1e400}', b'{"a":"\x00"}',
-                     b'{"type":"openclaw-cli.quarantined-line","raw":"x"}', b"\xff\xfe", b'{"t":"', b"  ",
-                     b'{"type":"session","version":3,"id":"s1"}', b'{"id":"' + b"9" * 30 + b'"}']),
+    st.sampled_from(
+        [
+            b'{"type":"message","id":"x"}',
+            b"[1,2]",
+            b"null",
+            b'{"n":1e400}',
+            b'{"a":"\x00"}',
+            b'{"type":"openclaw-cli.quarantined-line","raw":"x"}',
+            b"\xff\xfe",
+            b'{"t":"',
+            b"  ",
+            b'{"type":"session","version":3,"id":"s1"}',
+            b'{"id":"' + b"9" * 30 + b'"}',
+        ]
+    ),
 )
 transcripts = st.lists(line_bytes.filter(lambda b: b"\n" not in b), max_size=12)
 
@@ -132,8 +166,9 @@ def test_quarantine_wrapper_restores_any_bytes(data: bytes) -> None:
 
 @SLOW
 @given(transcripts, st.booleans())
-def test_the_reader_never_raises_and_the_scan_counts_every_line(tmp_path: Path, lines: list[bytes],
-                                                                 final_newline: bool) -> None:
+def test_the_reader_never_raises_and_the_scan_counts_every_line(
+    tmp_path: Path, lines: list[bytes], final_newline: bool
+) -> None:
     from openclaw_cli.migration.legacy_reader import scan_transcript
     from openclaw_cli.store.transcript import iter_jsonl, tail_jsonl
 
@@ -150,15 +185,17 @@ def test_the_reader_never_raises_and_the_scan_counts_every_line(tmp_path: Path, 
 
 @SLOW
 @given(transcripts)
-def test_a_sqlite_import_keeps_every_line_byte_exact(tmp_path_factory: pytest.TempPathFactory,
-                                                     lines: list[bytes]) -> None:
+def test_a_sqlite_import_keeps_every_line_byte_exact(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes]
+) -> None:
     from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
 
     root = tmp_path_factory.mktemp("prop-db")
     store = SqliteStore(root / "agents" / "main" / "agent" / "openclaw-agent.sqlite", "main", create=True)
     try:
-        record = ImportRecord("agent:main:main", {"sessionId": "s1", "updatedAt": 1}, lines=list(lines),
-                              session_id="s1")
+        record = ImportRecord(
+            "agent:main:main", {"sessionId": "s1", "updatedAt": 1}, lines=list(lines), session_id="s1"
+        )
         store.bulk_import([record], on_malformed="quarantine")
         buf = io.BytesIO()
         store.export_transcript("s1", buf)
@@ -172,27 +209,58 @@ def test_a_sqlite_import_keeps_every_line_byte_exact(tmp_path_factory: pytest.Te
 
 DAY = 86_400_000
 NOW = 1_796_000_000_000
-numbers = st.one_of(st.none(), st.integers(min_value=NOW - 400 * DAY, max_value=NOW + DAY),
-                    st.floats(allow_nan=True, allow_infinity=True), st.just(10**30), st.booleans(),
-                    st.text(max_size=5))
-entry = st.fixed_dictionaries({"sessionId": st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True)},
-                              optional={"updatedAt": numbers, "chatType": st.sampled_from(["direct", "group", "x"]),
-                                        "pinnedAt": numbers, "archivedAt": numbers})
-store_keys = st.one_of(key_text, st.builds(lambda r: f"agent:main:{r}", key_text),
-                       st.sampled_from(["agent:main:main", "agent:main:cron:j1:run:r1", "cron:job1",
-                                        "agent:main:telegram:group:1", "agent:main:subagent:x"]))
+numbers = st.one_of(
+    st.none(),
+    st.integers(min_value=NOW - 400 * DAY, max_value=NOW + DAY),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.just(10**30),
+    st.booleans(),
+    st.text(max_size=5),
+)
+entry = st.fixed_dictionaries(
+    {"sessionId": st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True)},
+    optional={
+        "updatedAt": numbers,
+        "chatType": st.sampled_from(["direct", "group", "x"]),
+        "pinnedAt": numbers,
+        "archivedAt": numbers,
+    },
+)
+store_keys = st.one_of(
+    key_text,
+    st.builds(lambda r: f"agent:main:{r}", key_text),
+    st.sampled_from(
+        [
+            "agent:main:main",
+            "agent:main:cron:j1:run:r1",
+            "cron:job1",
+            "agent:main:telegram:group:1",
+            "agent:main:subagent:x",
+        ]
+    ),
+)
 
 
 @FAST
-@given(st.dictionaries(store_keys, entry, max_size=25), st.integers(min_value=1, max_value=30),
-       st.integers(min_value=0, max_value=60))
-def test_the_planner_partitions_the_store_and_never_removes_a_protected_key(entries: dict, max_entries: int,
-                                                                           prune_days: int) -> None:
+@given(
+    st.dictionaries(store_keys, entry, max_size=25),
+    st.integers(min_value=1, max_value=30),
+    st.integers(min_value=0, max_value=60),
+)
+def test_the_planner_partitions_the_store_and_never_removes_a_protected_key(
+    entries: dict, max_entries: int, prune_days: int
+) -> None:
     from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup
 
-    settings_ = SimpleNamespace(mode="enforce", prune_after_ms=prune_days * DAY or None, max_entries=max_entries,
-                                reset_archive_retention_ms=None, max_disk_bytes=None, high_water_bytes=None,
-                                model_run_prune_after_ms=DAY)
+    settings_ = SimpleNamespace(
+        mode="enforce",
+        prune_after_ms=prune_days * DAY or None,
+        max_entries=max_entries,
+        reset_archive_retention_ms=None,
+        max_disk_bytes=None,
+        high_water_bytes=None,
+        model_run_prune_after_ms=DAY,
+    )
     active = next((k for k in entries if k.strip()), None)
     plan = plan_cleanup(entries, settings_, now_ms=NOW, active_key=active)
     again = plan_cleanup(entries, settings_, now_ms=NOW, active_key=active)
@@ -203,8 +271,12 @@ def test_the_planner_partitions_the_store_and_never_removes_a_protected_key(entr
     if active is not None:
         assert active not in plan.removed
     assert plan.after_count == len(entries) - len(plan.removed) >= 0
-    fresh = [k for k in entries if _ms(entries[k].get("updatedAt")) is not None and
-             _ms(entries[k]["updatedAt"]) > NOW - prune_days * DAY]
+    fresh = [
+        k
+        for k in entries
+        if _ms(entries[k].get("updatedAt")) is not None
+        and _ms(entries[k]["updatedAt"]) > NOW - prune_days * DAY
+    ]
     stale = [k for k in plan.keys_with("prune-stale")]
     assert not set(stale) & set(fresh)  # age pruning only ever removes entries older than pruneAfter
 

@@ -33,14 +33,22 @@ def _store(tmp_path: Path, rows: dict) -> LegacyStore:
 
 
 def test_a_session_id_with_a_newline_is_not_loaded(tmp_path: Path) -> None:
-    store = _store(tmp_path, {"ok": {"sessionId": "good", "updatedAt": 1},
-                              "bad": {"sessionId": "a\nb", "updatedAt": 2}})
+    store = _store(
+        tmp_path, {"ok": {"sessionId": "good", "updatedAt": 1}, "bad": {"sessionId": "a\nb", "updatedAt": 2}}
+    )
     assert list(store.load_entries()) == ["ok"]
 
 
 def test_listing_orders_zero_before_missing_and_negative(tmp_path: Path) -> None:
-    store = _store(tmp_path, {"neg": {"sessionId": "n", "updatedAt": -5}, "none": {"sessionId": "x"},
-                              "zero": {"sessionId": "z", "updatedAt": 0}, "new": {"sessionId": "w", "updatedAt": 9}})
+    store = _store(
+        tmp_path,
+        {
+            "neg": {"sessionId": "n", "updatedAt": -5},
+            "none": {"sessionId": "x"},
+            "zero": {"sessionId": "z", "updatedAt": 0},
+            "new": {"sessionId": "w", "updatedAt": 9},
+        },
+    )
     rows, total = store.list_entries()
     assert [k for k, _ in rows] == ["new", "zero", "neg", "none"] and total == 4
 

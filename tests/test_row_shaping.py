@@ -22,12 +22,38 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 # ---- the reference versions (as they were before the rewrite) --------------------------------------
 
-_REF_BEFORE_TOKENS = ("spawnedBy", "spawnedWorkspaceDir", "spawnedCwd", "parentSessionKey", "forkedFromParent",
-                      "spawnDepth", "subagentRole", "subagentControlScope", "sessionStartedAt", "lastInteractionAt",
-                      "label", "color", "status")
-_REF_AFTER_VISIBILITY = ("createdActor", "owner", "participants", "participantCount", "systemSent", "abortedLastRun",
-                         "thinkingLevel", "verboseLevel", "traceLevel", "reasoningLevel", "elevatedLevel",
-                         "responseUsage", "groupActivation", "inputTokens", "outputTokens")
+_REF_BEFORE_TOKENS = (
+    "spawnedBy",
+    "spawnedWorkspaceDir",
+    "spawnedCwd",
+    "parentSessionKey",
+    "forkedFromParent",
+    "spawnDepth",
+    "subagentRole",
+    "subagentControlScope",
+    "sessionStartedAt",
+    "lastInteractionAt",
+    "label",
+    "color",
+    "status",
+)
+_REF_AFTER_VISIBILITY = (
+    "createdActor",
+    "owner",
+    "participants",
+    "participantCount",
+    "systemSent",
+    "abortedLastRun",
+    "thinkingLevel",
+    "verboseLevel",
+    "traceLevel",
+    "reasoningLevel",
+    "elevatedLevel",
+    "responseUsage",
+    "groupActivation",
+    "inputTokens",
+    "outputTokens",
+)
 
 
 def _ref_number(value: Any) -> Any:
@@ -69,14 +95,23 @@ def ref_row_flags(entry: Any, key: Any = None) -> dict[str, bool]:
         if baseline is None and entry.get("lastReadAt") is None:
             baseline = _ref_flag_number(entry.get("createdAt"))
         if baseline is not None:
-            latest = max(_ref_flag_number(entry.get("lastInteractionAt")) or 0.0,
-                         _ref_flag_number(entry.get("lastActivityAt")) or 0.0)
+            latest = max(
+                _ref_flag_number(entry.get("lastInteractionAt")) or 0.0,
+                _ref_flag_number(entry.get("lastActivityAt")) or 0.0,
+            )
             unread = latest > baseline
     return {"archived": archived, "pinned": pinned, "unread": unread}
 
 
-def ref_session_row(key: str, entry: dict[str, Any], *, agent_id: str, now_ms: int, default_model: str | None,
-                    default_context_tokens: int | None) -> dict[str, Any]:
+def ref_session_row(
+    key: str,
+    entry: dict[str, Any],
+    *,
+    agent_id: str,
+    now_ms: int,
+    default_model: str | None,
+    default_context_tokens: int | None,
+) -> dict[str, Any]:
     row: dict[str, Any] = {"key": key}
     updated = _ref_number(entry.get("updatedAt"))
     row["updatedAt"] = updated
@@ -121,25 +156,100 @@ def ref_session_row(key: str, entry: dict[str, Any], *, agent_id: str, now_ms: i
 
 # ---- arbitrary entries ----------------------------------------------------------------------------
 
-FIELDS = sorted({*_REF_BEFORE_TOKENS, *_REF_AFTER_VISIBILITY, "updatedAt", "sessionId", "visibility", "totalTokens",
-                 "totalTokensFresh", "totalTokensVersion", "providerOverride", "modelOverride", "model",
-                 "modelProvider", "contextTokens", "acp", "agentRuntimeOverride", "agentHarnessId", "chatType",
-                 "archivedAt", "pinnedAt", "markedUnreadAt", "lastReadAt", "createdAt", "lastActivityAt"})
-numbers = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=True, allow_infinity=True),
-                    st.sampled_from([0, -0.0, 1e300, -1e308, 1796000000000, 1795999999999.5,
-                                     RawNumber(float("inf"), "1e400"), RawNumber(-0.0, "-0")]))
-words = st.sampled_from(["", "group", "channel", "direct", "true", "openai", "gpt-5.4", "openai/gpt-5.4", "agent:main:main",
-                         "agent:main:cron:x", " ", "İ"])
-values = st.one_of(st.none(), st.booleans(), numbers, words, st.text(max_size=8),
-                   st.dictionaries(st.sampled_from(["a", "b"]), st.integers(), max_size=2),
-                   st.lists(st.integers(), max_size=2))
+FIELDS = sorted(
+    {
+        *_REF_BEFORE_TOKENS,
+        *_REF_AFTER_VISIBILITY,
+        "updatedAt",
+        "sessionId",
+        "visibility",
+        "totalTokens",
+        "totalTokensFresh",
+        "totalTokensVersion",
+        "providerOverride",
+        "modelOverride",
+        "model",
+        "modelProvider",
+        "contextTokens",
+        "acp",
+        "agentRuntimeOverride",
+        "agentHarnessId",
+        "chatType",
+        "archivedAt",
+        "pinnedAt",
+        "markedUnreadAt",
+        "lastReadAt",
+        "createdAt",
+        "lastActivityAt",
+    }
+)
+numbers = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(
+        [
+            0,
+            -0.0,
+            1e300,
+            -1e308,
+            1796000000000,
+            1795999999999.5,
+            RawNumber(float("inf"), "1e400"),
+            RawNumber(-0.0, "-0"),
+        ]
+    ),
+)
+words = st.sampled_from(
+    [
+        "",
+        "group",
+        "channel",
+        "direct",
+        "true",
+        "openai",
+        "gpt-5.4",
+        "openai/gpt-5.4",
+        "agent:main:main",
+        "agent:main:cron:x",
+        " ",
+        "İ",
+    ]
+)
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    numbers,
+    words,
+    st.text(max_size=8),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(), max_size=2),
+    st.lists(st.integers(), max_size=2),
+)
 entries = st.dictionaries(st.sampled_from(FIELDS), values, max_size=len(FIELDS))
 session_keys = st.one_of(
-    st.sampled_from(["global", " unknown ", "agent:main:main", "agent:main:cron:job", "AGENT:Main:CRON:job:run:1",
-                     "cron:job", " Cron:x ", "agent:main:xcron:y", "agent:main:telegram:group:-1", "agent:main:slack:"
-                     "channel:C1", "agent:main:subagent:a", "agent::cron:x", "agent:main:", "agent:main::cron:x",
-                     "agent:İ:cron:x", "İcron:x", "agent:main:discord:GROUP:1", ""]),
-    st.text(max_size=24))
+    st.sampled_from(
+        [
+            "global",
+            " unknown ",
+            "agent:main:main",
+            "agent:main:cron:job",
+            "AGENT:Main:CRON:job:run:1",
+            "cron:job",
+            " Cron:x ",
+            "agent:main:xcron:y",
+            "agent:main:telegram:group:-1",
+            "agent:main:slack:channel:C1",
+            "agent:main:subagent:a",
+            "agent::cron:x",
+            "agent:main:",
+            "agent:main::cron:x",
+            "agent:İ:cron:x",
+            "İcron:x",
+            "agent:main:discord:GROUP:1",
+            "",
+        ]
+    ),
+    st.text(max_size=24),
+)
 default_models = st.sampled_from([None, "", "gpt-x", "openai/gpt-x", "/gpt-x", "a/b/c"])
 
 
@@ -154,15 +264,32 @@ def _same(a: Any, b: Any) -> bool:
 
 @SETTINGS
 @given(session_keys, entries, default_models, st.sampled_from([None, 0, 200000]))
-def test_row_shaper_returns_the_reference_row(key: str, entry: dict, default_model: str | None,
-                                              default_ctx: int | None):
-    expected = ref_session_row(key, entry, agent_id="main", now_ms=1796000000000, default_model=default_model,
-                               default_context_tokens=default_ctx)
-    shape = row_shaper(agent_id="main", now_ms=1796000000000, default_model=default_model,
-                       default_context_tokens=default_ctx)
+def test_row_shaper_returns_the_reference_row(
+    key: str, entry: dict, default_model: str | None, default_ctx: int | None
+):
+    expected = ref_session_row(
+        key,
+        entry,
+        agent_id="main",
+        now_ms=1796000000000,
+        default_model=default_model,
+        default_context_tokens=default_ctx,
+    )
+    shape = row_shaper(
+        agent_id="main", now_ms=1796000000000, default_model=default_model, default_context_tokens=default_ctx
+    )
     assert _same(shape(key, entry), expected)
-    assert _same(session_row(key, entry, agent_id="main", now_ms=1796000000000, default_model=default_model,
-                             default_context_tokens=default_ctx), expected)
+    assert _same(
+        session_row(
+            key,
+            entry,
+            agent_id="main",
+            now_ms=1796000000000,
+            default_model=default_model,
+            default_context_tokens=default_ctx,
+        ),
+        expected,
+    )
 
 
 @SETTINGS

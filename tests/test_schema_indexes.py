@@ -22,7 +22,11 @@ def _db(tmp_path: Path) -> Path:
 def _downgrade_to_v1(path: Path) -> None:
     """What a database written by a build with only migration 0001 looks like."""
     conn = sqlite3.connect(path)
-    for index in ("idx_agent_session_nodes_label", "idx_agent_session_nodes_archived", "idx_agent_session_nodes_pinned"):
+    for index in (
+        "idx_agent_session_nodes_label",
+        "idx_agent_session_nodes_archived",
+        "idx_agent_session_nodes_pinned",
+    ):
         conn.execute(f"DROP INDEX {index}")
     conn.execute(f"DELETE FROM {schema_mod.MIGRATIONS_TABLE} WHERE name != '0001_initial'")
     conn.execute("UPDATE schema_meta SET schema_version = 1")
@@ -42,8 +46,12 @@ def _index_names(path: Path) -> set[str]:
 def test_old_schema_reads_as_is_and_a_write_open_migrates(tmp_path: Path) -> None:
     path = _db(tmp_path)
     with SqliteStore(path, "main", create=True) as store:
-        store.upsert_entries({"agent:main:a": {"sessionId": "s1", "updatedAt": 2, "label": "alpha"},
-                              "agent:main:b": {"sessionId": "s2", "updatedAt": 1}})
+        store.upsert_entries(
+            {
+                "agent:main:a": {"sessionId": "s1", "updatedAt": 2, "label": "alpha"},
+                "agent:main:b": {"sessionId": "s2", "updatedAt": 1},
+            }
+        )
     _downgrade_to_v1(path)
     before = path.read_bytes()
 
@@ -60,23 +68,39 @@ def test_old_schema_reads_as_is_and_a_write_open_migrates(tmp_path: Path) -> Non
     assert "idx_agent_session_nodes_label" in _index_names(path)
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_mod.USER_VERSION_BASE + schema_mod.SCHEMA_VERSION
-        plan = " ".join(row[-1] for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE label = ?", ("alpha",)))
+        assert (
+            conn.execute("PRAGMA user_version").fetchone()[0]
+            == schema_mod.USER_VERSION_BASE + schema_mod.SCHEMA_VERSION
+        )
+        plan = " ".join(
+            row[-1]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE label = ?", ("alpha",)
+            )
+        )
         assert "USING INDEX idx_agent_session_nodes_label" in plan, plan
-        plan = " ".join(row[-1] for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE pinned_at IS NOT NULL AND archived_at IS NULL"))
+        plan = " ".join(
+            row[-1]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE pinned_at IS NOT NULL AND archived_at IS NULL"
+            )
+        )
         assert "idx_agent_session_nodes_pinned" in plan, plan
-        page = " ".join(row[-1] for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE archived_at IS NULL AND pinned_at IS NULL"
-            " ORDER BY updated_at DESC, session_key LIMIT 50"))
+        page = " ".join(
+            row[-1]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT session_key FROM session_nodes WHERE archived_at IS NULL AND pinned_at IS NULL"
+                " ORDER BY updated_at DESC, session_key LIMIT 50"
+            )
+        )
         assert "idx_agent_session_nodes_updated_at" in page and "TEMP B-TREE" not in page, page
     finally:
         conn.close()
 
 
-def test_a_database_older_than_readable_still_refuses_read_only(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_database_older_than_readable_still_refuses_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _db(tmp_path)
     SqliteStore(path, "main", create=True).close()
     _downgrade_to_v1(path)
@@ -168,7 +192,10 @@ def test_a_live_process_checkpoints_outside_its_commits(tmp_path: Path) -> None:
     sqlite_common.enable_live_reads()
     try:
         with SqliteStore(path, "main") as store:
-            assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == sqlite_common.LIVE_WAL_AUTOCHECKPOINT
+            assert (
+                store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+                == sqlite_common.LIVE_WAL_AUTOCHECKPOINT
+            )
             for i in range(50):
                 store.upsert_entries({f"agent:main:k{i}": {"sessionId": f"s{i}", "updatedAt": i}})
         assert _file_rows(path) == 0  # all 50 rows are still in the WAL only

@@ -189,7 +189,9 @@ def test_index_rebuilt_after_deletion_gives_same_results(legacy: Path, tmp_path:
     reindexed = search_json("session", "--limit", "25", "--reindex")
     assert reindexed["results"] == first["results"]
     # ranked in FTS5 first (no filter) or joined to every row (a filter): the same page
-    every_role = search_json("session", "--limit", "25", "--role", "user", "--role", "assistant", "--role", "tool")
+    every_role = search_json(
+        "session", "--limit", "25", "--role", "user", "--role", "assistant", "--role", "tool"
+    )
     assert every_role["results"] == first["results"]
 
 

@@ -86,13 +86,30 @@ def test_real_gateway_and_ours_return_the_same_sessions(
     with peer_gateway(root) as port:
         answers = gateway_calls(port, [("sessions.search", {"query": q, "limit": 25}) for q in queries])
         # our CLI on that state, the real Gateway owning it: a plain live-only query goes to it
-        env = {"OPENCLAW_STATE_DIR": str(state), "OPENCLAW_HOME": str(root / "home"),
-               "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json")}
-        delegated = run_cli("sessions", "search", "quokka", "--no-archived", "--json", "--limit", "25",
-                            "--url", f"ws://127.0.0.1:{port}", "--token", TOKEN, env=env)
+        env = {
+            "OPENCLAW_STATE_DIR": str(state),
+            "OPENCLAW_HOME": str(root / "home"),
+            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        }
+        delegated = run_cli(
+            "sessions",
+            "search",
+            "quokka",
+            "--no-archived",
+            "--json",
+            "--limit",
+            "25",
+            "--url",
+            f"ws://127.0.0.1:{port}",
+            "--token",
+            TOKEN,
+            env=env,
+        )
         assert delegated.returncode == 0, delegated.stderr
         hits = json.loads(delegated.stdout)["results"]
-        assert {h["source"] for h in hits} == {"gateway"} and {h["sessionKey"] for h in hits} == holders["quokka"]
+        assert {h["source"] for h in hits} == {"gateway"} and {h["sessionKey"] for h in hits} == holders[
+            "quokka"
+        ]
     db = state / DB_REL
     for query, answer in zip(queries, answers, strict=True):
         assert answer["ok"], answer

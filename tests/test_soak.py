@@ -41,7 +41,9 @@ def test_short_profile_kill_recover_account(templates: dict[str, Path], tmp_path
     # every operation passes at least 3 crash points (the full profile probes and uses them all);
     # half of them get SIGKILL, half SIGINT (stop at the next safe point, exit 130)
     mode = "point" if list(faults.OPS).index(name) % 2 or op.gateway else "sigint"
-    outcome = faults.inject(op, template, _base(templates, op), tmp_path / "job", mode, float(rng.randint(2, 3)), rng)
+    outcome = faults.inject(
+        op, template, _base(templates, op), tmp_path / "job", mode, float(rng.randint(2, 3)), rng
+    )
     assert outcome.killed, outcome
     assert (outcome.lost, outcome.duplicated, outcome.problems) == (0, 0, []), outcome
 
@@ -53,10 +55,15 @@ def test_the_accounting_sees_a_lost_and_a_duplicated_line(templates: dict[str, P
     base = _base(templates, op)
     assert op.account(state, base)[:2] == (0, 0)
     conn = sqlite3.connect(state / faults.DB)
-    sid, seq = conn.execute("SELECT session_id, max(seq) FROM transcript_events GROUP BY session_id LIMIT 1").fetchone()
+    sid, seq = conn.execute(
+        "SELECT session_id, max(seq) FROM transcript_events GROUP BY session_id LIMIT 1"
+    ).fetchone()
     conn.execute("DELETE FROM transcript_events WHERE session_id = ? AND seq = ?", (sid, seq))
-    conn.execute("INSERT INTO transcript_events SELECT session_id, seq + 1000, created_at, event_utf8_bytes, "
-                 "event_type, event_json FROM transcript_events WHERE session_id = ? AND seq = 1", (sid,))
+    conn.execute(
+        "INSERT INTO transcript_events SELECT session_id, seq + 1000, created_at, event_utf8_bytes, "
+        "event_type, event_json FROM transcript_events WHERE session_id = ? AND seq = 1",
+        (sid,),
+    )
     conn.commit()
     conn.close()
     lost, dup, _ = op.account(state, base)
@@ -69,10 +76,13 @@ def test_full_disk_short_profile(templates: dict[str, Path]) -> None:
     reason = faults.mount_reason()
     if reason:
         pytest.skip(reason)
-    figures = faults.enospc_soak(spares=[16 * 1024], ops=["import", "cleanup-sqlite", "compact-rotate-legacy"],
-                                 templates=templates)
+    figures = faults.enospc_soak(
+        spares=[16 * 1024], ops=["import", "cleanup-sqlite", "compact-rotate-legacy"], templates=templates
+    )
     assert figures.outcomes and not figures.failures, [o for o in figures.failures]
-    assert any(o.code == ExitCode.NO_SPACE for o in figures.outcomes)  # the disk really was full for some of them
+    assert any(
+        o.code == ExitCode.NO_SPACE for o in figures.outcomes
+    )  # the disk really was full for some of them
 
 
 @pytest.mark.slow

@@ -39,14 +39,21 @@ def store(tmp_path: Path):
 
 
 def header(sid: str = SID) -> str:
-    return orjson.dumps({"type": "session", "version": 3, "id": sid, "timestamp": "2026-11-29T22:28:32.825Z",
-                         "cwd": "/w"}).decode()
+    return orjson.dumps(
+        {"type": "session", "version": 3, "id": sid, "timestamp": "2026-11-29T22:28:32.825Z", "cwd": "/w"}
+    ).decode()
 
 
 def message(i: int, text: str = "hi", parent: str | None = None) -> str:
-    return orjson.dumps({"type": "message", "id": f"m{i:04d}", "parentId": parent,
-                         "timestamp": "2026-11-29T22:30:00.000Z",
-                         "message": {"role": "user", "content": [{"type": "text", "text": text}]}}).decode()
+    return orjson.dumps(
+        {
+            "type": "message",
+            "id": f"m{i:04d}",
+            "parentId": parent,
+            "timestamp": "2026-11-29T22:30:00.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+        }
+    ).decode()
 
 
 # ---- schema --------------------------------------------------------------------------------------
@@ -58,16 +65,25 @@ def test_schema_marks_modes_and_recorded_migrations(store: SqliteStore, tmp_path
     assert conn.execute("PRAGMA application_id").fetchone()[0] == OUR_APPLICATION_ID == 0x4F43434C
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1000 + SCHEMA_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    meta = conn.execute("SELECT meta_key, role, schema_version, agent_id, app_version, created_at, updated_at"
-                        " FROM schema_meta").fetchall()
+    meta = conn.execute(
+        "SELECT meta_key, role, schema_version, agent_id, app_version, created_at, updated_at"
+        " FROM schema_meta"
+    ).fetchall()
     assert len(meta) == 1
     key, role, version, agent, app_version, created, updated = meta[0]
-    assert (key, role, version, agent, app_version) == ("primary", "agent", SCHEMA_VERSION, "main",
-                                                       f"openclaw-cli {__version__}")
+    assert (key, role, version, agent, app_version) == (
+        "primary",
+        "agent",
+        SCHEMA_VERSION,
+        "main",
+        f"openclaw-cli {__version__}",
+    )
     assert created > 1_700_000_000_000 and updated >= created
     names = [r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")]
     assert names == MIGRATION_NAMES and names[0] == "0001_initial"
-    index_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'idx_agent_session_nodes_updated_at'").fetchone()[0]
+    index_sql = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'idx_agent_session_nodes_updated_at'"
+    ).fetchone()[0]
     assert "updated_at DESC, session_key" in index_sql
     # small columns before the JSON column
     cols = [r[1] for r in conn.execute("PRAGMA table_info(transcript_events)")]
@@ -144,7 +160,10 @@ def test_concurrent_creation_by_processes(tmp_path: Path) -> None:
     for round_no in range(8):
         path = db_path(tmp_path / str(round_no))
         barrier, results = ctx.Barrier(4), ctx.Queue()
-        procs = [ctx.Process(target=_create_and_write, args=(str(path), f"k{i}", barrier, results)) for i in range(4)]
+        procs = [
+            ctx.Process(target=_create_and_write, args=(str(path), f"k{i}", barrier, results))
+            for i in range(4)
+        ]
         for proc in procs:
             proc.start()
         for proc in procs:
@@ -158,8 +177,9 @@ def test_concurrent_creation_by_processes(tmp_path: Path) -> None:
         assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_a_later_migration_is_applied_once_in_its_own_transaction(store: SqliteStore, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_later_migration_is_applied_once_in_its_own_transaction(
+    store: SqliteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from openclaw_cli.store import schema as schema_mod
 
     path = db_path(tmp_path)
@@ -185,21 +205,30 @@ def test_a_later_migration_is_applied_once_in_its_own_transaction(store: SqliteS
         calls.append(agent_id)
         conn.execute("ALTER TABLE session_windows ADD COLUMN note TEXT")
 
-    monkeypatch.setattr(schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS[:current], ("9999_note", add_column)])
+    monkeypatch.setattr(
+        schema_mod, "MIGRATIONS", [*schema_mod.MIGRATIONS[:current], ("9999_note", add_column)]
+    )
     SqliteStore(path, "main").close()
     SqliteStore(path, "main").close()
     assert calls == ["main"]
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1000 + current + 1
     assert [r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")] == [
-        *MIGRATION_NAMES, "9999_note"]
+        *MIGRATION_NAMES,
+        "9999_note",
+    ]
     assert conn.execute("SELECT schema_version FROM schema_meta").fetchone()[0] == current + 1
     assert "note" in [r[1] for r in conn.execute("PRAGMA table_info(session_windows)")]
-    assert conn.execute("SELECT entry_json FROM session_nodes").fetchone()[0] == '{"sessionId":"' + SID + '","updatedAt":1}'
+    assert (
+        conn.execute("SELECT entry_json FROM session_nodes").fetchone()[0]
+        == '{"sessionId":"' + SID + '","updatedAt":1}'
+    )
     conn.close()
 
 
-def test_newer_schema_foreign_db_garbage_and_wrong_agent_are_typed_errors(store: SqliteStore, tmp_path: Path) -> None:
+def test_newer_schema_foreign_db_garbage_and_wrong_agent_are_typed_errors(
+    store: SqliteStore, tmp_path: Path
+) -> None:
     path = db_path(tmp_path)
     store.close()
     conn = sqlite3.connect(path)
@@ -217,7 +246,9 @@ def test_newer_schema_foreign_db_garbage_and_wrong_agent_are_typed_errors(store:
     with pytest.raises(InvalidDataError, match="garbage.sqlite"):
         SqliteStore(garbage, "main")
     real = tmp_path / "real.sqlite"
-    real.write_bytes((OPENCLAW_FIXTURE / "imported-state/agents/main/agent/openclaw-agent.sqlite").read_bytes())
+    real.write_bytes(
+        (OPENCLAW_FIXTURE / "imported-state/agents/main/agent/openclaw-agent.sqlite").read_bytes()
+    )
     with pytest.raises(InvalidDataError, match="not an openclaw-cli session database"):
         SqliteStore(real, "main")
     with pytest.raises(InvalidDataError, match="not an openclaw-cli session database"):
@@ -229,9 +260,19 @@ def test_newer_schema_foreign_db_garbage_and_wrong_agent_are_typed_errors(store:
 
 def test_entries_round_trip_exactly_with_unknown_fields(store: SqliteStore) -> None:
     entries = {
-        KEY: {"sessionId": SID, "updatedAt": 1795999700000, "zUnknown": {"nested": [1, 2.5, None, True]},
-              "label": "Grüße 👋", "aFirst": "order kept", "big": 2**70},
-        "agent:main:telegram:group:1": {"sessionId": "s-2", "updatedAt": 1795999700001.5, "chatType": "group"},
+        KEY: {
+            "sessionId": SID,
+            "updatedAt": 1795999700000,
+            "zUnknown": {"nested": [1, 2.5, None, True]},
+            "label": "Grüße 👋",
+            "aFirst": "order kept",
+            "big": 2**70,
+        },
+        "agent:main:telegram:group:1": {
+            "sessionId": "s-2",
+            "updatedAt": 1795999700001.5,
+            "chatType": "group",
+        },
         "agent:main:no-session-id": {"updatedAt": "not a number", "custom": "x"},
         "agent:main:cron:job1": {"sessionId": "s-3"},
     }
@@ -240,8 +281,16 @@ def test_entries_round_trip_exactly_with_unknown_fields(store: SqliteStore) -> N
     assert loaded == entries
     assert list(loaded) == list(entries)  # store order
     assert list(loaded[KEY]) == list(entries[KEY])  # key order inside the entry
-    raw = store._conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?", (KEY,)).fetchone()[0]
-    assert raw == orjson.dumps({k: v for k, v in entries[KEY].items() if k != "big"}).decode()[:-1] + ',"big":' + str(2**70) + "}"
+    raw = store._conn.execute(
+        "SELECT entry_json FROM session_nodes WHERE session_key = ?", (KEY,)
+    ).fetchone()[0]
+    assert (
+        raw
+        == orjson.dumps({k: v for k, v in entries[KEY].items() if k != "big"}).decode()[:-1]
+        + ',"big":'
+        + str(2**70)
+        + "}"
+    )
     assert store.get_entry("agent:main:cron:job1") == {"sessionId": "s-3"}
     assert store.get_entry("missing") is None
     assert store.count_entries() == 4
@@ -291,30 +340,44 @@ def test_listing_order_filter_limit_and_both_query_paths_agree(store: SqliteStor
 
 
 def test_listing_20k_entries_is_fast_and_small_pages_use_the_index(store: SqliteStore) -> None:
-    entries = {f"agent:main:telegram:direct:{i}": {"sessionId": f"sid-{i}", "updatedAt": 1_790_000_000_000 + i * 997 % 20011,
-                                                    "chatType": "direct", "inputTokens": i, "model": "gpt-5.4",
-                                                    "origin": {"provider": "telegram", "chatType": "direct"}}
-               for i in range(20000)}
+    entries = {
+        f"agent:main:telegram:direct:{i}": {
+            "sessionId": f"sid-{i}",
+            "updatedAt": 1_790_000_000_000 + i * 997 % 20011,
+            "chatType": "direct",
+            "inputTokens": i,
+            "model": "gpt-5.4",
+            "origin": {"provider": "telegram", "chatType": "direct"},
+        }
+        for i in range(20000)
+    }
     store.upsert_entries(entries)
     start = time.perf_counter()
     rows, total = store.list_entries()
     elapsed = time.perf_counter() - start
     assert total == 20000 and len(rows) == 20000
-    assert elapsed < 1.0, f"listing 20k entries took {elapsed:.3f}s"  # ~0.05 s measured; generous for CI noise
-    plan = store._conn.execute("EXPLAIN QUERY PLAN SELECT session_key, entry_json FROM session_nodes"
-                               " ORDER BY updated_at DESC, session_key LIMIT 50").fetchall()
+    assert elapsed < 1.0, (
+        f"listing 20k entries took {elapsed:.3f}s"
+    )  # ~0.05 s measured; generous for CI noise
+    plan = store._conn.execute(
+        "EXPLAIN QUERY PLAN SELECT session_key, entry_json FROM session_nodes"
+        " ORDER BY updated_at DESC, session_key LIMIT 50"
+    ).fetchall()
     assert "idx_agent_session_nodes_updated_at" in str(plan) and "TEMP B-TREE" not in str(plan)
 
 
 # ---- transcripts ---------------------------------------------------------------------------------
 
 ODD_LINES = [
-    '{"type": "session", "version": 3, "id": "' + SID + '", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}',
+    '{"type": "session", "version": 3, "id": "'
+    + SID
+    + '", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}',
     '{"type":"message","id":"a1","parentId":null,"message":{"role":"user","content":"Grüße, 世界 👋"}}',
     '{"type":"message","id":"a2","parentId":"a1","message":{"role":"assistant","content":[{"type":"text","text":"\\u00fc escaped stays escaped"}]},"n":1.0,"e":1e5}',
     '{ "type" : "custom" ,  "id":"a3", "data": {"z": 1, "a": 2} }',
     '{"type":"message","id":"a4","parentId":"a3","message":{"role":"toolResult","content":[{"type":"text","text":"'
-    + "x" * 5000 + '"}]}}',
+    + "x" * 5000
+    + '"}]}}',
 ]
 
 
@@ -331,22 +394,39 @@ def test_raw_lines_are_stored_byte_exact(store: SqliteStore) -> None:
     assert written.events == len(ODD_LINES) and written.bytes == len(expected) - len(ODD_LINES)
     assert [line.raw for line in store.tail_transcript(SID, 2)] == ODD_LINES[-2:]
     # bytes input takes the same path; trailing newline stripped, nothing else changed
-    store.append_events("s-bytes", [b'{"type":"session","version":4,"id":"s-bytes"}\n', ODD_LINES[3].encode()],
-                        session_key="k2")
-    assert [line.raw for line in store.iter_transcript("s-bytes")] == ['{"type":"session","version":4,"id":"s-bytes"}',
-                                                                      ODD_LINES[3]]
+    store.append_events(
+        "s-bytes",
+        [b'{"type":"session","version":4,"id":"s-bytes"}\n', ODD_LINES[3].encode()],
+        session_key="k2",
+    )
+    assert [line.raw for line in store.iter_transcript("s-bytes")] == [
+        '{"type":"session","version":4,"id":"s-bytes"}',
+        ODD_LINES[3],
+    ]
 
 
 def test_header_is_written_for_a_new_session_and_dedupe(store: SqliteStore) -> None:
-    n = store.append_events(SID, [message(1), message(2, parent="m0001")], session_key=KEY,
-                            created_at_ms=1_796_000_000_000, cwd="/home/user/ws")
+    n = store.append_events(
+        SID,
+        [message(1), message(2, parent="m0001")],
+        session_key=KEY,
+        created_at_ms=1_796_000_000_000,
+        cwd="/home/user/ws",
+    )
     assert n == 3  # header + 2
     first = next(store.iter_transcript(SID))
-    assert first.obj == {"type": "session", "version": 4, "id": SID, "timestamp": "2026-11-30T00:53:20.000Z",
-                         "cwd": "/home/user/ws"}
+    assert first.obj == {
+        "type": "session",
+        "version": 4,
+        "id": SID,
+        "timestamp": "2026-11-30T00:53:20.000Z",
+        "cwd": "/home/user/ws",
+    }
     # ids already stored, an exact duplicate of an id-less line, duplicates within one call
     idless = '{"type":"note","text":"same"}'
-    assert store.append_events(SID, [message(2), idless, idless, message(3), message(3)], session_key=KEY) == 2
+    assert (
+        store.append_events(SID, [message(2), idless, idless, message(3), message(3)], session_key=KEY) == 2
+    )
     assert store.append_events(SID, [idless, message(1)], session_key=KEY) == 0
     raws = [line.raw for line in store.iter_transcript(SID)]
     assert raws.count(idless) == 1 and len(raws) == 5
@@ -378,27 +458,35 @@ def test_totals_are_maintained_at_write_time(store: SqliteStore) -> None:
     store.upsert_entries({KEY: {"sessionId": SID, "updatedAt": 1}, "k2": {"sessionId": "s2", "updatedAt": 2}})
     store.append_events(SID, [header(), message(1, "hello world"), message(2, "x" * 4000)], session_key=KEY)
     store.append_events(SID, [message(2), message(3, "ü" * 10)], session_key=KEY)  # one dup
-    compaction = orjson.dumps({"type": "compaction", "id": "c1", "summary": "s" * 40, "firstKeptEntryId": "m0002"}).decode()
+    compaction = orjson.dumps(
+        {"type": "compaction", "id": "c1", "summary": "s" * 40, "firstKeptEntryId": "m0002"}
+    ).decode()
     store.append_events("s2", [header("s2"), compaction], session_key="k2")
 
     def recomputed(sid: str) -> SessionTotals:
         lines = list(store.iter_transcript(sid))
-        return SessionTotals(events=len(lines), bytes=sum(len(line.raw.encode()) for line in lines),
-                             token_estimate=sum(event_token_estimate(line.obj) for line in lines))
+        return SessionTotals(
+            events=len(lines),
+            bytes=sum(len(line.raw.encode()) for line in lines),
+            token_estimate=sum(event_token_estimate(line.obj) for line in lines),
+        )
 
     totals = store.session_totals()
     assert totals == {SID: recomputed(SID), "s2": recomputed("s2")}
     # 'hello world' 3, 4000 x's 1000, ten 'ü' weighted as accented Latin (1/2 token each) 5
     assert totals[SID].events == 4 and totals[SID].token_estimate == 3 + 1000 + 5
     # the totals are columns, not a scan: they equal the window row
-    assert store._conn.execute("SELECT event_count, event_bytes FROM session_windows WHERE session_id = ?",
-                               (SID,)).fetchone() == (4, totals[SID].bytes)
+    assert store._conn.execute(
+        "SELECT event_count, event_bytes FROM session_windows WHERE session_id = ?", (SID,)
+    ).fetchone() == (4, totals[SID].bytes)
     stats = store.stats()
     assert stats.sessions == 2 and stats.transcript_events == 6 and stats.compactions == 1
     entry_bytes = sum(len(orjson.dumps(e)) for e in store.load_entries().values())
     assert store.logical_bytes() == (entry_bytes, totals[SID].bytes + totals["s2"].bytes)
-    assert store.entry_sizes() == {KEY: (SID, len(orjson.dumps(store.get_entry(KEY)))),
-                                   "k2": ("s2", len(orjson.dumps(store.get_entry("k2"))))}
+    assert store.entry_sizes() == {
+        KEY: (SID, len(orjson.dumps(store.get_entry(KEY)))),
+        "k2": ("s2", len(orjson.dumps(store.get_entry("k2")))),
+    }
     assert stats.transcript_bytes == totals[SID].bytes + totals["s2"].bytes
     # the column readers the cleanup planner uses equal the general ones
     assert store.session_bytes() == {sid: t.bytes for sid, t in totals.items()}
@@ -510,9 +598,13 @@ def test_read_only_open_refuses_writes_and_creates_nothing(store: SqliteStore, t
     ro = SqliteStore(db_path(tmp_path), "main", read_only=True)
     assert ro.load_entries() == {KEY: {"sessionId": SID, "updatedAt": 1}}
     assert len(list(ro.iter_transcript(SID))) == 2
-    for call in (lambda: ro.upsert_entries({}), lambda: ro.delete_entries([KEY]),
-                 lambda: ro.append_events(SID, [message(2)], session_key=KEY),
-                 lambda: ro.drop_session_events([SID]), lambda: ro.bulk_import([])):
+    for call in (
+        lambda: ro.upsert_entries({}),
+        lambda: ro.delete_entries([KEY]),
+        lambda: ro.append_events(SID, [message(2)], session_key=KEY),
+        lambda: ro.drop_session_events([SID]),
+        lambda: ro.bulk_import([]),
+    ):
         with pytest.raises(RefusedError, match="read-only"):
             call()
     assert sorted(os.listdir(directory)) == before
@@ -523,10 +615,16 @@ def test_create_window_successor_and_atomic_repoint(store: SqliteStore) -> None:
     store.upsert_entries({KEY: {"sessionId": SID, "updatedAt": 1}})
     store.append_events(SID, [header(), message(1), message(2)], session_key=KEY)
     new_sid = "c0ffee00-0000-4000-8000-000000000001"
-    summary = orjson.dumps({"type": "compaction", "id": "c1", "summary": "sum", "firstKeptEntryId": "m0002"}).decode()
+    summary = orjson.dumps(
+        {"type": "compaction", "id": "c1", "summary": "sum", "firstKeptEntryId": "m0002"}
+    ).decode()
     entry = {"sessionId": new_sid, "updatedAt": 2, "compactionCount": 1}
-    assert store.create_window(KEY, new_sid, previous_session_id=SID, raw_lines=[summary, message(2)],
-                               entry=entry, cwd="/w") == 3
+    assert (
+        store.create_window(
+            KEY, new_sid, previous_session_id=SID, raw_lines=[summary, message(2)], entry=entry, cwd="/w"
+        )
+        == 3
+    )
     assert store.get_entry(KEY) == entry
     windows = {w["sessionId"]: w for w in store.list_windows(KEY)}
     assert windows[new_sid]["reason"] == "compaction" and windows[new_sid]["previousSessionId"] == SID
@@ -557,7 +655,12 @@ def test_drop_session_events_only_unreferenced_and_unchanged(store: SqliteStore)
     exported = store.export_transcript("s2", io.BytesIO())
     assert store.drop_session_events(["s2"], expected={"s2": exported}) == ["s2"]
     assert not store.has_transcript("s2") and store.window_totals("s2") is None
-    assert store._conn.execute("SELECT count(*) FROM transcript_event_identities WHERE session_id = 's2'").fetchone()[0] == 0
+    assert (
+        store._conn.execute(
+            "SELECT count(*) FROM transcript_event_identities WHERE session_id = 's2'"
+        ).fetchone()[0]
+        == 0
+    )
     # the id is free again: a new append starts a fresh transcript with a header
     assert store.append_events("s2", [message(1)], session_key="k2") == 2
 
@@ -573,9 +676,17 @@ def test_transaction_combines_writes_and_rolls_back_on_error(store: SqliteStore)
     with store.transaction():
         store.delete_entries([KEY])
         store.drop_session_events([SID])
-        store.record_archive(archive_name=f"{SID}.jsonl.deleted.2026-01-01T00-00-00.000Z.zst", session_id=SID,
-                             session_key=KEY, reason="deleted", encoding="zstd", sha256="0" * 64,
-                             archive_bytes=10, event_count=2, raw_bytes=100)
+        store.record_archive(
+            archive_name=f"{SID}.jsonl.deleted.2026-01-01T00-00-00.000Z.zst",
+            session_id=SID,
+            session_key=KEY,
+            reason="deleted",
+            encoding="zstd",
+            sha256="0" * 64,
+            archive_bytes=10,
+            event_count=2,
+            raw_bytes=100,
+        )
     assert store.get_entry(KEY) is None and not store.has_transcript(SID)
 
 
@@ -587,8 +698,10 @@ def test_list_archives_reads_the_sessions_dir(store: SqliteStore, tmp_path: Path
     (sessions / "abc.jsonl").write_bytes(b"{}\n")
     (sessions / "keep.deleted.keep.jsonl").write_bytes(b"{}\n")
     archives = sorted(store.list_archives(), key=lambda a: a.path.name)
-    assert [a.path.name for a in archives] == ["0b6f7a1c-1111-4222-8333-444455556666.jsonl.deleted.2026-01-01T00-00-00.000Z.zst",
-                                               "abc.jsonl.reset.2026-02-01T00-00-00.000Z"]
+    assert [a.path.name for a in archives] == [
+        "0b6f7a1c-1111-4222-8333-444455556666.jsonl.deleted.2026-01-01T00-00-00.000Z.zst",
+        "abc.jsonl.reset.2026-02-01T00-00-00.000Z",
+    ]
     assert archives[0].compressed and archives[0].size == 5 and archives[0].session_id == SID
     assert archives[1].reason == "reset" and not archives[1].compressed
     stats = store.stats()
@@ -670,8 +783,13 @@ def test_bulk_import_malformed_line_policies(tmp_path: Path) -> None:
     assert r.events_inserted == 3 and len(r.issues) == 1
     strict = SqliteStore(db_path(tmp_path / "c"), "main", create=True)
     with pytest.raises(InvalidDataError, match=":3:"):
-        strict.bulk_import([ImportRecord("k0", {"sessionId": "s0"}, [header("s0")]),
-                            ImportRecord(KEY, {"sessionId": SID}, lines)], on_malformed="raise")
+        strict.bulk_import(
+            [
+                ImportRecord("k0", {"sessionId": "s0"}, [header("s0")]),
+                ImportRecord(KEY, {"sessionId": SID}, lines),
+            ],
+            on_malformed="raise",
+        )
     assert strict.count_entries() == 0  # the batch was rolled back
     bad_id = stop.bulk_import([ImportRecord("k-bad", {"sessionId": "../x"}, [message(1)])])
     assert bad_id.entries_inserted == 1 and bad_id.events_inserted == 0 and bad_id.issues
@@ -710,15 +828,30 @@ def test_write_time_token_estimate_is_the_labelled_estimate_non_latin_scripts_in
 
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "请修复这个错误,然后运行测试。" * 20}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Готово 🎉 " * 30},
-                                          {"type": "thinking", "thinking": "思考中"},
-                                          {"type": "toolCall", "id": "c1", "name": "read",
-                                           "arguments": {"path": "/srv/データ/файл.py"}}]},
-        {"role": "toolResult", "toolCallId": "c1", "content": [{"type": "text", "text": "ok"},
-                                                              {"type": "image", "data": "x"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Готово 🎉 " * 30},
+                {"type": "thinking", "thinking": "思考中"},
+                {
+                    "type": "toolCall",
+                    "id": "c1",
+                    "name": "read",
+                    "arguments": {"path": "/srv/データ/файл.py"},
+                },
+            ],
+        },
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "content": [{"type": "text", "text": "ok"}, {"type": "image", "data": "x"}],
+        },
         {"role": "user", "content": "plain ascii " * 40},
     ]
     for message in messages:
         event = {"type": "message", "id": "e", "parentId": None, "message": message}
         assert event_token_estimate(event) == estimate_message_tokens(message), message["role"]
-    assert event_token_estimate({"type": "message", "message": messages[0]}) > len("请修复这个错误,然后运行测试。" * 20) / 2
+    assert (
+        event_token_estimate({"type": "message", "message": messages[0]})
+        > len("请修复这个错误,然后运行测试。" * 20) / 2
+    )

@@ -13,7 +13,10 @@ HEAVY = ("sqlite_utils", "pydantic", "tiktoken", "zstandard", "rich", "json5", "
 
 def imported_modules(*code: str) -> set[str]:
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "; ".join(code)], capture_output=True, text=True, check=True
+        [sys.executable, "-X", "importtime", "-c", "; ".join(code)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     names = set()
     for line in proc.stderr.splitlines():
@@ -30,7 +33,9 @@ def test_cli_entry_point_does_not_import_heavy_modules(module: str) -> None:
 
 def test_help_renders_without_rich_or_stores() -> None:
     names = imported_modules(
-        "import sys", "sys.argv = ['openclaw', '--help']", "import openclaw_cli.cli.main as m",
+        "import sys",
+        "sys.argv = ['openclaw', '--help']",
+        "import openclaw_cli.cli.main as m",
         "m.app(standalone_mode=False)",
     )
     for module in ("rich", "sqlite3", "zstandard", "tiktoken"):

@@ -34,8 +34,14 @@ def run_in_pty(*args: str, env: dict[str, str] | None = None, timeout: float = 6
     full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
     full_env["TERM"] = "xterm-256color"
     full_env.update(env or {})
-    proc = subprocess.Popen([sys.executable, "-m", "openclaw_cli", *args], stdin=slave, stdout=slave, stderr=slave,
-                            env=full_env, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "openclaw_cli", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=full_env,
+        close_fds=True,
+    )
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -99,7 +105,9 @@ def test_tables_fit_80_columns_without_escapes_under_no_color(state: Path, comma
     assert b"\x1b" not in raw  # no colour, no bold: no escape sequence at all
     written, shown = screen_lines(raw)
     assert max(display_width(line) for line in written) <= COLS
-    assert written == [line.rstrip() for line in shown] or [w.rstrip() for w in written] == shown  # nothing wrapped
+    assert (
+        written == [line.rstrip() for line in shown] or [w.rstrip() for w in written] == shown
+    )  # nothing wrapped
     table = [line for line in written if line.startswith("│")]
     assert table, written
     # no column collapsed: every column keeps at least 3 visible characters, every header a name
@@ -141,8 +149,13 @@ def test_errors_are_red_on_a_terminal_only(state: Path):
 def test_not_a_terminal_means_no_escapes_and_whole_rows(state: Path, command: tuple):
     # pipes: neither stdout nor stderr is a terminal; NO_COLOR unset, so only that keeps colour off
     env_free = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    proc = subprocess.run([sys.executable, "-m", "openclaw_cli", *command], capture_output=True, text=True,
-                          env=env_free, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", *command],
+        capture_output=True,
+        text=True,
+        env=env_free,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x1b" not in proc.stderr
     assert LONG_KEY in proc.stdout  # never cut when piped

@@ -108,6 +108,7 @@ def test_count_lines(tmp_path):
 
 # ---- tail -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("block", [1, 7, 4096, 64 * 1024])
 def test_tail_matches_forward_read(tmp_path, monkeypatch, block):
     monkeypatch.setattr(tr, "TAIL_BLOCK", block)
@@ -167,13 +168,16 @@ def test_tail_reads_a_bounded_amount_of_a_large_file(tmp_path, monkeypatch):
 
 # ---- header ---------------------------------------------------------------------------------------
 
+
 def test_read_header_versions_alias_and_headerless(tmp_path):
     header = tr.read_header(_fixture_transcripts()[0])
     assert header is not None and header.version == 3 and not header.is_legacy
     assert header.id == _fixture_transcripts()[0].name[: -len(".jsonl")]
     assert header.cwd == "/home/user/.openclaw/workspace" and header.line.line_no == 1
 
-    alias = _write(tmp_path, b'{"type":"session","sessionId":"old-1","timestamp":"t"}\n{"type":"message"}\n', "a.jsonl")
+    alias = _write(
+        tmp_path, b'{"type":"session","sessionId":"old-1","timestamp":"t"}\n{"type":"message"}\n', "a.jsonl"
+    )
     header = tr.read_header(alias)
     assert header is not None and header.id == "old-1" and header.version == 1 and header.is_legacy
 
@@ -198,10 +202,13 @@ def test_read_header_of_generated_v4_state(tmp_path):
 
 # ---- append ---------------------------------------------------------------------------------------
 
+
 def test_append_creates_file_with_header_0600_and_appends(tmp_path):
     path = tmp_path / "sessions" / "new.jsonl"
     head = tr.header_line("new", timestamp="2026-01-01T00:00:00.000Z", cwd="/w")
-    assert head == '{"type":"session","version":4,"id":"new","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}'
+    assert (
+        head == '{"type":"session","version":4,"id":"new","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}'
+    )
     assert tr.append_jsonl(path, ['{"n":1}', b'{"n":2}'], header=head) == 2
     assert path.read_bytes() == (head + '\n{"n":1}\n{"n":2}\n').encode()
     assert (path.stat().st_mode & 0o777) == 0o600
@@ -258,7 +265,7 @@ def test_concurrent_appenders_never_interleave(tmp_path):
         "from openclaw_cli.store.transcript import append_jsonl\n"
         "tag = sys.argv[1]\n"
         "for i in range(60):\n"
-        "    append_jsonl(Path(os.environ['T_PATH']), ['{\"w\":\"%s\",\"i\":%d,\"pad\":\"%s\"}' % (tag, i, 'x' * 3000)])\n"
+        '    append_jsonl(Path(os.environ[\'T_PATH\']), [\'{"w":"%s","i":%d,"pad":"%s"}\' % (tag, i, \'x\' * 3000)])\n'
     )
     env = dict(os.environ, T_PATH=str(path), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     procs = [

@@ -17,7 +17,9 @@ from openclaw_cli.store.tree import (
     session_settings,
 )
 
-SUMMARY_INTRO = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+SUMMARY_INTRO = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
 
 
 def lines(*objs: Any) -> list[TranscriptLine]:
@@ -25,7 +27,9 @@ def lines(*objs: Any) -> list[TranscriptLine]:
     for i, obj in enumerate(objs):
         raw = obj if isinstance(obj, str) else json.dumps(obj)
         parsed = json.loads(raw)
-        out.append(TranscriptLine(seq=i, raw=raw, obj=parsed if isinstance(parsed, dict) else None, line_no=i + 1))
+        out.append(
+            TranscriptLine(seq=i, raw=raw, obj=parsed if isinstance(parsed, dict) else None, line_no=i + 1)
+        )
     return out
 
 
@@ -34,14 +38,25 @@ HEADER = {"type": "session", "version": 4, "id": "s", "timestamp": "2026-01-01T0
 
 def msg(ident: str, parent: str | None, role: str = "user", text: str | None = None, **extra: Any) -> dict:
     return {
-        "type": "message", "id": ident, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
-        "message": {"role": role, "content": [{"type": "text", "text": text or ident}]}, **extra,
+        "type": "message",
+        "id": ident,
+        "parentId": parent,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": role, "content": [{"type": "text", "text": text or ident}]},
+        **extra,
     }
 
 
 def compaction(ident: str, parent: str, kept: str, summary: str = "S") -> dict:
-    return {"type": "compaction", "id": ident, "parentId": parent, "timestamp": "2026-01-01T00:00:02.000Z",
-            "summary": summary, "firstKeptEntryId": kept, "tokensBefore": 1234}
+    return {
+        "type": "compaction",
+        "id": ident,
+        "parentId": parent,
+        "timestamp": "2026-01-01T00:00:02.000Z",
+        "summary": summary,
+        "firstKeptEntryId": kept,
+        "tokensBefore": 1234,
+    }
 
 
 def ids(branch: list[TranscriptLine]) -> list[str | None]:
@@ -58,11 +73,19 @@ def texts(context: list[dict]) -> list[str]:
 
 # ---- R4.8.2 examples ------------------------------------------------------------------------------
 
+
 def test_ex_4_8_a_kept_entries_after_summary():
-    branch = active_branch(lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), msg("U2", "A1"), msg("A2", "U2", "assistant"),
-        compaction("C", "A2", kept="U2", summary="the summary"), msg("U3", "C"),
-    ))
+    branch = active_branch(
+        lines(
+            HEADER,
+            msg("U1", None),
+            msg("A1", "U1", "assistant"),
+            msg("U2", "A1"),
+            msg("A2", "U2", "assistant"),
+            compaction("C", "A2", kept="U2", summary="the summary"),
+            msg("U3", "C"),
+        )
+    )
     assert ids(branch) == ["U1", "A1", "U2", "A2", "C", "U3"]
     context = build_context(branch)
     assert texts(context) == [SUMMARY_INTRO + "the summary\n</summary>", "U2", "A2", "U3"]
@@ -73,19 +96,34 @@ def test_ex_4_8_a_kept_entries_after_summary():
 
 
 def test_ex_4_8_b_second_compaction_wins():
-    branch = active_branch(lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), msg("U2", "A1"), msg("A2", "U2", "assistant"),
-        compaction("C1", "A2", kept="U2", summary="one"), msg("U3", "C1"), msg("A3", "U3", "assistant"),
-        msg("U4", "A3"), compaction("C2", "U4", kept="U3", summary="two"), msg("U5", "C2"),
-    ))
+    branch = active_branch(
+        lines(
+            HEADER,
+            msg("U1", None),
+            msg("A1", "U1", "assistant"),
+            msg("U2", "A1"),
+            msg("A2", "U2", "assistant"),
+            compaction("C1", "A2", kept="U2", summary="one"),
+            msg("U3", "C1"),
+            msg("A3", "U3", "assistant"),
+            msg("U4", "A3"),
+            compaction("C2", "U4", kept="U3", summary="two"),
+            msg("U5", "C2"),
+        )
+    )
     assert texts(build_context(branch)) == [SUMMARY_INTRO + "two\n</summary>", "U3", "A3", "U4", "U5"]
 
 
 def test_ex_4_8_c_unknown_first_kept_is_a_hard_checkpoint():
-    branch = active_branch(lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), compaction("C", "A1", kept="nope"),
-        msg("U2", "C"),
-    ))
+    branch = active_branch(
+        lines(
+            HEADER,
+            msg("U1", None),
+            msg("A1", "U1", "assistant"),
+            compaction("C", "A1", kept="nope"),
+            msg("U2", "C"),
+        )
+    )
     assert texts(build_context(branch)) == [SUMMARY_INTRO + "S\n</summary>", "U2"]
 
 
@@ -96,31 +134,57 @@ def test_first_kept_after_the_boundary_is_ignored():
 
 # ---- tree rules -----------------------------------------------------------------------------------
 
+
 def test_branching_follows_the_latest_leaf():
-    branch = active_branch(lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), msg("U2", "A1"), msg("A2", "U2", "assistant"),
-        msg("U2b", "A1"), msg("A2b", "U2b", "assistant"),
-    ))
+    branch = active_branch(
+        lines(
+            HEADER,
+            msg("U1", None),
+            msg("A1", "U1", "assistant"),
+            msg("U2", "A1"),
+            msg("A2", "U2", "assistant"),
+            msg("U2b", "A1"),
+            msg("A2b", "U2b", "assistant"),
+        )
+    )
     assert ids(branch) == ["U1", "A1", "U2b", "A2b"]
 
 
 def test_side_entries_join_without_moving_the_leaf():
     tree_lines = lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"),
+        HEADER,
+        msg("U1", None),
+        msg("A1", "U1", "assistant"),
         {"type": "custom", "id": "side1", "parentId": "A1", "appendMode": "side", "customType": "x"},
         msg("U2", "A1"),
     )
     tree = scan_tree(tree_lines)
     assert tree.by_id["side1"].side and tree.leaf_id == "U2"
     assert ids(active_branch(tree_lines)) == ["U1", "A1", "U2"]
-    side_last = lines(HEADER, msg("U1", None), {"type": "custom_message", "id": "s", "parentId": "U1",
-                                                 "appendMode": "side", "customType": "x", "content": "c",
-                                                 "display": True})
+    side_last = lines(
+        HEADER,
+        msg("U1", None),
+        {
+            "type": "custom_message",
+            "id": "s",
+            "parentId": "U1",
+            "appendMode": "side",
+            "customType": "x",
+            "content": "c",
+            "display": True,
+        },
+    )
     assert ids(active_branch(side_last)) == ["U1"]
 
 
 def test_leaf_control_moves_the_leaf_and_children_hang_from_its_target():
-    base = [HEADER, msg("U1", None), msg("A1", "U1", "assistant"), msg("U2", "A1"), msg("A2", "U2", "assistant")]
+    base = [
+        HEADER,
+        msg("U1", None),
+        msg("A1", "U1", "assistant"),
+        msg("U2", "A1"),
+        msg("A2", "U2", "assistant"),
+    ]
     control = {"type": "leaf", "id": "L", "parentId": "A2", "targetId": "A1"}
     assert ids(active_branch(lines(*base, control))) == ["U1", "A1"]
     assert ids(active_branch(lines(*base, control, msg("U3", "L")))) == ["U1", "A1", "U3"]
@@ -147,7 +211,9 @@ def test_append_parent_differs_from_target():
 
 def test_v1_entries_without_parent_attach_to_the_current_leaf():
     tree_lines = lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"),
+        HEADER,
+        msg("U1", None),
+        msg("A1", "U1", "assistant"),
         {"type": "message", "id": "U2", "message": {"role": "user", "content": "v1"}},
         msg("A2", "U2", "assistant"),
     )
@@ -172,9 +238,18 @@ def test_pure_v1_file_without_ids_is_linear():
 
 
 def test_entries_crossing_a_reset_are_reattached_to_the_leaf():
-    reset = {"type": "reset", "id": "R", "parentId": "A1", "timestamp": "2026-01-01T00:00:03.000Z", "reason": "daily"}
+    reset = {
+        "type": "reset",
+        "id": "R",
+        "parentId": "A1",
+        "timestamp": "2026-01-01T00:00:03.000Z",
+        "reason": "daily",
+    }
     tree_lines = lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), reset,
+        HEADER,
+        msg("U1", None),
+        msg("A1", "U1", "assistant"),
+        reset,
         msg("U2", "U1"),  # a late writer still pointing before the reset
         msg("A2", "U2", "assistant"),
     )
@@ -187,10 +262,17 @@ def test_entries_crossing_a_reset_are_reattached_to_the_leaf():
 
 def test_reset_keeps_entries_from_first_kept():
     reset = {"type": "reset", "id": "R", "parentId": "A2", "reason": "idle", "firstKeptEntryId": "U2"}
-    branch = active_branch(lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), msg("U2", "A1"), msg("A2", "U2", "assistant"),
-        reset, msg("U3", "R"),
-    ))
+    branch = active_branch(
+        lines(
+            HEADER,
+            msg("U1", None),
+            msg("A1", "U1", "assistant"),
+            msg("U2", "A1"),
+            msg("A2", "U2", "assistant"),
+            reset,
+            msg("U3", "R"),
+        )
+    )
     assert texts(build_context(branch)) == ["U2", "A2", "U3"]
 
 
@@ -209,7 +291,9 @@ def test_cycles_do_not_hang_and_invalidate_the_branch():
 
 def test_opaque_unknown_entries_are_kept_in_the_tree_and_non_objects_ignored():
     opaque = {"type": "future_thing", "id": "F", "parentId": "A1", "payload": {"x": 1}}
-    tree_lines = lines(HEADER, msg("U1", None), msg("A1", "U1", "assistant"), opaque, "[1,2,3]", msg("U2", "F"))
+    tree_lines = lines(
+        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), opaque, "[1,2,3]", msg("U2", "F")
+    )
     tree = scan_tree(tree_lines)
     assert tree.by_id["F"].parent_id == "A1" and tree.leaf_id == "U2"
     assert tree.append_parent_id == "U2"
@@ -226,8 +310,11 @@ def test_opaque_unknown_entries_are_kept_in_the_tree_and_non_objects_ignored():
 
 def test_boundary_before_a_restarted_root_is_prepended():
     tree_lines = lines(
-        HEADER, msg("U1", None), compaction("C", "U1", kept="U1", summary="carried"),
-        msg("N1", None), msg("N2", "N1", "assistant"),
+        HEADER,
+        msg("U1", None),
+        compaction("C", "U1", kept="U1", summary="carried"),
+        msg("N1", None),
+        msg("N2", "N1", "assistant"),
     )
     branch = active_branch(tree_lines)
     assert ids(branch) == ["C", "N1", "N2"]
@@ -235,6 +322,7 @@ def test_boundary_before_a_restarted_root_is_prepended():
 
 
 # ---- message conversion ---------------------------------------------------------------------------
+
 
 def test_context_message_kinds():
     entries = lines(
@@ -244,18 +332,53 @@ def test_context_message_kinds():
         {"type": "thinking_level_change", "id": "T", "parentId": "M", "thinkingLevel": "high"},
         {"type": "custom", "id": "X", "parentId": "T", "customType": "state", "data": {}},
         {"type": "label", "id": "Lb", "parentId": "X", "targetId": "U1", "label": "hi"},
-        {"type": "custom_message", "id": "CM", "parentId": "Lb", "customType": "note", "content": "note text",
-         "display": False, "timestamp": "2026-01-01T00:00:05.000Z"},
+        {
+            "type": "custom_message",
+            "id": "CM",
+            "parentId": "Lb",
+            "customType": "note",
+            "content": "note text",
+            "display": False,
+            "timestamp": "2026-01-01T00:00:05.000Z",
+        },
         {"type": "branch_summary", "id": "B", "parentId": "CM", "fromId": "U1", "summary": "side quest"},
-        {"type": "message", "id": "E", "parentId": "B", "excludeFromContext": True,
-         "message": {"role": "user", "content": "hidden"}},
-        {"type": "message", "id": "E2", "parentId": "E",
-         "message": {"role": "bashExecution", "command": "ls", "output": "a\nb", "exitCode": 2,
-                     "excludeFromContext": True}},
-        {"type": "message", "id": "Bash", "parentId": "E2",
-         "message": {"role": "bashExecution", "command": "ls", "output": "a\nb", "exitCode": 2, "timestamp": 7}},
-        {"type": "message", "id": "H", "parentId": "Bash",
-         "message": {"role": "hookMessage", "content": "from a hook", "timestamp": 8}},
+        {
+            "type": "message",
+            "id": "E",
+            "parentId": "B",
+            "excludeFromContext": True,
+            "message": {"role": "user", "content": "hidden"},
+        },
+        {
+            "type": "message",
+            "id": "E2",
+            "parentId": "E",
+            "message": {
+                "role": "bashExecution",
+                "command": "ls",
+                "output": "a\nb",
+                "exitCode": 2,
+                "excludeFromContext": True,
+            },
+        },
+        {
+            "type": "message",
+            "id": "Bash",
+            "parentId": "E2",
+            "message": {
+                "role": "bashExecution",
+                "command": "ls",
+                "output": "a\nb",
+                "exitCode": 2,
+                "timestamp": 7,
+            },
+        },
+        {
+            "type": "message",
+            "id": "H",
+            "parentId": "Bash",
+            "message": {"role": "hookMessage", "content": "from a hook", "timestamp": 8},
+        },
         msg("A", "H", "assistant", model="ignored"),
     )
     branch = active_branch(entries)
@@ -269,7 +392,11 @@ def test_context_message_kinds():
         "from a hook",
         "A",
     ]
-    assert context[1] == {"role": "user", "content": [{"type": "text", "text": "note text"}], "timestamp": 1767225605000}
+    assert context[1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "note text"}],
+        "timestamp": 1767225605000,
+    }
     assert context[3]["timestamp"] == 7
     settings = session_settings(branch)
     assert settings["thinkingLevel"] == "high" and settings["modelId"] == "gpt-5.4"
@@ -279,10 +406,15 @@ def test_session_settings_fall_back_to_last_assistant_model():
     assistant = msg("A", "U", "assistant")
     assistant["message"].update(provider="anthropic", model="claude")
     settings = session_settings(active_branch(lines(HEADER, msg("U", None), assistant)))
-    assert (settings["provider"], settings["modelId"], settings["source"]) == ("anthropic", "claude", "assistant")
+    assert (settings["provider"], settings["modelId"], settings["source"]) == (
+        "anthropic",
+        "claude",
+        "assistant",
+    )
 
 
 # ---- real fixture transcripts ---------------------------------------------------------------------
+
 
 def test_fixture_transcripts_branch_and_context():
     sessions = OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions"
@@ -314,7 +446,15 @@ def test_fixture_transcripts_branch_and_context():
 def test_leaf_control_cannot_navigate_back_across_a_reset():
     reset = {"type": "reset", "id": "R", "parentId": "A1", "reason": "new"}
     control = {"type": "leaf", "id": "L", "parentId": "U2", "targetId": "U1"}  # points before the reset
-    branch = active_branch(lines(
-        HEADER, msg("U1", None), msg("A1", "U1", "assistant"), reset, msg("U2", "R"), control, msg("U3", "U1"),
-    ))
+    branch = active_branch(
+        lines(
+            HEADER,
+            msg("U1", None),
+            msg("A1", "U1", "assistant"),
+            reset,
+            msg("U2", "R"),
+            control,
+            msg("U3", "U1"),
+        )
+    )
     assert ids(branch) == ["U1", "A1", "R", "U2", "U3"]

@@ -10,8 +10,11 @@ from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 from openclaw_cli.cli.store_options import NO_BACKUP
 
-agents_app = typer.Typer(rich_markup_mode=None, help="List agents, delete an agent (its transcripts are archived first).",
-                         no_args_is_help=True)
+agents_app = typer.Typer(
+    rich_markup_mode=None,
+    help="List agents, delete an agent (its transcripts are archived first).",
+    no_args_is_help=True,
+)
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
 
@@ -21,14 +24,18 @@ def _complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
     return agent_ids(ctx, incomplete)
 
 
-
 @agents_app.command("list")
 def agents_list(
     ctx: typer.Context,
     json_mode: bool = JSON,
-    bindings: bool = typer.Option(False, "--bindings", help="Include the routing rules (bindings) of each agent."),
-    tree: bool = typer.Option(False, "--tree", help="Only the agents' names, as a tree (no creation hierarchy "
-                                                   "is recorded: one level)."),
+    bindings: bool = typer.Option(
+        False, "--bindings", help="Include the routing rules (bindings) of each agent."
+    ),
+    tree: bool = typer.Option(
+        False,
+        "--tree",
+        help="Only the agents' names, as a tree (no creation hierarchy is recorded: one level).",
+    ),
 ) -> None:
     """The configured agents (OpenClaw's array), each with the store it uses and its session count."""
 
@@ -63,8 +70,10 @@ def agents_list(
 
 def unconfigured_hint(agent_ids: list[str]) -> str:
     names = ", ".join(agent_ids)
-    return (f"Agent store(s) on disk but not in the config: {names}. --all-agents and status leave them out; "
-            "reach one with --store PATH, or add it to agents.list.")
+    return (
+        f"Agent store(s) on disk but not in the config: {names}. --all-agents and status leave them out; "
+        "reach one with --store PATH, or add it to agents.list."
+    )
 
 
 def _agents_lines(items: list[dict], *, tree: bool) -> list[str]:
@@ -90,18 +99,24 @@ def _agents_lines(items: list[dict], *, tree: bool) -> list[str]:
         else:
             from openclaw_cli.cli.cells import plural
 
-            lines.append(f"  Store: {s(item['storeKind'])}, {plural(item['sessionsCount'], 'session')}: "
-                         f"{s(item['sessionsPath'])}")
+            lines.append(
+                f"  Store: {s(item['storeKind'])}, {plural(item['sessionsCount'], 'session')}: "
+                f"{s(item['sessionsPath'])}"
+            )
     return lines
 
 
 @agents_app.command("delete")
 def agents_delete(
     ctx: typer.Context,
-    agent_id: str = typer.Argument(..., metavar="ID", help="The agent to delete.", autocompletion=_complete_agent),
+    agent_id: str = typer.Argument(
+        ..., metavar="ID", help="The agent to delete.", autocompletion=_complete_agent
+    ),
     force: bool = typer.Option(False, "--force", help="Skip the confirmation."),
     json_mode: bool = JSON,
-    url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
+    url: str = GATEWAY_URL,
+    token: str = GATEWAY_TOKEN,
+    password: str = GATEWAY_PASSWORD,
     timeout: str = GATEWAY_TIMEOUT,
     no_backup: bool = NO_BACKUP,
 ) -> None:
@@ -124,18 +139,26 @@ def agents_delete(
         try:
             agent = check_deletable(cx, agent_id) if local_state else normalize_agent_id(agent_id)
         except NotFoundError as exc:  # the Gateway's words, and how to see the agents (issue 22 §7)
-            raise NotFoundError(f"{exc.message}. Run openclaw agents list to see the configured agents.") from None
+            raise NotFoundError(
+                f"{exc.message}. Run openclaw agents list to see the configured agents."
+            ) from None
         if not force:
             import sys
 
             if json_mode or not sys.stdin.isatty():
                 raise UsageError(f'Refusing to delete agent "{agent}" without confirmation; pass --force.')
-            if not typer.confirm(f'Delete agent "{agent}"? Its transcripts are archived, its sessions removed.',
-                                 err=True):  # the question is not a result: stderr
+            if not typer.confirm(
+                f'Delete agent "{agent}"? Its transcripts are archived, its sessions removed.', err=True
+            ):  # the question is not a result: stderr
                 raise typer.Exit(1)
         # The Gateway judges its own roster; the local checks apply to a local run only.
-        served = delegate("agents.delete", {"agentId": agent_id.strip(), "deleteFiles": True}, gw_options,
-                          paths=cx.paths, config=cx.config)
+        served = delegate(
+            "agents.delete",
+            {"agentId": agent_id.strip(), "deleteFiles": True},
+            gw_options,
+            paths=cx.paths,
+            config=cx.config,
+        )
         if served is None:
             result = delete_agent(cx, agent_id)
         else:
@@ -164,13 +187,17 @@ def _render_delete(result: dict) -> None:
     if "removedEntries" not in result:  # served by a Gateway
         removed = [r for r in result.get("removed") or [] if isinstance(r, dict)]
         moved = [r for r in removed if r.get("method") not in ("missing", None)]
-        out(f"Deleted agent {sanitize_text(result.get('agentId'))} (by the Gateway): {len(moved)} path(s) removed"
-            + "".join(f"\n  {sanitize_text(r.get('method'))}: {sanitize_text(r.get('path'))}" for r in moved))
+        out(
+            f"Deleted agent {sanitize_text(result.get('agentId'))} (by the Gateway): {len(moved)} path(s) removed"
+            + "".join(f"\n  {sanitize_text(r.get('method'))}: {sanitize_text(r.get('path'))}" for r in moved)
+        )
         for failed in result.get("failed") or []:
             err(f"  failed: {sanitize_text(failed.get('path') if isinstance(failed, dict) else failed)}")
         return
-    out(f"Deleted agent {sanitize_text(result['agentId'])}: {result['removedEntries']} session(s) removed, "
-        f"{result['archivedTranscripts']} transcript archive(s) in {sanitize_text(result['archiveDir'])}")
+    out(
+        f"Deleted agent {sanitize_text(result['agentId'])}: {result['removedEntries']} session(s) removed, "
+        f"{result['archivedTranscripts']} transcript archive(s) in {sanitize_text(result['archiveDir'])}"
+    )
     config = result["config"]
     if config.get("updated"):
         out(f"Removed it from {sanitize_text(config['path'])} (backup: {sanitize_text(config['backup'])})")

@@ -21,18 +21,35 @@ from openclaw_cli.cli.store_options import NO_BACKUP
 
 DRY_RUN = typer.Option(False, "--dry-run", help="Preview only; never writes.")
 ENFORCE = typer.Option(False, "--enforce", help='Apply even when session.maintenance.mode is "warn".')
-FIX_MISSING = typer.Option(False, "--fix-missing",
-                           help="Also remove rows whose transcript is missing or has no message records.")
-FIX_DM_SCOPE = typer.Option(False, "--fix-dm-scope",
-                            help="With session.dmScope=main, retire peer-keyed direct-DM rows.")
-ACTIVE_KEY = typer.Option(None, "--active-key", metavar="<key>", autocompletion=complete_key,
-                          help="Protect this key (it still counts toward maxEntries).")
-AGENT = typer.Option(None, "--agent", metavar="<id>", autocompletion=complete_agent,
-                     help="One agent's store (default: the default agent).")
-ALL_AGENTS = typer.Option(False, "--all-agents",
-                          help="Every configured agent (with no agents configured: every agent dir on disk).")
-STORE = typer.Option(None, "--store", metavar="<path>",
-                     help="An explicit store: a legacy sessions.json or an agent .sqlite (offline repair).")
+FIX_MISSING = typer.Option(
+    False, "--fix-missing", help="Also remove rows whose transcript is missing or has no message records."
+)
+FIX_DM_SCOPE = typer.Option(
+    False, "--fix-dm-scope", help="With session.dmScope=main, retire peer-keyed direct-DM rows."
+)
+ACTIVE_KEY = typer.Option(
+    None,
+    "--active-key",
+    metavar="<key>",
+    autocompletion=complete_key,
+    help="Protect this key (it still counts toward maxEntries).",
+)
+AGENT = typer.Option(
+    None,
+    "--agent",
+    metavar="<id>",
+    autocompletion=complete_agent,
+    help="One agent's store (default: the default agent).",
+)
+ALL_AGENTS = typer.Option(
+    False, "--all-agents", help="Every configured agent (with no agents configured: every agent dir on disk)."
+)
+STORE = typer.Option(
+    None,
+    "--store",
+    metavar="<path>",
+    help="An explicit store: a legacy sessions.json or an agent .sqlite (offline repair).",
+)
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 WIDE = typer.Option(False, "--wide", help="Full keys in the planned-actions table on a terminal too.")
 
@@ -48,10 +65,23 @@ def _parent_flags(parent: dict[str, Any]) -> list[str]:
     return flags
 
 
-def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: bool, fix_missing: bool,
-                    fix_dm_scope: bool, active_key: str | None, agent: str | None, all_agents: bool,
-                    store: str | None, json_mode: bool, parent: dict[str, Any] | None = None,
-                    gateway: dict[str, Any] | None = None, wide: bool = False, no_backup: bool = False) -> None:
+def cleanup_command(
+    typer_ctx: typer.Context | None,
+    *,
+    dry_run: bool,
+    enforce: bool,
+    fix_missing: bool,
+    fix_dm_scope: bool,
+    active_key: str | None,
+    agent: str | None,
+    all_agents: bool,
+    store: str | None,
+    json_mode: bool,
+    parent: dict[str, Any] | None = None,
+    gateway: dict[str, Any] | None = None,
+    wide: bool = False,
+    no_backup: bool = False,
+) -> None:
     parent = parent or {}
     agent = agent if agent is not None else parent.get("agent")
     all_agents = all_agents or bool(parent.get("all_agents"))
@@ -74,9 +104,16 @@ def cleanup_command(typer_ctx: typer.Context | None, *, dry_run: bool, enforce: 
         gw_options = gateway_options(**(gateway or {}))
         ctx = load_context(typer_ctx, progress=progress_factory(json_mode), backup=not no_backup)
         # what the user asked, as the real CLI sends it (unset options left out)
-        params = given(agent=agent, allAgents=all_agents, enforce=enforce,
-                       activeKey=active_key if active_key and active_key.strip() else None,
-                       fixMissing=fix_missing, fixDmScope=fix_dm_scope, dryRun=dry_run, store=store)
+        params = given(
+            agent=agent,
+            allAgents=all_agents,
+            enforce=enforce,
+            activeKey=active_key if active_key and active_key.strip() else None,
+            fixMissing=fix_missing,
+            fixDmScope=fix_dm_scope,
+            dryRun=dry_run,
+            store=store,
+        )
         options = options_from_params(params)
         if dry_run and not store:
             # D23: the preview follows the release of the Gateway that would apply it (the real
@@ -143,8 +180,9 @@ def _report(results, ctx, options, json_mode: bool, wide: bool = False) -> None:
 
     if json_mode:
         echo_json(cleanup_document(results, options))
-        if not options.dry_run and any(r.summary.get("mode") == "warn" and not r.summary.get("wouldMutate")
-                                       for r in results):
+        if not options.dry_run and any(
+            r.summary.get("mode") == "warn" and not r.summary.get("wouldMutate") for r in results
+        ):
             from openclaw_cli.cli.render_cleanup import WARN_APPLY_NOTE
 
             ctx.hint(WARN_APPLY_NOTE)
@@ -170,11 +208,17 @@ def _dry_run_text(views, *, wide: bool = False) -> str:
     from openclaw_cli.cli.term import stdout_printer
 
     printer = stdout_printer(wide=wide)
-    reports = [(v["summary"], action_rows(v["actions"], v["nowMs"]),
-                WARN_PREVIEW_NOTE if v.get("previewIsEnforce") else warn_mode_hint(v["wouldEnforce"]))
-               for v in views]
-    return render_dry_run_texts(reports, table_renderer=fitted_table(printer.width, printer.color),
-                                full_keys=printer.full_cells)
+    reports = [
+        (
+            v["summary"],
+            action_rows(v["actions"], v["nowMs"]),
+            WARN_PREVIEW_NOTE if v.get("previewIsEnforce") else warn_mode_hint(v["wouldEnforce"]),
+        )
+        for v in views
+    ]
+    return render_dry_run_texts(
+        reports, table_renderer=fitted_table(printer.width, printer.color), full_keys=printer.full_cells
+    )
 
 
 def _report_partial(exc, json_mode: bool, dry_run: bool) -> None:
@@ -202,30 +246,71 @@ def register(app: typer.Typer) -> None:
     @sessions_app.command("cleanup", help=_options_doc())
     def sessions_cleanup(
         ctx: typer.Context,
-        dry_run: bool = DRY_RUN, enforce: bool = ENFORCE, fix_missing: bool = FIX_MISSING,
-        fix_dm_scope: bool = FIX_DM_SCOPE, active_key: str = ACTIVE_KEY, agent: str = AGENT,
-        all_agents: bool = ALL_AGENTS, store: str = STORE, json_mode: bool = JSON, wide: bool = WIDE,
-        url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
-        timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
+        dry_run: bool = DRY_RUN,
+        enforce: bool = ENFORCE,
+        fix_missing: bool = FIX_MISSING,
+        fix_dm_scope: bool = FIX_DM_SCOPE,
+        active_key: str = ACTIVE_KEY,
+        agent: str = AGENT,
+        all_agents: bool = ALL_AGENTS,
+        store: str = STORE,
+        json_mode: bool = JSON,
+        wide: bool = WIDE,
+        url: str = GATEWAY_URL,
+        token: str = GATEWAY_TOKEN,
+        password: str = GATEWAY_PASSWORD,
+        timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
-        cleanup_command(ctx, dry_run=dry_run, enforce=enforce, fix_missing=fix_missing, fix_dm_scope=fix_dm_scope,
-                        active_key=active_key, agent=agent, all_agents=all_agents, store=store,
-                        json_mode=json_mode, parent=parent, wide=wide,
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
-                        no_backup=no_backup)
+        cleanup_command(
+            ctx,
+            dry_run=dry_run,
+            enforce=enforce,
+            fix_missing=fix_missing,
+            fix_dm_scope=fix_dm_scope,
+            active_key=active_key,
+            agent=agent,
+            all_agents=all_agents,
+            store=store,
+            json_mode=json_mode,
+            parent=parent,
+            wide=wide,
+            gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+            no_backup=no_backup,
+        )
 
     @app.command("cleanup", help=_options_doc() + " Same as `openclaw sessions cleanup`.")
     def top_cleanup(
         ctx: typer.Context,
-        dry_run: bool = DRY_RUN, enforce: bool = ENFORCE, fix_missing: bool = FIX_MISSING,
-        fix_dm_scope: bool = FIX_DM_SCOPE, active_key: str = ACTIVE_KEY, agent: str = AGENT,
-        all_agents: bool = ALL_AGENTS, store: str = STORE, json_mode: bool = JSON, wide: bool = WIDE,
-        url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD,
-        timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
+        dry_run: bool = DRY_RUN,
+        enforce: bool = ENFORCE,
+        fix_missing: bool = FIX_MISSING,
+        fix_dm_scope: bool = FIX_DM_SCOPE,
+        active_key: str = ACTIVE_KEY,
+        agent: str = AGENT,
+        all_agents: bool = ALL_AGENTS,
+        store: str = STORE,
+        json_mode: bool = JSON,
+        wide: bool = WIDE,
+        url: str = GATEWAY_URL,
+        token: str = GATEWAY_TOKEN,
+        password: str = GATEWAY_PASSWORD,
+        timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
-        cleanup_command(ctx, dry_run=dry_run, enforce=enforce, fix_missing=fix_missing, fix_dm_scope=fix_dm_scope,
-                        active_key=active_key, agent=agent, all_agents=all_agents, store=store,
-                        json_mode=json_mode, wide=wide,
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
-                        no_backup=no_backup)
+        cleanup_command(
+            ctx,
+            dry_run=dry_run,
+            enforce=enforce,
+            fix_missing=fix_missing,
+            fix_dm_scope=fix_dm_scope,
+            active_key=active_key,
+            agent=agent,
+            all_agents=all_agents,
+            store=store,
+            json_mode=json_mode,
+            wide=wide,
+            gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+            no_backup=no_backup,
+        )

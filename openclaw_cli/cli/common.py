@@ -60,7 +60,7 @@ def _say_painted(label: str, style: str, text: str) -> None:
 
     lines = fit_lines([f"{label} {text}"], table_width(sys.stderr))
     for i, line in enumerate(lines):
-        err(_paint_stderr(label, style) + line[len(label):] if i == 0 else line)
+        err(_paint_stderr(label, style) + line[len(label) :] if i == 0 else line)
 
 
 def _paint_stderr(text: str, style: str) -> str:
@@ -140,8 +140,13 @@ def run(fn: Callable[[], T], *, json_mode: bool = False) -> T:
         # an operation without its own account of the state: every step it took is crash-safe
         from openclaw_cli.errors import Interrupted
 
-        fail(Interrupted(f"Interrupted at a safe point; nothing is half-written. Run `{interrupts.rerun_command()}` "
-                         "again to finish."), json_mode=json_mode)
+        fail(
+            Interrupted(
+                f"Interrupted at a safe point; nothing is half-written. Run `{interrupts.rerun_command()}` "
+                "again to finish."
+            ),
+            json_mode=json_mode,
+        )
     except OpenClawError as error:
         if debug_enabled():
             import traceback
@@ -202,12 +207,11 @@ def echo_json(obj: Any) -> None:
     emit_json(obj)
 
 
-
-
 def enable_verbose() -> None:
     """`--verbose`: the `openclaw` logger's records (which stores are opened, their kind, how long
     reading took) on stderr."""
     import logging
+
     logger = logging.getLogger("openclaw")
     if not any(getattr(h, "_openclaw_verbose", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)

@@ -34,38 +34,89 @@ def _complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
     return agent_ids(ctx, incomplete)
 
 
-KEY = typer.Argument(None, help="The session key to compact (omit with --over-threshold).", show_default=False,
-                     autocompletion=_complete_key)
-KEEP = typer.Option(None, "--keep-recent-tokens", metavar="<n>",
-                    help="Keep about N recent tokens verbatim (default: agents.defaults.compaction.keepRecentTokens "
-                         "if configured, else a hard checkpoint: the context restarts at the summary).")
-MAX_LINES = typer.Option(None, "--max-lines", metavar="<n>",
-                         help="OpenClaw's line mode: keep the header and the last N-1 transcript lines "
-                              "(the dropped prefix is archived first).")
-PROVIDER = typer.Option(None, "--provider", metavar="<id>",
-                        help="Summary provider: builtin, openai (OPENCLAW_COMPACTION_* environment) or an "
-                             "installed entry-point provider. Failures fall back to builtin.")
-TOKENIZER = typer.Option("exact", "--tokenizer", metavar="<exact|estimate>",
-                         help="Token counts: exact (tiktoken cl100k) or estimate (chars/4; CJK and other scripts "
-                              "weighted as cl100k counts them).")
-INSTRUCTIONS = typer.Option(None, "--instructions", metavar="<text>", help="Extra focus for the summary (like /compact TEXT).")
-OVER = typer.Option(False, "--over-threshold",
-                    help="Compact every session whose stored context size is past window - reserve.")
-DRY_RUN = typer.Option(False, "--dry-run", help="Show the cut point, token counts and summary; write nothing.")
-AGENT = typer.Option(None, "--agent", metavar="<id>", autocompletion=_complete_agent,
-                     help="The agent's store (default: the agent a KEY names, else the default agent).")
+KEY = typer.Argument(
+    None,
+    help="The session key to compact (omit with --over-threshold).",
+    show_default=False,
+    autocompletion=_complete_key,
+)
+KEEP = typer.Option(
+    None,
+    "--keep-recent-tokens",
+    metavar="<n>",
+    help="Keep about N recent tokens verbatim (default: agents.defaults.compaction.keepRecentTokens "
+    "if configured, else a hard checkpoint: the context restarts at the summary).",
+)
+MAX_LINES = typer.Option(
+    None,
+    "--max-lines",
+    metavar="<n>",
+    help="OpenClaw's line mode: keep the header and the last N-1 transcript lines "
+    "(the dropped prefix is archived first).",
+)
+PROVIDER = typer.Option(
+    None,
+    "--provider",
+    metavar="<id>",
+    help="Summary provider: builtin, openai (OPENCLAW_COMPACTION_* environment) or an "
+    "installed entry-point provider. Failures fall back to builtin.",
+)
+TOKENIZER = typer.Option(
+    "exact",
+    "--tokenizer",
+    metavar="<exact|estimate>",
+    help="Token counts: exact (tiktoken cl100k) or estimate (chars/4; CJK and other scripts "
+    "weighted as cl100k counts them).",
+)
+INSTRUCTIONS = typer.Option(
+    None, "--instructions", metavar="<text>", help="Extra focus for the summary (like /compact TEXT)."
+)
+OVER = typer.Option(
+    False,
+    "--over-threshold",
+    help="Compact every session whose stored context size is past window - reserve.",
+)
+DRY_RUN = typer.Option(
+    False, "--dry-run", help="Show the cut point, token counts and summary; write nothing."
+)
+AGENT = typer.Option(
+    None,
+    "--agent",
+    metavar="<id>",
+    autocompletion=_complete_agent,
+    help="The agent's store (default: the agent a KEY names, else the default agent).",
+)
 ALL_AGENTS = typer.Option(False, "--all-agents", help="With --over-threshold: every agent's store.")
-STORE = typer.Option(None, "--store", metavar="<path>",
-                     help="An explicit store: a legacy sessions.json or an agent .sqlite (offline repair).")
+STORE = typer.Option(
+    None,
+    "--store",
+    metavar="<path>",
+    help="An explicit store: a legacy sessions.json or an agent .sqlite (offline repair).",
+)
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
-HELP = ("Compact a session: summarise older history into a compaction entry (append-only), or with "
-        "--max-lines keep only the last lines.")
+HELP = (
+    "Compact a session: summarise older history into a compaction entry (append-only), or with "
+    "--max-lines keep only the last lines."
+)
 
 
-def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_lines: int | None, provider: str | None,
-                    tokenizer: str, instructions: str | None, over_threshold: bool, dry_run: bool,
-                    agent: str | None, all_agents: bool, store: str | None, json_mode: bool,
-                    gateway: dict[str, Any] | None = None, no_backup: bool = False) -> None:
+def compact_command(
+    *,
+    key: str | None,
+    keep_recent_tokens: int | None,
+    max_lines: int | None,
+    provider: str | None,
+    tokenizer: str,
+    instructions: str | None,
+    over_threshold: bool,
+    dry_run: bool,
+    agent: str | None,
+    all_agents: bool,
+    store: str | None,
+    json_mode: bool,
+    gateway: dict[str, Any] | None = None,
+    no_backup: bool = False,
+) -> None:
     def body() -> None:
         from openclaw_cli.cli.common import load_context
         from openclaw_cli.cli.delegation import delegate, ensure_no_gateway, gateway_options, given
@@ -75,8 +126,10 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
         if over_threshold and key:
             raise UsageError("Pass either a session KEY or --over-threshold, not both.")
         if not over_threshold and not (key and key.strip()):
-            raise UsageError("Missing session KEY (or use --over-threshold). Run openclaw sessions list --json "
-                             "to choose a valid key.")
+            raise UsageError(
+                "Missing session KEY (or use --over-threshold). Run openclaw sessions list --json "
+                "to choose a valid key."
+            )
         if all_agents and not over_threshold:
             raise UsageError("--all-agents only applies with --over-threshold.")
         if over_threshold and max_lines is not None:
@@ -87,9 +140,17 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             ensure_no_gateway(gw_options, paths=cx.paths, config=cx.config, what="compact --over-threshold")
         if not over_threshold:
             check_args(keep_recent_tokens, max_lines, tokenizer, provider)
-            params = given(key=key, agentId=agent, maxLines=max_lines, keepRecentTokens=keep_recent_tokens,
-                           provider=provider, tokenizer=None if tokenizer == "exact" else tokenizer,
-                           instructions=instructions, dryRun=dry_run, store=store)
+            params = given(
+                key=key,
+                agentId=agent,
+                maxLines=max_lines,
+                keepRecentTokens=keep_recent_tokens,
+                provider=provider,
+                tokenizer=None if tokenizer == "exact" else tokenizer,
+                instructions=instructions,
+                dryRun=dry_run,
+                store=store,
+            )
             served = delegate("sessions.compact", params, gw_options, paths=cx.paths, config=cx.config)
             if served is not None:
                 _report_served(served, cx, json_mode)
@@ -97,9 +158,17 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
         if over_threshold:
             from openclaw_cli.ops.compact import compact_over_threshold
 
-            result = compact_over_threshold(cx, agent=agent, all_agents=all_agents, store=store, dry_run=dry_run,
-                                            keep_recent_tokens=keep_recent_tokens, provider=provider,
-                                            tokenizer=tokenizer, instructions=instructions)  # type: ignore[arg-type]
+            result = compact_over_threshold(
+                cx,
+                agent=agent,
+                all_agents=all_agents,
+                store=store,
+                dry_run=dry_run,
+                keep_recent_tokens=keep_recent_tokens,
+                provider=provider,
+                tokenizer=tokenizer,
+                instructions=instructions,
+            )  # type: ignore[arg-type]
             if json_mode:
                 echo_json(result)
             else:
@@ -109,9 +178,18 @@ def compact_command(*, key: str | None, keep_recent_tokens: int | None, max_line
             return
         from openclaw_cli.ops.compact import compact_or_skip
 
-        result = compact_or_skip(cx, key or "", agent=agent, store=store, keep_recent_tokens=keep_recent_tokens,
-                                 max_lines=max_lines, provider=provider, tokenizer=tokenizer,  # type: ignore[arg-type]
-                                 dry_run=dry_run, instructions=instructions)
+        result = compact_or_skip(
+            cx,
+            key or "",
+            agent=agent,
+            store=store,
+            keep_recent_tokens=keep_recent_tokens,
+            max_lines=max_lines,
+            provider=provider,
+            tokenizer=tokenizer,  # type: ignore[arg-type]
+            dry_run=dry_run,
+            instructions=instructions,
+        )
         if json_mode:
             if cx.hints and "hint" not in result:
                 result["hint"] = " ".join(cx.hints)
@@ -155,6 +233,7 @@ def _report_served(result: dict[str, Any], cx: Any, json_mode: bool) -> None:
 
 # ---- text rendering (stdout; stored data always sanitised, D6.8) -------------------------------------------
 
+
 def _fmt(value: Any) -> str:
     from openclaw_cli.cli.cells import format_token_count
 
@@ -181,19 +260,27 @@ def render_session(result: dict[str, Any]) -> None:
     else:
         out(f"Compacted {key} {_context_line(result)}")
     methods = f"tokens: {result.get('tokenMethod')} (before: {result.get('tokensBeforeMethod')})"
-    out(f"  provider: {sanitize_text(result.get('provider'))} · {methods} · threshold {_fmt(result.get('threshold'))}")
+    out(
+        f"  provider: {sanitize_text(result.get('provider'))} · {methods} · threshold {_fmt(result.get('threshold'))}"
+    )
     if result.get("fallbackReason"):
         out(f"  fallback: {sanitize_text(result['fallbackReason'])}")
     cut = result.get("cutPoint")
     if result.get("hardCheckpoint") or not cut:
-        out("  hard checkpoint: the rebuilt context starts at the summary (pass --keep-recent-tokens N to keep "
-            "a recent tail)")
+        out(
+            "  hard checkpoint: the rebuilt context starts at the summary (pass --keep-recent-tokens N to keep "
+            "a recent tail)"
+        )
     else:
         split = " (splits an oversized turn)" if cut.get("splitTurn") else ""
-        out(f"  cut point: entry {sanitize_text(cut.get('entryId'))} ({sanitize_text(cut.get('role') or cut.get('type'))}, "
-            f"{sanitize_text(cut.get('timestamp'))}), entry {cut.get('index')} of {cut.get('branchEntries')}{split}")
-    out(f"  summarised {result.get('summarizedMessages')} messages, kept {result.get('keptMessages')} "
-        f"({_fmt(result.get('keptTokens'))} tokens); summary {result.get('summaryChars')} chars")
+        out(
+            f"  cut point: entry {sanitize_text(cut.get('entryId'))} ({sanitize_text(cut.get('role') or cut.get('type'))}, "
+            f"{sanitize_text(cut.get('timestamp'))}), entry {cut.get('index')} of {cut.get('branchEntries')}{split}"
+        )
+    out(
+        f"  summarised {result.get('summarizedMessages')} messages, kept {result.get('keptMessages')} "
+        f"({_fmt(result.get('keptTokens'))} tokens); summary {result.get('summaryChars')} chars"
+    )
     kept, dropped = result.get("identifiersKept"), result.get("identifiersDropped")
     if isinstance(kept, list) and isinstance(dropped, list):
         note = f" ({len(dropped)} left out: see identifiersDropped in --json)" if dropped else ""
@@ -201,7 +288,9 @@ def render_session(result: dict[str, Any]) -> None:
     successor = result.get("successor")
     if successor:
         where = successor.get("sessionFile") or f"session window {successor.get('sessionId')}"
-        out(f"  successor transcript: {sanitize_text(where)} (previous {sanitize_text(successor.get('previousSessionId'))})")
+        out(
+            f"  successor transcript: {sanitize_text(where)} (previous {sanitize_text(successor.get('previousSessionId'))})"
+        )
     elif result.get("dryRun") and result.get("truncateAfterCompaction"):
         out("  truncateAfterCompaction: a successor transcript would become the active one")
     archive = result.get("archive")
@@ -227,7 +316,9 @@ def render_max_lines(result: dict[str, Any]) -> None:
     verb = "Would keep" if result.get("dryRun") else "Kept"
     if result.get("dryRun"):
         out("Dry run: nothing was written.")
-    out(f"{key}: {verb} {result.get('kept')} of {result.get('lines')} lines ({result.get('dropped')} dropped).")
+    out(
+        f"{key}: {verb} {result.get('kept')} of {result.get('lines')} lines ({result.get('dropped')} dropped)."
+    )
     if result.get("archive"):
         out(f"  archive of the full transcript: {sanitize_text(result['archive'].get('path'))}")
     if result.get("successor"):
@@ -242,8 +333,10 @@ def render_over_threshold(result: dict[str, Any]) -> None:
     if result.get("dryRun"):
         out("Dry run: nothing was written (sizes from stored figures; a real run re-counts each session).")
     for item in result.get("sessions") or []:
-        line = (f"{sanitize_text(item.get('key'))}: {_fmt(item.get('tokens'))} > {_fmt(item.get('threshold'))} "
-                f"({sanitize_text(item.get('tokenSource'))}, window {_fmt(item.get('contextWindow'))})")
+        line = (
+            f"{sanitize_text(item.get('key'))}: {_fmt(item.get('tokens'))} > {_fmt(item.get('threshold'))} "
+            f"({sanitize_text(item.get('tokenSource'))}, window {_fmt(item.get('contextWindow'))})"
+        )
         if item.get("compacted"):
             figures = item.get("result") or {}
             line += f" → compacted ({_fmt(figures.get('tokensBefore'))} → {_fmt(figures.get('tokensAfter'))})"
@@ -254,8 +347,15 @@ def render_over_threshold(result: dict[str, Any]) -> None:
         out(line)
     verb = "would compact" if result.get("dryRun") else "compacted"
     count = result.get("candidates") if result.get("dryRun") else result.get("compacted")
-    out(f"{result.get('checked')} sessions checked, {result.get('candidates')} over threshold, {verb} {count}"
-        + ("" if result.get("dryRun") else f", skipped {result.get('skipped')}, failed {result.get('failed')}") + ".")
+    out(
+        f"{result.get('checked')} sessions checked, {result.get('candidates')} over threshold, {verb} {count}"
+        + (
+            ""
+            if result.get("dryRun")
+            else f", skipped {result.get('skipped')}, failed {result.get('failed')}"
+        )
+        + "."
+    )
     if result.get("hint"):
         err(f"Hint: {sanitize_text(result['hint'])}")
 
@@ -268,37 +368,82 @@ def render_skipped(result: dict[str, Any]) -> None:
 
 # ---- registration ------------------------------------------------------------------------------------------
 
+
 def register(app: typer.Typer) -> None:
     from openclaw_cli.cli.sessions import sessions_app
 
     @app.command("compact", help=HELP)
     def top_compact(
-        key: str = KEY, keep_recent_tokens: int = KEEP, max_lines: int = MAX_LINES, provider: str = PROVIDER,
-        tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
-        dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
-        json_mode: bool = JSON, url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN,
-        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
+        key: str = KEY,
+        keep_recent_tokens: int = KEEP,
+        max_lines: int = MAX_LINES,
+        provider: str = PROVIDER,
+        tokenizer: str = TOKENIZER,
+        instructions: str = INSTRUCTIONS,
+        over_threshold: bool = OVER,
+        dry_run: bool = DRY_RUN,
+        agent: str = AGENT,
+        all_agents: bool = ALL_AGENTS,
+        store: str = STORE,
+        json_mode: bool = JSON,
+        url: str = GATEWAY_URL,
+        token: str = GATEWAY_TOKEN,
+        password: str = GATEWAY_PASSWORD,
+        timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
-        compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
-                        tokenizer=tokenizer, instructions=instructions, over_threshold=over_threshold,
-                        dry_run=dry_run, agent=agent, all_agents=all_agents, store=store, json_mode=json_mode,
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
-                        no_backup=no_backup)
+        compact_command(
+            key=key,
+            keep_recent_tokens=keep_recent_tokens,
+            max_lines=max_lines,
+            provider=provider,
+            tokenizer=tokenizer,
+            instructions=instructions,
+            over_threshold=over_threshold,
+            dry_run=dry_run,
+            agent=agent,
+            all_agents=all_agents,
+            store=store,
+            json_mode=json_mode,
+            gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+            no_backup=no_backup,
+        )
 
     @sessions_app.command("compact", help=HELP + " Same as `openclaw compact`.")
     def sessions_compact(
         ctx: typer.Context,
-        key: str = KEY, keep_recent_tokens: int = KEEP, max_lines: int = MAX_LINES, provider: str = PROVIDER,
-        tokenizer: str = TOKENIZER, instructions: str = INSTRUCTIONS, over_threshold: bool = OVER,
-        dry_run: bool = DRY_RUN, agent: str = AGENT, all_agents: bool = ALL_AGENTS, store: str = STORE,
-        json_mode: bool = JSON, url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN,
-        password: str = GATEWAY_PASSWORD, timeout: str = GATEWAY_TIMEOUT, no_backup: bool = NO_BACKUP,
+        key: str = KEY,
+        keep_recent_tokens: int = KEEP,
+        max_lines: int = MAX_LINES,
+        provider: str = PROVIDER,
+        tokenizer: str = TOKENIZER,
+        instructions: str = INSTRUCTIONS,
+        over_threshold: bool = OVER,
+        dry_run: bool = DRY_RUN,
+        agent: str = AGENT,
+        all_agents: bool = ALL_AGENTS,
+        store: str = STORE,
+        json_mode: bool = JSON,
+        url: str = GATEWAY_URL,
+        token: str = GATEWAY_TOKEN,
+        password: str = GATEWAY_PASSWORD,
+        timeout: str = GATEWAY_TIMEOUT,
+        no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
-        compact_command(key=key, keep_recent_tokens=keep_recent_tokens, max_lines=max_lines, provider=provider,
-                        tokenizer=tokenizer, instructions=instructions, over_threshold=over_threshold,
-                        dry_run=dry_run, agent=agent or parent.get("agent"),
-                        all_agents=all_agents or bool(parent.get("all_agents")),
-                        store=store or parent.get("store"), json_mode=json_mode or bool(parent.get("json")),
-                        gateway={"url": url, "token": token, "password": password, "timeout": timeout},
-                        no_backup=no_backup)
+        compact_command(
+            key=key,
+            keep_recent_tokens=keep_recent_tokens,
+            max_lines=max_lines,
+            provider=provider,
+            tokenizer=tokenizer,
+            instructions=instructions,
+            over_threshold=over_threshold,
+            dry_run=dry_run,
+            agent=agent or parent.get("agent"),
+            all_agents=all_agents or bool(parent.get("all_agents")),
+            store=store or parent.get("store"),
+            json_mode=json_mode or bool(parent.get("json")),
+            gateway={"url": url, "token": token, "password": password, "timeout": timeout},
+            no_backup=no_backup,
+        )

@@ -49,7 +49,9 @@ def session_keys(ctx: Any, incomplete: str) -> list[str]:
         parsed = parse_agent_key(incomplete + "x")  # `agent:work:` names its agent already
         if agent is None and params.get("store") is None and parsed:
             agent = parsed[0]
-        target = select_targets(cx.paths, cx.config, agent=agent, all_agents=False, store=params.get("store"))[0]
+        target = select_targets(
+            cx.paths, cx.config, agent=agent, all_agents=False, store=params.get("store")
+        )[0]
         with open_target(cx, target, read_only=True) as st:
             rows, _ = st.list_entries(limit=None)
         keys = [key for key, _ in rows if key.startswith(incomplete)]

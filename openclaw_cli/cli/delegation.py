@@ -33,10 +33,18 @@ from typing import Any
 
 import typer
 
-GATEWAY_URL = typer.Option(None, "--url", metavar="<url>", help="Gateway WebSocket URL (default: from config/env).")
-GATEWAY_TOKEN = typer.Option(None, "--token", metavar="<token>", help="Gateway token (default: from config/env).")
-GATEWAY_PASSWORD = typer.Option(None, "--password", metavar="<password>", help="Gateway password (default: from config/env).")
-GATEWAY_TIMEOUT = typer.Option(None, "--timeout", metavar="<ms>", help="Gateway request timeout in milliseconds.")
+GATEWAY_URL = typer.Option(
+    None, "--url", metavar="<url>", help="Gateway WebSocket URL (default: from config/env)."
+)
+GATEWAY_TOKEN = typer.Option(
+    None, "--token", metavar="<token>", help="Gateway token (default: from config/env)."
+)
+GATEWAY_PASSWORD = typer.Option(
+    None, "--password", metavar="<password>", help="Gateway password (default: from config/env)."
+)
+GATEWAY_TIMEOUT = typer.Option(
+    None, "--timeout", metavar="<ms>", help="Gateway request timeout in milliseconds."
+)
 
 LOCAL_FALLBACK_HINT = "No Gateway is listening at {url}; ran locally."
 LOCAL_ONLY_KEYS = ("dryRun", "store")
@@ -53,8 +61,9 @@ class GatewayOptions:
     timeout_ms: int | None = None
 
 
-def gateway_options(url: str | None = None, token: str | None = None, password: str | None = None,
-                    timeout: Any = None) -> GatewayOptions:
+def gateway_options(
+    url: str | None = None, token: str | None = None, password: str | None = None, timeout: Any = None
+) -> GatewayOptions:
     """The shared flags as options; `--timeout` must be a positive integer (milliseconds)."""
     from openclaw_cli.errors import UsageError
 
@@ -62,8 +71,10 @@ def gateway_options(url: str | None = None, token: str | None = None, password: 
     if timeout is not None:
         text = str(timeout).strip()
         if not text.isdigit() or not text.isascii() or int(text) <= 0:
-            raise UsageError(f"--timeout must be a positive number of milliseconds, for example --timeout 30000 "
-                             f"(got {text!r}).")
+            raise UsageError(
+                f"--timeout must be a positive number of milliseconds, for example --timeout 30000 "
+                f"(got {text!r})."
+            )
         timeout_ms = int(text)
     return GatewayOptions(url=url, token=token, password=password, timeout_ms=timeout_ms)
 
@@ -94,8 +105,15 @@ def _say(hint: Callable[[str], None] | None, text: str) -> None:
         PENDING_NOTES.append(text)
 
 
-def delegate(method: str, params: dict[str, Any], options: GatewayOptions | None, *, paths: Any,
-             config: Any = None, hint: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+def delegate(
+    method: str,
+    params: dict[str, Any],
+    options: GatewayOptions | None,
+    *,
+    paths: Any,
+    config: Any = None,
+    hint: Callable[[str], None] | None = None,
+) -> dict[str, Any] | None:
     """The Gateway's result, or None when the method must run locally (see the module docstring)."""
     if is_local_only(params):
         return None
@@ -107,7 +125,9 @@ def delegate(method: str, params: dict[str, Any], options: GatewayOptions | None
         from openclaw_cli.config import load_config
 
         config = load_config(paths)
-    target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+    target = discover(
+        paths=paths, config=config, url=options.url, token=options.token, password=options.password
+    )
     if target.url_override and not target.has_credentials:
         problem = target.credentials_error(method)
         if problem is not None:
@@ -141,7 +161,9 @@ def targets_local_state(options: GatewayOptions | None, *, paths: Any, config: A
     from openclaw_cli.gateway.discovery import SOURCE_LOCAL, discover
 
     options = options or GatewayOptions()
-    target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+    target = discover(
+        paths=paths, config=config, url=options.url, token=options.token, password=options.password
+    )
     return target.url_source == SOURCE_LOCAL
 
 
@@ -153,11 +175,15 @@ def ensure_no_gateway(options: GatewayOptions | None, *, paths: Any, config: Any
     from openclaw_cli.gateway.probe import nothing_listens
 
     options = options or GatewayOptions()
-    target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+    target = discover(
+        paths=paths, config=config, url=options.url, token=options.token, password=options.password
+    )
     if nothing_listens(target, LISTEN_CHECK_MS) is None:
-        raise StateOwnedError(f"A Gateway is listening at {target.url}; {what} has no Gateway method and would write "
-                              "under its feet. Stop the Gateway and retry, or compact the sessions one at a time "
-                              "(`openclaw compact KEY` is sent to the Gateway).")
+        raise StateOwnedError(
+            f"A Gateway is listening at {target.url}; {what} has no Gateway method and would write "
+            "under its feet. Stop the Gateway and retry, or compact the sessions one at a time "
+            "(`openclaw compact KEY` is sent to the Gateway)."
+        )
 
 
 def owning_gateway(options: GatewayOptions | None, *, paths: Any, config: Any) -> tuple[str, str] | None:
@@ -171,7 +197,9 @@ def owning_gateway(options: GatewayOptions | None, *, paths: Any, config: Any) -
 
     options = options or GatewayOptions()
     try:
-        target = discover(paths=paths, config=config, url=options.url, token=options.token, password=options.password)
+        target = discover(
+            paths=paths, config=config, url=options.url, token=options.token, password=options.password
+        )
         if not target.has_credentials or nothing_listens(target, LISTEN_CHECK_MS) is not None:
             return None
         from openclaw_cli.gateway.client import hello as gateway_hello

@@ -9,7 +9,9 @@ MUTUALLY_EXCLUSIVE = (
     "doctor operations are mutually exclusive: choose one of --lint, --fix/--repair, --post-upgrade, "
     "--state-sqlite, or --session-sqlite."
 )
-LINT_WITH_SQLITE = "doctor --lint runs read-only lint checks and cannot be combined with --session-sqlite <mode>."
+LINT_WITH_SQLITE = (
+    "doctor --lint runs read-only lint checks and cannot be combined with --session-sqlite <mode>."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -17,17 +19,29 @@ def register(app: typer.Typer) -> None:
     def doctor(
         ctx: typer.Context,
         session_sqlite: str = typer.Option(
-            None, "--session-sqlite", metavar="<mode>",
-            help="Session SQLite migration: dry-run, import, validate, inspect, compact, restore or recover."),
-        session_sqlite_agent: str = typer.Option(None, "--session-sqlite-agent", metavar="<id>",
-                                                 help="One agent (with --session-sqlite-store: its expected owner)."),
+            None,
+            "--session-sqlite",
+            metavar="<mode>",
+            help="Session SQLite migration: dry-run, import, validate, inspect, compact, restore or recover.",
+        ),
+        session_sqlite_agent: str = typer.Option(
+            None,
+            "--session-sqlite-agent",
+            metavar="<id>",
+            help="One agent (with --session-sqlite-store: its expected owner).",
+        ),
         session_sqlite_all_agents: bool = typer.Option(
-            False, "--session-sqlite-all-agents", help="Configured agents plus every agents/* store on disk."),
-        session_sqlite_store: str = typer.Option(None, "--session-sqlite-store", metavar="<path>",
-                                                 help="One sessions.json or .sqlite file."),
-        github_issue: bool = typer.Option(False, "--github-issue",
-                                          help="With recover: point at the sanitised report (no issue is created)."),
-        fix: bool = typer.Option(False, "--fix", "--repair", help="Apply repairs: import legacy sessions into SQLite."),
+            False, "--session-sqlite-all-agents", help="Configured agents plus every agents/* store on disk."
+        ),
+        session_sqlite_store: str = typer.Option(
+            None, "--session-sqlite-store", metavar="<path>", help="One sessions.json or .sqlite file."
+        ),
+        github_issue: bool = typer.Option(
+            False, "--github-issue", help="With recover: point at the sanitised report (no issue is created)."
+        ),
+        fix: bool = typer.Option(
+            False, "--fix", "--repair", help="Apply repairs: import legacy sessions into SQLite."
+        ),
         lint: bool = typer.Option(False, "--lint", hidden=True),
         post_upgrade: bool = typer.Option(False, "--post-upgrade", hidden=True),
         state_sqlite: str = typer.Option(None, "--state-sqlite", hidden=True),
@@ -47,18 +61,32 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(LINT_WITH_SQLITE)
             if sum(bool(x) for x in operations) > 1:
                 raise UsageError(MUTUALLY_EXCLUSIVE)
-            selectors = [session_sqlite_agent is not None, session_sqlite_all_agents, session_sqlite_store is not None]
+            selectors = [
+                session_sqlite_agent is not None,
+                session_sqlite_all_agents,
+                session_sqlite_store is not None,
+            ]
             if session_sqlite is None:
                 if github_issue:
                     raise UsageError(GITHUB_ISSUE_ERROR)
                 if any(selectors):
                     raise UsageError(OPTIONS_WITHOUT_MODE)
                 if lint or post_upgrade or state_sqlite is not None:
-                    raise UsageError("This doctor operation is not implemented by openclaw-cli; use OpenClaw's doctor.")
+                    raise UsageError(
+                        "This doctor operation is not implemented by openclaw-cli; use OpenClaw's doctor."
+                    )
                 _plain_doctor(ctx, fix=fix, json_out=json_out)
                 return
-            _session_sqlite(ctx, session_sqlite, agent=session_sqlite_agent, all_agents=session_sqlite_all_agents,
-                            store=session_sqlite_store, json_out=json_out, yes=yes, github_issue=github_issue)
+            _session_sqlite(
+                ctx,
+                session_sqlite,
+                agent=session_sqlite_agent,
+                all_agents=session_sqlite_all_agents,
+                store=session_sqlite_store,
+                json_out=json_out,
+                yes=yes,
+                github_issue=github_issue,
+            )
 
         run(body, json_mode=json_out)
 
@@ -75,15 +103,31 @@ def _paths(ctx: typer.Context):
     return state_paths(ctx)
 
 
-def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_agents: bool, store: str | None,
-                    json_out: bool, yes: bool, github_issue: bool) -> None:
+def _session_sqlite(
+    ctx: typer.Context,
+    mode: str,
+    *,
+    agent: str | None,
+    all_agents: bool,
+    store: str | None,
+    json_out: bool,
+    yes: bool,
+    github_issue: bool,
+) -> None:
     from openclaw_cli.cli.common import print_lines
     from openclaw_cli.cli.render_migration import migration_text
     from openclaw_cli.ops.doctor import Options, session_sqlite
     from openclaw_cli.output import emit_json, err
 
-    options = Options(mode=mode, agent=agent, all_agents=all_agents, store=store, json=json_out, yes=yes,
-                      github_issue=github_issue)
+    options = Options(
+        mode=mode,
+        agent=agent,
+        all_agents=all_agents,
+        store=store,
+        json=json_out,
+        yes=yes,
+        github_issue=github_issue,
+    )
     report = session_sqlite(_paths(ctx), options, progress=_progress(json_out))
     doc = report.to_json()
     if json_out:
@@ -94,8 +138,10 @@ def _session_sqlite(ctx: typer.Context, mode: str, *, agent: str | None, all_age
         if report.support_issue is None:
             err("session-sqlite recover: no support issue payload was generated")
         else:
-            err("GitHub issue creation is not available in openclaw-cli; share the sanitised report instead: "
-                f"{report.support_issue.get('bodyPath')}")
+            err(
+                "GitHub issue creation is not available in openclaw-cli; share the sanitised report instead: "
+                f"{report.support_issue.get('bodyPath')}"
+            )
     raise typer.Exit(report.exit_code)
 
 
@@ -121,12 +167,13 @@ def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:
         report = session_sqlite(_paths(ctx), options, progress=_progress(json_out))
     except StateOwnedError as exc:
         err("Session SQLite")
-        err('- Skipped: Gateway or another SQLite maintenance command owns the state directory. Stop the Gateway, '
-            'then run "openclaw doctor --fix" for session-store maintenance.')
+        err(
+            "- Skipped: Gateway or another SQLite maintenance command owns the state directory. Stop the Gateway, "
+            'then run "openclaw doctor --fix" for session-store maintenance.'
+        )
         raise typer.Exit(int(exc.exit_code)) from None
     if json_out:
         emit_json({**report.to_json(), **checks})
         raise typer.Exit(report.exit_code)
     print_lines(plain_doctor_text(report.to_json(), fix=fix))
     raise typer.Exit(report.exit_code)
-

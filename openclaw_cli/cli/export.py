@@ -58,13 +58,22 @@ def parts_of(obj: dict[str, Any]) -> tuple[str, str, list[tuple[str, str, str]]]
         parts: list[tuple[str, str, str]] = []
         if role == "toolResult":
             name = _clean(message.get("toolName") or "tool")
-            text = "\n".join(_clean(b.get("text")) for b in _blocks(message.get("content")) if b.get("type") == "text")
+            text = "\n".join(
+                _clean(b.get("text")) for b in _blocks(message.get("content")) if b.get("type") == "text"
+            )
             flag = " (error)" if message.get("isError") else ""
-            return "tool-result", f"Tool result · {name}{flag} · {when}", [("tool-result", f"{name} result", text)]
+            return (
+                "tool-result",
+                f"Tool result · {name}{flag} · {when}",
+                [("tool-result", f"{name} result", text)],
+            )
         if role == "bashExecution":
             command = _clean(message.get("command"))
-            return "tool-result", f"Shell · {when}", [("tool-call", "command", command),
-                                                      ("tool-result", "output", _clean(message.get("output")))]
+            return (
+                "tool-result",
+                f"Shell · {when}",
+                [("tool-call", "command", command), ("tool-result", "output", _clean(message.get("output")))],
+            )
         for block in _blocks(message.get("content")):
             btype = block.get("type")
             if btype == "text":
@@ -72,8 +81,13 @@ def parts_of(obj: dict[str, Any]) -> tuple[str, str, list[tuple[str, str, str]]]
             elif btype == "thinking":
                 parts.append(("thinking", "Thinking", _clean(block.get("thinking"))))
             elif btype == "toolCall":
-                parts.append(("tool-call", f"Tool call · {_clean(block.get('name'))}",
-                              _clean(_json(block.get("arguments")))))
+                parts.append(
+                    (
+                        "tool-call",
+                        f"Tool call · {_clean(block.get('name'))}",
+                        _clean(_json(block.get("arguments"))),
+                    )
+                )
             elif btype == "image":
                 parts.append(("note", "", f"[image {_clean(block.get('mimeType'))}]"))
         model = _clean(message.get("model")) if role == "assistant" else ""
@@ -90,11 +104,19 @@ def parts_of(obj: dict[str, Any]) -> tuple[str, str, list[tuple[str, str, str]]]
         text = "\n".join(_clean(b.get("text")) for b in _blocks(text) if b.get("type") == "text")
         return "custom", f"{_clean(obj.get('customType') or 'Custom message')} · {when}", [("text", "", text)]
     if kind == "model_change":
-        return "note", "", [("note", "", f"Model: {_clean(obj.get('provider'))}/{_clean(obj.get('modelId'))} · {when}")]
+        return (
+            "note",
+            "",
+            [("note", "", f"Model: {_clean(obj.get('provider'))}/{_clean(obj.get('modelId'))} · {when}")],
+        )
     if kind == "thinking_level_change":
         return "note", "", [("note", "", f"Thinking level: {_clean(obj.get('thinkingLevel'))} · {when}")]
     if kind == "reset":
-        return "compaction", f"Reset · {when}", [("summary", "", _clean(obj.get("summary") or obj.get("reason")))]
+        return (
+            "compaction",
+            f"Reset · {when}",
+            [("summary", "", _clean(obj.get("summary") or obj.get("reason")))],
+        )
     if kind == "label":
         return "note", "", [("note", "", f"Label: {_clean(obj.get('label'))} · {when}")]
     return "note", "", [("note", "", f"{_clean(kind) or 'entry'} entry · {when}")]
@@ -140,8 +162,10 @@ def _fence(text: str) -> str:
 
 def write_markdown(lines: Iterator[Any], sink: _Sink, meta: dict[str, Any]) -> int:
     sink.write(f"# Session {_clean(meta['key'])}\n\n")
-    sink.write(f"- Session id: `{_clean(meta['sessionId'])}`\n- Agent: `{_clean(meta['agentId'])}`\n"
-               f"- Branch: {meta['branch']}\n\n")
+    sink.write(
+        f"- Session id: `{_clean(meta['sessionId'])}`\n- Agent: `{_clean(meta['agentId'])}`\n"
+        f"- Branch: {meta['branch']}\n\n"
+    )
     count = 0
     for line in lines:
         obj = line.obj
@@ -165,8 +189,10 @@ def write_markdown(lines: Iterator[Any], sink: _Sink, meta: dict[str, Any]) -> i
             else:
                 fence = _fence(text)
                 lang = "json" if part == "tool-call" and label.startswith("Tool call") else ""
-                sink.write(f"<details><summary>{html.escape(label or part)}</summary>\n\n{fence}{lang}\n{text}\n"
-                           f"{fence}\n\n</details>\n\n")
+                sink.write(
+                    f"<details><summary>{html.escape(label or part)}</summary>\n\n{fence}{lang}\n{text}\n"
+                    f"{fence}\n\n</details>\n\n"
+                )
     return count
 
 
@@ -192,11 +218,13 @@ pre{white-space:pre-wrap;word-wrap:break-word;font:12.5px/1.45 ui-monospace,Menl
 def write_html(lines: Iterator[Any], sink: _Sink, meta: dict[str, Any]) -> int:
     esc = html.escape
     title = esc(_clean(meta["key"]))
-    sink.write(f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-               f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-               f"<title>Session {title}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n<main>\n"
-               f"<header><h1>Session {title}</h1>\n<p>Session id <code>{esc(_clean(meta['sessionId']))}</code> · "
-               f"agent <code>{esc(_clean(meta['agentId']))}</code> · {esc(meta['branch'])} branch</p></header>\n")
+    sink.write(
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>Session {title}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n<main>\n"
+        f"<header><h1>Session {title}</h1>\n<p>Session id <code>{esc(_clean(meta['sessionId']))}</code> · "
+        f"agent <code>{esc(_clean(meta['agentId']))}</code> · {esc(meta['branch'])} branch</p></header>\n"
+    )
     count = 0
     for line in lines:
         obj = line.obj
@@ -204,17 +232,23 @@ def write_html(lines: Iterator[Any], sink: _Sink, meta: dict[str, Any]) -> int:
             continue
         count += 1
         kind, heading, parts = parts_of(obj)
-        cls = kind if kind in ("user", "assistant", "tool-result", "compaction", "note", "custom") else "other"
-        sink.write(f"<article class=\"{cls}\">")
+        cls = (
+            kind if kind in ("user", "assistant", "tool-result", "compaction", "note", "custom") else "other"
+        )
+        sink.write(f'<article class="{cls}">')
         if heading:
             sink.write(f"<h2>{esc(heading)}</h2>")
         for part, label, text in parts:
             if part in ("text", "summary", "note"):
-                sink.write(f"<div class=\"text\">{esc(text)}</div>")
+                sink.write(f'<div class="text">{esc(text)}</div>')
             else:
-                sink.write(f"<details><summary>{esc(label or part)}</summary><pre>{esc(text)}</pre></details>")
+                sink.write(
+                    f"<details><summary>{esc(label or part)}</summary><pre>{esc(text)}</pre></details>"
+                )
         sink.write("</article>\n")
-    sink.write(f"<footer><p>{count} entries · exported by openclaw-cli</p></footer>\n</main>\n</body>\n</html>\n")
+    sink.write(
+        f"<footer><p>{count} entries · exported by openclaw-cli</p></footer>\n</main>\n</body>\n</html>\n"
+    )
     return count
 
 
@@ -252,8 +286,18 @@ def redacted_lines(lines: Iterator[Any]) -> Iterator[Any]:
         yield TranscriptLine(line.seq, raw, obj if isinstance(obj, dict) else None, line.line_no)
 
 
-def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: str, agent: str | None,
-                   store: str | None, json_mode: bool, redact: bool = False) -> dict[str, Any]:
+def export_session(
+    cx: Any,
+    key: str,
+    *,
+    fmt: str,
+    output: str | None,
+    branch: str,
+    agent: str | None,
+    store: str | None,
+    json_mode: bool,
+    redact: bool = False,
+) -> dict[str, Any]:
     from openclaw_cli.fsio import FILE_MODE, fsync_dir
     from openclaw_cli.ops.lifecycle import open_export
 
@@ -263,7 +307,12 @@ def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: s
         raise UsageError("--json needs --output PATH (without it the export itself is written to stdout).")
     path = _check_output(cx, output) if output is not None else None
     with open_export(cx, key, agent=agent, store=store, branch=branch) as source:
-        meta = {"key": source.key, "sessionId": source.session_id, "agentId": source.agent_id, "branch": branch}
+        meta = {
+            "key": source.key,
+            "sessionId": source.session_id,
+            "agentId": source.agent_id,
+            "branch": branch,
+        }
         lines = redacted_lines(source.lines()) if redact else source.lines()
         if path is None:
             sink = _Sink(sys.stdout.buffer)
@@ -288,14 +337,24 @@ def export_session(cx: Any, key: str, *, fmt: str, output: str | None, branch: s
                 pass
             raise
         fsync_dir(path.parent)
-        doc: dict[str, Any] = {"ok": True, "key": source.key, "sessionId": source.session_id,
-                               "agentId": source.agent_id, "format": fmt, "branch": branch, "output": str(path),
-                               "entries": count, "bytes": sink.total}
+        doc: dict[str, Any] = {
+            "ok": True,
+            "key": source.key,
+            "sessionId": source.session_id,
+            "agentId": source.agent_id,
+            "format": fmt,
+            "branch": branch,
+            "output": str(path),
+            "entries": count,
+            "bytes": sink.total,
+        }
         if source.issues:
             doc["issues"] = [str(i) for i in source.issues]
         if not json_mode:  # the result (D19: stdout; the export itself went to the file)
             from openclaw_cli.output import out, sanitize_text
 
-            out(f"Exported {count} entries of {sanitize_text(source.key)} ({branch} branch, {fmt}) to "
-                f"{sanitize_text(str(path))}.")
+            out(
+                f"Exported {count} entries of {sanitize_text(source.key)} ({branch} branch, {fmt}) to "
+                f"{sanitize_text(str(path))}."
+            )
         return doc

@@ -29,19 +29,40 @@ from openclaw_cli.cli.rootopts import (
 
 # `openclaw sessions` / `sessions list` options (cli/sessions.py): option -> parameter
 _VALUE_OPTIONS = {"--agent": "agent", "--store": "store", "--active": "active", "--limit": "limit"}
-_FLAG_OPTIONS = {"--all-agents": "all_agents", "--json": "json_mode", "--verbose": "verbose",
-                 "--archived": "archived", "--all": "all_rows", "--wide": "wide"}
+_FLAG_OPTIONS = {
+    "--all-agents": "all_agents",
+    "--json": "json_mode",
+    "--verbose": "verbose",
+    "--archived": "archived",
+    "--all": "all_rows",
+    "--wide": "wide",
+}
 # `openclaw sessions search QUERY` (cli/search.py): the options without Gateway flags
-_SEARCH_VALUES = {"--agent": "agent", "--store": "store", "--since": "since", "--until": "until", "--limit": "limit"}
+_SEARCH_VALUES = {
+    "--agent": "agent",
+    "--store": "store",
+    "--since": "since",
+    "--until": "until",
+    "--limit": "limit",
+}
 _SEARCH_LISTS = {"--session": "sessions", "--role": "roles"}
-_SEARCH_FLAGS = {"--all-agents": "all_agents", "--json": "json_mode", "--fixed": "fixed", "--redact": "redact",
-                 "--reindex": "reindex", "--verbose": "verbose", "--archived": "archived", "--no-archived": "archived"}
+_SEARCH_FLAGS = {
+    "--all-agents": "all_agents",
+    "--json": "json_mode",
+    "--fixed": "fixed",
+    "--redact": "redact",
+    "--reindex": "reindex",
+    "--verbose": "verbose",
+    "--archived": "archived",
+    "--no-archived": "archived",
+}
 # environment variables that put click into shell-completion mode
 _COMPLETION_VARS = ("_OPENCLAW_COMPLETE", "_TYPER_COMPLETE_ARGS")
 
 
-def _options(args: list[str], i: int, values: dict[str, str], flags: dict[str, str]
-             ) -> tuple[dict[str, Any], int] | None:
+def _options(
+    args: list[str], i: int, values: dict[str, str], flags: dict[str, str]
+) -> tuple[dict[str, Any], int] | None:
     """Options from `args[i]` up to the first argument that is not one: (parameters, where it
     stopped); None for anything the Typer parser might read differently."""
     got: dict[str, Any] = {}
@@ -109,12 +130,24 @@ def _search(args: list[str], i: int) -> dict[str, Any] | None:
     limit = got.get("limit", "10")
     if not limit.isdigit() or not limit.isascii():
         return None  # Typer says what is wrong with it
-    return {"query": query, "agent": got.get("agent"), "all_agents": got.get("all_agents", False),
-            "store": got.get("store"), "sessions": got["sessions"], "roles": got["roles"], "since": got.get("since"),
-            "until": got.get("until"), "archived": got.get("archived", True), "limit": int(limit),
-            "json_mode": got.get("json_mode", False), "fixed": got.get("fixed", False),
-            "redact": got.get("redact", False), "reindex": got.get("reindex", False),
-            "verbose": got.get("verbose", False), "gw": None}
+    return {
+        "query": query,
+        "agent": got.get("agent"),
+        "all_agents": got.get("all_agents", False),
+        "store": got.get("store"),
+        "sessions": got["sessions"],
+        "roles": got["roles"],
+        "since": got.get("since"),
+        "until": got.get("until"),
+        "archived": got.get("archived", True),
+        "limit": int(limit),
+        "json_mode": got.get("json_mode", False),
+        "fixed": got.get("fixed", False),
+        "redact": got.get("redact", False),
+        "reindex": got.get("reindex", False),
+        "verbose": got.get("verbose", False),
+        "gw": None,
+    }
 
 
 def parse(argv: Sequence[str]) -> dict[str, Any] | None:
@@ -137,10 +170,20 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
             return None  # `sessions --json search …`: the group's options are merged by the Typer app
         searching = _search(args, i + 1)
         profile = root_opts.get("profile")
-        if searching is None or invalid_profile(profile) is not None or invalid_behavior(root_opts.get("behavior")):
+        if (
+            searching is None
+            or invalid_profile(profile) is not None
+            or invalid_behavior(root_opts.get("behavior"))
+        ):
             return None
-        return {"root": {"profile": profile, "behavior": root_opts.get("behavior"),
-                         "no_color": bool(root_opts.get("no_color"))}, "search": searching}
+        return {
+            "root": {
+                "profile": profile,
+                "behavior": root_opts.get("behavior"),
+                "no_color": bool(root_opts.get("no_color")),
+            },
+            "search": searching,
+        }
     if i < len(args):
         if args[i] != "list":
             return None
@@ -158,13 +201,21 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     profile = root_opts.get("profile")
     if invalid_profile(profile) is not None or invalid_behavior(root_opts.get("behavior")) is not None:
         return None
-    return {"root": {"profile": profile, "behavior": root_opts.get("behavior"),
-                     "no_color": bool(root_opts.get("no_color"))}, "listing": listing}
+    return {
+        "root": {
+            "profile": profile,
+            "behavior": root_opts.get("behavior"),
+            "no_color": bool(root_opts.get("no_color")),
+        },
+        "listing": listing,
+    }
 
 
 def dispatch(argv: Sequence[str]) -> int | None:
     """Run a served command and return its exit code; None: not served (run the Typer app)."""
-    if os.environ.get("OPENCLAW_FAST_PATH", "").strip() == "0" or any(v in os.environ for v in _COMPLETION_VARS):
+    if os.environ.get("OPENCLAW_FAST_PATH", "").strip() == "0" or any(
+        v in os.environ for v in _COMPLETION_VARS
+    ):
         return None
     call = parse(argv)
     if call is None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import typer
 
-gateway_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
-                          help="Run a Gateway for this state dir, or talk to a running one.")
+gateway_app = typer.Typer(
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    help="Run a Gateway for this state dir, or talk to a running one.",
+)
 
 
 def register(app: typer.Typer) -> None:

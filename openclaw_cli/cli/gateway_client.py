@@ -23,7 +23,9 @@ from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEW
 
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 PARAMS = typer.Option("{}", "--params", metavar="<json>", help="The method's params as a JSON value.")
-METHOD = typer.Argument(..., metavar="METHOD", help="Gateway method, e.g. health, sessions.list, sessions.cleanup.")
+METHOD = typer.Argument(
+    ..., metavar="METHOD", help="Gateway method, e.g. health, sessions.list, sessions.cleanup."
+)
 _METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
 
 
@@ -58,15 +60,31 @@ def _raise_if_nothing_listens(target: Any, timeout_ms: int | None) -> None:
         return
     code = reason.split()[1] if reason.startswith(("connect ", "getaddrinfo ")) else None
     suffix = f" ({code})" if code else ""
-    raise GatewayTransportError("closed", "\n".join([
-        f"Gateway not reachable at {target.url}{suffix}.",
-        "Start it with `openclaw gateway run` or check `openclaw gateway status`.",
-        target.details_message()]), gateway=target.gateway_block(), reason=reason, unreachable=True)
+    raise GatewayTransportError(
+        "closed",
+        "\n".join(
+            [
+                f"Gateway not reachable at {target.url}{suffix}.",
+                "Start it with `openclaw gateway run` or check `openclaw gateway status`.",
+                target.details_message(),
+            ]
+        ),
+        gateway=target.gateway_block(),
+        reason=reason,
+        unreachable=True,
+    )
 
 
-def gateway_call(ctx: typer.Context, method: str = METHOD, params: str = PARAMS, json_mode: bool = JSON,
-                 timeout: str = GATEWAY_TIMEOUT, url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN,
-                 password: str = GATEWAY_PASSWORD) -> None:
+def gateway_call(
+    ctx: typer.Context,
+    method: str = METHOD,
+    params: str = PARAMS,
+    json_mode: bool = JSON,
+    timeout: str = GATEWAY_TIMEOUT,
+    url: str = GATEWAY_URL,
+    token: str = GATEWAY_TOKEN,
+    password: str = GATEWAY_PASSWORD,
+) -> None:
     """Call a Gateway method and print its result."""
 
     def body() -> None:
@@ -78,11 +96,15 @@ def gateway_call(ctx: typer.Context, method: str = METHOD, params: str = PARAMS,
 
         name = (method or "").strip()
         if not _METHOD_NAME.fullmatch(name):
-            raise UsageError(f"Invalid Gateway method name {method!r}; for example: openclaw gateway call health")
+            raise UsageError(
+                f"Invalid Gateway method name {method!r}; for example: openclaw gateway call health"
+            )
         try:
             value = orjson.loads((params if params is not None else "{}").encode())
         except orjson.JSONDecodeError as exc:
-            raise UsageError(f"--params must be valid JSON ({exc}); for example --params '{{\"limit\":3}}'") from None
+            raise UsageError(
+                f"--params must be valid JSON ({exc}); for example --params '{{\"limit\":3}}'"
+            ) from None
         options = gateway_options(url, token, password, timeout)
         target = _target(ctx, options.url, options.token, options.password)
         result = _call(target, name, value, options.timeout_ms)
@@ -93,8 +115,14 @@ def gateway_call(ctx: typer.Context, method: str = METHOD, params: str = PARAMS,
     run(body, json_mode=json_mode)
 
 
-def gateway_health(ctx: typer.Context, json_mode: bool = JSON, timeout: str = GATEWAY_TIMEOUT,
-                   url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD) -> None:
+def gateway_health(
+    ctx: typer.Context,
+    json_mode: bool = JSON,
+    timeout: str = GATEWAY_TIMEOUT,
+    url: str = GATEWAY_URL,
+    token: str = GATEWAY_TOKEN,
+    password: str = GATEWAY_PASSWORD,
+) -> None:
     """Fetch the Gateway's health."""
 
     def body() -> None:
@@ -122,16 +150,24 @@ def _render_health(health: dict[str, Any]) -> None:
         if not isinstance(agent, dict):
             continue
         sessions = agent.get("sessions") if isinstance(agent.get("sessions"), dict) else {}
-        out(f"Agent {sanitize_text(agent.get('agentId'))}: {sessions.get('count', '?')} sessions "
-            f"({sanitize_text(sessions.get('path') or '')})")
+        out(
+            f"Agent {sanitize_text(agent.get('agentId'))}: {sessions.get('count', '?')} sessions "
+            f"({sanitize_text(sessions.get('path') or '')})"
+        )
     plugins = health.get("plugins") if isinstance(health.get("plugins"), dict) else {}
     errors = plugins.get("errors") or []
     if errors:
         out(f"Plugin errors: {len(errors)}")
 
 
-def gateway_probe(ctx: typer.Context, json_mode: bool = JSON, timeout: str = GATEWAY_TIMEOUT,
-                  url: str = GATEWAY_URL, token: str = GATEWAY_TOKEN, password: str = GATEWAY_PASSWORD) -> None:
+def gateway_probe(
+    ctx: typer.Context,
+    json_mode: bool = JSON,
+    timeout: str = GATEWAY_TIMEOUT,
+    url: str = GATEWAY_URL,
+    token: str = GATEWAY_TOKEN,
+    password: str = GATEWAY_PASSWORD,
+) -> None:
     """Check that a Gateway answers and accepts our credentials (an authenticated health call)."""
 
     def body() -> None:
@@ -142,8 +178,14 @@ def gateway_probe(ctx: typer.Context, json_mode: bool = JSON, timeout: str = GAT
 
         options = gateway_options(url, token, password, timeout)
         paths = state_paths(ctx)
-        report, error = probe_report(paths, load_config(paths), timeout_ms=options.timeout_ms or 10_000,
-                                     url=options.url, token=options.token, password=options.password)
+        report, error = probe_report(
+            paths,
+            load_config(paths),
+            timeout_ms=options.timeout_ms or 10_000,
+            url=options.url,
+            token=options.token,
+            password=options.password,
+        )
         document: dict[str, Any] = {"ok": error is None}
         if error is not None:
             document["error"] = error.to_json()["error"]
@@ -165,8 +207,10 @@ def _render_probe(report: dict[str, Any]) -> None:
     if report.get("error") is None and report.get("reachable"):
         server = report.get("server") or {}
         auth = report.get("auth") or {}
-        out(f"OK: connected in {report.get('connectLatencyMs')}ms; server {sanitize_text(server.get('version'))}; "
-            f"scopes {', '.join(sanitize_text(s) for s in auth.get('scopes') or []) or '(none)'}")
+        out(
+            f"OK: connected in {report.get('connectLatencyMs')}ms; server {sanitize_text(server.get('version'))}; "
+            f"scopes {', '.join(sanitize_text(s) for s in auth.get('scopes') or []) or '(none)'}"
+        )
     else:
         state = "reachable" if report.get("reachable") else "not reachable"
         out(f"{state}: {sanitize_text(report.get('error'))}")

@@ -42,8 +42,10 @@ def _read_secret_file(flag: str, path: str) -> str:
 # OpenClaw refuses these at start-up whatever the bind (known-weak-gateway-secrets): blank input,
 # JavaScript's coercions of a missing value, and the placeholders its examples shipped.
 _NON_SECRETS = ("", "undefined", "null")
-_PLACEHOLDERS = {"token": ("change-me-to-a-long-random-token", "change-me-now"),
-                 "password": ("change-me-to-a-strong-password",)}
+_PLACEHOLDERS = {
+    "token": ("change-me-to-a-long-random-token", "change-me-now"),
+    "password": ("change-me-to-a-strong-password",),
+}
 # Beyond loopback a secret shorter than this is refused: the length below which OpenClaw's own
 # security audit reports a gateway token or password as short (`gateway.token_too_short`).
 MIN_REMOTE_SECRET_CHARS = 24
@@ -57,41 +59,63 @@ def check_secret(mode: str, secret: str | None, *, loopback: bool, bind: str) ->
         return
     value = secret.strip()
     if value in _NON_SECRETS or value in _PLACEHOLDERS[mode]:
-        raise ConfigError(f"Invalid gateway auth {mode}: it is blank, a published example placeholder or the literal "
-                          f"string undefined/null. Generate a real secret (for example `openssl rand -hex 32`) and "
-                          f"pass it with --{mode}-file, OPENCLAW_GATEWAY_{mode.upper()} or gateway.auth.{mode}.")
+        raise ConfigError(
+            f"Invalid gateway auth {mode}: it is blank, a published example placeholder or the literal "
+            f"string undefined/null. Generate a real secret (for example `openssl rand -hex 32`) and "
+            f"pass it with --{mode}-file, OPENCLAW_GATEWAY_{mode.upper()} or gateway.auth.{mode}."
+        )
     if not loopback and len(value) < MIN_REMOTE_SECRET_CHARS:
-        raise UsageError(f"Refusing to bind gateway to {bind} with a {len(value)}-character {mode}: beyond loopback "
-                         f"the {mode} must be at least {MIN_REMOTE_SECRET_CHARS} characters. Generate one with "
-                         f"`openssl rand -hex 32` and pass it with --{mode}-file or OPENCLAW_GATEWAY_{mode.upper()}.")
+        raise UsageError(
+            f"Refusing to bind gateway to {bind} with a {len(value)}-character {mode}: beyond loopback "
+            f"the {mode} must be at least {MIN_REMOTE_SECRET_CHARS} characters. Generate one with "
+            f"`openssl rand -hex 32` and pass it with --{mode}-file or OPENCLAW_GATEWAY_{mode.upper()}."
+        )
 
 
-def resolve_run_settings(config, *, port: int | None, bind: str | None, auth: str | None, token: str | None,
-                         password: str | None, password_file: str | None, allow_unconfigured: bool,
-                         token_file: str | None = None) -> dict:
+def resolve_run_settings(
+    config,
+    *,
+    port: int | None,
+    bind: str | None,
+    auth: str | None,
+    token: str | None,
+    password: str | None,
+    password_file: str | None,
+    allow_unconfigured: bool,
+    token_file: str | None = None,
+) -> dict:
     """Flags over `gateway.*` over the defaults; every refusal OpenClaw makes at start-up."""
     from openclaw_cli.config import gateway_settings
     from openclaw_cli.errors import ConfigError, UsageError
     from openclaw_cli.gateway.auth import MODES, AuthPolicy
 
     settings = gateway_settings(config)
-    raw_mode = (config.raw.get("gateway") or {}).get("mode") if isinstance(config.raw, dict) and isinstance(
-        config.raw.get("gateway"), dict) else None
+    raw_mode = (
+        (config.raw.get("gateway") or {}).get("mode")
+        if isinstance(config.raw, dict) and isinstance(config.raw.get("gateway"), dict)
+        else None
+    )
     if not allow_unconfigured and raw_mode != "local":
         if not config.exists:
             raise ConfigError("Missing config. Set gateway.mode=local (or pass --allow-unconfigured).")
         if raw_mode is None:
-            raise ConfigError("Gateway start blocked: existing config is missing gateway.mode. Set gateway.mode=local "
-                              "manually, or pass --allow-unconfigured.")
-        raise ConfigError(f"Gateway start blocked: set gateway.mode=local (current: {raw_mode}) or pass "
-                          "--allow-unconfigured.")
+            raise ConfigError(
+                "Gateway start blocked: existing config is missing gateway.mode. Set gateway.mode=local "
+                "manually, or pass --allow-unconfigured."
+            )
+        raise ConfigError(
+            f"Gateway start blocked: set gateway.mode=local (current: {raw_mode}) or pass "
+            "--allow-unconfigured."
+        )
     bind = (bind or settings.bind or "loopback").strip().lower()
     if bind not in BINDS:
         raise UsageError(f"--bind must be one of {', '.join(BINDS)}, got {bind!r}")
     if bind == "custom":
         host = settings.custom_bind_host
         if not host:
-            raise UsageError("--bind custom needs gateway.customBindHost in the config (an IP address to listen on).")
+            raise UsageError(
+                "--bind custom needs gateway.customBindHost in the config (an IP address to listen on)."
+            )
     else:
         host = LOOPBACK_HOST if bind == "loopback" else LAN_HOST
     if password_file is not None:
@@ -109,14 +133,20 @@ def resolve_run_settings(config, *, port: int | None, bind: str | None, auth: st
         raise UsageError(f"--auth must be one of {', '.join(MODES)}, got {mode!r}")
     loopback = host in (LOOPBACK_HOST, "::1", "localhost")
     if mode == "none" and not loopback:
-        raise UsageError(f"Refusing to bind gateway to {bind} without auth. Set gateway.auth.token/password (or "
-                         "OPENCLAW_GATEWAY_TOKEN/OPENCLAW_GATEWAY_PASSWORD) or pass --token/--password.")
+        raise UsageError(
+            f"Refusing to bind gateway to {bind} without auth. Set gateway.auth.token/password (or "
+            "OPENCLAW_GATEWAY_TOKEN/OPENCLAW_GATEWAY_PASSWORD) or pass --token/--password."
+        )
     if mode == "token" and not token:
-        raise ConfigError("Gateway auth is set to token, but no token is configured. Set gateway.auth.token (or "
-                          "OPENCLAW_GATEWAY_TOKEN), or pass --token; on loopback, --auth none runs without auth.")
+        raise ConfigError(
+            "Gateway auth is set to token, but no token is configured. Set gateway.auth.token (or "
+            "OPENCLAW_GATEWAY_TOKEN), or pass --token; on loopback, --auth none runs without auth."
+        )
     if mode == "password" and not password:
-        raise ConfigError("Gateway auth is set to password, but no password is configured. Set gateway.auth.password "
-                          "(or OPENCLAW_GATEWAY_PASSWORD), or pass --password.")
+        raise ConfigError(
+            "Gateway auth is set to password, but no password is configured. Set gateway.auth.password "
+            "(or OPENCLAW_GATEWAY_PASSWORD), or pass --password."
+        )
     secret = token if mode == "token" else password if mode == "password" else None
     check_secret(mode, secret, loopback=loopback, bind=bind)
     ssl_context = None
@@ -148,14 +178,36 @@ def _tls_context(cert: str | None, key: str | None):
 
 def gateway_run(
     ctx: typer.Context,
-    port: int = typer.Option(None, "--port", min=0, max=65535, metavar="<port>", help="Port to listen on (0: any free port)."),
-    bind: str = typer.Option(None, "--bind", metavar="<loopback|lan|custom>", help="Where to listen (default loopback)."),
-    auth: str = typer.Option(None, "--auth", metavar="<token|password|none>", help="How clients authenticate."),
-    token: str = typer.Option(None, "--token", metavar="<token>", help="The shared token (visible to local users until the process renames itself: prefer --token-file or OPENCLAW_GATEWAY_TOKEN)."),
-    token_file: str = typer.Option(None, "--token-file", metavar="<path>", help="Read the token from this file (its first line)."),
-    password: str = typer.Option(None, "--password", metavar="<password>", help="The shared password (prefer --password-file or OPENCLAW_GATEWAY_PASSWORD)."),
-    password_file: str = typer.Option(None, "--password-file", metavar="<path>", help="Read the password from this file (its first line)."),
-    allow_unconfigured: bool = typer.Option(False, "--allow-unconfigured", help="Start without gateway.mode=local."),
+    port: int = typer.Option(
+        None, "--port", min=0, max=65535, metavar="<port>", help="Port to listen on (0: any free port)."
+    ),
+    bind: str = typer.Option(
+        None, "--bind", metavar="<loopback|lan|custom>", help="Where to listen (default loopback)."
+    ),
+    auth: str = typer.Option(
+        None, "--auth", metavar="<token|password|none>", help="How clients authenticate."
+    ),
+    token: str = typer.Option(
+        None,
+        "--token",
+        metavar="<token>",
+        help="The shared token (visible to local users until the process renames itself: prefer --token-file or OPENCLAW_GATEWAY_TOKEN).",
+    ),
+    token_file: str = typer.Option(
+        None, "--token-file", metavar="<path>", help="Read the token from this file (its first line)."
+    ),
+    password: str = typer.Option(
+        None,
+        "--password",
+        metavar="<password>",
+        help="The shared password (prefer --password-file or OPENCLAW_GATEWAY_PASSWORD).",
+    ),
+    password_file: str = typer.Option(
+        None, "--password-file", metavar="<path>", help="Read the password from this file (its first line)."
+    ),
+    allow_unconfigured: bool = typer.Option(
+        False, "--allow-unconfigured", help="Start without gateway.mode=local."
+    ),
     verbose: bool = typer.Option(False, "--verbose", help="Log every connection and request on stderr."),
 ) -> None:
     """Serve this state directory to OpenClaw clients until SIGTERM/SIGINT (one writer per store)."""
@@ -167,15 +219,25 @@ def gateway_run(
         paths = state_paths(ctx)
         cx = Context.load(paths)
         warn_config(cx.config.warnings)
-        resolved = resolve_run_settings(cx.config, port=port, bind=bind, auth=auth, token=token, password=password,
-                                        password_file=password_file, allow_unconfigured=allow_unconfigured,
-                                        token_file=token_file)
+        resolved = resolve_run_settings(
+            cx.config,
+            port=port,
+            bind=bind,
+            auth=auth,
+            token=token,
+            password=password,
+            password_file=password_file,
+            allow_unconfigured=allow_unconfigured,
+            token_file=token_file,
+        )
         if token is not None or password is not None:
             from openclaw_cli.cli.common import say_warning
 
             flag = "--token" if token is not None else "--password"
-            say_warning(f"{flag} on the command line can be read by other local users until the Gateway renames its "
-                 f"process; prefer {flag}-file or OPENCLAW_GATEWAY_{flag[2:].upper()}")
+            say_warning(
+                f"{flag} on the command line can be read by other local users until the Gateway renames its "
+                f"process; prefer {flag}-file or OPENCLAW_GATEWAY_{flag[2:].upper()}"
+            )
         serve_forever(cx.paths, resolved, verbose=verbose)
 
     run(body)
@@ -196,8 +258,14 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
     hide_secrets_from_argv()
     ownership = take_ownership(paths.state_dir)
     try:
-        options = ServerOptions(host=resolved["host"], port=resolved["port"], auth=resolved["auth"],
-                                ssl=resolved["ssl"], verbose=verbose, log=err)
+        options = ServerOptions(
+            host=resolved["host"],
+            port=resolved["port"],
+            auth=resolved["auth"],
+            ssl=resolved["ssl"],
+            verbose=verbose,
+            log=err,
+        )
 
         async def main() -> None:
             server = GatewayServer(paths, options)
@@ -205,11 +273,22 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
             scheme = "wss" if resolved["ssl"] is not None else "ws"
             url = f"{scheme}://{host}:{bound}"
             ownership.announce(bound, paths.config_path)
-            ownership.write_marker({"url": url, "host": host, "port": bound, "bind": resolved["bind"],
-                                    "authMode": resolved["auth"].mode, "startedAt": now_ms(),
-                                    "stateDir": str(paths.state_dir), "version": __version__})
-            err(f"[gateway] listening on {url} (pid {os.getpid()}, state dir {paths.state_dir}, "
-                f"auth {resolved['auth'].mode})")
+            ownership.write_marker(
+                {
+                    "url": url,
+                    "host": host,
+                    "port": bound,
+                    "bind": resolved["bind"],
+                    "authMode": resolved["auth"].mode,
+                    "startedAt": now_ms(),
+                    "stateDir": str(paths.state_dir),
+                    "version": __version__,
+                }
+            )
+            err(
+                f"[gateway] listening on {url} (pid {os.getpid()}, state dir {paths.state_dir}, "
+                f"auth {resolved['auth'].mode})"
+            )
             err("[gateway] ready")
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -257,11 +336,13 @@ def hide_secrets_from_argv() -> None:
     except ImportError:  # pragma: no cover - a declared dependency
         from openclaw_cli.output import err
 
-        err("[gateway] setproctitle is not installed: the command line (and any --token in it) stays visible in ps")
+        err(
+            "[gateway] setproctitle is not installed: the command line (and any --token in it) stays visible in ps"
+        )
         return
     args = sys.argv[1:]
     if "run" in args:  # what follows `gateway run`: the options that say which Gateway this is
-        args = args[args.index("run") + 1:]
+        args = args[args.index("run") + 1 :]
     setproctitle(" ".join(["openclaw-gateway", *redacted_argv(args)]))
 
 
@@ -290,17 +371,24 @@ def gateway_status(
 
         if result["running"]:
             probe = result["probe"]
-            reach = (f"reachable ({probe['connectLatencyMs']} ms)" if probe.get("reachable")
-                     else f"not reachable: {probe.get('error')}")
+            reach = (
+                f"reachable ({probe['connectLatencyMs']} ms)"
+                if probe.get("reachable")
+                else f"not reachable: {probe.get('error')}"
+            )
             out(f"Gateway running: pid {result['pid']}, {sanitize_text(result['url'])}, {reach}")
         elif result["ownedByOther"]:
-            out("No openclaw-cli Gateway runs here, but another process (OpenClaw's Gateway or a maintenance "
-                "command) owns this state directory.")
+            out(
+                "No openclaw-cli Gateway runs here, but another process (OpenClaw's Gateway or a maintenance "
+                "command) owns this state directory."
+            )
         else:
             out("No Gateway is running for this state directory.")
         if result["staleMarker"]:
-            out(f"Stale Gateway marker (pid {result.get('stalePid')} is not running): "
-                f"{sanitize_text(result.get('markerPath'))}; the next `openclaw gateway run` replaces it.")
+            out(
+                f"Stale Gateway marker (pid {result.get('stalePid')} is not running): "
+                f"{sanitize_text(result.get('markerPath'))}; the next `openclaw gateway run` replaces it."
+            )
         if code:
             raise command_exit(code)
 
@@ -322,7 +410,9 @@ def _probe(url: str, timeout_s: float = 2.0) -> dict:
         import orjson
         from websockets.sync.client import connect
 
-        with connect(f"ws://{host}:{parts.port}", open_timeout=timeout_s, close_timeout=0.5, proxy=None) as ws:
+        with connect(
+            f"ws://{host}:{parts.port}", open_timeout=timeout_s, close_timeout=0.5, proxy=None
+        ) as ws:
             frame = orjson.loads(ws.recv(timeout=timeout_s))
     except Exception as exc:  # refused, reset, timeout, not a WebSocket: all mean "not reachable"
         return {"reachable": False, "connectLatencyMs": None, "error": f"{type(exc).__name__}: {exc}"}

@@ -32,14 +32,31 @@ def _complete_agent(ctx: typer.Context, incomplete: str) -> list[str]:
     return agent_ids(ctx, incomplete)
 
 
-KEYS = typer.Argument(..., help="Session keys (see openclaw sessions list --json).", show_default=False,
-                      autocompletion=_complete_key)
-KEY = typer.Argument(..., help="The session key (see openclaw sessions list --json).", show_default=False,
-                     autocompletion=_complete_key)
-AGENT = typer.Option(None, "--agent", metavar="<id>", autocompletion=_complete_agent,
-                     help="The agent whose store holds the sessions (default: the key's agent).")
-STORE = typer.Option(None, "--store", metavar="<path>",
-                     help="An explicit store (offline repair): a legacy sessions.json or an agent .sqlite.")
+KEYS = typer.Argument(
+    ...,
+    help="Session keys (see openclaw sessions list --json).",
+    show_default=False,
+    autocompletion=_complete_key,
+)
+KEY = typer.Argument(
+    ...,
+    help="The session key (see openclaw sessions list --json).",
+    show_default=False,
+    autocompletion=_complete_key,
+)
+AGENT = typer.Option(
+    None,
+    "--agent",
+    metavar="<id>",
+    autocompletion=_complete_agent,
+    help="The agent whose store holds the sessions (default: the key's agent).",
+)
+STORE = typer.Option(
+    None,
+    "--store",
+    metavar="<path>",
+    help="An explicit store (offline repair): a legacy sessions.json or an agent .sqlite.",
+)
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Check and show what would change; write nothing.")
 LIST_PAGE = 200
@@ -108,8 +125,14 @@ class Runner:
             return None
         from openclaw_cli.cli.delegation import delegate
 
-        doc = delegate(method, params, self.gateway, paths=self.cx.paths, config=self.cx.config,
-                       hint=(lambda text: None) if read else self._note)
+        doc = delegate(
+            method,
+            params,
+            self.gateway,
+            paths=self.cx.paths,
+            config=self.cx.config,
+            hint=(lambda text: None) if read else self._note,
+        )
         self.remote = doc is not None
         return doc
 
@@ -141,8 +164,13 @@ class Runner:
 
         wanted, found, offset = set(keys), [], 0
         for _ in range(10_000):  # bounded: a Gateway that pages forever is an error below
-            params: dict[str, Any] = {"limit": LIST_PAGE, "archived": "all", "includeGlobal": True,
-                                      "includeUnknown": True, "configuredAgentsOnly": True}
+            params: dict[str, Any] = {
+                "limit": LIST_PAGE,
+                "archived": "all",
+                "includeGlobal": True,
+                "includeUnknown": True,
+                "configuredAgentsOnly": True,
+            }
             if offset:
                 params["offset"] = offset
             if agent:
@@ -186,15 +214,31 @@ def _confirm(json_mode: bool):
         if json_mode or not sys.stdin.isatty():
             return "refuse"
         noun = "session" if count == 1 else "sessions"
-        return "yes" if typer.confirm(f"Delete {count} {noun}? Their transcripts are archived first.",
-                                      default=False, err=True) else "no"
+        return (
+            "yes"
+            if typer.confirm(
+                f"Delete {count} {noun}? Their transcripts are archived first.", default=False, err=True
+            )
+            else "no"
+        )
 
     return ask
 
 
-def batch_command(operation: str, keys: list[str], *, agent: str | None, store: str | None, dry_run: bool,
-                  json_mode: bool, gateway: tuple, label: str | None = None, yes: bool = False,
-                  archived_only: bool = False, no_backup: bool = False) -> None:
+def batch_command(
+    operation: str,
+    keys: list[str],
+    *,
+    agent: str | None,
+    store: str | None,
+    dry_run: bool,
+    json_mode: bool,
+    gateway: tuple,
+    label: str | None = None,
+    yes: bool = False,
+    archived_only: bool = False,
+    no_backup: bool = False,
+) -> None:
     def body() -> None:
         from openclaw_cli.errors import ExitCode
         from openclaw_cli.lifecycle import check_session_key
@@ -205,8 +249,19 @@ def batch_command(operation: str, keys: list[str], *, agent: str | None, store: 
         runner = Runner(cx, store, _gateway_options(*gateway))
         rows = runner.rows(list(dict.fromkeys(wanted)), agent, dry_run)
         confirm = None if yes or dry_run else _confirm(json_mode)
-        batch = run_batch(cx, operation, wanted, agent=agent, store=store, dry_run=dry_run, rows=rows,
-                          invoke=runner.invoke, label=label, archived_only=archived_only, confirm=confirm)
+        batch = run_batch(
+            cx,
+            operation,
+            wanted,
+            agent=agent,
+            store=store,
+            dry_run=dry_run,
+            rows=rows,
+            invoke=runner.invoke,
+            label=label,
+            archived_only=archived_only,
+            confirm=confirm,
+        )
         if batch.cancelled:
             from openclaw_cli.output import err
 
@@ -247,8 +302,19 @@ def _render_batch(doc: dict[str, Any]) -> None:
             err(f"Warning: {sanitize_text(warning)}")
 
 
-def _single(method: str, params: dict[str, Any], *, store: str | None, dry_run: bool, gateway: tuple,
-            expect_row: bool, render: Any, json_mode: bool, precheck: Any = None, no_backup: bool = False) -> None:
+def _single(
+    method: str,
+    params: dict[str, Any],
+    *,
+    store: str | None,
+    dry_run: bool,
+    gateway: tuple,
+    expect_row: bool,
+    render: Any,
+    json_mode: bool,
+    precheck: Any = None,
+    no_backup: bool = False,
+) -> None:
     def body() -> None:
         from openclaw_cli.errors import NotFoundError
         from openclaw_cli.lifecycle import check_session_key
@@ -267,8 +333,9 @@ def _single(method: str, params: dict[str, Any], *, store: str | None, dry_run: 
             if row is None and method == "sessions.reset":
                 pass  # the method decides, as the store's release does: 2026.9.6+ creates the row
             elif row is None:
-                raise NotFoundError(f"Session not found: {params[key_field]}. Run {list_hint(agent)} to choose a "
-                                    "valid key.")
+                raise NotFoundError(
+                    f"Session not found: {params[key_field]}. Run {list_hint(agent)} to choose a valid key."
+                )
             elif not isinstance(row, BatchRow):
                 raise row  # the lookup's own error (another agent's key, no owner, …)
             else:
@@ -298,9 +365,13 @@ def _render_reset(doc: dict[str, Any]) -> None:
     if doc.get("created"):
         out(f"{prefix} session {key}: it had no row, so one was created (session id {sid}).")
     elif doc.get("previousSessionId"):
-        out(f"{prefix} session {key}: new session id {sid} (previous {sanitize_text(doc['previousSessionId'])}).")
+        out(
+            f"{prefix} session {key}: new session id {sid} (previous {sanitize_text(doc['previousSessionId'])})."
+        )
     else:
-        out(f"{prefix} session {key}: session id {sid} kept; a reset entry marks the new start in its transcript.")
+        out(
+            f"{prefix} session {key}: session id {sid} kept; a reset entry marks the new start in its transcript."
+        )
     for path in doc.get("archived") or []:
         out(f"Archived transcript: {sanitize_text(path)}")
     if doc.get("warning"):
@@ -318,14 +389,18 @@ def _render_fork(doc: dict[str, Any]) -> None:
     entry = doc.get("entry") or {}
     parent = sanitize_text(entry.get("parentSessionKey"))
     if doc.get("isolated"):
-        out(f"{prefix} {parent} into {sanitize_text(doc.get('key'))} with isolated context "
-            f"(session {sanitize_text(doc.get('sessionId'))}).")
+        out(
+            f"{prefix} {parent} into {sanitize_text(doc.get('key'))} with isolated context "
+            f"(session {sanitize_text(doc.get('sessionId'))})."
+        )
     else:
         figures = ""
         if "copiedEntries" in doc:
             figures = f", {doc['copiedEntries']} entries, about {doc.get('parentTokens', 0)} tokens"
-        out(f"{prefix} {parent} into {sanitize_text(doc.get('key'))} (session {sanitize_text(doc.get('sessionId'))}"
-            f"{figures}).")
+        out(
+            f"{prefix} {parent} into {sanitize_text(doc.get('key'))} (session {sanitize_text(doc.get('sessionId'))}"
+            f"{figures})."
+        )
     if doc.get("warning"):
         err(f"Warning: {sanitize_text(doc['warning'])}")
 
@@ -349,14 +424,23 @@ def register(sessions_app: typer.Typer) -> None:
             no_backup: bool = NO_BACKUP,
         ) -> None:
             parent = _parent(ctx)
-            batch_command(operation, keys, agent=agent or parent.get("agent"), store=store or parent.get("store"),
-                          dry_run=dry_run, json_mode=json_mode or bool(parent.get("json")),
-                          gateway=(url, token, password, timeout), no_backup=no_backup)
+            batch_command(
+                operation,
+                keys,
+                agent=agent or parent.get("agent"),
+                store=store or parent.get("store"),
+                dry_run=dry_run,
+                json_mode=json_mode or bool(parent.get("json")),
+                gateway=(url, token, password, timeout),
+                no_backup=no_backup,
+            )
 
         command.__doc__ = help_text
         sessions_app.command(name, help=help_text)(command)
 
-    simple("archive", "archive", "Archive sessions (hidden from listings until unarchived; transcripts stay).")
+    simple(
+        "archive", "archive", "Archive sessions (hidden from listings until unarchived; transcripts stay)."
+    )
     simple("unarchive", "unarchive", "Restore archived sessions.")
     simple("pin", "pin", "Pin sessions (listed first by OpenClaw's UI).")
     simple("unpin", "unpin", "Unpin sessions.")
@@ -367,7 +451,9 @@ def register(sessions_app: typer.Typer) -> None:
     def label_command(
         ctx: typer.Context,
         key: str = KEY,
-        text: str = typer.Argument(None, help="The label (trimmed, at most 512 characters).", show_default=False),
+        text: str = typer.Argument(
+            None, help="The label (trimmed, at most 512 characters).", show_default=False
+        ),
         clear: bool = typer.Option(False, "--clear", help="Remove the label."),
         dry_run: bool = DRY_RUN,
         agent: str = AGENT,
@@ -393,17 +479,29 @@ def register(sessions_app: typer.Typer) -> None:
             return None if clear else parse_label(text)
 
         label = run(check, json_mode=json_mode)
-        batch_command("label", [key], agent=agent or parent.get("agent"), store=store or parent.get("store"),
-                      dry_run=dry_run, json_mode=json_mode, gateway=(url, token, password, timeout), label=label,
-                      no_backup=no_backup)
+        batch_command(
+            "label",
+            [key],
+            agent=agent or parent.get("agent"),
+            store=store or parent.get("store"),
+            dry_run=dry_run,
+            json_mode=json_mode,
+            gateway=(url, token, password, timeout),
+            label=label,
+            no_backup=no_backup,
+        )
 
-    @sessions_app.command("delete", help="Delete sessions: each transcript is archived (verified zstd) first.")
+    @sessions_app.command(
+        "delete", help="Delete sessions: each transcript is archived (verified zstd) first."
+    )
     def delete_command(
         ctx: typer.Context,
         keys: list[str] = KEYS,
         dry_run: bool = DRY_RUN,
         yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-        archived_only: bool = typer.Option(False, "--archived-only", help="Refuse sessions that are not archived."),
+        archived_only: bool = typer.Option(
+            False, "--archived-only", help="Refuse sessions that are not archived."
+        ),
         agent: str = AGENT,
         store: str = STORE,
         json_mode: bool = JSON,
@@ -414,12 +512,22 @@ def register(sessions_app: typer.Typer) -> None:
         no_backup: bool = NO_BACKUP,
     ) -> None:
         parent = _parent(ctx)
-        batch_command("delete", keys, agent=agent or parent.get("agent"), store=store or parent.get("store"),
-                      dry_run=dry_run, json_mode=json_mode or bool(parent.get("json")),
-                      gateway=(url, token, password, timeout), yes=yes, archived_only=archived_only,
-                      no_backup=no_backup)
+        batch_command(
+            "delete",
+            keys,
+            agent=agent or parent.get("agent"),
+            store=store or parent.get("store"),
+            dry_run=dry_run,
+            json_mode=json_mode or bool(parent.get("json")),
+            gateway=(url, token, password, timeout),
+            yes=yes,
+            archived_only=archived_only,
+            no_backup=no_backup,
+        )
 
-    @sessions_app.command("reset", help="Start a new session for KEY; the old transcript is archived (verified).")
+    @sessions_app.command(
+        "reset", help="Start a new session for KEY; the old transcript is archived (verified)."
+    )
     def reset_command(
         ctx: typer.Context,
         key: str = KEY,
@@ -440,22 +548,36 @@ def register(sessions_app: typer.Typer) -> None:
         params: dict[str, Any] = {"key": key, "reason": reason}
         if agent:
             params["agentId"] = agent
+
         def precheck() -> None:
             if reason not in ("new", "reset"):
                 from openclaw_cli.errors import UsageError
 
                 raise UsageError(f"--reason must be new or reset (got {reason!r}).")
 
-        _single("sessions.reset", params, store=store or parent.get("store"), dry_run=dry_run,
-                gateway=(url, token, password, timeout), expect_row=True, render=_render_reset, json_mode=json_mode,
-                precheck=precheck, no_backup=no_backup)
+        _single(
+            "sessions.reset",
+            params,
+            store=store or parent.get("store"),
+            dry_run=dry_run,
+            gateway=(url, token, password, timeout),
+            expect_row=True,
+            render=_render_reset,
+            json_mode=json_mode,
+            precheck=precheck,
+            no_backup=no_backup,
+        )
 
     @sessions_app.command("fork", help="Fork KEY: a new session starting from its active branch.")
     def fork_command(
         ctx: typer.Context,
         key: str = KEY,
-        label: str = typer.Option(None, "--label", metavar="<text>", help="A label for the new session (unique)."),
-        to: str = typer.Option(None, "--to", metavar="<key>", help="The new session's key (default: a dashboard key)."),
+        label: str = typer.Option(
+            None, "--label", metavar="<text>", help="A label for the new session (unique)."
+        ),
+        to: str = typer.Option(
+            None, "--to", metavar="<key>", help="The new session's key (default: a dashboard key)."
+        ),
         dry_run: bool = DRY_RUN,
         agent: str = AGENT,
         store: str = STORE,
@@ -476,6 +598,7 @@ def register(sessions_app: typer.Typer) -> None:
             params["label"] = label
         if to is not None:
             params["key"] = to
+
         def precheck() -> None:
             from openclaw_cli.lifecycle import check_session_key
             from openclaw_cli.ops.lifecycle import parse_label
@@ -485,24 +608,44 @@ def register(sessions_app: typer.Typer) -> None:
             if to is not None:
                 check_session_key(to, what="--to key", new=True)
 
-        _single("sessions.create", params, store=store or parent.get("store"), dry_run=dry_run,
-                gateway=(url, token, password, timeout), expect_row=False, render=_render_fork, json_mode=json_mode,
-                precheck=precheck, no_backup=no_backup)
+        _single(
+            "sessions.create",
+            params,
+            store=store or parent.get("store"),
+            dry_run=dry_run,
+            gateway=(url, token, password, timeout),
+            expect_row=False,
+            render=_render_fork,
+            json_mode=json_mode,
+            precheck=precheck,
+            no_backup=no_backup,
+        )
 
-    @sessions_app.command("export", help="Export a transcript as JSONL, Markdown or one self-contained HTML page.")
+    @sessions_app.command(
+        "export", help="Export a transcript as JSONL, Markdown or one self-contained HTML page."
+    )
     def export_command(
         ctx: typer.Context,
         key: str = KEY,
         fmt: str = typer.Option("jsonl", "--format", metavar="<jsonl|md|html>", help="Output format."),
-        output: str = typer.Option(None, "--output", "-o", metavar="<path>", help="Write here (default: stdout)."),
-        branch: str = typer.Option("active", "--branch", metavar="<active|all>",
-                                   help="The active branch, or every entry of the tree (all)."),
+        output: str = typer.Option(
+            None, "--output", "-o", metavar="<path>", help="Write here (default: stdout)."
+        ),
+        branch: str = typer.Option(
+            "active",
+            "--branch",
+            metavar="<active|all>",
+            help="The active branch, or every entry of the tree (all).",
+        ),
         agent: str = AGENT,
         store: str = STORE,
         json_mode: bool = JSON,
-        redact: bool = typer.Option(False, "--redact",
-                                    help="Mask what looks like a secret (API keys, tokens, bearer headers, "
-                                         "private keys), as `sessions search --redact` does."),
+        redact: bool = typer.Option(
+            False,
+            "--redact",
+            help="Mask what looks like a secret (API keys, tokens, bearer headers, "
+            "private keys), as `sessions search --redact` does.",
+        ),
     ) -> None:
         parent = _parent(ctx)
         json_mode = json_mode or bool(parent.get("json"))
@@ -510,9 +653,17 @@ def register(sessions_app: typer.Typer) -> None:
         def body() -> None:
             from openclaw_cli.cli.export import export_session
 
-            doc = export_session(_context(), key, fmt=fmt, output=output, branch=branch,
-                                 agent=agent or parent.get("agent"), store=store or parent.get("store"),
-                                 json_mode=json_mode, redact=redact)
+            doc = export_session(
+                _context(),
+                key,
+                fmt=fmt,
+                output=output,
+                branch=branch,
+                agent=agent or parent.get("agent"),
+                store=store or parent.get("store"),
+                json_mode=json_mode,
+                redact=redact,
+            )
             if json_mode:
                 echo_json(doc)
 

@@ -9,9 +9,19 @@ from typing import Any
 from openclaw_cli.cli.common import command_exit, echo_json, load_context, print_lines, run, say_hints
 
 
-def list_command(agent: str | None, all_agents: bool, store: str | None, active: str | None, limit: str | None,
-                 json_mode: bool, archived: bool = False, all_rows: bool = False, *, verbose: bool = False,
-                 wide: bool = False) -> None:
+def list_command(
+    agent: str | None,
+    all_agents: bool,
+    store: str | None,
+    active: str | None,
+    limit: str | None,
+    json_mode: bool,
+    archived: bool = False,
+    all_rows: bool = False,
+    *,
+    verbose: bool = False,
+    wide: bool = False,
+) -> None:
     def body() -> None:
         from openclaw_cli.cli.options import parse_active, parse_limit
         from openclaw_cli.ops.sessions import list_sessions
@@ -28,9 +38,15 @@ def list_command(agent: str | None, all_agents: bool, store: str | None, active:
             enable_verbose()
         cx = load_context()
         result = list_sessions(
-            cx, agent=agent, all_agents=all_agents, store=store, active_minutes=active_value, limit=limit_value,
+            cx,
+            agent=agent,
+            all_agents=all_agents,
+            store=store,
+            active_minutes=active_value,
+            limit=limit_value,
             # archived rows are listed as the real CLI lists them (marked); --archived: only them
-            archived=True if archived else "all", stream=json_mode,
+            archived=True if archived else "all",
+            stream=json_mode,
         )
         if json_mode:
             echo_json(result)

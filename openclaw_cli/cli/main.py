@@ -41,8 +41,14 @@ def _value_hint(error: Exception) -> str | None:
 class RootGroup(TyperGroup):
     """`openclaw`'s root command: usage errors become the JSON envelope under `--json`."""
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,  # type: ignore[override]
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         from typer._click import exceptions as click_exc
 
         argv = hoist_root_options(sys.argv[1:] if args is None else args)
@@ -57,8 +63,15 @@ class RootGroup(TyperGroup):
                 from openclaw_cli.output import emit_json
 
                 where = error.ctx.command_path if error.ctx is not None else PROG
-                emit_json({"ok": False, "error": {"type": "cli_error",
-                                                  "message": f"{error.format_message()}\nTry: {where} --help"}})
+                emit_json(
+                    {
+                        "ok": False,
+                        "error": {
+                            "type": "cli_error",
+                            "message": f"{error.format_message()}\nTry: {where} --help",
+                        },
+                    }
+                )
             error.show()
             code = error.exit_code
         except click_exc.ClickException as error:
@@ -97,12 +110,19 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    profile: str = typer.Option(None, "--profile", metavar="<name>",
-                                help="Use ~/.openclaw-<name> as the state directory (letters, digits, _ and -)."),
+    profile: str = typer.Option(
+        None,
+        "--profile",
+        metavar="<name>",
+        help="Use ~/.openclaw-<name> as the state directory (letters, digits, _ and -).",
+    ),
     behavior: str = typer.Option(
-        None, "--behavior", metavar="<release>",
+        None,
+        "--behavior",
+        metavar="<release>",
         help="Follow this OpenClaw release's rules (2026.7, 2026.9.6, 2026.9.9) instead of the one chosen per "
-             "store (OPENCLAW_CLI_BEHAVIOR does the same)."),
+        "store (OPENCLAW_CLI_BEHAVIOR does the same).",
+    ),
     no_color: bool = typer.Option(False, "--no-color", help="Disable colours (NO_COLOR is honoured too)."),
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."

@@ -14,8 +14,14 @@ def progress_factory(json_mode: bool) -> ProgressFactory | None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     def factory(description: str, total: int):
-        prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=stderr_console(), transient=True)
+        prog = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=stderr_console(),
+            transient=True,
+        )
         prog.start()
         task = prog.add_task(description, total=total)
 

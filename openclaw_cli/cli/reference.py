@@ -92,7 +92,9 @@ def commands_markdown(app: Any = None) -> str:
             lines += ["| argument | required | help |", "|---|---|---|"]
             for p in arguments:
                 help_text = getattr(p, "help", None) or ""
-                lines.append(f"| `{_argument_name(p)}` | {'yes' if p.required else 'no'} | {_cell(help_text)} |")
+                lines.append(
+                    f"| `{_argument_name(p)}` | {'yes' if p.required else 'no'} | {_cell(help_text)} |"
+                )
             lines.append("")
         if options:
             lines += ["| option | default | help |", "|---|---|---|"]
@@ -104,7 +106,9 @@ def commands_markdown(app: Any = None) -> str:
                     help_text = f"*root.* {help_text}"
                 lines.append(f"| {_option_name(p)} | {_default(p)} | {help_text} |")
             lines.append("")
-        subs = [n for n in (getattr(cmd, "commands", {}) or {}) if not getattr(cmd.commands[n], "hidden", False)]
+        subs = [
+            n for n in (getattr(cmd, "commands", {}) or {}) if not getattr(cmd.commands[n], "hidden", False)
+        ]
         if subs:
             lines += ["Subcommands: " + ", ".join(f"[`{n}`](#{anchor}-{n})" for n in subs), ""]
         sections.append("\n".join(lines))

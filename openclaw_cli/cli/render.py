@@ -57,8 +57,10 @@ def sessions_lines(result: dict[str, Any], printer: Printer) -> list[str]:
     archived = sum(1 for row in sessions if row.get("archived"))
     marked = f" ({archived} archived)" if archived and archived < len(sessions) else ""
     if result.get("hasMore") or (result.get("limitApplied") and result["totalCount"] > len(sessions)):
-        lines.append(f"Sessions listed: {len(sessions)} of {result['totalCount']} (limit {result['limitApplied']})"
-                     f"{marked}")
+        lines.append(
+            f"Sessions listed: {len(sessions)} of {result['totalCount']} (limit {result['limitApplied']})"
+            f"{marked}"
+        )
     else:
         lines.append(f"Sessions listed: {len(sessions)}{marked}")
     columns = [
@@ -160,8 +162,14 @@ def _store_line(store: dict[str, Any]) -> list[str]:
         f"archives {archives['count']} ({format_bytes(archives['bytes'])}), "
         f"{plural(store['compactions'], 'compaction')}",
         f"    {sanitize_text(store['path'])}",
-        *([f"    backups {backups['count']} ({format_bytes(backups['bytes'])}; kept {backups['keepDays']} days, "
-           f"at most {backups['keepCount']})"] if backups else []),
+        *(
+            [
+                f"    backups {backups['count']} ({format_bytes(backups['bytes'])}; kept {backups['keepDays']} days, "
+                f"at most {backups['keepCount']})"
+            ]
+            if backups
+            else []
+        ),
         *_behavior_line(store.get("behavior")),
     ]
 
@@ -209,8 +217,10 @@ def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> li
         lines.append(f"  auth: {sanitize_text(gw['authWarning'])}")
     agents = result["agents"]
     if agents.get("selectionRequired"):
-        lines.append(f"Agents: {len(agents['agents'])} (ownership {sanitize_text(agents.get('ownership'))}: "
-                     "commands need --agent <id> or --all-agents)")
+        lines.append(
+            f"Agents: {len(agents['agents'])} (ownership {sanitize_text(agents.get('ownership'))}: "
+            "commands need --agent <id> or --all-agents)"
+        )
     lines.append("Stores:")
     for store in result["stores"]:
         lines += _store_line(store)
@@ -231,8 +241,10 @@ def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> li
                 f" (stale {preview['pruned']}, cap {preview['capped']}, model-run {preview['modelRunPruned']}){also}{when}"
             )
     else:
-        lines.append("Maintenance: not applied while the config is invalid (`openclaw sessions cleanup` refuses "
-                     "to run until it is fixed).")
+        lines.append(
+            "Maintenance: not applied while the config is invalid (`openclaw sessions cleanup` refuses "
+            "to run until it is fixed)."
+        )
     recent = result["sessions"]["recent"]
     if recent:
         lines.append("Recent sessions:")
@@ -243,8 +255,16 @@ def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> li
             Column("Model", min_width=6, shrink_order=30),
             Column("Tokens", min_width=9, shrink_order=40, style=token_style),
         ]
-        rows = [[key_cell(r["key"], printer), sanitize_text(r["kind"]), format_time_ago(r.get("age")),
-                 sanitize_text(r.get("model") or "unknown"), status_tokens(r)] for r in recent]
+        rows = [
+            [
+                key_cell(r["key"], printer),
+                sanitize_text(r["kind"]),
+                format_time_ago(r.get("age")),
+                sanitize_text(r.get("model") or "unknown"),
+                status_tokens(r),
+            ]
+            for r in recent
+        ]
         lines += render_table(columns, rows, width=printer.width, color=printer.color)
     else:
         lines.append("No sessions")

@@ -18,9 +18,17 @@ TABLE_HEADERS = ("Action", "Key", "Age", "Model", "Flags")
 UNLABELED = "(unlabeled)"
 ACTION_KEEP = "keep"
 # action -> style (cli.term): what removes a row red, what archives one yellow, keep green
-ACTION_STYLES = {"keep": "keep", "prune-missing": "remove", "retire-dm-scope": "archive",
-                 "prune-model-run": "remove", "archive-dashboard": "archive", "archive-cap": "archive",
-                 "archive-age": "archive", "prune-stale": "remove", "cap-overflow": "remove"}
+ACTION_STYLES = {
+    "keep": "keep",
+    "prune-missing": "remove",
+    "retire-dm-scope": "archive",
+    "prune-model-run": "remove",
+    "archive-dashboard": "archive",
+    "archive-cap": "archive",
+    "archive-age": "archive",
+    "prune-stale": "remove",
+    "cap-overflow": "remove",
+}
 _KEPT_ACTIONS = frozenset({"keep", "archive-dashboard", "archive-cap", "archive-age"})
 CLEANUP_PARENT_UNSUPPORTED = ("--active", "--limit", "--verbose")
 CLEANUP_PARENT_REASON = "session-list filters cannot scope session maintenance"
@@ -52,7 +60,11 @@ def session_flags(entry: Mapping[str, Any] | Any) -> str:
 
     def level(field: str, prefix: str) -> str | None:
         value = entry.get(field)
-        return f"{prefix}:{value}" if isinstance(value, str | int) and not isinstance(value, bool) and value else None
+        return (
+            f"{prefix}:{value}"
+            if isinstance(value, str | int) and not isinstance(value, bool) and value
+            else None
+        )
 
     owner_info = entry.get("owner")
     owner = _actor(owner_info.get("actor")) if isinstance(owner_info, Mapping) else ""
@@ -153,8 +165,10 @@ def label_summaries(rows: Iterable[ActionRow]) -> list[tuple[str, int, int]]:
         label = sanitize_text(raw) or UNLABELED
         counts = groups.setdefault(label, [0, 0])
         counts[0 if row.action in _KEPT_ACTIONS else 1] += 1
-    return [(label, kept, pruned) for label, (kept, pruned) in
-            sorted(groups.items(), key=lambda item: _collation_key(item[0]))]
+    return [
+        (label, kept, pruned)
+        for label, (kept, pruned) in sorted(groups.items(), key=lambda item: _collation_key(item[0]))
+    ]
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -171,10 +185,13 @@ def fitted_table(width: int | None, color: bool) -> Callable[[Sequence[str], Seq
     from openclaw_cli.cli.table import Column
     from openclaw_cli.cli.table import render_table as draw
 
-    columns = [Column("Action", min_width=6, shrink_order=60, style=lambda cell: ACTION_STYLES.get(cell)),
-               Column("Key", min_width=12, shrink_order=20), Column("Age", min_width=7, shrink_order=70),
-               Column("Model", min_width=6, shrink_order=30),
-               Column("Flags", min_width=6, shrink_order=10, drop_below=16)]
+    columns = [
+        Column("Action", min_width=6, shrink_order=60, style=lambda cell: ACTION_STYLES.get(cell)),
+        Column("Key", min_width=12, shrink_order=20),
+        Column("Age", min_width=7, shrink_order=70),
+        Column("Model", min_width=6, shrink_order=30),
+        Column("Flags", min_width=6, shrink_order=10, drop_below=16),
+    ]
 
     def renderer(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         return "\n".join(draw(columns, rows, width=width, color=color))
@@ -194,14 +211,20 @@ def warn_mode_hint(would_enforce: Mapping[str, int] | None) -> str | None:
     extra = probes + stale + capped + evicted
     if extra == 0:
         return None
-    return (f"Warn mode: automatic maintenance removes nothing; --enforce would also remove {extra} "
-            f"(model-run probes {probes}, stale {stale}, cap overflow {capped}, disk budget {evicted})")
+    return (
+        f"Warn mode: automatic maintenance removes nothing; --enforce would also remove {extra} "
+        f"(model-run probes {probes}, stale {stale}, cap overflow {capped}, disk budget {evicted})"
+    )
 
 
-WARN_PREVIEW_NOTE = ("Warn mode: `openclaw sessions cleanup` without --enforce removes and archives nothing; "
-                     "this preview shows what --enforce would do.")
-WARN_APPLY_NOTE = ("Maintenance mode is warn: nothing was removed or archived. Run with --enforce to apply "
-                   "(--dry-run shows what it would do).")
+WARN_PREVIEW_NOTE = (
+    "Warn mode: `openclaw sessions cleanup` without --enforce removes and archives nothing; "
+    "this preview shows what --enforce would do."
+)
+WARN_APPLY_NOTE = (
+    "Maintenance mode is warn: nothing was removed or archived. Run with --enforce to apply "
+    "(--dry-run shows what it would do)."
+)
 
 
 def render_dry_run_text(
@@ -239,14 +262,19 @@ def render_dry_run_text(
         lines.append(f"Would prune unreferenced artifacts: {artifacts.get('removedFiles', 0)}")
     budget = summary.get("diskBudget")
     if budget:
-        lines.append(f"Would enforce disk budget: {budget['totalBytesBefore']} -> {budget['totalBytesAfter']} "
-                     f"bytes (files {budget['removedFiles']}, entries {budget['removedEntries']})")
+        lines.append(
+            f"Would enforce disk budget: {budget['totalBytesBefore']} -> {budget['totalBytesAfter']} "
+            f"bytes (files {budget['removedFiles']}, entries {budget['removedEntries']})"
+        )
     if hint:
         lines.append(hint)
     if not rows:
         return "\n".join(lines)
-    lines += ["", "Planned session actions:",
-              table_renderer(TABLE_HEADERS, [r.cells(full_keys=full_keys) for r in rows])]
+    lines += [
+        "",
+        "Planned session actions:",
+        table_renderer(TABLE_HEADERS, [r.cells(full_keys=full_keys) for r in rows]),
+    ]
     summaries = label_summaries(rows)
     pad = max(display_width(label) for label, _, _ in summaries)
     lines += ["", "Summary by Label:"]
@@ -256,12 +284,14 @@ def render_dry_run_text(
     return "\n".join(lines)
 
 
-def render_dry_run_texts(reports: Sequence[tuple[Mapping[str, Any], Sequence[ActionRow], str | None]],
-                         **kwargs: Any) -> str:
+def render_dry_run_texts(
+    reports: Sequence[tuple[Mapping[str, Any], Sequence[ActionRow], str | None]], **kwargs: Any
+) -> str:
     """Several stores: a blank line between them and `Agent: <id>` first when more than one."""
     many = len(reports) > 1
-    return "\n\n".join(render_dry_run_text(s, rows, show_agent_header=many, hint=hint, **kwargs)
-                       for s, rows, hint in reports)
+    return "\n\n".join(
+        render_dry_run_text(s, rows, show_agent_header=many, hint=hint, **kwargs) for s, rows, hint in reports
+    )
 
 
 def render_apply_text(summaries: Sequence[Mapping[str, Any]]) -> str:
@@ -286,9 +316,12 @@ def render_apply_text(summaries: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def parent_option_rejection(given_flags: Iterable[str], subcommand: str = "cleanup",
-                            unsupported: Sequence[str] = CLEANUP_PARENT_UNSUPPORTED,
-                            reason: str = CLEANUP_PARENT_REASON) -> str | None:
+def parent_option_rejection(
+    given_flags: Iterable[str],
+    subcommand: str = "cleanup",
+    unsupported: Sequence[str] = CLEANUP_PARENT_UNSUPPORTED,
+    reason: str = CLEANUP_PARENT_REASON,
+) -> str | None:
     """§10.1: the message for parent `sessions` options a subcommand does not support (None when
     none was given); flags in the canonical order, `option`/`options` by count."""
     given = set(given_flags)
@@ -296,4 +329,6 @@ def parent_option_rejection(given_flags: Iterable[str], subcommand: str = "clean
     if not flags:
         return None
     noun = "options" if len(flags) > 1 else "option"
-    return f"`sessions {subcommand}` does not support the parent `sessions` {noun} {', '.join(flags)}; {reason}."
+    return (
+        f"`sessions {subcommand}` does not support the parent `sessions` {noun} {', '.join(flags)}; {reason}."
+    )

@@ -65,13 +65,13 @@ def _common_affixes(messages: list[str]) -> tuple[str, str]:
     suffix = os.path.commonprefix([m[::-1] for m in messages])[::-1]
     shortest = min(len(m) for m in messages)
     if len(prefix) + len(suffix) > shortest:
-        suffix = suffix[len(prefix) + len(suffix) - shortest:]
+        suffix = suffix[len(prefix) + len(suffix) - shortest :]
     bounds = " /:."
     if prefix and prefix[-1] not in bounds:
-        prefix = prefix[:max(prefix.rfind(c) for c in bounds) + 1]
+        prefix = prefix[: max(prefix.rfind(c) for c in bounds) + 1]
     if suffix and suffix[0] not in bounds:
         found = [i for i in (suffix.find(c) for c in bounds) if i >= 0]
-        suffix = suffix[min(found):] if found else ""
+        suffix = suffix[min(found) :] if found else ""
     return prefix, suffix
 
 
@@ -95,7 +95,7 @@ def issue_lines(issues: list[dict[str, Any]], *, shown: int = 3) -> list[str]:
         lines.append(f"  [{s(code)}] {len(items)} issues: {s(shared)}")
         for issue in items[:shown]:
             detail = str(issue.get("message") or "")
-            detail = detail[len(prefix):len(detail) - len(suffix)] if len(set(messages)) > 1 else ""
+            detail = detail[len(prefix) : len(detail) - len(suffix)] if len(set(messages)) > 1 else ""
             key = s(issue.get("sessionKey") or "(no key)")
             lines.append(f"    {key}{': ' + s(detail) if detail else ''}")
         if len(items) > shown:
@@ -113,19 +113,25 @@ def plain_doctor_text(doc: dict[str, Any], *, fix: bool) -> list[str]:
     if not totals["legacyEntries"] and not totals["unreferencedJsonlFiles"] and not issues:
         return ["No legacy session state to migrate."]
     events = totals["importedTranscriptEvents"] if fix else 0
-    lines = ["Session SQLite",
-             f"- Legacy entries: {totals['legacyEntries']}; SQLite entries: {totals['sqliteEntries']}.",
-             f"- Transcript events: imported={events}; validated={totals['validatedTranscriptEvents']}."]
+    lines = [
+        "Session SQLite",
+        f"- Legacy entries: {totals['legacyEntries']}; SQLite entries: {totals['sqliteEntries']}.",
+        f"- Transcript events: imported={events}; validated={totals['validatedTranscriptEvents']}.",
+    ]
     if fix:
         lines.append(f"- Archived {totals['archivedTranscriptFiles']} legacy transcript artifact(s).")
         lines.append(f"- Archived {totals['archivedUnreferencedJsonlFiles']} unreferenced JSONL artifact(s).")
     for target, issue in issues[:MAX_DOCTOR_ISSUES]:
         lines.append(f"{s(target['storePath'])}: [{issue['code']}] {s(issue['message'])}")
     if issues:
-        lines.append(f'- Found {len(issues)} session SQLite issue(s). Inspect with "openclaw doctor --session-sqlite '
-                     'dry-run --session-sqlite-all-agents".')
+        lines.append(
+            f'- Found {len(issues)} session SQLite issue(s). Inspect with "openclaw doctor --session-sqlite '
+            'dry-run --session-sqlite-all-agents".'
+        )
     if not fix:
-        lines.append('- Run "openclaw doctor --fix" to migrate legacy session metadata/transcripts to SQLite.')
+        lines.append(
+            '- Run "openclaw doctor --fix" to migrate legacy session metadata/transcripts to SQLite.'
+        )
     return lines
 
 
@@ -145,7 +151,9 @@ def checks_text(checks: dict[str, Any]) -> list[str]:
     if checks["databases"]:
         lines.append("Agent databases:")
         for db in checks["databases"]:
-            state = db.get("error") or f"{db['kind']} ({db['schema']})" + (", read-only" if db.get("readOnly") else "")
+            state = db.get("error") or f"{db['kind']} ({db['schema']})" + (
+                ", read-only" if db.get("readOnly") else ""
+            )
             lines.append(f"- {s(db['agentId'])}: {s(state)} {s(db['path'])}")
     for lock in checks["staleLocks"]:
         verb = "removed" if lock.get("removed") else "stale"

@@ -28,19 +28,30 @@ def complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
     return session_keys(ctx, incomplete)
 
 
-AGENT = typer.Option(None, "--agent", metavar="<id>", autocompletion=complete_agent,
-                     help="One agent's store (default: the default agent, or the agent a KEY names).")
-ALL_AGENTS = typer.Option(False, "--all-agents",
-                          help="Every configured agent (with no agents configured: every agent dir on disk).")
-STORE = typer.Option(None, "--store", metavar="<path>",
-                     help="An explicit store: a legacy sessions.json or an agent .sqlite.")
+AGENT = typer.Option(
+    None,
+    "--agent",
+    metavar="<id>",
+    autocompletion=complete_agent,
+    help="One agent's store (default: the default agent, or the agent a KEY names).",
+)
+ALL_AGENTS = typer.Option(
+    False, "--all-agents", help="Every configured agent (with no agents configured: every agent dir on disk)."
+)
+STORE = typer.Option(
+    None, "--store", metavar="<path>", help="An explicit store: a legacy sessions.json or an agent .sqlite."
+)
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 ARCHIVED = typer.Option(False, "--archived", help="Only archived sessions (listed and marked by default).")
 ALL_ROWS = typer.Option(False, "--all", help="Archived sessions too (the default, as OpenClaw lists them).")
-ACTIVE = typer.Option(None, "--active", metavar="<minutes>", help="Only sessions updated within the last N minutes.")
+ACTIVE = typer.Option(
+    None, "--active", metavar="<minutes>", help="Only sessions updated within the last N minutes."
+)
 LIMIT = typer.Option(None, "--limit", metavar="<n|all>", help='Maximum rows, or "all"; default 100.')
 VERBOSE = typer.Option(False, "--verbose", help="Log which stores are read and how long it takes (stderr).")
-WIDE = typer.Option(False, "--wide", help="Full keys and cells on a terminal too (lines may exceed its width).")
+WIDE = typer.Option(
+    False, "--wide", help="Full keys and cells on a terminal too (lines may exceed its width)."
+)
 
 
 @sessions_app.callback()
@@ -71,7 +82,9 @@ def sessions_root(
         "wide": wide,
     }
     if ctx.invoked_subcommand is None:
-        _list(agent, all_agents, store, active, limit, json_mode, archived, all_rows, verbose=verbose, wide=wide)
+        _list(
+            agent, all_agents, store, active, limit, json_mode, archived, all_rows, verbose=verbose, wide=wide
+        )
 
 
 @sessions_app.command("list")
@@ -107,17 +120,28 @@ def sessions_list(
 @sessions_app.command("tail")
 def sessions_tail(
     ctx: typer.Context,
-    session_key: str = typer.Option(None, "--session-key", metavar="<key>", autocompletion=complete_key,
-                                    help="The session to show (default: the agent's main session)."),
+    session_key: str = typer.Option(
+        None,
+        "--session-key",
+        metavar="<key>",
+        autocompletion=complete_key,
+        help="The session to show (default: the agent's main session).",
+    ),
     tail: int = typer.Option(80, "--tail", metavar="<count>", help="How many entries to show first."),
-    follow: bool = typer.Option(False, "--follow", "-f",
-                                help="Keep printing entries as they are appended (Ctrl-C to stop)."),
-    interval: float = typer.Option(0.5, "--interval", metavar="<seconds>", help="With --follow: how often to look."),
+    follow: bool = typer.Option(
+        False, "--follow", "-f", help="Keep printing entries as they are appended (Ctrl-C to stop)."
+    ),
+    interval: float = typer.Option(
+        0.5, "--interval", metavar="<seconds>", help="With --follow: how often to look."
+    ),
     agent: str = AGENT,
     store: str = STORE,
-    context: bool = typer.Option(False, "--context", help="Show the context a model would see (after compaction)."),
-    json_mode: bool = typer.Option(False, "--json",
-                                   help="One JSON document on stdout (with --follow: JSON Lines, one per entry)."),
+    context: bool = typer.Option(
+        False, "--context", help="Show the context a model would see (after compaction)."
+    ),
+    json_mode: bool = typer.Option(
+        False, "--json", help="One JSON document on stdout (with --follow: JSON Lines, one per entry)."
+    ),
 ) -> None:
     """Print the last N entries of a session's active branch, and with --follow what is appended."""
     parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
@@ -134,8 +158,9 @@ def sessions_tail(
         cx = load_context()
         chosen_agent, chosen_store = agent or parent.get("agent"), store or parent.get("store")
         cursor: list = []
-        result = tail_session(cx, session_key, n=tail, agent=chosen_agent, store=chosen_store, context=context,
-                              cursor=cursor)
+        result = tail_session(
+            cx, session_key, n=tail, agent=chosen_agent, store=chosen_store, context=context, cursor=cursor
+        )
         if json_mode and not follow:
             echo_json(result)
             return
@@ -153,14 +178,23 @@ def sessions_tail(
 
                 err(f"Skipped: {sanitize_text(issue)}")
         if follow:
-            _follow(cx, result["key"], agent=chosen_agent, store=chosen_store, interval=interval, json_mode=json_mode,
-                    after=cursor[0] if cursor else None, session_id=result["sessionId"])
+            _follow(
+                cx,
+                result["key"],
+                agent=chosen_agent,
+                store=chosen_store,
+                interval=interval,
+                json_mode=json_mode,
+                after=cursor[0] if cursor else None,
+                session_id=result["sessionId"],
+            )
 
     run(body, json_mode=json_mode)
 
 
-def _follow(cx, key: str, *, agent, store, interval: float, json_mode: bool, after: str | None,
-            session_id: str) -> None:
+def _follow(
+    cx, key: str, *, agent, store, interval: float, json_mode: bool, after: str | None, session_id: str
+) -> None:
     from openclaw_cli.cli.render import entry_line
     from openclaw_cli.ops.sessions import follow_session
     from openclaw_cli.output import sanitize_text
@@ -170,15 +204,20 @@ def _follow(cx, key: str, *, agent, store, interval: float, json_mode: bool, aft
 
         err("Following; Ctrl-C to stop.")
     try:
-        for event in follow_session(cx, key, agent=agent, store=store, interval_s=interval, after=after,
-                                    session_id=session_id):
+        for event in follow_session(
+            cx, key, agent=agent, store=store, interval_s=interval, after=after, session_id=session_id
+        ):
             if json_mode:
                 from openclaw_cli.jsonutil import dumps_compact as dumps
 
                 print_lines([dumps(event)])
             elif event["type"] == "session":
-                print_lines([f"-- {sanitize_text(event['key'])} continues in session "
-                             f"{sanitize_text(event['sessionId'])} (was {sanitize_text(event['previousSessionId'])})"])
+                print_lines(
+                    [
+                        f"-- {sanitize_text(event['key'])} continues in session "
+                        f"{sanitize_text(event['sessionId'])} (was {sanitize_text(event['previousSessionId'])})"
+                    ]
+                )
             else:
                 print_lines([entry_line(event["entry"])])
     except KeyboardInterrupt:

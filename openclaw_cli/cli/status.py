@@ -17,16 +17,29 @@ def unprobed_gateway(config: Any, paths: Any) -> dict[str, Any]:
     from openclaw_cli.gateway.discovery import discover
     from openclaw_cli.gateway.probe import NO_CREDENTIALS_WARNING
 
-    block: dict[str, Any] = {"mode": "local", "url": None, "urlSource": None, "misconfigured": False,
-                             "reachable": False, "connectLatencyMs": None, "self": None, "error": "not probed",
-                             "authWarning": None, "probed": False}
+    block: dict[str, Any] = {
+        "mode": "local",
+        "url": None,
+        "urlSource": None,
+        "misconfigured": False,
+        "reachable": False,
+        "connectLatencyMs": None,
+        "self": None,
+        "error": "not probed",
+        "authWarning": None,
+        "probed": False,
+    }
     try:
         target = discover(paths=paths, config=config)
     except Exception as exc:  # a discovery problem is the block's error, never the command's
         block["error"] = f"not probed ({getattr(exc, 'message', exc)})"
         return block
-    block.update(mode=target.mode, url=target.url, urlSource=target.url_source,
-                 misconfigured=getattr(target, "remote_fallback_note", None) is not None)
+    block.update(
+        mode=target.mode,
+        url=target.url,
+        urlSource=target.url_source,
+        misconfigured=getattr(target, "remote_fallback_note", None) is not None,
+    )
     if not target.has_credentials and target.auth_mode != "none":
         block["authWarning"] = NO_CREDENTIALS_WARNING
     return block
@@ -40,14 +53,20 @@ def probed_gateway(config: Any, paths: Any) -> dict[str, Any]:
     block, _ = probe_report(paths, config)
     server = block.pop("server", None)
     block.pop("auth", None)
-    block["self"] = {"version": server.get("version")} if isinstance(server, dict) and server.get("version") else None
+    block["self"] = (
+        {"version": server.get("version")} if isinstance(server, dict) and server.get("version") else None
+    )
     return block
 
 
 def status(
     json_mode: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
-    no_probe: bool = typer.Option(False, "--no-probe", help="Do not contact the Gateway (its block says not probed)."),
-    wide: bool = typer.Option(False, "--wide", help="Full keys on a terminal too (lines may exceed its width)."),
+    no_probe: bool = typer.Option(
+        False, "--no-probe", help="Do not contact the Gateway (its block says not probed)."
+    ),
+    wide: bool = typer.Option(
+        False, "--wide", help="Full keys on a terminal too (lines may exceed its width)."
+    ),
     verbose: bool = typer.Option(False, "--verbose", help="Log which stores are read (stderr)."),
 ) -> None:
     """State dir, config validity, stores, sessions, retention settings and the Gateway."""

@@ -74,8 +74,9 @@ def fit_widths(columns: Sequence[Column], natural: list[int], width: int | None)
     return widths
 
 
-def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: int | None = None,
-                 color: bool = False) -> list[str]:
+def render_table(
+    columns: Sequence[Column], rows: Sequence[Sequence[str]], *, width: int | None = None, color: bool = False
+) -> list[str]:
     """The table's lines. Cells must already be sanitised (D6.8)."""
     natural = [display_width(c.header) for c in columns]
     for row in rows:
@@ -87,14 +88,17 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wi
     dropped = [i for i, c in enumerate(columns) if c.drop_below and widths[i] < min(c.drop_below, natural[i])]
     if dropped:
         keep = [i for i in range(len(columns)) if i not in dropped]
-        lines = render_table([columns[i] for i in keep], [[row[i] for i in keep] for row in rows], width=width,
-                             color=color)
+        lines = render_table(
+            [columns[i] for i in keep], [[row[i] for i in keep] for row in rows], width=width, color=color
+        )
         names = ", ".join(columns[i].header for i in dropped)
         return [*lines, f"({names} hidden to fit; --wide shows all)"]
     return _draw(columns, rows, widths, color)
 
 
-def _draw(columns: Sequence[Column], rows: Sequence[Sequence[str]], widths: list[int], color: bool) -> list[str]:
+def _draw(
+    columns: Sequence[Column], rows: Sequence[Sequence[str]], widths: list[int], color: bool
+) -> list[str]:
     from openclaw_cli.cli.term import paint
 
     def cell_text(text: str, i: int, style: str | None) -> str:

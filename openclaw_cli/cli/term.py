@@ -11,16 +11,16 @@ from typing import TextIO
 
 # SGR codes of the few styles the renderers use (named by meaning, not by colour)
 STYLES: dict[str, str] = {
-    "error": "31",      # red
-    "warning": "33",    # yellow
-    "success": "32",    # green
-    "hint": "36",       # cyan
+    "error": "31",  # red
+    "warning": "33",  # yellow
+    "success": "32",  # green
+    "hint": "36",  # cyan
     "dim": "2",
     "bold": "1",
-    "remove": "31",     # cleanup actions that delete a row
-    "archive": "33",    # cleanup actions that archive a row
+    "remove": "31",  # cleanup actions that delete a row
+    "archive": "33",  # cleanup actions that archive a row
     "keep": "32",
-    "kind": "35",       # session kinds
+    "kind": "35",  # session kinds
     "header": "1",
 }
 
@@ -115,6 +115,15 @@ def fit_lines(lines: list[str] | tuple[str, ...], width: int | None) -> list[str
                 out.append(line)
                 continue
             indent = line[: len(line) - len(line.lstrip(" "))]
-            out.extend(textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "  ",
-                                     break_long_words=True, break_on_hyphens=False) or [line])
+            out.extend(
+                textwrap.wrap(
+                    line,
+                    width,
+                    initial_indent="",
+                    subsequent_indent=indent + "  ",
+                    break_long_words=True,
+                    break_on_hyphens=False,
+                )
+                or [line]
+            )
     return out

@@ -44,18 +44,40 @@ from openclaw_cli.compaction.tokens import EXACT_CONTEXT_CHARS, TokenCount, Toke
 from openclaw_cli.errors import OpenClawError
 
 __all__ = [
-    "ALREADY_COMPACTED", "NOTHING_TO_COMPACT", "STATUS_READY", "CompactionPlan", "CompactionSettings",
-    "CutPoint", "FlushDecision", "MemoryFlushSettings", "SummaryOutcome", "TokenCount", "Tokenizer",
-    "build_compaction_entry", "compaction_threshold", "effective_reserve", "find_cut_point", "new_entry_id",
-    "plan_compaction", "plan_memory_flush", "prepare_compaction", "resolve_context_window", "should_compact",
+    "ALREADY_COMPACTED",
+    "NOTHING_TO_COMPACT",
+    "STATUS_READY",
+    "CompactionPlan",
+    "CompactionSettings",
+    "CutPoint",
+    "FlushDecision",
+    "MemoryFlushSettings",
+    "SummaryOutcome",
+    "TokenCount",
+    "Tokenizer",
+    "build_compaction_entry",
+    "compaction_threshold",
+    "effective_reserve",
+    "find_cut_point",
+    "new_entry_id",
+    "plan_compaction",
+    "plan_memory_flush",
+    "prepare_compaction",
+    "resolve_context_window",
+    "should_compact",
     "summarize_plan",
 ]
 
 
-def plan_compaction(branch_entries: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int | None = None,
-                    hard_checkpoint: bool = False,
-                    tokenizer: Tokenizer | Literal["exact", "estimate"] | None = None,
-                    exact_context_chars: int | None = EXACT_CONTEXT_CHARS, exact_min_tokens: int = 0) -> CompactionPlan:
+def plan_compaction(
+    branch_entries: Sequence[Mapping[str, Any]],
+    *,
+    keep_recent_tokens: int | None = None,
+    hard_checkpoint: bool = False,
+    tokenizer: Tokenizer | Literal["exact", "estimate"] | None = None,
+    exact_context_chars: int | None = EXACT_CONTEXT_CHARS,
+    exact_min_tokens: int = 0,
+) -> CompactionPlan:
     """What compacting this active branch would do (§4.5-§4.6). `hard_checkpoint=True` is D16's
     manual compaction without an explicit keepRecentTokens; `keep_recent_tokens=None` otherwise
     means 20000. `plan.status` says `ready`, `no_compactable_entries` or `already_compacted`.
@@ -64,8 +86,14 @@ def plan_compaction(branch_entries: Sequence[Mapping[str, Any]], *, keep_recent_
     compares it with); older messages are estimated and the figure says so (`tokens.py`)."""
     if tokenizer is None or isinstance(tokenizer, str):
         tokenizer = Tokenizer(tokenizer or "estimate")
-    plan = prepare_compaction(branch_entries, keep_recent_tokens, tokenizer, hard_checkpoint,
-                              exact_context_chars=exact_context_chars, exact_min_tokens=exact_min_tokens)
+    plan = prepare_compaction(
+        branch_entries,
+        keep_recent_tokens,
+        tokenizer,
+        hard_checkpoint,
+        exact_context_chars=exact_context_chars,
+        exact_min_tokens=exact_min_tokens,
+    )
     plan.token_method = tokenizer.method
     return plan
 
@@ -86,11 +114,19 @@ class SummaryOutcome:
     preserved_messages: int = 0  # safeguard step 7: messages of the recent turns kept verbatim
 
 
-def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: CompactionSettings | None = None,
-                   custom_instructions: str | None = None, context_window: int | None = None,
-                   cancel_event: threading.Event | None = None, provider_config: Mapping[str, Any] | None = None,
-                   timeout_s: float = 180.0, max_output_tokens: int | None = None,
-                   workspace_dir: str | os.PathLike[str] | None = None) -> SummaryOutcome:
+def summarize_plan(
+    plan: CompactionPlan,
+    provider: Any = None,
+    *,
+    settings: CompactionSettings | None = None,
+    custom_instructions: str | None = None,
+    context_window: int | None = None,
+    cancel_event: threading.Event | None = None,
+    provider_config: Mapping[str, Any] | None = None,
+    timeout_s: float = 180.0,
+    max_output_tokens: int | None = None,
+    workspace_dir: str | os.PathLike[str] | None = None,
+) -> SummaryOutcome:
     """Summarise a ready plan with `provider` (None = built-in; a provider object or an id), falling
     back to the built-in summariser on failure (R4.14.5), and append the file lists (R4.7.8). In
     safeguard mode the whole §4.9 pipeline runs (`safeguard.py`), with the workspace critical rules
@@ -107,11 +143,18 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
     mode = settings.effective_mode
     reserve = settings_reserve(window, settings)
     request = prov.SummaryRequest(
-        messages=plan.messages_to_summarize, turn_prefix_messages=plan.turn_prefix_messages,
-        previous_summary=plan.previous_summary, custom_instructions=custom_instructions,
-        identifier_policy=settings.identifier_policy, identifier_instructions=settings.identifier_instructions,
-        max_output_tokens=max_output_tokens or max(1, int(0.8 * reserve)), timeout_s=timeout_s, mode=mode,
-        context_window=window, cancel_event=cancel_event)
+        messages=plan.messages_to_summarize,
+        turn_prefix_messages=plan.turn_prefix_messages,
+        previous_summary=plan.previous_summary,
+        custom_instructions=custom_instructions,
+        identifier_policy=settings.identifier_policy,
+        identifier_instructions=settings.identifier_instructions,
+        max_output_tokens=max_output_tokens or max(1, int(0.8 * reserve)),
+        timeout_s=timeout_s,
+        mode=mode,
+        context_window=window,
+        cancel_event=cancel_event,
+    )
     quality: GuardResult | None = None
     pruned = preserved = 0
     if mode == "safeguard":
@@ -119,20 +162,37 @@ def summarize_plan(plan: CompactionPlan, provider: Any = None, *, settings: Comp
         from openclaw_cli.compaction.workspace_rules import read_critical_rules
 
         rules = read_critical_rules(workspace_dir, settings.post_compaction_sections)
-        result = run_safeguard(plan, provider, request, settings=settings, provider_config=provider_config,
-                               workspace_rules=rules)
-        summary, provider_used, fallback_reason, quality = (result.summary, result.provider_used,
-                                                            result.fallback_reason, result.quality)
+        result = run_safeguard(
+            plan, provider, request, settings=settings, provider_config=provider_config, workspace_rules=rules
+        )
+        summary, provider_used, fallback_reason, quality = (
+            result.summary,
+            result.provider_used,
+            result.fallback_reason,
+            result.quality,
+        )
         pruned, preserved = result.pruned_messages, result.preserved_messages
     else:
         summary, provider_used, fallback_reason = prov.summarize_with_fallback(
-            provider, request, provider_config=provider_config)
+            provider, request, provider_config=provider_config
+        )
         summary = append_file_lists(summary, plan.read_files, plan.modified_files)
-    kept, dropped = _identifier_report(plan, summary, request.extra.get(prov.IDENTIFIER_REPORT)
-                                       if provider_used == prov.BUILTIN_ID else None)
+    kept, dropped = _identifier_report(
+        plan, summary, request.extra.get(prov.IDENTIFIER_REPORT) if provider_used == prov.BUILTIN_ID else None
+    )
     tokenizer = Tokenizer("exact" if plan.token_method == "exact" else "estimate")
-    return SummaryOutcome(summary, provider_used, fallback_reason, quality, plan.tokens_after(summary, tokenizer),
-                          tokenizer.method, kept, dropped, pruned, preserved)
+    return SummaryOutcome(
+        summary,
+        provider_used,
+        fallback_reason,
+        quality,
+        plan.tokens_after(summary, tokenizer),
+        tokenizer.method,
+        kept,
+        dropped,
+        pruned,
+        preserved,
+    )
 
 
 def _identifier_report(plan: CompactionPlan, summary: str, builtin: Any) -> tuple[list[str], list[str]]:
@@ -145,7 +205,7 @@ def _identifier_report(plan: CompactionPlan, summary: str, builtin: Any) -> tupl
     if builtin is not None:
         if builtin.checked_text and summary.startswith(builtin.checked_text):
             # only the sections appended after the built-in text (file lists, ...) can add any
-            appended = IdentifierScanner().scan(summary[len(builtin.checked_text):])
+            appended = IdentifierScanner().scan(summary[len(builtin.checked_text) :])
             if not appended:
                 return builtin.kept, builtin.dropped
             found = [v for v in builtin.dropped if v in appended]
@@ -154,8 +214,11 @@ def _identifier_report(plan: CompactionPlan, summary: str, builtin: Any) -> tupl
         report = reconcile_identifiers([*builtin.kept, *builtin.dropped], summary)
     else:
         previous = parse_summary(plan.previous_summary)
-        candidates = [*collect_identifiers([*plan.messages_to_summarize, *plan.turn_prefix_messages]).all(),
-                      *previous.user_ids, *previous.other_ids]
+        candidates = [
+            *collect_identifiers([*plan.messages_to_summarize, *plan.turn_prefix_messages]).all(),
+            *previous.user_ids,
+            *previous.other_ids,
+        ]
         report = reconcile_identifiers(candidates, summary, substring_check=True)
     return report.kept, report.dropped
 
@@ -173,10 +236,17 @@ def _now_iso() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
-def build_compaction_entry(plan: CompactionPlan, summary: str, *, entry_id: str | None = None,
-                           parent_id: str | None = None, timestamp: str | None = None,
-                           details: Mapping[str, Any] | None = None, tokens_after: int | None = None,
-                           from_hook: bool = False) -> dict[str, Any]:
+def build_compaction_entry(
+    plan: CompactionPlan,
+    summary: str,
+    *,
+    entry_id: str | None = None,
+    parent_id: str | None = None,
+    timestamp: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    tokens_after: int | None = None,
+    from_hook: bool = False,
+) -> dict[str, Any]:
     """The `compaction` transcript entry (R2.4.4, R4.8.1): `type, id, parentId, timestamp, summary,
     firstKeptEntryId, tokensBefore, tokensAfter?, details`. A hard checkpoint points
     `firstKeptEntryId` at the entry itself (nothing before it is kept, R4.8.2)."""
@@ -191,7 +261,9 @@ def build_compaction_entry(plan: CompactionPlan, summary: str, *, entry_id: str 
         "parentId": parent_id if parent_id is not None else plan.leaf_id,
         "timestamp": timestamp or _now_iso(),
         "summary": summary,
-        "firstKeptEntryId": ident if plan.hard_checkpoint or not plan.first_kept_entry_id else plan.first_kept_entry_id,
+        "firstKeptEntryId": ident
+        if plan.hard_checkpoint or not plan.first_kept_entry_id
+        else plan.first_kept_entry_id,
         "tokensBefore": plan.tokens_before.tokens,
     }
     if tokens_after is not None:
@@ -199,8 +271,12 @@ def build_compaction_entry(plan: CompactionPlan, summary: str, *, entry_id: str 
     methods = {"tokensBefore": plan.tokens_before.method}
     if tokens_after is not None:
         methods["tokensAfter"] = plan.token_method
-    entry["details"] = {"readFiles": list(plan.read_files), "modifiedFiles": list(plan.modified_files),
-                        "tokenMethods": methods, **(details or {})}
+    entry["details"] = {
+        "readFiles": list(plan.read_files),
+        "modifiedFiles": list(plan.modified_files),
+        "tokenMethods": methods,
+        **(details or {}),
+    }
     if from_hook:
         entry["fromHook"] = True
     return entry

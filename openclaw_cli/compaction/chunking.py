@@ -26,8 +26,9 @@ Message = Mapping[str, Any]
 Count = Callable[[Message], int]
 
 
-def compute_adaptive_chunk_ratio(messages: Sequence[Message], context_window: int,
-                                 count: Count = estimate_message_tokens) -> float:
+def compute_adaptive_chunk_ratio(
+    messages: Sequence[Message], context_window: int, count: Count = estimate_message_tokens
+) -> float:
     """R4.10.2: shrink the chunk ratio when the average message is a large share of the window."""
     if not messages or context_window <= 0:
         return BASE_CHUNK_RATIO
@@ -42,8 +43,9 @@ def max_chunk_tokens(context_window: int, ratio: float) -> int:
     return max(1, math.floor(context_window * ratio) - SUMMARIZATION_OVERHEAD_TOKENS)
 
 
-def split_messages_by_token_share(messages: Sequence[Message], parts: int = DEFAULT_PARTS,
-                                  count: Count = estimate_message_tokens) -> list[list[Message]]:
+def split_messages_by_token_share(
+    messages: Sequence[Message], parts: int = DEFAULT_PARTS, count: Count = estimate_message_tokens
+) -> list[list[Message]]:
     """R4.10.6: up to `parts` chunks of about equal tokens; an assistant message with tool calls
     and its results always share a chunk (aborted/errored calls never hold a split open).
     `sum(chunks, []) == list(messages)`."""
@@ -97,8 +99,9 @@ def split_messages_by_token_share(messages: Sequence[Message], parts: int = DEFA
     return chunks
 
 
-def chunk_messages_by_max_tokens(messages: Sequence[Message], max_tokens: int,
-                                 count: Count = estimate_message_tokens) -> list[list[Message]]:
+def chunk_messages_by_max_tokens(
+    messages: Sequence[Message], max_tokens: int, count: Count = estimate_message_tokens
+) -> list[list[Message]]:
     """R4.10.5: consecutive chunks of at most `max(1, floor(max_tokens / 1.2))` tokens (a single
     larger message forms its own chunk)."""
     limit = max(1, math.floor(max_tokens / SAFETY_MARGIN))
@@ -146,9 +149,13 @@ class PruneResult:
     budget_tokens: int = 0
 
 
-def prune_history_for_context_share(messages: Sequence[Message], max_context_tokens: int,
-                                    max_history_share: float = 0.5, parts: int = DEFAULT_PARTS,
-                                    count: Count = estimate_message_tokens) -> PruneResult:
+def prune_history_for_context_share(
+    messages: Sequence[Message],
+    max_context_tokens: int,
+    max_history_share: float = 0.5,
+    parts: int = DEFAULT_PARTS,
+    count: Count = estimate_message_tokens,
+) -> PruneResult:
     """R4.10.7: drop the oldest token-share chunk while the history exceeds
     `max(1, floor(maxContextTokens * share))`, repairing tool pairing after each drop."""
     budget = max(1, math.floor(max_context_tokens * max_history_share))
@@ -170,6 +177,12 @@ def prune_history_for_context_share(messages: Sequence[Message], max_context_tok
     if dropped_chunks > 1:  # orphans of one round may precede the next round's first chunk
         position = {id(m): i for i, m in enumerate(messages)}
         dropped.sort(key=lambda m: position[id(m)])
-    return PruneResult(messages=kept, dropped_messages_list=dropped, dropped_chunks=dropped_chunks,
-                       dropped_messages=len(dropped), dropped_tokens=sum(count(m) for m in dropped),
-                       kept_tokens=kept_tokens, budget_tokens=budget)
+    return PruneResult(
+        messages=kept,
+        dropped_messages_list=dropped,
+        dropped_chunks=dropped_chunks,
+        dropped_messages=len(dropped),
+        dropped_tokens=sum(count(m) for m in dropped),
+        kept_tokens=kept_tokens,
+        budget_tokens=budget,
+    )

@@ -87,12 +87,12 @@ def _crossing_mask(entries: Sequence[Mapping[str, Any]], start: int, end: int) -
 
 def _valid_cut_points(entries: Sequence[Mapping[str, Any]], start: int, end: int) -> list[int]:
     mask = _crossing_mask(entries, start, end)
-    return [i for i in range(start, end)
-            if is_cut_point_entry(entries[i]) and not (mask and mask[i - start])]
+    return [i for i in range(start, end) if is_cut_point_entry(entries[i]) and not (mask and mask[i - start])]
 
 
-def find_cut_point(entries: Sequence[Mapping[str, Any]], start: int, end: int, keep_tokens: int,
-                   count: Count) -> CutPoint:
+def find_cut_point(
+    entries: Sequence[Mapping[str, Any]], start: int, end: int, keep_tokens: int, count: Count
+) -> CutPoint:
     """R4.5 steps 1-5 over `entries[start:end]` (see the module doc for the two refinements).
 
     `count(entry)` returns the entry's message tokens (0 for metadata). Only the tail that the
@@ -161,7 +161,9 @@ class FileOps:
         if role == "assistant":
             content = message.get("content")  # type: ignore[union-attr]
             for call in content if type(content) is list else content_blocks(message):  # type: ignore[arg-type]
-                if (type(call) is not dict and not isinstance(call, Mapping)) or call.get("type") != "toolCall":
+                if (type(call) is not dict and not isinstance(call, Mapping)) or call.get(
+                    "type"
+                ) != "toolCall":
                     continue
                 name = normalize_tool_name(call.get("name"))
                 if name not in ("read", "write", "edit"):
@@ -169,8 +171,14 @@ class FileOps:
                 args = call.get("arguments")
                 if not isinstance(args, Mapping):
                     continue
-                path = next((args[k] for k in ("path", "file_path", "filePath")
-                             if isinstance(args.get(k), str) and args.get(k)), None)
+                path = next(
+                    (
+                        args[k]
+                        for k in ("path", "file_path", "filePath")
+                        if isinstance(args.get(k), str) and args.get(k)
+                    ),
+                    None,
+                )
                 if path:
                     {"read": self.read, "write": self.written, "edit": self.edited}[name].add(path)
         elif role == "toolResult" and normalize_tool_name(message.get("toolName")) == "apply_patch":  # type: ignore[union-attr]
@@ -263,10 +271,15 @@ def _latest_user_text(context: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def prepare_compaction(branch_entries: Sequence[Mapping[str, Any]], keep_recent_tokens: int | None = None,
-                       count: Tokenizer | Count | None = None, hard_checkpoint: bool = False, *,
-                       exact_context_chars: int | None = EXACT_CONTEXT_CHARS,
-                       exact_min_tokens: int = 0) -> CompactionPlan:
+def prepare_compaction(
+    branch_entries: Sequence[Mapping[str, Any]],
+    keep_recent_tokens: int | None = None,
+    count: Tokenizer | Count | None = None,
+    hard_checkpoint: bool = False,
+    *,
+    exact_context_chars: int | None = EXACT_CONTEXT_CHARS,
+    exact_min_tokens: int = 0,
+) -> CompactionPlan:
     """§4.6 over the active branch (root first). `keep_recent_tokens=None` means the default
     20000; `hard_checkpoint=True` summarises everything (D16: manual compaction without an
     explicit keepRecentTokens). Never raises for "nothing to do": see `plan.status`.
@@ -279,9 +292,14 @@ def prepare_compaction(branch_entries: Sequence[Mapping[str, Any]], keep_recent_
     keep = keep_recent_tokens if keep_recent_tokens and keep_recent_tokens > 0 else DEFAULT_KEEP_RECENT_TOKENS
     method = getattr(counter, "method", "estimate")
     leaf_id = entries[-1].get("id") if entries else None
-    plan = CompactionPlan(status=NOTHING_TO_COMPACT, reason="nothing compactable in this session yet",
-                          hard_checkpoint=hard_checkpoint, keep_recent_tokens=None if hard_checkpoint else keep,
-                          token_method=method, leaf_id=leaf_id if isinstance(leaf_id, str) else None)
+    plan = CompactionPlan(
+        status=NOTHING_TO_COMPACT,
+        reason="nothing compactable in this session yet",
+        hard_checkpoint=hard_checkpoint,
+        keep_recent_tokens=None if hard_checkpoint else keep,
+        token_method=method,
+        leaf_id=leaf_id if isinstance(leaf_id, str) else None,
+    )
     if not entries:
         return plan
     if entries[-1].get("type") == "compaction":  # step 1
@@ -317,12 +335,17 @@ def prepare_compaction(branch_entries: Sequence[Mapping[str, Any]], keep_recent_
 
     # step 3: the rebuilt current context (R4.8.2) and its size; usage before the boundary is stale
     if boundary >= 0:
-        context = [entries[boundary], *entries[kept_start:boundary], *entries[boundary + 1:]]
+        context = [entries[boundary], *entries[kept_start:boundary], *entries[boundary + 1 :]]
         usage_from = 1 + (boundary - kept_start)
     else:
         context, usage_from = entries, 0
-    plan.tokens_before = context_tokens(context, counter, usage_from=usage_from, exact_chars=exact_context_chars,
-                                        exact_min_tokens=exact_min_tokens)
+    plan.tokens_before = context_tokens(
+        context,
+        counter,
+        usage_from=usage_from,
+        exact_chars=exact_context_chars,
+        exact_min_tokens=exact_min_tokens,
+    )
     plan.latest_user_request = _latest_user_text(context)
 
     end = len(entries)
@@ -335,8 +358,9 @@ def prepare_compaction(branch_entries: Sequence[Mapping[str, Any]], keep_recent_
         first = entries[cut.first_kept_index] if cut.first_kept_index < end else None
         ident = first.get("id") if first is not None else None
         if first is not None and not (isinstance(ident, str) and ident.strip()):  # step 4
-            raise InvalidDataError("First kept entry has no UUID - session may need migration",
-                                   type="invalid_session")
+            raise InvalidDataError(
+                "First kept entry has no UUID - session may need migration", type="invalid_session"
+            )
         plan.first_kept_entry_id = ident
     plan.first_kept_index = None if hard_checkpoint else cut.first_kept_index
     plan.turn_start_index = cut.turn_start_index

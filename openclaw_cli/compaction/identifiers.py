@@ -46,9 +46,11 @@ AUDIT_MESSAGE_WINDOW = 10
 # in CJK and typographic text (ideographic space and punctuation, full-width forms, curly quotes), so
 # `修改/srv/app.py。` yields `/srv/app.py`. CJK letters themselves stay token characters (paths may
 # hold them).
-_DELIMS = (" \t\n\r\x0b\x0c\"'<>(){}`,;|\u00a0\u2000-\u200b\u2018\u2019\u201c\u201d\u2028\u2029"
-           "\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01\uff02\uff08\uff09\uff0c\uff1b\uff1c\uff1e\uff1f"
-           "\uff3b\uff3d\uff5b-\uff65")
+_DELIMS = (
+    " \t\n\r\x0b\x0c\"'<>(){}`,;|\u00a0\u2000-\u200b\u2018\u2019\u201c\u201d\u2028\u2029"
+    "\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01\uff02\uff08\uff09\uff0c\uff1b\uff1c\uff1e\uff1f"
+    "\uff3b\uff3d\uff5b-\uff65"
+)
 _TRIGGERS = "0-9/\\\\@."
 _LEAD_STRIP = "(\"'`[{<*"
 _TRAIL_STRIP = ")]\"'`,;:.!?<>*…"
@@ -74,16 +76,24 @@ _HEX_RUN = re.compile(r"[0-9a-fA-F]{8,}")
 _DIGIT_RUN = re.compile(r"\d{6,}")
 _has_digit = re.compile(r"\d").search
 _PURE_HEX = re.compile(r"^[0-9a-fA-F]{8,}$")
-_DATE = re.compile(r"^(?:\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
-                   r"(?:T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-                   r"|\d{4}-(?:0[1-9]|1[0-2])"
-                   r"|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})|\d{1,2}\.\d{1,2}\.\d{4})$")
-_TIME = re.compile(r"^(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d{1,6})?)?(?:Z|[aApP]\.?[mM]\.?)?$"
-                   r"|^(?:0?[1-9]|1[0-2])[aApP]\.?[mM]\.?$")
-_VERSION = re.compile(r"^v?\d+(?:\.\d+){2,}(?:[-+.]?[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?$"
-                      r"|^v\d+\.\d+(?:[-+.]?[0-9A-Za-z]+)?$")
+_DATE = re.compile(
+    r"^(?:\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    r"(?:T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\d{4}-(?:0[1-9]|1[0-2])"
+    r"|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})|\d{1,2}\.\d{1,2}\.\d{4})$"
+)
+_TIME = re.compile(
+    r"^(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d{1,6})?)?(?:Z|[aApP]\.?[mM]\.?)?$"
+    r"|^(?:0?[1-9]|1[0-2])[aApP]\.?[mM]\.?$"
+)
+_VERSION = re.compile(
+    r"^v?\d+(?:\.\d+){2,}(?:[-+.]?[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?$"
+    r"|^v\d+\.\d+(?:[-+.]?[0-9A-Za-z]+)?$"
+)
 _ID = re.compile(r"^(?=.*[^\W\d_])(?=.*\d)[^\W_][\w.+#=~:-]*[^\W_]$")
-_NOT_ID = re.compile(r"^\d+(?:st|nd|rd|th|s)$|^\d+(?:[.,]\d+)?[A-Za-z%]{1,3}$", re.IGNORECASE)  # ordinals, 4GB
+_NOT_ID = re.compile(
+    r"^\d+(?:st|nd|rd|th|s)$|^\d+(?:[.,]\d+)?[A-Za-z%]{1,3}$", re.IGNORECASE
+)  # ordinals, 4GB
 _REF = re.compile(r"^#\d{2,}$")
 _FILE_EXTS = (
     "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|json5|md|mdx|txt|yaml|yml|toml|ini|cfg|conf|env|sh|bash|zsh|"
@@ -92,8 +102,10 @@ _FILE_EXTS = (
     "bak|pem|crt|key|pub|service|plist|vue|svelte|lua|pl|r|scala|ex|exs|erl|hs|ml|nix|gradle|bat|cmd|mk"
 )
 _FILE_NAME = re.compile(rf"^[\w][\w.+-]*\.(?:{_FILE_EXTS})$", re.IGNORECASE)
-_TLDS = ("com|org|net|io|dev|app|ai|co|us|uk|de|fr|nl|eu|jp|cn|ru|ch|se|no|fi|es|it|ca|au|br|edu|gov|mil|"
-         "xyz|tech|cloud|test|example|invalid|local|localhost|internal|lan|home|corp|intranet|svc|onion")
+_TLDS = (
+    "com|org|net|io|dev|app|ai|co|us|uk|de|fr|nl|eu|jp|cn|ru|ch|se|no|fi|es|it|ca|au|br|edu|gov|mil|"
+    "xyz|tech|cloud|test|example|invalid|local|localhost|internal|lan|home|corp|intranet|svc|onion"
+)
 _HOSTNAME = re.compile(rf"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.)+(?:{_TLDS})$", re.IGNORECASE)
 _UNITS = (
     r"ms|us|µs|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|d|days?|weeks?|"
@@ -102,23 +114,32 @@ _UNITS = (
 _NUM_UNIT_FULL = re.compile(rf"^\d+(?:[.,]\d+)*(?:{_UNITS})$")
 # Prose forms that span tokens: a number and its unit word, a date with a month name. Each pattern
 # starts with a character class (a digit, a capital letter) so `re` skips to candidates in C.
-_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
 # Candidates: the tokens holding a trigger character, each with the word that follows when that
 # makes a prose form spanning tokens (`20 MB`, `14 March 2026`; `_classify` splits others off
 # again). Every match attempt succeeds (at a candidate or at the end), so `findall` never restarts
 # a failed attempt one character later (which would make a long trigger-free stretch quadratic).
 _FOLLOWING = rf"(?: (?:{_UNITS})(?![\w%/])| {_MONTH},? \d{{4}}(?![\w%/]))?"
-_CANDIDATES = re.compile(rf"(?:[^{_DELIMS}{_TRIGGERS}]*+(?:[{_DELIMS}]++|\Z))*+"
-                         rf"(?:([^{_DELIMS}{_TRIGGERS}]*+[{_TRIGGERS}][^{_DELIMS}]*+{_FOLLOWING})|\Z)")
+_CANDIDATES = re.compile(
+    rf"(?:[^{_DELIMS}{_TRIGGERS}]*+(?:[{_DELIMS}]++|\Z))*+"
+    rf"(?:([^{_DELIMS}{_TRIGGERS}]*+[{_TRIGGERS}][^{_DELIMS}]*+{_FOLLOWING})|\Z)"
+)
 _SPANNING = re.compile(rf"^\d+(?:[.,]\d+)* (?:{_UNITS})$|^\d{{1,2}}(?:st|nd|rd|th)? {_MONTH},? \d{{4}}$")
 _MONTH_FIRST = re.compile(
     r"[ADFJMNOS](?<![\w.][ADFJMNOS])(?:an(?:uary)?|eb(?:ruary)?|ar(?:ch)?|pr(?:il)?|ay|une?|uly?|ug(?:ust)?|"
-    r"ep(?:t(?:ember)?)?|ct(?:ober)?|ov(?:ember)?|ec(?:ember)?)\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}(?![\w%/])")
-_MONTH_NAMES = frozenset(str.split(
-    "Jan January Feb February Mar March Apr April May Jun June Jul July Aug August Sep Sept September Oct "
-    "October Nov November Dec December"))
+    r"ep(?:t(?:ember)?)?|ct(?:ober)?|ov(?:ember)?|ec(?:ember)?)\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}(?![\w%/])"
+)
+_MONTH_NAMES = frozenset(
+    str.split(
+        "Jan January Feb February Mar March Apr April May Jun June Jul July Aug August Sep Sept September Oct "
+        "October Nov November Dec December"
+    )
+)
 _PROSE_BLOCK_CHARS = 1 << 16  # prose is scanned in blocks of about this size, newest first
+
 
 @dataclass(frozen=True)
 class Identifier:
@@ -171,7 +192,9 @@ def _classify(token: str, prose: bool) -> tuple[str, str] | None:
         if _PATH.match(t):
             segments = [s for s in t.split("/") if s not in ("", "~", ".", "..")]
             absolute = t.startswith(("/", "~/", "./", "../"))
-            if (absolute and len(segments) >= 2) or (len(segments) >= 2 and (_EXT.search(t) or len(segments) >= 3)):
+            if (absolute and len(segments) >= 2) or (
+                len(segments) >= 2 and (_EXT.search(t) or len(segments) >= 3)
+            ):
                 return t, "path"
     if ":" in t:
         if first_digit and _TIME.match(t):
@@ -288,7 +311,6 @@ class IdentifierScanner:
             self._scan_into("\n".join(block), True, out)
         return out
 
-
     def scan_lines(self, lines: list[str]) -> list[tuple[str, ...]]:
         """The identifiers of each line (no newline in any), as `scan(line, prose=False)` finds them,
         from one pass over all of them: what a cache of tool-output lines is filled with."""
@@ -368,13 +390,15 @@ def extract_audit_identifiers(texts: Iterable[str], *, limit: int = AUDIT_IDENTI
 
 
 # -- the audit ---------------------------------------------------------------------------------
-_STOP_WORDS = frozenset(str.split(
-    "a an the and or but if then else of to in on at by for with from into onto about as is are was were be "
-    "been being am do does did doing have has had having it its this that these those there here i me my we "
-    "our you your he she they them their what which who whom whose when where why how can could would should "
-    "will shall may might must please pls just also so not no yes ok okay hi hello hey thanks thank let lets "
-    "me us all any some more most very too than up down out over again now"
-))
+_STOP_WORDS = frozenset(
+    str.split(
+        "a an the and or but if then else of to in on at by for with from into onto about as is are was were be "
+        "been being am do does did doing have has had having it its this that these those there here i me my we "
+        "our you your he she they them their what which who whom whose when where why how can could would should "
+        "will shall may might must please pls just also so not no yes ok okay hi hello hey thanks thank let lets "
+        "me us all any some more most very too than up down out over again now"
+    )
+)
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 
 
@@ -393,9 +417,14 @@ def _contains_identifier(summary: str, summary_upper: str, ident: str) -> bool:
     return ident in summary
 
 
-def audit_summary(summary: str, *, identifiers: Iterable[str] = (), latest_user_ask: str | None = None,
-                  identifier_policy: str = "strict",
-                  required_headings: Iterable[str] = REQUIRED_SAFEGUARD_HEADINGS) -> list[str]:
+def audit_summary(
+    summary: str,
+    *,
+    identifiers: Iterable[str] = (),
+    latest_user_ask: str | None = None,
+    identifier_policy: str = "strict",
+    required_headings: Iterable[str] = REQUIRED_SAFEGUARD_HEADINGS,
+) -> list[str]:
     """Reasons a summary fails the quality guard (empty list = passes)."""
     reasons: list[str] = []
     lines = {line.strip() for line in summary.splitlines()}
@@ -421,11 +450,15 @@ def audit_summary(summary: str, *, identifiers: Iterable[str] = (), latest_user_
 def corrective_instructions(reasons: list[str], identifier_policy: str = "strict") -> str:
     """R4.12.6 corrective feedback for a retry."""
     if identifier_policy == "off":
-        head = ("Fix all issues and include every required section while following the configured "
-                "identifier policy.")
+        head = (
+            "Fix all issues and include every required section while following the configured "
+            "identifier policy."
+        )
     else:
         head = "Fix all issues and include every required section with exact identifiers preserved."
-    return f"{head}\n\nQuality check feedback:\nPrevious summary failed quality checks ({', '.join(reasons)})."
+    return (
+        f"{head}\n\nQuality check feedback:\nPrevious summary failed quality checks ({', '.join(reasons)})."
+    )
 
 
 @dataclass
@@ -436,9 +469,14 @@ class GuardResult:
     reasons: list[str] = field(default_factory=list)  # reasons of the accepted summary (empty if passed)
 
 
-def run_quality_guard(generate: Callable[[str | None], str], audit: Callable[[str], list[str]], *,
-                      max_retries: int = 1, enabled: bool = True,
-                      identifier_policy: str = "strict") -> GuardResult:
+def run_quality_guard(
+    generate: Callable[[str | None], str],
+    audit: Callable[[str], list[str]],
+    *,
+    max_retries: int = 1,
+    enabled: bool = True,
+    identifier_policy: str = "strict",
+) -> GuardResult:
     """Generate, audit, retry with corrective feedback up to `max_retries` times (clamped 0-3);
     on exhaustion accept the last summary (profile L, R4.12.7). `generate(feedback)` gets None
     first, then the corrective instructions."""

@@ -55,14 +55,20 @@ class FlushDecision:
     compaction_count: int = 0
 
 
-def memory_flush_threshold(context_window: int, reserve_tokens_floor: int = DEFAULT_RESERVE_TOKENS_FLOOR,
-                           soft_threshold_tokens: int = 4000) -> int:
+def memory_flush_threshold(
+    context_window: int,
+    reserve_tokens_floor: int = DEFAULT_RESERVE_TOKENS_FLOOR,
+    soft_threshold_tokens: int = 4000,
+) -> int:
     """R5.2.1 (L): `max(0, W - reserveTokensFloor - softThresholdTokens)` (floor uncapped)."""
-    return max(0, int(context_window) - max(0, int(reserve_tokens_floor)) - max(0, int(soft_threshold_tokens)))
+    return max(
+        0, int(context_window) - max(0, int(reserve_tokens_floor)) - max(0, int(soft_threshold_tokens))
+    )
 
 
-def memory_flush_threshold_current(context_window: int, soft_threshold_tokens: int = 4000,
-                                   server_threshold: int = 0) -> tuple[int, int]:
+def memory_flush_threshold_current(
+    context_window: int, soft_threshold_tokens: int = 4000, server_threshold: int = 0
+) -> tuple[int, int]:
     """R5.2.2 (profile C, for comparison): (flush threshold, compaction threshold)."""
     reserve = min(20000, context_window // 4)
     soft = min(soft_threshold_tokens, (context_window - reserve) // 2)
@@ -74,11 +80,20 @@ def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def plan_memory_flush(entry: Mapping[str, Any] | None, settings: MemoryFlushSettings | CompactionSettings | None = None,
-                      context_window: int | None = None, tokens: int | None = None,
-                      transcript_bytes: int | None = None, *, heartbeat: bool = False, cli_backend: bool = False,
-                      native_compaction: bool = False, sandbox_workspace_access: str | None = None,
-                      incognito: bool = False, reserve_tokens_floor: int | None = None) -> FlushDecision:
+def plan_memory_flush(
+    entry: Mapping[str, Any] | None,
+    settings: MemoryFlushSettings | CompactionSettings | None = None,
+    context_window: int | None = None,
+    tokens: int | None = None,
+    transcript_bytes: int | None = None,
+    *,
+    heartbeat: bool = False,
+    cli_backend: bool = False,
+    native_compaction: bool = False,
+    sandbox_workspace_access: str | None = None,
+    incognito: bool = False,
+    reserve_tokens_floor: int | None = None,
+) -> FlushDecision:
     """Decide whether the pre-compaction memory flush runs now (R5.2.1, R5.2.3, R5.3.1, §5.4).
 
     `tokens` is the projected prompt size when known (persisted prompt + last output + pending
@@ -128,7 +143,9 @@ def plan_memory_flush(entry: Mapping[str, Any] | None, settings: MemoryFlushSett
     return skip(SKIP_BELOW_THRESHOLD, figure)
 
 
-def flush_bookkeeping(entry: Mapping[str, Any], now_ms: int, *, compacted_during_flush: bool = False) -> dict[str, Any]:
+def flush_bookkeeping(
+    entry: Mapping[str, Any], now_ms: int, *, compacted_during_flush: bool = False
+) -> dict[str, Any]:
     """R5.3.2: the row fields to write after a successful flush."""
     count = _int(entry.get("compactionCount")) or 0
     updates: dict[str, Any] = {}

@@ -27,13 +27,22 @@ from openclaw_cli.store.tree import (  # noqa: F401 - re-exported
 
 BOUNDARY_TYPES = frozenset({"compaction", "reset"})
 CONTEXT_ENTRY_TYPES = frozenset({"message", "custom_message", "branch_summary"})
-CUT_POINT_ROLES = frozenset({"user", "assistant", "custom", "bashExecution", "branchSummary", "compactionSummary"})
+CUT_POINT_ROLES = frozenset(
+    {"user", "assistant", "custom", "bashExecution", "branchSummary", "compactionSummary"}
+)
 TURN_START_ROLES = frozenset({"user", "custom", "bashExecution", "branchSummary", "compactionSummary"})
 ABORTED_STOP_REASONS = frozenset({"aborted", "error"})
 # How a runtime-context carrier (C: injected system/runtime context, never summarised) is marked.
 # OpenClaw's exact marker is not in the spec; we recognise these custom types and the flag.
-RUNTIME_CONTEXT_TYPES = frozenset({"runtime-context", "runtime_context", "openclaw.runtime-context",
-                                   "openclaw:runtime-context", "openclaw.runtimeContext"})
+RUNTIME_CONTEXT_TYPES = frozenset(
+    {
+        "runtime-context",
+        "runtime_context",
+        "openclaw.runtime-context",
+        "openclaw:runtime-context",
+        "openclaw.runtimeContext",
+    }
+)
 
 
 def is_mapping(value: Any) -> bool:
@@ -72,12 +81,20 @@ def project_entry(entry: Mapping[str, Any]) -> dict[str, Any] | None:
         }
     if kind == "branch_summary":
         summary = entry.get("summary")
-        return {"role": "branchSummary", "summary": summary if isinstance(summary, str) else "",
-                "fromId": entry.get("fromId"), "timestamp": entry.get("timestamp")}
+        return {
+            "role": "branchSummary",
+            "summary": summary if isinstance(summary, str) else "",
+            "fromId": entry.get("fromId"),
+            "timestamp": entry.get("timestamp"),
+        }
     if kind == "compaction":
         summary = entry.get("summary")
-        return {"role": "compactionSummary", "summary": summary if isinstance(summary, str) else "",
-                "tokensBefore": entry.get("tokensBefore"), "timestamp": entry.get("timestamp")}
+        return {
+            "role": "compactionSummary",
+            "summary": summary if isinstance(summary, str) else "",
+            "tokensBefore": entry.get("tokensBefore"),
+            "timestamp": entry.get("timestamp"),
+        }
     return None
 
 
@@ -125,8 +142,11 @@ def _entry_message(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
         message = entry.get("message")
         return message if is_mapping(message) else None
     if entry.get("type") == "custom_message":
-        return {"role": "custom", "customType": entry.get("customType"),
-                "runtimeContext": entry.get("runtimeContext")}
+        return {
+            "role": "custom",
+            "customType": entry.get("customType"),
+            "runtimeContext": entry.get("runtimeContext"),
+        }
     return None
 
 

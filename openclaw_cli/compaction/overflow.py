@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-OVERFLOW_GUIDANCE = ("Context overflow: prompt too large for the model. Try /reset (or /new) to start a fresh "
-                     "session, or use a larger-context model.")
+OVERFLOW_GUIDANCE = (
+    "Context overflow: prompt too large for the model. Try /reset (or /new) to start a fresh "
+    "session, or use a larger-context model."
+)
 MAX_OVERFLOW_COMPACTION_ATTEMPTS = 3
 
 _N = r"[\d,]+"
@@ -199,8 +201,13 @@ def is_terminal_rate_limit(message: str | None) -> bool:
     return bool(match) and _number(match.group(2)) > _number(match.group(1))
 
 
-def is_silent_overflow(*, input_tokens: int | None, context_window: int | None, stop_reason: str | None = None,
-                       output_tokens: int | None = None) -> bool:
+def is_silent_overflow(
+    *,
+    input_tokens: int | None,
+    context_window: int | None,
+    stop_reason: str | None = None,
+    output_tokens: int | None = None,
+) -> bool:
     """R4.3.5: reported input above the window, or a `length` stop with no output at >= 99 %."""
     if not context_window or context_window <= 0 or input_tokens is None:
         return False

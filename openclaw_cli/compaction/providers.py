@@ -45,7 +45,17 @@ BUILTIN_ID = "builtin"
 IDENTIFIER_REPORT = "identifier_report"  # key of the built-in summariser's report in `SummaryRequest.extra`
 OPENAI_ID = "openai-compatible"
 TOOL_RESULT_MAX_CHARS = 2000
-_ERROR_HINTS = ("error", "exception", "failed", "fatal", "traceback", "panic", "stack trace", "errno", "exit code")
+_ERROR_HINTS = (
+    "error",
+    "exception",
+    "failed",
+    "fatal",
+    "traceback",
+    "panic",
+    "stack trace",
+    "errno",
+    "exit code",
+)
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -130,12 +140,16 @@ class BuiltinProvider:
 
     def summarize(self, request: SummaryRequest) -> str:
         text, report = summarizer.summarize_with_report(
-            request.messages, previous_summary=request.previous_summary,
-            turn_prefix_messages=request.turn_prefix_messages, custom_instructions=request.custom_instructions,
+            request.messages,
+            previous_summary=request.previous_summary,
+            turn_prefix_messages=request.turn_prefix_messages,
+            custom_instructions=request.custom_instructions,
             mode=request.mode,
             budget=request.budget or summarizer.SummaryBudget.for_output_tokens(request.max_output_tokens),
-            identifier_messages=request.identifier_messages, pinned_identifiers=request.pinned_identifiers,
-            max_chars=request.max_summary_chars)
+            identifier_messages=request.identifier_messages,
+            pinned_identifiers=request.pinned_identifiers,
+            max_chars=request.max_summary_chars,
+        )
         request.extra[IDENTIFIER_REPORT] = report
         return text
 
@@ -173,8 +187,9 @@ _DEFAULT_FORMAT = """## Goal
 - [Data, references and facts needed to continue, or "(none)"]"""
 INITIAL_PROMPT = (
     "The conversation above is to be summarized. Write a structured context checkpoint that another "
-    "LLM will use to continue the work.\n\nUse exactly this format:\n\n" + _DEFAULT_FORMAT +
-    "\n\nKeep every section concise. Preserve exact file paths, function names and error messages."
+    "LLM will use to continue the work.\n\nUse exactly this format:\n\n"
+    + _DEFAULT_FORMAT
+    + "\n\nKeep every section concise. Preserve exact file paths, function names and error messages."
 )
 UPDATE_PROMPT = (
     "The conversation above contains NEW messages to fold into the existing summary in "
@@ -198,12 +213,18 @@ STRICT_IDENTIFIER_INSTRUCTION = (
 
 
 def safeguard_instructions(policy: str = "strict") -> str:
-    rule = ("For ## Exact identifiers, preserve literal values exactly as seen (IDs, URLs, file paths, ports, "
-            "hashes, dates, times)." if policy != "off" else
-            "For ## Exact identifiers, include identifiers only when needed for continuity; do not enforce "
-            "literal-preservation rules.")
-    return ("Produce a compact, factual summary with these exact section headings:\n"
-            + "\n".join(REQUIRED_SAFEGUARD_HEADINGS) + f"\n{rule}\nDo not omit unresolved asks from the user.")
+    rule = (
+        "For ## Exact identifiers, preserve literal values exactly as seen (IDs, URLs, file paths, ports, "
+        "hashes, dates, times)."
+        if policy != "off"
+        else "For ## Exact identifiers, include identifiers only when needed for continuity; do not enforce "
+        "literal-preservation rules."
+    )
+    return (
+        "Produce a compact, factual summary with these exact section headings:\n"
+        + "\n".join(REQUIRED_SAFEGUARD_HEADINGS)
+        + f"\n{rule}\nDo not omit unresolved asks from the user."
+    )
 
 
 def identifier_instruction(policy: str, custom: str | None = None) -> str | None:
@@ -234,7 +255,7 @@ def _truncate_tool_result(text: str, limit: int = TOOL_RESULT_MAX_CHARS) -> str:
         head = limit // 4
         # the tail window starts before the error so the error text is kept even when much output follows it
         tail_start = min(hint - limit // 2, len(text) - (limit - head))
-        tail = text[tail_start: tail_start + (limit - head)]
+        tail = text[tail_start : tail_start + (limit - head)]
         after = len(text) - tail_start - len(tail)
         marker = f"\n[... {after} more characters truncated]" if after else ""
         return f"{text[:head]}\n[... {tail_start - head} more characters truncated]\n{tail}{marker}"
@@ -283,8 +304,10 @@ def serialize_conversation(messages: Sequence[Mapping[str, Any]]) -> str:
         elif role == "toolResult":
             blocks.append(f"[Tool result]: {_truncate_tool_result(_blocks_text(message))}")
         elif role == "bashExecution":
-            blocks.append(f"[Bash execution]: $ {message.get('command', '')}\n"
-                          f"{_truncate_tool_result(str(message.get('output', '')))}")
+            blocks.append(
+                f"[Bash execution]: $ {message.get('command', '')}\n"
+                f"{_truncate_tool_result(str(message.get('output', '')))}"
+            )
         elif role in ("branchSummary", "compactionSummary"):
             label = "Branch summary" if role == "branchSummary" else "Compaction summary"
             blocks.append(f"[{label}]: {text_of(message)}")
@@ -293,8 +316,9 @@ def serialize_conversation(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def build_prompt(conversation: str, previous_summary: str | None, instructions: str,
-                 extra: str | None = None) -> str:
+def build_prompt(
+    conversation: str, previous_summary: str | None, instructions: str, extra: str | None = None
+) -> str:
     """R4.7.2 layout."""
     text = f"<conversation>\n{conversation}\n</conversation>\n\n"
     if previous_summary and previous_summary.strip():
@@ -328,9 +352,18 @@ class OpenAICompatibleProvider:
 
     id = OPENAI_ID
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 180.0,
-                 max_output_tokens: int | None = None, *, max_attempts: int = 3, retry_delay_s: float = 0.5,
-                 provider_id: str | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 180.0,
+        max_output_tokens: int | None = None,
+        *,
+        max_attempts: int = 3,
+        retry_delay_s: float = 0.5,
+        provider_id: str | None = None,
+    ):
         if not base_url or not isinstance(base_url, str):
             raise ProviderError("compaction provider base URL is empty (set OPENCLAW_COMPACTION_BASE_URL)")
         if urllib.parse.urlsplit(base_url).scheme not in ("http", "https"):
@@ -360,8 +393,11 @@ class OpenAICompatibleProvider:
         from urllib.error import HTTPError, URLError
         from urllib.request import Request
 
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "openclaw-cli compaction"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "openclaw-cli compaction",
+        }
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = Request(self.url, data=dumps_compact(payload).encode(), headers=headers, method="POST")
@@ -374,8 +410,9 @@ class OpenAICompatibleProvider:
                 detail = exc.read(500).decode("utf-8", "replace").strip()
             except Exception:  # noqa: BLE001 - the status is what matters
                 pass
-            raise ProviderHTTPError(f"HTTP {exc.code} from {self.url}" + (f": {detail}" if detail else ""),
-                                    status=exc.code) from None
+            raise ProviderHTTPError(
+                f"HTTP {exc.code} from {self.url}" + (f": {detail}" if detail else ""), status=exc.code
+            ) from None
         except TimeoutError:
             raise ProviderTimeoutError(f"timed out after {timeout_s:g}s waiting for {self.url}") from None
         except URLError as exc:
@@ -390,9 +427,11 @@ class OpenAICompatibleProvider:
             raise ProviderResponseError(f"{self.url} did not answer with JSON") from None
 
     def _call(self, prompt: str, max_tokens: int, request: SummaryRequest) -> str:
-        payload = {"model": self.model,
-                   "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
-                   "max_tokens": max_tokens}
+        payload = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+        }
         for attempt in range(1, self.max_attempts + 1):
             request.check_cancelled()
             try:
@@ -441,7 +480,9 @@ class OpenAICompatibleProvider:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
             error = data.get("error") if isinstance(data, Mapping) else None
             if error:
-                raise ProviderResponseError(f"{self.url} answered with an error: {dumps_compact(error)[:300]}")
+                raise ProviderResponseError(
+                    f"{self.url} answered with an error: {dumps_compact(error)[:300]}"
+                )
             raise ProviderResponseError(f"{self.url} answered without choices")
         choice = choices[0]
         message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
@@ -450,8 +491,9 @@ class OpenAICompatibleProvider:
             content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
         text = content.strip() if isinstance(content, str) else ""
         if choice.get("finish_reason") == "length":
-            raise ProviderTruncatedError(f"summary was truncated by the model (finish_reason=length, "
-                                         f"{len(text)} chars received)")
+            raise ProviderTruncatedError(
+                f"summary was truncated by the model (finish_reason=length, {len(text)} chars received)"
+            )
         if not text:
             raise ProviderEmptyOutputError("model returned no summary text")
         return text
@@ -483,19 +525,24 @@ class OpenAICompatibleProvider:
                 except ProviderError as exc:
                     if index == 0:
                         raise
-                    raise ProviderError(f"{exc.message}\n\n{running}\n\n[Partial summary: chunks 1-{index} of "
-                                        f"{len(chunks)} were summarized. Chunks {index + 1}-{len(chunks)} could "
-                                        f"not be processed.]") from exc
+                    raise ProviderError(
+                        f"{exc.message}\n\n{running}\n\n[Partial summary: chunks 1-{index} of "
+                        f"{len(chunks)} were summarized. Chunks {index + 1}-{len(chunks)} could "
+                        f"not be processed.]"
+                    ) from exc
             history = running or summarizer.NO_PRIOR_HISTORY
         else:
             history = previous.strip() if previous and previous.strip() else summarizer.NO_PRIOR_HISTORY
         if request.turn_prefix_messages:
-            prompt = build_prompt(serialize_conversation(request.turn_prefix_messages), None, TURN_PREFIX_PROMPT,
-                                  extra)
+            prompt = build_prompt(
+                serialize_conversation(request.turn_prefix_messages), None, TURN_PREFIX_PROMPT, extra
+            )
             prefix = self._call(prompt, max(1, max_tokens // 2), request)
             if request.mode == "safeguard":
-                prefix = "\n".join("#" + line if line.startswith("## ") else line for line in prefix.splitlines())
-                prefix = prefix[:summarizer.SPLIT_TURN_MAX_CHARS]
+                prefix = "\n".join(
+                    "#" + line if line.startswith("## ") else line for line in prefix.splitlines()
+                )
+                prefix = prefix[: summarizer.SPLIT_TURN_MAX_CHARS]
             history = history + summarizer.TURN_CONTEXT_DIVIDER + prefix
         return history
 
@@ -506,10 +553,15 @@ def openai_config_from_env(env: Mapping[str, str] | None = None) -> dict[str, An
     base = (env.get("OPENCLAW_COMPACTION_BASE_URL") or "").strip()
     if not base:
         return None
-    config: dict[str, Any] = {"base_url": base, "model": (env.get("OPENCLAW_COMPACTION_MODEL") or "").strip(),
-                              "api_key": (env.get("OPENCLAW_COMPACTION_API_KEY") or "").strip() or None}
-    for name, key, kind in (("OPENCLAW_COMPACTION_TIMEOUT_S", "timeout_s", float),
-                            ("OPENCLAW_COMPACTION_MAX_OUTPUT_TOKENS", "max_output_tokens", int)):
+    config: dict[str, Any] = {
+        "base_url": base,
+        "model": (env.get("OPENCLAW_COMPACTION_MODEL") or "").strip(),
+        "api_key": (env.get("OPENCLAW_COMPACTION_API_KEY") or "").strip() or None,
+    }
+    for name, key, kind in (
+        ("OPENCLAW_COMPACTION_TIMEOUT_S", "timeout_s", float),
+        ("OPENCLAW_COMPACTION_MAX_OUTPUT_TOKENS", "max_output_tokens", int),
+    ):
         raw = (env.get(name) or "").strip()
         if raw:
             try:
@@ -539,8 +591,9 @@ def load_provider(name: str, config: Mapping[str, Any] | None = None) -> Summary
     if name in (OPENAI_ID, "openai"):
         merged = {**(openai_config_from_env() or {}), **config}
         if not merged.get("base_url"):
-            raise ProviderNotRegisteredError(f'Compaction provider "{name}" has no base URL '
-                                             "(set OPENCLAW_COMPACTION_BASE_URL)")
+            raise ProviderNotRegisteredError(
+                f'Compaction provider "{name}" has no base URL (set OPENCLAW_COMPACTION_BASE_URL)'
+            )
         return OpenAICompatibleProvider(**merged)
     from importlib.metadata import entry_points
 
@@ -549,8 +602,11 @@ def load_provider(name: str, config: Mapping[str, Any] | None = None) -> Summary
         raise ProviderNotRegisteredError(f'Compaction provider "{name}" is not registered')
     try:
         target = matches[0].load()
-        provider = target if callable(getattr(target, "summarize", None)) and not isinstance(target, type) \
+        provider = (
+            target
+            if callable(getattr(target, "summarize", None)) and not isinstance(target, type)
             else target(**config)
+        )
     except ProviderError:
         raise
     except Exception as exc:  # noqa: BLE001 - a broken plugin must not crash compaction
@@ -567,27 +623,39 @@ def load_provider(name: str, config: Mapping[str, Any] | None = None) -> Summary
 
 def _reason_for(provider_id: str, exc: BaseException) -> str:
     if isinstance(exc, ProviderEmptyOutputError):
-        return f'Compaction provider "{provider_id}" returned empty result, falling back to built-in summarizer.'
+        return (
+            f'Compaction provider "{provider_id}" returned empty result, falling back to built-in summarizer.'
+        )
     if isinstance(exc, ProviderTruncatedError):
-        return (f'Compaction provider "{provider_id}" returned a truncated summary, falling back to built-in '
-                f"summarizer: {exc}")
+        return (
+            f'Compaction provider "{provider_id}" returned a truncated summary, falling back to built-in '
+            f"summarizer: {exc}"
+        )
     return f'Compaction provider "{provider_id}" failed, falling back to built-in summarizer: {exc}'
 
 
-def try_provider(provider: SummaryProvider | str, request: SummaryRequest, *,
-                 provider_config: Mapping[str, Any] | None = None) -> tuple[str | None, str, str | None]:
+def try_provider(
+    provider: SummaryProvider | str,
+    request: SummaryRequest,
+    *,
+    provider_config: Mapping[str, Any] | None = None,
+) -> tuple[str | None, str, str | None]:
     """Run a non-built-in provider: `(summary, provider_id, None)`, or `(None, provider_id, reason)`
     when it is not registered, fails, or returns nothing (the reason is logged). Cancellation
     (KeyboardInterrupt, `request.cancel_event`) propagates."""
     request.check_cancelled()
-    provider_id = provider if isinstance(provider, str) else str(getattr(provider, "id", type(provider).__name__))
+    provider_id = (
+        provider if isinstance(provider, str) else str(getattr(provider, "id", type(provider).__name__))
+    )
     reason: str | None = None
     if isinstance(provider, str):
         try:
             provider = load_provider(provider, provider_config)
         except ProviderNotRegisteredError as exc:
-            reason = (f'Compaction provider "{provider_id}" is configured but not registered. Falling back to '
-                      f"built-in summarizer. ({exc})")
+            reason = (
+                f'Compaction provider "{provider_id}" is configured but not registered. Falling back to '
+                f"built-in summarizer. ({exc})"
+            )
         except ProviderError as exc:
             reason = _reason_for(provider_id, exc)
     if reason is None:
@@ -611,9 +679,13 @@ def is_builtin(provider: Any) -> bool:
     return provider is None or provider == BUILTIN_ID or isinstance(provider, BuiltinProvider)
 
 
-def summarize_with_fallback(provider: SummaryProvider | str | None, request: SummaryRequest, *,
-                            provider_config: Mapping[str, Any] | None = None,
-                            fallback_request: SummaryRequest | None = None) -> tuple[str, str, str | None]:
+def summarize_with_fallback(
+    provider: SummaryProvider | str | None,
+    request: SummaryRequest,
+    *,
+    provider_config: Mapping[str, Any] | None = None,
+    fallback_request: SummaryRequest | None = None,
+) -> tuple[str, str, str | None]:
     """Run `provider`; on failure, empty or truncated output use the built-in summariser (R4.14.5),
     with `fallback_request` when the provider's request is shaped for a model.
 

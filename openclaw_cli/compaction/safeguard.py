@@ -57,7 +57,8 @@ PREVIOUS_SUMMARY_TAG = "previous-compaction-summary"
 _PREVIOUS_SUMMARY_INSTRUCTION = (
     "The block above is the summary written at earlier compactions of this session. Re-distill it together "
     "with the messages that follow: keep what still matters, drop stale, duplicated or superseded detail, "
-    "and do not copy it verbatim.")
+    "and do not copy it verbatim."
+)
 _HEARTBEAT = "HEARTBEAT_OK"
 
 
@@ -75,7 +76,12 @@ def has_real_conversation(messages: Sequence[Message]) -> bool:
         if role == "custom" and (message.get("display") is False or is_runtime_context(message)):
             continue
         text = text_of(message).strip()
-        if text and not is_silent_reply(text) and not is_silent_reply(text, HEARTBEAT_TOKEN) and text != _HEARTBEAT:
+        if (
+            text
+            and not is_silent_reply(text)
+            and not is_silent_reply(text, HEARTBEAT_TOKEN)
+            and text != _HEARTBEAT
+        ):
             return True
         for block in content_blocks(message):
             if isinstance(block, Mapping) and block.get("type") not in ("text", "toolCall", "thinking", None):
@@ -121,9 +127,14 @@ class HistoryPrune:
     max_history_tokens: int
 
 
-def prune_for_history_share(messages: Sequence[Message], turn_prefix: Sequence[Message], tokens_before: int,
-                            context_window: int, max_history_share: float,
-                            count: Callable[[Message], int] = estimate_message_tokens) -> HistoryPrune | None:
+def prune_for_history_share(
+    messages: Sequence[Message],
+    turn_prefix: Sequence[Message],
+    tokens_before: int,
+    context_window: int,
+    max_history_share: float,
+    count: Callable[[Message], int] = estimate_message_tokens,
+) -> HistoryPrune | None:
     """§4.9 step 5: when `newContent = tokensBefore − est(history) − est(prefix)` exceeds
     `floor(W × share × 1.2)`, drop the oldest token-share chunks (tool pairs kept, orphans dropped)
     until the history fits `floor(W × share)`. None when nothing needs to go."""
@@ -132,7 +143,9 @@ def prune_for_history_share(messages: Sequence[Message], turn_prefix: Sequence[M
     max_history = math.floor(context_window * max_history_share * HISTORY_SAFETY_MARGIN)
     if new_content <= max_history or not messages:
         return None
-    pruned = prune_history_for_context_share(messages, context_window, max_history_share, parts=2, count=count)
+    pruned = prune_history_for_context_share(
+        messages, context_window, max_history_share, parts=2, count=count
+    )
     if not pruned.dropped_chunks:
         return None
     return HistoryPrune(pruned.messages, pruned.dropped_messages_list, new_content, max_history)
@@ -152,7 +165,9 @@ def split_recent_turns(messages: Sequence[Message], turns: int) -> tuple[list[Me
     preserved = messages[first:]
     calls = {i for m in preserved for i in tool_call_ids(m)}
     # a result of a preserved call that was displaced before the turn (rare) moves with it
-    earlier = [m for m in messages[:first] if not (role_of(m) == "toolResult" and m.get("toolCallId") in calls)]
+    earlier = [
+        m for m in messages[:first] if not (role_of(m) == "toolResult" and m.get("toolCallId") in calls)
+    ]
     return earlier, preserved
 
 
@@ -215,11 +230,11 @@ def finalize(body: str, suffix: str, max_chars: int = ARTIFACT_MAX_CHARS) -> str
         return body + suffix
     reserve = min(len(suffix), max_chars // 4)
     if len(body) > max_chars - reserve:
-        body = body[:max(0, max_chars - reserve - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
+        body = body[: max(0, max_chars - reserve - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
     room = max_chars - len(body)
     if len(suffix) > room:
         keep = room - len(ARTIFACT_TRUNCATED_MARKER)
-        suffix = ARTIFACT_TRUNCATED_MARKER + suffix[len(suffix) - keep:] if keep > 0 else ""
+        suffix = ARTIFACT_TRUNCATED_MARKER + suffix[len(suffix) - keep :] if keep > 0 else ""
     return body + suffix
 
 
@@ -251,8 +266,15 @@ def _latest_user_ask(messages: Sequence[Message]) -> str | None:
     return next((text_of(m) for m in reversed(messages) if role_of(m) == "user" and text_of(m).strip()), None)
 
 
-def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
-                  provider_config: Mapping[str, Any] | None = None, workspace_rules: str = "") -> SafeguardResult:
+def run_safeguard(
+    plan: Any,
+    provider: Any,
+    request: Any,
+    *,
+    settings: Any,
+    provider_config: Mapping[str, Any] | None = None,
+    workspace_rules: str = "",
+) -> SafeguardResult:
     """§4.9 for a ready plan (see the module doc). `request` is the base `SummaryRequest` (limits,
     policy, custom instructions, cancellation); `workspace_rules` the step-3 section (or "")."""
     from dataclasses import replace
@@ -280,30 +302,48 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
     fallback_reason: str | None = None
 
     provider_id = provider if isinstance(provider, str) else getattr(provider, "id", None)
-    llm = provider is not None and not prov.is_builtin(provider) and provider_id in (prov.OPENAI_ID, "openai") \
+    llm = (
+        provider is not None
+        and not prov.is_builtin(provider)
+        and provider_id in (prov.OPENAI_ID, "openai")
         or isinstance(provider, prov.OpenAICompatibleProvider)
+    )
     if provider is not None and not prov.is_builtin(provider) and not llm:  # step 4: the provider path
         structured = prov.safeguard_instructions(settings.identifier_policy)
-        req = replace(request, messages=everything, turn_prefix_messages=(),
-                      custom_instructions=f"{structured}\n\nAdditional focus:\n{custom}" if custom else structured,
-                      extra={})
+        req = replace(
+            request,
+            messages=everything,
+            turn_prefix_messages=(),
+            custom_instructions=f"{structured}\n\nAdditional focus:\n{custom}" if custom else structured,
+            extra={},
+        )
         text, used, fallback_reason = prov.try_provider(provider, req, provider_config=provider_config)
         if text is not None:
             _, preserved = split_recent_turns(history, settings.recent_turns_preserve)
-            summary = (text + format_turn_prefix(prefix, SPLIT_TURN_MAX_CHARS) + recent_turns_section(preserved)
-                       + failures + workspace_rules + files)
+            summary = (
+                text
+                + format_turn_prefix(prefix, SPLIT_TURN_MAX_CHARS)
+                + recent_turns_section(preserved)
+                + failures
+                + workspace_rules
+                + files
+            )
             return SafeguardResult(summary, used)
         provider = None  # R4.14.5: the built-in path takes over
 
     # step 5: history pruning; the dropped part is summarised first and becomes the previous summary
     previous = plan.previous_summary
-    pruned = prune_for_history_share(history, prefix, plan.tokens_before.tokens, request.context_window,
-                                     settings.max_history_share)
+    pruned = prune_for_history_share(
+        history, prefix, plan.tokens_before.tokens, request.context_window, settings.max_history_share
+    )
     if pruned is not None:
         stage = _request_for(request, provider, llm, pruned.dropped, (), previous, custom, None)
         previous, _, reason = prov.summarize_with_fallback(
-            provider, stage, provider_config=provider_config,
-            fallback_request=_request_for(request, None, False, pruned.dropped, (), previous, custom, None))
+            provider,
+            stage,
+            provider_config=provider_config,
+            fallback_request=_request_for(request, None, False, pruned.dropped, (), previous, custom, None),
+        )
         fallback_reason = fallback_reason or reason
         history = pruned.kept
     # step 6: what the audit looks for; step 7: recent turns leave the summary input
@@ -315,8 +355,18 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
 
     def generate(feedback: str | None) -> str:
         extra = "\n\n".join(x for x in (custom, feedback) if x) or None
-        builtin_req = _request_for(request, None, False, history, prefix, previous, extra,
-                                   plan.messages_to_summarize, pins=audit_ids, max_chars=body_budget(suffix))
+        builtin_req = _request_for(
+            request,
+            None,
+            False,
+            history,
+            prefix,
+            previous,
+            extra,
+            plan.messages_to_summarize,
+            pins=audit_ids,
+            max_chars=body_budget(suffix),
+        )
         if provider is not None and not (history or prefix):
             # every message is preserved verbatim: nothing to send to a model (step 9)
             text = structured_fallback_summary(previous)
@@ -329,7 +379,8 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
         else:
             llm_req = _request_for(request, provider, True, history, prefix, previous, extra, None)
             text, used_box["provider"], reason = prov.summarize_with_fallback(
-                provider, llm_req, provider_config=provider_config, fallback_request=builtin_req)
+                provider, llm_req, provider_config=provider_config, fallback_request=builtin_req
+            )
             used_box["reason"] = reason or used_box["reason"]
             request.extra.update(llm_req.extra)
         return finalize(text, suffix)
@@ -337,22 +388,44 @@ def run_safeguard(plan: Any, provider: Any, request: Any, *, settings: Any,
     quality = None
     if settings.quality_guard_active:
         quality = run_quality_guard(
-            generate, lambda text: audit_summary(text, identifiers=audit_ids, latest_user_ask=latest,
-                                                 identifier_policy=settings.identifier_policy),
+            generate,
+            lambda text: audit_summary(
+                text,
+                identifiers=audit_ids,
+                latest_user_ask=latest,
+                identifier_policy=settings.identifier_policy,
+            ),
             # the built-in summariser is deterministic and already has the audit's identifiers: a
             # retry would write the same summary again
             max_retries=settings.quality_guard_retries if provider is not None else 0,
-            identifier_policy=settings.identifier_policy)
+            identifier_policy=settings.identifier_policy,
+        )
         summary = quality.summary
     else:
         summary = generate(None)
-    return SafeguardResult(summary, used_box["provider"], used_box["reason"], quality,
-                           len(pruned.dropped) if pruned else 0, len(preserved))
+    return SafeguardResult(
+        summary,
+        used_box["provider"],
+        used_box["reason"],
+        quality,
+        len(pruned.dropped) if pruned else 0,
+        len(preserved),
+    )
 
 
-def _request_for(base: Any, provider: Any, llm: bool, messages: Sequence[Message], prefix: Sequence[Message],
-                 previous: str | None, custom: str | None, identifier_messages: Sequence[Message] | None, *,
-                 pins: Sequence[str] = (), max_chars: int | None = None) -> Any:
+def _request_for(
+    base: Any,
+    provider: Any,
+    llm: bool,
+    messages: Sequence[Message],
+    prefix: Sequence[Message],
+    previous: str | None,
+    custom: str | None,
+    identifier_messages: Sequence[Message] | None,
+    *,
+    pins: Sequence[str] = (),
+    max_chars: int | None = None,
+) -> Any:
     """The request of one summary call: an LLM gets the previous summary as its first message
     (step 9); the built-in summariser merges it itself and takes identifiers from
     `identifier_messages` (the whole compacted part) when given."""
@@ -360,15 +433,40 @@ def _request_for(base: Any, provider: Any, llm: bool, messages: Sequence[Message
 
     if llm and provider is not None:
         lead = [previous_summary_message(previous)] if previous and previous.strip() else []
-        return replace(base, messages=[*lead, *messages], turn_prefix_messages=list(prefix), previous_summary=None,
-                       custom_instructions=custom, extra={})
-    return replace(base, messages=list(messages), turn_prefix_messages=list(prefix), previous_summary=previous,
-                   custom_instructions=custom, identifier_messages=identifier_messages,
-                   pinned_identifiers=list(pins), max_summary_chars=max_chars, extra={})
+        return replace(
+            base,
+            messages=[*lead, *messages],
+            turn_prefix_messages=list(prefix),
+            previous_summary=None,
+            custom_instructions=custom,
+            extra={},
+        )
+    return replace(
+        base,
+        messages=list(messages),
+        turn_prefix_messages=list(prefix),
+        previous_summary=previous,
+        custom_instructions=custom,
+        identifier_messages=identifier_messages,
+        pinned_identifiers=list(pins),
+        max_summary_chars=max_chars,
+        extra={},
+    )
 
 
 __all__ = [
-    "ARTIFACT_MAX_CHARS", "AUDIT_WINDOW", "HistoryPrune", "SafeguardResult", "body_budget", "finalize",
-    "format_turn_prefix", "has_real_conversation", "previous_summary_message", "prune_for_history_share",
-    "recent_turns_section", "run_safeguard", "split_recent_turns", "tool_failures_section",
+    "ARTIFACT_MAX_CHARS",
+    "AUDIT_WINDOW",
+    "HistoryPrune",
+    "SafeguardResult",
+    "body_budget",
+    "finalize",
+    "format_turn_prefix",
+    "has_real_conversation",
+    "previous_summary_message",
+    "prune_for_history_share",
+    "recent_turns_section",
+    "run_safeguard",
+    "split_recent_turns",
+    "tool_failures_section",
 ]

@@ -62,11 +62,19 @@ class CompactionSkipped(OpenClawError):
         self.extra = dict(extra or {})
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": False, "key": self.key, "compacted": False, "reason": self.reason, "code": self.code,
-                **self.extra, "error": {"type": self.type, "message": self.message}}
+        return {
+            "ok": False,
+            "key": self.key,
+            "compacted": False,
+            "reason": self.reason,
+            "code": self.code,
+            **self.extra,
+            "error": {"type": self.type, "message": self.message},
+        }
 
 
 # ---- settings ----------------------------------------------------------------------------------------
+
 
 def library_settings(config: Any) -> Any:
     """`agents.defaults.compaction` (validated by the config layer) as the compaction library's
@@ -116,7 +124,9 @@ def _configured_model(config: Any) -> str | None:
     return model.strip() if isinstance(model, str) and model.strip() else None
 
 
-def resolve_provider(config: Any, flag: str | None, settings: Any) -> tuple[str | None, dict[str, Any] | None]:
+def resolve_provider(
+    config: Any, flag: str | None, settings: Any
+) -> tuple[str | None, dict[str, Any] | None]:
     """(provider id for `summarize_plan`, provider config). `--provider` wins over
     `compaction.provider`; `openai` is the OpenAI-compatible HTTP provider configured from the
     `OPENCLAW_COMPACTION_*` environment, with `compaction.model` / `compaction.timeoutSeconds`
@@ -140,8 +150,10 @@ def resolve_provider(config: Any, flag: str | None, settings: Any) -> tuple[str 
             extra["timeout_s"] = _timeout_seconds(config)
         return name, extra
     if flag and name not in prov.available_providers():
-        raise UsageError(f'Unknown compaction provider "{name}". Available: '
-                         f"{', '.join(['openai', *prov.available_providers()])}.")
+        raise UsageError(
+            f'Unknown compaction provider "{name}". Available: '
+            f"{', '.join(['openai', *prov.available_providers()])}."
+        )
     return name, None
 
 
@@ -158,22 +170,31 @@ def context_window(config: Any, entry: Mapping[str, Any], agent_id: str | None =
     provider = entry.get("modelProvider") if isinstance(entry.get("modelProvider"), str) else None
     if isinstance(model, str) and "/" in model and provider is None:
         provider, model = model.split("/", 1)
-    return resolve_context_window(model, provider=provider, agent_context_tokens=context_tokens_default(config))
+    return resolve_context_window(
+        model, provider=provider, agent_context_tokens=context_tokens_default(config)
+    )
 
 
 # ---- one session ---------------------------------------------------------------------------------------
 
-def check_args(keep_recent_tokens: int | None, max_lines: int | None, tokenizer: str, provider: str | None) -> None:
+
+def check_args(
+    keep_recent_tokens: int | None, max_lines: int | None, tokenizer: str, provider: str | None
+) -> None:
     if tokenizer not in ("exact", "estimate"):
         raise UsageError(f'--tokenizer must be "exact" or "estimate" (got "{tokenizer}").')
     if keep_recent_tokens is not None and (isinstance(keep_recent_tokens, bool) or keep_recent_tokens < 1):
-        raise UsageError("--keep-recent-tokens must be a positive integer, for example --keep-recent-tokens 20000.")
+        raise UsageError(
+            "--keep-recent-tokens must be a positive integer, for example --keep-recent-tokens 20000."
+        )
     if max_lines is not None:
         if isinstance(max_lines, bool) or max_lines < 1:
             raise UsageError("--max-lines must be a positive integer, for example --max-lines 200.")
         if keep_recent_tokens is not None or provider:
-            raise UsageError("--max-lines keeps raw transcript lines; it cannot be combined with "
-                             "--keep-recent-tokens or --provider.")
+            raise UsageError(
+                "--max-lines keeps raw transcript lines; it cannot be combined with "
+                "--keep-recent-tokens or --provider."
+            )
 
 
 def _now(ctx: Any, now_ms: int | None) -> int:
@@ -191,12 +212,25 @@ def _replan_entry(st: Any, key: str, attempt: int) -> dict[str, Any]:
         raise NotFoundError(f"Session not found: {key}. It was removed while being compacted.")
     return fresh
 
-def compact_in_store(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], *,
-                     keep_recent_tokens: int | None = None, max_lines: int | None = None,
-                     provider: str | None = None, tokenizer: TokenizerName = "exact", dry_run: bool = False,
-                     instructions: str | None = None, reason: str = "manual",
-                     require_over_threshold: bool = False, now_ms: int | None = None,
-                     keep_session_id: bool = False) -> dict[str, Any]:
+
+def compact_in_store(
+    ctx: Any,
+    agent_id: str,
+    st: Any,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    keep_recent_tokens: int | None = None,
+    max_lines: int | None = None,
+    provider: str | None = None,
+    tokenizer: TokenizerName = "exact",
+    dry_run: bool = False,
+    instructions: str | None = None,
+    reason: str = "manual",
+    require_over_threshold: bool = False,
+    now_ms: int | None = None,
+    keep_session_id: bool = False,
+) -> dict[str, Any]:
     """Compact one session of an open store (see the module doc). `dry_run` reads only (no
     lock, no write). `keep_session_id`: `max_lines` keeps the session's id (its behaviour
     release's rule, spec D23)."""
@@ -204,11 +238,24 @@ def compact_in_store(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
         st.ensure_writable("compact a session")
         _sweep_leftovers(ctx, st)
     if max_lines is not None:
-        return _compact_max_lines(ctx, agent_id, st, key, entry, max_lines, dry_run, _now(ctx, now_ms),
-                                  keep_session_id)
-    return _compact_summary(ctx, agent_id, st, key, entry, keep_recent_tokens=keep_recent_tokens,
-                            provider=provider, tokenizer=tokenizer, dry_run=dry_run, instructions=instructions,
-                            reason=reason, require_over_threshold=require_over_threshold, now_ms=now_ms)
+        return _compact_max_lines(
+            ctx, agent_id, st, key, entry, max_lines, dry_run, _now(ctx, now_ms), keep_session_id
+        )
+    return _compact_summary(
+        ctx,
+        agent_id,
+        st,
+        key,
+        entry,
+        keep_recent_tokens=keep_recent_tokens,
+        provider=provider,
+        tokenizer=tokenizer,
+        dry_run=dry_run,
+        instructions=instructions,
+        reason=reason,
+        require_over_threshold=require_over_threshold,
+        now_ms=now_ms,
+    )
 
 
 # Planning and summarising hold every parsed entry of a transcript (tens of thousands of dicts);
@@ -226,9 +273,20 @@ def _sweep_leftovers(ctx: Any, st: Any) -> None:
         sweep_crash_leftovers(directory, write_lock_settings(ctx.config))
 
 
-def _finish_rotation(st: Any, snapshot: Any, plan: Any, *, settings: Any, lock_settings: Any, dry_run: bool,
-                     agent_id: str, key: str, reason: str, stamp: int) -> dict[str, Any] | None:
-    """"Already compacted" because a kill came between the compaction entry and the successor:
+def _finish_rotation(
+    st: Any,
+    snapshot: Any,
+    plan: Any,
+    *,
+    settings: Any,
+    lock_settings: Any,
+    dry_run: bool,
+    agent_id: str,
+    key: str,
+    reason: str,
+    stamp: int,
+) -> dict[str, Any] | None:
+    """ "Already compacted" because a kill came between the compaction entry and the successor:
     finish the rotation instead of reporting nothing to do."""
     finder = getattr(st, "pending_rotation", None)
     if dry_run or not settings.truncate_after_compaction or finder is None:
@@ -240,9 +298,20 @@ def _finish_rotation(st: Any, snapshot: Any, plan: Any, *, settings: Any, lock_s
         written = st.finish_rotation(snapshot, comp, now_ms=stamp, lock_settings=lock_settings, reason=reason)
     if written.successor is None:
         return None
-    result = {"ok": True, "key": key, "compacted": True, "resumed": True, "dryRun": False, "agentId": agent_id,
-              "sessionId": written.session_id, "previousSessionId": snapshot.session_id, "path": str(st.path),
-              "compactionEntryId": comp.get("id"), "successor": written.successor, "archive": written.archive}
+    result = {
+        "ok": True,
+        "key": key,
+        "compacted": True,
+        "resumed": True,
+        "dryRun": False,
+        "agentId": agent_id,
+        "sessionId": written.session_id,
+        "previousSessionId": snapshot.session_id,
+        "path": str(st.path),
+        "compactionEntryId": comp.get("id"),
+        "successor": written.successor,
+        "archive": written.archive,
+    }
     if written.entry is not None:
         result["compactionCount"] = written.entry.get("compactionCount")
     if written.warnings:
@@ -270,8 +339,9 @@ def _writer(st: Any, lock_settings: Any) -> Any:
 def _skip(key: str, plan: Any, snapshot: Any) -> CompactionSkipped:
     """Nothing to do; problems met while reading (a symlinked or malformed transcript) say why."""
     extra = {"issues": [str(issue) for issue in snapshot.issues]} if snapshot.issues else None
-    return CompactionSkipped(key, plan.reason or "nothing compactable in this session yet", code=plan.status,
-                             extra=extra)
+    return CompactionSkipped(
+        key, plan.reason or "nothing compactable in this session yet", code=plan.status, extra=extra
+    )
 
 
 def _cut_point(snapshot: Any, plan: Any) -> dict[str, Any] | None:
@@ -280,16 +350,34 @@ def _cut_point(snapshot: Any, plan: Any) -> dict[str, Any] | None:
     branch = snapshot.branch_entries
     first = branch[plan.first_kept_index] if plan.first_kept_index < len(branch) else {}
     message = first.get("message") if isinstance(first.get("message"), dict) else {}
-    return {"entryId": plan.first_kept_entry_id, "index": plan.first_kept_index, "branchEntries": len(branch),
-            "type": first.get("type"), "role": message.get("role"), "timestamp": first.get("timestamp"),
-            "splitTurn": plan.is_split_turn,
-            "turnStartEntryId": branch[plan.turn_start_index].get("id") if plan.is_split_turn else None}
+    return {
+        "entryId": plan.first_kept_entry_id,
+        "index": plan.first_kept_index,
+        "branchEntries": len(branch),
+        "type": first.get("type"),
+        "role": message.get("role"),
+        "timestamp": first.get("timestamp"),
+        "splitTurn": plan.is_split_turn,
+        "turnStartEntryId": branch[plan.turn_start_index].get("id") if plan.is_split_turn else None,
+    }
 
 
-def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], *,
-                     keep_recent_tokens: int | None, provider: str | None, tokenizer: TokenizerName, dry_run: bool,
-                     instructions: str | None, reason: str, require_over_threshold: bool,
-                     now_ms: int | None) -> dict[str, Any]:
+def _compact_summary(
+    ctx: Any,
+    agent_id: str,
+    st: Any,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    keep_recent_tokens: int | None,
+    provider: str | None,
+    tokenizer: TokenizerName,
+    dry_run: bool,
+    instructions: str | None,
+    reason: str,
+    require_over_threshold: bool,
+    now_ms: int | None,
+) -> dict[str, Any]:
     from openclaw_cli.compaction.thresholds import DEFAULT_KEEP_RECENT_TOKENS, compaction_threshold
     from openclaw_cli.compaction.tokens import Tokenizer
 
@@ -317,21 +405,54 @@ def _compact_summary(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str
     # A network provider's call (maybe minutes) never runs with the GC paused.
     with _gc_paused() if provider_id is None else nullcontext():
         try:
-            return _summary_attempts(ctx, agent_id, st, key, entry, settings=settings, keep=keep, hard=hard,
-                                     window=window, threshold=threshold, provider_id=provider_id,
-                                     provider_config=provider_config, counter=counter, lock_settings=lock_settings,
-                                     dry_run=dry_run, instructions=instructions, reason=reason,
-                                     require_over_threshold=require_over_threshold, now_ms=now_ms)
+            return _summary_attempts(
+                ctx,
+                agent_id,
+                st,
+                key,
+                entry,
+                settings=settings,
+                keep=keep,
+                hard=hard,
+                window=window,
+                threshold=threshold,
+                provider_id=provider_id,
+                provider_config=provider_config,
+                counter=counter,
+                lock_settings=lock_settings,
+                dry_run=dry_run,
+                instructions=instructions,
+                reason=reason,
+                require_over_threshold=require_over_threshold,
+                now_ms=now_ms,
+            )
         finally:
             # the loader holds the transcript read: freed before the GC is back (it would scan it all)
             counter.loader = None
 
 
-def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], *, settings: Any,
-                      keep: int | None, hard: bool, window: int, threshold: int, provider_id: str | None,
-                      provider_config: dict[str, Any] | None, counter: Any, lock_settings: Any,
-                      dry_run: bool, instructions: str | None, reason: str, require_over_threshold: bool,
-                      now_ms: int | None) -> dict[str, Any]:
+def _summary_attempts(
+    ctx: Any,
+    agent_id: str,
+    st: Any,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    settings: Any,
+    keep: int | None,
+    hard: bool,
+    window: int,
+    threshold: int,
+    provider_id: str | None,
+    provider_config: dict[str, Any] | None,
+    counter: Any,
+    lock_settings: Any,
+    dry_run: bool,
+    instructions: str | None,
+    reason: str,
+    require_over_threshold: bool,
+    now_ms: int | None,
+) -> dict[str, Any]:
     from openclaw_cli.compaction import (
         ALREADY_COMPACTED,
         build_compaction_entry,
@@ -353,45 +474,96 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
                 shedder.bind(snapshot)
             counter.loader = shedder.whole_messages if shedder is not None else None
             # the threshold re-check decides on tokensBefore: its exact part must pass the threshold
-            plan = plan_compaction(snapshot.branch_entries, keep_recent_tokens=keep, hard_checkpoint=hard,
-                                   tokenizer=counter, exact_min_tokens=threshold if require_over_threshold else 0)
-            if require_over_threshold and plan.tokens_before.tokens <= threshold and plan.status != ALREADY_COMPACTED:
-                raise CompactionSkipped(key, "context is below the compaction threshold", code="below_threshold",
-                                        extra={"result": {"tokensBefore": plan.tokens_before.tokens},
-                                               "tokensBeforeMethod": plan.tokens_before.method,
-                                               "threshold": threshold})
+            plan = plan_compaction(
+                snapshot.branch_entries,
+                keep_recent_tokens=keep,
+                hard_checkpoint=hard,
+                tokenizer=counter,
+                exact_min_tokens=threshold if require_over_threshold else 0,
+            )
+            if (
+                require_over_threshold
+                and plan.tokens_before.tokens <= threshold
+                and plan.status != ALREADY_COMPACTED
+            ):
+                raise CompactionSkipped(
+                    key,
+                    "context is below the compaction threshold",
+                    code="below_threshold",
+                    extra={
+                        "result": {"tokensBefore": plan.tokens_before.tokens},
+                        "tokensBeforeMethod": plan.tokens_before.method,
+                        "threshold": threshold,
+                    },
+                )
             if not plan.ready:
                 if plan.status == ALREADY_COMPACTED:
                     if shedder is not None and settings.truncate_after_compaction and not dry_run:
                         shedder.restore_all_but()  # a successor is built from whole objects
-                    resumed = _finish_rotation(st, snapshot, plan, settings=settings, lock_settings=lock_settings,
-                                               dry_run=dry_run, agent_id=agent_id, key=key, reason=reason,
-                                               stamp=_now(ctx, now_ms))
+                    resumed = _finish_rotation(
+                        st,
+                        snapshot,
+                        plan,
+                        settings=settings,
+                        lock_settings=lock_settings,
+                        dry_run=dry_run,
+                        agent_id=agent_id,
+                        key=key,
+                        reason=reason,
+                        stamp=_now(ctx, now_ms),
+                    )
                     if resumed is not None:
                         return resumed
                 raise _skip(key, plan, snapshot)
             if shedder is not None:  # blocks cut by the plan's bounds get their text back
                 shedder.settle(plan.messages_to_summarize, plan.turn_prefix_messages)
         # a network provider may take minutes: the GC is paused here only on the built-in path (caller)
-        outcome = summarize_plan(plan, provider_id, settings=settings, custom_instructions=instructions,
-                                 context_window=window, provider_config=provider_config,
-                                 timeout_s=_timeout_seconds(ctx.config), workspace_dir=_workspace(ctx, agent_id))
-        comp = build_compaction_entry(plan, outcome.summary, entry_id=new_entry_id(snapshot.entry_ids()),
-                                      parent_id=plan.leaf_id, tokens_after=outcome.tokens_after,
-                                      details={"provider": outcome.provider_used})
+        outcome = summarize_plan(
+            plan,
+            provider_id,
+            settings=settings,
+            custom_instructions=instructions,
+            context_window=window,
+            provider_config=provider_config,
+            timeout_s=_timeout_seconds(ctx.config),
+            workspace_dir=_workspace(ctx, agent_id),
+        )
+        comp = build_compaction_entry(
+            plan,
+            outcome.summary,
+            entry_id=new_entry_id(snapshot.entry_ids()),
+            parent_id=plan.leaf_id,
+            tokens_after=outcome.tokens_after,
+            details={"provider": outcome.provider_used},
+        )
         result: dict[str, Any] = {
-            "ok": True, "key": key, "compacted": not dry_run,
+            "ok": True,
+            "key": key,
+            "compacted": not dry_run,
             "result": {"tokensBefore": plan.tokens_before.tokens, "tokensAfter": outcome.tokens_after},
-            "dryRun": dry_run, "agentId": agent_id, "sessionId": snapshot.session_id, "path": str(st.path),
-            "compactionEntryId": comp["id"], "firstKeptEntryId": plan.first_kept_entry_id,
-            "hardCheckpoint": plan.hard_checkpoint, "keepRecentTokens": plan.keep_recent_tokens,
-            "provider": outcome.provider_used, "fallbackReason": outcome.fallback_reason,
-            "tokenMethod": outcome.token_method, "tokensBeforeMethod": plan.tokens_before.method,
-            "tokensBeforeDetail": plan.tokens_before.to_json(), "contextWindow": window, "threshold": threshold,
-            "summarizedMessages": plan.summarized_count, "keptMessages": len(plan.kept_entries),
-            "keptTokens": plan.kept_tokens, "splitTurn": plan.is_split_turn,
-            "cutPoint": _cut_point(snapshot, plan), "summaryChars": len(outcome.summary),
-            "identifiersKept": outcome.identifiers_kept, "identifiersDropped": outcome.identifiers_dropped,
+            "dryRun": dry_run,
+            "agentId": agent_id,
+            "sessionId": snapshot.session_id,
+            "path": str(st.path),
+            "compactionEntryId": comp["id"],
+            "firstKeptEntryId": plan.first_kept_entry_id,
+            "hardCheckpoint": plan.hard_checkpoint,
+            "keepRecentTokens": plan.keep_recent_tokens,
+            "provider": outcome.provider_used,
+            "fallbackReason": outcome.fallback_reason,
+            "tokenMethod": outcome.token_method,
+            "tokensBeforeMethod": plan.tokens_before.method,
+            "tokensBeforeDetail": plan.tokens_before.to_json(),
+            "contextWindow": window,
+            "threshold": threshold,
+            "summarizedMessages": plan.summarized_count,
+            "keptMessages": len(plan.kept_entries),
+            "keptTokens": plan.kept_tokens,
+            "splitTurn": plan.is_split_turn,
+            "cutPoint": _cut_point(snapshot, plan),
+            "summaryChars": len(outcome.summary),
+            "identifiersKept": outcome.identifiers_kept,
+            "identifiersDropped": outcome.identifiers_dropped,
         }
         if snapshot.issues:
             result["issues"] = [str(issue) for issue in snapshot.issues]
@@ -405,9 +577,14 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
                 # the successor copies (or re-serialises) every line but the summarised ones
                 shedder.restore_all_but(plan.messages_to_summarize, plan.turn_prefix_messages)
             with _writer(st, lock_settings):
-                written = st.commit_compaction(snapshot, comp, now_ms=stamp, reason=reason,
-                                               rotate=settings.truncate_after_compaction,
-                                               lock_settings=lock_settings)
+                written = st.commit_compaction(
+                    snapshot,
+                    comp,
+                    now_ms=stamp,
+                    reason=reason,
+                    rotate=settings.truncate_after_compaction,
+                    lock_settings=lock_settings,
+                )
         except SnapshotChanged:
             entry = _replan_entry(st, key, attempt)
             continue
@@ -424,8 +601,17 @@ def _summary_attempts(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[st
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[str, Any], max_lines: int,
-                       dry_run: bool, stamp: int, keep_session_id: bool = False) -> dict[str, Any]:
+def _compact_max_lines(
+    ctx: Any,
+    agent_id: str,
+    st: Any,
+    key: str,
+    entry: dict[str, Any],
+    max_lines: int,
+    dry_run: bool,
+    stamp: int,
+    keep_session_id: bool = False,
+) -> dict[str, Any]:
     from openclaw_cli.store.rewrite import max_lines_split
     from openclaw_cli.store.snapshot import SnapshotChanged
 
@@ -438,13 +624,23 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
         snapshot = st.read_snapshot(key, entry)
         if not snapshot.data.strip():
             extra = {"issues": [str(issue) for issue in snapshot.issues]} if snapshot.issues else None
-            raise CompactionSkipped(key, "nothing compactable in this session yet", code="no_compactable_entries",
-                                    extra=extra)
+            raise CompactionSkipped(
+                key, "nothing compactable in this session yet", code="no_compactable_entries", extra=extra
+            )
         kept, dropped, total = max_lines_split(snapshot.data, max_lines)
-        result: dict[str, Any] = {"ok": True, "key": key, "compacted": bool(dropped) and not dry_run,
-                                  "kept": len(kept), "dryRun": dry_run, "agentId": agent_id,
-                                  "sessionId": snapshot.session_id, "path": str(st.path), "maxLines": max_lines,
-                                  "lines": total, "dropped": dropped}
+        result: dict[str, Any] = {
+            "ok": True,
+            "key": key,
+            "compacted": bool(dropped) and not dry_run,
+            "kept": len(kept),
+            "dryRun": dry_run,
+            "agentId": agent_id,
+            "sessionId": snapshot.session_id,
+            "path": str(st.path),
+            "maxLines": max_lines,
+            "lines": total,
+            "dropped": dropped,
+        }
         if not dropped:
             result["reason"] = f"transcript already has at most {max_lines} lines"
             return result
@@ -452,8 +648,9 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
             return result
         try:
             with _writer(st, lock_settings):
-                written = st.commit_max_lines(snapshot, kept, now_ms=stamp, lock_settings=lock_settings,
-                                              keep_session_id=keep_session_id)
+                written = st.commit_max_lines(
+                    snapshot, kept, now_ms=stamp, lock_settings=lock_settings, keep_session_id=keep_session_id
+                )
         except SnapshotChanged:
             entry = _replan_entry(st, key, attempt)
             continue
@@ -470,6 +667,7 @@ def _compact_max_lines(ctx: Any, agent_id: str, st: Any, key: str, entry: dict[s
 
 # ---- every session past its threshold -------------------------------------------------------------------
 
+
 def _finite_nonneg(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
         return None
@@ -478,8 +676,9 @@ def _finite_nonneg(value: Any) -> float | None:
     return value
 
 
-def stored_context_tokens(entry: Mapping[str, Any], totals: Any = None,
-                          file_bytes: int | None = None) -> tuple[int, str] | None:
+def stored_context_tokens(
+    entry: Mapping[str, Any], totals: Any = None, file_bytes: int | None = None
+) -> tuple[int, str] | None:
     """(tokens, source) from stored figures only (D16): `totalTokens` unless `totalTokensFresh` is
     false (R2.5.1, profile L), else the write-time token estimate, else bytes / 4."""
     total = _finite_nonneg(entry.get("totalTokens"))
@@ -519,6 +718,15 @@ def scan_store(ctx: Any, st: Any, agent_id: str, settings: Any) -> tuple[int, li
             threshold = thresholds[window] = compaction_threshold(window, settings)
         tokens, source = figure
         if tokens > threshold:
-            found.append({"agentId": agent_id, "key": key, "sessionId": sid, "tokens": tokens, "tokenSource": source,
-                          "contextWindow": window, "threshold": threshold})
+            found.append(
+                {
+                    "agentId": agent_id,
+                    "key": key,
+                    "sessionId": sid,
+                    "tokens": tokens,
+                    "tokenSource": source,
+                    "contextWindow": window,
+                    "threshold": threshold,
+                }
+            )
     return len(entries), found

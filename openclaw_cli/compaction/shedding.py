@@ -87,7 +87,11 @@ def failure_line(text: str) -> str:
 
 def _sheddable(message: Any) -> bool:
     """A tool result of pi's usual shape: a list of dict blocks, every text block's text a string."""
-    if type(message) is not dict or message.get("role") != "toolResult" or message.get("excludeFromContext") is True:
+    if (
+        type(message) is not dict
+        or message.get("role") != "toolResult"
+        or message.get("excludeFromContext") is True
+    ):
         return False
     content = message.get("content")
     if type(content) is not list or not content:
@@ -107,8 +111,9 @@ class ToolOutputShedder:
     """The `on_entry` of a summary compaction's snapshot read (see the module doc). Bind the
     snapshot (`bind`) before anything re-reads."""
 
-    def __init__(self, window_chars: int = WINDOW_CHARS, block_chars: int = BLOCK_CHARS, *,
-                 slim_fields: bool = True):
+    def __init__(
+        self, window_chars: int = WINDOW_CHARS, block_chars: int = BLOCK_CHARS, *, slim_fields: bool = True
+    ):
         self._window = max(0, window_chars)
         self._block = max(1, block_chars)
         self._slim_fields = slim_fields  # leave `UNREAD_FIELDS` out too
@@ -139,8 +144,9 @@ class ToolOutputShedder:
         role = message.get("role")
         if role not in _SLIMMED_ROLES:
             return
-        if self._slim_fields and ("timestamp" in message or "model" in message or "api" in message
-                                  or "provider" in message):
+        if self._slim_fields and (
+            "timestamp" in message or "model" in message or "api" in message or "provider" in message
+        ):
             # a new dict: deleting keys would leave its table at the old size
             message = obj["message"] = {k: v for k, v in message.items() if k not in UNREAD_FIELDS}
             self._entries[line_no] = obj
@@ -149,7 +155,11 @@ class ToolOutputShedder:
         content = message.get("content")
         if type(content) is list and len(content) == 1:  # pi's usual shape: one text block
             block = content[0]
-            if type(block) is not dict or block.get("type") != "text" or message.get("excludeFromContext") is True:
+            if (
+                type(block) is not dict
+                or block.get("type") != "text"
+                or message.get("excludeFromContext") is True
+            ):
                 return
             text = block.get("text")
             if type(text) is not str:
@@ -181,7 +191,9 @@ class ToolOutputShedder:
         if block is None:
             block = self._open = ShedBlock((), (), len(self._blocks))
             self._blocks.append(block)
-        lines = dict.fromkeys(chain.from_iterable(text.split("\n") for _, _, text in reversed(members) if text))
+        lines = dict.fromkeys(
+            chain.from_iterable(text.split("\n") for _, _, text in reversed(members) if text)
+        )
         lines.pop("", None)
         self._open_lines.append(lines)
         self._open_line_chars += sum(map(len, lines))
@@ -296,8 +308,9 @@ class ToolOutputShedder:
         summarised = {id(message) for messages in sequences for message in messages}
         self.restore([n for n, obj in self._entries.items() if id(obj["message"]) not in summarised])
 
-    def whole_messages(self, items: Sequence[Mapping[str, Any]],
-                       reduce: Callable[[dict[str, Any]], Any] | None = None) -> list[tuple[dict[str, Any], Any]]:
+    def whole_messages(
+        self, items: Sequence[Mapping[str, Any]], reduce: Callable[[dict[str, Any]], Any] | None = None
+    ) -> list[tuple[dict[str, Any], Any]]:
         """`Tokenizer.loader`: (entry as kept, its message as written, or what `reduce` makes of it:
         one message whole at a time) for the shed ones of `items` (entries), read again but left
         shed: an exact count needs the text once, the plan never.
@@ -313,12 +326,14 @@ class ToolOutputShedder:
         wanted = {info.line_no for info in found}
         if len(found) == 1:
             index = found[0].block.index
-            for block in self._blocks[max(0, index - LOAD_BLOCKS):index + 1]:
+            for block in self._blocks[max(0, index - LOAD_BLOCKS) : index + 1]:
                 wanted.update(n for n in block.members if n in self._entries)
         fresh = self._fresh(wanted, reduce)
         return [(self._entries[n], fresh[n]) for n in sorted(wanted)]
 
-    def _fresh(self, wanted: set[int], reduce: Callable[[dict[str, Any]], Any] | None = None) -> dict[int, Any]:
+    def _fresh(
+        self, wanted: set[int], reduce: Callable[[dict[str, Any]], Any] | None = None
+    ) -> dict[int, Any]:
         """The messages of the lines `wanted` as written (or `reduce(message)`), re-read and checked
         against what was kept; each line's text is let go as soon as it is parsed."""
         import orjson
@@ -336,15 +351,24 @@ class ToolOutputShedder:
             message = obj["message"]
             raw = found.pop(line_no, None)
             fresh = orjson.loads(raw) if raw is not None else None
-            fresh_message = fresh.get("message") if type(fresh) is dict and fresh.get("id") == obj.get("id") else None
+            fresh_message = (
+                fresh.get("message") if type(fresh) is dict and fresh.get("id") == obj.get("id") else None
+            )
             if type(fresh_message) is not dict or fresh_message.get("role") != message.get("role"):
                 raise changed
             info: ShedText | None = message.get(SHED_KEY)
             if info is not None:
                 content = fresh_message.get("content")
-                if type(content) is not list or len(content) != len(message["content"]) or info.chars != sum(
-                        len(p["text"]) for p in content if type(p) is dict and p.get("type") == "text"
-                        and type(p.get("text")) is str):
+                if (
+                    type(content) is not list
+                    or len(content) != len(message["content"])
+                    or info.chars
+                    != sum(
+                        len(p["text"])
+                        for p in content
+                        if type(p) is dict and p.get("type") == "text" and type(p.get("text")) is str
+                    )
+                ):
                     raise changed
             out[line_no] = fresh_message if reduce is None else reduce(fresh_message)
         return out
@@ -369,7 +393,9 @@ class ToolOutputShedder:
         the summariser then takes each remaining block's identifiers for its texts."""
         if not self._shed:
             return
-        runs: dict[int, tuple[int, ShedBlock, list[int], int]] = {}  # block index -> (seq, block, lines, first)
+        runs: dict[
+            int, tuple[int, ShedBlock, list[int], int]
+        ] = {}  # block index -> (seq, block, lines, first)
         broken: set[int] = set()
         for seq_index, messages in enumerate(sequences):
             position = 0  # index among the tool texts the summariser collects (`_collect`)

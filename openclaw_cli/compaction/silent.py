@@ -14,12 +14,14 @@ HEARTBEAT_TOKEN = "HEARTBEAT_OK"
 
 _REASONING_BLOCK = re.compile(
     r"^\s*<\s*(?:(?:antml|mm):)?(think|thinking|thought|antthinking)\b[^>]*>.*?<\s*/\s*(?:(?:antml|mm):)?\1\s*>",
-    re.IGNORECASE | re.DOTALL)
+    re.IGNORECASE | re.DOTALL,
+)
 _BARE_REASONING_HEAD = re.compile(r"^\s*(?:think|thinking|thought|analysis|reasoning)\s*\n", re.IGNORECASE)
 _QUIET_INTENT = re.compile(
     r"^(?:i(?:'ll| will| am going to|'m going to) (?:stay (?:quiet|silent)|not (?:reply|respond))|"
     r"i won't (?:reply|respond)|no reply (?:is )?needed|staying (?:quiet|silent))[.!]?\s*",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def _token_run(token: str) -> str:
@@ -47,8 +49,12 @@ def is_silent_reply(text: str | None, token: str = SILENT_REPLY_TOKEN) -> bool:
             value = None
         if isinstance(value, str) and value.strip().upper() == token.upper():
             return True
-        if isinstance(value, dict) and list(value) == ["action"] and isinstance(value["action"], str) \
-                and value["action"].strip().upper() == token.upper():
+        if (
+            isinstance(value, dict)
+            and list(value) == ["action"]
+            and isinstance(value["action"], str)
+            and value["action"].strip().upper() == token.upper()
+        ):
             return True
     rest = stripped
     matched_block = False
@@ -57,18 +63,18 @@ def is_silent_reply(text: str | None, token: str = SILENT_REPLY_TOKEN) -> bool:
         if not block:
             break
         matched_block = True
-        rest = rest[block.end():]
+        rest = rest[block.end() :]
     if not matched_block:
         head = _BARE_REASONING_HEAD.match(stripped)
         if not head:
             return False
         # bare "thinking" line: reasoning lines, then a final line that is only the token
-        lines = [ln for ln in stripped[head.end():].splitlines() if ln.strip()]
+        lines = [ln for ln in stripped[head.end() :].splitlines() if ln.strip()]
         return bool(lines) and _is_token_only(lines[-1], token)
     if _is_token_only(rest, token):
         return True
     intent = _QUIET_INTENT.match(rest.strip())
-    return bool(intent) and _is_token_only(rest.strip()[intent.end():], token)
+    return bool(intent) and _is_token_only(rest.strip()[intent.end() :], token)
 
 
 def should_hold_stream_prefix(partial: str | None, token: str = SILENT_REPLY_TOKEN) -> bool:
@@ -89,10 +95,10 @@ def strip_leading_silent_token(text: str | None, token: str = SILENT_REPLY_TOKEN
     run = _token_run(token)
     glued = re.match(rf"\s*(?:{re.escape(token)})+(?=[^\W_])", text, re.IGNORECASE)
     if glued:
-        return text[glued.end():]
+        return text[glued.end() :]
     newline = re.match(rf"\s*{run}[ \t]*\r?\n\s*(?=\S)", text, re.IGNORECASE)
     if newline:
-        return text[newline.end():]
+        return text[newline.end() :]
     return None
 
 
@@ -105,7 +111,7 @@ def strip_trailing_silent_tokens(text: str | None, token: str = SILENT_REPLY_TOK
     match = pattern.search(text)
     if not match:
         return text
-    prefix = text[:match.start()]
+    prefix = text[: match.start()]
     if prefix.endswith("*"):  # `text**NO_REPLY`: the emphasis run belongs to the token
         prefix = prefix.rstrip("*")
     return prefix.rstrip()

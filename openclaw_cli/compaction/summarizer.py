@@ -42,8 +42,17 @@ SPLIT_TURN_MAX_CHARS = 8000
 SUMMARY_TRUNCATED_MARKER = "\n\n[Compaction summary truncated to fit budget]"
 FILE_LIST_MAX_CHARS = 900
 
-DEFAULT_HEADINGS = ("## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
-                    "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context")
+DEFAULT_HEADINGS = (
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Next Steps",
+    "## Critical Context",
+)
 
 
 @dataclass(frozen=True)
@@ -72,32 +81,52 @@ class SummaryBudget:
         if not max_output_tokens or max_output_tokens <= 0:
             return cls()
         chars = max_output_tokens * 5 // 2
-        return cls(user_identifier_chars=max(4000, chars * 2 // 3), round_identifier_chars=max(3000, chars // 2),
-                   carry_identifier_chars=max(1000, chars // 10))
+        return cls(
+            user_identifier_chars=max(4000, chars * 2 // 3),
+            round_identifier_chars=max(3000, chars // 2),
+            carry_identifier_chars=max(1000, chars // 10),
+        )
 
 
 # -- cue patterns (prose extraction) ------------------------------------------------------------
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|never|always|don't|do not|should(?:n't)?|prefer|avoid|only|without|make sure|"
-    r"ensure|required?|no more than|at most|at least|keep|not allowed|forbidden)\b", re.I)
+    r"ensure|required?|no more than|at most|at least|keep|not allowed|forbidden)\b",
+    re.I,
+)
 _DONE = re.compile(
     r"\b(?:done|completed?|fixed|created|added|updated|implemented|wrote|written|removed|deleted|renamed|"
-    r"merged|passed|passing|succeeded|finished|resolved|installed|configured|deployed|refactored|moved)\b", re.I)
+    r"merged|passed|passing|succeeded|finished|resolved|installed|configured|deployed|refactored|moved)\b",
+    re.I,
+)
 _DECISION = re.compile(
     r"\b(?:decided|decision|chose|choose|chosen|going with|will use|we'll use|use \w+ instead|instead of|"
-    r"switch(?:ed)? to|opted|settled on|agreed|rather than|trade-?off)\b", re.I)
+    r"switch(?:ed)? to|opted|settled on|agreed|rather than|trade-?off)\b",
+    re.I,
+)
 _NEXT = re.compile(
     r"\b(?:next|todo|to-do|then i'll|i'll then|follow[- ]up|remaining|still need|needs? to|plan to|"
-    r"will (?:add|write|run|fix|update|check)|afterwards)\b", re.I)
+    r"will (?:add|write|run|fix|update|check)|afterwards)\b",
+    re.I,
+)
 _BLOCKED = re.compile(
     r"\b(?:blocked|cannot|can't|unable|failed|failing|fails|error|exception|denied|timed? ?out|"
-    r"not found|missing)\b", re.I)
-_BLOCKED_STRONG = re.compile(r"\b(?:blocked|cannot|can't|couldn't|unable|failed to|still fail\w*|denied|timed? ?out)\b",
-                             re.I)
+    r"not found|missing)\b",
+    re.I,
+)
+_BLOCKED_STRONG = re.compile(
+    r"\b(?:blocked|cannot|can't|couldn't|unable|failed to|still fail\w*|denied|timed? ?out)\b", re.I
+)
 _PROGRESS = re.compile(r"\b(?:working on|in progress|currently|now (?:i'm|i am)|let me|starting)\b", re.I)
-_CUES = (("decisions", _DECISION), ("next_steps", _NEXT), ("blocked", _BLOCKED_STRONG), ("done", _DONE),
-         ("blocked", _BLOCKED), ("in_progress", _PROGRESS))  # the first that matches files a sentence
+_CUES = (
+    ("decisions", _DECISION),
+    ("next_steps", _NEXT),
+    ("blocked", _BLOCKED_STRONG),
+    ("done", _DONE),
+    ("blocked", _BLOCKED),
+    ("in_progress", _PROGRESS),
+)  # the first that matches files a sentence
 _ANY_CUE = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _CUES), re.I)  # prefilter
 # The cue patterns are lower-case: on ASCII text, lower-casing first and matching without re.I finds
 # exactly the same matches about 3x faster (re.I is what makes these alternations slow).
@@ -111,8 +140,10 @@ _DECISION_PREFIX = re.compile(r"^\*\*([^*]{1,80})\*\*:\s*")
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _HEADING = re.compile(r"^(#{1,4})\s+(.+?)\s*#*\s*$")
 _TAG_BLOCK = re.compile(r"<(read-files|modified-files|workspace-critical-rules)>.*?</\1>", re.S)
-_MARKERS = re.compile(r"\[(?:Compaction summary truncated to fit budget|Earlier compaction context truncated to "
-                      r"fit budget|Earlier preserved messages truncated)\]")
+_MARKERS = re.compile(
+    r"\[(?:Compaction summary truncated to fit budget|Earlier compaction context truncated to "
+    r"fit budget|Earlier preserved messages truncated)\]"
+)
 _WS = re.compile(r"\s+")
 
 
@@ -152,19 +183,39 @@ class Digest:
 
 # -- parsing a previous summary (re-distillation input) ------------------------------------------
 _SECTION_MAP = {
-    "goal": "goal", "original goal": "goal",
-    "constraints & preferences": "constraints", "constraints/rules": "constraints", "constraints": "constraints",
-    "constraints and preferences": "constraints", "rules": "constraints",
-    "progress": "done", "done": "done", "early progress": "done", "completed": "done",
-    "in progress": "in_progress", "pending user asks": "in_progress", "original request": "in_progress",
-    "blocked": "blocked", "tool failures": "blocked",
-    "key decisions": "decisions", "decisions": "decisions",
-    "next steps": "next_steps", "open todos": "next_steps", "todos": "next_steps",
-    "critical context": "notes", "exact identifiers": "notes", "context for suffix": "notes",
+    "goal": "goal",
+    "original goal": "goal",
+    "constraints & preferences": "constraints",
+    "constraints/rules": "constraints",
+    "constraints": "constraints",
+    "constraints and preferences": "constraints",
+    "rules": "constraints",
+    "progress": "done",
+    "done": "done",
+    "early progress": "done",
+    "completed": "done",
+    "in progress": "in_progress",
+    "pending user asks": "in_progress",
+    "original request": "in_progress",
+    "blocked": "blocked",
+    "tool failures": "blocked",
+    "key decisions": "decisions",
+    "decisions": "decisions",
+    "next steps": "next_steps",
+    "open todos": "next_steps",
+    "todos": "next_steps",
+    "critical context": "notes",
+    "exact identifiers": "notes",
+    "context for suffix": "notes",
     "recent turns preserved verbatim": None,
 }
-_ITEM_PREFIXES = (("Completed:", "done"), ("Blocked:", "blocked"), ("Original goal:", "goal"),
-                  ("Next:", "next_steps"), ("In progress:", "in_progress"))
+_ITEM_PREFIXES = (
+    ("Completed:", "done"),
+    ("Blocked:", "blocked"),
+    ("Original goal:", "goal"),
+    ("Next:", "next_steps"),
+    ("In progress:", "in_progress"),
+)
 
 
 def parse_summary(text: str | None) -> Digest:
@@ -193,13 +244,15 @@ def parse_summary(text: str | None) -> Digest:
             continue
         if item.startswith("…and ") and "identifiers" in item:
             continue
-        item = _DECISION_PREFIX.sub(lambda m: "" if m.group(1) == "Decision" else f"{m.group(1)}: ", item).strip()
+        item = _DECISION_PREFIX.sub(
+            lambda m: "" if m.group(1) == "Decision" else f"{m.group(1)}: ", item
+        ).strip()
         if not item or item.lower() in _NONE_ITEMS:
             continue
         target = section
         for prefix, name in _ITEM_PREFIXES:
             if item.startswith(prefix):
-                item, target = item[len(prefix):].strip(), name
+                item, target = item[len(prefix) :].strip(), name
                 break
         getattr(digest, target).append(item)
     # identifiers written anywhere else (prose, foreign formats, file lists) are carried too
@@ -404,16 +457,25 @@ def _extract_prose(c: _Collected, budget: SummaryBudget, focus: list[str]) -> Di
     if last_user is not None:
         _add(d.in_progress, last_user, budget)
     focus_set = set(focus)
-    caps = {"done": budget.done_items - 1, "decisions": budget.decision_items, "next_steps": budget.next_items,
-            "blocked": budget.blocked_items, "in_progress": budget.progress_items,
-            "notes": budget.note_items if focus_set else 0}
+    caps = {
+        "done": budget.done_items - 1,
+        "decisions": budget.decision_items,
+        "next_steps": budget.next_items,
+        "blocked": budget.blocked_items,
+        "in_progress": budget.progress_items,
+        "notes": budget.note_items if focus_set else 0,
+    }
     found: dict[str, list[str]] = {k: [] for k in caps}
     scanned = 0
     for text in c.assistant_texts():
         if focus_set or _has_cue(text, scan, _ANY_CUE_LOWER, _ANY_CUE):
             for sentence in reversed(_sentences(text, scan)):
                 lower = sentence.lower()
-                if focus_set and len(found["notes"]) < caps["notes"] and focus_set & set(_FOCUS_WORD.findall(lower)):
+                if (
+                    focus_set
+                    and len(found["notes"]) < caps["notes"]
+                    and focus_set & set(_FOCUS_WORD.findall(lower))
+                ):
                     _add(found["notes"], sentence, budget)
                 if sentence.isascii():
                     sentence_cmp, cues = lower, _CUES_LOWER
@@ -454,8 +516,9 @@ class IdentifierSets:
         return [*self.user, *self.conversation, *self.calls, *self.tool]
 
 
-def collect_identifiers(messages: Iterable[Mapping[str, Any]],
-                        scanner: IdentifierScanner | None = None) -> IdentifierSets:
+def collect_identifiers(
+    messages: Iterable[Mapping[str, Any]], scanner: IdentifierScanner | None = None
+) -> IdentifierSets:
     """The identifiers of `messages` (the whole compacted part), by source, newest first."""
     c = messages if isinstance(messages, _Collected) else _collect(messages)
     return _identifier_sets(c, scanner or IdentifierScanner())
@@ -569,9 +632,13 @@ class _DigestInputs:
     sets: IdentifierSets  # every identifier of the compacted part
 
 
-def _prepare_digest(messages: Sequence[Mapping[str, Any]], previous_summary: str | None,
-                    custom_instructions: str | None, budget: SummaryBudget,
-                    identifier_messages: Sequence[Mapping[str, Any]] | None) -> _DigestInputs:
+def _prepare_digest(
+    messages: Sequence[Mapping[str, Any]],
+    previous_summary: str | None,
+    custom_instructions: str | None,
+    budget: SummaryBudget,
+    identifier_messages: Sequence[Mapping[str, Any]] | None,
+) -> _DigestInputs:
     c = _collect(messages)
     new = _extract_prose(c, budget, ask_keywords(custom_instructions) if custom_instructions else [])
     old = parse_summary(previous_summary)
@@ -580,20 +647,25 @@ def _prepare_digest(messages: Sequence[Mapping[str, Any]], previous_summary: str
     return _DigestInputs(new, old, _identifier_sets(ids_source, IdentifierScanner()))
 
 
-def _assemble_digest(inputs: _DigestInputs, budget: SummaryBudget, pinned_identifiers: Iterable[str] = ()) -> Digest:
+def _assemble_digest(
+    inputs: _DigestInputs, budget: SummaryBudget, pinned_identifiers: Iterable[str] = ()
+) -> Digest:
     new, old, sets = inputs.new, inputs.old, inputs.sets
 
     def merged(old_items: list[str], new_items: list[str], cap: int) -> list[str]:
-        return [_clip(i, budget.item_chars) if len(i) > budget.item_chars else i
-                for i in _merge_items(old_items, new_items, cap)]
+        return [
+            _clip(i, budget.item_chars) if len(i) > budget.item_chars else i
+            for i in _merge_items(old_items, new_items, cap)
+        ]
 
     done_keys = {_norm(x) for x in new.done}
     d = Digest(
-        goal=[_clip(g, budget.item_chars * 2) for g in (old.goal or new.goal)[:budget.goal_items]],
+        goal=[_clip(g, budget.item_chars * 2) for g in (old.goal or new.goal)[: budget.goal_items]],
         constraints=merged(old.constraints, new.constraints, budget.constraint_items),
         done=merged(old.done, new.done, budget.done_items),
-        in_progress=merged([i for i in old.in_progress if _norm(i) not in done_keys], new.in_progress,
-                           budget.progress_items),
+        in_progress=merged(
+            [i for i in old.in_progress if _norm(i) not in done_keys], new.in_progress, budget.progress_items
+        ),
         blocked=merged(old.blocked, new.blocked, budget.blocked_items),
         decisions=merged(old.decisions, new.decisions, budget.decision_items),
         next_steps=merged(old.next_steps, new.next_steps, budget.next_items),
@@ -625,10 +697,15 @@ def _assemble_digest(inputs: _DigestInputs, budget: SummaryBudget, pinned_identi
     return d
 
 
-def build_digest(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
-                 custom_instructions: str | None = None, budget: SummaryBudget | None = None,
-                 identifier_messages: Sequence[Mapping[str, Any]] | None = None,
-                 pinned_identifiers: Iterable[str] = ()) -> Digest:
+def build_digest(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    previous_summary: str | None = None,
+    custom_instructions: str | None = None,
+    budget: SummaryBudget | None = None,
+    identifier_messages: Sequence[Mapping[str, Any]] | None = None,
+    pinned_identifiers: Iterable[str] = (),
+) -> Digest:
     """Extract this round's content and merge it with the re-distilled previous summary.
     Identifiers come from `identifier_messages` when given (the whole compacted part, of which
     `messages` may be only what the prose is drawn from), else from `messages`. `pinned_identifiers`
@@ -666,11 +743,31 @@ def _id_lines(d: Digest) -> list[str]:
 
 
 def render_default(d: Digest) -> str:
-    lines = ["## Goal", *(d.goal or ["(none)"]), "", "## Constraints & Preferences", *_bullets(d.constraints), "",
-             "## Progress", "### Done", *_bullets(d.done, "- [x] "), "", "### In Progress",
-             *_bullets(d.in_progress, "- [ ] "), "", "### Blocked", *_bullets(d.blocked), "", "## Key Decisions",
-             *_bullets(d.decisions, "- **Decision**: "), "", "## Next Steps",
-             *([f"{i}. {s}" for i, s in enumerate(d.next_steps, 1)] or ["(none)"]), "", "## Critical Context"]
+    lines = [
+        "## Goal",
+        *(d.goal or ["(none)"]),
+        "",
+        "## Constraints & Preferences",
+        *_bullets(d.constraints),
+        "",
+        "## Progress",
+        "### Done",
+        *_bullets(d.done, "- [x] "),
+        "",
+        "### In Progress",
+        *_bullets(d.in_progress, "- [ ] "),
+        "",
+        "### Blocked",
+        *_bullets(d.blocked),
+        "",
+        "## Key Decisions",
+        *_bullets(d.decisions, "- **Decision**: "),
+        "",
+        "## Next Steps",
+        *([f"{i}. {s}" for i, s in enumerate(d.next_steps, 1)] or ["(none)"]),
+        "",
+        "## Critical Context",
+    ]
     context = [f"- {n}" for n in d.notes] + _id_lines(d)
     lines.extend(context or ["(none)"])
     return "\n".join(lines)
@@ -678,13 +775,27 @@ def render_default(d: Digest) -> str:
 
 def render_safeguard(d: Digest) -> str:
     decisions = [*d.decisions, *(f"Completed: {x}" for x in d.done)]
-    todos = [*(f"In progress: {x}" for x in d.in_progress[:-1]), *d.next_steps,
-             *(f"Blocked: {x}" for x in d.blocked)]
+    todos = [
+        *(f"In progress: {x}" for x in d.in_progress[:-1]),
+        *d.next_steps,
+        *(f"Blocked: {x}" for x in d.blocked),
+    ]
     asks = [*d.in_progress[-1:], *(f"Original goal: {g}" for g in d.goal)]
-    lines = ["## Decisions", *(_bullets(decisions) if decisions else ["None."]), "", "## Open TODOs",
-             *(_bullets(todos) if todos else ["None."]), "", "## Constraints/Rules",
-             *(_bullets(d.constraints) if d.constraints else ["None."]), "", "## Pending user asks",
-             *(_bullets(asks) if asks else ["None."]), "", "## Exact identifiers"]
+    lines = [
+        "## Decisions",
+        *(_bullets(decisions) if decisions else ["None."]),
+        "",
+        "## Open TODOs",
+        *(_bullets(todos) if todos else ["None."]),
+        "",
+        "## Constraints/Rules",
+        *(_bullets(d.constraints) if d.constraints else ["None."]),
+        "",
+        "## Pending user asks",
+        *(_bullets(asks) if asks else ["None."]),
+        "",
+        "## Exact identifiers",
+    ]
     context = [f"- {n}" for n in d.notes] + _id_lines(d)
     lines.extend(context or ["None captured."])
     return "\n".join(lines)
@@ -694,13 +805,22 @@ def _render_turn_prefix(d: Digest, demote: bool) -> str:
     h = "###" if demote else "##"
     request = d.goal[:1] or ["(none)"]
     progress = [*d.done, *d.decisions]
-    lines = [f"{h} Original Request", *request, "", f"{h} Early Progress", *_bullets(progress), "",
-             f"{h} Context for Suffix", *([*(f"- {x}" for x in d.blocked), *_id_lines(d)] or ["(none)"])]
+    lines = [
+        f"{h} Original Request",
+        *request,
+        "",
+        f"{h} Early Progress",
+        *_bullets(progress),
+        "",
+        f"{h} Context for Suffix",
+        *([*(f"- {x}" for x in d.blocked), *_id_lines(d)] or ["(none)"]),
+    ]
     return "\n".join(lines)
 
 
-def _turn_prefix_digest(inputs: _DigestInputs, budget: SummaryBudget, demote: bool,
-                        max_chars: int | None) -> tuple[str, Digest]:
+def _turn_prefix_digest(
+    inputs: _DigestInputs, budget: SummaryBudget, demote: bool, max_chars: int | None
+) -> tuple[str, Digest]:
     """R4.7.6 prefix summary; with `max_chars` (safeguard: 8000) the budgets shrink until it fits,
     so a cap never cuts an identifier in half (a last-resort cut is found by the caller's reconcile)."""
     d = _assemble_digest(inputs, budget)
@@ -714,11 +834,18 @@ def _turn_prefix_digest(inputs: _DigestInputs, budget: SummaryBudget, demote: bo
     return (text if max_chars is None else text[:max_chars]), d
 
 
-def summarize_turn_prefix(messages: Sequence[Mapping[str, Any]], *, budget: SummaryBudget | None = None,
-                          demote: bool = False, max_chars: int | None = None) -> str:
+def summarize_turn_prefix(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    budget: SummaryBudget | None = None,
+    demote: bool = False,
+    max_chars: int | None = None,
+) -> str:
     """R4.7.6 headings for the prefix of a split turn (the retained suffix follows in context)."""
     budget = budget or SummaryBudget()
-    return _turn_prefix_digest(_prepare_digest(messages, None, None, budget, None), budget, demote, max_chars)[0]
+    return _turn_prefix_digest(
+        _prepare_digest(messages, None, None, budget, None), budget, demote, max_chars
+    )[0]
 
 
 @dataclass
@@ -731,7 +858,9 @@ class IdentifierReport:
     checked_text: str = ""  # the summary text the split was made against
 
 
-def reconcile_identifiers(candidates: Iterable[str], summary: str, *, substring_check: bool = False) -> IdentifierReport:
+def reconcile_identifiers(
+    candidates: Iterable[str], summary: str, *, substring_check: bool = False
+) -> IdentifierReport:
     """Split `candidates` by whether `summary` holds them: as an identifier token of the summary
     (the same scanner), or with `substring_check` (free-form provider output) anywhere in it."""
     present = IdentifierScanner().scan(summary)
@@ -746,24 +875,38 @@ def reconcile_identifiers(candidates: Iterable[str], summary: str, *, substring_
 
 def _scaled(budget: SummaryBudget, factor: float) -> SummaryBudget:
     """The budget with its identifier and section caps scaled by `factor` (< 1 shrinks)."""
+
     def n(value: int, floor: int = 0) -> int:
         return max(floor, int(value * factor))
-    return replace(budget, user_identifier_chars=n(budget.user_identifier_chars),
-                   round_identifier_chars=n(budget.round_identifier_chars),
-                   carry_identifier_chars=n(budget.carry_identifier_chars),
-                   item_chars=n(budget.item_chars, 60), constraint_items=n(budget.constraint_items, 2),
-                   done_items=n(budget.done_items, 2), progress_items=n(budget.progress_items, 1),
-                   blocked_items=n(budget.blocked_items, 1), decision_items=n(budget.decision_items, 2),
-                   next_items=n(budget.next_items, 2), note_items=n(budget.note_items, 1))
+
+    return replace(
+        budget,
+        user_identifier_chars=n(budget.user_identifier_chars),
+        round_identifier_chars=n(budget.round_identifier_chars),
+        carry_identifier_chars=n(budget.carry_identifier_chars),
+        item_chars=n(budget.item_chars, 60),
+        constraint_items=n(budget.constraint_items, 2),
+        done_items=n(budget.done_items, 2),
+        progress_items=n(budget.progress_items, 1),
+        blocked_items=n(budget.blocked_items, 1),
+        decision_items=n(budget.decision_items, 2),
+        next_items=n(budget.next_items, 2),
+        note_items=n(budget.note_items, 1),
+    )
 
 
-def summarize_with_report(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
-                          turn_prefix_messages: Sequence[Mapping[str, Any]] = (),
-                          custom_instructions: str | None = None, mode: str = "default",
-                          budget: SummaryBudget | None = None,
-                          identifier_messages: Sequence[Mapping[str, Any]] | None = None,
-                          pinned_identifiers: Iterable[str] = (), max_chars: int | None = None,
-                          ) -> tuple[str, IdentifierReport]:
+def summarize_with_report(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    previous_summary: str | None = None,
+    turn_prefix_messages: Sequence[Mapping[str, Any]] = (),
+    custom_instructions: str | None = None,
+    mode: str = "default",
+    budget: SummaryBudget | None = None,
+    identifier_messages: Sequence[Mapping[str, Any]] | None = None,
+    pinned_identifiers: Iterable[str] = (),
+    max_chars: int | None = None,
+) -> tuple[str, IdentifierReport]:
     """The built-in summary of a compaction (history + split-turn context, R4.7.8 without the file
     lists, which `append_file_lists` adds for every provider) and its identifier report.
 
@@ -776,8 +919,12 @@ def summarize_with_report(messages: Sequence[Mapping[str, Any]], *, previous_sum
     pins = list(pinned_identifiers)
     history_inputs = None
     if messages or not turn_prefix_messages or identifier_messages or (previous_summary or "").strip():
-        history_inputs = _prepare_digest(messages, previous_summary, custom_instructions, budget, identifier_messages)
-    prefix_inputs = _prepare_digest(turn_prefix_messages, None, None, budget, None) if turn_prefix_messages else None
+        history_inputs = _prepare_digest(
+            messages, previous_summary, custom_instructions, budget, identifier_messages
+        )
+    prefix_inputs = (
+        _prepare_digest(turn_prefix_messages, None, None, budget, None) if turn_prefix_messages else None
+    )
     render = render_safeguard if mode == "safeguard" else render_default
     for attempt in range(8):
         candidates: list[str] = []
@@ -788,27 +935,44 @@ def summarize_with_report(messages: Sequence[Mapping[str, Any]], *, previous_sum
         else:
             text = NO_PRIOR_HISTORY
         if prefix_inputs is not None:
-            prefix, pd = _turn_prefix_digest(prefix_inputs, budget, mode == "safeguard",
-                                             SPLIT_TURN_MAX_CHARS if mode == "safeguard" else None)
+            prefix, pd = _turn_prefix_digest(
+                prefix_inputs,
+                budget,
+                mode == "safeguard",
+                SPLIT_TURN_MAX_CHARS if mode == "safeguard" else None,
+            )
             candidates += [*pd.kept_ids, *pd.dropped_ids]
             text = text + TURN_CONTEXT_DIVIDER + prefix
         if max_chars is None or len(text) <= max_chars:
             break
         budget = _scaled(budget, min(0.8, max_chars / len(text)) if attempt < 6 else 0.0)
     if max_chars is not None and len(text) > max_chars:
-        text = text[:max(0, max_chars - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
+        text = text[: max(0, max_chars - len(SUMMARY_TRUNCATED_MARKER))] + SUMMARY_TRUNCATED_MARKER
     return text, reconcile_identifiers(candidates, text)
 
 
-def summarize(messages: Sequence[Mapping[str, Any]], *, previous_summary: str | None = None,
-              turn_prefix_messages: Sequence[Mapping[str, Any]] = (), custom_instructions: str | None = None,
-              mode: str = "default", budget: SummaryBudget | None = None,
-              identifier_messages: Sequence[Mapping[str, Any]] | None = None, max_chars: int | None = None) -> str:
+def summarize(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    previous_summary: str | None = None,
+    turn_prefix_messages: Sequence[Mapping[str, Any]] = (),
+    custom_instructions: str | None = None,
+    mode: str = "default",
+    budget: SummaryBudget | None = None,
+    identifier_messages: Sequence[Mapping[str, Any]] | None = None,
+    max_chars: int | None = None,
+) -> str:
     """`summarize_with_report` without the report."""
-    return summarize_with_report(messages, previous_summary=previous_summary,
-                                 turn_prefix_messages=turn_prefix_messages, custom_instructions=custom_instructions,
-                                 mode=mode, budget=budget, identifier_messages=identifier_messages,
-                                 max_chars=max_chars)[0]
+    return summarize_with_report(
+        messages,
+        previous_summary=previous_summary,
+        turn_prefix_messages=turn_prefix_messages,
+        custom_instructions=custom_instructions,
+        mode=mode,
+        budget=budget,
+        identifier_messages=identifier_messages,
+        max_chars=max_chars,
+    )[0]
 
 
 def _cap_list(paths: list[str], limit: int = FILE_LIST_MAX_CHARS) -> list[str]:
@@ -823,23 +987,49 @@ def _cap_list(paths: list[str], limit: int = FILE_LIST_MAX_CHARS) -> list[str]:
     return out
 
 
-def append_file_lists(summary: str, read_files: Sequence[str] = (), modified_files: Sequence[str] = ()) -> str:
+def append_file_lists(
+    summary: str, read_files: Sequence[str] = (), modified_files: Sequence[str] = ()
+) -> str:
     """R4.7.8 file tags (each list capped at 900 chars with `...and N more`, as C does)."""
     if read_files:
         summary += "\n\n<read-files>\n" + "\n".join(_cap_list(list(read_files))) + "\n</read-files>"
     if modified_files:
-        summary += "\n\n<modified-files>\n" + "\n".join(_cap_list(list(modified_files))) + "\n</modified-files>"
+        summary += (
+            "\n\n<modified-files>\n" + "\n".join(_cap_list(list(modified_files))) + "\n</modified-files>"
+        )
     return summary
 
 
 def structured_fallback_summary(previous_summary: str | None) -> str:
     """§4.9 structured fallback (no real conversation): reuse a previous five-heading summary."""
     if previous_summary:
-        positions = [previous_summary.find(h) for h in
-                     ("## Decisions", "## Open TODOs", "## Constraints/Rules", "## Pending user asks",
-                      "## Exact identifiers")]
+        positions = [
+            previous_summary.find(h)
+            for h in (
+                "## Decisions",
+                "## Open TODOs",
+                "## Constraints/Rules",
+                "## Pending user asks",
+                "## Exact identifiers",
+            )
+        ]
         if all(p >= 0 for p in positions) and positions == sorted(positions):
             return previous_summary
-    return "\n".join(["## Decisions", (previous_summary or NO_PRIOR_HISTORY).strip(), "", "## Open TODOs", "None.",
-                      "", "## Constraints/Rules", "None.", "", "## Pending user asks", "None.", "",
-                      "## Exact identifiers", "None captured."])
+    return "\n".join(
+        [
+            "## Decisions",
+            (previous_summary or NO_PRIOR_HISTORY).strip(),
+            "",
+            "## Open TODOs",
+            "None.",
+            "",
+            "## Constraints/Rules",
+            "None.",
+            "",
+            "## Pending user asks",
+            "None.",
+            "",
+            "## Exact identifiers",
+            "None captured.",
+        ]
+    )

@@ -74,19 +74,28 @@ class CompactionSettings:
         return max(0, min(3, int(self.quality_guard_max_retries)))
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any] | None, *, key_prefix: str = "agents.defaults.compaction") -> CompactionSettings:
+    def from_mapping(
+        cls, raw: Mapping[str, Any] | None, *, key_prefix: str = "agents.defaults.compaction"
+    ) -> CompactionSettings:
         """Build from a config mapping (camelCase keys as in `openclaw.json`); wrong types raise
         ConfigError naming the key, the value and an example."""
         raw = raw or {}
         if not isinstance(raw, Mapping):
-            raise ConfigError(f"{key_prefix} must be an object (got {raw!r}); example: {{\"keepRecentTokens\": 20000}}")
+            raise ConfigError(
+                f'{key_prefix} must be an object (got {raw!r}); example: {{"keepRecentTokens": 20000}}'
+            )
 
         def num(key: str, *, allow_float: bool = False, positive: bool = False) -> Any:
             value = raw.get(key)
             if value is None:
                 return None
             ok_type = (int, float) if allow_float else (int,)
-            if isinstance(value, bool) or not isinstance(value, ok_type) or value < 0 or (positive and value == 0):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, ok_type)
+                or value < 0
+                or (positive and value == 0)
+            ):
                 kind = "a positive number" if positive else "a non-negative number"
                 raise ConfigError(f"{key_prefix}.{key} must be {kind} (got {value!r}); example: 20000")
             return value
@@ -101,13 +110,15 @@ class CompactionSettings:
 
         mode = raw.get("mode", "default")
         if mode not in ("default", "safeguard"):
-            raise ConfigError(f"{key_prefix}.mode must be \"default\" or \"safeguard\" (got {mode!r})")
+            raise ConfigError(f'{key_prefix}.mode must be "default" or "safeguard" (got {mode!r})')
         policy = raw.get("identifierPolicy", "strict")
         if policy not in ("strict", "off", "custom"):
             raise ConfigError(f"{key_prefix}.identifierPolicy must be strict, off or custom (got {policy!r})")
         share = num("maxHistoryShare", allow_float=True)
         if share is not None and not 0 < share <= 1:
-            raise ConfigError(f"{key_prefix}.maxHistoryShare must be between 0 and 1 (got {share!r}); example: 0.5")
+            raise ConfigError(
+                f"{key_prefix}.maxHistoryShare must be between 0 and 1 (got {share!r}); example: 0.5"
+            )
         guard = raw.get("qualityGuard") or {}
         if not isinstance(guard, Mapping):
             raise ConfigError(f"{key_prefix}.qualityGuard must be an object (got {guard!r})")
@@ -116,24 +127,35 @@ class CompactionSettings:
             raise ConfigError(f"{key_prefix}.memoryFlush must be an object (got {flush!r})")
         force_bytes = flush.get("forceFlushTranscriptBytes", DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES)
         if isinstance(force_bytes, str):
-            force_bytes = parse_byte_size(force_bytes, key=f"{key_prefix}.memoryFlush.forceFlushTranscriptBytes")
+            force_bytes = parse_byte_size(
+                force_bytes, key=f"{key_prefix}.memoryFlush.forceFlushTranscriptBytes"
+            )
         if isinstance(force_bytes, bool) or not isinstance(force_bytes, int) or force_bytes < 0:
-            raise ConfigError(f"{key_prefix}.memoryFlush.forceFlushTranscriptBytes must be bytes or a size "
-                              f"(got {force_bytes!r}); example: \"2mb\"")
+            raise ConfigError(
+                f"{key_prefix}.memoryFlush.forceFlushTranscriptBytes must be bytes or a size "
+                f'(got {force_bytes!r}); example: "2mb"'
+            )
         soft = flush.get("softThresholdTokens", DEFAULT_SOFT_THRESHOLD_TOKENS)
         if isinstance(soft, bool) or not isinstance(soft, int) or soft < 0:
-            raise ConfigError(f"{key_prefix}.memoryFlush.softThresholdTokens must be a non-negative integer "
-                              f"(got {soft!r}); example: 4000")
+            raise ConfigError(
+                f"{key_prefix}.memoryFlush.softThresholdTokens must be a non-negative integer "
+                f"(got {soft!r}); example: 4000"
+            )
         retries = guard.get("maxRetries", 1)
         if isinstance(retries, bool) or not isinstance(retries, (int, float)):
-            raise ConfigError(f"{key_prefix}.qualityGuard.maxRetries must be a number (got {retries!r}); example: 1")
+            raise ConfigError(
+                f"{key_prefix}.qualityGuard.maxRetries must be a number (got {retries!r}); example: 1"
+            )
         floor = num("reserveTokensFloor")
         turns = num("recentTurnsPreserve")
         sections = raw.get("postCompactionSections")
-        if sections is not None and (not isinstance(sections, list | tuple)
-                                     or not all(isinstance(x, str) for x in sections)):
-            raise ConfigError(f"{key_prefix}.postCompactionSections must be a list of strings (got {sections!r}); "
-                              'example: ["Session Startup", "Red Lines"]')
+        if sections is not None and (
+            not isinstance(sections, list | tuple) or not all(isinstance(x, str) for x in sections)
+        ):
+            raise ConfigError(
+                f"{key_prefix}.postCompactionSections must be a list of strings (got {sections!r}); "
+                'example: ["Session Startup", "Red Lines"]'
+            )
         return cls(
             enabled=flag("enabled") is not False,
             mode=mode,
@@ -142,7 +164,9 @@ class CompactionSettings:
             reserve_tokens_floor=DEFAULT_RESERVE_TOKENS_FLOOR if floor is None else int(floor),
             keep_recent_tokens=num("keepRecentTokens", positive=True),
             max_history_share=DEFAULT_MAX_HISTORY_SHARE if share is None else float(share),
-            recent_turns_preserve=DEFAULT_RECENT_TURNS_PRESERVE if turns is None else max(0, min(12, int(turns))),
+            recent_turns_preserve=DEFAULT_RECENT_TURNS_PRESERVE
+            if turns is None
+            else max(0, min(12, int(turns))),
             identifier_policy=policy,
             identifier_instructions=raw.get("identifierInstructions") or None,
             quality_guard_enabled=flag("enabled", guard, f"{key_prefix}.qualityGuard"),
@@ -158,27 +182,44 @@ class CompactionSettings:
         )
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
-               "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tb": 1024**4,
+    "tib": 1024**4,
+}
 
 
 def parse_byte_size(value: str | int, *, key: str = "size") -> int:
     """`"2mb"` -> 2097152 (binary multiples, §4.1); integers pass through; invalid -> ConfigError."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
-            raise ConfigError(f"{key} must not be negative (got {value!r}); example: \"2mb\"")
+            raise ConfigError(f'{key} must not be negative (got {value!r}); example: "2mb"')
         return value
     import re
 
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
     unit = match.group(2).lower() if match else None
     if not match or unit not in _SIZE_UNITS:
-        raise ConfigError(f"{key} is not a byte size (got {value!r}); example: \"2mb\"")
+        raise ConfigError(f'{key} is not a byte size (got {value!r}); example: "2mb"')
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
-def effective_reserve(window: int | None, reserve_tokens: int | None = None,
-                      reserve_tokens_floor: int = DEFAULT_RESERVE_TOKENS_FLOOR) -> int:
+def effective_reserve(
+    window: int | None,
+    reserve_tokens: int | None = None,
+    reserve_tokens_floor: int = DEFAULT_RESERVE_TOKENS_FLOOR,
+) -> int:
     """R4.2.1-R4.2.3 (profile L) with the final clamp to `maxReserve` when the window is known."""
     floor = max(0, int(reserve_tokens_floor))
     base = ENGINE_RESERVE_TOKENS if reserve_tokens is None else max(0, int(reserve_tokens))
@@ -205,7 +246,9 @@ def compaction_threshold(window: int, settings: CompactionSettings | None = None
     return window - settings_reserve(window, settings)
 
 
-def should_compact(context_tokens: Any, window: int | None, settings: CompactionSettings | None = None) -> bool:
+def should_compact(
+    context_tokens: Any, window: int | None, settings: CompactionSettings | None = None
+) -> bool:
     """R4.3.1: `enabled and W > 0 and contextTokens > W - reserve` (strictly greater).
     `context_tokens` is an int or a `TokenCount`."""
     settings = settings or CompactionSettings()
@@ -218,9 +261,9 @@ def should_compact(context_tokens: Any, window: int | None, settings: Compaction
 # Default context windows (tokens) of common models, longest matching prefix wins. Published
 # figures of the vendors as of 2026; config values (`overrides`) always win. Unknown -> 200000.
 DEFAULT_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("gpt-5", 400000),          # gpt-5, gpt-5.x, -mini, -nano, -codex
-    ("gpt-4.1", 1047576),       # gpt-4.1, -mini, -nano
-    ("gpt-4o", 128000),         # gpt-4o, gpt-4o-mini
+    ("gpt-5", 400000),  # gpt-5, gpt-5.x, -mini, -nano, -codex
+    ("gpt-4.1", 1047576),  # gpt-4.1, -mini, -nano
+    ("gpt-4o", 128000),  # gpt-4o, gpt-4o-mini
     ("gpt-4-turbo", 128000),
     ("gpt-4-32k", 32768),
     ("gpt-4", 8192),
@@ -228,13 +271,13 @@ DEFAULT_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("gpt-oss", 131072),
     ("o1-mini", 128000),
     ("o1", 200000),
-    ("o3", 200000),             # o3, o3-mini, o3-pro
+    ("o3", 200000),  # o3, o3-mini, o3-pro
     ("o4-mini", 200000),
     ("codex-mini", 200000),
-    ("claude", 200000),         # claude 3.x / 4.x (opus, sonnet, haiku)
+    ("claude", 200000),  # claude 3.x / 4.x (opus, sonnet, haiku)
     ("gemini-1.5-pro", 2097152),
     ("gemini-1.5-flash", 1048576),
-    ("gemini-2", 1048576),      # gemini-2.0 / 2.5 pro & flash
+    ("gemini-2", 1048576),  # gemini-2.0 / 2.5 pro & flash
     ("gemini-3", 1048576),
     ("gemini", 1048576),
     ("llama-4", 1048576),
@@ -253,7 +296,7 @@ DEFAULT_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("mixtral", 32768),
     ("qwen3", 131072),
     ("qwen2.5", 131072),
-    ("deepseek", 131072),       # deepseek-chat / -reasoner (V3.x)
+    ("deepseek", 131072),  # deepseek-chat / -reasoner (V3.x)
     ("grok-4", 256000),
     ("grok-3", 131072),
     ("glm-4.5", 131072),
@@ -262,10 +305,14 @@ DEFAULT_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
 )
 
 
-def resolve_context_window(model: str | None, *, provider: str | None = None,
-                           overrides: Mapping[str, int] | None = None,
-                           agent_context_tokens: int | None = None,
-                           default: int = DEFAULT_CONTEXT_WINDOW) -> int:
+def resolve_context_window(
+    model: str | None,
+    *,
+    provider: str | None = None,
+    overrides: Mapping[str, int] | None = None,
+    agent_context_tokens: int | None = None,
+    default: int = DEFAULT_CONTEXT_WINDOW,
+) -> int:
     """Context window of a model: config override (`provider/model` or `model` key) -> the table
     above -> the agent's configured `contextTokens` -> 200000 (R5.2.1's fallback chain)."""
     name = (model or "").strip()

@@ -80,8 +80,12 @@ class TokenCount:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tokens": self.tokens, "method": self.method}
         if self.method == "usage":
-            out.update(usageTokens=self.usage_tokens, trailingTokens=self.trailing_tokens,
-                       trailingMethod=self.trailing_method, usageEntryId=self.usage_entry_id)
+            out.update(
+                usageTokens=self.usage_tokens,
+                trailingTokens=self.trailing_tokens,
+                trailingMethod=self.trailing_method,
+                usageEntryId=self.usage_entry_id,
+            )
         if self.estimated_tokens:
             out.update(estimatedTokens=self.estimated_tokens, estimatedMessages=self.estimated_messages)
         return out
@@ -280,14 +284,18 @@ class Tokenizer:
         self.method: Literal["exact", "estimate"] = method
         self._cache: dict[tuple[Any, ...], int] = {}
         self.tokenized = 0  # messages actually run through the encoder (for tests and stats)
-        self.loader: Callable[..., list[tuple[Any, Any]]] | None = None  # (entries, reduce) -> [(entry, reduced)]
+        self.loader: Callable[..., list[tuple[Any, Any]]] | None = (
+            None  # (entries, reduce) -> [(entry, reduced)]
+        )
 
     # -- text -------------------------------------------------------------------------------
     def count_text(self, text: str) -> int:
         return exact_text_tokens(text) if self.method == "exact" else estimate_text_tokens(text)
 
     @staticmethod
-    def _key(item: Mapping[str, Any], parts: list[str], images: int, message: Any = None) -> tuple[Any, ...] | None:
+    def _key(
+        item: Mapping[str, Any], parts: list[str], images: int, message: Any = None
+    ) -> tuple[Any, ...] | None:
         if "type" not in item:
             return None
         ident = item.get("id")
@@ -297,7 +305,9 @@ class Tokenizer:
         size = sum(len(p) for p in parts) + (shed.chars if shed is not None else 0)
         return (ident, item.get("timestamp"), size, len(parts), images)
 
-    def _whole(self, items: Sequence[Mapping[str, Any]]) -> list[tuple[Any, tuple[Any, ...] | None, str, int]]:
+    def _whole(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[Any, tuple[Any, ...] | None, str, int]]:
         """(kept message, cache key, counted text, images) of the shed ones of `items` (and of the
         neighbours the loader brings), from their messages read again; the key is the kept entry's."""
         if self.loader is None:
@@ -389,13 +399,13 @@ class Tokenizer:
         for key, text, images in todo:
             self._cache[key] = by_text[text] + images * IMAGE_TOKENS
 
-    def sum_newest_first(self, items: Sequence[Mapping[str, Any]], *, exact_chars: int,
-                         exact_min_tokens: int = 0) -> tuple[int, int, int]:
+    def sum_newest_first(
+        self, items: Sequence[Mapping[str, Any]], *, exact_chars: int, exact_min_tokens: int = 0
+    ) -> tuple[int, int, int]:
         """(exact tokens, estimated tokens, estimated messages) of `items`: exact newest-first for
         about `exact_chars` of counted text, and further while the exact part is <= `exact_min_tokens`;
         everything older is estimated (chars/4). Estimate mode estimates everything."""
-        estimates = [estimate_message_tokens(_as_message(item)) if is_mapping(item) else 0
-                     for item in items]
+        estimates = [estimate_message_tokens(_as_message(item)) if is_mapping(item) else 0 for item in items]
         if self.method == "estimate":
             return 0, sum(estimates), sum(1 for e in estimates if e)
         exact = 0
@@ -414,10 +424,17 @@ class Tokenizer:
         rest = estimates[:end]
         return exact, sum(rest), sum(1 for e in rest if e)
 
-    def context_tokens(self, items: Sequence[Mapping[str, Any]], *, usage_from: int = 0,
-                       exact_chars: int | None = None, exact_min_tokens: int = 0) -> TokenCount:
-        return context_tokens(items, self, usage_from=usage_from, exact_chars=exact_chars,
-                              exact_min_tokens=exact_min_tokens)
+    def context_tokens(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        usage_from: int = 0,
+        exact_chars: int | None = None,
+        exact_min_tokens: int = 0,
+    ) -> TokenCount:
+        return context_tokens(
+            items, self, usage_from=usage_from, exact_chars=exact_chars, exact_min_tokens=exact_min_tokens
+        )
 
 
 _default_tokenizers: dict[str, Tokenizer] = {}
@@ -481,13 +498,14 @@ def context_tokens(
     if anchor < 0:
         tail = items
     else:
-        tail = items[anchor + 1:]
+        tail = items[anchor + 1 :]
     estimated = estimated_messages = 0
     if estimating:
         trailing = summed
     elif exact_chars is not None and label == "exact" and isinstance(counter, Tokenizer):
-        exact, estimated, estimated_messages = counter.sum_newest_first(tail, exact_chars=exact_chars,
-                                                                       exact_min_tokens=exact_min_tokens)
+        exact, estimated, estimated_messages = counter.sum_newest_first(
+            tail, exact_chars=exact_chars, exact_min_tokens=exact_min_tokens
+        )
         trailing = exact + estimated
         if estimated:
             label = "estimate"
@@ -500,6 +518,13 @@ def context_tokens(
         return TokenCount(trailing, label, estimated_tokens=estimated, estimated_messages=estimated_messages)
     anchor_item = items[anchor]
     ident = anchor_item.get("id") if "type" in anchor_item else None
-    return TokenCount(anchor_usage + trailing, "usage", usage_tokens=anchor_usage, trailing_tokens=trailing,
-                      trailing_method=label, usage_entry_id=ident if isinstance(ident, str) else None,
-                      estimated_tokens=estimated, estimated_messages=estimated_messages)
+    return TokenCount(
+        anchor_usage + trailing,
+        "usage",
+        usage_tokens=anchor_usage,
+        trailing_tokens=trailing,
+        trailing_method=label,
+        usage_entry_id=ident if isinstance(ident, str) else None,
+        estimated_tokens=estimated,
+        estimated_messages=estimated_messages,
+    )

@@ -64,7 +64,7 @@ def extract_sections(markdown: str, names: Sequence[str]) -> list[str]:
     for name in wanted:
         for k, (start, level, text) in enumerate(headings):
             if level in (2, 3) and text == name:
-                end = next((i for i, lv, _ in headings[k + 1:] if lv <= level), len(lines))
+                end = next((i for i, lv, _ in headings[k + 1 :] if lv <= level), len(lines))
                 section = "\n".join(lines[start:end]).strip()
                 if section:
                     out.append(section)
@@ -81,7 +81,7 @@ def critical_rules_section(markdown: str, names: Sequence[str]) -> str:
         return ""
     text = "\n\n".join(sections)
     if len(text) > MAX_CHARS:
-        text = text[:MAX_CHARS - len(TRUNCATED_MARKER)].rstrip() + TRUNCATED_MARKER
+        text = text[: MAX_CHARS - len(TRUNCATED_MARKER)].rstrip() + TRUNCATED_MARKER
     return f"\n\n<workspace-critical-rules>\n{text}\n</workspace-critical-rules>"
 
 

@@ -152,8 +152,11 @@ def fix_legacy_config(path: Path) -> list[str]:
         return []
     _write_backup(path, original)
     if read_config_bytes(path) != original:
-        raise ConfigError(f"Config file {path} changed while it was being fixed; nothing was rewritten. Run the "
-                          "command again.", path=str(path))
+        raise ConfigError(
+            f"Config file {path} changed while it was being fixed; nothing was rewritten. Run the "
+            "command again.",
+            path=str(path),
+        )
     text = json.dumps(migrated, indent=2, ensure_ascii=False) + "\n"
     atomic_write_text(path, text)
     return changes

@@ -63,8 +63,10 @@ class LoadedConfig:
         self.errors = [] if errors is None else errors
 
     def __repr__(self) -> str:
-        return (f"LoadedConfig(path={self.path!r}, exists={self.exists!r}, raw={self.raw!r}, model={self.model!r}, "
-                f"warnings={self.warnings!r}, errors={self.errors!r})")
+        return (
+            f"LoadedConfig(path={self.path!r}, exists={self.exists!r}, raw={self.raw!r}, model={self.model!r}, "
+            f"warnings={self.warnings!r}, errors={self.errors!r})"
+        )
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not LoadedConfig:
@@ -98,8 +100,11 @@ def read_config_bytes(path: Path) -> bytes | None:
     if stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"Cannot read config file {path}: it is a directory.", path=str(path))
     if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"Cannot read config file {path}: it is not a regular file ({_special_kind(st.st_mode)}). "
-                          "Point OPENCLAW_CONFIG_PATH at a JSON5 file.", path=str(path))
+        raise ConfigError(
+            f"Cannot read config file {path}: it is not a regular file ({_special_kind(st.st_mode)}). "
+            "Point OPENCLAW_CONFIG_PATH at a JSON5 file.",
+            path=str(path),
+        )
     if st.st_size > MAX_CONFIG_BYTES:
         raise _too_big(path, st.st_size)
     try:
@@ -183,9 +188,11 @@ def parse_config_bytes(data: bytes, path: Path) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         if len(data) > MAX_JSON5_CONFIG_BYTES:
             raise _parse_failure(
-                path, f"it is not plain JSON, and JSON5 (comments, unquoted keys, trailing commas) is only parsed up to "
+                path,
+                f"it is not plain JSON, and JSON5 (comments, unquoted keys, trailing commas) is only parsed up to "
                 f"{MAX_JSON5_CONFIG_BYTES // 1024} KiB ({len(data):,} bytes here; parsing that much JSON5 takes "
-                "minutes). Write it as plain JSON, or make it smaller.") from None
+                "minutes). Write it as plain JSON, or make it smaller.",
+            ) from None
         import json5
 
         try:
@@ -232,7 +239,9 @@ def _path_text(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def make_issue(loc: tuple[str | int, ...], reason: str, value: Any = None, *, missing: bool = False) -> dict[str, str]:
+def make_issue(
+    loc: tuple[str | int, ...], reason: str, value: Any = None, *, missing: bool = False
+) -> dict[str, str]:
     from openclaw_cli.config.examples import example_for
 
     example = example_for(loc)
@@ -342,7 +351,7 @@ def _value_warnings(model: OpenClawConfig) -> list[str]:
     m = model.session.maintenance
     if m.prune_after == 0 or (m.prune_after is None and m.prune_days == 0):
         warnings.append(
-            'session.maintenance.pruneAfter is a zero duration; age-based pruning is disabled '
+            "session.maintenance.pruneAfter is a zero duration; age-based pruning is disabled "
             '(use a duration such as "30d" to enable it).'
         )
     if m.reset_archive_retention == 0 and m.reset_archive_retention is not False:
@@ -351,7 +360,9 @@ def _value_warnings(model: OpenClawConfig) -> list[str]:
             'archives are kept (write false to say so, or a duration such as "14d").'
         )
     if m.max_disk_bytes == 0 and m.max_disk_bytes is not False:
-        warnings.append("session.maintenance.maxDiskBytes is 0; the disk budget is disabled (write false to say so).")
+        warnings.append(
+            "session.maintenance.maxDiskBytes is 0; the disk budget is disabled (write false to say so)."
+        )
     if m.high_water_bytes == 0:
         warnings.append("session.maintenance.highWaterBytes is 0; the default (80% of maxDiskBytes) is used.")
     return warnings
@@ -392,7 +403,9 @@ def default_config(path: Path) -> LoadedConfig:
     return LoadedConfig(path=path, exists=False, raw={}, model=OpenClawConfig())
 
 
-def load_config(paths: StatePaths | Path, *, strict: bool = True, ignore_errors: bool = False) -> LoadedConfig:
+def load_config(
+    paths: StatePaths | Path, *, strict: bool = True, ignore_errors: bool = False
+) -> LoadedConfig:
     """Load the config at `paths.config_path` (or a plain path).
 
     strict=True (commands that act on the config): any problem raises ConfigError.

@@ -44,7 +44,9 @@ class ConfigValidationError(ValueError):
 
     def __init__(self, issues: list[Issue]) -> None:
         self.issues = issues
-        shown = "; ".join(f"{'.'.join(str(p) for p in loc) or '<root>'}: {reason}" for loc, reason, _ in issues)
+        shown = "; ".join(
+            f"{'.'.join(str(p) for p in loc) or '<root>'}: {reason}" for loc, reason, _ in issues
+        )
         super().__init__(f"invalid config: {shown}")
 
 
@@ -475,7 +477,11 @@ class SessionConfig(_Section):
         _NestedMap("resetByType", "reset_by_type", ResetConfig),
         _NestedMap("resetByChannel", "reset_by_channel", ResetConfig),
         _Leaf("idleMinutes", "idle_minutes", NON_NEGATIVE_INT),  # legacy, honoured by profile L
-        _Leaf("dmScope", "dm_scope", enum_field("main", "per-peer", "per-channel-peer", "per-account-channel-peer")),
+        _Leaf(
+            "dmScope",
+            "dm_scope",
+            enum_field("main", "per-peer", "per-channel-peer", "per-account-channel-peer"),
+        ),
         _Leaf("scope", "scope", enum_field("per-sender", "global")),
         _Leaf("mainKey", "main_key", str_field),
         _Leaf("store", "store", str_field),
@@ -652,4 +658,3 @@ COMPACTION_KEYS = CompactionConfig.keys()
 COMPACTION_NESTED_KEYS: dict[str, frozenset[str]] = {
     f.key: f.cls.keys() for f in CompactionConfig._fields if isinstance(f, _Nested)
 }
-

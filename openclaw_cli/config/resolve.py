@@ -150,7 +150,9 @@ def maintenance_settings(cfg: Any = None, behavior: Any = None) -> MaintenanceSe
     retention = m.reset_archive_retention
     # false / unset -> keep; a zero duration also keeps ([R]-style: later OpenClaw removes it
     # so that keep-by-default applies, rather than deleting every archive at once).
-    retention_ms = retention if isinstance(retention, int) and retention is not False and retention > 0 else None
+    retention_ms = (
+        retention if isinstance(retention, int) and retention is not False and retention > 0 else None
+    )
     if m.max_disk_bytes is False:
         max_disk: int | None = None
     elif m.max_disk_bytes is None:
@@ -236,8 +238,12 @@ def write_lock_settings(cfg: Any = None, env: Mapping[str, str] | None = None) -
         return configured if configured is not None else default
 
     return WriteLockSettings(
-        acquire_timeout_ms=pick(ENV_LOCK_ACQUIRE_TIMEOUT, w.acquire_timeout_ms, DEFAULT_LOCK_ACQUIRE_TIMEOUT_MS,
-                                allow_infinity=True),
+        acquire_timeout_ms=pick(
+            ENV_LOCK_ACQUIRE_TIMEOUT,
+            w.acquire_timeout_ms,
+            DEFAULT_LOCK_ACQUIRE_TIMEOUT_MS,
+            allow_infinity=True,
+        ),
         stale_ms=int(pick(ENV_LOCK_STALE, w.stale_ms, DEFAULT_LOCK_STALE_MS)),
         max_hold_ms=int(pick(ENV_LOCK_MAX_HOLD, w.max_hold_ms, DEFAULT_LOCK_MAX_HOLD_MS)),
     )
@@ -252,8 +258,10 @@ def max_hold_from_timeout(timeout_ms: float, minimum_ms: int = DEFAULT_LOCK_MAX_
 
 def sqlite_busy_timeout_ms(settings: WriteLockSettings) -> int:
     """D12: the SQLite busy timeout is the lock acquire timeout (capped to what SQLite accepts)."""
-    return MAX_HOLD_CEILING_MS if not math.isfinite(settings.acquire_timeout_ms) else int(
-        min(settings.acquire_timeout_ms, MAX_HOLD_CEILING_MS)
+    return (
+        MAX_HOLD_CEILING_MS
+        if not math.isfinite(settings.acquire_timeout_ms)
+        else int(min(settings.acquire_timeout_ms, MAX_HOLD_CEILING_MS))
     )
 
 

@@ -89,14 +89,18 @@ def compaction_settings(cfg: Any = None) -> CompactionSettings:
         truncate_after_compaction=_or(c.truncate_after_compaction, False),
         max_active_transcript_bytes=c.max_active_transcript_bytes or None,  # 0 disables
         mid_turn_precheck_enabled=_or(c.mid_turn_precheck.enabled, False),
-        post_compaction_sections=tuple(c.post_compaction_sections) if c.post_compaction_sections is not None else None,
+        post_compaction_sections=tuple(c.post_compaction_sections)
+        if c.post_compaction_sections is not None
+        else None,
         notify_user=_or(c.notify_user, False),
         timeout_seconds=_or(c.timeout_seconds, DEFAULT_COMPACTION_TIMEOUT_SECONDS),
         memory_flush=MemoryFlushSettings(
             enabled=_or(mf.enabled, True),
             model=mf.model or None,
             soft_threshold_tokens=_or(mf.soft_threshold_tokens, DEFAULT_SOFT_THRESHOLD_TOKENS),
-            force_flush_transcript_bytes=_or(mf.force_flush_transcript_bytes, DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES),
+            force_flush_transcript_bytes=_or(
+                mf.force_flush_transcript_bytes, DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES
+            ),
             prompt=mf.prompt,
             system_prompt=mf.system_prompt,
         ),
@@ -119,7 +123,12 @@ def workspace_dir(cfg: Any, agent_id: str, paths: StatePaths) -> Path:
         if normalize_agent_id(key) == wanted and entry.workspace and entry.workspace.strip():
             return expand_user(entry.workspace.strip(), paths.home)
     for entry in agents.agent_list or []:
-        if entry.id and normalize_agent_id(entry.id) == wanted and entry.workspace and entry.workspace.strip():
+        if (
+            entry.id
+            and normalize_agent_id(entry.id) == wanted
+            and entry.workspace
+            and entry.workspace.strip()
+        ):
             return expand_user(entry.workspace.strip(), paths.home)
     is_default = agents_ownership(cfg) != "explicit" and wanted == normalize_agent_id(default_agent_id(cfg))
     configured = agents.defaults.workspace.strip() if agents.defaults.workspace else ""

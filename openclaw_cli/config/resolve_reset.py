@@ -37,7 +37,9 @@ def _type_reset(session: Any, reset_type: str | None) -> ResetConfig | None:
     return found
 
 
-def reset_settings(cfg: Any = None, reset_type: str | None = None, channel: str | None = None) -> ResetSettings:
+def reset_settings(
+    cfg: Any = None, reset_type: str | None = None, channel: str | None = None
+) -> ResetSettings:
     """Base policy (daily at 4:00 by default), optionally for a session type
     (`direct`/`group`/`thread`) and a channel (`resetByChannel` overrides both)."""
     session = _model(cfg).session
@@ -52,11 +54,18 @@ def reset_settings(cfg: Any = None, reset_type: str | None = None, channel: str 
         has_by_type = bool(session.reset_by_type)
         mode = "idle" if base is None and not has_by_type and legacy_idle is not None else DEFAULT_RESET_MODE
     at_hour = next(
-        (v for v in ((type_reset.at_hour if type_reset else None), (base.at_hour if base else None)) if v is not None),
+        (
+            v
+            for v in ((type_reset.at_hour if type_reset else None), (base.at_hour if base else None))
+            if v is not None
+        ),
         DEFAULT_RESET_AT_HOUR,
     )
-    idle_candidates = ((type_reset.idle_minutes if type_reset else None), (base.idle_minutes if base else None),
-                       legacy_idle)
+    idle_candidates = (
+        (type_reset.idle_minutes if type_reset else None),
+        (base.idle_minutes if base else None),
+        legacy_idle,
+    )
     idle = next((v for v in idle_candidates if v is not None), None)
     return ResetSettings(
         mode=mode,

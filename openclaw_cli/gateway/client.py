@@ -45,9 +45,11 @@ OMIT = object()  # `params` left out of the request frame (what the real CLI doe
 
 _UNREACHABLE_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL}
 _AUTH_DETAIL_CODES = {"DEVICE_IDENTITY_REQUIRED", "PAIRING_REQUIRED", "NOT_PAIRED"}
-DISPATCHED_GUIDANCE = ("The request was already sent to the gateway, so the operation may have been applied even "
-                       "though no response arrived; its outcome is unknown. Verify the current state (for example, "
-                       "re-run the equivalent read-only command) before retrying, especially for write actions.")
+DISPATCHED_GUIDANCE = (
+    "The request was already sent to the gateway, so the operation may have been applied even "
+    "though no response arrived; its outcome is unknown. Verify the current state (for example, "
+    "re-run the equivalent read-only command) before retrying, especially for write actions."
+)
 
 
 @dataclass
@@ -89,29 +91,46 @@ class _Exchange:
 
     def timeout(self) -> GatewayTransportError:
         message = f"gateway timeout after {self.timeout_ms}ms\n{self.target.details_message()}"
-        return GatewayTransportError("timeout", self._with_guidance(message), gateway=self.target.gateway_block(),
-                                     timeout_ms=self.timeout_ms)
+        return GatewayTransportError(
+            "timeout",
+            self._with_guidance(message),
+            gateway=self.target.gateway_block(),
+            timeout_ms=self.timeout_ms,
+        )
 
     def unreachable(self, code_name: str | None, reason: str) -> GatewayTransportError:
         suffix = f" ({code_name})" if code_name else ""
-        message = "\n".join([f"Gateway not reachable at {self.target.url}{suffix}.",
-                             "Start it with `openclaw gateway run` or check `openclaw gateway status`.",
-                             self.target.details_message()])
-        return GatewayTransportError("closed", message, gateway=self.target.gateway_block(), reason=reason,
-                                     unreachable=True)
+        message = "\n".join(
+            [
+                f"Gateway not reachable at {self.target.url}{suffix}.",
+                "Start it with `openclaw gateway run` or check `openclaw gateway status`.",
+                self.target.details_message(),
+            ]
+        )
+        return GatewayTransportError(
+            "closed", message, gateway=self.target.gateway_block(), reason=reason, unreachable=True
+        )
 
     def closed(self, code: int, reason: str) -> GatewayTransportError:
         reason = reason.strip() or "no close reason"
         hint = {1006: " abnormal closure (no close frame)", 1000: " normal closure"}.get(code, "")
         message = f"gateway closed ({code}{hint}): {reason}\n{self.target.details_message()}"
-        return GatewayTransportError("closed", self._with_guidance(message), gateway=self.target.gateway_block(),
-                                     code=code, reason=reason)
+        return GatewayTransportError(
+            "closed",
+            self._with_guidance(message),
+            gateway=self.target.gateway_block(),
+            code=code,
+            reason=reason,
+        )
 
     def failure(self, kind: str, reason: str) -> GatewayTransportError:
-        label = {"tls": "gateway TLS verification failed", "protocol": "gateway protocol error"}.get(kind, "gateway error")
+        label = {"tls": "gateway TLS verification failed", "protocol": "gateway protocol error"}.get(
+            kind, "gateway error"
+        )
         message = f"{label}: {reason}\n{self.target.details_message()}"
-        return GatewayTransportError(kind, self._with_guidance(message), gateway=self.target.gateway_block(),
-                                     reason=reason)
+        return GatewayTransportError(
+            kind, self._with_guidance(message), gateway=self.target.gateway_block(), reason=reason
+        )
 
 
 def _ssl_context(target: GatewayTarget) -> ssl.SSLContext:
@@ -130,7 +149,9 @@ def _ssl_context(target: GatewayTarget) -> ssl.SSLContext:
         except (OSError, ssl.SSLError) as exc:
             from openclaw_cli.errors import ConfigError
 
-            raise ConfigError(f"NODE_EXTRA_CA_CERTS={tls.ca_file}: cannot load the CA bundle ({exc})") from None
+            raise ConfigError(
+                f"NODE_EXTRA_CA_CERTS={tls.ca_file}: cannot load the CA bundle ({exc})"
+            ) from None
     return context
 
 
@@ -145,9 +166,14 @@ def _connect_params(target: GatewayTarget, scopes: list[str]) -> dict[str, Any]:
     params: dict[str, Any] = {
         "minProtocol": PROTOCOL_VERSION,
         "maxProtocol": PROTOCOL_VERSION,
-        "client": {"id": CLIENT_ID, "version": __version__, "platform": _node_platform(),
-                   "deviceFamily": platform.system() or "unknown", "mode": CLIENT_MODE,
-                   "instanceId": str(uuid.uuid4())},
+        "client": {
+            "id": CLIENT_ID,
+            "version": __version__,
+            "platform": _node_platform(),
+            "deviceFamily": platform.system() or "unknown",
+            "mode": CLIENT_MODE,
+            "instanceId": str(uuid.uuid4()),
+        },
         "caps": [],
     }
     if auth:
@@ -160,13 +186,17 @@ def _connect_params(target: GatewayTarget, scopes: list[str]) -> dict[str, Any]:
 def _node_platform() -> str:
     import sys
 
-    return {"darwin": "darwin", "win32": "win32"}.get(sys.platform, "linux" if sys.platform.startswith("linux") else sys.platform)
+    return {"darwin": "darwin", "win32": "win32"}.get(
+        sys.platform, "linux" if sys.platform.startswith("linux") else sys.platform
+    )
 
 
 def _is_auth_rejection(error: dict[str, Any]) -> bool:
     details = error.get("details")
     detail_code = details.get("code") if isinstance(details, dict) else None
-    if isinstance(detail_code, str) and (detail_code.startswith("AUTH_") or detail_code in _AUTH_DETAIL_CODES):
+    if isinstance(detail_code, str) and (
+        detail_code.startswith("AUTH_") or detail_code in _AUTH_DETAIL_CODES
+    ):
         return True
     return error.get("code") in ("NOT_PAIRED", "UNAUTHORIZED")
 
@@ -176,9 +206,15 @@ def _request_error(error: Any, method: str, *, connect: bool) -> GatewayRequestE
     code = error.get("code") if isinstance(error.get("code"), str) and error.get("code") else "UNAVAILABLE"
     message = error.get("message") if isinstance(error.get("message"), str) and error.get("message") else code
     retry_after = error.get("retryAfterMs")
-    return GatewayRequestError(code, message, details=error.get("details"), retryable=error.get("retryable") is True,
-                               retry_after_ms=retry_after if isinstance(retry_after, int) and retry_after >= 0 else None,
-                               method=method, auth=connect and _is_auth_rejection(error))
+    return GatewayRequestError(
+        code,
+        message,
+        details=error.get("details"),
+        retryable=error.get("retryable") is True,
+        retry_after_ms=retry_after if isinstance(retry_after, int) and retry_after >= 0 else None,
+        method=method,
+        auth=connect and _is_auth_rejection(error),
+    )
 
 
 def _open_socket(ex: _Exchange) -> socket.socket:
@@ -187,7 +223,9 @@ def _open_socket(ex: _Exchange) -> socket.socket:
     try:
         return socket.create_connection((target.host, target.port), timeout=ex.remaining())
     except socket.gaierror as exc:
-        raise ex.unreachable("ENOTFOUND", f"getaddrinfo ENOTFOUND {target.host}: {exc.strerror or exc}") from None
+        raise ex.unreachable(
+            "ENOTFOUND", f"getaddrinfo ENOTFOUND {target.host}: {exc.strerror or exc}"
+        ) from None
     except TimeoutError:
         raise ex.timeout() from None
     except OSError as exc:
@@ -255,7 +293,9 @@ def _upgrade_error(ex: _Exchange, exc: OSError | Exception) -> GatewayTransportE
         return ex.timeout()
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
-        return ex.failure("protocol", f"the listener is not a Gateway (HTTP {status} to the WebSocket upgrade)")
+        return ex.failure(
+            "protocol", f"the listener is not a Gateway (HTTP {status} to the WebSocket upgrade)"
+        )
     if isinstance(exc, InvalidHandshake):
         return ex.failure("protocol", f"WebSocket handshake failed: {exc}")
     if isinstance(exc, OSError):
@@ -304,8 +344,14 @@ def _send(ex: _Exchange, ws: Any, frame: dict[str, Any]) -> None:
         raise ex.closed(1006, str(exc) or type(exc).__name__) from None
 
 
-def call(target: GatewayTarget, method: str, params: Any = OMIT, *, scopes: list[str] | None = None,
-         timeout_ms: int | None = None) -> CallResult:
+def call(
+    target: GatewayTarget,
+    method: str,
+    params: Any = OMIT,
+    *,
+    scopes: list[str] | None = None,
+    timeout_ms: int | None = None,
+) -> CallResult:
     """Send one request to the Gateway and return its payload (see the module docstring)."""
     from openclaw_cli.gateway.client_scopes import least_privilege_scopes
 
@@ -325,7 +371,9 @@ def call(target: GatewayTarget, method: str, params: Any = OMIT, *, scopes: list
         ws.close(CLOSE_TIMEOUT_S)  # a close frame without a status code (1005), as the real CLI sends
 
 
-def hello(target: GatewayTarget, *, scopes: list[str] | None = None, timeout_ms: int | None = None) -> dict[str, Any]:
+def hello(
+    target: GatewayTarget, *, scopes: list[str] | None = None, timeout_ms: int | None = None
+) -> dict[str, Any]:
     """Connect and authenticate only, and return the Gateway's `hello-ok` (its `server.version`,
     …): no request is sent."""
     ex = _Exchange(target, DEFAULT_TIMEOUT_MS if timeout_ms is None else int(timeout_ms))
@@ -347,8 +395,16 @@ def _handshake(ex: _Exchange, ws: Any, target: GatewayTarget, scopes: list[str])
         if frame.get("type") == "event" and frame.get("event") == "connect.challenge":
             break
     connect_id = ex.next_id()
-    _send(ex, ws, {"type": "req", "id": connect_id, "method": "connect",
-                   "params": _connect_params(target, list(scopes))})
+    _send(
+        ex,
+        ws,
+        {
+            "type": "req",
+            "id": connect_id,
+            "method": "connect",
+            "params": _connect_params(target, list(scopes)),
+        },
+    )
     reply = _await_response(ex, ws, connect_id)
     if reply.get("ok") is not True:
         raise _request_error(reply.get("error"), "connect", connect=True)
@@ -356,12 +412,15 @@ def _handshake(ex: _Exchange, ws: Any, target: GatewayTarget, scopes: list[str])
     if not isinstance(hello, dict) or hello.get("type") != "hello-ok":
         raise ex.failure("protocol", "the connect reply is not hello-ok")
     if hello.get("protocol") != PROTOCOL_VERSION:
-        raise ex.failure("protocol", f"the Gateway speaks protocol {hello.get('protocol')!r}, we speak {PROTOCOL_VERSION}")
+        raise ex.failure(
+            "protocol", f"the Gateway speaks protocol {hello.get('protocol')!r}, we speak {PROTOCOL_VERSION}"
+        )
     return hello
 
 
-def _exchange(ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params: Any, scopes: list[str],
-              started: float) -> CallResult:
+def _exchange(
+    ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params: Any, scopes: list[str], started: float
+) -> CallResult:
     hello = _handshake(ex, ws, target, scopes)
     latency = int((time.monotonic() - started) * 1000)
     request_id = ex.next_id()
@@ -373,5 +432,6 @@ def _exchange(ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params
     response = _await_response(ex, ws, request_id)
     if response.get("ok") is not True:
         raise _request_error(response.get("error"), method, connect=False)
-    return CallResult(payload=response.get("payload"), hello=hello, connect_latency_ms=latency,
-                      scopes=list(scopes))
+    return CallResult(
+        payload=response.get("payload"), hello=hello, connect_latency_ms=latency, scopes=list(scopes)
+    )

@@ -14,24 +14,68 @@ READ = "operator.read"
 WRITE = "operator.write"
 ADMIN = "operator.admin"
 # OpenClaw's CLI_DEFAULT_OPERATOR_SCOPES, for methods it has no policy for.
-DEFAULT_SCOPES = (ADMIN, READ, WRITE, "operator.approvals", "operator.questions", "operator.pairing",
-                  "operator.talk.secrets")
+DEFAULT_SCOPES = (
+    ADMIN,
+    READ,
+    WRITE,
+    "operator.approvals",
+    "operator.questions",
+    "operator.pairing",
+    "operator.talk.secrets",
+)
 
 _KNOWN: dict[str, str] = {
-    "health": READ, "status": READ, "agents.list": READ, "agents.create": ADMIN, "agents.update": ADMIN,
-    "agents.delete": ADMIN, "sessions.list": READ, "sessions.subscribe": READ, "sessions.preview": READ,
-    "sessions.describe": READ, "sessions.get": READ, "sessions.resolve": READ, "sessions.search": READ,
-    "sessions.usage": READ, "sessions.fork": WRITE, "sessions.recover": WRITE, "sessions.send": WRITE,
-    "sessions.abort": WRITE, "sessions.cleanup": ADMIN, "sessions.reset": ADMIN, "sessions.compact": ADMIN,
-    "sessions.rewind": ADMIN, "sessions.storage.status": ADMIN, "sessions.storage.run": ADMIN,
+    "health": READ,
+    "status": READ,
+    "agents.list": READ,
+    "agents.create": ADMIN,
+    "agents.update": ADMIN,
+    "agents.delete": ADMIN,
+    "sessions.list": READ,
+    "sessions.subscribe": READ,
+    "sessions.preview": READ,
+    "sessions.describe": READ,
+    "sessions.get": READ,
+    "sessions.resolve": READ,
+    "sessions.search": READ,
+    "sessions.usage": READ,
+    "sessions.fork": WRITE,
+    "sessions.recover": WRITE,
+    "sessions.send": WRITE,
+    "sessions.abort": WRITE,
+    "sessions.cleanup": ADMIN,
+    "sessions.reset": ADMIN,
+    "sessions.compact": ADMIN,
+    "sessions.rewind": ADMIN,
+    "sessions.storage.status": ADMIN,
+    "sessions.storage.run": ADMIN,
 }
 # sessions.patch fields a write-scoped operator may change (everything else needs admin).
-_PATCH_WRITE_FIELDS = frozenset({
-    "key", "agentId", "expectedSessionId", "expectedLifecycleRevision", "expectedPermissionMode",
-    "expectedMarkedUnreadAt", "label", "autoLabel", "icon", "color", "category", "boardFace",
-    "boardPresentation", "pinned", "archived", "unread", "model", "agentRuntime", "thinkingLevel", "fastMode",
-    "permissionMode",
-})
+_PATCH_WRITE_FIELDS = frozenset(
+    {
+        "key",
+        "agentId",
+        "expectedSessionId",
+        "expectedLifecycleRevision",
+        "expectedPermissionMode",
+        "expectedMarkedUnreadAt",
+        "label",
+        "autoLabel",
+        "icon",
+        "color",
+        "category",
+        "boardFace",
+        "boardPresentation",
+        "pinned",
+        "archived",
+        "unread",
+        "model",
+        "agentRuntime",
+        "thinkingLevel",
+        "fastMode",
+        "permissionMode",
+    }
+)
 _DELETE_WRITE_FIELDS = frozenset({"key", "agentId", "deleteTranscript", "expectedSessionId", "archivedOnly"})
 _INCOGNITO_KEY = re.compile(r"agent:[^:]+:(?:dashboard|subagent|internal-session-effects):incognito-[^:]+")
 
@@ -49,8 +93,14 @@ def _dynamic(method: str, params: Any) -> str | None:
             return WRITE
         incognito = record.get("incognito") is True or any(
             isinstance(record.get(k), str) and _INCOGNITO_KEY.fullmatch(record[k].strip().lower())
-            for k in ("key", "parentSessionKey"))
-        admin = incognito or "execNode" in record or "toolOverrides" in record or record.get("permissionMode") == "full"
+            for k in ("key", "parentSessionKey")
+        )
+        admin = (
+            incognito
+            or "execNode" in record
+            or "toolOverrides" in record
+            or record.get("permissionMode") == "full"
+        )
         return ADMIN if admin else WRITE
     if method == "sessions.delete":
         if record is None or record.get("archivedOnly") is not True:

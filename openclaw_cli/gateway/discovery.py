@@ -112,18 +112,33 @@ class GatewayTarget:
         if self.has_credentials:
             return None
         if self.url_override:
-            hint = ("Set OPENCLAW_GATEWAY_TOKEN or OPENCLAW_GATEWAY_PASSWORD alongside OPENCLAW_GATEWAY_URL; config "
-                    "credentials are intentionally not reused." if self.url_override == "env" else
-                    "For the default local or SSH-tunneled Gateway, remove --url to use the configured target.")
-            return GatewayCredentialsRequiredError("\n".join([
-                "gateway url override requires explicit credentials",
-                "Fix: pass --token or --password with --url.", hint, f"Config: {self.config_path}"]))
+            hint = (
+                "Set OPENCLAW_GATEWAY_TOKEN or OPENCLAW_GATEWAY_PASSWORD alongside OPENCLAW_GATEWAY_URL; config "
+                "credentials are intentionally not reused."
+                if self.url_override == "env"
+                else "For the default local or SSH-tunneled Gateway, remove --url to use the configured target."
+            )
+            return GatewayCredentialsRequiredError(
+                "\n".join(
+                    [
+                        "gateway url override requires explicit credentials",
+                        "Fix: pass --token or --password with --url.",
+                        hint,
+                        f"Config: {self.config_path}",
+                    ]
+                )
+            )
         if self.auth_mode == "none":
             return None
-        return GatewayCredentialsRequiredError("\n".join([
-            f"gateway {method} requires credentials before opening a websocket",
-            "Fix: configure gateway.auth token/password, pair this device, or pass --token/--password.",
-            f"Config: {self.config_path}"]))
+        return GatewayCredentialsRequiredError(
+            "\n".join(
+                [
+                    f"gateway {method} requires credentials before opening a websocket",
+                    "Fix: configure gateway.auth token/password, pair this device, or pass --token/--password.",
+                    f"Config: {self.config_path}",
+                ]
+            )
+        )
 
 
 # ---- small parsers ------------------------------------------------------------------------------
@@ -210,7 +225,9 @@ def plaintext_allowed(host: str, env: Mapping[str, str]) -> bool:
         return True
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return (ip.is_private or ip.is_link_local or ip in _CGNAT) and not ip.is_multicast and not ip.is_unspecified
+    return (
+        (ip.is_private or ip.is_link_local or ip in _CGNAT) and not ip.is_multicast and not ip.is_unspecified
+    )
 
 
 def parse_gateway_url(raw: str, *, origin: str) -> tuple[str, str, int, bool]:
@@ -237,7 +254,7 @@ def parse_gateway_url(raw: str, *, origin: str) -> tuple[str, str, int, bool]:
     if any(ch.isspace() for ch in text):
         raise bad("it contains white space")
     if scheme != parts.scheme:
-        text = scheme + text[len(parts.scheme):]
+        text = scheme + text[len(parts.scheme) :]
     secure = scheme == "wss"
     return text, host, port or (443 if secure else 80), secure
 
@@ -274,14 +291,23 @@ def resolve_port(config: Any, env: Mapping[str, str], profile: str | None) -> in
     configured = getattr(getattr(model, "gateway", None), "port", None)
     if configured is None:
         value = _section(_raw_config(config), "gateway").get("port")
-        configured = value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536 else None
+        configured = (
+            value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536 else None
+        )
     if configured:
         return int(configured)
     return profile_port(profile if profile is not None else env.get("OPENCLAW_PROFILE")) or DEFAULT_PORT
 
 
-def _credentials(raw: dict[str, Any], env: Mapping[str, str], *, remote: bool, explicit_token: str | None,
-                 explicit_password: str | None, url_override: str | None) -> tuple[str | None, str | None]:
+def _credentials(
+    raw: dict[str, Any],
+    env: Mapping[str, str],
+    *,
+    remote: bool,
+    explicit_token: str | None,
+    explicit_password: str | None,
+    url_override: str | None,
+) -> tuple[str | None, str | None]:
     from openclaw_cli.config.resolve_gateway import _secret
 
     if explicit_token or explicit_password:
@@ -303,15 +329,18 @@ def _credentials(raw: dict[str, Any], env: Mapping[str, str], *, remote: bool, e
     return token, password
 
 
-def _tls_policy(raw: dict[str, Any], env: Mapping[str, str], *, url_source: str, remote: bool,
-                state_dir: Any) -> TlsPolicy:
+def _tls_policy(
+    raw: dict[str, Any], env: Mapping[str, str], *, url_source: str, remote: bool, state_dir: Any
+) -> TlsPolicy:
     if remote and url_source in (SOURCE_REMOTE, SOURCE_ENV):
         pin = _section(raw, "gateway", "remote").get("tlsFingerprint")
         if pin is not None:
             normalized = normalize_fingerprint(pin)
             if normalized is None:
-                raise ConfigError("gateway.remote.tlsFingerprint: expected a SHA-256 certificate fingerprint "
-                                  "(64 hex digits, colons allowed), for example sha256:AB:CD:…")
+                raise ConfigError(
+                    "gateway.remote.tlsFingerprint: expected a SHA-256 certificate fingerprint "
+                    "(64 hex digits, colons allowed), for example sha256:AB:CD:…"
+                )
             return TlsPolicy(fingerprint=normalized, source="gateway.remote.tlsFingerprint")
     tls = _section(raw, "gateway", "tls")
     if url_source in (SOURCE_LOCAL, SOURCE_REMOTE_MISSING) and tls.get("enabled") is True:
@@ -319,7 +348,9 @@ def _tls_policy(raw: dict[str, Any], env: Mapping[str, str], *, url_source: str,
         if fingerprint:
             return TlsPolicy(fingerprint=fingerprint, source="gateway.tls.certPath")
     ca_file = _text(env.get(ENV_EXTRA_CA))
-    return TlsPolicy(ca_file=ca_file, source=f"system trust store + {ENV_EXTRA_CA}" if ca_file else "system trust store")
+    return TlsPolicy(
+        ca_file=ca_file, source=f"system trust store + {ENV_EXTRA_CA}" if ca_file else "system trust store"
+    )
 
 
 def _certificate_fingerprint(cert_path: Any, state_dir: Any) -> str | None:
@@ -336,14 +367,21 @@ def _certificate_fingerprint(cert_path: Any, state_dir: Any) -> str | None:
         text = path.read_text(encoding="ascii", errors="replace")
         begin, end = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
         start = text.index(begin)
-        der = ssl.PEM_cert_to_DER_cert(text[start:text.index(end, start) + len(end)])
+        der = ssl.PEM_cert_to_DER_cert(text[start : text.index(end, start) + len(end)])
     except (OSError, ValueError):
         return None
     return hashlib.sha256(der).hexdigest()
 
 
-def discover(*, paths: Any, config: Any, url: str | None = None, token: str | None = None,
-             password: str | None = None, env: Mapping[str, str] | None = None) -> GatewayTarget:
+def discover(
+    *,
+    paths: Any,
+    config: Any,
+    url: str | None = None,
+    token: str | None = None,
+    password: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> GatewayTarget:
     """The Gateway target for this state dir and these flags. Raises UsageError/ConfigError for an
     unusable URL and GatewaySecurityError for plaintext to a non-loopback host."""
     env = os.environ if env is None else env
@@ -352,7 +390,11 @@ def discover(*, paths: Any, config: Any, url: str | None = None, token: str | No
     mode = "remote" if gateway.get("mode") == "remote" else "local"
     config_path = str(getattr(paths, "config_path", ""))
     cli_url, env_url = _text(url), _text(env.get(ENV_URL))
-    remote_url = _config_text(_section(raw, "gateway", "remote"), "url", "gateway.remote") if mode == "remote" else None
+    remote_url = (
+        _config_text(_section(raw, "gateway", "remote"), "url", "gateway.remote")
+        if mode == "remote"
+        else None
+    )
     port = resolve_port(config, env, getattr(paths, "profile", None))
     tls_enabled = _section(raw, "gateway", "tls").get("enabled") is True
     local_url = f"{'wss' if tls_enabled else 'ws'}://127.0.0.1:{port}"
@@ -371,25 +413,63 @@ def discover(*, paths: Any, config: Any, url: str | None = None, token: str | No
     text, host, real_port, secure = parse_gateway_url(chosen, origin=source)
     bind = gateway.get("bind") if isinstance(gateway.get("bind"), str) else "loopback"
     bind_detail = f"Bind: {bind}" if override is None and remote_url is None else None
-    fallback_note = ("Warn: gateway.mode=remote but gateway.remote.url is missing; set gateway.remote.url or "
-                     "switch gateway.mode=local.") if source == SOURCE_REMOTE_MISSING else None
+    fallback_note = (
+        (
+            "Warn: gateway.mode=remote but gateway.remote.url is missing; set gateway.remote.url or "
+            "switch gateway.mode=local."
+        )
+        if source == SOURCE_REMOTE_MISSING
+        else None
+    )
     if not secure and not plaintext_allowed(host, env):
         allow = env.get(ENV_ALLOW_PRIVATE_WS) == "1"
-        raise GatewaySecurityError("\n".join(line for line in [
-            f'SECURITY ERROR: Gateway URL "{text}" uses plaintext ws:// to a non-loopback address.',
-            "Both credentials and chat data would be exposed to network interception.",
-            f"Source: {source}", f"Config: {config_path}",
-            "Fix: Use wss:// for remote gateway URLs.",
-            "Safe remote access: keep gateway.bind=loopback and use an SSH tunnel "
-            "(ssh -N -L 18789:127.0.0.1:18789 user@gateway-host), or Tailscale Serve/Funnel.",
-            None if allow else "Break-glass (trusted private networks only): set OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1",
-        ] if line))
-    tok, pw = _credentials(raw, env, remote=mode == "remote", explicit_token=_text(token),
-                           explicit_password=_text(password), url_override=override)
+        raise GatewaySecurityError(
+            "\n".join(
+                line
+                for line in [
+                    f'SECURITY ERROR: Gateway URL "{text}" uses plaintext ws:// to a non-loopback address.',
+                    "Both credentials and chat data would be exposed to network interception.",
+                    f"Source: {source}",
+                    f"Config: {config_path}",
+                    "Fix: Use wss:// for remote gateway URLs.",
+                    "Safe remote access: keep gateway.bind=loopback and use an SSH tunnel "
+                    "(ssh -N -L 18789:127.0.0.1:18789 user@gateway-host), or Tailscale Serve/Funnel.",
+                    None
+                    if allow
+                    else "Break-glass (trusted private networks only): set OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1",
+                ]
+                if line
+            )
+        )
+    tok, pw = _credentials(
+        raw,
+        env,
+        remote=mode == "remote",
+        explicit_token=_text(token),
+        explicit_password=_text(password),
+        url_override=override,
+    )
     auth_mode = _section(raw, "gateway", "auth").get("mode")
-    tls = _tls_policy(raw, env, url_source=source, remote=mode == "remote",
-                      state_dir=getattr(paths, "state_dir", ".")) if secure else None
-    return GatewayTarget(url=text, url_source=source, mode=mode, config_path=config_path, host=host,
-                         port=real_port, secure=secure, bind_detail=bind_detail, remote_fallback_note=fallback_note,
-                         token=tok, password=pw, auth_mode=auth_mode if isinstance(auth_mode, str) else None,
-                         url_override=override, tls=tls)
+    tls = (
+        _tls_policy(
+            raw, env, url_source=source, remote=mode == "remote", state_dir=getattr(paths, "state_dir", ".")
+        )
+        if secure
+        else None
+    )
+    return GatewayTarget(
+        url=text,
+        url_source=source,
+        mode=mode,
+        config_path=config_path,
+        host=host,
+        port=real_port,
+        secure=secure,
+        bind_detail=bind_detail,
+        remote_fallback_note=fallback_note,
+        token=tok,
+        password=pw,
+        auth_mode=auth_mode if isinstance(auth_mode, str) else None,
+        url_override=override,
+        tls=tls,
+    )

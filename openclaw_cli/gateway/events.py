@@ -21,16 +21,47 @@ from typing import Any
 
 from openclaw_cli.ops.context import Context
 
-KEYED_METHODS = {"sessions.patch": "patch", "sessions.create": "create", "sessions.compact": "compact",
-                 "sessions.reset": "reset"}
+KEYED_METHODS = {
+    "sessions.patch": "patch",
+    "sessions.create": "create",
+    "sessions.compact": "compact",
+    "sessions.reset": "reset",
+}
 # Row fields repeated at the top level of a keyed change, null when the row has none (as recorded).
 _FLAT_NULLABLE = ("archivedAt", "archiveReason", "pinnedAt", "markedUnreadAt", "label", "displayName")
-_FLAT = ("updatedAt", "sessionId", "kind", "visibility", "channel", "subject", "chatType", "origin", "archived",
-         "pinned", "unread", "lastReadAt", "spawnedBy", "parentSessionKey", "parentSessionId", "forkSource",
-         "forkedFromParent", "createdVia",
-         "createdAt", "deliveryContext", "systemSent", "abortedLastRun", "inputTokens", "outputTokens",
-         "lastChannel", "totalTokens", "totalTokensFresh", "modelProvider", "model", "hasActiveRun",
-         "activeRunIds")
+_FLAT = (
+    "updatedAt",
+    "sessionId",
+    "kind",
+    "visibility",
+    "channel",
+    "subject",
+    "chatType",
+    "origin",
+    "archived",
+    "pinned",
+    "unread",
+    "lastReadAt",
+    "spawnedBy",
+    "parentSessionKey",
+    "parentSessionId",
+    "forkSource",
+    "forkedFromParent",
+    "createdVia",
+    "createdAt",
+    "deliveryContext",
+    "systemSent",
+    "abortedLastRun",
+    "inputTokens",
+    "outputTokens",
+    "lastChannel",
+    "totalTokens",
+    "totalTokensFresh",
+    "modelProvider",
+    "model",
+    "hasActiveRun",
+    "activeRunIds",
+)
 
 
 def _agent_of(ctx: Context, params: dict[str, Any], key: Any) -> str:
@@ -42,7 +73,11 @@ def _agent_of(ctx: Context, params: dict[str, Any], key: Any) -> str:
     if parsed:
         return parsed[0]
     agent = params.get("agentId")
-    return normalize_agent_id(agent) if isinstance(agent, str) and agent.strip() else default_agent_id(ctx.config)
+    return (
+        normalize_agent_id(agent)
+        if isinstance(agent, str) and agent.strip()
+        else default_agent_id(ctx.config)
+    )
 
 
 def before(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -59,16 +94,26 @@ def before(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"agentId": agent_id, "key": key, "sessionId": entry.get("sessionId")}
 
 
-def _keyed(ctx: Context, reason: str, key: str, params: dict[str, Any], now: int,
-           extra: dict[str, Any] | None = None, entry: Any = None) -> dict[str, Any] | None:
+def _keyed(
+    ctx: Context,
+    reason: str,
+    key: str,
+    params: dict[str, Any],
+    now: int,
+    extra: dict[str, Any] | None = None,
+    entry: Any = None,
+) -> dict[str, Any] | None:
     from openclaw_cli.ops.session_views import describe, gateway_row, row_defaults
 
     if isinstance(entry, dict):  # the result carries the stored entry: no second read
-        row = gateway_row(ctx, key, entry, agent_id=_agent_of(ctx, params, key), now=now,
-                          defaults=row_defaults(ctx))
+        row = gateway_row(
+            ctx, key, entry, agent_id=_agent_of(ctx, params, key), now=now, defaults=row_defaults(ctx)
+        )
     else:
         scope = {"agentId": params["agentId"]} if params.get("agentId") else {}
-        row = describe(ctx, {"key": key, "runState": True, **scope})["session"]  # the row as sessions.list has it
+        row = describe(ctx, {"key": key, "runState": True, **scope})[
+            "session"
+        ]  # the row as sessions.list has it
     if row is None:
         return None
     payload: dict[str, Any] = {"sessionKey": row["key"], "agentId": row["agentId"], "reason": reason}
@@ -83,7 +128,9 @@ def _keyed(ctx: Context, reason: str, key: str, params: dict[str, Any], now: int
     return payload
 
 
-def after(ctx: Context, method: str, params: dict[str, Any], result: Any, prior: dict[str, Any]) -> list[dict[str, Any]]:
+def after(
+    ctx: Context, method: str, params: dict[str, Any], result: Any, prior: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The `sessions.changed` payloads of a committed mutation, in the order they are sent."""
     now = ctx.now_ms()
     if not isinstance(result, dict):
@@ -96,9 +143,16 @@ def after(ctx: Context, method: str, params: dict[str, Any], result: Any, prior:
         if result.get("deleted") is not True:
             return []
         key = result.get("key") or prior.get("key") or params.get("key")
-        return [{"sessionKey": key, "sessionId": prior.get("sessionId"),
-                 "agentId": prior.get("agentId") or _agent_of(ctx, params, key), "reason": "delete", "ts": now},
-                {"reason": "delete", "ts": now}]
+        return [
+            {
+                "sessionKey": key,
+                "sessionId": prior.get("sessionId"),
+                "agentId": prior.get("agentId") or _agent_of(ctx, params, key),
+                "reason": "delete",
+                "ts": now,
+            },
+            {"reason": "delete", "ts": now},
+        ]
     reason = KEYED_METHODS.get(method)
     if reason is None:
         return []

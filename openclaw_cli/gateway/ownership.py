@@ -67,13 +67,24 @@ def gateway_state(state_dir: Path) -> dict[str, Any]:
 
     marker = read_marker(state_dir)
     held = coordinator_held(Path(state_dir))
-    result: dict[str, Any] = {"stateDir": str(state_dir), "running": False, "pid": None, "url": None,
-                              "ownedByOther": False, "staleMarker": False}
+    result: dict[str, Any] = {
+        "stateDir": str(state_dir),
+        "running": False,
+        "pid": None,
+        "url": None,
+        "ownedByOther": False,
+        "staleMarker": False,
+    }
     if marker is not None:
         alive = pid_alive(marker.get("pid"))
         if alive and held:
-            result.update(running=True, pid=marker.get("pid"), url=marker.get("url"),
-                          startedAt=marker.get("startedAt"), version=marker.get("version"))
+            result.update(
+                running=True,
+                pid=marker.get("pid"),
+                url=marker.get("url"),
+                startedAt=marker.get("startedAt"),
+                version=marker.get("version"),
+            )
             return result
         result["staleMarker"] = True
         result["stalePid"] = marker.get("pid")
@@ -103,7 +114,8 @@ class StateOwnership:
 
         path = owner_file.lock_dir(self.state_dir) / "gateway.state.lock"
         self.lock_file = owner_file.write_payload_file(
-            path, owner_file.payload(self.state_dir, role=None, config_path=config_path, port=port))
+            path, owner_file.payload(self.state_dir, role=None, config_path=config_path, port=port)
+        )
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -116,9 +128,13 @@ class StateOwnership:
         from openclaw_cli.fsio import DIR_MODE, atomic_write_bytes, ensure_dir, refuse_symlinked_dirs
 
         path = marker_path(self.state_dir)
-        refuse_symlinked_dirs(path.parent, Path(self.state_dir), "the Gateway marker")  # tmp/, tmp/openclaw-<uid>/
+        refuse_symlinked_dirs(
+            path.parent, Path(self.state_dir), "the Gateway marker"
+        )  # tmp/, tmp/openclaw-<uid>/
         ensure_dir(path.parent, DIR_MODE)
-        atomic_write_bytes(path, orjson.dumps({**info, "pid": os.getpid()}, option=orjson.OPT_INDENT_2) + b"\n")
+        atomic_write_bytes(
+            path, orjson.dumps({**info, "pid": os.getpid()}, option=orjson.OPT_INDENT_2) + b"\n"
+        )
         self.marker = path
 
     def release(self) -> None:
@@ -168,21 +184,28 @@ def take_ownership(state_dir: Path) -> StateOwnership:
     if conn is None:
         marker = read_marker(state_dir)
         if marker is not None and pid_alive(marker.get("pid")):
-            raise StateOwnedError(f"A Gateway already runs for {state_dir} (pid {marker.get('pid')}, "
-                                  f"{marker.get('url')}); stop it first or use `openclaw gateway status`.")
-        raise StateOwnedError(f"Cannot start the Gateway: another Gateway (OpenClaw's?) or an SQLite maintenance "
-                              f"command owns the state directory {state_dir}. Stop it and retry.")
+            raise StateOwnedError(
+                f"A Gateway already runs for {state_dir} (pid {marker.get('pid')}, "
+                f"{marker.get('url')}); stop it first or use `openclaw gateway status`."
+            )
+        raise StateOwnedError(
+            f"Cannot start the Gateway: another Gateway (OpenClaw's?) or an SQLite maintenance "
+            f"command owns the state directory {state_dir}. Stop it and retry."
+        )
     ownership = StateOwnership(state_dir, conn)
     try:
         try:
-            ownership.owner_file = owner_file.acquire(owner_file.owner_file_path(state_dir),
-                                                      owner_file.payload(state_dir, role="gateway"))
+            ownership.owner_file = owner_file.acquire(
+                owner_file.owner_file_path(state_dir), owner_file.payload(state_dir, role="gateway")
+            )
         except owner_file.StateOwnedByOther as exc:
             raise StateOwnedError(f"Cannot start the Gateway: {busy_message(state_dir, exc.owner)}") from None
         ownership.lock_conn = _hold_state_lock(state_dir)
         register_owner(state_dir)
         ownership.registered = True
-        ownership._heartbeat = threading.Thread(target=ownership._beat, name="state-owner-heartbeat", daemon=True)
+        ownership._heartbeat = threading.Thread(
+            target=ownership._beat, name="state-owner-heartbeat", daemon=True
+        )
         ownership._heartbeat.start()
     except BaseException:
         ownership.release()
@@ -198,11 +221,15 @@ def _hold_state_lock(state_dir: Path) -> sqlite3.Connection:
 
     path = lock_dir(state_dir) / "gateway.state.lock.sqlite"
     ensure_dir(path.parent, DIR_MODE)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE))  # 0600, not SQLite's 0644
+    os.close(
+        os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    )  # 0600, not SQLite's 0644
     try:
         conn = _exclusive(path, create=True)
     except _Held:
-        raise StateOwnedError(f"Cannot start the Gateway: another Gateway holds {lock_dir(state_dir)}/gateway.state.lock "
-                              "(gateway already running).") from None
+        raise StateOwnedError(
+            f"Cannot start the Gateway: another Gateway holds {lock_dir(state_dir)}/gateway.state.lock "
+            "(gateway already running)."
+        ) from None
     assert conn is not None
     return conn

@@ -12,8 +12,10 @@ from typing import Any
 from openclaw_cli.errors import GatewayRequestError, GatewayTransportError, OpenClawError
 
 STATUS_PROBE_TIMEOUT_MS = 3000
-NO_CREDENTIALS_WARNING = ("no Gateway credentials configured (gateway.auth.token/password or "
-                          "OPENCLAW_GATEWAY_TOKEN/OPENCLAW_GATEWAY_PASSWORD); the probe cannot authenticate")
+NO_CREDENTIALS_WARNING = (
+    "no Gateway credentials configured (gateway.auth.token/password or "
+    "OPENCLAW_GATEWAY_TOKEN/OPENCLAW_GATEWAY_PASSWORD); the probe cannot authenticate"
+)
 
 
 def _block(target: Any, **fields: Any) -> dict[str, Any]:
@@ -52,8 +54,15 @@ def nothing_listens(target: Any, timeout_ms: int) -> str | None:
         return None
 
 
-def probe_report(paths: Any, config: Any, *, timeout_ms: int = STATUS_PROBE_TIMEOUT_MS, url: str | None = None,
-                 token: str | None = None, password: str | None = None) -> tuple[dict[str, Any], OpenClawError | None]:
+def probe_report(
+    paths: Any,
+    config: Any,
+    *,
+    timeout_ms: int = STATUS_PROBE_TIMEOUT_MS,
+    url: str | None = None,
+    token: str | None = None,
+    password: str | None = None,
+) -> tuple[dict[str, Any], OpenClawError | None]:
     """The status block (plus `server` and `auth` from hello-ok when connected) and the typed
     error that kept it from an authenticated `health` (None on success); never raises for
     Gateway trouble."""
@@ -67,9 +76,13 @@ def probe_report(paths: Any, config: Any, *, timeout_ms: int = STATUS_PROBE_TIME
     refused = nothing_listens(target, min(timeout_ms, 1000))
     if refused is not None:
         code = refused.split()[1]
-        error = GatewayTransportError("closed", f"Gateway not reachable at {target.url} ({code}).\n"
-                                      f"{target.details_message()}", gateway=target.gateway_block(),
-                                      reason=refused, unreachable=True)
+        error = GatewayTransportError(
+            "closed",
+            f"Gateway not reachable at {target.url} ({code}).\n{target.details_message()}",
+            gateway=target.gateway_block(),
+            reason=refused,
+            unreachable=True,
+        )
         return _block(target, error=refused, authWarning=warning), error
     from openclaw_cli.gateway.client import call
 

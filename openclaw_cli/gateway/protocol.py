@@ -35,9 +35,23 @@ OPERATOR_SCOPES = (ADMIN, READ, WRITE)
 
 # Client identities OpenClaw accepts in `connect.client` (anything else fails the closed schema).
 CLIENT_IDS = (
-    "webchat-ui", "openclaw-control-ui", "openclaw-browser-copilot", "openclaw-tui", "webchat", "cli",
-    "gateway-client", "openclaw-macos", "openclaw-linux", "openclaw-ios", "openclaw-watchos",
-    "openclaw-android", "node-host", "openclaw-worker", "test", "fingerprint", "openclaw-probe",
+    "webchat-ui",
+    "openclaw-control-ui",
+    "openclaw-browser-copilot",
+    "openclaw-tui",
+    "webchat",
+    "cli",
+    "gateway-client",
+    "openclaw-macos",
+    "openclaw-linux",
+    "openclaw-ios",
+    "openclaw-watchos",
+    "openclaw-android",
+    "node-host",
+    "openclaw-worker",
+    "test",
+    "fingerprint",
+    "openclaw-probe",
 )
 CLIENT_MODES = ("webchat", "cli", "ui", "backend", "node", "worker", "probe", "test")
 MODE_PROBE = "probe"  # a probe connection without a device identity gets no scopes (cli-status)
@@ -63,10 +77,15 @@ EVENT_HEALTH = "health"
 EVENT_SHUTDOWN = "shutdown"
 CHALLENGE_CAPABILITIES: tuple[str, ...] = ()  # OpenClaw advertises model-catalog-snapshot; we serve none
 
-TOKEN_MISMATCH_MESSAGE = ("unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or "
-                          "pair the device)")
-PASSWORD_MISMATCH_MESSAGE = "unauthorized: gateway password mismatch (use this gateway's gateway.auth.password)"
-TOKEN_MISSING_MESSAGE = "unauthorized: gateway token missing (use this gateway's gateway.auth.token or pair the device)"
+TOKEN_MISMATCH_MESSAGE = (
+    "unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device)"
+)
+PASSWORD_MISMATCH_MESSAGE = (
+    "unauthorized: gateway password mismatch (use this gateway's gateway.auth.password)"
+)
+TOKEN_MISSING_MESSAGE = (
+    "unauthorized: gateway token missing (use this gateway's gateway.auth.token or pair the device)"
+)
 PASSWORD_MISSING_MESSAGE = "unauthorized: gateway password missing (use this gateway's gateway.auth.password)"
 
 
@@ -101,8 +120,11 @@ def invalid(message: str, **kwargs: Any) -> RequestError:
 
 
 def missing_scope(scope: str) -> RequestError:
-    return RequestError(FORBIDDEN, f"missing scope: {scope}",
-                        details={"code": "MISSING_SCOPE", "missingScope": scope, "requiredScopes": [scope]})
+    return RequestError(
+        FORBIDDEN,
+        f"missing scope: {scope}",
+        details={"code": "MISSING_SCOPE", "missingScope": scope, "requiredScopes": [scope]},
+    )
 
 
 def unknown_method(name: str) -> RequestError:
@@ -110,30 +132,59 @@ def unknown_method(name: str) -> RequestError:
 
 
 def protocol_mismatch(client_min: Any, client_max: Any) -> RequestError:
-    return invalid("protocol mismatch", close=CLOSE_PROTOCOL_ERROR, details={
-        "code": "PROTOCOL_MISMATCH", "clientMinProtocol": client_min, "clientMaxProtocol": client_max,
-        "expectedProtocol": PROTOCOL_VERSION, "minimumProbeProtocol": MINIMUM_PROBE_PROTOCOL})
+    return invalid(
+        "protocol mismatch",
+        close=CLOSE_PROTOCOL_ERROR,
+        details={
+            "code": "PROTOCOL_MISMATCH",
+            "clientMinProtocol": client_min,
+            "clientMaxProtocol": client_max,
+            "expectedProtocol": PROTOCOL_VERSION,
+            "minimumProbeProtocol": MINIMUM_PROBE_PROTOCOL,
+        },
+    )
 
 
 def token_mismatch() -> RequestError:
-    return invalid(TOKEN_MISMATCH_MESSAGE, close=CLOSE_POLICY, details={
-        "code": "AUTH_TOKEN_MISMATCH", "authReason": "token_mismatch", "canRetryWithDeviceToken": False,
-        "recommendedNextStep": "update_auth_credentials"})
+    return invalid(
+        TOKEN_MISMATCH_MESSAGE,
+        close=CLOSE_POLICY,
+        details={
+            "code": "AUTH_TOKEN_MISMATCH",
+            "authReason": "token_mismatch",
+            "canRetryWithDeviceToken": False,
+            "recommendedNextStep": "update_auth_credentials",
+        },
+    )
 
 
 def password_mismatch() -> RequestError:
-    return invalid(PASSWORD_MISMATCH_MESSAGE, close=CLOSE_POLICY, details={
-        "code": "AUTH_PASSWORD_MISMATCH", "authReason": "password_mismatch", "canRetryWithDeviceToken": False,
-        "recommendedNextStep": "update_auth_credentials"})
+    return invalid(
+        PASSWORD_MISMATCH_MESSAGE,
+        close=CLOSE_POLICY,
+        details={
+            "code": "AUTH_PASSWORD_MISMATCH",
+            "authReason": "password_mismatch",
+            "canRetryWithDeviceToken": False,
+            "recommendedNextStep": "update_auth_credentials",
+        },
+    )
 
 
 def credential_missing(mode: str) -> RequestError:
     """`auth` was sent without the credential this Gateway's auth mode needs."""
     message = PASSWORD_MISSING_MESSAGE if mode == "password" else TOKEN_MISSING_MESSAGE
     reason = "password_missing" if mode == "password" else "token_missing"
-    return invalid(message, close=CLOSE_POLICY, details={
-        "code": "AUTH_PASSWORD_MISSING" if mode == "password" else "AUTH_TOKEN_MISSING", "authReason": reason,
-        "canRetryWithDeviceToken": False, "recommendedNextStep": "update_auth_credentials"})
+    return invalid(
+        message,
+        close=CLOSE_POLICY,
+        details={
+            "code": "AUTH_PASSWORD_MISSING" if mode == "password" else "AUTH_TOKEN_MISSING",
+            "authReason": reason,
+            "canRetryWithDeviceToken": False,
+            "recommendedNextStep": "update_auth_credentials",
+        },
+    )
 
 
 RATE_LIMITED_MESSAGE = "unauthorized: too many failed authentication attempts (retry later)"
@@ -142,15 +193,28 @@ SLOW_CONSUMER_REASON = "slow consumer"  # close 1008: the client's unread output
 
 def rate_limited(retry_after_ms: int) -> RequestError:
     """Too many failed attempts from this peer address (OpenClaw's `rate_limited` auth failure)."""
-    details = {"code": "AUTH_RATE_LIMITED", "authReason": "rate_limited", "canRetryWithDeviceToken": False,
-               "recommendedNextStep": "wait_then_retry"}
-    return invalid(RATE_LIMITED_MESSAGE, close=CLOSE_POLICY, retryable=True, retry_after_ms=retry_after_ms,
-                   details=details)
+    details = {
+        "code": "AUTH_RATE_LIMITED",
+        "authReason": "rate_limited",
+        "canRetryWithDeviceToken": False,
+        "recommendedNextStep": "wait_then_retry",
+    }
+    return invalid(
+        RATE_LIMITED_MESSAGE,
+        close=CLOSE_POLICY,
+        retryable=True,
+        retry_after_ms=retry_after_ms,
+        details=details,
+    )
 
 
 def device_identity_required() -> RequestError:
-    return RequestError(NOT_PAIRED, "device identity required", details={"code": "DEVICE_IDENTITY_REQUIRED"},
-                        close=CLOSE_POLICY)
+    return RequestError(
+        NOT_PAIRED,
+        "device identity required",
+        details={"code": "DEVICE_IDENTITY_REQUIRED"},
+        close=CLOSE_POLICY,
+    )
 
 
 def connect_not_first() -> RequestError:
@@ -161,6 +225,7 @@ CONNECT_AGAIN_MESSAGE = "connect is only valid as the first request"
 
 
 # ---- frames ------------------------------------------------------------------------------------------
+
 
 def request(req_id: str, method: str, params: Any = None) -> dict[str, Any]:
     frame: dict[str, Any] = {"type": "req", "id": req_id, "method": method}
@@ -177,8 +242,13 @@ def response_error(req_id: Any, error: RequestError) -> dict[str, Any]:
     return {"type": "res", "id": req_id, "ok": False, "error": error.envelope()}
 
 
-def event(name: str, payload: Any, *, seq: int | None = None, state_version: dict[str, int] | None = None,
-          ) -> dict[str, Any]:
+def event(
+    name: str,
+    payload: Any,
+    *,
+    seq: int | None = None,
+    state_version: dict[str, int] | None = None,
+) -> dict[str, Any]:
     frame: dict[str, Any] = {"type": "event", "event": name, "payload": payload}
     if seq is not None:
         frame["seq"] = seq

@@ -530,11 +530,34 @@ SESSIONS_DESCRIBE = Obj(
     required=("key",),
 )
 
-_SEARCH_SCOPE_KEYS = ("activeMinutes", "activeOnly", "requireLastInteraction", "sortBy", "includeGlobal",
-                      "includeUnknown", "excludeSubagents", "excludeCron", "excludeSystem", "configuredAgentsOnly",
-                      "label", "projectId", "workspaceDir", "group", "pinned", "boardFace", "hasBoard", "creatorId",
-                      "ownerId", "involvingMe", "profileRelation", "involvingProfileId", "spawnedBy", "agentId",
-                      "search", "archived")
+_SEARCH_SCOPE_KEYS = (
+    "activeMinutes",
+    "activeOnly",
+    "requireLastInteraction",
+    "sortBy",
+    "includeGlobal",
+    "includeUnknown",
+    "excludeSubagents",
+    "excludeCron",
+    "excludeSystem",
+    "configuredAgentsOnly",
+    "label",
+    "projectId",
+    "workspaceDir",
+    "group",
+    "pinned",
+    "boardFace",
+    "hasBoard",
+    "creatorId",
+    "ownerId",
+    "involvingMe",
+    "profileRelation",
+    "involvingProfileId",
+    "spawnedBy",
+    "agentId",
+    "search",
+    "archived",
+)
 
 
 @dataclass
@@ -557,22 +580,29 @@ class NotCombined(Schema):
 
 # OpenClaw's closed params, then openclaw-cli's extensions (our Gateway serves archives, roles,
 # time ranges and literal search from its own index; the real one refuses these keys)
-SESSIONS_SEARCH = NotCombined(Obj({
-    "agentId": NonEmpty,
-    "sessionKeys": Arr(NonEmpty, min_items=1, max_items=200),
-    "scope": Obj({name: _LIST_PROPS[name] for name in _SEARCH_SCOPE_KEYS}),
-    "query": Str(min_len=1, max_len=4096),
-    "limit": Int(minimum=1, maximum=25),
-    "agent": NonEmpty,
-    "allAgents": Bool(),
-    "roles": Arr(Literals("user", "assistant", "tool"), min_items=1, max_items=3),
-    "since": Int(),
-    "until": Int(),
-    "archived": Bool(),
-    "fixed": Bool(),
-    "redact": Bool(),
-    "reindex": Bool(),
-}, required=("query",)), "scope", ("agentId", "sessionKeys"))
+SESSIONS_SEARCH = NotCombined(
+    Obj(
+        {
+            "agentId": NonEmpty,
+            "sessionKeys": Arr(NonEmpty, min_items=1, max_items=200),
+            "scope": Obj({name: _LIST_PROPS[name] for name in _SEARCH_SCOPE_KEYS}),
+            "query": Str(min_len=1, max_len=4096),
+            "limit": Int(minimum=1, maximum=25),
+            "agent": NonEmpty,
+            "allAgents": Bool(),
+            "roles": Arr(Literals("user", "assistant", "tool"), min_items=1, max_items=3),
+            "since": Int(),
+            "until": Int(),
+            "archived": Bool(),
+            "fixed": Bool(),
+            "redact": Bool(),
+            "reindex": Bool(),
+        },
+        required=("query",),
+    ),
+    "scope",
+    ("agentId", "sessionKeys"),
+)
 
 AGENTS_LIST = Obj({})
 AGENTS_DELETE = Obj({"agentId": NonEmpty, "deleteFiles": Bool()}, required=("agentId",))

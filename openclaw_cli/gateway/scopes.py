@@ -28,8 +28,14 @@ def _create_scope(params: dict[str, Any]) -> str:
     def incognito(value: Any) -> bool:
         return isinstance(value, str) and _INCOGNITO_KEY.fullmatch(value.strip().lower()) is not None
 
-    if (params.get("incognito") is True or incognito(params.get("key")) or incognito(params.get("parentSessionKey"))
-            or "execNode" in params or "toolOverrides" in params or params.get("permissionMode") == "full"):
+    if (
+        params.get("incognito") is True
+        or incognito(params.get("key"))
+        or incognito(params.get("parentSessionKey"))
+        or "execNode" in params
+        or "toolOverrides" in params
+        or params.get("permissionMode") == "full"
+    ):
         return ADMIN
     return WRITE
 

@@ -46,8 +46,9 @@ class ClientWebSocket:
 
     def __init__(self, sock: socket.socket, url: str, *, user_agent: str, max_size: int):
         self.sock = sock
-        self.protocol = ClientProtocol(parse_uri(url), extensions=enable_client_permessage_deflate(None),
-                                       max_size=max_size)
+        self.protocol = ClientProtocol(
+            parse_uri(url), extensions=enable_client_permessage_deflate(None), max_size=max_size
+        )
         self.user_agent = user_agent
         self._frames: deque[Frame] = deque()
         self._eof = False

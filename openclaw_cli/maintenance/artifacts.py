@@ -48,7 +48,9 @@ from openclaw_cli.store.files import (  # noqa: F401 - the sessions-dir snapshot
 )
 from openclaw_cli.store.retire import FileAction
 
-ABANDONED_TEMP_MS = 24 * 3600 * 1000  # an archive temp of a live (or recycled) pid older than this is abandoned
+ABANDONED_TEMP_MS = (
+    24 * 3600 * 1000
+)  # an archive temp of a live (or recycled) pid older than this is abandoned
 PENDING_PREFIX = "pending/"  # budget-measure entries: counted, never removed (archives this run writes)
 PROTECTED_PREFIX = "protected/"  # budget-measure entries: counted, never removed (D6.3)
 _STORE_TEMP_PID = re.compile(r"^[^.]+\.json\.(\d{1,7})\.")
@@ -83,10 +85,16 @@ def _names_fn(snapshot: DirSnapshot | None, root: Path):
     def names(entry: Any) -> list[str]:
         if isinstance(entry, dict) and not entry.get("compactionCheckpoints"):
             sid, sf = entry.get("sessionId"), entry.get("sessionFile")
-            if prefix is not None and type(sid) is str and sf == f"{prefix}{sid}.jsonl" and _PLAIN_SID.fullmatch(sid):
+            if (
+                prefix is not None
+                and type(sid) is str
+                and sf == f"{prefix}{sid}.jsonl"
+                and _PLAIN_SID.fullmatch(sid)
+            ):
                 return [sf[start:]]  # the usual row (`_fast_candidate_names` gives this one name)
-            fast = _fast_candidate_names(sid if isinstance(sid, str) else None,
-                                         sf if isinstance(sf, str) else None, root)
+            fast = _fast_candidate_names(
+                sid if isinstance(sid, str) else None, sf if isinstance(sf, str) else None, root
+            )
             if fast is not None:
                 return fast
         return entry_artifact_names(entry, root)
@@ -126,8 +134,13 @@ def prompt_hashes(entries: Iterable[Any]) -> set[str]:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("skillsSnapshot"), Mapping):
             continue
         ref = entry["skillsSnapshot"].get("promptRef")
-        texts = [ref] if isinstance(ref, str) else [v for v in ref.values() if isinstance(v, str)] \
-            if isinstance(ref, Mapping) else []
+        texts = (
+            [ref]
+            if isinstance(ref, str)
+            else [v for v in ref.values() if isinstance(v, str)]
+            if isinstance(ref, Mapping)
+            else []
+        )
         for text in texts:
             out.update(re.findall(r"[0-9a-f]{64}", text.lower()))
     return out
@@ -140,8 +153,13 @@ def _action(f: DirFile, kind: str, source: str, session_id: str | None = None) -
 # ---- §8.1 files of removed entries --------------------------------------------------------------
 
 
-def entry_file_actions(snapshot: DirSnapshot, entries: Mapping[str, Any], removed: Iterable[str],
-                       still_referenced: Collection[str], protected: Collection[str]) -> list[FileAction]:
+def entry_file_actions(
+    snapshot: DirSnapshot,
+    entries: Mapping[str, Any],
+    removed: Iterable[str],
+    still_referenced: Collection[str],
+    protected: Collection[str],
+) -> list[FileAction]:
     """Existing files of removed entries (transcript candidates, sidecars, referenced checkpoints)
     that no remaining entry references and no other store protects: archived, then removed."""
     out: list[FileAction] = []
@@ -179,8 +197,12 @@ class SweepPlan:
         return sum(a.size for a in self.removals)
 
     def to_json(self, removed: int | None = None, freed: int | None = None) -> dict[str, int]:
-        return {"scannedFiles": self.scanned, "removedFiles": len(self.removals) if removed is None else removed,
-                "freedBytes": self.freed if freed is None else freed, "olderThanMs": self.older_than_ms}
+        return {
+            "scannedFiles": self.scanned,
+            "removedFiles": len(self.removals) if removed is None else removed,
+            "freedBytes": self.freed if freed is None else freed,
+            "olderThanMs": self.older_than_ms,
+        }
 
 
 def deleted_archives_by_base(snapshot: DirSnapshot) -> dict[str, list[str]]:
@@ -254,8 +276,11 @@ def plan_unreferenced_sweep(
     archives: dict[str, list[str]] | None = None
     kind_of = snapshot.kind if store_name == "sessions.json" else (lambda name: classify(name, store_name))
     # what the sweep looks at, then in age order (the removals' order); the rest is never sorted
-    candidates = [(f, kind) for f in snapshot.files.values()
-                  if f.name not in exclude and (kind := kind_of(f.name)) is not None and kind != "archive"]
+    candidates = [
+        (f, kind)
+        for f in snapshot.files.values()
+        if f.name not in exclude and (kind := kind_of(f.name)) is not None and kind != "archive"
+    ]
     candidates.sort(key=lambda item: (item[0].mtime_ms, item[0].name))
     plan.scanned = len(candidates)
     for f, kind in candidates:
@@ -292,10 +317,15 @@ class RetentionPlan:
     removals: list[FileAction] = field(default_factory=list)
 
     def to_json(self, removed: int | None = None) -> dict[str, int]:
-        return {"scannedFiles": self.scanned, "removedFiles": len(self.removals) if removed is None else removed}
+        return {
+            "scannedFiles": self.scanned,
+            "removedFiles": len(self.removals) if removed is None else removed,
+        }
 
 
-def plan_retention_sweep(snapshot: DirSnapshot, retention_ms: int | None, now_ms: float) -> RetentionPlan | None:
+def plan_retention_sweep(
+    snapshot: DirSnapshot, retention_ms: int | None, now_ms: float
+) -> RetentionPlan | None:
     """`resetArchiveRetention` over the archives of the sessions dir (None when unset)."""
     if retention_ms is None:
         return None
@@ -310,9 +340,16 @@ def plan_retention_sweep(snapshot: DirSnapshot, retention_ms: int | None, now_ms
 # ---- the legacy disk budget's view of the directory ---------------------------------------------
 
 
-def budget_measure(snapshot: DirSnapshot, *, gone: Collection[str], pending: Iterable[FileAction],
-                   protected: Collection[str], projected_store_bytes: int | None, now_ms: float,
-                   store_name: str = "sessions.json") -> LegacyDirMeasure:
+def budget_measure(
+    snapshot: DirSnapshot,
+    *,
+    gone: Collection[str],
+    pending: Iterable[FileAction],
+    protected: Collection[str],
+    projected_store_bytes: int | None,
+    now_ms: float,
+    store_name: str = "sessions.json",
+) -> LegacyDirMeasure:
     """The directory as the disk budget stage sees it (§10.7: after the entry removals and the
     sweeps): `gone` files are not counted; archives this run writes are counted at their
     original size (an upper bound of the compressed size) and never removed by the budget;
@@ -320,6 +357,9 @@ def budget_measure(snapshot: DirSnapshot, *, gone: Collection[str], pending: Ite
     # lock files come and go with writers (ours included): never measured
     files = [f for f in snapshot.files.values() if f.name not in gone and not f.name.endswith(".lock")]
     if protected:
-        files = [DirFile(PROTECTED_PREFIX + f.name, f.size, f.mtime_ms) if f.name in protected else f for f in files]
+        files = [
+            DirFile(PROTECTED_PREFIX + f.name, f.size, f.mtime_ms) if f.name in protected else f
+            for f in files
+        ]
     files.extend([DirFile(PENDING_PREFIX + action.name, action.size, now_ms) for action in pending])
     return LegacyDirMeasure(files, snapshot.root, store_name, projected_store_bytes)

@@ -225,9 +225,13 @@ class PhysicalMeasure:
 
 
 _MIGRATED = re.compile(r"\.migrated(?:\.\d+)?$")
-_PRE_DOCTOR = re.compile(r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$")
+_PRE_DOCTOR = re.compile(
+    r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$"
+)
 _BLOB_PREFIX = re.compile(r"[a-f0-9]{2}")
-_BLOB_NAME = re.compile(r"[a-f0-9]{64}\.txt(?:\.(?:\d+\.)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp)?")
+_BLOB_NAME = re.compile(
+    r"[a-f0-9]{64}\.txt(?:\.(?:\d+\.)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp)?"
+)
 
 
 def _file_sizes(directory: Path, keep: Any = None) -> dict[str, int]:
@@ -252,7 +256,9 @@ def _kept_name(name: str) -> bool:
 def _prompt_blob_sizes(sessions_dir: Path) -> dict[str, int]:
     blobs = sessions_dir / "skills-prompts" / "sha256"
     try:
-        prefixes = [d for d in os.scandir(blobs) if d.is_dir(follow_symlinks=False) and _BLOB_PREFIX.fullmatch(d.name)]
+        prefixes = [
+            d for d in os.scandir(blobs) if d.is_dir(follow_symlinks=False) and _BLOB_PREFIX.fullmatch(d.name)
+        ]
     except OSError:
         prefixes = []
     out: dict[str, int] = {}
@@ -287,7 +293,9 @@ def measure_physical(sessions_dir: Path, database: Path | None) -> PhysicalMeasu
     return PhysicalMeasure(sum(files.values()))
 
 
-def plan_physical_budget(measure: PhysicalMeasure, *, max_bytes: int | None, high_water_bytes: int | None) -> BudgetPlan:
+def plan_physical_budget(
+    measure: PhysicalMeasure, *, max_bytes: int | None, high_water_bytes: int | None
+) -> BudgetPlan:
     """The 2026.9.6 cleanup's budget result: measured, reported (`overBudget` when above the
     maximum), no live row ever evicted. (The apply's reclamation tiers — WAL checkpoint, retained
     reset/delete archives, historical sessions, `active-session-cap` archives — are not planned
@@ -300,8 +308,9 @@ def plan_physical_budget(measure: PhysicalMeasure, *, max_bytes: int | None, hig
     return BudgetPlan(_idle(before, max_b, high, before > max_b))
 
 
-def sqlite_total_bytes(entries: Mapping[str, Any], measure: SqliteMeasure,
-                       session_ids_of: SessionIdsFn = entry_session_ids) -> int:
+def sqlite_total_bytes(
+    entries: Mapping[str, Any], measure: SqliteMeasure, session_ids_of: SessionIdsFn = entry_session_ids
+) -> int:
     total = 0
     seen: set[str] = set()
     for key, entry in entries.items():
@@ -361,8 +370,9 @@ def plan_sqlite_budget(
             if refs[sid] == 0:
                 total -= int(measure.session_bytes.get(sid, 0) or 0)
                 plan.released_session_ids.append(sid)
-    plan.result = DiskBudgetResult(before, total, 0, len(plan.evicted_keys), max(0, before - total),
-                                   max_b, high, True)
+    plan.result = DiskBudgetResult(
+        before, total, 0, len(plan.evicted_keys), max(0, before - total), max_b, high, True
+    )
     return plan
 
 
@@ -425,7 +435,7 @@ def _fast_candidate_names(sid: str | None, session_file: str | None, root: Path)
     prefix = _normalized_prefix(str(root))
     if prefix is not None and session_file.startswith(prefix):
         # `<sessions dir>/<name>`, what OpenClaw writes (the dir may contain `/.`: `~/.openclaw`)
-        name = session_file[len(prefix):]
+        name = session_file[len(prefix) :]
         if name and "/" not in name and "\\" not in name and name not in (".", ".."):
             return [name] if name == default else [name, default]
     if "\\" in session_file or "//" in session_file or "/." in session_file or session_file.startswith("."):
@@ -593,15 +603,18 @@ def plan_legacy_budget(
         elif is_store_temp_name(name, measure.store_name):
             if f.mtime_ms <= stale_before:
                 temps.append(f)
-        elif name not in name_refs and (is_checkpoint_name(name) or is_trajectory_name(name)
-                                        or is_primary_transcript_name(name)):
+        elif name not in name_refs and (
+            is_checkpoint_name(name) or is_trajectory_name(name) or is_primary_transcript_name(name)
+        ):
             orphans.append(f)
 
     queue: list[tuple[DirFile, str, bool]] = [(f, "prompt-blob", False) for f in by_age(blobs)]
     queue += [(f, "archive", False) for f in by_age(archives)]
     queue += [(f, "store-temp", False) for f in by_age(temps)]
-    queue += [(f, _artifact_kind(f.name), _artifact_kind(f.name) in ("transcript", "checkpoint"))
-              for f in by_age(orphans)]
+    queue += [
+        (f, _artifact_kind(f.name), _artifact_kind(f.name) in ("transcript", "checkpoint"))
+        for f in by_age(orphans)
+    ]
     for f, kind, needs_archive in queue:
         if total <= high:
             break
@@ -644,8 +657,9 @@ def plan_legacy_budget(
                         continue
                     kind = _artifact_kind(name)
                     remove(f, kind, kind in ("transcript", "checkpoint"), sid)
-    plan.result = DiskBudgetResult(before, total, len(plan.file_removals), len(plan.evicted_keys), freed,
-                                   max_b, high, True)
+    plan.result = DiskBudgetResult(
+        before, total, len(plan.file_removals), len(plan.evicted_keys), freed, max_b, high, True
+    )
     return plan
 
 

@@ -155,10 +155,17 @@ class Preserver:
     `parentSessionKey` chain is preserved with it (OpenClaw does that on SQLite stores; we do it
     on both kinds, which only ever keeps more)."""
 
-    def __init__(self, entries: Mapping[str, Any], preserve_keys: Iterable[str] = (),
-                 active_key: str | None = None, preserve_session_ids: Iterable[str] = ()):
+    def __init__(
+        self,
+        entries: Mapping[str, Any],
+        preserve_keys: Iterable[str] = (),
+        active_key: str | None = None,
+        preserve_session_ids: Iterable[str] = (),
+    ):
         keys = {preserve_key_form(k) for k in preserve_keys if isinstance(k, str) and k.strip()}
-        self.active = preserve_key_form(active_key) if isinstance(active_key, str) and active_key.strip() else None
+        self.active = (
+            preserve_key_form(active_key) if isinstance(active_key, str) and active_key.strip() else None
+        )
         if self.active:
             keys.add(self.active)
             by_form: dict[str, Any] = {}
@@ -219,9 +226,15 @@ class Preserver:
                 form = key.strip().lower()
                 if form not in keys and entry.get("modelSelectionLocked") is not True:
                     # no explicit reason: the key's shape and chat metadata decide (`_preserved_by_shape`)
-                    if (":thread:" not in form and ":topic:" not in form and ":group:" not in form
-                            and ":channel:" not in form and not form.endswith("main") and form != "global"
-                            and entry.get("chatType") == "direct"):
+                    if (
+                        ":thread:" not in form
+                        and ":topic:" not in form
+                        and ":group:" not in form
+                        and ":channel:" not in form
+                        and not form.endswith("main")
+                        and form != "global"
+                        and entry.get("chatType") == "direct"
+                    ):
                         continue  # the common row: no rule can apply
                     if (match := group_form(form)) is not None:
                         # `agent:<id>:<channel>:group|channel:<id>`: an external group unless synthetic
@@ -246,8 +259,15 @@ def _preserved_by_shape(key: Any, form: str, entry: Any) -> bool:
     """`is_durable_external_pointer(key, entry) or is_primary_key(key)`, answering the common row
     (no thread/topic/group/channel marker, not a main or global key, a direct chat) without
     parsing the key: each rule needs one of those markers in the trimmed, lower-cased key."""
-    if (":thread:" not in form and ":topic:" not in form and ":group:" not in form and ":channel:" not in form
-            and not form.endswith("main") and form != "global" and not _durable_chat(entry)):
+    if (
+        ":thread:" not in form
+        and ":topic:" not in form
+        and ":group:" not in form
+        and ":channel:" not in form
+        and not form.endswith("main")
+        and form != "global"
+        and not _durable_chat(entry)
+    ):
         return False
     return is_durable_external_pointer(key, entry) or is_primary_key(key)
 
@@ -331,8 +351,11 @@ class CleanupPlan:
     @property
     def would_mutate(self) -> bool:
         budget = self.disk_budget
-        return bool(self.removed) or bool(self.archived) or bool(
-            budget and (budget.removed_entries or budget.removed_files))
+        return (
+            bool(self.removed)
+            or bool(self.archived)
+            or bool(budget and (budget.removed_entries or budget.removed_files))
+        )
 
 
 class _Run:
@@ -362,19 +385,35 @@ def updated_map(entries: Mapping[str, Any]) -> dict[str, float | None]:
     return {k: updated_at(e) for k, e in entries.items()}
 
 
-def _model_run_victims(store: Mapping[str, Any], protected: Collection[str], updated: Mapping[str, float | None],
-                       retention_ms: Any, now_ms: float) -> list[str]:
+def _model_run_victims(
+    store: Mapping[str, Any],
+    protected: Collection[str],
+    updated: Mapping[str, float | None],
+    retention_ms: Any,
+    now_ms: float,
+) -> list[str]:
     retention = _positive_int(retention_ms)
     if retention is None:
         return []
     cutoff = now_ms - retention
-    return [k for k in store  # (most keys are too short to be a probe key: checked first)
-            if len(k) >= PROBE_KEY_MIN_LEN and (u := updated[k]) is not None and u < cutoff and k not in protected
-            and is_model_run_probe_key(k)]
+    return [
+        k
+        for k in store  # (most keys are too short to be a probe key: checked first)
+        if len(k) >= PROBE_KEY_MIN_LEN
+        and (u := updated[k]) is not None
+        and u < cutoff
+        and k not in protected
+        and is_model_run_probe_key(k)
+    ]
 
 
-def _stale_victims(store: Mapping[str, Any], protected: Collection[str], updated: Mapping[str, float | None],
-                   prune_after_ms: Any, now_ms: float) -> list[str]:
+def _stale_victims(
+    store: Mapping[str, Any],
+    protected: Collection[str],
+    updated: Mapping[str, float | None],
+    prune_after_ms: Any,
+    now_ms: float,
+) -> list[str]:
     after = _positive_int(prune_after_ms)
     if after is None:  # [R] pruneAfter <= 0 (or unset) never age-prunes
         return []
@@ -386,8 +425,12 @@ def _newest_first(u: float | None) -> float:
     return -u if u is not None else math.inf  # missing updatedAt ranks oldest
 
 
-def _cap_victims(store: Mapping[str, Any], protected: Collection[str], updated: Mapping[str, float | None],
-                 max_entries: Any) -> list[str]:
+def _cap_victims(
+    store: Mapping[str, Any],
+    protected: Collection[str],
+    updated: Mapping[str, float | None],
+    max_entries: Any,
+) -> list[str]:
     cap = _positive_int(max_entries)
     if cap is None:
         return []
@@ -401,8 +444,9 @@ def _cap_victims(store: Mapping[str, Any], protected: Collection[str], updated: 
     return [k for k in store if k in victims]
 
 
-def _missing_victims(store: Mapping[str, Any], preserver: Preserver,
-                     missing_transcript: MissingTranscriptFn) -> list[str]:
+def _missing_victims(
+    store: Mapping[str, Any], preserver: Preserver, missing_transcript: MissingTranscriptFn
+) -> list[str]:
     """§10.4 `--fix-missing`. Only a model-selection lock, or an archived *and* preserved row,
     shields an entry (external-pointer protection does not apply to this repair)."""
     out: list[str] = []
@@ -443,30 +487,54 @@ def _memoized(fn: MissingTranscriptFn) -> MissingTranscriptFn:
 def _dm_scope_victims(store: Mapping[str, Any], agent_id: str | None, active: str | None) -> list[str]:
     """§10.5 `--fix-dm-scope`: non-archived peer-keyed direct rows of the target agent, except the
     active key."""
-    return [k for k, e in store.items()
-            if not _is_archived(e) and preserve_key_form(k) != active
-            and is_dm_scope_retire_candidate(k, agent_id)]
+    return [
+        k
+        for k, e in store.items()
+        if not _is_archived(e)
+        and preserve_key_form(k) != active
+        and is_dm_scope_retire_candidate(k, agent_id)
+    ]
 
 
-def _plan_budget(store: dict[str, Any], settings: MaintenanceSettingsLike, preserver: Preserver,
-                 measure: BudgetMeasure | None, now_ms: float, warn_only: bool) -> BudgetPlan:
+def _plan_budget(
+    store: dict[str, Any],
+    settings: MaintenanceSettingsLike,
+    preserver: Preserver,
+    measure: BudgetMeasure | None,
+    now_ms: float,
+    warn_only: bool,
+) -> BudgetPlan:
     if measure is None:
         return BudgetPlan(None)
     if isinstance(measure, PhysicalMeasure):
-        return plan_physical_budget(measure, max_bytes=settings.max_disk_bytes,
-                                    high_water_bytes=settings.high_water_bytes)
+        return plan_physical_budget(
+            measure, max_bytes=settings.max_disk_bytes, high_water_bytes=settings.high_water_bytes
+        )
     if isinstance(measure, LegacyDirMeasure):
-        return plan_legacy_budget(store, measure, max_bytes=settings.max_disk_bytes,
-                                  high_water_bytes=settings.high_water_bytes, now_ms=now_ms,
-                                  is_protected=preserver, warn_only=warn_only)
-    return plan_sqlite_budget(store, measure, max_bytes=settings.max_disk_bytes,
-                              high_water_bytes=settings.high_water_bytes, is_protected=preserver,
-                              warn_only=warn_only)
+        return plan_legacy_budget(
+            store,
+            measure,
+            max_bytes=settings.max_disk_bytes,
+            high_water_bytes=settings.high_water_bytes,
+            now_ms=now_ms,
+            is_protected=preserver,
+            warn_only=warn_only,
+        )
+    return plan_sqlite_budget(
+        store,
+        measure,
+        max_bytes=settings.max_disk_bytes,
+        high_water_bytes=settings.high_water_bytes,
+        is_protected=preserver,
+        warn_only=warn_only,
+    )
 
 
-def _resolve_measure(session_bytes: Mapping[str, int] | None,
-                     budget_measure: BudgetMeasure | BudgetMeasureFn | None,
-                     run: _Run | None = None) -> BudgetMeasure | None:
+def _resolve_measure(
+    session_bytes: Mapping[str, int] | None,
+    budget_measure: BudgetMeasure | BudgetMeasureFn | None,
+    run: _Run | None = None,
+) -> BudgetMeasure | None:
     if budget_measure is not None:
         if callable(budget_measure):
             return budget_measure(run.store if run is not None else {}, list(run.removed) if run else [])
@@ -474,8 +542,14 @@ def _resolve_measure(session_bytes: Mapping[str, int] | None,
     return SqliteMeasure(session_bytes) if session_bytes is not None else None
 
 
-def _finish(run: _Run, entries: Mapping[str, Any], plan: CleanupPlan, budget: BudgetPlan,
-            preserver: Preserver, session_ids_of: SessionIdsFn) -> CleanupPlan:
+def _finish(
+    run: _Run,
+    entries: Mapping[str, Any],
+    plan: CleanupPlan,
+    budget: BudgetPlan,
+    preserver: Preserver,
+    session_ids_of: SessionIdsFn,
+) -> CleanupPlan:
     run.remove_all(budget.evicted_keys, ACTION_EVICT_BUDGET)
     plan.actions = run.actions
     plan.removed = run.removed
@@ -555,18 +629,26 @@ def plan_cleanup(
     enforce = mode == "enforce"
     preserver = Preserver(entries, preserve_keys, active_key, preserve_session_ids)
     run = _Run(entries)
-    plan = CleanupPlan(mode=mode, forced=True, prune_after_ms=max(0, _positive_int(settings.prune_after_ms) or 0),
-                       max_entries=_positive_int(settings.max_entries), before_count=len(entries), actions={},
-                       behavior=behavior)
+    plan = CleanupPlan(
+        mode=mode,
+        forced=True,
+        prune_after_ms=max(0, _positive_int(settings.prune_after_ms) or 0),
+        max_entries=_positive_int(settings.max_entries),
+        before_count=len(entries),
+        actions={},
+        behavior=behavior,
+    )
     if fix_missing:
         if missing_transcript is None:
             raise ValueError("fix_missing needs a missing_transcript callable")
         missing_transcript = _memoized(missing_transcript)
-        plan.missing = run.remove_all(_missing_victims(run.store, preserver, missing_transcript),
-                                      ACTION_PRUNE_MISSING)
+        plan.missing = run.remove_all(
+            _missing_victims(run.store, preserver, missing_transcript), ACTION_PRUNE_MISSING
+        )
     if fix_dm_scope and (dm_scope or "main") == "main":
-        plan.dm_scope_retired = run.remove_all(_dm_scope_victims(run.store, agent_id, preserver.active),
-                                               ACTION_RETIRE_DM_SCOPE)
+        plan.dm_scope_retired = run.remove_all(
+            _dm_scope_victims(run.store, agent_id, preserver.active), ACTION_RETIRE_DM_SCOPE
+        )
     plan.now_ms = now_ms
     if enforce and behavior.maintenance.archive_in_place:
         _archive_in_place(run, plan, settings, preserver, now_ms)
@@ -577,16 +659,26 @@ def plan_cleanup(
         if should_run_model_run_prune(len(run.store), settings.max_entries, force=True):
             plan.model_run_pruned = run.remove_all(
                 _model_run_victims(run.store, protected, updated, settings.model_run_prune_after_ms, now_ms),
-                ACTION_PRUNE_MODEL_RUN)
+                ACTION_PRUNE_MODEL_RUN,
+            )
         if _positive_int(cron_retention_ms) is not None and any(is_cron_run_key(k) for k in run.store):
             plan.cron_retention_ran = True
-            cron = plan_cron_retention(run.store, cron_retention_ms, now_ms, preserver.keys, agent_id=agent_id,
-                                       preserve_session_ids=preserver.session_ids, session_ids_of=session_ids_of)
+            cron = plan_cron_retention(
+                run.store,
+                cron_retention_ms,
+                now_ms,
+                preserver.keys,
+                agent_id=agent_id,
+                preserve_session_ids=preserver.session_ids,
+                session_ids_of=session_ids_of,
+            )
             plan.cron_pruned = run.remove_all(cron.removed, ACTION_PRUNE_CRON)
         plan.pruned = run.remove_all(
-            _stale_victims(run.store, protected, updated, settings.prune_after_ms, now_ms), ACTION_PRUNE_STALE)
-        plan.capped = run.remove_all(_cap_victims(run.store, protected, updated, settings.max_entries),
-                                     ACTION_CAP_OVERFLOW)
+            _stale_victims(run.store, protected, updated, settings.prune_after_ms, now_ms), ACTION_PRUNE_STALE
+        )
+        plan.capped = run.remove_all(
+            _cap_victims(run.store, protected, updated, settings.max_entries), ACTION_CAP_OVERFLOW
+        )
     measure = _resolve_measure(session_bytes, budget_measure, run)
     budget = _plan_budget(run.store, settings, preserver, measure, now_ms, warn_only=not enforce)
     plan = _finish(run, entries, plan, budget, preserver, session_ids_of)
@@ -594,24 +686,45 @@ def plan_cleanup(
         plan.actions[key] = ARCHIVE_ACTIONS[reason]
     if not enforce:
         plan.would_enforce = plan_cleanup(
-            entries, settings, now_ms=now_ms, preserve_keys=preserve_keys,
-            preserve_session_ids=preserve_session_ids, active_key=active_key, agent_id=agent_id,
-            fix_missing=fix_missing, fix_dm_scope=fix_dm_scope, dm_scope=dm_scope,
-            missing_transcript=missing_transcript, session_bytes=session_bytes,
-            budget_measure=budget_measure, mode_override="enforce", session_ids_of=session_ids_of,
-            cron_retention_ms=cron_retention_ms, behavior=behavior)
+            entries,
+            settings,
+            now_ms=now_ms,
+            preserve_keys=preserve_keys,
+            preserve_session_ids=preserve_session_ids,
+            active_key=active_key,
+            agent_id=agent_id,
+            fix_missing=fix_missing,
+            fix_dm_scope=fix_dm_scope,
+            dm_scope=dm_scope,
+            missing_transcript=missing_transcript,
+            session_bytes=session_bytes,
+            budget_measure=budget_measure,
+            mode_override="enforce",
+            session_ids_of=session_ids_of,
+            cron_retention_ms=cron_retention_ms,
+            behavior=behavior,
+        )
     return plan
 
 
-def _archive_in_place(run: _Run, plan: CleanupPlan, settings: MaintenanceSettingsLike, preserver: Preserver,
-                      now_ms: float) -> None:
+def _archive_in_place(
+    run: _Run, plan: CleanupPlan, settings: MaintenanceSettingsLike, preserver: Preserver, now_ms: float
+) -> None:
     """The entry stages of the releases that archive in place (`maintenance/archiving.py`)."""
-    guard = Guard(preserve_keys=preserver.keys, preserve_session_ids=preserver.session_ids,
-                  preserve_recent_ms=getattr(settings, "preserve_recent_ms", None), now_ms=now_ms)
-    result = plan_archiving(run.store, guard=guard, prune_after_ms=settings.prune_after_ms,
-                            max_entries=settings.max_entries,
-                            dashboard_after_ms=getattr(settings, "archive_dashboard_after_ms", None),
-                            model_run_after_ms=settings.model_run_prune_after_ms)
+    guard = Guard(
+        preserve_keys=preserver.keys,
+        preserve_session_ids=preserver.session_ids,
+        preserve_recent_ms=getattr(settings, "preserve_recent_ms", None),
+        now_ms=now_ms,
+    )
+    result = plan_archiving(
+        run.store,
+        guard=guard,
+        prune_after_ms=settings.prune_after_ms,
+        max_entries=settings.max_entries,
+        dashboard_after_ms=getattr(settings, "archive_dashboard_after_ms", None),
+        model_run_after_ms=settings.model_run_prune_after_ms,
+    )
     for key, action in result.deleted:
         run.remove(key, action)
     plan.archived = dict(result.archived)
@@ -648,20 +761,29 @@ def plan_runtime_maintenance(
     run = _Run(entries)
     count = len(entries)
     pressure = should_run_entry_maintenance(count, settings.max_entries, force)
-    plan = CleanupPlan(mode=mode, forced=force, prune_after_ms=max(0, _positive_int(settings.prune_after_ms) or 0),
-                       max_entries=_positive_int(settings.max_entries), before_count=count, actions={})
+    plan = CleanupPlan(
+        mode=mode,
+        forced=force,
+        prune_after_ms=max(0, _positive_int(settings.prune_after_ms) or 0),
+        max_entries=_positive_int(settings.max_entries),
+        before_count=count,
+        actions={},
+    )
     enforce = mode == "enforce"
     if enforce:
         protected, updated = preserver.preserved_among(entries), updated_map(entries)
         if should_run_model_run_prune(count, settings.max_entries, force):
             plan.model_run_pruned = run.remove_all(
                 _model_run_victims(run.store, protected, updated, settings.model_run_prune_after_ms, now_ms),
-                ACTION_PRUNE_MODEL_RUN)
+                ACTION_PRUNE_MODEL_RUN,
+            )
         plan.pruned = run.remove_all(
-            _stale_victims(run.store, protected, updated, settings.prune_after_ms, now_ms), ACTION_PRUNE_STALE)
+            _stale_victims(run.store, protected, updated, settings.prune_after_ms, now_ms), ACTION_PRUNE_STALE
+        )
         if pressure:
-            plan.capped = run.remove_all(_cap_victims(run.store, protected, updated, settings.max_entries),
-                                         ACTION_CAP_OVERFLOW)
+            plan.capped = run.remove_all(
+                _cap_victims(run.store, protected, updated, settings.max_entries), ACTION_CAP_OVERFLOW
+            )
     elif pressure and preserver.active:
         plan.active_warning = _active_warning(entries, settings, preserver, active_key or "", now_ms)
     measure = _resolve_measure(session_bytes, budget_measure, run)
@@ -669,8 +791,13 @@ def plan_runtime_maintenance(
     return _finish(run, entries, plan, budget, preserver, session_ids_of)
 
 
-def _active_warning(entries: Mapping[str, Any], settings: MaintenanceSettingsLike, preserver: Preserver,
-                    active_key: str, now_ms: float) -> ActiveKeyWarning | None:
+def _active_warning(
+    entries: Mapping[str, Any],
+    settings: MaintenanceSettingsLike,
+    preserver: Preserver,
+    active_key: str,
+    now_ms: float,
+) -> ActiveKeyWarning | None:
     key = next((k for k in entries if preserve_key_form(k) == preserver.active), None)
     if key is None:
         return None
@@ -678,12 +805,17 @@ def _active_warning(entries: Mapping[str, Any], settings: MaintenanceSettingsLik
     entry = entries[key]
     after = _positive_int(settings.prune_after_ms)
     u = updated_at(entry)
-    would_prune = (key not in others and after is not None and u is not None and u < now_ms - after)
+    would_prune = key not in others and after is not None and u is not None and u < now_ms - after
     would_cap = key in _cap_victims(entries, others, updated_map(entries), settings.max_entries)
     if not (would_prune or would_cap):
         return None
-    return ActiveKeyWarning(active_key, would_prune, would_cap, _positive_int(settings.prune_after_ms),
-                            _positive_int(settings.max_entries))
+    return ActiveKeyWarning(
+        active_key,
+        would_prune,
+        would_cap,
+        _positive_int(settings.prune_after_ms),
+        _positive_int(settings.max_entries),
+    )
 
 
 # ---- cron retention (§9.1) ----------------------------------------------------------------------
@@ -749,8 +881,12 @@ class ArchiveRetentionPlan:
     removed: list[str] = field(default_factory=list)
 
 
-def plan_archive_retention(names: Iterable[str], retention_ms: int | None, now_ms: float,
-                           reasons: Iterable[str] = ("deleted", "reset")) -> ArchiveRetentionPlan:
+def plan_archive_retention(
+    names: Iterable[str],
+    retention_ms: int | None,
+    now_ms: float,
+    reasons: Iterable[str] = ("deleted", "reset"),
+) -> ArchiveRetentionPlan:
     """`resetArchiveRetention`: an archive whose *name* timestamp (not its mtime) is more than
     `retention_ms` old is removed (strict `>`); the first reason that parses counts the file as
     scanned. `retention_ms` None (unset) keeps archives forever."""

@@ -20,27 +20,34 @@ from typing import Any
 from openclaw_cli.store.retire import Retirement
 
 
-def retirement_for_keys(store: Any, entries: Mapping[str, dict[str, Any]], keys: Iterable[str], *,
-                        keep_transcripts: bool = False) -> Retirement:
+def retirement_for_keys(
+    store: Any, entries: Mapping[str, dict[str, Any]], keys: Iterable[str], *, keep_transcripts: bool = False
+) -> Retirement:
     """The retirement of `keys` (rows as read: `entries[key]`) from `store`."""
     removed = [key for key in dict.fromkeys(keys) if key in entries]
     planned = {key: entries[key] for key in removed}
     if keep_transcripts:
         return Retirement(removed, entries=planned, sweep_locks=False)
     if store.transcripts_in_files:
-        return Retirement(removed, entries=planned, archive_actions=_file_actions(store, planned),
-                          sweep_locks=False)
+        return Retirement(
+            removed, entries=planned, archive_actions=_file_actions(store, planned), sweep_locks=False
+        )
     remaining_ids = {e.get("sessionId") for k, e in store.load_entries().items() if k not in planned}
     session_ids: list[str] = []
     session_keys: dict[str, str] = {}
     for key, entry in planned.items():
         sid = entry.get("sessionId")
         for candidate in [sid, *store.window_session_ids(key)]:
-            if isinstance(candidate, str) and candidate not in remaining_ids and candidate not in session_keys:
+            if (
+                isinstance(candidate, str)
+                and candidate not in remaining_ids
+                and candidate not in session_keys
+            ):
                 session_ids.append(candidate)
                 session_keys[candidate] = key
-    return Retirement(removed, entries=planned, session_ids=session_ids, session_keys=session_keys,
-                      sweep_locks=False)
+    return Retirement(
+        removed, entries=planned, session_ids=session_ids, session_keys=session_keys, sweep_locks=False
+    )
 
 
 def _file_actions(store: Any, planned: dict[str, dict[str, Any]]) -> list[Any]:

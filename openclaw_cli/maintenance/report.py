@@ -35,7 +35,11 @@ def cleanup_summary(
     Added keys (D5 allows additions): `cronPruned` after `capped` when the `cron.sessionRetention`
     stage ran (the store had cron run rows), and G2's `archiveCleanup` `{scannedFiles,
     removedFiles}` (the `resetArchiveRetention` sweep) before `unreferencedArtifacts` when given."""
-    artifacts = dict(unreferenced_artifacts) if unreferenced_artifacts is not None else empty_unreferenced_artifacts(plan)
+    artifacts = (
+        dict(unreferenced_artifacts)
+        if unreferenced_artifacts is not None
+        else empty_unreferenced_artifacts(plan)
+    )
     summary: dict[str, Any] = {
         "agentId": agent_id,
         "storePath": store_path,
@@ -57,8 +61,11 @@ def cleanup_summary(
         summary["archiveCleanup"] = dict(archive_cleanup)
     summary["unreferencedArtifacts"] = artifacts
     summary["diskBudget"] = plan.disk_budget.to_json() if plan.disk_budget else None
-    summary["wouldMutate"] = (plan.would_mutate or int(artifacts.get("removedFiles", 0) or 0) > 0
-                              or int((archive_cleanup or {}).get("removedFiles", 0) or 0) > 0)
+    summary["wouldMutate"] = (
+        plan.would_mutate
+        or int(artifacts.get("removedFiles", 0) or 0) > 0
+        or int((archive_cleanup or {}).get("removedFiles", 0) or 0) > 0
+    )
     if not dry_run:
         summary["applied"] = True
         summary["appliedCount"] = plan.after_count if applied_count is None else applied_count

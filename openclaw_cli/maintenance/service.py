@@ -99,12 +99,19 @@ class StoreCleanup:
         if self.sweep is not None and self.scanned_files is not None:
             artifacts["scannedFiles"] = self.scanned_files
         retention = None
-        if self.retention is not None and not self.plan.behavior.maintenance.archive_in_place:  # 9.6 dropped it
+        if (
+            self.retention is not None and not self.plan.behavior.maintenance.archive_in_place
+        ):  # 9.6 dropped it
             retention = self.retention.to_json(outcome.retention_removed if outcome else None)
         self.summary = cleanup_summary(
-            self.plan, agent_id=self.agent_id, store_path=self.store_path, dry_run=dry_run,
-            unreferenced_artifacts=artifacts, archive_cleanup=retention,
-            applied_count=outcome.applied_count if outcome else None)
+            self.plan,
+            agent_id=self.agent_id,
+            store_path=self.store_path,
+            dry_run=dry_run,
+            unreferenced_artifacts=artifacts,
+            archive_cleanup=retention,
+            applied_count=outcome.applied_count if outcome else None,
+        )
         return self.summary
 
 
@@ -170,7 +177,9 @@ def _other_store_session_ids(store: Any) -> set[str] | None:
 # ---- planning ---------------------------------------------------------------------------------
 
 
-def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, behavior: Behavior) -> StoreCleanup:
+def plan_store(
+    ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, behavior: Behavior
+) -> StoreCleanup:
     """The one pipeline (dry run and apply): everything the cleanup of `store` removes, under the
     rules of `behavior` (the release the store follows, D23). Where a store keeps its transcripts
     decides what leaves with a removed row: files of the sessions dir (legacy), or sessions inside
@@ -189,10 +198,17 @@ def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, be
     in_files = store.transcripts_in_files
     cron = cron_settings(ctx.config)
     common: dict[str, Any] = dict(
-        now_ms=now_ms, active_key=options.active_key, agent_id=store.agent_id,
-        fix_missing=options.fix_missing, fix_dm_scope=options.fix_dm_scope, dm_scope=dm_scope(ctx.config),
+        now_ms=now_ms,
+        active_key=options.active_key,
+        agent_id=store.agent_id,
+        fix_missing=options.fix_missing,
+        fix_dm_scope=options.fix_dm_scope,
+        dm_scope=dm_scope(ctx.config),
         missing_transcript=missing_transcript_check(store) if options.fix_missing else None,
-        mode_override=mode_override, cron_retention_ms=cron.session_retention_ms, behavior=behavior)
+        mode_override=mode_override,
+        cron_retention_ms=cron.session_retention_ms,
+        behavior=behavior,
+    )
     result = StoreCleanup(store.agent_id, str(store.path), store.kind, entries, plan=None, now_ms=now_ms)  # type: ignore[arg-type]
     if in_files:
         plan = _plan_files(store, snapshot, entries, settings, enforce, now_ms, common, result)
@@ -207,8 +223,16 @@ def plan_store(ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, be
     return result
 
 
-def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
-                 common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
+def _plan_files(
+    store: Any,
+    snapshot: Any,
+    entries: dict[str, Any],
+    settings: Any,
+    enforce: bool,
+    now_ms: int,
+    common: dict[str, Any],
+    result: StoreCleanup,
+) -> CleanupPlan:
     from openclaw_cli.maintenance.budget import budget_limits, measure_physical
     from openclaw_cli.store.legacy import dump_store_bytes
 
@@ -232,9 +256,15 @@ def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: An
         sweep = retention = None
         if enforce:
             sweep = plan_unreferenced_sweep(
-                snapshot, referenced=still, protected=protected, exclude={a.name for a in entry_actions},
+                snapshot,
+                referenced=still,
+                protected=protected,
+                exclude={a.name for a in entry_actions},
                 referenced_hashes=prompt_hashes([*remaining.values(), *unusable.values()]),
-                older_than_ms=settings.prune_after_ms or 0, now_ms=now_ms, transcripts=store.exists())
+                older_than_ms=settings.prune_after_ms or 0,
+                now_ms=now_ms,
+                transcripts=store.exists(),
+            )
             retention = plan_retention_sweep(snapshot, settings.reset_archive_retention_ms, now_ms)
         stages.append((entry_actions, sweep, retention))
         if not budget_on:
@@ -246,41 +276,83 @@ def _plan_files(store: Any, snapshot: Any, entries: dict[str, Any], settings: An
         gone.update(a.name for a in (retention.removals if retention else ()))
         pending = [a for a in [*entry_actions, *(sweep.removals if sweep else ())] if a.archive]
         projected = len(dump_store_bytes({**remaining, **unusable}))
-        return budget_measure(snapshot, gone=gone, pending=pending, protected=protected,
-                              projected_store_bytes=projected, now_ms=now_ms)
+        return budget_measure(
+            snapshot,
+            gone=gone,
+            pending=pending,
+            protected=protected,
+            projected_store_bytes=projected,
+            now_ms=now_ms,
+        )
 
     plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
     entry_actions, sweep, retention = stages[0]  # the first call is the plan's own (warn mode re-plans)
     budget_actions = []
     for removal in plan.budget_file_removals:
         f = snapshot.files.get(removal.name)
-        budget_actions.append(FileAction(removal.name, removal.size, f.mtime_ms if f else now_ms, removal.kind,
-                                         removal.kind in TRANSCRIPT_KINDS, "budget", removal.session_id))
+        budget_actions.append(
+            FileAction(
+                removal.name,
+                removal.size,
+                f.mtime_ms if f else now_ms,
+                removal.kind,
+                removal.kind in TRANSCRIPT_KINDS,
+                "budget",
+                removal.session_id,
+            )
+        )
     result.sweep, result.retention = sweep, retention
-    result.archive_actions = [*entry_actions, *(a for a in (sweep.removals if sweep else ()) if a.archive),
-                              *(a for a in budget_actions if a.archive)]
-    result.unlink_actions = [*(a for a in (sweep.removals if sweep else ()) if not a.archive),
-                             *(retention.removals if retention else ()),
-                             *(a for a in budget_actions if not a.archive)]
+    result.archive_actions = [
+        *entry_actions,
+        *(a for a in (sweep.removals if sweep else ()) if a.archive),
+        *(a for a in budget_actions if a.archive),
+    ]
+    result.unlink_actions = [
+        *(a for a in (sweep.removals if sweep else ()) if not a.archive),
+        *(retention.removals if retention else ()),
+        *(a for a in budget_actions if not a.archive),
+    ]
     return plan
 
 
-def _plan_database(store: Any, snapshot: Any, entries: dict[str, Any], settings: Any, enforce: bool, now_ms: int,
-                 common: dict[str, Any], result: StoreCleanup) -> CleanupPlan:
+def _plan_database(
+    store: Any,
+    snapshot: Any,
+    entries: dict[str, Any],
+    settings: Any,
+    enforce: bool,
+    now_ms: int,
+    common: dict[str, Any],
+    result: StoreCleanup,
+) -> CleanupPlan:
     from openclaw_cli.maintenance.budget import SqliteMeasure, measure_physical
 
     if common["behavior"].maintenance.budget_spares_live_rows:
-        measure: Any = measure_physical(Path(store.sessions_dir), Path(store.path)) if Path(store.path).exists() else None
+        measure: Any = (
+            measure_physical(Path(store.sessions_dir), Path(store.path))
+            if Path(store.path).exists()
+            else None
+        )
     else:
         measure = SqliteMeasure(store.session_bytes(), store.entry_bytes())
     plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
     if enforce:
         # D6.3: transcript-like files in a SQLite agent's sessions dir are legacy data: never swept
         result.sweep = plan_unreferenced_sweep(
-            snapshot, referenced=(), protected=(), exclude=(), referenced_hashes=prompt_hashes(entries.values()),
-            older_than_ms=settings.prune_after_ms or 0, now_ms=now_ms, transcripts=False)
+            snapshot,
+            referenced=(),
+            protected=(),
+            exclude=(),
+            referenced_hashes=prompt_hashes(entries.values()),
+            older_than_ms=settings.prune_after_ms or 0,
+            now_ms=now_ms,
+            transcripts=False,
+        )
         result.retention = plan_retention_sweep(snapshot, settings.reset_archive_retention_ms, now_ms)
-        result.unlink_actions = [*result.sweep.removals, *(result.retention.removals if result.retention else ())]
+        result.unlink_actions = [
+            *result.sweep.removals,
+            *(result.retention.removals if result.retention else ()),
+        ]
     sids = list(plan.unreferenced_session_ids)
     keys = {}
     for key in plan.removed:
@@ -296,7 +368,9 @@ def _older_windows(store: Any, result: StoreCleanup) -> None:
     if not hasattr(store, "list_windows") or not result.plan.removed:
         return
     removed = set(result.plan.removed)
-    still = {e.get("sessionId") for k, e in result.entries.items() if k not in removed and isinstance(e, dict)}
+    still = {
+        e.get("sessionId") for k, e in result.entries.items() if k not in removed and isinstance(e, dict)
+    }
     have = set(result.sqlite_sessions)
     for window in store.list_windows():
         sid, key = window["sessionId"], window["sessionKey"]
@@ -314,32 +388,51 @@ def retirement(store: Any, result: StoreCleanup) -> Retirement:
     plan = result.plan
     if not store.transcripts_in_files:
         _older_windows(store, result)
-    return Retirement(list(plan.removed), entries=result.entries, archive_actions=result.archive_actions,
-                      unlink_actions=result.unlink_actions, session_ids=result.sqlite_sessions,
-                      session_keys=result.sqlite_session_keys,
-                      sweep_locks=plan.mode == "enforce")  # warn mode touches no file (§5.6)
+    return Retirement(
+        list(plan.removed),
+        entries=result.entries,
+        archive_actions=result.archive_actions,
+        unlink_actions=result.unlink_actions,
+        session_ids=result.sqlite_sessions,
+        session_keys=result.sqlite_session_keys,
+        sweep_locks=plan.mode == "enforce",
+    )  # warn mode touches no file (§5.6)
 
 
-def apply_store(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any,
-                progress: ProgressFactory | None) -> ApplyOutcome:
+def apply_store(
+    store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any, progress: ProgressFactory | None
+) -> ApplyOutcome:
     """Execute the plan (the caller holds the store's writer)."""
     work = retirement(store, result)
     total = work.work_units(store.transcripts_in_files)
-    bar = progress(f"Cleaning {result.agent_id}", _items(work, store.transcripts_in_files)) \
-        if progress and total else None
+    bar = (
+        progress(f"Cleaning {result.agent_id}", _items(work, store.transcripts_in_files))
+        if progress and total
+        else None
+    )
     try:
-        if result.plan.mode != "enforce" and not (work.removed_keys or work.archive_actions or work.unlink_actions
-                                                   or work.session_ids):
+        if result.plan.mode != "enforce" and not (
+            work.removed_keys or work.archive_actions or work.unlink_actions or work.session_ids
+        ):
             # warn mode with no explicit repair: nothing to write (no transaction, no backup)
             outcome = ApplyOutcome(applied_count=store.count_entries())
         else:
-            outcome = store.retire(work, lock_settings=lock_settings, now_ms=result.now_ms, checkpoint=checkpoint,
-                                   progress=_per_item(bar, work, store.transcripts_in_files) if bar else None)
+            outcome = store.retire(
+                work,
+                lock_settings=lock_settings,
+                now_ms=result.now_ms,
+                checkpoint=checkpoint,
+                progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
+            )
         if result.plan.archived:
             # the rows the release archives in place (after the removals: a row that changed since
             # the plan read it is left as it is, like a removal's)
-            result.archived_keys = store.archive_rows(result.plan.archived, archived_at=int(result.now_ms),
-                                                      expected=result.entries, lock_settings=lock_settings)
+            result.archived_keys = store.archive_rows(
+                result.plan.archived,
+                archived_at=int(result.now_ms),
+                expected=result.entries,
+                lock_settings=lock_settings,
+            )
         if result.plan.behavior.maintenance.budget_spares_live_rows:
             _measure_after_apply(store, result)
         return outcome
@@ -360,8 +453,11 @@ def _measure_after_apply(store: Any, result: StoreCleanup) -> None:
     if result.plan.disk_budget is not None:
         database = None if store.transcripts_in_files else Path(store.path)
         settings = result.plan.disk_budget
-        budget = plan_physical_budget(measure_physical(sessions_dir, database), max_bytes=settings.max_bytes,
-                                      high_water_bytes=settings.high_water_bytes)
+        budget = plan_physical_budget(
+            measure_physical(sessions_dir, database),
+            max_bytes=settings.max_bytes,
+            high_water_bytes=settings.high_water_bytes,
+        )
         result.plan.disk_budget = budget.result
 
 
@@ -401,7 +497,7 @@ def check_archive_dir(ctx: Any, store: Any) -> None:
     for part in relative.parts:
         current = current / part
         if current.is_symlink():
-            raise RefusedError(f"Refusing to clean up {store.path}: {current} is a symbolic link "
-                               "(archives are never written through a link out of the state directory)")
-
-
+            raise RefusedError(
+                f"Refusing to clean up {store.path}: {current} is a symbolic link "
+                "(archives are never written through a link out of the state directory)"
+            )

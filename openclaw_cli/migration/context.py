@@ -40,7 +40,9 @@ class MigrationContext:
     options: Options
     progress: Progress = field(default_factory=Progress)
     busy_timeout_ms: int = 60000
-    crash: CrashPoints = field(default_factory=lambda: CrashPoints("OPENCLAW_MIGRATION", count_env=CRASH_COUNT_ENV))
+    crash: CrashPoints = field(
+        default_factory=lambda: CrashPoints("OPENCLAW_MIGRATION", count_env=CRASH_COUNT_ENV)
+    )
 
     @property
     def state_dir(self) -> Path:

@@ -46,8 +46,11 @@ def classify_db(path: Path, agent_id: str | None = None) -> DbInfo:
     if header.application_id == OUR_APPLICATION_ID:
         return DbInfo("ours", "openclaw-cli database", _check_ours(path, agent_id), header.user_version)
     if header.application_id != 0:
-        return DbInfo("foreign", f"a SQLite database of another application (application_id {header.application_id:#x})",
-                      user_version=header.user_version)
+        return DbInfo(
+            "foreign",
+            f"a SQLite database of another application (application_id {header.application_id:#x})",
+            user_version=header.user_version,
+        )
     if header.user_version == 0 and _table_count(path) == 0:
         return DbInfo("empty", "empty SQLite database", user_version=0)
     from openclaw_cli.store.openclaw_db import OpenClawDbStore
@@ -57,12 +60,16 @@ def classify_db(path: Path, agent_id: str | None = None) -> DbInfo:
     except OpenClawError as exc:
         if "is not an OpenClaw agent database" in exc.message or "an empty SQLite database" in exc.message:
             # some other application's SQLite file: not ours and not OpenClaw's (issue 13 case 6)
-            return DbInfo("foreign", exc.message.replace(f"{path} is ", "", 1), user_version=header.user_version)
+            return DbInfo(
+                "foreign", exc.message.replace(f"{path} is ", "", 1), user_version=header.user_version
+            )
         return DbInfo("openclaw", exc.message, exc.message, user_version=header.user_version)
     except sqlite3.Error as exc:
         return DbInfo("corrupt", f"{path}: {exc}", user_version=header.user_version)
     store.close()
-    return DbInfo("openclaw", f"OpenClaw agent schema {header.user_version}", user_version=header.user_version)
+    return DbInfo(
+        "openclaw", f"OpenClaw agent schema {header.user_version}", user_version=header.user_version
+    )
 
 
 def _table_count(path: Path) -> int:
@@ -119,8 +126,11 @@ def db_refusal(db: Path, info: DbInfo) -> OpenClawError | None:
     """Why the import must not write the database at `db` (dry-run reports the same), or None."""
     if info.kind in ("missing", "empty", "ours"):
         if info.kind == "ours" and info.error:
-            hint = "" if "belongs to agent" in info.error else (
-                " Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
+            hint = (
+                ""
+                if "belongs to agent" in info.error
+                else (" Run `openclaw doctor --session-sqlite recover` to move a corrupt database aside.")
+            )
             return InvalidDataError(f"{info.error}{hint} Nothing was changed.")
         return None
     if info.kind == "invalid":  # a symbolic link, a directory, ...: refused as every reader refuses it
@@ -129,7 +139,9 @@ def db_refusal(db: Path, info: DbInfo) -> OpenClawError | None:
         return RefusedError(
             f"Refusing to import into {db}: it is a real OpenClaw agent database "
             f"({info.detail}). openclaw-cli reads OpenClaw databases but never writes to them; "
-            "nothing was changed.")
+            "nothing was changed."
+        )
     return InvalidDataError(
         f"Cannot import into {db}: {info.detail}. Run `openclaw doctor --session-sqlite recover` "
-        "to move it aside; nothing was changed.")
+        "to move it aside; nothing was changed."
+    )

@@ -13,7 +13,9 @@ from openclaw_cli.migration.scope import DESTRUCTIVE_MODES, guard_explicit_store
 from openclaw_cli.paths import StatePaths
 
 
-def make_context(options: Options, *, paths: StatePaths, progress: Progress | None = None) -> MigrationContext:
+def make_context(
+    options: Options, *, paths: StatePaths, progress: Progress | None = None
+) -> MigrationContext:
     # symlinks above the state dir are resolved once; below it every path is checked (D6.7)
     paths = dataclasses.replace(paths, state_dir=Path(os.path.realpath(paths.state_dir)))
     config = None

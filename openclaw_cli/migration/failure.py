@@ -45,7 +45,10 @@ class Sanitizer:
         return _truncate_utf16(out, limit)
 
     def issue(self, issue: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.text(issue.get("code", "")), "message": self.text(issue.get("message", ""))}
+        out: dict[str, Any] = {
+            "code": self.text(issue.get("code", "")),
+            "message": self.text(issue.get("message", "")),
+        }
         key = issue.get("sessionKey")
         if isinstance(key, str):
             out["sessionKey"] = self.key_token(key)
@@ -61,9 +64,13 @@ def _truncate_utf16(text: str, limit: int) -> str:
     return text
 
 
-def failure_payload(manifest_path: Path, manifest: dict[str, Any], reason: str,
-                    recovery_issues: dict[int, list[dict[str, Any]]] | None = None,
-                    only_targets: set[int] | None = None) -> tuple[dict[str, Any], Sanitizer]:
+def failure_payload(
+    manifest_path: Path,
+    manifest: dict[str, Any],
+    reason: str,
+    recovery_issues: dict[int, list[dict[str, Any]]] | None = None,
+    only_targets: set[int] | None = None,
+) -> tuple[dict[str, Any], Sanitizer]:
     keys: set[str] = set()
     for target in manifest.get("targets", []):
         for issue in target.get("issues", []) or []:
@@ -99,7 +106,9 @@ def failure_payload(manifest_path: Path, manifest: dict[str, Any], reason: str,
         "manifestPath": san.text(str(manifest_path)),
         "reason": reason,
         "recoveryCommand": RECOVERY_COMMAND,
-        "restoreStatus": restore.get("status", "not_attempted") if isinstance(restore, dict) else "not_attempted",
+        "restoreStatus": restore.get("status", "not_attempted")
+        if isinstance(restore, dict)
+        else "not_attempted",
         "runId": manifest.get("runId", ""),
         "targets": targets,
         "version": APP_VERSION,
@@ -146,9 +155,15 @@ def render_markdown(payload: dict[str, Any]) -> str:
     return _truncate_utf16(text, MAX_BODY)
 
 
-def write_failure_reports(ctx: Any, manifest_path: Path, manifest: dict[str, Any], *, reason: str,
-                          recovery_issues: dict[int, list[dict[str, Any]]] | None = None,
-                          only_targets: set[int] | None = None) -> tuple[Path, Path]:
+def write_failure_reports(
+    ctx: Any,
+    manifest_path: Path,
+    manifest: dict[str, Any],
+    *,
+    reason: str,
+    recovery_issues: dict[int, list[dict[str, Any]]] | None = None,
+    only_targets: set[int] | None = None,
+) -> tuple[Path, Path]:
     payload, _ = failure_payload(manifest_path, manifest, reason, recovery_issues, only_targets)
     json_path = manifest_path.with_name(manifest_path.name[: -len(".json")] + ".failure.json")
     md_path = manifest_path.with_name(manifest_path.name[: -len(".json")] + ".failure.md")

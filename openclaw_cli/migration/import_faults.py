@@ -12,7 +12,9 @@ from typing import Any
 from openclaw_cli.errors import OpenClawError, typed_error
 from openclaw_cli.fsio import check_space
 
-MANIFEST_BYTES_PER_FILE = 4096  # a planned + completed move is ~2 KB; an atomic rewrite briefly needs two copies
+MANIFEST_BYTES_PER_FILE = (
+    4096  # a planned + completed move is ~2 KB; an atomic rewrite briefly needs two copies
+)
 WAL_ALLOWANCE = 96 * 1024 * 1024  # the bulk import checkpoints the WAL every 10,000 pages (80 MiB)
 
 
@@ -78,10 +80,13 @@ def check_import_space(targets: list[Any], db_kinds: dict[Path, str], runs_dir: 
 
 def check_archive_plan_space(runs_dir: Path, manifest: Path | None, moves: int) -> None:
     """Hard links need no data space; the manifest that records them does."""
-    check_space(runs_dir, MANIFEST_BYTES_PER_FILE * (moves + 1) + _manifest_size(manifest),
-                "recording the archive plan in the migration manifest",
-                consequence="the SQLite store is live and verified, every original stays in place until a re-run "
-                            "of the import archives it")
+    check_space(
+        runs_dir,
+        MANIFEST_BYTES_PER_FILE * (moves + 1) + _manifest_size(manifest),
+        "recording the archive plan in the migration manifest",
+        consequence="the SQLite store is live and verified, every original stays in place until a re-run "
+        "of the import archives it",
+    )
 
 
 def full_disk(error: OpenClawError, db: Path | None) -> OpenClawError:
@@ -96,8 +101,11 @@ def full_disk(error: OpenClawError, db: Path | None) -> OpenClawError:
     free = free_bytes(db.parent)
     if free is None or free >= FULL_DISK_BYTES:
         return error
-    return NoSpaceError(f"{db.parent}: no space left on the device ({free} bytes free) while writing the database: "
-                        f"{error.message}", path=db)
+    return NoSpaceError(
+        f"{db.parent}: no space left on the device ({free} bytes free) while writing the database: "
+        f"{error.message}",
+        path=db,
+    )
 
 
 def typed_failure(exc: BaseException, db: Path | None) -> OpenClawError:

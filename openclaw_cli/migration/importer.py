@@ -103,8 +103,11 @@ class RecState:
 
     @property
     def has_file(self) -> bool:
-        return (self.rec.transcript_text is not None and self.rec.problem is None
-                and self.packed_identity is not None)
+        return (
+            self.rec.transcript_text is not None
+            and self.rec.problem is None
+            and self.packed_identity is not None
+        )
 
     # The file's identity is held packed (dev, ino, mtime, size and the raw sha256 in 64 bytes):
     # an `Identity` with its five objects is ~320 bytes, 100,000 of them 32 MB.
@@ -119,8 +122,13 @@ class RecState:
     @identity.setter
     def identity(self, ident: Identity | None) -> None:
         try:
-            self.packed_identity = None if ident is None else _IDENTITY.pack(
-                ident.dev, ident.ino, ident.mtime_ns, ident.size, bytes.fromhex(ident.sha256))
+            self.packed_identity = (
+                None
+                if ident is None
+                else _IDENTITY.pack(
+                    ident.dev, ident.ino, ident.mtime_ns, ident.size, bytes.fromhex(ident.sha256)
+                )
+            )
         except (struct.error, ValueError):  # not what a stat and a sha256 give: kept as it is
             self.packed_identity = ident
 
@@ -240,7 +248,9 @@ class ImportRun:
     # ---- orchestration ---------------------------------------------------------------------------
     def run(self) -> Report:
         self._prechecks()
-        check_import_space(self.targets, self._db_kinds, self.runs_dir)  # refused before any write, lock included
+        check_import_space(
+            self.targets, self._db_kinds, self.runs_dir
+        )  # refused before any write, lock included
         with ExitStack() as held:
             self._lock_stores(held)
             return self._run_locked()
@@ -259,8 +269,11 @@ class ImportRun:
         configured = write_lock_settings(self.ctx.config)
         # an import of a big store may hold it longer than a writer's maxHoldMs (5 min): our
         # watchdog must not release it halfway; a killed import's lock is reclaimed as dead-pid
-        settings = LockSettings(acquire_timeout_ms=configured.acquire_timeout_ms, stale_ms=configured.stale_ms,
-                                max_hold_ms=MAX_LOCK_HOLD_MS)
+        settings = LockSettings(
+            acquire_timeout_ms=configured.acquire_timeout_ms,
+            stale_ms=configured.stale_ms,
+            max_hold_ms=MAX_LOCK_HOLD_MS,
+        )
         seen: set[str] = set()
         for t in self.targets:
             if t.is_sqlite_selector or not t.store_path.parent.is_dir():
@@ -283,8 +296,11 @@ class ImportRun:
         runs: list[TargetRun] = []
         for target in self.targets:
             report = TargetReport(target.agent_id, str(target.store_path), str(target.sqlite_path))
-            mt = mf.new_target(target.agent_id, self.mapper.to_manifest(target.store_path),
-                               self.mapper.to_manifest(target.sqlite_path))
+            mt = mf.new_target(
+                target.agent_id,
+                self.mapper.to_manifest(target.store_path),
+                self.mapper.to_manifest(target.sqlite_path),
+            )
             planned = mf.MoveLog(self.runs_dir)  # moves stay out of memory; the file's shape is unchanged
             mt["plannedMoves"], mt["completedMoves"] = planned, mf.CompletedMoves(planned)
             report.archived_transcript_files = mf.ArchivedPaths(planned, self.mapper.to_real_text)  # type: ignore[assignment]
@@ -316,8 +332,10 @@ class ImportRun:
             self._abort(runs, "sqlite_import_failed", typed.message)
             rolled_back = ", ".join(tr.target.agent_id for tr in runs if tr.fresh and not tr.published)
             if rolled_back:
-                typed.message = (f"{typed.message.rstrip('.')}. The import was rolled back for {rolled_back}: nothing "
-                                 "was published and the legacy store is unchanged and still in use.")
+                typed.message = (
+                    f"{typed.message.rstrip('.')}. The import was rolled back for {rolled_back}: nothing "
+                    "was published and the legacy store is unchanged and still in use."
+                )
             raise typed from None
         self._finish(runs)
         return self.report
@@ -348,10 +366,14 @@ class ImportRun:
         pending = [tr.target.agent_id for tr in runs if not tr.published]
         parts = ["Import interrupted at a safe point."]
         if live:
-            parts.append(f"Now read from SQLite (imported and verified): {', '.join(live)}; originals not yet "
-                         "archived stay in place.")
+            parts.append(
+                f"Now read from SQLite (imported and verified): {', '.join(live)}; originals not yet "
+                "archived stay in place."
+            )
         if pending:
-            parts.append(f"Not published, still read from the legacy store (unchanged): {', '.join(pending)}.")
+            parts.append(
+                f"Not published, still read from the legacy store (unchanged): {', '.join(pending)}."
+            )
         parts.append(f"Run `{staging.IMPORT_COMMAND}` to finish, or `{staging.RECOVER_COMMAND}` to undo.")
         return " ".join(parts)
 
@@ -393,7 +415,9 @@ class ImportRun:
         states = _merge_aliases(records, report)
         tr.states = states
         report.legacy_entries = sum(1 for s in states if s.alias_of is None)
-        report.referenced_transcript_files = sum(1 for s in states if not s.rec.sqlite_marker and s.alias_of is None)
+        report.referenced_transcript_files = sum(
+            1 for s in states if not s.rec.sqlite_marker and s.alias_of is None
+        )
 
         from openclaw_cli.store.sqlite import SqliteStore
 
@@ -406,9 +430,15 @@ class ImportRun:
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
             taken = iter(states)
-            store.bulk_import(self._feed(states), batch_records=1000, batch_rows=20000, on_malformed="quarantine",
-                              private_build=tr.build is not None, expected_records=len(states),
-                              on_result=lambda res: _take_result(next(taken), res, report))
+            store.bulk_import(
+                self._feed(states),
+                batch_records=1000,
+                batch_rows=20000,
+                on_malformed="quarantine",
+                private_build=tr.build is not None,
+                expected_records=len(states),
+                on_result=lambda res: _take_result(next(taken), res, report),
+            )
             if next(taken, None) is not None:
                 raise RuntimeError("the bulk import did not report every record")
             self.ctx.checkpoint("bulk-import-done")
@@ -423,8 +453,9 @@ class ImportRun:
         verify_records(tr.db, states, report, progress=self.ctx.progress)
         report.sqlite_entries = _count_entries(tr.db)
         blocking = report.has_blocking
-        tr.mt["validationBeforeArchive"] = "failed" if any(
-            i.code.startswith("sqlite_") for i in report.issues) else "passed"
+        tr.mt["validationBeforeArchive"] = (
+            "failed" if any(i.code.startswith("sqlite_") for i in report.issues) else "passed"
+        )
         tr.completed = not blocking
         report.compact = _finalize_db(tr.db)
         tr.mt["issues"] = [i.to_json() for i in report.issues]
@@ -503,11 +534,16 @@ class ImportRun:
             now = os.lstat(path)
         except OSError:
             now = None
-        if fingerprint(before) != fingerprint(after) or now is None or fingerprint(now) != fingerprint(before):
+        if (
+            fingerprint(before) != fingerprint(after)
+            or now is None
+            or fingerprint(now) != fingerprint(before)
+        ):
             state.changed = True  # never import a file that moved under us: the original stays as is
             return ()
-        state.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size,
-                                  hashlib.sha256(data).hexdigest())
+        state.identity = Identity(
+            before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, hashlib.sha256(data).hexdigest()
+        )
         state.ends_nl = data.endswith(b"\n")
         lines = data.split(b"\n")
         state.nsplit = len(lines)
@@ -552,19 +588,28 @@ class ImportRun:
                 continue
             if rec.transcript_text is None or state.missing:
                 expected = rec.expected or tr.target.sessions_dir / f"{rec.session_id}.jsonl"
-                if not (state.entry_state == _ENTRY_EXISTING
-                        and _stored_sid_matches(tr.target.sqlite_path, rec.key, rec.session_id)):
-                    report.add("transcript_missing", f"Transcript file is missing: {expected}", rec.source_key)
+                if not (
+                    state.entry_state == _ENTRY_EXISTING
+                    and _stored_sid_matches(tr.target.sqlite_path, rec.key, rec.session_id)
+                ):
+                    report.add(
+                        "transcript_missing", f"Transcript file is missing: {expected}", rec.source_key
+                    )
                 if state.missing:
                     state.archive_ok = False
                 continue
             if state.unreadable is not None:
-                report.add("transcript_unreadable", f"{state.unreadable}. The original was left in place.",
-                           rec.source_key)
+                report.add(
+                    "transcript_unreadable",
+                    f"{state.unreadable}. The original was left in place.",
+                    rec.source_key,
+                )
                 state.archive_ok = False
                 continue
             if state.changed:
-                report.add("transcript_changed_during_import", f"{rec.transcript}: {CHANGED_MESSAGE}", rec.source_key)
+                report.add(
+                    "transcript_changed_during_import", f"{rec.transcript}: {CHANGED_MESSAGE}", rec.source_key
+                )
                 state.archive_ok = False
                 continue
             if res is not None and res.issue is not None:
@@ -572,8 +617,11 @@ class ImportRun:
 
                 where = f"{rec.transcript}:{res.issue.line}" if res.issue.line else str(rec.transcript)
                 detail = res.issue.message
-                report.add("transcript_malformed", malformed_message(f"{where}: {detail}", res.quarantined),
-                           rec.source_key)
+                report.add(
+                    "transcript_malformed",
+                    malformed_message(f"{where}: {detail}", res.quarantined),
+                    rec.source_key,
+                )
 
     def _compute_digests(self, states: list[RecState]) -> None:
         """The digest of the lines SQLite should hold: the file's sha256 for a clean file (every
@@ -619,8 +667,10 @@ class ImportRun:
         except OSError as exc:
             for state in tr.states:
                 state.archive_ok = False
-            report.add("transcript_archive_failed", f"{t.archive_dir}: cannot create the archive directory: "
-                       f"{exc.strerror or exc}")
+            report.add(
+                "transcript_archive_failed",
+                f"{t.archive_dir}: cannot create the archive directory: {exc.strerror or exc}",
+            )
             return
         reserver = NameReserver(t.archive_dir)
         stamp = self.ctx.now_ms()
@@ -647,8 +697,20 @@ class ImportRun:
                 classification, reason = "protected", "unimported-or-unknown-history"
             else:
                 classification, reason = "imported", "verified-import-original"
-            moves.append(self._plan(t, reserver, stamp, src, "transcript", rec.key, state.identity,
-                                    classification, reason, state))
+            moves.append(
+                self._plan(
+                    t,
+                    reserver,
+                    stamp,
+                    src,
+                    "transcript",
+                    rec.key,
+                    state.identity,
+                    classification,
+                    reason,
+                    state,
+                )
+            )
             stem = src.name[:-6] if src.name.endswith(".jsonl") else src.name
             if f"{stem}.trajectory.jsonl" not in names and f"{stem}.trajectory-path.json" not in names:
                 continue
@@ -664,8 +726,20 @@ class ImportRun:
                     state.archive_ok = False
                     continue
                 seen_sources.add(str(extra))
-                moves.append(self._plan(t, reserver, stamp, extra, "trajectory", rec.key, ident, "protected",
-                                        "unimported-or-unknown-history", state))
+                moves.append(
+                    self._plan(
+                        t,
+                        reserver,
+                        stamp,
+                        extra,
+                        "trajectory",
+                        rec.key,
+                        ident,
+                        "protected",
+                        "unimported-or-unknown-history",
+                        state,
+                    )
+                )
         if tr.completed and not t.shared:
             for path in unreferenced_jsonl(t.sessions_dir, (s.rec for s in tr.states)):
                 if str(path) in seen_sources:
@@ -676,8 +750,20 @@ class ImportRun:
                     report.add("unreferenced_jsonl_archive_failed", f"{path}: {exc}")
                     continue
                 seen_sources.add(str(path))
-                moves.append(self._plan(t, reserver, stamp, path, "unreferenced-jsonl", "archive-tier", ident,
-                                        "protected", "unreferenced-history", None))
+                moves.append(
+                    self._plan(
+                        t,
+                        reserver,
+                        stamp,
+                        path,
+                        "unreferenced-jsonl",
+                        "archive-tier",
+                        ident,
+                        "protected",
+                        "unreferenced-history",
+                        None,
+                    )
+                )
         del names, seen_sources  # not held beside the index move's dependencies (every transcript path)
         index = tr.index
         if sole_owner and tr.completed and index is not None and index.exists and index.identity is not None:
@@ -685,9 +771,18 @@ class ImportRun:
             # succeeded; left unpublished, a planned move is harmless (restore skips it)
             archive = reserver.reserve("legacy-store", t.store_path.name, stamp)  # the last name, as before
             del reserver  # 100,000 reserved names: not held beside the dependencies nor while publishing
-            tr.index_move = self._plan(t, archive, stamp, t.store_path, "legacy-store", "legacy-store",
-                                       index.identity, *self._index_classification([tr]), None,
-                                       dependencies=self._index_dependencies([tr]))
+            tr.index_move = self._plan(
+                t,
+                archive,
+                stamp,
+                t.store_path,
+                "legacy-store",
+                "legacy-store",
+                index.identity,
+                *self._index_classification([tr]),
+                None,
+                dependencies=self._index_dependencies([tr]),
+            )
         else:
             del reserver
         self._publish(tr, logged=moves, also_planned=[tr.index_move] if tr.index_move else [])
@@ -706,24 +801,52 @@ class ImportRun:
         assert ident is not None
 
         real = self.mapper.to_real_text  # str paths: publish_batch takes either
-        return Move(real(entry["sourcePath"]), real(entry["archivePath"]), ident,
-                    payload=(n, entry["kind"], state, entry.get("sessionKey")))
+        return Move(
+            real(entry["sourcePath"]),
+            real(entry["archivePath"]),
+            ident,
+            payload=(n, entry["kind"], state, entry.get("sessionKey")),
+        )
 
-    def _plan(self, t: Target, reserver: NameReserver | str, stamp: int, src: Path, kind: str, key: str,
-              ident: Identity, classification: str, reason: str, state: RecState | None,
-              dependencies: StreamedArray | None = None) -> Move:
+    def _plan(
+        self,
+        t: Target,
+        reserver: NameReserver | str,
+        stamp: int,
+        src: Path,
+        kind: str,
+        key: str,
+        ident: Identity,
+        classification: str,
+        reason: str,
+        state: RecState | None,
+        dependencies: StreamedArray | None = None,
+    ) -> Move:
         """A move to an archive name reserved now (or already: `reserver` is then the name)."""
         archive = reserver if isinstance(reserver, str) else reserver.reserve(key, src.name, stamp)
-        entry = mf.new_move(source=self.mapper.to_manifest(src), archive=self.mapper.to_manifest(archive),
-                            kind=kind, session_key=None if kind == "unreferenced-jsonl" else key,
-                            identity=ident, classification=classification, reason=reason,
-                            dependencies=dependencies)
+        entry = mf.new_move(
+            source=self.mapper.to_manifest(src),
+            archive=self.mapper.to_manifest(archive),
+            kind=kind,
+            session_key=None if kind == "unreferenced-jsonl" else key,
+            identity=ident,
+            classification=classification,
+            reason=reason,
+            dependencies=dependencies,
+        )
         if kind == "legacy-store":
             entry.pop("sessionKey", None)
         return Move(src, archive, ident, payload=(entry, kind, state))
 
-    def _publish(self, tr: TargetRun, moves: list[Move] | None = None, *, logged: _LoggedMoves | None = None,
-                 also_planned: list[Move] | None = None, planned: bool = False) -> None:
+    def _publish(
+        self,
+        tr: TargetRun,
+        moves: list[Move] | None = None,
+        *,
+        logged: _LoggedMoves | None = None,
+        also_planned: list[Move] | None = None,
+        planned: bool = False,
+    ) -> None:
         """Record the planned moves, publish them in batches, record what completed. The completed
         moves of the last batch are written with the next manifest write (the next planned moves or
         the run's end): completed moves are bookkeeping, planned moves are what recovery needs.
@@ -748,7 +871,9 @@ class ImportRun:
         starts = range(0, count, size)
         for start in starts:
             stop = min(start + size, count)
-            for sub in range(start, stop, MAX_PUBLISH_BATCH):  # bounded memory; the manifest cadence is `size`
+            for sub in range(
+                start, stop, MAX_PUBLISH_BATCH
+            ):  # bounded memory; the manifest cadence is `size`
                 end = min(sub + MAX_PUBLISH_BATCH, stop)
                 batch = logged.moves(sub, end) if logged is not None else moves[sub:end]
                 self._publish_batch(tr, batch)
@@ -775,8 +900,11 @@ class ImportRun:
             elif kind == "legacy-store":
                 tr.report.add("legacy_store_archive_failed", f"{move.source}: {move.error}")
             else:
-                tr.report.add("transcript_archive_failed", f"{move.source}: {move.error}",
-                              state.rec.source_key if state is not None else key)
+                tr.report.add(
+                    "transcript_archive_failed",
+                    f"{move.source}: {move.error}",
+                    state.rec.source_key if state is not None else key,
+                )
                 if state is not None:
                     state.archive_ok = False
         self.ctx.progress.advance(len(batch))
@@ -793,13 +921,18 @@ class ImportRun:
         owners_needed = _index_owners(index, last.target, self.ctx) if last.target.shared else None
         if owners_needed is not None and not owners_needed <= {tr.target.agent_id for tr in group}:
             return  # another agent's rows live in this shared store and were not imported (T-29)
-        retained = [s for tr in group for s in tr.states if s.alias_of is None and not s.archive_ok
-                    and not s.rec.sqlite_marker]
+        retained = [
+            s
+            for tr in group
+            for s in tr.states
+            if s.alias_of is None and not s.archive_ok and not s.rec.sqlite_marker
+        ]
         if retained:
             last.report.add(
                 "legacy_store_archive_failed",
                 f"{store_path}: retaining the legacy index because {len(retained)} referenced transcript(s) could "
-                "not be imported or archived (see the issues above); resolve them and rerun the import.")
+                "not be imported or archived (see the issues above); resolve them and rerun the import.",
+            )
             last.mt["issues"] = [i.to_json() for i in last.report.issues]
             self._save_manifest()
             return
@@ -809,8 +942,10 @@ class ImportRun:
             last.report.add("legacy_store_archive_failed", f"{store_path}: {exc}")
             return
         if not now.same_content(index.identity) or now.ino != index.identity.ino:
-            last.report.add("legacy_store_archive_failed",
-                            f"{store_path}: the index changed since it was imported; rerun the import.")
+            last.report.add(
+                "legacy_store_archive_failed",
+                f"{store_path}: the index changed since it was imported; rerun the import.",
+            )
             return
         if last.index_move is not None:
             last.index_move.expected = now
@@ -822,9 +957,18 @@ class ImportRun:
                 last.report.add("legacy_store_archive_failed", f"{store_path}: {exc.strerror or exc}")
                 return
             reserver = NameReserver(last.target.archive_dir)
-            move = self._plan(last.target, reserver, self.ctx.now_ms(), store_path, "legacy-store", "legacy-store",
-                              now, *self._index_classification(group), None,
-                              dependencies=self._index_dependencies(group))
+            move = self._plan(
+                last.target,
+                reserver,
+                self.ctx.now_ms(),
+                store_path,
+                "legacy-store",
+                "legacy-store",
+                now,
+                *self._index_classification(group),
+                None,
+                dependencies=self._index_dependencies(group),
+            )
             self._publish(last, [move])
         archived = last.report.archived_legacy_store_files
         if archived:
@@ -832,8 +976,11 @@ class ImportRun:
                 tr.report.archived_legacy_store_files.extend(archived)
 
     def _index_classification(self, group: list[TargetRun]) -> tuple[str, str]:
-        complete = not any(i.code in ("transcript_missing", "transcript_malformed", "entry_invalid", "entry_key_invalid")
-                           for tr in group for i in tr.report.issues)
+        complete = not any(
+            i.code in ("transcript_missing", "transcript_malformed", "entry_invalid", "entry_key_invalid")
+            for tr in group
+            for i in tr.report.issues
+        )
         return ("imported", "verified-index-import") if complete else ("protected", "incomplete-index-import")
 
     def _index_dependencies(self, group: list[TargetRun]) -> StreamedArray:
@@ -866,7 +1013,11 @@ class ImportRun:
 
             assert self.manifest_path is not None
             json_path, md_path = write_failure_reports(
-                self.ctx, self.manifest_path, self.manifest, reason="doctor import reported session SQLite migration issues")
+                self.ctx,
+                self.manifest_path,
+                self.manifest,
+                reason="doctor import reported session SQLite migration issues",
+            )
             self.manifest["failureReports"] = {"jsonPath": str(json_path), "markdownPath": str(md_path)}
             assert self.report.migration_run is not None
             self.report.migration_run.failure_report_json_path = str(json_path)
@@ -876,6 +1027,7 @@ class ImportRun:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
+
 
 class _LoggedMoves:
     """The moves `_archive_target` plans, appended to the target's MoveLog as they are planned;
@@ -906,7 +1058,9 @@ def _take_result(state: RecState | None, res: Any, report: TargetReport) -> None
     its ints is ~150 bytes; 100,000 of them were held to the end); the event counts are summed now."""
     assert state is not None
     state.lines_read = res.lines_read
-    state.entry_state = _ENTRY_INSERTED if res.entry_inserted else _ENTRY_EXISTING if res.entry_existing else 0
+    state.entry_state = (
+        _ENTRY_INSERTED if res.entry_inserted else _ENTRY_EXISTING if res.entry_existing else 0
+    )
     if res.issue is not None:
         state.result = res
     report.imported_transcript_events += res.events_inserted
@@ -956,15 +1110,20 @@ def _merge_aliases(records: list[Record], report: TargetReport) -> list[RecState
             continue
         a = finite_number(other.rec.entry.get("updatedAt")) or 0
         b = finite_number(rec.entry.get("updatedAt")) or 0
-        winner, loser = (state, other) if (b > a or (b == a and rec.source_key == rec.key)) else (other, state)
+        winner, loser = (
+            (state, other) if (b > a or (b == a and rec.source_key == rec.key)) else (other, state)
+        )
         loser.alias_of = winner.rec.key
         by_key[rec.key] = winner
         report.add(
             "entry_alias_merged",
             f"{loser.rec.source_key} and {winner.rec.source_key} both map to {rec.key}; kept the newer row "
             f"(sessionId {winner.rec.session_id}); the other row stays in the archived index"
-            + (f" and its transcript is imported as session {loser.rec.session_id}"
-               if loser.rec.session_id != winner.rec.session_id else ""),
+            + (
+                f" and its transcript is imported as session {loser.rec.session_id}"
+                if loser.rec.session_id != winner.rec.session_id
+                else ""
+            ),
             loser.rec.source_key,
         )
     # the winner must be imported before the loser so the key's entry is the winner's
@@ -1020,7 +1179,9 @@ def _stored_sid_matches(db: Path, key: str, session_id: str) -> bool:
     except sqlite3.Error:
         return False
     try:
-        row = conn.execute("SELECT current_session_id FROM session_nodes WHERE session_key = ?", (key,)).fetchone()
+        row = conn.execute(
+            "SELECT current_session_id FROM session_nodes WHERE session_key = ?", (key,)
+        ).fetchone()
         return bool(row) and row[0] == session_id
     except sqlite3.Error:
         return False

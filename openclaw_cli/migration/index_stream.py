@@ -76,7 +76,9 @@ class ExactProbe:
                     self.resume[needle] = base + i
                     keep = min(keep, max(0, i - WINDOW))
                     break
-                if SUSPECT.search(buf, max(0, i - WINDOW), end + WINDOW):  # the tail keeps WINDOW bytes before i
+                if SUSPECT.search(
+                    buf, max(0, i - WINDOW), end + WINDOW
+                ):  # the tail keeps WINDOW bytes before i
                     return True
                 start = end
             else:
@@ -147,8 +149,9 @@ class _Reader:
             rel = offset - self.base
             m = pattern.match(self.buf, rel)
             end = m.end() if m is not None else -1
-            if self.eof or (m is not None and end < len(self.buf)
-                            and not (pattern is _SKIP and self.buf[end] == 0x22)):
+            if self.eof or (
+                m is not None and end < len(self.buf) and not (pattern is _SKIP and self.buf[end] == 0x22)
+            ):
                 return -1 if m is None else self.base + end
             self.fill(self.base + len(self.buf) + 1)
 
@@ -156,7 +159,7 @@ class _Reader:
         return self.match(_WS, offset)
 
     def bytes(self, start: int, end: int) -> bytes:
-        return self.buf[start - self.base:end - self.base]
+        return self.buf[start - self.base : end - self.base]
 
 
 def _value_end(r: _Reader, start: int, indent: bytes | None) -> tuple[int, Any, bytes]:
@@ -237,7 +240,7 @@ def scan_members(fd: int, hasher: Any) -> Iterator[tuple[str, int, int, int, Any
             r.drop_before(i)
             r.fill(i + LOOKAHEAD)
         nl = gap.rfind(b"\n")
-        indent = gap[nl + 1:] if nl != -1 else None
+        indent = gap[nl + 1 :] if nl != -1 else None
         buf, base = r.buf, r.base
         m = _HEAD.match(buf, i - base)
         if m is not None and m.end() < len(buf):
@@ -297,7 +300,7 @@ class BlockReader:
         if rel < 0 or rel + length > len(self.data):
             self.data = os.pread(fd, max(self.block, length), offset)
             self.base, rel = offset, 0
-        return self.data[rel:rel + length]
+        return self.data[rel : rel + length]
 
     def forget(self) -> None:
         self.data = b""
@@ -332,7 +335,9 @@ class StreamedEntries:
         self.lengths.append(length)
         self.crcs.append(crc)
         if self._facts is not None:
-            self._facts.append((value.get("sessionId"), value.get("sessionFile")) if isinstance(value, dict) else None)
+            self._facts.append(
+                (value.get("sessionId"), value.get("sessionFile")) if isinstance(value, dict) else None
+            )
 
     def take_facts(self) -> list[tuple[Any, Any] | None] | None:
         """The (sessionId, sessionFile) pairs of the first read, once (None afterwards)."""
@@ -385,11 +390,14 @@ class StreamedEntries:
             try:
                 fd, st = open_regular_nofollow(self.path)
             except (FileNotFoundError, ArtifactError) as exc:  # a process limit (EMFILE) is typed by the run
-                raise IndexChanged(f"{self.path}: the file was moved while it was imported ({exc}); rerun the "
-                                   "import.") from None
+                raise IndexChanged(
+                    f"{self.path}: the file was moved while it was imported ({exc}); rerun the import."
+                ) from None
             if (st.st_dev, st.st_ino) != self._ident:
                 os.close(fd)
-                raise IndexChanged(f"{self.path}: the file was replaced while it was imported; rerun the import.")
+                raise IndexChanged(
+                    f"{self.path}: the file was replaced while it was imported; rerun the import."
+                )
             self._fd = fd
         return self._fd
 

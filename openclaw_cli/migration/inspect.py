@@ -49,8 +49,12 @@ def _legacy_counts(target: Target, tr: TargetReport) -> None:
 
 def inspect_db(target: Target, tr: TargetReport) -> None:
     db = target.sqlite_path
-    stats: dict[str, Any] = {"dbSizeBytes": size_of(db), "largestSessions": [], "totalTranscriptRowBytes": 0,
-                             "walSizeBytes": size_of(Path(f"{db}-wal"))}
+    stats: dict[str, Any] = {
+        "dbSizeBytes": size_of(db),
+        "largestSessions": [],
+        "totalTranscriptRowBytes": 0,
+        "walSizeBytes": size_of(Path(f"{db}-wal")),
+    }
     tr.db_stats = stats
     info = classify_db(db)
     if info.kind == "missing":
@@ -58,8 +62,10 @@ def inspect_db(target: Target, tr: TargetReport) -> None:
     if info.kind in ("corrupt", "invalid", "foreign", "empty"):
         if info.kind != "empty":
             tr.add("sqlite_corrupt", f"SQLite database could not be inspected: {info.detail}")
-            tr.add("sqlite_active_transcript_scan_failed",
-                   f"{db}: the active transcript scan failed: the database could not be read.")
+            tr.add(
+                "sqlite_active_transcript_scan_failed",
+                f"{db}: the active transcript scan failed: the database could not be read.",
+            )
         return
     from openclaw_cli.store.sqlite_common import open_readonly
 
@@ -73,8 +79,13 @@ def inspect_db(target: Target, tr: TargetReport) -> None:
     try:
         conn = handle.conn
         check = _quick_check(conn)
-        stats_out = {"dbSizeBytes": stats["dbSizeBytes"], "integrityCheck": check, "largestSessions": [],
-                     "totalTranscriptRowBytes": 0, "walSizeBytes": stats["walSizeBytes"]}
+        stats_out = {
+            "dbSizeBytes": stats["dbSizeBytes"],
+            "integrityCheck": check,
+            "largestSessions": [],
+            "totalTranscriptRowBytes": 0,
+            "walSizeBytes": stats["walSizeBytes"],
+        }
         tr.db_stats = stats_out
         if check != "ok":
             tr.add("sqlite_integrity_check_failed", f"SQLite quick_check reported: {check}")
@@ -86,11 +97,13 @@ def inspect_db(target: Target, tr: TargetReport) -> None:
             tr.sqlite_entries = conn.execute(f"SELECT count(*) FROM session_nodes{valid}").fetchone()[0]
             rows = conn.execute(
                 "SELECT session_id, count(*), sum(coalesce(event_utf8_bytes, length(CAST(event_json AS BLOB))))"
-                " FROM transcript_events GROUP BY session_id").fetchall()
+                " FROM transcript_events GROUP BY session_id"
+            ).fetchall()
             stats_out["totalTranscriptRowBytes"] = sum(int(r[2] or 0) for r in rows)
             rows.sort(key=lambda r: (-int(r[2] or 0), r[0]))
             stats_out["largestSessions"] = [
-                {"events": n, "rowBytes": int(b or 0), "sessionId": sid} for sid, n, b in rows[:5]]
+                {"events": n, "rowBytes": int(b or 0), "sessionId": sid} for sid, n, b in rows[:5]
+            ]
             entries = conn.execute(f"SELECT session_key, entry_json FROM session_nodes{valid}").fetchall()
         except sqlite3.Error as exc:
             tr.add("sqlite_corrupt", f"SQLite database could not be inspected: {exc}")
@@ -110,7 +123,11 @@ def _quick_check(conn: sqlite3.Connection) -> str:
 
 
 def _active_jsonl(target: Target, tr: TargetReport, entries: list[tuple[str, str]]) -> None:
-    sessions_dir = target.sessions_dir if not target.is_sqlite_selector else target.sqlite_path.parent.parent / "sessions"
+    sessions_dir = (
+        target.sessions_dir
+        if not target.is_sqlite_selector
+        else target.sqlite_path.parent.parent / "sessions"
+    )
     if not os.path.isdir(sessions_dir):
         return
     try:

@@ -112,13 +112,16 @@ def read_index(path: Path, *, allow_symlink_issue: bool = True) -> LegacyIndex:
         return index
     index.fingerprint = fingerprint(before)
     if streamed is not None:
-        index.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, hasher.hexdigest())
+        index.identity = Identity(
+            before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, hasher.hexdigest()
+        )
         index.entries = streamed
         return index
     raw = b"".join(chunks)
     del chunks
-    index.identity = Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size,
-                              hashlib.sha256(raw).hexdigest())
+    index.identity = Identity(
+        before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, hashlib.sha256(raw).hexdigest()
+    )
     data, error = _parse_index(raw, index)
     if error is not None:
         index.issues.append(Issue("store_unreadable", f"{path}: {error}"))
@@ -171,12 +174,34 @@ class Record:
     """One importable entry. A record of a member-wise read index does not hold its entry: it is
     parsed from the file each time it is asked for (the import asks once, when it stores it)."""
 
-    __slots__ = ("key", "source_key", "session_id", "_entry", "_src", "_idx", "transcript_text", "expected_text",
-                 "sqlite_marker", "recovered", "problem", "entry_text")
+    __slots__ = (
+        "key",
+        "source_key",
+        "session_id",
+        "_entry",
+        "_src",
+        "_idx",
+        "transcript_text",
+        "expected_text",
+        "sqlite_marker",
+        "recovered",
+        "problem",
+        "entry_text",
+    )
 
-    def __init__(self, key: str, source_key: str, session_id: str, entry: dict[str, Any] | None,
-                 transcript: Path | None = None, expected: Path | None = None, sqlite_marker: bool = False,
-                 recovered: bool = False, problem: str | None = None, entry_text: str | None = None):
+    def __init__(
+        self,
+        key: str,
+        source_key: str,
+        session_id: str,
+        entry: dict[str, Any] | None,
+        transcript: Path | None = None,
+        expected: Path | None = None,
+        sqlite_marker: bool = False,
+        recovered: bool = False,
+        problem: str | None = None,
+        entry_text: str | None = None,
+    ):
         self.key = key  # the key stored in SQLite (bare cron:/hook: canonicalised, D14)
         self.source_key = source_key  # the key as written in sessions.json (or the synthetic recovered key)
         self.session_id = session_id
@@ -246,8 +271,13 @@ class DirListing:
         return name in self.kinds
 
 
-def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
-                  owner_filter: Callable[[str], bool] | None = None) -> tuple[list[Record], list[Issue]]:
+def build_records(
+    index: LegacyIndex,
+    sessions_dir: Path,
+    *,
+    agent_id: str,
+    owner_filter: Callable[[str], bool] | None = None,
+) -> tuple[list[Record], list[Issue]]:
     """Importable records in store order, plus `entry_invalid` issues."""
     from openclaw_cli.keys import canonicalize_bare_key
 
@@ -279,10 +309,17 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
         problem = key_problem(key)
         if problem is not None:
             stored_key = substitute_key(key, agent_id)
-            issues.append(Issue("entry_key_invalid", (
-                f"{index.path}: the key {shown_key(key)} {problem}, so it cannot name a session; the entry is "
-                f"stored under {stored_key} (sessionId {sid}) and the original key stays in the archived "
-                "sessions.json."), stored_key))
+            issues.append(
+                Issue(
+                    "entry_key_invalid",
+                    (
+                        f"{index.path}: the key {shown_key(key)} {problem}, so it cannot name a session; the entry is "
+                        f"stored under {stored_key} (sessionId {sid}) and the original key stays in the archived "
+                        "sessions.json."
+                    ),
+                    stored_key,
+                )
+            )
         record = Record(stored_key, key if problem is None else stored_key, sid, entry)
         if streamed is not None:  # read again when stored: 100,000 entries are ~150 MB of objects
             record._entry, record._src, record._idx = None, streamed, position
@@ -290,10 +327,17 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
         if exact is not None:
             record.entry_text = exact.text
             for finding in exact.findings:
-                issues.append(Issue("entry_value_unrepresentable", (
-                    f"{index.path}: field {finding.path} = {finding.literal[:80]} {finding.why}; the entry is "
-                    "stored with its original text, readers show the value as written and treat it as unknown "
-                    "in computations."), record.source_key))
+                issues.append(
+                    Issue(
+                        "entry_value_unrepresentable",
+                        (
+                            f"{index.path}: field {finding.path} = {finding.literal[:80]} {finding.why}; the entry is "
+                            "stored with its original text, readers show the value as written and treat it as unknown "
+                            "in computations."
+                        ),
+                        record.source_key,
+                    )
+                )
         if isinstance(session_file, str) and session_file.startswith("sqlite:"):
             record.sqlite_marker = True
         elif (names := _fast_candidate_names(session_file, sid, base)) is not None:
@@ -301,13 +345,17 @@ def build_records(index: LegacyIndex, sessions_dir: Path, *, agent_id: str,
             record.expected_text = f"{base}{os.sep}{names[0]}"
             for name in names:
                 if listing.exists(name):
-                    record.transcript_text = record.expected_text if name == names[0] else f"{base}{os.sep}{name}"
+                    record.transcript_text = (
+                        record.expected_text if name == names[0] else f"{base}{os.sep}{name}"
+                    )
                     regular, _link = listing.kinds[name]
                     if not regular:
                         record.problem = f"Migration source is not a regular file: {record.transcript}"
                     break
         else:
-            candidates = transcript_candidates(sessions_dir, sid, session_file if isinstance(session_file, str) else None)
+            candidates = transcript_candidates(
+                sessions_dir, sid, session_file if isinstance(session_file, str) else None
+            )
             record.expected = candidates[0] if candidates else sessions_dir / f"{sid}.jsonl"
             for candidate in candidates:
                 if os.path.lexists(candidate):
@@ -387,7 +435,11 @@ def scan_jsonl_names(sessions_dir: Path, keep: Callable[[str], bool] | None = No
         with os.scandir(sessions_dir) as it:
             for entry in it:
                 name = entry.name
-                if name.endswith(".jsonl") and (keep is None or keep(name)) and not entry.is_dir(follow_symlinks=False):
+                if (
+                    name.endswith(".jsonl")
+                    and (keep is None or keep(name))
+                    and not entry.is_dir(follow_symlinks=False)
+                ):
                     out.append(name)
     except OSError:
         return []
@@ -399,8 +451,11 @@ def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str
     """Primary transcripts no record references whose header names the file's own session id:
     imported as `agent:<id>:recovered:<sessionId>` (already archived), as OpenClaw does."""
     base = str(sessions_dir)
-    referenced = {os.path.basename(t) for r in records if (t := r.transcript_text) is not None
-                  and os.path.dirname(t) == base}
+    referenced = {
+        os.path.basename(t)
+        for r in records
+        if (t := r.transcript_text) is not None and os.path.dirname(t) == base
+    }
     known_ids = {r.session_id for r in records}
     out: list[Record] = []
     listing = DirListing(sessions_dir)
@@ -440,12 +495,18 @@ def unreferenced_jsonl(sessions_dir: Path, records: Iterable[Record]) -> list[Pa
             name = os.path.basename(t)
             # the text itself (no copy) unless it spells the directory differently
             referenced.add(t if len(t) == len(prefix) + len(name) and t.startswith(prefix) else prefix + name)
-    return [sessions_dir / name for name in scan_jsonl_names(sessions_dir, keep=lambda name: prefix + name not in referenced)]
+    return [
+        sessions_dir / name
+        for name in scan_jsonl_names(sessions_dir, keep=lambda name: prefix + name not in referenced)
+    ]
 
 
 def trajectory_paths(transcript: Path) -> list[Path]:
     base = transcript.name[: -len(".jsonl")] if transcript.name.endswith(".jsonl") else transcript.name
-    return [transcript.with_name(f"{base}.trajectory.jsonl"), transcript.with_name(f"{base}.trajectory-path.json")]
+    return [
+        transcript.with_name(f"{base}.trajectory.jsonl"),
+        transcript.with_name(f"{base}.trajectory-path.json"),
+    ]
 
 
 # ---- transcripts: read-only scans (dry-run, validate) --------------------------------------------------
@@ -523,5 +584,7 @@ def malformed_message(error: str, count: int = 1) -> str:
     """D22 (replaces the "readable prefix" rule): malformed lines are kept, in place, as quarantined
     raw lines and the lines after them are imported."""
     many = f" ({count} such lines in this file)" if count > 1 else ""
-    return (f"{error}{many}. The line is kept byte-exact as a quarantined raw line and every line after it is "
-            "imported; the original remains protected for recovery.")
+    return (
+        f"{error}{many}. The line is kept byte-exact as a quarantined raw line and every line after it is "
+        "imported; the original remains protected for recovery."
+    )

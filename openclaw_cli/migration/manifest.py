@@ -56,7 +56,7 @@ class PathMapper:
     def to_manifest(self, path: Path | str) -> str:
         text = os.fspath(path)
         if self.relative and text.startswith(self._prefix):
-            rel = text[len(self._prefix):]
+            rel = text[len(self._prefix) :]
             return rel.replace(os.sep, "/") if os.sep != "/" else rel
         return text
 
@@ -248,7 +248,9 @@ class MoveLog(MoveView):
         deps = artifact.get("dependencies") if isinstance(artifact, dict) else None
         if isinstance(deps, StreamedArray):
             return self._append_pieces(_streamed_dependencies(move, artifact, deps))
-        return self._append_pieces([orjson.dumps(move, option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)])
+        return self._append_pieces(
+            [orjson.dumps(move, option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)]
+        )
 
     def _append_pieces(self, pieces: Iterable[bytes]) -> int:
         start, length = self._end, 0
@@ -307,18 +309,22 @@ _DEPENDENCY_BATCH = 512
 _DEPENDENCY_SEP = b",\n" + b" " * 14
 
 
-def _streamed_dependencies(move: dict[str, Any], artifact: dict[str, Any], deps: StreamedArray) -> Iterator[bytes]:
+def _streamed_dependencies(
+    move: dict[str, Any], artifact: dict[str, Any], deps: StreamedArray
+) -> Iterator[bytes]:
     """The move's JSON in pieces, its dependencies dumped a batch at a time: each batch as an
     indented list whose items are re-indented to their depth (a newline is never inside a JSON
     string, so every newline of the batch is a separator)."""
     items = iter(deps.items)
     first = next(items, None)
     if first is None:  # empty: exactly the plain dump
-        yield orjson.dumps({**move, "artifact": {**artifact, "dependencies": []}},
-                           option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)
+        yield orjson.dumps(
+            {**move, "artifact": {**artifact, "dependencies": []}}, option=orjson.OPT_INDENT_2
+        ).replace(b"\n", _ELEMENT_PAD)
         return
-    text = orjson.dumps({**move, "artifact": {**artifact, "dependencies": [_DEPENDENCY_MARK]}},
-                        option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)
+    text = orjson.dumps(
+        {**move, "artifact": {**artifact, "dependencies": [_DEPENDENCY_MARK]}}, option=orjson.OPT_INDENT_2
+    ).replace(b"\n", _ELEMENT_PAD)
     mark = orjson.dumps(_DEPENDENCY_MARK)
     at = text.index(mark)
     yield text[:at]
@@ -332,7 +338,7 @@ def _streamed_dependencies(move: dict[str, Any], artifact: dict[str, Any], deps:
             batch = []
     if batch:
         yield _dependency_batch(batch, leading)
-    yield text[at + len(mark):]
+    yield text[at + len(mark) :]
 
 
 def _dependency_batch(batch: list[str], leading: bool) -> bytes:
@@ -401,7 +407,7 @@ class ArchivedPaths:
             # `archivePath` is a move's first member (`new_move`); its value ends at the next quote
             # unless it holds an escape, which the JSON parser then reads
             start = chunk.index(b'"archivePath": "') + 16
-            raw = chunk[start:chunk.index(b'"', start)]
+            raw = chunk[start : chunk.index(b'"', start)]
             yield real(orjson.loads(chunk)["archivePath"] if b"\\" in raw else raw.decode("utf-8"))
 
     def __eq__(self, other: object) -> bool:
@@ -419,7 +425,9 @@ def validate_manifest(data: Any) -> str | None:
     version = data.get("manifestVersion")
     if version not in (1, 2, 3, 4):
         return "unsupported manifestVersion"
-    if version == 4 and not (isinstance(data.get("failureReports"), dict) and "githubIssue" in data["failureReports"]):
+    if version == 4 and not (
+        isinstance(data.get("failureReports"), dict) and "githubIssue" in data["failureReports"]
+    ):
         return "manifestVersion 4 without a GitHub receipt"
     relative = data.get("pathBase") == PATH_BASE
     if "pathBase" in data and not relative:
@@ -434,7 +442,11 @@ def validate_manifest(data: Any) -> str | None:
         if not isinstance(target, dict):
             return "target is not an object"
         agent_id, store, sqlite = target.get("agentId"), target.get("storePath"), target.get("sqlitePath")
-        if not isinstance(agent_id, str) or not _valid_path_text(store, relative) or not _valid_path_text(sqlite, relative):
+        if (
+            not isinstance(agent_id, str)
+            or not _valid_path_text(store, relative)
+            or not _valid_path_text(sqlite, relative)
+        ):
             return "target paths invalid"
         key = f"{agent_id}\x00{store}"
         if key in seen_targets:
@@ -464,8 +476,9 @@ def validate_manifest(data: Any) -> str | None:
     return None
 
 
-def _validate_move(move: Any, store: str, store_dir: PurePosixPath, archive_dir: PurePosixPath,
-                   relative: bool) -> str | None:
+def _validate_move(
+    move: Any, store: str, store_dir: PurePosixPath, archive_dir: PurePosixPath, relative: bool
+) -> str | None:
     if not isinstance(move, dict):
         return "move is not an object"
     src, dst, kind = move.get("sourcePath"), move.get("archivePath"), move.get("kind")
@@ -511,15 +524,21 @@ def manifest_files(runs_dir: Path) -> list[Path]:
     try:
         if runs_dir.is_symlink() or not runs_dir.is_dir():
             return []
-        names = sorted(p for p in runs_dir.iterdir() if p.name.endswith(".json") and not p.name.endswith(
-            (".failure.json",)) and p.name.startswith("session-sqlite-"))
+        names = sorted(
+            p
+            for p in runs_dir.iterdir()
+            if p.name.endswith(".json")
+            and not p.name.endswith((".failure.json",))
+            and p.name.startswith("session-sqlite-")
+        )
     except OSError:
         return []
     return names
 
 
-def load_all(runs_dir: Path, state_dir: Path, *,
-             skip: Callable[[Path], bool] | None = None) -> tuple[list[LoadedManifest], list[Path]]:
+def load_all(
+    runs_dir: Path, state_dir: Path, *, skip: Callable[[Path], bool] | None = None
+) -> tuple[list[LoadedManifest], list[Path]]:
     """Every readable manifest oldest first (by startedAt, then name), plus the unreadable paths;
     files for which `skip(path)` is true are neither loaded nor listed."""
     good: list[LoadedManifest] = []
@@ -580,7 +599,7 @@ def moves_all_completed(path: Path) -> bool:
                         return False
                     buf, pos = buf[pos:] + chunk, 0
                     continue
-                line = buf[pos:nl + 1]
+                line = buf[pos : nl + 1]
                 pos = nl + 1
                 last = line
                 if which >= 0:
@@ -603,7 +622,7 @@ def moves_all_completed(path: Path) -> bool:
                             return False
                         buf, pos = buf[keep:] + chunk, 0
                         at = buf.find(_MOVES_END)
-                    hasher.update(buf[pos:at + 1])
+                    hasher.update(buf[pos : at + 1])
                     pos = at + 1
                     digest = hasher.digest()
                 elif line in _MOVES_EMPTY:
@@ -639,16 +658,26 @@ def new_target(agent_id: str, store: str, sqlite: str) -> dict[str, Any]:
     }
 
 
-def new_move(*, source: str, archive: str, kind: str, session_key: str | None, identity: Identity,
-             classification: str, reason: str,
-             dependencies: list[str] | StreamedArray | None = None) -> dict[str, Any]:
+def new_move(
+    *,
+    source: str,
+    archive: str,
+    kind: str,
+    session_key: str | None,
+    identity: Identity,
+    classification: str,
+    reason: str,
+    dependencies: list[str] | StreamedArray | None = None,
+) -> dict[str, Any]:
     move: dict[str, Any] = {
         "archivePath": archive,
         "artifact": {
             "identity": identity.to_json(),
             "classification": classification,
             "reason": reason,
-            "dependencies": dependencies if isinstance(dependencies, StreamedArray) else list(dependencies or []),
+            "dependencies": dependencies
+            if isinstance(dependencies, StreamedArray)
+            else list(dependencies or []),
             "disposal": {"state": "retained"},
         },
         "kind": kind,

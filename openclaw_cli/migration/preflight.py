@@ -47,8 +47,18 @@ class EntryText:
 
 # digits -> "0", e/E -> "e", +/- -> "+", the rest -> " ": candidates are found with bytes.find (C
 # speed) and confirmed by the regex on a small window (a regex over a whole 12 MB file costs 0.2 s)
-_CLASSES = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord("e") if c in b"eE" else
-                 ord("+") if c in b"+-" else ord(".") if c == ord(".") else ord(" ") for c in range(256))
+_CLASSES = bytes(
+    ord("0")
+    if chr(c).isdigit() and c < 128
+    else ord("e")
+    if c in b"eE"
+    else ord("+")
+    if c in b"+-"
+    else ord(".")
+    if c == ord(".")
+    else ord(" ")
+    for c in range(256)
+)
 _NEEDLES = (b"0" * 19, b"0e000", b"0e+000")
 _TOKEN_CHARS = frozenset(b"0e+.")
 # the same test fed chunk by chunk by the member-wise reader (index_stream.ExactProbe)
@@ -80,26 +90,26 @@ def top_level_entries(text: str) -> list[tuple[str, int, int, Any]]:
     decoder = json.JSONDecoder(parse_float=exact_float, parse_int=exact_int, parse_constant=_reject_constant)
     out: list[tuple[str, int, int, Any]] = []
     i = _WS.match(text, 0).end()
-    if text[i:i + 1] != "{":
+    if text[i : i + 1] != "{":
         raise ValueError("not a JSON object")
     i = _WS.match(text, i + 1).end()
-    if text[i:i + 1] == "}":
+    if text[i : i + 1] == "}":
         return out
     while True:
-        if text[i:i + 1] != '"':
+        if text[i : i + 1] != '"':
             raise ValueError(f"expected a key at character {i}")
         key, i = scanstring(text, i + 1, True)
         i = _WS.match(text, i).end()
-        if text[i:i + 1] != ":":
+        if text[i : i + 1] != ":":
             raise ValueError(f"expected ':' at character {i}")
         start = _WS.match(text, i + 1).end()
         value, end = decoder.raw_decode(text, start)
         out.append((key, start, end, value))
         i = _WS.match(text, end).end()
-        if text[i:i + 1] == ",":
+        if text[i : i + 1] == ",":
             i = _WS.match(text, i + 1).end()
             continue
-        if text[i:i + 1] == "}":
+        if text[i : i + 1] == "}":
             end = _WS.match(text, i + 1).end()
             if end != len(text):  # what JSON.parse (and every reader) refuses, the import refuses too
                 raise ValueError(f"unexpected content after the document at character {end}")
@@ -114,14 +124,26 @@ def _findings(value: Any, path: str, out: list[Finding]) -> None:
         if value in (float("inf"), float("-inf")):
             out.append(Finding(path, literal, "is beyond the range of a double (it would read as Infinity)"))
         elif is_int and literal != "-0" and not INT_MIN <= int(literal) <= _INT64_MAX:
-            out.append(Finding(path, literal, "is an integer beyond 64 bits (SQLite cannot hold it; a double rounds it)"))
+            out.append(
+                Finding(
+                    path, literal, "is an integer beyond 64 bits (SQLite cannot hold it; a double rounds it)"
+                )
+            )
         return
     if isinstance(value, int) and not isinstance(value, bool) and not -_INT64_MAX - 1 <= value <= _INT64_MAX:
-        out.append(Finding(path, str(value), "is an integer beyond 64 bits (SQLite cannot hold it; a double rounds it)"))
+        out.append(
+            Finding(
+                path, str(value), "is an integer beyond 64 bits (SQLite cannot hold it; a double rounds it)"
+            )
+        )
         return
     if isinstance(value, str):
         if _SURROGATE.search(value):
-            out.append(Finding(path, json.dumps(value)[:60], "holds a lone UTF-16 surrogate (not encodable as UTF-8)"))
+            out.append(
+                Finding(
+                    path, json.dumps(value)[:60], "holds a lone UTF-16 surrogate (not encodable as UTF-8)"
+                )
+            )
         return
     if isinstance(value, dict):
         for k, v in value.items():

@@ -39,8 +39,13 @@ class Identity:
     sha256: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"dev": str(self.dev), "ino": str(self.ino), "mtimeNs": str(self.mtime_ns), "size": self.size,
-                "sha256": self.sha256}
+        return {
+            "dev": str(self.dev),
+            "ino": str(self.ino),
+            "mtimeNs": str(self.mtime_ns),
+            "size": self.size,
+            "sha256": self.sha256,
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> Identity | None:
@@ -53,7 +58,9 @@ class Identity:
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             return None
         try:
-            return cls(int(data.get("dev", 0)), int(data.get("ino", 0)), int(data.get("mtimeNs", 0)), size, sha)
+            return cls(
+                int(data.get("dev", 0)), int(data.get("ino", 0)), int(data.get("mtimeNs", 0)), size, sha
+            )
         except (TypeError, ValueError):
             return None
 
@@ -61,7 +68,12 @@ class Identity:
         return self.sha256 == other.sha256 and self.size == other.size
 
     def same_object(self, st: os.stat_result) -> bool:
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (self.dev, self.ino, self.size, self.mtime_ns)
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
+            self.dev,
+            self.ino,
+            self.size,
+            self.mtime_ns,
+        )
 
 
 class ArtifactError(Exception):
@@ -273,8 +285,10 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None
             continue
         except OSError as exc:
             if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                move.error = (f"cannot hard-link {move.source} into {os.path.dirname(move.dest)} ({exc.strerror}); "
-                              "source left in place")
+                move.error = (
+                    f"cannot hard-link {move.source} into {os.path.dirname(move.dest)} ({exc.strerror}); "
+                    "source left in place"
+                )
             else:
                 move.error = f"cannot publish {move.source} at {move.dest}: {exc.strerror or exc}"
             result.failed.append(move)
@@ -292,7 +306,11 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None
             # link() made dest a second name of whatever inode source named at that instant: it
             # must be the hashed object, now with exactly two names
             s_dst = os.lstat(move.dest)
-            if s_dst.st_nlink != 2 or not move.expected.same_object(s_dst) or s_dst.st_dev != move.expected.dev:
+            if (
+                s_dst.st_nlink != 2
+                or not move.expected.same_object(s_dst)
+                or s_dst.st_dev != move.expected.dev
+            ):
                 raise ChangedError("artifact changed during publication")
         except (OSError, ArtifactError) as exc:
             # undo only our own extra name: the destination is ours iff it is the source's inode

@@ -65,7 +65,9 @@ def run_recover(ctx: MigrationContext, targets: list[Target]) -> Report:
     return report
 
 
-def _recover_run(ctx: MigrationContext, loaded: mf.LoadedManifest, targets: list[Target], report: Report) -> Report:
+def _recover_run(
+    ctx: MigrationContext, loaded: mf.LoadedManifest, targets: list[Target], report: Report
+) -> Report:
     trusted = trusted_keys(targets)
     matches = matching_targets(loaded, trusted)
     selected = {i for i, _ in matches}
@@ -80,10 +82,16 @@ def _recover_run(ctx: MigrationContext, loaded: mf.LoadedManifest, targets: list
         tr.restore = {
             "conflicts": outcome.per_target.get(_norm(target.store_path), []),
             "manifestPaths": [str(loaded.path)],
-            "restoredFiles": [p for p in outcome.restored if Path(p).parent in (target.sessions_dir,)
-                              or p == str(target.store_path)],
-            "skippedFiles": [p for p in outcome.skipped if Path(p).parent in (target.sessions_dir,)
-                             or p == str(target.store_path)],
+            "restoredFiles": [
+                p
+                for p in outcome.restored
+                if Path(p).parent in (target.sessions_dir,) or p == str(target.store_path)
+            ],
+            "skippedFiles": [
+                p
+                for p in outcome.skipped
+                if Path(p).parent in (target.sessions_dir,) or p == str(target.store_path)
+            ],
         }
         recovery[index] = [i.to_json() for i in tr.issues]
         report.targets.append(tr)
@@ -92,8 +100,9 @@ def _recover_run(ctx: MigrationContext, loaded: mf.LoadedManifest, targets: list
     if any(t.issues for t in report.targets) and not loaded.frozen():
         from openclaw_cli.migration.failure import write_failure_reports
 
-        json_path, md_path = write_failure_reports(ctx, loaded.path, loaded.data, reason=REASON,
-                                                   recovery_issues=recovery, only_targets=selected)
+        json_path, md_path = write_failure_reports(
+            ctx, loaded.path, loaded.data, reason=REASON, recovery_issues=recovery, only_targets=selected
+        )
         run.failure_report_json_path = str(json_path)
         run.failure_report_markdown_path = str(md_path)
         report.support_issue = {
@@ -161,8 +170,10 @@ def _recover_db(ctx: MigrationContext, target: Target, tr: TargetReport) -> bool
         try:
             problem = _inspect_copy(files)
         except OSError as exc:
-            tr.add("sqlite_recovery_inspect_failed",
-                   f"SQLite database {db} could not be inspected: {exc}. Files were left untouched.")
+            tr.add(
+                "sqlite_recovery_inspect_failed",
+                f"SQLite database {db} could not be inspected: {exc}. Files were left untouched.",
+            )
             return True
         if problem is None:
             return False
@@ -198,7 +209,11 @@ def move_aside(files: list[Path], stamp: int) -> tuple[list[str], list[str], str
                     os.rename(dst, src)
                 except OSError:
                     pass
-            return [], [str(p) for p in files], f"Could not move {path} aside: {exc.strerror or exc}; earlier renames were rolled back."
+            return (
+                [],
+                [str(p) for p in files],
+                f"Could not move {path} aside: {exc.strerror or exc}; earlier renames were rolled back.",
+            )
         done.append((path, dest))
     from openclaw_cli.fsio import fsync_dir
 

@@ -29,6 +29,7 @@ WARNING_CODES = frozenset(
     }
 )
 
+
 def is_blocking(code: str) -> bool:
     return code not in WARNING_CODES
 
@@ -177,7 +178,9 @@ class Report:
         totals["issues"] = sum(len(t.issues) for t in self.targets)
         totals["legacyEntries"] = sum(t.legacy_entries for t in self.targets)
         if self.mode != "recover":
-            totals["reclaimedBytes"] = sum(int((t.compact or {}).get("reclaimedBytes", 0) or 0) for t in self.targets)
+            totals["reclaimedBytes"] = sum(
+                int((t.compact or {}).get("reclaimedBytes", 0) or 0) for t in self.targets
+            )
         totals["sqliteEntries"] = sum(per_db.values())
         totals["targets"] = len(self.targets)
         totals["unreferencedJsonlFiles"] = distinct("unreferenced_jsonl_files")

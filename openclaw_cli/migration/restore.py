@@ -42,13 +42,18 @@ def trusted_keys(targets: list[Target]) -> dict[tuple[str, str, str], Target]:
     return {(t.agent_id, _norm(t.store_path), _norm(t.sqlite_path)): t for t in targets}
 
 
-def matching_targets(loaded: mf.LoadedManifest, trusted: dict[tuple[str, str, str], Target]) -> list[tuple[int, Target]]:
+def matching_targets(
+    loaded: mf.LoadedManifest, trusted: dict[tuple[str, str, str], Target]
+) -> list[tuple[int, Target]]:
     out = []
     for i, target in enumerate(loaded.data.get("targets", [])):
         from openclaw_cli.ids import normalize_agent_id
 
-        key = (normalize_agent_id(str(target.get("agentId", ""))), _norm(loaded.mapper.to_real(target["storePath"])),
-               _norm(loaded.mapper.to_real(target["sqlitePath"])))
+        key = (
+            normalize_agent_id(str(target.get("agentId", ""))),
+            _norm(loaded.mapper.to_real(target["storePath"])),
+            _norm(loaded.mapper.to_real(target["sqlitePath"])),
+        )
         if key in trusted:
             out.append((i, trusted[key]))
     return out
@@ -93,7 +98,9 @@ class RestoreOutcome:
         self.per_target.setdefault(_norm(c.target.store_path), []).append(item)
 
 
-def restore_manifests(ctx: MigrationContext, manifests: list[mf.LoadedManifest], targets: list[Target]) -> RestoreOutcome:
+def restore_manifests(
+    ctx: MigrationContext, manifests: list[mf.LoadedManifest], targets: list[Target]
+) -> RestoreOutcome:
     """Restore every retained artifact the given manifests recorded for the trusted targets."""
     from openclaw_cli.migration.importer import reconcile_interrupted
 
@@ -129,7 +136,7 @@ def restore_manifests(ctx: MigrationContext, manifests: list[mf.LoadedManifest],
             moves.append(move)
     ctx.progress.start("Restoring", len(moves))
     for start in range(0, len(moves), BATCH):
-        batch = moves[start:start + BATCH]
+        batch = moves[start : start + BATCH]
         result = publish_batch(batch, checkpoint=ctx.checkpoint)
         touched: dict[int, mf.LoadedManifest] = {}
         for move in result.done:
@@ -173,7 +180,9 @@ def _select(candidates: list[Candidate], outcome: RestoreOutcome) -> Candidate |
                     outcome.skipped.append(str(c.source))
                 continue
             missing_without_evidence = True
-            outcome.conflict(c, "archive is missing without a recorded prior restore; refusing another candidate")
+            outcome.conflict(
+                c, "archive is missing without a recorded prior restore; refusing another candidate"
+            )
             continue
         try:
             available.append((c, hash_file(c.archive)))
@@ -182,8 +191,11 @@ def _select(candidates: list[Candidate], outcome: RestoreOutcome) -> Candidate |
             return None
     if missing_without_evidence:
         for c, _ in available:
-            outcome.conflict(c, "another archive for this source is unavailable without prior restore evidence; "
-                                "refusing automatic selection")
+            outcome.conflict(
+                c,
+                "another archive for this source is unavailable without prior restore evidence; "
+                "refusing automatic selection",
+            )
         return None
     if not available:
         return None
@@ -204,14 +216,18 @@ def _select(candidates: list[Candidate], outcome: RestoreOutcome) -> Candidate |
                 outcome.conflict(c, "session index archive is not valid JSON; refusing automatic selection")
                 return None
             if not isinstance(data, dict):
-                outcome.conflict(c, "session index archive is not a JSON object; refusing automatic selection")
+                outcome.conflict(
+                    c, "session index archive is not a JSON object; refusing automatic selection"
+                )
                 return None
             if data:
                 nonempty.append((c, ident.sha256))
         if len({sha for _, sha in nonempty}) == 1:
             return nonempty[0][0]
         for c, _ in available:
-            outcome.conflict(c, "multiple distinct nonempty session indexes require explicit archive selection")
+            outcome.conflict(
+                c, "multiple distinct nonempty session indexes require explicit archive selection"
+            )
         return None
     for c, _ in available:
         outcome.conflict(c, "multiple distinct archives require explicit archive selection")
@@ -256,8 +272,11 @@ def _plan_one(c: Candidate, outcome: RestoreOutcome) -> Move | None:
     try:
         now = hash_file(c.archive)
     except ArtifactError as exc:
-        reason = "archive changed while it was inspected; refusing restore" if "changed" in str(exc) else (
-            "archive is not a regular file; refusing restore")
+        reason = (
+            "archive changed while it was inspected; refusing restore"
+            if "changed" in str(exc)
+            else ("archive is not a regular file; refusing restore")
+        )
         outcome.conflict(c, reason)
         return None
     except OSError:
@@ -309,8 +328,13 @@ def _finish_status(loaded: mf.LoadedManifest, outcome: RestoreOutcome) -> None:
     real = {str(loaded.mapper.to_real(s)): s for s in mine}
     conflicts = [c for c in outcome.conflicts if c["sourcePath"] in real]
     block["conflicts"] = [
-        {"sourcePath": real[c["sourcePath"]], "archivePath": loaded.mapper.to_manifest(Path(c["archivePath"])),
-         "reason": c["reason"]} for c in conflicts]
+        {
+            "sourcePath": real[c["sourcePath"]],
+            "archivePath": loaded.mapper.to_manifest(Path(c["archivePath"])),
+            "reason": c["reason"],
+        }
+        for c in conflicts
+    ]
     for s in outcome.skipped:
         if s in real and real[s] not in block["skippedFiles"]:
             block["skippedFiles"].append(real[s])

@@ -14,10 +14,10 @@ from openclaw_cli.paths import Target
 MODES = ("dry-run", "import", "validate", "inspect", "compact", "restore", "recover")
 DISCOVERY_MODES = frozenset({"dry-run", "import", "validate"})
 DESTRUCTIVE_MODES = frozenset({"import", "compact", "restore", "recover"})
-MODE_ERROR = "Invalid --session-sqlite mode. Use dry-run, import, validate, inspect, compact, restore, or recover."
-OPTIONS_WITHOUT_MODE = (
-    "doctor session SQLite options require --session-sqlite. Use `openclaw doctor --session-sqlite dry-run ...`."
+MODE_ERROR = (
+    "Invalid --session-sqlite mode. Use dry-run, import, validate, inspect, compact, restore, or recover."
 )
+OPTIONS_WITHOUT_MODE = "doctor session SQLite options require --session-sqlite. Use `openclaw doctor --session-sqlite dry-run ...`."
 GITHUB_ISSUE_ERROR = "--github-issue requires --session-sqlite recover."
 
 
@@ -86,4 +86,6 @@ def guard_explicit_store(mode: str, target: Target, state_dir: Path) -> None:
     except FileNotFoundError:
         return
     if st.st_nlink > 1 and not os.path.isdir(candidate):
-        raise RefusedError(f"Cannot run {op} for a hard-linked path: {path}. Remove the additional hard link and retry.")
+        raise RefusedError(
+            f"Cannot run {op} for a hard-linked path: {path}. Remove the additional hard link and retry."
+        )

@@ -38,8 +38,7 @@ def builds(live: Path) -> list[Path]:
         names = os.listdir(live.parent)
     except OSError:
         return []
-    return sorted(live.parent / n for n in names
-                  if n.startswith(prefix) and not n.endswith(_SIDECARS))
+    return sorted(live.parent / n for n in names if n.startswith(prefix) and not n.endswith(_SIDECARS))
 
 
 def _file_set(build: Path) -> list[Path]:
@@ -76,7 +75,9 @@ def publish(build: Path, live: Path) -> None:
     for suffix in ("-wal", "-journal"):
         side = Path(f"{build}{suffix}")
         if side.exists() and side.stat().st_size > 0:
-            raise RefusedError(f"{side}: the import's database still has unwritten changes; it was not published")
+            raise RefusedError(
+                f"{side}: the import's database still has unwritten changes; it was not published"
+            )
     shm = Path(f"{build}-shm")
     for side in (Path(f"{build}-wal"), Path(f"{build}-journal"), shm):
         if side.exists():
@@ -90,16 +91,20 @@ def publish(build: Path, live: Path) -> None:
         from openclaw_cli.migration.dbinfo import classify_db
 
         if not stat.S_ISREG(st.st_mode) or classify_db(live).kind != "empty":
-            raise RefusedError(f"{live}: another process created a database while the import ran; the import's "
-                               f"database was not published (kept as {build.name} until the next import)")
+            raise RefusedError(
+                f"{live}: another process created a database while the import ran; the import's "
+                f"database was not published (kept as {build.name} until the next import)"
+            )
         os.replace(build, live)
         fsync_dir(live.parent)
         return
     try:
         os.link(build, live)
     except FileExistsError:
-        raise RefusedError(f"{live}: another process created a database while the import ran; the import's "
-                           f"database was not published") from None
+        raise RefusedError(
+            f"{live}: another process created a database while the import ran; the import's "
+            f"database was not published"
+        ) from None
     fsync_dir(live.parent)
     os.unlink(build)
     fsync_dir(live.parent)
@@ -120,16 +125,21 @@ class PendingImport:
             what = f"failed (run {self.run_id}" + (f": {self.reason}" if self.reason else "") + ")"
         else:
             what = f"did not complete (run {self.run_id}: still running, or interrupted)"
-        return (f"The SQLite import of agent {self.agent_id} {what}; this command reads the legacy store, which "
-                f"the import left intact. Run `{IMPORT_COMMAND}` to finish it, or `{RECOVER_COMMAND}` to undo it.")
+        return (
+            f"The SQLite import of agent {self.agent_id} {what}; this command reads the legacy store, which "
+            f"the import left intact. Run `{IMPORT_COMMAND}` to finish it, or `{RECOVER_COMMAND}` to undo it."
+        )
 
 
 def pending_import(runs_dir: Path, state_dir: Path, agent_id: str) -> PendingImport | None:
     """The agent's newest migration run when it did not complete and was not undone (`recover` /
     `restore` record their attempt in the manifest). Only for agents without a live database."""
     try:
-        names = [n for n in os.listdir(runs_dir) if n.startswith("session-sqlite-") and n.endswith(".json")
-                 and not n.endswith(".failure.json")]
+        names = [
+            n
+            for n in os.listdir(runs_dir)
+            if n.startswith("session-sqlite-") and n.endswith(".json") and not n.endswith(".failure.json")
+        ]
     except OSError:
         return None
     names.sort(key=_run_order, reverse=True)

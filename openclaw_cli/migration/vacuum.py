@@ -44,8 +44,10 @@ def compact_db(db: Path, agent_id: str, busy_timeout_ms: int) -> dict[str, Any]:
         schema_mod.check_ours(conn, db, allow_fresh=False)
         meta = schema_mod.read_meta(conn)
         if meta is None or meta.get("role") != "agent":
-            raise RuntimeError(f"Session database {db} has schema role {None if meta is None else meta.get('role')}; "
-                               "expected agent.")
+            raise RuntimeError(
+                f"Session database {db} has schema role {None if meta is None else meta.get('role')}; "
+                "expected agent."
+            )
         owner = meta.get("agent_id")
         if isinstance(owner, str) and owner and owner != agent_id:
             raise RuntimeError(f"Session database {db} belongs to agent {owner}; requested agent {agent_id}.")
@@ -99,10 +101,12 @@ def run_compact(ctx: MigrationContext, targets: list[Target]) -> Report:
             continue
         if info.kind == "openclaw":
             tr.compact = _skipped()
-            tr.add("sqlite_compact_failed",
-                   f"SQLite database compact failed: refusing to write to {target.sqlite_path}: it is a real OpenClaw "
-                   f"agent database ({info.detail}); openclaw-cli never writes to OpenClaw databases. Compact it "
-                   "with OpenClaw's own `openclaw doctor --session-sqlite compact`.")
+            tr.add(
+                "sqlite_compact_failed",
+                f"SQLite database compact failed: refusing to write to {target.sqlite_path}: it is a real OpenClaw "
+                f"agent database ({info.detail}); openclaw-cli never writes to OpenClaw databases. Compact it "
+                "with OpenClaw's own `openclaw doctor --session-sqlite compact`.",
+            )
             continue
         if info.kind != "ours" or info.error:
             tr.compact = _skipped()

@@ -24,7 +24,9 @@ from openclaw_cli.paths import Target
 from openclaw_cli.store.quarantine import PREFIX_BYTES, original_bytes
 
 
-def plan_target(ctx: MigrationContext, target: Target, report: TargetReport, *, orphans: bool) -> list[Any] | None:
+def plan_target(
+    ctx: MigrationContext, target: Target, report: TargetReport, *, orphans: bool
+) -> list[Any] | None:
     """Read the legacy index and resolve its records (as the import will); None when unreadable."""
     from openclaw_cli.migration.importer import _merge_aliases, _owner_filter
 
@@ -33,13 +35,17 @@ def plan_target(ctx: MigrationContext, target: Target, report: TargetReport, *, 
     if index.exists and not index.readable:
         return None
     owner_filter = _owner_filter(target, ctx) if target.shared else None
-    records, issues = build_records(index, target.sessions_dir, agent_id=target.agent_id, owner_filter=owner_filter)
+    records, issues = build_records(
+        index, target.sessions_dir, agent_id=target.agent_id, owner_filter=owner_filter
+    )
     report.issues.extend(issues)
     if orphans and not target.shared:
         records += discover_orphans(target.sessions_dir, records, agent_id=target.agent_id)
     states = _merge_aliases(records, report)
     report.legacy_entries = sum(1 for s in states if s.alias_of is None)
-    report.referenced_transcript_files = sum(1 for s in states if s.alias_of is None and not s.rec.sqlite_marker)
+    report.referenced_transcript_files = sum(
+        1 for s in states if s.alias_of is None and not s.rec.sqlite_marker
+    )
     return states
 
 
@@ -76,11 +82,17 @@ def run_dry_run(ctx: MigrationContext, targets: list[Target]) -> Report:
             if rec.sqlite_marker:
                 tr.validated_entries += 1
                 continue
-            scan = scan_transcript(rec.transcript, want_digest=False) if rec.transcript and not rec.problem else None
+            scan = (
+                scan_transcript(rec.transcript, want_digest=False)
+                if rec.transcript and not rec.problem
+                else None
+            )
             if _transcript_issue(tr, rec, scan) and scan is not None:
                 tr.validated_entries += 1
                 tr.validated_transcript_events += scan.lines
-        tr.unreferenced_jsonl_files = [str(p) for p in unreferenced_jsonl(target.sessions_dir, [s.rec for s in states])]
+        tr.unreferenced_jsonl_files = [
+            str(p) for p in unreferenced_jsonl(target.sessions_dir, [s.rec for s in states])
+        ]
     return report
 
 
@@ -94,7 +106,9 @@ def _preview_database(ctx: MigrationContext, target: Target, tr: TargetReport) -
     refusal = db_refusal(target.sqlite_path, info)
     if refusal is not None:
         code = "sqlite_import_refused" if info.kind in ("openclaw", "invalid") else "sqlite_corrupt"
-        tr.add(code, refusal.message.replace(" Nothing was changed.", "").replace("; nothing was changed.", "."))
+        tr.add(
+            code, refusal.message.replace(" Nothing was changed.", "").replace("; nothing was changed.", ".")
+        )
     if info.kind == "missing":
         pending = pending_import(ctx.paths.migration_runs_dir(), ctx.state_dir, target.agent_id)
         if pending is not None:
@@ -132,8 +146,10 @@ class DbView:
             except OpenClawError as exc:
                 self.error = exc.message
                 return
-            self.keys = {k: (v.get("sessionId") if isinstance(v, dict) else None)
-                         for k, v in self._store.load_entries().items()}
+            self.keys = {
+                k: (v.get("sessionId") if isinstance(v, dict) else None)
+                for k, v in self._store.load_entries().items()
+            }
             return
         self.error = info.error or info.detail
 
@@ -142,12 +158,16 @@ class DbView:
         where events are stored byte-exact."""
         if self._conn is not None:
             conn = self._conn
-            count = conn.execute("SELECT count(*) FROM transcript_events WHERE session_id = ?", (session_id,)).fetchone()[0]
+            count = conn.execute(
+                "SELECT count(*) FROM transcript_events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
             conn.text_factory = bytes
             try:
                 h = hashlib.sha256()
-                for (text,) in conn.execute("SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq"
-                                            " LIMIT ?", (session_id, limit)):
+                for (text,) in conn.execute(
+                    "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT ?",
+                    (session_id, limit),
+                ):
                     h.update(original_bytes(text) if text.startswith(PREFIX_BYTES) else text)
                     h.update(b"\n")
             finally:
@@ -231,7 +251,11 @@ def _validate_one(tr: TargetReport, view: DbView, state: Any) -> None:
             tr.add("sqlite_entry_missing", f"SQLite entry is missing for {rec.key}.", rec.source_key)
             return
         if stored != rec.session_id:
-            tr.add("sqlite_entry_mismatch", f"SQLite sessionId {stored} does not match {rec.session_id}.", rec.source_key)
+            tr.add(
+                "sqlite_entry_mismatch",
+                f"SQLite sessionId {stored} does not match {rec.session_id}.",
+                rec.source_key,
+            )
             return
     if rec.sqlite_marker or rec.transcript is None:
         # no legacy file: what SQLite holds counts as validated (§6.14)
@@ -244,13 +268,18 @@ def _validate_one(tr: TargetReport, view: DbView, state: Any) -> None:
         return
     have, digest = view.events(rec.session_id, scan.lines)
     if have != scan.lines:
-        tr.add("sqlite_transcript_count_mismatch", f"SQLite transcript has {have} events; source has {scan.lines}.",
-               rec.source_key)
+        tr.add(
+            "sqlite_transcript_count_mismatch",
+            f"SQLite transcript has {have} events; source has {scan.lines}.",
+            rec.source_key,
+        )
         return
     if digest is not None and digest != scan.digest:
-        tr.add("sqlite_transcript_mismatch",
-               f"SQLite transcript of session {rec.session_id} differs from {rec.transcript} (sha256 of the lines).",
-               rec.source_key)
+        tr.add(
+            "sqlite_transcript_mismatch",
+            f"SQLite transcript of session {rec.session_id} differs from {rec.transcript} (sha256 of the lines).",
+            rec.source_key,
+        )
         return
     if entry_ok:
         tr.validated_entries += 1

@@ -47,8 +47,12 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
 
         def settle(sid: str, count: int, digest: str | None) -> None:
             state = by_sid[sid]
-            if (isinstance(state, list) or count < state.stored_lines or digest != state.line_digest
-                    or sid in found):
+            if (
+                isinstance(state, list)
+                or count < state.stored_lines
+                or digest != state.line_digest
+                or sid in found
+            ):
                 found[sid] = (count, digest)
 
         _scan_prefix_digests(conn, need, settle)
@@ -62,15 +66,21 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
                     stored = node[1]
                     node = next(nodes, None)
                 else:
-                    row = conn.execute("SELECT current_session_id FROM session_nodes WHERE session_key = ?",
-                                       (rec.key,)).fetchone()
+                    row = conn.execute(
+                        "SELECT current_session_id FROM session_nodes WHERE session_key = ?", (rec.key,)
+                    ).fetchone()
                     stored = row[0] if row else None
                 if stored is None:
-                    report.add("sqlite_entry_missing", f"SQLite entry is missing for {rec.key}.", rec.source_key)
+                    report.add(
+                        "sqlite_entry_missing", f"SQLite entry is missing for {rec.key}.", rec.source_key
+                    )
                     ok = False
                 elif stored != rec.session_id:
-                    report.add("sqlite_entry_mismatch", f"SQLite sessionId {stored} does not match {rec.session_id}.",
-                               rec.source_key)
+                    report.add(
+                        "sqlite_entry_mismatch",
+                        f"SQLite sessionId {stored} does not match {rec.session_id}.",
+                        rec.source_key,
+                    )
                     ok = False
             expected = state.line_digest  # read once: a clean file's is made from its packed identity
             if expected is not None and state.stored_lines > 0:
@@ -79,13 +89,19 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
                 settled = need[sid] < 0
                 have, digest = found.get(sid, (m, expected)) if settled else (0, None)
                 if have < m:
-                    report.add("sqlite_transcript_count_mismatch",
-                               f"SQLite transcript has {have} events; verified import expects {m}.", rec.source_key)
+                    report.add(
+                        "sqlite_transcript_count_mismatch",
+                        f"SQLite transcript has {have} events; verified import expects {m}.",
+                        rec.source_key,
+                    )
                     ok = False
                 elif (digest != expected or ~need[sid] != m) and not _contains_all(conn, state):
-                    report.add("sqlite_transcript_mismatch",
-                               f"SQLite transcript of session {sid} does not hold every line of {rec.transcript} "
-                               "byte-identically; the original is kept.", rec.source_key)
+                    report.add(
+                        "sqlite_transcript_mismatch",
+                        f"SQLite transcript of session {sid} does not hold every line of {rec.transcript} "
+                        "byte-identically; the original is kept.",
+                        rec.source_key,
+                    )
                     ok = False
             state.verified = ok
             if progress is not None:
@@ -96,8 +112,9 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
         conn.close()
 
 
-def _scan_prefix_digests(conn: sqlite3.Connection, need: dict[str, int],
-                         settle: Callable[[str, int, str | None], None]) -> None:
+def _scan_prefix_digests(
+    conn: sqlite3.Connection, need: dict[str, int], settle: Callable[[str, int, str | None], None]
+) -> None:
     """For each session of `need` found in storage: `settle(sid, count, digest)` with its number of
     events and the sha256 over its first `need[sid]` events (+ `\\n`), None when it has fewer. A
     settled session's entry becomes `~n` (negative: settled; `~entry` is still its n). A session may
@@ -121,19 +138,23 @@ def _scan_prefix_digests(conn: sqlite3.Connection, need: dict[str, int],
             h = hashlib.sha256()
             taken = 0
             for (text,) in conn.execute(
-                    "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT ?", (sid, n)):
+                "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT ?", (sid, n)
+            ):
                 h.update(original_bytes(text) if text.startswith(PREFIX_BYTES) else text)
                 h.update(b"\n")
                 taken += 1
-            count = conn.execute("SELECT count(*) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[0]
+            count = conn.execute(
+                "SELECT count(*) FROM transcript_events WHERE session_id = ?", (sid,)
+            ).fetchone()[0]
             need[sid] = ~n
             settle(sid, count, h.hexdigest() if taken >= n else None)
     finally:
         conn.text_factory = str
 
 
-def _full_scan(conn: sqlite3.Connection, need: dict[str, int],
-               settle: Callable[[str, int, str | None], None]) -> list[str]:
+def _full_scan(
+    conn: sqlite3.Connection, need: dict[str, int], settle: Callable[[str, int, str | None], None]
+) -> list[str]:
     """One pass in storage order (an import writes each session contiguously, seq ascending); each
     line comes with its `\\n` (one hash update per row). One session is open at a time, its state in
     locals; it is settled when its rows end. Returns the sessions to settle again by point queries:
@@ -147,7 +168,9 @@ def _full_scan(conn: sqlite3.Connection, need: dict[str, int],
     disordered = False
     prefix = PREFIX_BYTES
 
-    for sid_b, seq, line in conn.execute("SELECT session_id, seq, event_json || char(10) FROM transcript_events"):
+    for sid_b, seq, line in conn.execute(
+        "SELECT session_id, seq, event_json || char(10) FROM transcript_events"
+    ):
         if sid_b != current:
             if sid is not None:  # the open session's rows end here (inline: this loop runs per row)
                 if disordered:
@@ -195,8 +218,12 @@ def _contains_all(conn: sqlite3.Connection, state: Any) -> bool:
 
     conn.text_factory = bytes
     try:
-        have = Counter(original_bytes(row[0]) for row in conn.execute(
-            "SELECT event_json FROM transcript_events WHERE session_id = ?", (state.rec.session_id,)))
+        have = Counter(
+            original_bytes(row[0])
+            for row in conn.execute(
+                "SELECT event_json FROM transcript_events WHERE session_id = ?", (state.rec.session_id,)
+            )
+        )
     finally:
         conn.text_factory = str
     try:

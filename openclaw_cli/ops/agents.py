@@ -93,7 +93,9 @@ def _binding_rules(ctx: Context, agent_id: str) -> list[str]:
             parts.append(f"accountId={match['accountId']}")
         peer = match.get("peer")
         if isinstance(peer, dict) and peer.get("id") is not None:
-            parts.append(f"peer={peer.get('kind')}:{peer.get('id')}" if peer.get("kind") else f"peer={peer['id']}")
+            parts.append(
+                f"peer={peer.get('kind')}:{peer.get('id')}" if peer.get("kind") else f"peer={peer['id']}"
+            )
         rules.append(" ".join(parts) or "any")
     return rules
 
@@ -133,7 +135,9 @@ def list_agents(ctx: Context, *, bindings: bool = False) -> list[dict[str, Any]]
                 item["routes"] = ["default (no explicit rules)"]
         item["configured"] = agent in configured
         try:
-            with open_agent_store(ctx.paths, agent, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=True) as store:
+            with open_agent_store(
+                ctx.paths, agent, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=True
+            ) as store:
                 exists = store.path.exists()
                 item["storeKind"] = store.kind
                 item["sessionsPath"] = str(store.path)
@@ -190,7 +194,9 @@ def delete_agent(ctx: Context, agent_id: str, *, now_ms: int | None = None) -> d
             store.ensure_writable(f'delete agent "{agent}"')
         for store in stores:
             with store_writer(store, lock_settings):
-                outcome, count, left = store.retire_all(lock_settings=lock_settings, now_ms=now, checkpoint=checkpoint)
+                outcome, count, left = store.retire_all(
+                    lock_settings=lock_settings, now_ms=now, checkpoint=checkpoint
+                )
             ctx.note_writes(store)
             kept_rows += left
             entries_removed += count
@@ -232,7 +238,9 @@ def _remove_from_config(ctx: Context, agent: str) -> dict[str, Any]:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        info["hint"] = f'Remove agent "{agent}" from agents.list / agents.entries in {path} (not rewritten: JSON5).'
+        info["hint"] = (
+            f'Remove agent "{agent}" from agents.list / agents.entries in {path} (not rewritten: JSON5).'
+        )
         return info
     agents = data.get("agents") if isinstance(data, dict) else None
     if not isinstance(agents, dict):
@@ -240,8 +248,13 @@ def _remove_from_config(ctx: Context, agent: str) -> dict[str, Any]:
     changed = False
     items = agents.get("list")
     if isinstance(items, list):
-        kept = [a for a in items if not (isinstance(a, dict) and isinstance(a.get("id"), str)
-                                         and normalize_agent_id(a["id"]) == agent)]
+        kept = [
+            a
+            for a in items
+            if not (
+                isinstance(a, dict) and isinstance(a.get("id"), str) and normalize_agent_id(a["id"]) == agent
+            )
+        ]
         if len(kept) != len(items):
             agents["list"] = kept
             changed = True

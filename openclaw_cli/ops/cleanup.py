@@ -22,17 +22,31 @@ from openclaw_cli.ops.behavior import behavior_for
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target, select_targets
 
-__all__ = ["CleanupOptions", "PartialCleanupError", "StoreCleanup", "cleanup_document", "cleanup_stores", "options_from_params",
-           "sessions_cleanup", "store_views"]
+__all__ = [
+    "CleanupOptions",
+    "PartialCleanupError",
+    "StoreCleanup",
+    "cleanup_document",
+    "cleanup_stores",
+    "options_from_params",
+    "sessions_cleanup",
+    "store_views",
+]
 
 
 def options_from_params(params: dict[str, Any]) -> CleanupOptions:
     """The Gateway's `sessions.cleanup` params (`agent, allAgents, enforce, activeKey, fixMissing,
     fixDmScope`) plus what only a local run has (`dryRun`, `store`)."""
-    return CleanupOptions(agent=params.get("agent"), all_agents=bool(params.get("allAgents")),
-                          store=params.get("store"), dry_run=bool(params.get("dryRun")),
-                          enforce=bool(params.get("enforce")), active_key=params.get("activeKey"),
-                          fix_missing=bool(params.get("fixMissing")), fix_dm_scope=bool(params.get("fixDmScope")))
+    return CleanupOptions(
+        agent=params.get("agent"),
+        all_agents=bool(params.get("allAgents")),
+        store=params.get("store"),
+        dry_run=bool(params.get("dryRun")),
+        enforce=bool(params.get("enforce")),
+        active_key=params.get("activeKey"),
+        fix_missing=bool(params.get("fixMissing")),
+        fix_dm_scope=bool(params.get("fixDmScope")),
+    )
 
 
 def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None = None) -> list[StoreCleanup]:
@@ -41,8 +55,9 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
 
     if options.active_key is not None and not options.active_key.strip():
         options.active_key = None
-    targets = select_targets(ctx.paths, ctx.config, agent=options.agent, all_agents=options.all_agents,
-                             store=options.store)
+    targets = select_targets(
+        ctx.paths, ctx.config, agent=options.agent, all_agents=options.all_agents, store=options.store
+    )
     lock_settings = ctx.lock_settings()
     checkpoint = Checkpoints()
     results: list[StoreCleanup] = []
@@ -58,7 +73,9 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                 if options.dry_run:
                     now = now_ms if now_ms is not None else ctx.now_ms()
                     with gc_paused():
-                        result = plan_store(ctx, store, options=options, now_ms=now, behavior=behavior.behavior)
+                        result = plan_store(
+                            ctx, store, options=options, now_ms=now, behavior=behavior.behavior
+                        )
                 else:
                     store.ensure_writable("clean up sessions")
                     check_archive_dir(ctx, store)
@@ -67,9 +84,16 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                     with store_writer(store, lock_settings):
                         now = now_ms if now_ms is not None else ctx.now_ms()
                         with gc_paused():
-                            result = plan_store(ctx, store, options=options, now_ms=now, behavior=behavior.behavior)
-                        result.outcome = apply_store(store, result, lock_settings=lock_settings,
-                                                     checkpoint=checkpoint, progress=ctx.progress)
+                            result = plan_store(
+                                ctx, store, options=options, now_ms=now, behavior=behavior.behavior
+                            )
+                        result.outcome = apply_store(
+                            store,
+                            result,
+                            lock_settings=lock_settings,
+                            checkpoint=checkpoint,
+                            progress=ctx.progress,
+                        )
                     ctx.note_writes(store)
                 result.summarize(dry_run=options.dry_run)
                 results.append(result)
@@ -81,13 +105,18 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
     return results
 
 
-def _partial(results: list[StoreCleanup], target: Any, exc: OpenClawError,
-             options: CleanupOptions) -> PartialCleanupError:
+def _partial(
+    results: list[StoreCleanup], target: Any, exc: OpenClawError, options: CleanupOptions
+) -> PartialCleanupError:
     message = f"Session cleanup failed for agent '{target.agent_id}': {exc.message}"
     document = cleanup_document(results, options)
     if "stores" not in document:
-        document = {"allAgents": True, "mode": results[0].plan.mode, "dryRun": options.dry_run,
-                    "stores": [r.summary for r in results]}
+        document = {
+            "allAgents": True,
+            "mode": results[0].plan.mode,
+            "dryRun": options.dry_run,
+            "stores": [r.summary for r in results],
+        }
     document["partialError"] = {
         "failingAgentId": target.agent_id,
         "failingStorePath": str(target.explicit) if target.explicit else None,
@@ -113,19 +142,33 @@ def store_views(results: list[StoreCleanup]) -> list[dict[str, Any]]:
         other = r.plan.would_enforce
         would_enforce = None
         if r.plan.mode != "enforce" and other is not None:
-            would_enforce = {"modelRunPruned": other.model_run_pruned, "pruned": other.pruned,
-                             "capped": other.capped, "evicted": other.evicted}
-        preview_is_enforce = r.plan.mode != "enforce" and r.plan.behavior.maintenance.warn_dry_run_shows_enforce
-        views.append({"summary": r.summary, "nowMs": r.now_ms, "wouldEnforce": would_enforce,
-                      "previewIsEnforce": preview_is_enforce,
-                      "actions": [(action, key, r.entries.get(key)) for key, action in r.plan.actions.items()]})
+            would_enforce = {
+                "modelRunPruned": other.model_run_pruned,
+                "pruned": other.pruned,
+                "capped": other.capped,
+                "evicted": other.evicted,
+            }
+        preview_is_enforce = (
+            r.plan.mode != "enforce" and r.plan.behavior.maintenance.warn_dry_run_shows_enforce
+        )
+        views.append(
+            {
+                "summary": r.summary,
+                "nowMs": r.now_ms,
+                "wouldEnforce": would_enforce,
+                "previewIsEnforce": preview_is_enforce,
+                "actions": [(action, key, r.entries.get(key)) for key, action in r.plan.actions.items()],
+            }
+        )
     return views
 
 
 # The Gateway's wording when a request names no store while several agents are configured.
-OWNERLESS_OPERATION = ("Multiple agents are configured, but this operation has no explicit owner. Select an agent "
-                       "explicitly; CLI callers can pass --agent <id>, channels can add a binding, and ambient "
-                       "services can set their agentId target.")
+OWNERLESS_OPERATION = (
+    "Multiple agents are configured, but this operation has no explicit owner. Select an agent "
+    "explicitly; CLI callers can pass --agent <id>, channels can add a binding, and ambient "
+    "services can set their agentId target."
+)
 
 
 def sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +177,11 @@ def sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.errors import SelectionError
 
     options = options_from_params(params)
-    if (options.agent is None and not options.all_agents and options.store is None
-            and len(configured_agent_ids(ctx.config)) > 1):
+    if (
+        options.agent is None
+        and not options.all_agents
+        and options.store is None
+        and len(configured_agent_ids(ctx.config)) > 1
+    ):
         raise SelectionError(OWNERLESS_OPERATION)
     return cleanup_document(cleanup_stores(ctx, options), options)

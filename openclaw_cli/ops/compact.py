@@ -21,14 +21,31 @@ from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.sessions import resolve_session
 from openclaw_cli.ops.targets import open_target, select_targets
 
-__all__ = ["CompactionSkipped", "compact_or_skip", "compact_over_threshold", "compact_session", "sessions_compact"]
+__all__ = [
+    "CompactionSkipped",
+    "compact_or_skip",
+    "compact_over_threshold",
+    "compact_session",
+    "sessions_compact",
+]
 
 
-def compact_session(ctx: Context, key: str, *, agent: str | None = None, store: str | None = None,
-                    keep_recent_tokens: int | None = None, max_lines: int | None = None,
-                    provider: str | None = None, tokenizer: TokenizerName = "exact", dry_run: bool = False,
-                    instructions: str | None = None, reason: str = "manual",
-                    require_over_threshold: bool = False, now_ms: int | None = None) -> dict[str, Any]:
+def compact_session(
+    ctx: Context,
+    key: str,
+    *,
+    agent: str | None = None,
+    store: str | None = None,
+    keep_recent_tokens: int | None = None,
+    max_lines: int | None = None,
+    provider: str | None = None,
+    tokenizer: TokenizerName = "exact",
+    dry_run: bool = False,
+    instructions: str | None = None,
+    reason: str = "manual",
+    require_over_threshold: bool = False,
+    now_ms: int | None = None,
+) -> dict[str, Any]:
     """Compact one session; refusals raise typed errors (nothing modified)."""
     check_args(keep_recent_tokens, max_lines, tokenizer, provider)
     target, st, resolved, entry = resolve_session(ctx, key, agent=agent, store=store, read_only=dry_run)
@@ -37,11 +54,23 @@ def compact_session(ctx: Context, key: str, *, agent: str | None = None, store: 
 
         lifecycle = behavior_of(ctx, st).lifecycle  # spec D23: the release this store follows
         try:
-            return compact_in_store(ctx, target.agent_id, st, resolved, entry, keep_recent_tokens=keep_recent_tokens,
-                                    max_lines=max_lines, provider=provider, tokenizer=tokenizer, dry_run=dry_run,
-                                    instructions=instructions, reason=reason,
-                                    require_over_threshold=require_over_threshold, now_ms=now_ms,
-                                    keep_session_id=lifecycle.compact_max_lines_keeps_session_id)
+            return compact_in_store(
+                ctx,
+                target.agent_id,
+                st,
+                resolved,
+                entry,
+                keep_recent_tokens=keep_recent_tokens,
+                max_lines=max_lines,
+                provider=provider,
+                tokenizer=tokenizer,
+                dry_run=dry_run,
+                instructions=instructions,
+                reason=reason,
+                require_over_threshold=require_over_threshold,
+                now_ms=now_ms,
+                keep_session_id=lifecycle.compact_max_lines_keeps_session_id,
+            )
         finally:
             ctx.note_writes(st)
 
@@ -50,7 +79,14 @@ def skipped_document(exc: CompactionSkipped) -> dict[str, Any]:
     """A session with nothing to compact (no compactable entries, already compacted, below the
     threshold) is a success, not a failure: `{ok: true, key, compacted: false, reason, code}` (a
     nightly `openclaw compact KEY` must not fail on an idle session)."""
-    return {"ok": True, "key": exc.key, "compacted": False, "reason": exc.reason, "code": exc.code, **exc.extra}
+    return {
+        "ok": True,
+        "key": exc.key,
+        "compacted": False,
+        "reason": exc.reason,
+        "code": exc.code,
+        **exc.extra,
+    }
 
 
 def compact_or_skip(ctx: Context, key: str, **kwargs: Any) -> dict[str, Any]:
@@ -75,16 +111,33 @@ def sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if agent is None and params.get("store") is None:
         parsed = parse_agent_key(key)
         agent = parsed[0] if parsed else None  # an agent-scoped key names its store (as OpenClaw's Gateway)
-    return compact_or_skip(ctx, key, agent=agent, store=params.get("store"),
-                           keep_recent_tokens=params.get("keepRecentTokens"), max_lines=params.get("maxLines"),
-                           provider=params.get("provider"), tokenizer=params.get("tokenizer") or "exact",
-                           dry_run=bool(params.get("dryRun")), instructions=params.get("instructions"))
+    return compact_or_skip(
+        ctx,
+        key,
+        agent=agent,
+        store=params.get("store"),
+        keep_recent_tokens=params.get("keepRecentTokens"),
+        max_lines=params.get("maxLines"),
+        provider=params.get("provider"),
+        tokenizer=params.get("tokenizer") or "exact",
+        dry_run=bool(params.get("dryRun")),
+        instructions=params.get("instructions"),
+    )
 
 
-def compact_over_threshold(ctx: Context, *, agent: str | None = None, all_agents: bool = False,
-                           store: str | None = None, dry_run: bool = False, keep_recent_tokens: int | None = None,
-                           provider: str | None = None, tokenizer: TokenizerName = "exact",
-                           instructions: str | None = None, now_ms: int | None = None) -> dict[str, Any]:
+def compact_over_threshold(
+    ctx: Context,
+    *,
+    agent: str | None = None,
+    all_agents: bool = False,
+    store: str | None = None,
+    dry_run: bool = False,
+    keep_recent_tokens: int | None = None,
+    provider: str | None = None,
+    tokenizer: TokenizerName = "exact",
+    instructions: str | None = None,
+    now_ms: int | None = None,
+) -> dict[str, Any]:
     """Compact every session past its threshold (from stored figures, D16); a dry run only lists them."""
     check_args(keep_recent_tokens, None, tokenizer, provider)
     settings = library_settings(ctx.config)
@@ -100,27 +153,54 @@ def compact_over_threshold(ctx: Context, *, agent: str | None = None, all_agents
             count, found = scan_store(ctx, st, target.agent_id, settings)
             checked += count
             candidates.extend(found)
-            stores.append({"agentId": target.agent_id, "kind": st.kind, "path": str(st.path),
-                           "sessions": count, "overThreshold": len(found)})
+            stores.append(
+                {
+                    "agentId": target.agent_id,
+                    "kind": st.kind,
+                    "path": str(st.path),
+                    "sessions": count,
+                    "overThreshold": len(found),
+                }
+            )
             if found and not st.accepts_writes:
                 refused.append(str(st.path))
-    result: dict[str, Any] = {"ok": True, "dryRun": dry_run, "overThreshold": True, "checked": checked,
-                              "candidates": len(candidates), "compacted": 0, "skipped": 0, "failed": 0,
-                              "stores": stores, "sessions": candidates}
+    result: dict[str, Any] = {
+        "ok": True,
+        "dryRun": dry_run,
+        "overThreshold": True,
+        "checked": checked,
+        "candidates": len(candidates),
+        "compacted": 0,
+        "skipped": 0,
+        "failed": 0,
+        "stores": stores,
+        "sessions": candidates,
+    }
     if ctx.hints:
         result["hint"] = " ".join(ctx.hints)
     if dry_run or not candidates:
         return result
     if refused:
-        raise RefusedError(f"Refusing to compact sessions in {', '.join(refused)}: openclaw-cli does not write "
-                           "that kind of store; nothing was compacted. Use --dry-run, or select other agents "
-                           "with --agent.")
+        raise RefusedError(
+            f"Refusing to compact sessions in {', '.join(refused)}: openclaw-cli does not write "
+            "that kind of store; nothing was compacted. Use --dry-run, or select other agents "
+            "with --agent."
+        )
     for item in candidates:
         try:
-            done = compact_session(ctx, item["key"], agent=item["agentId"], store=store,
-                                   keep_recent_tokens=keep_recent_tokens, provider=provider, tokenizer=tokenizer,
-                                   instructions=instructions, reason="auto-threshold", require_over_threshold=True,
-                                   now_ms=now_ms)
+            done = compact_session(
+                ctx,
+                item["key"],
+                agent=item["agentId"],
+                store=store,
+                keep_recent_tokens=keep_recent_tokens,
+                provider=provider,
+                tokenizer=tokenizer,
+                instructions=instructions,
+                reason="auto-threshold",
+                require_over_threshold=True,
+                now_ms=now_ms,
+            )
         except CompactionSkipped as exc:
             item.update(compacted=False, reason=exc.reason, code=exc.code)
             if "result" in exc.extra:
@@ -130,9 +210,23 @@ def compact_over_threshold(ctx: Context, *, agent: str | None = None, all_agents
             item.update(compacted=False, error={"type": exc.type, "message": exc.message})
             result["failed"] += 1
         else:
-            item.update({k: done.get(k) for k in ("compacted", "result", "sessionId", "previousSessionId",
-                                                  "firstKeptEntryId", "provider", "fallbackReason", "tokenMethod",
-                                                  "warnings") if k in done})
+            item.update(
+                {
+                    k: done.get(k)
+                    for k in (
+                        "compacted",
+                        "result",
+                        "sessionId",
+                        "previousSessionId",
+                        "firstKeptEntryId",
+                        "provider",
+                        "fallbackReason",
+                        "tokenMethod",
+                        "warnings",
+                    )
+                    if k in done
+                }
+            )
             result["compacted"] += 1
     result["ok"] = result["failed"] == 0
     return result

@@ -93,8 +93,14 @@ def session_sqlite(paths: StatePaths, options: Options, *, progress: ProgressFac
     if options.github_issue and options.mode != "recover":
         raise UsageError(GITHUB_ISSUE_ERROR)
     ctx = make_context(options, paths=paths, progress=Progress(progress))
-    targets = select_migration_targets(options.mode, ctx.paths, ctx.config, agent=options.agent,
-                                       all_agents=options.all_agents, store=options.store)
+    targets = select_migration_targets(
+        options.mode,
+        ctx.paths,
+        ctx.config,
+        agent=options.agent,
+        all_agents=options.all_agents,
+        store=options.store,
+    )
     return run(ctx, targets)
 
 

@@ -38,27 +38,106 @@ READ, WRITE, ADMIN = "operator.read", "operator.write", "operator.admin"
 
 # sessions.patch (fixture README): organisation fields need operator.write, overrides operator.admin.
 PATCH_EXPECTED = ("expectedSessionId", "expectedLifecycleRevision", "expectedMarkedUnreadAt")
-PATCH_EXPECTED_UNSUPPORTED = ("expectedPermissionMode", "expectedSandboxMode", "expectedNativeRuntimeConsent",
-                              "expectedToolOverrides")
+PATCH_EXPECTED_UNSUPPORTED = (
+    "expectedPermissionMode",
+    "expectedSandboxMode",
+    "expectedNativeRuntimeConsent",
+    "expectedToolOverrides",
+)
 PATCH_ORGANISATION = ("label", "archived", "pinned", "unread")
-PATCH_ORGANISATION_UNSUPPORTED = ("autoLabel", "icon", "color", "category", "statusNote", "attention", "ttlMinutes",
-                                  "boardFace", "boardPresentation")
-PATCH_OVERRIDES = ("thinkingLevel", "verboseLevel", "traceLevel", "reasoningLevel", "responseUsage", "elevatedLevel",
-                   "sendPolicy", "groupActivation")
-PATCH_OVERRIDES_UNSUPPORTED = ("model", "agentRuntime", "fastMode", "contextWindow", "execHost", "execSecurity",
-                               "execAsk", "execNode", "permissionMode", "sandboxMode", "nativeRuntimeConsent",
-                               "toolOverrides", "completionOwnerSessionKey", "inheritedToolAllow",
-                               "inheritedToolDeny", "inheritedToolOverrides")
-PATCH_PARAMS = frozenset({"key", "agentId", *PATCH_EXPECTED, *PATCH_EXPECTED_UNSUPPORTED, *PATCH_ORGANISATION,
-                          *PATCH_ORGANISATION_UNSUPPORTED, *PATCH_OVERRIDES, *PATCH_OVERRIDES_UNSUPPORTED})
+PATCH_ORGANISATION_UNSUPPORTED = (
+    "autoLabel",
+    "icon",
+    "color",
+    "category",
+    "statusNote",
+    "attention",
+    "ttlMinutes",
+    "boardFace",
+    "boardPresentation",
+)
+PATCH_OVERRIDES = (
+    "thinkingLevel",
+    "verboseLevel",
+    "traceLevel",
+    "reasoningLevel",
+    "responseUsage",
+    "elevatedLevel",
+    "sendPolicy",
+    "groupActivation",
+)
+PATCH_OVERRIDES_UNSUPPORTED = (
+    "model",
+    "agentRuntime",
+    "fastMode",
+    "contextWindow",
+    "execHost",
+    "execSecurity",
+    "execAsk",
+    "execNode",
+    "permissionMode",
+    "sandboxMode",
+    "nativeRuntimeConsent",
+    "toolOverrides",
+    "completionOwnerSessionKey",
+    "inheritedToolAllow",
+    "inheritedToolDeny",
+    "inheritedToolOverrides",
+)
+PATCH_PARAMS = frozenset(
+    {
+        "key",
+        "agentId",
+        *PATCH_EXPECTED,
+        *PATCH_EXPECTED_UNSUPPORTED,
+        *PATCH_ORGANISATION,
+        *PATCH_ORGANISATION_UNSUPPORTED,
+        *PATCH_OVERRIDES,
+        *PATCH_OVERRIDES_UNSUPPORTED,
+    }
+)
 RESET_PARAMS = frozenset({"key", "agentId", "reason", "expectedSessionId"})
-DELETE_PARAMS = frozenset({"key", "agentId", "deleteTranscript", "expectedSessionId", "expectedLifecycleRevision",
-                           "expectedSessionUpdatedAt", "emitLifecycleHooks", "archivedOnly"})
+DELETE_PARAMS = frozenset(
+    {
+        "key",
+        "agentId",
+        "deleteTranscript",
+        "expectedSessionId",
+        "expectedLifecycleRevision",
+        "expectedSessionUpdatedAt",
+        "emitLifecycleHooks",
+        "archivedOnly",
+    }
+)
 CREATE_SUPPORTED = ("parentSessionKey", "fork", "forkFrom", "agentId", "key", "label", "displayName", "model")
-CREATE_UNSUPPORTED = ("message", "task", "succeedsParent", "agentRuntime", "thinkingLevel", "projectId",
-                      "workspaceDir", "group", "attachments", "runId", "visibility", "ownerId", "creatorId",
-                      "permissionMode", "sandboxMode", "icon", "color", "category", "boardFace", "spawnedBy",
-                      "idempotencyKey", "deliver", "channel", "to", "accountId", "threadId")
+CREATE_UNSUPPORTED = (
+    "message",
+    "task",
+    "succeedsParent",
+    "agentRuntime",
+    "thinkingLevel",
+    "projectId",
+    "workspaceDir",
+    "group",
+    "attachments",
+    "runId",
+    "visibility",
+    "ownerId",
+    "creatorId",
+    "permissionMode",
+    "sandboxMode",
+    "icon",
+    "color",
+    "category",
+    "boardFace",
+    "spawnedBy",
+    "idempotencyKey",
+    "deliver",
+    "channel",
+    "to",
+    "accountId",
+    "threadId",
+)
 CREATE_PARAMS = frozenset({*CREATE_SUPPORTED, *CREATE_UNSUPPORTED})
 MAX_LABEL = 512
 NOT_FOUND_TEXT = "Session not found. Run {hint} to choose a valid key."
@@ -67,11 +146,31 @@ NOT_FOUND_TEXT = "Session not found. Run {hint} to choose a valid key."
 # OpenClaw's params-dependent scope rules (the same table the Gateway client asks by,
 # `gateway/client_scopes.py`): these patch fields need write, every other one admin; a delete is
 # write only with `archivedOnly: true` and these fields.
-PATCH_WRITE_FIELDS = frozenset({
-    "key", "agentId", "expectedSessionId", "expectedLifecycleRevision", "expectedPermissionMode",
-    "expectedMarkedUnreadAt", "label", "autoLabel", "icon", "color", "category", "boardFace", "boardPresentation",
-    "pinned", "archived", "unread", "model", "agentRuntime", "thinkingLevel", "fastMode", "permissionMode",
-})
+PATCH_WRITE_FIELDS = frozenset(
+    {
+        "key",
+        "agentId",
+        "expectedSessionId",
+        "expectedLifecycleRevision",
+        "expectedPermissionMode",
+        "expectedMarkedUnreadAt",
+        "label",
+        "autoLabel",
+        "icon",
+        "color",
+        "category",
+        "boardFace",
+        "boardPresentation",
+        "pinned",
+        "archived",
+        "unread",
+        "model",
+        "agentRuntime",
+        "thinkingLevel",
+        "fastMode",
+        "permissionMode",
+    }
+)
 DELETE_WRITE_FIELDS = frozenset({"key", "agentId", "deleteTranscript", "expectedSessionId", "archivedOnly"})
 
 
@@ -96,7 +195,9 @@ def delete_scope(params: dict[str, Any]) -> str:
 # ---- params --------------------------------------------------------------------------------------------
 
 
-def _check_params(method: str, params: Any, allowed: frozenset[str], *, required: tuple[str, ...] = ()) -> dict:
+def _check_params(
+    method: str, params: Any, allowed: frozenset[str], *, required: tuple[str, ...] = ()
+) -> dict:
     if not isinstance(params, dict):
         raise UsageError(f"invalid {method} params: must be object")
     for name in required:
@@ -108,8 +209,15 @@ def _check_params(method: str, params: Any, allowed: frozenset[str], *, required
     return params
 
 
-def _typed(method: str, params: dict[str, Any], name: str, kinds: tuple[type, ...], what: str,
-           *, nullable: bool = False) -> None:
+def _typed(
+    method: str,
+    params: dict[str, Any],
+    name: str,
+    kinds: tuple[type, ...],
+    what: str,
+    *,
+    nullable: bool = False,
+) -> None:
     if name not in params:
         return
     value = params[name]
@@ -184,8 +292,10 @@ def _owner(ctx: Context, key: str, agent: str | None, store: str | None) -> str 
             raise UsageError("--agent must not be blank")
         wanted = normalize_agent_id(agent)
         if parsed and parsed[0] != wanted:
-            raise UsageError(f'Session key "{key}" belongs to agent "{parsed[0]}", not "{wanted}". '
-                             f"Pass --agent {parsed[0]} or a key of agent {wanted}.")
+            raise UsageError(
+                f'Session key "{key}" belongs to agent "{parsed[0]}", not "{wanted}". '
+                f"Pass --agent {parsed[0]} or a key of agent {wanted}."
+            )
         return wanted
     if parsed:
         return parsed[0]
@@ -195,12 +305,14 @@ def _owner(ctx: Context, key: str, agent: str | None, store: str | None) -> str 
         if len(configured_agent_ids(ctx.config)) > 1:
             raise PreconditionError(
                 f'Multiple agents are configured, but session key "{from_agent_store_key(key)}" has no explicit '
-                "owner. Pass agentId or use an agent-prefixed session key.")
+                "owner. Pass agentId or use an agent-prefixed session key."
+            )
     return None
 
 
-def locate_target(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None,
-                  what: str = "session key") -> tuple[str, Any]:
+def locate_target(
+    ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, what: str = "session key"
+) -> tuple[str, Any]:
     """(the checked key, the target of the store it lives in), nothing opened."""
     from openclaw_cli.keys import parse_agent_key
     from openclaw_cli.lifecycle import check_session_key
@@ -208,17 +320,27 @@ def locate_target(ctx: Context, raw_key: Any, *, agent: str | None, store: str |
 
     key = check_session_key(raw_key, what=what)
     owner = _owner(ctx, key, agent, store)
-    target = select_targets(ctx.paths, ctx.config, agent=owner if store is None else agent, all_agents=False,
-                            store=store)[0]
+    target = select_targets(
+        ctx.paths, ctx.config, agent=owner if store is None else agent, all_agents=False, store=store
+    )[0]
     parsed = parse_agent_key(key)
     if store is not None and parsed and parsed[0] != target.agent_id:
-        raise UsageError(f'Session key "{key}" belongs to agent "{parsed[0]}", but {store} is the store of agent '
-                         f'"{target.agent_id}".')
+        raise UsageError(
+            f'Session key "{key}" belongs to agent "{parsed[0]}", but {store} is the store of agent '
+            f'"{target.agent_id}".'
+        )
     return key, target
 
 
-def locate(ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, read_only: bool,
-           what: str = "session key") -> Located:
+def locate(
+    ctx: Context,
+    raw_key: Any,
+    *,
+    agent: str | None,
+    store: str | None,
+    read_only: bool,
+    what: str = "session key",
+) -> Located:
     """Open the store `raw_key` lives in and find its row (None when absent). Keys are matched
     as given, then in OpenClaw's store form (`agent:<id>:<rest>`, R1.3.4), then normalised."""
     from openclaw_cli.ops.targets import open_target
@@ -248,8 +370,10 @@ def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict
         provider_default, _, model_default = (ref or "").rpartition("/")
         model = model_default or entry.get("model")
         provider = provider or provider_default or entry.get("modelProvider")
-    out: dict[str, Any] = {"modelProvider": provider if isinstance(provider, str) and provider else None,
-                           "model": model if isinstance(model, str) and model else None}
+    out: dict[str, Any] = {
+        "modelProvider": provider if isinstance(provider, str) and provider else None,
+        "model": model if isinstance(model, str) and model else None,
+    }
     harness = entry.get("agentRuntimeOverride") or entry.get("agentHarnessId")
     if isinstance(harness, str) and harness:
         out["agentRuntime"] = {"id": harness, "source": "session"}
@@ -275,8 +399,10 @@ def _check_patch_params(params: Any) -> dict[str, Any]:
     _check_params(method, params, PATCH_PARAMS, required=("key",))
     for name in PATCH_EXPECTED_UNSUPPORTED + PATCH_ORGANISATION_UNSUPPORTED + PATCH_OVERRIDES_UNSUPPORTED:
         if name in params:
-            raise UsageError(f"sessions.patch: {name} is not supported by openclaw-cli (it does not run agents); "
-                             "nothing was changed.")
+            raise UsageError(
+                f"sessions.patch: {name} is not supported by openclaw-cli (it does not run agents); "
+                "nothing was changed."
+            )
     for name in ("archived", "pinned", "unread"):
         _typed(method, params, name, (bool,), "boolean")
     _typed(method, params, "expectedSessionId", (str,), "string")
@@ -285,8 +411,11 @@ def _check_patch_params(params: Any) -> dict[str, Any]:
     _typed(method, params, "agentId", (str,), "string")
     for name in PATCH_OVERRIDES:
         value = params.get(name)
-        if name in params and value is not None and (not isinstance(value, str) or not value.strip()
-                                                     or len(value) > 64):
+        if (
+            name in params
+            and value is not None
+            and (not isinstance(value, str) or not value.strip() or len(value) > 64)
+        ):
             raise UsageError(f"invalid {method} params: at /{name}: must be a non-empty string or null")
     if "label" in params and params["label"] is not None:
         parse_label(params["label"])
@@ -296,8 +425,15 @@ def _check_patch_params(params: Any) -> dict[str, Any]:
     return params
 
 
-def apply_patch(current: dict[str, Any] | None, params: dict[str, Any], *, key: str, now_ms: int, main: bool,
-                label_in_use: Callable[[str], bool]) -> dict[str, Any]:
+def apply_patch(
+    current: dict[str, Any] | None,
+    params: dict[str, Any],
+    *,
+    key: str,
+    now_ms: int,
+    main: bool,
+    label_in_use: Callable[[str], bool],
+) -> dict[str, Any]:
     """The row after `params` (OpenClaw's order: label, archive, pin, unread, overrides), or a
     typed error (nothing written)."""
     from openclaw_cli.keys import is_pinnable
@@ -317,7 +453,10 @@ def apply_patch(current: dict[str, Any] | None, params: dict[str, Any], *, key: 
     revision = params.get("expectedLifecycleRevision")
     if revision is not None and (current is None or current.get("lifecycleRevision") != revision.strip()):
         raise SessionChangedError(key, "patch")
-    if "expectedMarkedUnreadAt" in params and (current or {}).get("markedUnreadAt") != params["expectedMarkedUnreadAt"]:
+    if (
+        "expectedMarkedUnreadAt" in params
+        and (current or {}).get("markedUnreadAt") != params["expectedMarkedUnreadAt"]
+    ):
         raise SessionChangedError(key, "patch")
     if current is None:
         from openclaw_cli.lifecycle import check_session_key
@@ -325,8 +464,13 @@ def apply_patch(current: dict[str, Any] | None, params: dict[str, Any], *, key: 
         # a patch that creates the row takes the key rule of sessions.create (issue 29 #8): no
         # `agent:main:` from "agent:main:\n\r\t", no `..` or `/` segments
         check_session_key(key, new=True)
-        nxt: dict[str, Any] = {"sessionId": str(uuid.uuid4()), "lifecycleRevision": str(uuid.uuid4()),
-                               "updatedAt": now_ms, "createdVia": "operator", "createdAt": now_ms}
+        nxt: dict[str, Any] = {
+            "sessionId": str(uuid.uuid4()),
+            "lifecycleRevision": str(uuid.uuid4()),
+            "updatedAt": now_ms,
+            "createdVia": "operator",
+            "createdAt": now_ms,
+        }
     else:
         nxt = dict(current)
         updated = current.get("updatedAt")
@@ -366,7 +510,9 @@ def apply_patch(current: dict[str, Any] | None, params: dict[str, Any], *, key: 
     if "unread" in params:
         if params["unread"] is True:
             previous = (current or {}).get("markedUnreadAt")
-            floor = previous + 1 if isinstance(previous, int | float) and not isinstance(previous, bool) else 0
+            floor = (
+                previous + 1 if isinstance(previous, int | float) and not isinstance(previous, bool) else 0
+            )
             nxt["markedUnreadAt"] = max(now_ms, floor)
         else:
             nxt["lastReadAt"] = now_ms
@@ -386,22 +532,35 @@ def sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     (`createdVia: "operator"`), as the real Gateway does; `dryRun` returns the row it would write."""
     params = _check_patch_params(params)
     dry_run = bool(params.get("dryRun"))
-    loc = locate(ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run)
+    loc = locate(
+        ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run
+    )
     now = ctx.now_ms()
     with loc.store as st:
         main = is_main_session(ctx, loc.agent_id, loc.key)
 
         def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
-            return apply_patch(current, params, key=loc.key, now_ms=now, main=main,
-                               label_in_use=lambda label: any(k != loc.key for k in st.label_owners(label)))
+            return apply_patch(
+                current,
+                params,
+                key=loc.key,
+                now_ms=now,
+                main=main,
+                label_in_use=lambda label: any(k != loc.key for k in st.label_owners(label)),
+            )
 
         if dry_run:
             entry = mutate(dict(loc.entry) if loc.entry is not None else None)
         else:
             with _writer(ctx, st):
                 entry = st.patch_entry(loc.key, mutate, lock_settings=ctx.lock_settings(), create=True)
-        result: dict[str, Any] = {"ok": True, "path": str(st.path), "key": loc.key, "entry": entry,
-                                  "resolved": _resolved(ctx, loc.agent_id, entry)}
+        result: dict[str, Any] = {
+            "ok": True,
+            "path": str(st.path),
+            "key": loc.key,
+            "entry": entry,
+            "resolved": _resolved(ctx, loc.agent_id, entry),
+        }
         if dry_run:
             result["dryRun"] = True
             result["created"] = loc.entry is None
@@ -456,19 +615,34 @@ def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
             except OpenClawError as exc:
                 written = [exc] * len(items)
             for (i, stored_key), entry in zip(placed, written, strict=True):
-                outcomes[i] = entry if isinstance(entry, OpenClawError) else {
-                    "ok": True, "path": str(st.path), "key": stored_key, "entry": entry,
-                    "resolved": _resolved(ctx, target.agent_id, entry)}
+                outcomes[i] = (
+                    entry
+                    if isinstance(entry, OpenClawError)
+                    else {
+                        "ok": True,
+                        "path": str(st.path),
+                        "key": stored_key,
+                        "entry": entry,
+                        "resolved": _resolved(ctx, target.agent_id, entry),
+                    }
+                )
     return outcomes
 
 
-def _patch_mutation(ctx: Context, st: Any, params: dict[str, Any], agent_id: str, key: str
-                    ) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
+def _patch_mutation(
+    ctx: Context, st: Any, params: dict[str, Any], agent_id: str, key: str
+) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
     main = is_main_session(ctx, agent_id, key)
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
-        return apply_patch(current, params, key=key, now_ms=ctx.now_ms(), main=main,
-                           label_in_use=lambda label: any(k != key for k in st.label_owners(label)))
+        return apply_patch(
+            current,
+            params,
+            key=key,
+            now_ms=ctx.now_ms(),
+            main=main,
+            label_in_use=lambda label: any(k != key for k in st.label_owners(label)),
+        )
 
     return mutate
 
@@ -482,8 +656,13 @@ def reset_marker(reason: str, now_ms: int) -> dict[str, Any]:
     its `chat.history` shows it as a "Reset" row). The store fills `parentId` with the leaf."""
     from openclaw_cli.store.rewrite import iso_ms
 
-    return {"type": "reset", "id": uuid.uuid4().hex[:8], "parentId": None, "timestamp": iso_ms(now_ms),
-            "reason": reason}
+    return {
+        "type": "reset",
+        "id": uuid.uuid4().hex[:8],
+        "parentId": None,
+        "timestamp": iso_ms(now_ms),
+        "reason": reason,
+    }
 
 
 def _created_by_reset(ctx: Context, agent_id: str, now: int) -> dict[str, Any]:
@@ -491,11 +670,24 @@ def _created_by_reset(ctx: Context, agent_id: str, now: int) -> dict[str, Any]:
     field: a new id, zeroed counters, `createdVia: "operator"`, the agent's resolved model; no
     transcript)."""
     resolved = _resolved(ctx, agent_id, None)
-    return {"sessionId": str(uuid.uuid4()), "lifecycleRevision": str(uuid.uuid4()), "updatedAt": now,
-            "sessionStartedAt": now, "systemSent": False, "abortedLastRun": False, "compactionCount": 0,
-            "createdVia": "operator", "createdAt": now, "inputTokens": 0, "outputTokens": 0, "totalTokens": 0,
-            "totalTokensFresh": True, "totalTokensVersion": 1, "modelProvider": resolved["modelProvider"],
-            "model": resolved["model"]}
+    return {
+        "sessionId": str(uuid.uuid4()),
+        "lifecycleRevision": str(uuid.uuid4()),
+        "updatedAt": now,
+        "sessionStartedAt": now,
+        "systemSent": False,
+        "abortedLastRun": False,
+        "compactionCount": 0,
+        "createdVia": "operator",
+        "createdAt": now,
+        "inputTokens": 0,
+        "outputTokens": 0,
+        "totalTokens": 0,
+        "totalTokensFresh": True,
+        "totalTokensVersion": 1,
+        "modelProvider": resolved["modelProvider"],
+        "model": resolved["model"],
+    }
 
 
 def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -516,7 +708,9 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(f"invalid {method} params: at /reason: must be equal to one of the allowed values")
     _typed(method, params, "expectedSessionId", (str,), "string")
     dry_run = bool(params.get("dryRun"))
-    loc = locate(ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run)
+    loc = locate(
+        ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run
+    )
     now = ctx.now_ms()
     expected = params.get("expectedSessionId")
     reason = reason or "reset"
@@ -543,31 +737,46 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         marker = reset_marker(reason, now) if rules.reset_appends_marker else None
         if dry_run:
             entry = build(dict(loc.entry))
-            result.update(entry=entry, resolved=_resolved(ctx, loc.agent_id, entry), dryRun=True,
-                          sessionId=entry["sessionId"], reason=reason)
+            result.update(
+                entry=entry,
+                resolved=_resolved(ctx, loc.agent_id, entry),
+                dryRun=True,
+                sessionId=entry["sessionId"],
+                reason=reason,
+            )
             if entry["sessionId"] != loc.entry.get("sessionId"):
                 result["previousSessionId"] = loc.entry.get("sessionId")
             return result
         with _writer(ctx, st):
             current = st.get_entry(loc.key)
             linked = linked_transcripts(st, current) if current is not None else []
-            outcome = st.reset_session(loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now, marker=marker)
+            outcome = st.reset_session(
+                loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now, marker=marker
+            )
         if linked:
-            result["warnings"] = [symlink_warning(path).replace("(the row was)", "(the session was reset)")
-                                  for path in linked]
-        result.update(entry=outcome.entry, resolved=_resolved(ctx, loc.agent_id, outcome.entry),
-                      sessionId=outcome.session_id)
+            result["warnings"] = [
+                symlink_warning(path).replace("(the row was)", "(the session was reset)") for path in linked
+            ]
+        result.update(
+            entry=outcome.entry,
+            resolved=_resolved(ctx, loc.agent_id, outcome.entry),
+            sessionId=outcome.session_id,
+        )
         if outcome.previous_session_id not in (None, outcome.session_id):
             result["previousSessionId"] = outcome.previous_session_id
-        result.update(reason=reason, archived=[str(outcome.archive.path)] if outcome.archive is not None else [])
+        result.update(
+            reason=reason, archived=[str(outcome.archive.path)] if outcome.archive is not None else []
+        )
         if outcome.shared:
-            result["warning"] = ("Another session row uses the previous transcript; it stays in place "
-                                 "(not archived).")
+            result["warning"] = (
+                "Another session row uses the previous transcript; it stays in place (not archived)."
+            )
         return result
 
 
-def _reset_creates(ctx: Context, st: Any, loc: Any, now: int, result: dict[str, Any], dry_run: bool,
-                   reason: str) -> dict[str, Any]:
+def _reset_creates(
+    ctx: Context, st: Any, loc: Any, now: int, result: dict[str, Any], dry_run: bool, reason: str
+) -> dict[str, Any]:
     """Reset of a key with no row, as a 2026.9.6 Gateway does it: the row is created."""
     from openclaw_cli.lifecycle import check_session_key
 
@@ -582,8 +791,14 @@ def _reset_creates(ctx: Context, st: Any, loc: Any, now: int, result: dict[str, 
     if not dry_run:
         with _writer(ctx, st):
             created = st.patch_entry(loc.key, mutate, lock_settings=ctx.lock_settings(), create=True)
-    result.update(entry=created, resolved=_resolved(ctx, loc.agent_id, created), sessionId=created["sessionId"],
-                  reason=reason, archived=[], created=True)
+    result.update(
+        entry=created,
+        resolved=_resolved(ctx, loc.agent_id, created),
+        sessionId=created["sessionId"],
+        reason=reason,
+        archived=[],
+        created=True,
+    )
     if dry_run:
         result["dryRun"] = True
     return result
@@ -599,8 +814,10 @@ def _check_create(params: Any) -> dict[str, Any]:
         raise PreconditionError("succeedsParent conflicts with fork: a fork runs in parallel to its parent")
     for name in CREATE_UNSUPPORTED:
         if name in params:
-            raise UsageError(f"sessions.create: {name} is not supported by openclaw-cli (it does not run agents); "
-                             "nothing was created.")
+            raise UsageError(
+                f"sessions.create: {name} is not supported by openclaw-cli (it does not run agents); "
+                "nothing was created."
+            )
     _typed(method, params, "fork", (bool,), "boolean")
     if params.get("fork") is True and not params.get("parentSessionKey"):
         raise PreconditionError("fork requires parentSessionKey")
@@ -625,8 +842,10 @@ def _child_key(ctx: Context, params: dict[str, Any], agent_id: str) -> str:
     key = check_session_key(raw, what="new session key", new=True)
     parsed = parse_agent_key(key)
     if parsed and parsed[0] != agent_id:
-        raise UsageError(f'New session key "{key}" belongs to agent "{parsed[0]}", but the parent session belongs to '
-                         f'agent "{agent_id}"; a fork stays in its parent\'s store.')
+        raise UsageError(
+            f'New session key "{key}" belongs to agent "{parsed[0]}", but the parent session belongs to '
+            f'agent "{agent_id}"; a fork stays in its parent\'s store.'
+        )
     return to_agent_store_key(agent_id, key, main_key_name(ctx))
 
 
@@ -659,8 +878,14 @@ def sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     label = parse_label(params["label"]) if params.get("label") is not None else None
     if parent_raw is None:
         return _create_empty(ctx, params, label, now, dry_run)
-    loc = locate(ctx, parent_raw, agent=params.get("agentId"), store=params.get("store"), read_only=dry_run,
-                 what="parent session key")
+    loc = locate(
+        ctx,
+        parent_raw,
+        agent=params.get("agentId"),
+        store=params.get("store"),
+        read_only=dry_run,
+        what="parent session key",
+    )
     with loc.store as st:
         if loc.entry is None:
             raise NotFoundError(f"session not found: {loc.key}")
@@ -673,10 +898,18 @@ def sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         fork = params.get("fork") is True
 
         def build(seed: dict[str, Any], plan: Any) -> dict[str, Any]:
-            entry: dict[str, Any] = {"sessionId": seed["sessionId"], "lifecycleRevision": str(uuid.uuid4()),
-                                     "updatedAt": now, "sessionStartedAt": now, "delivery": {"kind": "none"},
-                                     "createdVia": "operator", "createdAt": now, "spawnDepth": 0,
-                                     "parentSessionKey": loc.key, "parentSessionId": parent.get("sessionId")}
+            entry: dict[str, Any] = {
+                "sessionId": seed["sessionId"],
+                "lifecycleRevision": str(uuid.uuid4()),
+                "updatedAt": now,
+                "sessionStartedAt": now,
+                "delivery": {"kind": "none"},
+                "createdVia": "operator",
+                "createdAt": now,
+                "spawnDepth": 0,
+                "parentSessionKey": loc.key,
+                "parentSessionId": parent.get("sessionId"),
+            }
             isolated = plan is None or plan.isolated
             if fork and not isolated:
                 entry["forkSource"] = {"sessionKey": loc.key, "sessionId": parent.get("sessionId")}
@@ -699,22 +932,45 @@ def sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
             snapshot = st.read_snapshot(loc.key, parent)
             seed_sid = str(uuid.uuid4())
-            plan = plan_fork(parent, snapshot.header, snapshot.branch, child_session_id=seed_sid, timestamp="",
-                             cwd="", parent_ref=None, max_tokens=PARENT_FORK_MAX_TOKENS,
-                             through_last_completed=params.get("forkFrom") == "last-completed") if fork else None
+            plan = (
+                plan_fork(
+                    parent,
+                    snapshot.header,
+                    snapshot.branch,
+                    child_session_id=seed_sid,
+                    timestamp="",
+                    cwd="",
+                    parent_ref=None,
+                    max_tokens=PARENT_FORK_MAX_TOKENS,
+                    through_last_completed=params.get("forkFrom") == "last-completed",
+                )
+                if fork
+                else None
+            )
             entry = build({"sessionId": seed_sid}, plan)
             return _create_result(ctx, loc.agent_id, child_key, entry, plan, fork, dry_run=True)
         if not fork:
             with _writer(ctx, st):
-                entry = st.patch_entry(child_key, lambda current: _refuse_existing(child_key, current)
-                                       or build({"sessionId": str(uuid.uuid4())}, None),
-                                       lock_settings=ctx.lock_settings(), create=True)
+                entry = st.patch_entry(
+                    child_key,
+                    lambda current: (
+                        _refuse_existing(child_key, current) or build({"sessionId": str(uuid.uuid4())}, None)
+                    ),
+                    lock_settings=ctx.lock_settings(),
+                    create=True,
+                )
             return _create_result(ctx, loc.agent_id, child_key, entry, None, False)
         with _writer(ctx, st):
-            outcome = st.fork_session(loc.key, child_key, build, lock_settings=ctx.lock_settings(), now_ms=now,
-                                      max_tokens=PARENT_FORK_MAX_TOKENS,
-                                      wait=params.get("forkFrom") == "last-completed",
-                                      through_last_completed=params.get("forkFrom") == "last-completed")
+            outcome = st.fork_session(
+                loc.key,
+                child_key,
+                build,
+                lock_settings=ctx.lock_settings(),
+                now_ms=now,
+                max_tokens=PARENT_FORK_MAX_TOKENS,
+                wait=params.get("forkFrom") == "last-completed",
+                through_last_completed=params.get("forkFrom") == "last-completed",
+            )
         return _create_result(ctx, loc.agent_id, child_key, outcome.entry, outcome.plan, True)
 
 
@@ -723,7 +979,9 @@ def _refuse_existing(key: str, current: dict[str, Any] | None) -> None:
         raise PreconditionError(f"session already exists: {key}")
 
 
-def _create_empty(ctx: Context, params: dict[str, Any], label: str | None, now: int, dry_run: bool) -> dict[str, Any]:
+def _create_empty(
+    ctx: Context, params: dict[str, Any], label: str | None, now: int, dry_run: bool
+) -> dict[str, Any]:
     from openclaw_cli.ops.targets import open_target, select_targets
 
     agent = params.get("agentId")
@@ -732,17 +990,28 @@ def _create_empty(ctx: Context, params: dict[str, Any], label: str | None, now: 
         from openclaw_cli.config import configured_agent_ids, default_agent_id
 
         if len(configured_agent_ids(ctx.config)) > 1:
-            raise PreconditionError("Multiple agents are configured, but this operation has no explicit owner. "
-                                    "Pass agentId or use an agent-prefixed session key.")
+            raise PreconditionError(
+                "Multiple agents are configured, but this operation has no explicit owner. "
+                "Pass agentId or use an agent-prefixed session key."
+            )
         owner = default_agent_id(ctx.config)
-    target = select_targets(ctx.paths, ctx.config, agent=owner, all_agents=False, store=params.get("store"))[0]
+    target = select_targets(ctx.paths, ctx.config, agent=owner, all_agents=False, store=params.get("store"))[
+        0
+    ]
     key = _child_key(ctx, params, target.agent_id)
 
     def build(current: dict[str, Any] | None) -> dict[str, Any]:
         _refuse_existing(key, current)
-        entry: dict[str, Any] = {"sessionId": str(uuid.uuid4()), "lifecycleRevision": str(uuid.uuid4()),
-                                 "updatedAt": now, "sessionStartedAt": now, "delivery": {"kind": "none"},
-                                 "createdVia": "operator", "createdAt": now, "spawnDepth": 0}
+        entry: dict[str, Any] = {
+            "sessionId": str(uuid.uuid4()),
+            "lifecycleRevision": str(uuid.uuid4()),
+            "updatedAt": now,
+            "sessionStartedAt": now,
+            "delivery": {"kind": "none"},
+            "createdVia": "operator",
+            "createdAt": now,
+            "spawnDepth": 0,
+        }
         if label is not None:
             if st.label_owners(label):
                 raise PreconditionError(f"label already in use: {label}")
@@ -754,19 +1023,40 @@ def _create_empty(ctx: Context, params: dict[str, Any], label: str | None, now: 
 
     with open_target(ctx, target, read_only=dry_run) as st:
         if dry_run:
-            return _create_result(ctx, target.agent_id, key, build(st.get_entry(key)), None, False, dry_run=True)
+            return _create_result(
+                ctx, target.agent_id, key, build(st.get_entry(key)), None, False, dry_run=True
+            )
         with _writer(ctx, st):
             entry = st.patch_entry(key, build, lock_settings=ctx.lock_settings(), create=True)
         return _create_result(ctx, target.agent_id, key, entry, None, False)
 
 
-def _create_result(ctx: Context, agent_id: str, key: str, entry: dict[str, Any], plan: Any, fork: bool, *,
-                   dry_run: bool = False) -> dict[str, Any]:
-    result: dict[str, Any] = {"ok": True, "key": key, "sessionId": entry["sessionId"], "entry": entry,
-                              "runStarted": False, "resolved": _resolved(ctx, agent_id, entry)}
+def _create_result(
+    ctx: Context,
+    agent_id: str,
+    key: str,
+    entry: dict[str, Any],
+    plan: Any,
+    fork: bool,
+    *,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ok": True,
+        "key": key,
+        "sessionId": entry["sessionId"],
+        "entry": entry,
+        "runStarted": False,
+        "resolved": _resolved(ctx, agent_id, entry),
+    }
     if fork and plan is not None:
-        result.update(forked=not plan.isolated, isolated=plan.isolated, parentTokens=plan.parent_tokens,
-                      maxTokens=plan.max_tokens, copiedEntries=plan.copied_entries)
+        result.update(
+            forked=not plan.isolated,
+            isolated=plan.isolated,
+            parentTokens=plan.parent_tokens,
+            maxTokens=plan.max_tokens,
+            copiedEntries=plan.copied_entries,
+        )
         if plan.warning:
             result["warning"] = plan.warning
     if dry_run:
@@ -791,7 +1081,9 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         _typed(method, params, name, (str,), "string")
     _typed(method, params, "expectedSessionUpdatedAt", (int, float), "number")
     dry_run = bool(params.get("dryRun"))
-    loc = locate(ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run)
+    loc = locate(
+        ctx, params["key"], agent=params.get("agentId"), store=params.get("store"), read_only=dry_run
+    )
     with loc.store as st:
         if is_main_session(ctx, loc.agent_id, loc.key):
             raise PreconditionError(f"Cannot delete the main session ({loc.key}).")
@@ -800,9 +1092,14 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             if entry is None:
                 return
             if params.get("archivedOnly") is True and entry.get("archivedAt") is None:
-                raise PreconditionError(f"Session {loc.key} is not archived. Archive it first, then delete it.")
-            for name, field_name in (("expectedSessionId", "sessionId"), ("expectedLifecycleRevision", "lifecycleRevision"),
-                                     ("expectedSessionUpdatedAt", "updatedAt")):
+                raise PreconditionError(
+                    f"Session {loc.key} is not archived. Archive it first, then delete it."
+                )
+            for name, field_name in (
+                ("expectedSessionId", "sessionId"),
+                ("expectedLifecycleRevision", "lifecycleRevision"),
+                ("expectedSessionUpdatedAt", "updatedAt"),
+            ):
                 want = params.get(name)
                 have = entry.get(field_name)
                 if want is not None and (want.strip() if isinstance(want, str) else want) != have:
@@ -815,8 +1112,14 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         if dry_run:
             plan = retirement_for_keys(st, {loc.key: loc.entry}, [loc.key], keep_transcripts=keep)
             would = [a.name for a in plan.archive_actions] or list(plan.session_ids)
-            return {"ok": True, "key": loc.key, "deleted": False, "dryRun": True, "wouldDelete": True,
-                    "wouldArchive": would}
+            return {
+                "ok": True,
+                "key": loc.key,
+                "deleted": False,
+                "dryRun": True,
+                "wouldDelete": True,
+                "wouldArchive": would,
+            }
         with _writer(ctx, st):
             current = st.get_entry(loc.key)
             check(current)
@@ -826,8 +1129,15 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 raise SessionChangedError(loc.key, "deletion")
             plan = retirement_for_keys(st, {loc.key: current}, [loc.key], keep_transcripts=keep)
             linked = [] if keep else linked_transcripts(st, current)
-            outcome = st.delete_session(loc.key, current, plan, lock_settings=ctx.lock_settings(), now_ms=ctx.now_ms())
-        doc = {"ok": True, "key": loc.key, "deleted": outcome.deleted, "archived": [str(p) for p in outcome.archived]}
+            outcome = st.delete_session(
+                loc.key, current, plan, lock_settings=ctx.lock_settings(), now_ms=ctx.now_ms()
+            )
+        doc = {
+            "ok": True,
+            "key": loc.key,
+            "deleted": outcome.deleted,
+            "archived": [str(p) for p in outcome.archived],
+        }
         if linked:
             doc["warnings"] = [symlink_warning(path) for path in linked]
         return doc
@@ -852,8 +1162,10 @@ def linked_transcripts(st: Any, entry: dict[str, Any]) -> list[str]:
 
 
 def symlink_warning(path: str) -> str:
-    return (f"Transcript {path} is a symbolic link: links are not followed, so it was neither archived nor "
-            "removed (the row was). Archive or remove its target yourself if it should go.")
+    return (
+        f"Transcript {path} is a symbolic link: links are not followed, so it was neither archived nor "
+        "removed (the row was). Archive or remove its target yourself if it should go."
+    )
 
 
 # ---- the CLI's lifecycle batch (OpenClaw's `sessions archive|delete` envelope) -------------------------------
@@ -888,8 +1200,10 @@ class BatchRow:
 # refusals that leave nothing written, so a batch whose every key failed one way exits as the single
 # command would: a database never written (7), a busy store (5), a full disk (11), a read-only
 # filesystem or a denied permission (12), a process limit (13) — issue 29 #8: 11/12 on every store kind
-_REFUSAL_CODES = frozenset(int(code) for code in (ExitCode.REFUSED, ExitCode.BUSY, ExitCode.NO_SPACE,
-                                                  ExitCode.PERMISSION, ExitCode.RESOURCE))
+_REFUSAL_CODES = frozenset(
+    int(code)
+    for code in (ExitCode.REFUSED, ExitCode.BUSY, ExitCode.NO_SPACE, ExitCode.PERMISSION, ExitCode.RESOURCE)
+)
 
 
 @dataclass
@@ -928,11 +1242,16 @@ class Batch:
             out["error"] = {"type": "state_owned", "message": self.state_owned}
         elif self.all_not_found():
             missing = [r["key"] for r in self.results if r["status"] == "not_found"]
-            out["error"] = {"type": "not_found", "message": f"Session not found: {', '.join(missing)}. Run "
-                            "openclaw sessions list --json to choose a valid key."}
+            out["error"] = {
+                "type": "not_found",
+                "message": f"Session not found: {', '.join(missing)}. Run "
+                "openclaw sessions list --json to choose a valid key.",
+            }
         elif not ok:
-            out["error"] = {"type": "cli_error",
-                            "message": f"Session {self.operation} did not complete for every requested key."}
+            out["error"] = {
+                "type": "cli_error",
+                "message": f"Session {self.operation} did not complete for every requested key.",
+            }
         out.update(operation=self.operation, dryRun=self.dry_run, results=self.results)
         return out
 
@@ -942,11 +1261,17 @@ def list_hint(agent: str | None) -> str:
 
 
 def not_found_result(key: str, agent: str | None) -> dict[str, Any]:
-    return {"key": key, "ok": False, "status": "not_found", "error": NOT_FOUND_TEXT.format(hint=list_hint(agent))}
+    return {
+        "key": key,
+        "ok": False,
+        "status": "not_found",
+        "error": NOT_FOUND_TEXT.format(hint=list_hint(agent)),
+    }
 
 
-def lookup_rows(ctx: Context, keys: list[str], *, agent: str | None, store: str | None
-                ) -> dict[str, BatchRow | OpenClawError]:
+def lookup_rows(
+    ctx: Context, keys: list[str], *, agent: str | None, store: str | None
+) -> dict[str, BatchRow | OpenClawError]:
     """key -> its row (read-only, from the local store), or the error that prevented the lookup
     (another agent's key, an unknown agent, …). Missing keys are absent."""
     from openclaw_cli.keys import derive_row_flags
@@ -965,13 +1290,20 @@ def lookup_rows(ctx: Context, keys: list[str], *, agent: str | None, store: str 
                 continue
             sid = loc.entry.get("sessionId")
             flags = derive_row_flags(loc.entry, loc.key)
-            out[key] = BatchRow(loc.key, sid if isinstance(sid, str) and sid else None, flags["archived"],
-                                is_main_session(ctx, loc.agent_id, loc.key), loc.agent_id, flags["pinned"])
+            out[key] = BatchRow(
+                loc.key,
+                sid if isinstance(sid, str) and sid else None,
+                flags["archived"],
+                is_main_session(ctx, loc.agent_id, loc.key),
+                loc.agent_id,
+                flags["pinned"],
+            )
     return out
 
 
-def rows_from_listing(ctx: Context, keys: list[str], sessions: list[dict[str, Any]]
-                      ) -> dict[str, BatchRow | OpenClawError]:
+def rows_from_listing(
+    ctx: Context, keys: list[str], sessions: list[dict[str, Any]]
+) -> dict[str, BatchRow | OpenClawError]:
     """The batch rows of a Gateway `sessions.list` page (`archived: "all"`)."""
     from openclaw_cli.keys import parse_agent_key
 
@@ -982,17 +1314,37 @@ def rows_from_listing(ctx: Context, keys: list[str], sessions: list[dict[str, An
         if row is None:
             continue
         agent_id = row.get("agentId") or (parse_agent_key(key) or (None,))[0]
-        is_main = row.get("isMain") is True if "isMain" in row else (
-            agent_id is not None and is_main_session(ctx, agent_id, key))
+        is_main = (
+            row.get("isMain") is True
+            if "isMain" in row
+            else (agent_id is not None and is_main_session(ctx, agent_id, key))
+        )
         sid = row.get("sessionId")
-        out[key] = BatchRow(key, sid if isinstance(sid, str) and sid else None, row.get("archived") is True,
-                            bool(is_main), agent_id, row.get("pinned") is True)
+        out[key] = BatchRow(
+            key,
+            sid if isinstance(sid, str) and sid else None,
+            row.get("archived") is True,
+            bool(is_main),
+            agent_id,
+            row.get("pinned") is True,
+        )
     return out
 
 
-def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | None, store: str | None,
-              dry_run: bool, rows: dict[str, BatchRow | OpenClawError], invoke: Invoke, label: str | None = None,
-              archived_only: bool = False, confirm: Callable[[int], str] | None = None) -> Batch:
+def run_batch(
+    ctx: Context,
+    operation: str,
+    keys: list[str],
+    *,
+    agent: str | None,
+    store: str | None,
+    dry_run: bool,
+    rows: dict[str, BatchRow | OpenClawError],
+    invoke: Invoke,
+    label: str | None = None,
+    archived_only: bool = False,
+    confirm: Callable[[int], str] | None = None,
+) -> Batch:
     """One lifecycle command over `keys` (OpenClaw's `runSessionsLifecycleCommand`): each key's
     result, `not_found` for keys without a row, `failed` with the error text otherwise. `rows`
     comes from `lookup_rows` (local) or `rows_from_listing` (Gateway); `invoke(method, params,
@@ -1053,7 +1405,9 @@ def run_batch(ctx: Context, operation: str, keys: list[str], *, agent: str | Non
                 results[index] = {"key": row.key, "ok": True, "status": dry_status}
                 continue
             doc = invoke(method, {**params, **({"dryRun": True} if dry_run else {})}, dry_run)
-            results[index] = _batch_result(operation, row, doc, done_status, dry_status, dry_run, label, agent)
+            results[index] = _batch_result(
+                operation, row, doc, done_status, dry_status, dry_run, label, agent
+            )
         except OpenClawError as exc:
             results[index] = {"key": row.key, "ok": False, "status": "failed", "error": exc.message}
             if isinstance(exc, StateOwnedError):
@@ -1070,8 +1424,16 @@ def _dry_delete_check(ctx: Context, row: BatchRow, archived_only: bool) -> None:
         raise PreconditionError(f"Session {row.key} is not archived. Archive it first, then delete it.")
 
 
-def _batch_result(operation: str, row: BatchRow, doc: dict[str, Any], done: str, dry: str, dry_run: bool,
-                  label: str | None, agent: str | None) -> dict[str, Any]:
+def _batch_result(
+    operation: str,
+    row: BatchRow,
+    doc: dict[str, Any],
+    done: str,
+    dry: str,
+    dry_run: bool,
+    label: str | None,
+    agent: str | None,
+) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("ok") is not True:
         raise PreconditionError("Gateway did not confirm the session change.")
     key = doc.get("key") or row.key
@@ -1138,8 +1500,14 @@ def _is_linear(lines: Iterator[Any]) -> bool:
             header = True
             continue
         ident = obj.get("id")
-        if (type(ident) is not str or not ident.strip() or ident in seen or kind not in CANONICAL_TYPES
-                or obj.get("parentId", missing) != previous or "appendMode" in obj):
+        if (
+            type(ident) is not str
+            or not ident.strip()
+            or ident in seen
+            or kind not in CANONICAL_TYPES
+            or obj.get("parentId", missing) != previous
+            or "appendMode" in obj
+        ):
             return False
         seen.add(ident)
         previous = ident
@@ -1147,8 +1515,9 @@ def _is_linear(lines: Iterator[Any]) -> bool:
 
 
 @contextmanager
-def open_export(ctx: Context, raw_key: str, *, agent: str | None, store: str | None,
-                branch: str = "active") -> Iterator[ExportSource]:
+def open_export(
+    ctx: Context, raw_key: str, *, agent: str | None, store: str | None, branch: str = "active"
+) -> Iterator[ExportSource]:
     """A session's transcript for export, streamed: `branch="all"` yields every line as stored;
     `"active"` first walks the tree over slim copies of the lines (ids and parents only), then
     streams the header and the active branch's lines, root first."""
@@ -1159,7 +1528,9 @@ def open_export(ctx: Context, raw_key: str, *, agent: str | None, store: str | N
     loc = locate(ctx, raw_key, agent=agent, store=store, read_only=True)
     with loc.store as st:
         if loc.entry is None:
-            raise NotFoundError(f"Session not found: {loc.requested}. Run {list_hint(agent)} to choose a valid key.")
+            raise NotFoundError(
+                f"Session not found: {loc.requested}. Run {list_hint(agent)} to choose a valid key."
+            )
         sid = loc.entry.get("sessionId")
         if not isinstance(sid, str) or not sid.strip():
             raise NotFoundError(f"Session {loc.key} has no sessionId; nothing to export.")
@@ -1188,11 +1559,22 @@ def open_export(ctx: Context, raw_key: str, *, agent: str | None, store: str | N
                     if line.seq in wanted:
                         yield line
                 return
-            held = {line.seq: line for line in st.iter_transcript(sid, entry=entry, issues=issues)
-                    if line.seq in wanted}  # a branch out of file order (rare): only its lines are kept
+            held = {
+                line.seq: line
+                for line in st.iter_transcript(sid, entry=entry, issues=issues)
+                if line.seq in wanted
+            }  # a branch out of file order (rare): only its lines are kept
             for seq in order:
                 if seq in held:
                     yield held[seq]
 
-        yield ExportSource(loc.key, sid, loc.agent_id, str(st.path), branch, entry,
-                           every if branch == "all" else active, issues)
+        yield ExportSource(
+            loc.key,
+            sid,
+            loc.agent_id,
+            str(st.path),
+            branch,
+            entry,
+            every if branch == "all" else active,
+            issues,
+        )

@@ -155,23 +155,33 @@ def _status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return gateway_status(ctx, params)
 
 
-METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("health", _health, READ),
-    Method("status", _status, READ),
-    Method("sessions.list", _sessions_list, READ),
-    Method("sessions.subscribe", _sessions_subscribe, READ),
-    Method("sessions.describe", _sessions_describe, READ),
-    Method("sessions.preview", _sessions_preview, READ),
-    Method("sessions.search", _sessions_search, READ),
-    Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
-    Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
-    Method("sessions.patch", _sessions_patch, WRITE, mutates=True, scope_for=_patch_scope, batch=_sessions_patch_many),
-    Method("sessions.reset", _sessions_reset, ADMIN, mutates=True),
-    Method("sessions.create", _sessions_create, WRITE, mutates=True),
-    Method("sessions.delete", _sessions_delete, ADMIN, mutates=True, scope_for=_delete_scope),
-    Method("agents.list", _agents_list, READ),
-    Method("agents.delete", _agents_delete, ADMIN, mutates=True),
-)}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("health", _health, READ),
+        Method("status", _status, READ),
+        Method("sessions.list", _sessions_list, READ),
+        Method("sessions.subscribe", _sessions_subscribe, READ),
+        Method("sessions.describe", _sessions_describe, READ),
+        Method("sessions.preview", _sessions_preview, READ),
+        Method("sessions.search", _sessions_search, READ),
+        Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
+        Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
+        Method(
+            "sessions.patch",
+            _sessions_patch,
+            WRITE,
+            mutates=True,
+            scope_for=_patch_scope,
+            batch=_sessions_patch_many,
+        ),
+        Method("sessions.reset", _sessions_reset, ADMIN, mutates=True),
+        Method("sessions.create", _sessions_create, WRITE, mutates=True),
+        Method("sessions.delete", _sessions_delete, ADMIN, mutates=True, scope_for=_delete_scope),
+        Method("agents.list", _agents_list, READ),
+        Method("agents.delete", _agents_delete, ADMIN, mutates=True),
+    )
+}
 
 
 def method(name: str) -> Method:

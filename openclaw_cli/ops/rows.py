@@ -54,8 +54,10 @@ def model_defaults(config: Any, agent_id: str | None = None) -> tuple[str, int]:
     listed as 200000)."""
     from openclaw_cli.config import context_tokens_default, default_model
 
-    return (default_model(config, agent_id) or BUILTIN_MODEL,
-            context_tokens_default(config) or BUILTIN_CONTEXT_TOKENS)
+    return (
+        default_model(config, agent_id) or BUILTIN_MODEL,
+        context_tokens_default(config) or BUILTIN_CONTEXT_TOKENS,
+    )
 
 
 def _number(value: Any) -> int | float | None:
@@ -64,9 +66,14 @@ def _number(value: Any) -> int | float | None:
     return value
 
 
-def row_shaper(*, agent_id: str, now_ms: int, default_model: str | None = None,
-               default_context_tokens: int | None = None, projected: bool = False,
-               ) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+def row_shaper(
+    *,
+    agent_id: str,
+    now_ms: int,
+    default_model: str | None = None,
+    default_context_tokens: int | None = None,
+    projected: bool = False,
+) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
     """`session_row` with one listing's arguments bound: a streamed listing shapes up to every
     row of a store (100,000 rows: every lookup per row counts). `projected`: the row as the real
     `openclaw sessions --json` projects it — `contextTokens` is the default's (the stored value is
@@ -153,5 +160,9 @@ def session_row(
     default_context_tokens: int | None = None,
 ) -> dict[str, Any]:
     """One listing row (OpenClaw's field names and order) of a stored entry."""
-    return row_shaper(agent_id=agent_id, now_ms=now_ms, default_model=default_model,
-                      default_context_tokens=default_context_tokens)(key, entry)
+    return row_shaper(
+        agent_id=agent_id,
+        now_ms=now_ms,
+        default_model=default_model,
+        default_context_tokens=default_context_tokens,
+    )(key, entry)

@@ -29,6 +29,7 @@ MULTIPLE = "(multiple)"
 
 # ---- rows -------------------------------------------------------------------------------------------------
 
+
 def _main_key(ctx: Context, agent_id: str) -> str:
     from openclaw_cli.keys import main_key
 
@@ -56,22 +57,39 @@ def _selected_model(entry: dict[str, Any], default_model: str | None) -> tuple[s
     return provider, model
 
 
-def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str, now: int,
-                defaults: tuple[str | None, int | None], run_state: bool = True,
-                main: str | None = None) -> dict[str, Any]:
+def gateway_row(
+    ctx: Context,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    agent_id: str,
+    now: int,
+    defaults: tuple[str | None, int | None],
+    run_state: bool = True,
+    main: str | None = None,
+) -> dict[str, Any]:
     """One `sessions.list` row in OpenClaw's field order, from what the entry holds (`run_state`:
     the listing's `hasActiveRun`/`activeRunIds`, which `sessions.describe` does not carry)."""
     from openclaw_cli.ops.row_facts import classify, delivery_part, delivery_route, display_name, last_channel
     from openclaw_cli.ops.rows import session_row
 
-    base = session_row(key, entry, agent_id=agent_id, now_ms=now, default_model=defaults[0],
-                       default_context_tokens=defaults[1])
+    base = session_row(
+        key,
+        entry,
+        agent_id=agent_id,
+        now_ms=now,
+        default_model=defaults[0],
+        default_context_tokens=defaults[1],
+    )
     is_main = key == (main if main is not None else _main_key(ctx, agent_id))
     facts = classify(key, entry, is_main=is_main)
     route = _dict(delivery_part(entry, "route")) or {}
     key_route = delivery_route(key)
-    channel = (_text(entry.get("channel")) or _text(route.get("channel"))
-               or (key_route.channel if key_route else None))
+    channel = (
+        _text(entry.get("channel"))
+        or _text(route.get("channel"))
+        or (key_route.channel if key_route else None)
+    )
     origin = delivery_part(entry, "origin")
     context = delivery_part(entry, "context")
     subject = _text(entry.get("subject"))
@@ -118,8 +136,19 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
         if entry.get(name) is not None:
             row[name] = entry[name]
     row["sessionId"] = base["sessionId"]
-    for name in ("systemSent", "abortedLastRun", "thinkingLevel", "verboseLevel", "traceLevel", "reasoningLevel",
-                 "elevatedLevel", "responseUsage", "groupActivation", "inputTokens", "outputTokens"):
+    for name in (
+        "systemSent",
+        "abortedLastRun",
+        "thinkingLevel",
+        "verboseLevel",
+        "traceLevel",
+        "reasoningLevel",
+        "elevatedLevel",
+        "responseUsage",
+        "groupActivation",
+        "inputTokens",
+        "outputTokens",
+    ):
         if name in base:
             row[name] = base[name]
     if base["totalTokensFresh"] and base["totalTokens"] is not None:
@@ -140,6 +169,7 @@ def gateway_row(ctx: Context, key: str, entry: dict[str, Any], *, agent_id: str,
 
 # ---- transcript previews ----------------------------------------------------------------------------------
 
+
 def _message_text(obj: Any) -> tuple[str, str] | None:
     """(role, text) of a visible user/assistant message line; None for anything else (tool calls,
     tool results, system lines, thinking, compaction entries)."""
@@ -155,8 +185,11 @@ def _message_text(obj: Any) -> tuple[str, str] | None:
     if isinstance(content, str):
         text = content
     elif isinstance(content, list):
-        text = " ".join(part.get("text", "") for part in content
-                        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
+        text = " ".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        )
     else:
         return None
     text = " ".join(text.split())
@@ -178,6 +211,7 @@ def _recent_messages(store: Any, entry: dict[str, Any], count: int, max_chars: i
 
 
 # ---- stores ------------------------------------------------------------------------------------------------
+
 
 def _selected_agents(ctx: Context, agent_id: str | None, *, configured_only: bool = False) -> list[str]:
     from openclaw_cli.config import configured_agent_ids
@@ -224,6 +258,7 @@ def _list_defaults(defaults: tuple[str | None, int | None]) -> dict[str, Any]:
 
 # ---- sessions.list / subscribe ------------------------------------------------------------------------------
 
+
 def _matcher(params: dict[str, Any]) -> Any:
     """The filters only the full entry answers, or None when the request has none."""
     from openclaw_cli.keys import is_cron_key, is_subagent_key
@@ -257,7 +292,13 @@ def _matcher(params: dict[str, Any]) -> Any:
         if need_interaction and entry.get("lastInteractionAt") is None:
             return False
         if needle is not None:
-            fields = (key, entry.get("label"), entry.get("displayName"), entry.get("subject"), entry.get("sessionId"))
+            fields = (
+                key,
+                entry.get("label"),
+                entry.get("displayName"),
+                entry.get("subject"),
+                entry.get("sessionId"),
+            )
             if not any(isinstance(f, str) and needle in f.lower() for f in fields):
                 return False
         return True
@@ -281,7 +322,9 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
     from openclaw_cli.gcpause import gc_paused
 
     now = ctx.now_ms()
-    agents = _selected_agents(ctx, params.get("agentId"), configured_only=params.get("configuredAgentsOnly") is True)
+    agents = _selected_agents(
+        ctx, params.get("agentId"), configured_only=params.get("configuredAgentsOnly") is True
+    )
     stores: list[tuple[str, Any]] = []
     try:
         for agent_id in agents:
@@ -291,8 +334,12 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
         tokens = [store.change_token() for _, store in stores]
         cache_key = None
         if not params.get("activeMinutes") and None not in tokens:  # activeMinutes depends on the clock
-            cache_key = (orjson.dumps(params, option=orjson.OPT_SORT_KEYS), tuple(tokens), id(ctx.config),
-                         str(ctx.paths.state_dir))
+            cache_key = (
+                orjson.dumps(params, option=orjson.OPT_SORT_KEYS),
+                tuple(tokens),
+                id(ctx.config),
+                str(ctx.paths.state_dir),
+            )
             cached = _PAGES.get(cache_key)
             if cached is not None and cached[0] is ctx.config:  # the same config object, not a reused id
                 hit = cached[1]
@@ -309,7 +356,9 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
             store.close()
 
 
-def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any]], now: int) -> dict[str, Any]:
+def _list_page(
+    ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any]], now: int
+) -> dict[str, Any]:
     from openclaw_cli.store.base import SORT_UPDATED, ListingQuery, listing_sort_key
 
     limit = params.get("limit", DEFAULT_LIST_LIMIT)
@@ -339,12 +388,21 @@ def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any
     if merged:
         order = listing_sort_key(query.sort_by)
         pages.sort(key=lambda item: order(item[1], item[2]))
-    page = pages[offset:offset + limit] if merged else pages
+    page = pages[offset : offset + limit] if merged else pages
     mains = {agent_id: _main_key(ctx, agent_id) for agent_id, _ in stores}
     agent_defaults = {agent_id: _defaults(ctx, agent_id) for agent_id, _ in stores}
-    sessions = [gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=agent_defaults[agent_id],
-                            main=mains[agent_id])
-                for agent_id, key, entry in page]
+    sessions = [
+        gateway_row(
+            ctx,
+            key,
+            entry,
+            agent_id=agent_id,
+            now=now,
+            defaults=agent_defaults[agent_id],
+            main=mains[agent_id],
+        )
+        for agent_id, key, entry in page
+    ]
     if params.get("includeLastMessage") is True:
         by_agent = dict(stores)
         for (agent_id, _key, entry), row in zip(page, sessions, strict=True):
@@ -361,13 +419,15 @@ def _list_page(ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any
     }
     if "offset" in params:
         result["offset"] = offset
-    result.update({
-        "nextOffset": offset + len(sessions) if has_more else None,
-        "hasMore": has_more,
-        "owners": [],
-        "defaults": _list_defaults(defaults),
-        "sessions": sessions,
-    })
+    result.update(
+        {
+            "nextOffset": offset + len(sessions) if has_more else None,
+            "hasMore": has_more,
+            "owners": [],
+            "defaults": _list_defaults(defaults),
+            "sessions": sessions,
+        }
+    )
     return result
 
 
@@ -391,6 +451,7 @@ def subscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- sessions.describe / preview ----------------------------------------------------------------------------
+
 
 def _find(ctx: Context, key: str, agent_id: str | None) -> tuple[str, Any, str, dict[str, Any]] | None:
     """(agent, open store, stored key, entry) of a session key, or None. The caller closes the store."""
@@ -427,8 +488,15 @@ def describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     agent_id, store, key, entry = found
     with store:
         now = ctx.now_ms()
-        row = gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=_defaults(ctx, agent_id),
-                          run_state=params.get("runState") is True)
+        row = gateway_row(
+            ctx,
+            key,
+            entry,
+            agent_id=agent_id,
+            now=now,
+            defaults=_defaults(ctx, agent_id),
+            run_state=params.get("runState") is True,
+        )
         if params.get("includeLastMessage") is True:
             last = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
             if last:
@@ -449,11 +517,14 @@ def preview(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             continue
         _agent, store, _stored, entry = found
         with store:
-            previews.append({"key": key, "status": "ok", "items": _recent_messages(store, entry, limit, max_chars)})
+            previews.append(
+                {"key": key, "status": "ok", "items": _recent_messages(store, entry, limit, max_chars)}
+            )
     return {"ts": ctx.now_ms(), "previews": previews}
 
 
 # ---- health / status / agents ---------------------------------------------------------------------------------
+
 
 def health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """`health`: per agent its store path, session count and newest sessions (`{key, updatedAt,
@@ -473,14 +544,25 @@ def health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         if store is not None:
             with store:
                 rows, total = store.list_entries(limit=HEALTH_RECENT)
-                sessions = {"path": str(store.path), "count": total, "recent": [
-                    {"key": key, "updatedAt": entry.get("updatedAt"),
-                     "age": max(0, int(now - entry["updatedAt"])) if isinstance(entry.get("updatedAt"), int | float)
-                     else None}
-                    for key, entry in rows]}
+                sessions = {
+                    "path": str(store.path),
+                    "count": total,
+                    "recent": [
+                        {
+                            "key": key,
+                            "updatedAt": entry.get("updatedAt"),
+                            "age": max(0, int(now - entry["updatedAt"]))
+                            if isinstance(entry.get("updatedAt"), int | float)
+                            else None,
+                        }
+                        for key, entry in rows
+                    ],
+                }
         agents.append({"agentId": agent_id, "isDefault": agent_id == default, "sessions": sessions})
-    top = next((a["sessions"] for a in agents if a["agentId"] == default),
-               agents[0]["sessions"] if agents else {"path": None, "count": 0, "recent": []})
+    top = next(
+        (a["sessions"] for a in agents if a["agentId"] == default),
+        agents[0]["sessions"] if agents else {"path": None, "count": 0, "recent": []},
+    )
     return {
         "ok": True,
         "ts": now,
@@ -497,8 +579,14 @@ def health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
 _TASK_STATUSES = ("queued", "running", "succeeded", "failed", "timed_out", "cancelled", "lost")
 _TASK_RUNTIMES = ("subagent", "acp", "cli", "cron")
-_TASK_AUDIT_CODES = ("stale_queued", "stale_running", "lost", "delivery_failed", "missing_cleanup",
-                     "inconsistent_timestamps")
+_TASK_AUDIT_CODES = (
+    "stale_queued",
+    "stale_running",
+    "lost",
+    "delivery_failed",
+    "missing_cleanup",
+    "inconsistent_timestamps",
+)
 
 
 def gateway_status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -523,8 +611,17 @@ def gateway_status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             continue
         with store:
             entries, total = store.list_entries(limit=RECENT_LIMIT)  # the newest rows, counted in SQL
-            rows = [session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_default,
-                                default_context_tokens=ctx_default) for k, e in entries]
+            rows = [
+                session_row(
+                    k,
+                    e,
+                    agent_id=agent_id,
+                    now_ms=now,
+                    default_model=model_default,
+                    default_context_tokens=ctx_default,
+                )
+                for k, e in entries
+            ]
         recent = [status_row(r) for r in rows]
         paths.append(str(store.path))
         count += total
@@ -536,27 +633,54 @@ def gateway_status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("includeCliProjection") is True:
         configured = configured_agent_ids(ctx.config)
         explicit = len(configured) > 1
-        result["cliProjection"] = {"agents": {
-            "defaultId": None if explicit else default_agent_id(ctx.config),
-            "ownership": "explicit" if explicit else "sole",
-            "selectionRequired": explicit,
-            "rows": [{"id": agent} for agent in configured],
-        }, "updateChannel": None}
+        result["cliProjection"] = {
+            "agents": {
+                "defaultId": None if explicit else default_agent_id(ctx.config),
+                "ownership": "explicit" if explicit else "sole",
+                "selectionRequired": explicit,
+                "rows": [{"id": agent} for agent in configured],
+            },
+            "updateChannel": None,
+        }
     # This Gateway runs no heartbeats, channels or tasks: those summaries are truthfully empty
     # (the real CLI's `status --json` reads them).
-    result["heartbeat"] = {"defaultAgentId": default_agent_id(ctx.config), "agents": [
-        {"agentId": agent, "enabled": False, "every": "disabled", "everyMs": None, "waitingForRoute": False}
-        for agent in agents]}
+    result["heartbeat"] = {
+        "defaultAgentId": default_agent_id(ctx.config),
+        "agents": [
+            {
+                "agentId": agent,
+                "enabled": False,
+                "every": "disabled",
+                "everyMs": None,
+                "waitingForRoute": False,
+            }
+            for agent in agents
+        ],
+    }
     result["channelSummary"] = []
     result["queuedSystemEvents"] = []
     result["degradedSecretOwners"] = []
-    result["tasks"] = {"total": 0, "active": 0, "terminal": 0, "failures": 0,
-                       "byStatus": dict.fromkeys(_TASK_STATUSES, 0), "byRuntime": dict.fromkeys(_TASK_RUNTIMES, 0)}
-    result["taskAudit"] = {"total": 0, "warnings": 0, "errors": 0, "byCode": dict.fromkeys(_TASK_AUDIT_CODES, 0)}
+    result["tasks"] = {
+        "total": 0,
+        "active": 0,
+        "terminal": 0,
+        "failures": 0,
+        "byStatus": dict.fromkeys(_TASK_STATUSES, 0),
+        "byRuntime": dict.fromkeys(_TASK_RUNTIMES, 0),
+    }
+    result["taskAudit"] = {
+        "total": 0,
+        "warnings": 0,
+        "errors": 0,
+        "byCode": dict.fromkeys(_TASK_AUDIT_CODES, 0),
+    }
     result["sessions"] = {
         "paths": paths,
         "count": count,
-        "defaults": {"model": _list_defaults((model_default, ctx_default))["model"], "contextTokens": ctx_default},
+        "defaults": {
+            "model": _list_defaults((model_default, ctx_default))["model"],
+            "contextTokens": ctx_default,
+        },
         "recent": [status_row(r) for r in newest[:RECENT_LIMIT]],
         "byAgent": by_agent,
     }

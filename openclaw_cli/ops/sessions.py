@@ -26,8 +26,13 @@ def _shaper(ctx: Context, agent_id: str, now: int) -> Any:
     from openclaw_cli.ops.rows import model_defaults, row_shaper
 
     model, context_tokens = model_defaults(ctx.config, agent_id)
-    return row_shaper(agent_id=agent_id, now_ms=now, default_model=model, default_context_tokens=context_tokens,
-                      projected=True)
+    return row_shaper(
+        agent_id=agent_id,
+        now_ms=now,
+        default_model=model,
+        default_context_tokens=context_tokens,
+        projected=True,
+    )
 
 
 def list_sessions(
@@ -51,8 +56,15 @@ def list_sessions(
     targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
     since = now - active_minutes * 60_000 if active_minutes else None
     if stream and limit is None:
-        return _streamed_listing(ctx, targets, all_agents=all_agents, since=since, now=now,
-                                 active_minutes=active_minutes, archived=archived)
+        return _streamed_listing(
+            ctx,
+            targets,
+            all_agents=all_agents,
+            since=since,
+            now=now,
+            active_minutes=active_minutes,
+            archived=archived,
+        )
     collected: list[tuple[float, dict[str, Any]]] = []
     stores_out: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
@@ -64,8 +76,13 @@ def list_sessions(
                 rows, matched = _visible_entries(st, limit, since, archived)
                 path = str(st.path)
                 _note_skipped_rows(ctx, st)
-            _debug("agent %s: %d of %d row(s) read in %.1f ms", target.agent_id, len(rows), matched,
-                      (time.perf_counter() - started) * 1000)
+            _debug(
+                "agent %s: %d of %d row(s) read in %.1f ms",
+                target.agent_id,
+                len(rows),
+                matched,
+                (time.perf_counter() - started) * 1000,
+            )
         except OpenClawError as exc:
             if not all_agents:
                 raise
@@ -106,8 +123,16 @@ def list_sessions(
     return result
 
 
-def _streamed_listing(ctx: Context, targets: list[Any], *, all_agents: bool, since: int | None, now: int,
-                      active_minutes: int | None, archived: bool | str) -> dict[str, Any]:
+def _streamed_listing(
+    ctx: Context,
+    targets: list[Any],
+    *,
+    all_agents: bool,
+    since: int | None,
+    now: int,
+    active_minutes: int | None,
+    archived: bool | str,
+) -> dict[str, Any]:
     """`list_sessions` without a limit, streamed: every store is opened (and counted) first, so
     errors and counts are known before the first row; the rows of several stores are merged in
     the listing order (newest first; a tie keeps store order, as the sort of the full list does)."""
@@ -168,8 +193,16 @@ def _streamed_listing(ctx: Context, targets: list[Any], *, all_agents: bool, sin
     if aggregate:
         result["stores"] = stores_out
         result["allAgents"] = True
-    result.update({"count": total, "totalCount": total, "limitApplied": None, "hasMore": False,
-                   "activeMinutes": active_minutes, "sessions": StreamedArray(sessions() if opened else iter(()))})
+    result.update(
+        {
+            "count": total,
+            "totalCount": total,
+            "limitApplied": None,
+            "hasMore": False,
+            "activeMinutes": active_minutes,
+            "sessions": StreamedArray(sessions() if opened else iter(())),
+        }
+    )
     if errors:
         result["errors"] = errors
     result["hint"] = Deferred(lambda: " ".join(ctx.hints) if ctx.hints else None)
@@ -189,8 +222,9 @@ def target_path(target: Any) -> str:
     return str(target.sqlite_path if target.sqlite_path.exists() else target.store_path)
 
 
-def _visible_entries(st: Any, limit: int | None, since: int | None, archived: bool | str
-                     ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+def _visible_entries(
+    st: Any, limit: int | None, since: int | None, archived: bool | str
+) -> tuple[list[tuple[str, dict[str, Any]]], int]:
     """A listing page without (or with only) archived rows. A store without archived rows takes
     the plain path; otherwise pages grow until `limit` visible rows are found."""
     rows, matched = st.list_entries(limit=limit, updated_since_ms=since)
@@ -218,8 +252,10 @@ def _note_skipped_rows(ctx: Context, store: Any) -> None:
     skipped = store.skipped_rows()
     if skipped:
         more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
-        ctx.hint(f"{len(skipped)} row(s) of {store.path} are not listed: {skipped[0].message}{more} "
-                 "`openclaw doctor --session-sqlite dry-run` reports each of them.")
+        ctx.hint(
+            f"{len(skipped)} row(s) of {store.path} are not listed: {skipped[0].message}{more} "
+            "`openclaw doctor --session-sqlite dry-run` reports each of them."
+        )
 
 
 def main_key_name(ctx: Context) -> str | None:
@@ -248,8 +284,9 @@ def key_candidates(agent_id: str, key: str, main_name: str | None = None) -> lis
     return list(dict.fromkeys(out))
 
 
-def find_entry(st: Any, agent_id: str, key: str, main_name: str | None = None
-               ) -> tuple[str, dict[str, Any] | None]:
+def find_entry(
+    st: Any, agent_id: str, key: str, main_name: str | None = None
+) -> tuple[str, dict[str, Any] | None]:
     """(the stored key, its entry) for `key` in one store; the entry is None when no row matches.
     Exact spellings are looked up first (one indexed read); then every row is compared in the
     canonical, normalised form."""
@@ -277,15 +314,19 @@ def key_agent(ctx: Context, key: str, *, agent: str | None, store: str | None) -
     parsed = parse_agent_key(key)
     if agent is not None:
         if agent.strip() and parsed and parsed[0] != normalize_agent_id(agent):
-            raise UsageError(f'Session key "{key}" belongs to agent "{parsed[0]}", not "{normalize_agent_id(agent)}". '
-                             f"Pass --agent {parsed[0]} or a key of agent {normalize_agent_id(agent)}.")
+            raise UsageError(
+                f'Session key "{key}" belongs to agent "{parsed[0]}", not "{normalize_agent_id(agent)}". '
+                f"Pass --agent {parsed[0]} or a key of agent {normalize_agent_id(agent)}."
+            )
         return agent
     if store is None and parsed:
         return parsed[0]
     return None
 
 
-def resolve_session(ctx: Context, key: str | None, *, agent: str | None, store: str | None, read_only: bool = False):
+def resolve_session(
+    ctx: Context, key: str | None, *, agent: str | None, store: str | None, read_only: bool = False
+):
     """Find a session by key in the selected store; returns (target, store, stored key, entry).
     No key means the agent's main session (`agent:<id>:main`)."""
     from openclaw_cli.keys import main_key
@@ -305,13 +346,21 @@ def resolve_session(ctx: Context, key: str | None, *, agent: str | None, store: 
         raise
     if entry is None:
         st.close()
-        raise NotFoundError(f"Session not found: {wanted}. Run openclaw sessions list --json to choose a valid key.")
+        raise NotFoundError(
+            f"Session not found: {wanted}. Run openclaw sessions list --json to choose a valid key."
+        )
     return target, st, stored_key, entry
 
 
 def tail_session(
-    ctx: Context, key: str | None, *, n: int = 80, agent: str | None = None, store: str | None = None,
-    context: bool = False, cursor: list[str | None] | None = None,
+    ctx: Context,
+    key: str | None,
+    *,
+    n: int = 80,
+    agent: str | None = None,
+    store: str | None = None,
+    context: bool = False,
+    cursor: list[str | None] | None = None,
 ) -> dict[str, Any]:
     """Last `n` entries of the session's active branch (or, with `context`, the model context).
     `cursor` receives the exact text of the transcript's last line as read for this tail: where
@@ -406,9 +455,18 @@ FOLLOW_WINDOW_MAX = 65_536
 _UNSET: Any = object()
 
 
-def follow_session(ctx: Context, key: str | None, *, agent: str | None = None, store: str | None = None,
-                   interval_s: float = 0.5, stop: Any = None, sleep: Any = None, after: Any = _UNSET,
-                   session_id: str | None = None) -> Any:
+def follow_session(
+    ctx: Context,
+    key: str | None,
+    *,
+    agent: str | None = None,
+    store: str | None = None,
+    interval_s: float = 0.5,
+    stop: Any = None,
+    sleep: Any = None,
+    after: Any = _UNSET,
+    session_id: str | None = None,
+) -> Any:
     """`sessions tail --follow`: yield what is appended to a session's transcript after its current
     end, polling the store (both kinds, read-only): `{"type": "entry", key, sessionId, entry}` per
     new line, and `{"type": "session", key, sessionId, previousSessionId}` when the row moves to
@@ -440,7 +498,12 @@ def follow_session(ctx: Context, key: str | None, *, agent: str | None = None, s
                 previous, session_id, anchor = session_id, current_id, None
             lines, anchor = _appended(st, session_id, current, anchor) if session_id else ([], anchor)
         if moved:
-            yield {"type": "session", "key": stored_key, "sessionId": current_id, "previousSessionId": previous}
+            yield {
+                "type": "session",
+                "key": stored_key,
+                "sessionId": current_id,
+                "previousSessionId": previous,
+            }
         for line in lines:
             yield {"type": "entry", "key": stored_key, "sessionId": session_id, "entry": line.obj}
 
@@ -452,7 +515,9 @@ def _last_raw(st: Any, session_id: str | None, entry: dict[str, Any]) -> str | N
     return last[-1].raw if last else None
 
 
-def _appended(st: Any, session_id: str, entry: dict[str, Any], anchor: str | None) -> tuple[list[Any], str | None]:
+def _appended(
+    st: Any, session_id: str, entry: dict[str, Any], anchor: str | None
+) -> tuple[list[Any], str | None]:
     """(lines after `anchor`, the new anchor). No anchor: the transcript is new, every line is."""
     window = FOLLOW_WINDOW
     while True:
@@ -465,7 +530,7 @@ def _appended(st: Any, session_id: str, entry: dict[str, Any], anchor: str | Non
         else:
             for i in range(len(lines) - 1, -1, -1):
                 if lines[i].raw == anchor:
-                    return lines[i + 1:], lines[-1].raw
+                    return lines[i + 1 :], lines[-1].raw
             if len(lines) < window:
                 return [], lines[-1].raw  # rewritten shorter (e.g. compact --max-lines): start from its end
             if window >= FOLLOW_WINDOW_MAX:

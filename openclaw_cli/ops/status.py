@@ -39,7 +39,9 @@ def status_row(row: dict[str, Any]) -> dict[str, Any]:
     """A `sessions.recent[]` row (R6.3.3) from a listing row; fields we cannot fill are omitted."""
     total = row.get("totalTokens")
     ctx = row.get("contextTokens")
-    fresh = row.get("totalTokensFresh") is True or (total is not None and row.get("totalTokensFresh") is not False)
+    fresh = row.get("totalTokensFresh") is True or (
+        total is not None and row.get("totalTokensFresh") is not False
+    )
     out: dict[str, Any] = {
         "agentId": row["agentId"],
         "key": row["key"],
@@ -48,8 +50,16 @@ def status_row(row: dict[str, Any]) -> dict[str, Any]:
         "updatedAt": row.get("updatedAt"),
         "age": row.get("ageMs"),
     }
-    for name in ("thinkingLevel", "verboseLevel", "reasoningLevel", "elevatedLevel", "systemSent",
-                 "abortedLastRun", "inputTokens", "outputTokens"):
+    for name in (
+        "thinkingLevel",
+        "verboseLevel",
+        "reasoningLevel",
+        "elevatedLevel",
+        "systemSent",
+        "abortedLastRun",
+        "inputTokens",
+        "outputTokens",
+    ):
         if name in row:
             out[name] = row[name]
     out["totalTokens"] = total
@@ -63,8 +73,12 @@ def status_row(row: dict[str, Any]) -> dict[str, Any]:
     out["model"] = row.get("model")
     out["contextTokens"] = ctx
     flags = []
-    for name, label in (("thinkingLevel", "think"), ("verboseLevel", "verbose"), ("reasoningLevel", "reasoning"),
-                        ("elevatedLevel", "elevated")):
+    for name, label in (
+        ("thinkingLevel", "think"),
+        ("verboseLevel", "verbose"),
+        ("reasoningLevel", "reasoning"),
+        ("elevatedLevel", "elevated"),
+    ):
         if row.get(name):
             flags.append(f"{label}:{row[name]}")
     if row.get("systemSent"):
@@ -143,8 +157,17 @@ def _high_water(settings) -> str:
 # (config, paths) -> status's `gateway` block; the front end supplies it (the Gateway client lives above ops)
 GatewayProbe = Callable[[Any, StatePaths], dict[str, Any]]
 
-GATEWAY_KEYS = ("mode", "url", "urlSource", "misconfigured", "reachable", "connectLatencyMs", "self", "error",
-                "authWarning")
+GATEWAY_KEYS = (
+    "mode",
+    "url",
+    "urlSource",
+    "misconfigured",
+    "reachable",
+    "connectLatencyMs",
+    "self",
+    "error",
+    "authWarning",
+)
 
 
 def gateway_block(block: dict[str, Any]) -> dict[str, Any]:
@@ -181,9 +204,14 @@ def _can_write(store: Any) -> bool:
     return os.access(path.parent, os.W_OK) if path.parent.exists() else True
 
 
-def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
-                 clock: Callable[[], int] = now_ms, failures: list[Any] | None = None,
-                 hints: list[str] | None = None) -> dict[str, Any]:
+def build_status(
+    paths: StatePaths,
+    *,
+    probe: GatewayProbe | None = None,
+    clock: Callable[[], int] = now_ms,
+    failures: list[Any] | None = None,
+    hints: list[str] | None = None,
+) -> dict[str, Any]:
     """`openclaw status --json`. The config is loaded here, leniently: an invalid config is
     reported (and defaults used) instead of failing the command. A store that cannot be read is
     reported with its error (and appended to `failures`) while the others are still shown; the
@@ -211,16 +239,30 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
         config_block["exists"] = bool(loaded.exists)
     except ConfigError as exc:
         # status must still report; fall back to defaults and show the problem.
-        config_block = {"valid": False, "exists": True,
-                        "errors": exc.issues or [{"path": "", "message": exc.message}], "warnings": []}
+        config_block = {
+            "valid": False,
+            "exists": True,
+            "errors": exc.issues or [{"path": "", "message": exc.message}],
+            "warnings": [],
+        }
         loaded = load_config(paths, ignore_errors=True)
     paths = paths.with_session_store(session_store_template(loaded))
     ctx = Context(paths=paths, config=loaded, clock=clock)
     gw = gateway_settings(loaded)
-    gateway = probe(loaded, paths) if probe is not None else {
-        "mode": "local", "url": f"ws://127.0.0.1:{gw.port}", "urlSource": "local loopback", "misconfigured": False,
-        "reachable": False, "connectLatencyMs": None, "error": "not probed", "probed": False,
-    }
+    gateway = (
+        probe(loaded, paths)
+        if probe is not None
+        else {
+            "mode": "local",
+            "url": f"ws://127.0.0.1:{gw.port}",
+            "urlSource": "local loopback",
+            "misconfigured": False,
+            "reachable": False,
+            "connectLatencyMs": None,
+            "error": "not probed",
+            "probed": False,
+        }
+    )
     ctx.owning_gateway = owning_gateway(gateway)
     # the policy shown is the default agent's store's (the first listed), else D23's without a store
     view_behavior: dict[str, Any] | None = None
@@ -251,23 +293,41 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
                 # Only the newest rows are shown: pick them before building rows (20k stores).
                 newest = _newest(entries, RECENT_LIMIT)
                 rows = [
-                    session_row(k, e, agent_id=agent_id, now_ms=now, default_model=model_ref,
-                                default_context_tokens=ctx_default)
+                    session_row(
+                        k,
+                        e,
+                        agent_id=agent_id,
+                        now_ms=now,
+                        default_model=model_ref,
+                        default_context_tokens=ctx_default,
+                    )
                     for k, e in newest
                 ]
                 followed = _store_behavior(ctx, store)
                 view_behavior = view_behavior or followed
                 store_settings = maintenance_settings(loaded, followed["resolved"])
                 preview = _preview(agent_id, store, entries, store_settings, now, followed["resolved"])
-                store_path, kind, schema, writable = str(store.path), store.kind, store.schema, _can_write(store)
+                store_path, kind, schema, writable = (
+                    str(store.path),
+                    store.kind,
+                    store.schema,
+                    _can_write(store),
+                )
         except OpenClawError as exc:
             # one broken store must not hide the others: show it with its error (exit: its code)
             if failures is not None:
                 failures.append(exc)
             item = store_error(agent_id, target_path(target), exc)
             errors.append(item)
-            stores.append({"agent": agent_id, "kind": None, "path": item["path"], "error": exc.message,
-                           "errorType": exc.type})
+            stores.append(
+                {
+                    "agent": agent_id,
+                    "kind": None,
+                    "path": item["path"],
+                    "error": exc.message,
+                    "errorType": exc.type,
+                }
+            )
             continue
         recent = [status_row(r) for r in rows[:RECENT_LIMIT]]
         all_rows.extend(rows[:RECENT_LIMIT])
@@ -275,36 +335,44 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
         total_sessions += len(entries)
         by_agent.append({"agentId": agent_id, "path": store_path, "count": len(entries), "recent": recent})
         last_updated = rows[0]["updatedAt"] if rows else None
-        agents.append({
-            "id": agent_id,
-            "workspaceDir": str(workspace_dir(ctx, agent_id)),
-            "sessionsPath": store_path,
-            "sessionsCount": len(entries),
-            "lastUpdatedAt": last_updated,
-            "lastActiveAgeMs": (now - last_updated) if last_updated is not None else None,
-        })
-        stores.append({
-            "agent": agent_id,
-            "kind": kind,
-            "path": store_path,
-            "schema": schema,
-            "readOnly": not writable,
-            "sessions": stats.sessions,
-            "transcriptBytes": stats.transcript_bytes,
-            "transcriptEvents": stats.transcript_events,
-            "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
-            **({"backups": stats.extra["backups"]} if "backups" in stats.extra else {}),
-            "compactions": stats.compactions,
-            "behavior": followed["json"],
-        })
+        agents.append(
+            {
+                "id": agent_id,
+                "workspaceDir": str(workspace_dir(ctx, agent_id)),
+                "sessionsPath": store_path,
+                "sessionsCount": len(entries),
+                "lastUpdatedAt": last_updated,
+                "lastActiveAgeMs": (now - last_updated) if last_updated is not None else None,
+            }
+        )
+        stores.append(
+            {
+                "agent": agent_id,
+                "kind": kind,
+                "path": store_path,
+                "schema": schema,
+                "readOnly": not writable,
+                "sessions": stats.sessions,
+                "transcriptBytes": stats.transcript_bytes,
+                "transcriptEvents": stats.transcript_events,
+                "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
+                **({"backups": stats.extra["backups"]} if "backups" in stats.extra else {}),
+                "compactions": stats.compactions,
+                "behavior": followed["json"],
+            }
+        )
         previews.append(preview)
     all_rows.sort(key=lambda r: -(r["updatedAt"] or 0))
     view_behavior = view_behavior or _store_behavior(ctx, None)
     settings = maintenance_settings(loaded, view_behavior["resolved"])
-    unconfigured = [{"agent": a, "path": target_path(paths.target(a))} for a in unconfigured_agent_ids(paths, loaded)]
+    unconfigured = [
+        {"agent": a, "path": target_path(paths.target(a))} for a in unconfigured_agent_ids(paths, loaded)
+    ]
     if unconfigured:
-        ctx.hint(f"Agent store(s) on disk but not in the config: {', '.join(u['agent'] for u in unconfigured)}. "
-                 "status and --all-agents leave them out; reach one with --store PATH, or add it to agents.list.")
+        ctx.hint(
+            f"Agent store(s) on disk but not in the config: {', '.join(u['agent'] for u in unconfigured)}. "
+            "status and --all-agents leave them out; reach one with --store PATH, or add it to agents.list."
+        )
     result: dict[str, Any] = {
         "sessions": {
             "paths": session_paths,
@@ -314,14 +382,21 @@ def build_status(paths: StatePaths, *, probe: GatewayProbe | None = None,
             "byAgent": by_agent,
         },
         "gateway": gateway_block(gateway),
-        "agents": {"defaultId": default_id, "ownership": ownership, "selectionRequired": ownership == "explicit",
-                   "agents": agents, "totalSessions": total_sessions},
+        "agents": {
+            "defaultId": default_id,
+            "ownership": ownership,
+            "selectionRequired": ownership == "explicit",
+            "agents": agents,
+            "totalSessions": total_sessions,
+        },
         "stateDir": str(paths.state_dir),
         "configPath": str(paths.config_path),
         "config": config_block,
         "stores": stores,
-        "maintenance": {**_maintenance_view(settings, previews, view_behavior["resolved"].maintenance.archive_in_place),
-                        "behavior": view_behavior["json"]},
+        "maintenance": {
+            **_maintenance_view(settings, previews, view_behavior["resolved"].maintenance.archive_in_place),
+            "behavior": view_behavior["json"],
+        },
     }
     if unconfigured:
         result["unconfiguredStores"] = unconfigured
@@ -357,7 +432,9 @@ def _store_behavior(ctx: Context, store: Any) -> dict[str, Any]:
     return {"resolved": resolved.behavior, "json": resolved.to_json()}
 
 
-def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int, behavior: Any) -> dict[str, Any]:
+def _preview(
+    agent_id: str, store, entries: dict[str, Any], settings, now: int, behavior: Any
+) -> dict[str, Any]:
     """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
     reads), plus when the next entry reaches `pruneAfter`."""
     from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup, updated_at
@@ -371,13 +448,24 @@ def _preview(agent_id: str, store, entries: dict[str, Any], settings, now: int, 
         session_bytes, measure = None, measure_physical(Path(store.sessions_dir), database)
     else:
         session_bytes, measure = store.preview_session_bytes(), None
-    plan = plan_cleanup(entries, settings, now_ms=now, session_bytes=session_bytes, budget_measure=measure,
-                        agent_id=agent_id, mode_override="enforce", behavior=behavior)
+    plan = plan_cleanup(
+        entries,
+        settings,
+        now_ms=now,
+        session_bytes=session_bytes,
+        budget_measure=measure,
+        agent_id=agent_id,
+        mode_override="enforce",
+        behavior=behavior,
+    )
     next_prune = None
     if settings.prune_after_ms:
         preserved, actions = plan.preserved_keys, plan.actions
-        kept = [u for k, e in entries.items()
-                if actions.get(k) == ACTION_KEEP and k not in preserved and (u := updated_at(e)) is not None]
+        kept = [
+            u
+            for k, e in entries.items()
+            if actions.get(k) == ACTION_KEEP and k not in preserved and (u := updated_at(e)) is not None
+        ]
         if kept:
             next_prune = int(min(kept) + settings.prune_after_ms)
     return {

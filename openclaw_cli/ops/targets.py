@@ -24,8 +24,15 @@ from openclaw_cli.paths import (
     owner_from_path,
 )
 
-__all__ = ["Target", "known_agent_ids", "open_target", "select_migration_targets", "select_targets",
-           "session_agent_ids", "unconfigured_agent_ids"]
+__all__ = [
+    "Target",
+    "known_agent_ids",
+    "open_target",
+    "select_migration_targets",
+    "select_targets",
+    "session_agent_ids",
+    "unconfigured_agent_ids",
+]
 
 MIGRATE_HINT = (
     "Legacy session store in use for agent {agent}: {path}. "
@@ -33,8 +40,14 @@ MIGRATE_HINT = (
 )
 
 
-def validate_selectors(agent: str | None, all_agents: bool, store: str | None, *, flags: tuple[str, str, str] = (
-        "--agent", "--all-agents", "--store"), error: type[Exception] = SelectionError) -> None:
+def validate_selectors(
+    agent: str | None,
+    all_agents: bool,
+    store: str | None,
+    *,
+    flags: tuple[str, str, str] = ("--agent", "--all-agents", "--store"),
+    error: type[Exception] = SelectionError,
+) -> None:
     agent_flag, all_flag, store_flag = flags
     if agent is not None and not agent.strip():
         raise error(f"{agent_flag} must not be blank")
@@ -128,13 +141,16 @@ def _unknown_agent(raw: str, paths: StatePaths | None = None) -> NotFoundError:
         if agent_id in paths.discovered_agent_ids() and has_session_store(paths, agent_id):
             db = paths.agent_db_path(agent_id)
             where = db if db.exists() else paths.legacy_store_path(agent_id)
-            message += (f" Its store is on disk but not in the config: pass --store {where} to use it, or add "
-                        f'"{agent_id}" to agents.list.')
+            message += (
+                f" Its store is on disk but not in the config: pass --store {where} to use it, or add "
+                f'"{agent_id}" to agents.list.'
+            )
     return NotFoundError(message)
 
 
-def select_targets(paths: StatePaths, config: Any, *, agent: str | None, all_agents: bool,
-                   store: str | None) -> list[Target]:
+def select_targets(
+    paths: StatePaths, config: Any, *, agent: str | None, all_agents: bool, store: str | None
+) -> list[Target]:
     """The session commands' selection: `--store PATH` (offline repair), `--all-agents`, `--agent`,
     else the default agent — refusing to guess when several agents are configured (§10.2)."""
     validate_selectors(agent, all_agents, store)
@@ -170,8 +186,9 @@ def _agent_from_store_path(path: Path) -> str:
 _MIGRATION_FLAGS = ("--session-sqlite-agent", "--session-sqlite-all-agents", "--session-sqlite-store")
 
 
-def select_migration_targets(mode: str, paths: StatePaths, config: Any, *, agent: str | None, all_agents: bool,
-                             store: str | None) -> list[Target]:
+def select_migration_targets(
+    mode: str, paths: StatePaths, config: Any, *, agent: str | None, all_agents: bool, store: str | None
+) -> list[Target]:
     """§1.4/§6.2: discovery modes (dry-run, import, validate) keep only stores with legacy data;
     with `--session-sqlite-agent` they (and restore/recover) filter the discovered agents instead
     of failing on an unknown one; a store several agents point at is shared (each imports its own
@@ -207,8 +224,9 @@ def select_migration_targets(mode: str, paths: StatePaths, config: Any, *, agent
     for agent_id in ids:
         store_path = stores[agent_id]
         shared = counts[store_path] > 1
-        targets.append(Target(agent_id, store_path, sqlite_for_store(store_path, agent_id, shared=shared),
-                              shared=shared))
+        targets.append(
+            Target(agent_id, store_path, sqlite_for_store(store_path, agent_id, shared=shared), shared=shared)
+        )
     if all_agents and mode in DISCOVERY_MODES:
         root_store = paths.state_dir / "sessions" / LEGACY_STORE_NAME
         if os.path.lexists(root_store):
@@ -242,13 +260,17 @@ def _explicit_migration_target(mode: str, paths: StatePaths, raw: str, agent: st
     if owner is not None and requested is not None and owner != requested:
         raise SelectionError(f'Session store belongs to agent "{owner}", not requested agent "{requested}".')
     target = paths.explicit_target(path, owner or requested or "main")
-    if mode in DISCOVERY_MODES and (path.suffix == ".sqlite" or not has_legacy_source(target)) \
-            and not _database_findings(mode, target):
+    if (
+        mode in DISCOVERY_MODES
+        and (path.suffix == ".sqlite" or not has_legacy_source(target))
+        and not _database_findings(mode, target)
+    ):
         return []
     return [target]
 
 
 # ---- opening --------------------------------------------------------------------------------------------------
+
 
 def open_target(ctx: Any, target: Target, *, read_only: bool = False):
     """Open the store a target names (spec D2): the explicit path, else the agent's SQLite DB when
@@ -272,13 +294,16 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False):
                 "not a store file. Pass an agent's sessions.json or openclaw-agent.sqlite (openclaw status lists "
                 "each store's path)."
             )
-        store = open_store_at(path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(),
-                              read_only=read_only)
+        store = open_store_at(
+            path, agent_id=target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only
+        )
         if not read_only:
             store.configure_writes(ctx.write_options())
         _log_open(store, target)
         return store
-    store = open_agent_store(ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)
+    store = open_agent_store(
+        ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only
+    )
     if not read_only:
         store.configure_writes(ctx.write_options())
     _log_open(store, target)
@@ -300,5 +325,10 @@ def _log_open(store: Any, target: Target) -> None:
         return
     log = logging.getLogger("openclaw")
     if log.isEnabledFor(logging.INFO):
-        log.info("agent %s: %s store %s%s", target.agent_id, store.kind, store.path,
-                 " (read-only)" if store.read_only else "")
+        log.info(
+            "agent %s: %s store %s%s",
+            target.agent_id,
+            store.kind,
+            store.path,
+            " (read-only)" if store.read_only else "",
+        )

@@ -56,6 +56,7 @@ class ArchiveError(OpenClawError):
 
 # ---- names ----------------------------------------------------------------------------------------
 
+
 @functools.lru_cache(maxsize=64)  # a batch of archives shares one timestamp
 def format_archive_timestamp(ms: int) -> str:
     """ISO-8601 UTC with milliseconds, every `:` replaced by `-` (2026-02-23T12-34-56.000Z)."""
@@ -149,6 +150,7 @@ def list_archives(directory: Path, names: Iterable[str] | None = None) -> list[A
 
 # ---- reading --------------------------------------------------------------------------------------
 
+
 def _zstd():
     try:
         import zstandard
@@ -183,7 +185,9 @@ def _open_regular(path: Path) -> BinaryIO:
     except FileNotFoundError as exc:
         raise InvalidDataError(f"Archive not found: {path}") from exc
     except OSError as exc:
-        raise RefusedError(f"Cannot open archive {path}: {exc.strerror or exc} (symbolic links are not followed)") from exc
+        raise RefusedError(
+            f"Cannot open archive {path}: {exc.strerror or exc} (symbolic links are not followed)"
+        ) from exc
     fh = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         fh.close()
@@ -205,7 +209,9 @@ def open_archive(path: Path, *, compressed: bool | None = None) -> Iterator[Bina
         try:
             zstandard = _zstd()
         except InvalidDataError as exc:
-            raise InvalidDataError(f"Cannot read compressed transcript archive {path}: {exc.message}") from exc
+            raise InvalidDataError(
+                f"Cannot read compressed transcript archive {path}: {exc.message}"
+            ) from exc
         yield _ZstdReader(fh, path, zstandard)  # type: ignore[misc]
     finally:
         fh.close()
@@ -246,7 +252,7 @@ class _ZstdReader(io.RawIOBase):
         except self._zstd.ZstdError as exc:  # type: ignore[attr-defined]
             raise InvalidDataError(f"Cannot read transcript archive {self._path}: {exc}") from exc
         if out:
-            self._buf = self._buf[self._pos:] + out if self._pos < len(self._buf) else out
+            self._buf = self._buf[self._pos :] + out if self._pos < len(self._buf) else out
             self._pos = 0
         if self._obj.eof:  # type: ignore[attr-defined]
             self._pending = self._obj.unused_data  # type: ignore[attr-defined]
@@ -262,7 +268,7 @@ class _ZstdReader(io.RawIOBase):
                 parts.append(piece)
         while len(self._buf) - self._pos < size and not self._done:
             self._fill()
-        out = self._buf[self._pos:self._pos + size]
+        out = self._buf[self._pos : self._pos + size]
         self._pos += len(out)
         return out
 
@@ -338,6 +344,7 @@ def iter_archive_lines(path: Path, *, issues: list[ReadIssue] | None = None) -> 
 
 # ---- writing --------------------------------------------------------------------------------------
 
+
 @dataclass
 class ArchiveResult:
     path: Path
@@ -350,8 +357,13 @@ class ArchiveResult:
 
 def _validate_base(base: str) -> None:
     if (
-        not base or base in (".", "..") or base.startswith(".") or "/" in base or "\\" in base
-        or "\x00" in base or len(base.encode()) > 200
+        not base
+        or base in (".", "..")
+        or base.startswith(".")
+        or "/" in base
+        or "\\" in base
+        or "\x00" in base
+        or len(base.encode()) > 200
     ):
         raise InvalidIdError(f"Invalid archive base name: {base!r}")
 
@@ -362,7 +374,7 @@ def _source_chunks(source: bytes | Path) -> tuple[Iterator[bytes], int | None, B
 
         def gen() -> Iterator[bytes]:
             for start in range(0, len(data), COPY_BLOCK):
-                yield bytes(data[start:start + COPY_BLOCK])
+                yield bytes(data[start : start + COPY_BLOCK])
 
         return gen(), len(data), None
     try:
@@ -370,7 +382,9 @@ def _source_chunks(source: bytes | Path) -> tuple[Iterator[bytes], int | None, B
     except FileNotFoundError as exc:
         raise InvalidDataError(f"Transcript to archive not found: {source}") from exc
     except OSError as exc:
-        raise RefusedError(f"Cannot read transcript {source}: {exc.strerror or exc} (symbolic links are not followed)") from exc
+        raise RefusedError(
+            f"Cannot read transcript {source}: {exc.strerror or exc} (symbolic links are not followed)"
+        ) from exc
     fh = os.fdopen(fd, "rb", buffering=0)
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -415,9 +429,10 @@ def archive_temp_pid(name: str) -> int | None:
     return int(match.group("pid"))
 
 
-def _find_identical(dest_dir: Path, base: str, reason: str, sha: str, size: int,
-                    existing: Iterable[ArchiveFile] | None = None) -> ArchiveFile | None:
-    for archive in (list_archives(dest_dir) if existing is None else existing):
+def _find_identical(
+    dest_dir: Path, base: str, reason: str, sha: str, size: int, existing: Iterable[ArchiveFile] | None = None
+) -> ArchiveFile | None:
+    for archive in list_archives(dest_dir) if existing is None else existing:
         parsed = parse_archive_name(archive.path.name, reason)
         if parsed is None or parsed[0] != base:
             continue
@@ -465,7 +480,9 @@ def write_verified_archive(
     Raises InvalidIdError (bad id/name), RefusedError (a path outside `dest_dir`, a symlinked
     source), ArchiveError (no free name after 10 tries, or the read-back differs)."""
     if reason not in ARCHIVE_REASONS:
-        raise InvalidIdError(f"Invalid archive reason: {reason!r} (expected one of {', '.join(ARCHIVE_REASONS)})")
+        raise InvalidIdError(
+            f"Invalid archive reason: {reason!r} (expected one of {', '.join(ARCHIVE_REASONS)})"
+        )
     if not is_valid_legacy_session_id(session_id):
         raise InvalidIdError(f"Invalid session ID: {session_id}")
     base = base_name if base_name is not None else f"{session_id.strip()}.jsonl"
@@ -533,7 +550,9 @@ def write_verified_archive(
     except BaseException as exc:
         _unlink_quiet(tmp)
         if use_zstd and isinstance(exc, _zstd().ZstdError):  # a writer source broke its declared size
-            raise ArchiveError(f"Transcript changed while archiving {session_id}; nothing was archived") from exc
+            raise ArchiveError(
+                f"Transcript changed while archiving {session_id}; nothing was archived"
+            ) from exc
         raise
     finally:
         if source_fh is not None:
@@ -551,7 +570,11 @@ def write_verified_archive(
     final: Path | None = None
     try:
         for attempt in range(MAX_NAME_TRIES):
-            name = first_name if attempt == 0 else archive_name(base, reason, now_ms + attempt, compressed=use_zstd)
+            name = (
+                first_name
+                if attempt == 0
+                else archive_name(base, reason, now_ms + attempt, compressed=use_zstd)
+            )
             candidate = inside(dest_dir / name)
             if _publish(tmp, candidate):
                 final = candidate
@@ -585,10 +608,20 @@ class ExportArchiver:
     must decompress to content of the original's sha256 and size (D6.2). No per-archive realpath,
     uuid, buffered file object or lstat; the stored size is the length written."""
 
-    def __init__(self, dest_dir: Path | str, dest_real: str, reason: str, now_ms: int, *, level: int = 3,
-                 on_created: Callable[[Path], None] | None = None):
+    def __init__(
+        self,
+        dest_dir: Path | str,
+        dest_real: str,
+        reason: str,
+        now_ms: int,
+        *,
+        level: int = 3,
+        on_created: Callable[[Path], None] | None = None,
+    ):
         if reason not in ARCHIVE_REASONS:
-            raise InvalidIdError(f"Invalid archive reason: {reason!r} (expected one of {', '.join(ARCHIVE_REASONS)})")
+            raise InvalidIdError(
+                f"Invalid archive reason: {reason!r} (expected one of {', '.join(ARCHIVE_REASONS)})"
+            )
         self.directory = os.path.abspath(dest_dir)
         self.real = dest_real
         self.reason = reason
@@ -597,23 +630,37 @@ class ExportArchiver:
         self.on_created = on_created or (lambda path: None)
         import secrets
 
-        self._prefix = f"{os.getpid()}.{secrets.token_hex(12)}"  # + an 8-digit hex counter: archive_temp_pid's shape
+        self._prefix = (
+            f"{os.getpid()}.{secrets.token_hex(12)}"  # + an 8-digit hex counter: archive_temp_pid's shape
+        )
         self._counter = itertools.count()
 
-    def write(self, session_id: str, data: bytes, base: str,
-              existing: Iterable[ArchiveFile] = ()) -> ArchiveResult:
+    def write(
+        self, session_id: str, data: bytes, base: str, existing: Iterable[ArchiveFile] = ()
+    ) -> ArchiveResult:
         """The verified archive of `data` (reusing an identical one of `existing`, the batch's
         archives of the same base). Empty content takes the general writer (never compressed)."""
         if not is_valid_legacy_session_id(session_id):
             raise InvalidIdError(f"Invalid session ID: {session_id}")
         _validate_base(base)
         if not data:
-            result = write_verified_archive(self.directory, session_id, self.reason, data, now_ms=self.now_ms,
-                                            base_name=base, sync=False, existing=existing, dest_real=self.real)
+            result = write_verified_archive(
+                self.directory,
+                session_id,
+                self.reason,
+                data,
+                now_ms=self.now_ms,
+                base_name=base,
+                sync=False,
+                existing=existing,
+                dest_real=self.real,
+            )
             if not result.reused:
                 self.on_created(result.path)
             return result
-        if os.sep in base or (os.altsep and os.altsep in base):  # a second guard: never a path out of the directory
+        if os.sep in base or (
+            os.altsep and os.altsep in base
+        ):  # a second guard: never a path out of the directory
             raise RefusedError(f"Cannot archive transcript outside {self.directory}: {base}")
         import hashlib  # lazy: OpenSSL start-up costs ~3 ms of every read-only command
 
@@ -632,7 +679,7 @@ class ExportArchiver:
             try:
                 view = memoryview(blob)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
             finally:
                 os.close(fd)
         except BaseException:
@@ -653,7 +700,11 @@ class ExportArchiver:
         consumed = False
         try:
             for attempt in range(MAX_NAME_TRIES):
-                name = first if attempt == 0 else archive_name(base, self.reason, self.now_ms + attempt, compressed=True)
+                name = (
+                    first
+                    if attempt == 0
+                    else archive_name(base, self.reason, self.now_ms + attempt, compressed=True)
+                )
                 candidate = f"{self.directory}{os.sep}{name}"
                 published, consumed = _publish_moved(tmp, candidate)
                 if published:

@@ -142,8 +142,9 @@ class SessionStore(ABC):
         total = len(rows)
         return (rows[:limit] if limit is not None else rows), total
 
-    def iter_listing(self, *, updated_since_ms: int | None = None, archived: bool | None = None
-                     ) -> tuple[int, Iterator[tuple[str, dict[str, Any]]]]:
+    def iter_listing(
+        self, *, updated_since_ms: int | None = None, archived: bool | None = None
+    ) -> tuple[int, Iterator[tuple[str, dict[str, Any]]]]:
         """Every row `list_entries(limit=None)` returns, in its order, as (how many, an iterator):
         `archived` None keeps all rows, True only archived ones, False none. A store that can
         stream (SQLite) never holds all rows; this default reads them all first (a legacy store
@@ -177,7 +178,12 @@ class SessionStore(ABC):
 
     @abstractmethod
     def tail_transcript(
-        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+        self,
+        session_id: str,
+        n: int,
+        *,
+        entry: dict[str, Any] | None = None,
+        issues: list[ReadIssue] | None = None,
     ) -> list[TranscriptLine]:
         """The last `n` lines, without reading the whole transcript."""
 
@@ -259,8 +265,9 @@ class SessionStore(ABC):
         self.ensure_writable("change the session store")
         raise NotImplementedError
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
-                      on_entry: Any = None) -> Any:
+    def read_snapshot(
+        self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+    ) -> Any:
         """The session's transcript as one consistent `snapshot.TranscriptSnapshot`. With
         `data_on_demand` (a summary compaction) the transcript's bytes are read again only when
         needed, and a store that parses its lines as it reads them shows each object to
@@ -270,32 +277,55 @@ class SessionStore(ABC):
 
         return read_events_snapshot(self, key, entry)
 
-    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
-                          lock_settings: Any, reason: str = "manual") -> Any:
+    def commit_compaction(
+        self,
+        snapshot: Any,
+        comp: dict[str, Any],
+        *,
+        rotate: bool,
+        now_ms: int,
+        lock_settings: Any,
+        reason: str = "manual",
+    ) -> Any:
         """Append one compaction entry (and, with `rotate`, make a successor the active
         transcript) if the snapshot still holds; `snapshot.SnapshotChanged` otherwise."""
         self.ensure_writable("compact a session")
         raise NotImplementedError
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
-                         keep_session_id: bool = False) -> Any:
+    def commit_max_lines(
+        self,
+        snapshot: Any,
+        kept: list[bytes],
+        *,
+        now_ms: int,
+        lock_settings: Any,
+        keep_session_id: bool = False,
+    ) -> Any:
         """Keep only `kept` lines of the session (the full original archived first, D15). A store
         that would give the lines a successor window (ours, D16) keeps the session's id instead
         with `keep_session_id` (the behaviour release's `compact_max_lines_keeps_session_id`)."""
         self.ensure_writable("compact a session")
         raise NotImplementedError
 
-    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None],
-               progress: Callable[[int], None] | None = None) -> Any:
+    def retire(
+        self,
+        plan: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        checkpoint: Callable[[], None],
+        progress: Callable[[int], None] | None = None,
+    ) -> Any:
         """Archive, then remove what `plan` (`retire.Retirement`) names (D6.2)."""
         self.ensure_writable("remove sessions")
         raise NotImplementedError
 
-    def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]) -> tuple[Any, int, int]:
+    def retire_all(
+        self, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
+    ) -> tuple[Any, int, int]:
         """Archive every transcript, remove every row: (outcome, rows removed, rows left)."""
         self.ensure_writable("remove sessions")
         raise NotImplementedError
-
 
     # ---- session lifecycle (store.lifecycle_writes; ops.lifecycle decides what rows become) ---------------
     def label_owners(self, label: str) -> list[str]:
@@ -318,7 +348,9 @@ class SessionStore(ABC):
         successors, D16) — none for stores that keep transcripts in files."""
         return []
 
-    def export_transcript(self, session_id: str, dest: Any, *, entry: dict[str, Any] | None = None) -> SessionTotals:
+    def export_transcript(
+        self, session_id: str, dest: Any, *, entry: dict[str, Any] | None = None
+    ) -> SessionTotals:
         """Stream the session's transcript as JSONL (raw lines + newline) into the binary `dest`;
         returns what was written. Flat memory: lines are copied as they are read."""
         events = total = 0
@@ -339,13 +371,29 @@ class SessionStore(ABC):
     def record_archives(self, rows: Any) -> None:
         """Many `record_archive` rows (archive_name, session_id, session_key, reason, encoding, sha256,
         archive_bytes, event_count, raw_bytes, created_at_ms) at once; one call each by default."""
-        names = ("archive_name", "session_id", "session_key", "reason", "encoding", "sha256", "archive_bytes",
-                 "event_count", "raw_bytes", "created_at_ms")
+        names = (
+            "archive_name",
+            "session_id",
+            "session_key",
+            "reason",
+            "encoding",
+            "sha256",
+            "archive_bytes",
+            "event_count",
+            "raw_bytes",
+            "created_at_ms",
+        )
         for row in rows:
             self.record_archive(**dict(zip(names, row, strict=True)))  # type: ignore[attr-defined]
 
-    def patch_entry(self, key: str, mutate: Callable[[dict[str, Any] | None], dict[str, Any] | None], *,
-                    lock_settings: Any, create: bool = False) -> dict[str, Any] | None:
+    def patch_entry(
+        self,
+        key: str,
+        mutate: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+        *,
+        lock_settings: Any,
+        create: bool = False,
+    ) -> dict[str, Any] | None:
         """Read-modify-write of one row under the store writer: `mutate(current)` (a copy; None
         for a missing row when `create`) returns the row to store (None or unchanged: no write)
         or raises (nothing written). Returns the stored row. A missing row without `create`
@@ -353,8 +401,13 @@ class SessionStore(ABC):
         self.ensure_writable("update a session")
         raise NotImplementedError
 
-    def patch_entries(self, items: list[tuple[str, Callable[[dict[str, Any] | None], dict[str, Any] | None]]], *,
-                      lock_settings: Any, create: bool = False) -> list[Any]:
+    def patch_entries(
+        self,
+        items: list[tuple[str, Callable[[dict[str, Any] | None], dict[str, Any] | None]]],
+        *,
+        lock_settings: Any,
+        create: bool = False,
+    ) -> list[Any]:
         """`patch_entry` for several rows, in order, each as if alone: the outcome of each (its
         row, or the `OpenClawError` that refused it and changed nothing). A store that can
         (SQLite) commits them together — the Gateway's group commit of concurrent patches; this
@@ -369,8 +422,14 @@ class SessionStore(ABC):
                 out.append(exc)
         return out
 
-    def archive_rows(self, archives: Mapping[str, str], *, archived_at: int, expected: Mapping[str, Any],
-                     lock_settings: Any) -> list[str]:
+    def archive_rows(
+        self,
+        archives: Mapping[str, str],
+        *,
+        archived_at: int,
+        expected: Mapping[str, Any],
+        lock_settings: Any,
+    ) -> list[str]:
         """Archive rows in place (maintenance of the releases that archive, spec D23): each key of
         `archives` (key -> `archiveReason`) gets `archivedAt = archived_at` and that reason, and
         loses `archivedBy`, if its row is still the one the plan read (`expected[key]`: same
@@ -378,14 +437,28 @@ class SessionStore(ABC):
         are. Returns the keys archived. All in one write where the store can (this default goes
         through `patch_entries`)."""
         self.ensure_writable("archive sessions")
-        items = [(key, archive_mutation(reason, archived_at, expected.get(key))) for key, reason in archives.items()]
+        items = [
+            (key, archive_mutation(reason, archived_at, expected.get(key)))
+            for key, reason in archives.items()
+        ]
         results = self.patch_entries(items, lock_settings=lock_settings)
-        return [key for (key, _), row in zip(items, results, strict=True)
-                if isinstance(row, dict) and row.get("archivedAt") == archived_at
-                and row.get("archiveReason") == archives[key]]
+        return [
+            key
+            for (key, _), row in zip(items, results, strict=True)
+            if isinstance(row, dict)
+            and row.get("archivedAt") == archived_at
+            and row.get("archiveReason") == archives[key]
+        ]
 
-    def reset_session(self, key: str, build: Callable[[dict[str, Any]], dict[str, Any]], *, lock_settings: Any,
-                      now_ms: int, marker: dict[str, Any] | None = None) -> Any:
+    def reset_session(
+        self,
+        key: str,
+        build: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        marker: dict[str, Any] | None = None,
+    ) -> Any:
         """Reset `key`: `build(current)` returns the new row or raises. A row with a new
         `sessionId` starts a new session and the previous transcript leaves through a verified
         `reset` archive (D15); a row that keeps its `sessionId` (2026.9.6+) keeps its transcript,
@@ -394,9 +467,18 @@ class SessionStore(ABC):
         self.ensure_writable("reset a session")
         raise NotImplementedError
 
-    def fork_session(self, parent_key: str, child_key: str, build: Callable[[dict[str, Any], Any], dict[str, Any]], *,
-                     lock_settings: Any, now_ms: int, max_tokens: int, wait: bool = False,
-                     through_last_completed: bool = False) -> Any:
+    def fork_session(
+        self,
+        parent_key: str,
+        child_key: str,
+        build: Callable[[dict[str, Any], Any], dict[str, Any]],
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        max_tokens: int,
+        wait: bool = False,
+        through_last_completed: bool = False,
+    ) -> Any:
         """Create `child_key` from the parent's active branch (`store.fork`): `build(seed, plan)`
         returns the child row (`seed` holds its new `sessionId`). Refuses an existing child key;
         unless `wait`, refuses while the parent's transcript write lock is held. Returns
@@ -404,8 +486,16 @@ class SessionStore(ABC):
         self.ensure_writable("fork a session")
         raise NotImplementedError
 
-    def delete_session(self, key: str, entry: dict[str, Any], plan: Any, *, lock_settings: Any, now_ms: int,
-                       checkpoint: Callable[[], None] | None = None) -> Any:
+    def delete_session(
+        self,
+        key: str,
+        entry: dict[str, Any],
+        plan: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        checkpoint: Callable[[], None] | None = None,
+    ) -> Any:
         """Remove one row and what `plan` (`retire.Retirement`) names of its transcripts: archived
         and verified first (D6.2), through `retire`. `entry` is the row as the caller read it; a
         row that changed since is kept (`SessionChangedError`). Returns
@@ -414,21 +504,27 @@ class SessionStore(ABC):
         from openclaw_cli.store.lifecycle_writes import DeleteOutcome
 
         self.ensure_writable("delete a session")
-        outcome = self.retire(plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint or (lambda: None))
+        outcome = self.retire(
+            plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint or (lambda: None)
+        )
         if key in outcome.kept:
             raise SessionChangedError(key, "deletion")
         archived = [Path(self.sessions_dir) / name for name in outcome.archives]
         return DeleteOutcome(self.get_entry(key) is None, archived, list(outcome.kept))
 
 
-def archive_mutation(reason: str, archived_at: int, expected: Any) -> Callable[[dict[str, Any] | None], dict[str, Any] | None]:
+def archive_mutation(
+    reason: str, archived_at: int, expected: Any
+) -> Callable[[dict[str, Any] | None], dict[str, Any] | None]:
     """`archive_rows`' change to one row: None (no write) when the row is gone, archived already,
     or no longer the session the plan read."""
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any] | None:
         if current is None or "archivedAt" in current or not isinstance(expected, dict):
             return None
-        if current.get("sessionId") != expected.get("sessionId") or current.get("updatedAt") != expected.get("updatedAt"):
+        if current.get("sessionId") != expected.get("sessionId") or current.get("updatedAt") != expected.get(
+            "updatedAt"
+        ):
             return None
         updated = dict(current)
         updated["archivedAt"] = archived_at
@@ -527,8 +623,8 @@ def listing_page(items: Any, query: ListingQuery) -> tuple[list[tuple[str, dict[
         selected.append((order(key, entry), key, entry))  # sort keys end with the key: unique
     wanted = None if query.limit is None else query.offset + query.limit
     if wanted is not None and wanted * 8 < len(selected):  # a first page: a heap beats a full sort
-        chosen = heapq.nsmallest(wanted, selected)[query.offset:]
+        chosen = heapq.nsmallest(wanted, selected)[query.offset :]
     else:
         selected.sort()
-        chosen = selected[query.offset:wanted]
+        chosen = selected[query.offset : wanted]
     return [(key, entry) for _, key, entry in chosen], len(selected)

@@ -75,25 +75,50 @@ def Checkpoints() -> CrashPoints:  # noqa: N802 - kept name for callers
 
 # ---- results -------------------------------------------------------------------------------------------
 
+
 def _archive(store: SessionStore, snapshot: TranscriptSnapshot, now_ms: int) -> Any:
     from openclaw_cli.store.archives import write_verified_archive
 
     # streamed: the transcript is compressed and hashed as it is read (never held whole), then
     # read back and compared before anything relies on it (D6.2)
-    return write_verified_archive(store.sessions_dir, snapshot.session_id, ARCHIVE_REASON,
-                                  snapshot.write_transcript, now_ms=now_ms, source_size=snapshot.transcript_size)
+    return write_verified_archive(
+        store.sessions_dir,
+        snapshot.session_id,
+        ARCHIVE_REASON,
+        snapshot.write_transcript,
+        now_ms=now_ms,
+        source_size=snapshot.transcript_size,
+    )
 
 
 def _archive_json(result: Any) -> dict[str, Any]:
-    return {"path": str(result.path), "sha256": result.sha256, "bytes": result.size,
-            "storedBytes": result.stored_size, "compressed": result.compressed, "reused": result.reused}
+    return {
+        "path": str(result.path),
+        "sha256": result.sha256,
+        "bytes": result.size,
+        "storedBytes": result.stored_size,
+        "compressed": result.compressed,
+        "reused": result.reused,
+    }
 
 
-def _checkpoint(key: str, *, reason: str, now_ms: int, comp: dict[str, Any] | None,
-                pre: dict[str, Any], post: dict[str, Any]) -> dict[str, Any]:
+def _checkpoint(
+    key: str,
+    *,
+    reason: str,
+    now_ms: int,
+    comp: dict[str, Any] | None,
+    pre: dict[str, Any],
+    post: dict[str, Any],
+) -> dict[str, Any]:
     """One `compactionCheckpoints[]` record (R4.17.3; the summary stays in the transcript)."""
-    record: dict[str, Any] = {"checkpointId": str(uuid.uuid4()), "sessionKey": key,
-                              "sessionId": pre["sessionId"], "createdAt": now_ms, "reason": reason}
+    record: dict[str, Any] = {
+        "checkpointId": str(uuid.uuid4()),
+        "sessionKey": key,
+        "sessionId": pre["sessionId"],
+        "createdAt": now_ms,
+        "reason": reason,
+    }
     if comp is not None:
         record["tokensBefore"] = comp.get("tokensBefore")
         if comp.get("tokensAfter") is not None:
@@ -117,6 +142,7 @@ def _with_checkpoint(entry: dict[str, Any], record: dict[str, Any]) -> dict[str,
 
 # ---- legacy writes ---------------------------------------------------------------------------------
 
+
 def _verify_legacy(snapshot: TranscriptSnapshot) -> dict[str, Any]:
     store = snapshot.store
     path = snapshot.path
@@ -133,8 +159,12 @@ def _verify_legacy(snapshot: TranscriptSnapshot) -> dict[str, Any]:
     return row
 
 
-def _update_legacy_row(snapshot: TranscriptSnapshot, mutate: Callable[[dict[str, Any]], dict[str, Any] | None],
-                       lock_settings: Any, warnings: list[str]) -> dict[str, Any] | None:
+def _update_legacy_row(
+    snapshot: TranscriptSnapshot,
+    mutate: Callable[[dict[str, Any]], dict[str, Any] | None],
+    lock_settings: Any,
+    warnings: list[str],
+) -> dict[str, Any] | None:
     """Read-modify-write of the row under the sessions.json lock, so concurrent row changes survive."""
     from openclaw_cli.store.lock import transcript_lock
 
@@ -160,7 +190,7 @@ def _write_new_file(path: Path, lines: Sequence[str | bytes], cp: Checkpoints, *
         with os.fdopen(fd, "wb") as fh:
             view = memoryview(data)
             while view:
-                view = view[fh.write(view):]
+                view = view[fh.write(view) :]
             fh.flush()
             os.fsync(fh.fileno())
         cp()
@@ -184,19 +214,33 @@ def _session_file_value(old: Any, new_path: Path) -> str:
     return str(new_path)
 
 
-def _expected_context(snapshot: TranscriptSnapshot, compaction_line: str, comp: dict[str, Any]) -> tuple[
-        list[TranscriptLine], list[dict[str, Any]]]:
+def _expected_context(
+    snapshot: TranscriptSnapshot, compaction_line: str, comp: dict[str, Any]
+) -> tuple[list[TranscriptLine], list[dict[str, Any]]]:
     lines = [*snapshot.lines, TranscriptLine(seq=len(snapshot.lines), raw=compaction_line, obj=comp)]
     return lines, rebuilt_context(lines)
 
 
-def _successor_for(snapshot: TranscriptSnapshot, all_lines: list[TranscriptLine], expected: list[dict[str, Any]],
-                   *, new_sid: str, now_ms: int, parent_session: str | None) -> list[str]:
+def _successor_for(
+    snapshot: TranscriptSnapshot,
+    all_lines: list[TranscriptLine],
+    expected: list[dict[str, Any]],
+    *,
+    new_sid: str,
+    now_ms: int,
+    parent_session: str | None,
+) -> list[str]:
     header = snapshot.header or {}
     cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
     # the lines it copies get their exact text back (a summary snapshot keeps none)
-    lines = build_successor_lines(all_lines, session_id=new_sid, timestamp=iso_ms(now_ms), cwd=cwd,
-                                  parent_session=parent_session, restore=snapshot.restore_raw)
+    lines = build_successor_lines(
+        all_lines,
+        session_id=new_sid,
+        timestamp=iso_ms(now_ms),
+        cwd=cwd,
+        parent_session=parent_session,
+        restore=snapshot.restore_raw,
+    )
     if rebuilt_context(parse_lines(lines)) != expected:
         raise InvalidDataError("successor transcript does not rebuild the compacted context")
     return lines
@@ -209,13 +253,22 @@ def _legacy_locks(snapshot: TranscriptSnapshot, lock_settings: Any) -> Iterator[
     from openclaw_cli.store.lock import transcript_lock
 
     assert snapshot.path is not None
-    with transcript_lock(snapshot.path, lock_settings), \
-            transcript_lock(snapshot.store.path, lock_settings, allow_reentrant=True):
+    with (
+        transcript_lock(snapshot.path, lock_settings),
+        transcript_lock(snapshot.store.path, lock_settings, allow_reentrant=True),
+    ):
         yield
 
 
-def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int,
-                            lock_settings: Any, reason: str = "manual") -> PersistResult:
+def apply_compaction_legacy(
+    snapshot: TranscriptSnapshot,
+    comp: dict[str, Any],
+    *,
+    rotate: bool,
+    now_ms: int,
+    lock_settings: Any,
+    reason: str = "manual",
+) -> PersistResult:
     from openclaw_cli.store.transcript import append_jsonl
 
     store = snapshot.store
@@ -240,8 +293,9 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
         if rotating:
             all_lines, expected = _expected_context(snapshot, line, comp)
             try:
-                successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
-                                                 parent_session=str(path))
+                successor_lines = _successor_for(
+                    snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms, parent_session=str(path)
+                )
             except InvalidDataError as exc:
                 result.warnings.append(f"successor transcript not created: {exc.message}")
             if successor_lines is not None:
@@ -265,20 +319,30 @@ def apply_compaction_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
             updated = entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
             if new_path is None:
                 return updated
-            pre = {"sessionId": snapshot.session_id, "sessionFile": str(path), "leafId": comp.get("parentId"),
-                   "entryId": comp_id}
+            pre = {
+                "sessionId": snapshot.session_id,
+                "sessionFile": str(path),
+                "leafId": comp.get("parentId"),
+                "entryId": comp_id,
+            }
             post = {"sessionId": new_sid, "sessionFile": str(new_path), "leafId": comp_id, "entryId": comp_id}
-            with_record = _with_checkpoint(updated, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
-                                                                comp=comp, pre=pre, post=post))
+            with_record = _with_checkpoint(
+                updated,
+                _checkpoint(snapshot.key, reason=reason, now_ms=now_ms, comp=comp, pre=pre, post=post),
+            )
             if with_record is None or not _can_rotate(current, result.warnings):
                 os.unlink(new_path)  # unreachable under the locks; never leave a successor unreferenced
                 return updated
             with_record["sessionId"] = new_sid
             with_record["sessionFile"] = _session_file_value(current.get("sessionFile"), new_path)
             result.session_id = new_sid
-            result.successor = {"sessionId": new_sid, "sessionFile": str(new_path),
-                                "previousSessionId": snapshot.session_id, "previousSessionFile": str(path),
-                                "lines": len(successor_lines or [])}
+            result.successor = {
+                "sessionId": new_sid,
+                "sessionFile": str(new_path),
+                "previousSessionId": snapshot.session_id,
+                "previousSessionFile": str(path),
+                "lines": len(successor_lines or []),
+            }
             return with_record
 
         result.entry = _update_legacy_row(snapshot, mutate, lock_settings, result.warnings)
@@ -307,7 +371,9 @@ def pending_rotation(snapshot: TranscriptSnapshot) -> dict[str, Any] | None:
     return last if is_valid_session_id(new_sid) else None
 
 
-def _adopt_successor(directory: Path, new_sid: str, parent: Path, expected: list[dict[str, Any]]) -> Path | None:
+def _adopt_successor(
+    directory: Path, new_sid: str, parent: Path, expected: list[dict[str, Any]]
+) -> Path | None:
     """A successor file the killed run already wrote, when it is complete and rebuilds the context."""
     for candidate in sorted(directory.glob(f"*_{new_sid}.jsonl")):
         try:
@@ -315,14 +381,23 @@ def _adopt_successor(directory: Path, new_sid: str, parent: Path, expected: list
         except (InvalidDataError, OSError):
             continue
         header = lines[0].obj if lines else None
-        if isinstance(header, dict) and header.get("parentSession") == str(parent) \
-                and rebuilt_context(parse_lines([ln.raw for ln in lines])) == expected:
+        if (
+            isinstance(header, dict)
+            and header.get("parentSession") == str(parent)
+            and rebuilt_context(parse_lines([ln.raw for ln in lines])) == expected
+        ):
             return candidate
     return None
 
 
-def finish_rotation_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, now_ms: int, lock_settings: Any,
-                           reason: str = "manual") -> PersistResult:
+def finish_rotation_legacy(
+    snapshot: TranscriptSnapshot,
+    comp: dict[str, Any],
+    *,
+    now_ms: int,
+    lock_settings: Any,
+    reason: str = "manual",
+) -> PersistResult:
     """Complete a rotation a kill interrupted (issue 13 case 8): the compaction entry is in the
     transcript; the successor it names is adopted when the killed run wrote it completely, else
     written now; then the row points at it. The row's compaction bookkeeping is applied unless the
@@ -342,8 +417,9 @@ def finish_rotation_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *
         new_path = _adopt_successor(path.parent, new_sid, path, expected)
         successor_count = 0
         if new_path is None:
-            successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
-                                             parent_session=str(path))
+            successor_lines = _successor_for(
+                snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms, parent_session=str(path)
+            )
             result.archive = _archive_json(_archive(store, snapshot, now_ms))
             cp()
             new_path = path.parent / successor_file_name(now_ms, new_sid)
@@ -352,16 +428,30 @@ def finish_rotation_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *
         else:
             successor_count = len(_reread(new_path))
         tokens_after = comp.get("tokensAfter")
-        booked = tokens_after is not None and row.get("totalTokens") == tokens_after and row.get("totalTokensFresh") is True
+        booked = (
+            tokens_after is not None
+            and row.get("totalTokens") == tokens_after
+            and row.get("totalTokensFresh") is True
+        )
         comp_id = comp.get("id")
 
         def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
-            updated = current if booked else entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
-            pre = {"sessionId": snapshot.session_id, "sessionFile": str(path), "leafId": comp.get("parentId"),
-                   "entryId": comp_id}
+            updated = (
+                current
+                if booked
+                else entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
+            )
+            pre = {
+                "sessionId": snapshot.session_id,
+                "sessionFile": str(path),
+                "leafId": comp.get("parentId"),
+                "entryId": comp_id,
+            }
             post = {"sessionId": new_sid, "sessionFile": str(new_path), "leafId": comp_id, "entryId": comp_id}
-            with_record = _with_checkpoint(updated, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
-                                                                comp=comp, pre=pre, post=post))
+            with_record = _with_checkpoint(
+                updated,
+                _checkpoint(snapshot.key, reason=reason, now_ms=now_ms, comp=comp, pre=pre, post=post),
+            )
             if with_record is None:
                 return None
             with_record["sessionId"] = new_sid
@@ -371,9 +461,14 @@ def finish_rotation_legacy(snapshot: TranscriptSnapshot, comp: dict[str, Any], *
         result.entry = _update_legacy_row(snapshot, mutate, lock_settings, result.warnings)
         if result.entry is not None and result.entry.get("sessionId") == new_sid:
             result.session_id = new_sid
-            result.successor = {"sessionId": new_sid, "sessionFile": str(new_path),
-                                "previousSessionId": snapshot.session_id, "previousSessionFile": str(path),
-                                "lines": successor_count, "resumed": True}
+            result.successor = {
+                "sessionId": new_sid,
+                "sessionFile": str(new_path),
+                "previousSessionId": snapshot.session_id,
+                "previousSessionFile": str(path),
+                "lines": successor_count,
+                "resumed": True,
+            }
         cp()
     cp.finish()
     return result
@@ -389,8 +484,9 @@ def _reread(path: Path) -> list[TranscriptLine]:
     return lines
 
 
-def apply_max_lines_legacy(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int,
-                           lock_settings: Any) -> PersistResult:
+def apply_max_lines_legacy(
+    snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int, lock_settings: Any
+) -> PersistResult:
     path = snapshot.path
     if path is None:
         raise NotFoundError(f"Session {snapshot.key} has no transcript file; nothing to compact.")
@@ -403,14 +499,18 @@ def apply_max_lines_legacy(snapshot: TranscriptSnapshot, kept: list[bytes], *, n
         cp()
         _write_new_file(path, kept, cp, replace=True)
         result.entry = _update_legacy_row(
-            snapshot, lambda current: entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False),
-            lock_settings, result.warnings)
+            snapshot,
+            lambda current: entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False),
+            lock_settings,
+            result.warnings,
+        )
         cp()
     cp.finish()
     return result
 
 
 # ---- SQLite writes -----------------------------------------------------------------------------------
+
 
 def _verify_sqlite(snapshot: TranscriptSnapshot) -> dict[str, Any]:
     store = snapshot.store
@@ -445,8 +545,9 @@ def _successor_entry(current: dict[str, Any], new_sid: str, record: dict[str, An
     return out
 
 
-def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int,
-                            reason: str = "manual") -> PersistResult:
+def apply_compaction_sqlite(
+    snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int, reason: str = "manual"
+) -> PersistResult:
     store: Any = snapshot.store
     cp = Checkpoints()
     line = dumps_compact(comp)
@@ -458,8 +559,9 @@ def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
     if rotate and _can_rotate(snapshot.entry, result.warnings):
         all_lines, expected = _expected_context(snapshot, line, comp)
         try:
-            successor_lines = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
-                                             parent_session=None)
+            successor_lines = _successor_for(
+                snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms, parent_session=None
+            )
         except InvalidDataError as exc:
             result.warnings.append(f"successor window not created: {exc.message}")
     with store.transaction():
@@ -475,20 +577,38 @@ def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
         updated = entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
         if successor_lines is not None:
             comp_id = comp.get("id")
-            pre: dict[str, Any] = {"sessionId": snapshot.session_id, "leafId": comp.get("parentId"), "entryId": comp_id}
+            pre: dict[str, Any] = {
+                "sessionId": snapshot.session_id,
+                "leafId": comp.get("parentId"),
+                "entryId": comp_id,
+            }
             if isinstance(current.get("sessionFile"), str):
                 pre["sessionFile"] = current["sessionFile"]
             post = {"sessionId": new_sid, "leafId": comp_id, "entryId": comp_id}
-            updated = _successor_entry(updated, new_sid, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
-                                                                     comp=comp, pre=pre, post=post))
+            updated = _successor_entry(
+                updated,
+                new_sid,
+                _checkpoint(snapshot.key, reason=reason, now_ms=now_ms, comp=comp, pre=pre, post=post),
+            )
             header = snapshot.header or {}
-            store.create_window(snapshot.key, new_sid, previous_session_id=snapshot.session_id, reason="compaction",
-                                raw_lines=successor_lines, entry=updated, created_at_ms=now_ms,
-                                cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None)
+            store.create_window(
+                snapshot.key,
+                new_sid,
+                previous_session_id=snapshot.session_id,
+                reason="compaction",
+                raw_lines=successor_lines,
+                entry=updated,
+                created_at_ms=now_ms,
+                cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None,
+            )
             _record_archive(store, snapshot, archive, now_ms)
             result.session_id = new_sid
-            result.successor = {"sessionId": new_sid, "previousSessionId": snapshot.session_id,
-                                "window": "compaction", "lines": len(successor_lines)}
+            result.successor = {
+                "sessionId": new_sid,
+                "previousSessionId": snapshot.session_id,
+                "window": "compaction",
+                "lines": len(successor_lines),
+            }
         else:
             store.upsert_entries({snapshot.key: updated})
         result.entry = updated
@@ -499,14 +619,23 @@ def apply_compaction_sqlite(snapshot: TranscriptSnapshot, comp: dict[str, Any], 
 
 
 def _record_archive(store: Any, snapshot: TranscriptSnapshot, archive: Any, now_ms: int) -> None:
-    store.record_archive(archive_name=archive.path.name, session_id=snapshot.session_id, session_key=snapshot.key,
-                         reason=ARCHIVE_REASON, encoding="zstd" if archive.compressed else "identity",
-                         sha256=archive.sha256, archive_bytes=archive.stored_size,
-                         event_count=len(snapshot.lines), raw_bytes=archive.size, created_at_ms=now_ms)
+    store.record_archive(
+        archive_name=archive.path.name,
+        session_id=snapshot.session_id,
+        session_key=snapshot.key,
+        reason=ARCHIVE_REASON,
+        encoding="zstd" if archive.compressed else "identity",
+        sha256=archive.sha256,
+        archive_bytes=archive.stored_size,
+        event_count=len(snapshot.lines),
+        raw_bytes=archive.size,
+        created_at_ms=now_ms,
+    )
 
 
-def apply_max_lines_sqlite(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int,
-                           keep_session_id: bool = False) -> PersistResult:
+def apply_max_lines_sqlite(
+    snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int, keep_session_id: bool = False
+) -> PersistResult:
     """D15 + D16 on our SQLite store: the kept lines become a successor window (new sessionId,
     reason `compaction`); the previous window stays readable; the full original is archived.
     With `keep_session_id` (OpenClaw 2026.9.6+): the session keeps its id and window, which holds
@@ -554,16 +683,32 @@ def apply_max_lines_sqlite(snapshot: TranscriptSnapshot, kept: list[bytes], *, n
         pre: dict[str, Any] = {"sessionId": snapshot.session_id}
         if isinstance(current.get("sessionFile"), str):
             pre["sessionFile"] = current["sessionFile"]
-        updated = _successor_entry(updated, new_sid, _checkpoint(snapshot.key, reason="manual", now_ms=now_ms,
-                                                                 comp=None, pre=pre, post={"sessionId": new_sid}))
+        updated = _successor_entry(
+            updated,
+            new_sid,
+            _checkpoint(
+                snapshot.key, reason="manual", now_ms=now_ms, comp=None, pre=pre, post={"sessionId": new_sid}
+            ),
+        )
         header = snapshot.header or {}
-        store.create_window(snapshot.key, new_sid, previous_session_id=snapshot.session_id, reason="compaction",
-                            raw_lines=lines, entry=updated, created_at_ms=now_ms,
-                            cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None)
+        store.create_window(
+            snapshot.key,
+            new_sid,
+            previous_session_id=snapshot.session_id,
+            reason="compaction",
+            raw_lines=lines,
+            entry=updated,
+            created_at_ms=now_ms,
+            cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None,
+        )
         _record_archive(store, snapshot, archive, now_ms)
         result.entry = updated
-        result.successor = {"sessionId": new_sid, "previousSessionId": snapshot.session_id, "window": "compaction",
-                            "lines": len(lines)}
+        result.successor = {
+            "sessionId": new_sid,
+            "previousSessionId": snapshot.session_id,
+            "window": "compaction",
+            "lines": len(lines),
+        }
         cp()
     cp()
     cp.finish()

@@ -53,8 +53,14 @@ def _legacy_store(path: Path, agent_id: str, *, database_absent: bool = False) -
     return LegacyStore(path, agent_id, database_absent=database_absent)
 
 
-def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = False,
-                  busy_timeout_ms: int = 60000, read_only: bool = False) -> SessionStore:
+def open_store_at(
+    path: Path,
+    *,
+    agent_id: str | None = None,
+    create: bool = False,
+    busy_timeout_ms: int = 60000,
+    read_only: bool = False,
+) -> SessionStore:
     """Open the store at an explicit path (`--store PATH`, offline repair).
 
     - a SQLite file: ours (by application_id) → `SqliteStore`; anything else → `OpenClawDbStore`,
@@ -66,7 +72,9 @@ def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = Fal
     """
     path = Path(path)
     if path.is_dir():
-        raise InvalidDataError(f"{path} is a directory; pass the store file (sessions.json or a .sqlite database)")
+        raise InvalidDataError(
+            f"{path} is a directory; pass the store file (sessions.json or a .sqlite database)"
+        )
     exists = path.exists()
     looks_sqlite = path.suffix.lower() in _SQLITE_SUFFIXES
     if exists and (looks_sqlite or _is_sqlite_file(path)):
@@ -79,12 +87,18 @@ def open_store_at(path: Path, *, agent_id: str | None = None, create: bool = Fal
                 raise InvalidDataError(f"{path} is an empty file, not a session database")
             from openclaw_cli.store.sqlite import SqliteStore
 
-            return SqliteStore(path, owner or _owner_from_db(path) or "main", create=create and not read_only,
-                               busy_timeout_ms=busy_timeout_ms, read_only=read_only and header is not None)
+            return SqliteStore(
+                path,
+                owner or _owner_from_db(path) or "main",
+                create=create and not read_only,
+                busy_timeout_ms=busy_timeout_ms,
+                read_only=read_only and header is not None,
+            )
         if header.application_id != 0:
             raise InvalidDataError(
                 f"{path} is a SQLite database of another application (application_id {header.application_id:#x}),"
-                " not an OpenClaw session store")
+                " not an OpenClaw session store"
+            )
         from openclaw_cli.store.openclaw_db import OpenClawDbStore
 
         return OpenClawDbStore(path, owner, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
@@ -120,11 +134,15 @@ def _check_inside_state(path: Path, paths: StatePaths) -> None:
     config places elsewhere (`session.store`) must itself be a regular file, not a link."""
     if not path.is_relative_to(paths.state_dir):
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise RefusedError(f"Refusing to open {path}: it is not a regular file (symbolic links are not followed)")
+            raise RefusedError(
+                f"Refusing to open {path}: it is not a regular file (symbolic links are not followed)"
+            )
         return
     if path.exists() and not safe_regular_file(path, paths.state_dir):
-        raise RefusedError(f"Refusing to open {path}: it is not a regular file inside {paths.state_dir} "
-                           "(symbolic links are not followed)")
+        raise RefusedError(
+            f"Refusing to open {path}: it is not a regular file inside {paths.state_dir} "
+            "(symbolic links are not followed)"
+        )
 
 
 def _empty_placeholder(path: Path) -> bool:
@@ -139,8 +157,9 @@ def _empty_placeholder(path: Path) -> bool:
     return stat_mod.S_ISREG(st.st_mode) and st.st_size == 0
 
 
-def open_agent_store(paths: StatePaths, agent_id: str, *, busy_timeout_ms: int = 60000,
-                     read_only: bool = False) -> SessionStore:
+def open_agent_store(
+    paths: StatePaths, agent_id: str, *, busy_timeout_ms: int = 60000, read_only: bool = False
+) -> SessionStore:
     """Spec D2: the agent's SQLite database when it exists, else its legacy store (an empty one
     when `sessions.json` is missing). `read_only` is passed to our SQLite store."""
     agent = normalize_agent_id(agent_id)

@@ -43,11 +43,12 @@ class DirSnapshot:
     _kinds: dict[str, str | None] = field(default_factory=dict, repr=False)
     _has_trajectory: bool | None = field(default=None, repr=False)
 
-
     def has_trajectory(self) -> bool:
         """Whether any file is a trajectory sidecar (asked by every names pass: memoised)."""
         if self._has_trajectory is None:
-            self._has_trajectory = any(is_trajectory_name(n) and self.kind(n) == "trajectory" for n in self.files)
+            self._has_trajectory = any(
+                is_trajectory_name(n) and self.kind(n) == "trajectory" for n in self.files
+            )
         return self._has_trajectory
 
     def kind(self, name: str) -> str | None:
@@ -144,7 +145,8 @@ def has_transcript_files(directory: Path) -> bool:
     """Whether `directory` holds a transcript, checkpoint or trajectory file (regular files only)."""
     try:
         with os.scandir(directory) as it:
-            return any(classify(item.name) in TRANSCRIPT_KINDS and item.is_file(follow_symlinks=False)
-                       for item in it)
+            return any(
+                classify(item.name) in TRANSCRIPT_KINDS and item.is_file(follow_symlinks=False) for item in it
+            )
     except OSError:
         return False

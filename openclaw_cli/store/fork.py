@@ -79,7 +79,7 @@ def transcript_tokens(branch: Sequence[TranscriptLine]) -> int:
                 break
     if anchor is None:
         return math.ceil(sum(_line_bytes(line) for line in lines) / 4)
-    return usage + math.ceil(sum(_line_bytes(line) for line in lines[anchor + 1:]) / 4)
+    return usage + math.ceil(sum(_line_bytes(line) for line in lines[anchor + 1 :]) / 4)
 
 
 def row_tokens(entry: Mapping[str, Any]) -> int:
@@ -95,27 +95,46 @@ def row_tokens(entry: Mapping[str, Any]) -> int:
 def _completed_prefix(branch: list[TranscriptLine]) -> list[TranscriptLine]:
     for index in range(len(branch) - 1, -1, -1):
         message = _assistant(branch[index].obj)
-        if message is not None and message.get("stopReason") not in ("aborted", "error") \
-                and not message.get("errorMessage"):
-            return branch[:index + 1]
+        if (
+            message is not None
+            and message.get("stopReason") not in ("aborted", "error")
+            and not message.get("errorMessage")
+        ):
+            return branch[: index + 1]
     return []
 
 
-def plan_fork(parent_entry: Mapping[str, Any], header: Mapping[str, Any] | None, branch: Sequence[TranscriptLine],
-              *, child_session_id: str, timestamp: str, cwd: str, parent_ref: str | None,
-              max_tokens: int, through_last_completed: bool = False) -> ForkPlan:
+def plan_fork(
+    parent_entry: Mapping[str, Any],
+    header: Mapping[str, Any] | None,
+    branch: Sequence[TranscriptLine],
+    *,
+    child_session_id: str,
+    timestamp: str,
+    cwd: str,
+    parent_ref: str | None,
+    max_tokens: int,
+    through_last_completed: bool = False,
+) -> ForkPlan:
     """The child's transcript lines for forking `branch` (the parent's active branch)."""
     chosen = _completed_prefix(list(branch)) if through_last_completed else list(branch)
     parent_tokens = max(row_tokens(parent_entry), transcript_tokens(chosen))
     version = header.get("version") if isinstance(header, Mapping) else None
-    head: dict[str, Any] = {"type": "session", "version": version if isinstance(version, int) and version >= 3 else 4,
-                            "id": child_session_id, "timestamp": timestamp, "cwd": cwd}
+    head: dict[str, Any] = {
+        "type": "session",
+        "version": version if isinstance(version, int) and version >= 3 else 4,
+        "id": child_session_id,
+        "timestamp": timestamp,
+        "cwd": cwd,
+    }
     if parent_ref:
         head["parentSession"] = parent_ref
     lines = [dumps_compact(head)]
     if parent_tokens > max_tokens:
-        warning = (f"Parent context is too large to fork ({parent_tokens}/{max_tokens} tokens); "
-                   "starting with isolated context instead.")
+        warning = (
+            f"Parent context is too large to fork ({parent_tokens}/{max_tokens} tokens); "
+            "starting with isolated context instead."
+        )
         return ForkPlan(lines, parent_tokens, max_tokens, True, 0, warning)
     previous: str | None = None
     copied = 0

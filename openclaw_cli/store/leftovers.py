@@ -53,8 +53,12 @@ def sweep_crash_leftovers(sessions_dir: Path, lock_settings: Any = None) -> list
                 inspection = inspect_lock(path, settings)
             except OpenClawError:
                 continue  # not a lock file we could have left (a directory, a FIFO, ...): not ours to sweep
-            if inspection is not None and "dead-pid" in inspection.stale_reasons \
-                    and decide(inspection, settings) == "reclaim" and _unlink_regular(path):
+            if (
+                inspection is not None
+                and "dead-pid" in inspection.stale_reasons
+                and decide(inspection, settings) == "reclaim"
+                and _unlink_regular(path)
+            ):
                 removed.append(str(path))
     return removed
 

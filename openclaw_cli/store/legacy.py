@@ -64,27 +64,82 @@ _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # Known SessionEntry fields and the JSON type OpenClaw writes for them (storage-migration §2.3).
 # A mismatch is reported, never corrected. `null` is accepted everywhere (treated as absent).
 _NUMBER = (
-    "updatedAt", "sessionStartedAt", "lastInteractionAt", "lastActivityAt", "createdAt", "startedAt",
-    "endedAt", "runtimeMs", "inputTokens", "outputTokens", "totalTokens", "contextTokens", "cacheRead",
-    "cacheWrite", "estimatedCostUsd", "compactionCount", "archivedAt", "pinnedAt", "lastReadAt",
-    "markedUnreadAt", "spawnDepth", "memoryFlushAt", "memoryFlushCompactionCount", "queueDebounceMs",
-    "queueCap", "lifecycleRevision", "totalTokensVersion", "lastHeartbeatSentAt",
+    "updatedAt",
+    "sessionStartedAt",
+    "lastInteractionAt",
+    "lastActivityAt",
+    "createdAt",
+    "startedAt",
+    "endedAt",
+    "runtimeMs",
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "contextTokens",
+    "cacheRead",
+    "cacheWrite",
+    "estimatedCostUsd",
+    "compactionCount",
+    "archivedAt",
+    "pinnedAt",
+    "lastReadAt",
+    "markedUnreadAt",
+    "spawnDepth",
+    "memoryFlushAt",
+    "memoryFlushCompactionCount",
+    "queueDebounceMs",
+    "queueCap",
+    "lifecycleRevision",
+    "totalTokensVersion",
+    "lastHeartbeatSentAt",
 )
 _STRING = (
-    "sessionFile", "chatType", "label", "displayName", "subject", "groupId", "groupChannel", "channel",
-    "lastChannel", "lastTo", "lastAccountId", "model", "modelProvider", "providerOverride", "modelOverride",
-    "spawnedBy", "parentSessionKey", "parentSessionId", "previousSessionId", "archiveReason", "thinkingLevel",
-    "verboseLevel", "reasoningLevel", "elevatedLevel", "sendPolicy", "status", "createdVia",
+    "sessionFile",
+    "chatType",
+    "label",
+    "displayName",
+    "subject",
+    "groupId",
+    "groupChannel",
+    "channel",
+    "lastChannel",
+    "lastTo",
+    "lastAccountId",
+    "model",
+    "modelProvider",
+    "providerOverride",
+    "modelOverride",
+    "spawnedBy",
+    "parentSessionKey",
+    "parentSessionId",
+    "previousSessionId",
+    "archiveReason",
+    "thinkingLevel",
+    "verboseLevel",
+    "reasoningLevel",
+    "elevatedLevel",
+    "sendPolicy",
+    "status",
+    "createdVia",
 )
 _BOOLEAN = ("systemSent", "abortedLastRun", "forkedFromParent", "totalTokensFresh", "initializationPending")
 _ARRAY = ("compactionCheckpoints",)
 _FIELD_TYPES: dict[str, str] = {
-    **{k: "number" for k in _NUMBER}, **{k: "string" for k in _STRING},
-    **{k: "boolean" for k in _BOOLEAN}, **{k: "array" for k in _ARRAY},
+    **{k: "number" for k in _NUMBER},
+    **{k: "string" for k in _STRING},
+    **{k: "boolean" for k in _BOOLEAN},
+    **{k: "array" for k in _ARRAY},
 }
 
 
-_JSON_TYPE_OF = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+_JSON_TYPE_OF = {
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
 _FAST_SID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")  # an ASCII subset of the legacy rule
 
 
@@ -213,6 +268,7 @@ def dump_store_bytes(store: dict[str, Any]) -> bytes:
 
 # ---- the store ----------------------------------------------------------------------------------
 
+
 @dataclass
 class _Snapshot:
     signature: tuple[int, int, int, int] | None
@@ -294,7 +350,9 @@ class LegacyStore(SessionStore):
         except NotADirectoryError as exc:
             raise InvalidDataError(f"{self.path}: parent path is not a directory") from exc
         if stat.S_ISLNK(st.st_mode):
-            raise RefusedError(f"{self.path}: is a symbolic link; refusing to follow it (move the real file here)")
+            raise RefusedError(
+                f"{self.path}: is a symbolic link; refusing to follow it (move the real file here)"
+            )
         if not stat.S_ISREG(st.st_mode):
             raise InvalidDataError(f"{self.path}: not a regular file")
         try:
@@ -394,7 +452,10 @@ class LegacyStore(SessionStore):
     ) -> Path | None:
         """The existing transcript file of a session (never through a symlink), or None."""
         if not session_id_ok(session_id):
-            self._note(ReadIssue(str(self.path), None, f"invalid session id {session_id!r}; no transcript read"), issues)
+            self._note(
+                ReadIssue(str(self.path), None, f"invalid session id {session_id!r}; no transcript read"),
+                issues,
+            )
             return None
         if entry is None:
             entry = self._entry_for_session(session_id)
@@ -419,7 +480,10 @@ class LegacyStore(SessionStore):
         return None
 
     def _note_symlink(self, path: Path, issues: list[ReadIssue] | None) -> None:
-        self._note(ReadIssue(str(path), None, "transcript is a symbolic link; not followed (treated as missing)"), issues)
+        self._note(
+            ReadIssue(str(path), None, "transcript is a symbolic link; not followed (treated as missing)"),
+            issues,
+        )
 
     def _candidate_names(self, session_id: str, session_file: str | None) -> list[str] | None:
         """paths.transcript_candidates for the common cases, as plain names in the sessions dir
@@ -428,9 +492,13 @@ class LegacyStore(SessionStore):
         if session_file is None or not session_file or session_file.startswith("sqlite:"):
             return [default]
         prefix = self._dir_prefix
-        if session_file.startswith(prefix) and session_file.find("/", len(prefix)) < 0 and "\\" not in session_file:
+        if (
+            session_file.startswith(prefix)
+            and session_file.find("/", len(prefix)) < 0
+            and "\\" not in session_file
+        ):
             # `<sessions dir>/<name>` (what OpenClaw writes): already normalised, no pathlib needed
-            name = session_file[len(prefix):]
+            name = session_file[len(prefix) :]
             if name in ("", ".", ".."):
                 return [default]
             return [name] if name == default else [name, default]
@@ -458,8 +526,14 @@ class LegacyStore(SessionStore):
         except OSError:
             return {}
         try:  # the file types come with the directory listing: no system call per entry
-            return {item.name: "link" if item.is_symlink() else "file" if item.is_file(follow_symlinks=False)
-                    else "other" for item in items}
+            return {
+                item.name: "link"
+                if item.is_symlink()
+                else "file"
+                if item.is_file(follow_symlinks=False)
+                else "other"
+                for item in items
+            }
         except OSError:  # a type the listing did not give and lstat could not find (entry vanished)
             pass
         index: dict[str, str] = {}
@@ -515,7 +589,12 @@ class LegacyStore(SessionStore):
         return iter_jsonl(path, issues=issues if issues is not None else self._read_issues)
 
     def tail_transcript(
-        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+        self,
+        session_id: str,
+        n: int,
+        *,
+        entry: dict[str, Any] | None = None,
+        issues: list[ReadIssue] | None = None,
     ) -> list[TranscriptLine]:
         path = self.resolve_transcript(session_id, entry, issues)
         if path is None:
@@ -602,7 +681,8 @@ class LegacyStore(SessionStore):
             if imported is not None:
                 raise SessionBusyError(
                     f"session store {self.path} was imported into SQLite ({imported}) while this command ran; "
-                    "nothing was changed. Run the command again: it now uses the database.")
+                    "nothing was changed. Run the command again: it now uses the database."
+                )
 
     def _imported_database(self) -> Path | None:
         """The database an import published for this store (a 0-byte placeholder is none)."""
@@ -618,41 +698,64 @@ class LegacyStore(SessionStore):
                 return db
         return None
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
-                      on_entry: Any = None) -> Any:
+    def read_snapshot(
+        self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+    ) -> Any:
         from openclaw_cli.store.snapshot import read_file_snapshot
 
         return read_file_snapshot(self, key, entry, data_on_demand=data_on_demand, on_entry=on_entry)
 
-    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
-                          lock_settings: Any, reason: str = "manual") -> Any:
+    def commit_compaction(
+        self,
+        snapshot: Any,
+        comp: dict[str, Any],
+        *,
+        rotate: bool,
+        now_ms: int,
+        lock_settings: Any,
+        reason: str = "manual",
+    ) -> Any:
         from openclaw_cli.store.compaction_writes import apply_compaction_legacy
 
-        return apply_compaction_legacy(snapshot, comp, rotate=rotate, now_ms=now_ms, lock_settings=lock_settings,
-                                       reason=reason)
+        return apply_compaction_legacy(
+            snapshot, comp, rotate=rotate, now_ms=now_ms, lock_settings=lock_settings, reason=reason
+        )
 
     def pending_rotation(self, snapshot: Any) -> dict[str, Any] | None:
         from openclaw_cli.store.compaction_writes import pending_rotation
 
         return pending_rotation(snapshot)
 
-    def finish_rotation(self, snapshot: Any, comp: dict[str, Any], *, now_ms: int, lock_settings: Any,
-                        reason: str = "manual") -> Any:
+    def finish_rotation(
+        self, snapshot: Any, comp: dict[str, Any], *, now_ms: int, lock_settings: Any, reason: str = "manual"
+    ) -> Any:
         from openclaw_cli.store.compaction_writes import finish_rotation_legacy
 
-        return finish_rotation_legacy(snapshot, comp, now_ms=now_ms, lock_settings=lock_settings, reason=reason)
+        return finish_rotation_legacy(
+            snapshot, comp, now_ms=now_ms, lock_settings=lock_settings, reason=reason
+        )
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
-                         keep_session_id: bool = True) -> Any:  # the session keeps its id here anyway
+    def commit_max_lines(
+        self,
+        snapshot: Any,
+        kept: list[bytes],
+        *,
+        now_ms: int,
+        lock_settings: Any,
+        keep_session_id: bool = True,
+    ) -> Any:  # the session keeps its id here anyway
         from openclaw_cli.store.compaction_writes import apply_max_lines_legacy
 
         return apply_max_lines_legacy(snapshot, kept, now_ms=now_ms, lock_settings=lock_settings)
 
-    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
+    def retire(
+        self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
+    ) -> Any:
         from openclaw_cli.store.retire import apply_legacy
 
-        return apply_legacy(self, plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint,
-                            progress=progress)
+        return apply_legacy(
+            self, plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint, progress=progress
+        )
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
         from openclaw_cli.store.retire import retire_all_legacy
@@ -664,7 +767,9 @@ class LegacyStore(SessionStore):
 
         return patch_legacy(self, key, mutate, lock_settings=lock_settings, create=create)
 
-    def archive_rows(self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any) -> list[str]:
+    def archive_rows(
+        self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any
+    ) -> list[str]:
         """One read-modify-write of sessions.json for every row (not one per row)."""
         from openclaw_cli.store.base import archive_mutation
         from openclaw_cli.store.lock import transcript_lock
@@ -675,26 +780,50 @@ class LegacyStore(SessionStore):
             updates = {}
             for key, reason in archives.items():
                 row = current.get(key)
-                updated = archive_mutation(reason, archived_at, expected.get(key))(dict(row) if row is not None else None)
+                updated = archive_mutation(reason, archived_at, expected.get(key))(
+                    dict(row) if row is not None else None
+                )
                 if updated is not None:
                     updates[key] = updated
             self.upsert_entries(updates, lock_settings=lock_settings)
         return list(updates)
 
-    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int,
-                      marker: dict[str, Any] | None = None) -> Any:
+    def reset_session(
+        self, key: str, build: Any, *, lock_settings: Any, now_ms: int, marker: dict[str, Any] | None = None
+    ) -> Any:
         from openclaw_cli.store.lifecycle_writes import reset_legacy
 
         return reset_legacy(self, key, build, lock_settings=lock_settings, now_ms=now_ms, marker=marker)
 
-    def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
-                     max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:
+    def fork_session(
+        self,
+        parent_key: str,
+        child_key: str,
+        build: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        max_tokens: int,
+        wait: bool = False,
+        through_last_completed: bool = False,
+    ) -> Any:
         from openclaw_cli.store.lifecycle_writes import fork_legacy
 
-        return fork_legacy(self, parent_key, child_key, build, lock_settings=lock_settings, now_ms=now_ms,
-                           max_tokens=max_tokens, wait=wait, through_last_completed=through_last_completed)
+        return fork_legacy(
+            self,
+            parent_key,
+            child_key,
+            build,
+            lock_settings=lock_settings,
+            now_ms=now_ms,
+            max_tokens=max_tokens,
+            wait=wait,
+            through_last_completed=through_last_completed,
+        )
 
-    def export_transcript(self, session_id: str, dest: Any, *, entry: dict[str, Any] | None = None) -> SessionTotals:
+    def export_transcript(
+        self, session_id: str, dest: Any, *, entry: dict[str, Any] | None = None
+    ) -> SessionTotals:
         """The transcript file's bytes as they are (malformed lines included), streamed; a missing
         transcript writes nothing."""
         path = self.resolve_transcript(session_id, entry, [])
@@ -711,8 +840,11 @@ class LegacyStore(SessionStore):
                     total += len(stripped)
         return SessionTotals(events=events, bytes=total)
 
-    def _resolve_rows(self, index: dict[str, str], paths: dict[str, str] | None = None,
-                      ) -> tuple[list[str], list[str | Path | None]]:
+    def _resolve_rows(
+        self,
+        index: dict[str, str],
+        paths: dict[str, str] | None = None,
+    ) -> tuple[list[str], list[str | Path | None]]:
         """(keys, transcripts) of the usable rows, aligned: each row's existing transcript as a
         name in the sessions dir, a Path below it (an unusual `sessionFile`), or None. Resolves
         like `resolve_transcript` from one directory scan, without pathlib per row (20,000 rows).
@@ -724,8 +856,11 @@ class LegacyStore(SessionStore):
         prefix = self._dir_prefix
         if paths is None:
             paths = {prefix + name: name for name, kind in index.items() if kind == "file"}
-        files = paths if not any("\\" in name for name in paths.values()) else {
-            path: name for path, name in paths.items() if "\\" not in name}
+        files = (
+            paths
+            if not any("\\" in name for name in paths.values())
+            else {path: name for path, name in paths.items() if "\\" not in name}
+        )
         refs = [row.get("sessionFile") for row in rows]
         try:
             found: list[str | Path | None] = list(map(files.get, refs))
@@ -781,10 +916,15 @@ class LegacyStore(SessionStore):
         by_name -= by_path
         prefix = self._dir_prefix
         # (a name resolved outside the listing — created since — is measured now)
-        transcript_bytes = sum(sizes[name] if name in sizes else _sizes([prefix + name])[0] or 0 for name in by_name)
+        transcript_bytes = sum(
+            sizes[name] if name in sizes else _sizes([prefix + name])[0] or 0 for name in by_name
+        )
         transcript_bytes += sum(size for size in _sizes(list(by_path)) if size)
-        orphan_sizes = [size for name, size in sizes.items()
-                        if name not in by_name and archives_mod.is_primary_transcript_name(name)]
+        orphan_sizes = [
+            size
+            for name, size in sizes.items()
+            if name not in by_name and archives_mod.is_primary_transcript_name(name)
+        ]
         orphans, orphan_bytes = len(orphan_sizes), sum(orphan_sizes)
         archives = archives_mod.list_archives(self.sessions_dir, index)
         compactions = 0
@@ -820,7 +960,9 @@ class LegacyStore(SessionStore):
         """The current file, parsed losslessly; refuses to overwrite a file it cannot read."""
         return self._parse(self._read_bytes(), lossless=True)
 
-    def save_entries(self, entries: dict[str, dict[str, Any]], *, lock_settings: LockSettingsLike | None = None) -> None:
+    def save_entries(
+        self, entries: dict[str, dict[str, Any]], *, lock_settings: LockSettingsLike | None = None
+    ) -> None:
         """Replace the store's usable rows with `entries` (atomic). Rows already in the file keep
         their position and, when unchanged, their exact text; new keys are appended; unusable
         rows (see `store.issues`) are kept unless `entries` names their key."""
@@ -842,7 +984,9 @@ class LegacyStore(SessionStore):
                     out[key] = entry
             self._write(out)
 
-    def upsert_entries(self, updates: dict[str, dict[str, Any]], *, lock_settings: LockSettingsLike | None = None) -> None:
+    def upsert_entries(
+        self, updates: dict[str, dict[str, Any]], *, lock_settings: LockSettingsLike | None = None
+    ) -> None:
         """Insert or replace rows (read-modify-write of sessions.json under its lock)."""
         self.ensure_writable("write sessions.json")
         if not updates:
@@ -859,7 +1003,9 @@ class LegacyStore(SessionStore):
                 current[key] = entry
             self._write(current)
 
-    def delete_entries(self, keys: Iterable[str], *, lock_settings: LockSettingsLike | None = None) -> list[str]:
+    def delete_entries(
+        self, keys: Iterable[str], *, lock_settings: LockSettingsLike | None = None
+    ) -> list[str]:
         """Remove rows by key (usable or not); returns the keys that were present."""
         self.ensure_writable("write sessions.json")
         wanted = list(dict.fromkeys(keys))
@@ -880,7 +1026,11 @@ class LegacyStore(SessionStore):
         existing = self.resolve_transcript(session_id, entry, issues=[])
         if existing is not None:
             return existing
-        sid = validate_session_id(session_id) if isinstance(session_id, str) else validate_session_id(str(session_id))
+        sid = (
+            validate_session_id(session_id)
+            if isinstance(session_id, str)
+            else validate_session_id(str(session_id))
+        )
         if entry is None:
             entry = self._entry_for_session(sid)
         session_file = entry.get("sessionFile") if isinstance(entry, dict) else None
@@ -908,7 +1058,9 @@ class LegacyStore(SessionStore):
         if os.path.islink(path) or _reached_through_symlink(path, self.sessions_dir):
             raise RefusedError(f"Refusing to write transcript {path}: it is reached through a symbolic link")
         ms = clock.now_ms() if now_ms is None else int(now_ms)
-        header = header_line(session_id.strip(), timestamp=_iso(ms), cwd=cwd if cwd is not None else os.getcwd())
+        header = header_line(
+            session_id.strip(), timestamp=_iso(ms), cwd=cwd if cwd is not None else os.getcwd()
+        )
         append_jsonl(path, raw_lines, lock_settings=lock_settings, header=header)
         return path
 
@@ -939,7 +1091,7 @@ def _sizes(paths: list[str | Path]) -> list[int | None]:
 
 
 def _entry_kind(path: Path) -> str | None:
-    """"file", "link", "other" or None (missing) without following a symlink."""
+    """ "file", "link", "other" or None (missing) without following a symlink."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:

@@ -118,7 +118,9 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 # ---- legacy -------------------------------------------------------------------------------------------
 
 
-def patch_legacy(store: Any, key: str, mutate: Mutate, *, lock_settings: Any, create: bool) -> dict[str, Any] | None:
+def patch_legacy(
+    store: Any, key: str, mutate: Mutate, *, lock_settings: Any, create: bool
+) -> dict[str, Any] | None:
     from openclaw_cli.store.lock import transcript_lock
 
     store.ensure_writable("update a session")
@@ -157,8 +159,15 @@ def leaf_id(store: Any, session_id: str, entry: dict[str, Any] | None) -> str | 
     return None
 
 
-def reset_legacy(store: Any, key: str, build: Mutate, *, lock_settings: Any, now_ms: int,
-                 marker: dict[str, Any] | None = None) -> ResetOutcome:
+def reset_legacy(
+    store: Any,
+    key: str,
+    build: Mutate,
+    *,
+    lock_settings: Any,
+    now_ms: int,
+    marker: dict[str, Any] | None = None,
+) -> ResetOutcome:
     from openclaw_cli.jsonutil import dumps_compact
     from openclaw_cli.store.archives import write_verified_archive
     from openclaw_cli.store.lock import transcript_lock
@@ -181,10 +190,13 @@ def reset_legacy(store: Any, key: str, build: Mutate, *, lock_settings: Any, now
             path = old_path
             if marker is not None and old_path is not None:
                 line = dumps_compact({**marker, "parentId": leaf_id(store, old_sid, current)})
-                path = store.append_transcript(old_sid, [line], entry=current, lock_settings=lock_settings,
-                                               now_ms=now_ms)
+                path = store.append_transcript(
+                    old_sid, [line], entry=current, lock_settings=lock_settings, now_ms=now_ms
+                )
             store.upsert_entries({key: updated}, lock_settings=lock_settings)
-            return ResetOutcome(updated, old_sid, old_sid, None, str(path) if path is not None else None, False)
+            return ResetOutcome(
+                updated, old_sid, old_sid, None, str(path) if path is not None else None, False
+            )
         new_path = store.sessions_dir / f"{new_sid}.jsonl"
         header = read_header(old_path, []) if old_path is not None else None
         cwd = header.cwd if header is not None and header.cwd else os.getcwd()
@@ -202,13 +214,17 @@ def reset_legacy(store: Any, key: str, build: Mutate, *, lock_settings: Any, now
             # Under the transcript lock no cooperating writer appends: archive, re-check, switch.
             for _ in range(3):
                 before = _signature(old_path)
-                archive = write_verified_archive(store.sessions_dir, old_sid, "reset", old_path, now_ms=now_ms)
+                archive = write_verified_archive(
+                    store.sessions_dir, old_sid, "reset", old_path, now_ms=now_ms
+                )
                 if before is not None and _signature(old_path) == before:
                     break
                 if not archive.reused:
                     os.unlink(archive.path)  # a writer ignoring the lock appended meanwhile: again
             else:
-                raise SessionBusyError(f"Transcript {old_path} keeps changing while it is archived; retry later.")
+                raise SessionBusyError(
+                    f"Transcript {old_path} keeps changing while it is archived; retry later."
+                )
             outcome.archive = archive
             _create_exclusive(new_path, first)
             store.upsert_entries({key: updated}, lock_settings=lock_settings)
@@ -218,9 +234,18 @@ def reset_legacy(store: Any, key: str, build: Mutate, *, lock_settings: Any, now
         return outcome
 
 
-def fork_legacy(store: Any, parent_key: str, child_key: str, build: Callable[[dict[str, Any], Any], dict[str, Any]],
-                *, lock_settings: Any, now_ms: int, max_tokens: int, wait: bool,
-                through_last_completed: bool) -> ForkOutcome:
+def fork_legacy(
+    store: Any,
+    parent_key: str,
+    child_key: str,
+    build: Callable[[dict[str, Any], Any], dict[str, Any]],
+    *,
+    lock_settings: Any,
+    now_ms: int,
+    max_tokens: int,
+    wait: bool,
+    through_last_completed: bool,
+) -> ForkOutcome:
     from openclaw_cli.store.fork import plan_fork
     from openclaw_cli.store.lock import LockSettings, acquire_transcript_lock, transcript_lock
 
@@ -235,8 +260,9 @@ def fork_legacy(store: Any, parent_key: str, child_key: str, build: Callable[[di
         path = store.resolve_transcript(parent["sessionId"], parent, [])
         lock = None
         if path is not None and not wait:
-            no_wait = LockSettings(acquire_timeout_ms=0, stale_ms=lock_settings.stale_ms,
-                                   max_hold_ms=lock_settings.max_hold_ms)
+            no_wait = LockSettings(
+                acquire_timeout_ms=0, stale_ms=lock_settings.stale_ms, max_hold_ms=lock_settings.max_hold_ms
+            )
             try:
                 lock = acquire_transcript_lock(path, no_wait)
             except SessionBusyError:
@@ -246,9 +272,17 @@ def fork_legacy(store: Any, parent_key: str, child_key: str, build: Callable[[di
             child_sid = str(uuid.uuid4())
             header = snapshot.header or {}
             cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
-            plan = plan_fork(parent, header, snapshot.branch, child_session_id=child_sid, timestamp=_iso(now_ms),
-                             cwd=cwd, parent_ref=str(path) if path is not None else None, max_tokens=max_tokens,
-                             through_last_completed=through_last_completed)
+            plan = plan_fork(
+                parent,
+                header,
+                snapshot.branch,
+                child_session_id=child_sid,
+                timestamp=_iso(now_ms),
+                cwd=cwd,
+                parent_ref=str(path) if path is not None else None,
+                max_tokens=max_tokens,
+                through_last_completed=through_last_completed,
+            )
             child = build({"sessionId": child_sid}, plan)
             child_path = store.sessions_dir / f"{child_sid}.jsonl"
             session_file = _session_file_value(parent.get("sessionFile"), child_path)
@@ -303,8 +337,9 @@ def patch_many_sqlite(store: Any, items: list[tuple[str, Mutate]], *, create: bo
     return out
 
 
-def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int,
-                 marker: dict[str, Any] | None = None) -> ResetOutcome:
+def reset_sqlite(
+    store: Any, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
+) -> ResetOutcome:
     from openclaw_cli.jsonutil import dumps_compact
     from openclaw_cli.store.archives import write_verified_archive
 
@@ -326,8 +361,13 @@ def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int,
                 store.upsert_entries({key: updated})
                 return ResetOutcome(updated, old_sid, old_sid, None, f"sqlite:{store.path}#{old_sid}", False)
             updated.pop("sessionFile", None)  # a legacy file name would name the wrong session now
-            shared = conn.execute("SELECT 1 FROM session_nodes WHERE current_session_id = ? AND session_key != ?"
-                                  " LIMIT 1", (old_sid, key)).fetchone() is not None
+            shared = (
+                conn.execute(
+                    "SELECT 1 FROM session_nodes WHERE current_session_id = ? AND session_key != ? LIMIT 1",
+                    (old_sid, key),
+                ).fetchone()
+                is not None
+            )
             lines = store.iter_transcript(old_sid)
             try:
                 first = next(lines, None)
@@ -341,19 +381,40 @@ def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int,
                 buffer = io.BytesIO()
                 totals = store.export_transcript(old_sid, buffer)
                 if totals.events:
-                    archive = write_verified_archive(store.sessions_dir, old_sid, "reset", buffer.getvalue(),
-                                                     now_ms=now_ms)
-            header = {"type": "session", "version": 4, "id": new_sid, "timestamp": _iso(now_ms),
-                      "cwd": cwd if cwd is not None else os.getcwd()}
-            store.create_window(key, new_sid, previous_session_id=old_sid, reason="reset",
-                                raw_lines=[dumps_compact(header)], entry=updated, created_at_ms=now_ms)
+                    archive = write_verified_archive(
+                        store.sessions_dir, old_sid, "reset", buffer.getvalue(), now_ms=now_ms
+                    )
+            header = {
+                "type": "session",
+                "version": 4,
+                "id": new_sid,
+                "timestamp": _iso(now_ms),
+                "cwd": cwd if cwd is not None else os.getcwd(),
+            }
+            store.create_window(
+                key,
+                new_sid,
+                previous_session_id=old_sid,
+                reason="reset",
+                raw_lines=[dumps_compact(header)],
+                entry=updated,
+                created_at_ms=now_ms,
+            )
             if totals is not None:
                 dropped = store.drop_session_events([old_sid], expected={old_sid: totals})
                 if dropped and archive is not None:
-                    store.record_archive(archive_name=archive.path.name, session_id=old_sid, session_key=key,
-                                         reason="reset", encoding="zstd" if archive.compressed else "identity",
-                                         sha256=archive.sha256, archive_bytes=archive.stored_size,
-                                         event_count=totals.events, raw_bytes=archive.size, created_at_ms=now_ms)
+                    store.record_archive(
+                        archive_name=archive.path.name,
+                        session_id=old_sid,
+                        session_key=key,
+                        reason="reset",
+                        encoding="zstd" if archive.compressed else "identity",
+                        sha256=archive.sha256,
+                        archive_bytes=archive.stored_size,
+                        event_count=totals.events,
+                        raw_bytes=archive.size,
+                        created_at_ms=now_ms,
+                    )
     except BaseException:
         if archive is not None and not archive.reused:
             try:
@@ -364,8 +425,16 @@ def reset_sqlite(store: Any, key: str, build: Mutate, *, now_ms: int,
     return ResetOutcome(updated, new_sid, old_sid, archive, f"sqlite:{store.path}#{new_sid}", shared)
 
 
-def fork_sqlite(store: Any, parent_key: str, child_key: str, build: Callable[[dict[str, Any], Any], dict[str, Any]],
-                *, now_ms: int, max_tokens: int, through_last_completed: bool) -> ForkOutcome:
+def fork_sqlite(
+    store: Any,
+    parent_key: str,
+    child_key: str,
+    build: Callable[[dict[str, Any], Any], dict[str, Any]],
+    *,
+    now_ms: int,
+    max_tokens: int,
+    through_last_completed: bool,
+) -> ForkOutcome:
     from openclaw_cli.store.fork import plan_fork
 
     store.ensure_writable("fork a session")
@@ -379,11 +448,26 @@ def fork_sqlite(store: Any, parent_key: str, child_key: str, build: Callable[[di
         child_sid = str(uuid.uuid4())
         header = snapshot.header or {}
         cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
-        plan = plan_fork(parent, header, snapshot.branch, child_session_id=child_sid, timestamp=_iso(now_ms), cwd=cwd,
-                         parent_ref=f"sqlite:{store.path}#{parent['sessionId']}", max_tokens=max_tokens,
-                         through_last_completed=through_last_completed)
+        plan = plan_fork(
+            parent,
+            header,
+            snapshot.branch,
+            child_session_id=child_sid,
+            timestamp=_iso(now_ms),
+            cwd=cwd,
+            parent_ref=f"sqlite:{store.path}#{parent['sessionId']}",
+            max_tokens=max_tokens,
+            through_last_completed=through_last_completed,
+        )
         child = build({"sessionId": child_sid}, plan)
         child.pop("sessionFile", None)
-        store.create_window(child_key, child_sid, reason="fork", raw_lines=plan.lines, entry=child,
-                            created_at_ms=now_ms, cwd=cwd)
+        store.create_window(
+            child_key,
+            child_sid,
+            reason="fork",
+            raw_lines=plan.lines,
+            entry=child,
+            created_at_ms=now_ms,
+            cwd=cwd,
+        )
     return ForkOutcome(child_key, child, child_sid, plan, f"sqlite:{store.path}#{child_sid}")

@@ -66,6 +66,7 @@ DEFAULT_LOCK_SETTINGS = LockSettings()
 
 # ---- process facts ------------------------------------------------------------------------------
 
+
 def process_start_time(pid: int) -> int | None:
     """Start time in clock ticks: field 22 of /proc/<pid>/stat (None when unknown)."""
     try:
@@ -74,7 +75,7 @@ def process_start_time(pid: int) -> int | None:
     except OSError:
         return None
     # The command name (field 2) may contain spaces and parentheses: split after the last ")".
-    tail = data[data.rfind(b")") + 2:].split()
+    tail = data[data.rfind(b")") + 2 :].split()
     try:
         return int(tail[19])  # tail[0] is field 3 (state)
     except (IndexError, ValueError):
@@ -96,7 +97,7 @@ def is_pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
-        state = data[data.rfind(b")") + 2:].split()[0]
+        state = data[data.rfind(b")") + 2 :].split()[0]
         if state in (b"Z", b"X"):
             return False
     except (OSError, IndexError):
@@ -154,6 +155,7 @@ def lock_path_for(transcript: Path) -> Path:
 
 
 # ---- inspection ---------------------------------------------------------------------------------
+
 
 @dataclass
 class LockInspection:
@@ -227,7 +229,9 @@ def _os_failure(exc: OSError, lock_path: Path) -> Exception:
     return unusable_lock(lock_path, f"unusable ({exc.strerror or exc})")
 
 
-def _read_payload(lock_path: Path) -> tuple[dict[str, Any] | None, tuple[int, int, int, int] | None, float | None]:
+def _read_payload(
+    lock_path: Path,
+) -> tuple[dict[str, Any] | None, tuple[int, int, int, int] | None, float | None]:
     """(payload or None, file signature, mtime in ms); (None, None, None) when nothing is there.
     Never follows a symlinked lock file, never blocks on a FIFO; a lock path that is not a regular
     file, or cannot be read, raises (`LockPathError`, or the errno's typed error)."""
@@ -287,7 +291,11 @@ def inspect_lock(
     age_ms = max(0.0, now - created_ms) if created_ms is not None else None
     stored_start = p.get("starttime") if _valid_lock_int(p.get("starttime")) else None
     max_hold = p.get("maxHoldMs")
-    max_hold = max_hold if isinstance(max_hold, int | float) and not isinstance(max_hold, bool) and max_hold > 0 else None
+    max_hold = (
+        max_hold
+        if isinstance(max_hold, int | float) and not isinstance(max_hold, bool) and max_hold > 0
+        else None
+    )
 
     reasons: list[str] = []
     if pid is None:
@@ -306,13 +314,25 @@ def inspect_lock(
         reasons.append("hold-exceeded")
     if own_pid and not held_by_us and "recycled-pid" not in reasons:
         reasons.append("orphan-self-pid")  # our pid, starttime missing or equal to ours, not held
-    elif (pid is not None and pid_alive and not own_pid and "recycled-pid" not in reasons
-          and not looks_like_openclaw(pid)):
+    elif (
+        pid is not None
+        and pid_alive
+        and not own_pid
+        and "recycled-pid" not in reasons
+        and not looks_like_openclaw(pid)
+    ):
         reasons.append("non-openclaw-owner")
     file_age = max(0.0, now - mtime_ms) if mtime_ms is not None else None
     return LockInspection(
-        lock_path=lock_path, pid=pid, pid_alive=pid_alive, created_at=created_at, age_ms=age_ms,
-        stale_reasons=reasons, payload_readable=payload is not None, file_age_ms=file_age, signature=sig,
+        lock_path=lock_path,
+        pid=pid,
+        pid_alive=pid_alive,
+        created_at=created_at,
+        age_ms=age_ms,
+        stale_reasons=reasons,
+        payload_readable=payload is not None,
+        file_age_ms=file_age,
+        signature=sig,
     )
 
 
@@ -356,6 +376,7 @@ def _remove_if_unchanged(inspection: LockInspection) -> bool:
 
 
 # ---- holding ------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Held:
@@ -545,7 +566,11 @@ def acquire_transcript_lock(
         try:
             fd = os.open(
                 lock_path,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                os.O_WRONLY
+                | os.O_CREAT
+                | os.O_EXCL
+                | getattr(os, "O_NOFOLLOW", 0)
+                | getattr(os, "O_CLOEXEC", 0),
                 0o600,
             )
         except FileExistsError:
@@ -573,7 +598,9 @@ def acquire_transcript_lock(
             held_by_us = key in _HELD
         inspection = inspect_lock(lock_path, settings, held_by_us=held_by_us)
         elapsed_ms = (time.monotonic() - started) * 1000
-        if inspection is None or (decide(inspection, settings) == "reclaim" and _remove_if_unchanged(inspection)):
+        if inspection is None or (
+            decide(inspection, settings) == "reclaim" and _remove_if_unchanged(inspection)
+        ):
             # released (or reclaimed) between our attempt and the inspection: retry at once, but
             # a path that keeps coming and going gets the regular retry interval and the timeout
             quick_retries += 1
@@ -612,6 +639,7 @@ def transcript_lock(
 
 
 # ---- doctor sweep -------------------------------------------------------------------------------
+
 
 def sweep_stale_locks(
     sessions_dir: Path,
@@ -653,6 +681,8 @@ def sweep_stale_locks(
         if remove and inspection.stale and decide(inspection, settings) == "reclaim":
             removed = _remove_if_unchanged(inspection)
             if removed and log is not None:
-                log(f"removed stale session lock: {lock_path} ({', '.join(inspection.stale_reasons) or 'unknown'})")
+                log(
+                    f"removed stale session lock: {lock_path} ({', '.join(inspection.stale_reasons) or 'unknown'})"
+                )
         out.append(inspection.to_dict(removed))
     return out

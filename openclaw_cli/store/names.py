@@ -20,7 +20,8 @@ __all__ = [
 
 STORE_NAME = "sessions.json"
 _ARCHIVE_STAMP = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z(?:\.[0-9a-f]{32})?$")
+    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z(?:\.[0-9a-f]{32})?$"
+)
 _ARCHIVE_MARKER = re.compile(r"\.(deleted|reset|bak)\.")
 _STORE_BACKUP = re.compile(r"^sessions\.json\.bak\.\d+$")
 _UUIDISH = r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
@@ -33,7 +34,7 @@ def archive_stamp_ms(name: str, reason: str) -> int | None:
     marker = base.rfind(f".{reason}.")
     if marker < 0:
         return None
-    match = _ARCHIVE_STAMP.match(base[marker + len(reason) + 2:])
+    match = _ARCHIVE_STAMP.match(base[marker + len(reason) + 2 :])
     if not match:
         return None
     year, month, day, hour, minute, second, millis = match.groups()
@@ -63,9 +64,14 @@ def is_trajectory_name(name: str) -> bool:
 def is_primary_transcript_name(name: str) -> bool:
     """§3.1: `*.jsonl` that is not the store, a hidden (temp) file, a trajectory sidecar, a
     compaction checkpoint or an archive."""
-    return (name.endswith(".jsonl") and name != STORE_NAME and not name.startswith(".")
-            and not is_trajectory_name(name) and not is_checkpoint_name(name)
-            and not is_archive_artifact_name(name))
+    return (
+        name.endswith(".jsonl")
+        and name != STORE_NAME
+        and not name.startswith(".")
+        and not is_trajectory_name(name)
+        and not is_checkpoint_name(name)
+        and not is_archive_artifact_name(name)
+    )
 
 
 def is_store_temp_name(name: str, store_name: str = STORE_NAME) -> bool:

@@ -74,8 +74,14 @@ class OpenClawDbStore(SessionStore):
     schema = f"openclaw {OPENCLAW_SCHEMA_VERSION}"
     schema_version = OPENCLAW_SCHEMA_VERSION
 
-    def __init__(self, db_path: Path, agent_id: str | None = None, *, busy_timeout_ms: int = 60000,
-                 read_only: bool = True):
+    def __init__(
+        self,
+        db_path: Path,
+        agent_id: str | None = None,
+        *,
+        busy_timeout_ms: int = 60000,
+        read_only: bool = True,
+    ):
         self.path = Path(db_path)
         self.sessions_dir = sessions_dir_for(self.path)
         self.busy_timeout_ms = int(busy_timeout_ms)
@@ -119,14 +125,17 @@ class OpenClawDbStore(SessionStore):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = table_names(conn)
         except sqlite3.Error as exc:
-            raise translate_error(exc, path, self.busy_timeout_ms, writing=isinstance(self._ro, _WriteHandle)) from None
+            raise translate_error(
+                exc, path, self.busy_timeout_ms, writing=isinstance(self._ro, _WriteHandle)
+            ) from None
         from openclaw_cli.store import openclaw_catalog as catalog
 
         if version > catalog.NEWEST_READ:
             raise _unsupported(
                 f"This openclaw-cli build cannot open your existing data: OpenClaw agent database {path} "
                 f"uses newer schema version {version}; this build reads {catalog.OLDEST_READ}–{catalog.NEWEST_READ} "
-                f"and writes {' and '.join(map(str, sorted(catalog.WRITABLE)))}.")
+                f"and writes {' and '.join(map(str, sorted(catalog.WRITABLE)))}."
+            )
         if version == 0 and not tables:
             raise InvalidDataError(f"{path} is an empty SQLite database, not an OpenClaw agent database")
         if version == 0 and not tables & _OPENCLAW_TABLES:
@@ -134,11 +143,13 @@ class OpenClawDbStore(SessionStore):
         if version < OPENCLAW_SCHEMA_VERSION or ("session_nodes" not in tables and tables & _PRE14_TABLES):
             raise _unsupported(
                 f"OpenClaw agent database {path} uses schema version {version}; stop active agents and run "
-                "openclaw doctor --fix to migrate session identities before using it.")
+                "openclaw doctor --fix to migrate session identities before using it."
+            )
         if "schema_meta" not in tables or "session_nodes" not in tables or "transcript_events" not in tables:
             raise InvalidDataError(f"{path} is not an OpenClaw agent database (session tables are missing)")
         row = conn.execute(
-            "SELECT role, agent_id, schema_version FROM schema_meta WHERE meta_key = 'primary'").fetchone()
+            "SELECT role, agent_id, schema_version FROM schema_meta WHERE meta_key = 'primary'"
+        ).fetchone()
         if row is None:
             raise InvalidDataError(f"OpenClaw agent database {path} has no schema metadata.")
         role, owner, meta_version = row
@@ -157,7 +168,8 @@ class OpenClawDbStore(SessionStore):
         if requested is not None and normalize_agent_id(requested) != owner:
             raise InvalidDataError(
                 f"OpenClaw agent database {path} belongs to agent {owner}; requested agent "
-                f"{normalize_agent_id(requested)}.")
+                f"{normalize_agent_id(requested)}."
+            )
         return owner
 
     # ---- plumbing ----------------------------------------------------------------------------------
@@ -187,7 +199,9 @@ class OpenClawDbStore(SessionStore):
         try:
             value = jsonutil.loads(text)
         except RecursionError:
-            self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: entry_json nests too deep to read"))
+            self.issues.append(
+                ReadIssue(str(self.path), None, f"entry {key}: entry_json nests too deep to read")
+            )
             return None
         except jsonutil.JSONDecodeError as exc:
             self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: malformed entry_json: {exc}"))
@@ -197,7 +211,9 @@ class OpenClawDbStore(SessionStore):
             return None
         return value
 
-    def _full_entry(self, key: str, text: str, values: Iterable[Any], *, lazy: bool = False) -> dict[str, Any] | None:
+    def _full_entry(
+        self, key: str, text: str, values: Iterable[Any], *, lazy: bool = False
+    ) -> dict[str, Any] | None:
         """The entry of a full read: on schema 24+ with its snapshot values attached (`lazy`: the
         object values held as their text, see `openclaw_v24.parse_value`)."""
         entry = self._entry(key, text)
@@ -205,7 +221,9 @@ class OpenClawDbStore(SessionStore):
             from openclaw_cli.store.openclaw_v24 import attach
 
             def issue(field: str, message: str) -> None:
-                self.issues.append(ReadIssue(str(self.path), None, f"entry {key}: snapshot {field}: {message}"))
+                self.issues.append(
+                    ReadIssue(str(self.path), None, f"entry {key}: snapshot {field}: {message}")
+                )
 
             attach(entry, values, issue, lazy=lazy)
         return entry
@@ -249,9 +267,12 @@ class OpenClawDbStore(SessionStore):
     def list_view(self, query: Any) -> tuple[list[tuple[str, dict[str, Any]]], int]:
         from openclaw_cli.store.base import listing_page
 
-        rows = self._q("SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 ORDER BY rowid")
-        return listing_page(((key, entry) for key, text in rows
-                             if (entry := self._list_entry(key, text)) is not None), query)
+        rows = self._q(
+            "SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 ORDER BY rowid"
+        )
+        return listing_page(
+            ((key, entry) for key, text in rows if (entry := self._list_entry(key, text)) is not None), query
+        )
 
     def list_entries(
         self, *, limit: int | None = None, updated_since_ms: int | None = None
@@ -260,9 +281,13 @@ class OpenClawDbStore(SessionStore):
         if updated_since_ms is not None:
             where += " AND updated_at >= ?"
             params.append(updated_since_ms)
-        sql = f"SELECT session_key, entry_json FROM session_nodes{where} ORDER BY updated_at DESC, session_key"
-        rows = self._q(sql + (" LIMIT ?" if limit is not None else ""),
-                       [*params, max(int(limit), 0)] if limit is not None else params)
+        sql = (
+            f"SELECT session_key, entry_json FROM session_nodes{where} ORDER BY updated_at DESC, session_key"
+        )
+        rows = self._q(
+            sql + (" LIMIT ?" if limit is not None else ""),
+            [*params, max(int(limit), 0)] if limit is not None else params,
+        )
         if limit is None or len(rows) < limit:
             total = len(rows)
         else:
@@ -279,8 +304,10 @@ class OpenClawDbStore(SessionStore):
 
     def count_archived(self, *, updated_since_ms: int | None = None) -> int:
         """Rows whose entry has `archivedAt` (the listing's filter), counted in SQL."""
-        sql = ("SELECT count(*) FROM session_nodes WHERE entry_valid = 1 AND json_valid(entry_json)"
-               " AND coalesce(json_type(entry_json, '$.archivedAt'), 'null') != 'null'")
+        sql = (
+            "SELECT count(*) FROM session_nodes WHERE entry_valid = 1 AND json_valid(entry_json)"
+            " AND coalesce(json_type(entry_json, '$.archivedAt'), 'null') != 'null'"
+        )
         params: list[Any] = []
         if updated_since_ms is not None:
             sql += " AND updated_at >= ?"
@@ -292,13 +319,17 @@ class OpenClawDbStore(SessionStore):
         inline (`,"<field>":<value>`), so the same entry weighs the same on schema 23 and 24."""
         if not self._snapshots:
             return "length(CAST(n.entry_json AS BLOB))"
-        return ("length(CAST(n.entry_json AS BLOB)) + coalesce((SELECT sum(length(CAST(s.value_json AS BLOB))"
-                " + length(s.field) + 4) FROM session_entry_snapshots AS s WHERE s.session_key = n.session_key), 0)")
+        return (
+            "length(CAST(n.entry_json AS BLOB)) + coalesce((SELECT sum(length(CAST(s.value_json AS BLOB))"
+            " + length(s.field) + 4) FROM session_entry_snapshots AS s WHERE s.session_key = n.session_key), 0)"
+        )
 
     def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
         """key -> (sessionId, UTF-8 bytes of the entry), as SqliteStore.entry_sizes."""
-        rows = self._q(f"SELECT n.session_key, n.current_session_id, {self._entry_bytes_sql()}"
-                       " FROM session_nodes AS n WHERE n.entry_valid = 1")
+        rows = self._q(
+            f"SELECT n.session_key, n.current_session_id, {self._entry_bytes_sql()}"
+            " FROM session_nodes AS n WHERE n.entry_valid = 1"
+        )
         return {key: (sid, size) for key, sid, size in rows}
 
     def entry_bytes(self) -> dict[str, int]:
@@ -307,10 +338,14 @@ class OpenClawDbStore(SessionStore):
 
     def logical_bytes(self) -> tuple[int, int]:
         """(Σ entry JSON bytes, Σ event JSON bytes) — OpenClaw G1's SQLite budget measure (§6.3)."""
-        entries = self._q(f"SELECT coalesce(sum({self._entry_bytes_sql()}), 0) FROM session_nodes AS n"
-                          " WHERE n.entry_valid = 1")[0][0]
-        events = self._q("SELECT coalesce(sum(coalesce(event_utf8_bytes, length(CAST(event_json AS BLOB)))), 0)"
-                         " FROM transcript_events")[0][0]
+        entries = self._q(
+            f"SELECT coalesce(sum({self._entry_bytes_sql()}), 0) FROM session_nodes AS n"
+            " WHERE n.entry_valid = 1"
+        )[0][0]
+        events = self._q(
+            "SELECT coalesce(sum(coalesce(event_utf8_bytes, length(CAST(event_json AS BLOB)))), 0)"
+            " FROM transcript_events"
+        )[0][0]
         return entries, events
 
     def get_entry(self, key: str) -> dict[str, Any] | None:
@@ -321,7 +356,9 @@ class OpenClawDbStore(SessionStore):
         return self._q("SELECT count(*) FROM session_nodes WHERE entry_valid = 1")[0][0]
 
     # ---- transcripts -------------------------------------------------------------------------------
-    def _decode(self, session_id: str, seq: int, text: str | None, blob: bytes | None, size: int | None) -> str:
+    def _decode(
+        self, session_id: str, seq: int, text: str | None, blob: bytes | None, size: int | None
+    ) -> str:
         """The event JSON text: `event_json`, or the zstd payload decoded to exactly
         `event_utf8_bytes` bytes of UTF-8 (storage-migration.md §4.4 S-6)."""
         if text is not None:
@@ -348,7 +385,9 @@ class OpenClawDbStore(SessionStore):
         except UnicodeDecodeError:
             raise InvalidDataError(f"Compressed transcript payload is not valid UTF-8: {where}") from None
 
-    def _line(self, session_id: str, row: tuple[Any, ...], issues: list[ReadIssue] | None) -> TranscriptLine | None:
+    def _line(
+        self, session_id: str, row: tuple[Any, ...], issues: list[ReadIssue] | None
+    ) -> TranscriptLine | None:
         seq, text, blob, size = row
         try:
             raw = self._decode(session_id, seq, text, blob, size)
@@ -360,7 +399,9 @@ class OpenClawDbStore(SessionStore):
             return None
         except jsonutil.JSONDecodeError as exc:
             if issues is None:
-                raise InvalidDataError(f"Malformed transcript event JSON: {self.path} session {session_id} seq {seq}: {exc}") from None
+                raise InvalidDataError(
+                    f"Malformed transcript event JSON: {self.path} session {session_id} seq {seq}: {exc}"
+                ) from None
             issues.append(ReadIssue(f"{self.path}#{session_id}", seq + 1, f"malformed JSON: {exc}"))
             return None
         return TranscriptLine(seq=seq, raw=raw, obj=obj if isinstance(obj, dict) else None)
@@ -369,22 +410,29 @@ class OpenClawDbStore(SessionStore):
         """Sessions whose events OpenClaw moved to cold storage (`sessions/cold/<sha256>.jsonl.zst`)."""
         if "session_transcript_cold_archives" not in self._tables:
             return {}
-        rows = self._q("SELECT session_id, archive_name, event_count, raw_bytes, archived_at, storage"
-                       " FROM session_transcript_cold_archives")
-        return {sid: {"archiveName": name, "events": n, "rawBytes": b, "archivedAt": at, "storage": storage}
-                for sid, name, n, b, at, storage in rows}
+        rows = self._q(
+            "SELECT session_id, archive_name, event_count, raw_bytes, archived_at, storage"
+            " FROM session_transcript_cold_archives"
+        )
+        return {
+            sid: {"archiveName": name, "events": n, "rawBytes": b, "archivedAt": at, "storage": storage}
+            for sid, name, n, b, at, storage in rows
+        }
 
     def is_cold(self, session_id: str) -> bool:
         if "session_transcript_cold_archives" not in self._tables:
             return False
-        return bool(self._q("SELECT 1 FROM session_transcript_cold_archives WHERE session_id = ?", (session_id,)))
+        return bool(
+            self._q("SELECT 1 FROM session_transcript_cold_archives WHERE session_id = ?", (session_id,))
+        )
 
     def _cold_error(self, session_id: str) -> InvalidDataError:
         info = self.cold_sessions().get(session_id, {})
         return InvalidDataError(
             f"Transcript of session {session_id} is in OpenClaw cold storage ({info.get('archiveName')}, "
             f"{info.get('events')} events) in {self.path}; restore it with OpenClaw before reading it.",
-            type="cold_transcript")
+            type="cold_transcript",
+        )
 
     def iter_transcript(
         self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
@@ -395,7 +443,9 @@ class OpenClawDbStore(SessionStore):
         try:
             cursor = self._db().execute(
                 "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events"
-                " WHERE session_id = ? ORDER BY seq", (session_id,))
+                " WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
         except sqlite3.Error as exc:
             raise translate_error(exc, self.path, self.busy_timeout_ms) from None
         try:
@@ -415,12 +465,20 @@ class OpenClawDbStore(SessionStore):
             issues.append(ReadIssue(f"{self.path}#{session_id}", None, error.message))
 
     def tail_transcript(
-        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+        self,
+        session_id: str,
+        n: int,
+        *,
+        entry: dict[str, Any] | None = None,
+        issues: list[ReadIssue] | None = None,
     ) -> list[TranscriptLine]:
         if n <= 0:
             return []
-        rows = self._q("SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events"
-                       " WHERE session_id = ? ORDER BY seq DESC LIMIT ?", (session_id, int(n)))
+        rows = self._q(
+            "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events"
+            " WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+            (session_id, int(n)),
+        )
         if not rows and self.is_cold(session_id):
             error = self._cold_error(session_id)
             if issues is None:
@@ -440,14 +498,17 @@ class OpenClawDbStore(SessionStore):
         their archived counts and `cold=True`."""
         rows = self._q(
             "SELECT session_id, count(*), sum(coalesce(event_utf8_bytes, length(CAST(event_json AS BLOB))))"
-            " FROM transcript_events GROUP BY session_id")
+            " FROM transcript_events GROUP BY session_id"
+        )
         out = {sid: SessionTotals(events=n, bytes=b or 0) for sid, n, b in rows}
         for sid, info in self.cold_sessions().items():
             if sid not in out:
                 out[sid] = SessionTotals(events=info["events"], bytes=info["rawBytes"], cold=True)
         return out
 
-    def export_transcript(self, session_id: str, dest: BinaryIO, *, entry: dict[str, Any] | None = None) -> SessionTotals:
+    def export_transcript(
+        self, session_id: str, dest: BinaryIO, *, entry: dict[str, Any] | None = None
+    ) -> SessionTotals:
         """The transcript as JSONL bytes (decoded lines + `\\n`): a read, allowed on OpenClaw DBs."""
         events = total = 0
         for line in self.iter_transcript(session_id):
@@ -463,11 +524,14 @@ class OpenClawDbStore(SessionStore):
         seen = {item.path.name for item in files}
         if "session_transcript_archives" in self._tables:
             for sid, reason, encoding, name, created, size in self._q(
-                    "SELECT session_id, reason, encoding, archive_name, created_at, length(archive_blob)"
-                    " FROM session_transcript_archives ORDER BY created_at, archive_name"):
+                "SELECT session_id, reason, encoding, archive_name, created_at, length(archive_blob)"
+                " FROM session_transcript_archives ORDER BY created_at, archive_name"
+            ):
                 if name in seen or "/" in name or "\\" in name:
                     continue
-                files.append(ArchiveFile(self.sessions_dir / name, sid, reason, created, encoding == "zstd", size or 0))
+                files.append(
+                    ArchiveFile(self.sessions_dir / name, sid, reason, created, encoding == "zstd", size or 0)
+                )
         return files
 
     def stats(self, *, count_issues: bool = True) -> StoreStats:
@@ -478,7 +542,8 @@ class OpenClawDbStore(SessionStore):
         compactions = 0
         if "transcript_event_identities" in self._tables:
             compactions = self._q(
-                "SELECT count(*) FROM transcript_event_identities WHERE event_type = 'compaction'")[0][0]
+                "SELECT count(*) FROM transcript_event_identities WHERE event_type = 'compaction'"
+            )[0][0]
         wal = Path(f"{self.path}-wal")
         return StoreStats(
             sessions=self.count_entries(),
@@ -504,7 +569,10 @@ class OpenClawDbStore(SessionStore):
             sql += " WHERE session_key = ?"
             params = (session_key,)
         names = ("sessionId", "sessionKey", "previousSessionId", "reason", "createdAt", "updatedAt")
-        return [dict(zip(names, row, strict=True)) for row in self._q(sql + " ORDER BY created_at DESC, session_id", params)]
+        return [
+            dict(zip(names, row, strict=True))
+            for row in self._q(sql + " ORDER BY created_at DESC, session_id", params)
+        ]
 
     # ---- the write protocol (spec D21: openclaw_writes, behind openclaw_guard) --------------------------
     def write_refusal(self) -> str | None:
@@ -558,21 +626,37 @@ class OpenClawDbStore(SessionStore):
         self.ensure_writable("write to the session store")
         return transaction(self)
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
-                      on_entry: Any = None) -> Any:
+    def read_snapshot(
+        self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+    ) -> Any:
         from openclaw_cli.store.openclaw_rows import read_snapshot
 
         return read_snapshot(self, key, entry)
 
-    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
-                          lock_settings: Any, reason: str = "manual") -> Any:
+    def commit_compaction(
+        self,
+        snapshot: Any,
+        comp: dict[str, Any],
+        *,
+        rotate: bool,
+        now_ms: int,
+        lock_settings: Any,
+        reason: str = "manual",
+    ) -> Any:
         from openclaw_cli.store.openclaw_rows import commit_compaction
 
         self.ensure_writable("compact a session")
         return commit_compaction(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
-                         keep_session_id: bool = True) -> Any:  # the session keeps its id here anyway
+    def commit_max_lines(
+        self,
+        snapshot: Any,
+        kept: list[bytes],
+        *,
+        now_ms: int,
+        lock_settings: Any,
+        keep_session_id: bool = True,
+    ) -> Any:  # the session keeps its id here anyway
         from openclaw_cli.store.openclaw_rows import commit_max_lines
 
         self.ensure_writable("compact a session")
@@ -585,7 +669,9 @@ class OpenClawDbStore(SessionStore):
         self.ensure_writable("update a session")
         return patch_entry(self, key, mutate, create=create, now_ms=now_ms())
 
-    def archive_rows(self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any) -> list[str]:
+    def archive_rows(
+        self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any
+    ) -> list[str]:
         """Every row in one write transaction, as OpenClaw's entry writes (projections included)."""
         from openclaw_cli.store.base import archive_mutation
         from openclaw_cli.store.openclaw_rows import read_entry, write_entry
@@ -599,36 +685,62 @@ class OpenClawDbStore(SessionStore):
             for key, reason in archives.items():
                 current = read_entry(conn, key)
                 updated = archive_mutation(reason, archived_at, expected.get(key))(
-                    dict(current) if current is not None else None)
+                    dict(current) if current is not None else None
+                )
                 if updated is not None:
                     write_entry(conn, key, updated, now_ms=archived_at)
                     done.append(key)
         return done
 
-    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int,
-                      marker: dict[str, Any] | None = None) -> Any:
+    def reset_session(
+        self, key: str, build: Any, *, lock_settings: Any, now_ms: int, marker: dict[str, Any] | None = None
+    ) -> Any:
         from openclaw_cli.store.openclaw_lifecycle import reset_session
 
         self.ensure_writable("reset a session")
         return reset_session(self, key, build, now_ms=now_ms, marker=marker)
 
-    def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
-                     max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:
+    def fork_session(
+        self,
+        parent_key: str,
+        child_key: str,
+        build: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        max_tokens: int,
+        wait: bool = False,
+        through_last_completed: bool = False,
+    ) -> Any:
         from openclaw_cli.store.openclaw_lifecycle import fork_session
 
         self.ensure_writable("fork a session")
-        return fork_session(self, parent_key, child_key, build, now_ms=now_ms, max_tokens=max_tokens,
-                            through_last_completed=through_last_completed)
+        return fork_session(
+            self,
+            parent_key,
+            child_key,
+            build,
+            now_ms=now_ms,
+            max_tokens=max_tokens,
+            through_last_completed=through_last_completed,
+        )
 
     def label_owners(self, label: str) -> list[str]:
-        return [key for key, text in self._q(
-            "SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 AND label = ?", (label.strip(),))
-            if (self._entry(key, text) or {}).get("label") == label]
+        return [
+            key
+            for key, text in self._q(
+                "SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 AND label = ?",
+                (label.strip(),),
+            )
+            if (self._entry(key, text) or {}).get("label") == label
+        ]
 
     def window_session_ids(self, key: str) -> list[str]:
         return [window["sessionId"] for window in self.list_windows(key)]
 
-    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
+    def retire(
+        self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
+    ) -> Any:
         from openclaw_cli.store.openclaw_writes import retire
 
         self.ensure_writable("remove sessions")
@@ -644,7 +756,8 @@ class OpenClawDbStore(SessionStore):
     def _no_raw_writes(self, operation: str) -> RefusedError:
         return RefusedError(
             f"Refusing to {operation}: openclaw-cli changes a real OpenClaw database ({self.path}) only through "
-            "its verified operations (cleanup, compaction, agent delete, session lifecycle).")
+            "its verified operations (cleanup, compaction, agent delete, session lifecycle)."
+        )
 
     def upsert_entries(self, entries: Mapping[str, dict[str, Any]]) -> int:
         raise self._no_raw_writes("update session entries")
@@ -652,8 +765,15 @@ class OpenClawDbStore(SessionStore):
     def delete_entries(self, keys: Iterable[str]) -> int:
         raise self._no_raw_writes("delete session entries")
 
-    def append_events(self, session_id: str, raw_lines: Iterable[str | bytes], *, session_key: str,
-                      created_at_ms: int | None = None, cwd: str | None = None) -> int:
+    def append_events(
+        self,
+        session_id: str,
+        raw_lines: Iterable[str | bytes],
+        *,
+        session_key: str,
+        created_at_ms: int | None = None,
+        cwd: str | None = None,
+    ) -> int:
         raise self._no_raw_writes("append transcript events")
 
     def drop_session_events(self, session_ids: Iterable[str], *, expected: Any = None) -> list[str]:

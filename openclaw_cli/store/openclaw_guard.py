@@ -100,7 +100,7 @@ def list_backups(db_path: Path) -> list[tuple[int, Path, int]]:
             for item in it:
                 if not item.name.startswith(prefix) or not item.is_file(follow_symlinks=False):
                     continue
-                taken = parse_archive_timestamp(item.name[len(prefix):])
+                taken = parse_archive_timestamp(item.name[len(prefix) :])
                 if taken is not None:
                     out.append((taken, Path(item.path), item.stat(follow_symlinks=False).st_size))
     except OSError:
@@ -130,9 +130,13 @@ def prune_backups(db_path: Path, now_ms: int, keep: Path | None = None) -> list[
 def backups_summary(db_path: Path) -> dict[str, Any]:
     """What `status` shows of a database's backups."""
     backups = list_backups(db_path)
-    return {"count": len(backups), "bytes": sum(b[2] for b in backups),
-            "newest": str(backups[-1][1]) if backups else None,
-            "keepDays": BACKUP_KEEP_MS // 86_400_000, "keepCount": BACKUP_KEEP_COUNT}
+    return {
+        "count": len(backups),
+        "bytes": sum(b[2] for b in backups),
+        "newest": str(backups[-1][1]) if backups else None,
+        "keepDays": BACKUP_KEEP_MS // 86_400_000,
+        "keepCount": BACKUP_KEEP_COUNT,
+    }
 
 
 def backup_once(store: Any, now_ms: int) -> Path | None:
@@ -145,8 +149,9 @@ def backup_once(store: Any, now_ms: int) -> Path | None:
     with _GUARD:
         if key in _BACKED_UP:
             return None
-        source = sqlite3.connect(f"{Path(store.path).absolute().as_uri()}?mode=ro", uri=True,
-                                 timeout=store.busy_timeout_ms / 1000)
+        source = sqlite3.connect(
+            f"{Path(store.path).absolute().as_uri()}?mode=ro", uri=True, timeout=store.busy_timeout_ms / 1000
+        )
         try:
             dest = write_backup(source, store.path, now_ms)
         finally:
@@ -170,8 +175,12 @@ def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
         store.backup_due = bool(options.backup)
         try:
             # issue 13: refuse before writing anything when the backup cannot fit (archives add theirs)
-            check_space(Path(store.path).parent, backup_need(store), f"the backup of {store.path}",
-                        consequence="nothing was written (--no-backup skips the backup)")
+            check_space(
+                Path(store.path).parent,
+                backup_need(store),
+                f"the backup of {store.path}",
+                consequence="nothing was written (--no-backup skips the backup)",
+            )
             yield
         finally:
             store.backup_due = False

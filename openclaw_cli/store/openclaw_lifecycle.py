@@ -56,12 +56,17 @@ def _header_cwd(store: Any, sid: str) -> str:
 
 def _leaf_id(conn: Any, sid: str) -> str | None:
     """The id of the session's last non-header event (the leaf a new entry hangs from)."""
-    row = conn.execute("SELECT event_id FROM transcript_event_identities WHERE session_id = ? AND"
-                       " coalesce(event_type, '') != 'session' ORDER BY seq DESC LIMIT 1", (sid,)).fetchone()
+    row = conn.execute(
+        "SELECT event_id FROM transcript_event_identities WHERE session_id = ? AND"
+        " coalesce(event_type, '') != 'session' ORDER BY seq DESC LIMIT 1",
+        (sid,),
+    ).fetchone()
     return row[0] if row else None
 
 
-def reset_session(store: Any, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None) -> Any:
+def reset_session(
+    store: Any, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
+) -> Any:
     from openclaw_cli.store.lifecycle_writes import ResetOutcome
     from openclaw_cli.store.openclaw_rows import append_events
     from openclaw_cli.store.rewrite import iso_ms
@@ -74,23 +79,46 @@ def reset_session(store: Any, key: str, build: Mutate, *, now_ms: int, marker: d
         assert updated is not None
         old_sid, new_sid = current.get("sessionId"), updated["sessionId"]
         if new_sid == old_sid:  # 2026.9.6: the session goes on; its transcript gets the reset entry
-            if marker is not None and conn.execute(
-                    "SELECT 1 FROM session_windows WHERE session_id = ?", (old_sid,)).fetchone():
+            if (
+                marker is not None
+                and conn.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (old_sid,)).fetchone()
+            ):
                 line = dumps_compact({**marker, "parentId": _leaf_id(conn, old_sid)})
                 append_events(conn, old_sid, [line], now_ms=now_ms, tables=store._tables, store=store)
             write_entry(conn, key, updated, now_ms=now_ms, store=store)
             return ResetOutcome(updated, new_sid, old_sid, None, f"sqlite:{store.path}#{new_sid}", False)
         updated.pop("sessionFile", None)  # a legacy file name would name the wrong session now
-        header = {"type": "session", "version": 4, "id": new_sid, "timestamp": iso_ms(now_ms),
-                  "cwd": _header_cwd(store, old_sid) if isinstance(old_sid, str) else os.getcwd()}
-        create_window(conn, store, key, new_sid, updated, reason="reset",
-                      previous=old_sid if isinstance(old_sid, str) else None, lines=[dumps_compact(header)],
-                      now_ms=now_ms)
+        header = {
+            "type": "session",
+            "version": 4,
+            "id": new_sid,
+            "timestamp": iso_ms(now_ms),
+            "cwd": _header_cwd(store, old_sid) if isinstance(old_sid, str) else os.getcwd(),
+        }
+        create_window(
+            conn,
+            store,
+            key,
+            new_sid,
+            updated,
+            reason="reset",
+            previous=old_sid if isinstance(old_sid, str) else None,
+            lines=[dumps_compact(header)],
+            now_ms=now_ms,
+        )
     return ResetOutcome(updated, new_sid, old_sid, None, f"sqlite:{store.path}#{new_sid}", False)
 
 
-def fork_session(store: Any, parent_key: str, child_key: str, build: Callable[[dict[str, Any], Any], dict[str, Any]],
-                 *, now_ms: int, max_tokens: int, through_last_completed: bool) -> Any:
+def fork_session(
+    store: Any,
+    parent_key: str,
+    child_key: str,
+    build: Callable[[dict[str, Any], Any], dict[str, Any]],
+    *,
+    now_ms: int,
+    max_tokens: int,
+    through_last_completed: bool,
+) -> Any:
     from openclaw_cli.store.fork import plan_fork
     from openclaw_cli.store.lifecycle_writes import ForkOutcome
     from openclaw_cli.store.rewrite import iso_ms
@@ -105,11 +133,28 @@ def fork_session(store: Any, parent_key: str, child_key: str, build: Callable[[d
         child_sid = str(uuid.uuid4())
         header = snapshot.header or {}
         cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
-        plan = plan_fork(parent, header, snapshot.branch, child_session_id=child_sid, timestamp=iso_ms(now_ms),
-                         cwd=cwd, parent_ref=f"sqlite:{store.path}#{parent['sessionId']}", max_tokens=max_tokens,
-                         through_last_completed=through_last_completed)
+        plan = plan_fork(
+            parent,
+            header,
+            snapshot.branch,
+            child_session_id=child_sid,
+            timestamp=iso_ms(now_ms),
+            cwd=cwd,
+            parent_ref=f"sqlite:{store.path}#{parent['sessionId']}",
+            max_tokens=max_tokens,
+            through_last_completed=through_last_completed,
+        )
         child = build({"sessionId": child_sid}, plan)
         child.pop("sessionFile", None)
-        create_window(conn, store, child_key, child_sid, child, reason="fork", previous=None, lines=plan.lines,
-                      now_ms=now_ms)
+        create_window(
+            conn,
+            store,
+            child_key,
+            child_sid,
+            child,
+            reason="fork",
+            previous=None,
+            lines=plan.lines,
+            now_ms=now_ms,
+        )
     return ForkOutcome(child_key, child, child_sid, plan, f"sqlite:{store.path}#{child_sid}")

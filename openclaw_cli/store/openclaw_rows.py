@@ -26,20 +26,27 @@ from openclaw_cli.store.openclaw_projection import touch_key, touch_session
 from openclaw_cli.store.openclaw_writes import read_state, transaction
 from openclaw_cli.store.snapshot import PersistResult, SnapshotChanged, TranscriptSnapshot
 
-_EVENT_INSERT = ("INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, event_utf8_bytes,"
-                 " navigation_json) VALUES (?,?,?,?,NULL,?,NULL)")
-_IDENTITY_INSERT = ("INSERT OR IGNORE INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id,"
-                    " message_idempotency_key, created_at) VALUES (?,?,?,?,?,NULL,?)")
+_EVENT_INSERT = (
+    "INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, event_utf8_bytes,"
+    " navigation_json) VALUES (?,?,?,?,NULL,?,NULL)"
+)
+_IDENTITY_INSERT = (
+    "INSERT OR IGNORE INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id,"
+    " message_idempotency_key, created_at) VALUES (?,?,?,?,?,NULL,?)"
+)
 BAK_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: the verified copy of a transcript a compaction rewrites
 
 
 # ---- entries ---------------------------------------------------------------------------------------------
 
+
 def entry_text(entry: dict[str, Any]) -> str:
     return dumps_compact(entry)
 
 
-def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, now_ms: int, store: Any = None) -> None:
+def write_entry(
+    conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, now_ms: int, store: Any = None
+) -> None:
     """Upsert one session entry with every projected column and `entry_valid = 1` (the triggers
     reset it to 0 on every write; OpenClaw's writer sets it back in the same transaction), then
     its window's projections (S-3). The canonical-validation-pending row the triggers add is
@@ -51,32 +58,44 @@ def write_entry(conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, no
     if store is not None:
         touch_key(store, key)
     updated = entry.get("updatedAt")
-    updated_at = int(updated) if isinstance(updated, int | float) and not isinstance(updated, bool) else now_ms
+    updated_at = (
+        int(updated) if isinstance(updated, int | float) and not isinstance(updated, bool) else now_ms
+    )
     notices = getattr(store, "notices", None)
     snapshots = v24.prepare_write(conn, key, entry, notices) if v24.has_snapshots(conn) else None
     values = schema.node_values(entry, entry_text(snapshots.hot if snapshots else entry), updated_at)
     columns = ", ".join(schema.NODE_COLUMNS)
     assignments = ", ".join(f"{c} = excluded.{c}" for c in schema.NODE_COLUMNS)
-    conn.execute(f"INSERT INTO session_nodes(session_key, {columns}, entry_valid) VALUES (?{', ?' * len(values)}, 1)"
-                 f" ON CONFLICT(session_key) DO UPDATE SET {assignments}", (key, *values))
+    conn.execute(
+        f"INSERT INTO session_nodes(session_key, {columns}, entry_valid) VALUES (?{', ?' * len(values)}, 1)"
+        f" ON CONFLICT(session_key) DO UPDATE SET {assignments}",
+        (key, *values),
+    )
     if snapshots is not None:
         snapshots.apply(conn, key)
     conn.execute("UPDATE session_nodes SET entry_valid = 1 WHERE session_key = ?", (key,))
     window = schema.window_values(key, entry)
-    row = conn.execute("SELECT transcript_updated_at FROM session_windows WHERE session_id = ?", (sid,)).fetchone()
+    row = conn.execute(
+        "SELECT transcript_updated_at FROM session_windows WHERE session_id = ?", (sid,)
+    ).fetchone()
     if row is None:
         conn.execute(
             f"INSERT INTO session_windows(session_id, session_key, reason, created_at, updated_at, transcript_observed_at,"
             f" {', '.join(schema.WINDOW_COLUMNS)}) VALUES (?,?,?,?,?,?{', ?' * len(window)})",
-            (sid, key, None, schema.window_created_at(entry, updated_at), updated_at, updated_at, *window))
+            (sid, key, None, schema.window_created_at(entry, updated_at), updated_at, updated_at, *window),
+        )
         return
     observed = row[0] if row[0] is not None else updated_at
     # the window keeps its owner (OpenClaw's retainWindow), and the predecessor it was created
     # with when the entry names none (a reset or compaction successor of ours)
-    sets = ", ".join("previous_session_id = coalesce(?, previous_session_id)" if c == "previous_session_id"
-                     else f"{c} = ?" for c in schema.WINDOW_COLUMNS)
-    conn.execute(f"UPDATE session_windows SET updated_at = ?, transcript_observed_at = ?, {sets} WHERE session_id = ?",
-                 (updated_at, observed, *window, sid))
+    sets = ", ".join(
+        "previous_session_id = coalesce(?, previous_session_id)" if c == "previous_session_id" else f"{c} = ?"
+        for c in schema.WINDOW_COLUMNS
+    )
+    conn.execute(
+        f"UPDATE session_windows SET updated_at = ?, transcript_observed_at = ?, {sets} WHERE session_id = ?",
+        (updated_at, observed, *window, sid),
+    )
 
 
 def read_entry(conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
@@ -86,7 +105,9 @@ def read_entry(conn: sqlite3.Connection, key: str) -> dict[str, Any] | None:
             entry = _parse_entry(text)
             return v24.attach(entry, values) if entry is not None else None
         return None
-    row = conn.execute("SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,)).fetchone()
+    row = conn.execute(
+        "SELECT entry_json FROM session_nodes WHERE session_key = ? AND entry_valid = 1", (key,)
+    ).fetchone()
     return _parse_entry(row[0]) if row is not None else None
 
 
@@ -100,6 +121,7 @@ def _parse_entry(text: Any) -> dict[str, Any] | None:
 
 # ---- events ----------------------------------------------------------------------------------------------
 
+
 def _timestamp_ms(obj: dict[str, Any], fallback: int) -> int:
     from openclaw_cli.store.sqlite_common import timestamp_ms
 
@@ -107,12 +129,22 @@ def _timestamp_ms(obj: dict[str, Any], fallback: int) -> int:
     return int(value) if value is not None else fallback
 
 
-def append_events(conn: sqlite3.Connection, sid: str, lines: list[str], *, now_ms: int, tables: set[str],
-                  start_seq: int | None = None, store: Any = None) -> int:
+def append_events(
+    conn: sqlite3.Connection,
+    sid: str,
+    lines: list[str],
+    *,
+    now_ms: int,
+    tables: set[str],
+    start_seq: int | None = None,
+    store: Any = None,
+) -> int:
     """Insert `lines` (exact JSON text) as identity rows at the next seqs; an event whose `id` is
     already stored for the session is skipped (S-5). Returns the rows inserted."""
     if start_seq is None:
-        last = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[0]
+        last = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[
+            0
+        ]
         start_seq = 0 if last is None else last + 1
     seq = start_seq
     inserted = 0
@@ -123,8 +155,13 @@ def append_events(conn: sqlite3.Connection, sid: str, lines: list[str], *, now_m
         event_id = obj.get("id") if isinstance(obj.get("id"), str) and obj["id"].strip() else None
         if obj.get("type") == "session":
             event_id = sid
-        if event_id is not None and conn.execute(
-                "SELECT 1 FROM transcript_event_identities WHERE session_id = ? AND event_id = ?", (sid, event_id)).fetchone():
+        if (
+            event_id is not None
+            and conn.execute(
+                "SELECT 1 FROM transcript_event_identities WHERE session_id = ? AND event_id = ?",
+                (sid, event_id),
+            ).fetchone()
+        ):
             continue
         created = _timestamp_ms(obj, now_ms)
         conn.execute(_EVENT_INSERT, (sid, seq, text, created, len(text.encode("utf-8"))))
@@ -139,8 +176,9 @@ def append_events(conn: sqlite3.Connection, sid: str, lines: list[str], *, now_m
     return inserted
 
 
-def mark_transcript_changed(conn: sqlite3.Connection, sid: str, *, now_ms: int, tables: set[str], rotate: bool,
-                            store: Any = None) -> None:
+def mark_transcript_changed(
+    conn: sqlite3.Connection, sid: str, *, now_ms: int, tables: set[str], rotate: bool, store: Any = None
+) -> None:
     """After events changed: the window's transcript time, the rewrite generation (materialised
     once for appends, rotated for rewrites), and the projection marked stale — rebuilt before the
     transaction commits when `store` is given (`openclaw_projection.settle`, D26)."""
@@ -150,15 +188,23 @@ def mark_transcript_changed(conn: sqlite3.Connection, sid: str, *, now_ms: int, 
     if "transcript_rewrite_watermarks" in tables:
         generation = schema.new_generation()
         if rotate:
-            conn.execute("INSERT INTO transcript_rewrite_watermarks(session_id, generation, updated_at) VALUES (?,?,?)"
-                         " ON CONFLICT(session_id) DO UPDATE SET generation = excluded.generation,"
-                         " updated_at = excluded.updated_at", (sid, generation, now_ms))
+            conn.execute(
+                "INSERT INTO transcript_rewrite_watermarks(session_id, generation, updated_at) VALUES (?,?,?)"
+                " ON CONFLICT(session_id) DO UPDATE SET generation = excluded.generation,"
+                " updated_at = excluded.updated_at",
+                (sid, generation, now_ms),
+            )
         else:
-            conn.execute("INSERT INTO transcript_rewrite_watermarks(session_id, generation, updated_at) VALUES (?,?,?)"
-                         " ON CONFLICT(session_id) DO NOTHING", (sid, generation, now_ms))
+            conn.execute(
+                "INSERT INTO transcript_rewrite_watermarks(session_id, generation, updated_at) VALUES (?,?,?)"
+                " ON CONFLICT(session_id) DO NOTHING",
+                (sid, generation, now_ms),
+            )
     if store is None and "session_transcript_index_state" in tables:  # (else settled before the commit)
-        conn.execute("UPDATE session_transcript_index_state SET needs_rebuild = 1, updated_at = ? WHERE session_id = ?",
-                     (now_ms, sid))
+        conn.execute(
+            "UPDATE session_transcript_index_state SET needs_rebuild = 1, updated_at = ? WHERE session_id = ?",
+            (now_ms, sid),
+        )
 
 
 def drop_projection(conn: sqlite3.Connection, sid: str, tables: set[str], store: Any = None) -> None:
@@ -175,6 +221,7 @@ def drop_projection(conn: sqlite3.Connection, sid: str, tables: set[str], store:
 
 
 # ---- snapshots -------------------------------------------------------------------------------------------
+
 
 def read_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
     """The session's events and delete-snapshot facts from one read transaction; the facts are
@@ -220,19 +267,28 @@ def _verify(conn: sqlite3.Connection, snapshot: TranscriptSnapshot) -> dict[str,
 def _bak_archive(snapshot: TranscriptSnapshot, now_ms: int) -> Any:
     from openclaw_cli.store.archives import write_verified_archive
 
-    return write_verified_archive(snapshot.store.sessions_dir, snapshot.session_id, BAK_REASON, snapshot.data,
-                                  now_ms=now_ms)
+    return write_verified_archive(
+        snapshot.store.sessions_dir, snapshot.session_id, BAK_REASON, snapshot.data, now_ms=now_ms
+    )
 
 
 def _archive_json(result: Any) -> dict[str, Any]:
-    return {"path": str(result.path), "sha256": result.sha256, "bytes": result.size,
-            "storedBytes": result.stored_size, "compressed": result.compressed, "reused": result.reused}
+    return {
+        "path": str(result.path),
+        "sha256": result.sha256,
+        "bytes": result.size,
+        "storedBytes": result.stored_size,
+        "compressed": result.compressed,
+        "reused": result.reused,
+    }
 
 
 # ---- compaction ------------------------------------------------------------------------------------------
 
-def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int,
-                      reason: str = "manual") -> PersistResult:
+
+def commit_compaction(
+    snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int, reason: str = "manual"
+) -> PersistResult:
     """R4.8.1 on schema 23: ONE compaction event appended to the session's transcript and the
     row's bookkeeping, in one transaction. With `rotate` (truncateAfterCompaction, D16) the
     successor lines become a new window (reason `compaction`) the row points at; the previous
@@ -256,8 +312,9 @@ def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rot
     if rotate and _can_rotate(snapshot.entry, result.warnings):
         all_lines, expected = _expected_context(snapshot, line, comp)
         try:
-            successor = _successor_for(snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms,
-                                       parent_session=None)
+            successor = _successor_for(
+                snapshot, all_lines, expected, new_sid=new_sid, now_ms=now_ms, parent_session=None
+            )
         except InvalidDataError as exc:
             result.warnings.append(f"successor window not created: {exc.message}")
     with transaction(store) as conn:
@@ -271,14 +328,25 @@ def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rot
         updated = entry_after_compaction(row, tokens_after=comp.get("tokensAfter"), now_ms=now_ms)
         if successor is not None:
             comp_id = comp.get("id")
-            pre: dict[str, Any] = {"sessionId": snapshot.session_id, "leafId": comp.get("parentId"), "entryId": comp_id}
+            pre: dict[str, Any] = {
+                "sessionId": snapshot.session_id,
+                "leafId": comp.get("parentId"),
+                "entryId": comp_id,
+            }
             post = {"sessionId": new_sid, "leafId": comp_id, "entryId": comp_id}
-            updated = _successor_entry(updated, new_sid, _checkpoint(snapshot.key, reason=reason, now_ms=now_ms,
-                                                                     comp=comp, pre=pre, post=post))
+            updated = _successor_entry(
+                updated,
+                new_sid,
+                _checkpoint(snapshot.key, reason=reason, now_ms=now_ms, comp=comp, pre=pre, post=post),
+            )
             _new_window(conn, store, snapshot, new_sid, successor, updated, now_ms)
             result.session_id = new_sid
-            result.successor = {"sessionId": new_sid, "previousSessionId": snapshot.session_id,
-                                "window": "compaction", "lines": len(successor)}
+            result.successor = {
+                "sessionId": new_sid,
+                "previousSessionId": snapshot.session_id,
+                "window": "compaction",
+                "lines": len(successor),
+            }
         else:
             write_entry(conn, snapshot.key, updated, now_ms=now_ms, store=store)
         result.entry = updated
@@ -288,8 +356,15 @@ def commit_compaction(snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rot
     return result
 
 
-def _new_window(conn: sqlite3.Connection, store: Any, snapshot: TranscriptSnapshot, new_sid: str, lines: list[str],
-                entry: dict[str, Any], now_ms: int) -> None:
+def _new_window(
+    conn: sqlite3.Connection,
+    store: Any,
+    snapshot: TranscriptSnapshot,
+    new_sid: str,
+    lines: list[str],
+    entry: dict[str, Any],
+    now_ms: int,
+) -> None:
     """A compaction successor window holding `lines` (a header first), the row pointing at it."""
     header = snapshot.header or {}
     cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else ""
@@ -297,14 +372,37 @@ def _new_window(conn: sqlite3.Connection, store: Any, snapshot: TranscriptSnapsh
     if not (isinstance(first, dict) and first.get("type") == "session"):
         from openclaw_cli.store.rewrite import iso_ms
 
-        lines = [dumps_compact({"type": "session", "version": 4, "id": new_sid, "timestamp": iso_ms(now_ms),
-                                "cwd": cwd}), *lines]
-    create_window(conn, store, snapshot.key, new_sid, entry, reason="compaction", previous=snapshot.session_id,
-                  lines=lines, now_ms=now_ms)
+        lines = [
+            dumps_compact(
+                {"type": "session", "version": 4, "id": new_sid, "timestamp": iso_ms(now_ms), "cwd": cwd}
+            ),
+            *lines,
+        ]
+    create_window(
+        conn,
+        store,
+        snapshot.key,
+        new_sid,
+        entry,
+        reason="compaction",
+        previous=snapshot.session_id,
+        lines=lines,
+        now_ms=now_ms,
+    )
 
 
-def create_window(conn: sqlite3.Connection, store: Any, key: str, sid: str, entry: dict[str, Any], *, reason: str,
-                  previous: str | None, lines: list[str], now_ms: int) -> None:
+def create_window(
+    conn: sqlite3.Connection,
+    store: Any,
+    key: str,
+    sid: str,
+    entry: dict[str, Any],
+    *,
+    reason: str,
+    previous: str | None,
+    lines: list[str],
+    now_ms: int,
+) -> None:
     """A new window `sid` (refused when it exists) for the row `key` = `entry` (written first:
     the window's owner must exist), with its `reason`, predecessor and events `lines`."""
     from openclaw_cli.errors import PreconditionError
@@ -314,9 +412,11 @@ def create_window(conn: sqlite3.Connection, store: Any, key: str, sid: str, entr
     if entry.get("sessionId") != sid:
         raise InvalidDataError(f"Entry for {key} must have sessionId {sid} to point at its new window")
     write_entry(conn, key, entry, now_ms=now_ms, store=store)
-    conn.execute("UPDATE session_windows SET reason = ?, previous_session_id = coalesce(?, previous_session_id),"
-                 " created_at = ?, updated_at = max(updated_at, ?) WHERE session_id = ?",
-                 (reason, previous, now_ms, now_ms, sid))
+    conn.execute(
+        "UPDATE session_windows SET reason = ?, previous_session_id = coalesce(?, previous_session_id),"
+        " created_at = ?, updated_at = max(updated_at, ?) WHERE session_id = ?",
+        (reason, previous, now_ms, now_ms, sid),
+    )
     if lines:
         append_events(conn, sid, lines, now_ms=now_ms, tables=store._tables, start_seq=0, store=store)
 

@@ -31,16 +31,46 @@ CHAT_TYPES = frozenset({"direct", "group", "channel"})
 
 # Node columns our entry writer sets (OpenClaw's `bindSessionNode`), in this order.
 NODE_COLUMNS = (
-    "current_session_id", "entry_json", "updated_at", "status", "created_at", "created_via",
-    "created_actor_type", "created_actor_id", "project_id", "parent_session_key", "spawned_by",
-    "fork_source_session_key", "fork_source_session_id", "fork_source_entry_id", "label", "display_name",
-    "category", "icon", "pinned_at", "archived_at", "last_read_at", "last_interaction_at", "last_activity_at",
+    "current_session_id",
+    "entry_json",
+    "updated_at",
+    "status",
+    "created_at",
+    "created_via",
+    "created_actor_type",
+    "created_actor_id",
+    "project_id",
+    "parent_session_key",
+    "spawned_by",
+    "fork_source_session_key",
+    "fork_source_session_id",
+    "fork_source_entry_id",
+    "label",
+    "display_name",
+    "category",
+    "icon",
+    "pinned_at",
+    "archived_at",
+    "last_read_at",
+    "last_interaction_at",
+    "last_activity_at",
 )
 # Window columns an entry write projects (`bindSessionWindowEntryProjection`); `created_at`,
 # `reason` and the provenance columns of an existing window are left as they are.
 WINDOW_COLUMNS = (
-    "previous_session_id", "session_scope", "started_at", "ended_at", "status", "chat_type", "channel",
-    "account_id", "model_provider", "model", "agent_harness_id", "parent_session_key", "spawned_by",
+    "previous_session_id",
+    "session_scope",
+    "started_at",
+    "ended_at",
+    "status",
+    "chat_type",
+    "channel",
+    "account_id",
+    "model_provider",
+    "model",
+    "agent_harness_id",
+    "parent_session_key",
+    "spawned_by",
     "display_name",
 )
 
@@ -64,8 +94,9 @@ def add_schema_functions(conn: sqlite3.Connection) -> None:
 
 def open_writable(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     """A read-write connection with OpenClaw's per-connection settings (§4.1)."""
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=busy_timeout_ms / 1000,
-                           check_same_thread=False)
+    conn = sqlite3.connect(
+        str(path), isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+    )
     try:
         add_schema_functions(conn)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -89,6 +120,7 @@ def state_dir_of(db_path: Path) -> Path | None:
 
 
 # ---- projections ----------------------------------------------------------------------------------
+
 
 def _text(value: Any) -> str | None:
     """OpenClaw's `normalizeText`: a trimmed non-empty string, else NULL."""
@@ -151,14 +183,29 @@ def node_values(entry: Mapping[str, Any], entry_json: str, updated_at: int) -> t
     actor = _mapping(entry.get("createdActor"))
     fork = _mapping(entry.get("forkSource"))
     return (
-        _text(entry.get("sessionId")), entry_json, updated_at, _choice(entry.get("status"), SESSION_STATUSES),
-        _number(entry.get("createdAt")), _choice(entry.get("createdVia"), CREATED_VIA),
-        _choice(actor.get("type"), ACTOR_TYPES), _text(actor.get("id")), _text(entry.get("projectId")),
-        _text(entry.get("parentSessionKey")) or _text(entry.get("spawnedBy")), _text(entry.get("spawnedBy")),
-        _text(fork.get("sessionKey")), _text(fork.get("sessionId")), _text(fork.get("entryId")),
-        _text(entry.get("label")), _text(entry.get("displayName")), _text(entry.get("category")),
-        _text(entry.get("icon")), _number(entry.get("pinnedAt")), _number(entry.get("archivedAt")),
-        _number(entry.get("lastReadAt")), _number(entry.get("lastInteractionAt")), _number(entry.get("lastActivityAt")),
+        _text(entry.get("sessionId")),
+        entry_json,
+        updated_at,
+        _choice(entry.get("status"), SESSION_STATUSES),
+        _number(entry.get("createdAt")),
+        _choice(entry.get("createdVia"), CREATED_VIA),
+        _choice(actor.get("type"), ACTOR_TYPES),
+        _text(actor.get("id")),
+        _text(entry.get("projectId")),
+        _text(entry.get("parentSessionKey")) or _text(entry.get("spawnedBy")),
+        _text(entry.get("spawnedBy")),
+        _text(fork.get("sessionKey")),
+        _text(fork.get("sessionId")),
+        _text(fork.get("entryId")),
+        _text(entry.get("label")),
+        _text(entry.get("displayName")),
+        _text(entry.get("category")),
+        _text(entry.get("icon")),
+        _number(entry.get("pinnedAt")),
+        _number(entry.get("archivedAt")),
+        _number(entry.get("lastReadAt")),
+        _number(entry.get("lastInteractionAt")),
+        _number(entry.get("lastActivityAt")),
     )
 
 
@@ -175,11 +222,20 @@ def session_scope(entry: Mapping[str, Any], key: str) -> str:
 def window_values(key: str, entry: Mapping[str, Any]) -> tuple[Any, ...]:
     """The S-3 projections of `entry` for its window, in `WINDOW_COLUMNS` order."""
     return (
-        _text(entry.get("previousSessionId")), session_scope(entry, key), _number(entry.get("startedAt")),
-        _number(entry.get("endedAt")), _choice(entry.get("status"), SESSION_STATUSES),
-        _choice(entry.get("chatType"), CHAT_TYPES), _channel(entry), _account(entry), _text(entry.get("modelProvider")),
-        _text(entry.get("model")), _text(entry.get("agentHarnessId")), _text(entry.get("parentSessionKey")),
-        _text(entry.get("spawnedBy")), display_name(entry),
+        _text(entry.get("previousSessionId")),
+        session_scope(entry, key),
+        _number(entry.get("startedAt")),
+        _number(entry.get("endedAt")),
+        _choice(entry.get("status"), SESSION_STATUSES),
+        _choice(entry.get("chatType"), CHAT_TYPES),
+        _channel(entry),
+        _account(entry),
+        _text(entry.get("modelProvider")),
+        _text(entry.get("model")),
+        _text(entry.get("agentHarnessId")),
+        _text(entry.get("parentSessionKey")),
+        _text(entry.get("spawnedBy")),
+        display_name(entry),
     )
 
 
@@ -217,12 +273,15 @@ def entry_session_ids(entry: Mapping[str, Any]) -> list[str]:
 
 # ---- archives and generations ---------------------------------------------------------------------------
 
+
 def new_generation() -> str:
     """A transcript generation token (OpenClaw: a v4 uuid without dashes)."""
     return uuid.uuid4().hex
 
 
-def registered_archive_name(session_id: str, reason: str, created_at: int, generation: str, *, compressed: bool) -> str:
+def registered_archive_name(
+    session_id: str, reason: str, created_at: int, generation: str, *, compressed: bool
+) -> str:
     """The `archive_name` of a `session_transcript_archives` row (and of its published file)."""
     component = session_id
     if len(session_id.encode("utf-8")) > MAX_ARCHIVE_SID_BYTES:

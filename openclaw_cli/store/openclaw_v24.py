@@ -90,8 +90,9 @@ def parse_value(text: Any, *, lazy: bool = False) -> Any:
     return value
 
 
-def attach(entry: dict[str, Any], values: Iterable[Any], on_issue: Any = None, *, lazy: bool = False
-           ) -> dict[str, Any]:
+def attach(
+    entry: dict[str, Any], values: Iterable[Any], on_issue: Any = None, *, lazy: bool = False
+) -> dict[str, Any]:
     """`entry` with the snapshot values (in `SNAPSHOT_FIELDS` order, None for no row) in place of
     any inline ones, each appended last. `on_issue(field, message)` hears of unreadable values."""
     for field, text in zip(SNAPSHOT_FIELDS, values, strict=True):

@@ -87,6 +87,7 @@ _ARCHIVE_INSERT = (
 
 # ---- snapshots of sessions -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class StateSnapshot:
     """What OpenClaw's `readSessionStateDeleteSnapshot` compares before deleting a session."""
@@ -111,30 +112,47 @@ def read_states(conn: sqlite3.Connection, sids: list[str], tables: set[str]) -> 
     for chunk in _chunks(sids):
         marks = ",".join("?" * len(chunk))
         for sid, key, updated, transcript in conn.execute(
-                "SELECT session_id, session_key, updated_at, transcript_updated_at FROM session_windows"
-                f" WHERE session_id IN ({marks})", chunk):
+            "SELECT session_id, session_key, updated_at, transcript_updated_at FROM session_windows"
+            f" WHERE session_id IN ({marks})",
+            chunk,
+        ):
             window[sid] = (key, updated, transcript)
         if "transcript_rewrite_watermarks" in tables:
-            generation.update(conn.execute(
-                f"SELECT session_id, generation FROM transcript_rewrite_watermarks WHERE session_id IN ({marks})", chunk))
+            generation.update(
+                conn.execute(
+                    f"SELECT session_id, generation FROM transcript_rewrite_watermarks WHERE session_id IN ({marks})",
+                    chunk,
+                )
+            )
         for sid, count, last in conn.execute(
-                f"SELECT session_id, count(*), max(seq) FROM transcript_events WHERE session_id IN ({marks})"
-                " GROUP BY session_id", chunk):
+            f"SELECT session_id, count(*), max(seq) FROM transcript_events WHERE session_id IN ({marks})"
+            " GROUP BY session_id",
+            chunk,
+        ):
             events[sid] = (count, last)
         if "trajectory_runtime_events" in tables:
-            trajectory.update(conn.execute(
-                f"SELECT session_id, max(seq) FROM trajectory_runtime_events WHERE session_id IN ({marks})"
-                " GROUP BY session_id", chunk))
+            trajectory.update(
+                conn.execute(
+                    f"SELECT session_id, max(seq) FROM trajectory_runtime_events WHERE session_id IN ({marks})"
+                    " GROUP BY session_id",
+                    chunk,
+                )
+            )
         if "acp_parent_stream_events" in tables:
-            acp.update(conn.execute(
-                f"SELECT session_id, count(*) FROM acp_parent_stream_events WHERE session_id IN ({marks})"
-                " GROUP BY session_id", chunk))
+            acp.update(
+                conn.execute(
+                    f"SELECT session_id, count(*) FROM acp_parent_stream_events WHERE session_id IN ({marks})"
+                    " GROUP BY session_id",
+                    chunk,
+                )
+            )
     out = {}
     for sid in sids:
         key, updated, transcript = window.get(sid, (None, None, None))
         count, last = events.get(sid, (0, None))
-        out[sid] = StateSnapshot(key, updated, transcript, generation.get(sid), last, count, trajectory.get(sid),
-                                 acp.get(sid, 0))
+        out[sid] = StateSnapshot(
+            key, updated, transcript, generation.get(sid), last, count, trajectory.get(sid), acp.get(sid, 0)
+        )
     return out
 
 
@@ -143,25 +161,39 @@ def cold_session_ids(conn: sqlite3.Connection, sids: list[str], tables: set[str]
         return set()
     cold: set[str] = set()
     for chunk in _chunks(sids):
-        cold.update(row[0] for row in conn.execute(
-            f"SELECT session_id FROM session_transcript_cold_archives WHERE session_id IN ({','.join('?' * len(chunk))})",
-            chunk))
+        cold.update(
+            row[0]
+            for row in conn.execute(
+                f"SELECT session_id FROM session_transcript_cold_archives WHERE session_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+        )
     return cold
 
 
 def read_state(conn: sqlite3.Connection, sid: str, tables: set[str]) -> StateSnapshot:
-    window = conn.execute("SELECT session_key, updated_at, transcript_updated_at FROM session_windows"
-                          " WHERE session_id = ?", (sid,)).fetchone() or (None, None, None)
+    window = conn.execute(
+        "SELECT session_key, updated_at, transcript_updated_at FROM session_windows WHERE session_id = ?",
+        (sid,),
+    ).fetchone() or (None, None, None)
     generation = None
     if "transcript_rewrite_watermarks" in tables:
-        row = conn.execute("SELECT generation FROM transcript_rewrite_watermarks WHERE session_id = ?", (sid,)).fetchone()
+        row = conn.execute(
+            "SELECT generation FROM transcript_rewrite_watermarks WHERE session_id = ?", (sid,)
+        ).fetchone()
         generation = row[0] if row else None
-    count, last = conn.execute("SELECT count(*), max(seq) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()
+    count, last = conn.execute(
+        "SELECT count(*), max(seq) FROM transcript_events WHERE session_id = ?", (sid,)
+    ).fetchone()
     trajectory = acp = None
     if "trajectory_runtime_events" in tables:
-        trajectory = conn.execute("SELECT max(seq) FROM trajectory_runtime_events WHERE session_id = ?", (sid,)).fetchone()[0]
+        trajectory = conn.execute(
+            "SELECT max(seq) FROM trajectory_runtime_events WHERE session_id = ?", (sid,)
+        ).fetchone()[0]
     if "acp_parent_stream_events" in tables:
-        acp = conn.execute("SELECT count(*) FROM acp_parent_stream_events WHERE session_id = ?", (sid,)).fetchone()[0]
+        acp = conn.execute(
+            "SELECT count(*) FROM acp_parent_stream_events WHERE session_id = ?", (sid,)
+        ).fetchone()[0]
     return StateSnapshot(window[0], window[1], window[2], generation, last, count, trajectory, acp or 0)
 
 
@@ -196,8 +228,14 @@ def export_session(store: Any, sid: str, state: StateSnapshot) -> tuple[SessionE
         buf.write(b"\n")
         events += 1
     data = buf.getvalue()
-    export = SessionExport(sid, state, events, len(data), state.generation or schema.new_generation(),
-                           readable=not issues and events == state.events)
+    export = SessionExport(
+        sid,
+        state,
+        events,
+        len(data),
+        state.generation or schema.new_generation(),
+        readable=not issues and events == state.events,
+    )
     return export, data
 
 
@@ -282,14 +320,17 @@ class ArchivePublisher:
 
         assert export.blob is not None and export.sha256 is not None
         os.makedirs(self.root, 0o700, exist_ok=True)
-        name = schema.registered_archive_name(export.session_id, reason, self.now_ms, export.generation, compressed=True)
+        name = schema.registered_archive_name(
+            export.session_id, reason, self.now_ms, export.generation, compressed=True
+        )
         component = name.split(".jsonl.", 1)[0]
         if reason == "deleted" and self._reuse(export, component):
             return
         for attempt in range(10):
             created_at = self.now_ms + attempt
-            name = schema.registered_archive_name(export.session_id, reason, created_at, export.generation,
-                                                  compressed=True)
+            name = schema.registered_archive_name(
+                export.session_id, reason, created_at, export.generation, compressed=True
+            )
             final = self.root / name
             if os.path.dirname(os.path.abspath(final)) != os.path.abspath(self.root):
                 raise InvalidDataError(f"Cannot archive SQLite transcript outside {self.root}")
@@ -303,10 +344,17 @@ class ArchivePublisher:
                 _unlink_quiet(tmp)
             if published:
                 self.created.append(final)
-                export.archive_name, export.created_at, export.path, export.created = name, created_at, final, True
+                export.archive_name, export.created_at, export.path, export.created = (
+                    name,
+                    created_at,
+                    final,
+                    True,
+                )
                 self.checkpoint()
                 return
-        raise OpenClawError(f"Could not create SQLite transcript archive for {export.session_id}", type="archive_error")
+        raise OpenClawError(
+            f"Could not create SQLite transcript archive for {export.session_id}", type="archive_error"
+        )
 
     def commit(self, exports: Iterable[SessionExport]) -> None:
         """Durable, then verified: every published file holds exactly its blob."""
@@ -314,14 +362,17 @@ class ArchivePublisher:
             sync_directory(self.root)
         for export in exports:
             if export.path is not None and _sha_of_file(export.path) != export.sha256:
-                raise OpenClawError(f"SQLite transcript archive verification failed for {export.session_id}",
-                                    type="archive_error")
+                raise OpenClawError(
+                    f"SQLite transcript archive verification failed for {export.session_id}",
+                    type="archive_error",
+                )
 
     def rollback(self, paths: Iterable[Path] | None = None) -> None:
         discard_created(self.created, paths, self.root)
 
 
 # ---- the write transaction --------------------------------------------------------------------------------
+
 
 @contextmanager
 def transaction(store: Any) -> Iterator[sqlite3.Connection]:
@@ -369,10 +420,12 @@ def transaction(store: Any) -> Iterator[sqlite3.Connection]:
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
-def unchanged_rows(conn: sqlite3.Connection, keys: list[str], planned: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def unchanged_rows(
+    conn: sqlite3.Connection, keys: list[str], planned: Mapping[str, Any]
+) -> tuple[list[str], list[str]]:
     """(keys whose stored entry still equals the planned one, keys written since)."""
     from openclaw_cli.jsonutil import loads
     from openclaw_cli.store import openclaw_v24 as v24
@@ -386,8 +439,9 @@ def unchanged_rows(conn: sqlite3.Connection, keys: list[str], planned: Mapping[s
     for chunk in _chunks(keys):
         marks = ",".join("?" * len(chunk))
         for key, text in conn.execute(
-                f"SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 AND session_key IN ({marks})",
-                chunk):
+            f"SELECT session_key, entry_json FROM session_nodes WHERE entry_valid = 1 AND session_key IN ({marks})",
+            chunk,
+        ):
             try:
                 equal = loads(text) == planned.get(key)
             except ValueError:
@@ -402,14 +456,17 @@ def referenced_by(conn: sqlite3.Connection, excluded: set[str]) -> dict[str, str
     from openclaw_cli.jsonutil import loads
 
     refs: dict[str, str] = {}
-    for key, sid in conn.execute("SELECT session_key, current_session_id FROM session_nodes ORDER BY session_key"):
+    for key, sid in conn.execute(
+        "SELECT session_key, current_session_id FROM session_nodes ORDER BY session_key"
+    ):
         if key not in excluded:
             refs.setdefault(sid, key)
     for key, text in conn.execute(
-            "SELECT session_key, entry_json FROM session_nodes WHERE NOT json_valid(entry_json)"
-            " OR json_type(entry_json, '$.previousSessionId') IS NOT NULL"
-            " OR json_type(entry_json, '$.usageFamilySessionIds') IS NOT NULL"
-            " OR json_type(entry_json, '$.compactionCheckpoints') IS NOT NULL ORDER BY session_key"):
+        "SELECT session_key, entry_json FROM session_nodes WHERE NOT json_valid(entry_json)"
+        " OR json_type(entry_json, '$.previousSessionId') IS NOT NULL"
+        " OR json_type(entry_json, '$.usageFamilySessionIds') IS NOT NULL"
+        " OR json_type(entry_json, '$.compactionCheckpoints') IS NOT NULL ORDER BY session_key"
+    ):
         if key in excluded:
             continue
         try:
@@ -420,8 +477,9 @@ def referenced_by(conn: sqlite3.Connection, excluded: set[str]) -> dict[str, str
             for sid in schema.entry_session_ids(entry):
                 refs.setdefault(sid, key)
     for sid, key in conn.execute(
-            "SELECT w.session_id, n.session_key FROM session_windows AS w JOIN session_nodes AS n"
-            " ON n.session_key = w.session_key WHERE n.archived_at IS NOT NULL OR n.pinned_at IS NOT NULL"):
+        "SELECT w.session_id, n.session_key FROM session_windows AS w JOIN session_nodes AS n"
+        " ON n.session_key = w.session_key WHERE n.archived_at IS NOT NULL OR n.pinned_at IS NOT NULL"
+    ):
         if key not in excluded:
             refs.setdefault(sid, key)
     return refs
@@ -434,16 +492,33 @@ def ensure_archive_table(conn: sqlite3.Connection, tables: set[str]) -> None:
         tables.add("session_transcript_archives")
 
 
-def insert_archive(conn: sqlite3.Connection, export: SessionExport, session_key: str, reason: str,
-                   published_at: int) -> bool:
+def insert_archive(
+    conn: sqlite3.Connection, export: SessionExport, session_key: str, reason: str, published_at: int
+) -> bool:
     """The archive row; False when a different archive of this generation is already recorded."""
-    inserted = conn.execute(_ARCHIVE_INSERT, (
-        export.session_id, export.generation, session_key, reason, "zstd", export.blob, export.sha256,
-        export.archive_name, export.created_at, published_at, 1, published_at)).rowcount
+    inserted = conn.execute(
+        _ARCHIVE_INSERT,
+        (
+            export.session_id,
+            export.generation,
+            session_key,
+            reason,
+            "zstd",
+            export.blob,
+            export.sha256,
+            export.archive_name,
+            export.created_at,
+            published_at,
+            1,
+            published_at,
+        ),
+    ).rowcount
     if inserted == 1:
         return True
-    row = conn.execute("SELECT archive_sha256 FROM session_transcript_archives WHERE session_id = ? AND generation = ?",
-                       (export.session_id, export.generation)).fetchone()
+    row = conn.execute(
+        "SELECT archive_sha256 FROM session_transcript_archives WHERE session_id = ? AND generation = ?",
+        (export.session_id, export.generation),
+    ).fetchone()
     return row is not None and row[0] == export.sha256
 
 
@@ -457,10 +532,18 @@ def delete_session_states(conn: sqlite3.Connection, sids: list[str], tables: set
         return
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS openclaw_cli_leaving(session_id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM temp.openclaw_cli_leaving")
-    conn.executemany("INSERT OR IGNORE INTO temp.openclaw_cli_leaving(session_id) VALUES (?)", [(s,) for s in sids])
+    conn.executemany(
+        "INSERT OR IGNORE INTO temp.openclaw_cli_leaving(session_id) VALUES (?)", [(s,) for s in sids]
+    )
     leaving = "SELECT session_id FROM temp.openclaw_cli_leaving"
-    for table in ("session_transcript_fts_rows", "session_transcript_active_events", "session_transcript_index_state",
-                  "transcript_event_identities", "transcript_events", "session_windows"):
+    for table in (
+        "session_transcript_fts_rows",
+        "session_transcript_active_events",
+        "session_transcript_index_state",
+        "transcript_event_identities",
+        "transcript_events",
+        "session_windows",
+    ):
         if table in tables:
             conn.execute(f"DELETE FROM {table} WHERE session_id IN ({leaving})")
     conn.execute("DELETE FROM temp.openclaw_cli_leaving")
@@ -472,6 +555,7 @@ def delete_session_state(conn: sqlite3.Connection, sid: str, tables: set[str]) -
 
 # ---- retire ----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Decision:
     drop: dict[str, SessionExport] = field(default_factory=dict)
@@ -480,7 +564,9 @@ class _Decision:
     kept: list[str] = field(default_factory=list)
 
 
-def _decide(conn: sqlite3.Connection, store: Any, plan: Retirement, exports: dict[str, SessionExport]) -> _Decision:
+def _decide(
+    conn: sqlite3.Connection, store: Any, plan: Retirement, exports: dict[str, SessionExport]
+) -> _Decision:
     """Inside the transaction: which rows go, which sessions go with them, which windows move."""
     decision = _Decision()
     removing, changed = unchanged_rows(conn, list(dict.fromkeys(plan.removed_keys)), plan.entries)
@@ -501,13 +587,17 @@ def _decide(conn: sqlite3.Connection, store: Any, plan: Retirement, exports: dic
         blocked: list[str] = []
         rehome: dict[str, str] = {}
         for key in sorted(removing_set):
-            for (sid,) in conn.execute("SELECT session_id FROM session_windows WHERE session_key = ?", (key,)):
+            for (sid,) in conn.execute(
+                "SELECT session_id FROM session_windows WHERE session_key = ?", (key,)
+            ):
                 if sid in drop:
                     continue
                 if sid in refs:
                     rehome[sid] = refs[sid]
                 else:
-                    blocked.append(key)  # a window nobody keeps that cannot leave now (cold, changed, unplanned)
+                    blocked.append(
+                        key
+                    )  # a window nobody keeps that cannot leave now (cold, changed, unplanned)
                     break
         if not blocked:
             break
@@ -528,12 +618,23 @@ def _check_archive_space(store: Any, root: Path, exports: Iterable[SessionExport
 
     blobs = sum(len(e.blob) for e in exports if e.blob is not None and e.readable)
     if blobs:
-        check_space(root, blobs + backup_need(store) + ARCHIVE_SPACE_SLACK, "the verified archives",
-                    consequence="nothing was archived or removed")
+        check_space(
+            root,
+            blobs + backup_need(store) + ARCHIVE_SPACE_SLACK,
+            "the verified archives",
+            consequence="nothing was archived or removed",
+        )
 
 
-def retire(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[], None],
-           progress: Callable[[int], None] | None = None, reason: str = "deleted") -> ApplyOutcome:
+def retire(
+    store: Any,
+    plan: Retirement,
+    *,
+    now_ms: int,
+    checkpoint: Callable[[], None],
+    progress: Callable[[int], None] | None = None,
+    reason: str = "deleted",
+) -> ApplyOutcome:
     """Apply a cleanup/agent-delete plan to a schema-23 database (module docstring)."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
@@ -543,7 +644,11 @@ def retire(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[]
     conn = store._db()
     publisher = ArchivePublisher(root, now_ms, checkpoint)
     exports: dict[str, SessionExport] = {}
-    sids = [sid for sid in dict.fromkeys(plan.session_ids) if isinstance(sid, str) and is_valid_legacy_session_id(sid)]
+    sids = [
+        sid
+        for sid in dict.fromkeys(plan.session_ids)
+        if isinstance(sid, str) and is_valid_legacy_session_id(sid)
+    ]
     try:
         conn.execute("BEGIN")  # one read snapshot for every export
         try:
@@ -583,14 +688,18 @@ def retire(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[]
             for sid, key in decision.rehome.items():
                 conn.execute("UPDATE session_windows SET session_key = ? WHERE session_id = ?", (key, sid))
             for chunk in _chunks(decision.delete_keys):
-                conn.execute(f"DELETE FROM session_nodes WHERE session_key IN ({','.join('?' * len(chunk))})", chunk)
+                conn.execute(
+                    f"DELETE FROM session_nodes WHERE session_key IN ({','.join('?' * len(chunk))})", chunk
+                )
             _retention_rows(conn, store, plan)
             checkpoint()  # a kill here rolls the whole transaction back
     except BaseException:
         publisher.rollback()  # nothing was deleted: the files are extra copies
         raise
     checkpoint()
-    stale = [e.path for sid, e in exports.items() if sid not in decision.drop and e.created and e.path is not None]
+    stale = [
+        e.path for sid, e in exports.items() if sid not in decision.drop and e.created and e.path is not None
+    ]
     if stale:
         publisher.rollback(stale)
     outcome.kept.extend(decision.kept)
@@ -608,8 +717,11 @@ def _retention_rows(conn: sqlite3.Connection, store: Any, plan: Retirement) -> N
     if not names or "session_transcript_archives" not in store._tables:
         return
     for chunk in _chunks(names):
-        conn.execute("DELETE FROM session_transcript_archives WHERE published_at IS NOT NULL"
-                     f" AND archive_name IN ({','.join('?' * len(chunk))})", chunk)
+        conn.execute(
+            "DELETE FROM session_transcript_archives WHERE published_at IS NOT NULL"
+            f" AND archive_name IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
 
 
 def retire_all(store: Any, *, now_ms: int, checkpoint: Callable[[], None]) -> tuple[ApplyOutcome, int, int]:
@@ -620,6 +732,10 @@ def retire_all(store: Any, *, now_ms: int, checkpoint: Callable[[], None]) -> tu
     for window in store.list_windows():
         sids.append(window["sessionId"])
         keys.setdefault(window["sessionId"], window["sessionKey"])
-    outcome = retire(store, Retirement(list(entries), entries=entries, session_ids=sids, session_keys=keys),
-                     now_ms=now_ms, checkpoint=checkpoint)
+    outcome = retire(
+        store,
+        Retirement(list(entries), entries=entries, session_ids=sids, session_keys=keys),
+        now_ms=now_ms,
+        checkpoint=checkpoint,
+    )
     return outcome, len(entries), store.count_entries()

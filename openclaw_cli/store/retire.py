@@ -145,8 +145,14 @@ class ArchiveBatch:
     """Archives of one cleanup run in one directory: reuse candidates listed once, durability in
     one flush, rollback of what this run created."""
 
-    def __init__(self, directory: Path, now_ms: int, *, never_reuse: Iterable[str] = (),
-                 checkpoint: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        now_ms: int,
+        *,
+        never_reuse: Iterable[str] = (),
+        checkpoint: Callable[[], None] | None = None,
+    ):
         from openclaw_cli.store.archives import list_archives, parse_archive_name
 
         self.directory = Path(os.path.abspath(directory))
@@ -168,15 +174,22 @@ class ArchiveBatch:
         if self._real is None:  # created and resolved once for the batch
             ensure_dir(self.directory)
             self._real = os.path.realpath(self.directory)
-        result = write_verified_archive(self.directory, session_id, "deleted", source, now_ms=self.now_ms,
-                                        base_name=base, sync=sync, existing=self._index.get(base, ()),
-                                        dest_real=self._real)
+        result = write_verified_archive(
+            self.directory,
+            session_id,
+            "deleted",
+            source,
+            now_ms=self.now_ms,
+            base_name=base,
+            sync=sync,
+            existing=self._index.get(base, ()),
+            dest_real=self._real,
+        )
         self.used.add(result.path.name)
         if not result.reused:
             self.created.append(result.path)
         self.checkpoint()
         return result
-
 
     def _archive_unlocked(self, action: FileAction, path: Path, sync: bool) -> Archived | None:
         before = _signature(path)
@@ -184,8 +197,17 @@ class ArchiveBatch:
             return None
         result = self._write(_archive_sid(action), path, action.name, sync=sync)
         after = _signature(path)
-        return Archived(action, path, result.path, result.sha256, result.size, result.compressed,
-                        result.stored_size, before if before == after else None, result.reused)
+        return Archived(
+            action,
+            path,
+            result.path,
+            result.sha256,
+            result.size,
+            result.compressed,
+            result.stored_size,
+            before if before == after else None,
+            result.reused,
+        )
 
     def _exporter(self) -> Any:
         from openclaw_cli.store.archives import ExportArchiver
@@ -193,7 +215,9 @@ class ArchiveBatch:
         if self._real is None:
             ensure_dir(self.directory)
             self._real = os.path.realpath(self.directory)
-        return ExportArchiver(self.directory, self._real, "deleted", self.now_ms, on_created=self.created.append)
+        return ExportArchiver(
+            self.directory, self._real, "deleted", self.now_ms, on_created=self.created.append
+        )
 
     def archive_exports(self, items: Iterable[tuple[str, bytes, Any]]) -> Iterator[tuple[str, Any, Any]]:
         """Archive in-memory exports `(session id, content, tag)` as they come; yields `(session id,
@@ -250,8 +274,14 @@ class ApplyOutcome:
     kept: list[str] = field(default_factory=list)  # files/sessions left in place (changed under us)
 
 
-def unlink_planned(root: Path, actions: list[FileAction], used: set[str], outcome: ApplyOutcome,
-                   checkpoint: Callable[[], None], tick: Callable[[int], None]) -> None:
+def unlink_planned(
+    root: Path,
+    actions: list[FileAction],
+    used: set[str],
+    outcome: ApplyOutcome,
+    checkpoint: Callable[[], None],
+    tick: Callable[[int], None],
+) -> None:
     """Unlink a plan's non-transcript files (sweep, retention, budget) and count what went; an
     archive this run relies on (`used`) is never dropped. One directory sync at the end."""
     for action in actions:
@@ -299,8 +329,15 @@ def _wait_for_foreign_locks(root: Path, actions: list[FileAction], lock_settings
             acquire_transcript_lock(root / action.name, lock_settings).release()
 
 
-def apply_legacy(store: Any, plan: Retirement, *, lock_settings: Any, now_ms: int,
-                 checkpoint: Callable[[], None], progress: ProgressFn | None = None) -> ApplyOutcome:
+def apply_legacy(
+    store: Any,
+    plan: Retirement,
+    *,
+    lock_settings: Any,
+    now_ms: int,
+    checkpoint: Callable[[], None],
+    progress: ProgressFn | None = None,
+) -> ApplyOutcome:
     """Apply a legacy store's plan; the caller holds the store writer (sessions.json lock).
 
     1. archive every leaving file and make the archives durable together;
@@ -315,15 +352,23 @@ def apply_legacy(store: Any, plan: Retirement, *, lock_settings: Any, now_ms: in
     already held when we start is waited for first, so a busy store fails with nothing changed."""
     from openclaw_cli.store.lock import transcript_lock
 
-    removed_keys, archive_actions, unlink_actions = plan.removed_keys, plan.archive_actions, plan.unlink_actions
+    removed_keys, archive_actions, unlink_actions = (
+        plan.removed_keys,
+        plan.archive_actions,
+        plan.unlink_actions,
+    )
     outcome = ApplyOutcome()
     tick = progress or (lambda n: None)
     root = Path(store.sessions_dir)
     never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
     # the archives are written before any original goes (estimate: zstd halves JSONL at the least; a
     # write that still runs out is rolled back like any failed archive)
-    check_space(root, sum(a.size for a in archive_actions) // 2 + ARCHIVE_SPACE_SLACK, "the verified archives",
-                consequence="nothing was archived or removed")
+    check_space(
+        root,
+        sum(a.size for a in archive_actions) // 2 + ARCHIVE_SPACE_SLACK,
+        "the verified archives",
+        consequence="nothing was archived or removed",
+    )
     batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
     _wait_for_foreign_locks(root, archive_actions, lock_settings)
     archived: list[Archived] = []
@@ -407,8 +452,14 @@ class SessionArchive:
     archive: Any | None  # ArchiveResult, None for an empty transcript
 
 
-def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Callable[[], None],
-                 progress: ProgressFn | None = None) -> ApplyOutcome:
+def apply_sqlite(
+    store: Any,
+    plan: Retirement,
+    *,
+    now_ms: int,
+    checkpoint: Callable[[], None],
+    progress: ProgressFn | None = None,
+) -> ApplyOutcome:
     """Apply a SQLite store's plan: archive each leaving session from one consistent export, make
     the archives durable, then one write transaction (re-checked, §8.3)."""
     from openclaw_cli.ids import is_valid_legacy_session_id
@@ -420,8 +471,12 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
     root = Path(store.sessions_dir)
     never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
     sizes = store.session_bytes() if session_ids else {}
-    check_space(root, sum(sizes.get(sid, 0) for sid in session_ids) // 2 + ARCHIVE_SPACE_SLACK, "the verified archives",
-                consequence="nothing was archived or removed")
+    check_space(
+        root,
+        sum(sizes.get(sid, 0) for sid in session_ids) // 2 + ARCHIVE_SPACE_SLACK,
+        "the verified archives",
+        consequence="nothing was archived or removed",
+    )
     batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
     sessions: list[SessionArchive] = []
     valid = [sid for sid in session_ids if is_valid_legacy_session_id(sid)]  # never a path from another
@@ -429,7 +484,10 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
         tick(len(session_ids) - len(valid))  # no events can exist for them
     try:
         with store.transcript_snapshot():  # one read transaction for every export
-            exports = ((sid, data if totals.events else b"", totals) for sid, data, totals in store.export_transcripts(valid))
+            exports = (
+                (sid, data if totals.events else b"", totals)
+                for sid, data, totals in store.export_transcripts(valid)
+            )
             for sid, totals, result in batch.archive_exports(exports):
                 sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
                 tick(1)
@@ -447,8 +505,11 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
     checkpoint()
     # A session that gained events (or a new reference) since the export stays; our fresh
     # archive of its older content is an extra copy and goes.
-    stale = [s.archive.path for s in sessions
-             if s.session_id not in dropped and s.archive is not None and not s.archive.reused]
+    stale = [
+        s.archive.path
+        for s in sessions
+        if s.session_id not in dropped and s.archive is not None and not s.archive.reused
+    ]
     if stale:
         outcome.kept.extend(s.session_id for s in sessions if s.session_id not in dropped)
         batch.rollback(stale)
@@ -458,8 +519,15 @@ def apply_sqlite(store: Any, plan: Retirement, *, now_ms: int, checkpoint: Calla
     return outcome
 
 
-def _commit_sqlite(store: Any, entries: Mapping[str, Any], removed_keys: list[str], sessions: list[SessionArchive],
-                   expected: Mapping[str, SessionTotals], outcome: ApplyOutcome, now_ms: int) -> set[str]:
+def _commit_sqlite(
+    store: Any,
+    entries: Mapping[str, Any],
+    removed_keys: list[str],
+    sessions: list[SessionArchive],
+    expected: Mapping[str, SessionTotals],
+    outcome: ApplyOutcome,
+    now_ms: int,
+) -> set[str]:
     """One write transaction: delete the rows still as planned, drop the sessions nobody references
     any more whose totals still equal what was archived, record the archives. Returns the dropped
     session ids."""
@@ -468,10 +536,11 @@ def _commit_sqlite(store: Any, entries: Mapping[str, Any], removed_keys: list[st
     with store.transaction() as conn:
         unchanged: list[str] = []
         for start in range(0, len(removed_keys), 500):
-            chunk = removed_keys[start:start + 500]
+            chunk = removed_keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for key, text in conn.execute(
-                    f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})", chunk):
+                f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})", chunk
+            ):
                 try:
                     same = loads(text) == entries.get(key)
                 except ValueError:
@@ -483,17 +552,30 @@ def _commit_sqlite(store: Any, entries: Mapping[str, Any], removed_keys: list[st
         store.delete_entries(unchanged)
         dropped = set(store.drop_session_events(list(expected), expected=expected))
         store.record_archives(
-            (a.path.name, item.session_id, item.session_key, "deleted", "zstd" if a.compressed else "identity",
-             a.sha256, a.stored_size, item.totals.events, a.size, now_ms)
-            for item in sessions if item.session_id in dropped and (a := item.archive) is not None)
+            (
+                a.path.name,
+                item.session_id,
+                item.session_key,
+                "deleted",
+                "zstd" if a.compressed else "identity",
+                a.sha256,
+                a.stored_size,
+                item.totals.events,
+                a.size,
+                now_ms,
+            )
+            for item in sessions
+            if item.session_id in dropped and (a := item.archive) is not None
+        )
     return dropped
 
 
 # ---- everything (agents delete) ------------------------------------------------------------------------
 
 
-def retire_all_legacy(store: Any, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
-                      ) -> tuple[ApplyOutcome, int, int]:
+def retire_all_legacy(
+    store: Any, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
+) -> tuple[ApplyOutcome, int, int]:
     """Every transcript file of the sessions dir (orphans included) through a verified archive,
     then every row. Returns (outcome, rows removed, rows left: unusable rows stay)."""
     from openclaw_cli.store.files import TRANSCRIPT_KINDS, scan_sessions_dir
@@ -505,12 +587,19 @@ def retire_all_legacy(store: Any, *, lock_settings: Any, now_ms: int, checkpoint
         kind = snapshot.kind(name)
         if "/" not in name and kind in TRANSCRIPT_KINDS:
             actions.append(FileAction(name, f.size, f.mtime_ms, kind, True, "entry"))
-    outcome = apply_legacy(store, Retirement(list(entries), archive_actions=actions), lock_settings=lock_settings,
-                           now_ms=now_ms, checkpoint=checkpoint)
+    outcome = apply_legacy(
+        store,
+        Retirement(list(entries), archive_actions=actions),
+        lock_settings=lock_settings,
+        now_ms=now_ms,
+        checkpoint=checkpoint,
+    )
     return outcome, len(entries), len(store.load_rows()) if store.exists() else 0
 
 
-def retire_all_sqlite(store: Any, *, now_ms: int, checkpoint: Callable[[], None]) -> tuple[ApplyOutcome, int, int]:
+def retire_all_sqlite(
+    store: Any, *, now_ms: int, checkpoint: Callable[[], None]
+) -> tuple[ApplyOutcome, int, int]:
     """Every session window and every row (archived first)."""
     entries = store.load_entries()
     sids: list[str] = []
@@ -523,6 +612,10 @@ def retire_all_sqlite(store: Any, *, now_ms: int, checkpoint: Callable[[], None]
         if isinstance(sid, str) and sid not in keys:
             sids.append(sid)
             keys[sid] = key
-    outcome = apply_sqlite(store, Retirement(list(entries), entries=entries, session_ids=sids, session_keys=keys),
-                           now_ms=now_ms, checkpoint=checkpoint)
+    outcome = apply_sqlite(
+        store,
+        Retirement(list(entries), entries=entries, session_ids=sids, session_keys=keys),
+        now_ms=now_ms,
+        checkpoint=checkpoint,
+    )
     return outcome, len(entries), store.count_entries()

@@ -34,8 +34,15 @@ def linear_branch(lines: Sequence[TranscriptLine]) -> list[TranscriptLine] | Non
         if kind == "session":
             continue
         ident = obj.get("id")
-        if (type(ident) is not str or obj.get("parentId", missing) != previous or kind not in CANONICAL_TYPES
-                or not ident or ident.isspace() or ident in seen or "appendMode" in obj):
+        if (
+            type(ident) is not str
+            or obj.get("parentId", missing) != previous
+            or kind not in CANONICAL_TYPES
+            or not ident
+            or ident.isspace()
+            or ident in seen
+            or "appendMode" in obj
+        ):
             return None
         add(ident)
         previous = ident
@@ -43,7 +50,9 @@ def linear_branch(lines: Sequence[TranscriptLine]) -> list[TranscriptLine] | Non
     return out
 
 
-def parse_transcript_bytes(data: bytes, label: str, issues: list[ReadIssue] | None = None) -> list[TranscriptLine]:
+def parse_transcript_bytes(
+    data: bytes, label: str, issues: list[ReadIssue] | None = None
+) -> list[TranscriptLine]:
     """`transcript.iter_jsonl_stream` over bytes already in memory, with the same results (seq
     over non-blank lines, 1-based line numbers, falsy lines skipped, bad lines reported): clean
     lines take an orjson fast path, anything unusual goes through `transcript.parse_line`. Valid
@@ -85,7 +94,9 @@ def _parse_text_lines(text: str, label: str, issues: list[ReadIssue] | None) -> 
             data = raw.encode("utf-8")
             if data.isspace():  # blank by the byte reader's (ASCII) rule
                 continue
-            line = parse_line(data, seq=seq, line_no=index + 1, path=label, issues=issues, truncated=index == last)
+            line = parse_line(
+                data, seq=seq, line_no=index + 1, path=label, issues=issues, truncated=index == last
+            )
         seq += 1
         if line is not None:
             append(line)
@@ -132,9 +143,14 @@ def share_names(obj: dict[str, Any], previous_id: Any = None, numbers: dict[int,
     return ident if type(ident) is str else None
 
 
-def parse_transcript_stream(stream: BinaryIO, label: str, issues: list[ReadIssue] | None = None, *,
-                            keep_raw: bool = True,
-                            on_entry: Callable[[dict[str, Any], int], None] | None = None) -> list[TranscriptLine]:
+def parse_transcript_stream(
+    stream: BinaryIO,
+    label: str,
+    issues: list[ReadIssue] | None = None,
+    *,
+    keep_raw: bool = True,
+    on_entry: Callable[[dict[str, Any], int], None] | None = None,
+) -> list[TranscriptLine]:
     """`parse_transcript_bytes` over a stream read block by block, with the same lines and issues,
     so the whole transcript is never held as bytes or text. `keep_raw=False` leaves `raw` None on
     the clean lines (their exact text is re-read only when a successor needs it:
@@ -168,10 +184,16 @@ def parse_transcript_stream(stream: BinaryIO, label: str, issues: list[ReadIssue
                     if on_entry is not None:  # first: it may leave fields out, which then need no sharing
                         on_entry(obj, line_no)
                     previous = share_names(obj, previous, numbers)
-                    line = TranscriptLine(seq, raw.decode("utf-8") if keep_raw else None, obj,  # type: ignore[arg-type]
-                                          line_no)
+                    line = TranscriptLine(
+                        seq,
+                        raw.decode("utf-8") if keep_raw else None,
+                        obj,  # type: ignore[arg-type]
+                        line_no,
+                    )
             if line is None:
-                line = parse_line(raw, seq=seq, line_no=line_no, path=label, issues=issues, truncated=not had_newline)
+                line = parse_line(
+                    raw, seq=seq, line_no=line_no, path=label, issues=issues, truncated=not had_newline
+                )
             seq = line_no if line_no == seq + 1 else seq + 1  # the same int object when they agree
             if line is not None:
                 append(line)
@@ -201,7 +223,9 @@ def _parse_byte_lines(data: bytes, label: str, issues: list[ReadIssue] | None) -
             if type(obj) is dict and obj:
                 line = TranscriptLine(seq=seq, raw=raw.decode("utf-8"), obj=obj, line_no=index + 1)
         if line is None:
-            line = parse_line(raw, seq=seq, line_no=index + 1, path=label, issues=issues, truncated=index == last)
+            line = parse_line(
+                raw, seq=seq, line_no=index + 1, path=label, issues=issues, truncated=index == last
+            )
         seq += 1
         if line is not None:
             append(line)
@@ -225,8 +249,9 @@ def _int_or_zero(value: Any) -> int:
     return int(value)
 
 
-def entry_after_compaction(entry: dict[str, Any], *, tokens_after: int | None, now_ms: int,
-                           count: bool = True) -> dict[str, Any]:
+def entry_after_compaction(
+    entry: dict[str, Any], *, tokens_after: int | None, now_ms: int, count: bool = True
+) -> dict[str, Any]:
     """R4.8.3: `compactionCount += 1`, `updatedAt = now`, `totalTokens = tokensAfter` and
     `totalTokensFresh = true` when known, else `totalTokensFresh = false`. Other fields (unknown
     ones included) are kept as they are, in order."""
@@ -242,9 +267,16 @@ def entry_after_compaction(entry: dict[str, Any], *, tokens_after: int | None, n
     return out
 
 
-def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, timestamp: str, cwd: str,
-                          parent_session: str | None, version: int = 4,
-                          restore: Callable[[list[TranscriptLine]], None] | None = None) -> list[str]:
+def build_successor_lines(
+    lines: Sequence[TranscriptLine],
+    *,
+    session_id: str,
+    timestamp: str,
+    cwd: str,
+    parent_session: str | None,
+    version: int = 4,
+    restore: Callable[[list[TranscriptLine]], None] | None = None,
+) -> list[str]:
     """R4.17.2 steps 1-5 over a transcript that ends in its latest compaction (header dropped).
 
     Summarised = active-branch entries before the compaction up to (not including)
@@ -258,13 +290,21 @@ def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, t
 
     tree = scan_tree(lines)
     branch = branch_of(tree)
-    boundary = next((i for i in range(len(branch) - 1, -1, -1)
-                     if branch[i].obj is not None and branch[i].obj.get("type") == "compaction"), None)
+    boundary = next(
+        (
+            i
+            for i in range(len(branch) - 1, -1, -1)
+            if branch[i].obj is not None and branch[i].obj.get("type") == "compaction"
+        ),
+        None,
+    )
     if boundary is None:
         raise InvalidDataError("no compaction entry on the active branch; no successor transcript")
     first_kept = branch[boundary].obj.get("firstKeptEntryId")  # type: ignore[union-attr]
-    kept_at = next((i for i in range(boundary) if branch[i].obj is not None
-                    and branch[i].obj.get("id") == first_kept), boundary)
+    kept_at = next(
+        (i for i in range(boundary) if branch[i].obj is not None and branch[i].obj.get("id") == first_kept),
+        boundary,
+    )
     removed: set[str] = set()
     removed_lines: set[int] = set()
     for line in branch[:kept_at]:
@@ -279,8 +319,11 @@ def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, t
             removed_lines.add(id(line))
             if isinstance(obj.get("id"), str):
                 removed.add(obj["id"])
-    parent_of = {line.obj["id"]: line.obj.get("parentId") for line in tree.entries
-                 if line.obj is not None and isinstance(line.obj.get("id"), str)}
+    parent_of = {
+        line.obj["id"]: line.obj.get("parentId")
+        for line in tree.entries
+        if line.obj is not None and isinstance(line.obj.get("id"), str)
+    }
 
     def survivor(parent: Any) -> Any:
         seen: set[str] = set()
@@ -289,13 +332,20 @@ def build_successor_lines(lines: Sequence[TranscriptLine], *, session_id: str, t
             parent = parent_of.get(parent)
         return None if isinstance(parent, str) and parent in removed else parent
 
-    header: dict[str, Any] = {"type": "session", "version": version, "id": session_id, "timestamp": timestamp,
-                              "cwd": cwd}
+    header: dict[str, Any] = {
+        "type": "session",
+        "version": version,
+        "id": session_id,
+        "timestamp": timestamp,
+        "cwd": cwd,
+    }
     if parent_session:
         header["parentSession"] = parent_session
     out = [dumps_compact(header)]
     on_branch = {id(line) for line in branch}
-    ordered = [ln for ln in tree.entries if id(ln) not in on_branch] + [ln for ln in tree.entries if id(ln) in on_branch]
+    ordered = [ln for ln in tree.entries if id(ln) not in on_branch] + [
+        ln for ln in tree.entries if id(ln) in on_branch
+    ]
     if restore is not None:
         textless = [ln for ln in ordered if ln.raw is None and id(ln) not in removed_lines]
         if textless:
@@ -349,7 +399,7 @@ def max_lines_split(data: bytes, max_lines: int) -> tuple[list[bytes], int, int]
     if isinstance(first, dict) and first.get("type") == "session":
         head = [raw[0]]
     tail_count = max_lines - len(head)
-    tail = raw[total - tail_count:] if tail_count > 0 else []
+    tail = raw[total - tail_count :] if tail_count > 0 else []
     for index, line in enumerate(tail):  # re-root the first kept event that names a parent
         try:
             obj = orjson.loads(line)

@@ -145,8 +145,10 @@ def _migration_0002_label_index(conn: sqlite3.Connection, agent_id: str) -> None
     # sessions.patch checks a label is unused (OpenClaw's uniqueness rule) on every label write:
     # without an index that is a full scan of session_nodes (~9 ms at 20k rows, the Gateway's
     # patch p99). Partial: most rows carry no label, and `label = ?` implies `label IS NOT NULL`.
-    conn.execute("CREATE INDEX IF NOT EXISTS idx_agent_session_nodes_label ON session_nodes(label)"
-                 " WHERE label IS NOT NULL")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_agent_session_nodes_label ON session_nodes(label)"
+        " WHERE label IS NOT NULL"
+    )
 
 
 def _migration_0003_listing_indexes(conn: sqlite3.Connection, agent_id: str) -> None:
@@ -156,10 +158,14 @@ def _migration_0003_listing_indexes(conn: sqlite3.Connection, agent_id: str) -> 
     # count is count(*) minus the archived rows and the pinned rows are an index search. Partial:
     # a query for unarchived or unpinned rows (the listing page) never picks them, so the page
     # keeps walking the updated_at index.
-    conn.execute("CREATE INDEX IF NOT EXISTS idx_agent_session_nodes_archived ON session_nodes(archived_at)"
-                 " WHERE archived_at IS NOT NULL")
-    conn.execute("CREATE INDEX IF NOT EXISTS idx_agent_session_nodes_pinned ON session_nodes(pinned_at)"
-                 " WHERE pinned_at IS NOT NULL")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_agent_session_nodes_archived ON session_nodes(archived_at)"
+        " WHERE archived_at IS NOT NULL"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_agent_session_nodes_pinned ON session_nodes(pinned_at)"
+        " WHERE pinned_at IS NOT NULL"
+    )
 
 
 # Append only; never edit an applied migration. SCHEMA_VERSION is the number of migrations.
@@ -185,8 +191,9 @@ def configure(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
 
 def _connect_file(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     try:
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=busy_timeout_ms / 1000,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            str(path), isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+        )
         configure(conn, busy_timeout_ms)
     except sqlite3.Error as exc:
         raise translate_error(exc, path, busy_timeout_ms) from None
@@ -244,8 +251,9 @@ def _create_database(path: Path, agent_id: str, busy_timeout_ms: int) -> None:
                 pass
 
 
-def open_database(path: Path, agent_id: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
-                  create: bool = False) -> sqlite3.Connection:
+def open_database(
+    path: Path, agent_id: str, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, create: bool = False
+) -> sqlite3.Connection:
     """A read-write connection to our database with the schema current; a missing database is
     created when `create` (0700 directory, 0600 files)."""
     if not path.exists():
@@ -323,8 +331,9 @@ def readable_as_is(conn: sqlite3.Connection) -> bool:
     return schema_version(conn) >= READABLE_SCHEMA_VERSION
 
 
-def ensure_schema(conn: sqlite3.Connection, path: Path, agent_id: str, *, busy_timeout_ms: int,
-                  allow_fresh: bool) -> None:
+def ensure_schema(
+    conn: sqlite3.Connection, path: Path, agent_id: str, *, busy_timeout_ms: int, allow_fresh: bool
+) -> None:
     """Apply pending migrations, one `BEGIN IMMEDIATE` transaction each; no-op (and no write) when
     the database is current."""
     if not check_ours(conn, path, allow_fresh=allow_fresh):
@@ -351,10 +360,15 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, agent_id: str, *, busy_t
                 )
             migrate(conn, agent_id)
             stamp = now_ms()
-            conn.execute(f"INSERT INTO {MIGRATIONS_TABLE}(name, applied_at, app_version) VALUES (?, ?, ?)",
-                         (name, stamp, APP_VERSION))
-            conn.execute("UPDATE schema_meta SET schema_version = ?, app_version = ?, updated_at = ? "
-                         "WHERE meta_key = 'primary'", (index, APP_VERSION, stamp))
+            conn.execute(
+                f"INSERT INTO {MIGRATIONS_TABLE}(name, applied_at, app_version) VALUES (?, ?, ?)",
+                (name, stamp, APP_VERSION),
+            )
+            conn.execute(
+                "UPDATE schema_meta SET schema_version = ?, app_version = ?, updated_at = ? "
+                "WHERE meta_key = 'primary'",
+                (index, APP_VERSION, stamp),
+            )
             conn.execute(f"PRAGMA application_id = {OUR_APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {USER_VERSION_BASE + index}")
             conn.execute("COMMIT")

@@ -27,11 +27,14 @@ class SnapshotChanged(SessionBusyError):
     """The transcript or the row changed between the snapshot and the write: nothing was written."""
 
     def __init__(self, key: str):
-        super().__init__(f"Session {key} changed while it was being compacted; nothing was written. Retry.",
-                         code=CHANGED_CODE)
+        super().__init__(
+            f"Session {key} changed while it was being compacted; nothing was written. Retry.",
+            code=CHANGED_CODE,
+        )
 
 
 # ---- snapshots -------------------------------------------------------------------------------------
+
 
 @dataclass
 class TranscriptSnapshot:
@@ -66,7 +69,7 @@ class TranscriptSnapshot:
         if self.raw_data is not None:
             view = memoryview(self.raw_data)
             for start in range(0, len(view), _BLOCK):
-                sink.write(view[start:start + _BLOCK])
+                sink.write(view[start : start + _BLOCK])
             return len(view)
         if self.path is not None:
             return _copy_legacy(self.path, self.signature, sink, self.key)
@@ -92,7 +95,9 @@ class TranscriptSnapshot:
         """Give the lines read without their text (`raw` None; all of them, or those of `lines`)
         their exact text again, from the same transcript (checked against the snapshot): what a
         successor transcript copies."""
-        missing = {line.line_no: line for line in (self.lines if lines is None else lines) if line.raw is None}
+        missing = {
+            line.line_no: line for line in (self.lines if lines is None else lines) if line.raw is None
+        }
         if not missing:
             return
         found = self.read_lines(missing)
@@ -132,7 +137,11 @@ class TranscriptSnapshot:
         return [line.obj for line in self.branch if line.obj is not None]
 
     def entry_ids(self) -> set[str]:
-        return {line.obj["id"] for line in self.lines if line.obj is not None and isinstance(line.obj.get("id"), str)}
+        return {
+            line.obj["id"]
+            for line in self.lines
+            if line.obj is not None and isinstance(line.obj.get("id"), str)
+        }
 
 
 def file_signature(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -143,8 +152,9 @@ def _open_transcript(path: Path) -> Any:
     try:
         fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
     except OSError as exc:
-        raise RefusedError(f"Cannot read transcript {path}: {exc.strerror or exc} "
-                           "(symbolic links are not followed)") from exc
+        raise RefusedError(
+            f"Cannot read transcript {path}: {exc.strerror or exc} (symbolic links are not followed)"
+        ) from exc
     fh = os.fdopen(fd, "rb", buffering=0)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         fh.close()
@@ -216,8 +226,9 @@ def _read_legacy(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
     raise SessionBusyError(f"Transcript {path} keeps changing while it is read; retry later.")
 
 
-def _stream_legacy(path: Path, label: str, issues: list[ReadIssue], on_entry: Any = None
-                   ) -> tuple[list[TranscriptLine], tuple[int, int, int, int]]:
+def _stream_legacy(
+    path: Path, label: str, issues: list[ReadIssue], on_entry: Any = None
+) -> tuple[list[TranscriptLine], tuple[int, int, int, int]]:
     """The file's lines (clean lines without their text: `raw` None) and its signature, parsed
     while it is read through one descriptor (never through a symlink): the bytes are never held
     whole. A file that changes while it is read is read again."""
@@ -254,8 +265,9 @@ def _copy_legacy(path: Path, signature: tuple[int, ...] | None, sink: Any, key: 
     return size
 
 
-def _lines_from_rows(store: Any, session_id: str, on_entry: Any = None
-                     ) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
+def _lines_from_rows(
+    store: Any, session_id: str, on_entry: Any = None
+) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
     """Our SQLite store's lines straight from its rows, when every row is a plain JSON-object line
     (the usual case): exactly the lines `parse_transcript_bytes` makes of the exported JSONL, without
     exporting, decoding and splitting it all again. None for anything unusual (a row that is not an
@@ -292,8 +304,9 @@ def _session_id(key: str, entry: dict[str, Any]) -> str:
     return session_id.strip()
 
 
-def read_file_snapshot(store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
-                       on_entry: Any = None) -> TranscriptSnapshot:
+def read_file_snapshot(
+    store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+) -> TranscriptSnapshot:
     """A legacy store's transcript file, read once through one descriptor. `data_on_demand` (a
     summary compaction): parsed while it is read, the bytes and the clean lines' text not kept
     (read again only if an archive or a successor needs them), each parsed object shown to
@@ -314,8 +327,9 @@ def read_file_snapshot(store: Any, key: str, entry: dict[str, Any], *, data_on_d
     return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, path, signature)
 
 
-def read_database_snapshot(store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
-                           on_entry: Any = None) -> TranscriptSnapshot:
+def read_database_snapshot(
+    store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+) -> TranscriptSnapshot:
     """Our SQLite store's session window. `data_on_demand`: take the lines from the rows (each
     object shown to `on_entry(obj, line_no)`, as for a legacy file) and export the transcript
     bytes only if something needs them (an archive), which a summary compaction rarely does.
@@ -331,8 +345,9 @@ def read_database_snapshot(store: Any, key: str, entry: dict[str, Any], *, data_
     totals = store.export_transcript(session_id, buffer)
     data = buffer.getvalue()
     lines = parse_transcript_bytes(data, label, issues) if data else []
-    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, None,
-                              (totals.events, totals.bytes))
+    return TranscriptSnapshot(
+        store, key, entry, session_id, data, lines, issues, None, (totals.events, totals.bytes)
+    )
 
 
 def read_events_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
@@ -346,6 +361,7 @@ def read_events_snapshot(store: Any, key: str, entry: dict[str, Any]) -> Transcr
 
 
 # ---- results -------------------------------------------------------------------------------------------
+
 
 @dataclass
 class PersistResult:

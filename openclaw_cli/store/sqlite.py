@@ -137,7 +137,9 @@ def private_build_cache_kib(records: int | None) -> int:
 # by every batch are written to the WAL once per commit (commits every 1,000 records wrote each
 # page 3-4 times), and the WAL stays below the import's space allowance (import_faults.py).
 PRIVATE_BUILD_COMMIT_BYTES = 32 * 1024 * 1024
-ROW_OVERHEAD_BYTES = 128  # what a row adds besides its JSON (keys, projections, index entries), for that budget
+ROW_OVERHEAD_BYTES = (
+    128  # what a row adds besides its JSON (keys, projections, index entries), for that budget
+)
 
 MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
 
@@ -193,8 +195,15 @@ def _node_row(key: str, entry: dict[str, Any], data: bytes) -> tuple[Any, ...]:
     )
 
 
-def _window_row(session_id: str, key: str, entry: Mapping[str, Any] | None, *, fallback_ms: int,
-                previous: str | None = None, reason: str | None = None) -> tuple[Any, ...]:
+def _window_row(
+    session_id: str,
+    key: str,
+    entry: Mapping[str, Any] | None,
+    *,
+    fallback_ms: int,
+    previous: str | None = None,
+    reason: str | None = None,
+) -> tuple[Any, ...]:
     entry = entry or {}
     created = ms_int(_first_number(entry, "sessionStartedAt", "startedAt", "updatedAt"))
     updated = ms_int(_first_number(entry, "updatedAt"))
@@ -203,9 +212,16 @@ def _window_row(session_id: str, key: str, entry: Mapping[str, Any] | None, *, f
     origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
     chat_type = _text(entry.get("chatType")) or _text(origin.get("chatType"))
     return (
-        session_id, key, previous, reason, created_ms, updated_ms, chat_type,
+        session_id,
+        key,
+        previous,
+        reason,
+        created_ms,
+        updated_ms,
+        chat_type,
         _text(entry.get("channel")) or _text(origin.get("provider")),
-        _text(entry.get("modelProvider")), _text(entry.get("model")),
+        _text(entry.get("modelProvider")),
+        _text(entry.get("model")),
     )
 
 
@@ -256,6 +272,7 @@ def _sql_int(value: int | float) -> int:
     of them, not an overflow."""
     return int(max(-_SQL_INT_MAX, min(_SQL_INT_MAX, value)))
 
+
 _BY_KEY = itemgetter(0)
 _BY_UPDATED = itemgetter(1)
 
@@ -277,10 +294,12 @@ def _counted(row: tuple[int, str | None]) -> tuple[int, list[str]]:
 # base.listing_sort_key's timestamps over the projection columns, which hold what its `_finite`
 # accepts (finite numbers) or NULL; a missing one counts as 0.
 _LAST_INTERACTION_SQL = "coalesce(last_interaction_at, 0)"
-_ACTIVITY_SQL = ("CASE WHEN last_activity_at > 0 OR last_interaction_at > 0 THEN max("
-                 "CASE WHEN last_activity_at > 0 THEN last_activity_at ELSE 0 END,"
-                 " CASE WHEN last_interaction_at > 0 THEN last_interaction_at ELSE 0 END)"
-                 " WHEN updated_at > 0 THEN updated_at WHEN created_at > 0 THEN created_at ELSE 0 END")
+_ACTIVITY_SQL = (
+    "CASE WHEN last_activity_at > 0 OR last_interaction_at > 0 THEN max("
+    "CASE WHEN last_activity_at > 0 THEN last_activity_at ELSE 0 END,"
+    " CASE WHEN last_interaction_at > 0 THEN last_interaction_at ELSE 0 END)"
+    " WHEN updated_at > 0 THEN updated_at WHEN created_at > 0 THEN created_at ELSE 0 END"
+)
 
 
 def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
@@ -360,8 +379,15 @@ class BulkImportResult:
 class SqliteStore(SessionStore):
     kind = KIND_SQLITE
 
-    def __init__(self, db_path: Path, agent_id: str, *, create: bool = False,
-                 busy_timeout_ms: int = schema_mod.DEFAULT_BUSY_TIMEOUT_MS, read_only: bool = False):
+    def __init__(
+        self,
+        db_path: Path,
+        agent_id: str,
+        *,
+        create: bool = False,
+        busy_timeout_ms: int = schema_mod.DEFAULT_BUSY_TIMEOUT_MS,
+        read_only: bool = False,
+    ):
         self.path = Path(db_path)
         self.agent_id = normalize_agent_id(agent_id)
         self.sessions_dir = sessions_dir_for(self.path)
@@ -380,17 +406,21 @@ class SqliteStore(SessionStore):
             if self._ro.verified == self.agent_id:
                 return  # a pooled reader this agent's store already checked (live mode)
             try:
-                if (schema_mod.check_ours(self._conn, self.path, allow_fresh=False)
-                        and not schema_mod.readable_as_is(self._conn)):
+                if schema_mod.check_ours(
+                    self._conn, self.path, allow_fresh=False
+                ) and not schema_mod.readable_as_is(self._conn):
                     raise InvalidDataError(
                         f"Session database {self.path} needs a schema upgrade; run any openclaw write command "
-                        "(or `openclaw doctor --fix`) once to apply it.", type="unsupported_schema")
+                        "(or `openclaw doctor --fix`) once to apply it.",
+                        type="unsupported_schema",
+                    )
             except BaseException:
                 self._ro.close()
                 raise
         else:
-            self._conn = schema_mod.open_database(self.path, self.agent_id, busy_timeout_ms=self.busy_timeout_ms,
-                                                  create=create)
+            self._conn = schema_mod.open_database(
+                self.path, self.agent_id, busy_timeout_ms=self.busy_timeout_ms, create=create
+            )
             # a live process (the Gateway) keeps its keeper open beside every write connection, so
             # closing this one is never the database's last close (which checkpoints the WAL:
             # ~5 ms per sessions.patch on a 20k store); its commits leave the WAL to the process's
@@ -410,11 +440,14 @@ class SqliteStore(SessionStore):
         if meta is None:
             raise InvalidDataError(f"Session database {self.path} has no schema_meta row")
         if meta.get("role") != "agent":
-            raise InvalidDataError(f"Session database {self.path} has schema role {meta.get('role')}; expected agent.")
+            raise InvalidDataError(
+                f"Session database {self.path} has schema role {meta.get('role')}; expected agent."
+            )
         owner = meta.get("agent_id")
         if isinstance(owner, str) and owner and owner != self.agent_id:
             raise InvalidDataError(
-                f"Session database {self.path} belongs to agent {owner}; requested agent {self.agent_id}.")
+                f"Session database {self.path} belongs to agent {owner}; requested agent {self.agent_id}."
+            )
 
     # ---- plumbing ----------------------------------------------------------------------------------
     def close(self) -> None:
@@ -452,25 +485,43 @@ class SqliteStore(SessionStore):
 
         return sqlite_write_lock(self, lock_settings.acquire_timeout_ms)
 
-    def read_snapshot(self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False,
-                      on_entry: Any = None) -> Any:
+    def read_snapshot(
+        self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+    ) -> Any:
         from openclaw_cli.store.snapshot import read_database_snapshot
 
         return read_database_snapshot(self, key, entry, data_on_demand=data_on_demand, on_entry=on_entry)
 
-    def commit_compaction(self, snapshot: Any, comp: dict[str, Any], *, rotate: bool, now_ms: int,
-                          lock_settings: Any, reason: str = "manual") -> Any:
+    def commit_compaction(
+        self,
+        snapshot: Any,
+        comp: dict[str, Any],
+        *,
+        rotate: bool,
+        now_ms: int,
+        lock_settings: Any,
+        reason: str = "manual",
+    ) -> Any:
         from openclaw_cli.store.compaction_writes import apply_compaction_sqlite
 
         return apply_compaction_sqlite(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
 
-    def commit_max_lines(self, snapshot: Any, kept: list[bytes], *, now_ms: int, lock_settings: Any,
-                         keep_session_id: bool = False) -> Any:
+    def commit_max_lines(
+        self,
+        snapshot: Any,
+        kept: list[bytes],
+        *,
+        now_ms: int,
+        lock_settings: Any,
+        keep_session_id: bool = False,
+    ) -> Any:
         from openclaw_cli.store.compaction_writes import apply_max_lines_sqlite
 
         return apply_max_lines_sqlite(snapshot, kept, now_ms=now_ms, keep_session_id=keep_session_id)
 
-    def retire(self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None) -> Any:
+    def retire(
+        self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
+    ) -> Any:
         from openclaw_cli.store.retire import apply_sqlite
 
         return apply_sqlite(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
@@ -485,27 +536,53 @@ class SqliteStore(SessionStore):
 
         return patch_sqlite(self, key, mutate, create=create)
 
-    def patch_entries(self, items: list[tuple[str, Any]], *, lock_settings: Any, create: bool = False) -> list[Any]:
+    def patch_entries(
+        self, items: list[tuple[str, Any]], *, lock_settings: Any, create: bool = False
+    ) -> list[Any]:
         from openclaw_cli.store.lifecycle_writes import patch_many_sqlite
 
         return patch_many_sqlite(self, items, create=create)
 
-    def reset_session(self, key: str, build: Any, *, lock_settings: Any, now_ms: int,
-                      marker: dict[str, Any] | None = None) -> Any:
+    def reset_session(
+        self, key: str, build: Any, *, lock_settings: Any, now_ms: int, marker: dict[str, Any] | None = None
+    ) -> Any:
         from openclaw_cli.store.lifecycle_writes import reset_sqlite
 
         return reset_sqlite(self, key, build, now_ms=now_ms, marker=marker)
 
-    def fork_session(self, parent_key: str, child_key: str, build: Any, *, lock_settings: Any, now_ms: int,
-                     max_tokens: int, wait: bool = False, through_last_completed: bool = False) -> Any:
+    def fork_session(
+        self,
+        parent_key: str,
+        child_key: str,
+        build: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        max_tokens: int,
+        wait: bool = False,
+        through_last_completed: bool = False,
+    ) -> Any:
         from openclaw_cli.store.lifecycle_writes import fork_sqlite
 
-        return fork_sqlite(self, parent_key, child_key, build, now_ms=now_ms, max_tokens=max_tokens,
-                           through_last_completed=through_last_completed)
+        return fork_sqlite(
+            self,
+            parent_key,
+            child_key,
+            build,
+            now_ms=now_ms,
+            max_tokens=max_tokens,
+            through_last_completed=through_last_completed,
+        )
 
     def label_owners(self, label: str) -> list[str]:
-        return [row[0] for row in self._q(lambda c: c.execute(
-            "SELECT session_key FROM session_nodes WHERE label = ?", (label,)).fetchall())]
+        return [
+            row[0]
+            for row in self._q(
+                lambda c: c.execute(
+                    "SELECT session_key FROM session_nodes WHERE label = ?", (label,)
+                ).fetchall()
+            )
+        ]
 
     def count_archived(self, *, updated_since_ms: int | None = None) -> int:
         sql, params = "SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL", []
@@ -578,6 +655,7 @@ class SqliteStore(SessionStore):
     def load_entries(self) -> dict[str, dict[str, Any]]:
         """Every entry, decoded batch by batch: the JSON text of all rows is never held at once
         (at 100,000 rows ~70 MB beside the ~150 MB of decoded entries)."""
+
         def run(c: sqlite3.Connection) -> dict[str, dict[str, Any]]:
             out: dict[str, dict[str, Any]] = {}
             cursor = c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY rowid")
@@ -600,27 +678,34 @@ class SqliteStore(SessionStore):
         if updated_since_ms is not None:
             where, params = " WHERE updated_at >= ?", [_sql_int(updated_since_ms)]
         if limit is not None and limit <= _INDEX_LISTING_MAX:
+
             def run(c: sqlite3.Connection) -> tuple[list[tuple[str, str]], int]:
                 with self._snapshot():
-                    rows = c.execute(f"SELECT session_key, entry_json FROM session_nodes{where}"
-                                     " ORDER BY updated_at DESC, session_key LIMIT ?", [*params, _sql_int(max(int(limit), 0))]
-                                     ).fetchall()
+                    rows = c.execute(
+                        f"SELECT session_key, entry_json FROM session_nodes{where}"
+                        " ORDER BY updated_at DESC, session_key LIMIT ?",
+                        [*params, _sql_int(max(int(limit), 0))],
+                    ).fetchall()
                     if len(rows) < limit:
                         return rows, len(rows)
                     return rows, c.execute(f"SELECT count(*) FROM session_nodes{where}", params).fetchone()[0]
 
             page, total = self._q(run)
             return _parse_entries(page), total
-        scanned = self._q(lambda c: c.execute(
-            f"SELECT session_key, updated_at, entry_json FROM session_nodes{where}", params).fetchall())
+        scanned = self._q(
+            lambda c: c.execute(
+                f"SELECT session_key, updated_at, entry_json FROM session_nodes{where}", params
+            ).fetchall()
+        )
         scanned = _sort_for_listing(scanned)
         total = len(scanned)
         if limit is not None:
             scanned = scanned[: max(int(limit), 0)]
         return _parse_entries([(key, text) for key, _, text in scanned]), total
 
-    def iter_listing(self, *, updated_since_ms: int | None = None, archived: bool | None = None
-                     ) -> tuple[int, Iterator[tuple[str, dict[str, Any]]]]:
+    def iter_listing(
+        self, *, updated_since_ms: int | None = None, archived: bool | None = None
+    ) -> tuple[int, Iterator[tuple[str, dict[str, Any]]]]:
         """The listing streamed along the updated_at index (`list_entries` order) in batches, the
         count and the rows from one read snapshot; memory stays one batch whatever the store's size
         (a sequential scan plus an in-memory sort, `list_entries`' choice for big pages, would hold
@@ -637,15 +722,26 @@ class SqliteStore(SessionStore):
         try:
             if updated_since_ms is None and archived is False and self._q(self._has_listing_indexes):
                 # count(*) (an index scan) minus the archived rows (a partial index): no table scan
-                total = self._q(lambda c: c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
-                                - c.execute("SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL"
-                                            ).fetchone()[0])
+                total = self._q(
+                    lambda c: (
+                        c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
+                        - c.execute(
+                            "SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL"
+                        ).fetchone()[0]
+                    )
+                )
             else:
-                total = self._q(lambda c: c.execute(f"SELECT count(*) FROM session_nodes{condition}",
-                                                    params).fetchone()[0])
-            cursor = self._q(lambda c: c.execute(
-                f"SELECT session_key, entry_json FROM session_nodes{condition} ORDER BY updated_at DESC, session_key",
-                params))
+                total = self._q(
+                    lambda c: c.execute(f"SELECT count(*) FROM session_nodes{condition}", params).fetchone()[
+                        0
+                    ]
+                )
+            cursor = self._q(
+                lambda c: c.execute(
+                    f"SELECT session_key, entry_json FROM session_nodes{condition} ORDER BY updated_at DESC, session_key",
+                    params,
+                )
+            )
         except BaseException:
             snapshot.__exit__(None, None, None)
             raise
@@ -700,15 +796,20 @@ class SqliteStore(SessionStore):
             with self._snapshot():
                 c.execute("SELECT 1 FROM session_nodes LIMIT 1").fetchone()  # the snapshot starts here
                 total, pinned_keys, walk_exact = cached_fact(
-                    self.path, ("listing", condition, tuple(params)),
-                    lambda: self._listing_counts(c, query, condition, params))
+                    self.path,
+                    ("listing", condition, tuple(params)),
+                    lambda: self._listing_counts(c, query, condition, params),
+                )
                 by_time = query.sort_by != SORT_UPDATED
                 found: list[tuple[str, dict[str, Any]]] = []
                 if pinned_keys and (not by_time or query.pinned is not None):
                     marks = ",".join("?" * len(pinned_keys))
-                    found = _parse_entries(c.execute(
-                        f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
-                        pinned_keys).fetchall())
+                    found = _parse_entries(
+                        c.execute(
+                            f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
+                            pinned_keys,
+                        ).fetchall()
+                    )
                     # a pinnedAt on a row that cannot be pinned (the pinned_at column does not
                     # know), or one that does not put the row first: let Python filter and order
                     if not all(pin_timestamp(key, entry) > 0 for key, entry in found):
@@ -718,7 +819,7 @@ class SqliteStore(SessionStore):
                 order = listing_sort_key(SORT_UPDATED)
                 pinned = sorted(found, key=lambda kv: order(kv[0], kv[1]))
                 offset, limit = query.offset, query.limit
-                page = pinned[offset:None if limit is None else offset + limit]
+                page = pinned[offset : None if limit is None else offset + limit]
                 wanted = -1 if limit is None else limit - len(page)
                 if wanted != 0:
                     # the index order is the listing's unless rows without updatedAt (0 to the
@@ -727,33 +828,41 @@ class SqliteStore(SessionStore):
                     rows = c.execute(
                         f"SELECT session_key, entry_json FROM session_nodes WHERE {condition} AND pinned_at IS NULL"
                         f" ORDER BY {walk}, session_key LIMIT ? OFFSET ?",
-                        [*params, wanted, max(0, offset - len(pinned))]).fetchall()
+                        [*params, wanted, max(0, offset - len(pinned))],
+                    ).fetchall()
                     page.extend(_parse_entries(rows))
                 return page, total
 
         found = self._q(run)
         return super().list_view(query) if found is None else found
 
-    def _sorted_page(self, c: sqlite3.Connection, query: ListingQuery, condition: str,
-                     params: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    def _sorted_page(
+        self, c: sqlite3.Connection, query: ListingQuery, condition: str, params: list[Any]
+    ) -> list[tuple[str, dict[str, Any]]]:
         """A page in the lastInteractionAt or activity order (no pinned-first): SQLite sorts the
         small (rowid, timestamp, key) tuples of every matching row, then only the page's
         entries are read and decoded."""
         stamp = _ACTIVITY_SQL if query.sort_by == SORT_ACTIVITY else _LAST_INTERACTION_SQL
-        ids = [row[0] for row in c.execute(
-            f"SELECT rowid FROM session_nodes WHERE {condition} ORDER BY {stamp} DESC, session_key LIMIT ? OFFSET ?",
-            [*params, -1 if query.limit is None else query.limit, query.offset])]
+        ids = [
+            row[0]
+            for row in c.execute(
+                f"SELECT rowid FROM session_nodes WHERE {condition} ORDER BY {stamp} DESC, session_key LIMIT ? OFFSET ?",
+                [*params, -1 if query.limit is None else query.limit, query.offset],
+            )
+        ]
         texts: dict[int, tuple[str, str]] = {}
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for rowid, key, text in c.execute(
-                    f"SELECT rowid, session_key, entry_json FROM session_nodes WHERE rowid IN ({marks})", chunk):
+                f"SELECT rowid, session_key, entry_json FROM session_nodes WHERE rowid IN ({marks})", chunk
+            ):
                 texts[rowid] = (key, text)
         return _parse_entries([texts[rowid] for rowid in ids])
 
-    def _listing_counts(self, c: sqlite3.Connection, query: ListingQuery, condition: str,
-                        params: list[Any]) -> tuple[int, list[str], bool]:
+    def _listing_counts(
+        self, c: sqlite3.Connection, query: ListingQuery, condition: str, params: list[Any]
+    ) -> tuple[int, list[str], bool]:
         """(rows matching, the pinned keys among them, whether the updated_at index walk is the
         listing's order). Filtered by archived state only (the Gateway's default listing) and on
         a schema with the partial archived / pinned indexes: count(*) minus the archived rows,
@@ -761,34 +870,60 @@ class SqliteStore(SessionStore):
         the store holds both rows without updatedAt and rows at or below 0 (two index probes)."""
         walk_exact = not c.execute(
             "SELECT EXISTS (SELECT 1 FROM session_nodes WHERE updated_at IS NULL)"
-            " AND EXISTS (SELECT 1 FROM session_nodes WHERE updated_at <= 0)").fetchone()[0]
+            " AND EXISTS (SELECT 1 FROM session_nodes WHERE updated_at <= 0)"
+        ).fetchone()[0]
         simple = query.active_since_ms is None and query.label is None and query.pinned is None
         if simple and self._has_listing_indexes(c):
-            archived_rows = c.execute("SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL").fetchone()[0]
+            archived_rows = c.execute(
+                "SELECT count(*) FROM session_nodes WHERE archived_at IS NOT NULL"
+            ).fetchone()[0]
             if query.archived is None:
                 total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]
             elif query.archived:
                 total = archived_rows
             else:
                 total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0] - archived_rows
-            pinned = [row[0] for row in c.execute(
-                f"SELECT session_key FROM session_nodes WHERE pinned_at IS NOT NULL AND {condition}", params)]
+            pinned = [
+                row[0]
+                for row in c.execute(
+                    f"SELECT session_key FROM session_nodes WHERE pinned_at IS NOT NULL AND {condition}",
+                    params,
+                )
+            ]
             return total, pinned, walk_exact
-        return (*_counted(c.execute("SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
-                                    f" FROM session_nodes WHERE {condition}", params).fetchone()), walk_exact)
+        return (
+            *_counted(
+                c.execute(
+                    "SELECT count(*), json_group_array(session_key) FILTER (WHERE pinned_at IS NOT NULL)"
+                    f" FROM session_nodes WHERE {condition}",
+                    params,
+                ).fetchone()
+            ),
+            walk_exact,
+        )
 
     def _has_listing_indexes(self, c: sqlite3.Connection) -> bool:
         if self._listing_indexes is None:
-            self._listing_indexes = c.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
-                " ('idx_agent_session_nodes_archived', 'idx_agent_session_nodes_pinned')").fetchone()[0] == 2
+            self._listing_indexes = (
+                c.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
+                    " ('idx_agent_session_nodes_archived', 'idx_agent_session_nodes_pinned')"
+                ).fetchone()[0]
+                == 2
+            )
         return self._listing_indexes
 
     def entry_keys(self) -> set[str]:
-        return {row[0] for row in self._q(lambda c: c.execute("SELECT session_key FROM session_nodes").fetchall())}
+        return {
+            row[0] for row in self._q(lambda c: c.execute("SELECT session_key FROM session_nodes").fetchall())
+        }
 
     def get_entry(self, key: str) -> dict[str, Any] | None:
-        row = self._q(lambda c: c.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?", (key,)).fetchone())
+        row = self._q(
+            lambda c: c.execute(
+                "SELECT entry_json FROM session_nodes WHERE session_key = ?", (key,)
+            ).fetchone()
+        )
         return _loads_line(row[0]) if row else None
 
     def count_entries(self) -> int:
@@ -797,6 +932,7 @@ class SqliteStore(SessionStore):
     def logical_bytes(self) -> tuple[int, int]:
         """(Σ entry JSON bytes, Σ transcript event bytes): the disk-budget overflow pre-check
         (maintenance.md §6.3) from maintained columns, without touching any JSON."""
+
         def run(c: sqlite3.Connection) -> tuple[int, int]:
             with self._snapshot():
                 entries = c.execute("SELECT coalesce(sum(entry_bytes), 0) FROM session_nodes").fetchone()[0]
@@ -808,13 +944,18 @@ class SqliteStore(SessionStore):
     def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
         """key -> (sessionId, UTF-8 bytes of the stored entry JSON): the disk-budget inputs
         (maintenance.md §6.3) without decoding any JSON."""
-        rows = self._q(lambda c: c.execute(
-            "SELECT session_key, current_session_id, entry_bytes FROM session_nodes").fetchall())
+        rows = self._q(
+            lambda c: c.execute(
+                "SELECT session_key, current_session_id, entry_bytes FROM session_nodes"
+            ).fetchall()
+        )
         return {key: (sid, size) for key, sid, size in rows}
 
     def entry_bytes(self) -> dict[str, int]:
         """key -> UTF-8 bytes of the stored entry JSON (`entry_sizes` without the session ids)."""
-        return dict(self._q(lambda c: c.execute("SELECT session_key, entry_bytes FROM session_nodes").fetchall()))
+        return dict(
+            self._q(lambda c: c.execute("SELECT session_key, entry_bytes FROM session_nodes").fetchall())
+        )
 
     def upsert_entries(self, entries: Mapping[str, dict[str, Any]]) -> int:
         """Insert or replace entries, stored exactly as given (compact JSON, unknown fields kept).
@@ -844,13 +985,17 @@ class SqliteStore(SessionStore):
         deleted = 0
         with self.transaction() as conn:
             for start in range(0, len(keys), 500):
-                chunk = keys[start:start + 500]
+                chunk = keys[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                deleted += conn.execute(f"DELETE FROM session_nodes WHERE session_key IN ({marks})", chunk).rowcount
+                deleted += conn.execute(
+                    f"DELETE FROM session_nodes WHERE session_key IN ({marks})", chunk
+                ).rowcount
         return deleted
 
     # ---- transcripts: reads ------------------------------------------------------------------------
-    def _line(self, session_id: str, seq: int, text: str, issues: list[ReadIssue] | None) -> TranscriptLine | None:
+    def _line(
+        self, session_id: str, seq: int, text: str, issues: list[ReadIssue] | None
+    ) -> TranscriptLine | None:
         if text.startswith(_QUARANTINE_PREFIX):
             return TranscriptLine(seq=seq, raw=text, obj=None)  # a quarantined raw line: opaque
         try:
@@ -866,7 +1011,9 @@ class SqliteStore(SessionStore):
     ) -> Iterator[TranscriptLine]:
         try:
             cursor = self._db().execute(
-                "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))
+                "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
         except sqlite3.Error as exc:
             raise translate_error(exc, self.path, self.busy_timeout_ms) from None
         try:
@@ -880,52 +1027,91 @@ class SqliteStore(SessionStore):
             cursor.close()  # an abandoned iteration must not keep a read snapshot open
 
     def tail_transcript(
-        self, session_id: str, n: int, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+        self,
+        session_id: str,
+        n: int,
+        *,
+        entry: dict[str, Any] | None = None,
+        issues: list[ReadIssue] | None = None,
     ) -> list[TranscriptLine]:
         if n <= 0:
             return []
-        rows = self._q(lambda c: c.execute(
-            "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
-            (session_id, _sql_int(n))).fetchall())
+        rows = self._q(
+            lambda c: c.execute(
+                "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+                (session_id, _sql_int(n)),
+            ).fetchall()
+        )
         out = [self._line(session_id, seq, text, issues) for seq, text in reversed(rows)]
         return [line for line in out if line is not None]
 
     def has_transcript(self, session_id: str, *, entry: dict[str, Any] | None = None) -> bool:
-        return self._q(lambda c: c.execute(
-            "SELECT 1 FROM transcript_events WHERE session_id = ? LIMIT 1", (session_id,)).fetchone()) is not None
+        return (
+            self._q(
+                lambda c: c.execute(
+                    "SELECT 1 FROM transcript_events WHERE session_id = ? LIMIT 1", (session_id,)
+                ).fetchone()
+            )
+            is not None
+        )
 
     def session_totals(self) -> dict[str, SessionTotals]:
-        rows = self._q(lambda c: c.execute(
-            "SELECT session_id, event_count, event_bytes, token_estimate FROM session_windows"
-            " WHERE event_count > 0").fetchall())
+        rows = self._q(
+            lambda c: c.execute(
+                "SELECT session_id, event_count, event_bytes, token_estimate FROM session_windows"
+                " WHERE event_count > 0"
+            ).fetchall()
+        )
         return {sid: SessionTotals(events=n, bytes=b, token_estimate=t) for sid, n, b, t in rows}
 
     def session_bytes(self) -> dict[str, int]:
         """`session_totals()` bytes straight from the column (no object per session)."""
-        return dict(self._q(lambda c: c.execute(
-            "SELECT session_id, event_bytes FROM session_windows WHERE event_count > 0").fetchall()))
+        return dict(
+            self._q(
+                lambda c: c.execute(
+                    "SELECT session_id, event_bytes FROM session_windows WHERE event_count > 0"
+                ).fetchall()
+            )
+        )
 
     def window_totals(self, session_id: str) -> SessionTotals | None:
-        row = self._q(lambda c: c.execute(
-            "SELECT event_count, event_bytes, token_estimate FROM session_windows WHERE session_id = ?",
-            (session_id,)).fetchone())
+        row = self._q(
+            lambda c: c.execute(
+                "SELECT event_count, event_bytes, token_estimate FROM session_windows WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        )
         return SessionTotals(events=row[0], bytes=row[1], token_estimate=row[2]) if row else None
 
     def list_windows(self, session_key: str | None = None) -> list[dict[str, Any]]:
         """Session windows (transcript generations), newest first; for one key when given."""
-        sql = ("SELECT session_id, session_key, previous_session_id, reason, created_at, updated_at, "
-               "event_count, event_bytes, token_estimate, compaction_count FROM session_windows")
+        sql = (
+            "SELECT session_id, session_key, previous_session_id, reason, created_at, updated_at, "
+            "event_count, event_bytes, token_estimate, compaction_count FROM session_windows"
+        )
         params: tuple[Any, ...] = ()
         if session_key is not None:
             sql += " WHERE session_key = ?"
             params = (session_key,)
         sql += " ORDER BY created_at DESC, session_id"
-        names = ("sessionId", "sessionKey", "previousSessionId", "reason", "createdAt", "updatedAt",
-                 "events", "bytes", "tokenEstimate", "compactions")
+        names = (
+            "sessionId",
+            "sessionKey",
+            "previousSessionId",
+            "reason",
+            "createdAt",
+            "updatedAt",
+            "events",
+            "bytes",
+            "tokenEstimate",
+            "compactions",
+        )
         rows = self._q(lambda c: c.execute(sql, params).fetchall())
         return [dict(zip(names, row, strict=True)) for row in rows]
 
-    def export_transcript(self, session_id: str, dest: BinaryIO, *, entry: dict[str, Any] | None = None) -> SessionTotals:
+    def export_transcript(
+        self, session_id: str, dest: BinaryIO, *, entry: dict[str, Any] | None = None
+    ) -> SessionTotals:
         """Write the session's transcript as JSONL (raw lines + `\\n`) from one consistent snapshot;
         returns what was written (compare it with `window_totals` before dropping rows)."""
         events = total = tokens = 0
@@ -933,13 +1119,18 @@ class SqliteStore(SessionStore):
         size = 0
         try:
             with self._snapshot() as conn:
-                row = conn.execute("SELECT token_estimate FROM session_windows WHERE session_id = ?",
-                                   (session_id,)).fetchone()
+                row = conn.execute(
+                    "SELECT token_estimate FROM session_windows WHERE session_id = ?", (session_id,)
+                ).fetchone()
                 tokens = row[0] if row else 0
                 for (text,) in conn.execute(
-                        "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)):
+                    "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq",
+                    (session_id,),
+                ):
                     # a quarantined line is exported as the bytes it was imported from
-                    data = original_bytes(text) if text.startswith(_QUARANTINE_PREFIX) else text.encode("utf-8")
+                    data = (
+                        original_bytes(text) if text.startswith(_QUARANTINE_PREFIX) else text.encode("utf-8")
+                    )
                     buf.append(data)
                     buf.append(b"\n")
                     events += 1
@@ -955,27 +1146,38 @@ class SqliteStore(SessionStore):
             dest.write(b"".join(buf))
         return SessionTotals(events=events, bytes=total, token_estimate=tokens)
 
-    def export_transcripts(self, session_ids: Iterable[str], *,
-                           batch: int = 64) -> Iterator[tuple[str, bytes, SessionTotals]]:
+    def export_transcripts(
+        self, session_ids: Iterable[str], *, batch: int = 64
+    ) -> Iterator[tuple[str, bytes, SessionTotals]]:
         """`export_transcript` of many sessions, `batch` a statement: yields (session id, JSONL
         content, totals) in the order given. Call inside `transcript_snapshot()` for one consistent
         read of them all (a cleanup exporting 15,000 sessions ran 2 statements per session)."""
         ids = list(session_ids)
         for start in range(0, len(ids), batch):
-            chunk = ids[start:start + batch]
+            chunk = ids[start : start + batch]
             wanted = list(dict.fromkeys(chunk))
             marks = ",".join("?" * len(wanted))
             try:
                 with self._snapshot() as conn:
-                    windows = {sid: (tokens, nbytes) for sid, tokens, nbytes in conn.execute(
-                        "SELECT session_id, token_estimate, event_bytes FROM session_windows"
-                        f" WHERE session_id IN ({marks})", wanted)}
+                    windows = {
+                        sid: (tokens, nbytes)
+                        for sid, tokens, nbytes in conn.execute(
+                            "SELECT session_id, token_estimate, event_bytes FROM session_windows"
+                            f" WHERE session_id IN ({marks})",
+                            wanted,
+                        )
+                    }
                     # a large transcript is streamed on its own (never held as rows, text and bytes at once)
                     small = [sid for sid in wanted if windows.get(sid, (0, 0))[1] <= EXPORT_BATCH_MAX_BYTES]
-                    rows = conn.execute(
-                        "SELECT session_id, event_json FROM transcript_events"
-                        f" WHERE session_id IN ({','.join('?' * len(small))}) ORDER BY session_id, seq",
-                        small).fetchall() if small else []
+                    rows = (
+                        conn.execute(
+                            "SELECT session_id, event_json FROM transcript_events"
+                            f" WHERE session_id IN ({','.join('?' * len(small))}) ORDER BY session_id, seq",
+                            small,
+                        ).fetchall()
+                        if small
+                        else []
+                    )
             except sqlite3.Error as exc:
                 raise translate_error(exc, self.path, self.busy_timeout_ms) from None
             exported: dict[str, tuple[bytes, int]] = {}
@@ -984,8 +1186,13 @@ class SqliteStore(SessionStore):
                 joined = "\n".join(texts)
                 if _QUARANTINE_PREFIX in joined and any(t.startswith(_QUARANTINE_PREFIX) for t in texts):
                     # a quarantined line is exported as the bytes it was imported from
-                    content = b"\n".join(original_bytes(t) if t.startswith(_QUARANTINE_PREFIX) else t.encode("utf-8")
-                                         for t in texts) + b"\n"
+                    content = (
+                        b"\n".join(
+                            original_bytes(t) if t.startswith(_QUARANTINE_PREFIX) else t.encode("utf-8")
+                            for t in texts
+                        )
+                        + b"\n"
+                    )
                 else:
                     content = joined.encode("utf-8") + b"\n"
                 exported[sid] = (content, len(texts))
@@ -997,12 +1204,26 @@ class SqliteStore(SessionStore):
                     yield sid, buf.getvalue(), totals
                     continue
                 content, events = exported.get(sid, (b"", 0))
-                yield sid, content, SessionTotals(events=events, bytes=len(content) - events,
-                                                  token_estimate=windows.get(sid, (0, 0))[0] or 0)
+                yield (
+                    sid,
+                    content,
+                    SessionTotals(
+                        events=events,
+                        bytes=len(content) - events,
+                        token_estimate=windows.get(sid, (0, 0))[0] or 0,
+                    ),
+                )
 
     # ---- transcripts: writes -----------------------------------------------------------------------
-    def append_events(self, session_id: str, raw_lines: Iterable[str | bytes], *, session_key: str,
-                      created_at_ms: int | None = None, cwd: str | None = None) -> int:
+    def append_events(
+        self,
+        session_id: str,
+        raw_lines: Iterable[str | bytes],
+        *,
+        session_key: str,
+        created_at_ms: int | None = None,
+        cwd: str | None = None,
+    ) -> int:
         """Append raw JSONL lines (stored byte-exact) at MAX(seq)+1. Lines whose `id` is already
         stored for the session, and id-less lines identical to a stored one, are skipped. A session
         without events starts with a `type:"session"` header (written when the first line is not
@@ -1015,26 +1236,46 @@ class SqliteStore(SessionStore):
             try:
                 item = _prepare_line(raw)
             except (ValueError, orjson.JSONDecodeError) as exc:
-                raise InvalidDataError(f"Transcript line {index} for session {session_id} is invalid: {exc}") from None
+                raise InvalidDataError(
+                    f"Transcript line {index} for session {session_id} is invalid: {exc}"
+                ) from None
             if item is not None:
                 prepared.append(item)
         stamp = now_ms()
         with self.transaction() as conn:
             return self._append_prepared(conn, session_id, session_key, prepared, created_at_ms, stamp, cwd)
 
-    def _append_prepared(self, conn: sqlite3.Connection, session_id: str, session_key: str,
-                         prepared: list[tuple[str, int, dict[str, Any]]], created_at_ms: int | None,
-                         stamp: int, cwd: str | None, *, previous: str | None = None,
-                         reason: str | None = None) -> int:
+    def _append_prepared(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        session_key: str,
+        prepared: list[tuple[str, int, dict[str, Any]]],
+        created_at_ms: int | None,
+        stamp: int,
+        cwd: str | None,
+        *,
+        previous: str | None = None,
+        reason: str | None = None,
+    ) -> int:
         if not prepared:
             return 0
         base_ms = created_at_ms if created_at_ms is not None else stamp
-        conn.execute(_WINDOW_INSERT_IF_ABSENT,
-                     (session_id, session_key, previous, reason, base_ms, base_ms, None, None, None, None))
-        last = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?", (session_id,)).fetchone()[0]
+        conn.execute(
+            _WINDOW_INSERT_IF_ABSENT,
+            (session_id, session_key, previous, reason, base_ms, base_ms, None, None, None, None),
+        )
+        last = conn.execute(
+            "SELECT max(seq) FROM transcript_events WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
         if last is None and prepared[0][2].get("type") != "session":
-            header = {"type": "session", "version": 4, "id": session_id, "timestamp": iso_from_ms(base_ms),
-                      "cwd": cwd if cwd is not None else str(Path.cwd())}
+            header = {
+                "type": "session",
+                "version": 4,
+                "id": session_id,
+                "timestamp": iso_from_ms(base_ms),
+                "cwd": cwd if cwd is not None else str(Path.cwd()),
+            }
             data = orjson.dumps(header)
             prepared = [(data.decode("utf-8"), len(data), header), *prepared]
         seq = -1 if last is None else last
@@ -1048,16 +1289,24 @@ class SqliteStore(SessionStore):
             event_id = obj.get("id")
             event_id = event_id if isinstance(event_id, str) and event_id.strip() else None
             if event_id is not None:
-                if event_id in seen_ids or conn.execute(
+                if (
+                    event_id in seen_ids
+                    or conn.execute(
                         "SELECT 1 FROM transcript_event_identities WHERE session_id = ? AND event_id = ?",
-                        (session_id, event_id)).fetchone():
+                        (session_id, event_id),
+                    ).fetchone()
+                ):
                     continue
                 seen_ids.add(event_id)
             else:
                 # id-less lines (pre-v3 files, foreign tools): an exact duplicate is a retried append
-                if text in seen_texts or (last is not None and conn.execute(
+                if text in seen_texts or (
+                    last is not None
+                    and conn.execute(
                         "SELECT 1 FROM transcript_events WHERE session_id = ? AND event_json = ?",
-                        (session_id, text)).fetchone()):
+                        (session_id, text),
+                    ).fetchone()
+                ):
                     continue
                 seen_texts.add(text)
             seq += 1
@@ -1075,13 +1324,23 @@ class SqliteStore(SessionStore):
         if events:
             conn.executemany(_EVENT_INSERT, events)
             conn.executemany(_IDENTITY_INSERT, identities)
-            conn.execute(_WINDOW_ADD_TOTALS, (len(events), nbytes, tokens, compactions, newest, stamp, session_id))
+            conn.execute(
+                _WINDOW_ADD_TOTALS, (len(events), nbytes, tokens, compactions, newest, stamp, session_id)
+            )
         return len(events)
 
-    def create_window(self, session_key: str, session_id: str, *, previous_session_id: str | None = None,
-                      reason: str = "compaction", raw_lines: Iterable[str | bytes] = (),
-                      entry: dict[str, Any] | None = None, created_at_ms: int | None = None,
-                      cwd: str | None = None) -> int:
+    def create_window(
+        self,
+        session_key: str,
+        session_id: str,
+        *,
+        previous_session_id: str | None = None,
+        reason: str = "compaction",
+        raw_lines: Iterable[str | bytes] = (),
+        entry: dict[str, Any] | None = None,
+        created_at_ms: int | None = None,
+        cwd: str | None = None,
+    ) -> int:
         """Create a successor session window (spec D16: reason `compaction`) holding `raw_lines`
         (a header is written first when missing) and, when `entry` is given, repoint the entry to
         it — all in one transaction, so a crash leaves either the old or the new state. The
@@ -1092,13 +1351,17 @@ class SqliteStore(SessionStore):
         if reason not in schema_mod.WINDOW_REASONS:
             raise InvalidDataError(f"Invalid session window reason: {reason}")
         if entry is not None and entry.get("sessionId") != session_id:
-            raise InvalidDataError(f"Entry for {session_key} must have sessionId {session_id} to point at the new window")
+            raise InvalidDataError(
+                f"Entry for {session_key} must have sessionId {session_id} to point at the new window"
+            )
         prepared: list[tuple[str, int, dict[str, Any]]] = []
         for index, raw in enumerate(raw_lines, start=1):
             try:
                 item = _prepare_line(raw)
             except (ValueError, orjson.JSONDecodeError) as exc:
-                raise InvalidDataError(f"Transcript line {index} for session {session_id} is invalid: {exc}") from None
+                raise InvalidDataError(
+                    f"Transcript line {index} for session {session_id} is invalid: {exc}"
+                ) from None
             if item is not None:
                 prepared.append(item)
         stamp = now_ms()
@@ -1108,7 +1371,19 @@ class SqliteStore(SessionStore):
                 raise RefusedError(f"Session window {session_id} already exists")
             conn.execute(
                 f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (session_id, session_key, previous_session_id, reason, base_ms, base_ms, None, None, None, None))
+                (
+                    session_id,
+                    session_key,
+                    previous_session_id,
+                    reason,
+                    base_ms,
+                    base_ms,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
+            )
             inserted = self._append_prepared(conn, session_id, session_key, prepared, base_ms, stamp, cwd)
             if entry is not None:
                 self.upsert_entries({session_key: entry})
@@ -1124,19 +1399,25 @@ class SqliteStore(SessionStore):
             try:
                 item = _prepare_line(raw)
             except (ValueError, orjson.JSONDecodeError) as exc:
-                raise InvalidDataError(f"Transcript line {index} for session {session_id} is invalid: {exc}") from None
+                raise InvalidDataError(
+                    f"Transcript line {index} for session {session_id} is invalid: {exc}"
+                ) from None
             if item is not None:
                 prepared.append(item)
         stamp = now_ms()
         with self.transaction() as conn:
             for table in ("transcript_event_identities", "transcript_events"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-            conn.execute("UPDATE session_windows SET event_count = 0, event_bytes = 0, token_estimate = 0, "
-                         "compaction_count = 0 WHERE session_id = ?", (session_id,))
+            conn.execute(
+                "UPDATE session_windows SET event_count = 0, event_bytes = 0, token_estimate = 0, "
+                "compaction_count = 0 WHERE session_id = ?",
+                (session_id,),
+            )
             return self._append_prepared(conn, session_id, session_key, prepared, None, stamp, None)
 
-    def drop_session_events(self, session_ids: Iterable[str], *,
-                            expected: Mapping[str, SessionTotals] | None = None) -> list[str]:
+    def drop_session_events(
+        self, session_ids: Iterable[str], *, expected: Mapping[str, SessionTotals] | None = None
+    ) -> list[str]:
         """Delete the events, identities and window rows of sessions that no entry references.
         Only call this after a verified archive of each session exists (spec D6.2). With
         `expected` (the totals `export_transcript` returned), a session whose totals changed since
@@ -1147,13 +1428,22 @@ class SqliteStore(SessionStore):
         with self.transaction() as conn:
             # set-based, 500 ids a statement (a 15,000-session cleanup ran 5 statements per session)
             for start in range(0, len(sids), 500):
-                chunk = sids[start:start + 500]
+                chunk = sids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                referenced = {row[0] for row in conn.execute(
-                    f"SELECT current_session_id FROM session_nodes WHERE current_session_id IN ({marks})", chunk)}
-                totals = {row[0]: (row[1], row[2]) for row in conn.execute(
-                    f"SELECT session_id, event_count, event_bytes FROM session_windows WHERE session_id IN ({marks})",
-                    chunk)}
+                referenced = {
+                    row[0]
+                    for row in conn.execute(
+                        f"SELECT current_session_id FROM session_nodes WHERE current_session_id IN ({marks})",
+                        chunk,
+                    )
+                }
+                totals = {
+                    row[0]: (row[1], row[2])
+                    for row in conn.execute(
+                        f"SELECT session_id, event_count, event_bytes FROM session_windows WHERE session_id IN ({marks})",
+                        chunk,
+                    )
+                }
                 gone: list[str] = []
                 for sid in chunk:
                     if sid in referenced:
@@ -1171,9 +1461,20 @@ class SqliteStore(SessionStore):
                 dropped.extend(gone)
         return dropped
 
-    def record_archive(self, *, archive_name: str, session_id: str, session_key: str | None, reason: str,
-                       encoding: str, sha256: str, archive_bytes: int, event_count: int, raw_bytes: int,
-                       created_at_ms: int | None = None) -> None:
+    def record_archive(
+        self,
+        *,
+        archive_name: str,
+        session_id: str,
+        session_key: str | None,
+        reason: str,
+        encoding: str,
+        sha256: str,
+        archive_bytes: int,
+        event_count: int,
+        raw_bytes: int,
+        created_at_ms: int | None = None,
+    ) -> None:
         """Remember an archive file written for a session (use inside `transaction()` together with
         `drop_session_events` so the record and the deletion commit together)."""
         self.ensure_writable("record a transcript archive")
@@ -1182,8 +1483,19 @@ class SqliteStore(SessionStore):
                 "INSERT OR REPLACE INTO session_transcript_archives(archive_name, session_id, session_key, reason,"
                 " encoding, archive_sha256, archive_bytes, event_count, raw_bytes, created_at)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (archive_name, session_id, session_key, reason, encoding, sha256, archive_bytes, event_count,
-                 raw_bytes, created_at_ms if created_at_ms is not None else now_ms()))
+                (
+                    archive_name,
+                    session_id,
+                    session_key,
+                    reason,
+                    encoding,
+                    sha256,
+                    archive_bytes,
+                    event_count,
+                    raw_bytes,
+                    created_at_ms if created_at_ms is not None else now_ms(),
+                ),
+            )
 
     def record_archives(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """`record_archive` for many archives in one statement: rows of (archive_name, session_id,
@@ -1193,13 +1505,22 @@ class SqliteStore(SessionStore):
             conn.executemany(
                 "INSERT OR REPLACE INTO session_transcript_archives(archive_name, session_id, session_key, reason,"
                 " encoding, archive_sha256, archive_bytes, event_count, raw_bytes, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
 
     # ---- bulk import (migration) -------------------------------------------------------------------
-    def bulk_import(self, records: Iterable[ImportRecord], *, batch_records: int = 256, batch_rows: int = 4000,
-                    on_malformed: MalformedPolicy = "stop", private_build: bool = False,
-                    on_result: Callable[[ImportRecordResult], None] | None = None,
-                    expected_records: int | None = None) -> BulkImportResult:
+    def bulk_import(
+        self,
+        records: Iterable[ImportRecord],
+        *,
+        batch_records: int = 256,
+        batch_rows: int = 4000,
+        on_malformed: MalformedPolicy = "stop",
+        private_build: bool = False,
+        on_result: Callable[[ImportRecordResult], None] | None = None,
+        expected_records: int | None = None,
+    ) -> BulkImportResult:
         """Insert many entries and their raw lines, committing every `batch_records` records or
         `batch_rows` rows (WAL + synchronous=NORMAL: no fsync per commit). Idempotent: an existing
         entry is kept as is; a session whose stored events are a prefix of the incoming lines gets
@@ -1227,7 +1548,9 @@ class SqliteStore(SessionStore):
         state = _BulkState(self, batch_records, batch_rows)
         with self._lock:
             conn = self._db()
-            conn.execute(f"PRAGMA wal_autocheckpoint = {1 if private_build else schema_mod.BULK_WAL_AUTOCHECKPOINT}")
+            conn.execute(
+                f"PRAGMA wal_autocheckpoint = {1 if private_build else schema_mod.BULK_WAL_AUTOCHECKPOINT}"
+            )
             if private_build:
                 self._private_build_mode(conn, True, cache_kib=private_build_cache_kib(expected_records))
                 state.commit_bytes = PRIVATE_BUILD_COMMIT_BYTES
@@ -1256,7 +1579,9 @@ class SqliteStore(SessionStore):
                 self._private_build_mode(conn, False)
         return result
 
-    def _private_build_mode(self, conn: sqlite3.Connection, on: bool, cache_kib: int = PRIVATE_BUILD_CACHE_KIB) -> None:
+    def _private_build_mode(
+        self, conn: sqlite3.Connection, on: bool, cache_kib: int = PRIVATE_BUILD_CACHE_KIB
+    ) -> None:
         try:
             if on:
                 conn.execute("PRAGMA synchronous = OFF")
@@ -1275,8 +1600,9 @@ class SqliteStore(SessionStore):
     # ---- archives & stats --------------------------------------------------------------------------
     def list_archives(self) -> list[ArchiveFile]:
         files = list_archive_files(self.sessions_dir)
-        rows = self._q(lambda c: c.execute(
-            "SELECT archive_name, session_id FROM session_transcript_archives").fetchall())
+        rows = self._q(
+            lambda c: c.execute("SELECT archive_name, session_id FROM session_transcript_archives").fetchall()
+        )
         known = dict(rows)
         for item in files:
             if item.session_id is None and item.path.name in known:
@@ -1291,7 +1617,9 @@ class SqliteStore(SessionStore):
                     "SELECT count(*), coalesce(sum(event_count), 0), coalesce(sum(event_bytes), 0),"
                     " coalesce(sum(compaction_count), 0), coalesce(sum(token_estimate), 0) FROM session_windows"
                 ).fetchone()
-                entry_bytes = c.execute("SELECT coalesce(sum(entry_bytes), 0) FROM session_nodes").fetchone()[0]
+                entry_bytes = c.execute("SELECT coalesce(sum(entry_bytes), 0) FROM session_nodes").fetchone()[
+                    0
+                ]
             return sessions, windows, events, nbytes, compactions, tokens, entry_bytes
 
         sessions, windows, events, nbytes, compactions, tokens, entry_bytes = self._q(run)
@@ -1333,9 +1661,12 @@ class _BulkState:
         self.bytes = 0  # JSON bytes (+ a per-row allowance) written since the last commit
         self.commit_bytes: int | None = None  # set: commit by bytes only (a private build)
         self.stamp = now_ms()
-        self.fast = self.conn.execute(
-            "SELECT NOT EXISTS (SELECT 1 FROM session_nodes) AND NOT EXISTS (SELECT 1 FROM session_windows)"
-        ).fetchone()[0] == 1
+        self.fast = (
+            self.conn.execute(
+                "SELECT NOT EXISTS (SELECT 1 FROM session_nodes) AND NOT EXISTS (SELECT 1 FROM session_windows)"
+            ).fetchone()[0]
+            == 1
+        )
         self.keys: set[str] = set()  # fast mode: keys and session ids written by this run
         self.sids: set[str] = set()
         self.nodes: list[tuple[Any, ...]] = []
@@ -1393,11 +1724,15 @@ class _BulkState:
         sid = record.session_id if record.session_id is not None else (entry or {}).get("sessionId")
         out = ImportRecordResult(key, sid if isinstance(sid, str) else None, False, False)
         valid_sid = isinstance(sid, str) and is_valid_legacy_session_id(sid)
-        fast = self.fast and (entry is None or key not in self.keys) and (not valid_sid or sid not in self.sids)
+        fast = (
+            self.fast and (entry is None or key not in self.keys) and (not valid_sid or sid not in self.sids)
+        )
         if not fast and self.fast:
             self.write_gathered()  # the general path reads what is stored
         if entry is not None:
-            data = record.entry_text.encode("utf-8") if record.entry_text is not None else _encode_entry(entry)
+            data = (
+                record.entry_text.encode("utf-8") if record.entry_text is not None else _encode_entry(entry)
+            )
             self.bytes += len(data) + ROW_OVERHEAD_BYTES
             if fast:
                 self.nodes.append(_node_row(key, entry, data))
@@ -1409,30 +1744,47 @@ class _BulkState:
             out.entry_existing = inserted != 1
         if not valid_sid:
             if record.lines:
-                out.issue = ReadIssue(record.source or key, None, f"invalid session id {sid!r}: transcript not imported")
+                out.issue = ReadIssue(
+                    record.source or key, None, f"invalid session id {sid!r}: transcript not imported"
+                )
             return out
         assert isinstance(sid, str)
         fallback = record.created_at_ms if record.created_at_ms is not None else self.stamp
         window = _window_row(sid, key, entry, fallback_ms=fallback)
         if fast:
             self.sids.add(sid)
-            _SessionImport(self, out, sid, record, fallback, 0, on_malformed, new_window=True, window=window).run()
+            _SessionImport(
+                self, out, sid, record, fallback, 0, on_malformed, new_window=True, window=window
+            ).run()
             return out
-        existing = conn.execute("SELECT event_count FROM session_windows WHERE session_id = ?", (sid,)).fetchone()
+        existing = conn.execute(
+            "SELECT event_count FROM session_windows WHERE session_id = ?", (sid,)
+        ).fetchone()
         if existing is None:
             conn.execute(_WINDOW_INSERT_IF_ABSENT, window)
         stored_count = existing[0] if existing else 0
-        _SessionImport(self, out, sid, record, fallback, stored_count, on_malformed,
-                       new_window=existing is None).run()
+        _SessionImport(
+            self, out, sid, record, fallback, stored_count, on_malformed, new_window=existing is None
+        ).run()
         return out
 
 
 class _SessionImport:
     """The lines of one record: prefix-resume or id-merge against what is stored, batched inserts."""
 
-    def __init__(self, bulk: _BulkState, out: ImportRecordResult, sid: str, record: ImportRecord,
-                 fallback_ms: int, stored_count: int, on_malformed: MalformedPolicy, *, new_window: bool,
-                 window: tuple[Any, ...] | None = None):
+    def __init__(
+        self,
+        bulk: _BulkState,
+        out: ImportRecordResult,
+        sid: str,
+        record: ImportRecord,
+        fallback_ms: int,
+        stored_count: int,
+        on_malformed: MalformedPolicy,
+        *,
+        new_window: bool,
+        window: tuple[Any, ...] | None = None,
+    ):
         self.bulk = bulk
         # gathered mode (a fresh store): the window row is written once, totals included, with
         # the batch; its events join the batch's rows
@@ -1451,10 +1803,18 @@ class _SessionImport:
         self.next_seq = 0
         if stored_count:
             conn = bulk.conn
-            self.stored = [row[0] for row in conn.execute(
-                "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,))]
-            self.next_seq = conn.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?",
-                                         (sid,)).fetchone()[0] + 1
+            self.stored = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,)
+                )
+            ]
+            self.next_seq = (
+                conn.execute(
+                    "SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)
+                ).fetchone()[0]
+                + 1
+            )
         self.events: list[tuple[Any, ...]] = []
         self.identities: list[tuple[Any, ...]] = []
         self.nbytes = self.tokens = self.compactions = 0
@@ -1462,13 +1822,18 @@ class _SessionImport:
 
     def _enter_merge(self) -> None:
         conn = self.bulk.conn
-        self.merge_ids = {row[0] for row in conn.execute(
-            "SELECT event_id FROM transcript_event_identities WHERE session_id = ?", (self.sid,))}
+        self.merge_ids = {
+            row[0]
+            for row in conn.execute(
+                "SELECT event_id FROM transcript_event_identities WHERE session_id = ?", (self.sid,)
+            )
+        }
         # nothing of this record is pending yet: appends start only after the stored prefix
         self.merge_texts = set(self.stored or ())
 
-    def _malformed(self, raw: str | bytes, line_no: int, source: str,
-                   exc: BaseException) -> tuple[str, int, Any] | None | Literal[False]:
+    def _malformed(
+        self, raw: str | bytes, line_no: int, source: str, exc: BaseException
+    ) -> tuple[str, int, Any] | None | Literal[False]:
         """A line `_prepare_line` refused, under the record's policy: the item to store (its
         quarantine wrapper), None to skip it, False to stop the record here."""
         if self.on_malformed == "quarantine":
@@ -1534,7 +1899,9 @@ class _SessionImport:
             self.events.append((sid, seq, created, size, kind, text))
             if event_id is not None:
                 parent = obj.get("parentId")
-                self.identities.append((sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created))
+                self.identities.append(
+                    (sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created)
+                )
             self.nbytes += size
             if obj is not _QUARANTINED:
                 self.tokens += event_token_estimate(obj)
@@ -1639,8 +2006,16 @@ class _SessionImport:
         self._hand_over(events, identities, seq, newest, nbytes, tokens, compactions)
         self._gather_window()
 
-    def _hand_over(self, events: list[tuple[Any, ...]], identities: list[tuple[Any, ...]], seq: int, newest: int,
-                   nbytes: int, tokens: int, compactions: int) -> None:
+    def _hand_over(
+        self,
+        events: list[tuple[Any, ...]],
+        identities: list[tuple[Any, ...]],
+        seq: int,
+        newest: int,
+        nbytes: int,
+        tokens: int,
+        compactions: int,
+    ) -> None:
         self.events, self.identities = events, identities
         self.next_seq, self.newest = seq, newest
         self.nbytes, self.tokens, self.compactions = nbytes, tokens, compactions
@@ -1652,14 +2027,24 @@ class _SessionImport:
         bulk = self.bulk
         if self.total_events:
             watermark = self.record.created_at_ms if self.record.created_at_ms is not None else bulk.stamp
-            row = (*w[:4], self.first_created, max(w[5], self.newest), *w[6:], watermark, self.total_events,
-                   self.total_bytes, self.total_tokens, self.total_compactions)
+            row = (
+                *w[:4],
+                self.first_created,
+                max(w[5], self.newest),
+                *w[6:],
+                watermark,
+                self.total_events,
+                self.total_bytes,
+                self.total_tokens,
+                self.total_compactions,
+            )
         else:
             row = (*w, None, 0, 0, 0, 0)
         bulk.windows.append(row)
 
-    def _quarantined(self, raw: str | bytes, line_no: int, source: str,
-                     exc: BaseException) -> tuple[str, int, Any] | None:
+    def _quarantined(
+        self, raw: str | bytes, line_no: int, source: str, exc: BaseException
+    ) -> tuple[str, int, Any] | None:
         """D22: the line is kept, in place, as a wrapper holding its bytes; the first one of a
         record is its issue (with the count of all of them)."""
         data = raw if isinstance(raw, bytes) else raw.encode("utf-8", errors="surrogateescape")
@@ -1704,14 +2089,18 @@ class _SessionImport:
         if self.identities:
             conn.executemany(_IDENTITY_INSERT, self.identities)
         if self.new_window:
-            conn.execute("UPDATE session_windows SET created_at = ? WHERE session_id = ?",
-                         (self.events[0][2], self.sid))
+            conn.execute(
+                "UPDATE session_windows SET created_at = ? WHERE session_id = ?",
+                (self.events[0][2], self.sid),
+            )
             self.new_window = False
         # An imported transcript's mutation watermark is its file's mtime (storage-migration §6.6
         # step 5, T-24), not the time of the import.
         watermark = self.record.created_at_ms if self.record.created_at_ms is not None else bulk.stamp
-        conn.execute(_WINDOW_ADD_TOTALS, (len(self.events), self.nbytes, self.tokens, self.compactions,
-                                          self.newest, watermark, self.sid))
+        conn.execute(
+            _WINDOW_ADD_TOTALS,
+            (len(self.events), self.nbytes, self.tokens, self.compactions, self.newest, watermark, self.sid),
+        )
         self.out.events_inserted += len(self.events)
         self.out.bytes_inserted += self.nbytes
         bulk.rows += len(self.events)

@@ -97,15 +97,20 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int, *, writing:
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     # an I/O error is checked even outside a write: opening a WAL database on a full disk (its -shm
     # and -wal files) fails as "disk I/O error" before any write starts (issue 29 #8: exit 11)
-    if (writing and code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN)) or code == sqlite3.SQLITE_IOERR:
+    if (
+        writing and code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN)
+    ) or code == sqlite3.SQLITE_IOERR:
         from openclaw_cli.fsio import free_bytes
 
         free = free_bytes(Path(path).parent)
         if free is not None and free < FULL_DISK_BYTES:
             from openclaw_cli.errors import NoSpaceError
 
-            return NoSpaceError(f"{path}: no space left on the device ({free} bytes free; SQLite: {text}); "
-                                "the write was rolled back.", path=path)
+            return NoSpaceError(
+                f"{path}: no space left on the device ({free} bytes free; SQLite: {text}); "
+                "the write was rolled back.",
+                path=path,
+            )
     if code == sqlite3.SQLITE_READONLY:
         return RefusedError(f"Cannot write to {path}: the database or its directory is read-only ({text})")
     if code == sqlite3.SQLITE_CANTOPEN:
@@ -113,8 +118,9 @@ def translate_error(exc: sqlite3.Error, path: Path, timeout_ms: int, *, writing:
     if code == sqlite3.SQLITE_FULL:
         from openclaw_cli.errors import NoSpaceError
 
-        return NoSpaceError(f"{path}: no space left on the device (SQLite: {text}); the write was rolled back.",
-                            path=path)
+        return NoSpaceError(
+            f"{path}: no space left on the device (SQLite: {text}); the write was rolled back.", path=path
+        )
     if code == sqlite3.SQLITE_IOERR:
         return OpenClawError(f"I/O error on {path}: {text}", type="io_error")
     if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
@@ -158,8 +164,9 @@ class ReadOnlyConnection:
     In a live process a WAL reader belongs to its database's keeper, whose pool takes it back on
     close (opening and checking a connection cost ~1 ms of every Gateway read)."""
 
-    def __init__(self, conn: sqlite3.Connection, snapshot_dir: Path | None, mode: str,
-                 pool: _Keeper | None = None):
+    def __init__(
+        self, conn: sqlite3.Connection, snapshot_dir: Path | None, mode: str, pool: _Keeper | None = None
+    ):
         self.conn = conn
         self.snapshot_dir = snapshot_dir
         self.mode = mode  # "immutable" | "ro" | "snapshot"
@@ -185,13 +192,15 @@ def _uri(path: Path, **params: str) -> str:
 
 
 def _connect_uri(uri: str, timeout_ms: int) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000,
-                           check_same_thread=False)
+    conn = sqlite3.connect(
+        uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False
+    )
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     return conn
 
 
 # ---- live reads (a long-running process that also writes: the Gateway) -----------------------------
+
 
 class _Keeper:
     """One plain connection a live process keeps open on a WAL database: the `-wal`/`-shm` files
@@ -199,7 +208,9 @@ class _Keeper:
     `immutable=1` one that a concurrent write could invalidate; and its `PRAGMA data_version`
     (which changes whenever another connection commits) tells cached listing facts apart."""
 
-    def __init__(self, conn: sqlite3.Connection, inode: tuple[int, int] | None = None, path: str = "") -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, inode: tuple[int, int] | None = None, path: str = ""
+    ) -> None:
         self.conn = conn
         self.inode = inode
         self.conn_path = path
@@ -218,7 +229,9 @@ class _Keeper:
             if self.closed:
                 return
             if self._checkpointer is None:
-                self._checkpointer = sqlite3.connect(self.conn_path, isolation_level=None, check_same_thread=False)
+                self._checkpointer = sqlite3.connect(
+                    self.conn_path, isolation_level=None, check_same_thread=False
+                )
                 self._checkpointer.execute("PRAGMA busy_timeout = 0")
             self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
@@ -314,7 +327,9 @@ def keeper(path: Path, timeout_ms: int = 60000) -> _Keeper | None:
                 found.closed = True  # its pooled readers are closed as they come back
                 found = None
             if found is None:
-                conn = sqlite3.connect(key, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False)
+                conn = sqlite3.connect(
+                    key, isolation_level=None, timeout=timeout_ms / 1000, check_same_thread=False
+                )
                 conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # maps the WAL index
                 found = _KEEPERS[key] = _Keeper(conn, inode, key)
@@ -388,7 +403,9 @@ def open_readonly(path: Path, *, timeout_ms: int = 60000) -> ReadOnlyConnection:
     if header is None or not header.wal:
         # rollback-journal (or empty) database: without a hot journal the file is the whole truth
         if Path(f"{path}-journal").exists():
-            return ReadOnlyConnection(_checked(_connect_uri(_uri(path, mode="ro"), timeout_ms), path), None, "ro")
+            return ReadOnlyConnection(
+                _checked(_connect_uri(_uri(path, mode="ro"), timeout_ms), path), None, "ro"
+            )
         return _immutable(path, timeout_ms)
     wal_size = wal.stat().st_size if wal.exists() else None
     has_shm = shm.exists()
@@ -548,7 +565,9 @@ def event_token_estimate(obj: Any) -> int:
             return 0
         role = message.get("role")
         if role == "bashExecution":
-            chars = sum(weighted_chars(message[k]) for k in ("command", "output") if isinstance(message.get(k), str))
+            chars = sum(
+                weighted_chars(message[k]) for k in ("command", "output") if isinstance(message.get(k), str)
+            )
         elif role in ("branchSummary", "compactionSummary"):
             summary = message.get("summary")
             chars = weighted_chars(summary) if isinstance(summary, str) else 0
@@ -620,8 +639,16 @@ def _fallback_list_archives(directory: Path) -> list[ArchiveFile]:
             continue
         stem = match.group("stem")
         session_id = stem[: -len(".jsonl")] if stem.endswith(".jsonl") else None
-        out.append(ArchiveFile(child, session_id, match.group("reason"), _archive_ts(match.group("ts")),
-                               bool(match.group("zst")), size))
+        out.append(
+            ArchiveFile(
+                child,
+                session_id,
+                match.group("reason"),
+                _archive_ts(match.group("ts")),
+                bool(match.group("zst")),
+                size,
+            )
+        )
     return out
 
 

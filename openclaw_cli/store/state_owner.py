@@ -63,9 +63,11 @@ def state_lock_paths(state_dir: Path) -> list[Path]:
 
 def owned_message(operation: str) -> str:
     """The real CLI's refusal (`DoctorSqliteMaintenanceLockUnavailableError`), plus where to go."""
-    return (f"Cannot run {operation} while the Gateway or another SQLite maintenance command owns this "
-            "OpenClaw state directory. Stop the Gateway and retry, or run the command without --store "
-            "so that the running Gateway makes the change.")
+    return (
+        f"Cannot run {operation} while the Gateway or another SQLite maintenance command owns this "
+        "OpenClaw state directory. Stop the Gateway and retry, or run the command without --store "
+        "so that the running Gateway makes the change."
+    )
 
 
 class _Held(Exception):
@@ -86,17 +88,23 @@ def ensure_private_lock_dir(directory: Path) -> None:
     try:
         st = os.lstat(directory)
     except OSError as exc:
-        raise UnsafeLockDirError(f"The coordinator lock directory {directory} cannot be checked: "
-                                 f"{exc.strerror or exc}. Nothing was changed.") from None
+        raise UnsafeLockDirError(
+            f"The coordinator lock directory {directory} cannot be checked: "
+            f"{exc.strerror or exc}. Nothing was changed."
+        ) from None
     fix = f"remove it (`rm -r {directory}`) if no OpenClaw process is running, then retry"
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
-        raise UnsafeLockDirError(f"Refusing to use the coordinator lock directory {directory}: it is {kind}, not a "
-                                 f"private directory (someone may have planted it). Nothing was changed; {fix}.")
+        raise UnsafeLockDirError(
+            f"Refusing to use the coordinator lock directory {directory}: it is {kind}, not a "
+            f"private directory (someone may have planted it). Nothing was changed; {fix}."
+        )
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise UnsafeLockDirError(f"Refusing to use the coordinator lock directory {directory}: it belongs to another "
-                                 f"user (uid {st.st_uid}), who could block or spoof this state's lock. Nothing was "
-                                 f"changed; ask an administrator to {fix}.")
+        raise UnsafeLockDirError(
+            f"Refusing to use the coordinator lock directory {directory}: it belongs to another "
+            f"user (uid {st.st_uid}), who could block or spoof this state's lock. Nothing was "
+            f"changed; ask an administrator to {fix}."
+        )
     if stat.S_IMODE(st.st_mode) != 0o700:
         try:
             os.chmod(directory, 0o700, follow_symlinks=False)
@@ -104,9 +112,11 @@ def ensure_private_lock_dir(directory: Path) -> None:
             pass
         st = os.lstat(directory)
         if stat.S_ISLNK(st.st_mode) or stat.S_IMODE(st.st_mode) & 0o077:
-            raise UnsafeLockDirError(f"Refusing to use the coordinator lock directory {directory}: its permissions "
-                                     f"({stat.S_IMODE(st.st_mode):04o}) are not private and could not be narrowed to "
-                                     f"0700. Nothing was changed; {fix}.")
+            raise UnsafeLockDirError(
+                f"Refusing to use the coordinator lock directory {directory}: its permissions "
+                f"({stat.S_IMODE(st.st_mode):04o}) are not private and could not be narrowed to "
+                f"0700. Nothing was changed; {fix}."
+            )
 
 
 def _checked_lock_file(path: Path) -> None:
@@ -116,8 +126,10 @@ def _checked_lock_file(path: Path) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeLockDirError(f"Refusing to use the coordinator lock {path}: it is not a regular file. Nothing was "
-                                 "changed; remove it if no OpenClaw process is running, then retry.")
+        raise UnsafeLockDirError(
+            f"Refusing to use the coordinator lock {path}: it is not a regular file. Nothing was "
+            "changed; remove it if no OpenClaw process is running, then retry."
+        )
 
 
 def _exclusive(path: Path, *, create: bool) -> sqlite3.Connection | None:
@@ -183,10 +195,12 @@ def busy_message(state_dir: Path, owner: dict, hint: str = "") -> str:
     """OpenClaw 2026.9.8+'s refusal (`GatewayStateOwnerContentionError`) for its owner file."""
     from openclaw_cli.store.owner_file import state_database
 
-    text = (f"OpenClaw state database is busy at {state_database(state_dir)}. Wait for the other OpenClaw process "
-            "to finish, then retry. If it persists, run `openclaw gateway status` and check for other OpenClaw "
-            "processes using the same state directory. A running Gateway can hold this ownership until it stops; "
-            "stop it through its service manager or original terminal before retrying.")
+    text = (
+        f"OpenClaw state database is busy at {state_database(state_dir)}. Wait for the other OpenClaw process "
+        "to finish, then retry. If it persists, run `openclaw gateway status` and check for other OpenClaw "
+        "processes using the same state directory. A running Gateway can hold this ownership until it stops; "
+        "stop it through its service manager or original terminal before retrying."
+    )
     if hint and (owner.get("role") or "gateway") == "gateway":
         text += f" {hint}"
     return text
@@ -252,8 +266,10 @@ def state_held(state_dir: Path, refusal: str, hint: str = "") -> Iterator[None]:
                 if conn is not None:
                     held.append(conn)
             refuse_if_owner_file(state_dir, hint)
-            ours = owner_file.acquire(owner_file.owner_file_path(state_dir),
-                                      owner_file.payload(state_dir, role="sqlite-maintenance"))
+            ours = owner_file.acquire(
+                owner_file.owner_file_path(state_dir),
+                owner_file.payload(state_dir, role="sqlite-maintenance"),
+            )
         except _Held:
             raise StateOwnedError(refusal) from None
         except owner_file.StateOwnedByOther as exc:

@@ -88,8 +88,14 @@ def _split_lines(stream: BinaryIO, block: int = READ_BLOCK) -> Iterator[tuple[by
 
 
 def parse_line(
-    data: bytes, *, seq: int, line_no: int | None, path: str, issues: list[ReadIssue] | None,
-    truncated: bool = False, where: str | None = None,
+    data: bytes,
+    *,
+    seq: int,
+    line_no: int | None,
+    path: str,
+    issues: list[ReadIssue] | None,
+    truncated: bool = False,
+    where: str | None = None,
 ) -> TranscriptLine | None:
     """One non-blank line (without `\\n`) → TranscriptLine, or None (skipped, reported when bad)."""
     if data.endswith(b"\r"):
@@ -195,7 +201,12 @@ def tail_jsonl(path: Path, n: int, issues: list[ReadIssue] | None = None) -> lis
                 continue
             from_end += 1
             line = parse_line(
-                data, seq=-from_end, line_no=None, path=path_s, issues=issues, truncated=not had_newline,
+                data,
+                seq=-from_end,
+                line_no=None,
+                path=path_s,
+                issues=issues,
+                truncated=not had_newline,
                 where=f"line {from_end} from the end: ",
             )
             if line is not None:
@@ -239,6 +250,7 @@ def _reverse_lines(fd: int, size: int) -> Iterator[tuple[bytes, bool]]:
 
 
 # ---- header ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class TranscriptHeader:
@@ -296,16 +308,29 @@ def read_header(path: Path, issues: list[ReadIssue] | None = None) -> Transcript
     return None
 
 
-def header_line(session_id: str, *, timestamp: str, cwd: str, version: int = CURRENT_SESSION_VERSION,
-                parent_session: str | None = None) -> str:
+def header_line(
+    session_id: str,
+    *,
+    timestamp: str,
+    cwd: str,
+    version: int = CURRENT_SESSION_VERSION,
+    parent_session: str | None = None,
+) -> str:
     """A new transcript's first line, key order as OpenClaw writes it."""
-    obj: dict[str, Any] = {"type": "session", "version": version, "id": session_id, "timestamp": timestamp, "cwd": cwd}
+    obj: dict[str, Any] = {
+        "type": "session",
+        "version": version,
+        "id": session_id,
+        "timestamp": timestamp,
+        "cwd": cwd,
+    }
     if parent_session:
         obj["parentSession"] = parent_session
     return jsonutil.dumps_compact(obj)
 
 
 # ---- append ---------------------------------------------------------------------------------------
+
 
 def _check_raw_line(raw: str | bytes) -> bytes:
     data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)

@@ -28,10 +28,20 @@ from typing import Any
 
 from openclaw_cli.store.base import TranscriptLine
 
-CANONICAL_TYPES = frozenset({
-    "message", "thinking_level_change", "model_change", "compaction", "reset", "branch_summary",
-    "custom", "custom_message", "label", "session_info",
-})
+CANONICAL_TYPES = frozenset(
+    {
+        "message",
+        "thinking_level_change",
+        "model_change",
+        "compaction",
+        "reset",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+    }
+)
 BOUNDARY_TYPES = ("compaction", "reset")
 
 COMPACTION_SUMMARY_PREFIX = (
@@ -201,7 +211,9 @@ def scan_tree(lines: Iterable[TranscriptLine]) -> TranscriptTree:
         if canonical:
             if latest_reset is not None and not side and not tree.contains(parent, latest_reset):
                 parent = leaf
-            elif explicit and not side and parent is not None and parent not in tree.by_id and leaf is not None:
+            elif (
+                explicit and not side and parent is not None and parent not in tree.by_id and leaf is not None
+            ):
                 parent = leaf  # unknown parent: re-attach to the current leaf
             elif explicit and not side and parent == append_parent and leaf != append_parent:
                 parent = leaf  # appended at the physical cursor, continues the visible leaf
@@ -254,12 +266,13 @@ def branch_of(tree: TranscriptTree) -> list[TranscriptLine]:
                 reset_path = tree.path_to(reset_id) or []
                 ids = [node.id for node in reset_path]
                 if kept_id in ids:
-                    return [node.line for node in reset_path[ids.index(kept_id):]] + branch
+                    return [node.line for node in reset_path[ids.index(kept_id) :]] + branch
         return [tree.entries[index], *branch]
     return branch
 
 
 # ---- context ------------------------------------------------------------------------------------
+
 
 def _ts_ms(value: Any) -> int | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -297,7 +310,7 @@ def context_entries(branch: list[TranscriptLine]) -> tuple[TranscriptLine | None
             if obj is not None and obj.get("id") == kept_id:
                 kept_start = i
                 break
-    return boundary, branch[kept_start:boundary_at] + branch[boundary_at + 1:]
+    return boundary, branch[kept_start:boundary_at] + branch[boundary_at + 1 :]
 
 
 def _user_text(text: str, timestamp: int | None) -> dict[str, Any]:
@@ -373,8 +386,10 @@ def build_context(branch: list[TranscriptLine]) -> list[dict[str, Any]]:
     if boundary is not None and boundary.obj is not None and boundary.obj.get("type") == "compaction":
         summary = boundary.obj.get("summary")
         messages.append(
-            _user_text(compaction_summary_text(summary if isinstance(summary, str) else ""),
-                       _ts_ms(boundary.obj.get("timestamp")))
+            _user_text(
+                compaction_summary_text(summary if isinstance(summary, str) else ""),
+                _ts_ms(boundary.obj.get("timestamp")),
+            )
         )
     for line in kept:
         if line.obj is None:

@@ -37,7 +37,9 @@ def writer_key(store_path: Any, label: str = "session store writer") -> str:
     if not isinstance(store_path, str | os.PathLike) or not str(store_path).strip():
         import json
 
-        raise InvalidDataError(f"{label}: storePath must be a non-empty string, got {json.dumps(str(store_path) if store_path is not None else None)}")
+        raise InvalidDataError(
+            f"{label}: storePath must be a non-empty string, got {json.dumps(str(store_path) if store_path is not None else None)}"
+        )
     return os.path.realpath(os.path.abspath(os.fspath(store_path)))
 
 
@@ -66,7 +68,9 @@ def _timeout_text(ms: float) -> str:
 def sqlite_busy(store_path: Path, timeout_ms: float) -> SessionBusyError:
     """The SQLite store counterpart of OpenClaw's lock timeout (D12): same wording, same code."""
     return SessionBusyError(
-        f"session file locked (timeout {_timeout_text(timeout_ms)}ms): owner=unknown {store_path}", code=TIMEOUT_CODE)
+        f"session file locked (timeout {_timeout_text(timeout_ms)}ms): owner=unknown {store_path}",
+        code=TIMEOUT_CODE,
+    )
 
 
 @contextmanager
@@ -103,7 +107,9 @@ def store_writer(store: Any, lock_settings: LockSettingsLike) -> Iterator[None]:
     from openclaw_cli.store.state_owner import state_not_owned
 
     store.ensure_writable("change the session store")
-    with _process_lock(writer_key(store.path)), \
-            state_not_owned(owning_state_dir(store), f"offline changes to {store.path}"), \
-            store.write_lock(lock_settings):
+    with (
+        _process_lock(writer_key(store.path)),
+        state_not_owned(owning_state_dir(store), f"offline changes to {store.path}"),
+        store.write_lock(lock_settings),
+    ):
         yield
