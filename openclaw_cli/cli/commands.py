@@ -6,7 +6,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import agents, cleanup, compact, doctor, gateway, sessions, status
+    from openclaw_cli.cli import agents, cleanup, compact, doctor, gateway, sessions, status, storage
 
     sessions.register(app)
     status.register(app)
@@ -15,3 +15,4 @@ def register(app: typer.Typer) -> None:
     agents.register(app)
     compact.register(app)
     gateway.register(app)
+    storage.register(app)

@@ -1,0 +1,447 @@
+"""Where the disk went (issue 27 §1): one streaming pass over a state directory that accounts for
+every byte `du` counts, and one pass over each store's transcripts that says what the bytes hold.
+
+Two kinds of figures, kept apart because only the first adds up to `du`:
+
+* **disk figures** (`byAgent`, `byContainer`, `total`): every inode under the walked root counted
+  once (hard links once, symlinks never followed), as apparent `bytes` and allocated `diskBytes`
+  (`st_blocks * 512`, what `du` sums). A SQLite main file is split into its used pages and its
+  free pages (the header's freelist count: what a vacuum would give back).
+* **logical figures** (`byKind`, `byPayload`, `topSessions`, `topEvents`): UTF-8 bytes of the stored
+  event text per session, as every store kind hands it out (a compressed database row counts its
+  decoded size), classified line by line without parsing most of them.
+
+Nothing is written; unreadable files and directories are counted and named, never fatal.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.keys import parse_agent_key, session_kind
+from openclaw_cli.store.archives import parse_archive_name
+from openclaw_cli.store.names import is_primary_transcript_name
+
+# containers, in the order the report lists them
+CONTAINERS = (
+    "sqliteMain",
+    "sqliteFreePages",
+    "sqliteWal",
+    "sqliteShm",
+    "storeIndex",
+    "transcripts",
+    "orphans",
+    "unimportedTranscripts",
+    "tombstones",
+    "archives",
+    "backups",
+    "importArchive",
+    "migrationLeftovers",
+    "migrationRuns",
+    "ledger",
+    "other",
+    "directories",
+)
+PAYLOAD_CLASSES = ("text", "toolResults", "media", "compactionSummaries", "snapshots")
+SNAPSHOT_FIELDS = ("systemPromptReport", "skillsSnapshot", "sessionDiffBaseline")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEAD = 400  # how far into a line its type and role are looked for
+_MEDIA_MARKERS = (b";base64,", b'"type":"image"', b'"type": "image"', b'"mimeType"', b'"media_type"')
+
+
+@dataclass
+class Bucket:
+    bytes: int = 0
+    disk_bytes: int = 0
+    files: int = 0
+
+    def add(self, size: int, disk: int, files: int = 1) -> None:
+        self.bytes += size
+        self.disk_bytes += disk
+        self.files += files
+
+    def doc(self) -> dict[str, int]:
+        return {"bytes": self.bytes, "diskBytes": self.disk_bytes, "files": self.files}
+
+
+@dataclass
+class StoreView:
+    """What the walk needs to know of one agent's store: its kind, the transcript files its rows
+    reference (file stores), and a way to read each session's event text."""
+
+    agent_id: str
+    kind: str
+    path: Path
+    sessions_dir: Path
+    transcripts_in_files: bool
+    referenced: set[str] = field(default_factory=set)  # absolute paths of referenced transcript files
+
+
+@dataclass
+class StorageReport:
+    root: Path
+    total: Bucket = field(default_factory=Bucket)
+    by_agent: dict[str, Bucket] = field(default_factory=dict)
+    by_container: dict[str, Bucket] = field(default_factory=dict)
+    archives_by_reason: dict[str, Bucket] = field(default_factory=dict)
+    unreadable: list[dict[str, str]] = field(default_factory=list)
+    orphan_files: list[tuple[str, str, int]] = field(default_factory=list)  # (agent, path, bytes)
+    tombstone_files: list[tuple[str, str, str, int | None, int]] = field(default_factory=list)
+    sqlite_files: list[tuple[str, str, int, int, int]] = field(
+        default_factory=list
+    )  # agent, path, size, free, wal
+
+    def bucket(self, table: dict[str, Bucket], name: str) -> Bucket:
+        found = table.get(name)
+        if found is None:
+            found = table[name] = Bucket()
+        return found
+
+
+# ---- the disk walk ------------------------------------------------------------------------------
+
+
+def _agent_of(rel: tuple[str, ...]) -> str:
+    return rel[1] if len(rel) >= 2 and rel[0] == "agents" else "(state)"
+
+
+def sqlite_free_bytes(path: str) -> int:
+    """Free pages of a SQLite file per its header (page size at 16, freelist count at 36): what a
+    VACUUM would return, as of the last checkpoint. 0 for anything that is not a SQLite file."""
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            head = fh.read(100)
+    except OSError:
+        return 0
+    if len(head) < 100 or head[:16] != _SQLITE_MAGIC:
+        return 0
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    return page * int.from_bytes(head[36:40], "big")
+
+
+def _container(
+    name: str, rel: tuple[str, ...], path: str, views: dict[str, StoreView]
+) -> tuple[str, str | None]:
+    """(container, archive reason or None) of one regular file."""
+    if ".openclaw-cli-backup-" in name:
+        return "backups", None
+    if "session-sqlite-import-archive" in rel[:-1]:
+        return "importArchive", None
+    if rel and rel[0] == "session-sqlite-migration-runs":
+        return "migrationRuns", None
+    if name.endswith("-wal"):
+        return "sqliteWal", None
+    if name.endswith("-shm"):
+        return "sqliteShm", None
+    if name.endswith(".usage-ledger.jsonl"):
+        return "ledger", None
+    if name == "sessions.json":
+        return "storeIndex", None
+    parsed = (
+        parse_archive_name(name) if (".deleted." in name or ".reset." in name or ".bak." in name) else None
+    )
+    if parsed is not None:
+        reason = parsed[1]
+        return ("tombstones" if reason in ("deleted", "reset") else "archives"), reason
+    if ".migrated" in name or ".pre-doctor-" in name:
+        return "migrationLeftovers", None
+    if name.endswith(".jsonl") and is_primary_transcript_name(name):
+        view = views.get(_agent_of(rel))
+        if view is None or not view.transcripts_in_files:
+            return "unimportedTranscripts" if view is not None else "other", None
+        return ("transcripts" if path in view.referenced else "orphans"), None
+    if name.endswith((".sqlite", ".sqlite3", ".db")):
+        return "sqliteMain", None
+    return "other", None
+
+
+def walk_disk(root: Path, views: dict[str, StoreView], report: StorageReport) -> None:
+    """Account for every inode under `root` (iterative scandir, no symlink followed)."""
+    seen_links: set[tuple[int, int]] = set()
+    root_s = str(root)
+    try:
+        st = os.lstat(root_s)
+    except OSError as exc:
+        report.unreadable.append({"path": root_s, "error": exc.strerror or str(exc)})
+        return
+    report.total.add(st.st_size, st.st_blocks * 512, 0)
+    report.bucket(report.by_container, "directories").add(st.st_size, st.st_blocks * 512, 0)
+    report.bucket(report.by_agent, "(state)").add(st.st_size, st.st_blocks * 512, 0)
+    stack: list[tuple[str, tuple[str, ...]]] = [(root_s, ())]
+    while stack:
+        directory, rel_dir = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                items = list(it)
+        except OSError as exc:
+            report.unreadable.append({"path": directory, "error": exc.strerror or str(exc)})
+            continue
+        for item in items:
+            rel = (*rel_dir, item.name)
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError as exc:
+                report.unreadable.append({"path": item.path, "error": exc.strerror or str(exc)})
+                continue
+            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                ident = (st.st_dev, st.st_ino)
+                if ident in seen_links:
+                    continue
+                seen_links.add(ident)
+            size, disk = st.st_size, st.st_blocks * 512
+            agent = _agent_of(rel)
+            report.total.add(size, disk, 0 if stat.S_ISDIR(st.st_mode) else 1)
+            report.bucket(report.by_agent, agent).add(size, disk, 0 if stat.S_ISDIR(st.st_mode) else 1)
+            if stat.S_ISDIR(st.st_mode):
+                report.bucket(report.by_container, "directories").add(size, disk, 0)
+                stack.append((item.path, rel))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                report.bucket(report.by_container, "other").add(size, disk)
+                continue
+            container, reason = _container(item.name, rel, item.path, views)
+            if container == "sqliteMain":
+                free = min(sqlite_free_bytes(item.path), size)
+                free_disk = min(free, disk)
+                report.bucket(report.by_container, "sqliteMain").add(size - free, disk - free_disk)
+                report.bucket(report.by_container, "sqliteFreePages").add(free, free_disk, 0)
+                wal = 0
+                try:
+                    wal = os.lstat(item.path + "-wal").st_size
+                except OSError:
+                    pass
+                report.sqlite_files.append((agent, item.path, size, free, wal))
+                continue
+            report.bucket(report.by_container, container).add(size, disk)
+            if reason is not None:
+                report.bucket(report.archives_by_reason, reason).add(size, disk)
+            if container == "orphans":
+                report.orphan_files.append((agent, item.path, size))
+            elif container == "tombstones":
+                parsed = parse_archive_name(item.name)
+                stamp = parsed[2] if parsed else None
+                report.tombstone_files.append((agent, item.path, reason or "", stamp, size))
+
+
+# ---- payload classes ----------------------------------------------------------------------------
+
+
+def storage_kind(key: str, entry: dict[str, Any] | None) -> str:
+    """The session kind `storage` groups by: main, direct, group, cron, hook, subagent, dashboard,
+    thread, global/unknown, other."""
+    parsed = parse_agent_key(key)
+    rest = (parsed[1] if parsed else key or "").lower()
+    if rest == "main" or key == "main":
+        return "main"
+    for prefix, kind in (
+        ("cron:", "cron"),
+        ("hook:", "hook"),
+        ("subagent:", "subagent"),
+        ("dashboard", "dashboard"),
+    ):
+        if rest.startswith(prefix):
+            return kind
+    if ":thread:" in rest or ":topic:" in rest:
+        return "thread"
+    base = session_kind(key, entry)
+    if base == "spawn-child":
+        return "subagent"
+    return base if base in ("direct", "group", "global", "unknown") else "other"
+
+
+def _media_parts(obj: Any, out: dict[str, int], depth: int = 0) -> None:
+    """Inline base64 media of one parsed event: MIME type -> characters of encoded data."""
+    if depth > 40:
+        return
+    if isinstance(obj, dict):
+        data = obj.get("data")
+        mime = obj.get("mimeType") or obj.get("media_type") or obj.get("mime_type")
+        if isinstance(data, str) and isinstance(mime, str) and len(data) >= 64:
+            out[mime] = out.get(mime, 0) + len(data)
+        source = obj.get("source")
+        if (
+            isinstance(source, dict)
+            and isinstance(source.get("data"), str)
+            and source.get("type") == "base64"
+        ):
+            mime = source.get("media_type") or "application/octet-stream"
+            out[str(mime)] = out.get(str(mime), 0) + len(source["data"])
+            source = None
+        for name, value in obj.items():
+            if name == "source" and source is None:
+                continue
+            if isinstance(value, str):
+                if value.startswith("data:") and ";base64," in value[:100]:
+                    mime = value[5 : value.index(";")] or "application/octet-stream"
+                    out[mime] = out.get(mime, 0) + len(value)
+            elif isinstance(value, dict | list):
+                _media_parts(value, out, depth + 1)
+    elif isinstance(obj, list):
+        for value in obj:
+            if isinstance(value, str):
+                if value.startswith("data:") and ";base64," in value[:100]:
+                    mime = value[5 : value.index(";")] or "application/octet-stream"
+                    out[mime] = out.get(mime, 0) + len(value)
+            elif isinstance(value, dict | list):
+                _media_parts(value, out, depth + 1)
+
+
+def classify_line(line: bytes) -> tuple[str, dict[str, int]]:
+    """(class of the line, inline media bytes by MIME type found in it). Most lines are classified
+    by a look at their first bytes; only lines that may carry media are parsed."""
+    head = line[:_HEAD]
+    if b'"type":"compaction"' in head or b'"type": "compaction"' in head:
+        cls = "compactionSummaries"
+    elif b'"role":"toolResult"' in head or b'"role": "toolResult"' in head or b'"type":"tool_result"' in head:
+        cls = "toolResults"
+    else:
+        cls = "text"
+    media: dict[str, int] = {}
+    if len(line) >= 256 and any(marker in line for marker in _MEDIA_MARKERS):
+        import orjson
+
+        try:
+            _media_parts(orjson.loads(line), media)
+        except ValueError:
+            pass
+    return cls, media
+
+
+@dataclass
+class PayloadTally:
+    classes: dict[str, list[int]] = field(default_factory=lambda: {c: [0, 0] for c in PAYLOAD_CLASSES})
+    media: dict[str, list[int]] = field(default_factory=dict)  # mime -> [bytes, parts]
+    top_events: list[tuple[int, int, tuple[Any, ...]]] = field(default_factory=list)
+    top_n: int = 10
+    _tick: int = 0
+
+    def add_line(self, line: bytes, where: tuple[Any, ...]) -> int:
+        size = len(line)
+        cls, media = classify_line(line)
+        media_total = 0
+        for mime, n in media.items():
+            slot = self.media.setdefault(mime, [0, 0])
+            slot[0] += n
+            slot[1] += 1
+            media_total += n
+        media_total = min(media_total, size)
+        slot = self.classes[cls]
+        slot[0] += size - media_total
+        slot[1] += 1
+        if media_total:
+            self.classes["media"][0] += media_total
+            self.classes["media"][1] += 1
+        if self.top_n > 0:
+            self._tick += 1
+            item = (size, -self._tick, (*where, cls))
+            if len(self.top_events) < self.top_n:
+                heapq.heappush(self.top_events, item)
+            elif size > self.top_events[0][0]:
+                heapq.heapreplace(self.top_events, item)
+        return size
+
+
+class LineSink:
+    """A binary writer that splits what it is given into lines and counts them (the target of a
+    store's `export_transcript`: every store kind streams its raw JSONL through it)."""
+
+    def __init__(self, on_line: Callable[[bytes, int], None]):
+        self._on_line = on_line
+        self._rest = b""
+        self.lines = 0
+        self.bytes = 0
+
+    def write(self, data: bytes) -> int:
+        buf = self._rest + bytes(data) if self._rest else bytes(data)
+        start = 0
+        while True:
+            end = buf.find(b"\n", start)
+            if end < 0:
+                break
+            if end > start:
+                self._emit(buf[start:end])
+            start = end + 1
+        self._rest = buf[start:]
+        return len(data)
+
+    def _emit(self, line: bytes) -> None:
+        if line.strip():
+            self.lines += 1
+            self.bytes += len(line)
+            self._on_line(line, self.lines)
+
+    def close(self) -> None:
+        if self._rest:
+            self._emit(self._rest)
+            self._rest = b""
+
+
+def tally_sessions(
+    store: Any,
+    rows: Iterable[tuple[str, dict[str, Any]]],
+    tally: PayloadTally,
+    by_kind: dict[str, list[int]],
+    top_sessions: list[tuple[int, str, tuple[Any, ...]]],
+    top_n: int,
+    unreadable: list[dict[str, str]],
+) -> int:
+    """Stream every session's transcript of one store through the payload tally. Returns the
+    sessions read."""
+    from openclaw_cli.errors import OpenClawError
+
+    seen: set[str] = set()
+    count = 0
+    for key, entry in rows:
+        kind = storage_kind(key, entry)
+        slot = by_kind.setdefault(kind, [0, 0, 0])  # sessions, bytes, snapshot bytes
+        slot[0] += 1
+        snap = _snapshot_bytes(entry)
+        if snap:
+            slot[2] += snap
+            tally.classes["snapshots"][0] += snap
+            tally.classes["snapshots"][1] += 1
+        sid = entry.get("sessionId") if isinstance(entry, dict) else None
+        if not isinstance(sid, str) or not sid or sid in seen:
+            continue
+        seen.add(sid)
+        where = (store.agent_id, key, sid)
+        sink = LineSink(lambda line, n, where=where: tally.add_line(line, (*where, n)))
+        try:
+            store.export_transcript(sid, sink, entry=entry)
+        except OpenClawError as exc:
+            unreadable.append({"path": f"{store.path}#{sid}", "error": exc.message})
+        except OSError as exc:
+            unreadable.append({"path": f"{store.path}#{sid}", "error": exc.strerror or str(exc)})
+        sink.close()
+        count += 1
+        slot[1] += sink.bytes
+        if top_n > 0 and sink.bytes:
+            item = (sink.bytes, key, (store.agent_id, key, sid, kind, sink.lines))
+            if len(top_sessions) < top_n:
+                heapq.heappush(top_sessions, item)
+            elif item[0] > top_sessions[0][0]:
+                heapq.heapreplace(top_sessions, item)
+    return count
+
+
+def _snapshot_bytes(entry: Any) -> int:
+    if not isinstance(entry, dict):
+        return 0
+    import orjson
+
+    total = 0
+    for name in SNAPSHOT_FIELDS:
+        value = entry.get(name)
+        if value is not None:
+            try:
+                total += len(value) if isinstance(value, str) else len(orjson.dumps(value))
+            except TypeError:
+                continue
+    return total

@@ -1,0 +1,190 @@
+"""`openclaw storage` (issue 27 §1): where a state directory's disk went, as one JSON document
+(the shape is documented in docs/storage.md; the dashboard draws it).
+
+A read-only operation: every store is opened read-only, nothing is written. Not a Gateway method
+(OpenClaw's Gateway has none): the CLI calls `storage_report` directly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.ops.context import Context
+
+SCHEMA_VERSION = 1
+
+
+def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """params: `agent` (one agent: its directory only), `allAgents`, `top` (N biggest sessions and
+    events, default 10)."""
+    from openclaw_cli.config import maintenance_settings
+    from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.maintenance import storage as st
+    from openclaw_cli.ops.behavior import behavior_of
+    from openclaw_cli.ops.targets import open_target, select_targets
+
+    top_n = max(0, int(params.get("top") or 10))
+    agent = params.get("agent")
+    paths = ctx.paths
+    if agent:
+        targets = select_targets(paths, ctx.config, agent=agent, all_agents=False, store=None)
+        root = paths.agent_dir(targets[0].agent_id)
+    else:
+        from openclaw_cli.ops.targets import known_agent_ids
+
+        targets = [paths.target(a) for a in known_agent_ids(paths, ctx.config)]
+        root = paths.state_dir
+    report = st.StorageReport(root=root)
+    tally = st.PayloadTally(top_n=top_n)
+    by_kind: dict[str, list[int]] = {}
+    top_sessions: list[Any] = []
+    views: dict[str, st.StoreView] = {}
+    stores_doc: list[dict[str, Any]] = []
+    retention_ms: int | None = None
+    for target in targets:
+        try:
+            store = open_target(ctx, target, read_only=True)
+        except OpenClawError as exc:
+            report.unreadable.append({"path": str(target.sqlite_path), "error": exc.message})
+            continue
+        with store:
+            referenced: set[str] = set()
+            if store.transcripts_in_files and hasattr(store, "referenced_transcripts"):
+                referenced = {str(p) for p in store.referenced_transcripts()}
+            views[target.agent_id] = st.StoreView(
+                target.agent_id,
+                store.kind,
+                Path(store.path),
+                Path(store.sessions_dir),
+                store.transcripts_in_files,
+                referenced,
+            )
+            if retention_ms is None:
+                retention_ms = maintenance_settings(
+                    ctx.config, behavior_of(ctx, store)
+                ).reset_archive_retention_ms
+            try:
+                # full entries where a store keeps fields apart (schema 24's snapshot rows)
+                full = getattr(store, "iter_full_entries", None)
+                rows = full() if full is not None else store.iter_listing(archived=None)[1]
+                sessions = st.tally_sessions(
+                    store, rows, tally, by_kind, top_sessions, top_n, report.unreadable
+                )
+            except OpenClawError as exc:
+                report.unreadable.append({"path": str(store.path), "error": exc.message})
+                sessions = 0
+            stores_doc.append(
+                {
+                    "agentId": target.agent_id,
+                    "kind": store.kind,
+                    "schema": store.schema,
+                    "path": str(store.path),
+                    "sessions": sessions,
+                }
+            )
+    st.walk_disk(root, views, report)
+    now = ctx.now_ms()
+    return _document(report, tally, by_kind, top_sessions, stores_doc, retention_ms, now, top_n)
+
+
+def _document(
+    report: Any,
+    tally: Any,
+    by_kind: dict[str, list[int]],
+    top_sessions: list[Any],
+    stores: list[dict[str, Any]],
+    retention_ms: int | None,
+    now: int,
+    top_n: int,
+) -> dict[str, Any]:
+    from openclaw_cli.maintenance.storage import CONTAINERS, PAYLOAD_CLASSES
+
+    def ordered(table: dict[str, Any], order: tuple[str, ...]) -> list[str]:
+        return [n for n in order if n in table] + sorted(n for n in table if n not in order)
+
+    expired = [
+        t
+        for t in report.tombstone_files
+        if retention_ms is not None and t[3] is not None and t[3] + retention_ms <= now
+    ]
+    free = sum(f[3] for f in report.sqlite_files)
+    wal = sum(f[4] for f in report.sqlite_files)
+    orphan_bytes = sum(f[2] for f in report.orphan_files)
+    reclaimable = [
+        {
+            "setting": "sessions cleanup --orphans",
+            "what": "unreferenced transcripts (archived, verified, then removed)",
+            "bytes": orphan_bytes,
+            "files": len(report.orphan_files),
+        },
+        {
+            "setting": "sessions cleanup --tombstones",
+            "what": "deleted/reset archives past session.maintenance.resetArchiveRetention"
+            + ("" if retention_ms is not None else " (unset: kept forever)"),
+            "bytes": sum(t[4] for t in expired),
+            "files": len(expired),
+            "retentionMs": retention_ms,
+        },
+        {
+            "setting": "doctor --session-sqlite compact",
+            "what": "free pages of the SQLite databases (VACUUM)",
+            "bytes": free,
+            "files": sum(1 for f in report.sqlite_files if f[3]),
+        },
+        {
+            "setting": "wal checkpoint",
+            "what": "write-ahead logs folded back on the last connection's close",
+            "bytes": wal,
+            "files": sum(1 for f in report.sqlite_files if f[4]),
+        },
+    ]
+    payload = [
+        {"class": cls, "bytes": tally.classes[cls][0], "events": tally.classes[cls][1]}
+        for cls in PAYLOAD_CLASSES
+    ]
+    media = [
+        {"mimeType": mime, "bytes": v[0], "parts": v[1]}
+        for mime, v in sorted(tally.media.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    ]
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "root": str(report.root),
+        "generatedAt": now,
+        "total": report.total.doc(),
+        "byAgent": [{"agentId": a, **report.by_agent[a].doc()} for a in sorted(report.by_agent)],
+        "byContainer": [
+            {
+                "container": c,
+                **report.by_container[c].doc(),
+                **(
+                    {
+                        "byReason": {
+                            r: b.doc()
+                            for r, b in sorted(report.archives_by_reason.items())
+                            if (r in ("deleted", "reset")) == (c == "tombstones")
+                        }
+                    }
+                    if c in ("tombstones", "archives")
+                    else {}
+                ),
+            }
+            for c in ordered(report.by_container, CONTAINERS)
+        ],
+        "byKind": [
+            {"kind": k, "sessions": v[0], "bytes": v[1], "snapshotBytes": v[2]}
+            for k, v in sorted(by_kind.items(), key=lambda kv: (-kv[1][1], kv[0]))
+        ],
+        "byPayload": payload,
+        "media": media,
+        "topSessions": [
+            {"agentId": w[0], "key": w[1], "sessionId": w[2], "kind": w[3], "events": w[4], "bytes": size}
+            for size, _, w in sorted(top_sessions, key=lambda t: (-t[0], t[1]))
+        ][:top_n],
+        "topEvents": [
+            {"agentId": w[0], "key": w[1], "sessionId": w[2], "line": w[3], "class": w[4], "bytes": size}
+            for size, _, w in sorted(tally.top_events, key=lambda t: (-t[0], -t[1]))
+        ][:top_n],
+        "reclaimable": reclaimable,
+        "stores": stores,
+        "unreadable": report.unreadable,
+    }
