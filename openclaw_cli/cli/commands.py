@@ -6,7 +6,17 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import agents, cleanup, compact, doctor, gateway, sessions, status, storage
+    from openclaw_cli.cli import (
+        agents,
+        cleanup,
+        compact,
+        dashboard,
+        doctor,
+        gateway,
+        sessions,
+        status,
+        storage,
+    )
 
     sessions.register(app)
     status.register(app)
@@ -16,3 +26,4 @@ def register(app: typer.Typer) -> None:
     compact.register(app)
     gateway.register(app)
     storage.register(app)
+    dashboard.register(app)

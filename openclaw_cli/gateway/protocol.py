@@ -217,6 +217,31 @@ def device_identity_required() -> RequestError:
     )
 
 
+ORIGIN_NOT_ALLOWED_MESSAGE = (
+    "origin not allowed (open the Control UI from the gateway host or allow it in "
+    "gateway.controlUi.allowedOrigins)"
+)
+
+
+def origin_not_allowed() -> RequestError:
+    """A browser's connect from a page this Gateway did not serve (as recorded from 2026.9.6)."""
+    return RequestError(
+        INVALID_REQUEST,
+        ORIGIN_NOT_ALLOWED_MESSAGE,
+        details={"code": "CONTROL_UI_ORIGIN_NOT_ALLOWED", "reason": "origin not allowed"},
+        close=CLOSE_POLICY,
+    )
+
+
+def read_only_server(method: str) -> RequestError:
+    """A write sent to the dashboard's read-only local server (`openclaw dashboard --local`)."""
+    return RequestError(
+        FORBIDDEN,
+        f"{method} writes, and this is a read-only server (start `openclaw gateway run` to make changes)",
+        details={"code": "READ_ONLY_SERVER"},
+    )
+
+
 def connect_not_first() -> RequestError:
     return invalid("invalid handshake: first request must be connect", close=CLOSE_POLICY)
 

@@ -519,7 +519,22 @@ SESSIONS_CLEANUP = Obj(
         "activeKey": NonEmpty,
         "fixMissing": Bool(),
         "fixDmScope": Bool(),
+        # ours (issue 28): the dashboard's cleanup preview, a plan that writes nothing (read scope)
+        # and, with includeActions, the rows each rule would touch
+        "dryRun": Bool(),
+        "includeActions": Bool(),
     }
+)
+# OpenClaw's chat.history as 2026.9.6 takes it (observed: limit 1-1000, offset >= 0 from the newest)
+CHAT_HISTORY = Obj(
+    {
+        "sessionKey": NonEmpty,
+        "agentId": NonEmpty,
+        "limit": Int(minimum=1, maximum=1000),
+        "offset": Int(minimum=0),
+        "maxChars": Int(minimum=1),
+    },
+    required=("sessionKey",),
 )
 SESSIONS_PREVIEW = Obj(
     {"keys": Arr(NonEmpty, min_items=1), "limit": Int(minimum=1), "maxChars": Int(minimum=20)},
@@ -623,6 +638,7 @@ PARAMS: dict[str, Schema] = {
     "sessions.delete": SESSIONS_DELETE,
     "sessions.cleanup": SESSIONS_CLEANUP,
     "sessions.search": SESSIONS_SEARCH,
+    "chat.history": CHAT_HISTORY,
     "agents.list": AGENTS_LIST,
     "agents.delete": AGENTS_DELETE,
 }

@@ -107,6 +107,8 @@ class ServerOptions:
     limits: Limits = field(default_factory=Limits.from_env)
     # failed auth from loopback is delayed but never locked out (OpenClaw's default); tests turn it off
     exempt_loopback: bool = True
+    # the dashboard's local server (`openclaw dashboard --local`): every write is refused
+    read_only: bool = False
 
 
 @dataclass(eq=False)
@@ -337,7 +339,16 @@ class GatewayServer:
             open_timeout=self.options.handshake_timeout_s,
             close_timeout=5,
             ping_interval=None,  # our own keepalive (`_keepalive_loop`): websockets' waits behind a stuck send
+            process_request=self._plain_http,
         )
+
+    @staticmethod
+    def _plain_http(connection: Any, request: Any) -> Any:
+        """A GET without the WebSocket upgrade: the dashboard's static assets (`gateway.http`);
+        an upgrade goes on to the protocol."""
+        from openclaw_cli.gateway import http
+
+        return None if http.wants_upgrade(request) else http.static_response(request)
 
     @property
     def sockets(self) -> list[Any]:
@@ -501,6 +512,7 @@ class GatewayServer:
             raise protocol.invalid(error, close=protocol.CLOSE_POLICY)
         if not params["minProtocol"] <= protocol.PROTOCOL_VERSION <= params["maxProtocol"]:
             raise protocol.protocol_mismatch(params["minProtocol"], params["maxProtocol"])
+        self._check_origin(conn)
         role = params.get("role", protocol.ROLE_OPERATOR)
         if role != protocol.ROLE_OPERATOR:
             raise protocol.invalid(f"unsupported role: {role}", close=protocol.CLOSE_POLICY)
@@ -513,9 +525,22 @@ class GatewayServer:
         requested = list(dict.fromkeys(params.get("scopes") or []))
         if client.get("mode") == protocol.MODE_PROBE and "device" not in params:
             requested = []  # a probe without a device identity gets no scopes (as OpenClaw: cli-status)
+        if self.options.read_only:
+            requested = [s for s in requested if s == scopes.READ]  # the read-only server grants reading only
         conn.scopes = tuple(requested)
         conn.client = client
         return self._hello(conn, method)
+
+    def _check_origin(self, conn: Connection) -> None:
+        from openclaw_cli.gateway.http import allowed_origins, origin_allowed
+
+        request = getattr(conn.ws, "request", None)
+        headers = getattr(request, "headers", None)
+        if headers is None:
+            return
+        origin = headers.get("Origin")
+        if not origin_allowed(origin, headers.get("Host"), allowed_origins(self._config)):
+            raise protocol.origin_not_allowed()
 
     def _hello(self, conn: Connection, auth_method: str) -> dict[str, Any]:
         from openclaw_cli import __version__
@@ -617,9 +642,12 @@ class GatewayServer:
             raise protocol.invalid(error)
         if self.stopping:
             raise protocol.RequestError(protocol.UNAVAILABLE, "gateway is shutting down", retryable=True)
+        writes = method.writes(params)
+        if writes and self.options.read_only:
+            raise protocol.read_only_server(name)
         ctx = self._context()
         loop = asyncio.get_running_loop()
-        if not method.mutates:
+        if not writes:
             async with self._reads:  # a read builds its whole response in memory: a few at a time
                 if conn.ws.slow or conn.ws.state is not State.OPEN:
                     raise protocol.RequestError(protocol.UNAVAILABLE, "connection closed")  # nobody to answer

@@ -184,4 +184,22 @@ def sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         and len(configured_agent_ids(ctx.config)) > 1
     ):
         raise SelectionError(OWNERLESS_OPERATION)
-    return cleanup_document(cleanup_stores(ctx, options), options)
+    results = cleanup_stores(ctx, options)
+    document = cleanup_document(results, options)
+    if options.dry_run and params.get("includeActions") is True:
+        _add_planned_actions(document, results)
+    return document
+
+
+def _add_planned_actions(document: dict[str, Any], results: list[StoreCleanup]) -> None:
+    """The dashboard's cleanup preview (issue 28): per store, the rows each rule would touch
+    (`keep` left out), what `--enforce` would add in warn mode, and the release whose rules
+    planned it."""
+    summaries = document.get("stores") if isinstance(document.get("stores"), list) else [document]
+    for summary, result, view in zip(summaries, results, store_views(results), strict=False):
+        summary["plannedActions"] = [
+            {"key": key, "action": action} for action, key, _ in view["actions"] if action != "keep"
+        ]
+        summary["wouldEnforce"] = view["wouldEnforce"]
+        summary["previewIsEnforce"] = view["previewIsEnforce"]
+        summary["release"] = result.plan.behavior.release

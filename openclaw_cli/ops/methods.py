@@ -40,6 +40,15 @@ class Method:
     # as if run one after another: what lets the Gateway commit concurrent requests together.
     batch: Callable[[Context, list[dict[str, Any]]], list[Any]] | None = None
 
+    # `dryRun: true` (a local-only extension the Gateway also takes here) plans without writing
+    dry_run: bool = False
+
+    def writes(self, params: dict[str, Any] | None = None) -> bool:
+        """Does this call write (a dry run of a mutating method does not)?"""
+        if not self.mutates:
+            return False
+        return not (self.dry_run and isinstance(params, dict) and params.get("dryRun") is True)
+
     def required_scope(self, params: dict[str, Any] | None = None) -> str:
         """The least scope this call needs (`scope`, or what `scope_for` says for these params)."""
         if self.scope_for is not None and isinstance(params, dict):
@@ -137,6 +146,17 @@ def _delete_scope(params: dict[str, Any]) -> str:
     return delete_scope(params)
 
 
+def _cleanup_scope(params: dict[str, Any]) -> str:
+    # a dry run (the dashboard's cleanup preview) only reads: read scope
+    return READ if params.get("dryRun") is True else ADMIN
+
+
+def _chat_history(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.history import chat_history
+
+    return chat_history(ctx, params)
+
+
 def _agents_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.session_views import gateway_agents
 
@@ -165,7 +185,15 @@ METHODS: dict[str, Method] = {
         Method("sessions.describe", _sessions_describe, READ),
         Method("sessions.preview", _sessions_preview, READ),
         Method("sessions.search", _sessions_search, READ),
-        Method("sessions.cleanup", _sessions_cleanup, ADMIN, mutates=True),
+        Method(
+            "sessions.cleanup",
+            _sessions_cleanup,
+            ADMIN,
+            mutates=True,
+            scope_for=_cleanup_scope,
+            dry_run=True,
+        ),
+        Method("chat.history", _chat_history, READ),
         Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
         Method(
             "sessions.patch",

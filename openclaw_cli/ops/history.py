@@ -1,0 +1,134 @@
+"""`chat.history`: one session's transcript as OpenClaw's Gateway pages it (observed from 2026.9.6):
+the messages of the active branch, newest last, `limit` of them ending `offset` messages before
+the newest; `nextOffset` pages further back. The dashboard's session view reads it (issue 28).
+
+A message is a transcript `message` entry's `message` object; compaction and reset entries become
+`{role: "system", content: [{type: "text", text: "Compaction" | "Reset"}]}` rows marked
+`__openclaw.kind`, as OpenClaw sends them. Ours adds the entry's `summary` under `__openclaw`
+(OpenClaw's page fetches it separately), so a summary is shown where it happened. Other entries
+(model or thinking-level changes, labels, custom entries) are not messages and are not counted.
+
+One streamed pass: only the last `offset + limit` messages are held, whatever the transcript's
+size. A text longer than `maxChars` is cut with OpenClaw's marker.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from datetime import datetime
+from typing import Any
+
+from openclaw_cli.errors import NotFoundError
+from openclaw_cli.ops.context import Context
+
+DEFAULT_LIMIT = 200
+DEFAULT_MAX_CHARS = 20_000
+TRUNCATED_MARK = "\n...(truncated)..."
+_SYSTEM_KINDS = {"compaction": "Compaction", "branch_summary": "Branch summary", "reset": "Reset"}
+
+
+def _ms(value: Any) -> int | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and value:
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return None
+    return None
+
+
+def _cut(text: Any, max_chars: int, meta: dict[str, Any]) -> Any:
+    if isinstance(text, str) and len(text) > max_chars:
+        meta["truncated"] = True
+        meta["reason"] = "display-cap"
+        return text[:max_chars] + TRUNCATED_MARK
+    return text
+
+
+def _capped(message: dict[str, Any], max_chars: int, meta: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": _cut(content, max_chars, meta)}
+    if not isinstance(content, list):
+        return message
+    blocks = []
+    for block in content:
+        if isinstance(block, dict):
+            block = dict(block)
+            for field in ("text", "thinking"):
+                if field in block:
+                    block[field] = _cut(block[field], max_chars, meta)
+        blocks.append(block)
+    return {**message, "content": blocks}
+
+
+def message_of(obj: dict[str, Any], seq: int, max_chars: int) -> dict[str, Any] | None:
+    """The chat.history message of one transcript entry, or None when it is not one."""
+    kind = obj.get("type")
+    meta: dict[str, Any] = {}
+    if isinstance(obj.get("id"), str):
+        meta["id"] = obj["id"]
+    if kind == "message" and isinstance(obj.get("message"), dict):
+        message = obj["message"]
+        out = _capped(message, max_chars, meta)
+        if "timestamp" not in out and _ms(obj.get("timestamp")) is not None:
+            out = {**out, "timestamp": _ms(obj.get("timestamp"))}
+        meta["seq"] = seq
+        return {**out, "__openclaw": meta}
+    if kind in _SYSTEM_KINDS:
+        meta = {"kind": kind, **meta}
+        if kind == "compaction" and obj.get("tokensBefore") is not None:
+            meta["tokensBefore"] = obj.get("tokensBefore")
+        summary = obj.get("summary") if kind != "reset" else (obj.get("summary") or obj.get("reason"))
+        if isinstance(summary, str) and summary:
+            meta["summary"] = _cut(summary, max_chars, meta)
+        meta["seq"] = seq
+        out = {"role": "system", "content": [{"type": "text", "text": _SYSTEM_KINDS[kind]}]}
+        if _ms(obj.get("timestamp")) is not None:
+            out["timestamp"] = _ms(obj.get("timestamp"))
+        return {**out, "__openclaw": meta}
+    return None
+
+
+def chat_history(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.lifecycle import open_export
+    from openclaw_cli.ops.session_views import describe
+
+    key = params["sessionKey"]
+    agent = params.get("agentId")
+    limit = params.get("limit", DEFAULT_LIMIT)
+    offset = params.get("offset", 0)
+    max_chars = params.get("maxChars", DEFAULT_MAX_CHARS)
+    held: deque[tuple[int, dict[str, Any]]] = deque(maxlen=offset + limit)
+    total = 0
+    session_id = None
+    try:
+        with open_export(ctx, key, agent=agent, store=None, branch="active") as source:
+            session_id = source.session_id
+            for line in source.lines():
+                obj = line.obj
+                if obj is None or obj.get("type") not in ("message", *_SYSTEM_KINDS):
+                    continue
+                total += 1
+                held.append((total, obj))
+    except NotFoundError:
+        pass
+    page = list(held)[: max(0, len(held) - offset)]
+    messages = [m for seq, obj in page if (m := message_of(obj, seq, max_chars)) is not None]
+    start = total - offset - len(page)
+    has_more = start > 0
+    out: dict[str, Any] = {"sessionKey": key}
+    if session_id:
+        out["sessionId"] = session_id
+    out["messages"] = messages
+    if "offset" in params:
+        out["offset"] = offset
+    if has_more:
+        out["nextOffset"] = offset + len(page)
+    out["hasMore"] = has_more
+    out["totalMessages"] = total
+    session = describe(ctx, {"key": key, **({"agentId": agent} if agent else {})}).get("session")
+    if session is not None:
+        out["sessionInfo"] = session
+    return out
