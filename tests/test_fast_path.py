@@ -251,8 +251,8 @@ def test_the_fast_path_knows_exactly_the_options_the_typer_commands_declare():
     served = {**dict.fromkeys(fast._VALUE_OPTIONS, False), **dict.fromkeys(fast._FLAG_OPTIONS, True)}
     for command, expected, others in (
         (root, served_root, left_to_typer),
-        (sessions, served, set()),
-        (listing, served, set()),
+        (sessions, served, set(fast.LEFT_TO_TYPER)),
+        (listing, served, set(fast.LEFT_TO_TYPER)),
     ):
         declared = {}
         for param in command.params:

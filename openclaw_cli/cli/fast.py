@@ -37,6 +37,9 @@ _FLAG_OPTIONS = {
     "--all": "all_rows",
     "--wide": "wide",
 }
+# declared by `sessions` / `sessions list` but served by the Typer app only: the listing filters
+# (issue 27) read every row and sort it, so the fast path's start-up saving does not matter there
+LEFT_TO_TYPER = frozenset({"--kind", "--label", "--match", "--pinned", "--unread", "--channel", "--sort"})
 # `openclaw sessions search QUERY` (cli/search.py): the options without Gateway flags
 _SEARCH_VALUES = {
     "--agent": "agent",

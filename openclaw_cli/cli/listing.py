@@ -21,6 +21,7 @@ def list_command(
     *,
     verbose: bool = False,
     wide: bool = False,
+    filters: dict[str, Any] | None = None,
 ) -> None:
     def body() -> None:
         from openclaw_cli.cli.options import parse_active, parse_limit
@@ -31,6 +32,11 @@ def list_command(
 
             raise UsageError("--archived and --all cannot be used together.")
         limit_value = parse_limit(limit)
+        chosen = None
+        if filters:
+            from openclaw_cli.ops.listing_filters import parse_filters
+
+            chosen = parse_filters(**filters)
         active_value = parse_active(active)
         if verbose:
             from openclaw_cli.cli.common import enable_verbose
@@ -47,6 +53,7 @@ def list_command(
             # archived rows are listed as the real CLI lists them (marked); --archived: only them
             archived=True if archived else "all",
             stream=json_mode,
+            filters=chosen,
         )
         if json_mode:
             echo_json(result)

@@ -49,6 +49,28 @@ ACTIVE = typer.Option(
 )
 LIMIT = typer.Option(None, "--limit", metavar="<n|all>", help='Maximum rows, or "all"; default 100.')
 VERBOSE = typer.Option(False, "--verbose", help="Log which stores are read and how long it takes (stderr).")
+KIND = typer.Option(
+    None,
+    "--kind",
+    metavar="<kind>",
+    help="Only sessions of this kind (main, direct, group, cron, hook, subagent, dashboard, thread, …); "
+    "repeat or comma-separate for several.",
+)
+LABEL = typer.Option(None, "--label", metavar="<label>", help="Only the session with exactly this label.")
+MATCH = typer.Option(
+    None, "--match", metavar="<glob>", help="Only keys matching this glob (e.g. 'agent:*:cron:*')."
+)
+PINNED = typer.Option(False, "--pinned", help="Only pinned sessions.")
+UNREAD = typer.Option(False, "--unread", help="Only sessions marked unread.")
+CHANNEL = typer.Option(
+    None, "--channel", metavar="<channel>", help="Only sessions on this channel (telegram, slack, …)."
+)
+SORT = typer.Option(
+    None,
+    "--sort",
+    metavar="<order>",
+    help="updated (default), created, size (transcript bytes) or tokens; largest first.",
+)
 WIDE = typer.Option(
     False, "--wide", help="Full keys and cells on a terminal too (lines may exceed its width)."
 )
@@ -67,7 +89,15 @@ def sessions_root(
     archived: bool = ARCHIVED,
     all_rows: bool = ALL_ROWS,
     wide: bool = WIDE,
+    kind: list[str] = KIND,
+    label: str = LABEL,
+    match: str = MATCH,
+    pinned: bool = PINNED,
+    unread: bool = UNREAD,
+    channel: str = CHANNEL,
+    sort: str = SORT,
 ) -> None:
+    filters = _filters(kind, label, match, pinned, unread, channel, sort)
     ctx.obj = {
         **(ctx.obj or {}),
         "agent": agent,
@@ -80,11 +110,44 @@ def sessions_root(
         "archived": archived,
         "all_rows": all_rows,
         "wide": wide,
+        "filters": filters,
     }
     if ctx.invoked_subcommand is None:
         _list(
-            agent, all_agents, store, active, limit, json_mode, archived, all_rows, verbose=verbose, wide=wide
+            agent,
+            all_agents,
+            store,
+            active,
+            limit,
+            json_mode,
+            archived,
+            all_rows,
+            verbose=verbose,
+            wide=wide,
+            filters=filters,
         )
+
+
+def _filters(
+    kind: list[str] | None,
+    label: str | None,
+    match: str | None,
+    pinned: bool,
+    unread: bool,
+    channel: str | None,
+    sort: str | None,
+) -> dict | None:
+    """The listing filters given (issue 27), or None (the plain listing, which can stream)."""
+    given = {
+        "kinds": list(kind or []),
+        "label": label,
+        "match": match,
+        "pinned": pinned,
+        "unread": unread,
+        "channel": channel,
+        "sort": sort,
+    }
+    return given if any(given.values()) else None
 
 
 @sessions_app.command("list")
@@ -100,6 +163,13 @@ def sessions_list(
     archived: bool = ARCHIVED,
     all_rows: bool = ALL_ROWS,
     wide: bool = WIDE,
+    kind: list[str] = KIND,
+    label: str = LABEL,
+    match: str = MATCH,
+    pinned: bool = PINNED,
+    unread: bool = UNREAD,
+    channel: str = CHANNEL,
+    sort: str = SORT,
 ) -> None:
     """List sessions, newest first (same as `openclaw sessions`)."""
     parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
@@ -114,6 +184,7 @@ def sessions_list(
         all_rows or bool(parent.get("all_rows")),
         verbose=verbose or bool(parent.get("verbose")),
         wide=wide or bool(parent.get("wide")),
+        filters=_filters(kind, label, match, pinned, unread, channel, sort) or parent.get("filters"),
     )
 
 

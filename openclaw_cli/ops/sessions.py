@@ -46,16 +46,20 @@ def list_sessions(
     now: int | None = None,
     archived: bool | str = "all",
     stream: bool = False,
+    filters: Any = None,
 ) -> dict[str, Any]:
     """`openclaw sessions --json` (observed §7): newest first, limited, with OpenClaw's fields.
     Archived rows (`archivedAt` set) are listed as the real CLI lists them (`archived` "all");
     `archived` True lists only them, False hides them.
     `stream` with no limit: `sessions` is a `jsonutil.StreamedArray` read from the stores while it
-    is written (`output.emit_json`), so `--limit all` on 100,000 rows holds one batch at a time."""
+    is written (`output.emit_json`), so `--limit all` on 100,000 rows holds one batch at a time.
+    `filters` (`listing_filters.ListingFilters`, issue 27): rows are read whole, filtered, then
+    ordered (`--sort`) and limited."""
     now = ctx.now_ms() if now is None else now
     targets = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=all_agents, store=store)
     since = now - active_minutes * 60_000 if active_minutes else None
-    if stream and limit is None:
+    filtering = filters is not None and filters.active
+    if stream and limit is None and not filtering:
         return _streamed_listing(
             ctx,
             targets,
@@ -73,9 +77,10 @@ def list_sessions(
         started = time.perf_counter()
         try:
             with open_target(ctx, target, read_only=True) as st:
-                rows, matched = _visible_entries(st, limit, since, archived)
+                rows, matched = _visible_entries(st, None if filtering else limit, since, archived)
                 path = str(st.path)
                 _note_skipped_rows(ctx, st)
+                sizes = st.session_bytes() if filtering and filters.sort == "size" else None
             _debug(
                 "agent %s: %d of %d row(s) read in %.1f ms",
                 target.agent_id,
@@ -90,14 +95,27 @@ def list_sessions(
             ctx.failures.append(exc)
             errors.append(store_error(target.agent_id, target_path(target), exc))
             continue
-        total += matched
         stores_out.append({"agentId": target.agent_id, "path": path})
         shape = _shaper(ctx, target.agent_id, now)
+        if filtering:
+            from openclaw_cli.ops.listing_filters import predicate, sort_key
+
+            keep = predicate(filters)
+            shaped = [(key, entry, shape(key, entry)) for key, entry in rows]
+            shaped = [item for item in shaped if keep(*item)]
+            total += len(shaped)
+            order = sort_key(filters, sizes)
+            collected.extend((order(item), item[2]) for item in shaped)
+            continue
+        total += matched
         for key, entry in rows:
             row = shape(key, entry)
             updated = row["updatedAt"]
             collected.append((updated if updated is not None else float("-inf"), row))
-    collected.sort(key=lambda item: -item[0] if item[0] != float("-inf") else float("inf"))
+    if filtering:
+        collected.sort(key=lambda item: item[0])
+    else:
+        collected.sort(key=lambda item: -item[0] if item[0] != float("-inf") else float("inf"))
     sessions = [row for _, row in collected]
     if limit is not None:
         sessions = sessions[:limit]
