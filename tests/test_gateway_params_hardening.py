@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from openclaw_cli.gateway.schemas import MAX_SAFE_INTEGER, parse_params
+from openclaw_cli.ops.methods import parse_params
+from openclaw_cli.ops.params import MAX_SAFE_INTEGER
 from tests.conftest import generate_legacy_state
 from tests.gateway_server_support import TOKEN, Client, GatewayThread, connected
 from tests.hardening_support import can_mount, tmpfs

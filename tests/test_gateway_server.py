@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from openclaw_cli.gateway import scopes
-from openclaw_cli.gateway.schemas import check_connect, check_params
-from openclaw_cli.ops.methods import ADMIN, READ, WRITE
+from openclaw_cli.gateway.schemas import check_connect
+from openclaw_cli.ops import scopes
+from openclaw_cli.ops.methods import check_params
+from openclaw_cli.ops.scopes import ADMIN, READ, WRITE
 from tests.conftest import generate_legacy_state, run_cli
 from tests.gateway_server_support import TOKEN, Client, GatewayThread, connect_params, connected
 
@@ -275,7 +276,8 @@ def test_patch_delete_create_scope_policy() -> None:
     from openclaw_cli.ops.methods import METHODS
 
     def need(method: str, params: dict) -> str | None:
-        return scopes.required_scope(METHODS[method], params)
+        row = METHODS[method]
+        return None if row.scope_free else row.required_scope(params)
 
     assert need("sessions.patch", {"key": "k", "pinned": True}) == WRITE
     assert need("sessions.patch", {"key": "k", "archived": True, "expectedSessionId": "s"}) == WRITE

@@ -179,8 +179,10 @@ def test_duplicate_label_and_bad_params_change_nothing(state: Path):
         call("sessions.patch", {"key": KEYS["group"], "label": "Quarterly planning"})
     assert caught.value.message == error("error-patch-label-duplicate.jsonl")["message"]
     for bad, text in [
-        ({"label": ""}, "invalid label: empty"),
-        ({"label": "x" * 513}, "too long"),
+        # the Gateway's schema first (one contract for both paths), then OpenClaw's label rule
+        ({"label": ""}, "at /label: must NOT have fewer than 1 characters"),
+        ({"label": "x" * 513}, "at /label: must NOT have more than 512 characters"),
+        ({"label": "   "}, "invalid label: empty"),
         ({"pinned": "yes"}, "at /pinned: must be boolean"),
         ({"bogus": 1}, "unexpected property"),
         ({"model": "openai/x"}, "not supported"),

@@ -339,7 +339,7 @@ def test_one_agents_pages_are_paged_by_its_store(state_dir: Path) -> None:
 
 def test_sort_by_schema_errors_are_openclaws() -> None:
     """Recorded from the real 2026.9.6 Gateway: a non-string fails every literal's type first."""
-    from openclaw_cli.gateway.schemas import check_params
+    from openclaw_cli.ops.methods import check_params
 
     one_of = "at /sortBy: must be equal to constant; at /sortBy: must match a schema in anyOf"
     assert check_params("sessions.list", {"sortBy": "x"}) == f"invalid sessions.list params: {one_of}"

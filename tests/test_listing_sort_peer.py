@@ -147,7 +147,7 @@ def test_sort_orders_match_the_real_gateway(tmp_path: Path) -> None:
     *listed, subscribed, refused = answers
     assert all(a["ok"] for a in listed), [a for a in listed if not a["ok"]][:1]
 
-    from openclaw_cli.gateway.schemas import check_params
+    from openclaw_cli.ops.methods import check_params
 
     assert refused["ok"] is False and refused["error"]["message"] == check_params(
         "sessions.list", {"sortBy": None}

@@ -165,6 +165,9 @@ def search_command(
             "verbose": verbose or None,
         }
         params = {k: v for k, v in params.items() if v is not None}
+        from openclaw_cli.search.query import parse
+
+        parse(query, fixed=fixed)  # the query's own texts, before the method's schema sees it
         doc = None if reindex else _delegated(cx, params, gw)
         if doc is None:
             doc = call(cx, "sessions.search", params)

@@ -353,7 +353,7 @@ def call(
     timeout_ms: int | None = None,
 ) -> CallResult:
     """Send one request to the Gateway and return its payload (see the module docstring)."""
-    from openclaw_cli.gateway.client_scopes import least_privilege_scopes
+    from openclaw_cli.ops.scopes import least_privilege_scopes
 
     if scopes is None:
         scopes = least_privilege_scopes(method, None if params is OMIT else params)

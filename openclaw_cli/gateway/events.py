@@ -20,13 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.methods import Method
 
-KEYED_METHODS = {
-    "sessions.patch": "patch",
-    "sessions.create": "create",
-    "sessions.compact": "compact",
-    "sessions.reset": "reset",
-}
 # Row fields repeated at the top level of a keyed change, null when the row has none (as recorded).
 _FLAT_NULLABLE = ("archivedAt", "archiveReason", "pinnedAt", "markedUnreadAt", "label", "displayName")
 _FLAT = (
@@ -80,9 +75,9 @@ def _agent_of(ctx: Context, params: dict[str, Any], key: Any) -> str:
     )
 
 
-def before(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
+def before(ctx: Context, method: Method, params: dict[str, Any]) -> dict[str, Any]:
     """Facts the change events need that the mutation destroys."""
-    if method != "sessions.delete" or not isinstance(params.get("key"), str):
+    if method.event != "delete" or not isinstance(params.get("key"), str):
         return {}
     from openclaw_cli.ops.session_views import _find
 
@@ -129,17 +124,19 @@ def _keyed(
 
 
 def after(
-    ctx: Context, method: str, params: dict[str, Any], result: Any, prior: dict[str, Any]
+    ctx: Context, method: Method, params: dict[str, Any], result: Any, prior: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The `sessions.changed` payloads of a committed mutation, in the order they are sent."""
+    """The `sessions.changed` payloads of a committed mutation (its row's `event`), in the order
+    they are sent: `cleanup` and `delete` have their own shapes, every other reason is keyed."""
     now = ctx.now_ms()
-    if not isinstance(result, dict):
+    reason = method.event
+    if not isinstance(result, dict) or reason is None:
         return []
-    if method == "sessions.cleanup":
+    if reason == "cleanup":
         stores = result.get("stores")
         count = len(stores) if isinstance(stores, list) else 1
         return [{"reason": "cleanup", "ts": now} for _ in range(count)]
-    if method == "sessions.delete":
+    if reason == "delete":
         if result.get("deleted") is not True:
             return []
         key = result.get("key") or prior.get("key") or params.get("key")
@@ -153,13 +150,10 @@ def after(
             },
             {"reason": "delete", "ts": now},
         ]
-    reason = KEYED_METHODS.get(method)
-    if reason is None:
-        return []
-    if method == "sessions.reset" and params.get("reason") == "new":
+    if reason == "reset" and params.get("reason") == "new":
         reason = "new"
     extra = None
-    if method == "sessions.compact":
+    if reason == "compact":
         if result.get("compacted") is not True:
             return []
         extra = {"compacted": True}

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from openclaw_cli.ops.methods import ADMIN, READ, WRITE
+from openclaw_cli.ops.scopes import ADMIN, READ, WRITE
 
-__all__ = ["ADMIN", "READ", "WRITE"]  # the operator scopes, defined once in ops.methods
+__all__ = ["ADMIN", "READ", "WRITE"]  # the operator scopes, defined once in ops.scopes
 
 PROTOCOL_VERSION = 4
 # `minProtocol` a probe may send and still be told what we expect (recorded PROTOCOL_MISMATCH details)

@@ -5,8 +5,8 @@ anything else that speaks the protocol.
 One connection: `connect.challenge` → the first frame must be `connect` (closed schema, allowed
 client id, protocol 4, constant-time token/password check; frames are capped at 64 KiB until it
 succeeded) → `hello-ok` → `req`/`res` frames in any order, events with a per-connection `seq`.
-Each request: known method → operator scope (params-aware, `gateway.scopes`) → closed param schema
-→ handler in a thread pool, so the event loop keeps serving while SQLite works.
+Each request: known method → operator scope (the row's rule, `ops.scopes`) → the row's closed param
+schema → handler in a thread pool, so the event loop keeps serving while SQLite works.
 
 Writes: a mutating method (`Method.mutates`) first waits for the writer of every store it
 touches (`WriterQueues`: one writer per store, FIFO; reads never wait), then runs the handler,
@@ -46,33 +46,16 @@ from openclaw_cli.errors import (
     StateOwnedError,
     typed_error,
 )
-from openclaw_cli.gateway import events, protocol, schemas, scopes
+from openclaw_cli.gateway import events, protocol, schemas
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
 from openclaw_cli.gateway.server_connection import ConnectionBook, GatewayConnection
 from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context
-from openclaw_cli.ops.methods import ADMIN, METHODS, Method
+from openclaw_cli.ops.methods import METHODS, Method, parse_params
+from openclaw_cli.ops.scopes import ADMIN, READ, satisfied
 from openclaw_cli.paths import StatePaths
 
-# hello-ok `features.methods`: OpenClaw's order for the ones we serve (others follow in table order)
-_METHOD_ORDER = (
-    "health",
-    "status",
-    "agents.list",
-    "agents.delete",
-    "sessions.list",
-    "sessions.subscribe",
-    "sessions.preview",
-    "sessions.describe",
-    "sessions.create",
-    "sessions.patch",
-    "sessions.cleanup",
-    "sessions.reset",
-    "sessions.delete",
-    "sessions.compact",
-    "sessions.search",
-)
 EVENTS = (
     protocol.EVENT_CHALLENGE,
     protocol.EVENT_SESSIONS_CHANGED,
@@ -86,8 +69,8 @@ CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
 
 
 def served_methods() -> list[str]:
-    ordered = [name for name in _METHOD_ORDER if name in METHODS]
-    return ordered + [name for name in METHODS if name not in ordered]
+    """hello-ok `features.methods`: the table's order, OpenClaw's."""
+    return list(METHODS)
 
 
 @dataclass
@@ -526,7 +509,7 @@ class GatewayServer:
         if client.get("mode") == protocol.MODE_PROBE and "device" not in params:
             requested = []  # a probe without a device identity gets no scopes (as OpenClaw: cli-status)
         if self.options.read_only:
-            requested = [s for s in requested if s == scopes.READ]  # the read-only server grants reading only
+            requested = [s for s in requested if s == READ]  # the read-only server grants reading only
         conn.scopes = tuple(requested)
         conn.client = client
         return self._hello(conn, method)
@@ -634,10 +617,11 @@ class GatewayServer:
             raise protocol.unknown_method(name)
         if params is None:
             params = {}
-        required = scopes.required_scope(method, params)
-        if required is not None and not scopes.satisfied(required, conn.scopes):
-            raise protocol.missing_scope(required)
-        error, params = schemas.parse_params(name, params)
+        if not method.scope_free:
+            required = method.required_scope(params if isinstance(params, dict) else None)
+            if not satisfied(required, conn.scopes):
+                raise protocol.missing_scope(required)
+        error, params = parse_params(name, params)
         if error:
             raise protocol.invalid(error)
         if self.stopping:
@@ -651,7 +635,7 @@ class GatewayServer:
             async with self._reads:  # a read builds its whole response in memory: a few at a time
                 if conn.ws.slow or conn.ws.state is not State.OPEN:
                     raise protocol.RequestError(protocol.UNAVAILABLE, "connection closed")  # nobody to answer
-                result = await loop.run_in_executor(self._pool, method.handler, ctx, params)
+                result = await loop.run_in_executor(self._pool, method.run, ctx, params)
             if name == "sessions.subscribe":
                 conn.subscribed = True
             return result, []
@@ -699,9 +683,8 @@ class GatewayServer:
                 del queue[:BATCH_MAX]
                 try:
                     async with self.writers.hold(keys):
-                        assert method.batch is not None
                         outcomes = await loop.run_in_executor(
-                            self._pool, method.batch, self._context(), [params for params, _ in batch]
+                            self._pool, method.run_batch, self._context(), [params for params, _ in batch]
                         )
                 except BaseException as exc:  # the whole batch failed (not one refused request)
                     outcomes = [exc] * len(batch)
@@ -719,15 +702,15 @@ class GatewayServer:
 
     @staticmethod
     def _write(ctx: Context, method: Method, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        prior = events.before(ctx, method.name, params)
-        return method.handler(ctx, dict(params)), prior
+        prior = events.before(ctx, method, params)
+        return method.run(ctx, dict(params)), prior
 
     @staticmethod
     def _changes(
         ctx: Context, method: Method, params: dict[str, Any], result: Any, prior: dict[str, Any]
     ) -> list[dict[str, Any]]:
         try:
-            return events.after(ctx, method.name, params, result, prior)
+            return events.after(ctx, method, params, result, prior)
         except OpenClawError:
             return []  # the write committed; a failed event read must not turn it into an error
 

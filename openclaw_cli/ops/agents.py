@@ -170,6 +170,11 @@ def check_deletable(ctx: Context, raw_id: str) -> str:
     return agent
 
 
+def agents_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`agents.delete` as the method table runs it."""
+    return delete_agent(ctx, params.get("agentId"))
+
+
 def delete_agent(ctx: Context, agent_id: str, *, now_ms: int | None = None) -> dict[str, Any]:
     """`agents.delete {agentId, deleteFiles: true}`: archive every transcript of the agent (verified),
     remove its store rows, drop it from the config roster. Refuses the only configured agent."""

@@ -31,31 +31,15 @@ from openclaw_cli.errors import (
     UsageError,
 )
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.params import SESSIONS_CREATE, SESSIONS_DELETE, SESSIONS_PATCH, SESSIONS_RESET
 from openclaw_cli.ops.rows import BUILTIN_MODEL
+from openclaw_cli.ops.scopes import LOCAL_PARAMS
 
-LOCAL_PARAMS = frozenset({"store", "dryRun"})
-READ, WRITE, ADMIN = "operator.read", "operator.write", "operator.admin"
-
-# sessions.patch (fixture README): organisation fields need operator.write, overrides operator.admin.
+# Which keys of a method's schema (`ops/params.py`, OpenClaw's) we act on; every other key the
+# schema accepts is refused as "not supported by openclaw-cli" (it does not run agents), so a key
+# the real Gateway accepts is never "unexpected" here and one it refuses never "not supported".
 PATCH_EXPECTED = ("expectedSessionId", "expectedLifecycleRevision", "expectedMarkedUnreadAt")
-PATCH_EXPECTED_UNSUPPORTED = (
-    "expectedPermissionMode",
-    "expectedSandboxMode",
-    "expectedNativeRuntimeConsent",
-    "expectedToolOverrides",
-)
 PATCH_ORGANISATION = ("label", "archived", "pinned", "unread")
-PATCH_ORGANISATION_UNSUPPORTED = (
-    "autoLabel",
-    "icon",
-    "color",
-    "category",
-    "statusNote",
-    "attention",
-    "ttlMinutes",
-    "boardFace",
-    "boardPresentation",
-)
 PATCH_OVERRIDES = (
     "thinkingLevel",
     "verboseLevel",
@@ -66,130 +50,16 @@ PATCH_OVERRIDES = (
     "sendPolicy",
     "groupActivation",
 )
-PATCH_OVERRIDES_UNSUPPORTED = (
-    "model",
-    "agentRuntime",
-    "fastMode",
-    "contextWindow",
-    "execHost",
-    "execSecurity",
-    "execAsk",
-    "execNode",
-    "permissionMode",
-    "sandboxMode",
-    "nativeRuntimeConsent",
-    "toolOverrides",
-    "completionOwnerSessionKey",
-    "inheritedToolAllow",
-    "inheritedToolDeny",
-    "inheritedToolOverrides",
-)
-PATCH_PARAMS = frozenset(
-    {
-        "key",
-        "agentId",
-        *PATCH_EXPECTED,
-        *PATCH_EXPECTED_UNSUPPORTED,
-        *PATCH_ORGANISATION,
-        *PATCH_ORGANISATION_UNSUPPORTED,
-        *PATCH_OVERRIDES,
-        *PATCH_OVERRIDES_UNSUPPORTED,
-    }
-)
-RESET_PARAMS = frozenset({"key", "agentId", "reason", "expectedSessionId"})
-DELETE_PARAMS = frozenset(
-    {
-        "key",
-        "agentId",
-        "deleteTranscript",
-        "expectedSessionId",
-        "expectedLifecycleRevision",
-        "expectedSessionUpdatedAt",
-        "emitLifecycleHooks",
-        "archivedOnly",
-    }
-)
+PATCH_PARAMS = frozenset(SESSIONS_PATCH.props)
+PATCH_SUPPORTED = frozenset({"key", "agentId", *PATCH_EXPECTED, *PATCH_ORGANISATION, *PATCH_OVERRIDES})
+PATCH_UNSUPPORTED = tuple(name for name in SESSIONS_PATCH.props if name not in PATCH_SUPPORTED)
+RESET_PARAMS = frozenset(SESSIONS_RESET.props)
+DELETE_PARAMS = frozenset(SESSIONS_DELETE.props)
 CREATE_SUPPORTED = ("parentSessionKey", "fork", "forkFrom", "agentId", "key", "label", "displayName", "model")
-CREATE_UNSUPPORTED = (
-    "message",
-    "task",
-    "succeedsParent",
-    "agentRuntime",
-    "thinkingLevel",
-    "projectId",
-    "workspaceDir",
-    "group",
-    "attachments",
-    "runId",
-    "visibility",
-    "ownerId",
-    "creatorId",
-    "permissionMode",
-    "sandboxMode",
-    "icon",
-    "color",
-    "category",
-    "boardFace",
-    "spawnedBy",
-    "idempotencyKey",
-    "deliver",
-    "channel",
-    "to",
-    "accountId",
-    "threadId",
-)
-CREATE_PARAMS = frozenset({*CREATE_SUPPORTED, *CREATE_UNSUPPORTED})
+CREATE_PARAMS = frozenset(SESSIONS_CREATE.props)
+CREATE_UNSUPPORTED = tuple(name for name in SESSIONS_CREATE.props if name not in CREATE_SUPPORTED)
 MAX_LABEL = 512
 NOT_FOUND_TEXT = "Session not found. Run {hint} to choose a valid key."
-
-
-# OpenClaw's params-dependent scope rules (the same table the Gateway client asks by,
-# `gateway/client_scopes.py`): these patch fields need write, every other one admin; a delete is
-# write only with `archivedOnly: true` and these fields.
-PATCH_WRITE_FIELDS = frozenset(
-    {
-        "key",
-        "agentId",
-        "expectedSessionId",
-        "expectedLifecycleRevision",
-        "expectedPermissionMode",
-        "expectedMarkedUnreadAt",
-        "label",
-        "autoLabel",
-        "icon",
-        "color",
-        "category",
-        "boardFace",
-        "boardPresentation",
-        "pinned",
-        "archived",
-        "unread",
-        "model",
-        "agentRuntime",
-        "thinkingLevel",
-        "fastMode",
-        "permissionMode",
-    }
-)
-DELETE_WRITE_FIELDS = frozenset({"key", "agentId", "deleteTranscript", "expectedSessionId", "archivedOnly"})
-
-
-def _wire(params: dict[str, Any]) -> set[str]:
-    return {name for name in params if name not in LOCAL_PARAMS}
-
-
-def patch_scope(params: dict[str, Any]) -> str:
-    """The least scope a `sessions.patch` needs: write for organisation fields and the few
-    overrides OpenClaw lets write scopes set, admin otherwise (the real Gateway refused
-    `verboseLevel` to `[read, write]`: `error-missing-scope-admin`)."""
-    if params.get("permissionMode") == "full" or "sandboxMode" in params:
-        return ADMIN
-    return WRITE if _wire(params) <= PATCH_WRITE_FIELDS else ADMIN
-
-
-def delete_scope(params: dict[str, Any]) -> str:
-    """`sessions.delete` needs admin, except `archivedOnly: true` (an archived row), which write may do."""
-    return WRITE if params.get("archivedOnly") is True and _wire(params) <= DELETE_WRITE_FIELDS else ADMIN
 
 
 # ---- params --------------------------------------------------------------------------------------------
@@ -397,7 +267,7 @@ def _writer(ctx: Context, st: Any) -> Iterator[None]:
 def _check_patch_params(params: Any) -> dict[str, Any]:
     method = "sessions.patch"
     _check_params(method, params, PATCH_PARAMS, required=("key",))
-    for name in PATCH_EXPECTED_UNSUPPORTED + PATCH_ORGANISATION_UNSUPPORTED + PATCH_OVERRIDES_UNSUPPORTED:
+    for name in PATCH_UNSUPPORTED:
         if name in params:
             raise UsageError(
                 f"sessions.patch: {name} is not supported by openclaw-cli (it does not run agents); "

@@ -1,47 +1,76 @@
-"""The method table: every operation both front ends run, keyed by its Gateway method name.
+"""The method table: every operation both front ends run, keyed by its Gateway method name, one row
+holding its whole contract.
 
 The CLI builds a method's params once and either calls `call(ctx, name, params)` locally or sends
-the same params to a Gateway (spec D9/D20); our Gateway validates a request's params against the
-method's closed schema and then calls the same handler. Handlers take the Gateway's params plus
-local-only extensions a remote caller cannot send (`dryRun`, `store`: offline repair) and return
-OpenClaw's JSON document, in the Gateway's shape (the CLI's own listings, `sessions --json`,
-`agents list --json` and `status --json`, call their `ops` functions directly). `scope` is the
-least operator scope the method needs (the client asks for it, the server enforces it); where it
-depends on the params (`sessions.patch`: organisation fields need write, overrides admin;
-`sessions.delete {archivedOnly: true}`: write), `scope_for` decides and `required_scope(params)`
-is what to ask and enforce. `mutates` marks methods that write (the Gateway serialises them
-per store).
+the same params to a Gateway (spec D9/D20); both validate them against the row's closed schema
+(`ops/params.py`: OpenClaw 2026.9.6's keys and error texts) before the handler runs. Handlers take
+the Gateway's params plus the row's local-only extensions a remote caller cannot send (`dryRun`,
+`store`: offline repair) and return OpenClaw's JSON document, in the Gateway's shape (the CLI's
+own listings, `sessions --json`, `agents list --json` and `status --json`, call their `ops`
+functions directly).
+
+A row: `handler` (a lazy `"module:function"` reference: nothing heavy is imported to read the
+table), `params` (the schema; a row without one cannot be built: validation fails closed),
+`scope` (the least operator scope; `scope_for` names the params-aware rule, `ops/scopes.py`),
+`mutates` (the Gateway serialises writes per store), `event` (the `sessions.changed` reason a
+committed call emits, `gateway/events.py`), `batch` (a handler for several requests at once: the
+Gateway's group commit). The table's order is OpenClaw's hello-ok `features.methods` order.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from openclaw_cli.errors import UsageError
+from openclaw_cli.ops import params as p
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.scopes import ADMIN, LOCAL_PARAMS, READ, WRITE
 
-READ = "operator.read"
-WRITE = "operator.write"
-ADMIN = "operator.admin"
+__all__ = ["ADMIN", "METHODS", "READ", "WRITE", "Method", "call", "check_params", "method", "parse_params"]
 
 Handler = Callable[[Context, dict[str, Any]], dict[str, Any]]
+
+
+@cache
+def resolve(reference: str) -> Any:
+    """The function a `"module:function"` reference names (imported on first use)."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
-    handler: Handler
+    handler: str  # "module:function", (ctx, params) -> the result document
+    params: p.Schema
     scope: str
     mutates: bool = False
-    scope_for: Callable[[dict[str, Any]], str] | None = None
+    scope_for: str | None = None  # "module:function", (params) -> the least scope for these params
     # Several requests at once (outcome i: request i's result, or the error that refused it),
     # as if run one after another: what lets the Gateway commit concurrent requests together.
-    batch: Callable[[Context, list[dict[str, Any]]], list[Any]] | None = None
-
+    batch: str | None = None
+    event: str | None = None  # the `sessions.changed` reason a committed call emits
+    local: frozenset[str] = frozenset()  # params only a local call may add (never on the wire)
+    scope_free: bool = False  # served on a connection with no scope (clients still ask for `scope`)
     # `dryRun: true` (a local-only extension the Gateway also takes here) plans without writing
     dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.params, p.Schema):  # fail closed: no row without its schema
+            raise TypeError(f"method {self.name}: params must be a schema")
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        function: Handler = resolve(self.handler)
+        return function(ctx, params)
+
+    def run_batch(self, ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
+        assert self.batch is not None
+        function: Callable[[Context, list[dict[str, Any]]], list[Any]] = resolve(self.batch)
+        return function(ctx, batch)
 
     def writes(self, params: dict[str, Any] | None = None) -> bool:
         """Does this call write (a dry run of a mutating method does not)?"""
@@ -52,162 +81,96 @@ class Method:
     def required_scope(self, params: dict[str, Any] | None = None) -> str:
         """The least scope this call needs (`scope`, or what `scope_for` says for these params)."""
         if self.scope_for is not None and isinstance(params, dict):
-            return self.scope_for(params)
+            rule: Callable[[dict[str, Any]], str] = resolve(self.scope_for)
+            return rule(params)
         return self.scope
 
 
-def _sessions_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import list_gateway_sessions
-
-    return list_gateway_sessions(ctx, params)
-
-
-def _sessions_subscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import subscribe
-
-    return subscribe(ctx, params)
-
-
-def _sessions_describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import describe
-
-    return describe(ctx, params)
-
-
-def _sessions_preview(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import preview
-
-    return preview(ctx, params)
-
-
-def _sessions_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.search import sessions_search
-
-    return sessions_search(ctx, params)
-
-
-def _health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import health
-
-    return health(ctx, params)
-
-
-def _sessions_cleanup(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.cleanup import sessions_cleanup
-
-    return sessions_cleanup(ctx, params)
-
-
-def _sessions_compact(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.compact import sessions_compact
-
-    return sessions_compact(ctx, params)
-
-
-def _sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
-    from openclaw_cli.ops.lifecycle import sessions_patch_many
-
-    return sessions_patch_many(ctx, batch)
-
-
-def _sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.lifecycle import sessions_patch
-
-    return sessions_patch(ctx, params)
-
-
-def _sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.lifecycle import sessions_reset
-
-    return sessions_reset(ctx, params)
-
-
-def _sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.lifecycle import sessions_create
-
-    return sessions_create(ctx, params)
-
-
-def _sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.lifecycle import sessions_delete
-
-    return sessions_delete(ctx, params)
-
-
-def _patch_scope(params: dict[str, Any]) -> str:
-    from openclaw_cli.ops.lifecycle import patch_scope
-
-    return patch_scope(params)
-
-
-def _delete_scope(params: dict[str, Any]) -> str:
-    from openclaw_cli.ops.lifecycle import delete_scope
-
-    return delete_scope(params)
-
-
-def _cleanup_scope(params: dict[str, Any]) -> str:
-    # a dry run (the dashboard's cleanup preview) only reads: read scope
-    return READ if params.get("dryRun") is True else ADMIN
-
-
-def _chat_history(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.history import chat_history
-
-    return chat_history(ctx, params)
-
-
-def _agents_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import gateway_agents
-
-    return gateway_agents(ctx, params)
-
-
-def _agents_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.agents import delete_agent
-
-    return delete_agent(ctx, params.get("agentId"))
-
-
-def _status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import gateway_status
-
-    return gateway_status(ctx, params)
-
+_VIEWS = "openclaw_cli.ops.session_views"
+_LIFECYCLE = "openclaw_cli.ops.lifecycle"
+_SCOPES = "openclaw_cli.ops.scopes"
 
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("health", _health, READ),
-        Method("status", _status, READ),
-        Method("sessions.list", _sessions_list, READ),
-        Method("sessions.subscribe", _sessions_subscribe, READ),
-        Method("sessions.describe", _sessions_describe, READ),
-        Method("sessions.preview", _sessions_preview, READ),
-        Method("sessions.search", _sessions_search, READ),
+        Method("health", f"{_VIEWS}:health", p.HEALTH, READ, scope_free=True),
+        Method("status", f"{_VIEWS}:gateway_status", p.STATUS, READ),
+        Method("agents.list", f"{_VIEWS}:gateway_agents", p.AGENTS_LIST, READ),
         Method(
-            "sessions.cleanup",
-            _sessions_cleanup,
-            ADMIN,
-            mutates=True,
-            scope_for=_cleanup_scope,
-            dry_run=True,
+            "agents.delete", "openclaw_cli.ops.agents:agents_delete", p.AGENTS_DELETE, ADMIN, mutates=True
         ),
-        Method("chat.history", _chat_history, READ),
-        Method("sessions.compact", _sessions_compact, ADMIN, mutates=True),
+        Method("sessions.list", f"{_VIEWS}:list_gateway_sessions", p.SESSIONS_LIST, READ),
+        Method("sessions.subscribe", f"{_VIEWS}:subscribe", p.SESSIONS_LIST, READ),
+        Method("sessions.preview", f"{_VIEWS}:preview", p.SESSIONS_PREVIEW, READ),
+        Method("sessions.describe", f"{_VIEWS}:describe", p.SESSIONS_DESCRIBE, READ),
         Method(
-            "sessions.patch",
-            _sessions_patch,
+            "sessions.create",
+            f"{_LIFECYCLE}:sessions_create",
+            p.SESSIONS_CREATE,
             WRITE,
             mutates=True,
-            scope_for=_patch_scope,
-            batch=_sessions_patch_many,
+            scope_for=f"{_SCOPES}:create_scope",
+            event="create",
+            local=LOCAL_PARAMS,
         ),
-        Method("sessions.reset", _sessions_reset, ADMIN, mutates=True),
-        Method("sessions.create", _sessions_create, WRITE, mutates=True),
-        Method("sessions.delete", _sessions_delete, ADMIN, mutates=True, scope_for=_delete_scope),
-        Method("agents.list", _agents_list, READ),
-        Method("agents.delete", _agents_delete, ADMIN, mutates=True),
+        Method(
+            "sessions.patch",
+            f"{_LIFECYCLE}:sessions_patch",
+            p.SESSIONS_PATCH,
+            WRITE,
+            mutates=True,
+            scope_for=f"{_SCOPES}:patch_scope",
+            batch=f"{_LIFECYCLE}:sessions_patch_many",
+            event="patch",
+            local=LOCAL_PARAMS,
+        ),
+        Method(
+            "sessions.cleanup",
+            "openclaw_cli.ops.cleanup:sessions_cleanup",
+            p.SESSIONS_CLEANUP,
+            ADMIN,
+            mutates=True,
+            scope_for=f"{_SCOPES}:cleanup_scope",
+            event="cleanup",
+            local=frozenset({"store"}),
+            dry_run=True,
+        ),
+        Method(
+            "sessions.reset",
+            f"{_LIFECYCLE}:sessions_reset",
+            p.SESSIONS_RESET,
+            ADMIN,
+            mutates=True,
+            event="reset",
+            local=LOCAL_PARAMS,
+        ),
+        Method(
+            "sessions.delete",
+            f"{_LIFECYCLE}:sessions_delete",
+            p.SESSIONS_DELETE,
+            ADMIN,
+            mutates=True,
+            scope_for=f"{_SCOPES}:delete_scope",
+            event="delete",
+            local=LOCAL_PARAMS,
+        ),
+        Method(
+            "sessions.compact",
+            "openclaw_cli.ops.compact:sessions_compact",
+            p.SESSIONS_COMPACT,
+            ADMIN,
+            mutates=True,
+            event="compact",
+            local=LOCAL_PARAMS,
+        ),
+        Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ),
+        Method(
+            "sessions.search",
+            "openclaw_cli.ops.search:sessions_search",
+            p.SESSIONS_SEARCH,
+            READ,
+            local=frozenset({"store", "verbose"}),
+        ),
     )
 }
 
@@ -219,6 +182,30 @@ def method(name: str) -> Method:
     return found
 
 
+def parse_params(name: str, params: Any, *, local: bool = False) -> tuple[str | None, Any]:
+    """(`invalid <method> params: …`, None) when `params` fails the method's schema, else (None,
+    params with every integer an int: a handler never sees `3.0` or `1e2` as a float). `local`:
+    the row's local-only extensions are accepted beside the wire params (and kept as given)."""
+    row = method(name)
+    if not isinstance(params, dict) or not local:
+        error = p.validate(row.params, params)
+        return (f"invalid {name} params: {error}", None) if error else (None, row.params.normalize(params))
+    wire = {k: v for k, v in params.items() if k not in row.local}
+    error = p.validate(row.params, wire)
+    if error:
+        return f"invalid {name} params: {error}", None
+    return None, {**row.params.normalize(wire), **{k: v for k, v in params.items() if k in row.local}}
+
+
+def check_params(name: str, params: Any) -> str | None:
+    """`invalid <method> params: …` when `params` fails the method's schema, else None."""
+    return parse_params(name, params)[0]
+
+
 def call(ctx: Context, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run one method locally."""
-    return method(name).handler(ctx, dict(params or {}))
+    """Run one method locally, its params checked against the same schema the Gateway checks."""
+    row = method(name)
+    error, checked = parse_params(name, dict(params or {}), local=True)
+    if error:
+        raise UsageError(error)
+    return row.run(ctx, checked)
