@@ -1377,6 +1377,7 @@ CASES.update(
     __import__("bench_floors").cases(OURS)
 )  # floors measured in the same run (scripts/bench_floors.py)
 CASES.update(__import__("bench_schema24").cases(OURS))  # issue 23: schema 24 vs 23, same data, same run
+CASES.update(__import__("bench_dashboard").cases(OURS))  # issue 28: the dashboard in headless Chromium
 
 
 def _meta(runs: int) -> dict:

@@ -225,3 +225,16 @@ def test_dashboard_local_serves_read_only_until_stopped(state: Path) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+def test_storage_report_is_served_for_the_dashboard(gateway: GatewayThread, state: Path) -> None:
+    """`openclaw storage --json`'s document over the Gateway (read scope), what the storage view draws."""
+    with connected(gateway.url, scopes=["operator.read"]) as c:
+        doc = c.request("storage.report", {"top": 3})["payload"]
+        assert doc["root"] == str(state) and doc["total"]["files"] > 12
+        containers = {x["container"] for x in doc["byContainer"]}
+        assert {"transcripts", "storeIndex"} <= containers
+        assert sum(x["diskBytes"] for x in doc["byContainer"]) == doc["total"]["diskBytes"]
+        assert len(doc["topSessions"]) == 3
+        res = c.request("storage.report", {"top": 101})
+        assert not res["ok"] and res["error"]["message"].startswith("invalid storage.report params")

@@ -69,8 +69,9 @@ CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
 
 
 def served_methods() -> list[str]:
-    """hello-ok `features.methods`: the table's order, OpenClaw's."""
-    return list(METHODS)
+    """hello-ok `features.methods`: the table's order, OpenClaw's (ours that OpenClaw has no
+    counterpart of are served, not announced)."""
+    return [name for name, row in METHODS.items() if row.advertised]
 
 
 @dataclass

@@ -58,6 +58,9 @@ class Method:
     scope_free: bool = False  # served on a connection with no scope (clients still ask for `scope`)
     # `dryRun: true` (a local-only extension the Gateway also takes here) plans without writing
     dry_run: bool = False
+    # listed in hello-ok's `features.methods` (False: ours only, served but not announced, so the
+    # list stays a subset of OpenClaw's)
+    advertised: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, p.Schema):  # fail closed: no row without its schema
@@ -170,6 +173,14 @@ METHODS: dict[str, Method] = {
             p.SESSIONS_SEARCH,
             READ,
             local=frozenset({"store", "verbose"}),
+        ),
+        # ours (issue 28): `openclaw storage --json` for the dashboard; OpenClaw's Gateway has none
+        Method(
+            "storage.report",
+            "openclaw_cli.ops.storage:storage_report",
+            p.STORAGE_REPORT,
+            READ,
+            advertised=False,
         ),
     )
 }

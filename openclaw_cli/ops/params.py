@@ -474,6 +474,8 @@ CHAT_HISTORY = Obj(
     },
     required=("sessionKey",),
 )
+# ours (issue 28): `openclaw storage`'s params (docs/storage.md), for the dashboard's storage view
+STORAGE_REPORT = Obj({"agent": NonEmpty, "allAgents": Bool(), "top": Int(minimum=0, maximum=100)})
 SESSIONS_PREVIEW = Obj(
     {"keys": Arr(NonEmpty, min_items=1), "limit": Int(minimum=1), "maxChars": Int(minimum=20)},
     required=("keys",),

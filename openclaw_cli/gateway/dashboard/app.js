@@ -146,10 +146,6 @@
       const granted = (this.hello && this.hello.auth && this.hello.auth.scopes) || [];
       return granted.indexOf(scope) >= 0 || granted.indexOf("operator.admin") >= 0;
     }
-    has(method) {
-      const methods = (this.hello && this.hello.features && this.hello.features.methods) || [];
-      return methods.indexOf(method) >= 0;
-    }
   }
 
   // ---- safe Markdown (summaries): a small subset built as DOM nodes ----------------------------------
@@ -395,6 +391,9 @@
       $("count").textContent = fmtNum(list.total) + " sessions";
       $("grid-spacer").style.height = list.total * ROW_H + "px";
       if (app.view === "sessions") renderRows();
+      if (n === 0 && !performance.getEntriesByName("sessions-interactive").length) {
+        performance.mark("sessions-interactive"); // the first rows are on screen (scripts/bench reads it)
+      }
     }, (err) => {
       if (gen === list.generation) list.pages.delete(n);
       if (err.message !== "connection lost") showError("sessions.list failed: " + err.message);
@@ -685,38 +684,92 @@
   // ---- storage -----------------------------------------------------------------------------------
   const STORAGE_METHOD = "storage.report";
   function showStorage() {
+    // ours, not announced in hello-ok (its method list stays OpenClaw's): asked, and an unknown
+    // method means this Gateway has no storage report
     const out = $("storage-out");
     clear(out);
-    if (!app.gw.has(STORAGE_METHOD)) {
-      const box = el("div", "unavailable");
-      box.appendChild(el("h3", null, "Storage figures are not available yet"));
-      box.appendChild(el("p", null, "This Gateway does not serve the storage report (" + STORAGE_METHOD + "). Run `openclaw storage` in a terminal for the same figures."));
-      out.appendChild(box);
-      return;
-    }
     out.appendChild(el("p", "muted", "measuring…"));
-    app.gw.request(STORAGE_METHOD, {}).then((res) => { clear(out); drawStorage(out, res); },
-      (err) => { clear(out); showError(STORAGE_METHOD + " failed: " + err.message); });
+    app.gw.request(STORAGE_METHOD, { top: 10 }).then((res) => { clear(out); drawStorage(out, res); }, (err) => {
+      clear(out);
+      if (/^unknown method/.test(err.message)) {
+        const box = el("div", "unavailable");
+        box.appendChild(el("h3", null, "Storage figures are not available yet"));
+        box.appendChild(el("p", null, "This Gateway does not serve the storage report (" + STORAGE_METHOD + "). Run `openclaw storage` in a terminal for the same figures."));
+        out.appendChild(box);
+      } else showError(STORAGE_METHOD + " failed: " + err.message);
+    });
+  }
+  function card(title) {
+    const c = el("div", "card");
+    c.appendChild(el("h3", null, title));
+    return c;
+  }
+  function sizeBars(items, label, value, extra) {
+    const rows = items.slice().sort((a, b) => (value(b) || 0) - (value(a) || 0))
+      .map((it) => [label(it), value(it) || 0, "", fmtBytes(value(it) || 0) + (extra ? extra(it) : "")]);
+    return bars(rows, Math.max(1, ...rows.map((r) => r[1])));
   }
   function drawStorage(out, doc) {
-    // every group of named byte counts the report holds becomes a bar chart
+    // `openclaw storage --json` (docs/storage.md): disk figures, then logical ones, then what is reclaimable
+    const total = doc.total || {};
+    out.appendChild(el("p", "muted", "Measured " + (doc.root || "") + " · " + fmtBytes(total.diskBytes) + " on disk (" +
+      fmtBytes(total.bytes) + " apparent) in " + fmtNum(total.files) + " files · " + fmtTime(doc.generatedAt)));
     const cards = el("div", "cards");
-    const groups = [];
-    (function walk(node, path) {
-      if (!node || typeof node !== "object") return;
-      const entries = Object.entries(node);
-      const sized = entries.filter(([, v]) => v && typeof v === "object" && typeof v.bytes === "number");
-      if (sized.length) groups.push([path || "total", sized.map(([k, v]) => [k, v.bytes])]);
-      for (const [k, v] of entries) if (v && typeof v === "object" && !Array.isArray(v)) walk(v, path ? path + " · " + k : k);
-    })(doc, "");
-    for (const [title, items] of groups) {
-      const card = el("div", "card");
-      card.appendChild(el("h3", null, title));
-      const max = Math.max(1, ...items.map(([, b]) => b));
-      card.appendChild(bars(items.sort((a, b) => b[1] - a[1]).map(([k, b]) => [k, b, "", fmtBytes(b)]), max));
-      cards.appendChild(card);
+    if (Array.isArray(doc.byAgent)) {
+      const c = card("Disk by agent");
+      c.appendChild(sizeBars(doc.byAgent, (a) => a.agentId, (a) => a.diskBytes));
+      cards.appendChild(c);
     }
-    if (!groups.length) cards.appendChild(el("pre", null, JSON.stringify(doc, null, 2)));
+    if (Array.isArray(doc.byContainer)) {
+      const c = card("Disk by container (SQLite, WAL, transcripts, archives…)");
+      c.appendChild(sizeBars(doc.byContainer.filter((x) => x.files || x.diskBytes), (x) => x.container, (x) => x.diskBytes));
+      for (const x of doc.byContainer) {
+        if (!x.byReason || !Object.keys(x.byReason).length) continue;
+        c.appendChild(el("p", "muted", x.container + " by reason"));
+        c.appendChild(sizeBars(Object.entries(x.byReason).map(([reason, v]) => Object.assign({ reason }, v)), (v) => v.reason, (v) => v.diskBytes));
+      }
+      cards.appendChild(c);
+    }
+    if (Array.isArray(doc.byKind)) {
+      const c = card("Event text by session kind");
+      c.appendChild(sizeBars(doc.byKind.filter((k) => k.sessions), (k) => k.kind, (k) => k.bytes, (k) => " · " + fmtNum(k.sessions) + " sessions"));
+      cards.appendChild(c);
+    }
+    if (Array.isArray(doc.byPayload)) {
+      const c = card("Event text by payload class");
+      c.appendChild(sizeBars(doc.byPayload, (p) => p.class, (p) => p.bytes, (p) => " · " + fmtNum(p.events) + " events"));
+      if (Array.isArray(doc.media) && doc.media.length) {
+        c.appendChild(el("p", "muted", "inline media by type"));
+        c.appendChild(sizeBars(doc.media, (m) => m.mimeType, (m) => m.bytes));
+      }
+      cards.appendChild(c);
+    }
+    if (Array.isArray(doc.reclaimable)) {
+      const c = card("Reclaimable");
+      c.appendChild(sizeBars(doc.reclaimable, (r) => r.setting, (r) => r.bytes, (r) => (r.files ? " · " + fmtNum(r.files) + " files" : "")));
+      cards.appendChild(c);
+    }
+    if (Array.isArray(doc.topSessions) && doc.topSessions.length) {
+      const c = card("Biggest sessions");
+      const ol = el("ol", "keys");
+      for (const t of doc.topSessions) {
+        const li = el("li");
+        const a = el("a", "mono", t.key);
+        a.href = "#/session/" + encodeURIComponent(t.key);
+        li.appendChild(a);
+        li.appendChild(document.createTextNode(" · " + fmtBytes(t.bytes) + " · " + fmtNum(t.events) + " events · " + (t.kind || "")));
+        ol.appendChild(li);
+      }
+      c.appendChild(ol);
+      cards.appendChild(c);
+    }
+    if (Array.isArray(doc.unreadable) && doc.unreadable.length) {
+      const c = card("Could not be read");
+      const ul = el("ul", "keys");
+      for (const u of doc.unreadable) ul.appendChild(el("li", null, u.path + ": " + u.error));
+      c.appendChild(ul);
+      cards.appendChild(c);
+    }
     out.appendChild(cards);
   }
 
