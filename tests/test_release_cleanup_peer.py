@@ -148,3 +148,32 @@ def test_with_the_real_gateway_up_our_dry_run_is_what_its_enforce_applies(
     assert stores[0]["behavior"]["release"] == "2026.9.6"
     assert stores[0]["behavior"]["source"] == "gateway" and "2026.9.6" in stores[0]["behavior"]["reason"]
     assert TOKEN not in status.stdout
+
+
+def test_over_budget_reclamation_equals_the_real_one(template: Path, tmp_path: Path) -> None:
+    """A budget the state cannot meet: both run every tier — the WAL checkpoint, the archives of the
+    rows pruned in this run, the `active-session-cap` rows — and end with the same rows and counters.
+    (Byte totals differ by each side's own files; ours keeps a verified archive of each evicted
+    row's transcript, D6.2, where OpenClaw deletes it.)"""
+    budget = {"pruneAfter": "365d", "maxEntries": 10, "maxDiskBytes": "512kb"}
+    theirs = _copy(template, tmp_path / "theirs", budget)
+    ours = _copy(template, tmp_path / "ours", budget)
+    real = peer(tmp_path / "theirs", "sessions", "cleanup", "--json", "--store", str(theirs / DB_REL))
+    assert real.returncode == 0, real.stderr[-2000:]
+    mine = _ours(ours, "sessions", "cleanup", "--json", "--no-backup", "--store", str(ours / DB_REL))
+    assert mine.returncode == 0, mine.stderr[-2000:]
+    expected, got = json.loads(real.stdout), json.loads(mine.stdout)
+    assert _comparable(got) == _comparable(expected)
+    assert expected["diskBudget"]["overBudget"] is True and got["afterCount"] == len(_rows(ours))
+    # (the seed decides how many rows the cap archives and the budget then evicts: compared above)
+    assert _rows(ours) == _rows(theirs)
+
+    def archives(state: Path) -> int:
+        conn = sqlite3.connect(f"file:{state / DB_REL}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT count(*) FROM session_transcript_archives").fetchone()[0]
+        finally:
+            conn.close()
+
+    # theirs removed every archive; ours holds only the verified archives of the rows it evicted
+    assert archives(theirs) == 0 and archives(ours) <= got["diskBudget"]["removedEntries"]

@@ -332,6 +332,8 @@ class CleanupPlan:
     archived_count: int = 0  # dashboard + age archives (the JSON's `archived`)
     cap_archived: int = 0
     now_ms: float = 0
+    # 2026.9.6+ preview of an enforce run over the budget: its reclamation tiers have candidates
+    budget_reclaimable: bool = False
 
     @property
     def after_count(self) -> int:
@@ -355,6 +357,8 @@ class CleanupPlan:
             bool(self.removed)
             or bool(self.archived)
             or bool(budget and (budget.removed_entries or budget.removed_files))
+            or bool(budget and budget.total_bytes_after < budget.total_bytes_before)
+            or self.budget_reclaimable
         )
 
 

@@ -26,11 +26,14 @@ def cleanup_summary(
     unreferenced_artifacts: Mapping[str, int] | None = None,
     applied_count: int | None = None,
     archive_cleanup: Mapping[str, int] | None = None,
+    after_count: int | None = None,
 ) -> dict[str, Any]:
     """OpenClaw's per-store summary, keys in OpenClaw's order. `archived` (dashboard and age
     archives) and `capArchived` (cap archives, also counted in `capped`) are 0 under 2026.7, which
     archives nothing (D23). Apply adds `applied`/`appliedCount`
     (`applied_count` = entries in the store after apply; the plan's `afterCount` when omitted).
+    `after_count`: the store's count after an apply (2026.9.6+ report what the store holds once
+    the budget's tiers ran); the plan's count when omitted.
 
     Added keys (D5 allows additions): `cronPruned` after `capped` when the `cron.sessionRetention`
     stage ran (the store had cron run rows), and G2's `archiveCleanup` `{scannedFiles,
@@ -46,7 +49,7 @@ def cleanup_summary(
         "mode": plan.mode,
         "dryRun": dry_run,
         "beforeCount": plan.before_count,
-        "afterCount": plan.after_count,
+        "afterCount": plan.after_count if after_count is None else after_count,
         "missing": plan.missing,
         "dmScopeRetired": plan.dm_scope_retired,
         "modelRunPruned": plan.model_run_pruned,

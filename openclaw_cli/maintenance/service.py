@@ -85,6 +85,8 @@ class StoreCleanup:
     # 2026.9.6+: the sweep reports every file it looked at (all files of the sessions dir and the
     # prompt blobs, counted when it ran: after the apply's removals and archives)
     scanned_files: int | None = None
+    preserve_recent_ms: int | None = None  # 2026.9.6+ budget tiers: `preserveRecent`
+    max_disk_bytes_explicit: bool = False  # 2026.9.9's final tier runs only then
 
     def summarize(self, *, dry_run: bool) -> dict[str, Any]:
         from openclaw_cli.maintenance.report import cleanup_summary, empty_unreferenced_artifacts
@@ -111,6 +113,11 @@ class StoreCleanup:
             unreferenced_artifacts=artifacts,
             archive_cleanup=retention,
             applied_count=outcome.applied_count if outcome else None,
+            after_count=(
+                outcome.applied_count
+                if outcome is not None and self.plan.behavior.maintenance.budget_spares_live_rows
+                else None
+            ),
         )
         return self.summary
 
@@ -216,6 +223,24 @@ def plan_store(
         plan = _plan_database(store, snapshot, entries, settings, enforce, now_ms, common, result)
     plan.mode = mode
     result.plan = plan
+    result.preserve_recent_ms = settings.preserve_recent_ms
+    result.max_disk_bytes_explicit = settings.max_disk_bytes_explicit
+    budget = plan.disk_budget
+    if (
+        options.dry_run
+        and behavior.maintenance.budget_spares_live_rows
+        and mode == "enforce"
+        and budget is not None
+        and budget.over_budget
+        and Path(store.path).exists()
+    ):
+        from openclaw_cli.maintenance.reclaim import has_candidates
+
+        # OpenClaw's preview: the budget's tiers would reclaim something (archives, historical
+        # sessions, cap-archived rows)
+        plan.budget_reclaimable = has_candidates(
+            store, preserve_recent_ms=settings.preserve_recent_ms, now_ms=now_ms
+        )
     if behavior.maintenance.archive_in_place and result.sweep is not None:
         from openclaw_cli.maintenance.budget import count_swept_files
 
@@ -434,7 +459,9 @@ def apply_store(
                 lock_settings=lock_settings,
             )
         if result.plan.behavior.maintenance.budget_spares_live_rows:
-            _measure_after_apply(store, result)
+            _measure_after_apply(store, result, lock_settings=lock_settings, checkpoint=checkpoint)
+            if result.plan.evicted:  # rows the budget's tiers removed: counted as OpenClaw does
+                outcome.applied_count = store.count_entries()
         return outcome
     finally:
         close = getattr(bar, "close", None)
@@ -442,23 +469,40 @@ def apply_store(
             close()
 
 
-def _measure_after_apply(store: Any, result: StoreCleanup) -> None:
-    """2026.9.6+ report what the sweep and the budget find once the entry changes are written
-    (their archives included), as OpenClaw's apply measures them."""
+def _measure_after_apply(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any) -> None:
+    """2026.9.6+: what the sweep and the budget find once the entry changes are written (their
+    archives included), as OpenClaw's apply measures them; an enforce run over the budget then
+    reclaims in the release's tiers (`maintenance/reclaim.py`)."""
     from openclaw_cli.maintenance.budget import count_swept_files, measure_physical, plan_physical_budget
+    from openclaw_cli.maintenance.reclaim import Reclaimer
 
     sessions_dir = Path(store.sessions_dir)
     if result.sweep is not None:
         result.scanned_files = count_swept_files(sessions_dir)
-    if result.plan.disk_budget is not None:
-        database = None if store.transcripts_in_files else Path(store.path)
-        settings = result.plan.disk_budget
-        budget = plan_physical_budget(
-            measure_physical(sessions_dir, database),
-            max_bytes=settings.max_bytes,
-            high_water_bytes=settings.high_water_bytes,
+    budget = result.plan.disk_budget
+    if budget is None:
+        return
+    rules = result.plan.behavior.maintenance
+    if result.plan.mode == "enforce" and Path(store.path).exists():
+        reclaimer = Reclaimer(
+            store,
+            max_bytes=budget.max_bytes,
+            high_water_bytes=budget.high_water_bytes,
+            preserve_recent_ms=result.preserve_recent_ms,
+            now_ms=result.now_ms,
+            lock_settings=lock_settings,
+            checkpoint=checkpoint,
+            final_tier=rules.final_disk_tier and result.max_disk_bytes_explicit,
         )
-        result.plan.disk_budget = budget.result
+        result.plan.disk_budget = reclaimer.run()
+        return
+    database = None if store.transcripts_in_files else Path(store.path)
+    measured = plan_physical_budget(
+        measure_physical(sessions_dir, database),
+        max_bytes=budget.max_bytes,
+        high_water_bytes=budget.high_water_bytes,
+    )
+    result.plan.disk_budget = measured.result
 
 
 def _items(work: Any, in_files: bool) -> int:

@@ -368,6 +368,29 @@ class SessionStore(ABC):
 
         return nullcontext()
 
+    # ---- disk-budget reclamation (2026.9.6+: maintenance/reclaim.py) ------------------------------
+    def reclaim_free_pages(self) -> bool:
+        """Checkpoint the database's WAL and return its free pages (database stores); False when a
+        checkpoint could not copy every frame. Nothing to do for a store of files."""
+        return True
+
+    def budget_archive_names(self) -> list[str]:
+        """Archives the store records (database stores), oldest first: the disk budget removes
+        these before any other archive file."""
+        return []
+
+    def unpublished_archive_names(self) -> set[str]:
+        """Archive files the store has not published yet (never removed by the budget)."""
+        return set()
+
+    def forget_archives(self, names: list[str]) -> None:  # noqa: B027 - optional hook
+        """Drop the store's records of archive files the budget removed."""
+
+    def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
+        """Sessions no row references any more (earlier windows), oldest first, except those
+        updated at or after `recent_since_ms` (`preserveRecent`). None in a store of files."""
+        return []
+
     def record_archives(self, rows: Any) -> None:
         """Many `record_archive` rows (archive_name, session_id, session_key, reason, encoding, sha256,
         archive_bytes, event_count, raw_bytes, created_at_ms) at once; one call each by default."""

@@ -14,6 +14,7 @@ __all__ = [
     "is_archive_artifact_name",
     "is_checkpoint_name",
     "is_primary_transcript_name",
+    "is_retained_archive_name",
     "is_store_temp_name",
     "is_trajectory_name",
 ]
@@ -55,6 +56,12 @@ def is_archive_artifact_name(name: str) -> bool:
     base = name[:-4] if name.endswith(".zst") else name
     markers = list(_ARCHIVE_MARKER.finditer(base))
     return bool(markers) and archive_stamp_ms(name, markers[-1].group(1)) is not None
+
+
+def is_retained_archive_name(name: str) -> bool:
+    """A transcript archive the 2026.9.6+ disk budget may remove (`.deleted.`/`.reset.`/`.bak.`
+    with an archive stamp); a `sessions.json.bak.<n>` store backup is not one."""
+    return not _STORE_BACKUP.match(name) and is_archive_artifact_name(name)
 
 
 def is_trajectory_name(name: str) -> bool:

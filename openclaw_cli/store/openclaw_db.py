@@ -738,6 +738,59 @@ class OpenClawDbStore(SessionStore):
     def window_session_ids(self, key: str) -> list[str]:
         return [window["sessionId"] for window in self.list_windows(key)]
 
+    # ---- disk-budget reclamation (2026.9.6+: what its history eviction reads and writes) ------------
+    def reclaim_free_pages(self) -> bool:
+        from openclaw_cli.store.sqlite_common import reclaim_free_pages
+
+        self.ensure_writable("reclaim database pages")
+        try:
+            return reclaim_free_pages(self._db())
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
+
+    def _archive_names(self, published: bool) -> list[str]:
+        if "session_transcript_archives" not in self._tables:
+            return []
+        where = "IS NOT NULL" if published else "IS NULL"
+        return [
+            row[0]
+            for row in self._q(
+                f"SELECT archive_name FROM session_transcript_archives WHERE published_at {where}"
+                " ORDER BY created_at, session_id, generation"
+            )
+        ]
+
+    def budget_archive_names(self) -> list[str]:
+        return self._archive_names(True)
+
+    def unpublished_archive_names(self) -> set[str]:
+        return set(self._archive_names(False))
+
+    def forget_archives(self, names: list[str]) -> None:
+        if "session_transcript_archives" not in self._tables or not names:
+            return
+        with self.transaction() as conn:
+            conn.executemany(
+                "DELETE FROM session_transcript_archives WHERE published_at IS NOT NULL AND archive_name = ?",
+                [(n,) for n in names],
+            )
+
+    def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
+        from openclaw_cli.store.openclaw_writes import referenced_by
+
+        conn = self._db()
+        refs = referenced_by(conn, set())
+        if any(not ok for (ok,) in self._q("SELECT json_valid(entry_json) FROM session_nodes")):
+            return []  # a row we cannot read may reference any window: evict none
+        return [
+            sid
+            for sid, updated in self._q(
+                "SELECT session_id, updated_at FROM session_windows ORDER BY updated_at, session_id"
+            )
+            if sid not in refs
+            and not (recent_since_ms is not None and isinstance(updated, int) and updated >= recent_since_ms)
+        ]
+
     def retire(
         self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
     ) -> Any:

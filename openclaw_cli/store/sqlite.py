@@ -594,6 +594,58 @@ class SqliteStore(SessionStore):
     def window_session_ids(self, key: str) -> list[str]:
         return [window["sessionId"] for window in self.list_windows(key)]
 
+    # ---- disk-budget reclamation (2026.9.6+) ---------------------------------------------------------
+    def reclaim_free_pages(self) -> bool:
+        from openclaw_cli.store.sqlite_common import reclaim_free_pages
+
+        self.ensure_writable("reclaim database pages")
+        with self._lock:
+            return self._q(reclaim_free_pages)
+
+    def budget_archive_names(self) -> list[str]:
+        return [
+            row[0]
+            for row in self._q(
+                lambda c: c.execute(
+                    "SELECT archive_name FROM session_transcript_archives ORDER BY created_at, archive_name"
+                ).fetchall()
+            )
+        ]
+
+    def forget_archives(self, names: list[str]) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "DELETE FROM session_transcript_archives WHERE archive_name = ?", [(n,) for n in names]
+            )
+
+    def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
+        from openclaw_cli.store.openclaw_schema import entry_session_ids
+
+        def run(c: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+            windows = c.execute(
+                "SELECT w.session_id, w.updated_at, n.archived_at IS NOT NULL OR n.pinned_at IS NOT NULL"
+                " FROM session_windows AS w LEFT JOIN session_nodes AS n ON n.session_key = w.session_key"
+                " ORDER BY w.updated_at, w.session_id"
+            ).fetchall()
+            return windows, c.execute("SELECT entry_json FROM session_nodes").fetchall()
+
+        windows, rows = self._q(run)
+        referenced: set[str] = set()
+        for (text,) in rows:
+            try:
+                entry = jsonutil.loads(text)
+            except ValueError:
+                return []  # a row we cannot read may reference any window: evict none
+            if isinstance(entry, dict):
+                referenced.update(entry_session_ids(entry))
+        return [
+            sid
+            for sid, updated, kept_by_row in windows
+            if sid not in referenced
+            and not kept_by_row  # an archived or pinned row keeps its whole history
+            and not (recent_since_ms is not None and isinstance(updated, int) and updated >= recent_since_ms)
+        ]
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A `BEGIN IMMEDIATE` write transaction; nested uses join the outer one. Lets a caller

@@ -458,6 +458,36 @@ def _snapshot(path: Path, wal: Path, timeout_ms: int) -> ReadOnlyConnection:
         raise
 
 
+def reclaim_free_pages(conn: sqlite3.Connection) -> bool:
+    """The 2026.9.6+ disk budget's page reclamation: checkpoint the WAL into the main file
+    (TRUNCATE without waiting for readers; else a PASSIVE one that must copy every frame), then
+    return free pages to the file system where the database allows it (`auto_vacuum =
+    INCREMENTAL`, as OpenClaw creates its databases) and checkpoint that too. False when a
+    checkpoint left frames behind (a reader holds them): the caller defers, as OpenClaw does."""
+    previous = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+
+        def checkpoint() -> bool:
+            busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy:
+                busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            return log < 0 or done >= log  # (-1: not in WAL mode, nothing to copy)
+
+        if not checkpoint():
+            return False
+        if (
+            conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+            and conn.execute("PRAGMA freelist_count").fetchone()[0]
+        ):
+            # (executescript steps the statement to the end; one execute frees a single page)
+            conn.executescript("PRAGMA incremental_vacuum;")
+            return checkpoint()
+        return True
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(previous)}")
+
+
 def table_names(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
 
