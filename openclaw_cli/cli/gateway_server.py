@@ -256,7 +256,7 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
     from openclaw_cli.output import err
 
     hide_secrets_from_argv()
-    ownership = take_ownership(paths.state_dir)
+    ownership = take_ownership(paths.state_dir, paths.config_path)
     try:
         options = ServerOptions(
             host=resolved["host"],

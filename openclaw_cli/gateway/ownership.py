@@ -5,9 +5,11 @@ Taken at start and given back at shutdown, every form of ownership the real rele
   that OpenClaw's own Gateway and its `doctor --session-sqlite import|restore|recover|compact` take,
   so both OpenClaw's doctor and ours refuse while our Gateway runs (and our Gateway refuses to
   start while one of them runs). The operating system drops the lock when the process dies.
-* 2026.9.6's Gateway lock `<state>/tmp/openclaw-<uid>/gateway.state.lock`: its SQLite sidecar
-  `gateway.state.lock.sqlite` held exclusively, and the JSON payload (pid, ownerId, createdAt,
-  configPath, stateDir, port, startTime) its CLI reads to find the running Gateway.
+* 2026.9.6's Gateway locks `<state>/tmp/openclaw-<uid>/gateway.state.lock` and the per-config
+  `gateway.<first 8 hex of sha256(config path)>.lock` (`resolveGatewayLockPaths`): their SQLite
+  sidecars (`….lock.sqlite`) held exclusively, and the one JSON payload (pid, ownerId, createdAt,
+  configPath, stateDir, port, startTime, processNamespace) in both, which its CLI reads (the
+  config's first) to find the running Gateway.
 * 2026.9.8+'s owner file `state.<16 hex>.lock` (`store/owner_file.py`, role `gateway`), its mtime
   renewed every 15 s (the cross-namespace heartbeat).
 Then the process is registered as the state's owner (`state_owner.register_owner`): its own
@@ -104,6 +106,9 @@ class StateOwnership:
     owner_file: Any = None  # store.owner_file.OwnerFile (2026.9.8+)
     lock_conn: sqlite3.Connection | None = None  # gateway.state.lock.sqlite (2026.9.6)
     lock_file: Any = None  # gateway.state.lock's payload (2026.9.6)
+    config_lock_conn: sqlite3.Connection | None = None  # gateway.<hash>.lock.sqlite (2026.9.6)
+    config_lock_file: Any = None  # gateway.<hash>.lock's payload (2026.9.6)
+    config_path: Path | None = None
     registered: bool = False
     _stop: threading.Event = field(default_factory=threading.Event)
     _heartbeat: threading.Thread | None = None
@@ -112,10 +117,14 @@ class StateOwnership:
         """After the listener is bound: 2026.9.6's `gateway.state.lock` payload with the port."""
         from openclaw_cli.store import owner_file
 
-        path = owner_file.lock_dir(self.state_dir) / "gateway.state.lock"
+        data = owner_file.payload(self.state_dir, role=None, config_path=config_path, port=port)
         self.lock_file = owner_file.write_payload_file(
-            path, owner_file.payload(self.state_dir, role=None, config_path=config_path, port=port)
+            owner_file.lock_dir(self.state_dir) / "gateway.state.lock", data
         )
+        if self.config_lock_conn is not None and self.config_path is not None:
+            self.config_lock_file = owner_file.write_payload_file(
+                config_lock_path(self.state_dir, self.config_path), data
+            )
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -144,18 +153,20 @@ class StateOwnership:
         if self.registered:
             unregister_owner(self.state_dir)
             self.registered = False
-        for attr in ("lock_file", "owner_file"):
+        for attr in ("config_lock_file", "lock_file", "owner_file"):
             held = getattr(self, attr)
             setattr(self, attr, None)
             if held is not None:
                 held.release()
-        lock_conn, self.lock_conn = self.lock_conn, None
-        if lock_conn is not None:
-            try:
-                lock_conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            lock_conn.close()
+        for attr in ("config_lock_conn", "lock_conn"):
+            lock_conn = getattr(self, attr)
+            setattr(self, attr, None)
+            if lock_conn is not None:
+                try:
+                    lock_conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                lock_conn.close()
         if self.marker is not None:
             current = read_marker(self.state_dir)
             if current is not None and current.get("pid") == os.getpid():
@@ -173,9 +184,20 @@ class StateOwnership:
             conn.close()
 
 
-def take_ownership(state_dir: Path) -> StateOwnership:
+def config_lock_path(state_dir: Path, config_path: Path) -> Path:
+    """2026.9.6's per-config Gateway lock: `gateway.<first 8 hex of sha256(config path)>.lock`."""
+    import hashlib
+
+    from openclaw_cli.store.owner_file import lock_dir
+
+    digest = hashlib.sha256(str(config_path).encode("utf-8")).hexdigest()[:8]
+    return lock_dir(state_dir) / f"gateway.{digest}.lock"
+
+
+def take_ownership(state_dir: Path, config_path: Path | None = None) -> StateOwnership:
     """Take every form of ownership (module docstring), or StateOwnedError (exit BUSY) naming who
-    holds one; nothing is left held on a refusal."""
+    holds one; nothing is left held on a refusal. Without `config_path` the per-config lock of
+    2026.9.6 is not taken."""
     from openclaw_cli.store import owner_file
     from openclaw_cli.store.state_owner import busy_message, hold_coordinator, register_owner
 
@@ -200,7 +222,12 @@ def take_ownership(state_dir: Path) -> StateOwnership:
             )
         except owner_file.StateOwnedByOther as exc:
             raise StateOwnedError(f"Cannot start the Gateway: {busy_message(state_dir, exc.owner)}") from None
-        ownership.lock_conn = _hold_state_lock(state_dir)
+        ownership.lock_conn = _hold_state_lock(state_dir, "gateway.state.lock")
+        if config_path is not None:
+            ownership.config_path = Path(config_path)
+            ownership.config_lock_conn = _hold_state_lock(
+                state_dir, config_lock_path(state_dir, Path(config_path)).name
+            )
         register_owner(state_dir)
         ownership.registered = True
         ownership._heartbeat = threading.Thread(
@@ -213,13 +240,14 @@ def take_ownership(state_dir: Path) -> StateOwnership:
     return ownership
 
 
-def _hold_state_lock(state_dir: Path) -> sqlite3.Connection:
-    """2026.9.6's `gateway.state.lock.sqlite`, held exclusively for the Gateway's life."""
+def _hold_state_lock(state_dir: Path, name: str) -> sqlite3.Connection:
+    """A 2026.9.6 Gateway lock's SQLite sidecar (`<name>.sqlite`), held exclusively for the
+    Gateway's life."""
     from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
     from openclaw_cli.store.owner_file import lock_dir
     from openclaw_cli.store.state_owner import _exclusive, _Held
 
-    path = lock_dir(state_dir) / "gateway.state.lock.sqlite"
+    path = lock_dir(state_dir) / f"{name}.sqlite"
     ensure_dir(path.parent, DIR_MODE)
     os.close(
         os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
@@ -228,7 +256,7 @@ def _hold_state_lock(state_dir: Path) -> sqlite3.Connection:
         conn = _exclusive(path, create=True)
     except _Held:
         raise StateOwnedError(
-            f"Cannot start the Gateway: another Gateway holds {lock_dir(state_dir)}/gateway.state.lock "
+            f"Cannot start the Gateway: another Gateway holds {lock_dir(state_dir)}/{name} "
             "(gateway already running)."
         ) from None
     assert conn is not None

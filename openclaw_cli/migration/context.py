@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,9 @@ class MigrationContext:
     crash: CrashPoints = field(
         default_factory=lambda: CrashPoints("OPENCLAW_MIGRATION", count_env=CRASH_COUNT_ENV)
     )
+    # a destructive mode's last ownership step (our 2026.9.8+ owner file, the leftover sweep),
+    # called by the import after its read-only checks; a no-op outside the ownership block
+    claim_state: Callable[[], None] = lambda: None
 
     @property
     def state_dir(self) -> Path:

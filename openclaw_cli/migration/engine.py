@@ -43,9 +43,27 @@ def run(ctx: MigrationContext, targets: list) -> Report:
                     guard_explicit_store(options.mode, target, ctx.state_dir)
             from openclaw_cli.migration.ownership import state_ownership
 
-            with state_ownership(ctx.state_dir, options.mode):
-                _sweep_leftovers(ctx, targets)
-                return _dispatch(ctx, targets)
+            # the import takes its owner file (and sweeps) after its read-only checks, so a
+            # refused import creates nothing in the state dir (`ImportRun.run`)
+            deferred = options.mode == "import"
+            with state_ownership(ctx.state_dir, options.mode, defer_owner_file=deferred) as claim:
+
+                def claim_state() -> None:
+                    claim.take_owner_file()
+                    _sweep_leftovers(ctx, targets)
+
+                ctx.claim_state = claim_state
+                if not deferred:
+                    claim_state()
+                if options.mode not in ("restore", "recover"):
+                    return _dispatch(ctx, targets)
+                from contextlib import ExitStack
+
+                from openclaw_cli.migration.store_locks import hold_legacy_store_locks
+
+                with ExitStack() as held:  # they move sessions.json and transcripts back
+                    hold_legacy_store_locks(ctx, targets, held)
+                    return _dispatch(ctx, targets)
         return _dispatch(ctx, targets)
     finally:
         ctx.progress.stop()

@@ -251,38 +251,17 @@ class ImportRun:
         check_import_space(
             self.targets, self._db_kinds, self.runs_dir
         )  # refused before any write, lock included
+        self.ctx.claim_state()  # our owner file (state dir's tmp/) only once nothing refused
         with ExitStack() as held:
             self._lock_stores(held)
             return self._run_locked()
 
     def _lock_stores(self, held: ExitStack) -> None:
-        """Hold every legacy store's write lock (`sessions.json.lock`, the one OpenClaw's and our
-        writers take) from before the store is read until the run published or rolled back
-        (issue 29 #4): a write accepted meanwhile would not be in the snapshot and would be undone
-        by the publish. Writers wait for it (up to their acquire timeout) or are refused as busy
-        (exit 5); one that waited finds the store imported and is refused too (`LegacyStore.
-        write_lock`). A store whose directory does not exist has nothing to hold (no directory is
-        created for a lock)."""
-        from openclaw_cli.config import write_lock_settings
-        from openclaw_cli.store.lock import MAX_LOCK_HOLD_MS, LockSettings, lock_path_for, transcript_lock
+        """Hold every legacy store's write lock from before the store is read until the run
+        published or rolled back (issue 29 #4; `store_locks.hold_legacy_store_locks`)."""
+        from openclaw_cli.migration.store_locks import hold_legacy_store_locks
 
-        configured = write_lock_settings(self.ctx.config)
-        # an import of a big store may hold it longer than a writer's maxHoldMs (5 min): our
-        # watchdog must not release it halfway; a killed import's lock is reclaimed as dead-pid
-        settings = LockSettings(
-            acquire_timeout_ms=configured.acquire_timeout_ms,
-            stale_ms=configured.stale_ms,
-            max_hold_ms=MAX_LOCK_HOLD_MS,
-        )
-        seen: set[str] = set()
-        for t in self.targets:
-            if t.is_sqlite_selector or not t.store_path.parent.is_dir():
-                continue
-            key = str(lock_path_for(t.store_path))
-            if key in seen:
-                continue
-            seen.add(key)
-            held.enter_context(transcript_lock(t.store_path, settings, allow_reentrant=True))
+        hold_legacy_store_locks(self.ctx, self.targets, held)
 
     def _run_locked(self) -> Report:
         ctx = self.ctx

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from openclaw_cli.store.state_owner import state_held
+from openclaw_cli.store.state_owner import StateClaim, state_held
 
 
 def refusal_message(mode: str) -> str:
@@ -26,7 +26,8 @@ def refusal_message(mode: str) -> str:
 
 
 @contextmanager
-def state_ownership(state_dir: Path, mode: str) -> Iterator[None]:
-    """Hold the state ownership for the whole block; StateOwnedError (exit BUSY) when taken."""
-    with state_held(state_dir, refusal_message(mode)):
-        yield
+def state_ownership(state_dir: Path, mode: str, *, defer_owner_file: bool = False) -> Iterator[StateClaim]:
+    """Hold the state ownership for the whole block; StateOwnedError (exit BUSY) when taken. With
+    `defer_owner_file`, our 2026.9.8+ owner file waits for `claim.take_owner_file()`."""
+    with state_held(state_dir, refusal_message(mode), defer_owner_file=defer_owner_file) as claim:
+        yield claim

@@ -20,6 +20,13 @@ COMMIT, whatever the schema version), so the next real Gateway start finds nothi
   checks of OpenClaw's `validateCanonicalSessionRow` we reproduce (entry valid and matching its
   projections, canonical key and lineage keys); a row we cannot vouch for stays queued for the
   real Gateway to judge.
+* **The canonical receipt** (`session_key_contract.canonical_ready`): the certifying Gateway's proof
+  that every row of this physical file was validated, `[1,<agent id>,"<dev>:<ino>",
+  "<birth time ns>"]` (`openclaw-agent-db-validation-cache-*.mjs`: `physicalReceipt`,
+  `recordOpenClawAgentCanonicalValidation`). While it is current 2026.9.6's Gateway validates only
+  the queued keys at start, else every row. Offline writes leave it as it is (the reference: "leave
+  alone on 24"); our Gateway, the state's writer (D25), records it as the real one does — in a write
+  transaction, once every row passed our checks and nothing stays queued (`certify_all`).
 
 Facts from the installed 2026.9.6 package (`dist/session-transcript-index-*.mjs`,
 `transcript-tree-*.mjs`, `session-transcript-fts-*.mjs`, `session-canonical-validation-*.mjs`,
@@ -634,17 +641,23 @@ def vouch(row: tuple[Any, ...], main_key: str) -> bool:
     return not _delivery_may_rename(key, entry)
 
 
-def certify(conn: sqlite3.Connection, tables: set[str], keys: Iterable[str]) -> None:
-    """Take the keys we vouch for off the queue (the others stay for the real Gateway)."""
-    wanted = sorted(set(keys))
-    if not wanted or PENDING not in tables:
-        return
+def _main_key(conn: sqlite3.Connection, tables: set[str]) -> str:
     row = (
         conn.execute("SELECT main_key FROM session_key_contract WHERE id = 1").fetchone()
         if "session_key_contract" in tables
         else None
     )
-    main_key = (row[0] if row and isinstance(row[0], str) else "main").strip().lower() or "main"
+    return (row[0] if row and isinstance(row[0], str) else "main").strip().lower() or "main"
+
+
+def certify(conn: sqlite3.Connection, tables: set[str], keys: Iterable[str]) -> set[str]:
+    """Take the keys we vouch for off the queue (the others stay for the real Gateway); returns
+    the keys we could not vouch for."""
+    wanted = sorted(set(keys))
+    refused: set[str] = set()
+    if not wanted or PENDING not in tables:
+        return refused
+    main_key = _main_key(conn, tables)
     for chunk in _chunks(wanted):
         marks = ",".join("?" * len(chunk))
         rows = conn.execute(
@@ -655,9 +668,82 @@ def certify(conn: sqlite3.Connection, tables: set[str], keys: Iterable[str]) -> 
             chunk,
         ).fetchall()
         found = {r[0] for r in rows}
-        done = [r[0] for r in rows if vouch(r, main_key)] + [k for k in chunk if k not in found]
+        vouched = [r[0] for r in rows if vouch(r, main_key)]
+        refused.update(found.difference(vouched))
+        done = vouched + [k for k in chunk if k not in found]
         for part in _chunks(done):
             conn.execute(f"DELETE FROM {PENDING} WHERE session_key IN ({','.join('?' * len(part))})", part)
+    return refused
+
+
+# ---- the canonical receipt ------------------------------------------------------------------------------
+
+
+def _birth_time_ns(path: str) -> int | None:
+    """The file's birth time as Node's `statSync(…, {bigint: true}).birthtimeNs` gives it (libuv's
+    statx: `stx_btime`, 0 where the filesystem keeps none); None where statx is unavailable."""
+    import ctypes
+    import struct
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        statx = libc.statx
+    except (OSError, AttributeError):
+        return None
+    buf = ctypes.create_string_buffer(256)
+    # AT_FDCWD, flags 0 (AT_STATX_SYNC_AS_STAT), mask STATX_BASIC_STATS | STATX_BTIME, as libuv asks
+    if statx(-100, path.encode(), 0, 0xFFF, buf) != 0:
+        return None
+    seconds, nanos = struct.unpack_from("<qI", buf, 80)  # struct statx: stx_btime at byte 80
+    return seconds * 1_000_000_000 + nanos
+
+
+def receipt(path: Any, agent_id: str) -> str | None:
+    """`physicalReceipt`: JSON `[1, agentId, "<dev>:<ino>", "<birthtime ns>"]` of the file."""
+    import os
+
+    from openclaw_cli.jsonutil import dumps_compact
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    born = _birth_time_ns(str(path))
+    if born is None:
+        return None
+    return dumps_compact([1, agent_id, f"{st.st_dev}:{st.st_ino}", str(born)])
+
+
+def certify_all(conn: sqlite3.Connection, tables: set[str], path: Any, agent_id: str) -> bool:
+    """What 2026.9.6's Gateway does at start (`certifySessionCanonicalValidationPending`), in the
+    caller's write transaction: with a current receipt, the queued keys are judged; without, every
+    row. When every judged row passed and nothing stays queued, the receipt is (re)written — never
+    otherwise, so the real Gateway still validates what we could not. Returns whether it is current."""
+    if PENDING not in tables or "session_key_contract" not in tables:
+        return False
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(session_key_contract)")}
+    if "canonical_ready" not in columns:
+        return False  # the real writer adds it; we change no schema
+    proof = receipt(path, agent_id)
+    if proof is None:
+        return False
+    row = conn.execute("SELECT canonical_ready FROM session_key_contract WHERE id = 1").fetchone()
+    if row is None:
+        return False
+    current = row[0] == proof
+    judged = pending_keys(conn, tables)
+    if not current:
+        judged |= {r[0] for r in conn.execute("SELECT session_key FROM session_nodes")}
+    if current and not judged:
+        return True
+    refused = certify(conn, tables, judged)
+    if refused or pending_keys(conn, tables):
+        return current
+    conn.execute("UPDATE session_key_contract SET canonical_ready = ? WHERE id = 1", (proof,))
+    return True
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -705,4 +791,13 @@ def settle(store: Any, now_ms: int) -> None:
             rebuild(store, sid, now_ms)
     pending = pending_keys(conn, tables)
     certify(conn, tables, (pending - touched.pending_before) | (touched.keys & pending))
+    if _served_here(store):  # our Gateway is the state's certifying writer (D25)
+        certify_all(conn, tables, store.path, store.agent_id)
     store.touched = None
+
+
+def _served_here(store: Any) -> bool:
+    from openclaw_cli.store.state_owner import held_here
+    from openclaw_cli.store.writer import owning_state_dir
+
+    return held_here(owning_state_dir(store))

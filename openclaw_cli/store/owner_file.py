@@ -6,8 +6,12 @@ ownership across releases").
 <state>/state/openclaw.sqlite)>.lock`, created exclusively, holding one JSON payload `{pid, ownerId,
 createdAt, stateDir, configPath, role, startTime?, stateOwnerKind?, processNamespace?}`, removed by
 its owner. A file whose pid is alive (and, when a `startTime` is recorded, still the same process)
-is a live owner; a `processNamespace` naming another PID namespace is trusted while the file's
-mtime (the owner's heartbeat, renewed every 15 s) is under 90 s old. The 2026.9.6 Gateway's own
+is a live owner. Its `processNamespace` (`{host, boot: {platform, identity}, pidNamespace}`, upstream
+`classifyGatewayLockProcessNamespace`) qualifies the pid first: absent, or our boot and PID
+namespace, the pid rules apply; another boot of this host is dead; anything else (another PID
+namespace or host, `null`, a malformed value) cannot be judged by pid, and the file's mtime (the
+owner's heartbeat, renewed every 15 s) decides: over 90 s old is dead, else the owner is kept and a
+writer refuses with OpenClaw's namespace wording. The 2026.9.6 Gateway's own
 lock file `gateway.state.lock` in the same directory carries the same payload shape (without
 `role` for a Gateway); `write_payload_file` writes both.
 """
@@ -16,6 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import socket
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -64,11 +71,78 @@ def process_start_time(pid: int) -> int | None:
     return value if value >= 0 else None
 
 
-def _pid_namespace() -> str | None:
-    try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
+_BOOT_ID = re.compile(r"^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$", re.IGNORECASE)
+_NAMESPACE: list[dict[str, Any] | None] = []  # probed once per process (upstream caches it too)
+NAMESPACE_MESSAGE = (
+    "cannot verify Gateway ownership from this process (different PID namespace); the owner heartbeat "
+    "is fresh — run this command inside the Gateway container or with a shared PID namespace. If the "
+    "previous Gateway stopped, wait up to 90 seconds after its last heartbeat, then retry"
+)
+
+
+def process_namespace() -> dict[str, Any] | None:
+    """This process's `processNamespace` as 2026.9.8+ records it (`readGatewayLockProcessNamespace`):
+    the host name, the kernel's boot id and the PID namespace's inode; None where it cannot be read
+    (not Linux: the boot identity of other systems comes from tools we do not run)."""
+    if not _NAMESPACE:
+        value = None
+        if sys.platform.startswith("linux"):
+            try:
+                with open("/proc/sys/kernel/random/boot_id", encoding="utf-8") as fh:
+                    boot = fh.read().strip().lower()
+                pid_ns = str(os.stat("/proc/self/ns/pid").st_ino)
+                if _BOOT_ID.match(boot):
+                    value = {
+                        "host": socket.gethostname(),
+                        "boot": {"platform": "linux", "identity": boot},
+                        "pidNamespace": pid_ns,
+                    }
+            except OSError:
+                value = None
+        _NAMESPACE.append(value)
+    return _NAMESPACE[0]
+
+
+def _parse_namespace(value: Any) -> dict[str, Any] | None:
+    """The recorded namespace if it has upstream's shape (`ProcessNamespaceSchema`), else None."""
+    if not isinstance(value, dict):
         return None
+    host, boot, pid_ns = value.get("host"), value.get("boot"), value.get("pidNamespace")
+    if not (isinstance(host, str) and host and isinstance(pid_ns, str) and pid_ns):
+        return None
+    if not isinstance(boot, dict) or set(boot) != {"platform", "identity"}:
+        return None  # a strict object upstream
+    platform, identity = boot["platform"], boot["identity"]
+    if platform in ("linux", "darwin"):
+        ok = isinstance(identity, str) and _BOOT_ID.match(identity) is not None
+    elif platform == "win32":
+        ok = isinstance(identity, str) and re.match(
+            r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{7}Z$", identity
+        )
+    else:
+        ok = False
+    return value if ok else None
+
+
+def classify_namespace(data: dict[str, Any], path: Path) -> str:
+    """`same` (judge by pid), `dead` or `unknown` (another namespace with a fresh heartbeat)."""
+    if "processNamespace" not in data:
+        return "same"  # legacy records keep the pid rules
+    recorded, current = _parse_namespace(data["processNamespace"]), process_namespace()
+    if (
+        recorded is not None
+        and current is not None
+        and recorded["boot"]["platform"] == current["boot"]["platform"]
+    ):
+        if recorded["boot"]["identity"].lower() != current["boot"]["identity"]:
+            if recorded["host"] == current["host"]:
+                return "dead"  # written before this host's last boot
+        elif recorded["pidNamespace"] == current["pidNamespace"]:
+            return "same"
+    try:
+        return "dead" if time.time() - os.stat(path).st_mtime > FOREIGN_STALE_S else "unknown"
+    except OSError:
+        return "unknown"
 
 
 def _pid_alive(pid: Any) -> bool:
@@ -99,9 +173,9 @@ def payload(
     port: int | None = None,
     schema: bool = False,
 ) -> dict[str, Any]:
-    """Our payload: OpenClaw's fields, no `processNamespace` (its `boot` identity has a shape we
-    do not reproduce; an absent field means "judge by pid", a malformed one would make the file
-    reclaimable)."""
+    """Our payload: OpenClaw's fields, `processNamespace` included where we can read it (so a
+    process in another PID namespace judges us by the heartbeat, not by a pid that means nothing
+    there; where we cannot, the field is left out: "judge by pid", as for legacy records)."""
     state = os.path.realpath(state_dir)
     out: dict[str, Any] = {
         "pid": os.getpid(),
@@ -119,6 +193,9 @@ def payload(
         out["startTime"] = start
     if schema:
         out["stateOwnerKind"] = "schema"
+    namespace = process_namespace()
+    if namespace is not None:
+        out["processNamespace"] = namespace
     return out
 
 
@@ -148,12 +225,11 @@ def live_owner(path: Path) -> dict[str, Any] | None:
     data = read_payload(path)
     if data is None:
         return None
-    namespace = data.get("processNamespace")
-    if isinstance(namespace, dict) and namespace.get("pidNamespace") not in (None, _pid_namespace()):
-        try:  # another PID namespace: its pid means nothing here; the heartbeat decides
-            return data if time.time() - os.stat(path).st_mtime <= FOREIGN_STALE_S else None
-        except OSError:
-            return None
+    namespace = classify_namespace(data, Path(path))
+    if namespace == "dead":
+        return None
+    if namespace == "unknown":  # its pid means nothing here; a fresh heartbeat keeps it
+        return {**data, "namespaceUnknown": True}
     pid = data["pid"]
     if not _pid_alive(pid):
         return None
@@ -182,7 +258,24 @@ class OwnerFile:
         except OSError:
             pass
 
+    def start_heartbeat(self, interval: float = HEARTBEAT_S) -> None:
+        """Renew the mtime every `interval` s until `release()`: a process in another PID
+        namespace judges our (namespace-qualified) file by it and takes it as dead after 90 s."""
+        import threading
+
+        stop = threading.Event()
+        self._stop_beat = stop
+
+        def beat() -> None:
+            while not stop.wait(interval):
+                self.touch()
+
+        threading.Thread(target=beat, name="state-owner-heartbeat", daemon=True).start()
+
     def release(self) -> None:
+        stop = getattr(self, "_stop_beat", None)
+        if stop is not None:
+            stop.set()
         current = read_payload(self.path)
         if current is not None and current.get("ownerId") == self.data.get("ownerId"):
             try:

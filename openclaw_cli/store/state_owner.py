@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import stat
 import tempfile
@@ -36,6 +37,7 @@ from openclaw_cli.errors import StateOwnedError, UnsafeLockDirError, typed_error
 WAIT_BUDGET_S = 0.25
 POLL_S = 0.025
 STATE_LOCK_NAMES = ("gateway.state.lock", "gateway.state.lock.sqlite")
+CONFIG_LOCK_SIDECAR = re.compile(r"^gateway\.[0-9a-f]{8}\.lock\.sqlite$")
 _HELD: dict[str, int] = {}  # realpath(state dir) -> Gateways of this process serving it
 _HELD_GUARD = threading.RLock()
 
@@ -56,9 +58,17 @@ def _lock_base() -> Path:
 
 
 def state_lock_paths(state_dir: Path) -> list[Path]:
-    """A running Gateway's own lock files (honoured when they exist)."""
+    """A running 2026.9.6 Gateway's own lock files (honoured when they exist): `gateway.state.lock`
+    and the per-config `gateway.<8 hex of sha256(config path)>.lock`, by their SQLite sidecars (any
+    config's: a Gateway of this state dir owns it whichever config it was started with)."""
     base = Path(state_dir) / "tmp" / f"openclaw-{_uid()}"
-    return [base / name for name in STATE_LOCK_NAMES]
+    paths = [base / name for name in STATE_LOCK_NAMES]
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return paths
+    paths += [base / n for n in names if CONFIG_LOCK_SIDECAR.match(n)]
+    return paths
 
 
 def owned_message(operation: str) -> str:
@@ -192,9 +202,12 @@ def coordinator_held(state_dir: Path) -> bool:
 
 
 def busy_message(state_dir: Path, owner: dict, hint: str = "") -> str:
-    """OpenClaw 2026.9.8+'s refusal (`GatewayStateOwnerContentionError`) for its owner file."""
-    from openclaw_cli.store.owner_file import state_database
+    """OpenClaw 2026.9.8+'s refusal (`GatewayStateOwnerContentionError`) for its owner file; for an
+    owner in another PID namespace whose heartbeat is fresh, its `GatewayLockNamespaceError`."""
+    from openclaw_cli.store.owner_file import NAMESPACE_MESSAGE, state_database
 
+    if owner.get("namespaceUnknown"):
+        return f"{NAMESPACE_MESSAGE} (owner file {owner_file_path_text(state_dir)})."
     text = (
         f"OpenClaw state database is busy at {state_database(state_dir)}. Wait for the other OpenClaw process "
         "to finish, then retry. If it persists, run `openclaw gateway status` and check for other OpenClaw "
@@ -204,6 +217,12 @@ def busy_message(state_dir: Path, owner: dict, hint: str = "") -> str:
     if hint and (owner.get("role") or "gateway") == "gateway":
         text += f" {hint}"
     return text
+
+
+def owner_file_path_text(state_dir: Path) -> str:
+    from openclaw_cli.store.owner_file import owner_file_path
+
+    return str(owner_file_path(state_dir))
 
 
 def _key(state_dir: Path) -> str:
@@ -238,26 +257,75 @@ def refuse_if_owner_file(state_dir: Path, hint: str = "") -> None:
     from openclaw_cli.store.owner_file import live_owner, owner_file_path
 
     owner = live_owner(owner_file_path(state_dir))
-    if owner is not None and owner.get("pid") != os.getpid():
+    if owner is not None and (owner.get("namespaceUnknown") or owner.get("pid") != os.getpid()):
         raise StateOwnedError(busy_message(state_dir, owner, hint))
 
 
+class StateClaim:
+    """What `state_held` yields: `take_owner_file()` creates our 2026.9.8+ owner file (once). A
+    caller that defers it (the import: its space and symlink checks come first, so a refused import
+    creates nothing in the state dir) calls it before its first write."""
+
+    def __init__(self, state_dir: Path, refusal: str, hint: str) -> None:
+        self.state_dir, self.refusal, self.hint = state_dir, refusal, hint
+        self.owner: object | None = None
+        self.served = False  # this process is the state's Gateway: nothing to take
+
+    def take_owner_file(self) -> None:
+        from openclaw_cli.store import owner_file
+
+        if self.served or self.owner is not None:
+            return
+        with _typed_lock_errors(self.refusal):
+            try:
+                held = owner_file.acquire(
+                    owner_file.owner_file_path(self.state_dir),
+                    owner_file.payload(self.state_dir, role="sqlite-maintenance"),
+                )
+            except owner_file.StateOwnedByOther as exc:
+                raise StateOwnedError(busy_message(self.state_dir, exc.owner, self.hint)) from None
+        held.start_heartbeat()
+        self.owner = held
+
+    def release(self) -> None:
+        held, self.owner = self.owner, None
+        if held is not None:
+            held.release()  # type: ignore[attr-defined]
+
+
 @contextmanager
-def state_held(state_dir: Path, refusal: str, hint: str = "") -> Iterator[None]:
+def _typed_lock_errors(refusal: str) -> Iterator[None]:
+    try:
+        yield
+    except _Held:
+        raise StateOwnedError(refusal) from None
+    except (OSError, sqlite3.Error) as exc:
+        # a full disk, a read-only filesystem, EMFILE: their own exit codes (11/12/13, issue 29
+        # #8), not "owned by someone else"
+        typed = typed_error(exc)
+        if typed is not None:
+            raise typed from None
+        raise StateOwnedError(f"{refusal} (lock unavailable: {exc})") from None
+
+
+@contextmanager
+def state_held(
+    state_dir: Path, refusal: str, hint: str = "", *, defer_owner_file: bool = False
+) -> Iterator[StateClaim]:
     """Hold the state directory's ownership for the block — the 2026.9.6 coordinator, the
     Gateway's own lock files where they exist, and a 2026.9.8+ owner file of ours —, or
     `StateOwnedError` (exit BUSY) with the owner's release's wording (`refusal` for 2026.9.6,
     `busy_message` for 9.8+; `hint` is added when the owner is a Gateway). A process serving the
-    state dir as its Gateway passes (it holds all of them already)."""
-    from openclaw_cli.store import owner_file
-
+    state dir as its Gateway passes (it holds all of them already). With `defer_owner_file` a live
+    owner file is still refused at once, but ours is created by `claim.take_owner_file()`."""
+    claim = StateClaim(state_dir, refusal, hint)
     if held_here(state_dir):
-        yield  # this process is the state's Gateway: its own writes (D25)
+        claim.served = True
+        yield claim  # this process is the state's Gateway: its own writes (D25)
         return
     held: list[sqlite3.Connection] = []
-    ours: owner_file.OwnerFile | None = None
     try:
-        try:
+        with _typed_lock_errors(refusal):
             conn = _exclusive(coordinator_path(state_dir), create=True)
             if conn is not None:
                 held.append(conn)
@@ -266,25 +334,11 @@ def state_held(state_dir: Path, refusal: str, hint: str = "") -> Iterator[None]:
                 if conn is not None:
                     held.append(conn)
             refuse_if_owner_file(state_dir, hint)
-            ours = owner_file.acquire(
-                owner_file.owner_file_path(state_dir),
-                owner_file.payload(state_dir, role="sqlite-maintenance"),
-            )
-        except _Held:
-            raise StateOwnedError(refusal) from None
-        except owner_file.StateOwnedByOther as exc:
-            raise StateOwnedError(busy_message(state_dir, exc.owner, hint)) from None
-        except (OSError, sqlite3.Error) as exc:
-            # a full disk, a read-only filesystem, EMFILE: their own exit codes (11/12/13, issue 29
-            # #8), not "owned by someone else"
-            typed = typed_error(exc)
-            if typed is not None:
-                raise typed from None
-            raise StateOwnedError(f"{refusal} (lock unavailable: {exc})") from None
-        yield
+        if not defer_owner_file:
+            claim.take_owner_file()
+        yield claim
     finally:
-        if ours is not None:
-            ours.release()
+        claim.release()
         for conn in held:
             try:
                 conn.execute("ROLLBACK")
