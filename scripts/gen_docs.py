@@ -12,6 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 try:
+    # typer too: the package may be importable (PYTHONPATH, the checkout as cwd) where its
+    # dependencies are not, and commands_markdown imports typer only when it runs
+    import typer  # noqa: F401
+
     from openclaw_cli.cli.reference import commands_markdown
     from openclaw_cli.errors import exit_codes_markdown
 except ImportError:

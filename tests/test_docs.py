@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 from openclaw_cli.errors import EXIT_CODE_DOCS, ExitCode, exit_codes_markdown
@@ -85,6 +86,20 @@ def test_gen_docs_works_as_the_readme_writes_it_with_a_python_without_the_packag
         [base, "scripts/gen_docs.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()
+    # the package importable (PYTHONPATH) but not its dependencies: typer is checked up front too,
+    # so it re-runs with .venv instead of failing halfway with ModuleNotFoundError: typer
+    (tmp_path / "docs" / "commands.md").write_text("stale\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENCLAW_GEN_DOCS_REEXEC"}
+    proc = subprocess.run(
+        [base, "scripts/gen_docs.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert (tmp_path / "docs" / "commands.md").read_text() == (ROOT / "docs" / "commands.md").read_text()
 
 

@@ -83,3 +83,37 @@ def test_resetting_a_row_whose_transcript_is_a_symlink_warns(tmp_path: Path) -> 
     assert (
         text.returncode == 0 and "Warning:" not in text.stdout
     )  # the new session has its own regular transcript
+
+
+def test_cleanup_of_a_row_whose_transcript_is_a_symlink_warns(tmp_path: Path) -> None:
+    """A row the cleanup removes (2026.7 prunes stale rows and archives their transcripts) whose
+    transcript is a symbolic link: the link is not followed, and the summary says so (`warnings`,
+    stderr in text) instead of passing over it in silence."""
+    from tests.hardening_support import cli
+
+    state = make_state(tmp_path, 5)
+    (state / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "1d"}}})
+    )
+    store = json.loads((state / SESSIONS / "sessions.json").read_text())
+    key = "agent:main:cron:job1"
+    link = state / SESSIONS / f"{store[key]['sessionId']}.jsonl"
+    real = tmp_path / "real.jsonl"
+    link.rename(real)
+    link.symlink_to(real)
+    before = real.read_bytes()
+    env = {"OPENCLAW_CLI_BEHAVIOR": "2026.7"}
+    dry = cli(state, "sessions", "cleanup", "--dry-run", "--json", **env)
+    assert dry.returncode == 0, dry.stdout[-600:]
+    assert any(str(link) in w and "would be neither" in w for w in json.loads(dry.stdout)["warnings"])
+    text = cli(state, "sessions", "cleanup", "--dry-run", **env)
+    assert text.returncode == 0 and f"Warning: Transcript {link}" in text.stderr, text.stderr[-600:]
+    proc = cli(state, "sessions", "cleanup", "--enforce", "--json", **env)
+    assert proc.returncode == 0, proc.stdout[-600:]
+    doc = json.loads(proc.stdout)
+    assert key not in json.loads((state / SESSIONS / "sessions.json").read_text())  # the row went
+    assert any(str(link) in w and "symbolic link" in w for w in doc["warnings"]), doc
+    assert link.is_symlink() and real.read_bytes() == before  # never followed
+    assert all(key not in w for w in doc["warnings"] if str(link) not in w)
+    text = cli(state, "sessions", "cleanup", "--enforce", **env)  # nothing left to remove: no warning
+    assert text.returncode == 0 and "Warning:" not in text.stderr

@@ -167,6 +167,7 @@ def _report_served(document: dict[str, Any], ctx, json_mode: bool) -> None:
         summaries = [s for s in stores if isinstance(s, dict) and "storePath" in s]
         if summaries:
             print_lines([render_apply_text(summaries)])
+        _say_warnings(summaries)
         if partial:
             err(f"[error] {sanitize_text(partial)}")
     say_hints(ctx.hints)
@@ -194,7 +195,17 @@ def _report(results, ctx, options, json_mode: bool, wide: bool = False) -> None:
         from openclaw_cli.cli.render_cleanup import render_apply_text
 
         print_lines([render_apply_text([r.summary for r in results])])
+    _say_warnings([r.summary for r in results])
     say_hints(ctx.hints)
+
+
+def _say_warnings(summaries: list[dict[str, Any]]) -> None:
+    """A store summary's `warnings` (transcripts that are symbolic links) on stderr, in text."""
+    from openclaw_cli.output import err, sanitize_text
+
+    for summary in summaries:
+        for warning in summary.get("warnings") or []:
+            err(f"Warning: {sanitize_text(str(warning))}")
 
 
 def _dry_run_text(views, *, wide: bool = False) -> str:

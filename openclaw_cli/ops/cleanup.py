@@ -96,6 +96,9 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                         )
                     ctx.note_writes(store)
                 result.summarize(dry_run=options.dry_run)
+                linked = _linked_transcript_warnings(store, result, dry_run=options.dry_run)
+                if linked:
+                    result.summary["warnings"] = linked
                 results.append(result)
         except OpenClawError as exc:
             if not results:
@@ -103,6 +106,28 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
             raise _partial(results, target, exc, options) from exc
     checkpoint.finish()
     return results
+
+
+def _linked_transcript_warnings(store: Any, result: StoreCleanup, *, dry_run: bool) -> list[str]:
+    """Rows the cleanup removes whose transcript is a symbolic link: links are never followed, so
+    such a transcript is neither archived nor removed — said, not passed over (issue 29 #9)."""
+    from openclaw_cli.ops.lifecycle import linked_transcripts
+
+    if not getattr(store, "transcripts_in_files", False):
+        return []
+    out: list[str] = []
+    for key in result.plan.removed:
+        entry = result.entries.get(key)
+        if not isinstance(entry, dict):
+            continue
+        for path in linked_transcripts(store, entry):
+            verb = "would be" if dry_run else "was"
+            out.append(
+                f"Transcript {path} of {key} is a symbolic link: links are not followed, so it "
+                f"{verb} neither archived nor removed (the row {verb} removed). Archive or remove its "
+                "target yourself if it should go."
+            )
+    return out
 
 
 def _partial(

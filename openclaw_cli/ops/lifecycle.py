@@ -1086,6 +1086,7 @@ class Batch:
     state_owned: str | None = None  # a Gateway owns the state (D25): the command's error and exit 5
     # exit codes of the typed errors that failed keys (a database we never write: 7, …)
     failure_codes: list[int] = field(default_factory=list)
+    failure_types: list[str] = field(default_factory=list)  # their `error.type`s, in the same order
 
     def exit_code(self) -> int:
         """1 (OpenClaw's batch failure), or — when every failed key was refused the same way
@@ -1117,6 +1118,16 @@ class Batch:
                 "message": f"Session not found: {', '.join(missing)}. Run "
                 "openclaw sessions list --json to choose a valid key.",
             }
+        elif not ok and self.exit_code() in _REFUSAL_CODES and len(set(self.failure_types)) == 1:
+            # every failed key refused one way (a full disk, a read-only filesystem, …): the
+            # document says which, as the single-key command's does (issue 29 #8)
+            messages = [r["error"] for r in self.results if not r["ok"]]
+            message = (
+                messages[0]
+                if len(set(messages)) == 1
+                else (f"Session {self.operation} did not complete for every requested key: {messages[0]}")
+            )
+            out["error"] = {"type": self.failure_types[0], "message": message}
         elif not ok:
             out["error"] = {
                 "type": "cli_error",
@@ -1231,6 +1242,7 @@ def run_batch(
         elif isinstance(row, OpenClawError):
             results.append({"key": key, "ok": False, "status": "failed", "error": row.message})
             batch.failure_codes.append(int(row.exit_code))
+            batch.failure_types.append(row.type)
         elif row.session_id is None and not (operation == "archive" and row.archived):
             results.append({"key": row.key, "ok": False, "status": "failed", "error": NO_IDENTITY})
         else:
@@ -1283,6 +1295,7 @@ def run_batch(
             if isinstance(exc, StateOwnedError):
                 batch.state_owned = exc.message
             batch.failure_codes.append(int(exc.exit_code))
+            batch.failure_types.append(exc.type)
     batch.results = [r for r in results if r is not None]
     return batch
 
