@@ -127,6 +127,77 @@ def test_fixed_literal_ids_and_paths(legacy: Path) -> None:
     hits = search_json("notes/q3-plan_v2.md", "--fixed")["results"]
     assert [h["messageId"] for h in hits] == ["call0001"]
     assert search_json("notes/q3-plan_v3.md", "--fixed")["results"] == []  # tokens match, literal does not
+    # anywhere in the line, as grep -F finds it (issue 26): starting inside a word, or one word's piece
+    for literal in ("otes/q3-plan_v2", "3-plan_v2.md", "lan_v2", "OTES/Q3", "q3-pl", "an"):
+        hits = search_json(literal, "--fixed", "--role", "assistant")["results"]
+        assert "call0001" in [h["messageId"] for h in hits], literal
+    for literal in ("otes/q3-plan_v3", "lan_v3", "zqxj"):
+        assert search_json(literal, "--fixed", "--role", "assistant")["results"] == [], literal
+
+
+def test_a_query_starting_with_a_dash_gets_a_hint(legacy: Path) -> None:
+    """`sessions search -word`: the shell hands us an option; the error says how to pass it."""
+    _plant_everything(legacy)
+    proc = run_cli("sessions", "search", "-lighthouse", "--json")
+    assert proc.returncode == 2
+    message = json.loads(proc.stdout)["error"]["message"]
+    assert 'starts with "-" goes after "--"' in message and "Traceback" not in proc.stderr, message
+    for args in (("--", "quokka -lighthouse"), ("--fixed", "--", "-quokka")):  # as the hint says
+        proc = run_cli("sessions", "search", "--json", *args)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["results"] == [], proc.stderr
+    proc = run_cli("sessions", "search", "--json", "--", "-lighthouse quokka")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["results"] == []
+    proc = run_cli("sessions", "search", "--bogus", "x", "--json")  # a mistyped long option: no such hint
+    assert proc.returncode == 2 and "goes after" not in json.loads(proc.stdout)["error"]["message"]
+
+
+def test_cold_archives_planted_phrases(
+    imported_fixture_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cold archives of both kinds: a zstd file in `sessions/cold/` and a
+    `session_transcript_cold_archives` row stored in the database (`storage = 'sqlite'`)."""
+    import hashlib
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    state = imported_fixture_state
+    db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    conn = sqlite3.connect(db)
+    sid, key = conn.execute(
+        "SELECT session_id, session_key FROM session_windows ORDER BY session_id"
+    ).fetchone()
+    data = _line("cold0001", "user", "the narwhal accordion in the cellar") + b"\n"
+    blob = zstandard.ZstdCompressor().compress(data)
+    conn.execute(
+        "INSERT INTO session_transcript_cold_archives (session_id, generation, archive_name, archive_sha256,"
+        " event_count, raw_bytes, archive_bytes, last_seq, archived_at, storage, archive_blob)"
+        " VALUES (?, ?, ?, ?, 1, ?, ?, 1, ?, 'sqlite', ?)",
+        (
+            sid,
+            "0" * 32,
+            f"{sid}.cold.jsonl.zst",
+            hashlib.sha256(blob).hexdigest(),
+            len(data),
+            len(blob),
+            NOW,
+            blob,
+        ),
+    )
+    conn.commit()
+    conn.close()
+    cold_dir = state / "agents" / "main" / "sessions" / "cold"
+    cold_dir.mkdir(parents=True, exist_ok=True)
+    cold_sid = "abababab-cdcd-4efe-8a0a-121212121212"
+    _zst(
+        cold_dir / f"{cold_sid}.jsonl.zst",
+        _line("cold0002", "assistant", "a pangolin harpsichord recital") + b"\n",
+    )
+    hit = search_json('"narwhal accordion"')["results"]
+    assert [(r["source"], r["sessionId"], r["sessionKey"], r["messageId"]) for r in hit] == [
+        ("cold-archive", sid, key, "cold0001")
+    ]
+    hit = search_json('"pangolin harpsichord"')["results"]
+    assert [(r["source"], r["messageId"]) for r in hit] == [("cold-archive", "cold0002")]
+    assert search_json('"narwhal accordion"', "--no-archived")["results"] == []
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,19 @@ def _value_hint(error: Exception) -> str | None:
         from openclaw_cli.migration.scope import MODES
 
         return f"Modes: {', '.join(MODES)} (for example --session-sqlite dry-run)."
+    ctx = getattr(error, "ctx", None)
+    if (
+        type(error).__name__ == "NoSuchOption"
+        and not name.startswith("--")
+        and ctx is not None
+        and ctx.command_path.endswith("sessions search")
+    ):
+        # `sessions search -word`: the shell gives us an option, not a query (issue 26)
+        return (
+            'A search query that starts with "-" goes after "--", e.g. openclaw sessions search -- '
+            '"-word other" (an exclusion needs a word to look for) or, for the text itself, '
+            'openclaw sessions search --fixed -- "-word".'
+        )
     return None
 
 
@@ -58,7 +71,7 @@ class RootGroup(TyperGroup):
         except click_exc.UsageError as error:
             hint = _value_hint(error)
             if hint:
-                error.message = f"{error.message} {hint}"
+                error.message = f"{error.message.rstrip('.')}. {hint}"
             if json_requested(argv):
                 from openclaw_cli.output import emit_json
 

@@ -16,6 +16,25 @@ from openclaw_cli.search.snippet import make_snippet
 from openclaw_cli.search.sources import AgentSources, Source, agent_sources
 
 MAX_LITERAL_CANDIDATES = 20000  # --fixed: candidate lines checked before the search gives up
+MAX_INFIX_TERMS = 2000  # --fixed, a piece of a word: indexed words containing it, at most
+
+
+def _infix_query(query: Query, terms: list[str]) -> Query | None:
+    """The query with its FTS expression replaced by every indexed word containing its piece (None:
+    no word holds it); a UsageError when the piece is in too many different words to look up."""
+    import dataclasses
+
+    if not terms:
+        return None
+    if len(terms) > MAX_INFIX_TERMS:
+        from openclaw_cli.errors import UsageError
+
+        raise UsageError(
+            f"--fixed {query.literal!r} is part of more than {MAX_INFIX_TERMS} different words in the "
+            "index: give a longer piece of the text (or the word's start, which the index finds directly)."
+        )
+    fts = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return dataclasses.replace(query, fts=fts)
 
 
 @dataclass
@@ -250,10 +269,32 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                 outcome.skipped.extend(index.skipped(live_only=not opts.archived))
                 if not opts.archived:
                     outcome.archived_excluded += sum(1 for s in agent.sources if s.source not in LIVE)
-                for gen in (
-                    _our_hits(index, agent, query, opts, want),
-                    _their_hits(index, agent, query, opts, want),
-                ):
+                ours, theirs = query, query
+                if query.infix is not None:  # a piece of a word: the words holding it, per index
+                    from openclaw_cli.search.index import terms_containing
+
+                    ours = _infix_query(query, index.terms_containing(query.infix, MAX_INFIX_TERMS))
+                    theirs = None
+                    if agent.openclaw_fts is not None and agent.db_conn is not None:
+                        import sqlite3
+
+                        try:
+                            found = terms_containing(
+                                agent.db_conn.conn,
+                                "main",
+                                "session_transcript_fts",
+                                query.infix,
+                                MAX_INFIX_TERMS,
+                            )
+                            theirs = _infix_query(query, found)
+                        except sqlite3.Error:  # no temp table on this connection: word starts only
+                            theirs = query
+                gens = []
+                if ours is not None:
+                    gens.append(_our_hits(index, agent, ours, opts, want))
+                if theirs is not None:
+                    gens.append(_their_hits(index, agent, theirs, opts, want))
+                for gen in gens:
                     for n, hit in enumerate(gen):
                         collected.append(hit)
                         if n + 1 >= want:

@@ -380,6 +380,10 @@ class _Shard:
             fetch *= 4
         return None
 
+    def terms_containing(self, piece: str, limit: int) -> list[str]:
+        """Indexed words containing `piece` (folded), at most `limit` + 1 (to tell "too many")."""
+        return terms_containing(self.conn, "main", "fts", piece, limit)
+
     def source_row(self, src_id: int) -> tuple[str, str, str | None, str | None] | None:
         """(locator, source, session_id, session_key) of an indexed source."""
         return self.conn.execute(
@@ -402,6 +406,19 @@ class _Shard:
         return dict(
             self.conn.execute("SELECT session_id, session_key FROM sources WHERE live = 1 AND theirs = 1")
         )
+
+
+def terms_containing(conn: sqlite3.Connection, schema: str, table: str, piece: str, limit: int) -> list[str]:
+    """The vocabulary of FTS5 table `schema.table` (`fts5vocab`, a temp table: nothing written to
+    the database) filtered to the words containing `piece`."""
+    vocab = f"{table}_vocab_{schema}"
+    conn.execute(
+        f'CREATE VIRTUAL TABLE IF NOT EXISTS temp."{vocab}" USING fts5vocab("{schema}", "{table}", row)'
+    )
+    rows = conn.execute(
+        f'SELECT term FROM temp."{vocab}" WHERE instr(term, ?) > 0 LIMIT ?', (piece, limit + 1)
+    )
+    return [row[0] for row in rows]
 
 
 def _discard(path: Path) -> None:
@@ -572,6 +589,12 @@ class AgentIndex:
 
     def source_row(self, hit: Hit) -> tuple[str, str, str | None, str | None] | None:
         return self.shards[hit.shard].source_row(hit.src)
+
+    def terms_containing(self, piece: str, limit: int) -> list[str]:
+        found: set[str] = set()
+        for shard in self.shards:
+            found.update(shard.terms_containing(piece, limit))
+        return sorted(found)
 
     def skipped(self, live_only: bool = False) -> list[str]:
         return [line for shard in self.shards for line in shard.skipped(live_only)]

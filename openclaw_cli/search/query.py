@@ -3,9 +3,12 @@
 Words are all required; `"a phrase"` matches its words in order; `-word` / `-"a phrase"`
 excludes; `foo*` matches words starting with foo. Every term is quoted in the FTS5 expression,
 so FTS5's own operators (OR, NEAR, column filters, `^`) are plain words here and no input can make
-SQLite report a syntax error. `--fixed` takes the whole query as literal text (ids, paths): the
-index narrows the candidates to lines holding its words in order, then the text itself must
-contain the literal exactly.
+SQLite report a syntax error. `--fixed` takes the whole query as literal text (ids, paths), found
+anywhere in a line as `grep -F` finds it (case-insensitively): the index narrows the candidates to
+lines holding its words in order — all but a first word the literal may start in the middle of —
+then the text itself must contain the literal exactly. A literal that is one piece of a word
+(`ession` in `session-42`) is looked up through the index's vocabulary: every indexed word that
+contains it (`Query.infix`, expanded per index by the engine).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class Query:
     exclude: tuple[Term, ...] = ()
     literal: str | None = None  # --fixed: the exact text a line must contain
     fts: str = field(default="")
+    infix: str | None = None  # --fixed, one word's piece: any indexed word containing it matches
 
     @property
     def highlight_terms(self) -> tuple[Term, ...]:
@@ -112,7 +116,11 @@ def parse(text: str, *, fixed: bool = False) -> Query:
         if not words:
             raise UsageError("--fixed text needs at least one letter or digit to look up in the index.")
         term = Term(words, prefix=True)
-        return Query(text, (term,), (), literal=text, fts=term.fts())
+        if not tokens(text[0]):  # it starts outside a word: its first word starts a word
+            return Query(text, (term,), (), literal=text, fts=term.fts())
+        if len(words) > 1:  # its first word may end a longer one: the rest, in order, narrow
+            return Query(text, (term,), (), literal=text, fts=Term(words[1:], prefix=True).fts())
+        return Query(text, (term,), (), literal=text, fts=term.fts(), infix=words[0])
     include: list[Term] = []
     exclude: list[Term] = []
     for negated, _quoted, body, prefix in _split(text):
