@@ -42,6 +42,14 @@ BAD_TOKEN = {
     },
 }
 
+STARTING = {
+    "code": "UNAVAILABLE",
+    "message": "gateway starting; retry shortly",
+    "details": {"reason": "startup-sidecars"},
+    "retryable": True,
+    "retryAfterMs": 50,
+}
+
 
 ECHO_METHODS = {"sessions.cleanup", "sessions.compact", "agents.delete", "sessions.list"}
 
@@ -63,8 +71,10 @@ class FakeGateway:
         ssl_context: ssl.SSLContext | None = None,
         challenge: bool = True,
         protocol: int = 4,
+        starting: int = 0,
     ):
         self.token = token
+        self.starting = starting  # the first N connects are refused as a Gateway still starting
         self.respond = respond
         self.ssl_context = ssl_context
         self.challenge = challenge
@@ -159,6 +169,11 @@ class FakeGateway:
                     },
                 )
                 await ws.close(1002, "protocol mismatch")
+                return
+            if self.starting > 0:  # as the real one during its startup sidecars
+                self.starting -= 1
+                await self._error(ws, frame["id"], STARTING)
+                await ws.close(1013, "gateway starting")
                 return
             if self.token is not None and (params.get("auth") or {}).get("token") != self.token:
                 await self._error(ws, frame["id"], BAD_TOKEN)

@@ -322,3 +322,21 @@ def test_pings_are_answered_and_fragmented_responses_joined() -> None:
         assert call(target(fake.port), "sessions.list", {}).payload == payload
         fake.wait_closed(2)
     assert fake.pongs == 1 and fake.closes == [1005, 1005]
+
+
+def test_a_gateway_still_starting_is_connected_again_and_the_request_sent_once() -> None:
+    # The real Gateway refuses connects with a retryable UNAVAILABLE while its startup sidecars run;
+    # OpenClaw's clients wait retryAfterMs and connect again, and so does ours.
+    with FakeGateway(starting=2) as fake:
+        result = call(target(fake.port), "sessions.cleanup", {"agent": "main", "enforce": True})
+    assert result.payload == {"method": "sessions.cleanup", "params": {"agent": "main", "enforce": True}}
+    assert fake.connections == 3
+    assert len(fake.requests("connect")) == 3 and len(fake.requests("sessions.cleanup")) == 1
+
+
+def test_a_gateway_that_stays_starting_past_the_deadline_is_named_not_a_bare_timeout() -> None:
+    with FakeGateway(starting=1_000) as fake, pytest.raises(GatewayRequestError) as caught:
+        call(target(fake.port), "sessions.cleanup", {"agent": "main"}, timeout_ms=400)
+    assert caught.value.message == "gateway starting; retry shortly" and caught.value.retryable
+    assert caught.value.exit_code == ExitCode.GATEWAY  # the Gateway answered: a request error
+    assert fake.requests("sessions.cleanup") == []

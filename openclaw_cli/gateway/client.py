@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from openclaw_cli import __version__
-from openclaw_cli.errors import GatewayRequestError, GatewayTransportError
+from openclaw_cli.errors import ExitCode, GatewayRequestError, GatewayTransportError
 from openclaw_cli.gateway.discovery import GatewayTarget
 
 PROTOCOL_VERSION = 4
@@ -44,6 +44,7 @@ CLOSE_TIMEOUT_S = 1.0
 OMIT = object()  # `params` left out of the request frame (what the real CLI does for `health`)
 
 _UNREACHABLE_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL}
+_STARTING_RETRY_MS = 250  # when a retryable connect refusal names no retryAfterMs
 _AUTH_DETAIL_CODES = {"DEVICE_IDENTITY_REQUIRED", "PAIRING_REQUIRED", "NOT_PAIRED"}
 DISPATCHED_GUIDANCE = (
     "The request was already sent to the gateway, so the operation may have been applied even "
@@ -359,14 +360,9 @@ def call(
         scopes = least_privilege_scopes(method, None if params is OMIT else params)
     ex = _Exchange(target, DEFAULT_TIMEOUT_MS if timeout_ms is None else int(timeout_ms))
     started = time.monotonic()
-    sock = _open_socket(ex)
+    ws, hello_ok = _connect(ex, target, scopes)
     try:
-        ws = _open_websocket(ex, sock)
-    except BaseException:
-        sock.close()
-        raise
-    try:
-        return _exchange(ex, ws, target, method, params, scopes, started)
+        return _exchange(ex, ws, hello_ok, method, params, scopes, started)
     finally:
         ws.close(CLOSE_TIMEOUT_S)  # a close frame without a status code (1005), as the real CLI sends
 
@@ -377,16 +373,36 @@ def hello(
     """Connect and authenticate only, and return the Gateway's `hello-ok` (its `server.version`,
     …): no request is sent."""
     ex = _Exchange(target, DEFAULT_TIMEOUT_MS if timeout_ms is None else int(timeout_ms))
-    sock = _open_socket(ex)
-    try:
-        ws = _open_websocket(ex, sock)
-    except BaseException:
-        sock.close()
-        raise
-    try:
-        return _handshake(ex, ws, target, list(scopes or ["operator.read"]))
-    finally:
-        ws.close(CLOSE_TIMEOUT_S)
+    ws, hello_ok = _connect(ex, target, list(scopes or ["operator.read"]))
+    ws.close(CLOSE_TIMEOUT_S)
+    return hello_ok
+
+
+def _connect(ex: _Exchange, target: GatewayTarget, scopes: list[str]) -> tuple[Any, dict[str, Any]]:
+    """An open, authenticated WebSocket and its `hello-ok`. A Gateway still starting answers the
+    connect with a retryable UNAVAILABLE ("gateway starting; retry shortly", retryAfterMs 250-500):
+    OpenClaw's own clients wait that long and connect again, and so do we, within the one deadline.
+    Nothing has been requested yet, so a retry can never repeat a write."""
+    while True:
+        sock = _open_socket(ex)
+        try:
+            ws = _open_websocket(ex, sock)
+        except BaseException:
+            sock.close()
+            raise
+        try:
+            return ws, _handshake(ex, ws, target, scopes)
+        except GatewayRequestError as exc:
+            ws.close(CLOSE_TIMEOUT_S)
+            wait_s = (exc.retry_after_ms if exc.retry_after_ms is not None else _STARTING_RETRY_MS) / 1000
+            if not exc.retryable or exc.exit_code == ExitCode.GATEWAY_AUTH:
+                raise
+            if ex.deadline - time.monotonic() <= wait_s:
+                raise  # its own words beat a bare timeout
+            time.sleep(wait_s)
+        except BaseException:
+            ws.close(CLOSE_TIMEOUT_S)
+            raise
 
 
 def _handshake(ex: _Exchange, ws: Any, target: GatewayTarget, scopes: list[str]) -> dict[str, Any]:
@@ -419,9 +435,14 @@ def _handshake(ex: _Exchange, ws: Any, target: GatewayTarget, scopes: list[str])
 
 
 def _exchange(
-    ex: _Exchange, ws: Any, target: GatewayTarget, method: str, params: Any, scopes: list[str], started: float
+    ex: _Exchange,
+    ws: Any,
+    hello: dict[str, Any],
+    method: str,
+    params: Any,
+    scopes: list[str],
+    started: float,
 ) -> CallResult:
-    hello = _handshake(ex, ws, target, scopes)
     latency = int((time.monotonic() - started) * 1000)
     request_id = ex.next_id()
     request: dict[str, Any] = {"type": "req", "id": request_id, "method": method}
