@@ -102,6 +102,13 @@ def add_hostile_session(state: Path) -> None:
                 "content": [{"type": "text", "text": "reply </article><script>window.__xss=6</script>"}],
             },
         },
+        {
+            "type": "reset",
+            "id": "r1",
+            "parentId": "m2",
+            "timestamp": "2026-11-30T10:00:04.000Z",
+            "reason": "reset <i>by</i> operator",
+        },
     ]
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
     rows[XSS_KEY] = {

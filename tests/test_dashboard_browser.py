@@ -148,6 +148,10 @@ def test_markup_in_keys_labels_transcripts_and_summaries_is_inert(page: Any, hos
         assert good.get_attribute("href") == "https://example.org/x"
         assert "noreferrer" in good.get_attribute("rel")
         assert transcript.locator(".md strong").inner_text() == "bold"  # Markdown rendered
+        # compaction and reset rows are shown where they happened
+        titles = transcript.locator("article h4").all_inner_texts()
+        assert [t.split(" · ")[0] for t in titles] == ["User", "Compaction summary", "Assistant", "Reset"]
+        assert "reset <i>by</i> operator" in transcript.locator("article.compaction").nth(1).inner_text()
         inert.click()
         shot(page, "xss-session")
         assert page.evaluate("window.__xss") is None

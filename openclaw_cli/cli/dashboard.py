@@ -61,8 +61,14 @@ def find_gateway(cx: Any) -> dict[str, Any]:
 
 
 def _open(url: str) -> bool:
+    import os
+    import sys
     import webbrowser
 
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        return False  # no desktop: Python would start a text browser in this terminal
     try:
         return webbrowser.open(url)
     except Exception:  # no browser here: the URL is printed either way

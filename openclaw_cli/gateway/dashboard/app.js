@@ -443,21 +443,34 @@
     requestAnimationFrame(() => { renderQueued = false; renderRows(); });
   }
   function renderRows() {
+    // row i is always drawn by pool[i % pool.length]: while scrolling, only the rows that came
+    // into view are filled and moved; the others keep their text and position
     const list = app.list;
     const scroller = $("grid-scroll");
     const first = Math.max(0, Math.floor(scroller.scrollTop / ROW_H) - OVERSCAN);
     const count = Math.ceil(scroller.clientHeight / ROW_H) + 2 * OVERSCAN;
     const last = Math.min(list.total, first + count);
     const holder = $("grid-rows");
-    while (list.pool.length < count) { const r = makeRow(); list.pool.push(r); holder.appendChild(r); }
-    for (let j = 0; j < list.pool.length; j++) {
-      const i = first + j;
-      const node = list.pool[j];
-      if (i >= last) { node.hidden = true; continue; }
-      node.hidden = false;
+    if (list.pool.length < count) {
+      while (list.pool.length < count) { const r = makeRow(); list.pool.push(r); holder.appendChild(r); }
+      for (const node of list.pool) node._i = -1; // the modulus changed: every row is drawn again
+    }
+    const size = list.pool.length;
+    const used = new Set();
+    for (let i = first; i < last; i++) {
+      const node = list.pool[i % size];
+      used.add(node);
       const data = rowAt(i);
-      fillRow(node, data, i);
+      if (node._i !== i || node._data !== data || node.hidden) {
+        node._i = i;
+        node._data = data;
+        node.hidden = false;
+        fillRow(node, data, i);
+      }
       if (data === undefined) loadPage(Math.floor(i / PAGE));
+    }
+    for (const node of list.pool) {
+      if (!used.has(node) && !node.hidden) { node.hidden = true; node._i = -1; }
     }
   }
   function onSessionsChanged(payload) {
