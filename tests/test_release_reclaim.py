@@ -164,3 +164,80 @@ def test_retained_archive_kinds_go_but_store_backups_stay(state_dir: Path, kind:
     done = cli_json("--behavior", "2026.9.6", "sessions", "cleanup", "--enforce", "--json")
     assert done["diskBudget"]["removedFiles"] == 1
     assert sorted(p.name for p in root.iterdir()) == ["sessions.json.bak.17"]
+
+
+def _make_placeholder(db: Path, *, age_ms: int) -> tuple[str, str]:
+    """Turn one cron-run row of a real database into the canonical retained-history placeholder
+    (`{}`, entry_valid -1), its row and windows last updated `age_ms` ago."""
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT session_key, current_session_id FROM session_nodes ORDER BY 1").fetchall()
+        base, sid = next(((k, s) for k, s in rows if ":cron:" in k), rows[-1])
+        key = "agent:main:cron:job-x:run:r1"  # (the generated state's cron rows are job rows)
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+            if "session_key" in columns:
+                conn.execute(f'UPDATE "{table}" SET session_key = ? WHERE session_key = ?', (key, base))
+        old = now_ms() - age_ms
+        conn.execute("UPDATE session_windows SET updated_at = ? WHERE session_key = ?", (old, key))
+        conn.execute(
+            "UPDATE session_nodes SET entry_json = '{}', updated_at = ? WHERE session_key = ?", (old, key)
+        )
+        conn.execute("UPDATE session_nodes SET entry_valid = -1 WHERE session_key = ?", (key,))
+        conn.commit()
+    finally:
+        conn.close()
+    return key, sid
+
+
+def _nodes_and_windows(db: Path) -> tuple[set[str], set[str]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return (
+            {k for (k,) in conn.execute("SELECT session_key FROM session_nodes")},
+            {s for (s,) in conn.execute("SELECT session_id FROM session_windows")},
+        )
+    finally:
+        conn.close()
+
+
+def test_2026_9_9_sweeps_expired_cron_run_placeholders(real_state: Path) -> None:
+    write_config(real_state, {"session": {"maintenance": {"pruneAfter": "3650d", "maxDiskBytes": False}}})
+    db = db_path(real_state)
+    key, sid = _make_placeholder(db, age_ms=15 * DAY)
+    preview = cli_json("--behavior", "2026.9.9", "sessions", "cleanup", "--dry-run", "--json")
+    assert preview["cronRunTombstones"] == {
+        "candidates": 1,
+        "removedNodes": 0,
+        "sweptTranscriptStates": 0,
+        "olderThanMs": DAY,
+    }
+    assert preview["wouldMutate"] is True and key in _nodes_and_windows(db)[0]  # a dry run removes nothing
+    done = cli_json("--behavior", "2026.9.9", "sessions", "cleanup", "--enforce", "--json", "--no-backup")
+    assert done["cronRunTombstones"]["removedNodes"] == 1
+    assert done["cronRunTombstones"]["sweptTranscriptStates"] == 1
+    nodes, windows = _nodes_and_windows(db)
+    assert key not in nodes and sid not in windows
+    assert any(p.name.startswith(f"{sid}.jsonl.deleted.") for p in sessions_dir(real_state).iterdir())
+    again = cli_json("--behavior", "2026.9.9", "sessions", "cleanup", "--enforce", "--json", "--no-backup")
+    assert again["cronRunTombstones"]["candidates"] == 0  # a rerun is a no-op
+    # 2026.9.6 has no such sweep (and no such field)
+    assert "cronRunTombstones" not in cli_json(
+        "--behavior", "2026.9.6", "sessions", "cleanup", "--dry-run", "--json"
+    )
+
+
+def test_a_recent_or_non_canonical_placeholder_is_kept(real_state: Path) -> None:
+    write_config(real_state, {"session": {"maintenance": {"pruneAfter": "3650d", "maxDiskBytes": False}}})
+    db = db_path(real_state)
+    key, _ = _make_placeholder(db, age_ms=3_600_000)  # inside the 24 h retention
+    doc = cli_json("--behavior", "2026.9.9", "sessions", "cleanup", "--enforce", "--json", "--no-backup")
+    assert doc["cronRunTombstones"]["candidates"] == 0 and key in _nodes_and_windows(db)[0]
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE session_nodes SET entry_json = '{\"x\":1}' WHERE session_key = ?", (key,))
+    conn.execute("UPDATE session_nodes SET entry_valid = -1, updated_at = 0 WHERE session_key = ?", (key,))
+    conn.execute("UPDATE session_windows SET updated_at = 0 WHERE session_key = ?", (key,))
+    conn.commit()
+    conn.close()
+    doc = cli_json("--behavior", "2026.9.9", "sessions", "cleanup", "--enforce", "--json", "--no-backup")
+    assert doc["cronRunTombstones"]["candidates"] == 0 and key in _nodes_and_windows(db)[0]

@@ -27,11 +27,14 @@ def cleanup_summary(
     applied_count: int | None = None,
     archive_cleanup: Mapping[str, int] | None = None,
     after_count: int | None = None,
+    tombstones: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """OpenClaw's per-store summary, keys in OpenClaw's order. `archived` (dashboard and age
     archives) and `capArchived` (cap archives, also counted in `capped`) are 0 under 2026.7, which
     archives nothing (D23). Apply adds `applied`/`appliedCount`
     (`applied_count` = entries in the store after apply; the plan's `afterCount` when omitted).
+    `tombstones`: 2026.9.9's cron-run placeholder sweep on a real OpenClaw database (our name for
+    the field: `cronRunTombstones`, after `unreferencedArtifacts`).
     `after_count`: the store's count after an apply (2026.9.6+ report what the store holds once
     the budget's tiers ran); the plan's count when omitted.
 
@@ -63,11 +66,14 @@ def cleanup_summary(
     if archive_cleanup is not None:
         summary["archiveCleanup"] = dict(archive_cleanup)
     summary["unreferencedArtifacts"] = artifacts
+    if tombstones is not None:
+        summary["cronRunTombstones"] = dict(tombstones)
     summary["diskBudget"] = plan.disk_budget.to_json() if plan.disk_budget else None
     summary["wouldMutate"] = (
         plan.would_mutate
         or int(artifacts.get("removedFiles", 0) or 0) > 0
         or int((archive_cleanup or {}).get("removedFiles", 0) or 0) > 0
+        or int((tombstones or {}).get("candidates", 0) or 0) > 0
     )
     if not dry_run:
         summary["applied"] = True

@@ -34,6 +34,7 @@ from openclaw_cli.maintenance.artifacts import (
 )
 from openclaw_cli.maintenance.plan import CleanupPlan, plan_cleanup
 from openclaw_cli.progress import ProgressFactory
+from openclaw_cli.store.base import KIND_OPENCLAW_SQLITE
 from openclaw_cli.store.retire import ApplyOutcome, FileAction, Retirement
 
 _MESSAGE_ROLES = frozenset({"user", "assistant", "tool", "toolResult", "system"})
@@ -86,6 +87,10 @@ class StoreCleanup:
     # prompt blobs, counted when it ran: after the apply's removals and archives)
     scanned_files: int | None = None
     preserve_recent_ms: int | None = None  # 2026.9.6+ budget tiers: `preserveRecent`
+    # 2026.9.9's cron-run placeholder sweep (real OpenClaw databases): the keys and windows it
+    # removes, and its result (`{candidates, removedNodes, sweptTranscriptStates, olderThanMs}`)
+    placeholders: list[tuple[str, list[str]]] = field(default_factory=list)
+    tombstones: dict[str, int] | None = None
     max_disk_bytes_explicit: bool = False  # 2026.9.9's final tier runs only then
 
     def summarize(self, *, dry_run: bool) -> dict[str, Any]:
@@ -113,6 +118,7 @@ class StoreCleanup:
             unreferenced_artifacts=artifacts,
             archive_cleanup=retention,
             applied_count=outcome.applied_count if outcome else None,
+            tombstones=self.tombstones,
             after_count=(
                 outcome.applied_count
                 if outcome is not None and self.plan.behavior.maintenance.budget_spares_live_rows
@@ -224,6 +230,20 @@ def plan_store(
     plan.mode = mode
     result.plan = plan
     result.preserve_recent_ms = settings.preserve_recent_ms
+    retention = cron.session_retention_ms
+    if (
+        behavior.maintenance.cron_placeholder_sweep
+        and retention is not None
+        and store.kind == KIND_OPENCLAW_SQLITE
+    ):
+        if Path(store.path).exists():
+            result.placeholders = store.cron_placeholders(before_ms=now_ms - retention)
+        result.tombstones = {
+            "candidates": len(result.placeholders),
+            "removedNodes": 0,
+            "sweptTranscriptStates": 0,
+            "olderThanMs": retention,
+        }
     result.max_disk_bytes_explicit = settings.max_disk_bytes_explicit
     budget = plan.disk_budget
     if (
@@ -458,6 +478,8 @@ def apply_store(
                 expected=result.entries,
                 lock_settings=lock_settings,
             )
+        if result.placeholders and result.plan.mode == "enforce":
+            _sweep_placeholders(store, result, lock_settings=lock_settings, checkpoint=checkpoint)
         if result.plan.behavior.maintenance.budget_spares_live_rows:
             _measure_after_apply(store, result, lock_settings=lock_settings, checkpoint=checkpoint)
             if result.plan.evicted:  # rows the budget's tiers removed: counted as OpenClaw does
@@ -467,6 +489,25 @@ def apply_store(
         close = getattr(bar, "close", None)
         if close is not None:
             close()
+
+
+def _sweep_placeholders(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any) -> None:
+    """2026.9.9: each expired cron-run placeholder leaves with its windows (archived `deleted`
+    first), one at a time, only while it is still the placeholder the plan found and nothing else
+    references its windows (re-checked in the write transaction). Before the disk budget."""
+    removed = swept = 0
+    for key, generations in result.placeholders:
+        outcome = store.retire(
+            Retirement([], session_ids=generations, sweep_locks=False, placeholder_keys=[key]),
+            lock_settings=lock_settings,
+            now_ms=result.now_ms,
+            checkpoint=checkpoint,
+        )
+        if key not in outcome.kept and not any(sid in outcome.kept for sid in generations):
+            removed += 1
+            swept += len(generations)
+    if result.tombstones is not None:
+        result.tombstones.update(removedNodes=removed, sweptTranscriptStates=swept)
 
 
 def _measure_after_apply(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any) -> None:

@@ -386,6 +386,12 @@ class SessionStore(ABC):
     def forget_archives(self, names: list[str]) -> None:  # noqa: B027 - optional hook
         """Drop the store's records of archive files the budget removed."""
 
+    def cron_placeholders(self, *, before_ms: float) -> list[tuple[str, list[str]]]:
+        """2026.9.9's cron-run placeholders: (key, its window ids) of the agent's cron-run rows that
+        are canonical retained-history placeholders last updated (row and windows) before
+        `before_ms`. Only real OpenClaw databases hold such rows."""
+        return []
+
     def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
         """Sessions no row references any more (earlier windows), oldest first, except those
         updated at or after `recent_since_ms` (`preserveRecent`). None in a store of files."""

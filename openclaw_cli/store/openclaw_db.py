@@ -775,6 +775,26 @@ class OpenClawDbStore(SessionStore):
                 [(n,) for n in names],
             )
 
+    def cron_placeholders(self, *, before_ms: float) -> list[tuple[str, list[str]]]:
+        from openclaw_cli.keys import is_cron_run_key, parse_agent_key
+        from openclaw_cli.store.openclaw_writes import PLACEHOLDER_SQL
+
+        windows: dict[str, list[tuple[str, Any]]] = {}
+        for sid, key, updated in self._q("SELECT session_id, session_key, updated_at FROM session_windows"):
+            windows.setdefault(key, []).append((sid, updated))
+        out = []
+        for key, updated in self._q(
+            f"SELECT session_key, updated_at FROM session_nodes WHERE {PLACEHOLDER_SQL}"
+        ):
+            parsed = parse_agent_key(key)
+            if not is_cron_run_key(key) or parsed is None or normalize_agent_id(parsed[0]) != self.agent_id:
+                continue
+            owned = windows.get(key, [])
+            times = [t for t in [updated, *(t for _, t in owned)] if isinstance(t, int | float)]
+            if times and max(times) < before_ms:
+                out.append((key, sorted(sid for sid, _ in owned)))
+        return out
+
     def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
         from openclaw_cli.store.openclaw_writes import referenced_by
 

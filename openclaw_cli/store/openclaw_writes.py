@@ -450,6 +450,24 @@ def unchanged_rows(
     return same, changed
 
 
+PLACEHOLDER_SQL = "entry_json = '{}' AND entry_valid = -1"
+
+
+def still_placeholders(conn: sqlite3.Connection, keys: list[str]) -> list[str]:
+    """The keys whose row is (still) the canonical retained-history placeholder."""
+    out: list[str] = []
+    for chunk in _chunks(list(dict.fromkeys(keys))):
+        marks = ",".join("?" * len(chunk))
+        out.extend(
+            key
+            for (key,) in conn.execute(
+                f"SELECT session_key FROM session_nodes WHERE {PLACEHOLDER_SQL} AND session_key IN ({marks})",
+                chunk,
+            )
+        )
+    return out
+
+
 def referenced_by(conn: sqlite3.Connection, excluded: set[str]) -> dict[str, str]:
     """session id -> the first surviving key (by key order) that keeps it: its current session,
     the ids its entry names, and every window of an archived or pinned row."""
@@ -571,6 +589,9 @@ def _decide(
     decision = _Decision()
     removing, changed = unchanged_rows(conn, list(dict.fromkeys(plan.removed_keys)), plan.entries)
     decision.kept.extend(changed)
+    placeholders = still_placeholders(conn, plan.placeholder_keys)
+    decision.kept.extend(k for k in plan.placeholder_keys if k not in placeholders)
+    removing.extend(k for k in placeholders if k not in removing)
     removing_set = set(removing)
     sids = list(exports)
     current = read_states(conn, sids, store._tables)

@@ -71,6 +71,9 @@ class Retirement:
     session_ids: list[str] = field(default_factory=list)
     session_keys: Mapping[str, str] = field(default_factory=dict)
     sweep_locks: bool = True  # legacy: remove dead transcript locks afterwards (warn mode touches no file)
+    # 2026.9.9's cron-run placeholder sweep (real OpenClaw databases): keys whose row is still the
+    # canonical retained-history placeholder (`entry_json` `{}`, `entry_valid` -1) go with their windows
+    placeholder_keys: list[str] = field(default_factory=list)
 
     def work_units(self, transcripts_in_files: bool) -> int:
         """Progress total: legacy archives and removes each file (2 ticks), SQLite archives each session."""
