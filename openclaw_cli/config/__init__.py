@@ -27,6 +27,10 @@ from openclaw_cli.config.resolve import (
     write_lock_settings,
 )
 
+TYPE_CHECKING = False  # `typing` costs start-up time; only type checkers need it here
+if TYPE_CHECKING:
+    from typing import Any
+
 _LAZY_NAMES = {
     "OpenClawConfig": "model",
     "SessionConfig": "model",
@@ -42,7 +46,7 @@ _LAZY_NAMES = {
 }
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     module_name = _LAZY_NAMES.get(name) or _LAZY_SETTINGS.get(name)
     if module_name is not None:
         import importlib

@@ -377,6 +377,10 @@ class _Section:
     __slots__ = ()
     _fields: tuple[_Field, ...] = ()
 
+    if TYPE_CHECKING:  # the fields are slots filled from `_fields`: typed as their values
+
+        def __getattr__(self, name: str) -> Any: ...
+
     def __init__(self, **values: Any) -> None:
         issues: list[Issue] = []
         self._fill(values, (), issues)

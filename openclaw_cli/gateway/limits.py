@@ -182,7 +182,7 @@ class AuthThrottle:
         if self._exempt(ip):
             history = 1 + int(LOOPBACK_DELAY_MAX_S / LOOPBACK_DELAY_BASE_S).bit_length()
             del entry.times[:-history]
-            return min(LOOPBACK_DELAY_BASE_S * 2 ** (len(entry.times) - 1), LOOPBACK_DELAY_MAX_S)
+            return float(min(LOOPBACK_DELAY_BASE_S * 2 ** (len(entry.times) - 1), LOOPBACK_DELAY_MAX_S))
         if len(entry.times) >= AUTH_MAX_ATTEMPTS:
             entry.locked_until = now + AUTH_LOCKOUT_S
         return 0.0

@@ -97,8 +97,10 @@ def probe_report(
     except OpenClawError as exc:
         return _block(target, error=exc.message.split("\n", 1)[0], authWarning=warning), exc
     health = result.payload if isinstance(result.payload, dict) else {}
-    hello_server = result.hello.get("server") if isinstance(result.hello.get("server"), dict) else {}
-    hello_auth = result.hello.get("auth") if isinstance(result.hello.get("auth"), dict) else {}
+    hello_server: dict[str, Any] = (
+        result.hello["server"] if isinstance(result.hello.get("server"), dict) else {}
+    )
+    hello_auth: dict[str, Any] = result.hello["auth"] if isinstance(result.hello.get("auth"), dict) else {}
     block = _block(target, reachable=True, connectLatencyMs=result.connect_latency_ms, authWarning=warning)
     block["server"] = {k: hello_server.get(k) for k in ("version", "connId") if k in hello_server}
     block["auth"] = {k: hello_auth.get(k) for k in ("method", "role", "scopes") if k in hello_auth}

@@ -24,7 +24,7 @@ import asyncio
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -129,7 +129,7 @@ class _RWLock:
         self._cond = asyncio.Condition()
 
     @asynccontextmanager
-    async def shared(self):
+    async def shared(self) -> AsyncIterator[None]:
         async with self._cond:
             await self._cond.wait_for(lambda: not self._writer)
             self._readers += 1
@@ -141,7 +141,7 @@ class _RWLock:
                 self._cond.notify_all()
 
     @asynccontextmanager
-    async def exclusive(self):
+    async def exclusive(self) -> AsyncIterator[None]:
         async with self._cond:
             await self._cond.wait_for(lambda: not self._writer)
             self._writer = True
@@ -163,7 +163,7 @@ class WriterQueues:
         self._all = _RWLock()
 
     @asynccontextmanager
-    async def hold(self, keys: list[str] | None):
+    async def hold(self, keys: list[str] | None) -> AsyncIterator[None]:
         if keys is None:
             async with self._all.exclusive():
                 yield
@@ -232,7 +232,7 @@ def _error_of(exc: BaseException) -> protocol.RequestError:
             protocol.UNAVAILABLE,
             exc.message,
             retryable=True,
-            details={"type": exc.type, **({"code": exc.code} if getattr(exc, "code", None) else {})},
+            details={"type": exc.type, **({"code": code} if (code := getattr(exc, "code", None)) else {})},
         )
     if isinstance(exc, PermissionDeniedError):  # a read-only or unwritable state dir: not the client's fault
         return protocol.RequestError(
@@ -387,7 +387,7 @@ class GatewayServer:
         return Context(paths=self._paths, config=self._config, clock=self.clock)
 
     # ---- connections ---------------------------------------------------------------------------------------
-    async def _handle(self, ws: GatewayConnection) -> None:
+    async def _handle(self, ws: Any) -> None:  # a GatewayConnection (`create_connection`)
         if not ws.admitted:
             return  # refused at accept (connection caps): already cut
         conn = Connection(
@@ -645,7 +645,7 @@ class GatewayServer:
         try:
             keys = write_keys(ctx, name, params)
             if method.batch is not None and keys is not None:
-                result, prior = await self._batched(method, keys, params), {}
+                result, prior = await self._batched(method, keys, params), dict[str, Any]()
             else:
                 async with self.writers.hold(keys):
                     result, prior = await loop.run_in_executor(self._pool, self._write, ctx, method, params)

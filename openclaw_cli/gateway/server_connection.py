@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from websockets.asyncio.server import ServerConnection
 from websockets.protocol import State
@@ -92,7 +92,7 @@ class GatewayConnection(ServerConnection):
         self.authenticated = False
         self.slow = False
         self.admitted = False
-        self.on_slow: Callable[[GatewayConnection], None] | None = None
+        self.on_slow: Callable[[GatewayConnection], object] | None = None
 
     # ---- admission -------------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -101,7 +101,9 @@ class GatewayConnection(ServerConnection):
         self.peer_ip = normalize_ip(peer[0] if isinstance(peer, tuple) and peer else None)
         self.admitted = self.book.admit(self)
         if not self.admitted:
-            transport.abort()  # frees the descriptor now; websockets' handler sees the lost connection
+            cast(
+                asyncio.Transport, transport
+            ).abort()  # frees the descriptor now; websockets' handler sees the lost connection
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.admitted:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import socket
 import time
 from collections import deque
+from typing import cast
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidMessage
@@ -68,7 +69,7 @@ class ClientWebSocket:
                     if self.protocol.handshake_exc is not None:
                         raise self.protocol.handshake_exc
                     continue
-                self._frames.append(event)  # frames that came in the same read as the response
+                self._frames.append(cast(Frame, event))  # frames that came in the same read as the response
             if self.protocol.handshake_exc is not None:
                 raise self.protocol.handshake_exc
             if self.protocol.state is not State.CONNECTING:

@@ -66,7 +66,8 @@ def workspace_dir(ctx: Context, agent_id: str) -> Path:
     """The agent's workspace (`config.workspace_dir`: the one rule compaction reads AGENTS.md by)."""
     from openclaw_cli.config import workspace_dir as resolve
 
-    return resolve(ctx.config, agent_id, ctx.paths)
+    found: Path = resolve(ctx.config, agent_id, ctx.paths)
+    return found
 
 
 def agent_dir(ctx: Context, agent_id: str) -> Path:
@@ -87,7 +88,7 @@ def _binding_rules(ctx: Context, agent_id: str) -> list[str]:
             continue
         if normalize_agent_id(item["agentId"]) != agent_id:
             continue
-        match = item.get("match") if isinstance(item.get("match"), dict) else {}
+        match: dict[str, Any] = item["match"] if isinstance(item.get("match"), dict) else {}
         parts = [str(match["channel"])] if isinstance(match.get("channel"), str) else []
         if isinstance(match.get("accountId"), str):
             parts.append(f"accountId={match['accountId']}")
@@ -152,7 +153,7 @@ def list_agents(ctx: Context, *, bindings: bool = False) -> list[dict[str, Any]]
     return items
 
 
-def check_deletable(ctx: Context, raw_id: str) -> str:
+def check_deletable(ctx: Context, raw_id: Any) -> str:
     """The normalised id of an agent that may be deleted (it exists and is not the only one)."""
     from openclaw_cli.config import configured_agent_ids
     from openclaw_cli.ops.targets import known_agent_ids
@@ -175,7 +176,7 @@ def agents_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return delete_agent(ctx, params.get("agentId"))
 
 
-def delete_agent(ctx: Context, agent_id: str, *, now_ms: int | None = None) -> dict[str, Any]:
+def delete_agent(ctx: Context, agent_id: Any, *, now_ms: int | None = None) -> dict[str, Any]:
     """`agents.delete {agentId, deleteFiles: true}`: archive every transcript of the agent (verified),
     remove its store rows, drop it from the config roster. Refuses the only configured agent."""
     from openclaw_cli.store.retire import Checkpoints

@@ -156,7 +156,8 @@ def cleanup_document(results: list[StoreCleanup], options: CleanupOptions) -> di
     from openclaw_cli.maintenance.report import cleanup_json
 
     mode = results[0].plan.mode if results else "enforce"
-    return cleanup_json([r.summary for r in results], mode=mode, dry_run=options.dry_run)
+    document: dict[str, Any] = cleanup_json([r.summary for r in results], mode=mode, dry_run=options.dry_run)
+    return document
 
 
 def store_views(results: list[StoreCleanup]) -> list[dict[str, Any]]:
@@ -220,7 +221,7 @@ def _add_planned_actions(document: dict[str, Any], results: list[StoreCleanup]) 
     """The dashboard's cleanup preview (issue 28): per store, the rows each rule would touch
     (`keep` left out), what `--enforce` would add in warn mode, and the release whose rules
     planned it."""
-    summaries = document.get("stores") if isinstance(document.get("stores"), list) else [document]
+    summaries: list[Any] = document["stores"] if isinstance(document.get("stores"), list) else [document]
     for summary, result, view in zip(summaries, results, store_views(results), strict=False):
         summary["plannedActions"] = [
             {"key": key, "action": action} for action, key, _ in view["actions"] if action != "keep"

@@ -67,7 +67,7 @@ NOT_FOUND_TEXT = "Session not found. Run {hint} to choose a valid key."
 
 def _check_params(
     method: str, params: Any, allowed: frozenset[str], *, required: tuple[str, ...] = ()
-) -> dict:
+) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise UsageError(f"invalid {method} params: must be object")
     for name in required:
@@ -266,7 +266,7 @@ def _writer(ctx: Context, st: Any) -> Iterator[None]:
 
 def _check_patch_params(params: Any) -> dict[str, Any]:
     method = "sessions.patch"
-    _check_params(method, params, PATCH_PARAMS, required=("key",))
+    checked = _check_params(method, params, PATCH_PARAMS, required=("key",))
     for name in PATCH_UNSUPPORTED:
         if name in params:
             raise UsageError(
@@ -292,7 +292,7 @@ def _check_patch_params(params: Any) -> dict[str, Any]:
     from openclaw_cli.lifecycle import check_session_key
 
     check_session_key(params["key"])  # blank, control characters, length: as every command checks keys
-    return params
+    return checked
 
 
 def apply_patch(
@@ -598,7 +598,7 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         def build(current: dict[str, Any]) -> dict[str, Any]:
             if expected is not None and current.get("sessionId") != expected.strip():
                 raise SessionChangedError(loc.key, "reset")
-            sid = current.get("sessionId") if keep and isinstance(current.get("sessionId"), str) else new_sid
+            sid = current["sessionId"] if keep and isinstance(current.get("sessionId"), str) else new_sid
             entry = reset_entry(current, session_key=loc.key, new_session_id=sid, now_ms=now)
             if keep:
                 entry["totalTokensVersion"] = 1
@@ -679,7 +679,7 @@ def _reset_creates(
 
 def _check_create(params: Any) -> dict[str, Any]:
     method = "sessions.create"
-    _check_params(method, params, CREATE_PARAMS)
+    checked = _check_params(method, params, CREATE_PARAMS)
     if params.get("fork") is True and params.get("succeedsParent"):
         raise PreconditionError("succeedsParent conflicts with fork: a fork runs in parallel to its parent")
     for name in CREATE_UNSUPPORTED:
@@ -699,7 +699,7 @@ def _check_create(params: Any) -> dict[str, Any]:
         _typed(method, params, name, (str,), "string")
     if params.get("label") is not None:
         parse_label(params["label"])
-    return params
+    return checked
 
 
 def _child_key(ctx: Context, params: dict[str, Any], agent_id: str) -> str:
@@ -821,11 +821,14 @@ def sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             return _create_result(ctx, loc.agent_id, child_key, entry, plan, fork, dry_run=True)
         if not fork:
             with _writer(ctx, st):
+
+                def fresh(current: dict[str, Any] | None) -> dict[str, Any]:
+                    _refuse_existing(child_key, current)
+                    return build({"sessionId": str(uuid.uuid4())}, None)
+
                 entry = st.patch_entry(
                     child_key,
-                    lambda current: (
-                        _refuse_existing(child_key, current) or build({"sessionId": str(uuid.uuid4())}, None)
-                    ),
+                    fresh,
                     lock_settings=ctx.lock_settings(),
                     create=True,
                 )
@@ -1327,7 +1330,7 @@ def _batch_result(
         if doc.get("warnings"):
             result["warnings"] = list(doc["warnings"])
         return result
-    entry = doc.get("entry") if isinstance(doc.get("entry"), dict) else {}
+    entry: dict[str, Any] = doc["entry"] if isinstance(doc.get("entry"), dict) else {}
     if operation == "archive" and not dry_run and entry.get("archivedAt") is None:
         raise PreconditionError("Gateway did not confirm that the session was archived.")
     status = dry if dry_run else done

@@ -134,7 +134,7 @@ def _number(value: Any) -> float:
 
 def sort_key(
     filters: ListingFilters, sizes: dict[str, int] | None = None
-) -> Callable[[tuple[str, dict, dict]], Any]:
+) -> Callable[[tuple[str, dict[str, Any], dict[str, Any]]], Any]:
     """Descending order of (key, entry, row) by the chosen figure; ties newest first, then key."""
     order = filters.sort or "updated"
 

@@ -344,7 +344,7 @@ def key_agent(ctx: Context, key: str, *, agent: str | None, store: str | None) -
 
 def resolve_session(
     ctx: Context, key: str | None, *, agent: str | None, store: str | None, read_only: bool = False
-):
+) -> Any:
     """Find a session by key in the selected store; returns (target, store, stored key, entry).
     No key means the agent's main session (`agent:<id>:main`)."""
     from openclaw_cli.keys import main_key
@@ -415,7 +415,14 @@ def tail_session(
         return result
 
 
-def _active_tail(st, session_id: str, entry: dict, n: int, issues: list, cursor: list | None = None) -> list:
+def _active_tail(
+    st: Any,
+    session_id: str,
+    entry: dict[str, Any],
+    n: int,
+    issues: list[Any],
+    cursor: list[Any] | None = None,
+) -> list[Any]:
     """The last `n` active-branch lines, reading only a bounded tail when the branch is linear
     within it; otherwise (branches, leaf controls, resets) fall back to the full tree walk."""
     from openclaw_cli.store.tree import active_branch
@@ -435,7 +442,7 @@ def _active_tail(st, session_id: str, entry: dict, n: int, issues: list, cursor:
     return active_branch(full)[-n:]
 
 
-def _linear_chain(lines: list, n: int) -> list | None:
+def _linear_chain(lines: list[Any], n: int) -> list[Any] | None:
     """Follow parentId links back from the last line inside the window; None when the window has
     anything that needs the full tree (leaf controls, side entries, resets, missing links)."""
     by_id: dict[str, Any] = {}

@@ -91,7 +91,9 @@ def status_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _maintenance_view(settings, previews: list[dict[str, Any]], archives: bool = False) -> dict[str, Any]:
+def _maintenance_view(
+    settings: Any, previews: list[dict[str, Any]], archives: bool = False
+) -> dict[str, Any]:
     """The effective retention policy, so users see it before it bites (D15: archives are removed
     only by the policy shown here)."""
     from openclaw_cli.config import format_byte_size, format_duration_ms
@@ -142,7 +144,7 @@ def _maintenance_view(settings, previews: list[dict[str, Any]], archives: bool =
     }
 
 
-def _high_water(settings) -> str:
+def _high_water(settings: Any) -> str:
     from openclaw_cli.config import format_byte_size
 
     high, top = settings.high_water_bytes, settings.max_disk_bytes
@@ -433,7 +435,7 @@ def _store_behavior(ctx: Context, store: Any) -> dict[str, Any]:
 
 
 def _preview(
-    agent_id: str, store, entries: dict[str, Any], settings, now: int, behavior: Any
+    agent_id: str, store: Any, entries: dict[str, Any], settings: Any, now: int, behavior: Any
 ) -> dict[str, Any]:
     """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
     reads), plus when the next entry reaches `pruneAfter`."""

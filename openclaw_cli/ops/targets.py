@@ -118,7 +118,7 @@ def has_session_store(paths: StatePaths, agent_id: str) -> bool:
     try:
         import orjson
 
-        return orjson.loads(legacy.read_bytes() or b"{}") != {}
+        return bool(orjson.loads(legacy.read_bytes() or b"{}") != {})
     except (OSError, ValueError):
         return True
 
@@ -272,7 +272,7 @@ def _explicit_migration_target(mode: str, paths: StatePaths, raw: str, agent: st
 # ---- opening --------------------------------------------------------------------------------------------------
 
 
-def open_target(ctx: Any, target: Target, *, read_only: bool = False):
+def open_target(ctx: Any, target: Target, *, read_only: bool = False) -> Any:
     """Open the store a target names (spec D2): the explicit path, else the agent's SQLite DB when
     it exists, else its legacy store (with the migration hint). `read_only` opens our SQLite
     databases without write access (dry runs must not even apply a schema migration). A store

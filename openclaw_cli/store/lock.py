@@ -47,9 +47,12 @@ AGE_REASONS = frozenset({"too-old", "hold-exceeded"})
 class LockSettingsLike(Protocol):
     """What the lock needs from `session.writeLock` (config/resolve.py's WriteLockSettings fits)."""
 
-    acquire_timeout_ms: float
-    stale_ms: float
-    max_hold_ms: float
+    @property
+    def acquire_timeout_ms(self) -> float: ...
+    @property
+    def stale_ms(self) -> float: ...
+    @property
+    def max_hold_ms(self) -> float: ...
 
 
 @dataclass(frozen=True)
