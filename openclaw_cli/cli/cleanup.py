@@ -115,12 +115,11 @@ def cleanup_command(
             store=store,
         )
         options = options_from_params(params)
-        if dry_run and not store:
-            # D23: the preview follows the release of the Gateway that would apply it (the real
-            # sessions.cleanup has no dry run: the preview is always computed here)
-            from openclaw_cli.cli.delegation import owning_gateway
+        # D23: the preview follows the release of the Gateway that would apply it (the real
+        # sessions.cleanup has no dry run: the preview is always computed here)
+        from openclaw_cli.cli.delegation import follow_owner
 
-            ctx.owning_gateway = owning_gateway(gw_options, paths=ctx.paths, config=ctx.config)
+        follow_owner(ctx, gw_options, dry_run=dry_run, store=store)
         # Spec D9/D20: an apply without --dry-run/--store is the Gateway's to run when one listens.
         served = _delegate_cleanup(delegate, params, gw_options, ctx)
         if served is not None:

@@ -136,6 +136,9 @@ def compact_command(
             raise UsageError("--max-lines cannot be combined with --over-threshold.")
         gw_options = gateway_options(**(gateway or {}))
         cx = load_context(backup=not no_backup)
+        from openclaw_cli.cli.delegation import follow_owner
+
+        follow_owner(cx, gw_options, dry_run=dry_run, store=store)  # D23: as the Gateway would apply it
         if over_threshold and not dry_run and not store:
             ensure_no_gateway(gw_options, paths=cx.paths, config=cx.config, what="compact --over-threshold")
         if not over_threshold:

@@ -186,6 +186,14 @@ def ensure_no_gateway(options: GatewayOptions | None, *, paths: Any, config: Any
         )
 
 
+def follow_owner(ctx: Any, options: GatewayOptions | None, *, dry_run: bool, store: str | None) -> None:
+    """Spec D23 for every preview: a dry run is computed here (no Gateway method previews), with the
+    rules of the release that would apply it — the owning Gateway's, from its `hello-ok`. Asked
+    once per command; `--store` is offline repair (the store's own release applies)."""
+    if dry_run and not store and getattr(ctx, "owning_gateway", None) is None:
+        ctx.owning_gateway = owning_gateway(options, paths=ctx.paths, config=ctx.config)
+
+
 def owning_gateway(options: GatewayOptions | None, *, paths: Any, config: Any) -> tuple[str, str] | None:
     """(server.version, url) of the Gateway a mutation would be sent to, from its `hello-ok` (spec
     D23: a preview follows the rules of the release that would apply it); None when nothing

@@ -143,6 +143,10 @@ class Runner:
             remote = self.delegated(method, params)
             if remote is not None:
                 return remote
+        else:
+            from openclaw_cli.cli.delegation import follow_owner
+
+            follow_owner(self.cx, self.gateway, dry_run=True, store=self.store)  # D23
         doc = call(self.cx, method, params)
         if self._fallback is not None:
             self._say(self._fallback)

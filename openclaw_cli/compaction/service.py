@@ -645,6 +645,11 @@ def _compact_max_lines(
             result["reason"] = f"transcript already has at most {max_lines} lines"
             return result
         if dry_run:
+            # what the apply would do to the id (spec D23: our SQLite store starts a successor
+            # window under 2026.7; 2026.9.6+ and the other stores keep the id)
+            from openclaw_cli.store.base import KIND_SQLITE
+
+            result["keepsSessionId"] = keep_session_id or st.kind != KIND_SQLITE
             return result
         try:
             with _writer(st, lock_settings):
