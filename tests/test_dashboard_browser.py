@@ -287,3 +287,28 @@ def test_views_on_every_store_kind(page: Any, state_dir: Path, kind: str) -> Non
         page.click("#nav a[data-view=storage]")
         page.wait_for_selector("#storage-out .card", timeout=WAIT_MS)
         shot(page, f"storage-{kind}")
+
+
+def test_the_list_loads_only_the_pages_it_shows(page: Any, state_dir: Path) -> None:
+    """1,500 sessions, pages of 200: opening and jumping to the end asks for the first and the last
+    pages only, never the ones scrolled past (the same holds for 100k rows)."""
+    from tests.conftest import generate_legacy_state
+
+    generate_legacy_state(state_dir, 1500, 0, 2929, "--min-turns", "1")
+    sent: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(str(payload))))
+    with GatewayThread(tick_interval_ms=60_000) as gw:
+        open_dashboard(page, gw.url)
+        wait_count(page, "1,500 sessions")
+        page.evaluate(
+            "() => { const b = document.getElementById('grid-scroll'); b.scrollTop = b.scrollHeight; }"
+        )
+        page.wait_for_function(
+            """() => [...document.querySelectorAll('.grid-row')].some(
+                r => !r.hidden && !r.classList.contains('loading') && r.style.transform === 'translateY(44970px)')""",
+            timeout=WAIT_MS,
+        )
+        offsets = sorted(json.loads(f)["params"].get("offset", 0) for f in sent if '"sessions.list"' in f)
+        assert offsets[0] == 0 and offsets[-1] == 1400
+        assert set(offsets) <= {0, 1200, 1400}, offsets  # nothing in between was fetched
+        shot(page, "sessions-end")

@@ -12,6 +12,7 @@
   const ROW_H = 30; // px, as --row in app.css
   const OVERSCAN = 10;
   const HISTORY_PAGE = 50;
+  const KEEP_PAGES = 24; // pages held at most (4,800 rows): scrolling 100k rows keeps memory flat
 
   const $ = (id) => document.getElementById(id);
   function el(tag, cls, text) {
@@ -386,6 +387,7 @@
       if (gen !== list.generation) return;
       const rows = res.sessions || [];
       list.pages.set(n, rows);
+      evictPages(n);
       rows.forEach((row, i) => list.index.set(row.key, n * PAGE + i));
       list.total = typeof res.totalCount === "number" ? res.totalCount : Math.max(list.total, n * PAGE + rows.length);
       $("count").textContent = fmtNum(list.total) + " sessions";
@@ -398,6 +400,17 @@
       if (gen === list.generation) list.pages.delete(n);
       if (err.message !== "connection lost") showError("sessions.list failed: " + err.message);
     });
+  }
+  function evictPages(keep) {
+    // the pages farthest from the one just loaded go first; they are fetched again if scrolled back to
+    const list = app.list;
+    if (list.pages.size <= KEEP_PAGES) return;
+    const loaded = [...list.pages.keys()].filter((n) => list.pages.get(n));
+    loaded.sort((a, b) => Math.abs(b - keep) - Math.abs(a - keep));
+    for (const n of loaded.slice(0, list.pages.size - KEEP_PAGES)) {
+      for (const row of list.pages.get(n)) if (list.index.get(row.key) !== undefined && Math.floor(list.index.get(row.key) / PAGE) === n) list.index.delete(row.key);
+      list.pages.delete(n);
+    }
   }
   function rowAt(i) {
     const page = app.list.pages.get(Math.floor(i / PAGE));
@@ -457,6 +470,7 @@
     }
     const size = list.pool.length;
     const used = new Set();
+    let missing = false;
     for (let i = first; i < last; i++) {
       const node = list.pool[i % size];
       used.add(node);
@@ -467,11 +481,24 @@
         node.hidden = false;
         fillRow(node, data, i);
       }
-      if (data === undefined) loadPage(Math.floor(i / PAGE));
+      if (data === undefined) missing = true;
     }
+    if (missing) queueLoad();
     for (const node of list.pool) {
       if (!used.has(node) && !node.hidden) { node.hidden = true; node._i = -1; }
     }
+  }
+  let loadTimer = null;
+  function queueLoad() {
+    // pages are asked for once scrolling pauses, for the rows then on screen: dragging the
+    // scrollbar across 100k rows asks for the pages where it stops, not every page it passed
+    clearTimeout(loadTimer);
+    loadTimer = setTimeout(() => {
+      const scroller = $("grid-scroll");
+      const first = Math.max(0, Math.floor(scroller.scrollTop / ROW_H) - OVERSCAN);
+      const last = Math.min(app.list.total, first + Math.ceil(scroller.clientHeight / ROW_H) + 2 * OVERSCAN);
+      for (let n = Math.floor(first / PAGE); n * PAGE < last; n++) loadPage(n);
+    }, 80);
   }
   function onSessionsChanged(payload) {
     if (!payload || typeof payload !== "object") return;
