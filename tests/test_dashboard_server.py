@@ -238,3 +238,38 @@ def test_storage_report_is_served_for_the_dashboard(gateway: GatewayThread, stat
         assert len(doc["topSessions"]) == 3
         res = c.request("storage.report", {"top": 101})
         assert not res["ok"] and res["error"]["message"].startswith("invalid storage.report params")
+
+
+@pytest.mark.parametrize("kind", ["legacy", "sqlite", "schema23", "schema24"])
+def test_what_the_views_ask_works_on_every_store_kind(state_dir: Path, kind: str) -> None:
+    """Every request the page makes, against our Gateway on each store kind."""
+    from tests.storage_support import make_state
+
+    make_state(kind, state_dir)
+    with GatewayThread(tick_interval_ms=60_000) as gw, connected(gw.url, scopes=["operator.read"]) as c:
+        listing = c.request(
+            "sessions.list",
+            {"limit": 200, "includeGlobal": True, "includeUnknown": True, "includeSize": True},
+        )["payload"]
+        rows = listing["sessions"]
+        assert rows and listing["totalCount"] == len(rows)
+        sizes = [r["transcriptBytes"] for r in rows]
+        assert all(s is None or (isinstance(s, int) and s >= 0) for s in sizes)
+        if kind == "legacy":  # files: their sizes, exactly
+            sessions = state_dir / "agents" / "main" / "sessions"
+            for row in rows:
+                path = sessions / f"{row['sessionId']}.jsonl"
+                if path.exists():
+                    assert row["transcriptBytes"] == path.stat().st_size
+        # every kind has the figure (null only for a row without a stored transcript)
+        assert sum(isinstance(s, int) and s > 0 for s in sizes) >= len(sizes) // 2
+        histories = [c.request("chat.history", {"sessionKey": r["key"], "limit": 5})["payload"] for r in rows]
+        assert any(h["messages"] for h in histories)
+        for h in histories:
+            assert len(h["messages"]) <= 5 and h["totalMessages"] >= len(h["messages"])
+        preview = c.request("sessions.cleanup", {"allAgents": True, "dryRun": True, "includeActions": True})
+        assert preview["ok"], preview
+        report = c.request("storage.report", {"top": 3})
+        assert report["ok"] and report["payload"]["total"]["files"] > 0
+        found = c.request("sessions.search", {"query": "the", "limit": 5})
+        assert found["ok"], found

@@ -327,7 +327,8 @@ _LIST_PROPS: dict[str, Schema] = {
     "search": Str(),
     "archived": AnyOf(Bool(), Const("all")),
 }
-SESSIONS_LIST = Obj(_LIST_PROPS)
+# ours (issue 28): `includeSize` adds each row's transcript bytes (`transcriptBytes`) for the dashboard
+SESSIONS_LIST = Obj({**_LIST_PROPS, "includeSize": Bool()})
 
 # Mutations of sessions.patch (OpenClaw's SessionsPatchMutationProperties).
 _NULLABLE_TEXT = Nullable(NonEmpty)

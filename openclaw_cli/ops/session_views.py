@@ -409,6 +409,8 @@ def _list_page(
             found = _recent_messages(by_agent[agent_id], entry, 1, LAST_MESSAGE_MAX_CHARS)
             if found:
                 _insert_after(row, "displayName", "lastMessagePreview", found[-1]["text"])
+    if params.get("includeSize") is True:
+        _add_sizes(stores, page, sessions)
     has_more = offset + len(sessions) < total
     result: dict[str, Any] = {
         "ts": now,
@@ -429,6 +431,28 @@ def _list_page(
         }
     )
     return result
+
+
+def _add_sizes(
+    stores: list[tuple[str, Any]], page: list[tuple[str, str, dict[str, Any]]], sessions: list[dict[str, Any]]
+) -> None:
+    """`includeSize` (ours, the dashboard's size column): each row's `transcriptBytes`, the file's
+    size where transcripts are files, else the bytes the store keeps per session at write time
+    (null when it keeps none: a transcript is never read for this)."""
+    by_agent = dict(stores)
+    kept: dict[str, dict[str, int] | None] = {}
+    for (agent_id, _key, entry), row in zip(page, sessions, strict=True):
+        store = by_agent[agent_id]
+        sid = entry.get("sessionId")
+        size = None
+        if isinstance(sid, str) and sid:
+            if store.transcripts_in_files:
+                size = store.transcript_file_bytes(sid, entry)
+            else:
+                if agent_id not in kept:
+                    kept[agent_id] = store.preview_session_bytes()
+                size = (kept[agent_id] or {}).get(sid)
+        row["transcriptBytes"] = size
 
 
 def _insert_after(row: dict[str, Any], anchor: str, name: str, value: Any) -> None:

@@ -349,7 +349,7 @@
 
   // ---- sessions: a virtualised table, pages fetched as they scroll into view ---------------------------
   function listParams() {
-    const p = { limit: PAGE, includeGlobal: true, includeUnknown: true };
+    const p = { limit: PAGE, includeGlobal: true, includeUnknown: true, includeSize: true };
     const q = $("filter").value.trim();
     if (q) p.search = q;
     p.sortBy = $("sort").value;
@@ -419,7 +419,7 @@
   function makeRow() {
     const row = el("div", "grid-row");
     row.setAttribute("role", "row");
-    for (const c of ["c-key mono", "c-name", "c-kind", "c-flags", "c-tokens", "c-updated"]) row.appendChild(el("span", c));
+    for (const c of ["c-key mono", "c-name", "c-kind", "c-flags", "c-tokens", "c-size", "c-updated"]) row.appendChild(el("span", c));
     row.addEventListener("click", () => {
       if (row.dataset.key) location.hash = "#/session/" + encodeURIComponent(row.dataset.key);
     });
@@ -433,7 +433,7 @@
       node.classList.add("loading");
       node.dataset.key = "";
       cells[0].textContent = "…";
-      for (let c = 1; c < 6; c++) cells[c].textContent = "";
+      for (let c = 1; c < cells.length; c++) cells[c].textContent = "";
       return;
     }
     node.classList.remove("loading");
@@ -446,8 +446,9 @@
     for (const f of ["pinned", "archived", "unread"]) if (data[f]) cells[3].appendChild(el("span", "flag " + f, f));
     const tokens = typeof data.totalTokens === "number" ? data.totalTokens : (data.inputTokens || 0) + (data.outputTokens || 0);
     cells[4].textContent = tokens ? fmtNum(tokens) : "";
-    cells[5].textContent = fmtAge(data.updatedAt);
-    cells[5].title = fmtTime(data.updatedAt);
+    cells[5].textContent = typeof data.transcriptBytes === "number" ? fmtBytes(data.transcriptBytes) : "";
+    cells[6].textContent = fmtAge(data.updatedAt);
+    cells[6].title = fmtTime(data.updatedAt);
   }
   let renderQueued = false;
   function scheduleRender() {
