@@ -173,6 +173,22 @@ def test_wrong_token_shows_only_an_error(page: Any, hostile_state: Path) -> None
         page.fill("#login-token", TOKEN)
         page.click("#login-form button")
         page.wait_for_selector(".grid-row:not(.loading)", timeout=WAIT_MS)
+        # no token at all: the page says the Gateway needs one, and shows nothing else
+        page.evaluate("sessionStorage.clear()")
+        page.goto(http_of(gw.url))
+        page.reload()
+        page.wait_for_selector("#login-error:not(:empty)", timeout=WAIT_MS)
+        assert "needs its token" in page.inner_text("#login-error")
+        assert page.locator(".grid-row").count() == 0 and page.is_hidden("#nav")
+
+
+def test_a_gateway_without_auth_needs_no_token(page: Any, hostile_state: Path) -> None:
+    from openclaw_cli.gateway.auth import AuthPolicy
+
+    with GatewayThread(tick_interval_ms=60_000, auth=AuthPolicy("none")) as gw:
+        page.goto(http_of(gw.url))
+        page.wait_for_selector(".grid-row:not(.loading)", timeout=WAIT_MS)
+        wait_count(page, "31 sessions")
 
 
 def list_requests(frames: list[str]) -> int:

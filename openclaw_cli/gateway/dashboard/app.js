@@ -96,7 +96,8 @@
       if (frame.type === "event") {
         if (frame.event === "connect.challenge") {
           const scopes = this.write ? [READ, WRITE] : [READ];
-          const auth = { token: this.token, password: this.token };
+          // no token at all: tried once without auth (a loopback Gateway run with --auth none)
+          const auth = this.token ? { token: this.token, password: this.token } : undefined;
           this.send({
             type: "req", id: "connect", method: "connect",
             params: {
@@ -833,7 +834,8 @@
       authFailed(error) {
         sessionStorage.removeItem(TOKEN_KEY);
         setStatus("not connected", true);
-        showLogin("The Gateway refused the token: " + (error.message || error.code || "unauthorized"));
+        if (!app.gw.token) showLogin("This Gateway needs its token or password.");
+        else showLogin("The Gateway refused the token: " + (error.message || error.code || "unauthorized"));
       },
       lost(delay) {
         setStatus("connection lost: reconnecting in " + Math.round(delay / 100) / 10 + " s…", true);
@@ -883,9 +885,7 @@
       if (/(^|&)token=/.test(location.hash.replace(/^#/, ""))) { start(takeToken()); return; }
       route();
     });
-    const token = takeToken();
-    if (token) start(token);
-    else showLogin("");
+    start(takeToken() || "");
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
