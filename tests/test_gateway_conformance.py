@@ -9,7 +9,7 @@ are not compared.
 What we do not serve is listed below (`Rule.unserved`, `UNSERVED_EVENTS`, `DIFFERENT`), and in
 docs/decisions.md ("Gateway server"); keys we add are `Rule.extras`; keys present only when the
 stored entry has the data are `Rule.optional`. A method not in our method table yet is answered
-`unknown method` and reported as pending (the lifecycle methods land with their own issue).
+UNAVAILABLE (docs/gateway.md) and reported as pending (the lifecycle methods land with their own issue).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ UNSERVED_EVENTS = {
     "presence",
     "heartbeat",
 }
-# Methods the real CLI calls that we do not serve (answered `unknown method`; the CLI copes).
+# Methods the real CLI calls that we do not serve (answered UNAVAILABLE; the CLI copes).
 UNSERVED_METHODS = {"system-presence"}
 LIFECYCLE_METHODS = {"sessions.patch", "sessions.reset", "sessions.create", "sessions.delete"}
 OUR_REASONS = {"patch", "reset", "new", "create", "compact", "delete", "cleanup"}
@@ -266,9 +266,10 @@ class Replay:
         self.compared += 1
         recorded_unknown = recorded.get("error", {}).get("message") == f"unknown method: {method}"
         if method != "connect" and method not in METHODS and not recorded_unknown:
-            if ours.get("error", {}).get("message") != f"unknown method: {method}":
+            # one of OpenClaw's methods we do not serve: UNAVAILABLE (docs/gateway.md), never unknown
+            if ours.get("error", {}).get("code") != "UNAVAILABLE":
                 self.problems.append(
-                    f"{where}: {method} is not served but did not answer unknown method: {ours}"
+                    f"{where}: {method} is not served but did not answer UNAVAILABLE: {ours}"
                 )
             else:
                 self.pending.append(f"{where} {method}")

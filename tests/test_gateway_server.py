@@ -199,7 +199,7 @@ def test_schema_errors_with_openclaw_texts(gateway: GatewayThread) -> None:
             (
                 "sessions.preview",
                 {"keys": []},
-                "invalid sessions.preview params: at /keys: must NOT have fewer than 1 items",
+                "invalid sessions.preview params: at /keys: must not have fewer than 1 items",
             ),
             (
                 "sessions.list",
@@ -226,7 +226,7 @@ def test_schema_module_matches_recorded_messages() -> None:
     )
     assert (
         check_params("agents.delete", {"agentId": ""})
-        == "invalid agents.delete params: at /agentId: must NOT have fewer than 1 characters"
+        == "invalid agents.delete params: at /agentId: must not have fewer than 1 characters"
     )
     assert check_params("sessions.list", {"limit": 2.0}) is None  # JSON 2.0 is an integer, as in JS
     assert (

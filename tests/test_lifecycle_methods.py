@@ -180,8 +180,8 @@ def test_duplicate_label_and_bad_params_change_nothing(state: Path):
     assert caught.value.message == error("error-patch-label-duplicate.jsonl")["message"]
     for bad, text in [
         # the Gateway's schema first (one contract for both paths), then OpenClaw's label rule
-        ({"label": ""}, "at /label: must NOT have fewer than 1 characters"),
-        ({"label": "x" * 513}, "at /label: must NOT have more than 512 characters"),
+        ({"label": ""}, "at /label: must not have fewer than 1 characters"),
+        ({"label": "x" * 513}, "at /label: must not have more than 512 characters"),
         ({"label": "   "}, "invalid label: empty"),
         ({"pinned": "yes"}, "at /pinned: must be boolean"),
         ({"bogus": 1}, "unexpected property"),

@@ -384,7 +384,7 @@ def test_library_cli_and_gateway_agree(legacy: Path) -> None:
         bad = client.request("sessions.search", {"query": "x", "limit": 26})
         assert not bad["ok"] and "must be <= 25" in bad["error"]["message"]
         both = client.request("sessions.search", {"query": "x", "scope": {}, "sessionKeys": ["a"]})
-        assert not both["ok"] and "must NOT be valid" in both["error"]["message"]
+        assert not both["ok"] and "must not be valid" in both["error"]["message"]
 
 
 def test_query_parser_units() -> None:

@@ -131,6 +131,16 @@ def unknown_method(name: str) -> RequestError:
     return invalid(f"unknown method: {name}")
 
 
+def unavailable_method(name: str, why: str, *, by_design: bool) -> RequestError:
+    """One of OpenClaw's methods we do not serve (docs/gateway.md): OpenClaw's code for a capability
+    it cannot offer (its `<method> unavailable during gateway startup` shape, not retryable)."""
+    return RequestError(
+        UNAVAILABLE,
+        f"{name} unavailable: {why}",
+        details={"method": name, "reason": "refused-by-design" if by_design else "not-yet"},
+    )
+
+
 def protocol_mismatch(client_min: Any, client_max: Any) -> RequestError:
     return invalid(
         "protocol mismatch",

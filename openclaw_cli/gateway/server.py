@@ -52,6 +52,7 @@ from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
 from openclaw_cli.gateway.server_connection import ConnectionBook, GatewayConnection
 from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.inventory import REFUSED, method_status, unserved_reason
 from openclaw_cli.ops.methods import METHODS, Method, parse_params
 from openclaw_cli.ops.scopes import ADMIN, READ, satisfied
 from openclaw_cli.paths import StatePaths
@@ -615,7 +616,10 @@ class GatewayServer:
             raise protocol.invalid(protocol.CONNECT_AGAIN_MESSAGE)
         method = METHODS.get(name)
         if method is None:
-            raise protocol.unknown_method(name)
+            why = unserved_reason(name)
+            if why is None:
+                raise protocol.unknown_method(name)
+            raise protocol.unavailable_method(name, why, by_design=method_status(name)[0] == REFUSED)
         if params is None:
             params = {}
         if not method.scope_free:

@@ -69,9 +69,9 @@ class Str(Schema):
         if not isinstance(value, str):
             return [(path, "must be string")]
         if self.max_len is not None and len(value) > self.max_len:
-            return [(path, f"must NOT have more than {self.max_len} characters")]
+            return [(path, f"must not have more than {self.max_len} characters")]
         if self.min_len is not None and len(value) < self.min_len:
-            return [(path, f"must NOT have fewer than {self.min_len} characters")]
+            return [(path, f"must not have fewer than {self.min_len} characters")]
         if self.pattern is not None and not re.search(self.pattern, value):
             return [(path, f'must match pattern "{self.pattern}"')]
         if self.enum is not None and value not in self.enum:
@@ -164,9 +164,9 @@ class Arr(Schema):
         if not isinstance(value, list):
             return [(path, "must be array")]
         if self.max_items is not None and len(value) > self.max_items:
-            return [(path, f"must NOT have more than {self.max_items} items")]
+            return [(path, f"must not have more than {self.max_items} items")]
         if self.min_items is not None and len(value) < self.min_items:
-            return [(path, f"must NOT have fewer than {self.min_items} items")]
+            return [(path, f"must not have fewer than {self.min_items} items")]
         for index, item in enumerate(value):
             found = self.items.errors(item, f"{path}/{index}")
             if found:
@@ -213,7 +213,7 @@ class Obj(Schema):
         if not isinstance(value, dict):
             return [(path, "must be object")]
         if self.min_props is not None and len(value) < self.min_props:
-            return [(path, f"must NOT have fewer than {self.min_props} properties")]
+            return [(path, f"must not have fewer than {self.min_props} properties")]
         for key in self.required:
             if key not in value:
                 return [(path, f"must have required property '{key}'")]
@@ -519,7 +519,7 @@ _SEARCH_SCOPE_KEYS = (
 @dataclass
 class NotCombined(Schema):
     """`{not: {required: [key], anyOf: [{required: [other]}, …]}}` after the object's own checks
-    (ajv: "must NOT be valid")."""
+    (ajv: "must not be valid")."""
 
     inner: Schema
     key: str
@@ -530,7 +530,7 @@ class NotCombined(Schema):
         if found:
             return found
         if self.key in value and any(other in value for other in self.others):
-            return [(path, "must NOT be valid")]
+            return [(path, "must not be valid")]
         return []
 
 
