@@ -56,6 +56,22 @@ SCROLL_JS = """async () => {
 }"""
 
 
+# jump to the last row (the scrollbar dragged to the bottom) and wait until it shows its data
+JUMP_JS = """async () => {
+  const box = document.getElementById('grid-scroll');
+  const start = performance.now();
+  box.scrollTop = box.scrollHeight;
+  const lastTop = 'translateY(' + (box.scrollHeight - 30) + 'px)';
+  while (performance.now() - start < 60000) {
+    const shown = [...document.querySelectorAll('.grid-row')].some(
+      r => !r.hidden && !r.classList.contains('loading') && r.style.transform === lastTop);
+    if (shown) return performance.now() - start;
+    await new Promise(r => setTimeout(r, 10));
+  }
+  return NaN;
+}"""
+
+
 class _Gateway:
     def __init__(self, ours: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
@@ -121,7 +137,7 @@ def _p95(values: list[float]) -> float:
 def _measure(url: str, runs: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
-    paint, interactive, frame_p95, task_p95, task_max, cpu_p95, cpu_max = ([] for _ in range(7))
+    paint, interactive, frame_p95, task_p95, task_max, cpu_p95, cpu_max, jump = ([] for _ in range(8))
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
@@ -150,6 +166,7 @@ def _measure(url: str, runs: int) -> dict[str, Any]:
                 task_max.append(max(wall, default=0.0))
                 cpu_p95.append(_p95(cpu))
                 cpu_max.append(max(cpu, default=0.0))
+                jump.append(page.evaluate(JUMP_JS) / 1000)
                 context.close()
         finally:
             browser.close()
@@ -162,6 +179,7 @@ def _measure(url: str, runs: int) -> dict[str, Any]:
         "scrollMainThreadTaskMaxMs": round(med(task_max), 1),
         "scrollMainThreadTaskCpuP95Ms": round(med(cpu_p95), 1),
         "scrollMainThreadTaskCpuMaxMs": round(med(cpu_max), 1),
+        "jumpToLastRowS": round(med(jump), 3),
         "loadavg": [round(x, 2) for x in os.getloadavg()],
         "runs": runs,
         "samples": {"firstPaintS": paint, "interactiveS": interactive, "taskCpuMaxMs": cpu_max},
@@ -169,27 +187,44 @@ def _measure(url: str, runs: int) -> dict[str, Any]:
 
 
 def case_dashboard_many(b: Any, ours: list[str]) -> None:
+    _case(
+        b, ours, "many", (("legacy", lambda: b.legacy("many")), ("sqlite", lambda: b.ours_imported("many")))
+    )
+
+
+def case_dashboard_100k(b: Any, ours: list[str]) -> None:
+    """The same figures on 100,000 sessions (our SQLite import of *scale100k*): the list pages, so
+    the page's work does not grow with the store."""
+    _case(b, ours, "scale100k", (("sqlite", lambda: b.ours_imported("scale100k")),))
+
+
+def _case(
+    b: Any, ours: list[str], dataset: str, variants: tuple[tuple[str, Callable[[], Path]], ...]
+) -> None:
     if not Path(CHROMIUM).exists():
-        print(f"\ndashboard-many: skipped (no Chromium at {CHROMIUM})", file=sys.stderr)
+        print(f"\ndashboard-{dataset}: skipped (no Chromium at {CHROMIUM})", file=sys.stderr)
         return
     try:
         import playwright  # noqa: F401
     except ImportError:
-        print("\ndashboard-many: skipped (the playwright Python package is not installed)", file=sys.stderr)
+        print(
+            f"\ndashboard-{dataset}: skipped (the playwright Python package is not installed)",
+            file=sys.stderr,
+        )
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from openclaw_cli.gateway.http import total_asset_bytes
 
     assets = total_asset_bytes()
-    for label, state in (("legacy", b.legacy("many")), ("sqlite", b.ours_imported("many"))):
-        gw = _Gateway(ours, b.env_ours(state))
+    for label, make in variants:
+        gw = _Gateway(ours, b.env_ours(make()))
         try:
             figures = _measure("http://" + gw.url.removeprefix("ws://") + "/", b.runs)
         finally:
             gw.stop()
         figures["assetBytes"] = assets
         b.record_figures(
-            f"dashboard-many-{label}",
+            f"dashboard-{dataset}-{label}",
             figures,
             "first paint < 1 s, sessions interactive < 2 s, scroll frames < 16 ms, assets < 300 KB",
             {
@@ -203,4 +238,7 @@ def case_dashboard_many(b: Any, ours: list[str]) -> None:
 
 
 def cases(ours: list[str]) -> dict[str, Callable[[Any], None]]:
-    return {"dashboard-many": lambda b: case_dashboard_many(b, ours)}
+    return {
+        "dashboard-many": lambda b: case_dashboard_many(b, ours),
+        "dashboard-100k": lambda b: case_dashboard_100k(b, ours),
+    }

@@ -231,6 +231,12 @@ def test_live_update_after_cli_pin_writes_and_gateway_restart(page: Any, hostile
             timeout=WAIT_MS,
         )
         assert list_requests(sent) == before  # the event's row replaced the row: no re-fetch
+        size = page.evaluate(
+            """key => [...document.querySelectorAll('.grid-row')].find(r => r.dataset.key === key)
+                .querySelector('.c-size').textContent""",
+            key,
+        )
+        assert size.endswith("KiB")  # the size shown before the event stays
         shot(page, "live-pinned")
 
         # a write-scoped connection shows the buttons and writes through sessions.patch

@@ -510,7 +510,11 @@
       const at = list.index.get(key);
       if (at !== undefined) {
         const page = list.pages.get(Math.floor(at / PAGE));
-        if (page && page[at % PAGE] && page[at % PAGE].key === key) page[at % PAGE] = payload.session;
+        const old = page && page[at % PAGE];
+        if (old && old.key === key) {
+          // the event's row has no size (a listing extension of ours): the one shown stays
+          page[at % PAGE] = Object.assign({ transcriptBytes: old.transcriptBytes }, payload.session);
+        }
         if (app.view === "sessions") scheduleRender();
       } else if (payload.reason === "create") {
         liveNote("new sessions were created");
