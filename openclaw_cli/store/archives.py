@@ -28,7 +28,8 @@ from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError,
 from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
 from openclaw_cli.ids import is_valid_legacy_session_id
 from openclaw_cli.store.base import ArchiveFile, ReadIssue, TranscriptLine
-from openclaw_cli.store.names import is_primary_transcript_name, is_trajectory_name  # noqa: F401 - re-exported
+from openclaw_cli.store.names import is_primary_transcript_name as is_primary_transcript_name  # re-exported
+from openclaw_cli.store.names import is_trajectory_name as is_trajectory_name  # re-exported
 
 ARCHIVE_REASONS = ("reset", "deleted", "bak")
 ZST_SUFFIX = ".zst"
@@ -151,7 +152,7 @@ def list_archives(directory: Path, names: Iterable[str] | None = None) -> list[A
 # ---- reading --------------------------------------------------------------------------------------
 
 
-def _zstd():
+def _zstd() -> Any:
     try:
         import zstandard
     except ImportError as exc:  # pragma: no cover - zstandard is a dependency
@@ -162,7 +163,7 @@ def _zstd():
 _contexts = threading.local()  # zstd contexts are reusable one operation at a time, per thread
 
 
-def _compressor(level: int):
+def _compressor(level: int) -> Any:
     cache = getattr(_contexts, "compressors", None)
     if cache is None:
         cache = _contexts.compressors = {}
@@ -172,10 +173,10 @@ def _compressor(level: int):
     return cctx
 
 
-def _decompressor(zstandard: object):
+def _decompressor(zstandard: Any) -> Any:
     dctx = getattr(_contexts, "decompressor", None)
     if dctx is None:
-        dctx = _contexts.decompressor = zstandard.ZstdDecompressor()  # type: ignore[attr-defined]
+        dctx = _contexts.decompressor = zstandard.ZstdDecompressor()
     return dctx
 
 
@@ -228,7 +229,7 @@ class _ZstdReader(io.RawIOBase):
         self._path = path
         self._zstd = zstandard
         self._dctx = _decompressor(zstandard)
-        self._obj: object | None = None
+        self._obj: Any = None
         self._pending = b""
         self._buf = b""
         self._pos = 0
@@ -248,19 +249,19 @@ class _ZstdReader(io.RawIOBase):
         if self._obj is None:
             self._obj = self._dctx.decompressobj()
         try:
-            out = self._obj.decompress(chunk)  # type: ignore[attr-defined]
+            out = self._obj.decompress(chunk)
         except self._zstd.ZstdError as exc:  # type: ignore[attr-defined]
             raise InvalidDataError(f"Cannot read transcript archive {self._path}: {exc}") from exc
         if out:
             self._buf = self._buf[self._pos :] + out if self._pos < len(self._buf) else out
             self._pos = 0
-        if self._obj.eof:  # type: ignore[attr-defined]
-            self._pending = self._obj.unused_data  # type: ignore[attr-defined]
+        if self._obj.eof:
+            self._pending = self._obj.unused_data
             self._obj = None
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
-            parts = []
+            parts: list[bytes] = []
             while True:
                 piece = self.read(COPY_BLOCK)
                 if not piece:
@@ -447,7 +448,7 @@ def _find_identical(
 
 
 def write_verified_archive(
-    dest_dir: Path,
+    dest_dir: str | Path,
     session_id: str,
     reason: str,
     source: bytes | Path | Callable[[Any], Any],
@@ -804,7 +805,7 @@ def _publish_moved(tmp: Path | str, final: Path | str) -> tuple[bool, bool]:
     return True, True
 
 
-def _unlink_quiet(path: Path) -> None:
+def _unlink_quiet(path: str | Path) -> None:
     try:
         os.unlink(path)
     except OSError:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from openclaw_cli.errors import RefusedError
 
@@ -575,7 +575,7 @@ def _finite(value: Any) -> float | None:
     """A JSON number that is finite (OpenClaw's `Number.isFinite`: no bools, no numeric strings)."""
     kind = type(value)
     if kind is int:
-        return value
+        return cast(int, value)
     if kind is float:
         return value if value - value == 0 else None  # NaN and ±inf give NaN
     return None

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
@@ -59,6 +59,9 @@ from openclaw_cli.store.snapshot import (
     TranscriptSnapshot,
     file_signature,
 )
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.legacy import LegacyStore
 
 CHECKPOINT_CAP = 25  # compactionCheckpoints kept per session (R4.17.3)
 ARCHIVE_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: maintenance.md §7.2's "legacy compact backups"
@@ -168,7 +171,7 @@ def _update_legacy_row(
     """Read-modify-write of the row under the sessions.json lock, so concurrent row changes survive."""
     from openclaw_cli.store.lock import transcript_lock
 
-    store = snapshot.store
+    store = cast("LegacyStore", snapshot.store)  # this path writes legacy rows only
     with transcript_lock(store.path, lock_settings, allow_reentrant=True):
         current = store.get_entry(snapshot.key)
         if current is None or current.get("sessionId") != snapshot.entry.get("sessionId"):
@@ -177,11 +180,11 @@ def _update_legacy_row(
         updated = mutate(current)
         if updated is None:
             return None
-        store.upsert_entries({snapshot.key: updated}, lock_settings=lock_settings)  # type: ignore[call-arg]
+        store.upsert_entries({snapshot.key: updated}, lock_settings=lock_settings)
         return updated
 
 
-def _write_new_file(path: Path, lines: Sequence[str | bytes], cp: Checkpoints, *, replace: bool) -> None:
+def _write_new_file(path: Path, lines: Sequence[str | bytes], cp: CrashPoints, *, replace: bool) -> None:
     """Temp file `.<name>.<pid>.<uuid>.tmp` (exclusive create, 0600), fsync, rename, fsync dir."""
     data = b"".join((r.encode("utf-8") if isinstance(r, str) else r) + b"\n" for r in lines)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
@@ -231,7 +234,7 @@ def _successor_for(
     parent_session: str | None,
 ) -> list[str]:
     header = snapshot.header or {}
-    cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
+    cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
     # the lines it copies get their exact text back (a summary snapshot keeps none)
     lines = build_successor_lines(
         all_lines,
@@ -287,7 +290,7 @@ def apply_compaction_legacy(
         if rotating:
             # the entry names the successor it is about to get: a kill between the append and the
             # row update is finished by the next run (finish_rotation_legacy), never left half-done
-            details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
+            details: dict[str, Any] = comp["details"] if isinstance(comp.get("details"), dict) else {}
             comp["details"] = {**details, SUCCESSOR_KEY: new_sid}
         line = dumps_compact(comp)
         if rotating:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -863,7 +863,7 @@ class LegacyStore(SessionStore):
         )
         refs = [row.get("sessionFile") for row in rows]
         try:
-            found: list[str | Path | None] = list(map(files.get, refs))
+            found: list[str | Path | None] = list(map(cast(Any, files.get), refs))
         except TypeError:  # an unhashable sessionFile (a list, an object): those rows go the long way
             found = [files.get(ref) if type(ref) is str else None for ref in refs]
         root = self.sessions_dir
@@ -910,7 +910,7 @@ class LegacyStore(SessionStore):
         entries = self._load().entries
         index, sizes, paths = self._dir_sizes()
         found = self._resolve_rows(index, paths)[1]
-        by_name = set(found)
+        by_name: set[Any] = set(found)
         by_name.discard(None)
         by_path = {p for p in by_name if not isinstance(p, str)}
         by_name -= by_path

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from openclaw_cli.errors import NotFoundError, PreconditionError, SessionBusyError
 from openclaw_cli.fsio import FILE_MODE, fsync_dir
@@ -130,7 +130,7 @@ def patch_legacy(
             raise NotFoundError(f"session not found: {key}")
         updated = mutate(dict(current) if current is not None else None)
         if updated is None or updated == current:
-            return current
+            return cast("dict[str, Any] | None", current)
         store.upsert_entries({key: updated}, lock_settings=lock_settings)
         return updated
 
@@ -155,7 +155,7 @@ def leaf_id(store: Any, session_id: str, entry: dict[str, Any] | None) -> str | 
     for line in reversed(store.tail_transcript(session_id, 8, entry=entry, issues=[])):
         obj = line.obj
         if isinstance(obj, dict) and obj.get("type") != "session" and isinstance(obj.get("id"), str):
-            return obj["id"]
+            return cast(str, obj["id"])
     return None
 
 
@@ -271,7 +271,7 @@ def fork_legacy(
             snapshot = store.read_snapshot(parent_key, parent)
             child_sid = str(uuid.uuid4())
             header = snapshot.header or {}
-            cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
+            cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
             plan = plan_fork(
                 parent,
                 header,
@@ -311,7 +311,7 @@ def patch_sqlite(store: Any, key: str, mutate: Mutate, *, create: bool) -> dict[
             raise NotFoundError(f"session not found: {key}")
         updated = mutate(dict(current) if current is not None else None)
         if updated is None or updated == current:
-            return current
+            return cast("dict[str, Any] | None", current)
         store.upsert_entries({key: updated})
         return updated
 
@@ -447,7 +447,7 @@ def fork_sqlite(
         snapshot = store.read_snapshot(parent_key, parent)
         child_sid = str(uuid.uuid4())
         header = snapshot.header or {}
-        cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
+        cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
         plan = plan_fork(
             parent,
             header,

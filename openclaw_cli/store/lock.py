@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
 
@@ -286,7 +286,7 @@ def inspect_lock(
     now = clock.now_ms() if now_ms is None else now_ms
     p = payload or {}
     raw_pid = p.get("pid")
-    pid = raw_pid if _valid_lock_int(raw_pid) and raw_pid > 0 else None
+    pid = raw_pid if _valid_lock_int(raw_pid) and cast(int, raw_pid) > 0 else None
     own_pid = pid == os.getpid()
     pid_alive = pid is not None and (own_pid or is_pid_alive(pid))
     created_at = p.get("createdAt") if isinstance(p.get("createdAt"), str) else None

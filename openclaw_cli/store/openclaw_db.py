@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
@@ -192,7 +192,7 @@ class OpenClawDbStore(SessionStore):
     @property
     def open_mode(self) -> str:
         """How the file was opened: immutable | ro | snapshot (see sqlite_common.open_readonly)."""
-        return self._ro.mode
+        return cast("str", self._ro.mode)
 
     # ---- entries -----------------------------------------------------------------------------------
     def _entry(self, key: str, text: str) -> dict[str, Any] | None:
@@ -312,7 +312,7 @@ class OpenClawDbStore(SessionStore):
         if updated_since_ms is not None:
             sql += " AND updated_at >= ?"
             params.append(updated_since_ms)
-        return self._q(sql, params)[0][0]
+        return cast("int", self._q(sql, params)[0][0])
 
     def _entry_bytes_sql(self) -> str:
         """UTF-8 bytes of the whole entry: on schema 24+ its snapshot values count as they would
@@ -353,7 +353,7 @@ class OpenClawDbStore(SessionStore):
         return self._full_entry(key, rows[0][1], rows[0][2:]) if rows else None
 
     def count_entries(self) -> int:
-        return self._q("SELECT count(*) FROM session_nodes WHERE entry_valid = 1")[0][0]
+        return cast("int", self._q("SELECT count(*) FROM session_nodes WHERE entry_valid = 1")[0][0])
 
     # ---- transcripts -------------------------------------------------------------------------------
     def _decode(
@@ -381,7 +381,7 @@ class OpenClawDbStore(SessionStore):
         if len(data) != size:
             raise InvalidDataError(f"{PAYLOAD_SIZE_MISMATCH}: {where}")
         try:
-            return data.decode("utf-8")
+            return cast("str", data.decode("utf-8"))
         except UnicodeDecodeError:
             raise InvalidDataError(f"Compressed transcript payload is not valid UTF-8: {where}") from None
 
@@ -614,7 +614,7 @@ class OpenClawDbStore(SessionStore):
     def write_notices(self) -> list[str]:
         return list(self.notices)
 
-    def write_lock(self, lock_settings: Any):
+    def write_lock(self, lock_settings: Any) -> Any:
         from openclaw_cli.store.openclaw_guard import guarded_writes
 
         self.ensure_writable("change the session store")

@@ -132,7 +132,7 @@ def fork_session(
         snapshot = read_snapshot(store, parent_key, parent)
         child_sid = str(uuid.uuid4())
         header = snapshot.header or {}
-        cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else os.getcwd()
+        cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
         plan = plan_fork(
             parent,
             header,

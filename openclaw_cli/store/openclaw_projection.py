@@ -38,7 +38,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from openclaw_cli.jsonutil import loads
 
@@ -525,7 +525,7 @@ def catch_up(store: Any, sid: str) -> bool:
         latest = conn.execute(
             "SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)
         ).fetchone()[0]
-        return latest == cursor[2]
+        return cast("bool", latest == cursor[2])
     conn.executemany(
         "INSERT INTO session_transcript_active_events(session_id, active_position, event_seq,"
         " message_position, context_eligible) VALUES (?,?,?,?,?)",
@@ -628,7 +628,7 @@ def vouch(row: tuple[Any, ...], main_key: str) -> bool:
     updated = entry.get("updatedAt")
     if isinstance(updated, bool) or not isinstance(updated, int | float):
         return False
-    fork_source = entry.get("forkSource") if isinstance(entry.get("forkSource"), dict) else {}
+    fork_source: dict[str, Any] = entry["forkSource"] if isinstance(entry.get("forkSource"), dict) else {}
     expected_parent = entry.get("parentSessionKey", entry.get("spawnedBy"))
     if (
         parent != expected_parent
@@ -698,7 +698,7 @@ def _birth_time_ns(path: str) -> int | None:
     if statx(-100, path.encode(), 0, 0xFFF, buf) != 0:
         return None
     seconds, nanos = struct.unpack_from("<qI", buf, 80)  # struct statx: stx_btime at byte 80
-    return seconds * 1_000_000_000 + nanos
+    return cast("int", seconds * 1_000_000_000 + nanos)
 
 
 def receipt(path: Any, agent_id: str) -> str | None:
@@ -741,7 +741,7 @@ def certify_all(conn: sqlite3.Connection, tables: set[str], path: Any, agent_id:
         return True
     refused = certify(conn, tables, judged)
     if refused or pending_keys(conn, tables):
-        return current
+        return cast("bool", current)
     conn.execute("UPDATE session_key_contract SET canonical_ready = ? WHERE id = 1", (proof,))
     return True
 

@@ -214,7 +214,7 @@ def inline_fields(conn: sqlite3.Connection, key: str) -> list[str]:
         return []
     try:
         stored = jsonutil.loads_or_raw(row[0])
-    except (jsonutil.JSONDecodeError, TypeError):
+    except (*jsonutil.JSONDecodeError, TypeError):
         return []
     if not isinstance(stored, dict):
         return []

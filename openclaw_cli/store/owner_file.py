@@ -116,8 +116,8 @@ def _parse_namespace(value: Any) -> dict[str, Any] | None:
     if platform in ("linux", "darwin"):
         ok = isinstance(identity, str) and _BOOT_ID.match(identity) is not None
     elif platform == "win32":
-        ok = isinstance(identity, str) and re.match(
-            r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{7}Z$", identity
+        ok = isinstance(identity, str) and (
+            re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{7}Z$", identity) is not None
         )
     else:
         ok = False

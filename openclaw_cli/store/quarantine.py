@@ -14,7 +14,7 @@ quarantined too (wrapped), so a wrapper in the database is always one we wrote.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -70,7 +70,7 @@ def original_bytes(text: str | bytes) -> bytes:
     except orjson.JSONDecodeError:
         return text if isinstance(text, bytes) else text.encode("utf-8")
     if isinstance(obj.get("raw"), str):
-        return obj["raw"].encode("utf-8")
+        return cast(str, obj["raw"]).encode("utf-8")
     if isinstance(obj.get("rawBase64"), str):
         return base64.b64decode(obj["rawBase64"])
     return text if isinstance(text, bytes) else text.encode("utf-8")

@@ -171,7 +171,7 @@ class ArchiveBatch:
             if parsed is not None and archive.path.name not in skip:
                 self._index.setdefault(parsed[0], []).append(archive)
 
-    def _write(self, session_id: str, source: bytes | Path, base: str, *, sync: bool = False):
+    def _write(self, session_id: str, source: bytes | Path, base: str, *, sync: bool = False) -> Any:
         from openclaw_cli.store.archives import write_verified_archive
 
         if self._real is None:  # created and resolved once for the batch

@@ -186,8 +186,8 @@ def parse_transcript_stream(
                     previous = share_names(obj, previous, numbers)
                     line = TranscriptLine(
                         seq,
-                        raw.decode("utf-8") if keep_raw else None,
-                        obj,  # type: ignore[arg-type]
+                        raw.decode("utf-8") if keep_raw else None,  # type: ignore[arg-type]
+                        obj,
                         line_no,
                     )
             if line is None:
@@ -294,7 +294,7 @@ def build_successor_lines(
         (
             i
             for i in range(len(branch) - 1, -1, -1)
-            if branch[i].obj is not None and branch[i].obj.get("type") == "compaction"
+            if (obj := branch[i].obj) is not None and obj.get("type") == "compaction"
         ),
         None,
     )
@@ -302,7 +302,7 @@ def build_successor_lines(
         raise InvalidDataError("no compaction entry on the active branch; no successor transcript")
     first_kept = branch[boundary].obj.get("firstKeptEntryId")  # type: ignore[union-attr]
     kept_at = next(
-        (i for i in range(boundary) if branch[i].obj is not None and branch[i].obj.get("id") == first_kept),
+        (i for i in range(boundary) if (obj := branch[i].obj) is not None and obj.get("id") == first_kept),
         boundary,
     )
     removed: set[str] = set()

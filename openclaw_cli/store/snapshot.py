@@ -11,7 +11,7 @@ import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from openclaw_cli.errors import NotFoundError, RefusedError, SessionBusyError
 from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
@@ -74,7 +74,7 @@ class TranscriptSnapshot:
         if self.path is not None:
             return _copy_legacy(self.path, self.signature, sink, self.key)
         counter = _CountingSink(sink)
-        totals = self.store.export_transcript(self.session_id, counter)  # type: ignore[attr-defined]
+        totals = self.store.export_transcript(self.session_id, counter)
         if (totals.events, totals.bytes) != self.signature:
             raise SnapshotChanged(self.key)
         return counter.size
@@ -102,7 +102,7 @@ class TranscriptSnapshot:
             return
         found = self.read_lines(missing)
         for line_no, line in missing.items():
-            line.raw = found.get(line_no)  # type: ignore[assignment]
+            line.raw = found.get(line_no)
         if any(line.raw is None for line in missing.values()):
             raise SnapshotChanged(self.key)
 
@@ -170,7 +170,7 @@ class _CountingReader:
         self.size = 0
 
     def read(self, size: int = -1) -> bytes:
-        chunk = self._fh.read(size)
+        chunk: bytes = self._fh.read(size)
         self.size += len(chunk)
         return chunk
 
@@ -239,7 +239,9 @@ def _stream_legacy(
             before = os.fstat(fh.fileno())
             reader = _CountingReader(fh)
             found: list[ReadIssue] = []
-            lines = parse_transcript_stream(reader, label, found, keep_raw=False, on_entry=on_entry)
+            lines = parse_transcript_stream(
+                cast(BinaryIO, reader), label, found, keep_raw=False, on_entry=on_entry
+            )
             after = os.fstat(fh.fileno())
         if file_signature(before) == file_signature(after) and after.st_size == reader.size:
             issues.extend(found)
@@ -286,7 +288,7 @@ def _lines_from_rows(
             return None
         following = index + 1
         line.seq, line.line_no = index, following  # as numbered in the exported JSONL
-        line.raw = None  # type: ignore[assignment] - the row's text again only if a successor needs it
+        line.raw = None  # the row's text again only if a successor needs it
         if on_entry is not None:  # first: it may leave fields out, which then need no sharing
             on_entry(obj, following)
         previous = share_names(obj, previous, numbers)

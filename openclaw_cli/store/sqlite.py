@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, cast
 
 import orjson
 
@@ -209,7 +209,7 @@ def _window_row(
     updated = ms_int(_first_number(entry, "updatedAt"))
     created_ms = created if created is not None else fallback_ms
     updated_ms = updated if updated is not None else created_ms
-    origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
+    origin: dict[str, Any] = entry["origin"] if isinstance(entry.get("origin"), dict) else {}
     chat_type = _text(entry.get("chatType")) or _text(origin.get("chatType"))
     return (
         session_id,
@@ -480,7 +480,7 @@ class SqliteStore(SessionStore):
             raise RefusedError(f"Refusing to {operation}: {self.path} was opened read-only")
 
     # ---- the write protocol ------------------------------------------------------------------------
-    def write_lock(self, lock_settings: Any):
+    def write_lock(self, lock_settings: Any) -> Any:
         from openclaw_cli.store.writer import sqlite_write_lock
 
         return sqlite_write_lock(self, lock_settings.acquire_timeout_ms)
@@ -589,7 +589,7 @@ class SqliteStore(SessionStore):
         if updated_since_ms is not None:
             sql += " AND updated_at >= ?"
             params.append(_sql_int(updated_since_ms))
-        return self._q(lambda c: c.execute(sql, params).fetchone()[0])
+        return cast("int", self._q(lambda c: c.execute(sql, params).fetchone()[0]))
 
     def window_session_ids(self, key: str) -> list[str]:
         return [window["sessionId"] for window in self.list_windows(key)]
@@ -600,7 +600,7 @@ class SqliteStore(SessionStore):
 
         self.ensure_writable("reclaim database pages")
         with self._lock:
-            return self._q(reclaim_free_pages)
+            return cast("bool", self._q(reclaim_free_pages))
 
     def budget_archive_names(self) -> list[str]:
         return [
@@ -718,7 +718,7 @@ class SqliteStore(SessionStore):
                 cursor.close()
             return out
 
-        return self._q(run)
+        return cast("dict[str, dict[str, Any]]", self._q(run))
 
     def list_entries(
         self, *, limit: int | None = None, updated_since_ms: int | None = None
@@ -831,7 +831,8 @@ class SqliteStore(SessionStore):
         page's entries read. A `match` filter needs every entry: the generic path."""
         if query.match is not None:
             return super().list_view(query)
-        where, params = ["1"], []
+        where: list[str] = ["1"]
+        params: list[Any] = []
         if query.archived is not None:
             where.append("archived_at IS NOT NULL" if query.archived else "archived_at IS NULL")
         if query.pinned is not None:
@@ -979,7 +980,7 @@ class SqliteStore(SessionStore):
         return _loads_line(row[0]) if row else None
 
     def count_entries(self) -> int:
-        return self._q(lambda c: c.execute("SELECT count(*) FROM session_nodes").fetchone()[0])
+        return cast("int", self._q(lambda c: c.execute("SELECT count(*) FROM session_nodes").fetchone()[0]))
 
     def logical_bytes(self) -> tuple[int, int]:
         """(Σ entry JSON bytes, Σ transcript event bytes): the disk-budget overflow pre-check
@@ -991,7 +992,7 @@ class SqliteStore(SessionStore):
                 events = c.execute("SELECT coalesce(sum(event_bytes), 0) FROM session_windows").fetchone()[0]
             return entries, events
 
-        return self._q(run)
+        return cast("tuple[int, int]", self._q(run))
 
     def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
         """key -> (sessionId, UTF-8 bytes of the stored entry JSON): the disk-budget inputs
@@ -1905,6 +1906,7 @@ class _SessionImport:
         position = 0  # index among non-blank lines, for the prefix comparison
         source = self.record.source or self.record.session_key
         for line_no, raw in enumerate(self.record.lines, start=1):
+            item: tuple[str, int, Any] | Literal[False] | None
             try:
                 item = _prepare_line(raw, internal=False)
             except (ValueError, orjson.JSONDecodeError) as exc:
@@ -1984,11 +1986,13 @@ class _SessionImport:
         add_identity = identities.append
         seq = self.next_seq
         newest = self.newest
+        created: int | None
         nbytes = tokens = compactions = 0
         last_stamp: Any = None  # consecutive lines often share a timestamp: parsed once
         last_ms: int | None = None
         lines_read = 0
         for line_no, raw in enumerate(self.record.lines, start=1):
+            item: tuple[str, int, Any] | Literal[False] | None
             try:
                 if raw.__class__ is bytes and not raw.endswith(b"\n"):
                     # _prepare_line's bytes case, inline (same checks, same order)

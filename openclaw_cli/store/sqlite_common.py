@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -269,7 +269,7 @@ class _Keeper:
 
     def version(self) -> int:
         with self.lock:
-            return self.conn.execute("PRAGMA data_version").fetchone()[0]
+            return cast(int, self.conn.execute("PRAGMA data_version").fetchone()[0])
 
 
 _LIVE = {"enabled": 0}  # how many live servers run in this process
@@ -472,7 +472,7 @@ def reclaim_free_pages(conn: sqlite3.Connection) -> bool:
             busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             if busy:
                 busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            return log < 0 or done >= log  # (-1: not in WAL mode, nothing to copy)
+            return bool(log < 0 or done >= log)  # (-1: not in WAL mode, nothing to copy)
 
         if not checkpoint():
             return False
@@ -636,6 +636,7 @@ def list_archive_files(directory: Path) -> list[ArchiveFile]:
     (another module owns the naming rules); this fallback keeps listing usable without it."""
     if not directory.is_dir():
         return []
+    archives_mod: Any
     try:
         from openclaw_cli.store import archives as archives_mod
     except ImportError:

@@ -201,7 +201,7 @@ def coordinator_held(state_dir: Path) -> bool:
         conn.close()
 
 
-def busy_message(state_dir: Path, owner: dict, hint: str = "") -> str:
+def busy_message(state_dir: Path, owner: dict[str, object], hint: str = "") -> str:
     """OpenClaw 2026.9.8+'s refusal (`GatewayStateOwnerContentionError`) for its owner file; for an
     owner in another PID namespace whose heartbeat is fresh, its `GatewayLockNamespaceError`."""
     from openclaw_cli.store.owner_file import NAMESPACE_MESSAGE, state_database

@@ -153,7 +153,7 @@ def iter_jsonl(path: Path, *, issues: list[ReadIssue] | None = None) -> Iterator
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             _report(issues, path_s, None, "not a regular file")
             return
-        yield from iter_jsonl_stream(fh, path_s, issues=issues)  # type: ignore[arg-type]
+        yield from iter_jsonl_stream(fh, path_s, issues=issues)
 
 
 def count_lines(path: Path) -> tuple[int, int]:
@@ -166,7 +166,7 @@ def count_lines(path: Path) -> tuple[int, int]:
     lines = 0
     size = 0
     with os.fdopen(fd, "rb", buffering=0) as fh:
-        for data, _ in _split_lines(fh):  # type: ignore[arg-type]
+        for data, _ in _split_lines(fh):
             if data.strip():
                 lines += 1
                 size += len(data) - (1 if data.endswith(b"\r") else 0)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from openclaw_cli.store.base import TranscriptLine
 
@@ -187,10 +187,10 @@ def scan_tree(lines: Iterable[TranscriptLine]) -> TranscriptTree:
             target, append, side = control
             if latest_reset is not None and leaf is not None and not tree.contains(target, latest_reset):
                 target = append = leaf  # navigation may not jump back across a reset
-            node = TreeNode(ident, target, raw_parent, line, index, side=side, leaf_control=True)
+            node = TreeNode(cast(str, ident), target, raw_parent, line, index, side=side, leaf_control=True)
             if not known(target) or not known(append):
                 tree.has_invalid_leaf_control = True
-                invalid_controls.add(ident)
+                invalid_controls.add(cast(str, ident))
                 node.parent_id = raw_parent
                 node.invalid_control = True
                 _add(tree, node)
@@ -219,7 +219,9 @@ def scan_tree(lines: Iterable[TranscriptLine]) -> TranscriptTree:
                 parent = leaf  # appended at the physical cursor, continues the visible leaf
             parent = tree.skip_controls(parent)
 
-        node = TreeNode(ident, parent, raw_parent, line, index, side=side)
+        node = TreeNode(
+            cast(str, ident), parent, raw_parent, line, index, side=side
+        )  # explicit or v1: has an id
         _add(tree, node)
         if obj.get("type") == "reset":
             latest_reset = ident
