@@ -334,3 +334,13 @@ def test_the_list_loads_only_the_pages_it_shows(page: Any, state_dir: Path) -> N
         assert offsets[0] == 0 and offsets[-1] == 1400
         assert set(offsets) <= {0, 1200, 1400}, offsets  # nothing in between was fetched
         shot(page, "sessions-end")
+
+
+def test_a_token_with_url_characters_is_read_as_written(page: Any, hostile_state: Path) -> None:
+    from openclaw_cli.gateway.auth import AuthPolicy
+
+    secret = "tok+en/with=chars%2"
+    with GatewayThread(tick_interval_ms=60_000, auth=AuthPolicy("token", secret)) as gw:
+        page.goto(f"{http_of(gw.url)}#token=tok+en/with=chars%252")  # "+" raw, "%" encoded
+        page.wait_for_selector(".grid-row:not(.loading)", timeout=WAIT_MS)
+        assert page.evaluate("sessionStorage.getItem('openclaw.dashboard.token')") == secret

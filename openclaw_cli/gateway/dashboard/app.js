@@ -310,8 +310,10 @@
   function takeToken() {
     const hash = location.hash.replace(/^#/, "");
     if (/(^|&)token=/.test(hash)) {
-      const params = new URLSearchParams(hash);
-      const token = params.get("token");
+      // read by hand: URLSearchParams would turn a "+" of the token into a space
+      const raw = hash.split("&").find((part) => part.indexOf("token=") === 0) || "";
+      let token = raw.slice("token=".length);
+      try { token = decodeURIComponent(token); } catch (e) { /* kept as written */ }
       if (token) sessionStorage.setItem(TOKEN_KEY, token);
       // the token leaves the address bar (and the history entry) at once
       history.replaceState(null, "", location.pathname + location.search + "#/sessions");
