@@ -264,6 +264,64 @@ def _check_output(cx: Any, output: str) -> Path:
     return check_output_target(output, state_dir=cx.paths.state_dir, allowed_dir=cx.paths.exports_dir())
 
 
+_EXTENSIONS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+}
+
+
+def export_format(fmt: str | None, output: str | None) -> str:
+    """`--format`, else the format `-o`'s extension names (`.jsonl`, `.md`, `.html`, …), else jsonl.
+    A `--format` the extension contradicts is refused: the file would not be what its name says."""
+    by_name = _EXTENSIONS.get(Path(output).suffix.lower()) if output else None
+    if fmt is None:
+        return by_name or "jsonl"
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {fmt!r}).")
+    if by_name is not None and by_name != fmt:
+        raise UsageError(
+            f"--format {fmt} does not match {output} (its extension means {by_name}); "
+            f"pass --format {by_name}, or name the file for {fmt}."
+        )
+    return fmt
+
+
+def _sniff(path: Path) -> str | None:
+    """The export format an existing file holds (None: empty; "other": none of ours)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256).lstrip()
+    except OSError:
+        return "other"
+    if not head:
+        return None
+    lower = head.lower()
+    if head.startswith(b"{"):
+        return "jsonl"
+    if lower.startswith((b"<!doctype html", b"<html")):
+        return "html"
+    if head.startswith(b"#"):
+        return "md"
+    return "other"
+
+
+def _check_overwrite(path: Path, fmt: str) -> None:
+    """Never replace an existing file holding one export format with another (a Markdown export or
+    notes file about to become JSONL); a file of no export format is replaced as before."""
+    if not path.exists():
+        return
+    found = _sniff(path)
+    if found in FORMATS and found != fmt:
+        raise UsageError(
+            f"Refusing to overwrite {path}: it holds {found}, and this export is {fmt}. "
+            f"Choose another --output path, pass --format {found}, or remove the file first."
+        )
+
+
 def redacted_lines(lines: Iterator[Any]) -> Iterator[Any]:
     """`--redact`: each line's raw JSON masked by `openclaw_cli.redact` (the rules `sessions search
     --redact` applies to snippets) and parsed again; a line the masking left unparseable becomes a
@@ -301,11 +359,12 @@ def export_session(
     from openclaw_cli.fsio import FILE_MODE, fsync_dir
     from openclaw_cli.ops.lifecycle import open_export
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {fmt!r}).")
+    fmt = export_format(fmt, output)
     if json_mode and output is None:
         raise UsageError("--json needs --output PATH (without it the export itself is written to stdout).")
     path = _check_output(cx, output) if output is not None else None
+    if path is not None:
+        _check_overwrite(path, fmt)
     with open_export(cx, key, agent=agent, store=store, branch=branch) as source:
         meta = {
             "key": source.key,

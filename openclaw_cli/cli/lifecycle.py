@@ -631,7 +631,12 @@ def register(sessions_app: typer.Typer) -> None:
     def export_command(
         ctx: typer.Context,
         key: str = KEY,
-        fmt: str = typer.Option("jsonl", "--format", metavar="<jsonl|md|html>", help="Output format."),
+        fmt: str = typer.Option(
+            None,
+            "--format",
+            metavar="<jsonl|md|html>",
+            help="Output format (default: from --output's extension, else jsonl).",
+        ),
         output: str = typer.Option(
             None, "--output", "-o", metavar="<path>", help="Write here (default: stdout)."
         ),

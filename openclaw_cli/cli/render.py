@@ -158,7 +158,8 @@ def _store_line(store: dict[str, Any]) -> list[str]:
     kind += ", read-only" if store.get("readOnly") else ""
     backups = store.get("backups")
     return [
-        f"  {name}: {kind}: {plural(store['sessions'], 'session')}, transcripts {format_bytes(store['transcriptBytes'])}, "
+        f"  {name}: {kind}: {plural(store['sessions'], 'session')}{_archived_note(store)}, "
+        f"transcripts {format_bytes(store['transcriptBytes'])}, "
         f"archives {archives['count']} ({format_bytes(archives['bytes'])}), "
         f"{plural(store['compactions'], 'compaction')}",
         f"    {sanitize_text(store['path'])}",
@@ -172,6 +173,11 @@ def _store_line(store: dict[str, Any]) -> list[str]:
         ),
         *_behavior_line(store.get("behavior")),
     ]
+
+
+def _archived_note(store: dict[str, Any]) -> str:
+    archived = store.get("archivedSessions") or 0
+    return f" ({archived} archived)" if archived else ""
 
 
 def _behavior_line(behavior: dict[str, Any] | None) -> list[str]:
@@ -202,6 +208,11 @@ def gateway_state(gw: dict[str, Any]) -> str:
 def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> list[str]:
     cfg = result["config"]
     lines = [f"State dir: {sanitize_text(result['stateDir'])}"]
+    if result.get("stateDirExists") is False:
+        lines[0] += (
+            " (does not exist: nothing has run here yet; set OPENCLAW_STATE_DIR or --profile if your "
+            "OpenClaw state is elsewhere)"
+        )
     config_path = sanitize_text(result["configPath"])
     if not cfg.get("exists", True):
         lines.append(f"Config: {config_path} (none: defaults)")
@@ -248,7 +259,9 @@ def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> li
     recent = result["sessions"]["recent"]
     if recent:
         lines.append("Recent sessions:")
+        several = len(result["stores"]) > 1 or len({r.get("agentId") for r in recent}) > 1
         columns = [
+            *([Column("Agent", min_width=5, shrink_order=50)] if several else []),
             Column("Key", min_width=12, shrink_order=20),
             Column("Kind", min_width=5, shrink_order=45, style=_kind_style),
             Column("Age", min_width=7, shrink_order=60),
@@ -257,6 +270,7 @@ def status_lines(result: dict[str, Any], printer: Printer, *, now_ms: int) -> li
         ]
         rows = [
             [
+                *([sanitize_text(r.get("agentId") or "")] if several else []),
                 key_cell(r["key"], printer),
                 sanitize_text(r["kind"]),
                 format_time_ago(r.get("age")),

@@ -40,6 +40,7 @@ def migration_text(doc: dict[str, Any]) -> list[str]:
                 f"  restored={len(r.get('restoredFiles', []))}, skipped={len(r.get('skippedFiles', []))}, "
                 f"conflicts={len(r.get('conflicts', []))}, manifests={len(r.get('manifestPaths', []))}"
             )
+            lines += _after_restore(t, r)
         c = t.get("compact")
         if c is not None:
             lines.append(
@@ -55,6 +56,24 @@ def migration_text(doc: dict[str, Any]) -> list[str]:
             )
         lines += issue_lines(t["issues"])
     return lines
+
+
+def _after_restore(target: dict[str, Any], restore: dict[str, Any]) -> list[str]:
+    """What the agent's store reads once its legacy files are back (issue 22 §7): the SQLite
+    database stays and is still the store (spec D2) — the restored files serve an older,
+    file-backed OpenClaw."""
+    from pathlib import Path
+
+    if not restore.get("restoredFiles"):
+        return []
+    db, legacy = str(target.get("sqlitePath") or ""), str(target.get("storePath") or "")
+    if db and Path(db).exists():
+        return [
+            f"  note: openclaw (and OpenClaw 2026.9+) still read the SQLite database {s(db)}; the restored "
+            f"{s(legacy)} and its transcripts are for an older, file-backed OpenClaw. Move the database "
+            "aside (with its -wal and -shm) to read the restored sessions here."
+        ]
+    return [f"  note: the agent now reads the restored legacy store {s(legacy)}."]
 
 
 def _common_affixes(messages: list[str]) -> tuple[str, str]:

@@ -355,6 +355,10 @@ def build_status(
                 "schema": schema,
                 "readOnly": not writable,
                 "sessions": stats.sessions,
+                # issue 22 §7: archived rows counted apart (`openclaw sessions` lists them too)
+                "archivedSessions": sum(
+                    1 for e in entries.values() if isinstance(e, dict) and "archivedAt" in e
+                ),
                 "transcriptBytes": stats.transcript_bytes,
                 "transcriptEvents": stats.transcript_events,
                 "archives": {"count": stats.archives_count, "bytes": stats.archives_bytes},
@@ -392,6 +396,7 @@ def build_status(
             "totalSessions": total_sessions,
         },
         "stateDir": str(paths.state_dir),
+        "stateDirExists": paths.state_dir.is_dir(),
         "configPath": str(paths.config_path),
         "config": config_block,
         "stores": stores,

@@ -36,7 +36,8 @@ __all__ = [
 
 MIGRATE_HINT = (
     "Legacy session store in use for agent {agent}: {path}. "
-    "`openclaw doctor --session-sqlite import` would migrate it to SQLite."
+    "`openclaw doctor --session-sqlite import --session-sqlite-agent {agent}` would migrate it to SQLite "
+    "(`--session-sqlite-all-agents` migrates every agent)."
 )
 
 
