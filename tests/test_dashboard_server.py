@@ -146,7 +146,9 @@ def test_cleanup_preview_is_a_read_that_changes_nothing(gateway: GatewayThread, 
     store = state / "agents" / "main" / "sessions" / "sessions.json"
     before = store.read_bytes()
     with connected(gateway.url, scopes=["operator.read"]) as c:
-        res = c.request("sessions.cleanup", {"allAgents": True, "dryRun": True, "includeActions": True})
+        res = c.request(
+            "sessions.cleanup", {"allAgents": True, "dryRun": True, "enforce": True, "includeActions": True}
+        )
         assert res["ok"], res
         doc = res["payload"]
         stores = doc.get("stores") or [doc]

@@ -681,7 +681,7 @@
     const out = $("cleanup-out");
     clear(out);
     out.appendChild(el("p", "muted", "planning…"));
-    app.gw.request("sessions.cleanup", { allAgents: true, dryRun: true, includeActions: true }).then((res) => {
+    app.gw.request("sessions.cleanup", { allAgents: true, dryRun: true, enforce: true, includeActions: true }).then((res) => {
       clear(out);
       const stores = Array.isArray(res.stores) ? res.stores : [res];
       const cards = el("div", "cards");
@@ -689,7 +689,7 @@
         const card = el("div", "card");
         card.appendChild(el("h3", null, "Agent " + s.agentId + " · " + (s.storePath || "")));
         card.appendChild(el("p", "muted",
-          "Mode " + s.mode + " · rules of OpenClaw " + (s.release || "?") + (s.previewIsEnforce ? " (warn mode: showing what --enforce would do)" : "") +
+          "--enforce under the rules of OpenClaw " + (s.release || "?") +
           " · " + fmtNum(s.beforeCount) + " → " + fmtNum(s.afterCount) + " rows"));
         const rows = REASONS.map(([f, label, tone]) => [label, s[f] || 0, tone]);
         card.appendChild(bars(rows, Math.max(1, s.beforeCount || 0)));
