@@ -16,6 +16,7 @@ def register(app: typer.Typer) -> None:
         sessions,
         status,
         storage,
+        usage,
     )
 
     sessions.register(app)
@@ -26,4 +27,5 @@ def register(app: typer.Typer) -> None:
     compact.register(app)
     gateway.register(app)
     storage.register(app)
+    usage.register(app)
     dashboard.register(app)

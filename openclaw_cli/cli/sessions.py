@@ -296,8 +296,9 @@ def _follow(
 
 
 def register(app: typer.Typer) -> None:
-    from openclaw_cli.cli import lifecycle, search
+    from openclaw_cli.cli import archives, lifecycle, search
 
     lifecycle.register(sessions_app)
     search.register(sessions_app)
+    archives.register(sessions_app)
     app.add_typer(sessions_app, name="sessions")

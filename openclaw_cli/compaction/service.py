@@ -662,12 +662,52 @@ def _compact_max_lines(
         result["sessionId"] = written.session_id
         if written.session_id != snapshot.session_id:
             result["previousSessionId"] = snapshot.session_id
+        else:  # issue 27: the dropped lines' usage stays in the ledger (a successor window keeps them)
+            _ledger_dropped(st, key, snapshot, kept, stamp)
         result["successor"] = written.successor
         result["archive"] = written.archive
         if written.warnings:
             result["warnings"] = written.warnings
         return result
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _ledger_dropped(st: Any, key: str, snapshot: Any, kept: list[bytes], now_ms: int) -> None:
+    """A max-lines compaction that kept the session's id: the usage of the lines it dropped, as a
+    ledger delta record (counted whatever becomes of the session)."""
+    from openclaw_cli.keys import session_kind
+    from openclaw_cli.store.usage_ledger import (
+        Usage,
+        append_lines,
+        ledger_path,
+        lines_usage,
+        state_dir_of,
+        usage_record,
+    )
+
+    state = state_dir_of(st)
+    if state is None:
+        return
+    before = lines_usage(bytes(snapshot.data).split(b"\n"))
+    dropped = Usage()
+    dropped.add(before)
+    dropped.add(lines_usage(kept), sign=-1)
+    dropped.model, dropped.provider = before.model, before.provider
+    if not dropped.totals[6]:
+        return  # no usage left with the dropped lines
+    record = usage_record(
+        agent_id=st.agent_id,
+        key=key,
+        session_id=snapshot.session_id,
+        kind=session_kind(
+            key, snapshot.entry if isinstance(getattr(snapshot, "entry", None), dict) else None
+        ),
+        reason="compaction",
+        usage=dropped,
+        now_ms=now_ms,
+        delta=True,
+    )
+    append_lines(ledger_path(state, st.agent_id), [record])
 
 
 # ---- every session past its threshold -------------------------------------------------------------------

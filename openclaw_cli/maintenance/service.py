@@ -462,13 +462,17 @@ def apply_store(
             # warn mode with no explicit repair: nothing to write (no transaction, no backup)
             outcome = ApplyOutcome(applied_count=store.count_entries())
         else:
-            outcome = store.retire(
-                work,
-                lock_settings=lock_settings,
-                now_ms=result.now_ms,
-                checkpoint=checkpoint,
-                progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
-            )
+            from openclaw_cli.store.usage_ledger import ledgered, record_retirement
+
+            # issue 27: what the leaving transcripts cost outlives them (appended before they leave)
+            with ledgered(record_retirement(store, work, reason="cleanup", now_ms=int(result.now_ms))):
+                outcome = store.retire(
+                    work,
+                    lock_settings=lock_settings,
+                    now_ms=result.now_ms,
+                    checkpoint=checkpoint,
+                    progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
+                )
         if result.plan.archived:
             # the rows the release archives in place (after the removals: a row that changed since
             # the plan read it is left as it is, like a removal's)

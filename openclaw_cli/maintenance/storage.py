@@ -140,7 +140,7 @@ def _container(
         return "sqliteWal", None
     if name.endswith("-shm"):
         return "sqliteShm", None
-    if name.endswith(".usage-ledger.jsonl"):
+    if rel and rel[0] == "openclaw-cli-usage":
         return "ledger", None
     if name == "sessions.json":
         return "storeIndex", None

@@ -200,9 +200,16 @@ def delete_agent(ctx: Context, agent_id: Any, *, now_ms: int | None = None) -> d
             store.ensure_writable(f'delete agent "{agent}"')
         for store in stores:
             with store_writer(store, lock_settings):
-                outcome, count, left = store.retire_all(
-                    lock_settings=lock_settings, now_ms=now, checkpoint=checkpoint
+                from openclaw_cli.store.usage_ledger import ledgered, record_leaving
+
+                _count, rows = store.iter_listing(archived=None)
+                appended = record_leaving(  # issue 27: the agent's usage outlives its transcripts
+                    store, ((k, e, e.get("sessionId")) for k, e in rows), reason="agent-deleted", now_ms=now
                 )
+                with ledgered(appended):
+                    outcome, count, left = store.retire_all(
+                        lock_settings=lock_settings, now_ms=now, checkpoint=checkpoint
+                    )
             ctx.note_writes(store)
             kept_rows += left
             entries_removed += count

@@ -620,9 +620,22 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         with _writer(ctx, st):
             current = st.get_entry(loc.key)
             linked = linked_transcripts(st, current) if current is not None else []
-            outcome = st.reset_session(
-                loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now, marker=marker
-            )
+            from openclaw_cli.store.usage_ledger import Appended, ledgered, record_leaving
+
+            appended = Appended()
+            if (
+                not keep
+                and current is not None
+                and (expected is None or current.get("sessionId") == expected.strip())
+            ):
+                # issue 27: the previous transcript leaves through a reset archive; its usage stays
+                appended = record_leaving(
+                    st, [(loc.key, current, current.get("sessionId"))], reason="reset", now_ms=now
+                )
+            with ledgered(appended):
+                outcome = st.reset_session(
+                    loc.key, build, lock_settings=ctx.lock_settings(), now_ms=now, marker=marker
+                )
         if linked:
             result["warnings"] = [
                 symlink_warning(path).replace("(the row was)", "(the session was reset)") for path in linked
@@ -1002,9 +1015,16 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 raise SessionChangedError(loc.key, "deletion")
             plan = retirement_for_keys(st, {loc.key: current}, [loc.key], keep_transcripts=keep)
             linked = [] if keep else linked_transcripts(st, current)
-            outcome = st.delete_session(
-                loc.key, current, plan, lock_settings=ctx.lock_settings(), now_ms=ctx.now_ms()
+            from openclaw_cli.store.usage_ledger import Appended, ledgered, record_retirement
+
+            # issue 27: the transcript's usage outlives it (appended before it leaves)
+            appended = (
+                Appended() if keep else record_retirement(st, plan, reason="deleted", now_ms=ctx.now_ms())
             )
+            with ledgered(appended):
+                outcome = st.delete_session(
+                    loc.key, current, plan, lock_settings=ctx.lock_settings(), now_ms=ctx.now_ms()
+                )
         doc = {
             "ok": True,
             "key": loc.key,

@@ -1,0 +1,526 @@
+"""The usage ledger (issue 27 §6): what a session cost, kept after its transcript leaves a store.
+
+Before any transcript leaves a store (cleanup, delete, reset, agent delete, a max-lines compaction),
+its usage totals are appended to a per-agent ledger that nothing prunes:
+
+    <state>/openclaw-cli-usage/<agentId>.ledger.jsonl     one usage record per line
+    <state>/openclaw-cli-usage/<agentId>.removed.jsonl    the removed row itself (what a restore
+                                                          puts back: label, channel, …)
+
+A directory of ours beside the state that the real OpenClaw never reads (it is not in an agent's
+sessions dir, so no tool takes a ledger for a transcript). Appends are whole lines written with one
+`write` on an `O_APPEND` descriptor and fsynced; a torn last line (a crash mid-append) is closed
+with a newline before the next record, so it stays one unreadable line that readers count and
+skip. Nothing here ever rewrites or truncates a ledger.
+
+Usage of a transcript: every line carrying a `"usage":{…}` object (an assistant message) adds its
+input / output / cacheRead / cacheWrite / totalTokens and `cost.total`, under the line's model and
+the UTC day of its timestamp. Lines are not parsed whole: the usage object, model, provider and
+timestamp are cut out of the raw text (a line whose pieces do not parse is parsed whole).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+LEDGER_DIR = "openclaw-cli-usage"
+LEDGER_SUFFIX = ".ledger.jsonl"
+REMOVED_SUFFIX = ".removed.jsonl"
+RECORD_VERSION = 1
+FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+_USAGE = b'"usage":{'
+_MODEL = re.compile(rb'"model":"([^"\\]{1,200})"')
+_PROVIDER = re.compile(rb'"provider":"([^"\\]{1,200})"')
+_STAMP = re.compile(rb'"timestamp":"(\d{4}-\d{2}-\d{2})T([0-9:.]+)Z?"')
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def ledger_dir(state_dir: Path) -> Path:
+    return Path(state_dir) / LEDGER_DIR
+
+
+def ledger_path(state_dir: Path, agent_id: str) -> Path:
+    return ledger_dir(state_dir) / f"{agent_id}{LEDGER_SUFFIX}"
+
+
+def removed_path(state_dir: Path, agent_id: str) -> Path:
+    return ledger_dir(state_dir) / f"{agent_id}{REMOVED_SUFFIX}"
+
+
+def state_dir_of(store: Any) -> Path | None:
+    """The state dir a store belongs to: the run's (`WriteOptions.state_dir`), else the parent of
+    the `agents/` directory its path lies in; None for a store outside any state dir."""
+    options = getattr(store, "write_options", None)
+    if options is not None and options.state_dir is not None:
+        return Path(options.state_dir)
+    path = Path(store.path).absolute()
+    for parent in path.parents:
+        if parent.name == "agents":
+            return parent.parent
+    return None
+
+
+# ---- usage of a transcript -----------------------------------------------------------------------
+
+
+def _slot() -> list[float]:
+    return [0, 0, 0, 0, 0, 0.0, 0]  # input, output, cacheRead, cacheWrite, totalTokens, cost, messages
+
+
+@dataclass
+class Usage:
+    """Usage totals of one session (or of many: `add`), also per (UTC day, provider/model)."""
+
+    totals: list[float] = field(default_factory=_slot)
+    slices: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    first_ms: int | None = None
+    last_ms: int | None = None
+    model: str | None = None  # the last model seen
+    provider: str | None = None
+    events: int = 0
+
+    def add_message(
+        self, usage: dict[str, Any], model: str | None, provider: str | None, day: str | None
+    ) -> None:
+        values = [_int(usage.get(name)) for name in FIELDS]
+        if not values[4]:
+            values[4] = values[0] + values[1] + values[2] + values[3]
+        cost = usage.get("cost")
+        total_cost = _float(cost.get("total")) if isinstance(cost, dict) else _float(cost)
+        name = f"{provider}/{model}" if provider and model else (model or provider or "unknown")
+        for slot in (self.totals, self.slices.setdefault((day or "unknown", name), _slot())):
+            for i, value in enumerate(values):
+                slot[i] += value
+            slot[5] += total_cost
+            slot[6] += 1
+        if model:
+            self.model = model
+        if provider:
+            self.provider = provider
+
+    def see_time(self, ms: int | None) -> None:
+        if ms is None:
+            return
+        if self.first_ms is None or ms < self.first_ms:
+            self.first_ms = ms
+        if self.last_ms is None or ms > self.last_ms:
+            self.last_ms = ms
+
+    def add(self, other: Usage, sign: int = 1) -> None:
+        _merge(self.totals, other.totals, sign)
+        for name, slot in other.slices.items():
+            _merge(self.slices.setdefault(name, _slot()), slot, sign)
+        self.see_time(other.first_ms)
+        self.see_time(other.last_ms)
+        self.events += sign * other.events
+
+    def doc(self) -> dict[str, Any]:
+        return slot_doc(self.totals)
+
+
+def _merge(into: list[float], other: list[float], sign: int = 1) -> None:
+    for i, value in enumerate(other):
+        into[i] += sign * value
+
+
+def slot_doc(slot: list[float]) -> dict[str, Any]:
+    return {
+        "input": int(slot[0]),
+        "output": int(slot[1]),
+        "cacheRead": int(slot[2]),
+        "cacheWrite": int(slot[3]),
+        "totalTokens": int(slot[4]),
+        "cost": round(slot[5], 10),
+        "messages": int(slot[6]),
+    }
+
+
+def slot_of(doc: Any) -> list[float]:
+    if not isinstance(doc, dict):
+        return _slot()
+    return [
+        _int(doc.get("input")),
+        _int(doc.get("output")),
+        _int(doc.get("cacheRead")),
+        _int(doc.get("cacheWrite")),
+        _int(doc.get("totalTokens")),
+        _float(doc.get("cost")),
+        _int(doc.get("messages")),
+    ]
+
+
+def _int(value: Any) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value != value
+        or value in (float("inf"), float("-inf"))
+    ):
+        return 0
+    return int(value)
+
+
+def _float(value: Any) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value != value
+        or value in (float("inf"), float("-inf"))
+    ):
+        return 0.0
+    return float(value)
+
+
+def _iso_ms(day: bytes, clock: bytes) -> int | None:
+    try:
+        moment = datetime.fromisoformat(f"{day.decode()}T{clock.decode()}").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return int(moment.timestamp() * 1000)
+
+
+def _balanced(line: bytes, start: int) -> bytes | None:
+    """The `{…}` object starting at `start` (usage objects hold numbers and one nested object)."""
+    depth = 0
+    for i in range(start, min(len(line), start + 4096)):
+        char = line[i]
+        if char == 0x7B:
+            depth += 1
+        elif char == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return line[start : i + 1]
+        elif char == 0x22:  # a string inside: leave it to the full parse
+            return None
+    return None
+
+
+def add_line(usage: Usage, line: bytes) -> None:
+    """One raw transcript line into `usage`."""
+    import orjson
+
+    usage.events += 1
+    stamp = _STAMP.search(line, 0, 400)
+    day = None
+    if stamp is not None:
+        day = stamp.group(1).decode()
+        usage.see_time(_iso_ms(stamp.group(1), stamp.group(2)))
+    at = line.rfind(_USAGE)
+    if at < 0:
+        return
+    piece = _balanced(line, at + len(_USAGE) - 1)
+    model = provider = None
+    try:
+        found = orjson.loads(piece) if piece is not None else None
+    except ValueError:
+        found = None
+    if isinstance(found, dict):
+        models = _MODEL.findall(line, 0, at)
+        providers = _PROVIDER.findall(line, 0, at)
+        model = models[-1].decode() if models else None
+        provider = providers[-1].decode() if providers else None
+    else:  # an unusual line: parse it whole
+        try:
+            obj = orjson.loads(line)
+        except ValueError:
+            return
+        message = obj.get("message") if isinstance(obj, dict) else None
+        if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+            return
+        found = message["usage"]
+        model = message.get("model") if isinstance(message.get("model"), str) else None
+        provider = message.get("provider") if isinstance(message.get("provider"), str) else None
+    usage.add_message(found, model, provider, day)
+
+
+class UsageSink:
+    """A binary writer taking a store's `export_transcript` output and adding up its usage."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self._rest = b""
+        self.bytes = 0
+
+    def write(self, data: bytes) -> int:
+        buf = self._rest + bytes(data) if self._rest else bytes(data)
+        start = 0
+        while True:
+            end = buf.find(b"\n", start)
+            if end < 0:
+                break
+            if end > start:
+                self._line(buf[start:end])
+            start = end + 1
+        self._rest = buf[start:]
+        return len(data)
+
+    def _line(self, line: bytes) -> None:
+        if line.strip():
+            self.bytes += len(line)
+            add_line(self.usage, line)
+
+    def close(self) -> Usage:
+        if self._rest:
+            self._line(self._rest)
+            self._rest = b""
+        return self.usage
+
+
+def transcript_usage(store: Any, session_id: str, entry: dict[str, Any] | None = None) -> Usage:
+    sink = UsageSink()
+    store.export_transcript(session_id, sink, entry=entry)
+    return sink.close()
+
+
+def lines_usage(lines: Iterable[bytes | str]) -> Usage:
+    usage = Usage()
+    for line in lines:
+        raw = line.encode("utf-8") if isinstance(line, str) else line
+        if raw.strip():
+            add_line(usage, raw)
+    return usage
+
+
+# ---- records ---------------------------------------------------------------------------------------
+
+
+def usage_record(
+    *,
+    agent_id: str,
+    key: str | None,
+    session_id: str,
+    kind: str | None,
+    reason: str,
+    usage: Usage,
+    now_ms: int,
+    delta: bool = False,
+) -> dict[str, Any]:
+    """One ledger line. `delta`: usage of lines that left a session still in the store (a
+    max-lines compaction) — counted whatever the session's state; otherwise the record stands for
+    the whole session and counts only while that session is not in its store."""
+    record: dict[str, Any] = {
+        "v": RECORD_VERSION,
+        "at": now_ms,
+        "agentId": agent_id,
+        "key": key,
+        "sessionId": session_id,
+        "kind": kind,
+        "reason": reason,
+        **usage.doc(),
+        "model": usage.model,
+        "provider": usage.provider,
+        "firstActivityAt": usage.first_ms,
+        "lastActivityAt": usage.last_ms,
+        "events": usage.events,
+        # [day, provider/model, input, output, cacheRead, cacheWrite, totalTokens, cost, messages]
+        "slices": [
+            [day, name, *slot_doc(slot).values()] for (day, name), slot in sorted(usage.slices.items())
+        ],
+    }
+    if delta:
+        record["delta"] = True
+    return record
+
+
+@dataclass
+class Appended:
+    """What one append added, so that an operation refused before it changed anything (busy,
+    changed meanwhile, refused) leaves the state dir as it found it: `undo` cuts the file back
+    when nothing was appended after us (else our records stay: a record of a session still in its
+    store is never counted)."""
+
+    parts: list[tuple[Path, bool, int, int]] = field(default_factory=list)  # path, existed, before, after
+    created_dir: Path | None = None
+    failed: str | None = None  # why nothing could be appended
+
+    def undo(self) -> None:
+        for path, existed, before, after in reversed(self.parts):
+            try:
+                if after >= 0 and os.lstat(path).st_size != after:
+                    continue
+                if existed:
+                    os.truncate(path, before)
+                else:
+                    os.unlink(path)
+            except OSError:
+                continue
+        if self.created_dir is not None:
+            try:
+                os.rmdir(self.created_dir)
+            except OSError:
+                pass
+
+
+def append_lines(path: Path, records: list[dict[str, Any]], appended: Appended | None = None) -> None:
+    """Append whole JSON lines (one write, fsync). A torn last line is closed first."""
+    if not records:
+        return
+    import orjson
+
+    from openclaw_cli.fsio import ensure_dir
+
+    if appended is not None and appended.created_dir is None and not path.parent.exists():
+        appended.created_dir = path.parent
+    ensure_dir(path.parent)
+    data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    existed = os.path.lexists(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
+    size = 0
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    data = b"\n" + data  # a torn record stays one unreadable line, never glued to ours
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+        if appended is not None:
+            appended.parts.append((path, existed, size, size + len(data)))
+    except BaseException:
+        if appended is not None:
+            appended.parts.append((path, existed, size, -1))  # cut back whatever was written
+        raise
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class LedgerRead:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: int = 0  # lines that are not a record (a torn tail, damage)
+    unreadable_lines: list[int] = field(default_factory=list)  # their 1-based line numbers (first 20)
+    error: str | None = None  # the file could not be read at all
+
+
+def read_records(path: Path) -> LedgerRead:
+    """Every readable record; the rest counted, never an exception."""
+    import orjson
+
+    out = LedgerRead()
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return out
+    except OSError as exc:
+        out.error = exc.strerror or str(exc)
+        return out
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict) or not isinstance(record.get("sessionId"), str):
+            out.unreadable += 1
+            if len(out.unreadable_lines) < 20:
+                out.unreadable_lines.append(number)
+            continue
+        out.records.append(record)
+    return out
+
+
+def record_leaving(
+    store: Any,
+    items: Iterable[tuple[str | None, dict[str, Any] | None, str]],
+    *,
+    reason: str,
+    now_ms: int,
+) -> Appended:
+    """Before `items` (key, entry, sessionId) leave `store`: their usage into the agent's ledger
+    and their rows into the removed-rows file (nothing when the store lies outside a state dir)."""
+    from openclaw_cli.keys import session_kind
+
+    appended = Appended()
+    state = state_dir_of(store)
+    if state is None:
+        return appended
+    records: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for key, entry, sid in items:
+        if not isinstance(sid, str) or not sid or sid in seen:
+            continue
+        seen.add(sid)
+        usage = transcript_usage(store, sid, entry)
+        kind = session_kind(key, entry) if key else None
+        records.append(
+            usage_record(
+                agent_id=store.agent_id,
+                key=key,
+                session_id=sid,
+                kind=kind,
+                reason=reason,
+                usage=usage,
+                now_ms=now_ms,
+            )
+        )
+        if key is not None and isinstance(entry, dict):
+            rows.append(
+                {
+                    "v": RECORD_VERSION,
+                    "at": now_ms,
+                    "key": key,
+                    "sessionId": sid,
+                    "reason": reason,
+                    "entry": entry,
+                }
+            )
+    try:
+        append_lines(ledger_path(state, store.agent_id), records, appended)
+        append_lines(removed_path(state, store.agent_id), rows, appended)
+    except OSError as exc:
+        # a disk too full (or a state dir too locked) for a few hundred bytes: the removal's own
+        # free-space and permission checks refuse it next with the precise error; the state dir
+        # is left as found (decisions: issue 27, ledger)
+        appended.undo()
+        appended.parts.clear()
+        appended.failed = exc.strerror or str(exc)
+    return appended
+
+
+def record_retirement(store: Any, plan: Any, *, reason: str, now_ms: int) -> Appended:
+    """`record_leaving` for a `retire.Retirement`: the removed rows' sessions, and the sessions or
+    transcript files it archives without a row (orphans, earlier windows)."""
+    entries = plan.entries or {}
+    items: list[tuple[str | None, dict[str, Any] | None, str]] = []
+    for key in plan.removed_keys:
+        entry = entries.get(key)
+        sid = entry.get("sessionId") if isinstance(entry, dict) else None
+        if isinstance(sid, str):
+            items.append((key, entry, sid))
+    for sid in plan.session_ids:
+        key = plan.session_keys.get(sid)
+        items.append((key, entries.get(key) if key else None, sid))
+    for action in plan.archive_actions:
+        if action.session_id and action.kind == "transcript":
+            items.append((None, None, action.session_id))
+    return record_leaving(store, items, reason=reason, now_ms=now_ms)
+
+
+@contextmanager
+def ledgered(appended: Appended) -> Iterator[None]:
+    """Around the removal the records were appended for: an `OpenClawError` (refused, busy,
+    changed meanwhile: nothing removed) takes them back; an interruption keeps them (some
+    sessions may have left)."""
+    from openclaw_cli.errors import Interrupted, OpenClawError
+
+    try:
+        yield
+    except OpenClawError as exc:
+        if not isinstance(exc, Interrupted):
+            appended.undo()
+        raise
