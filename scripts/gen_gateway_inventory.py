@@ -91,8 +91,18 @@ def doc(methods: list[str], events: list[str]) -> str:
         "| method | session | status | why |",
         "|---|---|---|---|",
     ]
+    unlisted = [row(n, inventory.method_status(n), True) for n in inventory.UNLISTED_METHODS]
+    unlisted_head = [
+        "",
+        "## Served by OpenClaw without being listed",
+        "",
+        "The real Gateway answers these although its hello-ok does not list them (recorded).",
+        "",
+        "| method | session | status | why |",
+        "|---|---|---|---|",
+    ]
     tail = ["", "## Events", "", "| event | session | status | why |", "|---|---|---|---|"]
-    return "\n".join(head + method_rows + tail + event_rows) + "\n"
+    return "\n".join(head + method_rows + unlisted_head + unlisted + tail + event_rows) + "\n"
 
 
 def main(argv: list[str]) -> int:

@@ -185,5 +185,14 @@ def unserved_reason(name: str) -> str | None:
     return why if status == REFUSED else "not served by openclaw-cli yet"
 
 
-_OPENCLAW_METHOD_SET = frozenset(OPENCLAW_METHODS)
-__all__ = ["OPENCLAW_EVENTS", "OPENCLAW_METHODS", "event_status", "method_status", "unserved_reason"]
+# Methods the real Gateway answers without listing them in hello-ok (recorded: reads-1/2.jsonl).
+UNLISTED_METHODS: tuple[str, ...] = ("sessions.resolve", "sessions.get", "sessions.usage")
+_OPENCLAW_METHOD_SET = frozenset(OPENCLAW_METHODS) | frozenset(UNLISTED_METHODS)
+__all__ = [
+    "OPENCLAW_EVENTS",
+    "OPENCLAW_METHODS",
+    "UNLISTED_METHODS",
+    "event_status",
+    "method_status",
+    "unserved_reason",
+]

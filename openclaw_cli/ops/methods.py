@@ -14,7 +14,8 @@ table), `params` (the schema; a row without one cannot be built: validation fail
 `scope` (the least operator scope; `scope_for` names the params-aware rule, `ops/scopes.py`),
 `mutates` (the Gateway serialises writes per store), `event` (the `sessions.changed` reason a
 committed call emits, `gateway/events.py`), `batch` (a handler for several requests at once: the
-Gateway's group commit). The table's order is OpenClaw's hello-ok `features.methods` order.
+Gateway's group commit). The table is kept in OpenClaw's hello-ok `features.methods` order
+(`ops/openclaw_features.py`, recorded), whatever the rows' order here.
 """
 
 from __future__ import annotations
@@ -92,98 +93,110 @@ class Method:
 _VIEWS = "openclaw_cli.ops.session_views"
 _LIFECYCLE = "openclaw_cli.ops.lifecycle"
 _SCOPES = "openclaw_cli.ops.scopes"
+_READS = "openclaw_cli.ops.gateway_reads"
 
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in (
-        Method("health", f"{_VIEWS}:health", p.HEALTH, READ, scope_free=True),
-        Method("status", f"{_VIEWS}:gateway_status", p.STATUS, READ),
-        Method("agents.list", f"{_VIEWS}:gateway_agents", p.AGENTS_LIST, READ),
-        Method(
-            "agents.delete", "openclaw_cli.ops.agents:agents_delete", p.AGENTS_DELETE, ADMIN, mutates=True
-        ),
-        Method("sessions.list", f"{_VIEWS}:list_gateway_sessions", p.SESSIONS_LIST, READ),
-        Method("sessions.subscribe", f"{_VIEWS}:subscribe", p.SESSIONS_LIST, READ),
-        Method("sessions.preview", f"{_VIEWS}:preview", p.SESSIONS_PREVIEW, READ),
-        Method("sessions.describe", f"{_VIEWS}:describe", p.SESSIONS_DESCRIBE, READ),
-        Method(
-            "sessions.create",
-            f"{_LIFECYCLE}:sessions_create",
-            p.SESSIONS_CREATE,
-            WRITE,
-            mutates=True,
-            scope_for=f"{_SCOPES}:create_scope",
-            event="create",
-            local=LOCAL_PARAMS,
-        ),
-        Method(
-            "sessions.patch",
-            f"{_LIFECYCLE}:sessions_patch",
-            p.SESSIONS_PATCH,
-            WRITE,
-            mutates=True,
-            scope_for=f"{_SCOPES}:patch_scope",
-            batch=f"{_LIFECYCLE}:sessions_patch_many",
-            event="patch",
-            local=LOCAL_PARAMS,
-        ),
-        Method(
-            "sessions.cleanup",
-            "openclaw_cli.ops.cleanup:sessions_cleanup",
-            p.SESSIONS_CLEANUP,
-            ADMIN,
-            mutates=True,
-            scope_for=f"{_SCOPES}:cleanup_scope",
-            event="cleanup",
-            local=frozenset({"store"}),
-            dry_run=True,
-        ),
-        Method(
-            "sessions.reset",
-            f"{_LIFECYCLE}:sessions_reset",
-            p.SESSIONS_RESET,
-            ADMIN,
-            mutates=True,
-            event="reset",
-            local=LOCAL_PARAMS,
-        ),
-        Method(
-            "sessions.delete",
-            f"{_LIFECYCLE}:sessions_delete",
-            p.SESSIONS_DELETE,
-            ADMIN,
-            mutates=True,
-            scope_for=f"{_SCOPES}:delete_scope",
-            event="delete",
-            local=LOCAL_PARAMS,
-        ),
-        Method(
-            "sessions.compact",
-            "openclaw_cli.ops.compact:sessions_compact",
-            p.SESSIONS_COMPACT,
-            ADMIN,
-            mutates=True,
-            event="compact",
-            local=LOCAL_PARAMS,
-        ),
-        Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ),
-        Method(
-            "sessions.search",
-            "openclaw_cli.ops.search:sessions_search",
-            p.SESSIONS_SEARCH,
-            READ,
-            local=frozenset({"store", "verbose"}),
-        ),
-        # ours (issue 28): `openclaw storage --json` for the dashboard; OpenClaw's Gateway has none
-        Method(
-            "storage.report",
-            "openclaw_cli.ops.storage:storage_report",
-            p.STORAGE_REPORT,
-            READ,
-            advertised=False,
-        ),
-    )
-}
+_ROWS = (
+    Method("health", f"{_VIEWS}:health", p.HEALTH, READ, scope_free=True),
+    Method("status", f"{_VIEWS}:gateway_status", p.STATUS, READ),
+    Method("agents.list", f"{_VIEWS}:gateway_agents", p.AGENTS_LIST, READ),
+    Method("agents.delete", "openclaw_cli.ops.agents:agents_delete", p.AGENTS_DELETE, ADMIN, mutates=True),
+    Method("sessions.list", f"{_VIEWS}:list_gateway_sessions", p.SESSIONS_LIST, READ),
+    Method("sessions.subscribe", f"{_VIEWS}:subscribe", p.SESSIONS_LIST, READ),
+    Method("sessions.preview", f"{_VIEWS}:preview", p.SESSIONS_PREVIEW, READ),
+    Method("sessions.describe", f"{_VIEWS}:describe", p.SESSIONS_DESCRIBE, READ),
+    Method(
+        "sessions.create",
+        f"{_LIFECYCLE}:sessions_create",
+        p.SESSIONS_CREATE,
+        WRITE,
+        mutates=True,
+        scope_for=f"{_SCOPES}:create_scope",
+        event="create",
+        local=LOCAL_PARAMS,
+    ),
+    Method(
+        "sessions.patch",
+        f"{_LIFECYCLE}:sessions_patch",
+        p.SESSIONS_PATCH,
+        WRITE,
+        mutates=True,
+        scope_for=f"{_SCOPES}:patch_scope",
+        batch=f"{_LIFECYCLE}:sessions_patch_many",
+        event="patch",
+        local=LOCAL_PARAMS,
+    ),
+    Method(
+        "sessions.cleanup",
+        "openclaw_cli.ops.cleanup:sessions_cleanup",
+        p.SESSIONS_CLEANUP,
+        ADMIN,
+        mutates=True,
+        scope_for=f"{_SCOPES}:cleanup_scope",
+        event="cleanup",
+        local=frozenset({"store"}),
+        dry_run=True,
+    ),
+    Method(
+        "sessions.reset",
+        f"{_LIFECYCLE}:sessions_reset",
+        p.SESSIONS_RESET,
+        ADMIN,
+        mutates=True,
+        event="reset",
+        local=LOCAL_PARAMS,
+    ),
+    Method(
+        "sessions.delete",
+        f"{_LIFECYCLE}:sessions_delete",
+        p.SESSIONS_DELETE,
+        ADMIN,
+        mutates=True,
+        scope_for=f"{_SCOPES}:delete_scope",
+        event="delete",
+        local=LOCAL_PARAMS,
+    ),
+    Method(
+        "sessions.compact",
+        "openclaw_cli.ops.compact:sessions_compact",
+        p.SESSIONS_COMPACT,
+        ADMIN,
+        mutates=True,
+        event="compact",
+        local=LOCAL_PARAMS,
+    ),
+    Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ),
+    Method(
+        "sessions.search",
+        "openclaw_cli.ops.search:sessions_search",
+        p.SESSIONS_SEARCH,
+        READ,
+        local=frozenset({"store", "verbose"}),
+    ),
+    # issue 25: what OpenClaw's clients ask of a session Gateway (`ops/gateway_reads.py`)
+    Method("logs.tail", f"{_READS}:logs_tail", p.LOGS_TAIL, READ),
+    Method("config.get", f"{_READS}:config_get", p.CONFIG_GET, READ),
+    Method("system-presence", f"{_READS}:system_presence", p.SYSTEM_PRESENCE, READ),
+    # served by the real Gateway without being listed in its hello-ok
+    Method("sessions.resolve", f"{_READS}:sessions_resolve", p.SESSIONS_RESOLVE, READ, advertised=False),
+    # ours (issue 28): `openclaw storage --json` for the dashboard; OpenClaw's Gateway has none
+    Method(
+        "storage.report",
+        "openclaw_cli.ops.storage:storage_report",
+        p.STORAGE_REPORT,
+        READ,
+        advertised=False,
+    ),
+)
+
+
+def _openclaw_order(row: Method) -> int:
+    """OpenClaw's hello-ok position (rows it does not list last, in table order)."""
+    from openclaw_cli.ops.openclaw_features import OPENCLAW_METHODS
+
+    return OPENCLAW_METHODS.index(row.name) if row.advertised else len(OPENCLAW_METHODS)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in sorted(_ROWS, key=_openclaw_order)}
 
 
 def method(name: str) -> Method:

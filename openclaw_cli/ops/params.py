@@ -564,3 +564,30 @@ AGENTS_LIST = Obj({})
 AGENTS_DELETE = Obj({"agentId": NonEmpty, "deleteFiles": Bool()}, required=("agentId",))
 HEALTH = Obj({"probe": Bool()})
 STATUS = Obj({"includeChannelSummary": Bool(), "includeCliProjection": Bool()})
+
+# ---- issue 25: reads OpenClaw's clients ask a session Gateway for (OpenClaw 2026.9.6's schemas) ----
+SESSIONS_RESOLVE = Obj(
+    {
+        "key": NonEmpty,
+        "sessionId": NonEmpty,
+        "label": Label,
+        "reference": Obj({"key": NonEmpty, "slug": NonEmpty}, required=("key",)),
+        "shortId": NonEmpty,
+        "slugHint": NonEmpty,
+        "agentId": NonEmpty,
+        "spawnedBy": NonEmpty,
+        "includeGlobal": Bool(),
+        "includeUnknown": Bool(),
+        "allowMissing": Bool(),
+    }
+)
+# `system-presence` takes any params (the real one answers `{bogus: 1}` with the list)
+SYSTEM_PRESENCE = Obj({}, closed=False)
+LOGS_TAIL = Obj(
+    {
+        "cursor": Int(minimum=0),
+        "limit": Int(minimum=1, maximum=5000),
+        "maxBytes": Int(minimum=1, maximum=1_000_000),
+    }
+)
+CONFIG_GET = Obj({})

@@ -541,9 +541,12 @@ def preview(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             continue
         _agent, store, _stored, entry = found
         with store:
-            previews.append(
-                {"key": key, "status": "ok", "items": _recent_messages(store, entry, limit, max_chars)}
-            )
+            if not entry.get("sessionId"):  # a row with no transcript: OpenClaw says missing
+                previews.append({"key": key, "status": "missing", "items": []})
+                continue
+            items = _recent_messages(store, entry, limit, max_chars)
+            # OpenClaw 2026.9.6: `empty` for a stored session with no message to show
+            previews.append({"key": key, "status": "ok" if items else "empty", "items": items})
     return {"ts": ctx.now_ms(), "previews": previews}
 
 

@@ -1,0 +1,331 @@
+"""Reads OpenClaw's own clients ask a session Gateway for (issue 25), answered as OpenClaw 2026.9.6
+answers them (recorded: tests/fixtures/gateway-2026.9.6-issue25):
+
+* `sessions.resolve`: one selector of key / sessionId / label / shortId / reference to
+  `{ok: true, key, agentId}`; `allowMissing` turns "No session found" into `{ok: true, missing: true}`;
+* `system-presence`: this Gateway's own presence entry (no other instance reports to it);
+* `logs.tail`: a byte window of our log file with OpenClaw's cursor paging;
+* `config.get`: the config file, secrets redacted as OpenClaw redacts them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import socket
+import uuid
+from pathlib import Path
+from typing import Any
+
+from openclaw_cli.errors import PreconditionError
+from openclaw_cli.ops.context import Context
+
+# ---- sessions.resolve --------------------------------------------------------------------------------------
+
+_SHORT_ID = re.compile(r"^[0-9a-fA-F]{8,32}$")
+_UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+_SELECTORS = "key, sessionId, label, shortId, or reference"
+
+
+class _Missing(Exception):
+    pass
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _agents(ctx: Context, agent_id: str | None) -> list[str]:
+    from openclaw_cli.ids import normalize_agent_id
+    from openclaw_cli.ops.targets import known_agent_ids
+
+    return [normalize_agent_id(agent_id)] if agent_id else known_agent_ids(ctx.paths, ctx.config)
+
+
+def _entries(ctx: Context, agent_id: str | None) -> list[tuple[str, str, dict[str, Any]]]:
+    """(agent, key, entry) of every stored session of the selected agents, newest first."""
+    from openclaw_cli.ops.session_views import _open_existing
+
+    rows: list[tuple[str, str, dict[str, Any]]] = []
+    for agent in _agents(ctx, agent_id):
+        store = _open_existing(ctx, agent)
+        if store is None:
+            continue
+        with store:
+            found, _total = store.list_entries()
+            rows.extend((agent, key, entry) for key, entry in found)
+    rows.sort(
+        key=lambda row: (
+            -(row[2].get("updatedAt") or 0) if isinstance(row[2].get("updatedAt"), int | float) else 0
+        )
+    )
+    return rows
+
+
+def _by_key(ctx: Context, key: str, agent_id: str | None) -> dict[str, Any]:
+    from openclaw_cli.config import configured_agent_ids
+    from openclaw_cli.keys import parse_agent_key
+    from openclaw_cli.ops.session_views import _find
+
+    if parse_agent_key(key) is None and not agent_id and len(configured_agent_ids(ctx.config)) > 1:
+        raise PreconditionError(
+            f'Multiple agents are configured, but session key "{key}" has no explicit owner. '
+            "Pass agentId or use an agent-prefixed session key."
+        )
+    found = _find(ctx, key, agent_id)
+    if found is None:
+        raise _Missing(f"No session found: {key}")
+    agent, store, stored, _entry = found
+    store.close()
+    return {"ok": True, "key": stored, "agentId": agent}
+
+
+def _by_session_id(ctx: Context, session_id: str, agent_id: str | None) -> dict[str, Any]:
+    matches = [
+        (agent, key) for agent, key, entry in _entries(ctx, agent_id) if entry.get("sessionId") == session_id
+    ]
+    if not matches:
+        raise _Missing(f"No session found: {session_id}")
+    if len(matches) > 1:
+        listed = ", ".join(f"{agent}:{key}" if not agent_id else key for agent, key in matches)
+        raise PreconditionError(f"Multiple sessions found for sessionId: {session_id} ({listed})")
+    agent, key = matches[0]
+    return {"ok": True, "key": key, "agentId": agent}
+
+
+def _by_label(ctx: Context, label: str, agent_id: str | None) -> dict[str, Any]:
+    matches = [(agent, key) for agent, key, entry in _entries(ctx, agent_id) if entry.get("label") == label]
+    if not matches:
+        raise _Missing(f"No session found with label: {label}")
+    if len(matches) > 1:
+        keys = ", ".join(key for _agent, key in matches[:2])
+        raise PreconditionError(f"Multiple sessions found with label: {label} ({keys})")
+    agent, key = matches[0]
+    return {"ok": True, "key": key, "agentId": agent}
+
+
+def _candidate(agent: str, key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "agentId": agent}
+    name = entry.get("displayName") or entry.get("label")
+    if isinstance(name, str) and name:
+        out["displayName"] = name
+    return out
+
+
+def _by_short_id(ctx: Context, raw: str, agent_id: str | None) -> dict[str, Any]:
+    if not _SHORT_ID.match(raw):
+        raise PreconditionError("shortId must be 8-32 hexadecimal characters")
+    short = raw.lower()
+    matches = []
+    for agent, key, entry in _entries(ctx, agent_id):
+        tail = _UUID_TAIL.search(key)
+        if tail and tail.group(1).lower().replace("-", "").startswith(short):
+            matches.append(_candidate(agent, key, entry))
+    if not matches:
+        raise _Missing(f"No session found: {short}")
+    if len(matches) > 1:
+        return {"ok": True, "ambiguous": True, "candidates": matches[:10]}
+    return {"ok": True, **matches[0]}
+
+
+def sessions_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    agent_id = _text(params.get("agentId")) or None
+    reference = params.get("reference")
+    key, session_id = _text(params.get("key")), _text(params.get("sessionId"))
+    label, short_id = _text(params.get("label")), _text(params.get("shortId"))
+    chosen = {
+        "key": key,
+        "sessionId": session_id,
+        "label": label,
+        "shortId": short_id,
+        "reference": reference,
+    }
+    if "slugHint" in params and not short_id:
+        raise PreconditionError("slugHint requires shortId")
+    given = [name for name, value in chosen.items() if value]
+    if len(given) > 1:
+        raise PreconditionError(f"Provide either {_SELECTORS} (not multiple)")
+    if not given:
+        raise PreconditionError(f"Either {_SELECTORS} is required")
+    try:
+        if isinstance(reference, dict):
+            return _by_key(ctx, _text(reference.get("key")), agent_id)
+        if key:
+            return _by_key(ctx, key, agent_id)
+        if session_id:
+            return _by_session_id(ctx, session_id, agent_id)
+        if short_id:
+            return _by_short_id(ctx, short_id, agent_id)
+        return _by_label(ctx, label, agent_id)
+    except _Missing as missing:
+        if params.get("allowMissing") is True:
+            return {"ok": True, "missing": True}
+        raise PreconditionError(str(missing)) from None
+
+
+# ---- system-presence -------------------------------------------------------------------------------------------
+
+
+def _host_ip() -> str | None:
+    """The address other hosts would reach this one at (no packet is sent: a UDP connect only
+    picks the route), None when there is no route."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))
+            address: str = probe.getsockname()[0]
+            return address
+    except OSError:
+        return None
+
+
+def system_presence(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """This Gateway's own presence entry, as OpenClaw's Gateway reports itself (`reason: "self"`)."""
+    from openclaw_cli import __version__
+
+    host = socket.gethostname()
+    ip = _host_ip()
+    system = platform.system()
+    entry: dict[str, Any] = {"host": host}
+    if ip:
+        entry["ip"] = ip
+    entry.update(
+        {
+            "version": __version__,
+            "platform": f"{system.lower()} {platform.release()}",
+            "deviceFamily": {"Darwin": "Mac", "Windows": "Windows"}.get(system, system),
+            "mode": "gateway",
+            "reason": "self",
+            "instanceId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"openclaw-cli:{host}:{ctx.paths.state_dir}")),
+            "text": f"Gateway: {host}{f' ({ip})' if ip else ''} · app {__version__} · mode gateway · reason self",
+            "ts": ctx.now_ms(),
+        }
+    )
+    return [entry]
+
+
+# ---- logs.tail ---------------------------------------------------------------------------------------------
+
+LOG_DEFAULT_LIMIT = 500
+LOG_DEFAULT_MAX_BYTES = 250_000
+
+
+def log_file(ctx: Context) -> Path:
+    """Our Gateway's log file: the config's `logging.file`, else `<state dir>/logs/gateway.log`."""
+    raw = getattr(ctx.config, "raw", None) or {}
+    section = raw.get("logging") if isinstance(raw, dict) else None
+    configured = section.get("file") if isinstance(section, dict) else None
+    if isinstance(configured, str) and configured.strip():
+        return Path(os.path.expanduser(configured.strip()))
+    return Path(ctx.paths.state_dir) / "logs" / "gateway.log"
+
+
+def logs_tail(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw's cursor paging: without a cursor the last `maxBytes` of the file; with one, what
+    was appended since (a cursor past the end, or further back than `maxBytes`, resets to the
+    last `maxBytes`: `reset`, `skippedBytes`); a partial first line is dropped, at most `limit`
+    lines (the newest: `truncated`), and the next cursor ends at the last whole line."""
+    path = log_file(ctx)
+    limit = params.get("limit", LOG_DEFAULT_LIMIT)
+    max_bytes = params.get("maxBytes", LOG_DEFAULT_MAX_BYTES)
+    cursor = params.get("cursor")
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return {
+            "file": str(path),
+            "cursor": 0,
+            "size": 0,
+            "lines": [],
+            "truncated": False,
+            "reset": bool(cursor),
+        }
+    reset = truncated = False
+    skipped: int | None = None
+    if cursor is None:
+        start = max(0, size - max_bytes)
+        truncated = start > 0
+    elif cursor > size:
+        reset = True
+        start = max(0, size - max_bytes)
+        truncated = start > 0
+    else:
+        start = cursor
+        if size - start > max_bytes:
+            reset = truncated = True
+            skipped = max(0, size - max_bytes) - start
+            start = max(0, size - max_bytes)
+    out: dict[str, Any] = {"file": str(path)}
+    if size <= start:
+        out.update({"cursor": size, "size": size, "lines": [], "truncated": truncated, "reset": reset})
+    else:
+        with path.open("rb") as handle:
+            whole_line = True
+            if start > 0:
+                handle.seek(start - 1)
+                whole_line = handle.read(1) == b"\n"
+            data = handle.read(size - start)
+        pieces = data.split(b"\n")
+        pieces.pop()  # after the last newline: an unfinished line, read again next time
+        if start > 0 and not whole_line and pieces:
+            pieces.pop(0)
+        if len(pieces) > limit:
+            truncated = True
+            pieces = pieces[-limit:]
+        last = data.rfind(b"\n")
+        lines = [piece.decode("utf-8", "replace") for piece in pieces]
+        out.update(
+            {"cursor": start + last + 1, "size": size, "lines": lines, "truncated": truncated, "reset": reset}
+        )
+    if skipped is not None:
+        out["skippedBytes"] = skipped
+    return out
+
+
+# ---- config.get ---------------------------------------------------------------------------------------------
+
+REDACTED = "__OPENCLAW_REDACTED__"
+_SECRET_KEY = re.compile(r"(token|password|secret|apikey|api_key|privatekey|credential|passphrase)$", re.I)
+
+
+def redact_config(value: Any) -> Any:
+    """Every string under a secret-named key replaced by OpenClaw's redaction sentinel."""
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if isinstance(v, str) and _SECRET_KEY.search(k) else redact_config(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_config(v) for v in value]
+    return value
+
+
+def config_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """The config file as OpenClaw's `config.get` reports it: path, whether it exists, the raw
+    text and the parsed object (secrets redacted in both), validity and a content hash. We apply
+    no runtime defaults, so `resolved` and `config` are the file as written."""
+    from openclaw_cli.config.loader import parse_config_bytes, read_config_bytes
+
+    path = Path(ctx.paths.config_path)
+    data = read_config_bytes(path)
+    out: dict[str, Any] = {"path": str(path), "exists": data is not None}
+    if data is None:
+        parsed: dict[str, Any] = {}
+        out.update({"raw": None, "parsed": {}, "valid": True})
+    else:
+        parsed = redact_config(parse_config_bytes(data, path))
+        out.update({"raw": json.dumps(parsed), "parsed": parsed, "valid": True})
+    out.update(
+        {
+            "sourceConfig": parsed,
+            "resolved": parsed,
+            "config": parsed,
+            "hash": "sha256:" + hashlib.sha256(data or b"").hexdigest(),
+            "issues": [],
+            "warnings": [],
+            "legacyIssues": [],
+        }
+    )
+    return out
