@@ -140,3 +140,28 @@ def test_config_get_redacts_secrets(state: Path) -> None:
         assert got["parsed"]["gateway"]["auth"]["token"] == "__OPENCLAW_REDACTED__"
         assert TOKEN not in json.dumps(got)
         assert got["parsed"]["agents"] == CONFIG["agents"]
+
+
+def test_health_event_right_after_hello(state: Path) -> None:
+    # the scheduled refresh an hour away: what arrives is the on-connect event
+    with GatewayThread(health_interval_ms=3_600_000) as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        first = client.recv()
+        assert first["type"] == "event" and first["event"] == "health", first
+        assert first["payload"]["ok"] is True and "stateVersion" in first
+        with Client(gw.url) as second:
+            assert second.hello()["ok"]
+            assert second.recv()["event"] == "health"
+
+
+def test_gateway_run_logs_to_the_file_logs_tail_serves(state: Path) -> None:
+    from tests.gateway_server_support import GatewayProcess
+
+    log = state / "logs" / "gateway.log"
+    before = log.stat().st_size
+    with GatewayProcess() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        tail = client.request("logs.tail", {"cursor": before})["payload"]
+    messages = [json.loads(line)["message"] for line in tail["lines"]]
+    assert any(m.startswith("listening on ws://") for m in messages), messages
+    assert all(json.loads(line)["subsystem"] in ("gateway", "ws") for line in tail["lines"])

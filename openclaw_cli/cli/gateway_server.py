@@ -243,6 +243,15 @@ def gateway_run(
     run(body)
 
 
+def _log_file(paths):
+    """The file `logs.tail` serves (`logging.file`, else `<state dir>/logs/gateway.log`)."""
+    from openclaw_cli.gateway.logfile import LogFile
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.ops.gateway_reads import log_file
+
+    return LogFile(log_file(Context.load(paths, strict=False)))
+
+
 def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
     """Own the state dir, listen, serve until a signal, then shut down gracefully."""
     import asyncio
@@ -257,6 +266,12 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
 
     hide_secrets_from_argv()
     ownership = take_ownership(paths.state_dir, paths.config_path)
+    log_file = _log_file(paths)
+
+    def log(text: str) -> None:
+        err(text)
+        log_file.write(text)
+
     try:
         options = ServerOptions(
             host=resolved["host"],
@@ -264,7 +279,7 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
             auth=resolved["auth"],
             ssl=resolved["ssl"],
             verbose=verbose,
-            log=err,
+            log=log,
         )
 
         async def main() -> None:
@@ -285,19 +300,19 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
                     "version": __version__,
                 }
             )
-            err(
+            log(
                 f"[gateway] listening on {url} (pid {os.getpid()}, state dir {paths.state_dir}, "
                 f"auth {resolved['auth'].mode})"
             )
-            err("[gateway] ready")
+            log("[gateway] ready")
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
             await stop.wait()
-            err("[gateway] stopping: finishing in-flight writes")
+            log("[gateway] stopping: finishing in-flight writes")
             await server.stop()
-            err("[shutdown] completed cleanly")
+            log("[shutdown] completed cleanly")
 
         asyncio.run(main())
     finally:

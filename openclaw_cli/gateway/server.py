@@ -275,6 +275,7 @@ class GatewayServer:
         self._draining: set[tuple[str, tuple[str, ...]]] = set()
         self._background_writes: set[asyncio.Task[None]] = set()
         self._health: dict[str, Any] | None = None
+        self._tasks_on_connect: set[asyncio.Future[None]] = set()
         self._health_version = 0
         self.address: tuple[str, int] | None = None
         self._live = False
@@ -484,6 +485,9 @@ class GatewayServer:
         self.book.authenticated(conn.ws)
         conn.ws.protocol.max_message_size = protocol.MAX_PAYLOAD
         conn.send(protocol.response_ok(req_id, hello))
+        # OpenClaw sends `health` right after hello-ok (recorded at 0.0 s), then on its schedule
+        self._tasks_on_connect.add(task := asyncio.ensure_future(self._send_health(conn)))
+        task.add_done_callback(self._tasks_on_connect.discard)
         if self.options.verbose:
             self._log(
                 f"[ws] connect client={conn.client.get('id')} mode={conn.client.get('mode')} "
@@ -777,6 +781,20 @@ class GatewayServer:
             if self._writes_done != done:
                 done = self._writes_done
                 await loop.run_in_executor(self._pool, checkpoint_live_databases)
+
+    async def _send_health(self, conn: Connection) -> None:
+        from openclaw_cli.ops.session_views import health
+
+        if self._health is None:
+            try:
+                loop = asyncio.get_running_loop()
+                self._health = await loop.run_in_executor(self._pool, health, self._context(), {})
+                self._health_version += 1
+            except Exception as exc:  # reported by the next scheduled refresh
+                self._log(f"[gateway] health refresh failed: {exc}")
+                return
+        version = {"presence": 1, "health": self._health_version}
+        conn.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
 
     async def _health_loop(self) -> None:
         from openclaw_cli.ops.session_views import health
