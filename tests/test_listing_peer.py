@@ -21,10 +21,13 @@ from tests.openclaw_db_support import NO_PEER, gateway_calls, have_peer, peer, p
 
 pytestmark = [pytest.mark.peer, pytest.mark.skipif(not have_peer(), reason=NO_PEER)]
 
-# Row fields §5 names, compared value for value (displayName where it is not a transcript-derived
-# title: OpenClaw reads the first user message for those, we do not)
+# Row fields §5 names, compared value for value (displayName included: a row nothing names shows
+# its first user message's title, as the real Gateway derives it)
 GATEWAY_FIELDS = (
     "key",
+    "spawnedBy",
+    "controlOwnerSessionKey",
+    "displayName",
     "kind",
     "classification",
     "agentId",
@@ -131,17 +134,18 @@ def test_gateway_rows_equal_the_real_gateways(states, our_env):
         ("sessions.list", {}),
         ("sessions.describe", {"key": "main"}),
         ("agents.list", {}),
+        ("sessions.list", {"archived": "all", "limit": 100, "includeDerivedTitles": True}),
     ]
     with peer_gateway(root) as port:
         real = [frame["payload"] for frame in gateway_calls(port, calls)]
     mine = _our_calls(calls)
 
-    for theirs, ours_list in ((real[0], mine[0]), (real[1], mine[1])):
+    for theirs, ours_list in ((real[0], mine[0]), (real[1], mine[1]), (real[4], mine[4])):
         for name in ("modelProvider", "model", "contextTokens"):
             assert ours_list["defaults"][name] == theirs["defaults"][name], name
         assert [r["key"] for r in ours_list["sessions"]] == [r["key"] for r in theirs["sessions"]]
         for row, want in zip(ours_list["sessions"], theirs["sessions"], strict=True):
-            for name in GATEWAY_FIELDS:
+            for name in (*GATEWAY_FIELDS, "derivedTitle"):
                 assert row.get(name) == want.get(name), (row["key"], name, row.get(name), want.get(name))
             if want.get("classification") in ("group", "channel") or "label" in want:
                 assert row.get("displayName") == want.get("displayName"), row["key"]
@@ -156,6 +160,8 @@ def test_gateway_rows_equal_the_real_gateways(states, our_env):
     assert (orphan["classification"], orphan["model"], orphan["archived"]) == ("custom", "gpt-6-astra", True)
     assert not any(r["archived"] for r in mine[1]["sessions"])  # the Gateway hides them unless asked
 
+    assert any("derivedTitle" in r for r in mine[4]["sessions"])  # asked for: listed
+    assert not any("derivedTitle" in r for r in mine[0]["sessions"])
     described, want = mine[2]["session"], real[2]["session"]
     assert described is not None and described["key"] == want["key"] == "agent:main:main"
     for name in GATEWAY_FIELDS:

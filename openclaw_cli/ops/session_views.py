@@ -99,6 +99,10 @@ def gateway_row(
     for name in ("spawnedBy", "parentSessionKey", "forkedFromParent", "spawnDepth"):
         if name in base:
             row[name] = base[name]
+        if name == "spawnedBy" and base.get("spawnedBy"):
+            # the real Gateway's row: the sub-agent run registry's owner, else spawnedBy (we keep no
+            # run registry: spawnedBy)
+            row["controlOwnerSessionKey"] = base["spawnedBy"]
     for name in ("parentSessionId", "forkSource"):
         if entry.get(name) is not None:
             row[name] = entry[name]
@@ -403,6 +407,7 @@ def _list_page(
         )
         for agent_id, key, entry in page
     ]
+    _titles(dict(stores), page, sessions, derived=params.get("includeDerivedTitles") is True)
     if params.get("includeLastMessage") is True:
         by_agent = dict(stores)
         for (agent_id, _key, entry), row in zip(page, sessions, strict=True):
@@ -453,6 +458,25 @@ def _add_sizes(
                     kept[agent_id] = store.preview_session_bytes()
                 size = (kept[agent_id] or {}).get(sid)
         row["transcriptBytes"] = size
+
+
+def _titles(stores: dict[str, Any], page: list[Any], rows: list[dict[str, Any]], *, derived: bool) -> None:
+    """Rows nothing names get the title of their first user message as `displayName`, as the real
+    Gateway lists them; `includeDerivedTitles` adds `derivedTitle` (`ops/titles.py`)."""
+    from openclaw_cli.ops.titles import derived_title, first_user_text, goal_title
+
+    for (agent_id, _key, entry), row in zip(page, rows, strict=True):
+        named = row.get("displayName")
+        needs_text = not named and not (derived and (entry.get("label") or entry.get("subject")))
+        first = first_user_text(stores[agent_id], entry) if needs_text else None
+        if not named:
+            title = goal_title(first)
+            if title:
+                _insert_after(row, "isBackground", "displayName", title)
+        if derived:
+            title = derived_title(entry, named, first)
+            if title:
+                _insert_after(row, "displayName", "derivedTitle", title)
 
 
 def _insert_after(row: dict[str, Any], anchor: str, name: str, value: Any) -> None:
@@ -520,6 +544,12 @@ def describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             now=now,
             defaults=_defaults(ctx, agent_id),
             run_state=params.get("runState") is True,
+        )
+        _titles(
+            {agent_id: store},
+            [(agent_id, key, entry)],
+            [row],
+            derived=params.get("includeDerivedTitles") is True,
         )
         if params.get("includeLastMessage") is True:
             last = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
