@@ -241,3 +241,31 @@ def test_a_recent_or_non_canonical_placeholder_is_kept(real_state: Path) -> None
     conn.close()
     doc = cli_json("--behavior", "2026.9.9", "sessions", "cleanup", "--enforce", "--json", "--no-backup")
     assert doc["cronRunTombstones"]["candidates"] == 0 and key in _nodes_and_windows(db)[0]
+
+
+def test_a_legacy_store_loses_archives_and_cap_archived_rows_only(state_dir: Path) -> None:
+    from cleanup_support import make_legacy
+
+    now = now_ms()
+    make_legacy(
+        state_dir,
+        {
+            "agent:main:main": entry("a", now),
+            "agent:main:c1": entry(
+                "b", now - 3 * DAY, archivedAt=now - DAY, archiveReason="active-session-cap"
+            ),
+            "agent:main:c2": entry("c", now - 3 * DAY, archivedAt=now - DAY, archiveReason="manual"),
+        },
+    )
+    (sessions_dir(state_dir) / "old.jsonl.reset.2026-01-01T00-00-00.000Z").write_text("x" * 100)
+    write_config(state_dir, {"session": {"maintenance": {"maxDiskBytes": 100}}})
+    done = cli_json("--behavior", "2026.9.6", "sessions", "cleanup", "--enforce", "--json")
+    assert (done["diskBudget"]["removedFiles"], done["diskBudget"]["removedEntries"], done["afterCount"]) == (
+        1,
+        1,
+        2,
+    )
+    assert set(load_store(state_dir)) == {"agent:main:main", "agent:main:c2"}
+    names = {p.name for p in sessions_dir(state_dir).iterdir()}
+    assert {"a.jsonl", "c.jsonl"} <= names and not any(n.startswith("old.jsonl.reset.") for n in names)
+    assert any(n.startswith("b.jsonl.deleted.") for n in names)  # D6.2: archived, not deleted outright
