@@ -22,9 +22,9 @@ CONFIG = {
     "gateway": {"mode": "local", "bind": "loopback", "auth": {"mode": "token", "token": TOKEN}},
 }
 # Results compared whole (after dropping what differs by nature: `ts`).
-EXACT_RESULTS = {"sessions.resolve"}
+EXACT_RESULTS = {"sessions.resolve", "sessions.get"}
 # Requests that follow the recording's `chat.send` run, whose rows our state does not have.
-AFTER_THE_RUN = {("sessions.get", "rec-8")}
+AFTER_THE_RUN = {("sessions.get", "rec-8"), ("sessions.get", "rec-10")}
 
 
 def exchanges(name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -165,3 +165,15 @@ def test_gateway_run_logs_to_the_file_logs_tail_serves(state: Path) -> None:
     messages = [json.loads(line)["message"] for line in tail["lines"]]
     assert any(m.startswith("listening on ws://") for m in messages), messages
     assert all(json.loads(line)["subsystem"] in ("gateway", "ws") for line in tail["lines"])
+
+
+def test_sessions_get_returns_the_last_messages(state: Path) -> None:
+    with GatewayThread() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        history = client.request("chat.history", {"sessionKey": "agent:main:main", "limit": 3})["payload"]
+        got = client.request("sessions.get", {"sessionKey": "agent:main:main", "limit": 3})["payload"]
+        assert got == {"messages": history["messages"]} and len(got["messages"]) == 3
+        owner = client.request("sessions.get", {"key": "main"})["error"]["message"]
+        assert owner.startswith(
+            'Multiple agents are configured, but session key "main" has no explicit owner.'
+        )

@@ -66,15 +66,9 @@ def _entries(ctx: Context, agent_id: str | None) -> list[tuple[str, str, dict[st
 
 
 def _by_key(ctx: Context, key: str, agent_id: str | None) -> dict[str, Any]:
-    from openclaw_cli.config import configured_agent_ids
-    from openclaw_cli.keys import parse_agent_key
     from openclaw_cli.ops.session_views import _find
 
-    if parse_agent_key(key) is None and not agent_id and len(configured_agent_ids(ctx.config)) > 1:
-        raise PreconditionError(
-            f'Multiple agents are configured, but session key "{key}" has no explicit owner. '
-            "Pass agentId or use an agent-prefixed session key."
-        )
+    _require_owner(ctx, key, agent_id)
     found = _find(ctx, key, agent_id)
     if found is None:
         raise _Missing(f"No session found: {key}")
@@ -164,6 +158,46 @@ def sessions_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         if params.get("allowMissing") is True:
             return {"ok": True, "missing": True}
         raise PreconditionError(str(missing)) from None
+
+
+# ---- sessions.get ------------------------------------------------------------------------------------------
+
+
+def _require_owner(ctx: Context, key: str, agent_id: str | None) -> None:
+    from openclaw_cli.config import configured_agent_ids
+    from openclaw_cli.keys import parse_agent_key
+
+    if parse_agent_key(key) is None and not agent_id and len(configured_agent_ids(ctx.config)) > 1:
+        raise PreconditionError(
+            f'Multiple agents are configured, but session key "{key}" has no explicit owner. '
+            "Pass agentId or use an agent-prefixed session key."
+        )
+
+
+def sessions_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.get` (served by OpenClaw unlisted, params unchecked): the last `limit` (default
+    200) messages of a session, as `chat.history` renders them but uncut; `{messages: []}` for an
+    unknown key."""
+    from openclaw_cli.ops.history import chat_history
+
+    key = _text(params.get("key")) or _text(params.get("sessionKey"))
+    if not key:
+        raise PreconditionError("key required")
+    agent_id = _text(params.get("agentId")) or None
+    _require_owner(ctx, key, agent_id)
+    raw = params.get("limit")
+    limit = max(1, int(raw)) if isinstance(raw, int | float) and not isinstance(raw, bool) else 200
+    history = chat_history(
+        ctx,
+        {
+            "sessionKey": key,
+            **({"agentId": agent_id} if agent_id else {}),
+            "limit": limit,
+            "maxChars": 1 << 62,
+        },
+        with_session=False,
+    )
+    return {"messages": history["messages"]}
 
 
 # ---- system-presence -------------------------------------------------------------------------------------------

@@ -69,6 +69,10 @@ def message_of(obj: dict[str, Any], seq: int, max_chars: int) -> dict[str, Any] 
     meta: dict[str, Any] = {}
     if isinstance(obj.get("id"), str):
         meta["id"] = obj["id"]
+    # OpenClaw 2026.9.6 adds when the entry was recorded (and its position in its own event log,
+    # `transcriptPosition`, which has no counterpart in a transcript file: not sent)
+    if _ms(obj.get("timestamp")) is not None:
+        meta["recordTimestampMs"] = _ms(obj.get("timestamp"))
     if kind == "message" and isinstance(obj.get("message"), dict):
         message = obj["message"]
         out = _capped(message, max_chars, meta)
@@ -91,7 +95,7 @@ def message_of(obj: dict[str, Any], seq: int, max_chars: int) -> dict[str, Any] 
     return None
 
 
-def chat_history(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = True) -> dict[str, Any]:
     from openclaw_cli.ops.lifecycle import open_export
     from openclaw_cli.ops.session_views import describe
 
@@ -122,12 +126,18 @@ def chat_history(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if session_id:
         out["sessionId"] = session_id
     out["messages"] = messages
+    out["pendingInputs"] = {"items": [], "total": 0}  # inputs queued for a run: we run none
     if "offset" in params:
         out["offset"] = offset
     if has_more:
         out["nextOffset"] = offset + len(page)
     out["hasMore"] = has_more
     out["totalMessages"] = total
+    if not with_session:
+        return out
+    from openclaw_cli.ops.session_views import _defaults, _list_defaults
+
+    out["defaults"] = _list_defaults(_defaults(ctx, agent))
     session = describe(ctx, {"key": key, **({"agentId": agent} if agent else {})}).get("session")
     if session is not None:
         out["sessionInfo"] = session

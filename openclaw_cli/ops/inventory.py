@@ -49,6 +49,7 @@ _REFUSED: tuple[tuple[str, str], ...] = (
     ("sessions.setInvolvement", "multi-user sharing (identities we do not hold)"),
     ("session.*", "multi-user sharing, typing and suggestions of live runs"),
     ("transcripts.summarize", "needs a model"),
+    ("transcripts.*", "meeting transcripts of capture providers (not session transcripts)"),
     ("agent", "starts an agent run"),
     ("agent.*", "agent runs"),
     ("agents.create", "writes agent config (use `openclaw agents`)"),

@@ -178,6 +178,7 @@ _ROWS = (
     Method("system-presence", f"{_READS}:system_presence", p.SYSTEM_PRESENCE, READ),
     # served by the real Gateway without being listed in its hello-ok
     Method("sessions.resolve", f"{_READS}:sessions_resolve", p.SESSIONS_RESOLVE, READ, advertised=False),
+    Method("sessions.get", f"{_READS}:sessions_get", p.SESSIONS_GET, READ, advertised=False),
     # ours (issue 28): `openclaw storage --json` for the dashboard; OpenClaw's Gateway has none
     Method(
         "storage.report",
