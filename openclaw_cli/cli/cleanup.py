@@ -52,6 +52,23 @@ STORE = typer.Option(
 )
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 WIDE = typer.Option(False, "--wide", help="Full keys in the planned-actions table on a terminal too.")
+ORPHANS = typer.Option(
+    False,
+    "--orphans",
+    help="Only collect unreferenced transcripts: archived (verified), then removed (preview with --dry-run).",
+)
+TOMBSTONES = typer.Option(
+    False,
+    "--tombstones",
+    help="Only remove .deleted/.reset archives past resetArchiveRetention (preview with --dry-run).",
+)
+EXPLAIN = typer.Option(
+    None,
+    "--explain",
+    metavar="<key>",
+    autocompletion=complete_key,
+    help="Say why this session is kept or removed by cleanup --enforce (changes nothing).",
+)
 
 
 def _parent_flags(parent: dict[str, Any]) -> list[str]:
@@ -81,6 +98,9 @@ def cleanup_command(
     gateway: dict[str, Any] | None = None,
     wide: bool = False,
     no_backup: bool = False,
+    orphans: bool = False,
+    tombstones: bool = False,
+    explain: str | None = None,
 ) -> None:
     parent = parent or {}
     agent = agent if agent is not None else parent.get("agent")
@@ -88,6 +108,23 @@ def cleanup_command(
     store = store if store is not None else parent.get("store")
     json_mode = json_mode or bool(parent.get("json"))
     wide = wide or bool(parent.get("wide"))
+
+    if orphans or tombstones or explain is not None:
+        from openclaw_cli.cli.collection import reclaim_command
+
+        reclaim_command(
+            typer_ctx,
+            orphans=orphans,
+            tombstones=tombstones,
+            explain=explain,
+            dry_run=dry_run,
+            agent=agent,
+            all_agents=all_agents,
+            store=store,
+            json_mode=json_mode,
+            no_backup=no_backup,
+        )
+        return
 
     def body() -> None:
         from openclaw_cli.cli.common import load_context
@@ -271,6 +308,9 @@ def register(app: typer.Typer) -> None:
         password: str = GATEWAY_PASSWORD,
         timeout: str = GATEWAY_TIMEOUT,
         no_backup: bool = NO_BACKUP,
+        orphans: bool = ORPHANS,
+        tombstones: bool = TOMBSTONES,
+        explain: str = EXPLAIN,
     ) -> None:
         parent = ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
         cleanup_command(
@@ -288,6 +328,9 @@ def register(app: typer.Typer) -> None:
             wide=wide,
             gateway={"url": url, "token": token, "password": password, "timeout": timeout},
             no_backup=no_backup,
+            orphans=orphans,
+            tombstones=tombstones,
+            explain=explain,
         )
 
     @app.command("cleanup", help=_options_doc() + " Same as `openclaw sessions cleanup`.")
@@ -308,6 +351,9 @@ def register(app: typer.Typer) -> None:
         password: str = GATEWAY_PASSWORD,
         timeout: str = GATEWAY_TIMEOUT,
         no_backup: bool = NO_BACKUP,
+        orphans: bool = ORPHANS,
+        tombstones: bool = TOMBSTONES,
+        explain: str = EXPLAIN,
     ) -> None:
         cleanup_command(
             ctx,
@@ -323,4 +369,7 @@ def register(app: typer.Typer) -> None:
             wide=wide,
             gateway={"url": url, "token": token, "password": password, "timeout": timeout},
             no_backup=no_backup,
+            orphans=orphans,
+            tombstones=tombstones,
+            explain=explain,
         )

@@ -1,0 +1,112 @@
+"""`sessions cleanup --orphans | --tombstones | --explain` (issue 27 §2, §7): collection never
+touches a referenced transcript or anything outside the agent's sessions dir (symlinks included),
+archives before it removes, a dry run writes nothing; one key's decision explained."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cleanup_support import tree_digest
+from tests.lifecycle_support import archive_bytes
+from tests.storage_support import SESSIONS_DIR, STORE_KINDS, cli, cli_json, make_state
+
+ORPHAN_SID = "11111111-2222-4333-8444-555555555555"
+
+
+def _plant(state: Path) -> dict[str, Path]:
+    sessions = state / SESSIONS_DIR
+    sessions.mkdir(parents=True, exist_ok=True)
+    outside = state / "elsewhere"
+    outside.mkdir()
+    target = outside / "precious.jsonl"
+    target.write_text('{"type":"session","id":"precious"}\n')
+    link = sessions / "22222222-2222-4333-8444-555555555555.jsonl"
+    link.symlink_to(target)
+    sub = sessions / "nested"
+    sub.mkdir()
+    (sub / "33333333-2222-4333-8444-555555555555.jsonl").write_text('{"type":"session"}\n')
+    orphan = sessions / f"{ORPHAN_SID}.jsonl"
+    orphan.write_text(json.dumps({"type": "session", "id": ORPHAN_SID}) + '\n{"type":"message","id":"a"}\n')
+    old = sessions / "44444444-2222-4333-8444-555555555555.jsonl.deleted.2026-01-01T00-00-00.000Z"
+    old.write_text('{"type":"session"}\n')
+    return {"outside": target, "link": link, "sub": sub, "orphan": orphan, "tombstone": old}
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_orphans_and_tombstones_dry_run_then_apply(kind: str, state_dir: Path) -> None:
+    make_state(kind, state_dir)
+    planted = _plant(state_dir)
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"resetArchiveRetention": "7d"}}})
+    )
+    sessions = state_dir / SESSIONS_DIR
+    before = tree_digest(state_dir)
+    code, dry, err = cli_json("sessions", "cleanup", "--orphans", "--tombstones", "--dry-run")
+    assert code == 0, err
+    assert tree_digest(state_dir) == before  # a dry run writes nothing
+    [store] = dry["stores"]
+    assert store["tombstones"]["names"] == [planted["tombstone"].name]
+    orphan_text = planted["orphan"].read_bytes()
+    if kind == "legacy":
+        names = set(store["orphans"]["names"])
+        assert planted["orphan"].name in names and planted["link"].name not in names
+        rows = json.loads((sessions / "sessions.json").read_text())
+        assert not names & {f"{row['sessionId']}.jsonl" for row in rows.values()}
+    else:
+        assert store["orphans"]["files"] == 0
+    kept = {
+        p: p.read_bytes()
+        for p in sessions.glob("*.jsonl")
+        if not p.is_symlink() and p not in (planted["orphan"],)
+    }
+    code, doc, err = cli_json("sessions", "cleanup", "--orphans", "--tombstones")
+    assert code == 0, err
+    assert not planted["tombstone"].exists()
+    assert planted["link"].is_symlink() and planted["outside"].read_text().startswith('{"type":"session"')
+    assert (planted["sub"] / "33333333-2222-4333-8444-555555555555.jsonl").exists()
+    if kind == "legacy":
+        assert not planted["orphan"].exists()
+        [archive] = [a for a in doc["stores"][0]["archives"] if ORPHAN_SID in a]
+        assert archive_bytes(sessions / archive) == orphan_text  # verified archive first
+        assert doc["reclaimedBytes"] == dry["reclaimableBytes"]
+        rows = json.loads((sessions / "sessions.json").read_text())
+        for row in rows.values():
+            live = sessions / f"{row['sessionId']}.jsonl"
+            if live in kept:  # referenced transcripts untouched
+                assert live.read_bytes() == kept[live]
+        # what was collected can be brought back
+        code, restored, err = cli_json("sessions", "restore", archive, "--as", "agent:main:recovered:orphan")
+        assert code == 0, err
+    else:
+        assert planted["orphan"].exists()  # beside a database store: not its transcript to collect
+
+
+def test_unset_retention_keeps_every_tombstone(state_dir: Path) -> None:
+    make_state("legacy", state_dir)
+    planted = _plant(state_dir)
+    code, doc, err = cli_json("sessions", "cleanup", "--tombstones")
+    assert code == 0, err
+    assert planted["tombstone"].exists() and doc["stores"][0]["tombstones"]["retentionMs"] is None
+    code, out, _ = cli("sessions", "cleanup", "--tombstones", "--dry-run")
+    assert "kept forever" in out
+
+
+def test_explain_says_why(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_state("legacy", state_dir)
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
+    (state_dir / "openclaw.json").write_text(json.dumps({"session": {"maintenance": {"pruneAfter": "30d"}}}))
+    code, doc, err = cli_json("sessions", "cleanup", "--explain", "agent:main:telegram:direct:stale-1")
+    assert code == 0, err
+    assert doc["removed"] and doc["action"] == "prune-stale" and "pruneAfter" in doc["decision"]
+    code, doc, err = cli_json("cleanup", "--explain", "agent:main:main")
+    assert code == 0, err
+    assert not doc["removed"] and doc["protected"]
+    code, out, _ = cli("cleanup", "--explain", "agent:main:main")
+    assert code == 0 and "agent:main:main: kept" in out and "protected" in out
+    code, doc, _ = cli_json("cleanup", "--explain", "agent:main:nobody:here")
+    assert code == 4
+    assert os.path.exists(state_dir / SESSIONS_DIR / "sessions.json")
