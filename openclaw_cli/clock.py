@@ -10,3 +10,10 @@ import time
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def iso_ms(ms: int) -> str:
+    """JavaScript's `new Date(ms).toISOString()` (milliseconds and a `Z`): the one ISO formatter."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"

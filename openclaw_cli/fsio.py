@@ -7,6 +7,9 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+# Flags not every platform has (0 where absent): named once, used by every careful open.
+O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 

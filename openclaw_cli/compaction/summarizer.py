@@ -697,25 +697,6 @@ def _assemble_digest(
     return d
 
 
-def build_digest(
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    previous_summary: str | None = None,
-    custom_instructions: str | None = None,
-    budget: SummaryBudget | None = None,
-    identifier_messages: Sequence[Mapping[str, Any]] | None = None,
-    pinned_identifiers: Iterable[str] = (),
-) -> Digest:
-    """Extract this round's content and merge it with the re-distilled previous summary.
-    Identifiers come from `identifier_messages` when given (the whole compacted part, of which
-    `messages` may be only what the prose is drawn from), else from `messages`. `pinned_identifiers`
-    (those a quality audit will look for; pure hex compared case-insensitively) are kept whatever
-    the budget."""
-    budget = budget or SummaryBudget()
-    inputs = _prepare_digest(messages, previous_summary, custom_instructions, budget, identifier_messages)
-    return _assemble_digest(inputs, budget, pinned_identifiers)
-
-
 def _pinned(dropped: list[str], pins: Iterable[str]) -> list[str]:
     """The dropped values a pin names (a pure-hex pin matches case-insensitively, as the audit does)."""
     pins = set(pins)
@@ -832,20 +813,6 @@ def _turn_prefix_digest(
         d = _assemble_digest(inputs, budget)
         text = _render_turn_prefix(d, demote)
     return (text if max_chars is None else text[:max_chars]), d
-
-
-def summarize_turn_prefix(
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    budget: SummaryBudget | None = None,
-    demote: bool = False,
-    max_chars: int | None = None,
-) -> str:
-    """R4.7.6 headings for the prefix of a split turn (the retained suffix follows in context)."""
-    budget = budget or SummaryBudget()
-    return _turn_prefix_digest(
-        _prepare_digest(messages, None, None, budget, None), budget, demote, max_chars
-    )[0]
 
 
 @dataclass

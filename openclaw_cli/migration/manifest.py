@@ -16,7 +16,6 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -36,8 +35,7 @@ MOVE_KINDS = frozenset({"legacy-store", "transcript", "trajectory", "unreference
 
 
 def iso_now(ms: int | None = None) -> str:
-    ms = clock.now_ms() if ms is None else ms
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return clock.iso_ms(clock.now_ms() if ms is None else ms)
 
 
 def new_run_id(now_ms: int | None = None) -> str:

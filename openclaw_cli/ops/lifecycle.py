@@ -34,6 +34,7 @@ from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.params import SESSIONS_CREATE, SESSIONS_DELETE, SESSIONS_PATCH, SESSIONS_RESET
 from openclaw_cli.ops.rows import BUILTIN_MODEL
 from openclaw_cli.ops.scopes import LOCAL_PARAMS
+from openclaw_cli.ops.sessions import main_key_name
 
 # Which keys of a method's schema (`ops/params.py`, OpenClaw's) we act on; every other key the
 # schema accepts is refused as "not supported by openclaw-cli" (it does not run agents), so a key
@@ -132,16 +133,6 @@ class Located:
     key: str  # the store key
     entry: dict[str, Any] | None
     requested: str
-
-
-def main_key_name(ctx: Context) -> str | None:
-    try:
-        from openclaw_cli.config.resolve import _model
-
-        value = _model(ctx.config).session.main_key
-    except AttributeError:
-        return None
-    return value if isinstance(value, str) else None
 
 
 def is_main_session(ctx: Context, agent_id: str, key: str) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
-from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
+from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsync_dir
 from openclaw_cli.ids import is_valid_legacy_session_id
 from openclaw_cli.store.base import ArchiveFile, ReadIssue, TranscriptLine
 from openclaw_cli.store.names import is_primary_transcript_name as is_primary_transcript_name  # re-exported
@@ -35,8 +35,6 @@ ARCHIVE_REASONS = ("reset", "deleted", "bak")
 ZST_SUFFIX = ".zst"
 COPY_BLOCK = 1 << 20
 MAX_NAME_TRIES = 10
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 _TS = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z"
 _ARCHIVE_RE = re.compile(
@@ -182,7 +180,7 @@ def _decompressor(zstandard: Any) -> Any:
 
 def _open_regular(path: Path) -> BinaryIO:
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except FileNotFoundError as exc:
         raise InvalidDataError(f"Archive not found: {path}") from exc
     except OSError as exc:
@@ -379,7 +377,7 @@ def _source_chunks(source: bytes | Path) -> tuple[Iterator[bytes], int | None, B
 
         return gen(), len(data), None
     try:
-        fd = os.open(source, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        fd = os.open(source, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except FileNotFoundError as exc:
         raise InvalidDataError(f"Transcript to archive not found: {source}") from exc
     except OSError as exc:
@@ -515,7 +513,7 @@ def write_verified_archive(
     digest = hashlib.sha256()
     size = 0
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
         with os.fdopen(fd, "wb") as out:
             if use_zstd and source_fh is None and isinstance(source, bytes):
                 # in memory already (a database export): one compression call, one write
@@ -675,7 +673,7 @@ class ExportArchiver:
         blob = _compressor(self.level).compress(data)
         first = archive_name(base, self.reason, self.now_ms, compressed=True)
         tmp = f"{self.directory}{os.sep}{first}.{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
         try:
             try:
                 view = memoryview(blob)
@@ -722,7 +720,7 @@ def _written_as(path: str, blob: bytes, sha: str, size: int) -> bool:
     import hashlib
 
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except OSError:
         return False
     try:

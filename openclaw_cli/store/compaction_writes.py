@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
-from openclaw_cli.fsio import FILE_MODE, fsync_dir
+from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
 from openclaw_cli.store.rewrite import (
@@ -65,8 +65,6 @@ if TYPE_CHECKING:
 
 CHECKPOINT_CAP = 25  # compactionCheckpoints kept per session (R4.17.3)
 ARCHIVE_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: maintenance.md §7.2's "legacy compact backups"
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 CRASH_ENV = "OPENCLAW_COMPACT_CRASH_AT"  # crash-test hook (openclaw_cli/crashpoints.py)
 CRASH_COUNT_ENV = "OPENCLAW_COMPACT_CRASH_COUNT"
@@ -188,7 +186,7 @@ def _write_new_file(path: Path, lines: Sequence[str | bytes], cp: CrashPoints, *
     """Temp file `.<name>.<pid>.<uuid>.tmp` (exclusive create, 0600), fsync, rename, fsync dir."""
     data = b"".join((r.encode("utf-8") if isinstance(r, str) else r) + b"\n" for r in lines)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as fh:
             view = memoryview(data)

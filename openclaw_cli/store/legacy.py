@@ -24,13 +24,13 @@ import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
 from openclaw_cli import clock, jsonutil
+from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import (
     InvalidDataError,
     InvalidIdError,
@@ -38,7 +38,7 @@ from openclaw_cli.errors import (
     RefusedError,
     SessionBusyError,
 )
-from openclaw_cli.fsio import atomic_write_bytes
+from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
 from openclaw_cli.jsonutil import INT_MIN, UINT_MAX, RawNumber, exact_float, exact_int
@@ -58,8 +58,6 @@ from openclaw_cli.store.transcript import append_jsonl, count_lines, header_line
 if TYPE_CHECKING:  # the lock module is imported by the writes (read-only commands never need it)
     from openclaw_cli.store.lock import LockSettingsLike
 
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 # Known SessionEntry fields and the JSON type OpenClaw writes for them (storage-migration §2.3).
 # A mismatch is reported, never corrected. `null` is accepted everywhere (treated as absent).
@@ -278,9 +276,7 @@ class _Snapshot:
     store_issues: list[ReadIssue] | None = None  # all row/field issues, computed on first access
 
 
-def _iso(ms: int) -> str:
-    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+_iso = iso_ms  # `clock.iso_ms`
 
 
 class LegacyStore(SessionStore):
@@ -356,7 +352,7 @@ class LegacyStore(SessionStore):
         if not stat.S_ISREG(st.st_mode):
             raise InvalidDataError(f"{self.path}: not a regular file")
         try:
-            fd = os.open(self.path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: {exc.strerror or exc}") from exc
         with os.fdopen(fd, "rb") as fh:
@@ -830,7 +826,7 @@ class LegacyStore(SessionStore):
         events = total = 0
         if path is None:
             return SessionTotals(events=0, bytes=0)
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         with os.fdopen(fd, "rb") as fh:
             for raw in fh:
                 dest.write(raw)

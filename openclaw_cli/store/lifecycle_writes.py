@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import NotFoundError, PreconditionError, SessionBusyError
-from openclaw_cli.fsio import FILE_MODE, fsync_dir
+from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
 
 ACTIVE_CODE = "OPENCLAW_SESSION_ACTIVE"
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 Mutate = Callable[[dict[str, Any] | None], dict[str, Any] | None]
 
@@ -70,10 +69,7 @@ def active_parent_error(key: str) -> SessionBusyError:
     return SessionBusyError(f"Parent session {key} is still active; try again in a moment.", code=ACTIVE_CODE)
 
 
-def _iso(ms: int) -> str:
-    from openclaw_cli.store.rewrite import iso_ms
-
-    return iso_ms(ms)
+_iso = iso_ms  # `clock.iso_ms`
 
 
 def _session_file_value(old: Any, new_path: Path) -> str | None:
@@ -93,7 +89,7 @@ def _create_exclusive(path: Path, lines: list[str]) -> None:
 
     data = b"".join(line.encode("utf-8") + b"\n" for line in lines)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -126,9 +126,7 @@ def looks_like_openclaw(pid: int) -> bool:
 
 
 def _iso_now(now_ms: float | None = None) -> str:
-    ms = clock.now_ms() if now_ms is None else int(now_ms)
-    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return clock.iso_ms(clock.now_ms() if now_ms is None else int(now_ms))
 
 
 def _parse_iso_ms(value: str) -> float | None:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import InvalidDataError, OpenClawError
-from openclaw_cli.fsio import FILE_MODE
+from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW
 from openclaw_cli.store import openclaw_schema as schema
 from openclaw_cli.store.retire import (
     ApplyOutcome,
@@ -51,8 +51,6 @@ from openclaw_cli.store.retire import (
     unlink_planned,
 )
 
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 ZSTD_LEVEL = 3
 ARCHIVES_DDL = (
     """CREATE TABLE IF NOT EXISTS session_transcript_archives (
@@ -280,7 +278,7 @@ def _existing_archives(root: Path) -> dict[tuple[str, str], list[str]]:
 
 def _sha_of_file(path: Path) -> str | None:
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except OSError:
         return None
     digest = hashlib.sha256()
@@ -335,7 +333,7 @@ class ArchivePublisher:
             if os.path.dirname(os.path.abspath(final)) != os.path.abspath(self.root):
                 raise InvalidDataError(f"Cannot archive SQLite transcript outside {self.root}")
             tmp = self.root / f"{name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
             try:
                 with os.fdopen(fd, "wb") as out:
                     out.write(export.blob)

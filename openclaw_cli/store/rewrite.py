@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
+from openclaw_cli.clock import iso_ms as clock_iso_ms
 from openclaw_cli.errors import InvalidDataError
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.store.base import ReadIssue, TranscriptLine
@@ -232,10 +233,7 @@ def _parse_byte_lines(data: bytes, label: str, issues: list[ReadIssue] | None) -
     return out
 
 
-def iso_ms(ms: int) -> str:
-    from openclaw_cli.store.sqlite_common import iso_from_ms
-
-    return iso_from_ms(ms)
+iso_ms = clock_iso_ms  # JS `new Date(ms).toISOString()` (`clock.iso_ms`)
 
 
 def successor_file_name(now_ms: int, session_id: str) -> str:

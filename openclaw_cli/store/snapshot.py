@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from openclaw_cli.errors import NotFoundError, RefusedError, SessionBusyError
+from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW
 from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
 from openclaw_cli.store.rewrite import linear_branch, parse_transcript_bytes, share_names
 
 CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
 _BLOCK = 1 << 20
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class SnapshotChanged(SessionBusyError):
@@ -150,7 +149,7 @@ def file_signature(st: os.stat_result) -> tuple[int, int, int, int]:
 
 def _open_transcript(path: Path) -> Any:
     try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except OSError as exc:
         raise RefusedError(
             f"Cannot read transcript {path}: {exc.strerror or exc} (symbolic links are not followed)"

@@ -22,6 +22,7 @@ from typing import Any, cast
 import orjson
 
 from openclaw_cli import clock
+from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, StoreBusyError
 from openclaw_cli.store.base import ArchiveFile
 from openclaw_cli.textweight import weighted_chars
@@ -499,10 +500,7 @@ def now_ms() -> int:
     return clock.now_ms()
 
 
-def iso_from_ms(ms: int) -> str:
-    """JS `new Date(ms).toISOString()`."""
-    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+iso_from_ms = iso_ms  # JS `new Date(ms).toISOString()` (`clock.iso_ms`)
 
 
 _INT64_MAX = 2**63 - 1

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, RefusedError
-from openclaw_cli.fsio import FILE_MODE, ensure_dir, fsync_dir
+from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsync_dir
 from openclaw_cli.store.base import ReadIssue, TranscriptLine
 
 if TYPE_CHECKING:  # imported by the writes: read-only commands never need the lock module
@@ -34,8 +34,6 @@ if TYPE_CHECKING:  # imported by the writes: read-only commands never need the l
 READ_BLOCK = 1 << 20  # forward streaming block
 TAIL_BLOCK = 64 * 1024  # backward block for tail reads
 CURRENT_SESSION_VERSION = 4
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -57,7 +55,7 @@ def _is_js_falsy(value: Any) -> bool:
 
 def _open_rb(path: Path) -> int:
     """Open for reading without following a final symlink (tests may wrap this)."""
-    return os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    return os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
 
 
 def _pread(fd: int, length: int, offset: int) -> bytes:
@@ -368,7 +366,7 @@ def append_jsonl(
     with transcript_lock(path, lock_settings, allow_reentrant=True):
         existed = os.path.lexists(path)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
         except OSError as exc:
             raise RefusedError(f"Cannot append to transcript {path}: {exc.strerror or exc}") from exc
         try:
