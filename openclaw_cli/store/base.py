@@ -105,6 +105,16 @@ class StoreStats:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class DeleteOutcome:
+    """What `delete_session` did: the row is gone (`deleted`), the verified archives it left,
+    and the keys kept because they changed meanwhile."""
+
+    deleted: bool
+    archived: list[Path] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
 class SessionStore(ABC):
     """One agent's session store. Reads below; then the layout facts where store kinds differ
     (asked instead of the kind); then the write protocol: every mutation of every command goes
@@ -273,9 +283,7 @@ class SessionStore(ABC):
         needed, and a store that parses its lines as it reads them shows each object to
         `on_entry(obj, line_no)`, which may slim it (`TranscriptSnapshot.read_lines` re-reads a
         line). A store may ignore `on_entry`: its readers must work on whole objects too."""
-        from openclaw_cli.store.snapshot import read_events_snapshot
-
-        return read_events_snapshot(self, key, entry)
+        raise NotImplementedError
 
     def commit_compaction(
         self,
@@ -528,9 +536,8 @@ class SessionStore(ABC):
         """Remove one row and what `plan` (`retire.Retirement`) names of its transcripts: archived
         and verified first (D6.2), through `retire`. `entry` is the row as the caller read it; a
         row that changed since is kept (`SessionChangedError`). Returns
-        `lifecycle_writes.DeleteOutcome` with the archive paths."""
+        `DeleteOutcome` with the archive paths."""
         from openclaw_cli.errors import SessionChangedError
-        from openclaw_cli.store.lifecycle_writes import DeleteOutcome
 
         self.ensure_writable("delete a session")
         outcome = self.retire(

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
@@ -59,9 +59,6 @@ from openclaw_cli.store.snapshot import (
     TranscriptSnapshot,
     file_signature,
 )
-
-if TYPE_CHECKING:
-    from openclaw_cli.store.legacy import LegacyStore
 
 CHECKPOINT_CAP = 25  # compactionCheckpoints kept per session (R4.17.3)
 ARCHIVE_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: maintenance.md §7.2's "legacy compact backups"
@@ -169,7 +166,7 @@ def _update_legacy_row(
     """Read-modify-write of the row under the sessions.json lock, so concurrent row changes survive."""
     from openclaw_cli.store.lock import transcript_lock
 
-    store = cast("LegacyStore", snapshot.store)  # this path writes legacy rows only
+    store: Any = snapshot.store  # a LegacyStore: this path writes legacy rows only
     with transcript_lock(store.path, lock_settings, allow_reentrant=True):
         current = store.get_entry(snapshot.key)
         if current is None or current.get("sessionId") != snapshot.entry.get("sessionId"):

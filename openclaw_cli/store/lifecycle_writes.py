@@ -26,13 +26,14 @@ import io
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import NotFoundError, PreconditionError, SessionBusyError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
+from openclaw_cli.store.base import DeleteOutcome as DeleteOutcome  # re-exported: it lives with the protocol
 
 ACTIVE_CODE = "OPENCLAW_SESSION_ACTIVE"
 
@@ -56,13 +57,6 @@ class ForkOutcome:
     session_id: str
     plan: Any  # store.fork.ForkPlan
     transcript: str | None = None
-
-
-@dataclass
-class DeleteOutcome:
-    deleted: bool
-    archived: list[Path] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
 
 
 def active_parent_error(key: str) -> SessionBusyError:

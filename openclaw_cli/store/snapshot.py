@@ -351,16 +351,6 @@ def read_database_snapshot(
     )
 
 
-def read_events_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
-    """A read-only store's events (a real OpenClaw database: dry runs)."""
-    session_id = _session_id(key, entry)
-    issues: list[ReadIssue] = []
-    raw = [line.raw for line in store.iter_transcript(session_id, entry=entry, issues=issues)]
-    data = ("\n".join(raw) + "\n").encode("utf-8") if raw else b""
-    lines = parse_transcript_bytes(data, f"{store.path}#{session_id}", issues) if data else []
-    return TranscriptSnapshot(store, key, entry, session_id, data, lines, issues, None, None)
-
-
 # ---- results -------------------------------------------------------------------------------------------
 
 
