@@ -122,8 +122,8 @@ def _user_text(obj: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [
-            p.get("text")
+        parts: list[str] = [
+            p["text"]
             for p in content
             if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
         ]
