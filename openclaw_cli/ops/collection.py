@@ -143,7 +143,7 @@ def explain(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             f"last updated {age // 86_400_000} day(s) ago; pruneAfter is {settings.prune_after_ms // 86_400_000} day(s)"
             + (" (stale)" if stale else " (fresh)")
         )
-    stale = settings.prune_after_ms and age is not None and age > settings.prune_after_ms
+    stale = bool(settings.prune_after_ms and age is not None and age > settings.prune_after_ms)
     if action == "keep" and not archived and not protected and stale:
         reasons.append("stale, yet this release's rules spare it (a conversation with people or a group)")
     ranked = sorted(
