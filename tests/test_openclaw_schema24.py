@@ -14,6 +14,7 @@ import pytest
 from cleanup_support import cli_json, release_2026_7, write_config  # noqa: F401 - fixture
 
 from openclaw_cli.store.openclaw_db import OpenClawDbStore
+from tests.conftest import run_cli
 from tests.schema24_support import (
     FRESH_KEY,
     INLINE_KEYS,
@@ -142,6 +143,21 @@ def test_cli_reads_on_schema_24(shape: tuple[Path, str]):
         "doctor", "--session-sqlite", "inspect", "--session-sqlite-store", str(db), "--json"
     )
     assert code == 0 and not doc["targets"][0]["issues"], err
+    # a session's transcript through tail and export (its events, not the snapshot rows)
+    code, tail, err = cli_json("sessions", "tail", "--session-key", key, "--store", str(db), "--json")
+    assert code == 0 and tail["key"] == key, err
+    conn = connect(db)
+    sid = conn.execute(
+        "SELECT current_session_id FROM session_nodes WHERE session_key = ?", (key,)
+    ).fetchone()[0]
+    events = conn.execute("SELECT count(*) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[0]
+    conn.close()
+    proc = run_cli("sessions", "export", key, "--store", str(db))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert "Traceback" not in proc.stderr
+    if events:  # both shapes' sessions have messages: tail shows them, export writes them
+        assert tail["entries"] and len(lines) >= len(tail["entries"])
 
 
 # ---- test vector 1: the snapshot writer ------------------------------------------------------------------
