@@ -1378,6 +1378,7 @@ CASES.update(
 )  # floors measured in the same run (scripts/bench_floors.py)
 CASES.update(__import__("bench_schema24").cases(OURS))  # issue 23: schema 24 vs 23, same data, same run
 CASES.update(__import__("bench_dashboard").cases(OURS))  # issue 28: the dashboard in headless Chromium
+CASES.update(__import__("bench_storage").cases(OURS))  # issue 27: storage, restore, usage
 
 
 def _meta(runs: int) -> dict:

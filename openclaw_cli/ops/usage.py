@@ -50,7 +50,7 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.keys import session_kind
     from openclaw_cli.ops.targets import known_agent_ids, open_target, select_targets
-    from openclaw_cli.store.usage_ledger import ledger_path, read_records, slot_of, transcript_usage
+    from openclaw_cli.store.usage_ledger import LedgerRead, iter_records, ledger_path, transcript_usage
 
     by = params.get("by") or "agent"
     if by not in GROUPINGS:
@@ -67,20 +67,31 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             if agent_id not in seen:  # an agent deleted since: its ledger still counts
                 targets.append(ctx.paths.target(agent_id))
                 seen.add(agent_id)
-    groups: dict[str, dict[str, Any]] = {}
-    totals = _group("total")
+    # name -> [input, output, cacheRead, cacheWrite, totalTokens, cost, messages, live msgs, ledger msgs]
+    groups: dict[str, list[float]] = {}
     ledgers: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
+    column = {"day": 0, "model": 1}.get(by)
 
-    def count(name: str, slices: list[Any], source: str) -> None:
-        kept = [s for s in slices if since is None or (isinstance(s[0], str) and s[0] >= since)]
-        if not kept:
-            return
-        for key_name, slice_ in _regroup(by, name, kept):
-            group = groups.setdefault(key_name, _group(key_name))
-            _add(group, slice_, source)
-        for slice_ in kept:
-            _add(totals, slice_, source)
+    def count(label: str, slices: list[Any], ledger: bool) -> None:
+        for item in slices:
+            if since is not None and not (isinstance(item[0], str) and item[0] >= since):
+                continue
+            vals = item[2:9]
+            if len(vals) != 7 or not all(type(v) is int or type(v) is float for v in vals):
+                vals = _clean(vals)
+            name = label if column is None else str(item[column])
+            g = groups.get(name)
+            if g is None:
+                g = groups[name] = [0, 0, 0, 0, 0, 0.0, 0, 0, 0]
+            g[0] += vals[0]
+            g[1] += vals[1]
+            g[2] += vals[2]
+            g[3] += vals[3]
+            g[4] += vals[4]
+            g[5] += vals[5]
+            g[6] += vals[6]
+            g[8 if ledger else 7] += vals[6]
 
     for target in targets:
         agent_id = target.agent_id
@@ -102,75 +113,72 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                             use = transcript_usage(store, one, entry if one == sid else None)
                             slices = [[day, model, *slot] for (day, model), slot in use.slices.items()]
                             label = {"agent": agent_id, "kind": kind}.get(by, "")
-                            count(label, slices, "live")
+                            count(label, slices, False)
             except OpenClawError as exc:
                 failures.append({"agentId": agent_id, "path": str(store_path), "error": exc.message})
-        read = read_records(ledger_path(ctx.paths.state_dir, agent_id))
+        read = LedgerRead()
         counted = 0
-        for record in read.records:
+        for record in iter_records(ledger_path(ctx.paths.state_dir, agent_id), read):
             if not record.get("delta") and record["sessionId"] in live:
                 continue
             counted += 1
-            slices = []
-            for item in record.get("slices") or []:
-                if isinstance(item, list) and len(item) >= 9:
-                    slices.append([item[0], item[1], *slot_of(dict(zip(_NAMES, item[2:9], strict=False)))])
-            label = {"agent": agent_id, "kind": record.get("kind") or "unknown"}.get(by, "")
-            count(label, slices, "ledger")
-        if read.records or read.unreadable or read.error:
+            slices = record.get("slices")
+            if type(slices) is not list:
+                continue
+            slices = [item for item in slices if type(item) is list and len(item) >= 9]
+            label = (
+                agent_id if by == "agent" else str(record.get("kind") or "unknown") if by == "kind" else ""
+            )
+            count(label, slices, True)
+        if read.count or read.unreadable or read.error:
             ledgers.append(
                 {
                     "agentId": agent_id,
                     "path": str(ledger_path(ctx.paths.state_dir, agent_id)),
-                    "records": len(read.records),
+                    "records": read.count,
                     "counted": counted,
                     "unreadableLines": read.unreadable,
                     "unreadableAt": read.unreadable_lines,
                     **({"error": read.error} if read.error else {}),
                 }
             )
-    ordered = sorted(
-        groups.values(), key=lambda g: (g["name"] if by == "day" else -g["totalTokens"], g["name"])
-    )
+    totals = [0, 0, 0, 0, 0, 0.0, 0, 0, 0]
+    for g in groups.values():
+        for i, value in enumerate(g):
+            totals[i] += value
+    docs = [_doc(name, g) for name, g in groups.items()]
+    ordered = sorted(docs, key=lambda g: (g["name"] if by == "day" else -g["totalTokens"], g["name"]))
     return {
         "by": by,
         "since": since,
         "generatedAt": now,
-        "totals": totals,
+        "totals": _doc("total", totals),
         "groups": ordered,
         "ledgers": ledgers,
         "failures": failures,
     }
 
 
-_NAMES = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost", "messages")
+def _clean(values: Any) -> list[float]:
+    """A damaged slice's figures: numbers kept, anything else 0."""
+    out: list[float] = []
+    for i in range(7):
+        value = values[i] if i < len(values) else 0
+        ok = (type(value) is int or type(value) is float) and value == value and abs(value) != float("inf")
+        out.append(value if ok else 0)
+    return out
 
 
-def _regroup(by: str, label: str, slices: list[Any]) -> list[tuple[str, Any]]:
-    if by == "day":
-        return [(s[0], s) for s in slices]
-    if by == "model":
-        return [(s[1], s) for s in slices]
-    return [(label, s) for s in slices]
-
-
-def _group(name: str) -> dict[str, Any]:
+def _doc(name: str, g: list[float]) -> dict[str, Any]:
     return {
         "name": name,
-        "input": 0,
-        "output": 0,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 0,
-        "cost": 0.0,
-        "messages": 0,
-        "liveMessages": 0,
-        "ledgerMessages": 0,
+        "input": int(g[0]),
+        "output": int(g[1]),
+        "cacheRead": int(g[2]),
+        "cacheWrite": int(g[3]),
+        "totalTokens": int(g[4]),
+        "cost": round(g[5], 10),
+        "messages": int(g[6]),
+        "liveMessages": int(g[7]),
+        "ledgerMessages": int(g[8]),
     }
-
-
-def _add(group: dict[str, Any], slice_: list[Any], source: str) -> None:
-    for i, name in enumerate(_NAMES):
-        value = slice_[2 + i]
-        group[name] = round(group[name] + value, 10) if name == "cost" else int(group[name] + value)
-    group["liveMessages" if source == "live" else "ledgerMessages"] += int(slice_[8])

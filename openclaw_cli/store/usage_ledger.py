@@ -402,34 +402,47 @@ class LedgerRead:
     unreadable: int = 0  # lines that are not a record (a torn tail, damage)
     unreadable_lines: list[int] = field(default_factory=list)  # their 1-based line numbers (first 20)
     error: str | None = None  # the file could not be read at all
+    count: int = 0  # readable records seen
+
+
+def iter_records(path: Path, read: LedgerRead) -> Iterator[dict[str, Any]]:
+    """Every readable record, streamed (flat memory over a large ledger); what is unreadable is
+    counted in `read`, never an exception."""
+    import orjson
+
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, after the last record
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        read.error = exc.strerror or str(exc)
+        return
+    loads = orjson.loads
+    with fh:
+        number = 0
+        try:
+            for line in fh:
+                number += 1
+                try:
+                    record = loads(line)
+                except ValueError:
+                    record = None
+                if type(record) is not dict or type(record.get("sessionId")) is not str:
+                    if line.strip():
+                        read.unreadable += 1
+                        if len(read.unreadable_lines) < 20:
+                            read.unreadable_lines.append(number)
+                    continue
+                read.count += 1
+                yield record
+        except OSError as exc:
+            read.error = exc.strerror or str(exc)
 
 
 def read_records(path: Path) -> LedgerRead:
     """Every readable record; the rest counted, never an exception."""
-    import orjson
-
     out = LedgerRead()
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        return out
-    except OSError as exc:
-        out.error = exc.strerror or str(exc)
-        return out
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = orjson.loads(line)
-        except ValueError:
-            record = None
-        if not isinstance(record, dict) or not isinstance(record.get("sessionId"), str):
-            out.unreadable += 1
-            if len(out.unreadable_lines) < 20:
-                out.unreadable_lines.append(number)
-            continue
-        out.records.append(record)
+    out.records = list(iter_records(path, out))
     return out
 
 
