@@ -1379,6 +1379,7 @@ CASES.update(
 CASES.update(__import__("bench_schema24").cases(OURS))  # issue 23: schema 24 vs 23, same data, same run
 CASES.update(__import__("bench_dashboard").cases(OURS))  # issue 28: the dashboard in headless Chromium
 CASES.update(__import__("bench_storage").cases(OURS))  # issue 27: storage, restore, usage
+CASES.update(__import__("bench_history").cases(OURS))  # issue 25: chat.history of a 50 MB transcript
 
 
 def _meta(runs: int) -> dict:

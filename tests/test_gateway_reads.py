@@ -177,3 +177,26 @@ def test_sessions_get_returns_the_last_messages(state: Path) -> None:
         assert owner.startswith(
             'Multiple agents are configured, but session key "main" has no explicit owner.'
         )
+
+
+def test_chat_history_page_cache_follows_the_transcript(state: Path) -> None:
+    transcript = state / "agents" / "main" / "sessions" / "5622276a-4637-4f37-a9a4-62ce0fa030a0.jsonl"
+    last = json.loads(transcript.read_text().splitlines()[-1])
+    with GatewayThread() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        params = {"sessionKey": "agent:main:main", "limit": 2}
+        before = client.request("chat.history", params)["payload"]
+        again = client.request("chat.history", params)["payload"]
+        assert again["messages"] == before["messages"]  # served again (from the page cache), same page
+        line = {
+            "type": "message",
+            "id": "appended1",
+            "parentId": last["id"],
+            "timestamp": "2026-12-01T00:00:00.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "appended"}]},
+        }
+        with transcript.open("a") as out:
+            out.write(json.dumps(line) + "\n")
+        after = client.request("chat.history", params)["payload"]
+        assert after["totalMessages"] == before["totalMessages"] + 1
+        assert after["messages"][-1]["content"] == [{"type": "text", "text": "appended"}]

@@ -22,7 +22,7 @@ class LogFile:
         found = _PREFIX.match(text)
         subsystem, message = (found.group(1), found.group(2)) if found else ("gateway", text)
         record = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),  # as OpenClaw writes it
             "level": level,
             "subsystem": subsystem,
             "message": message,

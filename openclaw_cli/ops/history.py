@@ -14,7 +14,8 @@ size. A text longer than `maxChars` is cut with OpenClaw's marker.
 
 from __future__ import annotations
 
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from datetime import datetime
 from typing import Any
 
@@ -95,6 +96,49 @@ def message_of(obj: dict[str, Any], seq: int, max_chars: int) -> dict[str, Any] 
     return None
 
 
+class _PageCache:
+    """The last few pages read, keyed by the transcript's version and the page's params: 20 clients
+    opening one large session read it once (a transcript that changed has another version)."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._pages: OrderedDict[Any, Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            found = self._pages.get(key)
+            if found is not None:
+                self._pages.move_to_end(key)
+            return found
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._pages[key] = value
+            self._pages.move_to_end(key)
+            while len(self._pages) > self._size:
+                self._pages.popitem(last=False)
+
+
+_PAGES = _PageCache()
+
+
+def _read_page(source: Any, limit: int, offset: int, max_chars: int) -> tuple[list[dict[str, Any]], int, int]:
+    """(messages, entries on the page, messages in the transcript): one streamed pass holding only
+    the last `offset + limit` entries."""
+    held: deque[tuple[int, dict[str, Any]]] = deque(maxlen=offset + limit)
+    total = 0
+    for line in source.lines():
+        obj = line.obj
+        if obj is None or obj.get("type") not in ("message", *_SYSTEM_KINDS):
+            continue
+        total += 1
+        held.append((total, obj))
+    page = list(held)[: max(0, len(held) - offset)]
+    messages = [m for seq, obj in page if (m := message_of(obj, seq, max_chars)) is not None]
+    return messages, len(page), total
+
+
 def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = True) -> dict[str, Any]:
     from openclaw_cli.ops.lifecycle import open_export
     from openclaw_cli.ops.session_views import describe
@@ -104,23 +148,24 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     limit = params.get("limit", DEFAULT_LIMIT)
     offset = params.get("offset", 0)
     max_chars = params.get("maxChars", DEFAULT_MAX_CHARS)
-    held: deque[tuple[int, dict[str, Any]]] = deque(maxlen=offset + limit)
     total = 0
     session_id = None
+    messages: list[dict[str, Any]] = []
+    page_len = 0
     try:
         with open_export(ctx, key, agent=agent, store=None, branch="active") as source:
             session_id = source.session_id
-            for line in source.lines():
-                obj = line.obj
-                if obj is None or obj.get("type") not in ("message", *_SYSTEM_KINDS):
-                    continue
-                total += 1
-                held.append((total, obj))
+            cache_key = (source.store_path, source.key, source.version, limit, offset, max_chars)
+            cached = _PAGES.get(cache_key) if source.version is not None else None
+            if cached is None:
+                cached = _read_page(source, limit, offset, max_chars)
+                if source.version is not None:
+                    _PAGES.put(cache_key, cached)
+            messages, page_len, total = cached
     except NotFoundError:
         pass
-    page = list(held)[: max(0, len(held) - offset)]
-    messages = [m for seq, obj in page if (m := message_of(obj, seq, max_chars)) is not None]
-    start = total - offset - len(page)
+    messages = [dict(m) for m in messages]  # the cached page stays as read
+    start = total - offset - page_len
     has_more = start > 0
     out: dict[str, Any] = {"sessionKey": key}
     if session_id:
@@ -130,7 +175,7 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     if "offset" in params:
         out["offset"] = offset
     if has_more:
-        out["nextOffset"] = offset + len(page)
+        out["nextOffset"] = offset + page_len
     out["hasMore"] = has_more
     out["totalMessages"] = total
     if not with_session:

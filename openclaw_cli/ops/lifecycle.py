@@ -1363,6 +1363,21 @@ class ExportSource:
     entry: dict[str, Any]
     lines: Callable[[], Iterator[Any]]  # TranscriptLine, header first, in file order
     issues: list[Any] = field(default_factory=list)
+    # changes whenever the transcript may have (the store's change token and the transcript
+    # file's size); None when the store cannot tell: a reader's cache keys on it (chat.history)
+    version: Any = None
+
+
+def _transcript_version(st: Any, sid: str, entry: dict[str, Any]) -> Any:
+    if st.transcripts_in_files and hasattr(st, "resolve_transcript"):  # a file: identity, size, mtime
+        path = st.resolve_transcript(sid, entry, [])
+        try:
+            info = os.stat(path) if path is not None else None
+        except OSError:
+            return None
+        return None if info is None else (sid, str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+    token = st.change_token()
+    return None if token is None else (sid, token)
 
 
 _TREE_FIELDS = ("type", "id", "parentId", "appendMode", "targetId", "appendParentId", "firstKeptEntryId")
@@ -1474,4 +1489,5 @@ def open_export(
             entry,
             every if branch == "all" else active,
             issues,
+            _transcript_version(st, sid, entry),
         )
