@@ -91,7 +91,7 @@ def test_sessions_resolve_selectors(state: Path) -> None:
         bad = client.request("sessions.resolve", {"shortId": "xyz"})["error"]["message"]
         assert bad == "shortId must be 8-32 hexadecimal characters"
         missing = client.request("sessions.resolve", {"key": "agent:main:nope", "allowMissing": True})
-        assert missing["payload"] == {"ok": True, "missing": True}
+        assert missing["payload"] == {"ok": False}
         by_ref = client.request("sessions.resolve", {"reference": {"key": hook}})["payload"]
         assert by_ref["key"] == hook
         pin = client.request("sessions.patch", {"key": "agent:main:main", "label": "Planning"})
@@ -200,3 +200,19 @@ def test_chat_history_page_cache_follows_the_transcript(state: Path) -> None:
         after = client.request("chat.history", params)["payload"]
         assert after["totalMessages"] == before["totalMessages"] + 1
         assert after["messages"][-1]["content"] == [{"type": "text", "text": "appended"}]
+
+
+def test_sessions_storage_status(state: Path) -> None:
+    with GatewayThread() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        got = client.request("sessions.storage.status", {})["payload"]
+        recorded = next(r for q, r in exchanges("reads-1.jsonl") if q["method"] == "sessions.storage.status")
+        assert set(got) == set(recorded["payload"])
+        assert [a["agentId"] for a in got["agents"]] == ["main", "ops"]
+        assert [set(a) for a in got["agents"]] == [set(a) for a in recorded["payload"]["agents"]]
+        assert (
+            got["agents"][0]["hotTranscripts"] == 12
+            and got["maintenance"] == recorded["payload"]["maintenance"]
+        )
+        error = client.request("sessions.storage.status", {"bogus": 1})["error"]["message"]
+        assert error == "invalid sessions.storage.status params: at root: unexpected property 'bogus'"

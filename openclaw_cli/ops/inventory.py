@@ -40,6 +40,7 @@ _REFUSED: tuple[tuple[str, str], ...] = (
     ("sessions.catalog.*", "other CLIs' sessions, continued by an agent run"),
     ("sessions.files.*", "an agent's workspace files"),
     ("sessions.diff", "an agent's workspace changes"),
+    ("sessions.storage.run", "OpenClaw's cold transcript storage (ours keeps every transcript hot)"),
     ("sessions.move", "moves a session between hosts (placement)"),
     ("sessions.reclaim", "reclaims an agent run's placement"),
     ("sessions.viewers.set", "live viewers of an agent run"),

@@ -176,6 +176,7 @@ _ROWS = (
     Method("logs.tail", f"{_READS}:logs_tail", p.LOGS_TAIL, READ),
     Method("config.get", f"{_READS}:config_get", p.CONFIG_GET, READ),
     Method("system-presence", f"{_READS}:system_presence", p.SYSTEM_PRESENCE, READ),
+    Method("sessions.storage.status", f"{_READS}:sessions_storage_status", p.SESSIONS_STORAGE, ADMIN),
     # served by the real Gateway without being listed in its hello-ok
     Method("sessions.resolve", f"{_READS}:sessions_resolve", p.SESSIONS_RESOLVE, READ, advertised=False),
     Method("sessions.get", f"{_READS}:sessions_get", p.SESSIONS_GET, READ, advertised=False),

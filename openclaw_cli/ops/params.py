@@ -593,3 +593,4 @@ LOGS_TAIL = Obj(
 CONFIG_GET = Obj({})
 # `sessions.get`: OpenClaw checks no schema (`key` or `sessionKey`, `limit`, `agentId` read loosely)
 SESSIONS_GET = Obj({}, closed=False)
+SESSIONS_STORAGE = Obj({})
