@@ -216,3 +216,19 @@ def test_sessions_storage_status(state: Path) -> None:
         )
         error = client.request("sessions.storage.status", {"bogus": 1})["error"]["message"]
         assert error == "invalid sessions.storage.status params: at root: unexpected property 'bogus'"
+
+
+def test_sessions_changed_rows_carry_the_last_message_preview(state: Path) -> None:
+    with GatewayThread() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        assert client.request("sessions.subscribe", {})["ok"]
+        want = client.request("sessions.describe", {"key": "agent:main:main", "includeLastMessage": True})
+        preview = want["payload"]["session"]["lastMessagePreview"]
+        assert client.request("sessions.patch", {"key": "agent:main:main", "pinned": True})["ok"]
+        client.drain_events(1.0)
+        changed = [e for e in client.events if e["event"] == "sessions.changed"]
+        assert changed and changed[-1]["payload"]["session"]["lastMessagePreview"] == preview
+        row = list(changed[-1]["payload"]["session"])
+        assert (
+            row.index("lastMessagePreview") == row.index("displayName") + 1 if "displayName" in row else True
+        )

@@ -98,7 +98,7 @@ def _keyed(
     extra: dict[str, Any] | None = None,
     entry: Any = None,
 ) -> dict[str, Any] | None:
-    from openclaw_cli.ops.session_views import describe, gateway_row, row_defaults
+    from openclaw_cli.ops.session_views import add_last_message_preview, describe, gateway_row, row_defaults
 
     if isinstance(entry, dict):  # the result carries the stored entry: no second read
         row = gateway_row(
@@ -111,6 +111,8 @@ def _keyed(
         ]  # the row as sessions.list has it
     if row is None:
         return None
+    # OpenClaw's change rows carry the last message's preview (recorded: sessions-patch-pin)
+    add_last_message_preview(ctx, row, entry if isinstance(entry, dict) else None)
     payload: dict[str, Any] = {"sessionKey": row["key"], "agentId": row["agentId"], "reason": reason}
     payload.update(extra or {})
     payload["ts"] = now

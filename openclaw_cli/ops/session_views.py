@@ -214,6 +214,23 @@ def _recent_messages(store: Any, entry: dict[str, Any], count: int, max_chars: i
     return [{"role": role, "text": _clip(text, max_chars)} for role, text in items[-count:]]
 
 
+def add_last_message_preview(ctx: Context, row: dict[str, Any], entry: dict[str, Any] | None = None) -> None:
+    """`lastMessagePreview` (the last visible message, 240 characters) into a row that has none,
+    after `displayName` as OpenClaw places it; nothing when the session has no message."""
+    if "lastMessagePreview" in row or not isinstance(row.get("agentId"), str):
+        return
+    store = _open_existing(ctx, row["agentId"])
+    if store is None:
+        return
+    with store:
+        if entry is None:
+            entry = store.get_entry(row["key"])
+        if isinstance(entry, dict):
+            last = _recent_messages(store, entry, 1, LAST_MESSAGE_MAX_CHARS)
+            if last:
+                _insert_after(row, "displayName", "lastMessagePreview", last[-1]["text"])
+
+
 # ---- stores ------------------------------------------------------------------------------------------------
 
 
