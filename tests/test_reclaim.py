@@ -110,3 +110,20 @@ def test_explain_says_why(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> N
     code, doc, _ = cli_json("cleanup", "--explain", "agent:main:nobody:here")
     assert code == 4
     assert os.path.exists(state_dir / SESSIONS_DIR / "sessions.json")
+
+
+def test_cleanup_text_says_what_each_reason_removes(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_state("legacy", state_dir)
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 8}}})
+    )
+    stale = state_dir / SESSIONS_DIR / "0d57c3a5-5014-46d7-9e64-8cdc886d0090.jsonl"
+    size = stale.stat().st_size
+    code, out, _ = cli("sessions", "cleanup", "--dry-run")
+    assert code == 0 and "Would remove, by reason" in out
+    from openclaw_cli.cli.render_storage import human
+
+    assert f"prune-stale: 1, {human(size)}" in out and "cap-overflow: 2," in out
+    code, out, _ = cli("sessions", "cleanup", "--enforce")
+    assert code == 0 and "Removed, by reason" in out and f"prune-stale: 1, {human(size)}" in out

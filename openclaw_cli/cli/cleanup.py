@@ -231,8 +231,29 @@ def _report(results, ctx, options, json_mode: bool, wide: bool = False) -> None:
         from openclaw_cli.cli.render_cleanup import render_apply_text
 
         print_lines([render_apply_text([r.summary for r in results])])
+    print_lines(_reason_lines(results, dry_run=options.dry_run))
     _say_warnings([r.summary for r in results])
     say_hints(ctx.hints)
+
+
+def _reason_lines(results: list[Any], *, dry_run: bool) -> list[str]:
+    """Issue 27 §7: per reason, how many sessions or files and how many bytes (all stores)."""
+    from openclaw_cli.cli.render_storage import human
+
+    total: dict[str, list[int]] = {}
+    for result in results:
+        for reason, (count, size) in (getattr(result, "reason_bytes", None) or {}).items():
+            slot = total.setdefault(reason, [0, 0])
+            slot[0] += count
+            slot[1] += size
+    if not total:
+        return []
+    verb = "Would remove" if dry_run else "Removed"
+    lines = [f"{verb}, by reason (transcript bytes; each transcript is archived first):"]
+    for reason, (count, size) in total.items():
+        lines.append(f"  {reason}: {count}, {human(size)}")
+    lines.append(f"  total: {human(sum(size for _, size in total.values()))}")
+    return lines
 
 
 def _say_warnings(summaries: list[dict[str, Any]]) -> None:

@@ -76,6 +76,7 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                         result = plan_store(
                             ctx, store, options=options, now_ms=now, behavior=behavior.behavior
                         )
+                    result.reason_bytes = reason_bytes(store, result)
                 else:
                     store.ensure_writable("clean up sessions")
                     check_archive_dir(ctx, store)
@@ -87,6 +88,7 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                             result = plan_store(
                                 ctx, store, options=options, now_ms=now, behavior=behavior.behavior
                             )
+                        result.reason_bytes = reason_bytes(store, result)  # measured before removal
                         result.outcome = apply_store(
                             store,
                             result,
@@ -106,6 +108,39 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
             raise _partial(results, target, exc, options) from exc
     checkpoint.finish()
     return results
+
+
+def reason_bytes(store: Any, result: StoreCleanup) -> dict[str, list[int]]:
+    """What the plan removes, per reason: [sessions or files, bytes] (issue 27 §7, for the text
+    report; the JSON keeps OpenClaw's shape). Transcript bytes as the store keeps them; rows
+    archived in place free nothing."""
+    plan = result.plan
+    if store.transcripts_in_files:
+        sizes: dict[str, int] = {}
+        for action in result.archive_actions:
+            if action.session_id:
+                sizes[action.session_id] = sizes.get(action.session_id, 0) + action.size
+    else:
+        sizes = store.session_bytes() if plan.removed else {}
+    out: dict[str, list[int]] = {}
+    for key in plan.removed:
+        entry = result.entries.get(key)
+        sid = entry.get("sessionId") if isinstance(entry, dict) else None
+        slot = out.setdefault(plan.actions.get(key, "remove"), [0, 0])
+        slot[0] += 1
+        slot[1] += sizes.get(sid, 0) if isinstance(sid, str) else 0
+    for reason in plan.archived.values():
+        out.setdefault(f"archive ({reason})", [0, 0])[0] += 1
+    for name, actions in (
+        ("unreferenced artifacts", result.sweep.removals if result.sweep else ()),
+        ("tombstones (retention)", result.retention.removals if result.retention else ()),
+        ("disk budget files", plan.budget_file_removals),
+    ):
+        for action in actions:
+            slot = out.setdefault(name, [0, 0])
+            slot[0] += 1
+            slot[1] += int(getattr(action, "size", 0) or 0)
+    return out
 
 
 def _linked_transcript_warnings(store: Any, result: StoreCleanup, *, dry_run: bool) -> list[str]:
