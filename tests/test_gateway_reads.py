@@ -232,3 +232,33 @@ def test_sessions_changed_rows_carry_the_last_message_preview(state: Path) -> No
         assert (
             row.index("lastMessagePreview") == row.index("displayName") + 1 if "displayName" in row else True
         )
+
+
+def test_sessions_patch_many(state: Path) -> None:
+    with GatewayThread() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        assert client.request("sessions.subscribe", {})["ok"]
+        targets = [
+            {"key": "agent:main:main"},
+            {"key": "agent:main:telegram:group:123", "expectedSessionId": "not-its-id"},
+            {"key": "agent:main:cron:job1", "agentId": "main"},
+        ]
+        got = client.request("sessions.patchMany", {"targets": targets, "patch": {"pinned": True}})["payload"]
+        assert [o["ok"] for o in got["outcomes"]] == [True, False, True]
+        assert got["outcomes"][1]["error"]["code"] == "INVALID_REQUEST"
+        assert got["outcomes"][2] == {"ok": True, "key": "agent:main:cron:job1", "agentId": "main"}
+        rows = client.request("sessions.list", {"pinned": True})["payload"]["sessions"]
+        assert sorted(r["key"] for r in rows) == ["agent:main:cron:job1", "agent:main:main"]
+        client.drain_events(1.0)
+        changed = {e["payload"].get("sessionKey") for e in client.events if e["event"] == "sessions.changed"}
+        assert {"agent:main:main", "agent:main:cron:job1"} <= changed
+        assert "agent:main:telegram:group:123" not in changed
+        # the patch's fields decide the scope, as for sessions.patch
+        with Client(gw.url) as writer:
+            assert writer.hello(scopes=["operator.write"])["ok"]
+            denied = writer.request(
+                "sessions.patchMany", {"targets": targets[:1], "patch": {"verboseLevel": "on"}}
+            )
+            assert denied["error"]["message"] == "missing scope: operator.admin"
+        bad = client.request("sessions.patchMany", {"targets": targets[:1], "patch": {}})["error"]["message"]
+        assert bad == "invalid sessions.patchMany params: at /patch: must not have fewer than 1 properties"

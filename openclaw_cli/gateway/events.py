@@ -152,6 +152,15 @@ def after(
             },
             {"reason": "delete", "ts": now},
         ]
+    if reason == "patchMany":  # a keyed `patch` change per target that was patched
+        changed = []
+        for outcome in result.get("outcomes") or []:
+            if outcome.get("ok") is True:
+                scope = {"agentId": outcome["agentId"]} if outcome.get("agentId") else {}
+                payload = _keyed(ctx, "patch", outcome["key"], scope, now)
+                if payload is not None:
+                    changed.append(payload)
+        return changed
     if reason == "reset" and params.get("reason") == "new":
         reason = "new"
     extra = None

@@ -201,6 +201,10 @@ def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] |
         if params.get("allAgents") is True:
             return None
         return [named(params.get("agent")) or default_agent_id(ctx.config)]
+    if method == "sessions.patchMany":
+        targets = params.get("targets") or []
+        owners = {agent_of(t.get("key")) or named(t.get("agentId")) for t in targets if isinstance(t, dict)}
+        return sorted({o or default_agent_id(ctx.config) for o in owners})
     keys = {agent_of(params.get("key")), agent_of(params.get("parentSessionKey"))} - {None}
     if not keys:
         keys = {named(params.get("agentId")) or default_agent_id(ctx.config)}

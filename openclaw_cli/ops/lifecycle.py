@@ -1491,3 +1491,22 @@ def open_export(
             issues,
             _transcript_version(st, sid, entry),
         )
+
+
+def sessions_patch_many_method(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.patchMany` (OpenClaw 2026.9.6): one `patch` applied to up to 100 `targets`, each
+    as its own `sessions.patch` (its expectations checked, its own outcome), committed together
+    per store; `{outcomes: [{ok, key, agentId?, error?}]}` in the targets' order."""
+    batch = [{**target, **params["patch"]} for target in params["targets"]]
+    outcomes = []
+    for target, outcome in zip(params["targets"], sessions_patch_many(ctx, batch), strict=True):
+        identity = {"key": target["key"], **({"agentId": target["agentId"]} if target.get("agentId") else {})}
+        if isinstance(outcome, OpenClawError):
+            outcomes.append(
+                {"ok": False, **identity, "error": {"code": "INVALID_REQUEST", "message": outcome.message}}
+            )
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            outcomes.append({"ok": True, **identity})
+    return {"outcomes": outcomes}

@@ -176,6 +176,15 @@ _ROWS = (
     Method("logs.tail", f"{_READS}:logs_tail", p.LOGS_TAIL, READ),
     Method("config.get", f"{_READS}:config_get", p.CONFIG_GET, READ),
     Method("system-presence", f"{_READS}:system_presence", p.SYSTEM_PRESENCE, READ),
+    Method(
+        "sessions.patchMany",
+        f"{_LIFECYCLE}:sessions_patch_many_method",
+        p.SESSIONS_PATCH_MANY,
+        WRITE,
+        mutates=True,
+        scope_for=f"{_SCOPES}:patch_many_scope",
+        event="patchMany",
+    ),
     Method("sessions.storage.status", f"{_READS}:sessions_storage_status", p.SESSIONS_STORAGE, ADMIN),
     # served by the real Gateway without being listed in its hello-ok
     Method("sessions.resolve", f"{_READS}:sessions_resolve", p.SESSIONS_RESOLVE, READ, advertised=False),

@@ -594,3 +594,25 @@ CONFIG_GET = Obj({})
 # `sessions.get`: OpenClaw checks no schema (`key` or `sessionKey`, `limit`, `agentId` read loosely)
 SESSIONS_GET = Obj({}, closed=False)
 SESSIONS_STORAGE = Obj({})
+SESSIONS_PATCH_MANY = Obj(
+    {
+        "targets": Arr(
+            Obj(
+                {
+                    "key": NonEmpty,
+                    "agentId": NonEmpty,
+                    "expectedSessionId": NonEmpty,
+                    "expectedLifecycleRevision": NonEmpty,
+                    "expectedSandboxMode": AnyOf(Const("off"), Null()),
+                    "expectedPermissionMode": _NULLABLE_TEXT,
+                    "expectedNativeRuntimeConsent": _NULLABLE_TEXT,
+                },
+                required=("key",),
+            ),
+            min_items=1,
+            max_items=100,
+        ),
+        "patch": Obj(_PATCH_MUTATIONS, min_props=1),
+    },
+    required=("targets", "patch"),
+)

@@ -67,6 +67,16 @@ def patch_scope(params: dict[str, Any]) -> str:
     return WRITE if _wire(params) <= PATCH_WRITE_FIELDS else ADMIN
 
 
+def patch_many_scope(params: dict[str, Any]) -> str:
+    """`sessions.patchMany`: its one `patch` judged as a `sessions.patch`'s mutations are."""
+    patch = params.get("patch")
+    if not isinstance(patch, dict):
+        return WRITE
+    if patch.get("permissionMode") == "full" or "sandboxMode" in patch or "nativeRuntimeConsent" in patch:
+        return ADMIN
+    return WRITE if set(patch) <= PATCH_WRITE_FIELDS else ADMIN
+
+
 def delete_scope(params: dict[str, Any]) -> str:
     """`sessions.delete` needs admin, except `archivedOnly: true` (an archived row), which write may do."""
     return WRITE if params.get("archivedOnly") is True and _wire(params) <= DELETE_WRITE_FIELDS else ADMIN
