@@ -61,10 +61,10 @@ JUMP_JS = """async () => {
   const box = document.getElementById('grid-scroll');
   const start = performance.now();
   box.scrollTop = box.scrollHeight;
-  const lastTop = 'translateY(' + (box.scrollHeight - 30) + 'px)';
+  const last = Math.round(box.scrollHeight / 30) - 1;  // the row index (the page's ROW_H is 30 px)
   while (performance.now() - start < 60000) {
     const shown = [...document.querySelectorAll('.grid-row')].some(
-      r => !r.hidden && !r.classList.contains('loading') && r.style.transform === lastTop);
+      r => !r.hidden && !r.classList.contains('loading') && r._i === last);
     if (shown) return performance.now() - start;
     await new Promise(r => setTimeout(r, 10));
   }

@@ -327,7 +327,7 @@ def test_the_list_loads_only_the_pages_it_shows(page: Any, state_dir: Path) -> N
         )
         page.wait_for_function(
             """() => [...document.querySelectorAll('.grid-row')].some(
-                r => !r.hidden && !r.classList.contains('loading') && r.style.transform === 'translateY(44970px)')""",
+                r => !r.hidden && !r.classList.contains('loading') && r._i === 1499)""",
             timeout=WAIT_MS,
         )
         offsets = sorted(json.loads(f)["params"].get("offset", 0) for f in sent if '"sessions.list"' in f)
