@@ -60,7 +60,9 @@ def doc(methods: list[str], events: list[str]) -> str:
         return ", ".join(f"{k} {v}" for k, v in sorted(found.items()))
 
     pending = [
-        n for n in methods if inventory.session_related(n) and inventory.method_status(n)[0] == "not yet"
+        n
+        for n in [*methods, *inventory.UNLISTED_METHODS]
+        if inventory.session_related(n) and inventory.method_status(n)[0] == "not yet"
     ]
     pending += [
         n for n in events if inventory.session_related(n) and inventory.event_status(n)[0] == "not yet"

@@ -21,6 +21,7 @@ CONFIG = {
     "agents": {"ownership": "explicit", "entries": {"main": {}, "ops": {}}},
     "gateway": {"mode": "local", "bind": "loopback", "auth": {"mode": "token", "token": TOKEN}},
 }
+GROUP_KEY = "agent:main:telegram:group:123"
 # Results compared whole (after dropping what differs by nature: `ts`).
 EXACT_RESULTS = {"sessions.resolve", "sessions.get"}
 # Requests that follow the recording's `chat.send` run, whose rows our state does not have.
@@ -262,3 +263,30 @@ def test_sessions_patch_many(state: Path) -> None:
             assert denied["error"]["message"] == "missing scope: operator.admin"
         bad = client.request("sessions.patchMany", {"targets": targets[:1], "patch": {}})["error"]["message"]
         assert bad == "invalid sessions.patchMany params: at /patch: must not have fewer than 1 properties"
+
+
+def test_chat_message_get(state: Path) -> None:
+    with GatewayThread() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        page = client.request("chat.history", {"sessionKey": GROUP_KEY, "limit": 3})["payload"]["messages"]
+        wanted = page[1]
+        got = client.request(
+            "chat.message.get", {"sessionKey": GROUP_KEY, "messageId": wanted["__openclaw"]["id"]}
+        )
+        assert got["payload"] == {"ok": True, "message": wanted}
+        cut = client.request(
+            "chat.message.get",
+            {"sessionKey": GROUP_KEY, "messageId": wanted["__openclaw"]["id"], "maxChars": 5},
+        )["payload"]["message"]
+        assert cut["content"][0]["text"].endswith("...(truncated)...")
+        for params in (
+            {"sessionKey": GROUP_KEY, "messageId": "nope"},
+            {"sessionKey": "agent:main:nope", "messageId": "x"},
+            {"sessionKey": GROUP_KEY, "messageId": "pending:1"},
+        ):
+            assert client.request("chat.message.get", params)["payload"] == {
+                "ok": False,
+                "unavailableReason": "not_found",
+            }
+        bad = client.request("chat.message.get", {"sessionKey": GROUP_KEY})["error"]["message"]
+        assert bad == "invalid chat.message.get params: must have required property 'messageId'"

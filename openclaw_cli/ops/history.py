@@ -187,3 +187,44 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     if session is not None:
         out["sessionInfo"] = session
     return out
+
+
+MESSAGE_GET_MAX_CHARS = 1_000_000
+MESSAGE_GET_MAX_BYTES = 26_213_376  # OpenClaw's limit on one message's JSON
+
+
+def chat_message_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`chat.message.get`: one message of the session's active branch by its entry id, rendered as
+    chat.history renders it (`maxChars`, default 1,000,000); `{ok: false, unavailableReason:
+    "not_found"}` for an unknown session or id (`pending:` ids too: we queue no inputs),
+    `"oversized"` past OpenClaw's 26,213,376 bytes."""
+    import orjson
+
+    from openclaw_cli.ops.gateway_reads import _require_owner
+    from openclaw_cli.ops.lifecycle import open_export
+
+    key, wanted = params["sessionKey"], params["messageId"]
+    agent = params.get("agentId")
+    _require_owner(ctx, key, agent)
+    max_chars = params.get("maxChars", MESSAGE_GET_MAX_CHARS)
+    missing = {"ok": False, "unavailableReason": "not_found"}
+    if wanted.startswith("pending:"):
+        return missing
+    seq = 0
+    try:
+        with open_export(ctx, key, agent=agent, store=None, branch="active") as source:
+            for line in source.lines():
+                obj = line.obj
+                if obj is None or obj.get("type") not in ("message", *_SYSTEM_KINDS):
+                    continue
+                seq += 1
+                if obj.get("id") == wanted:
+                    message = message_of(obj, seq, max_chars)
+                    if message is None:
+                        return {"ok": False, "unavailableReason": "not_visible"}
+                    if len(orjson.dumps(message)) > MESSAGE_GET_MAX_BYTES:
+                        return {"ok": False, "unavailableReason": "oversized"}
+                    return {"ok": True, "message": message}
+    except NotFoundError:
+        return missing
+    return missing

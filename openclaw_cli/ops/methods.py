@@ -165,6 +165,7 @@ _ROWS = (
         local=LOCAL_PARAMS,
     ),
     Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ),
+    Method("chat.message.get", "openclaw_cli.ops.history:chat_message_get", p.CHAT_MESSAGE_GET, READ),
     Method(
         "sessions.search",
         "openclaw_cli.ops.search:sessions_search",

@@ -616,3 +616,12 @@ SESSIONS_PATCH_MANY = Obj(
     },
     required=("targets", "patch"),
 )
+CHAT_MESSAGE_GET = Obj(
+    {
+        "sessionKey": NonEmpty,
+        "agentId": NonEmpty,
+        "messageId": NonEmpty,
+        "maxChars": Int(minimum=1, maximum=2_000_000),
+    },
+    required=("sessionKey", "messageId"),
+)
