@@ -52,7 +52,10 @@ PAYLOAD_CLASSES = ("text", "toolResults", "media", "compactionSummaries", "snaps
 SNAPSHOT_FIELDS = ("systemPromptReport", "skillsSnapshot", "sessionDiffBaseline")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEAD = 400  # how far into a line its type and role are looked for
-_MEDIA_MARKERS = (b";base64,", b'"type":"image"', b'"type": "image"', b'"mimeType"', b'"media_type"')
+# every inline media shape carries one of these: `"data":"<base64>"` (pi's image blocks with a
+# mimeType, Anthropic's `{"type":"base64","data":…}` sources) or a `data:<mime>;base64,` URL;
+# two scans of each long line are most of `storage`'s time
+_MEDIA_MARKERS = (b'"data":"', b";base64,")
 
 
 @dataclass
@@ -314,6 +317,33 @@ def classify_line(line: bytes) -> tuple[str, dict[str, int]]:
     return cls, media
 
 
+_WS = frozenset(b" \t\r\n")
+_COMPACTION = (b'"type":"compaction"', b'"type": "compaction"')
+_TOOL = (b'"role":"toolResult"', b'"role": "toolResult"', b'"type":"tool_result"')
+
+
+def classify_span(buf: bytes, start: int, end: int) -> tuple[str, dict[str, int]]:
+    """`classify_line` of `buf[start:end]` without copying the line (only a line that may carry
+    media is cut out and parsed)."""
+    head = min(end, start + _HEAD)
+    find = buf.find
+    if find(_COMPACTION[0], start, head) >= 0 or find(_COMPACTION[1], start, head) >= 0:
+        cls = "compactionSummaries"
+    elif any(find(marker, start, head) >= 0 for marker in _TOOL):
+        cls = "toolResults"
+    else:
+        cls = "text"
+    media: dict[str, int] = {}
+    if end - start >= 256 and any(find(marker, start, end) >= 0 for marker in _MEDIA_MARKERS):
+        import orjson
+
+        try:
+            _media_parts(orjson.loads(buf[start:end]), media)
+        except ValueError:
+            pass
+    return cls, media
+
+
 @dataclass
 class PayloadTally:
     classes: dict[str, list[int]] = field(default_factory=lambda: {c: [0, 0] for c in PAYLOAD_CLASSES})
@@ -323,8 +353,11 @@ class PayloadTally:
     _tick: int = 0
 
     def add_line(self, line: bytes, where: tuple[Any, ...]) -> int:
-        size = len(line)
-        cls, media = classify_line(line)
+        return self.add_span(line, 0, len(line), where)
+
+    def add_span(self, buf: bytes, start: int, end: int, where: tuple[Any, ...]) -> int:
+        size = end - start
+        cls, media = classify_span(buf, start, end)
         media_total = 0
         for mime, n in media.items():
             slot = self.media.setdefault(mime, [0, 0])
@@ -352,8 +385,13 @@ class LineSink:
     """A binary writer that splits what it is given into lines and counts them (the target of a
     store's `export_transcript`: every store kind streams its raw JSONL through it)."""
 
-    def __init__(self, on_line: Callable[[bytes, int], None]):
+    def __init__(
+        self,
+        on_line: Callable[[bytes, int], None],
+        on_span: Callable[[bytes, int, int, int], None] | None = None,
+    ):
         self._on_line = on_line
+        self._on_span = on_span  # (buffer, start, end, line number): no copy of the line
         self._rest = b""
         self.lines = 0
         self.bytes = 0
@@ -361,12 +399,19 @@ class LineSink:
     def write(self, data: bytes) -> int:
         buf = self._rest + bytes(data) if self._rest else bytes(data)
         start = 0
+        span = self._on_span
+        find = buf.find
         while True:
-            end = buf.find(b"\n", start)
+            end = find(b"\n", start)
             if end < 0:
                 break
             if end > start:
-                self._emit(buf[start:end])
+                if span is not None and buf[start] not in _WS and buf[end - 1] not in _WS:
+                    self.lines += 1
+                    self.bytes += end - start
+                    span(buf, start, end, self.lines)
+                else:
+                    self._emit(buf[start:end])
             start = end + 1
         self._rest = buf[start:]
         return len(data)
@@ -412,9 +457,16 @@ def tally_sessions(
             continue
         seen.add(sid)
         where = (store.agent_id, key, sid)
-        sink = LineSink(lambda line, n, where=where: tally.add_line(line, (*where, n)))
+        sink = LineSink(
+            lambda line, n, where=where: tally.add_line(line, (*where, n)),
+            lambda buf, start, end, n, where=where: tally.add_span(buf, start, end, (*where, n)),
+        )
         try:
-            store.export_transcript(sid, sink, entry=entry)
+            path = _transcript_file(store, sid, entry)
+            if path is not None:
+                _copy_file(path, sink)  # a file store's transcript, read in large blocks
+            else:
+                store.export_transcript(sid, sink, entry=entry)
         except OpenClawError as exc:
             unreadable.append({"path": f"{store.path}#{sid}", "error": exc.message})
         except OSError as exc:
@@ -429,6 +481,22 @@ def tally_sessions(
             elif item[0] > top_sessions[0][0]:
                 heapq.heapreplace(top_sessions, item)
     return count
+
+
+def _transcript_file(store: Any, sid: str, entry: Any) -> Path | None:
+    """The transcript file of a file store's session (None: ask the store to export it)."""
+    resolve = getattr(store, "resolve_transcript", None) if store.transcripts_in_files else None
+    return resolve(sid, entry, []) if resolve is not None else None
+
+
+def _copy_file(path: Path, sink: LineSink) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        while True:
+            block = fh.read(1 << 20)
+            if not block:
+                return
+            sink.write(block)
 
 
 def _snapshot_bytes(entry: Any) -> int:
