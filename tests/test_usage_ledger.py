@@ -107,3 +107,17 @@ def test_since_and_bad_options(state_dir: Path) -> None:
     assert code == 2 and "Unknown --by" in err
     code, _, err = cli("usage", "--since", "yesterday-ish")
     assert code == 2
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_max_lines_compaction_keeps_the_dropped_lines_usage(kind: str, state_dir: Path) -> None:
+    make_state(kind, state_dir)
+    before = _usage()
+    code, out, err = cli("compact", CRON, "--max-lines", "4")
+    assert code == 0, out + err
+    after = _usage()
+    assert _figures(after) == _figures(before)
+    records = _ledger(state_dir) if (state_dir / "openclaw-cli-usage").exists() else []
+    assert all(r.get("delta") for r in records if r["reason"] == "compaction")
+    if kind == "legacy":  # the file keeps only 4 lines: what the dropped ones cost is in the ledger
+        assert [r["reason"] for r in records] == ["compaction"] and records[0]["messages"] > 0
