@@ -290,3 +290,46 @@ def test_chat_message_get(state: Path) -> None:
             }
         bad = client.request("chat.message.get", {"sessionKey": GROUP_KEY})["error"]["message"]
         assert bad == "invalid chat.message.get params: must have required property 'messageId'"
+
+
+def test_sessions_branches_list(state: Path) -> None:
+    transcript = state / "agents" / "main" / "sessions" / "dd895c96-1745-4042-a925-feb3af6a2ff5.jsonl"
+    with GatewayThread() as gw, Client(gw.url) as client:
+        assert client.hello()["ok"]
+        # the recorded real answer for this session (reads-4: OpenClaw 2026.9.6 on the same state)
+        got = client.request("sessions.branches.list", {"sessionKey": GROUP_KEY})["payload"]
+        recorded = next(
+            r for q, r in exchanges("reads-4.jsonl") if q["params"].get("sessionKey") == GROUP_KEY
+        )
+        # (the recording's state was generated at another time: its timestamps are shifted)
+        assert [{k: v for k, v in b.items() if k != "updatedAt"} for b in got["branches"]] == [
+            {k: v for k, v in b.items() if k != "updatedAt"} for b in recorded["payload"]["branches"]
+        ]
+        assert got["branches"][0]["updatedAt"].endswith("Z")
+        assert client.request("sessions.branches.list", {"sessionKey": "agent:main:nope"})["payload"] == {
+            "branches": []
+        }
+        # a second branch from the first user message: two tips, the newer one active
+        first_user = next(
+            json.loads(line)["id"]
+            for line in transcript.read_text().splitlines()
+            if json.loads(line).get("message", {}).get("role") == "user"
+        )
+        line = {
+            "type": "message",
+            "id": "fork1",
+            "parentId": first_user,
+            "timestamp": "2026-12-01T00:00:00.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "another answer"}]},
+        }
+        with transcript.open("a") as out:
+            out.write(json.dumps(line) + "\n")
+        branches = client.request("sessions.branches.list", {"sessionKey": GROUP_KEY})["payload"]["branches"]
+        assert [(b["leafEntryId"], b["active"]) for b in branches] == [("a68132dd", False), ("fork1", True)]
+        assert branches[1] == {
+            "leafEntryId": "fork1",
+            "headline": "another answer",
+            "messageCount": 2,
+            "updatedAt": "2026-12-01T00:00:00.000Z",
+            "active": True,
+        }

@@ -228,3 +228,67 @@ def chat_message_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     except NotFoundError:
         return missing
     return missing
+
+
+_COUNTED_ROLES = ("user", "assistant", "toolResult")
+
+
+def _first_text(message: dict[str, Any]) -> str | None:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                return str(block["text"])
+    return None
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    from datetime import UTC
+
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def sessions_branches_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """`sessions.branches.list`: every tip of the session's transcript tree (an entry nothing
+    continues), root path measured as OpenClaw reports it (recorded): `messageCount` the user,
+    assistant and tool-result messages on the path, `headline` the last user or assistant text on
+    it, `updatedAt` the tip's time (ISO), `active` the tip the session continues from."""
+    from openclaw_cli.ops.gateway_reads import _require_owner
+    from openclaw_cli.ops.lifecycle import open_export
+    from openclaw_cli.store.tree import scan_tree
+
+    key = params["sessionKey"]
+    agent = params.get("agentId")
+    _require_owner(ctx, key, agent)
+    try:
+        with open_export(ctx, key, agent=agent, store=None, branch="all") as source:
+            tree = scan_tree(source.lines())
+    except NotFoundError:
+        return {"branches": []}
+    parents = {node.parent_id for node in tree.nodes if not node.leaf_control}
+    branches = []
+    for node in tree.nodes:
+        if node.leaf_control or node.id in parents:
+            continue
+        path = tree.path_to(node.id) or []
+        count, headline = 0, ""
+        for step in path:
+            obj = step.line.obj or {}
+            message = obj.get("message") if obj.get("type") == "message" else None
+            if not isinstance(message, dict) or message.get("role") not in _COUNTED_ROLES:
+                continue
+            count += 1
+            text = _first_text(message)
+            if message.get("role") in ("user", "assistant") and text:
+                headline = text
+        branch: dict[str, Any] = {"leafEntryId": node.id, "headline": headline, "messageCount": count}
+        updated = _iso(_ms((node.line.obj or {}).get("timestamp")))
+        if updated:
+            branch["updatedAt"] = updated
+        branch["active"] = node.id == tree.leaf_id
+        branches.append(branch)
+    return {"branches": branches}

@@ -165,6 +165,12 @@ _ROWS = (
         local=LOCAL_PARAMS,
     ),
     Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ),
+    Method(
+        "sessions.branches.list",
+        "openclaw_cli.ops.history:sessions_branches_list",
+        p.SESSIONS_BRANCHES_LIST,
+        READ,
+    ),
     Method("chat.message.get", "openclaw_cli.ops.history:chat_message_get", p.CHAT_MESSAGE_GET, READ),
     Method(
         "sessions.search",

@@ -625,3 +625,4 @@ CHAT_MESSAGE_GET = Obj(
     },
     required=("sessionKey", "messageId"),
 )
+SESSIONS_BRANCHES_LIST = Obj({"sessionKey": NonEmpty, "agentId": NonEmpty}, required=("sessionKey",))
