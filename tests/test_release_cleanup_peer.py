@@ -122,7 +122,8 @@ def test_with_the_real_gateway_up_our_dry_run_is_what_its_enforce_applies(
         preview = _ours(state, "sessions", "cleanup", "--dry-run", "--json")
         assert preview.returncode == 0, preview.stderr
         rows_before = _rows(state)
-        applied = _ours(state, "sessions", "cleanup", "--enforce", "--json")
+        # (the real Gateway can take over 10 s, our default, to answer at a load average of 20)
+        applied = _ours(state, "sessions", "cleanup", "--enforce", "--json", "--timeout", "180000")
         assert applied.returncode == 0, applied.stderr
         assert "ran locally" not in applied.stderr  # the Gateway applied it
         status = _ours(state, "status", "--json")
