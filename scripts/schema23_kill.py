@@ -81,14 +81,24 @@ def _connect(db: Path) -> sqlite3.Connection:
     return conn
 
 
+# A release that archives in place (2026.9.6+, D23) stamps `archivedAt` with the run's clock: two
+# uninterrupted runs differ there and nowhere else, so a row's stamp is compared by presence.
+_ARCHIVED_AT = (
+    "CASE WHEN json_type(entry_json, '$.archivedAt') IN ('integer', 'real')"
+    " THEN json_set(entry_json, '$.archivedAt', 'run') ELSE entry_json END"
+)
+
+
 def logical_state(db: Path) -> tuple[Any, ...]:
-    """Rows a cleanup touches (archive rows by content: names carry the run's timestamp)."""
+    """Rows a cleanup touches (archive rows by content: names carry the run's timestamp; so does
+    an in-place archive's `archivedAt`)."""
     conn = _connect(db)
     try:
         return tuple(
             tuple(conn.execute(sql).fetchall())
             for sql in (
-                "SELECT session_key, current_session_id, entry_json, entry_valid FROM session_nodes ORDER BY session_key",
+                f"SELECT session_key, current_session_id, {_ARCHIVED_AT}, entry_valid FROM session_nodes"
+                " ORDER BY session_key",
                 "SELECT session_id, session_key FROM session_windows ORDER BY session_id",
                 "SELECT session_id, seq, event_json, event_zstd, event_utf8_bytes, navigation_json FROM transcript_events"
                 " ORDER BY session_id, seq",

@@ -161,8 +161,6 @@ KNOWN_REGRESSIONS = {
     "tests/test_gateway_server_process.py::test_files_the_gateway_writes_are_private",
     "tests/test_gateway_load.py::test_concurrent_clients_with_cleanup_and_compact",
     "tests/test_lifecycle_release_peer.py::test_reset_compact_and_label_through_the_real_gateway_and_offline_agree",
-    "tests/test_openclaw_writes_crash.py::test_kills_leave_the_database_as_before_or_as_after",
-    "tests/test_openclaw_writes_crash.py::test_ctrl_c_stops_at_a_safe_point_as_before_or_as_after",
     "tests/test_openclaw_writes_peer.py::test_our_writes_are_judged_by_the_real_openclaw",
     "tests/test_openclaw_writes_peer.py::test_disk_budget_and_artifact_sweep_are_judged_by_the_real_openclaw",
     "tests/test_ownership_peer.py::test_the_real_gateway_finds_nothing_to_reconcile_after_our_writes",

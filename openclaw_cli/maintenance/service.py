@@ -440,8 +440,12 @@ def retirement(store: Any, result: StoreCleanup) -> Retirement:
         unlink_actions=result.unlink_actions,
         session_ids=result.sqlite_sessions,
         session_keys=result.sqlite_session_keys,
-        sweep_locks=plan.mode == "enforce",
-    )  # warn mode touches no file (§5.6)
+        sweep_locks=plan.mode == "enforce",  # warn mode touches no file (§5.6)
+        # the rows the release archives in place, in the removals' write (a row that changed since
+        # the plan read it is left as it is, like a removal's)
+        archive_rows=dict(plan.archived),
+        archived_at=int(result.now_ms),
+    )
 
 
 def apply_store(
@@ -457,7 +461,11 @@ def apply_store(
     )
     try:
         if result.plan.mode != "enforce" and not (
-            work.removed_keys or work.archive_actions or work.unlink_actions or work.session_ids
+            work.removed_keys
+            or work.archive_actions
+            or work.unlink_actions
+            or work.session_ids
+            or work.archive_rows
         ):
             # warn mode with no explicit repair: nothing to write (no transaction, no backup)
             outcome = ApplyOutcome(applied_count=store.count_entries())
@@ -473,15 +481,7 @@ def apply_store(
                     checkpoint=checkpoint,
                     progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
                 )
-        if result.plan.archived:
-            # the rows the release archives in place (after the removals: a row that changed since
-            # the plan read it is left as it is, like a removal's)
-            result.archived_keys = store.archive_rows(
-                result.plan.archived,
-                archived_at=int(result.now_ms),
-                expected=result.entries,
-                lock_settings=lock_settings,
-            )
+        result.archived_keys = list(outcome.archived_keys)  # archived in place in retire's write
         if result.placeholders and result.plan.mode == "enforce":
             _sweep_placeholders(store, result, lock_settings=lock_settings, checkpoint=checkpoint)
         if result.plan.behavior.maintenance.budget_spares_live_rows:

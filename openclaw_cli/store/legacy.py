@@ -764,13 +764,21 @@ class LegacyStore(SessionStore):
         return patch_legacy(self, key, mutate, lock_settings=lock_settings, create=create)
 
     def archive_rows(
-        self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any
+        self,
+        archives: Any,
+        *,
+        archived_at: int,
+        expected: Any,
+        lock_settings: Any,
+        remove: Iterable[str] = (),
     ) -> list[str]:
-        """One read-modify-write of sessions.json for every row (not one per row)."""
+        """One read-modify-write of sessions.json for every row (not one per row); the rows
+        `remove` names (a cleanup's removals) leave in the same rewrite."""
         from openclaw_cli.store.base import archive_mutation
         from openclaw_cli.store.lock import transcript_lock
 
         self.ensure_writable("archive sessions")
+        gone = list(dict.fromkeys(remove))
         with transcript_lock(self.path, lock_settings, allow_reentrant=True):
             current = self.load_entries()
             updates = {}
@@ -781,7 +789,16 @@ class LegacyStore(SessionStore):
                 )
                 if updated is not None:
                     updates[key] = updated
-            self.upsert_entries(updates, lock_settings=lock_settings)
+            for key, entry in updates.items():
+                _check_entry_for_write(key, entry)
+            raw = self._read_for_write()
+            present = [key for key in gone if key in raw]
+            changed = {k: e for k, e in updates.items() if not (k in raw and raw[k] == e)}
+            if present or changed:
+                for key in present:
+                    del raw[key]
+                raw.update(changed)  # an unchanged row keeps its original text
+                self._write(raw)
         return list(updates)
 
     def reset_session(

@@ -711,6 +711,10 @@ def retire(
                     f"DELETE FROM session_nodes WHERE session_key IN ({','.join('?' * len(chunk))})", chunk
                 )
             _retention_rows(conn, store, plan)
+            if plan.archive_rows:  # joins this transaction (D21: one transaction per operation)
+                outcome.archived_keys = store.archive_rows(
+                    plan.archive_rows, archived_at=plan.archived_at, expected=plan.entries, lock_settings=None
+                )
             checkpoint()  # a kill here rolls the whole transaction back
     except BaseException:
         publisher.rollback()  # nothing was deleted: the files are extra copies

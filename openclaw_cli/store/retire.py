@@ -74,6 +74,10 @@ class Retirement:
     # 2026.9.9's cron-run placeholder sweep (real OpenClaw databases): keys whose row is still the
     # canonical retained-history placeholder (`entry_json` `{}`, `entry_valid` -1) go with their windows
     placeholder_keys: list[str] = field(default_factory=list)
+    # rows archived in place (2026.9.6+, D23): key -> `archiveReason`, stamped `archived_at`, in the
+    # same write that removes `removed_keys` (one transaction: a kill leaves before or after, D6.4)
+    archive_rows: Mapping[str, str] = field(default_factory=dict)
+    archived_at: int = 0
 
     def work_units(self, transcripts_in_files: bool) -> int:
         """Progress total: legacy archives and removes each file (2 ticks), SQLite archives each session."""
@@ -275,6 +279,7 @@ class ApplyOutcome:
     retention_removed: int = 0
     budget_removed: int = 0
     kept: list[str] = field(default_factory=list)  # files/sessions left in place (changed under us)
+    archived_keys: list[str] = field(default_factory=list)  # rows archived in place (`archive_rows`)
 
 
 def unlink_planned(
@@ -400,8 +405,14 @@ def apply_legacy(
         tick(1)
     if archived:
         fsync_dir(root)
-    if removed_keys:
-        store.delete_entries(removed_keys, lock_settings=lock_settings)
+    if removed_keys or plan.archive_rows:  # one rewrite of sessions.json for both
+        outcome.archived_keys = store.archive_rows(
+            plan.archive_rows,
+            archived_at=plan.archived_at,
+            expected=plan.entries,
+            lock_settings=lock_settings,
+            remove=removed_keys,
+        )
     checkpoint()
     unlink_planned(root, unlink_actions, batch.used, outcome, checkpoint, tick)
     if plan.sweep_locks:
@@ -467,7 +478,7 @@ def apply_sqlite(
     the archives durable, then one write transaction (re-checked, §8.3)."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
-    entries, removed_keys, session_ids = plan.entries, plan.removed_keys, plan.session_ids
+    session_ids = plan.session_ids
     session_keys, unlink_actions = plan.session_keys, plan.unlink_actions
     outcome = ApplyOutcome()
     tick = progress or (lambda n: None)
@@ -501,7 +512,7 @@ def apply_sqlite(
     checkpoint()
     expected = {s.session_id: s.totals for s in sessions}
     try:
-        dropped = _commit_sqlite(store, entries, removed_keys, sessions, expected, outcome, now_ms)
+        dropped = _commit_sqlite(store, plan, sessions, expected, outcome, now_ms)
     except BaseException:
         batch.rollback()  # nothing was deleted: the archives written above are extra copies
         raise
@@ -524,18 +535,18 @@ def apply_sqlite(
 
 def _commit_sqlite(
     store: Any,
-    entries: Mapping[str, Any],
-    removed_keys: list[str],
+    plan: Retirement,
     sessions: list[SessionArchive],
     expected: Mapping[str, SessionTotals],
     outcome: ApplyOutcome,
     now_ms: int,
 ) -> set[str]:
-    """One write transaction: delete the rows still as planned, drop the sessions nobody references
-    any more whose totals still equal what was archived, record the archives. Returns the dropped
-    session ids."""
+    """One write transaction: delete the rows still as planned, archive in place the rows the plan
+    archives, drop the sessions nobody references any more whose totals still equal what was
+    archived, record the archives. Returns the dropped session ids."""
     from openclaw_cli.jsonutil import loads
 
+    entries, removed_keys = plan.entries, plan.removed_keys
     with store.transaction() as conn:
         unchanged: list[str] = []
         for start in range(0, len(removed_keys), 500):
@@ -553,6 +564,10 @@ def _commit_sqlite(
                 else:
                     outcome.kept.append(key)  # written since we planned: a later cleanup decides
         store.delete_entries(unchanged)
+        if plan.archive_rows:  # joins this transaction
+            outcome.archived_keys = store.archive_rows(
+                plan.archive_rows, archived_at=plan.archived_at, expected=entries, lock_settings=None
+            )
         dropped = set(store.drop_session_events(list(expected), expected=expected))
         store.record_archives(
             (
