@@ -157,7 +157,6 @@ def real_state(real_db_template: tuple[Path, bool], state_dir: Path) -> Path:
 # runs and is reported XFAIL/XPASS; the next session fixes them and empties this list. Not strict, so a
 # fixed one does not fail the run.
 KNOWN_REGRESSIONS = {
-    "tests/test_lifecycle_release_peer.py::test_reset_compact_and_label_through_the_real_gateway_and_offline_agree",
     "tests/test_openclaw_writes_peer.py::test_our_writes_are_judged_by_the_real_openclaw",
     "tests/test_openclaw_writes_peer.py::test_disk_budget_and_artifact_sweep_are_judged_by_the_real_openclaw",
     "tests/test_ownership_peer.py::test_the_real_gateway_finds_nothing_to_reconcile_after_our_writes",

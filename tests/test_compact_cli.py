@@ -327,10 +327,30 @@ def test_real_openclaw_database_dry_run_writes_nothing_and_a_compaction_is_writt
 # ---- --max-lines ---------------------------------------------------------------------------------------------
 
 
+# a row's run usage and token figures (what `compact --max-lines` clears or marks stale)
+USAGE = {"inputTokens": 1200, "outputTokens": 300, "totalTokens": 1500, "totalTokensFresh": True}
+
+
+def _set_row(state_dir: Path, key: str, **fields) -> dict:
+    """Add `fields` to the row of `key` in whichever store the state has; returns the row."""
+    row = {**rows(state_dir)[key], **fields}
+    if (state_dir / DB).exists():
+        from openclaw_cli.store.sqlite import SqliteStore
+
+        with SqliteStore(state_dir / DB, "main") as db:
+            db.upsert_entries({key: row})
+    else:
+        path = state_dir / SESSIONS / "sessions.json"
+        data = json.loads(path.read_text())
+        data[key] = row
+        path.write_text(json.dumps(data, indent=2))
+    return row
+
+
 def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everything(
     store: str, state_dir: Path
 ):
-    old = rows(state_dir)[SMALL]
+    old = _set_row(state_dir, SMALL, **USAGE)
     before = original_lines(SMALL)
     rc, dry, _ = invoke("compact", SMALL, "--max-lines", "5", "--dry-run")
     assert rc == 0 and dry["kept"] == 5 and dry["dropped"] == len(before) - 5 and dry["compacted"] is False
@@ -351,7 +371,11 @@ def test_max_lines_keeps_the_header_and_the_last_lines_after_archiving_everythin
     archive = Path(result["archive"]["path"])
     assert archive.parent == state_dir / SESSIONS and ".jsonl.bak." in archive.name
     assert read_archive_bytes(archive) == GENERATED[SMALL].jsonl().encode()
-    assert row["totalTokensFresh"] is False
+    # the row as OpenClaw 2026.9.6+ leaves it (peer-observed): run usage and token figures cleared
+    from openclaw_cli.store.rewrite import MAX_LINES_CLEARED
+
+    assert not MAX_LINES_CLEARED & set(row), row
+    assert row["compactionCount"] == old.get("compactionCount", 0) and row["updatedAt"] > old["updatedAt"]
     # the session keeps its id, as OpenClaw 2026.9.6+ does (the default release here: 2026.9.9)
     assert row["sessionId"] == old["sessionId"] and "previousSessionId" not in result
     rc, again, _ = invoke("compact", SMALL, "--max-lines", "5")
@@ -365,13 +389,15 @@ def test_max_lines_under_2026_7_gives_our_sqlite_store_a_successor_window(
     the previous window stays readable."""
     use_template(templates["sqlite"], state_dir)
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
-    old = rows(state_dir)[SMALL]
+    old = _set_row(state_dir, SMALL, **USAGE)
     before = original_lines(SMALL)
     result = run_json("sessions", "compact", SMALL, "--max-lines", "5")
     row = rows(state_dir)[SMALL]
     assert row["sessionId"] != old["sessionId"] == result["previousSessionId"]
     assert transcript_lines(state_dir, old["sessionId"]) == before
     assert transcript_objects(state_dir, row["sessionId"], row)[0]["id"] == row["sessionId"]
+    # profile L keeps the figures and marks them stale
+    assert row["totalTokensFresh"] is False and row["inputTokens"] == old["inputTokens"]
 
 
 # ---- truncateAfterCompaction -----------------------------------------------------------------------------------
@@ -433,18 +459,7 @@ def test_a_symlinked_transcript_is_never_followed(templates, state_dir: Path, tm
 
 
 def test_a_malformed_checkpoint_list_is_kept_and_the_session_not_rotated(store: str, state_dir: Path):
-    row = rows(state_dir)[SMALL]
-    row["compactionCheckpoints"] = "not a list"
-    if store == "legacy":
-        path = state_dir / SESSIONS / "sessions.json"
-        data = json.loads(path.read_text())
-        data[SMALL] = row
-        path.write_text(json.dumps(data, indent=2))
-    else:
-        from openclaw_cli.store.sqlite import SqliteStore
-
-        with SqliteStore(state_dir / DB, "main") as db:
-            db.upsert_entries({SMALL: row})
+    row = _set_row(state_dir, SMALL, compactionCheckpoints="not a list")
     write_config(state_dir, {"truncateAfterCompaction": True})
     names = {p.name for p in (state_dir / SESSIONS).iterdir()} if (state_dir / SESSIONS).exists() else set()
     result = run_json("compact", SMALL)

@@ -48,6 +48,7 @@ from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
 from openclaw_cli.store.rewrite import (
     build_successor_lines,
     entry_after_compaction,
+    entry_after_max_lines,
     iso_ms,
     parse_lines,
     rebuilt_context,
@@ -483,7 +484,12 @@ def _reread(path: Path) -> list[TranscriptLine]:
 
 
 def apply_max_lines_legacy(
-    snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int, lock_settings: Any
+    snapshot: TranscriptSnapshot,
+    kept: list[bytes],
+    *,
+    now_ms: int,
+    lock_settings: Any,
+    clears_usage: bool = False,
 ) -> PersistResult:
     path = snapshot.path
     if path is None:
@@ -498,7 +504,7 @@ def apply_max_lines_legacy(
         _write_new_file(path, kept, cp, replace=True)
         result.entry = _update_legacy_row(
             snapshot,
-            lambda current: entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False),
+            lambda current: entry_after_max_lines(current, now_ms=now_ms, clears_usage=clears_usage),
             lock_settings,
             result.warnings,
         )
@@ -651,7 +657,7 @@ def apply_max_lines_sqlite(
             cp()
             store.replace_events(snapshot.session_id, kept, session_key=snapshot.key)
             current = store.get_entry(snapshot.key)
-            updated = entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False)
+            updated = entry_after_max_lines(current, now_ms=now_ms, clears_usage=True)
             store.upsert_entries({snapshot.key: updated})
             _record_archive(store, snapshot, archive, now_ms)
             result.entry = updated

@@ -739,10 +739,12 @@ class LegacyStore(SessionStore):
         now_ms: int,
         lock_settings: Any,
         keep_session_id: bool = True,
-    ) -> Any:  # the session keeps its id here anyway
+    ) -> Any:  # the id is kept here anyway; the flag says which release's row change (2026.9.6+ clears usage)
         from openclaw_cli.store.compaction_writes import apply_max_lines_legacy
 
-        return apply_max_lines_legacy(snapshot, kept, now_ms=now_ms, lock_settings=lock_settings)
+        return apply_max_lines_legacy(
+            snapshot, kept, now_ms=now_ms, lock_settings=lock_settings, clears_usage=keep_session_id
+        )
 
     def retire(
         self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None

@@ -656,11 +656,11 @@ class OpenClawDbStore(SessionStore):
         now_ms: int,
         lock_settings: Any,
         keep_session_id: bool = True,
-    ) -> Any:  # the session keeps its id here anyway
+    ) -> Any:  # the id is kept here anyway; the flag says which release's row change (2026.9.6+ clears usage)
         from openclaw_cli.store.openclaw_rows import commit_max_lines
 
         self.ensure_writable("compact a session")
-        return commit_max_lines(snapshot, kept, now_ms=now_ms)
+        return commit_max_lines(snapshot, kept, now_ms=now_ms, clears_usage=keep_session_id)
 
     def patch_entry(self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False) -> Any:
         from openclaw_cli.clock import now_ms

@@ -421,13 +421,15 @@ def create_window(
         append_events(conn, sid, lines, now_ms=now_ms, tables=store._tables, start_seq=0, store=store)
 
 
-def commit_max_lines(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int) -> PersistResult:
+def commit_max_lines(
+    snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms: int, clears_usage: bool = True
+) -> PersistResult:
     """OpenClaw's `sessions.compact {maxLines}` on schema 23: the session keeps its id and its
     window; its events become `kept` (seq renumbered from 0), the rewrite generation rotates and
     the projection is dropped for OpenClaw to rebuild. The full original is archived first (D15:
     a verified `<sid>.jsonl.bak.<ts>.zst`; OpenClaw itself keeps no copy)."""
     from openclaw_cli.store.compaction_writes import Checkpoints
-    from openclaw_cli.store.rewrite import entry_after_compaction
+    from openclaw_cli.store.rewrite import entry_after_max_lines
 
     store: Any = snapshot.store
     cp = Checkpoints()
@@ -443,7 +445,7 @@ def commit_max_lines(snapshot: TranscriptSnapshot, kept: list[bytes], *, now_ms:
         conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (sid,))
         append_events(conn, sid, texts, now_ms=now_ms, tables=store._tables, start_seq=0, store=store)
         mark_transcript_changed(conn, sid, now_ms=now_ms, tables=store._tables, rotate=True, store=store)
-        updated = entry_after_compaction(row, tokens_after=None, now_ms=now_ms, count=False)
+        updated = entry_after_max_lines(row, now_ms=now_ms, clears_usage=clears_usage)
         write_entry(conn, snapshot.key, updated, now_ms=now_ms, store=store)
         result.entry = updated
         cp()

@@ -265,6 +265,38 @@ def entry_after_compaction(
     return out
 
 
+# What OpenClaw 2026.9.6+ clears on the row of a transcript `sessions.compact {maxLines}` trimmed
+# (its run usage and token figures, CLI session bindings, the context-budget status): observed
+# through the real Gateway, as its session accessor does it.
+MAX_LINES_CLEARED = frozenset(
+    (
+        "contextBudgetStatus",
+        "inputTokens",
+        "outputTokens",
+        "cacheRead",
+        "cacheWrite",
+        "estimatedCostUsd",
+        "totalTokens",
+        "totalTokensFresh",
+        "totalTokensVersion",
+        "cliSessionBindings",
+        "cliSessionIds",
+        "claudeCliSessionId",
+    )
+)
+
+
+def entry_after_max_lines(entry: dict[str, Any], *, now_ms: int, clears_usage: bool) -> dict[str, Any]:
+    """The row after `compact --max-lines`: the release that keeps the session id (2026.9.6+)
+    clears `MAX_LINES_CLEARED` and stamps `updatedAt`; profile L (2026.7) keeps the figures and
+    marks them stale (`totalTokensFresh = false`). `compactionCount` is unchanged either way."""
+    if not clears_usage:
+        return entry_after_compaction(entry, tokens_after=None, now_ms=now_ms, count=False)
+    out = {name: value for name, value in entry.items() if name not in MAX_LINES_CLEARED}
+    out["updatedAt"] = now_ms
+    return out
+
+
 def build_successor_lines(
     lines: Sequence[TranscriptLine],
     *,
