@@ -18,7 +18,16 @@ from typing import Any
 
 import pytest
 
-from tests.openclaw_db_support import DB_REL, NO_PEER, TOKEN, build_real_state, have_peer, peer, peer_gateway
+from tests.openclaw_db_support import (
+    DB_REL,
+    NO_PEER,
+    TOKEN,
+    build_real_state,
+    gateway_calls,
+    have_peer,
+    peer,
+    peer_gateway,
+)
 
 pytestmark = [pytest.mark.skipif(not have_peer(), reason=NO_PEER), pytest.mark.slow]
 
@@ -117,7 +126,9 @@ def test_with_the_real_gateway_up_our_dry_run_is_what_its_enforce_applies(
 ) -> None:
     root = tmp_path / "shared"
     state = _copy(template, root, TIGHT)
-    with peer_gateway(root):
+    with peer_gateway(root) as port:
+        # ready: its sidecars started (it answers "starting" until then)
+        gateway_calls(port, [("health", {})])
         # (peer-gateway.sh wrote gateway.port and the token into the config: our CLI finds that Gateway)
         preview = _ours(state, "sessions", "cleanup", "--dry-run", "--json")
         assert preview.returncode == 0, preview.stderr
