@@ -6,6 +6,7 @@ stream is a pipe or a file. Plain ANSI SGR codes: no Rich import on the result p
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import TextIO
 
@@ -96,6 +97,7 @@ def stdout_printer(*, wide: bool = False) -> Printer:
 
 
 BOX_CHARS = "┌├│└"
+_SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colour codes `paint` writes
 
 
 def fit_lines(lines: list[str] | tuple[str, ...], width: int | None) -> list[str]:
@@ -111,9 +113,16 @@ def fit_lines(lines: list[str] | tuple[str, ...], width: int | None) -> list[str
     out: list[str] = []
     for text in lines:
         for line in text.split("\n"):
-            if display_width(line) <= width or line[:1] in BOX_CHARS or not line.isascii():
-                out.append(line)
+            # measured without our colour codes: colour never changes where a line wraps
+            visible = _SGR.sub("", line) if "\x1b" in line else line
+            if (
+                display_width(visible) <= width
+                or line[:1] in BOX_CHARS
+                or display_width(visible) != len(visible)
+            ):
+                out.append(line)  # fits, a table line, or wide characters textwrap cannot measure
                 continue
+            line = visible  # a wrapped line loses its colour, never its layout
             indent = line[: len(line) - len(line.lstrip(" "))]
             out.extend(
                 textwrap.wrap(
