@@ -161,8 +161,6 @@ KNOWN_REGRESSIONS = {
     "tests/test_openclaw_writes_peer.py::test_disk_budget_and_artifact_sweep_are_judged_by_the_real_openclaw",
     "tests/test_ownership_peer.py::test_the_real_gateway_finds_nothing_to_reconcile_after_our_writes",
     "tests/test_ownership_peer.py::test_the_real_cli_writes_a_state_it_migrated_through_our_gateway",
-    # an RSS bound that passed in one full run and failed in the next (20 MB for 8 x 2 MB): flaky
-    "tests/test_gateway_backpressure.py::test_parallel_large_reads_do_not_multiply_memory",
 }
 
 
