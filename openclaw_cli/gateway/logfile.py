@@ -11,6 +11,8 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from openclaw_cli.fsio import ensure_dir
+
 _PREFIX = re.compile(r"\[([^\]]+)\] ?(.*)", re.S)
 
 
@@ -29,7 +31,7 @@ class LogFile:
         }
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_dir(self.path.parent)  # 0700 like every directory we create (D6.6)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, line)
