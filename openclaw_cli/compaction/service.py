@@ -268,9 +268,7 @@ def _sweep_leftovers(ctx: Any, st: Any) -> None:
     from openclaw_cli.config import write_lock_settings
     from openclaw_cli.store.leftovers import sweep_crash_leftovers
 
-    directory = getattr(st, "sessions_dir", None)
-    if directory is not None:
-        sweep_crash_leftovers(directory, write_lock_settings(ctx.config))
+    sweep_crash_leftovers(st.sessions_dir, write_lock_settings(ctx.config))
 
 
 def _finish_rotation(
@@ -288,10 +286,9 @@ def _finish_rotation(
 ) -> dict[str, Any] | None:
     """ "Already compacted" because a kill came between the compaction entry and the successor:
     finish the rotation instead of reporting nothing to do."""
-    finder = getattr(st, "pending_rotation", None)
-    if dry_run or not settings.truncate_after_compaction or finder is None:
+    if dry_run or not settings.truncate_after_compaction:
         return None
-    comp = finder(snapshot)
+    comp = st.pending_rotation(snapshot)
     if comp is None:
         return None
     with _writer(st, lock_settings):

@@ -410,7 +410,7 @@ def _plan_database(
 
 def _older_windows(store: Any, result: StoreCleanup) -> None:
     """Earlier windows (compaction successors, D16) of removed keys leave with them."""
-    if not hasattr(store, "list_windows") or not result.plan.removed:
+    if not result.plan.removed:
         return
     removed = set(result.plan.removed)
     still = {

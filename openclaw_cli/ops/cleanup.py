@@ -148,7 +148,7 @@ def _linked_transcript_warnings(store: Any, result: StoreCleanup, *, dry_run: bo
     such a transcript is neither archived nor removed — said, not passed over (issue 29 #9)."""
     from openclaw_cli.ops.lifecycle import linked_transcripts
 
-    if not getattr(store, "transcripts_in_files", False):
+    if not store.transcripts_in_files:
         return []
     out: list[str] = []
     for key in result.plan.removed:

@@ -1030,7 +1030,7 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 def linked_transcripts(st: Any, entry: dict[str, Any]) -> list[str]:
     """A file store's transcript paths of `entry` that are symbolic links: never followed, so
     neither archived nor removed — said, not passed over in silence (issue 29 #9)."""
-    if not getattr(st, "transcripts_in_files", False):
+    if not st.transcripts_in_files:
         return []
     sid = entry.get("sessionId")
     names = [f"{sid}.jsonl"] if isinstance(sid, str) and sid else []

@@ -49,7 +49,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             continue
         with store:
             referenced: set[str] = set()
-            if store.transcripts_in_files and hasattr(store, "referenced_transcripts"):
+            if store.transcripts_in_files:
                 referenced = {str(p) for p in store.referenced_transcripts()}
             views[target.agent_id] = st.StoreView(
                 target.agent_id,
@@ -65,8 +65,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 ).reset_archive_retention_ms
             try:
                 # full entries where a store keeps fields apart (schema 24's snapshot rows)
-                full = getattr(store, "iter_full_entries", None)
-                rows = full() if full is not None else store.iter_listing(archived=None)[1]
+                rows = store.iter_full_entries()
                 sessions = st.tally_sessions(
                     store, rows, tally, by_kind, top_sessions, top_n, report.unreadable
                 )

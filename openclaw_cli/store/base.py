@@ -241,6 +241,24 @@ class SessionStore(ABC):
         """The size of the session's transcript file, for stores that keep files."""
         return None
 
+    def referenced_transcripts(self) -> dict[Path, list[str]]:
+        """The transcript files the rows name (the keys naming each), for stores that keep files."""
+        return {}
+
+    def iter_full_entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every row, whole: a store that keeps some fields apart from its rows joins them here."""
+        return self.iter_listing(archived=None)[1]
+
+    def list_windows(self, session_key: str | None = None) -> list[dict[str, Any]]:
+        """The session windows (`sessionId`, `sessionKey`, …: the compaction successors of D16) a
+        store keeps beside its rows; a file store keeps none."""
+        return []
+
+    def pending_rotation(self, snapshot: Any) -> dict[str, Any] | None:
+        """The compaction entry whose successor transcript a killed run did not write (a file
+        store rotates in several steps); None where a rotation is one transaction."""
+        return None
+
     def configure_writes(self, options: WriteOptions) -> None:
         """Take the run's `WriteOptions` (the state dir whose Gateway could own this store; stores
         without backups ignore the rest)."""
