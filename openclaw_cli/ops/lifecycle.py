@@ -414,7 +414,9 @@ def sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             entry = mutate(dict(loc.entry) if loc.entry is not None else None)
         else:
             with _writer(ctx, st):
-                entry = st.patch_entry(loc.key, mutate, lock_settings=ctx.lock_settings(), create=True)
+                entry = st.patch_entry(
+                    loc.key, mutate, lock_settings=ctx.lock_settings(), create=True, now_ms=now
+                )
         result: dict[str, Any] = {
             "ok": True,
             "path": str(st.path),
@@ -664,7 +666,9 @@ def _reset_creates(
 
     if not dry_run:
         with _writer(ctx, st):
-            created = st.patch_entry(loc.key, mutate, lock_settings=ctx.lock_settings(), create=True)
+            created = st.patch_entry(
+                loc.key, mutate, lock_settings=ctx.lock_settings(), create=True, now_ms=now
+            )
     result.update(
         entry=created,
         resolved=_resolved(ctx, loc.agent_id, created),
@@ -835,6 +839,7 @@ def sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     fresh,
                     lock_settings=ctx.lock_settings(),
                     create=True,
+                    now_ms=now,
                 )
             return _create_result(ctx, loc.agent_id, child_key, entry, None, False)
         with _writer(ctx, st):
@@ -904,7 +909,7 @@ def _create_empty(
                 ctx, target.agent_id, key, build(st.get_entry(key)), None, False, dry_run=True
             )
         with _writer(ctx, st):
-            entry = st.patch_entry(key, build, lock_settings=ctx.lock_settings(), create=True)
+            entry = st.patch_entry(key, build, lock_settings=ctx.lock_settings(), create=True, now_ms=now)
         return _create_result(ctx, target.agent_id, key, entry, None, False)
 
 

@@ -448,11 +448,13 @@ class SessionStore(ABC):
         *,
         lock_settings: Any,
         create: bool = False,
+        now_ms: int | None = None,
     ) -> dict[str, Any] | None:
         """Read-modify-write of one row under the store writer: `mutate(current)` (a copy; None
         for a missing row when `create`) returns the row to store (None or unchanged: no write)
         or raises (nothing written). Returns the stored row. A missing row without `create`
-        raises NotFoundError."""
+        raises NotFoundError. `now_ms`: the operation's clock, for a store that stamps what it
+        writes beside the row (None: the wall clock)."""
         self.ensure_writable("update a session")
         raise NotImplementedError
 
@@ -462,6 +464,7 @@ class SessionStore(ABC):
         *,
         lock_settings: Any,
         create: bool = False,
+        now_ms: int | None = None,
     ) -> list[Any]:
         """`patch_entry` for several rows, in order, each as if alone: the outcome of each (its
         row, or the `OpenClawError` that refused it and changed nothing). A store that can
@@ -472,7 +475,9 @@ class SessionStore(ABC):
         out: list[Any] = []
         for key, mutate in items:
             try:
-                out.append(self.patch_entry(key, mutate, lock_settings=lock_settings, create=create))
+                out.append(
+                    self.patch_entry(key, mutate, lock_settings=lock_settings, create=create, now_ms=now_ms)
+                )
             except OpenClawError as exc:
                 out.append(exc)
         return out

@@ -760,7 +760,9 @@ class LegacyStore(SessionStore):
 
         return retire_all_legacy(self, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint)
 
-    def patch_entry(self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False) -> Any:
+    def patch_entry(
+        self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None
+    ) -> Any:
         from openclaw_cli.store.lifecycle_writes import patch_legacy
 
         return patch_legacy(self, key, mutate, lock_settings=lock_settings, create=create)

@@ -662,12 +662,16 @@ class OpenClawDbStore(SessionStore):
         self.ensure_writable("compact a session")
         return commit_max_lines(snapshot, kept, now_ms=now_ms, clears_usage=keep_session_id)
 
-    def patch_entry(self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False) -> Any:
-        from openclaw_cli.clock import now_ms
+    def patch_entry(
+        self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None
+    ) -> Any:
+        from openclaw_cli import clock
         from openclaw_cli.store.openclaw_lifecycle import patch_entry
 
         self.ensure_writable("update a session")
-        return patch_entry(self, key, mutate, create=create, now_ms=now_ms())
+        return patch_entry(
+            self, key, mutate, create=create, now_ms=clock.now_ms() if now_ms is None else now_ms
+        )
 
     def archive_rows(
         self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any

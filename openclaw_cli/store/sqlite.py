@@ -531,13 +531,20 @@ class SqliteStore(SessionStore):
 
         return retire_all_sqlite(self, now_ms=now_ms, checkpoint=checkpoint)
 
-    def patch_entry(self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False) -> Any:
+    def patch_entry(
+        self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None
+    ) -> Any:
         from openclaw_cli.store.lifecycle_writes import patch_sqlite
 
         return patch_sqlite(self, key, mutate, create=create)
 
     def patch_entries(
-        self, items: list[tuple[str, Any]], *, lock_settings: Any, create: bool = False
+        self,
+        items: list[tuple[str, Any]],
+        *,
+        lock_settings: Any,
+        create: bool = False,
+        now_ms: int | None = None,
     ) -> list[Any]:
         from openclaw_cli.store.lifecycle_writes import patch_many_sqlite
 
