@@ -111,7 +111,7 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                                 continue
                             live.add(one)
                             use = transcript_usage(store, one, entry if one == sid else None)
-                            slices = [[day, model, *slot] for (day, model), slot in use.slices.items()]
+                            slices: Any = [[day, model, *slot] for (day, model), slot in use.slices.items()]
                             label = {"agent": agent_id, "kind": kind}.get(by, "")
                             count(label, slices, False)
             except OpenClawError as exc:
