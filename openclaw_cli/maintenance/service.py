@@ -91,6 +91,7 @@ class StoreCleanup:
     # removes, and its result (`{candidates, removedNodes, sweptTranscriptStates, olderThanMs}`)
     placeholders: list[tuple[str, list[str]]] = field(default_factory=list)
     tombstones: dict[str, int] | None = None
+    reason_bytes: dict[str, list[int]] = field(default_factory=dict)  # reason -> [count, bytes] (text report)
     max_disk_bytes_explicit: bool = False  # 2026.9.9's final tier runs only then
 
     def summarize(self, *, dry_run: bool) -> dict[str, Any]:

@@ -131,11 +131,12 @@ def reason_bytes(store: Any, result: StoreCleanup) -> dict[str, list[int]]:
         slot[1] += sizes.get(sid, 0) if isinstance(sid, str) else 0
     for reason in plan.archived.values():
         out.setdefault(f"archive ({reason})", [0, 0])[0] += 1
-    for name, actions in (
+    groups: tuple[tuple[str, Any], ...] = (
         ("unreferenced artifacts", result.sweep.removals if result.sweep else ()),
         ("tombstones (retention)", result.retention.removals if result.retention else ()),
         ("disk budget files", plan.budget_file_removals),
-    ):
+    )
+    for name, actions in groups:
         for action in actions:
             slot = out.setdefault(name, [0, 0])
             slot[0] += 1
