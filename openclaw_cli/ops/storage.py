@@ -49,8 +49,11 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             continue
         with store:
             referenced: set[str] = set()
+            files: dict[str, Path] | None = None
             if store.transcripts_in_files:
-                referenced = {str(p) for p in store.referenced_transcripts()}
+                by_path = store.referenced_transcripts()  # one directory scan for every row
+                referenced = {str(p) for p in by_path}
+                files = {key: Path(p) for p, keys in by_path.items() for key in keys}
             views[target.agent_id] = st.StoreView(
                 target.agent_id,
                 store.kind,
@@ -67,7 +70,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 # full entries where a store keeps fields apart (schema 24's snapshot rows)
                 rows = store.iter_full_entries()
                 sessions = st.tally_sessions(
-                    store, rows, tally, by_kind, top_sessions, top_n, report.unreadable
+                    store, rows, tally, by_kind, top_sessions, top_n, report.unreadable, files=files
                 )
             except OpenClawError as exc:
                 report.unreadable.append({"path": str(store.path), "error": exc.message})
