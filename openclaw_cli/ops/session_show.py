@@ -54,10 +54,7 @@ def show_session(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 store.export_transcript(sid, sink, entry=entry)
                 sink.close()
                 transcript["bytes"] = sink.bytes
-        windows: list[dict[str, Any]] = []
-        list_windows = getattr(store, "list_windows", None)
-        if list_windows is not None:
-            windows = list_windows(stored_key)
+        windows = store.list_windows(stored_key)
         archives = [
             a.doc()
             for a in catalog(store, retention_ms=_retention_ms(ctx, store))
