@@ -148,10 +148,9 @@ def test_protocol_mismatch_is_reported() -> None:
 
 def test_nothing_listening_is_unreachable_and_fast() -> None:
     port = free_port()
-    started = time.monotonic()
     with pytest.raises(GatewayTransportError) as info:
-        call(target(port), "health")
-    assert time.monotonic() - started < 2
+        # a deadline no test waits for: the refusal itself must end the call (else kind "timeout")
+        call(target(port), "health", timeout_ms=600_000)
     exc = info.value
     assert exc.unreachable and exc.kind == "closed" and exc.code is None
     assert exc.reason == f"connect ECONNREFUSED 127.0.0.1:{port}"
@@ -181,7 +180,9 @@ def test_timeout_waiting_for_the_response_after_dispatch() -> None:
             call(target(fake.port), "sessions.cleanup", {}, timeout_ms=400)
         elapsed = time.monotonic() - started
     exc = info.value
-    assert 0.35 < elapsed < 3
+    # the Gateway never answers, so only the deadline ends the call; never before it (a lower
+    # bound: a loaded machine only makes it later)
+    assert elapsed >= 0.39
     assert exc.kind == "timeout" and exc.timeout_ms == 400 and not exc.unreachable
     assert exc.to_json()["error"] == {
         "type": "gateway_transport_error",
