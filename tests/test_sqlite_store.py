@@ -352,13 +352,16 @@ def test_listing_20k_entries_is_fast_and_small_pages_use_the_index(store: Sqlite
         for i in range(20000)
     }
     store.upsert_entries(entries)
-    start = time.perf_counter()
-    rows, total = store.list_entries()
-    elapsed = time.perf_counter() - start
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        rows, total = store.list_entries()
+    finally:
+        store._conn.set_trace_callback(None)
     assert total == 20000 and len(rows) == 20000
-    assert elapsed < 1.0, (
-        f"listing 20k entries took {elapsed:.3f}s"
-    )  # ~0.05 s measured; generous for CI noise
+    # fast by construction: a few statements whatever the row count, never one per row (the speed
+    # itself, ~0.05 s for 20k, is scripts/bench's listing table, not a timed assertion)
+    assert 1 <= len(statements) <= 4, statements
     plan = store._conn.execute(
         "EXPLAIN QUERY PLAN SELECT session_key, entry_json FROM session_nodes"
         " ORDER BY updated_at DESC, session_key LIMIT 50"
