@@ -12,6 +12,7 @@ import select
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,12 @@ import pytest
 from tests.hardening_support import SESSIONS, env_for, make_state
 
 
-def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
+def _read_until(fd: int, wanted: bytes | Callable[[bytes], bool], timeout: float) -> bytes:
+    """What the terminal shows until `wanted` (bytes in it, or a predicate on it) or `timeout`."""
+    done = wanted if callable(wanted) else (lambda out: wanted in out)
     out = b""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and wanted not in out:
+    while time.monotonic() < deadline and not done(out):
         ready, _, _ = select.select([fd], [], [], 0.2)
         if ready:
             try:
@@ -36,7 +39,7 @@ def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
 
 
 def _interactive_bash(
-    env: dict[str, str], steps: list[tuple[bytes, bytes]], timeout: float = 60
+    env: dict[str, str], steps: list[tuple[bytes, bytes | Callable[[bytes], bool]]], timeout: float = 60
 ) -> list[bytes]:
     pid, fd = pty.fork()
     if pid == 0:  # the child: a plain interactive bash (no rc files), as a user's terminal runs it
@@ -57,6 +60,11 @@ def _interactive_bash(
             pass
         os.close(fd)
     return outputs
+
+
+def _redrawn_after_the_listing(out: bytes) -> bool:
+    listed = out.find(b"stale-1")
+    return listed >= 0 and b"archive agent:main:telegram:" in out[listed:]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
@@ -81,7 +89,8 @@ def test_tab_completes_a_session_key_past_its_colons_in_a_real_bash(tmp_path: Pa
             (b"\x15\n", b"PROMPT$ "),
             # several matches: <Tab><Tab> lists them (the part after the last ':', as bash shows it)
             (b"openclaw sessions archive agent:main:tel\t", b"egram:"),  # the common part first
-            (b"\t\t", b"stale-1"),
+            # ...and redraws the line after the listing: waited for, not raced
+            (b"\t\t", _redrawn_after_the_listing),
         ],
     )
     assert b":" in outputs[0].rsplit(b"WB[", 1)[1]  # the shipped COMP_WORDBREAKS splits at ':'
