@@ -140,13 +140,21 @@ def test_fails_busy_past_the_timeout_with_nothing_changed(
 
 def test_fork_refuses_a_parent_whose_transcript_is_locked(templates, state_dir: Path, spawn):
     use_template(templates["legacy"], state_dir)
-    _config(state_dir, 5_000)
+    # refused at once, not after waiting: the acquire timeout and the hold are longer than any
+    # run, so a fork that waited would either still wait or succeed once the holder let go
+    _config(state_dir, 600_000)
     key = KEYS["group"]
-    _hold(spawn, state_dir, "legacy", key, 20)
+    _hold(spawn, state_dir, "legacy", key, 240)
+    # the holder appends its line 0.4 s after it holds the lock: the state to keep is after that
+    transcript = state_dir / SESSIONS / f"{rows(state_dir)[key]['sessionId']}.jsonl"
+    for _ in range(600):  # bounded: 60 s
+        if APPENDED in transcript.read_text():
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the holder never appended its line")
     before = tree_digest(state_dir)
-    started = time.monotonic()
     rc, doc = cli_json("sessions", "fork", key)
-    assert time.monotonic() - started < 4  # refused at once, not after the acquire timeout
     assert (
         rc == 5 and doc["error"]["message"] == f"Parent session {key} is still active; try again in a moment."
     )
