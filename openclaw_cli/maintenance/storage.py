@@ -511,7 +511,7 @@ def tally_sessions(
     top_sessions: list[tuple[int, str, tuple[Any, ...]]],
     top_n: int,
     unreadable: list[dict[str, str]],
-    files: dict[str, Path] | None = None,
+    files: dict[str, str] | None = None,
 ) -> int:
     """Stream every session's transcript of one store through the payload tally. Returns the
     sessions read. `files`: key -> transcript file of a file store, resolved once for all rows
@@ -563,7 +563,7 @@ def _transcript_file(store: Any, sid: str, entry: Any) -> Path | None:
     return resolve(sid, entry, []) if resolve is not None else None
 
 
-def _copy_file(path: Path, sink: Any) -> None:
+def _copy_file(path: str | Path, sink: Any) -> None:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb", buffering=0) as fh:
         while True:

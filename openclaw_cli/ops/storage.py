@@ -49,11 +49,15 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             continue
         with store:
             referenced: set[str] = set()
-            files: dict[str, Path] | None = None
+            files: dict[str, str] | None = None
             if store.transcripts_in_files:
                 by_path = store.referenced_transcripts()  # one directory scan for every row
-                referenced = {str(p) for p in by_path}
-                files = {key: Path(p) for p, keys in by_path.items() for key in keys}
+                files = {}
+                for path, keys in by_path.items():
+                    text = str(path)  # (no Path per row: 100,000 rows)
+                    referenced.add(text)
+                    for key in keys:
+                        files[key] = text
             views[target.agent_id] = st.StoreView(
                 target.agent_id,
                 store.kind,
