@@ -374,46 +374,24 @@ class ArchivePublisher:
 
 @contextmanager
 def transaction(store: Any) -> Iterator[sqlite3.Connection]:
-    """`BEGIN IMMEDIATE` on the store's write connection (nested uses join the outer one)."""
-    from openclaw_cli.store.sqlite_common import translate_error
+    """`BEGIN IMMEDIATE` on the store's write connection (nested uses join the outer one): the run's
+    backup and the projection bookkeeping first, the projections settled last (D26)."""
+    from openclaw_cli.clock import now_ms
+    from openclaw_cli.store.openclaw_guard import take_due_backup
+    from openclaw_cli.store.openclaw_projection import begin, settle
+    from openclaw_cli.store.sqlite_common import write_transaction
 
-    conn = store._db()
-    if store._depth:
-        store._depth += 1
-        try:
-            yield conn
-        finally:
-            store._depth -= 1
-        return
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.Error as exc:
-        raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
-    store._depth = 1
-    try:
-        from openclaw_cli.clock import now_ms
-        from openclaw_cli.store.openclaw_guard import take_due_backup
-        from openclaw_cli.store.openclaw_projection import begin, settle
-
+    def before() -> None:
         take_due_backup(store)  # the run's backup: the state this first write starts from
         begin(store)
-        yield conn
-        settle(store, now_ms())  # D26: projections and the validation queue, in this transaction
-    except BaseException as exc:
-        store._depth = 0
+
+    def aborted() -> None:
         store.touched = None
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.Error):
-            raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
-        raise
-    store._depth = 0
-    try:
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
+
+    with write_transaction(
+        store, before=before, after=lambda: settle(store, now_ms()), aborted=aborted
+    ) as conn:
+        yield conn
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:

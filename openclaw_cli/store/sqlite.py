@@ -61,6 +61,7 @@ from openclaw_cli.store.sqlite_common import (
     sessions_dir_for,
     timestamp_ms,
     translate_error,
+    write_transaction,
 )
 
 _NODE_COLUMNS = (
@@ -658,36 +659,8 @@ class SqliteStore(SessionStore):
         """A `BEGIN IMMEDIATE` write transaction; nested uses join the outer one. Lets a caller
         combine writes atomically (e.g. delete entries + drop their events, spec maintenance §8.3)."""
         self.ensure_writable("write to the session store")
-        with self._lock:
-            conn = self._db()
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield conn
-                finally:
-                    self._depth -= 1
-                return
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise translate_error(exc, self.path, self.busy_timeout_ms) from None
-            self._depth = 1
-            try:
-                yield conn
-            except BaseException as exc:
-                self._depth = 0
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
-                raise
-            self._depth = 0
-            try:
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
+        with self._lock, write_transaction(self, begin_error_writing=False) as conn:
+            yield conn
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:

@@ -14,6 +14,8 @@ import re
 import sqlite3
 import struct
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -685,3 +687,54 @@ def sessions_dir_for(db_path: Path) -> Path:
     """maintenance.md §0: the store's directory, or its sibling `sessions` when it is named `agent`."""
     parent = db_path.parent
     return parent.parent / "sessions" if parent.name == "agent" else parent
+
+
+@contextmanager
+def write_transaction(
+    store: Any,
+    *,
+    begin_error_writing: bool = True,
+    before: Callable[[], None] | None = None,
+    after: Callable[[], None] | None = None,
+    aborted: Callable[[], None] | None = None,
+) -> Iterator[sqlite3.Connection]:
+    """`BEGIN IMMEDIATE` on `store._db()` (nested uses join the outer one, counted in
+    `store._depth`), COMMIT when the body ends, ROLLBACK when it raises; SQLite's errors become
+    typed ones. The one write transaction of both SQLite stores: `before` runs first inside it,
+    `after` last, `aborted` when it rolls back (the real OpenClaw database's backup, projections
+    and validation queue)."""
+    conn = store._db()
+    if store._depth:
+        store._depth += 1
+        try:
+            yield conn
+        finally:
+            store._depth -= 1
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise translate_error(exc, store.path, store.busy_timeout_ms, writing=begin_error_writing) from None
+    store._depth = 1
+    try:
+        if before is not None:
+            before()
+        yield conn
+        if after is not None:
+            after()
+    except BaseException as exc:
+        store._depth = 0
+        if aborted is not None:
+            aborted()
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
+        raise
+    store._depth = 0
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise translate_error(exc, store.path, store.busy_timeout_ms, writing=True) from None
