@@ -644,9 +644,7 @@ def _compact_max_lines(
         if dry_run:
             # what the apply would do to the id (spec D23: our SQLite store starts a successor
             # window under 2026.7; 2026.9.6+ and the other stores keep the id)
-            from openclaw_cli.store.base import KIND_SQLITE
-
-            result["keepsSessionId"] = keep_session_id or st.kind != KIND_SQLITE
+            result["keepsSessionId"] = keep_session_id or not st.max_lines_opens_successor
             return result
         try:
             with _writer(st, lock_settings):

@@ -34,7 +34,6 @@ from openclaw_cli.maintenance.artifacts import (
 )
 from openclaw_cli.maintenance.plan import CleanupPlan, plan_cleanup
 from openclaw_cli.progress import ProgressFactory
-from openclaw_cli.store.base import KIND_OPENCLAW_SQLITE
 from openclaw_cli.store.retire import ApplyOutcome, FileAction, Retirement
 
 _MESSAGE_ROLES = frozenset({"user", "assistant", "tool", "toolResult", "system"})
@@ -235,7 +234,7 @@ def plan_store(
     if (
         behavior.maintenance.cron_placeholder_sweep
         and retention is not None
-        and store.kind == KIND_OPENCLAW_SQLITE
+        and store.holds_cron_placeholders
     ):
         if Path(store.path).exists():
             result.placeholders = store.cron_placeholders(before_ms=now_ms - retention)

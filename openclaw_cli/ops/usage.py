@@ -122,10 +122,10 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             if not record.get("delta") and record["sessionId"] in live:
                 continue
             counted += 1
-            slices = record.get("slices")
-            if type(slices) is not list:
+            stored = record.get("slices")
+            if type(stored) is not list:
                 continue
-            slices = [item for item in slices if type(item) is list and len(item) >= 9]
+            slices = [item for item in stored if type(item) is list and len(item) >= 9]
             label = (
                 agent_id if by == "agent" else str(record.get("kind") or "unknown") if by == "kind" else ""
             )

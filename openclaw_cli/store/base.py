@@ -132,6 +132,11 @@ class SessionStore(ABC):
     # Whether openclaw-cli writes this kind of store at all (a real OpenClaw database: not yet, D4),
     # however this instance was opened.
     accepts_writes: bool = True
+    # Whether `commit_max_lines` gives the kept lines a successor window (ours, D16) unless told to
+    # keep the session's id: a dry run says which id the apply would leave.
+    max_lines_opens_successor: bool = False
+    # Whether the store can hold 2026.9.9's cron-run placeholders (real OpenClaw databases only).
+    holds_cron_placeholders: bool = False
     write_options: WriteOptions | None = None  # set by `configure_writes` before a write
 
     # ---- reads -------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ class _WriteHandle:
 class OpenClawDbStore(SessionStore):
     kind = KIND_OPENCLAW_SQLITE
     read_only = True
+    holds_cron_placeholders = True
     schema = f"openclaw {OPENCLAW_SCHEMA_VERSION}"
     schema_version = OPENCLAW_SCHEMA_VERSION
 

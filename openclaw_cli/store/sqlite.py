@@ -379,6 +379,7 @@ class BulkImportResult:
 
 class SqliteStore(SessionStore):
     kind = KIND_SQLITE
+    max_lines_opens_successor = True
 
     def __init__(
         self,

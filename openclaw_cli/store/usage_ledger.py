@@ -363,14 +363,14 @@ def append_lines(path: Path, records: list[dict[str, Any]], appended: Appended |
     """Append whole JSON lines (one write, fsync). A torn last line is closed first."""
     if not records:
         return
-    import orjson
-
     from openclaw_cli.fsio import ensure_dir
+    from openclaw_cli.jsonutil import dumps_bytes
 
     if appended is not None and appended.created_dir is None and not path.parent.exists():
         appended.created_dir = path.parent
     ensure_dir(path.parent)
-    data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    # a removed row holds the entry as read: raw numbers, schema-24 snapshot texts (JsonObjectText)
+    data = b"".join(dumps_bytes(r) + b"\n" for r in records)
     existed = os.path.lexists(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
     size = 0
