@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cleanup_support import cli_json, write_config
+from cleanup_support import cli_json, release_2026_7, write_config  # noqa: F401 - the fixture
 
 from tests.openclaw_db_support import (
     DB_REL,
@@ -114,11 +114,12 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
                 ("chat.history", {"sessionKey": lines_key, "limit": 200}),
             ],
         )
-        _refused_while_the_real_gateway_runs(real_state, tmp_path, pinned)
+        _refused_while_the_real_gateway_runs(real_state, tmp_path, _unpinned(ours))
     seen = {key: r["payload"]["session"] for key, r in zip(asked, described, strict=True)}
     assert seen[pinned]["pinned"] is True and seen[pinned]["label"] == "Quarterly planning"
     assert seen[archived]["archived"] is True and seen[unread]["unread"] is True
-    assert seen[reset]["sessionId"] == ours[reset][0] != before[reset][0]
+    # reset as 2026.9.6 does it (a schema-23 store's release, D23): the sessionId is kept
+    assert seen[reset]["sessionId"] == ours[reset][0] == before[reset][0]
     assert seen["agent:main:forked"]["sessionId"] == ours["agent:main:forked"][0]
     assert seen[summary_key]["updatedAt"] == json.loads(ours[summary_key][1])["updatedAt"]
     assert seen[removed] is None
@@ -156,7 +157,7 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     assert _content(ours_archives[before[deleted][0]]) == _content(theirs_archives[before[deleted][0]])
     # cleanup: 2026.9.6 runs later maintenance rules (D11): it protects direct chats delivered to
     # an external channel and archives stale dashboards instead of pruning them; all else agrees
-    ours_only = {reset, "agent:main:forked"}  # our reset's new generation, our fork (not asked of it)
+    ours_only = {reset, "agent:main:forked"}  # our reset (its reset entry), our fork: not asked of it
     assert set(ours) - ours_only <= set(theirs)
     for key in set(theirs) - set(ours):
         entry = json.loads(theirs[key][1])
@@ -202,7 +203,8 @@ def _judge_steps(steps: list[tuple[tuple[str, ...], Path, list[tuple], int]]) ->
 def _refused_while_the_real_gateway_runs(state: Path, root: Path, key: str) -> None:
     """With the real Gateway owning the state, our offline writes refuse with the real CLI's own
     words (its `doctor --session-sqlite compact`, asked the same moment) and change nothing: no
-    row, no backup, no archive file."""
+    row, no backup, no archive file. `key` is not pinned (pinning a pinned row writes nothing and
+    says `already_pinned`, issue 22 §7: no write to refuse)."""
     real = peer(root, "doctor", "--session-sqlite", "compact", "--json")
     assert real.returncode != 0, real.stdout
     message = json.loads(real.stdout)["error"]["message"]
@@ -230,6 +232,17 @@ def _refused_while_the_real_gateway_runs(state: Path, root: Path, key: str) -> N
     assert files() == listed and nodes(db) == rows
 
 
+def _unpinned(rows: dict) -> str:
+    """A row a pin would write to: pinnable, neither pinned nor archived."""
+    from openclaw_cli.keys import is_pinnable
+
+    for key, (_, text) in sorted(rows.items()):
+        entry = json.loads(text)
+        if is_pinnable(key, entry) and entry.get("pinnedAt") is None and entry.get("archivedAt") is None:
+            return key
+    raise AssertionError("no unpinned live row")
+
+
 def _patch_fields(entry: dict) -> dict:
     """What a lifecycle patch decides, timestamps reduced to whether they are set."""
     return {
@@ -255,10 +268,11 @@ def test_agent_delete_is_judged_by_the_real_openclaw(real_state: Path, tmp_path:
     assert checks(real_state / DB_REL) == ("ok", [])
 
 
+@pytest.mark.usefixtures("release_2026_7")
 def test_disk_budget_and_artifact_sweep_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
-    """(a) and (b) after a cleanup whose disk budget evicts rows and whose sweep removes leftovers.
-    (The real Gateway's own run of it differs by design: its 2026.9.6 budget is physical and evicts
-    only older generations and archived rows; docs/decisions.md.)"""
+    """(a) and (b) after a cleanup whose disk budget evicts rows and whose sweep removes leftovers:
+    the 2026.7 budget (G1, logical, evicts live rows), selected explicitly since a schema-23 store
+    follows 2026.9.6 (D23), whose budget is physical and never evicts a live row (docs/decisions.md)."""
     db = real_state / DB_REL
     maintenance = {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 500}
     write_config(real_state, {"session": {"maintenance": maintenance}})

@@ -22,6 +22,7 @@ from tests.openclaw_db_support import (
     PEER,
     checks,
     connect,
+    decoded_jsonl,
     gateway_calls,
     have_peer,
     nodes,
@@ -76,7 +77,8 @@ def test_the_real_gateway_finds_nothing_to_reconcile_after_our_writes(real_state
     left = unsettled(db)
     assert left["reconcile"] == [] and left["orphans"] == [] and left["unmapped"] == []
     ours = nodes(db)
-    assert ours[reset][0] != before[reset][0] and deleted not in ours and "agent:main:forked" in ours
+    assert deleted not in ours and "agent:main:forked" in ours
+    _reset_kept_its_session(db, ours, before, reset)
     written = [k for k in (pinned, archived, "agent:main:forked", MAIN, GROUP) if k in ours]
     queries = {key: _a_word(db, ours[key][0]) for key in written}
     assert all(queries.values()), queries
@@ -98,6 +100,14 @@ def test_the_real_gateway_finds_nothing_to_reconcile_after_our_writes(real_state
         keys = {hit["sessionKey"] for hit in res["payload"]["results"]}
         assert keys == {key}, (key, word, res["payload"])
     assert checks(db) == ("ok", [])
+
+
+def _reset_kept_its_session(db: Path, ours: dict, before: dict, key: str) -> None:
+    """A reset as 2026.9.6 does it (the release of a schema-23 store, D23; the real Gateway keeps
+    the sessionId): same sessionId, the transcript ends in a `reset` entry."""
+    assert ours[key][0] == before[key][0], key
+    last = decoded_jsonl(db, ours[key][0]).rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    assert json.loads(last)["type"] == "reset", last[:300]
 
 
 def _peer_at(root: Path, port: int, *args: str) -> subprocess.CompletedProcess:
@@ -171,7 +181,8 @@ def test_the_real_cli_writes_a_state_it_migrated_through_our_gateway(real_state:
     ours = nodes(db)
     assert json.loads(ours[pinned][1]).get("pinnedAt") is not None
     assert archived not in ours or json.loads(ours[archived][1]).get("archivedAt") is not None
-    assert ours[reset][0] != before[reset][0] and deleted not in ours
+    assert deleted not in ours
+    _reset_kept_its_session(db, ours, before, reset)
     left = unsettled(db)
     assert left["reconcile"] == [] and left["orphans"] == [] and left["unmapped"] == []
     assert not {pinned, archived, reset} & set(left["pending"])
