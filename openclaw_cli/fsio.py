@@ -115,7 +115,9 @@ def check_space(path: Path, need: int, what: str, *, consequence: str = "nothing
     )
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for refusals ("… is a FIFO"): one wording for every reader and
+    writer that meets one (`--output` targets, lock files, the config file)."""
     import stat
 
     if stat.S_ISLNK(mode):
@@ -156,7 +158,7 @@ def check_output_target(
             raise UsageError(f"{option} {path} is a directory; give a file name.")
         if not stat.S_ISREG(st.st_mode):
             raise UsageError(
-                f"{option} {path} is {_kind(st.st_mode)}; refusing to write through or over it. Give "
+                f"{option} {path} is {file_kind(st.st_mode)}; refusing to write through or over it. Give "
                 "the path of a regular file."
             )
         if hasattr(os, "geteuid") and st.st_uid != os.geteuid():

@@ -100,8 +100,10 @@ def read_config_bytes(path: Path) -> bytes | None:
     if stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"Cannot read config file {path}: it is a directory.", path=str(path))
     if not stat.S_ISREG(st.st_mode):
+        from openclaw_cli.fsio import file_kind  # only on this refusal (fsio is not on the read path)
+
         raise ConfigError(
-            f"Cannot read config file {path}: it is not a regular file ({_special_kind(st.st_mode)}). "
+            f"Cannot read config file {path}: it is not a regular file ({file_kind(st.st_mode)}). "
             "Point OPENCLAW_CONFIG_PATH at a JSON5 file.",
             path=str(path),
         )
@@ -126,18 +128,6 @@ def read_config_bytes(path: Path) -> bytes | None:
     if len(data) > MAX_CONFIG_BYTES:
         raise _too_big(path, len(data))
     return data
-
-
-def _special_kind(mode: int) -> str:
-    import stat
-
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a file"
 
 
 def _too_big(path: Path, size: int) -> ConfigError:

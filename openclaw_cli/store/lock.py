@@ -29,6 +29,7 @@ import orjson
 
 from openclaw_cli import clock
 from openclaw_cli.errors import LockPathError, OpenClawError, SessionBusyError, os_error
+from openclaw_cli.fsio import file_kind
 
 TIMEOUT_CODE = "OPENCLAW_SESSION_WRITE_LOCK_TIMEOUT"
 STALE_CODE = "OPENCLAW_SESSION_WRITE_LOCK_STALE"
@@ -199,20 +200,6 @@ def _valid_lock_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _kind_of(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
 def unusable_lock(lock_path: Path, what: str) -> LockPathError:
     """A lock path that no lock holder could have made: waiting would never end (issue 29 #3)."""
     return LockPathError(
@@ -243,7 +230,7 @@ def _read_payload(
     except OSError as exc:
         raise _os_failure(exc, lock_path) from None
     if not stat.S_ISREG(st.st_mode):
-        raise unusable_lock(lock_path, _kind_of(st.st_mode))
+        raise unusable_lock(lock_path, file_kind(st.st_mode))
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(lock_path, flags)
@@ -254,7 +241,7 @@ def _read_payload(
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced between the lstat and the open
-            raise unusable_lock(lock_path, _kind_of(st.st_mode))
+            raise unusable_lock(lock_path, file_kind(st.st_mode))
         sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         data = os.read(fd, 64 * 1024)
     except OSError as exc:
