@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import StateOwnedError
+from openclaw_cli.store.owner_file import pid_alive  # (also what search_body asks here)
 
 MARKER_NAME = "openclaw-cli-gateway.json"
 HEARTBEAT_S = 15.0  # 2026.9.8+ owners renew their file's mtime this often
@@ -38,18 +39,6 @@ HEARTBEAT_S = 15.0  # 2026.9.8+ owners renew their file's mtime this often
 def marker_path(state_dir: Path) -> Path:
     uid = str(os.getuid()) if hasattr(os, "getuid") else "user"
     return Path(state_dir) / "tmp" / f"openclaw-{uid}" / MARKER_NAME
-
-
-def pid_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def read_marker(state_dir: Path) -> dict[str, Any] | None:

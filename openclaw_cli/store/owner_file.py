@@ -145,7 +145,8 @@ def classify_namespace(data: dict[str, Any], path: Path) -> str:
         return "unknown"
 
 
-def _pid_alive(pid: Any) -> bool:
+def pid_alive(pid: Any) -> bool:
+    """Does process `pid` exist (ours or another user's)? Anything but a positive int: no."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
@@ -231,7 +232,7 @@ def live_owner(path: Path) -> dict[str, Any] | None:
     if namespace == "unknown":  # its pid means nothing here; a fresh heartbeat keeps it
         return {**data, "namespaceUnknown": True}
     pid = data["pid"]
-    if not _pid_alive(pid):
+    if not pid_alive(pid):
         return None
     recorded = data.get("startTime")
     if isinstance(recorded, int | float) and not isinstance(recorded, bool):
