@@ -987,9 +987,11 @@ class SqliteStore(SessionStore):
 
     def entry_bytes(self) -> dict[str, int]:
         """key -> UTF-8 bytes of the stored entry JSON (`entry_sizes` without the session ids)."""
-        return dict(
-            self._q(lambda c: c.execute("SELECT session_key, entry_bytes FROM session_nodes").fetchall())
-        )
+        return self._column_map("SELECT session_key, entry_bytes FROM session_nodes")
+
+    def _column_map(self, sql: str) -> dict[Any, Any]:
+        """A two-column query as a dict, straight from the rows (no object per row)."""
+        return dict(self._q(lambda c: c.execute(sql).fetchall()))
 
     def upsert_entries(self, entries: Mapping[str, dict[str, Any]]) -> int:
         """Insert or replace entries, stored exactly as given (compact JSON, unknown fields kept).
@@ -1100,13 +1102,7 @@ class SqliteStore(SessionStore):
 
     def session_bytes(self) -> dict[str, int]:
         """`session_totals()` bytes straight from the column (no object per session)."""
-        return dict(
-            self._q(
-                lambda c: c.execute(
-                    "SELECT session_id, event_bytes FROM session_windows WHERE event_count > 0"
-                ).fetchall()
-            )
-        )
+        return self._column_map("SELECT session_id, event_bytes FROM session_windows WHERE event_count > 0")
 
     def window_totals(self, session_id: str) -> SessionTotals | None:
         row = self._q(
