@@ -177,9 +177,12 @@ def test_parallel_large_reads_do_not_multiply_memory(
     moved with the allocator between runs): the real list handler, in a real Gateway, counts the
     builds under way; each build waits until a third one starts or 1 s passes, so a missing limit
     shows as 3 at once whatever the machine's speed, and a kept one never can."""
+    import dataclasses
+    import sys
     import threading
 
     from openclaw_cli.ops import session_views
+    from openclaw_cli.ops.methods import METHODS, resolve
 
     generate_legacy_state(state_dir, 300, 0.1, 4242, "--cron-key-style", "canonical")
     params = {"limit": 100_000, "search": "a"}
@@ -187,7 +190,7 @@ def test_parallel_large_reads_do_not_multiply_memory(
     lock = threading.Condition()
     building = {"now": 0, "peak": 0, "calls": 0}
 
-    def counted(ctx, request):  # the handler the Gateway resolves by name on each call
+    def counted(ctx, request):  # the real handler, counted
         with lock:
             building["now"] += 1
             building["calls"] += 1
@@ -200,7 +203,14 @@ def test_parallel_large_reads_do_not_multiply_memory(
             with lock:
                 building["now"] -= 1
 
-    monkeypatch.setattr(session_views, "list_gateway_sessions", counted)
+    # the Gateway finds a method's handler through the METHODS row's reference (resolved once
+    # and cached): the row names this wrapper for the test's duration
+    monkeypatch.setattr(sys.modules[__name__], "_counted_list", counted, raising=False)
+    row = METHODS["sessions.list"]
+    monkeypatch.setitem(
+        METHODS, "sessions.list", dataclasses.replace(row, handler=f"{__name__}:_counted_list")
+    )
+    resolve.cache_clear()  # (a reference resolved by an earlier test would name an older wrapper)
     failures: list[BaseException] = []
     with GatewayThread() as gw:
 
