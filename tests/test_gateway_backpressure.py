@@ -182,7 +182,7 @@ def test_parallel_large_reads_do_not_multiply_memory(
     import threading
 
     from openclaw_cli.ops import session_views
-    from openclaw_cli.ops.methods import METHODS, resolve
+    from openclaw_cli.ops.methods import METHODS
 
     generate_legacy_state(state_dir, 300, 0.1, 4242, "--cron-key-style", "canonical")
     params = {"limit": 100_000, "search": "a"}
@@ -210,7 +210,6 @@ def test_parallel_large_reads_do_not_multiply_memory(
     monkeypatch.setitem(
         METHODS, "sessions.list", dataclasses.replace(row, handler=f"{__name__}:_counted_list")
     )
-    resolve.cache_clear()  # (a reference resolved by an earlier test would name an older wrapper)
     failures: list[BaseException] = []
     with GatewayThread() as gw:
 

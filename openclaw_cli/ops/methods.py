@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from openclaw_cli.errors import UsageError
@@ -36,9 +35,10 @@ __all__ = ["ADMIN", "METHODS", "READ", "WRITE", "Method", "call", "check_params"
 Handler = Callable[[Context, dict[str, Any]], dict[str, Any]]
 
 
-@cache
 def resolve(reference: str) -> Any:
-    """The function a `"module:function"` reference names (imported on first use)."""
+    """The function a `"module:function"` reference names (imported on first use). Looked up on
+    every call, not cached: the module import is cached by Python already, and a cached function
+    would outlive a rebinding of the module's attribute (a test's wrapper, a reload)."""
     module, _, name = reference.partition(":")
     return getattr(importlib.import_module(module), name)
 
