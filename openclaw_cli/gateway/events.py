@@ -1,7 +1,8 @@
 """What a served mutation tells subscribed connections (`sessions.changed`, with the reasons
 recorded in fixtures/gateway-2026.9.6), plus the periodic `tick` and `health` payloads.
 
-* keyed changes (`patch`, `reset` / `new`, `create`, `compact`): `{sessionKey, agentId, reason,
+* keyed changes (`patch`, `reset` / `new`, `create`, `compact`, `fork` (the new session),
+  `branch-switch`): `{sessionKey, agentId, reason,
   ts, session: <sessions.list row>, …the row's fields}`; `compact` also carries `compacted: true`;
 * `delete`: `{sessionKey, sessionId, agentId, reason: "delete", ts}` then a rowless
   `{reason: "delete", ts}`; nothing when nothing was deleted;
@@ -168,7 +169,8 @@ def after(
         if result.get("compacted") is not True:
             return []
         extra = {"compacted": True}
-    key = result.get("key") or params.get("key")
+    # `sessions.fork` names its new session `sessionKey`; `sessions.branches.switch` answers `{}`
+    key = result.get("key") or result.get("sessionKey") or params.get("key") or params.get("sessionKey")
     if not isinstance(key, str):
         return []
     payload = _keyed(ctx, reason, key, params, now, extra, entry=result.get("entry"))

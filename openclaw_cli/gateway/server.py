@@ -205,7 +205,7 @@ def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] |
         targets = params.get("targets") or []
         owners = {agent_of(t.get("key")) or named(t.get("agentId")) for t in targets if isinstance(t, dict)}
         return sorted({o or default_agent_id(ctx.config) for o in owners})
-    keys = {agent_of(params.get("key")), agent_of(params.get("parentSessionKey"))} - {None}
+    keys = {agent_of(params.get(name)) for name in ("key", "parentSessionKey", "sessionKey")} - {None}
     if not keys:
         keys = {named(params.get("agentId")) or default_agent_id(ctx.config)}
     return sorted(k for k in keys if k)

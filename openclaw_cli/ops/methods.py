@@ -94,6 +94,7 @@ _VIEWS = "openclaw_cli.ops.session_views"
 _LIFECYCLE = "openclaw_cli.ops.lifecycle"
 _SCOPES = "openclaw_cli.ops.scopes"
 _READS = "openclaw_cli.ops.gateway_reads"
+_BRANCHES = "openclaw_cli.ops.branches"
 
 _ROWS = (
     Method("health", f"{_VIEWS}:health", p.HEALTH, READ, scope_free=True),
@@ -193,6 +194,24 @@ _ROWS = (
         event="patchMany",
     ),
     Method("sessions.storage.status", f"{_READS}:sessions_storage_status", p.SESSIONS_STORAGE, ADMIN),
+    Method(
+        "sessions.fork",
+        f"{_BRANCHES}:sessions_fork",
+        p.SESSIONS_FORK,
+        WRITE,
+        mutates=True,
+        event="fork",
+        local=frozenset({"store"}),
+    ),
+    Method(
+        "sessions.branches.switch",
+        f"{_BRANCHES}:sessions_branches_switch",
+        p.SESSIONS_BRANCHES_SWITCH,
+        ADMIN,
+        mutates=True,
+        event="branch-switch",
+        local=frozenset({"store"}),
+    ),
     # served by the real Gateway without being listed in its hello-ok
     Method("sessions.resolve", f"{_READS}:sessions_resolve", p.SESSIONS_RESOLVE, READ, advertised=False),
     Method("sessions.get", f"{_READS}:sessions_get", p.SESSIONS_GET, READ, advertised=False),

@@ -626,3 +626,11 @@ CHAT_MESSAGE_GET = Obj(
     required=("sessionKey", "messageId"),
 )
 SESSIONS_BRANCHES_LIST = Obj({"sessionKey": NonEmpty, "agentId": NonEmpty}, required=("sessionKey",))
+# issue 25: forks at a message and branch switches (OpenClaw's `sessions-rewind` family)
+SESSIONS_FORK = Obj(
+    {"sessionKey": NonEmpty, "agentId": NonEmpty, "entryId": NonEmpty}, required=("sessionKey", "entryId")
+)
+SESSIONS_BRANCHES_SWITCH = Obj(
+    {"sessionKey": NonEmpty, "agentId": NonEmpty, "leafEntryId": NonEmpty},
+    required=("sessionKey", "leafEntryId"),
+)

@@ -543,12 +543,31 @@ class SessionStore(ABC):
         max_tokens: int,
         wait: bool = False,
         through_last_completed: bool = False,
+        at_entry: str | None = None,
     ) -> Any:
         """Create `child_key` from the parent's active branch (`store.fork`): `build(seed, plan)`
         returns the child row (`seed` holds its new `sessionId`). Refuses an existing child key;
-        unless `wait`, refuses while the parent's transcript write lock is held. Returns
+        unless `wait`, refuses while the parent's transcript write lock is held. With `at_entry`,
+        the child starts before that user message instead (`message_cut`; refused, nothing
+        written, when it is not a user message on the active path). Returns
         `lifecycle_writes.ForkOutcome`."""
         self.ensure_writable("fork a session")
+        raise NotImplementedError
+
+    def switch_branch(
+        self,
+        key: str,
+        leaf_id: str,
+        build: Callable[[dict[str, Any], str], dict[str, Any]],
+        *,
+        lock_settings: Any,
+        now_ms: int,
+    ) -> Any:
+        """Continue `key` on the branch ending at `leaf_id` (`message_cut.plan_switch`) under a new
+        sessionId: `build(current, new_session_id)` returns the new row, whose transcript is the old
+        one's lines plus a `leaf` control; the old transcript stays as it was. Refused (nothing
+        written) when `leaf_id` is not an inactive tip. Returns `lifecycle_writes.SwitchOutcome`."""
+        self.ensure_writable("switch a session's branch")
         raise NotImplementedError
 
     def delete_session(

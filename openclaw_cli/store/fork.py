@@ -34,6 +34,7 @@ class ForkPlan:
     isolated: bool
     copied_entries: int
     warning: str | None = None
+    editor_text: str | None = None  # a fork at a user message: that message's text (`message_cut`)
 
 
 def _usage_total(message: Mapping[str, Any]) -> int:
@@ -115,8 +116,19 @@ def plan_fork(
     parent_ref: str | None,
     max_tokens: int,
     through_last_completed: bool = False,
+    at_entry: str | None = None,
+    all_lines: Sequence[TranscriptLine] = (),
 ) -> ForkPlan:
-    """The child's transcript lines for forking `branch` (the parent's active branch)."""
+    """The child's transcript lines for forking `branch` (the parent's active branch); with
+    `at_entry`, OpenClaw's fork at that user message of `all_lines` (the whole transcript) instead
+    (`message_cut.plan_cut`: no size cap, no `parentSession`)."""
+    if at_entry is not None:
+        from openclaw_cli.store.message_cut import plan_cut
+
+        cut = plan_cut(
+            list(all_lines), at_entry, child_session_id=child_session_id, timestamp=timestamp, cwd=cwd
+        )
+        return ForkPlan(cut.lines, 0, max_tokens, False, cut.copied_entries, editor_text=cut.editor_text)
     chosen = _completed_prefix(list(branch)) if through_last_completed else list(branch)
     parent_tokens = max(row_tokens(parent_entry), transcript_tokens(chosen))
     version = header.get("version") if isinstance(header, Mapping) else None

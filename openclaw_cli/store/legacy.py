@@ -812,6 +812,11 @@ class LegacyStore(SessionStore):
 
         return reset_legacy(self, key, build, lock_settings=lock_settings, now_ms=now_ms, marker=marker)
 
+    def switch_branch(self, key: str, leaf_id: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+        from openclaw_cli.store.lifecycle_writes import switch_legacy
+
+        return switch_legacy(self, key, leaf_id, build, lock_settings=lock_settings, now_ms=now_ms)
+
     def fork_session(
         self,
         parent_key: str,
@@ -823,6 +828,7 @@ class LegacyStore(SessionStore):
         max_tokens: int,
         wait: bool = False,
         through_last_completed: bool = False,
+        at_entry: str | None = None,
     ) -> Any:
         from openclaw_cli.store.lifecycle_writes import fork_legacy
 
@@ -836,6 +842,7 @@ class LegacyStore(SessionStore):
             max_tokens=max_tokens,
             wait=wait,
             through_last_completed=through_last_completed,
+            at_entry=at_entry,
         )
 
     def export_transcript(

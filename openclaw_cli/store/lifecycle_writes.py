@@ -235,6 +235,7 @@ def fork_legacy(
     max_tokens: int,
     wait: bool,
     through_last_completed: bool,
+    at_entry: str | None = None,
 ) -> ForkOutcome:
     from openclaw_cli.store.fork import plan_fork
     from openclaw_cli.store.lock import LockSettings, acquire_transcript_lock, transcript_lock
@@ -272,6 +273,8 @@ def fork_legacy(
                 parent_ref=str(path) if path is not None else None,
                 max_tokens=max_tokens,
                 through_last_completed=through_last_completed,
+                at_entry=at_entry,
+                all_lines=snapshot.lines,
             )
             child = build({"sessionId": child_sid}, plan)
             child_path = store.sessions_dir / f"{child_sid}.jsonl"
@@ -424,6 +427,7 @@ def fork_sqlite(
     now_ms: int,
     max_tokens: int,
     through_last_completed: bool,
+    at_entry: str | None = None,
 ) -> ForkOutcome:
     from openclaw_cli.store.fork import plan_fork
 
@@ -448,6 +452,8 @@ def fork_sqlite(
             parent_ref=f"sqlite:{store.path}#{parent['sessionId']}",
             max_tokens=max_tokens,
             through_last_completed=through_last_completed,
+            at_entry=at_entry,
+            all_lines=snapshot.lines,
         )
         child = build({"sessionId": child_sid}, plan)
         child.pop("sessionFile", None)
@@ -461,3 +467,111 @@ def fork_sqlite(
             cwd=cwd,
         )
     return ForkOutcome(child_key, child, child_sid, plan, f"sqlite:{store.path}#{child_sid}")
+
+
+# ---- branch switch ------------------------------------------------------------------------------------
+
+
+@dataclass
+class SwitchOutcome:
+    entry: dict[str, Any]
+    session_id: str
+    previous_session_id: str
+    transcript: str | None = None
+
+
+def _switch_plan(
+    snapshot: Any,
+    leaf_id: str,
+    build: Callable[[dict[str, Any], str], dict[str, Any]],
+    current: dict[str, Any],
+    now_ms: int,
+) -> tuple[str, list[str], dict[str, Any]]:
+    from openclaw_cli.store.message_cut import plan_switch
+
+    new_sid = str(uuid.uuid4())
+    snapshot.restore_raw()  # every line is copied as it is
+    lines = plan_switch(snapshot.lines, leaf_id, session_id=new_sid, timestamp=_iso(now_ms), cwd=os.getcwd())
+    return new_sid, lines, build(dict(current), new_sid)
+
+
+def switch_legacy(
+    store: Any,
+    key: str,
+    leaf_id: str,
+    build: Callable[[dict[str, Any], str], dict[str, Any]],
+    *,
+    lock_settings: Any,
+    now_ms: int,
+) -> SwitchOutcome:
+    """Under the store writer and the old transcript's lock (not waited for: a held lock is a
+    writer mid-turn), the new transcript is written (exclusively) before the row points at it;
+    the old file is never touched."""
+    from openclaw_cli.store.lock import LockSettings, acquire_transcript_lock, transcript_lock
+
+    store.ensure_writable("switch a session's branch")
+    with transcript_lock(store.path, lock_settings, allow_reentrant=True):
+        current = store.get_entry(key)
+        if current is None or not current.get("sessionId"):
+            raise NotFoundError(f"session not found: {key}")
+        current = dict(current)
+        old_sid = current["sessionId"]
+        path = store.resolve_transcript(old_sid, current, [])
+        if path is None:
+            raise PreconditionError(f"branch entry not found: {leaf_id}")
+        no_wait = LockSettings(
+            acquire_timeout_ms=0, stale_ms=lock_settings.stale_ms, max_hold_ms=lock_settings.max_hold_ms
+        )
+        try:
+            lock = acquire_transcript_lock(path, no_wait)
+        except SessionBusyError:
+            raise SessionBusyError(
+                "Branch switch is unavailable while the agent is working.", code=ACTIVE_CODE
+            ) from None
+        try:
+            snapshot = store.read_snapshot(key, current)
+            new_sid, lines, updated = _switch_plan(snapshot, leaf_id, build, current, now_ms)
+            new_path = store.sessions_dir / f"{new_sid}.jsonl"
+            session_file = _session_file_value(current.get("sessionFile"), new_path)
+            if session_file is not None:
+                updated["sessionFile"] = session_file
+            _create_exclusive(new_path, lines)
+            try:
+                store.upsert_entries({key: updated}, lock_settings=lock_settings)
+            except BaseException:
+                os.unlink(new_path)  # no row points at it
+                raise
+        finally:
+            lock.release()
+    return SwitchOutcome(updated, new_sid, old_sid, str(new_path))
+
+
+def switch_sqlite(
+    store: Any,
+    key: str,
+    leaf_id: str,
+    build: Callable[[dict[str, Any], str], dict[str, Any]],
+    *,
+    now_ms: int,
+) -> SwitchOutcome:
+    """One transaction: read the session, create the successor window (reason `switch`, the old
+    one as its predecessor, whose events stay) and point the row at it."""
+    store.ensure_writable("switch a session's branch")
+    with store.transaction():
+        current = store.get_entry(key)
+        if current is None or not current.get("sessionId"):
+            raise NotFoundError(f"session not found: {key}")
+        current = dict(current)
+        snapshot = store.read_snapshot(key, current)
+        new_sid, lines, updated = _switch_plan(snapshot, leaf_id, build, current, now_ms)
+        updated.pop("sessionFile", None)
+        store.create_window(
+            key,
+            new_sid,
+            previous_session_id=current["sessionId"],
+            reason="switch",
+            raw_lines=lines,
+            entry=updated,
+            created_at_ms=now_ms,
+        )
+    return SwitchOutcome(updated, new_sid, current["sessionId"], f"sqlite:{store.path}#{new_sid}")

@@ -705,6 +705,12 @@ class OpenClawDbStore(SessionStore):
         self.ensure_writable("reset a session")
         return reset_session(self, key, build, now_ms=now_ms, marker=marker)
 
+    def switch_branch(self, key: str, leaf_id: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+        from openclaw_cli.store.openclaw_lifecycle import switch_branch
+
+        self.ensure_writable("switch a session's branch")
+        return switch_branch(self, key, leaf_id, build, now_ms=now_ms)
+
     def fork_session(
         self,
         parent_key: str,
@@ -716,6 +722,7 @@ class OpenClawDbStore(SessionStore):
         max_tokens: int,
         wait: bool = False,
         through_last_completed: bool = False,
+        at_entry: str | None = None,
     ) -> Any:
         from openclaw_cli.store.openclaw_lifecycle import fork_session
 
@@ -728,6 +735,7 @@ class OpenClawDbStore(SessionStore):
             now_ms=now_ms,
             max_tokens=max_tokens,
             through_last_completed=through_last_completed,
+            at_entry=at_entry,
         )
 
     def label_owners(self, label: str) -> list[str]:

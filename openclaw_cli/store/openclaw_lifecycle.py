@@ -118,6 +118,7 @@ def fork_session(
     now_ms: int,
     max_tokens: int,
     through_last_completed: bool,
+    at_entry: str | None = None,
 ) -> Any:
     from openclaw_cli.store.fork import plan_fork
     from openclaw_cli.store.lifecycle_writes import ForkOutcome
@@ -143,6 +144,8 @@ def fork_session(
             parent_ref=f"sqlite:{store.path}#{parent['sessionId']}",
             max_tokens=max_tokens,
             through_last_completed=through_last_completed,
+            at_entry=at_entry,
+            all_lines=snapshot.lines,
         )
         child = build({"sessionId": child_sid}, plan)
         child.pop("sessionFile", None)
@@ -152,9 +155,35 @@ def fork_session(
             child_key,
             child_sid,
             child,
-            reason="fork",
+            reason=None if at_entry is not None else "fork",  # OpenClaw's message-cut window has none
             previous=None,
             lines=plan.lines,
             now_ms=now_ms,
         )
     return ForkOutcome(child_key, child, child_sid, plan, f"sqlite:{store.path}#{child_sid}")
+
+
+def switch_branch(
+    store: Any,
+    key: str,
+    leaf_id: str,
+    build: Callable[[dict[str, Any], str], dict[str, Any]],
+    *,
+    now_ms: int,
+) -> Any:
+    """OpenClaw's branch switch: the row moves to a new window (no reason, the old one as its
+    predecessor) holding the old events and a `leaf` control; the old window and its events stay."""
+    from openclaw_cli.store.lifecycle_writes import SwitchOutcome, _switch_plan
+
+    with transaction(store) as conn:
+        current = read_entry(conn, key)
+        if current is None or not current.get("sessionId"):
+            raise NotFoundError(f"session not found: {key}")
+        snapshot = read_snapshot(store, key, current)
+        new_sid, lines, updated = _switch_plan(snapshot, leaf_id, build, current, now_ms)
+        updated.pop("sessionFile", None)
+        old_sid = current["sessionId"]
+        create_window(
+            conn, store, key, new_sid, updated, reason=None, previous=old_sid, lines=lines, now_ms=now_ms
+        )
+    return SwitchOutcome(updated, new_sid, old_sid, f"sqlite:{store.path}#{new_sid}")

@@ -398,7 +398,7 @@ def create_window(
     sid: str,
     entry: dict[str, Any],
     *,
-    reason: str,
+    reason: str | None,
     previous: str | None,
     lines: list[str],
     now_ms: int,

@@ -559,6 +559,11 @@ class SqliteStore(SessionStore):
 
         return reset_sqlite(self, key, build, now_ms=now_ms, marker=marker)
 
+    def switch_branch(self, key: str, leaf_id: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
+        from openclaw_cli.store.lifecycle_writes import switch_sqlite
+
+        return switch_sqlite(self, key, leaf_id, build, now_ms=now_ms)
+
     def fork_session(
         self,
         parent_key: str,
@@ -570,6 +575,7 @@ class SqliteStore(SessionStore):
         max_tokens: int,
         wait: bool = False,
         through_last_completed: bool = False,
+        at_entry: str | None = None,
     ) -> Any:
         from openclaw_cli.store.lifecycle_writes import fork_sqlite
 
@@ -581,6 +587,7 @@ class SqliteStore(SessionStore):
             now_ms=now_ms,
             max_tokens=max_tokens,
             through_last_completed=through_last_completed,
+            at_entry=at_entry,
         )
 
     def label_owners(self, label: str) -> list[str]:
