@@ -597,7 +597,7 @@ def _older_schema(db: Path) -> bool:
     of the database this build writes."""
     import sqlite3
 
-    from openclaw_cli.store.schema import SCHEMA_VERSION, USER_VERSION_BASE
+    from openclaw_cli.store.sqlite.schema import SCHEMA_VERSION, USER_VERSION_BASE
 
     if not db.exists():
         return False
@@ -1139,7 +1139,7 @@ def case_gateway_latency(b: Bench) -> None:
     gw = _GatewayRun(b, state)
     try:
         from openclaw_cli.keys import is_pinnable
-        from openclaw_cli.store.sqlite import SqliteStore
+        from openclaw_cli.store.sqlite.store import SqliteStore
 
         with SqliteStore(state / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
             keys = [k for k, e in store.list_entries(limit=2000)[0] if is_pinnable(k, e)]
@@ -1307,7 +1307,7 @@ def case_gateway_load(b: Bench) -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     db = state / "agents/main/agent/openclaw-agent.sqlite"
     from openclaw_cli.keys import is_pinnable

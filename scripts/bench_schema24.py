@@ -37,7 +37,7 @@ RSS_MAX_MB = 150
 RATIO_MAX = 1.2
 _FULL_READ = """
 import sys
-from openclaw_cli.store.openclaw_db import OpenClawDbStore
+from openclaw_cli.store.openclaw.store import OpenClawDbStore
 with OpenClawDbStore(sys.argv[1]) as store:
     entries = store.load_entries()
     fields = sum(1 for e in entries.values() if "skillsSnapshot" in e)
@@ -84,7 +84,7 @@ def _snapshots(i: int) -> dict[str, Any]:
 def build_schema23(dest: Path) -> Path:
     """A state whose agent `main` has a real 2026.9.6 database plus SESSIONS generated sessions
     (snapshot fields inline, as 9.6 writers store them). Returns the database path."""
-    from openclaw_cli.store.openclaw_schema import add_schema_functions
+    from openclaw_cli.store.openclaw.schema import add_schema_functions
 
     src = ROOT / "tests" / "fixtures" / "openclaw-2026.9.6" / "imported-state"
     if dest.exists():

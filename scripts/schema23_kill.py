@@ -74,7 +74,7 @@ def build_template(root: Path, *, sessions: int, mb: float, seed: int, use_peer:
 
 def _connect(db: Path) -> sqlite3.Connection:
     sys.path.insert(0, str(ROOT))
-    from openclaw_cli.store.openclaw_schema import add_schema_functions
+    from openclaw_cli.store.openclaw.schema import add_schema_functions
 
     conn = sqlite3.connect(str(db))
     add_schema_functions(conn)

@@ -105,7 +105,7 @@ def make_sqlite(
     turns: int = 2,
     skip: set[str] = frozenset(),
 ) -> Path:
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     path = db_path(state, agent)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ def archive_map(directory: Path) -> dict[str, list[str]]:
 def sqlite_transcript_bytes(state: Path, sid: str, agent: str = "main") -> bytes:
     import io
 
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     with SqliteStore(db_path(state, agent), agent, read_only=True) as store:
         buf = io.BytesIO()

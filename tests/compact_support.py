@@ -179,8 +179,8 @@ def transcript_objects(
 def patch_read_snapshot(monkeypatch: Any, wrapper: Any) -> None:
     """Route every store's `read_snapshot` through `wrapper(real, store, key, entry, **kwargs)`
     (the write protocol's snapshot read, for tests that count or race it)."""
-    from openclaw_cli.store.legacy import LegacyStore
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.legacy.store import LegacyStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     for cls in (LegacyStore, SqliteStore):
         real = cls.read_snapshot

@@ -97,7 +97,7 @@ def plant_artifacts(state: Path) -> dict[str, Path]:
 
 
 def connect(db: Path) -> sqlite3.Connection:
-    from openclaw_cli.store.openclaw_schema import add_schema_functions
+    from openclaw_cli.store.openclaw.schema import add_schema_functions
 
     conn = sqlite3.connect(str(db))
     add_schema_functions(conn)
@@ -182,8 +182,8 @@ def unsettled(db: Path) -> dict[str, Any]:
 def rebuilt_projection_equal(db: Path) -> bool:
     """Every stored projection equals one rebuilt from scratch from the events (in a transaction
     rolled back): what we keep is what a rebuild would give."""
-    from openclaw_cli.store.openclaw_db import OpenClawDbStore
-    from openclaw_cli.store.openclaw_projection import rebuild
+    from openclaw_cli.store.openclaw.projection import rebuild
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
     store = OpenClawDbStore(db, read_only=False)
     try:

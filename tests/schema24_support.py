@@ -27,7 +27,7 @@ MIGRATED_AT_MS = 1796100000000
 
 
 def connect(db: Path) -> sqlite3.Connection:
-    from openclaw_cli.store.openclaw_schema import add_schema_functions
+    from openclaw_cli.store.openclaw.schema import add_schema_functions
 
     conn = sqlite3.connect(str(db), isolation_level=None)
     add_schema_functions(conn)

@@ -60,7 +60,7 @@ def test_delete_sqlite_agent_archives_every_session_window(state_dir):
     write_config(state_dir, TWO_AGENTS)
     now = now_ms()
     make_sqlite(state_dir, {"agent:ops:x": entry("x", now), "agent:ops:y": entry("y", now)}, agent="ops")
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     with SqliteStore(
         db_path(state_dir, "ops"), "ops"

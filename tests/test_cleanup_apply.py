@@ -221,7 +221,7 @@ def test_hostile_session_ids_never_produce_paths_outside_the_sessions_dir(state_
 def test_hostile_session_ids_in_sqlite_rows(state_dir):
     maintenance_config(state_dir, pruneAfter="1d")
     make_sqlite(state_dir, {"agent:main:ok": entry("ok", NOW_MS - 10 * DAY)})
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     with SqliteStore(db_path(state_dir), "main") as store:
         store.upsert_entries(
@@ -304,7 +304,7 @@ def test_fix_missing_removes_rows_without_message_records(kind, state_dir):
         header_sha = sha((root / "header.jsonl").read_bytes())
     else:
         make_sqlite(state_dir, entries, skip={"gone", "pending", "header"})
-        from openclaw_cli.store.sqlite import SqliteStore
+        from openclaw_cli.store.sqlite.store import SqliteStore
 
         with SqliteStore(db_path(state_dir), "main") as store:
             store.append_events(

@@ -14,10 +14,10 @@ import pytest
 from cleanup_support import transcript_lines
 
 import openclaw_cli.store.archives as ar
-import openclaw_cli.store.sqlite as sqlite_mod
+import openclaw_cli.store.sqlite.store as sqlite_mod
 from openclaw_cli.errors import InvalidIdError
 from openclaw_cli.store.retire import ArchiveBatch
-from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
+from openclaw_cli.store.sqlite.store import ImportRecord, SqliteStore
 
 NOW = 1_796_000_000_000
 

@@ -32,8 +32,8 @@ from cleanup_support import (
 )
 
 from openclaw_cli.store.archives import read_archive_bytes
-from openclaw_cli.store.legacy import LegacyStore
-from openclaw_cli.store.sqlite import SqliteStore
+from openclaw_cli.store.legacy.store import LegacyStore
+from openclaw_cli.store.sqlite.store import SqliteStore
 
 pytestmark = pytest.mark.usefixtures("release_2026_7")  # G1 rules: written against 2026.7 (D23)
 

@@ -39,12 +39,12 @@ def message_line(text: str, n: int) -> str:
 def append(kind: str, state: Path, key: str, sid: str, lines: list[str]) -> None:
     """Append as a writer would: under OpenClaw's lock (legacy) or in one transaction (SQLite)."""
     if kind == "legacy":
-        from openclaw_cli.store.legacy import LegacyStore
+        from openclaw_cli.store.legacy.store import LegacyStore
 
         store = LegacyStore(state / "agents/main/sessions/sessions.json", "main")
         store.append_transcript(sid, lines)
     else:
-        from openclaw_cli.store.sqlite import SqliteStore
+        from openclaw_cli.store.sqlite.store import SqliteStore
 
         with SqliteStore(db_path(state), "main") as store:
             store.append_events(sid, lines, session_key=key)

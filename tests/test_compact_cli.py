@@ -335,7 +335,7 @@ def _set_row(state_dir: Path, key: str, **fields) -> dict:
     """Add `fields` to the row of `key` in whichever store the state has; returns the row."""
     row = {**rows(state_dir)[key], **fields}
     if (state_dir / DB).exists():
-        from openclaw_cli.store.sqlite import SqliteStore
+        from openclaw_cli.store.sqlite.store import SqliteStore
 
         with SqliteStore(state_dir / DB, "main") as db:
             db.upsert_entries({key: row})

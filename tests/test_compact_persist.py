@@ -301,7 +301,7 @@ def _append_on_first_read(monkeypatch, state: Path, kind: str, appended: list[st
                 with open(snapshot.path, "a") as fh:
                     fh.write(line + "\n")
             else:
-                from openclaw_cli.store.sqlite import SqliteStore
+                from openclaw_cli.store.sqlite.store import SqliteStore
 
                 with SqliteStore(state / DB, "main") as other:
                     other.append_events(snapshot.session_id, [line], session_key=key)
@@ -339,7 +339,7 @@ def test_sqlite_lines_from_rows_equal_the_export_and_bytes_come_on_demand(state_
     never for a session that changed since the snapshot; unusual rows take the export path."""
     import sqlite3
 
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     key = "agent:main:main"
     write_legacy_state(state_dir, {key: generate_session(72, turns=10)})
@@ -391,7 +391,7 @@ def test_legacy_snapshot_holds_no_transcript_bytes_and_copies_only_the_same_file
     """A legacy snapshot parses the file while reading it: no bytes, clean lines without their
     text; the text comes back exactly when asked, and the archive source copies the file only
     while it is the snapshot's (an append meanwhile is a SnapshotChanged, nothing copied)."""
-    from openclaw_cli.store.legacy import LegacyStore
+    from openclaw_cli.store.legacy.store import LegacyStore
 
     key = "agent:main:main"
     write_legacy_state(state_dir, {key: generate_session(73, turns=10)})

@@ -127,7 +127,7 @@ def _append(state: Path, kind: str, lines: list[str], session_id: str) -> None:
         with open(state / SESSIONS / f"{session_id}.jsonl", "a") as handle:
             handle.write("".join(line + "\n" for line in lines))
     else:
-        from openclaw_cli.store.sqlite import SqliteStore
+        from openclaw_cli.store.sqlite.store import SqliteStore
 
         with SqliteStore(state / DB, "main") as st:
             st.append_events(session_id, lines, session_key=KEY)

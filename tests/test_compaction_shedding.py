@@ -207,7 +207,7 @@ def test_repeated_compaction_and_rotation_match_whole_objects(
 
 def _append_turns(state_dir: Path, kind: str, turns: int) -> None:
     """New turns after a compaction (tool output with identifiers of their own)."""
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     row = rows(state_dir)[KEY]
     sid = row["sessionId"]
@@ -265,7 +265,7 @@ def test_block_identifiers_stand_for_their_texts(texts: list[str], data: Any):
 
 
 def test_a_changed_transcript_is_never_re_read_into_a_plan(state_dir: Path):
-    from openclaw_cli.store.legacy import LegacyStore
+    from openclaw_cli.store.legacy.store import LegacyStore
 
     write_legacy_state(state_dir, {KEY: _session(33)})
     store = LegacyStore(state_dir / SESSIONS / "sessions.json", "main")

@@ -18,11 +18,11 @@ from openclaw_cli.store.detect import (
     open_agent_store,
     open_store_at,
 )
-from openclaw_cli.store.openclaw_db import OpenClawDbStore
-from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
+from openclaw_cli.store.openclaw.store import OpenClawDbStore
+from openclaw_cli.store.sqlite.store import ImportRecord, SqliteStore
 from tests.conftest import OPENCLAW_FIXTURE
 
-legacy_mod = pytest.importorskip("openclaw_cli.store.legacy")
+legacy_mod = pytest.importorskip("openclaw_cli.store.legacy.store")
 
 
 @pytest.mark.parametrize(

@@ -65,8 +65,8 @@ def add_branch(state: Path, kind: str) -> None:
         elif kind == "sqlite":
             store.append_events(sid, [line], session_key=GROUP)
         else:
-            from openclaw_cli.store.openclaw_rows import append_events
-            from openclaw_cli.store.openclaw_writes import transaction
+            from openclaw_cli.store.openclaw.rows import append_events
+            from openclaw_cli.store.openclaw.writes import transaction
 
             with transaction(store) as conn:
                 append_events(conn, sid, [line], now_ms=1, tables=store._tables, store=store)

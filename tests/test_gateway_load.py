@@ -15,7 +15,7 @@ from tests.gateway_server_support import TOKEN, GatewayProcess, write_config
 
 
 def _entries(state: Path) -> dict:
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     with SqliteStore(state / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
         return store.load_entries()

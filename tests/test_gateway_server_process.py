@@ -210,7 +210,7 @@ def test_sigkill_during_served_cleanup_loses_nothing(tmp_path: Path) -> None:
         gw2 = GatewayProcess(env=_gateway_env(work)).start()
         with connected(gw2.url) as c:
             listed = c.request("sessions.list", {"limit": 500, "archived": "all"})["payload"]
-            from openclaw_cli.store.sqlite import SqliteStore
+            from openclaw_cli.store.sqlite.store import SqliteStore
 
             with SqliteStore(
                 work / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True
@@ -264,7 +264,7 @@ def _archives_of(state: Path, agent: str) -> list:
 
 
 def _assert_kept_or_archived(state: Path, originals: dict[str, str]) -> None:
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
     from tests.cleanup_support import sha, sqlite_transcript_bytes
 
     archives = set(_archives_of(state, "ops"))
@@ -298,7 +298,7 @@ def test_sigkill_during_served_session_delete_loses_nothing(tmp_path: Path) -> N
     serves one (a long transcript makes the window wide). At every instant the transcript is in the
     store or in a verified archive; a restarted Gateway lists the state as it is and finishes."""
     from openclaw_cli.store.archives import read_archive_bytes
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
     from tests.cleanup_support import entry, make_sqlite, now_ms, sqlite_transcript_bytes
 
     initial = tmp_path / "initial"

@@ -318,7 +318,7 @@ def test_malformed_line_is_quarantined_and_every_later_line_imported(tmp_path: P
     assert db_session_lines(state / DB)[sid] == file_lines(content)  # all of them, byte-exact, in order
     import io
 
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     store = SqliteStore(state / DB, "main", read_only=True)
     buf = io.BytesIO()

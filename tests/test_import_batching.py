@@ -15,7 +15,7 @@ import zstandard
 from openclaw_cli.errors import InvalidDataError
 from openclaw_cli.store.archives import hash_archive
 from openclaw_cli.store.base import SessionTotals
-from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
+from openclaw_cli.store.sqlite.store import ImportRecord, SqliteStore
 from tests.conftest import generate_legacy_state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -304,7 +304,7 @@ def test_private_build_commits_by_bytes_entries_included(
 ) -> None:
     """A private build commits per PRIVATE_BUILD_COMMIT_BYTES of rows (its WAL stays within the
     import's space allowance), entries counted too: sessions without lines still commit."""
-    from openclaw_cli.store import sqlite as sqlite_mod
+    from openclaw_cli.store.sqlite import store as sqlite_mod
 
     monkeypatch.setattr(sqlite_mod, "PRIVATE_BUILD_COMMIT_BYTES", 64 * 1024)
     store = SqliteStore(_db(tmp_path), "main", create=True)

@@ -463,7 +463,7 @@ def test_import_memory_per_session_stays_bounded(tmp_path: Path, monkeypatch: py
     import tracemalloc
 
     from openclaw_cli.migration import importer
-    from openclaw_cli.store import sqlite as sqlite_store
+    from openclaw_cli.store.sqlite import store as sqlite_store
 
     monkeypatch.setattr(sqlite_store, "GATHER_BYTES", 16 * 1024)
     monkeypatch.setattr(mf, "_SPILL_BLOCK", 16 * 1024)
@@ -490,7 +490,7 @@ def test_import_memory_per_session_stays_bounded(tmp_path: Path, monkeypatch: py
 
 
 def test_private_build_cache_gives_room_to_large_imports() -> None:
-    from openclaw_cli.store.sqlite import (
+    from openclaw_cli.store.sqlite.store import (
         PRIVATE_BUILD_CACHE_KIB,
         PRIVATE_BUILD_CACHE_MIN_KIB,
         private_build_cache_kib,

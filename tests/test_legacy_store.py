@@ -16,7 +16,7 @@ from conftest import generate_legacy_state
 
 from openclaw_cli.errors import ExitCode, InvalidDataError, InvalidIdError, RefusedError, SessionBusyError
 from openclaw_cli.store.base import ReadIssue
-from openclaw_cli.store.legacy import LegacyStore, dump_store_bytes, parse_store_bytes
+from openclaw_cli.store.legacy.store import LegacyStore, dump_store_bytes, parse_store_bytes
 from openclaw_cli.store.lock import LockSettings, lock_path_for
 from openclaw_cli.store.transcript import iter_jsonl
 

@@ -49,7 +49,7 @@ os.unlink(lock)
 """
 SQLITE_HOLDER = r"""
 import os, time
-from openclaw_cli.store.sqlite import SqliteStore
+from openclaw_cli.store.sqlite.store import SqliteStore
 st = SqliteStore(os.environ["DB_PATH"], "main")
 with st.transaction():
     st.append_events(os.environ["SID"], [os.environ["LINE"]], session_key=os.environ["KEY"])

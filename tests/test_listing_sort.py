@@ -17,8 +17,8 @@ import pytest
 
 from openclaw_cli.keys import is_pinnable
 from openclaw_cli.store.base import ListingQuery, SessionStore
-from openclaw_cli.store.legacy import LegacyStore
-from openclaw_cli.store.sqlite import SqliteStore
+from openclaw_cli.store.legacy.store import LegacyStore
+from openclaw_cli.store.sqlite.store import SqliteStore
 
 SORTS = ("updatedAt", "lastInteractionAt", "activity")
 

@@ -16,7 +16,7 @@ from openclaw_cli.jsonutil import Deferred, StreamedArray, dumps_pretty, write_p
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.sessions import list_sessions
 from openclaw_cli.paths import resolve_paths
-from openclaw_cli.store.sqlite import SqliteStore
+from openclaw_cli.store.sqlite.store import SqliteStore
 from tests.conftest import run_cli
 
 NOW = 1_796_000_000_000

@@ -255,7 +255,7 @@ def test_large_transcripts_are_streamed_with_the_same_guarantees(
 
 def test_database_of_another_agent_is_refused_before_anything_is_written(state_dir: Path) -> None:
     from openclaw_cli.errors import InvalidDataError
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     make_f(state_dir)
     SqliteStore(state_dir / DB, "work", create=True).close()

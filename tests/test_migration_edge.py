@@ -37,7 +37,7 @@ def test_t01_t02_dry_run_and_inspect_count_and_create_nothing(state_dir: Path) -
 
 
 def test_t03_inspect_sqlite_only(state_dir: Path) -> None:
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     store = SqliteStore(state_dir / DB, "main", create=True)
     store.upsert_entries({"agent:main:main": {"sessionId": "s1", "updatedAt": 1}})
@@ -494,7 +494,7 @@ def test_validate_before_archive_catches_a_store_that_lost_or_changed_a_line(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, full_scan: bool, damage: str
 ) -> None:
     from openclaw_cli.migration import verify
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     monkeypatch.setattr(verify, "FULL_SCAN_MIN_SESSIONS", 1 if full_scan else 10**9)
     sessions = make_f(state_dir)

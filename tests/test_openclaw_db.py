@@ -14,7 +14,7 @@ import pytest
 
 from openclaw_cli.errors import ExitCode, InvalidDataError, NotFoundError, RefusedError
 from openclaw_cli.store.base import ReadIssue
-from openclaw_cli.store.openclaw_db import PAYLOAD_SIZE_MISMATCH, OpenClawDbStore
+from openclaw_cli.store.openclaw.store import PAYLOAD_SIZE_MISMATCH, OpenClawDbStore
 from tests.conftest import OPENCLAW_FIXTURE
 
 FIXTURE_DB = OPENCLAW_FIXTURE / "imported-state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"

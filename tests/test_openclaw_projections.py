@@ -133,7 +133,7 @@ def _msg(i: str, parent: str | None, role: str = "user", text: str = "hello", **
 
 
 def _project(events: list[dict]) -> tuple[list[int], list[str], str | None]:
-    from openclaw_cli.store.openclaw_projection import build_projection
+    from openclaw_cli.store.openclaw.projection import build_projection
 
     header = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-12-01T10:00:00.000Z"}
     proj = build_projection([(seq, 1_000 + seq, event) for seq, event in enumerate([header, *events])])
@@ -169,7 +169,7 @@ def test_a_leaf_control_selects_an_earlier_branch():
 
 
 def test_excluded_events_blank_text_and_tool_results():
-    from openclaw_cli.store.openclaw_projection import build_projection
+    from openclaw_cli.store.openclaw.projection import build_projection
 
     blank = {
         **_msg("b", "a", "assistant"),
@@ -197,7 +197,7 @@ def test_excluded_events_blank_text_and_tool_results():
     [("2026-12-01T10:00:00.123Z", 1_796_119_200_123.0), (1234, 1234.0), ("not a date", 1001.0)],
 )
 def test_full_text_timestamps_are_numbers_like_the_real_writers(stamp: object, expected: float):
-    from openclaw_cli.store.openclaw_projection import fts_entry
+    from openclaw_cli.store.openclaw.projection import fts_entry
 
     event = {**_msg("a", None), "timestamp": stamp}
     assert fts_entry(event, 1001) == ("a", "user", "hello a", expected)
@@ -210,7 +210,7 @@ def _plant_backups(db: Path, ages_days: list[float]) -> list[Path]:
     import time
 
     from openclaw_cli.store.archives import format_archive_timestamp
-    from openclaw_cli.store.openclaw_guard import BACKUP_MARKER
+    from openclaw_cli.store.openclaw.guard import BACKUP_MARKER
 
     now = int(time.time() * 1000)
     out = []
@@ -224,7 +224,7 @@ def _plant_backups(db: Path, ages_days: list[float]) -> list[Path]:
 
 
 def test_each_run_prunes_backups_to_seven_days_and_five(state_dir: Path):
-    from openclaw_cli.store.openclaw_guard import list_backups
+    from openclaw_cli.store.openclaw.guard import list_backups
 
     fixture_state(state_dir)
     db = state_dir / DB_REL
@@ -249,7 +249,7 @@ def test_each_run_prunes_backups_to_seven_days_and_five(state_dir: Path):
 
 
 def test_our_gateway_backs_up_once_per_request(state_dir: Path):
-    from openclaw_cli.store.openclaw_guard import list_backups
+    from openclaw_cli.store.openclaw.guard import list_backups
     from tests.gateway_server_support import GatewayProcess, connected
 
     fixture_state(state_dir)

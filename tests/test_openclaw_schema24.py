@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cleanup_support import cli_json, release_2026_7, write_config  # noqa: F401 - fixture
 
-from openclaw_cli.store.openclaw_db import OpenClawDbStore
+from openclaw_cli.store.openclaw.store import OpenClawDbStore
 from tests.conftest import run_cli
 from tests.schema24_support import (
     FRESH_KEY,
@@ -166,7 +166,7 @@ def test_cli_reads_on_schema_24(shape: tuple[Path, str]):
 def _write(db: Path, key: str, entry: dict[str, Any], *, fail: bool = False) -> int:
     """One entry write through our writer in its own transaction; returns the statements it ran
     on the snapshot table. `fail` rolls the transaction back after the write."""
-    from openclaw_cli.store.openclaw_rows import write_entry
+    from openclaw_cli.store.openclaw.rows import write_entry
 
     conn = connect(db)
     conn.execute("PRAGMA foreign_keys = ON")
@@ -626,7 +626,7 @@ def test_json_text_check_without_recursion(text: str, valid: bool):
 
 
 def test_a_row_changed_since_the_plan_is_told_apart_from_an_unchanged_one(shape: tuple[Path, str]):
-    from openclaw_cli.store.openclaw_writes import unchanged_rows
+    from openclaw_cli.store.openclaw.writes import unchanged_rows
 
     db, key = shape
     with OpenClawDbStore(db) as store:

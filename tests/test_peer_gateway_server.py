@@ -61,7 +61,7 @@ def _json(proc: subprocess.CompletedProcess):
 
 
 def _store_entries(state: Path) -> dict:
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     with SqliteStore(state / "agents/main/agent/openclaw-agent.sqlite", "main", read_only=True) as store:
         return store.load_entries()
@@ -119,7 +119,7 @@ def test_real_cli_archives_through_our_gateway(served, state_dir: Path) -> None:
 )
 def test_real_cli_deletes_through_our_gateway(served, state_dir: Path) -> None:
     from openclaw_cli.store.archives import read_archive_bytes
-    from openclaw_cli.store.sqlite import SqliteStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
     gw, root, port = served
     key = "agent:main:subagent:79f74d60-ac03-431e-835d-7d3b92e4016e"

@@ -21,7 +21,7 @@ from openclaw_cli.keys import is_durable_external_pointer, is_model_run_probe_ke
 from openclaw_cli.maintenance.plan import CAP_FLOOR, plan_cleanup, plan_runtime_maintenance
 from openclaw_cli.paths import resolve_transcript_path
 from openclaw_cli.store import archives as archives_mod
-from openclaw_cli.store.legacy import LegacyStore
+from openclaw_cli.store.legacy.store import LegacyStore
 
 DAY = 86_400_000
 

@@ -188,7 +188,7 @@ def test_the_reader_never_raises_and_the_scan_counts_every_line(
 def test_a_sqlite_import_keeps_every_line_byte_exact(
     tmp_path_factory: pytest.TempPathFactory, lines: list[bytes]
 ) -> None:
-    from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
+    from openclaw_cli.store.sqlite.store import ImportRecord, SqliteStore
 
     root = tmp_path_factory.mktemp("prop-db")
     store = SqliteStore(root / "agents" / "main" / "agent" / "openclaw-agent.sqlite", "main", create=True)

@@ -23,7 +23,7 @@ from cleanup_support import (
     write_config,
 )
 
-from openclaw_cli.store.sqlite import SqliteStore
+from openclaw_cli.store.sqlite.store import SqliteStore
 
 
 def cli_json(*args: str) -> dict:

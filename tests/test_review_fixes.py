@@ -10,7 +10,7 @@ import pytest
 
 from openclaw_cli import jsonutil
 from openclaw_cli.config.resolve import WriteLockSettings, sqlite_busy_timeout_ms
-from openclaw_cli.store.legacy import LegacyStore
+from openclaw_cli.store.legacy.store import LegacyStore
 
 
 def test_json_loads_rejects_nan_and_infinity() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.errors import InvalidDataError
-from openclaw_cli.store import schema as schema_mod
-from openclaw_cli.store.sqlite import SqliteStore
+from openclaw_cli.store.sqlite import schema as schema_mod
+from openclaw_cli.store.sqlite.store import SqliteStore
 
 
 def _db(tmp_path: Path) -> Path:

@@ -17,8 +17,8 @@ import pytest
 from openclaw_cli import __version__
 from openclaw_cli.errors import ExitCode, InvalidDataError, InvalidIdError, RefusedError, SessionBusyError
 from openclaw_cli.store.base import SessionStore, SessionTotals
-from openclaw_cli.store.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION
-from openclaw_cli.store.sqlite import ImportRecord, SqliteStore
+from openclaw_cli.store.sqlite.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION
+from openclaw_cli.store.sqlite.store import ImportRecord, SqliteStore
 from openclaw_cli.store.sqlite_common import OUR_APPLICATION_ID, event_token_estimate
 from tests.conftest import OPENCLAW_FIXTURE, generate_legacy_state
 
@@ -180,7 +180,7 @@ def test_concurrent_creation_by_processes(tmp_path: Path) -> None:
 def test_a_later_migration_is_applied_once_in_its_own_transaction(
     store: SqliteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from openclaw_cli.store import schema as schema_mod
+    from openclaw_cli.store.sqlite import schema as schema_mod
 
     path = db_path(tmp_path)
     store.upsert_entries({KEY: {"sessionId": SID, "updatedAt": 1}})

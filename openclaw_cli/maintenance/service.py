@@ -279,7 +279,7 @@ def _plan_files(
     result: StoreCleanup,
 ) -> CleanupPlan:
     from openclaw_cli.maintenance.budget import budget_limits, measure_physical
-    from openclaw_cli.store.legacy import dump_store_bytes
+    from openclaw_cli.store.legacy.store import dump_store_bytes
 
     root = Path(store.sessions_dir)
     other_sids = _other_store_session_ids(store)

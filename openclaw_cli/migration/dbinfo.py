@@ -53,7 +53,7 @@ def classify_db(path: Path, agent_id: str | None = None) -> DbInfo:
         )
     if header.user_version == 0 and _table_count(path) == 0:
         return DbInfo("empty", "empty SQLite database", user_version=0)
-    from openclaw_cli.store.openclaw_db import OpenClawDbStore
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
     try:
         store = OpenClawDbStore(path)
@@ -86,7 +86,7 @@ def _table_count(path: Path) -> int:
 
 
 def _check_ours(path: Path, agent_id: str | None = None) -> str | None:
-    from openclaw_cli.store import schema as schema_mod
+    from openclaw_cli.store.sqlite import schema as schema_mod
 
     try:
         handle = open_readonly(path)

@@ -398,7 +398,7 @@ class ImportRun:
             1 for s in states if not s.rec.sqlite_marker and s.alias_of is None
         )
 
-        from openclaw_cli.store.sqlite import SqliteStore
+        from openclaw_cli.store.sqlite.store import SqliteStore
 
         if tr.fresh:
             # D22: built under a private name; a stale build of a killed run is never resumed
@@ -450,7 +450,7 @@ class ImportRun:
             tr.build = None
 
     def _feed(self, states: list[RecState]) -> Iterator[Any]:
-        from openclaw_cli.store.sqlite import ImportRecord
+        from openclaw_cli.store.sqlite.store import ImportRecord
 
         previous: RecState | None = None
         for state in states:

@@ -36,7 +36,7 @@ def _skipped() -> dict[str, Any]:
 def compact_db(db: Path, agent_id: str, busy_timeout_ms: int) -> dict[str, Any]:
     """Integrity check, checkpoint(TRUNCATE), VACUUM, checkpoint, re-check, 0600. Raises
     RuntimeError with the reason on any failure (the caller reports `sqlite_compact_failed`)."""
-    from openclaw_cli.store import schema as schema_mod
+    from openclaw_cli.store.sqlite import schema as schema_mod
 
     conn = sqlite3.connect(str(db), isolation_level=None, timeout=busy_timeout_ms / 1000)
     try:

@@ -139,7 +139,7 @@ class DbView:
             return
         if info.kind == "openclaw":
             from openclaw_cli.errors import OpenClawError
-            from openclaw_cli.store.openclaw_db import OpenClawDbStore
+            from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
             try:
                 self._store = OpenClawDbStore(path)

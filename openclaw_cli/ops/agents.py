@@ -22,7 +22,7 @@ from openclaw_cli.ops.context import Context
 def _stores_of(ctx: Context, agent: str, *, read_only: bool) -> list[Any]:
     """The agent's stores that exist: its SQLite database and/or its legacy sessions.json."""
     from openclaw_cli.store.detect import open_store_at
-    from openclaw_cli.store.legacy import LegacyStore
+    from openclaw_cli.store.legacy.store import LegacyStore
 
     stores: list[Any] = []
     db = ctx.paths.agent_db_path(agent)

@@ -48,7 +48,7 @@ def _is_sqlite_file(path: Path) -> bool:
 
 
 def _legacy_store(path: Path, agent_id: str, *, database_absent: bool = False) -> SessionStore:
-    from openclaw_cli.store.legacy import LegacyStore
+    from openclaw_cli.store.legacy.store import LegacyStore
 
     return LegacyStore(path, agent_id, database_absent=database_absent)
 
@@ -85,7 +85,7 @@ def open_store_at(
         if header is None or header.application_id == OUR_APPLICATION_ID:
             if header is None and not create:
                 raise InvalidDataError(f"{path} is an empty file, not a session database")
-            from openclaw_cli.store.sqlite import SqliteStore
+            from openclaw_cli.store.sqlite.store import SqliteStore
 
             return SqliteStore(
                 path,
@@ -99,13 +99,13 @@ def open_store_at(
                 f"{path} is a SQLite database of another application (application_id {header.application_id:#x}),"
                 " not an OpenClaw session store"
             )
-        from openclaw_cli.store.openclaw_db import OpenClawDbStore
+        from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
         return OpenClawDbStore(path, owner, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
     if looks_sqlite:
         if not create or read_only:
             raise NotFoundError(f"Session database not found: {path}")
-        from openclaw_cli.store.sqlite import SqliteStore
+        from openclaw_cli.store.sqlite.store import SqliteStore
 
         owner = agent_id or derive_agent_id_from_store_path(path) or "main"
         return SqliteStore(path, owner, create=True, busy_timeout_ms=busy_timeout_ms)

@@ -67,8 +67,8 @@ def restore_session(
             row.pop("sessionFile", None)
             store.create_window(key, sid, reason="recovery", raw_lines=texts, entry=row, created_at_ms=now_ms)
         return RestoreOutcome(key, sid, row, f"sqlite:{store.path}#{sid}", len(texts))
-    from openclaw_cli.store.openclaw_rows import create_window, read_entry
-    from openclaw_cli.store.openclaw_writes import transaction
+    from openclaw_cli.store.openclaw.rows import create_window, read_entry
+    from openclaw_cli.store.openclaw.writes import transaction
 
     row = dict(entry)
     row.pop("sessionFile", None)

@@ -8,7 +8,7 @@ Cross-process:
 * our SQLite store — SQLite's own write lock: a `BEGIN IMMEDIATE` probe with `busy_timeout` =
   `session.writeLock.acquireTimeoutMs` before any effect, so a store held by another writer fails
   before anything changed (each later write transaction waits again, D12);
-* a real OpenClaw schema-23 database — its guarded writes (`store/openclaw_guard.py`, D21): a
+* a real OpenClaw schema-23 database — its guarded writes (`store/openclaw/guard.py`, D21): a
   backup first, then the same `BEGIN IMMEDIATE` probe.
 Before any of them, every kind: no Gateway but this process owns the state directory (D25).
 A busy store is reported with OpenClaw's lock-timeout wording and the "session busy" exit code.

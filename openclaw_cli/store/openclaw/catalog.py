@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from openclaw_cli.store import openclaw_v24
+from openclaw_cli.store.openclaw import v24 as openclaw_v24
 
 OLDEST_READ = 23
 NEWEST_READ = 26

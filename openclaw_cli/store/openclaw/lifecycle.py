@@ -23,8 +23,8 @@ from typing import Any
 
 from openclaw_cli.errors import NotFoundError, PreconditionError
 from openclaw_cli.jsonutil import dumps_compact
-from openclaw_cli.store.openclaw_rows import create_window, read_entry, read_snapshot, write_entry
-from openclaw_cli.store.openclaw_writes import transaction
+from openclaw_cli.store.openclaw.rows import create_window, read_entry, read_snapshot, write_entry
+from openclaw_cli.store.openclaw.writes import transaction
 
 Mutate = Callable[[dict[str, Any] | None], dict[str, Any] | None]
 
@@ -68,7 +68,7 @@ def reset_session(
     store: Any, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
 ) -> Any:
     from openclaw_cli.store.lifecycle_writes import ResetOutcome
-    from openclaw_cli.store.openclaw_rows import append_events
+    from openclaw_cli.store.openclaw.rows import append_events
     from openclaw_cli.store.rewrite import iso_ms
 
     with transaction(store) as conn:

@@ -20,10 +20,9 @@ from typing import Any
 
 from openclaw_cli.errors import InvalidDataError, NotFoundError
 from openclaw_cli.jsonutil import dumps_compact, loads
-from openclaw_cli.store import openclaw_schema as schema
-from openclaw_cli.store import openclaw_v24 as v24
-from openclaw_cli.store.openclaw_projection import touch_key, touch_session
-from openclaw_cli.store.openclaw_writes import read_state, transaction
+from openclaw_cli.store.openclaw import schema, v24
+from openclaw_cli.store.openclaw.projection import touch_key, touch_session
+from openclaw_cli.store.openclaw.writes import read_state, transaction
 from openclaw_cli.store.snapshot import PersistResult, SnapshotChanged, TranscriptSnapshot
 
 _EVENT_INSERT = (

@@ -1,5 +1,5 @@
 """Our SQLite session store (spec D4): one database per agent at
-`agents/<id>/agent/openclaw-agent.sqlite`, schema in `store/schema.py`.
+`agents/<id>/agent/openclaw-agent.sqlite`, schema in `store/sqlite/schema.py`.
 
 Hot paths are plain SQL on indexed columns: the listing walks the `updated_at` index, a tail walks
 the `(session_id, seq)` primary key backwards, per-session totals are columns maintained in the
@@ -28,7 +28,6 @@ import orjson
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, NotFoundError, RefusedError
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id
-from openclaw_cli.store import schema as schema_mod
 from openclaw_cli.store.base import (
     KIND_SQLITE,
     SORT_ACTIVITY,
@@ -45,6 +44,7 @@ from openclaw_cli.store.base import (
 )
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
 from openclaw_cli.store.quarantine import wrap as quarantine_wrap
+from openclaw_cli.store.sqlite import schema as schema_mod
 from openclaw_cli.store.sqlite_common import (
     ESTIMATED_KINDS,
     LIVE_WAL_AUTOCHECKPOINT,
@@ -635,7 +635,7 @@ class SqliteStore(SessionStore):
             )
 
     def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
-        from openclaw_cli.store.openclaw_schema import entry_session_ids
+        from openclaw_cli.store.openclaw.schema import entry_session_ids
 
         def run(c: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
             windows = c.execute(

@@ -42,7 +42,7 @@ from typing import Any
 
 from openclaw_cli.errors import InvalidDataError, OpenClawError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW
-from openclaw_cli.store import openclaw_schema as schema
+from openclaw_cli.store.openclaw import schema
 from openclaw_cli.store.retire import (
     ApplyOutcome,
     Retirement,
@@ -377,8 +377,8 @@ def transaction(store: Any) -> Iterator[sqlite3.Connection]:
     """`BEGIN IMMEDIATE` on the store's write connection (nested uses join the outer one): the run's
     backup and the projection bookkeeping first, the projections settled last (D26)."""
     from openclaw_cli.clock import now_ms
-    from openclaw_cli.store.openclaw_guard import take_due_backup
-    from openclaw_cli.store.openclaw_projection import begin, settle
+    from openclaw_cli.store.openclaw.guard import take_due_backup
+    from openclaw_cli.store.openclaw.projection import begin, settle
     from openclaw_cli.store.sqlite_common import write_transaction
 
     def before() -> None:
@@ -404,7 +404,7 @@ def unchanged_rows(
 ) -> tuple[list[str], list[str]]:
     """(keys whose stored entry still equals the planned one, keys written since)."""
     from openclaw_cli.jsonutil import loads
-    from openclaw_cli.store import openclaw_v24 as v24
+    from openclaw_cli.store.openclaw import v24
 
     same: list[str] = []
     changed: list[str] = []
@@ -610,7 +610,7 @@ def _check_archive_space(store: Any, root: Path, exports: Iterable[SessionExport
     """Issue 13: refuse before the first archive file when the verified archives (their exact
     compressed size), the run's backup still due and the transaction's journal cannot fit."""
     from openclaw_cli.fsio import check_space
-    from openclaw_cli.store.openclaw_guard import backup_need
+    from openclaw_cli.store.openclaw.guard import backup_need
     from openclaw_cli.store.retire import ARCHIVE_SPACE_SLACK
 
     blobs = sum(len(e.blob) for e in exports if e.blob is not None and e.readable)

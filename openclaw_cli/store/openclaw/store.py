@@ -105,7 +105,7 @@ class OpenClawDbStore(SessionStore):
         if read_only:
             self._ro: Any = open_readonly(self.path, timeout_ms=self.busy_timeout_ms)
         else:
-            from openclaw_cli.store.openclaw_schema import open_writable
+            from openclaw_cli.store.openclaw.schema import open_writable
 
             try:
                 self._ro = _WriteHandle(open_writable(self.path, self.busy_timeout_ms))
@@ -129,7 +129,7 @@ class OpenClawDbStore(SessionStore):
             raise translate_error(
                 exc, path, self.busy_timeout_ms, writing=isinstance(self._ro, _WriteHandle)
             ) from None
-        from openclaw_cli.store import openclaw_catalog as catalog
+        from openclaw_cli.store.openclaw import catalog
 
         if version > catalog.NEWEST_READ:
             raise _unsupported(
@@ -158,7 +158,7 @@ class OpenClawDbStore(SessionStore):
             raise _unsupported(catalog.markers_disagree(path, version, meta_version))
         self.schema_version = version
         self.schema = f"openclaw {version}"
-        from openclaw_cli.store import openclaw_v24
+        from openclaw_cli.store.openclaw import v24 as openclaw_v24
 
         self._snapshots = version >= openclaw_v24.VERSION and openclaw_v24.SNAPSHOT_TABLE in tables
         if role != "agent":
@@ -219,7 +219,7 @@ class OpenClawDbStore(SessionStore):
         object values held as their text, see `openclaw_v24.parse_value`)."""
         entry = self._entry(key, text)
         if entry is not None and self._snapshots:
-            from openclaw_cli.store.openclaw_v24 import attach
+            from openclaw_cli.store.openclaw.v24 import attach
 
             def issue(field: str, message: str) -> None:
                 self.issues.append(
@@ -233,7 +233,7 @@ class OpenClawDbStore(SessionStore):
         """The entry of a list read: on schema 24+ without the snapshot fields (inline or not)."""
         entry = self._entry(key, text)
         if entry is not None and self._snapshots:
-            from openclaw_cli.store.openclaw_v24 import strip
+            from openclaw_cli.store.openclaw.v24 import strip
 
             strip(entry)
         return entry
@@ -241,7 +241,7 @@ class OpenClawDbStore(SessionStore):
     def _full_select(self) -> str:
         if not self._snapshots:
             return "SELECT n.session_key, n.entry_json FROM session_nodes AS n"
-        from openclaw_cli.store.openclaw_v24 import SNAPSHOT_SELECT
+        from openclaw_cli.store.openclaw.v24 import SNAPSHOT_SELECT
 
         return f"SELECT n.session_key, n.entry_json, {SNAPSHOT_SELECT} FROM session_nodes AS n"
 
@@ -536,7 +536,7 @@ class OpenClawDbStore(SessionStore):
         return files
 
     def stats(self, *, count_issues: bool = True) -> StoreStats:
-        from openclaw_cli.store.openclaw_guard import backups_summary
+        from openclaw_cli.store.openclaw.guard import backups_summary
 
         totals = self.session_totals()
         archives = self.list_archives()
@@ -579,7 +579,7 @@ class OpenClawDbStore(SessionStore):
     def write_refusal(self) -> str | None:
         """Why this database is never written (schema 25/26, an unknown catalogue; D24), or None."""
         if self._refusal is False:
-            from openclaw_cli.store.openclaw_catalog import write_refusal
+            from openclaw_cli.store.openclaw.catalog import write_refusal
 
             try:
                 self._refusal = write_refusal(self._db(), self.path, self.schema_version)
@@ -602,7 +602,7 @@ class OpenClawDbStore(SessionStore):
         """What `doctor --session-sqlite validate` lists about the snapshot rows (schema 24+)."""
         if not self._snapshots:
             return []
-        from openclaw_cli.store.openclaw_v24 import snapshot_issues
+        from openclaw_cli.store.openclaw.v24 import snapshot_issues
 
         try:
             return snapshot_issues(self._db())
@@ -616,13 +616,13 @@ class OpenClawDbStore(SessionStore):
         return list(self.notices)
 
     def write_lock(self, lock_settings: Any) -> Any:
-        from openclaw_cli.store.openclaw_guard import guarded_writes
+        from openclaw_cli.store.openclaw.guard import guarded_writes
 
         self.ensure_writable("change the session store")
         return guarded_writes(self, lock_settings)
 
     def transaction(self) -> Any:
-        from openclaw_cli.store.openclaw_writes import transaction
+        from openclaw_cli.store.openclaw.writes import transaction
 
         self.ensure_writable("write to the session store")
         return transaction(self)
@@ -630,7 +630,7 @@ class OpenClawDbStore(SessionStore):
     def read_snapshot(
         self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
     ) -> Any:
-        from openclaw_cli.store.openclaw_rows import read_snapshot
+        from openclaw_cli.store.openclaw.rows import read_snapshot
 
         return read_snapshot(self, key, entry)
 
@@ -644,7 +644,7 @@ class OpenClawDbStore(SessionStore):
         lock_settings: Any,
         reason: str = "manual",
     ) -> Any:
-        from openclaw_cli.store.openclaw_rows import commit_compaction
+        from openclaw_cli.store.openclaw.rows import commit_compaction
 
         self.ensure_writable("compact a session")
         return commit_compaction(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
@@ -658,7 +658,7 @@ class OpenClawDbStore(SessionStore):
         lock_settings: Any,
         keep_session_id: bool = True,
     ) -> Any:  # the id is kept here anyway; the flag says which release's row change (2026.9.6+ clears usage)
-        from openclaw_cli.store.openclaw_rows import commit_max_lines
+        from openclaw_cli.store.openclaw.rows import commit_max_lines
 
         self.ensure_writable("compact a session")
         return commit_max_lines(snapshot, kept, now_ms=now_ms, clears_usage=keep_session_id)
@@ -667,7 +667,7 @@ class OpenClawDbStore(SessionStore):
         self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None
     ) -> Any:
         from openclaw_cli import clock
-        from openclaw_cli.store.openclaw_lifecycle import patch_entry
+        from openclaw_cli.store.openclaw.lifecycle import patch_entry
 
         self.ensure_writable("update a session")
         return patch_entry(
@@ -679,8 +679,8 @@ class OpenClawDbStore(SessionStore):
     ) -> list[str]:
         """Every row in one write transaction, as OpenClaw's entry writes (projections included)."""
         from openclaw_cli.store.base import archive_mutation
-        from openclaw_cli.store.openclaw_rows import read_entry, write_entry
-        from openclaw_cli.store.openclaw_writes import transaction
+        from openclaw_cli.store.openclaw.rows import read_entry, write_entry
+        from openclaw_cli.store.openclaw.writes import transaction
 
         self.ensure_writable("archive sessions")
         done: list[str] = []
@@ -700,13 +700,13 @@ class OpenClawDbStore(SessionStore):
     def reset_session(
         self, key: str, build: Any, *, lock_settings: Any, now_ms: int, marker: dict[str, Any] | None = None
     ) -> Any:
-        from openclaw_cli.store.openclaw_lifecycle import reset_session
+        from openclaw_cli.store.openclaw.lifecycle import reset_session
 
         self.ensure_writable("reset a session")
         return reset_session(self, key, build, now_ms=now_ms, marker=marker)
 
     def switch_branch(self, key: str, leaf_id: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
-        from openclaw_cli.store.openclaw_lifecycle import switch_branch
+        from openclaw_cli.store.openclaw.lifecycle import switch_branch
 
         self.ensure_writable("switch a session's branch")
         return switch_branch(self, key, leaf_id, build, now_ms=now_ms)
@@ -724,7 +724,7 @@ class OpenClawDbStore(SessionStore):
         through_last_completed: bool = False,
         at_entry: str | None = None,
     ) -> Any:
-        from openclaw_cli.store.openclaw_lifecycle import fork_session
+        from openclaw_cli.store.openclaw.lifecycle import fork_session
 
         self.ensure_writable("fork a session")
         return fork_session(
@@ -790,7 +790,7 @@ class OpenClawDbStore(SessionStore):
 
     def cron_placeholders(self, *, before_ms: float) -> list[tuple[str, list[str]]]:
         from openclaw_cli.keys import is_cron_run_key, parse_agent_key
-        from openclaw_cli.store.openclaw_writes import PLACEHOLDER_SQL
+        from openclaw_cli.store.openclaw.writes import PLACEHOLDER_SQL
 
         windows: dict[str, list[tuple[str, Any]]] = {}
         for sid, key, updated in self._q("SELECT session_id, session_key, updated_at FROM session_windows"):
@@ -809,7 +809,7 @@ class OpenClawDbStore(SessionStore):
         return out
 
     def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
-        from openclaw_cli.store.openclaw_writes import referenced_by
+        from openclaw_cli.store.openclaw.writes import referenced_by
 
         conn = self._db()
         refs = referenced_by(conn, set())
@@ -827,13 +827,13 @@ class OpenClawDbStore(SessionStore):
     def retire(
         self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
     ) -> Any:
-        from openclaw_cli.store.openclaw_writes import retire
+        from openclaw_cli.store.openclaw.writes import retire
 
         self.ensure_writable("remove sessions")
         return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
-        from openclaw_cli.store.openclaw_writes import retire_all
+        from openclaw_cli.store.openclaw.writes import retire_all
 
         self.ensure_writable("remove sessions")
         return retire_all(self, now_ms=now_ms, checkpoint=checkpoint)

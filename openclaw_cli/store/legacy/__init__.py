@@ -1,0 +1,1 @@
+"""The legacy store kind: `sessions.json` plus JSONL transcripts."""
