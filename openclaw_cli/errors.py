@@ -124,6 +124,13 @@ class PreconditionError(OpenClawError):
     details: dict | None = None
 
 
+class ForbiddenError(PreconditionError):
+    """A request this connection may not make whatever its scopes (OpenClaw's `FORBIDDEN`, e.g. an
+    account action on a token connection, which holds no user identity). Nothing was modified."""
+
+    gateway_code = "FORBIDDEN"
+
+
 class SessionChangedError(PreconditionError):
     """The row moved since the caller read it (`expectedSessionId` / `expectedLifecycleRevision`
     no longer match): `Session <key> changed before <action>. Retry.`, details

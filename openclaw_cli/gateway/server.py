@@ -245,7 +245,10 @@ def _error_of(exc: BaseException) -> protocol.RequestError:
         )
     if isinstance(exc, OpenClawError):
         details = getattr(exc, "details", None)
-        return protocol.invalid(exc.message, details=details if isinstance(details, dict) else None)
+        code = getattr(exc, "gateway_code", None) or protocol.INVALID_REQUEST  # `ForbiddenError`
+        return protocol.RequestError(
+            code, exc.message, details=details if isinstance(details, dict) else None
+        )
     return protocol.RequestError(protocol.UNAVAILABLE, f"internal error: {type(exc).__name__}: {exc}")
 
 

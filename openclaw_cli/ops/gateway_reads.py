@@ -411,3 +411,80 @@ def config_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         }
     )
     return out
+
+
+# ---- chat.metadata ---------------------------------------------------------------------------------
+
+
+def _raw_config(ctx: Context) -> dict[str, Any]:
+    raw = getattr(ctx.config, "raw", None)
+    return raw if isinstance(raw, dict) else {}
+
+
+def _swarm_enabled(ctx: Context, agent_id: str) -> bool:
+    """`tools.swarm.enabled` of the agent's entry, else of the config, else on (OpenClaw's default)."""
+    raw = _raw_config(ctx)
+    agents = raw.get("agents")
+    entries = agents.get("entries") if isinstance(agents, dict) else None
+    entry = entries.get(agent_id) if isinstance(entries, dict) else None
+    for scope in (entry, raw):
+        tools = scope.get("tools") if isinstance(scope, dict) else None
+        swarm = tools.get("swarm") if isinstance(tools, dict) else None
+        if isinstance(swarm, dict) and isinstance(swarm.get("enabled"), bool):
+            return bool(swarm["enabled"])
+    return True
+
+
+def _requested_agent(ctx: Context, agent_id: str | None) -> str:
+    """The agent a request without a session names: `agentId` (a configured one), else the only
+    agent; OpenClaw's texts for an unknown agent and for several agents without a choice."""
+    from openclaw_cli.config import configured_agent_ids
+    from openclaw_cli.ids import normalize_agent_id
+
+    configured = configured_agent_ids(ctx.config)
+    if agent_id:
+        wanted = normalize_agent_id(agent_id)
+        if wanted not in configured:
+            raise PreconditionError(f'unknown agent id "{agent_id.strip()}"')
+        return wanted
+    if len(configured) > 1:
+        raise PreconditionError(
+            "Multiple agents are configured, but this Gateway request has no explicit owner. "
+            "Set agentId to one of the configured agents."
+        )
+    return configured[0]
+
+
+def chat_metadata(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """What a chat composer offers for one agent or session: its models and slash commands, whether
+    swarms are on and how the model account is chosen. Our Gateway runs no agent and no model, so
+    it offers neither models nor commands (a command is run by an agent: `chat.send`, which we
+    refuse); the shape, the owner rules and their errors are OpenClaw's."""
+    from openclaw_cli.keys import parse_agent_key
+
+    key = params.get("sessionKey")
+    agent_id = params.get("agentId")
+    if isinstance(key, str):
+        from openclaw_cli.ids import normalize_agent_id
+
+        _require_owner(ctx, key, agent_id)
+        parsed = parse_agent_key(key)
+        if parsed and agent_id and normalize_agent_id(agent_id) != parsed[0]:
+            raise PreconditionError(
+                f'agent "{agent_id.strip()}" does not match session key agent "{parsed[0]}"'
+            )
+        agent = parsed[0] if parsed else _requested_agent(ctx, agent_id)
+    else:
+        agent = _requested_agent(ctx, agent_id)
+        if params.get("authProfileId") is not None:  # a user's own model account: we hold no users
+            from openclaw_cli.errors import ForbiddenError
+
+            raise ForbiddenError(
+                "This account action requires a current authorized connection; reconnect and try again."
+            )
+    return {
+        "models": [],
+        "commands": [],
+        "swarmEnabled": _swarm_enabled(ctx, agent),
+        "accountSelection": {"kind": "automatic", "label": "Automatic account selection"},
+    }

@@ -173,6 +173,7 @@ _ROWS = (
         READ,
     ),
     Method("chat.message.get", "openclaw_cli.ops.history:chat_message_get", p.CHAT_MESSAGE_GET, READ),
+    Method("chat.metadata", f"{_READS}:chat_metadata", p.CHAT_METADATA, READ),
     Method(
         "sessions.search",
         "openclaw_cli.ops.search:sessions_search",

@@ -634,3 +634,8 @@ SESSIONS_BRANCHES_SWITCH = Obj(
     {"sessionKey": NonEmpty, "agentId": NonEmpty, "leafEntryId": NonEmpty},
     required=("sessionKey", "leafEntryId"),
 )
+CHAT_METADATA = NotCombined(
+    Obj({"agentId": NonEmpty, "authProfileId": Str(min_len=1, max_len=256), "sessionKey": Str(min_len=1)}),
+    "sessionKey",
+    ("authProfileId",),
+)
