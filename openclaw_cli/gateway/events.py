@@ -7,6 +7,8 @@ recorded in fixtures/gateway-2026.9.6), plus the periodic `tick` and `health` pa
 * `delete`: `{sessionKey, sessionId, agentId, reason: "delete", ts}` then a rowless
   `{reason: "delete", ts}`; nothing when nothing was deleted;
 * `cleanup`: a rowless `{reason: "cleanup", ts}` per cleaned store;
+* `groups` (`sessions.groups.*`): a rowless `{reason: "groups", ts}`; a `patch` whose category was
+  new to the group catalog is followed by one too (as recorded);
 * `agents.delete`: none (OpenClaw's events there are cron re-bindings and config reloads, which
   have no counterpart here).
 
@@ -139,6 +141,8 @@ def after(
         stores = result.get("stores")
         count = len(stores) if isinstance(stores, list) else 1
         return [{"reason": "cleanup", "ts": now} for _ in range(count)]
+    if reason == "groups":  # the catalog changed: clients reload it (`sessions.groups.list`)
+        return [{"reason": "groups", "ts": now}]
     if reason == "delete":
         if result.get("deleted") is not True:
             return []
@@ -174,7 +178,21 @@ def after(
     if not isinstance(key, str):
         return []
     payload = _keyed(ctx, reason, key, params, now, extra, entry=result.get("entry"))
-    return [payload] if payload is not None else []
+    changes = [payload] if payload is not None else []
+    if reason == "patch" and "category" in params:
+        from openclaw_cli.ops.session_groups import take_registered
+
+        if take_registered(ctx, params["category"]):  # the patch added its category to the catalog
+            changes.append({"reason": "groups", "ts": now})
+    return changes
+
+
+def after_refusal(method: str, now: int) -> list[dict[str, Any]]:
+    """Changes a refused call still announces: OpenClaw's group rename and delete emit theirs
+    whatever the outcome (a refusal may follow a partial change; recorded: groups-1 rec-20)."""
+    if method in ("sessions.groups.rename", "sessions.groups.delete"):
+        return [{"reason": "groups", "ts": now}]
+    return []
 
 
 def tick(now: int) -> dict[str, Any]:

@@ -195,8 +195,8 @@ def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] |
     def named(value: Any) -> str | None:
         return normalize_agent_id(value) if isinstance(value, str) and value.strip() else None
 
-    if method == "agents.delete":
-        return None
+    if method == "agents.delete" or method.startswith("sessions.groups."):
+        return None  # a group's members may be in any agent's store
     if method == "sessions.cleanup":
         if params.get("allAgents") is True:
             return None
@@ -610,6 +610,8 @@ class GatewayServer:
                 else:
                     self._log(f"[gateway] {name} failed: {error.message}")
             conn.send(protocol.response_error(req_id, error))
+            if isinstance(exc, OpenClawError) and isinstance(name, str):  # the handler ran and refused
+                self._broadcast_changes(events.after_refusal(name, self.clock()))
         finally:
             conn.slots.release()
             self._inflight.release()

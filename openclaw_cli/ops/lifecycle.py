@@ -40,7 +40,7 @@ from openclaw_cli.ops.sessions import main_key_name
 # schema accepts is refused as "not supported by openclaw-cli" (it does not run agents), so a key
 # the real Gateway accepts is never "unexpected" here and one it refuses never "not supported".
 PATCH_EXPECTED = ("expectedSessionId", "expectedLifecycleRevision", "expectedMarkedUnreadAt")
-PATCH_ORGANISATION = ("label", "archived", "pinned", "unread")
+PATCH_ORGANISATION = ("label", "category", "archived", "pinned", "unread")
 PATCH_OVERRIDES = (
     "thinkingLevel",
     "verboseLevel",
@@ -345,6 +345,12 @@ def apply_patch(
             if label_in_use(label):
                 raise PreconditionError(f"label already in use: {label}")
             nxt["label"] = label
+    if "category" in params:  # a custom group's membership (`sessions.groups.*`), stored trimmed
+        category = params["category"].strip() if isinstance(params["category"], str) else ""
+        if category:
+            nxt["category"] = category
+        else:
+            nxt.pop("category", None)
     if "archived" in params:
         if params["archived"] is True:
             if nxt.get("archivedAt") is None:
@@ -417,6 +423,7 @@ def sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 entry = st.patch_entry(
                     loc.key, mutate, lock_settings=ctx.lock_settings(), create=True, now_ms=now
                 )
+            _register_category(ctx, params)
         result: dict[str, Any] = {
             "ok": True,
             "path": str(st.path),
@@ -478,6 +485,8 @@ def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
             except OpenClawError as exc:
                 written = [exc] * len(items)
             for (i, stored_key), entry in zip(placed, written, strict=True):
+                if not isinstance(entry, OpenClawError):
+                    _register_category(ctx, batch[i])
                 outcomes[i] = (
                     entry
                     if isinstance(entry, OpenClawError)
@@ -490,6 +499,14 @@ def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
                     }
                 )
     return outcomes
+
+
+def _register_category(ctx: Context, params: dict[str, Any]) -> None:
+    """A committed patch that set a category new to the group catalog appends it there."""
+    if isinstance(params.get("category"), str):
+        from openclaw_cli.ops.session_groups import register_category
+
+        register_category(ctx, params["category"])
 
 
 def _patch_mutation(

@@ -95,6 +95,7 @@ _LIFECYCLE = "openclaw_cli.ops.lifecycle"
 _SCOPES = "openclaw_cli.ops.scopes"
 _READS = "openclaw_cli.ops.gateway_reads"
 _BRANCHES = "openclaw_cli.ops.branches"
+_GROUPS = "openclaw_cli.ops.session_groups"
 
 _ROWS = (
     Method("health", f"{_VIEWS}:health", p.HEALTH, READ, scope_free=True),
@@ -212,6 +213,42 @@ _ROWS = (
         mutates=True,
         event="branch-switch",
         local=frozenset({"store"}),
+    ),
+    # the custom session group catalog (`ops/session_groups.py`); membership is each row's category
+    Method("sessions.groups.list", f"{_GROUPS}:groups_list", p.SESSIONS_GROUPS_LIST, READ),
+    Method("sessions.groups.defaults", f"{_GROUPS}:groups_defaults", p.SESSIONS_GROUPS_DEFAULTS, WRITE),
+    Method(
+        "sessions.groups.put",
+        f"{_GROUPS}:groups_put",
+        p.SESSIONS_GROUPS_PUT,
+        WRITE,
+        mutates=True,
+        event="groups",
+    ),
+    Method(
+        "sessions.groups.rename",
+        f"{_GROUPS}:groups_rename",
+        p.SESSIONS_GROUPS_RENAME,
+        WRITE,
+        mutates=True,
+        event="groups",
+    ),
+    Method(
+        "sessions.groups.update",
+        f"{_GROUPS}:groups_update",
+        p.SESSIONS_GROUPS_UPDATE,
+        WRITE,
+        mutates=True,
+        scope_for=f"{_SCOPES}:groups_update_scope",
+        event="groups",
+    ),
+    Method(
+        "sessions.groups.delete",
+        f"{_GROUPS}:groups_delete",
+        p.SESSIONS_GROUPS_DELETE,
+        WRITE,
+        mutates=True,
+        event="groups",
     ),
     # served by the real Gateway without being listed in its hello-ok
     Method("sessions.resolve", f"{_READS}:sessions_resolve", p.SESSIONS_RESOLVE, READ, advertised=False),

@@ -639,3 +639,14 @@ CHAT_METADATA = NotCombined(
     "sessionKey",
     ("authProfileId",),
 )
+
+# sessions.groups.* (OpenClaw's SessionsGroups*ParamsSchema; names are SessionLabelString)
+_SECTION_ID = Str(min_len=1, max_len=512)
+SESSIONS_GROUPS_LIST = Obj({})
+SESSIONS_GROUPS_DEFAULTS = Obj({})
+SESSIONS_GROUPS_PUT = Obj({"names": Arr(Label), "sectionOrder": Arr(_SECTION_ID)}, required=("names",))
+SESSIONS_GROUPS_RENAME = Obj({"name": Label, "to": Label}, required=("name", "to"))
+SESSIONS_GROUPS_UPDATE = Obj(
+    {"name": Label, "cwd": Nullable(NonEmpty), "worktree": Bool()}, required=("name", "cwd", "worktree")
+)
+SESSIONS_GROUPS_DELETE = Obj({"name": Label}, required=("name",))

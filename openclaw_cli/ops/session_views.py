@@ -111,6 +111,9 @@ def gateway_row(
         if entry.get(name) is not None:
             row[name] = entry[name]
     row["kind"] = base["kind"] if base["kind"] in ("group", "global", "unknown") else "direct"
+    category = _text(entry.get("category"))
+    if category:  # its custom group (`sessions.groups.*`), right after kind as recorded
+        row["category"] = category
     if "label" in base:
         row["label"] = base["label"]
     facts.setdefault("agentId", agent_id)
