@@ -433,13 +433,27 @@ def retirement(store: Any, result: StoreCleanup) -> Retirement:
     plan = result.plan
     if not store.transcripts_in_files:
         _older_windows(store, result)
+    session_ids, session_keys = result.sqlite_sessions, result.sqlite_session_keys
+    placeholder_keys: list[str] = []
+    if result.placeholders and plan.mode == "enforce":
+        # 2026.9.9's cron-run placeholder sweep goes in the removals' write, not after it: a kill
+        # leaves the database as before or as after the whole run (D6.4); each placeholder is
+        # re-checked inside the transaction and kept, with its windows, if it changed
+        session_ids, session_keys = list(session_ids), dict(session_keys)
+        for key, generations in result.placeholders:
+            placeholder_keys.append(key)
+            for sid in generations:
+                if sid not in session_keys:
+                    session_ids.append(sid)
+                    session_keys[sid] = key
     return Retirement(
         list(plan.removed),
         entries=result.entries,
         archive_actions=result.archive_actions,
         unlink_actions=result.unlink_actions,
-        session_ids=result.sqlite_sessions,
-        session_keys=result.sqlite_session_keys,
+        session_ids=session_ids,
+        session_keys=session_keys,
+        placeholder_keys=placeholder_keys,
         sweep_locks=plan.mode == "enforce",  # warn mode touches no file (§5.6)
         # the rows the release archives in place, in the removals' write (a row that changed since
         # the plan read it is left as it is, like a removal's)
@@ -482,8 +496,8 @@ def apply_store(
                     progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
                 )
         result.archived_keys = list(outcome.archived_keys)  # archived in place in retire's write
-        if result.placeholders and result.plan.mode == "enforce":
-            _sweep_placeholders(store, result, lock_settings=lock_settings, checkpoint=checkpoint)
+        if work.placeholder_keys:
+            _count_swept_placeholders(result, outcome)
         if result.plan.behavior.maintenance.budget_spares_live_rows:
             _measure_after_apply(store, result, lock_settings=lock_settings, checkpoint=checkpoint)
             if result.plan.evicted:  # rows the budget's tiers removed: counted as OpenClaw does
@@ -495,19 +509,13 @@ def apply_store(
             close()
 
 
-def _sweep_placeholders(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any) -> None:
-    """2026.9.9: each expired cron-run placeholder leaves with its windows (archived `deleted`
-    first), one at a time, only while it is still the placeholder the plan found and nothing else
-    references its windows (re-checked in the write transaction). Before the disk budget."""
+def _count_swept_placeholders(result: StoreCleanup, outcome: ApplyOutcome) -> None:
+    """2026.9.9's counters: a placeholder counts as removed when its row and every window left
+    (the write keeps one that changed since the plan read it, or whose windows cannot leave)."""
+    kept = set(outcome.kept)
     removed = swept = 0
     for key, generations in result.placeholders:
-        outcome = store.retire(
-            Retirement([], session_ids=generations, sweep_locks=False, placeholder_keys=[key]),
-            lock_settings=lock_settings,
-            now_ms=result.now_ms,
-            checkpoint=checkpoint,
-        )
-        if key not in outcome.kept and not any(sid in outcome.kept for sid in generations):
+        if key not in kept and not any(sid in kept for sid in generations):
             removed += 1
             swept += len(generations)
     if result.tombstones is not None:
