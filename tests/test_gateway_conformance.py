@@ -53,11 +53,9 @@ ROW_OPTIONAL = _set("""label displayName channel subject origin peerKind deliver
     inputTokens outputTokens totalTokens archivedAt archiveReason pinnedAt lastReadAt markedUnreadAt
     lastMessagePreview status chatType forkSource parentSessionId""")
 ROW = Rule(unserved=ROW_UNSERVED, optional=ROW_OPTIONAL, extras=_set("contextTokens"))
-# The keyed sessions.changed payload repeats the row plus OpenClaw's runtime nullables.
-EVENT_UNSERVED = ROW_UNSERVED | _set("""createdActor owner participants participantCount agentStatus observerDigest
-    swarm permissionMode permissionModePending archivedBy autoLabel icon color channelAvatarUrl category boardPresentation
-    thinkingLevel toolOverrides restartRecoveryStatus goal contextBudgetStatus activeModelProvider activeModel
-    lastRunError providerReview lastRunId endedAt runtimeMs placement placementMove ancestorSessions""")
+# The keyed sessions.changed payload repeats the row plus OpenClaw's change projection, which we
+# send whole (gateway/change_fields.py): only the row's own gaps may be missing.
+EVENT_UNSERVED = ROW_UNSERVED
 STATUS_ROW = Rule(
     unserved=_set("configuredModel selectedModel modelSelectionReason runtime"),
     optional=_set(
@@ -86,6 +84,7 @@ RULES: dict[str, Rule] = {
         unserved=EVENT_UNSERVED, optional=ROW_OPTIONAL | _set("compacted"), extras=_set("contextTokens")
     ),
     "event.keyed.session": ROW,
+    "event.keyed.ancestorSessions[]": ROW,
     "health": Rule(unserved=_set("configReload modelRuntime eventLoop")),
     "health.agents[]": Rule(unserved=_set("heartbeat")),
     "health.plugins": Rule(),

@@ -22,44 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from openclaw_cli.errors import OpenClawError
+from openclaw_cli.gateway import change_fields
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.methods import Method
-
-# Row fields repeated at the top level of a keyed change, null when the row has none (as recorded).
-_FLAT_NULLABLE = ("archivedAt", "archiveReason", "pinnedAt", "markedUnreadAt", "label", "displayName")
-_FLAT = (
-    "updatedAt",
-    "sessionId",
-    "kind",
-    "visibility",
-    "channel",
-    "subject",
-    "chatType",
-    "origin",
-    "archived",
-    "pinned",
-    "unread",
-    "lastReadAt",
-    "spawnedBy",
-    "parentSessionKey",
-    "parentSessionId",
-    "forkSource",
-    "forkedFromParent",
-    "createdVia",
-    "createdAt",
-    "deliveryContext",
-    "systemSent",
-    "abortedLastRun",
-    "inputTokens",
-    "outputTokens",
-    "lastChannel",
-    "totalTokens",
-    "totalTokensFresh",
-    "modelProvider",
-    "model",
-    "hasActiveRun",
-    "activeRunIds",
-)
 
 
 def _agent_of(ctx: Context, params: dict[str, Any], key: Any) -> str:
@@ -120,12 +86,31 @@ def _keyed(
     payload.update(extra or {})
     payload["ts"] = now
     payload["session"] = row
-    for name in _FLAT:
-        if name in row:
-            payload[name] = row[name]
-    for name in _FLAT_NULLABLE:
-        payload[name] = row.get(name)
+    stored = entry if isinstance(entry, dict) else None
+    payload.update(change_fields.fields(row, stored, _ancestors(ctx, row, params)))
     return payload
+
+
+def _ancestors(ctx: Context, row: dict[str, Any], params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of the session's parents, nearest first (OpenClaw's `ancestorSessions`; recorded
+    for a fork: `[<the parent's sessions.list row>]`), at most 8 deep and never round a loop."""
+    from openclaw_cli.ops.session_views import describe
+
+    out: list[dict[str, Any]] = []
+    seen = {row.get("key")}
+    parent = row.get("parentSessionKey")
+    scope = {"agentId": params["agentId"]} if params.get("agentId") else {}
+    while isinstance(parent, str) and parent not in seen and len(out) < 8:
+        seen.add(parent)
+        try:
+            found = describe(ctx, {"key": parent, "runState": True, **scope}).get("session")
+        except OpenClawError:
+            break
+        if not isinstance(found, dict):
+            break
+        out.append(found)
+        parent = found.get("parentSessionKey")
+    return out
 
 
 def after(

@@ -75,6 +75,7 @@ EVENT_SESSIONS_CHANGED = "sessions.changed"
 EVENT_TICK = "tick"
 EVENT_HEALTH = "health"
 EVENT_SHUTDOWN = "shutdown"
+EVENT_PRESENCE = "presence"
 CHALLENGE_CAPABILITIES: tuple[str, ...] = ()  # OpenClaw advertises model-catalog-snapshot; we serve none
 
 TOKEN_MISMATCH_MESSAGE = (

@@ -49,6 +49,7 @@ from openclaw_cli.errors import (
 from openclaw_cli.gateway import events, protocol, schemas
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
+from openclaw_cli.gateway.presence import PresenceBook
 from openclaw_cli.gateway.server_connection import ConnectionBook, GatewayConnection
 from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context
@@ -63,6 +64,7 @@ EVENTS = (
     protocol.EVENT_TICK,
     protocol.EVENT_SHUTDOWN,
     protocol.EVENT_HEALTH,
+    protocol.EVENT_PRESENCE,
 )
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
@@ -284,6 +286,7 @@ class GatewayServer:
         self._health: dict[str, Any] | None = None
         self._tasks_on_connect: set[asyncio.Future[None]] = set()
         self._health_version = 0
+        self.presence = PresenceBook()
         self.address: tuple[str, int] | None = None
         self._live = False
         limits = self.options.limits
@@ -393,7 +396,12 @@ class GatewayServer:
         if key != self._config_key:
             loaded = Context.load(self.paths)
             self._config, self._paths, self._config_key = loaded.config, loaded.paths, key
-        return Context(paths=self._paths, config=self._config, clock=self.clock)
+        return Context(
+            paths=self._paths,
+            config=self._config,
+            clock=self.clock,
+            gateway_presence=lambda: self.presence.clients(self.clock()),
+        )
 
     # ---- connections ---------------------------------------------------------------------------------------
     async def _handle(self, ws: Any) -> None:  # a GatewayConnection (`create_connection`)
@@ -425,6 +433,8 @@ class GatewayServer:
             pass
         finally:
             self.connections.discard(conn)
+            if self.presence.disconnected(conn.conn_id, self.clock()):
+                self._broadcast_presence()
             if conn.ping is not None:
                 conn.ping.cancel()
             if conn.tasks:
@@ -492,6 +502,8 @@ class GatewayServer:
         self.book.authenticated(conn.ws)
         conn.ws.protocol.max_message_size = protocol.MAX_PAYLOAD
         conn.send(protocol.response_ok(req_id, hello))
+        if self.presence.connected(conn.conn_id, conn.client, ip, self.clock()):
+            self._broadcast_presence()
         # OpenClaw sends `health` right after hello-ok (recorded at 0.0 s), then on its schedule
         self._tasks_on_connect.add(task := asyncio.ensure_future(self._send_health(conn)))
         task.add_done_callback(self._tasks_on_connect.discard)
@@ -554,9 +566,9 @@ class GatewayServer:
             "features": {"methods": served_methods(), "events": list(EVENTS), "capabilities": []},
             "snapshot": {
                 "suspension": {"phase": "draining" if self.stopping else "accepting"},
-                "presence": [],
+                "presence": self._presence_list() if conn.scopes and satisfied(READ, conn.scopes) else [],
                 "health": self._health or {},
-                "stateVersion": {"presence": 1, "health": self._health_version},
+                "stateVersion": {"presence": self.presence.version, "health": self._health_version},
                 "uptimeMs": int((time.monotonic() - self._started) * 1000),
                 "sessionDefaults": {
                     "defaultAgentId": default,
@@ -738,6 +750,22 @@ class GatewayServer:
             for conn in targets:
                 conn.send_event(protocol.EVENT_SESSIONS_CHANGED, payload)
 
+    def _presence_list(self) -> list[dict[str, Any]]:
+        from openclaw_cli.ops.gateway_reads import system_presence
+
+        return system_presence(self._context(), {})
+
+    def _broadcast_presence(self) -> None:
+        """OpenClaw's `presence` event: the whole list, to every connection that may read it."""
+        try:
+            payload = {"presence": self._presence_list()}
+        except OpenClawError:  # a config that cannot be read now: the next change tells
+            return
+        version = {"presence": self.presence.version, "health": self._health_version}
+        for conn in list(self.connections):
+            if conn.scopes and satisfied(READ, conn.scopes):
+                conn.send_event(protocol.EVENT_PRESENCE, payload, state_version=version)
+
     # ---- periodic events -----------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:
         interval = self.options.tick_interval_ms / 1000
@@ -802,7 +830,7 @@ class GatewayServer:
             except Exception as exc:  # reported by the next scheduled refresh
                 self._log(f"[gateway] health refresh failed: {exc}")
                 return
-        version = {"presence": 1, "health": self._health_version}
+        version = {"presence": self.presence.version, "health": self._health_version}
         conn.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
 
     async def _health_loop(self) -> None:
@@ -817,7 +845,7 @@ class GatewayServer:
             except Exception as exc:  # a store that cannot be read now: keep serving, report next time
                 self._log(f"[gateway] health refresh failed: {exc}")
             else:
-                version = {"presence": 1, "health": self._health_version}
+                version = {"presence": self.presence.version, "health": self._health_version}
                 for conn in list(self.connections):
                     conn.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
             await asyncio.sleep(interval)

@@ -25,6 +25,8 @@ class Context:
     # (server.version, url) of the Gateway that owns this state, from its hello-ok (D23): set by a
     # front end that asked it; its release's rules then apply to previews (`ops.behavior`)
     owning_gateway: tuple[str, str] | None = None
+    # the clients connected to the Gateway serving this call (`system-presence`); None off the Gateway
+    gateway_presence: Callable[[], list[dict[str, Any]]] | None = None
 
     @classmethod
     def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:

@@ -264,7 +264,8 @@ def _host_ip() -> str | None:
 
 
 def system_presence(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """This Gateway's own presence entry, as OpenClaw's Gateway reports itself (`reason: "self"`)."""
+    """This Gateway's own presence entry, as OpenClaw's Gateway reports itself (`reason: "self"`),
+    then its connected clients'."""
     from openclaw_cli import __version__
 
     host = socket.gethostname()
@@ -285,7 +286,8 @@ def system_presence(ctx: Context, params: dict[str, Any]) -> list[dict[str, Any]
             "ts": ctx.now_ms(),
         }
     )
-    return [entry]
+    # then the clients connected to the serving Gateway, newest first (`gateway/presence.py`)
+    return [entry, *(ctx.gateway_presence() if ctx.gateway_presence is not None else [])]
 
 
 # ---- logs.tail ---------------------------------------------------------------------------------------------

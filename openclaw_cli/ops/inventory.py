@@ -129,7 +129,7 @@ _REFUSED: tuple[tuple[str, str], ...] = (
 )
 
 # Events we send (the rest are the runtime's).
-SERVED_EVENTS = frozenset({"connect.challenge", "sessions.changed", "tick", "shutdown", "health"})
+SERVED_EVENTS = frozenset({"connect.challenge", "sessions.changed", "tick", "shutdown", "health", "presence"})
 _REFUSED_EVENTS: tuple[tuple[str, str], ...] = (
     ("agent", "agent runs"),
     ("chat", "agent runs"),
