@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.keys import parse_agent_key, session_kind
+from openclaw_cli.keys import _split_agent_key, session_kind
 from openclaw_cli.store.archives import parse_archive_name
 from openclaw_cli.store.names import is_primary_transcript_name
 
@@ -181,56 +181,107 @@ def walk_disk(root: Path, views: dict[str, StoreView], report: StorageReport) ->
     while stack:
         directory, rel_dir = stack.pop()
         try:
-            with os.scandir(directory) as it:
-                items = list(it)
+            it = os.scandir(directory)
         except OSError as exc:
             report.unreadable.append({"path": directory, "error": exc.strerror or str(exc)})
             continue
-        for item in items:
-            rel = (*rel_dir, item.name)
-            try:
-                st = item.stat(follow_symlinks=False)
-            except OSError as exc:
-                report.unreadable.append({"path": item.path, "error": exc.strerror or str(exc)})
+        with it:  # (iterated, not listed: a sessions dir may hold 100,000 files)
+            _walk_entries(it, rel_dir, views, report, seen_links, stack)
+
+
+def _walk_entries(
+    it: Any,
+    rel_dir: tuple[str, ...],
+    views: dict[str, StoreView],
+    report: StorageReport,
+    seen_links: set[tuple[int, int]],
+    stack: list[tuple[str, tuple[str, ...]]],
+) -> None:
+    """One directory's entries into the report (subdirectories onto `stack`)."""
+    per_item_agent = rel_dir == ("agents",)  # agents/<id> itself belongs to <id>
+    agent = _agent_of((*rel_dir, "")) if rel_dir[:1] == ("agents",) and len(rel_dir) >= 2 else "(state)"
+    view = views.get(agent)
+    # the usual file of a big sessions dir: a transcript a row names, recognised at once (the
+    # classification chain below gives the same answer, 100,000 times slower in total)
+    referenced = (
+        view.referenced if view is not None and view.transcripts_in_files and not per_item_agent else None
+    )
+    transcripts = report.bucket(report.by_container, "transcripts")
+    agent_bucket = report.bucket(report.by_agent, agent)
+    total = report.total
+    for item in it:
+        name = item.name
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError as exc:
+            report.unreadable.append({"path": item.path, "error": exc.strerror or str(exc)})
+            continue
+        mode = st.st_mode
+        if st.st_nlink > 1 and not stat.S_ISDIR(mode):
+            ident = (st.st_dev, st.st_ino)
+            if ident in seen_links:
                 continue
-            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
-                ident = (st.st_dev, st.st_ino)
-                if ident in seen_links:
-                    continue
-                seen_links.add(ident)
-            size, disk = st.st_size, st.st_blocks * 512
-            agent = _agent_of(rel)
-            report.total.add(size, disk, 0 if stat.S_ISDIR(st.st_mode) else 1)
-            report.bucket(report.by_agent, agent).add(size, disk, 0 if stat.S_ISDIR(st.st_mode) else 1)
-            if stat.S_ISDIR(st.st_mode):
-                report.bucket(report.by_container, "directories").add(size, disk, 0)
-                stack.append((item.path, rel))
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                report.bucket(report.by_container, "other").add(size, disk)
-                continue
-            container, reason = _container(item.name, rel, item.path, views)
-            if container == "sqliteMain":
-                free = min(sqlite_free_bytes(item.path), size)
-                free_disk = min(free, disk)
-                report.bucket(report.by_container, "sqliteMain").add(size - free, disk - free_disk)
-                report.bucket(report.by_container, "sqliteFreePages").add(free, free_disk, 0)
-                wal = 0
-                try:
-                    wal = os.lstat(item.path + "-wal").st_size
-                except OSError:
-                    pass
-                report.sqlite_files.append((agent, item.path, size, free, wal))
-                continue
-            report.bucket(report.by_container, container).add(size, disk)
-            if reason is not None:
-                report.bucket(report.archives_by_reason, reason).add(size, disk)
-            if container == "orphans":
-                report.orphan_files.append((agent, item.path, size))
-            elif container == "tombstones":
-                parsed = parse_archive_name(item.name)
-                stamp = parsed[2] if parsed else None
-                report.tombstone_files.append((agent, item.path, reason or "", stamp, size))
+            seen_links.add(ident)
+        size, disk = st.st_size, st.st_blocks * 512
+        if per_item_agent:
+            agent_bucket = report.bucket(report.by_agent, name)
+        is_dir = stat.S_ISDIR(mode)
+        total.add(size, disk, 0 if is_dir else 1)
+        agent_bucket.add(size, disk, 0 if is_dir else 1)
+        if is_dir:
+            report.bucket(report.by_container, "directories").add(size, disk, 0)
+            stack.append((item.path, (*rel_dir, name)))
+            continue
+        if not stat.S_ISREG(mode):
+            report.bucket(report.by_container, "other").add(size, disk)
+            continue
+        path = item.path
+        # `<id>.jsonl` (one dot, not hidden) is always a primary transcript name (trajectories,
+        # checkpoints, archives, backups and leftovers all have more dots)
+        if (
+            referenced
+            and name.count(".") == 1
+            and name[0] != "."
+            and name.endswith(".jsonl")
+            and (path in referenced)
+        ):
+            transcripts.add(size, disk)
+            continue
+        _file(report, name, (*rel_dir, name), path, views, size, disk)
+
+
+def _file(
+    report: StorageReport,
+    name: str,
+    rel: tuple[str, ...],
+    path: str,
+    views: dict[str, StoreView],
+    size: int,
+    disk: int,
+) -> None:
+    agent = _agent_of(rel)
+    container, reason = _container(name, rel, path, views)
+    if container == "sqliteMain":
+        free = min(sqlite_free_bytes(path), size)
+        free_disk = min(free, disk)
+        report.bucket(report.by_container, "sqliteMain").add(size - free, disk - free_disk)
+        report.bucket(report.by_container, "sqliteFreePages").add(free, free_disk, 0)
+        wal = 0
+        try:
+            wal = os.lstat(path + "-wal").st_size
+        except OSError:
+            pass
+        report.sqlite_files.append((agent, path, size, free, wal))
+        return
+    report.bucket(report.by_container, container).add(size, disk)
+    if reason is not None:
+        report.bucket(report.archives_by_reason, reason).add(size, disk)
+    if container == "orphans":
+        report.orphan_files.append((agent, path, size))
+    elif container == "tombstones":
+        parsed = parse_archive_name(name)
+        stamp = parsed[2] if parsed else None
+        report.tombstone_files.append((agent, path, reason or "", stamp, size))
 
 
 # ---- payload classes ----------------------------------------------------------------------------
@@ -239,7 +290,8 @@ def walk_disk(root: Path, views: dict[str, StoreView], report: StorageReport) ->
 def storage_kind(key: str, entry: dict[str, Any] | None) -> str:
     """The session kind `storage` groups by: main, direct, group, cron, hook, subagent, dashboard,
     thread, global/unknown, other."""
-    parsed = parse_agent_key(key)
+    # (not the planners' cached parse: 100,000 keys asked once would only fill its cache)
+    parsed = _split_agent_key(key) if isinstance(key, str) else None
     rest = (parsed[1] if parsed else key or "").lower()
     if rest == "main" or key == "main":
         return "main"
@@ -318,6 +370,7 @@ def classify_line(line: bytes) -> tuple[str, dict[str, int]]:
 
 
 _WS = frozenset(b" \t\r\n")
+_BLANK = frozenset(b" \t\r\n\x0b\x0c")  # what bytes.strip() removes
 _COMPACTION = (b'"type":"compaction"', b'"type": "compaction"')
 _TOOL = (b'"role":"toolResult"', b'"role": "toolResult"', b'"type":"tool_result"')
 
@@ -505,51 +558,59 @@ class TallySink:
 
 def tally_sessions(
     store: Any,
-    rows: Iterable[tuple[str, dict[str, Any]]],
+    rows: Iterable[tuple[str, dict[str, Any], str | None]],
     tally: PayloadTally,
     by_kind: dict[str, list[int]],
     top_sessions: list[tuple[int, str, tuple[Any, ...]]],
     top_n: int,
     unreadable: list[dict[str, str]],
-    files: dict[str, str] | None = None,
+    referenced: set[str] | None = None,
 ) -> int:
     """Stream every session's transcript of one store through the payload tally. Returns the
-    sessions read. `files`: key -> transcript file of a file store, resolved once for all rows
-    (a key without one has no transcript file)."""
+    sessions read. `rows`: (key, entry, transcript file of a file store or None), as
+    `store.iter_rows_with_transcripts()` gives them; every file named goes into `referenced`."""
     from openclaw_cli.errors import OpenClawError
 
     seen: set[str] = set()
     count = 0
-    for key, entry in rows:
+    classes = tally.classes
+    for key, entry, path in rows:
+        if path is not None and referenced is not None:
+            referenced.add(path)
         kind = storage_kind(key, entry)
-        slot = by_kind.setdefault(kind, [0, 0, 0])  # sessions, bytes, snapshot bytes
+        slot = by_kind.get(kind)
+        if slot is None:
+            slot = by_kind[kind] = [0, 0, 0]  # sessions, bytes, snapshot bytes
         slot[0] += 1
         snap = _snapshot_bytes(entry)
         if snap:
             slot[2] += snap
-            tally.classes["snapshots"][0] += snap
-            tally.classes["snapshots"][1] += 1
+            classes["snapshots"][0] += snap
+            classes["snapshots"][1] += 1
         sid = entry.get("sessionId") if isinstance(entry, dict) else None
         if not isinstance(sid, str) or not sid or sid in seen:
             continue
         seen.add(sid)
         where = (store.agent_id, key, sid)
-        sink = TallySink(tally, where)
+        lines = size = 0
         try:
-            path = files.get(key) if files is not None else _transcript_file(store, sid, entry)
             if path is not None:
-                _copy_file(path, sink)  # a file store's transcript, read in large blocks
+                lines, size = _tally_file(path, tally, where)  # a file store's transcript
             else:
-                store.export_transcript(sid, sink, entry=entry)
+                sink = TallySink(tally, where)
+                try:
+                    store.export_transcript(sid, sink, entry=entry)
+                finally:
+                    sink.close()
+                lines, size = sink.lines, sink.bytes
         except OpenClawError as exc:
             unreadable.append({"path": f"{store.path}#{sid}", "error": exc.message})
         except OSError as exc:
             unreadable.append({"path": f"{store.path}#{sid}", "error": exc.strerror or str(exc)})
-        sink.close()
         count += 1
-        slot[1] += sink.bytes
-        if top_n > 0 and sink.bytes:
-            item = (sink.bytes, key, (store.agent_id, key, sid, kind, sink.lines))
+        slot[1] += size
+        if top_n > 0 and size:
+            item = (size, key, (store.agent_id, key, sid, kind, lines))
             if len(top_sessions) < top_n:
                 heapq.heappush(top_sessions, item)
             elif item[0] > top_sessions[0][0]:
@@ -557,20 +618,112 @@ def tally_sessions(
     return count
 
 
-def _transcript_file(store: Any, sid: str, entry: Any) -> Path | None:
-    """The transcript file of a file store's session (None: ask the store to export it)."""
-    resolve = getattr(store, "resolve_transcript", None) if store.transcripts_in_files else None
-    return resolve(sid, entry, []) if resolve is not None else None
+_WHOLE = 4 << 20  # a transcript up to this size is read in one call and tallied as one buffer
+# _COMPACTION and _TOOL as (word, is a compaction, what precedes it): one search per word
+_CLASS_WORDS = (
+    (b'"compaction"', True, (b'"type":', b'"type": ')),
+    (b'"toolResult"', False, (b'"role":', b'"role": ')),
+    (b'"tool_result"', False, (b'"type":',)),
+)
 
 
-def _copy_file(path: str | Path, sink: Any) -> None:
+def _tally_file(path: str, tally: PayloadTally, where: tuple[Any, ...]) -> tuple[int, int]:
+    """(lines, bytes) of one transcript file, tallied. Most files are read with one `read` and
+    classified without a per-line loop (`_tally_whole`); others stream through a `TallySink`."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        while True:
-            block = fh.read(1 << 20)
-            if not block:
-                return
-            sink.write(block)
+    try:
+        size = os.fstat(fd).st_size
+        buf = os.read(fd, size + 1) if size < _WHOLE else b""
+        sink = TallySink(tally, where)
+        if buf and len(buf) <= size:  # the whole file (a regular file reads short only at its end)
+            done = _tally_whole(tally, buf, where)
+            if done is not None:
+                return done
+            sink.write(buf)
+        else:
+            sink.write(buf)
+            while block := os.read(fd, 1 << 20):
+                sink.write(block)
+        sink.close()
+        return sink.lines, sink.bytes
+    finally:
+        os.close(fd)
+
+
+def _tally_whole(tally: PayloadTally, buf: bytes, where: tuple[Any, ...]) -> tuple[int, int] | None:
+    """`TallySink` over a whole file in one go, with the same figures: lines are found with C-level
+    searches (the class markers, then which line each falls on) instead of a loop over lines.
+    None for a file this does not cover (blank lines, possible inline media): stream it."""
+    if not buf:
+        return 0, 0
+    parts = buf.split(b"\n")  # (one-byte searches are memchr: cheap; every longer one scans)
+    if not parts[-1]:
+        parts.pop()
+    low = min(parts) if parts else b""
+    if not low or low[0] <= 0x20:  # an empty or whitespace-led line: the sink skips blank lines
+        return None
+    if b'"data":"' in buf or b";base64," in buf:  # _MEDIA_MARKERS: a line that may carry media
+        return None
+    sizes = list(map(len, parts))
+    classes = tally.classes
+    compactions, tools = classes["compactionSummaries"], classes["toolResults"]
+    special: dict[int, list[int]] = {}
+    found = []
+    find = buf.find
+    for word, is_compaction, heads in _CLASS_WORDS:
+        at = find(word)
+        while at >= 0:
+            for head in heads:  # the marker is `<head><word>`
+                if at >= len(head) and buf.startswith(head, at - len(head)):
+                    found.append((at - len(head), is_compaction, len(head) + len(word)))
+                    break
+            at = find(word, at + 1)
+    if found:
+        found.sort()
+        index, counted_to = 0, 0
+        for at, is_compaction, width in found:
+            start = buf.rfind(b"\n", 0, at) + 1
+            if at + width > start + _HEAD:
+                continue  # past the line's head: not what classifies it
+            index += buf.count(b"\n", counted_to, start)
+            counted_to = start
+            if is_compaction:
+                special[index] = compactions
+            else:
+                special.setdefault(index, tools)
+    total = sum(sizes)
+    special_bytes = 0
+    for index, slot in special.items():
+        slot[0] += sizes[index]
+        slot[1] += 1
+        special_bytes += sizes[index]
+    text = classes["text"]
+    text[0] += total - special_bytes
+    text[1] += len(sizes) - len(special)
+    top_n = tally.top_n
+    heap = tally.top_events
+    if top_n and sizes:
+        floor = heap[0][0] if len(heap) >= top_n else -1
+        if max(sizes) > floor:
+            for index, size in enumerate(sizes):
+                if size <= floor:
+                    continue
+                slot = special.get(index, text)
+                name = (
+                    "compactionSummaries"
+                    if slot is compactions
+                    else "toolResults"
+                    if slot is tools
+                    else "text"
+                )
+                tally._tick += 1
+                item = (size, -tally._tick, (*where, index + 1, name))
+                if len(heap) < top_n:
+                    heapq.heappush(heap, item)
+                else:
+                    heapq.heapreplace(heap, item)
+                floor = heap[0][0] if len(heap) >= top_n else -1
+    return len(sizes), total
 
 
 def _snapshot_bytes(entry: Any) -> int:

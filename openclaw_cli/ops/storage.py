@@ -19,6 +19,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     events, default 10)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.gcpause import gc_paused
     from openclaw_cli.maintenance import storage as st
     from openclaw_cli.ops.behavior import behavior_of
     from openclaw_cli.ops.targets import open_target, select_targets
@@ -48,16 +49,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             report.unreadable.append({"path": str(target.sqlite_path), "error": exc.message})
             continue
         with store:
-            referenced: set[str] = set()
-            files: dict[str, str] | None = None
-            if store.transcripts_in_files:
-                by_path = store.referenced_transcripts()  # one directory scan for every row
-                files = {}
-                for path, keys in by_path.items():
-                    text = str(path)  # (no Path per row: 100,000 rows)
-                    referenced.add(text)
-                    for key in keys:
-                        files[key] = text
+            referenced: set[str] = set()  # transcript files the rows name (file stores)
             views[target.agent_id] = st.StoreView(
                 target.agent_id,
                 store.kind,
@@ -71,11 +63,12 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     ctx.config, behavior_of(ctx, store)
                 ).reset_archive_retention_ms
             try:
-                # full entries where a store keeps fields apart (schema 24's snapshot rows)
-                rows = store.iter_full_entries()
-                sessions = st.tally_sessions(
-                    store, rows, tally, by_kind, top_sessions, top_n, report.unreadable, files=files
-                )
+                # rows streamed, whole (schema 24's snapshot rows joined), with their files
+                rows = store.iter_rows_with_transcripts()
+                with gc_paused():  # 100,000 rows: the cyclic GC would rescan what is kept
+                    sessions = st.tally_sessions(
+                        store, rows, tally, by_kind, top_sessions, top_n, report.unreadable, referenced
+                    )
             except OpenClawError as exc:
                 report.unreadable.append({"path": str(store.path), "error": exc.message})
                 sessions = 0

@@ -254,6 +254,12 @@ class SessionStore(ABC):
         """Every row, whole: a store that keeps some fields apart from its rows joins them here."""
         return self.iter_listing(archived=None)[1]
 
+    def iter_rows_with_transcripts(self) -> Iterator[tuple[str, dict[str, Any], str | None]]:
+        """(key, full entry, transcript file) of every row, streamed where the store can: the file
+        only for stores that keep transcripts in files (None: read it with `export_transcript`)."""
+        for key, entry in self.iter_full_entries():
+            yield key, entry, None
+
     def list_windows(self, session_key: str | None = None) -> list[dict[str, Any]]:
         """The session windows (`sessionId`, `sessionKey`, …: the compaction successors of D16) a
         store keeps beside its rows; a file store keeps none."""

@@ -235,6 +235,33 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON value {name}")
 
 
+def _stream_row(
+    buf: bytes, start: int, end: int, loads: Any, *, last: bool
+) -> tuple[str, dict[str, Any] | None] | None:
+    """One `"key": {…}` row cut out of a pretty-printed store: (key, entry, or None for an
+    unusable row); None when the cut is not exactly one row (fall back to the whole parse)."""
+    text = buf[start:end].rstrip()
+    if last:
+        if not text.endswith(b"}"):
+            return None
+        text = text[:-1].rstrip()
+    elif not text.endswith(b","):
+        return None
+    else:
+        text = text[:-1]
+    try:
+        parsed = loads(b"{" + text + b"}")
+    except ValueError:
+        return None
+    if type(parsed) is not dict or len(parsed) != 1:
+        return None
+    ((key, row),) = parsed.items()
+    sid = row.get("sessionId") if type(row) is dict else None
+    if sid is not None and type(sid) is str and _FAST_SID.match(sid):
+        return key, row
+    return key, (row if row_problem(key, row) is None else None)
+
+
 def parse_store_bytes(raw: bytes, *, lossless: bool = False) -> Any:
     """Parse `sessions.json`. With `lossless`, numbers whose text a rewrite would change are kept
     as `_RawNumber` (only when such numbers exist; otherwise the fast orjson result is used)."""
@@ -516,20 +543,18 @@ class LegacyStore(SessionStore):
 
     def _dir_index(self) -> dict[str, str]:
         """name -> "file" | "link" | "other" for the sessions dir, from one directory scan."""
-        try:
-            with os.scandir(self.sessions_dir) as it:
-                items = list(it)
-        except OSError:
-            return {}
         try:  # the file types come with the directory listing: no system call per entry
-            return {
-                item.name: "link"
-                if item.is_symlink()
-                else "file"
-                if item.is_file(follow_symlinks=False)
-                else "other"
-                for item in items
-            }
+            with os.scandir(self.sessions_dir) as it:  # (no list of 100,000 DirEntry objects)
+                return {
+                    item.name: "link"
+                    if item.is_symlink()
+                    else "file"
+                    if item.is_file(follow_symlinks=False)
+                    else "other"
+                    for item in it
+                }
+        except FileNotFoundError:
+            return {}
         except OSError:  # a type the listing did not give and lstat could not find (entry vanished)
             pass
         index: dict[str, str] = {}
@@ -926,6 +951,100 @@ class LegacyStore(SessionStore):
         by_name, by_path = self._referenced(self._dir_index() if _index is None else _index)
         root = self.sessions_dir
         return {**{root / name: keys for name, keys in by_name.items()}, **by_path}
+
+    def iter_rows_with_transcripts(self) -> Iterator[tuple[str, dict[str, Any], str | None]]:
+        """(key, entry, transcript file or None) of every usable row, in file order, holding one
+        row at a time where the file allows it (`_iter_rows_streamed`): `openclaw storage` on
+        100,000 rows stays flat in memory. The transcript is resolved like `_resolve_rows` does,
+        from one directory scan, as a path string."""
+        index = self._dir_index()
+        prefix = self._dir_prefix
+        root = self.sessions_dir
+        candidate_names = self._candidate_names
+        plen = len(prefix)
+        for key, entry in self._iter_rows_streamed():
+            ref = entry.get("sessionFile")
+            if type(ref) is str and ref.startswith(prefix):
+                # the usual row: `<sessions dir>/<name>` of a regular file (its first candidate)
+                name = ref[plen:]
+                if "/" not in name and "\\" not in name and index.get(name) == "file" and name != "..":
+                    yield key, entry, ref
+                    continue
+            sid = entry["sessionId"]
+            names = candidate_names(sid, ref if type(ref) is str else None)
+            found: str | None = None
+            if names is None:
+                path = self.resolve_transcript(sid, entry, _index=index)
+                found = None if path is None else str(path)
+            else:
+                for candidate in names:
+                    kind = index.get(candidate)
+                    if kind == "file":
+                        found = prefix + candidate
+                        break
+                    if kind == "link":
+                        self._note_symlink(root / candidate, None)
+            yield key, entry, found
+
+    def _iter_rows_streamed(self, block: int = 1 << 20) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The usable rows, one at a time. A file laid out as `JSON.stringify(store, null, 2)`
+        writes it (what OpenClaw and `dump_store_bytes` write: every top-level key starts a line
+        with exactly two spaces, and JSON strings hold no raw newline) is cut at those lines and
+        each row parsed alone; anything else — another layout, a row orjson cannot parse (huge
+        integers), a repeated key — falls back to the whole-file parse (`_load`), skipping the rows
+        already given (the same rows, in the same order)."""
+        seen: set[str] = set()
+        state = [False]  # every row read
+        yield from self._split_rows(block, seen, state)
+        if state[0]:
+            return
+        snapshot = self._load()
+        skip = len(seen)
+        for key in snapshot.rows:
+            if skip:
+                skip -= 1
+                continue
+            entry = snapshot.entries.get(key)
+            if entry is not None:
+                yield key, entry
+
+    def _split_rows(
+        self, block: int, seen: set[str], state: list[Any]
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        except OSError:
+            return
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return
+            head = fh.read(5)
+            if head != b'{\n  "':
+                return
+            rest = head[2:]
+            loads, mark = orjson.loads, b'\n  "'
+            while True:
+                data = fh.read(block)
+                buf = rest + data if data else rest
+                start = 0
+                while (cut := buf.find(mark, start)) >= 0:
+                    row = _stream_row(buf, start, cut, loads, last=False)
+                    if row is None or row[0] in seen:
+                        return  # a cut the per-row parse doubts: the whole file decides
+                    seen.add(row[0])
+                    start = cut + 1
+                    if row[1] is not None:
+                        yield row[0], row[1]
+                rest = buf[start:]
+                if not data:
+                    break
+            row = _stream_row(rest, 0, len(rest), loads, last=True)
+            if row is None or row[0] in seen:
+                return
+            seen.add(row[0])
+            if row[1] is not None:
+                yield row[0], row[1]
+            state[0] = True
 
     def stats(self, *, count_issues: bool = True) -> StoreStats:
         """Counts from sessions.json and one scan of the sessions dir (transcripts are not read,
