@@ -6,13 +6,16 @@ One connection: `connect.challenge` → the first frame must be `connect` (close
 client id, protocol 4, constant-time token/password check; frames are capped at 64 KiB until it
 succeeded) → `hello-ok` → `req`/`res` frames in any order, events with a per-connection `seq`.
 Each request: known method → operator scope (the row's rule, `ops.scopes`) → the row's closed param
-schema → handler in a thread pool, so the event loop keeps serving while SQLite works.
+schema → handler in a thread pool, so the event loop keeps serving while SQLite works; a long read
+(`Method.long_read`: a cleanup dry run) in the reader process (`gateway/readers.py`), where it
+cannot hold this interpreter's GIL while writes wait (issue 30).
 
 Writes: a mutating method (`Method.mutates`) first waits for the writer of every store it
 touches (`WriterQueues`: one writer per store, FIFO; reads never wait), then runs the handler,
 which takes the store's own writer (`store.writer.store_writer`: SQLite `BEGIN IMMEDIATE`, the
 legacy store's lock file) exactly as on the CLI path, so crash safety is the CLI's (D6.4).
-`sessions.changed` events go to subscribed connections after the response.
+`sessions.changed` events go to subscribed connections after the response (built only when a
+connection is subscribed).
 
 Shutdown (`stop()`): stop accepting, answer new requests UNAVAILABLE, let in-flight writes finish,
 send `shutdown` and close every socket with 1001.
@@ -29,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from websockets.asyncio.server import serve
@@ -50,6 +53,7 @@ from openclaw_cli.gateway import events, protocol, schemas
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
 from openclaw_cli.gateway.presence import PresenceBook
+from openclaw_cli.gateway.readers import ReaderProcess
 from openclaw_cli.gateway.server_connection import ConnectionBook, GatewayConnection
 from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context
@@ -184,6 +188,16 @@ class WriterQueues:
                     lock.release()
 
 
+class _Committed(NamedTuple):
+    """A committed write, as `events.after` takes it."""
+
+    ctx: Context
+    method: Method
+    params: dict[str, Any]
+    result: Any
+    prior: dict[str, Any]
+
+
 def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] | None:
     """The stores (agent ids) a mutating request writes; None = every store."""
     from openclaw_cli.config import default_agent_id
@@ -268,6 +282,7 @@ class GatewayServer:
         self.writers = WriterQueues()
         self.stopping = False
         self._pool = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="gateway")
+        self._readers = ReaderProcess()  # long reads (`Method.long_read`), in a child started on use
         self._server: Any = None
         self._started = time.monotonic()
         self._config: Any = None
@@ -373,6 +388,7 @@ class GatewayServer:
             )
             await self._server.wait_closed()
         self._pool.shutdown(wait=True)
+        await asyncio.to_thread(self._readers.shutdown)  # a long read in progress finishes first
         if self._live:
             from openclaw_cli.store.sqlite_common import disable_live_reads
 
@@ -604,7 +620,11 @@ class GatewayServer:
         name = frame.get("method")
         ok = False
         try:
-            result, changes = await self._run(conn, name, frame.get("params"))
+            result, committed = await self._run(conn, name, frame.get("params"))
+            # built before the answer (a client sees a write's events before its next answer, as
+            # recorded from OpenClaw), and only when someone listens: nobody subscribed, a change
+            # row (a read of the row and of the transcript's tail) is no part of a write's latency
+            changes = await self._announced(committed) if committed is not None else []
             ok = True
             response = protocol.response_ok(req_id, result)
             del result  # the encoded frame is all that stays (memory: one copy per response, not two)
@@ -634,7 +654,8 @@ class GatewayServer:
                     f"conn={conn.conn_id} id={req_id}"
                 )
 
-    async def _run(self, conn: Connection, name: Any, params: Any) -> tuple[Any, list[dict[str, Any]]]:
+    async def _run(self, conn: Connection, name: Any, params: Any) -> tuple[Any, _Committed | None]:
+        """The result, and for a committed write what its change events are built from."""
         if not isinstance(name, str) or not name:
             raise protocol.invalid("invalid request frame: method must be a non-empty string")
         if name == "connect":
@@ -661,6 +682,8 @@ class GatewayServer:
             raise protocol.read_only_server(name)
         ctx = self._context()
         loop = asyncio.get_running_loop()
+        if not writes and method.long_read:  # in the reader process, off this one's GIL (issue 30)
+            return await self._long_read(conn, name, params, ctx), None
         if not writes:
             async with self._reads:  # a read builds its whole response in memory: a few at a time
                 if conn.ws.slow or conn.ws.state is not State.OPEN:
@@ -668,7 +691,7 @@ class GatewayServer:
                 result = await loop.run_in_executor(self._pool, method.run, ctx, params)
             if name == "sessions.subscribe":
                 conn.subscribed = True
-            return result, []
+            return result, None
         self._writes_inflight += 1
         self._writes_idle.clear()
         try:
@@ -683,9 +706,27 @@ class GatewayServer:
             self._writes_done += 1
             if self._writes_inflight == 0:
                 self._writes_idle.set()
-        return result, await loop.run_in_executor(
-            self._pool, self._changes, ctx, method, params, result, prior
-        )
+        return result, _Committed(ctx, method, params, result, prior)
+
+    async def _long_read(self, conn: Connection, name: str, params: dict[str, Any], ctx: Context) -> Any:
+        from openclaw_cli.gateway.readers import ReaderFailed
+
+        if conn.ws.slow or conn.ws.state is not State.OPEN:
+            raise protocol.RequestError(protocol.UNAVAILABLE, "connection closed")  # nobody to answer
+        try:
+            return await self._readers.run(self.paths, name, params, ctx.now_ms())
+        except ReaderFailed as failed:
+            if failed.trace:
+                self._log(f"[gateway] {name} failed (reader process):\n{failed.trace}")
+            raise failed.error from None
+
+    async def _announced(self, committed: _Committed) -> list[dict[str, Any]]:
+        """The `sessions.changed` payloads of a committed write; none read when no connection is
+        subscribed."""
+        if not any(c.subscribed for c in self.connections):
+            return []
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._changes, *committed)
 
     async def _batched(self, method: Method, keys: list[str], params: dict[str, Any]) -> Any:
         """Group commit: a request joins the queue of its method and stores; one drain per queue

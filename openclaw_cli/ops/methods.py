@@ -62,6 +62,10 @@ class Method:
     # listed in hello-ok's `features.methods` (False: ours only, served but not announced, so the
     # list stays a subset of OpenClaw's)
     advertised: bool = True
+    # a read long enough (a plan over every row) that the Gateway runs it in its reader process,
+    # where it cannot hold up the server's writes (`gateway/readers.py`); for a mutating method,
+    # its dry run
+    long_read: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, p.Schema):  # fail closed: no row without its schema
@@ -137,6 +141,7 @@ _ROWS = (
         event="cleanup",
         local=frozenset({"store"}),
         dry_run=True,
+        long_read=True,
     ),
     Method(
         "sessions.reset",

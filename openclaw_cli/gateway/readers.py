@@ -1,0 +1,119 @@
+"""The Gateway's reader process: long reads (`Method.long_read`, e.g. a `sessions.cleanup` dry run
+over every row of a store) run in a child process, not in the server's threads (issue 30).
+
+Why a process: the server is one Python interpreter. A read that plans over 20,000 rows holds the
+GIL for a few hundred milliseconds of CPU at a stretch, and every thread that wants it back — a
+patch's worker between its SQLite calls, the event loop writing its answer — waits a switch
+interval each time; a patch measured 150-550 ms behind such reads. In a child it competes only
+for a core, and mutations never wait behind it.
+
+The child is started with `spawn` (a fork of a threaded asyncio process is not safe) on the first
+long read, and kept: it reads the state as any other reader of a live store does (WAL readers,
+`enable_live_reads`), with the server's clock read at dispatch. One long read at a time (they queue
+for the child, FIFO). A failure comes back as the `protocol.RequestError` the server would have
+answered; a child that died is started again on the next long read and the read that was in it is
+answered UNAVAILABLE (retryable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from openclaw_cli.gateway import protocol
+from openclaw_cli.jsonutil import RawJson
+from openclaw_cli.paths import StatePaths
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """A request error as plain fields (a RequestError itself does not survive pickling), and the
+    traceback of an untyped one (a bug) for the server's log."""
+
+    fields: dict[str, Any]
+    trace: str | None = None
+
+
+class ReaderFailed(Exception):
+    """A long read refused or failed in the child: `error` is the answer, `trace` a bug's traceback."""
+
+    def __init__(self, error: protocol.RequestError, trace: str | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.trace = trace
+
+
+def _start_child() -> None:
+    from openclaw_cli.store.sqlite_common import enable_live_reads
+
+    enable_live_reads()  # the server writes while the child reads: WAL readers, never immutable ones
+
+
+def _run_in_child(
+    paths: StatePaths, name: str, params: dict[str, Any], now: int
+) -> tuple[int, bytes | _Failure]:
+    """(the child's pid, the result as its JSON text — what our readers keep exactly, raw numbers
+    and all, crosses as written: nothing is pickled but bytes — or the failure)."""
+    return os.getpid(), _outcome(paths, name, params, now)
+
+
+def _outcome(paths: StatePaths, name: str, params: dict[str, Any], now: int) -> bytes | _Failure:
+    from openclaw_cli.errors import OpenClawError, typed_error
+    from openclaw_cli.gateway.server import _error_of
+    from openclaw_cli.jsonutil import dumps_bytes
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.ops.methods import METHODS
+
+    try:
+        ctx = Context.load(paths, clock=lambda: now)
+        return dumps_bytes(METHODS[name].run(ctx, params))
+    except Exception as exc:
+        error = _error_of(exc)
+        bug = not isinstance(exc, OpenClawError | protocol.RequestError) and typed_error(exc) is None
+        fields = {name: getattr(error, name) for name in error.__dataclass_fields__}
+        return _Failure(fields, traceback.format_exc() if bug else None)
+
+
+class ReaderProcess:
+    """One child process for the Gateway's long reads, started on first use."""
+
+    def __init__(self) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        self.pid: int | None = None  # the child's, once it answered a read
+
+    async def run(self, paths: StatePaths, name: str, params: dict[str, Any], now: int) -> RawJson:
+        """The method's result as the child wrote it (spliced into the answer as it is, not parsed
+        and encoded again); `ReaderFailed` for a refusal or error."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_child
+            )
+        pool = self._pool
+        try:
+            self.pid, outcome = await asyncio.get_running_loop().run_in_executor(
+                pool, _run_in_child, paths, name, params, now
+            )
+        except BrokenProcessPool as exc:  # the child died (killed, out of memory): a new one next time
+            if self._pool is pool:
+                self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise ReaderFailed(
+                protocol.RequestError(
+                    protocol.UNAVAILABLE, f"the Gateway's reader process stopped: {exc}", retryable=True
+                ),
+                None,
+            ) from exc
+        if isinstance(outcome, _Failure):
+            raise ReaderFailed(protocol.RequestError(**outcome.fields), outcome.trace)
+        return RawJson(outcome.decode("utf-8"))
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
