@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # imported by the writes: read-only commands never need the l
     from openclaw_cli.store.lock import LockSettingsLike
 
 READ_BLOCK = 1 << 20  # forward streaming block
+FIRST_BLOCK = 16 * 1024  # the first block of a forward stream (then doubling up to READ_BLOCK)
 TAIL_BLOCK = 64 * 1024  # backward block for tail reads
 CURRENT_SESSION_VERSION = 4
 _BOM = b"\xef\xbb\xbf"
@@ -64,10 +65,15 @@ def _pread(fd: int, length: int, offset: int) -> bytes:
 
 
 def _split_lines(stream: BinaryIO, block: int = READ_BLOCK) -> Iterator[tuple[bytes, bool]]:
-    """(line without `\\n`, had_newline) from a binary stream, reading fixed-size blocks."""
+    """(line without `\\n`, had_newline) from a binary stream, in blocks growing from
+    FIRST_BLOCK to `block`: a reader after the first lines (a title, a header) stops long before
+    a whole block of a large transcript was copied and split (a Gateway's `chat.history` and
+    `sessions.list` read titles per request)."""
     carry: list[bytes] = []
+    size = min(FIRST_BLOCK, block)
     while True:
-        chunk = stream.read(block)
+        chunk = stream.read(size)
+        size = min(size * 2, block)
         if not chunk:
             break
         parts = chunk.split(b"\n")
