@@ -4,6 +4,9 @@ N concurrent WebSocket clients each send M mixed requests — `sessions.list {li
 it — while one `sessions.cleanup` and one `sessions.compact` run; it reports every failure, the
 latency of each method (p50/p99), requests per second, and the last acknowledged patch of every key
 (each client patches only its own keys, so the store must hold exactly those values afterwards).
+`preview=False` leaves previews out (issue 30's mix: list, patch, describe); `dry_runs` keeps a
+`sessions.cleanup {dryRun: true}` running on its own connection, one after another, until the
+clients are done (at most that many): the long read a patch must not wait behind.
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ async def _client(
     report: LoadReport,
     patch: bool,
     seed: int,
+    preview: bool = True,
 ) -> None:
     rng = random.Random(seed * 1000 + index)
     conn = await _open(url, token)
@@ -130,14 +134,14 @@ async def _client(
                     value: dict[str, Any] = {"pinned": rng.random() < 0.5}
                     label = "sessions.patch"
                 else:
-                    value = {"label": f"load {index}-{n}"}
+                    value = {"label": f"load {seed}-{index}-{n}"}
                     label = "sessions.patch"
                 res = await _timed(conn, report, "sessions.patch", {"key": key, **value}, label)
                 if res.get("ok"):
                     report.acknowledged.setdefault(key, {}).update(value)
-            elif roll < 0.55:
+            elif roll < (0.55 if preview else 0.65):
                 await _timed(conn, report, "sessions.list", {"limit": 50}, "sessions.list")
-            elif roll < 0.8:
+            elif roll < 0.8 or not preview:
                 await _timed(
                     conn, report, "sessions.describe", {"key": rng.choice(keys)}, "sessions.describe"
                 )
@@ -162,6 +166,18 @@ async def _background(url: str, token: str, method: str, params: dict[str, Any],
         await conn.ws.close()
 
 
+async def _dry_runs(url: str, token: str, limit: int, done: asyncio.Event, report: LoadReport) -> None:
+    """`sessions.cleanup {dryRun: true}` again and again until `done` (at most `limit` times)."""
+    conn = await _open(url, token)
+    try:
+        for _ in range(limit):
+            if done.is_set():
+                break
+            await _timed(conn, report, "sessions.cleanup", {"dryRun": True}, "sessions.cleanup dryRun")
+    finally:
+        await conn.ws.close()
+
+
 async def run_load(
     url: str,
     token: str,
@@ -174,20 +190,40 @@ async def run_load(
     compact: dict[str, Any] | None,
     patch_keys: list[str] | None = None,
     seed: int = 7,
+    preview: bool = True,
+    dry_runs: int = 0,
 ) -> LoadReport:
     """Run the mix; every client owns a disjoint slice of `patch_keys` (default `keys`: choose keys
     the concurrent cleanup keeps) for its patches."""
     report = LoadReport()
     owned = keys if patch_keys is None else patch_keys
     slices = [owned[i::clients] for i in range(clients)]
+    done = asyncio.Event()
+
+    async def clients_then_done() -> list[Any]:
+        try:
+            return await asyncio.gather(
+                *(
+                    _client(url, token, i, requests, keys, slices[i], report, patch, seed, preview)
+                    for i in range(clients)
+                ),
+                return_exceptions=True,
+            )
+        finally:
+            done.set()
+
     start = time.perf_counter()
-    jobs = [_client(url, token, i, requests, keys, slices[i], report, patch, seed) for i in range(clients)]
+    jobs: list[Any] = [clients_then_done()]
+    if dry_runs:
+        jobs.append(_dry_runs(url, token, dry_runs, done, report))
     if cleanup is not None:
         jobs.append(_background(url, token, "sessions.cleanup", cleanup, report))
     if compact is not None:
         jobs.append(_background(url, token, "sessions.compact", compact, report))
-    results = await asyncio.gather(*jobs, return_exceptions=True)
+    gathered = await asyncio.gather(*jobs, return_exceptions=True)
     report.seconds = time.perf_counter() - start
+    first = gathered[0]
+    results = [*(first if isinstance(first, list) else [first]), *gathered[1:]]
     for result in results:
         if isinstance(result, BaseException):
             report.failures.append(f"client error: {type(result).__name__}: {result}")
