@@ -20,6 +20,17 @@ MIGRATION_RUNS_DIR = "session-sqlite-migration-runs"
 EXPORTS_DIR = "exports"
 
 
+def cache_root() -> Path:
+    """`$XDG_CACHE_HOME/openclaw-cli` (platformdirs' user cache dir elsewhere): indexes and
+    summaries rebuilt from the state (search, the usage ledger), never read as data."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if xdg:
+        return Path(xdg) / "openclaw-cli"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("openclaw-cli", appauthor=False))
+
+
 @dataclass(frozen=True)
 class Target:
     """One agent store an operation acts on (selected by `ops.targets`)."""

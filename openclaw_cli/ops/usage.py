@@ -50,7 +50,10 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.keys import session_kind
     from openclaw_cli.ops.targets import known_agent_ids, open_target, select_targets
-    from openclaw_cli.store.usage_ledger import LedgerRead, iter_records, ledger_path, transcript_usage
+    from openclaw_cli.paths import cache_root
+    from openclaw_cli.store import usage_summary as usum
+    from openclaw_cli.store.usage_ledger import ledger_path, transcript_usage
+    from openclaw_cli.store.usage_summary import records_at, summarize
 
     by = params.get("by") or "agent"
     if by not in GROUPINGS:
@@ -79,7 +82,7 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 continue
             vals = item[2:9]
             if len(vals) != 7 or not all(type(v) is int or type(v) is float for v in vals):
-                vals = _clean(vals)
+                vals = usum.clean_figures(vals)
             name = label if column is None else str(item[column])
             g = groups.get(name)
             if g is None:
@@ -116,30 +119,44 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                             count(label, slices, False)
             except OpenClawError as exc:
                 failures.append({"agentId": agent_id, "path": str(store_path), "error": exc.message})
-        read = LedgerRead()
-        counted = 0
-        for record in iter_records(ledger_path(ctx.paths.state_dir, agent_id), read):
-            if not record.get("delta") and record["sessionId"] in live:
+        ledger = ledger_path(ctx.paths.state_dir, agent_id)
+        summary, tail, error = summarize(ledger, None if params.get("noCache") else cache_root())
+        sums = {k: list(v) for k, v in summary.groups.items()}
+        # whole-session records of sessions that are live again count through the store
+        excluded = live.intersection(summary.sessions)
+        taken = 0
+        if excluded:
+            offsets = sorted(o for sid in excluded for o in summary.sessions[sid])
+            for record in records_at(ledger, offsets):
+                if not record.get("delta") and record["sessionId"] in live:
+                    usum.subtract(sums, record)
+                    taken += 1
+        for record in usum.tail_records(tail, summary):
+            summary.count += 1
+            if record.get("delta") or record["sessionId"] not in live:
+                usum.add(sums, record)
+            else:
+                taken += 1
+        for (is_day, day, model, record_kind), vals in sums.items():
+            if since is not None and not (is_day and day >= since):
                 continue
-            counted += 1
-            stored = record.get("slices")
-            if type(stored) is not list:
-                continue
-            slices = [item for item in stored if type(item) is list and len(item) >= 9]
-            label = (
-                agent_id if by == "agent" else str(record.get("kind") or "unknown") if by == "kind" else ""
-            )
-            count(label, slices, True)
-        if read.count or read.unreadable or read.error:
+            name = {"agent": agent_id, "kind": record_kind, "day": day}.get(by, model)
+            g = groups.get(name)
+            if g is None:
+                g = groups[name] = [0, 0, 0, 0, 0, 0.0, 0, 0, 0]
+            for i in range(7):
+                g[i] += vals[i]
+            g[8] += vals[6]
+        if summary.count or summary.unreadable or error:
             ledgers.append(
                 {
                     "agentId": agent_id,
-                    "path": str(ledger_path(ctx.paths.state_dir, agent_id)),
-                    "records": read.count,
-                    "counted": counted,
-                    "unreadableLines": read.unreadable,
-                    "unreadableAt": read.unreadable_lines,
-                    **({"error": read.error} if read.error else {}),
+                    "path": str(ledger),
+                    "records": summary.count,
+                    "counted": summary.count - taken,
+                    "unreadableLines": summary.unreadable,
+                    "unreadableAt": summary.unreadable_lines,
+                    **({"error": error} if error else {}),
                 }
             )
     totals = [0, 0, 0, 0, 0, 0.0, 0, 0, 0]
@@ -157,16 +174,6 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         "ledgers": ledgers,
         "failures": failures,
     }
-
-
-def _clean(values: Any) -> list[float]:
-    """A damaged slice's figures: numbers kept, anything else 0."""
-    out: list[float] = []
-    for i in range(7):
-        value = values[i] if i < len(values) else 0
-        ok = (type(value) is int or type(value) is float) and value == value and abs(value) != float("inf")
-        out.append(value if ok else 0)
-    return out
 
 
 def _doc(name: str, g: list[float]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openclaw_cli.paths import cache_root
 from openclaw_cli.store.base import ReadIssue
 
 SCHEMA_VERSION = "openclaw-cli search 2"
@@ -69,16 +70,6 @@ class Hit:
     ts: int
     rank: float
     shard: int = 0
-
-
-def cache_root() -> Path:
-    """`$XDG_CACHE_HOME/openclaw-cli` (platformdirs' user cache dir elsewhere)."""
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    if xdg:
-        return Path(xdg) / "openclaw-cli"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("openclaw-cli", appauthor=False))
 
 
 def index_path(store_path: Path, root: Path | None = None) -> Path:
