@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -139,10 +140,21 @@ def real_db_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bo
     the checked-in fixture DB. Returns (state dir, built by the real OpenClaw)."""
     from tests.openclaw_db_support import build_real_state, fixture_state, have_peer
 
-    root = tmp_path_factory.mktemp("real-db")
-    if have_peer():
-        return build_real_state(root), True
-    return fixture_state(root / "home" / ".openclaw"), False
+    if not have_peer():
+        return fixture_state(tmp_path_factory.mktemp("real-db") / "home" / ".openclaw"), False
+    # One real import for the whole run: the xdist workers share the run's base temp dir, and the
+    # first to take the lock builds (the real OpenClaw's import costs seconds of CPU); the others
+    # find it done. Tests only ever copy it (real_state, or a copytree of their own).
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root, done = shared / "real-db-shared", shared / "real-db-shared.done"
+    with open(shared / "real-db-shared.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)  # a worker that died half-way
+            build_real_state(root)
+            done.touch()
+    return root / "home" / ".openclaw", True
 
 
 @pytest.fixture
@@ -151,3 +163,12 @@ def real_state(real_db_template: tuple[Path, bool], state_dir: Path) -> Path:
     wrapper finds it at OC_PEER_ROOT = the test's tmp dir)."""
     copy_tree(real_db_template[0], state_dir)
     return state_dir
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a `slow` test run first, the rest after, each file's tests kept together in
+    their order. With `scripts/test`'s `--dist loadfile --no-loadscope-reorder` the two workers
+    start on the long files and finish on short ones (no worker idle while the other runs a
+    minute-long peer test at the end), and a file's module-scoped templates are built once."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: collected order within each group
