@@ -206,3 +206,55 @@ def test_a_database_counts_its_free_pages(state_dir: Path) -> None:
     assert _container(doc, "sqliteFreePages")["bytes"] == free
     reclaim = {r["setting"]: r for r in doc["reclaimable"]}
     assert reclaim["doctor --session-sqlite compact"]["bytes"] == free
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_reclaimable_has_what_cleanup_enforce_would_free_per_setting(kind: str, state_dir: Path) -> None:
+    """The maintenance planner's own dry run, per setting (issue 27 §1): the sessions it would
+    prune or cap are the ones `sessions cleanup --dry-run --enforce` names, with their bytes."""
+    make_state(kind, state_dir)
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"mode": "warn", "pruneAfter": "3d", "maxEntries": 4}}})
+    )
+    code, plan, err = cli_json("sessions", "cleanup", "--dry-run", "--enforce")
+    assert code == 0, err
+    code, doc, err = cli_json("storage")
+    assert code == 0, err
+    assert doc["cleanupPlanned"] is True
+    planned = {r["reason"]: r for r in doc["reclaimable"] if "reason" in r}
+    pruned = plan.get("pruned", 0)
+    capped = plan.get("capped", 0)
+    assert pruned + capped > 0, plan  # the fixture has stale rows and more than 4
+    assert planned.get("prune-stale", {}).get("files", 0) == pruned
+    assert planned.get("cap-overflow", {}).get("files", 0) == capped
+    assert planned["prune-stale"]["setting"] == "session.maintenance.pruneAfter"
+    assert planned["prune-stale"]["bytes"] > 0
+    # the same figures as cleanup's own per-reason report (text)
+    code, text, _ = cli("sessions", "cleanup", "--dry-run", "--enforce")
+    assert code == 0
+    for reason, item in planned.items():
+        if reason.startswith("archive ("):
+            continue
+        line = next(x for x in text.splitlines() if x.strip().startswith(f"{reason}:"))
+        assert line.split(":")[1].split(",")[0].strip() == str(item["files"]), (reason, line)
+    # nothing was written by either: the store still lists every row
+    code, listing, _ = cli_json("sessions", "--limit", "all")
+    assert code == 0 and len(listing["sessions"]) == plan["beforeCount"]
+
+
+def test_a_state_over_the_plan_bound_leaves_the_plan_out_unless_asked(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import openclaw_cli.ops.storage as ops_storage
+
+    make_state("legacy", state_dir)
+    (state_dir / "openclaw.json").write_text(json.dumps({"session": {"maintenance": {"pruneAfter": "3d"}}}))
+    monkeypatch.setattr(ops_storage, "PLAN_MAX_ROWS", 2)
+    code, doc, err = cli_json("storage")
+    assert code == 0 and doc["cleanupPlanned"] is False
+    assert not [r for r in doc["reclaimable"] if "reason" in r]
+    assert "--plan" in err
+    code, doc, err = cli_json("storage", "--plan")
+    assert doc["cleanupPlanned"] is True and [r for r in doc["reclaimable"] if "reason" in r]
+    code, doc, err = cli_json("storage", "--no-plan")
+    assert doc["cleanupPlanned"] is False

@@ -56,9 +56,15 @@ def storage_lines(doc: dict[str, Any]) -> list[str]:
     lines += ["", "Reclaimable"]
     for item in doc["reclaimable"]:
         lines.append(
-            f"  {human(item['bytes']):>10}  {item['setting']}: {item['what']} ({item['files']} files)"
+            f"  {human(item['bytes']):>10}  {item['setting']}: {item['what']}"
+            f" ({item['files']} {'files' if item.get('reason', 'files') in _FILE_REASONS else 'sessions'})"
         )
     return lines
+
+
+_FILE_REASONS = frozenset(
+    {"files", "unreferenced artifacts", "tombstones (retention)", "disk budget files", "disk budget"}
+)
 
 
 def _sections(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, int]], int]]:

@@ -26,6 +26,11 @@ def storage(
     top: int = typer.Option(
         10, "--top", metavar="<n>", min=0, help="How many biggest sessions and events to list."
     ),
+    plan: bool = typer.Option(
+        None,
+        "--plan/--no-plan",
+        help="Plan what `sessions cleanup --enforce` would reclaim per setting (default: up to 20,000 sessions).",
+    ),
 ) -> None:
     """Bytes by agent, container, session kind and payload; the biggest sessions and events; what
     cleanup settings would reclaim. Figures add up to `du` of the state dir."""
@@ -38,7 +43,7 @@ def storage(
         if agent is not None and all_agents:
             raise SelectionError("--agent and --all-agents cannot be used together")
         cx = load_context(ctx)
-        doc = storage_report(cx, {"agent": agent, "allAgents": all_agents, "top": top})
+        doc = storage_report(cx, {"agent": agent, "allAgents": all_agents, "top": top, "plan": plan})
         if json_mode:
             echo_json(doc)
         else:

@@ -16,7 +16,8 @@ SCHEMA_VERSION = 1
 
 def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """params: `agent` (one agent: its directory only), `allAgents`, `top` (N biggest sessions and
-    events, default 10)."""
+    events, default 10), `plan` (what the cleanup settings would reclaim, through the maintenance
+    planner: True, False, or None = up to PLAN_MAX_ROWS rows)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.gcpause import gc_paused
@@ -83,7 +84,99 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             )
     st.walk_disk(root, views, report)
     now = ctx.now_ms()
-    return _document(report, tally, by_kind, top_sessions, stores_doc, retention_ms, now, top_n)
+    doc = _document(report, tally, by_kind, top_sessions, stores_doc, retention_ms, now, top_n)
+    rows = sum(s["sessions"] for s in stores_doc)
+    plan = params.get("plan")
+    if plan or (plan is None and rows <= PLAN_MAX_ROWS):
+        doc["reclaimable"] += _planned(ctx, agent, now)
+        doc["cleanupPlanned"] = True
+    else:
+        doc["cleanupPlanned"] = False
+        ctx.hint(
+            f"What the cleanup settings would reclaim was not planned ({rows} sessions, over "
+            f"{PLAN_MAX_ROWS}: planning holds every row); `openclaw storage --plan` or "
+            "`openclaw sessions cleanup --dry-run --enforce` plans it."
+        )
+    return doc
+
+
+# Above this many rows `storage` leaves the cleanup plan out unless asked (`--plan`): the planner
+# holds every row whole (~3.5 KB each), which would break `storage`'s memory bound at 100,000.
+PLAN_MAX_ROWS = 20_000
+# what each reason of the cleanup plan (`ops.cleanup.reason_bytes`) comes from
+_PLAN_SETTINGS = {
+    "prune-stale": ("session.maintenance.pruneAfter", "stale sessions removed"),
+    "cap-overflow": ("session.maintenance.maxEntries", "sessions over the cap removed"),
+    "prune-model-run": ("session.maintenance.maxEntries", "model-run sessions pruned under pressure"),
+    "prune-cron-retention": ("cron.sessionRetention", "finished cron-run sessions removed"),
+    "prune-missing": ("--fix-missing", "rows whose transcript is missing"),
+    "unreferenced artifacts": (
+        "session.maintenance.pruneAfter",
+        "unreferenced transcripts and sidecars swept",
+    ),
+    "tombstones (retention)": (
+        "session.maintenance.resetArchiveRetention",
+        "deleted/reset archives past retention",
+    ),
+    "disk budget files": ("session.maintenance.maxDiskBytes", "files removed to get under the disk budget"),
+}
+
+
+def _planned(ctx: Context, agent: str | None, now: int) -> list[dict[str, Any]]:
+    """What `sessions cleanup --enforce` would free, per setting, as the maintenance planner plans
+    it under the release each store follows (a dry run: nothing written, no lock taken)."""
+    from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
+
+    options = CleanupOptions(agent=agent, all_agents=not agent, dry_run=True, enforce=True)
+    try:
+        results = cleanup_stores(ctx, options, now_ms=now)
+    except OpenClawError as exc:
+        return [
+            {
+                "setting": "sessions cleanup --enforce",
+                "what": f"not planned: {exc.message}",
+                "bytes": 0,
+                "files": 0,
+            }
+        ]
+    totals: dict[str, list[int]] = {}
+    over = 0  # bytes over the disk budget's high water (the reclamation tiers would run)
+    for result in results:
+        for reason, (count, size) in result.reason_bytes.items():
+            slot = totals.setdefault(reason, [0, 0])
+            slot[0] += count
+            slot[1] += size
+        budget = result.plan.disk_budget
+        if budget is not None and budget.over_budget:
+            over += max(0, budget.total_bytes_after - budget.high_water_bytes)
+    out = []
+    for reason, (count, size) in totals.items():
+        if reason.startswith("archive ("):  # rows archived in place keep their transcripts
+            setting, what = "session.maintenance", f"rows marked archived {reason[8:]}, nothing freed,"
+        else:
+            setting, what = _PLAN_SETTINGS.get(reason, ("session.maintenance", f"rows {reason}"))
+        out.append(
+            {
+                "setting": setting,
+                "what": f"{what} by `sessions cleanup --enforce` (transcript bytes; archived first)",
+                "bytes": size,
+                "files": count,
+                "reason": reason,
+            }
+        )
+    if over:
+        out.append(
+            {
+                "setting": "session.maintenance.maxDiskBytes",
+                "what": "over the disk budget after the plan: `sessions cleanup --enforce` reclaims "
+                "(free pages, archives, old windows) down to highWaterBytes",
+                "bytes": over,
+                "files": 0,
+                "reason": "disk budget",
+            }
+        )
+    return out
 
 
 def _document(
