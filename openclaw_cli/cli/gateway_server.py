@@ -209,6 +209,12 @@ def gateway_run(
         False, "--allow-unconfigured", help="Start without gateway.mode=local."
     ),
     verbose: bool = typer.Option(False, "--verbose", help="Log every connection and request on stderr."),
+    control_ui: str = typer.Option(
+        None,
+        "--control-ui",
+        metavar="<dir>",
+        help="Serve this build of OpenClaw's Control UI (the dist/control-ui of an installed openclaw package) at / instead of our dashboard.",
+    ),
 ) -> None:
     """Serve this state directory to OpenClaw clients until SIGTERM/SIGINT (one writer per store)."""
 
@@ -238,6 +244,18 @@ def gateway_run(
                 f"{flag} on the command line can be read by other local users until the Gateway renames its "
                 f"process; prefer {flag}-file or OPENCLAW_GATEWAY_{flag[2:].upper()}"
             )
+        if control_ui is not None:
+            from pathlib import Path
+
+            from openclaw_cli.errors import UsageError
+
+            ui = Path(control_ui).expanduser()
+            if not (ui / "index.html").is_file():
+                raise UsageError(
+                    f"--control-ui {ui}: no index.html there. Pass the dist/control-ui directory of an "
+                    "installed openclaw package (its folder under `npm root -g`)."
+                )
+            resolved["control_ui"] = ui.absolute()
         serve_forever(cx.paths, resolved, verbose=verbose)
 
     run(body)
@@ -280,6 +298,7 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
             ssl=resolved["ssl"],
             verbose=verbose,
             log=log,
+            control_ui=resolved.get("control_ui"),
         )
 
         async def main() -> None:

@@ -100,6 +100,8 @@ class ServerOptions:
     exempt_loopback: bool = True
     # the dashboard's local server (`openclaw dashboard --local`): every write is refused
     read_only: bool = False
+    # `gateway run --control-ui DIR`: OpenClaw's Control UI build served at `/` instead of our dashboard
+    control_ui: Path | None = None
 
 
 @dataclass(eq=False)
@@ -302,6 +304,14 @@ class GatewayServer:
         self._tasks_on_connect: set[asyncio.Future[None]] = set()
         self._health_version = 0
         self.presence = PresenceBook()
+        self._control_ui: Any = None
+        if self.options.control_ui is not None:
+            from openclaw_cli import __version__
+            from openclaw_cli.gateway.control_ui import ControlUi
+
+            self._control_ui = ControlUi(
+                self.options.control_ui, version=__version__, secret=self.options.auth.secret
+            )
         self.address: tuple[str, int] | None = None
         self._live = False
         limits = self.options.limits
@@ -353,13 +363,16 @@ class GatewayServer:
             process_request=self._plain_http,
         )
 
-    @staticmethod
-    def _plain_http(connection: Any, request: Any) -> Any:
-        """A GET without the WebSocket upgrade: the dashboard's static assets (`gateway.http`);
-        an upgrade goes on to the protocol."""
+    def _plain_http(self, connection: Any, request: Any) -> Any:
+        """A GET without the WebSocket upgrade: the dashboard's static assets (`gateway.http`), or
+        the operator's Control UI build (`--control-ui`); an upgrade goes on to the protocol."""
         from openclaw_cli.gateway import http
 
-        return None if http.wants_upgrade(request) else http.static_response(request)
+        if http.wants_upgrade(request):
+            return None
+        if self._control_ui is not None:
+            return self._control_ui.response(request)
+        return http.static_response(request)
 
     @property
     def sockets(self) -> list[Any]:

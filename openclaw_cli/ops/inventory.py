@@ -23,7 +23,6 @@ _REFUSED: tuple[tuple[str, str], ...] = (
     # needs an agent run or a model
     ("chat.send", "starts an agent run"),
     ("chat.abort", "aborts an agent run (we run none)"),
-    ("chat.startup", "an agent run's startup context"),
     ("chat.toolTitles", "needs a model to title tool calls"),
     ("sessions.send", "starts an agent run"),
     ("sessions.abort", "aborts an agent run (we run none)"),
@@ -44,7 +43,7 @@ _REFUSED: tuple[tuple[str, str], ...] = (
     ("sessions.move", "moves a session between hosts (placement)"),
     ("sessions.reclaim", "reclaims an agent run's placement"),
     ("sessions.viewers.set", "live viewers of an agent run"),
-    ("sessions.messages.*", "live message streams of agent runs"),
+    ("sessions.messages.*", "live message streams of agent runs"),  # subscribe/unsubscribe served: empty
     ("sessions.observer.visibility", "multi-user sharing (identities we do not hold)"),
     ("sessions.assignOwner", "multi-user sharing (identities we do not hold)"),
     ("sessions.setInvolvement", "multi-user sharing (identities we do not hold)"),

@@ -100,6 +100,7 @@ _SCOPES = "openclaw_cli.ops.scopes"
 _READS = "openclaw_cli.ops.gateway_reads"
 _BRANCHES = "openclaw_cli.ops.branches"
 _GROUPS = "openclaw_cli.ops.session_groups"
+_STARTUP = "openclaw_cli.ops.chat_startup"
 
 _ROWS = (
     Method("health", f"{_VIEWS}:health", p.HEALTH, READ, scope_free=True),
@@ -172,6 +173,17 @@ _ROWS = (
         local=LOCAL_PARAMS,
     ),
     Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ),
+    # what the Control UI asks before it renders a session (`ops/chat_startup.py`)
+    Method("chat.startup", f"{_STARTUP}:chat_startup", p.CHAT_STARTUP, READ),
+    Method(
+        "sessions.messages.subscribe", f"{_STARTUP}:messages_subscribe", p.SESSIONS_MESSAGES_SUBSCRIBE, READ
+    ),
+    Method(
+        "sessions.messages.unsubscribe",
+        f"{_STARTUP}:messages_unsubscribe",
+        p.SESSIONS_MESSAGES_UNSUBSCRIBE,
+        READ,
+    ),
     Method(
         "sessions.branches.list",
         "openclaw_cli.ops.history:sessions_branches_list",

@@ -465,16 +465,42 @@ SESSIONS_CLEANUP = Obj(
     }
 )
 # OpenClaw's chat.history as 2026.9.6 takes it (observed: limit 1-1000, offset >= 0 from the newest)
+# OpenClaw's ChatHistoryParamsSchema, every key (the Control UI sends `maxBytes`); we page by
+# `limit`/`offset` and bound text by `maxChars`, and take the others without acting on them
 CHAT_HISTORY = Obj(
     {
         "sessionKey": NonEmpty,
         "agentId": NonEmpty,
+        "cursor": Str(),
         "limit": Int(minimum=1, maximum=1000),
+        "maxBytes": Int(minimum=1024),
         "offset": Int(minimum=0),
-        "maxChars": Int(minimum=1),
+        "pendingBefore": Int(minimum=1),
+        "inputRunIds": Arr(Str(min_len=1, max_len=256), min_items=1, max_items=50),
+        "messageId": NonEmpty,
+        "sessionId": NonEmpty,
+        "maxChars": Int(minimum=1, maximum=500_000),
     },
     required=("sessionKey",),
 )
+# chat.startup: a history page, or a short chat link's first page (OpenClaw's union)
+CHAT_STARTUP = AnyOf(
+    CHAT_HISTORY,
+    Obj(
+        {
+            "shortId": NonEmpty,
+            "slugHint": NonEmpty,
+            "agentId": NonEmpty,
+            "limit": Int(minimum=1, maximum=1000),
+            "maxBytes": Int(minimum=1024),
+        },
+        required=("shortId", "agentId"),
+    ),
+)
+SESSIONS_MESSAGES_SUBSCRIBE = Obj(
+    {"key": NonEmpty, "agentId": NonEmpty, "includeApprovals": Const(True)}, required=("key",)
+)
+SESSIONS_MESSAGES_UNSUBSCRIBE = Obj({"key": NonEmpty, "agentId": NonEmpty}, required=("key",))
 # ours (issue 28): `openclaw storage`'s params (docs/storage.md), for the dashboard's storage view
 STORAGE_REPORT = Obj({"agent": NonEmpty, "allAgents": Bool(), "top": Int(minimum=0, maximum=100)})
 SESSIONS_PREVIEW = Obj(
