@@ -96,6 +96,8 @@ def why_no_real_ui() -> str | None:
     return why_no_browser()
 
 
+@pytest.mark.peer
+@pytest.mark.slow
 @pytest.mark.skipif(why_no_real_ui() is not None, reason=why_no_real_ui() or "")
 def test_real_control_ui_sessions_views_against_our_gateway(state_dir: Path) -> None:
     from openclaw_cli.store.detect import open_store_at
