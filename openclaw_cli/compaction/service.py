@@ -37,10 +37,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from openclaw_cli.errors import ExitCode, NotFoundError, OpenClawError, UsageError
 from openclaw_cli.gcpause import gc_paused
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 MAX_ATTEMPTS = 3  # re-plans after a concurrent write to the same session
 TokenizerName = Literal["exact", "estimate"]
@@ -201,7 +204,7 @@ def _now(ctx: Any, now_ms: int | None) -> int:
     return ctx.now_ms() if now_ms is None else int(now_ms)
 
 
-def _replan_entry(st: Any, key: str, attempt: int) -> dict[str, Any]:
+def _replan_entry(st: SessionStore, key: str, attempt: int) -> dict[str, Any]:
     """The session changed between snapshot and write: re-read its row for another attempt."""
     from openclaw_cli.store.snapshot import SnapshotChanged
 
@@ -216,7 +219,7 @@ def _replan_entry(st: Any, key: str, attempt: int) -> dict[str, Any]:
 def compact_in_store(
     ctx: Any,
     agent_id: str,
-    st: Any,
+    st: SessionStore,
     key: str,
     entry: dict[str, Any],
     *,
@@ -263,7 +266,7 @@ def compact_in_store(
 _gc_paused = gc_paused
 
 
-def _sweep_leftovers(ctx: Any, st: Any) -> None:
+def _sweep_leftovers(ctx: Any, st: SessionStore) -> None:
     """A killed compaction's partial archive, successor temp and locks go first (issue 13 case 8)."""
     from openclaw_cli.config import write_lock_settings
     from openclaw_cli.store.leftovers import sweep_crash_leftovers
@@ -272,7 +275,7 @@ def _sweep_leftovers(ctx: Any, st: Any) -> None:
 
 
 def _finish_rotation(
-    st: Any,
+    st: SessionStore,
     snapshot: Any,
     plan: Any,
     *,
@@ -324,7 +327,7 @@ def _shedder(method: str) -> Any:
     return shedding.ToolOutputShedder(shedding.ESTIMATE_WINDOW_CHARS, shedding.BLOCK_CHARS, slim_fields=False)
 
 
-def _writer(st: Any, lock_settings: Any) -> Any:
+def _writer(st: SessionStore, lock_settings: Any) -> Any:
     """The store's single writer (maintenance.md §11, D9/D12): one mutation at a time per store in
     this process; `sessions.json`'s lock or a SQLite write-lock probe across processes; a busy
     SQLite store reported with OpenClaw's lock-timeout wording."""
@@ -362,7 +365,7 @@ def _cut_point(snapshot: Any, plan: Any) -> dict[str, Any] | None:
 def _compact_summary(
     ctx: Any,
     agent_id: str,
-    st: Any,
+    st: SessionStore,
     key: str,
     entry: dict[str, Any],
     *,
@@ -431,7 +434,7 @@ def _compact_summary(
 def _summary_attempts(
     ctx: Any,
     agent_id: str,
-    st: Any,
+    st: SessionStore,
     key: str,
     entry: dict[str, Any],
     *,
@@ -601,7 +604,7 @@ def _summary_attempts(
 def _compact_max_lines(
     ctx: Any,
     agent_id: str,
-    st: Any,
+    st: SessionStore,
     key: str,
     entry: dict[str, Any],
     max_lines: int,
@@ -667,7 +670,7 @@ def _compact_max_lines(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _ledger_dropped(st: Any, key: str, snapshot: Any, kept: list[bytes], now_ms: int) -> None:
+def _ledger_dropped(st: SessionStore, key: str, snapshot: Any, kept: list[bytes], now_ms: int) -> None:
     """A max-lines compaction that kept the session's id: the usage of the lines it dropped, as a
     ledger delta record (counted whatever becomes of the session)."""
     from openclaw_cli.keys import session_kind
@@ -733,7 +736,7 @@ def stored_context_tokens(
     return None
 
 
-def scan_store(ctx: Any, st: Any, agent_id: str, settings: Any) -> tuple[int, list[dict[str, Any]]]:
+def scan_store(ctx: Any, st: SessionStore, agent_id: str, settings: Any) -> tuple[int, list[dict[str, Any]]]:
     """(sessions checked, sessions past their threshold) of one store, from stored figures."""
     from openclaw_cli.compaction.thresholds import compaction_threshold
 

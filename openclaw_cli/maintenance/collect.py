@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from openclaw_cli.maintenance.artifacts import plan_retention_sweep, referenced_names
 from openclaw_cli.store.files import scan_sessions_dir
 from openclaw_cli.store.retire import FileAction, Retirement
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 
 @dataclass
@@ -33,7 +36,7 @@ class ReclaimPlan:
 
 
 def plan_reclaim(
-    store: Any, *, orphans: bool, tombstones: bool, retention_ms: int | None, now_ms: float
+    store: SessionStore, *, orphans: bool, tombstones: bool, retention_ms: int | None, now_ms: float
 ) -> ReclaimPlan:
     from openclaw_cli.ids import is_valid_legacy_session_id
 
@@ -41,7 +44,7 @@ def plan_reclaim(
     root = Path(store.sessions_dir)
     snapshot = scan_sessions_dir(root)
     if orphans and store.transcripts_in_files:
-        rows = store.load_rows() if hasattr(store, "load_rows") and Path(store.path).exists() else {}
+        rows = store.load_rows() if Path(store.path).exists() else {}
         entries = {**rows, **store.load_entries()}
         referenced = referenced_names(entries.values(), root, snapshot)
         for name, f in sorted(snapshot.files.items()):

@@ -32,11 +32,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.maintenance.archiving import REASON_CAP, Guard, activity_at
 from openclaw_cli.maintenance.budget import DiskBudgetResult, measure_physical
 from openclaw_cli.store.names import is_retained_archive_name
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 _CONVERSATION_KINDS = frozenset({"thread", "channel", "group", "topic"})
 
@@ -54,7 +57,7 @@ class Reclaimer:
 
     def __init__(
         self,
-        store: Any,
+        store: SessionStore,
         *,
         max_bytes: int,
         high_water_bytes: int,
@@ -196,7 +199,7 @@ class Reclaimer:
         )
 
 
-def has_candidates(store: Any, *, preserve_recent_ms: int | None, now_ms: int) -> bool:
+def has_candidates(store: SessionStore, *, preserve_recent_ms: int | None, now_ms: int) -> bool:
     """What OpenClaw's preview of an over-budget enforce run reports as `wouldMutate`: there are
     archives to remove, historical sessions or `active-session-cap` rows to evict."""
     root = Path(store.sessions_dir)

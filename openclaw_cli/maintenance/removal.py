@@ -15,13 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.store.retire import Retirement
 
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
+
 
 def retirement_for_keys(
-    store: Any, entries: Mapping[str, dict[str, Any]], keys: Iterable[str], *, keep_transcripts: bool = False
+    store: SessionStore,
+    entries: Mapping[str, dict[str, Any]],
+    keys: Iterable[str],
+    *,
+    keep_transcripts: bool = False,
 ) -> Retirement:
     """The retirement of `keys` (rows as read: `entries[key]`) from `store`."""
     removed = [key for key in dict.fromkeys(keys) if key in entries]
@@ -50,7 +57,7 @@ def retirement_for_keys(
     )
 
 
-def _file_actions(store: Any, planned: dict[str, dict[str, Any]]) -> list[Any]:
+def _file_actions(store: SessionStore, planned: dict[str, dict[str, Any]]) -> list[Any]:
     from openclaw_cli.maintenance.artifacts import (
         entry_file_actions,
         referenced_names,

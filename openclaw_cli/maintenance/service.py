@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.behavior import Behavior
 from openclaw_cli.errors import OpenClawError
@@ -35,6 +35,9 @@ from openclaw_cli.maintenance.artifacts import (
 from openclaw_cli.maintenance.plan import CleanupPlan, plan_cleanup
 from openclaw_cli.progress import ProgressFactory
 from openclaw_cli.store.retire import ApplyOutcome, FileAction, Retirement
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 _MESSAGE_ROLES = frozenset({"user", "assistant", "tool", "toolResult", "system"})
 
@@ -144,13 +147,13 @@ def _is_message(obj: Any) -> bool:
     return role in _MESSAGE_ROLES
 
 
-def missing_transcript_check(store: Any) -> Callable[[str, dict], bool]:
+def missing_transcript_check(store: SessionStore) -> Callable[[str, dict], bool]:
     """§10.4: True when the session's transcript has no message record (missing, empty or
     header-only). Anything that could not be read counts as present (never removed)."""
     from openclaw_cli.store.base import ReadIssue
 
     def check(key: str, entry: dict) -> bool:
-        sid = entry.get("sessionId")
+        sid: str = entry.get("sessionId")  # type: ignore[assignment]  # a listed row carries one
         issues: list[ReadIssue] = []
         try:
             if not store.locate_transcript(sid, entry, issues):
@@ -165,7 +168,7 @@ def missing_transcript_check(store: Any) -> Callable[[str, dict], bool]:
     return check
 
 
-def _other_store_session_ids(store: Any) -> set[str] | None:
+def _other_store_session_ids(store: SessionStore) -> set[str] | None:
     """D6.3: the session ids a SQLite database of the same agent holds (legacy targets only);
     None when that database exists but cannot be read (then every transcript is protected)."""
     from openclaw_cli.paths import AGENT_DB_NAME
@@ -191,7 +194,7 @@ def _other_store_session_ids(store: Any) -> set[str] | None:
 
 
 def plan_store(
-    ctx: Any, store: Any, *, options: CleanupOptions, now_ms: int, behavior: Behavior
+    ctx: Any, store: SessionStore, *, options: CleanupOptions, now_ms: int, behavior: Behavior
 ) -> StoreCleanup:
     """The one pipeline (dry run and apply): everything the cleanup of `store` removes, under the
     rules of `behavior` (the release the store follows, D23). Where a store keeps its transcripts
@@ -269,7 +272,7 @@ def plan_store(
 
 
 def _plan_files(
-    store: Any,
+    store: SessionStore,
     snapshot: Any,
     entries: dict[str, Any],
     settings: Any,
@@ -361,7 +364,7 @@ def _plan_files(
 
 
 def _plan_database(
-    store: Any,
+    store: SessionStore,
     snapshot: Any,
     entries: dict[str, Any],
     settings: Any,
@@ -408,7 +411,7 @@ def _plan_database(
     return plan
 
 
-def _older_windows(store: Any, result: StoreCleanup) -> None:
+def _older_windows(store: SessionStore, result: StoreCleanup) -> None:
     """Earlier windows (compaction successors, D16) of removed keys leave with them."""
     if not result.plan.removed:
         return
@@ -428,7 +431,7 @@ def _older_windows(store: Any, result: StoreCleanup) -> None:
 # ---- applying ---------------------------------------------------------------------------------
 
 
-def retirement(store: Any, result: StoreCleanup) -> Retirement:
+def retirement(store: SessionStore, result: StoreCleanup) -> Retirement:
     """The plan as the store's write protocol takes it."""
     plan = result.plan
     if not store.transcripts_in_files:
@@ -463,7 +466,12 @@ def retirement(store: Any, result: StoreCleanup) -> Retirement:
 
 
 def apply_store(
-    store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any, progress: ProgressFactory | None
+    store: SessionStore,
+    result: StoreCleanup,
+    *,
+    lock_settings: Any,
+    checkpoint: Any,
+    progress: ProgressFactory | None,
 ) -> ApplyOutcome:
     """Execute the plan (the caller holds the store's writer)."""
     work = retirement(store, result)
@@ -522,7 +530,9 @@ def _count_swept_placeholders(result: StoreCleanup, outcome: ApplyOutcome) -> No
         result.tombstones.update(removedNodes=removed, sweptTranscriptStates=swept)
 
 
-def _measure_after_apply(store: Any, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any) -> None:
+def _measure_after_apply(
+    store: SessionStore, result: StoreCleanup, *, lock_settings: Any, checkpoint: Any
+) -> None:
     """2026.9.6+: what the sweep and the budget find once the entry changes are written (their
     archives included), as OpenClaw's apply measures them; an enforce run over the budget then
     reclaims in the release's tiers (`maintenance/reclaim.py`)."""
@@ -579,7 +589,7 @@ def _per_item(bar: Any, work: Any, in_files: bool) -> Any:
     return tick
 
 
-def check_archive_dir(ctx: Any, store: Any) -> None:
+def check_archive_dir(ctx: Any, store: SessionStore) -> None:
     """D6.7: archives are written into the agent's sessions dir; refuse when that dir (or a
     directory between it and the state dir) is a symbolic link, which could lead outside."""
     from openclaw_cli.errors import RefusedError

@@ -22,11 +22,14 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.keys import _split_agent_key, session_kind
 from openclaw_cli.store.archives import parse_archive_name
 from openclaw_cli.store.names import is_primary_transcript_name
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 # containers, in the order the report lists them
 CONTAINERS = (
@@ -557,7 +560,7 @@ class TallySink:
 
 
 def tally_sessions(
-    store: Any,
+    store: SessionStore,
     rows: Iterable[tuple[str, dict[str, Any], str | None]],
     tally: PayloadTally,
     by_kind: dict[str, list[int]],

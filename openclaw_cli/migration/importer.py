@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -74,6 +74,9 @@ MIN_PUBLISH_BATCH = 1024
 # and the next import work from the planned moves and what is on disk.
 MAX_MANIFEST_WRITES = 2
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
 
 # ---- per-record state --------------------------------------------------------------------------------
@@ -528,7 +531,7 @@ class ImportRun:
         state.nsplit = len(lines)
         return lines
 
-    def _reconcile_entries(self, store: Any, states: list[RecState], report: TargetReport) -> None:
+    def _reconcile_entries(self, store: SqliteStore, states: list[RecState], report: TargetReport) -> None:
         """The bulk path keeps an existing entry. A legacy row that is newer than the stored one
         (e.g. written by an older runtime after a restore) replaces it; otherwise SQLite wins."""
         from openclaw_cli.store.sqlite_common import finite_number

@@ -11,12 +11,15 @@ is not rewritten and the result says what to remove by hand.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.config import configured_agent_ids
 from openclaw_cli.errors import NotFoundError, OpenClawError
 from openclaw_cli.ids import normalize_agent_id
 from openclaw_cli.ops.context import Context
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 
 def _stores_of(ctx: Context, agent: str, *, read_only: bool) -> list[Any]:
@@ -24,7 +27,7 @@ def _stores_of(ctx: Context, agent: str, *, read_only: bool) -> list[Any]:
     from openclaw_cli.store.detect import open_store_at
     from openclaw_cli.store.legacy.store import LegacyStore
 
-    stores: list[Any] = []
+    stores: list[SessionStore] = []
     db = ctx.paths.agent_db_path(agent)
     if db.exists():
         store = open_store_at(db, agent_id=agent, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only)

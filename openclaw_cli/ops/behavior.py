@@ -6,17 +6,20 @@ filled by the front end from its `hello-ok`), the store's OpenClaw schema, the c
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.behavior import Behavior, ResolvedBehavior, requested, resolve_behavior
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 _OPENCLAW_SCHEMA = re.compile(r"openclaw (\d+)")
 
 
-def openclaw_schema_of(store: Any) -> int | None:
+def openclaw_schema_of(store: SessionStore) -> int | None:
     """The OpenClaw schema version of a real OpenClaw database (`store.schema` "openclaw 23");
     None for legacy stores and openclaw-cli's own databases."""
-    match = _OPENCLAW_SCHEMA.fullmatch(str(getattr(store, "schema", None) or ""))
+    match = _OPENCLAW_SCHEMA.fullmatch(store.schema or "")
     return int(match[1]) if match else None
 
 
@@ -27,7 +30,7 @@ def last_touched_version(config: Any) -> object:
     return meta.get("lastTouchedVersion") if isinstance(meta, dict) else None
 
 
-def behavior_for(ctx: Any, store: Any = None) -> ResolvedBehavior:
+def behavior_for(ctx: Any, store: SessionStore | None = None) -> ResolvedBehavior:
     """The release `store` follows in this run, and why (D23). Without a store (nothing on disk
     yet) the database step is skipped."""
     gateway = getattr(ctx, "owning_gateway", None)
@@ -42,5 +45,5 @@ def behavior_for(ctx: Any, store: Any = None) -> ResolvedBehavior:
     )
 
 
-def behavior_of(ctx: Any, store: Any = None) -> Behavior:
+def behavior_of(ctx: Any, store: SessionStore | None = None) -> Behavior:
     return behavior_for(ctx, store).behavior

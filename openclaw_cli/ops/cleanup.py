@@ -6,7 +6,7 @@ document. A dry run plans only: no store rewrite, no database created, no lock f
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import OpenClawError
 from openclaw_cli.gcpause import gc_paused
@@ -21,6 +21,9 @@ from openclaw_cli.maintenance.service import (
 from openclaw_cli.ops.behavior import behavior_for
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target, select_targets
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 __all__ = [
     "CleanupOptions",
@@ -110,7 +113,7 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
     return results
 
 
-def reason_bytes(store: Any, result: StoreCleanup) -> dict[str, list[int]]:
+def reason_bytes(store: SessionStore, result: StoreCleanup) -> dict[str, list[int]]:
     """What the plan removes, per reason: [sessions or files, bytes] (issue 27 §7, for the text
     report; the JSON keeps OpenClaw's shape). Transcript bytes as the store keeps them; rows
     archived in place free nothing."""
@@ -144,7 +147,7 @@ def reason_bytes(store: Any, result: StoreCleanup) -> dict[str, list[int]]:
     return out
 
 
-def _linked_transcript_warnings(store: Any, result: StoreCleanup, *, dry_run: bool) -> list[str]:
+def _linked_transcript_warnings(store: SessionStore, result: StoreCleanup, *, dry_run: bool) -> list[str]:
     """Rows the cleanup removes whose transcript is a symbolic link: links are never followed, so
     such a transcript is neither archived nor removed — said, not passed over (issue 29 #9)."""
     from openclaw_cli.ops.lifecycle import linked_transcripts

@@ -5,7 +5,7 @@ selected store."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.compaction.service import (
     CompactionSkipped,
@@ -20,6 +20,9 @@ from openclaw_cli.errors import OpenClawError, RefusedError
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.sessions import resolve_session
 from openclaw_cli.ops.targets import open_target, select_targets
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 __all__ = [
     "CompactionSkipped",
@@ -79,16 +82,14 @@ def compact_session(
             ctx.note_writes(st)
 
 
-def _busy_if_an_import_moved_it(ctx: Context, agent_id: str, st: Any) -> None:
+def _busy_if_an_import_moved_it(ctx: Context, agent_id: str, st: SessionStore) -> None:
     """A legacy session that reads as having nothing to compact while `doctor --session-sqlite
     import` runs on its store (or has just published) most likely lost its transcript to the
     import's move: busy (exit 5, run again), not "nothing compactable" (exit 0), which would
     acknowledge a compaction the import then undoes (issue 29 #4; found by the soak's races)."""
-    if not getattr(st, "transcripts_in_files", False):
+    if not st.transcripts_in_files:
         return
-    check = getattr(st, "_check_not_imported", None)
-    if check is not None:
-        check()  # a database published since the store was opened: SessionBusyError
+    st.ensure_not_moved()  # a database published since the store was opened: SessionBusyError
     from openclaw_cli.errors import OpenClawError, SessionBusyError
     from openclaw_cli.migration.staging import pending_import
     from openclaw_cli.store.state_owner import coordinator_held

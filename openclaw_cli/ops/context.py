@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.clock import now_ms
 from openclaw_cli.paths import StatePaths
 from openclaw_cli.progress import ProgressFactory
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 
 @dataclass
@@ -50,7 +53,7 @@ class Context:
 
         return WriteOptions(backup=self.backup, state_dir=self.paths.state_dir)
 
-    def note_writes(self, store: Any) -> None:
+    def note_writes(self, store: SessionStore) -> None:
         """What a written store wants the operator told (its backup), as hints (said once)."""
         for notice in store.write_notices():
             self.hint(notice)

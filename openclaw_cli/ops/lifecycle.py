@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.errors import (
     ExitCode,
@@ -35,6 +35,9 @@ from openclaw_cli.ops.params import SESSIONS_CREATE, SESSIONS_DELETE, SESSIONS_P
 from openclaw_cli.ops.rows import BUILTIN_MODEL
 from openclaw_cli.ops.scopes import LOCAL_PARAMS
 from openclaw_cli.ops.sessions import main_key_name
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 # Which keys of a method's schema (`ops/params.py`, OpenClaw's) we act on; every other key the
 # schema accepts is refused as "not supported by openclaw-cli" (it does not run agents), so a key
@@ -129,7 +132,7 @@ def parse_label(raw: Any) -> str:
 @dataclass
 class Located:
     agent_id: str
-    store: Any  # an open SessionStore (the caller closes it)
+    store: SessionStore  # an open SessionStore (the caller closes it)
     key: str  # the store key
     entry: dict[str, Any] | None
     requested: str
@@ -242,7 +245,7 @@ def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict
 
 
 @contextmanager
-def _writer(ctx: Context, st: Any) -> Iterator[None]:
+def _writer(ctx: Context, st: SessionStore) -> Iterator[None]:
     from openclaw_cli.store.writer import store_writer
 
     try:
@@ -420,8 +423,10 @@ def sessions_patch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             entry = mutate(dict(loc.entry) if loc.entry is not None else None)
         else:
             with _writer(ctx, st):
-                entry = st.patch_entry(
-                    loc.key, mutate, lock_settings=ctx.lock_settings(), create=True, now_ms=now
+                entry = _stored(
+                    st.patch_entry(
+                        loc.key, mutate, lock_settings=ctx.lock_settings(), create=True, now_ms=now
+                    )
                 )
             _register_category(ctx, params)
         result: dict[str, Any] = {
@@ -510,7 +515,7 @@ def _register_category(ctx: Context, params: dict[str, Any]) -> None:
 
 
 def _patch_mutation(
-    ctx: Context, st: Any, params: dict[str, Any], agent_id: str, key: str
+    ctx: Context, st: SessionStore, params: dict[str, Any], agent_id: str, key: str
 ) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
     main = is_main_session(ctx, agent_id, key)
 
@@ -667,8 +672,14 @@ def sessions_reset(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         return result
 
 
+def _stored(row: dict[str, Any] | None) -> dict[str, Any]:
+    """The row `patch_entry` stored: never None when the mutation always returns a row (it
+    writes that row, or keeps an unchanged one, or raises)."""
+    return cast("dict[str, Any]", row)
+
+
 def _reset_creates(
-    ctx: Context, st: Any, loc: Any, now: int, result: dict[str, Any], dry_run: bool, reason: str
+    ctx: Context, st: SessionStore, loc: Any, now: int, result: dict[str, Any], dry_run: bool, reason: str
 ) -> dict[str, Any]:
     """Reset of a key with no row, as a 2026.9.6 Gateway does it: the row is created."""
     from openclaw_cli.lifecycle import check_session_key
@@ -683,8 +694,8 @@ def _reset_creates(
 
     if not dry_run:
         with _writer(ctx, st):
-            created = st.patch_entry(
-                loc.key, mutate, lock_settings=ctx.lock_settings(), create=True, now_ms=now
+            created = _stored(
+                st.patch_entry(loc.key, mutate, lock_settings=ctx.lock_settings(), create=True, now_ms=now)
             )
     result.update(
         entry=created,
@@ -851,12 +862,10 @@ def sessions_create(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     _refuse_existing(child_key, current)
                     return build({"sessionId": str(uuid.uuid4())}, None)
 
-                entry = st.patch_entry(
-                    child_key,
-                    fresh,
-                    lock_settings=ctx.lock_settings(),
-                    create=True,
-                    now_ms=now,
+                entry = _stored(
+                    st.patch_entry(
+                        child_key, fresh, lock_settings=ctx.lock_settings(), create=True, now_ms=now
+                    )
                 )
             return _create_result(ctx, loc.agent_id, child_key, entry, None, False)
         with _writer(ctx, st):
@@ -1049,7 +1058,7 @@ def sessions_delete(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         return doc
 
 
-def linked_transcripts(st: Any, entry: dict[str, Any]) -> list[str]:
+def linked_transcripts(st: SessionStore, entry: dict[str, Any]) -> list[str]:
     """A file store's transcript paths of `entry` that are symbolic links: never followed, so
     neither archived nor removed — said, not passed over in silence (issue 29 #9)."""
     if not st.transcripts_in_files:
@@ -1390,8 +1399,8 @@ class ExportSource:
     version: Any = None
 
 
-def _transcript_version(st: Any, sid: str, entry: dict[str, Any]) -> Any:
-    if st.transcripts_in_files and hasattr(st, "resolve_transcript"):  # a file: identity, size, mtime
+def _transcript_version(st: SessionStore, sid: str, entry: dict[str, Any]) -> Any:
+    if st.transcripts_in_files:  # a file: identity, size, mtime
         path = st.resolve_transcript(sid, entry, [])
         try:
             info = os.stat(path) if path is not None else None

@@ -6,17 +6,20 @@ state refuses the restore's write, D25, as every offline write). The CLI calls t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import NotFoundError, PreconditionError, UsageError
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target, select_targets
 
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
+
 # row fields that described the removal, not the session
 _REMOVAL_FIELDS = ("archivedAt", "archiveReason", "archivedBy")
 
 
-def _retention_ms(ctx: Context, store: Any) -> int | None:
+def _retention_ms(ctx: Context, store: SessionStore) -> int | None:
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.ops.behavior import behavior_of
 
@@ -60,7 +63,6 @@ def sessions_restore(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
     from openclaw_cli.keys import parse_agent_key
     from openclaw_cli.store.archive_catalog import catalog, find_archive, read_verified
-    from openclaw_cli.store.restore_writes import restore_session, session_id_taken
     from openclaw_cli.store.writer import store_writer
 
     selector = (params.get("target") or "").strip()
@@ -102,7 +104,7 @@ def sessions_restore(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             )
         content, verified = read_verified(store, archive)  # before anything is written
         sid = archive.session_id or str(uuid.uuid4())
-        if session_id_taken(store, sid):
+        if store.session_id_taken(sid):
             if new_key is None:
                 raise PreconditionError(
                     f"Session id {sid} of {archive.name} is in use in this store; pass --as <new-key> to restore "
@@ -129,8 +131,8 @@ def sessions_restore(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             doc["wouldRestore"] = True
             return doc
         with store_writer(store, ctx.lock_settings()):
-            outcome = restore_session(
-                store, key, entry, content, lock_settings=ctx.lock_settings(), now_ms=now
+            outcome = store.restore_session(
+                key, entry, content, lock_settings=ctx.lock_settings(), now_ms=now
             )
         ctx.note_writes(store)
         doc["restored"] = True

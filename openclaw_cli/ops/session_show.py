@@ -30,11 +30,7 @@ def show_session(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         transcript: dict[str, Any] = {"sessionId": sid}
         if sid:
             if store.transcripts_in_files:
-                path = (
-                    store.resolve_transcript(sid, entry, issues)
-                    if hasattr(store, "resolve_transcript")
-                    else None
-                )
+                path = store.resolve_transcript(sid, entry, issues)
                 transcript["location"] = str(path) if path is not None else None
                 transcript["fileBytes"] = store.transcript_file_bytes(sid, entry)
             else:

@@ -14,10 +14,13 @@ docs/decisions.md, "Gateway server".
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import OpenClawError
 from openclaw_cli.ops.context import Context
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 DEFAULT_LIST_LIMIT = 100
 PREVIEW_LIMIT = 12
@@ -207,7 +210,9 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
 
 
-def _recent_messages(store: Any, entry: dict[str, Any], count: int, max_chars: int) -> list[dict[str, str]]:
+def _recent_messages(
+    store: SessionStore, entry: dict[str, Any], count: int, max_chars: int
+) -> list[dict[str, str]]:
     session_id = entry.get("sessionId")
     if not isinstance(session_id, str) or not session_id:
         return []
@@ -349,7 +354,7 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
     agents = _selected_agents(
         ctx, params.get("agentId"), configured_only=params.get("configuredAgentsOnly") is True
     )
-    stores: list[tuple[str, Any]] = []
+    stores: list[tuple[str, SessionStore]] = []
     try:
         for agent_id in agents:
             store = _open_existing(ctx, agent_id)
@@ -381,7 +386,7 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
 
 
 def _list_page(
-    ctx: Context, params: dict[str, Any], stores: list[tuple[str, Any]], now: int
+    ctx: Context, params: dict[str, Any], stores: list[tuple[str, SessionStore]], now: int
 ) -> dict[str, Any]:
     from openclaw_cli.store.base import SORT_UPDATED, ListingQuery, listing_sort_key
 
@@ -459,7 +464,9 @@ def _list_page(
 
 
 def _add_sizes(
-    stores: list[tuple[str, Any]], page: list[tuple[str, str, dict[str, Any]]], sessions: list[dict[str, Any]]
+    stores: list[tuple[str, SessionStore]],
+    page: list[tuple[str, str, dict[str, Any]]],
+    sessions: list[dict[str, Any]],
 ) -> None:
     """`includeSize` (ours, the dashboard's size column): each row's `transcriptBytes`, the file's
     size where transcripts are files, else the bytes the store keeps per session at write time
@@ -480,7 +487,9 @@ def _add_sizes(
         row["transcriptBytes"] = size
 
 
-def _titles(stores: dict[str, Any], page: list[Any], rows: list[dict[str, Any]], *, derived: bool) -> None:
+def _titles(
+    stores: dict[str, SessionStore], page: list[Any], rows: list[dict[str, Any]], *, derived: bool
+) -> None:
     """Rows nothing names get the title of their first user message as `displayName`, as the real
     Gateway lists them; `includeDerivedTitles` adds `derivedTitle` (`ops/titles.py`)."""
     from openclaw_cli.ops.titles import derived_title, first_user_text, goal_title

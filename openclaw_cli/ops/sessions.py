@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import NotFoundError, OpenClawError, UsageError
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target, select_targets
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 
 def _debug(message: str, *args: Any) -> None:
@@ -241,7 +244,7 @@ def target_path(target: Any) -> str:
 
 
 def _visible_entries(
-    st: Any, limit: int | None, since: int | None, archived: bool | str
+    st: SessionStore, limit: int | None, since: int | None, archived: bool | str
 ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
     """A listing page without (or with only) archived rows. A store without archived rows takes
     the plain path; otherwise pages grow until `limit` visible rows are found."""
@@ -265,7 +268,7 @@ def _visible_entries(
     return (kept[:limit] if limit is not None else kept), total
 
 
-def _note_skipped_rows(ctx: Context, store: Any) -> None:
+def _note_skipped_rows(ctx: Context, store: SessionStore) -> None:
     """Rows a listing cannot show are said, not silently dropped (issue 13 case 6)."""
     skipped = store.skipped_rows()
     if skipped:
@@ -303,7 +306,7 @@ def key_candidates(agent_id: str, key: str, main_name: str | None = None) -> lis
 
 
 def find_entry(
-    st: Any, agent_id: str, key: str, main_name: str | None = None
+    st: SessionStore, agent_id: str, key: str, main_name: str | None = None
 ) -> tuple[str, dict[str, Any] | None]:
     """(the stored key, its entry) for `key` in one store; the entry is None when no row matches.
     Exact spellings are looked up first (one indexed read); then every row is compared in the
@@ -416,7 +419,7 @@ def tail_session(
 
 
 def _active_tail(
-    st: Any,
+    st: SessionStore,
     session_id: str,
     entry: dict[str, Any],
     n: int,
@@ -533,7 +536,7 @@ def follow_session(
             yield {"type": "entry", "key": stored_key, "sessionId": session_id, "entry": line.obj}
 
 
-def _last_raw(st: Any, session_id: str | None, entry: dict[str, Any]) -> str | None:
+def _last_raw(st: SessionStore, session_id: str | None, entry: dict[str, Any]) -> str | None:
     if session_id is None:
         return None
     last = st.tail_transcript(session_id, 1, entry=entry, issues=[])
@@ -541,7 +544,7 @@ def _last_raw(st: Any, session_id: str | None, entry: dict[str, Any]) -> str | N
 
 
 def _appended(
-    st: Any, session_id: str, entry: dict[str, Any], anchor: str | None
+    st: SessionStore, session_id: str, entry: dict[str, Any], anchor: str | None
 ) -> tuple[list[Any], str | None]:
     """(lines after `anchor`, the new anchor). No anchor: the transcript is new, every line is."""
     window = FOLLOW_WINDOW

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.clock import now_ms
 from openclaw_cli.errors import ConfigError, OpenClawError
@@ -14,6 +14,9 @@ from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.targets import open_target
 from openclaw_cli.paths import StatePaths
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 RECENT_LIMIT = 10
 
@@ -193,7 +196,7 @@ def _ownership(config: Any) -> str:
     return "legacy"
 
 
-def _can_write(store: Any) -> bool:
+def _can_write(store: SessionStore) -> bool:
     """Whether the store can be written: a kind we write (every kind since issue 12: a real OpenClaw
     schema-23 agent DB too, D21; other schemas never open) in a file (and directory) we may write."""
     import os
@@ -425,7 +428,7 @@ def owning_gateway(block: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _store_behavior(ctx: Context, store: Any) -> dict[str, Any]:
+def _store_behavior(ctx: Context, store: SessionStore | None) -> dict[str, Any]:
     """The release a store follows and why (D23), as status shows it; a config whose
     `meta.lastTouchedVersion` is not a version is shown as the error it is (the rules that need
     it refuse to run), with the newest release's defaults in the meantime."""
@@ -440,7 +443,7 @@ def _store_behavior(ctx: Context, store: Any) -> dict[str, Any]:
 
 
 def _preview(
-    agent_id: str, store: Any, entries: dict[str, Any], settings: Any, now: int, behavior: Any
+    agent_id: str, store: SessionStore, entries: dict[str, Any], settings: Any, now: int, behavior: Any
 ) -> dict[str, Any]:
     """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
     reads), plus when the next entry reaches `pruneAfter`."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import NotFoundError, SelectionError, UsageError
 from openclaw_cli.ids import normalize_agent_id, parse_agent_arg
@@ -23,6 +23,9 @@ from openclaw_cli.paths import (
     expand_user,
     owner_from_path,
 )
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 __all__ = [
     "Target",
@@ -317,7 +320,7 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False) -> Any:
     return store
 
 
-def _log_open(store: Any, target: Target) -> None:
+def _log_open(store: SessionStore, target: Target) -> None:
     """`--verbose`: which store an agent resolved to (the `openclaw` logger; silent by default).
     Without the logging module loaded no handler exists (`--verbose` loads it): nothing to say, and
     a listing does not pay for importing it."""

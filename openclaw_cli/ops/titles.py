@@ -14,7 +14,10 @@ strips inbound channel metadata blocks before this; our transcripts' user text i
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 MAX_LEN = 60
 _ENVELOPES = (
@@ -95,7 +98,7 @@ def _truncate(text: str, max_len: int) -> str:
     return f"{cut}…"
 
 
-def first_user_text(store: Any, entry: dict[str, Any]) -> str | None:
+def first_user_text(store: SessionStore, entry: dict[str, Any]) -> str | None:
     """The text of the first user message of the session's transcript (None: none found early)."""
     session_id = entry.get("sessionId")
     if not isinstance(session_id, str) or not session_id:

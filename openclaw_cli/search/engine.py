@@ -8,12 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.search.index import LIVE, AgentIndex, UpdateStats, index_path
 from openclaw_cli.search.query import Query, literal_in
 from openclaw_cli.search.snippet import make_snippet
 from openclaw_cli.search.sources import AgentSources, Source, agent_sources
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 MAX_LITERAL_CANDIDATES = 20000  # --fixed: candidate lines checked before the search gives up
 MAX_INFIX_TERMS = 2000  # --fixed, a piece of a word: indexed words containing it, at most
@@ -54,7 +57,7 @@ class Options:
 
 @dataclass
 class StoreTarget:
-    store: Any  # an opened store.base.SessionStore
+    store: SessionStore  # an opened store.base.SessionStore
     import_archive_dir: Path | None = None
 
 

@@ -18,9 +18,12 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.store.base import ReadIssue
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 LIVE_SOURCES = ("legacy", "sqlite", "schema23", "schema24")
 # (position: byte offset or seq, where reading resumes after it, 1-based line number, raw JSON bytes)
@@ -580,7 +583,9 @@ def _import_archive_sources(out: AgentSources, archive_dir: Path, keys: dict[str
         )
 
 
-def agent_sources(store: Any, *, import_archive_dir: Path | None, archives: bool = True) -> AgentSources:
+def agent_sources(
+    store: SessionStore, *, import_archive_dir: Path | None, archives: bool = True
+) -> AgentSources:
     """Every source of one opened store (`store.base.SessionStore`); `archives=False` keeps the
     live transcripts only."""
     out = AgentSources(store.agent_id)

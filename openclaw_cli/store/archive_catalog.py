@@ -17,9 +17,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import InvalidDataError, NotFoundError
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 
 @dataclass
@@ -60,7 +63,7 @@ class RestorableArchive:
         }
 
 
-def _db_rows(store: Any) -> dict[str, dict[str, Any]]:
+def _db_rows(store: SessionStore) -> dict[str, dict[str, Any]]:
     """archive_name -> what a database store recorded of it (empty for a legacy store)."""
     if store.transcripts_in_files:
         return {}
@@ -132,7 +135,7 @@ def removed_rows(state_dir: Path | None, agent_id: str) -> dict[str, dict[str, A
     return out
 
 
-def catalog(store: Any, *, retention_ms: int | None = None) -> list[RestorableArchive]:
+def catalog(store: SessionStore, *, retention_ms: int | None = None) -> list[RestorableArchive]:
     """Every restorable archive of `store`, oldest first."""
     from openclaw_cli.store.usage_ledger import state_dir_of
 
@@ -188,7 +191,7 @@ def find_archive(archives: list[RestorableArchive], selector: str) -> list[Resto
     return sorted(matches, key=lambda a: (-(a.created_ms or 0), a.name))
 
 
-def read_verified(store: Any, archive: RestorableArchive) -> tuple[bytes, str]:
+def read_verified(store: SessionStore, archive: RestorableArchive) -> tuple[bytes, str]:
     """The archive's original bytes, checked against what was recorded: (content, how it was
     verified). A mismatch or a damaged archive raises `InvalidDataError` naming the archive."""
     from openclaw_cli.store.archives import open_archive
@@ -253,7 +256,7 @@ def _decode(blob: bytes, archive: RestorableArchive) -> bytes:
     return b"".join(parts)
 
 
-def _blob(store: Any, name: str) -> bytes | None:
+def _blob(store: SessionStore, name: str) -> bytes | None:
     from openclaw_cli.store.sqlite_common import open_readonly
 
     handle = open_readonly(Path(store.path))

@@ -115,6 +115,17 @@ class DeleteOutcome:
     kept: list[str] = field(default_factory=list)
 
 
+@dataclass
+class RestoreOutcome:
+    """What `restore_session` wrote: the new row and where its transcript now lives."""
+
+    key: str
+    session_id: str
+    entry: dict[str, Any]
+    location: str  # the transcript file, or `sqlite:<db>#<sid>`
+    events: int
+
+
 class SessionStore(ABC):
     """One agent's session store. Reads below; then the layout facts where store kinds differ
     (asked instead of the kind); then the write protocol: every mutation of every command goes
@@ -171,6 +182,27 @@ class SessionStore(ABC):
 
     def get_entry(self, key: str) -> dict[str, Any] | None:
         return self.load_entries().get(key)
+
+    def exists(self) -> bool:
+        """Whether the store's file is there: a file store may have none yet (an empty store);
+        an opened database is."""
+        return True
+
+    def load_rows(self) -> dict[str, Any]:
+        """Every stored row, unusable ones included (a store that holds only usable rows: its
+        entries)."""
+        return dict(self.load_entries())
+
+    def entry_keys(self) -> set[str]:
+        """The keys of every usable row."""
+        return set(self.load_entries())
+
+    def entry_bytes(self) -> dict[str, int]:
+        """key -> UTF-8 bytes of the stored entry JSON, for the disk budget of database stores
+        (a file store's budget measures its files instead)."""
+        from openclaw_cli import jsonutil
+
+        return {key: len(jsonutil.dumps_bytes(entry)) for key, entry in self.load_entries().items()}
 
     def change_token(self) -> Any:
         """A value that changes whenever the store's content changes, for a live process's caches;
@@ -279,6 +311,24 @@ class SessionStore(ABC):
         """What the operator should be told after this store was written (e.g. where its backup is)."""
         return []
 
+    def resolve_transcript(
+        self, session_id: str, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
+    ) -> Path | None:
+        """The session's existing transcript file, for stores that keep files (None otherwise, or
+        when there is no such file)."""
+        return None
+
+    def session_id_taken(self, session_id: str) -> bool:
+        """Whether `session_id` already names a transcript of this store (a row's, a window's or
+        a file)."""
+        if self.has_transcript(session_id):
+            return True
+        return any(entry.get("sessionId") == session_id for entry in self.load_entries().values())
+
+    def ensure_not_moved(self) -> None:  # noqa: B027 - optional hook
+        """`SessionBusyError` when the store moved since it was opened (an import published a
+        database for a file store meanwhile); a database does not move."""
+
     def locate_transcript(self, session_id: str, entry: dict[str, Any], issues: list[ReadIssue]) -> bool:
         """False when the session's transcript is certainly absent (a file store found no file;
         a reason it could not look is appended to `issues`)."""
@@ -329,6 +379,20 @@ class SessionStore(ABC):
         self.ensure_writable("compact a session")
         raise NotImplementedError
 
+    def finish_rotation(
+        self,
+        snapshot: Any,
+        comp: dict[str, Any],
+        *,
+        now_ms: int,
+        lock_settings: Any,
+        reason: str = "manual",
+    ) -> Any:
+        """Complete the rotation `pending_rotation` found half done (write the successor a killed
+        run did not write). Only a store whose rotation takes several steps has one to finish."""
+        self.ensure_writable("compact a session")
+        raise NotImplementedError
+
     def commit_max_lines(
         self,
         snapshot: Any,
@@ -362,6 +426,15 @@ class SessionStore(ABC):
     ) -> tuple[Any, int, int]:
         """Archive every transcript, remove every row: (outcome, rows removed, rows left)."""
         self.ensure_writable("remove sessions")
+        raise NotImplementedError
+
+    def restore_session(
+        self, key: str, entry: dict[str, Any], content: bytes, *, lock_settings: Any, now_ms: int
+    ) -> RestoreOutcome:
+        """A new row `key` (`entry`, whose `sessionId` names no transcript of this store) whose
+        transcript is exactly `content`'s lines (an archive's, verified by the caller); refused
+        with `PreconditionError` when the key exists meanwhile. All of it or nothing."""
+        self.ensure_writable("restore a session")
         raise NotImplementedError
 
     # ---- session lifecycle (store.lifecycle_writes; ops.lifecycle decides what rows become) ---------------

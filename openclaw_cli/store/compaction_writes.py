@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
@@ -60,6 +60,10 @@ from openclaw_cli.store.snapshot import (
     TranscriptSnapshot,
     file_signature,
 )
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.legacy.store import LegacyStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
 CHECKPOINT_CAP = 25  # compactionCheckpoints kept per session (R4.17.3)
 ARCHIVE_REASON = "bak"  # `<sid>.jsonl.bak.<ts>.zst`: maintenance.md §7.2's "legacy compact backups"
@@ -167,7 +171,7 @@ def _update_legacy_row(
     """Read-modify-write of the row under the sessions.json lock, so concurrent row changes survive."""
     from openclaw_cli.store.lock import transcript_lock
 
-    store: Any = snapshot.store  # a LegacyStore: this path writes legacy rows only
+    store = cast("LegacyStore", snapshot.store)  # this path writes legacy rows only
     with transcript_lock(store.path, lock_settings, allow_reentrant=True):
         current = store.get_entry(snapshot.key)
         if current is None or current.get("sessionId") != snapshot.entry.get("sessionId"):
@@ -552,7 +556,7 @@ def _successor_entry(current: dict[str, Any], new_sid: str, record: dict[str, An
 def apply_compaction_sqlite(
     snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int, reason: str = "manual"
 ) -> PersistResult:
-    store: Any = snapshot.store
+    store = cast("SqliteStore", snapshot.store)
     cp = Checkpoints()
     line = dumps_compact(comp)
     tokens_after = comp.get("tokensAfter")
@@ -577,7 +581,7 @@ def apply_compaction_sqlite(
             result.archive = _archive_json(archive)
             cp()
         store.append_events(snapshot.session_id, [line], session_key=snapshot.key)
-        current = store.get_entry(snapshot.key)
+        current = cast("dict[str, Any]", store.get_entry(snapshot.key))  # verified above, same transaction
         updated = entry_after_compaction(current, tokens_after=tokens_after, now_ms=now_ms)
         if successor_lines is not None:
             comp_id = comp.get("id")
@@ -622,7 +626,7 @@ def apply_compaction_sqlite(
     return result
 
 
-def _record_archive(store: Any, snapshot: TranscriptSnapshot, archive: Any, now_ms: int) -> None:
+def _record_archive(store: SqliteStore, snapshot: TranscriptSnapshot, archive: Any, now_ms: int) -> None:
     store.record_archive(
         archive_name=archive.path.name,
         session_id=snapshot.session_id,
@@ -646,7 +650,7 @@ def apply_max_lines_sqlite(
     the kept lines from seq 0 (the full original archived first, as above)."""
     import orjson
 
-    store: Any = snapshot.store
+    store = cast("SqliteStore", snapshot.store)
     cp = Checkpoints()
     if keep_session_id:
         result = PersistResult(snapshot.session_id, None)
@@ -656,7 +660,9 @@ def apply_max_lines_sqlite(
             result.archive = _archive_json(archive)
             cp()
             store.replace_events(snapshot.session_id, kept, session_key=snapshot.key)
-            current = store.get_entry(snapshot.key)
+            current = cast(
+                "dict[str, Any]", store.get_entry(snapshot.key)
+            )  # verified above, same transaction
             updated = entry_after_max_lines(current, now_ms=now_ms, clears_usage=True)
             store.upsert_entries({snapshot.key: updated})
             _record_archive(store, snapshot, archive, now_ms)
@@ -682,7 +688,7 @@ def apply_max_lines_sqlite(
         archive = _archive(store, snapshot, now_ms)
         result.archive = _archive_json(archive)
         cp()
-        current = store.get_entry(snapshot.key)
+        current = cast("dict[str, Any]", store.get_entry(snapshot.key))  # verified above, same transaction
         updated = entry_after_compaction(current, tokens_after=None, now_ms=now_ms, count=False)
         pre: dict[str, Any] = {"sessionId": snapshot.session_id}
         if isinstance(current.get("sessionFile"), str):

@@ -229,8 +229,7 @@ def _uncovered(store: SessionStore, legacy: Path | None, stems: list[str], agent
             return True
         if not isinstance(data, dict):
             return True
-        keys_of = getattr(store, "entry_keys", None)
-        stored = keys_of() if callable(keys_of) else set(store.load_entries()) if data else set()
+        stored = store.entry_keys()
         for key in data:
             # D14: bare cron:/hook: keys are canonicalised to agent:<id>:… on import
             if key not in stored and f"agent:{agent}:{key}" not in stored:

@@ -28,12 +28,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import NotFoundError, PreconditionError, SessionBusyError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
 from openclaw_cli.store.base import DeleteOutcome as DeleteOutcome  # re-exported: it lives with the protocol
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
+    from openclaw_cli.store.legacy.store import LegacyStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
 ACTIVE_CODE = "OPENCLAW_SESSION_ACTIVE"
 
@@ -109,7 +114,7 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 
 
 def patch_legacy(
-    store: Any, key: str, mutate: Mutate, *, lock_settings: Any, create: bool
+    store: LegacyStore, key: str, mutate: Mutate, *, lock_settings: Any, create: bool
 ) -> dict[str, Any] | None:
     from openclaw_cli.store.lock import transcript_lock
 
@@ -120,12 +125,12 @@ def patch_legacy(
             raise NotFoundError(f"session not found: {key}")
         updated = mutate(dict(current) if current is not None else None)
         if updated is None or updated == current:
-            return cast("dict[str, Any] | None", current)
+            return current
         store.upsert_entries({key: updated}, lock_settings=lock_settings)
         return updated
 
 
-def _shares_transcript(store: Any, key: str, entry: dict[str, Any], path: Path | None) -> bool:
+def _shares_transcript(store: LegacyStore, key: str, entry: dict[str, Any], path: Path | None) -> bool:
     """Does another row use this session's transcript (same id, or a `sessionFile` naming it)?"""
     sid = entry.get("sessionId")
     name = path.name if path is not None else None
@@ -140,7 +145,7 @@ def _shares_transcript(store: Any, key: str, entry: dict[str, Any], path: Path |
     return False
 
 
-def leaf_id(store: Any, session_id: str, entry: dict[str, Any] | None) -> str | None:
+def leaf_id(store: SessionStore, session_id: str, entry: dict[str, Any] | None) -> str | None:
     """The id of the transcript's last non-header entry (the leaf a new entry hangs from)."""
     for line in reversed(store.tail_transcript(session_id, 8, entry=entry, issues=[])):
         obj = line.obj
@@ -150,7 +155,7 @@ def leaf_id(store: Any, session_id: str, entry: dict[str, Any] | None) -> str | 
 
 
 def reset_legacy(
-    store: Any,
+    store: LegacyStore,
     key: str,
     build: Mutate,
     *,
@@ -225,7 +230,7 @@ def reset_legacy(
 
 
 def fork_legacy(
-    store: Any,
+    store: LegacyStore,
     parent_key: str,
     child_key: str,
     build: Callable[[dict[str, Any], Any], dict[str, Any]],
@@ -296,7 +301,7 @@ def fork_legacy(
 # ---- our SQLite store ------------------------------------------------------------------------------------
 
 
-def patch_sqlite(store: Any, key: str, mutate: Mutate, *, create: bool) -> dict[str, Any] | None:
+def patch_sqlite(store: SqliteStore, key: str, mutate: Mutate, *, create: bool) -> dict[str, Any] | None:
     store.ensure_writable("update a session")
     with store.transaction():
         current = store.get_entry(key)
@@ -304,12 +309,12 @@ def patch_sqlite(store: Any, key: str, mutate: Mutate, *, create: bool) -> dict[
             raise NotFoundError(f"session not found: {key}")
         updated = mutate(dict(current) if current is not None else None)
         if updated is None or updated == current:
-            return cast("dict[str, Any] | None", current)
+            return current
         store.upsert_entries({key: updated})
         return updated
 
 
-def patch_many_sqlite(store: Any, items: list[tuple[str, Mutate]], *, create: bool) -> list[Any]:
+def patch_many_sqlite(store: SqliteStore, items: list[tuple[str, Mutate]], *, create: bool) -> list[Any]:
     """Several patches in one transaction (one commit), each in its own savepoint: a refused patch
     (an `OpenClawError` from its mutation) is rolled back alone and reported in its place; later
     patches see the earlier ones (a label taken by patch 1 is taken for patch 2). Any other error
@@ -331,7 +336,7 @@ def patch_many_sqlite(store: Any, items: list[tuple[str, Mutate]], *, create: bo
 
 
 def reset_sqlite(
-    store: Any, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
+    store: SqliteStore, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
 ) -> ResetOutcome:
     from openclaw_cli.jsonutil import dumps_compact
     from openclaw_cli.store.archives import write_verified_archive
@@ -419,7 +424,7 @@ def reset_sqlite(
 
 
 def fork_sqlite(
-    store: Any,
+    store: SqliteStore,
     parent_key: str,
     child_key: str,
     build: Callable[[dict[str, Any], Any], dict[str, Any]],
@@ -496,7 +501,7 @@ def _switch_plan(
 
 
 def switch_legacy(
-    store: Any,
+    store: LegacyStore,
     key: str,
     leaf_id: str,
     build: Callable[[dict[str, Any], str], dict[str, Any]],
@@ -547,7 +552,7 @@ def switch_legacy(
 
 
 def switch_sqlite(
-    store: Any,
+    store: SqliteStore,
     key: str,
     leaf_id: str,
     build: Callable[[dict[str, Any], str], dict[str, Any]],

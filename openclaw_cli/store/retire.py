@@ -31,12 +31,16 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidIdError, OpenClawError
 from openclaw_cli.fsio import check_space, ensure_dir, fsync_dir
 from openclaw_cli.store.base import ArchiveFile, SessionTotals
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.legacy.store import LegacyStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
 ProgressFn = Callable[[int], None]
 ARCHIVE_SPACE_SLACK = 256 * 1024  # zstd frame overhead and the rewritten sessions.json / SQLite journal
@@ -338,7 +342,7 @@ def _wait_for_foreign_locks(root: Path, actions: list[FileAction], lock_settings
 
 
 def apply_legacy(
-    store: Any,
+    store: LegacyStore,
     plan: Retirement,
     *,
     lock_settings: Any,
@@ -467,7 +471,7 @@ class SessionArchive:
 
 
 def apply_sqlite(
-    store: Any,
+    store: SqliteStore,
     plan: Retirement,
     *,
     now_ms: int,
@@ -534,7 +538,7 @@ def apply_sqlite(
 
 
 def _commit_sqlite(
-    store: Any,
+    store: SqliteStore,
     plan: Retirement,
     sessions: list[SessionArchive],
     expected: Mapping[str, SessionTotals],
@@ -592,7 +596,7 @@ def _commit_sqlite(
 
 
 def retire_all_legacy(
-    store: Any, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
+    store: LegacyStore, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
 ) -> tuple[ApplyOutcome, int, int]:
     """Every transcript file of the sessions dir (orphans included) through a verified archive,
     then every row. Returns (outcome, rows removed, rows left: unusable rows stay)."""
@@ -616,7 +620,7 @@ def retire_all_legacy(
 
 
 def retire_all_sqlite(
-    store: Any, *, now_ms: int, checkpoint: Callable[[], None]
+    store: SqliteStore, *, now_ms: int, checkpoint: Callable[[], None]
 ) -> tuple[ApplyOutcome, int, int]:
     """Every session window and every row (archived first)."""
     entries = store.load_entries()

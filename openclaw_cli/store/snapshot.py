@@ -11,12 +11,16 @@ import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from openclaw_cli.errors import NotFoundError, RefusedError, SessionBusyError
 from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW
 from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
 from openclaw_cli.store.rewrite import linear_branch, parse_transcript_bytes, share_names
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.legacy.store import LegacyStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
 CHANGED_CODE = "OPENCLAW_SESSION_CHANGED"
 _BLOCK = 1 << 20
@@ -267,7 +271,7 @@ def _copy_legacy(path: Path, signature: tuple[int, ...] | None, sink: Any, key: 
 
 
 def _lines_from_rows(
-    store: Any, session_id: str, on_entry: Any = None
+    store: SqliteStore, session_id: str, on_entry: Any = None
 ) -> tuple[list[TranscriptLine], tuple[int, int]] | None:
     """Our SQLite store's lines straight from its rows, when every row is a plain JSON-object line
     (the usual case): exactly the lines `parse_transcript_bytes` makes of the exported JSONL, without
@@ -287,7 +291,7 @@ def _lines_from_rows(
             return None
         following = index + 1
         line.seq, line.line_no = index, following  # as numbered in the exported JSONL
-        line.raw = None  # the row's text again only if a successor needs it
+        line.raw = None  # type: ignore[assignment]  # the row's text again only if a successor needs it
         if on_entry is not None:  # first: it may leave fields out, which then need no sharing
             on_entry(obj, following)
         previous = share_names(obj, previous, numbers)
@@ -306,7 +310,12 @@ def _session_id(key: str, entry: dict[str, Any]) -> str:
 
 
 def read_file_snapshot(
-    store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+    store: LegacyStore,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    data_on_demand: bool = False,
+    on_entry: Any = None,
 ) -> TranscriptSnapshot:
     """A legacy store's transcript file, read once through one descriptor. `data_on_demand` (a
     summary compaction): parsed while it is read, the bytes and the clean lines' text not kept
@@ -329,7 +338,12 @@ def read_file_snapshot(
 
 
 def read_database_snapshot(
-    store: Any, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
+    store: SqliteStore,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    data_on_demand: bool = False,
+    on_entry: Any = None,
 ) -> TranscriptSnapshot:
     """Our SQLite store's session window. `data_on_demand`: take the lines from the rows (each
     object shown to `on_entry(obj, line_no)`, as for a legacy file) and export the transcript

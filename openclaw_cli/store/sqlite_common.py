@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -28,6 +28,19 @@ from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, StoreBusyError
 from openclaw_cli.store.base import ArchiveFile
 from openclaw_cli.textweight import weighted_chars
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class TransactionalDb(Protocol):
+        """What `write_transaction` needs of a database store (ours or a real OpenClaw one)."""
+
+        path: Path
+        busy_timeout_ms: int
+        _depth: int
+
+        def _db(self) -> sqlite3.Connection: ...
+
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 OUR_APPLICATION_ID = 0x4F43434C  # "OCCL"
@@ -691,7 +704,7 @@ def sessions_dir_for(db_path: Path) -> Path:
 
 @contextmanager
 def write_transaction(
-    store: Any,
+    store: TransactionalDb,
     *,
     begin_error_writing: bool = True,
     before: Callable[[], None] | None = None,

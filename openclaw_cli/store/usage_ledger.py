@@ -28,7 +28,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
 
 LEDGER_DIR = "openclaw-cli-usage"
 LEDGER_SUFFIX = ".ledger.jsonl"
@@ -55,10 +58,10 @@ def removed_path(state_dir: Path, agent_id: str) -> Path:
     return ledger_dir(state_dir) / f"{agent_id}{REMOVED_SUFFIX}"
 
 
-def state_dir_of(store: Any) -> Path | None:
+def state_dir_of(store: SessionStore) -> Path | None:
     """The state dir a store belongs to: the run's (`WriteOptions.state_dir`), else the parent of
     the `agents/` directory its path lies in; None for a store outside any state dir."""
-    options = getattr(store, "write_options", None)
+    options = store.write_options
     if options is not None and options.state_dir is not None:
         return Path(options.state_dir)
     path = Path(store.path).absolute()
@@ -274,7 +277,7 @@ class UsageSink:
         return self.usage
 
 
-def transcript_usage(store: Any, session_id: str, entry: dict[str, Any] | None = None) -> Usage:
+def transcript_usage(store: SessionStore, session_id: str, entry: dict[str, Any] | None = None) -> Usage:
     sink = UsageSink()
     store.export_transcript(session_id, sink, entry=entry)
     return sink.close()
@@ -447,14 +450,15 @@ def read_records(path: Path) -> LedgerRead:
 
 
 def record_leaving(
-    store: Any,
-    items: Iterable[tuple[str | None, dict[str, Any] | None, str]],
+    store: SessionStore,
+    items: Iterable[tuple[str | None, dict[str, Any] | None, object]],
     *,
     reason: str,
     now_ms: int,
 ) -> Appended:
     """Before `items` (key, entry, sessionId) leave `store`: their usage into the agent's ledger
-    and their rows into the removed-rows file (nothing when the store lies outside a state dir)."""
+    and their rows into the removed-rows file (nothing when the store lies outside a state dir).
+    A sessionId that is not a non-empty string is skipped."""
     from openclaw_cli.keys import session_kind
 
     appended = Appended()
@@ -505,7 +509,7 @@ def record_leaving(
     return appended
 
 
-def record_retirement(store: Any, plan: Any, *, reason: str, now_ms: int) -> Appended:
+def record_retirement(store: SessionStore, plan: Any, *, reason: str, now_ms: int) -> Appended:
     """`record_leaving` for a `retire.Retirement`: the removed rows' sessions, and the sessions or
     transcript files it archives without a row (orphans, earlier windows)."""
     entries = plan.entries or {}

@@ -22,10 +22,15 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import InvalidDataError, SessionBusyError, StoreBusyError
 from openclaw_cli.store.lock import TIMEOUT_CODE, LockSettingsLike
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
+    from openclaw_cli.store.sqlite.store import SqliteStore
 
 _GUARD = threading.Lock()
 _LOCKS: dict[str, threading.RLock] = {}
@@ -74,7 +79,7 @@ def sqlite_busy(store_path: Path, timeout_ms: float) -> SessionBusyError:
 
 
 @contextmanager
-def sqlite_write_lock(store: Any, timeout_ms: float) -> Iterator[None]:
+def sqlite_write_lock(store: SqliteStore | OpenClawDbStore, timeout_ms: float) -> Iterator[None]:
     """Our SQLite store's cross-process part: wait (busy_timeout) for SQLite's write lock once,
     then give it back — proof that no other writer holds the store before anything changes; a
     later busy transaction is reported the same way (D12)."""
@@ -86,7 +91,7 @@ def sqlite_write_lock(store: Any, timeout_ms: float) -> Iterator[None]:
         raise sqlite_busy(store.path, timeout_ms) from None
 
 
-def owning_state_dir(store: Any) -> Path | None:
+def owning_state_dir(store: SessionStore) -> Path | None:
     """The state directory whose Gateway would own `store`: the one its path lies in
     (`<state>/agents/<id>/sessions/sessions.json`, `<state>/agents/<id>/agent/<db>`), else the run's
     state dir (a configured `session.store` elsewhere is still that state's store)."""
@@ -94,12 +99,11 @@ def owning_state_dir(store: Any) -> Path | None:
     parents = path.parents
     if len(parents) >= 4 and parents[0].name in ("agent", "sessions") and parents[2].name == "agents":
         return parents[3]
-    options = getattr(store, "write_options", None)
-    return getattr(options, "state_dir", None)
+    return store.write_options.state_dir if store.write_options is not None else None
 
 
 @contextmanager
-def store_writer(store: Any, lock_settings: LockSettingsLike) -> Iterator[None]:
+def store_writer(store: SessionStore, lock_settings: LockSettingsLike) -> Iterator[None]:
     """Hold the writer of `store` for one mutation: the in-process queue of its path, the state
     directory's ownership (spec D25: refused while any Gateway but this process owns it, `--store`
     included; `store.state_owner`), then the store's own cross-process lock

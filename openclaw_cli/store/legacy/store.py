@@ -48,6 +48,7 @@ from openclaw_cli.store.base import (
     KIND_LEGACY,
     ArchiveFile,
     ReadIssue,
+    RestoreOutcome,
     SessionStore,
     SessionTotals,
     StoreStats,
@@ -695,6 +696,9 @@ class LegacyStore(SessionStore):
             self._check_not_imported()
             yield
 
+    def ensure_not_moved(self) -> None:
+        self._check_not_imported()
+
     def _check_not_imported(self) -> None:
         """Busy when an import published a database for this store since it was opened."""
         if self._database_at_open is None:
@@ -784,6 +788,19 @@ class LegacyStore(SessionStore):
         from openclaw_cli.store.retire import retire_all_legacy
 
         return retire_all_legacy(self, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint)
+
+    def session_id_taken(self, session_id: str) -> bool:
+        if (Path(self.sessions_dir) / f"{session_id}.jsonl").exists():
+            return True
+        return any(entry.get("sessionId") == session_id for entry in self.load_entries().values())
+
+    def restore_session(
+        self, key: str, entry: dict[str, Any], content: bytes, *, lock_settings: Any, now_ms: int
+    ) -> RestoreOutcome:
+        from openclaw_cli.store.legacy.restore import restore_session
+
+        self.ensure_writable("restore a session")
+        return restore_session(self, key, entry, content, lock_settings=lock_settings)
 
     def patch_entry(
         self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None

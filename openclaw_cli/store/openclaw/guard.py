@@ -22,9 +22,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.fsio import FILE_MODE, check_space, fsync_dir
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
 _BACKED_UP: set[str] = set()  # databases backed up in this run (offline: the process; a Gateway: one request)
 _GUARD = threading.Lock()
@@ -34,10 +37,10 @@ BACKUP_KEEP_COUNT = 5  # … and at most 5 per database (the newest)
 BACKUP_SPACE_SLACK = 256 * 1024  # the copy's journal while it switches to DELETE mode, page rounding
 
 
-def backup_need(store: Any) -> int:
+def backup_need(store: OpenClawDbStore) -> int:
     """Bytes the backup still due in this run will take (0 when none is due): at most the
     database and its WAL."""
-    if not getattr(store, "backup_due", False) or os.path.realpath(store.path) in _BACKED_UP:
+    if not store.backup_due or os.path.realpath(store.path) in _BACKED_UP:
         return 0
     total = BACKUP_SPACE_SLACK
     for suffix in ("", "-wal"):
@@ -139,7 +142,7 @@ def backups_summary(db_path: Path) -> dict[str, Any]:
     }
 
 
-def backup_once(store: Any, now_ms: int) -> Path | None:
+def backup_once(store: OpenClawDbStore, now_ms: int) -> Path | None:
     """Back `store` up unless this process already did (compact --over-threshold writes one
     database many times: one backup). Called while the store's connection holds `BEGIN
     IMMEDIATE` before it wrote anything: a second, read-only connection copies the committed
@@ -162,7 +165,7 @@ def backup_once(store: Any, now_ms: int) -> Path | None:
 
 
 @contextmanager
-def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
+def guarded_writes(store: OpenClawDbStore, lock_settings: Any) -> Iterator[None]:
     """The store writer's cross-process part for a schema-23 database (module docstring)."""
     from openclaw_cli.store.state_owner import held_here
     from openclaw_cli.store.writer import owning_state_dir, sqlite_write_lock
@@ -186,11 +189,11 @@ def guarded_writes(store: Any, lock_settings: Any) -> Iterator[None]:
             store.backup_due = False
 
 
-def take_due_backup(store: Any) -> None:
+def take_due_backup(store: OpenClawDbStore) -> None:
     """Inside the first write transaction of a guarded write (before any statement writes)."""
     from openclaw_cli.clock import now_ms
 
-    if not getattr(store, "backup_due", False):
+    if not store.backup_due:
         return
     store.backup_due = False
     made = backup_once(store, now_ms())

@@ -19,17 +19,22 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import NotFoundError, PreconditionError
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.store.openclaw.rows import create_window, read_entry, read_snapshot, write_entry
 from openclaw_cli.store.openclaw.writes import transaction
 
+if TYPE_CHECKING:
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
+
 Mutate = Callable[[dict[str, Any] | None], dict[str, Any] | None]
 
 
-def patch_entry(store: Any, key: str, mutate: Mutate, *, create: bool, now_ms: int) -> dict[str, Any] | None:
+def patch_entry(
+    store: OpenClawDbStore, key: str, mutate: Mutate, *, create: bool, now_ms: int
+) -> dict[str, Any] | None:
     with transaction(store) as conn:
         current = read_entry(conn, key)
         if current is None and not create:
@@ -41,7 +46,7 @@ def patch_entry(store: Any, key: str, mutate: Mutate, *, create: bool, now_ms: i
         return updated
 
 
-def _header_cwd(store: Any, sid: str) -> str:
+def _header_cwd(store: OpenClawDbStore, sid: str) -> str:
     lines = store.iter_transcript(sid, issues=[])
     try:
         first = next(lines, None)
@@ -65,7 +70,7 @@ def _leaf_id(conn: Any, sid: str) -> str | None:
 
 
 def reset_session(
-    store: Any, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
+    store: OpenClawDbStore, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
 ) -> Any:
     from openclaw_cli.store.lifecycle_writes import ResetOutcome
     from openclaw_cli.store.openclaw.rows import append_events
@@ -110,7 +115,7 @@ def reset_session(
 
 
 def fork_session(
-    store: Any,
+    store: OpenClawDbStore,
     parent_key: str,
     child_key: str,
     build: Callable[[dict[str, Any], Any], dict[str, Any]],
@@ -164,7 +169,7 @@ def fork_session(
 
 
 def switch_branch(
-    store: Any,
+    store: OpenClawDbStore,
     key: str,
     leaf_id: str,
     build: Callable[[dict[str, Any], str], dict[str, Any]],

@@ -38,9 +38,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.jsonutil import loads
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
 CANONICAL_TYPES = frozenset(
     {
@@ -383,7 +386,7 @@ def build_projection(events: list[tuple[int, int, Any]]) -> Projection | None:
     return Projection(active, fts, events[-1][0], leaf, messages)
 
 
-def _session_events(store: Any, sid: str) -> list[tuple[int, int, Any]] | None:
+def _session_events(store: OpenClawDbStore, sid: str) -> list[tuple[int, int, Any]] | None:
     """(seq, created_at, parsed event) in seq order; None when an event cannot be read (its
     projection is then left for OpenClaw to rebuild, marked)."""
     conn = store._db()
@@ -411,7 +414,7 @@ def delete_projection(conn: sqlite3.Connection, sid: str, tables: set[str]) -> N
             conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
 
 
-def rebuild(store: Any, sid: str, now_ms: int) -> bool:
+def rebuild(store: OpenClawDbStore, sid: str, now_ms: int) -> bool:
     """Rebuild one session's projection in the open transaction; False when it was left marked
     for OpenClaw (an unreadable event) or the database keeps no projection."""
     conn, tables = store._db(), store._tables
@@ -478,7 +481,7 @@ def _forward(
     return (active + int(is_active), messages + int(with_message), seq, new_leaf), is_active
 
 
-def catch_up(store: Any, sid: str) -> bool:
+def catch_up(store: OpenClawDbStore, sid: str) -> bool:
     """Index the events appended after a current projection as OpenClaw's in-transaction appender
     does (`createTranscriptIndexAppenderInTransaction`); False when the session must be rebuilt."""
     conn, tables = store._db(), store._tables
@@ -764,25 +767,23 @@ class Touched:
     pending_before: set[str] = field(default_factory=set)
 
 
-def begin(store: Any) -> None:
+def begin(store: OpenClawDbStore) -> None:
     store.touched = Touched(pending_before=pending_keys(store._db(), store._tables))
 
 
-def touch_session(store: Any, sid: str) -> None:
-    touched = getattr(store, "touched", None)
-    if touched is not None:
-        touched.sessions.add(sid)
+def touch_session(store: OpenClawDbStore, sid: str) -> None:
+    if store.touched is not None:
+        store.touched.sessions.add(sid)
 
 
-def touch_key(store: Any, key: str) -> None:
-    touched = getattr(store, "touched", None)
-    if touched is not None:
-        touched.keys.add(key)
+def touch_key(store: OpenClawDbStore, key: str) -> None:
+    if store.touched is not None:
+        store.touched.keys.add(key)
 
 
-def settle(store: Any, now_ms: int) -> None:
+def settle(store: OpenClawDbStore, now_ms: int) -> None:
     """Before COMMIT: every touched session's projection rebuilt, the queue certified."""
-    touched: Touched | None = getattr(store, "touched", None)
+    touched = store.touched
     if touched is None:
         return
     conn, tables = store._db(), store._tables
@@ -796,7 +797,7 @@ def settle(store: Any, now_ms: int) -> None:
     store.touched = None
 
 
-def _served_here(store: Any) -> bool:
+def _served_here(store: OpenClawDbStore) -> bool:
     from openclaw_cli.store.state_owner import held_here
     from openclaw_cli.store.writer import owning_state_dir
 

@@ -16,7 +16,7 @@ import dataclasses
 import io
 import sqlite3
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.errors import InvalidDataError, NotFoundError
 from openclaw_cli.jsonutil import dumps_compact, loads
@@ -24,6 +24,9 @@ from openclaw_cli.store.openclaw import schema, v24
 from openclaw_cli.store.openclaw.projection import touch_key, touch_session
 from openclaw_cli.store.openclaw.writes import read_state, transaction
 from openclaw_cli.store.snapshot import PersistResult, SnapshotChanged, TranscriptSnapshot
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
 _EVENT_INSERT = (
     "INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, event_utf8_bytes,"
@@ -44,7 +47,12 @@ def entry_text(entry: dict[str, Any]) -> str:
 
 
 def write_entry(
-    conn: sqlite3.Connection, key: str, entry: dict[str, Any], *, now_ms: int, store: Any = None
+    conn: sqlite3.Connection,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    now_ms: int,
+    store: OpenClawDbStore | None = None,
 ) -> None:
     """Upsert one session entry with every projected column and `entry_valid = 1` (the triggers
     reset it to 0 on every write; OpenClaw's writer sets it back in the same transaction), then
@@ -60,7 +68,7 @@ def write_entry(
     updated_at = (
         int(updated) if isinstance(updated, int | float) and not isinstance(updated, bool) else now_ms
     )
-    notices = getattr(store, "notices", None)
+    notices = store.notices if store is not None else None
     snapshots = v24.prepare_write(conn, key, entry, notices) if v24.has_snapshots(conn) else None
     values = schema.node_values(entry, entry_text(snapshots.hot if snapshots else entry), updated_at)
     columns = ", ".join(schema.NODE_COLUMNS)
@@ -136,7 +144,7 @@ def append_events(
     now_ms: int,
     tables: set[str],
     start_seq: int | None = None,
-    store: Any = None,
+    store: OpenClawDbStore | None = None,
 ) -> int:
     """Insert `lines` (exact JSON text) as identity rows at the next seqs; an event whose `id` is
     already stored for the session is skipped (S-5). Returns the rows inserted."""
@@ -176,7 +184,13 @@ def append_events(
 
 
 def mark_transcript_changed(
-    conn: sqlite3.Connection, sid: str, *, now_ms: int, tables: set[str], rotate: bool, store: Any = None
+    conn: sqlite3.Connection,
+    sid: str,
+    *,
+    now_ms: int,
+    tables: set[str],
+    rotate: bool,
+    store: OpenClawDbStore | None = None,
 ) -> None:
     """After events changed: the window's transcript time, the rewrite generation (materialised
     once for appends, rotated for rewrites), and the projection marked stale — rebuilt before the
@@ -206,7 +220,9 @@ def mark_transcript_changed(
         )
 
 
-def drop_projection(conn: sqlite3.Connection, sid: str, tables: set[str], store: Any = None) -> None:
+def drop_projection(
+    conn: sqlite3.Connection, sid: str, tables: set[str], store: OpenClawDbStore | None = None
+) -> None:
     """The derived rows of a session whose events are rewritten (rebuilt before the commit when
     `store` is given)."""
     if store is not None:
@@ -222,7 +238,7 @@ def drop_projection(conn: sqlite3.Connection, sid: str, tables: set[str], store:
 # ---- snapshots -------------------------------------------------------------------------------------------
 
 
-def read_snapshot(store: Any, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
+def read_snapshot(store: OpenClawDbStore, key: str, entry: dict[str, Any]) -> TranscriptSnapshot:
     """The session's events and delete-snapshot facts from one read transaction; the facts are
     the snapshot's signature, re-checked inside the write transaction."""
     from openclaw_cli.store.base import ReadIssue
@@ -302,7 +318,7 @@ def commit_compaction(
     )
     from openclaw_cli.store.rewrite import entry_after_compaction
 
-    store: Any = snapshot.store
+    store = cast("OpenClawDbStore", snapshot.store)
     cp = Checkpoints()
     line = dumps_compact(comp)
     result = PersistResult(snapshot.session_id, None)
@@ -357,7 +373,7 @@ def commit_compaction(
 
 def _new_window(
     conn: sqlite3.Connection,
-    store: Any,
+    store: OpenClawDbStore,
     snapshot: TranscriptSnapshot,
     new_sid: str,
     lines: list[str],
@@ -392,7 +408,7 @@ def _new_window(
 
 def create_window(
     conn: sqlite3.Connection,
-    store: Any,
+    store: OpenClawDbStore,
     key: str,
     sid: str,
     entry: dict[str, Any],
@@ -430,7 +446,7 @@ def commit_max_lines(
     from openclaw_cli.store.compaction_writes import Checkpoints
     from openclaw_cli.store.rewrite import entry_after_max_lines
 
-    store: Any = snapshot.store
+    store = cast("OpenClawDbStore", snapshot.store)
     cp = Checkpoints()
     texts = [line.decode("utf-8") for line in kept]
     result = PersistResult(snapshot.session_id, None)

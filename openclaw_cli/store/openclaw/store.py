@@ -17,9 +17,9 @@ written (`openclaw_catalog`: every write asks `ensure_writable`).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
@@ -28,6 +28,7 @@ from openclaw_cli.store.base import (
     KIND_OPENCLAW_SQLITE,
     ArchiveFile,
     ReadIssue,
+    RestoreOutcome,
     SessionStore,
     SessionTotals,
     StoreStats,
@@ -50,6 +51,9 @@ _MAX_EVENT_BYTES = 64 * 1024 * 1024  # sanity bound before allocating (OpenClaw'
 _PRE14_TABLES = {"session_entries", "sessions", "session_routes"}
 # an unversioned database holding any of these is an old OpenClaw one (storage-migration.md §4.9)
 _OPENCLAW_TABLES = _PRE14_TABLES | {"schema_meta", "session_nodes", "session_windows", "transcript_events"}
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.openclaw.projection import Touched
 
 
 def _unsupported(message: str) -> InvalidDataError:
@@ -89,9 +93,10 @@ class OpenClawDbStore(SessionStore):
         self.issues: list[ReadIssue] = []  # entries skipped while loading (invalid entry_json)
         self._dctx: Any = None
         self.read_only = read_only
-        self.write_options = WriteOptions()
+        self.write_options: WriteOptions = WriteOptions()  # never None: the guard reads `backup`
         self.notices: list[str] = []
         self.backup_due = False  # set by the guard: the next write transaction backs the database up first
+        self.touched: Touched | None = None  # what the open write transaction changed (projection.begin)
         self._depth = 0
         self._snapshots = False  # schema 24+: the snapshot fields live in their own table
         self._refusal: str | None | bool = False  # why writes are refused (False: not computed yet)
@@ -437,7 +442,7 @@ class OpenClawDbStore(SessionStore):
 
     def iter_transcript(
         self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
-    ) -> Iterator[TranscriptLine]:
+    ) -> Generator[TranscriptLine, None, None]:
         """Events in seq order. A cold session is an error (or an issue when `issues` is given),
         never an empty transcript."""
         any_row = False
@@ -837,6 +842,14 @@ class OpenClawDbStore(SessionStore):
 
         self.ensure_writable("remove sessions")
         return retire_all(self, now_ms=now_ms, checkpoint=checkpoint)
+
+    def restore_session(
+        self, key: str, entry: dict[str, Any], content: bytes, *, lock_settings: Any, now_ms: int
+    ) -> RestoreOutcome:
+        from openclaw_cli.store.openclaw.restore import restore_session
+
+        self.ensure_writable("restore a session")
+        return restore_session(self, key, entry, content, now_ms=now_ms)
 
     # ---- low-level writes our own stores offer: never on an OpenClaw database -------------------------
     def _no_raw_writes(self, operation: str) -> RefusedError:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import InvalidDataError, OpenClawError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW
@@ -50,6 +50,9 @@ from openclaw_cli.store.retire import (
     sync_directory,
     unlink_planned,
 )
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.openclaw.store import OpenClawDbStore
 
 ZSTD_LEVEL = 3
 ARCHIVES_DDL = (
@@ -211,7 +214,9 @@ class SessionExport:
     readable: bool = True  # every event decoded (a session with an unreadable event never leaves)
 
 
-def export_session(store: Any, sid: str, state: StateSnapshot) -> tuple[SessionExport, bytes] | None:
+def export_session(
+    store: OpenClawDbStore, sid: str, state: StateSnapshot
+) -> tuple[SessionExport, bytes] | None:
     """The session as JSONL with its delete snapshot `state` (read in the same read transaction
     by the caller); None when it has neither a window nor events."""
     from openclaw_cli.store.base import ReadIssue
@@ -373,7 +378,7 @@ class ArchivePublisher:
 
 
 @contextmanager
-def transaction(store: Any) -> Iterator[sqlite3.Connection]:
+def transaction(store: OpenClawDbStore) -> Iterator[sqlite3.Connection]:
     """`BEGIN IMMEDIATE` on the store's write connection (nested uses join the outer one): the run's
     backup and the projection bookkeeping first, the projections settled last (D26)."""
     from openclaw_cli.clock import now_ms
@@ -559,7 +564,7 @@ class _Decision:
 
 
 def _decide(
-    conn: sqlite3.Connection, store: Any, plan: Retirement, exports: dict[str, SessionExport]
+    conn: sqlite3.Connection, store: OpenClawDbStore, plan: Retirement, exports: dict[str, SessionExport]
 ) -> _Decision:
     """Inside the transaction: which rows go, which sessions go with them, which windows move."""
     decision = _Decision()
@@ -606,7 +611,7 @@ def _decide(
     return decision
 
 
-def _check_archive_space(store: Any, root: Path, exports: Iterable[SessionExport]) -> None:
+def _check_archive_space(store: OpenClawDbStore, root: Path, exports: Iterable[SessionExport]) -> None:
     """Issue 13: refuse before the first archive file when the verified archives (their exact
     compressed size), the run's backup still due and the transaction's journal cannot fit."""
     from openclaw_cli.fsio import check_space
@@ -624,7 +629,7 @@ def _check_archive_space(store: Any, root: Path, exports: Iterable[SessionExport
 
 
 def retire(
-    store: Any,
+    store: OpenClawDbStore,
     plan: Retirement,
     *,
     now_ms: int,
@@ -711,7 +716,7 @@ def retire(
     return outcome
 
 
-def _retention_rows(conn: sqlite3.Connection, store: Any, plan: Retirement) -> None:
+def _retention_rows(conn: sqlite3.Connection, store: OpenClawDbStore, plan: Retirement) -> None:
     """Archive rows whose published file the retention sweep removes leave with it (OpenClaw
     removes the rows of expired archives once their files are gone)."""
     names = [a.name for a in plan.unlink_actions if a.source == "retention" and a.kind == "archive"]
@@ -725,7 +730,9 @@ def _retention_rows(conn: sqlite3.Connection, store: Any, plan: Retirement) -> N
         )
 
 
-def retire_all(store: Any, *, now_ms: int, checkpoint: Callable[[], None]) -> tuple[ApplyOutcome, int, int]:
+def retire_all(
+    store: OpenClawDbStore, *, now_ms: int, checkpoint: Callable[[], None]
+) -> tuple[ApplyOutcome, int, int]:
     """Agent delete: every window (archived first) and every row."""
     entries = store.load_entries()
     sids: list[str] = []

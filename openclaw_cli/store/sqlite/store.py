@@ -16,7 +16,7 @@ import operator
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -35,6 +35,7 @@ from openclaw_cli.store.base import (
     ArchiveFile,
     ListingQuery,
     ReadIssue,
+    RestoreOutcome,
     SessionStore,
     SessionTotals,
     StoreStats,
@@ -532,6 +533,14 @@ class SqliteStore(SessionStore):
         from openclaw_cli.store.retire import retire_all_sqlite
 
         return retire_all_sqlite(self, now_ms=now_ms, checkpoint=checkpoint)
+
+    def restore_session(
+        self, key: str, entry: dict[str, Any], content: bytes, *, lock_settings: Any, now_ms: int
+    ) -> RestoreOutcome:
+        from openclaw_cli.store.sqlite.restore import restore_session
+
+        self.ensure_writable("restore a session")
+        return restore_session(self, key, entry, content, now_ms=now_ms)
 
     def patch_entry(
         self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None
@@ -1051,7 +1060,7 @@ class SqliteStore(SessionStore):
 
     def iter_transcript(
         self, session_id: str, *, entry: dict[str, Any] | None = None, issues: list[ReadIssue] | None = None
-    ) -> Iterator[TranscriptLine]:
+    ) -> Generator[TranscriptLine, None, None]:
         try:
             cursor = self._db().execute(
                 "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq",
