@@ -128,3 +128,49 @@ def test_session_store_config_is_honoured_by_every_command(state_dir: Path, tmp_
         run_cli("compact", "agent:main:main", "--dry-run", "--json", "--tokenizer", "estimate").stdout
     )
     assert compact["path"] == str(db)
+
+
+_STORE_NAMES = {"store", "st"}
+
+
+def _store_probes_and_untyped(tree: ast.AST) -> list[int]:
+    """Lines probing a store with hasattr/getattr, or taking a `store`/`st` parameter typed Any."""
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("hasattr", "getattr")
+        ):
+            target = node.args[0] if node.args else None
+            if (
+                isinstance(target, ast.Name)
+                and target.id in _STORE_NAMES
+                or isinstance(target, ast.Attribute)
+                and target.attr == "store"
+            ):
+                found.append(node.lineno)
+        elif (
+            isinstance(node, ast.arg)
+            and node.arg in _STORE_NAMES
+            and isinstance(node.annotation, ast.Name)
+            and node.annotation.id == "Any"
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_stores_are_typed_and_never_probed() -> None:
+    """Issue 24: every method the domain calls is declared on SessionStore, and a store parameter
+    says what it is (SessionStore, or the one store class a write module serves)."""
+    offenders = {}
+    for path in PACKAGE.rglob("*.py"):
+        lines = _store_probes_and_untyped(ast.parse(path.read_text(), str(path)))
+        if lines:
+            offenders[str(path.relative_to(ROOT))] = lines
+    assert offenders == {}, f"store probed with hasattr/getattr or typed Any: {offenders}"
+
+
+def test_the_probe_check_finds_a_probe() -> None:
+    code = 'def f(store: Any, st: "X"):\n    hasattr(store, "x")\n    getattr(self.store, "y", None)\n'
+    assert _store_probes_and_untyped(ast.parse(code)) == [1, 2, 3]
