@@ -166,6 +166,8 @@ def test_branch_switch(kind: str, state_dir: Path) -> None:
         assert {b["leafEntryId"]: b["active"] for b in branches} == {LAST: True, "b2": False}
         history = client.request("chat.history", {"sessionKey": GROUP, "limit": 1})["payload"]["messages"]
         assert history[0]["__openclaw"]["id"] == LAST
+        row = client.request("sessions.describe", {"key": GROUP})["payload"]["session"]
+        assert row["previousSessionId"] == old_sid and row["sessionId"] != old_sid
     new_sid, lines = transcript(state_dir, GROUP)
     assert new_sid != old_sid
     with _open(state_dir) as store:

@@ -110,7 +110,7 @@ def gateway_row(
         if entry.get(name) is not None:
             row[name] = entry[name]
     row["permissionModePending"] = False
-    for name in ("createdVia", "createdAt"):
+    for name in ("createdVia", "createdAt", "previousSessionId"):  # previous: a branch switch's
         if entry.get(name) is not None:
             row[name] = entry[name]
     row["kind"] = base["kind"] if base["kind"] in ("group", "global", "unknown") else "direct"
