@@ -113,17 +113,78 @@ def test_explain_says_why(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_cleanup_text_says_what_each_reason_removes(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per reason, the sessions the plan removes and their transcript bytes (issue 27 §7). The
+    fixture ages with the real clock, so the counts come from the plan's own JSON and the bytes
+    from the transcripts the apply took away."""
     make_state("legacy", state_dir)
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
     (state_dir / "openclaw.json").write_text(
         json.dumps({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 8}}})
     )
-    stale = state_dir / SESSIONS_DIR / "0d57c3a5-5014-46d7-9e64-8cdc886d0090.jsonl"
-    size = stale.stat().st_size
-    code, out, _ = cli("sessions", "cleanup", "--dry-run")
-    assert code == 0 and "Would remove, by reason" in out
     from openclaw_cli.cli.render_storage import human
 
-    assert f"prune-stale: 1, {human(size)}" in out and "cap-overflow: 2," in out
+    sessions = state_dir / SESSIONS_DIR
+    sizes = {p.name: p.stat().st_size for p in sessions.glob("*.jsonl")}
+    code, plan, _ = cli_json("sessions", "cleanup", "--dry-run")
+    assert code == 0 and plan["pruned"] >= 1 and plan["capped"] >= 1, plan
+    code, out, _ = cli("sessions", "cleanup", "--dry-run")
+    assert code == 0 and "Would remove, by reason" in out
+    assert f"prune-stale: {plan['pruned']}," in out and f"cap-overflow: {plan['capped']}," in out
     code, out, _ = cli("sessions", "cleanup", "--enforce")
-    assert code == 0 and "Removed, by reason" in out and f"prune-stale: 1, {human(size)}" in out
+    assert code == 0 and "Removed, by reason" in out
+    gone = sum(size for name, size in sizes.items() if not (sessions / name).exists())
+    assert gone > 0 and f"  total: {human(gone)}" in out
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "schema23", "schema24"])
+def test_database_orphans_are_found_collected_and_restorable(kind: str, state_dir: Path) -> None:
+    """Issue 27 §2 on a database store: the transcript of a row removed with foreign keys off (its
+    window and events left behind) is an orphan — `storage` counts it, `--orphans --dry-run` names
+    it, `--orphans` archives then drops it, and the archive gives its events back."""
+    import sqlite3
+
+    from tests.storage_support import DB
+
+    make_state(kind, state_dir)
+    code, listing, err = cli_json("sessions", "--limit", "all")
+    assert code == 0, err
+    victim = next(s for s in listing["sessions"] if s.get("sessionId"))
+    key, sid = victim["key"], victim["sessionId"]
+    db = sqlite3.connect(state_dir / DB)
+    db.execute("PRAGMA foreign_keys = OFF")
+    events = [
+        r[0]
+        for r in db.execute("SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,))
+    ]
+    assert events, "the victim has a transcript in the database"
+    db.execute("DELETE FROM session_nodes WHERE session_key = ?", (key,))
+    db.commit()
+    db.close()
+
+    code, doc, err = cli_json("storage")
+    assert code == 0, err
+    orphans = next(r for r in doc["reclaimable"] if r["setting"] == "sessions cleanup --orphans")
+    assert orphans["sessions"] == 1 and orphans["bytes"] > 0
+
+    code, plan, err = cli_json("sessions", "cleanup", "--orphans", "--dry-run")
+    assert code == 0, err
+    [store] = plan["stores"]
+    assert [s["sessionId"] for s in store["orphans"]["sessions"]] == [sid]
+    assert store["orphans"]["bytes"] == orphans["bytes"]
+
+    code, done, err = cli_json("sessions", "cleanup", "--orphans")
+    assert code == 0, err
+    assert done["reclaimedBytes"] == orphans["bytes"] and done["stores"][0]["archives"]
+    db = sqlite3.connect(state_dir / DB)
+    left = db.execute("SELECT count(*) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[0]
+    db.close()
+    assert left == 0
+    code, doc, err = cli_json("storage")
+    assert (
+        next(r for r in doc["reclaimable"] if r["setting"] == "sessions cleanup --orphans")["sessions"] == 0
+    )
+    # rows and other transcripts untouched
+    code, after, _ = cli_json("sessions", "--limit", "all")
+    assert sorted(s["key"] for s in after["sessions"]) == sorted(
+        s["key"] for s in listing["sessions"] if s["key"] != key
+    )

@@ -4,7 +4,8 @@
   unusable ones included), whatever their age — archived through verified archives, then removed
   (the store's `retire`, D6.2/D15). Only regular files directly in the agent's sessions dir: a
   symbolic link, a subdirectory or anything outside is never looked at. A database store keeps
-  its transcripts inside: it has no orphan files.
+  its transcripts inside: its orphans are the transcripts no row references (windows whose key has
+  no row, events with no window: `store.orphan_sessions`), archived and dropped by `retire` too.
 * **tombstones**: `.deleted` / `.reset` archives past `session.maintenance.resetArchiveRetention`
   (`plan_archive_retention`, the release's rule); unset retention keeps them forever (D15).
 """
@@ -28,10 +29,16 @@ class ReclaimPlan:
     orphans: list[FileAction] = field(default_factory=list)
     tombstones: list[FileAction] = field(default_factory=list)
     retention_ms: int | None = None
+    # a database store: (session id, events, bytes) of the transcripts it keeps that no row references
+    orphan_sessions: list[tuple[str, int, int]] = field(default_factory=list)
 
     def retirement(self) -> Retirement:
         return Retirement(
-            [], archive_actions=list(self.orphans), unlink_actions=list(self.tombstones), sweep_locks=False
+            [],
+            archive_actions=list(self.orphans),
+            unlink_actions=list(self.tombstones),
+            session_ids=[sid for sid, _, _ in self.orphan_sessions],
+            sweep_locks=False,
         )
 
 
@@ -53,6 +60,8 @@ def plan_reclaim(
             stem = name[: -len(".jsonl")]
             sid = stem if is_valid_legacy_session_id(stem) else None
             plan.orphans.append(FileAction(f.name, f.size, f.mtime_ms, "transcript", True, "sweep", sid))
+    elif orphans and Path(store.path).exists():
+        plan.orphan_sessions = store.orphan_sessions()
     if tombstones:
         retention = plan_retention_sweep(snapshot, retention_ms, now_ms)
         for action in retention.removals if retention is not None else ():

@@ -52,9 +52,18 @@ def collect(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 "archives": [],
             }
             if not store.transcripts_in_files and params.get("orphans"):
-                doc["orphans"]["note"] = "a database store keeps its transcripts inside: no orphan files"
+                doc["orphans"] = {
+                    "files": 0,
+                    "bytes": sum(size for _, _, size in plan.orphan_sessions),
+                    "names": [],
+                    "sessions": [
+                        {"sessionId": sid, "events": n, "bytes": size}
+                        for sid, n, size in plan.orphan_sessions
+                    ],
+                    "note": "transcripts inside the database that no row references",
+                }
             work = plan.retirement()
-            if not dry_run and (work.archive_actions or work.unlink_actions):
+            if not dry_run and (work.archive_actions or work.unlink_actions or work.session_ids):
                 store.ensure_writable("collect orphans and tombstones")
                 with (
                     store_writer(store, ctx.lock_settings()),
@@ -65,8 +74,10 @@ def collect(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     )
                 ctx.note_writes(store)
                 doc["archives"] = list(outcome.archives)
-                doc["reclaimedBytes"] = sum(a.size for a in plan.orphans) + sum(
-                    a.size for a in plan.tombstones
+                doc["reclaimedBytes"] = (
+                    sum(a.size for a in plan.orphans)
+                    + sum(a.size for a in plan.tombstones)
+                    + sum(size for sid, _, size in plan.orphan_sessions if sid not in outcome.kept)
                 )
             stores.append(doc)
     checkpoint.finish()

@@ -43,6 +43,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     views: dict[str, st.StoreView] = {}
     stores_doc: list[dict[str, Any]] = []
     retention_ms: int | None = None
+    db_orphans: list[tuple[str, str, int, int]] = []  # agent, session id, events, bytes
     for target in targets:
         try:
             store = open_target(ctx, target, read_only=True)
@@ -73,6 +74,11 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             except OpenClawError as exc:
                 report.unreadable.append({"path": str(store.path), "error": exc.message})
                 sessions = 0
+            if not store.transcripts_in_files:
+                try:  # transcripts inside the database that no row references
+                    db_orphans.extend((target.agent_id, *o) for o in store.orphan_sessions())
+                except OpenClawError as exc:
+                    report.unreadable.append({"path": str(store.path), "error": exc.message})
             stores_doc.append(
                 {
                     "agentId": target.agent_id,
@@ -85,6 +91,11 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     st.walk_disk(root, views, report)
     now = ctx.now_ms()
     doc = _document(report, tally, by_kind, top_sessions, stores_doc, retention_ms, now, top_n)
+    orphans = doc["reclaimable"][0]
+    orphans["sessions"] = len(db_orphans)
+    orphans["bytes"] += sum(o[3] for o in db_orphans)
+    if db_orphans:
+        orphans["what"] += "; transcripts in the databases no row references (event bytes)"
     rows = sum(s["sessions"] for s in stores_doc)
     plan = params.get("plan")
     if plan or (plan is None and rows <= PLAN_MAX_ROWS):

@@ -502,6 +502,13 @@ class SessionStore(ABC):
         `before_ms`. Only real OpenClaw databases hold such rows."""
         return []
 
+    def orphan_sessions(self) -> list[tuple[str, int, int]]:
+        """(session id, events, event bytes) of the transcripts a database keeps that no row
+        references at all: windows whose key has no row, events with no window (issue 27 §2).
+        Earlier windows of a row are its history, not orphans. None in a store of files (its
+        orphans are files: `maintenance.collect`)."""
+        return []
+
     def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
         """Sessions no row references any more (earlier windows), oldest first, except those
         updated at or after `recent_since_ms` (`preserveRecent`). None in a store of files."""

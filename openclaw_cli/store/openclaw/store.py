@@ -813,6 +813,27 @@ class OpenClawDbStore(SessionStore):
                 out.append((key, sorted(sid for sid, _ in owned)))
         return out
 
+    def orphan_sessions(self) -> list[tuple[str, int, int]]:
+        # (with foreign keys on neither can exist; a database written with them off can hold both:
+        # OpenClaw's doctor has an orphan-window repair)
+        events = (
+            "SELECT count(e.seq), coalesce(sum(coalesce(e.event_utf8_bytes, length(CAST(e.event_json AS BLOB)))), 0)"
+            " FROM transcript_events AS e WHERE e.session_id = ?"
+        )
+        found = self._q(
+            "SELECT w.session_id FROM session_windows AS w"
+            " WHERE NOT EXISTS (SELECT 1 FROM session_nodes AS n WHERE n.session_key = w.session_key)"
+            " UNION"
+            " SELECT DISTINCT e.session_id FROM transcript_events AS e"
+            " WHERE NOT EXISTS (SELECT 1 FROM session_windows AS w WHERE w.session_id = e.session_id)"
+            " ORDER BY 1"
+        )
+        out: list[tuple[str, int, int]] = []
+        for (sid,) in found:
+            ((n, size),) = self._q(events, (sid,))
+            out.append((str(sid), int(n or 0), int(size or 0)))
+        return out
+
     def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
         from openclaw_cli.store.openclaw.writes import referenced_by
 

@@ -1120,6 +1120,19 @@ class SqliteStore(SessionStore):
         """`session_totals()` bytes straight from the column (no object per session)."""
         return self._column_map("SELECT session_id, event_bytes FROM session_windows WHERE event_count > 0")
 
+    def orphan_sessions(self) -> list[tuple[str, int, int]]:
+        rows: list[tuple[str, int, int]] = self._q(
+            lambda c: c.execute(
+                "SELECT w.session_id, w.event_count, w.event_bytes FROM session_windows AS w"
+                " WHERE NOT EXISTS (SELECT 1 FROM session_nodes AS n WHERE n.session_key = w.session_key)"
+                " UNION ALL"
+                " SELECT e.session_id, count(*), sum(e.event_utf8_bytes) FROM transcript_events AS e"
+                " WHERE NOT EXISTS (SELECT 1 FROM session_windows AS w WHERE w.session_id = e.session_id)"
+                " GROUP BY e.session_id ORDER BY 1"
+            ).fetchall()
+        )
+        return [(str(sid), int(n or 0), int(size or 0)) for sid, n, size in rows]
+
     def window_totals(self, session_id: str) -> SessionTotals | None:
         row = self._q(
             lambda c: c.execute(
