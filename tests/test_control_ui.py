@@ -3,8 +3,8 @@ Control UI as OpenClaw's Gateway does, and the real UI's sessions views work aga
 
 The HTTP tests use a small build of our own (real files, real sockets); the browser test drives
 Debian's Chromium (never a downloaded browser) through the peer install's real build
-(`/tmp/peer`, 2026.9.6): the sidebar lists our rows, one session's history renders, a pin made in
-the page lands in the store. Screenshots are kept under tests/artifacts/control-ui/."""
+(`/tmp/peer`, 2026.9.6): the sidebar lists our rows, one session's history renders, and a pin, an
+archive and a new group made in the page land in the store. Screenshots are kept under tests/artifacts/control-ui/."""
 
 from __future__ import annotations
 
@@ -127,8 +127,27 @@ def test_real_control_ui_sessions_views_against_our_gateway(state_dir: Path) -> 
                     break
             page.wait_for_timeout(100)
         page.screenshot(path=str(SHOTS / "pinned.png"))
+        # an archive and a new group made in the page (sessions.patch, sessions.groups.put)
+        page.get_by_text("Group 6").first.click(button="right")
+        page.get_by_role("menuitem", name="Archive session").first.click()
+        page.get_by_text("Team chat").first.click(button="right")
+        page.get_by_role("menuitem", name="Move to group").first.hover()
+        page.get_by_role("menuitem", name="New group").first.click()
+        page.locator("input:visible").first.wait_for(timeout=10_000)
+        page.keyboard.type("Ops team")
+        page.keyboard.press("Enter")
+        for _ in range(100):  # bounded: the group's and the patch's round trips
+            with open_store_at(store, agent_id="main", read_only=True) as st:
+                if (st.get_entry(key) or {}).get("category") == "Ops team":
+                    break
+            page.wait_for_timeout(100)
+        page.screenshot(path=str(SHOTS / "grouped.png"))
     with open_store_at(store, agent_id="main", read_only=True) as st:
         assert isinstance(st.get_entry(key)["pinnedAt"], int)
+        assert st.get_entry(key)["category"] == "Ops team"
+        assert isinstance(st.get_entry("agent:main:telegram:group:-1006")["archivedAt"], int)
+    catalog = json.loads((state_dir / "state" / "openclaw-cli-session-groups.json").read_text())
+    assert [g["name"] for g in catalog["groups"]] == ["Ops team"]
     assert not failed, failed
 
 
