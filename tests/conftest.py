@@ -166,9 +166,11 @@ def real_state(real_db_template: tuple[Path, bool], state_dir: Path) -> Path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding a `slow` test run first, the rest after, each file's tests kept together in
-    their order. With `scripts/test`'s `--dist loadfile --no-loadscope-reorder` the two workers
+    """Files holding a `slow` or `peer` test (the real OpenClaw's CLI or Gateway costs seconds of
+    CPU a run) go first, the rest after, each file's tests kept together in their order. With `scripts/test`'s `--dist loadfile --no-loadscope-reorder` the two workers
     start on the long files and finish on short ones (no worker idle while the other runs a
     minute-long peer test at the end), and a file's module-scoped templates are built once."""
-    heavy = {item.path for item in items if item.get_closest_marker("slow")}
+    heavy = {
+        item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("peer")
+    }
     items.sort(key=lambda item: item.path not in heavy)  # stable: collected order within each group

@@ -202,10 +202,12 @@ def _crash_cycle(tmp_path: Path, kind: str, kill_points: int, timer_kills: int) 
         shutil.rmtree(work)
 
 
+@pytest.mark.slow
 def test_legacy_cleanup_survives_sigkill_anywhere(tmp_path):
     _crash_cycle(tmp_path, "legacy", kill_points=14, timer_kills=4)
 
 
+@pytest.mark.slow
 def test_sqlite_cleanup_survives_sigkill_anywhere(tmp_path):
     _crash_cycle(tmp_path, "sqlite", kill_points=8, timer_kills=2)
 

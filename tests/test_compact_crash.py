@@ -136,6 +136,7 @@ def check_max_lines(state: Path, kind: str, old_sid: str) -> str:
 CHECK = {"truncate": check_truncate, "max-lines": check_max_lines}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "mode"),
     [("legacy", "truncate"), ("sqlite", "truncate"), ("legacy", "max-lines"), ("sqlite", "max-lines")],

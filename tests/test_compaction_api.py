@@ -206,6 +206,7 @@ ENTRY = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ENTRY, max_size=12), st.sampled_from([1, 50, 20000]), st.booleans())
 def test_hostile_entries_never_crash(entries, keep, hard):

@@ -23,6 +23,7 @@ def test_seed_inputs_hold_the_invariants(target: str) -> None:
         fuzz_targets.TARGETS[target](seed.read_bytes())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", sorted(fuzz_targets.TARGETS))
 def test_the_fuzzer_runs_a_bounded_number_of_inputs(target: str) -> None:
     pytest.importorskip("atheris", reason="atheris is not installed (fuzzing runs only where it is)")

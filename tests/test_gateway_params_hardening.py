@@ -189,6 +189,7 @@ def _raw_answers(url: str, token: str) -> list[dict]:
             time.sleep(0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.peer
 @pytest.mark.skipif(not have_peer(), reason=NO_PEER)
 def test_odd_numbers_answered_as_the_real_gateway_answers(state_dir: Path, tmp_path: Path) -> None:

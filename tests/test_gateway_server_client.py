@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import generate_legacy_state, run_cli
 from tests.gateway_server_support import RECORDED_CONFIG, TOKEN, GatewayProcess, write_config
 
 
+@pytest.mark.slow
 def test_our_cli_delegates_to_our_gateway(state_dir: Path) -> None:
     generate_legacy_state(state_dir, 12, 0, 4242, "--cron-key-style", "canonical")
     write_config(state_dir, RECORDED_CONFIG)

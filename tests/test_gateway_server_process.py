@@ -183,6 +183,7 @@ def _served(state: Path, method: str, params: dict, **env: str) -> tuple[dict | 
 
 # G1 rules (stale rows deleted through verified archives): the test counts `pruned` and archives,
 # which a 2026.9.6+ release replaces by archiving rows in place (D23)
+@pytest.mark.slow
 @pytest.mark.usefixtures("release_2026_7")
 def test_sigkill_during_served_cleanup_loses_nothing(tmp_path: Path) -> None:
     from tests.test_cleanup_crash import _build, _check_invariant, _fingerprint, _originals
@@ -293,6 +294,7 @@ def test_files_the_gateway_writes_are_private(state_dir: Path) -> None:
             assert stat.S_IMODE(directory.stat().st_mode) & 0o077 == 0, directory
 
 
+@pytest.mark.slow
 def test_sigkill_during_served_session_delete_loses_nothing(tmp_path: Path) -> None:
     """A delete has no numbered crash points: the Gateway is killed at random instants while it
     serves one (a long transcript makes the window wide). At every instant the transcript is in the

@@ -72,6 +72,7 @@ def _check_rotated(state: Path, old_sid: str) -> None:
     assert len(primaries) == 2  # the old transcript and exactly one successor: nothing orphaned
 
 
+@pytest.mark.slow
 def test_every_kill_is_finished_by_the_rerun_without_leftovers(
     template: Path, state_dir: Path, tmp_path: Path
 ):

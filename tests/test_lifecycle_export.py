@@ -120,6 +120,7 @@ def test_markdown_and_html_keep_stored_text_inert(state_dir: Path, tmp_path: Pat
     assert "<details><summary>Tool call · read</summary>" in text
 
 
+@pytest.mark.slow
 def test_export_streams_with_flat_memory(state_dir: Path, tmp_path: Path):
     """The export's peak Python memory does not grow with the transcript: a 12 MB session needs no
     more than a 3 MB one (plus slack), far below its size."""

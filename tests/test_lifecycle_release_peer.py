@@ -27,7 +27,7 @@ from tests.openclaw_db_support import (
     peer_gateway,
 )
 
-pytestmark = [pytest.mark.peer, pytest.mark.skipif(not have_peer(), reason=NO_PEER)]
+pytestmark = [pytest.mark.peer, pytest.mark.slow, pytest.mark.skipif(not have_peer(), reason=NO_PEER)]
 
 KNOWN = "agent:main:telegram:direct:100001"
 COMPACTED = "agent:main:telegram:group:123"

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import GEN_LEGACY_STORE, run_cli
 from tests.openclaw_db_support import NO_PEER, gateway_calls, have_peer, peer, peer_gateway
 
-pytestmark = [pytest.mark.peer, pytest.mark.skipif(not have_peer(), reason=NO_PEER)]
+pytestmark = [pytest.mark.peer, pytest.mark.slow, pytest.mark.skipif(not have_peer(), reason=NO_PEER)]
 
 SORTS = (None, "updatedAt", "lastInteractionAt", "activity")
 MINUTE = 60_000

@@ -26,6 +26,7 @@ PEER_GATEWAY = Path(__file__).resolve().parents[2] / "shared" / "tools" / "peer-
 TOKEN = "peer-token-0123456789"
 pytestmark = [
     pytest.mark.peer,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not PEER.exists(),
         reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)",

@@ -20,6 +20,7 @@ from tests.gateway_server_support import RECORDED_CONFIG, TOKEN, GatewayProcess,
 PEER = Path("/tmp/peer/openclaw")
 pytestmark = [
     pytest.mark.peer,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not PEER.exists(),
         reason="real OpenClaw not installed at /tmp/peer (run ../shared/tools/peer-install.sh)",
