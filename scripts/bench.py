@@ -2,6 +2,7 @@
 with a floor (the least work the same result needs, measured in the same run) where a case has one.
 
 Usage: scripts/bench [--runs N] [--only NAME ...] [--data DIR] [--no-peer] [--json [FILE]] [--ours OPENCLAW]
+       scripts/bench --scale [--runs N] [--json [FILE]]   (the 2k / 20k / 100k table of every command)
        scripts/bench --compare A.json B.json
 Every case prints ours / peer / floor (median, min-max, peak RSS) with the ratios; `--json FILE`
 writes every figure (medians, samples, RSS, Gateway percentiles) so two commits can be compared
@@ -647,7 +648,15 @@ def case_listing_scale(b: Bench) -> None:
             "(reference: the legacy store is one JSON file)",
         )
         table[f"{label} (legacy)"] = {"100k": figures(runs)}
-    print("\nscaling table (median s / peak RSS MB)", file=sys.stderr)
+    _print_table("scaling table (median s / peak RSS MB)", table)
+    b.record_figures(
+        "listing scaling table (2k / 20k / 100k sessions)", table, "listing flat in store size", {}
+    )
+
+
+def _print_table(title: str, table: dict[str, dict]) -> None:
+    """command -> size -> figures, as rows of `median s / peak RSS MB` cells, with the 100k/20k ratio."""
+    print(f"\n{title}", file=sys.stderr)
     sizes = [size for _, size in SCALE]
     print(f"  {'':<44}" + "".join(f"{size:>16}" for size in sizes) + f"{'100k/20k':>10}", file=sys.stderr)
     for label, row in table.items():
@@ -659,8 +668,64 @@ def case_listing_scale(b: Bench) -> None:
             f"{row['100k']['median'] / row['20k']['median']:>9.2f}x" if "20k" in row and "100k" in row else ""
         )
         print(f"  {label:<44}{cells}{ratio}", file=sys.stderr)
+
+
+# `scripts/bench --scale` (issue 30): every command's time and peak RSS at 2k / 20k / 100k sessions,
+# so the curve is seen at once. Reads run on our SQLite import of each dataset (the store the
+# Gateway and every command use after `doctor --session-sqlite import`); the import on a fresh
+# legacy copy each run. Memory targets (issue 30): status and cleanup --dry-run <= 100 MB at
+# 100k, the import <= 150 MB, `--limit all` streamed (<= 100 MB).
+SCALE_TABLE_COMMANDS = {
+    "status --json": ["status", "--json"],
+    "sessions --json": ["sessions", "--json"],
+    "sessions --json --limit all": ["sessions", "--json", "--limit", "all"],
+    "sessions cleanup --dry-run --json": ["sessions", "cleanup", "--dry-run", "--json"],
+}
+SCALE_RSS_MAX_MB = {
+    "status --json": 100,
+    "sessions cleanup --dry-run --json": 100,
+    "sessions --json --limit all": 100,
+    "doctor --session-sqlite import": 150,
+}
+
+
+def case_scale_table(b: Bench) -> None:
+    table: dict[str, dict] = {
+        label: {} for label in [*SCALE_TABLE_COMMANDS, "doctor --session-sqlite import"]
+    }
+    checks: dict[str, bool] = {}
+    for dataset, size in SCALE:
+        for label, argv in SCALE_TABLE_COMMANDS.items():
+            state = b.ours_imported(dataset)
+            runs = b.repeat([*OURS, *argv], b.env_ours(state, CLEANUP_CONFIG))
+            limit = SCALE_RSS_MAX_MB.get(label) if size == "100k" else None
+            b.compare(f"{label}, {size} sessions, SQLite", runs, None, "(scale table)", rss_max_mb=limit)
+            table[label][size] = figures(runs)
+            if limit is not None:
+                checks[f"{label} rss"] = max(r.max_rss_mb for r in runs) <= limit
+        imports = []
+        for i in range(b.runs):
+            copy = b.fresh_copy(dataset, f"scale-import-{i}")
+            _settle()
+            imports.append(
+                timed(
+                    [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
+                    b.env_ours(copy),
+                )
+            )
+            shutil.rmtree(copy)
+        label = "doctor --session-sqlite import"
+        limit = SCALE_RSS_MAX_MB[label] if size == "100k" else None
+        b.compare(f"{label}, {size} sessions", imports, None, "(scale table)", rss_max_mb=limit)
+        table[label][size] = figures(imports)
+        if limit is not None:
+            checks[f"{label} rss"] = max(r.max_rss_mb for r in imports) <= limit
+    _print_table(f"scale table (median of {b.runs} s / peak RSS MB; load {os.getloadavg()[0]:.1f})", table)
     b.record_figures(
-        "listing scaling table (2k / 20k / 100k sessions)", table, "listing flat in store size", {}
+        "scale table (2k / 20k / 100k sessions)",
+        table,
+        "status, cleanup --dry-run, --limit all <= 100 MB and import <= 150 MB peak RSS at 100k",
+        checks,
     )
 
 
@@ -1378,6 +1443,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "cleanup-enforce": case_cleanup_enforce,
     "cleanup-enforce-big": case_cleanup_enforce_big,
     "listing-scale": case_listing_scale,
+    "scale-table": case_scale_table,
     "cleanup-enforce-schema23": case_cleanup_enforce_schema23,
     "compact-50mb-exact": case_compact_50mb_exact,
     "compact-50mb-estimate": case_compact_50mb_estimate,
@@ -1466,7 +1532,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=None, help="runs per command (default 5; --scale: 3)")
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="only the 2k / 20k / 100k table: time and peak RSS of status, sessions --json, "
+        "--limit all, cleanup --dry-run and the import (the case scale-table)",
+    )
     parser.add_argument("--only", nargs="*", choices=sorted(CASES))
     parser.add_argument("--data", type=Path, default=Path("/tmp/openclaw-bench"))
     parser.add_argument("--no-peer", action="store_true")
@@ -1491,6 +1563,10 @@ def main() -> None:
         "checkout's .venv/bin/openclaw), e.g. another worktree's, to compare two commits",
     )
     args = parser.parse_args()
+    if args.scale:
+        args.only = [*(args.only or []), "scale-table"]
+    if args.runs is None:
+        args.runs = 3 if args.scale else 5
     if args.ours:
         OURS[:] = [str(Path(args.ours).absolute())]
     if args.compare:

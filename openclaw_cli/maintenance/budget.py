@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.ids import is_checkpoint_name
-from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.paths import transcript_candidates
+from openclaw_cli.store.facts import compact_bytes
 from openclaw_cli.store.files import DirFile
 from openclaw_cli.store.names import (  # noqa: F401 - re-exported for the cleanup modules
     archive_stamp_ms as parse_archive_timestamp,
@@ -185,7 +185,7 @@ def store_json_bytes(entries: Mapping[str, Any]) -> int:
 
 def sqlite_entry_bytes(entry: Any) -> int:
     """UTF-8 length of an entry's stored `entry_json` (compact JSON)."""
-    return len(dumps_compact(entry).encode("utf-8", "surrogatepass"))
+    return compact_bytes(entry)
 
 
 def entry_session_ids(entry: Mapping[str, Any] | Any) -> list[str]:

@@ -64,6 +64,9 @@ class CleanupOptions:
     active_key: str | None = None
     fix_missing: bool = False
     fix_dm_scope: bool = False
+    # the caller prints the dry run's text report, whose table shows fields of every row: plan over
+    # whole entries (otherwise a database store's dry run plans over the rows' facts, issue 30)
+    text_report: bool = False
 
 
 @dataclass
@@ -209,9 +212,13 @@ def plan_store(
     preview_enforce = options.dry_run and behavior.maintenance.warn_dry_run_shows_enforce
     mode_override = "enforce" if options.enforce or preview_enforce else None
     enforce = (mode_override or settings.mode or "enforce") == "enforce"
-    entries = store.load_entries()
-    snapshot = scan_sessions_dir(store.sessions_dir)
     in_files = store.transcripts_in_files
+    # issue 30: a database store's dry run plans over the rows' facts (`store/facts.py`); the
+    # apply (its writes compare whole rows), --fix-missing (transcript references), a file store
+    # (file references; its one JSON document is whole anyway) and the text report read whole entries
+    facts = options.dry_run and not (options.fix_missing or options.text_report or in_files)
+    entries = store.load_facts() if facts else store.load_entries()
+    snapshot = scan_sessions_dir(store.sessions_dir)
     cron = cron_settings(ctx.config)
     common: dict[str, Any] = dict(
         now_ms=now_ms,
@@ -229,7 +236,7 @@ def plan_store(
     if in_files:
         plan = _plan_files(store, snapshot, entries, settings, enforce, now_ms, common, result)
     else:
-        plan = _plan_database(store, snapshot, entries, settings, enforce, now_ms, common, result)
+        plan = _plan_database(store, snapshot, entries, settings, enforce, now_ms, common, result, facts)
     plan.mode = mode
     result.plan = plan
     result.preserve_recent_ms = settings.preserve_recent_ms
@@ -372,8 +379,9 @@ def _plan_database(
     now_ms: int,
     common: dict[str, Any],
     result: StoreCleanup,
+    facts: bool = False,
 ) -> CleanupPlan:
-    from openclaw_cli.maintenance.budget import SqliteMeasure, measure_physical
+    from openclaw_cli.maintenance.budget import SqliteMeasure, budget_limits, measure_physical
 
     if common["behavior"].maintenance.budget_spares_live_rows:
         measure: Any = (
@@ -382,7 +390,12 @@ def _plan_database(
             else None
         )
     else:
-        measure = SqliteMeasure(store.session_bytes(), store.entry_bytes())
+        stored = store.entry_bytes()
+        budget_on = budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
+        if facts and budget_on and any(key not in stored for key in entries):
+            entries = store.load_entries()  # a row without a stored size is sized whole, never by its facts
+            result.entries = entries
+        measure = SqliteMeasure(store.session_bytes(), stored)
     plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
     if enforce:
         # D6.3: transcript-like files in a SQLite agent's sessions dir are legacy data: never swept

@@ -79,7 +79,8 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                         result = plan_store(
                             ctx, store, options=options, now_ms=now, behavior=behavior.behavior
                         )
-                    result.reason_bytes = reason_bytes(store, result)
+                    if options.text_report:  # (only the text report shows them)
+                        result.reason_bytes = reason_bytes(store, result)
                 else:
                     store.ensure_writable("clean up sessions")
                     check_archive_dir(ctx, store)

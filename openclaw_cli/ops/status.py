@@ -292,15 +292,22 @@ def build_status(
         try:
             store = open_target(ctx, target, read_only=True)
             with store, gc_paused():  # a 20k-row store: see gcpause
-                entries = store.load_entries()
+                followed = _store_behavior(ctx, store)
+                view_behavior = view_behavior or followed
+                store_settings = maintenance_settings(loaded, followed["resolved"])
+                # issue 30: the rows' facts, not whole entries (a 100k-row database: ~35 MB, not ~190)
+                sizes: dict[str, int] | None = (
+                    {} if _budget_counts_entries(store_settings, followed["resolved"]) else None
+                )
+                entries = store.load_facts(entry_bytes=sizes)
                 # the per-field problem count is not shown here: skip that scan of every row
                 stats = store.stats(count_issues=False)
-                # Only the newest rows are shown: pick them before building rows (20k stores).
+                # Only the newest rows are shown: pick them by their facts, then read them whole.
                 newest = _newest(entries, RECENT_LIMIT)
                 rows = [
                     session_row(
                         k,
-                        e,
+                        store.get_entry(k) or e,  # (or its facts, should a writer have removed it since)
                         agent_id=agent_id,
                         now_ms=now,
                         default_model=model_ref,
@@ -308,10 +315,9 @@ def build_status(
                     )
                     for k, e in newest
                 ]
-                followed = _store_behavior(ctx, store)
-                view_behavior = view_behavior or followed
-                store_settings = maintenance_settings(loaded, followed["resolved"])
-                preview = _preview(agent_id, store, entries, store_settings, now, followed["resolved"])
+                preview = _preview(
+                    agent_id, store, entries, store_settings, now, followed["resolved"], sizes or None
+                )
                 store_path, kind, schema, writable = (
                     str(store.path),
                     store.kind,
@@ -442,27 +448,44 @@ def _store_behavior(ctx: Context, store: SessionStore | None) -> dict[str, Any]:
     return {"resolved": resolved.behavior, "json": resolved.to_json()}
 
 
+def _budget_counts_entries(settings: Any, behavior: Any) -> bool:
+    """Whether the preview's disk budget counts each row's bytes (a logical budget that is on)."""
+    from openclaw_cli.maintenance.budget import budget_limits
+
+    return not behavior.maintenance.budget_spares_live_rows and (
+        budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
+    )
+
+
 def _preview(
-    agent_id: str, store: SessionStore, entries: dict[str, Any], settings: Any, now: int, behavior: Any
+    agent_id: str,
+    store: SessionStore,
+    entries: dict[str, Any],
+    settings: Any,
+    now: int,
+    behavior: Any,
+    entry_bytes: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """What `sessions cleanup --enforce` would remove now, from stored figures only (no transcript
-    reads), plus when the next entry reaches `pruneAfter`."""
+    reads), plus when the next entry reaches `pruneAfter`. `entries` are the rows' facts;
+    `entry_bytes` the whole rows' sizes where the facts are not whole (`load_facts`)."""
+    from openclaw_cli.maintenance.budget import SqliteMeasure
     from openclaw_cli.maintenance.plan import ACTION_KEEP, plan_cleanup, updated_at
 
+    measure: Any = None
     if behavior.maintenance.budget_spares_live_rows:  # a physical budget that never evicts a live row
         from pathlib import Path
 
         from openclaw_cli.maintenance.budget import measure_physical
 
         database = None if store.transcripts_in_files or not Path(store.path).exists() else Path(store.path)
-        session_bytes, measure = None, measure_physical(Path(store.sessions_dir), database)
-    else:
-        session_bytes, measure = store.preview_session_bytes(), None
+        measure = measure_physical(Path(store.sessions_dir), database)
+    elif (session_bytes := store.preview_session_bytes()) is not None:
+        measure = SqliteMeasure(session_bytes, entry_bytes)
     plan = plan_cleanup(
         entries,
         settings,
         now_ms=now,
-        session_bytes=session_bytes,
         budget_measure=measure,
         agent_id=agent_id,
         mode_override="enforce",

@@ -155,6 +155,13 @@ class SessionStore(ABC):
     def load_entries(self) -> dict[str, dict[str, Any]]:
         """All entries, key -> raw entry dict, in store order."""
 
+    def load_facts(self, *, entry_bytes: dict[str, int] | None = None) -> dict[str, Any]:
+        """Every row's facts (`store/facts.py`: what maintenance planning and `status` read),
+        key -> facts, in store order. `entry_bytes`, when given, receives key -> compact JSON bytes
+        of each whole entry where the facts are not the whole entry (a database store's disk budget
+        counts them). The default: the whole entries (a store that holds them anyway, legacy)."""
+        return self.load_entries()
+
     def list_entries(
         self, *, limit: int | None = None, updated_since_ms: int | None = None
     ) -> tuple[list[tuple[str, dict[str, Any]]], int]:

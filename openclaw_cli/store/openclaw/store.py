@@ -270,6 +270,17 @@ class OpenClawDbStore(SessionStore):
     def load_entries(self) -> dict[str, dict[str, Any]]:
         return dict(self.iter_full_entries())
 
+    def load_facts(self, *, entry_bytes: dict[str, int] | None = None) -> dict[str, Any]:
+        """Every valid row's facts, made one row at a time (no whole entry held beyond its row)."""
+        from openclaw_cli.store.facts import compact_bytes, entry_facts
+
+        out: dict[str, Any] = {}
+        for key, entry in self.iter_full_entries():
+            out[key] = entry_facts(entry)
+            if entry_bytes is not None:
+                entry_bytes[key] = compact_bytes(entry)
+        return out
+
     def list_view(self, query: Any) -> tuple[list[tuple[str, dict[str, Any]]], int]:
         from openclaw_cli.store.base import listing_page
 

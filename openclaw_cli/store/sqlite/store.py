@@ -717,6 +717,29 @@ class SqliteStore(SessionStore):
 
         return cast("dict[str, dict[str, Any]]", self._q(run))
 
+    def load_facts(self, *, entry_bytes: dict[str, int] | None = None) -> dict[str, Any]:
+        """Every row's facts, decoded batch by batch: no whole entry outlives its row (100,000
+        rows: ~35 MB of facts instead of ~190 MB of entries)."""
+        from openclaw_cli.gcpause import gc_paused
+        from openclaw_cli.store.facts import compact_bytes, entry_facts
+
+        def run(c: sqlite3.Connection) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            cursor = c.execute("SELECT session_key, entry_json FROM session_nodes ORDER BY rowid")
+            try:
+                with gc_paused():
+                    while batch := cursor.fetchmany(1024):
+                        for key, text in batch:
+                            entry = _loads_line(text)
+                            out[key] = entry_facts(entry)
+                            if entry_bytes is not None:
+                                entry_bytes[key] = compact_bytes(entry)
+            finally:
+                cursor.close()
+            return out
+
+        return cast("dict[str, Any]", self._q(run))
+
     def list_entries(
         self, *, limit: int | None = None, updated_since_ms: int | None = None
     ) -> tuple[list[tuple[str, dict[str, Any]]], int]:

@@ -1,0 +1,238 @@
+"""Issue 30: maintenance plans over per-session facts (`store/facts.py`) exactly as over whole
+entries — every planner stage of both rule sets (2026.7 and the releases that archive in place),
+the disk budget, the prompt-blob references — and a database store's `load_facts` gives those
+facts in store order with the whole rows' sizes."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import pytest
+
+from openclaw_cli.behavior import BEHAVIOR_2026_7, BEHAVIOR_2026_9_6, BEHAVIOR_2026_9_9
+from openclaw_cli.config.resolve import MaintenanceSettings
+from openclaw_cli.jsonutil import JsonObjectText, dumps_compact
+from openclaw_cli.maintenance.artifacts import prompt_hashes
+from openclaw_cli.maintenance.budget import SqliteMeasure
+from openclaw_cli.maintenance.plan import plan_cleanup, plan_runtime_maintenance
+from openclaw_cli.store.facts import compact_bytes, entry_facts
+
+NOW = 1_796_000_000_000
+DAY = 86_400_000
+_KEY_SHAPES = (
+    "agent:{a}:main",
+    "agent:{a}:telegram:direct:{n}",
+    "agent:{a}:telegram:group:{n}",
+    "agent:{a}:discord:channel:{n}",
+    "agent:{a}:slack:thread:{n}:thread:{n}",
+    "agent:{a}:telegram:direct:{n}:topic:7",
+    "agent:{a}:cron:job-{n}",
+    "agent:{a}:cron:job-{n}:run:r{n}",
+    "agent:{a}:hook:{n}",
+    "agent:{a}:subagent:{n}",
+    "agent:{a}:dashboard:{n}",
+    "agent:{a}:explicit:model-run-00000000-0000-4000-8000-{n:012d}",
+    "agent:{a}:direct:{n}",
+    "agent:{a}:webchat:{n}",
+    "agent:{a}:heartbeat",
+    "cron:legacy-{n}",
+    "global",
+    " Agent:{a}:Main ",
+)
+
+
+def _time(rng: random.Random) -> Any:
+    roll = rng.random()
+    if roll < 0.04:
+        return rng.choice([None, "2026-01-01", True, float("nan"), -5, 0])
+    return NOW - int(rng.random() * 90 * DAY)
+
+
+def _entry(rng: random.Random, n: int, keys: list[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"sessionId": f"s-{n:06d}" if rng.random() > 0.03 else rng.choice(["", 7, None])}
+    updated = _time(rng)
+    if rng.random() > 0.03:
+        entry["updatedAt"] = updated
+    for name in ("lastInteractionAt", "lastActivityAt", "sessionStartedAt"):
+        if rng.random() < 0.5:
+            base = updated if isinstance(updated, int) and not isinstance(updated, bool) else NOW - 40 * DAY
+            entry[name] = rng.choice([base, base - DAY, base + rng.randint(1, 20) * DAY, None, "x"])
+    chat = rng.random()
+    if chat < 0.6:
+        entry["chatType"] = rng.choice(["direct", "group", "channel", "thread", " Group ", 3])
+    elif chat < 0.75:
+        entry["origin"] = rng.choice(
+            [{"chatType": "group", "provider": "x"}, {"provider": "y"}, "telegram", {"chatType": None}]
+        )
+    if rng.random() < 0.05:
+        entry["delivery"] = rng.choice([{"kind": "external", "to": "x"}, {"to": "y"}, "external"])
+    if rng.random() < 0.05:
+        entry["skillsSnapshot"] = rng.choice(
+            [
+                {"promptRef": "sha256:" + "ab" * 32, "skills": ["a"] * 5},
+                {"promptRef": {"a": "cd" * 32, "b": 4}},
+                {"skills": []},
+                JsonObjectText('{"promptRef": "' + "ef" * 32 + '"}'),
+                "not an object",
+            ]
+        )
+    for name, chance, values in (
+        ("modelSelectionLocked", 0.03, [True, False, "yes"]),
+        ("archivedAt", 0.08, [NOW - 3 * DAY, None]),
+        ("archiveReason", 0.04, ["age-retention", "active-session-cap"]),
+        ("pinnedAt", 0.15, [NOW - 50 * DAY, None]),
+        ("status", 0.05, ["running", "done"]),
+        ("spawnedBy", 0.1, ["agent:main:main", ""]),
+        ("parentSessionKey", 0.2, [*(keys[-3:] if keys else []), "agent:main:main", "agent:ops:main"]),
+        ("initializationPending", 0.02, [True]),
+        ("sessionFile", 0.5, [f"/state/agents/main/sessions/s-{n:06d}.jsonl"]),
+    ):
+        if rng.random() < chance:
+            entry[name] = rng.choice(values)
+    # display fields the planner never reads (what the facts leave out)
+    entry.update(model="gpt-5.4", inputTokens=rng.randint(0, 9999), label=f"row {n}", channel="telegram")
+    return entry
+
+
+def _store(seed: int, size: int = 400) -> dict[str, Any]:
+    rng = random.Random(seed)
+    entries: dict[str, Any] = {}
+    for n in range(size):
+        key = rng.choice(_KEY_SHAPES).format(a=rng.choice(["main", "ops"]), n=n)
+        entries[key] = _entry(rng, n, list(entries))
+    entries["agent:main:not-an-object"] = ["a", "list"]
+    return entries
+
+
+def _settings(behavior: Any, **changes: Any) -> MaintenanceSettings:
+    base = MaintenanceSettings(
+        mode="enforce",
+        prune_after_ms=30 * DAY,
+        max_entries=120,
+        max_disk_bytes=60_000,
+        high_water_bytes=40_000,
+    )
+    if behavior.maintenance.archive_in_place:
+        base = dataclasses.replace(base, archive_dashboard_after_ms=7 * DAY, preserve_recent_ms=2 * DAY)
+    return dataclasses.replace(base, **changes)
+
+
+def _outcome(plan: Any) -> dict[str, Any]:
+    budget = plan.disk_budget
+    return {
+        "actions": plan.actions,
+        "removed": plan.removed,
+        "archived": plan.archived,
+        "counts": (plan.model_run_pruned, plan.pruned, plan.capped, plan.cron_pruned, plan.evicted),
+        "archivedCounts": (plan.archived_count, plan.cap_archived),
+        "unreferenced": plan.unreferenced_session_ids,
+        "preserved": plan.preserved_keys,
+        "budget": dataclasses.asdict(budget) if budget is not None else None,
+        "warning": plan.active_warning,
+        "wouldEnforce": _outcome(plan.would_enforce) if plan.would_enforce is not None else None,
+    }
+
+
+def _budget(entries: dict[str, Any]) -> SqliteMeasure:
+    """The database store's measure: transcript bytes per session, each row's bytes from the whole entry."""
+    sessions = {e["sessionId"]: 700 for e in entries.values() if isinstance(e, dict) and e.get("sessionId")}
+    return SqliteMeasure(sessions, {key: compact_bytes(entry) for key, entry in entries.items()})
+
+
+@pytest.mark.parametrize("behavior", [BEHAVIOR_2026_7, BEHAVIOR_2026_9_6, BEHAVIOR_2026_9_9])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_plan_over_facts_is_the_plan_over_whole_entries(behavior: Any, seed: int) -> None:
+    entries = _store(seed)
+    facts = {key: entry_facts(entry) for key, entry in entries.items()}
+    assert (
+        sum(len(dumps_compact(f)) for f in facts.values())
+        < sum(len(dumps_compact(e)) for e in entries.values()) / 2
+    )
+    measure = _budget(entries)
+    keys = list(entries)
+    # an active key whose parent chain (preserved with it under 2026.7) reaches stale rows
+    children = [k for k, e in entries.items() if isinstance(e, dict) and e.get("parentSessionKey") in entries]
+    for settings, extra in (
+        (_settings(behavior), {}),
+        (_settings(behavior, mode="warn"), {}),
+        (_settings(behavior, max_entries=20, prune_after_ms=5 * DAY), {"active_key": children[-1]}),
+        (
+            _settings(behavior),
+            {"preserve_session_ids": ["s-000011", "s-000012"], "preserve_keys": keys[20:25]},
+        ),
+        (_settings(behavior), {"cron_retention_ms": 3 * DAY, "fix_dm_scope": True, "agent_id": "main"}),
+        (_settings(behavior, max_disk_bytes=None, high_water_bytes=None), {"mode_override": "enforce"}),
+    ):
+        whole = plan_cleanup(
+            entries, settings, now_ms=NOW, budget_measure=measure, behavior=behavior, **extra
+        )
+        compact = plan_cleanup(
+            facts, settings, now_ms=NOW, budget_measure=measure, behavior=behavior, **extra
+        )
+        assert _outcome(compact) == _outcome(whole)
+        done = whole.would_enforce or whole  # (warn mode: what enforce would do)
+        assert done.removed or done.archived  # the store gives the stages work
+    for active in (children[0], children[-1], None):
+        whole = plan_runtime_maintenance(
+            entries, _settings(behavior, mode="warn"), now_ms=NOW, active_key=active, budget_measure=measure
+        )
+        compact = plan_runtime_maintenance(
+            facts, _settings(behavior, mode="warn"), now_ms=NOW, active_key=active, budget_measure=measure
+        )
+        assert _outcome(compact) == _outcome(whole)
+
+
+def test_prompt_blob_references_survive_in_the_facts() -> None:
+    entries = _store(4, 600)
+    facts = [entry_facts(e) for e in entries.values()]
+    assert prompt_hashes(facts) == prompt_hashes(entries.values()) != set()
+
+
+def test_facts_keep_what_the_planner_reads_and_drop_the_rest() -> None:
+    entry = {
+        "sessionId": "s1",
+        "updatedAt": 100,
+        "lastInteractionAt": 250,
+        "lastActivityAt": 90,
+        "sessionStartedAt": 100,
+        "chatType": "group",
+        "origin": {"chatType": "group", "provider": "telegram", "from": "x" * 100},
+        "skillsSnapshot": {"promptRef": "ref", "skills": ["x"] * 50},
+        "archivedAt": None,
+        "model": "gpt-5.4",
+        "sessionFile": "/x/s1.jsonl",
+    }
+    assert entry_facts(entry) == {
+        "sessionId": "s1",
+        "updatedAt": 100,
+        "archivedAt": None,  # present, if null: status counts rows by the key
+        "chatType": "group",
+        "lastInteractionAt": 250,  # only the activity times above updatedAt decide the activity
+        "origin": {"chatType": "group"},
+        "skillsSnapshot": {"promptRef": "ref"},
+    }
+    assert entry_facts(["not", "an", "object"]) == ["not", "an", "object"]
+
+
+def test_a_database_store_gives_facts_in_store_order_with_whole_row_sizes(tmp_path) -> None:
+    from openclaw_cli.store.sqlite.store import SqliteStore
+
+    entries = {
+        k: e
+        for k, e in _store(5, 300).items()
+        if isinstance(e, dict) and isinstance(e.get("sessionId"), str) and e["sessionId"]
+    }
+    store = SqliteStore(tmp_path / "agent.sqlite", agent_id="main", create=True)
+    try:
+        store.upsert_entries(entries)
+        whole = store.load_entries()
+        sizes: dict[str, int] = {}
+        facts = store.load_facts(entry_bytes=sizes)
+        assert list(facts) == list(whole) == list(entries)
+        assert facts == {key: entry_facts(entry) for key, entry in whole.items()}
+        assert sizes == {key: compact_bytes(entry) for key, entry in whole.items()}
+        assert store.load_facts() == facts
+    finally:
+        store.close()
