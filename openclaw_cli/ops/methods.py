@@ -270,6 +270,13 @@ _ROWS = (
     # served by the real Gateway without being listed in its hello-ok
     Method("sessions.resolve", f"{_READS}:sessions_resolve", p.SESSIONS_RESOLVE, READ, advertised=False),
     Method("sessions.get", f"{_READS}:sessions_get", p.SESSIONS_GET, READ, advertised=False),
+    Method(
+        "sessions.usage",
+        "openclaw_cli.ops.session_usage:sessions_usage",
+        p.SESSIONS_USAGE,
+        READ,
+        advertised=False,
+    ),
     # ours (issue 28): `openclaw storage --json` for the dashboard; OpenClaw's Gateway has none
     Method(
         "storage.report",

@@ -676,3 +676,22 @@ SESSIONS_GROUPS_UPDATE = Obj(
     {"name": Label, "cwd": Nullable(NonEmpty), "worktree": Bool()}, required=("name", "cwd", "worktree")
 )
 SESSIONS_GROUPS_DELETE = Obj({"name": Label}, required=("name",))
+_DATE = Str(pattern=r"^\d{4}-\d{2}-\d{2}$")
+SESSIONS_USAGE = Obj(
+    {
+        "key": NonEmpty,
+        "agentId": NonEmpty,
+        "agentScope": Literals("all"),
+        "creatorKey": NonEmpty,
+        "startDate": _DATE,
+        "endDate": _DATE,
+        "mode": Literals("utc", "gateway", "specific"),
+        "range": Literals("7d", "30d", "90d", "1y", "all"),
+        "groupBy": Literals("instance", "family"),
+        "includeHistorical": Bool(),
+        "utcOffset": Str(pattern=r"^UTC[+-]\d{1,2}(?::[0-5]\d)?$"),
+        "timeZone": NonEmpty,
+        "limit": Int(minimum=1),
+        "includeContextWeight": Bool(),
+    }
+)
