@@ -179,3 +179,48 @@ def test_branch_switch(kind: str, state_dir: Path) -> None:
     control = json.loads(lines[-1])
     assert control["type"] == "leaf" and control["targetId"] == LAST and control["parentId"] == "b2"
     assert every_window(state_dir, old_sid) == before
+
+
+def test_a_transcript_being_written_refuses_at_once(state_dir: Path, tmp_path: Path) -> None:
+    """Legacy: a writer holding the session's transcript lock (a turn in progress) makes a fork
+    and a switch answer OpenClaw's UNAVAILABLE text at once; nothing is written."""
+    import subprocess
+    import sys
+
+    make_state("legacy", state_dir)
+    write_config(state_dir, CONFIG)
+    add_branch(state_dir, "legacy")
+    sid, before = transcript(state_dir, GROUP)
+    files_before = sorted(p.name for p in (state_dir / "agents" / "main" / "sessions").iterdir())
+    rows_before = (state_dir / "agents" / "main" / "sessions" / "sessions.json").read_bytes()
+    holder_script = tmp_path / "openclaw-holder.py"  # a live OpenClaw-looking owner (never reclaimed)
+    holder_script.write_text(
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from openclaw_cli.store.lock import acquire_transcript_lock\n"
+        "acquire_transcript_lock(Path(sys.argv[1]))\n"
+        "print('held', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    path = state_dir / "agents" / "main" / "sessions" / f"{sid}.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, str(holder_script), str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with GatewayThread() as gw, Client(gw.url) as client:
+            assert client.hello()["ok"]
+            fork = client.request("sessions.fork", {"sessionKey": GROUP, "entryId": FIRST_USER})
+            switch = client.request("sessions.branches.switch", {"sessionKey": GROUP, "leafEntryId": LAST})
+    finally:
+        holder.kill()
+        holder.wait()
+    assert fork["error"]["code"] == switch["error"]["code"] == "UNAVAILABLE"
+    assert fork["error"]["message"] == "Fork is unavailable while the agent is working."
+    assert switch["error"]["message"] == "Branch switch is unavailable while the agent is working."
+    assert transcript(state_dir, GROUP) == (sid, before)
+    assert (state_dir / "agents" / "main" / "sessions" / "sessions.json").read_bytes() == rows_before
+    after = sorted(
+        p.name for p in path.parent.iterdir() if not p.name.endswith(".lock")
+    )  # the killed holder's
+    assert after == files_before  # no new transcript
