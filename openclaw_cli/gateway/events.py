@@ -48,9 +48,13 @@ def before(ctx: Context, method: Method, params: dict[str, Any]) -> dict[str, An
     """Facts the change events need that the mutation destroys."""
     if method.event != "delete" or not isinstance(params.get("key"), str):
         return {}
-    from openclaw_cli.ops.session_views import _find
+    from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.ops.session_keys import find_session
 
-    found = _find(ctx, params["key"], params.get("agentId"))
+    try:
+        found = find_session(ctx, params["key"], params.get("agentId"))
+    except OpenClawError:  # the mutation itself refuses the key (owner rule), with its own error
+        return {}
     if found is None:
         return {}
     agent_id, store, key, entry = found

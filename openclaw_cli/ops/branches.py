@@ -22,12 +22,10 @@ _BUSY = "{} is unavailable while the agent is working."
 
 
 def _located(ctx: Context, params: dict[str, Any]) -> Any:
-    from openclaw_cli.ops.gateway_reads import _require_owner
-    from openclaw_cli.ops.lifecycle import locate
+    from openclaw_cli.ops.session_keys import locate
 
     key = params["sessionKey"].strip()
     agent = params.get("agentId")
-    _require_owner(ctx, key, agent)
     loc = locate(ctx, key, agent=agent, store=params.get("store"), read_only=False)
     if loc.entry is None or not loc.entry.get("sessionId"):
         loc.store.close()

@@ -22,6 +22,7 @@ from typing import Any
 
 from openclaw_cli.errors import PreconditionError
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.session_keys import owner_agent
 
 # ---- sessions.resolve --------------------------------------------------------------------------------------
 
@@ -47,11 +48,11 @@ def _agents(ctx: Context, agent_id: str | None) -> list[str]:
 
 def _entries(ctx: Context, agent_id: str | None) -> list[tuple[str, str, dict[str, Any]]]:
     """(agent, key, entry) of every stored session of the selected agents, newest first."""
-    from openclaw_cli.ops.session_views import _open_existing
+    from openclaw_cli.ops.targets import open_existing
 
     rows: list[tuple[str, str, dict[str, Any]]] = []
     for agent in _agents(ctx, agent_id):
-        store = _open_existing(ctx, agent)
+        store = open_existing(ctx, agent)
         if store is None:
             continue
         with store:
@@ -66,10 +67,9 @@ def _entries(ctx: Context, agent_id: str | None) -> list[tuple[str, str, dict[st
 
 
 def _by_key(ctx: Context, key: str, agent_id: str | None) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import _find
+    from openclaw_cli.ops.session_keys import find_session
 
-    _require_owner(ctx, key, agent_id)
-    found = _find(ctx, key, agent_id)
+    found = find_session(ctx, key, agent_id)
     if found is None:
         raise _Missing(f"No session found: {key}")
     agent, store, stored, _entry = found
@@ -163,17 +163,6 @@ def sessions_resolve(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 # ---- sessions.get ------------------------------------------------------------------------------------------
 
 
-def _require_owner(ctx: Context, key: str, agent_id: str | None) -> None:
-    from openclaw_cli.config import configured_agent_ids
-    from openclaw_cli.keys import parse_agent_key
-
-    if parse_agent_key(key) is None and not agent_id and len(configured_agent_ids(ctx.config)) > 1:
-        raise PreconditionError(
-            f'Multiple agents are configured, but session key "{key}" has no explicit owner. '
-            "Pass agentId or use an agent-prefixed session key."
-        )
-
-
 def sessions_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """`sessions.get` (served by OpenClaw unlisted, params unchecked): the last `limit` (default
     200) messages of a session, as `chat.history` renders them but uncut; `{messages: []}` for an
@@ -184,7 +173,7 @@ def sessions_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if not key:
         raise PreconditionError("key required")
     agent_id = _text(params.get("agentId")) or None
-    _require_owner(ctx, key, agent_id)
+    owner_agent(ctx, key, agent_id, None)
     raw = params.get("limit")
     limit = max(1, int(raw)) if isinstance(raw, int | float) and not isinstance(raw, bool) else 200
     history = chat_history(
@@ -214,14 +203,13 @@ def sessions_storage_status(ctx: Context, params: dict[str, Any]) -> dict[str, A
     """OpenClaw's transcript storage figures per agent: the agent's database and WAL sizes and its
     session transcripts (all hot: we move none to cold storage, so the cold figures are 0), and an
     idle maintenance record (we run no cold-storage maintenance)."""
-    from openclaw_cli.ops.session_views import _open_existing
-    from openclaw_cli.ops.targets import known_agent_ids
+    from openclaw_cli.ops.targets import known_agent_ids, open_existing
 
     agents = []
     for agent in known_agent_ids(ctx.paths, ctx.config):
         db = Path(ctx.paths.agent_db_path(agent))
         hot = 0
-        store = _open_existing(ctx, agent)
+        store = open_existing(ctx, agent)
         if store is not None:
             with store:
                 hot = sum(1 for entry in store.load_entries().values() if entry.get("sessionId"))
@@ -469,12 +457,12 @@ def chat_metadata(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if isinstance(key, str):
         from openclaw_cli.ids import normalize_agent_id
 
-        _require_owner(ctx, key, agent_id)
         parsed = parse_agent_key(key)
         if parsed and agent_id and normalize_agent_id(agent_id) != parsed[0]:
             raise PreconditionError(
                 f'agent "{agent_id.strip()}" does not match session key agent "{parsed[0]}"'
             )
+        owner_agent(ctx, key, agent_id, None)
         agent = parsed[0] if parsed else _requested_agent(ctx, agent_id)
     else:
         agent = _requested_agent(ctx, agent_id)

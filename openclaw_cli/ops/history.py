@@ -200,12 +200,12 @@ def chat_message_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     `"oversized"` past OpenClaw's 26,213,376 bytes."""
     import orjson
 
-    from openclaw_cli.ops.gateway_reads import _require_owner
     from openclaw_cli.ops.lifecycle import open_export
+    from openclaw_cli.ops.session_keys import owner_agent
 
     key, wanted = params["sessionKey"], params["messageId"]
     agent = params.get("agentId")
-    _require_owner(ctx, key, agent)
+    owner_agent(ctx, key, agent, None)  # refused before anything is read
     max_chars = params.get("maxChars", MESSAGE_GET_MAX_CHARS)
     missing = {"ok": False, "unavailableReason": "not_found"}
     if wanted.startswith("pending:"):
@@ -257,13 +257,13 @@ def sessions_branches_list(ctx: Context, params: dict[str, Any]) -> dict[str, An
     continues), root path measured as OpenClaw reports it (recorded): `messageCount` the user,
     assistant and tool-result messages on the path, `headline` the last user or assistant text on
     it, `updatedAt` the tip's time (ISO), `active` the tip the session continues from."""
-    from openclaw_cli.ops.gateway_reads import _require_owner
     from openclaw_cli.ops.lifecycle import open_export
+    from openclaw_cli.ops.session_keys import owner_agent
     from openclaw_cli.store.tree import scan_tree
 
     key = params["sessionKey"]
     agent = params.get("agentId")
-    _require_owner(ctx, key, agent)
+    owner_agent(ctx, key, agent, None)  # refused before anything is read
     try:
         with open_export(ctx, key, agent=agent, store=None, branch="all") as source:
             tree = scan_tree(source.lines())

@@ -34,7 +34,13 @@ from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.params import SESSIONS_CREATE, SESSIONS_DELETE, SESSIONS_PATCH, SESSIONS_RESET
 from openclaw_cli.ops.rows import BUILTIN_MODEL
 from openclaw_cli.ops.scopes import LOCAL_PARAMS
-from openclaw_cli.ops.sessions import main_key_name
+from openclaw_cli.ops.session_keys import (
+    find_entry,
+    locate,
+    locate_target,
+    main_key_name,
+    owner_agent,
+)
 
 if TYPE_CHECKING:
     from openclaw_cli.store.base import SessionStore
@@ -129,96 +135,10 @@ def parse_label(raw: Any) -> str:
 # ---- finding the session ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Located:
-    agent_id: str
-    store: SessionStore  # an open SessionStore (the caller closes it)
-    key: str  # the store key
-    entry: dict[str, Any] | None
-    requested: str
-
-
 def is_main_session(ctx: Context, agent_id: str, key: str) -> bool:
     from openclaw_cli.keys import main_key
 
     return key.strip().lower() == "global" or key == main_key(agent_id, main_key_name(ctx))
-
-
-def _owner(ctx: Context, key: str, agent: str | None, store: str | None) -> str | None:
-    """The agent a key belongs to: `agentId`, else the key's own `agent:<id>:` prefix; refuses a
-    key of another agent and, with several agents configured, a key without an owner."""
-    from openclaw_cli.ids import normalize_agent_id
-    from openclaw_cli.keys import from_agent_store_key, parse_agent_key
-
-    parsed = parse_agent_key(key)
-    if agent is not None:
-        if not agent.strip():
-            raise UsageError("--agent must not be blank")
-        wanted = normalize_agent_id(agent)
-        if parsed and parsed[0] != wanted:
-            raise UsageError(
-                f'Session key "{key}" belongs to agent "{parsed[0]}", not "{wanted}". '
-                f"Pass --agent {parsed[0]} or a key of agent {wanted}."
-            )
-        return wanted
-    if parsed:
-        return parsed[0]
-    if store is None:
-        from openclaw_cli.config import configured_agent_ids
-
-        if len(configured_agent_ids(ctx.config)) > 1:
-            raise PreconditionError(
-                f'Multiple agents are configured, but session key "{from_agent_store_key(key)}" has no explicit '
-                "owner. Pass agentId or use an agent-prefixed session key."
-            )
-    return None
-
-
-def locate_target(
-    ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, what: str = "session key"
-) -> tuple[str, Any]:
-    """(the checked key, the target of the store it lives in), nothing opened."""
-    from openclaw_cli.keys import parse_agent_key
-    from openclaw_cli.lifecycle import check_session_key
-    from openclaw_cli.ops.targets import select_targets
-
-    key = check_session_key(raw_key, what=what)
-    owner = _owner(ctx, key, agent, store)
-    target = select_targets(
-        ctx.paths, ctx.config, agent=owner if store is None else agent, all_agents=False, store=store
-    )[0]
-    parsed = parse_agent_key(key)
-    if store is not None and parsed and parsed[0] != target.agent_id:
-        raise UsageError(
-            f'Session key "{key}" belongs to agent "{parsed[0]}", but {store} is the store of agent '
-            f'"{target.agent_id}".'
-        )
-    return key, target
-
-
-def locate(
-    ctx: Context,
-    raw_key: Any,
-    *,
-    agent: str | None,
-    store: str | None,
-    read_only: bool,
-    what: str = "session key",
-) -> Located:
-    """Open the store `raw_key` lives in and find its row (None when absent). Keys are matched
-    as given, then in OpenClaw's store form (`agent:<id>:<rest>`, R1.3.4), then normalised."""
-    from openclaw_cli.ops.targets import open_target
-
-    key, target = locate_target(ctx, raw_key, agent=agent, store=store, what=what)
-    st = open_target(ctx, target, read_only=read_only)
-    try:
-        from openclaw_cli.ops.sessions import find_entry
-
-        stored_key, entry = find_entry(st, target.agent_id, key, main_key_name(ctx))  # one key resolution
-        return Located(target.agent_id, st, stored_key, entry, key)
-    except BaseException:
-        st.close()
-        raise
 
 
 def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict[str, Any]:
@@ -447,7 +367,6 @@ def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
     outcome — its result document, or the error that refused it — exactly as if the requests ran
     one after another in this order, but the requests of one store share one open, one writer
     hold and one transaction (a savepoint each). A dry run or an explicit `store` runs alone."""
-    from openclaw_cli.ops.sessions import find_entry
     from openclaw_cli.ops.targets import open_target
 
     outcomes: list[Any] = [None] * len(batch)
@@ -893,7 +812,7 @@ def _create_empty(
     from openclaw_cli.ops.targets import open_target, select_targets
 
     agent = params.get("agentId")
-    owner = _owner(ctx, params["key"], agent, params.get("store")) if params.get("key") else agent
+    owner = owner_agent(ctx, params["key"], agent, params.get("store")) if params.get("key") else agent
     if owner is None and params.get("store") is None:
         from openclaw_cli.config import configured_agent_ids, default_agent_id
 

@@ -86,8 +86,7 @@ def _channel(entry: dict[str, Any]) -> str | None:
 def _owner(ctx: Context, params: dict[str, Any]) -> list[str]:
     from openclaw_cli.config import default_agent_id
     from openclaw_cli.ids import normalize_agent_id
-    from openclaw_cli.keys import parse_agent_key
-    from openclaw_cli.ops.gateway_reads import _require_owner
+    from openclaw_cli.ops.session_keys import owner_agent
     from openclaw_cli.ops.targets import known_agent_ids
 
     key, agent_id = params.get("key"), params.get("agentId")
@@ -96,23 +95,16 @@ def _owner(ctx: Context, params: dict[str, Any]) -> list[str]:
             raise PreconditionError("agentScope=all cannot be combined with key or agentId")
         return known_agent_ids(ctx.paths, ctx.config)
     if key:
-        _require_owner(ctx, key, agent_id)
-        parsed = parse_agent_key(key)
-        return [
-            parsed[0]
-            if parsed
-            else normalize_agent_id(agent_id)
-            if agent_id
-            else default_agent_id(ctx.config)
-        ]
+        return [owner_agent(ctx, key, agent_id, None) or default_agent_id(ctx.config)]  # the one owner rule
     if agent_id:
         return [normalize_agent_id(agent_id)]
-    _require_owner(ctx, "main", None)
+    owner_agent(ctx, "main", None, None)
     return [default_agent_id(ctx.config)]
 
 
 def sessions_usage(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.ops.session_views import _open_existing, describe
+    from openclaw_cli.ops.session_views import describe
+    from openclaw_cli.ops.targets import open_existing
     from openclaw_cli.usage_summary import UNKNOWN_CREATOR, Aggregates, SessionUsage
 
     now = ctx.now_ms()
@@ -123,12 +115,12 @@ def sessions_usage(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     limit = params.get("limit", DEFAULT_LIMIT)
     matched: list[dict[str, Any]] = []
     for agent in agents:
-        store = _open_existing(ctx, agent)
+        store = open_existing(ctx, agent)
         if store is None:
             continue
         with store:
             if wanted:
-                from openclaw_cli.ops.sessions import find_entry, main_key_name
+                from openclaw_cli.ops.session_keys import find_entry, main_key_name
 
                 stored_key, entry = find_entry(store, agent, wanted, main_key_name(ctx))
                 rows = [(stored_key, entry)] if entry is not None else []

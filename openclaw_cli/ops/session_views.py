@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from openclaw_cli.errors import OpenClawError
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.session_keys import find_session
+from openclaw_cli.ops.targets import open_existing
 
 if TYPE_CHECKING:
     from openclaw_cli.store.base import SessionStore
@@ -227,7 +228,7 @@ def add_last_message_preview(ctx: Context, row: dict[str, Any], entry: dict[str,
     after `displayName` as OpenClaw places it; nothing when the session has no message."""
     if "lastMessagePreview" in row or not isinstance(row.get("agentId"), str):
         return
-    store = _open_existing(ctx, row["agentId"])
+    store = open_existing(ctx, row["agentId"])
     if store is None:
         return
     with store:
@@ -252,20 +253,6 @@ def _selected_agents(ctx: Context, agent_id: str | None, *, configured_only: boo
     if configured_only:
         return list(configured_agent_ids(ctx.config))
     return known_agent_ids(ctx.paths, ctx.config)
-
-
-def _open_existing(ctx: Context, agent_id: str) -> Any | None:
-    """The agent's store opened read-only, or None when it has none yet."""
-    from openclaw_cli.store.detect import open_agent_store
-
-    try:
-        store = open_agent_store(ctx.paths, agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=True)
-    except OpenClawError:
-        return None
-    if not os.path.exists(store.path):
-        store.close()
-        return None
-    return store
 
 
 def row_defaults(ctx: Context) -> tuple[str | None, int | None]:
@@ -357,7 +344,7 @@ def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any
     stores: list[tuple[str, SessionStore]] = []
     try:
         for agent_id in agents:
-            store = _open_existing(ctx, agent_id)
+            store = open_existing(ctx, agent_id)
             if store is not None:
                 stores.append((agent_id, store))
         tokens = [store.change_token() for _, store in stores]
@@ -530,36 +517,9 @@ def subscribe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 # ---- sessions.describe / preview ----------------------------------------------------------------------------
 
 
-def _find(ctx: Context, key: str, agent_id: str | None) -> tuple[str, Any, str, dict[str, Any]] | None:
-    """(agent, open store, stored key, entry) of a session key, or None. The caller closes the store."""
-    from openclaw_cli.keys import normalize_key, parse_agent_key
-
-    wanted = key.strip()
-    parsed = parse_agent_key(wanted)
-    candidates = [parsed[0]] if parsed else _selected_agents(ctx, agent_id)
-    if agent_id is not None and parsed is None:
-        candidates = _selected_agents(ctx, agent_id)
-    from openclaw_cli.ops.sessions import key_candidates, main_key_name
-
-    main_name = main_key_name(ctx)
-    for candidate in candidates:
-        store = _open_existing(ctx, candidate)
-        if store is None:
-            continue
-        # as given, normalised, then the agent's store form (`main` is `agent:<id>:main`, as the
-        # real Gateway resolves it)
-        spellings = [wanted, normalize_key(wanted), *key_candidates(candidate, wanted, main_name)]
-        for stored in dict.fromkeys(spellings):
-            entry = store.get_entry(stored)
-            if isinstance(entry, dict):
-                return candidate, store, stored, entry
-        store.close()
-    return None
-
-
 def describe(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """`sessions.describe`: `{session: <row>}`, or `{session: null}` for an unknown key."""
-    found = _find(ctx, params["key"], params.get("agentId"))
+    found = find_session(ctx, params["key"], params.get("agentId"))
     if found is None:
         return {"session": None}
     agent_id, store, key, entry = found
@@ -594,7 +554,7 @@ def preview(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     max_chars = params.get("maxChars", PREVIEW_MAX_CHARS)
     previews = []
     for key in params["keys"]:
-        found = _find(ctx, key, None)
+        found = find_session(ctx, key, None)
         if found is None:
             previews.append({"key": key, "status": "missing", "items": []})
             continue
@@ -626,7 +586,7 @@ def health(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     agents = []
     for agent_id in _selected_agents(ctx, None):
         sessions: dict[str, Any] = {"path": str(ctx.paths.agent_db_path(agent_id)), "count": 0, "recent": []}
-        store = _open_existing(ctx, agent_id)
+        store = open_existing(ctx, agent_id)
         if store is not None:
             with store:
                 rows, total = store.list_entries(limit=HEALTH_RECENT)
@@ -692,7 +652,7 @@ def gateway_status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     newest: list[dict[str, Any]] = []
     count = 0
     for agent_id in _selected_agents(ctx, None):
-        store = _open_existing(ctx, agent_id)
+        store = open_existing(ctx, agent_id)
         if store is None:
             continue
         with store:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import NotFoundError, OpenClawError, UsageError
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.session_keys import find_entry, main_key_name, resolve_target
 from openclaw_cli.ops.targets import open_target, select_targets
 
 if TYPE_CHECKING:
@@ -279,72 +280,6 @@ def _note_skipped_rows(ctx: Context, store: SessionStore) -> None:
         )
 
 
-def main_key_name(ctx: Context) -> str | None:
-    """`session.mainKey` (None: OpenClaw's default `main`)."""
-    try:
-        from openclaw_cli.config.resolve import _model
-
-        value = _model(ctx.config).session.main_key
-    except AttributeError:
-        return None
-    return value if isinstance(value, str) else None
-
-
-def key_candidates(agent_id: str, key: str, main_name: str | None = None) -> list[str]:
-    """The spellings a key may be stored under, most exact first: as given, OpenClaw's store form
-    (`agent:<id>:<rest>`, R1.3.4), and for cron/hook keys the bare legacy form a store written
-    before the import holds (`cron:job1`; D14 canonicalises it on import), so one key finds its
-    row before and after the migration."""
-    from openclaw_cli.keys import parse_agent_key, to_agent_store_key
-
-    store_key = to_agent_store_key(agent_id, key, main_name)
-    out = [key, store_key]
-    parsed = parse_agent_key(store_key)
-    if parsed and parsed[0] == agent_id and parsed[1].lower().startswith(("cron:", "hook:")):
-        out.append(parsed[1])
-    return list(dict.fromkeys(out))
-
-
-def find_entry(
-    st: SessionStore, agent_id: str, key: str, main_name: str | None = None
-) -> tuple[str, dict[str, Any] | None]:
-    """(the stored key, its entry) for `key` in one store; the entry is None when no row matches.
-    Exact spellings are looked up first (one indexed read); then every row is compared in the
-    canonical, normalised form."""
-    from openclaw_cli.keys import canonicalize_bare_key, normalize_key, to_agent_store_key
-
-    for candidate in key_candidates(agent_id, key, main_name):
-        entry = st.get_entry(candidate)
-        if entry is not None:
-            return candidate, entry
-    store_key = to_agent_store_key(agent_id, key, main_name)
-    wanted = normalize_key(store_key)
-    for candidate, entry in st.load_entries().items():
-        if normalize_key(canonicalize_bare_key(candidate, agent_id)) == wanted:
-            return candidate, entry
-    return store_key, None
-
-
-def key_agent(ctx: Context, key: str, *, agent: str | None, store: str | None) -> str | None:
-    """The agent whose store a key selects: `--agent` when given (a key of another agent is
-    refused), else the key's own `agent:<id>:` prefix — also when several agents are configured —
-    else None (the default selection decides)."""
-    from openclaw_cli.ids import normalize_agent_id
-    from openclaw_cli.keys import parse_agent_key
-
-    parsed = parse_agent_key(key)
-    if agent is not None:
-        if agent.strip() and parsed and parsed[0] != normalize_agent_id(agent):
-            raise UsageError(
-                f'Session key "{key}" belongs to agent "{parsed[0]}", not "{normalize_agent_id(agent)}". '
-                f"Pass --agent {parsed[0]} or a key of agent {normalize_agent_id(agent)}."
-            )
-        return agent
-    if store is None and parsed:
-        return parsed[0]
-    return None
-
-
 def resolve_session(
     ctx: Context, key: str | None, *, agent: str | None, store: str | None, read_only: bool = False
 ) -> Any:
@@ -355,8 +290,10 @@ def resolve_session(
     if key is not None and not key.strip():
         raise UsageError("--session-key must not be blank")
     wanted = key.strip() if key is not None else None
-    owner = key_agent(ctx, wanted, agent=agent, store=store) if wanted else agent
-    target = select_targets(ctx.paths, ctx.config, agent=owner, all_agents=False, store=store)[0]
+    if wanted is not None:
+        _, target = resolve_target(ctx, wanted, agent=agent, store=store)  # the one owner rule
+    else:
+        target = select_targets(ctx.paths, ctx.config, agent=agent, all_agents=False, store=store)[0]
     if wanted is None:
         wanted = main_key(target.agent_id, main_key_name(ctx))
     st = open_target(ctx, target, read_only=read_only)

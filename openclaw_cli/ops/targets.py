@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openclaw_cli.errors import NotFoundError, SelectionError, UsageError
+from openclaw_cli.errors import NotFoundError, OpenClawError, SelectionError, UsageError
 from openclaw_cli.ids import normalize_agent_id, parse_agent_arg
 from openclaw_cli.paths import (
     LEGACY_STORE_NAME,
@@ -25,11 +25,13 @@ from openclaw_cli.paths import (
 )
 
 if TYPE_CHECKING:
+    from openclaw_cli.ops.context import Context
     from openclaw_cli.store.base import SessionStore
 
 __all__ = [
     "Target",
     "known_agent_ids",
+    "open_existing",
     "open_target",
     "select_migration_targets",
     "select_targets",
@@ -336,3 +338,17 @@ def _log_open(store: SessionStore, target: Target) -> None:
             store.path,
             " (read-only)" if store.read_only else "",
         )
+
+
+def open_existing(ctx: Context, agent_id: str) -> SessionStore | None:
+    """The agent's store opened read-only, or None when it has none yet."""
+    from openclaw_cli.store.detect import open_agent_store
+
+    try:
+        store = open_agent_store(ctx.paths, agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=True)
+    except OpenClawError:
+        return None
+    if not os.path.exists(store.path):
+        store.close()
+        return None
+    return store
