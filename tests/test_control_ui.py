@@ -3,12 +3,14 @@ Control UI as OpenClaw's Gateway does, and the real UI's sessions views work aga
 
 The HTTP tests use a small build of our own (real files, real sockets); the browser test drives
 Debian's Chromium (never a downloaded browser) through the peer install's real build
-(`/tmp/peer`, 2026.9.6): the sidebar lists our rows, one session's history renders, and a pin, an
-archive and a new group made in the page land in the store. Screenshots are kept under tests/artifacts/control-ui/."""
+(`/tmp/peer`, 2026.9.6): the sidebar lists our rows, one session's history renders, the search
+palette finds our messages, and a pin, an archive and a new group made in the page land in the
+store. Screenshots are kept under tests/artifacts/control-ui/."""
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -117,6 +119,12 @@ def test_real_control_ui_sessions_views_against_our_gateway(state_dir: Path) -> 
         page.get_by_text("turn 1: cleanup token budget cron archive").first.wait_for(timeout=30_000)
         page.get_by_text("Context compacted").first.wait_for(timeout=30_000)
         page.screenshot(path=str(SHOTS / "history.png"))
+        # search (the command palette): matching sessions, and message hits from our sessions.search
+        page.keyboard.press("Control+k")
+        page.keyboard.type("compaction")
+        page.get_by_text(re.compile("agent gateway legacy import")).first.wait_for(timeout=30_000)
+        page.screenshot(path=str(SHOTS / "search.png"))
+        page.keyboard.press("Escape")
         # a pin made in the page lands in the store
         page.get_by_text("Team chat").first.click(button="right")
         page.get_by_role("menuitem", name="Pin session").first.click()
