@@ -220,3 +220,14 @@ def test_unreadable_catalog_is_an_error_not_a_reset(state_dir: Path) -> None:
         got = c.request("sessions.groups.put", {"names": ["x"]})
         assert got["ok"] is False and "session group catalog" in got["error"]["message"]
     assert path.read_text() == "{not json"
+
+
+def test_blank_names_are_unavailable_as_openclaw_answers_them(state_dir: Path) -> None:
+    """A name of spaces passes the schema; OpenClaw's rename/delete then throw a plain Error,
+    which its handler answers UNAVAILABLE with the error's text."""
+    legacy_state(state_dir)
+    with GatewayThread(tick_interval_ms=60_000) as gw, connected(gw.url) as c:
+        got = c.request("sessions.groups.rename", {"name": "  ", "to": "x"})
+        assert got["error"] == {"code": "UNAVAILABLE", "message": "group rename requires non-empty names"}
+        got = c.request("sessions.groups.delete", {"name": " "})
+        assert got["error"] == {"code": "UNAVAILABLE", "message": "group delete requires a non-empty name"}

@@ -21,6 +21,13 @@ from openclaw_cli.store import group_catalog as catalogs
 _SECTIONS = ("ungrouped", "groups", "work")
 
 
+class GroupUnavailableError(PreconditionError):
+    """A group change OpenClaw refuses with a plain `Error`, which its handler answers UNAVAILABLE
+    (e.g. `group rename requires non-empty names` for a blank name). Nothing was modified."""
+
+    gateway_code = "UNAVAILABLE"
+
+
 def _name(raw: Any) -> str | None:
     """OpenClaw's normalizeOptionalString: trimmed, None when empty."""
     if not isinstance(raw, str):
@@ -181,7 +188,7 @@ def _mutate_group(ctx: Context, raw_name: Any, raw_to: Any, rename: bool) -> dic
     name = _name(raw_name)
     to = _name(raw_to) if rename else None
     if not name or (rename and not to):
-        raise PreconditionError(
+        raise GroupUnavailableError(
             "group rename requires non-empty names" if rename else "group delete requires a non-empty name"
         )
     updated = 0
