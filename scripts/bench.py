@@ -1040,21 +1040,26 @@ def case_search_big(b: Bench) -> None:
         absolute_max=total / 1e6 / 100,
         rss_max_mb=150,
     )
+    # The ">= 20x faster than grep" target is judged on the warm library call (the index's own
+    # work), not the whole command: grep over these files takes a few ms warm, less than the Python
+    # interpreter's start-up alone (docs/decisions.md, issue 26, storage27). The whole command keeps
+    # its < 100 ms target and shows grep beside it for reference.
     files = [str(state / "agents")]
+    greps: dict[str, float] = {}
     for label, query, word in (
         ("rare phrase", SEARCH_RARE, "quokka"),
         ("common word", SEARCH_COMMON, "gateway"),
     ):
         warm = b.repeat([*OURS, "sessions", "search", query, "--json"], env, runs=max(b.runs, 5))
-        grep = b.repeat(["grep", "-r", "-l", "-F", word, *files], env, runs=max(1, min(b.runs, 3)))
+        grep = b.repeat(["grep", "-r", "-l", "-F", word, *files], env, runs=max(3, min(b.runs, 5)))
+        greps[query] = median(grep)
         b.compare(
             f"sessions search {query} --json (warm index, whole command), {label}",
             warm,
             None,
-            "< 100 ms first page; >= 20x faster than grep -r over the same files",
+            "< 100 ms first page (grep -r -l -F over the same files shown for reference)",
             absolute_max=0.1,
             floor=grep,
-            floor_ratio_max=0.05,
             rss_max_mb=150,
             extra={"grepOverOurs": round(median(grep) / median(warm), 1)},
         )
@@ -1074,14 +1079,21 @@ def case_search_big(b: Bench) -> None:
         check=True,
     )
     figures_in = {
-        q: {"medianMs": round(statistics.median(v["samples"]) * 1000, 1), "hits": v["hits"]}
+        q: {
+            "medianMs": round(statistics.median(v["samples"]) * 1000, 1),
+            "hits": v["hits"],
+            "grepMs": round(greps[q] * 1000, 1),
+            "grepOverLibrary": round(greps[q] / statistics.median(v["samples"]), 1),
+        }
         for q, v in json.loads(inproc.stdout).items()
     }
+    checks = {f"{q}:100ms": v["medianMs"] < 100 for q, v in figures_in.items()}
+    checks.update({f"{q}:20x-grep": v["grepOverLibrary"] >= 20 for q, v in figures_in.items()})
     b.record_figures(
-        "sessions search, warm, in-process (library search(), first page)",
+        "sessions search, warm, in-process (library search(), first page) vs grep -r -l -F",
         figures_in,
-        "< 100 ms",
-        {q: v["medianMs"] < 100 for q, v in figures_in.items()},
+        "< 100 ms; >= 20x faster than grep -r -l -F over the same files (warm page cache)",
+        checks,
     )
     live = sorted((state / "agents" / "main" / "sessions").glob("*.jsonl"))[:10]
     counter = [0]

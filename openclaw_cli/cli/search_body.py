@@ -57,15 +57,36 @@ def _real_gateway_can_serve(params: dict[str, Any], query: Any) -> bool:
     )
 
 
+def _gateway_files(state_dir: Any) -> bool:
+    """Whether `<state>/tmp/openclaw-<uid>/` holds what a running Gateway leaves there: our marker
+    (`openclaw-cli-gateway.json`), 2026.9.6's `gateway.state.lock` / `gateway.<hash>.lock`, or
+    2026.9.8+'s owner file `state.<hash>.lock`. Without any, no Gateway owns the state and the
+    probe (imports, the coordinator lock) is skipped: one directory listing."""
+    import os
+
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for name in {f"openclaw-{uid}" if uid is not None else "openclaw", "openclaw-user"}:
+        try:
+            names = os.listdir(os.path.join(state_dir, "tmp", name))
+        except OSError:
+            continue
+        for entry in names:
+            if entry == "openclaw-cli-gateway.json" or (
+                entry.startswith(("gateway.", "state.")) and ".lock" in entry
+            ):
+                return True
+    return False
+
+
 def _delegated(cx: Any, params: dict[str, Any], gw: Any) -> dict[str, Any] | None:
     """The owning Gateway's answer, or None to search locally (no Gateway, or one that cannot
     answer this query the same way)."""
+    if params.get("store") or not _gateway_files(cx.paths.state_dir):
+        return None
     from openclaw_cli.gateway.ownership import pid_alive, read_marker
     from openclaw_cli.search.query import parse
     from openclaw_cli.store.state_owner import coordinator_held
 
-    if params.get("store"):
-        return None
     marker = read_marker(cx.paths.state_dir)
     ours = bool(marker and pid_alive(marker.get("pid")))
     if not ours and not coordinator_held(cx.paths.state_dir):

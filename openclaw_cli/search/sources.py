@@ -472,14 +472,20 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *,
             entries = sorted(((e.name, e) for e in it), key=lambda item: item[0])
     except OSError:
         entries = []
-    root = str(sessions_dir)
     for name, entry in entries:
-        path = os.path.join(root, name)  # strings: a Path per file costs more than its lstat
-        if name.endswith(".jsonl") and is_primary_transcript_name(name):
+        path = entry.path  # strings: a Path per file costs more than its lstat
+        # `<id>.jsonl` (one dot, not hidden) is always primary: trajectories, checkpoints and
+        # archives have more dots (is_primary_transcript_name decides the rest)
+        if name.endswith(".jsonl") and (
+            (name.count(".") == 1 and name[0] != ".") or is_primary_transcript_name(name)
+        ):
             if not live_files:
                 continue
-            st = _regular(path)  # a live transcript grows: its size and mtime are its token
-            if st is None:
+            try:  # a live transcript grows: its size and mtime are its token
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
                 continue
             sid = name[: -len(".jsonl")]
             out.sources.append(
