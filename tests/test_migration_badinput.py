@@ -127,15 +127,15 @@ def test_hard_linked_transcript_is_imported_but_never_moved(state_dir: Path, tmp
 def test_transcript_written_during_import_is_left_alone(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from openclaw_cli.migration import importer
+    from openclaw_cli.migration import parser_process as importer  # where transcripts are opened
 
     sessions = make_f(state_dir)
     real_open = importer.open_regular_nofollow
     appended = '{"type":"event","id":"late"}\n'
 
-    def open_then_write(path: Path):
+    def open_then_write(path: Path | str):
         fd, st = real_open(path)
-        if path.name == "session-1.jsonl":
+        if Path(path).name == "session-1.jsonl":
             with open(path, "a") as fh:  # a live session writer appends while we read
                 fh.write(appended)
         return fd, st

@@ -12,11 +12,11 @@ canonicalised to `agent:<agent>:…`.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import sqlite3
 import struct
+from collections import deque
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openclaw_cli.errors import Interrupted, OpenClawError
+from openclaw_cli.errors import Interrupted, InvalidDataError, OpenClawError
 from openclaw_cli.fsio import FILE_MODE
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.interrupts import InterruptRequested
 from openclaw_cli.jsonutil import StreamedArray
 from openclaw_cli.migration import manifest as mf
+from openclaw_cli.migration import parser_process as parsing
 from openclaw_cli.migration import staging
 from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.dbinfo import db_refusal
@@ -50,6 +51,7 @@ from openclaw_cli.migration.legacy_reader import (
     trajectory_paths,
     unreferenced_jsonl,
 )
+from openclaw_cli.migration.parser_process import ParserProcess
 from openclaw_cli.migration.publish import (
     ArtifactError,
     Identity,
@@ -73,6 +75,11 @@ MIN_PUBLISH_BATCH = 1024
 # per target (a 20,000-file store has a ~25 MB manifest). Correctness never depends on them: restore
 # and the next import work from the planned moves and what is on disk.
 MAX_MANIFEST_WRITES = 2
+BATCH_ROWS = 20000  # rows gathered per write of the bulk import
+# a fresh store's import of at least this many sessions reads and parses them in a second process
+# (`parser_process`); `OPENCLAW_IMPORT_PARSER=process|inline` forces it either way
+PARSER_MIN_RECORDS = 256
+PARSER_ENV = "OPENCLAW_IMPORT_PARSER"
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
 
 if TYPE_CHECKING:
@@ -403,30 +410,38 @@ class ImportRun:
 
         from openclaw_cli.store.sqlite.store import SqliteStore
 
-        if tr.fresh:
-            # D22: built under a private name; a stale build of a killed run is never resumed
-            staging.discard_all(t.sqlite_path)
-            tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
-        self._current_db = tr.db
-        store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
+        parser = self._start_parser(tr, states)
         try:
-            self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
-            taken = iter(states)
-            store.bulk_import(
-                self._feed(states),
-                batch_records=1000,
-                batch_rows=20000,
-                on_malformed="quarantine",
-                private_build=tr.build is not None,
-                expected_records=len(states),
-                on_result=lambda res: _take_result(next(taken), res, report),
-            )
-            if next(taken, None) is not None:
-                raise RuntimeError("the bulk import did not report every record")
-            self.ctx.checkpoint("bulk-import-done")
-            self._reconcile_entries(store, states, report)
+            if tr.fresh:
+                # D22: built under a private name; a stale build of a killed run is never resumed
+                staging.discard_all(t.sqlite_path)
+                tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
+            self._current_db = tr.db
+            store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
+            try:
+                self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
+                taken = iter(states)
+                store.bulk_import(
+                    self._feed(states, parser),
+                    batch_records=1000,
+                    batch_rows=BATCH_ROWS,
+                    on_malformed="quarantine",
+                    private_build=tr.build is not None,
+                    expected_records=len(states),
+                    on_result=lambda res: _take_result(next(taken), res, report),
+                )
+                if next(taken, None) is not None:
+                    raise RuntimeError("the bulk import did not report every record")
+                if parser is not None:
+                    parser.close()
+                    parser = None
+                self.ctx.checkpoint("bulk-import-done")
+                self._reconcile_entries(store, states, report)
+            finally:
+                store.close()
         finally:
-            store.close()
+            if parser is not None:
+                parser.close()
         self._record_issues(tr)
         self._compute_digests(states)
         from openclaw_cli.migration.verify import verify_records
@@ -452,16 +467,53 @@ class ImportRun:
                 report.sqlite_entries = 0
             tr.build = None
 
-    def _feed(self, states: list[RecState]) -> Iterator[Any]:
+    def _start_parser(self, tr: TargetRun, states: list[RecState]) -> ParserProcess | None:
+        """The parser process for a fresh store's import of enough sessions on more than one core
+        (`OPENCLAW_IMPORT_PARSER=process|inline` forces it either way); None: read in-process."""
+        choice = os.environ.get(PARSER_ENV, "").strip().lower()
+        if choice == "inline" or not tr.fresh:
+            return None
+        if choice != "process":
+            if len(states) < PARSER_MIN_RECORDS:
+                return None
+            try:
+                if len(os.sched_getaffinity(0)) < 2:
+                    return None
+            except (AttributeError, OSError):
+                return None
+        try:
+            return ParserProcess("quarantine", BATCH_ROWS)
+        except OSError:
+            return None  # no process to spare (EMFILE, EAGAIN, ENOMEM): the import reads in-process
+
+    def _feed(self, states: list[RecState], parser: ParserProcess | None = None) -> Iterator[Any]:
         from openclaw_cli.store.sqlite.store import ImportRecord
 
+        # the parser takes the jobs in record order, a bounded window ahead of the record imported
+        jobs = _parser_jobs(states) if parser is not None else iter(())
+        sent: deque[RecState] = deque()
+        more = parser is not None
         previous: RecState | None = None
         for state in states:
             if previous is not None and previous.stream is not None:
                 previous.stream.finish()
+            if more:
+                assert parser is not None
+                while parser.room():
+                    job = next(jobs, None)
+                    if job is None:
+                        more = False
+                        break
+                    parser.submit(job.rec.transcript_text, job.rec.session_id)  # type: ignore[arg-type]
+                    sent.append(job)
             rec = state.rec
             lines: Any = ()
-            if rec.transcript_text is not None and rec.problem is None:
+            prepared = None
+            if sent and sent[0] is state:
+                sent.popleft()
+                assert parser is not None
+                lines, prepared = self._parsed(state, parser.take())
+            elif rec.transcript_text is not None and rec.problem is None:
                 lines = self._open_transcript(state)
             yield ImportRecord(
                 session_key=rec.key,
@@ -471,6 +523,7 @@ class ImportRun:
                 source=rec.transcript_text or rec.expected_text or rec.key,
                 created_at_ms=state.mtime_ms,
                 entry_text=None if state.alias_of is not None else rec.entry_text,
+                prepared=prepared,
             )
             state.mtime_ms = None  # read once, here (an int per session otherwise held to the end)
             previous = state
@@ -479,48 +532,58 @@ class ImportRun:
         if previous is not None and previous.stream is not None:
             previous.stream.finish()
 
+    def _parsed(self, state: RecState, message: tuple[Any, ...]) -> tuple[Any, Any]:
+        """A record's state and rows from the parser's message (what `_open_transcript` and the
+        store's line loop would have found): (lines, prepared rows)."""
+        from openclaw_cli.store.base import ReadIssue
+        from openclaw_cli.store.sqlite_lines import PreparedLines
+
+        kind = message[0]
+        path = state.rec.transcript_text
+        if kind == parsing.OK:
+            _, dev, ino, mtime_ns, size, sha, ends_nl, nsplit, chunks, lines_read, quarantined, issue = (
+                message
+            )
+            state.mtime_ms = mtime_ns // 1_000_000
+            state.identity = Identity(dev, ino, mtime_ns, size, sha)
+            state.ends_nl = ends_nl
+            state.nsplit = nsplit
+            found = None if issue is None else ReadIssue(path or state.rec.key, issue[0], issue[1])
+            return (), PreparedLines(chunks, lines_read, quarantined, found)
+        if kind == parsing.MISSING:
+            state.missing = True
+        elif kind == parsing.UNREADABLE:
+            state.unreadable = message[1]
+        elif kind == parsing.CHANGED:
+            state.mtime_ms = message[1] // 1_000_000
+            state.changed = True  # never import a file that moved under us: the original stays as is
+        elif kind == parsing.INLINE:
+            return self._open_transcript(state), None
+        elif kind == parsing.OS_ERROR:
+            raise OSError(message[1], message[2], message[3])  # typed by the run, as an in-process read
+        elif kind == parsing.INVALID:
+            raise InvalidDataError(message[1])
+        else:
+            raise RuntimeError(f"the import's parser process failed on {path}: {message[1]}")
+        return (), None
+
     def _open_transcript(self, state: RecState) -> Any:
-        path = state.rec.transcript
+        path = state.rec.transcript_text
         assert path is not None
-        try:
-            fd, before = open_regular_nofollow(path)
-        except ArtifactError as exc:
-            state.unreadable = str(exc)
-            return ()
-        except FileNotFoundError:
+        opened = parsing.open_transcript(path)
+        if opened is None:
             state.missing = True
             return ()
-        except OSError as exc:
-            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
-                raise  # a process limit, not this file: every later open fails too (typed by the run)
-            state.unreadable = f"{path}: {exc.strerror or exc}"
+        if isinstance(opened, str):
+            state.unreadable = opened
             return ()
+        fd, before = opened
         state.mtime_ms = before.st_mtime_ns // 1_000_000
         if before.st_size > WHOLE_FILE_LIMIT:
             state.stream = _StreamFeed(fd, before, state)
             return state.stream
-        try:
-            # one read of size + 1 normally ends at EOF; a short read or a file that grew meanwhile
-            # is read on to its end (and a grown file is then caught by the fingerprint check)
-            first = os.read(fd, before.st_size + 1)
-            chunks = [first]
-            if len(first) != before.st_size:
-                while chunk := os.read(fd, READ_CHUNK):
-                    chunks.append(chunk)
-            after = os.fstat(fd)
-        finally:
-            os.close(fd)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        del chunks
-        try:
-            now = os.lstat(path)
-        except OSError:
-            now = None
-        if (
-            fingerprint(before) != fingerprint(after)
-            or now is None
-            or fingerprint(now) != fingerprint(before)
-        ):
+        data = parsing.read_whole(fd, before, path)
+        if data is None:
             state.changed = True  # never import a file that moved under us: the original stays as is
             return ()
         state.identity = Identity(
@@ -1073,6 +1136,34 @@ def _index_owners(index: LegacyIndex, target: Target, ctx: MigrationContext) -> 
         parsed = parse_agent_key(key)
         owners.add(parsed[0] if parsed else default)
     return owners
+
+
+def _parser_jobs(states: list[RecState]) -> Iterator[RecState]:
+    """The records the parser reads, in order: a readable transcript of a valid session id that no
+    other record of the run names (a session seen twice takes the store's general path, which
+    needs the lines). Keys need no check: `_merge_aliases` leaves one entry per key."""
+    from openclaw_cli.ids import is_valid_legacy_session_id
+
+    seen: set[str] = set()
+    shared: set[str] = set()
+    for state in states:  # a transient set, freed before the first record is imported
+        sid = state.rec.session_id
+        if sid in seen:
+            shared.add(sid)
+        else:
+            seen.add(sid)
+    del seen
+    for state in states:
+        rec = state.rec
+        sid = rec.session_id
+        if (
+            rec.transcript_text is not None
+            and rec.problem is None
+            and sid not in shared
+            and isinstance(sid, str)
+            and is_valid_legacy_session_id(sid)
+        ):
+            yield state
 
 
 def _merge_aliases(records: list[Record], report: TargetReport) -> list[RecState]:

@@ -43,11 +43,9 @@ from openclaw_cli.store.base import (
     listing_sort_key,
     pin_timestamp,
 )
-from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
-from openclaw_cli.store.quarantine import wrap as quarantine_wrap
+from openclaw_cli.store.quarantine import QUARANTINE_TYPE, original_bytes
 from openclaw_cli.store.sqlite import schema as schema_mod
 from openclaw_cli.store.sqlite_common import (
-    ESTIMATED_KINDS,
     LIVE_WAL_AUTOCHECKPOINT,
     ReadOnlyConnection,
     cached_fact,
@@ -63,6 +61,15 @@ from openclaw_cli.store.sqlite_common import (
     timestamp_ms,
     translate_error,
     write_transaction,
+)
+from openclaw_cli.store.sqlite_lines import (
+    GATHER_BYTES,
+    QUARANTINED,
+    MalformedPolicy,
+    PreparedLines,
+    gather_lines,
+    prepare_line,
+    refused_line,
 )
 
 _NODE_COLUMNS = (
@@ -117,7 +124,6 @@ _IDENTITY_INSERT = (
     "VALUES (?,?,?,?,?,?)"
 )
 
-GATHER_BYTES = 4 * 1024 * 1024  # gathered transcript bytes written per executemany (bounds memory)
 PRIVATE_BUILD_CACHE_KIB = 32 * 1024  # page cache of an import's private build (SQLite's default: 2 MiB)
 # ... less what the importer holds per session beyond 20,000 sessions, down to 8 MiB: a smaller cache
 # spills and rewrites more pages (~0.2 s more system time at 20,000 sessions with 8 MiB), while at
@@ -142,8 +148,6 @@ PRIVATE_BUILD_COMMIT_BYTES = 32 * 1024 * 1024
 ROW_OVERHEAD_BYTES = (
     128  # what a row adds besides its JSON (keys, projections, index entries), for that budget
 )
-
-MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
 
 
 def _text(value: Any) -> str | None:
@@ -227,44 +231,6 @@ def _window_row(
     )
 
 
-def _prepare_line(raw: str | bytes, *, internal: bool = True) -> tuple[str, int, Any] | None:
-    """(text, utf8 bytes, parsed) for one raw line; None for a blank line. Raises ValueError
-    (with a reason) for lines that are not one JSON object. `internal`: the line comes from one of
-    our stores (a quarantine wrapper passes through); lines read from files are not internal."""
-    if isinstance(raw, bytes):
-        data = raw[:-1] if raw.endswith(b"\n") else raw
-        if not data or data.isspace():
-            return None
-        if b"\n" in data:
-            raise ValueError("line contains a newline")
-        obj = orjson.loads(data)  # also rejects invalid UTF-8
-        text = data.decode("utf-8")
-        nbytes = len(data)
-    elif isinstance(raw, str):
-        text = raw[:-1] if raw.endswith("\n") else raw
-        if not text or text.isspace():
-            return None
-        if "\n" in text:
-            raise ValueError("line contains a newline")
-        data = text.encode("utf-8")
-        obj = orjson.loads(data)
-        nbytes = len(data)
-    else:
-        raise ValueError(f"line is {type(raw).__name__}, not text")
-    if not isinstance(obj, dict):
-        raise ValueError("line is not a JSON object")
-    if obj.get("type") == QUARANTINE_TYPE:
-        # our own wrapper copied between windows (compaction) stays a quarantined line; one
-        # arriving from a file is quarantined itself (see store/quarantine.py)
-        if not internal or not is_wrapped(text):
-            raise ValueError("line uses the reserved quarantine type")
-        return text, len(original_bytes(text)), _QUARANTINED
-    return text, nbytes, obj
-
-
-_QUARANTINED: dict[str, Any] = {"type": QUARANTINE_TYPE}  # the parsed stand-in of a wrapper (read-only)
-
-
 _INDEX_LISTING_MAX = 1000  # pages up to this size use the updated_at index
 _SQL_INT_MAX = 2**63 - 1
 
@@ -333,6 +299,9 @@ class ImportRecord:
     source: str | None = None  # file name used in issues
     created_at_ms: int | None = None  # fallback event/window time (e.g. the file mtime)
     entry_text: str | None = None  # the entry's original JSON text, stored as is (D22)
+    # the rows of `lines` computed ahead (the import's parser process): only for a session the
+    # gathered path imports (a fresh store, a key and session id not seen before in the run)
+    prepared: PreparedLines | None = None
 
 
 @dataclass(slots=True)  # one per imported session, kept for the caller
@@ -1316,7 +1285,7 @@ class SqliteStore(SessionStore):
         prepared: list[tuple[str, int, dict[str, Any]]] = []
         for index, raw in enumerate(raw_lines, start=1):
             try:
-                item = _prepare_line(raw)
+                item = prepare_line(raw)
             except (ValueError, orjson.JSONDecodeError) as exc:
                 raise InvalidDataError(
                     f"Transcript line {index} for session {session_id} is invalid: {exc}"
@@ -1439,7 +1408,7 @@ class SqliteStore(SessionStore):
         prepared: list[tuple[str, int, dict[str, Any]]] = []
         for index, raw in enumerate(raw_lines, start=1):
             try:
-                item = _prepare_line(raw)
+                item = prepare_line(raw)
             except (ValueError, orjson.JSONDecodeError) as exc:
                 raise InvalidDataError(
                     f"Transcript line {index} for session {session_id} is invalid: {exc}"
@@ -1479,7 +1448,7 @@ class SqliteStore(SessionStore):
         prepared: list[tuple[str, int, dict[str, Any]]] = []
         for index, raw in enumerate(raw_lines, start=1):
             try:
-                item = _prepare_line(raw)
+                item = prepare_line(raw)
             except (ValueError, orjson.JSONDecodeError) as exc:
                 raise InvalidDataError(
                     f"Transcript line {index} for session {session_id} is invalid: {exc}"
@@ -1809,6 +1778,8 @@ class _BulkState:
         fast = (
             self.fast and (entry is None or key not in self.keys) and (not valid_sid or sid not in self.sids)
         )
+        if not fast and record.prepared is not None:
+            raise RuntimeError(f"rows prepared ahead for {key}, which the gathered import cannot take")
         if not fast and self.fast:
             self.write_gathered()  # the general path reads what is stored
         if entry is not None:
@@ -1916,16 +1887,8 @@ class _SessionImport:
     def _malformed(
         self, raw: str | bytes, line_no: int, source: str, exc: BaseException
     ) -> tuple[str, int, Any] | None | Literal[False]:
-        """A line `_prepare_line` refused, under the record's policy: the item to store (its
-        quarantine wrapper), None to skip it, False to stop the record here."""
-        if self.on_malformed == "quarantine":
-            return self._quarantined(raw, line_no, source, exc)
-        message = f"malformed transcript line: {exc}"
-        if self.on_malformed == "raise":
-            raise InvalidDataError(f"{source}:{line_no}: {message}") from None
-        if self.out.issue is None:
-            self.out.issue = ReadIssue(source, line_no, message)
-        return False if self.on_malformed == "stop" else None
+        """A line `prepare_line` refused, under the record's policy (`sqlite_lines.refused_line`)."""
+        return refused_line(self.out, self.on_malformed, raw, line_no, source, exc)
 
     def run(self) -> None:
         if self.window is not None:
@@ -1937,7 +1900,7 @@ class _SessionImport:
         for line_no, raw in enumerate(self.record.lines, start=1):
             item: tuple[str, int, Any] | Literal[False] | None
             try:
-                item = _prepare_line(raw, internal=False)
+                item = prepare_line(raw, internal=False)
             except (ValueError, orjson.JSONDecodeError) as exc:
                 item = self._malformed(raw, line_no, source, exc)
                 if item is False:
@@ -1956,7 +1919,7 @@ class _SessionImport:
                     self._enter_merge()  # history diverged: fall back to id/text dedupe
                 else:
                     position += 1
-            event_id = obj.get("id") if obj is not _QUARANTINED else None
+            event_id = obj.get("id") if obj is not QUARANTINED else None
             event_id = event_id if isinstance(event_id, str) and event_id.strip() else None
             if self.merge_ids is not None:
                 if event_id is not None:
@@ -1986,7 +1949,7 @@ class _SessionImport:
                     (sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created)
                 )
             self.nbytes += size
-            if obj is not _QUARANTINED:
+            if obj is not QUARANTINED:
                 self.tokens += event_token_estimate(obj)
             if kind == "compaction":
                 self.compactions += 1
@@ -1996,99 +1959,29 @@ class _SessionImport:
 
     def _run_gathered(self) -> None:
         """`run` for a session of a fresh store (nothing stored to compare with, no merge): the
-        same rows, with the per-line work of the common line (bytes, one JSON object) inlined —
-        it is most of an import's Python time (a 20,000-session import parses 205,000 lines)."""
-        sid = self.sid
-        out = self.out
-        bulk = self.bulk
-        source = self.record.source or self.record.session_key
-        loads = orjson.loads
-        estimate = event_token_estimate
-        quarantined = _QUARANTINED
-        limit_rows = bulk.batch_rows
-        limit_bytes = GATHER_BYTES
-        estimated = ESTIMATED_KINDS
-        kind: Any = None
-        events: list[tuple[Any, ...]] = []
-        identities: list[tuple[Any, ...]] = []
-        add_event = events.append
-        add_identity = identities.append
-        seq = self.next_seq
-        newest = self.newest
-        created: int | None
-        nbytes = tokens = compactions = 0
-        last_stamp: Any = None  # consecutive lines often share a timestamp: parsed once
-        last_ms: int | None = None
-        lines_read = 0
-        for line_no, raw in enumerate(self.record.lines, start=1):
-            item: tuple[str, int, Any] | Literal[False] | None
-            try:
-                if raw.__class__ is bytes and not raw.endswith(b"\n"):
-                    # _prepare_line's bytes case, inline (same checks, same order)
-                    if not raw or raw.isspace():
-                        continue
-                    if b"\n" in raw:
-                        raise ValueError("line contains a newline")
-                    obj = loads(raw)
-                    text = raw.decode("utf-8")
-                    if not isinstance(obj, dict):
-                        raise ValueError("line is not a JSON object")
-                    kind = obj.get("type")
-                    if kind == QUARANTINE_TYPE:
-                        raise ValueError("line uses the reserved quarantine type")
-                    size = len(raw)
-                else:
-                    item = _prepare_line(raw, internal=False)
-                    if item is None:
-                        continue
-                    text, size, obj = item
-                    kind = obj.get("type")
-            except (ValueError, orjson.JSONDecodeError) as exc:
-                item = self._malformed(raw, line_no, source, exc)
-                if item is False:
-                    break
-                if item is None:
-                    continue
-                text, size, obj = item
-            lines_read += 1
-            if obj is quarantined:
-                kind = QUARANTINE_TYPE
-                event_id = None
-                created = newest
-            else:
-                if kind.__class__ is not str:
-                    kind = kind if isinstance(kind, str) else None
-                event_id = obj.get("id")
-                if event_id is not None and not (isinstance(event_id, str) and event_id.strip()):
-                    event_id = None
-                stamp = obj.get("timestamp")
-                if stamp.__class__ is str and stamp == last_stamp:
-                    created = last_ms
-                else:
-                    created = timestamp_ms(stamp)
-                    if stamp.__class__ is str:
-                        last_stamp, last_ms = stamp, created
-                if created is None:
-                    created = newest
-                elif created > newest:
-                    newest = created
-                if kind in estimated:  # every other kind estimates 0
-                    tokens += estimate(obj)
-                    if kind == "compaction":
-                        compactions += 1
-            add_event((sid, seq, created, size, kind, text))
-            if event_id is not None:
-                parent = obj.get("parentId")
-                add_identity((sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created))
-            seq += 1
-            nbytes += size
-            if len(events) >= limit_rows or nbytes >= limit_bytes:
-                self._hand_over(events, identities, seq, newest, nbytes, tokens, compactions)
-                events, identities = [], []
-                add_event, add_identity = events.append, identities.append
-                nbytes = tokens = compactions = 0
-        out.lines_read += lines_read
-        self._hand_over(events, identities, seq, newest, nbytes, tokens, compactions)
+        rows `sqlite_lines.gather_lines` computes, here or ahead in the import's parser process
+        (`record.prepared`, replayed chunk by chunk)."""
+        prepared = self.record.prepared
+        if prepared is None:
+            gather_lines(
+                self.out,
+                self.sid,
+                self.record.lines,
+                source=self.record.source or self.record.session_key,
+                policy=self.on_malformed,
+                seq=self.next_seq,
+                newest=self.newest,
+                limit_rows=self.bulk.batch_rows,
+                hand_over=self._hand_over,
+            )
+        else:
+            for chunk in prepared.chunks:
+                self._hand_over(*chunk)
+            out = self.out
+            out.lines_read += prepared.lines_read
+            out.quarantined += prepared.quarantined
+            if out.issue is None:
+                out.issue = prepared.issue
         self._gather_window()
 
     def _hand_over(
@@ -2126,23 +2019,6 @@ class _SessionImport:
         else:
             row = (*w, None, 0, 0, 0, 0)
         bulk.windows.append(row)
-
-    def _quarantined(
-        self, raw: str | bytes, line_no: int, source: str, exc: BaseException
-    ) -> tuple[str, int, Any] | None:
-        """D22: the line is kept, in place, as a wrapper holding its bytes; the first one of a
-        record is its issue (with the count of all of them)."""
-        data = raw if isinstance(raw, bytes) else raw.encode("utf-8", errors="surrogateescape")
-        if data.endswith(b"\n"):
-            data = data[:-1]
-        if not data or data.isspace():
-            return None
-        text = quarantine_wrap(data)
-        self.out.quarantined += 1
-        if self.out.issue is None:
-            reason = orjson.loads(text)["reason"]
-            self.out.issue = ReadIssue(source, line_no, f"malformed transcript line: {reason}")
-        return text, len(data), _QUARANTINED
 
     def flush(self) -> None:
         if not self.events:

@@ -1,0 +1,265 @@
+"""The import's parser process (issue 30): a second process reads, hashes and parses the
+transcripts of a fresh store's import into rows while the importing process inserts them.
+
+One core spends an import of *many* mostly in Python per line (checks, `orjson`, the rows) and an
+import of *big* in reading, sha256 and parsing; SQLite's inserts can take the other core's time
+only if that work moves out of the inserting process (a thread would wait for the GIL on every row
+it binds). The importing process stays the only writer and keeps everything that decides: it sends
+`(path, session id)` jobs in record order, a bounded window ahead, and takes the results in the same
+order as it imports each record, so the crash checkpoints, Ctrl-C's safe points, the progress and
+the per-record bookkeeping run exactly where and when they ran before. A file is read whole once:
+its sha256 (D6's identity), the fingerprint checks before/after and the rows of its lines
+(`store.sqlite_lines.gather_lines`, the same code the store runs in-process) come from one read.
+
+What the parser does not take (a file over `PARSER_FILE_LIMIT`, a record the store must merge) the
+importing process reads itself, as before. Memory stays bounded: the parser holds one file and its
+rows, the pipes at most `PIPE_BYTES` of results and `WINDOW_JOBS` jobs. The parser ignores SIGINT
+(the importing process decides, at its next safe point, and then stops it); it exits when its
+input ends or its output is gone (a killed importer: nothing is left running).
+
+Messages are `marshal`led (lists, tuples, str, int: faster than pickle both ways), each preceded
+by its length (8 bytes, little-endian).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import marshal
+import os
+import signal
+import struct
+import subprocess
+import sys
+from collections import deque
+from typing import IO, Any
+
+from openclaw_cli.migration.publish import ArtifactError, fingerprint, open_regular_nofollow
+
+READ_CHUNK = 8 * 1024 * 1024
+PARSER_FILE_LIMIT = 16 * 1024 * 1024  # larger transcripts are read by the importing process itself
+WINDOW_JOBS = 256  # jobs sent ahead of the record being imported
+WINDOW_JOB_BYTES = 32 * 1024  # ... and their bytes: below a pipe's 64 KiB, so sending never blocks
+PIPE_BYTES = 1024 * 1024  # the results' pipe (F_SETPIPE_SZ when allowed): how far the parser runs ahead
+_LENGTH = struct.Struct("<Q")
+_F_SETPIPE_SZ = 1031  # Linux fcntl
+
+OK, MISSING, UNREADABLE, CHANGED, INLINE, OS_ERROR, INVALID, FAILED = range(8)
+
+
+# ---- reading one transcript (shared with the importing process's own reads) -----------------------
+
+
+def open_transcript(path: str) -> tuple[int, os.stat_result] | str | None:
+    """An open no-follow descriptor of a regular file and its stat; None when it is missing; the
+    reason (str) when it cannot be read. A process limit (EMFILE, ENFILE, ENOMEM) raises: every
+    later open fails too."""
+    try:
+        return open_regular_nofollow(path)  # type: ignore[arg-type]  # os.open takes str too
+    except ArtifactError as exc:
+        return str(exc)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+            raise
+        return f"{path}: {exc.strerror or exc}"
+
+
+def read_whole(fd: int, before: os.stat_result, path: str) -> bytes | None:
+    """The whole file of `fd` (closed here), or None when it changed while it was read (its
+    fingerprint moved, or the name no longer names it): never import a file that moved under us."""
+    try:
+        # one read of size + 1 normally ends at EOF; a short read or a file that grew meanwhile
+        # is read on to its end (and a grown file is then caught by the fingerprint check)
+        first = os.read(fd, before.st_size + 1)
+        chunks = [first]
+        if len(first) != before.st_size:
+            while chunk := os.read(fd, READ_CHUNK):
+                chunks.append(chunk)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    del chunks
+    try:
+        now = os.lstat(path)
+    except OSError:
+        return None
+    if fingerprint(before) != fingerprint(after) or fingerprint(now) != fingerprint(before):
+        return None
+    return data
+
+
+# ---- the parser's side -------------------------------------------------------------------------------
+
+
+class _Counts:
+    __slots__ = ("issue", "lines_read", "quarantined")
+
+    def __init__(self) -> None:
+        self.lines_read = 0
+        self.quarantined = 0
+        self.issue: Any = None
+
+
+def parse_one(path: str, sid: str, policy: Any, limit_rows: int, file_limit: int) -> tuple[Any, ...]:
+    """One job: the message the importing process turns back into the record's state and rows."""
+    from openclaw_cli.store.sqlite_lines import gather_lines
+
+    opened = open_transcript(path)
+    if opened is None:
+        return (MISSING,)
+    if isinstance(opened, str):
+        return (UNREADABLE, opened)
+    fd, before = opened
+    if before.st_size > file_limit:
+        os.close(fd)
+        return (INLINE,)
+    data = read_whole(fd, before, path)
+    if data is None:
+        return (CHANGED, before.st_mtime_ns)
+    sha = hashlib.sha256(data).hexdigest()
+    lines = data.split(b"\n")
+    nsplit = len(lines)
+    ends_nl = data.endswith(b"\n")
+    del data
+    chunks: list[Any] = []
+    counts = _Counts()
+    gather_lines(
+        counts,
+        sid,
+        lines,
+        source=path,
+        policy=policy,
+        seq=0,
+        newest=before.st_mtime_ns // 1_000_000,  # the store's fallback: the record's created_at_ms
+        limit_rows=limit_rows,
+        hand_over=lambda *chunk: chunks.append(chunk),
+    )
+    issue = counts.issue
+    return (
+        OK,
+        before.st_dev,
+        before.st_ino,
+        before.st_mtime_ns,
+        before.st_size,
+        sha,
+        ends_nl,
+        nsplit,
+        chunks,
+        counts.lines_read,
+        counts.quarantined,
+        None if issue is None else (issue.line, issue.message),
+    )
+
+
+def _read_message(stream: IO[bytes]) -> Any:
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (size,) = _LENGTH.unpack(head)
+    body = stream.read(size)
+    if len(body) < size:
+        return None
+    return marshal.loads(body)
+
+
+def _write_message(stream: IO[bytes], message: Any) -> None:
+    body = marshal.dumps(message)
+    stream.write(_LENGTH.pack(len(body)))
+    stream.write(body)
+
+
+def main() -> int:
+    """The parser: jobs on stdin, results on stdout, in order, until stdin ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the importing process stops at a safe point, then us
+    from openclaw_cli.errors import InvalidDataError
+
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    setup = _read_message(inp)
+    if setup is None:
+        return 0
+    policy, limit_rows, file_limit = setup
+    try:
+        while (job := _read_message(inp)) is not None:
+            path, sid = job
+            result: tuple[Any, ...]
+            try:
+                result = parse_one(path, sid, policy, limit_rows, file_limit)
+            except OSError as exc:
+                result = (OS_ERROR, exc.errno, exc.strerror, exc.filename)
+            except InvalidDataError as exc:  # the "raise" policy: the record's import stops
+                result = (INVALID, exc.message)
+            except Exception as exc:  # noqa: BLE001 - reported to the importing process, which fails typed
+                result = (FAILED, f"{type(exc).__name__}: {exc}")
+            _write_message(out, result)
+            out.flush()
+    except BrokenPipeError:  # the importing process is gone: nothing to do (no flush at exit either)
+        os._exit(0)
+    return 0
+
+
+# ---- the importing process's side ----------------------------------------------------------------------
+
+
+class ParserProcess:
+    """The importing process's handle on the parser: `submit` jobs, `take` results in order."""
+
+    def __init__(self, policy: str, limit_rows: int):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "openclaw_cli.migration.parser_process"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in, self._out = self.proc.stdin, self.proc.stdout
+        try:
+            import fcntl
+
+            fcntl.fcntl(self._out.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # the default 64 KiB: the parser runs less far ahead
+        self.pending: deque[int] = deque()  # bytes of each job not taken yet, in order
+        self.pending_bytes = 0
+        self._send((policy, limit_rows, PARSER_FILE_LIMIT))
+
+    def _send(self, message: Any) -> int:
+        body = marshal.dumps(message)
+        self._in.write(_LENGTH.pack(len(body)))
+        self._in.write(body)
+        return len(body) + _LENGTH.size
+
+    def room(self) -> bool:
+        return len(self.pending) < WINDOW_JOBS and self.pending_bytes < WINDOW_JOB_BYTES
+
+    def submit(self, path: str, sid: str) -> None:
+        size = self._send((path, sid))
+        self.pending.append(size)
+        self.pending_bytes += size
+
+    def take(self) -> tuple[Any, ...]:
+        """The result of the oldest job not taken yet."""
+        self._in.flush()
+        message = _read_message(self._out)
+        if message is None:
+            code = self.proc.poll()
+            raise RuntimeError(f"the import's parser process stopped (exit {code})")
+        self.pending_bytes -= self.pending.popleft()
+        return message  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop the parser (at once: what it has not sent is not needed) and reap it."""
+        try:
+            self._in.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""The rows of a transcript's lines in our SQLite store (spec D4, D22): each raw line checked and
+parsed once into its `transcript_events` row, its `transcript_event_identities` row and the window's
+totals. A base for the store (`store/sqlite.py`) and for the import's parser process
+(`migration/parser_process.py`), which computes the same rows in a second process: kept light
+(orjson and the store's base modules) so that process starts fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import orjson
+
+from openclaw_cli.errors import InvalidDataError
+from openclaw_cli.store.base import ReadIssue
+from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
+from openclaw_cli.store.quarantine import wrap as quarantine_wrap
+from openclaw_cli.store.sqlite_common import ESTIMATED_KINDS, event_token_estimate, timestamp_ms
+
+GATHER_BYTES = 4 * 1024 * 1024  # gathered transcript bytes written per executemany (bounds memory)
+MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
+Item = tuple[str, int, Any]  # (text, utf8 bytes, parsed)
+
+QUARANTINED: dict[str, Any] = {"type": QUARANTINE_TYPE}  # the parsed stand-in of a wrapper (read-only)
+
+# what `gather_lines` hands over per chunk: events, identities, next seq, newest time, bytes,
+# tokens, compactions (the chunk's totals)
+Chunk = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], int, int, int, int, int]
+
+
+class LineCounts(Protocol):
+    """What reading a record's lines reports (`ImportRecordResult` has these)."""
+
+    lines_read: int
+    quarantined: int
+    issue: ReadIssue | None
+
+
+@dataclass(slots=True)
+class PreparedLines:
+    """A transcript's rows computed ahead by the import's parser process: the chunks
+    `gather_lines` handed over and its counts, replayed by the store as if it had read the lines."""
+
+    chunks: list[Chunk]
+    lines_read: int
+    quarantined: int
+    issue: ReadIssue | None
+
+
+def prepare_line(raw: str | bytes, *, internal: bool = True) -> Item | None:
+    """(text, utf8 bytes, parsed) for one raw line; None for a blank line. Raises ValueError
+    (with a reason) for lines that are not one JSON object. `internal`: the line comes from one of
+    our stores (a quarantine wrapper passes through); lines read from files are not internal."""
+    if isinstance(raw, bytes):
+        data = raw[:-1] if raw.endswith(b"\n") else raw
+        if not data or data.isspace():
+            return None
+        if b"\n" in data:
+            raise ValueError("line contains a newline")
+        obj = orjson.loads(data)  # also rejects invalid UTF-8
+        text = data.decode("utf-8")
+        nbytes = len(data)
+    elif isinstance(raw, str):
+        text = raw[:-1] if raw.endswith("\n") else raw
+        if not text or text.isspace():
+            return None
+        if "\n" in text:
+            raise ValueError("line contains a newline")
+        data = text.encode("utf-8")
+        obj = orjson.loads(data)
+        nbytes = len(data)
+    else:
+        raise ValueError(f"line is {type(raw).__name__}, not text")
+    if not isinstance(obj, dict):
+        raise ValueError("line is not a JSON object")
+    if obj.get("type") == QUARANTINE_TYPE:
+        # our own wrapper copied between windows (compaction) stays a quarantined line; one
+        # arriving from a file is quarantined itself (see store/quarantine.py)
+        if not internal or not is_wrapped(text):
+            raise ValueError("line uses the reserved quarantine type")
+        return text, len(original_bytes(text)), QUARANTINED
+    return text, nbytes, obj
+
+
+def refused_line(
+    out: LineCounts, policy: MalformedPolicy, raw: str | bytes, line_no: int, source: str, exc: BaseException
+) -> Item | None | Literal[False]:
+    """A line `prepare_line` refused, under the record's policy: the item to store (its
+    quarantine wrapper), None to skip it, False to stop the record here."""
+    if policy == "quarantine":
+        return _quarantined(out, raw, line_no, source)
+    message = f"malformed transcript line: {exc}"
+    if policy == "raise":
+        raise InvalidDataError(f"{source}:{line_no}: {message}") from None
+    if out.issue is None:
+        out.issue = ReadIssue(source, line_no, message)
+    return False if policy == "stop" else None
+
+
+def _quarantined(out: LineCounts, raw: str | bytes, line_no: int, source: str) -> Item | None:
+    """D22: the line is kept, in place, as a wrapper holding its bytes; the first one of a
+    record is its issue (with the count of all of them)."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", errors="surrogateescape")
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    if not data or data.isspace():
+        return None
+    text = quarantine_wrap(data)
+    out.quarantined += 1
+    if out.issue is None:
+        reason = orjson.loads(text)["reason"]
+        out.issue = ReadIssue(source, line_no, f"malformed transcript line: {reason}")
+    return text, len(data), QUARANTINED
+
+
+def gather_lines(
+    out: LineCounts,
+    sid: str,
+    lines: Iterable[str | bytes],
+    *,
+    source: str,
+    policy: MalformedPolicy,
+    seq: int,
+    newest: int,
+    limit_rows: int,
+    hand_over: Callable[[list[tuple[Any, ...]], list[tuple[Any, ...]], int, int, int, int, int], None],
+) -> None:
+    """The rows of one session of a fresh store (nothing stored to compare with, no merge), handed
+    over every `limit_rows` rows or `GATHER_BYTES` bytes and once at the end (see `Chunk`). The
+    per-line work of the common line (bytes, one JSON object) is inline — it is most of an
+    import's Python time — with `prepare_line`'s checks in the same order; every other line (str,
+    a trailing newline) goes through `prepare_line`, refused ones through `refused_line`."""
+    loads = orjson.loads
+    estimate = event_token_estimate
+    quarantined = QUARANTINED
+    limit_bytes = GATHER_BYTES
+    estimated = ESTIMATED_KINDS
+    kind: Any = None
+    events: list[tuple[Any, ...]] = []
+    identities: list[tuple[Any, ...]] = []
+    add_event = events.append
+    add_identity = identities.append
+    created: int | None
+    nbytes = tokens = compactions = 0
+    last_stamp: Any = None  # consecutive lines often share a timestamp: parsed once
+    last_ms: int | None = None
+    lines_read = 0
+    for line_no, raw in enumerate(lines, start=1):
+        item: Item | Literal[False] | None
+        try:
+            if raw.__class__ is bytes and not raw.endswith(b"\n"):
+                # prepare_line's bytes case, inline (same checks, same order)
+                if not raw or raw.isspace():
+                    continue
+                if b"\n" in raw:
+                    raise ValueError("line contains a newline")
+                obj = loads(raw)
+                text = raw.decode("utf-8")
+                if not isinstance(obj, dict):
+                    raise ValueError("line is not a JSON object")
+                kind = obj.get("type")
+                if kind == QUARANTINE_TYPE:
+                    raise ValueError("line uses the reserved quarantine type")
+                size = len(raw)
+            else:
+                item = prepare_line(raw, internal=False)
+                if item is None:
+                    continue
+                text, size, obj = item
+                kind = obj.get("type")
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            item = refused_line(out, policy, raw, line_no, source, exc)
+            if item is False:
+                break
+            if item is None:
+                continue
+            text, size, obj = item
+        lines_read += 1
+        if obj is quarantined:
+            kind = QUARANTINE_TYPE
+            event_id = None
+            created = newest
+        else:
+            if kind.__class__ is not str:
+                kind = kind if isinstance(kind, str) else None
+            event_id = obj.get("id")
+            if event_id is not None and not (isinstance(event_id, str) and event_id.strip()):
+                event_id = None
+            stamp = obj.get("timestamp")
+            if stamp.__class__ is str and stamp == last_stamp:
+                created = last_ms
+            else:
+                created = timestamp_ms(stamp)
+                if stamp.__class__ is str:
+                    last_stamp, last_ms = stamp, created
+            if created is None:
+                created = newest
+            elif created > newest:
+                newest = created
+            if kind in estimated:  # every other kind estimates 0
+                tokens += estimate(obj)
+                if kind == "compaction":
+                    compactions += 1
+        add_event((sid, seq, created, size, kind, text))
+        if event_id is not None:
+            parent = obj.get("parentId")
+            add_identity((sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created))
+        seq += 1
+        nbytes += size
+        if len(events) >= limit_rows or nbytes >= limit_bytes:
+            hand_over(events, identities, seq, newest, nbytes, tokens, compactions)
+            events, identities = [], []
+            add_event, add_identity = events.append, identities.append
+            nbytes = tokens = compactions = 0
+    out.lines_read += lines_read
+    hand_over(events, identities, seq, newest, nbytes, tokens, compactions)

@@ -1,0 +1,209 @@
+"""The import's parser process (issue 30, `migration/parser_process.py`): a fresh store's import read
+and parsed in a second process stores exactly what the in-process import stores, and keeps the
+import's crash safety: a kill or Ctrl-C leaves no parser behind and loses or duplicates nothing,
+and a parser that dies fails the import typed and rolled back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hardening_support import (
+    DB,
+    SESSIONS,
+    db_lines,
+    doctor,
+    file_lines,
+    leftovers,
+    make_state,
+    transcripts,
+    tree_digest,
+)
+
+PARSER = "openclaw_cli.migration.parser_process"
+
+
+def _odd_state(root: Path) -> Path:
+    """A generated state plus what each branch of the read takes: malformed, blank, reserved-type
+    and non-object lines, a missing final newline, two keys naming one transcript, a missing
+    transcript, a transcript over the parser's file limit (set small by the test)."""
+    state = make_state(root, sessions=20, mb=0.2, seed=31)
+    sessions = state / SESSIONS
+    index = json.loads((sessions / "sessions.json").read_text())
+    files = sorted(p for p in transcripts(state) if p.parent == sessions)
+    odd = [
+        b'{"type":"message","id":"a1","timestamp":"2026-11-01T10:00:00.000Z","message":{"role":"user","content":"x"}}\n'
+        b"\n   \n"
+        b'{"type":"message","id":"a2",BROKEN\n'
+        b'{"type":"openclaw-cli.quarantined-line","raw":"x"}\n'
+        b"[1,2]\n"
+        b'{"type":"custom","id":"a3","timestamp":1790000000000}',  # no final newline
+        b"\xff\xfe not utf-8\n",
+    ]
+    with files[0].open("ab") as fh:
+        fh.write(b"".join(odd))
+    with files[1].open("ab") as fh:  # the parser's file limit is set under this one's size
+        fh.write(b'{"type":"custom","id":"big","data":"' + b"y" * 300_000 + b'"}\n')
+    keys = list(index)
+    index[keys[2]]["sessionId"] = index[keys[3]]["sessionId"]  # two keys, one transcript (T-20)
+    index[keys[2]].pop("sessionFile", None)
+    index[keys[4]]["sessionId"] = "0badc0de-0000-4000-8000-000000000000"  # its transcript is missing
+    index[keys[4]].pop("sessionFile", None)
+    (sessions / "sessions.json").write_text(json.dumps(index, indent=2))
+    return state
+
+
+def _tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+            for table, order in (
+                ("session_nodes", "session_key"),
+                ("session_windows", "session_id"),
+                ("transcript_events", "session_id, seq"),
+                ("transcript_event_identities", "session_id, event_id"),
+            )
+        }
+    finally:
+        conn.close()
+
+
+def _report(report: Any, state: Path) -> dict[str, Any]:
+    data = json.loads(json.dumps(report.to_json()).replace(str(state), "<state>"))
+    data.pop("migrationRun", None)
+    for target in data.get("targets", []):
+        for key in ("archivedTranscriptFiles", "archivedLegacyStoreFiles", "compact"):
+            target.pop(key, None)
+    return data
+
+
+def test_parser_process_stores_what_the_in_process_import_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openclaw_cli.migration import parser_process
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    template = _odd_state(tmp_path / "template")
+    monkeypatch.setattr(parser_process, "PARSER_FILE_LIMIT", 200_000)  # sent to the parser at its start
+    results = {}
+    for mode in ("inline", "process"):
+        state = tmp_path / mode / "state"
+        shutil.copytree(template.parent, state.parent)
+        monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+        monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
+        report = doctor_in_process("import")
+        results[mode] = (_report(report, state), _tables(state / DB), sorted(os.listdir(state / SESSIONS)))
+    inline, process = results["inline"], results["process"]
+    assert process[0] == inline[0]
+    assert process[1] == inline[1]
+    assert process[2] == inline[2]
+    codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}
+    assert {"transcript_malformed", "transcript_missing"} <= codes, codes
+    events = inline[1]["transcript_events"]
+    assert any(row[5].startswith('{"type":"openclaw-cli.quarantined-line"') for row in events)
+    assert any(len(row[5]) > 300_000 for row in events)  # the transcript read in-process
+
+
+def _parsers_of(state: Path) -> list[int]:
+    """Parser processes started for this state (found by their environment)."""
+    found = []
+    marker = f"OPENCLAW_STATE_DIR={state}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            if PARSER.encode() not in cmdline:
+                continue
+            if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _no_parser_left(state: Path) -> None:
+    for _ in range(100):  # bounded: a parser whose importer died exits at its next read or write
+        if not _parsers_of(state):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"parser processes left running: {_parsers_of(state)}")
+
+
+def _files(state: Path) -> dict[str, Any]:
+    """The sessions directory but a killed writer's stale lock file (reclaimed by the next run)."""
+    return {name: v for name, v in tree_digest(state / SESSIONS).items() if not name.endswith(".lock")}
+
+
+@pytest.mark.parametrize("how", ["KILL", "INT"])
+def test_a_killed_or_interrupted_import_leaves_no_parser_and_loses_nothing(tmp_path: Path, how: str) -> None:
+    state = make_state(tmp_path, sessions=30, mb=0.3, seed=32)
+    before = _files(state)
+    want = Counter(line for path in transcripts(state) for line in file_lines(path.read_bytes()))
+    proc = doctor(
+        state,
+        "import",
+        "--json",
+        OPENCLAW_IMPORT_PARSER="process",
+        OPENCLAW_MIGRATION_CRASH_AT="12",  # the 11th record: the parser is a window ahead
+        OPENCLAW_MIGRATION_CRASH_SIGNAL=how,
+    )
+    if how == "KILL":
+        assert proc.returncode == -signal.SIGKILL, proc.stderr[-800:]
+    else:
+        assert proc.returncode == 130, proc.stderr[-800:]
+        assert json.loads(proc.stdout)["error"]["type"] == "interrupted"
+    _no_parser_left(state)
+    assert _files(state) == before  # nothing was published: the legacy store is in use
+    assert not (state / DB).exists()
+    rerun = doctor(state, "import", "--json", OPENCLAW_IMPORT_PARSER="process")
+    assert rerun.returncode == 0, rerun.stdout[-2000:]
+    assert db_lines(state / DB) == want  # every line once
+    assert leftovers(state) == []
+    _no_parser_left(state)
+
+
+def test_a_parser_that_dies_fails_the_import_typed_and_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openclaw_cli.migration import importer
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    state = make_state(tmp_path, sessions=12, mb=0.1, seed=33)
+    before = tree_digest(state / SESSIONS)
+    started: list[Any] = []
+
+    class Dying(importer.ParserProcess):
+        taken = 0
+
+        def take(self) -> tuple[Any, ...]:
+            started.append(self.proc.pid)
+            Dying.taken += 1
+            if Dying.taken == 5:
+                self.proc.kill()
+                self.proc.wait()
+            return super().take()
+
+    monkeypatch.setattr(importer, "ParserProcess", Dying)
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", "process")
+    from openclaw_cli.errors import OpenClawError
+
+    with pytest.raises(OpenClawError) as failed:
+        doctor_in_process("import")
+    assert "parser process" in failed.value.message and "rolled back" in failed.value.message
+    assert started and all(not Path(f"/proc/{pid}").exists() for pid in set(started))
+    assert tree_digest(state / SESSIONS) == before
+    assert not (state / DB).exists()
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", "inline")
+    assert doctor_in_process("import").exit_code == 0
