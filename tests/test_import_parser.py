@@ -184,15 +184,13 @@ def test_a_parser_that_dies_fails_the_import_typed_and_rolled_back(
     started: list[Any] = []
 
     class Dying(importer.ParserProcess):
-        taken = 0
+        """Killed as it starts: every result the import waits for never comes."""
 
-        def take(self) -> tuple[Any, ...]:
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
             started.append(self.proc.pid)
-            Dying.taken += 1
-            if Dying.taken == 5:
-                self.proc.kill()
-                self.proc.wait()
-            return super().take()
+            self.proc.kill()
+            self.proc.wait()
 
     monkeypatch.setattr(importer, "ParserProcess", Dying)
     monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))

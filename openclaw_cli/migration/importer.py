@@ -386,9 +386,17 @@ class ImportRun:
 
     # ---- one target: read, import, validate ------------------------------------------------------------
     def _import_target(self, tr: TargetRun) -> None:
-        t, report = tr.target, tr.report
-        tr.fresh = self._db_kinds.get(t.sqlite_path, "missing") in ("missing", "empty")
+        tr.fresh = self._db_kinds.get(tr.target.sqlite_path, "missing") in ("missing", "empty")
         tr.published = not tr.fresh
+        parser = self._start_parser(tr)  # first: its start-up overlaps reading the index
+        try:
+            self._import_records(tr, parser)
+        finally:
+            if parser is not None:
+                parser.close()
+
+    def _import_records(self, tr: TargetRun, parser: ParserProcess | None) -> None:
+        t, report = tr.target, tr.report
         index = read_index(t.store_path)
         tr.index = index
         for issue in index.issues:
@@ -410,38 +418,32 @@ class ImportRun:
 
         from openclaw_cli.store.sqlite.store import SqliteStore
 
-        parser = self._start_parser(tr, states)
+        if tr.fresh:
+            # D22: built under a private name; a stale build of a killed run is never resumed
+            staging.discard_all(t.sqlite_path)
+            tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
+        self._current_db = tr.db
+        store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
-            if tr.fresh:
-                # D22: built under a private name; a stale build of a killed run is never resumed
-                staging.discard_all(t.sqlite_path)
-                tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
-            self._current_db = tr.db
-            store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
-            try:
-                self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
-                taken = iter(states)
-                store.bulk_import(
-                    self._feed(states, parser),
-                    batch_records=1000,
-                    batch_rows=BATCH_ROWS,
-                    on_malformed="quarantine",
-                    private_build=tr.build is not None,
-                    expected_records=len(states),
-                    on_result=lambda res: _take_result(next(taken), res, report),
-                )
-                if next(taken, None) is not None:
-                    raise RuntimeError("the bulk import did not report every record")
-                if parser is not None:
-                    parser.close()
-                    parser = None
-                self.ctx.checkpoint("bulk-import-done")
-                self._reconcile_entries(store, states, report)
-            finally:
-                store.close()
-        finally:
+            self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
+            taken = iter(states)
+            store.bulk_import(
+                self._feed(states, parser),
+                batch_records=1000,
+                batch_rows=BATCH_ROWS,
+                on_malformed="quarantine",
+                private_build=tr.build is not None,
+                expected_records=len(states),
+                on_result=lambda res: _take_result(next(taken), res, report),
+            )
+            if next(taken, None) is not None:
+                raise RuntimeError("the bulk import did not report every record")
             if parser is not None:
-                parser.close()
+                parser.close()  # before verification: nothing more to parse
+            self.ctx.checkpoint("bulk-import-done")
+            self._reconcile_entries(store, states, report)
+        finally:
+            store.close()
         self._record_issues(tr)
         self._compute_digests(states)
         from openclaw_cli.migration.verify import verify_records
@@ -467,14 +469,14 @@ class ImportRun:
                 report.sqlite_entries = 0
             tr.build = None
 
-    def _start_parser(self, tr: TargetRun, states: list[RecState]) -> ParserProcess | None:
-        """The parser process for a fresh store's import of enough sessions on more than one core
-        (`OPENCLAW_IMPORT_PARSER=process|inline` forces it either way); None: read in-process."""
+    def _start_parser(self, tr: TargetRun) -> ParserProcess | None:
+        """The parser process for a fresh store's import of enough transcripts on more than one
+        core (`OPENCLAW_IMPORT_PARSER=process|inline` forces it either way); None: read in-process."""
         choice = os.environ.get(PARSER_ENV, "").strip().lower()
         if choice == "inline" or not tr.fresh:
             return None
         if choice != "process":
-            if len(states) < PARSER_MIN_RECORDS:
+            if not _has_transcripts(tr.target.sessions_dir, PARSER_MIN_RECORDS):
                 return None
             try:
                 if len(os.sched_getaffinity(0)) < 2:
@@ -731,7 +733,7 @@ class ImportRun:
                     state.archive_ok = False
                 continue
             rec = state.rec
-            src = rec.transcript
+            src = rec.transcript_text  # text: a Path per session costs ~0.4 s at 100,000 sessions
             assert src is not None and state.identity is not None
             if rec.transcript_text in seen_sources:
                 continue  # two keys sharing one transcript: archived once (T-20)
@@ -756,10 +758,11 @@ class ImportRun:
                     state,
                 )
             )
-            stem = src.name[:-6] if src.name.endswith(".jsonl") else src.name
+            name = os.path.basename(src)
+            stem = name[:-6] if name.endswith(".jsonl") else name
             if f"{stem}.trajectory.jsonl" not in names and f"{stem}.trajectory-path.json" not in names:
                 continue
-            for extra in trajectory_paths(src):
+            for extra in trajectory_paths(Path(src)):
                 if extra.name not in names:
                     continue
                 try:
@@ -858,7 +861,7 @@ class ImportRun:
         t: Target,
         reserver: NameReserver | str,
         stamp: int,
-        src: Path,
+        src: Path | str,
         kind: str,
         key: str,
         ident: Identity,
@@ -868,7 +871,9 @@ class ImportRun:
         dependencies: StreamedArray | None = None,
     ) -> Move:
         """A move to an archive name reserved now (or already: `reserver` is then the name)."""
-        archive = reserver if isinstance(reserver, str) else reserver.reserve(key, src.name, stamp)
+        archive = (
+            reserver if isinstance(reserver, str) else reserver.reserve(key, os.path.basename(src), stamp)
+        )
         entry = mf.new_move(
             source=self.mapper.to_manifest(src),
             archive=self.mapper.to_manifest(archive),
@@ -1136,6 +1141,21 @@ def _index_owners(index: LegacyIndex, target: Target, ctx: MigrationContext) -> 
         parsed = parse_agent_key(key)
         owners.add(parsed[0] if parsed else default)
     return owners
+
+
+def _has_transcripts(directory: Path, count: int) -> bool:
+    """Whether `directory` lists at least `count` transcripts (counted until then)."""
+    found = 0
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".jsonl"):
+                    found += 1
+                    if found >= count:
+                        return True
+    except OSError:
+        pass
+    return False
 
 
 def _parser_jobs(states: list[RecState]) -> Iterator[RecState]:

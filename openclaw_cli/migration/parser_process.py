@@ -227,9 +227,19 @@ class ParserProcess:
 
     def _send(self, message: Any) -> int:
         body = marshal.dumps(message)
-        self._in.write(_LENGTH.pack(len(body)))
-        self._in.write(body)
+        try:
+            self._in.write(_LENGTH.pack(len(body)))
+            self._in.write(body)
+        except BrokenPipeError:
+            raise self._stopped() from None
         return len(body) + _LENGTH.size
+
+    def _stopped(self) -> RuntimeError:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        return RuntimeError(f"the import's parser process stopped (exit {code})")
 
     def room(self) -> bool:
         return len(self.pending) < WINDOW_JOBS and self.pending_bytes < WINDOW_JOB_BYTES
@@ -241,19 +251,23 @@ class ParserProcess:
 
     def take(self) -> tuple[Any, ...]:
         """The result of the oldest job not taken yet."""
-        self._in.flush()
+        try:
+            self._in.flush()
+        except BrokenPipeError:
+            raise self._stopped() from None
         message = _read_message(self._out)
         if message is None:
-            code = self.proc.poll()
-            raise RuntimeError(f"the import's parser process stopped (exit {code})")
+            raise self._stopped()
         self.pending_bytes -= self.pending.popleft()
         return message  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        """Stop the parser (at once: what it has not sent is not needed) and reap it."""
+        """Stop the parser (at once: what it has not sent is not needed) and reap it; again: nothing."""
+        if self._in.closed:
+            return
         try:
             self._in.close()
-        except OSError:
+        except OSError:  # a parser that stopped: what was buffered for it is not needed
             pass
         if self.proc.poll() is None:
             self.proc.kill()

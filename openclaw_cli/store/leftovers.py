@@ -39,9 +39,11 @@ def sweep_crash_leftovers(sessions_dir: Path, lock_settings: Any = None) -> list
         names = sorted(os.listdir(sessions_dir))
     except OSError:
         return removed
-    for name in names:
-        path = Path(sessions_dir) / name
+    for name in names:  # a Path only for a candidate: a sessions dir may list 100,000 transcripts
         pid = temp_owner(name)
+        if pid is None and not name.endswith(_LOCKS):
+            continue
+        path = Path(sessions_dir) / name
         if pid is not None:
             if pid == os.getpid() or is_pid_alive(pid):
                 continue
