@@ -538,7 +538,7 @@ class ImportRun:
         """A record's state and rows from the parser's message (what `_open_transcript` and the
         store's line loop would have found): (lines, prepared rows)."""
         from openclaw_cli.store.base import ReadIssue
-        from openclaw_cli.store.sqlite_lines import PreparedLines
+        from openclaw_cli.store.sqlite.lines import PreparedLines
 
         kind = message[0]
         path = state.rec.transcript_text

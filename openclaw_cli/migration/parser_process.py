@@ -9,7 +9,7 @@ it binds). The importing process stays the only writer and keeps everything that
 order as it imports each record, so the crash checkpoints, Ctrl-C's safe points, the progress and
 the per-record bookkeeping run exactly where and when they ran before. A file is read whole once:
 its sha256 (D6's identity), the fingerprint checks before/after and the rows of its lines
-(`store.sqlite_lines.gather_lines`, the same code the store runs in-process) come from one read.
+(`store.sqlite.lines.gather_lines`, the same code the store runs in-process) come from one read.
 
 What the parser does not take (a file over `PARSER_FILE_LIMIT`, a record the store must merge) the
 importing process reads itself, as before. Memory stays bounded: the parser holds one file and its
@@ -105,7 +105,7 @@ class _Counts:
 
 def parse_one(path: str, sid: str, policy: Any, limit_rows: int, file_limit: int) -> tuple[Any, ...]:
     """One job: the message the importing process turns back into the record's state and rows."""
-    from openclaw_cli.store.sqlite_lines import gather_lines
+    from openclaw_cli.store.sqlite.lines import gather_lines
 
     opened = open_transcript(path)
     if opened is None:

@@ -45,6 +45,15 @@ from openclaw_cli.store.base import (
 )
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, original_bytes
 from openclaw_cli.store.sqlite import schema as schema_mod
+from openclaw_cli.store.sqlite.lines import (
+    GATHER_BYTES,
+    QUARANTINED,
+    MalformedPolicy,
+    PreparedLines,
+    gather_lines,
+    prepare_line,
+    refused_line,
+)
 from openclaw_cli.store.sqlite_common import (
     LIVE_WAL_AUTOCHECKPOINT,
     ReadOnlyConnection,
@@ -61,15 +70,6 @@ from openclaw_cli.store.sqlite_common import (
     timestamp_ms,
     translate_error,
     write_transaction,
-)
-from openclaw_cli.store.sqlite_lines import (
-    GATHER_BYTES,
-    QUARANTINED,
-    MalformedPolicy,
-    PreparedLines,
-    gather_lines,
-    prepare_line,
-    refused_line,
 )
 
 _NODE_COLUMNS = (
@@ -1887,7 +1887,7 @@ class _SessionImport:
     def _malformed(
         self, raw: str | bytes, line_no: int, source: str, exc: BaseException
     ) -> tuple[str, int, Any] | None | Literal[False]:
-        """A line `prepare_line` refused, under the record's policy (`sqlite_lines.refused_line`)."""
+        """A line `prepare_line` refused, under the record's policy (`lines.refused_line`)."""
         return refused_line(self.out, self.on_malformed, raw, line_no, source, exc)
 
     def run(self) -> None:
@@ -1959,7 +1959,7 @@ class _SessionImport:
 
     def _run_gathered(self) -> None:
         """`run` for a session of a fresh store (nothing stored to compare with, no merge): the
-        rows `sqlite_lines.gather_lines` computes, here or ahead in the import's parser process
+        rows `lines.gather_lines` computes, here or ahead in the import's parser process
         (`record.prepared`, replayed chunk by chunk)."""
         prepared = self.record.prepared
         if prepared is None:

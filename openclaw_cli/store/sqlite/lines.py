@@ -1,6 +1,6 @@
 """The rows of a transcript's lines in our SQLite store (spec D4, D22): each raw line checked and
 parsed once into its `transcript_events` row, its `transcript_event_identities` row and the window's
-totals. A base for the store (`store/sqlite.py`) and for the import's parser process
+totals. A base for the store (`store/sqlite/store.py`) and for the import's parser process
 (`migration/parser_process.py`), which computes the same rows in a second process: kept light
 (orjson and the store's base modules) so that process starts fast.
 """
