@@ -139,7 +139,7 @@ def _planned(ctx: Context, agent: str | None, now: int) -> list[dict[str, Any]]:
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
 
-    options = CleanupOptions(agent=agent, all_agents=not agent, dry_run=True, enforce=True)
+    options = CleanupOptions(agent=agent, all_agents=not agent, dry_run=True, enforce=True, text_report=True)
     try:
         results = cleanup_stores(ctx, options, now_ms=now)
     except OpenClawError as exc:
