@@ -621,7 +621,9 @@ def tally_sessions(
     return count
 
 
-_WHOLE = 4 << 20  # a transcript up to this size is read in one call and tallied as one buffer
+# a transcript under this size is read in one call and tallied as one buffer (a heap allocation:
+# a larger first read would be an mmap and munmap per file)
+_WHOLE = 64 << 10
 # _COMPACTION and _TOOL as (word, is a compaction, what precedes it): one search per word
 _CLASS_WORDS = (
     (b'"compaction"', True, (b'"type":', b'"type": ')),
@@ -635,10 +637,9 @@ def _tally_file(path: str, tally: PayloadTally, where: tuple[Any, ...]) -> tuple
     classified without a per-line loop (`_tally_whole`); others stream through a `TallySink`."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        size = os.fstat(fd).st_size
-        buf = os.read(fd, size + 1) if size < _WHOLE else b""
+        buf = os.read(fd, _WHOLE)  # (no fstat: most transcripts are far smaller than one read)
         sink = TallySink(tally, where)
-        if buf and len(buf) <= size:  # the whole file (a regular file reads short only at its end)
+        if len(buf) < _WHOLE:  # the whole file (a regular file reads short only at its end)
             done = _tally_whole(tally, buf, where)
             if done is not None:
                 return done
