@@ -9,6 +9,8 @@ state directory (`gateway.ownership`).
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from openclaw_cli.cli.common import command_exit, echo_json, run, state_paths
@@ -16,6 +18,7 @@ from openclaw_cli.cli.common import command_exit, echo_json, run, state_paths
 BINDS = ("loopback", "lan", "custom")
 LOOPBACK_HOST = "127.0.0.1"
 LAN_HOST = "0.0.0.0"
+SWITCH_INTERVAL_S = 0.0005  # the GIL's hand-back interval in `gateway run` (Python's default: 5 ms)
 
 
 def _read_secret_file(flag: str, path: str) -> str:
@@ -302,6 +305,10 @@ def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
         )
 
         async def main() -> None:
+            # this process is the Gateway: a thread back from SQLite (a write between its
+            # statements, the event loop) waits at most this long for the GIL while a read builds
+            # its rows in Python, not the default 5 ms per hand-back (issue 30)
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
             server = GatewayServer(paths, options)
             host, bound = await server.start()
             scheme = "wss" if resolved["ssl"] is not None else "ws"
