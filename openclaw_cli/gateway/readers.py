@@ -9,8 +9,8 @@ for a core, and mutations never wait behind it.
 
 The child is started with `spawn` (a fork of a threaded asyncio process is not safe) on the first
 long read, and kept: it reads the state as any other reader of a live store does (WAL readers,
-`enable_live_reads`), with the server's clock read at dispatch. One long read at a time (they queue
-for the child, FIFO). A failure comes back as the `protocol.RequestError` the server would have
+`enable_live_reads`), with the server's clock read at dispatch, at a lower CPU priority (nice 10).
+One long read at a time (they queue for the child, FIFO). A failure comes back as the `protocol.RequestError` the server would have
 answered; a child that died is started again on the next long read and the read that was in it is
 answered UNAVAILABLE (retryable).
 """
@@ -49,10 +49,19 @@ class ReaderFailed(Exception):
         self.trace = trace
 
 
+READER_NICENESS = 10  # the reader's CPU share beside the server's (a tenth of its weight when both run)
+
+
 def _start_child() -> None:
     from openclaw_cli.store.sqlite_common import enable_live_reads
 
     enable_live_reads()  # the server writes while the child reads: WAL readers, never immutable ones
+    try:
+        # a long read is background work: on a busy machine the server's writes and short reads
+        # get the cores first
+        os.nice(READER_NICENESS)
+    except OSError:  # pragma: no cover - lowering one's own priority is always allowed on Linux
+        pass
 
 
 def _run_in_child(
