@@ -258,3 +258,29 @@ def test_a_state_over_the_plan_bound_leaves_the_plan_out_unless_asked(
     assert doc["cleanupPlanned"] is True and [r for r in doc["reclaimable"] if "reason" in r]
     code, doc, err = cli_json("storage", "--no-plan")
     assert doc["cleanupPlanned"] is False
+
+
+def test_compact_reports_the_bytes_it_reclaimed(state_dir: Path) -> None:
+    """Issue 27 §2: `doctor --session-sqlite compact` on our SQLite says what the VACUUM gave back —
+    the database and WAL bytes before less after, as the files measure — and `storage` had
+    counted the free pages it returned."""
+    make_state("sqlite", state_dir)
+    code, listing, _ = cli_json("sessions", "--limit", "all")
+    keys = [s["key"] for s in listing["sessions"] if not s["key"].endswith(":main")][:6]
+    for key in keys:
+        code, _, err = cli("sessions", "delete", key, "--yes")
+        assert code == 0, err
+    db = state_dir / DB
+    wal = Path(f"{db}-wal")
+    before = db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    code, doc, _ = cli_json("storage")
+    free = _container(doc, "sqliteFreePages")["bytes"]
+    code, report, err = cli_json("doctor", "--session-sqlite", "compact")
+    assert code == 0, err
+    compact = report["targets"][0]["compact"]
+    after = db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    assert compact["reclaimedBytes"] == before - after > 0
+    assert compact["reclaimedBytes"] >= free
+    assert report["totals"]["reclaimedBytes"] == compact["reclaimedBytes"]
+    code, text, _ = cli("doctor", "--session-sqlite", "compact")
+    assert code == 0 and "compact reclaimed=0 bytes" in text  # nothing left to give back

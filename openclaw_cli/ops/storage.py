@@ -230,7 +230,8 @@ def _document(
         },
         {
             "setting": "doctor --session-sqlite compact",
-            "what": "free pages of the SQLite databases (VACUUM)",
+            "what": "free pages of the SQLite databases (VACUUM; a real OpenClaw database is"
+            " compacted by OpenClaw's own doctor, or by cleanup --enforce over maxDiskBytes)",
             "bytes": free,
             "files": sum(1 for f in report.sqlite_files if f[3]),
         },
