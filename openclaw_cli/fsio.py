@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 # Flags not every platform has (0 where absent): named once, used by every careful open.
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
@@ -44,20 +46,35 @@ def ensure_dir(path: Path, mode: int = DIR_MODE) -> None:
         fsync_dir(directory.parent)
 
 
-def atomic_write_bytes(
-    path: Path, data: bytes | Iterable[bytes], *, mode: int = FILE_MODE, tmp_name: str | None = None
-) -> None:
-    """Write `data` (bytes, or pieces written one after another) to `path` atomically and durably."""
-    ensure_dir(path.parent)
-    tmp = path.with_name(tmp_name or f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+@contextmanager
+def atomic_file(
+    path: Path,
+    *,
+    mode: int = FILE_MODE,
+    tmp_name: str | None = None,
+    replace: bool = True,
+    before_publish: Callable[[], None] | None = None,
+) -> Iterator[BinaryIO]:
+    """The one fsync-replace writer: the block writes into an exclusive temp file beside `path`
+    (`tmp_name`, default `.<name>.<pid>.<hex32>.tmp`, which `store.leftovers` recognises); when it
+    ends the file is fsynced, given `mode`, renamed over `path` and the directory fsynced. Without
+    `replace` an existing `path` is refused (`RefusedError`) at the rename. `before_publish` runs
+    between the fsync and the rename (crash points). Any error removes the temp file: `path` is
+    either as before or the whole new content."""
+    tmp = path.with_name(tmp_name or f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
-            for piece in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
-                fh.write(piece)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        if before_publish is not None:
+            before_publish()
+        if not replace and os.path.lexists(path):
+            from openclaw_cli.errors import RefusedError
+
+            raise RefusedError(f"Refusing to overwrite {path}")
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -66,6 +83,18 @@ def atomic_write_bytes(
             pass
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes | Iterable[bytes], *, mode: int = FILE_MODE, tmp_name: str | None = None
+) -> None:
+    """Write `data` (bytes, or pieces written one after another) to `path` atomically and durably."""
+    ensure_dir(path.parent)
+    with atomic_file(
+        path, mode=mode, tmp_name=tmp_name or f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    ) as fh:
+        for piece in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+            fh.write(piece)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:

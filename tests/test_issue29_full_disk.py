@@ -64,7 +64,7 @@ def test_lifecycle_commands_exit_11_or_12_on_every_store_kind(kind: str, fault: 
 def test_a_batch_refused_one_way_names_that_refusal_in_its_document() -> None:
     """The batch document's `error` on exit 11/12 is the refusal (type and text), not the generic
     "did not complete" `cli_error` a mixed failure gets."""
-    from openclaw_cli.ops.lifecycle import Batch
+    from openclaw_cli.ops.lifecycle_batch import Batch
 
     text = "/s/agents/main/agent/openclaw-agent.sqlite: no space left on the device (0 bytes free)"
     batch = Batch("pin", False)

@@ -1,7 +1,7 @@
 """`openclaw sessions export`: a session's transcript as pi-format JSONL (lines byte-exact),
 readable Markdown, or one self-contained HTML page (inline CSS, no scripts; tool calls and
 results folded in `<details>`, compaction summaries marked). Streamed: lines come from the store
-one at a time (`ops.lifecycle.open_export`) and are written as they come, so memory stays flat for
+one at a time (`ops.transcript_export.open_export`) and are written as they come, so memory stays flat for
 a transcript of any size. `--output` is written through a temp file and renamed into place (0600).
 Stored text never reaches the output with control characters (D6.8), except JSONL, whose lines are
 JSON as stored (JSON escapes them).
@@ -10,10 +10,8 @@ JSON as stored (JSON escapes them).
 from __future__ import annotations
 
 import html
-import os
 import re
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -356,8 +354,8 @@ def export_session(
     json_mode: bool,
     redact: bool = False,
 ) -> dict[str, Any]:
-    from openclaw_cli.fsio import FILE_MODE, fsync_dir
-    from openclaw_cli.ops.lifecycle import open_export
+    from openclaw_cli.fsio import atomic_file
+    from openclaw_cli.ops.transcript_export import open_export
 
     fmt = export_format(fmt, output)
     if json_mode and output is None:
@@ -379,23 +377,10 @@ def export_session(
             sink.flush()
             sys.stdout.buffer.flush()
             return {}
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                sink = _Sink(fh)
-                count = WRITERS[fmt](lines, sink, meta)
-                sink.flush()
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        fsync_dir(path.parent)
+        with atomic_file(path) as fh:
+            sink = _Sink(fh)
+            count = WRITERS[fmt](lines, sink, meta)
+            sink.flush()
         doc: dict[str, Any] = {
             "ok": True,
             "key": source.key,

@@ -155,7 +155,7 @@ class Runner:
     def rows(self, keys: list[str], agent: str | None, dry_run: bool) -> dict[str, Any]:
         """The rows of `keys`: the Gateway's listing when one answers (not for dry runs), else
         the local store."""
-        from openclaw_cli.ops.lifecycle import lookup_rows, rows_from_listing
+        from openclaw_cli.ops.lifecycle_batch import lookup_rows, rows_from_listing
 
         if not dry_run and self.store is None:
             sessions = self._listing(keys, agent)
@@ -246,7 +246,7 @@ def batch_command(
     def body() -> None:
         from openclaw_cli.errors import ExitCode
         from openclaw_cli.lifecycle import check_session_key
-        from openclaw_cli.ops.lifecycle import run_batch
+        from openclaw_cli.ops.lifecycle_batch import run_batch
 
         wanted = [check_session_key(k) for k in keys]  # a hostile key fails the command before anything
         cx = _context(no_backup)
@@ -322,7 +322,8 @@ def _single(
     def body() -> None:
         from openclaw_cli.errors import NotFoundError
         from openclaw_cli.lifecycle import check_session_key
-        from openclaw_cli.ops.lifecycle import BatchRow, list_hint
+        from openclaw_cli.ops.lifecycle_batch import BatchRow
+        from openclaw_cli.ops.session_keys import list_hint
 
         if precheck is not None:
             precheck()

@@ -140,8 +140,8 @@ def _read_page(source: Any, limit: int, offset: int, max_chars: int) -> tuple[li
 
 
 def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = True) -> dict[str, Any]:
-    from openclaw_cli.ops.lifecycle import open_export
     from openclaw_cli.ops.session_views import describe
+    from openclaw_cli.ops.transcript_export import open_export
 
     key = params["sessionKey"]
     agent = params.get("agentId")
@@ -200,8 +200,8 @@ def chat_message_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     `"oversized"` past OpenClaw's 26,213,376 bytes."""
     import orjson
 
-    from openclaw_cli.ops.lifecycle import open_export
     from openclaw_cli.ops.session_keys import owner_agent
+    from openclaw_cli.ops.transcript_export import open_export
 
     key, wanted = params["sessionKey"], params["messageId"]
     agent = params.get("agentId")
@@ -257,8 +257,8 @@ def sessions_branches_list(ctx: Context, params: dict[str, Any]) -> dict[str, An
     continues), root path measured as OpenClaw reports it (recorded): `messageCount` the user,
     assistant and tool-result messages on the path, `headline` the last user or assistant text on
     it, `updatedAt` the tip's time (ISO), `active` the tip the session continues from."""
-    from openclaw_cli.ops.lifecycle import open_export
     from openclaw_cli.ops.session_keys import owner_agent
+    from openclaw_cli.ops.transcript_export import open_export
     from openclaw_cli.store.tree import scan_tree
 
     key = params["sessionKey"]

@@ -181,3 +181,8 @@ def find_session(
         store.close()
         return None
     return target.agent_id, store, stored, entry
+
+
+def list_hint(agent: str | None) -> str:
+    """The command that lists the keys a not-found key could have been."""
+    return f"openclaw sessions list{f' --agent {agent}' if agent else ''} --json"

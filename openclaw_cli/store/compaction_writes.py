@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.crashpoints import CrashPoints
-from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
-from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
+from openclaw_cli.errors import InvalidDataError, NotFoundError
+from openclaw_cli.fsio import atomic_file, fsync_dir
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.store.base import ReadIssue, SessionStore, TranscriptLine
 from openclaw_cli.store.rewrite import (
@@ -187,26 +187,10 @@ def _update_legacy_row(
 def _write_new_file(path: Path, lines: Sequence[str | bytes], cp: CrashPoints, *, replace: bool) -> None:
     """Temp file `.<name>.<pid>.<uuid>.tmp` (exclusive create, 0600), fsync, rename, fsync dir."""
     data = b"".join((r.encode("utf-8") if isinstance(r, str) else r) + b"\n" for r in lines)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            view = memoryview(data)
-            while view:
-                view = view[fh.write(view) :]
-            fh.flush()
-            os.fsync(fh.fileno())
-        cp()
-        if not replace and os.path.lexists(path):
-            raise RefusedError(f"Refusing to overwrite {path}")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(path.parent)
+    with atomic_file(path, replace=replace, before_publish=cp) as fh:
+        view = memoryview(data)
+        while view:
+            view = view[fh.write(view) :]
     cp()
 
 

@@ -1,0 +1,167 @@
+"""The export source (`open_export`): a session's transcript lines as a stream, with the facts an
+export or a chat read needs (key, sessionId, agent, a version for caches), read without loading
+the whole transcript."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from openclaw_cli.errors import (
+    NotFoundError,
+    UsageError,
+)
+from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.session_keys import (
+    list_hint,
+    locate,
+)
+
+if TYPE_CHECKING:
+    from openclaw_cli.store.base import SessionStore
+
+
+# ---- export ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ExportSource:
+    key: str
+    session_id: str
+    agent_id: str
+    store_path: str
+    branch: str  # active | all
+    entry: dict[str, Any]
+    lines: Callable[[], Iterator[Any]]  # TranscriptLine, header first, in file order
+    issues: list[Any] = field(default_factory=list)
+    # changes whenever the transcript may have (the store's change token and the transcript
+    # file's size); None when the store cannot tell: a reader's cache keys on it (chat.history)
+    version: Any = None
+
+
+def _transcript_version(st: SessionStore, sid: str, entry: dict[str, Any]) -> Any:
+    if st.transcripts_in_files:  # a file: identity, size, mtime
+        path = st.resolve_transcript(sid, entry, [])
+        try:
+            info = os.stat(path) if path is not None else None
+        except OSError:
+            return None
+        return None if info is None else (sid, str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+    token = st.change_token()
+    return None if token is None else (sid, token)
+
+
+_TREE_FIELDS = ("type", "id", "parentId", "appendMode", "targetId", "appendParentId", "firstKeptEntryId")
+
+
+def _slim(line: Any) -> Any:
+    """The parts of a line the tree walk reads (flat memory over a large transcript)."""
+    from openclaw_cli.store.base import TranscriptLine
+
+    obj = line.obj
+    slim = None if obj is None else {name: obj[name] for name in _TREE_FIELDS if name in obj}
+    return TranscriptLine(seq=line.seq, raw="", obj=slim)
+
+
+def _is_linear(lines: Iterator[Any]) -> bool:
+    """Is the transcript one plain chain — `rewrite.linear_branch`'s rule, checked while streaming
+    (only the ids are kept): then its active branch is every entry, in file order."""
+    from openclaw_cli.store.tree import CANONICAL_TYPES
+
+    seen: set[str] = set()
+    previous: str | None = None
+    missing = object()
+    header = False
+    for line in lines:
+        obj = line.obj
+        if obj is None:
+            return False
+        kind = obj.get("type")
+        if kind == "session":
+            if header:
+                return False
+            header = True
+            continue
+        ident = obj.get("id")
+        if (
+            type(ident) is not str
+            or not ident.strip()
+            or ident in seen
+            or kind not in CANONICAL_TYPES
+            or obj.get("parentId", missing) != previous
+            or "appendMode" in obj
+        ):
+            return False
+        seen.add(ident)
+        previous = ident
+    return True
+
+
+@contextmanager
+def open_export(
+    ctx: Context, raw_key: str, *, agent: str | None, store: str | None, branch: str = "active"
+) -> Iterator[ExportSource]:
+    """A session's transcript for export, streamed: `branch="all"` yields every line as stored;
+    `"active"` first walks the tree over slim copies of the lines (ids and parents only), then
+    streams the header and the active branch's lines, root first."""
+    from openclaw_cli.store.tree import active_branch
+
+    if branch not in ("active", "all"):
+        raise UsageError("--branch must be active or all.")
+    loc = locate(ctx, raw_key, agent=agent, store=store, read_only=True)
+    with loc.store as st:
+        if loc.entry is None:
+            raise NotFoundError(
+                f"Session not found: {loc.requested}. Run {list_hint(agent)} to choose a valid key."
+            )
+        sid = loc.entry.get("sessionId")
+        if not isinstance(sid, str) or not sid.strip():
+            raise NotFoundError(f"Session {loc.key} has no sessionId; nothing to export.")
+        issues: list[Any] = []
+        entry = loc.entry
+
+        def every() -> Iterator[Any]:
+            yield from st.iter_transcript(sid, entry=entry, issues=issues)
+
+        def active() -> Iterator[Any]:
+            if _is_linear(st.iter_transcript(sid, entry=entry, issues=[])):
+                yield from every()  # one plain chain (the usual transcript): its branch is every line
+                return
+            slim = []
+            header_seq = None
+            for line in st.iter_transcript(sid, entry=entry, issues=[]):
+                if header_seq is None and line.obj is not None and line.obj.get("type") == "session":
+                    header_seq = line.seq
+                slim.append(_slim(line))
+            chosen = [line.seq for line in active_branch(slim)]
+            del slim
+            order = ([header_seq] if header_seq is not None else []) + chosen
+            wanted = set(order)
+            if order == sorted(order):
+                for line in st.iter_transcript(sid, entry=entry, issues=issues):
+                    if line.seq in wanted:
+                        yield line
+                return
+            held = {
+                line.seq: line
+                for line in st.iter_transcript(sid, entry=entry, issues=issues)
+                if line.seq in wanted
+            }  # a branch out of file order (rare): only its lines are kept
+            for seq in order:
+                if seq in held:
+                    yield held[seq]
+
+        yield ExportSource(
+            loc.key,
+            sid,
+            loc.agent_id,
+            str(st.path),
+            branch,
+            entry,
+            every if branch == "all" else active,
+            issues,
+            _transcript_version(st, sid, entry),
+        )
