@@ -28,11 +28,11 @@ PRUNE_DAYS_MESSAGE = 'session.maintenance.pruneDays was renamed to pruneAfter. R
 RESET_BY_TYPE_DM_MESSAGE = 'session.resetByType.dm was renamed to direct. Run "openclaw doctor --fix".'
 
 
-def _record(value: Any) -> dict | None:
+def _record(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def legacy_key_findings(raw: dict) -> list[str]:
+def legacy_key_findings(raw: dict[str, Any]) -> list[str]:
     """What `doctor` (without --fix) reports about retired keys in a parsed config."""
     findings: list[str] = []
     session = _record(raw.get("session"))
@@ -51,7 +51,7 @@ def legacy_key_findings(raw: dict) -> list[str]:
     return findings
 
 
-def migrate_legacy_keys(raw: dict) -> tuple[dict, list[str]]:
+def migrate_legacy_keys(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Return a migrated deep copy and the change messages, in OpenClaw's order."""
     import copy
 

@@ -268,7 +268,9 @@ def _extra_checks(raw: dict[str, Any]) -> list[dict[str, str]]:
     return issues
 
 
-def _validate(raw: dict[str, Any]) -> tuple[OpenClawConfig | None, list[dict[str, str]], list[tuple]]:
+def _validate(
+    raw: dict[str, Any],
+) -> tuple[OpenClawConfig | None, list[dict[str, str]], list[tuple[Any, ...]]]:
     """The model (None when any modelled value is bad), every issue, and the bad values' paths."""
     from openclaw_cli.config.model import build_config
 
@@ -278,7 +280,7 @@ def _validate(raw: dict[str, Any]) -> tuple[OpenClawConfig | None, list[dict[str
     return (None if found else model), [*issues, *_extra_checks(raw)], locs
 
 
-def _drop_paths(raw: dict[str, Any], locs: list[tuple]) -> dict[str, Any]:
+def _drop_paths(raw: dict[str, Any], locs: list[tuple[Any, ...]]) -> dict[str, Any]:
     """A copy of `raw` without the values at `locs` (so defaults apply to keys in error)."""
     import copy
 

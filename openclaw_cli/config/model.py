@@ -73,19 +73,21 @@ def _type_name(value: Any) -> str:
 
 
 def _integer(value: Any, *, minimum: int, maximum: int | None = None) -> int:
+    number: int
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(f"expected an integer, got {_type_name(value)}")
     if isinstance(value, float):
         if not math.isfinite(value) or not value.is_integer():
             raise _fail("expected an integer")
         value = int(value)
-    if abs(value) > MAX_SAFE_INTEGER:
+    number = value
+    if abs(number) > MAX_SAFE_INTEGER:
         raise _fail("integer is too large")
-    if value < minimum:
+    if number < minimum:
         raise _fail("must be positive" if minimum == 1 else f"must be at least {minimum}")
-    if maximum is not None and value > maximum:
+    if maximum is not None and number > maximum:
         raise _fail(f"must be at most {maximum}")
-    return value
+    return number
 
 
 def int_field(minimum: int, maximum: int | None = None) -> Callable[[Any], int | None]:
@@ -204,7 +206,7 @@ def str_list_field(value: Any) -> list[str] | None:
     return list(value)
 
 
-def model_ref_field(value: Any) -> str | dict | None:
+def model_ref_field(value: Any) -> str | dict[str, Any] | None:
     """`agents.defaults.model`: "provider/model" or `{primary, fallbacks}` (kept as a copy)."""
     if value is None:
         return None
@@ -223,7 +225,7 @@ def model_ref_field(value: Any) -> str | dict | None:
     raise _fail(f"expected a model name or {{primary, fallbacks}}, got {_type_name(value)}")
 
 
-def secret_field(value: Any) -> str | dict | None:
+def secret_field(value: Any) -> str | dict[str, Any] | None:
     """A secret: a string, or OpenClaw's reference object `{source, provider, id}` (a copy)."""
     if value is None:
         return None
@@ -358,8 +360,9 @@ def _slots(fields: tuple[_Field, ...]) -> tuple[str, ...]:
 # Sections
 
 
-def _restore(cls: type[_Section], values: tuple) -> _Section:
+def _restore(cls: type[_Section], values: tuple[Any, ...]) -> _Section:
     obj = cls.__new__(cls)
+    name: str
     for name, value in zip(cls.__slots__, values, strict=True):
         object.__setattr__(obj, name, value)
     return obj
@@ -388,12 +391,12 @@ class _Section:
             raise ConfigValidationError(issues)
 
     @classmethod
-    def _build(cls: type[_S], data: dict, loc: tuple[str | int, ...], issues: list[Issue]) -> _S:
+    def _build(cls: type[_S], data: dict[str, Any], loc: tuple[str | int, ...], issues: list[Issue]) -> _S:
         obj = cls.__new__(cls)
         obj._fill(data, loc, issues)
         return obj
 
-    def _fill(self, data: dict, loc: tuple[str | int, ...], issues: list[Issue]) -> None:
+    def _fill(self, data: dict[str, Any], loc: tuple[str | int, ...], issues: list[Issue]) -> None:
         setter = object.__setattr__
         for f in self._fields:
             key = f.key
@@ -409,8 +412,9 @@ class _Section:
         """The camelCase keys this section understands."""
         return frozenset(f.key for f in cls._fields)
 
-    def _values(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
+    def _values(self) -> tuple[Any, ...]:
+        names: tuple[str, ...] = self.__slots__
+        return tuple(getattr(self, name) for name in names)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -421,16 +425,17 @@ class _Section:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash((type(self), self._values()))
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        names: tuple[str, ...] = self.__slots__
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{type(self).__name__}({shown})"
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return _restore, (type(self), self._values())
 
 

@@ -270,7 +270,8 @@ def _or(value: Any, default: Any) -> Any:
 
 
 def context_tokens_default(cfg: Any = None) -> int | None:
-    return _model(cfg).agents.defaults.context_tokens
+    tokens: int | None = _model(cfg).agents.defaults.context_tokens
+    return tokens
 
 
 def _model_name(ref: Any) -> str | None:

@@ -31,7 +31,7 @@ def _type_reset(session: Any, reset_type: str | None) -> ResetConfig | None:
     if not reset_type or not session.reset_by_type:
         return None
     by_type = session.reset_by_type
-    found = by_type.get(reset_type)
+    found: ResetConfig | None = by_type.get(reset_type)
     if found is None and reset_type == "direct":
         found = by_type.get("dm")  # legacy key
     return found

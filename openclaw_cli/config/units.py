@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -96,7 +97,7 @@ def _duration_token_ms(raw: str, number: str, unit: str) -> float:
     return value
 
 
-def _round_safe(raw: str, value: float, error) -> int:
+def _round_safe(raw: str, value: float, error: Callable[[str], Exception]) -> int:
     if not math.isfinite(value):
         raise error(raw)
     rounded = js_round(value)
