@@ -1,6 +1,6 @@
 """Usage of session transcripts as OpenClaw 2026.9.6's `sessions.usage` reports it (field names and
-shapes recorded from the real Gateway; issue 25): per session, the tokens and costs of its
-assistant messages inside a date range, message/tool/model counts, latency (an assistant
+shapes recorded from the real Gateway; issue 25): per session, the tokens and costs of the
+assistant messages on its active branch inside a date range, message/tool/model counts, latency (an assistant
 message's time after the user message it answers) and the same per day and per UTC quarter hour;
 over many sessions, the aggregates by model, provider, agent, channel, creator and day.
 

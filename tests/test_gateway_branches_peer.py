@@ -1,8 +1,9 @@
-"""`sessions.fork`, `sessions.branches.switch` and `chat.metadata` side by side: the same requests to
-the real OpenClaw 2026.9.6 Gateway and to ours, on identical copies of one generated state with a
-second branch in its telegram group, give the same outcomes — errors word for word, the fork's
-editor text and transcript, the switched session's branches and history, a new sessionId that
-names the old one, the `sessions.changed` reasons (skipped without the peer install)."""
+"""`sessions.fork`, `sessions.branches.switch`, `chat.metadata` and `sessions.usage` side by side:
+the same requests to the real OpenClaw 2026.9.6 Gateway and to ours, on identical copies of one
+generated state with a second branch in its telegram group, give the same outcomes — errors word
+for word, the fork's editor text and transcript, the switched session's branches and history, a
+new sessionId that names the old one, the `sessions.changed` reasons, the usage figures of the
+active branches (skipped without the peer install)."""
 
 from __future__ import annotations
 
@@ -77,9 +78,40 @@ def _changes(client: Client) -> list[tuple[str, str]]:
     return found
 
 
+# sessions.usage figures both count from the transcripts (costs are priced by the real one only)
+USAGE_FIGURES = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "sessionId", "firstActivity")
+USAGE_FIGURES += ("lastActivity", "durationMs", "messageCounts", "toolUsage", "activityDates")
+USAGE_FIGURES += ("dailyMessageCounts", "utcQuarterHourMessageCounts")
+
+
+def _usage(client: Client, params: dict[str, Any]) -> dict[str, Any]:
+    """sessions.usage once its figures are computed (the real one answers "refreshing", usage
+    null, while its cache fills)."""
+    for _ in range(120):
+        doc = client.request("sessions.usage", params, timeout=120)["payload"]
+        if (doc.get("cacheStatus") or {}).get("status") != "refreshing":
+            break
+        time.sleep(0.5)
+    rows = {}
+    for row in doc["sessions"]:
+        usage = row["usage"]
+        rows[row["key"]] = {
+            "fields": sorted(set(row) - {"origin", "label"}),
+            "usage": {k: usage[k] for k in USAGE_FIGURES} if usage else None,
+            "usage fields": sorted(usage) if usage else None,
+        }
+    return {
+        "rows": rows,
+        "dates": (doc["startDate"], doc["endDate"]),
+        "messages": doc["aggregates"]["messages"],
+    }
+
+
 def run(client: Client) -> dict[str, Any]:
     """The scenario on one Gateway: what it answered, with its own ids named by role."""
     got: dict[str, Any] = {}
+    got["usage-one"] = _usage(client, {"key": GROUP, "range": "all"})
+    got["usage-list"] = _usage(client, {"agentId": "main", "range": "all", "limit": 100})
     assert client.request("sessions.subscribe", {})["ok"]
     got["metadata"] = client.request("chat.metadata", {"agentId": "main"})["payload"]
     got["metadata-session"] = client.request("chat.metadata", {"sessionKey": GROUP})["payload"]

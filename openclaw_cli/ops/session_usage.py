@@ -78,7 +78,7 @@ def _channel(entry: dict[str, Any]) -> str | None:
         entry.get("channel"),
         route.get("channel") if isinstance(route, dict) else None,
     ):
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and value != "webchat":  # the Control UI's own: no delivery
             return value
     return None
 
@@ -105,6 +105,7 @@ def _owner(ctx: Context, params: dict[str, Any]) -> list[str]:
 def sessions_usage(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.ops.session_views import describe
     from openclaw_cli.ops.targets import open_existing
+    from openclaw_cli.store.tree import active_branch
     from openclaw_cli.usage_summary import UNKNOWN_CREATOR, Aggregates, SessionUsage
 
     now = ctx.now_ms()
@@ -133,7 +134,8 @@ def sessions_usage(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 sids = [sid] + ([s for s in store.window_session_ids(key) if s != sid] if family else [])
                 usage = SessionUsage(start_ms, end_ms, zone, untimestamped=untimestamped)
                 for one in sids:
-                    for line in store.iter_transcript(one, entry=entry if one == sid else None, issues=[]):
+                    lines = store.iter_transcript(one, entry=entry if one == sid else None, issues=[])
+                    for line in active_branch(lines):  # as OpenClaw counts: the active branch only
                         if line.obj is not None:
                             usage.add_entry(line.obj)
                 raw_updated = entry.get("updatedAt")
