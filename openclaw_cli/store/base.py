@@ -1,5 +1,6 @@
 """The store interface every command uses (spec D2): legacy `sessions.json` + JSONL, our SQLite DB,
-and (read-only) real OpenClaw schema-23 databases.
+and real OpenClaw agent databases (schemas 23/24 read and written behind the guard rails of D21;
+25/26 read only).
 
 Entries are plain dicts exactly as stored (unknown fields kept, spec D14); transcript lines carry
 their raw JSON text byte-exact (spec D4) plus the parsed object.
@@ -140,8 +141,8 @@ class SessionStore(ABC):
     # Where transcripts live: files of the sessions dir (legacy) or sessions inside the database.
     # Maintenance plans file removals for the first and session removals for the second.
     transcripts_in_files: bool = False
-    # Whether openclaw-cli writes this kind of store at all (a real OpenClaw database: not yet, D4),
-    # however this instance was opened.
+    # Whether openclaw-cli writes this store at all (a real OpenClaw database: schemas 23/24 only,
+    # D24), however this instance was opened.
     accepts_writes: bool = True
     # Whether `commit_max_lines` gives the kept lines a successor window (ours, D16) unless told to
     # keep the session's id: a dry run says which id the apply would leave.
@@ -356,11 +357,11 @@ class SessionStore(ABC):
                 "`openclaw doctor` from OpenClaw for changes."
             )
 
+    @abstractmethod
     def write_lock(self, lock_settings: Any) -> AbstractContextManager[None]:
         """The cross-process part of the store's writer (`store.writer.store_writer`)."""
-        self.ensure_writable("change the session store")
-        raise NotImplementedError
 
+    @abstractmethod
     def read_snapshot(
         self, key: str, entry: dict[str, Any], *, data_on_demand: bool = False, on_entry: Any = None
     ) -> Any:
@@ -369,8 +370,8 @@ class SessionStore(ABC):
         needed, and a store that parses its lines as it reads them shows each object to
         `on_entry(obj, line_no)`, which may slim it (`TranscriptSnapshot.read_lines` re-reads a
         line). A store may ignore `on_entry`: its readers must work on whole objects too."""
-        raise NotImplementedError
 
+    @abstractmethod
     def commit_compaction(
         self,
         snapshot: Any,
@@ -383,8 +384,6 @@ class SessionStore(ABC):
     ) -> Any:
         """Append one compaction entry (and, with `rotate`, make a successor the active
         transcript) if the snapshot still holds; `snapshot.SnapshotChanged` otherwise."""
-        self.ensure_writable("compact a session")
-        raise NotImplementedError
 
     def finish_rotation(
         self,
@@ -400,6 +399,7 @@ class SessionStore(ABC):
         self.ensure_writable("compact a session")
         raise NotImplementedError
 
+    @abstractmethod
     def commit_max_lines(
         self,
         snapshot: Any,
@@ -412,9 +412,8 @@ class SessionStore(ABC):
         """Keep only `kept` lines of the session (the full original archived first, D15). A store
         that would give the lines a successor window (ours, D16) keeps the session's id instead
         with `keep_session_id` (the behaviour release's `compact_max_lines_keeps_session_id`)."""
-        self.ensure_writable("compact a session")
-        raise NotImplementedError
 
+    @abstractmethod
     def retire(
         self,
         plan: Any,
@@ -425,24 +424,20 @@ class SessionStore(ABC):
         progress: Callable[[int], None] | None = None,
     ) -> Any:
         """Archive, then remove what `plan` (`retire.Retirement`) names (D6.2)."""
-        self.ensure_writable("remove sessions")
-        raise NotImplementedError
 
+    @abstractmethod
     def retire_all(
         self, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
     ) -> tuple[Any, int, int]:
         """Archive every transcript, remove every row: (outcome, rows removed, rows left)."""
-        self.ensure_writable("remove sessions")
-        raise NotImplementedError
 
+    @abstractmethod
     def restore_session(
         self, key: str, entry: dict[str, Any], content: bytes, *, lock_settings: Any, now_ms: int
     ) -> RestoreOutcome:
         """A new row `key` (`entry`, whose `sessionId` names no transcript of this store) whose
         transcript is exactly `content`'s lines (an archive's, verified by the caller); refused
         with `PreconditionError` when the key exists meanwhile. All of it or nothing."""
-        self.ensure_writable("restore a session")
-        raise NotImplementedError
 
     # ---- session lifecycle (store.lifecycle_writes; ops.lifecycle decides what rows become) ---------------
     def label_owners(self, label: str) -> list[str]:
@@ -539,6 +534,7 @@ class SessionStore(ABC):
         for row in rows:
             self.record_archive(**dict(zip(names, row, strict=True)))  # type: ignore[attr-defined]
 
+    @abstractmethod
     def patch_entry(
         self,
         key: str,
@@ -553,8 +549,6 @@ class SessionStore(ABC):
         or raises (nothing written). Returns the stored row. A missing row without `create`
         raises NotFoundError. `now_ms`: the operation's clock, for a store that stamps what it
         writes beside the row (None: the wall clock)."""
-        self.ensure_writable("update a session")
-        raise NotImplementedError
 
     def patch_entries(
         self,
@@ -608,6 +602,7 @@ class SessionStore(ABC):
             and row.get("archiveReason") == archives[key]
         ]
 
+    @abstractmethod
     def reset_session(
         self,
         key: str,
@@ -622,9 +617,8 @@ class SessionStore(ABC):
         `reset` archive (D15); a row that keeps its `sessionId` (2026.9.6+) keeps its transcript,
         to which `marker` (a `reset` entry, its `parentId` set here to the transcript's leaf) is
         appended in the same write. Returns `lifecycle_writes.ResetOutcome`."""
-        self.ensure_writable("reset a session")
-        raise NotImplementedError
 
+    @abstractmethod
     def fork_session(
         self,
         parent_key: str,
@@ -644,9 +638,8 @@ class SessionStore(ABC):
         the child starts before that user message instead (`message_cut`; refused, nothing
         written, when it is not a user message on the active path). Returns
         `lifecycle_writes.ForkOutcome`."""
-        self.ensure_writable("fork a session")
-        raise NotImplementedError
 
+    @abstractmethod
     def switch_branch(
         self,
         key: str,
@@ -660,8 +653,6 @@ class SessionStore(ABC):
         sessionId: `build(current, new_session_id)` returns the new row, whose transcript is the old
         one's lines plus a `leaf` control; the old transcript stays as it was. Refused (nothing
         written) when `leaf_id` is not an inactive tip. Returns `lifecycle_writes.SwitchOutcome`."""
-        self.ensure_writable("switch a session's branch")
-        raise NotImplementedError
 
     def delete_session(
         self,
