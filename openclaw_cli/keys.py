@@ -64,9 +64,11 @@ def _split_agent_key(key: str) -> tuple[str, str] | None:
     return agent_id, rest
 
 
-# planners ask about the same keys many times per run; a listing asks once per key and uses
-# `_split_agent_key` (a cache of 100,000 keys it never asks again would only cost memory)
-_parse_agent_key = lru_cache(maxsize=131072)(_split_agent_key)
+# the key predicates of one row parse its key several times in a row; a listing asks once per key
+# and uses `_split_agent_key`. Bounded well below a store's size (issue 30: 131,072 held ~30 MB at
+# 100,000 keys): planners remember their per-key verdicts per run (`archiving.Guard.shape`,
+# `plan.Preserver`) rather than lean on this cache across stages.
+_parse_agent_key = lru_cache(maxsize=4096)(_split_agent_key)
 
 
 def _rest_lower(key: str | None) -> str:

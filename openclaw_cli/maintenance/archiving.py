@@ -81,24 +81,49 @@ def is_protected(key: str, entry: Mapping[str, Any]) -> bool:
     """The observed 9.6 protected set (never a synthetic key)."""
     if is_disposable(key):
         return False
+    return _protected_by_key(key, _rest(key)) or _protected_by_entry(entry)
+
+
+def _protected_by_key(key: str, rest: str | None) -> bool:
+    """The key-only half of `is_protected` (a non-synthetic key): primary, thread, delivery route,
+    `direct:` peer, external group/channel, Telegram DM topic."""
     lowered = key.strip().lower()
-    rest = _rest(key)
-    if lowered == "global" or rest == "main":
-        return True
-    if parse_thread(key):
-        return True
-    delivery = entry.get("delivery")
-    if isinstance(delivery, Mapping) and delivery.get("kind") == "external":
+    if lowered == "global" or rest == "main" or parse_thread(key):
         return True
     shape = rest if rest is not None else lowered
-    if (
+    return bool(
         is_delivery_route(key)
         or _DIRECT_PEER.match(shape)
         or _EXTERNAL_GROUP.match(shape)
         or _TELEGRAM_DM_TOPIC.match(shape)
-    ):
+    )
+
+
+def _protected_by_entry(entry: Mapping[str, Any]) -> bool:
+    """The entry half: an external delivery, or a group/channel/thread chat."""
+    delivery = entry.get("delivery")
+    if isinstance(delivery, Mapping) and delivery.get("kind") == "external":
         return True
     return _chat_type(entry) in ("group", "channel", "thread")
+
+
+# What a key alone decides, as bits (`_key_shape`)
+_DISPOSABLE, _KEY_PROTECTED, _DASHBOARD, _MODEL_RUN = 1, 2, 4, 8
+
+
+def _key_shape(key: str) -> int:
+    """Every key-only verdict of the stages from one burst of parsing the key: a planning run
+    remembers them per key (`Guard.shape`) instead of re-parsing the key in every stage, which
+    needed a process-wide parse cache as large as the store (~30 MB at 100,000 keys, issue 30)."""
+    bits = _MODEL_RUN | _DISPOSABLE if is_model_run_probe_key(key) else 0
+    if is_synthetic_key(key):
+        bits |= _DISPOSABLE
+    rest = _rest(key)
+    if (rest or "").startswith("dashboard:"):
+        bits |= _DASHBOARD
+    if not bits & _DISPOSABLE and _protected_by_key(key, rest):
+        bits |= _KEY_PROTECTED
+    return bits
 
 
 def _number(value: Any) -> float:
@@ -141,6 +166,14 @@ class Guard:
     preserve_session_ids: frozenset[str]
     preserve_recent_ms: int | None
     now_ms: float
+    shapes: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def shape(self, key: str) -> int:
+        """`_key_shape(key)`, computed once per key for this guard's run."""
+        bits = self.shapes.get(key)
+        if bits is None:
+            bits = self.shapes[key] = _key_shape(key)
+        return bits
 
     def preserved(self, key: str, entry: Mapping[str, Any], archived: bool) -> bool:
         if archived:
@@ -154,11 +187,14 @@ class Guard:
         sid = entry.get("sessionId")
         if isinstance(sid, str) and sid in self.preserve_session_ids:
             return True
-        if self.preserve_recent_ms is not None and not is_disposable(key):
+        shape = self.shape(key)
+        if shape & _DISPOSABLE:  # (never protected, never spared for recent activity)
+            return False
+        if self.preserve_recent_ms is not None:
             activity = activity_at(entry)
             if activity > 0 and self.now_ms - activity <= self.preserve_recent_ms:
                 return True
-        return is_protected(key, entry)
+        return bool(shape & _KEY_PROTECTED) or _protected_by_entry(entry)
 
 
 @dataclass
@@ -184,18 +220,19 @@ def plan_archiving(
     """The four stages over `store` (key -> entry, store order); nothing is mutated."""
     now = guard.now_ms
     out = ArchivingResult()
-    live = dict(store)
-    archived = {k for k, e in live.items() if isinstance(e, Mapping) and "archivedAt" in e}
+    # rows deleted so far (the stages walk `store` itself, skipping them: no copy of a 100k-row store)
+    deleted: set[str] = set()
+    archived = {k for k, e in store.items() if isinstance(e, Mapping) and "archivedAt" in e}
 
     def entry_of(key: str) -> Mapping[str, Any]:
-        value = live[key]
+        value = store[key]
         return value if isinstance(value, Mapping) else {}
 
     def free(key: str) -> bool:
         return not guard.preserved(key, entry_of(key), key in archived)
 
     def delete(key: str, action: str) -> None:
-        del live[key]
+        deleted.add(key)
         out.deleted.append((key, action))
 
     def archive(key: str, reason: str) -> None:
@@ -207,18 +244,18 @@ def plan_archiving(
         if isinstance(max_entries, int) and not isinstance(max_entries, bool) and max_entries > 0
         else None
     )
-    unarchived = len(live) - len(archived)
+    unarchived = len(store) - len(archived)
     if cap is not None and unarchived > cap and model_run_after_ms and model_run_after_ms > 0:
         cutoff = now - model_run_after_ms
-        for key in [k for k in live if is_model_run_probe_key(k) and free(k)]:
+        for key in [k for k in store if guard.shape(k) & _MODEL_RUN and free(k)]:
             updated = entry_of(key).get("updatedAt")
             if isinstance(updated, int | float) and not isinstance(updated, bool) and updated < cutoff:
                 delete(key, "prune-model-run")
                 out.model_run_pruned += 1
     if dashboard_after_ms and dashboard_after_ms > 0:
         cutoff = now - dashboard_after_ms
-        for key in list(live):
-            if not (_rest(key) or "").startswith("dashboard:") or not free(key):
+        for key in store:
+            if key in deleted or not guard.shape(key) & _DASHBOARD or not free(key):
                 continue
             activity = activity_at(entry_of(key))
             if 0 < activity < cutoff:
@@ -226,26 +263,26 @@ def plan_archiving(
                 out.archived_count += 1
     if prune_after_ms and prune_after_ms > 0:
         cutoff = now - prune_after_ms
-        for key in list(live):
-            if not free(key):
+        for key in store:
+            if key in deleted or not free(key):
                 continue
             updated = entry_of(key).get("updatedAt")
             if isinstance(updated, int | float) and not isinstance(updated, bool) and updated < cutoff:
-                if is_disposable(key):
+                if guard.shape(key) & _DISPOSABLE:
                     delete(key, "prune-stale")
                     out.pruned += 1
                 else:
                     archive(key, REASON_AGE)
                     out.archived_count += 1
     if cap is not None:
-        keys = [k for k in live if k not in archived]
+        keys = [k for k in store if k not in archived and k not in deleted]
         overflow = len(keys) - cap
         if overflow > 0:
             eligible = [k for k in keys if free(k)]
             # oldest activity first; equal activity: later store rows first (as OpenClaw orders them)
             ranked = sorted(reversed(eligible), key=lambda k: activity_at(entry_of(k)))
             for key in ranked[: min(overflow, len(eligible))]:
-                if is_disposable(key):
+                if guard.shape(key) & _DISPOSABLE:
                     delete(key, "cap-overflow")
                 else:
                     archive(key, REASON_CAP)

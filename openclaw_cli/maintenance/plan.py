@@ -560,9 +560,11 @@ def _finish(
     plan.disk_budget = budget.result
     plan.budget_file_removals = budget.file_removals
     plan.preserved_keys = preserver.preserved_among(entries)
-    still = set(_all_session_ids(list(run.store.values()), session_ids_of))
     removed_ids = _all_session_ids([entries[key] for key in run.removed], session_ids_of)
-    plan.unreferenced_session_ids.extend(dict.fromkeys(sid for sid in removed_ids if sid not in still))
+    if removed_ids:  # the ids still referenced among those only (not a set of every row's id)
+        leaving = set(removed_ids)
+        still = {sid for sid in _all_session_ids(list(run.store.values()), session_ids_of) if sid in leaving}
+        plan.unreferenced_session_ids.extend(dict.fromkeys(sid for sid in removed_ids if sid not in still))
     return plan
 
 
