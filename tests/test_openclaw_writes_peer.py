@@ -55,6 +55,10 @@ def _content(row: dict) -> bytes:
     return zstandard.ZstdDecompressor().decompressobj().decompress(row["archive_blob"])
 
 
+# the suite's longest test (~110 s of CPU of real CLI runs and two real Gateway starts; 525 s at load
+# 20 on 2 cores): a longer hang guard than the suite's 600 s
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: Path):
     """Every kind of write on one copy (lifecycle, compaction, cleanup enforce), judged; then the
     same operations by the real Gateway on a second copy, compared. (One Gateway start per copy:
