@@ -6,8 +6,7 @@ read path (`openclaw_db.py`) so that reads import none of it.
   a window's events, identities, active-event rows, index state and watermark with it),
   `synchronous = FULL` for our one commit, the journal mode left as OpenClaw set it;
 * the projections OpenClaw's entry writer derives from `entry_json` (S-1 node columns, S-3 window
-  columns), the session ids an entry keeps alive (`collectSessionStateIdsForEntry`), and the
-  registered archive names of `session_transcript_archives` (`<sid>.jsonl.<reason>.<ts>.<generation>.zst`).
+  columns) and the registered archive names of `session_transcript_archives` (`<sid>.jsonl.<reason>.<ts>.<generation>.zst`).
 """
 
 from __future__ import annotations
@@ -245,30 +244,6 @@ def window_created_at(entry: Mapping[str, Any], fallback: int) -> int:
         if value is not None and value >= 0:
             return int(value)
     return fallback
-
-
-def entry_session_ids(entry: Mapping[str, Any]) -> list[str]:
-    """Every transcript generation an entry keeps (OpenClaw's `collectSessionStateIdsForEntry`):
-    its sessionId, previousSessionId, usageFamilySessionIds and compaction checkpoints' ids."""
-    out: list[str] = []
-
-    def add(value: Any) -> None:
-        text = _text(value)
-        if text is not None and text not in out:
-            out.append(text)
-
-    add(entry.get("sessionId"))
-    add(entry.get("previousSessionId"))
-    family = entry.get("usageFamilySessionIds")
-    for sid in family if isinstance(family, list) else ():
-        add(sid)
-    checkpoints = entry.get("compactionCheckpoints")
-    for record in checkpoints if isinstance(checkpoints, list) else ():
-        if isinstance(record, Mapping):
-            add(record.get("sessionId"))
-            add(_mapping(record.get("preCompaction")).get("sessionId"))
-            add(_mapping(record.get("postCompaction")).get("sessionId"))
-    return out
 
 
 # ---- archives and generations ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import InvalidDataError, OpenClawError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW
+from openclaw_cli.store.generations import entry_session_ids
 from openclaw_cli.store.openclaw import schema
 from openclaw_cli.store.retire import (
     ApplyOutcome,
@@ -473,7 +474,7 @@ def referenced_by(conn: sqlite3.Connection, excluded: set[str]) -> dict[str, str
         except ValueError:
             continue
         if isinstance(entry, dict):
-            for sid in schema.entry_session_ids(entry):
+            for sid in entry_session_ids(entry):
                 refs.setdefault(sid, key)
     for sid, key in conn.execute(
         "SELECT w.session_id, n.session_key FROM session_windows AS w JOIN session_nodes AS n"

@@ -613,7 +613,7 @@ class SqliteStore(SessionStore):
             )
 
     def historical_session_ids(self, *, recent_since_ms: float | None) -> list[str]:
-        from openclaw_cli.store.openclaw.schema import entry_session_ids
+        from openclaw_cli.store.generations import entry_session_ids
 
         def run(c: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
             windows = c.execute(
