@@ -1,35 +1,63 @@
 """Snippets: a window of about 48 words around the best match, cut at word boundaries with
 " … " where text was left out (as OpenClaw's `snippet(…, ' … ', 48)`), plus where the matched
 words are so a terminal can highlight them. Built from the line's text read back from its store
-(the index holds no text)."""
+(the index holds no text).
+
+Costs stay linear in the line's length: the words are found by one regex pass (C), the matches
+by comparing word lists, and the densest window by a bisection per candidate start, so a long
+tool result holding a common word hundreds of times costs about what a short line does per word.
+"""
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from itertools import islice
+
 from openclaw_cli.search.query import Query, Term
-from openclaw_cli.search.text import fold, token_spans
+from openclaw_cli.search.text import ASCII_TOKEN_RE, TOKEN_RE, fold
 
 WINDOW = 48
 MAX_CHARS = 500  # OpenClaw's SEARCH_SNIPPET_MAX_CHARS
 
 
-def _matches(spans: list[tuple[int, int, str]], terms: tuple[Term, ...]) -> list[tuple[int, int]]:
-    """(first token index, last token index) of every occurrence of every term."""
-    words = [w for _, _, w in spans]
+def _words(text: str) -> list[str]:
+    """The folded tokens of `text`, in order (unicode61's word rule)."""
+    if text.isascii():
+        return ASCII_TOKEN_RE.findall(text.lower())  # ASCII lowercasing keeps every offset
+    return [fold(m.group()) for m in TOKEN_RE.finditer(text)]
+
+
+def _matches(words: list[str], terms: tuple[Term, ...]) -> list[tuple[int, int]]:
+    """(first token index, last token index) of every occurrence of every term, sorted."""
     found: list[tuple[int, int]] = []
+    count = len(words)
     for term in terms:
         n = len(term.words)
-        for i in range(len(words) - n + 1):
-            ok = True
-            for j, want in enumerate(term.words):
-                got = words[i + j]
-                last = j == n - 1
-                if not (got == want or (last and term.prefix and got.startswith(want))):
-                    ok = False
-                    break
-            if ok:
+        head, last = term.words[0], term.words[-1]
+        if n == 1:
+            if term.prefix:
+                found.extend((i, i) for i, w in enumerate(words) if w.startswith(head))
+            else:
+                found.extend((i, i) for i, w in enumerate(words) if w == head)
+            continue
+        middle = term.words[1:-1]
+        for i, w in enumerate(words):
+            if w != head or i + n > count:
+                continue
+            if words[i + 1 : i + n - 1] != list(middle):
+                continue
+            tail = words[i + n - 1]
+            if tail == last or (term.prefix and tail.startswith(last)):
                 found.append((i, i + n - 1))
     found.sort()
     return found
+
+
+def _span(text: str, index: int) -> tuple[int, int]:
+    """Character span of token number `index` of `text`."""
+    pattern = ASCII_TOKEN_RE if text.isascii() else TOKEN_RE
+    match = next(islice(pattern.finditer(text), index, None))
+    return match.start(), match.end()
 
 
 def _literal_span(text: str, literal: str) -> tuple[int, int] | None:
@@ -45,30 +73,45 @@ def highlights(text: str, query: Query) -> list[tuple[int, int]]:
     if query.literal is not None:
         lit = _literal_span(text, query.literal)
         return [lit] if lit else []
-    spans = token_spans(text)
-    return [(spans[a][0], spans[b][1]) for a, b in _matches(spans, query.highlight_terms)]
+    spans = [(m.start(), m.end()) for m in TOKEN_RE.finditer(text)]
+    return [(spans[a][0], spans[b][1]) for a, b in _matches(_words(text), query.highlight_terms)]
+
+
+def _best_window(hits: list[tuple[int, int]], total: int) -> int:
+    """First token of the WINDOW-token window holding the most whole matches (the earliest such
+    window; candidates start 4 tokens before a match)."""
+    starts = [a for a, _ in hits]
+    best_start, best_count = 0, -1
+    for start in sorted({max(0, a - 4) for a in starts}) or [0]:
+        start = min(start, total - WINDOW)
+        end = start + WINDOW
+        lo, hi = bisect_left(starts, start), bisect_left(starts, end)
+        count = sum(1 for k in range(lo, hi) if hits[k][1] < end)
+        if count > best_count:
+            best_start, best_count = start, count
+    return best_start
 
 
 def make_snippet(text: str, query: Query) -> str:
     """About WINDOW words of `text` around its densest run of matches."""
-    spans = token_spans(text)
-    if len(spans) <= WINDOW:
+    words = _words(text)
+    if len(words) <= WINDOW:
         body = text.strip()
         return body if len(body) <= MAX_CHARS else body[:MAX_CHARS] + "…"
     if query.literal is not None:
         lit = _literal_span(text, query.literal)
-        hits = [(i, i) for i, (s, e, _) in enumerate(spans) if lit and e > lit[0] and s < lit[1]][:1]
+        hits: list[tuple[int, int]] = []
+        if lit:
+            for i, m in enumerate(TOKEN_RE.finditer(text)):
+                if m.end() > lit[0] and m.start() < lit[1]:
+                    hits = [(i, i)]
+                    break
     else:
-        hits = _matches(spans, query.highlight_terms)
-    best_start, best_count = 0, -1
-    for start in sorted({max(0, a - 4) for a, _ in hits}) or [0]:
-        start = min(start, len(spans) - WINDOW)
-        count = sum(1 for a, b in hits if a >= start and b < start + WINDOW)
-        if count > best_count:
-            best_start, best_count = start, count
-    first, last = best_start, best_start + WINDOW - 1
-    start_char = 0 if first == 0 else spans[first][0]
-    end_char = len(text) if last == len(spans) - 1 else spans[last][1]
+        hits = _matches(words, query.highlight_terms)
+    first = _best_window(hits, len(words))
+    last = first + WINDOW - 1
+    start_char = 0 if first == 0 else _span(text, first)[0]
+    end_char = len(text) if last == len(words) - 1 else _span(text, last)[1]
     body = text[start_char:end_char].strip()
-    snippet = ("… " if first > 0 else "") + body + (" …" if last < len(spans) - 1 else "")
+    snippet = ("… " if first > 0 else "") + body + (" …" if last < len(words) - 1 else "")
     return snippet if len(snippet) <= MAX_CHARS else snippet[:MAX_CHARS] + "…"

@@ -21,7 +21,8 @@ _CALL_BLOCKS = ("toolCall", "tool_use", "function_call", "toolUse")
 
 # SQLite's unicode61 tokenizer: token characters are letters, numbers (and private-use code
 # points); everything else separates tokens. `remove_diacritics 2` folds accents, then lowercase.
-_TOKEN_RE = re.compile(r"[^\W_]+|[\ue000-\uf8ff]+", re.UNICODE)
+TOKEN_RE = re.compile(r"[^\W_]+|[\ue000-\uf8ff]+", re.UNICODE)
+ASCII_TOKEN_RE = re.compile(r"[A-Za-z0-9]+")  # the same rule over ASCII text, a cheaper scan
 
 
 def fold(text: str) -> str:
@@ -34,13 +35,7 @@ def fold(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    return _TOKEN_RE.findall(fold(text))
-
-
-def token_spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, folded token) over the original text (folding is done per token, so offsets
-    stay in the original string)."""
-    return [(m.start(), m.end(), fold(m.group())) for m in _TOKEN_RE.finditer(text)]
+    return TOKEN_RE.findall(fold(text))
 
 
 def _message_text(message: dict[str, Any]) -> str | None:
