@@ -1,9 +1,10 @@
-"""Regenerate the generated docs: docs/exit-codes.md (from openclaw_cli/errors.py) and
-docs/commands.md (from the Typer app). Run it after adding or changing a command or an option:
+"""Regenerate the generated docs: docs/exit-codes.md (from openclaw_cli/errors.py),
+docs/commands.md and openclaw_cli/cli/help_texts.py (every `--help` text, served without Typer by
+cli/helpfast.py), both from the Typer app. Run it after adding or changing a command or an option:
 
     python scripts/gen_docs.py
 
-`tests/test_docs.py` fails when either file is stale."""
+`tests/test_docs.py` and `tests/test_help_fast.py` fail when a file is stale."""
 
 import os
 import sys
@@ -16,7 +17,7 @@ try:
     # dependencies are not, and commands_markdown imports typer only when it runs
     import typer  # noqa: F401
 
-    from openclaw_cli.cli.reference import commands_markdown
+    from openclaw_cli.cli.reference import commands_markdown, help_texts_module
     from openclaw_cli.errors import exit_codes_markdown
 except ImportError:
     # `python scripts/gen_docs.py` with a Python that lacks the package (the system one): run again
@@ -31,4 +32,8 @@ except ImportError:
     )
 (ROOT / "docs" / "exit-codes.md").write_text(exit_codes_markdown())
 (ROOT / "docs" / "commands.md").write_text(commands_markdown())
-print("docs/exit-codes.md and docs/commands.md written")
+written = ["docs/exit-codes.md", "docs/commands.md"]
+if (ROOT / "openclaw_cli" / "cli").is_dir():  # not in a copy of scripts/ and docs/ alone
+    (ROOT / "openclaw_cli" / "cli" / "help_texts.py").write_text(help_texts_module())
+    written.append("openclaw_cli/cli/help_texts.py")
+print(", ".join(written), "written")

@@ -1,5 +1,6 @@
-"""The `openclaw` executable (and `python -m openclaw_cli`): the fast path for the commands it
-serves (`cli/fast.py`, no Typer import), else the Typer app (`cli/main.py`)."""
+"""The `openclaw` executable (and `python -m openclaw_cli`): stored help texts for `… --help`
+(`cli/helpfast.py`), the fast path for the commands it serves (`cli/fast.py`), else the Typer app
+(`cli/main.py`). Nothing is imported before the argument list says which one runs."""
 
 from __future__ import annotations
 
@@ -7,9 +8,16 @@ import sys
 
 
 def main() -> None:
+    argv = sys.argv[1:]
+    if argv and argv[-1] in ("--help", "-h"):
+        from openclaw_cli.cli.helpfast import serve
+
+        served = serve(argv)
+        if served is not None:
+            sys.exit(served)
     from openclaw_cli.cli.fast import dispatch
 
-    code = dispatch(sys.argv[1:])
+    code = dispatch(argv)
     if code is None:
         from openclaw_cli.cli.main import main as typer_main
 
