@@ -26,7 +26,24 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
-def _client(url: str, token: str, key: str, out: list[float], cold: list[float]) -> None:
+def _cpu_s(pid: int) -> float:
+    """The process's own user+sys CPU seconds (/proc/PID/stat utime, stime)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _client(
+    url: str, token: str, key: str, out: list[float], cold: list[float], warmed: threading.Barrier
+) -> None:
     from websockets.sync.client import connect
 
     with connect(url, max_size=None, open_timeout=60) as ws:
@@ -66,6 +83,8 @@ def _client(url: str, token: str, key: str, out: list[float], cold: list[float])
             elapsed = (time.perf_counter() - started) * 1000
             assert head.startswith(f'{{"type":"res","id":"{n}","ok":true'), head
             (cold if n == 0 else out).append(elapsed)
+            if n == 0:
+                warmed.wait(timeout=600)  # every client's cold request answered: the warm phase starts
 
 
 def case_history(b: Any, ours: list[str]) -> None:
@@ -78,10 +97,18 @@ def case_history(b: Any, ours: list[str]) -> None:
     gw = _Gateway(ours, b.env_ours(state))
     try:
         rss_before = _rss_kb(gw.proc.pid)
+        cpu_marks: list[float] = []
+        client_marks: list[float] = []
+
+        def mark() -> None:
+            cpu_marks.append(_cpu_s(gw.proc.pid))
+            client_marks.append(_own_cpu_s())
+
+        warmed = threading.Barrier(CLIENTS, action=mark)
         warm: list[float] = []
         cold: list[float] = []
         threads = [
-            threading.Thread(target=_client, args=(gw.url, TOKEN, "agent:main:main", warm, cold))
+            threading.Thread(target=_client, args=(gw.url, TOKEN, "agent:main:main", warm, cold, warmed))
             for _ in range(CLIENTS)
         ]
         for t in threads:
@@ -89,6 +116,9 @@ def case_history(b: Any, ours: list[str]) -> None:
         for t in threads:
             t.join(timeout=600)
         rss_after = _rss_kb(gw.proc.pid)
+        cpu = _cpu_s(gw.proc.pid) - cpu_marks[0]
+        client_cpu = _own_cpu_s() - client_marks[0]
+        load = Path("/proc/loadavg").read_text().split()[0]
     finally:
         gw.stop()
     warm.sort()
@@ -100,6 +130,11 @@ def case_history(b: Any, ours: list[str]) -> None:
         "p50Ms": round(statistics.median(warm), 2),
         "p99Ms": round(p99, 2),
         "coldMaxMs": round(max(cold), 1),
+        # the Gateway's CPU (user+sys) per warm request (after every client's cold one), and the
+        # load average beside it
+        "gatewayCpuMsPerRequest": round(cpu * 1000 / len(warm), 2),
+        "benchClientCpuMsPerRequest": round(client_cpu * 1000 / len(warm), 2),
+        "loadAverage": float(load),
         "rssBeforeKb": rss_before,
         "rssAfterKb": rss_after,
     }

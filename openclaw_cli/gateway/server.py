@@ -50,6 +50,7 @@ from openclaw_cli.errors import (
     typed_error,
 )
 from openclaw_cli.gateway import events, protocol, schemas
+from openclaw_cli.gateway.answers import AnswerCache, AnswerTemplate
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
 from openclaw_cli.gateway.presence import PresenceBook
@@ -304,6 +305,7 @@ class GatewayServer:
         self._tasks_on_connect: set[asyncio.Future[None]] = set()
         self._health_version = 0
         self.presence = PresenceBook()
+        self._answers = AnswerCache()  # reusable reads' answers (`Method.reusable`, `gateway/answers.py`)
         self._control_ui: Any = None
         if self.options.control_ui is not None:
             from openclaw_cli import __version__
@@ -639,10 +641,13 @@ class GatewayServer:
             # row (a read of the row and of the transcript's tail) is no part of a write's latency
             changes = await self._announced(committed) if committed is not None else []
             ok = True
-            response = protocol.response_ok(req_id, result)
-            del result  # the encoded frame is all that stays (memory: one copy per response, not two)
-            conn.send(response)
-            del response
+            if isinstance(result, AnswerTemplate):  # a kept answer: this request's id and clock spliced in
+                conn.ws.post(result.render(req_id, self.clock()))
+            else:
+                response = protocol.response_ok(req_id, result)
+                del result  # the encoded frame is all that stays (memory: one copy per response, not two)
+                conn.send(response)
+                del response
             if changes:
                 self._broadcast_changes(changes)
         except BaseException as exc:  # every failure is an answer, never a dropped request
@@ -698,10 +703,36 @@ class GatewayServer:
         if not writes and method.long_read:  # in the reader process, off this one's GIL (issue 30)
             return await self._long_read(conn, name, params, ctx), None
         if not writes:
-            async with self._reads:  # a read builds its whole response in memory: a few at a time
-                if conn.ws.slow or conn.ws.state is not State.OPEN:
-                    raise protocol.RequestError(protocol.UNAVAILABLE, "connection closed")  # nobody to answer
-                result = await loop.run_in_executor(self._pool, method.run, ctx, params)
+            kept_key = self._answers.key(name, params) if method.reusable else None
+            probed = None
+            if kept_key is not None:  # an unchanged answer is sent again from here, on the loop
+                frame, probed = self._answers.before(kept_key, ctx.config)
+                if frame is not None:
+                    return frame, None
+                joined = self._answers.joinable(kept_key, probed)
+                if joined is not None:  # the same read is running: its answer, if still current
+                    try:
+                        shared = await asyncio.shield(joined)
+                    except asyncio.CancelledError:
+                        if not joined.cancelled():
+                            raise
+                    else:
+                        if self._answers.still(kept_key, probed):
+                            return shared, None
+            reading = self._answers.reading(kept_key, probed) if kept_key is not None else None
+            result: Any = None
+            try:
+                async with self._reads:  # a read builds its whole response in memory: a few at a time
+                    if conn.ws.slow or conn.ws.state is not State.OPEN:
+                        raise protocol.RequestError(
+                            protocol.UNAVAILABLE, "connection closed"
+                        )  # nobody to answer
+                    result = await loop.run_in_executor(self._pool, method.run, ctx, params)
+            finally:
+                if kept_key is not None:
+                    self._answers.done_reading(kept_key, reading, result, ctx.reuse is None)
+            if kept_key is not None:
+                self._answers.after(kept_key, ctx.config, ctx.reuse, probed, result)
             if name == "sessions.subscribe":
                 conn.subscribed = True
             return result, None

@@ -15,6 +15,16 @@ if TYPE_CHECKING:
     from openclaw_cli.store.base import SessionStore
 
 
+@dataclass(frozen=True)
+class Reuse:
+    """What a read handler may say of its answer (`Context.reuse`): a live server may send it again,
+    the same but for the fields at `now_fields` (paths of keys: the clock's value then), for as long
+    as `probe` (`store.base.ChangeProbe`) reads what it read around this read."""
+
+    probe: Any
+    now_fields: tuple[tuple[str, ...], ...] = ()
+
+
 @dataclass
 class Context:
     paths: StatePaths
@@ -30,6 +40,9 @@ class Context:
     owning_gateway: tuple[str, str] | None = None
     # the clients connected to the Gateway serving this call (`system-presence`); None off the Gateway
     gateway_presence: Callable[[], list[dict[str, Any]]] | None = None
+    # set by a read whose answer may be reused while its sources are unchanged (`Reuse`): the
+    # Gateway's answer cache for the methods marked `reusable`
+    reuse: Reuse | None = None
 
     @classmethod
     def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from openclaw_cli.errors import NotFoundError
-from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.context import Context, Reuse
 
 DEFAULT_LIMIT = 200
 DEFAULT_MAX_CHARS = 20_000
@@ -152,9 +152,11 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     session_id = None
     messages: list[dict[str, Any]] = []
     page_len = 0
+    probe = None
     try:
         with open_export(ctx, key, agent=agent, store=None, branch="active") as source:
             session_id = source.session_id
+            probe = source.probe
             cache_key = (source.store_path, source.key, source.version, limit, offset, max_chars)
             cached = _PAGES.get(cache_key) if source.version is not None else None
             if cached is None:
@@ -186,6 +188,10 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     session = describe(ctx, {"key": key, **({"agentId": agent} if agent else {})}).get("session")
     if session is not None:
         out["sessionInfo"] = session
+        if probe is not None and session.get("sessionId") == session_id:
+            # the same answer while the row and transcript are unchanged; `snapshotAt` is the clock's
+            now_fields = (("sessionInfo", "snapshotAt"),) if "snapshotAt" in session else ()
+            ctx.reuse = Reuse(probe, now_fields)
     return out
 
 

@@ -66,6 +66,9 @@ class Method:
     # where it cannot hold up the server's writes (`gateway/readers.py`); for a mutating method,
     # its dry run
     long_read: bool = False
+    # a read whose handler may mark its answer reusable (`Context.reuse`): the Gateway then sends
+    # it again without running the handler while its sources read unchanged (`gateway/answers.py`)
+    reusable: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, p.Schema):  # fail closed: no row without its schema
@@ -172,7 +175,7 @@ _ROWS = (
         event="compact",
         local=LOCAL_PARAMS,
     ),
-    Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ),
+    Method("chat.history", "openclaw_cli.ops.history:chat_history", p.CHAT_HISTORY, READ, reusable=True),
     # what the Control UI asks before it renders a session (`ops/chat_startup.py`)
     Method("chat.startup", f"{_STARTUP}:chat_startup", p.CHAT_STARTUP, READ),
     Method(

@@ -40,6 +40,26 @@ class ExportSource:
     # changes whenever the transcript may have (the store's change token and the transcript
     # file's size); None when the store cannot tell: a reader's cache keys on it (chat.history)
     version: Any = None
+    # tells whether the session's row or transcript may have changed since (`store.base.ChangeProbe`):
+    # the store's own probe, the transcript file's where transcripts are files, and the agent's
+    # database path (a database appearing beside a legacy store is read instead); None when the
+    # store cannot tell
+    probe: Any = None
+
+
+def _probe(ctx: Context, st: SessionStore, agent_id: str, sid: str, entry: dict[str, Any]) -> Any:
+    from openclaw_cli.store.base import FileProbe, Probes
+
+    store_probe = st.change_probe()
+    if store_probe is None:
+        return None
+    parts = [store_probe, FileProbe(str(ctx.paths.agent_db_path(agent_id)))]
+    if st.transcripts_in_files:
+        path = st.resolve_transcript(sid, entry, [])
+        if path is None:
+            return None
+        parts.append(FileProbe(str(path)))
+    return Probes(tuple(parts))
 
 
 def _transcript_version(st: SessionStore, sid: str, entry: dict[str, Any]) -> Any:
@@ -164,4 +184,5 @@ def open_export(
             every if branch == "all" else active,
             issues,
             _transcript_version(st, sid, entry),
+            _probe(ctx, st, loc.agent_id, sid, entry),
         )

@@ -22,6 +22,51 @@ KIND_SQLITE = "sqlite"  # our own schema
 KIND_OPENCLAW_SQLITE = "openclaw-sqlite"  # a real OpenClaw agent DB (schema 23: verified writes, D21)
 
 
+class ChangeProbe(ABC):
+    """A cheap check of a store's (or a file's) state, safe from any thread and never blocking:
+    `read()` returns a value that differs whenever what it watches may have changed, or None when
+    it cannot tell now (then nothing may be reused). Probes compare equal when they watch the same
+    thing, so a value read by one may be compared with a value read by another."""
+
+    @abstractmethod
+    def read(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class FileProbe(ChangeProbe):
+    """A file's identity, size and mtime (a rewrite by rename is a new inode, an append a new
+    size), or "missing"."""
+
+    path: str
+
+    def read(self) -> Any:
+        import os
+
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return "missing"
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class Probes(ChangeProbe):
+    """Several probes read as one (None when any of them cannot tell)."""
+
+    parts: tuple[ChangeProbe, ...]
+
+    def read(self) -> Any:
+        values = []
+        for part in self.parts:
+            value = part.read()
+            if value is None:
+                return None
+            values.append(value)
+        return tuple(values)
+
+
 @dataclass(slots=True)  # tens of thousands per transcript: no per-instance __dict__
 class TranscriptLine:
     seq: int  # 0-based position: file line index among non-blank lines, or SQLite seq
@@ -215,6 +260,12 @@ class SessionStore(ABC):
     def change_token(self) -> Any:
         """A value that changes whenever the store's content changes, for a live process's caches;
         None when the store cannot tell (then nothing is cached)."""
+        return None
+
+    def change_probe(self) -> ChangeProbe | None:
+        """What tells, without opening the store again, whether its content (rows, and transcripts
+        kept inside it) may have changed: a live process's answer cache (the Gateway's) reads it
+        before and after a read and on every reuse. None when the store cannot tell."""
         return None
 
     def list_view(self, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:

@@ -366,6 +366,26 @@ def checkpoint_live_databases() -> None:
             pass
 
 
+def peek_version(path: str) -> tuple[Any, int] | None:
+    """(inode, `PRAGMA data_version`) of the keeper a live process already has for `path`, read
+    without opening anything and without waiting (None when there is no keeper, the file was
+    replaced, or another thread is using the keeper now): what an event loop may call."""
+    if not _LIVE["enabled"]:
+        return None
+    key = _REALPATHS.get(path)
+    found = _KEEPERS.get(key) if key is not None else None
+    if found is None or found.closed or _inode(found.conn_path) != found.inode:
+        return None
+    if not found.lock.acquire(blocking=False):
+        return None
+    try:
+        return (found.inode, cast(int, found.conn.execute("PRAGMA data_version").fetchone()[0]))
+    except sqlite3.Error:
+        return None
+    finally:
+        found.lock.release()
+
+
 def _inode(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)

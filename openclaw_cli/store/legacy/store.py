@@ -47,6 +47,8 @@ from openclaw_cli.store import archives as archives_mod
 from openclaw_cli.store.base import (
     KIND_LEGACY,
     ArchiveFile,
+    ChangeProbe,
+    FileProbe,
     ReadIssue,
     RestoreOutcome,
     SessionStore,
@@ -351,6 +353,10 @@ class LegacyStore(SessionStore):
     # ---- reading sessions.json ---------------------------------------------------------------
     def exists(self) -> bool:
         return os.path.lexists(self.path)
+
+    def change_probe(self) -> ChangeProbe | None:
+        """sessions.json's identity, size and mtime (every write replaces it by rename)."""
+        return FileProbe(str(self.path))
 
     def _signature(self) -> tuple[int, int, int, int] | None:
         try:

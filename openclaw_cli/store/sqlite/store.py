@@ -33,6 +33,7 @@ from openclaw_cli.store.base import (
     SORT_ACTIVITY,
     SORT_UPDATED,
     ArchiveFile,
+    ChangeProbe,
     ListingQuery,
     ReadIssue,
     RestoreOutcome,
@@ -345,6 +346,18 @@ class BulkImportResult:
     @property
     def issues(self) -> list[ReadIssue]:
         return [r.issue for r in self.records if r.issue is not None]
+
+
+@dataclass(frozen=True)
+class KeeperProbe(ChangeProbe):
+    """A live process's keeper of one database: (inode, data_version), never opening or waiting."""
+
+    path: str
+
+    def read(self) -> Any:
+        from openclaw_cli.store.sqlite_common import peek_version
+
+        return peek_version(self.path)
 
 
 class SqliteStore(SessionStore):
@@ -812,6 +825,10 @@ class SqliteStore(SessionStore):
 
         keep = keeper(self.path, self.busy_timeout_ms)
         return None if keep is None else (str(self.path), keep.version())
+
+    def change_probe(self) -> ChangeProbe | None:
+        """The keeper's `PRAGMA data_version` (rows and transcripts are both in the database)."""
+        return KeeperProbe(str(self.path))
 
     def list_view(self, query: ListingQuery) -> tuple[list[tuple[str, dict[str, Any]]], int]:
         """From the projection columns. The default order: one counting scan (which also names

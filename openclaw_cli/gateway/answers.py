@@ -1,0 +1,174 @@
+"""The Gateway's answer cache (issue 25's chat.history speed): a read marked `reusable` whose
+handler said its answer may be sent again (`Context.reuse`) is kept as its encoded response frame,
+and the next identical request gets that frame with its own request id (and the clock's value in
+the answer's clock fields) spliced in, on the event loop: no thread hop, no handler, no encoding.
+
+When it is reused: only while the handler's probe (`store.base.ChangeProbe`: the store's change
+marker, the transcript file's identity and size) reads the value it read around a whole read. The
+first answer for a request is only a candidate: the probe is read before the next identical request
+runs and again after it, and that answer is kept only when both reads agree (a change during the
+read, which could have mixed old and new, keeps nothing). A probe that cannot tell (None) keeps
+nothing. A config reload (a new config object) is a miss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from openclaw_cli.gateway import protocol
+from openclaw_cli.jsonutil import dumps_bytes
+
+MAX_ANSWERS = 16  # kept frames (a 50 MB transcript's first page is ~175 KB)
+
+
+class AnswerTemplate:
+    """An encoded response frame with holes for the request id and the clock."""
+
+    def __init__(self, pieces: list[bytes | str]) -> None:
+        self.pieces = pieces  # bytes as written; "id" / "now" where a value goes
+
+    def render(self, req_id: Any, now: int) -> bytes:
+        out: list[bytes] = []
+        for piece in self.pieces:
+            if piece == "id":
+                out.append(dumps_bytes(req_id))
+            elif piece == "now":
+                out.append(str(int(now)).encode())
+            else:
+                assert isinstance(piece, bytes)
+                out.append(piece)
+        return b"".join(out)
+
+
+def template(result: Any, now_fields: tuple[tuple[str, ...], ...]) -> AnswerTemplate | None:
+    """The response frame of `result` with holes; None when a clock field is not where it is said
+    to be (nothing is reused then)."""
+    token = uuid.uuid4().hex
+    marks = {f"__openclaw_answer_id_{token}__": "id", f"__openclaw_answer_now_{token}__": "now"}
+    now_mark = f"__openclaw_answer_now_{token}__"
+    payload = result
+    for path in now_fields:
+        payload = _replaced(payload, path, now_mark)
+        if payload is None:
+            return None
+    data = dumps_bytes(protocol.response_ok(f"__openclaw_answer_id_{token}__", payload))
+    parts = re.split(rb'"(__openclaw_answer_(?:id|now)_' + token.encode() + rb"__)\"", data)
+    pieces: list[bytes | str] = []
+    for n, part in enumerate(parts):
+        pieces.append(marks[part.decode()] if n % 2 else part)
+    if pieces.count("id") != 1 or pieces.count("now") != len(now_fields):
+        return None
+    return AnswerTemplate(pieces)
+
+
+def _replaced(value: Any, path: tuple[str, ...], mark: str) -> Any:
+    """A copy of `value` (copied only along `path`) with the field at `path` set to `mark`."""
+    if not path or not isinstance(value, dict) or path[0] not in value:
+        return None
+    copy = dict(value)
+    if len(path) == 1:
+        copy[path[0]] = mark
+        return copy
+    inner = _replaced(value[path[0]], path[1:], mark)
+    if inner is None:
+        return None
+    copy[path[0]] = inner
+    return copy
+
+
+@dataclass
+class _Kept:
+    config: Any  # the config object the answer was read under
+    probe: Any  # the handler's ChangeProbe
+    token: Any = None  # what the probe read around the kept read
+    frame: AnswerTemplate | None = None
+
+
+class AnswerCache:
+    """Kept answers by (method, params); used from the event loop only."""
+
+    def __init__(self, size: int = MAX_ANSWERS) -> None:
+        self._kept: OrderedDict[Any, _Kept] = OrderedDict()
+        self._size = size
+        # reads in flight by key: (the probe's value before it, its result when done)
+        self._reading: dict[Any, tuple[Any, asyncio.Future[Any]]] = {}
+
+    def joinable(self, key: Any, before: Any) -> asyncio.Future[Any] | None:
+        """The result of an identical read already in flight that started with the probe at the
+        value it reads now (whose answer is then this request's too, if the probe still reads it
+        when that read is done), else None."""
+        found = self._reading.get(key)
+        if found is None or before is None or found[0] != before or found[1].done():
+            return None
+        return found[1]
+
+    def reading(self, key: Any, before: Any) -> asyncio.Future[Any] | None:
+        """Register a read that identical requests may join (when its probe value is known)."""
+        if before is None or key in self._reading:
+            return None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._reading[key] = (before, future)
+        return future
+
+    def done_reading(self, key: Any, future: asyncio.Future[Any] | None, result: Any, failed: bool) -> None:
+        if future is None:
+            return
+        if self._reading.get(key, (None, None))[1] is future:
+            del self._reading[key]
+        if not future.done():
+            if failed:
+                future.cancel()  # joiners read for themselves
+            else:
+                future.set_result(result)
+
+    def still(self, key: Any, before: Any) -> bool:
+        """Does the probe of the kept entry for `key` still read `before`?"""
+        kept = self._kept.get(key)
+        return kept is not None and before is not None and kept.probe.read() == before
+
+    @staticmethod
+    def key(name: str, params: dict[str, Any]) -> Any:
+        try:
+            return (name, orjson.dumps(params, option=orjson.OPT_SORT_KEYS))
+        except TypeError:  # a value orjson cannot write: never kept
+            return None
+
+    def before(self, key: Any, config: Any) -> tuple[AnswerTemplate | None, Any]:
+        """(the kept frame when it may be sent now, else None; the probe's value now, to compare
+        with its value after the read that follows)."""
+        kept = self._kept.get(key)
+        if kept is None or kept.config is not config:
+            return None, None
+        value = kept.probe.read()
+        if value is not None and kept.frame is not None and value == kept.token:
+            self._kept.move_to_end(key)
+            return kept.frame, value
+        return None, value
+
+    def after(self, key: Any, config: Any, reuse: Any, before: Any, result: Any) -> None:
+        """After a read: keep its answer when the probe read the same value before and after it
+        (and it is the probe the value before was read with); else keep only its probe."""
+        old = self._kept.pop(key, None)
+        if reuse is None:
+            return
+        value = reuse.probe.read()
+        kept = _Kept(config, reuse.probe)
+        if (
+            old is not None
+            and old.config is config
+            and old.probe == reuse.probe
+            and value is not None
+            and value == before
+        ):
+            kept.token = value
+            kept.frame = template(result, reuse.now_fields)
+        self._kept[key] = kept
+        while len(self._kept) > self._size:
+            self._kept.popitem(last=False)
