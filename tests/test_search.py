@@ -251,6 +251,25 @@ def test_incremental_update_and_rewrite(legacy: Path) -> None:
     assert [r["messageId"] for r in search_json("iguana")["results"]] == ["inc00001"]
 
 
+def test_unchanged_state_is_not_read_and_a_renamed_key_is_seen(legacy: Path) -> None:
+    """The index's fingerprint of every source token: nothing read when nothing changed; a key
+    renamed in sessions.json (transcript untouched) is the key results and --session filters see."""
+    sdir, store = _sessions(legacy)
+    key, entry = next(iter(store.items()))
+    _append(sdir / f"{entry['sessionId']}.jsonl", _line("ren00001", "user", "capybara oboe"))
+    assert [r["sessionKey"] for r in library_search(legacy, "capybara")] == [key]
+    proc = run_cli("sessions", "search", "capybara", "--json", "--verbose")
+    assert json.loads(proc.stdout)["index"][0]["sourcesRead"] == 0
+    renamed = "agent:main:renamed-for-search"
+    store = {renamed if k == key else k: v for k, v in store.items()}
+    (sdir / "sessions.json").write_text(json.dumps(store, indent=2))
+    assert [r["sessionKey"] for r in library_search(legacy, "capybara")] == [renamed]
+    assert [r["messageId"] for r in library_search(legacy, "capybara", session_keys=[renamed])] == [
+        "ren00001"
+    ]
+    assert list(library_search(legacy, "capybara", session_keys=[key])) == []
+
+
 def test_index_rebuilt_after_deletion_gives_same_results(legacy: Path, tmp_path: Path) -> None:
     _plant_everything(legacy)
     first = search_json("session", "--limit", "25")

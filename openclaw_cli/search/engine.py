@@ -138,7 +138,6 @@ def _result(
 def _our_hits(
     index: AgentIndex, agent: AgentSources, query: Query, opts: Options, want: int
 ) -> Iterator[dict]:
-    by_locator = {s.locator: s for s in agent.sources}
     offset = 0
     page = max(want, 10)
     checked = 0
@@ -156,7 +155,7 @@ def _our_hits(
         for hit in hits:
             checked += 1
             row = index.source_row(hit)
-            source = by_locator.get(row[0]) if row else None
+            source = agent.source(row[0]) if row else None
             if source is None:
                 continue
             found = _line_text(source, hit.pos, hit.line)
@@ -271,7 +270,7 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                 outcome.skipped.extend(str(issue) for issue in agent.issues)
                 outcome.skipped.extend(index.skipped(live_only=not opts.archived))
                 if not opts.archived:
-                    outcome.archived_excluded += sum(1 for s in agent.sources if s.source not in LIVE)
+                    outcome.archived_excluded += agent.archived_count()
                 ours, theirs = query, query
                 if query.infix is not None:  # a piece of a word: the words holding it, per index
                     from openclaw_cli.search.index import terms_containing

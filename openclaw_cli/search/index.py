@@ -45,7 +45,7 @@ _DDL = (
     " line INTEGER NOT NULL, message_id TEXT NOT NULL, role TEXT NOT NULL, ts INTEGER NOT NULL)",
     _FTS_DDL,
 )
-_SOURCE_COLS = "id, locator, token, pos, nlines, sig, theirs, nrows"
+_SOURCE_COLS = "id, locator, token, pos, nlines, sig, theirs, nrows, session_key"
 
 
 @dataclass
@@ -120,6 +120,7 @@ class _Shard:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM sources")
         conn.execute("DELETE FROM rows")
+        conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
         conn.execute("DROP TABLE fts")
         conn.execute(_FTS_DDL)
         conn.execute("COMMIT")
@@ -145,7 +146,8 @@ class _Shard:
         current = {s.locator: s for s in agent.sources}
         existing = self._live_sources()
         if len(existing) == len(current) and all(
-            loc in existing and existing[loc][2] == s.token for loc, s in current.items()
+            loc in existing and existing[loc][2] == s.token and existing[loc][8] == s.session_key
+            for loc, s in current.items()
         ):
             stats.sources_unchanged = len(current)
             stats.seconds = time.perf_counter() - start
@@ -165,6 +167,10 @@ class _Shard:
                 old = existing.get(locator)
                 if old is not None and old[2] == source.token:
                     stats.sources_unchanged += 1
+                    if old[8] != source.session_key:  # sessions.json names it otherwise now
+                        conn.execute(
+                            "UPDATE sources SET session_key = ? WHERE id = ?", (source.session_key, old[0])
+                        )
                     continue
                 theirs = (
                     their_rows(source.session_id) if (their_rows is not None and source.their_fts) else None
@@ -483,12 +489,26 @@ class AgentIndex:
             shard.reset()
 
     def _split(self, agent: Any) -> list[Any]:
-        from dataclasses import replace
-
         parts: list[list[Any]] = [[] for _ in self.shards]
         for source in agent.sources:
             parts[_shard_of(source.locator, len(self.shards))].append(source)
-        return [replace(agent, sources=part) for part in parts]
+        return [agent.subset(part) for part in parts]
+
+    def fingerprint(self) -> str | None:
+        """The fingerprint of the sources every shard was last brought up to date with (None: not
+        the same in every shard, or never recorded)."""
+        found = {
+            row[0] if row else None
+            for row in (
+                shard.conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+                for shard in self.shards
+            )
+        }
+        return found.pop() if len(found) == 1 else None
+
+    def _record(self, fingerprint: str) -> None:
+        for shard in self.shards:
+            shard.conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
 
     def _pending(self, part: Any, shard: _Shard) -> tuple[int, int, int]:
         """(sources, bytes) the next update of `shard` would read, and how many indexed sources are gone."""
@@ -509,9 +529,26 @@ class AgentIndex:
         rows (or None). With `workers` > 1, a `refresh()` that opens the sources again, a file
         index and enough to read, shards other than the first are updated in forked children
         (each with its own connections), the first here."""
+        fingerprint = agent.fingerprint()
+        if fingerprint == self.fingerprint():  # the common case: nothing changed since the last update
+            return UpdateStats(sources_unchanged=len(agent))
+        stats = self._update(agent, their_rows=their_rows, refresh=refresh, workers=workers)
+        self._record(fingerprint)
+        return stats
+
+    def _update(
+        self,
+        agent: Any,
+        *,
+        their_rows: Callable[[Any], Any] | None,
+        refresh: Callable[[], Any] | None,
+        workers: int,
+    ) -> UpdateStats:
         parts = self._split(agent)
         pending = [self._pending(part, shard) for part, shard in zip(parts, self.shards, strict=True)]
-        if not any(n or gone for n, _, gone in pending):  # the common case: nothing changed
+        if not any(n or gone for n, _, gone in pending):
+            for part, shard in zip(parts, self.shards, strict=True):  # only keys may have changed
+                shard.update(part)
             return UpdateStats(sources_unchanged=len(agent.sources))
         big = (
             sum(n for n, _, _ in pending) >= PARALLEL_MIN_SOURCES

@@ -16,7 +16,6 @@ import io
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,18 +29,45 @@ LIVE_SOURCES = ("legacy", "sqlite", "schema23", "schema24")
 Line = tuple[int, int, int, bytes]
 
 
-@dataclass
 class Source:
-    locator: str  # unique within one agent's index
-    source: str  # the JSON `source` value
-    session_id: str | None
-    session_key: str | None
-    token: str  # changes whenever the content may have changed
-    size: int  # bytes (for throughput figures)
-    reader: Reader
-    append_only: bool = False  # a live transcript: growth is new lines after the indexed ones
-    mtime_ms: int = 0  # fallback timestamp of lines without one
-    their_fts: bool = False  # OpenClaw's own FTS holds this session's user/assistant lines (complete)
+    """One transcript, archive or blob of an agent, with the token that changes with its content."""
+
+    __slots__ = (
+        "locator",
+        "source",
+        "session_id",
+        "session_key",
+        "token",
+        "size",
+        "reader",
+        "append_only",
+        "mtime_ms",
+        "their_fts",
+    )
+
+    def __init__(
+        self,
+        locator: str,  # unique within one agent's index
+        source: str,  # the JSON `source` value
+        session_id: str | None,
+        session_key: str | None,
+        token: str,  # changes whenever the content may have changed
+        size: int,  # bytes (for throughput figures)
+        reader: Reader,
+        append_only: bool = False,  # a live transcript: growth is new lines after the indexed ones
+        mtime_ms: int = 0,  # fallback timestamp of lines without one
+        their_fts: bool = False,  # OpenClaw's own FTS holds its user/assistant lines (complete)
+    ):
+        self.locator = locator
+        self.source = source
+        self.session_id = session_id
+        self.session_key = session_key
+        self.token = token
+        self.size = size
+        self.reader = reader
+        self.append_only = append_only
+        self.mtime_ms = mtime_ms
+        self.their_fts = their_fts
 
     def fallback_ms(self) -> int:
         """The timestamp of lines that carry none: the file's mtime, or an archive name's time."""
@@ -55,14 +81,13 @@ class Source:
     @property
     def label(self) -> str:
         """Where it is, for skipped-line reports."""
-        path = getattr(self.reader, "path", None) or getattr(self.reader, "db_path", None)
-        if path is not None:
-            return f"{path}" if isinstance(self.reader, FileReader) else f"{path}#{self.locator}"
-        return self.locator
+        return self.reader.describe(self.locator)
 
 
 class Reader:
     """Reads a source's lines; `position` is what `read_at` takes back."""
+
+    __slots__ = ()
 
     def lines(self, after: int | None = None, first_line: int = 1) -> Iterator[Line]:
         """Lines after the resume point `after` (None: all), numbered from `first_line`."""
@@ -74,6 +99,10 @@ class Reader:
     def tail_signature(self, position: int) -> bytes | None:
         """A few bytes ending at `position`, to tell an append from a rewrite."""
         return None
+
+    def describe(self, locator: str) -> str:
+        """Where the source is, for skipped-line reports."""
+        return locator
 
 
 CACHE_ARCHIVE_BYTES = 32 << 20  # a decompressed archive kept for the snippets of one search
@@ -103,11 +132,16 @@ class _Prefixed:
         return self.rest.read(size)
 
 
-@dataclass
 class FileReader(Reader):
-    path: Path | str
-    compressed: bool = False
-    _data: bytes | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("path", "compressed", "_data")
+
+    def __init__(self, path: Path | str, compressed: bool = False):
+        self.path = path
+        self.compressed = compressed
+        self._data: bytes | None = None  # a decompressed archive, kept for one search's snippets
+
+    def describe(self, locator: str) -> str:
+        return f"{self.path}"
 
     def _open(self) -> Any:
         from openclaw_cli.store.archives import open_archive
@@ -188,14 +222,19 @@ def _chunked_lines(stream: Any, size: int = 1 << 20) -> Iterator[bytes]:
         yield rest
 
 
-@dataclass
 class BlobReader(Reader):
     """An archive held as a blob in an OpenClaw database (identity or zstd)."""
 
-    db_path: Path
-    sql: str
-    key: tuple[Any, ...]
-    compressed: bool
+    __slots__ = ("db_path", "sql", "key", "compressed")
+
+    def __init__(self, db_path: Path, sql: str, key: tuple[Any, ...], compressed: bool):
+        self.db_path = db_path
+        self.sql = sql
+        self.key = key
+        self.compressed = compressed
+
+    def describe(self, locator: str) -> str:
+        return f"{self.db_path}#{locator}"
 
     def _data(self) -> bytes:
         from openclaw_cli.store.sqlite_common import open_readonly
@@ -230,13 +269,15 @@ class BlobReader(Reader):
         return data[position : end if end >= 0 else len(data)].strip() or None
 
 
-@dataclass
 class EventsReader(Reader):
     """One session's events in a SQLite store (ours, or OpenClaw's with zstd payloads)."""
 
-    conn: Any  # a shared read-only connection of the store
-    session_id: str
-    compressed_column: bool
+    __slots__ = ("conn", "session_id", "compressed_column")
+
+    def __init__(self, conn: Any, session_id: str, compressed_column: bool):
+        self.conn = conn  # a shared read-only connection of the store
+        self.session_id = session_id
+        self.compressed_column = compressed_column
 
     def _decode(self, text: Any, blob: Any, size: Any) -> bytes | None:
         if text is not None:
@@ -277,13 +318,118 @@ class EventsReader(Reader):
         return data[-64:] if data else None
 
 
-@dataclass
+# A file found by the directory scans, made a `Source` only when needed (a search whose index is
+# up to date builds the few its hits name): (locator, source, session_id, path, token, size,
+# compressed, append_only, mtime_ms, key set: 0 the store's keys, 1 the import archive's).
+Spec = tuple[str, str, str | None, str, str, int, bool, bool, int, int]
+
+
 class AgentSources:
-    agent_id: str
-    sources: list[Source] = field(default_factory=list)
-    issues: list[ReadIssue] = field(default_factory=list)
-    db_conn: Any = None  # the read-only connection EventsReaders share (closed by `close`)
-    openclaw_fts: Any = None  # (db path, schema label) when the store has OpenClaw's own FTS tables
+    """Everything of one agent that holds transcript lines. Database sources are built at once
+    (their tokens come from queries); files are scanned into `Spec`s, built on demand, and their
+    session keys (from `sessions.json`) read only then. `fingerprint()` sums up every token and
+    what the keys come from, so an index built from the same fingerprint needs no update."""
+
+    def __init__(self, agent_id: str, sources: list[Source] | None = None):
+        self.agent_id = agent_id
+        self.issues: list[ReadIssue] = []
+        self.db_conn: Any = None  # the read-only connection EventsReaders share (closed by `close`)
+        self.openclaw_fts: Any = None  # (db path, schema label) when the store has OpenClaw's own FTS
+        self.eager: list[Source] = list(sources or [])
+        self.specs: list[Spec] = []
+        self.stamps: list[str] = []  # tokens of what the keys are read from
+        self.db_keys: dict[str, str] = {}
+        self.key_files: tuple[list[Path], list[Path]] = ([], [])  # sessions.json files per key set
+        self._keys: list[dict[str, str]] | None = None
+        self._sources: list[Source] | None = None
+        self._specs_by_locator: dict[str, Spec] | None = None
+
+    def subset(self, sources: list[Source]) -> AgentSources:
+        """The same agent with only `sources` (one shard's part), sharing its connection."""
+        part = AgentSources(self.agent_id, sources)
+        part.issues, part.db_conn, part.openclaw_fts = self.issues, self.db_conn, self.openclaw_fts
+        part._sources = part.eager
+        return part
+
+    def keys(self, which: int) -> dict[str, str]:
+        """sessionId -> key: the store's (0) or the import archive's (1)."""
+        if self._keys is None:
+            main: dict[str, str] = {}
+            for path in self.key_files[0]:
+                main.update(_legacy_keys(path))
+            for sid, key in self.db_keys.items():
+                main.setdefault(sid, key)
+            archived = dict(main)
+            for path in self.key_files[1]:
+                for sid, key in _legacy_keys(path).items():
+                    archived.setdefault(sid, key)
+            self._keys = [main, archived]
+        return self._keys[which]
+
+    def _build(self, spec: Spec, keyed: bool = True) -> Source:
+        """`keyed` False: no session key unless the keys were read already (a search whose index is
+        up to date takes the key the index holds)."""
+        locator, kind, sid, path, token, size, compressed, append_only, mtime_ms, which = spec
+        key = None
+        if sid is not None and (keyed or self._keys is not None):
+            key = self.keys(which).get(sid)
+        return Source(
+            locator,
+            kind,
+            sid,
+            key,
+            token,
+            size,
+            FileReader(path, compressed),
+            append_only=append_only,
+            mtime_ms=mtime_ms,
+        )
+
+    @property
+    def sources(self) -> list[Source]:
+        if self._sources is None:
+            self._sources = self.eager + [self._build(spec) for spec in self.specs]
+        return self._sources
+
+    def source(self, locator: str) -> Source | None:
+        """One source by locator, built alone when the others were not needed (then without its
+        session key: the index's, kept up to date by `update`, serves)."""
+        if self._sources is not None:
+            return next((s for s in self._sources if s.locator == locator), None)
+        for source in self.eager:
+            if source.locator == locator:
+                return source
+        if self._specs_by_locator is None:
+            self._specs_by_locator = {spec[0]: spec for spec in self.specs}
+        spec = self._specs_by_locator.get(locator)
+        return self._build(spec, keyed=False) if spec is not None else None
+
+    def __len__(self) -> int:
+        return len(self.eager) + len(self.specs)
+
+    def archived_count(self) -> int:
+        """How many sources are archives (not live transcripts)."""
+        return sum(1 for s in self.eager if s.source not in LIVE_SOURCES) + sum(
+            1 for spec in self.specs if spec[1] not in LIVE_SOURCES
+        )
+
+    def live_only(self) -> None:
+        """Keep the live transcripts only."""
+        self.eager = [s for s in self.eager if s.source in LIVE_SOURCES]
+        self.specs = [spec for spec in self.specs if spec[1] in LIVE_SOURCES]
+        self._sources = self._specs_by_locator = None
+
+    def fingerprint(self) -> str:
+        """A digest of every source's locator and token, the keys of the database sources, and the
+        files the other keys come from: equal fingerprints, equal index."""
+        import hashlib
+
+        parts = [f"{spec[0]}\0{spec[4]}" for spec in self.specs]
+        parts.extend(f"{s.locator}\0{s.token}\0{s.session_key}\0{s.their_fts:d}" for s in self.eager)
+        parts.extend(self.stamps)
+        if self.db_keys:
+            parts.extend(f"{sid}\0{key}" for sid, key in sorted(self.db_keys.items()))
+        return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
     def close(self) -> None:
         if self.db_conn is not None:
@@ -378,7 +524,7 @@ def _db_sources(out: AgentSources, db_path: Path, label: str, keys: dict[str, st
         key = window_keys.get(sid) or keys.get(sid)
         fts_state = theirs.get(sid)
         token = f"{n}:{extra}" + (f":fts{fts_state[0]}:{fts_state[1]}" if fts_state else "")
-        out.sources.append(
+        out.eager.append(
             Source(
                 f"db:{sid}",
                 label,
@@ -409,7 +555,7 @@ def _db_sources(out: AgentSources, db_path: Path, label: str, keys: dict[str, st
                     (name,),
                     encoding == "zstd",
                 )
-                out.sources.append(
+                out.eager.append(
                     Source(
                         f"blob:{name}",
                         f"archive-blob:{reason}",
@@ -433,7 +579,7 @@ def _db_sources(out: AgentSources, db_path: Path, label: str, keys: dict[str, st
                     (name,),
                     True,
                 )
-                out.sources.append(
+                out.eager.append(
                     Source(
                         f"coldblob:{name}",
                         "cold-archive",
@@ -463,7 +609,7 @@ def _archive_parts(name: str) -> tuple[str, str, bool] | None:
     return None
 
 
-def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *, live_files: bool) -> None:
+def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> None:
     from openclaw_cli.store.archives import ZST_SUFFIX
     from openclaw_cli.store.names import is_primary_transcript_name
 
@@ -472,8 +618,8 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *,
             entries = sorted(((e.name, e) for e in it), key=lambda item: item[0])
     except OSError:
         entries = []
+    specs = out.specs
     for name, entry in entries:
-        path = entry.path  # strings: a Path per file costs more than its lstat
         # `<id>.jsonl` (one dot, not hidden) is always primary: trajectories, checkpoints and
         # archives have more dots (is_primary_transcript_name decides the rest)
         if name.endswith(".jsonl") and (
@@ -487,18 +633,18 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *,
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue
-            sid = name[: -len(".jsonl")]
-            out.sources.append(
-                Source(
+            specs.append(
+                (
                     f"file:{name}",
                     "legacy",
-                    sid,
-                    keys.get(sid),
-                    _file_token(st),
+                    name[:-6],
+                    entry.path,  # strings: a Path per file costs more than its lstat
+                    f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}",
                     st.st_size,
-                    FileReader(path),
-                    append_only=True,
-                    mtime_ms=st.st_mtime_ns // 1_000_000,
+                    False,
+                    True,
+                    st.st_mtime_ns // 1_000_000,
+                    0,
                 )
             )
             continue
@@ -506,24 +652,25 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *,
         if parsed is None:
             continue
         base, reason, compressed = parsed
-        stamp = -1  # from the name, when a line needs it (`Source.fallback_ms`)
         try:
             if not entry.is_file(follow_symlinks=False):
                 continue
         except OSError:
             continue
-        sid = base[: -len(".jsonl")]
-        # an archive is written once under a unique name: the name is its token (no stat per archive)
-        out.sources.append(
-            Source(
+        # an archive is written once under a unique name: the name is its token (no stat per
+        # archive); its lines' fallback time comes from the name when needed (mtime -1)
+        specs.append(
+            (
                 f"file:{name}",
                 f"archive:{reason}",
-                sid,
-                keys.get(sid),
+                base[:-6],
+                entry.path,
                 f"name:{name}",
                 0,
-                FileReader(path, compressed),
-                mtime_ms=stamp or 0,
+                compressed,
+                False,
+                -1,
+                0,
             )
         )
     cold = sessions_dir / "cold"
@@ -535,56 +682,55 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, keys: dict[str, str], *,
         st = _regular(cold / name)
         if st is None or ".jsonl" not in name:
             continue
-        out.sources.append(
-            Source(
+        specs.append(
+            (
                 f"cold:{name}",
                 "cold-archive",
                 None,
-                None,
+                str(cold / name),
                 _file_token(st),
                 st.st_size,
-                FileReader(cold / name, name.endswith(ZST_SUFFIX)),
-                mtime_ms=st.st_mtime_ns // 1_000_000,
+                name.endswith(ZST_SUFFIX),
+                False,
+                st.st_mtime_ns // 1_000_000,
+                0,
             )
         )
 
 
-def _import_archive_sources(out: AgentSources, archive_dir: Path, keys: dict[str, str]) -> None:
+def _import_archive_sources(out: AgentSources, archive_dir: Path) -> None:
     """The originals `doctor --session-sqlite import` moved aside: `<sid>.jsonl[…]` (plain or
-    .zst) next to the `sessions.json` they belonged to."""
+    .zst) next to the `sessions.json` they belonged to (whose keys name them)."""
     try:
         names = sorted(os.listdir(archive_dir))
     except OSError:
         return
-    archived_keys = dict(keys)
     for name in names:
         if name.startswith("sessions.json"):
-            archived_keys.update(
-                {
-                    sid: key
-                    for sid, key in _legacy_keys(archive_dir / name).items()
-                    if sid not in archived_keys
-                }
-            )
+            st = _regular(archive_dir / name)
+            if st is not None:
+                out.key_files[1].append(archive_dir / name)
+                out.stamps.append(f"import-keys:{name}:{_file_token(st)}")
     for name in names:
         if ".jsonl" not in name or name.startswith("."):
             continue
         st = _regular(archive_dir / name)
         if st is None:
             continue
-        sid = name.split(".jsonl", 1)[0].rsplit(".", 1)[
-            -1
-        ]  # `<sid>.jsonl…` or `<key>.<sid>.jsonl.imported-<ms>`
-        out.sources.append(
-            Source(
+        # `<sid>.jsonl…` or `<key>.<sid>.jsonl.imported-<ms>`
+        sid = name.split(".jsonl", 1)[0].rsplit(".", 1)[-1]
+        out.specs.append(
+            (
                 f"import:{name}",
                 "import-archive",
                 sid,
-                archived_keys.get(sid),
+                str(archive_dir / name),
                 _file_token(st),
                 st.st_size,
-                FileReader(archive_dir / name, name.endswith(".zst")),
-                mtime_ms=st.st_mtime_ns // 1_000_000,
+                name.endswith(".zst"),
+                False,
+                st.st_mtime_ns // 1_000_000,
+                1,
             )
         )
 
@@ -596,15 +742,23 @@ def agent_sources(
     live transcripts only."""
     out = AgentSources(store.agent_id)
     sessions_dir = Path(store.sessions_dir)
-    keys = _legacy_keys(sessions_dir / "sessions.json")
-    if not store.transcripts_in_files:  # transcripts live in the database
+    index_file = sessions_dir / "sessions.json"
+    if not store.transcripts_in_files:  # transcripts live in the database: its keys, read now
+        keys = _legacy_keys(index_file)
         _db_sources(out, Path(store.path), _schema_label(store.schema), keys)
-        if not archives:
-            out.sources = [s for s in out.sources if s.source in LIVE_SOURCES]
-    _dir_sources(out, sessions_dir, keys, live_files=True)
+        out.db_keys = keys
+    else:  # the keys of files: read from sessions.json only when a source is built
+        try:
+            st: os.stat_result | None = os.stat(index_file)
+        except OSError:
+            st = None
+        if st is not None:
+            out.key_files[0].append(index_file)
+            out.stamps.append(f"keys:{_file_token(st)}")
+    _dir_sources(out, sessions_dir, live_files=True)
     if not archives:
-        out.sources = [s for s in out.sources if s.source in LIVE_SOURCES]
+        out.live_only()
         return out
     if import_archive_dir is not None:
-        _import_archive_sources(out, import_archive_dir, keys)
+        _import_archive_sources(out, import_archive_dir)
     return out
