@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from openclaw_cli.gateway.protocol import CLIENT_IDS, CLIENT_MODES
-from openclaw_cli.ops.params import Arr, Bool, Int, NonEmpty, Obj, Rec, Str, Unknown, validate
+from openclaw_cli.ops.params import Arr, Bool, Enum, Int, NonEmpty, Obj, Rec, Str, Unknown, validate
 
 _AUTH = Obj(
     {
@@ -27,7 +27,7 @@ CONNECT = Obj(
         "maxProtocol": Int(minimum=1),
         "client": Obj(
             {
-                "id": Str(enum=CLIENT_IDS),
+                "id": Enum(CLIENT_IDS),
                 "displayName": NonEmpty,
                 "version": NonEmpty,
                 "buildId": Str(min_len=1, max_len=96),
@@ -35,7 +35,7 @@ CONNECT = Obj(
                 "deviceFamily": NonEmpty,
                 "modelIdentifier": NonEmpty,
                 "timeZone": Str(min_len=1, max_len=64),
-                "mode": Str(enum=CLIENT_MODES),
+                "mode": Enum(CLIENT_MODES),
                 "instanceId": NonEmpty,
             },
             required=("id", "version", "platform", "mode"),

@@ -808,15 +808,12 @@ def _create_empty(
     from openclaw_cli.ops.targets import open_target, select_targets
 
     agent = params.get("agentId")
-    owner = owner_agent(ctx, params["key"], agent, params.get("store")) if params.get("key") else agent
+    # without a key, OpenClaw's owner rule judges the main key (recorded: `sessions.create {}` with two
+    # agents is refused naming `session key "main"`, as `sessions.usage {}` is)
+    owner = owner_agent(ctx, params.get("key") or "main", agent, params.get("store"))
     if owner is None and params.get("store") is None:
-        from openclaw_cli.config import configured_agent_ids, default_agent_id
+        from openclaw_cli.config import default_agent_id
 
-        if len(configured_agent_ids(ctx.config)) > 1:
-            raise PreconditionError(
-                "Multiple agents are configured, but this operation has no explicit owner. "
-                "Pass agentId or use an agent-prefixed session key."
-            )
         owner = default_agent_id(ctx.config)
     target = select_targets(ctx.paths, ctx.config, agent=owner, all_agents=False, store=params.get("store"))[
         0
