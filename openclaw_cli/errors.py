@@ -131,6 +131,16 @@ class ForbiddenError(PreconditionError):
     gateway_code = "FORBIDDEN"
 
 
+class MissingScopeError(ForbiddenError):
+    """A request whose params need a scope the connection lacks, found by the method itself (what it
+    needs depends on more than the params: OpenClaw's `sessions.groups.update` cwd outside every
+    agent workspace): `missing scope: <scope>` with OpenClaw's MISSING_SCOPE details."""
+
+    def __init__(self, scope: str):
+        super().__init__(f"missing scope: {scope}")
+        self.details = {"code": "MISSING_SCOPE", "missingScope": scope, "requiredScopes": [scope]}
+
+
 class SessionChangedError(PreconditionError):
     """The row moved since the caller read it (`expectedSessionId` / `expectedLifecycleRevision`
     no longer match): `Session <key> changed before <action>. Retry.`, details

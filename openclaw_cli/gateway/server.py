@@ -699,6 +699,7 @@ class GatewayServer:
         if writes and self.options.read_only:
             raise protocol.read_only_server(name)
         ctx = self._context()
+        ctx.caller_scopes = frozenset(conn.scopes)
         loop = asyncio.get_running_loop()
         if not writes and method.long_read:  # in the reader process, off this one's GIL (issue 30)
             return await self._long_read(conn, name, params, ctx), None

@@ -43,6 +43,10 @@ class Context:
     # set by a read whose answer may be reused while its sources are unchanged (`Reuse`): the
     # Gateway's answer cache for the methods marked `reusable`
     reuse: Reuse | None = None
+    # the operator scopes of the Gateway connection making this call (a rule that depends on more than
+    # the params reads them: `sessions.groups.update`'s cwd); None for a local call, whose operator
+    # holds the state itself
+    caller_scopes: frozenset[str] | None = None
 
     @classmethod
     def load(cls, paths: StatePaths, *, strict: bool = True, **kwargs: Any) -> Context:

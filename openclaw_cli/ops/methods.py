@@ -259,7 +259,6 @@ _ROWS = (
         p.SESSIONS_GROUPS_UPDATE,
         WRITE,
         mutates=True,
-        scope_for=f"{_SCOPES}:groups_update_scope",
         event="groups",
     ),
     Method(

@@ -150,10 +150,3 @@ def least_privilege_scopes(method: str, params: Any = None) -> list[str]:
     if method in OPENCLAW_SCOPES:
         return [OPENCLAW_SCOPES[method]]
     return list(DEFAULT_SCOPES)
-
-
-def groups_update_scope(params: dict[str, Any]) -> str:
-    """`sessions.groups.update`: write, but saving a `cwd` needs admin. OpenClaw lets a write-scoped
-    caller save a directory inside a configured agent workspace; a scope rule sees only the params,
-    so any directory asks for admin here (docs/decisions.md, issue 25 groups)."""
-    return ADMIN if isinstance(params.get("cwd"), str) and params["cwd"] else WRITE

@@ -14,8 +14,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from openclaw_cli.errors import OpenClawError, PreconditionError
+from openclaw_cli.errors import MissingScopeError, OpenClawError, PreconditionError
 from openclaw_cli.ops.context import Context
+from openclaw_cli.ops.scopes import ADMIN
 from openclaw_cli.store import group_catalog as catalogs
 
 _SECTIONS = ("ungrouped", "groups", "work")
@@ -241,6 +242,10 @@ def groups_update(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     name = _name(params["name"])
     if not name:
         raise PreconditionError("session group name must not be empty")
+    if cwd and ctx.caller_scopes is not None and ADMIN not in ctx.caller_scopes:
+        cwd = workspace_containment(ctx, cwd)
+        if cwd is None:
+            raise MissingScopeError(ADMIN)
     with catalogs.edit(_state(ctx)) as catalog:
         group = catalog.find(name)
         if group is None:
@@ -248,6 +253,27 @@ def groups_update(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         group.cwd = _name(cwd)
         group.worktree = bool(params["worktree"])
     return {"ok": True, "defaults": catalog.defaults()}
+
+
+def workspace_containment(ctx: Context, cwd: str) -> str | None:
+    """OpenClaw's rule for a write-scoped caller's group cwd: the directory must exist and, links
+    resolved, lie inside (or be) the real directory of a configured agent's workspace; it is then
+    saved as that real path. None when it does not (the caller needs `operator.admin`)."""
+    from openclaw_cli.config import configured_agent_ids
+    from openclaw_cli.ops.agents import workspace_dir
+
+    roots: list[str] = []
+    for agent_id in configured_agent_ids(ctx.config):
+        try:
+            roots.append(os.path.realpath(workspace_dir(ctx, agent_id), strict=True))
+        except (OSError, ValueError):
+            continue  # a workspace not created yet contains nothing
+    try:
+        real = os.path.realpath(os.path.normpath(cwd), strict=True)  # `..` first, as path.resolve
+    except (OSError, ValueError):
+        return None
+    inside = any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots)
+    return real if inside else None
 
 
 # ---- sessions.patch's category --------------------------------------------------------------------------
