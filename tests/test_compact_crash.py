@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.store.archives import archive_temp_pid, read_archive_bytes
-from openclaw_cli.store.compaction_writes import CRASH_COUNT_ENV, CRASH_ENV
+from openclaw_cli.store.compaction_common import CRASH_COUNT_ENV, CRASH_ENV
 from openclaw_cli.store.rewrite import parse_lines, rebuilt_context
 from tests.compact_support import (
     SESSIONS,

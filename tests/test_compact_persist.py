@@ -1,4 +1,4 @@
-"""Units of the compaction write protocol (`store.snapshot`, `store.rewrite`, `store.compaction_writes`): the in-memory transcript parse and the linear-branch fast path
+"""Units of the compaction write protocol (`store.snapshot`, `store.rewrite`, `store.<kind>.compaction`): the in-memory transcript parse and the linear-branch fast path
 agree with the store's reader and tree walk; R4.17.2's successor builder on branched transcripts;
 OpenClaw's max-lines split; R4.8.3 bookkeeping; and the optimistic write that re-plans after a
 concurrent append instead of compacting a stale leaf."""

@@ -244,11 +244,11 @@ def test_gc_is_paused_on_the_builtin_path_only(
     import gc
 
     from openclaw_cli.compaction import summarizer
-    from openclaw_cli.store import compaction_writes as persist
+    from openclaw_cli.store.legacy import compaction as persist
     from tests.compact_support import invoke
 
     seen: dict[str, list[bool]] = {"summarize": [], "write": [], "request": []}
-    real_summarize, real_write = summarizer.summarize_with_report, persist.apply_compaction_legacy
+    real_summarize, real_write = summarizer.summarize_with_report, persist.commit_compaction
 
     def spy_summarize(*args: Any, **kwargs: Any) -> Any:
         seen["summarize"].append(gc.isenabled())
@@ -259,7 +259,7 @@ def test_gc_is_paused_on_the_builtin_path_only(
         return real_write(*args, **kwargs)
 
     monkeypatch.setattr(summarizer, "summarize_with_report", spy_summarize)
-    monkeypatch.setattr(persist, "apply_compaction_legacy", spy_write)
+    monkeypatch.setattr(persist, "commit_compaction", spy_write)
     original_post = llm.server.RequestHandlerClass.do_POST
 
     def post(handler: Any) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from openclaw_cli.store.compaction_writes import CRASH_COUNT_ENV, CRASH_ENV
+from openclaw_cli.store.compaction_common import CRASH_COUNT_ENV, CRASH_ENV
 from openclaw_cli.store.rewrite import parse_lines, rebuilt_context
 from tests.compact_support import SESSIONS, env_for, rows, use_template, write_config, write_legacy_state
 from tests.session_generator import generate_session

@@ -490,7 +490,7 @@ class SessionStore(ABC):
         transcript is exactly `content`'s lines (an archive's, verified by the caller); refused
         with `PreconditionError` when the key exists meanwhile. All of it or nothing."""
 
-    # ---- session lifecycle (store.lifecycle_writes; ops.lifecycle decides what rows become) ---------------
+    # ---- session lifecycle (<kind>/lifecycle.py; ops.lifecycle decides what rows become) ------------------
     def label_owners(self, label: str) -> list[str]:
         """Keys of the rows whose `label` is exactly `label` (labels are unique per store)."""
         return [key for key, entry in self.load_entries().items() if entry.get("label") == label]
@@ -667,7 +667,7 @@ class SessionStore(ABC):
         `sessionId` starts a new session and the previous transcript leaves through a verified
         `reset` archive (D15); a row that keeps its `sessionId` (2026.9.6+) keeps its transcript,
         to which `marker` (a `reset` entry, its `parentId` set here to the transcript's leaf) is
-        appended in the same write. Returns `lifecycle_writes.ResetOutcome`."""
+        appended in the same write. Returns `lifecycle_common.ResetOutcome`."""
 
     @abstractmethod
     def fork_session(
@@ -688,7 +688,7 @@ class SessionStore(ABC):
         unless `wait`, refuses while the parent's transcript write lock is held. With `at_entry`,
         the child starts before that user message instead (`message_cut`; refused, nothing
         written, when it is not a user message on the active path). Returns
-        `lifecycle_writes.ForkOutcome`."""
+        `lifecycle_common.ForkOutcome`."""
 
     @abstractmethod
     def switch_branch(
@@ -703,7 +703,7 @@ class SessionStore(ABC):
         """Continue `key` on the branch ending at `leaf_id` (`message_cut.plan_switch`) under a new
         sessionId: `build(current, new_session_id)` returns the new row, whose transcript is the old
         one's lines plus a `leaf` control; the old transcript stays as it was. Refused (nothing
-        written) when `leaf_id` is not an inactive tip. Returns `lifecycle_writes.SwitchOutcome`."""
+        written) when `leaf_id` is not an inactive tip. Returns `lifecycle_common.SwitchOutcome`."""
 
     def delete_session(
         self,

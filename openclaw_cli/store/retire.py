@@ -1,7 +1,9 @@
 """Retiring sessions from a store: archive, then remove (spec D6.2, D6.4, D15; maintenance.md §8).
 
 The store write protocol's `retire` (cleanup enforce, agent delete, lifecycle delete): the
-domain plans what leaves (`Retirement`), the store executes it here.
+domain plans what leaves (`Retirement`), each store kind executes it in its package
+(`legacy/retire.py`, `sqlite/retire.py`, `openclaw/retire.py`); what they share (the plan, the
+outcome, the archive batch, the unlinks) is here.
 
 Order, so that a SIGKILL at any instant never leaves a removed row whose transcript has neither
 its original nor a verified archive:
@@ -34,13 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.crashpoints import CrashPoints
-from openclaw_cli.errors import InvalidIdError, OpenClawError
-from openclaw_cli.fsio import check_space, ensure_dir, fsync_dir
-from openclaw_cli.store.base import ArchiveFile, SessionTotals
+from openclaw_cli.fsio import ensure_dir, fsync_dir
+from openclaw_cli.store.base import ArchiveFile
 
 if TYPE_CHECKING:
-    from openclaw_cli.store.legacy.store import LegacyStore
-    from openclaw_cli.store.sqlite.store import SqliteStore
+    pass
 
 ProgressFn = Callable[[int], None]
 ARCHIVE_SPACE_SLACK = 256 * 1024  # zstd frame overhead and the rewritten sessions.json / SQLite journal
@@ -117,7 +117,7 @@ def sync_directory(directory: Path) -> None:
     fsync_dir(directory)
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
+def regular_file_signature(path: Path) -> tuple[int, int, int] | None:
     try:
         st = os.lstat(path)
     except OSError:
@@ -203,11 +203,11 @@ class ArchiveBatch:
         return result
 
     def _archive_unlocked(self, action: FileAction, path: Path, sync: bool) -> Archived | None:
-        before = _signature(path)
+        before = regular_file_signature(path)
         if before is None:
             return None
         result = self._write(_archive_sid(action), path, action.name, sync=sync)
-        after = _signature(path)
+        after = regular_file_signature(path)
         return Archived(
             action,
             path,
@@ -314,330 +314,10 @@ def unlink_planned(
 
 
 def _unlink_if_regular(path: Path) -> bool:
-    if _signature(path) is None:
+    if regular_file_signature(path) is None:
         return False
     try:
         os.unlink(path)
     except FileNotFoundError:
         return False
     return True
-
-
-# ---- legacy ---------------------------------------------------------------------------------------
-
-
-def _wait_for_foreign_locks(root: Path, actions: list[FileAction], lock_settings: Any) -> None:
-    """Before any effect: a transcript whose lock file exists is waited for (and a stale lock
-    reclaimed) now, so a store busy from the start fails with nothing changed."""
-    from openclaw_cli.store.lock import acquire_transcript_lock
-
-    try:
-        with os.scandir(root) as it:
-            locked = {item.name[: -len(".lock")] for item in it if item.name.endswith(".jsonl.lock")}
-    except OSError:
-        return
-    for action in actions:
-        if action.kind == "transcript" and action.name in locked:
-            acquire_transcript_lock(root / action.name, lock_settings).release()
-
-
-def apply_legacy(
-    store: LegacyStore,
-    plan: Retirement,
-    *,
-    lock_settings: Any,
-    now_ms: int,
-    checkpoint: Callable[[], None],
-    progress: ProgressFn | None = None,
-) -> ApplyOutcome:
-    """Apply a legacy store's plan; the caller holds the store writer (sessions.json lock).
-
-    1. archive every leaving file and make the archives durable together;
-    2. per original, under its transcript write lock: remove it if it is still the file that was
-       archived, else archive it again (durably) first — the bytes removed are always the bytes
-       of a verified archive, and nothing can append between the check and the removal;
-    3. one atomic rewrite of `sessions.json` removes the rows (a crash before it leaves rows whose
-       transcripts are in verified archives: the re-run removes the rows);
-    4. temps, expired and budget-removed archives.
-    Locks are taken only around the removals: a lock file that exists while the archives are
-    flushed would be flushed too and cost a block to free (measured 10x slower removals); a lock
-    already held when we start is waited for first, so a busy store fails with nothing changed."""
-    from openclaw_cli.store.lock import transcript_lock
-
-    removed_keys, archive_actions, unlink_actions = (
-        plan.removed_keys,
-        plan.archive_actions,
-        plan.unlink_actions,
-    )
-    outcome = ApplyOutcome()
-    tick = progress or (lambda n: None)
-    root = Path(store.sessions_dir)
-    never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
-    # the archives are written before any original goes (estimate: zstd halves JSONL at the least; a
-    # write that still runs out is rolled back like any failed archive)
-    check_space(
-        root,
-        sum(a.size for a in archive_actions) // 2 + ARCHIVE_SPACE_SLACK,
-        "the verified archives",
-        consequence="nothing was archived or removed",
-    )
-    batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
-    _wait_for_foreign_locks(root, archive_actions, lock_settings)
-    archived: list[Archived] = []
-    try:
-        for action in archive_actions:
-            try:
-                done = batch._archive_unlocked(action, root / action.name, False)
-            except InvalidIdError:
-                outcome.kept.append(action.name)  # a name we cannot archive safely stays in place
-                done = None
-            if done is not None:
-                archived.append(done)
-            tick(1)
-        batch.commit()
-    except BaseException:
-        batch.rollback()  # every original is still in place
-        raise
-    checkpoint()
-    for item in archived:
-        if item.action.kind == "transcript":
-            with transcript_lock(item.path, lock_settings):
-                _remove_original(batch, item, outcome)
-        else:
-            _remove_original(batch, item, outcome)
-        checkpoint()
-        tick(1)
-    if archived:
-        fsync_dir(root)
-    if removed_keys or plan.archive_rows:  # one rewrite of sessions.json for both
-        outcome.archived_keys = store.archive_rows(
-            plan.archive_rows,
-            archived_at=plan.archived_at,
-            expected=plan.entries,
-            lock_settings=lock_settings,
-            remove=removed_keys,
-        )
-    checkpoint()
-    unlink_planned(root, unlink_actions, batch.used, outcome, checkpoint, tick)
-    if plan.sweep_locks:
-        _sweep_dead_locks(root, lock_settings)
-    for action in archive_actions:
-        if action.source == "sweep" and action.name not in outcome.kept:
-            outcome.sweep_removed += 1
-            outcome.sweep_freed += action.size
-    outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
-    outcome.applied_count = store.count_entries()
-    return outcome
-
-
-def _sweep_dead_locks(root: Path, lock_settings: Any) -> None:
-    """Transcript locks whose holder is gone (a writer killed while holding one, e.g. an
-    interrupted cleanup after it removed the transcript): removed, as `doctor` would (§12.7)."""
-    from openclaw_cli.store.lock import sweep_stale_locks
-
-    try:
-        sweep_stale_locks(root, lock_settings, remove=True)
-    except OSError:
-        pass
-
-
-def _remove_original(batch: ArchiveBatch, item: Archived, outcome: ApplyOutcome) -> None:
-    """Unlink the original only while it is the file that was archived; a file that changed since
-    is archived again (durably) first."""
-    current = _signature(item.path)
-    if current is None:
-        return
-    if item.signature is None or current != item.signature:
-        try:
-            again = batch._archive_unlocked(item.action, item.path, sync=True)
-        except OpenClawError:
-            outcome.kept.append(item.action.name)
-            return
-        if again is None or again.signature is None or _signature(item.path) != again.signature:
-            outcome.kept.append(item.action.name)
-            return
-    os.unlink(item.path)
-
-
-# ---- SQLite ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class SessionArchive:
-    session_id: str
-    session_key: str | None
-    totals: SessionTotals
-    archive: Any | None  # ArchiveResult, None for an empty transcript
-
-
-def apply_sqlite(
-    store: SqliteStore,
-    plan: Retirement,
-    *,
-    now_ms: int,
-    checkpoint: Callable[[], None],
-    progress: ProgressFn | None = None,
-) -> ApplyOutcome:
-    """Apply a SQLite store's plan: archive each leaving session from one consistent export, make
-    the archives durable, then one write transaction (re-checked, §8.3)."""
-    from openclaw_cli.ids import is_valid_legacy_session_id
-
-    session_ids = plan.session_ids
-    session_keys, unlink_actions = plan.session_keys, plan.unlink_actions
-    outcome = ApplyOutcome()
-    tick = progress or (lambda n: None)
-    root = Path(store.sessions_dir)
-    never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
-    sizes = store.session_bytes() if session_ids else {}
-    check_space(
-        root,
-        sum(sizes.get(sid, 0) for sid in session_ids) // 2 + ARCHIVE_SPACE_SLACK,
-        "the verified archives",
-        consequence="nothing was archived or removed",
-    )
-    batch = ArchiveBatch(root, now_ms, never_reuse=never_reuse, checkpoint=checkpoint)
-    sessions: list[SessionArchive] = []
-    valid = [sid for sid in session_ids if is_valid_legacy_session_id(sid)]  # never a path from another
-    if len(valid) < len(session_ids):
-        tick(len(session_ids) - len(valid))  # no events can exist for them
-    try:
-        with store.transcript_snapshot():  # one read transaction for every export
-            exports = (
-                (sid, data if totals.events else b"", totals)
-                for sid, data, totals in store.export_transcripts(valid)
-            )
-            for sid, totals, result in batch.archive_exports(exports):
-                sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
-                tick(1)
-        batch.commit()
-    except BaseException:
-        batch.rollback()
-        raise
-    checkpoint()
-    expected = {s.session_id: s.totals for s in sessions}
-    try:
-        dropped = _commit_sqlite(store, plan, sessions, expected, outcome, now_ms)
-    except BaseException:
-        batch.rollback()  # nothing was deleted: the archives written above are extra copies
-        raise
-    checkpoint()
-    # A session that gained events (or a new reference) since the export stays; our fresh
-    # archive of its older content is an extra copy and goes.
-    stale = [
-        s.archive.path
-        for s in sessions
-        if s.session_id not in dropped and s.archive is not None and not s.archive.reused
-    ]
-    if stale:
-        outcome.kept.extend(s.session_id for s in sessions if s.session_id not in dropped)
-        batch.rollback(stale)
-    unlink_planned(root, unlink_actions, batch.used, outcome, checkpoint, tick)
-    outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
-    outcome.applied_count = store.count_entries()
-    return outcome
-
-
-def _commit_sqlite(
-    store: SqliteStore,
-    plan: Retirement,
-    sessions: list[SessionArchive],
-    expected: Mapping[str, SessionTotals],
-    outcome: ApplyOutcome,
-    now_ms: int,
-) -> set[str]:
-    """One write transaction: delete the rows still as planned, archive in place the rows the plan
-    archives, drop the sessions nobody references any more whose totals still equal what was
-    archived, record the archives. Returns the dropped session ids."""
-    from openclaw_cli.jsonutil import loads
-
-    entries, removed_keys = plan.entries, plan.removed_keys
-    with store.transaction() as conn:
-        unchanged: list[str] = []
-        for start in range(0, len(removed_keys), 500):
-            chunk = removed_keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, text in conn.execute(
-                f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})", chunk
-            ):
-                try:
-                    same = loads(text) == entries.get(key)
-                except ValueError:
-                    same = False
-                if same:
-                    unchanged.append(key)
-                else:
-                    outcome.kept.append(key)  # written since we planned: a later cleanup decides
-        store.delete_entries(unchanged)
-        if plan.archive_rows:  # joins this transaction
-            outcome.archived_keys = store.archive_rows(
-                plan.archive_rows, archived_at=plan.archived_at, expected=entries, lock_settings=None
-            )
-        dropped = set(store.drop_session_events(list(expected), expected=expected))
-        store.record_archives(
-            (
-                a.path.name,
-                item.session_id,
-                item.session_key,
-                "deleted",
-                "zstd" if a.compressed else "identity",
-                a.sha256,
-                a.stored_size,
-                item.totals.events,
-                a.size,
-                now_ms,
-            )
-            for item in sessions
-            if item.session_id in dropped and (a := item.archive) is not None
-        )
-    return dropped
-
-
-# ---- everything (agents delete) ------------------------------------------------------------------------
-
-
-def retire_all_legacy(
-    store: LegacyStore, *, lock_settings: Any, now_ms: int, checkpoint: Callable[[], None]
-) -> tuple[ApplyOutcome, int, int]:
-    """Every transcript file of the sessions dir (orphans included) through a verified archive,
-    then every row. Returns (outcome, rows removed, rows left: unusable rows stay)."""
-    from openclaw_cli.store.files import TRANSCRIPT_KINDS, scan_sessions_dir
-
-    entries = store.load_entries() if store.exists() else {}
-    snapshot = scan_sessions_dir(store.sessions_dir)
-    actions = []
-    for name, f in sorted(snapshot.files.items()):
-        kind = snapshot.kind(name)
-        if "/" not in name and kind in TRANSCRIPT_KINDS:
-            actions.append(FileAction(name, f.size, f.mtime_ms, kind, True, "entry"))
-    outcome = apply_legacy(
-        store,
-        Retirement(list(entries), archive_actions=actions),
-        lock_settings=lock_settings,
-        now_ms=now_ms,
-        checkpoint=checkpoint,
-    )
-    return outcome, len(entries), len(store.load_rows()) if store.exists() else 0
-
-
-def retire_all_sqlite(
-    store: SqliteStore, *, now_ms: int, checkpoint: Callable[[], None]
-) -> tuple[ApplyOutcome, int, int]:
-    """Every session window and every row (archived first)."""
-    entries = store.load_entries()
-    sids: list[str] = []
-    keys: dict[str, str] = {}
-    for window in store.list_windows():
-        sids.append(window["sessionId"])
-        keys.setdefault(window["sessionId"], window["sessionKey"])
-    for key, entry in entries.items():
-        sid = entry.get("sessionId")
-        if isinstance(sid, str) and sid not in keys:
-            sids.append(sid)
-            keys[sid] = key
-    outcome = apply_sqlite(
-        store,
-        Retirement(list(entries), entries=entries, session_ids=sids, session_keys=keys),
-        now_ms=now_ms,
-        checkpoint=checkpoint,
-    )
-    return outcome, len(entries), store.count_entries()

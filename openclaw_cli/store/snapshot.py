@@ -1,5 +1,5 @@
 """A session's transcript as one consistent snapshot (compaction-lifecycle.md §4.8; spec D12,
-D16): read without a lock; the write phase (`compaction_writes`) re-checks it under the lock or
+D16): read without a lock; the write phase (`<kind>/compaction.py`) re-checks it under the lock or
 inside the transaction and raises `SnapshotChanged` when the transcript or the row moved, so the
 caller re-plans. No lock is held while a summary provider is called."""
 

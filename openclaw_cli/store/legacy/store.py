@@ -746,25 +746,23 @@ class LegacyStore(SessionStore):
         lock_settings: Any,
         reason: str = "manual",
     ) -> Any:
-        from openclaw_cli.store.compaction_writes import apply_compaction_legacy
+        from openclaw_cli.store.legacy.compaction import commit_compaction
 
-        return apply_compaction_legacy(
+        return commit_compaction(
             snapshot, comp, rotate=rotate, now_ms=now_ms, lock_settings=lock_settings, reason=reason
         )
 
     def pending_rotation(self, snapshot: Any) -> dict[str, Any] | None:
-        from openclaw_cli.store.compaction_writes import pending_rotation
+        from openclaw_cli.store.legacy.compaction import pending_rotation
 
         return pending_rotation(snapshot)
 
     def finish_rotation(
         self, snapshot: Any, comp: dict[str, Any], *, now_ms: int, lock_settings: Any, reason: str = "manual"
     ) -> Any:
-        from openclaw_cli.store.compaction_writes import finish_rotation_legacy
+        from openclaw_cli.store.legacy.compaction import finish_rotation
 
-        return finish_rotation_legacy(
-            snapshot, comp, now_ms=now_ms, lock_settings=lock_settings, reason=reason
-        )
+        return finish_rotation(snapshot, comp, now_ms=now_ms, lock_settings=lock_settings, reason=reason)
 
     def commit_max_lines(
         self,
@@ -775,25 +773,25 @@ class LegacyStore(SessionStore):
         lock_settings: Any,
         keep_session_id: bool = True,
     ) -> Any:  # the id is kept here anyway; the flag says which release's row change (2026.9.6+ clears usage)
-        from openclaw_cli.store.compaction_writes import apply_max_lines_legacy
+        from openclaw_cli.store.legacy.compaction import commit_max_lines
 
-        return apply_max_lines_legacy(
+        return commit_max_lines(
             snapshot, kept, now_ms=now_ms, lock_settings=lock_settings, clears_usage=keep_session_id
         )
 
     def retire(
         self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
     ) -> Any:
-        from openclaw_cli.store.retire import apply_legacy
+        from openclaw_cli.store.legacy.retire import retire
 
-        return apply_legacy(
+        return retire(
             self, plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint, progress=progress
         )
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
-        from openclaw_cli.store.retire import retire_all_legacy
+        from openclaw_cli.store.legacy.retire import retire_all
 
-        return retire_all_legacy(self, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint)
+        return retire_all(self, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint)
 
     def session_id_taken(self, session_id: str) -> bool:
         if (Path(self.sessions_dir) / f"{session_id}.jsonl").exists():
@@ -811,9 +809,9 @@ class LegacyStore(SessionStore):
     def patch_entry(
         self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None
     ) -> Any:
-        from openclaw_cli.store.lifecycle_writes import patch_legacy
+        from openclaw_cli.store.legacy.lifecycle import patch_entry
 
-        return patch_legacy(self, key, mutate, lock_settings=lock_settings, create=create)
+        return patch_entry(self, key, mutate, lock_settings=lock_settings, create=create)
 
     def archive_rows(
         self,
@@ -856,14 +854,14 @@ class LegacyStore(SessionStore):
     def reset_session(
         self, key: str, build: Any, *, lock_settings: Any, now_ms: int, marker: dict[str, Any] | None = None
     ) -> Any:
-        from openclaw_cli.store.lifecycle_writes import reset_legacy
+        from openclaw_cli.store.legacy.lifecycle import reset_session
 
-        return reset_legacy(self, key, build, lock_settings=lock_settings, now_ms=now_ms, marker=marker)
+        return reset_session(self, key, build, lock_settings=lock_settings, now_ms=now_ms, marker=marker)
 
     def switch_branch(self, key: str, leaf_id: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
-        from openclaw_cli.store.lifecycle_writes import switch_legacy
+        from openclaw_cli.store.legacy.lifecycle import switch_branch
 
-        return switch_legacy(self, key, leaf_id, build, lock_settings=lock_settings, now_ms=now_ms)
+        return switch_branch(self, key, leaf_id, build, lock_settings=lock_settings, now_ms=now_ms)
 
     def fork_session(
         self,
@@ -878,9 +876,9 @@ class LegacyStore(SessionStore):
         through_last_completed: bool = False,
         at_entry: str | None = None,
     ) -> Any:
-        from openclaw_cli.store.lifecycle_writes import fork_legacy
+        from openclaw_cli.store.legacy.lifecycle import fork_session
 
-        return fork_legacy(
+        return fork_session(
             self,
             parent_key,
             child_key,

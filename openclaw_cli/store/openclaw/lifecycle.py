@@ -72,7 +72,7 @@ def _leaf_id(conn: Any, sid: str) -> str | None:
 def reset_session(
     store: OpenClawDbStore, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
 ) -> Any:
-    from openclaw_cli.store.lifecycle_writes import ResetOutcome
+    from openclaw_cli.store.lifecycle_common import ResetOutcome
     from openclaw_cli.store.openclaw.rows import append_events
     from openclaw_cli.store.rewrite import iso_ms
 
@@ -126,7 +126,7 @@ def fork_session(
     at_entry: str | None = None,
 ) -> Any:
     from openclaw_cli.store.fork import plan_fork
-    from openclaw_cli.store.lifecycle_writes import ForkOutcome
+    from openclaw_cli.store.lifecycle_common import ForkOutcome
     from openclaw_cli.store.rewrite import iso_ms
 
     with transaction(store) as conn:
@@ -178,14 +178,14 @@ def switch_branch(
 ) -> Any:
     """OpenClaw's branch switch: the row moves to a new window (no reason, the old one as its
     predecessor) holding the old events and a `leaf` control; the old window and its events stay."""
-    from openclaw_cli.store.lifecycle_writes import SwitchOutcome, _switch_plan
+    from openclaw_cli.store.lifecycle_common import SwitchOutcome, switch_plan
 
     with transaction(store) as conn:
         current = read_entry(conn, key)
         if current is None or not current.get("sessionId"):
             raise NotFoundError(f"session not found: {key}")
         snapshot = read_snapshot(store, key, current)
-        new_sid, lines, updated = _switch_plan(snapshot, leaf_id, build, current, now_ms)
+        new_sid, lines, updated = switch_plan(snapshot, leaf_id, build, current, now_ms)
         updated.pop("sessionFile", None)
         old_sid = current["sessionId"]
         create_window(

@@ -660,7 +660,7 @@ class OpenClawDbStore(SessionStore):
         lock_settings: Any,
         reason: str = "manual",
     ) -> Any:
-        from openclaw_cli.store.openclaw.rows import commit_compaction
+        from openclaw_cli.store.openclaw.compaction import commit_compaction
 
         self.ensure_writable("compact a session")
         return commit_compaction(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
@@ -674,7 +674,7 @@ class OpenClawDbStore(SessionStore):
         lock_settings: Any,
         keep_session_id: bool = True,
     ) -> Any:  # the id is kept here anyway; the flag says which release's row change (2026.9.6+ clears usage)
-        from openclaw_cli.store.openclaw.rows import commit_max_lines
+        from openclaw_cli.store.openclaw.compaction import commit_max_lines
 
         self.ensure_writable("compact a session")
         return commit_max_lines(snapshot, kept, now_ms=now_ms, clears_usage=keep_session_id)
@@ -864,13 +864,13 @@ class OpenClawDbStore(SessionStore):
     def retire(
         self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
     ) -> Any:
-        from openclaw_cli.store.openclaw.writes import retire
+        from openclaw_cli.store.openclaw.retire import retire
 
         self.ensure_writable("remove sessions")
         return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
-        from openclaw_cli.store.openclaw.writes import retire_all
+        from openclaw_cli.store.openclaw.retire import retire_all
 
         self.ensure_writable("remove sessions")
         return retire_all(self, now_ms=now_ms, checkpoint=checkpoint)

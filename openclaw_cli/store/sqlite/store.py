@@ -487,9 +487,9 @@ class SqliteStore(SessionStore):
         lock_settings: Any,
         reason: str = "manual",
     ) -> Any:
-        from openclaw_cli.store.compaction_writes import apply_compaction_sqlite
+        from openclaw_cli.store.sqlite.compaction import commit_compaction
 
-        return apply_compaction_sqlite(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
+        return commit_compaction(snapshot, comp, rotate=rotate, now_ms=now_ms, reason=reason)
 
     def commit_max_lines(
         self,
@@ -500,21 +500,21 @@ class SqliteStore(SessionStore):
         lock_settings: Any,
         keep_session_id: bool = False,
     ) -> Any:
-        from openclaw_cli.store.compaction_writes import apply_max_lines_sqlite
+        from openclaw_cli.store.sqlite.compaction import commit_max_lines
 
-        return apply_max_lines_sqlite(snapshot, kept, now_ms=now_ms, keep_session_id=keep_session_id)
+        return commit_max_lines(snapshot, kept, now_ms=now_ms, keep_session_id=keep_session_id)
 
     def retire(
         self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
     ) -> Any:
-        from openclaw_cli.store.retire import apply_sqlite
+        from openclaw_cli.store.sqlite.retire import retire
 
-        return apply_sqlite(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
+        return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
-        from openclaw_cli.store.retire import retire_all_sqlite
+        from openclaw_cli.store.sqlite.retire import retire_all
 
-        return retire_all_sqlite(self, now_ms=now_ms, checkpoint=checkpoint)
+        return retire_all(self, now_ms=now_ms, checkpoint=checkpoint)
 
     def restore_session(
         self, key: str, entry: dict[str, Any], content: bytes, *, lock_settings: Any, now_ms: int
@@ -527,9 +527,9 @@ class SqliteStore(SessionStore):
     def patch_entry(
         self, key: str, mutate: Any, *, lock_settings: Any, create: bool = False, now_ms: int | None = None
     ) -> Any:
-        from openclaw_cli.store.lifecycle_writes import patch_sqlite
+        from openclaw_cli.store.sqlite.lifecycle import patch_entry
 
-        return patch_sqlite(self, key, mutate, create=create)
+        return patch_entry(self, key, mutate, create=create)
 
     def patch_entries(
         self,
@@ -539,21 +539,21 @@ class SqliteStore(SessionStore):
         create: bool = False,
         now_ms: int | None = None,
     ) -> list[Any]:
-        from openclaw_cli.store.lifecycle_writes import patch_many_sqlite
+        from openclaw_cli.store.sqlite.lifecycle import patch_entries
 
-        return patch_many_sqlite(self, items, create=create)
+        return patch_entries(self, items, create=create)
 
     def reset_session(
         self, key: str, build: Any, *, lock_settings: Any, now_ms: int, marker: dict[str, Any] | None = None
     ) -> Any:
-        from openclaw_cli.store.lifecycle_writes import reset_sqlite
+        from openclaw_cli.store.sqlite.lifecycle import reset_session
 
-        return reset_sqlite(self, key, build, now_ms=now_ms, marker=marker)
+        return reset_session(self, key, build, now_ms=now_ms, marker=marker)
 
     def switch_branch(self, key: str, leaf_id: str, build: Any, *, lock_settings: Any, now_ms: int) -> Any:
-        from openclaw_cli.store.lifecycle_writes import switch_sqlite
+        from openclaw_cli.store.sqlite.lifecycle import switch_branch
 
-        return switch_sqlite(self, key, leaf_id, build, now_ms=now_ms)
+        return switch_branch(self, key, leaf_id, build, now_ms=now_ms)
 
     def fork_session(
         self,
@@ -568,9 +568,9 @@ class SqliteStore(SessionStore):
         through_last_completed: bool = False,
         at_entry: str | None = None,
     ) -> Any:
-        from openclaw_cli.store.lifecycle_writes import fork_sqlite
+        from openclaw_cli.store.sqlite.lifecycle import fork_session
 
-        return fork_sqlite(
+        return fork_session(
             self,
             parent_key,
             child_key,
