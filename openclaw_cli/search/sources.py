@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -336,13 +336,25 @@ class AgentSources:
         self.db_conn: Any = None  # the read-only connection EventsReaders share (closed by `close`)
         self.openclaw_fts: Any = None  # (db path, schema label) when the store has OpenClaw's own FTS
         self.eager: list[Source] = list(sources or [])
-        self.specs: list[Spec] = []
+        self._specs: list[Spec] = []
+        self._makers: list[Callable[[], list[Spec]]] = []  # scans whose specs are built on demand
+        self.fp_parts: list[str] = []  # "<locator>\0<token>" of every spec, cheaper than the specs
         self.stamps: list[str] = []  # tokens of what the keys are read from
         self.db_keys: dict[str, str] = {}
         self.key_files: tuple[list[Path], list[Path]] = ([], [])  # sessions.json files per key set
         self._keys: list[dict[str, str]] | None = None
         self._sources: list[Source] | None = None
         self._specs_by_locator: dict[str, Spec] | None = None
+
+    @property
+    def specs(self) -> list[Spec]:
+        while self._makers:
+            self._specs.extend(self._makers.pop(0)())
+        return self._specs
+
+    def add_specs(self, specs: list[Spec]) -> None:
+        self._makers.append(lambda: specs)
+        self.fp_parts.extend(f"{spec[0]}\0{spec[4]}" for spec in specs)
 
     def subset(self, sources: list[Source]) -> AgentSources:
         """The same agent with only `sources` (one shard's part), sharing its connection."""
@@ -405,7 +417,7 @@ class AgentSources:
         return self._build(spec, keyed=False) if spec is not None else None
 
     def __len__(self) -> int:
-        return len(self.eager) + len(self.specs)
+        return len(self.eager) + len(self.fp_parts)
 
     def archived_count(self) -> int:
         """How many sources are archives (not live transcripts)."""
@@ -416,7 +428,8 @@ class AgentSources:
     def live_only(self) -> None:
         """Keep the live transcripts only."""
         self.eager = [s for s in self.eager if s.source in LIVE_SOURCES]
-        self.specs = [spec for spec in self.specs if spec[1] in LIVE_SOURCES]
+        self._specs = [spec for spec in self.specs if spec[1] in LIVE_SOURCES]
+        self.fp_parts = [f"{spec[0]}\0{spec[4]}" for spec in self._specs]
         self._sources = self._specs_by_locator = None
 
     def fingerprint(self) -> str:
@@ -424,7 +437,7 @@ class AgentSources:
         files the other keys come from: equal fingerprints, equal index."""
         import hashlib
 
-        parts = [f"{spec[0]}\0{spec[4]}" for spec in self.specs]
+        parts = list(self.fp_parts)
         parts.extend(f"{s.locator}\0{s.token}\0{s.session_key}\0{s.their_fts:d}" for s in self.eager)
         parts.extend(self.stamps)
         if self.db_keys:
@@ -610,74 +623,90 @@ def _archive_parts(name: str) -> tuple[str, str, bool] | None:
 
 
 def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> None:
-    from openclaw_cli.store.archives import ZST_SUFFIX
-    from openclaw_cli.store.names import is_primary_transcript_name
-
+    """Live transcripts (stat'ed: they grow) and archives (by name: written once) of a sessions
+    directory. The fingerprint parts come straight from the listing; the specs only when asked."""
     try:
         with os.scandir(sessions_dir) as it:
-            entries = sorted(((e.name, e) for e in it), key=lambda item: item[0])
+            entries = {e.name: e for e in it}
     except OSError:
-        entries = []
-    specs = out.specs
-    for name, entry in entries:
-        # `<id>.jsonl` (one dot, not hidden) is always primary: trajectories, checkpoints and
-        # archives have more dots (is_primary_transcript_name decides the rest)
-        if name.endswith(".jsonl") and (
-            (name.count(".") == 1 and name[0] != ".") or is_primary_transcript_name(name)
-        ):
-            if not live_files:
-                continue
-            try:  # a live transcript grows: its size and mtime are its token
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            specs.append(
+        entries = {}
+    names = sorted(entries)
+    # `<id>.jsonl` (one dot, not hidden) is always primary: trajectories, checkpoints and archives
+    # have more dots (is_primary_transcript_name decides those)
+    live = [n for n in names if n.endswith(".jsonl")] if live_files else []
+    if any(n.count(".") != 1 or n[0] == "." for n in live):
+        from openclaw_cli.store.names import is_primary_transcript_name
+
+        live = [n for n in live if (n.count(".") == 1 and n[0] != ".") or is_primary_transcript_name(n)]
+    stats: list[tuple[str, os.stat_result]] = []
+    for name in live:
+        try:  # a live transcript grows: its size, mtime and inode are its token
+            st = entries[name].stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            stats.append((name, st))
+    archived: list[tuple[str, tuple[str, str, bool]]] = []
+    primary = {name for name, _ in stats}
+    for name in names:
+        if ".jsonl." not in name or name in primary:
+            continue
+        parsed = _archive_parts(name)
+        try:
+            if parsed is not None and entries[name].is_file(follow_symlinks=False):
+                archived.append((name, parsed))
+        except OSError:
+            continue
+    tokens = [f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" for _, st in stats]
+    out.fp_parts.extend(f"file:{name}\0{token}" for (name, _), token in zip(stats, tokens, strict=True))
+    out.fp_parts.extend(f"file:{name}\0name:{name}" for name, _ in archived)
+
+    def specs() -> list[Spec]:
+        found: list[Spec] = [
+            (
+                f"file:{name}",
+                "legacy",
+                name[:-6],
+                entries[name].path,  # strings: a Path per file costs more than its lstat
+                token,
+                st.st_size,
+                False,
+                True,
+                st.st_mtime_ns // 1_000_000,
+                0,
+            )
+            for (name, st), token in zip(stats, tokens, strict=True)
+        ]
+        for name, (base, reason, compressed) in archived:
+            # the name is its token; its lines' fallback time comes from the name when needed
+            found.append(
                 (
                     f"file:{name}",
-                    "legacy",
-                    name[:-6],
-                    entry.path,  # strings: a Path per file costs more than its lstat
-                    f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}",
-                    st.st_size,
+                    f"archive:{reason}",
+                    base[:-6],
+                    entries[name].path,
+                    f"name:{name}",
+                    0,
+                    compressed,
                     False,
-                    True,
-                    st.st_mtime_ns // 1_000_000,
+                    -1,
                     0,
                 )
             )
-            continue
-        parsed = _archive_parts(name)
-        if parsed is None:
-            continue
-        base, reason, compressed = parsed
-        try:
-            if not entry.is_file(follow_symlinks=False):
-                continue
-        except OSError:
-            continue
-        # an archive is written once under a unique name: the name is its token (no stat per
-        # archive); its lines' fallback time comes from the name when needed (mtime -1)
-        specs.append(
-            (
-                f"file:{name}",
-                f"archive:{reason}",
-                base[:-6],
-                entry.path,
-                f"name:{name}",
-                0,
-                compressed,
-                False,
-                -1,
-                0,
-            )
-        )
+        found.sort(key=lambda spec: spec[0])  # the directory's order, live and archived together
+        return found
+
+    out._makers.append(specs)
+    _cold_sources(out, sessions_dir)
+
+
+def _cold_sources(out: AgentSources, sessions_dir: Path) -> None:
     cold = sessions_dir / "cold"
     try:
         cold_names = sorted(os.listdir(cold))
     except OSError:
         cold_names = []
+    specs: list[Spec] = []
     for name in cold_names:
         st = _regular(cold / name)
         if st is None or ".jsonl" not in name:
@@ -690,12 +719,13 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> 
                 str(cold / name),
                 _file_token(st),
                 st.st_size,
-                name.endswith(ZST_SUFFIX),
+                name.endswith(".zst"),
                 False,
                 st.st_mtime_ns // 1_000_000,
                 0,
             )
         )
+    out.add_specs(specs)
 
 
 def _import_archive_sources(out: AgentSources, archive_dir: Path) -> None:
@@ -711,6 +741,7 @@ def _import_archive_sources(out: AgentSources, archive_dir: Path) -> None:
             if st is not None:
                 out.key_files[1].append(archive_dir / name)
                 out.stamps.append(f"import-keys:{name}:{_file_token(st)}")
+    specs: list[Spec] = []
     for name in names:
         if ".jsonl" not in name or name.startswith("."):
             continue
@@ -719,7 +750,7 @@ def _import_archive_sources(out: AgentSources, archive_dir: Path) -> None:
             continue
         # `<sid>.jsonl…` or `<key>.<sid>.jsonl.imported-<ms>`
         sid = name.split(".jsonl", 1)[0].rsplit(".", 1)[-1]
-        out.specs.append(
+        specs.append(
             (
                 f"import:{name}",
                 "import-archive",
@@ -733,6 +764,7 @@ def _import_archive_sources(out: AgentSources, archive_dir: Path) -> None:
                 1,
             )
         )
+    out.add_specs(specs)
 
 
 def agent_sources(
