@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +177,58 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("peer")
     }
     items.sort(key=lambda item: item.path not in heavy)  # stable: collected order within each group
+
+
+# ---- per-test CPU (issue 24): OPENCLAW_TEST_CPU_LOG=FILE appends one JSON line per test ----------
+
+
+def _cpu() -> tuple[float, float]:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # type: ignore[no-untyped-def]
+    """Wall time, the worker's CPU and its waited-for children's CPU over a test's set-up, call and
+    tear-down (module fixtures land on the first/last test of the module). Processes started in
+    their own group and never waited for (the real Gateway) are recorded by `record_group_cpu`."""
+    log = os.environ.get("OPENCLAW_TEST_CPU_LOG")
+    if not log:
+        yield
+        return
+    wall, (own, kids) = time.perf_counter(), _cpu()
+    yield
+    own2, kids2 = _cpu()
+    with open(log, "a") as fh:
+        fh.write(
+            json.dumps(
+                {
+                    "test": item.nodeid,
+                    "wall": round(time.perf_counter() - wall, 3),
+                    "own": round(own2 - own, 3),
+                    "children": round(kids2 - kids, 3),
+                    "load": os.getloadavg()[0],
+                }
+            )
+            + "\n"
+        )
+
+
+def record_group_cpu(pgid: int, what: str) -> None:
+    """With OPENCLAW_TEST_CPU_LOG set: the CPU so far of every live process in group `pgid` (own and
+    waited-for children's), as one JSON line; called just before the group is stopped."""
+    log = os.environ.get("OPENCLAW_TEST_CPU_LOG")
+    if not log:
+        return
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields after the name: state ppid pgrp ... utime(11) stime cutime cstime
+            total += sum(int(v) for v in fields[11:15])
+    with open(log, "a") as fh:
+        fh.write(json.dumps({"group": what, "pgid": pgid, "cpu": round(total / tick, 2)}) + "\n")
