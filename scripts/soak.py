@@ -2,11 +2,13 @@
 
 Usage: scripts/soak [--full] [--per-op N] [--only OP ...] [--workers N] [--seed N]
                     [--fuzz-seconds S] [--no-enospc] [--no-fuzz] [--races N] [--no-races]
+                    [--no-checkpoints]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -54,6 +56,34 @@ def fuzz(seconds: int) -> list[tuple[str, int, str]]:
     return out
 
 
+# The suite's SIGKILL cycles kill at a deterministic spread of their checkpoints (issue 24: the
+# suite's time); `--full` runs them at every checkpoint (OPENCLAW_TEST_FULL_KILLS=1).
+EVERY_CHECKPOINT = ("tests/test_cleanup_crash.py", "tests/test_cron_sweep_crash.py")
+
+
+def every_checkpoint() -> tuple[int, str]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "0",
+            "-p",
+            "no:randomly",
+            "-q",
+            "-o",
+            "timeout=3600",
+            *EVERY_CHECKPOINT,
+        ],
+        cwd=ROOT,
+        env={**os.environ, "OPENCLAW_TEST_FULL_KILLS": "1"},
+        capture_output=True,
+        text=True,
+    )
+    return proc.returncode, "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -71,6 +101,11 @@ def main() -> int:
     parser.add_argument("--no-fuzz", action="store_true")
     parser.add_argument("--races", type=int, help="import-vs-writer races (default: 4, --full: 200)")
     parser.add_argument("--no-races", action="store_true")
+    parser.add_argument(
+        "--no-checkpoints",
+        action="store_true",
+        help="--full without the suite's kill cycles at every checkpoint",
+    )
     args = parser.parse_args()
     per_op = args.per_op or (FULL_PER_OP if args.full else SHORT_PER_OP)
     started = time.perf_counter()
@@ -99,6 +134,10 @@ def main() -> int:
         log(f"soak: {count} import-vs-writer races")
         races = import_race.race_soak(races=count, seed=args.seed, workers=args.workers, log=log)
     fuzzed = [] if args.no_fuzz else fuzz(args.fuzz_seconds or (120 if args.full else 5))
+    every = None
+    if args.full and not args.no_checkpoints:
+        log(f"soak: every checkpoint of the suite's kill cycles ({', '.join(EVERY_CHECKPOINT)})")
+        every = every_checkpoint()
 
     print("\n== kills (SIGKILL at crash points and random instants, SIGINT/SIGTERM at safe points) ==")
     print(kills.table())
@@ -118,6 +157,10 @@ def main() -> int:
         for target, code, note in fuzzed:
             print(f"{target:<12} {note}")
             failed += code != 0
+    if every is not None:
+        print("\n== the suite's kill cycles at every checkpoint (the suite runs a spread of them) ==")
+        print(every[1])
+        failed += every[0] != 0
     total_kills = kills.kills
     print(
         f"\n{total_kills} kills, {sum(o.lost for o in kills.outcomes)} lines lost, "
