@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import GEN_LEGACY_STORE, OPENCLAW_FIXTURE, copy_tree
+from tests.conftest import GEN_LEGACY_STORE, OPENCLAW_FIXTURE, copy_tree, record_group_cpu
 
 PEER = Path("/tmp/peer/openclaw")
 PEER_GATEWAY = GEN_LEGACY_STORE.parent / "peer-gateway.sh"
@@ -237,6 +238,14 @@ def decoded_jsonl(db: Path, sid: str) -> bytes:
         conn.close()
 
 
+def reset_kept_its_session(db: Path, ours: dict[str, Any], before: dict[str, Any], key: str) -> None:
+    """A reset as 2026.9.6 does it (the release of a schema-23 store, D23; the real Gateway keeps
+    the sessionId): same sessionId, the transcript ends in a `reset` entry."""
+    assert ours[key][0] == before[key][0], key
+    last = decoded_jsonl(db, ours[key][0]).rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    assert json.loads(last)["type"] == "reset", last[:300]
+
+
 def nodes(db: Path) -> dict[str, tuple[str, str]]:
     """key -> (current_session_id, entry_json) of the valid rows."""
     conn = connect(db)
@@ -323,24 +332,94 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class PeerGateway:
+    """The real Gateway on `root`'s state, as ../shared/tools/peer-gateway.sh starts it (the same
+    config merged into the state's openclaw.json, the same command in its own process group, output
+    in ROOT/gateway.out), but waited for here: the script polls the port with a new python3 every
+    0.2 s (~20 ms of CPU each, ~10 s of CPU at load 11 while the Gateway took ~100 s to listen), and
+    the Gateway is then this process's child, its CPU counted with the test's children's."""
+
+    def __init__(self, root: Path, token: str = TOKEN) -> None:
+        self.root, self.token, self.port = root, token, free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 300) -> PeerGateway:  # (a loaded machine: 60-120 s to listen)
+        """Started and listening. At a load average over 20 on 2 cores its start-up can time out
+        on its own state lease ("state lease heartbeat did not become ready", it exits with
+        gateway.maintenance_required, no migration run): one more start then, on a new port."""
+        try:
+            return self._start(timeout)
+        except _ExitedEarly:
+            self.port = free_port()
+            return self._start(timeout)
+
+    def _start(self, timeout: float) -> PeerGateway:
+        state = self.root / "home" / ".openclaw"
+        (state / "logs").mkdir(parents=True, exist_ok=True)
+        config_path = state / "openclaw.json"
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        auth = {"mode": "token", "token": self.token}
+        config.setdefault("gateway", {}).update(mode="local", bind="loopback", port=self.port, auth=auth)
+        config.setdefault("logging", {})["file"] = str(state / "logs" / "openclaw.log")
+        config_path.write_text(json.dumps(config))
+        argv = [str(PEER), "gateway", "run", "--bind", "loopback", "--port", str(self.port)]
+        with open(self.root / "gateway.out", "wb") as out:
+            self.proc = subprocess.Popen(
+                [*argv, "--auth", "token", "--token", self.token],
+                cwd=self.root / "home",
+                env=dict(os.environ, OC_PEER_ROOT=str(self.root)),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            with socket.socket() as sock:
+                sock.settimeout(0.2)
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    break
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                exited = self.proc.poll() is not None
+                self.stop()
+                out_text = (self.root / "gateway.out").read_text(errors="replace")[-2000:]
+                message = f"the real Gateway did not listen on {self.port}: {out_text}"
+                if exited and "state lease heartbeat did not become ready" in out_text:
+                    raise _ExitedEarly(message)
+                raise AssertionError(message)
+            time.sleep(0.2)
+        time.sleep(2)  # it accepts a moment before it answers (the script's grace period)
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM to its group, SIGKILL after 5 s (as the script's `stop`); idempotent."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        record_group_cpu(proc.pid, "real Gateway (also in the test's children)")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its group's stragglers too
+        proc.wait(timeout=60)
+
+
+class _ExitedEarly(AssertionError):
+    pass
+
+
 @contextlib.contextmanager
 def peer_gateway(root: Path) -> Iterator[int]:
     """The real Gateway on `root`'s state (own process group, stopped at the end); yields its port."""
-    port = free_port()
-    started = subprocess.run(
-        ["bash", str(PEER_GATEWAY), "start", str(root), str(port), TOKEN],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )  # (a loaded machine: 60-120 s to listen)
-    assert started.returncode == 0, (
-        started.stderr + (root / "gateway.out").read_text(errors="replace")[-2000:]
-    )
-    pgid = started.stdout.strip().splitlines()[-1]
+    gateway = PeerGateway(root).start()
     try:
-        yield port
+        yield gateway.port
     finally:
-        subprocess.run(["bash", str(PEER_GATEWAY), "stop", pgid], capture_output=True, timeout=60)
+        gateway.stop()
 
 
 async def _calls(port: int, calls: list[tuple[str, dict[str, Any]]], timeout: float) -> list[dict[str, Any]]:
