@@ -19,6 +19,8 @@ from openclaw_cli import __version__
 from openclaw_cli.cli.rootopts import (
     PROFILE_ERROR,
     PROG,
+    ROOT_FLAGS,
+    ROOT_VALUE_OPTIONS,
     apply_behavior,
     apply_profile,
     hoist_root_options,
@@ -170,12 +172,58 @@ def _register() -> None:
 _register()
 
 
+def invoked_command(argv: Sequence[str]) -> str | None:
+    """The top-level command `argv` runs, when nothing before it needs the other commands (root
+    help, --version, completion: those get the whole app); None otherwise."""
+    import os
+
+    if os.environ.get("OPENCLAW_FAST_PATH", "").strip() == "0" or any(
+        var in os.environ for var in ("_OPENCLAW_COMPLETE", "_TYPER_COMPLETE_ARGS")
+    ):
+        return None  # OPENCLAW_FAST_PATH=0: the whole app, as before any start-up work
+    args = hoist_root_options(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ROOT_VALUE_OPTIONS:
+            i += 2  # click takes the next argument as the value, whatever it looks like
+        elif arg in ROOT_FLAGS or arg.startswith(tuple(f"{o}=" for o in ROOT_VALUE_OPTIONS)):
+            i += 1
+        else:
+            break
+    if i >= len(args) or args[i].startswith("-"):
+        return None
+    return args[i]
+
+
+def app_for(argv: Sequence[str]) -> typer.Typer:
+    """The app that runs `argv`: the root with only the command it invokes, else the whole app.
+
+    Typer turns every registered command's signature into click parameters before it parses
+    anything (~180 M instructions for the 37 commands, most of a command's start-up); a command
+    never sees its siblings, so building only the invoked one changes no output. An unknown name
+    (click lists and suggests the commands), the root's help, --version and completion get the
+    whole app, and so does everything with OPENCLAW_FAST_PATH=0 (docs/decisions.md, issue 30,
+    helper startup30)."""
+    name = invoked_command(argv)
+    commands = [c for c in app.registered_commands if name is not None and c.name == name]
+    groups = [g for g in app.registered_groups if name is not None and g.name == name]
+    if not commands and not groups:
+        return app
+    import copy
+
+    pruned = copy.copy(app)  # the same info, callback and settings
+    pruned.registered_commands = commands
+    pruned.registered_groups = groups
+    return pruned
+
+
 def main() -> None:
     if any(arg.startswith(("--show-completion", "--install-completion")) for arg in sys.argv[1:]):
         from openclaw_cli.cli.completion import use_colon_safe_bash_script
 
         use_colon_safe_bash_script()  # session keys hold ':' (issue 29)
-    app(prog_name=PROG)
+    app_for(sys.argv[1:])(prog_name=PROG)
 
 
 if __name__ == "__main__":

@@ -133,20 +133,23 @@ def command_paths(app: Any = None) -> list[tuple[str, ...]]:
     return list(walk(typer.main.get_command(app), ()))
 
 
-def typer_outputs(argvs: list[list[str]], columns: int = 80) -> list[tuple[str, str, int]]:
+def typer_outputs(
+    argvs: list[list[str]], columns: int = 80, pruned: bool = False
+) -> list[tuple[str, str, int]]:
     """(stdout, stderr, exit code) of each argument list run through the Typer app (`cli/main.py`'s
     root group, as `openclaw` runs it when no fast path serves it) in this process, the terminal
-    `columns` wide: what `cli/helpfast.py` must reproduce."""
+    `columns` wide: what `cli/helpfast.py` must reproduce. `pruned`: the root with only the
+    command the argument list invokes (`main.app_for`, what `openclaw` runs), else the whole app."""
     import io
     import os
     import sys
 
     import typer.main
 
-    from openclaw_cli.cli.main import app
+    from openclaw_cli.cli.main import app, app_for
     from openclaw_cli.cli.rootopts import PROG
 
-    root = typer.main.get_command(app)
+    whole = typer.main.get_command(app)
     saved = sys.stdout, sys.stderr, os.environ.get("COLUMNS"), os.environ.get("OPENCLAW_PROFILE")
     os.environ["COLUMNS"] = str(columns)
     results = []
@@ -155,6 +158,7 @@ def typer_outputs(argvs: list[list[str]], columns: int = 80) -> list[tuple[str, 
             out, err = io.BytesIO(), io.BytesIO()
             sys.stdout = io.TextIOWrapper(out, encoding="utf-8")
             sys.stderr = io.TextIOWrapper(err, encoding="utf-8")
+            root = typer.main.get_command(app_for(argv)) if pruned else whole
             try:
                 code = root.main(argv, prog_name=PROG, standalone_mode=False)
             except SystemExit as exit_:  # pragma: no cover - the root group returns its code
