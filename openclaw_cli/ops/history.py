@@ -9,7 +9,14 @@ A message is a transcript `message` entry's `message` object; compaction and res
 (model or thinking-level changes, labels, custom entries) are not messages and are not counted.
 
 One streamed pass: only the last `offset + limit` messages are held, whatever the transcript's
-size. A text longer than `maxChars` is cut with OpenClaw's marker.
+size. A text longer than `maxChars` is cut with OpenClaw's marker. The page's messages are held to
+`maxBytes` of JSON (and to OpenClaw's own 6 MiB): the oldest go first, the newest always stays,
+and `nextOffset` continues from the oldest kept (recorded from 2026.9.6).
+
+`cursor` asks OpenClaw for the events after a `deltaCursor` of its own event log; ours keeps no
+such log and hands out no cursor, so every cursor is one it cannot continue: `{kind: "reset"}`,
+as OpenClaw answers a cursor it cannot continue (the client reloads the page). Conflicting params
+are refused with OpenClaw's texts.
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ from collections import OrderedDict, deque
 from datetime import datetime
 from typing import Any
 
-from openclaw_cli.errors import NotFoundError
+from openclaw_cli.errors import NotFoundError, UsageError
+from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context, Reuse
 
 DEFAULT_LIMIT = 200
 DEFAULT_MAX_CHARS = 20_000
+MAX_HISTORY_BYTES = 6_291_456  # OpenClaw's cap on one page's messages (JSON bytes)
 TRUNCATED_MARK = "\n...(truncated)..."
 _SYSTEM_KINDS = {"compaction": "Compaction", "branch_summary": "Branch summary", "reset": "Reset"}
 
@@ -123,9 +132,11 @@ class _PageCache:
 _PAGES = _PageCache()
 
 
-def _read_page(source: Any, limit: int, offset: int, max_chars: int) -> tuple[list[dict[str, Any]], int, int]:
-    """(messages, entries on the page, messages in the transcript): one streamed pass holding only
-    the last `offset + limit` entries."""
+def _read_page(
+    source: Any, limit: int, offset: int, max_chars: int
+) -> tuple[list[dict[str, Any]], int, int, list[int]]:
+    """(messages, entries on the page, messages in the transcript, each message's JSON bytes): one
+    streamed pass holding only the last `offset + limit` entries."""
     held: deque[tuple[int, dict[str, Any]]] = deque(maxlen=offset + limit)
     total = 0
     for line in source.lines():
@@ -136,7 +147,28 @@ def _read_page(source: Any, limit: int, offset: int, max_chars: int) -> tuple[li
         held.append((total, obj))
     page = list(held)[: max(0, len(held) - offset)]
     messages = [m for seq, obj in page if (m := message_of(obj, seq, max_chars)) is not None]
-    return messages, len(page), total
+    return messages, len(page), total, [len(dumps_bytes(m)) for m in messages]
+
+
+def _within_bytes(sizes: list[int], budget: int) -> int:
+    """How many of the oldest messages go so that the rest, as a JSON array, fits `budget` bytes
+    (the newest one always stays), as OpenClaw caps a page."""
+    size = 2 + sum(sizes) + max(0, len(sizes) - 1)
+    start = 0
+    while size > budget and start < len(sizes) - 1:
+        size -= sizes[start] + 1
+        start += 1
+    return start
+
+
+def _conflicts(params: dict[str, Any]) -> str | None:
+    if "offset" in params and "messageId" in params:
+        return "offset and messageId cannot be used together"
+    if "cursor" in params and ("offset" in params or "messageId" in params):
+        return "cursor cannot be used with offset or messageId"
+    if "sessionId" in params and "messageId" not in params:
+        return "sessionId requires messageId"
+    return None
 
 
 def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = True) -> dict[str, Any]:
@@ -145,12 +177,22 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
 
     key = params["sessionKey"]
     agent = params.get("agentId")
+    conflict = _conflicts(params)
+    if conflict is not None:
+        raise UsageError(conflict)
+    if "cursor" in params:
+        from openclaw_cli.ops.session_keys import owner_agent
+
+        owner_agent(ctx, key, agent, None)  # a key without an owner is refused first, as OpenClaw
+        return {"kind": "reset"}
     limit = params.get("limit", DEFAULT_LIMIT)
     offset = params.get("offset", 0)
     max_chars = params.get("maxChars", DEFAULT_MAX_CHARS)
+    budget = min(params.get("maxBytes", MAX_HISTORY_BYTES), MAX_HISTORY_BYTES)
     total = 0
     session_id = None
     messages: list[dict[str, Any]] = []
+    sizes: list[int] = []
     page_len = 0
     probe = None
     try:
@@ -163,12 +205,17 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
                 cached = _read_page(source, limit, offset, max_chars)
                 if source.version is not None:
                     _PAGES.put(cache_key, cached)
-            messages, page_len, total = cached
+            messages, page_len, total, sizes = cached
     except NotFoundError:
         pass
-    messages = [dict(m) for m in messages]  # the cached page stays as read
-    start = total - offset - page_len
-    has_more = start > 0
+    dropped = _within_bytes(sizes, budget)
+    messages = [dict(m) for m in messages[dropped:]]  # the cached page stays as read
+    if dropped:  # continued from the oldest message kept (OpenClaw: total - its seq + 1)
+        next_offset = max(offset + 1, total - messages[0]["__openclaw"]["seq"] + 1)
+        has_more = next_offset < total
+    else:
+        next_offset = offset + page_len
+        has_more = total - offset - page_len > 0
     out: dict[str, Any] = {"sessionKey": key}
     if session_id:
         out["sessionId"] = session_id
@@ -177,7 +224,7 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     if "offset" in params:
         out["offset"] = offset
     if has_more:
-        out["nextOffset"] = offset + page_len
+        out["nextOffset"] = next_offset
     out["hasMore"] = has_more
     out["totalMessages"] = total
     if not with_session:

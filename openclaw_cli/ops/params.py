@@ -747,7 +747,8 @@ SESSIONS_CLEANUP = Obj(
 )
 # OpenClaw's chat.history as 2026.9.6 takes it (observed: limit 1-1000, offset >= 0 from the newest)
 # OpenClaw's ChatHistoryParamsSchema, every key (the Control UI sends `maxBytes`); we page by
-# `limit`/`offset` and bound text by `maxChars`, and take the others without acting on them
+# `limit`/`offset`, bound text by `maxChars` and the page by `maxBytes`, answer a `cursor` with
+# `{kind: "reset"}` (ops/history.py), and take the others without acting on them
 CHAT_HISTORY = Obj(
     {
         "sessionKey": NonEmpty,
