@@ -26,6 +26,10 @@ def cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     if xdg:
         return Path(xdg) / "openclaw-cli"
+    import sys
+
+    if sys.platform.startswith("linux"):  # platformdirs' rule there, without importing it (~tempfile, shutil)
+        return Path(os.path.expanduser("~")) / ".cache" / "openclaw-cli"
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("openclaw-cli", appauthor=False))

@@ -6,7 +6,6 @@ messageId, as OpenClaw orders them)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +24,6 @@ MAX_INFIX_TERMS = 2000  # --fixed, a piece of a word: indexed words containing i
 def _infix_query(query: Query, terms: list[str]) -> Query | None:
     """The query with its FTS expression replaced by every indexed word containing its piece (None:
     no word holds it); a UsageError when the piece is in too many different words to look up."""
-    import dataclasses
-
     if not terms:
         return None
     if len(terms) > MAX_INFIX_TERMS:
@@ -37,37 +34,55 @@ def _infix_query(query: Query, terms: list[str]) -> Query | None:
             "index: give a longer piece of the text (or the word's start, which the index finds directly)."
         )
     fts = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return dataclasses.replace(query, fts=fts)
+    return query.with_fts(fts)
 
 
-@dataclass
 class Options:
-    roles: tuple[str, ...] | None = None
-    since: int | None = None
-    until: int | None = None
-    session_keys: tuple[str, ...] | None = None
-    archived: bool = True
-    limit: int = 10
-    reindex: bool = False
-    redact: bool = False
-    index_root: Path | None = None  # the cache root (None: $XDG_CACHE_HOME/openclaw-cli)
-    in_memory: bool = False
-    workers: int = 1  # processes a big (re)build may use (forks only from a single-threaded process)
+    """What one search asks for (plain classes here: no dataclass built at import)."""
+
+    def __init__(
+        self,
+        *,
+        roles: tuple[str, ...] | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        session_keys: tuple[str, ...] | None = None,
+        archived: bool = True,
+        limit: int = 10,
+        reindex: bool = False,
+        redact: bool = False,
+        index_root: Path | None = None,  # the cache root (None: $XDG_CACHE_HOME/openclaw-cli)
+        in_memory: bool = False,
+        workers: int = 1,  # processes a big (re)build may use (forks only from a single-threaded process)
+    ):
+        self.roles = roles
+        self.since = since
+        self.until = until
+        self.session_keys = session_keys
+        self.archived = archived
+        self.limit = limit
+        self.reindex = reindex
+        self.redact = redact
+        self.index_root = index_root
+        self.in_memory = in_memory
+        self.workers = workers
 
 
-@dataclass
 class StoreTarget:
-    store: SessionStore  # an opened store.base.SessionStore
-    import_archive_dir: Path | None = None
+    __slots__ = ("store", "import_archive_dir")
+
+    def __init__(self, store: SessionStore, import_archive_dir: Path | None = None):
+        self.store = store  # an opened store.base.SessionStore
+        self.import_archive_dir = import_archive_dir
 
 
-@dataclass
 class Outcome:
-    results: list[dict[str, Any]] = field(default_factory=list)
-    truncated: bool = False
-    skipped: list[str] = field(default_factory=list)
-    updates: list[UpdateStats] = field(default_factory=list)
-    archived_excluded: int = 0
+    def __init__(self) -> None:
+        self.results: list[dict[str, Any]] = []
+        self.truncated = False
+        self.skipped: list[str] = []
+        self.updates: list[UpdateStats] = []
+        self.archived_excluded = 0
 
 
 def _their_rows(agent: AgentSources):

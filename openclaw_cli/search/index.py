@@ -16,12 +16,10 @@ last update stopped, after checking that the bytes before that point are unchang
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,34 +46,52 @@ _DDL = (
 _SOURCE_COLS = "id, locator, token, pos, nlines, sig, theirs, nrows, session_key"
 
 
-@dataclass
 class UpdateStats:
-    sources_read: int = 0
-    sources_unchanged: int = 0
-    bytes_read: int = 0
-    lines_indexed: int = 0
-    rebuilt: bool = False
-    seconds: float = 0.0
-    skipped: list[ReadIssue] = field(default_factory=list)
+    """What one update read (pickled back from a forked child)."""
+
+    def __init__(self, sources_unchanged: int = 0) -> None:
+        self.sources_read = 0
+        self.sources_unchanged = sources_unchanged
+        self.bytes_read = 0
+        self.lines_indexed = 0
+        self.rebuilt = False
+        self.seconds = 0.0
+        self.skipped: list[ReadIssue] = []
 
 
-@dataclass
 class Hit:
-    row_id: int
-    src: int
-    pos: int
-    line: int
-    message_id: str
-    role: str
-    ts: int
-    rank: float
-    shard: int = 0
+    __slots__ = ("row_id", "src", "pos", "line", "message_id", "role", "ts", "rank", "shard")
+
+    def __init__(
+        self, row_id: int, src: int, pos: int, line: int, message_id: str, role: str, ts: int, rank: float
+    ):
+        self.row_id = row_id
+        self.src = src
+        self.pos = pos
+        self.line = line
+        self.message_id = message_id
+        self.role = role
+        self.ts = ts
+        self.rank = rank
+        self.shard = 0
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of `data`, by CPython's own module when it has one: hashlib loads the OpenSSL
+    library first, a measurable part of a warm search's start."""
+    import importlib
+
+    try:
+        module: Any = importlib.import_module("_sha256")
+    except ImportError:
+        module = importlib.import_module("hashlib")
+    return str(module.sha256(data).hexdigest())
 
 
 def index_path(store_path: Path, root: Path | None = None) -> Path:
     """One index file per store (an agent's database or sessions.json), named by its real path."""
     real = os.path.realpath(store_path)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    digest = sha256_hex(real.encode("utf-8", "surrogatepass"))[:24]
     return (root or cache_root()) / "search" / f"{digest}.sqlite"
 
 

@@ -13,32 +13,68 @@ contains it (`Query.infix`, expanded per index by the engine).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from openclaw_cli.errors import UsageError
 from openclaw_cli.search.text import fold, tokens
 
 MAX_QUERY_CHARS = 4096
 
 
-@dataclass(frozen=True)
 class Term:
-    words: tuple[str, ...]  # folded tokens, in order (one word, or a phrase)
-    prefix: bool = False  # the last word is a prefix
+    __slots__ = ("words", "prefix")
+
+    def __init__(self, words: tuple[str, ...], prefix: bool = False):
+        self.words = words  # folded tokens, in order (one word, or a phrase)
+        self.prefix = prefix  # the last word is a prefix
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Term) and (self.words, self.prefix) == (other.words, other.prefix)
+
+    def __hash__(self) -> int:
+        return hash((self.words, self.prefix))
+
+    def __repr__(self) -> str:
+        return f"Term({self.words!r}, prefix={self.prefix})"
 
     def fts(self) -> str:
         body = '"' + " ".join(w.replace('"', '""') for w in self.words) + '"'
         return body + " *" if self.prefix else body
 
 
-@dataclass(frozen=True)
 class Query:
-    text: str
-    include: tuple[Term, ...]
-    exclude: tuple[Term, ...] = ()
-    literal: str | None = None  # --fixed: the exact text a line must contain
-    fts: str = field(default="")
-    infix: str | None = None  # --fixed, one word's piece: any indexed word containing it matches
+    """A parsed query (plain class: no dataclass built at import on the search path)."""
+
+    __slots__ = ("text", "include", "exclude", "literal", "fts", "infix")
+
+    def __init__(
+        self,
+        text: str,
+        include: tuple[Term, ...],
+        exclude: tuple[Term, ...] = (),
+        literal: str | None = None,  # --fixed: the exact text a line must contain
+        fts: str = "",
+        infix: str | None = None,  # --fixed, one word's piece: any indexed word containing it matches
+    ):
+        self.text = text
+        self.include = include
+        self.exclude = exclude
+        self.literal = literal
+        self.fts = fts
+        self.infix = infix
+
+    def with_fts(self, fts: str) -> Query:
+        """The same query matched by another FTS5 expression."""
+        return Query(self.text, self.include, self.exclude, self.literal, fts, self.infix)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and all(
+            getattr(self, name) == getattr(other, name) for name in Query.__slots__
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Query({self.text!r}, fts={self.fts!r}, literal={self.literal!r})"
 
     @property
     def highlight_terms(self) -> tuple[Term, ...]:

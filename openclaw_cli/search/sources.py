@@ -435,14 +435,14 @@ class AgentSources:
     def fingerprint(self) -> str:
         """A digest of every source's locator and token, the keys of the database sources, and the
         files the other keys come from: equal fingerprints, equal index."""
-        import hashlib
+        from openclaw_cli.search.index import sha256_hex
 
         parts = list(self.fp_parts)
         parts.extend(f"{s.locator}\0{s.token}\0{s.session_key}\0{s.their_fts:d}" for s in self.eager)
         parts.extend(self.stamps)
         if self.db_keys:
             parts.extend(f"{sid}\0{key}" for sid, key in sorted(self.db_keys.items()))
-        return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        return sha256_hex("\n".join(parts).encode("utf-8", "surrogatepass"))
 
     def close(self) -> None:
         if self.db_conn is not None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime
 from typing import Any
 
 ROLES = ("user", "assistant", "tool")
@@ -104,6 +103,8 @@ def parse_timestamp(value: Any) -> int | None:
     if isinstance(value, int | float):
         return int(value) if value == value and abs(value) < 1e16 else None
     if isinstance(value, str) and value:
+        from datetime import datetime
+
         try:
             return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
         except ValueError:
