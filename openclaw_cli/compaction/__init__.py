@@ -268,7 +268,7 @@ def build_compaction_entry(
     }
     if tokens_after is not None:
         entry["tokensAfter"] = int(tokens_after)
-    methods = {"tokensBefore": plan.tokens_before.method}
+    methods: dict[str, str] = {"tokensBefore": plan.tokens_before.method}
     if tokens_after is not None:
         methods["tokensAfter"] = plan.token_method
     entry["details"] = {

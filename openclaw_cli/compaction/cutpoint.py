@@ -70,8 +70,8 @@ def _crossing_mask(entries: Sequence[Mapping[str, Any]], start: int, end: int) -
             for ident in tool_call_ids(message):
                 call_at[ident] = i
         elif role == "toolResult":
-            ident = tool_result_id(message)
-            a = call_at.get(ident) if ident else None
+            result_id = tool_result_id(message)
+            a = call_at.get(result_id) if result_id else None
             if a is not None and i - a > 1:
                 diff[a + 1 - start] += 1
                 diff[i + 1 - start] -= 1
@@ -249,7 +249,7 @@ class CompactionPlan:
     def tokens_after(self, summary: str, tokenizer: Tokenizer | None = None) -> int:
         """Context size right after compaction: the summary message plus the kept tail (counted
         with the plan's method unless another tokenizer is given)."""
-        from openclaw_cli.compaction.messages import compaction_summary_text
+        from openclaw_cli.store.tree import compaction_summary_text
 
         tok = tokenizer or Tokenizer("exact" if self.token_method == "exact" else "estimate")
         return tok.count_text(compaction_summary_text(summary)) + self.kept_tokens

@@ -13,7 +13,7 @@ not. Projected roles: `user`, `assistant`, `toolResult`, `bashExecution`, `custo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 # One definition of the summary wrapping: the rebuilt context (store/tree.py) and token counts here
 # must agree byte for byte.
@@ -45,7 +45,7 @@ RUNTIME_CONTEXT_TYPES = frozenset(
 )
 
 
-def is_mapping(value: Any) -> bool:
+def is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """`isinstance(value, Mapping)` with a fast path for dicts: the ABC check costs ~5x more and
     planning a 50 MB transcript makes hundreds of thousands of these checks."""
     return type(value) is dict or (value is not None and isinstance(value, Mapping))
@@ -110,7 +110,7 @@ def project_entries(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
 def role_of(message: Mapping[str, Any] | None) -> str | None:
     if type(message) is not dict and (message is None or not isinstance(message, Mapping)):
         return None
-    role = message.get("role")  # type: ignore[union-attr]
+    role = message.get("role")
     return role if type(role) is str else None
 
 
@@ -205,7 +205,7 @@ def content_blocks(message: Mapping[str, Any]) -> list[Any]:
 
 def tool_calls(message: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     """The `toolCall` blocks of an assistant message (pi format)."""
-    if role_of(message) != "assistant":
+    if message is None or role_of(message) != "assistant":
         return []
     return [b for b in content_blocks(message) if is_mapping(b) and b.get("type") == "toolCall"]
 
@@ -225,17 +225,17 @@ def text_of(message: Mapping[str, Any] | None, *, include_thinking: bool = False
     """The plain text of a message (text blocks joined by newlines; summaries; bash command+output)."""
     if not is_mapping(message):
         return ""
-    role = message.get("role")  # type: ignore[union-attr]
+    role = message.get("role")
     if role in ("branchSummary", "compactionSummary"):
-        summary = message.get("summary")  # type: ignore[union-attr]
+        summary = message.get("summary")
         return summary if isinstance(summary, str) else ""
     if role == "bashExecution":
-        parts = [message.get("command"), message.get("output")]  # type: ignore[union-attr]
+        parts = [message.get("command"), message.get("output")]
         return "\n".join(p for p in parts if isinstance(p, str))
-    content = message.get("content")  # type: ignore[union-attr]
+    content = message.get("content")
     if type(content) is str:
         return content
-    blocks = content if type(content) is list else content_blocks(message)  # type: ignore[arg-type]
+    blocks = content if type(content) is list else content_blocks(message)
     out: list[str] = []
     for block in blocks:
         if not is_mapping(block):

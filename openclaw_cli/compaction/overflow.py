@@ -198,7 +198,7 @@ def is_terminal_rate_limit(message: str | None) -> bool:
     if not message or not is_rate_limit_message(message):
         return False
     match = _TERMINAL.search(message)
-    return bool(match) and _number(match.group(2)) > _number(match.group(1))
+    return match is not None and _number(match.group(2)) > _number(match.group(1))
 
 
 def is_silent_overflow(

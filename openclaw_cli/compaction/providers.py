@@ -485,7 +485,8 @@ class OpenAICompatibleProvider:
                 )
             raise ProviderResponseError(f"{self.url} answered without choices")
         choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+        raw_message = choice.get("message")
+        message = raw_message if isinstance(raw_message, Mapping) else {}
         content = message.get("content")
         if isinstance(content, list):
             content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
@@ -602,7 +603,7 @@ def load_provider(name: str, config: Mapping[str, Any] | None = None) -> Summary
         raise ProviderNotRegisteredError(f'Compaction provider "{name}" is not registered')
     try:
         target = matches[0].load()
-        provider = (
+        provider: SummaryProvider = (
             target
             if callable(getattr(target, "summarize", None)) and not isinstance(target, type)
             else target(**config)

@@ -107,7 +107,8 @@ def tool_failures_section(messages: Sequence[Message]) -> str:
         total += 1
         if len(lines) < TOOL_FAILURE_LINES:
             text = " ".join(text_of(message).split())[:TOOL_FAILURE_CHARS] or "failed (no output)"
-            details = message.get("details") if isinstance(message.get("details"), Mapping) else {}
+            raw_details = message.get("details")
+            details = raw_details if isinstance(raw_details, Mapping) else {}
             status = [f"{k}={details[k]}" for k in ("status", "exitCode") if details.get(k) is not None]
             suffix = f" ({' '.join(status)})" if status else ""
             lines.append(f"- {message.get('toolName') or 'tool'}{suffix}: {text}")

@@ -349,7 +349,8 @@ def _cut_point(snapshot: Any, plan: Any) -> dict[str, Any] | None:
         return None
     branch = snapshot.branch_entries
     first = branch[plan.first_kept_index] if plan.first_kept_index < len(branch) else {}
-    message = first.get("message") if isinstance(first.get("message"), dict) else {}
+    raw_message = first.get("message")
+    message = raw_message if isinstance(raw_message, dict) else {}
     return {
         "entryId": plan.first_kept_entry_id,
         "index": plan.first_kept_index,

@@ -74,7 +74,7 @@ def is_silent_reply(text: str | None, token: str = SILENT_REPLY_TOKEN) -> bool:
     if _is_token_only(rest, token):
         return True
     intent = _QUIET_INTENT.match(rest.strip())
-    return bool(intent) and _is_token_only(rest.strip()[intent.end() :], token)
+    return intent is not None and _is_token_only(rest.strip()[intent.end() :], token)
 
 
 def should_hold_stream_prefix(partial: str | None, token: str = SILENT_REPLY_TOKEN) -> bool:

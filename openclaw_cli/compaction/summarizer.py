@@ -347,8 +347,9 @@ def _single_text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     if type(content) is list and len(content) == 1:
         block = content[0]
-        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
-            return block["text"]
+        text = block.get("text") if type(block) is dict and block.get("type") == "text" else None
+        if type(text) is str:
+            return text
     return text_of(message)
 
 
@@ -383,7 +384,8 @@ def _collect(messages: Iterable[Mapping[str, Any]]) -> _Collected:
                     continue
                 kind = block.get("type")
                 if kind == "toolCall":
-                    name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                    raw_name = block.get("name")
+                    name = raw_name if isinstance(raw_name, str) else "tool"
                     c.tool_counts[name] = c.tool_counts.get(name, 0) + 1
                     if isinstance(block.get("id"), str) and block["id"]:
                         c.call_ids.append(block["id"])

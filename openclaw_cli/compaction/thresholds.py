@@ -255,7 +255,7 @@ def should_compact(
     context_tokens = getattr(context_tokens, "tokens", context_tokens)
     if not settings.enabled or not window or window <= 0:
         return False
-    return context_tokens > compaction_threshold(window, settings)
+    return bool(context_tokens > compaction_threshold(window, settings))
 
 
 # Default context windows (tokens) of common models, longest matching prefix wins. Published

@@ -313,7 +313,7 @@ class Tokenizer:
         if self.loader is None:
             raise RuntimeError("an exact count of a shed tool result needs Tokenizer.loader")
         out = []
-        for entry, (parts, images) in self.loader(items, counted_parts):  # type: ignore[call-arg]
+        for entry, (parts, images) in self.loader(items, counted_parts):
             kept = _as_message(entry)
             key = self._key(entry, *counted_parts(kept), kept)
             out.append((kept, key, "\n".join(parts), images))
@@ -472,8 +472,8 @@ def context_tokens(
     the figure's method (or trailing method) is then `estimate` and `estimated_tokens` says how much.
     """
     if isinstance(method, str):
-        counter: Callable[[Mapping[str, Any]], int] = default_tokenizer(method)  # type: ignore[arg-type]
-        label: Method = method  # type: ignore[assignment]
+        counter: Callable[[Mapping[str, Any]], int] = default_tokenizer(method)
+        label: Method = method
     else:
         counter = method
         label = getattr(method, "method", "estimate")

@@ -8,7 +8,6 @@ lazily by their callers, so importing this package stays cheap.
 """
 
 from openclaw_cli.maintenance.budget import (
-    DirFile,
     DiskBudgetResult,
     FileRemoval,
     LegacyDirMeasure,
@@ -23,6 +22,7 @@ from openclaw_cli.maintenance.plan import (
     plan_cron_retention,
     plan_runtime_maintenance,
 )
+from openclaw_cli.store.files import DirFile
 
 __all__ = [
     "CleanupPlan",

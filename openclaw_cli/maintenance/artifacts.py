@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,6 @@ from typing import Any
 from openclaw_cli.ids import is_checkpoint_name
 from openclaw_cli.maintenance.budget import (
     STALE_TEMP_MS,
-    DirFile,
     LegacyDirMeasure,
     entry_artifact_names,
 )
@@ -41,6 +40,7 @@ from openclaw_cli.store.files import (  # noqa: F401 - the sessions-dir snapshot
     _PROMPT_BLOB,
     PROMPT_DIR,
     TRANSCRIPT_KINDS,
+    DirFile,
     DirSnapshot,
     archive_temp_pid,
     classify,
@@ -71,7 +71,7 @@ def _temp_pid(name: str, kind: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _names_fn(snapshot: DirSnapshot | None, root: Path):
+def _names_fn(snapshot: DirSnapshot | None, root: Path) -> Callable[[Any], list[str]]:
     """`entry_artifact_names`, or — when the directory holds no trajectory sidecar (the usual
     case) — just the transcript candidates of entries without compaction checkpoints: the
     sidecar names could not match an existing file anyway (cleanup resolves 20,000 entries)."""

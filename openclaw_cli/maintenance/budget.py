@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from openclaw_cli.ids import is_checkpoint_name
 from openclaw_cli.paths import transcript_candidates
@@ -81,7 +81,7 @@ def budget_limits(max_bytes: int | None, high_water_bytes: int | None) -> tuple[
     return max_bytes, min(max(high_water_bytes, 0), max_bytes)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -461,19 +461,18 @@ def _entry_artifact_names(entry: Any, root: Path) -> list[str]:
     if not sid and not session_file:
         return []
     fast = _fast_candidate_names(sid, session_file, root)
+    out: list[str] = []
     if fast is not None:
-        out = []
         for name in fast:
             if name not in out:
                 out.append(name)
                 out.extend(n for n in _sidecars(name, sid) if n not in out)
         return out
-    out: list[str] = []
     for candidate in transcript_candidates(root, sid or "", session_file):
-        name = _relative_name(candidate, root)
-        if name and name not in out:
-            out.append(name)
-            out.extend(n for n in _sidecars(name, sid) if n not in out)
+        rel = _relative_name(candidate, root)
+        if rel and rel not in out:
+            out.append(rel)
+            out.extend(n for n in _sidecars(rel, sid) if n not in out)
     return out
 
 
@@ -652,11 +651,16 @@ def plan_legacy_budget(
                     continue
                 plan.released_session_ids.append(sid)
                 for name in _entry_artifact_names(entry, root):
-                    f = by_name.get(name)
-                    if f is None or name in removed or name_refs.get(name, 0) > 0 or f.size <= 0:
+                    artifact = by_name.get(name)
+                    if (
+                        artifact is None
+                        or name in removed
+                        or name_refs.get(name, 0) > 0
+                        or artifact.size <= 0
+                    ):
                         continue
                     kind = _artifact_kind(name)
-                    remove(f, kind, kind in ("transcript", "checkpoint"), sid)
+                    remove(artifact, kind, kind in ("transcript", "checkpoint"), sid)
     plan.result = DiskBudgetResult(
         before, total, len(plan.file_removals), len(plan.evicted_keys), freed, max_b, high, True
     )

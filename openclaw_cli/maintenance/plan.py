@@ -44,11 +44,11 @@ from openclaw_cli.maintenance.budget import (
     SessionIdsFn,
     SqliteMeasure,
     entry_session_ids,
-    parse_archive_timestamp,
     plan_legacy_budget,
     plan_physical_budget,
     plan_sqlite_budget,
 )
+from openclaw_cli.store.names import archive_stamp_ms as parse_archive_timestamp
 
 ACTION_KEEP = "keep"
 ACTION_PRUNE_MISSING = "prune-missing"
@@ -82,7 +82,7 @@ BudgetMeasure = SqliteMeasure | LegacyDirMeasure | PhysicalMeasure
 # A measure built when the budget stage starts, from (entries left, keys removed so far): lets a
 # caller measure the directory as it will be after the entry removals' file effects.
 BudgetMeasureFn = Callable[[Mapping[str, Any], list[str]], BudgetMeasure | None]
-MissingTranscriptFn = Callable[[str, dict], bool]
+MissingTranscriptFn = Callable[[str, Mapping[str, Any]], bool]
 
 
 # ---- small rules --------------------------------------------------------------------------------
@@ -479,7 +479,7 @@ def _memoized(fn: MissingTranscriptFn) -> MissingTranscriptFn:
         return fn
     cache: dict[str, bool] = {}
 
-    def check(key: str, entry: dict) -> bool:
+    def check(key: str, entry: Mapping[str, Any]) -> bool:
         if key not in cache:
             cache[key] = bool(fn(key, entry))
         return cache[key]

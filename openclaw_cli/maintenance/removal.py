@@ -61,11 +61,10 @@ def _file_actions(store: SessionStore, planned: dict[str, dict[str, Any]]) -> li
     from openclaw_cli.maintenance.artifacts import (
         entry_file_actions,
         referenced_names,
-        scan_sessions_dir,
         session_id_names,
     )
     from openclaw_cli.maintenance.service import _other_store_session_ids
-    from openclaw_cli.store.files import TRANSCRIPT_KINDS
+    from openclaw_cli.store.files import TRANSCRIPT_KINDS, scan_sessions_dir
 
     root = Path(store.sessions_dir)
     snapshot = scan_sessions_dir(root)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from openclaw_cli.behavior import Behavior
 from openclaw_cli.errors import OpenClawError
 from openclaw_cli.maintenance.artifacts import (
-    TRANSCRIPT_KINDS,
     RetentionPlan,
     SweepPlan,
     budget_measure,
@@ -29,11 +28,11 @@ from openclaw_cli.maintenance.artifacts import (
     plan_unreferenced_sweep,
     prompt_hashes,
     referenced_names,
-    scan_sessions_dir,
     session_id_names,
 )
-from openclaw_cli.maintenance.plan import CleanupPlan, plan_cleanup
+from openclaw_cli.maintenance.plan import BudgetMeasure, CleanupPlan, plan_cleanup
 from openclaw_cli.progress import ProgressFactory
+from openclaw_cli.store.files import TRANSCRIPT_KINDS, scan_sessions_dir
 from openclaw_cli.store.retire import ApplyOutcome, FileAction, Retirement
 
 if TYPE_CHECKING:
@@ -50,7 +49,7 @@ class PartialCleanupError(OpenClawError):
         super().__init__(message)
         self.document = document
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.document
 
 
@@ -150,18 +149,19 @@ def _is_message(obj: Any) -> bool:
     return role in _MESSAGE_ROLES
 
 
-def missing_transcript_check(store: SessionStore) -> Callable[[str, dict], bool]:
+def missing_transcript_check(store: SessionStore) -> Callable[[str, Mapping[str, Any]], bool]:
     """§10.4: True when the session's transcript has no message record (missing, empty or
     header-only). Anything that could not be read counts as present (never removed)."""
     from openclaw_cli.store.base import ReadIssue
 
-    def check(key: str, entry: dict) -> bool:
+    def check(key: str, entry: Mapping[str, Any]) -> bool:
         sid: str = entry.get("sessionId")  # type: ignore[assignment]  # a listed row carries one
+        row = entry if isinstance(entry, dict) else dict(entry)  # the store reads rows as dicts
         issues: list[ReadIssue] = []
         try:
-            if not store.locate_transcript(sid, entry, issues):
+            if not store.locate_transcript(sid, row, issues):
                 return not issues  # a symlinked transcript is not "missing"
-            for line in store.iter_transcript(sid, entry=entry, issues=issues):
+            for line in store.iter_transcript(sid, entry=row, issues=issues):
                 if _is_message(line.obj):
                     return False
         except OpenClawError:
@@ -305,7 +305,7 @@ def _plan_files(
     settings_physical = common["behavior"].maintenance.budget_spares_live_rows
     stages: list[tuple[list[FileAction], SweepPlan | None, RetentionPlan | None]] = []
 
-    def measure(remaining: Mapping[str, Any], removed: list[str]):
+    def measure(remaining: Mapping[str, Any], removed: list[str]) -> BudgetMeasure | None:
         still = referenced_names(remaining.values(), root, snapshot) | unusable_names
         entry_actions = entry_file_actions(snapshot, entries, removed, still, protected)
         sweep = retention = None
@@ -415,7 +415,7 @@ def _plan_database(
             *(result.retention.removals if result.retention else ()),
         ]
     sids = list(plan.unreferenced_session_ids)
-    keys = {}
+    keys: dict[str, str] = {}
     for key in plan.removed:
         sid = entries[key].get("sessionId") if isinstance(entries.get(key), dict) else None
         if isinstance(sid, str):

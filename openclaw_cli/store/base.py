@@ -257,6 +257,17 @@ class SessionStore(ABC):
 
         return {key: len(jsonutil.dumps_bytes(entry)) for key, entry in self.load_entries().items()}
 
+    def entry_sizes(self) -> dict[str, tuple[str | None, int]]:
+        """key -> (sessionId, UTF-8 bytes of the stored entry JSON): `entry_bytes` with each row's
+        session id (the database stores read both from columns without decoding any JSON)."""
+        from openclaw_cli import jsonutil
+
+        out: dict[str, tuple[str | None, int]] = {}
+        for key, entry in self.load_entries().items():
+            sid = entry.get("sessionId")
+            out[key] = (sid if isinstance(sid, str) else None, len(jsonutil.dumps_bytes(entry)))
+        return out
+
     def change_token(self) -> Any:
         """A value that changes whenever the store's content changes, for a live process's caches;
         None when the store cannot tell (then nothing is cached)."""
