@@ -2,7 +2,8 @@
 after each of our writes on a copy of a database it imported, (a) its `doctor --session-sqlite
 inspect` reports no issue, an `ok` integrity check and our entry count, (b) its `sessions --json`
 lists exactly the rows we say remain, with the same sessionId/updatedAt/tokens, (c) its Gateway
-starts on the database and serves `sessions.list`/`sessions.describe`/`chat.history`; and the same
+starts on the database without a transcript reconcile or projection rebuild (issue 23) and serves
+`sessions.list`/`sessions.describe`/`chat.history`/`sessions.search`; and the same
 operation done by its Gateway on a second copy leaves the same rows and events, apart from the
 differences docs/decisions.md ("Writing schema-23 databases") lists. Skipped without /tmp/peer."""
 
@@ -20,6 +21,7 @@ from tests.openclaw_db_support import (
     NO_PEER,
     archive_rows,
     checks,
+    connect,
     event_rows,
     gateway_calls,
     have_peer,
@@ -29,6 +31,8 @@ from tests.openclaw_db_support import (
     peer_inspect,
     peer_rows,
     plant_artifacts,
+    reset_kept_its_session,
+    unsettled,
 )
 
 pytestmark = [pytest.mark.peer, pytest.mark.skipif(not have_peer(), reason=NO_PEER)]
@@ -101,6 +105,13 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     ours = nodes(db)
     assert {pinned, archived, unread, reset, summary_key, lines_key, "agent:main:forked"} <= set(ours)
     assert deleted not in ours
+    # issue 23 parts 3 and 4: nothing left for the real Gateway to reconcile at its start
+    left = unsettled(db)
+    assert left["reconcile"] == [] and left["orphans"] == [] and left["unmapped"] == []
+    reset_kept_its_session(db, ours, before, reset)
+    written = [k for k in (pinned, archived, "agent:main:forked", summary_key, lines_key) if k in ours]
+    queries = {key: _a_word(db, ours[key][0]) for key in written}
+    assert all(queries.values()), queries
 
     # (a) inspect and (b) listing after each write (on its snapshot), (c) the Gateway serves what we wrote
     assert cleaned["appliedCount"] == len(ours)
@@ -109,16 +120,31 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     removed = sorted(set(before) - set(ours) - {deleted})[0]
     asked = (pinned, archived, unread, reset, "agent:main:forked", summary_key, removed)
     with peer_gateway(tmp_path) as port:
-        *described, listing, history, trimmed = gateway_calls(
+        answers = gateway_calls(
             port,
             [
                 *[("sessions.describe", {"key": key}) for key in asked],
                 ("sessions.list", {"limit": 1000, "archived": "all"}),
                 ("chat.history", {"sessionKey": summary_key, "limit": 200}),
                 ("chat.history", {"sessionKey": lines_key, "limit": 200}),
+                *[
+                    ("sessions.search", {"query": word, "limit": 25, "sessionKeys": [key]})
+                    for key, word in queries.items()
+                ],
             ],
         )
         _refused_while_the_real_gateway_runs(real_state, tmp_path, _unpinned(ours))
+    found = answers[len(asked) + 3 :]
+    *described, listing, history, trimmed = answers[: len(asked) + 3]
+    # its start logged no transcript reconcile and no projection rebuild; its search finds them
+    text = (real_state / "logs" / "openclaw.log").read_text(errors="replace")
+    assert not [phrase for phrase in RECONCILE_LOG if phrase in text], [
+        line[:300] for line in text.splitlines() if any(p in line for p in RECONCILE_LOG)
+    ]
+    for (key, word), res in zip(queries.items(), found, strict=True):
+        assert res["ok"], res
+        keys = {hit["sessionKey"] for hit in res["payload"]["results"]}
+        assert keys == {key}, (key, word, res["payload"])
     seen = {key: r["payload"]["session"] for key, r in zip(asked, described, strict=True)}
     assert seen[pinned]["pinned"] is True and seen[pinned]["label"] == "Quarterly planning"
     assert seen[archived]["archived"] is True and seen[unread]["unread"] is True
@@ -178,6 +204,24 @@ def test_our_writes_are_judged_by_the_real_openclaw(real_state: Path, tmp_path: 
     for sid in both:  # same generation, same content (names differ only by their timestamps)
         assert ours_archives[sid]["generation"] == theirs_archives[sid]["generation"]
         assert _content(ours_archives[sid]) == _content(theirs_archives[sid])
+
+
+RECONCILE_LOG = ("transcript reconcile failed", "transcript projection(s)")
+
+
+def _a_word(db: Path, sid: str) -> str | None:
+    """A searchable word of the session's own full-text rows."""
+    conn = connect(db)
+    try:
+        row = conn.execute(
+            "SELECT f.text FROM session_transcript_fts_rows AS r JOIN session_transcript_fts AS f"
+            " ON f.rowid = r.id WHERE r.session_id = ? ORDER BY r.id LIMIT 1",
+            (sid,),
+        ).fetchone()
+    finally:
+        conn.close()
+    words = [w for w in (row[0] if row else "").split() if w.isalpha() and len(w) > 3]
+    return words[0] if words else None
 
 
 def _snapshot(state: Path, root: Path) -> Path:
