@@ -21,6 +21,7 @@ class RawNumber(float):
     is beyond the double range), serialises as its original text."""
 
     __slots__ = ("raw",)
+    raw: str
 
     def __new__(cls, value: float, raw: str) -> RawNumber:
         obj = float.__new__(cls, value)

@@ -10,7 +10,7 @@ from pathlib import Path
 from openclaw_cli.migration.context import MigrationContext, Options, Progress
 from openclaw_cli.migration.report import Report
 from openclaw_cli.migration.scope import DESTRUCTIVE_MODES, guard_explicit_store
-from openclaw_cli.paths import StatePaths
+from openclaw_cli.paths import StatePaths, Target
 
 
 def make_context(
@@ -34,7 +34,7 @@ def make_context(
     return MigrationContext(paths, config, options, progress or Progress(), busy_timeout_ms=busy)
 
 
-def run(ctx: MigrationContext, targets: list) -> Report:
+def run(ctx: MigrationContext, targets: list[Target]) -> Report:
     options = ctx.options
     try:
         if options.mode in DESTRUCTIVE_MODES:
@@ -70,7 +70,7 @@ def run(ctx: MigrationContext, targets: list) -> Report:
         ctx.finish()
 
 
-def _sweep_leftovers(ctx: MigrationContext, targets: list) -> None:
+def _sweep_leftovers(ctx: MigrationContext, targets: list[Target]) -> None:
     """A killed run's temp files (a manifest being rewritten, a database being created) go first;
     under the state ownership no live writer of ours can own them."""
     from openclaw_cli.store.leftovers import sweep_crash_leftovers
@@ -83,7 +83,7 @@ def _sweep_leftovers(ctx: MigrationContext, targets: list) -> None:
         sweep_crash_leftovers(directory)
 
 
-def _dispatch(ctx: MigrationContext, targets: list) -> Report:
+def _dispatch(ctx: MigrationContext, targets: list[Target]) -> Report:
     mode = ctx.mode
     if mode == "import":
         from openclaw_cli.migration.importer import ImportRun

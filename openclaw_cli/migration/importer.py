@@ -735,9 +735,9 @@ class ImportRun:
             rec = state.rec
             src = rec.transcript_text  # text: a Path per session costs ~0.4 s at 100,000 sessions
             assert src is not None and state.identity is not None
-            if rec.transcript_text in seen_sources:
+            if src in seen_sources:
                 continue  # two keys sharing one transcript: archived once (T-20)
-            seen_sources.add(rec.transcript_text)  # the record's own string: no copy per session
+            seen_sources.add(src)  # the record's own string: no copy per session
             if rec.recovered:
                 classification, reason = "protected", "indexed-historical-primary"
             elif state.result is not None and state.result.issue is not None:
@@ -838,7 +838,7 @@ class ImportRun:
     def _record(self, tr: TargetRun, move: Move) -> int:
         """Append a planned move to the target's MoveLog; the move keeps its index, not the dict."""
         entry, kind, state = move.payload
-        n = tr.mt["plannedMoves"].append(entry)
+        n: int = tr.mt["plannedMoves"].append(entry)
         move.payload = (n, kind, state, entry.get("sessionKey"))
         return n
 

@@ -13,7 +13,7 @@ from openclaw_cli.errors import OpenClawError
 from openclaw_cli.jsonutil import JSONDecodeError, loads
 from openclaw_cli.migration.context import MigrationContext
 from openclaw_cli.migration.dbinfo import classify_db, size_of
-from openclaw_cli.migration.legacy_reader import build_records, read_index, unreferenced_jsonl
+from openclaw_cli.migration.legacy_reader import Record, build_records, read_index, unreferenced_jsonl
 from openclaw_cli.migration.report import Report, TargetReport
 from openclaw_cli.paths import Target, transcript_candidates
 
@@ -38,7 +38,7 @@ def run_inspect(ctx: MigrationContext, targets: list[Target]) -> Report:
 def _legacy_counts(target: Target, tr: TargetReport) -> None:
     index = read_index(target.store_path)
     tr.issues.extend(index.issues)
-    records = []
+    records: list[Record] = []
     if index.readable:
         records, _issues = build_records(index, target.sessions_dir, agent_id=target.agent_id)
         tr.legacy_entries = len(records)

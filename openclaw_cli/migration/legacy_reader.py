@@ -44,7 +44,7 @@ class LegacyIndex:
     path: Path
     exists: bool = False
     identity: Identity | None = None
-    fingerprint: tuple | None = None
+    fingerprint: tuple[int, int, int, int, int] | None = None
     entries: dict[str, Any] | StreamedEntries | None = None  # StreamedEntries: read member by member
     issues: list[Issue] = field(default_factory=list)
     exact: dict[str, Any] = field(default_factory=dict)  # key -> preflight.EntryText (D22)
@@ -237,7 +237,8 @@ class Record:
     @property
     def entry(self) -> dict[str, Any]:
         if self._src is not None:
-            return self._src.entry_at(self._idx)
+            entry: dict[str, Any] = self._src.entry_at(self._idx)
+            return entry
         return self._entry  # type: ignore[return-value]
 
     def __repr__(self) -> str:
@@ -290,7 +291,11 @@ def build_records(
 
     streamed = index.entries if isinstance(index.entries, StreamedEntries) else None
     facts = streamed.take_facts() if streamed is not None else None
-    pairs: Any = zip(streamed, facts, strict=True) if facts is not None else (index.entries or {}).items()
+    pairs: Any = (
+        zip(streamed, facts, strict=True)
+        if streamed is not None and facts is not None
+        else (index.entries or {}).items()
+    )
     for position, (key, item) in enumerate(pairs):
         if owner_filter is not None and not owner_filter(key):
             continue

@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import orjson
 
@@ -27,6 +27,9 @@ from openclaw_cli.jsonutil import JSONDecodeError, StreamedArray, dumps_pretty, 
 from openclaw_cli.migration.publish import Identity
 from openclaw_cli.migration.report import is_blocking
 from openclaw_cli.paths import IMPORT_ARCHIVE_DIR
+
+if TYPE_CHECKING:
+    from openclaw_cli.migration.index_stream import BlockReader
 
 MANIFEST_VERSION = 3
 PATH_BASE = "stateDir"
@@ -80,7 +83,7 @@ class PathMapper:
         return path
 
 
-def _valid_path_text(raw: Any, relative: bool) -> bool:
+def _valid_path_text(raw: Any, relative: bool) -> TypeGuard[str]:
     if not isinstance(raw, str) or not raw or "\x00" in raw:
         return False
     path = PurePosixPath(raw)
@@ -225,7 +228,7 @@ class MoveLog(MoveView):
         self._end = 0  # bytes in the file plus the write buffer
         self._pending: list[bytes] = []  # appended, not written yet (one write per ~1 MiB)
         self._pending_bytes = 0
-        self._reader: Any = None
+        self._reader: BlockReader | None = None
         self.offsets = array("Q")
         self.lengths = array("Q")
 
@@ -244,7 +247,7 @@ class MoveLog(MoveView):
         paths) is written as it is produced, the bytes `orjson.dumps` gives the whole list."""
         artifact = move.get("artifact")
         deps = artifact.get("dependencies") if isinstance(artifact, dict) else None
-        if isinstance(deps, StreamedArray):
+        if isinstance(artifact, dict) and isinstance(deps, StreamedArray):
             return self._append_pieces(_streamed_dependencies(move, artifact, deps))
         return self._append_pieces(
             [orjson.dumps(move, option=orjson.OPT_INDENT_2).replace(b"\n", _ELEMENT_PAD)]

@@ -17,15 +17,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from json.decoder import scanstring
-from typing import Any
+from json.decoder import scanstring  # type: ignore[attr-defined]  # CPython's; typeshed omits it
+from typing import Any, cast
 
 from openclaw_cli.jsonutil import INT_MIN, RawNumber, exact_float, exact_int
 
 # number tokens of 19+ digits or with a 3+ digit exponent, in value position
 _SUSPECT = re.compile(rb"[:\[,]\s*-?\d{19,}(?=\s*[,\]}.eE])|\d[eE][+-]?\d{3,}(?=\s*[,\]}])")
 _WS = re.compile(r"[ \t\n\r]*")
+# `_WS` matches at every index (if only ""): its match is never None
+_ws = cast("Callable[[str, int], re.Match[str]]", _WS.match)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64_MAX = 2**63 - 1
 
@@ -89,28 +92,28 @@ def top_level_entries(text: str) -> list[tuple[str, int, int, Any]]:
     numbers kept as written. Raises ValueError when the text is not one JSON object."""
     decoder = json.JSONDecoder(parse_float=exact_float, parse_int=exact_int, parse_constant=_reject_constant)
     out: list[tuple[str, int, int, Any]] = []
-    i = _WS.match(text, 0).end()
+    i = _ws(text, 0).end()
     if text[i : i + 1] != "{":
         raise ValueError("not a JSON object")
-    i = _WS.match(text, i + 1).end()
+    i = _ws(text, i + 1).end()
     if text[i : i + 1] == "}":
         return out
     while True:
         if text[i : i + 1] != '"':
             raise ValueError(f"expected a key at character {i}")
         key, i = scanstring(text, i + 1, True)
-        i = _WS.match(text, i).end()
+        i = _ws(text, i).end()
         if text[i : i + 1] != ":":
             raise ValueError(f"expected ':' at character {i}")
-        start = _WS.match(text, i + 1).end()
+        start = _ws(text, i + 1).end()
         value, end = decoder.raw_decode(text, start)
         out.append((key, start, end, value))
-        i = _WS.match(text, end).end()
+        i = _ws(text, end).end()
         if text[i : i + 1] == ",":
-            i = _WS.match(text, i + 1).end()
+            i = _ws(text, i + 1).end()
             continue
         if text[i : i + 1] == "}":
-            end = _WS.match(text, i + 1).end()
+            end = _ws(text, i + 1).end()
             if end != len(text):  # what JSON.parse (and every reader) refuses, the import refuses too
                 raise ValueError(f"unexpected content after the document at character {end}")
             return out

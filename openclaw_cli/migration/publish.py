@@ -122,7 +122,7 @@ def hash_file(path: Path) -> Identity:
     return Identity(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, digest.hexdigest())
 
 
-def hardlink_message(path: Path, st: os.stat_result) -> str:
+def hardlink_message(path: Path | str, st: os.stat_result) -> str:
     return (
         f"Artifact {path} is not an unaliased regular file (nlink={st.st_nlink}, dev={st.st_dev}, "
         f"inode={st.st_ino}): another hard link references this inode; remove the additional hard link "
@@ -130,7 +130,7 @@ def hardlink_message(path: Path, st: os.stat_result) -> str:
     )
 
 
-def check_unaliased(path: Path, st: os.stat_result) -> None:
+def check_unaliased(path: Path | str, st: os.stat_result) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise ArtifactError(f"Migration source is not a regular file: {path}")
     if st.st_nlink != 1:
@@ -239,14 +239,14 @@ class BatchResult:
     failed: list[Move] = field(default_factory=list)
 
 
-def _safe_unlink(path: Path) -> None:
+def _safe_unlink(path: Path | str) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
 
 
-def _fchmod_nofollow(path: Path, mode: int) -> None:
+def _fchmod_nofollow(path: Path | str, mode: int) -> None:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         os.fchmod(fd, mode)

@@ -140,7 +140,7 @@ def restore_manifests(
         result = publish_batch(batch, checkpoint=ctx.checkpoint)
         touched: dict[int, mf.LoadedManifest] = {}
         for move in result.done:
-            c: Candidate = move.payload
+            c = move.payload  # a Candidate, as `c` is above
             outcome.restored.append(str(c.source))
             _note_restore(c, consumed=True)
             touched[id(c.loaded)] = c.loaded

@@ -7,10 +7,13 @@ are refused as busy (exit 5), and a mode that cannot take a lock in time is refu
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openclaw_cli.paths import Target
 
 
-def hold_legacy_store_locks(ctx: Any, targets: list, held: ExitStack) -> None:
+def hold_legacy_store_locks(ctx: Any, targets: list[Target], held: ExitStack) -> None:
     """Enter every legacy target store's `sessions.json.lock` (the one OpenClaw's and our writers
     take; once per store file) into `held`. A store whose directory does not exist has nothing to
     hold (no directory is created for a lock)."""

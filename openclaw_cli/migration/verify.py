@@ -245,4 +245,4 @@ def _contains_all(conn: sqlite3.Connection, state: Any) -> bool:
         import os
 
         os.close(fd)
-    return taken >= state.stored_lines
+    return bool(taken >= state.stored_lines)
