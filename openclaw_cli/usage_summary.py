@@ -4,9 +4,11 @@ assistant messages on its active branch inside a date range, message/tool/model 
 message's time after the user message it answers) and the same per day and per UTC quarter hour;
 over many sessions, the aggregates by model, provider, agent, channel, creator and day.
 
-Costs are the ones the transcript recorded (`usage.cost`): we hold no model price catalog (the
-real Gateway prices known models from its own); an assistant usage without a recorded cost counts
-in `missingCostEntries`. Pure: the caller feeds parsed transcript entries.
+Costs are the ones the transcript recorded (`usage.cost`); a usage without cost evidence (no cost,
+or an all-zero one) is priced from the operator's own rates (`usage_prices`: the agent's
+`models.json`, the config's `models.providers`), as OpenClaw prices it; one that no rate prices
+counts in `missingCostEntries` and, per `provider/model`, `missingCostByModel`. Pure: the caller
+feeds parsed transcript entries and the price lookup.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any
+
+from openclaw_cli.usage_prices import Prices, has_recorded_cost, price
 
 TOKENS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 COSTS = ("totalCost", "inputCost", "outputCost", "cacheReadCost", "cacheWriteCost")
@@ -46,6 +50,11 @@ def empty_totals() -> dict[str, Any]:
 def add_totals(into: dict[str, Any], other: Mapping[str, Any]) -> None:
     for name in (*TOKENS, *COSTS, "missingCostEntries"):
         into[name] += other.get(name, 0)
+    missing = other.get("missingCostByModel")
+    if isinstance(missing, Mapping) and missing:
+        mine = into.setdefault("missingCostByModel", {})
+        for model, count in missing.items():
+            mine[model] = mine.get(model, 0) + count
 
 
 def empty_counts() -> dict[str, int]:
@@ -74,8 +83,17 @@ def _latency(values: list[int]) -> dict[str, Any]:
 class SessionUsage:
     """One session's usage inside [start_ms, end_ms], days labelled in `zone`."""
 
-    def __init__(self, start_ms: int, end_ms: int, zone: tzinfo, *, untimestamped: bool = False) -> None:
+    def __init__(
+        self,
+        start_ms: int,
+        end_ms: int,
+        zone: tzinfo,
+        *,
+        untimestamped: bool = False,
+        prices: Prices | None = None,
+    ) -> None:
         self.start_ms, self.end_ms, self.zone, self.untimestamped = start_ms, end_ms, zone, untimestamped
+        self.prices = prices
         self.totals = empty_totals()
         self.counts = empty_counts()
         self.tools: dict[str, int] = {}
@@ -88,6 +106,8 @@ class SessionUsage:
         self.quarter_counts: dict[tuple[str, int], dict[str, int]] = {}
         self.quarter_tokens: dict[tuple[str, int], dict[str, Any]] = {}
         self.daily_models: dict[tuple[str, str, str], list[Any]] = {}
+        # timestamp (None: untimestamped) -> (totals, (provider, model) -> [count, totals])
+        self.buckets: dict[int | None, tuple[dict[str, Any], dict[tuple[str, str], list[Any]]]] = {}
         self._asked_at: int | None = None
         self.seen = False
 
@@ -147,45 +167,86 @@ class SessionUsage:
         usage = message.get("usage")
         if not isinstance(usage, Mapping):
             return
-        figures = {name: int(_num(usage.get(name))) for name in TOKENS}
+        figures: dict[str, Any] = {name: int(_num(usage.get(name))) for name in TOKENS}
         if not figures["totalTokens"]:
             figures["totalTokens"] = sum(figures[n] for n in TOKENS[:4])
+        provider = str(message.get("provider") or "unknown")
+        model = str(message.get("model") or "unknown")
         cost = usage.get("cost")
-        if isinstance(cost, Mapping):
+        breakdown: Mapping[str, Any] | None = cost if isinstance(cost, Mapping) else None
+        total = breakdown.get("total") if breakdown is not None else None
+        cost_total = total if isinstance(total, int | float) and not isinstance(total, bool) else None
+        if not ((cost_total or 0) > 0 or has_recorded_cost(breakdown)):  # no evidence: price it
+            raw_provider, raw_model = message.get("provider"), message.get("model")
+            rates = (
+                self.prices(raw_provider, raw_model)
+                if self.prices is not None
+                and isinstance(raw_provider, str)
+                and isinstance(raw_model, str)
+                and raw_provider.strip()
+                and raw_model.strip()
+                else None
+            )
+            if rates is None and figures["totalTokens"] > 0:
+                breakdown = cost_total = None
+            elif cost_total is None or figures["totalTokens"] > 0:
+                breakdown = price(usage, rates) if rates is not None else None
+                cost_total = breakdown["total"] if breakdown is not None else None
+        if breakdown is not None and cost_total is not None:
             figures.update(
                 {
-                    "totalCost": _num(cost.get("total")),
-                    "inputCost": _num(cost.get("input")),
-                    "outputCost": _num(cost.get("output")),
-                    "cacheReadCost": _num(cost.get("cacheRead")),
-                    "cacheWriteCost": _num(cost.get("cacheWrite")),
+                    "totalCost": _whole(_num(cost_total)),
+                    "inputCost": _whole(_num(breakdown.get("input"))),
+                    "outputCost": _whole(_num(breakdown.get("output"))),
+                    "cacheReadCost": _whole(_num(breakdown.get("cacheRead"))),
+                    "cacheWriteCost": _whole(_num(breakdown.get("cacheWrite"))),
                     "missingCostEntries": 0,
                 }
             )
         else:
             figures.update({**dict.fromkeys(COSTS, 0), "missingCostEntries": 1})
-        provider = str(message.get("provider") or "unknown")
-        model = str(message.get("model") or "unknown")
-        add_totals(self.totals, figures)
-        slot = self.models.setdefault((provider, model), [0, empty_totals()])
+            figures["missingCostByModel"] = {f"{provider}/{model}": 1}
+        # OpenClaw sums a session's figures per timestamp first (its rollup's buckets), then the
+        # buckets in time order: the same order here gives the same float sums
+        bucket = self.buckets.setdefault(at, (empty_totals(), {}))
+        add_totals(bucket[0], figures)
+        slot = bucket[1].setdefault((provider, model), [0, empty_totals()])
         slot[0] += 1
         add_totals(slot[1], figures)
-        add_totals(self.daily.setdefault(day, empty_totals()), figures)
-        if quarter_key is not None:
+
+    def _merge_buckets(self) -> None:
+        """The buckets into the session's totals, models, days, quarter hours and day-models, in
+        time order (an untimestamped bucket counts in the totals and models only)."""
+        timed = sorted((at, b) for at, b in self.buckets.items() if at is not None)
+        untimed = self.buckets.get(None)
+        for at, (totals, models) in [*timed, *([(None, untimed)] if untimed is not None else [])]:
+            add_totals(self.totals, totals)
+            for key, (count, model_totals) in models.items():
+                slot = self.models.setdefault(key, [0, empty_totals()])
+                slot[0] += count
+                add_totals(slot[1], model_totals)
+            if at is None:
+                continue
+            day = self.day(at)
+            add_totals(self.daily.setdefault(day, empty_totals()), totals)
+            quarter_key = (datetime.fromtimestamp(at / 1000, UTC).strftime("%Y-%m-%d"), (at // 900_000) % 96)
             quarter = self.quarter_tokens.setdefault(
                 quarter_key, {**dict.fromkeys(TOKENS, 0), "totalCost": 0}
             )
             for name in (*TOKENS, "totalCost"):
-                quarter[name] += figures[name]
-        daily_model = self.daily_models.setdefault((day, provider, model), [0, 0, 0])
-        daily_model[0] += figures["totalTokens"]
-        daily_model[1] += figures["totalCost"]
-        daily_model[2] += 1
+                quarter[name] += totals[name]
+            for (provider, model), (count, model_totals) in models.items():
+                daily_model = self.daily_models.setdefault((day, provider, model), [0, 0, 0])
+                daily_model[0] += model_totals["totalTokens"]
+                daily_model[1] += model_totals["totalCost"]
+                daily_model[2] += count
+        self.buckets = {}
 
     def doc(self, session_id: str, session_file: str) -> dict[str, Any] | None:
         """OpenClaw's per-session `usage` object (None: nothing in the range)."""
         if not self.seen:
             return None
+        self._merge_buckets()
         dates = sorted(self.daily_counts)
         by_day_latency: dict[str, list[int]] = {}
         for day, value in self.latencies:
@@ -201,7 +262,9 @@ class SessionUsage:
             "toolUsage": tool_usage(self.tools),
             "modelUsage": [
                 {"provider": p, "model": m, "count": c, "totals": t}
-                for (p, m), (c, t) in sorted(self.models.items(), key=lambda kv: -kv[1][1]["totalTokens"])
+                for (p, m), (c, t) in sorted(
+                    self.models.items(), key=lambda kv: (-kv[1][1]["totalCost"], -kv[1][1]["totalTokens"])
+                )
             ],
             "latency": _latency([v for _d, v in self.latencies]),
             "activityDates": dates,
@@ -219,7 +282,9 @@ class SessionUsage:
             "dailyLatency": [{"date": d, **_latency(v)} for d, v in sorted(by_day_latency.items())],
             "dailyModelUsage": [
                 {"date": d, "provider": p, "model": m, "tokens": tok, "cost": cost, "count": n}
-                for (d, p, m), (tok, cost, n) in sorted(self.daily_models.items())
+                for (d, p, m), (tok, cost, n) in sorted(
+                    self.daily_models.items(), key=lambda kv: (kv[0][0], -kv[1][1])
+                )
             ],
         }
 
@@ -312,19 +377,23 @@ class Aggregates:
         out["tools"] = tool_usage(self.tools)
         out["byModel"] = [
             {"provider": p, "model": m, "count": c, "totals": t}
-            for (p, m), (c, t) in by_tokens(self.models.items(), lambda kv: -kv[1][1]["totalTokens"])
+            for (p, m), (c, t) in by_tokens(
+                self.models.items(), lambda kv: (-kv[1][1]["totalCost"], -kv[1][1]["totalTokens"])
+            )
         ]
         out["byProvider"] = [
             {"provider": p, "count": c, "totals": t}
-            for p, (c, t) in by_tokens(self.providers.items(), lambda kv: -kv[1][1]["totalTokens"])
+            for p, (c, t) in by_tokens(
+                self.providers.items(), lambda kv: (-kv[1][1]["totalCost"], -kv[1][1]["totalTokens"])
+            )
         ]
         out["byAgent"] = [
             {"agentId": a, "totals": t}
-            for a, t in by_tokens(self.agents.items(), lambda kv: -kv[1]["totalTokens"])
+            for a, t in by_tokens(self.agents.items(), lambda kv: -kv[1]["totalCost"])
         ]
         out["byChannel"] = [
             {"channel": c, "totals": t}
-            for c, t in by_tokens(self.channels.items(), lambda kv: -kv[1]["totalTokens"])
+            for c, t in by_tokens(self.channels.items(), lambda kv: -kv[1]["totalCost"])
         ]
         out["byCreator"] = [
             {
@@ -332,7 +401,10 @@ class Aggregates:
                 "totals": totals,
                 "sessionCount": count,
                 "daily": [{"date": d, **t} for d, t in sorted(daily.items())],
-                "sessionActivity": [{"dates": list(d), "sessionCount": n} for d, n in activity.items()],
+                "sessionActivity": [
+                    {"dates": list(d), "sessionCount": n}
+                    for d, n in sorted(activity.items(), key=lambda kv: ",".join(kv[0]))
+                ],
             }
             for key, (totals, count, daily, activity) in self.creators.items()
             if count
@@ -343,7 +415,9 @@ class Aggregates:
         out["dailyLatency"] = [{"date": d, **_merge_latency(v)} for d, v in sorted(self.latency_days.items())]
         out["modelDaily"] = [
             {"date": d, "provider": p, "model": m, "tokens": tok, "cost": cost, "count": n}
-            for (d, p, m), (tok, cost, n) in sorted(self.model_daily.items())
+            for (d, p, m), (tok, cost, n) in sorted(
+                self.model_daily.items(), key=lambda kv: (kv[0][0], -kv[1][1])
+            )
         ]
         out["daily"] = [
             {

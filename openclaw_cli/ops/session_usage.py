@@ -103,9 +103,11 @@ def _owner(ctx: Context, params: dict[str, Any]) -> list[str]:
 
 
 def sessions_usage(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    from openclaw_cli.ops.agents import agent_dir
     from openclaw_cli.ops.session_views import describe
     from openclaw_cli.ops.targets import open_existing
     from openclaw_cli.store.tree import active_branch
+    from openclaw_cli.usage_prices import load_prices
     from openclaw_cli.usage_summary import UNKNOWN_CREATOR, Aggregates, SessionUsage
 
     now = ctx.now_ms()
@@ -119,6 +121,7 @@ def sessions_usage(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         store = open_existing(ctx, agent)
         if store is None:
             continue
+        prices = load_prices(getattr(ctx.config, "raw", None), agent_dir(ctx, agent))
         with store:
             if wanted:
                 from openclaw_cli.ops.session_keys import find_entry, main_key_name
@@ -132,7 +135,7 @@ def sessions_usage(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 if not isinstance(sid, str) or not sid:
                     continue
                 sids = [sid] + ([s for s in store.window_session_ids(key) if s != sid] if family else [])
-                usage = SessionUsage(start_ms, end_ms, zone, untimestamped=untimestamped)
+                usage = SessionUsage(start_ms, end_ms, zone, untimestamped=untimestamped, prices=prices)
                 for one in sids:
                     lines = store.iter_transcript(one, entry=entry if one == sid else None, issues=[])
                     for line in active_branch(lines):  # as OpenClaw counts: the active branch only
