@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +115,7 @@ def test_usage_costs_equal_the_real_gateways(state_dir: Path) -> None:
         if imported.returncode == 0:
             break
     assert imported.returncode == 0, (imported.stdout + imported.stderr)[-3000:]
-    with ExitStack() as stack:
-        for attempt in (1, 2):
-            try:
-                port = stack.enter_context(peer_gateway(root))
-                break
-            except AssertionError as failed:  # at load its first start after an import can time out
-                if attempt == 2 or "state lease heartbeat did not become ready" not in str(failed):
-                    raise
+    with peer_gateway(root) as port:  # (started once more if its start-up times out: PeerGateway)
         theirs = real_answers(port)
     for mine, real in zip(ours, theirs, strict=True):
         assert mine["ok"] and real["ok"], (mine, real)
