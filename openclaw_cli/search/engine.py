@@ -5,7 +5,8 @@ messageId, as OpenClaw orders them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,7 @@ class Outcome:
         self.archived_excluded = 0
 
 
-def _their_rows(agent: AgentSources):
+def _their_rows(agent: AgentSources) -> Callable[[str], dict[str, str]] | None:
     """{messageId: text} of OpenClaw's FTS rows for one session (read-only); None without them."""
     if agent.openclaw_fts is None or agent.db_conn is None:
         return None
@@ -152,7 +153,7 @@ def _result(
 
 def _our_hits(
     index: AgentIndex, agent: AgentSources, query: Query, opts: Options, want: int
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     offset = 0
     page = max(want, 10)
     checked = 0
@@ -170,7 +171,9 @@ def _our_hits(
         for hit in hits:
             checked += 1
             row = index.source_row(hit)
-            source = agent.source(row[0]) if row else None
+            if row is None:
+                continue
+            source = agent.source(row[0])
             if source is None:
                 continue
             found = _line_text(source, hit.pos, hit.line)
@@ -201,7 +204,7 @@ def _our_hits(
 
 def _their_hits(
     index: AgentIndex, agent: AgentSources, query: Query, opts: Options, want: int
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     """Hits in OpenClaw's own FTS for the sessions whose messages it holds (roles user/assistant)."""
     if agent.openclaw_fts is None or agent.db_conn is None:
         return
@@ -277,8 +280,8 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                     agent,
                     their_rows=_their_rows,
                     workers=opts.workers,
-                    refresh=lambda s=store, d=target.import_archive_dir: agent_sources(
-                        s, import_archive_dir=d
+                    refresh=functools.partial(
+                        agent_sources, store, import_archive_dir=target.import_archive_dir
                     ),
                 )
                 outcome.updates.append(stats)
@@ -286,7 +289,8 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                 outcome.skipped.extend(index.skipped(live_only=not opts.archived))
                 if not opts.archived:
                     outcome.archived_excluded += agent.archived_count()
-                ours, theirs = query, query
+                ours: Query | None = query
+                theirs: Query | None = query
                 if query.infix is not None:  # a piece of a word: the words holding it, per index
                     from openclaw_cli.search.index import terms_containing
 

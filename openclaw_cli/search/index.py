@@ -256,7 +256,7 @@ class _Shard:
             source = current.get(locator)
             if source is None or (source.token != row[2] and not source.append_only):
                 dead += row[7]
-        return dead >= REBUILD_DEAD_MIN and dead > total * REBUILD_DEAD_FRACTION
+        return bool(dead >= REBUILD_DEAD_MIN and dead > total * REBUILD_DEAD_FRACTION)
 
     def _retire(self, src_id: int) -> None:
         self.conn.execute(
@@ -373,7 +373,7 @@ class _Shard:
                 return []
             ids = [rowid for rowid, _ in ranked]
             rank_of = dict(ranked)
-            rows = self.conn.execute(
+            rows: list[tuple[int, int, int, int, str, str, int]] = self.conn.execute(
                 "SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts FROM rows r JOIN sources s"
                 f" ON s.id = r.src WHERE s.live = 1 AND r.id IN ({','.join('?' * len(ids))})",
                 ids,
@@ -399,9 +399,10 @@ class _Shard:
 
     def source_row(self, src_id: int) -> tuple[str, str, str | None, str | None] | None:
         """(locator, source, session_id, session_key) of an indexed source."""
-        return self.conn.execute(
+        row: tuple[str, str, str | None, str | None] | None = self.conn.execute(
             "SELECT locator, source, session_id, session_key FROM sources WHERE id = ?", (src_id,)
         ).fetchone()
+        return row
 
     def skipped(self, live_only: bool = False) -> list[str]:
         """What reading the indexed sources skipped (unreadable lines and archives), as text."""
@@ -579,7 +580,7 @@ class AgentIndex:
             and _single_threaded()
         )
         started = time.perf_counter()
-        if not parallel:
+        if not parallel or refresh is None:  # `parallel` holds only with a refresh
             total = UpdateStats()
             for part, shard in zip(parts, self.shards, strict=True):
                 _merge(total, shard.update(part, their_rows=their_rows(part) if their_rows else None))

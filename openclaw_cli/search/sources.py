@@ -129,7 +129,8 @@ class _Prefixed:
         if self.head:
             out, self.head = self.head, b""
             return out
-        return self.rest.read(size)
+        data: bytes = self.rest.read(size)
+        return data
 
 
 class FileReader(Reader):
