@@ -269,6 +269,47 @@ def test_group_cwd_inside_an_agent_workspace_needs_only_write(state_dir: Path, t
             assert got["payload"]["defaults"][0]["cwd"] == str(outside / "not-yet"), got
 
 
+def test_a_non_admins_blank_group_name_has_no_mutation_target(state_dir: Path) -> None:
+    """OpenClaw resolves a non-admin's rename/delete/update target from `name` before the params and
+    the handler: no non-blank name, no target (judged against the real Gateway, write-only and
+    admin connections alike); an admin reads the handler's own texts (recorded: groups-1)."""
+    legacy_state(state_dir)
+    with GatewayThread(tick_interval_ms=60_000) as gw:
+        with connected(gw.url, scopes=["operator.write"]) as writer:
+            assert writer.request("sessions.groups.put", {"names": ["x"]})["ok"]
+            for method, params in [
+                ("sessions.groups.update", {"name": " ", "cwd": None, "worktree": False}),
+                ("sessions.groups.update", {"name": "", "cwd": None, "worktree": False}),
+                ("sessions.groups.update", {"name": 5, "cwd": None, "worktree": False}),
+                ("sessions.groups.update", {"cwd": None, "worktree": False}),
+                ("sessions.groups.rename", {"name": " ", "to": "y"}),
+                ("sessions.groups.delete", {"name": " "}),
+            ]:
+                assert writer.request(method, params)["error"] == {
+                    "code": "INVALID_REQUEST",
+                    "message": "session mutation target is unavailable",
+                    "details": {"code": "SESSION_MUTATION_TARGET_REQUIRED", "method": method},
+                }, params
+            renamed = writer.request("sessions.groups.rename", {"name": "x", "to": " "})
+            assert renamed["error"] == {
+                "code": "UNAVAILABLE",
+                "message": "group rename requires non-empty names",
+            }
+            assert (
+                writer.request("sessions.groups.delete", {"name": "nope"})["payload"]["updatedSessions"] == 0
+            )
+            put = writer.request("sessions.groups.put", {"names": "x"})  # put has no such step
+            assert put["error"]["message"] == "invalid sessions.groups.put params: at /names: must be array"
+        with connected(gw.url) as admin:
+            blank = admin.request("sessions.groups.update", {"name": " ", "cwd": None, "worktree": False})
+            assert blank["error"]["message"] == "session group name must not be empty"
+            blank = admin.request("sessions.groups.delete", {"name": " "})
+            assert blank["error"] == {
+                "code": "UNAVAILABLE",
+                "message": "group delete requires a non-empty name",
+            }
+
+
 def test_unreadable_catalog_is_an_error_not_a_reset(state_dir: Path) -> None:
     """A damaged catalog file is reported, and left as it is (nothing rewritten over it)."""
     legacy_state(state_dir)

@@ -61,6 +61,7 @@ from openclaw_cli.ops.context import Context
 from openclaw_cli.ops.inventory import REFUSED, method_status, unserved_reason
 from openclaw_cli.ops.methods import METHODS, Method, parse_params
 from openclaw_cli.ops.scopes import ADMIN, READ, satisfied
+from openclaw_cli.ops.session_groups import missing_mutation_target
 from openclaw_cli.paths import StatePaths
 
 EVENTS = (
@@ -690,6 +691,11 @@ class GatewayServer:
             required = method.required_scope(params if isinstance(params, dict) else None)
             if not satisfied(required, conn.scopes):
                 raise protocol.missing_scope(required)
+        if missing_mutation_target(name, params, frozenset(conn.scopes)):  # OpenClaw's sharing layer
+            raise protocol.invalid(
+                "session mutation target is unavailable",
+                details={"code": "SESSION_MUTATION_TARGET_REQUIRED", "method": name},
+            )
         error, params = parse_params(name, params)
         if error:
             raise protocol.invalid(error)

@@ -255,6 +255,22 @@ def groups_update(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "defaults": catalog.defaults()}
 
 
+# the group methods whose target OpenClaw's session-sharing layer resolves from `name` before their
+# handler (and before their params are checked) when the caller is not an admin
+NAMED_TARGET_METHODS = ("sessions.groups.rename", "sessions.groups.delete", "sessions.groups.update")
+
+
+def missing_mutation_target(method: str, params: Any, scopes: frozenset[str]) -> bool:
+    """True when OpenClaw refuses this call as `session mutation target is unavailable`
+    (SESSION_MUTATION_TARGET_REQUIRED): a non-admin caller's rename, delete or update whose `name`
+    is not a non-blank string (recorded: `" "`, `""`, `5`, none). An admin's goes on to the params
+    and the handler's own texts."""
+    if method not in NAMED_TARGET_METHODS or ADMIN in scopes:
+        return False
+    name = params.get("name") if isinstance(params, dict) else None
+    return not (isinstance(name, str) and name.strip())
+
+
 def workspace_containment(ctx: Context, cwd: str) -> str | None:
     """OpenClaw's rule for a write-scoped caller's group cwd: the directory must exist and, links
     resolved, lie inside (or be) the real directory of a configured agent's workspace; it is then
