@@ -78,6 +78,12 @@ _ASCII_LEGACY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
 _ASCII_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
+def is_plain_session_id(value: str) -> bool:
+    """An ASCII legacy id as it is (no space to strip): `<id>.jsonl` is a plain file name that
+    needs no normalising (the transcript-name fast paths' rule, `maintenance.budget._PLAIN_SID`)."""
+    return _ASCII_LEGACY_ID.fullmatch(value) is not None
+
+
 def is_valid_legacy_session_id(raw: str) -> bool:
     """Looser rule used for legacy rows: `^[\\p{L}\\p{N}][\\p{L}\\p{N}\\p{M}._:@-]*$`, <= 255 chars,
     never `/`, `\\`, `.` or `..`."""

@@ -6,7 +6,9 @@ facts in store order with the whole rows' sizes."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -236,3 +238,100 @@ def test_a_database_store_gives_facts_in_store_order_with_whole_row_sizes(tmp_pa
         assert store.load_facts() == facts
     finally:
         store.close()
+
+
+def _legacy_state(state: Path, seed: int) -> dict[str, Any]:
+    """A legacy store of `_store`'s rows whose transcripts, sidecars and checkpoints exist, beside
+    old unreferenced transcripts and tombstones (the sweep's and the retention's work)."""
+    import os
+
+    from openclaw_cli.store.legacy.store import dump_store_bytes
+
+    sessions = state / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    rng = random.Random(seed)
+    entries: dict[str, Any] = {}
+    for key, entry in _store(seed, 300).items():
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("sessionId"), str)
+            or not entry["sessionId"]
+        ):
+            continue
+        sid = entry["sessionId"]
+        if "sessionFile" in entry:  # (a topic transcript: named only by the reference)
+            name = f"{sid}.jsonl" if rng.random() < 0.5 else f"{sid}-topic-{rng.randint(1, 9)}.jsonl"
+            entry["sessionFile"] = str(sessions / name)
+            (sessions / name).write_text('{"type":"session"}\n')
+        if rng.random() < 0.1:
+            name = f"{sid}.checkpoint.{rng.randint(1, 9)}.jsonl"
+            (sessions / name).write_text('{"type":"session"}\n')
+            entry["compactionCheckpoints"] = [{"preCompaction": {"sessionFile": str(sessions / name)}}]
+        if rng.random() < 0.9:
+            (sessions / f"{sid}.jsonl").write_text('{"type":"session"}\n' * rng.randint(1, 5))
+        entries[key] = entry
+    old = (NOW - 60 * DAY) / 1000
+    for n in range(12):
+        for name in (
+            f"orphan-{n:04d}.jsonl",
+            f"gone-{n:04d}.jsonl.deleted.2026-01-0{1 + n % 9}T00-00-00.000Z",
+        ):
+            (sessions / name).write_text('{"type":"session"}\n')
+            os.utime(sessions / name, (old, old))
+    (sessions / "sessions.json").write_bytes(dump_store_bytes(entries))
+    return entries
+
+
+@pytest.mark.parametrize("release", ["2026.7", "2026.9.6"])
+@pytest.mark.parametrize("seed", [7, 8])
+def test_a_file_store_dry_run_over_file_facts_is_the_plan_over_whole_entries(
+    state_dir: Path, release: str, seed: int
+) -> None:
+    """A legacy store's dry run plans over `load_file_facts()` (every row's facts and file
+    references, streamed): the same plan, files and summary as over the whole entries."""
+
+    from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.paths import resolve_paths
+    from openclaw_cli.store.legacy.store import LegacyStore
+
+    _legacy_state(state_dir, seed)
+    maintenance = {"mode": "warn", "pruneAfter": "30d", "maxEntries": 60, "resetArchiveRetention": "7d"}
+    if release != "2026.7":  # (2026.7's budget projects the rewritten file: whole rows, tested below)
+        maintenance["maxDiskBytes"] = "20kb"
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": maintenance}, "openclawCli": {"behavior": release}})
+    )
+    store = LegacyStore(state_dir / "agents/main/sessions/sessions.json", "main")
+    facts = store.load_file_facts()
+    assert facts is not None and list(facts) == list(store.load_entries())
+    assert store.load_file_facts() is None  # (the file now held whole: the entries cost nothing)
+
+    def plan(**options: Any) -> Any:
+        (result,) = cleanup_stores(
+            Context.load(resolve_paths()),
+            CleanupOptions(dry_run=True, enforce=True, reason_bytes=True, **options),
+            now_ms=NOW,
+        )
+        return result
+
+    whole, compact = plan(text_report=True), plan()
+    assert compact.entries.keys() == whole.entries.keys()
+    assert any(compact.entries[k] != whole.entries[k] for k in whole.entries)  # facts, not whole rows
+    assert _outcome(compact.plan) == _outcome(whole.plan)
+    assert compact.archive_actions == whole.archive_actions and whole.archive_actions
+    assert compact.unlink_actions == whole.unlink_actions and whole.unlink_actions
+    assert compact.summary == whole.summary
+    assert compact.reason_bytes == whole.reason_bytes
+
+
+def test_a_file_store_with_an_unusable_row_plans_over_whole_entries(state_dir: Path) -> None:
+    from openclaw_cli.store.legacy.store import LegacyStore, dump_store_bytes
+
+    entries = _legacy_state(state_dir, 9)
+    path = state_dir / "agents/main/sessions/sessions.json"
+    assert LegacyStore(path, "main").load_file_facts() is not None
+    path.write_bytes(dump_store_bytes({**entries, "agent:main:broken": {"sessionId": "../x"}}))
+    assert LegacyStore(path, "main").load_file_facts() is None  # (its files stay alive: whole rows)
+    path.write_text(dumps_compact(entries))  # not the layout the cutter reads
+    assert LegacyStore(path, "main").load_file_facts() is None

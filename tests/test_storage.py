@@ -242,22 +242,19 @@ def test_reclaimable_has_what_cleanup_enforce_would_free_per_setting(kind: str, 
     assert code == 0 and len(listing["sessions"]) == plan["beforeCount"]
 
 
-def test_a_state_over_the_plan_bound_leaves_the_plan_out_unless_asked(
-    state_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import openclaw_cli.ops.storage as ops_storage
-
+def test_the_plan_is_made_at_every_size_unless_left_out(state_dir: Path) -> None:
+    """The cleanup plan runs over the rows' facts (issue 30), so `storage` plans by default at every
+    size; `--no-plan` leaves it out, `--plan` asks for it."""
     make_state("legacy", state_dir)
     (state_dir / "openclaw.json").write_text(json.dumps({"session": {"maintenance": {"pruneAfter": "3d"}}}))
-    monkeypatch.setattr(ops_storage, "PLAN_MAX_ROWS", 2)
     code, doc, err = cli_json("storage")
-    assert code == 0 and doc["cleanupPlanned"] is False
-    assert not [r for r in doc["reclaimable"] if "reason" in r]
-    assert "--plan" in err
+    assert code == 0, err
+    assert doc["cleanupPlanned"] is True and [r for r in doc["reclaimable"] if "reason" in r]
     code, doc, err = cli_json("storage", "--plan")
     assert doc["cleanupPlanned"] is True and [r for r in doc["reclaimable"] if "reason" in r]
     code, doc, err = cli_json("storage", "--no-plan")
     assert doc["cleanupPlanned"] is False
+    assert not [r for r in doc["reclaimable"] if "reason" in r]
 
 
 def test_compact_reports_the_bytes_it_reclaimed(state_dir: Path) -> None:

@@ -29,7 +29,7 @@ def storage(
     plan: bool = typer.Option(
         None,
         "--plan/--no-plan",
-        help="Plan what `sessions cleanup --enforce` would reclaim per setting (default: up to 20,000 sessions).",
+        help="Plan what `sessions cleanup --enforce` would reclaim per setting (default: planned).",
     ),
 ) -> None:
     """Bytes by agent, container, session kind and payload; the biggest sessions and events; what

@@ -234,44 +234,29 @@ _BLOB_NAME = re.compile(
 )
 
 
-def _file_sizes(directory: Path, keep: Any = None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    try:
-        with os.scandir(directory) as it:
-            for item in it:
-                try:
-                    if item.is_file(follow_symlinks=False) and (keep is None or keep(item.name)):
-                        out[os.path.realpath(item.path)] = item.stat(follow_symlinks=False).st_size
-                except OSError:
-                    continue
-    except OSError:
-        pass
-    return out
-
-
 def _kept_name(name: str) -> bool:
     return not (_MIGRATED.search(name) or _PRE_DOCTOR.search(name))
 
 
-def _prompt_blob_sizes(sessions_dir: Path) -> dict[str, int]:
+def _blob_prefixes(sessions_dir: Path) -> list[os.DirEntry[str]]:
     blobs = sessions_dir / "skills-prompts" / "sha256"
     try:
-        prefixes = [
+        return [
             d for d in os.scandir(blobs) if d.is_dir(follow_symlinks=False) and _BLOB_PREFIX.fullmatch(d.name)
         ]
     except OSError:
-        prefixes = []
-    out: dict[str, int] = {}
-    for prefix in prefixes:
-        out.update(_file_sizes(Path(prefix.path), _BLOB_NAME.fullmatch))
-    return out
+        return []
 
 
 def count_swept_files(sessions_dir: Path) -> int:
     """What the 2026.9.6+ unreferenced-artifact sweep reports as `scannedFiles`: every regular file
     of the sessions dir (not migration leftovers) plus the prompt blobs."""
     sessions_dir = Path(sessions_dir)
-    return len(_file_sizes(sessions_dir, _kept_name)) + len(_prompt_blob_sizes(sessions_dir))
+    seen: set[str] = set()
+    count = _dir_bytes(sessions_dir, _kept_name, seen, sizes=False)[0]
+    for prefix in _blob_prefixes(sessions_dir):
+        count += _dir_bytes(Path(prefix.path), _BLOB_NAME.fullmatch, seen, sizes=False)[0]
+    return count
 
 
 def measure_physical(sessions_dir: Path, database: Path | None) -> PhysicalMeasure:
@@ -280,17 +265,49 @@ def measure_physical(sessions_dir: Path, database: Path | None) -> PhysicalMeasu
     (`skills-prompts/sha256/<2 hex>/<64 hex>.txt`), the database main file and its `-wal`; each
     file once by its real path."""
     sessions_dir = Path(sessions_dir)
-    files = _file_sizes(sessions_dir, _kept_name)
-    files.update(_file_sizes(sessions_dir / "cold", _kept_name))
-    files.update(_prompt_blob_sizes(sessions_dir))
+    # summed per directory: two directories hold the same file only when they are one directory
+    # (`cold` a link to `.`), counted once by its real path (no 100,000-path dict)
+    seen: set[str] = set()
+    total = (
+        _dir_bytes(sessions_dir, _kept_name, seen)[1] + _dir_bytes(sessions_dir / "cold", _kept_name, seen)[1]
+    )
+    for prefix in _blob_prefixes(sessions_dir):
+        total += _dir_bytes(Path(prefix.path), _BLOB_NAME.fullmatch, seen)[1]
+    files: dict[str, int] = {}
     if database is not None:
         for path in (Path(database), Path(f"{database}-wal")):
             try:
-                if path.is_file():
+                if path.is_file() and os.path.realpath(path.parent) not in seen:
                     files[os.path.realpath(path)] = path.stat().st_size
             except OSError:
                 continue
-    return PhysicalMeasure(sum(files.values()))
+    return PhysicalMeasure(total + sum(files.values()))
+
+
+def _dir_bytes(directory: Path, keep: Any, seen: set[str], *, sizes: bool = True) -> tuple[int, int]:
+    """(files, bytes) of the regular files of `directory` whose names `keep` keeps, once per real
+    directory (`seen`); `sizes=False`: no stat, bytes 0 (a count)."""
+    try:
+        real = os.path.realpath(directory)
+    except OSError:
+        return 0, 0
+    if real in seen:
+        return 0, 0
+    seen.add(real)
+    count = total = 0
+    try:
+        with os.scandir(directory) as it:
+            for item in it:
+                try:
+                    if item.is_file(follow_symlinks=False) and keep(item.name):
+                        count += 1
+                        if sizes:
+                            total += item.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return count, total
 
 
 def plan_physical_budget(

@@ -66,6 +66,8 @@ class CleanupOptions:
     # the caller prints the dry run's text report, whose table shows fields of every row: plan over
     # whole entries (otherwise a database store's dry run plans over the rows' facts, issue 30)
     text_report: bool = False
+    # measure what each reason removes (`ops.cleanup.reason_bytes`) also without the text report
+    reason_bytes: bool = False
 
 
 @dataclass
@@ -217,7 +219,20 @@ def plan_store(
     # apply (its writes compare whole rows), --fix-missing (transcript references), a file store
     # (file references; its one JSON document is whole anyway) and the text report read whole entries
     facts = options.dry_run and not (options.fix_missing or options.text_report or in_files)
-    entries = store.load_facts() if facts else store.load_entries()
+    file_facts = None
+    if in_files and options.dry_run and not (options.fix_missing or options.text_report):
+        from openclaw_cli.maintenance.budget import budget_limits
+
+        # a file store's dry run over its rows' file facts, unless 2026.7's disk budget projects
+        # the rewritten sessions.json (whole rows) or a row is unusable (its files stay alive)
+        if behavior.maintenance.budget_spares_live_rows or (
+            budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is None
+        ):
+            file_facts = store.load_file_facts()
+    if file_facts is not None:
+        entries = file_facts
+    else:
+        entries = store.load_facts() if facts else store.load_entries()
     snapshot = scan_sessions_dir(store.sessions_dir)
     cron = cron_settings(ctx.config)
     common: dict[str, Any] = dict(
@@ -234,7 +249,9 @@ def plan_store(
     )
     result = StoreCleanup(store.agent_id, str(store.path), store.kind, entries, plan=None, now_ms=now_ms)  # type: ignore[arg-type]
     if in_files:
-        plan = _plan_files(store, snapshot, entries, settings, enforce, now_ms, common, result)
+        plan = _plan_files(
+            store, snapshot, entries, settings, enforce, now_ms, common, result, file_facts is not None
+        )
     else:
         plan = _plan_database(store, snapshot, entries, settings, enforce, now_ms, common, result, facts)
     plan.mode = mode
@@ -287,7 +304,9 @@ def _plan_files(
     now_ms: int,
     common: dict[str, Any],
     result: StoreCleanup,
+    file_facts: bool = False,
 ) -> CleanupPlan:
+    """`file_facts`: `entries` are `load_file_facts()` (every row usable, none held whole)."""
     from openclaw_cli.maintenance.budget import budget_limits, measure_physical
     from openclaw_cli.store.legacy.store import dump_store_bytes
 
@@ -297,9 +316,14 @@ def _plan_files(
         protected = {n for n in snapshot.files if snapshot.kind(n) in TRANSCRIPT_KINDS}
     else:
         protected = session_id_names(other_sids, snapshot) if other_sids else set()
-    rows = store.load_rows() if store.exists() else {}
-    # (every row usable, the usual file: one C-level key comparison)
-    unusable = {} if rows.keys() == entries.keys() else {k: v for k, v in rows.items() if k not in entries}
+    if file_facts:  # (given only when every row is usable)
+        unusable: dict[str, Any] = {}
+    else:
+        rows = store.load_rows() if store.exists() else {}
+        # (every row usable, the usual file: one C-level key comparison)
+        unusable = (
+            {} if rows.keys() == entries.keys() else {k: v for k, v in rows.items() if k not in entries}
+        )
     unusable_names = referenced_names(unusable.values(), root, snapshot)
     budget_on = budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
     settings_physical = common["behavior"].maintenance.budget_spares_live_rows

@@ -79,7 +79,7 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                         result = plan_store(
                             ctx, store, options=options, now_ms=now, behavior=behavior.behavior
                         )
-                    if options.text_report:  # (only the text report shows them)
+                    if options.text_report or options.reason_bytes:  # (the text report, `storage`)
                         result.reason_bytes = reason_bytes(store, result)
                 else:
                     store.ensure_writable("clean up sessions")

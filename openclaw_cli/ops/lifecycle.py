@@ -981,10 +981,13 @@ def linked_transcripts(st: SessionStore, entry: dict[str, Any]) -> list[str]:
     if isinstance(session_file, str) and session_file:
         names.append(session_file)
     found: list[str] = []
+    looked: set[str] = set()
     for name in names:
         path = os.path.join(str(st.sessions_dir), name) if not os.path.isabs(name) else name
-        if os.path.islink(path) and path not in found:
-            found.append(path)
+        if path not in looked:  # (the usual row names one file twice: one lstat)
+            looked.add(path)
+            if os.path.islink(path):
+                found.append(path)
     return found
 
 

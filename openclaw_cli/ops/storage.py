@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """params: `agent` (one agent: its directory only), `allAgents`, `top` (N biggest sessions and
     events, default 10), `plan` (what the cleanup settings would reclaim, through the maintenance
-    planner: True, False, or None = up to PLAN_MAX_ROWS rows)."""
+    planner over the rows' facts: True or None = planned, False = left out)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.gcpause import gc_paused
@@ -36,6 +36,10 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
         targets = [paths.target(a) for a in known_agent_ids(paths, ctx.config)]
         root = paths.state_dir
+    now = ctx.now_ms()
+    # the cleanup plan first: its working set (~100 MB at 100,000 rows) is freed before the tally
+    # builds its own, so the peak is the larger of the two, not their sum
+    planned = None if params.get("plan") is False else _planned(ctx, agent, now)
     report = st.StorageReport(root=root)
     tally = st.PayloadTally(top_n=top_n)
     by_kind: dict[str, list[int]] = {}
@@ -89,31 +93,17 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 }
             )
     st.walk_disk(root, views, report)
-    now = ctx.now_ms()
     doc = _document(report, tally, by_kind, top_sessions, stores_doc, retention_ms, now, top_n)
     orphans = doc["reclaimable"][0]
     orphans["sessions"] = len(db_orphans)
     orphans["bytes"] += sum(o[3] for o in db_orphans)
     if db_orphans:
         orphans["what"] += "; transcripts in the databases no row references (event bytes)"
-    rows = sum(s["sessions"] for s in stores_doc)
-    plan = params.get("plan")
-    if plan or (plan is None and rows <= PLAN_MAX_ROWS):
-        doc["reclaimable"] += _planned(ctx, agent, now)
-        doc["cleanupPlanned"] = True
-    else:
-        doc["cleanupPlanned"] = False
-        ctx.hint(
-            f"What the cleanup settings would reclaim was not planned ({rows} sessions, over "
-            f"{PLAN_MAX_ROWS}: planning holds every row); `openclaw storage --plan` or "
-            "`openclaw sessions cleanup --dry-run --enforce` plans it."
-        )
+    doc["cleanupPlanned"] = planned is not None
+    doc["reclaimable"] += planned or []
     return doc
 
 
-# Above this many rows `storage` leaves the cleanup plan out unless asked (`--plan`): the planner
-# holds every row whole (~3.5 KB each), which would break `storage`'s memory bound at 100,000.
-PLAN_MAX_ROWS = 20_000
 # what each reason of the cleanup plan (`ops.cleanup.reason_bytes`) comes from
 _PLAN_SETTINGS = {
     "prune-stale": ("session.maintenance.pruneAfter", "stale sessions removed"),
@@ -139,7 +129,10 @@ def _planned(ctx: Context, agent: str | None, now: int) -> list[dict[str, Any]]:
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
 
-    options = CleanupOptions(agent=agent, all_agents=not agent, dry_run=True, enforce=True, text_report=True)
+    # planned over the rows' facts (`store/facts.py`: a database store's, or a file store's with
+    # its file references), so 100,000 sessions plan in tens of MB (issue 30); the per-reason
+    # bytes are the cleanup text report's
+    options = CleanupOptions(agent=agent, all_agents=not agent, dry_run=True, enforce=True, reason_bytes=True)
     try:
         results = cleanup_stores(ctx, options, now_ms=now)
     except OpenClawError as exc:

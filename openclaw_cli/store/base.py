@@ -208,6 +208,13 @@ class SessionStore(ABC):
         counts them). The default: the whole entries (a store that holds them anyway, legacy)."""
         return self.load_entries()
 
+    def load_file_facts(self) -> dict[str, Any] | None:
+        """A file store's rows for a dry run's planning, without holding every whole entry: key ->
+        `facts.file_entry_facts` of every row, in store order, given only when every row is a
+        usable entry (no unusable row to keep its files alive); None when the store cannot give
+        them so (the caller plans over `load_entries()`). The default: None."""
+        return None
+
     def list_entries(
         self, *, limit: int | None = None, updated_since_ms: int | None = None
     ) -> tuple[list[tuple[str, dict[str, Any]]], int]:

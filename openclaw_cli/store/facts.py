@@ -7,7 +7,7 @@ planner reads (`maintenance/plan.py`, `archiving.py`, the budget and sweep input
 stores), so the planner runs on either unchanged; `tests/test_session_facts.py` holds the plans
 equal. Left out: display fields (model, tokens, labels, …), and the file references only file
 stores' planning and `--fix-missing` read (`sessionFile`, `compactionCheckpoints`,
-`initializationPending`): those callers plan over whole entries.
+`initializationPending`): `file_entry_facts` keeps those too, for a file store's dry run.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from openclaw_cli.ids import is_plain_session_id
 from openclaw_cli.jsonutil import dumps_compact
 
 # kept as they are when present (presence matters too: `"archivedAt" in entry` counts archived rows)
@@ -77,3 +78,27 @@ def compact_bytes(entry: Any) -> int:
     """UTF-8 length of an entry as compact JSON: what a database store's disk budget counts for a
     row (`maintenance.budget.sqlite_entry_bytes`), taken from the whole entry while its facts are made."""
     return len(dumps_compact(entry).encode("utf-8", "surrogatepass"))
+
+
+# what a file store's planning reads besides the facts: the files a row keeps alive
+_FILE_REFS = ("sessionFile", "compactionCheckpoints", "initializationPending")
+
+
+def file_entry_facts(entry: Any, dir_prefix: str | None = None) -> Any:
+    """The facts of one row of a file store (legacy): `entry_facts` plus the file references its
+    planning reads (`maintenance.artifacts.referenced_names`, `entry_file_actions`, the symlink
+    warning), kept as they are — except a `sessionFile` that names the row's default transcript,
+    `<dir_prefix><sessionId>.jsonl` with a plain id (`dir_prefix`: the sessions dir, absolute and
+    normalised, with its final `/`): every reader resolves that row to the same one name without
+    it (`maintenance.budget._fast_candidate_names`), and it is most rows' longest string."""
+    out = entry_facts(entry)
+    if type(entry) is dict:
+        for name in _FILE_REFS:
+            if name in entry:
+                out[name] = entry[name]
+        ref = out.get("sessionFile")
+        if dir_prefix is not None and type(ref) is str and ref.startswith(dir_prefix):
+            sid = entry.get("sessionId")
+            if type(sid) is str and ref == f"{dir_prefix}{sid}.jsonl" and is_plain_session_id(sid):
+                del out["sessionFile"]
+    return out

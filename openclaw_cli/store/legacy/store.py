@@ -1007,6 +1007,29 @@ class LegacyStore(SessionStore):
                         self._note_symlink(root / candidate, None)
             yield key, entry, found
 
+    def load_file_facts(self) -> dict[str, Any] | None:
+        """Every row's file facts (`facts.file_entry_facts`) made one row at a time as the file is
+        cut (`_split_rows`): at 100,000 rows ~50 MB instead of ~350 MB of whole entries. None when
+        a row is unusable, the layout is not the one the cutter reads, or the file is already held
+        whole (then the whole entries cost nothing more)."""
+        from openclaw_cli.store.facts import file_entry_facts
+
+        signature = self._signature()
+        if signature is None or (self._snapshot is not None and self._snapshot.signature == signature):
+            return None
+        root = str(self.sessions_dir)  # (the default transcript's reference left out: see there)
+        normalised = root.startswith("/") and not root.startswith("//") and os.path.normpath(root) == root
+        prefix = self._dir_prefix if normalised and root != "/" else None
+        out: dict[str, Any] = {}
+        state = [False]
+        unusable = [False]
+        with gc_paused():
+            for key, entry in self._split_rows(1 << 20, set(), state, unusable):
+                out[key] = file_entry_facts(entry, prefix)
+        if not state[0] or unusable[0] or self._signature() != signature:
+            return None  # (a row the cutter doubts, an unusable row, or a write meanwhile)
+        return out
+
     def _iter_rows_streamed(self, block: int = 1 << 20) -> Iterator[tuple[str, dict[str, Any]]]:
         """The usable rows, one at a time. A file laid out as `JSON.stringify(store, null, 2)`
         writes it (what OpenClaw and `dump_store_bytes` write: every top-level key starts a line
@@ -1030,7 +1053,7 @@ class LegacyStore(SessionStore):
                 yield key, entry
 
     def _split_rows(
-        self, block: int, seen: set[str], state: list[Any]
+        self, block: int, seen: set[str], state: list[Any], unusable: list[bool] | None = None
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         try:
             fd = os.open(self.path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -1056,6 +1079,8 @@ class LegacyStore(SessionStore):
                     start = cut + 1
                     if row[1] is not None:
                         yield row[0], row[1]
+                    elif unusable is not None:
+                        unusable[0] = True
                 rest = buf[start:]
                 if not data:
                     break
@@ -1065,6 +1090,8 @@ class LegacyStore(SessionStore):
             seen.add(row[0])
             if row[1] is not None:
                 yield row[0], row[1]
+            elif unusable is not None:
+                unusable[0] = True
             state[0] = True
 
     def stats(self, *, count_issues: bool = True) -> StoreStats:
