@@ -270,6 +270,20 @@ def test_unchanged_state_is_not_read_and_a_renamed_key_is_seen(legacy: Path) -> 
     assert list(library_search(legacy, "capybara", session_keys=[key])) == []
 
 
+def test_kept_ranking_is_served_only_for_an_unchanged_index(legacy: Path, tmp_path: Path) -> None:
+    """A ranking kept in the index (bm25 over a common word) is the one a fresh index gives, and a
+    change of the index's content (an append that moves the corpus statistics) is ranked anew."""
+    first = list(library_search(legacy, "session", limit=25))
+    assert list(library_search(legacy, "session", limit=25)) == first  # read back
+    sdir, store = _sessions(legacy)
+    sid = next(iter(store.values()))["sessionId"]
+    _append(sdir / f"{sid}.jsonl", _line("rank0001", "user", "session session session"))
+    after = list(library_search(legacy, "session", limit=25))
+    assert "rank0001" in [r["messageId"] for r in after] and after != first
+    fresh = list(library_search(legacy, "session", limit=25, index_root=tmp_path / "fresh"))
+    assert [(r["messageId"], r["score"]) for r in after] == [(r["messageId"], r["score"]) for r in fresh]
+
+
 def test_index_rebuilt_after_deletion_gives_same_results(legacy: Path, tmp_path: Path) -> None:
     _plant_everything(legacy)
     first = search_json("session", "--limit", "25")

@@ -26,7 +26,8 @@ from typing import Any
 from openclaw_cli.paths import cache_root
 from openclaw_cli.store.base import ReadIssue
 
-SCHEMA_VERSION = "openclaw-cli search 2"
+SCHEMA_VERSION = "openclaw-cli search 3"
+RANKED_KEEP = 256  # rankings kept per shard (the newest)
 BATCH = 2048
 REBUILD_DEAD_FRACTION = 0.25
 REBUILD_DEAD_MIN = 2000
@@ -41,7 +42,14 @@ _DDL = (
     " issues TEXT)",
     "CREATE TABLE rows (id INTEGER PRIMARY KEY, src INTEGER NOT NULL, pos INTEGER NOT NULL,"
     " line INTEGER NOT NULL, message_id TEXT NOT NULL, role TEXT NOT NULL, ts INTEGER NOT NULL)",
+    "CREATE TABLE ranked (key TEXT PRIMARY KEY, gen INTEGER NOT NULL, ranked BLOB NOT NULL)",
     _FTS_DDL,
+)
+# the shard's content generation: every write that changes rows or sources bumps it (and drops
+# the kept rankings, which only a generation equal to theirs may serve)
+_BUMP = (
+    "INSERT OR REPLACE INTO meta VALUES ('generation',"
+    " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'), 0) + 1)"
 )
 _SOURCE_COLS = "id, locator, token, pos, nlines, sig, theirs, nrows, session_key"
 
@@ -137,6 +145,8 @@ class _Shard:
         conn.execute("DELETE FROM sources")
         conn.execute("DELETE FROM rows")
         conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+        conn.execute("DELETE FROM ranked")
+        conn.execute(_BUMP)
         conn.execute("DROP TABLE fts")
         conn.execute(_FTS_DDL)
         conn.execute("COMMIT")
@@ -174,6 +184,8 @@ class _Shard:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
+            conn.execute("DELETE FROM ranked")
+            conn.execute(_BUMP)
             existing = self._live_sources()  # again under the write lock: another search may have updated
             for locator, row in existing.items():
                 if locator not in current:
@@ -365,10 +377,7 @@ class _Shard:
         more than ranking); None when retired rows crowd the top (then the joined query runs)."""
         fetch = want + 8
         for _ in range(3):
-            ranked = self.conn.execute(
-                "SELECT rowid, bm25(fts) AS rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?",
-                (match, fetch),
-            ).fetchall()
+            ranked = self._ranked(match, fetch)
             if not ranked:
                 return []
             ids = [rowid for rowid, _ in ranked]
@@ -392,6 +401,63 @@ class _Shard:
                     return hits[:want]
             fetch *= 4
         return None
+
+    def _ranked(self, match: str, fetch: int) -> list[tuple[int, float]]:
+        """The best `fetch` (rowid, bm25) of `match`, OpenClaw's rank. bm25 costs in proportion to
+        the query's occurrences in every matching line (a common word: hundreds of thousands), so
+        the result is kept in the shard for its content generation: the same query against an
+        unchanged index reads it back. Any write to the shard changes the generation."""
+        import marshal
+
+        conn = self.conn
+        key = f"{fetch}\0{match}"
+        conn.execute("BEGIN")  # one snapshot: the generation read is the ranking's
+        try:
+            gen_row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            gen = int(gen_row[0]) if gen_row else 0
+            kept = conn.execute("SELECT ranked FROM ranked WHERE key = ? AND gen = ?", (key, gen)).fetchone()
+            found: list[tuple[int, float]] | None = None
+            if kept is not None:
+                try:
+                    found = [(int(r), float(s)) for r, s in marshal.loads(kept[0])]
+                except (ValueError, TypeError, EOFError):
+                    found = None
+            if found is None:
+                found = conn.execute(
+                    "SELECT rowid, bm25(fts) AS rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+                    (match, fetch),
+                ).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        if kept is None:
+            self._keep(key, gen, found)
+        return found
+
+    def _keep(self, key: str, gen: int, ranked: list[tuple[int, float]]) -> None:
+        """Keep a ranking unless another process is writing the shard (never wait for it)."""
+        import marshal
+
+        conn = self.conn
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "INSERT OR REPLACE INTO ranked SELECT ?, ?, ? WHERE"
+                    " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation') IS ?",
+                    (key, gen, marshal.dumps([tuple(r) for r in ranked]), gen if gen else None),
+                )
+                conn.execute(
+                    "DELETE FROM ranked WHERE rowid <= (SELECT max(rowid) FROM ranked) - ?", (RANKED_KEEP,)
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            pass  # busy, or a read-only file: the ranking is only not kept
+        finally:
+            conn.execute("PRAGMA busy_timeout = 30000")
 
     def terms_containing(self, piece: str, limit: int) -> list[str]:
         """Indexed words containing `piece` (folded), at most `limit` + 1 (to tell "too many")."""
