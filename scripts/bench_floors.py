@@ -6,8 +6,10 @@ same data, measured in the same run, so a case reads as ours / floor.
 - `import_floor_d6(state_dir)`: the same plus what every import must also do (spec D4/D6/D22):
   hash each file, parse each line, keyed rows, read back and hash, archive by link + unlink.
 - `cleanup_floor(state_dir, session_ids)`: for the given sessions of an imported agent database,
-  read their lines, compress each transcript once (zstd level 3, as our archives), write it,
-  make the files durable together (syncfs, then the directory), then one DELETE transaction.
+  read their lines, compress each transcript once (zstd level 3, as our archives), write it, read
+  it back and compare (sha256 of the decompressed read-back against the original's: D6.2's
+  verified archive), make the files durable together (syncfs, then the directory), then one
+  DELETE transaction.
 
 Both are pure functions returning seconds; they create their scratch files beside the data and
 remove them. `cases(ours)` gives the bench cases that run ours and the floor alternately.
@@ -160,12 +162,22 @@ def _fsync_dirs(dirs: Iterable[Path]) -> None:
 
 
 def cleanup_floor(
-    state_dir: Path, session_ids: Iterable[str], db: Path = AGENT_DB, *, in_db: bool = False
+    state_dir: Path,
+    session_ids: Iterable[str],
+    db: Path = AGENT_DB,
+    *,
+    in_db: bool = False,
+    verify: bool = True,
 ) -> float:
-    """Seconds to archive `session_ids` of the state's agent database once (read, zstd, write,
-    one durable flush) and delete them in one transaction. Mutates the state: give it a copy.
-    `in_db`: the compressed archives are rows of one table written in the DELETE's transaction
-    (OpenClaw's `session_transcript_archives` way: no file, one commit) instead of files."""
+    """Seconds to archive `session_ids` of the state's agent database once (read, zstd, write, read
+    back and verify, one durable flush) and delete them in one transaction. Mutates the state:
+    give it a copy. `in_db`: the compressed archives are rows of one table written in the DELETE's
+    transaction (OpenClaw's `session_transcript_archives` way: no file, one commit) instead of
+    files. `verify` (D6.2, on by default): each archive file is read back, decompressed and its
+    sha256 compared with the original's before anything is deleted (the in-database floor's rows
+    are not read back)."""
+    import hashlib
+
     import zstandard
 
     state_dir = Path(state_dir)
@@ -176,6 +188,7 @@ def cleanup_floor(
         conn = sqlite3.connect(state_dir / db, isolation_level=None)
         conn.execute("PRAGMA synchronous = NORMAL")
         cctx = zstandard.ZstdCompressor(level=3, write_checksum=True)
+        dctx = zstandard.ZstdDecompressor()
         if in_db:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS floor_archives (session_id TEXT PRIMARY KEY, data BLOB NOT NULL)"
@@ -189,11 +202,22 @@ def cleanup_floor(
             if in_db:
                 conn.execute("INSERT INTO floor_archives VALUES (?, ?)", (sid, cctx.compress(data)))
                 continue
-            fd = os.open(out / f"{sid}.jsonl.deleted.zst", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            path = out / f"{sid}.jsonl.deleted.zst"
+            packed = cctx.compress(data)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                os.write(fd, cctx.compress(data))
+                os.write(fd, packed)
             finally:
                 os.close(fd)
+            if verify:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    back = os.read(fd, len(packed) + 1)
+                finally:
+                    os.close(fd)
+                unpacked = dctx.decompress(back)
+                if hashlib.sha256(unpacked).digest() != hashlib.sha256(data).digest():
+                    raise RuntimeError(f"floor: archive of {sid} does not verify")
         if not in_db:
             _syncfs(out)
             conn.execute("BEGIN IMMEDIATE")

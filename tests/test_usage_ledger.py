@@ -121,3 +121,31 @@ def test_a_max_lines_compaction_keeps_the_dropped_lines_usage(kind: str, state_d
     assert all(r.get("delta") for r in records if r["reason"] == "compaction")
     if kind == "legacy":  # the file keeps only 4 lines: what the dropped ones cost is in the ledger
         assert [r["reason"] for r in records] == ["compaction"] and records[0]["messages"] > 0
+
+
+def test_a_timestamp_is_read_as_datetime_reads_it() -> None:
+    """The `HH:MM:SS.mmm` fast path (a cached midnight per day, issue 30) gives exactly what
+    `datetime.fromisoformat(...).timestamp() * 1000` gave, its float rounding included; other
+    shapes and impossible dates go through datetime (None when it refuses them)."""
+    import random
+
+    from openclaw_cli.store.usage_ledger import _iso_ms, _slow_iso_ms
+
+    rng = random.Random(30)
+    cases = [
+        (b"2026-11-01", b"12:34:56.789"),
+        (b"2026-02-30", b"00:00:00.000"),
+        (b"2024-02-29", b"24:00:00.000"),
+        (b"2026-01-01", b"12:00:00"),
+        (b"2026-01-01", b"12:00:00.5"),
+        (b"2026-13-01", b"00:00:00.000"),
+        (b"1978-08-04", b"00:23:15.159"),  # where the float reading is one below the exact ms
+    ]
+    for _ in range(5000):
+        day = f"{rng.randint(1970, 2100):04d}-{rng.randint(0, 13):02d}-{rng.randint(0, 32):02d}"
+        clock = f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 61):02d}.{rng.randint(0, 999):03d}"
+        cases.append((day.encode(), clock.encode()))
+    for day, clock in cases:
+        assert _iso_ms(day, clock) == _slow_iso_ms(day, clock), (day, clock)
+    assert _iso_ms(b"1978-08-04", b"00:23:15.159") == 271038195158
+    assert _iso_ms(b"2026-02-30", b"00:00:00.000") is None

@@ -93,15 +93,25 @@ class Usage:
     def add_message(
         self, usage: dict[str, Any], model: str | None, provider: str | None, day: str | None
     ) -> None:
-        values = [_int(usage.get(name)) for name in FIELDS]
-        if not values[4]:
-            values[4] = values[0] + values[1] + values[2] + values[3]
-        cost = usage.get("cost")
+        get = usage.get
+        a, b, c, d, e = (
+            _int(get("input")),
+            _int(get("output")),
+            _int(get("cacheRead")),
+            _int(get("cacheWrite")),
+            _int(get("totalTokens")),
+        )  # (FIELDS, in order)
+        if not e:
+            e = a + b + c + d
+        cost = get("cost")
         total_cost = _float(cost.get("total")) if isinstance(cost, dict) else _float(cost)
         name = f"{provider}/{model}" if provider and model else (model or provider or "unknown")
         for slot in (self.totals, self.slices.setdefault((day or "unknown", name), _slot())):
-            for i, value in enumerate(values):
-                slot[i] += value
+            slot[0] += a
+            slot[1] += b
+            slot[2] += c
+            slot[3] += d
+            slot[4] += e
             slot[5] += total_cost
             slot[6] += 1
         if model:
@@ -161,6 +171,8 @@ def slot_of(doc: Any) -> list[float]:
 
 
 def _int(value: Any) -> int:
+    if type(value) is int:  # the usual value (bool is not `int` by type)
+        return value
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -172,6 +184,8 @@ def _int(value: Any) -> int:
 
 
 def _float(value: Any) -> float:
+    if type(value) is float and value - value == 0.0:  # finite (NaN and infinities are not)
+        return value
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -182,7 +196,27 @@ def _float(value: Any) -> float:
     return float(value)
 
 
+_MIDNIGHT: dict[bytes, int | None] = {}  # "YYYY-MM-DD" -> its UTC midnight in ms (or None: no date)
+_CLOCK_MS = re.compile(rb"([01]\d|2[0-3]):([0-5]\d):([0-5]\d)\.(\d{3})")
+
+
 def _iso_ms(day: bytes, clock: bytes) -> int | None:
+    """Epoch ms of `<day>T<clock>` UTC (`datetime.fromisoformat`'s reading). The usual
+    `HH:MM:SS.mmm` is added to the day's cached midnight (one per day, not a datetime per line)."""
+    hit = _CLOCK_MS.fullmatch(clock)
+    if hit is not None:
+        midnight = _MIDNIGHT.get(day, -1)
+        if midnight == -1:
+            midnight = _MIDNIGHT[day] = _slow_iso_ms(day, b"00:00:00")
+        if midnight is not None:
+            h, m, sec, ms = hit.groups()
+            exact = midnight + ((int(h) * 60 + int(m)) * 60 + int(sec)) * 1000 + int(ms)
+            # as `int(datetime.timestamp() * 1000)` rounds it (microseconds / 10**6, then * 1000)
+            return int(exact * 1000 / 10**6 * 1000)
+    return _slow_iso_ms(day, clock)
+
+
+def _slow_iso_ms(day: bytes, clock: bytes) -> int | None:
     try:
         moment = datetime.fromisoformat(f"{day.decode()}T{clock.decode()}").replace(tzinfo=UTC)
     except ValueError:
