@@ -324,3 +324,51 @@ def test_private_build_commits_by_bytes_entries_included(
     assert 4 <= commits <= 8, commits  # ~330 KB of entries in 64 KiB commits
     assert store._db().execute("SELECT count(*) FROM session_nodes").fetchone()[0] == 300
     store.close()
+
+
+def test_private_build_writes_once_and_indexes_after_the_rows(tmp_path: Path) -> None:
+    """Issue 30: an empty private build takes its rows under a rollback journal (each page written
+    once, not into a WAL and again by its checkpoint) and creates the session tables' secondary
+    indexes after the rows; it is published as any store is: WAL, the same schema, intact."""
+    store = SqliteStore(_db(tmp_path / "build"), "main", create=True)
+    statements: list[str] = []
+    store._db().set_trace_callback(statements.append)
+    modes: list[str] = []
+
+    def records() -> object:
+        for i in range(50):
+            if i == 25:
+                modes.append(store._db().execute("PRAGMA journal_mode").fetchone()[0])
+            sid = f"c{i:07d}-0000-4000-8000-000000000000"
+            yield ImportRecord(
+                f"agent:main:k{i}",
+                {"sessionId": sid, "label": f"l{i}", "updatedAt": 1000 + i},
+                [
+                    orjson.dumps({"type": "session", "id": sid}),
+                    orjson.dumps({"type": "message", "id": f"m{i}"}),
+                ],
+            )
+
+    store.bulk_import(records(), batch_records=10, batch_rows=40, private_build=True)  # type: ignore[arg-type]
+    assert modes == ["delete"]
+    conn = store._db()
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    creates = [i for i, s in enumerate(statements) if s.startswith("CREATE INDEX")]
+    node_inserts = [i for i, s in enumerate(statements) if "INTO session_nodes" in s]
+    assert creates and node_inserts and min(creates) > max(node_inserts)
+    store.close()
+    plain = SqliteStore(_db(tmp_path / "plain"), "main", create=True)
+    schema = (
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+    )
+    want = plain._db().execute(schema).fetchall()
+    plain.close()
+    check = sqlite3.connect(_db(tmp_path / "build"))
+    try:
+        assert check.execute(schema).fetchall() == want
+        assert check.execute("SELECT count(*) FROM session_nodes WHERE label = 'l7'").fetchone()[0] == 1
+        plan = check.execute("EXPLAIN QUERY PLAN SELECT * FROM session_nodes WHERE label = 'l7'").fetchall()
+        assert "idx_agent_session_nodes_label" in str(plan)
+    finally:
+        check.close()

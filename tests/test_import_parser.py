@@ -58,6 +58,27 @@ def _odd_state(root: Path) -> Path:
     index[keys[2]].pop("sessionFile", None)
     index[keys[4]]["sessionId"] = "0badc0de-0000-4000-8000-000000000000"  # its transcript is missing
     index[keys[4]].pop("sessionFile", None)
+    # the entries' rows, computed by the parser too: every projection, and a bare key merged into
+    # its canonical one (the other row's transcript is imported without an entry)
+    index[keys[5]].update(
+        label="naïve ✓",
+        displayName="D",
+        status="done",
+        spawnedBy="agent:main:p",
+        pinnedAt=1.5,
+        archivedAt=2,
+        lastReadAt=3,
+        lastInteractionAt=4,
+        lastActivityAt=5,
+        createdAt=6,
+        sessionStartedAt=7,
+        chatType="group",
+        origin={"provider": "telegram", "chatType": "direct"},
+        modelProvider="p",
+        model="m",
+    )
+    index["cron:nightly"] = index.pop(keys[7])
+    index["agent:main:cron:nightly"] = index.pop(keys[8])
     (sessions / "sessions.json").write_text(json.dumps(index, indent=2))
     return state
 
@@ -95,6 +116,16 @@ def test_parser_process_stores_what_the_in_process_import_stores(
 
     template = _odd_state(tmp_path / "template")
     monkeypatch.setattr(parser_process, "PARSER_FILE_LIMIT", 200_000)  # sent to the parser at its start
+    from openclaw_cli.migration.index_stream import StreamedEntries
+
+    parsed_here: Counter[str] = Counter()  # entries the importing process parsed itself
+    entry_at = StreamedEntries.entry_at
+
+    def counted(self: StreamedEntries, n: int) -> Any:
+        parsed_here[os.environ["OPENCLAW_IMPORT_PARSER"]] += 1
+        return entry_at(self, n)
+
+    monkeypatch.setattr(StreamedEntries, "entry_at", counted)
     results = {}
     for mode in ("inline", "process"):
         state = tmp_path / mode / "state"
@@ -107,8 +138,13 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     assert process[0] == inline[0]
     assert process[1] == inline[1]
     assert process[2] == inline[2]
+    # the parser computed the entries' rows of the records it read (the rest: the merged bare key's
+    # pair, the missing and the oversized transcripts)
+    assert parsed_here["inline"] >= 20 and parsed_here["process"] <= 6, parsed_here
     codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}
-    assert {"transcript_malformed", "transcript_missing"} <= codes, codes
+    assert {"transcript_malformed", "transcript_missing", "entry_alias_merged"} <= codes, codes
+    nodes = {row[0]: row for row in inline[1]["session_nodes"]}
+    assert nodes["agent:main:cron:nightly"] and any(row[7] == "naïve ✓" for row in nodes.values())
     events = inline[1]["transcript_events"]
     assert any(row[5].startswith('{"type":"openclaw-cli.quarantined-line"') for row in events)
     assert any(len(row[5]) > 300_000 for row in events)  # the transcript read in-process
@@ -205,3 +241,31 @@ def test_a_parser_that_dies_fails_the_import_typed_and_rolled_back(
     assert not (state / DB).exists()
     monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", "inline")
     assert doctor_in_process("import").exit_code == 0
+
+
+def test_the_parser_computes_an_entrys_rows_as_the_store_does() -> None:
+    """The rows the parser sends for an entry (`entry_rows`) are the store's own (`node_row`,
+    `window_row` over the entry parsed as the index reader parses it); an entry it cannot take
+    (not an object, not JSON, the store's to decide) comes back as (None, None)."""
+    from openclaw_cli.migration.parser_process import ENTRY_BYTES, ENTRY_NO_ROWS, ENTRY_NONE, entry_rows
+    from openclaw_cli.store.sqlite.lines import encode_entry, node_row, window_row
+
+    sid, key, mtime_ns = "5eed5eed-0000-4000-8000-000000000000", "agent:main:k", 1_790_000_000_123_456_789
+    entry = {
+        "sessionId": sid,
+        "updatedAt": 17.5,
+        "label": "l",
+        "origin": {"provider": "x"},
+        "n": [1, {"a": None}],
+    }
+    data = json.dumps(entry, indent=2).encode()
+    node, window = entry_rows(sid, key, ENTRY_BYTES, data, mtime_ns)
+    assert node == node_row(key, entry, encode_entry(entry))
+    assert window == window_row(sid, key, entry, fallback_ms=1_790_000_000_123)
+    assert entry_rows(sid, key, ENTRY_NONE, None, mtime_ns) == (
+        None,
+        window_row(sid, key, None, fallback_ms=1_790_000_000_123),
+    )
+    assert entry_rows(sid, key, ENTRY_NO_ROWS, data, mtime_ns) == (None, None)
+    assert entry_rows(sid, key, ENTRY_BYTES, b"[1, 2]", mtime_ns) == (None, None)
+    assert entry_rows(sid, key, ENTRY_BYTES, b"{nope", mtime_ns) == (None, None)

@@ -506,7 +506,7 @@ class ImportRun:
                     if job is None:
                         more = False
                         break
-                    parser.submit(job.rec.transcript_text, job.rec.session_id)  # type: ignore[arg-type]
+                    self._submit(parser, job)
                     sent.append(job)
             rec = state.rec
             lines: Any = ()
@@ -519,7 +519,8 @@ class ImportRun:
                 lines = self._open_transcript(state)
             yield ImportRecord(
                 session_key=rec.key,
-                entry=None if state.alias_of is not None else rec.entry,
+                # rows computed by the parser: the entry is not parsed here (`PreparedLines.node`)
+                entry=None if state.alias_of is not None or (prepared and prepared.window) else rec.entry,
                 lines=lines,
                 session_id=rec.session_id,
                 source=rec.transcript_text or rec.expected_text or rec.key,
@@ -534,6 +535,19 @@ class ImportRun:
         if previous is not None and previous.stream is not None:
             previous.stream.finish()
 
+    @staticmethod
+    def _submit(parser: ParserProcess, state: RecState) -> None:
+        """A record's job: its transcript, and its entry's bytes when the parser can compute the
+        entry's rows (a member-wise read index; an entry with its original text is the store's)."""
+        rec = state.rec
+        if state.alias_of is not None:
+            how, data = parsing.ENTRY_NONE, None  # imported without its entry (the key's is another's)
+        elif rec.entry_text is None and (data := rec.entry_bytes()) is not None:
+            how = parsing.ENTRY_BYTES
+        else:
+            how, data = parsing.ENTRY_NO_ROWS, None
+        parser.submit(rec.transcript_text, rec.session_id, rec.key, how, data)  # type: ignore[arg-type]
+
     def _parsed(self, state: RecState, message: tuple[Any, ...]) -> tuple[Any, Any]:
         """A record's state and rows from the parser's message (what `_open_transcript` and the
         store's line loop would have found): (lines, prepared rows)."""
@@ -543,15 +557,28 @@ class ImportRun:
         kind = message[0]
         path = state.rec.transcript_text
         if kind == parsing.OK:
-            _, dev, ino, mtime_ns, size, sha, ends_nl, nsplit, chunks, lines_read, quarantined, issue = (
-                message
-            )
+            (
+                _,
+                dev,
+                ino,
+                mtime_ns,
+                size,
+                sha,
+                ends_nl,
+                nsplit,
+                chunks,
+                lines_read,
+                quarantined,
+                issue,
+                node,
+                window,
+            ) = message
             state.mtime_ms = mtime_ns // 1_000_000
             state.identity = Identity(dev, ino, mtime_ns, size, sha)
             state.ends_nl = ends_nl
             state.nsplit = nsplit
             found = None if issue is None else ReadIssue(path or state.rec.key, issue[0], issue[1])
-            return (), PreparedLines(chunks, lines_read, quarantined, found)
+            return (), PreparedLines(chunks, lines_read, quarantined, found, node, window)
         if kind == parsing.MISSING:
             state.missing = True
         elif kind == parsing.UNREADABLE:

@@ -212,6 +212,11 @@ def _bracket_end(r: _Reader, start: int) -> int:
             raise NotStreamable("unterminated value")
 
 
+def parse_entry(data: bytes) -> Any:
+    """A member's value from its bytes, as `StreamedEntries.entry_at` parses it."""
+    return _parse(data)
+
+
 def _parse(data: bytes) -> Any:
     if len(data) < _DEPTH_SAFE:
         return orjson.loads(data)
@@ -378,10 +383,15 @@ class StreamedEntries:
 
     def entry_at(self, n: int) -> Any:
         """The n-th entry, parsed from the file; IndexChanged when its bytes are not the ones read."""
+        return _parse(self.entry_bytes_at(n))
+
+    def entry_bytes_at(self, n: int) -> bytes:
+        """The n-th entry's bytes (what `entry_at` parses, `parse_entry` parses them elsewhere);
+        IndexChanged when they are not the ones read."""
         data = self._reader.read(self._open(), self.offsets[n], self.lengths[n])
         if len(data) != self.lengths[n] or zlib.crc32(data) != self.crcs[n]:
             raise IndexChanged(f"{self.path}: the file changed while it was imported; rerun the import.")
-        return _parse(data)
+        return data
 
     def _open(self) -> int:
         if self._fd is None:

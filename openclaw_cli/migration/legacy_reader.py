@@ -241,6 +241,13 @@ class Record:
             return entry
         return self._entry  # type: ignore[return-value]
 
+    def entry_bytes(self) -> bytes | None:
+        """The entry's bytes as `sessions.json` holds them, checked against the first read, when
+        the index was read member-wise (the entry is parsed from them); None otherwise."""
+        if self._src is None:
+            return None
+        return self._src.entry_bytes_at(self._idx)
+
     def __repr__(self) -> str:
         return f"Record({self.key!r}, {self.session_id!r}, transcript={self.transcript!r})"
 

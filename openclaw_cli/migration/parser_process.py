@@ -39,10 +39,13 @@ from openclaw_cli.migration.publish import ArtifactError, fingerprint, open_regu
 READ_CHUNK = 8 * 1024 * 1024
 PARSER_FILE_LIMIT = 16 * 1024 * 1024  # larger transcripts are read by the importing process itself
 WINDOW_JOBS = 256  # jobs sent ahead of the record being imported
-WINDOW_JOB_BYTES = 32 * 1024  # ... and their bytes: below a pipe's 64 KiB, so sending never blocks
-PIPE_BYTES = 1024 * 1024  # the results' pipe (F_SETPIPE_SZ when allowed): how far the parser runs ahead
+# ... and their bytes: half the jobs' pipe (32 KiB of the default 64 KiB), so that sending never
+# blocks (a job is at most ENTRY_SEND_MAX plus a path and a key beyond the window)
+WINDOW_JOB_BYTES = 32 * 1024
+ENTRY_SEND_MAX = 16 * 1024  # a larger entry's rows are computed by the importing process
+PIPE_BYTES = 1024 * 1024  # both pipes (F_SETPIPE_SZ when allowed): how far the parser runs ahead
 _LENGTH = struct.Struct("<Q")
-_F_SETPIPE_SZ = 1031  # Linux fcntl
+_F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032  # Linux fcntl
 
 OK, MISSING, UNREADABLE, CHANGED, INLINE, OS_ERROR, INVALID, FAILED = range(8)
 
@@ -103,7 +106,44 @@ class _Counts:
         self.issue: Any = None
 
 
-def parse_one(path: str, sid: str, policy: Any, limit_rows: int, file_limit: int) -> tuple[Any, ...]:
+# what a job asks of the record's entry (its `session_nodes` and `session_windows` rows)
+ENTRY_NONE, ENTRY_NO_ROWS, ENTRY_BYTES = range(3)  # no entry: a window only; the importer's; from bytes
+
+
+def entry_rows(sid: str, key: str, how: int, entry_data: bytes | None, mtime_ns: int) -> tuple[Any, Any]:
+    """(node row or None, window row) of a record as the store computes them (`lines.node_row`,
+    `lines.window_row`, the file's mtime as the fallback time); (None, None) when the importing
+    process computes them itself (an entry it holds, or one that does not parse as an object: the
+    importing process then meets it as it did before)."""
+    from openclaw_cli.store.sqlite.lines import encode_entry, node_row, window_row
+
+    if how == ENTRY_NONE:
+        return None, window_row(sid, key, None, fallback_ms=mtime_ns // 1_000_000)
+    if how != ENTRY_BYTES or entry_data is None:
+        return None, None
+    from openclaw_cli.migration.index_stream import parse_entry
+
+    try:
+        entry = parse_entry(entry_data)
+        if not isinstance(entry, dict):
+            return None, None
+        node = node_row(key, entry, encode_entry(entry))
+        window = window_row(sid, key, entry, fallback_ms=mtime_ns // 1_000_000)
+    except Exception:  # noqa: BLE001 - whatever it is, the importing process meets it itself
+        return None, None
+    return node, window
+
+
+def parse_one(
+    path: str,
+    sid: str,
+    policy: Any,
+    limit_rows: int,
+    file_limit: int,
+    key: str = "",
+    how: int = ENTRY_NO_ROWS,
+    entry_data: bytes | None = None,
+) -> tuple[Any, ...]:
     """One job: the message the importing process turns back into the record's state and rows."""
     from openclaw_cli.store.sqlite.lines import gather_lines
 
@@ -138,6 +178,7 @@ def parse_one(path: str, sid: str, policy: Any, limit_rows: int, file_limit: int
         hand_over=lambda *chunk: chunks.append(chunk),
     )
     issue = counts.issue
+    node, window = entry_rows(sid, key, how, entry_data, before.st_mtime_ns)
     return (
         OK,
         before.st_dev,
@@ -151,6 +192,8 @@ def parse_one(path: str, sid: str, policy: Any, limit_rows: int, file_limit: int
         counts.lines_read,
         counts.quarantined,
         None if issue is None else (issue.line, issue.message),
+        node,
+        window,
     )
 
 
@@ -183,10 +226,10 @@ def main() -> int:
     policy, limit_rows, file_limit = setup
     try:
         while (job := _read_message(inp)) is not None:
-            path, sid = job
+            path, sid, key, how, entry_data = job
             result: tuple[Any, ...]
             try:
-                result = parse_one(path, sid, policy, limit_rows, file_limit)
+                result = parse_one(path, sid, policy, limit_rows, file_limit, key, how, entry_data)
             except OSError as exc:
                 result = (OS_ERROR, exc.errno, exc.strerror, exc.filename)
             except InvalidDataError as exc:  # the "raise" policy: the record's import stops
@@ -215,11 +258,14 @@ class ParserProcess:
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in, self._out = self.proc.stdin, self.proc.stdout
+        self.window_bytes = WINDOW_JOB_BYTES
         try:
             import fcntl
 
             fcntl.fcntl(self._out.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
-        except OSError:
+            fcntl.fcntl(self._in.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
+            self.window_bytes = max(WINDOW_JOB_BYTES, fcntl.fcntl(self._in.fileno(), _F_GETPIPE_SZ) // 2)
+        except (OSError, ImportError):
             pass  # the default 64 KiB: the parser runs less far ahead
         self.pending: deque[int] = deque()  # bytes of each job not taken yet, in order
         self.pending_bytes = 0
@@ -242,10 +288,14 @@ class ParserProcess:
         return RuntimeError(f"the import's parser process stopped (exit {code})")
 
     def room(self) -> bool:
-        return len(self.pending) < WINDOW_JOBS and self.pending_bytes < WINDOW_JOB_BYTES
+        return len(self.pending) < WINDOW_JOBS and self.pending_bytes < self.window_bytes
 
-    def submit(self, path: str, sid: str) -> None:
-        size = self._send((path, sid))
+    def submit(self, path: str, sid: str, key: str, how: int, entry_data: bytes | None) -> None:
+        """A job: the transcript at `path` of session `sid`, and the rows of its entry (`how`:
+        ENTRY_NONE, ENTRY_NO_ROWS or ENTRY_BYTES with the entry's bytes)."""
+        if entry_data is not None and len(entry_data) > ENTRY_SEND_MAX:
+            how, entry_data = ENTRY_NO_ROWS, None
+        size = self._send((path, sid, key, how, entry_data))
         self.pending.append(size)
         self.pending_bytes += size
 

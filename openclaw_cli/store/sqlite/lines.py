@@ -7,17 +7,24 @@ totals. A base for the store (`store/sqlite/store.py`) and for the import's pars
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import orjson
 
+from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError
 from openclaw_cli.store.base import ReadIssue
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, is_wrapped, original_bytes
 from openclaw_cli.store.quarantine import wrap as quarantine_wrap
-from openclaw_cli.store.sqlite_common import ESTIMATED_KINDS, event_token_estimate, timestamp_ms
+from openclaw_cli.store.sqlite_common import (
+    ESTIMATED_KINDS,
+    event_token_estimate,
+    finite_number,
+    ms_int,
+    timestamp_ms,
+)
 
 GATHER_BYTES = 4 * 1024 * 1024  # gathered transcript bytes written per executemany (bounds memory)
 MalformedPolicy = Literal["quarantine", "stop", "skip", "raise"]
@@ -41,12 +48,17 @@ class LineCounts(Protocol):
 @dataclass(slots=True)
 class PreparedLines:
     """A transcript's rows computed ahead by the import's parser process: the chunks
-    `gather_lines` handed over and its counts, replayed by the store as if it had read the lines."""
+    `gather_lines` handed over and its counts, replayed by the store as if it had read the lines,
+    and the rows of its entry."""
 
     chunks: list[Chunk]
     lines_read: int
     quarantined: int
     issue: ReadIssue | None
+    # the record's `session_nodes` row (None: no entry) and `session_windows` row (`node_row`,
+    # `window_row`), computed ahead too; window None: the store computes both from the entry
+    node: tuple[Any, ...] | None = None
+    window: tuple[Any, ...] | None = None
 
 
 def prepare_line(raw: str | bytes, *, internal: bool = True) -> Item | None:
@@ -216,3 +228,87 @@ def gather_lines(
             nbytes = tokens = compactions = 0
     out.lines_read += lines_read
     hand_over(events, identities, seq, newest, nbytes, tokens, compactions)
+
+
+# ---- an entry's rows (`session_nodes`, `session_windows`): the store's and the parser process's ----
+
+
+def text_value(value: Any) -> str | None:
+    """A string projection; a lone surrogate (not encodable as UTF-8, D22) projects as NULL — the
+    entry's JSON text keeps it as written."""
+    if not isinstance(value, str):
+        return None
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value
+
+
+def first_number(entry: Mapping[str, Any], *keys: str) -> int | float | None:
+    for key in keys:
+        value = finite_number(entry.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def encode_entry(entry: dict[str, Any]) -> bytes:
+    # numbers kept as written (RawNumber), >64-bit integers and lone surrogates as JSON.stringify
+    # writes them (D22): never `Infinity`, never a silent null
+    return jsonutil.dumps_bytes(entry)
+
+
+def node_row(key: str, entry: dict[str, Any], data: bytes) -> tuple[Any, ...]:
+    """The projections of an entry (OpenClaw S-1 names); entry_json stays the source of truth."""
+    parent = text_value(entry.get("parentSessionKey")) or text_value(entry.get("spawnedBy"))
+    return (
+        key,
+        text_value(entry.get("sessionId")),
+        finite_number(entry.get("updatedAt")),
+        finite_number(entry.get("createdAt")),
+        text_value(entry.get("status")),
+        parent,
+        text_value(entry.get("spawnedBy")),
+        text_value(entry.get("label")),
+        text_value(entry.get("displayName")),
+        finite_number(entry.get("pinnedAt")),
+        finite_number(entry.get("archivedAt")),
+        finite_number(entry.get("lastReadAt")),
+        finite_number(entry.get("lastInteractionAt")),
+        finite_number(entry.get("lastActivityAt")),
+        len(data),
+        data.decode("utf-8"),
+    )
+
+
+def window_row(
+    session_id: str,
+    key: str,
+    entry: Mapping[str, Any] | None,
+    *,
+    fallback_ms: int,
+    previous: str | None = None,
+    reason: str | None = None,
+) -> tuple[Any, ...]:
+    entry = entry or {}
+    created = ms_int(first_number(entry, "sessionStartedAt", "startedAt", "updatedAt"))
+    updated = ms_int(first_number(entry, "updatedAt"))
+    created_ms = created if created is not None else fallback_ms
+    updated_ms = updated if updated is not None else created_ms
+    origin: dict[str, Any] = entry["origin"] if isinstance(entry.get("origin"), dict) else {}
+    chat_type = text_value(entry.get("chatType")) or text_value(origin.get("chatType"))
+    return (
+        session_id,
+        key,
+        previous,
+        reason,
+        created_ms,
+        updated_ms,
+        chat_type,
+        text_value(entry.get("channel")) or text_value(origin.get("provider")),
+        text_value(entry.get("modelProvider")),
+        text_value(entry.get("model")),
+    )

@@ -55,16 +55,18 @@ from openclaw_cli.store.sqlite.lines import (
     prepare_line,
     refused_line,
 )
+from openclaw_cli.store.sqlite.lines import encode_entry as _encode_entry
+from openclaw_cli.store.sqlite.lines import node_row as _node_row
+from openclaw_cli.store.sqlite.lines import text_value as _text
+from openclaw_cli.store.sqlite.lines import window_row as _window_row
 from openclaw_cli.store.sqlite_common import (
     LIVE_WAL_AUTOCHECKPOINT,
     ReadOnlyConnection,
     cached_fact,
     event_token_estimate,
-    finite_number,
     iso_from_ms,
     keeper,
     list_archive_files,
-    ms_int,
     now_ms,
     open_readonly,
     sessions_dir_for,
@@ -149,87 +151,6 @@ PRIVATE_BUILD_COMMIT_BYTES = 32 * 1024 * 1024
 ROW_OVERHEAD_BYTES = (
     128  # what a row adds besides its JSON (keys, projections, index entries), for that budget
 )
-
-
-def _text(value: Any) -> str | None:
-    """A string projection; a lone surrogate (not encodable as UTF-8, D22) projects as NULL — the
-    entry's JSON text keeps it as written."""
-    if not isinstance(value, str):
-        return None
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    return value
-
-
-def _first_number(entry: Mapping[str, Any], *keys: str) -> int | float | None:
-    for key in keys:
-        value = finite_number(entry.get(key))
-        if value is not None:
-            return value
-    return None
-
-
-def _encode_entry(entry: dict[str, Any]) -> bytes:
-    # numbers kept as written (RawNumber), >64-bit integers and lone surrogates as JSON.stringify
-    # writes them (D22): never `Infinity`, never a silent null
-    return jsonutil.dumps_bytes(entry)
-
-
-def _node_row(key: str, entry: dict[str, Any], data: bytes) -> tuple[Any, ...]:
-    """The projections of an entry (OpenClaw S-1 names); entry_json stays the source of truth."""
-    parent = _text(entry.get("parentSessionKey")) or _text(entry.get("spawnedBy"))
-    return (
-        key,
-        _text(entry.get("sessionId")),
-        finite_number(entry.get("updatedAt")),
-        finite_number(entry.get("createdAt")),
-        _text(entry.get("status")),
-        parent,
-        _text(entry.get("spawnedBy")),
-        _text(entry.get("label")),
-        _text(entry.get("displayName")),
-        finite_number(entry.get("pinnedAt")),
-        finite_number(entry.get("archivedAt")),
-        finite_number(entry.get("lastReadAt")),
-        finite_number(entry.get("lastInteractionAt")),
-        finite_number(entry.get("lastActivityAt")),
-        len(data),
-        data.decode("utf-8"),
-    )
-
-
-def _window_row(
-    session_id: str,
-    key: str,
-    entry: Mapping[str, Any] | None,
-    *,
-    fallback_ms: int,
-    previous: str | None = None,
-    reason: str | None = None,
-) -> tuple[Any, ...]:
-    entry = entry or {}
-    created = ms_int(_first_number(entry, "sessionStartedAt", "startedAt", "updatedAt"))
-    updated = ms_int(_first_number(entry, "updatedAt"))
-    created_ms = created if created is not None else fallback_ms
-    updated_ms = updated if updated is not None else created_ms
-    origin: dict[str, Any] = entry["origin"] if isinstance(entry.get("origin"), dict) else {}
-    chat_type = _text(entry.get("chatType")) or _text(origin.get("chatType"))
-    return (
-        session_id,
-        key,
-        previous,
-        reason,
-        created_ms,
-        updated_ms,
-        chat_type,
-        _text(entry.get("channel")) or _text(origin.get("provider")),
-        _text(entry.get("modelProvider")),
-        _text(entry.get("model")),
-    )
 
 
 _INDEX_LISTING_MAX = 1000  # pages up to this size use the updated_at index
@@ -1604,7 +1525,9 @@ class SqliteStore(SessionStore):
         process opens and that is discarded, never resumed, when the import stops early: no sync
         per commit or checkpoint, a larger page cache (fewer pages spilled and written again), and
         commits per `PRIVATE_BUILD_COMMIT_BYTES` of rows instead of per batch, each checkpointed;
-        the file is fsynced once before this returns.
+        the file is fsynced once before this returns. Into an empty build, the rows go in under a
+        rollback journal (each page written once; it is WAL again, as published, when this returns)
+        and the secondary indexes of the session tables are created after the rows.
 
         `on_result`: each record's result is handed to it as the record is imported, instead of
         being kept in the returned `records` (an import of 100,000 sessions keeps what it needs).
@@ -1622,6 +1545,7 @@ class SqliteStore(SessionStore):
             if private_build:
                 self._private_build_mode(conn, True, cache_kib=private_build_cache_kib(expected_records))
                 state.commit_bytes = PRIVATE_BUILD_COMMIT_BYTES
+            deferred = _drop_secondary_indexes(conn) if private_build and state.fast else []
             try:
                 for record in records:
                     state.begin()
@@ -1633,6 +1557,11 @@ class SqliteStore(SessionStore):
                     state.records += 1
                     state.maybe_commit()
                 state.commit()
+                if deferred:  # built once from the sorted rows: cheaper than kept up per insert
+                    conn.execute("BEGIN IMMEDIATE")
+                    for sql in deferred:
+                        conn.execute(sql)
+                    conn.execute("COMMIT")
             except BaseException as exc:
                 try:
                     state.rollback()
@@ -1654,8 +1583,16 @@ class SqliteStore(SessionStore):
             if on:
                 conn.execute("PRAGMA synchronous = OFF")
                 conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+                # a rollback journal: each page is written once, into the database (WAL writes
+                # every page twice: into the WAL, then by the checkpoint); no reader, no resume.
+                # Best effort: a connection we do not know of keeps it in WAL, as before.
+                try:
+                    conn.execute("PRAGMA journal_mode = DELETE")
+                except sqlite3.Error:
+                    pass
                 return
             conn.execute("PRAGMA cache_size = -2000")
+            conn.execute("PRAGMA journal_mode = WAL")  # what it is published as (and was created as)
             conn.execute("PRAGMA synchronous = NORMAL")  # the closing checkpoint syncs the WAL's rest
         except sqlite3.Error as exc:
             raise translate_error(exc, self.path, self.busy_timeout_ms, writing=True) from None
@@ -1709,6 +1646,27 @@ class SqliteStore(SessionStore):
                 "schemaVersion": self._q(schema_mod.schema_version),
             },
         )
+
+
+# The tables whose secondary indexes a fresh private build creates after its rows (the primary keys
+# stay: the gathered import relies on them).
+_DEFERRED_INDEX_TABLES = ("session_nodes", "session_windows")
+
+
+def _drop_secondary_indexes(conn: sqlite3.Connection) -> list[str]:
+    """Drop the explicit indexes of the session tables of an empty private build; returns their
+    `CREATE INDEX` statements (as stored in the schema), to be run again once the rows are in."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        f" AND tbl_name IN ({', '.join('?' for _ in _DEFERRED_INDEX_TABLES)}) ORDER BY rowid",
+        _DEFERRED_INDEX_TABLES,
+    ).fetchall()
+    for name, _sql in rows:
+        conn.execute(f'DROP INDEX "{name}"')
+    return [sql for _name, sql in rows]
+
+
+_NODE_BYTES = 14  # entry_bytes in a `node_row`
 
 
 class _BulkState:
@@ -1792,14 +1750,26 @@ class _BulkState:
         sid = record.session_id if record.session_id is not None else (entry or {}).get("sessionId")
         out = ImportRecordResult(key, sid if isinstance(sid, str) else None, False, False)
         valid_sid = isinstance(sid, str) and is_valid_legacy_session_id(sid)
+        prepared = record.prepared
+        window = prepared.window if prepared is not None else None  # set: the entry's rows came too
+        node = prepared.node if prepared is not None and window is not None else None
+        if window is not None and entry is not None:
+            raise RuntimeError(f"an entry and its rows prepared ahead for {key}: one or the other")
         fast = (
-            self.fast and (entry is None or key not in self.keys) and (not valid_sid or sid not in self.sids)
+            self.fast
+            and ((entry is None and node is None) or key not in self.keys)
+            and (not valid_sid or sid not in self.sids)
         )
-        if not fast and record.prepared is not None:
+        if not fast and prepared is not None:
             raise RuntimeError(f"rows prepared ahead for {key}, which the gathered import cannot take")
         if not fast and self.fast:
             self.write_gathered()  # the general path reads what is stored
-        if entry is not None:
+        if node is not None:  # the parser's `node_row`: the entry inserted as the store would
+            self.bytes += node[_NODE_BYTES] + ROW_OVERHEAD_BYTES
+            self.nodes.append(node)
+            self.keys.add(key)
+            out.entry_inserted = True
+        elif entry is not None:
             data = (
                 record.entry_text.encode("utf-8") if record.entry_text is not None else _encode_entry(entry)
             )
@@ -1820,7 +1790,8 @@ class _BulkState:
             return out
         assert isinstance(sid, str)
         fallback = record.created_at_ms if record.created_at_ms is not None else self.stamp
-        window = _window_row(sid, key, entry, fallback_ms=fallback)
+        if window is None:
+            window = _window_row(sid, key, entry, fallback_ms=fallback)
         if fast:
             self.sids.add(sid)
             _SessionImport(
