@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -69,7 +72,7 @@ def no_color() -> bool:
 _console = None
 
 
-def stderr_console():
+def stderr_console() -> Console:
     """Rich console on stderr; colour off under NO_COLOR or when not a terminal."""
     global _console
     if _console is None:

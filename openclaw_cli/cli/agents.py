@@ -4,11 +4,16 @@ only when nothing listens (spec D9/D20)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 from openclaw_cli.cli.store_options import NO_BACKUP
+
+if TYPE_CHECKING:
+    from openclaw_cli.ops.context import Context
 
 agents_app = typer.Typer(
     rich_markup_mode=None,
@@ -76,7 +81,7 @@ def unconfigured_hint(agent_ids: list[str]) -> str:
     )
 
 
-def _agents_lines(items: list[dict], *, tree: bool) -> list[str]:
+def _agents_lines(items: list[dict[str, Any]], *, tree: bool) -> list[str]:
     from openclaw_cli.output import sanitize_text as s
 
     lines = ["Agents:"]
@@ -173,13 +178,13 @@ def agents_delete(
     run(body, json_mode=json_mode)
 
 
-def _hints(cx) -> None:
+def _hints(cx: Context) -> None:
     from openclaw_cli.cli.common import say_hints
 
     say_hints(cx.hints)
 
 
-def _render_delete(result: dict) -> None:
+def _render_delete(result: dict[str, Any]) -> None:
     """Text for both shapes: ours (archives, config) and the Gateway's `{removed[], failed[]}`: the
     result on stdout, failures on stderr."""
     from openclaw_cli.output import err, out, sanitize_text

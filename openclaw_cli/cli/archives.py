@@ -3,6 +3,8 @@ Results on stdout; hints on stderr. Restores run offline (OpenClaw's Gateway has
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from openclaw_cli.cli.common import run
@@ -131,7 +133,7 @@ def _when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def archive_lines(doc: dict) -> list[str]:
+def archive_lines(doc: dict[str, Any]) -> list[str]:
     from openclaw_cli.cli.render_storage import human
     from openclaw_cli.cli.table import Column, render_table
     from openclaw_cli.cli.term import stdout_printer
@@ -165,7 +167,7 @@ def archive_lines(doc: dict) -> list[str]:
     ]
 
 
-def show_lines(doc: dict) -> list[str]:
+def show_lines(doc: dict[str, Any]) -> list[str]:
     import orjson
 
     from openclaw_cli.cli.render_storage import human

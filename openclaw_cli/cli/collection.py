@@ -60,7 +60,7 @@ def reclaim_command(
     run(body, json_mode=json_mode)
 
 
-def collect_lines(doc: dict) -> list[str]:
+def collect_lines(doc: dict[str, Any]) -> list[str]:
     from openclaw_cli.cli.render_storage import human
     from openclaw_cli.output import sanitize_text as s
 
@@ -87,7 +87,7 @@ def collect_lines(doc: dict) -> list[str]:
     return lines
 
 
-def explain_lines(doc: dict) -> list[str]:
+def explain_lines(doc: dict[str, Any]) -> list[str]:
     from openclaw_cli.output import sanitize_text as s
 
     lines = [

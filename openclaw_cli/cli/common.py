@@ -18,6 +18,9 @@ from openclaw_cli.errors import ExitCode, OpenClawError
 if TYPE_CHECKING:
     import typer
 
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.paths import StatePaths
+
 T = TypeVar("T")
 
 
@@ -115,7 +118,7 @@ def warn_config(warnings: list[str] | tuple[str, ...]) -> None:
         _say_painted("Config warning:", "warning", sanitize_text(warning))
 
 
-def load_context(typer_ctx: typer.Context | None = None, **kwargs: Any):
+def load_context(typer_ctx: typer.Context | None = None, **kwargs: Any) -> Context:
     """`ops.context.Context.load` for this invocation's state dir (`--profile`), with the config's
     warnings said on stderr."""
     from openclaw_cli.ops.context import Context
@@ -191,7 +194,7 @@ def _pending_notes(*, say: bool) -> None:
     notes.clear()
 
 
-def state_paths(ctx: typer.Context | None = None):
+def state_paths(ctx: typer.Context | None = None) -> StatePaths:
     from openclaw_cli.paths import resolve_paths
 
     profile = None

@@ -5,7 +5,10 @@ never fails loudly: any problem completes nothing."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openclaw_cli.ops.context import Context
 
 MAX_KEYS = 200
 
@@ -21,7 +24,7 @@ def _params(ctx: Any) -> dict[str, Any]:
     return merged
 
 
-def _context():
+def _context() -> Context:
     from openclaw_cli.ops.context import Context
     from openclaw_cli.paths import resolve_paths
 

@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
+
+if TYPE_CHECKING:
+    from openclaw_cli.paths import StatePaths
+    from openclaw_cli.progress import ProgressFactory
 
 MUTUALLY_EXCLUSIVE = (
     "doctor operations are mutually exclusive: choose one of --lint, --fix/--repair, --post-upgrade, "
@@ -91,13 +97,13 @@ def register(app: typer.Typer) -> None:
         run(body, json_mode=json_out)
 
 
-def _progress(json_out: bool):
+def _progress(json_out: bool) -> ProgressFactory | None:
     from openclaw_cli.cli.progress import progress_factory
 
     return progress_factory(json_out)
 
 
-def _paths(ctx: typer.Context):
+def _paths(ctx: typer.Context) -> StatePaths:
     from openclaw_cli.cli.common import state_paths
 
     return state_paths(ctx)

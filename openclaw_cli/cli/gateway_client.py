@@ -14,12 +14,15 @@ Errors are OpenClaw's `gateway_transport_error` / `gateway_request_error` /
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from openclaw_cli.cli.common import echo_json, run, state_paths
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
+
+if TYPE_CHECKING:
+    from openclaw_cli.gateway.discovery import GatewayTarget
 
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 PARAMS = typer.Option("{}", "--params", metavar="<json>", help="The method's params as a JSON value.")
@@ -29,7 +32,9 @@ METHOD = typer.Argument(
 _METHOD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
 
 
-def _target(ctx: typer.Context | None, url: str | None, token: str | None, password: str | None):
+def _target(
+    ctx: typer.Context | None, url: str | None, token: str | None, password: str | None
+) -> GatewayTarget:
     from openclaw_cli.config import load_config
     from openclaw_cli.gateway.discovery import discover
 

@@ -10,10 +10,18 @@ state directory (`gateway.ownership`).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from openclaw_cli.cli.common import command_exit, echo_json, run, state_paths
+
+if TYPE_CHECKING:
+    import ssl
+
+    from openclaw_cli.config.loader import LoadedConfig
+    from openclaw_cli.gateway.logfile import LogFile
+    from openclaw_cli.paths import StatePaths
 
 BINDS = ("loopback", "lan", "custom")
 LOOPBACK_HOST = "127.0.0.1"
@@ -76,7 +84,7 @@ def check_secret(mode: str, secret: str | None, *, loopback: bool, bind: str) ->
 
 
 def resolve_run_settings(
-    config,
+    config: LoadedConfig,
     *,
     port: int | None,
     bind: str | None,
@@ -86,7 +94,7 @@ def resolve_run_settings(
     password_file: str | None,
     allow_unconfigured: bool,
     token_file: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Flags over `gateway.*` over the defaults; every refusal OpenClaw makes at start-up."""
     from openclaw_cli.config import gateway_settings
     from openclaw_cli.errors import ConfigError, UsageError
@@ -164,7 +172,7 @@ def resolve_run_settings(
     }
 
 
-def _tls_context(cert: str | None, key: str | None):
+def _tls_context(cert: str | None, key: str | None) -> ssl.SSLContext:
     import ssl
 
     from openclaw_cli.errors import ConfigError
@@ -264,7 +272,7 @@ def gateway_run(
     run(body)
 
 
-def _log_file(paths):
+def _log_file(paths: StatePaths) -> LogFile:
     """The file `logs.tail` serves (`logging.file`, else `<state dir>/logs/gateway.log`)."""
     from openclaw_cli.gateway.logfile import LogFile
     from openclaw_cli.ops.context import Context
@@ -273,7 +281,7 @@ def _log_file(paths):
     return LogFile(log_file(Context.load(paths, strict=False)))
 
 
-def serve_forever(paths, resolved: dict, *, verbose: bool) -> None:
+def serve_forever(paths: StatePaths, resolved: dict[str, Any], *, verbose: bool) -> None:
     """Own the state dir, listen, serve until a signal, then shut down gracefully."""
     import asyncio
     import os
@@ -436,7 +444,7 @@ def gateway_status(
     run(body, json_mode=json_mode)
 
 
-def _probe(url: str, timeout_s: float = 2.0) -> dict:
+def _probe(url: str, timeout_s: float = 2.0) -> dict[str, Any]:
     """Does the marker's URL answer with OpenClaw's `connect.challenge`? (No credentials needed:
     the challenge comes before any auth.) Latency is from TCP connect to the challenge."""
     import time

@@ -11,13 +11,19 @@ when any key failed; `delete` without `--yes` asks on a terminal and refuses (ex
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 from openclaw_cli.cli.store_options import NO_BACKUP
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from openclaw_cli.cli.delegation import GatewayOptions
+    from openclaw_cli.ops.context import Context
 
 
 def _complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -90,7 +96,9 @@ def _parent(ctx: typer.Context) -> dict[str, Any]:
     return ctx.parent.obj if ctx.parent is not None and isinstance(ctx.parent.obj, dict) else {}
 
 
-def _gateway_options(url: str | None, token: str | None, password: str | None, timeout: str | None):
+def _gateway_options(
+    url: str | None, token: str | None, password: str | None, timeout: str | None
+) -> GatewayOptions:
     from openclaw_cli.cli.delegation import gateway_options
 
     return gateway_options(url, token, password, timeout)
@@ -166,7 +174,8 @@ class Runner:
     def _listing(self, keys: list[str], agent: str | None) -> list[dict[str, Any]] | None:
         from openclaw_cli.errors import GatewayError
 
-        wanted, found, offset = set(keys), [], 0
+        found: list[dict[str, Any]] = []
+        wanted, offset = set(keys), 0
         for _ in range(10_000):  # bounded: a Gateway that pages forever is an error below
             params: dict[str, Any] = {
                 "limit": LIST_PAGE,
@@ -195,7 +204,7 @@ class Runner:
         raise GatewayError("Gateway returned invalid sessions.list pagination.")
 
 
-def _context(no_backup: bool = False):
+def _context(no_backup: bool = False) -> Context:
     from openclaw_cli.cli.common import load_context
 
     return load_context(backup=not no_backup)
@@ -211,7 +220,7 @@ def _hints(cx: Any, json_mode: bool, doc: dict[str, Any] | None = None) -> None:
     say_hints(cx.hints)
 
 
-def _confirm(json_mode: bool):
+def _confirm(json_mode: bool) -> Callable[[int], str]:
     import sys
 
     def ask(count: int) -> str:
@@ -237,7 +246,7 @@ def batch_command(
     store: str | None,
     dry_run: bool,
     json_mode: bool,
-    gateway: tuple,
+    gateway: tuple[str | None, str | None, str | None, str | None],
     label: str | None = None,
     yes: bool = False,
     archived_only: bool = False,
@@ -312,7 +321,7 @@ def _single(
     *,
     store: str | None,
     dry_run: bool,
-    gateway: tuple,
+    gateway: tuple[str | None, str | None, str | None, str | None],
     expect_row: bool,
     render: Any,
     json_mode: bool,

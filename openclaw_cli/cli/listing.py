@@ -68,7 +68,7 @@ def list_command(
     run(body, json_mode=json_mode)
 
 
-def _report_store_errors(cx: Any, result: dict) -> None:
+def _report_store_errors(cx: Any, result: dict[str, Any]) -> None:
     """Stores that could not be read (the others were listed): each on stderr, exit with the
     first one's code (e.g. 6 for a corrupt store)."""
     if not cx.failures:

@@ -3,7 +3,7 @@ stderr, only on an interactive terminal and never under `--json`."""
 
 from __future__ import annotations
 
-from openclaw_cli.progress import ProgressFactory
+from openclaw_cli.progress import ProgressFactory, Tick
 
 
 def progress_factory(json_mode: bool) -> ProgressFactory | None:
@@ -13,7 +13,7 @@ def progress_factory(json_mode: bool) -> ProgressFactory | None:
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    def factory(description: str, total: int):
+    def factory(description: str, total: int) -> Tick:
         prog = Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -3,10 +3,15 @@ listing too, unlike 2026.9.6), hints and per-store errors on stderr."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from openclaw_cli.cli.common import echo_json, load_context, print_lines, run, say_hints
 from openclaw_cli.cli.listing import list_command as _list
+
+if TYPE_CHECKING:
+    from openclaw_cli.ops.context import Context
 
 sessions_app = typer.Typer(
     help="List sessions (default), tail a transcript, clean up or compact stores.",
@@ -136,7 +141,7 @@ def _filters(
     unread: bool,
     channel: str | None,
     sort: str | None,
-) -> dict | None:
+) -> dict[str, Any] | None:
     """The listing filters given (issue 27), or None (the plain listing, which can stream)."""
     given = {
         "kinds": list(kind or []),
@@ -228,7 +233,7 @@ def sessions_tail(
             raise UsageError("--interval must be a positive number of seconds, for example --interval 0.5.")
         cx = load_context()
         chosen_agent, chosen_store = agent or parent.get("agent"), store or parent.get("store")
-        cursor: list = []
+        cursor: list[str | None] = []
         result = tail_session(
             cx, session_key, n=tail, agent=chosen_agent, store=chosen_store, context=context, cursor=cursor
         )
@@ -264,7 +269,15 @@ def sessions_tail(
 
 
 def _follow(
-    cx, key: str, *, agent, store, interval: float, json_mode: bool, after: str | None, session_id: str
+    cx: Context,
+    key: str,
+    *,
+    agent: str | None,
+    store: str | None,
+    interval: float,
+    json_mode: bool,
+    after: str | None,
+    session_id: str,
 ) -> None:
     from openclaw_cli.cli.render import entry_line
     from openclaw_cli.ops.sessions import follow_session

@@ -3,6 +3,8 @@ Results on stdout; a ledger with unreadable lines is said on stderr (the readabl
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from openclaw_cli.cli.common import run
@@ -58,7 +60,7 @@ def usage(
     run(body, json_mode=json_mode)
 
 
-def usage_lines(doc: dict) -> list[str]:
+def usage_lines(doc: dict[str, Any]) -> list[str]:
     from openclaw_cli.cli.table import Column, render_table
     from openclaw_cli.cli.term import stdout_printer
     from openclaw_cli.output import sanitize_text as s
