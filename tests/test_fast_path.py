@@ -53,7 +53,8 @@ def state(template: Path, state_dir: Path) -> Path:
 
 
 def _normalised(text: str) -> str:
-    text = re.sub(r'"ageMs": \d+', '"ageMs": N', text)
+    text = re.sub(r'"(\w*[aA]geMs|age)": \d+', r'"\1": N', text)
+    text = re.sub(r"\b\d+(?:\.\d+)?(?:ms|s|m|h|d) ago\b", "N ago", text)  # status's text ages
     return re.sub(r"in \d+(?:\.\d+)? ms", "in N ms", text)  # --verbose timings
 
 
@@ -102,6 +103,13 @@ SERVED = [
     ("sessions", "search", "turn", "--agent", "work", "--no-archived", "--json"),
     ("sessions", "search", "turn", "--limit", "0", "--json"),
     ("sessions", "search", "--json", "--fixed", "turn 1", "--redact", "--since", "2026-01-01"),
+    # status (issue 30): a broken agent's store makes every run a partial failure (its exit code)
+    ("status", "--json"),
+    ("status", "--json", "--no-probe"),
+    ("status",),
+    ("status", "--no-probe", "--wide", "--verbose"),
+    ("--profile", "p1", "status", "--json"),
+    ("status", "--json", "--no-color", "--behavior", "2026.9.6"),
 ]
 NOT_SERVED = [
     (),
@@ -131,6 +139,12 @@ NOT_SERVED = [
     ("sessions", "search", "--", "-x"),
     ("sessions", "--json", "search", "x"),
     ("sessions", "search", "x", "--url", "ws://127.0.0.1:1"),
+    ("status", "--json", "--json"),
+    ("status", "--bogus"),
+    ("status", "extra"),
+    ("status", "--json=1"),
+    ("status", "--", "--json"),
+    ("status", "--json", "--behavior", "1999"),
 ]
 
 
@@ -199,6 +213,12 @@ def test_a_served_listing_never_imports_typer_and_the_others_do(state: Path):
     )
     assert "typer" in _imported(["sessions", "--json"], OPENCLAW_FAST_PATH="0")
     assert "typer" in _imported(["sessions", "tail", "--json"])
+    # status with no failure (a failure ends through typer.Exit, as above): an empty state dir
+    empty = state.parent / "empty-state"
+    empty.mkdir()
+    status = _imported(["status", "--json", "--no-probe"], OPENCLAW_STATE_DIR=str(empty))
+    assert "openclaw_cli.ops.status" in status
+    assert not any(name.split(".")[0] in ("typer", "click", "rich") for name in status)
     # an error ends the command through typer.Exit: Typer is imported then, not before
     assert "typer" in _imported(["sessions", "--json", "--limit", "x"])
 

@@ -1,8 +1,10 @@
-"""The fast path: `openclaw sessions [list] … --json` run without importing Typer/click (~30 ms
-of a ~75 ms command), for scripts and the Gateway-less clients that poll the listing.
+"""The fast path: `openclaw sessions [list] … --json`, `sessions search QUERY …` and `status
+[--json] [--no-probe] [--wide] [--verbose]` run without importing Typer/click (~30 ms of a ~75 ms
+command; status since issue 30), for scripts and the clients that poll them.
 
 It serves only argument lists it understands completely, and runs the very body the Typer
-command runs (`cli/listing.list_command`, through the same `cli/common.run`), so the output, the
+command runs (`cli/listing.list_command`, `cli/search_body.search_command`,
+`cli/status_body.status_command`, through the same `cli/common.run`), so the output, the
 exit code and every error are the same bytes. What the Typer app parses is mirrored here for
 that subset: root options first (`--profile V`, `--profile=V`, `--no-color`, also after the
 subcommand: `rootopts.hoist_root_options`), then `sessions`, its options, optionally `list` and its
@@ -59,6 +61,8 @@ _SEARCH_FLAGS = {
     "--archived": "archived",
     "--no-archived": "archived",
 }
+# `openclaw status` (cli/status.py): flags only
+_STATUS_FLAGS = {"--json": "json_mode", "--no-probe": "no_probe", "--wide": "wide", "--verbose": "verbose"}
 # environment variables that put click into shell-completion mode
 _COMPLETION_VARS = ("_OPENCLAW_COMPLETE", "_TYPER_COMPLETE_ARGS")
 
@@ -154,13 +158,25 @@ def _search(args: list[str], i: int) -> dict[str, Any] | None:
 
 
 def parse(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The listing call (`root`: `profile`, `no_color`; `listing`: `list_command`'s parameters)
-    for an argument list this path serves, else None."""
+    """The call (`root`: `profile`, `behavior`, `no_color`; then `listing`, `search` or `status`:
+    the body's parameters) for an argument list this path serves, else None."""
     args = hoist_root_options(argv)
     root = _options(args, 0, ROOT_VALUE_PARAMS, dict.fromkeys(ROOT_FLAGS, "no_color"))
     if root is None:
         return None
     root_opts, i = root
+    root_call = {
+        "profile": root_opts.get("profile"),
+        "behavior": root_opts.get("behavior"),
+        "no_color": bool(root_opts.get("no_color")),
+    }
+    if invalid_profile(root_call["profile"]) is not None or invalid_behavior(root_call["behavior"]):
+        return None  # the root callback's usage error, from the Typer app
+    if i < len(args) and args[i] == "status":
+        flags = _options(args, i + 1, {}, _STATUS_FLAGS)
+        if flags is None or flags[1] != len(args):
+            return None
+        return {"root": root_call, "status": {p: flags[0].get(p, False) for p in _STATUS_FLAGS.values()}}
     if i >= len(args) or args[i] != "sessions":
         return None
     group = _options(args, i + 1, _VALUE_OPTIONS, _FLAG_OPTIONS)
@@ -172,21 +188,7 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
         if group_opts:
             return None  # `sessions --json search …`: the group's options are merged by the Typer app
         searching = _search(args, i + 1)
-        profile = root_opts.get("profile")
-        if (
-            searching is None
-            or invalid_profile(profile) is not None
-            or invalid_behavior(root_opts.get("behavior"))
-        ):
-            return None
-        return {
-            "root": {
-                "profile": profile,
-                "behavior": root_opts.get("behavior"),
-                "no_color": bool(root_opts.get("no_color")),
-            },
-            "search": searching,
-        }
+        return None if searching is None else {"root": root_call, "search": searching}
     if i < len(args):
         if args[i] != "list":
             return None
@@ -201,17 +203,7 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
         listing[param] = sub_opts.get(param, default) or group_opts.get(param, default)
     if not listing["json_mode"]:
         return None
-    profile = root_opts.get("profile")
-    if invalid_profile(profile) is not None or invalid_behavior(root_opts.get("behavior")) is not None:
-        return None
-    return {
-        "root": {
-            "profile": profile,
-            "behavior": root_opts.get("behavior"),
-            "no_color": bool(root_opts.get("no_color")),
-        },
-        "listing": listing,
-    }
+    return {"root": root_call, "listing": listing}
 
 
 def dispatch(argv: Sequence[str]) -> int | None:
@@ -234,7 +226,11 @@ def dispatch(argv: Sequence[str]) -> int | None:
         from openclaw_cli.cli.common import exit_code_of
 
         try:
-            if "search" in call:
+            if "status" in call:
+                from openclaw_cli.cli.status_body import status_command
+
+                status_command(**call["status"])
+            elif "search" in call:
                 from openclaw_cli.cli.search_body import search_command
 
                 search_command(**call["search"])
