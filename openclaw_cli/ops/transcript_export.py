@@ -86,16 +86,65 @@ def _slim(line: Any) -> Any:
     return TranscriptLine(seq=line.seq, raw="", obj=slim)
 
 
-def _is_linear(lines: Iterator[Any]) -> bool:
+EXACT_IDS = 65_536  # ids a linear check keeps as they are; past that, a fixed-size filter
+_FILTER_BITS = 1 << 27  # 16 MiB, 4 probes: a false "seen" once in ~10 checks of a 1M-line file
+
+
+class _SeenIds:
+    """The ids met so far, in bounded memory: the first EXACT_IDS in a set, every later one in a
+    Bloom filter of fixed size. `add` answers False for an id certainly met before; an id the
+    filter only may have met is kept as a suspect, for an exact count afterwards."""
+
+    def __init__(self) -> None:
+        self.exact: set[str] = set()
+        self.bits: bytearray | None = None
+        self.suspects: set[str] = set()
+
+    @staticmethod
+    def _places(ident: str) -> tuple[int, int, int, int]:
+        mask = _FILTER_BITS - 1
+        first, second = hash(ident), hash(ident + "\0")
+        return first & mask, (first >> 32) & mask, second & mask, (second >> 32) & mask
+
+    def _mark(self, ident: str) -> bool:
+        """Set the id's bits; True when all were set already."""
+        assert self.bits is not None
+        bits = self.bits
+        present = True
+        for place in self._places(ident):
+            byte, bit = place >> 3, 1 << (place & 7)
+            if not bits[byte] & bit:
+                present = False
+                bits[byte] |= bit
+        return present
+
+    def add(self, ident: str) -> bool:
+        if self.bits is None:
+            if ident in self.exact:
+                return False
+            self.exact.add(ident)
+            if len(self.exact) >= EXACT_IDS:
+                self.bits = bytearray(_FILTER_BITS // 8)
+                for known in self.exact:
+                    self._mark(known)
+                self.exact = set()
+            return True
+        if self._mark(ident):
+            self.suspects.add(ident)
+        return True
+
+
+def _is_linear(lines: Callable[[], Iterator[Any]]) -> bool:
     """Is the transcript one plain chain — `rewrite.linear_branch`'s rule, checked while streaming
-    (only the ids are kept): then its active branch is every entry, in file order."""
+    (ids kept in bounded memory, `_SeenIds`): then its active branch is every entry, in file
+    order. `lines` is called again only when the filter suspects a repeated id (an exact count)."""
     from openclaw_cli.store.tree import CANONICAL_TYPES
 
-    seen: set[str] = set()
+    seen = _SeenIds()
     previous: str | None = None
     missing = object()
     header = False
-    for line in lines:
+    for line in lines():
         obj = line.obj
         if obj is None:
             return False
@@ -109,14 +158,22 @@ def _is_linear(lines: Iterator[Any]) -> bool:
         if (
             type(ident) is not str
             or not ident.strip()
-            or ident in seen
             or kind not in CANONICAL_TYPES
             or obj.get("parentId", missing) != previous
             or "appendMode" in obj
+            or not seen.add(ident)
         ):
             return False
-        seen.add(ident)
         previous = ident
+    if seen.suspects:
+        counts = dict.fromkeys(seen.suspects, 0)
+        for line in lines():
+            obj = line.obj or {}
+            ident = obj.get("id")
+            if type(ident) is str and ident in counts and obj.get("type") != "session":
+                counts[ident] += 1
+                if counts[ident] > 1:
+                    return False
     return True
 
 
@@ -147,7 +204,7 @@ def open_export(
             yield from st.iter_transcript(sid, entry=entry, issues=issues)
 
         def active() -> Iterator[Any]:
-            if _is_linear(st.iter_transcript(sid, entry=entry, issues=[])):
+            if _is_linear(lambda: st.iter_transcript(sid, entry=entry, issues=[])):
                 yield from every()  # one plain chain (the usual transcript): its branch is every line
                 return
             slim = []
