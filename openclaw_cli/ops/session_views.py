@@ -326,6 +326,42 @@ def _matcher(params: dict[str, Any]) -> Any:
 # commit changes its token); `ts`/`snapshotAt` are set per response. Bounded, oldest dropped first.
 _PAGES: dict[Any, tuple[Any, dict[str, Any]]] = {}
 _PAGES_MAX = 64
+# built rows by (config, agent, key, the entry's JSON, defaults, main key): a list right after a
+# commit rebuilds only the rows that changed (issue 30: every list in a busy Gateway follows one)
+_ROWS: dict[Any, tuple[Any, dict[str, Any]]] = {}
+_ROWS_MAX = 4096
+
+
+def _cached_row(
+    ctx: Context,
+    key: str,
+    entry: dict[str, Any],
+    *,
+    agent_id: str,
+    now: int,
+    defaults: tuple[str | None, int | None],
+    main: str,
+) -> dict[str, Any]:
+    """`gateway_row` of a listing, from `_ROWS` when the same entry was shaped before under the
+    same config (a fresh dict each time: callers insert titles; `snapshotAt` is this list's)."""
+    from openclaw_cli.jsonutil import dumps_bytes
+
+    try:
+        text = dumps_bytes(entry)
+    except (TypeError, ValueError):
+        return gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults, main=main)
+    row_key = (id(ctx.config), agent_id, key, text, defaults, main)
+    found = _ROWS.get(row_key)
+    if found is not None and found[0] is ctx.config:
+        return {**found[1], "snapshotAt": now}
+    row = gateway_row(ctx, key, entry, agent_id=agent_id, now=now, defaults=defaults, main=main)
+    if len(_ROWS) >= _ROWS_MAX:
+        try:
+            _ROWS.pop(next(iter(_ROWS)), None)
+        except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+            pass
+    _ROWS[row_key] = (ctx.config, dict(row))
+    return row
 
 
 def list_gateway_sessions(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -408,7 +444,7 @@ def _list_page(
     mains = {agent_id: _main_key(ctx, agent_id) for agent_id, _ in stores}
     agent_defaults = {agent_id: _defaults(ctx, agent_id) for agent_id, _ in stores}
     sessions = [
-        gateway_row(
+        _cached_row(
             ctx,
             key,
             entry,
