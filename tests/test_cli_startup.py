@@ -48,6 +48,25 @@ def test_only_the_invoked_command_is_built_and_the_rest_gets_the_whole_app(
     assert [g.name for g in pruned.registered_groups] == ["sessions"] and not pruned.registered_commands
     assert [c.name for c in app_for(["status"]).registered_commands] == ["status"]
     assert app.registered_commands and len(app.registered_groups) >= 3  # the app itself untouched
+
+    # a group: only the subcommand its own options leave (click's parser), none for the group's
+    # own listing, all of them when the subcommand is missing, unknown, or the options do not parse
+    def subcommands(argv: list[str]) -> list[str]:
+        (group,) = app_for(argv).registered_groups
+        return [c.name for c in group.typer_instance.registered_commands]
+
+    assert subcommands(["sessions", "--agent", "main", "--kind", "a", "--kind", "b", "tail", "k"]) == ["tail"]
+    # `--profile sessions`: a value, then the group
+    assert subcommands(["--profile", "sessions", "sessions", "show", "k"]) == ["show"]
+    assert subcommands(["sessions", "--agent", "-h", "list"]) == ["list"]  # click takes `-h` as the value
+    assert subcommands(["sessions", "--limit", "2"]) == []
+    for argv in (
+        ["sessions", "--help"],
+        ["sessions", "--bogus", "show"],
+        ["sessions", "nosuch"],
+        ["gateway"],
+    ):
+        assert len(subcommands(argv)) > 1, argv
     assert app_for(["stauts"]) is app  # unknown: click names and suggests the commands
     assert app_for(["--version"]) is app
     monkeypatch.setenv("OPENCLAW_FAST_PATH", "0")
@@ -102,6 +121,14 @@ def test_usage_errors_and_root_options_end_the_same() -> None:
             ["status", "--json", "--profile", "bad!"],
             ["stauts"],
             ["--version"],
+            ["sessions", "--agent"],
+            ["sessions", "--agent", "main"],
+            ["sessions", "--agent", "main", "nosuch"],
+            ["sessions", "--bogus", "show"],
+            ["sessions", "show", "--bogus"],
+            ["sessions", "tail"],
+            ["agents"],
+            ["agents", "nosuch"],
         ]
     )
 
@@ -117,6 +144,10 @@ def test_reads_on_a_state_print_the_same(state_dir: Path) -> None:
             ["sessions", "list", "--json", "--sort", "created"],
             ["sessions", "show", "agent:main:main", "--json"],
             ["sessions", "show", "agent:main:nosuch"],
+            ["sessions", "--agent", "main", "show", "agent:main:main"],
+            ["sessions", "--limit", "3", "list", "--json", "--limit", "1"],
+            ["sessions", "--kind", "main", "--json"],
+            ["sessions", "tail", "agent:main:main", "--json"],
             ["agents", "list", "--json"],
             ["cleanup", "--dry-run", "--json"],
             ["storage", "--json", "--no-plan"],

@@ -182,6 +182,12 @@ def invoked_command(argv: Sequence[str]) -> str | None:
     ):
         return None  # OPENCLAW_FAST_PATH=0: the whole app, as before any start-up work
     args = hoist_root_options(argv)
+    i = _command_at(args)
+    return None if i is None else args[i]
+
+
+def _command_at(args: list[str]) -> int | None:
+    """Where the top-level command is in hoisted `args` (after the root options), or None."""
     i = 0
     while i < len(args):
         arg = args[i]
@@ -193,7 +199,7 @@ def invoked_command(argv: Sequence[str]) -> str | None:
             break
     if i >= len(args) or args[i].startswith("-"):
         return None
-    return args[i]
+    return i
 
 
 def app_for(argv: Sequence[str]) -> typer.Typer:
@@ -215,7 +221,45 @@ def app_for(argv: Sequence[str]) -> typer.Typer:
     pruned = copy.copy(app)  # the same info, callback and settings
     pruned.registered_commands = commands
     pruned.registered_groups = groups
+    if groups:
+        pruned.registered_groups = [_group_for(pruned, groups[0], hoist_root_options(argv))]
     return pruned
+
+
+def _group_for(pruned: typer.Typer, group: Any, args: list[str]) -> Any:
+    """`group`'s registration with only the subcommand `args` invoke after the group's name and
+    options (found by click's own parser over the group's options, no callback run), or none for
+    a group that runs without one (`openclaw sessions`, not its help); the whole group when the
+    subcommand is missing or unknown or the options do not parse (click reports it)."""
+    import copy
+
+    import typer.main
+
+    inner = group.typer_instance
+    bare = copy.copy(inner)
+    bare.registered_commands, bare.registered_groups = [], []
+    probe = copy.copy(group)
+    probe.typer_instance = bare
+    pruned.registered_groups = [probe]
+    try:
+        click_group = typer.main.get_command(pruned).commands[group.name]  # type: ignore[attr-defined]
+        rest = args[(_command_at(args) or 0) + 1 :]
+        ctx = click_group.context_class(click_group, info_name=group.name)
+        _, remaining, _ = click_group.make_parser(ctx).parse_args(args=list(rest))  # it pops
+    except Exception:
+        return group
+    sub = remaining[0] if remaining else None
+    commands = [c for c in inner.registered_commands if sub is not None and c.name == sub]
+    groups = [g for g in inner.registered_groups if sub is not None and g.name == sub]
+    if sub is None and click_group.invoke_without_command and not {"--help", "-h"} & set(rest):
+        pass  # `openclaw sessions [options]`: the group's own callback runs, no subcommand needed
+    elif not commands and not groups:
+        return group
+    only = copy.copy(inner)
+    only.registered_commands, only.registered_groups = commands, groups
+    result = copy.copy(group)
+    result.typer_instance = only
+    return result
 
 
 def main() -> None:
