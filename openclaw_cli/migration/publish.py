@@ -254,6 +254,14 @@ def _fchmod_nofollow(path: Path | str, mode: int) -> None:
         os.close(fd)
 
 
+def _parent(path: Path | str) -> str:
+    """`os.path.dirname` of the absolute paths a batch moves, without its per-call work (a batch
+    of 20,000 moves asks it 40,000 times)."""
+    text = os.fspath(path)
+    cut = text.rfind(os.sep)
+    return os.path.dirname(text) if cut <= 0 or text.endswith(os.sep) else text[:cut]
+
+
 def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None = None) -> BatchResult:
     """Publish every move of the batch; failures leave their source untouched and are reported in
     `move.error`. `checkpoint(label)` is called after each link and each unlink (the crash tests
@@ -294,7 +302,7 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None
             result.failed.append(move)
             continue
         linked.append(move)
-        dest_dirs.add(os.path.dirname(move.dest))
+        dest_dirs.add(_parent(move.dest))
         if checkpoint is not None:
             checkpoint("linked")
     for directory in dest_dirs:
@@ -334,7 +342,7 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None
             _safe_unlink(move.dest)  # both names were the same inode: undo leaves the source intact
             result.failed.append(move)
             continue
-        source_dirs.add(os.path.dirname(move.source))
+        source_dirs.add(_parent(move.source))
         move.done = True
         if checkpoint is not None:
             checkpoint("unlinked")
