@@ -1,7 +1,7 @@
 """`sessions.fork` and `sessions.branches.switch` through a real Gateway socket on every store kind
 (legacy, our SQLite, OpenClaw schema 23 and 24), as OpenClaw 2026.9.6 answers them (recorded in
 tests/fixtures/gateway-2026.9.6-issue25/writes-5.jsonl; the side-by-side run is
-test_gateway_branches_peer.py). A fork or a switch never changes a line of the transcript it
+test_gateway_clients_peer.py). A fork or a switch never changes a line of the transcript it
 reads (D6)."""
 
 from __future__ import annotations
