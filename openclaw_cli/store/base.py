@@ -788,6 +788,11 @@ def _finite(value: Any) -> float | None:
     return None
 
 
+def finite_timestamp(value: Any) -> float | None:
+    """A listing timestamp as the order reads it (`listing_sort_key`): the number, else None."""
+    return _finite(value)
+
+
 def activity_timestamp(entry: dict[str, Any]) -> float:
     """OpenClaw's session activity time: the newest of the positive lastActivityAt /
     lastInteractionAt, else a positive updatedAt, else a positive createdAt, else 0."""

@@ -41,7 +41,7 @@ from openclaw_cli.store.base import (
     SessionTotals,
     StoreStats,
     TranscriptLine,
-    listing_sort_key,
+    finite_timestamp,
     pin_timestamp,
 )
 from openclaw_cli.store.quarantine import QUARANTINE_TYPE, original_bytes
@@ -782,6 +782,7 @@ class SqliteStore(SessionStore):
                 )
                 by_time = query.sort_by != SORT_UPDATED
                 found: list[tuple[str, dict[str, Any]]] = []
+                stamps: dict[str, float] = {}
                 if pinned_keys and (not by_time or query.pinned is not None):
                     marks = ",".join("?" * len(pinned_keys))
                     found = _parse_entries(
@@ -792,12 +793,17 @@ class SqliteStore(SessionStore):
                     )
                     # a pinnedAt on a row that cannot be pinned (the pinned_at column does not
                     # know), or one that does not put the row first: let Python filter and order
-                    if not all(pin_timestamp(key, entry) > 0 for key, entry in found):
+                    stamps = {key: pin_timestamp(key, entry) for key, entry in found}
+                    if not all(stamp > 0 for stamp in stamps.values()):
                         return None
                 if by_time:
                     return self._sorted_page(c, query, condition, params), total
-                order = listing_sort_key(SORT_UPDATED)
-                pinned = sorted(found, key=lambda kv: order(kv[0], kv[1]))
+                # the default order's key (`listing_sort_key`) with each row's pin timestamp
+                # computed once above (every row here is pinned: pinnedAt set, stamp > 0)
+                pinned = sorted(
+                    found,
+                    key=lambda kv: (-stamps[kv[0]], -(finite_timestamp(kv[1].get("updatedAt")) or 0), kv[0]),
+                )
                 offset, limit = query.offset, query.limit
                 page = pinned[offset : None if limit is None else offset + limit]
                 wanted = -1 if limit is None else limit - len(page)
