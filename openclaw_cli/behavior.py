@@ -290,7 +290,7 @@ def resolve_behavior(
                 path=where,
             )
         return ResolvedBehavior(
-            behavior, SOURCE_CONFIG, f"config meta.lastTouchedVersion {last_touched_version.strip()}"
+            behavior, SOURCE_CONFIG, f"config meta.lastTouchedVersion {str(last_touched_version).strip()}"
         )
     return ResolvedBehavior(
         NEWEST,

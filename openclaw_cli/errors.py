@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+TYPE_CHECKING = False  # no `typing` import at run time: every command imports this module
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -56,7 +60,7 @@ class OpenClawError(Exception):
         if exit_code is not None:
             self.exit_code = exit_code
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"ok": False, "error": {"type": self.type, "message": self.message}}
 
 
@@ -76,12 +80,12 @@ class ConfigError(OpenClawError):
     type = "config_error"
     exit_code = ExitCode.CONFIG
 
-    def __init__(self, message: str, *, issues: list[dict] | None = None, path: str | None = None):
+    def __init__(self, message: str, *, issues: list[dict[str, Any]] | None = None, path: str | None = None):
         super().__init__(message)
         self.issues = issues or []
         self.path = path
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         if self.issues:
             out["issues"] = self.issues
@@ -121,7 +125,7 @@ class PreconditionError(OpenClawError):
 
     type = "invalid_request"
     exit_code = ExitCode.ERROR
-    details: dict | None = None
+    details: dict[str, Any] | None = None
 
 
 class ForbiddenError(PreconditionError):
@@ -228,8 +232,8 @@ class GatewayRequestError(GatewayError):
         if auth:
             self.exit_code = ExitCode.GATEWAY_AUTH
 
-    def to_json(self) -> dict:
-        error: dict = {"type": self.type, "code": self.code, "message": self.message}
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"type": self.type, "code": self.code, "message": self.message}
         if self.details is not None:
             error["details"] = self.details
         error["retryable"] = self.retryable
@@ -253,7 +257,7 @@ class GatewayTransportError(OpenClawError):
         kind: str,
         message: str,
         *,
-        gateway: dict | None = None,
+        gateway: dict[str, Any] | None = None,
         code: int | None = None,
         reason: str | None = None,
         timeout_ms: int | None = None,
@@ -267,8 +271,8 @@ class GatewayTransportError(OpenClawError):
         self.timeout_ms = timeout_ms
         self.unreachable = unreachable
 
-    def to_json(self) -> dict:
-        error: dict = {
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {
             "type": self.type,
             "kind": self.kind,
             "message": self.message.split("\n", 1)[0].strip(),

@@ -49,7 +49,7 @@ class RawJson:
         return f"RawJson({len(self.text)} chars)"
 
 
-class JsonObjectText(Mapping):
+class JsonObjectText(Mapping[str, Any]):
     """A JSON object held as its text (already checked to parse to an object) and parsed again on
     each read, not kept parsed: a bulk read of 20,000 entries holds their large, rarely read
     values (OpenClaw's schema-24 snapshots) at the size of their text, not of their objects.
@@ -61,7 +61,8 @@ class JsonObjectText(Mapping):
         self.text = text
 
     def value(self) -> dict[str, Any]:
-        return loads(self.text)
+        value: dict[str, Any] = loads(self.text)
+        return value
 
     def __getitem__(self, key: str) -> Any:
         return self.value()[key]
@@ -417,7 +418,7 @@ def write_pretty_bytes(doc: dict[str, Any], write: Callable[[bytes], Any], *, ba
     # they sit in the document (one orjson call per batch, not per item); the wrapper is cut off
     pending: list[Any] = []
     first = True
-    for item in doc[name].items:  # type: ignore[union-attr]
+    for item in doc[name].items:
         pending.append(item)
         if len(pending) >= batch:
             write(b"[\n" if first else b",\n")

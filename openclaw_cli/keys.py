@@ -279,7 +279,7 @@ def is_primary_key(key: str | None) -> bool:
     if value == "global":
         return True
     parsed = parse_agent_key(value)
-    return bool(parsed) and parsed[1] == "main"
+    return parsed is not None and parsed[1] == "main"
 
 
 def is_dm_scope_retire_candidate(key: str | None, agent_id: str | None = None) -> bool:

@@ -314,7 +314,7 @@ class Aggregates:
         self.creators: dict[str, list[Any]] = {}  # key -> [totals, sessions, daily, activity]
         self.daily: dict[str, dict[str, Any]] = {}
         self.daily_extra: dict[str, list[int]] = {}  # messages, toolCalls, errors
-        self.latencies: list[float] = []
+        self.latencies: list[Mapping[str, Any]] = []
         self.latency_days: dict[str, list[Any]] = {}
         self.model_daily: dict[tuple[str, str, str], list[Any]] = {}
         self.has_latency = False
