@@ -69,7 +69,15 @@ os.write(fd, f"{time.perf_counter() - start} {usage.ru_maxrss} {os.waitstatus_to
 """
 
 
-def timed(cmd: list[str], env: dict[str, str], *, setup: Callable[[], None] | None = None) -> Run:
+def timed(
+    cmd: list[str],
+    env: dict[str, str],
+    *,
+    setup: Callable[[], None] | None = None,
+    timeout: float | None = None,
+) -> Run:
+    """One run of `cmd` (wall, peak RSS, exit code, CPU); `timeout`: seconds after which the run is
+    killed and the bench stops with the command named (a bounded case)."""
     if setup:
         setup()
     read_end, write_end = os.pipe()
@@ -82,7 +90,12 @@ def timed(cmd: list[str], env: dict[str, str], *, setup: Callable[[], None] | No
             pass_fds=(write_end,),
         )
         os.close(write_end)
-        _, err = proc.communicate()
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise SystemExit(f"bench: {' '.join(cmd[-5:])} ran over {timeout:g} s and was stopped") from None
         with os.fdopen(read_end, "rb") as fh:
             report = fh.read().decode().split()
     except BaseException:
@@ -303,8 +316,9 @@ class Bench:
         env: dict[str, str],
         runs: int | None = None,
         setup: Callable[[], None] | None = None,
+        timeout: float | None = None,
     ) -> list[Run]:
-        return [timed(cmd, env, setup=setup) for _ in range(runs or self.runs)]
+        return [timed(cmd, env, setup=setup, timeout=timeout) for _ in range(runs or self.runs)]
 
 
 def case_help(b: Bench) -> None:
@@ -655,19 +669,29 @@ def case_listing_scale(b: Bench) -> None:
 
 
 def _print_table(title: str, table: dict[str, dict]) -> None:
-    """command -> size -> figures, as rows of `median s / peak RSS MB` cells, with the 100k/20k ratio."""
+    """command -> size -> figures, as rows of `median wall s / CPU s / peak RSS MB` cells (CPU =
+    user + system: on a shared machine it compares, the wall does not), with the 100k/20k ratio of
+    the CPU times."""
     print(f"\n{title}", file=sys.stderr)
     sizes = [size for _, size in SCALE]
-    print(f"  {'':<44}" + "".join(f"{size:>16}" for size in sizes) + f"{'100k/20k':>10}", file=sys.stderr)
+    print(
+        f"  {'':<36}" + "".join(f"{size + ' wall/cpu/RSS':>26}" for size in sizes) + f"{'100k/20k cpu':>14}",
+        file=sys.stderr,
+    )
+
+    def cell(f: dict) -> str:
+        cpu = f"{f['cpuMedian']:.2f}" if f.get("cpuMedian") is not None else "-"
+        return f"{f['median']:>8.2f} s/{cpu:>6} s/{f['rssMB']:>4.0f} MB"
+
+    def cpu_of(f: dict) -> float:
+        return f.get("cpuMedian") or f["median"]
+
     for label, row in table.items():
-        cells = "".join(
-            f"{row[size]['median']:>8.3f}/{row[size]['rssMB']:>5.0f} MB" if size in row else f"{'-':>16}"
-            for size in sizes
-        )
+        cells = "".join(f"{cell(row[size]):>26}" if size in row else f"{'-':>26}" for size in sizes)
         ratio = (
-            f"{row['100k']['median'] / row['20k']['median']:>9.2f}x" if "20k" in row and "100k" in row else ""
+            f"{cpu_of(row['100k']) / cpu_of(row['20k']):>13.2f}x" if "20k" in row and "100k" in row else ""
         )
-        print(f"  {label:<44}{cells}{ratio}", file=sys.stderr)
+        print(f"  {label:<36}{cells}{ratio}", file=sys.stderr)
 
 
 # `scripts/bench --scale` (issue 30): every command's time and peak RSS at 2k / 20k / 100k sessions,
@@ -689,15 +713,24 @@ SCALE_RSS_MAX_MB = {
 }
 
 
+# Bounds of the scale table (a loaded 2-core machine): one read command may take this long, one
+# import this long (100k: ~400 s of wall at load 20), before the bench stops and names it.
+SCALE_READ_TIMEOUT_S = 600
+SCALE_IMPORT_TIMEOUT_S = 1800
+SCALE_SIZES: list[str] = [size for _, size in SCALE]  # `--sizes` narrows it (e.g. 2k 20k)
+
+
 def case_scale_table(b: Bench) -> None:
     table: dict[str, dict] = {
         label: {} for label in [*SCALE_TABLE_COMMANDS, "doctor --session-sqlite import"]
     }
     checks: dict[str, bool] = {}
     for dataset, size in SCALE:
+        if size not in SCALE_SIZES:
+            continue
         for label, argv in SCALE_TABLE_COMMANDS.items():
             state = b.ours_imported(dataset)
-            runs = b.repeat([*OURS, *argv], b.env_ours(state, CLEANUP_CONFIG))
+            runs = b.repeat([*OURS, *argv], b.env_ours(state, CLEANUP_CONFIG), timeout=SCALE_READ_TIMEOUT_S)
             limit = SCALE_RSS_MAX_MB.get(label) if size == "100k" else None
             b.compare(f"{label}, {size} sessions, SQLite", runs, None, "(scale table)", rss_max_mb=limit)
             table[label][size] = figures(runs)
@@ -711,6 +744,7 @@ def case_scale_table(b: Bench) -> None:
                 timed(
                     [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
                     b.env_ours(copy),
+                    timeout=SCALE_IMPORT_TIMEOUT_S,
                 )
             )
             shutil.rmtree(copy)
@@ -1551,6 +1585,12 @@ def main() -> None:
         help="only the 2k / 20k / 100k table: time and peak RSS of status, sessions --json, "
         "--limit all, cleanup --dry-run and the import (the case scale-table)",
     )
+    parser.add_argument(
+        "--sizes",
+        nargs="+",
+        choices=[size for _, size in SCALE],
+        help="the scale table's rows to run (default: all; e.g. --sizes 2k 20k where 100k cannot run)",
+    )
     parser.add_argument("--only", nargs="*", choices=sorted(CASES))
     parser.add_argument("--data", type=Path, default=Path("/tmp/openclaw-bench"))
     parser.add_argument("--no-peer", action="store_true")
@@ -1577,6 +1617,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.scale:
         args.only = [*(args.only or []), "scale-table"]
+    if args.sizes:
+        SCALE_SIZES[:] = args.sizes
     if args.runs is None:
         args.runs = 3 if args.scale else 5
     if args.ours:
