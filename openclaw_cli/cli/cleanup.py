@@ -10,7 +10,8 @@ errors to stderr.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -18,6 +19,11 @@ from openclaw_cli.cli.common import echo_json, run
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 from openclaw_cli.cli.sessions import complete_agent, complete_key
 from openclaw_cli.cli.store_options import NO_BACKUP
+
+if TYPE_CHECKING:
+    from openclaw_cli.cli.delegation import GatewayOptions
+    from openclaw_cli.maintenance.service import CleanupOptions, PartialCleanupError, StoreCleanup
+    from openclaw_cli.ops.context import Context
 
 DRY_RUN = typer.Option(False, "--dry-run", help="Preview only; never writes.")
 ENFORCE = typer.Option(False, "--enforce", help='Apply even when session.maintenance.mode is "warn".')
@@ -173,7 +179,12 @@ def cleanup_command(
     run(body, json_mode=json_mode)
 
 
-def _delegate_cleanup(delegate, params, gw_options, ctx) -> dict[str, Any] | None:
+def _delegate_cleanup(
+    delegate: Callable[..., dict[str, Any] | None],
+    params: dict[str, Any],
+    gw_options: GatewayOptions,
+    ctx: Context,
+) -> dict[str, Any] | None:
     """The Gateway's cleanup document (None: run locally). A partial failure comes back as a request
     error whose details are the partial document (as in OpenClaw): printed, then exit 1."""
     from openclaw_cli.errors import GatewayRequestError
@@ -187,7 +198,7 @@ def _delegate_cleanup(delegate, params, gw_options, ctx) -> dict[str, Any] | Non
         raise
 
 
-def _report_served(document: dict[str, Any], ctx, json_mode: bool) -> None:
+def _report_served(document: dict[str, Any], ctx: Context, json_mode: bool) -> None:
     """Print the Gateway's cleanup result in the local path's shapes (JSON as received)."""
     from openclaw_cli.cli.common import print_lines, say_hints
     from openclaw_cli.cli.render_cleanup import render_apply_text
@@ -212,7 +223,9 @@ def _report_served(document: dict[str, Any], ctx, json_mode: bool) -> None:
         raise typer.Exit(1)
 
 
-def _report(results, ctx, options, json_mode: bool, wide: bool = False) -> None:
+def _report(
+    results: list[StoreCleanup], ctx: Context, options: CleanupOptions, json_mode: bool, wide: bool = False
+) -> None:
     from openclaw_cli.cli.common import print_lines, say_hints
     from openclaw_cli.ops.cleanup import cleanup_document, store_views
 
@@ -266,7 +279,7 @@ def _say_warnings(summaries: list[dict[str, Any]]) -> None:
             err(f"Warning: {sanitize_text(str(warning))}")
 
 
-def _dry_run_text(views, *, wide: bool = False) -> str:
+def _dry_run_text(views: list[dict[str, Any]], *, wide: bool = False) -> str:
     from openclaw_cli.cli.render_cleanup import (
         WARN_PREVIEW_NOTE,
         action_rows,
@@ -290,7 +303,7 @@ def _dry_run_text(views, *, wide: bool = False) -> str:
     )
 
 
-def _report_partial(exc, json_mode: bool, dry_run: bool) -> None:
+def _report_partial(exc: PartialCleanupError, json_mode: bool, dry_run: bool) -> None:
     from openclaw_cli.cli.common import print_lines
     from openclaw_cli.output import err, sanitize_text
 

@@ -52,7 +52,8 @@ def _option_name(param: Any) -> str:
 
 
 def _argument_name(param: Any) -> str:
-    return param.metavar or param.name.upper()
+    name: str = param.metavar or param.name.upper()
+    return name
 
 
 def _usage(path: list[str], cmd: Any) -> str:

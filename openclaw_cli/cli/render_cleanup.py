@@ -140,7 +140,7 @@ def action_rows(actions: Iterable[tuple[str, str, Any]], now_ms: float) -> list[
     return sorted(rows, key=lambda r: -(r.updated_at or 0.0))
 
 
-def _collation_key(label: str) -> tuple:
+def _collation_key(label: str) -> tuple[tuple[tuple[int, str], ...], str]:
     """Close to JS `localeCompare`: case- and accent-insensitive first, punctuation < digits <
     letters, lower case before upper case on ties."""
     base = "".join(c for c in unicodedata.normalize("NFKD", label) if not unicodedata.combining(c)).casefold()
