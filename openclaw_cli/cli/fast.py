@@ -76,6 +76,7 @@ def _options(
     while i < len(args) and args[i].startswith("-"):
         arg = args[i]
         name, eq, explicit = arg.partition("=")
+        value: str | bool
         if name in flags and not eq:
             param, value = flags[name], True
             i += 1
@@ -165,7 +166,7 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
     if root is None:
         return None
     root_opts, i = root
-    root_call = {
+    root_call: dict[str, Any] = {
         "profile": root_opts.get("profile"),
         "behavior": root_opts.get("behavior"),
         "no_color": bool(root_opts.get("no_color")),
