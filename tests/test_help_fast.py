@@ -57,13 +57,19 @@ def test_every_command_path_is_served_with_the_typer_apps_text_both_flags() -> N
         ["sessions", "list", "-h"],
         ["gateway", "call", "--help"],
         ["sessions", "search", "--help"],
+        ["--version"],
+        ["-V"],
     ],
 )
 def test_a_real_process_prints_the_same_with_the_help_path_on_and_off(argv: list[str]) -> None:
     served = run_cli(*argv)
     typer_app = run_cli(*argv, env={"OPENCLAW_FAST_PATH": "0"})
     assert served.returncode == typer_app.returncode == 0
-    assert served.stdout == typer_app.stdout == TEXTS[tuple(argv[:-1])]
+    assert served.stdout == typer_app.stdout == helpfast.help_text(argv)
+    if argv[-1] in helpfast.HELP_FLAGS:
+        assert served.stdout == TEXTS[tuple(argv[:-1])]
+    else:
+        assert served.stdout.startswith("openclaw-cli ")
     assert served.stderr == typer_app.stderr == ""
 
 
@@ -82,6 +88,9 @@ def test_a_real_process_prints_the_same_with_the_help_path_on_and_off(argv: list
         (["sessions", "nosuch", "--help"], {}, False),  # a usage error
         (["--", "--help"], {}, False),
         (["sessions", "--help"], {"PYTHONIOENCODING": "ascii"}, None),  # served only if the text is ASCII
+        (["--version", "status"], {}, False),  # eager: the version all the same, from Typer
+        (["status", "--version"], {}, False),  # no such option
+        (["--no-color", "--version"], {}, False),
     ],
 )
 def test_what_it_leaves_to_the_typer_app_ends_the_same(
@@ -200,7 +209,7 @@ def test_help_imports_nothing_heavy() -> None:
     """The start-up guard for `openclaw --help` (and a subcommand's): beyond what the interpreter
     itself loads, only the help modules. Deterministic, unlike a timed test."""
     baseline = _modules_after(None)
-    for argv in (["--help"], ["sessions", "--help"], ["gateway", "call", "-h"]):
+    for argv in (["--help"], ["sessions", "--help"], ["gateway", "call", "-h"], ["--version"]):
         extra = _modules_after(argv) - baseline
         top = {name.split(".")[0] for name in extra}
         assert not (HEAVY & (top | extra)), (argv, sorted(HEAVY & (top | extra)))

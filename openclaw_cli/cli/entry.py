@@ -1,5 +1,5 @@
 """The `openclaw` executable (and `python -m openclaw_cli`): stored help texts for `… --help`
-(`cli/helpfast.py`), the fast path for the commands it serves (`cli/fast.py`), else the Typer app
+and the version line (`cli/helpfast.py`), the fast path for the commands it serves (`cli/fast.py`), else the Typer app
 (`cli/main.py`). Nothing is imported before the argument list says which one runs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv and argv[-1] in ("--help", "-h"):
+    if argv and argv[-1] in ("--help", "-h", "--version", "-V"):
         from openclaw_cli.cli.helpfast import serve
 
         served = serve(argv)

@@ -9,7 +9,8 @@ exactly the stored text: the argument list is a known command path and then `--h
 texts were made at (click: `min(columns, 80) - 2` with columns from COLUMNS, else the terminal on
 stdout, else 80); stdout is UTF-8 (click re-encodes otherwise); a subcommand's help runs the root
 callback first, so an invalid OPENCLAW_PROFILE (a usage error there) is left to the Typer app.
-`OPENCLAW_FAST_PATH=0` and shell-completion mode turn it off, as for `cli/fast.py`.
+`openclaw --version` (or `-V`) alone is served the same way. `OPENCLAW_FAST_PATH=0` and
+shell-completion mode turn it off, as for `cli/fast.py`.
 `tests/test_help_fast.py` compares every path both ways."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import sys
 
 HELP_FLAGS = ("--help", "-h")
+VERSION_FLAGS = ("--version", "-V")
 # the width the stored texts were rendered at: click's max_width 80 minus its 2-column margin
 COLUMNS = 80
 _COMPLETION_VARS = ("_OPENCLAW_COMPLETE", "_TYPER_COMPLETE_ARGS")
@@ -41,14 +43,21 @@ def _columns() -> int:
 
 
 def help_text(argv: list[str]) -> str | None:
-    """The stored help text the Typer app would print for `argv`, or None when it might print
+    """The stored help text the Typer app would print for `argv` (or the version line for
+    `--version`/`-V` alone, an eager root option: no callback runs), or None when it might print
     something else (then the Typer app runs)."""
-    if not argv or argv[-1] not in HELP_FLAGS:
+    if not argv or argv[-1] not in (*HELP_FLAGS, *VERSION_FLAGS):
         return None
     if os.environ.get("OPENCLAW_FAST_PATH", "").strip() == "0" or any(
         v in os.environ for v in _COMPLETION_VARS
     ):
         return None
+    if argv[-1] in VERSION_FLAGS:
+        if len(argv) != 1:
+            return None
+        from openclaw_cli import __version__
+
+        return f"openclaw-cli {__version__}\n"  # cli/main._version
     from openclaw_cli.cli.help_texts import TEXTS
 
     path = tuple(argv[:-1])
