@@ -8,6 +8,7 @@ start costs ~17 s of CPU, issue 24; the last test stops it). Skipped without /tm
 - Search (issue 26): its `sessions.search` and ours return the same sessions for the same query on
   live (non-archived) data, and our CLI delegates a plain live-only query to it.
 - Odd numbers in params (issue 29, finding 8): our Gateway answers them as the real one does.
+- Our `sessions archive` / `sessions delete` served by the real Gateway (after the reads).
 - `openclaw dashboard --no-open --json`, ours beside the real one's, with the real Gateway running,
   then stopped: the same document (the real one adds its device pairing fields, `browserUrl` and
   `browserBootstrapExpiresAtMs`, which we do not build), the same failure and exit code."""
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -365,6 +367,64 @@ def test_odd_numbers_answered_as_the_real_gateway_answers(real_gateway, state_di
     assert [a["ok"] for a in theirs] == [
         params in ('{"limit":3.0}', '{"limit":1E2}') for _, params in _JUDGED
     ]
+
+
+def _served(state: Path, port: int, *args: str) -> subprocess.CompletedProcess:
+    """Our CLI on the peer root's state, the real Gateway owning it (its port and token given)."""
+    env = {
+        **os.environ,
+        "OPENCLAW_STATE_DIR": str(state),
+        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        "HOME": str(state.parent),
+        "OPENCLAW_HOME": str(state.parent),
+        "OPENCLAW_GATEWAY_PORT": str(port),
+        "OPENCLAW_GATEWAY_TOKEN": TOKEN,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", *args], capture_output=True, text=True, timeout=240, env=env
+    )
+
+
+def test_archive_and_delete_are_served_by_the_real_gateway(states, real_gateway) -> None:
+    """Our `sessions archive` and `sessions delete --yes` served by the real Gateway, and the real
+    CLI's listing agreeing afterwards (was tests/test_lifecycle_peer.py with a Gateway of its own).
+    After the reads above: it writes. (`--timeout`: the real Gateway can take over our default 10 s
+    to answer at a load average of 20.)"""
+    root = states[0]
+    state, port = root / "home" / ".openclaw", real_gateway.port
+
+    def real_rows() -> dict[str, dict]:
+        return {
+            row["key"]: row for row in peer_json(root, "sessions", "--json", "--limit", "all")["sessions"]
+        }
+
+    before = real_rows()
+    archive_key = "agent:main:telegram:group:-1006"
+    delete_key = next(key for key in before if ":subagent:" in key)
+    assert archive_key in before
+
+    proc = _served(state, port, "sessions", "archive", archive_key, "--json", "--timeout", "180000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["results"] == [{"key": archive_key, "ok": True, "status": "archived"}]
+    assert "ran locally" not in doc.get("hint", "")  # served by the Gateway, not by a local write
+
+    proc = _served(state, port, "sessions", "delete", delete_key, "--yes", "--json", "--timeout", "180000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    [result] = doc["results"]
+    assert result["status"] == "deleted" and "ran locally" not in doc.get("hint", "")
+    assert result["archived"] and all(
+        ".jsonl.deleted." in path and Path(path).exists() for path in result["archived"]
+    )
+
+    after = real_rows()
+    assert delete_key not in after
+    if archive_key in after:  # the real local listing may still show it: then with the archive's time
+        assert after[archive_key]["updatedAt"] >= before[archive_key]["updatedAt"]
+    ours = _served(state, port, "sessions", "--all", "--json", "--limit", "all")
+    flags = {row["key"]: row["archived"] for row in json.loads(ours.stdout)["sessions"]}
+    assert flags[archive_key] is True and delete_key not in flags
 
 
 PAIRING_FIELDS = {"browserUrl", "browserBootstrapExpiresAtMs"}
