@@ -23,13 +23,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import schema23_kill  # noqa: E402
 
 DAY = 86_400_000
-# maxEntries removes rows; no disk budget: the budget's tiers are later writes by design (OpenClaw
-# measures after applying), kept out so the run is one write
-CONFIG = {
-    "session": {
-        "maintenance": {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": 10, "maxDiskBytes": False}
-    }
-}
+
+
+def _config(max_entries: int) -> dict[str, object]:
+    """maxEntries removes rows; no disk budget: the budget's tiers are later writes by design
+    (OpenClaw measures after applying), kept out so the run is one write."""
+    maintenance = {"mode": "enforce", "pruneAfter": "3650d", "maxEntries": max_entries, "maxDiskBytes": False}
+    return {"session": {"maintenance": maintenance}}
 
 
 def _placeholders(db: Path, count: int) -> list[str]:
@@ -77,8 +77,15 @@ def test_every_kill_leaves_the_database_as_before_or_as_after(
 ) -> None:
     template = tmp_path / "template"
     shutil.copytree(real_db_template[0], template)
-    (template / "openclaw.json").write_text(json.dumps(CONFIG))
     keys = _placeholders(template / schema23_kill.DB_REL, 2)
+    # the cap sits below what the sweep leaves, whichever template this is (the real OpenClaw's
+    # import of a generated state, or the checked-in fixture's 13 rows without the peer install)
+    conn = sqlite3.connect(template / schema23_kill.DB_REL)
+    try:
+        (rows,) = conn.execute("SELECT count(*) FROM session_nodes").fetchone()
+    finally:
+        conn.close()
+    (template / "openclaw.json").write_text(json.dumps(_config(max(1, rows - 6))))
 
     reference = schema23_kill._copy(template, tmp_path / "reference")
     db = reference / schema23_kill.DB_REL
