@@ -728,6 +728,7 @@ class GatewayServer:
                             return shared, None
             reading = self._answers.reading(kept_key, probed) if kept_key is not None else None
             result: Any = None
+            answered = False  # a cancelled await leaves ctx.reuse set with no result: never shared
             try:
                 async with self._reads:  # a read builds its whole response in memory: a few at a time
                     if conn.ws.slow or conn.ws.state is not State.OPEN:
@@ -735,9 +736,10 @@ class GatewayServer:
                             protocol.UNAVAILABLE, "connection closed"
                         )  # nobody to answer
                     result = await loop.run_in_executor(self._pool, method.run, ctx, params)
+                    answered = True
             finally:
                 if kept_key is not None:
-                    self._answers.done_reading(kept_key, reading, result, ctx.reuse is None)
+                    self._answers.done_reading(kept_key, reading, result, not answered or ctx.reuse is None)
             if kept_key is not None:
                 self._answers.after(kept_key, ctx.config, ctx.reuse, probed, result)
             if name == "sessions.subscribe":

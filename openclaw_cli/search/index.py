@@ -590,8 +590,13 @@ class AgentIndex:
         return found.pop() if len(found) == 1 else None
 
     def _record(self, fingerprint: str) -> None:
+        """Bookkeeping only: a shard another process holds keeps its old fingerprint (the next
+        search compares, differs and updates again) instead of failing this search."""
         for shard in self.shards:
-            shard.conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+            try:
+                shard.conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+            except sqlite3.Error:
+                continue
 
     def _pending(self, part: Any, shard: _Shard) -> tuple[int, int, int]:
         """(sources, bytes) the next update of `shard` would read, and how many indexed sources are gone."""

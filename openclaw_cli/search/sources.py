@@ -346,6 +346,7 @@ class AgentSources:
         self._keys: list[dict[str, str]] | None = None
         self._sources: list[Source] | None = None
         self._specs_by_locator: dict[str, Spec] | None = None
+        self._built_by_locator: tuple[list[Source], dict[str, Source]] | None = None
 
     @property
     def specs(self) -> list[Spec]:
@@ -408,7 +409,10 @@ class AgentSources:
         """One source by locator, built alone when the others were not needed (then without its
         session key: the index's, kept up to date by `update`, serves)."""
         if self._sources is not None:
-            return next((s for s in self._sources if s.locator == locator), None)
+            # one dict per built list (a hit each: a scan per hit is O(sources x hits))
+            if self._built_by_locator is None or self._built_by_locator[0] is not self._sources:
+                self._built_by_locator = (self._sources, {s.locator: s for s in self._sources})
+            return self._built_by_locator[1].get(locator)
         for source in self.eager:
             if source.locator == locator:
                 return source
