@@ -270,6 +270,42 @@ def test_unchanged_state_is_not_read_and_a_renamed_key_is_seen(legacy: Path) -> 
     assert list(library_search(legacy, "capybara", session_keys=[key])) == []
 
 
+def test_a_reindex_between_update_and_record_leaves_no_stale_fingerprint(
+    legacy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two searches at once: one brings the index up to date and then records the fingerprint of
+    the sources it compared; another's `--reindex` empties the index in between. The fingerprint
+    is recorded only under the content generation the update left, so the emptied index is not
+    marked up to date and the next search rebuilds it (recorded unconditionally, it skipped the
+    update and found nothing until the state changed again)."""
+    from openclaw_cli.search import index as search_index
+
+    sdir, store = _sessions(legacy)
+    sid = next(iter(store.values()))["sessionId"]
+    _append(sdir / f"{sid}.jsonl", _line("race0001", "user", "narwhal bassoon"))
+    original = search_index.AgentIndex._update
+    interleaved: list[int] = []
+
+    def update_then_reindex_elsewhere(
+        self: search_index.AgentIndex, agent: object, **kwargs: object
+    ) -> object:
+        result = original(self, agent, **kwargs)  # type: ignore[arg-type]
+        if not interleaved:  # the other search's reset, on its own connections, before our record
+            other = search_index.AgentIndex(search_index.index_path(sdir / "sessions.json"))
+            other.reset()
+            other.close()
+            interleaved.append(1)
+        return result
+
+    monkeypatch.setattr(search_index.AgentIndex, "_update", update_then_reindex_elsewhere)
+    list(library_search(legacy, "narwhal"))
+    assert interleaved
+    monkeypatch.setattr(search_index.AgentIndex, "_update", original)
+    assert [r["messageId"] for r in library_search(legacy, "narwhal")] == ["race0001"]
+    proc = run_cli("sessions", "search", "narwhal", "--json", "--verbose")
+    assert json.loads(proc.stdout)["index"][0]["sourcesRead"] == 0  # recorded now: nothing read again
+
+
 def test_kept_ranking_is_served_only_for_an_unchanged_index(legacy: Path, tmp_path: Path) -> None:
     """A ranking kept in the index (bm25 over a common word) is the one a fresh index gives, and a
     change of the index's content (an append that moves the corpus statistics) is ranked anew."""

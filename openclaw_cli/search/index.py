@@ -65,6 +65,9 @@ class UpdateStats:
         self.rebuilt = False
         self.seconds = 0.0
         self.skipped: list[ReadIssue] = []
+        # the shard's content generation this update left it at (or found it at, unchanged): the
+        # fingerprint of the sources it was compared with may be recorded only under it
+        self.generation: int | None = None
 
 
 class Hit:
@@ -170,22 +173,29 @@ class _Shard:
         start = time.perf_counter()
         stats = UpdateStats()
         current = {s.locator: s for s in agent.sources}
-        existing = self._live_sources()
+        conn = self.conn
+        conn.execute("BEGIN")  # one snapshot: the sources compared are the generation's
+        try:
+            existing = self._live_sources()
+            generation = self._generation()
+        finally:
+            conn.execute("COMMIT")
         if len(existing) == len(current) and all(
             loc in existing and existing[loc][2] == s.token and existing[loc][8] == s.session_key
             for loc, s in current.items()
         ):
             stats.sources_unchanged = len(current)
+            stats.generation = generation
             stats.seconds = time.perf_counter() - start
             return stats
         if self._too_many_dead(existing, current):
             self.reset()
             stats.rebuilt = True
-        conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("DELETE FROM ranked")
             conn.execute(_BUMP)
+            stats.generation = self._generation()
             existing = self._live_sources()  # again under the write lock: another search may have updated
             for locator, row in existing.items():
                 if locator not in current:
@@ -259,6 +269,10 @@ class _Shard:
             raise
         stats.seconds = time.perf_counter() - start
         return stats
+
+    def _generation(self) -> int:
+        row = self.conn.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
 
     def _too_many_dead(self, existing: dict[str, tuple[Any, ...]], current: dict[str, Any]) -> bool:
         dead, total = self.conn.execute(
@@ -589,12 +603,22 @@ class AgentIndex:
         }
         return found.pop() if len(found) == 1 else None
 
-    def _record(self, fingerprint: str) -> None:
-        """Bookkeeping only: a shard another process holds keeps its old fingerprint (the next
+    def _record(self, fingerprint: str, generations: list[int | None]) -> None:
+        """Record `fingerprint` in each shard whose content generation is still the one this
+        update left it at (`generations`, per shard): another process's update or `--reindex` in
+        between changed the content, and its own fingerprint (or none) then stands — recording
+        ours over it would let the next search skip an index that no longer matches it.
+        Bookkeeping only: a shard another process holds keeps its old fingerprint (the next
         search compares, differs and updates again) instead of failing this search."""
-        for shard in self.shards:
+        for shard, generation in zip(self.shards, generations, strict=True):
+            if generation is None:
+                continue
             try:
-                shard.conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+                shard.conn.execute(
+                    "INSERT OR REPLACE INTO meta SELECT 'fingerprint', ? WHERE"
+                    " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'), 0) = ?",
+                    (fingerprint, generation),
+                )
             except sqlite3.Error:
                 continue
 
@@ -620,8 +644,8 @@ class AgentIndex:
         fingerprint = agent.fingerprint()
         if fingerprint == self.fingerprint():  # the common case: nothing changed since the last update
             return UpdateStats(sources_unchanged=len(agent))
-        stats = self._update(agent, their_rows=their_rows, refresh=refresh, workers=workers)
-        self._record(fingerprint)
+        stats, generations = self._update(agent, their_rows=their_rows, refresh=refresh, workers=workers)
+        self._record(fingerprint, generations)
         return stats
 
     def _update(
@@ -631,13 +655,15 @@ class AgentIndex:
         their_rows: Callable[[Any], Any] | None,
         refresh: Callable[[], Any] | None,
         workers: int,
-    ) -> UpdateStats:
+    ) -> tuple[UpdateStats, list[int | None]]:
+        """The update's figures, and the content generation it left each shard at."""
         parts = self._split(agent)
         pending = [self._pending(part, shard) for part, shard in zip(parts, self.shards, strict=True)]
         if not any(n or gone for n, _, gone in pending):
-            for part, shard in zip(parts, self.shards, strict=True):  # only keys may have changed
-                shard.update(part)
-            return UpdateStats(sources_unchanged=len(agent.sources))
+            generations = [  # only keys may have changed
+                shard.update(part).generation for part, shard in zip(parts, self.shards, strict=True)
+            ]
+            return UpdateStats(sources_unchanged=len(agent.sources)), generations
         big = (
             sum(n for n, _, _ in pending) >= PARALLEL_MIN_SOURCES
             or sum(b for _, b, _ in pending) >= PARALLEL_MIN_BYTES
@@ -651,22 +677,28 @@ class AgentIndex:
             and _single_threaded()
         )
         started = time.perf_counter()
+        total = UpdateStats()
+        generations = []
         if not parallel or refresh is None:  # `parallel` holds only with a refresh
-            total = UpdateStats()
             for part, shard in zip(parts, self.shards, strict=True):
-                _merge(total, shard.update(part, their_rows=their_rows(part) if their_rows else None))
-            return total
+                stats = shard.update(part, their_rows=their_rows(part) if their_rows else None)
+                _merge(total, stats)
+                generations.append(stats.generation)
+            return total, generations
         children = [self._fork_update(i, refresh, their_rows) for i in range(1, len(self.shards))]
-        total = self.shards[0].update(parts[0], their_rows=their_rows(parts[0]) if their_rows else None)
+        first = self.shards[0].update(parts[0], their_rows=their_rows(parts[0]) if their_rows else None)
+        _merge(total, first)
+        generations.append(first.generation)
         for i, child in enumerate(children, 1):
-            stats = _collect(child)
-            if stats is None:  # the child failed: do its shard here
-                stats = self.shards[i].update(
+            collected = _collect(child)
+            if collected is None:  # the child failed: do its shard here
+                collected = self.shards[i].update(
                     parts[i], their_rows=their_rows(parts[i]) if their_rows else None
                 )
-            _merge(total, stats)
+            _merge(total, collected)
+            generations.append(collected.generation)
         total.seconds = time.perf_counter() - started
-        return total
+        return total, generations
 
     def _fork_update(
         self, i: int, refresh: Callable[[], Any], their_rows: Callable[[Any], Any] | None
