@@ -131,9 +131,7 @@ ALIASES = (
 UNSERVED_EVENTS = {
     "cron",
     "update.available",
-    "session.operation",
     "chat.metadata.changed",
-    "config.changed",
     "presence",
     "heartbeat",
 }

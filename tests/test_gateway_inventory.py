@@ -44,6 +44,24 @@ def test_every_advertised_row_is_one_of_openclaws_and_marked_served() -> None:
         assert status != "refused-by-design" or why
 
 
+def test_no_session_related_method_or_event_is_not_yet() -> None:
+    """Issue 25's "Done when": every session-related method and event of OpenClaw's list (and the
+    ones it serves unlisted) is served or refused by design, and the doc's summary line says so."""
+    pending = [n for n in OPENCLAW_METHODS if inventory.session_related(n)]
+    pending = [n for n in pending if inventory.method_status(n)[0] == inventory.NOT_YET]
+    pending += [
+        n
+        for n in OPENCLAW_EVENTS
+        if inventory.session_related(n) and inventory.event_status(n)[0] == inventory.NOT_YET
+    ]
+    assert not pending, pending
+    assert all(name in METHODS for name in inventory.UNLISTED_METHODS)
+    doc = (ROOT / "docs" / "gateway.md").read_text()
+    assert "Session-related and not yet served: none." in doc
+    rows = [line for line in doc.splitlines() if line.startswith("| `") and "| yes |" in line]
+    assert rows and not [line for line in rows if "| not yet |" in line]
+
+
 def test_unserved_methods_answer_unavailable_not_unknown() -> None:
     refused = next(n for n in OPENCLAW_METHODS if inventory.method_status(n)[0] == "refused-by-design")
     pending = [n for n in OPENCLAW_METHODS if inventory.method_status(n)[0] == "not yet"]

@@ -12,6 +12,9 @@ recorded in fixtures/gateway-2026.9.6), plus the periodic `tick` and `health` pa
 * `agents.delete`: none (OpenClaw's events there are cron re-bindings and config reloads, which
   have no counterpart here).
 
+`session.operation` (`operation_start`/`operation_end`): the start and end of a compaction that runs
+the summariser, to subscribed connections, before the answer (as recorded).
+
 `before(...)` runs inside the writer, ahead of the mutation, to remember what the mutation will
 remove (the sessionId of a deleted session); `after(...)` builds the payloads once the mutation
 committed and the writer is free again — from the result's stored `entry` when it has one, else by
@@ -186,3 +189,49 @@ def after_refusal(method: str, now: int) -> list[dict[str, Any]]:
 
 def tick(now: int) -> dict[str, Any]:
     return {"ts": now}
+
+
+def operation_start(ctx: Context, name: str, params: dict[str, Any], now: int) -> dict[str, Any] | None:
+    """OpenClaw's `session.operation` start for a served call it runs as an operation, else None.
+
+    Recorded (sessions-compact-no-max-lines): `sessions.compact` without `maxLines` — the model
+    compaction, ours the summariser (D8) — is announced `{operationId, operation: "compact", phase:
+    "start", sessionKey, agentId, ts}` before its answer, then `phase: "end"` with `completed` (and
+    `reason` when it did not compact); a `maxLines` trim sends none (sessions-compact). Our dry run
+    (an extension) changes nothing and sends none either."""
+    if name != "sessions.compact" or params.get("maxLines") is not None or params.get("dryRun"):
+        return None
+    key = params.get("key")
+    if not isinstance(key, str) or not key.strip():
+        return None
+    import uuid
+
+    from openclaw_cli.keys import to_agent_store_key
+
+    agent = _agent_of(ctx, params, key)
+    return {
+        "operationId": str(uuid.uuid4()),
+        "operation": "compact",
+        "phase": "start",
+        "sessionKey": to_agent_store_key(agent, key.strip()),
+        "agentId": agent,
+        "ts": now,
+    }
+
+
+def operation_end(start: dict[str, Any], result: Any, failure: str | None, now: int) -> dict[str, Any]:
+    """The `phase: "end"` frame of `operation_start`'s operation: `completed` when it compacted;
+    otherwise the reason (the skip's, or the refusal's message)."""
+    end: dict[str, Any] = {
+        "operationId": start["operationId"],
+        "operation": start["operation"],
+        "phase": "end",
+    }
+    end.update(sessionKey=start["sessionKey"], agentId=start["agentId"])
+    completed = failure is None and isinstance(result, dict) and bool(result.get("compacted"))
+    end["completed"] = completed
+    reason = failure if failure is not None else (result.get("reason") if isinstance(result, dict) else None)
+    if not completed and isinstance(reason, str) and reason:
+        end["reason"] = reason
+    end["ts"] = now
+    return end

@@ -76,6 +76,8 @@ EVENT_TICK = "tick"
 EVENT_HEALTH = "health"
 EVENT_SHUTDOWN = "shutdown"
 EVENT_PRESENCE = "presence"
+EVENT_SESSION_OPERATION = "session.operation"
+EVENT_CONFIG_CHANGED = "config.changed"
 CHALLENGE_CAPABILITIES: tuple[str, ...] = ()  # OpenClaw advertises model-catalog-snapshot; we serve none
 
 TOKEN_MISMATCH_MESSAGE = (

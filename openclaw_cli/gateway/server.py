@@ -71,7 +71,8 @@ EVENTS = (
     protocol.EVENT_SHUTDOWN,
     protocol.EVENT_HEALTH,
     protocol.EVENT_PRESENCE,
-)
+    protocol.EVENT_SESSION_OPERATION,
+)  # and `config.changed`, which OpenClaw sends without listing it (recorded: agents-delete)
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
 CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
@@ -426,14 +427,25 @@ class GatewayServer:
         except OSError:
             key = None
         if key != self._config_key:
+            first = self._config is None
             loaded = Context.load(self.paths)
             self._config, self._paths, self._config_key = loaded.config, loaded.paths, key
+            if not first:
+                self._broadcast_config_changed(path)
         return Context(
             paths=self._paths,
             config=self._config,
             clock=self.clock,
             gateway_presence=lambda: self.presence.clients(self.clock()),
         )
+
+    def _config_seen(self) -> None:
+        """Re-read the config if its file changed (announcing it); a config that cannot be read now
+        is the next request's error, not this one's."""
+        try:
+            self._context()
+        except Exception:  # noqa: BLE001 - the answer is sent; the next request reports the config
+            pass
 
     # ---- connections ---------------------------------------------------------------------------------------
     async def _handle(self, ws: Any) -> None:  # a GatewayConnection (`create_connection`)
@@ -651,6 +663,8 @@ class GatewayServer:
                 del response
             if changes:
                 self._broadcast_changes(changes)
+            if committed is not None:
+                self._config_seen()  # a write that rewrote the config (agents.delete) says so now
         except BaseException as exc:  # every failure is an answer, never a dropped request
             if isinstance(exc, asyncio.CancelledError):
                 raise
@@ -745,6 +759,9 @@ class GatewayServer:
             if name == "sessions.subscribe":
                 conn.subscribed = True
             return result, None
+        operation = events.operation_start(ctx, name, params, self.clock())  # session.operation
+        if operation is not None:
+            self._broadcast_subscribed(protocol.EVENT_SESSION_OPERATION, operation)
         self._writes_inflight += 1
         self._writes_idle.clear()
         try:
@@ -754,11 +771,19 @@ class GatewayServer:
             else:
                 async with self.writers.hold(keys):
                     result, prior = await loop.run_in_executor(self._pool, self._write, ctx, method, params)
+        except BaseException as exc:
+            if operation is not None and not isinstance(exc, asyncio.CancelledError):
+                end = events.operation_end(operation, None, _error_of(exc).message, self.clock())
+                self._broadcast_subscribed(protocol.EVENT_SESSION_OPERATION, end)
+            raise
         finally:
             self._writes_inflight -= 1
             self._writes_done += 1
             if self._writes_inflight == 0:
                 self._writes_idle.set()
+        if operation is not None:
+            end = events.operation_end(operation, result, None, self.clock())
+            self._broadcast_subscribed(protocol.EVENT_SESSION_OPERATION, end)
         return result, _Committed(ctx, method, params, result, prior)
 
     async def _long_read(self, conn: Connection, name: str, params: dict[str, Any], ctx: Context) -> Any:
@@ -843,6 +868,30 @@ class GatewayServer:
         for payload in changes:
             for conn in targets:
                 conn.send_event(protocol.EVENT_SESSIONS_CHANGED, payload)
+
+    def _broadcast_config_changed(self, path: Path) -> None:
+        """OpenClaw's `config.changed {path, hash, ts}` (recorded after agents.delete rewrote the
+        file), when the config file is seen changed — by this Gateway's own write or an operator's
+        edit: after every committed write, on each request and on the health schedule. `hash` is
+        config.get's (`sha256:` of the file's bytes); to every connection that may read."""
+        import hashlib
+
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        payload = {
+            "path": str(path),
+            "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
+            "ts": self.clock(),
+        }
+        for conn in list(self.connections):
+            if conn.scopes and satisfied(READ, conn.scopes):
+                conn.send_event(protocol.EVENT_CONFIG_CHANGED, payload)
+
+    def _broadcast_subscribed(self, event: str, payload: dict[str, Any]) -> None:
+        for conn in [c for c in self.connections if c.subscribed]:
+            conn.send_event(event, payload)
 
     def _presence_list(self) -> list[dict[str, Any]]:
         from openclaw_cli.ops.gateway_reads import system_presence

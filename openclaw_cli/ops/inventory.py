@@ -128,7 +128,9 @@ _REFUSED: tuple[tuple[str, str], ...] = (
 )
 
 # Events we send (the rest are the runtime's).
-SERVED_EVENTS = frozenset({"connect.challenge", "sessions.changed", "tick", "shutdown", "health", "presence"})
+SERVED_EVENTS = frozenset(
+    {"connect.challenge", "sessions.changed", "tick", "shutdown", "health", "presence", "session.operation"}
+)  # `session.operation`: a compaction that runs the summariser (gateway/events.operation_start)
 _REFUSED_EVENTS: tuple[tuple[str, str], ...] = (
     ("agent", "agent runs"),
     ("chat", "agent runs"),
