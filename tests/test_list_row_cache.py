@@ -37,21 +37,36 @@ def _fresh(ctx: Context, params: dict[str, Any]) -> Any:
     return _call(ctx, "sessions.list", params)
 
 
-def test_list_after_commits_is_the_uncached_list(state: Path) -> None:
+def test_list_after_commits_is_the_uncached_list(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [1_800_000_000_000]
     ctx = Context.load(resolve_paths(), clock=lambda: clock[0])
     params = {"limit": 10, "includeDerivedTitles": True}
+    built: list[str] = []  # the keys of the rows shaped (not taken from the cache)
+    shape = session_views.gateway_row
+
+    def counted(ctx: Context, key: str, entry: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        built.append(key)
+        return shape(ctx, key, entry, **kwargs)
+
+    monkeypatch.setattr(session_views, "gateway_row", counted)
     first = _fresh(ctx, params)
     keys = [row["key"] for row in first["sessions"]]
+    assert sorted(built) == sorted(keys)  # the empty cache: every row shaped
+    page = keys
     for n, change in enumerate([{"label": "renamed"}, {"pinned": True}, {"label": None}, {"pinned": False}]):
         target = keys[n % 3]
         result = _call(ctx, "sessions.patch", {"key": target, **change})
         assert result
         clock[0] += 1000
+        built.clear()
         cached = _call(ctx, "sessions.list", params)
-        assert session_views._ROWS  # rows were reused from the cache
+        listed = [row["key"] for row in cached["sessions"]]
+        # the others reused: only the patched row and rows new to the page are shaped again
+        assert (target in built) == (target in listed) and set(built) <= {target} | (set(listed) - set(page))
+        assert len(built) < len(listed)
         assert all(row["snapshotAt"] == clock[0] for row in cached["sessions"])
         assert cached == _fresh(ctx, params)
+        page = listed
         again = _call(ctx, "sessions.list", params)  # served again: fresh dicts, not the cached ones
         again["sessions"][0]["key"] = "changed by a caller"
         assert _call(ctx, "sessions.list", params)["sessions"][0]["key"] != "changed by a caller"

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import io
 import json
+import marshal
 import os
 import shutil
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import orjson
@@ -310,7 +312,29 @@ def test_kept_ranking_is_served_only_for_an_unchanged_index(legacy: Path, tmp_pa
     """A ranking kept in the index (bm25 over a common word) is the one a fresh index gives, and a
     change of the index's content (an append that moves the corpus statistics) is ranked anew."""
     first = list(library_search(legacy, "session", limit=25))
-    assert list(library_search(legacy, "session", limit=25)) == first  # read back
+    shards = sorted((tmp_path / "cache" / "openclaw-cli" / "search").glob("*.sqlite"))
+    kept: dict[Path, list[tuple[str, int, bytes]]] = {}
+    planted_ids = set()
+    for shard in shards:  # one file per shard of the store's index
+        with closing(sqlite3.connect(shard)) as conn:
+            gen = int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+            kept[shard] = conn.execute("SELECT key, gen, ranked FROM ranked").fetchall()
+            assert kept[shard] and {row[1] for row in kept[shard]} == {gen}  # kept for the index's generation
+            # read back, not ranked again: a kept ranking naming one hit is what the same query serves
+            planted = marshal.loads(kept[shard][0][2])[-1:]
+            planted_ids.add(
+                conn.execute("SELECT message_id FROM rows WHERE id = ?", (planted[0][0],)).fetchone()[0]
+            )
+            conn.execute("UPDATE ranked SET ranked = ?", (marshal.dumps(planted),))
+            conn.commit()
+    assert shards and {r["messageId"] for r in library_search(legacy, "session", limit=25)} == planted_ids
+    for shard in shards:
+        with closing(sqlite3.connect(shard)) as conn:
+            conn.executemany(
+                "UPDATE ranked SET ranked = ? WHERE key = ?", [(r, k) for k, _g, r in kept[shard]]
+            )
+            conn.commit()
+    assert list(library_search(legacy, "session", limit=25)) == first
     sdir, store = _sessions(legacy)
     sid = next(iter(store.values()))["sessionId"]
     _append(sdir / f"{sid}.jsonl", _line("rank0001", "user", "session session session"))
