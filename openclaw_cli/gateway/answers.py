@@ -25,7 +25,8 @@ import orjson
 from openclaw_cli.gateway import protocol
 from openclaw_cli.jsonutil import dumps_bytes
 
-MAX_ANSWERS = 16  # kept frames (a 50 MB transcript's first page is ~175 KB)
+MAX_ANSWER_BYTES = 16 << 20  # kept frames' bytes (a 50 MB transcript's first page is ~175 KB)
+MAX_ENTRIES = 256  # requests tracked (a candidate holds only its probe)
 
 
 class AnswerTemplate:
@@ -33,6 +34,7 @@ class AnswerTemplate:
 
     def __init__(self, pieces: list[bytes | str]) -> None:
         self.pieces = pieces  # bytes as written; "id" / "now" where a value goes
+        self.size = sum(len(piece) for piece in pieces if isinstance(piece, bytes))
 
     def render(self, req_id: Any, now: int) -> bytes:
         out: list[bytes] = []
@@ -92,11 +94,15 @@ class _Kept:
 
 
 class AnswerCache:
-    """Kept answers by (method, params); used from the event loop only."""
+    """Kept answers by (method, params), held to `budget` bytes of encoded frames (a frame larger
+    than that is not kept: chat.history's page may be up to 6 MiB) and `entries` requests; the
+    least recently used go first. Used from the event loop only."""
 
-    def __init__(self, size: int = MAX_ANSWERS) -> None:
+    def __init__(self, budget: int = MAX_ANSWER_BYTES, entries: int = MAX_ENTRIES) -> None:
         self._kept: OrderedDict[Any, _Kept] = OrderedDict()
-        self._size = size
+        self._budget = budget
+        self._entries = entries
+        self._bytes = 0
         # reads in flight by key: (the probe's value before it, its result when done)
         self._reading: dict[Any, tuple[Any, asyncio.Future[Any]]] = {}
 
@@ -156,6 +162,8 @@ class AnswerCache:
         """After a read: keep its answer when the probe read the same value before and after it
         (and it is the probe the value before was read with); else keep only its probe."""
         old = self._kept.pop(key, None)
+        if old is not None and old.frame is not None:
+            self._bytes -= old.frame.size
         if reuse is None:
             return
         value = reuse.probe.read()
@@ -168,7 +176,17 @@ class AnswerCache:
             and value == before
         ):
             kept.token = value
-            kept.frame = template(result, reuse.now_fields)
+            frame = template(result, reuse.now_fields)
+            if frame is not None and frame.size <= self._budget:
+                kept.frame = frame
+                self._bytes += frame.size
         self._kept[key] = kept
-        while len(self._kept) > self._size:
-            self._kept.popitem(last=False)
+        while self._bytes > self._budget or len(self._kept) > self._entries:
+            _, dropped = self._kept.popitem(last=False)
+            if dropped.frame is not None:
+                self._bytes -= dropped.frame.size
+
+    @property
+    def held_bytes(self) -> int:
+        """The kept frames' bytes."""
+        return self._bytes

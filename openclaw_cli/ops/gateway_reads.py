@@ -185,6 +185,7 @@ def sessions_get(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             "maxChars": 1 << 62,
         },
         with_session=False,
+        cap_messages=False,
     )
     return {"messages": history["messages"]}
 

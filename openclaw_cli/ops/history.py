@@ -9,9 +9,12 @@ A message is a transcript `message` entry's `message` object; compaction and res
 (model or thinking-level changes, labels, custom entries) are not messages and are not counted.
 
 One streamed pass: only the last `offset + limit` messages are held, whatever the transcript's
-size. A text longer than `maxChars` is cut with OpenClaw's marker. The page's messages are held to
-`maxBytes` of JSON (and to OpenClaw's own 6 MiB): the oldest go first, the newest always stays,
-and `nextOffset` continues from the oldest kept (recorded from 2026.9.6).
+size. A text longer than `maxChars` (8,000 by default) is cut with OpenClaw's marker (a tool's
+output without it). A message still over 128 KiB of JSON is replaced by OpenClaw's placeholder.
+The page's messages are held to `maxBytes` of JSON (and to OpenClaw's own 6 MiB): the oldest go
+first, the newest always stays, and `nextOffset` continues from the oldest kept. `messageId` pages
+around that message instead (`limit` of them, about half older), grown around it within
+`maxBytes`, with no offsets (all recorded from 2026.9.6: reads-6, reads-7).
 
 `cursor` asks OpenClaw for the events after a `deltaCursor` of its own event log; ours keeps no
 such log and hands out no cursor, so every cursor is one it cannot continue: `{kind: "reset"}`,
@@ -31,8 +34,15 @@ from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context, Reuse
 
 DEFAULT_LIMIT = 200
-DEFAULT_MAX_CHARS = 20_000
+DEFAULT_MAX_CHARS = 8_000  # OpenClaw's DEFAULT_CHAT_HISTORY_TEXT_MAX_CHARS (recorded: reads-7 rec-1)
 MAX_HISTORY_BYTES = 6_291_456  # OpenClaw's cap on one page's messages (JSON bytes)
+MAX_MESSAGE_BYTES = 131_072  # OpenClaw's cap on one message's JSON: larger ones are replaced
+OVERSIZED_TEXT = "[chat.history omitted: message too large]"
+UNAVAILABLE_TEXT = (
+    "[chat.history unavailable: transcript too large to display; the full history is preserved on disk]"
+)
+_TOOL_IDENTITY = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "toolName", "tool_name", "name")
+PAGE_CACHE_BYTES = 16 << 20  # the pages kept (`_PageCache`), as their messages' JSON bytes
 TRUNCATED_MARK = "\n...(truncated)..."
 _SYSTEM_KINDS = {"compaction": "Compaction", "branch_summary": "Branch summary", "reset": "Reset"}
 
@@ -48,18 +58,27 @@ def _ms(value: Any) -> int | None:
     return None
 
 
-def _cut(text: Any, max_chars: int, meta: dict[str, Any]) -> Any:
+def _cut(text: Any, max_chars: int, meta: dict[str, Any], exact: bool = False) -> Any:
+    """`text` cut to `max_chars` with OpenClaw's marker; `exact`: a tool's output, cut without
+    the marker (OpenClaw keeps a tool payload's exact prefix; recorded: reads-7 rec-1)."""
     if isinstance(text, str) and len(text) > max_chars:
         meta["truncated"] = True
         meta["reason"] = "display-cap"
-        return text[:max_chars] + TRUNCATED_MARK
+        return text[:max_chars] if exact else text[:max_chars] + TRUNCATED_MARK
     return text
 
 
+_TOOL_ROLES = ("toolresult", "tool_result", "tool", "function")
+
+
 def _capped(message: dict[str, Any], max_chars: int, meta: dict[str, Any]) -> dict[str, Any]:
+    role = message.get("role")
+    exact = (isinstance(role, str) and role.lower() in _TOOL_ROLES) or any(
+        isinstance(message.get(name), str) for name in ("toolName", "tool_name", "toolCallId", "tool_call_id")
+    )
     content = message.get("content")
     if isinstance(content, str):
-        return {**message, "content": _cut(content, max_chars, meta)}
+        return {**message, "content": _cut(content, max_chars, meta, exact)}
     if not isinstance(content, list):
         return message
     blocks = []
@@ -68,68 +87,166 @@ def _capped(message: dict[str, Any], max_chars: int, meta: dict[str, Any]) -> di
             block = dict(block)
             for field in ("text", "thinking"):
                 if field in block:
-                    block[field] = _cut(block[field], max_chars, meta)
+                    block[field] = _cut(block[field], max_chars, meta, exact and field == "text")
         blocks.append(block)
     return {**message, "content": blocks}
 
 
 def message_of(obj: dict[str, Any], seq: int, max_chars: int) -> dict[str, Any] | None:
-    """The chat.history message of one transcript entry, or None when it is not one."""
+    """The chat.history message of one transcript entry, or None when it is not one.
+
+    A message is the entry's `message` as written, with OpenClaw's metadata merged into its own
+    `__openclaw`: the entry's id, its `idempotencyKey`, when the entry was recorded
+    (`recordTimestampMs`; OpenClaw's position in its own event log, `transcriptPosition`, has no
+    counterpart in a transcript file: not sent) and `seq`. A message without a `timestamp` of its
+    own gets none (2026.9.6 adds none: the entry's time is `recordTimestampMs`). A compaction or
+    reset row carries the entry's time as `timestamp` and no `recordTimestampMs` (recorded)."""
     kind = obj.get("type")
-    meta: dict[str, Any] = {}
-    if isinstance(obj.get("id"), str):
-        meta["id"] = obj["id"]
-    # OpenClaw 2026.9.6 adds when the entry was recorded (and its position in its own event log,
-    # `transcriptPosition`, which has no counterpart in a transcript file: not sent)
-    if _ms(obj.get("timestamp")) is not None:
-        meta["recordTimestampMs"] = _ms(obj.get("timestamp"))
+    entry_id = obj["id"] if isinstance(obj.get("id"), str) else None
+    recorded = _ms(obj.get("timestamp"))
     if kind == "message" and isinstance(obj.get("message"), dict):
         message = obj["message"]
-        out = _capped(message, max_chars, meta)
-        if "timestamp" not in out and _ms(obj.get("timestamp")) is not None:
-            out = {**out, "timestamp": _ms(obj.get("timestamp"))}
+        own = message.get("__openclaw")
+        meta: dict[str, Any] = dict(own) if isinstance(own, dict) else {}
+        if entry_id is not None:
+            meta["id"] = entry_id
+        idempotency = message.get("idempotencyKey")
+        if isinstance(idempotency, str) and idempotency.strip():
+            meta["idempotencyKey"] = idempotency
+        if recorded is not None:
+            meta["recordTimestampMs"] = recorded
         meta["seq"] = seq
+        out = _capped(message, max_chars, meta)
         return {**out, "__openclaw": meta}
     if kind in _SYSTEM_KINDS:
-        meta = {"kind": kind, **meta}
-        if kind == "compaction" and obj.get("tokensBefore") is not None:
-            meta["tokensBefore"] = obj.get("tokensBefore")
+        meta = {"kind": kind}
+        if entry_id is not None:
+            meta["id"] = entry_id
+        if kind == "compaction":
+            for field in ("tokensBefore", "tokensAfter"):
+                if obj.get(field) is not None:
+                    meta[field] = obj.get(field)
         summary = obj.get("summary") if kind != "reset" else (obj.get("summary") or obj.get("reason"))
         if isinstance(summary, str) and summary:
             meta["summary"] = _cut(summary, max_chars, meta)
         meta["seq"] = seq
         out = {"role": "system", "content": [{"type": "text", "text": _SYSTEM_KINDS[kind]}]}
-        if _ms(obj.get("timestamp")) is not None:
-            out["timestamp"] = _ms(obj.get("timestamp"))
+        if recorded is not None:
+            out["timestamp"] = recorded
         return {**out, "__openclaw": meta}
     return None
 
 
-class _PageCache:
-    """The last few pages read, keyed by the transcript's version and the page's params: 20 clients
-    opening one large session read it once (a transcript that changed has another version)."""
+def _oversized(message: dict[str, Any], now: int) -> tuple[dict[str, Any], bool]:
+    """OpenClaw's stand-in for a message over `MAX_MESSAGE_BYTES` of JSON (recorded from 2026.9.6):
+    its role, timestamp (the clock's when it has no number: then True), tool identity and error
+    flag, and the metadata that places it, with `truncated` and `reason: "oversized"`; a
+    stand-in that is itself too large becomes the page's "unavailable" message."""
+    role = message.get("role") if isinstance(message.get("role"), str) else "assistant"
+    stamp = message.get("timestamp")
+    clocked = not (isinstance(stamp, int | float) and not isinstance(stamp, bool))
+    out: dict[str, Any] = {
+        "role": role,
+        "timestamp": now if clocked else stamp,
+        "content": [{"type": "text", "text": OVERSIZED_TEXT}],
+    }
+    for name in _TOOL_IDENTITY:
+        if isinstance(message.get(name), str):
+            out[name] = message[name]
+    error = message.get("isError", message.get("is_error"))
+    if isinstance(error, bool):
+        out["isError"] = error
+    own = message.get("__openclaw")
+    meta = own if isinstance(own, dict) else {}
+    kept: dict[str, Any] = {}
+    if meta.get("toolOutput"):
+        kept["toolOutput"] = meta["toolOutput"]
+    if isinstance(meta.get("id"), str) and meta["id"]:
+        kept["id"] = meta["id"]
+    if isinstance(meta.get("seq"), int):
+        kept["seq"] = meta["seq"]
+    if isinstance(meta.get("idempotencyKey"), str) and meta["idempotencyKey"]:
+        kept["idempotencyKey"] = meta["idempotencyKey"]
+    if meta.get("turnBoundary") is True:
+        kept["turnBoundary"] = True
+    kept.update(truncated=True, reason="oversized")
+    out["__openclaw"] = kept
+    if len(dumps_bytes(out)) > MAX_MESSAGE_BYTES:
+        return {
+            "role": "assistant",
+            "timestamp": now,
+            "content": [{"type": "text", "text": UNAVAILABLE_TEXT}],
+        }, True
+    return out, clocked
 
-    def __init__(self, size: int = 8) -> None:
-        self._pages: OrderedDict[Any, Any] = OrderedDict()
-        self._size = size
+
+def _replace_oversized(
+    messages: list[dict[str, Any]], sizes: list[int], now: int
+) -> tuple[list[dict[str, Any]], list[int], bool]:
+    """The page with every message over `MAX_MESSAGE_BYTES` replaced (`_oversized`), the new
+    sizes, and whether a stand-in took the clock's time."""
+    if all(size <= MAX_MESSAGE_BYTES for size in sizes):
+        return messages, sizes, False
+    out, out_sizes, clocked = list(messages), list(sizes), False
+    for i, size in enumerate(sizes):
+        if size > MAX_MESSAGE_BYTES:
+            out[i], used_clock = _oversized(messages[i], now)
+            out_sizes[i] = len(dumps_bytes(out[i]))
+            clocked = clocked or used_clock
+    return out, out_sizes, clocked
+
+
+class _PageCache:
+    """The last pages read, keyed by the transcript's version and the page's params: 20 clients
+    opening one large session read it once (a transcript that changed has another version). Held
+    to `budget` bytes of the pages' message JSON (a page larger than that is not kept), not to a
+    count: one page may be 200 short messages or 1,000 of 128 KiB."""
+
+    def __init__(self, budget: int = PAGE_CACHE_BYTES) -> None:
+        self._pages: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self._budget = budget
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key: Any) -> Any:
         with self._lock:
             found = self._pages.get(key)
-            if found is not None:
-                self._pages.move_to_end(key)
-            return found
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._pages[key] = value
+            if found is None:
+                return None
             self._pages.move_to_end(key)
-            while len(self._pages) > self._size:
-                self._pages.popitem(last=False)
+            return found[0]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        with self._lock:
+            old = self._pages.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            if size > self._budget:
+                return
+            self._pages[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self._budget:
+                _, (_, dropped) = self._pages.popitem(last=False)
+                self._bytes -= dropped
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
 
 
 _PAGES = _PageCache()
+
+
+def _visible(source: Any) -> Any:
+    """(seq, entry) of every entry chat.history shows (messages, compaction and reset rows), in
+    order, seq counted from 1."""
+    total = 0
+    for line in source.lines():
+        obj = line.obj
+        if obj is None or obj.get("type") not in ("message", *_SYSTEM_KINDS):
+            continue
+        total += 1
+        yield total, obj
 
 
 def _read_page(
@@ -139,15 +256,78 @@ def _read_page(
     streamed pass holding only the last `offset + limit` entries."""
     held: deque[tuple[int, dict[str, Any]]] = deque(maxlen=offset + limit)
     total = 0
-    for line in source.lines():
-        obj = line.obj
-        if obj is None or obj.get("type") not in ("message", *_SYSTEM_KINDS):
-            continue
-        total += 1
+    for total, obj in _visible(source):
         held.append((total, obj))
     page = list(held)[: max(0, len(held) - offset)]
     messages = [m for seq, obj in page if (m := message_of(obj, seq, max_chars)) is not None]
     return messages, len(page), total, [len(dumps_bytes(m)) for m in messages]
+
+
+def _read_around(
+    source: Any, message_id: str, limit: int, max_chars: int
+) -> tuple[list[dict[str, Any]], int, int, list[int]] | None:
+    """The page around the message with entry id `message_id` (OpenClaw's `messageId` read, 2026.9.6):
+    `limit` messages, the anchor with `limit - limit // 2 - 1` older ones before it, moved back so
+    the page never runs past the newest message; None when no shown entry has that id. (messages,
+    the anchor's index among them, messages in the transcript, sizes). One streamed pass holding
+    at most `2 * limit` entries."""
+    older = limit - limit // 2 - 1
+    before: deque[tuple[int, dict[str, Any]]] = deque(maxlen=max(1, older))
+    tail: deque[tuple[int, dict[str, Any]]] = deque(maxlen=limit)
+    after: list[tuple[int, dict[str, Any]]] = []
+    anchor: int | None = None  # the anchor's seq
+    total = 0
+    for total, obj in _visible(source):
+        tail.append((total, obj))
+        if anchor is None:
+            if obj.get("id") == message_id:
+                anchor = total
+                after.append((total, obj))
+            elif older:
+                before.append((total, obj))
+        elif len(after) < limit:
+            after.append((total, obj))
+    if anchor is None:
+        return None
+    start = min(max(0, anchor - 1 - older), max(0, total - limit))  # 0-based, as OpenClaw's range
+    if start < max(0, anchor - 1 - older):
+        page = list(tail)  # the page ends at the newest message: the last `limit`
+    else:
+        held = list(before) if older else []
+        page = [item for item in held if item[0] > start] + after
+        page = page[:limit]
+    messages = [m for seq, obj in page if (m := message_of(obj, seq, max_chars)) is not None]
+    index = next((i for i, m in enumerate(messages) if m["__openclaw"]["seq"] == anchor), None)
+    if index is None:
+        return None  # the entry is a `message` without a message object: nothing shown
+    return messages, index, total, [len(dumps_bytes(m)) for m in messages]
+
+
+def _around_bytes(sizes: list[int], anchor: int, budget: int) -> tuple[int, int]:
+    """The messages kept around the anchor within `budget` bytes (each costs its JSON and a comma),
+    as OpenClaw caps a `messageId` page: the anchor alone when it does not fit, else it grows an
+    older and then a newer message at a time, each side until the next does not fit."""
+    cost = sizes[anchor] + 1
+    if cost > budget:
+        return anchor, anchor + 1
+    start, end = anchor, anchor + 1
+    grow_older, grow_newer = start > 0, end < len(sizes)
+    while grow_older or grow_newer:
+        if grow_older:
+            if cost + sizes[start - 1] + 1 <= budget:
+                start -= 1
+                cost += sizes[start] + 1
+            else:
+                grow_older = False
+        grow_older = grow_older and start > 0
+        if grow_newer:
+            if cost + sizes[end] + 1 <= budget:
+                cost += sizes[end] + 1
+                end += 1
+            else:
+                grow_newer = False
+        grow_newer = grow_newer and end < len(sizes)
+    return start, end
 
 
 def _within_bytes(sizes: list[int], budget: int) -> int:
@@ -171,7 +351,12 @@ def _conflicts(params: dict[str, Any]) -> str | None:
     return None
 
 
-def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = True) -> dict[str, Any]:
+def chat_history(
+    ctx: Context, params: dict[str, Any], *, with_session: bool = True, cap_messages: bool = True
+) -> dict[str, Any]:
+    """`chat.history`'s answer; `with_session=False` leaves out `defaults` and `sessionInfo`,
+    `cap_messages=False` keeps messages over OpenClaw's single-message cap as they are
+    (`sessions.get`, which has no such cap)."""
     from openclaw_cli.ops.session_views import describe
     from openclaw_cli.ops.transcript_export import open_export
 
@@ -187,6 +372,7 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
         return {"kind": "reset"}
     limit = params.get("limit", DEFAULT_LIMIT)
     offset = params.get("offset", 0)
+    message_id = params.get("messageId")
     max_chars = params.get("maxChars", DEFAULT_MAX_CHARS)
     budget = min(params.get("maxBytes", MAX_HISTORY_BYTES), MAX_HISTORY_BYTES)
     total = 0
@@ -194,39 +380,61 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     messages: list[dict[str, Any]] = []
     sizes: list[int] = []
     page_len = 0
+    anchor: int | None = None
     probe = None
     try:
         with open_export(ctx, key, agent=agent, store=None, branch="active") as source:
             session_id = source.session_id
+            if "sessionId" in params and params["sessionId"] != session_id:
+                # OpenClaw reads an earlier window of the key by its id; we keep no such read
+                raise UsageError("sessionId does not belong to sessionKey")
             probe = source.probe
-            cache_key = (source.store_path, source.key, source.version, limit, offset, max_chars)
+            cache_key = (source.store_path, source.key, source.version, limit, offset, max_chars, message_id)
             cached = _PAGES.get(cache_key) if source.version is not None else None
             if cached is None:
-                cached = _read_page(source, limit, offset, max_chars)
+                if message_id is None:
+                    cached = _read_page(source, limit, offset, max_chars)
+                else:
+                    cached = _read_around(source, message_id, limit, max_chars) or ([], -1, 0, [])
                 if source.version is not None:
-                    _PAGES.put(cache_key, cached)
-            messages, page_len, total, sizes = cached
+                    _PAGES.put(cache_key, cached, sum(cached[3]))
+            if message_id is None:
+                messages, page_len, total, sizes = cached
+            else:
+                messages, anchor, total, sizes = cached
     except NotFoundError:
         pass
-    dropped = _within_bytes(sizes, budget)
-    messages = [dict(m) for m in messages[dropped:]]  # the cached page stays as read
-    if dropped:  # continued from the oldest message kept (OpenClaw: total - its seq + 1)
-        next_offset = max(offset + 1, total - messages[0]["__openclaw"]["seq"] + 1)
-        has_more = next_offset < total
-    else:
-        next_offset = offset + page_len
-        has_more = total - offset - page_len > 0
+    # a message over OpenClaw's single-message cap is replaced (the cached page stays as read)
+    clocked = False
+    if cap_messages:
+        messages, sizes, clocked = _replace_oversized(messages, sizes, ctx.now_ms())
     out: dict[str, Any] = {"sessionKey": key}
     if session_id:
         out["sessionId"] = session_id
-    out["messages"] = messages
-    out["pendingInputs"] = {"items": [], "total": 0}  # inputs queued for a run: we run none
-    if "offset" in params:
-        out["offset"] = offset
-    if has_more:
-        out["nextOffset"] = next_offset
-    out["hasMore"] = has_more
-    out["totalMessages"] = total
+    if message_id is not None:  # around the message, held to the budget; no offsets (as OpenClaw)
+        if anchor is not None and anchor >= 0 and messages:
+            first, last = _around_bytes(sizes, anchor, budget - 1)
+            out["messages"] = [dict(m) for m in messages[first:last]]
+        else:
+            out["messages"] = []
+        out["pendingInputs"] = {"items": [], "total": 0}
+    else:
+        dropped = _within_bytes(sizes, budget)
+        messages = [dict(m) for m in messages[dropped:]]
+        if dropped:  # continued from the oldest message kept (OpenClaw: total - its seq + 1)
+            next_offset = max(offset + 1, total - messages[0]["__openclaw"]["seq"] + 1)
+            has_more = next_offset < total
+        else:
+            next_offset = offset + page_len
+            has_more = total - offset - page_len > 0
+        out["messages"] = messages
+        out["pendingInputs"] = {"items": [], "total": 0}  # inputs queued for a run: we run none
+        if "offset" in params:
+            out["offset"] = offset
+        if has_more:
+            out["nextOffset"] = next_offset
+        out["hasMore"] = has_more
+        out["totalMessages"] = total
     if not with_session:
         return out
     from openclaw_cli.ops.session_views import _defaults, _list_defaults
@@ -235,7 +443,7 @@ def chat_history(ctx: Context, params: dict[str, Any], *, with_session: bool = T
     session = describe(ctx, {"key": key, **({"agentId": agent} if agent else {})}).get("session")
     if session is not None:
         out["sessionInfo"] = session
-        if probe is not None and session.get("sessionId") == session_id:
+        if probe is not None and session.get("sessionId") == session_id and not clocked:
             # the same answer while the row and transcript are unchanged; `snapshotAt` is the clock's
             now_fields = (("sessionInfo", "snapshotAt"),) if "snapshotAt" in session else ()
             ctx.reuse = Reuse(probe, now_fields)
