@@ -19,6 +19,8 @@ from __future__ import annotations
 import heapq
 import os
 import stat
+import struct
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -404,9 +406,39 @@ def classify_span(buf: bytes, start: int, end: int) -> tuple[str, dict[str, int]
 class PayloadTally:
     classes: dict[str, list[int]] = field(default_factory=lambda: {c: [0, 0] for c in PAYLOAD_CLASSES})
     media: dict[str, list[int]] = field(default_factory=dict)  # mime -> [bytes, parts]
+    # the biggest lines: a min-heap of (bytes, -tick, where); the tick of a line is its place in
+    # the reading order (`tick`): ties go to the line read first, in any order of merging
     top_events: list[tuple[int, int, tuple[Any, ...]]] = field(default_factory=list)
     top_n: int = 10
-    _tick: int = 0
+    ordinal: int = 0  # the session being read (its place among every store's sessions)
+
+    def tick(self, line: int) -> int:
+        """The place of line `line` of the current session in the reading order."""
+        return (self.ordinal << 32) + line
+
+    def merge(self, other: PayloadTally) -> None:
+        """Add the figures of `other` (one file's, read apart); its ticks are already ours."""
+        for name, (size, count) in other.classes.items():
+            slot = self.classes[name]
+            slot[0] += size
+            slot[1] += count
+        for mime, (size, parts) in other.media.items():
+            slot = self.media.setdefault(mime, [0, 0])
+            slot[0] += size
+            slot[1] += parts
+        self.merge_top(other.top_events)
+
+    def merge_top(self, items: Iterable[tuple[int, int, tuple[Any, ...]]]) -> None:
+        """Offer lines read out of order: kept when bigger than the smallest kept, or as big and
+        read before it (the order `(bytes, -tick)` the heap keeps)."""
+        heap, top_n = self.top_events, self.top_n
+        if not top_n:
+            return
+        for item in items:
+            if len(heap) < top_n:
+                heapq.heappush(heap, item)
+            elif (item[0], item[1]) > (heap[0][0], heap[0][1]):
+                heapq.heapreplace(heap, item)
 
     def add_line(self, line: bytes, where: tuple[Any, ...]) -> int:
         return self.add_span(line, 0, len(line), where)
@@ -428,8 +460,7 @@ class PayloadTally:
             self.classes["media"][0] += media_total
             self.classes["media"][1] += 1
         if self.top_n > 0:
-            self._tick += 1
-            item = (size, -self._tick, (*where, cls))
+            item = (size, -self.tick(where[-1]), (*where, cls))
             if len(self.top_events) < self.top_n:
                 heapq.heappush(self.top_events, item)
             elif size > self.top_events[0][0]:
@@ -516,6 +547,7 @@ class TallySink:
         top_n = tally.top_n
         floor = heap[0][0] if top_n and len(heap) >= top_n else -1
         number = self.lines
+        base = tally.tick(0)
         total = 0
         for line in lines:
             size = len(line)
@@ -541,7 +573,6 @@ class TallySink:
             slot[0] += size
             slot[1] += 1
             if top_n and size > floor:
-                tally._tick += 1
                 name = (
                     "compactionSummaries"
                     if slot is compactions
@@ -549,7 +580,7 @@ class TallySink:
                     if slot is tools
                     else "text"
                 )
-                item = (size, -tally._tick, (*self.where, number, name))
+                item = (size, -(base + number), (*self.where, number, name))
                 if len(heap) < top_n:
                     heapq.heappush(heap, item)
                 else:
@@ -568,10 +599,13 @@ def tally_sessions(
     top_n: int,
     unreadable: list[dict[str, str]],
     referenced: set[str] | None = None,
+    files: FileFigures | None = None,
 ) -> int:
     """Stream every session's transcript of one store through the payload tally. Returns the
     sessions read. `rows`: (key, entry, transcript file of a file store or None), as
-    `store.iter_rows_with_transcripts()` gives them; every file named goes into `referenced`."""
+    `store.iter_rows_with_transcripts()` gives them; every file named goes into `referenced`.
+    `files`: the figures of the store's transcript files kept from an earlier run (a file
+    unchanged since is not read again); brought up to date here."""
     from openclaw_cli.errors import OpenClawError
 
     seen: set[str] = set()
@@ -596,8 +630,11 @@ def tally_sessions(
         seen.add(sid)
         where = (store.agent_id, key, sid)
         lines = size = 0
+        tally.ordinal += 1
         try:
-            if path is not None:
+            if path is not None and files is not None:
+                lines, size = files.tally(path, tally, where)
+            elif path is not None:
                 lines, size = _tally_file(path, tally, where)  # a file store's transcript
             else:
                 sink = TallySink(tally, where)
@@ -618,7 +655,172 @@ def tally_sessions(
                 heapq.heappush(top_sessions, item)
             elif item[0] > top_sessions[0][0]:
                 heapq.heapreplace(top_sessions, item)
+    if files is not None:
+        files.finish(tally)
     return count
+
+
+# one transcript file's figures as kept between runs: its signature (size, mtime, ctime, inode),
+# lines, bytes, [bytes, lines] of text, tool results, compaction summaries and media, and its
+# biggest line
+_RECORD = struct.Struct("<qqqQ11q")
+FIGURES_VERSION = 1
+_SETTLE_NS = 2_000_000_000
+
+
+class FileFigures:
+    """The tally of a file store's transcripts, file by file, kept in the cache dir between runs
+    (`<cache>/storage/<sha256 of the sessions dir's real path>.figures`, marshal), as the search
+    index keeps its sources: a file whose size, mtime, ctime and inode are those recorded is not
+    read again, its recorded figures are added. The biggest events are lines, which a record does
+    not keep: a file whose biggest line may be among them (`finish`) is read again at the end.
+    Never the source of truth: a missing, unreadable or foreign cache is rebuilt, an unwritable
+    cache dir only costs the speed, and nothing under the state dir is written."""
+
+    def __init__(self, sessions_dir: str, cache_root: Path | None):
+        self.prefix = sessions_dir.rstrip("/") + "/"
+        self.path: Path | None = None
+        self.old: dict[str, bytes] = {}
+        self.old_media: dict[str, dict[str, list[int]]] = {}
+        self.new: dict[str, bytes] = {}
+        self.new_media: dict[str, dict[str, list[int]]] = {}
+        self.read = 0  # files read (not answered from the cache)
+        # a file written in the last seconds may be written again within the clock's resolution
+        # without a new size, mtime or ctime: its figures are not kept (git's "racily clean")
+        self._settled_ns = time.time_ns() - _SETTLE_NS
+        self._maxima: list[int] = []  # the top_n biggest lines of distinct files (a min-heap)
+        # files answered from the cache whose biggest line may be among the biggest events
+        self._candidates: list[tuple[int, int, str, tuple[Any, ...]]] = []
+        if cache_root is not None:
+            import hashlib
+
+            real = os.path.realpath(sessions_dir)
+            digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+            self.path = cache_root / "storage" / f"{digest}.figures"
+            self._load()
+
+    def _load(self) -> None:
+        import marshal
+
+        assert self.path is not None
+        try:
+            data = marshal.loads(self.path.read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            return
+        if (
+            isinstance(data, tuple)
+            and len(data) == 4
+            and data[0] == FIGURES_VERSION
+            and data[1] == self.prefix
+            and isinstance(data[2], dict)
+            and isinstance(data[3], dict)
+        ):
+            self.old, self.old_media = data[2], data[3]
+
+    def tally(self, path: str, tally: PayloadTally, where: tuple[Any, ...]) -> tuple[int, int]:
+        """(lines, bytes) of one transcript file, its figures added to `tally`."""
+        st = os.lstat(path)
+        prefix = self.prefix
+        name = path[len(prefix) :] if path.startswith(prefix) else path
+        raw = self.old.pop(name, None)
+        if raw is not None and len(raw) == _RECORD.size:
+            r = _RECORD.unpack(raw)
+            if r[0] == st.st_size and r[1] == st.st_mtime_ns and r[2] == st.st_ctime_ns and r[3] == st.st_ino:
+                classes = tally.classes
+                for i, cls in enumerate(("text", "toolResults", "compactionSummaries", "media")):
+                    slot = classes[cls]
+                    slot[0] += r[6 + 2 * i]
+                    slot[1] += r[7 + 2 * i]
+                media = self.old_media.get(name)
+                if media:
+                    for mime, (size, parts) in media.items():
+                        slot = tally.media.setdefault(mime, [0, 0])
+                        slot[0] += size
+                        slot[1] += parts
+                    self.new_media[name] = media
+                self.new[name] = raw
+                if tally.top_n:
+                    self._offer(r[14], (r[14], tally.ordinal, path, where), tally.top_n)
+                return r[4], r[5]
+        self.read += 1
+        one = PayloadTally(top_n=max(1, tally.top_n), ordinal=tally.ordinal)
+        lines, size = _tally_file(path, one, where)
+        biggest = max((item[0] for item in one.top_events), default=0)
+        if tally.top_n:
+            tally.merge(one)
+            self._offer(biggest, None, tally.top_n)
+        else:
+            one.top_events = []
+            tally.merge(one)
+        if st.st_mtime_ns >= self._settled_ns:
+            return lines, size  # read again next time
+        c = one.classes
+        self.new[name] = _RECORD.pack(
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_ino,
+            lines,
+            size,
+            *c["text"],
+            *c["toolResults"],
+            *c["compactionSummaries"],
+            *c["media"],
+            biggest,
+        )
+        if one.media:
+            self.new_media[name] = one.media
+        return lines, size
+
+    def _offer(
+        self, biggest: int, candidate: tuple[int, int, str, tuple[Any, ...]] | None, top_n: int
+    ) -> None:
+        maxima = self._maxima
+        if len(maxima) < top_n:
+            heapq.heappush(maxima, biggest)
+        elif biggest > maxima[0]:
+            heapq.heapreplace(maxima, biggest)
+        if candidate is not None and (len(maxima) < top_n or biggest >= maxima[0]):
+            self._candidates.append(candidate)
+
+    def finish(self, tally: PayloadTally) -> None:
+        """Read again the files answered from the cache whose biggest line may be among the
+        biggest events (at least as big as the top_n-th biggest line of distinct files: no smaller
+        line can be), then keep the figures for the next run."""
+        top_n = tally.top_n
+        if top_n and self._candidates:
+            floor = self._maxima[0] if len(self._maxima) >= top_n else 0
+            heap = tally.top_events
+            if len(heap) >= top_n:
+                floor = max(floor, heap[0][0])
+            for biggest, ordinal, path, where in self._candidates:
+                if biggest < floor or not biggest:
+                    continue
+                one = PayloadTally(top_n=top_n, ordinal=ordinal)
+                try:
+                    _tally_file(path, one, where)
+                except OSError:
+                    continue  # gone since: its figures were counted, its lines cannot be named
+                tally.merge_top(one.top_events)
+        self._candidates = []
+        if self.path is not None and (self.read or self.old):
+            self._store()
+        self.old, self.old_media = {}, {}
+
+    def _store(self) -> None:
+        import marshal
+
+        assert self.path is not None
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(marshal.dumps((FIGURES_VERSION, self.prefix, self.new, self.new_media)))
+            os.replace(tmp, self.path)
+        except (OSError, ValueError):
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
 
 
 # a transcript under this size is read in one call and tallied as one buffer (a heap allocation:
@@ -720,8 +922,7 @@ def _tally_whole(tally: PayloadTally, buf: bytes, where: tuple[Any, ...]) -> tup
                     if slot is tools
                     else "text"
                 )
-                tally._tick += 1
-                item = (size, -tally._tick, (*where, index + 1, name))
+                item = (size, -tally.tick(index + 1), (*where, index + 1, name))
                 if len(heap) < top_n:
                     heapq.heappush(heap, item)
                 else:

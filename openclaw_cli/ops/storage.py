@@ -17,13 +17,16 @@ SCHEMA_VERSION = 1
 def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """params: `agent` (one agent: its directory only), `allAgents`, `top` (N biggest sessions and
     events, default 10), `plan` (what the cleanup settings would reclaim, through the maintenance
-    planner over the rows' facts: True or None = planned, False = left out)."""
+    planner over the rows' facts: True or None = planned, False = left out), `noCache` (read every
+    transcript file: the figures of files unchanged since the last run are otherwise taken from the
+    cache dir, `maintenance.storage.FileFigures`)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.gcpause import gc_paused
     from openclaw_cli.maintenance import storage as st
     from openclaw_cli.ops.behavior import behavior_of
     from openclaw_cli.ops.targets import open_target, select_targets
+    from openclaw_cli.paths import cache_root
 
     top_n = max(0, int(params.get("top") or 10))
     agent = params.get("agent")
@@ -71,9 +74,15 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             try:
                 # rows streamed, whole (schema 24's snapshot rows joined), with their files
                 rows = store.iter_rows_with_transcripts()
+                # a file store's transcripts unchanged since the last run are not read again
+                files = (
+                    st.FileFigures(str(store.sessions_dir), None if params.get("noCache") else cache_root())
+                    if store.transcripts_in_files
+                    else None
+                )
                 with gc_paused():  # 100,000 rows: the cyclic GC would rescan what is kept
                     sessions = st.tally_sessions(
-                        store, rows, tally, by_kind, top_sessions, top_n, report.unreadable, referenced
+                        store, rows, tally, by_kind, top_sessions, top_n, report.unreadable, referenced, files
                     )
             except OpenClawError as exc:
                 report.unreadable.append({"path": str(store.path), "error": exc.message})
