@@ -68,6 +68,9 @@ class CleanupOptions:
     text_report: bool = False
     # measure what each reason removes (`ops.cleanup.reason_bytes`) also without the text report
     reason_bytes: bool = False
+    # a dry run whose caller reads only the plan and its per-reason bytes (`openclaw storage`):
+    # no summary document, no symbolic-link warnings
+    figures_only: bool = False
 
 
 @dataclass

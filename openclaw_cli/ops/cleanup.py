@@ -101,10 +101,11 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                             progress=ctx.progress,
                         )
                     ctx.note_writes(store)
-                result.summarize(dry_run=options.dry_run)
-                linked = _linked_transcript_warnings(store, result, dry_run=options.dry_run)
-                if linked:
-                    result.summary["warnings"] = linked
+                if not (options.figures_only and options.dry_run):
+                    result.summarize(dry_run=options.dry_run)
+                    linked = _linked_transcript_warnings(store, result, dry_run=options.dry_run)
+                    if linked:
+                        result.summary["warnings"] = linked
                 results.append(result)
         except OpenClawError as exc:
             if not results:

@@ -141,7 +141,9 @@ def _planned(ctx: Context, agent: str | None, now: int) -> list[dict[str, Any]]:
     # planned over the rows' facts (`store/facts.py`: a database store's, or a file store's with
     # its file references), so 100,000 sessions plan in tens of MB (issue 30); the per-reason
     # bytes are the cleanup text report's
-    options = CleanupOptions(agent=agent, all_agents=not agent, dry_run=True, enforce=True, reason_bytes=True)
+    options = CleanupOptions(
+        agent=agent, all_agents=not agent, dry_run=True, enforce=True, reason_bytes=True, figures_only=True
+    )
     try:
         results = cleanup_stores(ctx, options, now_ms=now)
     except OpenClawError as exc:
