@@ -96,3 +96,42 @@ def test_a_long_line_with_many_matches_is_cut_around_the_densest_run() -> None:
     assert snippet.startswith("… ") and snippet.endswith(" …")
     assert snippet.count("gateway token") == 24  # the first window wholly inside the run: 24 pairs
     assert snippet == _plain_snippet(text, parse('"gateway token"'))
+
+
+def _lines_by_definition(data: bytes, pos: int, number: int) -> list[tuple[int, int, int, bytes]]:
+    """Every non-blank line, stripped, with where it starts, where the next begins, and its number
+    among the non-blank ones (the reader's contract, written the plain way)."""
+    out = []
+    for line in _split_keep_lf(data):
+        start = pos
+        pos += len(line)
+        if line.strip():
+            number += 1
+            out.append((start, pos, number, line.strip()))
+    return out
+
+
+def _split_keep_lf(data: bytes) -> list[bytes]:
+    parts = data.split(b"\n")
+    lines = [p + b"\n" for p in parts[:-1]]
+    return lines + ([parts[-1]] if parts[-1] else [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"", b" ", b"\t", b"{}", b' {"a": 1} ', b"x" * 70, b"\r", b"\x0b", b"\xc3\xa9"]),
+        max_size=30,
+    ).map(lambda pieces: b"\n".join(pieces)),
+    st.integers(min_value=1, max_value=9),
+    st.integers(min_value=0, max_value=50),
+)
+def test_reader_lines_match_the_plain_definition(data: bytes, chunk: int, first: int) -> None:
+    """The chunked line reader (one `find` per line, lines cut across chunk boundaries) gives
+    the positions, numbers and stripped bytes of the plain split, whatever the chunk size."""
+    import io
+
+    from openclaw_cli.search.sources import _numbered_lines
+
+    got = list(_numbered_lines(io.BytesIO(data), 100, first, size=chunk))
+    assert got == _lines_by_definition(data, 100, first)

@@ -155,17 +155,10 @@ class FileReader(Reader):
             if after and not self.compressed:
                 raw.seek(after)
                 pos = after
-            number = first_line - 1
-            for line in raw if not self.compressed else _chunked_lines(raw):
-                start = pos
-                pos += len(line)
-                if after and start < after:
+            for line in _numbered_lines(raw, pos, first_line - 1):
+                if after and line[0] < after:  # a stream that cannot seek: skipped up to `after`
                     continue
-                stripped = line.strip()
-                if not stripped:
-                    continue
-                number += 1
-                yield start, pos, number, stripped
+                yield line
 
     def read_at(self, position: int) -> bytes | None:
         if self._data is not None:
@@ -201,6 +194,40 @@ class FileReader(Reader):
                 return fh.read(min(64, position))
         except OSError:
             return None
+
+
+_BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
+
+
+def _numbered_lines(stream: Any, pos: int, number: int, size: int = 1 << 20) -> Iterator[Line]:
+    """The non-blank lines of a stream read from byte `pos` on, stripped, numbered after `number`:
+    (start, end after its newline, number, bytes). Read in chunks and cut with `find`: one copy
+    of each line (a line-by-line read copies it twice, the strip a third time)."""
+    rest = b""
+    while True:
+        chunk = stream.read(size)
+        if not chunk:
+            break
+        data = rest + chunk if rest else chunk
+        find = data.find
+        start = 0
+        while True:
+            end = find(b"\n", start)
+            if end < 0:
+                break
+            line = data[start:end]
+            if line and (line[0] in _BLANK or line[-1] in _BLANK):
+                line = line.strip()
+            if line:
+                number += 1
+                yield pos + start, pos + end + 1, number, line
+            start = end + 1
+        pos += start
+        rest = data[start:]
+    if rest:
+        line = rest.strip()
+        if line:
+            yield pos, pos + len(rest), number + 1, line
 
 
 def _chunked_lines(stream: Any, size: int = 1 << 20) -> Iterator[bytes]:
@@ -339,6 +366,8 @@ class AgentSources:
         self.eager: list[Source] = list(sources or [])
         self._specs: list[Spec] = []
         self._makers: list[Callable[[], list[Spec]]] = []  # scans whose specs are built on demand
+        # one spec by locator from a scan whose specs were not built (None: not one of its own)
+        self._finders: list[Callable[[str], Spec | None]] = []
         self.fp_parts: list[str] = []  # "<locator>\0<token>" of every spec, cheaper than the specs
         self.stamps: list[str] = []  # tokens of what the keys are read from
         self.db_keys: dict[str, str] = {}
@@ -352,6 +381,7 @@ class AgentSources:
     def specs(self) -> list[Spec]:
         while self._makers:
             self._specs.extend(self._makers.pop(0)())
+        self._finders.clear()
         return self._specs
 
     def add_specs(self, specs: list[Spec]) -> None:
@@ -416,6 +446,10 @@ class AgentSources:
         for source in self.eager:
             if source.locator == locator:
                 return source
+        for find in self._finders:  # the one spec, without building the scan's thousands
+            found = find(locator)
+            if found is not None:
+                return self._build(found, keyed=False)
         if self._specs_by_locator is None:
             self._specs_by_locator = {spec[0]: spec for spec in self.specs}
         spec = self._specs_by_locator.get(locator)
@@ -627,81 +661,97 @@ def _archive_parts(name: str) -> tuple[str, str, bool] | None:
     return None
 
 
+def _live_spec(base: str, name: str, st: os.stat_result, token: str) -> Spec:
+    # paths as strings: a Path per file costs more than its lstat
+    return (f"file:{name}", "legacy", name[:-6], f"{base}/{name}", token, st.st_size, False, True,
+            st.st_mtime_ns // 1_000_000, 0)  # fmt: skip
+
+
+def _archive_spec(base: str, name: str, parsed: tuple[str, str, bool]) -> Spec:
+    # the name is its token; its lines' fallback time comes from the name when needed
+    stem, reason, compressed = parsed
+    return (f"file:{name}", f"archive:{reason}", stem[:-6], f"{base}/{name}", f"name:{name}", 0, compressed,
+            False, -1, 0)  # fmt: skip
+
+
+def _scan(directory: str) -> tuple[dict[str, os.DirEntry[str]], int | None]:
+    """The entries of `directory`, listed through a descriptor where the platform allows it (each
+    entry's stat is then an fstatat relative to it: no path walk per file); the descriptor, which
+    the caller closes, or None."""
+    if os.scandir in os.supports_fd:
+        try:
+            fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return {}, None
+        try:
+            with os.scandir(fd) as it:
+                return {e.name: e for e in it}, fd
+        except OSError:
+            os.close(fd)
+            return {}, None
+    try:
+        with os.scandir(directory) as it:
+            return {e.name: e for e in it}, None
+    except OSError:
+        return {}, None
+
+
 def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> None:
     """Live transcripts (stat'ed: they grow) and archives (by name: written once) of a sessions
-    directory. The fingerprint parts come straight from the listing; the specs only when asked."""
+    directory. The fingerprint parts come straight from the listing; the specs only when asked
+    (all of them, or the one a hit names)."""
+    base = os.fspath(sessions_dir)
+    entries, fd = _scan(base)
     try:
-        with os.scandir(sessions_dir) as it:
-            entries = {e.name: e for e in it}
-    except OSError:
-        entries = {}
-    names = sorted(entries)
-    # `<id>.jsonl` (one dot, not hidden) is always primary: trajectories, checkpoints and archives
-    # have more dots (is_primary_transcript_name decides those)
-    live = [n for n in names if n.endswith(".jsonl")] if live_files else []
-    if any(n.count(".") != 1 or n[0] == "." for n in live):
-        from openclaw_cli.store.names import is_primary_transcript_name
+        names = sorted(entries)
+        # `<id>.jsonl` (one dot, not hidden) is always primary: trajectories, checkpoints and archives
+        # have more dots (is_primary_transcript_name decides those)
+        live = [n for n in names if n.endswith(".jsonl")] if live_files else []
+        if any(n.count(".") != 1 or n[0] == "." for n in live):
+            from openclaw_cli.store.names import is_primary_transcript_name
 
-        live = [n for n in live if (n.count(".") == 1 and n[0] != ".") or is_primary_transcript_name(n)]
-    stats: list[tuple[str, os.stat_result]] = []
-    for name in live:
-        try:  # a live transcript grows: its size, mtime and inode are its token
-            st = entries[name].stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            stats.append((name, st))
-    archived: list[tuple[str, tuple[str, str, bool]]] = []
-    primary = {name for name, _ in stats}
-    for name in names:
-        if ".jsonl." not in name or name in primary:
-            continue
-        parsed = _archive_parts(name)
-        try:
-            if parsed is not None and entries[name].is_file(follow_symlinks=False):
-                archived.append((name, parsed))
-        except OSError:
-            continue
-    tokens = [f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" for _, st in stats]
-    out.fp_parts.extend(f"file:{name}\0{token}" for (name, _), token in zip(stats, tokens, strict=True))
-    out.fp_parts.extend(f"file:{name}\0name:{name}" for name, _ in archived)
+            live = [n for n in live if (n.count(".") == 1 and n[0] != ".") or is_primary_transcript_name(n)]
+        stats: dict[str, os.stat_result] = {}
+        for name in live:
+            try:  # a live transcript grows: its size, mtime and inode are its token
+                st = entries[name].stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                stats[name] = st
+        archived: dict[str, tuple[str, str, bool]] = {}
+        for name in names:
+            if ".jsonl." not in name or name in stats:
+                continue
+            parsed = _archive_parts(name)
+            try:
+                if parsed is not None and entries[name].is_file(follow_symlinks=False):
+                    archived[name] = parsed
+            except OSError:
+                continue
+    finally:
+        if fd is not None:
+            os.close(fd)
+    # "<locator>\0<token>", the token `_file_token`'s (written out: one f-string per file)
+    out.fp_parts.extend(f"file:{n}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" for n, st in stats.items())
+    out.fp_parts.extend(f"file:{name}\0name:{name}" for name in archived)
 
     def specs() -> list[Spec]:
-        found: list[Spec] = [
-            (
-                f"file:{name}",
-                "legacy",
-                name[:-6],
-                entries[name].path,  # strings: a Path per file costs more than its lstat
-                token,
-                st.st_size,
-                False,
-                True,
-                st.st_mtime_ns // 1_000_000,
-                0,
-            )
-            for (name, st), token in zip(stats, tokens, strict=True)
-        ]
-        for name, (base, reason, compressed) in archived:
-            # the name is its token; its lines' fallback time comes from the name when needed
-            found.append(
-                (
-                    f"file:{name}",
-                    f"archive:{reason}",
-                    base[:-6],
-                    entries[name].path,
-                    f"name:{name}",
-                    0,
-                    compressed,
-                    False,
-                    -1,
-                    0,
-                )
-            )
+        found = [_live_spec(base, name, st, _file_token(st)) for name, st in stats.items()]
+        found.extend(_archive_spec(base, name, parsed) for name, parsed in archived.items())
         found.sort(key=lambda spec: spec[0])  # the directory's order, live and archived together
         return found
 
+    def find(locator: str) -> Spec | None:
+        name = locator[5:] if locator.startswith("file:") else ""
+        st = stats.get(name)
+        if st is not None:
+            return _live_spec(base, name, st, _file_token(st))
+        parsed = archived.get(name)
+        return _archive_spec(base, name, parsed) if parsed is not None else None
+
     out._makers.append(specs)
+    out._finders.append(find)
     _cold_sources(out, sessions_dir)
 
 
