@@ -5,7 +5,7 @@ archives before it removes, a dry run writes nothing; one key's decision explain
 from __future__ import annotations
 
 import json
-import os
+import re
 from pathlib import Path
 
 import pytest
@@ -95,10 +95,12 @@ def test_unset_retention_keeps_every_tombstone(state_dir: Path) -> None:
     assert "kept forever" in out
 
 
-def test_explain_says_why(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_state("legacy", state_dir)
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_explain_says_why(kind: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_state(kind, state_dir)
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
     (state_dir / "openclaw.json").write_text(json.dumps({"session": {"maintenance": {"pruneAfter": "30d"}}}))
+    snapshot = tree_digest(state_dir / "agents")
     code, doc, err = cli_json("sessions", "cleanup", "--explain", "agent:main:telegram:direct:stale-1")
     assert code == 0, err
     assert doc["removed"] and doc["action"] == "prune-stale" and "pruneAfter" in doc["decision"]
@@ -109,14 +111,37 @@ def test_explain_says_why(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert code == 0 and "agent:main:main: kept" in out and "protected" in out
     code, doc, _ = cli_json("cleanup", "--explain", "agent:main:nobody:here")
     assert code == 4
-    assert os.path.exists(state_dir / SESSIONS_DIR / "sessions.json")
+    assert tree_digest(state_dir / "agents") == snapshot  # explaining writes nothing
 
 
-def test_cleanup_text_says_what_each_reason_removes(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Per reason, the sessions the plan removes and their transcript bytes (issue 27 §7). The
-    fixture ages with the real clock, so the counts come from the plan's own JSON and the bytes
-    from the transcripts the apply took away."""
-    make_state("legacy", state_dir)
+def _transcript_bytes() -> dict[str, int]:
+    """key -> the transcript bytes the store keeps for its session (event text without the
+    newlines a file adds), read back through the store's export, not from its totals."""
+    import io
+
+    from openclaw_cli.paths import resolve_paths
+    from openclaw_cli.store.detect import open_agent_store
+
+    out: dict[str, int] = {}
+    with open_agent_store(resolve_paths(), "main", read_only=True) as store:
+        for key, entry in store.load_entries().items():
+            if isinstance(entry, dict) and isinstance(entry.get("sessionId"), str):
+                sink = io.BytesIO()
+                store.export_transcript(entry["sessionId"], sink, entry=entry)
+                data = sink.getvalue()
+                out[key] = len(data) - data.count(b"\n")
+    return out
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_cleanup_text_says_what_each_reason_removes(
+    kind: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per reason, the sessions the plan removes and their transcript bytes (issue 27 §7), on every
+    store kind. The fixture ages with the real clock, so the counts come from the plan's own JSON
+    and the bytes from what the apply took away: the files that went (legacy), else the removed
+    sessions' event text, read back before the apply."""
+    make_state(kind, state_dir)
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
     (state_dir / "openclaw.json").write_text(
         json.dumps({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 8}}})
@@ -125,6 +150,7 @@ def test_cleanup_text_says_what_each_reason_removes(state_dir: Path, monkeypatch
 
     sessions = state_dir / SESSIONS_DIR
     sizes = {p.name: p.stat().st_size for p in sessions.glob("*.jsonl")}
+    kept = _transcript_bytes()
     code, plan, _ = cli_json("sessions", "cleanup", "--dry-run")
     assert code == 0 and plan["pruned"] >= 1 and plan["capped"] >= 1, plan
     code, out, _ = cli("sessions", "cleanup", "--dry-run")
@@ -132,8 +158,19 @@ def test_cleanup_text_says_what_each_reason_removes(state_dir: Path, monkeypatch
     assert f"prune-stale: {plan['pruned']}," in out and f"cap-overflow: {plan['capped']}," in out
     code, out, _ = cli("sessions", "cleanup", "--enforce")
     assert code == 0 and "Removed, by reason" in out
-    gone = sum(size for name, size in sizes.items() if not (sessions / name).exists())
-    assert gone > 0 and f"  total: {human(gone)}" in out
+    code, after, _ = cli_json("sessions", "--limit", "all")
+    assert code == 0
+    gone_keys = set(kept) - {s["key"] for s in after["sessions"]}
+    report = out.split("Removed, by reason", 1)[1]
+    counts = {m[0]: int(m[1]) for m in re.findall(r"^  ([^:\n]+): (\d+), ", report, re.M)}
+    files = ("unreferenced artifacts", "tombstones (retention)", "disk budget files")
+    sessions_counted = sum(n for reason, n in counts.items() if reason not in files)
+    assert sessions_counted == len(gone_keys), (counts, gone_keys)
+    if kind == "legacy":
+        gone = sum(size for name, size in sizes.items() if not (sessions / name).exists())
+    else:
+        gone = sum(kept[key] for key in gone_keys)
+    assert gone > 0 and f"  total: {human(gone)}" in out, out
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "schema23", "schema24"])

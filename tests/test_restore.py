@@ -105,7 +105,7 @@ def test_round_trip_every_removal_path(kind: str, path: str, state_dir: Path, mo
         assert tree_digest(state_dir / "agents") == snapshot
 
 
-@pytest.mark.parametrize("kind", ["legacy", "sqlite"])
+@pytest.mark.parametrize("kind", STORE_KINDS)
 def test_a_damaged_archive_is_refused_and_nothing_is_written(kind: str, state_dir: Path, monkeypatch) -> None:
     make_state(kind, state_dir)
     _remove("delete", state_dir, monkeypatch)
