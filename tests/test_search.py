@@ -76,10 +76,15 @@ def _plant_everything(state: Path) -> dict[str, tuple[str, str]]:
         sdir / f"{old}.jsonl.reset.2026-10-02T10-00-00.000Z.zst",
         _line("reset001", "toolResult", "output of the wombat harmonica") + b"\n",
     )
+    backup = "bbbbbbbb-7777-4888-9999-cccccccccccc"
+    (sdir / f"{backup}.jsonl.bak.2026-10-03T10-00-00.000Z").write_bytes(
+        _line("bak00001", "user", "a platypus euphonium backup") + b"\n"
+    )
     return {
         "quokka lighthouse": ("legacy", sid),
         "zeppelin marmalade": ("archive:deleted", dead),
         "wombat harmonica": ("archive:reset", old),
+        "platypus euphonium": ("archive:bak", backup),
     }
 
 
