@@ -145,11 +145,14 @@ def real_db_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bo
 
     if not have_peer():
         return fixture_state(tmp_path_factory.mktemp("real-db") / "home" / ".openclaw"), False
-    # One real import for the whole run: the xdist workers share the run's base temp dir, and the
-    # first to take the lock builds (the real OpenClaw's import costs seconds of CPU); the others
-    # find it done. Tests only ever copy it (real_state, or a copytree of their own).
+    # One real import for the whole run: the xdist workers share the run's base temp dir (or
+    # OPENCLAW_TEST_SHARED_DIR, which scripts/test sets for both of its steps), and the first to
+    # take the lock builds (the real OpenClaw's import costs seconds of CPU); the others find it
+    # done. Tests only ever copy it (real_state, or a copytree of their own).
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    if os.environ.get("OPENCLAW_TEST_SHARED_DIR"):
+        shared = Path(os.environ["OPENCLAW_TEST_SHARED_DIR"])
     root, done = shared / "real-db-shared", shared / "real-db-shared.done"
     with open(shared / "real-db-shared.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
