@@ -18,7 +18,7 @@ import pytest
 
 from openclaw_cli.errors import ExitCode, SessionBusyError
 from openclaw_cli.store.lock import LockSettings
-from tests.hardening_support import DB, SESSIONS, cli, env_for, make_state
+from tests.hardening_support import DB, SESSIONS, cli, doctor, env_for, make_state
 
 DELETE_KEY = "agent:main:cron:job1"
 
@@ -177,3 +177,24 @@ def test_the_import_waits_for_a_writer_holding_the_lock_then_refuses_busy(
     assert proc.returncode == ExitCode.BUSY, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["error"]["type"] == "session_busy"
     assert not (state / DB).exists() and (state / SESSIONS / "sessions.json").exists()
+
+
+def test_the_lock_of_an_import_killed_after_it_archived_the_store_is_reclaimed(
+    state: Path, tmp_path: Path
+) -> None:
+    """An import SIGKILLed at its last checkpoint (`sessions.json` archived, its lock still held)
+    leaves `sessions.json.lock` with a dead pid; the next import, which finds no legacy store there
+    and so selects no target, reclaims it as any writer would."""
+    import shutil
+
+    probe, points = tmp_path / "probe", tmp_path / "points"
+    shutil.copytree(state, probe, symlinks=True)
+    counted = doctor(probe, "import", "--json", OPENCLAW_MIGRATION_CRASH_COUNT_FILE=str(points))
+    assert counted.returncode == 0, counted.stderr
+    killed = doctor(state, "import", "--json", OPENCLAW_MIGRATION_CRASH_AT=points.read_text().strip())
+    lock = state / SESSIONS / "sessions.json.lock"
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert lock.exists() and not (state / SESSIONS / "sessions.json").exists()
+    again = doctor(state, "import", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["targets"] == [], again.stdout + again.stderr
+    assert not lock.exists()

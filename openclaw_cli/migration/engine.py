@@ -78,8 +78,13 @@ def _sweep_leftovers(ctx: MigrationContext, targets: list[Target]) -> None:
     sweep_crash_leftovers(ctx.paths.migration_runs_dir())
     for directory in {t.sqlite_path.parent for t in targets}:
         sweep_crash_leftovers(directory)
-    # a killed import's `sessions.json.lock` (dead pid; a live writer's lock is never touched)
-    for directory in {t.store_path.parent for t in targets if not t.is_sqlite_selector}:
+    # a killed import's `sessions.json.lock` (dead pid; a live writer's lock is never touched), also
+    # in the sessions dir of every agent on disk: an import killed after it archived `sessions.json`
+    # left its lock where the next import, with no legacy store left there, selects no target
+    directories = {t.store_path.parent for t in targets if not t.is_sqlite_selector}
+    if ctx.options.store is None:
+        directories |= {ctx.paths.legacy_store_path(a).parent for a in ctx.paths.discovered_agent_ids()}
+    for directory in directories:
         sweep_crash_leftovers(directory)
 
 
