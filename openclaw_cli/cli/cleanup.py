@@ -211,7 +211,8 @@ def _report_served(document: dict[str, Any], ctx: Context, json_mode: bool) -> N
     if json_mode:
         echo_json(document)
     else:
-        stores = document.get("stores") if isinstance(document.get("stores"), list) else [document]
+        raw_stores = document.get("stores")
+        stores = raw_stores if isinstance(raw_stores, list) else [document]
         summaries = [s for s in stores if isinstance(s, dict) and "storePath" in s]
         if summaries:
             print_lines([render_apply_text(summaries)])

@@ -13,13 +13,16 @@ non-zero with the typed error's code.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
 from openclaw_cli.cli.common import echo_json, run, say_hints
 from openclaw_cli.cli.delegation import GATEWAY_PASSWORD, GATEWAY_TIMEOUT, GATEWAY_TOKEN, GATEWAY_URL
 from openclaw_cli.cli.store_options import NO_BACKUP
+
+if TYPE_CHECKING:
+    from openclaw_cli.compaction.service import TokenizerName
 
 
 def _complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -169,9 +172,9 @@ def compact_command(
                 dry_run=dry_run,
                 keep_recent_tokens=keep_recent_tokens,
                 provider=provider,
-                tokenizer=tokenizer,
+                tokenizer=cast("TokenizerName", tokenizer),  # checked there (check_args)
                 instructions=instructions,
-            )  # type: ignore[arg-type]
+            )
             if json_mode:
                 echo_json(result)
             else:
@@ -189,7 +192,7 @@ def compact_command(
             keep_recent_tokens=keep_recent_tokens,
             max_lines=max_lines,
             provider=provider,
-            tokenizer=tokenizer,  # type: ignore[arg-type]
+            tokenizer=cast("TokenizerName", tokenizer),  # checked above (check_args)
             dry_run=dry_run,
             instructions=instructions,
         )

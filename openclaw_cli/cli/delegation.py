@@ -215,6 +215,7 @@ def owning_gateway(options: GatewayOptions | None, *, paths: Any, config: Any) -
         hello = gateway_hello(target, timeout_ms=options.timeout_ms)
     except OpenClawError:
         return None
-    server = hello.get("server") if isinstance(hello.get("server"), dict) else {}
+    raw_server = hello.get("server")
+    server = raw_server if isinstance(raw_server, dict) else {}
     version = server.get("version")
     return (version.strip(), target.url) if isinstance(version, str) and version.strip() else None

@@ -51,7 +51,8 @@ def parts_of(obj: dict[str, Any]) -> tuple[str, str, list[tuple[str, str, str]]]
     kind = obj.get("type")
     when = _clean(obj.get("timestamp"))
     if kind == "message":
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        raw_message = obj.get("message")
+        message = raw_message if isinstance(raw_message, dict) else {}
         role = message.get("role") or "message"
         parts: list[tuple[str, str, str]] = []
         if role == "toolResult":
@@ -98,8 +99,8 @@ def parts_of(obj: dict[str, Any]) -> tuple[str, str, list[tuple[str, str, str]]]
     if kind == "branch_summary":
         return "compaction", f"Branch summary · {when}", [("summary", "", _clean(obj.get("summary")))]
     if kind == "custom_message":
-        text = obj.get("content")
-        text = "\n".join(_clean(b.get("text")) for b in _blocks(text) if b.get("type") == "text")
+        content = obj.get("content")
+        text = "\n".join(_clean(b.get("text")) for b in _blocks(content) if b.get("type") == "text")
         return "custom", f"{_clean(obj.get('customType') or 'Custom message')} · {when}", [("text", "", text)]
     if kind == "model_change":
         return (

@@ -154,12 +154,14 @@ def _render_health(health: dict[str, Any]) -> None:
     for agent in health.get("agents") or []:
         if not isinstance(agent, dict):
             continue
-        sessions = agent.get("sessions") if isinstance(agent.get("sessions"), dict) else {}
+        raw_sessions = agent.get("sessions")
+        sessions = raw_sessions if isinstance(raw_sessions, dict) else {}
         out(
             f"Agent {sanitize_text(agent.get('agentId'))}: {sessions.get('count', '?')} sessions "
             f"({sanitize_text(sessions.get('path') or '')})"
         )
-    plugins = health.get("plugins") if isinstance(health.get("plugins"), dict) else {}
+    raw_plugins = health.get("plugins")
+    plugins = raw_plugins if isinstance(raw_plugins, dict) else {}
     errors = plugins.get("errors") or []
     if errors:
         out(f"Plugin errors: {len(errors)}")

@@ -558,10 +558,10 @@ def register(sessions_app: typer.Typer) -> None:
     ) -> None:
         parent = _parent(ctx)
         json_mode = json_mode or bool(parent.get("json"))
-        agent = agent or parent.get("agent")
+        owner = agent or parent.get("agent")
         params: dict[str, Any] = {"key": key, "reason": reason}
-        if agent:
-            params["agentId"] = agent
+        if owner:
+            params["agentId"] = owner
 
         def precheck() -> None:
             if reason not in ("new", "reset"):
@@ -604,10 +604,10 @@ def register(sessions_app: typer.Typer) -> None:
     ) -> None:
         parent = _parent(ctx)
         json_mode = json_mode or bool(parent.get("json"))
-        agent = agent or parent.get("agent")
+        owner = agent or parent.get("agent")
         params: dict[str, Any] = {"parentSessionKey": key, "fork": True}
-        if agent:
-            params["agentId"] = agent
+        if owner:
+            params["agentId"] = owner
         if label is not None:
             params["label"] = label
         if to is not None:

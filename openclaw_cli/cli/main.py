@@ -59,16 +59,24 @@ class RootGroup(TyperGroup):
     def main(
         self,
         args: Sequence[str] | None = None,
-        prog_name: str | None = None,  # type: ignore[override]
+        prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
+        windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
         from typer._click import exceptions as click_exc
 
         argv = hoist_root_options(sys.argv[1:] if args is None else args)
         try:
-            result = super().main(argv, prog_name or PROG, complete_var, standalone_mode=False, **extra)
+            result = super().main(
+                argv,
+                prog_name or PROG,
+                complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
             code = result if isinstance(result, int) and not isinstance(result, bool) else 0
         except click_exc.UsageError as error:
             hint = _value_hint(error)

@@ -69,12 +69,14 @@ def session_flags(entry: Mapping[str, Any] | Any) -> str:
     owner_info = entry.get("owner")
     owner = _actor(owner_info.get("actor")) if isinstance(owner_info, Mapping) else ""
     owner = owner or _actor(entry.get("createdActor"))
-    participants = entry.get("participants") if isinstance(entry.get("participants"), list) else []
+    raw_participants = entry.get("participants")
+    participants = raw_participants if isinstance(raw_participants, list) else []
     names = []
     for item in participants[:4]:
         if not isinstance(item, Mapping):
             continue
-        identity = item.get("identity") if isinstance(item.get("identity"), Mapping) else {}
+        raw_identity = item.get("identity")
+        identity = raw_identity if isinstance(raw_identity, Mapping) else {}
         names.append(_str(item.get("label")) or f"{identity.get('type')}:{identity.get('id')}")
     count = entry.get("participantCount")
     total = count if isinstance(count, int) and not isinstance(count, bool) else len(names)

@@ -83,8 +83,9 @@ def _delegated(cx: Any, params: dict[str, Any], gw: Any) -> dict[str, Any] | Non
     answer this query the same way)."""
     if params.get("store") or not _gateway_files(cx.paths.state_dir):
         return None
-    from openclaw_cli.gateway.ownership import pid_alive, read_marker
+    from openclaw_cli.gateway.ownership import read_marker
     from openclaw_cli.search.query import parse
+    from openclaw_cli.store.owner_file import pid_alive
     from openclaw_cli.store.state_owner import coordinator_held
 
     marker = read_marker(cx.paths.state_dir)
@@ -103,19 +104,20 @@ def _delegated(cx: Any, params: dict[str, Any], gw: Any) -> dict[str, Any] | Non
         if params.get("agent"):
             wire["agentId"] = params["agent"]
     gw = gw or GatewayOptions()
-    if ours and not gw.url and isinstance(marker.get("url"), str):
+    marker_url = marker.get("url") if ours and marker is not None else None
+    if not gw.url and isinstance(marker_url, str):
         # our Gateway wrote where it listens; the credentials are still the configured ones
         from openclaw_cli.gateway.discovery import discover
 
         found = discover(paths=cx.paths, config=cx.config, token=gw.token, password=gw.password)
         if not (found.token or found.password):
             cx.hint(
-                f"Our Gateway owns this state ({marker['url']}) but no credentials are configured "
+                f"Our Gateway owns this state ({marker_url}) but no credentials are configured "
                 "(--token/--password or OPENCLAW_GATEWAY_TOKEN); searched locally."
             )
             return None
         gw = GatewayOptions(
-            url=marker["url"], token=found.token, password=found.password, timeout_ms=gw.timeout_ms
+            url=marker_url, token=found.token, password=found.password, timeout_ms=gw.timeout_ms
         )
     try:
         doc = delegate("sessions.search", wire, gw, paths=cx.paths, config=cx.config, hint=cx.hint)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import StateOwnedError
-from openclaw_cli.store.owner_file import pid_alive  # (also what search_body asks here)
+from openclaw_cli.store.owner_file import pid_alive
 
 MARKER_NAME = "openclaw-cli-gateway.json"
 HEARTBEAT_S = 15.0  # 2026.9.8+ owners renew their file's mtime this often
@@ -232,15 +232,13 @@ def take_ownership(state_dir: Path, config_path: Path | None = None) -> StateOwn
 def _hold_state_lock(state_dir: Path, name: str) -> sqlite3.Connection:
     """A 2026.9.6 Gateway lock's SQLite sidecar (`<name>.sqlite`), held exclusively for the
     Gateway's life."""
-    from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
+    from openclaw_cli.fsio import DIR_MODE, FILE_MODE, O_NOFOLLOW, ensure_dir
     from openclaw_cli.store.owner_file import lock_dir
     from openclaw_cli.store.state_owner import _exclusive, _Held
 
     path = lock_dir(state_dir) / f"{name}.sqlite"
     ensure_dir(path.parent, DIR_MODE)
-    os.close(
-        os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
-    )  # 0600, not SQLite's 0644
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | O_NOFOLLOW, FILE_MODE))  # 0600, not SQLite's 0644
     try:
         conn = _exclusive(path, create=True)
     except _Held:
