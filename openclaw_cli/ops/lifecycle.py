@@ -454,7 +454,7 @@ def reset_marker(reason: str, now_ms: int) -> dict[str, Any]:
     """The transcript entry OpenClaw 2026.9.6 appends on reset (observed:
     `{"type":"reset","id":"8848ab1d","parentId":<the leaf>,"timestamp":…,"reason":"reset"|"new"}`;
     its `chat.history` shows it as a "Reset" row). The store fills `parentId` with the leaf."""
-    from openclaw_cli.store.rewrite import iso_ms
+    from openclaw_cli.clock import iso_ms
 
     return {
         "type": "reset",

@@ -39,12 +39,12 @@ import os
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from openclaw_cli.clock import iso_ms
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.errors import InvalidDataError
 from openclaw_cli.store.base import SessionStore, TranscriptLine
 from openclaw_cli.store.rewrite import (
     build_successor_lines,
-    iso_ms,
     parse_lines,
     rebuilt_context,
 )

@@ -29,7 +29,7 @@ import orjson
 
 from openclaw_cli import clock
 from openclaw_cli.errors import LockPathError, OpenClawError, SessionBusyError, os_error
-from openclaw_cli.fsio import file_kind
+from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, file_kind
 
 TIMEOUT_CODE = "OPENCLAW_SESSION_WRITE_LOCK_TIMEOUT"
 STALE_CODE = "OPENCLAW_SESSION_WRITE_LOCK_STALE"
@@ -231,7 +231,7 @@ def _read_payload(
         raise _os_failure(exc, lock_path) from None
     if not stat.S_ISREG(st.st_mode):
         raise unusable_lock(lock_path, file_kind(st.st_mode))
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC
     try:
         fd = os.open(lock_path, flags)
     except FileNotFoundError:
@@ -554,11 +554,7 @@ def acquire_transcript_lock(
         try:
             fd = os.open(
                 lock_path,
-                os.O_WRONLY
-                | os.O_CREAT
-                | os.O_EXCL
-                | getattr(os, "O_NOFOLLOW", 0)
-                | getattr(os, "O_CLOEXEC", 0),
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                 0o600,
             )
         except FileExistsError:

@@ -321,7 +321,7 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
     `StateOwnedByOther` when a live owner holds it."""
     import orjson
 
-    from openclaw_cli.fsio import DIR_MODE, FILE_MODE, ensure_dir
+    from openclaw_cli.fsio import DIR_MODE, FILE_MODE, O_NOFOLLOW, ensure_dir
 
     created = _missing_dirs(Path(path).parent)
     parent_times = None
@@ -335,7 +335,7 @@ def acquire(path: Path, data: dict[str, Any]) -> OwnerFile:
     body = orjson.dumps(data)
     for _attempt in range(2):
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, FILE_MODE)
         except FileExistsError:
             owner = live_owner(path)
             if owner is not None:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
-from openclaw_cli.clock import iso_ms as clock_iso_ms
+from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import InvalidDataError
 from openclaw_cli.jsonutil import dumps_compact
 from openclaw_cli.store.base import ReadIssue, TranscriptLine
@@ -231,9 +231,6 @@ def _parse_byte_lines(data: bytes, label: str, issues: list[ReadIssue] | None) -
         if line is not None:
             append(line)
     return out
-
-
-iso_ms = clock_iso_ms  # JS `new Date(ms).toISOString()` (`clock.iso_ms`)
 
 
 def successor_file_name(now_ms: int, session_id: str) -> str:

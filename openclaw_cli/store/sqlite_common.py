@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from openclaw_cli import clock
-from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, StoreBusyError
 from openclaw_cli.store.base import ArchiveFile
 from openclaw_cli.textweight import weighted_chars
@@ -533,9 +532,6 @@ def table_names(conn: sqlite3.Connection) -> set[str]:
 
 def now_ms() -> int:
     return clock.now_ms()
-
-
-iso_from_ms = iso_ms  # JS `new Date(ms).toISOString()` (`clock.iso_ms`)
 
 
 _INT64_MAX = 2**63 - 1

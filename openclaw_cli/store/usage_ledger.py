@@ -42,8 +42,6 @@ _USAGE = b'"usage":{'
 _MODEL = re.compile(rb'"model":"([^"\\]{1,200})"')
 _PROVIDER = re.compile(rb'"provider":"([^"\\]{1,200})"')
 _STAMP = re.compile(rb'"timestamp":"(\d{4}-\d{2}-\d{2})T([0-9:.]+)Z?"')
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def ledger_dir(state_dir: Path) -> Path:
@@ -400,7 +398,7 @@ def append_lines(path: Path, records: list[dict[str, Any]], appended: Appended |
     """Append whole JSON lines (one write, fsync). A torn last line is closed first."""
     if not records:
         return
-    from openclaw_cli.fsio import ensure_dir
+    from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, ensure_dir
     from openclaw_cli.jsonutil import dumps_bytes
 
     if appended is not None and appended.created_dir is None and not path.parent.exists():
@@ -409,7 +407,7 @@ def append_lines(path: Path, records: list[dict[str, Any]], appended: Appended |
     # a removed row holds the entry as read: raw numbers, schema-24 snapshot texts (JsonObjectText)
     data = b"".join(dumps_bytes(r) + b"\n" for r in records)
     existed = os.path.lexists(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC | _O_NOFOLLOW, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     size = 0
     try:
         size = os.fstat(fd).st_size

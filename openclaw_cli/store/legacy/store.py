@@ -306,9 +306,6 @@ class _Snapshot:
     store_issues: list[ReadIssue] | None = None  # all row/field issues, computed on first access
 
 
-_iso = iso_ms  # `clock.iso_ms`
-
-
 class LegacyStore(SessionStore):
     kind = KIND_LEGACY
     schema = None
@@ -1250,7 +1247,7 @@ class LegacyStore(SessionStore):
             raise RefusedError(f"Refusing to write transcript {path}: it is reached through a symbolic link")
         ms = clock.now_ms() if now_ms is None else int(now_ms)
         header = header_line(
-            session_id.strip(), timestamp=_iso(ms), cwd=cwd if cwd is not None else os.getcwd()
+            session_id.strip(), timestamp=iso_ms(ms), cwd=cwd if cwd is not None else os.getcwd()
         )
         append_jsonl(path, raw_lines, lock_settings=lock_settings, header=header)
         return path

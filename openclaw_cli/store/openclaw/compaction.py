@@ -143,7 +143,7 @@ def _new_window(
     cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else ""
     first = loads(lines[0]) if lines else None
     if not (isinstance(first, dict) and first.get("type") == "session"):
-        from openclaw_cli.store.rewrite import iso_ms
+        from openclaw_cli.clock import iso_ms
 
         lines = [
             dumps_compact(

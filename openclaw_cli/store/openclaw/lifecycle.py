@@ -72,9 +72,9 @@ def _leaf_id(conn: Any, sid: str) -> str | None:
 def reset_session(
     store: OpenClawDbStore, key: str, build: Mutate, *, now_ms: int, marker: dict[str, Any] | None = None
 ) -> Any:
+    from openclaw_cli.clock import iso_ms
     from openclaw_cli.store.lifecycle_common import ResetOutcome
     from openclaw_cli.store.openclaw.rows import append_events
-    from openclaw_cli.store.rewrite import iso_ms
 
     with transaction(store) as conn:
         current = read_entry(conn, key)
@@ -125,9 +125,9 @@ def fork_session(
     through_last_completed: bool,
     at_entry: str | None = None,
 ) -> Any:
+    from openclaw_cli.clock import iso_ms
     from openclaw_cli.store.fork import plan_fork
     from openclaw_cli.store.lifecycle_common import ForkOutcome
-    from openclaw_cli.store.rewrite import iso_ms
 
     with transaction(store) as conn:
         parent = read_entry(conn, parent_key)

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, Literal, cast
 import orjson
 
 from openclaw_cli import jsonutil
+from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, NotFoundError, RefusedError
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id
 from openclaw_cli.store.base import (
@@ -64,7 +65,6 @@ from openclaw_cli.store.sqlite_common import (
     ReadOnlyConnection,
     cached_fact,
     event_token_estimate,
-    iso_from_ms,
     keeper,
     list_archive_files,
     now_ms,
@@ -1268,7 +1268,7 @@ class SqliteStore(SessionStore):
                 "type": "session",
                 "version": 4,
                 "id": session_id,
-                "timestamp": iso_from_ms(base_ms),
+                "timestamp": iso_ms(base_ms),
                 "cwd": cwd if cwd is not None else str(Path.cwd()),
             }
             data = orjson.dumps(header)
