@@ -258,6 +258,25 @@ def test_incremental_update_and_rewrite(legacy: Path) -> None:
     assert [r["messageId"] for r in search_json("iguana")["results"]] == ["inc00001"]
 
 
+def test_a_line_being_written_is_read_once_whole(legacy: Path) -> None:
+    """A search while a writer is halfway through a line (no newline yet) neither reports it nor
+    reads past it: once the line is whole, it is indexed (it was lost: the resume point had gone
+    past its first half, and the second half alone is not JSON)."""
+    sdir, store = _sessions(legacy)
+    sid = next(iter(store.values()))["sessionId"]
+    path = sdir / f"{sid}.jsonl"
+    line = _line("half0001", "user", "okapi theremin")
+    with open(path, "ab") as fh:
+        fh.write(line[:40])
+    doc = search_json("okapi")
+    assert doc["results"] == [] and doc["skipped"] == []
+    with open(path, "ab") as fh:
+        fh.write(line[40:] + b"\n")
+    assert [r["messageId"] for r in search_json("okapi")["results"]] == ["half0001"]
+    _append(path, _line("half0002", "user", "okapi again"))
+    assert sorted(r["messageId"] for r in search_json("okapi")["results"]) == ["half0001", "half0002"]
+
+
 def test_unchanged_state_is_not_read_and_a_renamed_key_is_seen(legacy: Path) -> None:
     """The index's fingerprint of every source token: nothing read when nothing changed; a key
     renamed in sessions.json (transcript untouched) is the key results and --session filters see."""

@@ -319,6 +319,13 @@ class _Shard:
                 try:
                     obj = orjson.loads(raw)
                 except orjson.JSONDecodeError:
+                    if source.append_only and not source.reader.line_complete(end):
+                        # the last line, still being written (no newline yet): not a bad line;
+                        # reading resumes at its start once it is whole
+                        nlines -= 1
+                        nbytes -= len(raw) + 1
+                        last_pos = pos if pos > (after or 0) else None
+                        break
                     issues.append(ReadIssue(label, line_no, "not a JSON line; skipped"))
                     continue
                 found = extract(obj, line_no, fallback)

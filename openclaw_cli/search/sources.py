@@ -104,6 +104,11 @@ class Reader:
         """Where the source is, for skipped-line reports."""
         return locator
 
+    def line_complete(self, end: int) -> bool:
+        """Whether the line that ends at `end` was whole when read (False: the last line of a
+        growing file, its newline not written yet)."""
+        return True
+
 
 CACHE_ARCHIVE_BYTES = 32 << 20  # a decompressed archive kept for the snippets of one search
 
@@ -184,6 +189,16 @@ class FileReader(Reader):
         data = self._data or b""
         end = data.find(b"\n", position)
         return data[position : end if end >= 0 else len(data)].strip() or None
+
+    def line_complete(self, end: int) -> bool:
+        if self.compressed or end <= 0:
+            return True
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(end - 1)
+                return fh.read(1) == b"\n"
+        except OSError:
+            return True
 
     def tail_signature(self, position: int) -> bytes | None:
         if self.compressed or position <= 0:
