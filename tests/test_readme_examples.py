@@ -74,6 +74,7 @@ def copy_session(key: str, parent: str) -> None:
             store.restore_session(key, entry, content, lock_settings=ctx.lock_settings(), now_ms=ctx.now_ms())
 
 
+@pytest.mark.slow  # ~9 s of CPU per store kind: a dozen `openclaw` processes each
 @pytest.mark.skipif(not OPENCLAW.exists(), reason=f"no installed openclaw script at {OPENCLAW}")
 @pytest.mark.parametrize("kind", STORE_KINDS)
 def test_readme_storage_examples_run_as_printed(
