@@ -81,9 +81,13 @@ def session_file_value(old: Any, new_path: Path) -> str | None:
 def create_exclusive(path: Path, lines: list[str]) -> None:
     """A new file with `lines`, published complete (temp, fsync, link/rename without replacing);
     an existing file of that name is never touched."""
+    create_exclusive_bytes(path, b"".join(line.encode("utf-8") + b"\n" for line in lines))
+
+
+def create_exclusive_bytes(path: Path, data: bytes) -> None:
+    """`create_exclusive` of bytes as they are (a restored archive's content)."""
     from openclaw_cli.store.archives import _publish
 
-    data = b"".join(line.encode("utf-8") + b"\n" for line in lines)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
     try:

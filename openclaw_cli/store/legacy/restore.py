@@ -7,13 +7,12 @@ refused (`PreconditionError`) with nothing written."""
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import PreconditionError
-from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
 from openclaw_cli.store.base import RestoreOutcome
+from openclaw_cli.store.lifecycle_common import create_exclusive_bytes
 
 if TYPE_CHECKING:
     from openclaw_cli.store.legacy.store import LegacyStore
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 def restore_session(
     store: LegacyStore, key: str, entry: dict[str, Any], content: bytes, *, lock_settings: Any
 ) -> RestoreOutcome:
-    from openclaw_cli.store.archives import _publish
     from openclaw_cli.store.lock import transcript_lock
 
     events = sum(1 for line in content.split(b"\n") if line.strip())
@@ -37,19 +35,7 @@ def restore_session(
         if os.path.lexists(path):
             raise PreconditionError(f"Refusing to overwrite existing transcript {path}")
         Path(store.sessions_dir).mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(content)
-                fh.flush()
-                os.fsync(fh.fileno())
-            if not _publish(tmp, path):
-                raise PreconditionError(f"Refusing to overwrite existing transcript {path}")
-        finally:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-        fsync_dir(path.parent)
+        create_exclusive_bytes(path, content)
         try:
             store.upsert_entries({key: row}, lock_settings=lock_settings)
         except BaseException:
