@@ -123,7 +123,7 @@ def usage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         summary, tail, error = summarize(ledger, None if params.get("noCache") else cache_root())
         sums = {k: list(v) for k, v in summary.groups.items()}
         # whole-session records of sessions that are live again count through the store
-        excluded = live.intersection(summary.sessions)
+        excluded = {sid for sid in live if sid in summary.sessions} if live else set()
         taken = 0
         if excluded:
             offsets = sorted(o for sid in excluded for o in summary.sessions[sid])

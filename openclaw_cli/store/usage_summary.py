@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 _TAIL = 64  # bytes before the summed end that must be unchanged for an append
 _NUMBER_TYPES = frozenset({int, float})
 # (day is a string, day label, model label, kind label) -> [input, output, cacheRead, cacheWrite,
@@ -39,10 +39,25 @@ class LedgerSummary:
     unreadable: int = 0
     unreadable_lines: list[int] = field(default_factory=list)
     groups: dict[GroupKey, list[float]] = field(default_factory=dict)
-    # session id of a whole-session record -> byte offsets of its records
-    sessions: dict[str, list[int]] = field(default_factory=dict)
+    # `sessions` as the cache keeps it (marshal), read only when asked: a usage run over a state
+    # with no live session never needs the 100,000 ids of a big ledger (~0.1 s to load)
+    sessions_blob: bytes | None = None
+    _sessions: dict[str, list[int]] | None = None
+
+    @property
+    def sessions(self) -> dict[str, list[int]]:
+        """Session id of a whole-session record -> byte offsets of its records."""
+        if self._sessions is None:
+            try:  # (written with the rest by one atomic replace: a damaged blob fails the whole load)
+                loaded = marshal.loads(self.sessions_blob) if self.sessions_blob else {}
+            except (EOFError, ValueError, TypeError):
+                loaded = {}
+            self._sessions = loaded if isinstance(loaded, dict) else {}
+            self.sessions_blob = None
+        return self._sessions
 
     def dump(self) -> bytes:
+        sessions = self.sessions_blob if self._sessions is None else None
         return marshal.dumps(
             (
                 SUMMARY_VERSION,
@@ -54,7 +69,7 @@ class LedgerSummary:
                 self.unreadable,
                 self.unreadable_lines,
                 self.groups,
-                self.sessions,
+                sessions if sessions is not None else marshal.dumps(self.sessions),
             )
         )
 
@@ -64,9 +79,14 @@ class LedgerSummary:
             data = marshal.loads(raw)
         except (EOFError, ValueError, TypeError):
             return None
-        if not isinstance(data, tuple) or len(data) != 10 or data[0] != SUMMARY_VERSION:
+        if (
+            not isinstance(data, tuple)
+            or len(data) != 10
+            or data[0] != SUMMARY_VERSION
+            or not isinstance(data[9], bytes)
+        ):
             return None
-        return cls(*data[1:])
+        return cls(*data[1:9], sessions_blob=data[9])
 
 
 def record_groups(record: dict[str, Any]) -> list[tuple[GroupKey, list[float]]]:
