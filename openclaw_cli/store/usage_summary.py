@@ -86,7 +86,8 @@ class LedgerSummary:
             or not isinstance(data[9], bytes)
         ):
             return None
-        return cls(*data[1:9], sessions_blob=data[9])
+        _, ident, end, tail, lines, count, unreadable, unreadable_lines, groups, blob = data
+        return cls(ident, end, tail, lines, count, unreadable, unreadable_lines, groups, sessions_blob=blob)
 
 
 def record_groups(record: dict[str, Any]) -> list[tuple[GroupKey, list[float]]]:
