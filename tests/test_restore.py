@@ -153,3 +153,30 @@ def test_an_unknown_target_and_a_keyless_archive(state_dir: Path) -> None:
     assert code == 0, err
     assert doc["verified"].startswith("every line is JSON")
     assert _events("agent:main:recovered:one")[1] == plain.read_bytes()
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_archives_list_their_expiry_under_the_current_retention(
+    kind: str, state_dir: Path, monkeypatch
+) -> None:
+    """`sessions archives` (issue 27 §3): key, reason, date, size and expiry under the current
+    retention — none while `resetArchiveRetention` is unset (archives are kept, D15), the archive's
+    date plus the retention once it is set."""
+    make_state(kind, state_dir)
+    _remove("delete", state_dir, monkeypatch)
+    code, listed, err = cli_json("sessions", "archives")
+    assert code == 0, err
+    [archive] = listed["archives"]
+    assert listed["retentionMs"] is None and archive["expiresAt"] is None
+    assert archive["key"] == CRON and archive["reason"] == "deleted" and archive["bytes"] > 0
+    assert isinstance(archive["archivedAt"], int)
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"resetArchiveRetention": "7d"}}})
+    )
+    code, listed, err = cli_json("sessions", "archives")
+    assert code == 0, err
+    [archive] = listed["archives"]
+    week = 7 * 24 * 3600 * 1000
+    assert listed["retentionMs"] == week and archive["expiresAt"] == archive["archivedAt"] + week
+    code, out, _ = cli("sessions", "archives")
+    assert code == 0 and CRON in out
