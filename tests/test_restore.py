@@ -180,3 +180,20 @@ def test_archives_list_their_expiry_under_the_current_retention(
     assert listed["retentionMs"] == week and archive["expiresAt"] == archive["archivedAt"] + week
     code, out, _ = cli("sessions", "archives")
     assert code == 0 and CRON in out
+
+
+def test_restore_is_refused_while_a_gateway_owns_the_state(state_dir: Path, monkeypatch) -> None:
+    """Issue 27 §3: no Gateway (OpenClaw's or ours) has a restore method, so a running one that owns
+    the state refuses the offline write (D25): exit 5, `state_owned`, nothing written; once it
+    stopped, the same command restores."""
+    from tests.gateway_server_support import GatewayProcess
+
+    make_state("legacy", state_dir)
+    _remove("delete", state_dir, monkeypatch)
+    before = tree_digest(state_dir / "agents")
+    with GatewayProcess():
+        code, doc, err = cli_json("sessions", "restore", CRON)
+    assert code == 5 and doc["error"]["type"] == "state_owned", (code, doc, err)
+    assert tree_digest(state_dir / "agents") == before
+    code, doc, err = cli_json("sessions", "restore", CRON)
+    assert code == 0 and doc["restored"], err
