@@ -34,6 +34,7 @@ def _call(ctx: Context, name: str, params: dict[str, Any]) -> Any:
 def _fresh(ctx: Context, params: dict[str, Any]) -> Any:
     session_views._ROWS.clear()
     session_views._PAGES.clear()
+    session_views._TITLES.clear()
     return _call(ctx, "sessions.list", params)
 
 
@@ -49,6 +50,16 @@ def test_list_after_commits_is_the_uncached_list(state: Path, monkeypatch: pytes
         return shape(ctx, key, entry, **kwargs)
 
     monkeypatch.setattr(session_views, "gateway_row", counted)
+    from openclaw_cli.ops import titles
+
+    heads: list[str] = []  # the sessions whose transcript head was read for a title
+    read_head = titles.first_user_text
+
+    def counted_head(store: Any, entry: dict[str, Any]) -> str | None:
+        heads.append(entry["sessionId"])
+        return read_head(store, entry)
+
+    monkeypatch.setattr(titles, "first_user_text", counted_head)
     first = _fresh(ctx, params)
     keys = [row["key"] for row in first["sessions"]]
     assert sorted(built) == sorted(keys)  # the empty cache: every row shaped
@@ -59,8 +70,14 @@ def test_list_after_commits_is_the_uncached_list(state: Path, monkeypatch: pytes
         assert result
         clock[0] += 1000
         built.clear()
+        heads.clear()
         cached = _call(ctx, "sessions.list", params)
         listed = [row["key"] for row in cached["sessions"]]
+        # titles too: only the patched row's and new rows' transcripts are read (issue 30)
+        changed = {
+            row["sessionId"] for row in cached["sessions"] if row["key"] == target or row["key"] not in page
+        }
+        assert set(heads) <= changed
         # the others reused: only the patched row and rows new to the page are shaped again
         assert (target in built) == (target in listed) and set(built) <= {target} | (set(listed) - set(page))
         assert len(built) < len(listed)

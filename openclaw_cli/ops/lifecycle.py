@@ -131,13 +131,20 @@ def parse_label(raw: Any) -> str:
 # ---- finding the session ----------------------------------------------------------------------------------
 
 
-def is_main_session(ctx: Context, agent_id: str, key: str) -> bool:
+def is_main_session(ctx: Context, agent_id: str, key: str, main_name: str | None | bool = False) -> bool:
+    """`main_name`: `main_key_name(ctx)` when the caller has it (False: read it here)."""
     from openclaw_cli.keys import main_key
 
-    return key.strip().lower() == "global" or key == main_key(agent_id, main_key_name(ctx))
+    name = main_key_name(ctx) if main_name is False else main_name
+    return key.strip().lower() == "global" or key == main_key(
+        agent_id, name if isinstance(name, str) else None
+    )
 
 
-def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict[str, Any]:
+def _resolved(
+    ctx: Context, agent_id: str, entry: dict[str, Any] | None, models: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """`models`: each agent's default model ref, kept across the results of one batch."""
     from openclaw_cli.config import default_model
 
     entry = entry or {}
@@ -146,7 +153,11 @@ def _resolved(ctx: Context, agent_id: str, entry: dict[str, Any] | None) -> dict
     if not isinstance(model, str) or not model:
         # the configured model, else OpenClaw's built-in default (`gpt-6-astra`), as the real
         # Gateway resolves it
-        ref = default_model(ctx.config, agent_id) or BUILTIN_MODEL
+        ref = models.get(agent_id) if models is not None else None
+        if ref is None:
+            ref = default_model(ctx.config, agent_id) or BUILTIN_MODEL
+            if models is not None:
+                models[agent_id] = ref
         provider_default, _, model_default = (ref or "").rpartition("/")
         model = model_default or entry.get("model")
         provider = provider or provider_default or entry.get("modelProvider")
@@ -367,18 +378,22 @@ def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
 
     outcomes: list[Any] = [None] * len(batch)
     groups: dict[str, tuple[Any, list[tuple[int, dict[str, Any], str]]]] = {}
+    selected: dict[Any, Any] = {}  # each owner's store, selected once per batch
     for i, raw in enumerate(batch):
         try:
             params = _check_patch_params(raw)
             if params.get("dryRun") or params.get("store") is not None:
                 outcomes[i] = sessions_patch(ctx, params)
                 continue
-            key, target = locate_target(ctx, params["key"], agent=params.get("agentId"), store=None)
+            key, target = locate_target(
+                ctx, params["key"], agent=params.get("agentId"), store=None, memo=selected
+            )
         except OpenClawError as exc:
             outcomes[i] = exc
             continue
         groups.setdefault(f"{target.agent_id}\0{target.explicit}", (target, []))[1].append((i, params, key))
     main_name = main_key_name(ctx)
+    models: dict[str, str] = {}  # each agent's default model, once per batch
     for target, members in groups.values():
         try:
             st = open_target(ctx, target, read_only=False)
@@ -395,7 +410,9 @@ def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
                 except OpenClawError as exc:
                     outcomes[i] = exc
                     continue
-                items.append((stored_key, _patch_mutation(ctx, st, params, target.agent_id, stored_key)))
+                items.append(
+                    (stored_key, _patch_mutation(ctx, st, params, target.agent_id, stored_key, main_name))
+                )
                 placed.append((i, stored_key))
             if not items:
                 continue
@@ -415,7 +432,7 @@ def sessions_patch_many(ctx: Context, batch: list[dict[str, Any]]) -> list[Any]:
                         "path": str(st.path),
                         "key": stored_key,
                         "entry": entry,
-                        "resolved": _resolved(ctx, target.agent_id, entry),
+                        "resolved": _resolved(ctx, target.agent_id, entry, models),
                     }
                 )
     return outcomes
@@ -430,9 +447,14 @@ def _register_category(ctx: Context, params: dict[str, Any]) -> None:
 
 
 def _patch_mutation(
-    ctx: Context, st: SessionStore, params: dict[str, Any], agent_id: str, key: str
+    ctx: Context,
+    st: SessionStore,
+    params: dict[str, Any],
+    agent_id: str,
+    key: str,
+    main_name: str | None | bool = False,
 ) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
-    main = is_main_session(ctx, agent_id, key)
+    main = is_main_session(ctx, agent_id, key, main_name)
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         return apply_patch(

@@ -109,16 +109,28 @@ class Located:
     requested: str
 
 
-def resolve_target(ctx: Context, key: str, *, agent: str | None, store: str | None) -> tuple[str, Target]:
+def resolve_target(
+    ctx: Context,
+    key: str,
+    *,
+    agent: str | None,
+    store: str | None,
+    memo: dict[Any, Target] | None = None,
+) -> tuple[str, Target]:
     """(the key, the target of the store it lives in) by the one owner rule, nothing opened. With
-    an explicit `store`, a key prefixed with another agent than the store's is refused."""
+    an explicit `store`, a key prefixed with another agent than the store's is refused. `memo`
+    keeps the selection of each owner for the requests of one batch (the selection lists the
+    state's agent directories: once per batch, not once per key)."""
     from openclaw_cli.keys import parse_agent_key
     from openclaw_cli.ops.targets import select_targets
 
     owner = owner_agent(ctx, key, agent, store)
-    target = select_targets(
-        ctx.paths, ctx.config, agent=owner if store is None else agent, all_agents=False, store=store
-    )[0]
+    selector = owner if store is None else agent
+    target = memo.get((selector, store)) if memo is not None else None
+    if target is None:
+        target = select_targets(ctx.paths, ctx.config, agent=selector, all_agents=False, store=store)[0]
+        if memo is not None:
+            memo[(selector, store)] = target
     parsed = parse_agent_key(key)
     if store is not None and parsed and parsed[0] != target.agent_id:
         raise UsageError(
@@ -129,13 +141,19 @@ def resolve_target(ctx: Context, key: str, *, agent: str | None, store: str | No
 
 
 def locate_target(
-    ctx: Context, raw_key: Any, *, agent: str | None, store: str | None, what: str = "session key"
+    ctx: Context,
+    raw_key: Any,
+    *,
+    agent: str | None,
+    store: str | None,
+    what: str = "session key",
+    memo: dict[Any, Target] | None = None,
 ) -> tuple[str, Target]:
     """(the checked key, the target of the store it lives in), nothing opened: a key a request
     names (`check_session_key`: a string, not blank, within bounds)."""
     from openclaw_cli.lifecycle import check_session_key
 
-    return resolve_target(ctx, check_session_key(raw_key, what=what), agent=agent, store=store)
+    return resolve_target(ctx, check_session_key(raw_key, what=what), agent=agent, store=store, memo=memo)
 
 
 def locate(

@@ -330,6 +330,12 @@ _PAGES_MAX = 64
 # commit rebuilds only the rows that changed (issue 30: every list in a busy Gateway follows one)
 _ROWS: dict[Any, tuple[Any, dict[str, Any]]] = {}
 _ROWS_MAX = 4096
+# first user messages found, by (store, key, the entry's JSON): a list right after a commit reads
+# only the changed rows' transcripts (issue 30: 50 transcript heads per list were ~30 % of it).
+# Only found texts are kept: an append may add a first user message to a transcript that had
+# none, never change one; a rewrite of the transcript (compaction, reset) changes the entry.
+_TITLES: dict[tuple[str, str, bytes], str] = {}
+_TITLES_MAX = 4096
 
 
 def _cached_row(
@@ -515,12 +521,12 @@ def _titles(
 ) -> None:
     """Rows nothing names get the title of their first user message as `displayName`, as the real
     Gateway lists them; `includeDerivedTitles` adds `derivedTitle` (`ops/titles.py`)."""
-    from openclaw_cli.ops.titles import derived_title, first_user_text, goal_title
+    from openclaw_cli.ops.titles import derived_title, goal_title
 
-    for (agent_id, _key, entry), row in zip(page, rows, strict=True):
+    for (agent_id, key, entry), row in zip(page, rows, strict=True):
         named = row.get("displayName")
         needs_text = not named and not (derived and (entry.get("label") or entry.get("subject")))
-        first = first_user_text(stores[agent_id], entry) if needs_text else None
+        first = _first_user_text(stores[agent_id], key, entry) if needs_text else None
         if not named:
             title = goal_title(first)
             if title:
@@ -529,6 +535,29 @@ def _titles(
             title = derived_title(entry, named, first)
             if title:
                 _insert_after(row, "displayName", "derivedTitle", title)
+
+
+def _first_user_text(store: SessionStore, key: str, entry: dict[str, Any]) -> str | None:
+    """`titles.first_user_text`, from `_TITLES` when this entry's transcript gave one before."""
+    from openclaw_cli.jsonutil import dumps_bytes
+    from openclaw_cli.ops.titles import first_user_text
+
+    try:
+        cache_key = (str(store.path), key, dumps_bytes(entry))
+    except (TypeError, ValueError):
+        return first_user_text(store, entry)
+    found = _TITLES.get(cache_key)
+    if found is not None:
+        return found
+    text = first_user_text(store, entry)
+    if text is not None:
+        if len(_TITLES) >= _TITLES_MAX:
+            try:
+                _TITLES.pop(next(iter(_TITLES)), None)
+            except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+                pass
+        _TITLES[cache_key] = text
+    return text
 
 
 def _insert_after(row: dict[str, Any], anchor: str, name: str, value: Any) -> None:
