@@ -103,6 +103,7 @@ def _check_manifests(state: Path) -> None:
     assert not list(runs.glob("*.tmp")) if runs.exists() else True
 
 
+@pytest.mark.slow  # ~19 s of CPU at load 12: imports SIGKILLed at 18 points, each re-run and checked
 def test_killed_imports_recover_without_loss_or_duplicates(template: Path, tmp_path: Path) -> None:
     originals = _originals(template)
     # how many crash points a full import passes

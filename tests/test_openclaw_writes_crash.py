@@ -11,12 +11,16 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import schema23_kill  # noqa: E402
 
 
+@pytest.mark.peer  # the real OpenClaw inspects the last kill's database (peer_check="final")
+@pytest.mark.slow  # ~19 s of CPU at load 12 (the real import of the template included when it builds it)
 def test_kills_leave_the_database_as_before_or_as_after(real_db_template: tuple[Path, bool], tmp_path: Path):
     template = tmp_path / "template"
     shutil.copytree(real_db_template[0], template)
@@ -33,6 +37,7 @@ def test_kills_leave_the_database_as_before_or_as_after(real_db_template: tuple[
     assert outcome["peerChecks"] == (1 if real_db_template[1] else 0)
 
 
+@pytest.mark.slow  # ~4 s of CPU at load 12
 def test_ctrl_c_stops_at_a_safe_point_as_before_or_as_after(
     real_db_template: tuple[Path, bool], tmp_path: Path
 ):
