@@ -318,8 +318,9 @@ def test_patch_delete_create_scope_policy() -> None:
 
 
 def test_unauthenticated_connection_receives_only_the_challenge(state_dir: Path) -> None:
-    with GatewayThread(tick_interval_ms=50, handshake_timeout_s=0.6) as gw:
-        with Client(gw.url) as idle:  # no connect: the 50 ms ticks must not reach it
+    # 2 s, not less: the server's opening handshake and our connect frame must fit in it at load
+    with GatewayThread(tick_interval_ms=50, handshake_timeout_s=2.0) as gw:
+        with Client(gw.url) as idle:  # no connect: 40 ticks of 50 ms meanwhile must not reach it
             close, frames = closed_with(idle)
             assert frames == [] and close.code == 1000
         with Client(gw.url) as c:
