@@ -416,18 +416,6 @@ class PayloadTally:
         """The place of line `line` of the current session in the reading order."""
         return (self.ordinal << 32) + line
 
-    def merge(self, other: PayloadTally) -> None:
-        """Add the figures of `other` (one file's, read apart); its ticks are already ours."""
-        for name, (size, count) in other.classes.items():
-            slot = self.classes[name]
-            slot[0] += size
-            slot[1] += count
-        for mime, (size, parts) in other.media.items():
-            slot = self.media.setdefault(mime, [0, 0])
-            slot[0] += size
-            slot[1] += parts
-        self.merge_top(other.top_events)
-
     def merge_top(self, items: Iterable[tuple[int, int, tuple[Any, ...]]]) -> None:
         """Offer lines read out of order: kept when bigger than the smallest kept, or as big and
         read before it (the order `(bytes, -tick)` the heap keeps)."""
@@ -526,6 +514,7 @@ class TallySink:
         self._rest = b""
         self.lines = 0
         self.bytes = 0
+        self.biggest = 0  # the biggest line's bytes
 
     def write(self, data: bytes) -> int:
         buf = self._rest + bytes(data) if self._rest else bytes(data)
@@ -549,12 +538,15 @@ class TallySink:
         number = self.lines
         base = tally.tick(0)
         total = 0
+        biggest = self.biggest
         for line in lines:
             size = len(line)
             if not size or (line[0] in _WS or line[-1] in _WS) and not line.strip():
                 continue
             number += 1
             total += size
+            if size > biggest:
+                biggest = size
             head = line[:_HEAD]
             if b'"type":"compaction"' in head or b'"type": "compaction"' in head:
                 slot = compactions
@@ -588,6 +580,7 @@ class TallySink:
                 floor = heap[0][0] if len(heap) >= top_n else -1
         self.lines = number
         self.bytes += total
+        self.biggest = biggest
 
 
 def tally_sessions(
@@ -665,6 +658,7 @@ def tally_sessions(
 # biggest line
 _RECORD = struct.Struct("<qqqQ11q")
 FIGURES_VERSION = 1
+_FILE_CLASSES = ("text", "toolResults", "compactionSummaries", "media")  # a record's order
 _SETTLE_NS = 2_000_000_000
 
 
@@ -727,7 +721,7 @@ class FileFigures:
             r = _RECORD.unpack(raw)
             if r[0] == st.st_size and r[1] == st.st_mtime_ns and r[2] == st.st_ctime_ns and r[3] == st.st_ino:
                 classes = tally.classes
-                for i, cls in enumerate(("text", "toolResults", "compactionSummaries", "media")):
+                for i, cls in enumerate(_FILE_CLASSES):
                     slot = classes[cls]
                     slot[0] += r[6 + 2 * i]
                     slot[1] += r[7 + 2 * i]
@@ -742,19 +736,19 @@ class FileFigures:
                 if tally.top_n:
                     self._offer(r[14], (r[14], tally.ordinal, path, where), tally.top_n)
                 return r[4], r[5]
+        # read: tallied straight into `tally` (its biggest lines offered in reading order, as
+        # without a cache), the file's figures kept as the difference it made
         self.read += 1
-        one = PayloadTally(top_n=max(1, tally.top_n), ordinal=tally.ordinal)
-        lines, size = _tally_file(path, one, where)
-        biggest = max((item[0] for item in one.top_events), default=0)
+        classes = tally.classes
+        slots = [classes[c] for c in _FILE_CLASSES]
+        before = [n for slot in slots for n in slot]
+        media_before = {mime: (v[0], v[1]) for mime, v in tally.media.items()} if tally.media else {}
+        lines, size, biggest = _tally_file_biggest(path, tally, where)
         if tally.top_n:
-            tally.merge(one)
             self._offer(biggest, None, tally.top_n)
-        else:
-            one.top_events = []
-            tally.merge(one)
         if st.st_mtime_ns >= self._settled_ns:
             return lines, size  # read again next time
-        c = one.classes
+        after = [n for slot in slots for n in slot]
         self.new[name] = _RECORD.pack(
             st.st_size,
             st.st_mtime_ns,
@@ -762,14 +756,16 @@ class FileFigures:
             st.st_ino,
             lines,
             size,
-            *c["text"],
-            *c["toolResults"],
-            *c["compactionSummaries"],
-            *c["media"],
+            *(a - b for a, b in zip(after, before, strict=True)),
             biggest,
         )
-        if one.media:
-            self.new_media[name] = one.media
+        if after[7] != before[7]:  # lines carrying media: which MIME types this file added
+            added: dict[str, list[int]] = {}
+            for mime, (total, parts) in tally.media.items():
+                was = media_before.get(mime, (0, 0))
+                if parts != was[1] or total != was[0]:
+                    added[mime] = [total - was[0], parts - was[1]]
+            self.new_media[name] = added
         return lines, size
 
     def _offer(
@@ -837,6 +833,11 @@ _CLASS_WORDS = (
 def _tally_file(path: str, tally: PayloadTally, where: tuple[Any, ...]) -> tuple[int, int]:
     """(lines, bytes) of one transcript file, tallied. Most files are read with one `read` and
     classified without a per-line loop (`_tally_whole`); others stream through a `TallySink`."""
+    return _tally_file_biggest(path, tally, where)[:2]
+
+
+def _tally_file_biggest(path: str, tally: PayloadTally, where: tuple[Any, ...]) -> tuple[int, int, int]:
+    """`_tally_file`, and the biggest line's bytes."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         buf = os.read(fd, _WHOLE)  # (no fstat: most transcripts are far smaller than one read)
@@ -851,17 +852,17 @@ def _tally_file(path: str, tally: PayloadTally, where: tuple[Any, ...]) -> tuple
             while block := os.read(fd, 1 << 20):
                 sink.write(block)
         sink.close()
-        return sink.lines, sink.bytes
+        return sink.lines, sink.bytes, sink.biggest
     finally:
         os.close(fd)
 
 
-def _tally_whole(tally: PayloadTally, buf: bytes, where: tuple[Any, ...]) -> tuple[int, int] | None:
+def _tally_whole(tally: PayloadTally, buf: bytes, where: tuple[Any, ...]) -> tuple[int, int, int] | None:
     """`TallySink` over a whole file in one go, with the same figures: lines are found with C-level
     searches (the class markers, then which line each falls on) instead of a loop over lines.
     None for a file this does not cover (blank lines, possible inline media): stream it."""
     if not buf:
-        return 0, 0
+        return 0, 0, 0
     parts = buf.split(b"\n")  # (one-byte searches are memchr: cheap; every longer one scans)
     if not parts[-1]:
         parts.pop()
@@ -928,7 +929,7 @@ def _tally_whole(tally: PayloadTally, buf: bytes, where: tuple[Any, ...]) -> tup
                 else:
                     heapq.heapreplace(heap, item)
                 floor = heap[0][0] if len(heap) >= top_n else -1
-    return len(sizes), total
+    return len(sizes), total, max(sizes, default=0)
 
 
 def _snapshot_bytes(entry: Any) -> int:
