@@ -64,6 +64,41 @@ class ForkOutcome:
     transcript: str | None = None
 
 
+def plan_child(
+    parent: dict[str, Any],
+    snapshot: Any,
+    build: Callable[[dict[str, Any], Any], dict[str, Any]],
+    *,
+    now_ms: int,
+    parent_ref: str | None,
+    max_tokens: int,
+    through_last_completed: bool,
+    at_entry: str | None,
+) -> tuple[str, str, Any, dict[str, Any]]:
+    """A fork's child, the same for every store kind: its new session id, its cwd (the parent
+    header's, else ours), the plan of its lines (`store.fork.plan_fork` over the parent's
+    `snapshot`) and its row as `build` makes it."""
+    from openclaw_cli.store.fork import plan_fork
+
+    child_sid = str(uuid.uuid4())
+    header = snapshot.header or {}
+    cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
+    plan = plan_fork(
+        parent,
+        header,
+        snapshot.branch,
+        child_session_id=child_sid,
+        timestamp=iso_ms(now_ms),
+        cwd=cwd,
+        parent_ref=parent_ref,
+        max_tokens=max_tokens,
+        through_last_completed=through_last_completed,
+        at_entry=at_entry,
+        all_lines=snapshot.lines,
+    )
+    return child_sid, cwd, plan, build({"sessionId": child_sid}, plan)
+
+
 def active_parent_error(key: str) -> SessionBusyError:
     return SessionBusyError(f"Parent session {key} is still active; try again in a moment.", code=ACTIVE_CODE)
 

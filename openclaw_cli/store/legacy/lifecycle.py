@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from openclaw_cli.store.lifecycle_common import (
     active_parent_error,
     create_exclusive,
     leaf_id,
+    plan_child,
     session_file_value,
     switch_plan,
 )
@@ -158,7 +158,6 @@ def fork_session(
     through_last_completed: bool,
     at_entry: str | None = None,
 ) -> ForkOutcome:
-    from openclaw_cli.store.fork import plan_fork
     from openclaw_cli.store.lock import LockSettings, acquire_transcript_lock, transcript_lock
 
     store.ensure_writable("fork a session")
@@ -181,23 +180,16 @@ def fork_session(
                 raise active_parent_error(parent_key) from None
         try:
             snapshot = store.read_snapshot(parent_key, parent)
-            child_sid = str(uuid.uuid4())
-            header = snapshot.header or {}
-            cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
-            plan = plan_fork(
+            child_sid, _cwd, plan, child = plan_child(
                 parent,
-                header,
-                snapshot.branch,
-                child_session_id=child_sid,
-                timestamp=iso_ms(now_ms),
-                cwd=cwd,
+                snapshot,
+                build,
+                now_ms=now_ms,
                 parent_ref=str(path) if path is not None else None,
                 max_tokens=max_tokens,
                 through_last_completed=through_last_completed,
                 at_entry=at_entry,
-                all_lines=snapshot.lines,
             )
-            child = build({"sessionId": child_sid}, plan)
             child_path = store.sessions_dir / f"{child_sid}.jsonl"
             session_file = session_file_value(parent.get("sessionFile"), child_path)
             if session_file is not None:

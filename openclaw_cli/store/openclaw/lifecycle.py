@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -125,9 +124,7 @@ def fork_session(
     through_last_completed: bool,
     at_entry: str | None = None,
 ) -> Any:
-    from openclaw_cli.clock import iso_ms
-    from openclaw_cli.store.fork import plan_fork
-    from openclaw_cli.store.lifecycle_common import ForkOutcome
+    from openclaw_cli.store.lifecycle_common import ForkOutcome, plan_child
 
     with transaction(store) as conn:
         parent = read_entry(conn, parent_key)
@@ -136,23 +133,16 @@ def fork_session(
         if read_entry(conn, child_key) is not None:
             raise PreconditionError(f"session already exists: {child_key}")
         snapshot = read_snapshot(store, parent_key, parent)
-        child_sid = str(uuid.uuid4())
-        header = snapshot.header or {}
-        cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
-        plan = plan_fork(
+        child_sid, _cwd, plan, child = plan_child(
             parent,
-            header,
-            snapshot.branch,
-            child_session_id=child_sid,
-            timestamp=iso_ms(now_ms),
-            cwd=cwd,
+            snapshot,
+            build,
+            now_ms=now_ms,
             parent_ref=f"sqlite:{store.path}#{parent['sessionId']}",
             max_tokens=max_tokens,
             through_last_completed=through_last_completed,
             at_entry=at_entry,
-            all_lines=snapshot.lines,
         )
-        child = build({"sessionId": child_sid}, plan)
         child.pop("sessionFile", None)
         create_window(
             conn,

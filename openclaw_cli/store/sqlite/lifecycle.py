@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import os
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from openclaw_cli.store.lifecycle_common import (
     ResetOutcome,
     SwitchOutcome,
     leaf_id,
+    plan_child,
     switch_plan,
 )
 
@@ -159,8 +159,6 @@ def fork_session(
     through_last_completed: bool,
     at_entry: str | None = None,
 ) -> ForkOutcome:
-    from openclaw_cli.store.fork import plan_fork
-
     store.ensure_writable("fork a session")
     with store.transaction():
         parent = store.get_entry(parent_key)
@@ -169,23 +167,16 @@ def fork_session(
         if store.get_entry(child_key) is not None:
             raise PreconditionError(f"session already exists: {child_key}")
         snapshot = store.read_snapshot(parent_key, parent)
-        child_sid = str(uuid.uuid4())
-        header = snapshot.header or {}
-        cwd: str = header["cwd"] if isinstance(header.get("cwd"), str) else os.getcwd()
-        plan = plan_fork(
+        child_sid, cwd, plan, child = plan_child(
             parent,
-            header,
-            snapshot.branch,
-            child_session_id=child_sid,
-            timestamp=iso_ms(now_ms),
-            cwd=cwd,
+            snapshot,
+            build,
+            now_ms=now_ms,
             parent_ref=f"sqlite:{store.path}#{parent['sessionId']}",
             max_tokens=max_tokens,
             through_last_completed=through_last_completed,
             at_entry=at_entry,
-            all_lines=snapshot.lines,
         )
-        child = build({"sessionId": child_sid}, plan)
         child.pop("sessionFile", None)
         store.create_window(
             child_key,
