@@ -91,25 +91,10 @@ def commit_compaction(
                 new_sid,
                 checkpoint_record(snapshot.key, reason=reason, now_ms=now_ms, comp=comp, pre=pre, post=post),
             )
-            header = snapshot.header or {}
-            store.create_window(
-                snapshot.key,
-                new_sid,
-                previous_session_id=snapshot.session_id,
-                reason="compaction",
-                raw_lines=successor_lines,
-                entry=updated,
-                created_at_ms=now_ms,
-                cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None,
+            result.successor = _open_successor(
+                store, snapshot, new_sid, successor_lines, updated, archive, now_ms
             )
-            _record_archive(store, snapshot, archive, now_ms)
             result.session_id = new_sid
-            result.successor = {
-                "sessionId": new_sid,
-                "previousSessionId": snapshot.session_id,
-                "window": "compaction",
-                "lines": len(successor_lines),
-            }
         else:
             store.upsert_entries({snapshot.key: updated})
         result.entry = updated
@@ -117,6 +102,37 @@ def commit_compaction(
     cp()
     cp.finish()
     return result
+
+
+def _open_successor(
+    store: SqliteStore,
+    snapshot: TranscriptSnapshot,
+    new_sid: str,
+    lines: list[Any],
+    updated: dict[str, Any],
+    archive: Any,
+    now_ms: int,
+) -> dict[str, Any]:
+    """The successor window (reason `compaction`, the old header's cwd) under the row `updated`,
+    the old window's archive recorded; returns the result's `successor`."""
+    header = snapshot.header or {}
+    store.create_window(
+        snapshot.key,
+        new_sid,
+        previous_session_id=snapshot.session_id,
+        reason="compaction",
+        raw_lines=lines,
+        entry=updated,
+        created_at_ms=now_ms,
+        cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None,
+    )
+    _record_archive(store, snapshot, archive, now_ms)
+    return {
+        "sessionId": new_sid,
+        "previousSessionId": snapshot.session_id,
+        "window": "compaction",
+        "lines": len(lines),
+    }
 
 
 def _record_archive(store: SqliteStore, snapshot: TranscriptSnapshot, archive: Any, now_ms: int) -> None:
@@ -193,25 +209,8 @@ def commit_max_lines(
                 snapshot.key, reason="manual", now_ms=now_ms, comp=None, pre=pre, post={"sessionId": new_sid}
             ),
         )
-        header = snapshot.header or {}
-        store.create_window(
-            snapshot.key,
-            new_sid,
-            previous_session_id=snapshot.session_id,
-            reason="compaction",
-            raw_lines=lines,
-            entry=updated,
-            created_at_ms=now_ms,
-            cwd=header.get("cwd") if isinstance(header.get("cwd"), str) else None,
-        )
-        _record_archive(store, snapshot, archive, now_ms)
+        result.successor = _open_successor(store, snapshot, new_sid, lines, updated, archive, now_ms)
         result.entry = updated
-        result.successor = {
-            "sessionId": new_sid,
-            "previousSessionId": snapshot.session_id,
-            "window": "compaction",
-            "lines": len(lines),
-        }
         cp()
     cp()
     cp.finish()
