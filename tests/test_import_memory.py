@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -247,7 +248,18 @@ def _move(n: int, agent: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "planned,completed", [(0, []), (1, [0]), (5, [0, 2, 4]), (5, []), (40, list(range(40)))]
+    "planned,completed",
+    [
+        (0, []),
+        (1, [0]),
+        (5, [0, 2, 4]),
+        (5, []),
+        (40, list(range(40))),
+        (5, [0, 1, 2]),  # completed in planned order, not all: a stretch of the log
+        (5, [1, 0, 2, 3, 4]),  # out of order: move by move
+        (3000, list(range(3000))),  # more than one block of the spilled moves (1 MiB)
+        (3000, [*range(2999), 2999]),
+    ],
 )
 def test_streamed_moves_write_the_bytes_of_plain_lists(
     tmp_path: Path, planned: int, completed: list[int]
@@ -281,6 +293,39 @@ def test_streamed_moves_write_the_bytes_of_plain_lists(
     assert path.read_bytes() == orjson.dumps(plain, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     assert mf.validate_manifest(json.loads(path.read_bytes())) is None
     assert os.listdir(tmp_path / "runs") == [path.name]  # the spilled moves have no name
+
+
+def test_a_move_that_failed_half_way_leaves_the_manifest_a_plain_list(tmp_path: Path) -> None:
+    """A move whose dependencies raised while written leaves bytes nothing refers to in the log:
+    the lists are then written move by move, still the bytes of plain lists."""
+    from openclaw_cli.jsonutil import StreamedArray
+
+    def failing() -> Iterator[str]:
+        yield from (f"d{n}" for n in range(600))
+        raise OSError("gone")
+
+    log = mf.MoveLog(tmp_path)
+    done = mf.CompletedMoves(log)
+    log.append(_move(0, "main"))
+    broken = _move(1, "main")
+    broken["artifact"]["dependencies"] = StreamedArray(failing())
+    with pytest.raises(OSError):
+        log.append(broken)
+    for n in (2, 3):
+        log.append(_move(n, "main"))
+    for n in range(3):
+        done.add(n)
+    expected = [_move(n, "main") for n in (0, 2, 3)]
+    assert list(log) == expected and list(done) == expected
+    data = mf.new_manifest("session-sqlite-1-abc", 1_796_000_000_000)
+    target = mf.new_target("main", "agents/main/sessions/sessions.json", "agents/main/agent/x.sqlite")
+    plain = json.loads(json.dumps({**data, "targets": [target]}))
+    plain["targets"][0]["plannedMoves"] = plain["targets"][0]["completedMoves"] = expected
+    target["plannedMoves"], target["completedMoves"] = log, done
+    data["targets"].append(target)
+    path = tmp_path / "runs" / "session-sqlite-1-abc.json"
+    mf.write_manifest(path, data)
+    assert path.read_bytes() == orjson.dumps(plain, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
 def test_a_manifest_written_as_before_still_restores(state_dir: Path) -> None:

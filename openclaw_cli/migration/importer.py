@@ -874,8 +874,8 @@ class ImportRun:
     def _logged_move(self, tr: TargetRun, n: int, state: RecState | None) -> Move:
         """A planned move read back from the MoveLog (publication batches are built as they go)."""
         entry = orjson.loads(tr.mt["plannedMoves"].chunk(n))
-        ident = Identity.from_json(entry["artifact"]["identity"])
-        assert ident is not None
+        i = entry["artifact"]["identity"]  # written by `_plan` from an Identity: no validation again
+        ident = Identity(int(i["dev"]), int(i["ino"]), int(i["mtimeNs"]), i["size"], i["sha256"])
 
         real = self.mapper.to_real_text  # str paths: publish_batch takes either
         return Move(
