@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.errors import InvalidDataError
 from openclaw_cli.jsonutil import dumps_compact, loads
+from openclaw_cli.store.compaction_common import archive_json
 from openclaw_cli.store.openclaw.rows import (
     append_events,
     create_window,
@@ -48,17 +49,6 @@ def _bak_archive(snapshot: TranscriptSnapshot, now_ms: int) -> Any:
     )
 
 
-def _archive_json(result: Any) -> dict[str, Any]:
-    return {
-        "path": str(result.path),
-        "sha256": result.sha256,
-        "bytes": result.size,
-        "storedBytes": result.stored_size,
-        "compressed": result.compressed,
-        "reused": result.reused,
-    }
-
-
 def commit_compaction(
     snapshot: TranscriptSnapshot, comp: dict[str, Any], *, rotate: bool, now_ms: int, reason: str = "manual"
 ) -> PersistResult:
@@ -93,7 +83,7 @@ def commit_compaction(
     with transaction(store) as conn:
         row = _verify(conn, snapshot)
         if successor is not None and can_rotate(row, result.warnings):
-            result.archive = _archive_json(_bak_archive(snapshot, now_ms))
+            result.archive = archive_json(_bak_archive(snapshot, now_ms))
             cp()
         else:
             successor = None
@@ -180,7 +170,7 @@ def commit_max_lines(
     result = PersistResult(snapshot.session_id, None)
     with transaction(store) as conn:
         row = _verify(conn, snapshot)
-        result.archive = _archive_json(_bak_archive(snapshot, now_ms))
+        result.archive = archive_json(_bak_archive(snapshot, now_ms))
         cp()
         sid = snapshot.session_id
         drop_projection(conn, sid, store._tables, store=store)
