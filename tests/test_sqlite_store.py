@@ -858,3 +858,41 @@ def test_write_time_token_estimate_is_the_labelled_estimate_non_latin_scripts_in
         event_token_estimate({"type": "message", "message": messages[0]})
         > len("请修复这个错误,然后运行测试。" * 20) / 2
     )
+
+
+def test_archive_rows_in_one_statement_set_equals_the_patch_by_patch_default(tmp_path: Path) -> None:
+    """Issue 30: our store archives rows in place set-based (one read per 500 rows, one upsert);
+    rows, windows and the keys reported equal what the default (`patch_entries`, one savepoint,
+    read and upsert per row) gives: the row still as planned is archived, one gone, archived
+    already, of another session or updated since is left as it is."""
+    import uuid
+
+    def sid(i: int) -> str:
+        return str(uuid.UUID(int=i + 1))
+
+    entries = {f"agent:main:s{i}": {"sessionId": sid(i), "updatedAt": 1_000 + i} for i in range(1200)}
+    entries["agent:main:s3"]["archivedAt"] = 5  # archived already
+    planned = {key: dict(entry) for key, entry in entries.items()}
+    planned["agent:main:s4"]["sessionId"] = sid(9999)  # reset since the plan read it
+    planned["agent:main:s5"]["updatedAt"] = 1  # updated since
+    archives = {key: "cap" if i % 2 else "stale" for i, key in enumerate(entries)}
+    archives["agent:main:gone"] = "cap"
+    results = []
+    for name, archive in (
+        ("set", lambda st: st.archive_rows(archives, archived_at=777, expected=planned, lock_settings=None)),
+        (
+            "default",
+            lambda st: SessionStore.archive_rows(
+                st, archives, archived_at=777, expected=planned, lock_settings=None
+            ),
+        ),
+    ):
+        with SqliteStore(db_path(tmp_path / name), "main", create=True) as st:
+            st.upsert_entries(entries)
+            done = archive(st)
+            results.append((done, st.load_entries(), st.list_windows()))
+    assert results[0] == results[1]
+    done, rows, _ = results[0]
+    assert len(done) == 1200 - 3 and not {"agent:main:s3", "agent:main:s4", "agent:main:s5"} & set(done)
+    assert rows["agent:main:s7"]["archivedAt"] == 777 and rows["agent:main:s7"]["archiveReason"] == "cap"
+    assert rows["agent:main:s4"] == entries["agent:main:s4"]

@@ -149,3 +149,148 @@ def test_a_timestamp_is_read_as_datetime_reads_it() -> None:
         assert _iso_ms(day, clock) == _slow_iso_ms(day, clock), (day, clock)
     assert _iso_ms(b"1978-08-04", b"00:23:15.159") == 271038195158
     assert _iso_ms(b"2026-02-30", b"00:00:00.000") is None
+
+
+def test_a_transcripts_usage_read_whole_equals_its_lines_read_one_by_one() -> None:
+    """`content_usage` (cleanup's ledger, from an archive's export) compares the usual timestamps
+    as text and converts only the earliest and the latest: the same totals, slices, times, model
+    and events as `add_line` on every line, over mixed shapes (other clock shapes, impossible
+    dates, lines without a timestamp, blank lines, usage lines of both readings)."""
+    import random
+
+    from openclaw_cli.store.usage_ledger import Usage, add_line, content_usage
+
+    rng = random.Random(3035)
+
+    def stamp() -> str:
+        day = f"{rng.randint(1969, 2101):04d}-{rng.randint(0, 13):02d}-{rng.randint(0, 32):02d}"
+        if rng.random() < 0.7:
+            day = f"{rng.randint(2025, 2026)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        clock = rng.choice(
+            [
+                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}",
+                f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 61):02d}.{rng.randint(0, 999):03d}",
+                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}",
+                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999999):06d}",
+            ]
+        )
+        return f"{day}T{clock}" + rng.choice(["Z", ""])
+
+    def line() -> str:
+        head = f'"timestamp":"{stamp()}",' if rng.random() < 0.9 else ""
+        if rng.random() < 0.4:
+            usage = {"input": rng.randint(0, 9000), "output": rng.randint(0, 900), "totalTokens": 0}
+            if rng.random() < 0.5:
+                usage["cost"] = {"total": rng.random()}
+            message = {"role": "assistant", "content": [{"type": "text", "text": "x"}], "usage": usage}
+            if rng.random() < 0.8:
+                message.update(provider=rng.choice(["openai", "anthropic"]), model=rng.choice(["a", "b"]))
+            if rng.random() < 0.05:
+                message["usage"] = {}
+            return (
+                "{" + head + '"type":"message","message":' + json.dumps(message, separators=(",", ":")) + "}"
+            )
+        return "{" + head + '"type":"message","message":{"role":"user","content":"hi"}}'
+
+    for _ in range(300):
+        lines = [line() if rng.random() < 0.95 else rng.choice(["", "  "]) for _ in range(rng.randint(0, 30))]
+        content = ("\n".join(lines) + rng.choice(["\n", ""])).encode()
+        one_by_one = Usage()
+        for raw in content.split(b"\n"):
+            if raw.strip():
+                add_line(one_by_one, raw)
+        whole = content_usage(content)
+        assert whole == one_by_one, content
+
+
+def _cleanup_config(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
+    (state / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d"}}})
+    )
+
+
+def _archive_names(state: Path) -> set[str]:
+    root = state / "agents" / "main" / "sessions"
+    return {p.name for p in root.iterdir() if ".deleted." in p.name} if root.exists() else set()
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_cleanup_ledgers_between_the_archives_and_the_removal(
+    kind: str, state_dir: Path, monkeypatch
+) -> None:
+    """Issue 30: cleanup appends the ledger once every leaving session's archive exists and before
+    anything leaves (each row and its whole transcript still in the store then); a database store
+    reads the usage from the archive's own export (no second export), equal to a fresh read."""
+    from openclaw_cli.store import usage_ledger
+
+    make_state(kind, state_dir)
+    _cleanup_config(state_dir, monkeypatch)
+    fresh_read = usage_ledger.transcript_usage
+    second_reads: list[str] = []
+
+    def counted(store, sid, entry=None):
+        second_reads.append(sid)
+        return fresh_read(store, sid, entry)
+
+    monkeypatch.setattr(usage_ledger, "transcript_usage", counted)
+    append = usage_ledger.RetirementLedger.before_leaving
+    checked: list[str] = []
+
+    def before_leaving(self) -> None:
+        assert not (state_dir / "openclaw-cli-usage").exists()  # appended here, not before the archives
+        archives = _archive_names(state_dir)
+        for key, entry, sid in self.items:
+            if key is not None:
+                assert self.store.get_entry(key) == entry, key  # the row is still there
+            assert any(name.startswith(sid) for name in archives), (sid, archives)
+            now = fresh_read(self.store, sid, entry)  # the whole transcript is still in the store
+            assert now.events > 0
+            if kind != "legacy" and self.first[sid] == (key, entry):
+                fresh = usage_ledger.leaving_record(
+                    self.store, key, entry, sid, reason="cleanup", usage=now, now_ms=self.now_ms
+                )
+                assert json.loads(self.records[sid]) == json.loads(json.dumps(fresh)), sid
+            checked.append(sid)
+        append(self)
+
+    monkeypatch.setattr(usage_ledger.RetirementLedger, "before_leaving", before_leaving)
+    before = _usage()
+    second_reads.clear()  # (`openclaw usage` reads the live transcripts)
+    code, doc, err = cli_json("sessions", "cleanup", "--enforce")
+    assert code == 0, err
+    assert checked, "the hook ran for the leaving sessions"
+    if kind == "legacy":  # the files are archived as they are: the ledger reads them once more
+        assert second_reads
+    else:
+        assert second_reads == []
+    records = _ledger(state_dir)
+    assert sorted(r["sessionId"] for r in records if r["reason"] == "cleanup") == sorted(set(checked))
+    assert _figures(_usage()) == _figures(before)
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_failing_ledger_leaves_the_store_and_the_sessions_dir_as_found(
+    kind: str, state_dir: Path, monkeypatch
+) -> None:
+    """The hook fails after the archives are written: they are removed again, nothing left."""
+    from openclaw_cli.store import usage_ledger
+
+    make_state(kind, state_dir)
+    _cleanup_config(state_dir, monkeypatch)
+    archives = _archive_names(state_dir)
+    code, listing, _ = cli_json("sessions", "--limit", "all")
+    rows = sorted(row["key"] for row in listing["sessions"])
+    assert STALE in rows
+
+    def fail(self) -> None:
+        assert _archive_names(state_dir) - archives  # the run's archives exist now
+        raise RuntimeError("ledger failed")
+
+    monkeypatch.setattr(usage_ledger.RetirementLedger, "before_leaving", fail)
+    code, _, _ = cli("sessions", "cleanup", "--enforce", "--json")
+    assert code != 0
+    assert _archive_names(state_dir) == archives
+    code, listing, _ = cli_json("sessions", "--limit", "all")
+    assert sorted(row["key"] for row in listing["sessions"]) == rows
+    assert not (state_dir / "openclaw-cli-usage").exists()

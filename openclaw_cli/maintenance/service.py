@@ -532,16 +532,19 @@ def apply_store(
             # warn mode with no explicit repair: nothing to write (no transaction, no backup)
             outcome = ApplyOutcome(applied_count=store.count_entries())
         else:
-            from openclaw_cli.store.usage_ledger import ledgered, record_retirement
+            from openclaw_cli.store.usage_ledger import RetirementLedger, ledgered
 
-            # issue 27: what the leaving transcripts cost outlives them (appended before they leave)
-            with ledgered(record_retirement(store, work, reason="cleanup", now_ms=int(result.now_ms))):
+            # issue 27: what the leaving transcripts cost outlives them: read from the archives'
+            # own exports, appended once the archives are durable and before anything leaves
+            ledger = RetirementLedger(store, work, reason="cleanup", now_ms=int(result.now_ms))
+            with ledgered(ledger.appended):
                 outcome = store.retire(
                     work,
                     lock_settings=lock_settings,
                     now_ms=result.now_ms,
                     checkpoint=checkpoint,
                     progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
+                    leaving=ledger,
                 )
         result.archived_keys = list(outcome.archived_keys)  # archived in place in retire's write
         if work.placeholder_keys:

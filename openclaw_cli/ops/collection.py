@@ -17,7 +17,7 @@ def collect(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     from openclaw_cli.maintenance.collect import plan_reclaim
     from openclaw_cli.ops.restore import _retention_ms
     from openclaw_cli.store.retire import Checkpoints
-    from openclaw_cli.store.usage_ledger import ledgered, record_retirement
+    from openclaw_cli.store.usage_ledger import RetirementLedger, ledgered
     from openclaw_cli.store.writer import store_writer
 
     dry_run = bool(params.get("dryRun"))
@@ -65,12 +65,14 @@ def collect(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             work = plan.retirement()
             if not dry_run and (work.archive_actions or work.unlink_actions or work.session_ids):
                 store.ensure_writable("collect orphans and tombstones")
-                with (
-                    store_writer(store, ctx.lock_settings()),
-                    ledgered(record_retirement(store, work, reason="orphan", now_ms=now)),
-                ):
+                ledger = RetirementLedger(store, work, reason="orphan", now_ms=now)
+                with store_writer(store, ctx.lock_settings()), ledgered(ledger.appended):
                     outcome = store.retire(
-                        work, lock_settings=ctx.lock_settings(), now_ms=now, checkpoint=checkpoint
+                        work,
+                        lock_settings=ctx.lock_settings(),
+                        now_ms=now,
+                        checkpoint=checkpoint,
+                        leaving=ledger,
                     )
                 ctx.note_writes(store)
                 doc["archives"] = list(outcome.archives)

@@ -172,6 +172,23 @@ class RestoreOutcome:
     events: int
 
 
+class LeavingHook(ABC):
+    """The caller's part in a `retire` (issue 27 §6, the usage ledger). The store hands it each
+    leaving session's transcript content as its archive is written from it (`exported`: the
+    archive's own export, so the content is read once), then calls `before_leaving` once, after
+    every archive is verified and durable and before anything leaves the store (no DELETE, no
+    unlink yet). A store whose archives are copies of files (legacy) hands no content: the hook
+    reads what it needs in `before_leaving`, while every original is still in place. A failure of
+    `before_leaving` removes the archives the run created, like any failure before the removals."""
+
+    def exported(self, session_id: str, content: bytes) -> None:  # noqa: B027 - optional part
+        """One leaving session's content as its archive holds it (empty: nothing was archived)."""
+
+    @abstractmethod
+    def before_leaving(self) -> None:
+        """Every archive is verified and durable; nothing has left yet."""
+
+
 class SessionStore(ABC):
     """One agent's session store. Reads below; then the layout facts where store kinds differ
     (asked instead of the kind); then the write protocol: every mutation of every command goes
@@ -491,8 +508,10 @@ class SessionStore(ABC):
         now_ms: int,
         checkpoint: Callable[[], None],
         progress: Callable[[int], None] | None = None,
+        leaving: LeavingHook | None = None,
     ) -> Any:
-        """Archive, then remove what `plan` (`retire.Retirement`) names (D6.2)."""
+        """Archive, then remove what `plan` (`retire.Retirement`) names (D6.2); `leaving` is told
+        what leaves, and called between the verified archives and the first removal."""
 
     @abstractmethod
     def retire_all(

@@ -14,6 +14,9 @@ its original nor a verified archive:
    directory's filesystem, then the directory fsync) — one flush instead of one per file. A
    SQLite store's exports (many sessions a statement) go through `archives.ExportArchiver`: one
    write and one read-back per archive.
+   Then the caller's `LeavingHook.before_leaving` (the usage ledger, issue 27 §6: appended after
+   the archives are durable and before anything leaves; a database store hands the hook each
+   session's export as it archives it, so the ledger reads the archive's own export).
 2. legacy: each original is removed under its OpenClaw transcript write lock, only while it is
    still the file that was archived (else it is archived again, durably, first); then one atomic
    rewrite of `sessions.json` (under its lock, held by the writer) removes the rows. A crash in

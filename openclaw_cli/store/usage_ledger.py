@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from openclaw_cli.store.base import LeavingHook
 
 if TYPE_CHECKING:
     from openclaw_cli.store.base import SessionStore
@@ -240,17 +242,22 @@ def _balanced(line: bytes, start: int) -> bytes | None:
 
 def add_line(usage: Usage, line: bytes) -> None:
     """One raw transcript line into `usage`."""
-    import orjson
-
     usage.events += 1
     stamp = _STAMP.search(line, 0, 400)
     day = None
     if stamp is not None:
-        day = stamp.group(1).decode()
-        usage.see_time(_iso_ms(stamp.group(1), stamp.group(2)))
+        day = stamp.group(1)
+        usage.see_time(_iso_ms(day, stamp.group(2)))
     at = line.rfind(_USAGE)
-    if at < 0:
-        return
+    if at >= 0:
+        _add_usage(usage, line, at, day)
+
+
+def _add_usage(usage: Usage, line: bytes, at: int, day: bytes | None) -> None:
+    """The usage object of a line holding `"usage":{` (its last one at `at`) into `usage`, under
+    the UTC `day` of the line's timestamp."""
+    import orjson
+
     piece = _balanced(line, at + len(_USAGE) - 1)
     model = provider = None
     try:
@@ -273,7 +280,46 @@ def add_line(usage: Usage, line: bytes) -> None:
         found = message["usage"]
         model = message.get("model") if isinstance(message.get("model"), str) else None
         provider = message.get("provider") if isinstance(message.get("provider"), str) else None
-    usage.add_message(found, model, provider, day)
+    usage.add_message(found, model, provider, day.decode() if day is not None else None)
+
+
+def content_usage(content: bytes) -> Usage:
+    """Usage of a transcript's JSONL content: `add_line` of each non-blank line, with the times
+    compared as text. A timestamp of the usual shape (`YYYY-MM-DD` of a real date, then
+    `HH:MM:SS.mmm`) orders as its instant does and its epoch ms never decrease with it, so only
+    the earliest and the latest of them are converted (once each, not once per line); another
+    shape is converted on its line, as `add_line` does."""
+    usage = Usage()
+    search, canonical, usage_at = _STAMP.search, _CLOCK_MS.fullmatch, _USAGE
+    low = high = b""
+    events = 0
+    for line in content.split(b"\n"):
+        if not line.strip():
+            continue
+        events += 1
+        stamp = search(line, 0, 400)
+        day = None
+        if stamp is not None:
+            day, clock = stamp.group(1, 2)
+            midnight = _MIDNIGHT.get(day, -1)
+            if midnight == -1:
+                midnight = _MIDNIGHT[day] = _slow_iso_ms(day, b"00:00:00")
+            if midnight is not None and canonical(clock) is not None:
+                moment = day + clock  # 22 bytes of fixed width: text order is time order
+                if not low or moment < low:
+                    low = moment
+                if moment > high:
+                    high = moment
+            else:
+                usage.see_time(_iso_ms(day, clock))
+        at = line.rfind(usage_at)
+        if at >= 0:
+            _add_usage(usage, line, at, day)
+    if low:
+        usage.see_time(_iso_ms(low[:10], low[10:]))
+        usage.see_time(_iso_ms(high[:10], high[10:]))
+    usage.events += events
+    return usage
 
 
 class UsageSink:
@@ -394,8 +440,11 @@ class Appended:
                 pass
 
 
-def append_lines(path: Path, records: list[dict[str, Any]], appended: Appended | None = None) -> None:
-    """Append whole JSON lines (one write, fsync). A torn last line is closed first."""
+def append_lines(
+    path: Path, records: list[dict[str, Any]] | list[dict[str, Any] | bytes], appended: Appended | None = None
+) -> None:
+    """Append whole JSON lines (one write, fsync): records, or lines already serialised (bytes).
+    A torn last line is closed first."""
     if not records:
         return
     from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, ensure_dir
@@ -405,7 +454,7 @@ def append_lines(path: Path, records: list[dict[str, Any]], appended: Appended |
         appended.created_dir = path.parent
     ensure_dir(path.parent)
     # a removed row holds the entry as read: raw numbers, schema-24 snapshot texts (JsonObjectText)
-    data = b"".join(dumps_bytes(r) + b"\n" for r in records)
+    data = b"".join((r if isinstance(r, bytes) else dumps_bytes(r)) + b"\n" for r in records)
     existed = os.path.lexists(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     size = 0
@@ -487,36 +536,31 @@ def record_leaving(
     *,
     reason: str,
     now_ms: int,
+    known: Mapping[str, bytes] | None = None,
+    appended: Appended | None = None,
 ) -> Appended:
     """Before `items` (key, entry, sessionId) leave `store`: their usage into the agent's ledger
     and their rows into the removed-rows file (nothing when the store lies outside a state dir).
-    A sessionId that is not a non-empty string is skipped."""
-    from openclaw_cli.keys import session_kind
-
-    appended = Appended()
+    A sessionId that is not a non-empty string is skipped. `known`: ledger lines already made
+    from the sessions' content (the archive's export, `RetirementLedger`); the other transcripts
+    are read here. What is appended is added to `appended` (a new one by default) and returned."""
+    appended = Appended() if appended is None else appended
     state = state_dir_of(store)
     if state is None:
         return appended
-    records: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
+    records: list[dict[str, Any] | bytes] = []
+    rows: list[dict[str, Any] | bytes] = []
     seen: set[str] = set()
     for key, entry, sid in items:
         if not isinstance(sid, str) or not sid or sid in seen:
             continue
         seen.add(sid)
-        usage = transcript_usage(store, sid, entry)
-        kind = session_kind(key, entry) if key else None
-        records.append(
-            usage_record(
-                agent_id=store.agent_id,
-                key=key,
-                session_id=sid,
-                kind=kind,
-                reason=reason,
-                usage=usage,
-                now_ms=now_ms,
-            )
-        )
+        line = known.get(sid) if known is not None else None
+        if line is not None:
+            records.append(line)
+        else:
+            usage = transcript_usage(store, sid, entry)
+            records.append(leaving_record(store, key, entry, sid, reason=reason, usage=usage, now_ms=now_ms))
         if key is not None and isinstance(entry, dict):
             rows.append(
                 {
@@ -541,9 +585,39 @@ def record_leaving(
     return appended
 
 
+def leaving_record(
+    store: SessionStore,
+    key: str | None,
+    entry: dict[str, Any] | None,
+    session_id: str,
+    *,
+    reason: str,
+    usage: Usage,
+    now_ms: int,
+) -> dict[str, Any]:
+    """The ledger record of one session leaving `store` (`usage_record` with its agent and kind)."""
+    from openclaw_cli.keys import session_kind
+
+    return usage_record(
+        agent_id=store.agent_id,
+        key=key,
+        session_id=session_id,
+        kind=session_kind(key, entry) if key else None,
+        reason=reason,
+        usage=usage,
+        now_ms=now_ms,
+    )
+
+
 def record_retirement(store: SessionStore, plan: Any, *, reason: str, now_ms: int) -> Appended:
     """`record_leaving` for a `retire.Retirement`: the removed rows' sessions, and the sessions or
     transcript files it archives without a row (orphans, earlier windows)."""
+    return record_leaving(store, retirement_items(plan), reason=reason, now_ms=now_ms)
+
+
+def retirement_items(plan: Any) -> list[tuple[str | None, dict[str, Any] | None, str]]:
+    """(key, entry, sessionId) of what a `retire.Retirement` takes out of its store: the removed
+    rows' sessions, then the sessions or transcript files it archives without a row."""
     entries = plan.entries or {}
     items: list[tuple[str | None, dict[str, Any] | None, str]] = []
     for key in plan.removed_keys:
@@ -557,7 +631,58 @@ def record_retirement(store: SessionStore, plan: Any, *, reason: str, now_ms: in
     for action in plan.archive_actions:
         if action.session_id and action.kind == "transcript":
             items.append((None, None, action.session_id))
-    return record_leaving(store, items, reason=reason, now_ms=now_ms)
+    return items
+
+
+class RetirementLedger(LeavingHook):
+    """`record_retirement` as the `retire` hook: each leaving session's usage is read from the
+    content its archive is written from (the store's one export; it was exported a second time
+    beforehand, issue 30), and the records are appended in `before_leaving` — between the verified,
+    durable archives and the first removal, so the ledger still holds a session's usage before its
+    transcript leaves. Use `appended` with `ledgered` around the `retire`."""
+
+    def __init__(self, store: SessionStore, plan: Any, *, reason: str, now_ms: int) -> None:
+        self.store = store
+        self.items = retirement_items(plan)
+        self.reason = reason
+        self.now_ms = now_ms
+        self.appended = Appended()
+        # each leaving session's ledger line, made as its export passes (a line, not the usage
+        # object: thousands of leaving sessions are held until `before_leaving`)
+        self.records: dict[str, bytes] = {}
+        # sessionId -> its first (key, entry), as `record_leaving` takes them; none for a store
+        # outside any state dir (nothing is appended there, nothing to read)
+        self.first: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        if state_dir_of(store) is not None:
+            for key, entry, sid in self.items:
+                if sid:
+                    self.first.setdefault(sid, (key, entry))
+
+    def exported(self, session_id: str, content: bytes) -> None:
+        first = self.first.get(session_id)
+        if first is not None and session_id not in self.records:
+            from openclaw_cli.jsonutil import dumps_bytes
+
+            record = leaving_record(
+                self.store,
+                first[0],
+                first[1],
+                session_id,
+                reason=self.reason,
+                usage=content_usage(content),
+                now_ms=self.now_ms,
+            )
+            self.records[session_id] = dumps_bytes(record)
+
+    def before_leaving(self) -> None:
+        record_leaving(
+            self.store,
+            self.items,
+            reason=self.reason,
+            now_ms=self.now_ms,
+            known=self.records,
+            appended=self.appended,
+        )
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import InvalidIdError, OpenClawError
 from openclaw_cli.fsio import check_space, fsync_dir
+from openclaw_cli.store.base import LeavingHook
 from openclaw_cli.store.retire import (
     ARCHIVE_SPACE_SLACK,
     ApplyOutcome,
@@ -50,6 +51,7 @@ def retire(
     now_ms: int,
     checkpoint: Callable[[], None],
     progress: ProgressFn | None = None,
+    leaving: LeavingHook | None = None,
 ) -> ApplyOutcome:
     """Apply a legacy store's plan; the caller holds the store writer (sessions.json lock).
 
@@ -100,6 +102,12 @@ def retire(
         batch.rollback()  # every original is still in place
         raise
     checkpoint()
+    if leaving is not None:
+        try:
+            leaving.before_leaving()  # e.g. the usage ledger, reading the originals still in place
+        except BaseException:
+            batch.rollback()
+            raise
     for item in archived:
         if item.action.kind == "transcript":
             with transcript_lock(item.path, lock_settings):

@@ -49,6 +49,7 @@ from openclaw_cli.store.base import (
     ArchiveFile,
     ChangeProbe,
     FileProbe,
+    LeavingHook,
     ReadIssue,
     RestoreOutcome,
     SessionStore,
@@ -777,12 +778,25 @@ class LegacyStore(SessionStore):
         )
 
     def retire(
-        self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
+        self,
+        plan: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        checkpoint: Any,
+        progress: Any = None,
+        leaving: LeavingHook | None = None,
     ) -> Any:
         from openclaw_cli.store.legacy.retire import retire
 
         return retire(
-            self, plan, lock_settings=lock_settings, now_ms=now_ms, checkpoint=checkpoint, progress=progress
+            self,
+            plan,
+            lock_settings=lock_settings,
+            now_ms=now_ms,
+            checkpoint=checkpoint,
+            progress=progress,
+            leaving=leaving,
         )
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:

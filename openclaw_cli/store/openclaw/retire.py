@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openclaw_cli.store.base import LeavingHook
 from openclaw_cli.store.openclaw.writes import (
     ArchivePublisher,
     SessionExport,
@@ -118,8 +119,11 @@ def retire(
     checkpoint: Callable[[], None],
     progress: Callable[[int], None] | None = None,
     reason: str = "deleted",
+    leaving: LeavingHook | None = None,
 ) -> ApplyOutcome:
-    """Apply a cleanup/agent-delete plan to a schema-23 database (module docstring)."""
+    """Apply a cleanup/agent-delete plan to a schema-23 database (module docstring). `leaving`
+    sees each export as it is archived, and is called between the durable archive files and the
+    transaction."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
     outcome = ApplyOutcome()
@@ -141,6 +145,8 @@ def retire(
                 made = export_session(store, sid, states[sid])
                 if made is not None:
                     export, data = made
+                    if leaving is not None:
+                        leaving.exported(sid, data)
                     if data:
                         export.blob = compress(data)
                         export.sha256 = hashlib.sha256(export.blob).hexdigest()
@@ -159,6 +165,8 @@ def retire(
         raise
     checkpoint()
     try:
+        if leaving is not None:
+            leaving.before_leaving()  # e.g. the usage ledger: before any session leaves
         with transaction(store) as conn:
             decision = _decide(conn, store, plan, exports)
             if any(export.blob is not None for export in decision.drop.values()):

@@ -27,6 +27,7 @@ from openclaw_cli.ids import normalize_agent_id
 from openclaw_cli.store.base import (
     KIND_OPENCLAW_SQLITE,
     ArchiveFile,
+    LeavingHook,
     ReadIssue,
     RestoreOutcome,
     SessionStore,
@@ -862,12 +863,19 @@ class OpenClawDbStore(SessionStore):
         ]
 
     def retire(
-        self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
+        self,
+        plan: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        checkpoint: Any,
+        progress: Any = None,
+        leaving: LeavingHook | None = None,
     ) -> Any:
         from openclaw_cli.store.openclaw.retire import retire
 
         self.ensure_writable("remove sessions")
-        return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
+        return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress, leaving=leaving)
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
         from openclaw_cli.store.openclaw.retire import retire_all

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.clock import iso_ms
@@ -58,6 +58,47 @@ def patch_entries(store: SqliteStore, items: list[tuple[str, Mutate]], *, create
                 out.append(exc)
             conn.execute("RELEASE openclaw_patch")
     return out
+
+
+def archive_rows(
+    store: SqliteStore, archives: Mapping[str, str], *, archived_at: int, expected: Mapping[str, Any]
+) -> list[str]:
+    """`SessionStore.archive_rows` in one transaction, set-based: the rows read 500 a statement,
+    each changed as `archive_mutation` says, the changed ones written with one upsert (the
+    default's `patch_entries` took a savepoint, a read and an upsert per row: 2,000 rows archived
+    by a cleanup's cap, issue 30). Joins the caller's transaction (cleanup's removals)."""
+    from openclaw_cli.jsonutil import loads
+    from openclaw_cli.store.base import archive_mutation
+
+    store.ensure_writable("archive sessions")
+    keys = list(archives)
+    if not keys:
+        return []
+    with store.transaction() as conn:
+        current: dict[str, Any] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, text in conn.execute(
+                f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})", chunk
+            ):
+                current[key] = loads(text)
+        updates: dict[str, dict[str, Any]] = {}
+        for key, reason in archives.items():
+            row = current.get(key)
+            updated = archive_mutation(reason, archived_at, expected.get(key))(
+                dict(row) if row is not None else None
+            )
+            if updated is not None and updated != row:
+                updates[key] = updated
+        if updates:
+            store.upsert_entries(updates)
+    done = []
+    for key, reason in archives.items():
+        row = updates.get(key, current.get(key))
+        if isinstance(row, dict) and row.get("archivedAt") == archived_at and row.get("archiveReason") == reason:
+            done.append(key)
+    return done
 
 
 def reset_session(

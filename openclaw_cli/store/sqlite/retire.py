@@ -4,13 +4,13 @@ are in `store/retire.py`'s docstring.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.fsio import check_space
-from openclaw_cli.store.base import SessionTotals
+from openclaw_cli.store.base import LeavingHook, SessionTotals
 from openclaw_cli.store.retire import (
     ARCHIVE_SPACE_SLACK,
     ApplyOutcome,
@@ -39,9 +39,11 @@ def retire(
     now_ms: int,
     checkpoint: Callable[[], None],
     progress: ProgressFn | None = None,
+    leaving: LeavingHook | None = None,
 ) -> ApplyOutcome:
     """Apply a SQLite store's plan: archive each leaving session from one consistent export, make
-    the archives durable, then one write transaction (re-checked, §8.3)."""
+    the archives durable, then one write transaction (re-checked, §8.3). `leaving` sees each
+    export as it is archived, and is called between the durable archives and the transaction."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
     session_ids = plan.session_ids
@@ -64,10 +66,12 @@ def retire(
         tick(len(session_ids) - len(valid))  # no events can exist for them
     try:
         with store.transcript_snapshot():  # one read transaction for every export
-            exports = (
+            exports: Iterator[tuple[str, bytes, SessionTotals]] = (
                 (sid, data if totals.events else b"", totals)
                 for sid, data, totals in store.export_transcripts(valid)
             )
+            if leaving is not None:
+                exports = _told(exports, leaving)
             for sid, totals, result in batch.archive_exports(exports):
                 sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
                 tick(1)
@@ -78,6 +82,8 @@ def retire(
     checkpoint()
     expected = {s.session_id: s.totals for s in sessions}
     try:
+        if leaving is not None:
+            leaving.before_leaving()  # e.g. the usage ledger: before any session leaves
         dropped = _commit(store, plan, sessions, expected, outcome, now_ms)
     except BaseException:
         batch.rollback()  # nothing was deleted: the archives written above are extra copies
@@ -97,6 +103,14 @@ def retire(
     outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
     outcome.applied_count = store.count_entries()
     return outcome
+
+
+def _told(
+    exports: Iterator[tuple[str, bytes, SessionTotals]], leaving: LeavingHook
+) -> Iterator[tuple[str, bytes, SessionTotals]]:
+    for sid, data, totals in exports:
+        leaving.exported(sid, data)
+        yield sid, data, totals
 
 
 def _commit(

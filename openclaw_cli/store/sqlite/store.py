@@ -35,6 +35,7 @@ from openclaw_cli.store.base import (
     SORT_UPDATED,
     ArchiveFile,
     ChangeProbe,
+    LeavingHook,
     ListingQuery,
     ReadIssue,
     RestoreOutcome,
@@ -426,11 +427,18 @@ class SqliteStore(SessionStore):
         return commit_max_lines(snapshot, kept, now_ms=now_ms, keep_session_id=keep_session_id)
 
     def retire(
-        self, plan: Any, *, lock_settings: Any, now_ms: int, checkpoint: Any, progress: Any = None
+        self,
+        plan: Any,
+        *,
+        lock_settings: Any,
+        now_ms: int,
+        checkpoint: Any,
+        progress: Any = None,
+        leaving: LeavingHook | None = None,
     ) -> Any:
         from openclaw_cli.store.sqlite.retire import retire
 
-        return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress)
+        return retire(self, plan, now_ms=now_ms, checkpoint=checkpoint, progress=progress, leaving=leaving)
 
     def retire_all(self, *, lock_settings: Any, now_ms: int, checkpoint: Any) -> tuple[Any, int, int]:
         from openclaw_cli.store.sqlite.retire import retire_all
@@ -463,6 +471,13 @@ class SqliteStore(SessionStore):
         from openclaw_cli.store.sqlite.lifecycle import patch_entries
 
         return patch_entries(self, items, create=create)
+
+    def archive_rows(
+        self, archives: Any, *, archived_at: int, expected: Any, lock_settings: Any
+    ) -> list[str]:
+        from openclaw_cli.store.sqlite.lifecycle import archive_rows
+
+        return archive_rows(self, archives, archived_at=archived_at, expected=expected)
 
     def reset_session(
         self, key: str, build: Any, *, lock_settings: Any, now_ms: int, marker: dict[str, Any] | None = None
