@@ -96,7 +96,11 @@ def archive_rows(
     done = []
     for key, reason in archives.items():
         row = updates.get(key, current.get(key))
-        if isinstance(row, dict) and row.get("archivedAt") == archived_at and row.get("archiveReason") == reason:
+        if (
+            isinstance(row, dict)
+            and row.get("archivedAt") == archived_at
+            and row.get("archiveReason") == reason
+        ):
             done.append(key)
     return done
 
