@@ -10,7 +10,13 @@ recorded in fixtures/gateway-2026.9.6), plus the periodic `tick` and `health` pa
 * `groups` (`sessions.groups.*`): a rowless `{reason: "groups", ts}`; a `patch` whose category was
   new to the group catalog is followed by one too (as recorded);
 * `agents.delete`: none (OpenClaw's events there are cron re-bindings and config reloads, which
-  have no counterpart here).
+  have no counterpart here);
+* `activity-summary` (a `sessions.patch` that archives): OpenClaw starts its activity summariser on
+  an archived session; without a model (as here, by design: we run none) it goes `updating` then
+  `unavailable`, each a keyed `{sessionKey, agentId, reason: "activity-summary", session, …}`
+  without `ts`, sent to every connection that may read, subscribed or not (recorded:
+  sessions-patch-archive, events-idle-unsubscribed). Ours sends the same pair around its `patch`
+  change, after the answer (OpenClaw's first one precedes its answer).
 
 `session.operation` (`operation_start`/`operation_end`): the start and end of a compaction that runs
 the summariser, to subscribed connections, before the answer (as recorded).
@@ -171,12 +177,29 @@ def after(
         return []
     payload = _keyed(ctx, reason, key, params, now, extra, entry=result.get("entry"))
     changes = [payload] if payload is not None else []
+    if payload is not None and reason == "patch" and params.get("archived") is True:
+        changes = [_summary(payload, "updating"), payload, _summary(payload, "unavailable")]
     if reason == "patch" and "category" in params:
         from openclaw_cli.ops.session_groups import take_registered
 
         if take_registered(ctx, params["category"]):  # the patch added its category to the catalog
             changes.append({"reason": "groups", "ts": now})
     return changes
+
+
+ACTIVITY_SUMMARY = "activity-summary"  # the one reason every reading connection is sent
+# fields of the keyed change OpenClaw's activity-summary change leaves out (recorded)
+_NOT_IN_SUMMARY = frozenset({"ts", "hasActiveRun", "activeRunIds", "placement", "placementMove"})
+
+
+def _summary(change: dict[str, Any], state: str) -> dict[str, Any]:
+    """The `activity-summary` change of an archived session's row in the summariser's `state`."""
+    summary = {"state": state, "canEnsure": False}  # `sessions.activitySummary.ensure` is refused
+    out = {k: v for k, v in change.items() if k not in _NOT_IN_SUMMARY}
+    out["reason"] = ACTIVITY_SUMMARY
+    out["session"] = {**change["session"], "activitySummary": summary}
+    out["activitySummary"] = summary
+    return out
 
 
 def after_refusal(method: str, now: int) -> list[dict[str, Any]]:

@@ -877,12 +877,19 @@ class GatewayServer:
             return []  # the write committed; a failed event read must not turn it into an error
 
     def _broadcast_changes(self, changes: list[dict[str, Any]]) -> None:
-        """Each change to every subscribed connection: the payload encoded once, each
-        connection's `seq` spliced in (the bytes `send_event` would write)."""
-        targets = [c for c in self.connections if c.subscribed]
-        if not targets:
-            return
+        """Each change to every subscribed connection (an `activity-summary` to every connection
+        that may read, as OpenClaw's): the payload encoded once, each connection's `seq` spliced in
+        (the bytes `send_event` would write)."""
+        subscribed = [c for c in self.connections if c.subscribed]
+        readers: list[Connection] | None = None
         for payload in changes:
+            targets = subscribed
+            if payload.get("reason") == events.ACTIVITY_SUMMARY:
+                if readers is None:
+                    readers = [c for c in self.connections if c.scopes and satisfied(READ, c.scopes)]
+                targets = readers
+            if not targets:
+                continue
             body = dumps_bytes(payload)
             for conn in targets:
                 conn.seq += 1
