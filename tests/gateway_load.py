@@ -23,6 +23,9 @@ import orjson
 from websockets.asyncio.client import connect
 
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write"]
+# clients opening their connection at once: the Gateway, as OpenClaw's, admits 32 unauthenticated
+# connections per address and refuses the rest (50 clients at once lost 20 of them, every run)
+OPENING = 16
 
 
 def connect_frame(token: str) -> dict[str, Any]:
@@ -122,9 +125,16 @@ async def _client(
     patch: bool,
     seed: int,
     preview: bool = True,
+    opening: asyncio.Semaphore | None = None,
 ) -> None:
     rng = random.Random(seed * 1000 + index)
-    conn = await _open(url, token)
+    if opening is None:
+        conn = await _open(url, token)
+    else:
+        async with (
+            opening
+        ):  # at most OPENING clients unauthenticated at once (the Gateway admits 32 per address)
+            conn = await _open(url, token)
     try:
         for n in range(requests):
             roll = rng.random()
@@ -199,12 +209,13 @@ async def run_load(
     owned = keys if patch_keys is None else patch_keys
     slices = [owned[i::clients] for i in range(clients)]
     done = asyncio.Event()
+    opening = asyncio.Semaphore(OPENING)
 
     async def clients_then_done() -> list[Any]:
         try:
             return await asyncio.gather(
                 *(
-                    _client(url, token, i, requests, keys, slices[i], report, patch, seed, preview)
+                    _client(url, token, i, requests, keys, slices[i], report, patch, seed, preview, opening)
                     for i in range(clients)
                 ),
                 return_exceptions=True,
