@@ -226,15 +226,19 @@
     if (typeof content === "string") return [{ type: "text", text: content }];
     return Array.isArray(content) ? content.filter((b) => b && typeof b === "object") : [];
   }
+  // a heading's parts joined by " · ", the empty ones left out (a message may carry no timestamp:
+  // chat.history adds none, as OpenClaw's does not)
+  function heading(...parts) {
+    return parts.filter((p) => p).join(" · ");
+  }
   function renderMessage(msg) {
     const meta = msg.__openclaw || {};
     const when = fmtTime(msg.timestamp);
     if (meta.kind === "compaction" || meta.kind === "branch_summary" || meta.kind === "reset") {
       const art = el("article", "compaction");
-      let title = meta.kind === "reset" ? "Reset" : meta.kind === "compaction" ? "Compaction summary" : "Branch summary";
-      title += " · " + when;
-      if (meta.tokensBefore !== undefined && meta.tokensBefore !== null) title += " · " + meta.tokensBefore + " tokens before";
-      art.appendChild(el("h4", null, title));
+      const tokens = meta.tokensBefore !== undefined && meta.tokensBefore !== null ? meta.tokensBefore + " tokens before" : "";
+      const kind = meta.kind === "reset" ? "Reset" : meta.kind === "compaction" ? "Compaction summary" : "Branch summary";
+      art.appendChild(el("h4", null, heading(kind, when, tokens)));
       if (meta.summary) art.appendChild(markdown(meta.summary));
       return art;
     }
@@ -242,22 +246,22 @@
     if (role === "toolResult") {
       const art = el("article", "tool-result");
       const name = msg.toolName || "tool";
-      art.appendChild(el("h4", null, "Tool result · " + name + (msg.isError ? " (error)" : "") + " · " + when));
+      art.appendChild(el("h4", null, heading("Tool result", name + (msg.isError ? " (error)" : ""), when)));
       const text = blocks(msg.content).filter((b) => b.type === "text").map((b) => String(b.text || "")).join("\n");
       art.appendChild(details(name + " result", text));
       return art;
     }
     if (role === "bashExecution") {
       const art = el("article", "tool-result");
-      art.appendChild(el("h4", null, "Shell · " + when));
+      art.appendChild(el("h4", null, heading("Shell", when)));
       art.appendChild(details("command", String(msg.command || "")));
       art.appendChild(details("output", String(msg.output || "")));
       return art;
     }
     const cls = role === "user" || role === "assistant" ? role : "other";
     const art = el("article", cls);
-    const model = role === "assistant" && msg.model ? " · " + msg.model : "";
-    art.appendChild(el("h4", null, role.charAt(0).toUpperCase() + role.slice(1) + " · " + when + model));
+    const model = role === "assistant" && msg.model ? msg.model : "";
+    art.appendChild(el("h4", null, heading(role.charAt(0).toUpperCase() + role.slice(1), when, model)));
     for (const b of blocks(msg.content)) {
       if (b.type === "text") art.appendChild(el("div", "text", b.text || ""));
       else if (b.type === "thinking") art.appendChild(details("Thinking", String(b.thinking || "")));
