@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -163,6 +164,9 @@ def archive_data(path: Path) -> bytes:
     return read_archive_bytes(path)
 
 
+_GATEWAY_LOCK = re.compile(r"gateway\.(?:state|[0-9a-f]{8})\.lock")
+
+
 def leftovers(state: Path) -> list[str]:
     from openclaw_cli.store.owner_file import live_owner
 
@@ -176,6 +180,10 @@ def leftovers(state: Path) -> list[str]:
             and live_owner(path) is None
         ):
             continue  # a 9.8+ owner file of a killed process: stale by design, reclaimed by the next owner
+        if _GATEWAY_LOCK.fullmatch(name) and path.parent.parent.name == "tmp" and live_owner(path) is None:
+            # a killed Gateway's lock files (2026.9.6's `gateway.state.lock` and the per-config
+            # `gateway.<hash>.lock`): stale by design, as OpenClaw's own, replaced by the next Gateway
+            continue
         if (
             name.endswith((".tmp", ".lock", "-journal"))
             or ".import-session-sqlite-" in name
