@@ -20,9 +20,12 @@ release reclaims in tiers, re-measuring after every step and stopping at `highWa
 
 Ours differs in one way, D6.2: a transcript leaves only through a verified archive, so tiers 4 and
 5 archive what OpenClaw deletes outright; those archives stay (the budget's next run may remove
-them). The result is OpenClaw's `diskBudget` object: `totalBytesBefore` measured before the first
-tier, `totalBytesAfter` after the last, `freedBytes` their difference, `removedFiles` the archive
-files removed, `removedEntries` the sessions and rows evicted, `overBudget` before > max.
+them). Every session the tiers evict has its usage appended to the usage ledger (reason
+`budget`) before its transcript leaves, as cleanup's own removals do (issue 27 §6).
+
+The result is OpenClaw's `diskBudget` object: `totalBytesBefore` measured before the first tier,
+`totalBytesAfter` after the last, `freedBytes` their difference, `removedFiles` the archive files
+removed, `removedEntries` the sessions and rows evicted, `overBudget` before > max.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from openclaw_cli.store.base import SessionStore
 
 _CONVERSATION_KINDS = frozenset({"thread", "channel", "group", "topic"})
+LEDGER_REASON = "budget"  # the usage ledger's `reason` of a session the tiers evict
 
 
 @dataclass
@@ -86,6 +90,22 @@ class Reclaimer:
         return state.total > self.high and not state.deferred
 
     # ---- tiers -------------------------------------------------------------------------------------
+    def _retire(self, plan: Any) -> Any:
+        """`store.retire` of one eviction, its usage in the ledger first (issue 27 §6: read from
+        the archive's own export, appended once the archive is durable and before anything leaves,
+        as cleanup's own removals are; a refused write takes the records back)."""
+        from openclaw_cli.store.usage_ledger import RetirementLedger, ledgered
+
+        ledger = RetirementLedger(self.store, plan, reason=LEDGER_REASON, now_ms=int(self.now_ms))
+        with ledgered(ledger.appended):
+            return self.store.retire(
+                plan,
+                lock_settings=self.lock_settings,
+                now_ms=self.now_ms,
+                checkpoint=self.checkpoint,
+                leaving=ledger,
+            )
+
     def _pages(self, state: _State) -> bool:
         if not self.store.reclaim_free_pages():
             state.deferred = True
@@ -124,12 +144,7 @@ class Reclaimer:
         for sid in self.store.historical_session_ids(recent_since_ms=since):
             if not self._above(state):
                 return
-            outcome = self.store.retire(
-                Retirement([], session_ids=[sid], sweep_locks=False),
-                lock_settings=self.lock_settings,
-                now_ms=self.now_ms,
-                checkpoint=self.checkpoint,
-            )
+            outcome = self._retire(Retirement([], session_ids=[sid], sweep_locks=False))
             if sid not in outcome.kept:
                 state.removed_entries += 1
             state.total = self.measure()
@@ -145,9 +160,7 @@ class Reclaimer:
             if not self._above(state):
                 return
             plan = retirement_for_keys(self.store, entries, [key])
-            outcome = self.store.retire(
-                plan, lock_settings=self.lock_settings, now_ms=self.now_ms, checkpoint=self.checkpoint
-            )
+            outcome = self._retire(plan)
             if key not in outcome.kept:
                 state.removed_entries += 1
                 self._pages(state)
