@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
 
 PROG = "openclaw"
@@ -82,6 +83,8 @@ def invalid_behavior(behavior: str | None) -> str | None:
 
 def apply_behavior(behavior: str | None) -> None:
     """`--behavior RELEASE` for this process (spec D23: it wins over OPENCLAW_CLI_BEHAVIOR)."""
+    if behavior is None and "openclaw_cli.behavior" not in sys.modules:
+        return  # nothing to clear: the module starts with no flag (and costs ~15 ms to import)
     from openclaw_cli.behavior import set_requested
 
     set_requested(behavior)

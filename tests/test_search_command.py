@@ -1,0 +1,120 @@
+"""`openclaw sessions search`'s command path (issue 26, stop 36): the params the command builds go to
+the handler without the method table and its schema when they pass it for certain, with the same
+answer either way; `--limit` takes the local range (1-1000), not the Gateway's 1-25; the path
+imports neither the method table, the schema module nor the behaviour module."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_cli.cli.search_body import _plainly_valid
+from openclaw_cli.ops.methods import parse_params
+from tests.conftest import generate_legacy_state, run_cli
+
+BASE: dict[str, Any] = {"query": "session turn", "limit": 10, "archived": True}
+ACCEPTED = [
+    BASE,
+    {**BASE, "limit": 25, "agent": "main", "sessionKeys": ["agent:main:main", "x"], "verbose": True},
+    {**BASE, "roles": ["user", "tool"], "since": 0, "until": 1796000000000, "archived": False},
+    {**BASE, "allAgents": True, "fixed": True, "redact": True, "reindex": True, "store": "/x/sessions.json"},
+    {**BASE, "query": "q" * 4096},
+]
+# what the predicate leaves to the schema (some pass it, some do not)
+LEFT = [
+    {**BASE, "query": "café"},
+    {**BASE, "query": ""},
+    {**BASE, "query": "q" * 4097},
+    {**BASE, "agent": ""},
+    {**BASE, "sessionKeys": ["ok", ""]},
+    {**BASE, "sessionKeys": []},
+    {**BASE, "sessionKeys": [f"k{i}" for i in range(201)]},
+    {**BASE, "since": 2**60},
+    {**BASE, "since": 1.5},
+    {**BASE, "until": True},
+    {**BASE, "fixed": False},
+    {k: v for k, v in BASE.items() if k != "archived"},
+]
+
+
+@pytest.mark.parametrize("params", ACCEPTED)
+def test_what_the_command_skips_checking_the_schema_accepts_as_given(params: dict[str, Any]) -> None:
+    assert _plainly_valid(params)
+    error, checked = parse_params(
+        "sessions.search", {**params, "limit": min(params["limit"], 25)}, local=True
+    )
+    assert error is None
+    assert {**checked, "limit": params["limit"]} == params  # nothing normalised away either
+
+
+@pytest.mark.parametrize("params", LEFT)
+def test_anything_else_goes_through_the_schema(params: dict[str, Any]) -> None:
+    assert not _plainly_valid(params)
+
+
+@pytest.fixture
+def legacy(state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    generate_legacy_state(state_dir, 6, 0.05, 11)
+    return state_dir
+
+
+def test_the_local_limit_goes_past_the_gateways_25(legacy: Path) -> None:
+    """`--limit` is 1-1000 locally (docs/decisions.md, issue 26); the schema's 25 refused 26 and up."""
+    proc = run_cli("sessions", "search", "session", "--limit", "30", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert len(doc["results"]) == 30
+    assert run_cli("sessions", "search", "session", "--limit", "1001", "--json").returncode == 2
+
+
+def test_the_schema_path_answers_the_same_bytes(legacy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same searches with the predicate forced off (every call checked by the schema): the
+    same stdout, stderr and exit code."""
+    shim = legacy.parent / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import openclaw_cli.cli.search_body as b\nb._plainly_valid = lambda params: False\n"
+    )
+    cases = [
+        ("session", "--json"),
+        ("session", "--limit", "3"),
+        ('"session turn"', "--role", "user", "--since", "2020-01-01", "--json"),
+        ("session", "--agent", "main", "--session", "agent:main:main", "--json"),
+        ("session", "--agent", "", "--json"),
+        ("session", "--session", "", "--json"),
+        ("café", "--json"),
+        ("session", "--fixed", "--redact", "--no-archived"),
+        ("session", "--limit", "40", "--json"),
+    ]
+    path = os.pathsep.join(filter(None, [str(shim), os.environ.get("PYTHONPATH")]))
+    for args in cases:
+        lean = run_cli("sessions", "search", *args)
+        checked = run_cli("sessions", "search", *args, env={"PYTHONPATH": path})
+        assert (lean.returncode, lean.stdout, lean.stderr) == (
+            checked.returncode,
+            checked.stdout,
+            checked.stderr,
+        ), args
+
+
+def test_the_search_path_imports_no_method_table_schema_or_behaviour_module(legacy: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "openclaw_cli", "sessions", "search", "session", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "openclaw_cli.search.engine" in imported
+    assert not imported & {"openclaw_cli.ops.methods", "openclaw_cli.ops.params", "openclaw_cli.behavior"}
