@@ -118,3 +118,41 @@ def test_the_search_path_imports_no_method_table_schema_or_behaviour_module(lega
     }
     assert "openclaw_cli.search.engine" in imported
     assert not imported & {"openclaw_cli.ops.methods", "openclaw_cli.ops.params", "openclaw_cli.behavior"}
+
+
+def _message(mid: str, text: str) -> bytes:
+    message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1796000000000}
+    return json.dumps({"type": "message", "id": mid, "timestamp": 1796000000000, "message": message}).encode()
+
+
+def test_a_warm_index_sees_each_kind_of_change_in_one_process(legacy: Path) -> None:
+    """The freshness check on the warm path (the sessions directory's fingerprint): one process,
+    searches between changes, each change found by the very next search: a line appended to a
+    live transcript, a new transcript, a removed one, a new archive."""
+    import zstandard
+
+    from openclaw_cli.search import search
+
+    sdir = legacy / "agents" / "main" / "sessions"
+    store = json.loads((sdir / "sessions.json").read_text())
+    sid = next(iter(store.values()))["sessionId"]
+    assert list(search(legacy, "narwhal")) == []
+    assert list(search(legacy, "narwhal")) == []  # warm: nothing changed
+
+    with open(sdir / f"{sid}.jsonl", "ab") as fh:
+        fh.write(_message("fresh001", "narwhal appended") + b"\n")
+    assert [r["messageId"] for r in search(legacy, "narwhal")] == ["fresh001"]
+
+    new = "12345678-1234-4234-8234-123456789abc"
+    (sdir / f"{new}.jsonl").write_bytes(_message("fresh002", "narwhal new file") + b"\n")
+    assert sorted(r["messageId"] for r in search(legacy, "narwhal")) == ["fresh001", "fresh002"]
+
+    (sdir / f"{new}.jsonl").unlink()
+    assert [r["messageId"] for r in search(legacy, "narwhal")] == ["fresh001"]
+
+    gone = "abcdefab-1234-4234-8234-123456789abc"
+    (sdir / f"{gone}.jsonl.deleted.2026-10-01T10-00-00.000Z.zst").write_bytes(
+        zstandard.ZstdCompressor().compress(_message("fresh003", "narwhal archived") + b"\n")
+    )
+    found = {r["messageId"]: r["source"] for r in search(legacy, "narwhal")}
+    assert found == {"fresh001": "legacy", "fresh003": "archive:deleted"}

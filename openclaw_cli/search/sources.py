@@ -489,19 +489,30 @@ class AgentSources:
     def fingerprint(self) -> str:
         """A digest of every source's locator and token, the keys of the database sources, and the
         files the other keys come from: equal fingerprints, equal index."""
-        from openclaw_cli.search.index import sha256_hex
-
         parts = list(self.fp_parts)
         parts.extend(f"{s.locator}\0{s.token}\0{s.session_key}\0{s.their_fts:d}" for s in self.eager)
         parts.extend(self.stamps)
         if self.db_keys:
             parts.extend(f"{sid}\0{key}" for sid, key in sorted(self.db_keys.items()))
-        return sha256_hex("\n".join(parts).encode("utf-8", "surrogatepass"))
+        return _digest("\n".join(parts).encode("utf-8", "surrogatepass"))
 
     def close(self) -> None:
         if self.db_conn is not None:
             self.db_conn.close()
             self.db_conn = None
+
+
+def _digest(data: bytes) -> str:
+    """BLAKE2b-256 of `data` (CPython's built-in module: 3x the speed of its own SHA-256 on the
+    ~100 KB a big directory's fingerprint hashes, and no OpenSSL to load); a `b2:` prefix keeps it
+    apart from the SHA-256 fingerprints indexes recorded before (never equal: one update then)."""
+    import importlib
+
+    try:
+        module: Any = importlib.import_module("_blake2")
+    except ImportError:
+        module = importlib.import_module("hashlib")
+    return "b2:" + str(module.blake2b(data, digest_size=32).hexdigest())
 
 
 def _file_token(st: os.stat_result) -> str:
@@ -669,11 +680,14 @@ def _archive_parts(name: str) -> tuple[str, str, bool] | None:
     """(base, reason, compressed) of `<sid>.jsonl.<reason>.<ts>[.<nonce>][.zst]` — a string test per
     name, not `archives.parse_archive_name`'s full check (its date parsing costs ~50 µs a name on
     every search of 1,500 archives)."""
-    for reason in ("deleted", "reset", "bak"):
-        at = name.find(f".jsonl.{reason}.")
+    for reason, marker in _ARCHIVE_MARKERS:
+        at = name.find(marker)
         if at > 0:
             return name[: at + 6], reason, name.endswith(".zst")
     return None
+
+
+_ARCHIVE_MARKERS = tuple((reason, f".jsonl.{reason}.") for reason in ("deleted", "reset", "bak"))
 
 
 def _live_spec(base: str, name: str, st: os.stat_result, token: str) -> Spec:
