@@ -27,7 +27,7 @@ from typing import Any, TypeGuard
 from openclaw_cli.ids import is_checkpoint_name
 from openclaw_cli.paths import transcript_candidates
 from openclaw_cli.store.facts import compact_bytes
-from openclaw_cli.store.files import DirFile
+from openclaw_cli.store.files import DirFile, DirSnapshot
 from openclaw_cli.store.names import (  # noqa: F401 - re-exported for the cleanup modules
     archive_stamp_ms as parse_archive_timestamp,
 )
@@ -259,18 +259,24 @@ def count_swept_files(sessions_dir: Path) -> int:
     return count
 
 
-def measure_physical(sessions_dir: Path, database: Path | None) -> PhysicalMeasure:
+def measure_physical(
+    sessions_dir: Path, database: Path | None, snapshot: DirSnapshot | None = None
+) -> PhysicalMeasure:
     """The 2026.9.6+ budget's bytes: regular files of the sessions dir (not migration leftovers
     `*.migrated[.N]` or pre-doctor repair backups) and of its `cold/`, prompt blobs
     (`skills-prompts/sha256/<2 hex>/<64 hex>.txt`), the database main file and its `-wal`; each
-    file once by its real path."""
+    file once by its real path. `snapshot`: the sessions dir as `scan_sessions_dir` listed it in
+    this run (its regular files and their sizes), summed instead of listing it again."""
     sessions_dir = Path(sessions_dir)
     # summed per directory: two directories hold the same file only when they are one directory
     # (`cold` a link to `.`), counted once by its real path (no 100,000-path dict)
     seen: set[str] = set()
-    total = (
-        _dir_bytes(sessions_dir, _kept_name, seen)[1] + _dir_bytes(sessions_dir / "cold", _kept_name, seen)[1]
+    own = (
+        _dir_bytes(sessions_dir, _kept_name, seen)[1]
+        if snapshot is None
+        else _snapshot_bytes(sessions_dir, snapshot, seen)
     )
+    total = own + _dir_bytes(sessions_dir / "cold", _kept_name, seen)[1]
     for prefix in _blob_prefixes(sessions_dir):
         total += _dir_bytes(Path(prefix.path), _BLOB_NAME.fullmatch, seen)[1]
     files: dict[str, int] = {}
@@ -282,6 +288,19 @@ def measure_physical(sessions_dir: Path, database: Path | None) -> PhysicalMeasu
             except OSError:
                 continue
     return PhysicalMeasure(total + sum(files.values()))
+
+
+def _snapshot_bytes(directory: Path, snapshot: DirSnapshot, seen: set[str]) -> int:
+    """`_dir_bytes(directory, _kept_name, seen)[1]` from the snapshot's own files of `directory`
+    (the same regular files: listed, then lstat'ed)."""
+    try:
+        real = os.path.realpath(directory)
+    except OSError:
+        return 0
+    if real in seen:
+        return 0
+    seen.add(real)
+    return sum(f.size for name, f in snapshot.files.items() if "/" not in name and _kept_name(name))
 
 
 def _dir_bytes(directory: Path, keep: Any, seen: set[str], *, sizes: bool = True) -> tuple[int, int]:

@@ -71,6 +71,9 @@ class CleanupOptions:
     # a dry run whose caller reads only the plan and its per-reason bytes (`openclaw storage`):
     # no summary document, no symbolic-link warnings
     figures_only: bool = False
+    # file stores' `load_file_facts()` the caller already made, by store path (`openclaw storage`
+    # makes them in its own read of each sessions.json): a dry run plans over them, not read again
+    file_facts: Mapping[str, dict[str, Any]] | None = None
 
 
 @dataclass
@@ -231,7 +234,8 @@ def plan_store(
         if behavior.maintenance.budget_spares_live_rows or (
             budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is None
         ):
-            file_facts = store.load_file_facts()
+            given = options.file_facts.get(str(store.path)) if options.file_facts else None
+            file_facts = given if given is not None else store.load_file_facts()
     if file_facts is not None:
         entries = file_facts
     else:
@@ -291,9 +295,10 @@ def plan_store(
         plan.budget_reclaimable = has_candidates(
             store, preserve_recent_ms=settings.preserve_recent_ms, now_ms=now_ms
         )
-    if behavior.maintenance.archive_in_place and result.sweep is not None:
+    if behavior.maintenance.archive_in_place and result.sweep is not None and not options.figures_only:
         from openclaw_cli.maintenance.budget import count_swept_files
 
+        # (only the summary reports it: a figures-only dry run makes none)
         result.scanned_files = count_swept_files(Path(store.sessions_dir))
     return result
 
@@ -352,7 +357,7 @@ def _plan_files(
         if not budget_on:
             return None
         if settings_physical:
-            return measure_physical(Path(store.sessions_dir), None)
+            return measure_physical(Path(store.sessions_dir), None, snapshot)  # (not listed again)
         gone = {a.name for a in entry_actions}
         gone.update(a.name for a in (sweep.removals if sweep else ()))
         gone.update(a.name for a in (retention.removals if retention else ()))

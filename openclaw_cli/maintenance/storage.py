@@ -21,7 +21,7 @@ import os
 import stat
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -593,12 +593,15 @@ def tally_sessions(
     unreadable: list[dict[str, str]],
     referenced: set[str] | None = None,
     files: FileFigures | None = None,
+    snapshot_bytes: Mapping[str, int] | None = None,
 ) -> int:
     """Stream every session's transcript of one store through the payload tally. Returns the
     sessions read. `rows`: (key, entry, transcript file of a file store or None), as
     `store.iter_rows_with_transcripts()` gives them; every file named goes into `referenced`.
     `files`: the figures of the store's transcript files kept from an earlier run (a file
-    unchanged since is not read again); brought up to date here."""
+    unchanged since is not read again); brought up to date here. `snapshot_bytes`: key -> the
+    row's snapshot bytes (`snapshot_bytes`, absent when 0), when `rows` hold the rows' facts
+    rather than whole entries."""
     from openclaw_cli.errors import OpenClawError
 
     seen: set[str] = set()
@@ -612,7 +615,7 @@ def tally_sessions(
         if slot is None:
             slot = by_kind[kind] = [0, 0, 0]  # sessions, bytes, snapshot bytes
         slot[0] += 1
-        snap = _snapshot_bytes(entry)
+        snap = snapshot_bytes.get(key, 0) if snapshot_bytes is not None else snapshot_bytes_of(entry)
         if snap:
             slot[2] += snap
             classes["snapshots"][0] += snap
@@ -932,7 +935,8 @@ def _tally_whole(tally: PayloadTally, buf: bytes, where: tuple[Any, ...]) -> tup
     return len(sizes), total, max(sizes, default=0)
 
 
-def _snapshot_bytes(entry: Any) -> int:
+def snapshot_bytes_of(entry: Any) -> int:
+    """Bytes of a whole entry's snapshot fields (`SNAPSHOT_FIELDS`, as stored)."""
     if not isinstance(entry, dict):
         return 0
     import orjson

@@ -6,6 +6,7 @@ A read-only operation: every store is opened read-only, nothing is written. Not 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,12 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         targets = [paths.target(a) for a in known_agent_ids(paths, ctx.config)]
         root = paths.state_dir
     now = ctx.now_ms()
+    # each file store's sessions.json is read once: its rows' file facts (what the cleanup plan
+    # reads) with each row's snapshot bytes (what the tally reads of a whole row besides them)
+    read_once = {} if params.get("plan") is False else _file_facts(ctx, targets)
     # the cleanup plan first: its working set (~100 MB at 100,000 rows) is freed before the tally
     # builds its own, so the peak is the larger of the two, not their sum
-    planned = None if params.get("plan") is False else _planned(ctx, agent, now)
+    planned = None if params.get("plan") is False else _planned(ctx, agent, now, read_once)
     report = st.StorageReport(root=root)
     tally = st.PayloadTally(top_n=top_n)
     by_kind: dict[str, list[int]] = {}
@@ -72,8 +76,11 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     ctx.config, behavior_of(ctx, store)
                 ).reset_archive_retention_ms
             try:
-                # rows streamed, whole (schema 24's snapshot rows joined), with their files
-                rows = store.iter_rows_with_transcripts()
+                # rows streamed, whole (schema 24's snapshot rows joined), with their files; a
+                # file store's from the facts already made (each freed once tallied)
+                once = read_once.pop(str(store.path), None)
+                snaps = once[1] if once is not None else None
+                rows = store.iter_rows_with_transcripts(None if once is None else _drain(once[0]))
                 # a file store's transcripts unchanged since the last run are not read again
                 files = (
                     st.FileFigures(str(store.sessions_dir), None if params.get("noCache") else cache_root())
@@ -82,7 +89,16 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 )
                 with gc_paused():  # 100,000 rows: the cyclic GC would rescan what is kept
                     sessions = st.tally_sessions(
-                        store, rows, tally, by_kind, top_sessions, top_n, report.unreadable, referenced, files
+                        store,
+                        rows,
+                        tally,
+                        by_kind,
+                        top_sessions,
+                        top_n,
+                        report.unreadable,
+                        referenced,
+                        files,
+                        snaps,
                     )
             except OpenClawError as exc:
                 report.unreadable.append({"path": str(store.path), "error": exc.message})
@@ -132,17 +148,63 @@ _PLAN_SETTINGS = {
 }
 
 
-def _planned(ctx: Context, agent: str | None, now: int) -> list[dict[str, Any]]:
+def _file_facts(ctx: Context, targets: list[Any]) -> dict[str, tuple[dict[str, Any], dict[str, int]]]:
+    """store path -> (`load_file_facts()`, key -> snapshot bytes of the rows that have some) of
+    each file store that gives its facts, from one read of its sessions.json."""
+    from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.maintenance.storage import snapshot_bytes_of
+    from openclaw_cli.ops.targets import open_target
+
+    out: dict[str, tuple[dict[str, Any], dict[str, int]]] = {}
+    for target in targets:
+        try:
+            store = open_target(ctx, target, read_only=True)
+        except OpenClawError:
+            continue  # (the tally names it)
+        with store:
+            if not store.transcripts_in_files:
+                continue
+            snaps: dict[str, int] = {}
+
+            def seen(key: str, entry: dict[str, Any], snaps: dict[str, int] = snaps) -> None:
+                size = snapshot_bytes_of(entry)
+                if size:
+                    snaps[key] = size
+
+            try:
+                facts = store.load_file_facts(seen)
+            except OpenClawError:
+                continue
+            if facts is not None:
+                out[str(store.path)] = (facts, snaps)
+    return out
+
+
+def _drain(facts: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(key, facts) of every row in order, each row's facts let go once given."""
+    for key in list(facts):
+        yield key, facts.pop(key)
+
+
+def _planned(
+    ctx: Context, agent: str | None, now: int, read_once: dict[str, tuple[dict[str, Any], dict[str, int]]]
+) -> list[dict[str, Any]]:
     """What `sessions cleanup --enforce` would free, per setting, as the maintenance planner plans
     it under the release each store follows (a dry run: nothing written, no lock taken)."""
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
 
     # planned over the rows' facts (`store/facts.py`: a database store's, or a file store's with
-    # its file references), so 100,000 sessions plan in tens of MB (issue 30); the per-reason
-    # bytes are the cleanup text report's
+    # its file references, made in `_file_facts`), so 100,000 sessions plan in tens of MB (issue
+    # 30); the per-reason bytes are the cleanup text report's
     options = CleanupOptions(
-        agent=agent, all_agents=not agent, dry_run=True, enforce=True, reason_bytes=True, figures_only=True
+        agent=agent,
+        all_agents=not agent,
+        dry_run=True,
+        enforce=True,
+        reason_bytes=True,
+        figures_only=True,
+        file_facts={path: once[0] for path, once in read_once.items()},
     )
     try:
         results = cleanup_stores(ctx, options, now_ms=now)

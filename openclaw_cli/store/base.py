@@ -9,7 +9,7 @@ their raw JSON text byte-exact (spec D4) plus the parsed object.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,11 +225,14 @@ class SessionStore(ABC):
         counts them). The default: the whole entries (a store that holds them anyway, legacy)."""
         return self.load_entries()
 
-    def load_file_facts(self) -> dict[str, Any] | None:
+    def load_file_facts(
+        self, on_row: Callable[[str, dict[str, Any]], None] | None = None
+    ) -> dict[str, Any] | None:
         """A file store's rows for a dry run's planning, without holding every whole entry: key ->
         `facts.file_entry_facts` of every row, in store order, given only when every row is a
         usable entry (no unusable row to keep its files alive); None when the store cannot give
-        them so (the caller plans over `load_entries()`). The default: None."""
+        them so (the caller plans over `load_entries()`). `on_row(key, entry)` is shown each whole
+        row as its facts are made. The default: None."""
         return None
 
     def list_entries(
@@ -380,10 +383,13 @@ class SessionStore(ABC):
         """Every row, whole: a store that keeps some fields apart from its rows joins them here."""
         return self.iter_listing(archived=None)[1]
 
-    def iter_rows_with_transcripts(self) -> Iterator[tuple[str, dict[str, Any], str | None]]:
+    def iter_rows_with_transcripts(
+        self, rows: Iterable[tuple[str, dict[str, Any]]] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         """(key, full entry, transcript file) of every row, streamed where the store can: the file
-        only for stores that keep transcripts in files (None: read it with `export_transcript`)."""
-        for key, entry in self.iter_full_entries():
+        only for stores that keep transcripts in files (None: read it with `export_transcript`).
+        `rows`: (key, file facts) from a file store's `load_file_facts()`, instead of reading again."""
+        for key, entry in self.iter_full_entries() if rows is None else rows:
             yield key, entry, None
 
     def list_windows(self, session_key: str | None = None) -> list[dict[str, Any]]:

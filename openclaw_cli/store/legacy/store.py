@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -984,17 +984,21 @@ class LegacyStore(SessionStore):
         root = self.sessions_dir
         return {**{root / name: keys for name, keys in by_name.items()}, **by_path}
 
-    def iter_rows_with_transcripts(self) -> Iterator[tuple[str, dict[str, Any], str | None]]:
+    def iter_rows_with_transcripts(
+        self, rows: Iterable[tuple[str, dict[str, Any]]] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         """(key, entry, transcript file or None) of every usable row, in file order, holding one
         row at a time where the file allows it (`_iter_rows_streamed`): `openclaw storage` on
         100,000 rows stays flat in memory. The transcript is resolved like `_resolve_rows` does,
-        from one directory scan, as a path string."""
+        from one directory scan, as a path string. `rows`: (key, file facts) of the rows as
+        `load_file_facts` made them (not read again; each resolves to the same file as its whole
+        entry)."""
         index = self._dir_index()
         prefix = self._dir_prefix
         root = self.sessions_dir
         candidate_names = self._candidate_names
         plen = len(prefix)
-        for key, entry in self._iter_rows_streamed():
+        for key, entry in self._iter_rows_streamed() if rows is None else rows:
             ref = entry.get("sessionFile")
             if type(ref) is str and ref.startswith(prefix):
                 # the usual row: `<sessions dir>/<name>` of a regular file (its first candidate)
@@ -1018,11 +1022,14 @@ class LegacyStore(SessionStore):
                         self._note_symlink(root / candidate, None)
             yield key, entry, found
 
-    def load_file_facts(self) -> dict[str, Any] | None:
+    def load_file_facts(
+        self, on_row: Callable[[str, dict[str, Any]], None] | None = None
+    ) -> dict[str, Any] | None:
         """Every row's file facts (`facts.file_entry_facts`) made one row at a time as the file is
         cut (`_split_rows`): at 100,000 rows ~50 MB instead of ~350 MB of whole entries. None when
         a row is unusable, the layout is not the one the cutter reads, or the file is already held
-        whole (then the whole entries cost nothing more)."""
+        whole (then the whole entries cost nothing more). `on_row(key, entry)` sees each whole
+        usable row as it passes (`openclaw storage` takes what its tally needs of it there)."""
         from openclaw_cli.store.facts import file_entry_facts
 
         signature = self._signature()
@@ -1037,6 +1044,8 @@ class LegacyStore(SessionStore):
         with gc_paused():
             for key, entry in self._split_rows(1 << 20, set(), state, unusable):
                 out[key] = file_entry_facts(entry, prefix)
+                if on_row is not None:
+                    on_row(key, entry)
         if not state[0] or unusable[0] or self._signature() != signature:
             return None  # (a row the cutter doubts, an unusable row, or a write meanwhile)
         return out

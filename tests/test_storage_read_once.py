@@ -1,0 +1,110 @@
+"""`openclaw storage` reads each file store's sessions.json once (issue 27 §1, 100,000 sessions):
+the rows' file facts made in that read feed both the cleanup plan (what each setting would reclaim)
+and the tally (kinds, snapshot bytes, transcripts); the document is the one made with a read each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.storage_support import SESSIONS_DIR, cli_json, make_state
+
+
+def _state(state_dir: Path) -> None:
+    """The fixture's legacy store with snapshot fields, a transcript under another name than its
+    session id, and settings under which the plan prunes, caps and sweeps."""
+    make_state("legacy", state_dir)
+    sessions = state_dir / SESSIONS_DIR
+    rows = json.loads((sessions / "sessions.json").read_text())
+    keys = list(rows)
+    rows[keys[0]]["systemPromptReport"] = {"chars": 1234, "text": "x" * 500}
+    rows[keys[1]]["skillsSnapshot"] = {"promptRef": "sha256:" + "a" * 64, "skills": ["s"] * 20}
+    rows[keys[2]]["sessionDiffBaseline"] = "b" * 300
+    moved = sessions / f"{rows[keys[3]]['sessionId']}.jsonl"
+    renamed = sessions / "renamed-transcript.jsonl"
+    moved.rename(renamed)
+    rows[keys[3]]["sessionFile"] = str(renamed)
+    # OpenClaw's layout (`JSON.stringify(store, null, 2)`), which the per-row cutter reads
+    (sessions / "sessions.json").write_text(json.dumps(rows, indent=2))
+    (sessions / "99999999-2222-4333-8444-555555555555.jsonl").write_text('{"type":"session"}\n')  # orphan
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"mode": "warn", "pruneAfter": "3d", "maxEntries": 4}}})
+    )
+
+
+def _doc(*args: str) -> dict[str, Any]:
+    code, doc, err = cli_json("storage", *args)
+    assert code == 0, err
+    doc.pop("generatedAt")
+    return doc
+
+
+@pytest.mark.parametrize("release", ["2026.7", "2026.9.6"])
+def test_sessions_json_is_read_once_and_the_document_is_unchanged(
+    release: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openclaw_cli.ops import storage as ops_storage
+    from openclaw_cli.store.legacy.store import LegacyStore
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(state_dir.parent / "cache"))
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", release)
+    _state(state_dir)
+    reads: list[str] = []
+    split = LegacyStore._split_rows
+
+    def counted(self: LegacyStore, *args: Any, **kwargs: Any) -> Any:
+        reads.append(str(self.path))
+        return split(self, *args, **kwargs)
+
+    monkeypatch.setattr(LegacyStore, "_split_rows", counted)
+    once = _doc()
+    assert once["cleanupPlanned"] is True and [r for r in once["reclaimable"] if r.get("bytes")]
+    if release != "2026.7":  # (2026.7's disk budget projects the rewritten store: whole rows)
+        assert len(reads) == 1  # one read of sessions.json for the plan and the tally
+    assert sum(k["snapshotBytes"] for k in once["byKind"]) > 800
+    # the same document with the plan and the tally each reading the store themselves
+    monkeypatch.setattr(ops_storage, "_file_facts", lambda ctx, targets: {})
+    reads.clear()
+    assert _doc() == once
+    if release != "2026.7":
+        assert len(reads) == 2
+    # and the tally alone (no plan) reads the whole rows: the same figures
+    plain = _doc("--no-plan")
+    for name in ("total", "byAgent", "byContainer", "byKind", "byPayload", "topSessions", "topEvents"):
+        assert plain[name] == once[name], name
+
+
+@pytest.mark.parametrize("cold", ["none", "dir", "link-to-self"])
+def test_the_physical_budget_from_the_plans_listing_equals_a_listing_of_its_own(
+    cold: str, tmp_path: Path
+) -> None:
+    """The 2026.9.6+ budget measures the sessions dir from the listing the plan already made
+    (`measure_physical(..., snapshot)`): the same bytes as listing it again (leftovers left out,
+    links and subdirectories not counted, `cold/` and prompt blobs still measured, once each)."""
+    from openclaw_cli.maintenance.budget import measure_physical
+    from openclaw_cli.store.files import scan_sessions_dir
+
+    root = tmp_path / "sessions"
+    root.mkdir()
+    (root / "a.jsonl").write_bytes(b"x" * 1000)
+    (root / "sessions.json").write_bytes(b"{}" * 50)
+    (root / "b.jsonl.deleted.2026-01-01T00-00-00.000Z").write_bytes(b"y" * 300)
+    (root / "c.jsonl.migrated").write_bytes(b"z" * 5000)  # a migration leftover: not counted
+    (root / "d.jsonl.pre-doctor-branch-repair-2026-01-01T00-00-00-000Z.bak").write_bytes(b"w" * 7000)
+    (root / "link.jsonl").symlink_to(root / "a.jsonl")
+    (root / "sub").mkdir()
+    (root / "sub" / "e.jsonl").write_bytes(b"v" * 900)
+    blobs = root / "skills-prompts" / "sha256" / "ab"
+    blobs.mkdir(parents=True)
+    (blobs / ("ab" + "0" * 62 + ".txt")).write_bytes(b"p" * 77)
+    if cold == "dir":
+        (root / "cold").mkdir()
+        (root / "cold" / "f.jsonl").write_bytes(b"u" * 400)
+    elif cold == "link-to-self":
+        (root / "cold").symlink_to(".")
+    listed = measure_physical(root, None)
+    assert listed.total_bytes == 1000 + 100 + 300 + 77 + (400 if cold == "dir" else 0)
+    assert measure_physical(root, None, scan_sessions_dir(root)) == listed
