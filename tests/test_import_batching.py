@@ -372,3 +372,31 @@ def test_private_build_writes_once_and_indexes_after_the_rows(tmp_path: Path) ->
         assert "idx_agent_session_nodes_label" in str(plan)
     finally:
         check.close()
+
+
+def test_private_build_gives_its_cache_back_before_building_the_indexes(tmp_path: Path) -> None:
+    """Issue 30: the deferred indexes are built with the default page cache, not the build's large
+    one: SQLite bounds each index's sorter by the cache size, and the large cache plus a sorter as
+    large were the peak RSS of an import of 100,000 sessions."""
+    from openclaw_cli.store.sqlite.store import DEFAULT_CACHE_SIZE
+
+    store = SqliteStore(_db(tmp_path / "build"), "main", create=True)
+    statements: list[str] = []
+    store._db().set_trace_callback(statements.append)
+
+    def records() -> object:
+        for i in range(20):
+            sid = f"d{i:07d}-0000-4000-8000-000000000000"
+            yield ImportRecord(
+                f"agent:main:k{i}", {"sessionId": sid}, [orjson.dumps({"type": "session", "id": sid})]
+            )
+
+    store.bulk_import(records(), private_build=True, expected_records=20)  # type: ignore[arg-type]
+    creates = [i for i, s in enumerate(statements) if s.startswith("CREATE INDEX")]
+    caches = [(i, s) for i, s in enumerate(statements) if s.startswith("PRAGMA cache_size")]
+    assert creates and caches
+    large = [i for i, s in caches if s != f"PRAGMA cache_size = {DEFAULT_CACHE_SIZE}"]
+    small = [i for i, s in caches if s == f"PRAGMA cache_size = {DEFAULT_CACHE_SIZE}"]
+    assert large and max(large) < min(creates)  # the build's cache was set while rows went in ...
+    assert any(max(large) < i < min(creates) for i in small)  # ... and given back before any index build
+    store.close()
