@@ -97,16 +97,23 @@ def _tool_result_text(message: dict[str, Any]) -> str | None:
     return text or None
 
 
+# datetime.fromisoformat, bound on first use: an import statement per call costs more than the parse
+_fromisoformat: Any = None
+
+
 def parse_timestamp(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         return int(value) if value == value and abs(value) < 1e16 else None
     if isinstance(value, str) and value:
-        from datetime import datetime
+        global _fromisoformat
+        if _fromisoformat is None:  # datetime only once a string timestamp is met (not at import)
+            from datetime import datetime
 
+            _fromisoformat = datetime.fromisoformat
         try:
-            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+            return int(_fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
         except ValueError:
             return None
     return None
