@@ -151,3 +151,48 @@ def test_the_gateway_commits_concurrent_patches_together(templates: dict[str, Pa
     final = rows(state_dir)
     for i in range(8):  # each client's last label on its key... unless a later client took the key
         assert any(final[keys[i % 4]].get("label") == f"c{j}-4" for j in range(i % 4, 8, 4))
+
+
+def test_the_trace_times_every_stage_of_a_batched_patch(
+    templates: dict[str, Path], state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`OPENCLAW_GATEWAY_TRACE` (issue 30's instrument): every answered request is a line with its
+    stages in order, a batched patch with its batch's size, number and worker-thread times."""
+    import asyncio
+    import json
+
+    from openclaw_cli.gateway.auth import AuthPolicy
+    from openclaw_cli.gateway.server import GatewayServer, ServerOptions
+    from openclaw_cli.paths import resolve_paths
+    from tests import gateway_load
+
+    use_template(templates["sqlite"], state_dir)
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("OPENCLAW_GATEWAY_TRACE", str(trace))
+
+    async def scenario() -> None:
+        server = GatewayServer(resolve_paths(), ServerOptions(auth=AuthPolicy("token", "t")))
+        host, port = await server.start()
+        try:
+            conns = [await gateway_load._open(f"ws://{host}:{port}", "t") for _ in range(5)]
+            await asyncio.gather(
+                *(
+                    c.call("sessions.patch", {"key": KEYS["main"], "label": f"t{i}"})
+                    for i, c in enumerate(conns[1:])
+                ),
+                conns[0].call("sessions.list", {"limit": 5}),
+            )
+            for conn in conns:
+                await conn.ws.close()
+        finally:
+            await server.stop()
+
+    asyncio.run(scenario())
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    patches = [r for r in records if r["k"] == "req" and r["m"] == "sessions.patch"]
+    assert len(patches) == 4
+    for r in patches:
+        stages = [r[s] for s in ("recv", "start", "enq", "held", "tin", "tout", "res", "sent")]
+        assert stages == sorted(stages), r
+        assert r["n"] >= 1 and r["b"] >= 1 and r["cpu"] >= 0
+    assert sum(1 for r in records if r["k"] == "req" and r["m"] == "sessions.list" and "tin" in r) == 1

@@ -50,7 +50,7 @@ from openclaw_cli.errors import (
     StateOwnedError,
     typed_error,
 )
-from openclaw_cli.gateway import events, protocol, schemas
+from openclaw_cli.gateway import events, protocol, schemas, trace
 from openclaw_cli.gateway.answers import AnswerCache, AnswerTemplate
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
@@ -233,6 +233,29 @@ def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] |
     return sorted(k for k in keys if k)
 
 
+# What a first write imports beyond its handler's module (the store's write modules): imported at
+# start, so the first group commit does not pay ~14 ms of imports for every request in it (issue
+# 30: with 1,000 patches, the first batch's 20 requests are the p99)
+WARM_MODULES = (
+    "openclaw_cli.store.writer",
+    "openclaw_cli.store.sqlite.lifecycle",
+    "openclaw_cli.store.legacy.lifecycle",
+    "openclaw_cli.store.openclaw.lifecycle",
+)
+
+
+def warm_up() -> None:
+    """Import every served method's handler module and the stores' write modules now."""
+    import importlib
+
+    for row in METHODS.values():
+        for reference in (row.handler, row.batch):
+            if reference:
+                importlib.import_module(reference.partition(":")[0])
+    for module in WARM_MODULES:
+        importlib.import_module(module)
+
+
 def event_frame(name: str, payload: bytes, seq: int) -> bytes:
     """`dumps_bytes(protocol.event(name, <payload>, seq=seq))` from the payload's encoded bytes:
     a broadcast encodes its payload once, not once per connection."""
@@ -309,7 +332,8 @@ class GatewayServer:
         self._writes_idle.set()
         self._background: list[asyncio.Task[None]] = []
         self._batches: dict[
-            tuple[str, tuple[str, ...]], list[tuple[dict[str, Any], asyncio.Future[Any]]]
+            tuple[str, tuple[str, ...]],
+            list[tuple[dict[str, Any], asyncio.Future[Any], dict[str, Any] | None]],
         ] = {}
         self._draining: set[tuple[str, tuple[str, ...]]] = set()
         self._background_writes: set[asyncio.Task[None]] = set()
@@ -318,6 +342,7 @@ class GatewayServer:
         self._health_version = 0
         self.presence = PresenceBook()
         self._answers = AnswerCache()  # reusable reads' answers (`Method.reusable`, `gateway/answers.py`)
+        self._trace = trace.from_env()  # stage timestamps per request (`OPENCLAW_GATEWAY_TRACE`)
         self._control_ui: Any = None
         if self.options.control_ui is not None:
             from openclaw_cli import __version__
@@ -343,6 +368,7 @@ class GatewayServer:
         self._live = True
         try:
             self._context()  # a bad config fails the start, not the first request
+            warm_up()
             self._server = await self._listen()
         except BaseException:
             await self.stop()
@@ -356,6 +382,8 @@ class GatewayServer:
             loop.create_task(self._checkpoint_loop()),
             loop.create_task(self._keepalive_loop()),
         ]
+        if self._trace is not None:
+            self._background.append(loop.create_task(self._trace.lag_probe()))
         return self.address
 
     async def _listen(self) -> Any:
@@ -416,6 +444,8 @@ class GatewayServer:
             await self._server.wait_closed()
         self._pool.shutdown(wait=True)
         await asyncio.to_thread(self._readers.shutdown)  # a long read in progress finishes first
+        if self._trace is not None:
+            self._trace.flush(final=True)
         if self._live:
             from openclaw_cli.store.sqlite_common import disable_live_reads
 
@@ -481,9 +511,10 @@ class GatewayServer:
                 frame = self._parse(raw)
                 if frame is None or frame.get("type") != "req":
                     continue  # not a request: nothing to answer
+                rec = self._trace.request(frame.get("method")) if self._trace is not None else None
                 await conn.slots.acquire()  # per connection, then in all: a full slot stops reading
                 await self._inflight.acquire()
-                task = asyncio.get_running_loop().create_task(self._request(conn, frame))
+                task = asyncio.get_running_loop().create_task(self._request(conn, frame, rec))
                 conn.tasks.add(task)
                 task.add_done_callback(conn.tasks.discard)
         except ConnectionClosed:
@@ -655,13 +686,20 @@ class GatewayServer:
         }
 
     # ---- requests ------------------------------------------------------------------------------------------
-    async def _request(self, conn: Connection, frame: dict[str, Any]) -> None:
+    async def _request(
+        self, conn: Connection, frame: dict[str, Any], rec: dict[str, Any] | None = None
+    ) -> None:
         started = time.monotonic()
+        if self._trace is not None:
+            self._trace.enter(rec)
+            self._trace.mark(rec, "start")
         req_id = frame.get("id")
         name = frame.get("method")
         ok = False
         try:
             result, committed = await self._run(conn, name, frame.get("params"))
+            if self._trace is not None:
+                self._trace.mark(rec, "res")
             # built before the answer (a client sees a write's events before its next answer, as
             # recorded from OpenClaw), and only when someone listens: nobody subscribed, a change
             # row (a read of the row and of the transcript's tail) is no part of a write's latency
@@ -674,6 +712,8 @@ class GatewayServer:
                 del result  # the encoded frame is all that stays (memory: one copy per response, not two)
                 conn.send(response)
                 del response
+            if self._trace is not None:
+                self._trace.mark(rec, "sent")
             if changes:
                 self._broadcast_changes(changes)
             if committed is not None:
@@ -688,6 +728,8 @@ class GatewayServer:
                 else:
                     self._log(f"[gateway] {name} failed: {error.message}")
             conn.send(protocol.response_error(req_id, error))
+            if self._trace is not None:
+                self._trace.mark(rec, "err")
             if isinstance(exc, OpenClawError) and isinstance(name, str):  # the handler ran and refused
                 self._broadcast_changes(events.after_refusal(name, self.clock()))
         finally:
@@ -762,7 +804,13 @@ class GatewayServer:
                         raise protocol.RequestError(
                             protocol.UNAVAILABLE, "connection closed"
                         )  # nobody to answer
-                    result = await loop.run_in_executor(self._pool, method.run, ctx, params)
+                    if self._trace is None:
+                        result = await loop.run_in_executor(self._pool, method.run, ctx, params)
+                    else:
+                        rec = self._trace.current()
+                        self._trace.mark(rec, "rin")
+                        run = self._trace.timed([rec] if rec else [], method.run, ctx, params)
+                        result = await loop.run_in_executor(self._pool, run)
                     answered = True
             finally:
                 if kept_key is not None:
@@ -804,12 +852,16 @@ class GatewayServer:
 
         if conn.ws.slow or conn.ws.state is not State.OPEN:
             raise protocol.RequestError(protocol.UNAVAILABLE, "connection closed")  # nobody to answer
+        t0 = self._trace.now() if self._trace is not None else 0.0
         try:
             return await self._readers.run(self.paths, name, params, ctx.now_ms())
         except ReaderFailed as failed:
             if failed.trace:
                 self._log(f"[gateway] {name} failed (reader process):\n{failed.trace}")
             raise failed.error from None
+        finally:
+            if self._trace is not None:
+                self._trace.event("long", t0, m=name)
 
     async def _announced(self, committed: _Committed) -> list[dict[str, Any]]:
         """The `sessions.changed` payloads of a committed write; none read when no connection is
@@ -828,7 +880,11 @@ class GatewayServer:
         queue_key = (method.name, tuple(keys))
         queue = self._batches.setdefault(queue_key, [])
         future: asyncio.Future[Any] = loop.create_future()
-        queue.append((dict(params), future))
+        rec = None
+        if self._trace is not None:
+            rec = self._trace.current()
+            self._trace.mark(rec, "enq")
+        queue.append((dict(params), future, rec))
         if queue_key not in self._draining:
             self._draining.add(queue_key)
             task = loop.create_task(self._drain(method, keys, queue_key))
@@ -845,12 +901,19 @@ class GatewayServer:
                 del queue[:BATCH_MAX]
                 try:
                     async with self.writers.hold(keys):
-                        outcomes = await loop.run_in_executor(
-                            self._pool, method.run_batch, self._context(), [params for params, _ in batch]
-                        )
+                        ctx, requests = self._context(), [params for params, _, _ in batch]
+                        if self._trace is None:
+                            outcomes = await loop.run_in_executor(self._pool, method.run_batch, ctx, requests)
+                        else:
+                            recs = [rec for _, _, rec in batch if rec is not None]
+                            held, number = self._trace.now(), self._trace.batch()
+                            for rec in recs:
+                                rec.update(held=held, n=len(batch), b=number)
+                            run = self._trace.timed(recs, method.run_batch, ctx, requests)
+                            outcomes = await loop.run_in_executor(self._pool, run)
                 except BaseException as exc:  # the whole batch failed (not one refused request)
                     outcomes = [exc] * len(batch)
-                for (_, future), outcome in zip(batch, outcomes, strict=True):
+                for (_, future, _), outcome in zip(batch, outcomes, strict=True):
                     if future.done():
                         continue
                     if isinstance(outcome, BaseException):
@@ -986,7 +1049,10 @@ class GatewayServer:
             await asyncio.sleep(CHECKPOINT_INTERVAL_S)
             if self._writes_done != done:
                 done = self._writes_done
+                t0 = self._trace.now() if self._trace is not None else 0.0
                 await loop.run_in_executor(self._pool, checkpoint_live_databases)
+                if self._trace is not None:
+                    self._trace.event("ckpt", t0)
 
     async def _send_health(self, conn: Connection) -> None:
         from openclaw_cli.ops.session_views import health
@@ -1008,6 +1074,7 @@ class GatewayServer:
         loop = asyncio.get_running_loop()
         interval = self.options.health_interval_ms / 1000
         while True:
+            t0 = self._trace.now() if self._trace is not None else 0.0
             try:
                 self._health = await loop.run_in_executor(self._pool, health, self._context(), {})
                 self._health_version += 1
@@ -1017,6 +1084,8 @@ class GatewayServer:
                 version = {"presence": self.presence.version, "health": self._health_version}
                 for conn in list(self.connections):
                     conn.send_event(protocol.EVENT_HEALTH, self._health, state_version=version)
+            if self._trace is not None:
+                self._trace.event("health", t0)
             await asyncio.sleep(interval)
 
 
