@@ -386,3 +386,39 @@ def test_sort_by_schema_errors_are_openclaws() -> None:
     ]
     for method, params, text in recorded:
         assert check_params(method, params) == f"invalid {method} params: {text}", params
+
+
+def test_a_list_decodes_only_its_pages_pinned_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: our SQLite listing keeps each pinned row's place in the default order by its key
+    and exact stored JSON, so a list right after one pinned row changed decodes that row and the
+    page's rows, not every pinned row (the Gateway's mix lists with ~300 pinned rows); the order
+    stays the comparator's, the changed row where its new pin puts it."""
+    from openclaw_cli.store.sqlite import store as store_mod
+
+    monkeypatch.setattr(store_mod, "_PINNED_ORDER", {})
+    entries = {_k(f"p{i:03}"): {"pinnedAt": 1000 + i, "updatedAt": 5000 - i} for i in range(120)}
+    entries.update({_k(f"u{i}"): {"updatedAt": 100 + i} for i in range(30)})
+    with _ours(tmp_path, entries) as store:
+        first, _ = _keys(store, limit=10)
+    assert first == [_k(f"p{i:03}") for i in range(119, 109, -1)]
+    path = tmp_path / "ours" / "openclaw-agent.sqlite"
+    changed = {"sessionId": "s0", "pinnedAt": 5000, "updatedAt": 1}
+    with SqliteStore(path, "main") as writer:
+        writer.upsert_entries({_k("p000"): changed})
+    entries[_k("p000")] = changed
+    decoded: list[str] = []
+    real = store_mod._loads_line
+
+    def counting(text: str) -> Any:
+        decoded.append(text)
+        return real(text)
+
+    monkeypatch.setattr(store_mod, "_loads_line", counting)
+    with SqliteStore(path, "main", read_only=True) as store:
+        keys, total = _keys(store, limit=10)
+        assert len(decoded) == 11, len(decoded)  # the changed row, and the page
+        whole, _ = _keys(store)
+    order = functools.cmp_to_key(functools.partial(_openclaw_compare, "updatedAt"))
+    assert whole == [k for k, _ in sorted(entries.items(), key=order)]
+    assert (keys, total) == (whole[:10], 150)
+    assert keys[0] == _k("p000")

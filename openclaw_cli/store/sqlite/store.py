@@ -207,6 +207,27 @@ def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any
 
 
 _loads_line = jsonutil.loads  # orjson, with the stdlib fallback for what orjson rejects
+# A pinned row's place in the default listing order, by its key and exact stored JSON: every
+# list of a live store (the Gateway's) reads each pinned row, and one right after a commit would
+# otherwise decode all of them and test each for pinnability to show the first 50 (issue 30: the
+# mix's lists with ~300 pinned rows).
+_PINNED_ORDER: dict[tuple[str, str], tuple[float, float, str]] = {}
+_PINNED_ORDER_MAX = 4096
+
+
+def _pinned_order(key: str, text: str) -> tuple[float, float, str]:
+    """(-pin timestamp, -updatedAt, key): `listing_sort_key`'s default order for a pinned row."""
+    found = _PINNED_ORDER.get((key, text))
+    if found is None:
+        entry = _loads_line(text)
+        entry = entry if isinstance(entry, dict) else {}
+        found = (-pin_timestamp(key, entry), -(finite_timestamp(entry.get("updatedAt")) or 0), key)
+        if len(_PINNED_ORDER) >= _PINNED_ORDER_MAX:
+            _PINNED_ORDER.clear()
+        _PINNED_ORDER[(key, text)] = found
+    return found
+
+
 EXPORT_BATCH_MAX_BYTES = 4 * 1024 * 1024  # export_transcripts: larger transcripts are exported one by one
 _QUARANTINE_PREFIX = '{"type":"' + QUARANTINE_TYPE + '",'
 
@@ -797,31 +818,28 @@ class SqliteStore(SessionStore):
                     lambda: self._listing_counts(c, query, condition, params),
                 )
                 by_time = query.sort_by != SORT_UPDATED
-                found: list[tuple[str, dict[str, Any]]] = []
-                stamps: dict[str, float] = {}
+                found: list[tuple[str, str]] = []
+                order: list[tuple[float, float, str]] = []
                 if pinned_keys and (not by_time or query.pinned is not None):
                     marks = ",".join("?" * len(pinned_keys))
-                    found = _parse_entries(
-                        c.execute(
-                            f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
-                            pinned_keys,
-                        ).fetchall()
-                    )
+                    found = c.execute(
+                        f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
+                        pinned_keys,
+                    ).fetchall()
                     # a pinnedAt on a row that cannot be pinned (the pinned_at column does not
                     # know), or one that does not put the row first: let Python filter and order
-                    stamps = {key: pin_timestamp(key, entry) for key, entry in found}
-                    if not all(stamp > 0 for stamp in stamps.values()):
+                    order = [_pinned_order(key, text) for key, text in found]
+                    if not all(-stamp > 0 for stamp, _, _ in order):
                         return None
                 if by_time:
                     return self._sorted_page(c, query, condition, params), total
-                # the default order's key (`listing_sort_key`) with each row's pin timestamp
-                # computed once above (every row here is pinned: pinnedAt set, stamp > 0)
-                pinned = sorted(
-                    found,
-                    key=lambda kv: (-stamps[kv[0]], -(finite_timestamp(kv[1].get("updatedAt")) or 0), kv[0]),
-                )
+                # the default order (`listing_sort_key`: every row here is pinned, pinnedAt set,
+                # stamp > 0); only the page's pinned rows are decoded
                 offset, limit = query.offset, query.limit
-                page = pinned[offset : None if limit is None else offset + limit]
+                ranked = sorted(range(len(found)), key=order.__getitem__)
+                page = _parse_entries(
+                    [found[i] for i in ranked[offset : None if limit is None else offset + limit]]
+                )
                 wanted = -1 if limit is None else limit - len(page)
                 if wanted != 0:
                     # the index order is the listing's unless rows without updatedAt (0 to the
@@ -830,7 +848,7 @@ class SqliteStore(SessionStore):
                     rows = c.execute(
                         f"SELECT session_key, entry_json FROM session_nodes WHERE {condition} AND pinned_at IS NULL"
                         f" ORDER BY {walk}, session_key LIMIT ? OFFSET ?",
-                        [*params, wanted, max(0, offset - len(pinned))],
+                        [*params, wanted, max(0, offset - len(found))],
                     ).fetchall()
                     page.extend(_parse_entries(rows))
                 return page, total
