@@ -291,3 +291,28 @@ def test_text_report_caps_issue_kinds() -> None:
     lines = migration_text(Report("dry-run", [target]).to_json())
     assert lines[-1] == "  ...and 3 more issue(s) of 3 other kind(s)"
     assert len([x for x in lines if x.startswith("  [")]) == 10
+
+
+def test_report_document_reads_each_targets_paths_once() -> None:
+    """Issue 30: the totals count the paths the targets' documents already hold (an import's
+    archived paths are read back from its MoveLog, which cost a second pass over 20,000 moves)."""
+    from openclaw_cli.migration.report import Report, TargetReport
+
+    class Counted(list):  # type: ignore[type-arg]
+        passes = 0
+
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            Counted.passes += 1
+            return super().__iter__()
+
+    report = Report("import")
+    for agent, paths in (("a", ["/x/1", "/x/2"]), ("b", ["/x/2", "/x/3", "/x/4"])):
+        target = TargetReport(agent, f"/s/{agent}.json", f"/d/{agent}.sqlite")
+        target.archived_transcript_files = Counted(paths)
+        target.unreferenced_jsonl_files = ["/u/1", "/u/1"]
+        report.targets.append(target)
+    doc = report.to_json()
+    assert Counted.passes == 2  # one per target
+    assert doc["totals"]["archivedTranscriptFiles"] == 4
+    assert doc["totals"]["unreferencedJsonlFiles"] == 1
+    assert doc["totals"] == report.totals()
