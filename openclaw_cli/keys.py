@@ -166,7 +166,11 @@ def is_synthetic_key(key: str | None) -> bool:
 
     G1 does not count model-run probes as synthetic (G2+ does).
     """
-    rest = _rest_lower(key)
+    return is_synthetic_rest(_rest_lower(key))
+
+
+def is_synthetic_rest(rest: str) -> bool:
+    """`is_synthetic_key` of a key whose `_rest_lower` is `rest`."""
     if not rest:
         return False
     if rest.startswith(SYNTHETIC_PREFIXES):

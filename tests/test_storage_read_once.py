@@ -108,3 +108,70 @@ def test_the_physical_budget_from_the_plans_listing_equals_a_listing_of_its_own(
     listed = measure_physical(root, None)
     assert listed.total_bytes == 1000 + 100 + 300 + 77 + (400 if cold == "dir" else 0)
     assert measure_physical(root, None, scan_sessions_dir(root)) == listed
+
+
+def _reference_shape(key: str) -> int:
+    """`archiving._key_shape` as it was, from the public predicates (each parses the key)."""
+    from openclaw_cli.keys import is_model_run_probe_key, is_synthetic_key, parse_thread
+    from openclaw_cli.maintenance import archiving as a
+
+    bits = a._MODEL_RUN | a._DISPOSABLE if is_model_run_probe_key(key) else 0
+    if is_synthetic_key(key):
+        bits |= a._DISPOSABLE
+    rest = a._rest(key)
+    if (rest or "").startswith("dashboard:"):
+        bits |= a._DASHBOARD
+    if not bits & a._DISPOSABLE:
+        lowered = key.strip().lower()
+        shape = rest if rest is not None else lowered
+        if (
+            lowered == "global"
+            or rest == "main"
+            or parse_thread(key)
+            or a.is_delivery_route(key)
+            or a._DIRECT_PEER.match(shape)
+            or a._EXTERNAL_GROUP.match(shape)
+            or a._TELEGRAM_DM_TOPIC.match(shape)
+        ):
+            bits |= a._KEY_PROTECTED
+    return bits
+
+
+def test_a_keys_shape_from_one_parse_equals_the_predicates_verdicts() -> None:
+    """The planner's per-key verdicts (`_key_shape`, most of `storage`'s plan at 100,000 rows)
+    parse the key once: the same bits as every predicate parsing it itself."""
+    import itertools
+
+    from openclaw_cli.maintenance.archiving import _key_shape
+
+    heads = ["agent:main:", "AGENT:Ops:", " agent:main: ", "agent::", "agent:main::", "", "main:", "x:"]
+    rests = [
+        "main",
+        "MAIN ",
+        "global",
+        "heartbeat",
+        "cron:job1",
+        "cron:job1:run:r2",
+        "subagent:abc",
+        "hook:h1",
+        "acp:x",
+        "node-1",
+        "explicit:model-run-8b5d4fe0-8dd8-4991-9c37-3e37e00081cc",
+        "dashboard:b7c0",
+        "telegram:direct:100001",
+        "telegram:acct:dm:42",
+        "telegram:acct:dm: ",
+        "telegram:group:-1006",
+        "discord:channel:general",
+        "telegram:direct:5:topic:9",
+        "direct:alice",
+        "whatsapp:group:",
+        "slack:channel:c1:thread:t1",
+        "x:thread:",
+        "custom-name",
+        "a:b:heartbeat:c",
+        "agent:nested:main",
+    ]
+    keys = [h + r for h, r in itertools.product(heads, rests)] + ["global", "GLOBAL", "unknown", " ", ":"]
+    for key in keys:
+        assert _key_shape(key) == _reference_shape(key), key

@@ -24,7 +24,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from openclaw_cli.keys import is_model_run_probe_key, is_synthetic_key, parse_agent_key, parse_thread
+from openclaw_cli.keys import (
+    _split_agent_key,
+    _text,
+    is_model_run_probe_key,
+    is_synthetic_key,
+    is_synthetic_rest,
+    parse_agent_key,
+    parse_thread,
+)
 
 REASON_DASHBOARD = "stale-dashboard"
 REASON_AGE = "age-retention"
@@ -58,7 +66,11 @@ def is_delivery_route(key: str) -> bool:
     """A complete external delivery shape: `<channel>:<account>:direct|dm:<peer>` or
     `<channel>:channel|direct|dm|group:<peer>` (a thread suffix set aside)."""
     thread = parse_thread(key)
-    rest = _rest(thread[0] if thread else key)
+    return _is_route_rest(_rest(thread[0] if thread else key))
+
+
+def _is_route_rest(rest: str | None) -> bool:
+    """`is_delivery_route` of a key without a thread suffix, from its lower-cased rest."""
     if rest is None:
         return False
     parts = rest.split(":")
@@ -92,7 +104,7 @@ def _protected_by_key(key: str, rest: str | None) -> bool:
         return True
     shape = rest if rest is not None else lowered
     return bool(
-        is_delivery_route(key)
+        _is_route_rest(rest)  # (is_delivery_route(key): the key has no thread suffix here)
         or _DIRECT_PEER.match(shape)
         or _EXTERNAL_GROUP.match(shape)
         or _TELEGRAM_DM_TOPIC.match(shape)
@@ -116,9 +128,11 @@ def _key_shape(key: str) -> int:
     remembers them per key (`Guard.shape`) instead of re-parsing the key in every stage, which
     needed a process-wide parse cache as large as the store (~30 MB at 100,000 keys, issue 30)."""
     bits = _MODEL_RUN | _DISPOSABLE if is_model_run_probe_key(key) else 0
-    if is_synthetic_key(key):
+    # the key parsed once (`_rest`; `is_synthetic_key` reads the same rest, or the whole key)
+    parsed = _split_agent_key(key) if isinstance(key, str) else None
+    rest = parsed[1].lower() if parsed else None
+    if is_synthetic_rest(rest if rest is not None else _text(key).strip().lower()):
         bits |= _DISPOSABLE
-    rest = _rest(key)
     if (rest or "").startswith("dashboard:"):
         bits |= _DASHBOARD
     if not bits & _DISPOSABLE and _protected_by_key(key, rest):
