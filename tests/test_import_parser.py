@@ -126,6 +126,17 @@ def test_parser_process_stores_what_the_in_process_import_stores(
         return entry_at(self, n)
 
     monkeypatch.setattr(StreamedEntries, "entry_at", counted)
+    from openclaw_cli.store.sqlite import store as sqlite_store
+
+    made: Counter[str] = Counter()  # per-record line importers (rows prepared ahead need none)
+    session_import = sqlite_store._SessionImport
+
+    class CountedImport(session_import):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made[os.environ["OPENCLAW_IMPORT_PARSER"]] += 1
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite_store, "_SessionImport", CountedImport)
     results = {}
     for mode in ("inline", "process"):
         state = tmp_path / mode / "state"
@@ -141,6 +152,7 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     # the parser computed the entries' rows of the records it read (the rest: the merged bare key's
     # pair, the missing and the oversized transcripts)
     assert parsed_here["inline"] >= 20 and parsed_here["process"] <= 6, parsed_here
+    assert made["inline"] >= 20 and made["process"] <= 6, made
     codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}
     assert {"transcript_malformed", "transcript_missing", "entry_alias_merged"} <= codes, codes
     nodes = {row[0]: row for row in inline[1]["session_nodes"]}

@@ -1839,9 +1839,12 @@ class _BulkState:
             window = _window_row(sid, key, entry, fallback_ms=fallback)
         if fast:
             self.sids.add(sid)
-            _SessionImport(
-                self, out, sid, record, fallback, 0, on_malformed, new_window=True, window=window
-            ).run()
+            if prepared is not None:
+                self._gather_prepared(out, record, prepared, window, fallback)
+            else:
+                _SessionImport(
+                    self, out, sid, record, fallback, 0, on_malformed, new_window=True, window=window
+                ).run()
             return out
         existing = conn.execute(
             "SELECT event_count FROM session_windows WHERE session_id = ?", (sid,)
@@ -1853,6 +1856,62 @@ class _BulkState:
             self, out, sid, record, fallback, stored_count, on_malformed, new_window=existing is None
         ).run()
         return out
+
+    def _gather_prepared(
+        self,
+        out: ImportRecordResult,
+        record: ImportRecord,
+        prepared: PreparedLines,
+        window: tuple[Any, ...],
+        fallback_ms: int,
+    ) -> None:
+        """What `_SessionImport(..., window=window).run()` does with rows computed ahead (the import's
+        parser process), without an object per record: each chunk joins the batch as `flush`
+        adds it (the batch written at the same sizes), then the window row with the totals as
+        `_gather_window` builds it."""
+        first_created: int | None = None
+        newest = fallback_ms
+        total_events = total_bytes = total_tokens = total_compactions = 0
+        for chunk in prepared.chunks:
+            events, identities, _seq, newest, nbytes, tokens, compactions = chunk  # newest: the last chunk's
+            if not events:
+                continue
+            if first_created is None:
+                first_created = events[0][2]
+            n = len(events)
+            self.events.extend(events)
+            self.identities.extend(identities)
+            total_events += n
+            total_bytes += nbytes
+            total_tokens += tokens
+            total_compactions += compactions
+            self.rows += n
+            self.bytes += nbytes + ROW_OVERHEAD_BYTES * n
+            self.gathered_bytes += nbytes
+            if len(self.events) >= self.batch_rows or self.gathered_bytes >= GATHER_BYTES:
+                self.write_gathered()  # bounded memory; committed between records only
+        out.events_inserted += total_events
+        out.bytes_inserted += total_bytes
+        out.lines_read += prepared.lines_read
+        out.quarantined += prepared.quarantined
+        if out.issue is None:
+            out.issue = prepared.issue
+        if total_events:
+            watermark = record.created_at_ms if record.created_at_ms is not None else self.stamp
+            row = (
+                *window[:4],
+                first_created,
+                max(window[5], newest),
+                *window[6:],
+                watermark,
+                total_events,
+                total_bytes,
+                total_tokens,
+                total_compactions,
+            )
+        else:
+            row = (*window, None, 0, 0, 0, 0)
+        self.windows.append(row)
 
 
 class _SessionImport:
