@@ -215,6 +215,9 @@ def _walk_entries(
     transcripts = report.bucket(report.by_container, "transcripts")
     agent_bucket = report.bucket(report.by_agent, agent)
     total = report.total
+    # the referenced transcripts (most of a big sessions dir) summed here, added to their three
+    # buckets once at the end (not three `Bucket.add` calls per file)
+    t_size = t_disk = t_files = 0
     for item in it:
         name = item.name
         try:
@@ -229,6 +232,13 @@ def _walk_entries(
                 continue
             seen_links.add(ident)
         size, disk = st.st_size, st.st_blocks * 512
+        if referenced and mode & 0o170000 == stat.S_IFREG:  # (`referenced`: never per item's agent)
+            path = item.path
+            if name.count(".") == 1 and name[0] != "." and name.endswith(".jsonl") and path in referenced:
+                t_size += size
+                t_disk += disk
+                t_files += 1
+                continue
         if per_item_agent:
             agent_bucket = report.bucket(report.by_agent, name)
         is_dir = stat.S_ISDIR(mode)
@@ -241,19 +251,14 @@ def _walk_entries(
         if not stat.S_ISREG(mode):
             report.bucket(report.by_container, "other").add(size, disk)
             continue
-        path = item.path
-        # `<id>.jsonl` (one dot, not hidden) is always a primary transcript name (trajectories,
-        # checkpoints, archives, backups and leftovers all have more dots)
-        if (
-            referenced
-            and name.count(".") == 1
-            and name[0] != "."
-            and name.endswith(".jsonl")
-            and (path in referenced)
-        ):
-            transcripts.add(size, disk)
-            continue
-        _file(report, name, (*rel_dir, name), path, views, size, disk)
+        # (a referenced transcript was counted above: `<id>.jsonl`, one dot, not hidden, is always
+        # a primary transcript name; trajectories, checkpoints, archives, backups and leftovers all
+        # have more dots)
+        _file(report, name, (*rel_dir, name), item.path, views, size, disk)
+    if t_files:
+        total.add(t_size, t_disk, t_files)
+        agent_bucket.add(t_size, t_disk, t_files)
+        transcripts.add(t_size, t_disk, t_files)
 
 
 def _file(
