@@ -284,7 +284,6 @@ def _log_file(paths: StatePaths) -> LogFile:
 def serve_forever(paths: StatePaths, resolved: dict[str, Any], *, verbose: bool) -> None:
     """Own the state dir, listen, serve until a signal, then shut down gracefully."""
     import asyncio
-    import gc
     import os
     import signal
 
@@ -320,11 +319,6 @@ def serve_forever(paths: StatePaths, resolved: dict[str, Any], *, verbose: bool)
             sys.setswitchinterval(SWITCH_INTERVAL_S)
             server = GatewayServer(paths, options)
             host, bound = await server.start()
-            # what the start loaded (modules, the config: ~all of the heap) lives as long as the
-            # process: kept out of the collector's full passes, which rescanned it all (a 32 ms
-            # pause of every thread, issue 30)
-            gc.collect()
-            gc.freeze()
             scheme = "wss" if resolved["ssl"] is not None else "ws"
             url = f"{scheme}://{host}:{bound}"
             ownership.announce(bound, paths.config_path)

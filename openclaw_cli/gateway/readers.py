@@ -99,18 +99,15 @@ class ReaderProcess:
     async def run(self, paths: StatePaths, name: str, params: dict[str, Any], now: int) -> RawJson:
         """The method's result as the child wrote it (spliced into the answer as it is, not parsed
         and encoded again); `ReaderFailed` for a refusal or error."""
-        loop = asyncio.get_running_loop()
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_child
             )
-            # the first submit starts the child (pickling the spawn's preparation data, fork and
-            # exec): in a thread, not on the event loop, which it held ~30 ms (issue 30)
-            started = self._pool
-            await loop.run_in_executor(None, lambda: started.submit(os.getpid))
         pool = self._pool
         try:
-            self.pid, outcome = await loop.run_in_executor(pool, _run_in_child, paths, name, params, now)
+            self.pid, outcome = await asyncio.get_running_loop().run_in_executor(
+                pool, _run_in_child, paths, name, params, now
+            )
         except BrokenProcessPool as exc:  # the child died (killed, out of memory): a new one next time
             if self._pool is pool:
                 self._pool = None

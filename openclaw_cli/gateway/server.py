@@ -237,6 +237,7 @@ def write_keys(ctx: Context, method: str, params: dict[str, Any]) -> list[str] |
 # start, so the first group commit does not pay ~14 ms of imports for every request in it (issue
 # 30: with 1,000 patches, the first batch's 20 requests are the p99)
 WARM_MODULES = (
+    "openclaw_cli.lifecycle",
     "openclaw_cli.store.writer",
     "openclaw_cli.store.sqlite.lifecycle",
     "openclaw_cli.store.legacy.lifecycle",
