@@ -60,10 +60,20 @@ def test_sessions_json_is_read_once_and_the_document_is_unchanged(
         return split(self, *args, **kwargs)
 
     monkeypatch.setattr(LegacyStore, "_split_rows", counted)
+    facts_made: list[str] = []
+    load_file_facts = LegacyStore.load_file_facts
+
+    def facts(self: LegacyStore, *args: Any, **kwargs: Any) -> Any:
+        facts_made.append(str(self.path))
+        return load_file_facts(self, *args, **kwargs)
+
+    monkeypatch.setattr(LegacyStore, "load_file_facts", facts)
     once = _doc()
     assert once["cleanupPlanned"] is True and [r for r in once["reclaimable"] if r.get("bytes")]
-    if release != "2026.7":  # (2026.7's disk budget projects the rewritten store: whole rows)
-        assert len(reads) == 1  # one read of sessions.json for the plan and the tally
+    assert len(reads) == 1  # one read of sessions.json for the plan and the tally
+    # 2026.7's disk budget projects the rewritten store (the plan reads whole rows): no facts held
+    # beside them, the tally reads the rows itself
+    assert len(facts_made) == (0 if release == "2026.7" else 1)
     assert sum(k["snapshotBytes"] for k in once["byKind"]) > 800
     # the same document with the plan and the tally each reading the store themselves
     monkeypatch.setattr(ops_storage, "_file_facts", lambda ctx, targets: {})

@@ -204,6 +204,17 @@ def _other_store_session_ids(store: SessionStore) -> set[str] | None:
 # ---- planning ---------------------------------------------------------------------------------
 
 
+def file_facts_plan(behavior: Behavior, settings: Any) -> bool:
+    """Whether a file store's dry run (no --fix-missing, no text report) plans over its rows' file
+    facts under `behavior` and the resolved maintenance `settings`: not when 2026.7's disk budget
+    projects the rewritten sessions.json, which needs whole rows."""
+    from openclaw_cli.maintenance.budget import budget_limits
+
+    return behavior.maintenance.budget_spares_live_rows or (
+        budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is None
+    )
+
+
 def plan_store(
     ctx: Any, store: SessionStore, *, options: CleanupOptions, now_ms: int, behavior: Behavior
 ) -> StoreCleanup:
@@ -226,16 +237,16 @@ def plan_store(
     # (file references; its one JSON document is whole anyway) and the text report read whole entries
     facts = options.dry_run and not (options.fix_missing or options.text_report or in_files)
     file_facts = None
-    if in_files and options.dry_run and not (options.fix_missing or options.text_report):
-        from openclaw_cli.maintenance.budget import budget_limits
-
-        # a file store's dry run over its rows' file facts, unless 2026.7's disk budget projects
-        # the rewritten sessions.json (whole rows) or a row is unusable (its files stay alive)
-        if behavior.maintenance.budget_spares_live_rows or (
-            budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is None
-        ):
-            given = options.file_facts.get(str(store.path)) if options.file_facts else None
-            file_facts = given if given is not None else store.load_file_facts()
+    # a file store's dry run over its rows' file facts, unless 2026.7's disk budget projects the
+    # rewritten sessions.json (whole rows) or a row is unusable (its files stay alive)
+    if (
+        in_files
+        and options.dry_run
+        and not (options.fix_missing or options.text_report)
+        and file_facts_plan(behavior, settings)
+    ):
+        given = options.file_facts.get(str(store.path)) if options.file_facts else None
+        file_facts = given if given is not None else store.load_file_facts()
     if file_facts is not None:
         entries = file_facts
     else:

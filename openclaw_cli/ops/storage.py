@@ -151,8 +151,11 @@ _PLAN_SETTINGS = {
 def _file_facts(ctx: Context, targets: list[Any]) -> dict[str, tuple[dict[str, Any], dict[str, int]]]:
     """store path -> (`load_file_facts()`, key -> snapshot bytes of the rows that have some) of
     each file store that gives its facts, from one read of its sessions.json."""
+    from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.maintenance.service import file_facts_plan
     from openclaw_cli.maintenance.storage import snapshot_bytes_of
+    from openclaw_cli.ops.behavior import behavior_of
     from openclaw_cli.ops.targets import open_target
 
     out: dict[str, tuple[dict[str, Any], dict[str, int]]] = {}
@@ -164,6 +167,9 @@ def _file_facts(ctx: Context, targets: list[Any]) -> dict[str, tuple[dict[str, A
         with store:
             if not store.transcripts_in_files:
                 continue
+            behavior = behavior_of(ctx, store)
+            if not file_facts_plan(behavior, maintenance_settings(ctx.config, behavior)):
+                continue  # (the plan reads whole rows: facts held beside them would only add up)
             snaps: dict[str, int] = {}
 
             def seen(key: str, entry: dict[str, Any], snaps: dict[str, int] = snaps) -> None:
