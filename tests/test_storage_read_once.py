@@ -185,3 +185,46 @@ def test_a_keys_shape_from_one_parse_equals_the_predicates_verdicts() -> None:
     keys = [h + r for h, r in itertools.product(heads, rests)] + ["global", "GLOBAL", "unknown", " ", ":"]
     for key in keys:
         assert _key_shape(key) == _reference_shape(key), key
+
+
+def test_the_archive_planner_asks_each_rows_protection_once() -> None:
+    """The prune and cap stages share each unarchived row's verdict (asked twice per row before,
+    ~0.4 s of `storage`'s plan at 100,000 rows); the stages decide as before."""
+    from collections import Counter
+
+    from openclaw_cli.maintenance.archiving import Guard, plan_archiving
+
+    day = 86_400_000
+    now = 1_800_000_000_000
+    store = {
+        f"agent:main:custom-{i}": {"sessionId": f"s{i}", "updatedAt": now - (i % 40) * day} for i in range(60)
+    }
+    store["agent:main:custom-7"]["pinnedAt"] = now
+    store["agent:main:custom-8"]["archivedAt"] = now - day
+    store["agent:main:subagent:x"] = {"sessionId": "sx", "updatedAt": now - 50 * day}
+    asked: Counter[tuple[str, bool]] = Counter()
+
+    class Counting(Guard):
+        def preserved(self, key: str, entry: Any, archived: bool) -> bool:
+            asked[(key, archived)] += 1
+            return super().preserved(key, entry, archived)
+
+    def plan(guard: Guard) -> Any:
+        return plan_archiving(
+            store,
+            guard=guard,
+            prune_after_ms=30 * day,
+            max_entries=10,
+            dashboard_after_ms=None,
+            model_run_after_ms=None,
+        )
+
+    counted = plan(Counting(frozenset(), frozenset(), None, now))
+    plain = plan(Guard(frozenset(), frozenset(), None, now))
+    assert (counted.deleted, counted.archived, counted.capped) == (
+        plain.deleted,
+        plain.archived,
+        plain.capped,
+    )
+    assert counted.archived and counted.deleted  # (aged, capped and pruned rows all there)
+    assert max(asked.values()) == 1

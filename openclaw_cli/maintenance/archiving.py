@@ -242,8 +242,15 @@ def plan_archiving(
         value = store[key]
         return value if isinstance(value, Mapping) else {}
 
+    verdicts: dict[str, bool] = {}  # key -> free while unarchived (asked by the prune and cap stages)
+
     def free(key: str) -> bool:
-        return not guard.preserved(key, entry_of(key), key in archived)
+        if key in archived:
+            return False  # (an archived row is preserved)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = not guard.preserved(key, entry_of(key), False)
+        return verdict
 
     def delete(key: str, action: str) -> None:
         deleted.add(key)
