@@ -281,3 +281,23 @@ def test_the_parser_computes_an_entrys_rows_as_the_store_does() -> None:
     assert entry_rows(sid, key, ENTRY_NO_ROWS, data, mtime_ns) == (None, None)
     assert entry_rows(sid, key, ENTRY_BYTES, b"[1, 2]", mtime_ns) == (None, None)
     assert entry_rows(sid, key, ENTRY_BYTES, b"{nope", mtime_ns) == (None, None)
+
+
+def test_the_parser_is_started_only_when_a_core_is_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: the parser process by default only with two usable cores and a load average below
+    their number (on a busy machine the two processes wait for each other: slower and more CPU)."""
+    from openclaw_cli.migration import importer
+
+    monkeypatch.setattr(importer.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(importer.os, "getloadavg", lambda: (0.9, 0.5, 0.2))
+    assert importer._spare_core()
+    monkeypatch.setattr(importer.os, "getloadavg", lambda: (2.0, 1.5, 1.0))
+    assert not importer._spare_core()
+
+    def no_load() -> tuple[float, float, float]:
+        raise OSError("no load average")
+
+    monkeypatch.setattr(importer.os, "getloadavg", no_load)
+    assert importer._spare_core()
+    monkeypatch.setattr(importer.os, "sched_getaffinity", lambda _pid: {0})
+    assert not importer._spare_core()
