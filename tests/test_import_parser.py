@@ -137,6 +137,16 @@ def test_parser_process_stores_what_the_in_process_import_stores(
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(sqlite_store, "_SessionImport", CountedImport)
+    remembered: Counter[str] = Counter()  # keys and ids the bulk import kept to find repeats
+    bulk_state = sqlite_store._BulkState
+
+    class KeptBulkState(bulk_state):  # type: ignore[misc, valid-type]
+        def commit(self) -> None:
+            super().commit()
+            mode = os.environ["OPENCLAW_IMPORT_PARSER"]
+            remembered[mode] = max(remembered[mode], len(self.keys) + len(self.sids))
+
+    monkeypatch.setattr(sqlite_store, "_BulkState", KeptBulkState)
     results = {}
     for mode in ("inline", "process"):
         state = tmp_path / mode / "state"
@@ -153,6 +163,8 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     # pair, the missing and the oversized transcripts)
     assert parsed_here["inline"] >= 20 and parsed_here["process"] <= 6, parsed_here
     assert made["inline"] >= 20 and made["process"] <= 6, made
+    # the parser's records are not remembered (100,000 keys and ids: 8 MiB of the peak)
+    assert remembered["inline"] >= 40 and remembered["process"] <= 12, remembered
     codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}
     assert {"transcript_malformed", "transcript_missing", "entry_alias_merged"} <= codes, codes
     nodes = {row[0]: row for row in inline[1]["session_nodes"]}
