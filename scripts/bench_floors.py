@@ -182,7 +182,14 @@ def cleanup_floor(
 
     state_dir = Path(state_dir)
     sids = list(session_ids)
-    out = Path(tempfile.mkdtemp(prefix=".floor-archives-", dir=state_dir))
+    # the archives go where ours must put them (D6.7: the agent's sessions dir), named as OpenClaw
+    # names them: a fresh directory of the floor's own was placed by ext4 away from the inodes the
+    # bench's previous copy freed, so only ours paid the allocator's recently-deleted inode scan
+    # (no journal on the bench machine; decisions: cleanup36)
+    out = (state_dir / db).parent.parent / "sessions"
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%dT%H-%M-%S.000Z", time.gmtime())
+    created: list[Path] = []
     try:
         start = time.perf_counter()
         conn = sqlite3.connect(state_dir / db, isolation_level=None)
@@ -202,9 +209,10 @@ def cleanup_floor(
             if in_db:
                 conn.execute("INSERT INTO floor_archives VALUES (?, ?)", (sid, cctx.compress(data)))
                 continue
-            path = out / f"{sid}.jsonl.deleted.zst"
+            path = out / f"{sid}.jsonl.deleted.{stamp}.zst"
             packed = cctx.compress(data)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            created.append(path)
             try:
                 os.write(fd, packed)
             finally:
@@ -235,7 +243,8 @@ def cleanup_floor(
         conn.close()
         return time.perf_counter() - start
     finally:
-        shutil.rmtree(out, ignore_errors=True)
+        for path in created:
+            path.unlink(missing_ok=True)
 
 
 def session_ids(db_path: Path) -> set[str]:

@@ -4,6 +4,7 @@ set-based cleanup statements, the one-piece archive read-back and the bench floo
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -205,7 +206,7 @@ def test_small_archive_read_back_checks_every_frame_and_truncation(tmp_path: Pat
         hash_archive(path)
 
 
-def test_bench_floors_run_on_a_small_state(tmp_path: Path) -> None:
+def test_bench_floors_run_on_a_small_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import bench_floors
@@ -221,8 +222,25 @@ def test_bench_floors_run_on_a_small_state(tmp_path: Path) -> None:
     store.bulk_import(_records(state)[:6])
     store.close()
     sids = sorted(bench_floors.session_ids(_db(state)))
-    assert bench_floors.cleanup_floor(state, sids[:3]) > 0
+    sessions = state / "agents" / "main" / "sessions"
+    seen: list[str] = []
+    real_open = os.open
+
+    def spy(path: str, flags: int, *args: int) -> int:  # where the floor creates its archives
+        if flags & os.O_CREAT and str(path).endswith(".zst"):
+            seen.append(str(path))
+        return real_open(path, flags, *args)
+
+    kept = sorted(p.name for p in sessions.iterdir())
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "open", spy)
+        assert bench_floors.cleanup_floor(state, sids[:3]) > 0
     assert len(bench_floors.session_ids(_db(state))) == len(sids) - 3
+    # the floor's archives go where ours must (the sessions dir), named as OpenClaw names them,
+    # and only they are removed afterwards
+    assert len(seen) == 3 and all(os.path.dirname(p) == str(sessions) for p in seen)
+    assert all(".jsonl.deleted." in p for p in seen)
+    assert sorted(p.name for p in sessions.iterdir()) == kept
     assert bench_floors.cleanup_floor(state, sids[3:5], in_db=True) > 0
     assert len(bench_floors.session_ids(_db(state))) == len(sids) - 5
 
