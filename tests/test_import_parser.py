@@ -313,3 +313,21 @@ def test_the_parser_is_started_only_when_a_core_is_spare(monkeypatch: pytest.Mon
     assert importer._spare_core()
     monkeypatch.setattr(importer.os, "sched_getaffinity", lambda _pid: {0})
     assert not importer._spare_core()
+
+
+def test_the_parser_is_the_default_for_large_transcripts_only(tmp_path: Path) -> None:
+    """Issue 30: by default the parser reads a store of enough transcripts that are large on
+    average (its per-session cost outweighs the per-line work it takes for small ones)."""
+    from openclaw_cli.migration import importer
+
+    small, large, few = tmp_path / "small", tmp_path / "large", tmp_path / "few"
+    for directory, count, size in ((small, 300, 100), (large, 300, 40_000), (few, 10, 40_000)):
+        directory.mkdir()
+        for n in range(count):
+            (directory / f"s{n}.jsonl").write_bytes(b"x" * size)
+        (directory / "sessions.json").write_bytes(b"{}")
+    assert importer._mean_transcript_bytes(few, importer.PARSER_MIN_RECORDS) is None
+    mean_small = importer._mean_transcript_bytes(small, importer.PARSER_MIN_RECORDS)
+    mean_large = importer._mean_transcript_bytes(large, importer.PARSER_MIN_RECORDS)
+    assert mean_small == 100 and mean_large == 40_000
+    assert mean_small < importer.PARSER_MIN_MEAN_BYTES <= mean_large

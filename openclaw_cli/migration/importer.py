@@ -80,6 +80,12 @@ BATCH_ROWS = 20000  # rows gathered per write of the bulk import
 # a fresh store's import of at least this many sessions reads and parses them in a second process
 # (`parser_process`); `OPENCLAW_IMPORT_PARSER=process|inline` forces it either way
 PARSER_MIN_RECORDS = 256
+# ... whose transcripts are this large on average (sampled): the parser takes per-line work off the
+# inserting process but costs it per session (the job, the result's marshal, the pipe). Measured
+# (issue 30, same-run A/B at load 1.1-2.3): *big* (~105 KB a transcript) 4.55 s with the parser
+# against 5.04 s without; *many* (~3.8 KB) 11.9 s / 14.2 s CPU with it against 10.2 s / 10.0 s
+# without. The crossover between the two was not measured: this is between them.
+PARSER_MIN_MEAN_BYTES = 16 * 1024
 PARSER_ENV = "OPENCLAW_IMPORT_PARSER"
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
 
@@ -477,7 +483,8 @@ class ImportRun:
         if choice == "inline" or not tr.fresh:
             return None
         if choice != "process":
-            if not _has_transcripts(tr.target.sessions_dir, PARSER_MIN_RECORDS):
+            mean = _mean_transcript_bytes(tr.target.sessions_dir, PARSER_MIN_RECORDS)
+            if mean is None or mean < PARSER_MIN_MEAN_BYTES:
                 return None
             if not _spare_core():
                 return None
@@ -1169,19 +1176,24 @@ def _index_owners(index: LegacyIndex, target: Target, ctx: MigrationContext) -> 
     return owners
 
 
-def _has_transcripts(directory: Path, count: int) -> bool:
-    """Whether `directory` lists at least `count` transcripts (counted until then)."""
-    found = 0
+def _mean_transcript_bytes(directory: Path, count: int) -> float | None:
+    """The mean size of the first `count` transcripts `directory` lists (its listing order: a sample
+    of no order in particular; one lstat each), None when it lists fewer."""
+    found = total = 0
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
                 if entry.name.endswith(".jsonl"):
+                    try:
+                        total += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        pass
                     found += 1
                     if found >= count:
-                        return True
+                        return total / found
     except OSError:
         pass
-    return False
+    return None
 
 
 def _spare_core() -> bool:
