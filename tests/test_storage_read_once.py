@@ -42,6 +42,19 @@ def _doc(*args: str) -> dict[str, Any]:
     return doc
 
 
+def _calls_of(monkeypatch: pytest.MonkeyPatch, cls: type, name: str) -> list[str]:
+    """The store paths `cls.name` is called on from now on (the method still runs)."""
+    calls: list[str] = []
+    original = getattr(cls, name)
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(str(self.path))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, counted)
+    return calls
+
+
 @pytest.mark.parametrize("release", ["2026.7", "2026.9.6"])
 def test_sessions_json_is_read_once_and_the_document_is_unchanged(
     release: str, state_dir: Path, monkeypatch: pytest.MonkeyPatch
@@ -52,22 +65,8 @@ def test_sessions_json_is_read_once_and_the_document_is_unchanged(
     monkeypatch.setenv("XDG_CACHE_HOME", str(state_dir.parent / "cache"))
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", release)
     _state(state_dir)
-    reads: list[str] = []
-    split = LegacyStore._split_rows
-
-    def counted(self: LegacyStore, *args: Any, **kwargs: Any) -> Any:
-        reads.append(str(self.path))
-        return split(self, *args, **kwargs)
-
-    monkeypatch.setattr(LegacyStore, "_split_rows", counted)
-    facts_made: list[str] = []
-    load_file_facts = LegacyStore.load_file_facts
-
-    def facts(self: LegacyStore, *args: Any, **kwargs: Any) -> Any:
-        facts_made.append(str(self.path))
-        return load_file_facts(self, *args, **kwargs)
-
-    monkeypatch.setattr(LegacyStore, "load_file_facts", facts)
+    reads = _calls_of(monkeypatch, LegacyStore, "_split_rows")
+    facts_made = _calls_of(monkeypatch, LegacyStore, "load_file_facts")
     once = _doc()
     assert once["cleanupPlanned"] is True and [r for r in once["reclaimable"] if r.get("bytes")]
     assert len(reads) == 1  # one read of sessions.json for the plan and the tally
