@@ -72,9 +72,11 @@ class FakeGateway:
         challenge: bool = True,
         protocol: int = 4,
         starting: int = 0,
+        silent_from: int | None = None,
     ):
         self.token = token
         self.starting = starting  # the first N connects are refused as a Gateway still starting
+        self.silent_from = silent_from  # connection number N (1-based) and later never speak
         self.respond = respond
         self.ssl_context = ssl_context
         self.challenge = challenge
@@ -142,7 +144,8 @@ class FakeGateway:
         self.connections += 1
         self.upgrade_headers.append(dict(ws.request.headers.raw_items()))
         try:
-            if not self.challenge:  # a listener that never speaks
+            silent = self.silent_from is not None and self.connections >= self.silent_from
+            if not self.challenge or silent:  # a listener that never speaks
                 assert self._stop is not None
                 await self._stop.wait()
                 return

@@ -335,6 +335,15 @@ def test_a_gateway_still_starting_is_connected_again_and_the_request_sent_once()
     assert len(fake.requests("connect")) == 3 and len(fake.requests("sessions.cleanup")) == 1
 
 
+def test_a_deadline_that_runs_out_in_a_retry_reports_the_refusal_not_a_bare_timeout() -> None:
+    # Refused as starting, then the retry's connection never speaks (a loaded machine, a Gateway busy
+    # with its sidecars): the deadline runs out mid-handshake, and the Gateway's own words are reported.
+    with FakeGateway(starting=1, silent_from=2) as fake, pytest.raises(GatewayRequestError) as caught:
+        call(target(fake.port), "sessions.cleanup", {"agent": "main"}, timeout_ms=1_500)
+    assert caught.value.message == "gateway starting; retry shortly" and caught.value.retryable
+    assert fake.connections == 2 and fake.requests("sessions.cleanup") == []
+
+
 def test_a_gateway_that_stays_starting_past_the_deadline_is_named_not_a_bare_timeout() -> None:
     with FakeGateway(starting=1_000) as fake, pytest.raises(GatewayRequestError) as caught:
         # (a deadline long enough for the first refusal to arrive on a loaded machine: 400 ms was

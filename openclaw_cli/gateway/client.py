@@ -382,27 +382,38 @@ def _connect(ex: _Exchange, target: GatewayTarget, scopes: list[str]) -> tuple[A
     """An open, authenticated WebSocket and its `hello-ok`. A Gateway still starting answers the
     connect with a retryable UNAVAILABLE ("gateway starting; retry shortly", retryAfterMs 250-500):
     OpenClaw's own clients wait that long and connect again, and so do we, within the one deadline.
-    Nothing has been requested yet, so a retry can never repeat a write."""
+    Nothing has been requested yet, so a retry can never repeat a write. Its own words beat a bare
+    timeout: when the deadline runs out during a retry, the last refusal is what we report."""
+    refusal: GatewayRequestError | None = None
     while True:
-        sock = _open_socket(ex)
         try:
-            ws = _open_websocket(ex, sock)
-        except BaseException:
-            sock.close()
-            raise
-        try:
-            return ws, _handshake(ex, ws, target, scopes)
+            return _connect_once(ex, target, scopes)
         except GatewayRequestError as exc:
-            ws.close(CLOSE_TIMEOUT_S)
             wait_s = (exc.retry_after_ms if exc.retry_after_ms is not None else _STARTING_RETRY_MS) / 1000
             if not exc.retryable or exc.exit_code == ExitCode.GATEWAY_AUTH:
                 raise
             if ex.deadline - time.monotonic() <= wait_s:
-                raise  # its own words beat a bare timeout
+                raise
+            refusal = exc
             time.sleep(wait_s)
-        except BaseException:
-            ws.close(CLOSE_TIMEOUT_S)
+        except GatewayTransportError as exc:
+            if refusal is not None and exc.kind == "timeout":
+                raise refusal from None
             raise
+
+
+def _connect_once(ex: _Exchange, target: GatewayTarget, scopes: list[str]) -> tuple[Any, dict[str, Any]]:
+    sock = _open_socket(ex)
+    try:
+        ws = _open_websocket(ex, sock)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        return ws, _handshake(ex, ws, target, scopes)
+    except BaseException:
+        ws.close(CLOSE_TIMEOUT_S)
+        raise
 
 
 def _handshake(ex: _Exchange, ws: Any, target: GatewayTarget, scopes: list[str]) -> dict[str, Any]:
