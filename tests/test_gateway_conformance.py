@@ -499,7 +499,8 @@ def test_replay_takes_bounded_time(recorded_state: Path) -> None:
     with GatewayThread(handshake_timeout_s=0.2) as gw:
         replay = Replay(gw.url)
         run_own_connection(replay, "error-handshake-timeout.jsonl")
-    assert not replay.problems and time.monotonic() - start < 5
+    # (under the 15 s default it could not end before 15 s; a loaded CI machine needs more than 5)
+    assert not replay.problems and time.monotonic() - start < 12
 
 
 def test_the_comparison_reports_what_differs() -> None:
