@@ -78,9 +78,9 @@ def test_recorded_message_id_pages_and_placeholders(state: Path) -> None:
                 continue
             theirs, mine = recorded["payload"], ours["payload"]
             expected = {k for k in theirs if k not in EVENT_LOG_FIELDS}
-            if request["id"] == UNKNOWN_SESSION:
-                expected.discard("sessionInfo")  # OpenClaw makes up a row for an unknown key; ours has none
             assert expected <= set(mine), where
+            if request["id"] == UNKNOWN_SESSION:  # the row OpenClaw makes up for an unstored key
+                _assert_made_up_row(mine["sessionInfo"], theirs["sessionInfo"])
             for name in PAGE_FIELDS:
                 assert (name in mine) == (name in theirs), f"{where}: {name}"
                 assert mine.get(name) == theirs.get(name), f"{where}: {name}"
@@ -92,6 +92,27 @@ def test_recorded_message_id_pages_and_placeholders(state: Path) -> None:
             placeholders += sum(OVERSIZED_TEXT in json.dumps(m) for m in mine["messages"])
     assert compared == 17
     assert placeholders == 6  # three messages over 128 KiB, in two recorded pages
+
+
+# the recorded row's run/runtime settings our rows carry for no session (no agent runtime here)
+RUNTIME_FIELDS = {
+    "effectiveFastMode",
+    "effectiveFastModeSource",
+    "fastAutoOnSeconds",
+    "effectiveResponseUsage",
+    "effectiveQueueMode",
+    "modelOverrideSource",
+    "runtimeSelectionLocked",
+    "agentRuntime",
+}
+
+
+def _assert_made_up_row(mine: dict[str, Any], theirs: dict[str, Any]) -> None:
+    assert theirs["updatedAt"] is None and "sessionId" not in theirs and "visibility" not in theirs
+    assert list(mine) == [k for k in theirs if k not in RUNTIME_FIELDS]  # same fields, same order
+    assert {k: v for k, v in mine.items() if k != "snapshotAt"} == {
+        k: v for k, v in theirs.items() if k not in RUNTIME_FIELDS | {"snapshotAt"}
+    }
 
 
 def test_message_id_byte_cap_rule_reproduces_the_recording(state: Path) -> None:

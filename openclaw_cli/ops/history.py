@@ -441,13 +441,31 @@ def chat_history(
 
     out["defaults"] = _list_defaults(_defaults(ctx, agent))
     session = describe(ctx, {"key": key, **({"agentId": agent} if agent else {})}).get("session")
-    if session is not None:
+    if session is None:
+        out["sessionInfo"] = _unstored_row(ctx, key, agent)
+    else:
         out["sessionInfo"] = session
         if probe is not None and session.get("sessionId") == session_id and not clocked:
             # the same answer while the row and transcript are unchanged; `snapshotAt` is the clock's
             now_fields = (("sessionInfo", "snapshotAt"),) if "snapshotAt" in session else ()
             ctx.reuse = Reuse(probe, now_fields)
     return out
+
+
+def _unstored_row(ctx: Context, key: str, agent: str | None) -> dict[str, Any]:
+    """The row OpenClaw 2026.9.6 makes up for a key nothing stores (recorded: `chat.history` of
+    `agent:main:nope`): the listing's row of an empty entry, without `visibility` or `sessionId`,
+    `updatedAt` null. Clients render the empty chat with it instead of special-casing a miss."""
+    from openclaw_cli.config import default_agent_id
+    from openclaw_cli.ops.session_keys import owner_agent
+    from openclaw_cli.ops.session_views import _defaults, gateway_row
+
+    agent_id = owner_agent(ctx, key, agent, None) or default_agent_id(ctx.config)
+    row = gateway_row(ctx, key, {}, agent_id=agent_id, now=ctx.now_ms(), defaults=_defaults(ctx, agent_id))
+    row.pop("visibility", None)
+    if row.get("sessionId") is None:
+        row.pop("sessionId", None)
+    return row
 
 
 MESSAGE_GET_MAX_CHARS = 1_000_000
