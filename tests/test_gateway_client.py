@@ -177,18 +177,20 @@ def test_timeout_waiting_for_the_response_after_dispatch() -> None:
     with FakeGateway(respond=lambda m, p, e: ("hang",)) as fake:
         started = time.monotonic()
         with pytest.raises(GatewayTransportError) as info:
-            call(target(fake.port), "sessions.cleanup", {}, timeout_ms=400)
+            # (2 s: the handshake must finish within it for the request to be dispatched at all,
+            # 400 ms was not always enough on a loaded machine)
+            call(target(fake.port), "sessions.cleanup", {}, timeout_ms=2_000)
         elapsed = time.monotonic() - started
     exc = info.value
     # the Gateway never answers, so only the deadline ends the call; never before it (a lower
     # bound: a loaded machine only makes it later)
-    assert elapsed >= 0.39
-    assert exc.kind == "timeout" and exc.timeout_ms == 400 and not exc.unreachable
+    assert elapsed >= 1.99
+    assert exc.kind == "timeout" and exc.timeout_ms == 2_000 and not exc.unreachable
     assert exc.to_json()["error"] == {
         "type": "gateway_transport_error",
         "kind": "timeout",
-        "message": "gateway timeout after 400ms",
-        "timeoutMs": 400,
+        "message": "gateway timeout after 2000ms",
+        "timeoutMs": 2_000,
     }
     assert "outcome is unknown" in exc.message  # the request had been sent
 
