@@ -17,3 +17,8 @@ def iso_ms(ms: int) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def iso_now(ms: float | None = None) -> str:
+    """`iso_ms` of `ms`, or of now: `new Date().toISOString()`."""
+    return iso_ms(now_ms() if ms is None else int(ms))

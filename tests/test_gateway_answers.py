@@ -128,7 +128,9 @@ def test_other_params_and_keys_are_other_answers(state: Path, handler_calls: lis
         large = [client.request("chat.history", {"sessionKey": KEY, "limit": 4})["payload"] for _ in range(3)]
         assert len(small[-1]["messages"]) == 1 and len(large[-1]["messages"]) == 4
         missing = client.request("chat.history", {"sessionKey": "agent:main:nope"})["payload"]
-        assert missing["messages"] == [] and missing["sessionInfo"]["updatedAt"] is None  # made up, as OpenClaw
+        assert (
+            missing["messages"] == [] and missing["sessionInfo"]["updatedAt"] is None
+        )  # made up, as OpenClaw
         assert len(handler_calls) == 5  # 2 + 2 kept, and the unknown key every time it is asked
         client.request("chat.history", {"sessionKey": "agent:main:nope"})
         assert len(handler_calls) == 6

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from openclaw_cli import clock
 from openclaw_cli.errors import ExitCode, SessionBusyError
 from openclaw_cli.store import lock as lockmod
 from openclaw_cli.store.lock import (
@@ -114,7 +115,7 @@ def test_dead_pid_lock_is_reclaimed(tmp_path):
     proc.wait()
     lock_path = lock_path_for(transcript)
     lock_path.write_text(
-        json.dumps({"pid": proc.pid, "createdAt": lockmod._iso_now(), "maxHoldMs": 300000}, indent=2)
+        json.dumps({"pid": proc.pid, "createdAt": clock.iso_now(), "maxHoldMs": 300000}, indent=2)
     )
     inspection = inspect_lock(lock_path, FAST)
     assert inspection is not None and inspection.stale_reasons == ["dead-pid"]
@@ -267,7 +268,7 @@ def test_payloadless_grace_is_30s_for_long_timeouts(tmp_path):
 def test_orphan_self_pid_lock_is_reclaimed(tmp_path):
     transcript = _transcript(tmp_path)
     lock_path = lock_path_for(transcript)
-    lock_path.write_text(json.dumps({"pid": os.getpid(), "createdAt": lockmod._iso_now()}, indent=2))
+    lock_path.write_text(json.dumps({"pid": os.getpid(), "createdAt": clock.iso_now()}, indent=2))
     inspection = inspect_lock(lock_path, FAST)
     assert inspection is not None and inspection.stale_reasons == ["orphan-self-pid"]
     with transcript_lock(transcript, FAST):
@@ -324,7 +325,7 @@ def test_sweep_reports_and_removes_only_removable_stale_locks(tmp_path, spawn_ho
     sessions = transcript.parent
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (sessions / "a.jsonl.lock").write_text(json.dumps({"pid": dead.pid, "createdAt": lockmod._iso_now()}))
+    (sessions / "a.jsonl.lock").write_text(json.dumps({"pid": dead.pid, "createdAt": clock.iso_now()}))
     live_old = spawn_holder(
         sessions / "b.jsonl.lock", LOCK_AGE_MS=str(40 * 60_000), LOCK_MAX_HOLD_MS=str(10**10)
     )

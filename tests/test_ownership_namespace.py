@@ -27,7 +27,8 @@ linux_only = pytest.mark.skipif(
 
 
 def _plant(state: Path, pid: int, namespace: object, *, age_s: float = 0.0) -> Path:
-    from openclaw_cli.store.owner_file import iso_now, owner_file_path
+    from openclaw_cli.clock import iso_now
+    from openclaw_cli.store.owner_file import owner_file_path
 
     path = owner_file_path(state)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,9 @@ import os
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
+from openclaw_cli import clock
 from openclaw_cli.compaction.cutpoint import (
     ALREADY_COMPACTED,
     NOTHING_TO_COMPACT,
@@ -231,11 +231,6 @@ def new_entry_id(existing: Collection[str] = ()) -> str:
             return value
 
 
-def _now_iso() -> str:
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
 def build_compaction_entry(
     plan: CompactionPlan,
     summary: str,
@@ -259,7 +254,7 @@ def build_compaction_entry(
         "type": "compaction",
         "id": ident,
         "parentId": parent_id if parent_id is not None else plan.leaf_id,
-        "timestamp": timestamp or _now_iso(),
+        "timestamp": timestamp or clock.iso_now(),
         "summary": summary,
         "firstKeptEntryId": ident
         if plan.hard_checkpoint or not plan.first_kept_entry_id

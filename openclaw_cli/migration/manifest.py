@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import orjson
 
 from openclaw_cli import __version__, clock
+from openclaw_cli.clock import iso_now as iso_now  # the manifest's stamps (importer, restore, failure)
 from openclaw_cli.fsio import atomic_write_bytes, ensure_dir
 from openclaw_cli.jsonutil import JSONDecodeError, StreamedArray, dumps_pretty, loads
 from openclaw_cli.migration.publish import Identity
@@ -35,10 +36,6 @@ MANIFEST_VERSION = 3
 PATH_BASE = "stateDir"
 APP_VERSION = f"openclaw-cli {__version__}"
 MOVE_KINDS = frozenset({"legacy-store", "transcript", "trajectory", "unreferenced-jsonl"})
-
-
-def iso_now(ms: int | None = None) -> str:
-    return clock.iso_ms(clock.now_ms() if ms is None else ms)
 
 
 def new_run_id(now_ms: int | None = None) -> str:

@@ -29,6 +29,7 @@ from collections import OrderedDict, deque
 from datetime import datetime
 from typing import Any
 
+from openclaw_cli import clock
 from openclaw_cli.errors import NotFoundError, UsageError
 from openclaw_cli.jsonutil import dumps_bytes
 from openclaw_cli.ops.context import Context, Reuse
@@ -523,14 +524,6 @@ def _first_text(message: dict[str, Any]) -> str | None:
     return None
 
 
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    from datetime import UTC
-
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def sessions_branches_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """`sessions.branches.list`: every tip of the session's transcript tree (an entry nothing
     continues), root path measured as OpenClaw reports it (recorded): `messageCount` the user,
@@ -565,7 +558,8 @@ def sessions_branches_list(ctx: Context, params: dict[str, Any]) -> dict[str, An
             if message.get("role") in ("user", "assistant") and text:
                 headline = text
         branch: dict[str, Any] = {"leafEntryId": node.id, "headline": headline, "messageCount": count}
-        updated = _iso(_ms((node.line.obj or {}).get("timestamp")))
+        updated_ms = _ms((node.line.obj or {}).get("timestamp"))
+        updated = None if updated_ms is None else clock.iso_ms(updated_ms)
         if updated:
             branch["updatedAt"] = updated
         branch["active"] = node.id == tree.leaf_id

@@ -126,10 +126,6 @@ def looks_like_openclaw(pid: int) -> bool:
     return False
 
 
-def _iso_now(now_ms: float | None = None) -> str:
-    return clock.iso_ms(clock.now_ms() if now_ms is None else int(now_ms))
-
-
 def _parse_iso_ms(value: str) -> float | None:
     """Date.parse for the ISO-8601 strings OpenClaw writes (and close variants)."""
     text = value.strip()
@@ -517,7 +513,11 @@ def _own_start_time() -> int | None:
 
 
 def _payload_bytes(max_hold_ms: float) -> bytes:
-    payload: dict[str, Any] = {"pid": os.getpid(), "createdAt": _iso_now(), "maxHoldMs": int(max_hold_ms)}
+    payload: dict[str, Any] = {
+        "pid": os.getpid(),
+        "createdAt": clock.iso_now(),
+        "maxHoldMs": int(max_hold_ms),
+    }
     start = _own_start_time()
     if start is not None:
         payload["starttime"] = start

@@ -25,9 +25,10 @@ import socket
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from openclaw_cli import clock
 
 HEARTBEAT_S = 15.0
 FOREIGN_STALE_S = 90.0
@@ -160,12 +161,6 @@ def pid_alive(pid: Any) -> bool:
     return True
 
 
-def iso_now() -> str:
-    """JavaScript's `new Date().toISOString()`: milliseconds and a `Z`."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
 def payload(
     state_dir: Path,
     *,
@@ -181,7 +176,7 @@ def payload(
     out: dict[str, Any] = {
         "pid": os.getpid(),
         "ownerId": str(uuid.uuid4()),
-        "createdAt": iso_now(),
+        "createdAt": clock.iso_now(),
         "configPath": str(config_path or Path(state) / "openclaw.json"),
         "stateDir": state,
     }
