@@ -5,12 +5,14 @@ messageId, as OpenClaw orders them)."""
 
 from __future__ import annotations
 
+import _thread
 import functools
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openclaw_cli.search.index import LIVE, AgentIndex, UpdateStats, index_path
+from openclaw_cli.search.index import LIVE, SHARDS, AgentIndex, UpdateStats, index_path
 from openclaw_cli.search.query import Query, literal_in
 from openclaw_cli.search.snippet import make_snippet
 from openclaw_cli.search.sources import AgentSources, Source, agent_sources
@@ -130,25 +132,31 @@ def _result(
     ts: int,
     text: str,
     rank: float,
-    query: Query,
-    redact: bool,
 ) -> dict[str, Any]:
-    snippet = make_snippet(text, query)
-    if redact:
-        from openclaw_cli.redact import redact as mask
-
-        snippet = mask(snippet)
+    """A hit whose `snippet` still holds the whole line's text: `_snip` makes the snippet once
+    the hit is known to be on the page (a page's extra hit, or another agent's that ranks
+    below it, needs none)."""
     return {
         "sessionKey": session_key,
         "sessionId": session_id,
         "messageId": message_id,
         "role": role,
         "timestamp": ts,
-        "snippet": snippet,
+        "snippet": text,
         "score": round(-rank, 6) + 0.0,
         "source": label,
         "agentId": agent_id,
     }
+
+
+def _snip(hit: dict[str, Any], query: Query, redact: bool) -> dict[str, Any]:
+    snippet = make_snippet(hit["snippet"], query)
+    if redact:
+        from openclaw_cli.redact import redact as mask
+
+        snippet = mask(snippet)
+    hit["snippet"] = snippet
+    return hit
 
 
 def _our_hits(
@@ -193,8 +201,6 @@ def _our_hits(
                 hit.ts,
                 text,
                 hit.rank,
-                query,
-                opts.redact,
             )
         if len(hits) < page or query.literal is None or checked >= MAX_LITERAL_CANDIDATES:
             return
@@ -257,9 +263,85 @@ def _their_hits(
             stamp,
             text,
             float(rank),
-            query,
-            opts.redact,
         )
+
+
+# ---- indexes kept open in one process ------------------------------------------------------------
+# A process that searches again (a long-lived embedder of `openclaw_cli.search.search`, the
+# Gateway's `sessions.search`) keeps each index's shard connections: opening a shard (connect,
+# pragmas, the schema check) and closing it (the last connection to a WAL database checkpoints it
+# and removes its -wal/-shm files, which the next open creates again) cost more than a warm query.
+# Nothing about freshness is kept: every search still compares the state's fingerprint with the
+# index's. An index is used by one search at a time (taken out, put back); one whose files were
+# replaced or removed since it was opened (the cache dir deleted, another process's rebuild) is
+# closed and opened anew; a forked child leaves its parent's connections alone.
+KEEP_INDEXES = 8  # indexes kept open per process (the least recently used is closed)
+_kept: dict[str, list[tuple[AgentIndex, tuple[tuple[int, int], ...] | None]]] = {}
+_kept_pid = os.getpid()
+_kept_lock = _thread.allocate_lock()
+_orphaned: list[object] = []  # a parent's kept indexes, in a forked child: never used nor closed
+
+
+def _shard_files(path: Path) -> list[Path]:
+    return [path.with_name(f"{path.stem}.{i}{path.suffix}") for i in range(SHARDS)]
+
+
+def _file_ids(files: list[Path]) -> tuple[tuple[int, int], ...] | None:
+    ids = []
+    for file in files:
+        try:
+            st = os.stat(file)
+        except OSError:
+            return None
+        ids.append((st.st_dev, st.st_ino))
+    return tuple(ids)
+
+
+def _take_index(path: Path) -> tuple[AgentIndex, tuple[tuple[int, int], ...] | None]:
+    """The index at `path`: one this process kept open if its files are still the ones it opened,
+    else opened now (with the identity of the files as they were just before: a file replaced
+    in between is seen as changed next time, never the other way round)."""
+    global _kept, _kept_pid
+    files = _shard_files(path)
+    while True:
+        with _kept_lock:
+            if _kept_pid != os.getpid():
+                _orphaned.append(_kept)
+                _kept, _kept_pid = {}, os.getpid()
+            free = _kept.get(str(path))
+            if not free:
+                break
+            index, ids = free.pop()
+        if ids is not None and _file_ids(files) == ids:
+            return index, ids
+        index.close()
+    ids = _file_ids(files)
+    index = AgentIndex(path)
+    return index, (ids if index.paths == files else None)
+
+
+def _put_back(path: Path, index: AgentIndex, ids: tuple[tuple[int, int], ...] | None) -> None:
+    stale: list[AgentIndex] = [index]
+    if ids is not None and not any(shard.conn.in_transaction for shard in index.shards):
+        with _kept_lock:
+            if _kept_pid == os.getpid():
+                stale.clear()
+                free = _kept.pop(str(path), None) or []  # re-inserted: the most recently used last
+                free.append((index, ids))
+                _kept[str(path)] = free
+                while len(_kept) > KEEP_INDEXES:
+                    stale.extend(kept for kept, _ in _kept.pop(next(iter(_kept))))
+    for each in stale:
+        each.close()
+
+
+def close_kept() -> None:
+    """Close every index this process keeps open (tests; an embedder that wants its files back)."""
+    with _kept_lock:
+        stale = [index for free in _kept.values() for index, _ in free]
+        _kept.clear()
+    for index in stale:
+        index.close()
 
 
 def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
@@ -272,7 +354,12 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
         agent = agent_sources(store, import_archive_dir=target.import_archive_dir)
         try:
             path = None if opts.in_memory else index_path(Path(store.path), opts.index_root)
-            index = AgentIndex(path)
+            ids: tuple[tuple[int, int], ...] | None = None
+            if path is None:
+                index = AgentIndex(None)
+            else:
+                index, ids = _take_index(path)
+            done = False
             try:
                 if opts.reindex:
                     index.reset()
@@ -320,8 +407,12 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                         collected.append(hit)
                         if n + 1 >= want:
                             break
+                done = True
             finally:
-                index.close()
+                if done and path is not None and not index.in_memory:
+                    _put_back(path, index, ids)
+                else:
+                    index.close()
         finally:
             agent.close()
     collected.sort(key=lambda r: (-r["score"], -r["timestamp"], r["messageId"]))
@@ -337,6 +428,6 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
             merged[at] = (
                 hit  # the same line live and archived (an import's originals): say where it lives now
             )
-    outcome.results = merged[: opts.limit]
+    outcome.results = [_snip(hit, query, opts.redact) for hit in merged[: opts.limit]]
     outcome.truncated = len(merged) > opts.limit
     return outcome

@@ -111,6 +111,8 @@ class Reader:
 
 
 CACHE_ARCHIVE_BYTES = 32 << 20  # a decompressed archive kept for the snippets of one search
+# an archive is decompressed for a snippet up to its line's end, this much at a time
+ARCHIVE_READ_STEP = 64 << 10
 
 
 def _line_at(lines: Iterator[bytes], position: int) -> bytes | None:
@@ -139,12 +141,14 @@ class _Prefixed:
 
 
 class FileReader(Reader):
-    __slots__ = ("path", "compressed", "_data")
+    __slots__ = ("path", "compressed", "_data", "_whole")
 
     def __init__(self, path: Path | str, compressed: bool = False):
         self.path = path
         self.compressed = compressed
-        self._data: bytes | None = None  # a decompressed archive, kept for one search's snippets
+        # a decompressed archive's first bytes (all of it when `_whole`), kept for one search's snippets
+        self._data: bytes | None = None
+        self._whole = False
 
     def describe(self, locator: str) -> str:
         return f"{self.path}"
@@ -165,24 +169,34 @@ class FileReader(Reader):
                     continue
                 yield line
 
+    def _held(self, position: int) -> bool:
+        """Whether the kept bytes hold the whole line at `position`."""
+        data = self._data
+        return data is not None and (self._whole or data.find(b"\n", position) >= 0)
+
     def read_at(self, position: int) -> bytes | None:
-        if self._data is not None:
+        if self._held(position):
             return self._slice(position)
         with self._open() as raw:
             if not self.compressed:
                 raw.seek(position)
                 return raw.readline().strip() or None
-            if self._data is None:  # several hits in one archive: decompress it once per search
-                chunks, size = [], 0
-                while size < CACHE_ARCHIVE_BYTES:
-                    chunk = raw.read(1 << 20)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-                if size >= CACHE_ARCHIVE_BYTES:  # too big to keep: read up to the line
-                    return _line_at(_chunked_lines(_Prefixed(b"".join(chunks), raw)), position)
-                self._data = b"".join(chunks)
+            # decompressed up to the end of the line only (a hit need not pay for the archive's
+            # rest), and kept for the search's other hits in it
+            chunks: list[bytes] = []
+            size = 0
+            while size < CACHE_ARCHIVE_BYTES:
+                chunk = raw.read(ARCHIVE_READ_STEP)
+                if not chunk:
+                    self._whole = True
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > position and chunk.find(b"\n", max(0, position - (size - len(chunk)))) >= 0:
+                    break
+            if size >= CACHE_ARCHIVE_BYTES:  # too big to keep: read up to the line
+                return _line_at(_chunked_lines(_Prefixed(b"".join(chunks), raw)), position)
+            self._data = b"".join(chunks)
         return self._slice(position)
 
     def _slice(self, position: int) -> bytes | None:
@@ -384,6 +398,8 @@ class AgentSources:
         # one spec by locator from a scan whose specs were not built (None: not one of its own)
         self._finders: list[Callable[[str], Spec | None]] = []
         self.fp_parts: list[str] = []  # "<locator>\0<token>" of every spec, cheaper than the specs
+        # (a sessions directory's: one part, the digest of its files' parts, `dir_sources` more)
+        self.dir_sources = 0
         self.stamps: list[str] = []  # tokens of what the keys are read from
         self.db_keys: dict[str, str] = {}
         self.key_files: tuple[list[Path], list[Path]] = ([], [])  # sessions.json files per key set
@@ -471,7 +487,7 @@ class AgentSources:
         return self._build(spec, keyed=False) if spec is not None else None
 
     def __len__(self) -> int:
-        return len(self.eager) + len(self.fp_parts)
+        return len(self.eager) + len(self.fp_parts) + self.dir_sources
 
     def archived_count(self) -> int:
         """How many sources are archives (not live transcripts)."""
@@ -484,6 +500,7 @@ class AgentSources:
         self.eager = [s for s in self.eager if s.source in LIVE_SOURCES]
         self._specs = [spec for spec in self.specs if spec[1] in LIVE_SOURCES]
         self.fp_parts = [f"{spec[0]}\0{spec[4]}" for spec in self._specs]
+        self.dir_sources = 0
         self._sources = self._specs_by_locator = None
 
     def fingerprint(self) -> str:
@@ -725,11 +742,24 @@ def _scan(directory: str) -> tuple[dict[str, os.DirEntry[str]], int | None]:
         return {}, None
 
 
-def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> None:
-    """Live transcripts (stat'ed: they grow) and archives (by name: written once) of a sessions
-    directory. The fingerprint parts come straight from the listing; the specs only when asked
-    (all of them, or the one a hit names)."""
-    base = os.fspath(sessions_dir)
+class _Listing:
+    """What one listing of a sessions directory found: the live transcripts' stats, the archives
+    by name, how many sources that is, and the digest of their "<locator>\0<token>" parts."""
+
+    __slots__ = ("stats", "archived", "count", "digest")
+
+    def __init__(
+        self, stats: dict[str, os.stat_result], archived: dict[str, tuple[str, str, bool]], digest: str
+    ):
+        self.stats = stats
+        self.archived = archived
+        self.count = len(stats) + len(archived)
+        self.digest = digest
+
+
+def _list_dir(base: str, live_files: bool) -> tuple[_Listing, bool]:
+    """The listing of `base`, and whether a watch on the directory sees every change to what it
+    holds (no live transcript with another link: a write through that link would not be seen)."""
     entries, fd = _scan(base)
     try:
         names = sorted(entries)
@@ -741,6 +771,7 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> 
 
             live = [n for n in live if (n.count(".") == 1 and n[0] != ".") or is_primary_transcript_name(n)]
         stats: dict[str, os.stat_result] = {}
+        linked = False
         for name in live:
             try:  # a live transcript grows: its size, mtime and inode are its token
                 st = entries[name].stat(follow_symlinks=False)
@@ -748,6 +779,7 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> 
                 continue
             if stat.S_ISREG(st.st_mode):
                 stats[name] = st
+                linked = linked or st.st_nlink != 1
         archived: dict[str, tuple[str, str, bool]] = {}
         for name in names:
             if ".jsonl." not in name or name in stats:
@@ -762,8 +794,24 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> 
         if fd is not None:
             os.close(fd)
     # "<locator>\0<token>", the token `_file_token`'s (written out: one f-string per file)
-    out.fp_parts.extend(f"file:{n}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" for n, st in stats.items())
-    out.fp_parts.extend(f"file:{name}\0name:{name}" for name in archived)
+    parts = [f"file:{n}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" for n, st in stats.items()]
+    parts.extend(f"file:{name}\0name:{name}" for name in archived)
+    digest = _digest("\n".join(parts).encode("utf-8", "surrogatepass"))
+    return _Listing(stats, archived, digest), not linked
+
+
+def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> None:
+    """Live transcripts (stat'ed: they grow) and archives (by name: written once) of a sessions
+    directory. The fingerprint part comes straight from the listing; the specs only when asked
+    (all of them, or the one a hit names). A process that lists the same directory again reuses
+    its last listing while a watch on the directory saw no change (`search.watch`)."""
+    from openclaw_cli.search import watch
+
+    base = os.fspath(sessions_dir)
+    listing = watch.listing(base, live_files, lambda: _list_dir(base, live_files))
+    stats, archived = listing.stats, listing.archived
+    out.fp_parts.append(f"dir:{base}\0{listing.digest}")
+    out.dir_sources += listing.count - 1
 
     def specs() -> list[Spec]:
         found = [_live_spec(base, name, st, _file_token(st)) for name, st in stats.items()]

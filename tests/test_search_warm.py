@@ -1,0 +1,321 @@
+"""The warm library path (issue 26, stop 37): a process that searches again keeps each index's
+shard connections open, and every answer stays as fresh as a first search's — a new line is found
+by the very next call, a deleted or replaced index is opened anew, a forked child never uses its
+parent's connections — and the snippets are made for the page's hits only."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openclaw_cli.search import engine
+from openclaw_cli.search import search as library_search
+from tests.conftest import generate_legacy_state
+
+
+@pytest.fixture
+def legacy(state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    generate_legacy_state(state_dir, 6, 0.05, 11)
+    engine.close_kept()
+    yield state_dir
+    engine.close_kept()
+
+
+def _message(mid: str, text: str) -> bytes:
+    message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1796000000000}
+    return json.dumps({"type": "message", "id": mid, "timestamp": 1796000000000, "message": message}).encode()
+
+
+def _append(state: Path, mid: str, text: str) -> None:
+    sdir = state / "agents" / "main" / "sessions"
+    sid = next(iter(json.loads((sdir / "sessions.json").read_text()).values()))["sessionId"]
+    with open(sdir / f"{sid}.jsonl", "ab") as fh:
+        fh.write(_message(mid, text) + b"\n")
+
+
+class _Opens:
+    """Counts the AgentIndex objects the engine opens."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = engine.AgentIndex
+
+        def counting(*args: object, **kwargs: object) -> engine.AgentIndex:
+            self.count += 1
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(engine, "AgentIndex", counting)
+
+
+def test_a_second_search_reuses_the_open_index_and_still_sees_a_new_line(
+    legacy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opens = _Opens(monkeypatch)
+    # the first search builds the files: not kept (their identity before it was none)
+    first = list(library_search(legacy, "session", limit=25))
+    assert list(library_search(legacy, "session", limit=25)) == first
+    assert opens.count == 2
+    assert list(library_search(legacy, "session", limit=25)) == first
+    assert opens.count == 2  # kept open, not opened again
+    _append(legacy, "warm0001", "marmoset ukulele")
+    assert [r["messageId"] for r in library_search(legacy, "marmoset")] == ["warm0001"]
+    _append(legacy, "warm0002", "marmoset again")
+    assert sorted(r["messageId"] for r in library_search(legacy, "marmoset")) == ["warm0001", "warm0002"]
+    assert opens.count == 2
+
+
+def test_a_deleted_or_replaced_index_is_opened_anew(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opens = _Opens(monkeypatch)
+    _append(legacy, "gone0001", "tapir clarinet")
+    assert [r["messageId"] for r in library_search(legacy, "tapir")] == ["gone0001"]
+    assert [r["messageId"] for r in library_search(legacy, "tapir")] == ["gone0001"]  # kept from here
+    assert opens.count == 2
+    shutil.rmtree(tmp_path / "cache")  # another process's `rm -rf ~/.cache/openclaw-cli`
+    assert [r["messageId"] for r in library_search(legacy, "tapir")] == ["gone0001"]
+    assert opens.count == 3
+    assert [r["messageId"] for r in library_search(legacy, "tapir")] == ["gone0001"]
+    assert opens.count == 4  # built anew by this process (no identity before): kept from here
+    assert [r["messageId"] for r in library_search(legacy, "tapir")] == ["gone0001"]
+    assert opens.count == 4
+    shards = sorted((tmp_path / "cache" / "openclaw-cli" / "search").glob("*.sqlite"))
+    assert len(shards) == 2  # built again where the next process looks, not into the removed files
+    # replaced (another process rebuilt it after removing it): the new files are the ones read
+    moved = tmp_path / "moved"
+    shutil.move(tmp_path / "cache", moved)
+    _append(legacy, "gone0002", "tapir again")
+    assert sorted(r["messageId"] for r in library_search(legacy, "tapir")) == ["gone0001", "gone0002"]
+    assert opens.count == 5
+
+
+def test_a_forked_child_opens_its_own_index(legacy: Path) -> None:
+    list(library_search(legacy, "session"))
+    list(library_search(legacy, "session"))
+    kept = dict(engine._kept)
+    assert kept
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            hits = [r["messageId"] for r in library_search(legacy, "session", limit=3)]
+            # the parent's kept indexes were set aside, not used, and the child keeps its own
+            ok = engine._kept_pid == os.getpid() and all(
+                i is not j
+                for free in engine._kept.values()
+                for i, _ in free
+                for lst in kept.values()
+                for j, _ in lst
+            )
+            os.write(write_end, json.dumps({"hits": hits, "ok": ok}).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        doc = json.loads(fh.read())
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert doc["ok"] and len(doc["hits"]) == 3
+    assert [r["messageId"] for r in library_search(legacy, "session", limit=3)] == doc["hits"]
+
+
+def test_snippets_are_made_for_the_page_only(legacy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[str] = []
+    real = engine.make_snippet
+
+    def counting(text: str, query: object) -> str:
+        made.append(text)
+        return real(text, query)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "make_snippet", counting)
+    results = list(library_search(legacy, "session", limit=3))
+    assert len(results) == 3 and len(made) == 3  # not the fourth hit that tells "truncated"
+
+
+# ---- the watched sessions directory (search.watch) ------------------------------------------------
+
+
+@pytest.fixture
+def listings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The sessions directories listed (not served from a watch), in order."""
+    from openclaw_cli.search import sources, watch
+
+    watch.forget()
+    listed: list[str] = []
+    real = sources._list_dir
+
+    def counting(base: str, live_files: bool) -> object:
+        listed.append(base)
+        return real(base, live_files)
+
+    monkeypatch.setattr(sources, "_list_dir", counting)
+    yield listed
+    watch.forget()
+
+
+def _ids(state: Path, query: str) -> list[str]:
+    return sorted(r["messageId"] for r in library_search(state, query, limit=50))
+
+
+def test_a_watched_directory_is_listed_again_only_after_a_change(legacy: Path, listings: list[str]) -> None:
+    import zstandard
+
+    sdir = legacy / "agents" / "main" / "sessions"
+    sid = next(iter(json.loads((sdir / "sessions.json").read_text()).values()))["sessionId"]
+    live = sdir / f"{sid}.jsonl"
+    for _ in range(4):
+        assert _ids(legacy, "narwhal") == []
+    assert len(listings) == 2  # the first (no watch), the second (sets it up); then none
+    changes = [
+        ("append", lambda: _append(legacy, "watch001", "narwhal appended"), ["watch001"]),
+        ("new file", lambda: (sdir / "12345678-1234-4234-8234-123456789abc.jsonl").write_bytes(
+            _message("watch002", "narwhal new file") + b"\n"), ["watch001", "watch002"]),
+        ("removed", lambda: (sdir / "12345678-1234-4234-8234-123456789abc.jsonl").unlink(), ["watch001"]),
+        ("archive", lambda: (sdir / "abcdefab-1234-4234-8234-123456789abc.jsonl.deleted.2026-10-01T10-00-00.000Z.zst")
+            .write_bytes(zstandard.ZstdCompressor().compress(_message("watch003", "narwhal archived") + b"\n")),
+            ["watch001", "watch003"]),
+        ("rewritten", lambda: live.write_bytes(live.read_bytes().replace(b"narwhal appended", b"walrus appended")),
+            ["watch003"]),
+        ("renamed in", lambda: os.replace(sdir / "abcdefab-1234-4234-8234-123456789abc.jsonl.deleted.2026-10-01T10-00-00.000Z.zst",
+            sdir / "abcdefab-1234-4234-8234-123456789abc.jsonl.reset.2026-10-01T10-00-00.000Z.zst"), ["watch003"]),
+    ]  # fmt: skip
+    for what, change, expected in changes:
+        before = len(listings)
+        change()
+        assert _ids(legacy, "narwhal") == expected, what
+        assert len(listings) == before + 1, what
+        assert _ids(legacy, "narwhal") == expected, what
+        assert len(listings) == before + 1, what  # unchanged since: not listed again
+    found = {r["messageId"]: r["source"] for r in library_search(legacy, "narwhal")}
+    assert found == {"watch003": "archive:reset"}
+
+
+def test_a_touched_transcript_is_seen(legacy: Path, listings: list[str]) -> None:
+    """Same size, new mtime (IN_ATTRIB): its token changed, so the index compares it again."""
+    sdir = legacy / "agents" / "main" / "sessions"
+    for _ in range(3):
+        list(library_search(legacy, "session"))
+    before = len(listings)
+    path = next(sdir.glob("*.jsonl"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    list(library_search(legacy, "session"))
+    assert len(listings) == before + 1
+
+
+def test_a_replaced_directory_is_listed_again(legacy: Path, listings: list[str]) -> None:
+    """Another sessions directory at the same path (a state moved away and another put there):
+    the watch follows the old one, so the path's directory is compared on every use."""
+    sdir = legacy / "agents" / "main" / "sessions"
+    for _ in range(3):
+        assert _ids(legacy, "narwhal") == []
+    copy = legacy / "agents" / "main" / "sessions.new"
+    shutil.copytree(sdir, copy)
+    sid = next(iter(json.loads((copy / "sessions.json").read_text()).values()))["sessionId"]
+    with open(copy / f"{sid}.jsonl", "ab") as fh:
+        fh.write(_message("moved001", "narwhal in the new directory") + b"\n")
+    os.rename(sdir, legacy / "agents" / "main" / "sessions.old")
+    os.rename(copy, sdir)
+    assert _ids(legacy, "narwhal") == ["moved001"]
+    for _ in range(3):
+        assert _ids(legacy, "narwhal") == ["moved001"]
+    _append(legacy, "moved002", "narwhal appended after the move")
+    assert _ids(legacy, "narwhal") == ["moved001", "moved002"]
+
+
+def test_a_linked_transcript_keeps_its_directory_listed_every_time(
+    legacy: Path, tmp_path: Path, listings: list[str]
+) -> None:
+    """A write through a link in another directory is reported there, not in the watched one."""
+    sdir = legacy / "agents" / "main" / "sessions"
+    sid = next(iter(json.loads((sdir / "sessions.json").read_text()).values()))["sessionId"]
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    os.link(sdir / f"{sid}.jsonl", elsewhere)
+    for _ in range(4):
+        assert _ids(legacy, "narwhal") == []
+    with open(elsewhere, "ab") as fh:
+        fh.write(_message("link0001", "narwhal through the other link") + b"\n")
+    assert _ids(legacy, "narwhal") == ["link0001"]
+    assert len(listings) == 5
+
+
+def test_a_forked_child_sets_up_its_own_watch(legacy: Path, listings: list[str]) -> None:
+    for _ in range(3):
+        assert _ids(legacy, "narwhal") == []
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            found = _ids(legacy, "narwhal")
+            _append(legacy, "fork0001", "narwhal from the child")
+            found += _ids(legacy, "narwhal")
+            os.write(write_end, json.dumps(found).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        child = json.loads(fh.read())
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert child == ["fork0001"]
+    # the parent's watch saw the child's append (the child never read the parent's queue)
+    assert _ids(legacy, "narwhal") == ["fork0001"]
+
+
+# ---- an archive hit's line (sources.FileReader.read_at) --------------------------------------------
+
+
+@pytest.mark.parametrize("step", [1, 7, 64, 1 << 16])
+def test_an_archive_line_is_read_back_exactly_whatever_the_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: int
+) -> None:
+    import random
+
+    import zstandard
+
+    from openclaw_cli.search import sources
+
+    monkeypatch.setattr(sources, "ARCHIVE_READ_STEP", step)
+    lines = [f'{{"n": {i}, "text": "{"x" * (i * 13 % 90)}"}}'.encode() for i in range(60)]
+    data = b"\n".join(lines)  # the last line without its newline
+    path = tmp_path / "a.jsonl.deleted.2026-10-01T10-00-00.000Z.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(data))
+    positions = []
+    at = 0
+    for line in lines:
+        positions.append((at, line))
+        at += len(line) + 1
+    order = list(positions)
+    random.Random(step).shuffle(order)
+    reader = sources.FileReader(path, compressed=True)  # one search: kept bytes reused and extended
+    for position, line in order:
+        assert reader.read_at(position) == line
+    for position, line in positions:
+        assert sources.FileReader(path, compressed=True).read_at(position) == line
+
+
+def test_an_early_archive_hit_does_not_decompress_the_rest(tmp_path: Path) -> None:
+    import zstandard
+
+    from openclaw_cli.search import sources
+
+    first = b'{"first": true}'
+    data = first + b"\n" + b"\n".join(b'{"filler": "%d"}' % i for i in range(200_000)) + b"\n"
+    path = tmp_path / "b.jsonl.deleted.2026-10-01T10-00-00.000Z.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(data))
+    reader = sources.FileReader(path, compressed=True)
+    assert reader.read_at(0) == first
+    assert reader._data is not None and len(reader._data) <= sources.ARCHIVE_READ_STEP < len(data)
+    last = data.rstrip(b"\n").rsplit(b"\n", 1)
+    assert reader.read_at(len(last[0]) + 1) == last[1]
