@@ -75,7 +75,7 @@ def test_sessions_json_is_read_once_and_the_document_is_unchanged(
     assert len(facts_made) == (0 if release == "2026.7" else 1)
     assert sum(k["snapshotBytes"] for k in once["byKind"]) > 800
     # the same document with the plan and the tally each reading the store themselves
-    monkeypatch.setattr(ops_storage, "_file_facts", lambda ctx, targets: {})
+    monkeypatch.setattr(ops_storage, "_file_facts", lambda ctx, targets, *rest: {})
     reads.clear()
     assert _doc() == once
     if release != "2026.7":

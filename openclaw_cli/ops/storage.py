@@ -43,7 +43,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     now = ctx.now_ms()
     # each file store's sessions.json is read once: its rows' file facts (what the cleanup plan
     # reads) with each row's snapshot bytes (what the tally reads of a whole row besides them)
-    read_once = {} if params.get("plan") is False else _file_facts(ctx, targets)
+    read_once = {} if params.get("plan") is False else _file_facts(ctx, targets, bool(params.get("noCache")))
     # the cleanup plan first: its working set (~100 MB at 100,000 rows) is freed before the tally
     # builds its own, so the peak is the larger of the two, not their sum
     planned = None if params.get("plan") is False else _planned(ctx, agent, now, read_once)
@@ -148,15 +148,21 @@ _PLAN_SETTINGS = {
 }
 
 
-def _file_facts(ctx: Context, targets: list[Any]) -> dict[str, tuple[dict[str, Any], dict[str, int]]]:
+def _file_facts(
+    ctx: Context, targets: list[Any], no_cache: bool = False
+) -> dict[str, tuple[dict[str, Any], dict[str, int]]]:
     """store path -> (`load_file_facts()`, key -> snapshot bytes of the rows that have some) of
-    each file store that gives its facts, from one read of its sessions.json."""
+    each file store that gives its facts, from one read of its sessions.json (none while the
+    file is unchanged since a run kept them: `maintenance.storage_facts.StoreFacts`)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
+    from openclaw_cli.gcpause import gc_paused
     from openclaw_cli.maintenance.service import file_facts_plan
     from openclaw_cli.maintenance.storage import snapshot_bytes_of
+    from openclaw_cli.maintenance.storage_facts import StoreFacts
     from openclaw_cli.ops.behavior import behavior_of
     from openclaw_cli.ops.targets import open_target
+    from openclaw_cli.paths import cache_root
 
     out: dict[str, tuple[dict[str, Any], dict[str, int]]] = {}
     for target in targets:
@@ -170,6 +176,13 @@ def _file_facts(ctx: Context, targets: list[Any]) -> dict[str, tuple[dict[str, A
             behavior = behavior_of(ctx, store)
             if not file_facts_plan(behavior, maintenance_settings(ctx.config, behavior)):
                 continue  # (the plan reads whole rows: facts held beside them would only add up)
+            # an unchanged sessions.json is not parsed again: its facts are kept in the cache dir
+            kept = StoreFacts(str(store.path), None if no_cache else cache_root())
+            with gc_paused():  # (100,000 small dicts made at once)
+                cached = kept.load()
+            if cached is not None:
+                out[str(store.path)] = cached
+                continue
             snaps: dict[str, int] = {}
 
             def seen(key: str, entry: dict[str, Any], snaps: dict[str, int] = snaps) -> None:
@@ -183,6 +196,7 @@ def _file_facts(ctx: Context, targets: list[Any]) -> dict[str, tuple[dict[str, A
                 continue
             if facts is not None:
                 out[str(store.path)] = (facts, snaps)
+                kept.keep(facts, snaps)
     return out
 
 

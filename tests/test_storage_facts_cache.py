@@ -1,0 +1,136 @@
+"""`openclaw storage` keeps each file store's rows' facts between runs (issue 27, speed: 100,000
+sessions < 3 s warm): an unchanged sessions.json is not parsed again and the document is the one a
+run that parses it makes; a changed, damaged, foreign or racily written one is parsed again."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_cli.maintenance import storage_facts
+from tests.storage_support import SESSIONS_DIR, cli_json, make_state
+
+_PAST = time.time() - 3600  # written an hour ago: settled, so its facts are kept
+
+
+def _state(state_dir: Path) -> Path:
+    """The fixture's legacy store in OpenClaw's layout (what the row cutter reads), with snapshot
+    fields and settings under which the plan archives, prunes and caps; written an hour ago."""
+    make_state("legacy", state_dir)
+    store = state_dir / SESSIONS_DIR / "sessions.json"
+    rows = json.loads(store.read_text())
+    keys = list(rows)
+    rows[keys[0]]["systemPromptReport"] = {"chars": 1234, "text": "x" * 500}
+    rows[keys[2]]["sessionDiffBaseline"] = "b" * 300
+    store.write_text(json.dumps(rows, indent=2))
+    os.utime(store, (_PAST, _PAST))
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"pruneAfter": "3d", "maxEntries": 4}}})
+    )
+    return store
+
+
+def _doc() -> dict[str, Any]:
+    code, doc, err = cli_json("storage")
+    assert code == 0, err
+    doc.pop("generatedAt")
+    return doc
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every cut of a sessions.json into rows from now on (the method still runs)."""
+    from openclaw_cli.store.legacy.store import LegacyStore
+
+    calls: list[str] = []
+    original = LegacyStore._split_rows
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(str(self.path))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LegacyStore, "_split_rows", counted)
+    return calls
+
+
+@pytest.fixture
+def cached(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(state_dir.parent / "cache"))
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.9.6")
+    return _state(state_dir)
+
+
+def _kept(state_dir: Path) -> list[Path]:
+    return sorted((state_dir.parent / "cache" / "openclaw-cli" / "storage").glob("*.facts"))
+
+
+def test_an_unchanged_store_is_not_parsed_again(
+    cached: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _reads(monkeypatch)
+    first = _doc()
+    assert len(reads) == 1 and len(_kept(state_dir)) == 1
+    assert first["cleanupPlanned"] and [r for r in first["reclaimable"] if r.get("files")]
+    reads.clear()
+    assert _doc() == first
+    assert reads == []  # the facts came from the cache
+
+
+def test_a_changed_store_is_parsed_again(
+    cached: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _reads(monkeypatch)
+    _doc()
+    rows = json.loads(cached.read_text())
+    del rows[next(iter(rows))]
+    cached.write_text(json.dumps(rows, indent=2))
+    os.utime(cached, (_PAST, _PAST))  # (same mtime as before: the size and ctime differ)
+    reads.clear()
+    after = _doc()
+    assert len(reads) == 1
+    assert sum(s["sessions"] for s in after["stores"]) == len(rows)
+    # the same document as a run that keeps nothing
+    monkeypatch.setenv("XDG_CACHE_HOME", str(state_dir.parent / "other-cache"))
+    assert _doc() == after
+
+
+def test_a_damaged_or_foreign_cache_is_made_again(
+    cached: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _doc()
+    (kept,) = _kept(state_dir)
+    reads = _reads(monkeypatch)
+    for damage in (b"\x00garbage", kept.read_bytes()[:-40], b""):
+        kept.write_bytes(damage)
+        assert _doc() == first
+    assert len(reads) == 3
+    # facts made by other code (store/facts.py changed since) are not used
+    monkeypatch.setattr(storage_facts, "_code_digest", lambda: "other code")
+    reads.clear()
+    assert _doc() == first
+    assert len(reads) == 1
+
+
+def test_a_store_written_in_the_last_seconds_is_not_kept(
+    cached: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    os.utime(cached, None)  # now: could be written again within the clock's resolution
+    reads = _reads(monkeypatch)
+    first = _doc()
+    assert _kept(state_dir) == []
+    assert _doc() == first
+    assert len(reads) == 2
+
+
+def test_no_cache_dir_costs_only_the_reading(
+    cached: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _doc()
+    blocked = state_dir.parent / "blocked"
+    blocked.write_text("a file where the cache dir would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert _doc() == first
