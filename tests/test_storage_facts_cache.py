@@ -76,8 +76,51 @@ def test_an_unchanged_store_is_not_parsed_again(
     assert len(reads) == 1 and len(_kept(state_dir)) == 1
     assert first["cleanupPlanned"] and [r for r in first["reclaimable"] if r.get("files")]
     reads.clear()
+    asked = _asked(monkeypatch)
     assert _doc() == first
     assert reads == []  # the facts came from the cache
+    # and with them each row's storage kind and its key's shape (the archive-in-place planner's
+    # key-only verdicts): no key parsed again by the tally or the plan
+    assert asked == []
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Keys whose storage kind or key shape is worked out from now on."""
+    from openclaw_cli.maintenance import archiving
+    from openclaw_cli.maintenance import storage as st
+
+    asked: list[str] = []
+    shape, kind = archiving._key_shape, st.storage_kind
+
+    def counted_shape(key: str) -> int:
+        asked.append(key)
+        return shape(key)
+
+    def counted_kind(key: str, entry: Any) -> str:
+        asked.append(key)
+        return kind(key, entry)
+
+    monkeypatch.setattr(archiving, "_key_shape", counted_shape)
+    monkeypatch.setattr(st, "storage_kind", counted_kind)
+    return asked
+
+
+def test_key_shapes_given_to_the_planner_plan_the_same(cached: Path) -> None:
+    """`plan_cleanup(key_shapes=...)` (what storage keeps) plans exactly what it plans alone."""
+    from openclaw_cli.behavior import BEHAVIOR_2026_9_6
+    from openclaw_cli.config.resolve import MaintenanceSettings
+    from openclaw_cli.maintenance.archiving import key_shape
+    from openclaw_cli.maintenance.plan import plan_cleanup
+
+    entries = json.loads(cached.read_text())
+    settings = MaintenanceSettings(prune_after_ms=3 * 86_400_000, max_entries=4)
+    behavior = BEHAVIOR_2026_9_6
+    now = 1_800_000_000_000
+    alone = plan_cleanup(entries, settings, now_ms=now, behavior=behavior)
+    shapes = {key: key_shape(key) for key in entries}
+    given = plan_cleanup(entries, settings, now_ms=now, behavior=behavior, key_shapes=shapes)
+    assert (given.actions, given.archived, given.removed) == (alone.actions, alone.archived, alone.removed)
+    assert alone.archived or alone.removed
 
 
 def test_a_changed_store_is_parsed_again(

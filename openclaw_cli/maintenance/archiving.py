@@ -140,6 +140,12 @@ def _key_shape(key: str) -> int:
     return bits
 
 
+def key_shape(key: str) -> int:
+    """What `Guard.shapes` holds for `key` (a caller that knows the keys before planning may hand
+    them to `plan.plan_cleanup(key_shapes=...)`)."""
+    return _key_shape(key)
+
+
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return 0.0

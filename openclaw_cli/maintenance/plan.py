@@ -599,6 +599,7 @@ def plan_cleanup(
     session_ids_of: SessionIdsFn = entry_session_ids,
     cron_retention_ms: int | None = None,
     behavior: Behavior = BEHAVIOR_2026_7,
+    key_shapes: dict[str, int] | None = None,
 ) -> CleanupPlan:
     """Plan `openclaw sessions cleanup` for one store; the dry run and the apply use this same plan.
     `behavior` is the release whose rules apply (spec D23; `ops.behavior.behavior_for`); its
@@ -629,6 +630,9 @@ def plan_cleanup(
     `--enforce` would remove is in `would_enforce` (the same plan computed in enforce mode), for
     the text report's hint; the JSON keeps OpenClaw's shape. This makes dry run == apply in every
     mode, and a warn-mode dry run shows what a warn-mode apply really does.
+
+    `key_shapes`: `archiving.key_shape` of the keys, already known to the caller (`openclaw
+    storage` keeps them with the rows' facts); the archive-in-place stages add the ones missing.
     """
     preserve_keys, preserve_session_ids = tuple(preserve_keys), tuple(preserve_session_ids)  # reused below
     mode = _effective_mode(settings, mode_override)
@@ -657,7 +661,7 @@ def plan_cleanup(
         )
     plan.now_ms = now_ms
     if enforce and behavior.maintenance.archive_in_place:
-        _archive_in_place(run, plan, settings, preserver, now_ms)
+        _archive_in_place(run, plan, settings, preserver, now_ms, key_shapes)
     elif enforce:
         # the verdicts and timestamps every stage reads, computed once (the entry objects of
         # `run.store` are those of `entries`)
@@ -709,12 +713,18 @@ def plan_cleanup(
             session_ids_of=session_ids_of,
             cron_retention_ms=cron_retention_ms,
             behavior=behavior,
+            key_shapes=key_shapes,
         )
     return plan
 
 
 def _archive_in_place(
-    run: _Run, plan: CleanupPlan, settings: MaintenanceSettingsLike, preserver: Preserver, now_ms: float
+    run: _Run,
+    plan: CleanupPlan,
+    settings: MaintenanceSettingsLike,
+    preserver: Preserver,
+    now_ms: float,
+    key_shapes: dict[str, int] | None = None,
 ) -> None:
     """The entry stages of the releases that archive in place (`maintenance/archiving.py`)."""
     guard = Guard(
@@ -722,6 +732,7 @@ def _archive_in_place(
         preserve_session_ids=preserver.session_ids,
         preserve_recent_ms=getattr(settings, "preserve_recent_ms", None),
         now_ms=now_ms,
+        shapes=key_shapes if key_shapes is not None else {},
     )
     result = plan_archiving(
         run.store,

@@ -74,6 +74,9 @@ class CleanupOptions:
     # file stores' `load_file_facts()` the caller already made, by store path (`openclaw storage`
     # makes them in its own read of each sessions.json): a dry run plans over them, not read again
     file_facts: Mapping[str, dict[str, Any]] | None = None
+    # `archiving.key_shape` of their keys, by store path (`openclaw storage` keeps them with the
+    # facts): the archive-in-place stages do not parse those keys again
+    key_shapes: Mapping[str, dict[str, int]] | None = None
 
 
 @dataclass
@@ -265,6 +268,9 @@ def plan_store(
         cron_retention_ms=cron.session_retention_ms,
         behavior=behavior,
     )
+    shapes = options.key_shapes.get(str(store.path)) if options.key_shapes else None
+    if shapes is not None:
+        common["key_shapes"] = shapes
     result = StoreCleanup(store.agent_id, str(store.path), store.kind, entries, plan=None, now_ms=now_ms)  # type: ignore[arg-type]
     if in_files:
         plan = _plan_files(

@@ -22,7 +22,7 @@ import stat
 import struct
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -600,6 +600,7 @@ def tally_sessions(
     referenced: set[str] | None = None,
     files: FileFigures | None = None,
     snapshot_bytes: Mapping[str, int] | None = None,
+    kinds: Iterator[str] | None = None,
 ) -> int:
     """Stream every session's transcript of one store through the payload tally. Returns the
     sessions read. `rows`: (key, entry, transcript file of a file store or None), as
@@ -607,7 +608,8 @@ def tally_sessions(
     `files`: the figures of the store's transcript files kept from an earlier run (a file
     unchanged since is not read again); brought up to date here. `snapshot_bytes`: key -> the
     row's snapshot bytes (`snapshot_bytes`, absent when 0), when `rows` hold the rows' facts
-    rather than whole entries."""
+    rather than whole entries. `kinds`: each row's `storage_kind`, one per row of `rows` in order,
+    when already known."""
     from openclaw_cli.errors import OpenClawError
 
     seen: set[str] = set()
@@ -616,7 +618,7 @@ def tally_sessions(
     for key, entry, path in rows:
         if path is not None and referenced is not None:
             referenced.add(path)
-        kind = storage_kind(key, entry)
+        kind = next(kinds) if kinds is not None else storage_kind(key, entry)
         slot = by_kind.get(kind)
         if slot is None:
             slot = by_kind[kind] = [0, 0, 0]  # sessions, bytes, snapshot bytes

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.ops.context import Context
+
+if TYPE_CHECKING:
+    from openclaw_cli.maintenance.storage_facts import RowFacts
 
 SCHEMA_VERSION = 1
 
@@ -79,8 +82,9 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 # rows streamed, whole (schema 24's snapshot rows joined), with their files; a
                 # file store's from the facts already made (each freed once tallied)
                 once = read_once.pop(str(store.path), None)
-                snaps = once[1] if once is not None else None
-                rows = store.iter_rows_with_transcripts(None if once is None else _drain(once[0]))
+                snaps = once.snaps if once is not None else None
+                kinds = once.row_kinds() if once is not None else None  # (one per row, in order)
+                rows = store.iter_rows_with_transcripts(None if once is None else _drain(once.facts))
                 # a file store's transcripts unchanged since the last run are not read again
                 files = (
                     st.FileFigures(str(store.sessions_dir), None if params.get("noCache") else cache_root())
@@ -99,6 +103,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                         referenced,
                         files,
                         snaps,
+                        kinds,
                     )
             except OpenClawError as exc:
                 report.unreadable.append({"path": str(store.path), "error": exc.message})
@@ -148,23 +153,20 @@ _PLAN_SETTINGS = {
 }
 
 
-def _file_facts(
-    ctx: Context, targets: list[Any], no_cache: bool = False
-) -> dict[str, tuple[dict[str, Any], dict[str, int]]]:
-    """store path -> (`load_file_facts()`, key -> snapshot bytes of the rows that have some) of
-    each file store that gives its facts, from one read of its sessions.json (none while the
-    file is unchanged since a run kept them: `maintenance.storage_facts.StoreFacts`)."""
+def _file_facts(ctx: Context, targets: list[Any], no_cache: bool = False) -> dict[str, RowFacts]:
+    """store path -> `load_file_facts()` with what the tally reads of each whole row besides them
+    (`maintenance.storage_facts.RowFacts`) of each file store that gives its facts, from one read
+    of its sessions.json (none while the file is unchanged since a run kept them: `StoreFacts`)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.gcpause import gc_paused
     from openclaw_cli.maintenance.service import file_facts_plan
-    from openclaw_cli.maintenance.storage import snapshot_bytes_of
-    from openclaw_cli.maintenance.storage_facts import StoreFacts
+    from openclaw_cli.maintenance.storage_facts import RowFacts, StoreFacts
     from openclaw_cli.ops.behavior import behavior_of
     from openclaw_cli.ops.targets import open_target
     from openclaw_cli.paths import cache_root
 
-    out: dict[str, tuple[dict[str, Any], dict[str, int]]] = {}
+    out: dict[str, RowFacts] = {}
     for target in targets:
         try:
             store = open_target(ctx, target, read_only=True)
@@ -183,20 +185,15 @@ def _file_facts(
             if cached is not None:
                 out[str(store.path)] = cached
                 continue
-            snaps: dict[str, int] = {}
-
-            def seen(key: str, entry: dict[str, Any], snaps: dict[str, int] = snaps) -> None:
-                size = snapshot_bytes_of(entry)
-                if size:
-                    snaps[key] = size
-
+            rows = RowFacts({})
             try:
-                facts = store.load_file_facts(seen)
+                facts = store.load_file_facts(rows.add_row)
             except OpenClawError:
                 continue
             if facts is not None:
-                out[str(store.path)] = (facts, snaps)
-                kept.keep(facts, snaps)
+                rows.facts = facts
+                out[str(store.path)] = rows
+                kept.keep(rows)
     return out
 
 
@@ -207,7 +204,7 @@ def _drain(facts: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _planned(
-    ctx: Context, agent: str | None, now: int, read_once: dict[str, tuple[dict[str, Any], dict[str, int]]]
+    ctx: Context, agent: str | None, now: int, read_once: dict[str, RowFacts]
 ) -> list[dict[str, Any]]:
     """What `sessions cleanup --enforce` would free, per setting, as the maintenance planner plans
     it under the release each store follows (a dry run: nothing written, no lock taken)."""
@@ -224,7 +221,8 @@ def _planned(
         enforce=True,
         reason_bytes=True,
         figures_only=True,
-        file_facts={path: once[0] for path, once in read_once.items()},
+        file_facts={path: once.facts for path, once in read_once.items()},
+        key_shapes={path: once.key_shapes() for path, once in read_once.items() if once.whole()},
     )
     try:
         results = cleanup_stores(ctx, options, now_ms=now)
