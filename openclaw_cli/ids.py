@@ -6,11 +6,14 @@ import re
 import unicodedata
 
 from openclaw_cli.errors import InvalidIdError
+from openclaw_cli.lazyre import lazy_pattern
 
 DEFAULT_AGENT_ID = "main"
 _AGENT_ID_VALID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$", re.IGNORECASE)
-_AGENT_ID_BAD_RUN = re.compile(r"[^a-z0-9_-]+")
-_CHECKPOINT_NAME = re.compile(
+_AGENT_ID_BAD_RUN = lazy_pattern(globals(), "_AGENT_ID_BAD_RUN", r"[^a-z0-9_-]+")
+_CHECKPOINT_NAME = lazy_pattern(
+    globals(),
+    "_CHECKPOINT_NAME",
     r"^(.+)\.checkpoint\.([0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.jsonl$",
     re.IGNORECASE,
 )
@@ -74,8 +77,8 @@ def is_valid_session_id(raw: str) -> bool:
     return not _CHECKPOINT_NAME.match(f"{value}.jsonl")
 
 
-_ASCII_LEGACY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
-_ASCII_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_ASCII_LEGACY_ID = lazy_pattern(globals(), "_ASCII_LEGACY_ID", r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
+_ASCII_ID = lazy_pattern(globals(), "_ASCII_ID", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def is_plain_session_id(value: str) -> bool:

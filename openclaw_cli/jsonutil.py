@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from openclaw_cli.lazyre import lazy_pattern
+
 
 class RawNumber(float):
     """A number whose JSON text a float would not reproduce: compares as its value (±inf when it
@@ -92,9 +94,11 @@ class JsonObjectText(Mapping[str, Any]):
         return f"JsonObjectText({len(self.text)} chars)"
 
 
-_TOKEN = re.compile(
+_TOKEN = lazy_pattern(
+    globals(),
+    "_TOKEN",
     r'[ \t\n\r]*(?:([{}\[\]:,])|("(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
-    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))"
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))",
 )
 
 
@@ -233,7 +237,7 @@ def loads(data: bytes | str) -> Any:
         return loads_exact(data)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_pattern(globals(), "_SURROGATE", "[\ud800-\udfff]")
 
 
 def _fragment_default(obj: Any) -> Any:

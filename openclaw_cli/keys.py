@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from openclaw_cli.ids import DEFAULT_AGENT_ID, normalize_agent_id
+from openclaw_cli.lazyre import lazy_pattern
 
 KeyShape = Literal["missing", "agent", "malformed_agent", "legacy_or_alias"]
 SessionKind = Literal["global", "unknown", "cron", "spawn-child", "group", "direct"]
@@ -23,14 +24,18 @@ SessionKind = Literal["global", "unknown", "cron", "spawn-child", "group", "dire
 SYNTHETIC_PREFIXES = ("subagent:", "acp:", "cron:", "acp-bridge:", "hook:", "node:")
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # Whole raw key (no surrounding whitespace allowed), case-insensitive (maintenance.md §3.3).
-_PROBE_KEY = re.compile(rf"^agent:([^:\s]+):explicit:model-run-{_UUID}$", re.IGNORECASE)
+_PROBE_KEY = lazy_pattern(
+    globals(), "_PROBE_KEY", rf"^agent:([^:\s]+):explicit:model-run-{_UUID}$", re.IGNORECASE
+)
 PROBE_KEY_MIN_LEN = len("agent:x:explicit:model-run-") + 36  # case folding keeps lengths: one char per char
-_PROBE_REST = re.compile(rf"^explicit:model-run-{_UUID}$")
-_CRON_RUN_REST = re.compile(r"^cron:([^:]+):run:([^:]+)(?::|$)")
-_TELEGRAM_TOPIC_REST = re.compile(r"^telegram:(?:group|channel|direct|dm):.+:topic:[^:]+$")
-_EXTERNAL_GROUP_REST = re.compile(r"^[^:]+:(?:group|channel):.+$")
-_SIGNAL_GROUP = re.compile(r"(?:^|:)signal:group:")
-_MATRIX_ROOM = re.compile(r"(?:^|:)matrix:(?:channel|group):")
+_PROBE_REST = lazy_pattern(globals(), "_PROBE_REST", rf"^explicit:model-run-{_UUID}$")
+_CRON_RUN_REST = lazy_pattern(globals(), "_CRON_RUN_REST", r"^cron:([^:]+):run:([^:]+)(?::|$)")
+_TELEGRAM_TOPIC_REST = lazy_pattern(
+    globals(), "_TELEGRAM_TOPIC_REST", r"^telegram:(?:group|channel|direct|dm):.+:topic:[^:]+$"
+)
+_EXTERNAL_GROUP_REST = lazy_pattern(globals(), "_EXTERNAL_GROUP_REST", r"^[^:]+:(?:group|channel):.+$")
+_SIGNAL_GROUP = lazy_pattern(globals(), "_SIGNAL_GROUP", r"(?:^|:)signal:group:")
+_MATRIX_ROOM = lazy_pattern(globals(), "_MATRIX_ROOM", r"(?:^|:)matrix:(?:channel|group):")
 _THREAD_MARKER = ":thread:"
 _DURABLE_CHAT_TYPES = frozenset({"group", "channel", "thread"})
 

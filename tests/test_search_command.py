@@ -118,6 +118,14 @@ def test_the_search_path_imports_no_method_table_schema_or_behaviour_module(lega
     }
     assert "openclaw_cli.search.engine" in imported
     assert not imported & {"openclaw_cli.ops.methods", "openclaw_cli.ops.params", "openclaw_cli.behavior"}
+    # stop 37: no migration run to name (no runs dir), sessions.json present (no transcript scan
+    # for the D2 hint), a first listing (no watch): none of their modules either
+    assert not imported & {
+        "openclaw_cli.migration.staging",
+        "openclaw_cli.store.files",
+        "openclaw_cli.search.watch",
+    }
+    assert "Legacy session store in use" in proc.stderr  # the D2 hint is still said
 
 
 def _message(mid: str, text: str) -> bytes:

@@ -314,10 +314,14 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False) -> Any:
         store.configure_writes(ctx.write_options())
     _log_open(store, target)
     if store.legacy_data_present():
-        from openclaw_cli.migration.staging import pending_import
-
         # D22: an import that did not complete is named, with the commands that finish or undo it
-        pending = pending_import(ctx.paths.migration_runs_dir(), ctx.paths.state_dir, target.agent_id)
+        # (no runs directory, no run: its module is not imported for nothing)
+        runs_dir = ctx.paths.migration_runs_dir()
+        pending = None
+        if os.path.isdir(runs_dir):
+            from openclaw_cli.migration.staging import pending_import
+
+            pending = pending_import(runs_dir, ctx.paths.state_dir, target.agent_id)
         ctx.hint(pending.notice() if pending else MIGRATE_HINT.format(agent=target.agent_id, path=store.path))
     return store
 

@@ -742,6 +742,9 @@ def _scan(directory: str) -> tuple[dict[str, os.DirEntry[str]], int | None]:
         return {}, None
 
 
+_listed: set[tuple[str, bool, int]] = set()  # directories this process listed (the pid: a forked child's own)
+
+
 class _Listing:
     """What one listing of a sessions directory found: the live transcripts' stats, the archives
     by name, how many sources that is, and the digest of their "<locator>\0<token>" parts."""
@@ -805,10 +808,14 @@ def _dir_sources(out: AgentSources, sessions_dir: Path, *, live_files: bool) -> 
     directory. The fingerprint part comes straight from the listing; the specs only when asked
     (all of them, or the one a hit names). A process that lists the same directory again reuses
     its last listing while a watch on the directory saw no change (`search.watch`)."""
-    from openclaw_cli.search import watch
-
     base = os.fspath(sessions_dir)
-    listing = watch.listing(base, live_files, lambda: _list_dir(base, live_files))
+    if (base, live_files, os.getpid()) in _listed:
+        from openclaw_cli.search import watch
+
+        listing = watch.listing(base, live_files, lambda: _list_dir(base, live_files))
+    else:  # the first listing in this process: no watch (a one-shot command never pays for one)
+        _listed.add((base, live_files, os.getpid()))
+        listing = _list_dir(base, live_files)[0]
     stats, archived = listing.stats, listing.archived
     out.fp_parts.append(f"dir:{base}\0{listing.digest}")
     out.dir_sources += listing.count - 1

@@ -15,8 +15,9 @@ is only trusted where that holds:
 - no live transcript with a second link (a write through a link in another directory is
   reported there, not here): such a directory is listed every time;
 - one process: a forked child sets up its own watches (it never reads its parent's queue).
-A process's first listing of a directory sets up no watch (a one-shot command never pays for
-one); the second does, and the third is the first that may be skipped. Anything unexpected
+A process's first listing of a directory sets up no watch (`sources` lists it without this
+module: a one-shot command never pays for one); the second does, and the third is the first
+that may be skipped. Anything unexpected
 (no inotify, out of watches) falls back to listing every time."""
 
 from __future__ import annotations
@@ -171,7 +172,8 @@ def _watch(entry: _Dir, directory: str, ident: tuple[int, int]) -> None:
 
 def listing(directory: str, key: Any, make: Callable[[], tuple[T, bool]]) -> T:
     """`make()`'s value for `directory` — (value, whether a watch may vouch for it) — or the one
-    it gave last time in this process when the directory's watch has seen no change since."""
+    it gave last time in this process when the directory's watch has seen no change since (a
+    first call here sets the watch up before listing)."""
     with _lock:
         if _pid != os.getpid():
             _reset_after_fork()
@@ -181,9 +183,8 @@ def listing(directory: str, key: Any, make: Callable[[], tuple[T, bool]]) -> T:
             return make()[0]
         ident = (st.st_dev, st.st_ino)
         entry = _dirs.get((directory, key))
-        if entry is None:  # the first listing in this process: no watch yet
-            _dirs[(directory, key)] = _Dir()
-            return make()[0]
+        if entry is None:
+            entry = _dirs[(directory, key)] = _Dir()
         _drain()
         if entry.wd is not None and not entry.dirty and entry.ident == ident and entry.value is not None:
             return entry.value  # type: ignore[no-any-return]

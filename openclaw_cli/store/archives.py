@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsync_dir
 from openclaw_cli.ids import is_valid_legacy_session_id
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.store.base import ArchiveFile, ReadIssue, TranscriptLine
 from openclaw_cli.store.names import is_primary_transcript_name as is_primary_transcript_name  # re-exported
 from openclaw_cli.store.names import is_trajectory_name as is_trajectory_name  # re-exported
@@ -42,11 +43,15 @@ _ARCHIVE_RE = re.compile(
 )
 _TS_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z$")
 _STORE_BACKUP_RE = re.compile(r"^sessions\.json\.bak\.\d+$")
-_MIGRATED_RE = re.compile(r"\.migrated(?:\.\d+)?$")
-_REPAIR_BACKUP_RE = re.compile(
-    r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$"
+_MIGRATED_RE = lazy_pattern(globals(), "_MIGRATED_RE", r"\.migrated(?:\.\d+)?$")
+_REPAIR_BACKUP_RE = lazy_pattern(
+    globals(),
+    "_REPAIR_BACKUP_RE",
+    r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$",
 )
-_STORE_TEMP_RE = re.compile(r"^sessions\.json\.(?:\d+\.)?[0-9a-fA-F-]{32,36}\.tmp$")
+_STORE_TEMP_RE = lazy_pattern(
+    globals(), "_STORE_TEMP_RE", r"^sessions\.json\.(?:\d+\.)?[0-9a-fA-F-]{32,36}\.tmp$"
+)
 
 
 class ArchiveError(OpenClawError):
@@ -415,7 +420,9 @@ class _HashingSink:
         return len(data)
 
 
-_ARCHIVE_TEMP_RE = re.compile(r"^(?P<archive>.+)\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp$")
+_ARCHIVE_TEMP_RE = lazy_pattern(
+    globals(), "_ARCHIVE_TEMP_RE", r"^(?P<archive>.+)\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp$"
+)
 
 
 def archive_temp_pid(name: str) -> int | None:

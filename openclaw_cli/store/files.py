@@ -4,12 +4,12 @@ kind of each name in it (transcript, checkpoint, trajectory, archive, temps, pro
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from openclaw_cli.ids import is_checkpoint_name
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.store.names import (
     is_archive_artifact_name,
     is_primary_transcript_name,
@@ -18,9 +18,15 @@ from openclaw_cli.store.names import (
 )
 
 PROMPT_DIR = "skills-prompts"
-_PROMPT_BLOB = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$")
-_PROMPT_BLOB_TEMP = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$")
-_MIGRATED = re.compile(r"\.migrated(?:\.\d+)?$|\.pre-doctor-(?:branch|openai-codex)-repair-.+\.bak$")
+_PROMPT_BLOB = lazy_pattern(
+    globals(), "_PROMPT_BLOB", r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$"
+)
+_PROMPT_BLOB_TEMP = lazy_pattern(
+    globals(), "_PROMPT_BLOB_TEMP", r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$"
+)
+_MIGRATED = lazy_pattern(
+    globals(), "_MIGRATED", r"\.migrated(?:\.\d+)?$|\.pre-doctor-(?:branch|openai-codex)-repair-.+\.bak$"
+)
 TRANSCRIPT_KINDS = ("transcript", "checkpoint", "trajectory")
 
 

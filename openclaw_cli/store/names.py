@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime
 
 from openclaw_cli.ids import is_checkpoint_name
+from openclaw_cli.lazyre import lazy_pattern
 
 __all__ = [
     "archive_stamp_ms",
@@ -20,11 +21,13 @@ __all__ = [
 ]
 
 STORE_NAME = "sessions.json"
-_ARCHIVE_STAMP = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z(?:\.[0-9a-f]{32})?$"
+_ARCHIVE_STAMP = lazy_pattern(
+    globals(),
+    "_ARCHIVE_STAMP",
+    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z(?:\.[0-9a-f]{32})?$",
 )
-_ARCHIVE_MARKER = re.compile(r"\.(deleted|reset|bak)\.")
-_STORE_BACKUP = re.compile(r"^sessions\.json\.bak\.\d+$")
+_ARCHIVE_MARKER = lazy_pattern(globals(), "_ARCHIVE_MARKER", r"\.(deleted|reset|bak)\.")
+_STORE_BACKUP = lazy_pattern(globals(), "_STORE_BACKUP", r"^sessions\.json\.bak\.\d+$")
 _UUIDISH = r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})"
 
 

@@ -19,7 +19,6 @@ as written (`1e+21`, `1.50`, `-0` survive a rewrite). No `sessions.json.bak.*` i
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -42,6 +41,7 @@ from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
 from openclaw_cli.jsonutil import INT_MIN, UINT_MAX, RawNumber, exact_float, exact_int
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.paths import safe_regular_file, transcript_candidates
 from openclaw_cli.store import archives as archives_mod
 from openclaw_cli.store.base import (
@@ -142,7 +142,8 @@ _JSON_TYPE_OF = {
     list: "array",
     dict: "object",
 }
-_FAST_SID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")  # an ASCII subset of the legacy rule
+# an ASCII subset of the legacy rule
+_FAST_SID = lazy_pattern(globals(), "_FAST_SID", r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
 
 
 def _json_type(value: Any) -> str:
@@ -160,7 +161,7 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-_FAST_SID_LINES = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}\n)*")
+_FAST_SID_LINES = lazy_pattern(globals(), "_FAST_SID_LINES", r"(?:[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}\n)*")
 
 
 def _all_fast_session_ids(rows: dict[str, Any]) -> bool:
@@ -218,8 +219,10 @@ def entry_problems(key: str, entry: Any) -> tuple[bool, list[str]]:
 
 _RawNumber = RawNumber
 
-_NUMBER_CANDIDATE = re.compile(
-    rb"[:\[,]\s*+(?=[-\d])(-0(?![\d.eE])|-?\d+\.\d+(?:[eE][+-]?\d+)?|-?\d+[eE][+-]?\d+|-?\d{19,})(?=\s*[,\]}])"
+_NUMBER_CANDIDATE = lazy_pattern(
+    globals(),
+    "_NUMBER_CANDIDATE",
+    rb"[:\[,]\s*+(?=[-\d])(-0(?![\d.eE])|-?\d+\.\d+(?:[eE][+-]?\d+)?|-?\d+[eE][+-]?\d+|-?\d{19,})(?=\s*[,\]}])",
 )
 _INT_MIN, _INT_MAX = INT_MIN, UINT_MAX
 _float_token = exact_float
@@ -663,9 +666,11 @@ class LegacyStore(SessionStore):
 
     # ---- layout facts ------------------------------------------------------------------------------
     def legacy_data_present(self) -> bool:
+        if self.path.exists():
+            return True
         from openclaw_cli.store.files import has_transcript_files
 
-        return self.path.exists() or has_transcript_files(self.sessions_dir)
+        return has_transcript_files(self.sessions_dir)
 
     def preview_session_bytes(self) -> dict[str, int] | None:
         return None  # sizes would mean a stat of every transcript: previews go without them
