@@ -510,22 +510,14 @@ CLEANUP_ENFORCE = {  # dataset -> (config, label, the peer's cached run)
 
 
 def _cleanup_enforce_case(b: Bench, name: str) -> None:
-    """Ours on a fresh import of the dataset each run (the writeback of the import and the copy
-    settles first: it is not the cleanup's); the peer once on a copy of its own import (cached)."""
+    """Ours and the verified file floor (issue 30: <= 1.3x, same run), alternating, each on its own
+    copy of our cached import, every copy kept until the case ends (`bench_floors.cleanup_runs`:
+    same preparation for both); the peer once on a copy of its own import (cached)."""
+    from bench_floors import cleanup_runs
+
     config, label, cache_name = CLEANUP_ENFORCE[name]
-    ours: list[Run] = []
-    for i in range(max(1, min(b.runs, 3))):
-        state = b.fresh_copy(name, f"cleanup-{i}")
-        env = b.env_ours(state, config)
-        subprocess.run(
-            [*OURS, "doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--json"],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        _settle()
-        ours.append(timed([*OURS, "sessions", "cleanup", "--enforce", "--json"], env))
-        shutil.rmtree(state)
+    ours, floors, _, removed = cleanup_runs(b, OURS, name, config, child=timed)
+    floor = [Run(wall, 0.0, 0, cpu) for wall, cpu in floors]
     peer = None
     if b.use_peer:
         cached = b.data / cache_name
@@ -555,8 +547,17 @@ def _cleanup_enforce_case(b: Bench, name: str) -> None:
             shutil.rmtree(work)
         data = json.loads(cached.read_text())
         peer = [Run(data["seconds"], data["rss"], 0, data.get("cpu"))]
+    cpu_over = statistics.median(r.cpu_seconds or 0.0 for r in ours) / statistics.median(f[1] for f in floors)
+    print(f"  ({removed} sessions leave per run; ours/floor cpu {cpu_over:.2f}x)", file=sys.stderr)
     b.compare(
-        label, ours, peer, ">= 40x faster than the real one (issue 16; peer: one cached run)", ratio_needed=40
+        label,
+        ours,
+        peer,
+        ">= 40x faster than the real one (issue 16; peer: one cached run); <= 1.3x the verified file floor",
+        ratio_needed=40,
+        floor=floor,
+        floor_ratio_max=1.3,
+        extra={"overFloorCpu": round(cpu_over, 2), "sessionsLeaving": removed},
     )
 
 

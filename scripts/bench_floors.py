@@ -168,6 +168,7 @@ def cleanup_floor(
     *,
     in_db: bool = False,
     verify: bool = True,
+    keep: bool = False,
 ) -> float:
     """Seconds to archive `session_ids` of the state's agent database once (read, zstd, write, read
     back and verify, one durable flush) and delete them in one transaction. Mutates the state:
@@ -175,7 +176,8 @@ def cleanup_floor(
     transaction (OpenClaw's `session_transcript_archives` way: no file, one commit) instead of
     files. `verify` (D6.2, on by default): each archive file is read back, decompressed and its
     sha256 compared with the original's before anything is deleted (the in-database floor's rows
-    are not read back)."""
+    are not read back). `keep`: the archives stay (the caller removes the whole copy when its case
+    ends: unlinking them here would free inodes the next timed run's creations scan past)."""
     import hashlib
 
     import zstandard
@@ -243,7 +245,7 @@ def cleanup_floor(
         conn.close()
         return time.perf_counter() - start
     finally:
-        for path in created:
+        for path in [] if keep else created:
             path.unlink(missing_ok=True)
 
 
@@ -394,33 +396,78 @@ def settle() -> None:
     time.sleep(10)
 
 
-def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any], label: str) -> None:
-    source = _imported(b, ours, name)
+def cleanup_runs(
+    b: Any,
+    ours: list[str],
+    name: str,
+    config: dict[str, Any],
+    *,
+    in_db: bool = False,
+    child: Callable[[list[str], dict[str, str]], Any] = _rusage_run,
+) -> tuple[list[Any], list[tuple[float, float]], list[tuple[float, float]], int]:
+    """Ours (`cleanup --enforce`, a child) and the verified file floor (`cleanup_floor` of the
+    sessions ours removed, in this process), alternating, each run on its own copy of our cached
+    import of `name`; `in_db` adds the in-database floor. Same preparation for every run: all the
+    copies are made first, then each run starts after `settle()`, and nothing is deleted until
+    the case ends — a copy removed between runs frees thousands of inodes, and ext4 without a
+    journal (this machine) makes every file creation in the next minutes scan past them
+    (`recently_deleted`), so whichever run came after a removal paid seconds of system time the
+    others did not (decisions: cleanup36, cleanup37). The order alternates (ours first in even
+    runs, the floor first in odd ones: the floor needs the sessions ours removed, known from run
+    0). `child` runs ours and gives its figures. Returns (ours runs, floor runs, in-database floor
+    runs, sessions removed per run)."""
+    source = b.ours_imported(name) if hasattr(b, "ours_imported") else _imported(b, ours, name)
     before = session_ids(source / AGENT_DB)
-    runs: list[tuple[float, float, float, float, int]] = []
-    floors: list[tuple[float, float]] = []
-    in_db: list[tuple[float, float]] = []
-    for i in range(max(1, min(b.runs, 3))):
-        work = b.data / f"{name}-floor-cleanup-{i}"
+    count = max(1, min(b.runs, 3))
+    sides = ("ours", "floor", "indb") if in_db else ("ours", "floor")
+    works = {(side, i): b.data / f"{name}-cleanup-{side}-{i}" for i in range(count) for side in sides}
+    for work in works.values():  # a previous run's leftovers go before any copy is made
         shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(source, work)
-        env = b.env_ours(work, config)
-        settle()
-        runs.append(_rusage_run([*ours, "sessions", "cleanup", "--enforce", "--json"], env))
-        removed = before - session_ids(work / AGENT_DB)
-        shutil.rmtree(work)
-        shutil.copytree(source, work)
-        settle()
-        floors.append(_timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed))))
-        shutil.rmtree(work)
-        shutil.copytree(source, work)
-        settle()
-        in_db.append(
-            _timed_floor(lambda work=work, removed=removed: cleanup_floor(work, sorted(removed), in_db=True))
-        )
-        shutil.rmtree(work)
+    runs: list[Any] = []
+    floors: list[tuple[float, float]] = []
+    in_dbs: list[tuple[float, float]] = []
+    removed: list[str] = []
+    try:
+        for work in works.values():
+            shutil.copytree(source, work)
+        for i in range(count):
+            order = sides if i % 2 == 0 else tuple(reversed(sides))
+            for side in order:
+                work = works[side, i]
+                settle()
+                if side == "ours":
+                    runs.append(
+                        child([*ours, "sessions", "cleanup", "--enforce", "--json"], b.env_ours(work, config))
+                    )
+                    gone = sorted(before - session_ids(work / AGENT_DB))
+                    if removed and gone != removed:
+                        print(
+                            f"    ! run {i} removed {len(gone)} sessions, run 0 {len(removed)}",
+                            file=sys.stderr,
+                        )
+                    removed = removed or gone
+                elif side == "floor":
+                    floors.append(
+                        _timed_floor(
+                            lambda work=work, removed=removed: cleanup_floor(work, removed, keep=True)
+                        )
+                    )
+                else:
+                    in_dbs.append(
+                        _timed_floor(
+                            lambda work=work, removed=removed: cleanup_floor(work, removed, in_db=True)
+                        )
+                    )
+    finally:
+        for work in works.values():
+            shutil.rmtree(work, ignore_errors=True)
+    return runs, floors, in_dbs, len(removed)
+
+
+def _cleanup_vs_floor(b: Any, ours: list[str], name: str, config: dict[str, Any], label: str) -> None:
+    runs, floors, in_db, removed = cleanup_runs(b, ours, name, config, in_db=True)
     print(
-        f"  ({len(removed)} sessions removed per run; floor with the archives inside the database: median "
+        f"  ({removed} sessions removed per run; floor with the archives inside the database: median "
         f"{statistics.median(f[0] for f in in_db):.3f} s, cpu {statistics.median(f[1] for f in in_db):.2f})",
         file=sys.stderr,
     )

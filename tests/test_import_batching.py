@@ -245,6 +245,89 @@ def test_bench_floors_run_on_a_small_state(tmp_path: Path, monkeypatch: pytest.M
     assert len(bench_floors.session_ids(_db(state))) == len(sids) - 5
 
 
+def test_the_cleanup_case_keeps_every_copy_until_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bench's cleanup cases (issue 30, cleanup37): every run, ours and the floor alike, gets
+    its own copy made before the first run, and nothing is removed (no copy, no floor archive)
+    until the case ends: a removal frees inodes whose reuse the next run's file creations pay for."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_floors
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    source = generate_legacy_state(
+        tmp_path / "data" / "tiny-ours-imported", 6, 0.05, 2, "--cron-key-style", "canonical"
+    )
+    store = SqliteStore(_db(source), "main", create=True)
+    store.bulk_import(_records(source)[:6])
+    store.close()
+    events: list[tuple[str, str]] = []
+    real_rmtree = shutil.rmtree
+    monkeypatch.setattr(bench_floors, "settle", lambda: events.append(("settle", "")))
+
+    def spy_rmtree(path: Path, **kw: bool) -> None:
+        if Path(path).exists():  # (the leftovers check before the copies finds nothing here)
+            events.append(("rmtree", str(path)))
+        real_rmtree(path, **kw)
+
+    monkeypatch.setattr(bench_floors.shutil, "rmtree", spy_rmtree)
+
+    def fake_ours(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, float, int]:
+        state = Path(env["OPENCLAW_STATE_DIR"])
+        events.append(("ours", state.name))
+        conn = sqlite3.connect(_db(state))
+        gone = [
+            r[0] for r in conn.execute("SELECT session_id FROM session_windows ORDER BY session_id LIMIT 2")
+        ]
+        conn.executemany("DELETE FROM session_windows WHERE session_id = ?", [(g,) for g in gone])
+        conn.commit()
+        conn.close()
+        return (0.1, 0.05, 0.05, 10.0, 0)
+
+    class FakeBench:
+        data = tmp_path / "data"
+        runs = 3
+
+        def ours_imported(self, name: str) -> Path:
+            return source
+
+        def env_ours(self, state: Path, config: dict | None = None) -> dict[str, str]:
+            return {"OPENCLAW_STATE_DIR": str(state)}
+
+    floor_calls: list[tuple[str, bool]] = []
+    real_floor = bench_floors.cleanup_floor
+
+    def spy_floor(state: Path, sids: list[str], **kw: bool) -> float:
+        floor_calls.append((Path(state).name, kw.get("keep", False)))
+        events.append(("floor", Path(state).name))
+        seconds = real_floor(state, sids, **kw)
+        assert list((Path(state) / "agents" / "main" / "sessions").glob("*.jsonl.deleted.*.zst"))  # kept
+        return seconds
+
+    monkeypatch.setattr(bench_floors, "cleanup_floor", spy_floor)
+    runs, floors, in_db, removed = bench_floors.cleanup_runs(
+        FakeBench(), ["ours"], "tiny", {}, child=fake_ours
+    )
+    assert len(runs) == len(floors) == 3 and in_db == [] and removed == 2
+    timed = [i for i, (what, _) in enumerate(events) if what in ("ours", "floor")]
+    removals = [i for i, (what, _) in enumerate(events) if what == "rmtree"]
+    assert len(removals) == 6 and min(removals) > max(timed)  # every copy removed, after the last run
+    assert [what for what, _ in events if what in ("ours", "floor")] == [
+        "ours",
+        "floor",
+        "floor",
+        "ours",
+        "ours",
+        "floor",
+    ]
+    assert len({name for _, name in events if _ in ("ours", "floor")}) == 6  # one copy per run
+    assert all(keep for _, keep in floor_calls)
+    assert not [p for p in (tmp_path / "data").iterdir() if "-cleanup-" in p.name]  # all gone at the end
+
+
 _ODD_LINES: list[bytes | str] = [
     b'{"type":"session","id":"h1","timestamp":"2026-01-02T03:04:05.678Z"}',
     b"",
