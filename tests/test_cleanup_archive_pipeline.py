@@ -137,6 +137,7 @@ def test_temp_names_are_the_shape_stale_temp_sweeps_recognise(tmp_path, monkeypa
         return real_publish(tmp, final)
 
     monkeypatch.setattr(ar, "_publish_moved", spy)
+    monkeypatch.setattr(ar, "_UNNAMED_FILES", False)  # (where unnamed files are refused: temp + rename)
     tmp_path = tmp_path / "d"
     tmp_path.mkdir()
     archiver = ar.ExportArchiver(tmp_path, os.path.realpath(tmp_path), "deleted", NOW)
@@ -144,6 +145,74 @@ def test_temp_names_are_the_shape_stale_temp_sweeps_recognise(tmp_path, monkeypa
     archiver.write("s2", b"{}\n", "s2.jsonl")
     assert len(set(seen)) == 2
     assert all(ar.archive_temp_pid(name) == os.getpid() for name in seen)
+
+
+def _named_creations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    created: list[str] = []
+    real_open = os.open
+
+    def spy(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT:
+            created.append(os.path.basename(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
+    return created
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="no unnamed files on this platform")
+def test_export_archives_are_unnamed_files_linked_under_their_name(tmp_path, monkeypatch):
+    """No temp name, no rename (issue 30): the archive is written unnamed and linked once under its
+    final name, which never replaces a file (a clash takes the next millisecond); what is linked is
+    exactly what the general writer writes."""
+    data = b"".join(line.encode() + b"\n" for line in transcript_lines("abc", 3))
+    general = ar.write_verified_archive(tmp_path / "a", "abc", "deleted", data, now_ms=NOW, sync=False)
+    (tmp_path / "b").mkdir()
+    created = _named_creations(monkeypatch)
+    renames: list[object] = []
+    monkeypatch.setattr(ar, "_publish_moved", lambda tmp, final: renames.append(tmp) or (False, False))
+    archiver = ar.ExportArchiver(tmp_path / "b", os.path.realpath(tmp_path / "b"), "deleted", NOW)
+    fast = archiver.write("abc", data, "abc.jsonl")
+    squatter = tmp_path / "b" / ar.archive_name("abc.jsonl", "deleted", NOW + 1, compressed=True)
+    squatter.write_bytes(b"not ours")
+    other = archiver.write("abc", data + b'{"more":1}\n', "abc.jsonl")
+    archiver.close()
+    assert created == [] and renames == []
+    assert fast.path.read_bytes() == general.path.read_bytes() and fast.path.stat().st_mode & 0o777 == 0o600
+    assert other.path.name == ar.archive_name("abc.jsonl", "deleted", NOW + 2, compressed=True)
+    assert squatter.read_bytes() == b"not ours"  # never replaced
+    assert ar.read_archive_bytes(other.path) == data + b'{"more":1}\n'
+    assert sorted(os.listdir(tmp_path / "b")) == sorted([fast.path.name, squatter.name, other.path.name])
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="no unnamed files on this platform")
+def test_a_failed_unnamed_write_leaves_nothing_and_a_refused_link_takes_the_temp_way(tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    archiver = ar.ExportArchiver(tmp_path / "d", os.path.realpath(tmp_path / "d"), "deleted", NOW)
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(28, "No space left")))
+    with pytest.raises(OSError, match="No space"):
+        archiver.write("s1", b'{"a":1}\n', "s1.jsonl")
+    assert os.listdir(tmp_path / "d") == []  # a kill or a failure before the link: no file at all
+    monkeypatch.setattr(os, "write", real_write)
+    real_link = os.link
+
+    def no_proc(src, dst, **kwargs):
+        if str(src).startswith("/proc/self/fd/"):
+            raise FileNotFoundError(2, "No such file or directory")  # no /proc mounted
+        return real_link(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "link", no_proc)
+    created = _named_creations(monkeypatch)
+    first = archiver.write("s1", b'{"a":1}\n', "s1.jsonl")
+    second = archiver.write("s2", b'{"a":2}\n', "s2.jsonl")
+    archiver.close()
+    assert (
+        ar.read_archive_bytes(first.path) == b'{"a":1}\n'
+        and ar.read_archive_bytes(second.path) == b'{"a":2}\n'
+    )
+    assert len(created) == 2 and all(name.endswith(".tmp") for name in created)  # the temp way from then on
+    assert sorted(os.listdir(tmp_path / "d")) == sorted([first.path.name, second.path.name])
 
 
 def _items(n: int) -> list[tuple[str, bytes, int]]:

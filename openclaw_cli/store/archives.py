@@ -9,6 +9,7 @@ checked rename), and read back and compared (sha256 of the original bytes) befor
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import itertools
@@ -608,11 +609,16 @@ class ExportArchiver:
     cleanup that archives thousands of small transcripts into one directory the caller created and
     resolved (`dest_real`), made durable by the caller afterwards (one `syncfs`, as `sync=False`).
 
-    Per archive: one compression call, one exclusive temp file written with one `write`, published
-    under a name that never replaces anything (the next millisecond on a clash, as the general
-    writer), then read back with one read — the file must hold exactly the bytes written, and they
-    must decompress to content of the original's sha256 and size (D6.2). No per-archive realpath,
-    uuid, buffered file object or lstat; the stored size is the length written."""
+    Per archive: one compression call, one unnamed file (`O_TMPFILE` in the directory) written with
+    one `write` and given its name by `linkat`, which never replaces anything (the next millisecond
+    on a clash, as the general writer), then read back by that name with one read — the file must
+    hold exactly the bytes written, and they must decompress to content of the original's sha256
+    and size (D6.2). A kill before the link leaves nothing, never a partial file under any name;
+    a temp name and its rename cost one more directory insertion and a `renameat2` per archive
+    (~0.2 s of system time over 6,736 archives, issue 30). Where the filesystem has no unnamed files
+    or `/proc` is missing, an exclusive temp file renamed into place, as before. No per-archive
+    realpath, uuid, buffered file object or lstat; the stored size is the length written. Call
+    `close` when done (the directory's descriptor)."""
 
     def __init__(
         self,
@@ -640,6 +646,13 @@ class ExportArchiver:
             f"{os.getpid()}.{secrets.token_hex(12)}"  # + an 8-digit hex counter: archive_temp_pid's shape
         )
         self._counter = itertools.count()
+        self._unnamed = _UNNAMED_FILES  # False once the filesystem or /proc refused: temp + rename
+        self._dir_fd: int | None = None
+
+    def close(self) -> None:
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
 
     def write(
         self, session_id: str, data: bytes, base: str, existing: Iterable[ArchiveFile] = ()
@@ -679,19 +692,19 @@ class ExportArchiver:
                 return ArchiveResult(same.path, sha, size, same.size, same.compressed, reused=True)
         blob = _compressor(self.level).compress(data)
         first = archive_name(base, self.reason, self.now_ms, compressed=True)
-        tmp = f"{self.directory}{os.sep}{first}.{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
-        try:
+        final = self._write_unnamed(blob, base, first) if self._unnamed else _REFUSED
+        if final == _REFUSED:
+            tmp = f"{self.directory}{os.sep}{first}.{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
             try:
-                view = memoryview(blob)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-        except BaseException:
-            _unlink_quiet(tmp)
-            raise
-        final = self._publish(tmp, base, first)
+                try:
+                    _write_all(fd, blob)
+                finally:
+                    os.close(fd)
+            except BaseException:
+                _unlink_quiet(tmp)
+                raise
+            final = self._publish(tmp, base, first)
         if final is None:
             raise ArchiveError(f"Could not create transcript archive for {session_id}")
         path = Path(final)
@@ -701,6 +714,42 @@ class ExportArchiver:
             fsync_dir(Path(self.directory))
             raise ArchiveError(f"Transcript archive verification failed for {session_id}")
         return ArchiveResult(path, sha, size, len(blob), True)
+
+    def _write_unnamed(self, blob: bytes, base: str, first: str) -> str | None:
+        """`blob` in an unnamed file of the directory, linked under the first free name (None: no
+        free name). `_REFUSED` (and the temp way from then on) when the filesystem has no unnamed
+        files or the link through `/proc/self/fd` is refused, before anything was named."""
+        try:
+            if self._dir_fd is None:
+                self._dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | O_CLOEXEC)
+            fd = os.open(self.directory, os.O_TMPFILE | os.O_WRONLY | O_CLOEXEC, FILE_MODE)
+        except OSError as exc:
+            if exc.errno not in _NO_UNNAMED_FILES:
+                raise
+            self._unnamed = False
+            return _REFUSED
+        try:
+            _write_all(fd, blob)
+            source = f"/proc/self/fd/{fd}"
+            for attempt in range(MAX_NAME_TRIES):
+                name = (
+                    first
+                    if attempt == 0
+                    else archive_name(base, self.reason, self.now_ms + attempt, compressed=True)
+                )
+                try:  # linkat(AT_SYMLINK_FOLLOW): never replaces an existing name
+                    os.link(source, name, dst_dir_fd=self._dir_fd)
+                except FileExistsError:
+                    continue
+                except OSError as exc:
+                    if exc.errno not in _NO_UNNAMED_FILES:
+                        raise
+                    self._unnamed = False  # e.g. no /proc: nothing was named
+                    return _REFUSED
+                return f"{self.directory}{os.sep}{name}"
+            return None
+        finally:
+            os.close(fd)
 
     def _publish(self, tmp: str, base: str, first: str) -> str | None:
         consumed = False
@@ -719,6 +768,21 @@ class ExportArchiver:
         finally:
             if not consumed:
                 _unlink_quiet(tmp)
+
+
+# O_TMPFILE where the platform has it; these errors (at its open or at the link through /proc)
+# mean "not here" and fall back to a named temp file
+_UNNAMED_FILES = hasattr(os, "O_TMPFILE")
+_NO_UNNAMED_FILES = frozenset(
+    {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.EXDEV, errno.EPERM, errno.ENOSYS}
+)
+_REFUSED = "\0refused"  # `_write_unnamed`: no unnamed file here (NUL: never a path)
+
+
+def _write_all(fd: int, blob: bytes) -> None:
+    view = memoryview(blob)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _written_as(path: str, blob: bytes, sha: str, size: int) -> bool:

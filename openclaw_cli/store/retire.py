@@ -241,10 +241,13 @@ class ArchiveBatch:
         directory serialises on its lock, and compression is a small part of the cost.)"""
         archiver = self._exporter()
         index = self._index
-        for sid, data, tag in items:
-            base = f"{sid.strip()}.jsonl"
-            result = archiver.write(sid, data, base, index.get(base, ())) if data else None
-            yield sid, tag, self._note(result)
+        try:
+            for sid, data, tag in items:
+                base = f"{sid.strip()}.jsonl"
+                result = archiver.write(sid, data, base, index.get(base, ())) if data else None
+                yield sid, tag, self._note(result)
+        finally:
+            archiver.close()
 
     def _note(self, result: Any) -> Any:
         if result is not None:
