@@ -319,3 +319,70 @@ def test_an_early_archive_hit_does_not_decompress_the_rest(tmp_path: Path) -> No
     assert reader._data is not None and len(reader._data) <= sources.ARCHIVE_READ_STEP < len(data)
     last = data.rstrip(b"\n").rsplit(b"\n", 1)
     assert reader.read_at(len(last[0]) + 1) == last[1]
+
+
+# ---- snippets (search.snippet) -------------------------------------------------------------------
+
+
+def test_a_tokens_span_is_the_same_counted_in_steps() -> None:
+    """`_span` skips ASCII tokens SKIP_STEP at a time; the span is the one a plain count gives,
+    from the text's start or from any token's start."""
+    import random
+    from itertools import islice
+
+    from openclaw_cli.search import snippet
+    from openclaw_cli.search.text import ASCII_TOKEN_RE, TOKEN_RE
+
+    rng = random.Random(7)
+    alphabet = "ab Z9 .,-_\n\t'\"é\ue000"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 900)))
+        pattern = ASCII_TOKEN_RE if text.isascii() else TOKEN_RE
+        spans = [m.span() for m in pattern.finditer(text)]
+        if not spans:
+            continue
+        for _ in range(5):
+            first = rng.randrange(len(spans))
+            index = rng.randrange(len(spans) - first)
+            start = spans[first][0] if rng.random() < 0.7 else 0
+            offset = first if start else 0
+            assert snippet._span(text, index, start) == spans[offset + index]
+            assert next(islice(pattern.finditer(text), offset + index, None)).span() == spans[offset + index]
+
+
+def test_snippets_of_long_lines_are_the_same_as_before() -> None:
+    """The window chosen, its cut and the matches counted (list.index, fewer end checks) over long
+    texts with many matches, phrases and prefixes: the same snippet as a count of every match."""
+    import random
+
+    from openclaw_cli.search.query import parse
+    from openclaw_cli.search.snippet import WINDOW, _best_window, _matches, _words, make_snippet
+
+    rng = random.Random(3)
+    vocabulary = ["gateway", "the", "quokka", "lighthouse", "gate", "session", "turn", "x1", "Café"]
+    queries = [parse(q) for q in ("gateway", '"quokka lighthouse"', "gate*", '"the gateway turn"', "café")]
+    for _ in range(200):
+        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randrange(1, 700)))
+        for query in queries:
+            words = _words(text)
+            hits = _matches(words, query.highlight_terms)
+            every = sorted(
+                (i, i + len(term.words) - 1)
+                for term in query.highlight_terms
+                for i in range(len(words) - len(term.words) + 1)
+                if words[i : i + len(term.words) - 1] == list(term.words[:-1])
+                and (
+                    words[i + len(term.words) - 1] == term.words[-1]
+                    or (term.prefix and words[i + len(term.words) - 1].startswith(term.words[-1]))
+                )
+            )
+            assert hits == every
+            if len(words) > WINDOW:
+                best, best_count = 0, -1
+                for start in sorted({max(0, a - 4) for a, _ in hits}) or [0]:
+                    start = min(start, len(words) - WINDOW)
+                    count = sum(1 for a, b in hits if start <= a and b < start + WINDOW)
+                    if count > best_count:
+                        best, best_count = start, count
+                assert _best_window(hits, len(words)) == best
+            assert make_snippet(text, query)

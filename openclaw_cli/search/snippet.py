@@ -13,10 +13,17 @@ from __future__ import annotations
 from bisect import bisect_left
 from itertools import islice
 
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.search.query import Query, Term
 from openclaw_cli.search.text import ASCII_TOKEN_RE, TOKEN_RE, fold
 
 WINDOW = 48
+SKIP_STEP = 64
+# SKIP_STEP ASCII tokens (ASCII_TOKEN_RE's maximal runs) and what separates them, from a token
+# boundary; possessive: a token is never split to make up the count
+_SKIP_ASCII_TOKENS = lazy_pattern(
+    globals(), "_SKIP_ASCII_TOKENS", rf"(?:[^A-Za-z0-9]*+[A-Za-z0-9]++){{{SKIP_STEP}}}"
+)
 MAX_CHARS = 500  # OpenClaw's SEARCH_SNIPPET_MAX_CHARS
 
 
@@ -37,8 +44,15 @@ def _matches(words: list[str], terms: tuple[Term, ...]) -> list[tuple[int, int]]
         if n == 1:
             if term.prefix:
                 found.extend((i, i) for i, w in enumerate(words) if w.startswith(head))
-            else:
-                found.extend((i, i) for i, w in enumerate(words) if w == head)
+            else:  # each occurrence found by list.index (a C scan), not a comparison per word
+                index = words.index
+                i = -1
+                try:
+                    while True:
+                        i = index(head, i + 1)
+                        found.append((i, i))
+                except ValueError:
+                    pass
             continue
         middle = term.words[1:-1]
         for i, w in enumerate(words):
@@ -53,10 +67,21 @@ def _matches(words: list[str], terms: tuple[Term, ...]) -> list[tuple[int, int]]
     return found
 
 
-def _span(text: str, index: int) -> tuple[int, int]:
-    """Character span of token number `index` of `text`."""
-    pattern = ASCII_TOKEN_RE if text.isascii() else TOKEN_RE
-    match = next(islice(pattern.finditer(text), index, None))
+def _span(text: str, index: int, start: int = 0) -> tuple[int, int]:
+    """Character span of token number `index` of `text` (counted from the token that starts at
+    character `start`, a token boundary)."""
+    if text.isascii():
+        pattern = ASCII_TOKEN_RE
+        skip = _SKIP_ASCII_TOKENS.match
+        while index >= SKIP_STEP:  # SKIP_STEP tokens at a time in one match, no match object per token
+            found = skip(text, start)
+            if found is None:
+                break
+            start = found.end()
+            index -= SKIP_STEP
+    else:
+        pattern = TOKEN_RE
+    match = next(islice(pattern.finditer(text, start), index, None))
     return match.start(), match.end()
 
 
@@ -81,12 +106,19 @@ def _best_window(hits: list[tuple[int, int]], total: int) -> int:
     """First token of the WINDOW-token window holding the most whole matches (the earliest such
     window; candidates start 4 tokens before a match)."""
     starts = [a for a, _ in hits]
+    # a match ending at or past a window's end starts at most `longest` tokens before it: only
+    # those few are looked at (every match of a single word fits whenever it starts inside)
+    longest = max((b - a for a, b in hits), default=0)
     best_start, best_count = 0, -1
     for start in sorted({max(0, a - 4) for a in starts}) or [0]:
         start = min(start, total - WINDOW)
         end = start + WINDOW
         lo, hi = bisect_left(starts, start), bisect_left(starts, end)
-        count = sum(1 for k in range(lo, hi) if hits[k][1] < end)
+        count = hi - lo
+        if longest:
+            count -= sum(
+                1 for k in range(bisect_left(starts, end - longest, lo, hi), hi) if hits[k][1] >= end
+            )
         if count > best_count:
             best_start, best_count = start, count
     return best_start
@@ -111,7 +143,8 @@ def make_snippet(text: str, query: Query) -> str:
     first = _best_window(hits, len(words))
     last = first + WINDOW - 1
     start_char = 0 if first == 0 else _span(text, first)[0]
-    end_char = len(text) if last == len(words) - 1 else _span(text, last)[1]
+    # the last token counted on from the first (not from the text's start again)
+    end_char = len(text) if last == len(words) - 1 else _span(text, last - first, start_char)[1]
     body = text[start_char:end_char].strip()
     snippet = ("… " if first > 0 else "") + body + (" …" if last < len(words) - 1 else "")
     return snippet if len(snippet) <= MAX_CHARS else snippet[:MAX_CHARS] + "…"
