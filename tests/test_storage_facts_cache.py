@@ -177,3 +177,80 @@ def test_no_cache_dir_costs_only_the_reading(
     blocked.write_text("a file where the cache dir would be")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     assert _doc() == first
+
+
+def test_the_preserved_keys_are_worked_out_only_when_asked(
+    cached: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`storage`'s plan never reads `CleanupPlan.preserved_keys` (a pass over every row): it is
+    worked out when first asked, and is then the set worked out at once."""
+    from openclaw_cli.behavior import BEHAVIOR_2026_9_6
+    from openclaw_cli.config.resolve import MaintenanceSettings
+    from openclaw_cli.maintenance.plan import Preserver, plan_cleanup
+
+    calls: list[int] = []
+    original = Preserver.preserved_among
+
+    def counted(self: Preserver, entries: Any) -> frozenset[str]:
+        calls.append(len(entries))
+        return original(self, entries)
+
+    monkeypatch.setattr(Preserver, "preserved_among", counted)
+    _doc()
+    assert calls == []
+    entries = json.loads(cached.read_text())
+    settings = MaintenanceSettings(prune_after_ms=3 * 86_400_000, max_entries=4)
+    plan = plan_cleanup(entries, settings, now_ms=1_800_000_000_000, behavior=BEHAVIOR_2026_9_6)
+    assert calls == []
+    expected = original(Preserver(entries), entries)
+    assert plan.preserved_keys == expected and expected
+    assert plan.preserved_keys is plan.preserved_keys  # (once)
+
+
+def test_the_sweep_plans_as_before_when_referenced_transcripts_are_left_out_of_its_sort() -> None:
+    """`plan_unreferenced_sweep` leaves the transcripts a row keeps alive (or another store
+    protects) out before ordering the rest: the same scanned count, removals and order as the
+    rule over every file in (mtime, name) order."""
+    from openclaw_cli.maintenance.artifacts import DirFile, DirSnapshot, plan_unreferenced_sweep
+    from openclaw_cli.store.files import TRANSCRIPT_KINDS
+
+    now = 1_800_000_000_000
+    snap = DirSnapshot(Path("/nonexistent-sessions"))
+    names = []
+    for i in range(60):
+        name = f"{i:08x}-aaaa-4bbb-8ccc-{i:012x}.jsonl"
+        names.append(name)
+        age = (i * 7919) % 50 * 86_400_000  # old and young, ties included
+        snap.files[name] = DirFile(name, 100 + i, now - age)
+    referenced, protected = set(names[::3]), set(names[1::5])
+    for transcripts in (True, False):
+        plan = plan_unreferenced_sweep(
+            snap,
+            referenced=referenced,
+            protected=protected,
+            exclude={names[2]},
+            referenced_hashes=(),
+            older_than_ms=7 * 86_400_000,
+            now_ms=now,
+            transcripts=transcripts,
+        )
+        files = sorted(
+            (
+                f
+                for f in snap.files.values()
+                if f.name != names[2] and snap.kind(f.name) not in (None, "archive")
+            ),
+            key=lambda f: (f.mtime_ms, f.name),
+        )
+        assert plan.scanned == len(files)
+        expected = [
+            f.name
+            for f in files
+            if (
+                snap.kind(f.name) not in TRANSCRIPT_KINDS
+                or (transcripts and f.name not in referenced and f.name not in protected)
+            )
+            and f.mtime_ms <= now - 7 * 86_400_000
+        ]
+        assert [a.name for a in plan.removals] == expected
+        assert bool(expected) == transcripts

@@ -281,8 +281,16 @@ def plan_unreferenced_sweep(
         for f in snapshot.files.values()
         if f.name not in exclude and (kind := kind_of(f.name)) is not None and kind != "archive"
     ]
-    candidates.sort(key=lambda item: (item[0].mtime_ms, item[0].name))
     plan.scanned = len(candidates)
+    # transcripts a row keeps alive, or another store protects, are never swept: left out before
+    # the sort (most of a big sessions dir)
+    candidates = [
+        item
+        for item in candidates
+        if item[1] not in TRANSCRIPT_KINDS
+        or (transcripts and item[0].name not in referenced and item[0].name not in protected)
+    ]
+    candidates.sort(key=lambda item: (item[0].mtime_ms, item[0].name))
     for f, kind in candidates:
         if kind in TRANSCRIPT_KINDS:
             if not transcripts or f.name in referenced or f.name in protected:

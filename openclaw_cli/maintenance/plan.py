@@ -322,7 +322,11 @@ class CleanupPlan:
     disk_budget: DiskBudgetResult | None = None
     budget_file_removals: list[FileRemoval] = field(default_factory=list)
     unreferenced_session_ids: list[str] = field(default_factory=list)
-    preserved_keys: frozenset[str] = frozenset()
+    # the §4 preserved keys of the planned entries: (preserver, entries) until first asked for
+    # (`preserved_keys`: collection and status read them, cleanup and `storage` never do)
+    preserved_from: tuple[Preserver, Mapping[str, Any]] | frozenset[str] = field(
+        default=frozenset(), repr=False, compare=False
+    )
     would_enforce: CleanupPlan | None = None
     active_warning: ActiveKeyWarning | None = None
     behavior: Behavior = BEHAVIOR_2026_7  # the release whose rules made this plan
@@ -334,6 +338,15 @@ class CleanupPlan:
     now_ms: float = 0
     # 2026.9.6+ preview of an enforce run over the budget: its reclamation tiers have candidates
     budget_reclaimable: bool = False
+
+    @property
+    def preserved_keys(self) -> frozenset[str]:
+        """The keys of the planned entries no automatic stage may remove (`Preserver`), worked out
+        once, when first asked (100,000 rows: a pass most callers never need)."""
+        held = self.preserved_from
+        if not isinstance(held, frozenset):
+            held = self.preserved_from = held[0].preserved_among(held[1])
+        return held
 
     @property
     def after_count(self) -> int:
@@ -559,7 +572,7 @@ def _finish(
     plan.removed = run.removed
     plan.disk_budget = budget.result
     plan.budget_file_removals = budget.file_removals
-    plan.preserved_keys = preserver.preserved_among(entries)
+    plan.preserved_from = (preserver, entries)
     removed_ids = _all_session_ids([entries[key] for key in run.removed], session_ids_of)
     if removed_ids:  # the ids still referenced among those only (not a set of every row's id)
         leaving = set(removed_ids)
