@@ -128,7 +128,9 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     monkeypatch.setattr(StreamedEntries, "entry_at", counted)
     from openclaw_cli.store.sqlite import store as sqlite_store
 
-    made: Counter[str] = Counter()  # per-record line importers (rows prepared ahead need none)
+    # per-record line importers: a fresh store's records need none, rows prepared ahead or read
+    # here (issue 30: the in-process records' lines go straight into the batch too)
+    made: Counter[str] = Counter()
     session_import = sqlite_store._SessionImport
 
     class CountedImport(session_import):  # type: ignore[misc, valid-type]
@@ -162,7 +164,7 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     # the parser computed the entries' rows of the records it read (the rest: the merged bare key's
     # pair, the missing and the oversized transcripts)
     assert parsed_here["inline"] >= 20 and parsed_here["process"] <= 6, parsed_here
-    assert made["inline"] >= 20 and made["process"] <= 6, made
+    assert made["inline"] <= 6 and made["process"] <= 6, made
     # the parser's records are not remembered (100,000 keys and ids: 8 MiB of the peak)
     assert remembered["inline"] >= 40 and remembered["process"] <= 12, remembered
     codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}

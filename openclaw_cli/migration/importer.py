@@ -791,6 +791,8 @@ class ImportRun:
                     state,
                 )
             )
+            if not names:
+                continue  # no trajectory file in the directory (the common case): no name to test
             name = os.path.basename(src)
             stem = name[:-6] if name.endswith(".jsonl") else name
             if f"{stem}.trajectory.jsonl" not in names and f"{stem}.trajectory-path.json" not in names:
