@@ -18,9 +18,11 @@ from openclaw_cli.cli.common import command_exit, echo_json, run, state_paths
 
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Callable
 
     from openclaw_cli.config.loader import LoadedConfig
     from openclaw_cli.gateway.logfile import LogFile
+    from openclaw_cli.gateway.server import ServerOptions
     from openclaw_cli.paths import StatePaths
 
 BINDS = ("loopback", "lan", "custom")
@@ -281,6 +283,25 @@ def _log_file(paths: StatePaths) -> LogFile:
     return LogFile(log_file(Context.load(paths, strict=False)))
 
 
+def run_options(resolved: dict[str, Any], *, verbose: bool, log: Callable[[str], None]) -> ServerOptions:
+    """`gateway run`'s server options."""
+    from openclaw_cli.gateway.server import ServerOptions
+
+    return ServerOptions(
+        host=resolved["host"],
+        port=resolved["port"],
+        auth=resolved["auth"],
+        ssl=resolved["ssl"],
+        verbose=verbose,
+        log=log,
+        control_ui=resolved.get("control_ui"),
+        # this process is the Gateway: its reader child from the start, its full garbage
+        # collections between requests (issue 30)
+        reader_at_start=True,
+        scheduled_gc=True,
+    )
+
+
 def serve_forever(paths: StatePaths, resolved: dict[str, Any], *, verbose: bool) -> None:
     """Own the state dir, listen, serve until a signal, then shut down gracefully."""
     import asyncio
@@ -290,7 +311,7 @@ def serve_forever(paths: StatePaths, resolved: dict[str, Any], *, verbose: bool)
     from openclaw_cli import __version__
     from openclaw_cli.clock import now_ms
     from openclaw_cli.gateway.ownership import take_ownership
-    from openclaw_cli.gateway.server import GatewayServer, ServerOptions
+    from openclaw_cli.gateway.server import GatewayServer
     from openclaw_cli.output import err
 
     hide_secrets_from_argv()
@@ -302,15 +323,7 @@ def serve_forever(paths: StatePaths, resolved: dict[str, Any], *, verbose: bool)
         log_file.write(text)
 
     try:
-        options = ServerOptions(
-            host=resolved["host"],
-            port=resolved["port"],
-            auth=resolved["auth"],
-            ssl=resolved["ssl"],
-            verbose=verbose,
-            log=log,
-            control_ui=resolved.get("control_ui"),
-        )
+        options = run_options(resolved, verbose=verbose, log=log)
 
         async def main() -> None:
             # this process is the Gateway: a thread back from SQLite (a write between its

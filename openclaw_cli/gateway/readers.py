@@ -7,12 +7,13 @@ patch's worker between its SQLite calls, the event loop writing its answer — w
 interval each time; a patch measured 150-550 ms behind such reads. In a child it competes only
 for a core, and mutations never wait behind it.
 
-The child is started with `spawn` (a fork of a threaded asyncio process is not safe) on the first
-long read, and kept: it reads the state as any other reader of a live store does (WAL readers,
+The child is started with `spawn` (a fork of a threaded asyncio process is not safe) when the
+Gateway starts (`gateway run`; a server without `ServerOptions.reader_at_start` on its first long
+read), and kept: it reads the state as any other reader of a live store does (WAL readers,
 `enable_live_reads`), with the server's clock read at dispatch, at a lower CPU priority (nice 10).
-One long read at a time (they queue for the child, FIFO). A failure comes back as the `protocol.RequestError` the server would have
-answered; a child that died is started again on the next long read and the read that was in it is
-answered UNAVAILABLE (retryable).
+One long read at a time (they queue for the child, FIFO). A failure comes back as the
+`protocol.RequestError` the server would have answered; a child that died is started again on the
+next long read and the read that was in it is answered UNAVAILABLE (retryable).
 """
 
 from __future__ import annotations
@@ -89,21 +90,69 @@ def _outcome(paths: StatePaths, name: str, params: dict[str, Any], now: int) -> 
         return _Failure(fields, traceback.format_exc() if bug else None)
 
 
+def _warm_child(modules: tuple[str, ...]) -> int:
+    """Import what a long read runs (`_outcome`'s modules, the long-read methods' handlers) in the
+    child before any read arrives; its pid."""
+    import importlib
+
+    for module in modules:
+        importlib.import_module(module)
+    return os.getpid()
+
+
+def _long_read_modules() -> tuple[str, ...]:
+    from openclaw_cli.ops.methods import METHODS
+
+    handlers = {row.handler.partition(":")[0] for row in METHODS.values() if row.long_read and row.handler}
+    return (
+        "openclaw_cli.errors",
+        "openclaw_cli.gateway.server",
+        "openclaw_cli.jsonutil",
+        "openclaw_cli.ops.context",
+        "openclaw_cli.ops.methods",
+        *sorted(handlers),
+    )
+
+
 class ReaderProcess:
-    """One child process for the Gateway's long reads, started on first use."""
+    """One child process for the Gateway's long reads, started by `start()` (`gateway run`: with
+    the server) or else on first use."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
-        self.pid: int | None = None  # the child's, once it answered a read
+        self.pid: int | None = None  # the child's, once it answered a read or its warm-up
+        self._warming: Any = None  # the warm-up's concurrent future (kept: nobody waits for it)
 
-    async def run(self, paths: StatePaths, name: str, params: dict[str, Any], now: int) -> RawJson:
-        """The method's result as the child wrote it (spliced into the answer as it is, not parsed
-        and encoded again); `ReaderFailed` for a refusal or error."""
+    def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_child
             )
-        pool = self._pool
+        return self._pool
+
+    def start(self) -> None:
+        """Spawn the child now and have it import what a long read needs, without waiting for it.
+
+        Issue 30: spawned at the first long read, the child's start stalled the server's event
+        loop 31-40 ms (the spawn, under the GIL, in a process holding a serving heap) and its
+        imports competed for the cores with the requests of that moment: the mix's slowest
+        patches. At start nothing is being served yet, and the child imports at nice 10."""
+        pool = self._executor()
+        try:
+            self._warming = pool.submit(_warm_child, _long_read_modules())
+        except BrokenProcessPool:  # pragma: no cover - a child that died at once: `run` starts another
+            self._pool = None
+            return
+        self._warming.add_done_callback(self._warmed)
+
+    def _warmed(self, future: Any) -> None:
+        if not future.cancelled() and future.exception() is None and self.pid is None:
+            self.pid = future.result()
+
+    async def run(self, paths: StatePaths, name: str, params: dict[str, Any], now: int) -> RawJson:
+        """The method's result as the child wrote it (spliced into the answer as it is, not parsed
+        and encoded again); `ReaderFailed` for a refusal or error."""
+        pool = self._executor()
         try:
             self.pid, outcome = await asyncio.get_running_loop().run_in_executor(
                 pool, _run_in_child, paths, name, params, now

@@ -53,6 +53,7 @@ from openclaw_cli.errors import (
 from openclaw_cli.gateway import events, protocol, schemas, trace
 from openclaw_cli.gateway.answers import AnswerCache, AnswerTemplate
 from openclaw_cli.gateway.auth import AuthPolicy
+from openclaw_cli.gateway.collector import FullCollections
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
 from openclaw_cli.gateway.presence import PresenceBook
 from openclaw_cli.gateway.readers import ReaderProcess
@@ -77,6 +78,7 @@ EVENTS = (
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
 CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
+GC_TICK_S = 0.25  # how often a scheduled full collection looks for a moment with nothing served
 
 
 def served_methods() -> list[str]:
@@ -106,6 +108,11 @@ class ServerOptions:
     read_only: bool = False
     # `gateway run --control-ui DIR`: OpenClaw's Control UI build served at `/` instead of our dashboard
     control_ui: Path | None = None
+    # `gateway run` (process-wide choices, off for servers inside another program, e.g. tests):
+    # the reader process spawned at start, not at the first long read (`gateway/readers.py`), and
+    # the full garbage collections run between requests (`gateway/collector.py`) (issue 30)
+    reader_at_start: bool = False
+    scheduled_gc: bool = False
 
 
 @dataclass(eq=False)
@@ -344,6 +351,8 @@ class GatewayServer:
         self.presence = PresenceBook()
         self._answers = AnswerCache()  # reusable reads' answers (`Method.reusable`, `gateway/answers.py`)
         self._trace = trace.from_env()  # stage timestamps per request (`OPENCLAW_GATEWAY_TRACE`)
+        self._serving = 0  # requests in progress, but long reads waiting for the reader process
+        self._collector: FullCollections | None = None  # `ServerOptions.scheduled_gc`
         self._control_ui: Any = None
         if self.options.control_ui is not None:
             from openclaw_cli import __version__
@@ -370,6 +379,11 @@ class GatewayServer:
         try:
             self._context()  # a bad config fails the start, not the first request
             warm_up()
+            if self.options.reader_at_start:
+                self._readers.start()
+            if self.options.scheduled_gc:
+                self._collector = FullCollections()
+                self._collector.install()
             self._server = await self._listen()
         except BaseException:
             await self.stop()
@@ -383,6 +397,8 @@ class GatewayServer:
             loop.create_task(self._checkpoint_loop()),
             loop.create_task(self._keepalive_loop()),
         ]
+        if self._collector is not None:
+            self._background.append(loop.create_task(self._gc_loop()))
         if self._trace is not None:
             self._background.append(loop.create_task(self._trace.lag_probe()))
         return self.address
@@ -445,6 +461,9 @@ class GatewayServer:
             await self._server.wait_closed()
         self._pool.shutdown(wait=True)
         await asyncio.to_thread(self._readers.shutdown)  # a long read in progress finishes first
+        if self._collector is not None:
+            self._collector.uninstall()
+            self._collector = None
         if self._trace is not None:
             self._trace.flush(final=True)
         if self._live:
@@ -691,6 +710,7 @@ class GatewayServer:
         self, conn: Connection, frame: dict[str, Any], rec: dict[str, Any] | None = None
     ) -> None:
         started = time.monotonic()
+        self._serving += 1
         if self._trace is not None:
             self._trace.enter(rec)
             self._trace.mark(rec, "start")
@@ -736,6 +756,11 @@ class GatewayServer:
         finally:
             conn.slots.release()
             self._inflight.release()
+            self._serving -= 1
+            if self._serving == 0 and self._collector is not None:
+                # the last answer is written: a full collection owed runs now, before the next
+                # request (callbacks already due, e.g. a frame just read, go first)
+                asyncio.get_running_loop().call_soon(self._collect_if_idle)
             if self.options.verbose:
                 mark = "✓" if ok else "✗"
                 self._log(
@@ -854,6 +879,7 @@ class GatewayServer:
         if conn.ws.slow or conn.ws.state is not State.OPEN:
             raise protocol.RequestError(protocol.UNAVAILABLE, "connection closed")  # nobody to answer
         t0 = self._trace.now() if self._trace is not None else 0.0
+        self._serving -= 1  # waiting for another process: a collection here holds nothing up
         try:
             return await self._readers.run(self.paths, name, params, ctx.now_ms())
         except ReaderFailed as failed:
@@ -861,6 +887,7 @@ class GatewayServer:
                 self._log(f"[gateway] {name} failed (reader process):\n{failed.trace}")
             raise failed.error from None
         finally:
+            self._serving += 1
             if self._trace is not None:
                 self._trace.event("long", t0, m=name)
 
@@ -1039,6 +1066,16 @@ class GatewayServer:
             await pong
         except (ConnectionClosed, asyncio.CancelledError, RuntimeError):
             pass
+
+    def _collect_if_idle(self) -> None:
+        if self._collector is not None:
+            self._collector.maybe_collect(busy=self._serving > 0)
+
+    async def _gc_loop(self) -> None:
+        """A full collection owed, at a moment with nothing served (or after `DEFER_MAX_S`)."""
+        while True:
+            await asyncio.sleep(GC_TICK_S)
+            self._collect_if_idle()
 
     async def _checkpoint_loop(self) -> None:
         """WAL checkpoints between requests, not inside a commit (see `checkpoint_live_databases`)."""
