@@ -43,7 +43,7 @@ def summarise(path: str) -> None:
     reqs = [r for r in recs if r["k"] == "req" and "sent" in r]
     events = [r for r in recs if r["k"] != "req"]
     counts = []
-    for kind in ("gc", "lag", "ckpt", "long", "health"):
+    for kind in ("gc", "gcfull", "lag", "ckpt", "long", "health"):
         spans = [e["t1"] - e["t0"] for e in events if e["k"] == kind]
         counts.append(f"{kind} {len(spans)} (max {max(spans, default=0):.1f} ms, sum {sum(spans):.0f})")
     print(f"== {path}: {len(reqs)} answered; " + ", ".join(counts))

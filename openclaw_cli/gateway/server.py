@@ -1068,8 +1068,11 @@ class GatewayServer:
             pass
 
     def _collect_if_idle(self) -> None:
-        if self._collector is not None:
-            self._collector.maybe_collect(busy=self._serving > 0)
+        if self._collector is None:
+            return
+        t0 = self._trace.now() if self._trace is not None else 0.0
+        if self._collector.maybe_collect(busy=self._serving > 0) and self._trace is not None:
+            self._trace.event("gcfull", t0, serving=self._serving)
 
     async def _gc_loop(self) -> None:
         """A full collection owed, at a moment with nothing served (or after `DEFER_MAX_S`)."""

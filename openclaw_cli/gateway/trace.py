@@ -7,7 +7,8 @@ A request's record (`"k": "req"`), every time in ms since the trace began (`time
 group-commit queue, `held` the batch holding its stores' writer, `tin`/`tout` the worker thread
 entering and leaving the handler (`cpu`: that thread's CPU meanwhile, the rest is the GIL or I/O),
 `res` the task back on the loop with the result, `sent` the answer written. `n`/`b`: the batch's
-size and number. Events (`"k"`: `gc` a collection and its generation, `lag` the loop late by
+size and number. Events (`"k"`: `gc` a collection and its generation, `gcfull` a scheduled full
+collection (`gateway/collector.py`) with the requests then being served, `lag` the loop late by
 `ms`, `ckpt` a WAL checkpoint, `long` a read in the reader process, `health` a health refresh,
 `imports` the modules a request imported first), each with `t0`/`t1`.
 """
