@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from openclaw_cli.gateway.collector import NEVER, FullCollections
-from tests.gateway_server_support import GatewayThread, connected
+from tests.gateway_server_support import GatewayProcess, GatewayThread, connected
 from tests.lifecycle_support import make_templates, use_template
 
 
@@ -140,3 +140,45 @@ def test_gateway_run_starts_its_reader_and_schedules_collections() -> None:
     resolved = {"host": "127.0.0.1", "port": 0, "auth": AuthPolicy("none"), "ssl": None}
     options = run_options(resolved, verbose=False, log=print)
     assert options.reader_at_start and options.scheduled_gc
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_the_reader_process_exits_when_its_gateway_is_killed(state_dir: Path) -> None:
+    """`gateway run` spawns its reader at start: a Gateway killed with SIGKILL (the soak does it
+    hundreds of times) must not leave it behind (the pool's queues keep the pipes open in the
+    child, so it never sees an end of file: it watches its parent instead)."""
+    import signal
+
+    gw = GatewayProcess().start()
+    try:
+        assert _eventually(lambda: any("spawn_main" in _cmdline(c) for c in _children(gw.pid)))
+        reader = next(c for c in _children(gw.pid) if "spawn_main" in _cmdline(c))
+        os.kill(gw.pid, signal.SIGKILL)  # the Gateway alone, not its process group
+        gw.wait()
+        assert _eventually(lambda: not _alive(reader), timeout=30), f"reader {reader} outlived its Gateway"
+    finally:
+        try:
+            os.killpg(gw.pid, signal.SIGKILL)  # whatever is left in its group
+        except ProcessLookupError:
+            pass
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

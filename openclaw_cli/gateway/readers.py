@@ -53,9 +53,27 @@ class ReaderFailed(Exception):
 READER_NICENESS = 10  # the reader's CPU share beside the server's (a tenth of its weight when both run)
 
 
-def _start_child() -> None:
+PARENT_CHECK_S = 1.0  # how often the child looks whether the server that started it still runs
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A child whose server died (SIGKILL, out of memory) exits too: the pool's queues keep both
+    pipe ends open in the child, so it would never read an end-of-file and stay forever."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _start_child(parent: int) -> None:
     from openclaw_cli.store.sqlite_common import enable_live_reads
 
+    _exit_with_parent(parent)
     enable_live_reads()  # the server writes while the child reads: WAL readers, never immutable ones
     try:
         # a long read is background work: on a busy machine the server's writes and short reads
@@ -126,7 +144,10 @@ class ReaderProcess:
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_child
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_child,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
