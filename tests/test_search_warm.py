@@ -386,3 +386,52 @@ def test_snippets_of_long_lines_are_the_same_as_before() -> None:
                         best, best_count = start, count
                 assert _best_window(hits, len(words)) == best
             assert make_snippet(text, query)
+
+
+# ---- the page a kept index answered last ---------------------------------------------------------
+
+
+def test_the_same_question_of_unchanged_sources_is_answered_again_without_reading(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[int] = []
+    real = engine._line_text
+
+    def counting(*args: object) -> object:
+        reads.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "_line_text", counting)
+    _append(legacy, "page0001", "ocelot harpsichord")
+    for _ in range(2):  # the first builds the index (not kept), the second keeps the page
+        first = list(library_search(legacy, "ocelot"))
+    reads.clear()
+    made: list[str] = []
+    real_snippet = engine.make_snippet
+
+    def counting_snippets(text: str, query: object) -> str:
+        made.append(text)
+        return real_snippet(text, query)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "make_snippet", counting_snippets)
+    again = list(library_search(legacy, "ocelot"))
+    assert again == first and [r["messageId"] for r in again] == ["page0001"] and reads == []
+    assert made == []  # its snippet too
+    again[0]["snippet"] = "changed by the caller"
+    assert list(library_search(legacy, "ocelot")) == first  # a copy each time
+    assert list(library_search(legacy, "ocelot", limit=5)) == first and reads  # another question
+    reads.clear()
+    assert [r["snippet"] for r in library_search(legacy, "ocelot", redact=True)] == [first[0]["snippet"]]
+    _append(legacy, "page0002", "ocelot again")  # the sources changed: asked anew
+    assert sorted(r["messageId"] for r in library_search(legacy, "ocelot")) == ["page0001", "page0002"]
+    # another process empties the index (its generation moves): asked anew, built again
+    from openclaw_cli.search import index as search_index
+
+    other = search_index.AgentIndex(
+        search_index.index_path(legacy / "agents" / "main" / "sessions" / "sessions.json")
+    )
+    other.reset()
+    other.close()
+    reads.clear()
+    assert sorted(r["messageId"] for r in library_search(legacy, "ocelot")) == ["page0001", "page0002"]
+    assert reads

@@ -149,8 +149,23 @@ def _result(
     }
 
 
+# Snippets made lately, by (line text, query): make_snippet is a function of the two, and a page
+# served again (`_pages`) holds the very same text objects, whose hashes Python keeps
+SNIPPETS_KEPT = 64
+SNIPPET_TEXT_KEPT = 64 << 10  # longer lines are not kept (bounded memory)
+_snippets: dict[tuple[str, Query], str] = {}
+
+
 def _snip(hit: dict[str, Any], query: Query, redact: bool) -> dict[str, Any]:
-    snippet = make_snippet(hit["snippet"], query)
+    text = hit["snippet"]
+    key = (text, query)
+    snippet = _snippets.get(key)
+    if snippet is None:
+        snippet = make_snippet(text, query)
+        if len(text) <= SNIPPET_TEXT_KEPT:
+            if len(_snippets) >= SNIPPETS_KEPT:
+                _snippets.clear()
+            _snippets[key] = snippet
     if redact:
         from openclaw_cli.redact import redact as mask
 
@@ -308,6 +323,7 @@ def _take_index(path: Path) -> tuple[AgentIndex, tuple[tuple[int, int], ...] | N
             if _kept_pid != os.getpid():
                 _orphaned.append(_kept)
                 _kept, _kept_pid = {}, os.getpid()
+                _pages.clear()
             free = _kept.get(str(path))
             if not free:
                 break
@@ -335,11 +351,63 @@ def _put_back(path: Path, index: AgentIndex, ids: tuple[tuple[int, int], ...] | 
         each.close()
 
 
+# The last page each kept index answered, before its snippets were made: served again to the same
+# question while the sources' fingerprint and every shard's content generation are the ones it was
+# made from (the index's own rule for "nothing changed", so the answer is the one a search would
+# make again). File stores only (a database's lines are read back through its own connection).
+_pages: dict[str, tuple[tuple[Any, ...], tuple[list[dict[str, Any]], list[str], int]]] = {}
+
+
+def _page_key(index: AgentIndex, agent: AgentSources, query: Query, opts: Options) -> tuple[Any, ...] | None:
+    if agent.db_conn is not None or opts.reindex:
+        return None
+    generations = []
+    for shard in index.shards:
+        row = shard.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        generations.append(row[0] if row else None)
+    return (
+        agent.fingerprint(),
+        tuple(generations),
+        query,
+        opts.roles,
+        opts.since,
+        opts.until,
+        opts.session_keys,
+        opts.archived,
+        opts.limit,
+    )
+
+
+def _kept_page(
+    path: Path | None, key: tuple[Any, ...] | None
+) -> tuple[list[dict[str, Any]], list[str], int] | None:
+    if key is None or path is None:
+        return None
+    with _kept_lock:
+        if _kept_pid != os.getpid():
+            return None
+        kept = _pages.get(str(path))
+    return kept[1] if kept is not None and kept[0] == key else None
+
+
+def _keep_page(path: Path, key: tuple[Any, ...], page: tuple[list[dict[str, Any]], list[str], int]) -> None:
+    with _kept_lock:
+        if _kept_pid != os.getpid():
+            return
+        _pages.pop(str(path), None)
+        _pages[str(path)] = (key, page)
+        while len(_pages) > KEEP_INDEXES:
+            _pages.pop(next(iter(_pages)))
+
+
 def close_kept() -> None:
-    """Close every index this process keeps open (tests; an embedder that wants its files back)."""
+    """Close every index this process keeps open and forget the pages and snippets kept (tests; an
+    embedder that wants its files back)."""
     with _kept_lock:
         stale = [index for free in _kept.values() for index, _ in free]
         _kept.clear()
+        _pages.clear()
+        _snippets.clear()
     for index in stale:
         index.close()
 
@@ -372,10 +440,22 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                     ),
                 )
                 outcome.updates.append(stats)
+                page_key = _page_key(index, agent, query, opts) if ids is not None else None
+                page = _kept_page(path, page_key)
+                if page is not None:  # the same question of the same sources and index as last time
+                    hits, skipped, excluded = page
+                    outcome.skipped.extend(skipped)
+                    outcome.archived_excluded += excluded
+                    collected.extend(dict(hit) for hit in hits)
+                    done = True
+                    continue
+                first_hit, first_skipped = len(collected), len(outcome.skipped)
                 outcome.skipped.extend(str(issue) for issue in agent.issues)
                 outcome.skipped.extend(index.skipped(live_only=not opts.archived))
+                excluded = 0
                 if not opts.archived:
-                    outcome.archived_excluded += agent.archived_count()
+                    excluded = agent.archived_count()
+                    outcome.archived_excluded += excluded
                 ours: Query | None = query
                 theirs: Query | None = query
                 if query.infix is not None:  # a piece of a word: the words holding it, per index
@@ -407,6 +487,16 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                         collected.append(hit)
                         if n + 1 >= want:
                             break
+                if page_key is not None and path is not None:
+                    _keep_page(
+                        path,
+                        page_key,
+                        (
+                            [dict(hit) for hit in collected[first_hit:]],
+                            outcome.skipped[first_skipped:],
+                            excluded,
+                        ),
+                    )
                 done = True
             finally:
                 if done and path is not None and not index.in_memory:
