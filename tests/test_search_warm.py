@@ -435,3 +435,19 @@ def test_the_same_question_of_unchanged_sources_is_answered_again_without_readin
     reads.clear()
     assert sorted(r["messageId"] for r in library_search(legacy, "ocelot")) == ["page0001", "page0002"]
     assert reads
+
+
+def test_the_directories_kept_are_bounded(
+    legacy: Path, tmp_path: Path, listings: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openclaw_cli.search import watch
+
+    monkeypatch.setattr(watch, "KEEP_DIRECTORIES", 1)
+    other = tmp_path / "other-state"
+    shutil.copytree(legacy, other)
+    _append(other, "bound001", "narwhal elsewhere")
+    for _ in range(3):
+        assert _ids(legacy, "narwhal") == []
+        assert _ids(other, "narwhal") == ["bound001"]
+        assert len(watch._dirs) <= 1 and len(watch._by_wd) <= 1
+    assert len(listings) == 6  # each let go by the other: listed every time

@@ -58,6 +58,7 @@ WATCH_MASK = (
 # kernel: ext2/3/4, xfs, btrfs, tmpfs, f2fs, zfs
 LOCAL_FILESYSTEMS = frozenset({0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0xF2F52010, 0x2FC12FC1})
 _EVENT = struct.Struct("iIII")
+KEEP_DIRECTORIES = 64  # directories (and their last listings) kept per process
 
 
 class _Dir:
@@ -145,10 +146,7 @@ def _drain() -> None:
                 _by_wd.pop(wd, None)
 
 
-def _watch(entry: _Dir, directory: str, ident: tuple[int, int]) -> None:
-    """Point `entry`'s watch at the directory now at `directory` (`ident`, stat'ed before: if
-    another directory takes the path in between, the next use sees a different one and comes
-    back here)."""
+def _unwatch(entry: _Dir) -> None:
     if entry.wd is not None:
         users = _by_wd.get(entry.wd, [])
         if entry in users:
@@ -157,7 +155,15 @@ def _watch(entry: _Dir, directory: str, ident: tuple[int, int]) -> None:
             _by_wd.pop(entry.wd, None)
             if _fd is not None and _fd >= 0:
                 _libc.inotify_rm_watch(_fd, entry.wd)
-    entry.wd, entry.ident = None, ident
+    entry.wd, entry.value = None, None
+
+
+def _watch(entry: _Dir, directory: str, ident: tuple[int, int]) -> None:
+    """Point `entry`'s watch at the directory now at `directory` (`ident`, stat'ed before: if
+    another directory takes the path in between, the next use sees a different one and comes
+    back here)."""
+    _unwatch(entry)
+    entry.ident = ident
     fd = _instance()
     if fd < 0 or not _local(directory):
         return  # listed every time
@@ -184,6 +190,8 @@ def listing(directory: str, key: Any, make: Callable[[], tuple[T, bool]]) -> T:
         ident = (st.st_dev, st.st_ino)
         entry = _dirs.get((directory, key))
         if entry is None:
+            while len(_dirs) >= KEEP_DIRECTORIES:  # the oldest let go (its watch removed)
+                _unwatch(_dirs.pop(next(iter(_dirs))))
             entry = _dirs[(directory, key)] = _Dir()
         _drain()
         if entry.wd is not None and not entry.dirty and entry.ident == ident and entry.value is not None:
