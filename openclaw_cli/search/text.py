@@ -37,46 +37,63 @@ def tokens(text: str) -> list[str]:
     return TOKEN_RE.findall(fold(text))
 
 
-def _message_text(message: dict[str, Any]) -> str | None:
+_orjson_dumps: Any = None  # orjson.dumps, bound on first use (an import statement per call costs)
+
+
+def _call_piece(block: dict[str, Any]) -> str:
+    """A tool call's name and arguments (JSON when structured), space-joined; "" when neither."""
+    global _orjson_dumps
+    name = block.get("name")
+    args = block.get("arguments", block.get("input"))
+    if isinstance(args, dict | list):
+        if _orjson_dumps is None:
+            import orjson
+
+            _orjson_dumps = orjson.dumps
+        try:
+            args = _orjson_dumps(args).decode("utf-8")
+        except TypeError:
+            args = None
+    if not isinstance(args, str):
+        args = ""
+    if isinstance(name, str) and name:
+        return f"{name} {args}" if args else name
+    return args
+
+
+def _blocks_text(content: list[Any], calls: list[str] | None) -> str | None:
+    """The non-blank text/input_text/output_text blocks joined by newlines (None: none), one pass
+    over `content`; with `calls` (an assistant's), its tool calls' pieces appended to it too."""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in _TEXT_BLOCKS:
+            text = block.get("text")
+            if isinstance(text, str) and text.strip():
+                parts.append(text)
+        elif calls is not None and kind in _CALL_BLOCKS:
+            piece = _call_piece(block)
+            if piece:
+                calls.append(piece)
+    return "\n".join(parts) if parts else None
+
+
+def _message_text(message: dict[str, Any], calls: list[str] | None = None) -> str | None:
+    """OpenClaw's text of a user/assistant message; an assistant's tool calls (when its content is
+    a list of blocks) are gathered into `calls` in the same pass."""
     content = message.get("content")
     if isinstance(content, str):
         return content.strip() or None
     text = message.get("text")
     if isinstance(text, str):
+        if calls is not None and isinstance(content, list):
+            _blocks_text(content, calls)
         return text.strip() or None
     if not isinstance(content, list):
         return None
-    parts = [
-        block["text"]
-        for block in content
-        if isinstance(block, dict)
-        and block.get("type") in _TEXT_BLOCKS
-        and isinstance(block.get("text"), str)
-        and block["text"].strip()
-    ]
-    return "\n".join(parts) if parts else None
-
-
-def _tool_calls(content: Any) -> list[str]:
-    if not isinstance(content, list):
-        return []
-    out: list[str] = []
-    for block in content:
-        if not isinstance(block, dict) or block.get("type") not in _CALL_BLOCKS:
-            continue
-        name = block.get("name")
-        args = block.get("arguments", block.get("input"))
-        if isinstance(args, dict | list):
-            import orjson
-
-            try:
-                args = orjson.dumps(args).decode("utf-8")
-            except TypeError:
-                args = None
-        piece = " ".join(str(x) for x in (name, args) if isinstance(x, str) and x)
-        if piece:
-            out.append(piece)
-    return out
+    return _blocks_text(content, calls)
 
 
 def _tool_result_text(message: dict[str, Any]) -> str | None:
@@ -99,6 +116,9 @@ def _tool_result_text(message: dict[str, Any]) -> str | None:
 
 # datetime.fromisoformat, bound on first use: an import statement per call costs more than the parse
 _fromisoformat: Any = None
+# the last string timestamp parsed and its value: a turn's lines (the assistant's, its tool
+# results) mostly carry the same one, one after another
+_last_stamp: tuple[str, int | None] = ("", None)
 
 
 def parse_timestamp(value: Any) -> int | None:
@@ -107,15 +127,20 @@ def parse_timestamp(value: Any) -> int | None:
     if isinstance(value, int | float):
         return int(value) if value == value and abs(value) < 1e16 else None
     if isinstance(value, str) and value:
-        global _fromisoformat
+        global _fromisoformat, _last_stamp
+        last = _last_stamp
+        if value == last[0]:
+            return last[1]
         if _fromisoformat is None:  # datetime only once a string timestamp is met (not at import)
             from datetime import datetime
 
             _fromisoformat = datetime.fromisoformat
         try:
-            return int(_fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+            found: int | None = int(_fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
         except ValueError:
-            return None
+            found = None
+        _last_stamp = (value, found)
+        return found
     return None
 
 
@@ -128,11 +153,14 @@ def extract(obj: Any, line_no: int, fallback_ts: int = 0) -> tuple[str, str, int
     if not isinstance(message, dict):
         return None
     role = message.get("role")
-    if role in ("user", "assistant"):
-        text = _message_text(message)
-        calls = _tool_calls(message.get("content")) if role == "assistant" else []
+    if role == "assistant":
+        calls: list[str] = []
+        text = _message_text(message, calls)
         if calls:
             text = "\n".join([text, *calls]) if text else "\n".join(calls)
+        role_out = role
+    elif role == "user":
+        text = _message_text(message)
         role_out = role
     elif role in ("toolResult", "tool"):
         text = _tool_result_text(message)
@@ -142,7 +170,7 @@ def extract(obj: Any, line_no: int, fallback_ts: int = 0) -> tuple[str, str, int
     if not text:
         return None
     raw_id = obj.get("id")
-    message_id = raw_id.strip() if isinstance(raw_id, str) and raw_id.strip() else f"#{line_no}"
+    message_id = (raw_id.strip() if isinstance(raw_id, str) else "") or f"#{line_no}"
     ts = parse_timestamp(obj.get("timestamp"))
     if ts is None:
         ts = parse_timestamp(message.get("timestamp"))
