@@ -3,6 +3,7 @@ how a parallel build splits its work. Speed figures live in `scripts/bench` (sea
 
 from __future__ import annotations
 
+import io
 import os
 import sqlite3
 from contextlib import closing
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from openclaw_cli.search.query import parse
 from tests.conftest import generate_legacy_state
@@ -93,3 +96,275 @@ def test_a_forked_shard_builder_reuses_the_parents_file_sources(
     assert len(collected) == 1 and collected[0] is not None  # the child built its shard itself
     assert collected[0].sources_read > 0
     assert outcome.results
+
+
+def _signature_by_reading_the_file(path: Path, position: int) -> bytes | None:
+    """What `tail_signature` signs, the plain way: the file's 64 bytes ending at `position`."""
+    if position <= 0:
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(max(0, position - 64))
+        return fh.read(min(64, position))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.sampled_from([b"", b" ", b"{}", b' {"a": 1} ', b"x" * 70, b"y" * 130, b"\r", b"\xc3\xa9"]),
+        min_size=1,
+        max_size=20,
+    ).map(lambda pieces: b"\n".join(pieces)),
+    st.integers(min_value=1, max_value=200),
+    st.integers(min_value=0, max_value=25),
+    st.booleans(),
+)
+def test_a_signature_after_reading_is_the_bytes_read(
+    tmp_path: Path, data: bytes, chunk: int, stop_after: int, from_a_line: bool
+) -> None:
+    """The signature taken right after a read (at the last line's end, or its start when reading
+    stopped there) comes from the bytes read, equal to the file's own 64 bytes before that
+    point, whatever the chunking, the lines before the window and the resume point."""
+    import functools
+    from unittest import mock
+
+    from openclaw_cli.search import sources
+
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    after = None
+    if from_a_line:  # resume after the first line, as an incremental update does
+        first = [line for line in sources._numbered_lines(io.BytesIO(data), 0, 0)][:1]
+        after = first[0][1] if first else None
+    chunked = functools.partial(sources._numbered_lines, size=chunk)
+    with mock.patch.object(sources, "_numbered_lines", chunked):
+        for which in (1, 0):  # the last line's end; its start
+            reader = sources.FileReader(path)
+            last = None
+            for n, line in enumerate(reader.lines(after)):
+                last = line
+                if n >= stop_after:
+                    break
+            if last is None:
+                continue
+            position = last[which]
+            with mock.patch("builtins.open", side_effect=open) as opened:
+                got = reader.tail_signature(position)
+            assert got == _signature_by_reading_the_file(path, position)
+            if chunk >= len(data) and position - 64 >= (after or 0):
+                assert not opened.called  # within the bytes just read: the file is not opened again
+
+
+def test_the_signature_is_what_was_read_and_taken_once(tmp_path: Path) -> None:
+    """A file rewritten between the read and the signature: the signature is of the bytes read
+    (what was indexed); asked again, the reader looks at the file as it is."""
+    from openclaw_cli.search.sources import FileReader
+
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"a": "' + b"x" * 100 + b'"}\n')
+    reader = FileReader(path)
+    (line,) = list(reader.lines())
+    before = path.read_bytes()
+    path.write_bytes(before.replace(b"x", b"z"))
+    assert reader.tail_signature(line[1]) == before[line[1] - 64 : line[1]]
+    assert reader.tail_signature(line[1]) == path.read_bytes()[line[1] - 64 : line[1]]
+
+
+def test_a_build_flushes_its_rows_across_sources_in_batches(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows wait for a full batch across sources (one insert per batch, not per source): the index
+    holds the same rows whatever the batch size, and the collector is paused while it builds."""
+    import gc
+
+    from openclaw_cli.paths import resolve_paths
+    from openclaw_cli.search import index as index_mod
+    from openclaw_cli.search.engine import Options, StoreTarget, search
+    from openclaw_cli.store.detect import open_agent_store
+
+    seen_gc: list[bool] = []
+    real_index_source = index_mod._Shard._index_source
+
+    def index_source(self: Any, *args: Any) -> Any:
+        seen_gc.append(gc.isenabled())
+        return real_index_source(self, *args)
+
+    monkeypatch.setattr(index_mod._Shard, "_index_source", index_source)
+    tables = []
+    for batch, root in ((3, tmp_path / "small"), (index_mod.BATCH, tmp_path / "default")):
+        monkeypatch.setattr(index_mod, "BATCH", batch)
+        paths = resolve_paths()
+        store = open_agent_store(paths, "main", read_only=True)
+        try:
+            target = StoreTarget(store, paths.import_archive_dir("main"))
+            search([target], parse("session"), Options(limit=5, index_root=root, workers=1))
+        finally:
+            store.close()
+        shards = sorted((root / "search").glob("*.sqlite"))
+        tables.append(
+            [
+                (
+                    conn.execute("SELECT * FROM rows ORDER BY id").fetchall(),
+                    conn.execute("SELECT rowid FROM fts WHERE fts MATCH 'session' ORDER BY rowid").fetchall(),
+                )
+                for conn in (sqlite3.connect(p) for p in shards)
+            ]
+        )
+    assert tables[0] == tables[1]
+    assert sum(len(rows) for rows, _ in tables[0]) > 3 * 2
+    assert seen_gc and not any(seen_gc) and gc.isenabled()
+
+
+# ---- extract, held to its plain definition ----------------------------------------------------------
+def _extract_by_definition(obj: Any, line_no: int, fallback_ts: int = 0) -> Any:
+    """`text.extract` written the plain way (two passes over the blocks, a parse per timestamp)."""
+    from datetime import datetime
+
+    def stamp(value: Any) -> int | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int | float):
+            return int(value) if value == value and abs(value) < 1e16 else None
+        if isinstance(value, str) and value:
+            try:
+                return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+            except ValueError:
+                return None
+        return None
+
+    def message_text(message: dict[str, Any]) -> str | None:
+        content = message.get("content")
+        if isinstance(content, str):
+            return content.strip() or None
+        text = message.get("text")
+        if isinstance(text, str):
+            return text.strip() or None
+        if not isinstance(content, list):
+            return None
+        parts = [
+            b["text"]
+            for b in content
+            if isinstance(b, dict)
+            and b.get("type") in ("text", "input_text", "output_text")
+            and isinstance(b.get("text"), str)
+            and b["text"].strip()
+        ]
+        return "\n".join(parts) if parts else None
+
+    def tool_calls(content: Any) -> list[str]:
+        import orjson
+
+        if not isinstance(content, list):
+            return []
+        out = []
+        for b in content:
+            if not isinstance(b, dict) or b.get("type") not in (
+                "toolCall",
+                "tool_use",
+                "function_call",
+                "toolUse",
+            ):
+                continue
+            name, args = b.get("name"), b.get("arguments", b.get("input"))
+            if isinstance(args, dict | list):
+                try:
+                    args = orjson.dumps(args).decode("utf-8")
+                except TypeError:
+                    args = None
+            piece = " ".join(str(x) for x in (name, args) if isinstance(x, str) and x)
+            if piece:
+                out.append(piece)
+        return out
+
+    if not isinstance(obj, dict) or obj.get("type") != "message":
+        return None
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    if role in ("user", "assistant"):
+        text = message_text(message)
+        calls = tool_calls(message.get("content")) if role == "assistant" else []
+        if calls:
+            text = "\n".join([text, *calls]) if text else "\n".join(calls)
+    elif role in ("toolResult", "tool"):
+        content = message.get("content")
+        if isinstance(content, str):
+            body = content.strip()
+        elif isinstance(content, list):
+            body = "\n".join(
+                b["text"]
+                for b in content
+                if isinstance(b, dict) and isinstance(b.get("text"), str) and b["text"].strip()
+            )
+        else:
+            body = ""
+        name = message.get("toolName")
+        head = name if isinstance(name, str) and name else ""
+        text = (f"{head}\n{body}" if head and body else (body or head)) or None
+        role = "tool"
+    else:
+        return None
+    if not text:
+        return None
+    raw_id = obj.get("id")
+    message_id = raw_id.strip() if isinstance(raw_id, str) and raw_id.strip() else f"#{line_no}"
+    ts = stamp(obj.get("timestamp"))
+    if ts is None:
+        ts = stamp(message.get("timestamp"))
+    return message_id, role, ts if ts is not None else fallback_ts, text
+
+
+_WORDS = st.sampled_from(["", " ", "alpha", " beta ", "gamma\n", "é", "x y"])
+_STAMPS = st.sampled_from(
+    [None, True, 1795885046446, 1.5e12, float("nan"), 1e17, "", "2026-11-28T16:57:26.446Z",
+     "2026-11-28T16:57:26.446+02:00", "2026-11-28", "not a time", "2026-11-28T16:57:27.000Z"]
+)  # fmt: skip
+_TEXT_BLOCK = st.builds(
+    lambda t, x: {"type": t, "text": x},
+    st.sampled_from(["text", "text", "input_text", "output_text", "image"]),
+    st.one_of(_WORDS, st.none(), st.integers()),
+)
+_CALL_BLOCK = st.builds(
+    lambda t, n, a, i: {k: v for k, v in (("type", t), ("name", n), ("arguments", a), ("input", i)) if v != "<absent>"},
+    st.sampled_from(["toolCall", "tool_use", "function_call", "toolUse", "thinking"]),
+    st.sampled_from(["<absent>", None, "", "read", "read", 7]),
+    st.sampled_from(["<absent>", None, "", '{"p": 1}', {"path": "a/b.md"}, [1, "x"], 3]),
+    st.sampled_from(["<absent>", None, {"q": "z"}, "raw input"]),
+)  # fmt: skip
+_BLOCKS = st.lists(st.one_of(_TEXT_BLOCK, _CALL_BLOCK, st.sampled_from(["loose text", None, 5])), max_size=4)
+_MESSAGES = st.builds(
+    lambda role, content, text, tool, stamp: {
+        k: v
+        for k, v in (
+            ("role", role),
+            ("content", content),
+            ("text", text),
+            ("toolName", tool),
+            ("timestamp", stamp),
+        )
+        if v != "<absent>"
+    },
+    st.sampled_from(["assistant", "assistant", "user", "toolResult", "tool", "system", None]),
+    st.one_of(_BLOCKS, _BLOCKS, _WORDS, st.none(), st.integers(), st.just("<absent>")),
+    st.one_of(st.just("<absent>"), _WORDS, st.none()),
+    st.sampled_from(["<absent>", "", "read", None, 3]),
+    st.one_of(st.just("<absent>"), _STAMPS),
+)
+_LINES = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["message", "message", "message", "session", None]),
+        "message": st.one_of(_MESSAGES, _MESSAGES, _MESSAGES, st.none(), st.just("x")),
+    },
+    optional={"id": st.sampled_from(["", "  ", " m1 ", "m2", None, 4]), "timestamp": _STAMPS},
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.tuples(_LINES, st.integers(min_value=1, max_value=9)), min_size=1, max_size=6))
+def test_extract_matches_its_plain_definition(lines: list[tuple[dict[str, Any], int]]) -> None:
+    """The one-pass `extract` (an assistant's blocks read once, the last timestamp string's value
+    kept) gives exactly what the plain definition gives, line after line as a build calls it."""
+    from openclaw_cli.search.text import extract
+
+    for obj, line_no in lines:
+        assert extract(obj, line_no, 17) == _extract_by_definition(obj, line_no, 17)

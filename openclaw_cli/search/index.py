@@ -119,6 +119,25 @@ def _connect(target: str) -> sqlite3.Connection:
     return conn
 
 
+class _Batch:
+    """Rows and texts waiting to be inserted, across sources: one executemany per BATCH rows (a
+    build reads ~2,000 sources of a few dozen message lines each)."""
+
+    __slots__ = ("conn", "rows", "texts")
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.rows: list[tuple[Any, ...]] = []
+        self.texts: list[tuple[int, str]] = []
+
+    def flush(self) -> None:
+        if self.rows:
+            self.conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)", self.rows)
+            self.conn.executemany("INSERT INTO fts (rowid, text) VALUES (?, ?)", self.texts)
+            self.rows.clear()
+            self.texts.clear()
+
+
 class _Shard:
     def __init__(self, path: Path | None):
         """`path` None (or a cache dir we cannot write): an in-memory index for this process."""
@@ -198,6 +217,22 @@ class _Shard:
         if self._too_many_dead(existing, current):
             self.reset()
             stats.rebuilt = True
+        from openclaw_cli.gcpause import gc_paused
+
+        with gc_paused():  # a build's parsed lines make no cycles: no collector passes over them
+            self._write(current, stats, progress, their_rows)
+        stats.seconds = time.perf_counter() - start
+        return stats
+
+    def _write(
+        self,
+        current: dict[str, Any],
+        stats: UpdateStats,
+        progress: Callable[[int], None] | None,
+        their_rows: Callable[[str], dict[str, str]] | None,
+    ) -> None:
+        """The update's write transaction: retire what is gone, read what is new."""
+        conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("DELETE FROM ranked")
@@ -208,6 +243,7 @@ class _Shard:
                 if locator not in current:
                     self._retire(row[0])
             next_id = (conn.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
+            batch = _Batch(conn)
             for locator, source in current.items():
                 old = existing.get(locator)
                 if old is not None and old[2] == source.token:
@@ -248,7 +284,7 @@ class _Shard:
                     ).lastrowid
                 issues: list[ReadIssue] = []
                 next_id, last_pos, nlines, nrows, nbytes = self._index_source(
-                    source, src_id, next_id, after, first_line, theirs, issues
+                    source, src_id, next_id, after, first_line, theirs, issues, batch
                 )
                 stats.skipped.extend(issues)
                 stats.sources_read += 1
@@ -270,12 +306,11 @@ class _Shard:
                     " ELSE coalesce(issues || char(10), '') || ? END WHERE id = ?",
                     (source.token, last_pos, nlines, sig, nrows, source.session_key, noted, noted, src_id),
                 )
+            batch.flush()
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        stats.seconds = time.perf_counter() - start
-        return stats
 
     def _generation(self) -> int:
         row = self.conn.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'").fetchone()
@@ -305,35 +340,36 @@ class _Shard:
         first_line: int,
         theirs: dict[str, str] | None,
         issues: list[ReadIssue],
+        batch: _Batch,
     ) -> tuple[int, int | None, int, int, int]:
-        """Index the source's lines after `after`: (next row id, resume point, lines, rows, bytes)."""
+        """Index the source's lines after `after` into `batch` (written out by the caller's last
+        flush or a full batch): (next row id, resume point, lines, rows, bytes)."""
         import orjson
 
         from openclaw_cli.search.text import extract
 
-        conn = self.conn
-        rows: list[tuple[Any, ...]] = []
-        texts: list[tuple[int, str]] = []
+        loads = orjson.loads
+        rows, texts = batch.rows, batch.texts
+        first_id = next_id
         last_pos: int | None = None
-        nlines = nrows = nbytes = 0
-        label = source.label
+        nlines = nbytes = 0
         fallback = source.fallback_ms()
         try:
             for pos, end, line_no, raw in source.reader.lines(after, first_line):
                 nlines += 1
-                nbytes += len(raw) + 1
+                nbytes += len(raw)
                 last_pos = end
                 try:
-                    obj = orjson.loads(raw)
+                    obj = loads(raw)
                 except orjson.JSONDecodeError:
                     if source.append_only and not source.reader.line_complete(end):
                         # the last line, still being written (no newline yet): not a bad line;
                         # reading resumes at its start once it is whole
                         nlines -= 1
-                        nbytes -= len(raw) + 1
+                        nbytes -= len(raw)
                         last_pos = pos if pos > (after or 0) else None
                         break
-                    issues.append(ReadIssue(label, line_no, "not a JSON line; skipped"))
+                    issues.append(ReadIssue(source.label, line_no, "not a JSON line; skipped"))
                     continue
                 found = extract(obj, line_no, fallback)
                 if found is None:
@@ -344,19 +380,12 @@ class _Shard:
                 rows.append((next_id, src_id, pos, line_no, message_id, role, ts))
                 texts.append((next_id, text))
                 next_id += 1
-                nrows += 1
                 if len(rows) >= BATCH:
-                    conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-                    conn.executemany("INSERT INTO fts (rowid, text) VALUES (?, ?)", texts)
-                    rows.clear()
-                    texts.clear()
+                    batch.flush()
         except Exception as exc:  # a corrupt archive, an unreadable file: skipped and named
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            issues.append(ReadIssue(label, None, f"cannot read ({message}); skipped the rest"))
-        if rows:
-            conn.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            conn.executemany("INSERT INTO fts (rowid, text) VALUES (?, ?)", texts)
-        return next_id, last_pos, nlines, nrows, nbytes
+            issues.append(ReadIssue(source.label, None, f"cannot read ({message}); skipped the rest"))
+        return next_id, last_pos, nlines, next_id - first_id, nbytes + nlines
 
     # ---- querying ------------------------------------------------------------------------------------
     def query(

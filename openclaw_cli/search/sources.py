@@ -141,7 +141,7 @@ class _Prefixed:
 
 
 class FileReader(Reader):
-    __slots__ = ("path", "compressed", "_data", "_whole")
+    __slots__ = ("path", "compressed", "_data", "_whole", "_tail")
 
     def __init__(self, path: Path | str, compressed: bool = False):
         self.path = path
@@ -149,6 +149,9 @@ class FileReader(Reader):
         # a decompressed archive's first bytes (all of it when `_whole`), kept for one search's snippets
         self._data: bytes | None = None
         self._whole = False
+        # (offset, bytes) around the last line `lines` gave of a plain file: what the signature
+        # taken right after reading asks for, without opening the file again
+        self._tail: tuple[int, bytes] | None = None
 
     def describe(self, locator: str) -> str:
         return f"{self.path}"
@@ -159,15 +162,38 @@ class FileReader(Reader):
         return open_archive(Path(self.path), compressed=self.compressed)
 
     def lines(self, after: int | None = None, first_line: int = 1) -> Iterator[Line]:
+        self._tail = None
         with self._open() as raw:
             pos = 0
             if after and not self.compressed:
                 raw.seek(after)
                 pos = after
-            for line in _numbered_lines(raw, pos, first_line - 1):
-                if after and line[0] < after:  # a stream that cannot seek: skipped up to `after`
-                    continue
-                yield line
+            window: list[Any] = [pos, b""]  # the chunk being cut: (its offset, its bytes)
+            last: Line | None = None
+            try:
+                for line in _numbered_lines(raw, pos, first_line - 1, window=window):
+                    if after and line[0] < after:  # a stream that cannot seek: skipped up to `after`
+                        continue
+                    last = line
+                    yield line
+            finally:
+                if last is not None and not self.compressed:
+                    # the bytes from 64 before the last line's start to its end (and its newline):
+                    # a signature at its start or its end comes from them
+                    base, data = window
+                    lo = max(base, last[0] - 64)
+                    if lo <= last[1] <= base + len(data):  # else cut from an earlier chunk
+                        self._tail = (lo, data[lo - base : last[1] - base])
+
+    def _tail_bytes(self, start: int, end: int) -> bytes | None:
+        """File bytes [start, end) as `lines` read them, when they are in its tail (else None)."""
+        tail = self._tail
+        if tail is None:
+            return None
+        lo, data = tail
+        if lo <= start and end <= lo + len(data):
+            return data[start - lo : end - lo]
+        return None
 
     def _held(self, position: int) -> bool:
         """Whether the kept bytes hold the whole line at `position`."""
@@ -217,6 +243,11 @@ class FileReader(Reader):
     def tail_signature(self, position: int) -> bytes | None:
         if self.compressed or position <= 0:
             return None
+        # right after reading: the bytes read, which are what was indexed (used once: a later
+        # check of the same reader must see the file as it is then)
+        known, self._tail = self._tail_bytes(max(0, position - 64), position), None
+        if known is not None:
+            return known
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(max(0, position - 64))
@@ -228,16 +259,21 @@ class FileReader(Reader):
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
 
 
-def _numbered_lines(stream: Any, pos: int, number: int, size: int = 1 << 20) -> Iterator[Line]:
+def _numbered_lines(
+    stream: Any, pos: int, number: int, size: int = 1 << 20, window: list[Any] | None = None
+) -> Iterator[Line]:
     """The non-blank lines of a stream read from byte `pos` on, stripped, numbered after `number`:
     (start, end after its newline, number, bytes). Read in chunks and cut with `find`: one copy
-    of each line (a line-by-line read copies it twice, the strip a third time)."""
+    of each line (a line-by-line read copies it twice, the strip a third time). `window` is kept
+    at [offset, bytes] of the chunk the lines last given were cut from."""
     rest = b""
     while True:
         chunk = stream.read(size)
         if not chunk:
             break
         data = rest + chunk if rest else chunk
+        if window is not None:
+            window[0], window[1] = pos, data
         find = data.find
         start = 0
         while True:
