@@ -995,16 +995,21 @@ SEARCH_COMMON = "gateway"  # in about half of big's 53,548 indexed lines: every 
 _SEARCH_WARM = """
 import json, sys, time
 from openclaw_cli.search import search
+from openclaw_cli.search.engine import forget_answers
 state, queries, runs = sys.argv[1], sys.argv[2:-1], int(sys.argv[-1])
 out = {}
 for query in queries:
     list(search(state, query))
-    samples = []
+    samples, repeated = [], []
     for _ in range(runs):
+        forget_answers()  # a question not asked before: answered from the index
         start = time.perf_counter()
         hits = list(search(state, query))
         samples.append(time.perf_counter() - start)
-    out[query] = {"samples": samples, "hits": len(hits)}
+        start = time.perf_counter()  # the same question again: the page kept, once checked fresh
+        list(search(state, query))
+        repeated.append(time.perf_counter() - start)
+    out[query] = {"samples": samples, "repeated": repeated, "hits": len(hits)}
 print(json.dumps(out))
 """
 
@@ -1077,7 +1082,8 @@ def case_search_big(b: Bench) -> None:
         rss_max_mb=150,
     )
     # The ">= 20x faster than grep" target is judged on the warm library call (the index's own
-    # work), not the whole command: grep over these files takes a few ms warm, less than the Python
+    # work) for a question not asked before (a repeated one is answered from the page kept, shown
+    # beside it as `repeatedMs`), not the whole command: grep over these files takes a few ms warm, less than the Python
     # interpreter's start-up alone (docs/decisions.md, issue 26, storage27). The whole command keeps
     # its < 100 ms target and shows grep beside it for reference.
     files = [str(state / "agents")]
@@ -1120,6 +1126,8 @@ def case_search_big(b: Bench) -> None:
             "hits": v["hits"],
             "grepMs": round(greps[q] * 1000, 1),
             "grepOverLibrary": round(greps[q] / statistics.median(v["samples"]), 1),
+            # asked again unchanged: answered from the kept page (not what the target is judged on)
+            "repeatedMs": round(statistics.median(v["repeated"]) * 1000, 2),
         }
         for q, v in json.loads(inproc.stdout).items()
     }

@@ -437,6 +437,27 @@ def test_the_same_question_of_unchanged_sources_is_answered_again_without_readin
     assert reads
 
 
+def test_forgotten_answers_are_read_from_the_index_again(
+    legacy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bench's "question not asked before": the same question after forget_answers reads lines
+    reads: list[int] = []
+    real = engine._line_text
+
+    def counting(*args: object) -> object:
+        reads.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "_line_text", counting)
+    _append(legacy, "page0001", "ocelot harpsichord")
+    for _ in range(2):  # built, then the page kept
+        first = list(library_search(legacy, "ocelot"))
+    reads.clear()
+    engine.forget_answers()
+    assert list(library_search(legacy, "ocelot")) == first and reads
+    assert engine._kept  # the open indexes stay
+
+
 def test_the_directories_kept_are_bounded(
     legacy: Path, tmp_path: Path, listings: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -400,6 +400,14 @@ def _keep_page(path: Path, key: tuple[Any, ...], page: tuple[list[dict[str, Any]
             _pages.pop(next(iter(_pages)))
 
 
+def forget_answers() -> None:
+    """Forget the pages and snippets kept (the open indexes stay): the next question, even one
+    asked before, is answered from the index (the bench's "a question not asked before")."""
+    with _kept_lock:
+        _pages.clear()
+        _snippets.clear()
+
+
 def close_kept() -> None:
     """Close every index this process keeps open and forget the pages and snippets kept (tests; an
     embedder that wants its files back)."""
