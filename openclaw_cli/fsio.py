@@ -97,6 +97,21 @@ def atomic_write_bytes(
             fh.write(piece)
 
 
+def replace_cache_file(path: Path, blob: bytes) -> None:
+    """Put a cache file in place whole (temp + rename, no fsync: a crash may lose it, never leave
+    half of it); any failure leaves no temp behind and is ignored, the cache being optional."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(blob)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 

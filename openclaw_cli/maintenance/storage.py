@@ -821,17 +821,14 @@ class FileFigures:
     def _store(self) -> None:
         import marshal
 
+        from openclaw_cli.fsio import replace_cache_file
+
         assert self.path is not None
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(marshal.dumps((FIGURES_VERSION, self.prefix, self.new, self.new_media)))
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+            blob = marshal.dumps((FIGURES_VERSION, self.prefix, self.new, self.new_media))
+        except ValueError:  # not marshallable: nothing kept
+            return
+        replace_cache_file(self.path, blob)
 
 
 def _add_hits(hits: list[bytes], classes: dict[str, list[int]]) -> None:

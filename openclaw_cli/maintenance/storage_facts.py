@@ -155,9 +155,9 @@ class StoreFacts:
             return  # written meanwhile: what was read may be either version
         import marshal
 
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        from openclaw_cli.fsio import replace_cache_file
+
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             blob = marshal.dumps(
                 (
                     FACTS_VERSION,
@@ -171,10 +171,6 @@ class StoreFacts:
                     bytes(rows.shapes),
                 )
             )
-            tmp.write_bytes(blob)
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+        except ValueError:  # not marshallable: nothing kept
+            return
+        replace_cache_file(self.path, blob)

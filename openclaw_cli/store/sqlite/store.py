@@ -1921,22 +1921,8 @@ class _BulkState:
         first_created, newest, total_events, total_bytes, total_tokens, total_compactions = acc
         out.events_inserted += total_events
         out.bytes_inserted += total_bytes
-        if total_events:
-            watermark = record.created_at_ms if record.created_at_ms is not None else self.stamp
-            row = (
-                *window[:4],
-                first_created,
-                max(window[5], newest),
-                *window[6:],
-                watermark,
-                total_events,
-                total_bytes,
-                total_tokens,
-                total_compactions,
-            )
-        else:
-            row = (*window, None, 0, 0, 0, 0)
-        self.windows.append(row)
+        totals = (total_events, total_bytes, total_tokens, total_compactions)
+        self.windows.append(_imported_window(window, record, self.stamp, first_created, newest, totals))
 
     def _gather_prepared(
         self,
@@ -1977,22 +1963,24 @@ class _BulkState:
         out.quarantined += prepared.quarantined
         if out.issue is None:
             out.issue = prepared.issue
-        if total_events:
-            watermark = record.created_at_ms if record.created_at_ms is not None else self.stamp
-            row = (
-                *window[:4],
-                first_created,
-                max(window[5], newest),
-                *window[6:],
-                watermark,
-                total_events,
-                total_bytes,
-                total_tokens,
-                total_compactions,
-            )
-        else:
-            row = (*window, None, 0, 0, 0, 0)
-        self.windows.append(row)
+        totals = (total_events, total_bytes, total_tokens, total_compactions)
+        self.windows.append(_imported_window(window, record, self.stamp, first_created, newest, totals))
+
+
+def _imported_window(
+    window: tuple[Any, ...],
+    record: ImportRecord,
+    stamp: int,
+    first_created: int | None,
+    newest: int,
+    totals: tuple[int, int, int, int],
+) -> tuple[Any, ...]:
+    """A record's window row with what its lines added: (events, bytes, tokens, compactions), its
+    first event's time, the newest, and the watermark (the record's creation, else the import's)."""
+    if not totals[0]:
+        return (*window, None, 0, 0, 0, 0)
+    watermark = record.created_at_ms if record.created_at_ms is not None else stamp
+    return (*window[:4], first_created, max(window[5], newest), *window[6:], watermark, *totals)
 
 
 class _SessionImport:
@@ -2173,25 +2161,12 @@ class _SessionImport:
         self.flush()
 
     def _gather_window(self) -> None:
-        w = self.window
-        assert w is not None
-        bulk = self.bulk
-        if self.total_events:
-            watermark = self.record.created_at_ms if self.record.created_at_ms is not None else bulk.stamp
-            row = (
-                *w[:4],
-                self.first_created,
-                max(w[5], self.newest),
-                *w[6:],
-                watermark,
-                self.total_events,
-                self.total_bytes,
-                self.total_tokens,
-                self.total_compactions,
-            )
-        else:
-            row = (*w, None, 0, 0, 0, 0)
-        bulk.windows.append(row)
+        assert self.window is not None
+        totals = (self.total_events, self.total_bytes, self.total_tokens, self.total_compactions)
+        row = _imported_window(
+            self.window, self.record, self.bulk.stamp, self.first_created, self.newest, totals
+        )
+        self.bulk.windows.append(row)
 
     def flush(self) -> None:
         if not self.events:
