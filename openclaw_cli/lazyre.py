@@ -11,7 +11,10 @@ import time: such a reference would keep going through the stand-in, correct but
 from __future__ import annotations
 
 import re
-from typing import Any, AnyStr, cast
+
+TYPE_CHECKING = False  # `typing` costs start-up time (a config load imports this through ids)
+if TYPE_CHECKING:
+    from typing import Any, AnyStr
 
 
 class _LazyPattern:
@@ -41,4 +44,4 @@ class _LazyPattern:
 def lazy_pattern(namespace: dict[str, Any], name: str, pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     """`re.compile(pattern, flags)`, compiled when the module global `name` of `namespace` (the
     module's `globals()`) is first used, and put there."""
-    return cast("re.Pattern[AnyStr]", _LazyPattern(namespace, name, pattern, flags))
+    return _LazyPattern(namespace, name, pattern, flags)  # type: ignore[return-value]  # stands in

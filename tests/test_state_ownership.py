@@ -113,7 +113,8 @@ def holder():
 
 
 def _plant_owner_file(state: Path, pid: int, role: str = "gateway") -> Path:
-    from openclaw_cli.store.owner_file import iso_now, owner_file_path, process_start_time
+    from openclaw_cli.clock import iso_now
+    from openclaw_cli.store.owner_file import owner_file_path, process_start_time
 
     path = owner_file_path(state)
     path.parent.mkdir(parents=True, exist_ok=True)
