@@ -391,9 +391,8 @@ def test_snippets_of_long_lines_are_the_same_as_before() -> None:
 # ---- the page a kept index answered last ---------------------------------------------------------
 
 
-def test_the_same_question_of_unchanged_sources_is_answered_again_without_reading(
-    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _count_line_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time a search reads a line's text from its source."""
     reads: list[int] = []
     real = engine._line_text
 
@@ -402,6 +401,13 @@ def test_the_same_question_of_unchanged_sources_is_answered_again_without_readin
         return real(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(engine, "_line_text", counting)
+    return reads
+
+
+def test_the_same_question_of_unchanged_sources_is_answered_again_without_reading(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _count_line_reads(monkeypatch)
     _append(legacy, "page0001", "ocelot harpsichord")
     for _ in range(2):  # the first builds the index (not kept), the second keeps the page
         first = list(library_search(legacy, "ocelot"))
@@ -441,14 +447,7 @@ def test_forgotten_answers_are_read_from_the_index_again(
     legacy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the bench's "question not asked before": the same question after forget_answers reads lines
-    reads: list[int] = []
-    real = engine._line_text
-
-    def counting(*args: object) -> object:
-        reads.append(1)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(engine, "_line_text", counting)
+    reads = _count_line_reads(monkeypatch)
     _append(legacy, "page0001", "ocelot harpsichord")
     for _ in range(2):  # built, then the page kept
         first = list(library_search(legacy, "ocelot"))
