@@ -5,10 +5,10 @@ indented, matches highlighted on a terminal; then `N match(es).` or
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from openclaw_cli.cli.term import stdout_printer
+from openclaw_cli.clock import iso_ms
 from openclaw_cli.output import sanitize_text
 
 _LIVE = ("legacy", "sqlite", "schema23", "schema24", "gateway")
@@ -16,7 +16,7 @@ _LIVE = ("legacy", "sqlite", "schema23", "schema24", "gateway")
 
 def _iso(ms: Any) -> str:
     try:
-        return datetime.fromtimestamp(int(ms) / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return iso_ms(int(ms))
     except (TypeError, ValueError, OverflowError, OSError):
         return "-"
 

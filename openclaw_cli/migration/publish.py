@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_cli.errors import RefusedError
-from openclaw_cli.fsio import DIR_MODE, fsync_dir
+from openclaw_cli.fsio import DIR_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
 
 READ_CHUNK = 4 * 1024 * 1024
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -247,7 +247,7 @@ def _safe_unlink(path: Path | str) -> None:
 
 
 def _fchmod_nofollow(path: Path | str, mode: int) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     try:
         os.fchmod(fd, mode)
     finally:
