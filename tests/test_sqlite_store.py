@@ -614,6 +614,21 @@ def test_read_only_open_refuses_writes_and_creates_nothing(store: SqliteStore, t
     ro.close()
 
 
+def test_window_keys_are_the_windows_pairs_in_their_order(store: SqliteStore) -> None:
+    """`window_keys` (cleanup's earlier windows of removed keys, issue 30: no dict per window) gives
+    what `list_windows` gives of each window, in the same order, as the protocol's default does."""
+    from openclaw_cli.store.base import SessionStore
+
+    for i in range(6):
+        key, sid = f"agent:main:k{i % 3}", f"c0ffee00-0000-4000-8000-00000000000{i}"
+        store.upsert_entries({key: {"sessionId": sid, "updatedAt": i}})
+        store.append_events(sid, [header(), message(1)], session_key=key, created_at_ms=1000 * (i % 2))
+    pairs = [(w["sessionId"], w["sessionKey"]) for w in store.list_windows()]
+    assert len(pairs) == 6
+    assert store.window_keys() == pairs
+    assert SessionStore.window_keys(store) == pairs
+
+
 def test_create_window_successor_and_atomic_repoint(store: SqliteStore) -> None:
     store.upsert_entries({KEY: {"sessionId": SID, "updatedAt": 1}})
     store.append_events(SID, [header(), message(1), message(2)], session_key=KEY)

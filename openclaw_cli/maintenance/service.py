@@ -482,8 +482,7 @@ def _older_windows(store: SessionStore, result: StoreCleanup) -> None:
         e.get("sessionId") for k, e in result.entries.items() if k not in removed and isinstance(e, dict)
     }
     have = set(result.sqlite_sessions)
-    for window in store.list_windows():
-        sid, key = window["sessionId"], window["sessionKey"]
+    for sid, key in store.window_keys():
         if key in removed and sid not in still and sid not in have:
             have.add(sid)
             result.sqlite_sessions.append(sid)

@@ -397,6 +397,11 @@ class SessionStore(ABC):
         store keeps beside its rows; a file store keeps none."""
         return []
 
+    def window_keys(self) -> list[tuple[str, str]]:
+        """(sessionId, sessionKey) of every session window, in `list_windows`' order (newest
+        first): what a cleanup needs of them, without a dict per window (20,000 on *many*)."""
+        return [(window["sessionId"], window["sessionKey"]) for window in self.list_windows()]
+
     def pending_rotation(self, snapshot: Any) -> dict[str, Any] | None:
         """The compaction entry whose successor transcript a killed run did not write (a file
         store rotates in several steps); None where a rotation is one transaction."""

@@ -592,6 +592,12 @@ class OpenClawDbStore(SessionStore):
             for row in self._q(sql + " ORDER BY created_at DESC, session_id", params)
         ]
 
+    def window_keys(self) -> list[tuple[str, str]]:
+        rows: list[tuple[str, str]] = self._q(
+            "SELECT session_id, session_key FROM session_windows ORDER BY created_at DESC, session_id"
+        )
+        return rows
+
     # ---- the write protocol (spec D21: openclaw_writes, behind openclaw_guard) --------------------------
     def write_refusal(self) -> str | None:
         """Why this database is never written (schema 25/26, an unknown catalogue; D24), or None."""

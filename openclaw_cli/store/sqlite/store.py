@@ -1139,6 +1139,14 @@ class SqliteStore(SessionStore):
         rows = self._q(lambda c: c.execute(sql, params).fetchall())
         return [dict(zip(names, row, strict=True)) for row in rows]
 
+    def window_keys(self) -> list[tuple[str, str]]:
+        rows: list[tuple[str, str]] = self._q(
+            lambda c: c.execute(
+                "SELECT session_id, session_key FROM session_windows ORDER BY created_at DESC, session_id"
+            ).fetchall()
+        )
+        return rows
+
     def export_transcript(
         self, session_id: str, dest: BinaryIO, *, entry: dict[str, Any] | None = None
     ) -> SessionTotals:
