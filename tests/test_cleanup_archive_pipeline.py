@@ -255,3 +255,22 @@ def test_a_failing_archive_leaves_every_published_file_to_the_rollback(tmp_path,
     assert len(batch.created) == len(os.listdir(batch.directory)) > 0
     batch.rollback()
     assert os.listdir(batch.directory) == []
+
+
+def test_the_read_back_is_one_read_of_the_size_written(tmp_path, monkeypatch):
+    """The file's size (fstat) says nothing follows the bytes written: one read, not a second one
+    to the end of the file (issue 30: a syscall per archive)."""
+    data = b'{"a":1}\n' * 50
+    blob = ar._compressor(3).compress(data)
+    path = tmp_path / "x.zst"
+    path.write_bytes(blob)
+    reads: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd: int, n: int) -> bytes:
+        reads.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(ar.os, "read", counting_read)
+    assert ar._written_as(str(path), blob, hashlib.sha256(data).hexdigest(), len(data))
+    assert reads == [len(blob)]

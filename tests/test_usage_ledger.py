@@ -203,6 +203,28 @@ def test_a_transcripts_usage_read_whole_equals_its_lines_read_one_by_one() -> No
         assert whole == one_by_one, content
 
 
+def test_a_usage_object_with_a_quoted_first_key_goes_straight_to_the_whole_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every real usage line (`"usage":{"input":…`) is parsed whole without trying to cut the
+    object out first (the cut gives up at its first quote); another shape still tries the cut."""
+    from openclaw_cli.store import usage_ledger as ul
+
+    tried: list[bytes] = []
+    real = ul._balanced
+    monkeypatch.setattr(ul, "_balanced", lambda line, start: tried.append(line) or real(line, start))
+    real_line = (
+        b'{"timestamp":"2026-11-04T19:52:33.344Z","message":{"role":"assistant","provider":"p",'
+        b'"model":"m","usage":{"input":3,"output":4,"totalTokens":0,"cost":{"total":0.5}}}}'
+    )
+    usage = ul.content_usage(real_line + b"\n")
+    assert tried == []
+    assert (usage.totals, usage.model, usage.provider) == ([3, 4, 0, 0, 7, 0.5, 1], "m", "p")
+    spaced = real_line.replace(b'"usage":{"input"', b'"usage":{ "input"')
+    assert ul.content_usage(spaced + b"\n") == usage
+    assert tried == [spaced]
+
+
 def _cleanup_config(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
     (state / "openclaw.json").write_text(

@@ -795,11 +795,14 @@ def _written_as(path: str, blob: bytes, sha: str, size: int) -> bool:
     except OSError:
         return False
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        # a regular file of exactly the length written (its size says there is nothing after it:
+        # no read to the end of the file, one syscall fewer per archive)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(blob):
             return False
-        got = os.read(fd, len(blob) + 1)
-        while len(got) <= len(blob):  # a short read before the end: read on (a regular file rarely does this)
-            more = os.read(fd, len(blob) + 1 - len(got))
+        got = os.read(fd, len(blob))
+        while len(got) < len(blob):  # a short read before the end: read on (a regular file rarely does this)
+            more = os.read(fd, len(blob) - len(got))
             if not more:
                 break
             got += more

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -94,19 +94,32 @@ class Usage:
         self, usage: dict[str, Any], model: str | None, provider: str | None, day: str | None
     ) -> None:
         get = usage.get
-        a, b, c, d, e = (
-            _int(get("input")),
-            _int(get("output")),
-            _int(get("cacheRead")),
-            _int(get("cacheWrite")),
-            _int(get("totalTokens")),
-        )  # (FIELDS, in order)
+        # (FIELDS, in order; a plain int taken as it is, anything else through `_int`)
+        a = get("input")
+        if type(a) is not int:
+            a = _int(a)
+        b = get("output")
+        if type(b) is not int:
+            b = _int(b)
+        c = get("cacheRead")
+        if type(c) is not int:
+            c = _int(c)
+        d = get("cacheWrite")
+        if type(d) is not int:
+            d = _int(d)
+        e = get("totalTokens")
+        if type(e) is not int:
+            e = _int(e)
         if not e:
             e = a + b + c + d
         cost = get("cost")
         total_cost = _float(cost.get("total")) if isinstance(cost, dict) else _float(cost)
         name = f"{provider}/{model}" if provider and model else (model or provider or "unknown")
-        for slot in (self.totals, self.slices.setdefault((day or "unknown", name), _slot())):
+        named = (day or "unknown", name)
+        other = self.slices.get(named)
+        if other is None:
+            other = self.slices[named] = _slot()
+        for slot in (self.totals, other):
             slot[0] += a
             slot[1] += b
             slot[2] += c
@@ -270,16 +283,24 @@ def _add_usage(usage: Usage, line: bytes, at: int, day: bytes | None) -> None:
         model = models[-1].decode() if models else None
         provider = providers[-1].decode() if providers else None
     else:  # an unusual line: parse it whole
-        try:
-            obj = orjson.loads(line)
-        except ValueError:
-            return
-        message = obj.get("message") if isinstance(obj, dict) else None
-        if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
-            return
-        found = message["usage"]
-        model = message.get("model") if isinstance(message.get("model"), str) else None
-        provider = message.get("provider") if isinstance(message.get("provider"), str) else None
+        _add_whole_line(usage, line, day, orjson.loads)
+        return
+    usage.add_message(found, model, provider, day.decode() if day is not None else None)
+
+
+def _add_whole_line(usage: Usage, line: bytes, day: bytes | None, loads: Callable[[bytes], Any]) -> None:
+    """`_add_usage` of a line whose usage object is not cut out alone: the line parsed whole, its
+    `message.usage` (if any) added under its `message.model` / `message.provider`."""
+    try:
+        obj = loads(line)
+    except ValueError:
+        return
+    message = obj.get("message") if isinstance(obj, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+        return
+    found = message["usage"]
+    model = message.get("model") if isinstance(message.get("model"), str) else None
+    provider = message.get("provider") if isinstance(message.get("provider"), str) else None
     usage.add_message(found, model, provider, day.decode() if day is not None else None)
 
 
@@ -289,8 +310,11 @@ def content_usage(content: bytes) -> Usage:
     `HH:MM:SS.mmm`) orders as its instant does and its epoch ms never decrease with it, so only
     the earliest and the latest of them are converted (once each, not once per line); another
     shape is converted on its line, as `add_line` does."""
+    import orjson
+
     usage = Usage()
-    search, canonical, usage_at = _STAMP.search, _CLOCK_MS.fullmatch, _USAGE
+    search, canonical, usage_at, loads = _STAMP.search, _CLOCK_MS.fullmatch, _USAGE, orjson.loads
+    quote = len(_USAGE)  # where the usage object's first key starts
     low = high = b""
     events = 0
     for line in content.split(b"\n"):
@@ -314,7 +338,12 @@ def content_usage(content: bytes) -> Usage:
                 usage.see_time(_iso_ms(day, clock))
         at = line.rfind(usage_at)
         if at >= 0:
-            _add_usage(usage, line, at, day)
+            if line[at + quote : at + quote + 1] == b'"':
+                # a quoted key first (every real line): `_balanced` gives up at once, the line is
+                # parsed whole — straight to that parse
+                _add_whole_line(usage, line, day, loads)
+            else:
+                _add_usage(usage, line, at, day)
     if low:
         usage.see_time(_iso_ms(low[:10], low[10:]))
         usage.see_time(_iso_ms(high[:10], high[10:]))
