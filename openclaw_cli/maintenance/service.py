@@ -77,6 +77,9 @@ class CleanupOptions:
     # `archiving.key_shape` of their keys, by store path (`openclaw storage` keeps them with the
     # facts): the archive-in-place stages do not parse those keys again
     key_shapes: Mapping[str, dict[str, int]] | None = None
+    # sessions dirs the caller listed this run, by sessions dir (`openclaw storage`: the listing its
+    # tally and disk walk share, `storage_memo.Listing`): a dry run's snapshot made from it
+    listings: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -254,7 +257,9 @@ def plan_store(
         entries = file_facts
     else:
         entries = store.load_facts() if facts else store.load_entries()
-    snapshot = scan_sessions_dir(store.sessions_dir)
+    listed = options.listings.get(str(store.sessions_dir)) if options.listings and options.dry_run else None
+    # (its files' mtimes given once: a second plan of the same directory lists it itself)
+    snapshot = scan_sessions_dir(store.sessions_dir, None if listed is None else listed.regular_files())
     cron = cron_settings(ctx.config)
     common: dict[str, Any] = dict(
         now_ms=now_ms,

@@ -90,6 +90,16 @@ class StoreView:
     sessions_dir: Path
     transcripts_in_files: bool
     referenced: set[str] = field(default_factory=set)  # absolute paths of referenced transcript files
+    # or, when every one is in the sessions dir as `listing` listed it: their names there
+    referenced_names: set[str] | None = None
+    listing: Any = None
+
+    def referenced_paths(self) -> set[str]:
+        """`referenced`, made from `referenced_names` when only those are known."""
+        if self.referenced_names is not None and not self.referenced:
+            prefix = str(self.sessions_dir).rstrip("/") + "/"
+            self.referenced.update([prefix + name for name in self.referenced_names])
+        return self.referenced
 
 
 @dataclass
@@ -136,9 +146,10 @@ def sqlite_free_bytes(path: str) -> int:
 
 
 def _container(
-    name: str, rel: tuple[str, ...], path: str, views: dict[str, StoreView]
+    name: str, rel: tuple[str, ...], path: str, views: dict[str, StoreView], named: bool | None = None
 ) -> tuple[str, str | None]:
-    """(container, archive reason or None) of one regular file."""
+    """(container, archive reason or None) of one regular file. `named`: whether the rows
+    reference it, when known (else looked up in its agent's view)."""
     if ".openclaw-cli-backup-" in name:
         return "backups", None
     if "session-sqlite-import-archive" in rel[:-1]:
@@ -165,14 +176,22 @@ def _container(
         view = views.get(_agent_of(rel))
         if view is None or not view.transcripts_in_files:
             return "unimportedTranscripts" if view is not None else "other", None
-        return ("transcripts" if path in view.referenced else "orphans"), None
+        referenced = named if named is not None else path in view.referenced_paths()
+        return ("transcripts" if referenced else "orphans"), None
     if name.endswith((".sqlite", ".sqlite3", ".db")):
         return "sqliteMain", None
     return "other", None
 
 
-def walk_disk(root: Path, views: dict[str, StoreView], report: StorageReport) -> None:
-    """Account for every inode under `root` (iterative scandir, no symlink followed)."""
+def walk_disk(
+    root: Path,
+    views: dict[str, StoreView],
+    report: StorageReport,
+    listings: Mapping[tuple[int, int], Any] | None = None,
+) -> None:
+    """Account for every inode under `root` (iterative scandir, no symlink followed).
+    `listings`: (device, inode) of a directory -> its entries as already listed and stat'ed this
+    run (`storage_memo.Listing`: a sessions dir), not listed again."""
     seen_links: set[tuple[int, int]] = set()
     root_s = str(root)
     try:
@@ -183,25 +202,45 @@ def walk_disk(root: Path, views: dict[str, StoreView], report: StorageReport) ->
     report.total.add(st.st_size, st.st_blocks * 512, 0)
     report.bucket(report.by_container, "directories").add(st.st_size, st.st_blocks * 512, 0)
     report.bucket(report.by_agent, "(state)").add(st.st_size, st.st_blocks * 512, 0)
-    stack: list[tuple[str, tuple[str, ...]]] = [(root_s, ())]
+    stack: list[tuple[str, tuple[str, ...], tuple[int, int]]] = [(root_s, (), (st.st_dev, st.st_ino))]
     while stack:
-        directory, rel_dir = stack.pop()
+        directory, rel_dir, ident = stack.pop()
+        listing = listings.get(ident) if listings else None
+        if listing is not None:
+            for name, error in listing.failed:
+                report.unreadable.append({"path": os.path.join(directory, name), "error": error})
+            _walk_entries(listing.entries(), directory, rel_dir, views, report, seen_links, stack, listing)
+            continue
         try:
             it = os.scandir(directory)
         except OSError as exc:
             report.unreadable.append({"path": directory, "error": exc.strerror or str(exc)})
             continue
         with it:  # (iterated, not listed: a sessions dir may hold 100,000 files)
-            _walk_entries(it, rel_dir, views, report, seen_links, stack)
+            _walk_entries(_stat_entries(it, report), directory, rel_dir, views, report, seen_links, stack)
+
+
+def _stat_entries(it: Any, report: StorageReport) -> Iterator[tuple[Any, ...]]:
+    """(name, mode, nlink, dev, ino, size, blocks) of every entry of a scandir iterator (an entry
+    whose lstat fails is named unreadable)."""
+    for item in it:
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError as exc:
+            report.unreadable.append({"path": item.path, "error": exc.strerror or str(exc)})
+            continue
+        yield item.name, st.st_mode, st.st_nlink, st.st_dev, st.st_ino, st.st_size, st.st_blocks
 
 
 def _walk_entries(
-    it: Any,
+    entries: Iterable[tuple[Any, ...]],
+    directory: str,
     rel_dir: tuple[str, ...],
     views: dict[str, StoreView],
     report: StorageReport,
     seen_links: set[tuple[int, int]],
-    stack: list[tuple[str, tuple[str, ...]]],
+    stack: list[tuple[str, tuple[str, ...], tuple[int, int]]],
+    listing: Any = None,
 ) -> None:
     """One directory's entries into the report (subdirectories onto `stack`)."""
     per_item_agent = rel_dir == ("agents",)  # agents/<id> itself belongs to <id>
@@ -209,36 +248,41 @@ def _walk_entries(
     view = views.get(agent)
     # the usual file of a big sessions dir: a transcript a row names, recognised at once (the
     # classification chain below gives the same answer, 100,000 times slower in total)
-    referenced = (
-        view.referenced if view is not None and view.transcripts_in_files and not per_item_agent else None
+    in_files = view is not None and view.transcripts_in_files and not per_item_agent
+    # the names of the referenced transcripts when they are all in this listed directory (the
+    # view's sessions dir; its tally kept by `storage_memo`): no path made per entry
+    names = (
+        view.referenced_names
+        if in_files and view is not None and listing is not None and view.listing is listing
+        else None
     )
+    referenced = view.referenced_paths() if in_files and view is not None and names is None else None
+    prefix = os.path.join(directory, "")
     transcripts = report.bucket(report.by_container, "transcripts")
     agent_bucket = report.bucket(report.by_agent, agent)
     total = report.total
     # the referenced transcripts (most of a big sessions dir) summed here, added to their three
     # buckets once at the end (not three `Bucket.add` calls per file)
     t_size = t_disk = t_files = 0
-    for item in it:
-        name = item.name
-        try:
-            st = item.stat(follow_symlinks=False)
-        except OSError as exc:
-            report.unreadable.append({"path": item.path, "error": exc.strerror or str(exc)})
-            continue
-        mode = st.st_mode
-        if st.st_nlink > 1 and not stat.S_ISDIR(mode):
-            ident = (st.st_dev, st.st_ino)
+    for name, mode, nlink, dev, ino, size, blocks in entries:
+        if nlink > 1 and not stat.S_ISDIR(mode):
+            ident = (dev, ino)
             if ident in seen_links:
                 continue
             seen_links.add(ident)
-        size, disk = st.st_size, st.st_blocks * 512
-        if referenced and mode & 0o170000 == stat.S_IFREG:  # (`referenced`: never per item's agent)
-            path = item.path
-            if name.count(".") == 1 and name[0] != "." and name.endswith(".jsonl") and path in referenced:
-                t_size += size
-                t_disk += disk
-                t_files += 1
-                continue
+        disk = blocks * 512
+        if (
+            (referenced or names)  # (never per item's agent)
+            and mode & 0o170000 == stat.S_IFREG
+            and name.count(".") == 1
+            and name[0] != "."
+            and name.endswith(".jsonl")
+            and (name in names if names is not None else prefix + name in referenced)  # type: ignore[operator]
+        ):
+            t_size += size
+            t_disk += disk
+            t_files += 1
+            continue
         if per_item_agent:
             agent_bucket = report.bucket(report.by_agent, name)
         is_dir = stat.S_ISDIR(mode)
@@ -246,7 +290,7 @@ def _walk_entries(
         agent_bucket.add(size, disk, 0 if is_dir else 1)
         if is_dir:
             report.bucket(report.by_container, "directories").add(size, disk, 0)
-            stack.append((item.path, (*rel_dir, name)))
+            stack.append((prefix + name, (*rel_dir, name), (dev, ino)))
             continue
         if not stat.S_ISREG(mode):
             report.bucket(report.by_container, "other").add(size, disk)
@@ -254,7 +298,16 @@ def _walk_entries(
         # (a referenced transcript was counted above: `<id>.jsonl`, one dot, not hidden, is always
         # a primary transcript name; trajectories, checkpoints, archives, backups and leftovers all
         # have more dots)
-        _file(report, name, (*rel_dir, name), item.path, views, size, disk)
+        _file(
+            report,
+            name,
+            (*rel_dir, name),
+            prefix + name,
+            views,
+            size,
+            disk,
+            None if names is None else name in names,
+        )
     if t_files:
         total.add(t_size, t_disk, t_files)
         agent_bucket.add(t_size, t_disk, t_files)
@@ -269,9 +322,11 @@ def _file(
     views: dict[str, StoreView],
     size: int,
     disk: int,
+    named: bool | None = None,
 ) -> None:
+    """`named`: whether the rows reference the file, when known (`_container`)."""
     agent = _agent_of(rel)
-    container, reason = _container(name, rel, path, views)
+    container, reason = _container(name, rel, path, views, named)
     if container == "sqliteMain":
         free = min(sqlite_free_bytes(path), size)
         free_disk = min(free, disk)

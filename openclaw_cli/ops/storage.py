@@ -14,6 +14,7 @@ from openclaw_cli.ops.context import Context
 
 if TYPE_CHECKING:
     from openclaw_cli.maintenance.storage_facts import RowFacts
+    from openclaw_cli.maintenance.storage_memo import RowWatch, TallyMemo
 
 SCHEMA_VERSION = 1
 
@@ -26,11 +27,9 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     cache dir, `maintenance.storage.FileFigures`)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
-    from openclaw_cli.gcpause import gc_paused
     from openclaw_cli.maintenance import storage as st
     from openclaw_cli.ops.behavior import behavior_of
     from openclaw_cli.ops.targets import open_target, select_targets
-    from openclaw_cli.paths import cache_root
 
     top_n = max(0, int(params.get("top") or 10))
     agent = params.get("agent")
@@ -46,10 +45,15 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     now = ctx.now_ms()
     # each file store's sessions.json is read once: its rows' file facts (what the cleanup plan
     # reads) with each row's snapshot bytes (what the tally reads of a whole row besides them)
-    read_once = {} if params.get("plan") is False else _file_facts(ctx, targets, bool(params.get("noCache")))
+    # and each file store's sessions dir listed once, with every entry's lstat (`storage_memo`):
+    # the plan's snapshot, the tally's memo key and the disk walk of that directory
+    listed: dict[str, Any] = {}  # store path -> Listing
+    read_once = (
+        {} if params.get("plan") is False else _file_facts(ctx, targets, bool(params.get("noCache")), listed)
+    )
     # the cleanup plan first: its working set (~100 MB at 100,000 rows) is freed before the tally
     # builds its own, so the peak is the larger of the two, not their sum
-    planned = None if params.get("plan") is False else _planned(ctx, agent, now, read_once)
+    planned = None if params.get("plan") is False else _planned(ctx, agent, now, read_once, listed)
     report = st.StorageReport(root=root)
     tally = st.PayloadTally(top_n=top_n)
     by_kind: dict[str, list[int]] = {}
@@ -58,6 +62,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     stores_doc: list[dict[str, Any]] = []
     retention_ms: int | None = None
     db_orphans: list[tuple[str, str, int, int]] = []  # agent, session id, events, bytes
+    listings: dict[tuple[int, int], Any] = {}  # sessions dirs listed for the tally's memo
     for target in targets:
         try:
             store = open_target(ctx, target, read_only=True)
@@ -79,32 +84,44 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     ctx.config, behavior_of(ctx, store)
                 ).reset_archive_retention_ms
             try:
-                # rows streamed, whole (schema 24's snapshot rows joined), with their files; a
-                # file store's from the facts already made (each freed once tallied)
                 once = read_once.pop(str(store.path), None)
-                snaps = once.snaps if once is not None else None
-                kinds = once.row_kinds() if once is not None else None  # (one per row, in order)
-                rows = store.iter_rows_with_transcripts(None if once is None else _drain(once.facts))
-                # a file store's transcripts unchanged since the last run are not read again
-                files = (
-                    st.FileFigures(str(store.sessions_dir), None if params.get("noCache") else cache_root())
-                    if store.transcripts_in_files
+                # a file store whose store file and sessions dir are unchanged since a run that
+                # kept its tally: that tally, no row or transcript read (`storage_memo`)
+                memo = (
+                    _memo(store, top_n, tally, by_kind, top_sessions, listed.pop(str(store.path), None))
+                    if store.transcripts_in_files and not params.get("noCache")
                     else None
                 )
-                with gc_paused():  # 100,000 rows: the cyclic GC would rescan what is kept
-                    sessions = st.tally_sessions(
-                        store,
-                        rows,
-                        tally,
-                        by_kind,
-                        top_sessions,
-                        top_n,
-                        report.unreadable,
-                        referenced,
-                        files,
-                        snaps,
-                        kinds,
+                kept = memo.load() if memo is not None else None
+                if memo is not None and memo.listing is not None:
+                    # the walk takes the sessions dir's entries from this listing (one lstat each)
+                    views[target.agent_id].listing = memo.listing
+                    listings[memo.listing.ident] = memo.listing
+                if kept is not None:
+                    from openclaw_cli.maintenance.storage_memo import restore_state
+
+                    once = None  # (the rows' facts, let go: not read)
+                    sessions, names, state = kept
+                    restore_state(state, tally, by_kind, top_sessions)
+                    # (all in the sessions dir: the walk looks them up by name in its listing)
+                    views[target.agent_id].referenced_names = set(names)
+                else:
+                    from openclaw_cli.maintenance.storage_memo import RowWatch
+
+                    unreadable_before = len(report.unreadable)
+                    watch = RowWatch(memo.prefix) if memo is not None else None
+                    sessions = _tally_store(
+                        store, once, params, top_n, tally, by_kind, top_sessions, report, referenced, watch
                     )
+                    if (
+                        memo is not None
+                        and watch is not None
+                        and watch.inside
+                        and len(report.unreadable) == unreadable_before
+                    ):
+                        from openclaw_cli.maintenance.storage_memo import tally_state
+
+                        memo.keep(sessions, referenced, tally_state(tally, by_kind, top_sessions))
             except OpenClawError as exc:
                 report.unreadable.append({"path": str(store.path), "error": exc.message})
                 sessions = 0
@@ -122,7 +139,7 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     "sessions": sessions,
                 }
             )
-    st.walk_disk(root, views, report)
+    st.walk_disk(root, views, report, listings)
     doc = _document(report, tally, by_kind, top_sessions, stores_doc, retention_ms, now, top_n)
     orphans = doc["reclaimable"][0]
     orphans["sessions"] = len(db_orphans)
@@ -153,10 +170,14 @@ _PLAN_SETTINGS = {
 }
 
 
-def _file_facts(ctx: Context, targets: list[Any], no_cache: bool = False) -> dict[str, RowFacts]:
+def _file_facts(
+    ctx: Context, targets: list[Any], no_cache: bool = False, listed: dict[str, Any] | None = None
+) -> dict[str, RowFacts]:
     """store path -> `load_file_facts()` with what the tally reads of each whole row besides them
     (`maintenance.storage_facts.RowFacts`) of each file store that gives its facts, from one read
-    of its sessions.json (none while the file is unchanged since a run kept them: `StoreFacts`)."""
+    of its sessions.json (none while the file is unchanged since a run kept them: `StoreFacts`).
+    `listed`: filled with each file store's sessions dir listing (`storage_memo.list_dir`; not
+    with `no_cache`, which reads and lists everything as it goes)."""
     from openclaw_cli.config import maintenance_settings
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.gcpause import gc_paused
@@ -175,6 +196,12 @@ def _file_facts(ctx: Context, targets: list[Any], no_cache: bool = False) -> dic
         with store:
             if not store.transcripts_in_files:
                 continue
+            if listed is not None and not no_cache:
+                from openclaw_cli.maintenance.storage_memo import list_dir
+
+                listing = list_dir(str(store.sessions_dir))
+                if listing is not None:
+                    listed[str(store.path)] = listing
             behavior = behavior_of(ctx, store)
             if not file_facts_plan(behavior, maintenance_settings(ctx.config, behavior)):
                 continue  # (the plan reads whole rows: facts held beside them would only add up)
@@ -197,6 +224,76 @@ def _file_facts(ctx: Context, targets: list[Any], no_cache: bool = False) -> dic
     return out
 
 
+def _tally_store(
+    store: Any,
+    once: RowFacts | None,
+    params: dict[str, Any],
+    top_n: int,
+    tally: Any,
+    by_kind: dict[str, list[int]],
+    top_sessions: list[Any],
+    report: Any,
+    referenced: set[str],
+    watch: RowWatch | None = None,
+) -> int:
+    """One store's sessions through the tally (`maintenance.storage.tally_sessions`): its rows
+    streamed, whole (schema 24's snapshot rows joined), with their files; a file store's from the
+    facts already made (each freed once tallied), its transcripts unchanged since the last run not
+    read again (`FileFigures`)."""
+    from openclaw_cli.gcpause import gc_paused
+    from openclaw_cli.maintenance import storage as st
+    from openclaw_cli.paths import cache_root
+
+    snaps = once.snaps if once is not None else None
+    kinds = once.row_kinds() if once is not None else None  # (one per row, in order)
+    rows = store.iter_rows_with_transcripts(None if once is None else _drain(once.facts))
+    if watch is not None:
+        rows = watch.rows(rows)
+    files = (
+        st.FileFigures(str(store.sessions_dir), None if params.get("noCache") else cache_root())
+        if store.transcripts_in_files
+        else None
+    )
+    with gc_paused():  # 100,000 rows: the cyclic GC would rescan what is kept
+        return st.tally_sessions(
+            store,
+            rows,
+            tally,
+            by_kind,
+            top_sessions,
+            top_n,
+            report.unreadable,
+            referenced,
+            files,
+            snaps,
+            kinds,
+        )
+
+
+def _memo(
+    store: Any,
+    top_n: int,
+    tally: Any,
+    by_kind: dict[str, list[int]],
+    top_sessions: list[Any],
+    listing: Any = None,
+) -> TallyMemo:
+    """The kept tally of a file store (`maintenance.storage_memo.TallyMemo`), keyed by the state
+    the tally is in before it."""
+    from openclaw_cli.maintenance.storage_memo import TallyMemo, tally_state
+    from openclaw_cli.paths import cache_root
+
+    return TallyMemo(
+        str(store.path),
+        str(store.sessions_dir),
+        store.agent_id,
+        cache_root(),
+        top_n,
+        tally_state(tally, by_kind, top_sessions),
+        listing,
+    )
+
+
 def _drain(facts: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(key, facts) of every row in order, each row's facts let go once given."""
     for key in list(facts):
@@ -204,7 +301,11 @@ def _drain(facts: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _planned(
-    ctx: Context, agent: str | None, now: int, read_once: dict[str, RowFacts]
+    ctx: Context,
+    agent: str | None,
+    now: int,
+    read_once: dict[str, RowFacts],
+    listed: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """What `sessions cleanup --enforce` would free, per setting, as the maintenance planner plans
     it under the release each store follows (a dry run: nothing written, no lock taken)."""
@@ -223,6 +324,7 @@ def _planned(
         figures_only=True,
         file_facts={path: once.facts for path, once in read_once.items()},
         key_shapes={path: once.key_shapes() for path, once in read_once.items() if once.whole()},
+        listings={listing.path: listing for listing in (listed or {}).values()},
     )
     try:
         results = cleanup_stores(ctx, options, now_ms=now)

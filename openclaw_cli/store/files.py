@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,9 +68,16 @@ class DirSnapshot:
             return kind
 
 
-def scan_sessions_dir(root: Path) -> DirSnapshot:
+def scan_sessions_dir(root: Path, listed: Iterable[tuple[str, int, int]] | None = None) -> DirSnapshot:
+    """`listed`: (name, size, mtime_ns) of the regular files directly in `root`, in listing order,
+    as the caller listed them this run (`openclaw storage`): not listed again."""
     snap = DirSnapshot(Path(root))
-    _scan_into(snap, Path(root), "")
+    if listed is None:
+        _scan_into(snap, Path(root), "")
+    else:
+        files = snap.files
+        for name, size, mtime_ns in listed:
+            files[name] = DirFile(name, size, mtime_ns / 1e6)
     blobs = Path(root) / PROMPT_DIR / "sha256"
     try:
         if stat.S_ISDIR(os.lstat(Path(root) / PROMPT_DIR).st_mode) and stat.S_ISDIR(os.lstat(blobs).st_mode):
