@@ -422,3 +422,51 @@ def test_a_list_decodes_only_its_pages_pinned_rows(tmp_path: Path, monkeypatch: 
     assert whole == [k for k, _ in sorted(entries.items(), key=order)]
     assert (keys, total) == (whole[:10], 150)
     assert keys[0] == _k("p000")
+
+
+def test_the_pinned_order_keeps_one_version_per_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: the kept pinned order holds each pinned row's latest JSON only (looked up by key,
+    checked by the text), not one entry per version a row ever had: a Gateway whose clients pin and
+    relabel the same rows again and again keeps ~one entry per pinned row, and never clears the
+    whole cache (and decodes every pinned row again) because old versions filled it."""
+    from openclaw_cli.store.sqlite import store as store_mod
+
+    monkeypatch.setattr(store_mod, "_PINNED_ORDER", {})
+    entries = {_k(f"p{i:02}"): {"pinnedAt": 1000 + i, "updatedAt": 5000 - i} for i in range(20)}
+    entries.update({_k(f"u{i}"): {"updatedAt": 100 + i} for i in range(5)})
+    _ours(tmp_path, entries).close()
+    path = tmp_path / "ours" / "openclaw-agent.sqlite"
+    order = functools.cmp_to_key(functools.partial(_openclaw_compare, "updatedAt"))
+    for version in range(6):
+        changed = {
+            "sessionId": "s3",
+            "pinnedAt": 2000 + version,
+            "updatedAt": version,
+            "label": f"v{version}",
+        }
+        with SqliteStore(path, "main") as writer:
+            writer.upsert_entries({_k("p03"): changed})
+        entries[_k("p03")] = changed
+        with SqliteStore(path, "main", read_only=True) as store:
+            keys, total = _keys(store, limit=10)
+        assert keys == [k for k, _ in sorted(entries.items(), key=order)][:10] and total == 25
+    assert len(store_mod._PINNED_ORDER) == 20  # one per pinned row, whatever the versions
+
+
+def test_a_list_reads_the_pinned_rows_once(tmp_path: Path) -> None:
+    """Issue 30: the counting pass that names the pinned rows (after every commit in a live store)
+    reads their JSON in the same walk of the pinned index; no second lookup of each pinned key
+    (half the CPU of a Gateway list with ~350 pinned rows). Same page, same order."""
+    entries = {_k(f"p{i:02}"): {"pinnedAt": 1000 + i, "updatedAt": 5000 - i} for i in range(30)}
+    entries.update({_k(f"u{i}"): {"updatedAt": 100 + i} for i in range(10)})
+    store = _ours(tmp_path, entries)
+    statements: list[str] = []
+    try:
+        store._conn.set_trace_callback(statements.append)  # noqa: SLF001 - the statements under test
+        keys, total = _keys(store, limit=35)
+    finally:
+        store.close()
+    order = functools.cmp_to_key(functools.partial(_openclaw_compare, "updatedAt"))
+    assert (keys, total) == ([k for k, _ in sorted(entries.items(), key=order)][:35], 40)
+    assert not [sql for sql in statements if "session_key IN (" in sql], statements
+    assert len([sql for sql in statements if "entry_json" in sql and "pinned_at IS NOT NULL" in sql]) == 1

@@ -207,24 +207,26 @@ def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any
 
 
 _loads_line = jsonutil.loads  # orjson, with the stdlib fallback for what orjson rejects
-# A pinned row's place in the default listing order, by its key and exact stored JSON: every
-# list of a live store (the Gateway's) reads each pinned row, and one right after a commit would
-# otherwise decode all of them and test each for pinnability to show the first 50 (issue 30: the
-# mix's lists with ~300 pinned rows).
-_PINNED_ORDER: dict[tuple[str, str], tuple[float, float, str]] = {}
+# A pinned row's place in the default listing order, by its key, kept with the exact stored JSON
+# it was computed from: every list of a live store (the Gateway's) reads each pinned row, and one
+# right after a commit would otherwise decode all of them and test each for pinnability to show
+# the first 50 (issue 30: the mix's lists with ~300 pinned rows). Looked up by the key and checked
+# by comparing the text (a memcmp), not by hashing every row's JSON again (each read is a new str).
+_PINNED_ORDER: dict[str, tuple[str, tuple[float, float, str]]] = {}
 _PINNED_ORDER_MAX = 4096
 
 
 def _pinned_order(key: str, text: str) -> tuple[float, float, str]:
     """(-pin timestamp, -updatedAt, key): `listing_sort_key`'s default order for a pinned row."""
-    found = _PINNED_ORDER.get((key, text))
-    if found is None:
-        entry = _loads_line(text)
-        entry = entry if isinstance(entry, dict) else {}
-        found = (-pin_timestamp(key, entry), -(finite_timestamp(entry.get("updatedAt")) or 0), key)
-        if len(_PINNED_ORDER) >= _PINNED_ORDER_MAX:
-            _PINNED_ORDER.clear()
-        _PINNED_ORDER[(key, text)] = found
+    kept = _PINNED_ORDER.get(key)
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    entry = _loads_line(text)
+    entry = entry if isinstance(entry, dict) else {}
+    found = (-pin_timestamp(key, entry), -(finite_timestamp(entry.get("updatedAt")) or 0), key)
+    if kept is None and len(_PINNED_ORDER) >= _PINNED_ORDER_MAX:
+        _PINNED_ORDER.clear()
+    _PINNED_ORDER[key] = (text, found)
     return found
 
 
@@ -813,20 +815,30 @@ class SqliteStore(SessionStore):
         def run(c: sqlite3.Connection) -> tuple[list[tuple[str, dict[str, Any]]], int] | None:
             with self._snapshot():
                 c.execute("SELECT 1 FROM session_nodes LIMIT 1").fetchone()  # the snapshot starts here
+                by_time = query.sort_by != SORT_UPDATED
+                wants_pinned = not by_time or query.pinned is not None
+                # the pinned rows' JSON read by the counting pass when it runs (after every commit
+                # in a live store): one walk of the pinned index and its rows, not a second lookup
+                # of each pinned key (issue 30: ~350 pinned rows, half a list's CPU)
+                texts: list[list[tuple[str, str]]] = []
                 total, pinned_keys, walk_exact = cached_fact(
                     self.path,
                     ("listing", condition, tuple(params)),
-                    lambda: self._listing_counts(c, query, condition, params),
+                    lambda: self._listing_counts(
+                        c, query, condition, params, texts=texts if wants_pinned else None
+                    ),
                 )
-                by_time = query.sort_by != SORT_UPDATED
                 found: list[tuple[str, str]] = []
                 order: list[tuple[float, float, str]] = []
-                if pinned_keys and (not by_time or query.pinned is not None):
-                    marks = ",".join("?" * len(pinned_keys))
-                    found = c.execute(
-                        f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
-                        pinned_keys,
-                    ).fetchall()
+                if pinned_keys and wants_pinned:
+                    if texts:
+                        found = texts[0]
+                    else:
+                        marks = ",".join("?" * len(pinned_keys))
+                        found = c.execute(
+                            f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})",
+                            pinned_keys,
+                        ).fetchall()
                     # a pinnedAt on a row that cannot be pinned (the pinned_at column does not
                     # know), or one that does not put the row first: let Python filter and order
                     order = [_pinned_order(key, text) for key, text in found]
@@ -882,13 +894,21 @@ class SqliteStore(SessionStore):
         return _parse_entries([texts[rowid] for rowid in ids])
 
     def _listing_counts(
-        self, c: sqlite3.Connection, query: ListingQuery, condition: str, params: list[Any]
+        self,
+        c: sqlite3.Connection,
+        query: ListingQuery,
+        condition: str,
+        params: list[Any],
+        *,
+        texts: list[list[tuple[str, str]]] | None = None,
     ) -> tuple[int, list[str], bool]:
         """(rows matching, the pinned keys among them, whether the updated_at index walk is the
         listing's order). Filtered by archived state only (the Gateway's default listing) and on
         a schema with the partial archived / pinned indexes: count(*) minus the archived rows,
-        and an index search for the pinned ones; otherwise one scan. The walk is exact unless
-        the store holds both rows without updatedAt and rows at or below 0 (two index probes)."""
+        and an index search for the pinned ones (with `texts`, their (key, JSON) rows are read
+        in the same pass and appended to it as one list); otherwise one scan. The walk is exact
+        unless the store holds both rows without updatedAt and rows at or below 0 (two index
+        probes)."""
         walk_exact = not c.execute(
             "SELECT EXISTS (SELECT 1 FROM session_nodes WHERE updated_at IS NULL)"
             " AND EXISTS (SELECT 1 FROM session_nodes WHERE updated_at <= 0)"
@@ -904,6 +924,13 @@ class SqliteStore(SessionStore):
                 total = archived_rows
             else:
                 total = c.execute("SELECT count(*) FROM session_nodes").fetchone()[0] - archived_rows
+            if texts is not None:
+                rows = c.execute(
+                    f"SELECT session_key, entry_json FROM session_nodes WHERE pinned_at IS NOT NULL AND {condition}",
+                    params,
+                ).fetchall()
+                texts.append(rows)
+                return total, [row[0] for row in rows], walk_exact
             pinned = [
                 row[0]
                 for row in c.execute(
