@@ -238,3 +238,25 @@ def test_the_plans_snapshot_from_a_listing_equals_its_own_scan(cached: Path, sta
     assert listing.regular_files() is None  # (given once: its mtimes let go)
     assert "link.jsonl" not in made.files and "sub" not in made.files
     assert any(name.startswith("skills-prompts/") for name in made.files)
+
+
+def test_the_budgets_kept_names_equal_its_two_patterns() -> None:
+    """`budget._kept_name` answers the usual name without a search, as the two patterns would."""
+    from openclaw_cli.maintenance.budget import _MIGRATED, _PRE_DOCTOR, _kept_name
+
+    names = [
+        "a.jsonl",
+        "sessions.json",
+        "sessions.json.migrated",
+        "x.jsonl.migrated.3",
+        "x.migrated.jsonl",
+        "migrated",
+        ".migrated",
+        "x.jsonl.pre-doctor-branch-repair-2026-01-02T03-04-05-678Z.bak",
+        "x.jsonl.pre-doctor-openai-codex-repair-2026-01-02T03-04-05-678Z.bak",
+        "x.jsonl.pre-doctor-branch-repair-2026-01-02.bak",
+        "x.pre-doctor-",
+        "x.deleted.2026-01-01T00-00-00.000Z",
+    ]
+    for name in names:
+        assert _kept_name(name) == (not (_MIGRATED.search(name) or _PRE_DOCTOR.search(name))), name
