@@ -202,11 +202,13 @@ class Guard:
             return True
         if entry.get("modelSelectionLocked") is True or entry.get("status") == "running":
             return True
-        if key in self.preserve_keys or key.strip().lower() in self.preserve_keys:
+        # (both sets are empty in a run without --active-key or live work: not asked then)
+        if self.preserve_keys and (key in self.preserve_keys or key.strip().lower() in self.preserve_keys):
             return True
-        sid = entry.get("sessionId")
-        if isinstance(sid, str) and sid in self.preserve_session_ids:
-            return True
+        if self.preserve_session_ids:
+            sid = entry.get("sessionId")
+            if isinstance(sid, str) and sid in self.preserve_session_ids:
+                return True
         shape = self.shape(key)
         if shape & _DISPOSABLE:  # (never protected, never spared for recent activity)
             return False
