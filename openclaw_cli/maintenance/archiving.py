@@ -114,7 +114,12 @@ def _protected_by_key(key: str, rest: str | None) -> bool:
 def _protected_by_entry(entry: Mapping[str, Any]) -> bool:
     """The entry half: an external delivery, or a group/channel/thread chat."""
     delivery = entry.get("delivery")
-    if isinstance(delivery, Mapping) and delivery.get("kind") == "external":
+    # (`type(...) is dict` first: the usual values, without the ABC's instance check)
+    if (
+        delivery is not None
+        and (type(delivery) is dict or isinstance(delivery, Mapping))
+        and delivery.get("kind") == "external"
+    ):
         return True
     return _chat_type(entry) in ("group", "channel", "thread")
 
@@ -244,11 +249,13 @@ def plan_archiving(
     out = ArchivingResult()
     # rows deleted so far (the stages walk `store` itself, skipping them: no copy of a 100k-row store)
     deleted: set[str] = set()
-    archived = {k for k, e in store.items() if isinstance(e, Mapping) and "archivedAt" in e}
+    archived = {
+        k for k, e in store.items() if (type(e) is dict or isinstance(e, Mapping)) and "archivedAt" in e
+    }
 
     def entry_of(key: str) -> Mapping[str, Any]:
         value = store[key]
-        return value if isinstance(value, Mapping) else {}
+        return value if type(value) is dict or isinstance(value, Mapping) else {}
 
     verdicts: dict[str, bool] = {}  # key -> free while unarchived (asked by the prune and cap stages)
 
