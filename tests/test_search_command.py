@@ -164,3 +164,44 @@ def test_a_warm_index_sees_each_kind_of_change_in_one_process(legacy: Path) -> N
     )
     found = {r["messageId"]: r["source"] for r in search(legacy, "narwhal")}
     assert found == {"fresh001": "legacy", "fresh003": "archive:deleted"}
+
+
+def test_the_command_runs_without_cyclic_collection_and_restores_it(
+    legacy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stop 38: the collector's passes over everything the command imports were ~3 % of a warm
+    search; it is paused for the command and left as it was found."""
+    import gc
+
+    from openclaw_cli.cli import common, search_body
+
+    seen: list[bool] = []
+    real_run = common.run
+
+    def watching(fn: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_run(fn, **kwargs)
+
+    monkeypatch.setattr(common, "run", watching)
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(legacy))
+    assert gc.isenabled()
+    search_body.search_command(
+        "session",
+        agent=None,
+        all_agents=False,
+        store=None,
+        sessions=[],
+        roles=[],
+        since=None,
+        until=None,
+        archived=True,
+        limit=3,
+        json_mode=True,
+        fixed=False,
+        redact=False,
+        reindex=False,
+        verbose=False,
+        gw=None,
+    )
+    assert seen == [False]
+    assert gc.isenabled()

@@ -471,3 +471,47 @@ def test_the_directories_kept_are_bounded(
         assert _ids(other, "narwhal") == ["bound001"]
         assert len(watch._dirs) <= 1 and len(watch._by_wd) <= 1
     assert len(listings) == 6  # each let go by the other: listed every time
+
+
+def test_a_plain_line_is_read_back_without_the_archive_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stop 38: a hit in a plain transcript is read with `pread` up to its newline, not through
+    `open_archive`'s stream and `readline`: the same bytes at every position (a line longer than
+    one read step, blank lines, no final newline, past the end) and the same errors."""
+    from openclaw_cli.errors import InvalidDataError, RefusedError
+    from openclaw_cli.search import sources
+
+    path = tmp_path / "t.jsonl"
+    lines = [
+        b'{"a": 1}',
+        b"",
+        b"  ",
+        b'{"long": "' + b"x" * (sources.PLAIN_READ_STEP * 2 + 5) + b'"}',
+        b"  tail  ",
+    ]
+    path.write_bytes(b"\n".join(lines))  # no final newline
+    data = path.read_bytes()
+
+    def expected(position: int) -> bytes | None:
+        with open(path, "rb") as fh:
+            fh.seek(position)
+            return fh.readline().strip() or None
+
+    positions = [0, 1, len(data) - 3, len(data), len(data) + 10]
+    positions += [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    reader = sources.FileReader(str(path))
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("open_archive used for a plain line")
+
+    monkeypatch.setattr("openclaw_cli.store.archives.open_archive", refuse)
+    for position in positions:
+        assert reader.read_at(position) == expected(position), position
+    with pytest.raises(InvalidDataError, match="Archive not found"):
+        sources.FileReader(str(tmp_path / "gone.jsonl")).read_at(0)
+    (tmp_path / "link.jsonl").symlink_to(path)
+    with pytest.raises(RefusedError, match="symbolic links are not followed"):
+        sources.FileReader(str(tmp_path / "link.jsonl")).read_at(0)
+    with pytest.raises(IsADirectoryError):  # as open_archive's fdopen says it
+        sources.FileReader(str(tmp_path)).read_at(0)

@@ -203,10 +203,9 @@ class FileReader(Reader):
     def read_at(self, position: int) -> bytes | None:
         if self._held(position):
             return self._slice(position)
+        if not self.compressed:
+            return _plain_line_at(self.path, position)
         with self._open() as raw:
-            if not self.compressed:
-                raw.seek(position)
-                return raw.readline().strip() or None
             # decompressed up to the end of the line only (a hit need not pay for the archive's
             # rest), and kept for the search's other hits in it
             chunks: list[bytes] = []
@@ -254,6 +253,36 @@ class FileReader(Reader):
                 return fh.read(min(64, position))
         except OSError:
             return None
+
+
+PLAIN_READ_STEP = 64 << 10  # a plain transcript's line is read this much at a time
+
+
+def _plain_line_at(path: Path | str, position: int) -> bytes | None:
+    """The stripped line of a plain file that starts at byte `position` (None: blank or past the
+    end), opened as `open_archive` opens it (no symbolic link followed, a regular file only, the
+    same errors) and read with `pread` up to its newline: a snippet's one line needs neither the
+    context manager nor the buffered `readline` (8 KiB at a time for lines of tens of KB)."""
+    from openclaw_cli.store.archives import _open_regular
+
+    fh = _open_regular(Path(path))
+    try:
+        fd = fh.fileno()
+        chunks: list[bytes] = []
+        at = position
+        while True:
+            chunk = os.pread(fd, PLAIN_READ_STEP, at)
+            if not chunk:
+                break
+            end = chunk.find(b"\n")
+            if end >= 0:
+                chunks.append(chunk[: end + 1])
+                break
+            chunks.append(chunk)
+            at += len(chunk)
+    finally:
+        fh.close()
+    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)).strip() or None
 
 
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes
