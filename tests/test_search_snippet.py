@@ -135,3 +135,21 @@ def test_reader_lines_match_the_plain_definition(data: bytes, chunk: int, first:
 
     got = list(_numbered_lines(io.BytesIO(data), 100, first, size=chunk))
     assert got == _lines_by_definition(data, 100, first)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=400), max_size=120),
+    st.integers(min_value=0, max_value=450),
+)
+def test_the_single_word_window_is_the_bisecting_one(starts: list[int], extra: int) -> None:
+    """stop 38: matches of one token each take the two-index walk; it picks the very window the
+    general search picks (duplicates included: two terms matching one word)."""
+    from openclaw_cli.search.snippet import _best_any_window, _best_single_window, _best_window
+
+    starts = sorted(starts)
+    total = (starts[-1] if starts else 0) + extra + 1
+    hits = [(a, a) for a in starts]
+    if starts:
+        assert _best_single_window(starts, total) == _best_any_window(hits, starts, total)
+    assert _best_window(hits, total) == _best_any_window(hits, starts, total)

@@ -106,6 +106,12 @@ def _best_window(hits: list[tuple[int, int]], total: int) -> int:
     """First token of the WINDOW-token window holding the most whole matches (the earliest such
     window; candidates start 4 tokens before a match)."""
     starts = [a for a, _ in hits]
+    if starts and all(a == b for a, b in hits):
+        return _best_single_window(starts, total)
+    return _best_any_window(hits, starts, total)
+
+
+def _best_any_window(hits: list[tuple[int, int]], starts: list[int], total: int) -> int:
     # a match ending at or past a window's end starts at most `longest` tokens before it: only
     # those few are looked at (every match of a single word fits whenever it starts inside)
     longest = max((b - a for a, b in hits), default=0)
@@ -121,6 +127,33 @@ def _best_window(hits: list[tuple[int, int]], total: int) -> int:
             )
         if count > best_count:
             best_start, best_count = start, count
+    return best_start
+
+
+def _best_single_window(starts: list[int], total: int) -> int:
+    """`_best_window` for matches of one token each (a word, not a phrase: the common case): a
+    window's count is how many starts fall in it, and as the candidates move right both of its
+    ends only move right, so two indexes walk the starts once instead of two bisections per
+    candidate (a common word's long tool result has hundreds of candidates)."""
+    cap = total - WINDOW
+    n = len(starts)
+    best_start, best_count = 0, -1
+    lo = hi = 0
+    previous = None
+    for a in starts:
+        start = a - 4 if a > 4 else 0
+        if start > cap:
+            start = cap
+        if start == previous:  # the same window again (an equal count never replaces the best)
+            continue
+        previous = start
+        while starts[lo] < start:  # never past `a` itself, which is >= start
+            lo += 1
+        end = start + WINDOW
+        while hi < n and starts[hi] < end:
+            hi += 1
+        if hi - lo > best_count:
+            best_start, best_count = start, hi - lo
     return best_start
 
 
