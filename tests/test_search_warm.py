@@ -515,3 +515,40 @@ def test_a_plain_line_is_read_back_without_the_archive_stream(
         sources.FileReader(str(tmp_path / "link.jsonl")).read_at(0)
     with pytest.raises(IsADirectoryError):  # as open_archive's fdopen says it
         sources.FileReader(str(tmp_path)).read_at(0)
+
+
+def test_a_kept_ranking_and_the_skipped_lines_cost_one_lookup_and_stay_fresh(legacy: Path) -> None:
+    """stop 38: a ranking kept for the shard's generation is read by one statement (no
+    transaction of four), and what the sources skipped is kept per generation (no scan of every
+    source); a write (a new bad line) is seen by the very next search."""
+    from openclaw_cli.search.query import parse
+
+    sdir = legacy / "agents" / "main" / "sessions"
+    sid = next(iter(json.loads((sdir / "sessions.json").read_text()).values()))["sessionId"]
+
+    def bad_line() -> None:
+        with open(sdir / f"{sid}.jsonl", "ab") as fh:
+            fh.write(b"{not json\n")
+
+    _append(legacy, "good0001", "narwhal saxophone")
+    bad_line()
+    for _ in range(2):
+        assert [hit["messageId"] for hit in library_search(legacy, "narwhal")] == ["good0001"]
+    [[(index, _)]] = list(engine._kept.values())
+    first = index.skipped()
+    assert sum("not a JSON line" in line for line in first) == 1
+    statements: list[str] = []
+    for shard in index.shards:
+        shard.conn.set_trace_callback(statements.append)
+    try:
+        assert index.skipped() == first
+        assert [hit.message_id for hit in index.query(parse("narwhal").fts, limit=11)] == ["good0001"]
+    finally:
+        for shard in index.shards:
+            shard.conn.set_trace_callback(None)
+    assert not any("SELECT issues" in sql or sql == "BEGIN" for sql in statements), statements
+    bad_line()
+    assert [hit["messageId"] for hit in library_search(legacy, "narwhal")] == ["good0001"]
+    [[(again, _)]] = list(engine._kept.values())
+    assert again is index
+    assert sum("not a JSON line" in line for line in index.skipped()) == 2

@@ -143,6 +143,8 @@ class _Shard:
         """`path` None (or a cache dir we cannot write): an in-memory index for this process."""
         self.path = path
         self.conn = self._open(path)
+        # skipped() by live_only: (the generation row it was read under, its lines)
+        self._skipped: dict[bool, tuple[Any, tuple[str, ...]]] = {}
 
     def _open(self, path: Path | None) -> sqlite3.Connection:
         if path is not None:
@@ -468,6 +470,17 @@ class _Shard:
 
         conn = self.conn
         key = f"{fetch}\0{match}"
+        # kept for the current generation: one statement (its own snapshot), not a transaction of four
+        row = conn.execute(
+            "SELECT ranked FROM ranked WHERE key = ? AND gen ="
+            " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'), 0)",
+            (key,),
+        ).fetchone()
+        if row is not None:
+            try:
+                return [(int(r), float(s)) for r, s in marshal.loads(row[0])]
+            except (ValueError, TypeError, EOFError):
+                pass
         conn.execute("BEGIN")  # one snapshot: the generation read is the ranking's
         try:
             gen_row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
@@ -528,15 +541,36 @@ class _Shard:
         return row
 
     def skipped(self, live_only: bool = False) -> list[str]:
-        """What reading the indexed sources skipped (unreadable lines and archives), as text."""
+        """What reading the indexed sources skipped (unreadable lines and archives), as text. A
+        function of the shard's content: kept for its generation (one key lookup, not a scan of
+        every source, when nothing was written since)."""
         sql = "SELECT issues FROM sources WHERE live = 1 AND issues IS NOT NULL"
         params: tuple[str, ...] = ()
         if live_only:
             sql += f" AND source IN ({','.join('?' * len(LIVE))})"
             params = LIVE
-        return [
-            line for (text,) in self.conn.execute(sql + " ORDER BY id", params) for line in text.split("\n")
-        ]
+        conn = self.conn
+        gen_sql = "SELECT value FROM meta WHERE key = 'generation'"
+        kept = self._skipped.get(live_only)
+        if kept is not None and conn.execute(gen_sql).fetchone() == kept[0]:
+            return list(kept[1])
+
+        def read() -> list[str]:
+            return [
+                line for (text,) in conn.execute(sql + " ORDER BY id", params) for line in text.split("\n")
+            ]
+
+        if conn.in_transaction:  # inside a caller's transaction: its snapshot, nothing kept
+            return read()
+        conn.execute("BEGIN")  # one snapshot: the generation read is the issues'
+        try:
+            generation = conn.execute(gen_sql).fetchone()
+            found = read()
+        finally:
+            conn.execute("COMMIT")
+        if generation is not None:
+            self._skipped[live_only] = (generation, tuple(found))
+        return found
 
     def theirs_sessions(self) -> dict[str, str | None]:
         """Live sessions whose user/assistant lines are searched in OpenClaw's own FTS: id -> key."""
