@@ -235,6 +235,9 @@ class _Keeper:
         self.closed = False
         self._checkpointer: sqlite3.Connection | None = None
         self._checkpoint_lock = threading.Lock()
+        # one idle write connection of this database (its store's agent id and busy timeout, the
+        # schema cookie and user_version it was given back with): a write batch opens none
+        self._writer: tuple[sqlite3.Connection, Any, tuple[int, int]] | None = None
 
     def checkpoint(self) -> None:
         """A PASSIVE checkpoint on a connection of its own (never the keeper's, which listings
@@ -267,12 +270,47 @@ class _Keeper:
             self.pool.append(reader)
             return True
 
+    def take_writer(self, tag: Any) -> sqlite3.Connection | None:
+        """The idle write connection opened for `tag` (agent id, busy timeout), if the database's
+        schema is still the one it was given back with (no migration or other schema change by
+        anyone meanwhile); None: open one."""
+        with self.lock:
+            kept, self._writer = self._writer, None
+        if kept is None:
+            return None
+        conn, kept_tag, schema = kept
+        try:
+            if kept_tag == tag and not self.closed and _schema_stamp(conn) == schema:
+                return conn
+        except sqlite3.Error:
+            pass
+        conn.close()
+        return None
+
+    def give_writer(self, conn: sqlite3.Connection, tag: Any) -> bool:
+        """Keep an idle write connection for the next writable open of this database (False:
+        close it). Never one inside a transaction."""
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            schema = _schema_stamp(conn)
+        except sqlite3.Error:
+            return False
+        with self.lock:
+            if self.closed or self._writer is not None:
+                return False
+            self._writer = (conn, tag, schema)
+            return True
+
     def shut(self) -> None:
         with self.lock:
             self.closed = True
             readers, self.pool = self.pool, []
             for reader in readers:
                 reader.conn.close()
+            if self._writer is not None:
+                self._writer[0].close()
+                self._writer = None
             try:
                 self.conn.close()
             except sqlite3.Error:
@@ -285,6 +323,12 @@ class _Keeper:
     def version(self) -> int:
         with self.lock:
             return cast(int, self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+
+def _schema_stamp(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(schema cookie, user_version): both change when anyone migrates the database."""
+    row = conn.execute("SELECT * FROM pragma_schema_version, pragma_user_version").fetchone()
+    return int(row[0]), int(row[1])
 
 
 _LIVE = {"enabled": 0}  # how many live servers run in this process
