@@ -248,6 +248,11 @@ class TallyMemo:
         self.key = ""
         self.signature = file_signature(store_path)
         self.listing = listing if listing is not None else list_dir(sessions_dir)
+        # what `keep` asks of the listing, taken now: the listing itself may be let go before
+        # (`release`) while the store is tallied
+        self._plain = self.listing is not None and self.listing.plain()
+        self._newest_ns = self.listing.newest_mtime_ns if self.listing is not None else 0
+        self._taken_ns = self.listing.taken_ns if self.listing is not None else 0
         if self.signature is None or self.listing is None:
             return
         code = _code_digest()
@@ -291,15 +296,19 @@ class TallyMemo:
             return data[2], data[3], data[4]
         return None
 
+    def release(self) -> None:
+        """Let the listing go (a store tallied by reading: its figures cache and referenced paths
+        are built meanwhile, and the walk lists the directory itself)."""
+        self.listing = None
+
     def keep(self, sessions: int, referenced: set[str], state: tuple[Any, ...]) -> None:
         """Keep the state the tally reached, when what it read is what the key names."""
         from openclaw_cli.maintenance.storage_facts import file_signature
 
-        listing = self.listing
-        if self.path is None or listing is None or not listing.plain():
+        if self.path is None or not self._plain:
             return
-        settled = listing.taken_ns - _SETTLE_NS
-        if listing.newest_mtime_ns >= settled or self.signature is None or self.signature[3] >= settled:
+        settled = self._taken_ns - _SETTLE_NS
+        if self._newest_ns >= settled or self.signature is None or self.signature[3] >= settled:
             return  # racily clean: tallied again next time
         if file_signature(self.store_path) != self.signature:
             return  # the store written meanwhile: what was tallied may be either version

@@ -93,10 +93,14 @@ def storage_report(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                     else None
                 )
                 kept = memo.load() if memo is not None else None
-                if memo is not None and memo.listing is not None:
-                    # the walk takes the sessions dir's entries from this listing (one lstat each)
+                if kept is not None and memo is not None and memo.listing is not None:
+                    # the walk takes the sessions dir's entries from this listing (one lstat each;
+                    # a store tallied by reading lets it go: the figures cache's records and the
+                    # referenced paths are held then, and it is the rarer run)
                     views[target.agent_id].listing = memo.listing
                     listings[memo.listing.ident] = memo.listing
+                elif memo is not None:
+                    memo.release()
                 if kept is not None:
                     from openclaw_cli.maintenance.storage_memo import restore_state
 
