@@ -116,6 +116,7 @@ def test_parser_process_stores_what_the_in_process_import_stores(
 
     template = _odd_state(tmp_path / "template")
     monkeypatch.setattr(parser_process, "PARSER_FILE_LIMIT", 200_000)  # sent to the parser at its start
+    monkeypatch.setattr(parser_process, "ROWS_FILE_BYTES", 30_000)  # so is this: several rows files
     from openclaw_cli.migration.index_stream import StreamedEntries
 
     parsed_here: Counter[str] = Counter()  # entries the importing process parsed itself
@@ -148,7 +149,16 @@ def test_parser_process_stores_what_the_in_process_import_stores(
             mode = os.environ["OPENCLAW_IMPORT_PARSER"]
             remembered[mode] = max(remembered[mode], len(self.keys) + len(self.sids))
 
-    monkeypatch.setattr(sqlite_store, "_BulkState", KeptBulkState)
+    copied: Counter[str] = Counter()  # rows files of the parser copied into the build
+
+    class CountedCopies(KeptBulkState):
+        def copy_rows(self, path: str) -> None:
+            assert os.path.exists(path)
+            super().copy_rows(path)
+            assert not os.path.exists(path)  # removed once copied
+            copied[os.environ["OPENCLAW_IMPORT_PARSER"]] += 1
+
+    monkeypatch.setattr(sqlite_store, "_BulkState", CountedCopies)
     results = {}
     for mode in ("inline", "process"):
         state = tmp_path / mode / "state"
@@ -167,6 +177,9 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     assert made["inline"] <= 6 and made["process"] <= 6, made
     # the parser's records are not remembered (100,000 keys and ids: 8 MiB of the peak)
     assert remembered["inline"] >= 40 and remembered["process"] <= 12, remembered
+    # the parser's rows came in its rows files (several, the last one at the end), not row by row
+    assert copied["inline"] == 0 and copied["process"] >= 3, copied
+    assert leftovers(tmp_path / "process" / "state") == []
     codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}
     assert {"transcript_malformed", "transcript_missing", "entry_alias_merged"} <= codes, codes
     nodes = {row[0]: row for row in inline[1]["session_nodes"]}
@@ -333,3 +346,22 @@ def test_the_parser_is_the_default_for_large_transcripts_only(tmp_path: Path) ->
     mean_large = importer._mean_transcript_bytes(large, importer.PARSER_MIN_RECORDS)
     assert mean_small == 100 and mean_large == 40_000
     assert mean_small < importer.PARSER_MIN_MEAN_BYTES <= mean_large
+
+
+def test_rows_files_go_with_their_build(tmp_path: Path) -> None:
+    """The parser's rows files (`<build>-rows-<n>`) are not builds themselves and are removed with
+    their build (a killed import's are discarded by the next run or `recover`)."""
+    from openclaw_cli.migration import staging
+
+    live = tmp_path / "openclaw-agent.sqlite"
+    build = staging.build_path(live, "session-sqlite-1-aa")
+    build.write_bytes(b"")
+    rows = [Path(f"{staging.rows_base(build)}{n}") for n in range(3)]
+    for path in rows:
+        path.write_bytes(b"x")
+    other = Path(f"{staging.rows_base(staging.build_path(live, 'session-sqlite-2-bb'))}0")
+    other.write_bytes(b"x")  # another run's: not this build's
+    assert staging.builds(live) == [build]
+    assert staging.discard(build)
+    assert not build.exists() and not any(path.exists() for path in rows)
+    assert other.exists()

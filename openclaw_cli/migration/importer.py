@@ -261,6 +261,7 @@ class ImportRun:
         self.manifest_path: Path | None = None
         self._db_kinds: dict[Path, str] = {}
         self._current_db: Path | None = None  # the database being written (named in typed errors)
+        self._rows_file = -1  # the parser's rows file the last records' rows are in (not copied yet)
 
     # ---- orchestration ---------------------------------------------------------------------------
     def run(self) -> Report:
@@ -395,6 +396,7 @@ class ImportRun:
     def _import_target(self, tr: TargetRun) -> None:
         tr.fresh = self._db_kinds.get(tr.target.sqlite_path, "missing") in ("missing", "empty")
         tr.published = not tr.fresh
+        self._rows_file = -1
         parser = self._start_parser(tr)  # first: its start-up overlaps reading the index
         try:
             self._import_records(tr, parser)
@@ -442,6 +444,7 @@ class ImportRun:
                 private_build=tr.build is not None,
                 expected_records=len(states),
                 on_result=lambda res: _take_result(next(taken), res, report),
+                rows_at_end=None if parser is None else lambda: self._last_rows(parser),
             )
             if next(taken, None) is not None:
                 raise RuntimeError("the bulk import did not report every record")
@@ -488,8 +491,11 @@ class ImportRun:
                 return None
             if not _spare_core():
                 return None
+        build = staging.build_path(
+            tr.target.sqlite_path, self.manifest["runId"]
+        )  # as `_import_records` names it
         try:
-            return ParserProcess("quarantine", BATCH_ROWS)
+            return ParserProcess("quarantine", BATCH_ROWS, staging.rows_base(build))
         except OSError:
             return None  # no process to spare (EMFILE, EAGAIN, ENOMEM): the import reads in-process
 
@@ -519,7 +525,7 @@ class ImportRun:
             if sent and sent[0] is state:
                 sent.popleft()
                 assert parser is not None
-                lines, prepared = self._parsed(state, parser.take())
+                lines, prepared = self._parsed(state, parser.take(), parser)
             elif rec.transcript_text is not None and rec.problem is None:
                 lines = self._open_transcript(state)
             yield ImportRecord(
@@ -553,7 +559,15 @@ class ImportRun:
             how, data = parsing.ENTRY_NO_ROWS, None
         parser.submit(rec.transcript_text, rec.session_id, rec.key, how, data)  # type: ignore[arg-type]
 
-    def _parsed(self, state: RecState, message: tuple[Any, ...]) -> tuple[Any, Any]:
+    def _last_rows(self, parser: ParserProcess) -> str | None:
+        """The parser's last rows file, closed now that every record was taken (None: none open)."""
+        number = parser.finish()
+        last, self._rows_file = self._rows_file, -1
+        if number != last:
+            raise RuntimeError(f"the import's parser process closed rows file {number}, not {last}")
+        return None if number < 0 else parser.rows_file(number)
+
+    def _parsed(self, state: RecState, message: tuple[Any, ...], parser: ParserProcess) -> tuple[Any, Any]:
         """A record's state and rows from the parser's message (what `_open_transcript` and the
         store's line loop would have found): (lines, prepared rows)."""
         from openclaw_cli.store.base import ReadIssue
@@ -583,6 +597,15 @@ class ImportRun:
             state.ends_nl = ends_nl
             state.nsplit = nsplit
             found = None if issue is None else ReadIssue(path or state.rec.key, issue[0], issue[1])
+            if isinstance(chunks, tuple):  # written into the parser's rows file: its number and totals
+                number, copy_first = chunks[0], None
+                if number >= 0 and number != self._rows_file:
+                    if self._rows_file >= 0:  # a later file: the parser closed the previous one
+                        copy_first = parser.rows_file(self._rows_file)
+                    self._rows_file = number
+                return (), PreparedLines(
+                    [], lines_read, quarantined, found, node, window, rows=chunks, copy_first=copy_first
+                )
             return (), PreparedLines(chunks, lines_read, quarantined, found, node, window)
         if kind == parsing.MISSING:
             state.missing = True

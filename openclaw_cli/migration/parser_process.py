@@ -47,7 +47,12 @@ PIPE_BYTES = 1024 * 1024  # both pipes (F_SETPIPE_SZ when allowed): how far the 
 _LENGTH = struct.Struct("<Q")
 _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032  # Linux fcntl
 
-OK, MISSING, UNREADABLE, CHANGED, INLINE, OS_ERROR, INVALID, FAILED = range(8)
+OK, MISSING, UNREADABLE, CHANGED, INLINE, OS_ERROR, INVALID, FAILED, SEALED = range(9)
+FINISH = "finish"  # the importing process's last message: seal the rows file being written
+# The rows of the transcripts the parser reads go into files of their own (`RowsFiles`), each
+# closed once it holds this many bytes of lines: the importing process copies a closed file into
+# its build with one `INSERT ... SELECT` per table instead of binding every row itself.
+ROWS_FILE_BYTES = 32 * 1024 * 1024
 
 
 # ---- reading one transcript (shared with the importing process's own reads) -----------------------
@@ -143,8 +148,12 @@ def parse_one(
     key: str = "",
     how: int = ENTRY_NO_ROWS,
     entry_data: bytes | None = None,
+    sink: RowsFiles | None = None,
 ) -> tuple[Any, ...]:
-    """One job: the message the importing process turns back into the record's state and rows."""
+    """One job: the message the importing process turns back into the record's state and rows.
+    With a `sink` the rows go into its rows file and the message carries, instead of the chunks,
+    the file's number (-1: no row) and the totals: (file, first created, newest, events, bytes,
+    tokens, compactions)."""
     from openclaw_cli.store.sqlite.lines import gather_lines
 
     opened = open_transcript(path)
@@ -166,6 +175,10 @@ def parse_one(
     del data
     chunks: list[Any] = []
     counts = _Counts()
+    hand_over: Any = lambda *chunk: chunks.append(chunk)  # noqa: E731
+    if sink is not None:
+        totals = _RowTotals(sink)
+        hand_over = totals.add
     gather_lines(
         counts,
         sid,
@@ -175,9 +188,13 @@ def parse_one(
         seq=0,
         newest=before.st_mtime_ns // 1_000_000,  # the store's fallback: the record's created_at_ms
         limit_rows=limit_rows,
-        hand_over=lambda *chunk: chunks.append(chunk),
+        hand_over=hand_over,
     )
     issue = counts.issue
+    rows: Any = chunks
+    if sink is not None:
+        rows = totals.message()
+        sink.record_done()
     node, window = entry_rows(sid, key, how, entry_data, before.st_mtime_ns)
     return (
         OK,
@@ -188,13 +205,106 @@ def parse_one(
         sha,
         ends_nl,
         nsplit,
-        chunks,
+        rows,
         counts.lines_read,
         counts.quarantined,
         None if issue is None else (issue.line, issue.message),
         node,
         window,
     )
+
+
+class RowsFiles:
+    """The parser's rows files: `<base><n>`, numbered from 0, each an SQLite file of two plain
+    tables (`ev`, `idn`: the columns of `transcript_events` and `transcript_event_identities`, no
+    index, no type affinity: values kept as bound). A file is closed (`record_done`) after the
+    record that took it past `ROWS_FILE_BYTES`, so one record's rows are always in one file; a
+    record's message names its file and the importing process copies a file once a later one is
+    named (or at `FINISH`). The files belong to the private build (named after it) and go with it:
+    the importing process removes each once copied, `staging.discard` whatever a stopped run left."""
+
+    def __init__(self, base: str, file_bytes: int = ROWS_FILE_BYTES) -> None:
+        self.base = base
+        self.file_bytes = file_bytes
+        self.number = -1
+        self.conn: Any = None
+        self.bytes = 0
+
+    def open(self) -> int:
+        if self.conn is None:
+            import sqlite3
+
+            self.number += 1
+            path = f"{self.base}{self.number}"
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            conn = sqlite3.connect(path, isolation_level=None)
+            conn.execute("PRAGMA journal_mode = OFF")  # a file nobody reads until it is closed
+            conn.execute("PRAGMA synchronous = OFF")
+            conn.execute(
+                "CREATE TABLE ev(session_id, seq, created_at, event_utf8_bytes, event_type, event_json)"
+            )
+            conn.execute("CREATE TABLE idn(session_id, event_id, seq, event_type, parent_id, created_at)")
+            conn.execute("BEGIN")
+            self.conn, self.bytes = conn, 0
+        return self.number
+
+    def insert(self, events: list[tuple[Any, ...]], identities: list[tuple[Any, ...]], nbytes: int) -> None:
+        conn = self.conn
+        conn.executemany("INSERT INTO ev VALUES (?,?,?,?,?,?)", events)
+        if identities:
+            conn.executemany("INSERT INTO idn VALUES (?,?,?,?,?,?)", identities)
+        self.bytes += nbytes
+
+    def record_done(self) -> None:
+        if self.conn is not None and self.bytes >= self.file_bytes:
+            self.close()
+
+    def close(self) -> int:
+        """Close the file being written; its number (-1: none is open)."""
+        if self.conn is None:
+            return -1
+        self.conn.execute("COMMIT")
+        self.conn.close()
+        self.conn = None
+        return self.number
+
+
+class _RowTotals:
+    """One record's rows into the rows file, and their totals for the importing process."""
+
+    __slots__ = ("compactions", "events", "file", "first", "nbytes", "newest", "sink", "tokens")
+
+    def __init__(self, sink: RowsFiles) -> None:
+        self.sink = sink
+        self.file = -1
+        self.first: int | None = None
+        self.newest = 0
+        self.events = self.nbytes = self.tokens = self.compactions = 0
+
+    def add(
+        self,
+        events: list[tuple[Any, ...]],
+        identities: list[tuple[Any, ...]],
+        _seq: int,
+        newest: int,
+        nbytes: int,
+        tokens: int,
+        compactions: int,
+    ) -> None:
+        self.newest = newest
+        if not events:
+            return
+        if self.first is None:
+            self.first = events[0][2]
+            self.file = self.sink.open()
+        self.sink.insert(events, identities, nbytes)
+        self.events += len(events)
+        self.nbytes += nbytes
+        self.tokens += tokens
+        self.compactions += compactions
+
+    def message(self) -> tuple[Any, ...]:
+        return (self.file, self.first, self.newest, self.events, self.nbytes, self.tokens, self.compactions)
 
 
 def _read_message(stream: IO[bytes]) -> Any:
@@ -223,13 +333,22 @@ def main() -> int:
     setup = _read_message(inp)
     if setup is None:
         return 0
-    policy, limit_rows, file_limit = setup
+    policy, limit_rows, file_limit, rows_base, rows_file_bytes = setup
+    sink = RowsFiles(rows_base, rows_file_bytes) if rows_base is not None else None
     try:
         while (job := _read_message(inp)) is not None:
-            path, sid, key, how, entry_data = job
             result: tuple[Any, ...]
+            if job == FINISH:
+                try:
+                    result = (SEALED, sink.close() if sink is not None else -1)
+                except Exception as exc:  # noqa: BLE001 - reported to the importing process, which fails typed
+                    result = (FAILED, f"{type(exc).__name__}: {exc}")
+                _write_message(out, result)
+                out.flush()
+                continue
+            path, sid, key, how, entry_data = job
             try:
-                result = parse_one(path, sid, policy, limit_rows, file_limit, key, how, entry_data)
+                result = parse_one(path, sid, policy, limit_rows, file_limit, key, how, entry_data, sink)
             except OSError as exc:
                 result = (OS_ERROR, exc.errno, exc.strerror, exc.filename)
             except InvalidDataError as exc:  # the "raise" policy: the record's import stops
@@ -249,7 +368,7 @@ def main() -> int:
 class ParserProcess:
     """The importing process's handle on the parser: `submit` jobs, `take` results in order."""
 
-    def __init__(self, policy: str, limit_rows: int):
+    def __init__(self, policy: str, limit_rows: int, rows_base: str | None = None):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "openclaw_cli.migration.parser_process"],
             stdin=subprocess.PIPE,
@@ -269,7 +388,8 @@ class ParserProcess:
             pass  # the default 64 KiB: the parser runs less far ahead
         self.pending: deque[int] = deque()  # bytes of each job not taken yet, in order
         self.pending_bytes = 0
-        self._send((policy, limit_rows, PARSER_FILE_LIMIT))
+        self.rows_base = rows_base  # set: the rows go into files `<rows_base><n>` (`RowsFiles`)
+        self._send((policy, limit_rows, PARSER_FILE_LIMIT, rows_base, ROWS_FILE_BYTES))
 
     def _send(self, message: Any) -> int:
         body = marshal.dumps(message)
@@ -310,6 +430,18 @@ class ParserProcess:
             raise self._stopped()
         self.pending_bytes -= self.pending.popleft()
         return message  # type: ignore[no-any-return]
+
+    def finish(self) -> int:
+        """After the last job's result: the parser closes its rows file; its number (-1: none)."""
+        self._send(FINISH)
+        self.pending.append(0)
+        message = self.take()
+        if message[0] != SEALED:
+            raise RuntimeError(f"the import's parser process failed: {message[1]}")
+        return int(message[1])
+
+    def rows_file(self, number: int) -> str:
+        return f"{self.rows_base}{number}"
 
     def close(self) -> None:
         """Stop the parser (at once: what it has not sent is not needed) and reap it; again: nothing."""

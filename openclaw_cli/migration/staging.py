@@ -27,8 +27,16 @@ _MANIFESTS_CONSULTED = 8  # newest manifests read to find the agent's latest run
 _MANIFEST_READ_LIMIT = 8 * 1024 * 1024  # a bigger manifest belongs to a run that archived (published)
 
 
+ROWS_INFIX = "-rows-"  # `<build>-rows-<n>`: the parser process's rows files (`parser_process.RowsFiles`)
+
+
 def build_path(live: Path, run_id: str) -> Path:
     return live.with_name(f"{live.name}{BUILD_INFIX}{run_id}")
+
+
+def rows_base(build: Path) -> str:
+    """The prefix of a build's rows files (a number follows); they go with the build."""
+    return f"{build}{ROWS_INFIX}"
 
 
 def builds(live: Path) -> list[Path]:
@@ -38,11 +46,20 @@ def builds(live: Path) -> list[Path]:
         names = os.listdir(live.parent)
     except OSError:
         return []
-    return sorted(live.parent / n for n in names if n.startswith(prefix) and not n.endswith(_SIDECARS))
+    return sorted(
+        live.parent / n
+        for n in names
+        if n.startswith(prefix) and not n.endswith(_SIDECARS) and ROWS_INFIX not in n[len(prefix) :]
+    )
 
 
 def _file_set(build: Path) -> list[Path]:
-    return [build, *(Path(f"{build}{suffix}") for suffix in _SIDECARS)]
+    rows = f"{build.name}{ROWS_INFIX}"
+    try:
+        names = [n for n in os.listdir(build.parent) if n.startswith(rows)]
+    except OSError:
+        names = []
+    return [build, *(Path(f"{build}{suffix}") for suffix in _SIDECARS), *(build.parent / n for n in names)]
 
 
 def discard(build: Path) -> bool:

@@ -59,6 +59,11 @@ class PreparedLines:
     # `window_row`), computed ahead too; window None: the store computes both from the entry
     node: tuple[Any, ...] | None = None
     window: tuple[Any, ...] | None = None
+    # the rows not handed over but written by the parser into a rows file (`chunks` is then empty):
+    # (file number or -1, first event's time, newest, events, bytes, tokens, compactions); and a
+    # closed rows file the store copies in before this record (`SqliteStore.bulk_import`)
+    rows: tuple[int, int | None, int, int, int, int, int] | None = None
+    copy_first: str | None = None
 
 
 def prepare_line(raw: str | bytes, *, internal: bool = True) -> Item | None:

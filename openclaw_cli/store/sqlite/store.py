@@ -127,6 +127,16 @@ _IDENTITY_INSERT = (
     "INSERT OR IGNORE INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id, created_at) "
     "VALUES (?,?,?,?,?,?)"
 )
+# a rows file of the import's parser process (`parser_process.RowsFiles`), attached as `parsed_rows`
+_EVENT_COPY = (
+    "INSERT INTO main.transcript_events(session_id, seq, created_at, event_utf8_bytes, event_type, event_json) "
+    "SELECT session_id, seq, created_at, event_utf8_bytes, event_type, event_json FROM parsed_rows.ev ORDER BY rowid"
+)
+_IDENTITY_COPY = (
+    "INSERT OR IGNORE INTO main.transcript_event_identities(session_id, event_id, seq, event_type, parent_id, "
+    "created_at) SELECT session_id, event_id, seq, event_type, parent_id, created_at FROM parsed_rows.idn "
+    "ORDER BY rowid"
+)
 
 DEFAULT_CACHE_SIZE = -2000  # SQLite's default page cache (KiB when negative): a connection's own
 PRIVATE_BUILD_CACHE_KIB = 32 * 1024  # page cache of an import's private build (SQLite's default: 2 MiB)
@@ -1603,6 +1613,7 @@ class SqliteStore(SessionStore):
         private_build: bool = False,
         on_result: Callable[[ImportRecordResult], None] | None = None,
         expected_records: int | None = None,
+        rows_at_end: Callable[[], str | None] | None = None,
     ) -> BulkImportResult:
         """Insert many entries and their raw lines, committing every `batch_records` records or
         `batch_rows` rows (WAL + synchronous=NORMAL: no fsync per commit). Idempotent: an existing
@@ -1625,7 +1636,9 @@ class SqliteStore(SessionStore):
 
         `on_result`: each record's result is handed to it as the record is imported, instead of
         being kept in the returned `records` (an import of 100,000 sessions keeps what it needs).
-        `expected_records`: how many records come (a private build's page cache is sized by it)."""
+        `expected_records`: how many records come (a private build's page cache is sized by it).
+        `rows_at_end`: called once the records are exhausted; the rows file it names (prepared rows
+        written ahead, `PreparedLines.rows`) is copied in like each record's `copy_first`."""
         self.ensure_writable("import sessions")
         if self._depth:
             raise RefusedError("bulk_import commits in batches and cannot run inside transaction()")
@@ -1651,6 +1664,9 @@ class SqliteStore(SessionStore):
                         on_result(res)
                     state.records += 1
                     state.maybe_commit()
+                last = rows_at_end() if rows_at_end is not None else None
+                if last is not None:
+                    state.copy_rows(last)
                 state.commit()
                 if deferred:  # built once from the sorted rows: cheaper than kept up per insert
                     # the rows are committed: the build's large page cache is given back first, and
@@ -1832,6 +1848,26 @@ class _BulkState:
         if self.conn.in_transaction:
             self.conn.execute("COMMIT")
 
+    def copy_rows(self, path: str) -> None:
+        """Copy a closed rows file of the import's parser process (`parser_process.RowsFiles`) in
+        one `INSERT ... SELECT` per table, in its row order, commit, and remove the file (an
+        attached file can be detached only outside the transaction that read it)."""
+        conn = self.conn
+        self.begin()
+        conn.execute("ATTACH DATABASE ? AS parsed_rows", (path,))
+        try:
+            conn.execute(_EVENT_COPY)
+            conn.execute(_IDENTITY_COPY)
+            self.commit()
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")  # a failed copy: the import fails, the build is discarded
+            conn.execute("DETACH DATABASE parsed_rows")
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
     def rollback(self) -> None:
         self.nodes, self.windows, self.events, self.identities = [], [], [], []
         if self.conn.in_transaction:
@@ -1856,6 +1892,8 @@ class _BulkState:
         out = ImportRecordResult(key, sid if isinstance(sid, str) else None, False, False)
         valid_sid = isinstance(sid, str) and is_valid_legacy_session_id(sid)
         prepared = record.prepared
+        if prepared is not None and prepared.copy_first is not None:
+            self.copy_rows(prepared.copy_first)  # earlier records' rows, written ahead
         window = prepared.window if prepared is not None else None  # set: the entry's rows came too
         node = prepared.node if prepared is not None and window is not None else None
         if window is not None and entry is not None:
@@ -1993,6 +2031,12 @@ class _BulkState:
         first_created: int | None = None
         newest = fallback_ms
         total_events = total_bytes = total_tokens = total_compactions = 0
+        if prepared.rows is not None:  # written ahead into a rows file: only the totals come
+            _file, first_created, newest, total_events, total_bytes, total_tokens, total_compactions = (
+                prepared.rows
+            )
+            self.rows += total_events
+            self.bytes += total_bytes + ROW_OVERHEAD_BYTES * total_events
         for chunk in prepared.chunks:
             events, identities, _seq, newest, nbytes, tokens, compactions = chunk  # newest: the last chunk's
             if not events:
