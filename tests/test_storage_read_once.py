@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.storage_support import SESSIONS_DIR, cli_json, make_state
 
@@ -227,3 +229,25 @@ def test_the_archive_planner_asks_each_rows_protection_once() -> None:
     )
     assert counted.archived and counted.deleted  # (aged, capped and pruned rows all there)
     assert max(asked.values()) == 1
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["lastInteractionAt", "lastActivityAt", "sessionStartedAt", "updatedAt", "other"]),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(min_value=-(10**15), max_value=10**15),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.text(max_size=3),
+        ),
+    )
+)
+def test_activity_is_the_maximum_of_the_activity_fields(entry: dict[str, Any]) -> None:
+    """`archiving.activity_at` without the generator equals its definition."""
+    from openclaw_cli.maintenance.archiving import _number, activity_at
+
+    fields = ("lastInteractionAt", "lastActivityAt", "sessionStartedAt", "updatedAt")
+    expected = max(0.0, *(_number(entry.get(name)) for name in fields))
+    got = activity_at(entry)
+    assert got == expected and type(got) is float and str(got) == str(expected)

@@ -157,14 +157,21 @@ def _number(value: Any) -> float:
     return float(value)
 
 
+_ACTIVITY_FIELDS = ("lastInteractionAt", "lastActivityAt", "sessionStartedAt", "updatedAt")
+
+
 def activity_at(entry: Mapping[str, Any]) -> float:
-    return max(
-        0.0,
-        *(
-            _number(entry.get(name))
-            for name in ("lastInteractionAt", "lastActivityAt", "sessionStartedAt", "updatedAt")
-        ),
-    )
+    """The newest of the activity fields as a number (0.0 when none is one): `max(0.0, *numbers)`
+    without the generator and a call per absent field (the cap sorts 100,000 rows by it)."""
+    best = 0.0
+    get = entry.get
+    for name in _ACTIVITY_FIELDS:
+        value = get(name)
+        if value is not None:
+            number = _number(value)
+            if number > best:
+                best = number
+    return best
 
 
 def is_pinnable(key: str, entry: Mapping[str, Any]) -> bool:
