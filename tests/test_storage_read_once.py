@@ -251,3 +251,18 @@ def test_activity_is_the_maximum_of_the_activity_fields(entry: dict[str, Any]) -
     expected = max(0.0, *(_number(entry.get(name)) for name in fields))
     got = activity_at(entry)
     assert got == expected and type(got) is float and str(got) == str(expected)
+
+
+@given(st.one_of(st.text(max_size=12), st.sampled_from(["", " x", "a/b", "..", "abc-DEF_1.2:3@4", "é"])))
+def test_a_facts_rows_names_without_its_session_file_equal_the_general_rule(sid: str) -> None:
+    """`artifacts._names_fn` of a row whose `sessionFile` was left out (its default) answers
+    `_fast_candidate_names(sid, None, root)`, or the general rule when that has no answer."""
+    from openclaw_cli.maintenance.artifacts import _names_fn
+    from openclaw_cli.maintenance.budget import _fast_candidate_names, entry_artifact_names
+    from openclaw_cli.store.files import DirSnapshot
+
+    root = Path("/state/agents/main/sessions")
+    entry = {"sessionId": sid, "updatedAt": 1}
+    fast = _fast_candidate_names(sid, None, root)
+    expected = fast if fast is not None else entry_artifact_names(entry, root)
+    assert _names_fn(DirSnapshot(root), root)(entry) == expected

@@ -85,6 +85,10 @@ def _names_fn(snapshot: DirSnapshot | None, root: Path) -> Callable[[Any], list[
     def names(entry: Any) -> list[str]:
         if isinstance(entry, dict) and not entry.get("compactionCheckpoints"):
             sid, sf = entry.get("sessionId"), entry.get("sessionFile")
+            if sf is None and type(sid) is str and sid and _PLAIN_SID.fullmatch(sid):
+                # a file-facts row whose `sessionFile` was its default (left out of the facts):
+                # `_fast_candidate_names(sid, None, root)`, without the call
+                return [f"{sid}.jsonl"]
             if (
                 prefix is not None
                 and type(sid) is str
