@@ -262,11 +262,4 @@ def search_command(
                         + (", rebuilt" if stats["rebuilt"] else "")
                     )
 
-    # no cyclic collection while the command runs: its imports alone (~200 modules, their classes
-    # and functions) set off passes that rescan everything loaded so far, ~3 % of a warm search's
-    # instructions; what it builds makes no cycles worth collecting before it exits (a first build
-    # already pauses the collector while it writes, and reference counting frees the rest)
-    from openclaw_cli.gcpause import gc_paused
-
-    with gc_paused():
-        run(body, json_mode=json_mode)
+    run(body, json_mode=json_mode)
