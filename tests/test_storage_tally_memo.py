@@ -260,3 +260,43 @@ def test_the_budgets_kept_names_equal_its_two_patterns() -> None:
     ]
     for name in names:
         assert _kept_name(name) == (not (_MIGRATED.search(name) or _PRE_DOCTOR.search(name))), name
+
+
+def test_a_second_agents_tally_is_kept_after_the_firsts(
+    cached: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two legacy agents: each store's memo is keyed by the state the tally is in before it, so the
+    second store's kept tally follows the first's; one agent changed: both tallied again in order
+    (the first's new state changes the second's key), and every document is a read-everything one."""
+    import shutil
+
+    sessions = state_dir / SESSIONS_DIR
+    other = state_dir / "agents" / "ops" / "sessions"
+    other.mkdir(parents=True)
+    rows = json.loads((sessions / "sessions.json").read_text())
+    moved = {}
+    for i, (key, row) in enumerate(rows.items()):
+        if i % 2:
+            continue
+        name = f"{row['sessionId']}.jsonl"
+        if (sessions / name).exists():
+            shutil.copy2(sessions / name, other / name)
+        moved[key.replace("agent:main:", "agent:ops:")] = {**row, "sessionFile": name}
+    (other / "sessions.json").write_text(json.dumps(moved, indent=2))
+    _settle(state_dir)
+    for path in [*other.rglob("*"), other]:
+        os.utime(path, (_PAST, _PAST))
+    reads = _tallies(monkeypatch)
+    first = _doc()
+    assert len(reads) == 2 and len(_memos(state_dir)) == 2
+    assert [s["agentId"] for s in first["stores"]] == ["main", "ops"] or len(first["stores"]) == 2
+    reads.clear()
+    assert _doc() == first and reads == []
+    assert first == _read_everything()
+    with (sessions / next(iter(n for n in os.listdir(sessions) if n.endswith(".jsonl")))).open("a") as fh:
+        fh.write('{"type":"message","message":{"role":"user","content":"more"}}\n')
+    _settle(state_dir)
+    reads.clear()
+    changed = _doc()
+    assert len(reads) == 2 and changed != first
+    assert changed == _read_everything()
