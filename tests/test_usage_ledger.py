@@ -248,6 +248,7 @@ def test_cleanup_ledgers_between_the_archives_and_the_removal(
 
     make_state(kind, state_dir)
     _cleanup_config(state_dir, monkeypatch)
+    monkeypatch.delenv("OPENCLAW_CLEANUP_WORKER_MIN", raising=False)  # (the lines in this process: `records`)
     fresh_read = usage_ledger.transcript_usage
     second_reads: list[str] = []
 
@@ -316,3 +317,83 @@ def test_a_failing_ledger_leaves_the_store_and_the_sessions_dir_as_found(
     code, listing, _ = cli_json("sessions", "--limit", "all")
     assert sorted(row["key"] for row in listing["sessions"]) == rows
     assert not (state_dir / "openclaw-cli-usage").exists()
+
+
+def _cleanup_ledger(state: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_CONFIG_PATH", str(state / "openclaw.json"))
+    make_state("sqlite", state)
+    _cleanup_config(state, monkeypatch)
+    code, _, err = cli_json("sessions", "cleanup", "--enforce")
+    assert code == 0, err
+    return [{k: v for k, v in r.items() if k != "at"} for r in _ledger(state) if r["reason"] == "cleanup"]
+
+
+@pytest.mark.parametrize("child_fails", [False, True])
+def test_the_ledgers_worker_process_makes_the_same_lines(
+    child_fails: bool, isolated_env: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: with many leaving sessions the ledger's lines are made by a forked process while the
+    archives are written; the ledger is the one made in-process, line for line, and the process is
+    gone afterwards. A child that fails is made up for from a fresh read: the same ledger again."""
+    import os
+
+    from openclaw_cli.store import usage_ledger, usage_worker
+
+    monkeypatch.setenv("OPENCLAW_CLEANUP_WORKER_MIN", str(1 << 30))
+    expected = _cleanup_ledger(tmp_path / "in-process", monkeypatch)
+    assert expected
+
+    monkeypatch.setenv("OPENCLAW_CLEANUP_WORKER_MIN", "1")
+    monkeypatch.setattr(usage_worker, "_forkable", lambda: True)  # (pytest-xdist runs a thread of its own)
+    started: list[int] = []
+    start = usage_worker.UsageWorker.start.__func__  # type: ignore[attr-defined]
+
+    def recorded(cls, make):
+        worker = start(cls, make)
+        assert worker, "the worker started"
+        started.append(worker.pid)
+        return worker
+
+    monkeypatch.setattr(usage_worker.UsageWorker, "start", classmethod(recorded))
+    if child_fails:
+        parent = os.getpid()
+        line = usage_ledger.RetirementLedger.line
+
+        def failing(self, sid, content):
+            if os.getpid() != parent:
+                raise RuntimeError("the child fails")
+            return line(self, sid, content)
+
+        monkeypatch.setattr(usage_ledger.RetirementLedger, "line", failing)
+    assert _cleanup_ledger(tmp_path / "worker", monkeypatch) == expected
+    assert len(started) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0], os.WNOHANG)  # reaped: nothing left running
+
+
+def test_the_worker_forks_only_beside_idle_threads_of_ours() -> None:
+    """A thread that is not one of our idle ones (state owner's heartbeat, lock watchdog) means no
+    fork: the lines are made in-process."""
+    import threading
+
+    from openclaw_cli.store import usage_worker
+
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    stop = threading.Event()
+    idle = threading.Thread(target=stop.wait, name="state-owner-heartbeat", daemon=True)
+    idle.start()
+    try:
+        assert usage_worker._forkable() == all(t.name in usage_worker._IDLE_THREADS for t in others)
+    finally:
+        stop.set()
+        idle.join()
+    busy = threading.Thread(target=stop.wait, name="something-else", daemon=True)
+    stop.clear()
+    busy.start()
+    try:
+        assert not usage_worker._forkable()
+        assert usage_worker.UsageWorker.start(lambda sid, content: b"") is False
+    finally:
+        stop.set()
+        busy.join()

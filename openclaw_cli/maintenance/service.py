@@ -562,16 +562,19 @@ def apply_store(
 
             # issue 27: what the leaving transcripts cost outlives them: read from the archives'
             # own exports, appended once the archives are durable and before anything leaves
-            ledger = RetirementLedger(store, work, reason="cleanup", now_ms=int(result.now_ms))
-            with ledgered(ledger.appended):
-                outcome = store.retire(
-                    work,
-                    lock_settings=lock_settings,
-                    now_ms=result.now_ms,
-                    checkpoint=checkpoint,
-                    progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
-                    leaving=ledger,
-                )
+            ledger = RetirementLedger(store, work, reason="cleanup", now_ms=int(result.now_ms), worker=True)
+            try:
+                with ledgered(ledger.appended):
+                    outcome = store.retire(
+                        work,
+                        lock_settings=lock_settings,
+                        now_ms=result.now_ms,
+                        checkpoint=checkpoint,
+                        progress=_per_item(bar, work, store.transcripts_in_files) if bar else None,
+                        leaving=ledger,
+                    )
+            finally:
+                ledger.close()  # its worker process, if a failure came before the ledger's append
         result.archived_keys = list(outcome.archived_keys)  # archived in place in retire's write
         if work.placeholder_keys:
             _count_swept_placeholders(result, outcome)

@@ -663,6 +663,16 @@ def retirement_items(plan: Any) -> list[tuple[str | None, dict[str, Any] | None,
     return items
 
 
+# fewer leaving sessions: their lines are made in-process (no fork); the kill and soak runs set
+# `OPENCLAW_CLEANUP_WORKER_MIN` to put their few sessions through the worker
+WORKER_MIN_SESSIONS = 256
+
+
+def _worker_min() -> int:
+    raw = os.environ.get("OPENCLAW_CLEANUP_WORKER_MIN", "").strip()
+    return int(raw) if raw.isdigit() else WORKER_MIN_SESSIONS
+
+
 class RetirementLedger(LeavingHook):
     """`record_retirement` as the `retire` hook: each leaving session's usage is read from the
     content its archive is written from (the store's one export; it was exported a second time
@@ -670,7 +680,11 @@ class RetirementLedger(LeavingHook):
     durable archives and the first removal, so the ledger still holds a session's usage before its
     transcript leaves. Use `appended` with `ledgered` around the `retire`."""
 
-    def __init__(self, store: SessionStore, plan: Any, *, reason: str, now_ms: int) -> None:
+    def __init__(
+        self, store: SessionStore, plan: Any, *, reason: str, now_ms: int, worker: bool = False
+    ) -> None:
+        """`worker`: the lines may be made by a forked process (`usage_worker`) when many sessions
+        leave; the caller then calls `close` when the removal ends, whatever its outcome."""
         self.store = store
         self.items = retirement_items(plan)
         self.reason = reason
@@ -680,7 +694,12 @@ class RetirementLedger(LeavingHook):
         # a usage object or a bytes object per session: thousands of small objects made between
         # the exports' churn held ~45 MB more at the peak on *many*, 6,736 sessions)
         self._lines = bytearray()
-        self._at: dict[str, int] = {}  # sessionId -> where its line ends in `_lines` (in order)
+        self._at: dict[
+            str, int
+        ] = {}  # sessionId -> where its line ends in `_lines` (in order; -1: the worker's)
+        # a process of its own making the lines from the exports while this one archives (issue
+        # 30: the usage parse on the second core); None: not started yet, False: in-process
+        self._worker: Any = None if worker else False
         # sessionId -> its first (key, entry), as `record_leaving` takes them; none for a store
         # outside any state dir (nothing is appended there, nothing to read)
         self.first: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
@@ -691,33 +710,54 @@ class RetirementLedger(LeavingHook):
 
     @property
     def records(self) -> dict[str, bytes]:
-        """sessionId -> its ledger line made from the export (without the newline)."""
+        """sessionId -> its ledger line made in this process from the export (without the newline)."""
+        return self.records_at({sid: end for sid, end in self._at.items() if end >= 0})
+
+    def records_at(self, at: Mapping[str, int]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         start = 0
-        for sid, end in self._at.items():
+        for sid, end in at.items():
             out[sid] = bytes(self._lines[start:end])
             start = end
         return out
 
-    def exported(self, session_id: str, content: bytes) -> None:
-        first = self.first.get(session_id)
-        if first is not None and session_id not in self._at:
-            from openclaw_cli.jsonutil import dumps_bytes
+    def line(self, session_id: str, content: bytes) -> bytes:
+        """The ledger line (no newline) of `session_id` leaving with `content`."""
+        from openclaw_cli.jsonutil import dumps_bytes
 
-            record = leaving_record(
-                self.store,
-                first[0],
-                first[1],
-                session_id,
-                reason=self.reason,
-                usage=content_usage(content),
-                now_ms=self.now_ms,
+        key, entry = self.first[session_id]
+        usage = content_usage(content)
+        return dumps_bytes(
+            leaving_record(
+                self.store, key, entry, session_id, reason=self.reason, usage=usage, now_ms=self.now_ms
             )
-            self._lines += dumps_bytes(record)
+        )
+
+    def exported(self, session_id: str, content: bytes) -> None:
+        if session_id in self.first and session_id not in self._at:
+            if self._worker is None and len(self.first) >= _worker_min():
+                from openclaw_cli.store.usage_worker import UsageWorker
+
+                self._worker = UsageWorker.start(self.line)  # False: not here (threads, no fork)
+            if self._worker and self._worker.send(session_id, content):
+                self._at[session_id] = -1  # made by the worker
+                return
+            self._lines += self.line(session_id, content)
             self._at[session_id] = len(self._lines)
 
+    def close(self) -> None:
+        """Stop the worker process if one still runs (a failure before `before_leaving`)."""
+        if self._worker:
+            self._worker.abort()
+        self._worker = False
+
     def before_leaving(self) -> None:
-        known = self.records
+        if self._worker:
+            worker, self._worker = self._worker, None
+            known = self.records
+            known.update(worker.finish())  # lines it could not make are read again below, as without it
+        else:
+            known = self.records
         self._lines = bytearray()
         record_leaving(
             self.store,

@@ -1,0 +1,183 @@
+"""A forked process making the usage ledger's lines while its parent archives (issue 30).
+
+A cleanup of thousands of sessions parses each export's usage lines for the ledger (one third of
+its Python work on *many*) while it compresses, writes and verifies the archives. The parent sends
+each `(session id, export)` down a pipe as it archives it; the child, forked from it (so it holds
+the rows the lines are made from), makes each line and keeps them until the parent closes the
+pipe, then writes them all back — it never writes while the parent may still be writing, so
+neither can block the other for good. The parent reads them before anything leaves the store
+(`RetirementLedger.before_leaving`): the ledger is appended exactly as without the worker.
+
+Only the main thread forks, and only when no other thread runs than our idle ones (the state
+owner's heartbeat, the lock watchdog: a fork copies no other thread, and a lock one of them held
+would stay held in the child): anywhere else `start` says no and the lines are made in-process.
+Whatever the child did not send back (it died, a frame is damaged) is made by the parent from a
+fresh read, as for a session without an export. The child ignores Ctrl-C (its parent handles it),
+touches no file, database or lock of the parent's (it closes every other descriptor), and ends
+with `os._exit`; if the parent dies first, the child sees the end of its input, finds nobody to
+write to and exits.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+
+_HEAD = struct.Struct("<II")  # session id bytes, payload bytes
+_FLUSH = 1 << 18  # bytes gathered before a write to the child
+
+
+class UsageWorker:
+    def __init__(self, pid: int, to_child: int, from_child: int) -> None:
+        self.pid = pid
+        self._to = to_child
+        self._from = from_child
+        self._buf = bytearray()
+        self.broken = False
+
+    @classmethod
+    def start(cls, make: Callable[[str, bytes], bytes]) -> UsageWorker | bool:
+        """A child making `make(session id, content)` for each sent pair; False where this process
+        cannot fork safely (another thread running, no `fork`)."""
+        if not _forkable():
+            return False
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            return False
+        if pid == 0:  # pragma: no cover - the child (its work is checked through the parent)
+            _child(down_r, up_w, make)
+        os.close(down_r)
+        os.close(up_w)
+        return cls(pid, down_w, up_r)
+
+    def send(self, session_id: str, content: bytes) -> bool:
+        """Hand one export over; False when the child is gone (the caller makes the line itself)."""
+        if self.broken:
+            return False
+        sid = session_id.encode()
+        self._buf += _HEAD.pack(len(sid), len(content))
+        self._buf += sid
+        self._buf += content
+        if len(self._buf) >= _FLUSH:
+            return self._flush()
+        return True
+
+    def _flush(self) -> bool:
+        try:
+            view = memoryview(self._buf)
+            while view:
+                view = view[os.write(self._to, view) :]
+        except OSError:
+            self.broken = True
+            return False
+        finally:
+            self._buf = bytearray()
+        return True
+
+    def finish(self) -> dict[str, bytes]:
+        """The lines the child made (session id -> line), once it has every export; what it
+        could not make is missing."""
+        if not self.broken:
+            self._flush()
+        os.close(self._to)
+        chunks: list[bytes] = []
+        try:
+            while True:
+                chunk = os.read(self._from, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError:
+            chunks = []
+        finally:
+            os.close(self._from)
+        _, status = os.waitpid(self.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            return {}
+        return _frames(b"".join(chunks))
+
+    def abort(self) -> None:
+        import signal
+
+        for fd in (self._to, self._from):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+
+
+# threads of ours that only sleep on an event between a `utime` or a lock-file check: the child
+# never uses what they might hold at the fork (no lock file, no event of theirs)
+_IDLE_THREADS = frozenset({"state-owner-heartbeat", "session-write-lock-watchdog"})
+
+
+def _forkable() -> bool:
+    """A fork here copies no thread that could hold something the child needs: the main thread,
+    with no other thread than our idle ones."""
+    import threading
+
+    if not hasattr(os, "fork") or threading.current_thread() is not threading.main_thread():
+        return False
+    return all(t is threading.main_thread() or t.name in _IDLE_THREADS for t in threading.enumerate())
+
+
+def _frames(data: bytes) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    at, end, head = 0, len(data), _HEAD.size
+    while at + head <= end:
+        n_sid, n_line = _HEAD.unpack_from(data, at)
+        at += head
+        if at + n_sid + n_line > end:
+            return {}  # damaged: none of it is trusted
+        out[data[at : at + n_sid].decode()] = data[at + n_sid : at + n_sid + n_line]
+        at += n_sid + n_line
+    return out if at == end else {}
+
+
+def _child(down: int, up: int, make: Callable[[str, bytes], bytes]) -> None:  # pragma: no cover
+    code = 1
+    try:
+        import gc
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.disable()  # short-lived: the parent's heap stays shared, nothing to collect
+        for low, high in (
+            (3, min(down, up)),
+            (min(down, up) + 1, max(down, up)),
+            (max(down, up) + 1, 1 << 16),
+        ):
+            os.closerange(low, high)
+        with os.fdopen(down, "rb", buffering=1 << 20) as source:
+            out = bytearray()
+            head = _HEAD.size
+            while True:
+                raw = source.read(head)
+                if len(raw) < head:
+                    break
+                n_sid, n_content = _HEAD.unpack(raw)
+                sid = source.read(n_sid).decode()
+                content = source.read(n_content)
+                line = make(sid, content)
+                out += _HEAD.pack(len(sid.encode()), len(line))
+                out += sid.encode()
+                out += line
+        view = memoryview(out)
+        while view:
+            view = view[os.write(up, view) :]
+        code = 0
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
