@@ -397,3 +397,28 @@ def test_the_worker_forks_only_beside_idle_threads_of_ours() -> None:
     finally:
         stop.set()
         busy.join()
+
+
+def test_no_worker_when_the_system_refuses_a_pipe_or_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of descriptors or processes: `start` says no (the lines are made in-process) and leaves
+    no descriptor open, instead of failing the cleanup."""
+    import os
+
+    from openclaw_cli.store import usage_worker
+
+    monkeypatch.setattr(usage_worker, "_forkable", lambda: True)
+    opened: list[int] = []
+    real_pipe = os.pipe
+
+    def pipe_then_refuse() -> tuple[int, int]:
+        if opened:
+            raise OSError(24, "Too many open files")
+        pair = real_pipe()
+        opened.extend(pair)
+        return pair
+
+    monkeypatch.setattr(usage_worker.os, "pipe", pipe_then_refuse)
+    assert usage_worker.UsageWorker.start(lambda sid, content: b"") is False
+    for fd in opened:
+        with pytest.raises(OSError):
+            os.fstat(fd)  # closed again

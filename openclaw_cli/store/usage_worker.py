@@ -42,14 +42,16 @@ class UsageWorker:
         cannot fork safely (another thread running, no `fork`)."""
         if not _forkable():
             return False
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
+        fds: list[int] = []
         try:
+            for _ in range(2):
+                fds.extend(os.pipe())
             pid = os.fork()
-        except OSError:
-            for fd in (down_r, down_w, up_r, up_w):
+        except OSError:  # out of descriptors or processes: the lines are made in-process
+            for fd in fds:
                 os.close(fd)
             return False
+        down_r, down_w, up_r, up_w = fds
         if pid == 0:  # pragma: no cover - the child (its work is checked through the parent)
             _child(down_r, up_w, make)
         os.close(down_r)
