@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 # Flags not every platform has (0 where absent): named once, used by every careful open.
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
@@ -110,6 +110,28 @@ def replace_cache_file(path: Path, blob: bytes) -> None:
             tmp.unlink()
         except OSError:
             pass
+
+
+def read_cache_value(path: Path) -> Any:
+    """The value a cache file of ours keeps (marshal), or None when it is missing or unreadable:
+    the caller checks its shape and key, a cache being never the source of truth."""
+    import marshal
+
+    try:
+        return marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+
+
+def write_cache_value(path: Path, value: Any) -> None:
+    """`value` kept in a cache file (marshal, put in place whole); nothing kept when it cannot be."""
+    import marshal
+
+    try:
+        blob = marshal.dumps(value)
+    except ValueError:  # not marshallable
+        return
+    replace_cache_file(path, blob)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:

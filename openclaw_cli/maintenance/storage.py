@@ -760,13 +760,10 @@ class FileFigures:
             self._load()
 
     def _load(self) -> None:
-        import marshal
+        from openclaw_cli.fsio import read_cache_value
 
         assert self.path is not None
-        try:
-            data = marshal.loads(self.path.read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            return
+        data = read_cache_value(self.path)
         if (
             isinstance(data, tuple)
             and len(data) == 4
@@ -874,16 +871,10 @@ class FileFigures:
         self.old, self.old_media = {}, {}
 
     def _store(self) -> None:
-        import marshal
-
-        from openclaw_cli.fsio import replace_cache_file
+        from openclaw_cli.fsio import write_cache_value
 
         assert self.path is not None
-        try:
-            blob = marshal.dumps((FIGURES_VERSION, self.prefix, self.new, self.new_media))
-        except ValueError:  # not marshallable: nothing kept
-            return
-        replace_cache_file(self.path, blob)
+        write_cache_value(self.path, (FIGURES_VERSION, self.prefix, self.new, self.new_media))
 
 
 def _add_hits(hits: list[bytes], classes: dict[str, list[int]]) -> None:

@@ -120,12 +120,9 @@ class StoreFacts:
         """What was kept for this very file, or None."""
         if self.path is None or not self._code:
             return None
-        import marshal
+        from openclaw_cli.fsio import read_cache_value
 
-        try:
-            data = marshal.loads(self.path.read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            return None
+        data = read_cache_value(self.path)
         if (
             isinstance(data, tuple)
             and len(data) == 9
@@ -153,24 +150,19 @@ class StoreFacts:
             return  # racily clean: read again next time
         if file_signature(self.store_path) != self.signature:
             return  # written meanwhile: what was read may be either version
-        import marshal
+        from openclaw_cli.fsio import write_cache_value
 
-        from openclaw_cli.fsio import replace_cache_file
-
-        try:
-            blob = marshal.dumps(
-                (
-                    FACTS_VERSION,
-                    self._code,
-                    self.store_path,
-                    self.signature,
-                    rows.facts,
-                    rows.snaps,
-                    rows.kind_names,
-                    bytes(rows.kinds),
-                    bytes(rows.shapes),
-                )
-            )
-        except ValueError:  # not marshallable: nothing kept
-            return
-        replace_cache_file(self.path, blob)
+        write_cache_value(
+            self.path,
+            (
+                FACTS_VERSION,
+                self._code,
+                self.store_path,
+                self.signature,
+                rows.facts,
+                rows.snaps,
+                rows.kind_names,
+                bytes(rows.kinds),
+                bytes(rows.shapes),
+            ),
+        )

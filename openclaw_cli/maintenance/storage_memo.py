@@ -277,12 +277,9 @@ class TallyMemo:
         this very key, or None."""
         if self.path is None:
             return None
-        import marshal
+        from openclaw_cli.fsio import read_cache_value
 
-        try:
-            data = marshal.loads(self.path.read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            return None
+        data = read_cache_value(self.path)
         if (
             isinstance(data, tuple)
             and len(data) == 5
@@ -319,15 +316,9 @@ class TallyMemo:
             if not path.startswith(prefix) or "/" in name or not name:
                 return  # a transcript outside the listing: its changes would not change the key
             names.append(name)
-        import marshal
+        from openclaw_cli.fsio import write_cache_value
 
-        from openclaw_cli.fsio import replace_cache_file
-
-        try:
-            blob = marshal.dumps((MEMO_VERSION, self.key, sessions, names, state))
-        except ValueError:  # not marshallable: nothing kept
-            return
-        replace_cache_file(self.path, blob)
+        write_cache_value(self.path, (MEMO_VERSION, self.key, sessions, names, state))
 
 
 def restore_state(
