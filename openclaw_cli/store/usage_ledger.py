@@ -664,8 +664,10 @@ def retirement_items(plan: Any) -> list[tuple[str | None, dict[str, Any] | None,
 
 
 # fewer leaving sessions: their lines are made in-process (no fork); the kill and soak runs set
-# `OPENCLAW_CLEANUP_WORKER_MIN` to put their few sessions through the worker
+# `OPENCLAW_CLEANUP_WORKER_MIN` to put their few sessions through the worker (whatever their size)
 WORKER_MIN_SESSIONS = 256
+WORKER_PROBE = 32  # exports made in-process before the worker is decided on
+WORKER_MAX_MEAN_BYTES = 16 * 1024  # their mean size above this: no worker
 
 
 def _worker_min() -> int:
@@ -700,6 +702,7 @@ class RetirementLedger(LeavingHook):
         # a process of its own making the lines from the exports while this one archives (issue
         # 30: the usage parse on the second core); None: not started yet, False: in-process
         self._worker: Any = None if worker else False
+        self._probed = self._probed_bytes = 0  # the first exports, which decide on the worker
         # sessionId -> its first (key, entry), as `record_leaving` takes them; none for a store
         # outside any state dir (nothing is appended there, nothing to read)
         self.first: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
@@ -735,15 +738,34 @@ class RetirementLedger(LeavingHook):
 
     def exported(self, session_id: str, content: bytes) -> None:
         if session_id in self.first and session_id not in self._at:
-            if self._worker is None and len(self.first) >= _worker_min():
-                from openclaw_cli.store.usage_worker import UsageWorker
-
-                self._worker = UsageWorker.start(self.line)  # False: not here (threads, no fork)
+            if self._worker is None:
+                self._probe(len(content))
             if self._worker and self._worker.send(session_id, content):
                 self._at[session_id] = -1  # made by the worker
                 return
             self._lines += self.line(session_id, content)
             self._at[session_id] = len(self._lines)
+
+    def _probe(self, size: int) -> None:
+        """Start the worker once the first exports say it pays: many leaving sessions of small
+        transcripts, where the usage parse's per-line Python is the cost. Large transcripts are
+        mostly the archives' own C work (zstd, sha256): there the pipe's copies and the fork cost
+        more wall than the parse saves (*big*, quiet: +0.1-0.18 s a run)."""
+        minimum = _worker_min()
+        if len(self.first) < minimum:
+            self._worker = False
+            return
+        self._probed += 1
+        self._probed_bytes += size
+        if self._probed < min(WORKER_PROBE, minimum):
+            return
+        forced = bool(os.environ.get("OPENCLAW_CLEANUP_WORKER_MIN", "").strip())  # (kill runs: any size)
+        if not forced and self._probed_bytes > WORKER_MAX_MEAN_BYTES * self._probed:
+            self._worker = False
+            return
+        from openclaw_cli.store.usage_worker import UsageWorker
+
+        self._worker = UsageWorker.start(self.line)  # False: not here (threads, no fork)
 
     def close(self) -> None:
         """Stop the worker process if one still runs (a failure before `before_leaving`)."""
