@@ -15,6 +15,7 @@ from openclaw_cli.ops.context import Context
 if TYPE_CHECKING:
     from openclaw_cli.maintenance.storage_facts import RowFacts
     from openclaw_cli.maintenance.storage_memo import RowWatch, TallyMemo
+    from openclaw_cli.store.base import SessionStore
 
 SCHEMA_VERSION = 1
 
@@ -229,7 +230,7 @@ def _file_facts(
 
 
 def _tally_store(
-    store: Any,
+    store: SessionStore,
     once: RowFacts | None,
     params: dict[str, Any],
     top_n: int,
@@ -275,7 +276,7 @@ def _tally_store(
 
 
 def _memo(
-    store: Any,
+    store: SessionStore,
     top_n: int,
     tally: Any,
     by_kind: dict[str, list[int]],
