@@ -302,3 +302,38 @@ def test_emfile_on_accept_is_one_line_not_a_traceback_storm(state_dir: Path) -> 
     assert log.count("cannot accept connections now") == 1, log[:3000]
     assert "Too many open files" in log
     assert len(log) < 20_000
+
+
+def test_an_accept_retry_pending_when_the_gateway_closes_is_not_a_traceback() -> None:
+    """asyncio retries a failed accept (EMFILE) a second later with `_start_serving`; a Gateway
+    that stops within that second closes the socket first, and the retry then fails on fd -1 (a
+    traceback CI once saw after the flood test's shutdown). That failure is dropped; any other
+    callback's failure still reaches the handler that was there."""
+    import asyncio
+
+    from openclaw_cli.gateway.server import quiet_accept_errors
+
+    seen: list[str] = []
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, context: seen.append(str(context.get("message"))))
+        quiet_accept_errors(loop, lambda *_: None)
+        server = await loop.create_server(asyncio.Protocol, "127.0.0.1", 0)
+        sock = server.sockets[0]._sock  # the socket inside asyncio's TransportSocket
+        # what `_accept_connection` schedules after EMFILE, as asyncio does it
+        loop.call_later(0.05, loop._start_serving, asyncio.Protocol, sock, None, server, 100)
+        server.close()
+        await server.wait_closed()
+        sock.close()
+        await asyncio.sleep(0.2)
+        assert seen == []
+
+        def other() -> None:
+            raise ValueError("not an accept retry")
+
+        loop.call_soon(other)
+        await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+    assert len(seen) == 1 and "other" in seen[0], seen

@@ -1146,9 +1146,25 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop, burst_log: BurstLog) ->
                 "(retrying every second; raise `ulimit -n` or lower the connection limits)",
             )
             return
+        if isinstance(exc, (ValueError, OSError)) and _accept_retry_after_close(context.get("handle")):
+            return  # the Gateway closed its socket while asyncio's accept retry was pending
         if previous is not None:
             previous(loop_, context)
         else:
             loop_.default_exception_handler(context)
 
     loop.set_exception_handler(handler)
+
+
+def _accept_retry_after_close(handle: object) -> bool:
+    """Whether a failed callback is asyncio's accept retry (`_start_serving`, scheduled a second
+    after an EMFILE) for a listening socket closed meanwhile: the Gateway stopped in that second,
+    there is nothing left to serve, and asyncio would print a traceback for it."""
+    import socket
+
+    callback = getattr(handle, "_callback", None)
+    if getattr(callback, "__name__", "") != "_start_serving":
+        return False
+    return any(
+        isinstance(arg, socket.socket) and arg.fileno() == -1 for arg in getattr(handle, "_args", ()) or ()
+    )
