@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from openclaw_cli.ids import normalize_agent_id
+from openclaw_cli.records import FrozenRecord
 
 AGENT_DB_NAME = "openclaw-agent.sqlite"
 LEGACY_STORE_NAME = "sessions.json"
@@ -35,15 +35,30 @@ def cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("openclaw-cli", appauthor=False))
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(FrozenRecord):
     """One agent store an operation acts on (selected by `ops.targets`)."""
 
+    __slots__ = _fields = ("agent_id", "store_path", "sqlite_path", "explicit", "shared")
     agent_id: str
     store_path: Path  # the legacy store (sessions.json), or an explicit .sqlite no legacy store belongs to
     sqlite_path: Path  # the agent database
-    explicit: Path | None = None  # the path given with --store / --session-sqlite-store
-    shared: bool = False  # a legacy store several agents import from (records filtered by key owner)
+    explicit: Path | None  # the path given with --store / --session-sqlite-store
+    shared: bool  # a legacy store several agents import from (records filtered by key owner)
+
+    def __init__(
+        self,
+        agent_id: str,
+        store_path: Path,
+        sqlite_path: Path,
+        explicit: Path | None = None,
+        shared: bool = False,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "agent_id", agent_id)
+        setter(self, "store_path", store_path)
+        setter(self, "sqlite_path", sqlite_path)
+        setter(self, "explicit", explicit)
+        setter(self, "shared", shared)
 
     @property
     def sessions_dir(self) -> Path:
@@ -80,20 +95,39 @@ def expand_user(raw: str, home: Path) -> Path:
     return Path(raw)
 
 
-@dataclass(frozen=True)
-class StatePaths:
+class StatePaths(FrozenRecord):
+    __slots__ = _fields = ("home", "state_dir", "config_path", "profile", "session_store")
     home: Path
     state_dir: Path
     config_path: Path
-    profile: str | None = None
-    session_store: str | None = None  # `session.store` template from the config (None: the default layout)
+    profile: str | None
+    session_store: str | None  # `session.store` template from the config (None: the default layout)
+
+    def __init__(
+        self,
+        home: Path,
+        state_dir: Path,
+        config_path: Path,
+        profile: str | None = None,
+        session_store: str | None = None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "home", home)
+        setter(self, "state_dir", state_dir)
+        setter(self, "config_path", config_path)
+        setter(self, "profile", profile)
+        setter(self, "session_store", session_store)
 
     def with_session_store(self, template: str | None) -> StatePaths:
         """These paths with the config's `session.store` template applied (every command then
         finds the store the migration imported into)."""
-        from dataclasses import replace
+        if template == self.session_store:
+            return self
+        return StatePaths(self.home, self.state_dir, self.config_path, self.profile, template)
 
-        return self if template == self.session_store else replace(self, session_store=template)
+    def with_state_dir(self, state_dir: Path) -> StatePaths:
+        """These paths with another state dir (the same one with its symlinks resolved)."""
+        return StatePaths(self.home, state_dir, self.config_path, self.profile, self.session_store)
 
     def agents_root(self) -> Path:
         return self.state_dir / "agents"

@@ -10,7 +10,6 @@ from __future__ import annotations
 from openclaw_cli.config.loader import LoadedConfig, load_config, validate_config
 from openclaw_cli.config.resolve import LAZY_NAMES as _LAZY_SETTINGS
 from openclaw_cli.config.resolve import (
-    MaintenanceSettings,
     WriteLockSettings,
     agent_roster,
     agents_ownership,
@@ -30,6 +29,8 @@ from openclaw_cli.config.resolve import (
 TYPE_CHECKING = False  # `typing` costs start-up time; only type checkers need it here
 if TYPE_CHECKING:
     from typing import Any
+
+    from openclaw_cli.config.resolve_maintenance import MaintenanceSettings
 
 _LAZY_NAMES = {
     "OpenClawConfig": "model",

@@ -16,15 +16,16 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from openclaw_cli.ids import DEFAULT_AGENT_ID, normalize_agent_id
+from openclaw_cli.records import FrozenRecord
 
 TYPE_CHECKING = False  # `typing` costs start-up time; only type checkers need it here
 if TYPE_CHECKING:
     from typing import Any
 
     from openclaw_cli.config.model import OpenClawConfig
+    from openclaw_cli.config.resolve_maintenance import MaintenanceSettings
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
@@ -102,34 +103,6 @@ def _model(cfg: Any) -> OpenClawConfig:
 # session.maintenance
 
 
-@dataclass(frozen=True)
-class MaintenanceSettings:
-    """Effective `session.maintenance`.
-
-    `prune_after_ms == 0` means age pruning is disabled: a configured zero duration would
-    otherwise delete every unprotected row at once (later OpenClaw calls it a hazard too).
-    `reset_archive_retention_ms is None` keeps archives forever; `max_disk_bytes is None`
-    disables the disk budget (then `high_water_bytes` is None too).
-    """
-
-    mode: str = DEFAULT_MAINTENANCE_MODE
-    prune_after_ms: int = DEFAULT_PRUNE_AFTER_MS
-    max_entries: int = DEFAULT_MAX_ENTRIES
-    reset_archive_retention_ms: int | None = None
-    max_disk_bytes: int | None = DEFAULT_MAX_DISK_BYTES
-    high_water_bytes: int | None = math.floor(DEFAULT_MAX_DISK_BYTES * HIGH_WATER_RATIO)
-    model_run_prune_after_ms: int = MODEL_RUN_PRUNE_AFTER_MS
-    # 2026.9.6+ (None under 2026.7, whose rules have no such stage): inactive `dashboard:` rows are
-    # archived after this long; rows active within `preserve_recent_ms` are left alone
-    archive_dashboard_after_ms: int | None = None
-    preserve_recent_ms: int | None = None
-    max_disk_bytes_explicit: bool = False  # maxDiskBytes was set in the config (2026.9.9's final tier)
-
-    @property
-    def prune_enabled(self) -> bool:
-        return self.prune_after_ms > 0
-
-
 def default_high_water_bytes(max_disk_bytes: int) -> int:
     return max(1, min(max_disk_bytes, math.floor(max_disk_bytes * HIGH_WATER_RATIO)))
 
@@ -175,6 +148,8 @@ def maintenance_settings(cfg: Any = None, behavior: Any = None) -> MaintenanceSe
     if rules is not None and rules.honours_preserve_recent:
         raw_recent = m.preserve_recent
         preserve_ms = raw_recent if raw_recent is not None and raw_recent is not False else None
+    from openclaw_cli.config.resolve_maintenance import MaintenanceSettings
+
     return MaintenanceSettings(
         archive_dashboard_after_ms=dashboard_ms,
         preserve_recent_ms=preserve_ms,
@@ -201,11 +176,21 @@ def high_water_entries(max_entries: Any) -> int:
 # session.writeLock
 
 
-@dataclass(frozen=True)
-class WriteLockSettings:
-    acquire_timeout_ms: float = DEFAULT_LOCK_ACQUIRE_TIMEOUT_MS  # may be math.inf
-    stale_ms: int = DEFAULT_LOCK_STALE_MS
-    max_hold_ms: int = DEFAULT_LOCK_MAX_HOLD_MS
+class WriteLockSettings(FrozenRecord):
+    __slots__ = _fields = ("acquire_timeout_ms", "stale_ms", "max_hold_ms")
+    acquire_timeout_ms: float  # may be math.inf
+    stale_ms: int
+    max_hold_ms: int
+
+    def __init__(
+        self,
+        acquire_timeout_ms: float = DEFAULT_LOCK_ACQUIRE_TIMEOUT_MS,
+        stale_ms: int = DEFAULT_LOCK_STALE_MS,
+        max_hold_ms: int = DEFAULT_LOCK_MAX_HOLD_MS,
+    ) -> None:
+        object.__setattr__(self, "acquire_timeout_ms", acquire_timeout_ms)
+        object.__setattr__(self, "stale_ms", stale_ms)
+        object.__setattr__(self, "max_hold_ms", max_hold_ms)
 
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -369,6 +354,7 @@ def default_agent_id(cfg: Any = None) -> str:
 
 
 LAZY_NAMES: dict[str, str] = {
+    "MaintenanceSettings": "resolve_maintenance",
     "CompactionSettings": "resolve_compaction",
     "MemoryFlushSettings": "resolve_compaction",
     "compaction_settings": "resolve_compaction",

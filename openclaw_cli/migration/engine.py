@@ -3,7 +3,6 @@ take the state-ownership lock for destructive modes, run the mode, return the re
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -17,7 +16,7 @@ def make_context(
     options: Options, *, paths: StatePaths, progress: Progress | None = None
 ) -> MigrationContext:
     # symlinks above the state dir are resolved once; below it every path is checked (D6.7)
-    paths = dataclasses.replace(paths, state_dir=Path(os.path.realpath(paths.state_dir)))
+    paths = paths.with_state_dir(Path(os.path.realpath(paths.state_dir)))
     config = None
     if options.store is None:
         from openclaw_cli.config import load_config, session_store_template

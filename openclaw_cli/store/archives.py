@@ -20,7 +20,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -29,6 +28,7 @@ from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError,
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsync_dir
 from openclaw_cli.ids import is_valid_legacy_session_id
 from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import Record
 from openclaw_cli.store.base import ArchiveFile, ReadIssue, TranscriptLine
 from openclaw_cli.store.names import is_primary_transcript_name as is_primary_transcript_name  # re-exported
 from openclaw_cli.store.names import is_trajectory_name as is_trajectory_name  # re-exported
@@ -350,14 +350,24 @@ def iter_archive_lines(path: Path, *, issues: list[ReadIssue] | None = None) -> 
 # ---- writing --------------------------------------------------------------------------------------
 
 
-@dataclass
-class ArchiveResult:
+class ArchiveResult(Record):
+    _fields = ("path", "sha256", "size", "stored_size", "compressed", "reused")
     path: Path
     sha256: str  # of the original (uncompressed) bytes
     size: int  # original bytes
     stored_size: int  # bytes on disk
     compressed: bool
-    reused: bool = False  # an identical archive already existed
+    reused: bool  # an identical archive already existed
+
+    def __init__(
+        self, path: Path, sha256: str, size: int, stored_size: int, compressed: bool, reused: bool = False
+    ) -> None:
+        self.path = path
+        self.sha256 = sha256
+        self.size = size
+        self.stored_size = stored_size
+        self.compressed = compressed
+        self.reused = reused
 
 
 def _validate_base(base: str) -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from openclaw_cli.errors import RefusedError
+from openclaw_cli.records import FrozenRecord, Record
 
 KIND_LEGACY = "legacy"
 KIND_SQLITE = "sqlite"  # our own schema
@@ -32,12 +32,16 @@ class ChangeProbe(ABC):
     def read(self) -> Any: ...
 
 
-@dataclass(frozen=True)
-class FileProbe(ChangeProbe):
+class FileProbe(ChangeProbe, FrozenRecord):
     """A file's identity, size and mtime (a rewrite by rename is a new inode, an append a new
     size), or "missing"."""
 
+    __slots__ = ("path",)
+    _fields = ("path",)
     path: str
+
+    def __init__(self, path: str) -> None:
+        object.__setattr__(self, "path", path)
 
     def read(self) -> Any:
         import os
@@ -51,11 +55,15 @@ class FileProbe(ChangeProbe):
         return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
-@dataclass(frozen=True)
-class Probes(ChangeProbe):
+class Probes(ChangeProbe, FrozenRecord):
     """Several probes read as one (None when any of them cannot tell)."""
 
+    __slots__ = ("parts",)
+    _fields = ("parts",)
     parts: tuple[ChangeProbe, ...]
+
+    def __init__(self, parts: tuple[ChangeProbe, ...]) -> None:
+        object.__setattr__(self, "parts", parts)
 
     def read(self) -> Any:
         values = []
@@ -67,32 +75,51 @@ class Probes(ChangeProbe):
         return tuple(values)
 
 
-@dataclass(slots=True)  # tens of thousands per transcript: no per-instance __dict__
-class TranscriptLine:
+class TranscriptLine(Record):
+    __slots__ = _fields = ("seq", "raw", "obj", "line_no")  # tens of thousands per transcript
     seq: int  # 0-based position: file line index among non-blank lines, or SQLite seq
     raw: str  # exact JSON text of the line, without the newline (None in a snapshot read without it)
     obj: dict[str, Any] | None  # parsed JSON object (None when the line is not an object)
-    line_no: int | None = None  # 1-based line number in a JSONL file
+    line_no: int | None  # 1-based line number in a JSONL file
+
+    def __init__(self, seq: int, raw: str, obj: dict[str, Any] | None, line_no: int | None = None) -> None:
+        self.seq = seq
+        self.raw = raw
+        self.obj = obj
+        self.line_no = line_no
 
 
-@dataclass
-class ReadIssue:
+class ReadIssue(Record):
     """A malformed/truncated line or unreadable file, reported and skipped (never a crash)."""
 
+    _fields = ("path", "line", "message")
     path: str
     line: int | None
     message: str
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
 
 
-@dataclass
-class SessionTotals:
+class SessionTotals(Record):
+    _fields = ("events", "bytes", "token_estimate", "cold")
     events: int
     bytes: int  # UTF-8 bytes of the raw event JSON (no newlines)
-    token_estimate: int | None = None  # chars/4 estimate kept at write time (None when unknown)
-    cold: bool = False  # events moved to OpenClaw cold storage: counts come from the archive row
+    token_estimate: int | None  # chars/4 estimate kept at write time (None when unknown)
+    cold: bool  # events moved to OpenClaw cold storage: counts come from the archive row
+
+    def __init__(
+        self, events: int, bytes: int, token_estimate: int | None = None, cold: bool = False
+    ) -> None:
+        self.events = events
+        self.bytes = bytes
+        self.token_estimate = token_estimate
+        self.cold = cold
 
 
 SORT_UPDATED = "updatedAt"  # the default: pinned rows first (newest pin first), then updatedAt
@@ -101,26 +128,56 @@ SORT_ACTIVITY = "activity"
 LISTING_SORTS = (SORT_UPDATED, SORT_LAST_INTERACTION, SORT_ACTIVITY)
 
 
-@dataclass(frozen=True)
-class ListingQuery:
+class ListingQuery(FrozenRecord):
     """A Gateway listing (`sessions.list`) in `sort_by`'s order (`listing_sort_key`; ties by key).
     `archived`: False lists active rows, True archived rows, None both. `active_since_ms` keeps
     rows whose updatedAt — the activity timestamp with sort_by "activity", as OpenClaw's
     activeMinutes — is at least that. `match` is any further filter on the full entry (search,
     kinds, …); stores that can answer the rest from their own columns do so when `match` is None."""
 
-    archived: bool | None = False
-    active_since_ms: float | None = None
-    label: str | None = None
-    pinned: bool | None = None
-    offset: int = 0
-    limit: int | None = None
-    match: Callable[[str, dict[str, Any]], bool] | None = None
-    sort_by: str = SORT_UPDATED
+    __slots__ = _fields = (
+        "archived",
+        "active_since_ms",
+        "label",
+        "pinned",
+        "offset",
+        "limit",
+        "match",
+        "sort_by",
+    )
+    archived: bool | None
+    active_since_ms: float | None
+    label: str | None
+    pinned: bool | None
+    offset: int
+    limit: int | None
+    match: Callable[[str, dict[str, Any]], bool] | None
+    sort_by: str
+
+    def __init__(
+        self,
+        archived: bool | None = False,
+        active_since_ms: float | None = None,
+        label: str | None = None,
+        pinned: bool | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+        match: Callable[[str, dict[str, Any]], bool] | None = None,
+        sort_by: str = SORT_UPDATED,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "archived", archived)
+        setter(self, "active_since_ms", active_since_ms)
+        setter(self, "label", label)
+        setter(self, "pinned", pinned)
+        setter(self, "offset", offset)
+        setter(self, "limit", limit)
+        setter(self, "match", match)
+        setter(self, "sort_by", sort_by)
 
 
-@dataclass
-class ArchiveFile:
+class ArchiveFile(Record):
+    _fields = ("path", "session_id", "reason", "timestamp_ms", "compressed", "size")
     path: Path
     session_id: str | None
     reason: str  # deleted | reset | bak | imported | ...
@@ -128,48 +185,108 @@ class ArchiveFile:
     compressed: bool
     size: int
 
+    def __init__(
+        self,
+        path: Path,
+        session_id: str | None,
+        reason: str,
+        timestamp_ms: int | None,
+        compressed: bool,
+        size: int,
+    ) -> None:
+        self.path = path
+        self.session_id = session_id
+        self.reason = reason
+        self.timestamp_ms = timestamp_ms
+        self.compressed = compressed
+        self.size = size
 
-@dataclass
-class WriteOptions:
+
+class WriteOptions(Record):
     """How one run writes, set by the operations layer (`SessionStore.configure_writes`): whether
     stores that take a backup before their first write (a real OpenClaw database, D21) do so
     (`--no-backup` turns it off), and the state directory whose Gateway could own a store that
     lives outside the `agents/<id>/` layout."""
 
-    backup: bool = True
-    state_dir: Path | None = None
+    _fields = ("backup", "state_dir")
+    backup: bool
+    state_dir: Path | None
+
+    def __init__(self, backup: bool = True, state_dir: Path | None = None) -> None:
+        self.backup = backup
+        self.state_dir = state_dir
 
 
-@dataclass
-class StoreStats:
+class StoreStats(Record):
+    _fields = (
+        "sessions",
+        "transcript_bytes",
+        "transcript_events",
+        "archives_count",
+        "archives_bytes",
+        "compactions",
+        "extra",
+    )
     sessions: int
     transcript_bytes: int
     transcript_events: int | None
     archives_count: int
     archives_bytes: int
     compactions: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        sessions: int,
+        transcript_bytes: int,
+        transcript_events: int | None,
+        archives_count: int,
+        archives_bytes: int,
+        compactions: int,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.transcript_bytes = transcript_bytes
+        self.transcript_events = transcript_events
+        self.archives_count = archives_count
+        self.archives_bytes = archives_bytes
+        self.compactions = compactions
+        self.extra = {} if extra is None else extra
 
 
-@dataclass
-class DeleteOutcome:
+class DeleteOutcome(Record):
     """What `delete_session` did: the row is gone (`deleted`), the verified archives it left,
     and the keys kept because they changed meanwhile."""
 
+    _fields = ("deleted", "archived", "kept")
     deleted: bool
-    archived: list[Path] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
+    archived: list[Path]
+    kept: list[str]
+
+    def __init__(
+        self, deleted: bool, archived: list[Path] | None = None, kept: list[str] | None = None
+    ) -> None:
+        self.deleted = deleted
+        self.archived = [] if archived is None else archived
+        self.kept = [] if kept is None else kept
 
 
-@dataclass
-class RestoreOutcome:
+class RestoreOutcome(Record):
     """What `restore_session` wrote: the new row and where its transcript now lives."""
 
+    _fields = ("key", "session_id", "entry", "location", "events")
     key: str
     session_id: str
     entry: dict[str, Any]
     location: str  # the transcript file, or `sqlite:<db>#<sid>`
     events: int
+
+    def __init__(self, key: str, session_id: str, entry: dict[str, Any], location: str, events: int) -> None:
+        self.key = key
+        self.session_id = session_id
+        self.entry = entry
+        self.location = location
+        self.events = events
 
 
 class LeavingHook(ABC):

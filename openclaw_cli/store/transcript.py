@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsync_dir
+from openclaw_cli.records import Record
 from openclaw_cli.store.base import ReadIssue, TranscriptLine
 
 if TYPE_CHECKING:  # imported by the writes: read-only commands never need the lock module
@@ -256,8 +256,8 @@ def _reverse_lines(fd: int, size: int) -> Iterator[tuple[bytes, bool]]:
 # ---- header ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class TranscriptHeader:
+class TranscriptHeader(Record):
+    _fields = ("id", "version", "timestamp", "cwd", "parent_session", "obj", "line")
     id: str | None  # `id`, or the older `sessionId` alias
     version: int  # 1 when the header has no version
     timestamp: str | None
@@ -265,6 +265,24 @@ class TranscriptHeader:
     parent_session: str | None
     obj: dict[str, Any]
     line: TranscriptLine
+
+    def __init__(
+        self,
+        id: str | None,
+        version: int,
+        timestamp: str | None,
+        cwd: str | None,
+        parent_session: str | None,
+        obj: dict[str, Any],
+        line: TranscriptLine,
+    ) -> None:
+        self.id = id
+        self.version = version
+        self.timestamp = timestamp
+        self.cwd = cwd
+        self.parent_session = parent_session
+        self.obj = obj
+        self.line = line
 
     @property
     def is_legacy(self) -> bool:

@@ -22,7 +22,6 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -43,6 +42,7 @@ from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, val
 from openclaw_cli.jsonutil import INT_MIN, UINT_MAX, RawNumber, exact_float, exact_int
 from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.paths import safe_regular_file, transcript_candidates
+from openclaw_cli.records import Record
 from openclaw_cli.store import archives as archives_mod
 from openclaw_cli.store.base import (
     KIND_LEGACY,
@@ -301,13 +301,27 @@ def dump_store_bytes(store: dict[str, Any]) -> bytes:
 # ---- the store ----------------------------------------------------------------------------------
 
 
-@dataclass
-class _Snapshot:
+class _Snapshot(Record):
+    _fields = ("signature", "rows", "entries", "row_issues", "store_issues")
     signature: tuple[int, int, int, int] | None
     rows: dict[str, Any]  # every row as parsed, file order
     entries: dict[str, dict[str, Any]]  # usable rows
-    row_issues: dict[str, ReadIssue] = field(default_factory=dict)  # key -> why it is unusable
-    store_issues: list[ReadIssue] | None = None  # all row/field issues, computed on first access
+    row_issues: dict[str, ReadIssue]  # key -> why it is unusable
+    store_issues: list[ReadIssue] | None  # all row/field issues, computed on first access
+
+    def __init__(
+        self,
+        signature: tuple[int, int, int, int] | None,
+        rows: dict[str, Any],
+        entries: dict[str, dict[str, Any]],
+        row_issues: dict[str, ReadIssue] | None = None,
+        store_issues: list[ReadIssue] | None = None,
+    ) -> None:
+        self.signature = signature
+        self.rows = rows
+        self.entries = entries
+        self.row_issues = {} if row_issues is None else row_issues
+        self.store_issues = store_issues
 
 
 class LegacyStore(SessionStore):
