@@ -722,6 +722,7 @@ def tally_sessions(
 # lines, bytes, [bytes, lines] of text, tool results, compaction summaries and media, and its
 # biggest line
 _RECORD = struct.Struct("<qqqQ11q")
+_SIGNATURE = struct.Struct("<qqqQ")  # a record's first four fields: size, mtime, ctime, inode
 FIGURES_VERSION = 1
 _FILE_CLASSES = ("text", "toolResults", "compactionSummaries", "media")  # a record's order
 _SETTLE_NS = 2_000_000_000
@@ -741,7 +742,7 @@ class FileFigures:
         self.path: Path | None = None
         self.old: dict[str, bytes] = {}
         self.old_media: dict[str, dict[str, list[int]]] = {}
-        self.new: dict[str, bytes] = {}
+        self.new: dict[str, bytes] = {}  # records of the files read this run
         self.new_media: dict[str, dict[str, list[int]]] = {}
         self.read = 0  # files read (not answered from the cache)
         # a file written in the last seconds may be written again within the clock's resolution
@@ -751,6 +752,12 @@ class FileFigures:
         # files answered from the cache whose biggest line may be among the biggest events
         self._candidates: list[tuple[int, int, str, tuple[Any, ...]]] = []
         self._hits: list[bytes] = []  # records of the files answered from the cache (`finish` sums them)
+        self._hit_names: list[str] = []  # their names, in the same order
+        # `check_listing` took this run's listing: every record left in `old` is of a file listed
+        # unchanged (no lstat); records of names the listing does not hold are in `unlisted`
+        self.listed = False
+        self.unlisted: dict[str, bytes] = {}
+        self._dropped = False  # a record the listing showed stale (the cache is written again)
         if cache_root is not None:
             import hashlib
 
@@ -774,32 +781,45 @@ class FileFigures:
         ):
             self.old, self.old_media = data[2], data[3]
 
+    def check_listing(self, listing: Any, index: Mapping[str, str]) -> bool:
+        """Compare the kept records with the stats of this run's listing of the sessions dir
+        (`storage_memo.Listing`; `index`: its names): a record whose file is listed as a regular
+        file with its size, mtime, ctime and inode stays in `old`, answered by `tally` without an
+        lstat; a record the listing shows changed is dropped (its file read again); records of
+        names the listing does not hold go to `unlisted` (looked at with an lstat as before).
+        Checked in place (no second dict of 100,000 records). False, nothing done, when there is
+        no record or the listing is of another directory."""
+        if not self.old or listing.path.rstrip("/") + "/" != self.prefix:
+            return False
+        old, regular = self.old, stat.S_IFREG
+        self.unlisted = {name: old.pop(name) for name in [name for name in old if name not in index]}
+        head, width, dropped = _SIGNATURE.pack, _RECORD.size, False
+        columns = (listing.names, listing.modes, listing.sizes, listing.mtimes, listing.ctimes, listing.inos)
+        for name, mode, size, mtime, ctime, ino in zip(*columns, strict=True):
+            raw = old.get(name)
+            if raw is None:
+                continue
+            if mode & 0o170000 != regular or len(raw) != width or raw[:32] != head(size, mtime, ctime, ino):
+                del old[name]
+                dropped = True
+        self._dropped = self._dropped or dropped
+        self.listed = True
+        return True
+
     def tally(self, path: str, tally: PayloadTally, where: tuple[Any, ...]) -> tuple[int, int]:
         """(lines, bytes) of one transcript file, its figures added to `tally`."""
-        st = os.lstat(path)
         prefix = self.prefix
         name = path[len(prefix) :] if path.startswith(prefix) else path
         raw = self.old.pop(name, None)
+        if raw is not None and self.listed:  # unchanged as listed this run (`check_listing`)
+            return self._hit(name, raw, _RECORD.unpack(raw), path, tally, where)
+        st = os.lstat(path)
+        if self.listed:
+            raw = self.unlisted.pop(name, None)
         if raw is not None and len(raw) == _RECORD.size:
             r = _RECORD.unpack(raw)
             if r[0] == st.st_size and r[1] == st.st_mtime_ns and r[2] == st.st_ctime_ns and r[3] == st.st_ino:
-                # summed apart and added to the classes in `finish` (a file read meanwhile keeps
-                # the difference it makes to the classes: these sums are not in them yet)
-                self._hits.append(raw)
-                media = self.old_media.get(name)
-                if media:
-                    for mime, (size, parts) in media.items():
-                        slot = tally.media.setdefault(mime, [0, 0])
-                        slot[0] += size
-                        slot[1] += parts
-                    self.new_media[name] = media
-                self.new[name] = raw
-                top_n = tally.top_n
-                if top_n:
-                    maxima = self._maxima
-                    if len(maxima) < top_n or r[14] >= maxima[0]:  # (else `_offer` does nothing)
-                        self._offer(r[14], (r[14], tally.ordinal, path, where), top_n)
-                return r[4], r[5]
+                return self._hit(name, raw, r, path, tally, where)
         # read: tallied straight into `tally` (its biggest lines offered in reading order, as
         # without a cache), the file's figures kept as the difference it made
         self.read += 1
@@ -832,6 +852,34 @@ class FileFigures:
             self.new_media[name] = added
         return lines, size
 
+    def _hit(
+        self,
+        name: str,
+        raw: bytes,
+        r: tuple[int, ...],
+        path: str,
+        tally: PayloadTally,
+        where: tuple[Any, ...],
+    ) -> tuple[int, int]:
+        """A file answered from its record `raw` (unpacked: `r`)."""
+        # summed apart and added to the classes in `finish` (a file read meanwhile keeps the
+        # difference it makes to the classes: these sums are not in them yet)
+        self._hits.append(raw)
+        media = self.old_media.get(name)
+        if media:
+            for mime, (size, parts) in media.items():
+                slot = tally.media.setdefault(mime, [0, 0])
+                slot[0] += size
+                slot[1] += parts
+            self.new_media[name] = media
+        self._hit_names.append(name)
+        top_n = tally.top_n
+        if top_n:
+            maxima = self._maxima
+            if len(maxima) < top_n or r[14] >= maxima[0]:  # (else `_offer` does nothing)
+                self._offer(r[14], (r[14], tally.ordinal, path, where), top_n)
+        return r[4], r[5]
+
     def _offer(
         self, biggest: int, candidate: tuple[int, int, str, tuple[Any, ...]] | None, top_n: int
     ) -> None:
@@ -849,7 +897,6 @@ class FileFigures:
         line can be), then keep the figures for the next run."""
         if self._hits:
             _add_hits(self._hits, tally.classes)
-            self._hits = []
         top_n = tally.top_n
         if top_n and self._candidates:
             floor = self._maxima[0] if len(self._maxima) >= top_n else 0
@@ -866,15 +913,19 @@ class FileFigures:
                     continue  # gone since: its figures were counted, its lines cannot be named
                 tally.merge_top(one.top_events)
         self._candidates = []
-        if self.path is not None and (self.read or self.old):
+        if self.path is not None and (self.read or self.old or self.unlisted or self._dropped):
             self._store()
-        self.old, self.old_media = {}, {}
+        self.old, self.old_media, self.unlisted = {}, {}, {}
+        self._hits, self._hit_names = [], []
 
     def _store(self) -> None:
         from openclaw_cli.fsio import write_cache_value
 
         assert self.path is not None
-        write_cache_value(self.path, (FIGURES_VERSION, self.prefix, self.new, self.new_media))
+        # (the files answered from their records, then the files read)
+        new = dict(zip(self._hit_names, self._hits, strict=True))
+        new.update(self.new)
+        write_cache_value(self.path, (FIGURES_VERSION, self.prefix, new, self.new_media))
 
 
 def _add_hits(hits: list[bytes], classes: dict[str, list[int]]) -> None:

@@ -501,11 +501,12 @@ class SessionStore(ABC):
         return self.iter_listing(archived=None)[1]
 
     def iter_rows_with_transcripts(
-        self, rows: Iterable[tuple[str, dict[str, Any]]] | None = None
+        self, rows: Iterable[tuple[str, dict[str, Any]]] | None = None, index: dict[str, str] | None = None
     ) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         """(key, full entry, transcript file) of every row, streamed where the store can: the file
         only for stores that keep transcripts in files (None: read it with `export_transcript`).
-        `rows`: (key, file facts) from a file store's `load_file_facts()`, instead of reading again."""
+        `rows`: (key, file facts) from a file store's `load_file_facts()`, instead of reading again.
+        `index`: a file store's sessions dir as the caller listed it (name -> file/link/other)."""
         for key, entry in self.iter_full_entries() if rows is None else rows:
             yield key, entry, None
 

@@ -1004,15 +1004,16 @@ class LegacyStore(SessionStore):
         return {**{root / name: keys for name, keys in by_name.items()}, **by_path}
 
     def iter_rows_with_transcripts(
-        self, rows: Iterable[tuple[str, dict[str, Any]]] | None = None
+        self, rows: Iterable[tuple[str, dict[str, Any]]] | None = None, index: dict[str, str] | None = None
     ) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         """(key, entry, transcript file or None) of every usable row, in file order, holding one
         row at a time where the file allows it (`_iter_rows_streamed`): `openclaw storage` on
         100,000 rows stays flat in memory. The transcript is resolved like `_resolve_rows` does,
         from one directory scan, as a path string. `rows`: (key, file facts) of the rows as
         `load_file_facts` made them (not read again; each resolves to the same file as its whole
-        entry)."""
-        index = self._dir_index()
+        entry). `index`: the sessions dir's `_dir_index()` as the caller listed it this run."""
+        if index is None:
+            index = self._dir_index()
         prefix = self._dir_prefix
         root = self.sessions_dir
         candidate_names = self._candidate_names
