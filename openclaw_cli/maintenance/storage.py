@@ -792,7 +792,7 @@ class FileFigures:
         if not self.old or listing.path.rstrip("/") + "/" != self.prefix:
             return False
         old, regular = self.old, stat.S_IFREG
-        self.unlisted = {name: old.pop(name) for name in [name for name in old if name not in index]}
+        self.unlisted = {name: old.pop(name) for name in old.keys() - index.keys()}
         head, width, dropped = _SIGNATURE.pack, _RECORD.size, False
         columns = (listing.names, listing.modes, listing.sizes, listing.mtimes, listing.ctimes, listing.inos)
         for name, mode, size, mtime, ctime, ino in zip(*columns, strict=True):
@@ -865,7 +865,7 @@ class FileFigures:
         # summed apart and added to the classes in `finish` (a file read meanwhile keeps the
         # difference it makes to the classes: these sums are not in them yet)
         self._hits.append(raw)
-        media = self.old_media.get(name)
+        media = self.old_media.get(name) if self.old_media else None
         if media:
             for mime, (size, parts) in media.items():
                 slot = tally.media.setdefault(mime, [0, 0])
