@@ -98,6 +98,119 @@ def test_a_forked_shard_builder_reuses_the_parents_file_sources(
     assert outcome.results
 
 
+def _journal_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each shard write's journal mode as it starts, one line per write (`<pid> <shard> <mode>`):
+    a file, since a forked builder writes too."""
+    from openclaw_cli.search import index as index_mod
+
+    log = tmp_path / "journal.log"
+    real_write = index_mod._Shard._write
+
+    def write(self: Any, *args: Any) -> Any:
+        mode = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
+        with open(log, "a") as fh:
+            fh.write(f"{os.getpid()} {Path(str(self.path)).stem.rsplit('.', 1)[-1]} {mode}\n")
+        return real_write(self, *args)
+
+    monkeypatch.setattr(index_mod._Shard, "_write", write)
+    return log
+
+
+def _index_tables(root: Path) -> list[Any]:
+    shards = sorted((root / "search").glob("*.sqlite"))
+    assert len(shards) == 2
+    tables = []
+    for path in shards:
+        with closing(sqlite3.connect(path)) as conn:
+            tables.append(
+                (
+                    conn.execute("SELECT * FROM rows ORDER BY id").fetchall(),
+                    conn.execute(
+                        "SELECT locator, token, pos, nlines, sig, nrows FROM sources ORDER BY id"
+                    ).fetchall(),
+                    conn.execute("SELECT rowid FROM fts WHERE fts MATCH 'session' ORDER BY rowid").fetchall(),
+                )
+            )
+        with open(path, "rb") as fh:
+            assert fh.read(20)[18:20] == b"\x02\x02"  # left in WAL mode
+        assert not Path(f"{path}-journal").exists()
+    return tables
+
+
+def _search_main(root: Path, workers: int) -> Any:
+    from openclaw_cli.paths import resolve_paths
+    from openclaw_cli.search.engine import Options, StoreTarget, search
+    from openclaw_cli.store.detect import open_agent_store
+
+    paths = resolve_paths()
+    store = open_agent_store(paths, "main", read_only=True)
+    try:
+        target = StoreTarget(store, paths.import_archive_dir("main"))
+        return search([target], parse("session"), Options(limit=5, index_root=root, workers=workers))
+    finally:
+        store.close()
+
+
+def test_a_first_build_writes_under_a_rollback_journal_unless_another_connection_is_open(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build writes each shard under a rollback journal (each page once into the file, no
+    WAL to checkpoint at its commit) and leaves it in WAL mode; with another connection open on a
+    shard, that shard is written through the WAL as before; an update after the build too. The
+    index is the same either way."""
+    from openclaw_cli.search.index import AgentIndex, index_path
+
+    log = _journal_log(tmp_path, monkeypatch)
+    _search_main(tmp_path / "a", workers=1)
+    assert [line.split()[1:] for line in log.read_text().splitlines()] == [["0", "delete"], ["1", "delete"]]
+    built = _index_tables(tmp_path / "a")
+
+    log.unlink()
+    path = index_path(legacy / "agents" / "main" / "sessions" / "sessions.json", tmp_path / "b")
+    AgentIndex(path).close()  # the empty shards, created
+    with closing(sqlite3.connect(path.with_name(f"{path.stem}.0{path.suffix}"))) as other:
+        assert other.execute("SELECT count(*) FROM sources").fetchone() == (0,)
+        _search_main(tmp_path / "b", workers=1)
+    assert [line.split()[1:] for line in log.read_text().splitlines()] == [["0", "wal"], ["1", "delete"]]
+    assert _index_tables(tmp_path / "b") == built
+
+    log.unlink()
+    transcript = sorted((legacy / "agents" / "main" / "sessions").glob("*.jsonl"))[0]
+    with open(transcript, "ab") as fh:
+        fh.write(
+            b'{"type":"message","id":"late1","message":{"role":"user","content":"a late session line"}}\n'
+        )
+    _search_main(tmp_path / "a", workers=1)
+    assert [line.split()[2] for line in log.read_text().splitlines()] == ["wal"]  # only its shard changed
+    _index_tables(tmp_path / "a")
+
+
+def test_a_forked_builder_writes_its_first_build_under_a_rollback_journal(
+    legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent closes the shards its children build while they write them (an open connection of
+    its would keep them in WAL) and opens them again after: both shards of a parallel first build
+    are written under a rollback journal, the second by the child, and the index is the one a
+    single process builds."""
+    from openclaw_cli.search import index as index_mod
+
+    monkeypatch.setattr(index_mod, "PARALLEL_MIN_SOURCES", 1)
+    monkeypatch.setattr(index_mod, "_single_threaded", lambda: True)
+    log = _journal_log(tmp_path, monkeypatch)
+    outcome = _search_main(tmp_path / "par", workers=2)
+    writes = sorted((line.split() for line in log.read_text().splitlines()), key=lambda w: w[1])
+    assert [w[1:] for w in writes] == [["0", "delete"], ["1", "delete"]]
+    by_shard = {w[1]: w[0] for w in writes}
+    assert by_shard["0"] == str(os.getpid()) != by_shard["1"]  # the second shard: the child's write
+    assert _index_tables(tmp_path / "par") == _index_tables_of_one_process(tmp_path, monkeypatch)
+    assert outcome.results
+
+
+def _index_tables_of_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    _search_main(tmp_path / "seq", workers=1)
+    return _index_tables(tmp_path / "seq")
+
+
 def _signature_by_reading_the_file(path: Path, position: int) -> bytes | None:
     """What `tail_signature` signs, the plain way: the file's 64 bytes ending at `position`."""
     if position <= 0:

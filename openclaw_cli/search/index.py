@@ -219,10 +219,20 @@ class _Shard:
         if self._too_many_dead(existing, current):
             self.reset()
             stats.rebuilt = True
+            existing = {}
         from openclaw_cli.gcpause import gc_paused
 
-        with gc_paused():  # a build's parsed lines make no cycles: no collector passes over them
-            self._write(current, stats, progress, their_rows)
+        # a first build (nothing indexed yet) is written under a rollback journal when no other
+        # connection has the file open: each page goes once into the file, not into the WAL and
+        # again by the commit's checkpoint; WAL again right after (a reader met meanwhile: the next
+        # open sets it)
+        rollback = not existing and self.path is not None and _set_journal(conn, "delete")
+        try:
+            with gc_paused():  # a build's parsed lines make no cycles: no collector passes over them
+                self._write(current, stats, progress, their_rows)
+        finally:
+            if rollback:
+                _set_journal(conn, "wal")
         stats.seconds = time.perf_counter() - start
         return stats
 
@@ -592,6 +602,19 @@ def terms_containing(conn: sqlite3.Connection, schema: str, table: str, piece: s
     return [row[0] for row in rows]
 
 
+def _set_journal(conn: sqlite3.Connection, mode: str) -> bool:
+    """Switch the journal mode without waiting (another connection to the file, or a transaction
+    of its, makes it fail: then it stays as it was); whether it is now `mode`."""
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        row = conn.execute(f"PRAGMA journal_mode = {mode}").fetchone()
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.execute("PRAGMA busy_timeout = 30000")
+    return bool(row) and str(row[0]).lower() == mode
+
+
 def _discard(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         try:
@@ -762,6 +785,10 @@ class AgentIndex:
                 _merge(total, stats)
                 generations.append(stats.generation)
             return total, generations
+        # the children's shards closed here while they write them (reopened once each is done):
+        # an open connection would keep a child's first build from its rollback journal
+        for shard in self.shards[1:]:
+            shard.close()
         children = [
             self._fork_update(i, agent, parts, refresh, their_rows) for i in range(1, len(self.shards))
         ]
@@ -770,6 +797,7 @@ class AgentIndex:
         generations.append(first.generation)
         for i, child in enumerate(children, 1):
             collected = _collect(child)
+            self.shards[i] = _Shard(self.paths[i])
             if collected is None:  # the child failed: do its shard here
                 collected = self.shards[i].update(
                     parts[i], their_rows=their_rows(parts[i]) if their_rows else None
