@@ -211,6 +211,32 @@ def _index_tables_of_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     return _index_tables(tmp_path / "seq")
 
 
+def test_a_shard_opened_during_another_first_build_waits_for_it_on_disk(tmp_path: Path) -> None:
+    """A shard opened while another connection writes its first build under a rollback journal is
+    opened on disk (not in memory, which would read everything again): it reads what is committed,
+    and follows the file back into WAL mode once the build is done."""
+    from openclaw_cli.search.index import _set_journal, _Shard
+
+    path = tmp_path / "idx.0.sqlite"
+    builder = _Shard(path)
+    try:
+        assert _set_journal(builder.conn, "delete")
+        builder.conn.execute("BEGIN IMMEDIATE")
+        builder.conn.execute("INSERT INTO meta VALUES ('built', 'yes')")
+        other = _Shard(path)
+        try:
+            assert other.path == path
+            assert other.conn.execute("SELECT value FROM meta WHERE key = 'built'").fetchone() is None
+            builder.conn.execute("COMMIT")
+            assert _set_journal(builder.conn, "wal")
+            assert other.conn.execute("SELECT value FROM meta WHERE key = 'built'").fetchone() == ("yes",)
+            assert other.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        finally:
+            other.close()
+    finally:
+        builder.close()
+
+
 def _signature_by_reading_the_file(path: Path, position: int) -> bytes | None:
     """What `tail_signature` signs, the plain way: the file's 64 bytes ending at `position`."""
     if position <= 0:

@@ -152,7 +152,7 @@ class _Shard:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 for _ in range(2):
                     conn = _connect(str(path))
-                    conn.execute("PRAGMA journal_mode = WAL")
+                    _wal(conn)
                     conn.execute("PRAGMA synchronous = OFF")  # disposable: a crash costs a rebuild, not data
                     if _ensure_schema(conn):
                         return conn
@@ -600,6 +600,17 @@ def terms_containing(conn: sqlite3.Connection, schema: str, table: str, piece: s
         f'SELECT term FROM temp."{vocab}" WHERE instr(term, ?) > 0 LIMIT ?', (piece, limit + 1)
     )
     return [row[0] for row in rows]
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """WAL mode, unless another process is writing its first build under a rollback journal right
+    now (busy): then the connection reads and waits as a rollback-journal one until that build sets
+    WAL again, which it then follows (a database's mode is in its header)."""
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", None) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            raise
 
 
 def _set_journal(conn: sqlite3.Connection, mode: str) -> bool:
