@@ -311,8 +311,9 @@ def test_the_signature_is_what_was_read_and_taken_once(tmp_path: Path) -> None:
 def test_a_build_flushes_its_rows_across_sources_in_batches(
     legacy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rows wait for a full batch across sources (one insert per batch, not per source): the index
-    holds the same rows whatever the batch size, and the collector is paused while it builds."""
+    """Rows wait for a full batch across sources (one insert per batch, not per source), and so do
+    the rows of the sources read whole: the index holds the same rows and sources (ids included)
+    whatever the batch size, and the collector is paused while it builds."""
     import gc
 
     from openclaw_cli.paths import resolve_paths
@@ -344,13 +345,52 @@ def test_a_build_flushes_its_rows_across_sources_in_batches(
                 (
                     conn.execute("SELECT * FROM rows ORDER BY id").fetchall(),
                     conn.execute("SELECT rowid FROM fts WHERE fts MATCH 'session' ORDER BY rowid").fetchall(),
+                    conn.execute("SELECT * FROM sources ORDER BY id").fetchall(),
                 )
                 for conn in (sqlite3.connect(p) for p in shards)
             ]
         )
     assert tables[0] == tables[1]
-    assert sum(len(rows) for rows, _ in tables[0]) > 3 * 2
+    assert sum(len(rows) for rows, _, _ in tables[0]) > 3 * 2
+    assert sum(len(sources) for _, _, sources in tables[0]) > 3  # more than one batch of them
+    sdir = legacy / "agents" / "main" / "sessions"
+    _check_sources(root, sdir)
+    # then one transcript grows (resumed: its row updated) and one is rewritten (retired, read again)
+    grown, rewritten = sorted(sdir.glob("*.jsonl"))[:2]
+    with open(grown, "ab") as fh:
+        fh.write(b'{"type":"message","id":"g1","message":{"role":"user","content":"grown session line"}}\n')
+    rewritten.write_bytes(b"".join(rewritten.read_bytes().splitlines(keepends=True)[:-1]))
+    paths = resolve_paths()
+    store = open_agent_store(paths, "main", read_only=True)
+    try:
+        target = StoreTarget(store, paths.import_archive_dir("main"))
+        search([target], parse("session"), Options(limit=5, index_root=root, workers=1))
+    finally:
+        store.close()
+    assert _check_sources(root, sdir) == 1  # the rewritten one's first reading, retired
     assert seen_gc and not any(seen_gc) and gc.isenabled()
+
+
+def _check_sources(root: Path, sdir: Path) -> int:
+    """Every source row counts its own rows, and a live transcript's row ends where its file ends,
+    signed by the file's last bytes; how many sources are retired."""
+    retired = checked = 0
+    for path in sorted((root / "search").glob("*.sqlite")):
+        with closing(sqlite3.connect(path)) as conn:
+            for sid, nrows, counted in conn.execute(
+                "SELECT s.id, s.nrows, count(r.id) FROM sources s LEFT JOIN rows r ON r.src = s.id GROUP BY s.id"
+            ):
+                assert nrows == counted, sid
+            for locator, pos, sig, live in conn.execute("SELECT locator, pos, sig, live FROM sources"):
+                if not live:
+                    retired += 1
+                    continue
+                if locator.startswith("file:") and locator.endswith(".jsonl"):
+                    data = (sdir / locator[5:]).read_bytes()
+                    assert (pos, sig) == (len(data), data[-64:]), locator
+                    checked += 1
+    assert checked >= 6
+    return retired
 
 
 # ---- extract, held to its plain definition ----------------------------------------------------------

@@ -121,14 +121,16 @@ def _connect(target: str) -> sqlite3.Connection:
 
 class _Batch:
     """Rows and texts waiting to be inserted, across sources: one executemany per BATCH rows (a
-    build reads ~2,000 sources of a few dozen message lines each)."""
+    build reads ~2,000 sources of a few dozen message lines each); and the `sources` rows of the
+    sources read from their start, each inserted whole once read (not inserted, then updated)."""
 
-    __slots__ = ("conn", "rows", "texts")
+    __slots__ = ("conn", "rows", "texts", "sources")
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self.rows: list[tuple[Any, ...]] = []
         self.texts: list[tuple[int, str]] = []
+        self.sources: list[tuple[Any, ...]] = []
 
     def flush(self) -> None:
         if self.rows:
@@ -136,6 +138,13 @@ class _Batch:
             self.conn.executemany("INSERT INTO fts (rowid, text) VALUES (?, ?)", self.texts)
             self.rows.clear()
             self.texts.clear()
+        if self.sources:
+            self.conn.executemany(
+                "INSERT INTO sources (id, locator, source, session_id, session_key, token, pos, nlines, sig,"
+                " theirs, nrows, issues) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.sources,
+            )
+            self.sources.clear()
 
 
 class _Shard:
@@ -255,6 +264,8 @@ class _Shard:
                 if locator not in current:
                     self._retire(row[0])
             next_id = (conn.execute("SELECT max(id) FROM rows").fetchone()[0] or 0) + 1
+            # the ids the sources read from their start get, in order (as SQLite would give them)
+            next_src = (conn.execute("SELECT max(id) FROM sources").fetchone()[0] or 0) + 1
             batch = _Batch(conn)
             for locator, source in current.items():
                 old = existing.get(locator)
@@ -269,31 +280,22 @@ class _Shard:
                     their_rows(source.session_id) if (their_rows is not None and source.their_fts) else None
                 )
                 after: int | None = None
-                if (
+                resumed = (
                     old is not None
                     and source.append_only
                     and not old[6]
                     and old[3] is not None
                     and old[5] is not None
                     and source.reader.tail_signature(old[3]) == old[5]
-                ):
+                )
+                if resumed:
+                    assert old is not None
                     src_id, after, first_line = old[0], old[3], old[4] + 1
                 else:
                     if old is not None:
                         self._retire(old[0])
                     first_line = 1
-                    src_id = conn.execute(
-                        "INSERT INTO sources (locator, source, session_id, session_key, token, theirs)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        (
-                            locator,
-                            source.source,
-                            source.session_id,
-                            source.session_key,
-                            source.token,
-                            1 if theirs is not None else 0,
-                        ),
-                    ).lastrowid
+                    src_id, next_src = next_src, next_src + 1
                 issues: list[ReadIssue] = []
                 next_id, last_pos, nlines, nrows, nbytes = self._index_source(
                     source, src_id, next_id, after, first_line, theirs, issues, batch
@@ -312,6 +314,26 @@ class _Shard:
                     else None
                 )
                 noted = "\n".join(str(issue) for issue in issues) or None
+                if not resumed:
+                    batch.sources.append(
+                        (
+                            src_id,
+                            locator,
+                            source.source,
+                            source.session_id,
+                            source.session_key,
+                            source.token,
+                            last_pos,
+                            nlines,
+                            sig,
+                            1 if theirs is not None else 0,
+                            nrows,
+                            noted,
+                        )
+                    )
+                    if len(batch.sources) >= BATCH:
+                        batch.flush()
+                    continue
                 conn.execute(
                     "UPDATE sources SET token = ?, pos = ?, nlines = nlines + ?, sig = ?, nrows = nrows + ?,"
                     " session_key = ?, issues = CASE WHEN ? IS NULL THEN issues"
