@@ -13,9 +13,13 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-import orjson
+from openclaw_cli.lazyre import lazy_module, lazy_pattern
 
-from openclaw_cli.lazyre import lazy_pattern
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import orjson
+else:
+    orjson = lazy_module(globals(), "orjson")  # imported on first use: a search's output needs none
 
 
 class RawNumber(float):
@@ -368,7 +372,7 @@ def dumps_pretty(obj: Any) -> str:
     return dumps_bytes(obj, option=orjson.OPT_INDENT_2).decode()
 
 
-JSONDecodeError = (orjson.JSONDecodeError, json.JSONDecodeError, ValueError)
+JSONDecodeError = (json.JSONDecodeError, ValueError)  # orjson.JSONDecodeError is a json.JSONDecodeError
 
 
 # ---- documents written in pieces (`sessions --json --limit all` on 100,000 rows) -------------------

@@ -87,3 +87,18 @@ def test_a_search_compiles_none_of_the_patterns_it_does_not_use(
     assert left["openclaw_cli.jsonutil"] == ["_SURROGATE", "_TOKEN"]
     assert len(left["openclaw_cli.keys"]) == 7
     assert sum(len(v) for v in left.values()) >= 20
+
+
+def test_a_lazy_module_is_imported_on_first_use_and_put_in_place() -> None:
+    script = (
+        "import sys\n"
+        "from openclaw_cli.lazyre import lazy_module\n"
+        "ns = {}\n"
+        "ns['colorsys'] = lazy_module(ns, 'colorsys')\n"
+        "assert 'colorsys' not in sys.modules\n"
+        "print(ns['colorsys'].rgb_to_hsv(1.0, 0.0, 0.0))\n"
+        "print(ns['colorsys'] is sys.modules['colorsys'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["(0.0, 1.0, 1.0)", "True"]

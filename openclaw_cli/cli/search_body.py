@@ -231,7 +231,10 @@ def search_command(
             "verbose": verbose or None,
         }
         params = {k: v for k, v in params.items() if v is not None}
+        from openclaw_cli.search.plainjson import prefer_stdlib
         from openclaw_cli.search.query import parse
+
+        prefer_stdlib(48)  # a one-shot process reads a page of hit lines: orjson is imported past it
 
         parse(query, fixed=fixed)  # the query's own texts, before the method's schema sees it
         doc = None if reindex else _delegated(cx, params, gw)
@@ -239,7 +242,17 @@ def search_command(
             doc = _local_search(cx, params)
         doc.setdefault("skipped", [])
         if json_mode:
-            echo_json({"query": query, **doc})
+            from openclaw_cli.search.plainjson import pretty
+
+            document = {"query": query, **doc}
+            text = pretty(document)  # emit_json's bytes without importing orjson, when it can
+            if text is None:
+                echo_json(document)
+            else:
+                import sys
+
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
             say_hints(cx.hints)  # stderr: the document stays one JSON value
         else:
             from openclaw_cli.cli.render_search import search_lines

@@ -107,16 +107,15 @@ def _their_rows(agent: AgentSources) -> Callable[[str], dict[str, str]] | None:
 
 
 def _line_text(source: Source, position: int, line_no: int) -> tuple[str, str, int, str] | None:
-    import orjson
-
+    from openclaw_cli.search.plainjson import loads
     from openclaw_cli.search.text import extract
 
     raw = source.reader.read_at(position)
     if raw is None:
         return None
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        obj = loads(raw)  # orjson's reading (without importing it in a one-shot command)
+    except ValueError:  # orjson.JSONDecodeError
         return None
     return extract(obj, line_no, source.fallback_ms())
 

@@ -25,8 +25,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import orjson
-
 from openclaw_cli import clock, jsonutil
 from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import (
@@ -40,7 +38,7 @@ from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, atomic_write_bytes
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.ids import is_valid_legacy_session_id, normalize_agent_id, validate_session_id
 from openclaw_cli.jsonutil import INT_MIN, UINT_MAX, RawNumber, exact_float, exact_int
-from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.lazyre import lazy_module, lazy_pattern
 from openclaw_cli.paths import safe_regular_file, transcript_candidates
 from openclaw_cli.records import Record
 from openclaw_cli.store import archives as archives_mod
@@ -59,6 +57,10 @@ from openclaw_cli.store.base import (
 )
 from openclaw_cli.store.transcript import append_jsonl, count_lines, header_line, iter_jsonl, tail_jsonl
 
+if TYPE_CHECKING:
+    import orjson
+else:
+    orjson = lazy_module(globals(), "orjson")  # imported on first use (a warm search needs none)
 if TYPE_CHECKING:  # the lock module is imported by the writes (read-only commands never need it)
     from openclaw_cli.store.lock import LockSettingsLike
 
