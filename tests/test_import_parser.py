@@ -365,3 +365,50 @@ def test_rows_files_go_with_their_build(tmp_path: Path) -> None:
     assert staging.discard(build)
     assert not build.exists() and not any(path.exists() for path in rows)
     assert other.exists()
+
+
+def test_the_space_precheck_counts_the_parsers_rows_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: the parser's rows files sit beside the build while it is written (the closed one
+    not copied yet, the next one, the window ahead), so the space pre-check counts them for a target
+    the parser may read (forced, or large transcripts into a fresh store), and only then."""
+    from openclaw_cli.migration import import_faults
+    from openclaw_cli.paths import Target
+
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    for n in range(300):
+        (sessions / f"s{n}.jsonl").write_bytes(b"x" * 40_000)
+    (sessions / "sessions.json").write_bytes(b"{}")
+    live = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    target = Target("main", sessions / "sessions.json", live)
+    asked: list[tuple[int, str]] = []
+    monkeypatch.setattr(import_faults, "check_space", lambda _path, need, what: asked.append((need, what)))
+
+    def need(choice: str | None, kinds: dict[Path, str] | None = None) -> tuple[int, str]:
+        if choice is None:
+            monkeypatch.delenv("OPENCLAW_IMPORT_PARSER", raising=False)
+        else:
+            monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", choice)
+        asked.clear()
+        import_faults.check_import_space([target], kinds or {}, tmp_path / "runs")
+        assert len(asked) == 1  # one filesystem: the database, the rows files and the manifest together
+        return asked[0]
+
+    inline, inline_what = need("inline")
+    assert "rows files" not in inline_what
+    data = 300 * 40_000 + 2
+    for choice in ("process", None):  # forced, and the default for transcripts averaging 40 KB
+        forced, what = need(choice)
+        assert "rows files of agent main" in what
+        # every transcript's lines may be in rows files at once here (fewer than the window holds)
+        assert forced - inline == import_faults.ROWS_FILE_FACTOR * data
+    assert need("process", {live: "ours"})[0] == need("inline", {live: "ours"})[0]  # no build: no parser
+    # a store larger than what can be on disk at once: bounded by two files and the window
+    from openclaw_cli.migration import parser_process
+
+    big = import_faults.rows_files_bytes(10 * 1024**3, 40_000)
+    assert big == import_faults.ROWS_FILE_FACTOR * (
+        2 * (parser_process.ROWS_FILE_BYTES + 40_000) + parser_process.WINDOW_JOBS * 40_000
+    )

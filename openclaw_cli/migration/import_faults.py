@@ -16,6 +16,7 @@ MANIFEST_BYTES_PER_FILE = (
     4096  # a planned + completed move is ~2 KB; an atomic rewrite briefly needs two copies
 )
 WAL_ALLOWANCE = 96 * 1024 * 1024  # the bulk import checkpoints the WAL every 10,000 pages (80 MiB)
+ROWS_FILE_FACTOR = 2  # bytes a line takes in the parser's rows files, per byte of line (`rows_files_bytes`)
 
 
 def _manifest_size(path: Path | None) -> int:
@@ -25,21 +26,23 @@ def _manifest_size(path: Path | None) -> int:
         return 0
 
 
-def _legacy_size(sessions_dir: Path) -> tuple[int, int]:
-    """(bytes, files) of the legacy store directory (one scandir, no reads)."""
-    total = files = 0
+def _legacy_size(sessions_dir: Path) -> tuple[int, int, int]:
+    """(bytes, files, the largest file's bytes) of the legacy store directory (one scandir, no reads)."""
+    total = files = largest = 0
     try:
         with os.scandir(sessions_dir) as it:
             for entry in it:
                 try:
                     if entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_size
+                        size = entry.stat(follow_symlinks=False).st_size
+                        total += size
                         files += 1
+                        largest = max(largest, size)
                 except OSError:
                     continue
     except OSError:
         pass
-    return total, files
+    return total, files, largest
 
 
 def _estimate_db_bytes(data: int, files: int) -> int:
@@ -48,9 +51,28 @@ def _estimate_db_bytes(data: int, files: int) -> int:
     return int(data * 1.35) + files * 2048 + min(WAL_ALLOWANCE, data) + 1024 * 1024
 
 
+def rows_files_bytes(data: int, largest: int) -> int:
+    """What the parser process's rows files (`parser_process.RowsFiles`, beside the build) can hold
+    on disk at once, from the legacy bytes and the largest file. A file is closed after the record
+    that takes it past `ROWS_FILE_BYTES` of lines (a record the parser reads is at most
+    `PARSER_FILE_LIMIT`) and removed once the importing process has copied it, which it does when it
+    reaches the next file's first record; the parser runs at most `WINDOW_JOBS` records ahead. So at
+    once: the closed file not copied yet, the records of the next one up to the importing process,
+    and the window ahead of it — never more than every transcript. Lines take ~1.5x their bytes
+    there (measured on *many*, ~440-byte lines: ~190 bytes of event and identity row each): 2x."""
+    from openclaw_cli.migration.parser_process import PARSER_FILE_LIMIT, ROWS_FILE_BYTES, WINDOW_JOBS
+
+    record = min(largest, PARSER_FILE_LIMIT)
+    at_once = 2 * (ROWS_FILE_BYTES + record) + WINDOW_JOBS * record
+    return ROWS_FILE_FACTOR * min(data, at_once)
+
+
 def check_import_space(targets: list[Any], db_kinds: dict[Path, str], runs_dir: Path) -> None:
     """Refuse before anything is written when a filesystem cannot hold what the import will
-    write: the database (and its WAL) and the manifest, estimated from the legacy sizes."""
+    write: the database (and its WAL), the parser's rows files beside it when the parser may read
+    (`importer.parser_wanted`) and the manifest, estimated from the legacy sizes."""
+    from openclaw_cli.migration.importer import parser_wanted
+
     needs: dict[int, list[Any]] = {}  # st_dev -> [a path on it, bytes, what]
 
     def add(path: Path, n: int, what: str) -> None:
@@ -67,12 +89,19 @@ def check_import_space(targets: list[Any], db_kinds: dict[Path, str], runs_dir: 
 
     files_total = 0
     for t in targets:
-        data, files = _legacy_size(t.sessions_dir)
+        data, files, largest = _legacy_size(t.sessions_dir)
         files_total += files
         db = _estimate_db_bytes(data, files)
-        if db_kinds.get(t.sqlite_path) == "ours":
+        kind = db_kinds.get(t.sqlite_path, "missing")
+        if kind == "ours":
             db //= 2  # an existing database already holds part of it (re-runs append only what is missing)
         add(t.sqlite_path.parent, db, f"the database of agent {t.agent_id}")
+        if parser_wanted(t.sessions_dir, fresh=kind in ("missing", "empty")):  # as `_import_target` decides
+            add(
+                t.sqlite_path.parent,
+                rows_files_bytes(data, largest),
+                f"the parser's rows files of agent {t.agent_id}",
+            )
     add(runs_dir, MANIFEST_BYTES_PER_FILE * (files_total + 1), "the migration manifest")
     for path, n, what in needs.values():
         check_space(path, n, " and ".join(what))

@@ -482,15 +482,10 @@ class ImportRun:
     def _start_parser(self, tr: TargetRun) -> ParserProcess | None:
         """The parser process for a fresh store's import of enough transcripts on more than one
         core (`OPENCLAW_IMPORT_PARSER=process|inline` forces it either way); None: read in-process."""
-        choice = os.environ.get(PARSER_ENV, "").strip().lower()
-        if choice == "inline" or not tr.fresh:
+        if not parser_wanted(tr.target.sessions_dir, fresh=tr.fresh):
             return None
-        if choice != "process":
-            mean = _mean_transcript_bytes(tr.target.sessions_dir, PARSER_MIN_RECORDS)
-            if mean is None or mean < PARSER_MIN_MEAN_BYTES:
-                return None
-            if not _spare_core():
-                return None
+        if os.environ.get(PARSER_ENV, "").strip().lower() != "process" and not _spare_core():
+            return None
         build = staging.build_path(
             tr.target.sqlite_path, self.manifest["runId"]
         )  # as `_import_records` names it
@@ -1199,6 +1194,20 @@ def _index_owners(index: LegacyIndex, target: Target, ctx: MigrationContext) -> 
         parsed = parse_agent_key(key)
         owners.add(parsed[0] if parsed else default)
     return owners
+
+
+def parser_wanted(sessions_dir: Path, *, fresh: bool) -> bool:
+    """Whether a target's import reads in the parser process, but for the spare core `_start_parser`
+    also asks for when it starts (the load can change meanwhile): forced by `OPENCLAW_IMPORT_PARSER`,
+    else a fresh store whose sampled transcripts average `PARSER_MIN_MEAN_BYTES`. The space
+    pre-check counts the parser's rows files for such a target (`import_faults`)."""
+    choice = os.environ.get(PARSER_ENV, "").strip().lower()
+    if choice == "inline" or not fresh:
+        return False
+    if choice == "process":
+        return True
+    mean = _mean_transcript_bytes(sessions_dir, PARSER_MIN_RECORDS)
+    return mean is not None and mean >= PARSER_MIN_MEAN_BYTES
 
 
 def _mean_transcript_bytes(directory: Path, count: int) -> float | None:
