@@ -547,3 +547,34 @@ def test_extract_matches_its_plain_definition(lines: list[tuple[dict[str, Any], 
 
     for obj, line_no in lines:
         assert extract(obj, line_no, 17) == _extract_by_definition(obj, line_no, 17)
+
+
+@pytest.mark.parametrize("tool", ["<absent>", "read", ""])
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "text", "text": " \n "}],
+        [{"type": "text", "text": ""}],
+        [{"type": "text", "text": "  the result  "}],
+        [{"type": "image", "text": "alt text"}],
+        [{"type": "text"}],
+        [{"type": "text", "text": 5}],
+        ["loose text"],
+        [None],
+        [],
+        [{"type": "text", "text": "one"}, {"type": "text", "text": " "}, {"type": "text", "text": "two"}],
+    ],
+)
+@pytest.mark.parametrize("stamp", ["2026-11-28T16:57:26.446Z", 1795885046446, 1.5e12, True, None, "", "bad"])
+def test_a_tool_results_blocks_and_a_stamp_as_the_plain_definition_reads_them(
+    tool: str, content: list[Any], stamp: Any
+) -> None:
+    """The one-block tool result (read without a generator and a join) and a timestamp of each type
+    (a string tested first) give what the plain definition gives: a blank block is no body."""
+    from openclaw_cli.search.text import extract
+
+    message: dict[str, Any] = {"role": "toolResult", "content": content}
+    if tool != "<absent>":
+        message["toolName"] = tool
+    obj = {"type": "message", "id": "t1", "timestamp": stamp, "message": message}
+    assert extract(obj, 3, 17) == _extract_by_definition(obj, 3, 17)

@@ -101,11 +101,16 @@ def _tool_result_text(message: dict[str, Any]) -> str | None:
     if isinstance(content, str):
         body = content.strip()
     elif isinstance(content, list):
-        body = "\n".join(
-            block["text"]
-            for block in content
-            if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"].strip()
-        )
+        if len(content) == 1:  # the usual one text block: no generator and join for it
+            block = content[0]
+            only = block.get("text") if isinstance(block, dict) else None
+            body = only if isinstance(only, str) and only.strip() else ""
+        else:
+            body = "\n".join(
+                block["text"]
+                for block in content
+                if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"].strip()
+            )
     else:
         body = ""
     name = message.get("toolName")
@@ -122,11 +127,14 @@ _last_stamp: tuple[str, int | None] = ("", None)
 
 
 def parse_timestamp(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return int(value) if value == value and abs(value) < 1e16 else None
-    if isinstance(value, str) and value:
+    if value.__class__ is not str:  # a string first: what transcripts mostly carry
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, (int, float)):
+            return int(value) if value == value and abs(value) < 1e16 else None
+        if not isinstance(value, str):
+            return None
+    if value:
         global _fromisoformat, _last_stamp
         last = _last_stamp
         if value == last[0]:
