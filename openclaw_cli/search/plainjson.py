@@ -25,7 +25,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_SURROGATE = lazy_pattern(globals(), "_SURROGATE", "[\ud800-\udfff]")
 # where orjson and the stdlib may read a line differently, or do: orjson refuses NaN/Infinity, lone
 # surrogates, integers beyond 64 bits and numbers beyond the double range. A number token follows
 # `:`, `[` or `,` (or starts the text); the same characters inside a string only send the line to
@@ -70,11 +69,19 @@ class _Unsupported(Exception):
     pass
 
 
+def _no_surrogate(text: str) -> None:
+    """Raise _Unsupported for a text with a lone surrogate (orjson refuses it; jsonutil escapes it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Unsupported from None
+
+
 def _write(obj: Any, indent: str, out: list[str], quote: Any) -> None:
     kind = type(obj)
     if kind is str:
-        if not obj.isascii() and _SURROGATE.search(obj):
-            raise _Unsupported
+        if not obj.isascii():
+            _no_surrogate(obj)
         out.append(quote(obj))
     elif kind is dict:
         if not obj:
@@ -84,8 +91,10 @@ def _write(obj: Any, indent: str, out: list[str], quote: Any) -> None:
         out.append("{\n")
         first = True
         for key, value in obj.items():
-            if type(key) is not str or (not key.isascii() and _SURROGATE.search(key)):
+            if type(key) is not str:
                 raise _Unsupported
+            if not key.isascii():
+                _no_surrogate(key)
             if not first:
                 out.append(",\n")
             first = False
