@@ -185,7 +185,8 @@ def test_parallel_large_reads_do_not_multiply_memory(
     from openclaw_cli.ops.methods import METHODS
 
     generate_legacy_state(state_dir, 300, 0.1, 4242, "--cron-key-style", "canonical")
-    params = {"limit": 100_000, "search": "a"}
+    # each request its own limit: identical reads waiting for a slot would share one build
+    # (`answers.WaitingReads`), and here every request must build its own
     real = session_views.list_gateway_sessions
     lock = threading.Condition()
     building = {"now": 0, "peak": 0, "calls": 0}
@@ -213,15 +214,17 @@ def test_parallel_large_reads_do_not_multiply_memory(
     failures: list[BaseException] = []
     with GatewayThread() as gw:
 
-        def one() -> None:
+        def one(n: int) -> None:
             try:
                 with connected(gw.url) as client:
-                    reply = client.request("sessions.list", params, timeout=300)
+                    reply = client.request(
+                        "sessions.list", {"limit": 100_000 - n, "search": "a"}, timeout=300
+                    )
                     assert reply["ok"] and reply["payload"]["sessions"], reply
             except BaseException as exc:  # reported below
                 failures.append(exc)
 
-        threads = [threading.Thread(target=one) for _ in range(8)]
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(8)]
         for thread in threads:
             thread.start()
         for thread in threads:

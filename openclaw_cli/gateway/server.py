@@ -51,7 +51,7 @@ from openclaw_cli.errors import (
     typed_error,
 )
 from openclaw_cli.gateway import events, protocol, schemas, trace
-from openclaw_cli.gateway.answers import AnswerCache, AnswerTemplate
+from openclaw_cli.gateway.answers import AnswerCache, AnswerTemplate, WaitingReads
 from openclaw_cli.gateway.auth import AuthPolicy
 from openclaw_cli.gateway.collector import FullCollections
 from openclaw_cli.gateway.limits import AuthThrottle, BurstLog, Limits
@@ -79,6 +79,9 @@ DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
 CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
 GC_TICK_S = 0.25  # how often a scheduled full collection looks for a moment with nothing served
+# reads whose answer is a function of their params, the caller's scopes, the config and the stores'
+# state only: identical ones waiting for a read slot share one read (`answers.WaitingReads`)
+SHARED_READS = frozenset({"sessions.list", "sessions.describe", "sessions.preview"})
 
 
 def served_methods() -> list[str]:
@@ -350,6 +353,7 @@ class GatewayServer:
         self._health_version = 0
         self.presence = PresenceBook()
         self._answers = AnswerCache()  # reusable reads' answers (`Method.reusable`, `gateway/answers.py`)
+        self._waiting = WaitingReads()  # identical reads waiting for a slot (`SHARED_READS`)
         self._trace = trace.from_env()  # stage timestamps per request (`OPENCLAW_GATEWAY_TRACE`)
         self._serving = 0  # requests in progress, but long reads waiting for the reader process
         self._collector: FullCollections | None = None  # `ServerOptions.scheduled_gc`
@@ -531,7 +535,11 @@ class GatewayServer:
                 frame = self._parse(raw)
                 if frame is None or frame.get("type") != "req":
                     continue  # not a request: nothing to answer
-                rec = self._trace.request(frame.get("method")) if self._trace is not None else None
+                rec = (
+                    self._trace.request(frame.get("method"), frame.get("id"), conn.ws.peer_port)
+                    if self._trace is not None
+                    else None
+                )
                 await conn.slots.acquire()  # per connection, then in all: a full slot stops reading
                 await self._inflight.acquire()
                 task = asyncio.get_running_loop().create_task(self._request(conn, frame, rec))
@@ -822,10 +830,25 @@ class GatewayServer:
                         if self._answers.still(kept_key, probed):
                             return shared, None
             reading = self._answers.reading(kept_key, probed) if kept_key is not None else None
+            shared_key = self._waiting.key(name, params, conn.scopes) if name in SHARED_READS else None
+            if shared_key is not None:
+                waiting = self._waiting.join(shared_key, ctx.config)
+                if waiting is not None:  # an identical read not started yet: its answer is this one's
+                    if self._trace is not None:
+                        self._trace.mark(self._trace.current(), "join")
+                    try:
+                        return await asyncio.shield(waiting), None
+                    except asyncio.CancelledError:
+                        if not waiting.cancelled():
+                            raise
+                    shared_key = None  # it gave up before reading: this request reads for itself
+            waiting = self._waiting.wait(shared_key, ctx.config) if shared_key is not None else None
             result: Any = None
             answered = False  # a cancelled await leaves ctx.reuse set with no result: never shared
             try:
                 async with self._reads:  # a read builds its whole response in memory: a few at a time
+                    if waiting is not None:  # started: from here on it could miss a joiner's writes
+                        self._waiting.started(shared_key, waiting)
                     if conn.ws.slow or conn.ws.state is not State.OPEN:
                         raise protocol.RequestError(
                             protocol.UNAVAILABLE, "connection closed"
@@ -841,6 +864,8 @@ class GatewayServer:
             finally:
                 if kept_key is not None:
                     self._answers.done_reading(kept_key, reading, result, not answered or ctx.reuse is None)
+                if waiting is not None:
+                    self._waiting.done(shared_key, waiting, result, answered)
             if kept_key is not None:
                 self._answers.after(kept_key, ctx.config, ctx.reuse, probed, result)
             if name == "sessions.subscribe":

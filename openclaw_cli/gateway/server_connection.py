@@ -89,6 +89,7 @@ class GatewayConnection(ServerConnection):
         protocol_.fail = fail_quietly
         super().__init__(protocol_, *args, **kwargs)
         self.peer_ip = "unknown"
+        self.peer_port: int | None = None
         self.authenticated = False
         self.slow = False
         self.admitted = False
@@ -99,6 +100,7 @@ class GatewayConnection(ServerConnection):
         super().connection_made(transport)
         peer = transport.get_extra_info("peername")
         self.peer_ip = normalize_ip(peer[0] if isinstance(peer, tuple) and peer else None)
+        self.peer_port = peer[1] if isinstance(peer, tuple) and len(peer) > 1 else None
         self.admitted = self.book.admit(self)
         if not self.admitted:
             cast(

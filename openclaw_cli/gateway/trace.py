@@ -2,9 +2,10 @@
 process events that can stall one, written as JSON lines when `OPENCLAW_GATEWAY_TRACE` names a
 file. Off (None, nothing recorded) otherwise.
 
-A request's record (`"k": "req"`), every time in ms since the trace began (`time.perf_counter`):
-`recv` the frame read and parsed on the loop, `start` its task running, `enq` a write joined its
-group-commit queue, `held` the batch holding its stores' writer, `tin`/`tout` the worker thread
+A request's record (`"k": "req"`), every time in ms since the trace began (`time.perf_counter`;
+the `origin` record holds that start on the clock itself), with the request's `id` and its client's
+`port`: `recv` the frame read and parsed on the loop, `start` its task running, `join` a read
+joined an identical one waiting for its slot, `enq` a write joined its group-commit queue, `held` the batch holding its stores' writer, `tin`/`tout` the worker thread
 entering and leaving the handler (`cpu`: that thread's CPU meanwhile, the rest is the GIL or I/O),
 `res` the task back on the loop with the result, `sent` the answer written. `n`/`b`: the batch's
 size and number. Events (`"k"`: `gc` a collection and its generation, `gcfull` a scheduled full
@@ -45,17 +46,22 @@ class Trace:
         self._batches = 0
         self._modules = set(sys.modules)
         gc.callbacks.append(self._gc)
+        # where 0 is on `time.perf_counter`'s clock (CLOCK_MONOTONIC on Linux: the same in every
+        # process), so a client's own timestamps can be set beside the stages
+        self.add({"k": "origin", "t0": 0.0, "t1": 0.0, "perf": self.t0})
 
     def now(self) -> float:
         return round((time.perf_counter() - self.t0) * 1000, 3)
 
     # ---- requests ----------------------------------------------------------------------------------
-    def request(self, method: Any) -> dict[str, Any]:
+    def request(self, method: Any, req_id: Any = None, port: Any = None) -> dict[str, Any]:
         rec: dict[str, Any] = {
             "k": "req",
             "m": method if isinstance(method, str) else None,
             "recv": self.now(),
         }
+        if isinstance(req_id, str | int) and isinstance(port, int):
+            rec.update(id=req_id, port=port)  # the request as its client knows it (its local port)
         self.add(rec)
         return rec
 
