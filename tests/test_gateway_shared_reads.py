@@ -137,3 +137,61 @@ def test_a_read_whose_sharer_left_before_reading_reads_for_itself(
             c.close()
     assert l1["ok"] and l3["ok"], (l1, l3)  # l3 not failed with l2's "connection closed"
     assert held_list.calls == 2  # l1 and l3's own read
+
+
+def test_a_read_does_not_start_while_a_group_commit_runs(
+    state_dir: Path, held_list: HeldList, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes first: a list that arrives while a batch of patches is in its handler starts only
+    once that batch is done (the batch then shares the GIL with fewer threads)."""
+    from openclaw_cli.ops import lifecycle
+    from openclaw_cli.ops.methods import METHODS
+
+    generate_legacy_state(state_dir, 30, 0.02, 4345, "--cron-key-style", "canonical")
+    batch_in, batch_go, batch_done = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def held_batch(ctx: Any, requests: list[dict[str, Any]]) -> Any:
+        batch_in.set()
+        assert batch_go.wait(DEADLINE_S), "never released"
+        try:
+            return lifecycle.sessions_patch_many(ctx, requests)
+        finally:
+            batch_done.set()
+
+    def watched_list(ctx: Any, params: dict[str, Any]) -> Any:
+        seen.append(batch_done.is_set())
+        return held_list.real(ctx, params)
+
+    monkeypatch.setattr(sys.modules[__name__], "_held_batch", held_batch, raising=False)
+    monkeypatch.setattr(sys.modules[__name__], "_watched_list", watched_list, raising=False)
+    with GatewayThread(tick_interval_ms=60_000) as gw:
+        a, b = connected(gw.url), connected(gw.url)
+        try:
+            key = next(k for k in _labels(a.request("sessions.list", LIST)) if ":cron:" not in k)
+            patch, listing = METHODS["sessions.patch"], METHODS["sessions.list"]
+            monkeypatch.setitem(
+                METHODS, "sessions.patch", dataclasses.replace(patch, batch=f"{__name__}:_held_batch")
+            )
+            monkeypatch.setitem(
+                METHODS, "sessions.list", dataclasses.replace(listing, handler=f"{__name__}:_watched_list")
+            )
+            a.send(
+                {
+                    "type": "req",
+                    "id": "p",
+                    "method": "sessions.patch",
+                    "params": {"key": key, "label": "first"},
+                }
+            )
+            assert batch_in.wait(DEADLINE_S)  # the batch is in its handler
+            b.send({"type": "req", "id": "l", "method": "sessions.list", "params": LIST})
+            _wait_until(lambda: gw.server._serving == 2, "the list taken in")
+            batch_go.set()
+            patched, listed = a.response("p"), b.response("l")
+        finally:
+            a.close()
+            b.close()
+    assert patched["ok"] and listed["ok"], (patched, listed)
+    assert seen == [True]  # the list started after the batch was done (before: at once)
+    assert _labels(listed)[key] == "first"

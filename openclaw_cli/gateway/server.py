@@ -341,6 +341,12 @@ class GatewayServer:
         self._writes_done = 0
         self._writes_idle = asyncio.Event()
         self._writes_idle.set()
+        # writes first: a read that got its slot does not start while a group commit's handler
+        # runs (it waits for that batch, once; identical reads may still join it meanwhile), so
+        # the batch shares the GIL with fewer threads (issue 30)
+        self._batches_running = 0
+        self._no_batch = asyncio.Event()
+        self._no_batch.set()
         self._background: list[asyncio.Task[None]] = []
         self._batches: dict[
             tuple[str, tuple[str, ...]],
@@ -847,6 +853,8 @@ class GatewayServer:
             answered = False  # a cancelled await leaves ctx.reuse set with no result: never shared
             try:
                 async with self._reads:  # a read builds its whole response in memory: a few at a time
+                    if self._batches_running:
+                        await self._no_batch.wait()
                     if waiting is not None:  # started: from here on it could miss a joiner's writes
                         self._waiting.started(shared_key, waiting)
                     if conn.ws.slow or conn.ws.state is not State.OPEN:
@@ -953,7 +961,7 @@ class GatewayServer:
                 batch = queue[:BATCH_MAX]
                 del queue[:BATCH_MAX]
                 try:
-                    async with self.writers.hold(keys):
+                    async with self.writers.hold(keys), self._batch_running():
                         ctx, requests = self._context(), [params for params, _, _ in batch]
                         if self._trace is None:
                             outcomes = await loop.run_in_executor(self._pool, method.run_batch, ctx, requests)
@@ -977,6 +985,18 @@ class GatewayServer:
             self._draining.discard(queue_key)
             if not self._batches.get(queue_key):
                 self._batches.pop(queue_key, None)
+
+    @asynccontextmanager
+    async def _batch_running(self) -> AsyncIterator[None]:
+        """A group commit's handler is running: reads wait for it before they start."""
+        self._batches_running += 1
+        self._no_batch.clear()
+        try:
+            yield
+        finally:
+            self._batches_running -= 1
+            if not self._batches_running:
+                self._no_batch.set()
 
     @staticmethod
     def _write(ctx: Context, method: Method, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
