@@ -98,8 +98,7 @@ def test_identical_reads_waiting_for_a_slot_share_one_read_that_sees_earlier_wri
             patched = d.request("sessions.patch", {"key": key, "label": "shared read 1"})
             assert patched["ok"], patched  # answered before l4 is sent
             e.send({"type": "req", "id": "l4", "method": "sessions.list", "params": LIST})
-            # l1..l4 in progress (l3 and l4 joined l2 in the step that counted them)
-            _wait_until(lambda: gw.server._serving == 4, "l3 and l4 taken in")
+            _wait_until(lambda: gw.server._waiting.joined == 2, "l3 and l4 joined l2")
             held_list.go.set()
             l1, l2, l3, l4 = a.response("l1"), b.response("l2"), c.response("l3"), e.response("l4")
         finally:
@@ -127,7 +126,7 @@ def test_a_read_whose_sharer_left_before_reading_reads_for_itself(
             b.send({"type": "req", "id": "l2", "method": "sessions.list", "params": LIST})
             _wait_until(lambda: len(gw.server._waiting) == 1, "l2 waits for the slot")
             c.send({"type": "req", "id": "l3", "method": "sessions.list", "params": LIST})
-            _wait_until(lambda: gw.server._serving == 3, "l3 joined l2")
+            _wait_until(lambda: gw.server._waiting.joined == 1, "l3 joined l2")
             b.close()  # l2's client leaves: l2 will not read (nobody to answer)
             _wait_until(lambda: len(gw.server.connections) == 2, "l2's connection gone")
             held_list.go.set()

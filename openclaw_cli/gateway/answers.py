@@ -94,6 +94,7 @@ class WaitingReads:
 
     def __init__(self) -> None:
         self._waiting: dict[Any, tuple[Any, asyncio.Future[Any]]] = {}
+        self.joined = 0  # reads answered by another's read (so far)
 
     @staticmethod
     def key(name: str, params: dict[str, Any], scopes: tuple[str, ...]) -> Any:
@@ -108,6 +109,7 @@ class WaitingReads:
         found = self._waiting.get(key)
         if found is None or found[0] is not config or found[1].done():
             return None
+        self.joined += 1
         return found[1]
 
     def wait(self, key: Any, config: Any) -> asyncio.Future[Any]:
