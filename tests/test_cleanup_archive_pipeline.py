@@ -92,7 +92,11 @@ def test_export_archiver_writes_verified_archives_identical_to_the_general_write
     assert len(os.listdir(tmp_path / "b")) == 2
 
 
-def test_export_archiver_refuses_hostile_names_and_a_failed_read_back_leaves_nothing(tmp_path, monkeypatch):
+@pytest.mark.parametrize("unnamed", [True, False] if hasattr(os, "O_TMPFILE") else [False])
+def test_export_archiver_refuses_hostile_names_and_a_failed_read_back_leaves_nothing(
+    tmp_path, monkeypatch, unnamed
+):
+    monkeypatch.setattr(ar, "_UNNAMED_FILES", unnamed)
     tmp_path = tmp_path / "d"
     tmp_path.mkdir()
     archiver = ar.ExportArchiver(tmp_path, os.path.realpath(tmp_path), "deleted", NOW)
@@ -102,10 +106,46 @@ def test_export_archiver_refuses_hostile_names_and_a_failed_read_back_leaves_not
     monkeypatch.setattr(ar, "_validate_base", lambda base: None)  # the second guard still holds
     with pytest.raises(ar.RefusedError):
         archiver.write("s", b"{}\n", "../escape.jsonl")
-    monkeypatch.setattr(ar, "_written_as", lambda path, blob, sha, size: False)
+    # the unnamed file's read-back (through its descriptor) or the temp way's (by name) fails
+    monkeypatch.setattr(ar, "_holds" if unnamed else "_written_as", lambda where, blob, sha, size: False)
     with pytest.raises(ar.ArchiveError, match="verification failed for s"):
         archiver.write("s", b'{"a":1}\n', "s.jsonl")
+    archiver.close()
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="no unnamed files on this platform")
+def test_an_unnamed_archive_is_verified_before_it_gets_its_name(tmp_path, monkeypatch):
+    """D6.2 on the unnamed way (issue 30): the read-back goes through the file's own descriptor
+    before the link, so no name ever shows an unverified archive; bytes other than the blob
+    (a short or a damaged write) fail it and nothing is named."""
+    directory = tmp_path / "d"
+    directory.mkdir()
+    seen: list[list[str]] = []
+    real_holds = ar._holds
+
+    def spy(fd, blob, sha, size):
+        seen.append(os.listdir(directory))  # what the directory shows while it is checked
+        return real_holds(fd, blob, sha, size)
+
+    monkeypatch.setattr(ar, "_holds", spy)
+    archiver = ar.ExportArchiver(directory, os.path.realpath(directory), "deleted", NOW)
+    data = b'{"a":1}\n' * 40
+    good = archiver.write("s1", data, "s1.jsonl")
+    assert seen == [[]] and ar.read_archive_bytes(good.path) == data
+    real_write_all = ar._write_all
+    for damage in (
+        lambda blob: blob[:-1],
+        lambda blob: blob + b"\0",
+        lambda blob: blob[:5] + b"x" + blob[6:],
+    ):
+        monkeypatch.setattr(
+            ar, "_write_all", lambda fd, blob, damage=damage: real_write_all(fd, damage(blob))
+        )
+        with pytest.raises(ar.ArchiveError, match="verification failed for s2"):
+            archiver.write("s2", data, "s2.jsonl")
+        assert os.listdir(directory) == [good.path.name]
+    archiver.close()
 
 
 def test_the_read_back_rejects_other_bytes(tmp_path):

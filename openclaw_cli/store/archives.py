@@ -620,13 +620,16 @@ class ExportArchiver:
     resolved (`dest_real`), made durable by the caller afterwards (one `syncfs`, as `sync=False`).
 
     Per archive: one compression call, one unnamed file (`O_TMPFILE` in the directory) written with
-    one `write` and given its name by `linkat`, which never replaces anything (the next millisecond
-    on a clash, as the general writer), then read back by that name with one read — the file must
-    hold exactly the bytes written, and they must decompress to content of the original's sha256
-    and size (D6.2). A kill before the link leaves nothing, never a partial file under any name;
+    one `write`, read back through its descriptor with one `pread` — the file must hold exactly the
+    bytes written, and they must decompress to content of the original's sha256 and size (D6.2) —
+    and only then given its name by `linkat`, which never replaces anything (the next millisecond
+    on a clash, as the general writer): a name never shows an archive that was not verified, and
+    the read-back by name's open, `fstat` and close are gone (issue 30: 3 syscalls per archive;
+    the link names the very inode that was read). A kill before the link leaves nothing, never a
+    partial file under any name;
     a temp name and its rename cost one more directory insertion and a `renameat2` per archive
     (~0.2 s of system time over 6,736 archives, issue 30). Where the filesystem has no unnamed files
-    or `/proc` is missing, an exclusive temp file renamed into place, as before. No per-archive
+    or `/proc` is missing, an exclusive temp file renamed into place and read back by name. No per-archive
     realpath, uuid, buffered file object or lstat; the stored size is the length written. Call
     `close` when done (the directory's descriptor)."""
 
@@ -702,8 +705,11 @@ class ExportArchiver:
                 return ArchiveResult(same.path, sha, size, same.size, same.compressed, reused=True)
         blob = _compressor(self.level).compress(data)
         first = archive_name(base, self.reason, self.now_ms, compressed=True)
-        final = self._write_unnamed(blob, base, first) if self._unnamed else _REFUSED
-        if final == _REFUSED:
+        final = self._write_unnamed(blob, base, first, sha, size) if self._unnamed else _REFUSED
+        if final == _UNVERIFIED:
+            raise ArchiveError(f"Transcript archive verification failed for {session_id}")
+        verified = final != _REFUSED
+        if not verified:
             tmp = f"{self.directory}{os.sep}{first}.{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
             try:
@@ -719,20 +725,22 @@ class ExportArchiver:
             raise ArchiveError(f"Could not create transcript archive for {session_id}")
         path = Path(final)
         self.on_created(path)
-        if not _written_as(final, blob, sha, size):
+        if not verified and not _written_as(final, blob, sha, size):
             _unlink_quiet(final)
             fsync_dir(Path(self.directory))
             raise ArchiveError(f"Transcript archive verification failed for {session_id}")
         return ArchiveResult(path, sha, size, len(blob), True)
 
-    def _write_unnamed(self, blob: bytes, base: str, first: str) -> str | None:
-        """`blob` in an unnamed file of the directory, linked under the first free name (None: no
-        free name). `_REFUSED` (and the temp way from then on) when the filesystem has no unnamed
-        files or the link through `/proc/self/fd` is refused, before anything was named."""
+    def _write_unnamed(self, blob: bytes, base: str, first: str, sha: str, size: int) -> str | None:
+        """`blob` in an unnamed file of the directory, read back and verified through its
+        descriptor, then linked under the first free name (None: no free name). `_UNVERIFIED` when
+        the read-back differs (nothing was named). `_REFUSED` (and the temp way from then on) when
+        the filesystem has no unnamed files or the link through `/proc/self/fd` is refused, before
+        anything was named."""
         try:
             if self._dir_fd is None:
                 self._dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | O_CLOEXEC)
-            fd = os.open(self.directory, os.O_TMPFILE | os.O_WRONLY | O_CLOEXEC, FILE_MODE)
+            fd = os.open(self.directory, os.O_TMPFILE | os.O_RDWR | O_CLOEXEC, FILE_MODE)
         except OSError as exc:
             if exc.errno not in _NO_UNNAMED_FILES:
                 raise
@@ -740,6 +748,8 @@ class ExportArchiver:
             return _REFUSED
         try:
             _write_all(fd, blob)
+            if not _holds(fd, blob, sha, size):
+                return _UNVERIFIED
             source = f"/proc/self/fd/{fd}"
             for attempt in range(MAX_NAME_TRIES):
                 name = (
@@ -787,12 +797,40 @@ _NO_UNNAMED_FILES = frozenset(
     {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.EXDEV, errno.EPERM, errno.ENOSYS}
 )
 _REFUSED = "\0refused"  # `_write_unnamed`: no unnamed file here (NUL: never a path)
+_UNVERIFIED = "\0unverified"  # `_write_unnamed`: the read-back differs (nothing was named)
 
 
 def _write_all(fd: int, blob: bytes) -> None:
     view = memoryview(blob)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _holds(fd: int, blob: bytes, sha: str, size: int) -> bool:
+    """The read-back of a fresh unnamed archive through its own descriptor: the file (a regular
+    file: `O_TMPFILE` makes nothing else) must hold exactly `blob` — one more byte is asked for, so
+    anything after it shows — and its one zstd frame must decompress to `size` bytes of sha256
+    `sha`."""
+    import hashlib
+
+    want = len(blob)
+    try:
+        got = os.pread(fd, want + 1, 0)
+        while 0 < len(got) < want:  # a short read before the end: read on
+            more = os.pread(fd, want + 1 - len(got), len(got))
+            if not more:
+                break
+            got += more
+    except OSError:
+        return False
+    if got != blob:
+        return False
+    zstandard = _zstd()
+    try:
+        content = _decompressor(zstandard).decompress(got)
+    except zstandard.ZstdError:
+        return False
+    return len(content) == size and hashlib.sha256(content).hexdigest() == sha
 
 
 def _written_as(path: str, blob: bytes, sha: str, size: int) -> bool:
