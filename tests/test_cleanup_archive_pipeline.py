@@ -314,3 +314,37 @@ def test_the_read_back_is_one_read_of_the_size_written(tmp_path, monkeypatch):
     monkeypatch.setattr(ar.os, "read", counting_read)
     assert ar._written_as(str(path), blob, hashlib.sha256(data).hexdigest(), len(data))
     assert reads == [len(blob)]
+
+
+def test_the_removals_transaction_has_a_larger_page_cache_and_gives_it_back(store, monkeypatch):
+    """Issue 30: the removals' transaction of a large cleanup changes most pages of the events
+    table; with the usual 2 MB cache they spilled to the WAL and were read and written again. It
+    runs with `REMOVAL_CACHE_KIB` and the connection has its own cache back afterwards."""
+    import openclaw_cli.store.sqlite.retire as sqlite_retire
+    from openclaw_cli.store.retire import Retirement
+
+    seen: list[int] = []
+    real_drop = SqliteStore.drop_session_events
+
+    def spy(self, session_ids, *, expected=None):
+        seen.append(self._db().execute("PRAGMA cache_size").fetchone()[0])
+        return real_drop(self, session_ids, expected=expected)
+
+    monkeypatch.setattr(SqliteStore, "drop_session_events", spy)
+    before = store._db().execute("PRAGMA cache_size").fetchone()[0]
+    assert -sqlite_retire.REMOVAL_CACHE_KIB < before < 0
+    entries = store.load_entries()
+    keys = [f"agent:main:s{i}" for i in range(10)]
+    plan = Retirement(
+        keys,
+        entries={k: entries[k] for k in keys},
+        session_ids=[f"s{i}" for i in range(10)],
+        session_keys={f"s{i}": k for i, k in enumerate(keys)},
+    )
+    outcome = store.retire(plan, lock_settings=None, now_ms=NOW, checkpoint=lambda: None)
+    assert seen == [-sqlite_retire.REMOVAL_CACHE_KIB]
+    assert store._db().execute("PRAGMA cache_size").fetchone()[0] == before
+    assert len(outcome.archives) == 10 and not outcome.kept
+    assert not set(keys) & store.entry_keys() and not {f"s{i}" for i in range(10)} & set(
+        store.session_totals()
+    )
