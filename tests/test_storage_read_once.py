@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.storage_support import SESSIONS_DIR, cli_json, make_state
@@ -206,9 +206,14 @@ def test_the_archive_planner_asks_each_rows_protection_once() -> None:
     asked: Counter[tuple[str, bool]] = Counter()
 
     class Counting(Guard):
-        def preserved(self, key: str, entry: Any, archived: bool) -> bool:
-            asked[(key, archived)] += 1
-            return super().preserved(key, entry, archived)
+        def free_fn(self) -> Any:
+            is_free = super().free_fn()
+
+            def counted(key: str, entry: Any) -> bool:
+                asked[(key, False)] += 1
+                return is_free(key, entry)
+
+            return counted
 
     def plan(guard: Guard) -> Any:
         return plan_archiving(
@@ -251,6 +256,70 @@ def test_activity_is_the_maximum_of_the_activity_fields(entry: dict[str, Any]) -
     expected = max(0.0, *(_number(entry.get(name)) for name in fields))
     got = activity_at(entry)
     assert got == expected and type(got) is float and str(got) == str(expected)
+
+
+_GUARD_KEYS = [
+    "agent:main:main",
+    "global",
+    "agent:main:custom-1",
+    "agent:main:subagent:x",
+    "subagent:y",
+    "agent:main:dashboard:a",
+    "agent:main:cron:job:run:1",
+    "agent:main:telegram:direct:p",
+    "agent:main:telegram:group:g",
+    "agent:main:slack:channel:c:thread:1",
+    "agent:main:direct:p",
+    "agent:main:telegram:dm:p:topic:2",
+    "agent:main:openai:probe-1",
+    " Agent:Main:Custom-1 ",
+]
+_GUARD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-5, max_value=5).map(lambda d: 1_800_000_000_000 + d * 3_600_000),
+    st.sampled_from(
+        ["running", "done", "group", " Channel ", "thread", "direct", "", "s1", "agent:main:main"]
+    ),
+    st.just({"kind": "external"}),
+    st.just({"kind": "internal"}),
+    st.just({"chatType": "group"}),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.sampled_from(_GUARD_KEYS),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "pinnedAt",
+                "modelSelectionLocked",
+                "status",
+                "sessionId",
+                "spawnedBy",
+                "parentSessionKey",
+                "lastInteractionAt",
+                "updatedAt",
+                "delivery",
+                "chatType",
+                "origin",
+            ]
+        ),
+        _GUARD_VALUES,
+    ),
+    st.sampled_from([None, 0, 3_600_000, 86_400_000]),
+    st.sampled_from([(), ("agent:main:custom-1",), ("s1",)]),
+)
+def test_the_guards_per_row_verdict_is_not_preserved(
+    key: str, entry: dict[str, Any], recent: int | None, preserve: tuple[str, ...]
+) -> None:
+    """`Guard.free_fn` (the archive planner's per-row check, its conditions inline and reordered)
+    answers `not Guard.preserved(key, entry, False)` for every row."""
+    from openclaw_cli.maintenance.archiving import Guard
+
+    guard = Guard(frozenset(preserve), frozenset(preserve), recent, 1_800_000_000_000)
+    assert guard.free_fn()(key, entry) is (not guard.preserved(key, entry, False))
 
 
 @given(st.one_of(st.text(max_size=12), st.sampled_from(["", " x", "a/b", "..", "abc-DEF_1.2:3@4", "é"])))

@@ -20,7 +20,7 @@ chat. Activity is the newest of lastInteractionAt, lastActivityAt, sessionStarte
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,6 +230,55 @@ class Guard:
                 return True
         return bool(shape & _KEY_PROTECTED) or _protected_by_entry(entry)
 
+    def free_fn(self) -> Callable[[str, Mapping[str, Any]], bool]:
+        """`lambda key, entry: not self.preserved(key, entry, False)` with the guard's fields read
+        once and the per-row checks inline, the key's shape first (most rows of a big store are
+        protected by their key alone) and before the entry's activity and chat: the archive
+        planner asks it of every unarchived row (100,000 at issue 27's scale). Every check is
+        pure, so their order does not change the verdict."""
+        keys, sids = self.preserve_keys, self.preserve_session_ids
+        recent, now = self.preserve_recent_ms, self.now_ms
+        shapes, shape_of = self.shapes, self.shape
+
+        def is_free(key: str, entry: Mapping[str, Any]) -> bool:
+            bits = shapes.get(key)
+            if bits is None:
+                bits = shape_of(key)
+            if bits & _KEY_PROTECTED:  # (every check before `_DISPOSABLE` answers preserved too)
+                return False
+            get = entry.get
+            if get("pinnedAt") is not None and is_pinnable(key, entry):
+                return False
+            if get("modelSelectionLocked") is True or get("status") == "running":
+                return False
+            if keys and (key in keys or key.strip().lower() in keys):
+                return False
+            if sids:
+                sid = get("sessionId")
+                if isinstance(sid, str) and sid in sids:
+                    return False
+            if bits & _DISPOSABLE:  # (never protected, never spared for recent activity)
+                return True
+            if recent is not None:
+                activity = activity_at(entry)
+                if activity > 0 and now - activity <= recent:
+                    return False
+            # `_protected_by_entry`, inline
+            delivery = get("delivery")
+            if (
+                delivery is not None
+                and (type(delivery) is dict or isinstance(delivery, Mapping))
+                and delivery.get("kind") == "external"
+            ):
+                return False
+            chat = get("chatType")
+            if chat is None:
+                origin = get("origin")
+                chat = origin.get("chatType") if isinstance(origin, Mapping) else None
+            return not (isinstance(chat, str) and chat.strip().lower() in ("group", "channel", "thread"))
+
+        return is_free
+
 
 @dataclass
 class ArchivingResult:
@@ -251,7 +300,11 @@ def plan_archiving(
     dashboard_after_ms: int | None,
     model_run_after_ms: int | None,
 ) -> ArchivingResult:
-    """The four stages over `store` (key -> entry, store order); nothing is mutated."""
+    """The four stages over `store` (key -> entry, store order); nothing is mutated.
+
+    Per row (100,000 at issue 27's scale) the stages walk `store.items()` themselves, the cheap
+    conditions (a deleted or archived row, the key's shape, the time field) before the protection
+    verdict, which is asked once per row and kept (`verdicts`); no call per row but `Guard.free_fn`'s."""
     now = guard.now_ms
     out = ArchivingResult()
     # rows deleted so far (the stages walk `store` itself, skipping them: no copy of a 100k-row store)
@@ -259,28 +312,23 @@ def plan_archiving(
     archived = {
         k for k, e in store.items() if (type(e) is dict or isinstance(e, Mapping)) and "archivedAt" in e
     }
+    shapes = guard.shapes
+    shape_of = guard.shape
+    is_free = guard.free_fn()
+    verdicts: dict[str, bool] = {}  # key -> free while unarchived (asked by the prune and cap stages)
+    empty: Mapping[str, Any] = {}
 
     def entry_of(key: str) -> Mapping[str, Any]:
         value = store[key]
-        return value if type(value) is dict or isinstance(value, Mapping) else {}
+        return value if type(value) is dict or isinstance(value, Mapping) else empty
 
-    verdicts: dict[str, bool] = {}  # key -> free while unarchived (asked by the prune and cap stages)
-
-    def free(key: str) -> bool:
+    def free(key: str, entry: Mapping[str, Any]) -> bool:
         if key in archived:
             return False  # (an archived row is preserved)
         verdict = verdicts.get(key)
         if verdict is None:
-            verdict = verdicts[key] = not guard.preserved(key, entry_of(key), False)
+            verdict = verdicts[key] = is_free(key, entry)
         return verdict
-
-    def delete(key: str, action: str) -> None:
-        deleted.add(key)
-        out.deleted.append((key, action))
-
-    def archive(key: str, reason: str) -> None:
-        archived.add(key)
-        out.archived[key] = reason
 
     cap = (
         max_entries
@@ -290,45 +338,89 @@ def plan_archiving(
     unarchived = len(store) - len(archived)
     if cap is not None and unarchived > cap and model_run_after_ms and model_run_after_ms > 0:
         cutoff = now - model_run_after_ms
-        for key in [k for k in store if guard.shape(k) & _MODEL_RUN and free(k)]:
+        for key in [k for k in store if (shapes.get(k) or shape_of(k)) & _MODEL_RUN and free(k, entry_of(k))]:
             updated = entry_of(key).get("updatedAt")
             if isinstance(updated, int | float) and not isinstance(updated, bool) and updated < cutoff:
-                delete(key, "prune-model-run")
+                deleted.add(key)
+                out.deleted.append((key, "prune-model-run"))
                 out.model_run_pruned += 1
     if dashboard_after_ms and dashboard_after_ms > 0:
         cutoff = now - dashboard_after_ms
         for key in store:
-            if key in deleted or not guard.shape(key) & _DASHBOARD or not free(key):
+            if key in deleted:
                 continue
-            activity = activity_at(entry_of(key))
+            bits = shapes.get(key)
+            if bits is None:
+                bits = shape_of(key)
+            if not bits & _DASHBOARD:
+                continue
+            entry = entry_of(key)
+            if not free(key, entry):
+                continue
+            activity = activity_at(entry)
             if 0 < activity < cutoff:
-                archive(key, REASON_DASHBOARD)
+                archived.add(key)
+                out.archived[key] = REASON_DASHBOARD
                 out.archived_count += 1
     if prune_after_ms and prune_after_ms > 0:
         cutoff = now - prune_after_ms
-        for key in store:
-            if key in deleted or not free(key):
+        for key, value in store.items():
+            if key in deleted or key in archived:
                 continue
-            updated = entry_of(key).get("updatedAt")
-            if isinstance(updated, int | float) and not isinstance(updated, bool) and updated < cutoff:
-                if guard.shape(key) & _DISPOSABLE:
-                    delete(key, "prune-stale")
-                    out.pruned += 1
-                else:
-                    archive(key, REASON_AGE)
-                    out.archived_count += 1
+            entry = value if type(value) is dict or isinstance(value, Mapping) else empty
+            updated = entry.get("updatedAt")
+            # (the time field before the verdict: both are pure, a row not stale is asked by the cap)
+            if (
+                updated is None
+                or not isinstance(updated, int | float)
+                or isinstance(updated, bool)
+                or not updated < cutoff
+            ):
+                continue
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = is_free(key, entry)
+            if not verdict:
+                continue
+            bits = shapes.get(key)
+            if bits is None:
+                bits = shape_of(key)
+            if bits & _DISPOSABLE:
+                deleted.add(key)
+                out.deleted.append((key, "prune-stale"))
+                out.pruned += 1
+            else:
+                archived.add(key)
+                out.archived[key] = REASON_AGE
+                out.archived_count += 1
     if cap is not None:
-        keys = [k for k in store if k not in archived and k not in deleted]
-        overflow = len(keys) - cap
+        # (`archived` and `deleted` are disjoint sets of store keys)
+        overflow = len(store) - len(archived) - len(deleted) - cap
         if overflow > 0:
-            eligible = [k for k in keys if free(k)]
-            # oldest activity first; equal activity: later store rows first (as OpenClaw orders them)
-            ranked = sorted(reversed(eligible), key=lambda k: activity_at(entry_of(k)))
-            for key in ranked[: min(overflow, len(eligible))]:
-                if guard.shape(key) & _DISPOSABLE:
-                    delete(key, "cap-overflow")
-                else:
-                    archive(key, REASON_CAP)
-                    out.cap_archived += 1
-                out.capped += 1
+            eligible: list[tuple[str, Mapping[str, Any]]] = []
+            for key, value in store.items():
+                if key in archived or key in deleted:
+                    continue
+                entry = value if type(value) is dict or isinstance(value, Mapping) else empty
+                verdict = verdicts.get(key)
+                if verdict is None:
+                    verdict = verdicts[key] = is_free(key, entry)
+                if verdict:
+                    eligible.append((key, entry))
+            if eligible:
+                # oldest activity first; equal activity: later store rows first (as OpenClaw orders them)
+                eligible.reverse()
+                eligible.sort(key=lambda row: activity_at(row[1]))
+                for key, _entry in eligible[: min(overflow, len(eligible))]:
+                    bits = shapes.get(key)
+                    if bits is None:
+                        bits = shape_of(key)
+                    if bits & _DISPOSABLE:
+                        deleted.add(key)
+                        out.deleted.append((key, "cap-overflow"))
+                    else:
+                        archived.add(key)
+                        out.archived[key] = REASON_CAP
+                        out.cap_archived += 1
+                    out.capped += 1
     return out
