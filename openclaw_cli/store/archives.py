@@ -806,23 +806,11 @@ def _write_all(fd: int, blob: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _holds(fd: int, blob: bytes, sha: str, size: int) -> bool:
-    """The read-back of a fresh unnamed archive through its own descriptor: the file (a regular
-    file: `O_TMPFILE` makes nothing else) must hold exactly `blob` — one more byte is asked for, so
-    anything after it shows — and its one zstd frame must decompress to `size` bytes of sha256
-    `sha`."""
+def _frame_holds(got: bytes, blob: bytes, sha: str, size: int) -> bool:
+    """What a read-back found is exactly `blob`, whose one zstd frame decompresses to `size` bytes
+    of sha256 `sha`."""
     import hashlib
 
-    want = len(blob)
-    try:
-        got = os.pread(fd, want + 1, 0)
-        while 0 < len(got) < want:  # a short read before the end: read on
-            more = os.pread(fd, want + 1 - len(got), len(got))
-            if not more:
-                break
-            got += more
-    except OSError:
-        return False
     if got != blob:
         return False
     zstandard = _zstd()
@@ -833,11 +821,27 @@ def _holds(fd: int, blob: bytes, sha: str, size: int) -> bool:
     return len(content) == size and hashlib.sha256(content).hexdigest() == sha
 
 
+def _holds(fd: int, blob: bytes, sha: str, size: int) -> bool:
+    """The read-back of a fresh unnamed archive through its own descriptor: the file (a regular
+    file: `O_TMPFILE` makes nothing else) must hold exactly `blob` — one more byte is asked for, so
+    anything after it shows — and its one zstd frame must decompress to `size` bytes of sha256
+    `sha`."""
+    want = len(blob)
+    try:
+        got = os.pread(fd, want + 1, 0)
+        while 0 < len(got) < want:  # a short read before the end: read on
+            more = os.pread(fd, want + 1 - len(got), len(got))
+            if not more:
+                break
+            got += more
+    except OSError:
+        return False
+    return _frame_holds(got, blob, sha, size)
+
+
 def _written_as(path: str, blob: bytes, sha: str, size: int) -> bool:
     """The read-back of a fresh archive: one read of the file (a regular file, never a link), which
     must hold exactly `blob`, whose one zstd frame must decompress to `size` bytes of sha256 `sha`."""
-    import hashlib
-
     try:
         fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except OSError:
@@ -858,14 +862,7 @@ def _written_as(path: str, blob: bytes, sha: str, size: int) -> bool:
         return False
     finally:
         os.close(fd)
-    if got != blob:
-        return False
-    zstandard = _zstd()
-    try:
-        content = _decompressor(zstandard).decompress(got)
-    except zstandard.ZstdError:
-        return False
-    return len(content) == size and hashlib.sha256(content).hexdigest() == sha
+    return _frame_holds(got, blob, sha, size)
 
 
 _RENAME_NOREPLACE = 1
