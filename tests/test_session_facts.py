@@ -335,3 +335,41 @@ def test_a_file_store_with_an_unusable_row_plans_over_whole_entries(state_dir: P
     assert LegacyStore(path, "main").load_file_facts() is None  # (its files stay alive: whole rows)
     path.write_text(dumps_compact(entries))  # not the layout the cutter reads
     assert LegacyStore(path, "main").load_file_facts() is None
+
+
+@pytest.mark.parametrize("release", ["2026.7", "2026.9.6"])
+@pytest.mark.parametrize("budget", [None, "20kb"])
+def test_a_figures_only_plan_sums_the_removed_rows_files_to_the_same_figures(
+    state_dir: Path, release: str, budget: str | None
+) -> None:
+    """Issue 27: a figures-only dry run (`storage`) sums the removed rows' files per session id
+    (`entry_sid_bytes`) instead of a `FileAction` each: the same plan, disk budget and per-reason
+    bytes as the cleanup's own dry run (with and without a disk budget to measure)."""
+    from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.paths import resolve_paths
+
+    _legacy_state(state_dir, 11)
+    maintenance: dict[str, Any] = {"mode": "warn", "pruneAfter": "30d", "maxEntries": 60}
+    if budget is not None:
+        maintenance["maxDiskBytes"] = budget
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": maintenance}, "openclawCli": {"behavior": release}})
+    )
+
+    def plan(**options: Any) -> Any:
+        (result,) = cleanup_stores(
+            Context.load(resolve_paths()),
+            CleanupOptions(dry_run=True, enforce=True, reason_bytes=True, **options),
+            now_ms=NOW,
+        )
+        return result
+
+    listed, summed = plan(), plan(figures_only=True)
+    assert _outcome(summed.plan) == _outcome(listed.plan)
+    assert summed.plan.disk_budget == listed.plan.disk_budget
+    entry_actions = [a for a in listed.archive_actions if a.source == "entry"]
+    assert entry_actions and summed.entry_sid_bytes and listed.entry_sid_bytes is None
+    assert not [a for a in summed.archive_actions if a.source == "entry"]
+    assert summed.reason_bytes == listed.reason_bytes
+    assert sum(size for _, size in summed.reason_bytes.values()) > 0

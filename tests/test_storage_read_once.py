@@ -335,3 +335,50 @@ def test_a_facts_rows_names_without_its_session_file_equal_the_general_rule(sid:
     fast = _fast_candidate_names(sid, None, root)
     expected = fast if fast is not None else entry_artifact_names(entry, root)
     assert _names_fn(DirSnapshot(root), root)(entry) == expected
+
+
+def test_entry_file_sizes_sum_what_entry_file_actions_list(tmp_path: Path) -> None:
+    """Issue 27: a figures-only plan (`storage`) sums the removed rows' files without a
+    `FileAction` each: the same files, sizes and order, and the bytes per session id that
+    `reason_bytes` summed over the actions (shared, still referenced, protected, missing files,
+    a row without a session id, a file two removed rows name)."""
+    from openclaw_cli.maintenance.artifacts import entry_file_actions, entry_file_sizes
+    from openclaw_cli.store.files import scan_sessions_dir
+
+    root = tmp_path / "sessions"
+    root.mkdir()
+    for name, size in [
+        ("a.jsonl", 100),
+        ("a.trajectory.jsonl", 30),
+        ("b.jsonl", 200),
+        ("c.jsonl", 400),
+        ("d.jsonl", 800),
+        ("kept.jsonl", 1600),
+        ("shared.jsonl", 3200),
+        ("e-topic-7.jsonl", 6400),
+    ]:
+        (root / name).write_bytes(b"x" * size)
+    entries: dict[str, Any] = {
+        "agent:main:a": {"sessionId": "a", "sessionFile": str(root / "a.jsonl")},
+        "agent:main:b": {"sessionId": "b"},
+        "agent:main:c": {"sessionId": "c"},  # protected (another store holds it)
+        "agent:main:d": {"sessionFile": str(root / "d.jsonl")},  # no session id
+        "agent:main:s1": {"sessionId": "s1", "sessionFile": str(root / "shared.jsonl")},
+        "agent:main:s2": {"sessionId": "s2", "sessionFile": str(root / "shared.jsonl")},
+        "agent:main:gone": {"sessionId": "gone"},  # no file
+        "agent:main:e": {"sessionId": "e", "sessionFile": str(root / "e-topic-7.jsonl")},
+        "agent:main:kept": {"sessionId": "kept"},
+    }
+    removed = [k for k in entries if k != "agent:main:kept"]
+    snapshot = scan_sessions_dir(root)
+    still, protected = {"kept.jsonl", "b.jsonl"}, {"c.jsonl"}
+    actions = entry_file_actions(snapshot, entries, removed, still, protected)
+    sizes, by_sid = entry_file_sizes(snapshot, entries, removed, still, protected)
+    assert list(sizes.items()) == [(a.name, a.size) for a in actions]
+    assert "shared.jsonl" in sizes and "b.jsonl" not in sizes and "c.jsonl" not in sizes
+    expected: dict[str, int] = {}
+    for action in actions:
+        if action.session_id:
+            expected[action.session_id] = expected.get(action.session_id, 0) + action.size
+    assert by_sid == expected
+    assert by_sid["a"] == 130 and by_sid["s1"] == 3200 and "s2" not in by_sid

@@ -186,6 +186,36 @@ def entry_file_actions(
     return out
 
 
+def entry_file_sizes(
+    snapshot: DirSnapshot,
+    entries: Mapping[str, Any],
+    removed: Iterable[str],
+    still_referenced: Collection[str],
+    protected: Collection[str],
+) -> tuple[dict[str, int], dict[str, int]]:
+    """`entry_file_actions`'s files as figures only (a figures-only plan, `storage`): name -> size,
+    and the bytes per session id, without a `FileAction` per file (issue 27: ~0.2 s at 100,000
+    removed rows). Same files, same order of first sight."""
+    sizes: dict[str, int] = {}
+    by_sid: dict[str, int] = {}
+    files, kind_of = snapshot.files, snapshot.kind
+    names_of = _names_fn(snapshot, snapshot.root)
+    for key in removed:
+        entry = entries.get(key)
+        sid = entry.get("sessionId") if type(entry) is dict or isinstance(entry, Mapping) else None
+        sid = sid if isinstance(sid, str) else None
+        for name in names_of(entry):
+            f = files.get(name)
+            if f is None or name in sizes or name in still_referenced or name in protected:
+                continue
+            if kind_of(name) not in TRANSCRIPT_KINDS:
+                continue
+            sizes[name] = f.size
+            if sid:
+                by_sid[sid] = by_sid.get(sid, 0) + f.size
+    return sizes, by_sid
+
+
 # ---- §7.5 unreferenced-artifact sweep -----------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ writer and executes exactly it (`apply.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from openclaw_cli.maintenance.artifacts import (
     SweepPlan,
     budget_measure,
     entry_file_actions,
+    entry_file_sizes,
     plan_retention_sweep,
     plan_unreferenced_sweep,
     prompt_hashes,
@@ -111,6 +112,9 @@ class StoreCleanup:
     tombstones: dict[str, int] | None = None
     reason_bytes: dict[str, list[int]] = field(default_factory=dict)  # reason -> [count, bytes] (text report)
     max_disk_bytes_explicit: bool = False  # 2026.9.9's final tier runs only then
+    # a figures-only plan (`storage`): the removed rows' files as bytes per session id, in place of
+    # their `FileAction`s in `archive_actions` (`ops.cleanup.reason_bytes` adds both)
+    entry_sid_bytes: dict[str, int] | None = None
 
     def summarize(self, *, dry_run: bool) -> dict[str, Any]:
         from openclaw_cli.maintenance.report import cleanup_summary, empty_unreferenced_artifacts
@@ -279,7 +283,16 @@ def plan_store(
     result = StoreCleanup(store.agent_id, str(store.path), store.kind, entries, plan=None, now_ms=now_ms)  # type: ignore[arg-type]
     if in_files:
         plan = _plan_files(
-            store, snapshot, entries, settings, enforce, now_ms, common, result, file_facts is not None
+            store,
+            snapshot,
+            entries,
+            settings,
+            enforce,
+            now_ms,
+            common,
+            result,
+            file_facts is not None,
+            options.figures_only,
         )
     else:
         plan = _plan_database(store, snapshot, entries, settings, enforce, now_ms, common, result, facts)
@@ -335,8 +348,10 @@ def _plan_files(
     common: dict[str, Any],
     result: StoreCleanup,
     file_facts: bool = False,
+    figures_only: bool = False,
 ) -> CleanupPlan:
-    """`file_facts`: `entries` are `load_file_facts()` (every row usable, none held whole)."""
+    """`file_facts`: `entries` are `load_file_facts()` (every row usable, none held whole).
+    `figures_only`: the removed rows' files are summed (`result.entry_sid_bytes`), not listed."""
     from openclaw_cli.maintenance.budget import budget_limits, measure_physical
     from openclaw_cli.store.legacy.store import dump_store_bytes
 
@@ -357,33 +372,43 @@ def _plan_files(
     unusable_names = referenced_names(unusable.values(), root, snapshot)
     budget_on = budget_limits(settings.max_disk_bytes, settings.high_water_bytes) is not None
     settings_physical = common["behavior"].maintenance.budget_spares_live_rows
-    stages: list[tuple[list[FileAction], SweepPlan | None, RetentionPlan | None]] = []
+    stages: list[tuple[list[FileAction], SweepPlan | None, RetentionPlan | None, dict[str, int] | None]] = []
 
     def measure(remaining: Mapping[str, Any], removed: list[str]) -> BudgetMeasure | None:
         still = referenced_names(remaining.values(), root, snapshot) | unusable_names
-        entry_actions = entry_file_actions(snapshot, entries, removed, still, protected)
+        sid_bytes: dict[str, int] | None = None
+        if figures_only:  # (storage: only summed, no FileAction per removed row)
+            entry_sizes, sid_bytes = entry_file_sizes(snapshot, entries, removed, still, protected)
+            entry_actions: list[FileAction] = []
+            entry_names: Collection[str] = entry_sizes.keys()
+        else:
+            entry_sizes = {}
+            entry_actions = entry_file_actions(snapshot, entries, removed, still, protected)
+            entry_names = {a.name for a in entry_actions}
         sweep = retention = None
         if enforce:
             sweep = plan_unreferenced_sweep(
                 snapshot,
                 referenced=still,
                 protected=protected,
-                exclude={a.name for a in entry_actions},
+                exclude=entry_names,
                 referenced_hashes=prompt_hashes([*remaining.values(), *unusable.values()]),
                 older_than_ms=settings.prune_after_ms or 0,
                 now_ms=now_ms,
                 transcripts=store.exists(),
             )
             retention = plan_retention_sweep(snapshot, settings.reset_archive_retention_ms, now_ms)
-        stages.append((entry_actions, sweep, retention))
+        stages.append((entry_actions, sweep, retention, sid_bytes))
         if not budget_on:
             return None
         if settings_physical:
             return measure_physical(Path(store.sessions_dir), None, snapshot)  # (not listed again)
-        gone = {a.name for a in entry_actions}
+        gone = set(entry_names)
         gone.update(a.name for a in (sweep.removals if sweep else ()))
         gone.update(a.name for a in (retention.removals if retention else ()))
-        pending = [a for a in [*entry_actions, *(sweep.removals if sweep else ())] if a.archive]
+        # (a figures-only plan's files: the measure reads their names and sizes)
+        summed = [FileAction(n, size, 0.0, "transcript", True, "entry") for n, size in entry_sizes.items()]
+        pending = [a for a in [*entry_actions, *summed, *(sweep.removals if sweep else ())] if a.archive]
         projected = len(dump_store_bytes({**remaining, **unusable}))
         return budget_measure(
             snapshot,
@@ -395,7 +420,9 @@ def _plan_files(
         )
 
     plan = plan_cleanup(entries, settings, budget_measure=measure, **common)
-    entry_actions, sweep, retention = stages[0]  # the first call is the plan's own (warn mode re-plans)
+    entry_actions, sweep, retention, result.entry_sid_bytes = stages[
+        0
+    ]  # the first call is the plan's own (warn mode re-plans)
     budget_actions = []
     for removal in plan.budget_file_removals:
         f = snapshot.files.get(removal.name)

@@ -121,7 +121,8 @@ def reason_bytes(store: SessionStore, result: StoreCleanup) -> dict[str, list[in
     archived in place free nothing."""
     plan = result.plan
     if store.transcripts_in_files:
-        sizes: dict[str, int] = {}
+        # (a figures-only plan summed its removed rows' files already: `entry_sid_bytes`)
+        sizes: dict[str, int] = dict(result.entry_sid_bytes or {})
         for action in result.archive_actions:
             if action.session_id:
                 sizes[action.session_id] = sizes.get(action.session_id, 0) + action.size
