@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,16 +157,15 @@ def _action(f: DirFile, kind: str, source: str, session_id: str | None = None) -
 # ---- §8.1 files of removed entries --------------------------------------------------------------
 
 
-def entry_file_actions(
+def _removed_entry_files(
     snapshot: DirSnapshot,
     entries: Mapping[str, Any],
     removed: Iterable[str],
     still_referenced: Collection[str],
     protected: Collection[str],
-) -> list[FileAction]:
-    """Existing files of removed entries (transcript candidates, sidecars, referenced checkpoints)
-    that no remaining entry references and no other store protects: archived, then removed."""
-    out: list[FileAction] = []
+) -> Iterator[tuple[str, DirFile, str, str | None]]:
+    """(name, file, kind, session id) of each existing transcript file of the removed entries that no
+    remaining entry references and no other store protects, once, in order of first sight."""
     seen: set[str] = set()
     files, kind_of = snapshot.files, snapshot.kind
     names_of = _names_fn(snapshot, snapshot.root)
@@ -182,8 +181,24 @@ def entry_file_actions(
             if kind not in TRANSCRIPT_KINDS:
                 continue
             seen.add(name)
-            out.append(FileAction(f.name, f.size, f.mtime_ms, kind, True, "entry", sid))  # transcript content
-    return out
+            yield name, f, kind, sid
+
+
+def entry_file_actions(
+    snapshot: DirSnapshot,
+    entries: Mapping[str, Any],
+    removed: Iterable[str],
+    still_referenced: Collection[str],
+    protected: Collection[str],
+) -> list[FileAction]:
+    """Existing files of removed entries (transcript candidates, sidecars, referenced checkpoints)
+    that no remaining entry references and no other store protects: archived, then removed."""
+    return [
+        FileAction(f.name, f.size, f.mtime_ms, kind, True, "entry", sid)  # transcript content
+        for _name, f, kind, sid in _removed_entry_files(
+            snapshot, entries, removed, still_referenced, protected
+        )
+    ]
 
 
 def entry_file_sizes(
@@ -198,21 +213,10 @@ def entry_file_sizes(
     removed rows). Same files, same order of first sight."""
     sizes: dict[str, int] = {}
     by_sid: dict[str, int] = {}
-    files, kind_of = snapshot.files, snapshot.kind
-    names_of = _names_fn(snapshot, snapshot.root)
-    for key in removed:
-        entry = entries.get(key)
-        sid = entry.get("sessionId") if type(entry) is dict or isinstance(entry, Mapping) else None
-        sid = sid if isinstance(sid, str) else None
-        for name in names_of(entry):
-            f = files.get(name)
-            if f is None or name in sizes or name in still_referenced or name in protected:
-                continue
-            if kind_of(name) not in TRANSCRIPT_KINDS:
-                continue
-            sizes[name] = f.size
-            if sid:
-                by_sid[sid] = by_sid.get(sid, 0) + f.size
+    for name, f, _kind, sid in _removed_entry_files(snapshot, entries, removed, still_referenced, protected):
+        sizes[name] = f.size
+        if sid:
+            by_sid[sid] = by_sid.get(sid, 0) + f.size
     return sizes, by_sid
 
 
