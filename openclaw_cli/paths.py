@@ -53,12 +53,7 @@ class Target(FrozenRecord):
         explicit: Path | None = None,
         shared: bool = False,
     ) -> None:
-        setter = object.__setattr__
-        setter(self, "agent_id", agent_id)
-        setter(self, "store_path", store_path)
-        setter(self, "sqlite_path", sqlite_path)
-        setter(self, "explicit", explicit)
-        setter(self, "shared", shared)
+        self._assign(agent_id, store_path, sqlite_path, explicit, shared)
 
     @property
     def sessions_dir(self) -> Path:
@@ -111,12 +106,7 @@ class StatePaths(FrozenRecord):
         profile: str | None = None,
         session_store: str | None = None,
     ) -> None:
-        setter = object.__setattr__
-        setter(self, "home", home)
-        setter(self, "state_dir", state_dir)
-        setter(self, "config_path", config_path)
-        setter(self, "profile", profile)
-        setter(self, "session_store", session_store)
+        self._assign(home, state_dir, config_path, profile, session_store)
 
     def with_session_store(self, template: str | None) -> StatePaths:
         """These paths with the config's `session.store` template applied (every command then

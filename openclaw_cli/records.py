@@ -6,7 +6,7 @@ every class on its import path whether it uses it or not.
 A subclass lists its fields in `_fields` (the `__init__` order) and writes its own `__init__`; it
 gets what `@dataclass` would have generated besides: the same `repr`, equality with an instance of
 the very same class by the tuple of its fields, unhashable (`Record`) or hashed by that tuple and
-read-only (`FrozenRecord`, which pickles by calling the class with its fields)."""
+read-only (`FrozenRecord`, whose `__init__` sets them with `_assign`; it pickles by calling the class with its fields)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,11 @@ class FrozenRecord(Record):
 
     def __hash__(self) -> int:  # type: ignore[override]  # a frozen record is hashable
         return hash(self._values())
+
+    def _assign(self, *values: Any) -> None:
+        """Set every field, in `_fields` order: a subclass's `__init__` calls it once."""
+        for name, value in zip(self._fields, values, strict=True):
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")

@@ -188,9 +188,7 @@ class WriteLockSettings(FrozenRecord):
         stale_ms: int = DEFAULT_LOCK_STALE_MS,
         max_hold_ms: int = DEFAULT_LOCK_MAX_HOLD_MS,
     ) -> None:
-        object.__setattr__(self, "acquire_timeout_ms", acquire_timeout_ms)
-        object.__setattr__(self, "stale_ms", stale_ms)
-        object.__setattr__(self, "max_hold_ms", max_hold_ms)
+        self._assign(acquire_timeout_ms, stale_ms, max_hold_ms)
 
 
 _DIGITS = re.compile(r"[0-9]+")

@@ -25,8 +25,7 @@ class Reuse(FrozenRecord):
     now_fields: tuple[tuple[str, ...], ...]
 
     def __init__(self, probe: Any, now_fields: tuple[tuple[str, ...], ...] = ()) -> None:
-        object.__setattr__(self, "probe", probe)
-        object.__setattr__(self, "now_fields", now_fields)
+        self._assign(probe, now_fields)
 
 
 class Context(Record):

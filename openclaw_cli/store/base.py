@@ -41,7 +41,7 @@ class FileProbe(ChangeProbe, FrozenRecord):
     path: str
 
     def __init__(self, path: str) -> None:
-        object.__setattr__(self, "path", path)
+        self._assign(path)
 
     def read(self) -> Any:
         import os
@@ -63,7 +63,7 @@ class Probes(ChangeProbe, FrozenRecord):
     parts: tuple[ChangeProbe, ...]
 
     def __init__(self, parts: tuple[ChangeProbe, ...]) -> None:
-        object.__setattr__(self, "parts", parts)
+        self._assign(parts)
 
     def read(self) -> Any:
         values = []
@@ -165,15 +165,7 @@ class ListingQuery(FrozenRecord):
         match: Callable[[str, dict[str, Any]], bool] | None = None,
         sort_by: str = SORT_UPDATED,
     ) -> None:
-        setter = object.__setattr__
-        setter(self, "archived", archived)
-        setter(self, "active_since_ms", active_since_ms)
-        setter(self, "label", label)
-        setter(self, "pinned", pinned)
-        setter(self, "offset", offset)
-        setter(self, "limit", limit)
-        setter(self, "match", match)
-        setter(self, "sort_by", sort_by)
+        self._assign(archived, active_since_ms, label, pinned, offset, limit, match, sort_by)
 
 
 class ArchiveFile(Record):
