@@ -5,12 +5,17 @@ and the CLI run in-process."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.compact_support import import_sqlite
 from tests.conftest import OPENCLAW_FIXTURE, copy_tree
+
+if TYPE_CHECKING:
+    import pytest
 
 STORE_KINDS = ("legacy", "sqlite", "schema23", "schema24")
 AGENT = Path("agents") / "main"
@@ -57,3 +62,26 @@ def du_bytes(path: Path) -> int:
     """`du -sB1`: allocated bytes of the tree, hard links once."""
     out = subprocess.run(["du", "-sB1", str(path)], capture_output=True, text=True, check=False).stdout
     return int(out.split()[0])
+
+
+PAST = time.time() - 3600  # written an hour ago: settled, so the kept figures and tallies are kept
+
+
+def settle(state_dir: Path) -> None:
+    """Every file and directory of the sessions dir dated `PAST` (a just-written file's figures are
+    never kept: `maintenance/storage.py`'s racily-clean rule)."""
+    for path in [*(state_dir / SESSIONS_DIR).rglob("*"), state_dir / SESSIONS_DIR]:
+        os.utime(path, (PAST, PAST), follow_symlinks=False)
+
+
+def settled_legacy_state(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fixture's legacy state (orphans, tombstones, media) settled, a cache dir of its own,
+    settings under which the plan removes rows."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(state_dir.parent / "cache"))
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.9.6")
+    make_state("legacy", state_dir)
+    (state_dir / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"pruneAfter": "3d", "maxEntries": 4}}})
+    )
+    settle(state_dir)
+    return state_dir

@@ -15,26 +15,19 @@ from typing import Any
 import pytest
 
 from openclaw_cli.maintenance import storage as st
-from tests.storage_support import SESSIONS_DIR, cli_json, du_bytes, make_state
-
-_PAST = time.time() - 3600  # written an hour ago: settled, so figures and tallies are kept
-
-
-def _settle(state_dir: Path) -> None:
-    for path in [*(state_dir / SESSIONS_DIR).rglob("*"), state_dir / SESSIONS_DIR]:
-        os.utime(path, (_PAST, _PAST), follow_symlinks=False)
+from tests.storage_support import (
+    PAST,
+    SESSIONS_DIR,
+    cli_json,
+    du_bytes,
+    settle,
+    settled_legacy_state,
+)
 
 
 @pytest.fixture
 def cached(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(state_dir.parent / "cache"))
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.9.6")
-    make_state("legacy", state_dir)
-    (state_dir / "openclaw.json").write_text(
-        json.dumps({"session": {"maintenance": {"pruneAfter": "3d", "maxEntries": 4}}})
-    )
-    _settle(state_dir)
-    return state_dir
+    return settled_legacy_state(state_dir, monkeypatch)
 
 
 def _drop_tally(state_dir: Path) -> None:
@@ -104,7 +97,7 @@ def test_after_a_change_unchanged_transcripts_are_not_stated_again(
     # one transcript grown: that one is looked at (and read), none of the others
     with transcripts[0].open("a") as fh:
         fh.write('{"type":"message","message":{"role":"user","content":"more words"}}\n')
-    os.utime(transcripts[0], (_PAST + 60, _PAST + 60))
+    os.utime(transcripts[0], (PAST + 60, PAST + 60))
     _drop_tally(state_dir)
     lstats.clear()
     third = _doc()
@@ -135,23 +128,23 @@ def test_changes_between_runs_give_the_from_scratch_document(
         # grown by a big line (a new biggest event)
         with transcripts[2].open("a") as fh:
             fh.write('{"type":"message","message":{"role":"user","content":"' + "z" * 200_000 + '"}}\n')
-        _settle(state_dir)
+        settle(state_dir)
         yield "grown"
         # a transcript removed, its row kept (missing), and an orphan added
         transcripts[3].unlink()
         (sessions / "99999999-1111-4222-8333-444444444444.jsonl").write_text('{"type":"session"}\n')
-        _settle(state_dir)
+        settle(state_dir)
         yield "removed and orphan"
         # a row removed from sessions.json (its transcript becomes an orphan)
         rows = json.loads((sessions / "sessions.json").read_text())
         del rows[next(iter(rows))]
         (sessions / "sessions.json").write_text(json.dumps(rows, indent=2))
-        _settle(state_dir)
+        settle(state_dir)
         yield "row removed"
         # a transcript replaced by a link (never followed, never kept)
         transcripts[4].unlink()
         transcripts[4].symlink_to(transcripts[0])
-        _settle(state_dir)
+        settle(state_dir)
         yield "symbolic link"
         # written just now (racily clean: read, not kept)
         with transcripts[0].open("a") as fh:
@@ -179,7 +172,7 @@ def test_check_listing_keeps_only_records_the_listing_shows_unchanged(cached: Pa
     cache = state_dir.parent / "cache" / "openclaw-cli"
     kept = st.FileFigures(str(sessions), cache)
     assert {str(sessions / n) for n in kept.old} >= {str(p) for p in transcripts}
-    os.utime(transcripts[0], (_PAST + 5, _PAST + 5))  # (mtime changed)
+    os.utime(transcripts[0], (PAST + 5, PAST + 5))  # (mtime changed)
     listing = list_dir(str(sessions))
     assert listing is not None
     files = st.FileFigures(str(sessions), cache)

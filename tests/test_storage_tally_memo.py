@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,28 +14,19 @@ import pytest
 
 from openclaw_cli.maintenance import storage as st
 from openclaw_cli.maintenance import storage_memo
-from tests.storage_support import SESSIONS_DIR, cli_json, du_bytes, make_state
-
-_PAST = time.time() - 3600  # written an hour ago: settled, so the tally is kept
-
-
-def _settle(state_dir: Path) -> None:
-    for path in [*(state_dir / SESSIONS_DIR).rglob("*"), state_dir / SESSIONS_DIR]:
-        os.utime(path, (_PAST, _PAST), follow_symlinks=False)
+from tests.storage_support import (
+    PAST,
+    SESSIONS_DIR,
+    cli_json,
+    du_bytes,
+    settle,
+    settled_legacy_state,
+)
 
 
 @pytest.fixture
 def cached(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The fixture's legacy state (orphans, tombstones, media) settled, a cache dir of its own,
-    settings under which the plan removes rows."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(state_dir.parent / "cache"))
-    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.9.6")
-    make_state("legacy", state_dir)
-    (state_dir / "openclaw.json").write_text(
-        json.dumps({"session": {"maintenance": {"pruneAfter": "3d", "maxEntries": 4}}})
-    )
-    _settle(state_dir)
-    return state_dir
+    return settled_legacy_state(state_dir, monkeypatch)
 
 
 def _tallies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -108,20 +98,20 @@ def test_a_changed_store_file_or_transcript_is_tallied_again(
     # young (written just now): not kept, so read again however often it is asked
     reads.clear()
     assert _doc() == after and len(reads) == 1
-    _settle(state_dir)
+    settle(state_dir)
     _doc()
     reads.clear()
     assert _doc() == after and reads == []
     # a row removed from sessions.json (the files unchanged)
     del rows["agent:main:main"]
     (sessions / "sessions.json").write_text(json.dumps(rows, indent=2))
-    _settle(state_dir)
+    settle(state_dir)
     reads.clear()
     changed = _doc()
     assert len(reads) == 1 and changed != after and changed == _read_everything()
     # a file added to the sessions dir
     (sessions / "notes.txt").write_text("x" * 5000)
-    _settle(state_dir)
+    settle(state_dir)
     reads.clear()
     added = _doc()
     assert len(reads) == 1 and added == _read_everything()
@@ -151,7 +141,7 @@ def test_a_symbolic_link_or_a_file_outside_the_listing_is_never_kept(
 ) -> None:
     sessions = state_dir / SESSIONS_DIR
     (sessions / "link.jsonl").symlink_to(sessions / "sessions.json")
-    _settle(state_dir)
+    settle(state_dir)
     reads = _tallies(monkeypatch)
     first = _doc()
     assert _memos(state_dir) == []
@@ -169,8 +159,8 @@ def test_a_symbolic_link_or_a_file_outside_the_listing_is_never_kept(
         old.rename(moved)
     rows[key]["sessionFile"] = str(moved)
     (sessions / "sessions.json").write_text(json.dumps(rows, indent=2))
-    _settle(state_dir)
-    os.utime(elsewhere, (_PAST, _PAST))
+    settle(state_dir)
+    os.utime(elsewhere, (PAST, PAST))
     reads.clear()
     doc = _doc()
     assert _memos(state_dir) == [] and len(reads) == 1
@@ -283,9 +273,9 @@ def test_a_second_agents_tally_is_kept_after_the_firsts(
             shutil.copy2(sessions / name, other / name)
         moved[key.replace("agent:main:", "agent:ops:")] = {**row, "sessionFile": name}
     (other / "sessions.json").write_text(json.dumps(moved, indent=2))
-    _settle(state_dir)
+    settle(state_dir)
     for path in [*other.rglob("*"), other]:
-        os.utime(path, (_PAST, _PAST))
+        os.utime(path, (PAST, PAST))
     reads = _tallies(monkeypatch)
     first = _doc()
     assert len(reads) == 2 and len(_memos(state_dir)) == 2
@@ -295,7 +285,7 @@ def test_a_second_agents_tally_is_kept_after_the_firsts(
     assert first == _read_everything()
     with (sessions / next(iter(n for n in os.listdir(sessions) if n.endswith(".jsonl")))).open("a") as fh:
         fh.write('{"type":"message","message":{"role":"user","content":"more"}}\n')
-    _settle(state_dir)
+    settle(state_dir)
     reads.clear()
     changed = _doc()
     assert len(reads) == 2 and changed != first
