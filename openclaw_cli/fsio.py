@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 # Flags not every platform has (0 where absent): named once, used by every careful open.
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
@@ -61,7 +63,11 @@ def atomic_file(
     `replace` an existing `path` is refused (`RefusedError`) at the rename. `before_publish` runs
     between the fsync and the rename (crash points). Any error removes the temp file: `path` is
     either as before or the whole new content."""
-    tmp = path.with_name(tmp_name or f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    if not tmp_name:
+        import uuid  # here, not at the top: uuid imports platform (~11 M instructions of a search)
+
+        tmp_name = f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    tmp = path.with_name(tmp_name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -90,9 +96,11 @@ def atomic_write_bytes(
 ) -> None:
     """Write `data` (bytes, or pieces written one after another) to `path` atomically and durably."""
     ensure_dir(path.parent)
-    with atomic_file(
-        path, mode=mode, tmp_name=tmp_name or f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    ) as fh:
+    if not tmp_name:
+        import uuid
+
+        tmp_name = f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    with atomic_file(path, mode=mode, tmp_name=tmp_name) as fh:
         for piece in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
             fh.write(piece)
 

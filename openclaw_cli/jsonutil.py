@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
 from openclaw_cli.lazyre import lazy_module, lazy_pattern
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,7 +58,7 @@ class RawJson:
         return f"RawJson({len(self.text)} chars)"
 
 
-class JsonObjectText(Mapping[str, Any]):
+class JsonObjectText(Mapping[str, "Any"]):  # "Any": no `typing` at run time
     """A JSON object held as its text (already checked to parse to an object) and parsed again on
     each read, not kept parsed: a bulk read of 20,000 entries holds their large, rarely read
     values (OpenClaw's schema-24 snapshots) at the size of their text, not of their objects.

@@ -13,13 +13,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Literal
 
 from openclaw_cli.ids import DEFAULT_AGENT_ID, normalize_agent_id
 from openclaw_cli.lazyre import lazy_pattern
 
-KeyShape = Literal["missing", "agent", "malformed_agent", "legacy_or_alias"]
-SessionKind = Literal["global", "unknown", "cron", "spawn-child", "group", "direct"]
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    KeyShape = Literal["missing", "agent", "malformed_agent", "legacy_or_alias"]
+    SessionKind = Literal["global", "unknown", "cron", "spawn-child", "group", "direct"]
+
 
 SYNTHETIC_PREFIXES = ("subagent:", "acp:", "cron:", "acp-bridge:", "hook:", "node:")
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -193,3 +193,48 @@ def test_the_fast_path_searches_without_cyclic_collection_to_the_end(
     finally:
         gc.enable()
     assert json.loads(capsys.readouterr().out)["results"]
+
+
+# stop 40: what a warm search without archive hits imports only through these modules, each loaded
+# by the path on purpose before: `typing` at run time (12.5 M instructions), `uuid` (fsio's and the
+# archives' temp names; it imports `platform`: 11 M), `threading` and `signal` (the interrupt
+# handlers; `signal` builds its enums: 7.3 M) — together ~11 % of a warm common-word search
+LEAN_PATH_ABSENT = ("typing", "uuid", "platform", "threading", "signal")
+
+
+def _imports_of_search(*args: str) -> set[str]:
+    """The modules a `sessions search` process imports (`-X importtime` of a fresh process)."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "openclaw_cli", "sessions", "search", *args],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("session", "--json", "--no-archived"),
+        ("session turn", "--no-archived", "--verbose"),  # the text output, its renderer and term
+        ("zzzz-nothing", "--json"),  # archives searched, none hit
+        ('"session turn"', "--json", "--role", "user", "--since", "7d", "--no-archived", "--limit", "3"),
+    ],
+)
+def test_a_warm_search_imports_no_typing_uuid_platform_threading_or_signal(
+    legacy: Path, args: tuple[str, ...]
+) -> None:
+    """A warm search that reads no archive hit (an archive hit imports zstandard, which imports
+    `typing` and `platform` itself) loads none of LEAN_PATH_ABSENT: annotations name `typing`'s
+    types under `TYPE_CHECKING` only, uuid is imported where a temp name is made, and the interrupt
+    handlers are set through `_signal` (tests/test_interrupts.py)."""
+    assert run_cli("sessions", "search", "session", "--json").returncode == 0  # the index, built
+    imported = _imports_of_search(*args)
+    assert "openclaw_cli.search.engine" in imported and "openclaw_cli.interrupts" in imported
+    assert "zstandard" not in imported
+    assert not imported & set(LEAN_PATH_ABSENT), sorted(imported & set(LEAN_PATH_ABSENT))

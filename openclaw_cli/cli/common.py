@@ -11,17 +11,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from openclaw_cli.errors import ExitCode, OpenClawError
 
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     import typer
 
     from openclaw_cli.ops.context import Context
     from openclaw_cli.paths import StatePaths
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 def command_exit(code: int) -> BaseException:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from openclaw_cli.cli.rootopts import (
     ROOT_FLAGS,
@@ -28,6 +27,10 @@ from openclaw_cli.cli.rootopts import (
     invalid_behavior,
     invalid_profile,
 )
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 # `openclaw sessions` / `sessions list` options (cli/sessions.py): option -> parameter
 _VALUE_OPTIONS = {"--agent": "agent", "--store": "store", "--active": "active", "--limit": "limit"}

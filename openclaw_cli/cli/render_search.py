@@ -5,11 +5,13 @@ indented, matches highlighted on a terminal; then `N match(es).` or
 
 from __future__ import annotations
 
-from typing import Any
-
 from openclaw_cli.cli.term import stdout_printer
 from openclaw_cli.clock import iso_ms
 from openclaw_cli.output import sanitize_text
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 _LIVE = ("legacy", "sqlite", "schema23", "schema24", "gateway")
 

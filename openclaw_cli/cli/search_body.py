@@ -7,7 +7,10 @@ only plain words over live transcripts of one agent)."""
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
+
 
 ROLES = ("user", "assistant", "tool")
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import TextIO
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import TextIO
 
 # SGR codes of the few styles the renderers use (named by meaning, not by colour)
 STYLES: dict[str, str] = {

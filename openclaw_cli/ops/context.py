@@ -4,14 +4,16 @@ and the hints it collects (spec D2: "said once")."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.clock import now_ms
 from openclaw_cli.paths import StatePaths
 from openclaw_cli.progress import ProgressFactory
 from openclaw_cli.records import FrozenRecord, Record
 
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
+    from typing import Any
+
     from openclaw_cli.store.base import SessionStore
 
 

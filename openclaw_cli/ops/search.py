@@ -12,10 +12,13 @@ and `agentId`, plus `skipped` (unreadable lines and archives) when there were an
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from openclaw_cli.errors import UsageError
 from openclaw_cli.ops.context import Context
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 1000  # the Gateway's schema caps remote callers at 25

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.errors import NotFoundError, OpenClawError, SelectionError, UsageError
 from openclaw_cli.ids import normalize_agent_id, parse_agent_arg
@@ -24,7 +23,10 @@ from openclaw_cli.paths import (
     owner_from_path,
 )
 
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
+    from typing import Any
+
     from openclaw_cli.ops.context import Context
     from openclaw_cli.store.base import SessionStore
 

@@ -10,14 +10,16 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.search.index import LIVE, SHARDS, AgentIndex, UpdateStats, index_path
 from openclaw_cli.search.query import Query, literal_in
 from openclaw_cli.search.snippet import make_snippet
 from openclaw_cli.search.sources import AgentSources, Source, agent_sources
 
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
+    from typing import Any
+
     from openclaw_cli.store.base import SessionStore
 
 MAX_LITERAL_CANDIDATES = 20000  # --fixed: candidate lines checked before the search gives up

@@ -21,10 +21,13 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from openclaw_cli.paths import cache_root
 from openclaw_cli.store.base import ReadIssue
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "openclaw-cli search 3"
 RANKED_KEEP = 256  # rankings kept per shard (the newest)

@@ -17,11 +17,13 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.store.base import ReadIssue
 
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
+    from typing import Any
+
     from openclaw_cli.store.base import SessionStore
 
 LIVE_SOURCES = ("legacy", "sqlite", "schema23", "schema24")

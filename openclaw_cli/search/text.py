@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 ROLES = ("user", "assistant", "tool")
 _TEXT_BLOCKS = ("text", "input_text", "output_text")

@@ -9,6 +9,7 @@ checked rename), and read back and compared (sha256 of the original bytes) befor
 
 from __future__ import annotations
 
+import _thread
 import errno
 import functools
 import io
@@ -16,13 +17,10 @@ import itertools
 import os
 import re
 import stat
-import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsync_dir
@@ -32,6 +30,10 @@ from openclaw_cli.records import Record
 from openclaw_cli.store.base import ArchiveFile, ReadIssue, TranscriptLine
 from openclaw_cli.store.names import is_primary_transcript_name as is_primary_transcript_name  # re-exported
 from openclaw_cli.store.names import is_trajectory_name as is_trajectory_name  # re-exported
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 ARCHIVE_REASONS = ("reset", "deleted", "bak")
 ZST_SUFFIX = ".zst"
@@ -164,7 +166,9 @@ def _zstd() -> Any:
     return zstandard
 
 
-_contexts = threading.local()  # zstd contexts are reusable one operation at a time, per thread
+# zstd contexts are reusable one operation at a time, per thread (`threading.local` is this C class;
+# `threading` itself is not imported by a search)
+_contexts = _thread._local()
 
 
 def _compressor(level: int) -> Any:
@@ -525,6 +529,8 @@ def write_verified_archive(
         chunks, expected_size, source_fh = iter(()), source_size, None
     use_zstd = compress and expected_size != 0
     first_name = archive_name(base, reason, now_ms, compressed=use_zstd)
+    import uuid  # here: uuid imports platform, which a search does not need
+
     tmp = inside(dest_dir / f"{first_name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     import hashlib  # lazy: OpenSSL start-up costs ~3 ms of every read-only command
 

@@ -12,10 +12,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, cast
 
 from openclaw_cli.errors import RefusedError
 from openclaw_cli.records import FrozenRecord, Record
+
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 KIND_LEGACY = "legacy"
 KIND_SQLITE = "sqlite"  # our own schema
@@ -922,7 +925,8 @@ def _finite(value: Any) -> float | None:
     """A JSON number that is finite (OpenClaw's `Number.isFinite`: no bools, no numeric strings)."""
     kind = type(value)
     if kind is int:
-        return cast(int, value)
+        number: int = value
+        return number
     if kind is float:
         return value if value - value == 0 else None  # NaN and ±inf give NaN
     return None

@@ -20,7 +20,6 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
 
 from openclaw_cli import jsonutil
 from openclaw_cli.errors import InvalidDataError, RefusedError
@@ -28,7 +27,11 @@ from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsyn
 from openclaw_cli.records import Record
 from openclaw_cli.store.base import ReadIssue, TranscriptLine
 
-if TYPE_CHECKING:  # imported by the writes: read-only commands never need the lock module
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+    # imported by the writes: read-only commands never need the lock module
     from openclaw_cli.store.lock import LockSettingsLike
 
 READ_BLOCK = 1 << 20  # forward streaming block

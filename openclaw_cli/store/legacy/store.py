@@ -23,7 +23,6 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli import clock, jsonutil
 from openclaw_cli.clock import iso_ms
@@ -57,7 +56,10 @@ from openclaw_cli.store.base import (
 )
 from openclaw_cli.store.transcript import append_jsonl, count_lines, header_line, iter_jsonl, tail_jsonl
 
+TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
+    from typing import Any
+
     import orjson
 else:
     orjson = lazy_module(globals(), "orjson")  # imported on first use (a warm search needs none)
@@ -965,7 +967,8 @@ class LegacyStore(SessionStore):
         )
         refs = [row.get("sessionFile") for row in rows]
         try:
-            found: list[str | Path | None] = list(map(cast(Any, files.get), refs))
+            lookup: Any = files.get
+            found: list[str | Path | None] = list(map(lookup, refs))
         except TypeError:  # an unhashable sessionFile (a list, an object): those rows go the long way
             found = [files.get(ref) if type(ref) is str else None for ref in refs]
         root = self.sessions_dir
