@@ -238,3 +238,33 @@ def test_a_warm_search_imports_no_typing_uuid_platform_threading_or_signal(
     assert "openclaw_cli.search.engine" in imported and "openclaw_cli.interrupts" in imported
     assert "zstandard" not in imported
     assert not imported & set(LEAN_PATH_ABSENT), sorted(imported & set(LEAN_PATH_ABSENT))
+
+
+_STILL_LAZY = """
+import contextlib, io, sys
+from openclaw_cli.cli import fast
+from openclaw_cli.lazyre import _LazyPattern
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    assert fast.dispatch(sys.argv[1:]) == 0
+import openclaw_cli.cli.rootopts as rootopts, openclaw_cli.cli.term as term
+import openclaw_cli.config.resolve as resolve, openclaw_cli.store.archives as archives
+named = {"rootopts.PROFILE_NAME": rootopts.PROFILE_NAME, "term._SGR": term._SGR,
+         "resolve._DIGITS": resolve._DIGITS, "archives._ARCHIVE_RE": archives._ARCHIVE_RE,
+         "archives._TS_RE": archives._TS_RE, "archives._STORE_BACKUP_RE": archives._STORE_BACKUP_RE}
+print(" ".join(sorted(name for name, value in named.items() if not isinstance(value, _LazyPattern))))
+"""
+
+
+def test_a_search_with_live_hits_compiles_no_pattern_it_does_not_use(legacy: Path) -> None:
+    """stop 40: patterns a warm search never matches (the `--profile` name, the colour-code strip,
+    the lock env's digits, the archive names' three) are compiled on first use, not at import
+    (~3 M instructions of the common-word search); one that is used is then the real pattern."""
+    assert run_cli("sessions", "search", "session", "--json").returncode == 0  # the index, built
+    code = [sys.executable, "-c", _STILL_LAZY, "sessions", "search", "session", "--json", "--no-archived"]
+    proc = subprocess.run(code, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == []
+    # the same process shape does compile one when it is used: `--profile` checks its name
+    proc = subprocess.run([*code[:3], "--profile", "x", *code[3:]], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["rootopts.PROFILE_NAME"]

@@ -5,12 +5,13 @@ not import it."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Sequence
 
+from openclaw_cli.lazyre import lazy_pattern
+
 PROG = "openclaw"
-PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+PROFILE_NAME = lazy_pattern(globals(), "PROFILE_NAME", r"[A-Za-z0-9_-]+")  # used with --profile only
 PROFILE_ERROR = 'Invalid --profile (use letters, numbers, "_", "-" only)'
 # root value option -> the root callback's parameter
 ROOT_VALUE_PARAMS = {"--profile": "profile", "--behavior": "behavior"}

@@ -6,8 +6,9 @@ stream is a pipe or a file. Plain ANSI SGR codes: no Rich import on the result p
 from __future__ import annotations
 
 import os
-import re
 import sys
+
+from openclaw_cli.lazyre import lazy_pattern
 
 TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def stdout_printer(*, wide: bool = False) -> Printer:
 
 
 BOX_CHARS = "┌├│└"
-_SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colour codes `paint` writes
+_SGR = lazy_pattern(globals(), "_SGR", r"\x1b\[[0-9;]*m")  # the colour codes `paint` writes
 
 
 def fit_lines(lines: list[str] | tuple[str, ...], width: int | None) -> list[str]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
 
 from openclaw_cli.ids import DEFAULT_AGENT_ID, normalize_agent_id
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.records import FrozenRecord
 
 TYPE_CHECKING = False  # `typing` costs start-up time; only type checkers need it here
@@ -191,7 +191,7 @@ class WriteLockSettings(FrozenRecord):
         self._assign(acquire_timeout_ms, stale_ms, max_hold_ms)
 
 
-_DIGITS = re.compile(r"[0-9]+")
+_DIGITS = lazy_pattern(globals(), "_DIGITS", r"[0-9]+")
 
 
 def _env_ms(env: Mapping[str, str], name: str, *, allow_infinity: bool) -> float | None:

@@ -15,7 +15,6 @@ import functools
 import io
 import itertools
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -41,11 +40,16 @@ COPY_BLOCK = 1 << 20
 MAX_NAME_TRIES = 10
 
 _TS = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z"
-_ARCHIVE_RE = re.compile(
-    rf"^(?P<base>.+)\.(?P<reason>reset|deleted|bak)\.(?P<ts>{_TS})(?:\.(?P<nonce>[0-9a-f]{{32}}))?$"
+# compiled on first use (lazyre): a search whose hits are all in live transcripts reads no archive name
+_ARCHIVE_RE = lazy_pattern(
+    globals(),
+    "_ARCHIVE_RE",
+    rf"^(?P<base>.+)\.(?P<reason>reset|deleted|bak)\.(?P<ts>{_TS})(?:\.(?P<nonce>[0-9a-f]{{32}}))?$",
 )
-_TS_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z$")
-_STORE_BACKUP_RE = re.compile(r"^sessions\.json\.bak\.\d+$")
+_TS_RE = lazy_pattern(
+    globals(), "_TS_RE", r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(?:\.(\d{3}))?Z$"
+)
+_STORE_BACKUP_RE = lazy_pattern(globals(), "_STORE_BACKUP_RE", r"^sessions\.json\.bak\.\d+$")
 _MIGRATED_RE = lazy_pattern(globals(), "_MIGRATED_RE", r"\.migrated(?:\.\d+)?$")
 _REPAIR_BACKUP_RE = lazy_pattern(
     globals(),
