@@ -177,7 +177,12 @@ def _removed_entry_files(
             f = files.get(name)
             if f is None or name in seen or name in still_referenced or name in protected:
                 continue
-            kind = kind_of(name)
+            # (`<id>.jsonl`, the usual one: `classify`'s first rule inline)
+            kind = (
+                "transcript"
+                if name.endswith(".jsonl") and "." not in name[:-6] and "/" not in name
+                else kind_of(name)
+            )
             if kind not in TRANSCRIPT_KINDS:
                 continue
             seen.add(name)
@@ -314,10 +319,19 @@ def plan_unreferenced_sweep(
     archives: dict[str, list[str]] | None = None
     kind_of = snapshot.kind if store_name == "sessions.json" else (lambda name: classify(name, store_name))
     # what the sweep looks at, then in age order (the removals' order); the rest is never sorted
+    # (a transcript a row keeps alive, `<id>.jsonl`: `classify`'s first rule answers its kind
+    # inline, for either store name — most of a big sessions dir, no call per file)
     candidates = [
         (f, kind)
         for f in snapshot.files.values()
-        if f.name not in exclude and (kind := kind_of(f.name)) is not None and kind != "archive"
+        if (name := f.name) not in exclude
+        and (
+            kind := "transcript"
+            if name in referenced and name.endswith(".jsonl") and "." not in name[:-6] and "/" not in name
+            else kind_of(name)
+        )
+        is not None
+        and kind != "archive"
     ]
     plan.scanned = len(candidates)
     # transcripts a row keeps alive, or another store protects, are never swept: left out before

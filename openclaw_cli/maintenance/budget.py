@@ -303,7 +303,12 @@ def _snapshot_bytes(directory: Path, snapshot: DirSnapshot, seen: set[str]) -> i
     if real in seen:
         return 0
     seen.add(real)
-    return sum(f.size for name, f in snapshot.files.items() if "/" not in name and _kept_name(name))
+    # (`_kept_name`'s first test inline: the usual name needs no call)
+    return sum(
+        f.size
+        for name, f in snapshot.files.items()
+        if "/" not in name and ((".migrated" not in name and ".pre-doctor-" not in name) or _kept_name(name))
+    )
 
 
 def _dir_bytes(directory: Path, keep: Any, seen: set[str], *, sizes: bool = True) -> tuple[int, int]:

@@ -321,7 +321,12 @@ class CleanupPlan:
     cron_retention_ran: bool = False  # cron retention was enabled and the store had cron run keys
     disk_budget: DiskBudgetResult | None = None
     budget_file_removals: list[FileRemoval] = field(default_factory=list)
-    unreferenced_session_ids: list[str] = field(default_factory=list)
+    # `unreferenced_session_ids` as (the removed rows' entries, the remaining rows' entries, the
+    # rule) until first asked for (a database store's cleanup reads them; `storage` never does:
+    # 100,000 rows' ids at issue 27's scale)
+    unreferenced_from: tuple[list[Any], list[Any], SessionIdsFn] | list[str] = field(
+        default_factory=list, repr=False, compare=False
+    )
     # the §4 preserved keys of the planned entries: (preserver, entries) until first asked for
     # (`preserved_keys`: collection and status read them, cleanup and `storage` never do)
     preserved_from: tuple[Preserver, Mapping[str, Any]] | frozenset[str] = field(
@@ -346,6 +351,15 @@ class CleanupPlan:
         held = self.preserved_from
         if not isinstance(held, frozenset):
             held = self.preserved_from = held[0].preserved_among(held[1])
+        return held
+
+    @property
+    def unreferenced_session_ids(self) -> list[str]:
+        """The session ids of the removed entries no remaining entry references, in removal order,
+        once each: worked out when first asked (the list is the plan's from then on)."""
+        held = self.unreferenced_from
+        if not isinstance(held, list):
+            held = self.unreferenced_from = _unreferenced_ids(*held)
         return held
 
     @property
@@ -573,12 +587,24 @@ def _finish(
     plan.disk_budget = budget.result
     plan.budget_file_removals = budget.file_removals
     plan.preserved_from = (preserver, entries)
-    removed_ids = _all_session_ids([entries[key] for key in run.removed], session_ids_of)
-    if removed_ids:  # the ids still referenced among those only (not a set of every row's id)
-        leaving = set(removed_ids)
-        still = {sid for sid in _all_session_ids(list(run.store.values()), session_ids_of) if sid in leaving}
-        plan.unreferenced_session_ids.extend(dict.fromkeys(sid for sid in removed_ids if sid not in still))
+    if run.removed:  # (the entries as they are now: `unreferenced_session_ids` reads them when asked)
+        plan.unreferenced_from = (
+            [entries[key] for key in run.removed],
+            list(run.store.values()),
+            session_ids_of,
+        )
     return plan
+
+
+def _unreferenced_ids(removed: list[Any], remaining: list[Any], session_ids_of: SessionIdsFn) -> list[str]:
+    """The session ids of the `removed` entries that none of the `remaining` ones references, in
+    order, once each."""
+    removed_ids = _all_session_ids(removed, session_ids_of)
+    if not removed_ids:
+        return []
+    leaving = set(removed_ids)  # the ids still referenced among those only (not a set of every row's id)
+    still = {sid for sid in _all_session_ids(remaining, session_ids_of) if sid in leaving}
+    return list(dict.fromkeys(sid for sid in removed_ids if sid not in still))
 
 
 def _all_session_ids(values: list[Any], session_ids_of: SessionIdsFn) -> list[str]:

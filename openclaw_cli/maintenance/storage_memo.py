@@ -319,12 +319,11 @@ class TallyMemo:
         if file_signature(self.store_path) != self.signature:
             return  # the store written meanwhile: what was tallied may be either version
         prefix, cut = self.prefix, len(self.prefix)
-        names = []
-        for path in referenced:
-            name = path[cut:]
-            if not path.startswith(prefix) or "/" in name or not name:
-                return  # a transcript outside the listing: its changes would not change the key
-            names.append(name)
+        names = [path[cut:] for path in referenced if path.startswith(prefix)]
+        # a transcript outside the listing (another dir, a subdirectory, the dir itself): its
+        # changes would not change the key (a name with a "/" puts one in the names joined)
+        if len(names) != len(referenced) or prefix in referenced or "/" in "".join(names):
+            return
         from openclaw_cli.fsio import write_cache_value
 
         write_cache_value(self.path, (MEMO_VERSION, self.key, sessions, names, state))

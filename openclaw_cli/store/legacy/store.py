@@ -1032,6 +1032,13 @@ class LegacyStore(SessionStore):
                     yield key, entry, ref
                     continue
             sid = entry["sessionId"]
+            if ref is None and type(sid) is str:
+                # a facts row whose `sessionFile` was its default (left out of the facts) or a row
+                # without one: `candidate_names(sid, None)` is that one name
+                name = sid.strip() + ".jsonl"
+                if index.get(name) == "file":
+                    yield key, entry, prefix + name
+                    continue
             names = candidate_names(sid, ref if type(ref) is str else None)
             found: str | None = None
             if names is None:
