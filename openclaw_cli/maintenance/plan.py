@@ -394,7 +394,7 @@ class _Run:
 
     def __init__(self, entries: Mapping[str, Any]):
         self.store: dict[str, Any] = dict(entries)
-        self.actions: dict[str, str] = {k: ACTION_KEEP for k in entries}
+        self.actions: dict[str, str] = dict.fromkeys(self.store, ACTION_KEEP)  # (store order)
         self.removed: list[str] = []
 
     def remove(self, key: str, action: str) -> None:

@@ -670,6 +670,7 @@ def tally_sessions(
     seen: set[str] = set()
     count = 0
     classes = tally.classes
+    agent_id = store.agent_id
     for key, entry, path in rows:
         if path is not None and referenced is not None:
             referenced.add(path)
@@ -687,7 +688,7 @@ def tally_sessions(
         if not isinstance(sid, str) or not sid or sid in seen:
             continue
         seen.add(sid)
-        where = (store.agent_id, key, sid)
+        where = (agent_id, key, sid)
         lines = size = 0
         tally.ordinal += 1
         try:
@@ -710,9 +711,9 @@ def tally_sessions(
         slot[1] += size
         if top_n > 0 and size:
             if len(top_sessions) < top_n:
-                heapq.heappush(top_sessions, (size, key, (store.agent_id, key, sid, kind, lines)))
+                heapq.heappush(top_sessions, (size, key, (agent_id, key, sid, kind, lines)))
             elif size > top_sessions[0][0]:  # (the item made only when it is kept)
-                heapq.heapreplace(top_sessions, (size, key, (store.agent_id, key, sid, kind, lines)))
+                heapq.heapreplace(top_sessions, (size, key, (agent_id, key, sid, kind, lines)))
     if files is not None:
         files.finish(tally)
     return count
@@ -723,6 +724,9 @@ def tally_sessions(
 # biggest line
 _RECORD = struct.Struct("<qqqQ11q")
 _SIGNATURE = struct.Struct("<qqqQ")  # a record's first four fields: size, mtime, ctime, inode
+# what a file answered from its record adds besides the class sums: lines, bytes, biggest line
+# (fields 4, 5 and 14; not the fifteen ints of the whole record per file)
+_HIT = struct.Struct("<32xqq64xq")
 FIGURES_VERSION = 1
 _FILE_CLASSES = ("text", "toolResults", "compactionSummaries", "media")  # a record's order
 _SETTLE_NS = 2_000_000_000
@@ -812,14 +816,14 @@ class FileFigures:
         name = path[len(prefix) :] if path.startswith(prefix) else path
         raw = self.old.pop(name, None)
         if raw is not None and self.listed:  # unchanged as listed this run (`check_listing`)
-            return self._hit(name, raw, _RECORD.unpack(raw), path, tally, where)
+            return self._hit(name, raw, _HIT.unpack(raw), path, tally, where)
         st = os.lstat(path)
         if self.listed:
             raw = self.unlisted.pop(name, None)
         if raw is not None and len(raw) == _RECORD.size:
             r = _RECORD.unpack(raw)
             if r[0] == st.st_size and r[1] == st.st_mtime_ns and r[2] == st.st_ctime_ns and r[3] == st.st_ino:
-                return self._hit(name, raw, r, path, tally, where)
+                return self._hit(name, raw, _HIT.unpack(raw), path, tally, where)
         # read: tallied straight into `tally` (its biggest lines offered in reading order, as
         # without a cache), the file's figures kept as the difference it made
         self.read += 1
@@ -856,12 +860,12 @@ class FileFigures:
         self,
         name: str,
         raw: bytes,
-        r: tuple[int, ...],
+        hit: tuple[int, int, int],
         path: str,
         tally: PayloadTally,
         where: tuple[Any, ...],
     ) -> tuple[int, int]:
-        """A file answered from its record `raw` (unpacked: `r`)."""
+        """A file answered from its record `raw` (its lines, bytes and biggest line: `hit`)."""
         # summed apart and added to the classes in `finish` (a file read meanwhile keeps the
         # difference it makes to the classes: these sums are not in them yet)
         self._hits.append(raw)
@@ -876,9 +880,10 @@ class FileFigures:
         top_n = tally.top_n
         if top_n:
             maxima = self._maxima
-            if len(maxima) < top_n or r[14] >= maxima[0]:  # (else `_offer` does nothing)
-                self._offer(r[14], (r[14], tally.ordinal, path, where), top_n)
-        return r[4], r[5]
+            biggest = hit[2]
+            if len(maxima) < top_n or biggest >= maxima[0]:  # (else `_offer` does nothing)
+                self._offer(biggest, (biggest, tally.ordinal, path, where), top_n)
+        return hit[0], hit[1]
 
     def _offer(
         self, biggest: int, candidate: tuple[int, int, str, tuple[Any, ...]] | None, top_n: int

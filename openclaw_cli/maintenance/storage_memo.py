@@ -93,15 +93,25 @@ class Listing:
     def index(self) -> dict[str, str]:
         """name -> "file" | "link" | "other" of every entry (the legacy store's directory index,
         `LegacyStore._dir_index`, without listing the directory again)."""
+        if self._all_regular():  # (the usual sessions dir: no per-entry Python)
+            return dict.fromkeys(self.names, "file")
         kinds = {stat.S_IFREG: "file", stat.S_IFLNK: "link"}
         return dict(
             zip(self.names, [kinds.get(mode & 0o170000, "other") for mode in self.modes], strict=True)
         )
 
+    def _all_regular(self) -> bool:
+        """Every entry a regular file: its mode's type bits are S_IFREG (0o100000) exactly when the
+        mode is in [0o100000, 0o110000), so the least and the greatest mode (C-level) tell."""
+        modes = self.modes
+        return not modes or (min(modes) >= stat.S_IFREG and max(modes) < stat.S_IFREG + 0o10000)
+
     def plain(self) -> bool:
         """Every entry a regular file or a directory, each one's lstat taken."""
         if self.failed:
             return False
+        if self._all_regular():
+            return True
         for mode in self.modes:
             kind = mode & 0o170000
             if kind != stat.S_IFREG and kind != stat.S_IFDIR:

@@ -55,7 +55,9 @@ class DirSnapshot:
         if self._has_trajectory is None:
             # (every trajectory name holds ".trajectory": a C-level test first, 100,000 names a run)
             self._has_trajectory = any(
-                is_trajectory_name(n) and self.kind(n) == "trajectory" for n in self.files if ".trajectory" in n
+                is_trajectory_name(n) and self.kind(n) == "trajectory"
+                for n in self.files
+                if ".trajectory" in n
             )
         return self._has_trajectory
 
