@@ -450,3 +450,34 @@ def test_no_worker_for_large_transcripts(monkeypatch: pytest.MonkeyPatch) -> Non
         for i in range(n):
             hook.exported(f"s{i}", b"x" * size)
         assert started == ([True] if starts else []), (n, size)
+
+
+def test_the_pipe_to_the_worker_holds_several_sends() -> None:
+    """The parent's sends do not wait for the child to parse the previous ones: the pipe to it
+    holds `PIPE_BYTES` (Linux), several `_FLUSH`es (a 64 KiB pipe made the two run in lockstep)."""
+    import fcntl
+    import os
+
+    from openclaw_cli.store import usage_worker
+
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no F_GETPIPE_SZ here")
+    assert usage_worker.PIPE_BYTES >= 3 * usage_worker._FLUSH
+    worker = usage_worker.UsageWorker.start(lambda sid, content: b"x")
+    if worker is False:  # (pytest-xdist's own thread: fork refused)
+        read, write = os.pipe()
+        try:
+            usage_worker._widen(write)
+            assert fcntl.fcntl(write, fcntl.F_GETPIPE_SZ) == usage_worker.PIPE_BYTES
+        finally:
+            os.close(read)
+            os.close(write)
+        return
+    assert isinstance(worker, usage_worker.UsageWorker)
+    try:
+        assert fcntl.fcntl(worker._to, fcntl.F_GETPIPE_SZ) == usage_worker.PIPE_BYTES
+        assert worker.send("s1", b"{}\n")
+        assert worker.finish() == {"s1": b"x"}
+    except BaseException:
+        worker.abort()
+        raise

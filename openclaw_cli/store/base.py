@@ -300,6 +300,11 @@ class LeavingHook(ABC):
     def before_leaving(self) -> None:
         """Every archive is verified and durable; nothing has left yet."""
 
+    def may_fork(self) -> bool:
+        """Whether a later `exported` may still fork a process (then the store starts no thread
+        of its own before it says no: a fork copies no other thread)."""
+        return False
+
 
 class SessionStore(ABC):
     """One agent's session store. Reads below; then the layout facts where store kinds differ

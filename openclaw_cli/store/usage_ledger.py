@@ -767,6 +767,9 @@ class RetirementLedger(LeavingHook):
 
         self._worker = UsageWorker.start(self.line)  # False: not here (threads, no fork)
 
+    def may_fork(self) -> bool:
+        return self._worker is None and bool(self.first)  # undecided: `_probe` may still start it
+
     def close(self) -> None:
         """Stop the worker process if one still runs (a failure before `before_leaving`)."""
         if self._worker:

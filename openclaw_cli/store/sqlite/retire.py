@@ -4,8 +4,10 @@ are in `store/retire.py`'s docstring.
 
 from __future__ import annotations
 
+import queue
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +68,7 @@ def retire(
     valid = [sid for sid in session_ids if is_valid_legacy_session_id(sid)]  # never a path from another
     if len(valid) < len(session_ids):
         tick(len(session_ids) - len(valid))  # no events can exist for them
+    removals = _Removals(store, plan, outcome, now_ms)
     try:
         with store.transcript_snapshot():  # one read transaction for every export
             exports: Iterator[tuple[str, bytes, SessionTotals]] = (
@@ -76,19 +79,19 @@ def retire(
                 exports = _told(exports, leaving)
             for sid, totals, result in batch.archive_exports(exports):
                 sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
+                if not removals.started and (leaving is None or not leaving.may_fork()):
+                    removals.start()  # (after the hook's fork, if it makes one)
+                removals.archived(sid, totals)
                 tick(1)
         batch.commit()
-    except BaseException:
-        batch.rollback()
-        raise
-    checkpoint()
-    expected = {s.session_id: s.totals for s in sessions}
-    try:
+        checkpoint()
         if leaving is not None:
             leaving.before_leaving()  # e.g. the usage ledger: before any session leaves
-        dropped = _commit(store, plan, sessions, expected, outcome, now_ms)
+        dropped = removals.commit(sessions)
     except BaseException:
-        batch.rollback()  # nothing was deleted: the archives written above are extra copies
+        removals.abort()
+        if not removals.committed:  # nothing was deleted: the archives written above are extra copies
+            batch.rollback()
         raise
     checkpoint()
     # A session that gained events (or a new reference) since the export stays; our fresh
@@ -138,59 +141,170 @@ def _removal_cache(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(before)}")
 
 
-def _commit(
-    store: SqliteStore,
-    plan: Retirement,
-    sessions: list[SessionArchive],
-    expected: Mapping[str, SessionTotals],
-    outcome: ApplyOutcome,
-    now_ms: int,
-) -> set[str]:
-    """One write transaction: delete the rows still as planned, archive in place the rows the plan
-    archives, drop the sessions nobody references any more whose totals still equal what was
-    archived, record the archives. Returns the dropped session ids."""
+class _Aborted(BaseException):
+    """The removals' thread was told to roll back (a failure or an interruption before the commit)."""
+
+
+_COMMIT = "commit"
+_ABORT = "abort"
+# sessions handed to the removals' thread at a time (one statement of each kind per batch): small
+# enough that the last batch, dropped after the last archive, is a small part of the deletes
+DROP_CHUNK = 256
+DROP_CHUNK_BYTES = 4 << 20
+
+
+class _Removals:
+    """The removals' one write transaction, run by a thread of its own on a second write connection
+    while the caller writes the archives (issue 30). It begins at once: the planned rows re-checked
+    and deleted, the rows archived in place; then it drops each batch of sessions whose archives are
+    written and verified as they come (their totals re-checked, as before), and it records the
+    archives and commits only when `commit` says so — after every archive is durable and the hook's
+    `before_leaving`. Until that COMMIT nothing has left (D6.2, D6.4): a kill anywhere before it
+    leaves the database as it was (the transaction's pages are never committed), and a failure or
+    an interruption rolls the transaction back (`abort`), exactly as for the one transaction that
+    used to follow the archives. The exports read the caller's connection in their own snapshot,
+    which never sees these uncommitted deletes; a concurrent writer waits for the COMMIT (the
+    transaction holds SQLite's write lock from its start). SQLite runs each statement without the
+    GIL, so the deletes — the floor's own work — overlap the archives' instead of following them."""
+
+    def __init__(self, store: SqliteStore, plan: Retirement, outcome: ApplyOutcome, now_ms: int) -> None:
+        self.store, self.plan, self.outcome, self.now_ms = store, plan, outcome, now_ms
+        self.dropped: set[str] = set()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pending: dict[str, SessionTotals] = {}
+        self._pending_bytes = 0
+        self._seen: set[str] = set()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self.committed = False  # the COMMIT returned: the sessions dropped have left
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="cleanup-removals", daemon=True)
+            self._thread.start()
+
+    def archived(self, session_id: str, totals: SessionTotals) -> None:
+        """`session_id` has its verified archive (or had nothing to archive): it may leave with the
+        rest, if its totals are still these. Raises what stopped the transaction, if anything did."""
+        if self._error is not None:
+            raise self._error
+        if session_id in self._seen:
+            return
+        self._seen.add(session_id)
+        self._pending[session_id] = totals
+        self._pending_bytes += totals.bytes
+        if self._thread is not None and (
+            len(self._pending) >= DROP_CHUNK or self._pending_bytes >= DROP_CHUNK_BYTES
+        ):
+            self._queue.put(self._pending)
+            self._pending, self._pending_bytes = {}, 0
+
+    def commit(self, sessions: list[SessionArchive]) -> set[str]:
+        """Record the archives of the sessions dropped, COMMIT, and return the dropped ids."""
+        self.start()
+        if self._pending:
+            self._queue.put(self._pending)
+            self._pending = {}
+        self._queue.put((_COMMIT, sessions))
+        self._join()
+        if self._error is not None and not self.committed:
+            raise self._error
+        return self.dropped
+
+    def abort(self) -> None:
+        """Roll the transaction back (nothing was committed) and wait for the thread."""
+        if self._thread is not None and self._thread.is_alive():
+            self._queue.put(_ABORT)
+        self._join()
+
+    def _join(self) -> None:
+        if self._thread is None:
+            return
+        while self._thread.is_alive():
+            self._thread.join(0.25)  # (a signal handler still runs in between)
+
+    def _run(self) -> None:
+        writer: SqliteStore | None = None
+        try:
+            # a second write connection of the same store (its own transaction, beside the
+            # caller's read snapshot on the first)
+            writer = type(self.store)(
+                self.store.path, self.store.agent_id, busy_timeout_ms=self.store.busy_timeout_ms
+            )
+            with writer.transaction() as conn, _removal_cache(conn):
+                _remove_rows(writer, conn, self.plan, self.outcome)
+                while True:
+                    item = self._queue.get()
+                    if item == _ABORT:
+                        raise _Aborted
+                    if isinstance(item, tuple):
+                        _record(writer, item[1], self.dropped, self.now_ms)
+                        break
+                    self.dropped.update(writer.drop_session_events(list(item), expected=item))
+            self.committed = True
+        except _Aborted:
+            pass
+        except BaseException as exc:  # raised again in the caller's thread
+            self._error = exc
+        finally:
+            if writer is not None:
+                try:
+                    writer.close()
+                except BaseException as exc:  # (after a COMMIT it changes nothing)
+                    self._error = self._error or exc
+
+
+def _remove_rows(
+    store: SqliteStore, conn: sqlite3.Connection, plan: Retirement, outcome: ApplyOutcome
+) -> None:
+    """Inside the removals' transaction: delete the rows still as planned, archive in place the rows
+    the plan archives (a row written since the plan read it stays for a later cleanup)."""
     from openclaw_cli.jsonutil import loads
 
     entries, removed_keys = plan.entries, plan.removed_keys
-    with store.transaction() as conn, _removal_cache(conn):
-        unchanged: list[str] = []
-        for start in range(0, len(removed_keys), 500):
-            chunk = removed_keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, text in conn.execute(
-                f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})", chunk
-            ):
-                try:
-                    same = loads(text) == entries.get(key)
-                except ValueError:
-                    same = False
-                if same:
-                    unchanged.append(key)
-                else:
-                    outcome.kept.append(key)  # written since we planned: a later cleanup decides
-        store.delete_entries(unchanged)
-        if plan.archive_rows:  # joins this transaction
-            outcome.archived_keys = store.archive_rows(
-                plan.archive_rows, archived_at=plan.archived_at, expected=entries, lock_settings=None
-            )
-        dropped = set(store.drop_session_events(list(expected), expected=expected))
-        store.record_archives(
-            (
-                a.path.name,
-                item.session_id,
-                item.session_key,
-                "deleted",
-                "zstd" if a.compressed else "identity",
-                a.sha256,
-                a.stored_size,
-                item.totals.events,
-                a.size,
-                now_ms,
-            )
-            for item in sessions
-            if item.session_id in dropped and (a := item.archive) is not None
+    unchanged: list[str] = []
+    for start in range(0, len(removed_keys), 500):
+        chunk = removed_keys[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for key, text in conn.execute(
+            f"SELECT session_key, entry_json FROM session_nodes WHERE session_key IN ({marks})", chunk
+        ):
+            try:
+                same = loads(text) == entries.get(key)
+            except ValueError:
+                same = False
+            if same:
+                unchanged.append(key)
+            else:
+                outcome.kept.append(key)  # written since we planned: a later cleanup decides
+    store.delete_entries(unchanged)
+    if plan.archive_rows:  # joins this transaction
+        outcome.archived_keys = store.archive_rows(
+            plan.archive_rows, archived_at=plan.archived_at, expected=entries, lock_settings=None
         )
-    return dropped
+
+
+def _record(store: SqliteStore, sessions: list[SessionArchive], dropped: set[str], now_ms: int) -> None:
+    store.record_archives(
+        (
+            a.path.name,
+            item.session_id,
+            item.session_key,
+            "deleted",
+            "zstd" if a.compressed else "identity",
+            a.sha256,
+            a.stored_size,
+            item.totals.events,
+            a.size,
+            now_ms,
+        )
+        for item in sessions
+        if item.session_id in dropped and (a := item.archive) is not None
+    )
 
 
 def retire_all(

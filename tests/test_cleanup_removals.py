@@ -1,0 +1,124 @@
+"""Our SQLite store's cleanup: the removals' one write transaction runs beside the archives (a
+thread of its own on a second connection, issue 30) and commits only after every archive is
+durable and the usage ledger is appended — until then nothing has left for any reader, and a
+failure of that transaction leaves the store and the sessions dir as found (D6.2, D6.4)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.storage_support import cli, cli_json, make_state
+
+STALE = "agent:main:telegram:direct:stale-1"
+
+
+def _setup(state: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    make_state("sqlite", state)
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
+    (state / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d"}}})
+    )
+    return state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+
+
+def _counts(db: Path) -> tuple[int, int, int]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return tuple(  # type: ignore[return-value]
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("session_nodes", "session_windows", "transcript_events")
+        )
+    finally:
+        conn.close()
+
+
+def _archives(state: Path) -> set[str]:
+    root = state / "agents" / "main" / "sessions"
+    return {p.name for p in root.iterdir() if ".deleted." in p.name} if root.exists() else set()
+
+
+def test_the_removals_run_beside_the_archives_and_nothing_leaves_before_the_commit(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the ledger is appended (every archive durable), the removals' transaction already holds
+    SQLite's write lock — it began beside the archives — yet another connection still reads every
+    row, window and event: nothing has left before the COMMIT. After it, the stale rows are gone."""
+    from openclaw_cli.store import usage_ledger
+
+    db = _setup(state_dir, monkeypatch)
+    before = _counts(db)
+    append = usage_ledger.RetirementLedger.before_leaving
+    seen: list[tuple[tuple[int, int, int], bool]] = []
+
+    def before_leaving(self) -> None:
+        other = sqlite3.connect(db, timeout=0, isolation_level=None)
+        try:
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                locked = False
+            except sqlite3.OperationalError as exc:
+                assert "locked" in str(exc)
+                locked = True
+        finally:
+            other.close()
+        seen.append((_counts(db), locked))
+        append(self)
+
+    monkeypatch.setattr(usage_ledger.RetirementLedger, "before_leaving", before_leaving)
+    code, doc, err = cli_json("sessions", "cleanup", "--enforce")
+    assert code == 0, err
+    assert seen == [(before, True)]
+    after = _counts(db)
+    assert after[0] < before[0] and after[1] < before[1] and after[2] < before[2]
+    code, listing, _ = cli_json("sessions", "--limit", "all")
+    assert STALE not in {row["key"] for row in listing["sessions"]}
+
+
+def test_a_failing_removals_transaction_leaves_everything_as_found(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The removals' thread fails (here: a busy store as it deletes the planned rows): the run fails
+    with that error, the archives it wrote are removed, the rows and transcripts are all there and
+    no ledger line stays."""
+    from openclaw_cli.errors import StoreBusyError
+    from openclaw_cli.store.sqlite import retire
+
+    db = _setup(state_dir, monkeypatch)
+    before, archives = _counts(db), _archives(state_dir)
+
+    def busy(*args, **kwargs):
+        raise StoreBusyError("the-store-under-test", 1)
+
+    monkeypatch.setattr(retire, "_remove_rows", busy)
+    code, out, err = cli("sessions", "cleanup", "--enforce", "--json")
+    assert code != 0
+    assert json.loads(out)["error"]["type"] == "session_busy", err  # (re-worded as the store's lock)
+    assert _counts(db) == before
+    assert _archives(state_dir) == archives
+    ledger = state_dir / "openclaw-cli-usage" / "main.ledger.jsonl"
+    assert not ledger.exists() or not ledger.read_text().strip()
+
+
+def test_a_failure_after_the_archives_rolls_the_removals_back(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The removals' transaction has deleted rows and events (uncommitted) when the ledger fails:
+    it is rolled back, so every row and event is still there, and the archives are removed."""
+    from openclaw_cli.store import usage_ledger
+
+    db = _setup(state_dir, monkeypatch)
+    before, archives = _counts(db), _archives(state_dir)
+
+    def fail(self) -> None:
+        raise RuntimeError("ledger failed")
+
+    monkeypatch.setattr(usage_ledger.RetirementLedger, "before_leaving", fail)
+    code, _, _ = cli("sessions", "cleanup", "--enforce", "--json")
+    assert code != 0
+    assert _counts(db) == before
+    assert _archives(state_dir) == archives
