@@ -345,7 +345,6 @@ def test_the_ledgers_worker_process_makes_the_same_lines(
     assert expected
 
     monkeypatch.setenv("OPENCLAW_CLEANUP_WORKER_MIN", "1")
-    monkeypatch.setattr(usage_ledger, "WORKER_MAX_MEAN_BYTES", 1 << 30)  # (the fixture's transcripts)
     monkeypatch.setattr(usage_worker, "_forkable", lambda: True)  # (pytest-xdist runs a thread of its own)
     started: list[int] = []
     start = usage_worker.UsageWorker.start.__func__  # type: ignore[attr-defined]
@@ -425,9 +424,9 @@ def test_no_worker_when_the_system_refuses_a_pipe_or_a_process(monkeypatch: pyte
             os.fstat(fd)  # closed again
 
 
-def test_no_worker_for_large_transcripts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first exports decide: many small transcripts (the parse's per-line Python) start the
-    worker, large ones (the archives' C work dominates) keep the lines in-process."""
+def test_the_worker_starts_for_many_sessions_of_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enough leaving sessions start the worker at the first export, small transcripts or large
+    (stop 40: a mean above 16 KB no longer keeps the lines in-process); fewer never fork."""
     from openclaw_cli.store import usage_ledger, usage_worker
 
     started: list[bool] = []
@@ -440,15 +439,16 @@ def test_no_worker_for_large_transcripts(monkeypatch: pytest.MonkeyPatch) -> Non
     def ledger(n: int) -> usage_ledger.RetirementLedger:
         hook = usage_ledger.RetirementLedger.__new__(usage_ledger.RetirementLedger)
         hook._lines, hook._at, hook._worker = bytearray(), {}, None
-        hook._probed = hook._probed_bytes = 0
         hook.first = {f"s{i}": (None, None) for i in range(n)}
         return hook
 
-    for n, size, starts in ((300, 2_000, True), (300, 100_000, False), (100, 2_000, False)):
+    for n, size, starts in ((300, 2_000, True), (300, 100_000, True), (100, 2_000, False)):
         started.clear()
         hook = ledger(n)
+        assert hook.may_fork()
         for i in range(n):
             hook.exported(f"s{i}", b"x" * size)
+            assert not hook.may_fork()  # decided at the first export
         assert started == ([True] if starts else []), (n, size)
 
 
