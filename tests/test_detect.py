@@ -13,8 +13,10 @@ import pytest
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
 from openclaw_cli.paths import resolve_paths
 from openclaw_cli.store.detect import (
+    LegacyLocation,
     derive_agent_id_from_store_path,
     legacy_store_pending,
+    locate_agent_store,
     open_agent_store,
     open_store_at,
 )
@@ -119,6 +121,62 @@ def test_open_agent_store_prefers_the_database(state_dir: Path) -> None:
         assert sorted(os.listdir(paths.agent_db_path("main").parent)) == before
     with pytest.raises(NotFoundError):
         open_store_at(paths.agent_db_path("other"), create=True, read_only=True)
+
+
+def test_locate_agent_store_answers_as_the_store_open_agent_store_opens(state_dir: Path) -> None:
+    """stop 40: a search only locates an agent's legacy store; the location gives what the opened
+    store gives (path, agent, sessions dir, layout facts, the D2 hint's answer) in each state — no
+    sessions.json, transcripts only, a sessions.json — and a database is opened as before."""
+    paths = resolve_paths()
+    sessions = paths.sessions_dir("main")
+
+    def same(agent: str) -> None:
+        opened, located = (
+            open_agent_store(paths, agent, read_only=True),
+            locate_agent_store(paths, agent, read_only=True),
+        )
+        assert isinstance(opened, legacy_mod.LegacyStore) and isinstance(located, LegacyLocation)
+        for name in (
+            "kind",
+            "path",
+            "agent_id",
+            "sessions_dir",
+            "transcripts_in_files",
+            "schema",
+            "read_only",
+        ):
+            assert getattr(located, name) == getattr(opened, name), name
+        assert located.legacy_data_present() == opened.legacy_data_present()
+        located.close()
+        opened.close()
+
+    same("Main")
+    assert not locate_agent_store(paths, "main").legacy_data_present()
+    sessions.mkdir(parents=True)
+    (sessions / "a.jsonl").write_text("{}\n")
+    same("main")
+    assert locate_agent_store(paths, "main").legacy_data_present()
+    (sessions / "a.jsonl").unlink()
+    (sessions / "sessions.json").write_text("{}")
+    same("MAIN")
+    assert locate_agent_store(paths, "main").legacy_data_present()
+    SqliteStore(paths.agent_db_path("main"), "main", create=True).close()
+    store = locate_agent_store(paths, "main", read_only=True)
+    try:
+        assert isinstance(store, SqliteStore) and store.read_only
+    finally:
+        store.close()
+
+
+def test_locate_agent_store_refuses_a_symlinked_legacy_store(state_dir: Path, tmp_path: Path) -> None:
+    paths = resolve_paths()
+    outside = tmp_path / "sessions.json"
+    outside.write_text("{}")
+    legacy = paths.legacy_store_path("main")
+    legacy.parent.mkdir(parents=True)
+    os.symlink(outside, legacy)
+    with pytest.raises(RefusedError, match="symbolic links"):
+        locate_agent_store(paths, "main")
 
 
 def test_open_agent_store_reads_the_real_openclaw_db(imported_fixture_state: Path) -> None:

@@ -240,6 +240,19 @@ def test_a_warm_search_imports_no_typing_uuid_platform_threading_or_signal(
     assert not imported & set(LEAN_PATH_ABSENT), sorted(imported & set(LEAN_PATH_ABSENT))
 
 
+def test_a_search_of_a_legacy_agent_does_not_import_the_legacy_store(legacy: Path) -> None:
+    """stop 40: a search reads sessions.json and the transcripts itself, so the agent's legacy
+    store is only located (`detect.LegacyLocation`), not imported (~5.5 M instructions of the
+    common-word search); a `--store` path still opens the store (which is what a test sees)."""
+    assert run_cli("sessions", "search", "session", "--json").returncode == 0  # the index, built
+    for args in (("session", "--json"), ("session turn", "--agent", "main"), ("zzzz", "--all-agents")):
+        imported = _imports_of_search(*args)
+        assert "openclaw_cli.store.detect" in imported
+        assert "openclaw_cli.store.legacy.store" not in imported, args
+    explicit = str(legacy / "agents" / "main" / "sessions" / "sessions.json")
+    assert "openclaw_cli.store.legacy.store" in _imports_of_search("session", "--store", explicit)
+
+
 _STILL_LAZY = """
 import contextlib, io, sys
 from openclaw_cli.cli import fast

@@ -116,7 +116,7 @@ def sessions_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     stores: list[StoreTarget] = []
     try:
         for target in targets:
-            store = open_target(ctx, target, read_only=True)
+            store = open_target(ctx, target, read_only=True, locate_legacy=True)
             stores.append(StoreTarget(store, target.archive_dir))
         outcome = search(stores, query, opts)
     finally:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from openclaw_cli.ops.context import Context
     from openclaw_cli.store.base import SessionStore
+    from openclaw_cli.store.detect import LegacyLocation
 
 __all__ = [
     "Target",
@@ -280,12 +281,14 @@ def _explicit_migration_target(mode: str, paths: StatePaths, raw: str, agent: st
 # ---- opening --------------------------------------------------------------------------------------------------
 
 
-def open_target(ctx: Any, target: Target, *, read_only: bool = False) -> Any:
+def open_target(ctx: Any, target: Target, *, read_only: bool = False, locate_legacy: bool = False) -> Any:
     """Open the store a target names (spec D2): the explicit path, else the agent's SQLite DB when
     it exists, else its legacy store (with the migration hint). `read_only` opens our SQLite
     databases without write access (dry runs must not even apply a schema migration). A store
-    busy while being opened for writing (a schema step) is the typed busy error (D12)."""
-    from openclaw_cli.store.detect import open_agent_store, open_store_at
+    busy while being opened for writing (a schema step) is the typed busy error (D12).
+    `locate_legacy` (with `read_only`; a search, which reads the files itself): an agent's legacy
+    store is a `detect.LegacyLocation`, not opened."""
+    from openclaw_cli.store.detect import locate_agent_store, open_agent_store, open_store_at
 
     if target.explicit is not None:
         path = target.explicit
@@ -309,13 +312,19 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False) -> Any:
             store.configure_writes(ctx.write_options())
         _log_open(store, target)
         return store
-    store = open_agent_store(
-        ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only
-    )
-    if not read_only:
-        store.configure_writes(ctx.write_options())
-    _log_open(store, target)
-    if store.legacy_data_present():
+    found: SessionStore | LegacyLocation
+    if locate_legacy and read_only:
+        found = locate_agent_store(
+            ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=True
+        )
+    else:
+        found = open_agent_store(
+            ctx.paths, target.agent_id, busy_timeout_ms=ctx.busy_timeout_ms(), read_only=read_only
+        )
+        if not read_only:
+            found.configure_writes(ctx.write_options())
+    _log_open(found, target)
+    if found.legacy_data_present():
         # D22: an import that did not complete is named, with the commands that finish or undo it
         # (no runs directory, no run: its module is not imported for nothing)
         runs_dir = ctx.paths.migration_runs_dir()
@@ -324,11 +333,11 @@ def open_target(ctx: Any, target: Target, *, read_only: bool = False) -> Any:
             from openclaw_cli.migration.staging import pending_import
 
             pending = pending_import(runs_dir, ctx.paths.state_dir, target.agent_id)
-        ctx.hint(pending.notice() if pending else MIGRATE_HINT.format(agent=target.agent_id, path=store.path))
-    return store
+        ctx.hint(pending.notice() if pending else MIGRATE_HINT.format(agent=target.agent_id, path=found.path))
+    return found
 
 
-def _log_open(store: SessionStore, target: Target) -> None:
+def _log_open(store: SessionStore | LegacyLocation, target: Target) -> None:
     """`--verbose`: which store an agent resolved to (the `openclaw` logger; silent by default).
     Without the logging module loaded no handler exists (`--verbose` loads it): nothing to say, and
     a listing does not pay for importing it."""

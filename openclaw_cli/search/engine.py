@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from openclaw_cli.store.base import SessionStore
+    from openclaw_cli.store.detect import LegacyLocation
 
 MAX_LITERAL_CANDIDATES = 20000  # --fixed: candidate lines checked before the search gives up
 MAX_INFIX_TERMS = 2000  # --fixed, a piece of a word: indexed words containing it, at most
@@ -76,8 +77,8 @@ class Options:
 class StoreTarget:
     __slots__ = ("store", "import_archive_dir")
 
-    def __init__(self, store: SessionStore, import_archive_dir: Path | None = None):
-        self.store = store  # an opened store.base.SessionStore
+    def __init__(self, store: SessionStore | LegacyLocation, import_archive_dir: Path | None = None):
+        self.store = store  # an opened store.base.SessionStore, or a located legacy store
         self.import_archive_dir = import_archive_dir
 
 

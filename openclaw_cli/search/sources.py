@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from openclaw_cli.store.base import SessionStore
+    from openclaw_cli.store.detect import LegacyLocation
 
 LIVE_SOURCES = ("legacy", "sqlite", "schema23", "schema24")
 # (position: byte offset or seq, where reading resumes after it, 1-based line number, raw JSON bytes)
@@ -974,7 +975,7 @@ def _import_archive_sources(out: AgentSources, archive_dir: Path) -> None:
 
 
 def agent_sources(
-    store: SessionStore, *, import_archive_dir: Path | None, archives: bool = True
+    store: SessionStore | LegacyLocation, *, import_archive_dir: Path | None, archives: bool = True
 ) -> AgentSources:
     """Every source of one opened store (`store.base.SessionStore`); `archives=False` keeps the
     live transcripts only."""

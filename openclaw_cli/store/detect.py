@@ -14,7 +14,7 @@ from pathlib import Path
 from openclaw_cli.errors import InvalidDataError, NotFoundError, RefusedError
 from openclaw_cli.ids import normalize_agent_id
 from openclaw_cli.paths import LEGACY_STORE_NAME, StatePaths, safe_regular_file
-from openclaw_cli.store.base import SessionStore
+from openclaw_cli.store.base import KIND_LEGACY, SessionStore
 
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
@@ -157,20 +157,70 @@ def _empty_placeholder(path: Path) -> bool:
     return stat_mod.S_ISREG(st.st_mode) and st.st_size == 0
 
 
+def _agent_database(paths: StatePaths, agent: str) -> Path | None:
+    """Spec D2's choice for a normalised agent id: its SQLite database when it exists (None: the
+    legacy store is the agent's); either path is checked to stay inside the state dir (D6.7)."""
+    db_path = paths.agent_db_path(agent)
+    if (db_path.exists() or db_path.is_symlink()) and not _empty_placeholder(db_path):
+        _check_inside_state(db_path, paths)
+        return db_path
+    legacy = paths.legacy_store_path(agent)
+    if legacy.exists() or legacy.is_symlink():
+        _check_inside_state(legacy, paths)
+    return None
+
+
 def open_agent_store(
     paths: StatePaths, agent_id: str, *, busy_timeout_ms: int = 60000, read_only: bool = False
 ) -> SessionStore:
     """Spec D2: the agent's SQLite database when it exists, else its legacy store (an empty one
     when `sessions.json` is missing). `read_only` is passed to our SQLite store."""
     agent = normalize_agent_id(agent_id)
-    db_path = paths.agent_db_path(agent)
-    if (db_path.exists() or db_path.is_symlink()) and not _empty_placeholder(db_path):
-        _check_inside_state(db_path, paths)
+    db_path = _agent_database(paths, agent)
+    if db_path is not None:
         return open_store_at(db_path, agent_id=agent, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
-    legacy = paths.legacy_store_path(agent)
-    if legacy.exists() or legacy.is_symlink():
-        _check_inside_state(legacy, paths)
-    return _legacy_store(legacy, agent, database_absent=True)
+    return _legacy_store(paths.legacy_store_path(agent), agent, database_absent=True)
+
+
+class LegacyLocation:
+    """An agent's legacy store located, not opened: what a search of its files asks of a store
+    (`kind`, `path`, `agent_id`, `sessions_dir`, `transcripts_in_files`, `schema`, `read_only`,
+    `legacy_data_present()`, `close()`), with the values `LegacyStore` gives them. The index
+    reads `sessions.json` and the transcripts itself, so a warm search does not import the legacy
+    store (json, the archive writer, the transcript helpers: ~9 M instructions of ~240 M)."""
+
+    __slots__ = ("agent_id", "path", "sessions_dir")
+    kind = KIND_LEGACY
+    schema = None
+    transcripts_in_files = True
+    read_only = False  # as LegacyStore: `read_only` is our SQLite store's
+
+    def __init__(self, store_path: Path, agent_id: str):
+        self.path = Path(os.path.abspath(store_path))
+        self.agent_id = normalize_agent_id(agent_id)
+        self.sessions_dir = self.path.parent
+
+    def legacy_data_present(self) -> bool:
+        if self.path.exists():
+            return True
+        from openclaw_cli.store.files import has_transcript_files
+
+        return has_transcript_files(self.sessions_dir)
+
+    def close(self) -> None:
+        pass
+
+
+def locate_agent_store(
+    paths: StatePaths, agent_id: str, *, busy_timeout_ms: int = 60000, read_only: bool = False
+) -> SessionStore | LegacyLocation:
+    """`open_agent_store` for a reader of the store's files only (a search): the same choice and
+    checks, the database opened, a legacy store only located."""
+    agent = normalize_agent_id(agent_id)
+    db_path = _agent_database(paths, agent)
+    if db_path is not None:
+        return open_store_at(db_path, agent_id=agent, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
+    return LegacyLocation(paths.legacy_store_path(agent), agent)
 
 
 def _primary_transcript_stems(sessions_dir: Path) -> list[str]:
