@@ -370,7 +370,11 @@ def plan_archiving(
             entry = value if type(value) is dict or isinstance(value, Mapping) else empty
             updated = entry.get("updatedAt")
             # (the time field before the verdict: both are pure, a row not stale is asked by the cap)
-            if (
+            kind = type(updated)
+            if updated is not None and (kind is int or kind is float):  # (the usual row: no isinstance)
+                if not updated < cutoff:
+                    continue
+            elif (
                 updated is None
                 or not isinstance(updated, int | float)
                 or isinstance(updated, bool)
@@ -399,12 +403,15 @@ def plan_archiving(
         if overflow > 0:
             eligible: list[tuple[str, Mapping[str, Any]]] = []
             for key, value in store.items():
-                if key in archived or key in deleted:
+                # (a row protected by its key is never free, `is_free`'s first answer: most rows
+                # of a big store, passed over with one lookup; the last stage keeps no verdict)
+                bits = shapes.get(key)
+                if (bits is not None and bits & _KEY_PROTECTED) or key in archived or key in deleted:
                     continue
                 entry = value if type(value) is dict or isinstance(value, Mapping) else empty
                 verdict = verdicts.get(key)
                 if verdict is None:
-                    verdict = verdicts[key] = is_free(key, entry)
+                    verdict = is_free(key, entry)
                 if verdict:
                     eligible.append((key, entry))
             if eligible:
