@@ -23,7 +23,9 @@ its original nor a verified archive:
    between leaves rows whose transcripts are in verified archives; the re-run removes them.
    SQLite: one `BEGIN IMMEDIATE` transaction re-checks each row and each session's references and
    totals (a concurrent append is never lost, §8.3), deletes rows, events and windows and
-   records the archives.
+   records the archives; our store runs it beside step 1 on a second connection (each session
+   handed to it once its archive is verified) and commits it only after step 1 and the hook
+   (`sqlite/retire.py` `_Removals`): nothing leaves before that COMMIT.
 3. what is not transcript content: store/archive temps, expired archives, budget-removed files.
 A failure while archiving removes the archives this run created whose originals are still in
 place, so a store busy from the start fails with nothing changed.

@@ -46,8 +46,9 @@ def retire(
     leaving: LeavingHook | None = None,
 ) -> ApplyOutcome:
     """Apply a SQLite store's plan: archive each leaving session from one consistent export, make
-    the archives durable, then one write transaction (re-checked, §8.3). `leaving` sees each
-    export as it is archived, and is called between the durable archives and the transaction."""
+    the archives durable, then commit one write transaction (re-checked, §8.3) — prepared beside
+    the archives by `_Removals`, committed only after them. `leaving` sees each export as it is
+    archived, and is called between the durable archives and the COMMIT."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
     session_ids = plan.session_ids
