@@ -160,26 +160,35 @@ def test_parser_process_stores_what_the_in_process_import_stores(
 
     monkeypatch.setattr(sqlite_store, "_BulkState", CountedCopies)
     results = {}
-    for mode in ("inline", "process"):
+    # split: the parser reads half the records it can take, the importing process every other one
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_SHARE", "0.5")
+    for mode in ("inline", "process", "split"):
         state = tmp_path / mode / "state"
         shutil.copytree(template.parent, state.parent)
         monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
         monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
+        if mode == "process":
+            monkeypatch.delenv("OPENCLAW_IMPORT_PARSER_SHARE")  # all of them (the default share)
         report = doctor_in_process("import")
         results[mode] = (_report(report, state), _tables(state / DB), sorted(os.listdir(state / SESSIONS)))
-    inline, process = results["inline"], results["process"]
-    assert process[0] == inline[0]
-    assert process[1] == inline[1]
-    assert process[2] == inline[2]
+        monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_SHARE", "0.5")
+    inline = results["inline"]
+    for mode in ("process", "split"):
+        assert results[mode][0] == inline[0], mode
+        assert results[mode][1] == inline[1], mode
+        assert results[mode][2] == inline[2], mode
     # the parser computed the entries' rows of the records it read (the rest: the merged bare key's
-    # pair, the missing and the oversized transcripts)
+    # pair, the missing and the oversized transcripts); split: about half of them
     assert parsed_here["inline"] >= 20 and parsed_here["process"] <= 6, parsed_here
-    assert made["inline"] <= 6 and made["process"] <= 6, made
+    assert 10 <= parsed_here["split"] <= 14, parsed_here
+    assert made["inline"] <= 6 and made["process"] <= 6 and made["split"] <= 6, made
     # the parser's records are not remembered (100,000 keys and ids: 8 MiB of the peak)
     assert remembered["inline"] >= 40 and remembered["process"] <= 12, remembered
+    assert 20 <= remembered["split"] <= 28, remembered
     # the parser's rows came in its rows files (several, the last one at the end), not row by row
-    assert copied["inline"] == 0 and copied["process"] >= 3, copied
+    assert copied["inline"] == 0 and copied["process"] >= 3 and copied["split"] >= 2, copied
     assert leftovers(tmp_path / "process" / "state") == []
+    assert leftovers(tmp_path / "split" / "state") == []
     codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}
     assert {"transcript_malformed", "transcript_missing", "entry_alias_merged"} <= codes, codes
     nodes = {row[0]: row for row in inline[1]["session_nodes"]}
@@ -220,8 +229,11 @@ def _files(state: Path) -> dict[str, Any]:
     return {name: v for name, v in tree_digest(state / SESSIONS).items() if not name.endswith(".lock")}
 
 
+@pytest.mark.parametrize("mode", ["process", "split"])
 @pytest.mark.parametrize("how", ["KILL", "INT"])
-def test_a_killed_or_interrupted_import_leaves_no_parser_and_loses_nothing(tmp_path: Path, how: str) -> None:
+def test_a_killed_or_interrupted_import_leaves_no_parser_and_loses_nothing(
+    tmp_path: Path, how: str, mode: str
+) -> None:
     state = make_state(tmp_path, sessions=30, mb=0.3, seed=32)
     before = _files(state)
     want = Counter(line for path in transcripts(state) for line in file_lines(path.read_bytes()))
@@ -229,7 +241,7 @@ def test_a_killed_or_interrupted_import_leaves_no_parser_and_loses_nothing(tmp_p
         state,
         "import",
         "--json",
-        OPENCLAW_IMPORT_PARSER="process",
+        OPENCLAW_IMPORT_PARSER=mode,  # split: the 12th record is the importing process's own read
         OPENCLAW_MIGRATION_CRASH_AT="12",  # the 11th record: the parser is a window ahead
         OPENCLAW_MIGRATION_CRASH_SIGNAL=how,
     )
@@ -241,7 +253,7 @@ def test_a_killed_or_interrupted_import_leaves_no_parser_and_loses_nothing(tmp_p
     _no_parser_left(state)
     assert _files(state) == before  # nothing was published: the legacy store is in use
     assert not (state / DB).exists()
-    rerun = doctor(state, "import", "--json", OPENCLAW_IMPORT_PARSER="process")
+    rerun = doctor(state, "import", "--json", OPENCLAW_IMPORT_PARSER=mode)
     assert rerun.returncode == 0, rerun.stdout[-2000:]
     assert db_lines(state / DB) == want  # every line once
     assert leftovers(state) == []
@@ -399,7 +411,7 @@ def test_the_space_precheck_counts_the_parsers_rows_files(
     inline, inline_what = need("inline")
     assert "rows files" not in inline_what
     data = 300 * 40_000 + 2
-    for choice in ("process", None):  # forced, and the default for transcripts averaging 40 KB
+    for choice in ("process", "split", None):  # forced, and the default for transcripts averaging 40 KB
         forced, what = need(choice)
         assert "rows files of agent main" in what
         # every transcript's lines may be in rows files at once here (fewer than the window holds)
@@ -412,3 +424,80 @@ def test_the_space_precheck_counts_the_parsers_rows_files(
     assert big == import_faults.ROWS_FILE_FACTOR * (
         2 * (parser_process.ROWS_FILE_BYTES + 40_000) + parser_process.WINDOW_JOBS * 40_000
     )
+
+
+def _fake_states(sids: list[str | None], problem_at: int = -1) -> list[Any]:
+    from types import SimpleNamespace
+
+    return [
+        SimpleNamespace(
+            rec=SimpleNamespace(
+                session_id=sid,
+                transcript_text=f"/s/{n}.jsonl",
+                problem="unreadable" if n == problem_at else None,
+            )
+        )
+        for n, sid in enumerate(sids)
+    ]
+
+
+def test_the_split_gives_the_parser_its_share_of_the_records_it_can_take_spread_evenly() -> None:
+    """Issue 30, the split: of the records the parser can take (not a shared, invalid or missing
+    session id, not a record with a problem) it reads `share`, spread evenly; the importing process
+    reads the rest itself. Share 1: every one (the parser as before)."""
+    from openclaw_cli.migration import importer
+
+    sids: list[str | None] = [f"5eed{n:04d}-0000-4000-8000-000000000000" for n in range(100)]
+    sids[10] = sids[11]  # a session named twice: the store's general path, never the parser's
+    sids[20] = "../nope"
+    sids[30] = None
+    states = _fake_states(sids, problem_at=40)
+    eligible = [s for n, s in enumerate(states) if n not in (10, 11, 20, 30, 40)]
+    assert list(importer._parser_jobs(states)) == eligible
+    assert list(importer._parser_jobs(states, 1.0)) == eligible
+    for share, period in ((0.75, 4), (0.5, 2)):
+        taken = list(importer._parser_jobs(states, share))
+        assert len(taken) == int(len(eligible) * share)
+        picked = {id(s) for s in taken}
+        marks = [id(s) in picked for s in eligible]
+        # the importing process's own records: the first, then one in every `period`, never two together
+        assert [n for n, m in enumerate(marks) if not m] == list(range(0, len(eligible), period)), share
+    assert list(importer._parser_jobs(states, 0.0)) == []
+
+
+def test_the_parsers_share_by_choice_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`OPENCLAW_IMPORT_PARSER=inline|process|split` and `OPENCLAW_IMPORT_PARSER_SHARE`; by default
+    all records of large transcripts, `SMALL_TRANSCRIPTS_SHARE` of small ones, none for a store that
+    is not fresh or has too few transcripts."""
+    from openclaw_cli.migration import importer
+
+    small, large, few = tmp_path / "small", tmp_path / "large", tmp_path / "few"
+    for directory, count, size in ((small, 300, 100), (large, 300, 40_000), (few, 10, 40_000)):
+        directory.mkdir()
+        for n in range(count):
+            (directory / f"s{n}.jsonl").write_bytes(b"x" * size)
+
+    def share(directory: Path, choice: str | None, value: str | None = None, fresh: bool = True) -> float:
+        for name, setting in (("OPENCLAW_IMPORT_PARSER", choice), ("OPENCLAW_IMPORT_PARSER_SHARE", value)):
+            if setting is None:
+                monkeypatch.delenv(name, raising=False)
+            else:
+                monkeypatch.setenv(name, setting)
+        got = importer.parser_share(directory, fresh=fresh)
+        assert importer.parser_wanted(directory, fresh=fresh) is (got > 0)
+        return got
+
+    assert share(large, None) == 1.0
+    assert share(few, None) == 0.0
+    assert share(small, None) == importer.SMALL_TRANSCRIPTS_SHARE
+    assert share(large, None, fresh=False) == share(large, "process", fresh=False) == 0.0
+    assert share(small, "inline") == share(large, "inline", "0.5") == 0.0
+    assert share(small, "process") == share(few, "process") == 1.0
+    assert share(small, "split") == importer.PARSER_SPLIT_SHARE == 0.75
+    assert share(small, "split", "0.6") == 0.6
+    assert share(large, None, "0.5") == 0.5  # the default's parser, at that share
+    assert share(small, "split", "7") == 1.0
+    assert share(small, "split", "-1") == share(small, "split", "0") == 0.0
+    assert share(small, "split", "lots") == share(small, "split", "nan") == 0.75
+    monkeypatch.setattr(importer, "SMALL_TRANSCRIPTS_SHARE", 0.75)  # the split as the default
+    assert share(small, None) == 0.75 and share(small, None, "0.6") == 0.6 and share(large, None) == 1.0

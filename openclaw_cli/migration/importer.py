@@ -87,6 +87,16 @@ PARSER_MIN_RECORDS = 256
 # without. The crossover between the two was not measured: this is between them.
 PARSER_MIN_MEAN_BYTES = 16 * 1024
 PARSER_ENV = "OPENCLAW_IMPORT_PARSER"
+# The split (`OPENCLAW_IMPORT_PARSER=split`): the parser reads this share of the records it can take
+# and the importing process reads every other one itself, spread evenly (`_parser_jobs`), so both
+# cores work on small transcripts — the parser taking them all made it the bottleneck of *many*'s
+# bulk phase (issue 30: ~220 us of parser against ~135 us of importer a record, ~285 us in-process;
+# balanced near 3/4). `OPENCLAW_IMPORT_PARSER_SHARE` (0-1] sets the share of whichever parser runs.
+PARSER_SPLIT_SHARE = 0.75
+PARSER_SHARE_ENV = "OPENCLAW_IMPORT_PARSER_SHARE"
+# The default for a fresh store of small transcripts (averaging under `PARSER_MIN_MEAN_BYTES`) on a
+# spare core: the parser's share (0: in-process, no parser).
+SMALL_TRANSCRIPTS_SHARE = 0.0
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
 
 if TYPE_CHECKING:
@@ -262,6 +272,7 @@ class ImportRun:
         self._db_kinds: dict[Path, str] = {}
         self._current_db: Path | None = None  # the database being written (named in typed errors)
         self._rows_file = -1  # the parser's rows file the last records' rows are in (not copied yet)
+        self._parser_share = 0.0  # the share of its records the running parser reads (`_parser_jobs`)
 
     # ---- orchestration ---------------------------------------------------------------------------
     def run(self) -> Report:
@@ -397,6 +408,7 @@ class ImportRun:
         tr.fresh = self._db_kinds.get(tr.target.sqlite_path, "missing") in ("missing", "empty")
         tr.published = not tr.fresh
         self._rows_file = -1
+        self._parser_share = 0.0
         parser = self._start_parser(tr)  # first: its start-up overlaps reading the index
         try:
             self._import_records(tr, parser)
@@ -481,24 +493,28 @@ class ImportRun:
 
     def _start_parser(self, tr: TargetRun) -> ParserProcess | None:
         """The parser process for a fresh store's import of enough transcripts on more than one
-        core (`OPENCLAW_IMPORT_PARSER=process|inline` forces it either way); None: read in-process."""
-        if not parser_wanted(tr.target.sessions_dir, fresh=tr.fresh):
+        core (`OPENCLAW_IMPORT_PARSER=process|split|inline` forces it either way); None: read
+        in-process. Sets the share of the records it reads (`parser_share`)."""
+        share = parser_share(tr.target.sessions_dir, fresh=tr.fresh)
+        if share <= 0.0:
             return None
-        if os.environ.get(PARSER_ENV, "").strip().lower() != "process" and not _spare_core():
+        if _parser_choice() not in ("process", "split") and not _spare_core():
             return None
         build = staging.build_path(
             tr.target.sqlite_path, self.manifest["runId"]
         )  # as `_import_records` names it
         try:
-            return ParserProcess("quarantine", BATCH_ROWS, staging.rows_base(build))
+            parser = ParserProcess("quarantine", BATCH_ROWS, staging.rows_base(build))
         except OSError:
             return None  # no process to spare (EMFILE, EAGAIN, ENOMEM): the import reads in-process
+        self._parser_share = share
+        return parser
 
     def _feed(self, states: list[RecState], parser: ParserProcess | None = None) -> Iterator[Any]:
         from openclaw_cli.store.sqlite.store import ImportRecord
 
         # the parser takes the jobs in record order, a bounded window ahead of the record imported
-        jobs = _parser_jobs(states) if parser is not None else iter(())
+        jobs = _parser_jobs(states, self._parser_share) if parser is not None else iter(())
         sent: deque[RecState] = deque()
         more = parser is not None
         previous: RecState | None = None
@@ -1198,16 +1214,49 @@ def _index_owners(index: LegacyIndex, target: Target, ctx: MigrationContext) -> 
 
 def parser_wanted(sessions_dir: Path, *, fresh: bool) -> bool:
     """Whether a target's import reads in the parser process, but for the spare core `_start_parser`
-    also asks for when it starts (the load can change meanwhile): forced by `OPENCLAW_IMPORT_PARSER`,
-    else a fresh store whose sampled transcripts average `PARSER_MIN_MEAN_BYTES`. The space
-    pre-check counts the parser's rows files for such a target (`import_faults`)."""
-    choice = os.environ.get(PARSER_ENV, "").strip().lower()
+    also asks for when it starts (the load can change meanwhile). The space pre-check counts the
+    parser's rows files for such a target (`import_faults`)."""
+    return parser_share(sessions_dir, fresh=fresh) > 0.0
+
+
+def parser_share(sessions_dir: Path, *, fresh: bool) -> float:
+    """The share of the records the parser may take (`_parser_jobs`) that it reads for a target's
+    import, 0.0: no parser. Only a fresh store; `OPENCLAW_IMPORT_PARSER=inline` none,
+    `process` all of them, `split` `PARSER_SPLIT_SHARE`; by default all of them when the sampled
+    transcripts average `PARSER_MIN_MEAN_BYTES`, else `SMALL_TRANSCRIPTS_SHARE` (no parser for fewer
+    than `PARSER_MIN_RECORDS`). `OPENCLAW_IMPORT_PARSER_SHARE` sets the share of a parser that runs."""
+    choice = _parser_choice()
     if choice == "inline" or not fresh:
-        return False
+        return 0.0
     if choice == "process":
-        return True
+        return _share_from_env(1.0)
+    if choice == "split":
+        return _share_from_env(PARSER_SPLIT_SHARE)
     mean = _mean_transcript_bytes(sessions_dir, PARSER_MIN_RECORDS)
-    return mean is not None and mean >= PARSER_MIN_MEAN_BYTES
+    if mean is None:
+        return 0.0
+    if mean >= PARSER_MIN_MEAN_BYTES:
+        return _share_from_env(1.0)
+    return _share_from_env(SMALL_TRANSCRIPTS_SHARE) if SMALL_TRANSCRIPTS_SHARE > 0.0 else 0.0
+
+
+def _parser_choice() -> str:
+    return os.environ.get(PARSER_ENV, "").strip().lower()
+
+
+def _share_from_env(default: float) -> float:
+    """`OPENCLAW_IMPORT_PARSER_SHARE` as a share in (0, 1] (over 1: 1; 0 or less: no parser), else
+    `default` (unset or not a number)."""
+    text = os.environ.get(PARSER_SHARE_ENV, "").strip()
+    if not text:
+        return default
+    try:
+        share = float(text)
+    except ValueError:
+        return default
+    if share != share:  # NaN
+        return default
+    return max(0.0, min(1.0, share))
 
 
 def _mean_transcript_bytes(directory: Path, count: int) -> float | None:
@@ -1248,10 +1297,14 @@ def _spare_core() -> bool:
         return True  # no load figure: as before, the cores decide
 
 
-def _parser_jobs(states: list[RecState]) -> Iterator[RecState]:
-    """The records the parser reads, in order: a readable transcript of a valid session id that no
-    other record of the run names (a session seen twice takes the store's general path, which
-    needs the lines). Keys need no check: `_merge_aliases` leaves one entry per key."""
+def _parser_jobs(states: list[RecState], share: float = 1.0) -> Iterator[RecState]:
+    """The records the parser reads, in order: of those it can take — a readable transcript of a
+    valid session id that no other record of the run names (a session seen twice takes the store's
+    general path, which needs the lines; keys need no check: `_merge_aliases` leaves one entry per
+    key) — `share` of them, spread evenly (with 3/4: the first of every four is the importing
+    process's own, read while the parser starts). The importing process reads the others itself,
+    as it reads the records the parser cannot take: each record's rows go whole into the parser's
+    rows file or into the importer's batch, so a session's rows stay contiguous in the build."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
     seen: set[str] = set()
@@ -1263,6 +1316,7 @@ def _parser_jobs(states: list[RecState]) -> Iterator[RecState]:
         else:
             seen.add(sid)
     del seen
+    credit = 0.0
     for state in states:
         rec = state.rec
         sid = rec.session_id
@@ -1273,7 +1327,10 @@ def _parser_jobs(states: list[RecState]) -> Iterator[RecState]:
             and isinstance(sid, str)
             and is_valid_legacy_session_id(sid)
         ):
-            yield state
+            credit += share
+            if credit >= 1.0:
+                credit -= 1.0
+                yield state
 
 
 def _merge_aliases(records: list[Record], report: TargetReport) -> list[RecState]:
