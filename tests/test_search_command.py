@@ -240,15 +240,31 @@ def test_a_warm_search_imports_no_typing_uuid_platform_threading_or_signal(
     assert not imported & set(LEAN_PATH_ABSENT), sorted(imported & set(LEAN_PATH_ABSENT))
 
 
+_NO_RARER_ERROR = """
+import contextlib, io, sys
+from openclaw_cli.cli import fast
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    assert fast.dispatch(sys.argv[1:]) == 0
+import openclaw_cli.errors as errors
+print(" ".join(sorted(name for name in errors._MORE if name in vars(errors))))
+"""
+
+
 def test_a_search_of_a_legacy_agent_does_not_import_the_legacy_store(legacy: Path) -> None:
     """stop 40: a search reads sessions.json and the transcripts itself, so the agent's legacy
     store is only located (`detect.LegacyLocation`), not imported (~5.5 M instructions of the
-    common-word search); a `--store` path still opens the store (which is what a test sees)."""
+    common-word search); a `--store` path still opens the store (which is what a test sees). Nor
+    does it create the rarer error classes (`errors._MORE`: ~2.6 M)."""
     assert run_cli("sessions", "search", "session", "--json").returncode == 0  # the index, built
     for args in (("session", "--json"), ("session turn", "--agent", "main"), ("zzzz", "--all-agents")):
         imported = _imports_of_search(*args)
         assert "openclaw_cli.store.detect" in imported
         assert "openclaw_cli.store.legacy.store" not in imported, args
+        assert "openclaw_cli.errors_more" not in imported, args  # no rarer error class is created
+    code = [sys.executable, "-c", _NO_RARER_ERROR, "sessions", "search", "session", "--json"]
+    proc = subprocess.run(code, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == []  # before stop 40 errors.py created all 21 at import
     explicit = str(legacy / "agents" / "main" / "sessions" / "sessions.json")
     assert "openclaw_cli.store.legacy.store" in _imports_of_search("session", "--store", explicit)
 
