@@ -27,10 +27,15 @@ _SKIP_ASCII_TOKENS = lazy_pattern(
 MAX_CHARS = 500  # OpenClaw's SEARCH_SNIPPET_MAX_CHARS
 
 
+# ASCII: letters lowered, digits kept, every other character a space (then `str.split` cuts the
+# tokens: ~3x a `findall` over the lowered text, which runs the regex engine per character)
+_ASCII_FOLD = str.maketrans({i: (chr(i).lower() if chr(i).isalnum() else " ") for i in range(128)})
+
+
 def _words(text: str) -> list[str]:
     """The folded tokens of `text`, in order (unicode61's word rule)."""
     if text.isascii():
-        return ASCII_TOKEN_RE.findall(text.lower())  # ASCII lowercasing keeps every offset
+        return text.translate(_ASCII_FOLD).split()  # ASCII_TOKEN_RE's tokens of the lowered text
     return [fold(m.group()) for m in TOKEN_RE.finditer(text)]
 
 
