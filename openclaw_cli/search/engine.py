@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from openclaw_cli.search.index import LIVE, SHARDS, AgentIndex, UpdateStats, index_path
+from openclaw_cli.search.index import LINE_KEPT_CHARS, LIVE, SHARDS, AgentIndex, UpdateStats, index_path
 from openclaw_cli.search.query import Query, literal_in
 from openclaw_cli.search.snippet import make_snippet
 from openclaw_cli.search.sources import AgentSources, Source, agent_sources
@@ -176,9 +176,19 @@ def _snip(hit: dict[str, Any], query: Query, redact: bool) -> dict[str, Any]:
     return hit
 
 
+LINES_KEPT_PER_SEARCH = 64  # archive lines read back that one search keeps in the index, at most
+
+
 def _our_hits(
-    index: AgentIndex, agent: AgentSources, query: Query, opts: Options, want: int
+    index: AgentIndex,
+    agent: AgentSources,
+    query: Query,
+    opts: Options,
+    want: int,
+    read: list[tuple[int, tuple[str, int, str, str, str]]],
 ) -> Iterator[dict[str, Any]]:
+    """Our index's hits, best first; the archive lines read back on the way are added to `read`
+    (for `AgentIndex.keep_lines`)."""
     offset = 0
     page = max(want, 10)
     checked = 0
@@ -201,10 +211,22 @@ def _our_hits(
             source = agent.source(row[0])
             if source is None:
                 continue
-            found = _line_text(source, hit.pos, hit.line)
-            if found is None or found[0] != hit.message_id:
-                continue  # changed since it was indexed; the next update re-reads it
-            text = found[3]
+            # an archive's line kept in the index under the archive's identity (taken before
+            # reading: a file replaced meanwhile is never kept under the old one's)
+            ident = source.line_identity()
+            text: str | None = None
+            if ident is not None:
+                key = f"{row[0]}\0{hit.pos}"
+                kept = index.kept_line(hit, key)
+                if kept is not None and kept[0] == ident and kept[1] == hit.message_id:
+                    text = kept[2]
+            if text is None:
+                found = _line_text(source, hit.pos, hit.line)
+                if found is None or found[0] != hit.message_id:
+                    continue  # changed since it was indexed; the next update re-reads it
+                text = found[3]
+                if ident is not None and len(read) < LINES_KEPT_PER_SEARCH and len(text) <= LINE_KEPT_CHARS:
+                    read.append((hit.shard, (key, hit.src, ident, hit.message_id, text)))
             if query.literal is not None and not literal_in(text, query.literal):
                 continue
             yield _result(
@@ -488,8 +510,9 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                         except sqlite3.Error:  # no temp table on this connection: word starts only
                             theirs = query
                 gens = []
+                read: list[tuple[int, tuple[str, int, str, str, str]]] = []
                 if ours is not None:
-                    gens.append(_our_hits(index, agent, ours, opts, want))
+                    gens.append(_our_hits(index, agent, ours, opts, want, read))
                 if theirs is not None:
                     gens.append(_their_hits(index, agent, theirs, opts, want))
                 for gen in gens:
@@ -497,6 +520,8 @@ def search(targets: list[StoreTarget], query: Query, opts: Options) -> Outcome:
                         collected.append(hit)
                         if n + 1 >= want:
                             break
+                if read:
+                    index.keep_lines(read)
                 if page_key is not None and path is not None:
                     _keep_page(
                         path,

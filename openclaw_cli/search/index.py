@@ -29,8 +29,10 @@ TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = "openclaw-cli search 3"
+SCHEMA_VERSION = "openclaw-cli search 4"
 RANKED_KEEP = 256  # rankings kept per shard (the newest)
+LINES_KEEP = 4096  # archive lines read back kept per shard (the newest)
+LINE_KEPT_CHARS = 256 << 10  # a longer archive line is not kept
 BATCH = 2048
 REBUILD_DEAD_FRACTION = 0.25
 REBUILD_DEAD_MIN = 2000
@@ -51,6 +53,13 @@ _DDL = (
     "CREATE TABLE rows (id INTEGER PRIMARY KEY, src INTEGER NOT NULL, pos INTEGER NOT NULL,"
     " line INTEGER NOT NULL, message_id TEXT NOT NULL, role TEXT NOT NULL, ts INTEGER NOT NULL)",
     "CREATE TABLE ranked (key TEXT PRIMARY KEY, gen INTEGER NOT NULL, ranked BLOB NOT NULL)",
+    # the text of archive lines a search read back (`keep_lines`), by "<locator>\0<position>":
+    # an archive never changes under its identity (`ident`: its file's size, mtime and inode, a
+    # blob's sha256), so a later hit on the line takes it from here instead of decompressing the
+    # archive up to it; dropped with the archive's source (retired) and by a reset
+    "CREATE TABLE lines (key TEXT PRIMARY KEY, src INTEGER NOT NULL, ident TEXT NOT NULL,"
+    " message_id TEXT NOT NULL, text TEXT NOT NULL)",
+    "CREATE INDEX lines_src ON lines (src)",
     _FTS_DDL,
     _FTS_CONFIG,
 )
@@ -188,6 +197,7 @@ class _Shard:
         conn.execute("DELETE FROM rows")
         conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
         conn.execute("DELETE FROM ranked")
+        conn.execute("DELETE FROM lines")
         conn.execute(_BUMP)
         conn.execute("DROP TABLE fts")
         conn.execute(_FTS_DDL)
@@ -367,6 +377,7 @@ class _Shard:
         self.conn.execute(
             "UPDATE sources SET live = 0, locator = locator || '#retired-' || id WHERE id = ?", (src_id,)
         )
+        self.conn.execute("DELETE FROM lines WHERE src = ?", (src_id,))
 
     def _index_source(
         self,
@@ -542,27 +553,49 @@ class _Shard:
         """Keep a ranking unless another process is writing the shard (never wait for it)."""
         import marshal
 
+        self._write_now(
+            (
+                "INSERT OR REPLACE INTO ranked SELECT ?, ?, ? WHERE"
+                " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation') IS ?",
+                [(key, gen, marshal.dumps([tuple(r) for r in ranked]), gen if gen else None)],
+            ),
+            ("DELETE FROM ranked WHERE rowid <= (SELECT max(rowid) FROM ranked) - ?", [(RANKED_KEEP,)]),
+        )
+
+    def _write_now(self, *statements: tuple[str, list[tuple[Any, ...]]]) -> None:
+        """Run `statements` (each with its parameter rows) in one transaction unless another
+        process is writing the shard (never wait for it): what a search keeps for later searches,
+        never content (no generation bump)."""
         conn = self.conn
         try:
             conn.execute("PRAGMA busy_timeout = 0")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute(
-                    "INSERT OR REPLACE INTO ranked SELECT ?, ?, ? WHERE"
-                    " (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation') IS ?",
-                    (key, gen, marshal.dumps([tuple(r) for r in ranked]), gen if gen else None),
-                )
-                conn.execute(
-                    "DELETE FROM ranked WHERE rowid <= (SELECT max(rowid) FROM ranked) - ?", (RANKED_KEEP,)
-                )
+                for sql, params in statements:
+                    conn.executemany(sql, params)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error:
-            pass  # busy, or a read-only file: the ranking is only not kept
+            pass  # busy, or a read-only file: only not kept
         finally:
             conn.execute("PRAGMA busy_timeout = 30000")
+
+    def kept_line(self, key: str) -> tuple[str, str, str] | None:
+        """(ident, message_id, text) of the archive line kept under `key` (`keep_lines`), or None."""
+        row: tuple[str, str, str] | None = self.conn.execute(
+            "SELECT ident, message_id, text FROM lines WHERE key = ?", (key,)
+        ).fetchone()
+        return row
+
+    def keep_lines(self, lines: list[tuple[str, int, str, str, str]]) -> None:
+        """Keep archive lines read back: (key, source id, ident, message_id, text) each; the
+        oldest beyond LINES_KEEP go."""
+        self._write_now(
+            ("INSERT OR REPLACE INTO lines VALUES (?, ?, ?, ?, ?)", lines),
+            ("DELETE FROM lines WHERE rowid <= (SELECT max(rowid) FROM lines) - ?", [(LINES_KEEP,)]),
+        )
 
     def terms_containing(self, piece: str, limit: int) -> list[str]:
         """Indexed words containing `piece` (folded), at most `limit` + 1 (to tell "too many")."""
@@ -888,6 +921,16 @@ class AgentIndex:
 
     def source_row(self, hit: Hit) -> tuple[str, str, str | None, str | None] | None:
         return self.shards[hit.shard].source_row(hit.src)
+
+    def kept_line(self, hit: Hit, key: str) -> tuple[str, str, str] | None:
+        return self.shards[hit.shard].kept_line(key)
+
+    def keep_lines(self, lines: list[tuple[int, tuple[str, int, str, str, str]]]) -> None:
+        """Keep archive lines read back: (shard, the line's row for `_Shard.keep_lines`) each."""
+        for i, shard in enumerate(self.shards):
+            mine = [line for at, line in lines if at == i]
+            if mine:
+                shard.keep_lines(mine)
 
     def terms_containing(self, piece: str, limit: int) -> list[str]:
         found: set[str] = set()

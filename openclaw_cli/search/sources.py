@@ -86,6 +86,18 @@ class Source:
         """Where it is, for skipped-line reports."""
         return self.reader.describe(self.locator)
 
+    def line_identity(self) -> str | None:
+        """What identifies the content of an archive whose lines cost more than a read to get
+        back (a compressed file: its size, mtime and inode; a blob: its sha256): under it, the
+        line at a position never changes. None for the rest (a live transcript grows; a plain
+        file's line is one `pread`)."""
+        reader = self.reader
+        if isinstance(reader, FileReader):
+            return reader.identity()
+        if isinstance(reader, BlobReader):
+            return self.token
+        return None
+
 
 class Reader:
     """Reads a source's lines; `position` is what `read_at` takes back."""
@@ -158,6 +170,16 @@ class FileReader(Reader):
 
     def describe(self, locator: str) -> str:
         return f"{self.path}"
+
+    def identity(self) -> str | None:
+        """A compressed archive's size, mtime and inode (None: a plain file, or not a regular one)."""
+        if not self.compressed:
+            return None
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return None
+        return _file_token(st) if stat.S_ISREG(st.st_mode) else None
 
     def _open(self) -> Any:
         from openclaw_cli.store.archives import open_archive
