@@ -153,3 +153,32 @@ def test_the_single_word_window_is_the_bisecting_one(starts: list[int], extra: i
     if starts:
         assert _best_single_window(starts, total) == _best_any_window(hits, starts, total)
     assert _best_window(hits, total) == _best_any_window(hits, starts, total)
+
+
+_ASCII_WORDS = ["gateway", "GATEWAY", "gate", "way", "token", "x_y", "42", "a", "b2b", "z"]
+_ASCII_TEXT = st.tuples(
+    st.sampled_from(["", " ", "\n  ", "--"]),
+    st.lists(
+        st.tuples(
+            st.sampled_from(_ASCII_WORDS),
+            st.sampled_from([" ", "  ", ", ", "\n", "-", "_", ". ", "!?", "\t"]),
+        ),
+        min_size=30,
+        max_size=220,
+    ),
+    st.sampled_from(["", "gateway", " z", "gateway."]),
+).map(lambda t: t[0] + "".join(w + sep for w, sep in t[1]) + t[2])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    _ASCII_TEXT,
+    st.sampled_from(
+        ["gateway", "Gateway token", "42 a", "z", "b2b gateway 42", "café", "missing", "x", "gateway gateway"]
+    ),
+)
+def test_an_ascii_text_of_single_words_equals_the_plain_definition(text: str, raw: str) -> None:
+    """stop 40: an ASCII text for terms of one word each takes the byte scans (no word list): the
+    same snippet as the plain definition, windows at the start, the middle and the end alike."""
+    query = parse(raw)
+    assert make_snippet(text, query) == _plain_snippet(text, query)

@@ -25,6 +25,9 @@ _SKIP_ASCII_TOKENS = lazy_pattern(
     globals(), "_SKIP_ASCII_TOKENS", rf"(?:[^A-Za-z0-9]*+[A-Za-z0-9]++){{{SKIP_STEP}}}"
 )
 MAX_CHARS = 500  # OpenClaw's SEARCH_SNIPPET_MAX_CHARS
+# WINDOW tokens of an ASCII text's `shape` (below), from a token boundary: what separates them
+# and their b"a" runs, possessive
+_WINDOW_TOKENS = lazy_pattern(globals(), "_WINDOW_TOKENS", rb"(?: *+a++){%d}" % WINDOW)
 
 
 # ASCII: letters lowered, digits kept, every other character a space (then `str.split` cuts the
@@ -37,6 +40,24 @@ def _words(text: str) -> list[str]:
     if text.isascii():
         return text.translate(_ASCII_FOLD).split()  # ASCII_TOKEN_RE's tokens of the lowered text
     return [fold(m.group()) for m in TOKEN_RE.finditer(text)]
+
+
+def _word_starts(words: list[str], heads: list[str]) -> list[int]:
+    """`_matches`' first token indexes for terms that are each one whole word (`heads`), without
+    its pairs (and sort, for one term)."""
+    found: list[int] = []
+    index = words.index
+    for head in heads:
+        i = -1
+        try:
+            while True:
+                i = index(head, i + 1)
+                found.append(i)
+        except ValueError:
+            pass
+    if len(heads) > 1:
+        found.sort()
+    return found
 
 
 def _matches(words: list[str], terms: tuple[Term, ...]) -> list[tuple[int, int]]:
@@ -162,8 +183,81 @@ def _best_single_window(starts: list[int], total: int) -> int:
     return best_start
 
 
+# ASCII bytes: a token character (letter, digit) as b"a", anything else as a space; and folded:
+# letters lowered, digits kept, anything else a space
+_SHAPE = bytes(0x61 if chr(i).isascii() and chr(i).isalnum() else 0x20 for i in range(256))
+_FOLDED = bytes(ord(chr(i).lower()) if chr(i).isascii() and chr(i).isalnum() else 0x20 for i in range(256))
+
+
+def _ascii_word_snippet(text: str, heads: list[str]) -> str:
+    """`make_snippet` of an ASCII text for terms that are each one whole word (`heads`), with no
+    list of the text's words: in `shape` (b" " + each character's class) a token starts at
+    character i exactly where b" a" occurs at index i; each match is found as b" word " in the
+    folded text (C scans), its token number counted as the token starts before it, one `count`
+    per stretch between matches; the window's start is walked back to from a match, its end
+    found by one match of WINDOW tokens."""
+    raw = text.encode("ascii")
+    shape = b" " + raw.translate(_SHAPE)
+    folded = b" " + raw.translate(_FOLDED) + b" "
+    ats: list[int] = []  # the character where each match starts, in order
+    for head in heads:
+        word = head.encode("ascii") if head.isascii() else b""
+        if not word.isalnum() or word != word.lower():  # no token of the text can be it
+            continue
+        needle = b" " + word + b" "
+        step = len(word) + 1
+        find = folded.find
+        at = find(needle)
+        while at >= 0:
+            ats.append(at)
+            at = find(needle, at + step)
+    if len(heads) > 1:
+        ats.sort()
+    count = shape.count
+    starts: list[int] = []  # the token number of each match
+    tokens = counted = 0  # token starts before character `counted`
+    for at in ats:
+        tokens += count(b" a", counted, at + 1)  # those at shape[counted:at]
+        counted = at
+        starts.append(tokens)
+    total = tokens + count(b" a", counted)
+    if total <= WINDOW:
+        body = text.strip()
+        return body if len(body) <= MAX_CHARS else body[:MAX_CHARS] + "…"
+    first = _best_single_window(starts, total)
+    last = first + WINDOW - 1
+    start_char = 0
+    if first > 0:  # walked back from the first match at or after it (4 tokens; at most WINDOW)
+        i = bisect_left(starts, first)
+        number, start_char = starts[i], ats[i]
+        rfind = shape.rfind
+        while number > first:
+            start_char = rfind(b" a", 0, start_char + 1)
+            number -= 1
+    end_char = len(text)
+    if last < total - 1:  # the end of WINDOW tokens from the first one's start
+        walked = _WINDOW_TOKENS.match(shape, start_char)
+        end_char = walked.end() - 1 if walked is not None else len(text)
+    body = text[start_char:end_char].strip()
+    snippet = ("… " if first > 0 else "") + body + (" …" if last < total - 1 else "")
+    return snippet if len(snippet) <= MAX_CHARS else snippet[:MAX_CHARS] + "…"
+
+
+def _plain_heads(terms: tuple[Term, ...]) -> list[str] | None:
+    """The words of terms that are each one whole word (no phrase, no prefix); None otherwise."""
+    heads = []
+    for term in terms:
+        if len(term.words) != 1 or term.prefix:
+            return None
+        heads.append(term.words[0])
+    return heads
+
+
 def make_snippet(text: str, query: Query) -> str:
     """About WINDOW words of `text` around its densest run of matches."""
+    heads = _plain_heads(query.highlight_terms) if query.literal is None else None
+    if heads is not None and text.isascii():
+        return _ascii_word_snippet(text, heads)
     words = _words(text)
     if len(words) <= WINDOW:
         body = text.strip()
@@ -176,9 +270,12 @@ def make_snippet(text: str, query: Query) -> str:
                 if m.end() > lit[0] and m.start() < lit[1]:
                     hits = [(i, i)]
                     break
+        first = _best_window(hits, len(words))
     else:
-        hits = _matches(words, query.highlight_terms)
-    first = _best_window(hits, len(words))
+        if heads is not None:
+            first = _best_single_window(_word_starts(words, heads), len(words))
+        else:
+            first = _best_window(_matches(words, query.highlight_terms), len(words))
     last = first + WINDOW - 1
     start_char = 0 if first == 0 else _span(text, first)[0]
     # the last token counted on from the first (not from the text's start again)
