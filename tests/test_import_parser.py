@@ -492,7 +492,7 @@ def test_the_parsers_share_by_choice_and_environment(tmp_path: Path, monkeypatch
 
     assert share(large, None) == 1.0
     assert share(few, None) == 0.0
-    assert share(small, None) == importer.SMALL_TRANSCRIPTS_SHARE
+    assert share(small, None) == importer.SMALL_TRANSCRIPTS_SHARE == importer.PARSER_SPLIT_SHARE
     assert share(large, None, fresh=False) == share(large, "process", fresh=False) == 0.0
     assert share(small, "inline") == share(large, "inline", "0.5") == 0.0
     assert share(small, "process") == share(few, "process") == 1.0

@@ -95,8 +95,9 @@ PARSER_ENV = "OPENCLAW_IMPORT_PARSER"
 PARSER_SPLIT_SHARE = 0.75
 PARSER_SHARE_ENV = "OPENCLAW_IMPORT_PARSER_SHARE"
 # The default for a fresh store of small transcripts (averaging under `PARSER_MIN_MEAN_BYTES`) on a
-# spare core: the parser's share (0: in-process, no parser).
-SMALL_TRANSCRIPTS_SHARE = 0.0
+# spare core: the parser's share (0: in-process, no parser). The split, chosen by the quiet A/B of
+# issue 30 (`OPENCLAW_IMPORT_PARSER=inline` against `split` on *many*, alternating, same minutes).
+SMALL_TRANSCRIPTS_SHARE = PARSER_SPLIT_SHARE
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
 
 if TYPE_CHECKING:
