@@ -282,6 +282,26 @@ def _legacy_state(state: Path, seed: int) -> dict[str, Any]:
     return entries
 
 
+def _configure(state: Path, maintenance: dict[str, Any], release: str) -> None:
+    (state / "openclaw.json").write_text(
+        json.dumps({"session": {"maintenance": maintenance}, "openclawCli": {"behavior": release}})
+    )
+
+
+def _dry_plan(**options: Any) -> Any:
+    """The enforcing dry run of the configured state (main agent), with per-reason bytes."""
+    from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.paths import resolve_paths
+
+    (result,) = cleanup_stores(
+        Context.load(resolve_paths()),
+        CleanupOptions(dry_run=True, enforce=True, reason_bytes=True, **options),
+        now_ms=NOW,
+    )
+    return result
+
+
 @pytest.mark.parametrize("release", ["2026.7", "2026.9.6"])
 @pytest.mark.parametrize("seed", [7, 8])
 def test_a_file_store_dry_run_over_file_facts_is_the_plan_over_whole_entries(
@@ -290,32 +310,19 @@ def test_a_file_store_dry_run_over_file_facts_is_the_plan_over_whole_entries(
     """A legacy store's dry run plans over `load_file_facts()` (every row's facts and file
     references, streamed): the same plan, files and summary as over the whole entries."""
 
-    from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
-    from openclaw_cli.ops.context import Context
-    from openclaw_cli.paths import resolve_paths
     from openclaw_cli.store.legacy.store import LegacyStore
 
     _legacy_state(state_dir, seed)
     maintenance = {"mode": "warn", "pruneAfter": "30d", "maxEntries": 60, "resetArchiveRetention": "7d"}
     if release != "2026.7":  # (2026.7's budget projects the rewritten file: whole rows, tested below)
         maintenance["maxDiskBytes"] = "20kb"
-    (state_dir / "openclaw.json").write_text(
-        json.dumps({"session": {"maintenance": maintenance}, "openclawCli": {"behavior": release}})
-    )
+    _configure(state_dir, maintenance, release)
     store = LegacyStore(state_dir / "agents/main/sessions/sessions.json", "main")
     facts = store.load_file_facts()
     assert facts is not None and list(facts) == list(store.load_entries())
     assert store.load_file_facts() is None  # (the file now held whole: the entries cost nothing)
 
-    def plan(**options: Any) -> Any:
-        (result,) = cleanup_stores(
-            Context.load(resolve_paths()),
-            CleanupOptions(dry_run=True, enforce=True, reason_bytes=True, **options),
-            now_ms=NOW,
-        )
-        return result
-
-    whole, compact = plan(text_report=True), plan()
+    whole, compact = _dry_plan(text_report=True), _dry_plan()
     assert compact.entries.keys() == whole.entries.keys()
     assert any(compact.entries[k] != whole.entries[k] for k in whole.entries)  # facts, not whole rows
     assert _outcome(compact.plan) == _outcome(whole.plan)
@@ -345,27 +352,14 @@ def test_a_figures_only_plan_sums_the_removed_rows_files_to_the_same_figures(
     """Issue 27: a figures-only dry run (`storage`) sums the removed rows' files per session id
     (`entry_sid_bytes`) instead of a `FileAction` each: the same plan, disk budget and per-reason
     bytes as the cleanup's own dry run (with and without a disk budget to measure)."""
-    from openclaw_cli.ops.cleanup import CleanupOptions, cleanup_stores
-    from openclaw_cli.ops.context import Context
-    from openclaw_cli.paths import resolve_paths
 
     _legacy_state(state_dir, 11)
     maintenance: dict[str, Any] = {"mode": "warn", "pruneAfter": "30d", "maxEntries": 60}
     if budget is not None:
         maintenance["maxDiskBytes"] = budget
-    (state_dir / "openclaw.json").write_text(
-        json.dumps({"session": {"maintenance": maintenance}, "openclawCli": {"behavior": release}})
-    )
+    _configure(state_dir, maintenance, release)
 
-    def plan(**options: Any) -> Any:
-        (result,) = cleanup_stores(
-            Context.load(resolve_paths()),
-            CleanupOptions(dry_run=True, enforce=True, reason_bytes=True, **options),
-            now_ms=NOW,
-        )
-        return result
-
-    listed, summed = plan(), plan(figures_only=True)
+    listed, summed = _dry_plan(), _dry_plan(figures_only=True)
     assert _outcome(summed.plan) == _outcome(listed.plan)
     assert summed.plan.disk_budget == listed.plan.disk_budget
     entry_actions = [a for a in listed.archive_actions if a.source == "entry"]
