@@ -36,6 +36,15 @@ def _counts(db: Path) -> tuple[int, int, int]:
         conn.close()
 
 
+def _recorded(db: Path) -> int:
+    """The archives recorded in the store (`session_transcript_archives`)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM session_transcript_archives").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def _archives(state: Path) -> set[str]:
     root = state / "agents" / "main" / "sessions"
     return {p.name for p in root.iterdir() if ".deleted." in p.name} if root.exists() else set()
@@ -45,14 +54,17 @@ def test_the_removals_run_beside_the_archives_and_nothing_leaves_before_the_comm
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When the ledger is appended (every archive durable), the removals' transaction already holds
-    SQLite's write lock — it began beside the archives — yet another connection still reads every
-    row, window and event: nothing has left before the COMMIT. After it, the stale rows are gone."""
+    SQLite's write lock — it began beside the archives, and has dropped every batch and recorded
+    their archives by then — yet another connection still reads every row, window and event and
+    no new archive record: nothing has left before the COMMIT. After it, the stale rows are gone
+    and their archives recorded."""
     from openclaw_cli.store import usage_ledger
 
     db = _setup(state_dir, monkeypatch)
-    before = _counts(db)
+    before, recorded = _counts(db), _recorded(db)
     append = usage_ledger.RetirementLedger.before_leaving
     seen: list[tuple[tuple[int, int, int], bool]] = []
+    records_seen: list[int] = []
 
     def before_leaving(self) -> None:
         other = sqlite3.connect(db, timeout=0, isolation_level=None)
@@ -67,14 +79,17 @@ def test_the_removals_run_beside_the_archives_and_nothing_leaves_before_the_comm
         finally:
             other.close()
         seen.append((_counts(db), locked))
+        records_seen.append(_recorded(db))
         append(self)
 
     monkeypatch.setattr(usage_ledger.RetirementLedger, "before_leaving", before_leaving)
     code, doc, err = cli_json("sessions", "cleanup", "--enforce")
     assert code == 0, err
     assert seen == [(before, True)]
+    assert records_seen == [recorded]
     after = _counts(db)
     assert after[0] < before[0] and after[1] < before[1] and after[2] < before[2]
+    assert _recorded(db) > recorded
     code, listing, _ = cli_json("sessions", "--limit", "all")
     assert STALE not in {row["key"] for row in listing["sessions"]}
 

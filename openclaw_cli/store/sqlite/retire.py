@@ -79,16 +79,20 @@ def retire(
             if leaving is not None:
                 exports = _told(exports, leaving)
             for sid, totals, result in batch.archive_exports(exports):
-                sessions.append(SessionArchive(sid, session_keys.get(sid), totals, result))
+                item = SessionArchive(sid, session_keys.get(sid), totals, result)
+                sessions.append(item)
                 if not removals.started and (leaving is None or not leaving.may_fork()):
                     removals.start()  # (after the hook's fork, if it makes one)
-                removals.archived(sid, totals)
+                removals.archived(item)
                 tick(1)
+        # the last batch is dropped (uncommitted) while the archives are made durable and the hook
+        # runs: the COMMIT is all that is left after them
+        removals.seal()
         batch.commit()
         checkpoint()
         if leaving is not None:
             leaving.before_leaving()  # e.g. the usage ledger: before any session leaves
-        dropped = removals.commit(sessions)
+        dropped = removals.commit()
     except BaseException:
         removals.abort()
         if not removals.committed:  # nothing was deleted: the archives written above are extra copies
@@ -146,8 +150,8 @@ class _Aborted(BaseException):
     """The removals' thread was told to roll back (a failure or an interruption before the commit)."""
 
 
-_COMMIT = "commit"
-_ABORT = "abort"
+_COMMIT = object()  # (sentinels: compared by identity)
+_ABORT = object()
 # sessions handed to the removals' thread at a time (one statement of each kind per batch): small
 # enough that the last batch, dropped after the last archive, is a small part of the deletes
 DROP_CHUNK = 256
@@ -159,8 +163,8 @@ class _Removals:
     while the caller writes the archives (issue 30). It begins at once: the planned rows re-checked
     and deleted, the rows archived in place; then it drops each batch of sessions whose archives are
     written and verified as they come (their totals re-checked, as before), and it records the
-    archives and commits only when `commit` says so — after every archive is durable and the hook's
-    `before_leaving`. Until that COMMIT nothing has left (D6.2, D6.4): a kill anywhere before it
+    archives with them (the same transaction); it commits only when `commit` says so — after every
+    archive is durable and the hook's `before_leaving`. Until that COMMIT nothing has left (D6.2, D6.4): a kill anywhere before it
     leaves the database as it was (the transaction's pages are never committed), and a failure or
     an interruption rolls the transaction back (`abort`), exactly as for the one transaction that
     used to follow the archives. The exports read the caller's connection in their own snapshot,
@@ -172,7 +176,7 @@ class _Removals:
         self.store, self.plan, self.outcome, self.now_ms = store, plan, outcome, now_ms
         self.dropped: set[str] = set()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._pending: dict[str, SessionTotals] = {}
+        self._pending: dict[str, SessionArchive] = {}
         self._pending_bytes = 0
         self._seen: set[str] = set()
         self._thread: threading.Thread | None = None
@@ -188,29 +192,35 @@ class _Removals:
             self._thread = threading.Thread(target=self._run, name="cleanup-removals", daemon=True)
             self._thread.start()
 
-    def archived(self, session_id: str, totals: SessionTotals) -> None:
-        """`session_id` has its verified archive (or had nothing to archive): it may leave with the
-        rest, if its totals are still these. Raises what stopped the transaction, if anything did."""
+    def archived(self, item: SessionArchive) -> None:
+        """`item.session_id` has its verified archive (or had nothing to archive): it may leave with
+        the rest, if its totals are still `item.totals`, and its archive is then recorded. Raises
+        what stopped the transaction, if anything did."""
         if self._error is not None:
             raise self._error
+        session_id = item.session_id
         if session_id in self._seen:
             return
         self._seen.add(session_id)
-        self._pending[session_id] = totals
-        self._pending_bytes += totals.bytes
+        self._pending[session_id] = item
+        self._pending_bytes += item.totals.bytes
         if self._thread is not None and (
             len(self._pending) >= DROP_CHUNK or self._pending_bytes >= DROP_CHUNK_BYTES
         ):
             self._queue.put(self._pending)
             self._pending, self._pending_bytes = {}, 0
 
-    def commit(self, sessions: list[SessionArchive]) -> set[str]:
-        """Record the archives of the sessions dropped, COMMIT, and return the dropped ids."""
+    def seal(self) -> None:
+        """Every session has been handed over: the last batch is dropped now (nothing commits)."""
         self.start()
         if self._pending:
             self._queue.put(self._pending)
-            self._pending = {}
-        self._queue.put((_COMMIT, sessions))
+            self._pending, self._pending_bytes = {}, 0
+
+    def commit(self) -> set[str]:
+        """COMMIT (every batch dropped and its archives recorded), and return the dropped ids."""
+        self.seal()
+        self._queue.put(_COMMIT)
         self._join()
         if self._error is not None and not self.committed:
             raise self._error
@@ -240,12 +250,14 @@ class _Removals:
                 _remove_rows(writer, conn, self.plan, self.outcome)
                 while True:
                     item = self._queue.get()
-                    if item == _ABORT:
+                    if item is _ABORT:
                         raise _Aborted
-                    if isinstance(item, tuple):
-                        _record(writer, item[1], self.dropped, self.now_ms)
+                    if item is _COMMIT:
                         break
-                    self.dropped.update(writer.drop_session_events(list(item), expected=item))
+                    expected = {sid: s.totals for sid, s in item.items()}
+                    gone = writer.drop_session_events(list(item), expected=expected)
+                    self.dropped.update(gone)
+                    _record(writer, [item[sid] for sid in gone], self.now_ms)  # (the same transaction)
             self.committed = True
         except _Aborted:
             pass
@@ -289,7 +301,8 @@ def _remove_rows(
         )
 
 
-def _record(store: SqliteStore, sessions: list[SessionArchive], dropped: set[str], now_ms: int) -> None:
+def _record(store: SqliteStore, sessions: list[SessionArchive], now_ms: int) -> None:
+    """The archives of `sessions` (dropped in the caller's transaction) recorded in it."""
     store.record_archives(
         (
             a.path.name,
@@ -304,7 +317,7 @@ def _record(store: SqliteStore, sessions: list[SessionArchive], dropped: set[str
             now_ms,
         )
         for item in sessions
-        if item.session_id in dropped and (a := item.archive) is not None
+        if (a := item.archive) is not None
     )
 
 
