@@ -348,3 +348,61 @@ def test_the_removals_transaction_has_a_larger_page_cache_and_gives_it_back(stor
     assert not set(keys) & store.entry_keys() and not {f"s{i}" for i in range(10)} & set(
         store.session_totals()
     )
+
+
+def test_the_early_writeback_never_replaces_the_final_flush(store, monkeypatch):
+    """Issue 30: while many archives are written, a thread of their own starts their writeback
+    (`syncfs`) every `EARLY_FLUSH_FILES` archives; the flush that makes them durable is still the
+    main thread's, after the last archive and before anything leaves (D6.2). Here every archive
+    kicks the early writeback, and the last `syncfs` before the removals' COMMIT is the caller's."""
+    import threading
+
+    import openclaw_cli.store.retire as retire_mod
+    from openclaw_cli.store.retire import Retirement
+
+    monkeypatch.setattr(retire_mod, "EARLY_FLUSH_FILES", 1)
+    events: list[tuple[str, str]] = []
+    real_syncfs = retire_mod._syncfs
+    real_drop = SqliteStore.drop_session_events
+    real_write = ar.ExportArchiver.write
+
+    def syncfs(directory):
+        events.append(("syncfs", threading.current_thread().name))
+        return real_syncfs(directory)
+
+    def write(self, *args, **kwargs):
+        result = real_write(self, *args, **kwargs)
+        events.append(("archive", threading.current_thread().name))
+        return result
+
+    def drop(self, session_ids, *, expected=None):
+        events.append(("drop", threading.current_thread().name))
+        return real_drop(self, session_ids, expected=expected)
+
+    monkeypatch.setattr(retire_mod, "_syncfs", syncfs)
+    monkeypatch.setattr(ar.ExportArchiver, "write", write)
+    monkeypatch.setattr(SqliteStore, "drop_session_events", drop)
+    committed: list[list[tuple[str, str]]] = []
+    real_commit = retire_mod.ArchiveBatch.commit
+
+    def commit(self):
+        real_commit(self)
+        committed.append(list(events))
+
+    monkeypatch.setattr(retire_mod.ArchiveBatch, "commit", commit)
+    entries = store.load_entries()
+    keys = [f"agent:main:s{i}" for i in range(10)]
+    plan = Retirement(
+        keys,
+        entries={k: entries[k] for k in keys},
+        session_ids=[f"s{i}" for i in range(10)],
+        session_keys={f"s{i}": k for i, k in enumerate(keys)},
+    )
+    outcome = store.retire(plan, lock_settings=None, now_ms=NOW, checkpoint=lambda: None)
+    assert len(outcome.archives) == 10 and not outcome.kept
+    assert ("syncfs", "archive-writeback") in events  # the early writeback ran
+    main = threading.main_thread().name
+    [at_commit] = committed
+    last_archive = max(i for i, e in enumerate(at_commit) if e[0] == "archive")
+    assert ("syncfs", main) in at_commit[last_archive:]  # the durable flush follows every archive
+    assert not [t for t in threading.enumerate() if t.name == "archive-writeback"]  # joined
