@@ -44,23 +44,45 @@ class LoadedConfig:
     A plain class rather than a dataclass: creating a dataclass costs start-up time.
     """
 
-    __slots__ = ("errors", "exists", "model", "path", "raw", "warnings")
+    __slots__ = ("_model", "errors", "exists", "path", "raw", "warnings")
+    _FIELDS = ("errors", "exists", "model", "path", "raw", "warnings")
 
     def __init__(
         self,
         path: Path,
         exists: bool,
         raw: dict[str, Any],
-        model: OpenClawConfig,
+        model: OpenClawConfig | None,
         warnings: list[str] | None = None,
         errors: list[dict[str, str]] | None = None,  # only filled when strict=False
     ) -> None:
         self.path = path
         self.exists = exists
         self.raw = raw
-        self.model = model
+        # None: every key at its default, the model built when first asked for (`defaults_only`)
+        self._model = model
         self.warnings = [] if warnings is None else warnings
         self.errors = [] if errors is None else errors
+
+    @property
+    def model(self) -> OpenClawConfig:
+        model = self._model
+        if model is None:
+            from openclaw_cli.config.model import OpenClawConfig
+
+            model = self._model = OpenClawConfig()
+        return model
+
+    @model.setter
+    def model(self, model: OpenClawConfig) -> None:
+        self._model = model
+
+    @property
+    def defaults_only(self) -> bool:
+        """Nothing set (no file): the model is `OpenClawConfig()`'s defaults and not built yet, so
+        `config.resolve` answers the settings a read needs from the defaults without building it
+        (the model module and its ~100 section objects: ~5 M instructions of a search's start)."""
+        return self._model is None
 
     def __repr__(self) -> str:
         return (
@@ -71,7 +93,7 @@ class LoadedConfig:
     def __eq__(self, other: object) -> bool:
         if type(other) is not LoadedConfig:
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+        return all(getattr(self, name) == getattr(other, name) for name in self._FIELDS)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 
@@ -390,9 +412,8 @@ def validate_config(raw: dict[str, Any], path: Path, *, strict: bool = True) -> 
 
 
 def default_config(path: Path) -> LoadedConfig:
-    from openclaw_cli.config.model import OpenClawConfig
-
-    return LoadedConfig(path=path, exists=False, raw={}, model=OpenClawConfig())
+    """No file: every key at its default (the model built on first use)."""
+    return LoadedConfig(path=path, exists=False, raw={}, model=None)
 
 
 def load_config(

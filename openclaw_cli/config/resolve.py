@@ -99,6 +99,13 @@ def _model(cfg: Any) -> OpenClawConfig:
     raise TypeError(f"expected a LoadedConfig, OpenClawConfig, dict or None, got {type(cfg).__name__}")
 
 
+def _defaults_only(cfg: Any) -> bool:
+    """Whether `cfg` sets nothing: None, or a LoadedConfig of no file whose model is not built
+    (`LoadedConfig.defaults_only`). The settings a read asks for (the store path template, the
+    agent roster, the write lock) are then the defaults, answered without building the model."""
+    return cfg is None or getattr(cfg, "defaults_only", False) is True
+
+
 # --------------------------------------------------------------------------------------------
 # session.maintenance
 
@@ -212,7 +219,11 @@ def _env_ms(env: Mapping[str, str], name: str, *, allow_infinity: bool) -> float
 def write_lock_settings(cfg: Any = None, env: Mapping[str, str] | None = None) -> WriteLockSettings:
     """Per key: env -> config -> default (maintenance.md §2.2)."""
     env = os.environ if env is None else env
-    w = _model(cfg).session.write_lock
+    if _defaults_only(cfg):
+        configured: tuple[float | None, int | None, int | None] = (None, None, None)
+    else:
+        w = _model(cfg).session.write_lock
+        configured = (w.acquire_timeout_ms, w.stale_ms, w.max_hold_ms)
 
     def pick(name: str, configured: float | None, default: int, *, allow_infinity: bool = False) -> float:
         from_env = _env_ms(env, name, allow_infinity=allow_infinity)
@@ -222,13 +233,10 @@ def write_lock_settings(cfg: Any = None, env: Mapping[str, str] | None = None) -
 
     return WriteLockSettings(
         acquire_timeout_ms=pick(
-            ENV_LOCK_ACQUIRE_TIMEOUT,
-            w.acquire_timeout_ms,
-            DEFAULT_LOCK_ACQUIRE_TIMEOUT_MS,
-            allow_infinity=True,
+            ENV_LOCK_ACQUIRE_TIMEOUT, configured[0], DEFAULT_LOCK_ACQUIRE_TIMEOUT_MS, allow_infinity=True
         ),
-        stale_ms=int(pick(ENV_LOCK_STALE, w.stale_ms, DEFAULT_LOCK_STALE_MS)),
-        max_hold_ms=int(pick(ENV_LOCK_MAX_HOLD, w.max_hold_ms, DEFAULT_LOCK_MAX_HOLD_MS)),
+        stale_ms=int(pick(ENV_LOCK_STALE, configured[1], DEFAULT_LOCK_STALE_MS)),
+        max_hold_ms=int(pick(ENV_LOCK_MAX_HOLD, configured[2], DEFAULT_LOCK_MAX_HOLD_MS)),
     )
 
 
@@ -286,6 +294,8 @@ def dm_scope(cfg: Any = None) -> str:
 
 def session_store_template(cfg: Any = None) -> str | None:
     """`session.store`: a custom legacy store path (`{agentId}` and `~` expanded by `paths`)."""
+    if _defaults_only(cfg):
+        return None
     try:
         raw = _model(cfg).session.store
     except AttributeError:
@@ -299,6 +309,8 @@ def session_store_template(cfg: Any = None) -> str | None:
 
 def _roster(cfg: Any) -> list[tuple[str, bool]]:
     """(normalised id, marked default) in file order: `agents.entries` first, then `agents.list`."""
+    if _defaults_only(cfg):
+        return []
     agents = _model(cfg).agents
     out: list[tuple[str, bool]] = []
     seen: dict[str, int] = {}
@@ -328,6 +340,8 @@ def agent_roster(cfg: Any = None) -> list[tuple[str, bool]]:
 
 def agents_ownership(cfg: Any = None) -> str | None:
     """`agents.ownership` as written (OpenClaw: `"explicit"` makes every command name its agent)."""
+    if _defaults_only(cfg):
+        return None
     value = _model(cfg).agents.ownership
     return value.strip() if isinstance(value, str) and value.strip() else None
 
