@@ -17,7 +17,6 @@ last update stopped, after checking that the bytes before that point are unchang
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,10 @@ from openclaw_cli.store.base import ReadIssue
 
 TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
+else:
+    import _sqlite3 as sqlite3
 
 SCHEMA_VERSION = "openclaw-cli search 4"
 RANKED_KEEP = 256  # rankings kept per shard (the newest)

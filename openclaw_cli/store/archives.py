@@ -18,9 +18,9 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
+from openclaw_cli.clock import utc_ms, utc_strftime
 from openclaw_cli.errors import InvalidDataError, InvalidIdError, OpenClawError, RefusedError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, ensure_dir, fsync_dir
 from openclaw_cli.ids import is_valid_legacy_session_id
@@ -72,8 +72,7 @@ class ArchiveError(OpenClawError):
 def format_archive_timestamp(ms: int) -> str:
     """ISO-8601 UTC with milliseconds, every `:` replaced by `-` (2026-02-23T12-34-56.000Z)."""
     ms = int(ms)
-    dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H-%M-%S") + f".{ms % 1000:03d}Z"
+    return utc_strftime("%Y-%m-%dT%H-%M-%S", ms // 1000) + f".{ms % 1000:03d}Z"
 
 
 def parse_archive_timestamp(text: str) -> int | None:
@@ -82,11 +81,8 @@ def parse_archive_timestamp(text: str) -> int | None:
     if not match:
         return None
     year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-    try:
-        dt = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-    except ValueError:
-        return None
-    return int(dt.timestamp()) * 1000 + int(match.group(7) or 0)
+    at = utc_ms(year, month, day, hour, minute, second)  # None: not a real date (datetime's rule)
+    return None if at is None else at + int(match.group(7) or 0)
 
 
 def parse_archive_name(name: str, reason: str | None = None) -> tuple[str, str, int | None, bool] | None:

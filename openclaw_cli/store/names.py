@@ -5,8 +5,8 @@ store temps. Every module that asks "is this a transcript / an archive?" asks he
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
+from openclaw_cli.clock import utc_ms
 from openclaw_cli.ids import is_checkpoint_name
 from openclaw_cli.lazyre import lazy_pattern
 
@@ -42,11 +42,8 @@ def archive_stamp_ms(name: str, reason: str) -> int | None:
     if not match:
         return None
     year, month, day, hour, minute, second, millis = match.groups()
-    try:
-        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
-    except ValueError:
-        return None
-    return int(moment.timestamp()) * 1000 + int(millis or 0)
+    at = utc_ms(int(year), int(month), int(day), int(hour), int(minute), int(second))  # None: not a real date
+    return None if at is None else at + int(millis or 0)
 
 
 def is_archive_artifact_name(name: str) -> bool:
