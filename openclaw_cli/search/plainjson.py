@@ -137,11 +137,68 @@ def _write(obj: Any, indent: str, out: list[str], quote: Any) -> None:
         raise _Unsupported
 
 
+def _stdlib_json() -> tuple[Any, Any]:
+    """(a string's JSON text, `json.loads` of a str) as the `json` package gives them, from its C
+    accelerator `_json` when there is one: the very functions `json.encoder` / `json.decoder` take
+    from it, without importing the package (its modules compile six patterns and build the default
+    encoder and decoder: ~4.6 M instructions of a search command). Without `_json`, the package's."""
+    global _STDLIB
+    if _STDLIB is None:
+        try:
+            import _json
+        except ImportError:
+            import json
+            from json.encoder import encode_basestring
+
+            _STDLIB = (encode_basestring, json.loads)
+        else:
+            _STDLIB = (_json.encode_basestring, _decoder(_json.make_scanner))
+    return _STDLIB
+
+
+_STDLIB: tuple[Any, Any] | None = None
+_WHITESPACE = " \t\n\r"  # json.decoder.WHITESPACE's characters
+
+
+class _DecoderContext:
+    """The attributes `_json.make_scanner` reads from a `json.JSONDecoder()` (the defaults)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+
+    def __init__(self) -> None:
+        self.parse_constant = {
+            "-Infinity": float("-inf"),
+            "Infinity": float("inf"),
+            "NaN": float("nan"),
+        }.__getitem__
+
+
+def _decoder(make_scanner: Any) -> Any:
+    scan_once = make_scanner(_DecoderContext())
+
+    def loads(text: str) -> Any:
+        """`json.loads(text)` (`JSONDecoder.decode`): whitespace, one value, whitespace; ValueError
+        for anything else (its JSONDecodeError is one)."""
+        start = len(text) - len(text.lstrip(_WHITESPACE))
+        try:
+            value, end = scan_once(text, start)
+        except StopIteration:
+            raise ValueError("Expecting value") from None
+        if text[end:].strip(_WHITESPACE):
+            raise ValueError("Extra data")
+        return value
+
+    return loads
+
+
 def pretty(obj: Any) -> str | None:
     """`jsonutil.dumps_pretty(obj)` by the stdlib, or None when `obj` holds anything else than
     the plain kinds this writes exactly as orjson does."""
-    from json.encoder import encode_basestring
-
+    encode_basestring = _stdlib_json()[0]
     out: list[str] = []
     try:
         _write(obj, "", out, encode_basestring)
@@ -162,10 +219,8 @@ def stdlib_loads(raw: bytes) -> Any:
         return DECLINED
     if text.startswith("\ufeff") or _DIFFERENT.search(text):
         return DECLINED
-    import json
-
     try:
-        return json.loads(text)
+        return _stdlib_json()[1](text)
     except (ValueError, RecursionError):
         return DECLINED
 
