@@ -157,10 +157,10 @@ def reason_bytes(store: SessionStore, result: StoreCleanup) -> dict[str, list[in
 def _linked_transcript_warnings(store: SessionStore, result: StoreCleanup, *, dry_run: bool) -> list[str]:
     """Rows the cleanup removes whose transcript is a symbolic link: links are never followed, so
     such a transcript is neither archived nor removed — said, not passed over (issue 29 #9)."""
-    from openclaw_cli.ops.lifecycle import linked_transcripts
-
-    if not store.transcripts_in_files:
+    if not store.transcripts_in_files or not result.plan.removed:
         return []
+    from openclaw_cli.ops.lifecycle import linked_transcripts  # (~22 modules' worth: only when asked)
+
     out: list[str] = []
     for key in result.plan.removed:
         entry = result.entries.get(key)
