@@ -128,7 +128,7 @@ NOT_SERVED = [
     ("sessions", "--json", "extra"),
     ("sessions", "list", "--json", "extra"),
     ("sessions", "tail", "--json"),
-    ("sessions", "cleanup", "--dry-run", "--json"),
+    ("sessions", "cleanup", "--dry-run"),  # (`cleanup … --json`: tests/test_cleanup_fast_path.py)
     ("agents", "list", "--json"),
     ("sessions", "--json", "--profile", "bad name!"),
     ("--profile", "-x", "sessions", "--json"),

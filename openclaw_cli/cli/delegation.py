@@ -31,20 +31,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import typer
+# The shared Gateway flags (`GATEWAY_URL`, `GATEWAY_TOKEN`, `GATEWAY_PASSWORD`, `GATEWAY_TIMEOUT`):
+# Typer options made when a command module first asks for them (`__getattr__`), so the fast
+# path's cleanup body (`cli/cleanup_body.py`) delegates without importing Typer.
+_GATEWAY_FLAGS = {
+    "GATEWAY_URL": ("--url", "<url>", "Gateway WebSocket URL (default: from config/env)."),
+    "GATEWAY_TOKEN": ("--token", "<token>", "Gateway token (default: from config/env)."),
+    "GATEWAY_PASSWORD": ("--password", "<password>", "Gateway password (default: from config/env)."),
+    "GATEWAY_TIMEOUT": ("--timeout", "<ms>", "Gateway request timeout in milliseconds."),
+}
 
-GATEWAY_URL = typer.Option(
-    None, "--url", metavar="<url>", help="Gateway WebSocket URL (default: from config/env)."
-)
-GATEWAY_TOKEN = typer.Option(
-    None, "--token", metavar="<token>", help="Gateway token (default: from config/env)."
-)
-GATEWAY_PASSWORD = typer.Option(
-    None, "--password", metavar="<password>", help="Gateway password (default: from config/env)."
-)
-GATEWAY_TIMEOUT = typer.Option(
-    None, "--timeout", metavar="<ms>", help="Gateway request timeout in milliseconds."
-)
+
+def __getattr__(name: str) -> Any:
+    flag = _GATEWAY_FLAGS.get(name)
+    if flag is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import typer
+
+    option = typer.Option(None, flag[0], metavar=flag[1], help=flag[2])
+    globals()[name] = option  # (made once: every command declares the same object, as before)
+    return option
+
 
 LOCAL_FALLBACK_HINT = "No Gateway is listening at {url}; ran locally."
 LOCAL_ONLY_KEYS = ("dryRun", "store")

@@ -1,6 +1,7 @@
-"""The fast path: `openclaw sessions [list] … --json`, `sessions search QUERY …` and `status
-[--json] [--no-probe] [--wide] [--verbose]` run without importing Typer/click (~30 ms of a ~75 ms
-command; status since issue 30), for scripts and the clients that poll them.
+"""The fast path: `openclaw sessions [list] … --json`, `sessions search QUERY …`, `status
+[--json] [--no-probe] [--wide] [--verbose]` and `[sessions] cleanup … --json` run without importing
+Typer/click (~30 ms of a ~75 ms command; status and cleanup since issue 30), for scripts and the
+clients that poll them.
 
 It serves only argument lists it understands completely, and runs the very body the Typer
 command runs (`cli/listing.list_command`, `cli/search_body.search_command`,
@@ -161,8 +162,20 @@ def _search(args: list[str], i: int) -> dict[str, Any] | None:
     }
 
 
+def _cleanup(root_call: dict[str, Any], args: list[str], i: int) -> dict[str, Any] | None:
+    """`[sessions] cleanup` with its options from `args[i]` on (`cli/cleanup_body.py` says which it
+    serves), or None for anything else."""
+    from openclaw_cli.cli.cleanup_body import FAST_FLAGS, FAST_VALUES, fast_call
+
+    got = _options(args, i, FAST_VALUES, FAST_FLAGS)
+    if got is None or got[1] != len(args):
+        return None
+    call = fast_call(got[0])
+    return None if call is None else {"root": root_call, "cleanup": call}
+
+
 def parse(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The call (`root`: `profile`, `behavior`, `no_color`; then `listing`, `search` or `status`:
+    """The call (`root`: `profile`, `behavior`, `no_color`; then `listing`, `search`, `status` or `cleanup`:
     the body's parameters) for an argument list this path serves, else None."""
     args = hoist_root_options(argv)
     root = _options(args, 0, ROOT_VALUE_PARAMS, dict.fromkeys(ROOT_FLAGS, "no_color"))
@@ -181,6 +194,8 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
         if flags is None or flags[1] != len(args):
             return None
         return {"root": root_call, "status": {p: flags[0].get(p, False) for p in _STATUS_FLAGS.values()}}
+    if i < len(args) and args[i] == "cleanup":
+        return _cleanup(root_call, args, i + 1)
     if i >= len(args) or args[i] != "sessions":
         return None
     group = _options(args, i + 1, _VALUE_OPTIONS, _FLAG_OPTIONS)
@@ -193,6 +208,9 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
             return None  # `sessions --json search …`: the group's options are merged by the Typer app
         searching = _search(args, i + 1)
         return None if searching is None else {"root": root_call, "search": searching}
+    if i < len(args) and args[i] == "cleanup":
+        # (`sessions --json cleanup …`: the group's options are merged by the Typer app)
+        return None if group_opts else _cleanup(root_call, args, i + 1)
     if i < len(args):
         if args[i] != "list":
             return None
@@ -247,6 +265,10 @@ def dispatch(argv: Sequence[str]) -> int | None:
                 from openclaw_cli.cli.search_body import search_command
 
                 search_command(**call["search"])
+            elif "cleanup" in call:
+                from openclaw_cli.cli.cleanup_body import cleanup_command
+
+                cleanup_command(None, **call["cleanup"])
             else:
                 from openclaw_cli.cli.listing import list_command
 
