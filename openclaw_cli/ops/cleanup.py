@@ -86,12 +86,14 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                     check_archive_dir(ctx, store)
                     from openclaw_cli.store.writer import store_writer  # (a dry run takes no lock)
 
-                    with store_writer(store, lock_settings):
+                    # the collector paused over the plan and the apply too: the apply's exports,
+                    # archives and removals make no cycles, yet its allocations set off ~150 young
+                    # passes and a full one over the plan's rows (many: ~65 of ~80 ms of GC CPU)
+                    with store_writer(store, lock_settings), gc_paused():
                         now = now_ms if now_ms is not None else ctx.now_ms()
-                        with gc_paused():
-                            result = plan_store(
-                                ctx, store, options=options, now_ms=now, behavior=behavior.behavior
-                            )
+                        result = plan_store(
+                            ctx, store, options=options, now_ms=now, behavior=behavior.behavior
+                        )
                         result.reason_bytes = reason_bytes(store, result)  # measured before removal
                         result.outcome = apply_store(
                             store,
