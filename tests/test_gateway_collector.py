@@ -87,6 +87,30 @@ def test_a_full_pass_waits_for_idle_or_the_deferral_bound() -> None:
         full.uninstall()
 
 
+def test_a_full_pass_waits_for_a_quiet_moment_not_only_an_empty_one() -> None:
+    """Nothing in progress is not idle: clients that send their next request as soon as an answer
+    arrives leave the server empty for a round trip only (issue 30, stop 41)."""
+    now = [100.0]
+    full = FullCollections(clock=lambda: now[0], defer_max_s=60.0, quiet_s=0.05)
+    full.install()
+    try:
+        for _ in range(full.cadence):
+            gc.collect(1)
+        full.note_activity()  # an answer written just now
+        assert not full.due(busy=False)
+        now[0] += 0.049
+        assert not full.maybe_collect(busy=False)  # a closed-loop client's next request may be on its way
+        now[0] += 0.002
+        assert full.due(busy=False)  # nothing received or answered for the window
+        full.note_activity()  # ... until a request arrives
+        assert not full.due(busy=False)
+        now[0] += 60.0
+        full.note_activity()
+        assert full.maybe_collect(busy=True)  # the deferral bound holds under any load
+    finally:
+        full.uninstall()
+
+
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return make_templates(tmp_path_factory, "collector", kinds=("sqlite",))
@@ -116,6 +140,28 @@ def test_a_scheduled_gateway_collects_when_nothing_is_served(
             # answered, and nothing else is served: the owed full pass runs
             assert _eventually(lambda: collector.passes >= 1)
     assert gc.get_threshold() == saved and gc.get_freeze_count() == 0  # stop() gave Python's back
+
+
+def test_a_scheduled_gateway_does_not_collect_between_back_to_back_requests(
+    templates: dict[str, Path], state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client sending each request as soon as the last is answered: the owed full pass waits
+    until the client stops (here a 2 s quiet window, far beyond any gap between its requests), not
+    for the moment after an answer when nothing is in progress (it ran there before)."""
+    from openclaw_cli.gateway import collector as collector_module
+
+    monkeypatch.setattr(collector_module, "QUIET_S", 2.0)
+    use_template(templates["sqlite"], state_dir)
+    with GatewayThread(scheduled_gc=True) as gw:
+        collector = gw.server._collector  # noqa: SLF001 - the schedule under test
+        assert collector is not None and collector.quiet_s == 2.0
+        with connected(gw.url) as client:
+            for _ in range(collector.cadence):
+                gc.collect(1)
+            for _ in range(30):
+                assert client.request("sessions.list", {"limit": 5})["ok"]
+                assert collector.passes == 0
+            assert _eventually(lambda: collector.passes >= 1)  # quiet now: the owed pass runs
 
 
 def test_the_reader_process_starts_with_the_gateway(templates: dict[str, Path], state_dir: Path) -> None:

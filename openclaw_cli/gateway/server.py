@@ -363,6 +363,7 @@ class GatewayServer:
         self._trace = trace.from_env()  # stage timestamps per request (`OPENCLAW_GATEWAY_TRACE`)
         self._serving = 0  # requests in progress, but long reads waiting for the reader process
         self._collector: FullCollections | None = None  # `ServerOptions.scheduled_gc`
+        self._quiet_check: asyncio.TimerHandle | None = None  # the collector's look after the last answer
         self._control_ui: Any = None
         if self.options.control_ui is not None:
             from openclaw_cli import __version__
@@ -471,6 +472,9 @@ class GatewayServer:
             await self._server.wait_closed()
         self._pool.shutdown(wait=True)
         await asyncio.to_thread(self._readers.shutdown)  # a long read in progress finishes first
+        if self._quiet_check is not None:
+            self._quiet_check.cancel()
+            self._quiet_check = None
         if self._collector is not None:
             self._collector.uninstall()
             self._collector = None
@@ -538,6 +542,8 @@ class GatewayServer:
         self.connections.add(conn)
         try:
             async for raw in ws:
+                if self._collector is not None:
+                    self._collector.note_activity()
                 frame = self._parse(raw)
                 if frame is None or frame.get("type") != "req":
                     continue  # not a request: nothing to answer
@@ -771,10 +777,14 @@ class GatewayServer:
             conn.slots.release()
             self._inflight.release()
             self._serving -= 1
-            if self._serving == 0 and self._collector is not None:
-                # the last answer is written: a full collection owed runs now, before the next
-                # request (callbacks already due, e.g. a frame just read, go first)
-                asyncio.get_running_loop().call_soon(self._collect_if_idle)
+            if self._collector is not None:
+                self._collector.note_activity()
+                if self._serving == 0 and self._quiet_check is None:
+                    # the last answer is written: a full collection owed runs if nothing more
+                    # arrives for the quiet window (a client answered now may send its next at once)
+                    self._quiet_check = asyncio.get_running_loop().call_later(
+                        self._collector.quiet_s, self._quiet_checked
+                    )
             if self.options.verbose:
                 mark = "✓" if ok else "✗"
                 self._log(
@@ -1111,6 +1121,10 @@ class GatewayServer:
             await pong
         except (ConnectionClosed, asyncio.CancelledError, RuntimeError):
             pass
+
+    def _quiet_checked(self) -> None:
+        self._quiet_check = None
+        self._collect_if_idle()
 
     def _collect_if_idle(self) -> None:
         if self._collector is None:
