@@ -126,9 +126,15 @@ async def _client(
     seed: int,
     preview: bool = True,
     opening: asyncio.Semaphore | None = None,
+    conn: _Conn | None = None,
+    stop: asyncio.Event | None = None,
 ) -> None:
+    """One client's requests (on `conn` when given: a connection already open, as the bench's
+    client processes hand it in; ending early once `stop` is set)."""
     rng = random.Random(seed * 1000 + index)
-    if opening is None:
+    if conn is not None:
+        pass
+    elif opening is None:
         conn = await _open(url, token)
     else:
         async with (
@@ -137,6 +143,8 @@ async def _client(
             conn = await _open(url, token)
     try:
         for n in range(requests):
+            if stop is not None and stop.is_set():
+                break
             roll = rng.random()
             if patch and roll < 0.3 and own:
                 key = rng.choice(own)
