@@ -1,21 +1,21 @@
-"""One Gateway client per process, for `scripts/bench`'s gateway-latency case (issue 30).
+"""Gateway clients in processes of their own, for `scripts/bench`'s gateway-latency case (issue 30).
 
 Twenty asyncio clients in the bench's own interpreter share one event loop: when the Gateway
 answers a group commit of fourteen patches at once, the fourteenth answer waits for the thirteen
 before it to be parsed and their next requests sent, and every pause of that one process (its
 collector, the scheduler) stalls all twenty at once — latency no operator's client has, since
-each operator's CLI or app is a process of its own. Here each client is one: `run_clients` starts
-one process per client (`python bench_clients.py`, a spec as JSON on stdin), waits until every
-one has opened and authenticated its connection, then says `go` to all; each times its requests
-from its own send to its own receipt of the answer (`time.perf_counter`), exactly as before, and
-prints its latencies, failures, timed span and own CPU as one JSON line. The frames the Gateway
-sends while the others connect (health, presence) are read and dropped before `go`, so the timed
-requests are the steady state's; everything after `go` — events, the answers' parsing, the
-client's own scheduling — is in the figure.
+each operator's CLI or app is a process of its own. `run_clients` starts one process per spec
+(`python bench_clients.py`, the spec as JSON on stdin; a spec's `group` puts several clients in
+one process, each on its own connection), waits until every client has opened and authenticated
+its connection, then says `go` to all; each times its requests from its own send to its own
+receipt of the answer (`time.perf_counter`) and prints its latencies, failures, timed span and own
+CPU as one JSON line. The frames the Gateway sends while the others connect (health, presence) are
+read and dropped before `go`; everything after `go` — events, the answers' parsing, the client's
+own scheduling — is in the figure. The bench measures 4 clients a process each and runs the other
+16 as load in one more (`load`: they stop when told, and their latencies are `load <method>`).
 
-Every loop is bounded: a client makes its `requests` calls; the dry-run client at most its
-`requests` and stops when told; each process has a deadline to be ready and one to finish, and
-is killed after it.
+Every loop is bounded: a client makes at most its `requests` calls (a load client stops earlier
+when told); each process has a deadline to be ready and one to finish, and is killed after it.
 """
 
 from __future__ import annotations
