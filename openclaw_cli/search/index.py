@@ -31,10 +31,14 @@ if TYPE_CHECKING:
 else:
     import _sqlite3 as sqlite3
 
-SCHEMA_VERSION = "openclaw-cli search 4"
+SCHEMA_VERSION = "openclaw-cli search 5"
 RANKED_KEEP = 256  # rankings kept per shard (the newest)
 LINES_KEEP = 4096  # archive lines read back kept per shard (the newest)
 LINE_KEPT_CHARS = 256 << 10  # a longer archive line is not kept
+# an archive line read by a build or update keeps its text in `built_lines` up to this length: on
+# big, 81 % of the archived lines (user and assistant lines, short tool results) are 4.4 MB of
+# text; the other 19 % are 62 MB of long tool results, read back (and kept in `lines`) when hit
+BUILT_LINE_CHARS = 4096
 BATCH = 2048
 REBUILD_DEAD_FRACTION = 0.25
 REBUILD_DEAD_MIN = 2000
@@ -62,6 +66,11 @@ _DDL = (
     "CREATE TABLE lines (key TEXT PRIMARY KEY, src INTEGER NOT NULL, ident TEXT NOT NULL,"
     " message_id TEXT NOT NULL, text TEXT NOT NULL)",
     "CREATE INDEX lines_src ON lines (src)",
+    # the same for an archive's short lines, written by the build that reads the archive (by its
+    # row's source and position; the identity is the archive's as the build found it before
+    # reading): a first search that hits one needs no decompression either
+    "CREATE TABLE built_lines (src INTEGER NOT NULL, pos INTEGER NOT NULL, ident TEXT NOT NULL,"
+    " message_id TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (src, pos))",
     _FTS_DDL,
     _FTS_CONFIG,
 )
@@ -138,13 +147,14 @@ class _Batch:
     build reads ~2,000 sources of a few dozen message lines each); and the `sources` rows of the
     sources read from their start, each inserted whole once read (not inserted, then updated)."""
 
-    __slots__ = ("conn", "rows", "texts", "sources")
+    __slots__ = ("conn", "rows", "texts", "sources", "built")
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self.rows: list[tuple[Any, ...]] = []
         self.texts: list[tuple[int, str]] = []
         self.sources: list[tuple[Any, ...]] = []
+        self.built: list[tuple[int, int, str, str, str]] = []  # `built_lines` rows
 
     def flush(self) -> None:
         if self.rows:
@@ -152,6 +162,9 @@ class _Batch:
             self.conn.executemany("INSERT INTO fts (rowid, text) VALUES (?, ?)", self.texts)
             self.rows.clear()
             self.texts.clear()
+        if self.built:
+            self.conn.executemany("INSERT OR REPLACE INTO built_lines VALUES (?, ?, ?, ?, ?)", self.built)
+            self.built.clear()
         if self.sources:
             self.conn.executemany(
                 "INSERT INTO sources (id, locator, source, session_id, session_key, token, pos, nlines, sig,"
@@ -200,6 +213,7 @@ class _Shard:
         conn.execute("DELETE FROM meta WHERE key = 'fingerprint'")
         conn.execute("DELETE FROM ranked")
         conn.execute("DELETE FROM lines")
+        conn.execute("DELETE FROM built_lines")
         conn.execute(_BUMP)
         conn.execute("DROP TABLE fts")
         conn.execute(_FTS_DDL)
@@ -380,6 +394,7 @@ class _Shard:
             "UPDATE sources SET live = 0, locator = locator || '#retired-' || id WHERE id = ?", (src_id,)
         )
         self.conn.execute("DELETE FROM lines WHERE src = ?", (src_id,))
+        self.conn.execute("DELETE FROM built_lines WHERE src = ?", (src_id,))
 
     def _index_source(
         self,
@@ -404,6 +419,10 @@ class _Shard:
         last_pos: int | None = None
         nlines = nbytes = 0
         fallback = source.fallback_ms()
+        # an archive whose lines cost a decompression to get back: its short lines' texts are kept
+        # under its identity, taken before reading it (a file replaced meanwhile then differs)
+        ident = source.line_identity()
+        built = batch.built if ident is not None else None
         try:
             for pos, end, line_no, raw in source.reader.lines(after, first_line):
                 nlines += 1
@@ -429,6 +448,8 @@ class _Shard:
                     continue  # OpenClaw's own FTS holds this line as is
                 rows.append((next_id, src_id, pos, line_no, message_id, role, ts))
                 texts.append((next_id, text))
+                if built is not None and len(text) <= BUILT_LINE_CHARS:
+                    built.append((src_id, pos, ident, message_id, text))
                 next_id += 1
                 if len(rows) >= BATCH:
                     batch.flush()
@@ -584,11 +605,21 @@ class _Shard:
         finally:
             conn.execute("PRAGMA busy_timeout = 30000")
 
-    def kept_line(self, key: str) -> tuple[str, str, str] | None:
-        """(ident, message_id, text) of the archive line kept under `key` (`keep_lines`), or None."""
-        row: tuple[str, str, str] | None = self.conn.execute(
+    def kept_line(
+        self, key: str, src: int | None = None, pos: int | None = None
+    ) -> tuple[str, str, str] | None:
+        """(ident, message_id, text) of the archive line kept under `key` by a search that read it
+        back (`keep_lines`), else as the build that read it kept it (`built_lines`, at `pos` of
+        source `src`), or None. A search's is the later reading: after the archive was replaced,
+        the build's identity differs, the line is read back and kept under the new one."""
+        conn = self.conn
+        row: tuple[str, str, str] | None = conn.execute(
             "SELECT ident, message_id, text FROM lines WHERE key = ?", (key,)
         ).fetchone()
+        if row is None and src is not None:
+            row = conn.execute(
+                "SELECT ident, message_id, text FROM built_lines WHERE src = ? AND pos = ?", (src, pos)
+            ).fetchone()
         return row
 
     def keep_lines(self, lines: list[tuple[str, int, str, str, str]]) -> None:
@@ -925,7 +956,7 @@ class AgentIndex:
         return self.shards[hit.shard].source_row(hit.src)
 
     def kept_line(self, hit: Hit, key: str) -> tuple[str, str, str] | None:
-        return self.shards[hit.shard].kept_line(key)
+        return self.shards[hit.shard].kept_line(key, hit.src, hit.pos)
 
     def keep_lines(self, lines: list[tuple[int, tuple[str, int, str, str, str]]]) -> None:
         """Keep archive lines read back: (shard, the line's row for `_Shard.keep_lines`) each."""
