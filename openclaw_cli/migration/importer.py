@@ -18,7 +18,7 @@ import sqlite3
 import struct
 from collections import deque
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,7 @@ from openclaw_cli.migration.legacy_reader import (
 from openclaw_cli.migration.parser_process import ParserProcess
 from openclaw_cli.migration.publish import (
     ArtifactError,
+    BatchResult,
     Identity,
     Move,
     NameReserver,
@@ -61,7 +62,7 @@ from openclaw_cli.migration.publish import (
     fingerprint,
     hash_file,
     open_regular_nofollow,
-    publish_batch,
+    publish_batches,
     reconcile_pair,
     refuse_symlinks,
 )
@@ -99,6 +100,10 @@ PARSER_SHARE_ENV = "OPENCLAW_IMPORT_PARSER_SHARE"
 # issue 30 (`OPENCLAW_IMPORT_PARSER=inline` against `split` on *many*, alternating, same minutes).
 SMALL_TRANSCRIPTS_SHARE = PARSER_SPLIT_SHARE
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
+# `OPENCLAW_IMPORT_PUBLISH=threads|serial`: publish with two batches in flight (this thread links one
+# while a worker removes the previous one's original names: `publish.publish_batches`) or one at a
+# time. The default is one at a time until a quiet A/B shows the two threads faster (issue 30).
+PUBLISH_ENV = "OPENCLAW_IMPORT_PUBLISH"
 
 if TYPE_CHECKING:
     from openclaw_cli.store.sqlite.store import SqliteStore
@@ -989,21 +994,27 @@ class ImportRun:
         size = max(MIN_PUBLISH_BATCH, -(-count // MAX_MANIFEST_WRITES))
         self.ctx.progress.start(f"Archiving {tr.target.agent_id}", count)
         starts = range(0, count, size)
+        two_threads = _publish_threads()
         for start in starts:
             stop = min(start + size, count)
-            for sub in range(
-                start, stop, MAX_PUBLISH_BATCH
-            ):  # bounded memory; the manifest cadence is `size`
-                end = min(sub + MAX_PUBLISH_BATCH, stop)
-                batch = logged.moves(sub, end) if logged is not None else moves[sub:end]
-                self._publish_batch(tr, batch)
+            batches = (  # bounded memory (one batch, two with two threads); the manifest cadence is `size`
+                logged.moves(sub, min(sub + MAX_PUBLISH_BATCH, stop))
+                if logged is not None
+                else moves[sub : min(sub + MAX_PUBLISH_BATCH, stop)]
+                for sub in range(start, stop, MAX_PUBLISH_BATCH)
+            )
+            published = publish_batches(
+                batches, checkpoint=self.ctx.checkpoint, mode=FILE_MODE, two_threads=two_threads
+            )
+            with closing(published):  # its worker is joined whatever happens here
+                for batch, result in published:
+                    self._published(tr, batch, result)
             tr.mt["issues"] = [i.to_json() for i in tr.report.issues]
             if start != starts[-1]:
                 self._save_manifest()
             self.ctx.checkpoint("moves-recorded")
 
-    def _publish_batch(self, tr: TargetRun, batch: list[Move]) -> None:
-        result = publish_batch(batch, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+    def _published(self, tr: TargetRun, batch: list[Move], result: BatchResult) -> None:
         for move in result.done:
             n, kind, _state, _key = move.payload
             tr.mt["completedMoves"].add(n)
@@ -1239,6 +1250,11 @@ def parser_share(sessions_dir: Path, *, fresh: bool) -> float:
     if mean >= PARSER_MIN_MEAN_BYTES:
         return _share_from_env(1.0)
     return _share_from_env(SMALL_TRANSCRIPTS_SHARE) if SMALL_TRANSCRIPTS_SHARE > 0.0 else 0.0
+
+
+def _publish_threads() -> bool:
+    """Whether the moves are published with two threads (`PUBLISH_ENV`)."""
+    return os.environ.get(PUBLISH_ENV, "").strip().lower() == "threads"
 
 
 def _parser_choice() -> str:

@@ -15,7 +15,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,6 +268,79 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None
     kill the process there). `mode`: the permission bits the published file gets (D6.6: archives
     are 0600), set on the inode before it gains its second name."""
     result = BatchResult()
+    _unlink_half(_link_half(moves, result, checkpoint, mode), result, checkpoint)
+    return result
+
+
+def publish_batches(
+    batches: Iterable[list[Move]],
+    *,
+    checkpoint: Any = None,
+    mode: int | None = None,
+    two_threads: bool = True,
+) -> Generator[tuple[list[Move], BatchResult], None, None]:
+    """`publish_batch` over successive batches, yielding each batch with its result, in order.
+    `two_threads`: two batches in flight — while this thread links batch k+1 (checks, link,
+    directory fsync, check), a worker thread removes batch k's original names (unlink, directory
+    fsync, final check). Per file the steps and checks of A-4 are those of `publish_batch`, in the
+    same order; the halves work on different files and directories and release the GIL in their
+    system calls, so a second core can take part of the kernel's work (issue 30). Checkpoints are
+    taken one at a time (the crash tests count them); what the worker raises (Ctrl-C at its
+    checkpoint: `InterruptRequested`) is raised here, at this thread's next checkpoint or when the
+    worker is joined; no worker outlives the generator (close it: `contextlib.closing`)."""
+    if not two_threads:
+        for batch in batches:
+            yield batch, publish_batch(batch, checkpoint=checkpoint, mode=mode)
+        return
+    import threading
+
+    lock = threading.Lock()
+    failure: list[BaseException] = []
+    main = threading.current_thread()
+
+    def taken(label: str) -> None:
+        if failure and threading.current_thread() is main:
+            raise failure[0]
+        with lock:
+            checkpoint(label)
+
+    step = taken if checkpoint is not None else None
+
+    def unlink(verified: list[Move], result: BatchResult) -> None:
+        try:
+            _unlink_half(verified, result, step)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            failure.append(exc)
+
+    pending: tuple[list[Move], BatchResult, threading.Thread] | None = None
+    try:
+        for batch in batches:
+            result = BatchResult()
+            verified = _link_half(batch, result, step, mode)
+            done, pending = pending, None
+            if done is not None:
+                done[2].join()
+                if failure:
+                    raise failure[0]
+            worker = threading.Thread(target=unlink, args=(verified, result), daemon=True)
+            worker.start()
+            pending = (batch, result, worker)
+            if done is not None:
+                yield done[0], done[1]
+        if pending is not None:
+            done, pending = pending, None
+            done[2].join()
+            if failure:
+                raise failure[0]
+            yield done[0], done[1]
+    finally:
+        if pending is not None:
+            pending[2].join()  # never leave a thread removing names behind an exception
+
+
+def _link_half(moves: list[Move], result: BatchResult, checkpoint: Any, mode: int | None) -> list[Move]:
+    """Link each move's new name, sync the new names' directories, check each new name is the
+    hashed inode with two names: those moves are returned (the others are in `result.failed`)."""
     linked: list[Move] = []
     dest_dirs: set[str] = set()
     for move in moves:
@@ -333,6 +406,12 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None
             continue
         verified.append(move)
 
+    return verified
+
+
+def _unlink_half(verified: list[Move], result: BatchResult, checkpoint: Any) -> None:
+    """Remove the linked and checked moves' original names, sync their directories, check each
+    published name is the hashed inode with one name: those are `result.done`."""
     source_dirs: set[str] = set()
     for move in verified:
         try:
@@ -361,7 +440,6 @@ def publish_batch(moves: list[Move], *, checkpoint: Any = None, mode: int | None
             result.failed.append(move)
             continue
         result.done.append(move)
-    return result
 
 
 def reconcile_pair(source: Path, dest: Path) -> str:
