@@ -510,15 +510,20 @@ def _older_windows(store: SessionStore, result: StoreCleanup) -> None:
     if not result.plan.removed:
         return
     removed = set(result.plan.removed)
-    still = {
-        e.get("sessionId") for k, e in result.entries.items() if k not in removed and isinstance(e, dict)
-    }
+    still: set[Any] | None = None  # the kept rows' session ids: made only when a window needs them
     have = set(result.sqlite_sessions)
     for sid, key in store.window_keys():
-        if key in removed and sid not in still and sid not in have:
-            have.add(sid)
-            result.sqlite_sessions.append(sid)
-            result.sqlite_session_keys.setdefault(sid, key)
+        if key in removed and sid not in have:
+            if still is None:  # (most cleanups: every removed key's one window is leaving already)
+                still = {
+                    e.get("sessionId")
+                    for k, e in result.entries.items()
+                    if k not in removed and isinstance(e, dict)
+                }
+            if sid not in still:
+                have.add(sid)
+                result.sqlite_sessions.append(sid)
+                result.sqlite_session_keys.setdefault(sid, key)
 
 
 # ---- applying ---------------------------------------------------------------------------------
