@@ -366,13 +366,19 @@ def test_the_early_writeback_never_replaces_the_final_flush(store, monkeypatch):
     real_drop = SqliteStore.drop_session_events
     real_write = ar.ExportArchiver.write
 
+    early = threading.Event()
+
     def syncfs(directory):
         events.append(("syncfs", threading.current_thread().name))
+        if threading.current_thread().name == "archive-writeback":
+            early.set()
         return real_syncfs(directory)
 
     def write(self, *args, **kwargs):
         result = real_write(self, *args, **kwargs)
         events.append(("archive", threading.current_thread().name))
+        if sum(1 for e in events if e[0] == "archive") == 2:
+            early.wait(10)  # (the writeback thread kicked by the first archive has run once)
         return result
 
     def drop(self, session_ids, *, expected=None):
@@ -406,3 +412,82 @@ def test_the_early_writeback_never_replaces_the_final_flush(store, monkeypatch):
     last_archive = max(i for i, e in enumerate(at_commit) if e[0] == "archive")
     assert ("syncfs", main) in at_commit[last_archive:]  # the durable flush follows every archive
     assert not [t for t in threading.enumerate() if t.name == "archive-writeback"]  # joined
+
+
+@pytest.mark.parametrize("grown", [False, True])
+def test_the_commits_checkpoint_follows_it_only_when_it_cannot_change_the_files(store, grown):
+    """Issue 30: the removals' COMMIT leaves its WAL checkpoint to the removals' thread, and the
+    caller goes on as soon as the COMMIT returned (the rows are gone for any reader then) — but
+    only when the database file already holds every page of the committed database, so the
+    checkpoint cannot change any file's size a caller may measure next. When earlier commits
+    still in the WAL grew the database (`grown`), the checkpoint runs before the caller goes on,
+    as the COMMIT ran it."""
+    import sqlite3
+    import threading
+
+    import openclaw_cli.store.sqlite.retire as sqlite_retire
+    from openclaw_cli.store.retire import Retirement
+
+    store._db().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file holds the whole database
+    if grown:  # ~400 KB of events for a kept session: pages beyond the file's end, in the WAL
+        store.append_events(
+            "s39",
+            [f'{{"type":"message","n":{i},"pad":"{"x" * 4000}"}}' for i in range(100)],
+            session_key="agent:main:s39",
+        )
+    path = store.path
+    db_pages = (
+        store._db().execute("PRAGMA page_count").fetchone()[0]
+        * store._db().execute("PRAGMA page_size").fetchone()[0]
+    )
+    assert (os.path.getsize(path) < db_pages) is grown
+    order: list[str] = []
+    returned = threading.Event()
+    real_pause, real_run = sqlite_retire._DeferredCheckpoint.pause, sqlite_retire._DeferredCheckpoint.run
+
+    def pause(conn, at):
+        later = real_pause(conn, at)
+        assert later is not None
+        later.every = 1  # (this small WAL is checkpointed too)
+        return later
+
+    def run(self):
+        if not self._done:
+            returned.wait(1.0)  # a deferred checkpoint waits for the caller to have gone on
+            real_run(self)
+            order.append("checkpointed")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(sqlite_retire._DeferredCheckpoint, "pause", staticmethod(pause))
+    mp.setattr(sqlite_retire._DeferredCheckpoint, "run", run)
+    try:
+        entries = store.load_entries()
+        keys = [f"agent:main:s{i}" for i in range(10)]
+        plan = Retirement(
+            keys,
+            entries={k: entries[k] for k in keys},
+            session_ids=[f"s{i}" for i in range(10)],
+            session_keys={f"s{i}": k for i, k in enumerate(keys)},
+        )
+        outcome = store.retire(plan, lock_settings=None, now_ms=NOW, checkpoint=lambda: None)
+        order.append("returned")
+        returned.set()
+        other = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:  # committed: gone for any reader
+            assert other.execute(
+                "SELECT count(*) FROM session_windows WHERE session_id = 's0'"
+            ).fetchone() == (0,)
+        finally:
+            other.close()
+        for thread in threading.enumerate():
+            if thread.name == "cleanup-removals":
+                thread.join(5)
+    finally:
+        mp.undo()
+    assert len(outcome.archives) == 10 and not outcome.kept
+    assert order == (["checkpointed", "returned"] if grown else ["returned", "checkpointed"])
+    assert (
+        os.path.getsize(path)
+        == store._db().execute("PRAGMA page_count").fetchone()[0]
+        * store._db().execute("PRAGMA page_size").fetchone()[0]
+    )  # checkpointed: the file holds the whole database

@@ -4,6 +4,7 @@ are in `store/retire.py`'s docstring.
 
 from __future__ import annotations
 
+import os
 import queue
 import sqlite3
 import threading
@@ -164,13 +165,16 @@ class _Removals:
     and deleted, the rows archived in place; then it drops each batch of sessions whose archives are
     written and verified as they come (their totals re-checked, as before), and it records the
     archives with them (the same transaction); it commits only when `commit` says so — after every
-    archive is durable and the hook's `before_leaving`. Until that COMMIT nothing has left (D6.2, D6.4): a kill anywhere before it
-    leaves the database as it was (the transaction's pages are never committed), and a failure or
-    an interruption rolls the transaction back (`abort`), exactly as for the one transaction that
-    used to follow the archives. The exports read the caller's connection in their own snapshot,
-    which never sees these uncommitted deletes; a concurrent writer waits for the COMMIT (the
-    transaction holds SQLite's write lock from its start). SQLite runs each statement without the
-    GIL, so the deletes — the floor's own work — overlap the archives' instead of following them."""
+    archive is durable and the hook's `before_leaving`. Until that COMMIT nothing has left (D6.2,
+    D6.4): a kill anywhere before it leaves the database as it was (the transaction's pages are
+    never committed), and a failure or an interruption rolls the transaction back (`abort`),
+    exactly as for the one transaction that used to follow the archives. The exports read the
+    caller's connection in their own snapshot, which never sees these uncommitted deletes; a
+    concurrent writer waits for the COMMIT (the transaction holds SQLite's write lock from its
+    start). SQLite runs each statement without the GIL, so the deletes — the floor's own work —
+    overlap the archives' instead of following them. The WAL checkpoint the COMMIT would run
+    (thousands of pages copied into the database and made durable) runs after it on this thread
+    while the caller goes on (`_DeferredCheckpoint`)."""
 
     def __init__(self, store: SqliteStore, plan: Retirement, outcome: ApplyOutcome, now_ms: int) -> None:
         self.store, self.plan, self.outcome, self.now_ms = store, plan, outcome, now_ms
@@ -181,6 +185,7 @@ class _Removals:
         self._seen: set[str] = set()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._settled = threading.Event()  # committed, rolled back or failed: the caller goes on
         self.committed = False  # the COMMIT returned: the sessions dropped have left
 
     @property
@@ -189,7 +194,8 @@ class _Removals:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="cleanup-removals", daemon=True)
+            # not a daemon: a checkpoint left after the COMMIT ends before the process does
+            self._thread = threading.Thread(target=self._run, name="cleanup-removals")
             self._thread.start()
 
     def archived(self, item: SessionArchive) -> None:
@@ -221,7 +227,8 @@ class _Removals:
         """COMMIT (every batch dropped and its archives recorded), and return the dropped ids."""
         self.seal()
         self._queue.put(_COMMIT)
-        self._join()
+        while not self._settled.wait(0.25):  # (a signal handler still runs in between)
+            pass
         if self._error is not None and not self.committed:
             raise self._error
         return self.dropped
@@ -240,6 +247,7 @@ class _Removals:
 
     def _run(self) -> None:
         writer: SqliteStore | None = None
+        later: _DeferredCheckpoint | None = None
         try:
             # a second write connection of the same store (its own transaction, beside the
             # caller's read snapshot on the first)
@@ -247,6 +255,7 @@ class _Removals:
                 self.store.path, self.store.agent_id, busy_timeout_ms=self.store.busy_timeout_ms
             )
             with writer.transaction() as conn, _removal_cache(conn):
+                later = _DeferredCheckpoint.pause(conn, writer.path)
                 _remove_rows(writer, conn, self.plan, self.outcome)
                 while True:
                     item = self._queue.get()
@@ -258,17 +267,83 @@ class _Removals:
                     gone = writer.drop_session_events(list(item), expected=expected)
                     self.dropped.update(gone)
                     _record(writer, [item[sid] for sid in gone], self.now_ms)  # (the same transaction)
+                if later is not None:
+                    later.decide()
             self.committed = True
+            if later is not None and not later.deferred:
+                later.run()  # the database grows: checkpointed before the caller goes on, as before
         except _Aborted:
             pass
         except BaseException as exc:  # raised again in the caller's thread
             self._error = exc
         finally:
+            self._settled.set()
+            try:
+                if later is not None:
+                    later.run() if self.committed else later.restore()
+            except BaseException:
+                pass  # (committed or rolled back: a checkpoint left undone is the next one's)
             if writer is not None:
                 try:
                     writer.close()
-                except BaseException as exc:  # (after a COMMIT it changes nothing)
-                    self._error = self._error or exc
+                except BaseException:
+                    pass  # (after the COMMIT or the rollback it changes nothing)
+
+
+class _DeferredCheckpoint:
+    """The removals' COMMIT without its WAL checkpoint, which follows on the removals' thread once
+    the caller has gone on (issue 30: on *many* the COMMIT's checkpoint copied ~12,000 pages into the
+    database and made them durable, ~0.25 s of the main thread's path after everything else).
+    Nothing of D6 depends on it: the COMMIT is what removes, and it has returned. It is deferred only
+    when it cannot change what a caller may measure next — the database file already holds every
+    page the committed database has (a checkpoint then writes inside the file, never grows or cuts
+    it; the WAL file's size it never changes); otherwise it runs before the caller goes on, as the
+    COMMIT ran it. Only a connection with SQLite's usual automatic checkpoints is touched (not a
+    live process's, whose checkpoints run in the background)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, every: int) -> None:
+        self.conn, self.path, self.every = conn, path, every
+        self.deferred = False
+        self._done = False
+
+    @classmethod
+    def pause(cls, conn: sqlite3.Connection, path: Path | str) -> _DeferredCheckpoint | None:
+        from openclaw_cli.store.sqlite_common import LIVE_WAL_AUTOCHECKPOINT
+
+        (every,) = conn.execute("PRAGMA wal_autocheckpoint").fetchone()
+        if not 0 < every < LIVE_WAL_AUTOCHECKPOINT:
+            return None
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        return cls(conn, Path(path), int(every))
+
+    def decide(self) -> None:
+        """Inside the transaction, before its COMMIT: defer when the file holds every page."""
+        (pages,) = self.conn.execute("PRAGMA page_count").fetchone()
+        (size,) = self.conn.execute("PRAGMA page_size").fetchone()
+        try:
+            self.deferred = os.path.getsize(self.path) == pages * size
+        except OSError:
+            self.deferred = False
+
+    def run(self) -> None:
+        """The checkpoint SQLite's automatic one would have made (a passive one, when the WAL may
+        hold that many pages), then the connection's setting back."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            (size,) = self.conn.execute("PRAGMA page_size").fetchone()
+            wal = os.path.getsize(f"{self.path}-wal")
+            if wal >= self.every * (size + 24):
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except OSError:
+            pass
+        finally:
+            self.restore()
+
+    def restore(self) -> None:
+        self._done = True
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {self.every}")
 
 
 def _remove_rows(
