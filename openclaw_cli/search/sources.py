@@ -12,6 +12,7 @@ the archive blobs inside OpenClaw databases (`session_transcript_archives`,
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -280,34 +281,46 @@ class FileReader(Reader):
             return None
 
 
-PLAIN_READ_STEP = 64 << 10  # a plain transcript's line is read this much at a time
+PLAIN_READ_FIRST = 16 << 10  # a plain transcript's line is read this much first (most lines are shorter)
+PLAIN_READ_STEP = 64 << 10  # then this much at a time
 
 
 def _plain_line_at(path: Path | str, position: int) -> bytes | None:
     """The stripped line of a plain file that starts at byte `position` (None: blank or past the
     end), opened as `open_archive` opens it (no symbolic link followed, a regular file only, the
-    same errors) and read with `pread` up to its newline: a snippet's one line needs neither the
-    context manager nor the buffered `readline` (8 KiB at a time for lines of tens of KB)."""
-    from openclaw_cli.store.archives import _open_regular
+    same errors) and read with `pread` up to its newline on the bare descriptor: a snippet's one
+    line needs neither a file object nor the buffered `readline` (8 KiB at a time for lines of
+    tens of KB), and mostly one read of PLAIN_READ_FIRST bytes, not a step's 64 KiB copied."""
+    from openclaw_cli.store.archives import not_regular, open_archive_fd
 
-    fh = _open_regular(Path(path))
+    fd = open_archive_fd(path)
     try:
-        fd = fh.fileno()
-        chunks: list[bytes] = []
-        at = position
-        while True:
-            chunk = os.pread(fd, PLAIN_READ_STEP, at)
-            if not chunk:
-                break
-            end = chunk.find(b"\n")
-            if end >= 0:
-                chunks.append(chunk[: end + 1])
-                break
-            chunks.append(chunk)
-            at += len(chunk)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):  # what open_archive's file object says of a directory
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            raise not_regular(path)
+        chunk = os.pread(fd, PLAIN_READ_FIRST, position)
+        end = chunk.find(b"\n")
+        if end >= 0 or not chunk:
+            line = chunk[:end] if end >= 0 else chunk
+        else:
+            chunks = [chunk]
+            at = position + len(chunk)
+            while True:
+                chunk = os.pread(fd, PLAIN_READ_STEP, at)
+                if not chunk:
+                    break
+                end = chunk.find(b"\n")
+                if end >= 0:
+                    chunks.append(chunk[:end])
+                    break
+                chunks.append(chunk)
+                at += len(chunk)
+            line = b"".join(chunks)
     finally:
-        fh.close()
-    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)).strip() or None
+        os.close(fd)
+    return line.strip() or None
 
 
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() removes

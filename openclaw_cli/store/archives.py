@@ -188,19 +188,29 @@ def _decompressor(zstandard: Any) -> Any:
     return dctx
 
 
-def _open_regular(path: Path) -> BinaryIO:
+def open_archive_fd(path: Path | str) -> int:
+    """The descriptor of an archive opened as `open_archive` opens it (no symbolic link followed),
+    or its typed error; the caller checks that it is a regular file (`not_regular`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        return os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except FileNotFoundError as exc:
         raise InvalidDataError(f"Archive not found: {path}") from exc
     except OSError as exc:
         raise RefusedError(
             f"Cannot open archive {path}: {exc.strerror or exc} (symbolic links are not followed)"
         ) from exc
+
+
+def not_regular(path: Path | str) -> RefusedError:
+    return RefusedError(f"Cannot open archive {path}: not a regular file")
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    fd = open_archive_fd(path)
     fh = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         fh.close()
-        raise RefusedError(f"Cannot open archive {path}: not a regular file")
+        raise not_regular(path)
     return fh
 
 
