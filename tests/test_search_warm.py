@@ -552,3 +552,53 @@ def test_a_kept_ranking_and_the_skipped_lines_cost_one_lookup_and_stay_fresh(leg
     [[(again, _)]] = list(engine._kept.values())
     assert again is index
     assert sum("not a JSON line" in line for line in index.skipped()) == 2
+
+
+def test_the_top_hits_from_the_ranking_s_first_rows_are_the_whole_rule_s(
+    legacy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stop 41: `_top` looks up the rows of the ranking's first entries only (those scoring at most
+    the wanted-th's, and one more) when they are all live: the same hits in the same order as
+    looking up every entry ranked — with tied scores (equal lines), retired rows (a rewritten
+    transcript) and every page size."""
+    from openclaw_cli.search import index as index_mod
+
+    sdir = legacy / "agents" / "main" / "sessions"
+    files = sorted(sdir.glob("*.jsonl"))
+    for n, path in enumerate(files):
+        with open(path, "ab") as fh:
+            for i in range(12):
+                words = " ".join(["walrus"] * (1 + (i + n) % 4))  # scores repeat: ties across lines
+                # ids falling as the rows' ids rise: a tie is ordered otherwise by id than by row
+                fh.write(_message(f"w{99 - n:02d}{99 - i:02d}", f"{words} kettle") + b"\n")
+    assert len(list(library_search(legacy, "walrus"))) == 10
+    data = files[0].read_bytes()  # rewritten (not appended): its rows retired, its lines read again
+    files[0].write_bytes(data.replace(b"kettle", b"teapot"))
+    assert len(list(library_search(legacy, "walrus"))) == 10
+    [[(index, _)]] = list(engine._kept.values())
+    assert any(
+        shard.conn.execute("SELECT count(*) FROM sources WHERE live = 0").fetchone()[0]
+        for shard in index.shards
+    )
+
+    def page(shard: index_mod._Shard, match: str, want: int) -> list[tuple[object, ...]]:
+        hits = shard._top(match, want)
+        assert hits is not None
+        return [(h.row_id, h.rank, h.ts, h.message_id, h.source_row) for h in hits]
+
+    real_prefix = index_mod._Shard._top_prefix
+    used = [0]
+
+    def counted(self: index_mod._Shard, *args: object) -> object:
+        found = real_prefix(self, *args)  # type: ignore[arg-type]
+        used[0] += found is not None
+        return found
+
+    for match in ('"walrus"', '"kettle"', '"teapot"'):
+        for shard in index.shards:
+            for want in range(1, 40):
+                monkeypatch.setattr(index_mod._Shard, "_top_prefix", counted)
+                fast = page(shard, match, want)
+                monkeypatch.setattr(index_mod._Shard, "_top_prefix", lambda self, *args: None)
+                assert fast == page(shard, match, want), (match, want)
+    assert used[0] > 0

@@ -24,7 +24,7 @@ __all__ = ["search"]
 def _store_targets(paths: Any) -> list[Any]:
     from openclaw_cli.paths import IMPORT_ARCHIVE_DIR, StatePaths, resolve_paths
     from openclaw_cli.search.engine import StoreTarget
-    from openclaw_cli.store.detect import open_agent_store, open_store_at
+    from openclaw_cli.store.detect import locate_agent_store, open_store_at
 
     items = (
         list(paths)
@@ -40,7 +40,8 @@ def _store_targets(paths: Any) -> list[Any]:
                 item if isinstance(item, StatePaths) else resolve_paths(env={"OPENCLAW_STATE_DIR": str(item)})
             )
             for agent_id in state.discovered_agent_ids():
-                store = open_agent_store(state, agent_id, read_only=True)
+                # located, not opened (as the command and the Gateway do): the index reads the files
+                store = locate_agent_store(state, agent_id, read_only=True)
                 targets.append(StoreTarget(store, state.import_archive_dir(agent_id)))
             continue
         path = Path(item)

@@ -205,9 +205,7 @@ def _our_hits(
         )
         for hit in hits:
             checked += 1
-            row = index.source_row(hit)
-            if row is None:
-                continue
+            row = hit.source_row
             source = agent.source(row[0])
             if source is None:
                 continue

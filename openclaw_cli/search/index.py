@@ -81,6 +81,8 @@ _BUMP = (
     " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'), 0) + 1)"
 )
 _SOURCE_COLS = "id, locator, token, pos, nlines, sig, theirs, nrows, session_key"
+# a hit's source row, read with the hit (`Hit.source_row`)
+_HIT_SOURCE_COLS = "s.locator, s.source, s.session_id, s.session_key"
 
 
 class UpdateStats:
@@ -100,10 +102,25 @@ class UpdateStats:
 
 
 class Hit:
-    __slots__ = ("row_id", "src", "pos", "line", "message_id", "role", "ts", "rank", "shard")
+    """One matching line, with its source's row (`source_row`: locator, source, session_id,
+    session_key) read by the same statement: no lookup per hit afterwards."""
+
+    __slots__ = ("row_id", "src", "pos", "line", "message_id", "role", "ts", "rank", "shard", "source_row")
 
     def __init__(
-        self, row_id: int, src: int, pos: int, line: int, message_id: str, role: str, ts: int, rank: float
+        self,
+        row_id: int,
+        src: int,
+        pos: int,
+        line: int,
+        message_id: str,
+        role: str,
+        ts: int,
+        rank: float,
+        locator: str,
+        source: str,
+        session_id: str | None,
+        session_key: str | None,
     ):
         self.row_id = row_id
         self.src = src
@@ -114,6 +131,7 @@ class Hit:
         self.ts = ts
         self.rank = rank
         self.shard = 0
+        self.source_row = (locator, source, session_id, session_key)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -493,8 +511,8 @@ class _Shard:
             if hits is not None:
                 return hits[offset:]
         sql = (
-            "SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts, bm25(fts) AS rank"
-            " FROM fts JOIN rows r ON r.id = fts.rowid JOIN sources s ON s.id = r.src"
+            "SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts, bm25(fts) AS rank,"
+            f" {_HIT_SOURCE_COLS} FROM fts JOIN rows r ON r.id = fts.rowid JOIN sources s ON s.id = r.src"
             f" WHERE {' AND '.join(where)} ORDER BY rank, r.ts DESC, r.message_id LIMIT ? OFFSET ?"
         )
         params.extend((limit, offset))
@@ -508,17 +526,11 @@ class _Shard:
             ranked = self._ranked(match, fetch)
             if not ranked:
                 return []
-            ids = [rowid for rowid, _ in ranked]
-            rank_of = dict(ranked)
-            rows: list[tuple[int, int, int, int, str, str, int]] = self.conn.execute(
-                "SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts FROM rows r JOIN sources s"
-                f" ON s.id = r.src WHERE s.live = 1 AND r.id IN ({','.join('?' * len(ids))})",
-                ids,
-            ).fetchall()
-            hits = sorted(
-                (Hit(*row, rank_of[row[0]]) for row in rows), key=lambda h: (h.rank, -h.ts, h.message_id)
-            )
             complete = len(ranked) < fetch  # every match was ranked
+            found = self._top_prefix(ranked, want, complete)
+            if found is not None:
+                return found
+            hits = self._live_hits(ranked)
             if len(hits) >= want + 1 or complete:
                 # the last ranked score may tie with unfetched ones: keep only hits strictly better
                 # than it unless everything was fetched
@@ -529,6 +541,41 @@ class _Shard:
                     return hits[:want]
             fetch *= 4
         return None
+
+    def _live_hits(self, ranked: list[tuple[int, float]]) -> list[Hit]:
+        """The live rows of `ranked` (rowid, bm25) as hits, sorted as results are."""
+        ids = [rowid for rowid, _ in ranked]
+        rank_of = dict(ranked)
+        rows: list[tuple[Any, ...]] = self.conn.execute(
+            f"SELECT r.id, r.src, r.pos, r.line, r.message_id, r.role, r.ts, {_HIT_SOURCE_COLS} FROM rows r"
+            f" JOIN sources s ON s.id = r.src WHERE s.live = 1 AND r.id IN ({','.join('?' * len(ids))})",
+            ids,
+        ).fetchall()
+        return sorted(
+            (
+                Hit(i, src, pos, line, mid, role, ts, rank_of[i], *where)
+                for i, src, pos, line, mid, role, ts, *where in rows
+            ),
+            key=lambda h: (h.rank, -h.ts, h.message_id),
+        )
+
+    def _top_prefix(self, ranked: list[tuple[int, float]], want: int, complete: bool) -> list[Hit] | None:
+        """`_top`'s answer from the rows of the ranking's first entries only: those scoring at most
+        the `want`-th's (the answer is among them), and, unless every match was ranked, the one
+        after them (so `_top`'s "one more live hit than wanted" is known to hold). None when one of
+        them is retired, or ties reach the last entry ranked: `_top`'s whole rule then decides. The
+        same hits in the same order: the ranking is ascending, the others score worse than every
+        one looked up, and the rows come back in rowid order either way."""
+        if len(ranked) < want or want <= 0:
+            return None
+        worst = ranked[want - 1][1]
+        if not complete and worst >= ranked[-1][1]:
+            return None
+        k = want
+        while k < len(ranked) and ranked[k][1] <= worst:
+            k += 1
+        hits = self._live_hits(ranked[: k if complete else k + 1])
+        return hits[:want] if len(hits) == (k if complete else k + 1) else None
 
     def _ranked(self, match: str, fetch: int) -> list[tuple[int, float]]:
         """The best `fetch` (rowid, bm25) of `match`, OpenClaw's rank. bm25 costs in proportion to
@@ -633,13 +680,6 @@ class _Shard:
     def terms_containing(self, piece: str, limit: int) -> list[str]:
         """Indexed words containing `piece` (folded), at most `limit` + 1 (to tell "too many")."""
         return terms_containing(self.conn, "main", "fts", piece, limit)
-
-    def source_row(self, src_id: int) -> tuple[str, str, str | None, str | None] | None:
-        """(locator, source, session_id, session_key) of an indexed source."""
-        row: tuple[str, str, str | None, str | None] | None = self.conn.execute(
-            "SELECT locator, source, session_id, session_key FROM sources WHERE id = ?", (src_id,)
-        ).fetchone()
-        return row
 
     def skipped(self, live_only: bool = False) -> list[str]:
         """What reading the indexed sources skipped (unreadable lines and archives), as text. A
@@ -951,9 +991,6 @@ class AgentIndex:
                 hits.append(hit)
         hits.sort(key=lambda h: (h.rank, -h.ts, h.message_id))
         return hits[offset : offset + limit]
-
-    def source_row(self, hit: Hit) -> tuple[str, str, str | None, str | None] | None:
-        return self.shards[hit.shard].source_row(hit.src)
 
     def kept_line(self, hit: Hit, key: str) -> tuple[str, str, str] | None:
         return self.shards[hit.shard].kept_line(key, hit.src, hit.pos)
