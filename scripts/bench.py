@@ -992,6 +992,12 @@ def case_export_50mb(b: Bench) -> None:
 # ---- sessions search (issue 26) ---------------------------------------------------------------------
 SEARCH_RARE = '"quokka lighthouse"'  # planted in 20 sessions (and in archived ones after the cleanup)
 SEARCH_COMMON = "gateway"  # in about half of big's 53,548 indexed lines: every candidate is ranked
+# The library figure: new questions per query, one process. The target is judged on the median of
+# all SEARCH_LIBRARY_SAMPLES; the median of the first SEARCH_LIBRARY_FIRST (the figure of stops <= 40,
+# at the mercy of two slow calls) is printed beside it, as are p90, max and the CPU time per call
+# (docs/decisions.md, issue 26, search41a)
+SEARCH_LIBRARY_SAMPLES = 25
+SEARCH_LIBRARY_FIRST = 5
 _SEARCH_WARM = """
 import json, sys, time
 from openclaw_cli.search import search
@@ -1000,18 +1006,48 @@ state, queries, runs = sys.argv[1], sys.argv[2:-1], int(sys.argv[-1])
 out = {}
 for query in queries:
     list(search(state, query))
-    samples, repeated = [], []
+    samples, cpu, repeated = [], [], []
     for _ in range(runs):
         forget_answers()  # a question not asked before: answered from the index
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         hits = list(search(state, query))
         samples.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         start = time.perf_counter()  # the same question again: the page kept, once checked fresh
         list(search(state, query))
         repeated.append(time.perf_counter() - start)
-    out[query] = {"samples": samples, "repeated": repeated, "hits": len(hits)}
+    out[query] = {"samples": samples, "cpu": cpu, "repeated": repeated, "hits": len(hits)}
 print(json.dumps(out))
 """
+
+
+def _library_figures(found: dict[str, Any], grep_seconds: float, grep_cpu: float | None) -> dict[str, Any]:
+    """One query's library figures: the median of every sample (judged) and of the first
+    SEARCH_LIBRARY_FIRST, each against grep's wall median, with p90, max, the CPU median and grep's
+    CPU median against it (shown: steadier than wall on a busy machine, not judged)."""
+    samples = found["samples"]
+    ordered = sorted(samples)
+    median_all = statistics.median(samples)
+    median_first = statistics.median(samples[:SEARCH_LIBRARY_FIRST])
+    return {
+        "samples": len(samples),
+        "medianMs": round(median_all * 1000, 2),
+        f"median{SEARCH_LIBRARY_FIRST}Ms": round(median_first * 1000, 2),
+        "p90Ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))] * 1000, 2),
+        "maxMs": round(ordered[-1] * 1000, 2),
+        "cpuMedianMs": round(statistics.median(found["cpu"]) * 1000, 2),
+        "grepCpuOverLibraryCpu": (
+            round(grep_cpu / statistics.median(found["cpu"]), 1)
+            if grep_cpu and min(found["cpu"]) > 0
+            else None
+        ),
+        "hits": found["hits"],
+        "grepMs": round(grep_seconds * 1000, 1),
+        "grepOverLibrary": round(grep_seconds / median_all, 1),
+        f"grepOverLibrary{SEARCH_LIBRARY_FIRST}": round(grep_seconds / median_first, 1),
+        # asked again unchanged: answered from the kept page (not what the target is judged on)
+        "repeatedMs": round(statistics.median(found["repeated"]) * 1000, 2),
+    }
 
 
 def _search_state(b: Bench) -> Path:
@@ -1088,13 +1124,17 @@ def case_search_big(b: Bench) -> None:
     # its < 100 ms target and shows grep beside it for reference.
     files = [str(state / "agents")]
     greps: dict[str, float] = {}
+    grep_cpus: dict[str, float | None] = {}
     for label, query, word in (
         ("rare phrase", SEARCH_RARE, "quokka"),
         ("common word", SEARCH_COMMON, "gateway"),
     ):
         warm = b.repeat([*OURS, "sessions", "search", query, "--json"], env, runs=max(b.runs, 5))
-        grep = b.repeat(["grep", "-r", "-l", "-F", word, *files], env, runs=max(3, min(b.runs, 5)))
+        # grep's median is the ratio's other half: as many runs as the whole command's
+        grep = b.repeat(["grep", "-r", "-l", "-F", word, *files], env, runs=max(b.runs, 5))
         greps[query] = median(grep)
+        cpus = [r.cpu_seconds for r in grep if r.cpu_seconds is not None]
+        grep_cpus[query] = statistics.median(cpus) if cpus else None
         b.compare(
             f"sessions search {query} --json (warm index, whole command), {label}",
             warm,
@@ -1113,7 +1153,7 @@ def case_search_big(b: Bench) -> None:
             str(state),
             SEARCH_RARE,
             SEARCH_COMMON,
-            str(max(b.runs, 5)),
+            str(max(b.runs, SEARCH_LIBRARY_SAMPLES)),
         ],
         env=env,
         capture_output=True,
@@ -1121,22 +1161,15 @@ def case_search_big(b: Bench) -> None:
         check=True,
     )
     figures_in = {
-        q: {
-            "medianMs": round(statistics.median(v["samples"]) * 1000, 1),
-            "hits": v["hits"],
-            "grepMs": round(greps[q] * 1000, 1),
-            "grepOverLibrary": round(greps[q] / statistics.median(v["samples"]), 1),
-            # asked again unchanged: answered from the kept page (not what the target is judged on)
-            "repeatedMs": round(statistics.median(v["repeated"]) * 1000, 2),
-        }
-        for q, v in json.loads(inproc.stdout).items()
+        q: _library_figures(v, greps[q], grep_cpus[q]) for q, v in json.loads(inproc.stdout).items()
     }
     checks = {f"{q}:100ms": v["medianMs"] < 100 for q, v in figures_in.items()}
     checks.update({f"{q}:20x-grep": v["grepOverLibrary"] >= 20 for q, v in figures_in.items()})
     b.record_figures(
         "sessions search, warm, in-process (library search(), first page) vs grep -r -l -F",
         figures_in,
-        "< 100 ms; >= 20x faster than grep -r -l -F over the same files (warm page cache)",
+        "< 100 ms; >= 20x faster than grep -r -l -F over the same files (warm page cache), judged on the"
+        f" median of every sample (the first {SEARCH_LIBRARY_FIRST}'s median shown beside it)",
         checks,
     )
     live = sorted((state / "agents" / "main" / "sessions").glob("*.jsonl"))[:10]
