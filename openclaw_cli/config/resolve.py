@@ -12,7 +12,6 @@ names are still importable from here and from `openclaw_cli.config`.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 
@@ -99,6 +98,14 @@ def _model(cfg: Any) -> OpenClawConfig:
     raise TypeError(f"expected a LoadedConfig, OpenClawConfig, dict or None, got {type(cfg).__name__}")
 
 
+_INFINITY = float("inf")  # math.inf: `math` (a shared library to load) is not on a read's path
+
+
+def _finite(value: float) -> bool:
+    """`math.isfinite(value)` for a float or an int within the float range: inf - inf and nan are nan."""
+    return value - value == 0
+
+
 def _defaults_only(cfg: Any) -> bool:
     """Whether `cfg` sets nothing: None, or a LoadedConfig of no file whose model is not built
     (`LoadedConfig.defaults_only`). The settings a read asks for (the store path template, the
@@ -111,6 +118,8 @@ def _defaults_only(cfg: Any) -> bool:
 
 
 def default_high_water_bytes(max_disk_bytes: int) -> int:
+    import math
+
     return max(1, min(max_disk_bytes, math.floor(max_disk_bytes * HIGH_WATER_RATIO)))
 
 
@@ -176,6 +185,8 @@ def high_water_entries(max_entries: Any) -> int:
         return 1
     if max_entries <= 49:
         return max_entries + 1
+    import math
+
     return max_entries + max(25, math.ceil(max_entries * 0.1))
 
 
@@ -209,7 +220,7 @@ def _env_ms(env: Mapping[str, str], name: str, *, allow_infinity: bool) -> float
         return None
     value = raw.strip()
     if allow_infinity and value == "Infinity":
-        return math.inf
+        return _INFINITY
     if not _DIGITS.fullmatch(value):
         return None
     number = int(value)
@@ -242,7 +253,7 @@ def write_lock_settings(cfg: Any = None, env: Mapping[str, str] | None = None) -
 
 def max_hold_from_timeout(timeout_ms: float, minimum_ms: int = DEFAULT_LOCK_MAX_HOLD_MS) -> int:
     """`min(2 147 000 000, max(minimum, timeout + 120 000))`; an infinite timeout -> the ceiling."""
-    if not math.isfinite(timeout_ms):
+    if not _finite(timeout_ms):
         return MAX_HOLD_CEILING_MS
     return int(min(MAX_HOLD_CEILING_MS, max(minimum_ms, timeout_ms + MAX_HOLD_GRACE_MS)))
 
@@ -251,7 +262,7 @@ def sqlite_busy_timeout_ms(settings: WriteLockSettings) -> int:
     """D12: the SQLite busy timeout is the lock acquire timeout (capped to what SQLite accepts)."""
     return (
         MAX_HOLD_CEILING_MS
-        if not math.isfinite(settings.acquire_timeout_ms)
+        if not _finite(settings.acquire_timeout_ms)
         else int(min(settings.acquire_timeout_ms, MAX_HOLD_CEILING_MS))
     )
 

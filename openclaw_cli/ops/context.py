@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 from openclaw_cli.clock import now_ms
 from openclaw_cli.paths import StatePaths
-from openclaw_cli.progress import ProgressFactory
 from openclaw_cli.records import FrozenRecord, Record
 
 TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
     from typing import Any
 
+    from openclaw_cli.progress import ProgressFactory
     from openclaw_cli.store.base import SessionStore
 
 

@@ -71,7 +71,6 @@ def _int_param(params: dict[str, Any], name: str) -> int | None:
 
 
 def sessions_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    from openclaw_cli.keys import to_agent_store_key
     from openclaw_cli.ops.targets import open_target
     from openclaw_cli.search.engine import Options, StoreTarget, search
     from openclaw_cli.search.query import parse
@@ -100,6 +99,8 @@ def sessions_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         params = {**params, "agentId": scope.get("agentId")}
     targets = _targets(ctx, params, keys)
     if keys is not None and not scope_rows:
+        from openclaw_cli.keys import to_agent_store_key
+
         owner = targets[0].agent_id if len(targets) == 1 else None
         keys = [to_agent_store_key(owner, k) if owner and k not in ("global", "unknown") else k for k in keys]
     opts = Options(
