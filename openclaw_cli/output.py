@@ -5,8 +5,9 @@ The text renderers' view of the streams (colour, widths) is `cli/term.py`."""
 from __future__ import annotations
 
 import os
-import re
 import sys
+
+from openclaw_cli.lazyre import lazy_pattern
 
 TYPE_CHECKING = False  # no `typing` at run time: a search imports this module
 if TYPE_CHECKING:
@@ -14,14 +15,19 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# compiled on first use: a printable text (most) needs neither
+_ANSI = lazy_pattern(
+    globals(), "_ANSI", r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+)
+_CONTROL = lazy_pattern(globals(), "_CONTROL", r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def sanitize_text(value: Any) -> str:
     """Never pass control characters from stored data to a terminal (D6.8): ANSI sequences are
     removed, newline/CR/tab shown as the two-character escapes, other control characters dropped."""
     text = value if isinstance(value, str) else str(value)
+    if text.isprintable():  # no control character (C0, DEL, C1): nothing below would change it
+        return text
     text = _ANSI.sub("", text)
     text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
     return _CONTROL.sub("", text)

@@ -218,3 +218,25 @@ def test_a_warm_search_builds_no_config_model_nor_imports_sqlite3s_package_or_js
         for module in ("openclaw_cli.config.model", "sqlite3", "sqlite3.dbapi2", "json", "json.decoder"):
             assert module not in imported, (module, args)
     assert "datetime" not in _imports_of_search("zzzz")  # no line read back, text output
+
+
+def test_sanitize_text_is_its_two_patterns() -> None:
+    """A printable text is returned as is (no control character for either pattern, nothing to
+    escape); anything else goes through the patterns, compiled then."""
+    from openclaw_cli.output import sanitize_text
+
+    ansi = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+    control = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+    def old(text: str) -> str:
+        text = ansi.sub("", text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        return control.sub("", text)
+
+    for code in range(0x30000):
+        for text in (chr(code), "a" + chr(code) + "b", "\x1b[" + chr(code) + "m"):
+            assert sanitize_text(text) == old(text), hex(code)
+    rng = random.Random(9)
+    alphabet = "ab \x1b[]0;m\x07\\\n\r\t\x7f\x9f\u2028\u00e9"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert sanitize_text(text) == old(text), repr(text)
