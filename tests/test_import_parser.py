@@ -127,6 +127,16 @@ def test_parser_process_stores_what_the_in_process_import_stores(
         return entry_at(self, n)
 
     monkeypatch.setattr(StreamedEntries, "entry_at", counted)
+    from openclaw_cli.migration.importer import ImportRun
+
+    sent: Counter[str] = Counter()  # records sent to the parser
+    submit = ImportRun._submit
+
+    def counted_submit(parser: Any, state: Any) -> None:
+        sent[os.environ["OPENCLAW_IMPORT_PARSER"]] += 1
+        submit(parser, state)
+
+    monkeypatch.setattr(ImportRun, "_submit", staticmethod(counted_submit))
     from openclaw_cli.store.sqlite import store as sqlite_store
 
     # per-record line importers: a fresh store's records need none, rows prepared ahead or read
@@ -180,10 +190,13 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     # the parser computed the entries' rows of the records it read (the rest: the merged bare key's
     # pair, the missing and the oversized transcripts); split: about half of them
     assert parsed_here["inline"] >= 20 and parsed_here["process"] <= 6, parsed_here
-    # split at 1/2: the importing process reads the first of every two records the parser can take
-    # (15 here) and parses their entries: 8 more than with the parser taking them all
+    # split at 1/2: the parser is sent the second of every two records it can take (19 here: all
+    # but the two keys of one transcript), the importing process reads the others and parses their
+    # entries — 15 records with an entry it can send, 7 or 8 of them here by their place in the
+    # session-id order the records are fed in
+    assert sent == {"process": 19, "split": 9}, sent
     taken_here = parsed_here["inline"] - parsed_here["process"]
-    assert parsed_here["split"] - parsed_here["process"] == (taken_here + 1) // 2, parsed_here
+    assert taken_here == 15 and 7 <= parsed_here["split"] - parsed_here["process"] <= 8, parsed_here
     assert made["inline"] <= 6 and made["process"] <= 6 and made["split"] <= 6, made
     # the parser's records are not remembered (100,000 keys and ids: 8 MiB of the peak)
     assert remembered["inline"] >= 40 and remembered["process"] <= 12, remembered
@@ -504,3 +517,47 @@ def test_the_parsers_share_by_choice_and_environment(tmp_path: Path, monkeypatch
     assert share(small, "split", "lots") == share(small, "split", "nan") == 0.75
     monkeypatch.setattr(importer, "SMALL_TRANSCRIPTS_SHARE", 0.75)  # the split as the default
     assert share(small, None) == 0.75 and share(small, None, "0.6") == 0.6 and share(large, None) == 1.0
+
+
+@pytest.mark.parametrize("mode", ["inline", "process", "split"])
+def test_a_fresh_build_takes_the_transcript_rows_in_session_id_order_and_keeps_the_index_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Issue 30: a private build is fed in session-id order, so each session's rows are appended to
+    the `(session_id, seq)` and identities' b-trees as the D6 floor's are; the entries and windows
+    keep the index's order (their rowids), and so does everything the report and the archive plan
+    list. Fails on a feed in index order (the rows' sessions come in the index's order)."""
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    state = make_state(tmp_path, sessions=16, mb=0.05, seed=41)
+    sessions = state / SESSIONS
+    index = json.loads((sessions / "sessions.json").read_text())
+    # the index in descending session-id order, the opposite of the rows' order
+    ordered = dict(sorted(index.items(), key=lambda item: item[1]["sessionId"], reverse=True))
+    assert list(ordered) != list(index) or len(ordered) < 2
+    (sessions / "sessions.json").write_text(json.dumps(ordered, indent=2))
+    sids = [entry["sessionId"] for entry in ordered.values()]
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_SHARE", "0.5" if mode == "split" else "1")
+    report = doctor_in_process("import")
+    assert not report.targets[0].has_blocking
+    conn = sqlite3.connect(state / DB)
+    try:
+        rows = [r[0] for r in conn.execute("SELECT session_id FROM transcript_events ORDER BY rowid")]
+        keys = [r[0] for r in conn.execute("SELECT session_key FROM session_nodes ORDER BY rowid")]
+        windows = [r[0] for r in conn.execute("SELECT session_id FROM session_windows ORDER BY rowid")]
+    finally:
+        conn.close()
+    runs = [sid for n, sid in enumerate(rows) if n == 0 or rows[n - 1] != sid]
+    assert sorted(runs) == sorted(set(sids))  # each session's rows contiguous
+    if mode == "split":
+        # the importing process's own records and the parser's (one rows file here, copied at the
+        # end): each in session-id order, one after the other
+        assert sum(a > b for a, b in zip(runs[:-1], runs[1:], strict=True)) <= 1, runs
+    else:
+        assert runs == sorted(sids)
+    assert keys == list(ordered)
+    assert windows == sids
+    archived = [Path(p).name for p in report.targets[0].archived_transcript_files]
+    assert [sid for name in archived for sid in sids if sid in name] == sids  # the index's order

@@ -16,6 +16,7 @@ import hashlib
 import os
 import sqlite3
 import struct
+from array import array
 from collections import deque
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
@@ -450,12 +451,15 @@ class ImportRun:
             staging.discard_all(t.sqlite_path)
             tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
         self._current_db = tr.db
+        # a private build takes the records in session-id order (`_feed_order`); everything else
+        # (the report, verification, the archive plan) keeps the index's order
+        order = _feed_order(states) if tr.build is not None else None
         store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
-            taken = iter(states)
+            taken = iter(states) if order is None else (states[i] for i in order)
             store.bulk_import(
-                self._feed(states, parser),
+                self._feed(states, parser, order),
                 batch_records=1000,
                 batch_rows=BATCH_ROWS,
                 on_malformed="quarantine",
@@ -516,15 +520,20 @@ class ImportRun:
         self._parser_share = share
         return parser
 
-    def _feed(self, states: list[RecState], parser: ParserProcess | None = None) -> Iterator[Any]:
+    def _feed(
+        self, states: list[RecState], parser: ParserProcess | None = None, order: array[int] | None = None
+    ) -> Iterator[Any]:
+        """The records to import, in `order` (indexes into `states`; None: theirs), each with its
+        position in `states` as the rowid of its entry's and window's rows when an order is given."""
         from openclaw_cli.store.sqlite.store import ImportRecord
 
         # the parser takes the jobs in record order, a bounded window ahead of the record imported
-        jobs = _parser_jobs(states, self._parser_share) if parser is not None else iter(())
+        jobs = _parser_jobs(states, self._parser_share, order) if parser is not None else iter(())
         sent: deque[RecState] = deque()
         more = parser is not None
         previous: RecState | None = None
-        for state in states:
+        fed = states if order is None else (states[i] for i in order)
+        for n, state in enumerate(fed):
             if previous is not None and previous.stream is not None:
                 previous.stream.finish()
             if more:
@@ -555,6 +564,7 @@ class ImportRun:
                 created_at_ms=state.mtime_ms,
                 entry_text=None if state.alias_of is not None else rec.entry_text,
                 prepared=prepared,
+                rowid=None if order is None else order[n] + 1,
             )
             state.mtime_ms = None  # read once, here (an int per session otherwise held to the end)
             previous = state
@@ -1314,14 +1324,17 @@ def _spare_core() -> bool:
         return True  # no load figure: as before, the cores decide
 
 
-def _parser_jobs(states: list[RecState], share: float = 1.0) -> Iterator[RecState]:
+def _parser_jobs(
+    states: list[RecState], share: float = 1.0, order: array[int] | None = None
+) -> Iterator[RecState]:
     """The records the parser reads, in order: of those it can take — a readable transcript of a
     valid session id that no other record of the run names (a session seen twice takes the store's
     general path, which needs the lines; keys need no check: `_merge_aliases` leaves one entry per
     key) — `share` of them, spread evenly (with 3/4: the first of every four is the importing
     process's own, read while the parser starts). The importing process reads the others itself,
     as it reads the records the parser cannot take: each record's rows go whole into the parser's
-    rows file or into the importer's batch, so a session's rows stay contiguous in the build."""
+    rows file or into the importer's batch, so a session's rows stay contiguous in the build.
+    `order`: the records are imported in this order (`_feed_order`)."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
     seen: set[str] = set()
@@ -1334,7 +1347,7 @@ def _parser_jobs(states: list[RecState], share: float = 1.0) -> Iterator[RecStat
             seen.add(sid)
     del seen
     credit = 0.0
-    for state in states:
+    for state in states if order is None else (states[i] for i in order):
         rec = state.rec
         sid = rec.session_id
         if (
@@ -1348,6 +1361,16 @@ def _parser_jobs(states: list[RecState], share: float = 1.0) -> Iterator[RecStat
             if credit >= 1.0:
                 credit -= 1.0
                 yield state
+
+
+def _feed_order(states: list[RecState]) -> array[int]:
+    """The order a fresh private build takes its records in: by session id (the records of one
+    session id in their index order), as indexes into `states` (an array: 4 bytes a session). Each
+    record's entry and window rows take its position in the index as their rowid, so those tables
+    keep the index's order (verification meets the keys in the order of `states`; readers by rowid
+    see what they saw before), while the transcript rows go in as the D6 floor's do: appended to
+    the `(session_id, seq)` key and the identities' b-tree instead of at random places (issue 30)."""
+    return array("I", sorted(range(len(states)), key=lambda i: states[i].rec.session_id))
 
 
 def _merge_aliases(records: list[Record], report: TargetReport) -> list[RecState]:

@@ -291,9 +291,14 @@ def scan_members(fd: int, hasher: Any) -> Iterator[tuple[str, int, int, int, Any
         return
 
 
+NEAR = 64 * 1024  # a read this far past the block goes on forward: the next block is read
+
+
 class BlockReader:
     """`pread` through one cached block: reads that go forward through a file (the import reads
-    entries and moves in the order they were written) cost one system call per block."""
+    entries and moves in the order they were written) cost one system call per block. A read
+    elsewhere (a jump back, or more than `NEAR` past the block: entries read out of file order) reads just
+    what it asks for and keeps the block."""
 
     def __init__(self, block: int = CHUNK):
         self.block = block
@@ -303,6 +308,8 @@ class BlockReader:
     def read(self, fd: int, offset: int, length: int) -> bytes:
         rel = offset - self.base
         if rel < 0 or rel + length > len(self.data):
+            if self.data and not 0 <= rel < len(self.data) + NEAR:
+                return os.pread(fd, length, offset)
             self.data = os.pread(fd, max(self.block, length), offset)
             self.base, rel = offset, 0
         return self.data[rel : rel + length]

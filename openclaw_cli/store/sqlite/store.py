@@ -95,6 +95,11 @@ _NODE_INSERT_IF_ABSENT = (
     f"INSERT INTO session_nodes({_NODE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT(session_key) DO NOTHING"
 )
+# ... at a given rowid (`ImportRecord.rowid`: an import feeding its records out of their index's order)
+_NODE_INSERT_AT_IF_ABSENT = (
+    f"INSERT INTO session_nodes(rowid, {_NODE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(session_key) DO NOTHING"
+)
 _WINDOW_COLUMNS = (
     "session_id, session_key, previous_session_id, reason, created_at, updated_at, chat_type, channel, "
     "model_provider, model"
@@ -103,10 +108,18 @@ _WINDOW_INSERT_IF_ABSENT = (
     f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT(session_id) DO NOTHING"
 )
+_WINDOW_INSERT_AT_IF_ABSENT = (
+    f"INSERT INTO session_windows(rowid, {_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(session_id) DO NOTHING"
+)
 # a window inserted whole, totals included: the batched import of a store that was empty
 _WINDOW_INSERT_WITH_TOTALS = (
     f"INSERT INTO session_windows({_WINDOW_COLUMNS}, transcript_updated_at, event_count, event_bytes, "
     "token_estimate, compaction_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id) DO NOTHING"
+)
+_WINDOW_INSERT_AT_WITH_TOTALS = (
+    f"INSERT INTO session_windows(rowid, {_WINDOW_COLUMNS}, transcript_updated_at, event_count, event_bytes, "
+    "token_estimate, compaction_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id) DO NOTHING"
 )
 _WINDOW_UPSERT_FROM_ENTRY = (
     f"INSERT INTO session_windows({_WINDOW_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
@@ -260,6 +273,10 @@ class ImportRecord:
     # gathered path imports (a fresh store, a key and session id no other record of the run names:
     # the store does not remember them, `_BulkState.keys`)
     prepared: PreparedLines | None = None
+    # the rowid of the record's `session_nodes` and `session_windows` rows (None: the next one): an
+    # import that feeds its records in another order than its index's (session-id order, so that the
+    # transcript rows are appended to their keys' b-trees) keeps the index's order in both tables
+    rowid: int | None = None
 
 
 @dataclass(slots=True)  # one per imported session, kept for the caller
@@ -1818,6 +1835,8 @@ class _BulkState:
         self.sids: set[str] = set()
         self.nodes: list[tuple[Any, ...]] = []
         self.windows: list[tuple[Any, ...]] = []
+        self.nodes_at: list[tuple[Any, ...]] = []  # rows of records with a `rowid`: (rowid, *row)
+        self.windows_at: list[tuple[Any, ...]] = []
         self.events: list[tuple[Any, ...]] = []
         self.identities: list[tuple[Any, ...]] = []
         self.gathered_bytes = 0
@@ -1828,14 +1847,20 @@ class _BulkState:
             self.records = self.rows = self.bytes = 0
 
     def write_gathered(self) -> None:
-        if not (self.nodes or self.windows or self.events):
+        if not (self.nodes or self.windows or self.events or self.nodes_at or self.windows_at):
             return
         conn = self.conn
         self.begin()
         if self.nodes:
             conn.executemany(_NODE_INSERT_IF_ABSENT, self.nodes)
+        if self.nodes_at:
+            conn.executemany(_NODE_INSERT_AT_IF_ABSENT, self.nodes_at)
+            self.nodes_at = []
         if self.windows:
             conn.executemany(_WINDOW_INSERT_WITH_TOTALS, self.windows)
+        if self.windows_at:
+            conn.executemany(_WINDOW_INSERT_AT_WITH_TOTALS, self.windows_at)
+            self.windows_at = []
         if self.events:
             conn.executemany(_EVENT_INSERT, self.events)
         if self.identities:
@@ -1868,8 +1893,16 @@ class _BulkState:
         except FileNotFoundError:
             pass
 
+    def add_window(self, row: tuple[Any, ...], record: ImportRecord) -> None:
+        """A gathered window row (with its totals), at the record's `rowid` when it has one."""
+        if record.rowid is None:
+            self.windows.append(row)
+        else:
+            self.windows_at.append((record.rowid, *row))
+
     def rollback(self) -> None:
         self.nodes, self.windows, self.events, self.identities = [], [], [], []
+        self.nodes_at, self.windows_at = [], []
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
@@ -1907,9 +1940,13 @@ class _BulkState:
             raise RuntimeError(f"rows prepared ahead for {key}, which the gathered import cannot take")
         if not fast and self.fast:
             self.write_gathered()  # the general path reads what is stored
+        rowid = record.rowid
         if node is not None:  # the parser's `node_row`: the entry inserted as the store would
             self.bytes += node[_NODE_BYTES] + ROW_OVERHEAD_BYTES
-            self.nodes.append(node)
+            if rowid is None:
+                self.nodes.append(node)
+            else:
+                self.nodes_at.append((rowid, *node))
             out.entry_inserted = True
         elif entry is not None:
             data = (
@@ -1917,11 +1954,18 @@ class _BulkState:
             )
             self.bytes += len(data) + ROW_OVERHEAD_BYTES
             if fast:
-                self.nodes.append(_node_row(key, entry, data))
+                if rowid is None:
+                    self.nodes.append(_node_row(key, entry, data))
+                else:
+                    self.nodes_at.append((rowid, *_node_row(key, entry, data)))
                 self.keys.add(key)
                 inserted = 1
-            else:
+            elif rowid is None:
                 inserted = conn.execute(_NODE_INSERT_IF_ABSENT, _node_row(key, entry, data)).rowcount
+            else:
+                inserted = conn.execute(
+                    _NODE_INSERT_AT_IF_ABSENT, (rowid, *_node_row(key, entry, data))
+                ).rowcount
             out.entry_inserted = inserted == 1
             out.entry_existing = inserted != 1
         if not valid_sid:
@@ -1945,7 +1989,10 @@ class _BulkState:
             "SELECT event_count FROM session_windows WHERE session_id = ?", (sid,)
         ).fetchone()
         if existing is None:
-            conn.execute(_WINDOW_INSERT_IF_ABSENT, window)
+            if rowid is None:
+                conn.execute(_WINDOW_INSERT_IF_ABSENT, window)
+            else:
+                conn.execute(_WINDOW_INSERT_AT_IF_ABSENT, (rowid, *window))
         stored_count = existing[0] if existing else 0
         _SessionImport(
             self, out, sid, record, fallback, stored_count, on_malformed, new_window=existing is None
@@ -2014,7 +2061,7 @@ class _BulkState:
         out.events_inserted += total_events
         out.bytes_inserted += total_bytes
         totals = (total_events, total_bytes, total_tokens, total_compactions)
-        self.windows.append(_imported_window(window, record, self.stamp, first_created, newest, totals))
+        self.add_window(_imported_window(window, record, self.stamp, first_created, newest, totals), record)
 
     def _gather_prepared(
         self,
@@ -2062,7 +2109,7 @@ class _BulkState:
         if out.issue is None:
             out.issue = prepared.issue
         totals = (total_events, total_bytes, total_tokens, total_compactions)
-        self.windows.append(_imported_window(window, record, self.stamp, first_created, newest, totals))
+        self.add_window(_imported_window(window, record, self.stamp, first_created, newest, totals), record)
 
 
 def _imported_window(
@@ -2264,7 +2311,7 @@ class _SessionImport:
         row = _imported_window(
             self.window, self.record, self.bulk.stamp, self.first_created, self.newest, totals
         )
-        self.bulk.windows.append(row)
+        self.bulk.add_window(row, self.record)
 
     def flush(self) -> None:
         if not self.events:
