@@ -561,3 +561,22 @@ def test_a_fresh_build_takes_the_transcript_rows_in_session_id_order_and_keeps_t
     assert windows == sids
     archived = [Path(p).name for p in report.targets[0].archived_transcript_files]
     assert [sid for name in archived for sid in sids if sid in name] == sids  # the index's order
+
+
+def test_the_feed_order_is_the_session_id_order_stable_in_the_index_order() -> None:
+    """`_feed_order` sorts a first character at a time (memory): the same order as one stable sort
+    of the indexes by session id, for ids of any first character, empty and shared ones."""
+    import random
+    import uuid
+    from types import SimpleNamespace
+
+    from openclaw_cli.migration.importer import _feed_order
+
+    rng = random.Random(41)
+    ids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(2000)]
+    ids += ["", "a", "A", "é", "Z-1", "0", "zz", "\U0001f600x"] * 3 + ids[:40]
+    rng.shuffle(ids)
+    states: Any = [SimpleNamespace(rec=SimpleNamespace(session_id=sid)) for sid in ids]
+    order = list(_feed_order(states))
+    assert order == sorted(range(len(ids)), key=lambda i: ids[i])
+    assert sorted(order) == list(range(len(ids)))
