@@ -217,6 +217,8 @@ def test_a_warm_search_builds_no_config_model_nor_imports_sqlite3s_package_or_js
         assert "openclaw_cli.search.engine" in imported
         for module in ("openclaw_cli.config.model", "sqlite3", "sqlite3.dbapi2", "json", "json.decoder"):
             assert module not in imported, (module, args)
+        # nor datetime: the hit lines read back (ISO timestamps) are not parsed for a time again
+        assert "datetime" not in imported, args
     assert "datetime" not in _imports_of_search("zzzz")  # no line read back, text output
 
 
@@ -240,3 +242,31 @@ def test_sanitize_text_is_its_two_patterns() -> None:
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
         assert sanitize_text(text) == old(text), repr(text)
+
+
+def test_extract_without_the_timestamp_is_extract_but_for_it() -> None:
+    from openclaw_cli.search.text import extract
+
+    lines: list[Any] = [
+        {
+            "type": "message",
+            "id": "a1",
+            "timestamp": "2026-11-02T10:00:00.123Z",
+            "message": {"role": "user", "content": "hi"},
+        },
+        {
+            "type": "message",
+            "id": "a2",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "x"}], "timestamp": 5},
+        },
+        {"type": "message", "message": {"role": "toolResult", "toolName": "ls", "content": "out"}},
+        {"type": "message", "id": "a4", "message": {"role": "system", "content": "no"}},
+        {"type": "session", "id": "s"},
+        "not a dict",
+    ]
+    for n, obj in enumerate(lines, 1):
+        full = extract(obj, n, 7)
+        quick = extract(obj, n, 7, timestamp=False)
+        assert (full is None) == (quick is None)
+        if full is not None and quick is not None:
+            assert quick == (full[0], full[1], 7, full[3])

@@ -120,7 +120,8 @@ def _line_text(source: Source, position: int, line_no: int) -> tuple[str, str, i
         obj = loads(raw)  # orjson's reading (without importing it in a one-shot command)
     except ValueError:  # orjson.JSONDecodeError
         return None
-    return extract(obj, line_no, source.fallback_ms())
+    # the hit's row has the line's time: not parsed again (nor an archive name's for a fallback)
+    return extract(obj, line_no, timestamp=False)
 
 
 def _result(

@@ -155,9 +155,13 @@ def parse_timestamp(value: Any) -> int | None:
     return None
 
 
-def extract(obj: Any, line_no: int, fallback_ts: int = 0) -> tuple[str, str, int, str] | None:
+def extract(
+    obj: Any, line_no: int, fallback_ts: int = 0, *, timestamp: bool = True
+) -> tuple[str, str, int, str] | None:
     """(messageId, role, timestamp, text) of a message line worth indexing, else None. Lines
-    without an id (pre-v3 transcripts) get `#<line number>`."""
+    without an id (pre-v3 transcripts) get `#<line number>`. `timestamp=False`: the line's time
+    is not parsed (`fallback_ts` stands for it), for a caller that has it already (a hit read
+    back: parsing an ISO string imports datetime, ~5 M instructions of a search command)."""
     if not isinstance(obj, dict) or obj.get("type") != "message":
         return None
     message = obj.get("message")
@@ -182,6 +186,8 @@ def extract(obj: Any, line_no: int, fallback_ts: int = 0) -> tuple[str, str, int
         return None
     raw_id = obj.get("id")
     message_id = (raw_id.strip() if isinstance(raw_id, str) else "") or f"#{line_no}"
+    if not timestamp:
+        return message_id, role_out, fallback_ts, text
     ts = parse_timestamp(obj.get("timestamp"))
     if ts is None:
         ts = parse_timestamp(message.get("timestamp"))
