@@ -2110,6 +2110,13 @@ class _BulkState:
             out.issue = prepared.issue
         totals = (total_events, total_bytes, total_tokens, total_compactions)
         self.add_window(_imported_window(window, record, self.stamp, first_created, newest, totals), record)
+        # a record whose rows went into a rows file hands over no chunk: its entry's bytes count
+        # here, so the gathered entries and windows are written (bounded) whatever the share
+        self.gathered_bytes += ROW_OVERHEAD_BYTES + (
+            prepared.node[_NODE_BYTES] if prepared.node is not None else 0
+        )
+        if self.gathered_bytes >= GATHER_BYTES:
+            self.write_gathered()  # bounded memory; committed between records only
 
 
 def _imported_window(
