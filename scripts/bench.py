@@ -1564,6 +1564,8 @@ async def _patches(load, url: str, keys: list[str], clients: int, requests: int,
     """Only sessions.patch: each client alternates a new label and a pin toggle on its own keys."""
     import asyncio
 
+    from bench_clients import patch_params
+
     report = load.LoadReport()
 
     async def one(index: int) -> None:
@@ -1571,12 +1573,7 @@ async def _patches(load, url: str, keys: list[str], clients: int, requests: int,
         conn = await load._open(url, GATEWAY_TOKEN)
         try:
             for n in range(requests):
-                key = own[n % len(own)]
-                params = (
-                    {"key": key, "label": f"bench {run}-{index}-{n}"}
-                    if n % 2
-                    else {"key": key, "pinned": n % 4 == 0}
-                )
+                params = patch_params(own[n % len(own)], run, index, n)
                 await load._timed(conn, report, "sessions.patch", params, "sessions.patch")
         finally:
             await conn.ws.close()

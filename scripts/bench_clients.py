@@ -42,6 +42,12 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def patch_params(key: str, run: int, index: int, n: int) -> dict[str, Any]:
+    """The n-th patch of client `index` in run `run`: a new label and a pin toggle in turn (the
+    same requests whether the client runs in the bench's process or in one of its own)."""
+    return {"key": key, "label": f"bench {run}-{index}-{n}"} if n % 2 else {"key": key, "pinned": n % 4 == 0}
+
+
 async def _timed_part(spec: dict[str, Any], conn: Any, report: Any, load: Any, stop: asyncio.Event) -> None:
     role, requests = spec["role"], spec["requests"]
     until_stop = spec.get("load", False)  # a load client: it ends when told (at most `requests`)
@@ -50,12 +56,7 @@ async def _timed_part(spec: dict[str, Any], conn: Any, report: Any, load: Any, s
         for n in range(requests):
             if until_stop and stop.is_set():
                 break
-            key = own[n % len(own)]
-            params = (
-                {"key": key, "label": f"bench {run}-{index}-{n}"}
-                if n % 2
-                else {"key": key, "pinned": n % 4 == 0}
-            )
+            params = patch_params(own[n % len(own)], run, index, n)
             await load._timed(conn, report, "sessions.patch", params, "sessions.patch")
     elif role == "call":  # one method, the same params, again and again
         for _ in range(requests):

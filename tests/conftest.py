@@ -84,6 +84,22 @@ def imported_fixture_state(state_dir: Path) -> Path:
     return copy_tree(OPENCLAW_FIXTURE / "imported-state", state_dir)
 
 
+def ours_and_a_legacy_agent(state: Path, agent: str) -> Path:
+    """The fixture's legacy state at `state`, main imported by our CLI (our SQLite store), and
+    agent `agent` a copy of main's legacy store; returns that legacy store's directory."""
+    copy_tree(OPENCLAW_FIXTURE / "legacy-state", state)
+    env = {
+        "OPENCLAW_STATE_DIR": str(state),
+        "OPENCLAW_HOME": str(state.parent),
+        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+    }
+    done = run_cli("doctor", "--session-sqlite", "import", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    work = state / "agents" / agent / "sessions"
+    copy_tree(OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions", work)
+    return work
+
+
 def generate_legacy_state(dest: Path, sessions: int, total_mb: float, seed: int, *extra: str) -> Path:
     """Run the shared deterministic generator (../shared/tools/gen_legacy_store.py)."""
     if not GEN_LEGACY_STORE.exists():

@@ -16,7 +16,7 @@ from cleanup_support import transcript_lines
 import openclaw_cli.store.archives as ar
 import openclaw_cli.store.sqlite.store as sqlite_mod
 from openclaw_cli.errors import InvalidIdError
-from openclaw_cli.store.retire import ArchiveBatch
+from openclaw_cli.store.retire import ArchiveBatch, Retirement
 from openclaw_cli.store.sqlite.store import ImportRecord, SqliteStore
 
 NOW = 1_796_000_000_000
@@ -316,12 +316,24 @@ def test_the_read_back_is_one_read_of_the_size_written(tmp_path, monkeypatch):
     assert reads == [len(blob)]
 
 
+def _ten_leaving(store: SqliteStore) -> tuple[list[str], Retirement]:
+    """The keys and the retirement plan of the fixture store's first ten sessions."""
+    entries = store.load_entries()
+    keys = [f"agent:main:s{i}" for i in range(10)]
+    plan = Retirement(
+        keys,
+        entries={k: entries[k] for k in keys},
+        session_ids=[f"s{i}" for i in range(10)],
+        session_keys={f"s{i}": k for i, k in enumerate(keys)},
+    )
+    return keys, plan
+
+
 def test_the_removals_transaction_has_a_larger_page_cache_and_gives_it_back(store, monkeypatch):
     """Issue 30: the removals' transaction of a large cleanup changes most pages of the events
     table; with the usual 2 MB cache they spilled to the WAL and were read and written again. It
     runs with `REMOVAL_CACHE_KIB` and the connection has its own cache back afterwards."""
     import openclaw_cli.store.sqlite.retire as sqlite_retire
-    from openclaw_cli.store.retire import Retirement
 
     seen: list[int] = []
     real_drop = SqliteStore.drop_session_events
@@ -333,14 +345,7 @@ def test_the_removals_transaction_has_a_larger_page_cache_and_gives_it_back(stor
     monkeypatch.setattr(SqliteStore, "drop_session_events", spy)
     before = store._db().execute("PRAGMA cache_size").fetchone()[0]
     assert -sqlite_retire.REMOVAL_CACHE_KIB < before < 0
-    entries = store.load_entries()
-    keys = [f"agent:main:s{i}" for i in range(10)]
-    plan = Retirement(
-        keys,
-        entries={k: entries[k] for k in keys},
-        session_ids=[f"s{i}" for i in range(10)],
-        session_keys={f"s{i}": k for i, k in enumerate(keys)},
-    )
+    keys, plan = _ten_leaving(store)
     outcome = store.retire(plan, lock_settings=None, now_ms=NOW, checkpoint=lambda: None)
     assert seen == [-sqlite_retire.REMOVAL_CACHE_KIB]
     assert store._db().execute("PRAGMA cache_size").fetchone()[0] == before
@@ -358,7 +363,6 @@ def test_the_early_writeback_never_replaces_the_final_flush(store, monkeypatch):
     import threading
 
     import openclaw_cli.store.retire as retire_mod
-    from openclaw_cli.store.retire import Retirement
 
     monkeypatch.setattr(retire_mod, "EARLY_FLUSH_FILES", 1)
     events: list[tuple[str, str]] = []
@@ -396,14 +400,7 @@ def test_the_early_writeback_never_replaces_the_final_flush(store, monkeypatch):
         committed.append(list(events))
 
     monkeypatch.setattr(retire_mod.ArchiveBatch, "commit", commit)
-    entries = store.load_entries()
-    keys = [f"agent:main:s{i}" for i in range(10)]
-    plan = Retirement(
-        keys,
-        entries={k: entries[k] for k in keys},
-        session_ids=[f"s{i}" for i in range(10)],
-        session_keys={f"s{i}": k for i, k in enumerate(keys)},
-    )
+    keys, plan = _ten_leaving(store)
     outcome = store.retire(plan, lock_settings=None, now_ms=NOW, checkpoint=lambda: None)
     assert len(outcome.archives) == 10 and not outcome.kept
     assert ("syncfs", "archive-writeback") in events  # the early writeback ran
@@ -426,7 +423,6 @@ def test_the_commits_checkpoint_follows_it_only_when_it_cannot_change_the_files(
     import threading
 
     import openclaw_cli.store.sqlite.retire as sqlite_retire
-    from openclaw_cli.store.retire import Retirement
 
     store._db().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file holds the whole database
     if grown:  # ~400 KB of events for a kept session: pages beyond the file's end, in the WAL
@@ -461,14 +457,7 @@ def test_the_commits_checkpoint_follows_it_only_when_it_cannot_change_the_files(
     mp.setattr(sqlite_retire._DeferredCheckpoint, "pause", staticmethod(pause))
     mp.setattr(sqlite_retire._DeferredCheckpoint, "run", run)
     try:
-        entries = store.load_entries()
-        keys = [f"agent:main:s{i}" for i in range(10)]
-        plan = Retirement(
-            keys,
-            entries={k: entries[k] for k in keys},
-            session_ids=[f"s{i}" for i in range(10)],
-            session_keys={f"s{i}": k for i, k in enumerate(keys)},
-        )
+        keys, plan = _ten_leaving(store)
         outcome = store.retire(plan, lock_settings=None, now_ms=NOW, checkpoint=lambda: None)
         order.append("returned")
         returned.set()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.cli.fast import parse
-from tests.conftest import OPENCLAW_FIXTURE, copy_tree, run_cli
+from tests.conftest import copy_tree, ours_and_a_legacy_agent, run_cli
 
 CONFIG = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 2}}}
 
@@ -27,17 +27,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """main: our SQLite store (imported from the fixture); work: a legacy store; zbroken: a corrupt
     legacy store (listed last: an --all-agents run fails part-way); a config whose cap removes rows."""
     state = tmp_path_factory.mktemp("cleanup-fast") / "state"
-    copy_tree(OPENCLAW_FIXTURE / "legacy-state", state)
-    env = {
-        "OPENCLAW_STATE_DIR": str(state),
-        "OPENCLAW_HOME": str(state.parent),
-        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-    }
-    done = run_cli("doctor", "--session-sqlite", "import", "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    copy_tree(
-        OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions", state / "agents/work/sessions"
-    )
+    ours_and_a_legacy_agent(state, "work")
     broken = state / "agents" / "zbroken" / "sessions"
     broken.mkdir(parents=True)
     (broken / "sessions.json").write_text('{"agent:zbroken:main": {')

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.cli.fast import parse
-from tests.conftest import OPENCLAW_FIXTURE, copy_tree, run_cli
+from tests.conftest import copy_tree, ours_and_a_legacy_agent, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -25,16 +25,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """main: our SQLite store (imported from the fixture); work: a legacy store with an archived
     and a pinned row; broken: a corrupt legacy store; a config with an unknown key (a warning)."""
     state = tmp_path_factory.mktemp("fast") / "state"
-    copy_tree(OPENCLAW_FIXTURE / "legacy-state", state)
-    env = {
-        "OPENCLAW_STATE_DIR": str(state),
-        "OPENCLAW_HOME": str(state.parent),
-        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-    }
-    done = run_cli("doctor", "--session-sqlite", "import", "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    work = state / "agents" / "work" / "sessions"
-    copy_tree(OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions", work)
+    work = ours_and_a_legacy_agent(state, "work")
     store = json.loads((work / "sessions.json").read_text())
     keys = sorted(store)
     store[keys[0]]["archivedAt"] = 1795000000000
