@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -98,6 +99,39 @@ def ours_and_a_legacy_agent(state: Path, agent: str) -> Path:
     work = state / "agents" / agent / "sessions"
     copy_tree(OPENCLAW_FIXTURE / "legacy-state" / "agents" / "main" / "sessions", work)
     return work
+
+
+def fast_path_options(command: Any, left_to_typer: set[str]) -> dict[str, bool]:
+    """A Typer-built command's options the fast path parses itself (option -> is a flag), after
+    checking each is plain enough for it: one name, no secondary name, env var, repetition,
+    callback or requirement. Options in `left_to_typer` send the command to Typer instead."""
+    declared = {}
+    for param in command.params:
+        assert len(param.opts) == 1 or param.opts[0] in left_to_typer, param.opts
+        if param.opts[0] in left_to_typer:
+            continue
+        assert not param.secondary_opts and param.envvar is None and not param.multiple and param.nargs == 1
+        assert param.callback is None and not param.required, param.opts
+        declared[param.opts[0]] = bool(param.is_flag)
+    return declared
+
+
+def modules_imported(args: list[str], **env: str) -> tuple[int, set[str]]:
+    """The exit code of `openclaw ARGS` (with `env` over ours) and every module it imported
+    (`python -X importtime`'s names)."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "openclaw_cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
+    names = {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    return proc.returncode, names
 
 
 def generate_legacy_state(dest: Path, sessions: int, total_mb: float, seed: int, *extra: str) -> Path:

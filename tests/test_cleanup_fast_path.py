@@ -7,17 +7,14 @@ lists it does not serve go to the Typer app."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from openclaw_cli.cli.fast import parse
-from tests.conftest import copy_tree, ours_and_a_legacy_agent, run_cli
+from tests.conftest import copy_tree, fast_path_options, modules_imported, ours_and_a_legacy_agent, run_cli
 
 CONFIG = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 2}}}
 
@@ -134,19 +131,9 @@ def test_what_the_cleanup_fast_path_does_not_serve_goes_to_the_typer_app(args: t
 
 
 def _imported(args: list[str], **env: str) -> set[str]:
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "openclaw_cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return {
-        line.rsplit("|", 1)[1].strip()
-        for line in proc.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
+    code, names = modules_imported(args, **env)
+    assert code == 0
+    return names
 
 
 def test_a_served_cleanup_never_imports_typer(template: Path, tmp_path: Path):
@@ -173,17 +160,8 @@ def test_the_fast_path_knows_exactly_the_options_the_cleanup_commands_declare():
         **dict.fromkeys(cleanup_body.FAST_FLAGS, True),
     }
     for command in (root.commands["sessions"].commands["cleanup"], root.commands["cleanup"]):  # type: ignore[attr-defined]
-        declared = {}
-        for param in command.params:
-            assert len(param.opts) == 1, param.opts
-            if param.opts[0] in cleanup_body.LEFT_TO_TYPER:
-                continue
-            assert (
-                not param.secondary_opts and param.envvar is None and not param.multiple and param.nargs == 1
-            )
-            assert param.callback is None and not param.required, param.opts
-            declared[param.opts[0]] = bool(param.is_flag)
-        assert declared == served
+        assert all(len(param.opts) == 1 for param in command.params)
+        assert fast_path_options(command, set(cleanup_body.LEFT_TO_TYPER)) == served
         assert {p.opts[0] for p in command.params} >= cleanup_body.LEFT_TO_TYPER
         for setting in ("auto_envvar_prefix", "ignore_unknown_options", "allow_extra_args", "default_map"):
             assert setting not in command.context_settings, setting

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_cli.cli.fast import parse
-from tests.conftest import copy_tree, ours_and_a_legacy_agent, run_cli
+from tests.conftest import copy_tree, fast_path_options, modules_imported, ours_and_a_legacy_agent, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -185,17 +185,7 @@ def test_an_invalid_profile_or_completion_mode_goes_to_the_typer_app(env: dict[s
 
 
 def _imported(args: list[str], **env: str) -> set[str]:
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "openclaw_cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-    )
-    return {
-        line.rsplit("|", 1)[1].strip()
-        for line in proc.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
+    return modules_imported(args, **env)[1]
 
 
 def test_a_served_listing_never_imports_typer_and_the_others_do(state: Path):
@@ -265,17 +255,7 @@ def test_the_fast_path_knows_exactly_the_options_the_typer_commands_declare():
         (sessions, served, set(fast.LEFT_TO_TYPER)),
         (listing, served, set(fast.LEFT_TO_TYPER)),
     ):
-        declared = {}
-        for param in command.params:
-            assert len(param.opts) == 1 or param.opts[0] in others, param.opts
-            if param.opts[0] in others:
-                continue
-            assert (
-                not param.secondary_opts and param.envvar is None and not param.multiple and param.nargs == 1
-            )
-            assert param.callback is None and not param.required, param.opts
-            declared[param.opts[0]] = bool(param.is_flag)
-        assert declared == expected
+        assert fast_path_options(command, others) == expected
         for setting in (
             "auto_envvar_prefix",
             "token_normalize_func",
