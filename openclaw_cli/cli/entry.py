@@ -8,6 +8,9 @@ import sys
 
 
 def main() -> None:
+    import openclaw_cli
+
+    openclaw_cli.EXECUTABLE = True
     argv = sys.argv[1:]
     if argv and argv[-1] in ("--help", "-h", "--version", "-V"):
         from openclaw_cli.cli.helpfast import serve

@@ -277,7 +277,12 @@ class _Removals:
         except BaseException as exc:  # raised again in the caller's thread
             self._error = exc
         finally:
-            self._settled.set()
+            # the caller goes on before the rest only for a deferred checkpoint; otherwise the
+            # writer is closed first (its close, the last connection's, may checkpoint and remove
+            # the WAL: nothing the caller measures or opens next may race it)
+            deferred = self.committed and later is not None and later.deferred
+            if deferred:
+                self._settled.set()
             try:
                 if later is not None:
                     later.run() if self.committed else later.restore()
@@ -288,6 +293,7 @@ class _Removals:
                     writer.close()
                 except BaseException:
                     pass  # (after the COMMIT or the rollback it changes nothing)
+            self._settled.set()
 
 
 class _DeferredCheckpoint:
@@ -317,7 +323,14 @@ class _DeferredCheckpoint:
         return cls(conn, Path(path), int(every))
 
     def decide(self) -> None:
-        """Inside the transaction, before its COMMIT: defer when the file holds every page."""
+        """Inside the transaction, before its COMMIT: defer when the file holds every page, in the
+        `openclaw` executable only (its exit waits for this thread; in a library caller's process
+        the checkpoint and the connection's close would race what it does next)."""
+        import openclaw_cli
+
+        if not openclaw_cli.EXECUTABLE:
+            self.deferred = False
+            return
         (pages,) = self.conn.execute("PRAGMA page_count").fetchone()
         (size,) = self.conn.execute("PRAGMA page_size").fetchone()
         try:
