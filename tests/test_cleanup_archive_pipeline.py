@@ -485,3 +485,21 @@ def test_the_commits_checkpoint_follows_it_only_when_it_cannot_change_the_files(
         == store._db().execute("PRAGMA page_count").fetchone()[0]
         * store._db().execute("PRAGMA page_size").fetchone()[0]
     )  # checkpointed: the file holds the whole database
+
+
+def test_export_results_name_their_file_and_the_batch_keeps_its_order(tmp_path):
+    """The loop's results carry the archive's name (their `Path` made only when asked, issue 30);
+    the batch's `created` and `created_names` list the same files in the order they were made."""
+    batch = ArchiveBatch(tmp_path / "d", NOW)
+    first = [r for _, _, r in batch.archive_exports(_items(20)) if r is not None]
+    again = ArchiveBatch(tmp_path / "d", NOW)  # a second batch on the same files: all reused
+    assert all(r is None or r.reused for _, _, r in again.archive_exports(_items(20)))
+    more = [r for _, _, r in batch.archive_exports([("late", b'{"late":1}\n', 0)])]
+    names = batch.created_names()
+    assert names == [r.name for r in first + more]
+    assert [p.name for p in batch.created] == names and batch.created_names() == names
+    for result in first + more:
+        assert result.path == batch.directory / result.name and result.path.is_file()
+        assert result.path.name == result.name and not result.reused
+    batch.rollback([first[0].path])
+    assert batch.created_names() == names[1:] and not first[0].path.exists()

@@ -383,6 +383,44 @@ class ArchiveResult(Record):
         self.compressed = compressed
         self.reused = reused
 
+    @property
+    def name(self) -> str:
+        """The archive's file name."""
+        return self.path.name
+
+
+class ExportedArchive(ArchiveResult):
+    """`ExportArchiver`'s result: a fresh, verified archive in the archiver's directory, its `Path`
+    made only when asked (issue 30: a `Path` per archive was ~4 us of a cleanup's archive loop, and
+    the loop needs only the name)."""
+
+    _fields = ArchiveResult._fields
+
+    def __init__(self, directory: str, name: str, sha256: str, size: int, stored_size: int) -> None:
+        self._directory = directory
+        self._name = name
+        self._path: Path | None = None
+        self.sha256 = sha256
+        self.size = size
+        self.stored_size = stored_size
+        self.compressed = True
+        self.reused = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property  # read-write, as the base class's attribute
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = Path(self._directory, self._name)
+        return self._path
+
+    @path.setter
+    def path(self, value: Path) -> None:
+        self._path = Path(value)
+        self._directory, self._name = str(self._path.parent), self._path.name
+
 
 def _validate_base(base: str) -> None:
     if (
@@ -646,7 +684,8 @@ class ExportArchiver:
     a temp name and its rename cost one more directory insertion and a `renameat2` per archive
     (~0.2 s of system time over 6,736 archives, issue 30). Where the filesystem has no unnamed files
     or `/proc` is missing, an exclusive temp file renamed into place and read back by name. No per-archive
-    realpath, uuid, buffered file object or lstat; the stored size is the length written. Call
+    realpath, uuid, buffered file object, lstat or `Path` (`ExportedArchive` makes it when asked);
+    the stored size is the length written. Call
     `close` when done (the directory's descriptor)."""
 
     def __init__(
@@ -657,7 +696,7 @@ class ExportArchiver:
         now_ms: int,
         *,
         level: int = 3,
-        on_created: Callable[[Path], None] | None = None,
+        on_created: Callable[[ArchiveResult], None] | None = None,
     ):
         if reason not in ARCHIVE_REASONS:
             raise InvalidIdError(
@@ -668,8 +707,14 @@ class ExportArchiver:
         self.reason = reason
         self.now_ms = int(now_ms)
         self.level = level
-        self.on_created = on_created or (lambda path: None)
+        self.on_created = on_created or (lambda result: None)
+        # per archive: the name's suffix (one timestamp for the batch) and the hash function, looked
+        # up once (issue 30: the loop's per-archive Python)
+        self._suffix = archive_name("", reason, self.now_ms, compressed=True)
+        import hashlib  # lazy for the module (a search imports it): this archiver is cleanup's
         import secrets
+
+        self._sha256 = hashlib.sha256
 
         self._prefix = (
             f"{os.getpid()}.{secrets.token_hex(12)}"  # + an 8-digit hex counter: archive_temp_pid's shape
@@ -687,7 +732,9 @@ class ExportArchiver:
         self, session_id: str, data: bytes, base: str, existing: Iterable[ArchiveFile] = ()
     ) -> ArchiveResult:
         """The verified archive of `data` (reusing an identical one of `existing`, the batch's
-        archives of the same base). Empty content takes the general writer (never compressed)."""
+        archives of the same base). Empty content takes the general writer (never compressed).
+        `on_created` sees each archive this call publishes (before its read-back by name, on the
+        temp way), so a rollback finds it."""
         if not is_valid_legacy_session_id(session_id):
             raise InvalidIdError(f"Invalid session ID: {session_id}")
         _validate_base(base)
@@ -704,48 +751,49 @@ class ExportArchiver:
                 dest_real=self.real,
             )
             if not result.reused:
-                self.on_created(result.path)
+                self.on_created(result)
             return result
         if os.sep in base or (
             os.altsep and os.altsep in base
         ):  # a second guard: never a path out of the directory
             raise RefusedError(f"Cannot archive transcript outside {self.directory}: {base}")
-        import hashlib  # lazy: OpenSSL start-up costs ~3 ms of every read-only command
-
-        sha = hashlib.sha256(data).hexdigest()
+        sha = self._sha256(data).hexdigest()
         size = len(data)
-        existing = list(existing)
         if existing:
-            same = _find_identical(Path(self.directory), base, self.reason, sha, size, existing)
+            same = _find_identical(Path(self.directory), base, self.reason, sha, size, list(existing))
             if same is not None:
                 return ArchiveResult(same.path, sha, size, same.size, same.compressed, reused=True)
         blob = _compressor(self.level).compress(data)
-        first = archive_name(base, self.reason, self.now_ms, compressed=True)
-        final = self._write_unnamed(blob, base, first, sha, size) if self._unnamed else _REFUSED
-        if final == _UNVERIFIED:
+        first = base + self._suffix  # archive_name(base, reason, now_ms, compressed=True)
+        name = self._write_unnamed(blob, base, first, sha, size) if self._unnamed else _REFUSED
+        if name is _UNVERIFIED:
             raise ArchiveError(f"Transcript archive verification failed for {session_id}")
-        verified = final != _REFUSED
-        if not verified:
-            tmp = f"{self.directory}{os.sep}{first}.{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
+        if name is not _REFUSED:  # linked after its read-back (or None: no free name)
+            if name is None:
+                raise ArchiveError(f"Could not create transcript archive for {session_id}")
+            result = ExportedArchive(self.directory, name, sha, size, len(blob))
+            self.on_created(result)
+            return result
+        tmp = f"{self.directory}{os.sep}{first}.{self._prefix}{next(self._counter) & 0xFFFFFFFF:08x}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE)
+        try:
             try:
-                try:
-                    _write_all(fd, blob)
-                finally:
-                    os.close(fd)
-            except BaseException:
-                _unlink_quiet(tmp)
-                raise
-            final = self._publish(tmp, base, first)
+                _write_all(fd, blob)
+            finally:
+                os.close(fd)
+        except BaseException:
+            _unlink_quiet(tmp)
+            raise
+        final = self._publish(tmp, base, first)
         if final is None:
             raise ArchiveError(f"Could not create transcript archive for {session_id}")
-        path = Path(final)
-        self.on_created(path)
-        if not verified and not _written_as(final, blob, sha, size):
-            _unlink_quiet(final)
+        result = ExportedArchive(self.directory, final, sha, size, len(blob))
+        self.on_created(result)
+        if not _written_as(f"{self.directory}{os.sep}{final}", blob, sha, size):
+            _unlink_quiet(result.path)
             fsync_dir(Path(self.directory))
             raise ArchiveError(f"Transcript archive verification failed for {session_id}")
-        return ArchiveResult(path, sha, size, len(blob), True)
+        return result
 
     def _write_unnamed(self, blob: bytes, base: str, first: str, sha: str, size: int) -> str | None:
         """`blob` in an unnamed file of the directory, read back and verified through its
@@ -782,7 +830,7 @@ class ExportArchiver:
                         raise
                     self._unnamed = False  # e.g. no /proc: nothing was named
                     return _REFUSED
-                return f"{self.directory}{os.sep}{name}"
+                return name
             return None
         finally:
             os.close(fd)
@@ -796,10 +844,9 @@ class ExportArchiver:
                     if attempt == 0
                     else archive_name(base, self.reason, self.now_ms + attempt, compressed=True)
                 )
-                candidate = f"{self.directory}{os.sep}{name}"
-                published, consumed = _publish_moved(tmp, candidate)
+                published, consumed = _publish_moved(tmp, f"{self.directory}{os.sep}{name}")
                 if published:
-                    return candidate
+                    return name
             return None
         finally:
             if not consumed:

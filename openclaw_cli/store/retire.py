@@ -218,7 +218,10 @@ class ArchiveBatch:
         self.directory = Path(os.path.abspath(directory))
         self._real: str | None = None
         self.now_ms = int(now_ms)
-        self.created: list[Path] = []
+        self._created: list[Path] = []
+        # export archives created since `created` was last read: their `Path`s are made only if
+        # it is (a rollback); a run's outcome takes their names (`created_names`)
+        self._exported: list[Any] = []
         self.used: set[str] = set()
         self.checkpoint = checkpoint or (lambda: None)
         self.early_flushes = 0  # `EarlyFlush` writebacks started while exports were archived
@@ -228,6 +231,18 @@ class ArchiveBatch:
             parsed = parse_archive_name(archive.path.name, "deleted")
             if parsed is not None and archive.path.name not in skip:
                 self._index.setdefault(parsed[0], []).append(archive)
+
+    @property
+    def created(self) -> list[Path]:
+        """The archives this run created, in order (what `rollback` removes)."""
+        if self._exported:
+            self._created.extend(result.path for result in self._exported)
+            self._exported.clear()
+        return self._created
+
+    def created_names(self) -> list[str]:
+        """The names of `created`, in order."""
+        return [path.name for path in self._created] + [result.name for result in self._exported]
 
     def _write(self, session_id: str, source: bytes | Path, base: str, *, sync: bool = False) -> Any:
         from openclaw_cli.store.archives import write_verified_archive
@@ -277,7 +292,7 @@ class ArchiveBatch:
             ensure_dir(self.directory)
             self._real = os.path.realpath(self.directory)
         return ExportArchiver(
-            self.directory, self._real, "deleted", self.now_ms, on_created=self.created.append
+            self.directory, self._real, "deleted", self.now_ms, on_created=self._exported.append
         )
 
     def archive_exports(self, items: Iterable[tuple[str, bytes, Any]]) -> Iterator[tuple[str, Any, Any]]:
@@ -313,12 +328,12 @@ class ArchiveBatch:
 
     def _note(self, result: Any) -> Any:
         if result is not None:
-            self.used.add(result.path.name)
+            self.used.add(result.name)
             self.checkpoint()
         return result
 
     def commit(self) -> None:
-        if self.created:
+        if self._created or self._exported:
             sync_directory(self.directory)
 
     def rollback(self, paths: Iterable[Path] | None = None) -> None:

@@ -111,7 +111,8 @@ def retire(
         outcome.kept.extend(s.session_id for s in sessions if s.session_id not in dropped)
         batch.rollback(stale)
     unlink_planned(root, unlink_actions, batch.used, outcome, checkpoint, tick)
-    outcome.archives = [p.name for p in batch.created] + sorted(batch.used - {p.name for p in batch.created})
+    created = batch.created_names()
+    outcome.archives = created + sorted(batch.used - set(created))
     outcome.applied_count = store.count_entries()
     return outcome
 
@@ -393,7 +394,7 @@ def _record(store: SqliteStore, sessions: list[SessionArchive], now_ms: int) -> 
     """The archives of `sessions` (dropped in the caller's transaction) recorded in it."""
     store.record_archives(
         (
-            a.path.name,
+            a.name,
             item.session_id,
             item.session_key,
             "deleted",
