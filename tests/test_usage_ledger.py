@@ -329,6 +329,17 @@ def _cleanup_ledger(state: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "at"} for r in _ledger(state) if r["reason"] == "cleanup"]
 
 
+def _removed_rows(state: Path) -> list[bytes]:
+    """The removed-rows file's lines, each one's `at` cut out (the runs' clocks differ)."""
+    import re
+
+    from openclaw_cli.store.usage_ledger import removed_path
+
+    return [
+        re.sub(rb'"at":\d+,', b"", line) for line in removed_path(state, "main").read_bytes().splitlines()
+    ]
+
+
 @pytest.mark.parametrize("child_fails", [False, True])
 def test_the_ledgers_worker_process_makes_the_same_lines(
     child_fails: bool, isolated_env: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -342,7 +353,16 @@ def test_the_ledgers_worker_process_makes_the_same_lines(
 
     monkeypatch.setenv("OPENCLAW_CLEANUP_WORKER_MIN", str(1 << 30))
     expected = _cleanup_ledger(tmp_path / "in-process", monkeypatch)
-    assert expected
+    expected_rows = _removed_rows(tmp_path / "in-process")
+    assert expected and expected_rows
+    made_here: list[str] = []  # removed-rows records made by this process (not the child)
+    removed_row = usage_ledger.removed_row
+
+    def counted(key, entry, sid, **kwargs):
+        made_here.append(sid)
+        return removed_row(key, entry, sid, **kwargs)
+
+    monkeypatch.setattr(usage_ledger, "removed_row", counted)
 
     monkeypatch.setenv("OPENCLAW_CLEANUP_WORKER_MIN", "1")
     monkeypatch.setattr(usage_worker, "_forkable", lambda: True)  # (pytest-xdist runs a thread of its own)
@@ -366,7 +386,12 @@ def test_the_ledgers_worker_process_makes_the_same_lines(
             return line(self, sid, content)
 
         monkeypatch.setattr(usage_ledger.RetirementLedger, "line", failing)
+    made_here.clear()
     assert _cleanup_ledger(tmp_path / "worker", monkeypatch) == expected
+    # the removed rows too, byte for byte: made by the child beside the archives (issue 30), or,
+    # when it failed, here from the same entries
+    assert _removed_rows(tmp_path / "worker") == expected_rows
+    assert len(made_here) == (len(expected_rows) if child_fails else 0)
     assert len(started) == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(started[0], os.WNOHANG)  # reaped: nothing left running

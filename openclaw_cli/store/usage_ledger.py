@@ -567,12 +567,15 @@ def record_leaving(
     now_ms: int,
     known: Mapping[str, bytes] | None = None,
     appended: Appended | None = None,
+    known_rows: Mapping[str, bytes] | None = None,
 ) -> Appended:
     """Before `items` (key, entry, sessionId) leave `store`: their usage into the agent's ledger
     and their rows into the removed-rows file (nothing when the store lies outside a state dir).
     A sessionId that is not a non-empty string is skipped. `known`: ledger lines already made
     from the sessions' content (the archive's export, `RetirementLedger`); the other transcripts
-    are read here. What is appended is added to `appended` (a new one by default) and returned."""
+    are read here. `known_rows`: removed-rows lines already made (`removed_row` of the same first
+    key and entry, serialised), by sessionId. What is appended is added to `appended` (a new one by
+    default) and returned."""
     appended = Appended() if appended is None else appended
     state = state_dir_of(store)
     if state is None:
@@ -591,15 +594,9 @@ def record_leaving(
             usage = transcript_usage(store, sid, entry)
             records.append(leaving_record(store, key, entry, sid, reason=reason, usage=usage, now_ms=now_ms))
         if key is not None and isinstance(entry, dict):
+            row = known_rows.get(sid) if known_rows is not None else None
             rows.append(
-                {
-                    "v": RECORD_VERSION,
-                    "at": now_ms,
-                    "key": key,
-                    "sessionId": sid,
-                    "reason": reason,
-                    "entry": entry,
-                }
+                row if row is not None else removed_row(key, entry, sid, reason=reason, now_ms=now_ms)
             )
     try:
         append_lines(ledger_path(state, store.agent_id), records, appended)
@@ -612,6 +609,20 @@ def record_leaving(
         appended.parts.clear()
         appended.failed = exc.strerror or str(exc)
     return appended
+
+
+def removed_row(
+    key: str, entry: dict[str, Any], session_id: str, *, reason: str, now_ms: int
+) -> dict[str, Any]:
+    """The removed-rows file's record of `key` (its `entry` as read) leaving with `session_id`."""
+    return {
+        "v": RECORD_VERSION,
+        "at": now_ms,
+        "key": key,
+        "sessionId": session_id,
+        "reason": reason,
+        "entry": entry,
+    }
 
 
 def leaving_record(
@@ -733,6 +744,19 @@ class RetirementLedger(LeavingHook):
             )
         )
 
+    def worker_lines(self, session_id: str, content: bytes) -> bytes:
+        """What the worker makes of one export: its ledger line, a newline, and its removed-rows
+        line (empty when the session leaves without a row) — issue 30: both were made on the main
+        thread after the last archive, between the archives and the COMMIT. JSON lines hold no
+        newline."""
+        from openclaw_cli.jsonutil import dumps_bytes
+
+        key, entry = self.first[session_id]
+        row = b""
+        if key is not None and isinstance(entry, dict):
+            row = dumps_bytes(removed_row(key, entry, session_id, reason=self.reason, now_ms=self.now_ms))
+        return self.line(session_id, content) + b"\n" + row
+
     def exported(self, session_id: str, content: bytes) -> None:
         if session_id in self.first and session_id not in self._at:
             if self._worker is None:
@@ -754,7 +778,7 @@ class RetirementLedger(LeavingHook):
             return
         from openclaw_cli.store.usage_worker import UsageWorker
 
-        self._worker = UsageWorker.start(self.line)  # False: not here (threads, no fork)
+        self._worker = UsageWorker.start(self.worker_lines)  # False: not here (threads, no fork)
 
     def may_fork(self) -> bool:
         return self._worker is None and bool(self.first)  # undecided: `_probe` may still start it
@@ -766,12 +790,17 @@ class RetirementLedger(LeavingHook):
         self._worker = False
 
     def before_leaving(self) -> None:
+        rows: dict[str, bytes] | None = None
+        known = self.records
         if self._worker:
             worker, self._worker = self._worker, None
-            known = self.records
-            known.update(worker.finish())  # lines it could not make are read again below, as without it
-        else:
-            known = self.records
+            rows = {}
+            # lines it could not make are read (rows made) again below, as without it
+            for sid, made in worker.finish().items():
+                line, _, row = made.partition(b"\n")
+                known[sid] = line
+                if row:
+                    rows[sid] = row
         self._lines = bytearray()
         record_leaving(
             self.store,
@@ -780,6 +809,7 @@ class RetirementLedger(LeavingHook):
             now_ms=self.now_ms,
             known=known,
             appended=self.appended,
+            known_rows=rows,
         )
 
 
