@@ -10,7 +10,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,12 +28,18 @@ if TYPE_CHECKING:
     from openclaw_cli.store.sqlite.store import SqliteStore
 
 
-@dataclass
 class SessionArchive:
-    session_id: str
-    session_key: str | None
-    totals: SessionTotals
-    archive: Any | None  # ArchiveResult, None for an empty transcript
+    """One leaving session as archived (one per session of the loop: slots, no dataclass)."""
+
+    __slots__ = ("session_id", "session_key", "totals", "archive")
+
+    def __init__(
+        self, session_id: str, session_key: str | None, totals: SessionTotals, archive: Any | None
+    ) -> None:
+        self.session_id = session_id
+        self.session_key = session_key
+        self.totals = totals
+        self.archive = archive  # ArchiveResult, None for an empty transcript
 
 
 def retire(
@@ -73,12 +78,7 @@ def retire(
     removals = _Removals(store, plan, outcome, now_ms)
     try:
         with store.transcript_snapshot():  # one read transaction for every export
-            exports: Iterator[tuple[str, bytes, SessionTotals]] = (
-                (sid, data if totals.events else b"", totals)
-                for sid, data, totals in store.export_transcripts(valid)
-            )
-            if leaving is not None:
-                exports = _told(exports, leaving)
+            exports = _exports(store.export_transcripts(valid), leaving)
             for sid, totals, result in batch.archive_exports(exports):
                 item = SessionArchive(sid, session_keys.get(sid), totals, result)
                 sessions.append(item)
@@ -117,11 +117,17 @@ def retire(
     return outcome
 
 
-def _told(
-    exports: Iterator[tuple[str, bytes, SessionTotals]], leaving: LeavingHook
+def _exports(
+    exports: Iterator[tuple[str, bytes, SessionTotals]], leaving: LeavingHook | None
 ) -> Iterator[tuple[str, bytes, SessionTotals]]:
+    """The exports as they are archived (a session without events has nothing to archive), each
+    seen by `leaving` first."""
+    told = leaving.exported if leaving is not None else None
     for sid, data, totals in exports:
-        leaving.exported(sid, data)
+        if not totals.events:
+            data = b""
+        if told is not None:
+            told(sid, data)
         yield sid, data, totals
 
 
