@@ -129,7 +129,7 @@ def reason_bytes(store: SessionStore, result: StoreCleanup) -> dict[str, list[in
             if action.session_id:
                 sizes[action.session_id] = sizes.get(action.session_id, 0) + action.size
     else:
-        sizes = store.session_bytes() if plan.removed else {}
+        sizes = result.sizes_of_sessions(store) if plan.removed else {}
     out: dict[str, list[int]] = {}
     entries, actions = result.entries, plan.actions
     for key in plan.removed:  # (100,000 rows at issue 27's scale: no list made per row)

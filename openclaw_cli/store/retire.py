@@ -87,6 +87,8 @@ class Retirement:
     # same write that removes `removed_keys` (one transaction: a kill leaves before or after, D6.4)
     archive_rows: Mapping[str, str] = field(default_factory=dict)
     archived_at: int = 0
+    # `SessionStore.session_bytes()` as the plan read it (the space check reads it, not again)
+    session_bytes: Mapping[str, int] | None = None
 
     def work_units(self, transcripts_in_files: bool) -> int:
         """Progress total: legacy archives and removes each file (2 ticks), SQLite archives each session."""

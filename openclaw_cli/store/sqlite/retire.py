@@ -8,7 +8,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,7 +63,7 @@ def retire(
     tick = progress or (lambda n: None)
     root = Path(store.sessions_dir)
     never_reuse = {a.name for a in unlink_actions if a.kind == "archive"}
-    sizes = store.session_bytes() if session_ids else {}
+    sizes = _session_sizes(store, plan) if session_ids else {}
     check_space(
         root,
         sum(sizes.get(sid, 0) for sid in session_ids) // 2 + ARCHIVE_SPACE_SLACK,
@@ -364,6 +364,11 @@ class _DeferredCheckpoint:
     def restore(self) -> None:
         self._done = True
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {self.every}")
+
+
+def _session_sizes(store: SqliteStore, plan: Retirement) -> Mapping[str, int]:
+    """`store.session_bytes()`, unless the plan read it already (`Retirement.session_bytes`)."""
+    return plan.session_bytes if plan.session_bytes is not None else store.session_bytes()
 
 
 def _remove_rows(
