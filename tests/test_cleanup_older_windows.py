@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from openclaw_cli.maintenance.service import _older_windows
+from openclaw_cli.store.base import SessionStore
 
 
 class _Store:
@@ -16,6 +17,9 @@ class _Store:
 
     def window_keys(self) -> list[tuple[str, str]]:
         return list(self.pairs)
+
+    def windows_beside(self, keys: Any, leaving: Any) -> list[tuple[str, str]]:
+        return SessionStore.windows_beside(self, keys, leaving)  # type: ignore[arg-type]  # (the base rule)
 
 
 def _result(entries: dict[str, Any], removed: list[str], leaving: list[str]) -> Any:
@@ -75,3 +79,31 @@ def test_no_earlier_window_no_change():
     result = _result(entries, ["agent:main:a"], ["a1"])
     _older_windows(_Store(pairs), result)
     assert result.sqlite_sessions == ["a1"] and result.sqlite_session_keys == {"a1": "agent:main:a"}
+
+
+def test_the_stores_windows_beside_are_the_base_rule_over_window_keys(tmp_path: Any) -> None:
+    """Our SQLite store reads only the removed keys' windows (through the session-key index, 500
+    keys a statement) and sorts the few it finds: the same pairs in the same order as the base
+    rule over every window (`window_keys`, `created_at DESC, session_id`), across chunks, equal
+    times and non-ASCII ids."""
+    from openclaw_cli.store.sqlite.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "agent" / "openclaw-agent.sqlite", "main", create=True)
+    try:
+        rows = [
+            (f"s{i:04d}{'é' if i % 7 == 0 else ''}", f"agent:main:k{i % 1300}", 1_000 + (i * 37) % 11)
+            for i in range(2600)
+        ]
+        with store.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO session_windows(session_id, session_key, created_at, updated_at) VALUES (?,?,?,?)",
+                [(sid, key, created, created) for sid, key, created in rows],
+            )
+        keys = {f"agent:main:k{i}" for i in range(0, 1300, 2)}
+        leaving = {sid for sid, _, _ in rows[::3]}
+        got = store.windows_beside(keys, leaving)
+        assert got == SessionStore.windows_beside(store, keys, leaving)
+        assert len(got) > 500 and got != sorted(got)
+        assert store.windows_beside(set(), leaving) == []
+    finally:
+        store.close()

@@ -520,7 +520,7 @@ def _older_windows(store: SessionStore, result: StoreCleanup) -> None:
     removed = set(result.plan.removed)
     still: set[Any] | None = None  # the kept rows' session ids: made only when a window needs them
     have = set(result.sqlite_sessions)
-    for sid, key in store.window_keys():
+    for sid, key in store.windows_beside(removed, have):  # (most cleanups: none)
         if key in removed and sid not in have:
             if still is None:  # (most cleanups: every removed key's one window is leaving already)
                 still = {

@@ -9,7 +9,7 @@ their raw JSON text byte-exact (spec D4) plus the parsed object.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -519,6 +519,11 @@ class SessionStore(ABC):
         """(sessionId, sessionKey) of every session window, in `list_windows`' order (newest
         first): what a cleanup needs of them, without a dict per window (20,000 on *many*)."""
         return [(window["sessionId"], window["sessionKey"]) for window in self.list_windows()]
+
+    def windows_beside(self, keys: Collection[str], leaving: Collection[str]) -> list[tuple[str, str]]:
+        """`window_keys()`' windows of `keys` whose session is not in `leaving`, in its order: a
+        cleanup's earlier windows of the rows it removes (D16)."""
+        return [(sid, key) for sid, key in self.window_keys() if key in keys and sid not in leaving]
 
     def pending_rotation(self, snapshot: Any) -> dict[str, Any] | None:
         """The compaction entry whose successor transcript a killed run did not write (a file
