@@ -267,6 +267,45 @@ def warm_up() -> None:
         importlib.import_module(module)
 
 
+WARM_STORES_MAX = 16  # agent stores whose write connection the start opens (the rest on first write)
+
+
+def warm_writes(ctx: Context) -> int:
+    """Open each agent's SQLite store for writing once, at start (issue 30): the live keeper keeps
+    that write connection (opened, configured, its schema and owner checked, the write statements'
+    tables read), so the first group commit of the Gateway's life takes a ready one instead of
+    paying for it inside its batch. Only a database that exists, is ours and is current: nothing is
+    created or migrated at start (a pending migration stays the first write's), and a store that
+    cannot be opened now is left to the first write, which reports it. Returns how many were kept."""
+    import sqlite3
+
+    from openclaw_cli.ops.targets import open_target, select_targets
+    from openclaw_cli.store.sqlite import schema as schema_mod
+    from openclaw_cli.store.sqlite.store import SqliteStore
+
+    kept = 0
+    try:
+        targets = select_targets(ctx.paths, ctx.config, agent=None, all_agents=True, store=None)
+    except OpenClawError:
+        return 0
+    for target in targets[:WARM_STORES_MAX]:
+        try:
+            reader = open_target(ctx, target, read_only=True)
+            try:
+                if not isinstance(reader, SqliteStore) or schema_mod.check_ours(
+                    reader._db(), reader.path, allow_fresh=False
+                ):
+                    continue  # a legacy store, or a migration pending
+            finally:
+                reader.close()
+            with open_target(ctx, target, read_only=False) as writer:
+                writer.label_owners("")  # the label index's first pages, on the write connection
+            kept += 1
+        except (OpenClawError, sqlite3.Error, OSError):
+            continue
+    return kept
+
+
 def event_frame(name: str, payload: bytes, seq: int) -> bytes:
     """`dumps_bytes(protocol.event(name, <payload>, seq=seq))` from the payload's encoded bytes:
     a broadcast encodes its payload once, not once per connection."""
@@ -388,8 +427,10 @@ class GatewayServer:
         enable_live_reads()  # reads run while this process writes: WAL readers, never immutable ones
         self._live = True
         try:
-            self._context()  # a bad config fails the start, not the first request
+            ctx = self._context()  # a bad config fails the start, not the first request
             warm_up()
+            if not self.options.read_only:
+                warm_writes(ctx)
             if self.options.reader_at_start:
                 self._readers.start()
             if self.options.scheduled_gc:
