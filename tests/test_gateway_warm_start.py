@@ -1,5 +1,6 @@
 """Issue 30: what a Gateway prepares at start so its first writes do not pay for it under the
-requests of its first group commit."""
+requests of its first group commit, and when it checkpoints the WAL (not every 0.5 s beside the
+group commits of writes that do not pause)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,15 @@ def test_a_database_with_a_migration_pending_is_left_to_the_first_write(sqlite_s
 def test_a_read_only_server_keeps_no_write_connection(sqlite_state: Path) -> None:
     with GatewayThread(read_only=True):
         assert _kept_writer(sqlite_state / DB) is None
+
+
+def test_a_checkpoint_waits_for_the_writes_to_pause_but_not_for_ever() -> None:
+    from openclaw_cli.gateway.server import CHECKPOINT_MAX_S, CHECKPOINT_QUIET_S, checkpoint_due
+
+    # writes that do not pause: none before CHECKPOINT_MAX_S, one then
+    assert not checkpoint_due(pending_s=CHECKPOINT_MAX_S / 2, quiet_s=0.0, writing=True)
+    assert not checkpoint_due(pending_s=CHECKPOINT_MAX_S / 2, quiet_s=CHECKPOINT_QUIET_S / 2, writing=False)
+    assert checkpoint_due(pending_s=CHECKPOINT_MAX_S, quiet_s=0.0, writing=True)
+    # the writes paused: at once
+    assert checkpoint_due(pending_s=0.0, quiet_s=CHECKPOINT_QUIET_S, writing=False)
+    assert not checkpoint_due(pending_s=0.0, quiet_s=CHECKPOINT_QUIET_S * 4, writing=True)

@@ -77,11 +77,26 @@ EVENTS = (
 )  # and `config.changed`, which OpenClaw sends without listing it (recorded: agents-delete)
 DRAIN_TIMEOUT_S = 120.0  # how long shutdown waits for in-flight writes
 BATCH_MAX = 64  # requests one group commit takes (a bound on the latency a batch adds to the next)
-CHECKPOINT_INTERVAL_S = 0.5  # background WAL checkpoints while writes arrive
+# Background WAL checkpoints (`_checkpoint_loop`): looked for every CHECKPOINT_INTERVAL_S once a
+# write committed; made when the writes pause (none in flight, none answered for CHECKPOINT_QUIET_S)
+# or, under writes that do not pause, CHECKPOINT_MAX_S after the first write not yet copied. A
+# checkpoint's page copy and fsyncs slow the group commits running beside it (issue 30: a tenth
+# of the slowest patches overlapped one with a checkpoint every 0.5 s); fewer and larger ones
+# copy a page rewritten by many commits once. The WAL stays far below the write connections' own
+# limit (`LIVE_WAL_AUTOCHECKPOINT`, 16,000 pages) in CHECKPOINT_MAX_S.
+CHECKPOINT_INTERVAL_S = 0.25
+CHECKPOINT_QUIET_S = 0.25
+CHECKPOINT_MAX_S = 2.0
 GC_TICK_S = 0.25  # how often a scheduled full collection looks for a moment with nothing served
 # reads whose answer is a function of their params, the caller's scopes, the config and the stores'
 # state only: identical ones waiting for a read slot share one read (`answers.WaitingReads`)
 SHARED_READS = frozenset({"sessions.list", "sessions.describe", "sessions.preview"})
+
+
+def checkpoint_due(*, pending_s: float, quiet_s: float, writing: bool) -> bool:
+    """Whether a background checkpoint is due: the oldest write not yet copied committed
+    `pending_s` ago, the last write was answered `quiet_s` ago, and whether one is in flight."""
+    return pending_s >= CHECKPOINT_MAX_S or (not writing and quiet_s >= CHECKPOINT_QUIET_S)
 
 
 def served_methods() -> list[str]:
@@ -378,6 +393,7 @@ class GatewayServer:
         self._config_file = os.fspath(paths.config_path)
         self._writes_inflight = 0
         self._writes_done = 0
+        self._last_write = 0.0  # time.monotonic() when the last write was answered
         self._writes_idle = asyncio.Event()
         self._writes_idle.set()
         # writes first: a read that got its slot does not start while a group commit's handler
@@ -950,6 +966,7 @@ class GatewayServer:
         finally:
             self._writes_inflight -= 1
             self._writes_done += 1
+            self._last_write = time.monotonic()
             if self._writes_inflight == 0:
                 self._writes_idle.set()
         if operation is not None:
@@ -1186,10 +1203,19 @@ class GatewayServer:
 
         loop = asyncio.get_running_loop()
         done = 0
+        pending = 0.0  # when a look first found writes not yet copied
         while True:
             await asyncio.sleep(CHECKPOINT_INTERVAL_S)
             if self._writes_done != done:
-                done = self._writes_done
+                now = time.monotonic()
+                pending = pending or now
+                if not checkpoint_due(
+                    pending_s=now - pending,
+                    quiet_s=now - self._last_write,
+                    writing=self._writes_inflight > 0,
+                ):
+                    continue
+                done, pending = self._writes_done, 0.0
                 t0 = self._trace.now() if self._trace is not None else 0.0
                 await loop.run_in_executor(self._pool, checkpoint_live_databases)
                 if self._trace is not None:
