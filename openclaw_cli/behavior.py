@@ -25,19 +25,32 @@ Sources: `maintenance.md` (G1; Appendix A for G2/G3), `observed-openclaw-2026.9.
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 
 from openclaw_cli.errors import ConfigError, UsageError
+from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import FrozenRecord
 
 ENV_BEHAVIOR = "OPENCLAW_CLI_BEHAVIOR"
 DAY_MS = 86_400_000
 GIB = 1024**3
 
 
-@dataclass(frozen=True)
-class MaintenanceRules:
+class MaintenanceRules(FrozenRecord):
     """What `sessions cleanup` (and the write-path maintenance) does differently per release."""
+
+    __slots__ = _fields = (
+        "default_max_entries",
+        "default_max_disk_bytes",
+        "archive_in_place",
+        "archive_dashboard_after_ms",
+        "honours_preserve_recent",
+        "protects_delivery_routes",
+        "warn_dry_run_shows_enforce",
+        "cleanup_cron_retention",
+        "cron_placeholder_sweep",
+        "final_disk_tier",
+        "budget_spares_live_rows",
+    )
 
     default_max_entries: int  # session.maintenance.maxEntries when unset
     default_max_disk_bytes: int  # session.maintenance.maxDiskBytes when unset
@@ -67,22 +80,72 @@ class MaintenanceRules:
     # live rows are never evicted. False: G1 evicts unprotected live rows oldest first.
     budget_spares_live_rows: bool
 
+    def __init__(
+        self,
+        default_max_entries: int,
+        default_max_disk_bytes: int,
+        archive_in_place: bool,
+        archive_dashboard_after_ms: int | None,
+        honours_preserve_recent: bool,
+        protects_delivery_routes: bool,
+        warn_dry_run_shows_enforce: bool,
+        cleanup_cron_retention: bool,
+        cron_placeholder_sweep: bool,
+        final_disk_tier: bool,
+        budget_spares_live_rows: bool,
+    ) -> None:
+        self._assign(
+            default_max_entries,
+            default_max_disk_bytes,
+            archive_in_place,
+            archive_dashboard_after_ms,
+            honours_preserve_recent,
+            protects_delivery_routes,
+            warn_dry_run_shows_enforce,
+            cleanup_cron_retention,
+            cron_placeholder_sweep,
+            final_disk_tier,
+            budget_spares_live_rows,
+        )
 
-@dataclass(frozen=True)
-class LifecycleRules:
+
+class LifecycleRules(FrozenRecord):
     """What reset and compaction do to a session's identity per release (`rel-lifecycle`)."""
 
+    __slots__ = _fields = (
+        "reset_keeps_session_id",
+        "reset_appends_marker",
+        "reset_creates_unknown_key",
+        "compact_max_lines_keeps_session_id",
+    )
     reset_keeps_session_id: bool  # reset keeps the key's sessionId (9.6/9.9) or gives a new one (L)
     reset_appends_marker: bool  # a `reset` entry is appended to the transcript (its chat.history Reset row)
     reset_creates_unknown_key: bool  # reset of a key with no row creates it (9.6 Gateway) vs not_found
     compact_max_lines_keeps_session_id: bool  # `compact --max-lines` keeps the sessionId (9.6/9.9)
 
+    def __init__(
+        self,
+        reset_keeps_session_id: bool,
+        reset_appends_marker: bool,
+        reset_creates_unknown_key: bool,
+        compact_max_lines_keeps_session_id: bool,
+    ) -> None:
+        self._assign(
+            reset_keeps_session_id,
+            reset_appends_marker,
+            reset_creates_unknown_key,
+            compact_max_lines_keeps_session_id,
+        )
 
-@dataclass(frozen=True)
-class Behavior:
+
+class Behavior(FrozenRecord):
+    __slots__ = _fields = ("release", "maintenance", "lifecycle")
     release: str
     maintenance: MaintenanceRules
     lifecycle: LifecycleRules
+
+    def __init__(self, release: str, maintenance: MaintenanceRules, lifecycle: LifecycleRules) -> None:
+        self._assign(release, maintenance, lifecycle)
 
     @property
     def version(self) -> tuple[int, int, int]:
@@ -120,7 +183,13 @@ _G3 = MaintenanceRules(
     final_disk_tier=False,
     budget_spares_live_rows=True,
 )
-_AFTER_96 = MaintenanceRules(**{**_G3.__dict__, "cron_placeholder_sweep": True, "final_disk_tier": True})
+_AFTER_96 = MaintenanceRules(
+    **{
+        **{name: getattr(_G3, name) for name in MaintenanceRules._fields},
+        "cron_placeholder_sweep": True,
+        "final_disk_tier": True,
+    }
+)
 
 BEHAVIOR_2026_7 = Behavior(
     "2026.7",
@@ -156,11 +225,14 @@ SOURCE_CONFIG = "config"
 SOURCE_DEFAULT = "default"
 
 
-@dataclass(frozen=True)
-class ResolvedBehavior:
+class ResolvedBehavior(FrozenRecord):
+    __slots__ = _fields = ("behavior", "source", "reason")
     behavior: Behavior
     source: str  # one of the SOURCE_* names
     reason: str  # one sentence for `status`: why this release
+
+    def __init__(self, behavior: Behavior, source: str, reason: str) -> None:
+        self._assign(behavior, source, reason)
 
     @property
     def release(self) -> str:
@@ -172,7 +244,9 @@ class ResolvedBehavior:
 
 # ---- versions -----------------------------------------------------------------------------------
 
-_VERSION = re.compile(r"v?(\d{4})\.(\d{1,2})(?:\.(\d{1,3}))?(?:([-+])([0-9A-Za-z.-]+))?")
+_VERSION = lazy_pattern(
+    globals(), "_VERSION", r"v?(\d{4})\.(\d{1,2})(?:\.(\d{1,3}))?(?:([-+])([0-9A-Za-z.-]+))?"
+)
 
 
 def parse_version(text: object) -> tuple[int, int, int] | None:

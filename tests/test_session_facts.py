@@ -131,7 +131,7 @@ def _outcome(plan: Any) -> dict[str, Any]:
         "archivedCounts": (plan.archived_count, plan.cap_archived),
         "unreferenced": plan.unreferenced_session_ids,
         "preserved": plan.preserved_keys,
-        "budget": dataclasses.asdict(budget) if budget is not None else None,
+        "budget": budget.to_json() if budget is not None else None,
         "warning": plan.active_warning,
         "wouldEnforce": _outcome(plan.would_enforce) if plan.would_enforce is not None else None,
     }

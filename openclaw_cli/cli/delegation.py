@@ -28,8 +28,9 @@ Details of that contract:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from openclaw_cli.records import Record
 
 # The shared Gateway flags (`GATEWAY_URL`, `GATEWAY_TOKEN`, `GATEWAY_PASSWORD`, `GATEWAY_TIMEOUT`):
 # Typer options made when a command module first asks for them (`__getattr__`), so the fast
@@ -60,12 +61,24 @@ LOCAL_ONLY_KEYS = ("dryRun", "store")
 LISTEN_CHECK_MS = 1000
 
 
-@dataclass
-class GatewayOptions:
-    url: str | None = None
-    token: str | None = None
-    password: str | None = None
-    timeout_ms: int | None = None
+class GatewayOptions(Record):
+    _fields = ("url", "token", "password", "timeout_ms")
+    url: str | None
+    token: str | None
+    password: str | None
+    timeout_ms: int | None
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        password: str | None = None,
+        timeout_ms: int | None = None,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.password = password
+        self.timeout_ms = timeout_ms
 
 
 def gateway_options(

@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from openclaw_cli.cli.cells import display_width, format_time_ago, truncate_key
 from openclaw_cli.output import sanitize_text
+from openclaw_cli.records import FrozenRecord
 
 TABLE_HEADERS = ("Action", "Key", "Age", "Model", "Flags")
 UNLABELED = "(unlabeled)"
@@ -104,8 +104,8 @@ def session_flags(entry: Mapping[str, Any] | Any) -> str:
 # ---- planned-actions table ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ActionRow:
+class ActionRow(FrozenRecord):
+    __slots__ = _fields = ("action", "key", "updated_at", "age", "model", "flags", "label")
     action: str
     key: str  # raw store key
     updated_at: float | None
@@ -113,6 +113,11 @@ class ActionRow:
     model: str
     flags: str
     label: Any  # raw entry label (summaries sanitise it)
+
+    def __init__(
+        self, action: str, key: str, updated_at: float | None, age: str, model: str, flags: str, label: Any
+    ) -> None:
+        self._assign(action, key, updated_at, age, model, flags, label)
 
     @property
     def key_cell(self) -> str:

@@ -1,11 +1,9 @@
 """Effective `cron.*` (maintenance.md §2.3).
 
-Its own module so that commands which never reap cron sessions do not pay for the dataclass.
+Its own module so that commands which never reap cron sessions do not pay for its class.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from openclaw_cli.config.resolve import (
     DEFAULT_CRON_SESSION_RETENTION_MS,
@@ -14,17 +12,26 @@ from openclaw_cli.config.resolve import (
     _model,
     _or,
 )
+from openclaw_cli.records import FrozenRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True)
-class CronSettings:
-    session_retention_ms: int | None = DEFAULT_CRON_SESSION_RETENTION_MS  # None = reaper disabled
-    run_log_keep_lines: int = DEFAULT_RUN_LOG_KEEP_LINES
-    run_log_max_bytes: int = DEFAULT_RUN_LOG_MAX_BYTES  # accepted, no effect (maintenance.md §9.2)
+class CronSettings(FrozenRecord):
+    __slots__ = _fields = ("session_retention_ms", "run_log_keep_lines", "run_log_max_bytes")
+    session_retention_ms: int | None  # None = reaper disabled
+    run_log_keep_lines: int
+    run_log_max_bytes: int  # accepted, no effect (maintenance.md §9.2)
+
+    def __init__(
+        self,
+        session_retention_ms: int | None = DEFAULT_CRON_SESSION_RETENTION_MS,
+        run_log_keep_lines: int = DEFAULT_RUN_LOG_KEEP_LINES,
+        run_log_max_bytes: int = DEFAULT_RUN_LOG_MAX_BYTES,
+    ) -> None:
+        self._assign(session_retention_ms, run_log_keep_lines, run_log_max_bytes)
 
 
 def cron_settings(cfg: Any = None) -> CronSettings:

@@ -1,6 +1,6 @@
 """Effective `gateway.*`: port, bind, mode and credentials (env over config where OpenClaw does).
 
-Its own module so that commands which never talk to the gateway do not pay for the dataclass.
+Its own module so that commands which never talk to the gateway do not pay for its class.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from openclaw_cli.config.resolve import (
     _DIGITS,
@@ -20,28 +19,76 @@ from openclaw_cli.config.resolve import (
     ENV_GATEWAY_TOKEN,
     _model,
 )
+from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import FrozenRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True)
-class GatewaySettings:
-    port: int = DEFAULT_GATEWAY_PORT
-    port_source: str = "default"  # "env" | "config" | "default"
-    bind: str = DEFAULT_GATEWAY_BIND
-    mode: str = DEFAULT_GATEWAY_MODE
-    auth_mode: str | None = None  # None: no credential configured
-    token: str | None = field(default=None, repr=False)
-    password: str | None = field(default=None, repr=False)
-    custom_bind_host: str | None = None  # gateway.customBindHost (`--bind custom`)
-    tls_enabled: bool = False  # gateway.tls.{enabled,certPath,keyPath}
-    tls_cert_path: str | None = None
-    tls_key_path: str | None = None
+class GatewaySettings(FrozenRecord):
+    __slots__ = _fields = (
+        "port",
+        "port_source",
+        "bind",
+        "mode",
+        "auth_mode",
+        "token",
+        "password",
+        "custom_bind_host",
+        "tls_enabled",
+        "tls_cert_path",
+        "tls_key_path",
+    )
+    port: int
+    port_source: str  # "env" | "config" | "default"
+    bind: str
+    mode: str
+    auth_mode: str | None  # None: no credential configured
+    token: str | None  # (compared, never shown)
+    password: str | None  # (compared, never shown)
+    custom_bind_host: str | None  # gateway.customBindHost (`--bind custom`)
+    tls_enabled: bool  # gateway.tls.{enabled,certPath,keyPath}
+    tls_cert_path: str | None
+    tls_key_path: str | None
+
+    def __init__(
+        self,
+        port: int = DEFAULT_GATEWAY_PORT,
+        port_source: str = "default",
+        bind: str = DEFAULT_GATEWAY_BIND,
+        mode: str = DEFAULT_GATEWAY_MODE,
+        auth_mode: str | None = None,
+        token: str | None = None,
+        password: str | None = None,
+        custom_bind_host: str | None = None,
+        tls_enabled: bool = False,
+        tls_cert_path: str | None = None,
+        tls_key_path: str | None = None,
+    ) -> None:
+        self._assign(
+            port,
+            port_source,
+            bind,
+            mode,
+            auth_mode,
+            token,
+            password,
+            custom_bind_host,
+            tls_enabled,
+            tls_cert_path,
+            tls_key_path,
+        )
+
+    def __repr__(self) -> str:
+        inner = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self._fields if name not in ("token", "password")
+        )
+        return f"{type(self).__qualname__}({inner})"
 
 
-_ENV_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+_ENV_REF = lazy_pattern(globals(), "_ENV_REF", r"\$\{([A-Z_][A-Z0-9_]*)\}")
 
 
 def _secret(value: Any, env: Mapping[str, str]) -> str | None:

@@ -27,10 +27,11 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from openclaw_cli.errors import ConfigError, GatewayCredentialsRequiredError, GatewaySecurityError, UsageError
+from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import FrozenRecord
 
 DEFAULT_PORT = 18789
 DEV_PROFILE_PORT = 19001
@@ -47,24 +48,46 @@ SOURCE_REMOTE = "config gateway.remote.url"
 SOURCE_LOCAL = "local loopback"
 SOURCE_REMOTE_MISSING = "missing gateway.remote.url (fallback local)"
 
-_PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.IGNORECASE)
-_HEX_FINGERPRINT = re.compile(r"[0-9a-f]{64}", re.IGNORECASE)
-_COLON_FINGERPRINT = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){31}", re.IGNORECASE)
+_PROFILE_NAME = lazy_pattern(globals(), "_PROFILE_NAME", r"[a-z0-9][a-z0-9_-]{0,63}", re.IGNORECASE)
+_HEX_FINGERPRINT = lazy_pattern(globals(), "_HEX_FINGERPRINT", r"[0-9a-f]{64}", re.IGNORECASE)
+_COLON_FINGERPRINT = lazy_pattern(
+    globals(), "_COLON_FINGERPRINT", r"[0-9a-f]{2}(?::[0-9a-f]{2}){31}", re.IGNORECASE
+)
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")  # Tailscale addresses
 
 
-@dataclass(frozen=True)
-class TlsPolicy:
+class TlsPolicy(FrozenRecord):
     """How a `wss://` server certificate is checked: a pinned leaf (`fingerprint`, SHA-256 hex,
     no host-name check, as OpenClaw) or the trust store plus `ca_file`."""
 
-    fingerprint: str | None = None
-    ca_file: str | None = None
-    source: str = "system trust store"
+    __slots__ = _fields = ("fingerprint", "ca_file", "source")
+    fingerprint: str | None
+    ca_file: str | None
+    source: str
+
+    def __init__(
+        self, fingerprint: str | None = None, ca_file: str | None = None, source: str = "system trust store"
+    ) -> None:
+        self._assign(fingerprint, ca_file, source)
 
 
-@dataclass(frozen=True)
-class GatewayTarget:
+class GatewayTarget(FrozenRecord):
+    __slots__ = _fields = (
+        "url",
+        "url_source",
+        "mode",
+        "config_path",
+        "host",
+        "port",
+        "secure",
+        "bind_detail",
+        "remote_fallback_note",
+        "token",
+        "password",
+        "auth_mode",
+        "url_override",
+        "tls",
+    )
     url: str
     url_source: str
     mode: str  # "local" | "remote": gateway.mode
@@ -72,13 +95,53 @@ class GatewayTarget:
     host: str
     port: int
     secure: bool
-    bind_detail: str | None = None
-    remote_fallback_note: str | None = None
-    token: str | None = field(default=None, repr=False)
-    password: str | None = field(default=None, repr=False)
-    auth_mode: str | None = None  # gateway.auth.mode as configured
-    url_override: str | None = None  # "cli" | "env" when the URL was overridden
-    tls: TlsPolicy | None = None
+    bind_detail: str | None
+    remote_fallback_note: str | None
+    token: str | None  # (compared, never shown)
+    password: str | None  # (compared, never shown)
+    auth_mode: str | None  # gateway.auth.mode as configured
+    url_override: str | None  # "cli" | "env" when the URL was overridden
+    tls: TlsPolicy | None
+
+    def __init__(
+        self,
+        url: str,
+        url_source: str,
+        mode: str,
+        config_path: str,
+        host: str,
+        port: int,
+        secure: bool,
+        bind_detail: str | None = None,
+        remote_fallback_note: str | None = None,
+        token: str | None = None,
+        password: str | None = None,
+        auth_mode: str | None = None,
+        url_override: str | None = None,
+        tls: TlsPolicy | None = None,
+    ) -> None:
+        self._assign(
+            url,
+            url_source,
+            mode,
+            config_path,
+            host,
+            port,
+            secure,
+            bind_detail,
+            remote_fallback_note,
+            token,
+            password,
+            auth_mode,
+            url_override,
+            tls,
+        )
+
+    def __repr__(self) -> str:
+        inner = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self._fields if name not in ("token", "password")
+        )
+        return f"{type(self).__qualname__}({inner})"
 
     @property
     def has_credentials(self) -> bool:

@@ -19,9 +19,7 @@ chat. Activity is the newest of lastInteractionAt, lastActivityAt, sessionStarte
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from openclaw_cli.keys import (
@@ -35,6 +33,8 @@ from openclaw_cli.keys import (
     parse_agent_key,
     parse_thread,
 )
+from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import Record
 
 REASON_DASHBOARD = "stale-dashboard"
 REASON_AGE = "age-retention"
@@ -49,9 +49,9 @@ ARCHIVE_ACTIONS = {
 }
 
 _DELIVERY_PEER_KINDS = frozenset({"channel", "direct", "dm", "group"})
-_DIRECT_PEER = re.compile(r"^direct:.+$")
-_EXTERNAL_GROUP = re.compile(r"^[^:]+:(?:group|channel):.+$")
-_TELEGRAM_DM_TOPIC = re.compile(r"^telegram:(?:direct|dm):.+:topic:[^:]+$")
+_DIRECT_PEER = lazy_pattern(globals(), "_DIRECT_PEER", r"^direct:.+$")
+_EXTERNAL_GROUP = lazy_pattern(globals(), "_EXTERNAL_GROUP", r"^[^:]+:(?:group|channel):.+$")
+_TELEGRAM_DM_TOPIC = lazy_pattern(globals(), "_TELEGRAM_DM_TOPIC", r"^telegram:(?:direct|dm):.+:topic:[^:]+$")
 
 
 def _rest(key: str) -> str | None:
@@ -234,16 +234,30 @@ def is_pinnable(key: str, entry: Mapping[str, Any]) -> bool:
     return parsed is not None and parent.strip() == f"agent:{parsed[0]}:main"
 
 
-@dataclass
-class Guard:
+class Guard(Record):
     """Who no stage touches (see the module docstring). `preserve_keys` are compared as given and
     trimmed/lower-cased; `preserve_session_ids` are sessions held by live work."""
 
+    _fields = ("preserve_keys", "preserve_session_ids", "preserve_recent_ms", "now_ms")  # (not `shapes`)
     preserve_keys: frozenset[str]
     preserve_session_ids: frozenset[str]
     preserve_recent_ms: int | None
     now_ms: float
-    shapes: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    shapes: dict[str, int]  # a memo: not shown, not compared
+
+    def __init__(
+        self,
+        preserve_keys: frozenset[str],
+        preserve_session_ids: frozenset[str],
+        preserve_recent_ms: int | None,
+        now_ms: float,
+        shapes: dict[str, int] | None = None,
+    ) -> None:
+        self.preserve_keys = preserve_keys
+        self.preserve_session_ids = preserve_session_ids
+        self.preserve_recent_ms = preserve_recent_ms
+        self.now_ms = now_ms
+        self.shapes = {} if shapes is None else shapes
 
     def shape(self, key: str) -> int:
         """`_key_shape(key)`, computed once per key for this guard's run."""
@@ -325,15 +339,41 @@ class Guard:
         return is_free
 
 
-@dataclass
-class ArchivingResult:
-    deleted: list[tuple[str, str]] = field(default_factory=list)  # (key, action) in stage order
-    archived: dict[str, str] = field(default_factory=dict)  # key -> archiveReason, in stage order
-    model_run_pruned: int = 0
-    archived_count: int = 0  # dashboard + age archives (the JSON's `archived`)
-    cap_archived: int = 0
-    pruned: int = 0  # stale rows deleted
-    capped: int = 0  # cap victims: archived + deleted
+class ArchivingResult(Record):
+    _fields = (
+        "deleted",
+        "archived",
+        "model_run_pruned",
+        "archived_count",
+        "cap_archived",
+        "pruned",
+        "capped",
+    )
+    deleted: list[tuple[str, str]]  # (key, action) in stage order
+    archived: dict[str, str]  # key -> archiveReason, in stage order
+    model_run_pruned: int
+    archived_count: int  # dashboard + age archives (the JSON's `archived`)
+    cap_archived: int
+    pruned: int  # stale rows deleted
+    capped: int  # cap victims: archived + deleted
+
+    def __init__(
+        self,
+        deleted: list[tuple[str, str]] | None = None,
+        archived: dict[str, str] | None = None,
+        model_run_pruned: int = 0,
+        archived_count: int = 0,
+        cap_archived: int = 0,
+        pruned: int = 0,
+        capped: int = 0,
+    ) -> None:
+        self.deleted = [] if deleted is None else deleted
+        self.archived = {} if archived is None else archived
+        self.model_run_pruned = model_run_pruned
+        self.archived_count = archived_count
+        self.cap_archived = cap_archived
+        self.pruned = pruned
+        self.capped = capped
 
 
 def plan_archiving(

@@ -25,17 +25,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openclaw_cli.ids import is_checkpoint_name
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.maintenance.budget import (
     STALE_TEMP_MS,
     LegacyDirMeasure,
     entry_artifact_names,
 )
 from openclaw_cli.maintenance.plan import plan_archive_retention
+from openclaw_cli.records import Record
 from openclaw_cli.store.files import (  # noqa: F401 - the sessions-dir snapshot, re-exported for cleanup
     _PROMPT_BLOB,
     PROMPT_DIR,
@@ -53,7 +54,7 @@ ABANDONED_TEMP_MS = (
 )  # an archive temp of a live (or recycled) pid older than this is abandoned
 PENDING_PREFIX = "pending/"  # budget-measure entries: counted, never removed (archives this run writes)
 PROTECTED_PREFIX = "protected/"  # budget-measure entries: counted, never removed (D6.3)
-_STORE_TEMP_PID = re.compile(r"^[^.]+\.json\.(\d{1,7})\.")
+_STORE_TEMP_PID = lazy_pattern(globals(), "_STORE_TEMP_PID", r"^[^.]+\.json\.(\d{1,7})\.")
 
 
 def _pid_gone(pid: int | None) -> bool:
@@ -79,22 +80,18 @@ def _names_fn(snapshot: DirSnapshot | None, root: Path) -> Callable[[Any], list[
 
     if snapshot is None or snapshot.has_trajectory():
         return lambda entry: entry_artifact_names(entry, root)
+    plain_sid = _PLAIN_SID.fullmatch  # (the compiled pattern's: `_PLAIN_SID` is made on first use)
     prefix = _normalized_prefix(str(root))
     start = len(prefix) if prefix is not None else 0
 
     def names(entry: Any) -> list[str]:
         if isinstance(entry, dict) and not entry.get("compactionCheckpoints"):
             sid, sf = entry.get("sessionId"), entry.get("sessionFile")
-            if sf is None and type(sid) is str and sid and _PLAIN_SID.fullmatch(sid):
+            if sf is None and type(sid) is str and sid and plain_sid(sid):
                 # a file-facts row whose `sessionFile` was its default (left out of the facts):
                 # `_fast_candidate_names(sid, None, root)`, without the call
                 return [f"{sid}.jsonl"]
-            if (
-                prefix is not None
-                and type(sid) is str
-                and sf == f"{prefix}{sid}.jsonl"
-                and _PLAIN_SID.fullmatch(sid)
-            ):
+            if prefix is not None and type(sid) is str and sf == f"{prefix}{sid}.jsonl" and plain_sid(sid):
                 return [sf[start:]]  # the usual row (`_fast_candidate_names` gives this one name)
             fast = _fast_candidate_names(
                 sid if isinstance(sid, str) else None, sf if isinstance(sf, str) else None, root
@@ -228,12 +225,24 @@ def entry_file_sizes(
 # ---- §7.5 unreferenced-artifact sweep -----------------------------------------------------------
 
 
-@dataclass
-class SweepPlan:
+class SweepPlan(Record):
+    _fields = ("older_than_ms", "scanned", "removals", "finished")
     older_than_ms: int
-    scanned: int = 0
-    removals: list[FileAction] = field(default_factory=list)
-    finished: int = 0  # removals that finish an interrupted cleanup (identical archive exists)
+    scanned: int
+    removals: list[FileAction]
+    finished: int  # removals that finish an interrupted cleanup (identical archive exists)
+
+    def __init__(
+        self,
+        older_than_ms: int,
+        scanned: int = 0,
+        removals: list[FileAction] | None = None,
+        finished: int = 0,
+    ) -> None:
+        self.older_than_ms = older_than_ms
+        self.scanned = scanned
+        self.removals = [] if removals is None else removals
+        self.finished = finished
 
     @property
     def freed(self) -> int:
@@ -371,10 +380,14 @@ def plan_unreferenced_sweep(
 # ---- §7.4 archive retention ---------------------------------------------------------------------
 
 
-@dataclass
-class RetentionPlan:
-    scanned: int = 0
-    removals: list[FileAction] = field(default_factory=list)
+class RetentionPlan(Record):
+    _fields = ("scanned", "removals")
+    scanned: int
+    removals: list[FileAction]
+
+    def __init__(self, scanned: int = 0, removals: list[FileAction] | None = None) -> None:
+        self.scanned = scanned
+        self.removals = [] if removals is None else removals
 
     def to_json(self, removed: int | None = None) -> dict[str, int]:
         return {

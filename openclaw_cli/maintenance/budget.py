@@ -18,14 +18,14 @@ import functools
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
 from openclaw_cli.ids import is_checkpoint_name
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.paths import transcript_candidates
+from openclaw_cli.records import FrozenRecord, Record
 from openclaw_cli.store.facts import compact_bytes
 from openclaw_cli.store.files import DirFile, DirSnapshot
 from openclaw_cli.store.names import (  # noqa: F401 - re-exported for the cleanup modules
@@ -47,8 +47,17 @@ SessionIdsFn = Callable[[Mapping[str, Any]], Iterable[str]]
 # ---- the §6.1 result object ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DiskBudgetResult:
+class DiskBudgetResult(FrozenRecord):
+    __slots__ = _fields = (
+        "total_bytes_before",
+        "total_bytes_after",
+        "removed_files",
+        "removed_entries",
+        "freed_bytes",
+        "max_bytes",
+        "high_water_bytes",
+        "over_budget",
+    )
     total_bytes_before: int
     total_bytes_after: int
     removed_files: int
@@ -57,6 +66,28 @@ class DiskBudgetResult:
     max_bytes: int
     high_water_bytes: int
     over_budget: bool
+
+    def __init__(
+        self,
+        total_bytes_before: int,
+        total_bytes_after: int,
+        removed_files: int,
+        removed_entries: int,
+        freed_bytes: int,
+        max_bytes: int,
+        high_water_bytes: int,
+        over_budget: bool,
+    ) -> None:
+        self._assign(
+            total_bytes_before,
+            total_bytes_after,
+            removed_files,
+            removed_entries,
+            freed_bytes,
+            max_bytes,
+            high_water_bytes,
+            over_budget,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """OpenClaw's `SessionDiskBudgetSweepResult`, keys in OpenClaw's order."""
@@ -89,24 +120,41 @@ def _idle(total: int, max_bytes: int, high: int, over: bool) -> DiskBudgetResult
     return DiskBudgetResult(total, total, 0, 0, 0, max_bytes, high, over)
 
 
-@dataclass(frozen=True)
-class FileRemoval:
+class FileRemoval(FrozenRecord):
     """One file the budget removes. `needs_archive` marks transcript content (primary transcripts,
     compaction checkpoints): D15 requires a verified archive before the original goes."""
 
+    __slots__ = _fields = ("name", "size", "kind", "needs_archive", "session_id")
     name: str  # path relative to the sessions dir, `/`-separated
     size: int
     kind: str  # archive | store-temp | prompt-blob | checkpoint | trajectory | transcript
     needs_archive: bool
-    session_id: str | None = None  # set when released by an evicted entry
+    session_id: str | None  # set when released by an evicted entry
+
+    def __init__(
+        self, name: str, size: int, kind: str, needs_archive: bool, session_id: str | None = None
+    ) -> None:
+        self._assign(name, size, kind, needs_archive, session_id)
 
 
-@dataclass
-class BudgetPlan:
+class BudgetPlan(Record):
+    _fields = ("result", "evicted_keys", "file_removals", "released_session_ids")
     result: DiskBudgetResult | None
-    evicted_keys: list[str] = field(default_factory=list)
-    file_removals: list[FileRemoval] = field(default_factory=list)
-    released_session_ids: list[str] = field(default_factory=list)
+    evicted_keys: list[str]
+    file_removals: list[FileRemoval]
+    released_session_ids: list[str]
+
+    def __init__(
+        self,
+        result: DiskBudgetResult | None,
+        evicted_keys: list[str] | None = None,
+        file_removals: list[FileRemoval] | None = None,
+        released_session_ids: list[str] | None = None,
+    ) -> None:
+        self.result = result
+        self.evicted_keys = [] if evicted_keys is None else evicted_keys
+        self.file_removals = [] if file_removals is None else file_removals
+        self.released_session_ids = [] if released_session_ids is None else released_session_ids
 
 
 # ---- JSON byte sizes ----------------------------------------------------------------------------
@@ -134,7 +182,7 @@ def _js_number(value: float | int) -> str:
     return f"{mantissa}e{'-' if exp < 0 else '+'}{abs(exp)}"
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_pattern(globals(), "_SURROGATE", "[\ud800-\udfff]")
 
 
 def _js_string_bytes(text: str) -> int:
@@ -206,31 +254,43 @@ def _updated_at(entry: Any, missing: float) -> float:
 # ---- §6.3 SQLite logical bytes ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SqliteMeasure:
+class SqliteMeasure(FrozenRecord):
     """Input of the SQLite measurement: per-session event bytes (transcript + trajectory JSON) and
     optionally the stored `entry_json` byte size per key (computed with `sqlite_entry_bytes`
     when absent)."""
 
+    __slots__ = _fields = ("session_bytes", "entry_bytes")
     session_bytes: Mapping[str, int]
-    entry_bytes: Mapping[str, int] | None = None
+    entry_bytes: Mapping[str, int] | None
+
+    def __init__(
+        self, session_bytes: Mapping[str, int], entry_bytes: Mapping[str, int] | None = None
+    ) -> None:
+        self._assign(session_bytes, entry_bytes)
 
 
-@dataclass(frozen=True)
-class PhysicalMeasure:
+class PhysicalMeasure(FrozenRecord):
     """2026.9.6+ budget input: the physical bytes of the agent's session data (database main file
     and WAL, every file of the sessions dir and its `cold/`, prompt blobs; never `-shm`)."""
 
+    __slots__ = _fields = ("total_bytes",)
     total_bytes: int
 
+    def __init__(self, total_bytes: int) -> None:
+        self._assign(total_bytes)
 
-_MIGRATED = re.compile(r"\.migrated(?:\.\d+)?$")
-_PRE_DOCTOR = re.compile(
-    r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$"
+
+_MIGRATED = lazy_pattern(globals(), "_MIGRATED", r"\.migrated(?:\.\d+)?$")
+_PRE_DOCTOR = lazy_pattern(
+    globals(),
+    "_PRE_DOCTOR",
+    r"\.jsonl\.pre-doctor-(?:branch|openai-codex)-repair-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z\.bak$",
 )
-_BLOB_PREFIX = re.compile(r"[a-f0-9]{2}")
-_BLOB_NAME = re.compile(
-    r"[a-f0-9]{64}\.txt(?:\.(?:\d+\.)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp)?"
+_BLOB_PREFIX = lazy_pattern(globals(), "_BLOB_PREFIX", r"[a-f0-9]{2}")
+_BLOB_NAME = lazy_pattern(
+    globals(),
+    "_BLOB_NAME",
+    r"[a-f0-9]{64}\.txt(?:\.(?:\d+\.)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp)?",
 )
 
 
@@ -422,23 +482,36 @@ def plan_sqlite_budget(
 
 # ---- §6.2 legacy directory ----------------------------------------------------------------------
 
-_PROMPT_BLOB = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$")
-_PROMPT_BLOB_TEMP = re.compile(r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$")
-_HASH = re.compile(r"[0-9a-f]{64}")
+_PROMPT_BLOB = lazy_pattern(
+    globals(), "_PROMPT_BLOB", r"^skills-prompts/sha256/[0-9a-f]{2}/([0-9a-f]{64})\.txt$"
+)
+_PROMPT_BLOB_TEMP = lazy_pattern(
+    globals(), "_PROMPT_BLOB_TEMP", r"^skills-prompts/sha256/[0-9a-f]{2}/[0-9a-f]{64}\.txt\..+\.tmp$"
+)
+_HASH = lazy_pattern(globals(), "_HASH", r"[0-9a-f]{64}")
 
 
-@dataclass(frozen=True)
-class LegacyDirMeasure:
+class LegacyDirMeasure(FrozenRecord):
     """Input of the legacy directory measurement: the sessions dir snapshot (top-level regular
     files plus `skills-prompts/sha256/…` blobs), the dir itself (to resolve `sessionFile`
     references without I/O) and the store file's name."""
 
+    __slots__ = _fields = ("files", "sessions_dir", "store_name", "projected_store_bytes")
     files: Sequence[DirFile]
     sessions_dir: Path
-    store_name: str = "sessions.json"
+    store_name: str
     # Bytes of the store as it would be written, when the caller already knows them (e.g. the
     # length of the serialised store); None computes JS `JSON.stringify(store, null, 2)` bytes.
-    projected_store_bytes: int | None = None
+    projected_store_bytes: int | None
+
+    def __init__(
+        self,
+        files: Sequence[DirFile],
+        sessions_dir: Path,
+        store_name: str = "sessions.json",
+        projected_store_bytes: int | None = None,
+    ) -> None:
+        self._assign(files, sessions_dir, store_name, projected_store_bytes)
 
 
 def _relative_name(path: Path, root: Path) -> str | None:
@@ -457,7 +530,7 @@ def _sidecars(transcript_name: str, session_id: str | None) -> list[str]:
     return names
 
 
-_PLAIN_SID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
+_PLAIN_SID = lazy_pattern(globals(), "_PLAIN_SID", r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}")
 
 
 @functools.lru_cache(maxsize=16)

@@ -16,9 +16,7 @@ Entries are `{sessionKey: entry}` in store order (that order breaks `updatedAt` 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from openclaw_cli.behavior import BEHAVIOR_2026_7, Behavior
@@ -34,6 +32,7 @@ from openclaw_cli.keys import (
     parse_agent_key,
     preserve_key_form,
 )
+from openclaw_cli.lazyre import lazy_pattern
 from openclaw_cli.maintenance.archiving import ARCHIVE_ACTIONS, Guard, plan_archiving
 from openclaw_cli.maintenance.budget import (
     BudgetPlan,
@@ -48,6 +47,7 @@ from openclaw_cli.maintenance.budget import (
     plan_physical_budget,
     plan_sqlite_budget,
 )
+from openclaw_cli.records import FrozenRecord, Record
 from openclaw_cli.store.names import archive_stamp_ms as parse_archive_timestamp
 
 ACTION_KEEP = "keep"
@@ -251,7 +251,9 @@ class Preserver:
 _ABSENT = object()
 # `agent:<id>:<channel>:group|channel:<peer>` (trimmed, lower-cased): `is_synthetic_key` holds iff
 # <channel> is a synthetic prefix or <peer> is `heartbeat`; otherwise the external-group rule matches.
-_EXTERNAL_GROUP_FORM = re.compile(r"agent:[^:\s]+:([^:\s]+):(?:group|channel):([^:\s]+)")
+_EXTERNAL_GROUP_FORM = lazy_pattern(
+    globals(), "_EXTERNAL_GROUP_FORM", r"agent:[^:\s]+:([^:\s]+):(?:group|channel):([^:\s]+)"
+)
 _SYNTHETIC_HEADS = frozenset(prefix.rstrip(":") for prefix in SYNTHETIC_PREFIXES)
 
 
@@ -283,19 +285,28 @@ def _durable_chat(entry: Any) -> bool:
 # ---- the plan -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ActiveKeyWarning:
+class ActiveKeyWarning(FrozenRecord):
     """Warn-mode runtime notice (§5.6): the active session would be pruned or capped."""
 
+    __slots__ = _fields = ("key", "would_prune", "would_cap", "prune_after_ms", "max_entries")
     key: str
     would_prune: bool
     would_cap: bool
     prune_after_ms: int | None
     max_entries: int | None
 
+    def __init__(
+        self,
+        key: str,
+        would_prune: bool,
+        would_cap: bool,
+        prune_after_ms: int | None,
+        max_entries: int | None,
+    ) -> None:
+        self._assign(key, would_prune, would_cap, prune_after_ms, max_entries)
 
-@dataclass
-class CleanupPlan:
+
+class CleanupPlan(Record):
     """What maintenance removes, per key, and the counters OpenClaw reports.
 
     `actions` maps every key of the input store (store order) to its action; removed keys are
@@ -305,44 +316,123 @@ class CleanupPlan:
     removes (in order; `needs_archive` ones go through a verified archive first).
     """
 
+    # (shown and compared: every field but `unreferenced_from` and `preserved_from`)
+    _fields = (
+        "mode",
+        "forced",
+        "prune_after_ms",
+        "max_entries",
+        "before_count",
+        "actions",
+        "removed",
+        "missing",
+        "dm_scope_retired",
+        "model_run_pruned",
+        "pruned",
+        "capped",
+        "cron_pruned",
+        "cron_retention_ran",
+        "disk_budget",
+        "budget_file_removals",
+        "would_enforce",
+        "active_warning",
+        "behavior",
+        "archived",
+        "archived_count",
+        "cap_archived",
+        "now_ms",
+        "budget_reclaimable",
+    )
     mode: str
     forced: bool
     prune_after_ms: int
     max_entries: int | None
     before_count: int
     actions: dict[str, str]
-    removed: list[str] = field(default_factory=list)
-    missing: int = 0
-    dm_scope_retired: int = 0
-    model_run_pruned: int = 0
-    pruned: int = 0
-    capped: int = 0
-    cron_pruned: int = 0
-    cron_retention_ran: bool = False  # cron retention was enabled and the store had cron run keys
-    disk_budget: DiskBudgetResult | None = None
-    budget_file_removals: list[FileRemoval] = field(default_factory=list)
+    removed: list[str]
+    missing: int
+    dm_scope_retired: int
+    model_run_pruned: int
+    pruned: int
+    capped: int
+    cron_pruned: int
+    cron_retention_ran: bool  # cron retention was enabled and the store had cron run keys
+    disk_budget: DiskBudgetResult | None
+    budget_file_removals: list[FileRemoval]
     # `unreferenced_session_ids` as (the removed rows' entries, the remaining rows' entries, the
     # rule) until first asked for (a database store's cleanup reads them; `storage` never does:
     # 100,000 rows' ids at issue 27's scale)
-    unreferenced_from: tuple[list[Any], list[Any], SessionIdsFn] | list[str] = field(
-        default_factory=list, repr=False, compare=False
-    )
+    unreferenced_from: tuple[list[Any], list[Any], SessionIdsFn] | list[str]
     # the §4 preserved keys of the planned entries: (preserver, entries) until first asked for
     # (`preserved_keys`: collection and status read them, cleanup and `storage` never do)
-    preserved_from: tuple[Preserver, Mapping[str, Any]] | frozenset[str] = field(
-        default=frozenset(), repr=False, compare=False
-    )
-    would_enforce: CleanupPlan | None = None
-    active_warning: ActiveKeyWarning | None = None
-    behavior: Behavior = BEHAVIOR_2026_7  # the release whose rules made this plan
+    preserved_from: tuple[Preserver, Mapping[str, Any]] | frozenset[str]
+    would_enforce: CleanupPlan | None
+    active_warning: ActiveKeyWarning | None
+    behavior: Behavior  # the release whose rules made this plan
     # releases that archive in place: key -> archiveReason of the rows archived (they stay in the
     # store with `archivedAt = now_ms`), and OpenClaw's counters for them
-    archived: dict[str, str] = field(default_factory=dict)
-    archived_count: int = 0  # dashboard + age archives (the JSON's `archived`)
-    cap_archived: int = 0
-    now_ms: float = 0
+    archived: dict[str, str]
+    archived_count: int  # dashboard + age archives (the JSON's `archived`)
+    cap_archived: int
+    now_ms: float
     # 2026.9.6+ preview of an enforce run over the budget: its reclamation tiers have candidates
-    budget_reclaimable: bool = False
+    budget_reclaimable: bool
+
+    def __init__(
+        self,
+        mode: str,
+        forced: bool,
+        prune_after_ms: int,
+        max_entries: int | None,
+        before_count: int,
+        actions: dict[str, str],
+        removed: list[str] | None = None,
+        missing: int = 0,
+        dm_scope_retired: int = 0,
+        model_run_pruned: int = 0,
+        pruned: int = 0,
+        capped: int = 0,
+        cron_pruned: int = 0,
+        cron_retention_ran: bool = False,
+        disk_budget: DiskBudgetResult | None = None,
+        budget_file_removals: list[FileRemoval] | None = None,
+        unreferenced_from: tuple[list[Any], list[Any], SessionIdsFn] | list[str] | None = None,
+        preserved_from: tuple[Preserver, Mapping[str, Any]] | frozenset[str] = frozenset(),
+        would_enforce: CleanupPlan | None = None,
+        active_warning: ActiveKeyWarning | None = None,
+        behavior: Behavior = BEHAVIOR_2026_7,
+        archived: dict[str, str] | None = None,
+        archived_count: int = 0,
+        cap_archived: int = 0,
+        now_ms: float = 0,
+        budget_reclaimable: bool = False,
+    ) -> None:
+        self.mode = mode
+        self.forced = forced
+        self.prune_after_ms = prune_after_ms
+        self.max_entries = max_entries
+        self.before_count = before_count
+        self.actions = actions
+        self.removed = [] if removed is None else removed
+        self.missing = missing
+        self.dm_scope_retired = dm_scope_retired
+        self.model_run_pruned = model_run_pruned
+        self.pruned = pruned
+        self.capped = capped
+        self.cron_pruned = cron_pruned
+        self.cron_retention_ran = cron_retention_ran
+        self.disk_budget = disk_budget
+        self.budget_file_removals = [] if budget_file_removals is None else budget_file_removals
+        self.unreferenced_from = [] if unreferenced_from is None else unreferenced_from
+        self.preserved_from = preserved_from
+        self.would_enforce = would_enforce
+        self.active_warning = active_warning
+        self.behavior = behavior
+        self.archived = {} if archived is None else archived
+        self.archived_count = archived_count
+        self.cap_archived = cap_archived
+        self.now_ms = now_ms
+        self.budget_reclaimable = budget_reclaimable
 
     @property
     def preserved_keys(self) -> frozenset[str]:
@@ -877,10 +967,16 @@ def _active_warning(
 # ---- cron retention (§9.1) ----------------------------------------------------------------------
 
 
-@dataclass
-class CronRetentionPlan:
-    removed: list[str] = field(default_factory=list)
-    unreferenced_session_ids: list[str] = field(default_factory=list)
+class CronRetentionPlan(Record):
+    _fields = ("removed", "unreferenced_session_ids")
+    removed: list[str]
+    unreferenced_session_ids: list[str]
+
+    def __init__(
+        self, removed: list[str] | None = None, unreferenced_session_ids: list[str] | None = None
+    ) -> None:
+        self.removed = [] if removed is None else removed
+        self.unreferenced_session_ids = [] if unreferenced_session_ids is None else unreferenced_session_ids
 
 
 def cron_sweep_due(last_sweep_ms: float | None, now_ms: float) -> bool:
@@ -931,10 +1027,14 @@ def plan_cron_retention(
 # ---- archive retention (§7.4) -------------------------------------------------------------------
 
 
-@dataclass
-class ArchiveRetentionPlan:
-    scanned: int = 0
-    removed: list[str] = field(default_factory=list)
+class ArchiveRetentionPlan(Record):
+    _fields = ("scanned", "removed")
+    scanned: int
+    removed: list[str]
+
+    def __init__(self, scanned: int = 0, removed: list[str] | None = None) -> None:
+        self.scanned = scanned
+        self.removed = [] if removed is None else removed
 
 
 def plan_archive_retention(

@@ -33,12 +33,12 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.maintenance.archiving import REASON_CAP, Guard, activity_at
 from openclaw_cli.maintenance.budget import DiskBudgetResult, measure_physical
+from openclaw_cli.records import Record
 from openclaw_cli.store.names import is_retained_archive_name
 
 if TYPE_CHECKING:
@@ -48,12 +48,20 @@ _CONVERSATION_KINDS = frozenset({"thread", "channel", "group", "topic"})
 LEDGER_REASON = "budget"  # the usage ledger's `reason` of a session the tiers evict
 
 
-@dataclass
-class _State:
+class _State(Record):
+    _fields = ("total", "removed_files", "removed_entries", "deferred")
     total: int
-    removed_files: int = 0
-    removed_entries: int = 0
-    deferred: bool = False
+    removed_files: int
+    removed_entries: int
+    deferred: bool
+
+    def __init__(
+        self, total: int, removed_files: int = 0, removed_entries: int = 0, deferred: bool = False
+    ) -> None:
+        self.total = total
+        self.removed_files = removed_files
+        self.removed_entries = removed_entries
+        self.deferred = deferred
 
 
 class Reclaimer:

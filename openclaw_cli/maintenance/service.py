@@ -33,6 +33,7 @@ from openclaw_cli.maintenance.artifacts import (
 )
 from openclaw_cli.maintenance.plan import BudgetMeasure, CleanupPlan, plan_cleanup
 from openclaw_cli.progress import ProgressFactory
+from openclaw_cli.records import Record
 from openclaw_cli.store.files import TRANSCRIPT_KINDS, scan_sessions_dir
 from openclaw_cli.store.retire import ApplyOutcome, FileAction, Retirement
 
@@ -54,33 +55,80 @@ class PartialCleanupError(OpenClawError):
         return self.document
 
 
-@dataclass
-class CleanupOptions:
-    agent: str | None = None
-    all_agents: bool = False
-    store: str | None = None
-    dry_run: bool = False
-    enforce: bool = False
-    active_key: str | None = None
-    fix_missing: bool = False
-    fix_dm_scope: bool = False
+class CleanupOptions(Record):
+    _fields = (
+        "agent",
+        "all_agents",
+        "store",
+        "dry_run",
+        "enforce",
+        "active_key",
+        "fix_missing",
+        "fix_dm_scope",
+        "text_report",
+        "reason_bytes",
+        "figures_only",
+        "file_facts",
+        "key_shapes",
+        "listings",
+    )
+    agent: str | None
+    all_agents: bool
+    store: str | None
+    dry_run: bool
+    enforce: bool
+    active_key: str | None
+    fix_missing: bool
+    fix_dm_scope: bool
     # the caller prints the dry run's text report, whose table shows fields of every row: plan over
     # whole entries (otherwise a database store's dry run plans over the rows' facts, issue 30)
-    text_report: bool = False
+    text_report: bool
     # measure what each reason removes (`ops.cleanup.reason_bytes`) also without the text report
-    reason_bytes: bool = False
+    reason_bytes: bool
     # a dry run whose caller reads only the plan and its per-reason bytes (`openclaw storage`):
     # no summary document, no symbolic-link warnings
-    figures_only: bool = False
+    figures_only: bool
     # file stores' `load_file_facts()` the caller already made, by store path (`openclaw storage`
     # makes them in its own read of each sessions.json): a dry run plans over them, not read again
-    file_facts: Mapping[str, dict[str, Any]] | None = None
+    file_facts: Mapping[str, dict[str, Any]] | None
     # `archiving.key_shape` of their keys, by store path (`openclaw storage` keeps them with the
     # facts): the archive-in-place stages do not parse those keys again
-    key_shapes: Mapping[str, dict[str, int]] | None = None
+    key_shapes: Mapping[str, dict[str, int]] | None
     # sessions dirs the caller listed this run, by sessions dir (`openclaw storage`: the listing its
     # tally and disk walk share, `storage_memo.Listing`): a dry run's snapshot made from it
-    listings: Mapping[str, Any] | None = None
+    listings: Mapping[str, Any] | None
+
+    def __init__(
+        self,
+        agent: str | None = None,
+        all_agents: bool = False,
+        store: str | None = None,
+        dry_run: bool = False,
+        enforce: bool = False,
+        active_key: str | None = None,
+        fix_missing: bool = False,
+        fix_dm_scope: bool = False,
+        text_report: bool = False,
+        reason_bytes: bool = False,
+        figures_only: bool = False,
+        file_facts: Mapping[str, dict[str, Any]] | None = None,
+        key_shapes: Mapping[str, dict[str, int]] | None = None,
+        listings: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.all_agents = all_agents
+        self.store = store
+        self.dry_run = dry_run
+        self.enforce = enforce
+        self.active_key = active_key
+        self.fix_missing = fix_missing
+        self.fix_dm_scope = fix_dm_scope
+        self.text_report = text_report
+        self.reason_bytes = reason_bytes
+        self.figures_only = figures_only
+        self.file_facts = file_facts
+        self.key_shapes = key_shapes
+        self.listings = listings
 
 
 @dataclass

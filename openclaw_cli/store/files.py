@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from openclaw_cli.ids import is_checkpoint_name
 from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import Record
 from openclaw_cli.store.names import (
     is_archive_artifact_name,
     is_primary_transcript_name,
@@ -31,24 +31,44 @@ _MIGRATED = lazy_pattern(
 TRANSCRIPT_KINDS = ("transcript", "checkpoint", "trajectory")
 
 
-@dataclass(slots=True)  # not frozen: a 20,000-file snapshot builds one per file (frozen init is 3x slower)
-class DirFile:
+class DirFile(Record):  # not frozen: a 20,000-file snapshot builds one per file (frozen init is 3x slower)
     """A snapshot of one regular file of the sessions dir (`name` relative, `/`-separated).
     Treated as immutable."""
 
+    __slots__ = _fields = ("name", "size", "mtime_ms")
     name: str
     size: int
     mtime_ms: float
 
+    def __init__(self, name: str, size: int, mtime_ms: float) -> None:
+        self.name = name
+        self.size = size
+        self.mtime_ms = mtime_ms
 
-@dataclass
-class DirSnapshot:
+
+class DirSnapshot(Record):
     """Regular files directly in the sessions dir plus prompt blobs (never through a symlink)."""
 
+    _fields = ("root", "files", "_kinds", "_has_trajectory")  # (compared; `repr` shows the first two)
     root: Path
-    files: dict[str, DirFile] = field(default_factory=dict)
-    _kinds: dict[str, str | None] = field(default_factory=dict, repr=False)
-    _has_trajectory: bool | None = field(default=None, repr=False)
+    files: dict[str, DirFile]
+    _kinds: dict[str, str | None]
+    _has_trajectory: bool | None
+
+    def __init__(
+        self,
+        root: Path,
+        files: dict[str, DirFile] | None = None,
+        _kinds: dict[str, str | None] | None = None,
+        _has_trajectory: bool | None = None,
+    ) -> None:
+        self.root = root
+        self.files = {} if files is None else files
+        self._kinds = {} if _kinds is None else _kinds
+        self._has_trajectory = _has_trajectory
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(root={self.root!r}, files={self.files!r})"
 
     def has_trajectory(self) -> bool:
         """Whether any file is a trajectory sidecar (asked by every names pass: memoised)."""

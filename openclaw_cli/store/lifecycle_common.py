@@ -27,13 +27,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from openclaw_cli.clock import iso_ms
 from openclaw_cli.errors import PreconditionError, SessionBusyError
 from openclaw_cli.fsio import FILE_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
+from openclaw_cli.records import Record
 
 if TYPE_CHECKING:
     from openclaw_cli.store.base import SessionStore
@@ -45,23 +45,48 @@ ACTIVE_CODE = "OPENCLAW_SESSION_ACTIVE"
 Mutate = Callable[[dict[str, Any] | None], dict[str, Any] | None]
 
 
-@dataclass
-class ResetOutcome:
+class ResetOutcome(Record):
+    _fields = ("entry", "session_id", "previous_session_id", "archive", "transcript", "shared")
     entry: dict[str, Any]
     session_id: str
     previous_session_id: str | None
-    archive: Any = None  # archives.ArchiveResult of the previous transcript (None: nothing to archive)
-    transcript: str | None = None  # the new transcript: a file path (legacy) or `sqlite:<db>#<id>`
-    shared: bool = False  # another row still uses the previous transcript: it stayed in place
+    archive: Any  # archives.ArchiveResult of the previous transcript (None: nothing to archive)
+    transcript: str | None  # the new transcript: a file path (legacy) or `sqlite:<db>#<id>`
+    shared: bool  # another row still uses the previous transcript: it stayed in place
+
+    def __init__(
+        self,
+        entry: dict[str, Any],
+        session_id: str,
+        previous_session_id: str | None,
+        archive: Any = None,
+        transcript: str | None = None,
+        shared: bool = False,
+    ) -> None:
+        self.entry = entry
+        self.session_id = session_id
+        self.previous_session_id = previous_session_id
+        self.archive = archive
+        self.transcript = transcript
+        self.shared = shared
 
 
-@dataclass
-class ForkOutcome:
+class ForkOutcome(Record):
+    _fields = ("key", "entry", "session_id", "plan", "transcript")
     key: str
     entry: dict[str, Any]
     session_id: str
     plan: Any  # store.fork.ForkPlan
-    transcript: str | None = None
+    transcript: str | None
+
+    def __init__(
+        self, key: str, entry: dict[str, Any], session_id: str, plan: Any, transcript: str | None = None
+    ) -> None:
+        self.key = key
+        self.entry = entry
+        self.session_id = session_id
+        self.plan = plan
+        self.transcript = transcript
 
 
 def plan_child(
@@ -147,12 +172,20 @@ def leaf_id(store: SessionStore, session_id: str, entry: dict[str, Any] | None) 
     return None
 
 
-@dataclass
-class SwitchOutcome:
+class SwitchOutcome(Record):
+    _fields = ("entry", "session_id", "previous_session_id", "transcript")
     entry: dict[str, Any]
     session_id: str
     previous_session_id: str
-    transcript: str | None = None
+    transcript: str | None
+
+    def __init__(
+        self, entry: dict[str, Any], session_id: str, previous_session_id: str, transcript: str | None = None
+    ) -> None:
+        self.entry = entry
+        self.session_id = session_id
+        self.previous_session_id = previous_session_id
+        self.transcript = transcript
 
 
 def switch_plan(

@@ -13,14 +13,12 @@ from __future__ import annotations
 import atexit
 import math
 import os
-import signal
 import stat
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -30,6 +28,7 @@ import orjson
 from openclaw_cli import clock
 from openclaw_cli.errors import LockPathError, OpenClawError, SessionBusyError, os_error
 from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, file_kind
+from openclaw_cli.records import FrozenRecord, Record
 
 TIMEOUT_CODE = "OPENCLAW_SESSION_WRITE_LOCK_TIMEOUT"
 STALE_CODE = "OPENCLAW_SESSION_WRITE_LOCK_STALE"
@@ -56,13 +55,18 @@ class LockSettingsLike(Protocol):
     def max_hold_ms(self) -> float: ...
 
 
-@dataclass(frozen=True)
-class LockSettings:
+class LockSettings(FrozenRecord):
     """Defaults of spec D1 / maintenance.md §2.2 (`math.inf` acquire timeout = wait forever)."""
 
-    acquire_timeout_ms: float = 60_000
-    stale_ms: float = 1_800_000
-    max_hold_ms: float = 300_000
+    __slots__ = _fields = ("acquire_timeout_ms", "stale_ms", "max_hold_ms")
+    acquire_timeout_ms: float
+    stale_ms: float
+    max_hold_ms: float
+
+    def __init__(
+        self, acquire_timeout_ms: float = 60_000, stale_ms: float = 1_800_000, max_hold_ms: float = 300_000
+    ) -> None:
+        self._assign(acquire_timeout_ms, stale_ms, max_hold_ms)
 
 
 DEFAULT_LOCK_SETTINGS = LockSettings()
@@ -155,8 +159,18 @@ def lock_path_for(transcript: Path) -> Path:
 # ---- inspection ---------------------------------------------------------------------------------
 
 
-@dataclass
-class LockInspection:
+class LockInspection(Record):
+    _fields = (
+        "lock_path",
+        "pid",
+        "pid_alive",
+        "created_at",
+        "age_ms",
+        "stale_reasons",
+        "payload_readable",
+        "file_age_ms",
+        "signature",
+    )
     lock_path: Path
     pid: int | None
     pid_alive: bool
@@ -164,8 +178,30 @@ class LockInspection:
     age_ms: float | None
     stale_reasons: list[str]
     payload_readable: bool
-    file_age_ms: float | None = None  # from the lock file's mtime
-    signature: tuple[int, int, int, int] | None = None  # (dev, ino, size, mtime_ns) when inspected
+    file_age_ms: float | None  # from the lock file's mtime
+    signature: tuple[int, int, int, int] | None  # (dev, ino, size, mtime_ns) when inspected
+
+    def __init__(
+        self,
+        lock_path: Path,
+        pid: int | None,
+        pid_alive: bool,
+        created_at: str | None,
+        age_ms: float | None,
+        stale_reasons: list[str],
+        payload_readable: bool,
+        file_age_ms: float | None = None,
+        signature: tuple[int, int, int, int] | None = None,
+    ) -> None:
+        self.lock_path = lock_path
+        self.pid = pid
+        self.pid_alive = pid_alive
+        self.created_at = created_at
+        self.age_ms = age_ms
+        self.stale_reasons = stale_reasons
+        self.payload_readable = payload_readable
+        self.file_age_ms = file_age_ms
+        self.signature = signature
 
     @property
     def stale(self) -> bool:
@@ -362,16 +398,36 @@ def _remove_if_unchanged(inspection: LockInspection) -> bool:
 # ---- holding ------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Held:
+class _Held(Record):
+    _fields = ("key", "lock_path", "fd", "dev_ino", "acquired_at", "max_hold_ms", "count", "released")
     key: str
     lock_path: Path
     fd: int
     dev_ino: tuple[int, int]
     acquired_at: float  # monotonic seconds
     max_hold_ms: float
-    count: int = 1
-    released: bool = False
+    count: int
+    released: bool
+
+    def __init__(
+        self,
+        key: str,
+        lock_path: Path,
+        fd: int,
+        dev_ino: tuple[int, int],
+        acquired_at: float,
+        max_hold_ms: float,
+        count: int = 1,
+        released: bool = False,
+    ) -> None:
+        self.key = key
+        self.lock_path = lock_path
+        self.fd = fd
+        self.dev_ino = dev_ino
+        self.acquired_at = acquired_at
+        self.max_hold_ms = max_hold_ms
+        self.count = count
+        self.released = released
 
 
 _HELD: dict[str, _Held] = {}
@@ -414,6 +470,8 @@ def release_all_locks() -> None:
 
 
 def _on_term_signal(signum: int, frame: Any) -> None:
+    import signal
+
     release_all_locks()
     # Re-raise with the default action, as OpenClaw does when its handler was the only one.
     signal.signal(signum, signal.SIG_DFL)
@@ -427,6 +485,8 @@ def _install_hooks() -> None:
     _hooks_installed = True
     atexit.register(release_all_locks)
     if threading.current_thread() is threading.main_thread():
+        import signal  # (here: a cleanup of a database store takes no transcript lock)
+
         for name in ("SIGTERM", "SIGQUIT"):
             signum = getattr(signal, name, None)
             if signum is None:
@@ -474,14 +534,23 @@ def _ensure_watchdog() -> None:
     _watchdog.start()
 
 
-@dataclass
-class TranscriptLock:
+class TranscriptLock(Record):
     """A held lock; `release()` (or leaving the `with` block) gives it back."""
 
+    _fields = ("transcript", "lock_path", "_held", "_released")  # (compared; `repr` shows the first two)
     transcript: Path
     lock_path: Path
-    _held: _Held = field(repr=False)
-    _released: bool = field(default=False, repr=False)
+    _held: _Held
+    _released: bool
+
+    def __init__(self, transcript: Path, lock_path: Path, _held: _Held, _released: bool = False) -> None:
+        self.transcript = transcript
+        self.lock_path = lock_path
+        self._held = _held
+        self._released = _released
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(transcript={self.transcript!r}, lock_path={self.lock_path!r})"
 
     def release(self) -> None:
         if self._released:

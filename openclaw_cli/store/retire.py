@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from openclaw_cli.crashpoints import CrashPoints
 from openclaw_cli.fsio import ensure_dir, fsync_dir
+from openclaw_cli.records import Record
 from openclaw_cli.store.base import ArchiveFile
 
 if TYPE_CHECKING:
@@ -359,16 +360,45 @@ def discard_created(created: list[Path], paths: Iterable[Path] | None, directory
         fsync_dir(directory)
 
 
-@dataclass
-class ApplyOutcome:
-    applied_count: int = 0
-    archives: list[str] = field(default_factory=list)  # archive names written or reused
-    sweep_removed: int = 0
-    sweep_freed: int = 0
-    retention_removed: int = 0
-    budget_removed: int = 0
-    kept: list[str] = field(default_factory=list)  # files/sessions left in place (changed under us)
-    archived_keys: list[str] = field(default_factory=list)  # rows archived in place (`archive_rows`)
+class ApplyOutcome(Record):
+    _fields = (
+        "applied_count",
+        "archives",
+        "sweep_removed",
+        "sweep_freed",
+        "retention_removed",
+        "budget_removed",
+        "kept",
+        "archived_keys",
+    )
+    applied_count: int
+    archives: list[str]  # archive names written or reused
+    sweep_removed: int
+    sweep_freed: int
+    retention_removed: int
+    budget_removed: int
+    kept: list[str]  # files/sessions left in place (changed under us)
+    archived_keys: list[str]  # rows archived in place (`archive_rows`)
+
+    def __init__(
+        self,
+        applied_count: int = 0,
+        archives: list[str] | None = None,
+        sweep_removed: int = 0,
+        sweep_freed: int = 0,
+        retention_removed: int = 0,
+        budget_removed: int = 0,
+        kept: list[str] | None = None,
+        archived_keys: list[str] | None = None,
+    ) -> None:
+        self.applied_count = applied_count
+        self.archives = [] if archives is None else archives
+        self.sweep_removed = sweep_removed
+        self.sweep_freed = sweep_freed
+        self.retention_removed = retention_removed
+        self.budget_removed = budget_removed
+        self.kept = [] if kept is None else kept
+        self.archived_keys = [] if archived_keys is None else archived_keys
 
 
 def unlink_planned(

@@ -10,13 +10,11 @@
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import struct
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -25,6 +23,8 @@ import orjson
 
 from openclaw_cli import clock
 from openclaw_cli.errors import InvalidDataError, OpenClawError, RefusedError, StoreBusyError
+from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import FrozenRecord
 from openclaw_cli.store.base import ArchiveFile
 from openclaw_cli.textweight import weighted_chars
 
@@ -47,14 +47,17 @@ OPENCLAW_SCHEMA_VERSION = 23
 _BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 
 
-@dataclass(frozen=True)
-class DbHeader:
+class DbHeader(FrozenRecord):
     """The fields of the 100-byte SQLite header we need for detection."""
 
+    __slots__ = _fields = ("page_size", "wal", "user_version", "application_id")
     page_size: int
     wal: bool  # file format read/write versions == 2
     user_version: int
     application_id: int
+
+    def __init__(self, page_size: int, wal: bool, user_version: int, application_id: int) -> None:
+        self._assign(page_size, wal, user_version, application_id)
 
 
 def read_header(path: Path) -> DbHeader | None:
@@ -688,11 +691,13 @@ def event_token_estimate(obj: Any) -> int:
 
 # ---- archive files -------------------------------------------------------------------------------
 
-_ARCHIVE_NAME = re.compile(
+_ARCHIVE_NAME = lazy_pattern(
+    globals(),
+    "_ARCHIVE_NAME",
     r"^(?P<stem>.+?)\.(?P<reason>deleted|reset|bak)\."
-    r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{1,3})?Z)(?:\.[0-9a-f]{32})?(?P<zst>\.zst)?$"
+    r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{1,3})?Z)(?:\.[0-9a-f]{32})?(?P<zst>\.zst)?$",
 )
-_STORE_BACKUP = re.compile(r"^sessions\.json\.bak\.(?P<n>\d+)$")
+_STORE_BACKUP = lazy_pattern(globals(), "_STORE_BACKUP", r"^sessions\.json\.bak\.(?P<n>\d+)$")
 
 
 def _archive_ts(stamp: str) -> int | None:

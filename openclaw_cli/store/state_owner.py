@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sqlite3
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -33,11 +31,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from openclaw_cli.errors import StateOwnedError, UnsafeLockDirError, typed_error
+from openclaw_cli.lazyre import lazy_pattern
 
 WAIT_BUDGET_S = 0.25
 POLL_S = 0.025
 STATE_LOCK_NAMES = ("gateway.state.lock", "gateway.state.lock.sqlite")
-CONFIG_LOCK_SIDECAR = re.compile(r"^gateway\.[0-9a-f]{8}\.lock\.sqlite$")
+CONFIG_LOCK_SIDECAR = lazy_pattern(globals(), "CONFIG_LOCK_SIDECAR", r"^gateway\.[0-9a-f]{8}\.lock\.sqlite$")
 _HELD: dict[str, int] = {}  # realpath(state dir) -> Gateways of this process serving it
 _HELD_GUARD = threading.RLock()
 
@@ -54,7 +53,11 @@ def coordinator_path(state_dir: Path) -> Path:
 
 def _lock_base() -> Path:
     """Where OpenClaw keeps its coordinators: `/tmp` on POSIX, whatever TMPDIR says."""
-    return Path("/tmp") if os.name == "posix" else Path(tempfile.gettempdir())
+    if os.name == "posix":
+        return Path("/tmp")
+    import tempfile  # (elsewhere only: with shutil, bz2, lzma and random, ~4 ms to import)
+
+    return Path(tempfile.gettempdir())
 
 
 def state_lock_paths(state_dir: Path) -> list[Path]:

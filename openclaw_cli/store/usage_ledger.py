@@ -22,14 +22,14 @@ timestamp are cut out of the raw text (a line whose pieces do not parse is parse
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openclaw_cli.lazyre import lazy_pattern
+from openclaw_cli.records import Record
 from openclaw_cli.store.base import LeavingHook
 
 if TYPE_CHECKING:
@@ -41,9 +41,9 @@ REMOVED_SUFFIX = ".removed.jsonl"
 RECORD_VERSION = 1
 FIELDS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _USAGE = b'"usage":{'
-_MODEL = re.compile(rb'"model":"([^"\\]{1,200})"')
-_PROVIDER = re.compile(rb'"provider":"([^"\\]{1,200})"')
-_STAMP = re.compile(rb'"timestamp":"(\d{4}-\d{2}-\d{2})T([0-9:.]+)Z?"')
+_MODEL = lazy_pattern(globals(), "_MODEL", rb'"model":"([^"\\]{1,200})"')
+_PROVIDER = lazy_pattern(globals(), "_PROVIDER", rb'"provider":"([^"\\]{1,200})"')
+_STAMP = lazy_pattern(globals(), "_STAMP", rb'"timestamp":"(\d{4}-\d{2}-\d{2})T([0-9:.]+)Z?"')
 
 
 def ledger_dir(state_dir: Path) -> Path:
@@ -78,17 +78,35 @@ def _slot() -> list[float]:
     return [0, 0, 0, 0, 0, 0.0, 0]  # input, output, cacheRead, cacheWrite, totalTokens, cost, messages
 
 
-@dataclass
-class Usage:
+class Usage(Record):
     """Usage totals of one session (or of many: `add`), also per (UTC day, provider/model)."""
 
-    totals: list[float] = field(default_factory=_slot)
-    slices: dict[tuple[str, str], list[float]] = field(default_factory=dict)
-    first_ms: int | None = None
-    last_ms: int | None = None
-    model: str | None = None  # the last model seen
-    provider: str | None = None
-    events: int = 0
+    _fields = ("totals", "slices", "first_ms", "last_ms", "model", "provider", "events")
+    totals: list[float]
+    slices: dict[tuple[str, str], list[float]]
+    first_ms: int | None
+    last_ms: int | None
+    model: str | None  # the last model seen
+    provider: str | None
+    events: int
+
+    def __init__(
+        self,
+        totals: list[float] | None = None,
+        slices: dict[tuple[str, str], list[float]] | None = None,
+        first_ms: int | None = None,
+        last_ms: int | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        events: int = 0,
+    ) -> None:
+        self.totals = _slot() if totals is None else totals
+        self.slices = {} if slices is None else slices
+        self.first_ms = first_ms
+        self.last_ms = last_ms
+        self.model = model
+        self.provider = provider
+        self.events = events
 
     def add_message(
         self, usage: dict[str, Any], model: str | None, provider: str | None, day: str | None
@@ -210,7 +228,7 @@ def _float(value: Any) -> float:
 
 
 _MIDNIGHT: dict[bytes, int | None] = {}  # "YYYY-MM-DD" -> its UTC midnight in ms (or None: no date)
-_CLOCK_MS = re.compile(rb"([01]\d|2[0-3]):([0-5]\d):([0-5]\d)\.(\d{3})")
+_CLOCK_MS = lazy_pattern(globals(), "_CLOCK_MS", rb"([01]\d|2[0-3]):([0-5]\d):([0-5]\d)\.(\d{3})")
 
 
 def _iso_ms(day: bytes, clock: bytes) -> int | None:
@@ -440,16 +458,26 @@ def usage_record(
     return record
 
 
-@dataclass
-class Appended:
+class Appended(Record):
     """What one append added, so that an operation refused before it changed anything (busy,
     changed meanwhile, refused) leaves the state dir as it found it: `undo` cuts the file back
     when nothing was appended after us (else our records stay: a record of a session still in its
     store is never counted)."""
 
-    parts: list[tuple[Path, bool, int, int]] = field(default_factory=list)  # path, existed, before, after
-    created_dir: Path | None = None
-    failed: str | None = None  # why nothing could be appended
+    _fields = ("parts", "created_dir", "failed")
+    parts: list[tuple[Path, bool, int, int]]  # path, existed, before, after
+    created_dir: Path | None
+    failed: str | None  # why nothing could be appended
+
+    def __init__(
+        self,
+        parts: list[tuple[Path, bool, int, int]] | None = None,
+        created_dir: Path | None = None,
+        failed: str | None = None,
+    ) -> None:
+        self.parts = [] if parts is None else parts
+        self.created_dir = created_dir
+        self.failed = failed
 
     def undo(self) -> None:
         for path, existed, before, after in reversed(self.parts):
@@ -509,13 +537,27 @@ def append_lines(
         os.close(fd)
 
 
-@dataclass
-class LedgerRead:
-    records: list[dict[str, Any]] = field(default_factory=list)
-    unreadable: int = 0  # lines that are not a record (a torn tail, damage)
-    unreadable_lines: list[int] = field(default_factory=list)  # their 1-based line numbers (first 20)
-    error: str | None = None  # the file could not be read at all
-    count: int = 0  # readable records seen
+class LedgerRead(Record):
+    _fields = ("records", "unreadable", "unreadable_lines", "error", "count")
+    records: list[dict[str, Any]]
+    unreadable: int  # lines that are not a record (a torn tail, damage)
+    unreadable_lines: list[int]  # their 1-based line numbers (first 20)
+    error: str | None  # the file could not be read at all
+    count: int  # readable records seen
+
+    def __init__(
+        self,
+        records: list[dict[str, Any]] | None = None,
+        unreadable: int = 0,
+        unreadable_lines: list[int] | None = None,
+        error: str | None = None,
+        count: int = 0,
+    ) -> None:
+        self.records = [] if records is None else records
+        self.unreadable = unreadable
+        self.unreadable_lines = [] if unreadable_lines is None else unreadable_lines
+        self.error = error
+        self.count = count
 
 
 def iter_records(path: Path, read: LedgerRead) -> Iterator[dict[str, Any]]:
