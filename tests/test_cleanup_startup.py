@@ -28,7 +28,6 @@ LEFT = {
     "openclaw_cli.store.retire.FileAction",
     "openclaw_cli.store.retire.Retirement",
     "openclaw_cli.store.retire.Archived",
-    "openclaw_cli.store.sqlite.retire.SessionArchive",
     "openclaw_cli.store.sqlite.lines.PreparedLines",
     "openclaw_cli.store.sqlite.store.ImportRecord",
     "openclaw_cli.store.sqlite.store.ImportRecordResult",
