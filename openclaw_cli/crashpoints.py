@@ -22,9 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal as _signal  # typeshed has no stub for the C module `signal` wraps
 else:
-    import _signal  # `signal` without its enums
-
-_SIGKILL = _signal.SIGKILL  # (only sent when a crash point is set: then `signal`'s named member)
+    import _signal  # `signal` without its enums (~3.6 M instructions of every cleanup's start-up)
 
 
 class CrashPoints:
@@ -34,12 +32,8 @@ class CrashPoints:
         self.crash_at = int(raw) if raw.isdigit() else None
         # `<prefix>_CRASH_SIGNAL=INT|TERM`: send that signal instead (the Ctrl-C tests: a real
         # signal at a known instant; the handler defers it to the next safe point)
-        self.signal = _SIGKILL
-        if self.crash_at:
-            import signal  # (its enums: ~3.6 M instructions of every cleanup's start-up otherwise)
-
-            name = os.environ.get(f"{prefix}_CRASH_SIGNAL", "KILL").strip().upper()
-            self.signal = getattr(signal, f"SIG{name}", signal.SIGKILL)
+        name = os.environ.get(f"{prefix}_CRASH_SIGNAL", "KILL").strip().upper() if self.crash_at else "KILL"
+        self.signal: int = getattr(_signal, f"SIG{name}", _signal.SIGKILL)
         self.passed = 0
         interrupts.begin_multistep()
 
