@@ -107,7 +107,7 @@ def test_export_archiver_refuses_hostile_names_and_a_failed_read_back_leaves_not
     with pytest.raises(ar.RefusedError):
         archiver.write("s", b"{}\n", "../escape.jsonl")
     # the unnamed file's read-back (through its descriptor) or the temp way's (by name) fails
-    monkeypatch.setattr(ar, "_holds" if unnamed else "_written_as", lambda where, blob, sha, size: False)
+    monkeypatch.setattr(ar, "_holds" if unnamed else "_written_as", lambda *where_and_what: False)
     with pytest.raises(ar.ArchiveError, match="verification failed for s"):
         archiver.write("s", b'{"a":1}\n', "s.jsonl")
     archiver.close()
@@ -124,9 +124,9 @@ def test_an_unnamed_archive_is_verified_before_it_gets_its_name(tmp_path, monkey
     seen: list[list[str]] = []
     real_holds = ar._holds
 
-    def spy(fd, blob, sha, size):
+    def spy(fd, blob, original):
         seen.append(os.listdir(directory))  # what the directory shows while it is checked
-        return real_holds(fd, blob, sha, size)
+        return real_holds(fd, blob, original)
 
     monkeypatch.setattr(ar, "_holds", spy)
     archiver = ar.ExportArchiver(directory, os.path.realpath(directory), "deleted", NOW)
@@ -146,6 +146,34 @@ def test_an_unnamed_archive_is_verified_before_it_gets_its_name(tmp_path, monkey
             archiver.write("s2", data, "s2.jsonl")
         assert os.listdir(directory) == [good.path.name]
     archiver.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="no unnamed files on this platform")
+def test_an_unnamed_archive_must_decompress_to_the_original_itself(tmp_path, monkeypatch):
+    """The unnamed way compares the read-back's content with the export byte for byte (issue 30:
+    no second sha256): a frame that holds exactly what was written but other content (a compressor
+    gone wrong), or content that differs in one byte, fails it and nothing is named."""
+    (tmp_path / "d").mkdir()
+    archiver = ar.ExportArchiver(tmp_path / "d", os.path.realpath(tmp_path / "d"), "deleted", NOW)
+    data = b'{"a":1}\n' * 40
+    real = ar._compressor(3)
+
+    class Wrong:
+        def __init__(self, change) -> None:
+            self.change = change
+
+        def compress(self, content: bytes) -> bytes:
+            return real.compress(self.change(content))
+
+    for change in (lambda c: c[:-1], lambda c: c.replace(b"1", b"2", 1), lambda c: c + b"\n"):
+        monkeypatch.setattr(ar, "_compressor", lambda level, change=change: Wrong(change))
+        with pytest.raises(ar.ArchiveError, match="verification failed for s1"):
+            archiver.write("s1", data, "s1.jsonl")
+        assert os.listdir(tmp_path / "d") == []
+    monkeypatch.setattr(ar, "_compressor", lambda level: real)
+    good = archiver.write("s1", data, "s1.jsonl")
+    archiver.close()
+    assert ar.read_archive_bytes(good.path) == data and good.sha256 == hashlib.sha256(data).hexdigest()
 
 
 def test_the_read_back_rejects_other_bytes(tmp_path):
