@@ -59,6 +59,7 @@ from openclaw_cli.migration.publish import (
     Identity,
     Move,
     NameReserver,
+    archive_name,
     ensure_private_dir,
     fingerprint,
     hash_file,
@@ -260,6 +261,7 @@ class TargetRun:
     fresh: bool = False  # no database yet: built under a private name, published when verified (D22)
     build: Path | None = None  # the private build while it is not published
     published: bool = False  # the target's database is live (it was, or this run published it)
+    preplan: _ArchivePlan | None = None  # the archive planned beside verification's scan (`_validate`)
 
     @property
     def db(self) -> Path:
@@ -470,24 +472,49 @@ class ImportRun:
             )
             if next(taken, None) is not None:
                 raise RuntimeError("the bulk import did not report every record")
-            if parser is not None:
-                parser.close()  # before verification: nothing more to parse
+            # the parser, idle now, is kept for verification's scan (`_validate`)
             self.ctx.checkpoint("bulk-import-done")
             self._reconcile_entries(store, states, report)
         finally:
             store.close()
+        self._validate(tr, parser)
+
+    def _validate(self, tr: TargetRun, parser: ParserProcess | None) -> None:
+        """Validate before archive (every key, every stored line), then publish a private build
+        that passed. A private build's read-back scan runs in the parser process, idle once every
+        record was taken, while this process plans the archive moves beside it (`_preplan`): that
+        plan is in no manifest (a scratch MoveLog) and is used only if every state verified; else
+        it is dropped and the archive is planned after verification, as without a parser."""
+        t, report, states = tr.target, tr.report, tr.states
         self._record_issues(tr)
         self._compute_digests(states)
-        from openclaw_cli.migration.verify import verify_records
+        from openclaw_cli.migration import verify
 
         self.ctx.progress.start(f"Validating {t.agent_id}", len(states))
-        verify_records(tr.db, states, report, progress=self.ctx.progress)
+        needs = verify.Needs(states)
+        scanned = None
+        if parser is not None:
+            if tr.build is not None:  # only a private build: nothing else writes it meanwhile
+                scanned = _scan_beside(parser, needs, tr.db)
+            if scanned is None:
+                parser.close()
+        if scanned is not None:
+            tr.preplan = self._preplan(tr)
+        unverified = verify.verify_records(
+            tr.db, states, report, progress=self.ctx.progress, needs=needs, scanned=scanned
+        )
+        del needs
+        if parser is not None:
+            parser.close()
         report.sqlite_entries = _count_entries(tr.db)
         blocking = report.has_blocking
         tr.mt["validationBeforeArchive"] = (
             "failed" if any(i.code.startswith("sqlite_") for i in report.issues) else "passed"
         )
         tr.completed = not blocking
+        if tr.preplan is not None and (unverified or not tr.completed):
+            tr.preplan.drop()  # planned on states that did not all verify: not used
+            tr.preplan = None
         report.compact = _finalize_db(tr.db)
         tr.mt["issues"] = [i.to_json() for i in report.issues]
         self.ctx.checkpoint("validated")
@@ -784,6 +811,10 @@ class ImportRun:
 
     def _archive_target(self, tr: TargetRun, *, sole_owner: bool) -> None:
         t, report = tr.target, tr.report
+        plan, tr.preplan = tr.preplan, None  # planned beside verification's scan (`_validate`)
+        if plan is not None and (not tr.published or len(tr.mt["plannedMoves"])):
+            plan.drop()  # (never: a plan is kept only for a build that verified and was published)
+            plan = None
         if not tr.published:
             # D22: nothing leaves the legacy store while it is the store in use
             for state in tr.states:
@@ -801,17 +832,49 @@ class ImportRun:
                 f"{t.archive_dir}: cannot create the archive directory: {exc.strerror or exc}",
             )
             return
+        if plan is not None:
+            # the plan's own MoveLog becomes the target's: its moves enter the manifest only now
+            tr.mt["plannedMoves"].close()
+            tr.mt["plannedMoves"], tr.mt["completedMoves"] = plan.log, mf.CompletedMoves(plan.log)
+            report.archived_transcript_files = mf.ArchivedPaths(plan.log, self.mapper.to_real_text)  # type: ignore[assignment]
+        else:
+            plan = self._plan_archive(tr, tr.mt["plannedMoves"], sole_owner=sole_owner, assume_verified=False)
+        for code, message, source_key, owner in plan.issues:
+            report.add(code, message, source_key)
+            if owner is not None:
+                owner.archive_ok = False
+        tr.index_move = plan.index_move
+        self._publish(tr, logged=plan.moves, also_planned=[tr.index_move] if tr.index_move else [])
+
+    def _preplan(self, tr: TargetRun) -> _ArchivePlan:
+        """The archive plan of a private build whose every state is assumed to verify, made while
+        the parser process scans the build (`_validate`): into a MoveLog of its own, its issues held
+        back — nothing of it is in the manifest or the report until `_archive_target` takes it."""
+        store = tr.target.store_path
+        sole_owner = sum(1 for t in self.targets if t.store_path == store) == 1  # as `_archive_all`
+        return self._plan_archive(tr, mf.MoveLog(self.runs_dir), sole_owner=sole_owner, assume_verified=True)
+
+    def _plan_archive(
+        self, tr: TargetRun, log: mf.MoveLog, *, sole_owner: bool, assume_verified: bool
+    ) -> _ArchivePlan:
+        """Every move of the target's archive, appended to `log` (the transcripts' and
+        trajectories' in the states' order, the unreferenced files', then the legacy store's move,
+        which `_publish` records): what `_archive_target` publishes. `assume_verified`: planned
+        before verification ended, as if every state verified (`_preplan`)."""
+        t = tr.target
+        issues: list[tuple[str, str, str | None, RecState | None]] = []  # reported by the caller
+        # the archive dir may not exist yet: its listing is empty then (`_archive_target` makes it)
         reserver = NameReserver(t.archive_dir)
         stamp = self.ctx.now_ms()
-        moves = _LoggedMoves(self, tr)  # recorded in the manifest's MoveLog as planned, not held
+        moves = _LoggedMoves(self, log, reserver.prefix, stamp)  # in the MoveLog, not held
         seen_sources: set[str] = set()
         try:  # only trajectory names are looked up (100,000 transcript names are not kept)
             names = {name for name in os.listdir(t.sessions_dir) if ".trajectory" in name}
         except OSError:
             names = set()
         for state in tr.states:
-            if not state.has_file or state.changed or not state.verified:
-                if state.has_file and not state.verified:
+            if not state.has_file or state.changed or not (state.verified or assume_verified):
+                if state.has_file and not state.verified and not assume_verified:
                     state.archive_ok = False
                 continue
             rec = state.rec
@@ -827,20 +890,10 @@ class ImportRun:
                 classification, reason = "protected", "unimported-or-unknown-history"
             else:
                 classification, reason = "imported", "verified-import-original"
-            moves.append(
-                self._plan(
-                    t,
-                    reserver,
-                    stamp,
-                    src,
-                    "transcript",
-                    rec.key,
-                    ident,
-                    classification,
-                    reason,
-                    state,
-                )
+            move = self._plan(
+                t, reserver, stamp, src, "transcript", rec.key, ident, classification, reason, state
             )
+            moves.append(move, reserver.counter)
             if not names:
                 continue  # no trajectory file in the directory (the common case): no name to test
             name = os.path.basename(src)
@@ -855,8 +908,7 @@ class ImportRun:
                     if os.lstat(extra).st_nlink != 1:
                         raise ArtifactError(f"{extra}: another hard link references this file")
                 except (OSError, ArtifactError) as exc:
-                    report.add("transcript_archive_failed", f"{extra}: {exc}", rec.source_key)
-                    state.archive_ok = False
+                    issues.append(("transcript_archive_failed", f"{extra}: {exc}", rec.source_key, state))
                     continue
                 seen_sources.add(str(extra))
                 moves.append(
@@ -873,14 +925,14 @@ class ImportRun:
                         state,
                     )
                 )
-        if tr.completed and not t.shared:
+        if (tr.completed or assume_verified) and not t.shared:
             for path in unreferenced_jsonl(t.sessions_dir, (s.rec for s in tr.states)):
                 if str(path) in seen_sources:
                     continue
                 try:
                     ident = hash_file(path)
                 except (OSError, ArtifactError) as exc:
-                    report.add("unreferenced_jsonl_archive_failed", f"{path}: {exc}")
+                    issues.append(("unreferenced_jsonl_archive_failed", f"{path}: {exc}", None, None))
                     continue
                 seen_sources.add(str(path))
                 moves.append(
@@ -899,12 +951,14 @@ class ImportRun:
                 )
         del names, seen_sources  # not held beside the index move's dependencies (every transcript path)
         index = tr.index
-        if sole_owner and tr.completed and index is not None and index.exists and index.identity is not None:
+        index_move = None
+        complete = tr.completed or assume_verified
+        if sole_owner and complete and index is not None and index.exists and index.identity is not None:
             # planned now (one manifest write for everything), published last and only if all else
             # succeeded; left unpublished, a planned move is harmless (restore skips it)
             archive = reserver.reserve("legacy-store", t.store_path.name, stamp)  # the last name, as before
             del reserver  # 100,000 reserved names: not held beside the dependencies nor while publishing
-            tr.index_move = self._plan(
+            index_move = self._plan(
                 t,
                 archive,
                 stamp,
@@ -918,18 +972,18 @@ class ImportRun:
             )
         else:
             del reserver
-        self._publish(tr, logged=moves, also_planned=[tr.index_move] if tr.index_move else [])
+        return _ArchivePlan(log, moves, index_move, issues)
 
-    def _record(self, tr: TargetRun, move: Move) -> int:
-        """Append a planned move to the target's MoveLog; the move keeps its index, not the dict."""
+    def _record(self, log: mf.MoveLog, move: Move) -> int:
+        """Append a planned move to a MoveLog; the move keeps its index, not the dict."""
         entry, kind, state = move.payload
-        n: int = tr.mt["plannedMoves"].append(entry)
+        n: int = log.append(entry)
         move.payload = (n, kind, state, entry.get("sessionKey"))
         return n
 
-    def _logged_move(self, tr: TargetRun, n: int, state: RecState | None) -> Move:
+    def _logged_move(self, log: mf.MoveLog, n: int, state: RecState | None) -> Move:
         """A planned move read back from the MoveLog (publication batches are built as they go)."""
-        entry = orjson.loads(tr.mt["plannedMoves"].chunk(n))
+        entry = orjson.loads(log.chunk(n))
         i = entry["artifact"]["identity"]  # written by `_plan` from an Identity: no validation again
         ident = Identity(int(i["dev"]), int(i["ino"]), int(i["mtimeNs"]), i["size"], i["sha256"])
 
@@ -994,7 +1048,7 @@ class ImportRun:
             return
         if not planned:
             for m in [*moves, *extra]:
-                self._record(tr, m)
+                self._record(tr.mt["plannedMoves"], m)
             # hard links need no data space, the manifest that records them does
             check_archive_plan_space(self.runs_dir, self.manifest_path, count + len(extra))
             self._save_manifest()  # A-5: planned moves are durable before the first link
@@ -1171,24 +1225,88 @@ class ImportRun:
 
 
 class _LoggedMoves:
-    """The moves `_archive_target` plans, appended to the target's MoveLog as they are planned;
-    only the state each belongs to is kept (publication reads them back a batch at a time)."""
+    """The moves `_plan_archive` plans, appended to a MoveLog as they are planned and not held:
+    publication takes them back a batch at a time. A session's transcript move is made again from
+    its state (source, identity) and its archive name's counter (`NameReserver.counter`: the name
+    is `archive_name` of the key, the file name and the plan's stamp), one byte a move; any other
+    move is read back from the log."""
 
-    def __init__(self, run: ImportRun, tr: TargetRun):
+    def __init__(self, run: ImportRun, log: mf.MoveLog, prefix: str, stamp: int):
         self.run = run
-        self.tr = tr
-        self.first = len(tr.mt["plannedMoves"])
+        self.log = log
+        self.first = len(log)
+        self.prefix = prefix  # the archive dir's, as `NameReserver.reserve` joins it
+        self.stamp = stamp
         self.states: list[RecState | None] = []
+        self.counters = array("b")  # the transcript move's name counter; -1: read back from the log
 
-    def append(self, move: Move) -> None:
-        self.run._record(self.tr, move)
+    def append(self, move: Move, counter: int = -1) -> None:
+        self.run._record(self.log, move)
         self.states.append(move.payload[2])
+        # made again only from what `_plan` was given: a transcript's own absolute path text
+        # (`PathMapper.to_real_text` gives such a path back exactly from the log, too)
+        remade = 0 <= counter < 128 and move.payload[1] == "transcript" and str(move.source).startswith("/")
+        self.counters.append(counter if remade else -1)
 
     def __len__(self) -> int:
         return len(self.states)
 
     def moves(self, start: int, end: int) -> list[Move]:
-        return [self.run._logged_move(self.tr, self.first + i, self.states[i]) for i in range(start, end)]
+        out: list[Move] = []
+        states, counters, first = self.states, self.counters, self.first
+        prefix, stamp = self.prefix, self.stamp
+        basename = os.path.basename
+        for i in range(start, end):
+            state, counter = states[i], counters[i]
+            if counter < 0 or state is None:
+                out.append(self.run._logged_move(self.log, first + i, state))
+                continue
+            rec = state.rec
+            src = rec.transcript_text
+            assert src is not None
+            dest = f"{prefix}{archive_name(rec.key, basename(src), stamp, counter)}"
+            ident = state.identity
+            assert ident is not None
+            out.append(Move(src, dest, ident, payload=(first + i, "transcript", state, rec.key)))
+        return out
+
+
+@dataclass(slots=True)
+class _ArchivePlan:
+    """A target's planned archive (`_plan_archive`): its MoveLog, the moves in it, the legacy
+    store's move (recorded when published) and the issues planning found (reported by the caller)."""
+
+    log: mf.MoveLog
+    moves: _LoggedMoves
+    index_move: Move | None
+    issues: list[tuple[str, str, str | None, RecState | None]]
+
+    def drop(self) -> None:
+        """Not used: its MoveLog is closed (it was in no manifest)."""
+        self.log.close()
+
+
+def _scan_beside(parser: ParserProcess, needs: Any, db: Path) -> Any:
+    """Verification's scan of the private build `db`, started in the parser process (idle once
+    every record was taken; `verify.scan_wanted`). Returns what takes its answer (None from it:
+    the scan failed there, and verification scans here), or None when it could not be started."""
+    from openclaw_cli.migration import verify
+
+    try:
+        parser.scan(needs.wanted(), str(db), verify.FULL_SCAN_MIN_SESSIONS)
+    except (OSError, RuntimeError):
+        return None
+
+    def answer() -> verify.Scanned | None:
+        try:
+            message = parser.take()
+        except (OSError, RuntimeError, ValueError, EOFError):
+            return None
+        if message[0] != parsing.SCANNED:
+            return None
+        return message[1], message[2]
+
+    return answer
 
 
 _ENTRY_INSERTED, _ENTRY_EXISTING = 1, 2

@@ -49,6 +49,12 @@ _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032  # Linux fcntl
 
 OK, MISSING, UNREADABLE, CHANGED, INLINE, OS_ERROR, INVALID, FAILED, SEALED = range(9)
 FINISH = "finish"  # the importing process's last message: seal the rows file being written
+# After the last record, verification's read-back scan of the private build (`verify.scan_wanted`)
+# runs here while the importing process plans the archive: `(SCAN, part, None)` messages carry the
+# sessions wanted, `(SCAN, part, (db, full_scan_min))` the last part; answered by
+# `(SCANNED, settlements, unsettled)`.
+SCAN = "scan"
+SCANNED = 9
 # The rows of the transcripts the parser reads go into files of their own (`RowsFiles`), each
 # closed once it holds this many bytes of lines: the importing process copies a closed file into
 # its build with one `INSERT ... SELECT` per table instead of binding every row itself.
@@ -335,9 +341,24 @@ def main() -> int:
         return 0
     policy, limit_rows, file_limit, rows_base, rows_file_bytes = setup
     sink = RowsFiles(rows_base, rows_file_bytes) if rows_base is not None else None
+    wanted: dict[str, Any] = {}
     try:
         while (job := _read_message(inp)) is not None:
             result: tuple[Any, ...]
+            if len(job) == 3 and job[0] == SCAN:
+                wanted.update(job[1])
+                if job[2] is None:
+                    continue  # more parts follow: nothing to answer yet
+                try:
+                    from openclaw_cli.migration.verify import scan_wanted
+
+                    result = (SCANNED, *scan_wanted(job[2][0], wanted, job[2][1]))
+                except Exception as exc:  # noqa: BLE001 - the importing process then scans itself
+                    result = (FAILED, f"{type(exc).__name__}: {exc}")
+                wanted = {}
+                _write_message(out, result)
+                out.flush()
+                continue
             if job == FINISH:
                 try:
                     result = (SEALED, sink.close() if sink is not None else -1)
@@ -442,6 +463,18 @@ class ParserProcess:
 
     def rows_file(self, number: int) -> str:
         return f"{self.rows_base}{number}"
+
+    def scan(self, parts: Any, db: str, full_scan_min: int) -> None:
+        """Verification's scan of the build `db`, run by the parser once every record was taken
+        (`verify.scan_wanted` over `parts`: `verify.Needs.wanted()`); its answer is the next `take`."""
+        for part in parts:
+            self._send((SCAN, part, None))
+        self._send((SCAN, {}, (db, full_scan_min)))
+        self.pending.append(0)
+        try:
+            self._in.flush()  # the parser starts now, not when the answer is asked for
+        except BrokenPipeError:
+            raise self._stopped() from None
 
     def close(self) -> None:
         """Stop the parser (at once: what it has not sent is not needed) and reap it; again: nothing."""

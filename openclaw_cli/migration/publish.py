@@ -160,6 +160,7 @@ class NameReserver:
         self.archive_dir = archive_dir
         self.prefix = f"{archive_dir}{os.sep}"
         self.reserved: set[bytes] = set()
+        self.counter = 0  # the last name's `n` (`archive_name`): the name can be made again from it
         try:
             self.existing = {p.name for p in archive_dir.iterdir()}
         except OSError:
@@ -173,6 +174,7 @@ class NameReserver:
             digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=16).digest()
             if digest not in self.reserved and name not in self.existing:
                 self.reserved.add(digest)
+                self.counter = n
                 return f"{self.prefix}{name}"
         raise ArtifactError(f"Could not archive {base_name} for {key}")
 

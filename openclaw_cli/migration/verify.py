@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,14 @@ def connect_ro(db: Path) -> sqlite3.Connection:
     return conn
 
 
-def verify_records(db: Path, states: list[Any], report: TargetReport, *, progress: Any = None) -> None:
-    """Per state: the key's stored sessionId, and its lines' count and digest. Nothing per session
-    is held beyond two maps keyed by the states' own sessionId strings: each digest is compared as
-    the scan settles it and only the sessions that fail keep what they found (`found`)."""
-    conn = connect_ro(db)
-    try:
-        conn.execute("BEGIN")  # one snapshot for every read below
+class Needs:
+    """What verification's scan settles: per sessionId the number of lines wanted (`need`) and the
+    state owning it, or the list of states sharing it (rare: `by_sid`). Made once, before the scan,
+    so the scan can run in another process (`wanted`) while this one does other work."""
+
+    __slots__ = ("by_sid", "need")
+
+    def __init__(self, states: list[Any]) -> None:
         need: dict[str, int] = {}
         by_sid: dict[str, Any] = {}  # sessionId -> its state, or the list of states sharing it (rare)
         for state in states:
@@ -43,6 +44,49 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
                 else:
                     by_sid[sid] = [*other, state] if isinstance(other, list) else [other, state]
                     need[sid] = max(need[sid], state.stored_lines)
+        self.need, self.by_sid = need, by_sid
+
+    def wanted(self, part: int = 8192) -> Iterator[dict[str, tuple[int, str | None]]]:
+        """`need` with each session's expected digest (None: shared by several states, every
+        settlement is wanted back), in parts of `part` sessions: what `scan_wanted` takes."""
+        chunk: dict[str, tuple[int, str | None]] = {}
+        by_sid = self.by_sid
+        for sid, n in self.need.items():
+            state = by_sid[sid]
+            chunk[sid] = (n, None if isinstance(state, list) else state.line_digest)
+            if len(chunk) >= part:
+                yield chunk
+                chunk = {}
+        if chunk:
+            yield chunk
+
+
+# what a scan run elsewhere answers (`scan_wanted`): the settlements that are not a clean match, in
+# the order they were made, and the sessions it never settled
+Scanned = tuple[list[tuple[str, int, str | None]], list[str]]
+
+
+def verify_records(
+    db: Path,
+    states: list[Any],
+    report: TargetReport,
+    *,
+    progress: Any = None,
+    needs: Needs | None = None,
+    scanned: Callable[[], Scanned | None] | None = None,
+) -> int:
+    """Per state: the key's stored sessionId, and its lines' count and digest. Nothing per session
+    is held beyond two maps keyed by the states' own sessionId strings: each digest is compared as
+    the scan settles it and only the sessions that fail keep what they found (`found`).
+    `scanned`: the scan's answer from another process (`scan_wanted` over `needs.wanted()`), taken
+    here; None from it (that scan failed) or no `scanned`: the scan runs here. Returns the number
+    of states that did not verify."""
+    needs = needs if needs is not None else Needs(states)
+    need, by_sid = needs.need, needs.by_sid
+    conn = connect_ro(db)
+    failed = 0
+    try:
+        conn.execute("BEGIN")  # one snapshot for every read below
         found: dict[str, tuple[int, str | None]] = {}  # what failing (or shared) sessions hold
 
         def settle(sid: str, count: int, digest: str | None) -> None:
@@ -55,7 +99,18 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
             ):
                 found[sid] = (count, digest)
 
-        _scan_prefix_digests(conn, need, settle)
+        answer = scanned() if scanned is not None else None
+        if answer is None:
+            _scan_prefix_digests(conn, need, settle)
+        else:
+            # the same settlements as here, in the same order; a clean match settles nothing in `found`
+            calls, unsettled = answer
+            for sid, count, digest in calls:
+                settle(sid, count, digest)
+            missing = set(unsettled)
+            for sid, n in need.items():
+                if n >= 0 and sid not in missing:
+                    need[sid] = ~n
         nodes = conn.execute("SELECT session_key, current_session_id FROM session_nodes ORDER BY rowid")
         node = next(nodes, None)  # a fresh build stores its keys in the order of `states`
         for state in states:
@@ -104,16 +159,50 @@ def verify_records(db: Path, states: list[Any], report: TargetReport, *, progres
                     )
                     ok = False
             state.verified = ok
+            if not ok:
+                failed += 1
             if progress is not None:
                 progress.advance(1)
         nodes.close()  # rows of keys this run did not import may be left unread
         conn.execute("COMMIT")
     finally:
         conn.close()
+    return failed
+
+
+def scan_wanted(
+    db: str, wanted: dict[str, tuple[int, str | None]], full_scan_min: int | None = None
+) -> Scanned:
+    """Verification's scan of `db` for another process (the import's parser process, idle once the
+    bulk import took every record): `wanted` is `Needs.wanted()`'s parts merged. Returns the
+    settlements `verify_records`' own would keep — every one of a shared session (expected None),
+    of a session short of its lines or whose digest differs, and any second one — and the sessions
+    never settled; a clean match is returned as nothing (the caller marks it settled)."""
+    need = {sid: n for sid, (n, _expected) in wanted.items()}
+    calls: list[tuple[str, int, str | None]] = []
+    reported: set[str] = set()
+
+    def settle(sid: str, count: int, digest: str | None) -> None:
+        n, expected = wanted[sid]
+        if expected is None or count < n or digest != expected or sid in reported:
+            reported.add(sid)
+            calls.append((sid, count, digest))
+
+    conn = connect_ro(Path(db))
+    try:
+        conn.execute("BEGIN")
+        _scan_prefix_digests(conn, need, settle, full_scan_min)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return calls, [sid for sid, n in need.items() if n >= 0]
 
 
 def _scan_prefix_digests(
-    conn: sqlite3.Connection, need: dict[str, int], settle: Callable[[str, int, str | None], None]
+    conn: sqlite3.Connection,
+    need: dict[str, int],
+    settle: Callable[[str, int, str | None], None],
+    full_scan_min: int | None = None,
 ) -> None:
     """For each session of `need` found in storage: `settle(sid, count, digest)` with its number of
     events and the sha256 over its first `need[sid]` events (+ `\\n`), None when it has fewer. A
@@ -129,7 +218,8 @@ def _scan_prefix_digests(
         except sqlite3.Error:
             windows = len(need)
         # one table scan beats thousands of point queries, unless most of the table is other history
-        if len(need) >= FULL_SCAN_MIN_SESSIONS and len(need) * 2 >= windows:
+        least = FULL_SCAN_MIN_SESSIONS if full_scan_min is None else full_scan_min
+        if len(need) >= least and len(need) * 2 >= windows:
             redo = _full_scan(conn, need, settle)
         else:
             redo = list(need)
