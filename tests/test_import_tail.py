@@ -237,8 +237,8 @@ def test_a_scan_that_fails_in_the_parser_is_made_here(
 
     beside = importer._scan_beside
 
-    def elsewhere(parser: Any, needs: Any, db: Path) -> Any:
-        return beside(parser, needs, db.with_name("no-such-database"))  # the parser's scan fails
+    def elsewhere(parser: Any, states: Any, db: Path) -> Any:
+        return beside(parser, states, db.with_name("no-such-database"))  # the parser's scan fails
 
     monkeypatch.setattr(importer, "_scan_beside", elsewhere)
     template = _state(tmp_path / "template")

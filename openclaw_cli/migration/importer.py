@@ -491,19 +491,15 @@ class ImportRun:
         from openclaw_cli.migration import verify
 
         self.ctx.progress.start(f"Validating {t.agent_id}", len(states))
-        needs = verify.Needs(states)
         scanned = None
         if parser is not None:
             if tr.build is not None:  # only a private build: nothing else writes it meanwhile
-                scanned = _scan_beside(parser, needs, tr.db)
+                scanned = _scan_beside(parser, states, tr.db)
             if scanned is None:
                 parser.close()
         if scanned is not None:
             tr.preplan = self._preplan(tr)
-        unverified = verify.verify_records(
-            tr.db, states, report, progress=self.ctx.progress, needs=needs, scanned=scanned
-        )
-        del needs
+        unverified = verify.verify_records(tr.db, states, report, progress=self.ctx.progress, scanned=scanned)
         if parser is not None:
             parser.close()
         report.sqlite_entries = _count_entries(tr.db)
@@ -1286,14 +1282,14 @@ class _ArchivePlan:
         self.log.close()
 
 
-def _scan_beside(parser: ParserProcess, needs: Any, db: Path) -> Any:
+def _scan_beside(parser: ParserProcess, states: list[RecState], db: Path) -> Any:
     """Verification's scan of the private build `db`, started in the parser process (idle once
     every record was taken; `verify.scan_wanted`). Returns what takes its answer (None from it:
     the scan failed there, and verification scans here), or None when it could not be started."""
     from openclaw_cli.migration import verify
 
     try:
-        parser.scan(needs.wanted(), str(db), verify.FULL_SCAN_MIN_SESSIONS)
+        parser.scan(verify.wanted(states), str(db), verify.FULL_SCAN_MIN_SESSIONS)
     except (OSError, RuntimeError):
         return None
 

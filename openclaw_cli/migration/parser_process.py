@@ -466,7 +466,7 @@ class ParserProcess:
 
     def scan(self, parts: Any, db: str, full_scan_min: int) -> None:
         """Verification's scan of the build `db`, run by the parser once every record was taken
-        (`verify.scan_wanted` over `parts`: `verify.Needs.wanted()`); its answer is the next `take`."""
+        (`verify.scan_wanted` over `parts`: `verify.wanted(states)`); its answer is the next `take`."""
         for part in parts:
             self._send((SCAN, part, None))
         self._send((SCAN, {}, (db, full_scan_min)))

@@ -24,41 +24,35 @@ def connect_ro(db: Path) -> sqlite3.Connection:
     return conn
 
 
-class Needs:
-    """What verification's scan settles: per sessionId the number of lines wanted (`need`) and the
-    state owning it, or the list of states sharing it (rare: `by_sid`). Made once, before the scan,
-    so the scan can run in another process (`wanted`) while this one does other work."""
-
-    __slots__ = ("by_sid", "need")
-
-    def __init__(self, states: list[Any]) -> None:
-        need: dict[str, int] = {}
-        by_sid: dict[str, Any] = {}  # sessionId -> its state, or the list of states sharing it (rare)
-        for state in states:
-            if state.line_digest is not None and state.stored_lines > 0:
-                sid = state.rec.session_id
-                other = by_sid.get(sid)
-                if other is None:
-                    by_sid[sid] = state
-                    need[sid] = state.stored_lines
-                else:
-                    by_sid[sid] = [*other, state] if isinstance(other, list) else [other, state]
-                    need[sid] = max(need[sid], state.stored_lines)
-        self.need, self.by_sid = need, by_sid
-
-    def wanted(self, part: int = 8192) -> Iterator[dict[str, tuple[int, str | None]]]:
-        """`need` with each session's expected digest (None: shared by several states, every
-        settlement is wanted back), in parts of `part` sessions: what `scan_wanted` takes."""
-        chunk: dict[str, tuple[int, str | None]] = {}
-        by_sid = self.by_sid
-        for sid, n in self.need.items():
-            state = by_sid[sid]
-            chunk[sid] = (n, None if isinstance(state, list) else state.line_digest)
+def wanted(states: list[Any], part: int = 8192) -> Iterator[dict[str, tuple[int, str | None]]]:
+    """What `scan_wanted` takes, from the states as `verify_records` reads them: per sessionId
+    the lines wanted and the expected digest (None: shared by several states — every settlement is
+    wanted back), in parts of `part` sessions. Only a transient set of the sessionIds is held: the
+    maps `verify_records` keeps are made after the work done beside the scan (the 100k peak)."""
+    seen: set[str] = set()
+    shared: dict[str, int] = {}
+    for state in states:
+        if state.line_digest is not None and state.stored_lines > 0:
+            sid = state.rec.session_id
+            if sid in seen:
+                shared[sid] = 0
+            seen.add(sid)
+    del seen
+    chunk: dict[str, tuple[int, str | None]] = {}
+    for state in states:
+        digest = state.line_digest
+        if digest is not None and state.stored_lines > 0:
+            sid = state.rec.session_id
+            if sid in shared:
+                shared[sid] = max(shared[sid], state.stored_lines)
+                continue
+            chunk[sid] = (state.stored_lines, digest)
             if len(chunk) >= part:
                 yield chunk
                 chunk = {}
-        if chunk:
-            yield chunk
+    chunk.update((sid, (n, None)) for sid, n in shared.items())
+    if chunk:
+        yield chunk
 
 
 # what a scan run elsewhere answers (`scan_wanted`): the settlements that are not a clean match, in
@@ -72,21 +66,30 @@ def verify_records(
     report: TargetReport,
     *,
     progress: Any = None,
-    needs: Needs | None = None,
     scanned: Callable[[], Scanned | None] | None = None,
 ) -> int:
     """Per state: the key's stored sessionId, and its lines' count and digest. Nothing per session
     is held beyond two maps keyed by the states' own sessionId strings: each digest is compared as
     the scan settles it and only the sessions that fail keep what they found (`found`).
-    `scanned`: the scan's answer from another process (`scan_wanted` over `needs.wanted()`), taken
+    `scanned`: the scan's answer from another process (`scan_wanted` over `wanted(states)`), taken
     here; None from it (that scan failed) or no `scanned`: the scan runs here. Returns the number
     of states that did not verify."""
-    needs = needs if needs is not None else Needs(states)
-    need, by_sid = needs.need, needs.by_sid
     conn = connect_ro(db)
     failed = 0
     try:
         conn.execute("BEGIN")  # one snapshot for every read below
+        need: dict[str, int] = {}
+        by_sid: dict[str, Any] = {}  # sessionId -> its state, or the list of states sharing it (rare)
+        for state in states:
+            if state.line_digest is not None and state.stored_lines > 0:
+                sid = state.rec.session_id
+                other = by_sid.get(sid)
+                if other is None:
+                    by_sid[sid] = state
+                    need[sid] = state.stored_lines
+                else:
+                    by_sid[sid] = [*other, state] if isinstance(other, list) else [other, state]
+                    need[sid] = max(need[sid], state.stored_lines)
         found: dict[str, tuple[int, str | None]] = {}  # what failing (or shared) sessions hold
 
         def settle(sid: str, count: int, digest: str | None) -> None:
@@ -174,7 +177,7 @@ def scan_wanted(
     db: str, wanted: dict[str, tuple[int, str | None]], full_scan_min: int | None = None
 ) -> Scanned:
     """Verification's scan of `db` for another process (the import's parser process, idle once the
-    bulk import took every record): `wanted` is `Needs.wanted()`'s parts merged. Returns the
+    bulk import took every record): `wanted` is `wanted()`'s parts merged. Returns the
     settlements `verify_records`' own would keep — every one of a shared session (expected None),
     of a session short of its lines or whose digest differs, and any second one — and the sessions
     never settled; a clean match is returned as nothing (the caller marks it settled)."""
