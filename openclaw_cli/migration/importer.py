@@ -863,6 +863,10 @@ class ImportRun:
         reserver = NameReserver(t.archive_dir)
         stamp = self.ctx.now_ms()
         moves = _LoggedMoves(self, log, reserver.prefix, stamp)  # in the MoveLog, not held
+        # the sources planned: a transcript only when two keys share it (T-20; found by a transient
+        # set, freed before the reservations grow: 100,000 paths held beside them were ~4 MB of the
+        # 100k peak), trajectories and unreferenced files (few) always
+        shared = _shared_transcripts(tr.states)
         seen_sources: set[str] = set()
         try:  # only trajectory names are looked up (100,000 transcript names are not kept)
             names = {name for name in os.listdir(t.sessions_dir) if ".trajectory" in name}
@@ -879,7 +883,8 @@ class ImportRun:
             assert src is not None and ident is not None
             if src in seen_sources:
                 continue  # two keys sharing one transcript: archived once (T-20)
-            seen_sources.add(src)  # the record's own string: no copy per session
+            if src in shared:
+                seen_sources.add(src)  # the record's own string: no copy
             if rec.recovered:
                 classification, reason = "protected", "indexed-historical-primary"
             elif state.result is not None and state.result.issue is not None:
@@ -945,7 +950,7 @@ class ImportRun:
                         None,
                     )
                 )
-        del names, seen_sources  # not held beside the index move's dependencies (every transcript path)
+        del names, seen_sources, shared  # not held beside the index move's dependencies
         index = tr.index
         index_move = None
         complete = tr.completed or assume_verified
@@ -1280,6 +1285,20 @@ class _ArchivePlan:
     def drop(self) -> None:
         """Not used: its MoveLog is closed (it was in no manifest)."""
         self.log.close()
+
+
+def _shared_transcripts(states: list[RecState]) -> set[str]:
+    """The transcript paths more than one state names (the set of every path is transient)."""
+    seen: set[str] = set()
+    shared: set[str] = set()
+    for state in states:
+        src = state.rec.transcript_text
+        if src is not None:
+            if src in seen:
+                shared.add(src)
+            else:
+                seen.add(src)
+    return shared
 
 
 def _scan_beside(parser: ParserProcess, states: list[RecState], db: Path) -> Any:
