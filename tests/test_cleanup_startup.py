@@ -25,9 +25,7 @@ from tests.conftest import copy_tree, modules_imported, ours_and_a_legacy_agent
 LEFT = {
     "openclaw_cli.config.resolve_maintenance.MaintenanceSettings",
     "openclaw_cli.maintenance.service.StoreCleanup",
-    "openclaw_cli.store.retire.FileAction",
     "openclaw_cli.store.retire.Retirement",
-    "openclaw_cli.store.retire.Archived",
     "openclaw_cli.store.sqlite.lines.PreparedLines",
     "openclaw_cli.store.sqlite.store.ImportRecord",
     "openclaw_cli.store.sqlite.store.ImportRecordResult",
@@ -110,13 +108,16 @@ def test_an_applied_cleanup_builds_no_dataclass_and_compiles_no_pattern_at_impor
     assert set(compiled) <= EAGER, sorted(set(compiled) - EAGER)
 
 
-def test_a_cleanup_that_finds_nothing_listening_imports_no_idna_codec(tmp_path: Path) -> None:
+def test_a_cleanup_that_finds_nothing_listening_imports_no_idna_codec_nor_socket_module(
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state"
     state.mkdir()
     code, names = modules_imported(["sessions", "cleanup", "--enforce", "--json"], **_env(state))
     assert code == 0
     assert "openclaw_cli.gateway.probe" in names  # (the probe ran)
     assert "encodings.idna" not in names and "stringprep" not in names
+    assert "socket" not in names  # (the probe and the owner file use the C module `_socket`)
 
 
 @pytest.mark.parametrize(
@@ -162,3 +163,16 @@ def test_nothing_listening_is_still_reported_by_name() -> None:
         f"connect ECONNREFUSED localhost:{Target.port}",
         f"connect EADDRNOTAVAIL localhost:{Target.port}",
     )
+
+
+def test_something_listening_is_found() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+
+        class Target:
+            host, port = "localhost", server.getsockname()[1]
+
+        assert nothing_listens(Target(), 1000) is None
+    Target.host = "name.invalid"
+    assert nothing_listens(Target(), 1000) == "getaddrinfo ENOTFOUND name.invalid"

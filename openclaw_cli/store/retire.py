@@ -52,19 +52,37 @@ ProgressFn = Callable[[int], None]
 ARCHIVE_SPACE_SLACK = 256 * 1024  # zstd frame overhead and the rewritten sessions.json / SQLite journal
 
 
-@dataclass(slots=True)  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
-class FileAction:
+class FileAction(Record):  # not frozen: cleanup builds one per removed transcript (frozen init is 3x slower)
     """One file leaving the sessions dir. `archive`: through a verified archive first (transcript
     content); otherwise it is unlinked (temps, prompt blobs, expired or budget-removed archives).
     Treated as immutable."""
 
+    __slots__ = _fields = ("name", "size", "mtime_ms", "kind", "archive", "source", "session_id")
     name: str  # relative to the sessions dir, `/`-separated
     size: int
     mtime_ms: float
     kind: str
     archive: bool
     source: str  # entry | sweep | retention | budget
-    session_id: str | None = None
+    session_id: str | None
+
+    def __init__(
+        self,
+        name: str,
+        size: int,
+        mtime_ms: float,
+        kind: str,
+        archive: bool,
+        source: str,
+        session_id: str | None = None,
+    ) -> None:
+        self.name = name
+        self.size = size
+        self.mtime_ms = mtime_ms
+        self.kind = kind
+        self.archive = archive
+        self.source = source
+        self.session_id = session_id
 
 
 @dataclass
@@ -191,8 +209,18 @@ def _archive_sid(action: FileAction) -> str:
     return stem if is_valid_legacy_session_id(stem) else "orphan"
 
 
-@dataclass
-class Archived:
+class Archived(Record):
+    _fields = (
+        "action",
+        "path",
+        "archive",
+        "sha256",
+        "size",
+        "compressed",
+        "stored_size",
+        "signature",
+        "reused",
+    )
     action: FileAction
     path: Path  # the original
     archive: Path
@@ -202,6 +230,28 @@ class Archived:
     stored_size: int
     signature: tuple[int, int, int] | None  # the original as archived
     reused: bool
+
+    def __init__(
+        self,
+        action: FileAction,
+        path: Path,
+        archive: Path,
+        sha256: str,
+        size: int,
+        compressed: bool,
+        stored_size: int,
+        signature: tuple[int, int, int] | None,
+        reused: bool,
+    ) -> None:
+        self.action = action
+        self.path = path
+        self.archive = archive
+        self.sha256 = sha256
+        self.size = size
+        self.compressed = compressed
+        self.stored_size = stored_size
+        self.signature = signature
+        self.reused = reused
 
 
 class ArchiveBatch:
