@@ -132,9 +132,9 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     sent: Counter[str] = Counter()  # records sent to the parser
     submit = ImportRun._submit
 
-    def counted_submit(parser: Any, state: Any) -> None:
+    def counted_submit(parser: Any, state: Any, rowid: int | None = None) -> None:
         sent[os.environ["OPENCLAW_IMPORT_PARSER"]] += 1
-        submit(parser, state)
+        submit(parser, state, rowid)
 
     monkeypatch.setattr(ImportRun, "_submit", staticmethod(counted_submit))
     from openclaw_cli.store.sqlite import store as sqlite_store
@@ -151,6 +151,7 @@ def test_parser_process_stores_what_the_in_process_import_stores(
 
     monkeypatch.setattr(sqlite_store, "_SessionImport", CountedImport)
     remembered: Counter[str] = Counter()  # keys and ids the bulk import kept to find repeats
+    bound: Counter[str] = Counter()  # entry and window rows the importing process bound itself
     bulk_state = sqlite_store._BulkState
 
     class KeptBulkState(bulk_state):  # type: ignore[misc, valid-type]
@@ -159,11 +160,22 @@ def test_parser_process_stores_what_the_in_process_import_stores(
             mode = os.environ["OPENCLAW_IMPORT_PARSER"]
             remembered[mode] = max(remembered[mode], len(self.keys) + len(self.sids))
 
+        def write_gathered(self) -> None:
+            mode = os.environ["OPENCLAW_IMPORT_PARSER"]
+            bound[mode] += len(self.nodes) + len(self.nodes_at) + len(self.windows) + len(self.windows_at)
+            super().write_gathered()
+
     copied: Counter[str] = Counter()  # rows files of the parser copied into the build
+    entry_rows_copied: Counter[str] = Counter()  # entry and window rows that came in them
 
     class CountedCopies(KeptBulkState):
         def copy_rows(self, path: str) -> None:
             assert os.path.exists(path)
+            with sqlite3.connect(path) as rows_file:
+                entry_rows_copied[os.environ["OPENCLAW_IMPORT_PARSER"]] += sum(
+                    rows_file.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("nd", "wn")
+                )
+            rows_file.close()
             super().copy_rows(path)
             assert not os.path.exists(path)  # removed once copied
             copied[os.environ["OPENCLAW_IMPORT_PARSER"]] += 1
@@ -203,6 +215,12 @@ def test_parser_process_stores_what_the_in_process_import_stores(
     assert 20 <= remembered["split"] <= 28, remembered
     # the parser's rows came in its rows files (several, the last one at the end), not row by row
     assert copied["inline"] == 0 and copied["process"] >= 3 and copied["split"] >= 2, copied
+    # ... with the entries' and windows' rows of the parser's records, at their rowids: the
+    # importing process bound those rows only for the records it read itself (issue 30)
+    assert bound["inline"] >= 40 and bound["process"] <= 12 and 14 <= bound["split"] <= 28, bound
+    assert entry_rows_copied["process"] >= 28 and entry_rows_copied["split"] >= 14, entry_rows_copied
+    assert bound["process"] + entry_rows_copied["process"] == bound["inline"], (bound, entry_rows_copied)
+    assert bound["split"] + entry_rows_copied["split"] == bound["inline"], (bound, entry_rows_copied)
     assert leftovers(tmp_path / "process" / "state") == []
     assert leftovers(tmp_path / "split" / "state") == []
     codes = {issue["code"] for target in inline[0]["targets"] for issue in target["issues"]}
@@ -469,16 +487,22 @@ def test_the_split_gives_the_parser_its_share_of_the_records_it_can_take_spread_
     sids[30] = None
     states = _fake_states(sids, problem_at=40)
     eligible = [s for n, s in enumerate(states) if n not in (10, 11, 20, 30, 40)]
-    assert list(importer._parser_jobs(states)) == eligible
-    assert list(importer._parser_jobs(states, 1.0)) == eligible
+
+    def jobs(*args: Any) -> list[Any]:
+        found = list(importer._parser_jobs(states, *args))
+        assert all(states[position] is state for position, state in found)  # with their positions
+        return [state for _, state in found]
+
+    assert jobs() == eligible
+    assert jobs(1.0) == eligible
     for share, period in ((0.75, 4), (0.5, 2)):
-        taken = list(importer._parser_jobs(states, share))
+        taken = jobs(share)
         assert len(taken) == int(len(eligible) * share)
         picked = {id(s) for s in taken}
         marks = [id(s) in picked for s in eligible]
         # the importing process's own records: the first, then one in every `period`, never two together
         assert [n for n, m in enumerate(marks) if not m] == list(range(0, len(eligible), period)), share
-    assert list(importer._parser_jobs(states, 0.0)) == []
+    assert jobs(0.0) == []
 
 
 def test_the_parsers_share_by_choice_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -580,3 +604,42 @@ def test_the_feed_order_is_the_session_id_order_stable_in_the_index_order() -> N
     order = list(_feed_order(states))
     assert order == sorted(range(len(ids)), key=lambda i: ids[i])
     assert sorted(order) == list(range(len(ids)))
+
+
+def test_the_parser_sends_the_files_identity_packed_and_as_it_is_when_it_does_not_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: the parser's message carries a file's identity packed as the importing process keeps
+    it (one bytes object, not five values and a hex digest); one that does not pack (an mtime
+    outside 64 bits) crosses as a tuple — either way the record's state holds the same identity."""
+    import hashlib
+    import struct
+    from types import SimpleNamespace
+
+    from openclaw_cli.migration import importer, parser_process
+    from openclaw_cli.migration.legacy_reader import Record
+    from openclaw_cli.migration.publish import Identity
+
+    sid = "5eed5eed-0000-4000-8000-000000000000"
+    path = tmp_path / f"{sid}.jsonl"
+    data = b'{"type":"session","id":"' + sid.encode() + b'"}\n{"type":"message","id":"m1"}\n'
+    path.write_bytes(data)
+    st = os.stat(path)
+    want = Identity(st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, hashlib.sha256(data).hexdigest())
+    packed = parser_process.parse_one(str(path), sid, "quarantine", 100, 1 << 20)
+
+    class Refusing:
+        def pack(self, *_values: Any) -> bytes:
+            raise struct.error("argument out of range")
+
+    monkeypatch.setattr(parser_process, "IDENTITY", Refusing())
+    as_is = parser_process.parse_one(str(path), sid, "quarantine", 100, 1 << 20)
+    assert isinstance(packed[1], bytes) and len(packed[1]) == importer._IDENTITY.size
+    assert as_is[1] == (want.dev, want.ino, want.mtime_ns, want.size, want.sha256) and packed[2:] == as_is[2:]
+    for message in (packed, as_is):
+        state = importer.RecState(Record("agent:main:k", "agent:main:k", sid, {"sessionId": sid}))
+        lines, prepared = importer.ImportRun._parsed(SimpleNamespace(_rows_file=-1), state, message, None)  # type: ignore[arg-type]
+        assert lines == () and prepared is not None and prepared.lines_read == 2
+        assert state.identity == want and state.line_digest is None
+        assert state.mtime_ms == st.st_mtime_ns // 1_000_000  # the store's fallback time (no rows file)
+        assert state.ends_nl and state.nsplit == 3

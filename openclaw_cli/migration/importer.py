@@ -184,7 +184,7 @@ class RecState:
         self.digest = value
 
 
-_IDENTITY = struct.Struct("<QQqQ32s")
+_IDENTITY = parsing.IDENTITY  # the parser sends it packed
 _IDENTITY_SHA = 32  # where the raw sha256 starts in a packed identity
 
 
@@ -562,11 +562,12 @@ class ImportRun:
             if more:
                 assert parser is not None
                 while parser.room():
-                    job = next(jobs, None)
+                    position, job = next(jobs, (-1, None))
                     if job is None:
                         more = False
                         break
-                    self._submit(parser, job)
+                    # its rows' rowid, as the importing process's own records' (`ImportRecord.rowid`)
+                    self._submit(parser, job, None if order is None else position + 1)
                     sent.append(job)
             rec = state.rec
             lines: Any = ()
@@ -580,7 +581,9 @@ class ImportRun:
             yield ImportRecord(
                 session_key=rec.key,
                 # rows computed by the parser: the entry is not parsed here (`PreparedLines.node`)
-                entry=None if state.alias_of is not None or (prepared and prepared.window) else rec.entry,
+                entry=None
+                if state.alias_of is not None or (prepared and (prepared.window or prepared.written >= 0))
+                else rec.entry,
                 lines=lines,
                 session_id=rec.session_id,
                 source=rec.transcript_text or rec.expected_text or rec.key,
@@ -597,9 +600,10 @@ class ImportRun:
             previous.stream.finish()
 
     @staticmethod
-    def _submit(parser: ParserProcess, state: RecState) -> None:
+    def _submit(parser: ParserProcess, state: RecState, rowid: int | None = None) -> None:
         """A record's job: its transcript, and its entry's bytes when the parser can compute the
-        entry's rows (a member-wise read index; an entry with its original text is the store's)."""
+        entry's rows (a member-wise read index; an entry with its original text is the store's),
+        which it writes into its rows file at `rowid` (None: it sends them back)."""
         rec = state.rec
         if state.alias_of is not None:
             how, data = parsing.ENTRY_NONE, None  # imported without its entry (the key's is another's)
@@ -607,7 +611,7 @@ class ImportRun:
             how = parsing.ENTRY_BYTES
         else:
             how, data = parsing.ENTRY_NO_ROWS, None
-        parser.submit(rec.transcript_text, rec.session_id, rec.key, how, data)  # type: ignore[arg-type]
+        parser.submit(rec.transcript_text, rec.session_id, rec.key, how, data, rowid)  # type: ignore[arg-type]
 
     def _last_rows(self, parser: ParserProcess) -> str | None:
         """The parser's last rows file, closed now that every record was taken (None: none open)."""
@@ -626,24 +630,16 @@ class ImportRun:
         kind = message[0]
         path = state.rec.transcript_text
         if kind == parsing.OK:
-            (
-                _,
-                dev,
-                ino,
-                mtime_ns,
-                size,
-                sha,
-                ends_nl,
-                nsplit,
-                chunks,
-                lines_read,
-                quarantined,
-                issue,
-                node,
-                window,
-            ) = message
-            state.mtime_ms = mtime_ns // 1_000_000
-            state.identity = Identity(dev, ino, mtime_ns, size, sha)
+            _, identity, ends_nl, nsplit, chunks, lines_read, quarantined, issue, node, window, written = (
+                message
+            )
+            if identity.__class__ is bytes:
+                state.packed_identity = identity
+            else:
+                state.identity = Identity(*identity)
+            if written < 0:  # the store computes the window: the file's mtime is its fallback time
+                mtime_ns = _IDENTITY.unpack_from(identity)[2] if identity.__class__ is bytes else identity[2]
+                state.mtime_ms = mtime_ns // 1_000_000
             state.ends_nl = ends_nl
             state.nsplit = nsplit
             found = None if issue is None else ReadIssue(path or state.rec.key, issue[0], issue[1])
@@ -654,7 +650,7 @@ class ImportRun:
                         copy_first = parser.rows_file(self._rows_file)
                     self._rows_file = number
                 return (), PreparedLines(
-                    [], lines_read, quarantined, found, node, window, rows=chunks, copy_first=copy_first
+                    [], lines_read, quarantined, found, node, window, chunks, copy_first, written
                 )
             return (), PreparedLines(chunks, lines_read, quarantined, found, node, window)
         if kind == parsing.MISSING:
@@ -1459,7 +1455,7 @@ def _spare_core() -> bool:
 
 def _parser_jobs(
     states: list[RecState], share: float = 1.0, order: array[int] | None = None
-) -> Iterator[RecState]:
+) -> Iterator[tuple[int, RecState]]:
     """The records the parser reads, in order: of those it can take — a readable transcript of a
     valid session id that no other record of the run names (a session seen twice takes the store's
     general path, which needs the lines; keys need no check: `_merge_aliases` leaves one entry per
@@ -1467,7 +1463,8 @@ def _parser_jobs(
     process's own, read while the parser starts). The importing process reads the others itself,
     as it reads the records the parser cannot take: each record's rows go whole into the parser's
     rows file or into the importer's batch, so a session's rows stay contiguous in the build.
-    `order`: the records are imported in this order (`_feed_order`)."""
+    `order`: the records are imported in this order (`_feed_order`). Each comes with its position
+    in `states`."""
     from openclaw_cli.ids import is_valid_legacy_session_id
 
     seen: set[str] = set()
@@ -1480,7 +1477,8 @@ def _parser_jobs(
             seen.add(sid)
     del seen
     credit = 0.0
-    for state in states if order is None else (states[i] for i in order):
+    for position in range(len(states)) if order is None else order:
+        state = states[position]
         rec = state.rec
         sid = rec.session_id
         if (
@@ -1493,7 +1491,7 @@ def _parser_jobs(
             credit += share
             if credit >= 1.0:
                 credit -= 1.0
-                yield state
+                yield position, state
 
 
 def _feed_order(states: list[RecState]) -> array[int]:

@@ -45,6 +45,9 @@ WINDOW_JOB_BYTES = 32 * 1024
 ENTRY_SEND_MAX = 16 * 1024  # a larger entry's rows are computed by the importing process
 PIPE_BYTES = 1024 * 1024  # both pipes (F_SETPIPE_SZ when allowed): how far the parser runs ahead
 _LENGTH = struct.Struct("<Q")
+# a file's identity as the importing process keeps it (`importer.RecState.packed_identity`): dev,
+# ino, mtime (ns), size and the raw sha256, packed here so that it crosses the pipe as one bytes
+IDENTITY = struct.Struct("<QQqQ32s")
 _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032  # Linux fcntl
 
 OK, MISSING, UNREADABLE, CHANGED, INLINE, OS_ERROR, INVALID, FAILED, SEALED = range(9)
@@ -59,6 +62,9 @@ SCANNED = 9
 # closed once it holds this many bytes of lines: the importing process copies a closed file into
 # its build with one `INSERT ... SELECT` per table instead of binding every row itself.
 ROWS_FILE_BYTES = 32 * 1024 * 1024
+ENTRY_ROWS_BATCH = 256  # entries' rows held by the parser per executemany into its rows file
+_NODE_BYTES = 14  # entry_bytes in a `node_row`
+ENTRY_ROWS_ALLOWANCE = 256  # bytes counted per record's entry rows beyond the entry's JSON
 
 
 # ---- reading one transcript (shared with the importing process's own reads) -----------------------
@@ -155,12 +161,17 @@ def parse_one(
     how: int = ENTRY_NO_ROWS,
     entry_data: bytes | None = None,
     sink: RowsFiles | None = None,
+    rowid: int | None = None,
 ) -> tuple[Any, ...]:
-    """One job: the message the importing process turns back into the record's state and rows.
-    With a `sink` the rows go into its rows file and the message carries, instead of the chunks,
-    the file's number (-1: no row) and the totals: (file, first created, newest, events, bytes,
-    tokens, compactions)."""
-    from openclaw_cli.store.sqlite.lines import gather_lines
+    """One job: the message the importing process turns back into the record's state and rows:
+    (OK, identity, ends with a newline, pieces of the split, rows, lines read, quarantined, issue,
+    node, window, written). The identity is `IDENTITY` packed (a tuple with the sha256 in hex when
+    it does not pack). With a `sink` the rows go into its rows file and the message carries,
+    instead of the chunks, the file's number (-1: no row) and the totals: (file, first created,
+    newest, events, bytes, tokens, compactions); and with a `rowid` the entry's rows go there too
+    (`node` and `window` None; `written`: the node's entry bytes, 0 for a window only, -1 when
+    they are sent as `node` and `window`)."""
+    from openclaw_cli.store.sqlite.lines import gather_lines, window_with_totals
 
     opened = open_transcript(path)
     if opened is None:
@@ -174,7 +185,7 @@ def parse_one(
     data = read_whole(fd, before, path)
     if data is None:
         return (CHANGED, before.st_mtime_ns)
-    sha = hashlib.sha256(data).hexdigest()
+    sha = hashlib.sha256(data).digest()
     lines = data.split(b"\n")
     nsplit = len(lines)
     ends_nl = data.endswith(b"\n")
@@ -198,17 +209,24 @@ def parse_one(
     )
     issue = counts.issue
     rows: Any = chunks
+    node, window = entry_rows(sid, key, how, entry_data, before.st_mtime_ns)
+    written = -1
     if sink is not None:
+        if window is not None and rowid is not None:  # the record's rows all in one file
+            mtime_ms = before.st_mtime_ns // 1_000_000
+            window = window_with_totals(window, mtime_ms, totals.first, totals.newest, totals.totals())
+            totals.file = sink.entry(rowid, node, window)
+            written = 0 if node is None else node[_NODE_BYTES]
+            node = window = None
         rows = totals.message()
         sink.record_done()
-    node, window = entry_rows(sid, key, how, entry_data, before.st_mtime_ns)
+    try:
+        identity: Any = IDENTITY.pack(before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, sha)
+    except struct.error:  # not what a stat gives: sent as it is
+        identity = (before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, sha.hex())
     return (
         OK,
-        before.st_dev,
-        before.st_ino,
-        before.st_mtime_ns,
-        before.st_size,
-        sha,
+        identity,
         ends_nl,
         nsplit,
         rows,
@@ -217,13 +235,15 @@ def parse_one(
         None if issue is None else (issue.line, issue.message),
         node,
         window,
+        written,
     )
 
 
 class RowsFiles:
-    """The parser's rows files: `<base><n>`, numbered from 0, each an SQLite file of two plain
-    tables (`ev`, `idn`: the columns of `transcript_events` and `transcript_event_identities`, no
-    index, no type affinity: values kept as bound). A file is closed (`record_done`) after the
+    """The parser's rows files: `<base><n>`, numbered from 0, each an SQLite file of four plain
+    tables (`ev`, `idn`: the columns of `transcript_events` and `transcript_event_identities`; `nd`,
+    `wn`: the rowid and the columns of `session_nodes` and `session_windows`; no index, no type
+    affinity: values kept as bound). A file is closed (`record_done`) after the
     record that took it past `ROWS_FILE_BYTES`, so one record's rows are always in one file; a
     record's message names its file and the importing process copies a file once a later one is
     named (or at `FINISH`). The files belong to the private build (named after it) and go with it:
@@ -235,6 +255,8 @@ class RowsFiles:
         self.number = -1
         self.conn: Any = None
         self.bytes = 0
+        self.nodes: list[tuple[Any, ...]] = []  # entries' rows not inserted yet (`entry`)
+        self.windows: list[tuple[Any, ...]] = []
 
     def open(self) -> int:
         if self.conn is None:
@@ -250,6 +272,10 @@ class RowsFiles:
                 "CREATE TABLE ev(session_id, seq, created_at, event_utf8_bytes, event_type, event_json)"
             )
             conn.execute("CREATE TABLE idn(session_id, event_id, seq, event_type, parent_id, created_at)")
+            # the entries' rows at their records' rowids (`at`), copied with `SELECT *`: the rowid,
+            # then a `node_row`'s 16 columns / a window row's 15 (`lines.window_with_totals`)
+            conn.execute(f"CREATE TABLE nd(at, {', '.join(f'n{i}' for i in range(16))})")
+            conn.execute(f"CREATE TABLE wn(at, {', '.join(f'w{i}' for i in range(15))})")
             conn.execute("BEGIN")
             self.conn, self.bytes = conn, 0
         return self.number
@@ -261,6 +287,27 @@ class RowsFiles:
             conn.executemany("INSERT INTO idn VALUES (?,?,?,?,?,?)", identities)
         self.bytes += nbytes
 
+    def entry(self, rowid: int, node: tuple[Any, ...] | None, window: tuple[Any, ...]) -> int:
+        """A record's entry rows (its node row, None: none; its window row with its totals) at its
+        rowid, into the file being written (opened if none is); the file's number."""
+        number = self.open()
+        if node is not None:
+            self.nodes.append((rowid, *node))
+            self.bytes += node[_NODE_BYTES]
+        self.windows.append((rowid, *window))
+        self.bytes += ENTRY_ROWS_ALLOWANCE  # toward the file's size (the space pre-check's bound)
+        if len(self.windows) >= ENTRY_ROWS_BATCH:
+            self._insert_entries()
+        return number
+
+    def _insert_entries(self) -> None:
+        if self.nodes:
+            self.conn.executemany(f"INSERT INTO nd VALUES ({','.join('?' * 17)})", self.nodes)
+            self.nodes = []
+        if self.windows:
+            self.conn.executemany(f"INSERT INTO wn VALUES ({','.join('?' * 16)})", self.windows)
+            self.windows = []
+
     def record_done(self) -> None:
         if self.conn is not None and self.bytes >= self.file_bytes:
             self.close()
@@ -269,6 +316,7 @@ class RowsFiles:
         """Close the file being written; its number (-1: none is open)."""
         if self.conn is None:
             return -1
+        self._insert_entries()
         self.conn.execute("COMMIT")
         self.conn.close()
         self.conn = None
@@ -308,6 +356,9 @@ class _RowTotals:
         self.nbytes += nbytes
         self.tokens += tokens
         self.compactions += compactions
+
+    def totals(self) -> tuple[int, int, int, int]:
+        return (self.events, self.nbytes, self.tokens, self.compactions)
 
     def message(self) -> tuple[Any, ...]:
         return (self.file, self.first, self.newest, self.events, self.nbytes, self.tokens, self.compactions)
@@ -367,9 +418,11 @@ def main() -> int:
                 _write_message(out, result)
                 out.flush()
                 continue
-            path, sid, key, how, entry_data = job
+            path, sid, key, how, entry_data, rowid = job
             try:
-                result = parse_one(path, sid, policy, limit_rows, file_limit, key, how, entry_data, sink)
+                result = parse_one(
+                    path, sid, policy, limit_rows, file_limit, key, how, entry_data, sink, rowid
+                )
             except OSError as exc:
                 result = (OS_ERROR, exc.errno, exc.strerror, exc.filename)
             except InvalidDataError as exc:  # the "raise" policy: the record's import stops
@@ -431,12 +484,15 @@ class ParserProcess:
     def room(self) -> bool:
         return len(self.pending) < WINDOW_JOBS and self.pending_bytes < self.window_bytes
 
-    def submit(self, path: str, sid: str, key: str, how: int, entry_data: bytes | None) -> None:
+    def submit(
+        self, path: str, sid: str, key: str, how: int, entry_data: bytes | None, rowid: int | None = None
+    ) -> None:
         """A job: the transcript at `path` of session `sid`, and the rows of its entry (`how`:
-        ENTRY_NONE, ENTRY_NO_ROWS or ENTRY_BYTES with the entry's bytes)."""
+        ENTRY_NONE, ENTRY_NO_ROWS or ENTRY_BYTES with the entry's bytes), written into the rows
+        file at `rowid` when it has one (else sent back)."""
         if entry_data is not None and len(entry_data) > ENTRY_SEND_MAX:
             how, entry_data = ENTRY_NO_ROWS, None
-        size = self._send((path, sid, key, how, entry_data))
+        size = self._send((path, sid, key, how, entry_data, rowid))
         self.pending.append(size)
         self.pending_bytes += size
 

@@ -64,6 +64,10 @@ class PreparedLines:
     # closed rows file the store copies in before this record (`SqliteStore.bulk_import`)
     rows: tuple[int, int | None, int, int, int, int, int] | None = None
     copy_first: str | None = None
+    # the entry's rows written by the parser into that rows file too, at the record's rowid
+    # (`node` and `window` are then None): -1 not written; 0 the window row only (no entry); else
+    # the node's entry bytes (its `session_nodes` row and its window row are both there)
+    written: int = -1
 
 
 def prepare_line(raw: str | bytes, *, internal: bool = True) -> Item | None:
@@ -287,6 +291,20 @@ def node_row(key: str, entry: dict[str, Any], data: bytes) -> tuple[Any, ...]:
         len(data),
         data.decode("utf-8"),
     )
+
+
+def window_with_totals(
+    window: tuple[Any, ...],
+    watermark: int,
+    first_created: int | None,
+    newest: int,
+    totals: tuple[int, int, int, int],
+) -> tuple[Any, ...]:
+    """A record's `window_row` with what its lines added: (events, bytes, tokens, compactions), its
+    first event's time, the newest, and the watermark (the record's creation time)."""
+    if not totals[0]:
+        return (*window, None, 0, 0, 0, 0)
+    return (*window[:4], first_created, max(window[5], newest), *window[6:], watermark, *totals)
 
 
 def window_row(

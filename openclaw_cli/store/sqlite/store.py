@@ -61,6 +61,7 @@ from openclaw_cli.store.sqlite.lines import encode_entry as _encode_entry
 from openclaw_cli.store.sqlite.lines import node_row as _node_row
 from openclaw_cli.store.sqlite.lines import text_value as _text
 from openclaw_cli.store.sqlite.lines import window_row as _window_row
+from openclaw_cli.store.sqlite.lines import window_with_totals as _window_with_totals
 from openclaw_cli.store.sqlite_common import (
     LIVE_WAL_AUTOCHECKPOINT,
     ReadOnlyConnection,
@@ -149,6 +150,17 @@ _IDENTITY_COPY = (
     "INSERT OR IGNORE INTO main.transcript_event_identities(session_id, event_id, seq, event_type, parent_id, "
     "created_at) SELECT session_id, event_id, seq, event_type, parent_id, created_at FROM parsed_rows.idn "
     "ORDER BY rowid"
+)
+# ... and the entries' rows the parser computed, at their records' rowids (`nd`: the rowid then a
+# `node_row`; `wn`: the rowid then a window row with its totals, as `_imported_window` makes it)
+_NODE_COPY = (
+    f"INSERT INTO main.session_nodes(rowid, {_NODE_COLUMNS}) SELECT * FROM parsed_rows.nd WHERE true "
+    "ORDER BY at ON CONFLICT(session_key) DO NOTHING"
+)
+_WINDOW_COPY = (
+    f"INSERT INTO main.session_windows(rowid, {_WINDOW_COLUMNS}, transcript_updated_at, event_count, "
+    "event_bytes, token_estimate, compaction_count) SELECT * FROM parsed_rows.wn WHERE true ORDER BY at "
+    "ON CONFLICT(session_id) DO NOTHING"
 )
 
 DEFAULT_CACHE_SIZE = -2000  # SQLite's default page cache (KiB when negative): a connection's own
@@ -1907,6 +1919,8 @@ class _BulkState:
         try:
             conn.execute(_EVENT_COPY)
             conn.execute(_IDENTITY_COPY)
+            conn.execute(_NODE_COPY)
+            conn.execute(_WINDOW_COPY)
             self.commit()
         finally:
             if conn.in_transaction:
@@ -1951,6 +1965,9 @@ class _BulkState:
         prepared = record.prepared
         if prepared is not None and prepared.copy_first is not None:
             self.copy_rows(prepared.copy_first)  # earlier records' rows, written ahead
+        if prepared is not None and prepared.written >= 0:
+            self._take_written(out, record, prepared, valid_sid)
+            return out
         window = prepared.window if prepared is not None else None  # set: the entry's rows came too
         node = prepared.node if prepared is not None and window is not None else None
         if window is not None and entry is not None:
@@ -2087,6 +2104,39 @@ class _BulkState:
         totals = (total_events, total_bytes, total_tokens, total_compactions)
         self.add_window(_imported_window(window, record, self.stamp, first_created, newest, totals), record)
 
+    def _take_written(
+        self, out: ImportRecordResult, record: ImportRecord, prepared: PreparedLines, valid_sid: bool
+    ) -> None:
+        """A record whose rows the import's parser wrote whole into its rows file — transcript
+        rows, window and entry (`PreparedLines.written`) — copied with that file: only its counts
+        are taken here, nothing is held or bound per record (issue 30)."""
+        if record.entry is not None or prepared.rows is None:
+            raise RuntimeError(
+                f"an entry and its rows prepared ahead for {record.session_key}: one or the other"
+            )
+        written = prepared.written
+        if not (
+            self.fast
+            and valid_sid
+            and (not written or record.session_key not in self.keys)
+            and record.session_id not in self.sids
+        ):
+            raise RuntimeError(
+                f"rows prepared ahead for {record.session_key}, which the gathered import cannot take"
+            )
+        if written:
+            self.bytes += written + ROW_OVERHEAD_BYTES
+            out.entry_inserted = True
+        _file, _first, _newest, events, nbytes, _tokens, _compactions = prepared.rows
+        self.rows += events
+        self.bytes += nbytes + ROW_OVERHEAD_BYTES * events
+        out.events_inserted += events
+        out.bytes_inserted += nbytes
+        out.lines_read += prepared.lines_read
+        out.quarantined += prepared.quarantined
+        if out.issue is None:
+            out.issue = prepared.issue
+
     def _gather_prepared(
         self,
         out: ImportRecordResult,
@@ -2151,12 +2201,10 @@ def _imported_window(
     newest: int,
     totals: tuple[int, int, int, int],
 ) -> tuple[Any, ...]:
-    """A record's window row with what its lines added: (events, bytes, tokens, compactions), its
-    first event's time, the newest, and the watermark (the record's creation, else the import's)."""
-    if not totals[0]:
-        return (*window, None, 0, 0, 0, 0)
+    """A record's window row with what its lines added (`lines.window_with_totals`), the watermark
+    the record's creation, else the import's."""
     watermark = record.created_at_ms if record.created_at_ms is not None else stamp
-    return (*window[:4], first_created, max(window[5], newest), *window[6:], watermark, *totals)
+    return _window_with_totals(window, watermark, first_created, newest, totals)
 
 
 class _SessionImport:
