@@ -643,3 +643,22 @@ def test_the_parser_sends_the_files_identity_packed_and_as_it_is_when_it_does_no
         assert state.identity == want and state.line_digest is None
         assert state.mtime_ms == st.st_mtime_ns // 1_000_000  # the store's fallback time (no rows file)
         assert state.ends_nl and state.nsplit == 3
+
+
+def test_none_is_bound_as_null_through_the_registered_adapter() -> None:
+    """Issue 30: the bulk import and the parser's rows files register an adapter for None (Python
+    3.11's sqlite3 otherwise raises and formats an AttributeError inside each None it binds); a
+    None still goes in as NULL, and nothing else is adapted."""
+    from openclaw_cli.store.sqlite.lines import bind_none_as_null
+
+    bind_none_as_null()
+    bind_none_as_null()  # idempotent
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE t(a)")
+        conn.executemany("INSERT INTO t VALUES (?)", [(None,), (1,), ("x",), (b"y",), (1.5,)])
+        kinds = conn.execute("SELECT typeof(a) FROM t ORDER BY rowid").fetchall()
+        assert kinds == [("null",), ("integer",), ("text",), ("blob",), ("real",)]
+    finally:
+        conn.close()

@@ -262,6 +262,9 @@ class RowsFiles:
         if self.conn is None:
             import sqlite3
 
+            from openclaw_cli.store.sqlite.lines import bind_none_as_null
+
+            bind_none_as_null()
             self.number += 1
             path = f"{self.base}{self.number}"
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))

@@ -70,6 +70,20 @@ class PreparedLines:
     written: int = -1
 
 
+def bind_none_as_null() -> None:
+    """Register an adapter for `None` (process-wide, idempotent) before binding many rows: Python
+    3.11's sqlite3 adapts each None it binds by looking `__adapt__` up on its PrepareProtocol type,
+    which raises and formats an AttributeError every time (~1,000 instructions a None; an entry's
+    row binds ~9, a window's ~4). A registered adapter is found first; it returns None, bound as
+    NULL exactly as before (issue 30)."""
+    import sqlite3
+
+    sqlite3.register_adapter(type(None), _NO_KEYS.get)
+
+
+_NO_KEYS: dict[Any, Any] = {}  # `.get(value)` is None for any value: the adapter above
+
+
 def prepare_line(raw: str | bytes, *, internal: bool = True) -> Item | None:
     """(text, utf8 bytes, parsed) for one raw line; None for a blank line. Raises ValueError
     (with a reason) for lines that are not one JSON object. `internal`: the line comes from one of

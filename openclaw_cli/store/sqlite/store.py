@@ -53,6 +53,7 @@ from openclaw_cli.store.sqlite.lines import (
     QUARANTINED,
     MalformedPolicy,
     PreparedLines,
+    bind_none_as_null,
     gather_lines,
     prepare_line,
     refused_line,
@@ -1847,6 +1848,7 @@ class _BulkState:
     twice takes the general path (which reads what is stored) after the gathered rows are written."""
 
     def __init__(self, store: SqliteStore, batch_records: int, batch_rows: int):
+        bind_none_as_null()
         self.store = store
         self.conn = store._db()
         self.batch_records = max(1, batch_records)
