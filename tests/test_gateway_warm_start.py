@@ -48,6 +48,8 @@ def test_the_gateway_opens_its_write_connection_at_start_and_writes_nothing(sqli
         kept = _kept_writer(db)
         assert kept is not None, "no write connection kept at start"
         assert _fingerprint(db) == before  # opened and checked, nothing written
+        # its savepoints' journals in memory: a group commit creates no temp file (`etilqs_*`)
+        assert kept.execute("PRAGMA temp_store").fetchone()[0] == 2
         with connected(gw.url) as client:
             res = client.request("sessions.patch", {"key": KEYS["main"], "label": "first write"})
             assert res["ok"], res
