@@ -153,14 +153,16 @@ _IDENTITY_COPY = (
     "ORDER BY rowid"
 )
 # ... and the entries' rows the parser computed, at their records' rowids (`nd`: the rowid then a
-# `node_row`; `wn`: the rowid then a window row with its totals, as `_imported_window` makes it)
+# `node_row`; `wn`: the rowid then a window row with its totals, as `_imported_window` makes it), in
+# the file's (the feed's) order as the importing process inserts its own: an ORDER BY on the rowids
+# sorted a file's entries in memory bounded by the build's 32 MiB cache (+6 MB of *many*'s peak)
 _NODE_COPY = (
     f"INSERT INTO main.session_nodes(rowid, {_NODE_COLUMNS}) SELECT * FROM parsed_rows.nd WHERE true "
-    "ORDER BY at ON CONFLICT(session_key) DO NOTHING"
+    "ON CONFLICT(session_key) DO NOTHING"
 )
 _WINDOW_COPY = (
     f"INSERT INTO main.session_windows(rowid, {_WINDOW_COLUMNS}, transcript_updated_at, event_count, "
-    "event_bytes, token_estimate, compaction_count) SELECT * FROM parsed_rows.wn WHERE true ORDER BY at "
+    "event_bytes, token_estimate, compaction_count) SELECT * FROM parsed_rows.wn WHERE true "
     "ON CONFLICT(session_id) DO NOTHING"
 )
 
