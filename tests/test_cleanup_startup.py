@@ -19,13 +19,10 @@ import pytest
 from openclaw_cli.gateway.probe import _resolvable, nothing_listens
 from tests.conftest import copy_tree, modules_imported, ours_and_a_legacy_agent
 
-# still dataclasses on this path, each for a reason: their owners' hot per-row classes (one per
-# archive / removed transcript / imported session) and MaintenanceSettings (tests use
-# dataclasses.replace/asdict on it)
+# still dataclasses on this path: the import's per-session classes (the SQLite store module holds
+# them) and MaintenanceSettings (tests use dataclasses.replace/asdict on it)
 LEFT = {
     "openclaw_cli.config.resolve_maintenance.MaintenanceSettings",
-    "openclaw_cli.maintenance.service.StoreCleanup",
-    "openclaw_cli.store.retire.Retirement",
     "openclaw_cli.store.sqlite.lines.PreparedLines",
     "openclaw_cli.store.sqlite.store.ImportRecord",
     "openclaw_cli.store.sqlite.store.ImportRecordResult",

@@ -13,7 +13,6 @@ writer and executes exactly it (`apply.py`).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,40 +130,114 @@ class CleanupOptions(Record):
         self.listings = listings
 
 
-@dataclass
-class StoreCleanup:
+class StoreCleanup(Record):
     """One store's cleanup: the plan and what it does to files and rows, then (apply) the outcome."""
 
+    _fields = (
+        "agent_id",
+        "store_path",
+        "kind",
+        "entries",
+        "plan",
+        "now_ms",
+        "sweep",
+        "retention",
+        "archive_actions",
+        "unlink_actions",
+        "sqlite_sessions",
+        "sqlite_session_keys",
+        "outcome",
+        "summary",
+        "archived_keys",
+        "scanned_files",
+        "preserve_recent_ms",
+        "placeholders",
+        "tombstones",
+        "reason_bytes",
+        "max_disk_bytes_explicit",
+        "entry_sid_bytes",
+        "session_sizes",
+    )
     agent_id: str
     store_path: str
     kind: str
     entries: dict[str, Any]
     plan: CleanupPlan
     now_ms: int
-    sweep: SweepPlan | None = None
-    retention: RetentionPlan | None = None
-    archive_actions: list[FileAction] = field(default_factory=list)  # legacy: archived, then removed
-    unlink_actions: list[FileAction] = field(default_factory=list)  # removed without archive
-    sqlite_sessions: list[str] = field(default_factory=list)  # SQLite: sessions archived, then dropped
-    sqlite_session_keys: dict[str, str] = field(default_factory=dict)
-    outcome: ApplyOutcome | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-    archived_keys: list[str] = field(default_factory=list)  # apply: the rows archived in place
+    sweep: SweepPlan | None
+    retention: RetentionPlan | None
+    archive_actions: list[FileAction]  # legacy: archived, then removed
+    unlink_actions: list[FileAction]  # removed without archive
+    sqlite_sessions: list[str]  # SQLite: sessions archived, then dropped
+    sqlite_session_keys: dict[str, str]
+    outcome: ApplyOutcome | None
+    summary: dict[str, Any]
+    archived_keys: list[str]  # apply: the rows archived in place
     # 2026.9.6+: the sweep reports every file it looked at (all files of the sessions dir and the
     # prompt blobs, counted when it ran: after the apply's removals and archives)
-    scanned_files: int | None = None
-    preserve_recent_ms: int | None = None  # 2026.9.6+ budget tiers: `preserveRecent`
+    scanned_files: int | None
+    preserve_recent_ms: int | None  # 2026.9.6+ budget tiers: `preserveRecent`
     # 2026.9.9's cron-run placeholder sweep (real OpenClaw databases): the keys and windows it
     # removes, and its result (`{candidates, removedNodes, sweptTranscriptStates, olderThanMs}`)
-    placeholders: list[tuple[str, list[str]]] = field(default_factory=list)
-    tombstones: dict[str, int] | None = None
-    reason_bytes: dict[str, list[int]] = field(default_factory=dict)  # reason -> [count, bytes] (text report)
-    max_disk_bytes_explicit: bool = False  # 2026.9.9's final tier runs only then
+    placeholders: list[tuple[str, list[str]]]
+    tombstones: dict[str, int] | None
+    reason_bytes: dict[str, list[int]]  # reason -> [count, bytes] (text report)
+    max_disk_bytes_explicit: bool  # 2026.9.9's final tier runs only then
     # a figures-only plan (`storage`): the removed rows' files as bytes per session id, in place of
     # their `FileAction`s in `archive_actions` (`ops.cleanup.reason_bytes` adds both)
-    entry_sid_bytes: dict[str, int] | None = None
+    entry_sid_bytes: dict[str, int] | None
     # `store.session_bytes()`, once read for this plan (the budget, `reason_bytes`, the space check)
-    session_sizes: dict[str, int] | None = None
+    session_sizes: dict[str, int] | None
+
+    def __init__(
+        self,
+        agent_id: str,
+        store_path: str,
+        kind: str,
+        entries: dict[str, Any],
+        plan: CleanupPlan,
+        now_ms: int,
+        sweep: SweepPlan | None = None,
+        retention: RetentionPlan | None = None,
+        archive_actions: list[FileAction] | None = None,
+        unlink_actions: list[FileAction] | None = None,
+        sqlite_sessions: list[str] | None = None,
+        sqlite_session_keys: dict[str, str] | None = None,
+        outcome: ApplyOutcome | None = None,
+        summary: dict[str, Any] | None = None,
+        archived_keys: list[str] | None = None,
+        scanned_files: int | None = None,
+        preserve_recent_ms: int | None = None,
+        placeholders: list[tuple[str, list[str]]] | None = None,
+        tombstones: dict[str, int] | None = None,
+        reason_bytes: dict[str, list[int]] | None = None,
+        max_disk_bytes_explicit: bool = False,
+        entry_sid_bytes: dict[str, int] | None = None,
+        session_sizes: dict[str, int] | None = None,
+    ) -> None:
+        self.agent_id = agent_id
+        self.store_path = store_path
+        self.kind = kind
+        self.entries = entries
+        self.plan = plan
+        self.now_ms = now_ms
+        self.sweep = sweep
+        self.retention = retention
+        self.archive_actions = [] if archive_actions is None else archive_actions
+        self.unlink_actions = [] if unlink_actions is None else unlink_actions
+        self.sqlite_sessions = [] if sqlite_sessions is None else sqlite_sessions
+        self.sqlite_session_keys = {} if sqlite_session_keys is None else sqlite_session_keys
+        self.outcome = outcome
+        self.summary = {} if summary is None else summary
+        self.archived_keys = [] if archived_keys is None else archived_keys
+        self.scanned_files = scanned_files
+        self.preserve_recent_ms = preserve_recent_ms
+        self.placeholders = [] if placeholders is None else placeholders
+        self.tombstones = tombstones
+        self.reason_bytes = {} if reason_bytes is None else reason_bytes
+        self.max_disk_bytes_explicit = max_disk_bytes_explicit
+        self.entry_sid_bytes = entry_sid_bytes
+        self.session_sizes = session_sizes
 
     def sizes_of_sessions(self, store: SessionStore) -> dict[str, int]:
         """`store.session_bytes()`, read once per plan (issue 30: 10 ms on *many*, read twice)."""

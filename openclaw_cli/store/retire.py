@@ -36,7 +36,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,29 +84,67 @@ class FileAction(Record):  # not frozen: cleanup builds one per removed transcri
         self.session_id = session_id
 
 
-@dataclass
-class Retirement:
+class Retirement(Record):
     """What leaves a store in one operation, as the domain planned it. File-backed stores (legacy)
     act on `archive_actions` (transcript files: archived, then removed); database stores act on
     `session_ids` (sessions: exported, archived, then dropped). Both remove `removed_keys` rows
     (still as planned, §8.3) and unlink `unlink_actions` (nothing of transcript content)."""
 
+    _fields = (
+        "removed_keys",
+        "entries",
+        "archive_actions",
+        "unlink_actions",
+        "session_ids",
+        "session_keys",
+        "sweep_locks",
+        "placeholder_keys",
+        "archive_rows",
+        "archived_at",
+        "session_bytes",
+    )
     removed_keys: list[str]
-    entries: Mapping[str, Any] = field(default_factory=dict)  # the rows as planned
-    archive_actions: list[FileAction] = field(default_factory=list)
-    unlink_actions: list[FileAction] = field(default_factory=list)
-    session_ids: list[str] = field(default_factory=list)
-    session_keys: Mapping[str, str] = field(default_factory=dict)
-    sweep_locks: bool = True  # legacy: remove dead transcript locks afterwards (warn mode touches no file)
+    entries: Mapping[str, Any]  # the rows as planned
+    archive_actions: list[FileAction]
+    unlink_actions: list[FileAction]
+    session_ids: list[str]
+    session_keys: Mapping[str, str]
+    sweep_locks: bool  # legacy: remove dead transcript locks afterwards (warn mode touches no file)
     # 2026.9.9's cron-run placeholder sweep (real OpenClaw databases): keys whose row is still the
     # canonical retained-history placeholder (`entry_json` `{}`, `entry_valid` -1) go with their windows
-    placeholder_keys: list[str] = field(default_factory=list)
+    placeholder_keys: list[str]
     # rows archived in place (2026.9.6+, D23): key -> `archiveReason`, stamped `archived_at`, in the
     # same write that removes `removed_keys` (one transaction: a kill leaves before or after, D6.4)
-    archive_rows: Mapping[str, str] = field(default_factory=dict)
-    archived_at: int = 0
+    archive_rows: Mapping[str, str]
+    archived_at: int
     # `SessionStore.session_bytes()` as the plan read it (the space check reads it, not again)
-    session_bytes: Mapping[str, int] | None = None
+    session_bytes: Mapping[str, int] | None
+
+    def __init__(
+        self,
+        removed_keys: list[str],
+        entries: Mapping[str, Any] | None = None,
+        archive_actions: list[FileAction] | None = None,
+        unlink_actions: list[FileAction] | None = None,
+        session_ids: list[str] | None = None,
+        session_keys: Mapping[str, str] | None = None,
+        sweep_locks: bool = True,
+        placeholder_keys: list[str] | None = None,
+        archive_rows: Mapping[str, str] | None = None,
+        archived_at: int = 0,
+        session_bytes: Mapping[str, int] | None = None,
+    ) -> None:
+        self.removed_keys = removed_keys
+        self.entries = {} if entries is None else entries
+        self.archive_actions = [] if archive_actions is None else archive_actions
+        self.unlink_actions = [] if unlink_actions is None else unlink_actions
+        self.session_ids = [] if session_ids is None else session_ids
+        self.session_keys = {} if session_keys is None else session_keys
+        self.sweep_locks = sweep_locks
+        self.placeholder_keys = [] if placeholder_keys is None else placeholder_keys
+        self.archive_rows = {} if archive_rows is None else archive_rows
+        self.archived_at = archived_at
+        self.session_bytes = session_bytes
 
     def work_units(self, transcripts_in_files: bool) -> int:
         """Progress total: legacy archives and removes each file (2 ticks), SQLite archives each session."""
