@@ -295,8 +295,6 @@ def warm_writes(ctx: Context) -> int:
     import sqlite3
 
     from openclaw_cli.ops.targets import open_target, select_targets
-    from openclaw_cli.store.sqlite import schema as schema_mod
-    from openclaw_cli.store.sqlite.store import SqliteStore
 
     kept = 0
     try:
@@ -307,9 +305,7 @@ def warm_writes(ctx: Context) -> int:
         try:
             reader = open_target(ctx, target, read_only=True)
             try:
-                if not isinstance(reader, SqliteStore) or schema_mod.check_ours(
-                    reader._db(), reader.path, allow_fresh=False
-                ):
+                if not reader.current_for_writes():
                     continue  # a legacy store, or a migration pending
             finally:
                 reader.close()

@@ -661,6 +661,12 @@ class SessionStore(ABC):
         transcript is exactly `content`'s lines (an archive's, verified by the caller); refused
         with `PreconditionError` when the key exists meanwhile. All of it or nothing."""
 
+    def current_for_writes(self) -> bool:
+        """Whether a write opened now would find this store ours and current (nothing to create or
+        migrate): a live process warms only such stores' write connections at start (issue 30).
+        Stores without a kept write connection have nothing to warm."""
+        return False
+
     # ---- session lifecycle (<kind>/lifecycle.py; ops.lifecycle decides what rows become) ------------------
     def label_owners(self, label: str) -> list[str]:
         """Keys of the rows whose `label` is exactly `label` (labels are unique per store)."""

@@ -604,6 +604,9 @@ class SqliteStore(SessionStore):
             at_entry=at_entry,
         )
 
+    def current_for_writes(self) -> bool:
+        return not schema_mod.check_ours(self._db(), self.path, allow_fresh=False)
+
     def label_owners(self, label: str) -> list[str]:
         return [
             row[0]
