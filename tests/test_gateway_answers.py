@@ -247,27 +247,37 @@ def test_no_permessage_deflate_as_the_real_gateway(state_dir: Path) -> None:
     assert not [line for line in lines if line.lower().startswith("sec-websocket-extensions")]
 
 
+class _HeldCalls(list[dict[str, Any]]):
+    """The handler's calls; `gate` cleared holds every answer after its read until it is set again
+    (at most 10 s), so a test can place a write inside a read in flight whatever the machine's load."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+
+
 @pytest.fixture
-def slow_handler(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """chat.history's handler, counted, holding its answer 1 s after reading it."""
+def slow_handler(monkeypatch: pytest.MonkeyPatch) -> _HeldCalls:
+    """chat.history's handler, counted, holding its answer 1 s after reading it (and while its
+    `gate` is cleared)."""
     import time
 
-    calls: list[dict[str, Any]] = []
+    calls = _HeldCalls()
     real = history.chat_history
 
     def slow(ctx: Any, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         calls.append(params)
         answer = real(ctx, params, **kwargs)
         time.sleep(1.0)
+        calls.gate.wait(10)
         return answer
 
     monkeypatch.setattr(history, "chat_history", slow)
     return calls
 
 
-def test_identical_requests_join_the_read_in_flight(
-    state_dir: Path, slow_handler: list[dict[str, Any]]
-) -> None:
+def test_identical_requests_join_the_read_in_flight(state_dir: Path, slow_handler: _HeldCalls) -> None:
     generate_legacy_state(state_dir, 6, 0, 4242)
     write_config(state_dir, CONFIG)
     params = {"sessionKey": KEY, "limit": 2}
@@ -287,6 +297,7 @@ def test_identical_requests_join_the_read_in_flight(
                 {"type": "req", "id": "a", "method": "chat.history", "params": {**params, "limit": 3}}
             )
             clients[0].response("a")  # {limit: 3}'s candidate
+            slow_handler.gate.clear()  # b's read stays in flight until the write is acknowledged
             clients[0].send(
                 {"type": "req", "id": "b", "method": "chat.history", "params": {**params, "limit": 3}}
             )
@@ -295,8 +306,12 @@ def test_identical_requests_join_the_read_in_flight(
             )
             import time
 
-            time.sleep(0.3)
+            deadline = time.monotonic() + 10
+            while len(slow_handler) < 4 and time.monotonic() < deadline:  # b's read began
+                time.sleep(0.01)
+            time.sleep(0.3)  # c joins it
             assert clients[2].request("sessions.patch", {"key": KEY, "label": "during"})["ok"]
+            slow_handler.gate.set()
             clients[0].response("b")
             joined = clients[1].response("c")["payload"]
             assert joined["sessionInfo"]["label"] == "during"
