@@ -18,12 +18,15 @@ if TYPE_CHECKING:
 class Record:
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ()
+    _unshown: ClassVar[tuple[str, ...]] = ()  # fields left out of the repr (secrets), still compared
 
     def _values(self) -> tuple[Any, ...]:
         return tuple([getattr(self, name) for name in self._fields])
 
     def __repr__(self) -> str:
-        inner = ", ".join([f"{name}={getattr(self, name)!r}" for name in self._fields])
+        inner = ", ".join(
+            [f"{name}={getattr(self, name)!r}" for name in self._fields if name not in self._unshown]
+        )
         return f"{type(self).__qualname__}({inner})"
 
     def __eq__(self, other: object) -> bool:

@@ -41,6 +41,7 @@ class GatewaySettings(FrozenRecord):
         "tls_cert_path",
         "tls_key_path",
     )
+    _unshown = ("token", "password")
     port: int
     port_source: str  # "env" | "config" | "default"
     bind: str
@@ -80,12 +81,6 @@ class GatewaySettings(FrozenRecord):
             tls_cert_path,
             tls_key_path,
         )
-
-    def __repr__(self) -> str:
-        inner = ", ".join(
-            f"{name}={getattr(self, name)!r}" for name in self._fields if name not in ("token", "password")
-        )
-        return f"{type(self).__qualname__}({inner})"
 
 
 _ENV_REF = lazy_pattern(globals(), "_ENV_REF", r"\$\{([A-Z_][A-Z0-9_]*)\}")

@@ -88,6 +88,7 @@ class GatewayTarget(FrozenRecord):
         "url_override",
         "tls",
     )
+    _unshown = ("token", "password")
     url: str
     url_source: str
     mode: str  # "local" | "remote": gateway.mode
@@ -136,12 +137,6 @@ class GatewayTarget(FrozenRecord):
             url_override,
             tls,
         )
-
-    def __repr__(self) -> str:
-        inner = ", ".join(
-            f"{name}={getattr(self, name)!r}" for name in self._fields if name not in ("token", "password")
-        )
-        return f"{type(self).__qualname__}({inner})"
 
     @property
     def has_credentials(self) -> bool:
