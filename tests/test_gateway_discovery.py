@@ -296,3 +296,15 @@ def test_ca_bundle_from_node_extra_ca_certs() -> None:
 
 def test_target_repr_hides_secrets() -> None:
     assert "s3cret" not in repr(find(token="s3cret", password="s3cret"))
+
+
+def test_settings_repr_hides_secrets_and_equality_still_reads_them() -> None:
+    from openclaw_cli.config.resolve_gateway import GatewaySettings
+
+    def settings(token: str) -> GatewaySettings:
+        return GatewaySettings(
+            1, "env", "loopback", "local", "token", token, "pw-s3cret", None, False, None, None
+        )
+
+    assert "s3cret" not in repr(settings("tok-s3cret")) and "port=1" in repr(settings("tok-s3cret"))
+    assert settings("a") != settings("b") and settings("a") == settings("a")
