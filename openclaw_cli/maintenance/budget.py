@@ -339,6 +339,25 @@ def measure_physical(
         if snapshot is None
         else _snapshot_bytes(sessions_dir, snapshot, seen)
     )
+    return _physical(sessions_dir, database, own, seen)
+
+
+def sweep_and_measure(sessions_dir: Path, database: Path | None) -> tuple[int, PhysicalMeasure]:
+    """(`count_swept_files`, `measure_physical`) of the sessions dir with its own files listed once:
+    each regular file counted and lstat'ed in one pass (issue 30: the after-apply measure listed
+    the directory once for the sweep's count, then again for the budget's bytes)."""
+    sessions_dir = Path(sessions_dir)
+    seen: set[str] = set()
+    count, own = _dir_bytes(sessions_dir, _kept_name, seen)
+    counted = set(seen)  # (each figure goes on with its own set of directories seen, as alone)
+    for prefix in _blob_prefixes(sessions_dir):
+        count += _dir_bytes(Path(prefix.path), _BLOB_NAME.fullmatch, counted, sizes=False)[0]
+    return count, _physical(sessions_dir, database, own, seen)
+
+
+def _physical(sessions_dir: Path, database: Path | None, own: int, seen: set[str]) -> PhysicalMeasure:
+    """`measure_physical` once the sessions dir's own files are summed (`own`, its real path in
+    `seen`): `cold/`, the prompt blobs, the database and its WAL."""
     total = own + _dir_bytes(sessions_dir / "cold", _kept_name, seen)[1]
     for prefix in _blob_prefixes(sessions_dir):
         total += _dir_bytes(Path(prefix.path), _BLOB_NAME.fullmatch, seen)[1]

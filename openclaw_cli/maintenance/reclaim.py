@@ -195,8 +195,10 @@ class Reclaimer:
         return sorted(keys, key=lambda k: (activity_at(entries[k]), k))
 
     # ---- the run -----------------------------------------------------------------------------------
-    def run(self) -> DiskBudgetResult:
-        before = self.measure()
+    def run(self, before: int | None = None) -> DiskBudgetResult:
+        """`before`: the first measure when the caller has just taken it (`sweep_and_measure`)."""
+        if before is None:
+            before = self.measure()
         state = _State(before)
         if before > self.max_bytes:
             self._archives(state)

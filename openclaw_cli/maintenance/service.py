@@ -770,13 +770,23 @@ def _measure_after_apply(
     """2026.9.6+: what the sweep and the budget find once the entry changes are written (their
     archives included), as OpenClaw's apply measures them; an enforce run over the budget then
     reclaims in the release's tiers (`maintenance/reclaim.py`)."""
-    from openclaw_cli.maintenance.budget import count_swept_files, measure_physical, plan_physical_budget
+    from openclaw_cli.maintenance.budget import (
+        count_swept_files,
+        measure_physical,
+        plan_physical_budget,
+        sweep_and_measure,
+    )
     from openclaw_cli.maintenance.reclaim import Reclaimer
 
     sessions_dir = Path(store.sessions_dir)
-    if result.sweep is not None:
-        result.scanned_files = count_swept_files(sessions_dir)
     budget = result.plan.disk_budget
+    database = None if store.transcripts_in_files else Path(store.path)
+    first = None  # the budget's first measure, from the sweep's listing (one listing, not two)
+    if result.sweep is not None:
+        if budget is None:
+            result.scanned_files = count_swept_files(sessions_dir)
+        else:
+            result.scanned_files, first = sweep_and_measure(sessions_dir, database)
     if budget is None:
         return
     rules = result.plan.behavior.maintenance
@@ -791,11 +801,10 @@ def _measure_after_apply(
             checkpoint=checkpoint,
             final_tier=rules.final_disk_tier and result.max_disk_bytes_explicit,
         )
-        result.plan.disk_budget = reclaimer.run()
+        result.plan.disk_budget = reclaimer.run(None if first is None else first.total_bytes)
         return
-    database = None if store.transcripts_in_files else Path(store.path)
     measured = plan_physical_budget(
-        measure_physical(sessions_dir, database),
+        measure_physical(sessions_dir, database) if first is None else first,
         max_bytes=budget.max_bytes,
         high_water_bytes=budget.high_water_bytes,
     )

@@ -1,0 +1,105 @@
+"""Issue 30 (stop 43): the work beside cleanup's archive loop — the after-apply measure lists the
+sessions dir once for the sweep's count and the budget's bytes, with the same figures as the two
+listings it replaces."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cleanup_support import DAY, entry, maintenance_config, make_sqlite, service, sessions_dir
+from conftest import NOW_MS
+
+
+def _sessions_dir_of_every_kind(root: Path, cold: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "a.jsonl").write_bytes(b"x" * 1000)
+    (root / "b.jsonl.deleted.2026-01-01T00-00-00.000Z").write_bytes(b"y" * 300)
+    (root / "c.jsonl.migrated").write_bytes(b"z" * 5000)  # a migration leftover: neither figure
+    (root / "d.jsonl.pre-doctor-branch-repair-2026-01-01T00-00-00-000Z.bak").write_bytes(b"w" * 7000)
+    (root / "link.jsonl").symlink_to(root / "a.jsonl")
+    (root / "sub").mkdir()
+    (root / "sub" / "e.jsonl").write_bytes(b"v" * 900)
+    blobs = root / "skills-prompts" / "sha256" / "ab"
+    blobs.mkdir(parents=True)
+    (blobs / ("ab" + "0" * 62 + ".txt")).write_bytes(b"p" * 77)
+    (blobs / "not-a-blob.txt").write_bytes(b"q" * 11)
+    if cold == "dir":
+        (root / "cold").mkdir()
+        (root / "cold" / "f.jsonl").write_bytes(b"u" * 400)
+    elif cold == "link-to-self":
+        (root / "cold").symlink_to(".")
+    elif cold == "link-to-blobs":  # one directory seen by both figures under two names
+        (root / "cold").symlink_to(blobs)
+
+
+@pytest.mark.parametrize("cold", ["none", "dir", "link-to-self", "link-to-blobs"])
+@pytest.mark.parametrize("with_database", [False, True])
+def test_one_listing_gives_the_sweeps_count_and_the_budgets_bytes(
+    cold: str, with_database: bool, tmp_path: Path
+) -> None:
+    from openclaw_cli.maintenance.budget import count_swept_files, measure_physical, sweep_and_measure
+
+    root = tmp_path / "agent" / "sessions"
+    _sessions_dir_of_every_kind(root, cold)
+    database = None
+    if with_database:
+        database = tmp_path / "agent" / "db.sqlite"
+        database.write_bytes(b"d" * 4096)
+        Path(f"{database}-wal").write_bytes(b"l" * 8192)
+        Path(f"{database}-shm").write_bytes(b"s" * 32768)  # never measured
+    count, measure = sweep_and_measure(root, database)
+    assert (count, measure) == (count_swept_files(root), measure_physical(root, database))
+    assert count == 3  # a, b and the blob (`cold/` is not swept)
+    # and a directory that cannot be listed: nothing, as either alone
+    assert sweep_and_measure(tmp_path / "missing", None) == (
+        count_swept_files(tmp_path / "missing"),
+        measure_physical(tmp_path / "missing", None),
+    )
+
+
+def test_the_after_apply_measure_lists_the_sessions_dir_once(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2026.9.6+ (a sweep and a budget): the count and the budget's first measure come from one
+    listing of the sessions dir after the apply (two before), with the same figures."""
+    from openclaw_cli.maintenance import service as svc
+
+    monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.9.6")
+    maintenance_config(state_dir, mode="enforce", pruneAfter="1d", maxEntries=2, maxDiskBytes="1gb")
+    entries = {f"agent:main:s{i}": entry(f"s{i}", NOW_MS - (5 - i) * DAY) for i in range(5)}
+    make_sqlite(state_dir, entries)
+    root = os.path.realpath(sessions_dir(state_dir))
+    os.makedirs(root, exist_ok=True)
+    for i in range(7):  # files the sweep counts and the budget measures
+        Path(root, f"old{i}.jsonl.deleted.2026-01-0{i + 1}T00-00-00.000Z").write_bytes(b"a" * (100 + i))
+    Path(root, "x.jsonl.migrated").write_bytes(b"m" * 50)  # neither
+    listed: list[str] = []
+    measuring = [False]
+    real_scandir, real_after = os.scandir, svc._measure_after_apply
+
+    def scandir(path: Any = ".") -> Any:
+        if measuring[0] and os.path.realpath(path) == root:
+            listed.append(str(path))
+        return real_scandir(path)
+
+    def after(*args: Any, **kwargs: Any) -> None:
+        measuring[0] = True
+        try:
+            real_after(*args, **kwargs)
+        finally:
+            measuring[0] = False
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(svc, "_measure_after_apply", after)
+    doc = service(enforce=True, now_ms=NOW_MS)
+    assert len(listed) == 1, listed
+    files = [n for n in os.listdir(root) if os.path.isfile(os.path.join(root, n))]
+    assert doc["archived"] >= 1
+    assert doc["unreferencedArtifacts"]["scannedFiles"] == len(files) - 1 == 7
+    budget = doc["diskBudget"]
+    assert budget is not None and budget["totalBytesBefore"] >= sum(
+        os.lstat(os.path.join(root, n)).st_size for n in files
+    )
