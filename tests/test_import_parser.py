@@ -182,6 +182,8 @@ def test_parser_process_stores_what_the_in_process_import_stores(
 
     monkeypatch.setattr(sqlite_store, "_BulkState", CountedCopies)
     results = {}
+    # the exact shares below: no read ahead of its turn (`test_a_lagging_parsers_records_are_read_here`)
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_STEAL", "0")
     # split: the parser reads half the records it can take, the importing process every other one
     monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_SHARE", "0.5")
     for mode in ("inline", "process", "split"):
@@ -564,6 +566,7 @@ def test_a_fresh_build_takes_the_transcript_rows_in_session_id_order_and_keeps_t
     monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
     monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
     monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_SHARE", "0.5" if mode == "split" else "1")
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_STEAL", "0")  # the two runs of the split exactly
     report = doctor_in_process("import")
     assert not report.targets[0].has_blocking
     conn = sqlite3.connect(state / DB)
@@ -662,3 +665,84 @@ def test_none_is_bound_as_null_through_the_registered_adapter() -> None:
         assert kinds == [("null",), ("integer",), ("text",), ("blob",), ("real",)]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("mode", ["process", "split"])
+def test_a_lagging_parsers_records_are_read_here_once_each_and_stored_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Issue 30, the adaptive share: when the parser's oldest answer has not arrived, the importing
+    process reads the record the parser would be sent next itself, ahead of its turn, and skips it
+    when the order reaches it. Whatever the timing, every record is imported once and the build
+    holds what an in-process import stores (rows, report, files). Here the parser is made to look
+    late on every other question; fails if a read-ahead record is imported twice or skipped."""
+    from openclaw_cli.migration import importer, parser_process
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    template = _odd_state(tmp_path / "template")
+    monkeypatch.setattr(parser_process, "PARSER_FILE_LIMIT", 200_000)
+    monkeypatch.setattr(parser_process, "ROWS_FILE_BYTES", 30_000)
+    monkeypatch.setattr(parser_process, "WINDOW_JOBS", 3)  # jobs left to send: records to read here
+    asked: Counter[str] = Counter()
+    ready = parser_process.ParserProcess.ready
+
+    def late(self: Any) -> bool:
+        asked["questions"] += 1
+        return asked["questions"] % 2 == 0 and ready(self)
+
+    monkeypatch.setattr(parser_process.ParserProcess, "ready", late)
+    sent: list[str] = []
+    submit = importer.ImportRun._submit
+
+    def counted_submit(parser: Any, state: Any, rowid: int | None = None) -> None:
+        sent.append(state.rec.key)
+        submit(parser, state, rowid)
+
+    monkeypatch.setattr(importer.ImportRun, "_submit", staticmethod(counted_submit))
+    results = {}
+    for run in ("inline", mode):
+        state = tmp_path / run / "state"
+        shutil.copytree(template.parent, state.parent)
+        monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+        monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", run)
+        sent.clear()
+        report = doctor_in_process("import")
+        results[run] = (_report(report, state), _tables(state / DB), sorted(os.listdir(state / SESSIONS)))
+        assert leftovers(state) == []
+    assert results[mode] == results["inline"]
+    # the parser was sent some records, and fewer than it can take (19): the rest were read here
+    assert 0 < len(sent) < 19 and len(set(sent)) == len(sent), sent
+    assert asked["questions"] > 0
+
+
+def test_the_parsers_answers_are_ready_only_once_whole() -> None:
+    """`ParserProcess.ready` asks the pipe without blocking: an answer is ready once its length and
+    all its bytes have arrived (or the stream has ended); reading it then does not wait."""
+    import marshal
+    import struct
+
+    from openclaw_cli.migration.parser_process import _read_message, _ResultReader
+
+    r, w = os.pipe()
+    reader = _ResultReader(os.fdopen(r, "rb"))
+    try:
+        body = marshal.dumps((0, b"x" * 5000, "y"))
+        message = struct.pack("<Q", len(body)) + body
+        assert not reader.ready()
+        os.write(w, message[:5])
+        assert not reader.ready()
+        os.write(w, message[5:100])
+        assert not reader.ready()
+        os.write(w, message[100:] + message[:3])
+        assert reader.ready()
+        assert _read_message(reader) == (0, b"x" * 5000, "y")
+        assert not reader.ready()  # three bytes of the next one
+        os.write(w, message[3:])
+        assert reader.ready() and _read_message(reader) == (0, b"x" * 5000, "y")
+        os.close(w)
+        w = -1
+        assert reader.ready() and _read_message(reader) is None  # the end: reading does not wait
+    finally:
+        if w >= 0:
+            os.close(w)
+        reader.close()

@@ -97,6 +97,7 @@ PARSER_ENV = "OPENCLAW_IMPORT_PARSER"
 # balanced near 3/4). `OPENCLAW_IMPORT_PARSER_SHARE` (0-1] sets the share of whichever parser runs.
 PARSER_SPLIT_SHARE = 0.75
 PARSER_SHARE_ENV = "OPENCLAW_IMPORT_PARSER_SHARE"
+PARSER_STEAL_ENV = "OPENCLAW_IMPORT_PARSER_STEAL"
 # The default for a fresh store of small transcripts (averaging under `PARSER_MIN_MEAN_BYTES`) on a
 # spare core: the parser's share (0: in-process, no parser). The split, chosen by the quiet A/B of
 # issue 30 (`OPENCLAW_IMPORT_PARSER=inline` against `split` on *many*, alternating, same minutes).
@@ -459,7 +460,8 @@ class ImportRun:
         store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
-            taken = iter(states) if order is None else (states[i] for i in order)
+            self._fed: deque[RecState] = deque()  # the states in the order `_feed` hands them over
+            taken = _popped(self._fed)
             store.bulk_import(
                 self._feed(states, parser, order),
                 batch_records=1000,
@@ -547,38 +549,26 @@ class ImportRun:
         self, states: list[RecState], parser: ParserProcess | None = None, order: array[int] | None = None
     ) -> Iterator[Any]:
         """The records to import, in `order` (indexes into `states`; None: theirs), each with its
-        position in `states` as the rowid of its entry's and window's rows when an order is given."""
+        position in `states` as the rowid of its entry's and window's rows when an order is given.
+        Each state is appended to `self._fed` as its record is handed over (the order results come
+        back in). With an order, when the parser's oldest answer has not arrived, this process
+        reads the record the parser would be sent next itself instead of waiting (the adaptive
+        share: the two processes stay busy whatever their speeds) and skips it when the order
+        reaches it."""
         from openclaw_cli.store.sqlite.store import ImportRecord
 
         # the parser takes the jobs in record order, a bounded window ahead of the record imported
         jobs = _parser_jobs(states, self._parser_share, order) if parser is not None else iter(())
         sent: deque[RecState] = deque()
         more = parser is not None
+        steal = more and order is not None and _steal_enabled()
+        stolen: set[int] = set()  # positions read here ahead of their turn
+        fed = self._fed
         previous: RecState | None = None
-        fed = states if order is None else (states[i] for i in order)
-        for n, state in enumerate(fed):
-            if previous is not None and previous.stream is not None:
-                previous.stream.finish()
-            if more:
-                assert parser is not None
-                while parser.room():
-                    position, job = next(jobs, (-1, None))
-                    if job is None:
-                        more = False
-                        break
-                    # its rows' rowid, as the importing process's own records' (`ImportRecord.rowid`)
-                    self._submit(parser, job, None if order is None else position + 1)
-                    sent.append(job)
+
+        def record(state: RecState, position: int, lines: Any, prepared: Any) -> Any:
             rec = state.rec
-            lines: Any = ()
-            prepared = None
-            if sent and sent[0] is state:
-                sent.popleft()
-                assert parser is not None
-                lines, prepared = self._parsed(state, parser.take(), parser)
-            elif rec.transcript_text is not None and rec.problem is None:
-                lines = self._open_transcript(state)
-            yield ImportRecord(
+            return ImportRecord(
                 session_key=rec.key,
                 # rows computed by the parser: the entry is not parsed here (`PreparedLines.node`)
                 entry=None
@@ -590,8 +580,52 @@ class ImportRun:
                 created_at_ms=state.mtime_ms,
                 entry_text=None if state.alias_of is not None else rec.entry_text,
                 prepared=prepared,
-                rowid=None if order is None else order[n] + 1,
+                rowid=None if order is None else position + 1,
             )
+
+        for position in range(len(states)) if order is None else order:
+            if stolen and position in stolen:
+                stolen.discard(position)  # read and imported ahead of its turn
+                continue
+            state = states[position]
+            if previous is not None and previous.stream is not None:
+                previous.stream.finish()
+                previous = None
+            if more:
+                assert parser is not None
+                while parser.room():
+                    at, job = next(jobs, (-1, None))
+                    if job is None:
+                        more = False
+                        break
+                    # its rows' rowid, as the importing process's own records' (`ImportRecord.rowid`)
+                    self._submit(parser, job, None if order is None else at + 1)
+                    sent.append(job)
+            rec = state.rec
+            lines: Any = ()
+            prepared = None
+            if sent and sent[0] is state:
+                assert parser is not None
+                while steal and more and not parser.ready():
+                    at, job = next(jobs, (-1, None))
+                    if job is None:
+                        more = False
+                        break
+                    stolen.add(at)
+                    own = self._open_transcript(job)
+                    fed.append(job)
+                    yield record(job, at, own, None)
+                    job.mtime_ms = None
+                    if job.stream is not None:
+                        job.stream.finish()
+                    self.ctx.progress.advance(1)
+                    self.ctx.checkpoint("record")
+                sent.popleft()
+                lines, prepared = self._parsed(state, parser.take(), parser)
+            elif rec.transcript_text is not None and rec.problem is None:
+                lines = self._open_transcript(state)
+            fed.append(state)
+            yield record(state, position, lines, prepared)
             state.mtime_ms = None  # read once, here (an int per session otherwise held to the end)
             previous = state
             self.ctx.progress.advance(1)
@@ -1492,6 +1526,17 @@ def _parser_jobs(
             if credit >= 1.0:
                 credit -= 1.0
                 yield position, state
+
+
+def _popped(queue: deque[RecState]) -> Iterator[RecState]:
+    while queue:
+        yield queue.popleft()
+
+
+def _steal_enabled() -> bool:
+    """`OPENCLAW_IMPORT_PARSER_STEAL=0` turns off the importing process's reads ahead of their turn
+    when the parser lags (`_feed`): the parser then takes exactly its share."""
+    return os.environ.get(PARSER_STEAL_ENV, "1") != "0"
 
 
 def _feed_order(states: list[RecState]) -> array[int]:

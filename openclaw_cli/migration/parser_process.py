@@ -27,6 +27,7 @@ import errno
 import hashlib
 import marshal
 import os
+import select
 import signal
 import struct
 import subprocess
@@ -45,6 +46,7 @@ WINDOW_JOB_BYTES = 32 * 1024
 ENTRY_SEND_MAX = 16 * 1024  # a larger entry's rows are computed by the importing process
 PIPE_BYTES = 1024 * 1024  # both pipes (F_SETPIPE_SZ when allowed): how far the parser runs ahead
 _LENGTH = struct.Struct("<Q")
+_READ_BYTES = 256 * 1024  # the answers read from the pipe at once
 # a file's identity as the importing process keeps it (`importer.RecState.packed_identity`): dev,
 # ino, mtime (ns), size and the raw sha256, packed here so that it crosses the pipe as one bytes
 IDENTITY = struct.Struct("<QQqQ32s")
@@ -367,7 +369,7 @@ class _RowTotals:
         return (self.file, self.first, self.newest, self.events, self.nbytes, self.tokens, self.compactions)
 
 
-def _read_message(stream: IO[bytes]) -> Any:
+def _read_message(stream: IO[bytes] | _ResultReader) -> Any:
     head = stream.read(_LENGTH.size)
     if len(head) < _LENGTH.size:
         return None
@@ -442,6 +444,59 @@ def main() -> int:
 # ---- the importing process's side ----------------------------------------------------------------------
 
 
+class _ResultReader:
+    """The parser's answers, read from its stdout pipe in large reads into a buffer of our own, so
+    that whether the oldest answer has arrived whole can be asked without blocking (`ready`). Reads
+    like a file (`read(n)`: n bytes, fewer only at the end of the stream) for `_read_message`."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream  # the pipe's file object (closed with this reader)
+        self.fd = stream.fileno()
+        self.buf = bytearray()
+        self.pos = 0
+        self.eof = False
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def _fill(self) -> None:
+        if self.pos and self.pos * 2 >= len(self.buf):
+            del self.buf[: self.pos]
+            self.pos = 0
+        chunk = os.read(self.fd, _READ_BYTES)
+        if chunk:
+            self.buf += chunk
+        else:
+            self.eof = True
+
+    def read(self, size: int) -> bytes:
+        while len(self.buf) - self.pos < size and not self.eof:
+            self._fill()
+        data = bytes(self.buf[self.pos : self.pos + size])
+        self.pos += len(data)
+        return data
+
+    def _whole(self) -> bool:
+        have = len(self.buf) - self.pos
+        if have < _LENGTH.size:
+            return False
+        size: int = _LENGTH.unpack_from(self.buf, self.pos)[0]
+        return have >= _LENGTH.size + size
+
+    def ready(self) -> bool:
+        """Whether the next message is here whole (or the stream ended): reading it will not wait."""
+        if self.eof or self._whole():
+            return True
+        while select.select([self.fd], [], [], 0)[0]:
+            self._fill()
+            if self.eof or self._whole():
+                return True
+        return False
+
+    def close(self) -> None:
+        self.stream.close()
+
+
 class ParserProcess:
     """The importing process's handle on the parser: `submit` jobs, `take` results in order."""
 
@@ -453,7 +508,7 @@ class ParserProcess:
             close_fds=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in, self._out = self.proc.stdin, self.proc.stdout
+        self._in, self._out = self.proc.stdin, _ResultReader(self.proc.stdout)
         self.window_bytes = WINDOW_JOB_BYTES
         try:
             import fcntl
@@ -498,6 +553,14 @@ class ParserProcess:
         size = self._send((path, sid, key, how, entry_data, rowid))
         self.pending.append(size)
         self.pending_bytes += size
+
+    def ready(self) -> bool:
+        """Whether the oldest job's answer has arrived (`take` will not wait for the parser)."""
+        try:
+            self._in.flush()  # the jobs sent so far reach the parser
+        except BrokenPipeError:
+            return True  # `take` reports the stopped parser
+        return self._out.ready()
 
     def take(self) -> tuple[Any, ...]:
         """The result of the oldest job not taken yet."""
