@@ -103,3 +103,102 @@ def test_the_after_apply_measure_lists_the_sessions_dir_once(
     assert budget is not None and budget["totalBytesBefore"] >= sum(
         os.lstat(os.path.join(root, n)).st_size for n in files
     )
+
+
+def test_the_ledgers_usage_of_an_export_equals_each_usage_line_parsed_whole() -> None:
+    """`content_usage` (the ledger worker's parse of each leaving export) against an independent
+    reading: every usage line parsed whole by the stdlib, its `message.usage` added under its
+    `message.model` / `message.provider` — over real-shaped lines and their odd neighbours (a
+    `usage` object nested in a tool call, the model after the usage, no model, a model that is not
+    a string, a message that is not an object, a torn line, costs as int, float, object or
+    absent)."""
+    import json
+    import random
+
+    from openclaw_cli.store.usage_ledger import _STAMP, Usage, _iso_ms, content_usage
+
+    rng = random.Random(4303)
+
+    def usage_doc() -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "input": rng.randint(0, 20000),
+            "output": rng.randint(0, 3000),
+            "cacheRead": rng.choice([0, rng.randint(0, 9000)]),
+            "cacheWrite": rng.choice([0, rng.randint(0, 900)]),
+            "totalTokens": rng.choice([0, rng.randint(0, 30000)]),
+        }
+        cost = rng.choice(["int", "float", "dict", "none"])
+        if cost == "int":
+            doc["cost"] = rng.randint(0, 3)
+        elif cost == "float":
+            doc["cost"] = round(rng.random(), 6)
+        elif cost == "dict":
+            doc["cost"] = {"input": 0, "output": 0, "total": rng.choice([0, round(rng.random(), 9)])}
+        return doc
+
+    def line() -> str:
+        stamp = f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z"
+        shape = rng.random()
+        message: Any = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": 'alpha {beta} "gamma" usage'}],
+            "api": "openai-responses",
+            "provider": rng.choice(["openai", "anthropic"]),
+            "model": rng.choice(["gpt-5.4", "claude"]),
+            "usage": usage_doc(),
+            "stopReason": "stop",
+            "timestamp": 1795849160831,
+        }
+        if shape < 0.1:  # a usage object inside a tool call's arguments, after the message's own
+            message["content"].append({"type": "toolCall", "arguments": {"usage": usage_doc()}})
+            message["tail"] = {"usage": usage_doc()}
+        elif shape < 0.2:  # the model after the usage
+            model = message.pop("model")
+            message["model"] = model
+        elif shape < 0.3:
+            del message["model"]
+        elif shape < 0.35:
+            message["provider"] = 7
+        elif shape < 0.4:
+            message = [message]
+        elif shape < 0.5:
+            message = {"role": "user", "content": "hi"}
+        doc = {"type": "message", "id": "ce55b6b2", "timestamp": stamp, "message": message}
+        text = json.dumps(doc, separators=(",", ":"))
+        if rng.random() < 0.03:
+            text = text[: rng.randint(1, len(text) - 1)]  # torn
+        return text
+
+    def whole(content: bytes) -> Usage:
+        usage = Usage()
+        for raw in content.split(b"\n"):
+            if not raw.strip():
+                continue
+            usage.events += 1
+            stamp = _STAMP.search(raw, 0, 400)
+            day = None
+            if stamp is not None:
+                day = stamp.group(1).decode()
+                usage.see_time(_iso_ms(stamp.group(1), stamp.group(2)))
+            if b'"usage":{"' not in raw:
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            message = obj.get("message") if isinstance(obj, dict) else None
+            if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+                continue
+            model, provider = message.get("model"), message.get("provider")
+            usage.add_message(
+                message["usage"],
+                model if isinstance(model, str) else None,
+                provider if isinstance(provider, str) else None,
+                day,
+            )
+        return usage
+
+    for _ in range(400):
+        lines = [line() if rng.random() < 0.97 else "" for _ in range(rng.randint(0, 14))]
+        content = ("\n".join(lines) + rng.choice(["\n", ""])).encode()
+        assert content_usage(content) == whole(content), content

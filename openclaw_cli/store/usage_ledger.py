@@ -217,6 +217,8 @@ def _int(value: Any) -> int:
 def _float(value: Any) -> float:
     if type(value) is float and value - value == 0.0:  # finite (NaN and infinities are not)
         return value
+    if type(value) is int:  # (a plain int, e.g. a cost of 0: what the checks below make of it)
+        return float(value)
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -313,12 +315,19 @@ def _add_whole_line(usage: Usage, line: bytes, day: bytes | None, loads: Callabl
         obj = loads(line)
     except ValueError:
         return
-    message = obj.get("message") if isinstance(obj, dict) else None
-    if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+    # (`type(...) is`: what the parsers give are plain dicts and strs; a subclass is tested as before)
+    message = obj.get("message") if type(obj) is dict or isinstance(obj, dict) else None
+    if type(message) is not dict and not isinstance(message, dict):
         return
-    found = message["usage"]
-    model = message.get("model") if isinstance(message.get("model"), str) else None
-    provider = message.get("provider") if isinstance(message.get("provider"), str) else None
+    found = message.get("usage")
+    if type(found) is not dict and not isinstance(found, dict):
+        return
+    model = message.get("model")
+    if type(model) is not str and not isinstance(model, str):
+        model = None
+    provider = message.get("provider")
+    if type(provider) is not str and not isinstance(provider, str):
+        provider = None
     usage.add_message(found, model, provider, day.decode() if day is not None else None)
 
 
@@ -336,7 +345,7 @@ def content_usage(content: bytes) -> Usage:
     low = high = b""
     events = 0
     for line in content.split(b"\n"):
-        if not line.strip():
+        if not line or line.isspace():  # (`not line.strip()` without a copy)
             continue
         events += 1
         stamp = search(line, 0, 400)
@@ -356,7 +365,7 @@ def content_usage(content: bytes) -> Usage:
                 usage.see_time(_iso_ms(day, clock))
         at = line.rfind(usage_at)
         if at >= 0:
-            if line[at + quote : at + quote + 1] == b'"':
+            if line.startswith(b'"', at + quote):
                 # a quoted key first (every real line): `_balanced` gives up at once, the line is
                 # parsed whole — straight to that parse
                 _add_whole_line(usage, line, day, loads)
