@@ -520,7 +520,10 @@ def append_lines(
         appended.created_dir = path.parent
     ensure_dir(path.parent)
     # a removed row holds the entry as read: raw numbers, schema-24 snapshot texts (JsonObjectText)
-    data = b"".join((r if isinstance(r, bytes) else dumps_bytes(r)) + b"\n" for r in records)
+    # (joined once with their newlines: no copy of each line with its newline first)
+    lines = [r if isinstance(r, bytes) else dumps_bytes(r) for r in records]
+    lines.append(b"")
+    data = b"\n".join(lines)
     existed = os.path.lexists(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     size = 0
