@@ -676,6 +676,12 @@ def retirement(store: SessionStore, result: StoreCleanup) -> Retirement:
                 if sid not in session_keys:
                     session_ids.append(sid)
                     session_keys[sid] = key
+    if not store.transcripts_in_files:
+        # the leaving sessions in session-id order: the order of the events' primary-key index, of
+        # the identities and windows tables (and of a fresh import's events): the exports read and
+        # the removals' deletes walk each b-tree forwards, and a page left behind is not dirtied
+        # again after the removals' cache spilled it (issue 30)
+        session_ids = sorted(session_ids)
     return Retirement(
         list(plan.removed),
         entries=result.entries,
