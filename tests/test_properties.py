@@ -285,3 +285,81 @@ def _ms(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
+
+
+# ---- the token estimate's message fast path (issue 30): equal to the general one for any message ----
+
+_weird = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.lists(st.integers(), max_size=2)
+)
+_text = st.one_of(st.text(max_size=40), st.text(alphabet="abc é中😀\ud800", max_size=20), _weird)
+_block = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": _text}),
+    st.fixed_dictionaries({"type": st.just("thinking"), "thinking": _text}),
+    st.fixed_dictionaries(
+        {"type": st.just("toolCall"), "name": _text},
+        optional={"arguments": st.dictionaries(st.text(max_size=5), st.text(max_size=10), max_size=3)},
+    ),
+    st.fixed_dictionaries({"type": st.sampled_from(["image", "other", ""]), "text": _text}),
+    st.dictionaries(st.sampled_from(["type", "text"]), _text, max_size=2),
+    _weird,
+)
+_message = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(
+            ["user", "assistant", "toolResult", "bashExecution", "branchSummary", "compactionSummary", ""]
+        ),
+        "content": st.one_of(st.lists(_block, max_size=5), _text),
+        "excludeFromContext": st.one_of(st.booleans(), st.none(), st.integers(0, 1)),
+        "command": _text,
+        "output": _text,
+        "summary": _text,
+    },
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_message, _weird, st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
+def test_the_message_estimate_is_the_general_estimate(message: object) -> None:
+    from openclaw_cli.store.sqlite_common import event_token_estimate, message_token_estimate
+
+    event = {"type": "message", "message": message}
+    assert message_token_estimate(event) == event_token_estimate(event)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(_message, _weird), min_size=1, max_size=6),
+    st.sampled_from(["message", "compaction", "custom_message"]),
+)
+def test_gathered_lines_total_the_per_line_estimates(messages: list[object], kind: str) -> None:
+    """`gather_lines`' token total (what a window stores, D22) is the sum of each line's estimate."""
+    import orjson
+
+    from openclaw_cli.store.sqlite.lines import gather_lines
+    from openclaw_cli.store.sqlite_common import event_token_estimate
+
+    events = [
+        {"type": kind, "id": f"e{n}", "message": m, "summary": m, "content": m}
+        for n, m in enumerate(messages)
+    ]
+    lines = []
+    for event in events:
+        try:
+            lines.append(orjson.dumps(event))
+        except TypeError:  # a lone surrogate: orjson does not write it
+            return
+    totals: list[int] = []
+    gather_lines(
+        SimpleNamespace(lines_read=0, quarantined=0, issue=None),
+        "s",
+        lines,
+        source="s",
+        policy="quarantine",
+        seq=0,
+        newest=0,
+        limit_rows=1000,
+        hand_over=lambda *chunk: totals.append(chunk[5]),
+    )
+    assert sum(totals) == sum(event_token_estimate(orjson.loads(line)) for line in lines)

@@ -689,6 +689,31 @@ def event_token_estimate(obj: Any) -> int:
     return (chars + 3) // 4
 
 
+def message_token_estimate(obj: dict[str, Any]) -> int:
+    """`event_token_estimate(obj)` of an event of type "message" (the caller checked the type): the
+    common message — a plain dict of text blocks — counted inline, anything else as there."""
+    message = obj.get("message")
+    if message.__class__ is not dict or message.get("role") in _OTHER_ROLES:
+        return event_token_estimate(obj)
+    if message.get("excludeFromContext") is True:
+        return 0
+    content = message.get("content")
+    if content.__class__ is not list:
+        return (_content_chars(content) + 3) // 4
+    chars = 0
+    for block in content:
+        if block.__class__ is dict and block.get("type") == "text":
+            text = block.get("text")
+            if text.__class__ is str and text.isascii():
+                chars += len(text)
+                continue
+        chars += _content_chars([block])
+    return (chars + 3) // 4
+
+
+_OTHER_ROLES = ("bashExecution", "branchSummary", "compactionSummary")  # estimated otherwise
+
+
 # ---- archive files -------------------------------------------------------------------------------
 
 _ARCHIVE_NAME = lazy_pattern(

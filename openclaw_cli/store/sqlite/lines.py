@@ -22,6 +22,7 @@ from openclaw_cli.store.sqlite_common import (
     ESTIMATED_KINDS,
     event_token_estimate,
     finite_number,
+    message_token_estimate,
     ms_int,
     timestamp_ms,
 )
@@ -169,6 +170,7 @@ def gather_lines(
     a trailing newline) goes through `prepare_line`, refused ones through `refused_line`."""
     loads = orjson.loads
     estimate = event_token_estimate
+    estimate_message = message_token_estimate
     quarantined = QUARANTINED
     limit_bytes = GATHER_BYTES
     estimated = ESTIMATED_KINDS
@@ -234,7 +236,9 @@ def gather_lines(
                 created = newest
             elif created > newest:
                 newest = created
-            if kind in estimated:  # every other kind estimates 0
+            if kind == "message":
+                tokens += estimate_message(obj)
+            elif kind in estimated:  # every other kind estimates 0
                 tokens += estimate(obj)
                 if kind == "compaction":
                     compactions += 1
