@@ -489,3 +489,16 @@ def test_live_reads_last_only_while_a_server_runs(gateway: GatewayThread, small_
     assert Path(f"{db}-shm").exists()  # the keeper keeps the WAL index mapped for readers
     gateway.stop()
     assert sqlite_common._LIVE["enabled"] == 0 and not sqlite_common._KEEPERS
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 70_000])
+def test_an_answer_frame_is_the_bytes_websockets_would_write(size: int) -> None:
+    """`GatewayConnection.post` writes a text frame without websockets' Frame (issue 30: CPU per
+    answer): its header and payload are what `send_text` serialises for a server (unmasked, no
+    extension) at each of RFC 6455's three length encodings."""
+    from websockets.frames import Frame, Opcode
+
+    from openclaw_cli.gateway.server_connection import _text_header
+
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    assert _text_header(size) + data == Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[])

@@ -377,6 +377,7 @@ class GatewayServer:
         self.clock = clock
         self.boot_id = str(uuid.uuid4())
         self.connections: set[Connection] = set()
+        self._subscribers: set[Connection] = set()  # the connections subscribed (a subset)
         self.writers = WriterQueues()
         self.stopping = False
         self._pool = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="gateway")
@@ -614,6 +615,7 @@ class GatewayServer:
             pass
         finally:
             self.connections.discard(conn)
+            self._subscribers.discard(conn)
             if self.presence.disconnected(conn.conn_id, self.clock()):
                 self._broadcast_presence()
             if conn.ping is not None:
@@ -810,8 +812,11 @@ class GatewayServer:
                 self._trace.mark(rec, "sent")
             if changes:
                 self._broadcast_changes(changes)
-            if committed is not None:
-                self._config_seen()  # a write that rewrote the config (agents.delete) says so now
+            if committed is not None and committed.method.batch is None:
+                # a write that rewrote the config (agents.delete) says so now; a group-committed
+                # one (sessions.patch) writes store rows only: an operator's edit is the next
+                # request's to see, as after a read (one stat fewer per patch)
+                self._config_seen()
         except BaseException as exc:  # every failure is an answer, never a dropped request
             if isinstance(exc, asyncio.CancelledError):
                 raise
@@ -941,6 +946,8 @@ class GatewayServer:
                 self._answers.after(kept_key, ctx.config, ctx.reuse, probed, result)
             if name == "sessions.subscribe":
                 conn.subscribed = True
+                if conn in self.connections:  # not one closed while this request ran
+                    self._subscribers.add(conn)
             return result, None
         operation = events.operation_start(ctx, name, params, self.clock())  # session.operation
         if operation is not None:
@@ -991,7 +998,7 @@ class GatewayServer:
     async def _announced(self, committed: _Committed) -> list[dict[str, Any]]:
         """The `sessions.changed` payloads of a committed write; none read when no connection is
         subscribed."""
-        if not any(c.subscribed for c in self.connections):
+        if not self._subscribers:
             return []
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._changes, *committed)

@@ -11,6 +11,7 @@ another client's response (issue 29, finding 2).
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
@@ -71,6 +72,19 @@ class ConnectionBook:
 
     def total_buffered(self) -> int:
         return sum(c.buffered() for c in self.open)
+
+
+def _text_header(size: int) -> bytes:
+    """RFC 6455's header of an unmasked, final text frame of `size` bytes."""
+    if size < 126:
+        return bytes((0x81, size))
+    if size < 1 << 16:
+        return _SHORT.pack(0x81, 126, size)
+    return _LONG.pack(0x81, 127, size)
+
+
+_SHORT = struct.Struct("!BBH")
+_LONG = struct.Struct("!BBQ")
 
 
 class GatewayConnection(ServerConnection):
@@ -139,8 +153,18 @@ class GatewayConnection(ServerConnection):
             largest.close_slow()
             if largest is self or self.buffered() + size > self.cap():
                 return False
-        self.protocol.send_text(data)
-        self.send_data()
+        proto = self.protocol
+        if proto.extensions or proto.expect_continuation_frame or proto.writes or proto.debug:
+            proto.send_text(data)  # websockets' own path (never taken by this server's connections)
+            self.send_data()
+            return True
+        # the frame websockets' `send_text` + `send_data` would write (a server's frames are not
+        # masked; no extension is negotiated: compression=None), in one write without its
+        # Frame object, BytesIO and event list: ~10 % of the loop's CPU per answer (issue 30)
+        if not self.transport.is_closing():
+            self.transport.write(_text_header(size) + data)
+        if self.buffered() > self.cap():
+            self.close_slow()
         return True
 
     def close_slow(self) -> None:

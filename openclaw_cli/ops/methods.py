@@ -21,6 +21,7 @@ Gateway's group commit). The table is kept in OpenClaw's hello-ok `features.meth
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,8 @@ def resolve(reference: str) -> Any:
     every call, not cached: the module import is cached by Python already, and a cached function
     would outlive a rebinding of the module's attribute (a test's wrapper, a reload)."""
     module, _, name = reference.partition(":")
-    return getattr(importlib.import_module(module), name)
+    loaded = sys.modules.get(module)  # imported already: its attribute now, without import_module's
+    return getattr(loaded if loaded is not None else importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
