@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openclaw_cli.errors import Interrupted, InvalidDataError, OpenClawError
-from openclaw_cli.fsio import FILE_MODE
+from openclaw_cli.fsio import FILE_MODE, fsync_dir
 from openclaw_cli.gcpause import gc_paused
 from openclaw_cli.interrupts import InterruptRequested
 from openclaw_cli.jsonutil import StreamedArray
@@ -64,6 +64,7 @@ from openclaw_cli.migration.publish import (
     fingerprint,
     hash_file,
     open_regular_nofollow,
+    publish_batch,
     publish_batches,
     reconcile_pair,
     refuse_symlinks,
@@ -103,6 +104,11 @@ PARSER_STEAL_ENV = "OPENCLAW_IMPORT_PARSER_STEAL"
 # issue 30 (`OPENCLAW_IMPORT_PARSER=inline` against `split` on *many*, alternating, same minutes).
 SMALL_TRANSCRIPTS_SHARE = PARSER_SPLIT_SHARE
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
+# A fresh store's archive, when its parser process is idle after verification (`_validate`): the parser
+# publishes this share of each batch (its first moves) while the importing process publishes the rest
+# (`_publish_batch`); a part under `PARSER_MOVES_MIN` moves is not sent (issue 30).
+PARSER_MOVES_SHARE = 0.5
+PARSER_MOVES_MIN = 16
 # `OPENCLAW_IMPORT_PUBLISH=threads|serial`: publish with two batches in flight (this thread links one
 # while a worker removes the previous one's original names: `publish.publish_batches`) or one at a
 # time. The default is one at a time until a quiet A/B shows the two threads faster (issue 30).
@@ -263,6 +269,8 @@ class TargetRun:
     build: Path | None = None  # the private build while it is not published
     published: bool = False  # the target's database is live (it was, or this run published it)
     preplan: _ArchivePlan | None = None  # the archive planned beside verification's scan (`_validate`)
+    # the idle parser kept to publish part of the archive (`_publish_batch`)
+    mover: ParserProcess | None = None
 
     @property
     def db(self) -> Path:
@@ -363,6 +371,7 @@ class ImportRun:
         untouched and stays in use), and the manifest records the failure — best effort, the disk
         may be full."""
         for tr in runs:
+            self._close_mover(tr)  # a parser kept for the archive: idle or its part taken
             if tr.build is not None:
                 try:
                     staging.discard(tr.build)
@@ -423,7 +432,7 @@ class ImportRun:
         try:
             self._import_records(tr, parser)
         finally:
-            if parser is not None:
+            if parser is not None and parser is not tr.mover:  # a kept one is closed by `_archive_all`
                 parser.close()
 
     def _import_records(self, tr: TargetRun, parser: ParserProcess | None) -> None:
@@ -503,7 +512,10 @@ class ImportRun:
             tr.preplan = self._preplan(tr)
         unverified = verify.verify_records(tr.db, states, report, progress=self.ctx.progress, scanned=scanned)
         if parser is not None:
-            parser.close()
+            if tr.preplan is not None and not unverified and tr.target is self.targets[-1]:
+                tr.mover = parser  # idle: kept to publish part of the archive (`_publish_batch`)
+            else:
+                parser.close()
         report.sqlite_entries = _count_entries(tr.db)
         blocking = report.has_blocking
         tr.mt["validationBeforeArchive"] = (
@@ -513,6 +525,7 @@ class ImportRun:
         if tr.preplan is not None and (unverified or not tr.completed):
             tr.preplan.drop()  # planned on states that did not all verify: not used
             tr.preplan = None
+            self._close_mover(tr)
         report.compact = _finalize_db(tr.db)
         tr.mt["issues"] = [i.to_json() for i in report.issues]
         self.ctx.checkpoint("validated")
@@ -830,10 +843,21 @@ class ImportRun:
         by_store: dict[Path, list[TargetRun]] = {}
         for tr in runs:
             by_store.setdefault(tr.target.store_path, []).append(tr)
-        for tr in runs:
-            self._archive_target(tr, sole_owner=len(by_store[tr.target.store_path]) == 1)
-        for store_path, group in by_store.items():
-            self._archive_index(store_path, group)
+        try:
+            for tr in runs:
+                self._archive_target(tr, sole_owner=len(by_store[tr.target.store_path]) == 1)
+                self._close_mover(tr)
+            for store_path, group in by_store.items():
+                self._archive_index(store_path, group)
+        finally:
+            for tr in runs:
+                self._close_mover(tr)
+
+    @staticmethod
+    def _close_mover(tr: TargetRun) -> None:
+        if tr.mover is not None:
+            mover, tr.mover = tr.mover, None
+            mover.close()
 
     def _archive_target(self, tr: TargetRun, *, sole_owner: bool) -> None:
         t, report = tr.target, tr.report
@@ -1098,8 +1122,12 @@ class ImportRun:
                 else moves[sub : min(sub + MAX_PUBLISH_BATCH, stop)]
                 for sub in range(start, stop, MAX_PUBLISH_BATCH)
             )
-            published = publish_batches(
-                batches, checkpoint=self.ctx.checkpoint, mode=FILE_MODE, two_threads=two_threads
+            published = (
+                self._publish_split(tr, batches)
+                if tr.mover is not None
+                else publish_batches(
+                    batches, checkpoint=self.ctx.checkpoint, mode=FILE_MODE, two_threads=two_threads
+                )
             )
             with closing(published):  # its worker is joined whatever happens here
                 for batch, result in published:
@@ -1108,6 +1136,111 @@ class ImportRun:
             if start != starts[-1]:
                 self._save_manifest()
             self.ctx.checkpoint("moves-recorded")
+
+    def _publish_split(
+        self, tr: TargetRun, batches: Iterator[list[Move]]
+    ) -> Iterator[tuple[list[Move], BatchResult]]:
+        """`publish_batches` with the kept parser (`tr.mover`) publishing part of each batch."""
+        for batch in batches:
+            yield batch, self._publish_batch(tr, batch)
+
+    def _publish_batch(self, tr: TargetRun, batch: list[Move]) -> BatchResult:
+        """One batch published by two processes: the idle parser publishes its first
+        `PARSER_MOVES_SHARE` (`parser_process._publish_part`: `publish_batch`, every A-4 check)
+        while this process publishes the rest with its own crash points, the results in the
+        batch's order (the completed moves stay in the log's order). Whatever stops this half
+        (Ctrl-C at a point, an error), the parser's part is waited for first; a parser that fails
+        or dies is closed and its part settled here (`_settle_part`)."""
+        mover = tr.mover
+        cut = int(len(batch) * PARSER_MOVES_SHARE)
+        if mover is None or cut < PARSER_MOVES_MIN:
+            return publish_batch(batch, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+        theirs, mine = batch[:cut], batch[cut:]
+        try:
+            mover.move(
+                [
+                    (os.fspath(m.source), os.fspath(m.dest), e.dev, e.ino, e.mtime_ns, e.size)
+                    for m in theirs
+                    for e in (m.expected,)
+                ],
+                FILE_MODE,
+            )
+        except (OSError, RuntimeError):  # not started: the whole batch here
+            self._close_mover(tr)
+            return self._settle_part(theirs, mine, publish=True)
+        try:
+            own = publish_batch(mine, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+        except BaseException:
+            self._take_part(tr, theirs, publish=False)  # no process moves anything after this
+            raise
+        part = self._take_part(tr, theirs, publish=True)
+        part.done += own.done
+        part.failed += own.failed
+        return part
+
+    def _take_part(self, tr: TargetRun, theirs: list[Move], *, publish: bool) -> BatchResult:
+        """The parser's answer for its part (`_publish_batch`), as a `BatchResult` of its moves;
+        when it has none (it failed or died), it is closed and its part settled here."""
+        assert tr.mover is not None
+        try:
+            message = tr.mover.take()
+        except (OSError, RuntimeError, ValueError, EOFError):
+            message = None
+        if message is None or message[0] != parsing.MOVED:
+            self._close_mover(tr)  # killed and reaped: nothing of the part moves any more
+            return self._settle_part(theirs, [], publish=publish)
+        result = BatchResult()
+        for n, error in message[2]:
+            move = theirs[n]
+            move.error = error
+            result.failed.append(move)
+        for n in message[1]:
+            move = theirs[n]
+            move.done = True
+            result.done.append(move)
+        return result
+
+    def _settle_part(self, theirs: list[Move], mine: list[Move], *, publish: bool) -> BatchResult:
+        """A part no process publishes any more (the parser stopped, killed and reaped): each move
+        is where a kill there would have left it. A name pair is settled back to the source
+        (`reconcile_pair`, as a re-run would); a move whose archive name alone is the hashed inode
+        with one name is done (both directories synced again); the rest, and `mine`, are published
+        here when `publish`, else left to the re-run (an interrupted run)."""
+        result = BatchResult()
+        again: list[Move] = []
+        synced: set[str] = set()
+        for move in theirs:
+            source, dest = Path(move.source), Path(move.dest)
+            try:
+                where = reconcile_pair(source, dest)
+                if where == "dest":
+                    st = os.lstat(dest)
+                    if st.st_nlink != 1 or not move.expected.same_object(st):
+                        raise ArtifactError("archive changed after publication")
+                    for directory in (source.parent, dest.parent):
+                        if str(directory) not in synced:
+                            fsync_dir(directory)
+                            synced.add(str(directory))
+                    move.done = True
+                    result.done.append(move)
+                    continue
+            except (OSError, ArtifactError) as exc:
+                move.error = f"published file could not be re-verified: {exc}"
+                result.failed.append(move)
+                continue
+            again.append(move)  # at its source ('source', 'settled'), or refused below ('both', 'none')
+        again += mine
+        if publish and again:
+            here = publish_batch(again, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+            result.done += here.done
+            result.failed += here.failed
+        elif again:
+            for move in again:
+                move.error = "not published: the run stopped"
+                result.failed.append(move)
+        order = {id(move): n for n, move in enumerate(theirs + mine)}
+        result.done.sort(key=lambda move: order[id(move)])  # the batch's order, as one process gives it
+        return result
 
     def _published(self, tr: TargetRun, batch: list[Move], result: BatchResult) -> None:
         for move in result.done:

@@ -60,6 +60,15 @@ FINISH = "finish"  # the importing process's last message: seal the rows file be
 # `(SCANNED, settlements, unsettled)`.
 SCAN = "scan"
 SCANNED = 9
+# Then the archive's publication: `(MOVE, moves, (mode, parent))` asks the parser to publish a part
+# of a batch (`publish.publish_batch`: every check of A-4, the links, unlinks and directory syncs)
+# while the importing process publishes the rest; answered by `(MOVED, done, failed)` (positions in
+# the part; failed with their errors). The moves are planned and durable in the manifest before
+# (A-5); the parser never outlives the importing process mid-part (`_publish_part`).
+MOVE = "move"
+MOVED = 10
+# test hook: the whole import killed at the parser's k-th point in its parts (`_MovePoints`)
+MOVE_CRASH_ENV = "OPENCLAW_IMPORT_PARSER_CRASH_AT"
 # The rows of the transcripts the parser reads go into files of their own (`RowsFiles`), each
 # closed once it holds this many bytes of lines: the importing process copies a closed file into
 # its build with one `INSERT ... SELECT` per table instead of binding every row itself.
@@ -386,6 +395,70 @@ def _write_message(stream: IO[bytes], message: Any) -> None:
     stream.write(body)
 
 
+class _MovePoints:
+    """The parser's points in its part of a publication (after each link and each unlink, as the
+    importing process's own): the importing process gone (killed), the parser stops at once — a
+    re-run that finds the store's lock free must never race it; a kill here leaves what a kill of
+    the import leaves there (a name pair `reconcile_pair` settles, or a move not yet recorded)."""
+
+    __slots__ = ("crash_at", "parent", "passed")
+
+    def __init__(self, parent: int) -> None:
+        self.parent = parent
+        raw = os.environ.get(MOVE_CRASH_ENV, "").strip()
+        self.crash_at = int(raw) if raw.isdigit() else None
+        self.passed = 0
+
+    def alive(self) -> None:
+        if os.getppid() != self.parent:
+            os._exit(1)  # the import was killed: nothing more is moved (its re-run settles this)
+
+    def __call__(self, _label: str | None = None) -> None:
+        self.alive()
+        self.passed += 1
+        if self.passed == self.crash_at:  # the whole import killed at this instant
+            os.kill(self.parent, signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+_move_points: _MovePoints | None = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this process when the importing process dies (PR_SET_PDEATHSIG),
+    so a kill -9 of the import stops its part between two system calls; checked again at each point."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError, ValueError):
+        pass  # elsewhere the points' parent check alone stops it
+
+
+def _publish_part(moves: list[Any], mode: int | None, parent: int) -> tuple[Any, ...]:
+    """A part of a publication batch: each `(source, dest, dev, ino, mtime_ns, size)` published as
+    the importing process publishes its own (`publish.publish_batch`, the same code and checks);
+    `(MOVED, done positions, [(position, error)] failed)`."""
+    global _move_points
+    from openclaw_cli.migration.publish import Identity, Move, publish_batch
+
+    if _move_points is None:
+        _die_with_parent(parent)
+        _move_points = _MovePoints(parent)
+    points = _move_points
+    points.alive()  # the importing process already gone: nothing is linked
+    part = [
+        Move(source, dest, Identity(dev, ino, mtime_ns, size, ""), payload=n)
+        for n, (source, dest, dev, ino, mtime_ns, size) in enumerate(moves)
+    ]
+    result = publish_batch(part, checkpoint=points, mode=mode)
+    return (
+        MOVED,
+        [move.payload for move in result.done],
+        [(move.payload, move.error) for move in result.failed],
+    )
+
+
 def main() -> int:
     """The parser: jobs on stdin, results on stdout, in order, until stdin ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the importing process stops at a safe point, then us
@@ -412,6 +485,14 @@ def main() -> int:
                 except Exception as exc:  # noqa: BLE001 - the importing process then scans itself
                     result = (FAILED, f"{type(exc).__name__}: {exc}")
                 wanted = {}
+                _write_message(out, result)
+                out.flush()
+                continue
+            if len(job) == 3 and job[0] == MOVE:
+                try:
+                    result = _publish_part(job[1], *job[2])
+                except Exception as exc:  # noqa: BLE001 - the importing process settles the part itself
+                    result = (FAILED, f"{type(exc).__name__}: {exc}")
                 _write_message(out, result)
                 out.flush()
                 continue
@@ -595,6 +676,17 @@ class ParserProcess:
         self.pending.append(0)
         try:
             self._in.flush()  # the parser starts now, not when the answer is asked for
+        except BrokenPipeError:
+            raise self._stopped() from None
+
+    def move(self, moves: list[tuple[str, str, int, int, int, int]], mode: int | None) -> None:
+        """Publish `moves` (`(source, dest, dev, ino, mtime_ns, size)`, planned and durable in the
+        manifest) in the parser (`_publish_part`) while the caller publishes others; its answer
+        is the next `take`."""
+        self._send((MOVE, moves, (mode, os.getpid())))
+        self.pending.append(0)
+        try:
+            self._in.flush()  # the parser starts now
         except BrokenPipeError:
             raise self._stopped() from None
 
