@@ -19,7 +19,7 @@ import pytest
 from openclaw_cli.migration.context import CRASH_COUNT_ENV, CRASH_ENV
 from tests.conftest import generate_legacy_state
 from tests.test_import_parser import _no_parser_left
-from tests.test_import_tail import ARCHIVE, SESSIONS, _run, _same, _state, frozen_clock  # noqa: F401
+from tests.test_import_tail import ARCHIVE, SESSIONS, STAMP, _run, _same, _state
 from tests.test_migration_crash import (
     _check_files_kept,
     _check_lines_once,
@@ -29,6 +29,13 @@ from tests.test_migration_crash import (
 )
 
 MOVE_CRASH_ENV = "OPENCLAW_IMPORT_PARSER_CRASH_AT"
+
+
+@pytest.fixture()
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openclaw_cli.migration.context import MigrationContext
+
+    monkeypatch.setattr(MigrationContext, "now_ms", staticmethod(lambda: STAMP))
 
 
 def _sent(monkeypatch: pytest.MonkeyPatch, kill: str = "no") -> list[int]:

@@ -18,7 +18,7 @@ import sqlite3
 import struct
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1139,7 +1139,7 @@ class ImportRun:
 
     def _publish_split(
         self, tr: TargetRun, batches: Iterator[list[Move]]
-    ) -> Iterator[tuple[list[Move], BatchResult]]:
+    ) -> Generator[tuple[list[Move], BatchResult], None, None]:
         """`publish_batches` with the kept parser (`tr.mover`) publishing part of each batch."""
         for batch in batches:
             yield batch, self._publish_batch(tr, batch)
