@@ -132,7 +132,8 @@ def _killed_then_rerun(template: Path, state: Path, expect: int, **env: str) -> 
     _no_parser_left(state)
 
 
-# the parser's part of 60 sessions' 62 moves: 31, i.e. 62 points (31 links, then 31 unlinks)
+# the parser's part of the 62 sessions' moves (60 and 2 orphans): half, 31 links then 31 unlinks —
+# the first point, the middle of the links, the last link, the first unlink, the middle and the last
 @pytest.mark.parametrize("k", [1, 16, 31, 32, 47, 62])
 def test_a_kill_at_a_point_of_the_parsers_part_loses_nothing(template: Path, tmp_path: Path, k: int) -> None:
     _killed_then_rerun(template, tmp_path / "state", -signal.SIGKILL, **{MOVE_CRASH_ENV: str(k)})

@@ -512,8 +512,16 @@ class ImportRun:
             tr.preplan = self._preplan(tr)
         unverified = verify.verify_records(tr.db, states, report, progress=self.ctx.progress, scanned=scanned)
         if parser is not None:
-            if tr.preplan is not None and not unverified and tr.target is self.targets[-1]:
-                tr.mover = parser  # idle: kept to publish part of the archive (`_publish_batch`)
+            if (
+                tr.preplan is not None
+                and not unverified
+                and tr.target is self.targets[-1]
+                and (_parser_choice() in ("process", "split") or _spare_core())
+            ):
+                # idle: kept to publish part of the archive (`_publish_batch`) when a core is
+                # spare now (as `_start_parser` asks): on a busy machine the two halves wait for
+                # each other's turn (issue 30, load 12-16: the tail's wall rose)
+                tr.mover = parser
             else:
                 parser.close()
         report.sqlite_entries = _count_entries(tr.db)
