@@ -44,6 +44,7 @@ from openclaw_cli.migration.import_faults import (
 )
 from openclaw_cli.migration.legacy_reader import (
     CHANGED_MESSAGE,
+    DirListing,
     LegacyIndex,
     Record,
     build_records,
@@ -69,7 +70,7 @@ from openclaw_cli.migration.publish import (
     reconcile_pair,
     refuse_symlinks,
 )
-from openclaw_cli.migration.report import MigrationRun, Report, TargetReport
+from openclaw_cli.migration.report import Issue, MigrationRun, Report, TargetReport
 from openclaw_cli.paths import Target
 
 WHOLE_FILE_LIMIT = 64 * 1024 * 1024  # larger transcripts are streamed instead of read whole
@@ -291,17 +292,30 @@ class ImportRun:
         self._current_db: Path | None = None  # the database being written (named in typed errors)
         self._rows_file = -1  # the parser's rows file the last records' rows are in (not copied yet)
         self._parser_share = 0.0  # the share of its records the running parser reads (`_parser_jobs`)
+        # the first target's parser, started before the space check (`_early_parser`): (its target,
+        # the process, its share, whether it was asked to read the target's index)
+        self._early: tuple[Target, ParserProcess, float, bool] | None = None
 
     # ---- orchestration ---------------------------------------------------------------------------
     def run(self) -> Report:
         self._prechecks()
-        check_import_space(
-            self.targets, self._db_kinds, self.runs_dir
-        )  # refused before any write, lock included
-        self.ctx.claim_state()  # our owner file (state dir's tmp/) only once nothing refused
-        with ExitStack() as held:
-            self._lock_stores(held)
-            return self._run_locked()
+        # the serial head (issue 30): the first target's parser starts now, its start-up beside the
+        # space check, and reads that target's index once the store's lock is held, beside the
+        # manifest and the directory listing (`_read_records`); it writes nothing before its setup
+        self._early_parser()
+        try:
+            check_import_space(
+                self.targets, self._db_kinds, self.runs_dir
+            )  # refused before any write, lock included
+            self.ctx.claim_state()  # our owner file (state dir's tmp/) only once nothing refused
+            with ExitStack() as held:
+                self._lock_stores(held)
+                self._early_index()
+                return self._run_locked()
+        finally:
+            if self._early is not None:  # not taken by its target's import: not needed
+                self._early[1].close()
+                self._early = None
 
     def _lock_stores(self, held: ExitStack) -> None:
         """Hold every legacy store's write lock from before the store is read until the run
@@ -428,27 +442,35 @@ class ImportRun:
         tr.published = not tr.fresh
         self._rows_file = -1
         self._parser_share = 0.0
-        parser = self._start_parser(tr)  # first: its start-up overlaps reading the index
+        asked = False
+        early, self._early = self._early, None
+        if early is not None and early[0] is tr.target:
+            parser: ParserProcess | None = self._configure(tr, early[1], early[2])
+            asked = early[3] and parser is early[1]  # (a parser started anew was not asked)
+        else:
+            if early is not None:
+                early[1].close()
+            parser = self._start_parser(tr)  # first: its start-up overlaps reading the index
         try:
-            self._import_records(tr, parser)
+            self._import_records(tr, parser, asked)
         finally:
             if parser is not None and parser is not tr.mover:  # a kept one is closed by `_archive_all`
                 parser.close()
 
-    def _import_records(self, tr: TargetRun, parser: ParserProcess | None) -> None:
+    def _import_records(self, tr: TargetRun, parser: ParserProcess | None, asked: bool = False) -> None:
         t, report = tr.target, tr.report
-        index = read_index(t.store_path)
+        owner_filter = _owner_filter(t, self.ctx) if t.shared else None
+        listing = DirListing(t.sessions_dir)  # for the records and the orphans (while the parser reads)
+        index, records, issues, parser = self._read_records(tr, parser, asked, listing, owner_filter)
         tr.index = index
         for issue in index.issues:
             report.issues.append(issue)
         if index.exists and not index.readable:
             tr.mt["issues"] = [i.to_json() for i in report.issues]
             return
-        owner_filter = _owner_filter(t, self.ctx) if t.shared else None
-        records, issues = build_records(index, t.sessions_dir, agent_id=t.agent_id, owner_filter=owner_filter)
         report.issues.extend(issues)
         if not t.shared:
-            records += discover_orphans(t.sessions_dir, records, agent_id=t.agent_id)
+            records += discover_orphans(t.sessions_dir, records, agent_id=t.agent_id, listing=listing)
         states = _merge_aliases(records, report)
         tr.states = states
         report.legacy_entries = sum(1 for s in states if s.alias_of is None)
@@ -547,14 +569,106 @@ class ImportRun:
                 report.sqlite_entries = 0
             tr.build = None
 
+    def _read_records(
+        self,
+        tr: TargetRun,
+        parser: ParserProcess | None,
+        asked: bool,
+        listing: DirListing,
+        owner_filter: Any,
+    ) -> tuple[LegacyIndex, list[Record], list[Issue], ParserProcess | None]:
+        """The target's index and its records (`read_index`, `build_records`), from the parser's
+        read of the index when it was asked for it (`_early_index`): the records are built from
+        each part as it comes, while the parser reads the next. Anything else than a plain read
+        there (a fallback, a parser that failed) is read here, as without it: (index, records,
+        issues, the parser — None once it failed)."""
+        t = tr.target
+        if asked and parser is not None:
+            from openclaw_cli.migration.index_stream import StreamedEntries
+
+            index = LegacyIndex(t.store_path, exists=True)
+            index.entries = StreamedEntries(t.store_path, (-1, -1))  # (dev, ino): the read's, at its end
+            index.entries.take_facts()  # the facts come with the parts
+            try:
+                records, issues = build_records(
+                    index,
+                    t.sessions_dir,
+                    agent_id=t.agent_id,
+                    owner_filter=owner_filter,
+                    listing=listing,
+                    members=_index_members(parser, index),
+                )
+                return index, records, issues, parser
+            except _IndexNotRead as exc:
+                index.close()
+                if exc.parser_failed:  # its answers can no longer be trusted to follow: in-process
+                    parser.close()
+                    parser = None
+                    self._parser_share = 0.0
+        index = read_index(t.store_path)
+        if index.exists and not index.readable:
+            return index, [], [], parser
+        records, issues = build_records(
+            index, t.sessions_dir, agent_id=t.agent_id, owner_filter=owner_filter, listing=listing
+        )
+        return index, records, issues, parser
+
+    def _early_parser(self) -> None:
+        """The first target's parser process, when its import will want one (as `_start_parser`
+        decides), spawned now: its start-up runs beside the space check and the lock."""
+        if not self.targets:
+            return
+        t = self.targets[0]
+        share = self._parser_wanted(
+            t, fresh=self._db_kinds.get(t.sqlite_path, "missing") in ("missing", "empty")
+        )
+        if share <= 0.0:
+            return
+        try:
+            parser = ParserProcess("quarantine", BATCH_ROWS, None, False)  # configured by `_configure`
+        except OSError:
+            return  # no process to spare: the target's import starts its own (or reads in-process)
+        self._early = (t, parser, share, False)
+
+    def _early_index(self) -> None:
+        """Under the store's lock: the early parser reads its target's index (`_read_records`)."""
+        if self._early is None:
+            return
+        t, parser, share, _ = self._early
+        try:
+            parser.read_index(str(t.store_path))
+        except (OSError, RuntimeError):
+            return  # read here as without it (the parser's failure shows at `_configure`)
+        self._early = (t, parser, share, True)
+
+    def _configure(self, tr: TargetRun, parser: ParserProcess, share: float) -> ParserProcess | None:
+        """The early parser's setup, now that the build is named (`_start_parser`'s rows base)."""
+        build = staging.build_path(tr.target.sqlite_path, self.manifest["runId"])
+        try:
+            parser.configure("quarantine", BATCH_ROWS, staging.rows_base(build))
+        except (OSError, RuntimeError):
+            parser.close()
+            return self._start_parser(tr)
+        self._parser_share = share
+        return parser
+
+    @staticmethod
+    def _parser_wanted(t: Target, *, fresh: bool) -> float:
+        """The share of a target's parser (`parser_share`), 0.0 when none runs: not a fresh store,
+        too few or too small transcripts, or no spare core (unless forced)."""
+        share = parser_share(t.sessions_dir, fresh=fresh)
+        if share <= 0.0:
+            return 0.0
+        if _parser_choice() not in ("process", "split") and not _spare_core():
+            return 0.0
+        return share
+
     def _start_parser(self, tr: TargetRun) -> ParserProcess | None:
         """The parser process for a fresh store's import of enough transcripts on more than one
         core (`OPENCLAW_IMPORT_PARSER=process|split|inline` forces it either way); None: read
         in-process. Sets the share of the records it reads (`parser_share`)."""
-        share = parser_share(tr.target.sessions_dir, fresh=tr.fresh)
+        share = self._parser_wanted(tr.target, fresh=tr.fresh)
         if share <= 0.0:
-            return None
-        if _parser_choice() not in ("process", "split") and not _spare_core():
             return None
         build = staging.build_path(
             tr.target.sqlite_path, self.manifest["runId"]
@@ -1470,6 +1584,45 @@ def _shared_transcripts(states: list[RecState]) -> set[str]:
             else:
                 seen.add(src)
     return shared
+
+
+class _IndexNotRead(Exception):
+    """The parser did not read the index (`_index_members`): it is read in-process."""
+
+    def __init__(self, why: str, *, parser_failed: bool):
+        super().__init__(why)
+        self.parser_failed = parser_failed
+
+
+def _index_members(parser: ParserProcess, index: LegacyIndex) -> Iterator[tuple[str, Any]]:
+    """(key, (sessionId, sessionFile) or None) of every member of the index the parser reads
+    (`index_stream.index_parts`), part by part as they come, for `build_records`; `index`'s
+    entries (an empty `StreamedEntries`) grow as they come, its identity is set at the end.
+    `_IndexNotRead` for a fallback."""
+    from openclaw_cli.migration.index_stream import StreamedEntries
+
+    streamed = index.entries
+    assert isinstance(streamed, StreamedEntries)
+    while True:
+        try:
+            message = parser.index_message()
+        except (OSError, RuntimeError, ValueError, EOFError) as exc:
+            raise _IndexNotRead(str(exc), parser_failed=True) from None
+        if message[0] != parsing.INDEXED:
+            raise _IndexNotRead(f"unexpected answer {message[0]!r}", parser_failed=True)
+        kind = message[1]
+        if kind == "part":
+            _, _, keys, offsets, lengths, crcs, facts = message
+            streamed.add_part(keys, offsets, lengths, crcs)
+            yield from zip(keys, facts, strict=True)
+        elif kind == "end":
+            identity, print_ = message[2], message[3]
+            index.identity = Identity(*identity)
+            index.fingerprint = tuple(print_)
+            streamed.set_identity(identity[0], identity[1])
+            return
+        else:
+            raise _IndexNotRead(str(message[2:]), parser_failed=False)
 
 
 def _scan_beside(parser: ParserProcess, states: list[RecState], db: Path) -> Any:

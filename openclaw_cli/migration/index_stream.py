@@ -291,6 +291,62 @@ def scan_members(fd: int, hasher: Any) -> Iterator[tuple[str, int, int, int, Any
         return
 
 
+INDEX_PART = 1024  # members per part of `index_parts`
+
+
+def index_parts(path: str, part: int = INDEX_PART) -> Iterator[tuple[Any, ...]]:
+    """`legacy_reader.read_index`'s member-wise read of a plain `sessions.json` (a regular file,
+    streamable, unchanged while read), in parts for another process (`parser_process`'s INDEX):
+    `("part", keys, offsets, lengths, crcs, facts)` — the arrays as bytes, the facts as
+    `StreamedEntries.add` takes them — then `("end", identity, fingerprint)` with the identity as
+    (dev, ino, mtime_ns, size, sha256 hex); `("fallback", why)` instead for anything else, after
+    which the caller reads the file itself (`read_index`, which reports what it finds)."""
+    import hashlib
+    import stat
+
+    from openclaw_cli.migration.publish import ArtifactError, fingerprint, open_regular_nofollow
+
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            yield ("fallback", "a symbolic link")
+            return
+        fd, before = open_regular_nofollow(path)  # type: ignore[arg-type]  # os.open takes str too
+    except (OSError, ArtifactError) as exc:
+        yield ("fallback", str(exc))
+        return
+    hasher = hashlib.sha256()
+    keys: list[str] = []
+    offsets, lengths, crcs = array("Q"), array("Q"), array("L")
+    facts: list[Any] = []
+    try:
+        try:
+            for key, offset, length, crc, value in scan_members(fd, hasher):
+                keys.append(key)
+                offsets.append(offset)
+                lengths.append(length)
+                crcs.append(crc)
+                facts.append(
+                    (value.get("sessionId"), value.get("sessionFile")) if isinstance(value, dict) else None
+                )
+                if len(keys) >= part:
+                    yield ("part", keys, offsets.tobytes(), lengths.tobytes(), crcs.tobytes(), facts)
+                    keys, facts = [], []
+                    offsets, lengths, crcs = array("Q"), array("Q"), array("L")
+        except NotStreamable as exc:
+            yield ("fallback", str(exc))
+            return
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if keys:
+        yield ("part", keys, offsets.tobytes(), lengths.tobytes(), crcs.tobytes(), facts)
+    if fingerprint(before) != fingerprint(after):
+        yield ("fallback", "the file changed while it was read")
+        return
+    identity = (before.st_dev, before.st_ino, before.st_mtime_ns, before.st_size, hasher.hexdigest())
+    yield ("end", identity, fingerprint(before))
+
+
 NEAR = 64 * 1024  # a read this far past the block goes on forward: the next block is read
 
 
@@ -350,6 +406,17 @@ class StreamedEntries:
             self._facts.append(
                 (value.get("sessionId"), value.get("sessionFile")) if isinstance(value, dict) else None
             )
+
+    def add_part(self, keys: list[str], offsets: bytes, lengths: bytes, crcs: bytes) -> None:
+        """Members read by another process (`index_parts`); their facts are not kept."""
+        self.keys_list.extend(keys)
+        self.offsets.frombytes(offsets)
+        self.lengths.frombytes(lengths)
+        self.crcs.frombytes(crcs)
+
+    def set_identity(self, dev: int, ino: int) -> None:
+        """The (dev, ino) of the file read (`index_parts`' identity): the one entries are read from."""
+        self._ident = (dev, ino)
 
     def take_facts(self) -> list[tuple[Any, Any] | None] | None:
         """The (sessionId, sessionFile) pairs of the first read, once (None afterwards)."""

@@ -285,24 +285,32 @@ def build_records(
     *,
     agent_id: str,
     owner_filter: Callable[[str], bool] | None = None,
+    listing: DirListing | None = None,
+    members: Iterable[tuple[str, Any]] | None = None,
 ) -> tuple[list[Record], list[Issue]]:
-    """Importable records in store order, plus `entry_invalid` issues."""
+    """Importable records in store order, plus `entry_invalid` issues. `listing`: the sessions
+    dir's, when the caller listed it already; `members`: (key, (sessionId, sessionFile) or None)
+    of a member-wise read index's entries as another process reads them (`index_stream.index_parts`:
+    `index.entries` grows as they are taken), instead of the facts of `index.entries`' first read."""
     from openclaw_cli.keys import canonicalize_bare_key
 
     records: list[Record] = []
     issues: list[Issue] = []
-    listing = DirListing(sessions_dir)
+    if listing is None:
+        listing = DirListing(sessions_dir)
     base = str(sessions_dir)
     from openclaw_cli.migration.index_stream import StreamedEntries
     from openclaw_cli.migration.preflight import key_problem, shown_key, substitute_key
 
     streamed = index.entries if isinstance(index.entries, StreamedEntries) else None
-    facts = streamed.take_facts() if streamed is not None else None
-    pairs: Any = (
-        zip(streamed, facts, strict=True)
-        if streamed is not None and facts is not None
-        else (index.entries or {}).items()
-    )
+    facts: Any = streamed.take_facts() if streamed is not None else None
+    pairs: Any
+    if members is not None:
+        pairs, facts = members, True
+    elif streamed is not None and facts is not None:
+        pairs = zip(streamed, facts, strict=True)
+    else:
+        pairs = (index.entries or {}).items()
     for position, (key, item) in enumerate(pairs):
         if owner_filter is not None and not owner_filter(key):
             continue
@@ -391,10 +399,17 @@ def _fast_candidate_names(session_file: Any, sid: str, base: str) -> list[str] |
             return None
         name = session_file
     elif session_file.startswith("/") and not session_file.endswith("/"):
-        norm = os.path.normpath(session_file)
-        name = os.path.basename(session_file)
-        inside = norm.startswith(base + os.sep)
-        if inside and os.path.dirname(norm) != base:
+        cut = session_file.rfind("/")
+        name = session_file[cut + 1 :]  # os.path.basename
+        # an absolute path with no `//`, `/.` or `/..` is already normal: no normpath, no dirname
+        norm = os.path.normpath(session_file) if "//" in session_file or "/." in session_file else None
+        if norm is None:
+            inside = session_file.startswith(base + os.sep)
+            parent = session_file[:cut] if cut else "/"
+        else:
+            inside = norm.startswith(base + os.sep)
+            parent = os.path.dirname(norm)
+        if inside and parent != base:
             return None  # a sub-directory of the sessions dir: the general resolver decides
         if name in ("", ".", ".."):
             return None
@@ -459,20 +474,29 @@ def scan_jsonl_names(sessions_dir: Path, keep: Callable[[str], bool] | None = No
     return out
 
 
-def discover_orphans(sessions_dir: Path, records: list[Record], *, agent_id: str) -> list[Record]:
+def discover_orphans(
+    sessions_dir: Path, records: list[Record], *, agent_id: str, listing: DirListing | None = None
+) -> list[Record]:
     """Primary transcripts no record references whose header names the file's own session id:
-    imported as `agent:<id>:recovered:<sessionId>` (already archived), as OpenClaw does."""
+    imported as `agent:<id>:recovered:<sessionId>` (already archived), as OpenClaw does.
+    `listing`: the sessions dir's, when the caller listed it already (`build_records`'s)."""
     base = str(sessions_dir)
-    referenced = {
-        os.path.basename(t)
-        for r in records
-        if (t := r.transcript_text) is not None and os.path.dirname(t) == base
-    }
+    cut = len(base) + 1
+    referenced = set()
+    for r in records:
+        t = r.transcript_text
+        if t is None:
+            continue
+        if t[cut - 1 : cut] == os.sep and t.startswith(base) and os.sep not in t[cut:] and t[cut:]:
+            referenced.add(t[cut:])  # `<base>/<name>`: the common case, without os.path
+        elif os.path.dirname(t) == base:
+            referenced.add(os.path.basename(t))
     known_ids = {r.session_id for r in records}
     out: list[Record] = []
-    listing = DirListing(sessions_dir)
-    for name in sorted(listing.kinds):
-        if name in referenced or not is_primary_transcript_name(name):
+    if listing is None:
+        listing = DirListing(sessions_dir)
+    for name in sorted(name for name in listing.kinds if name not in referenced):
+        if not is_primary_transcript_name(name):
             continue
         stem = name[: -len(".jsonl")]
         regular, _link = listing.kinds[name]

@@ -69,6 +69,13 @@ MOVE = "move"
 MOVED = 10
 # test hook: the whole import killed at the parser's k-th point in its parts (`_MovePoints`)
 MOVE_CRASH_ENV = "OPENCLAW_IMPORT_PARSER_CRASH_AT"
+# Before its setup, the parser may be asked to read `sessions.json` (`(INDEX, path)`, issue 30: the
+# import's serial head): it is started before the space check, and reads the index member by member
+# (`index_stream.index_parts`) while the importing process lists the sessions directory and builds
+# the records from the parts as they come, each answered as `(INDEXED, *part)`. Whatever is not the
+# plain case is answered `(INDEXED, "fallback", why)`: the importing process then reads it itself.
+INDEX = "index"
+INDEXED = 11
 # The rows of the transcripts the parser reads go into files of their own (`RowsFiles`), each
 # closed once it holds this many bytes of lines: the importing process copies a closed file into
 # its build with one `INSERT ... SELECT` per table instead of binding every row itself.
@@ -459,13 +466,35 @@ def _publish_part(moves: list[Any], mode: int | None, parent: int) -> tuple[Any,
     )
 
 
+def _answer_index(out: IO[bytes], path: str) -> None:
+    """`(INDEX, path)`: the index's parts, each flushed as soon as it is read (the importing process
+    builds its records from one while the next is read); a failure is a fallback, not an error."""
+    try:
+        from openclaw_cli.migration.index_stream import index_parts
+
+        for part in index_parts(path):
+            _write_message(out, (INDEXED, *part))
+            out.flush()
+    except BrokenPipeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the importing process then reads the index itself
+        _write_message(out, (INDEXED, "fallback", f"{type(exc).__name__}: {exc}"))
+        out.flush()
+
+
 def main() -> int:
     """The parser: jobs on stdin, results on stdout, in order, until stdin ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the importing process stops at a safe point, then us
     from openclaw_cli.errors import InvalidDataError
 
     inp, out = sys.stdin.buffer, sys.stdout.buffer
-    setup = _read_message(inp)
+    try:
+        setup = _read_message(inp)
+        while isinstance(setup, tuple) and len(setup) == 2 and setup[0] == INDEX:
+            _answer_index(out, setup[1])
+            setup = _read_message(inp)
+    except BrokenPipeError:  # the importing process is gone
+        os._exit(0)
     if setup is None:
         return 0
     policy, limit_rows, file_limit, rows_base, rows_file_bytes = setup
@@ -581,7 +610,7 @@ class _ResultReader:
 class ParserProcess:
     """The importing process's handle on the parser: `submit` jobs, `take` results in order."""
 
-    def __init__(self, policy: str, limit_rows: int, rows_base: str | None = None):
+    def __init__(self, policy: str, limit_rows: int, rows_base: str | None = None, configure: bool = True):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "openclaw_cli.migration.parser_process"],
             stdin=subprocess.PIPE,
@@ -602,7 +631,30 @@ class ParserProcess:
         self.pending: deque[int] = deque()  # bytes of each job not taken yet, in order
         self.pending_bytes = 0
         self.rows_base = rows_base  # set: the rows go into files `<rows_base><n>` (`RowsFiles`)
+        if configure:
+            self.configure(policy, limit_rows, rows_base)
+
+    def configure(self, policy: str, limit_rows: int, rows_base: str | None = None) -> None:
+        """The setup message (sent by the constructor unless `configure=False`: a parser started
+        before the run knows its build's name, which may read the index first: `read_index`)."""
+        self.rows_base = rows_base
         self._send((policy, limit_rows, PARSER_FILE_LIMIT, rows_base, ROWS_FILE_BYTES))
+
+    def read_index(self, path: str) -> None:
+        """Before `configure`: read `sessions.json` at `path` (`index_stream.index_parts`); its parts
+        are taken with `index_message` before anything else."""
+        self._send((INDEX, path))
+        try:
+            self._in.flush()
+        except BrokenPipeError:
+            raise self._stopped() from None
+
+    def index_message(self) -> tuple[Any, ...]:
+        """The next of the index's messages (`(INDEXED, kind, ...)`)."""
+        message = _read_message(self._out)
+        if message is None:
+            raise self._stopped()
+        return message  # type: ignore[no-any-return]
 
     def _send(self, message: Any) -> int:
         body = marshal.dumps(message)
