@@ -204,3 +204,28 @@ def release_2026_7(monkeypatch: pytest.MonkeyPatch) -> None:
     2 GiB logical budget) for tests written against it: since issue 22 a store with no other
     signal follows the newest release (D23). Subprocesses inherit it."""
     monkeypatch.setenv("OPENCLAW_CLI_BEHAVIOR", "2026.7")
+
+
+def sessions_dir_of_every_kind(root: Path, cold: str) -> None:
+    """A sessions dir with one file of each kind the sweep and the disk budget tell apart (kept,
+    archived, leftovers, a link, a subdirectory, prompt blobs) and `cold` as none, a directory, a
+    link to itself or a link to the blobs: the measures' tests compare two ways of listing it."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "a.jsonl").write_bytes(b"x" * 1000)
+    (root / "b.jsonl.deleted.2026-01-01T00-00-00.000Z").write_bytes(b"y" * 300)
+    (root / "c.jsonl.migrated").write_bytes(b"z" * 5000)  # a migration leftover: neither figure
+    (root / "d.jsonl.pre-doctor-branch-repair-2026-01-01T00-00-00-000Z.bak").write_bytes(b"w" * 7000)
+    (root / "link.jsonl").symlink_to(root / "a.jsonl")
+    (root / "sub").mkdir()
+    (root / "sub" / "e.jsonl").write_bytes(b"v" * 900)
+    blobs = root / "skills-prompts" / "sha256" / "ab"
+    blobs.mkdir(parents=True)
+    (blobs / ("ab" + "0" * 62 + ".txt")).write_bytes(b"p" * 77)
+    (blobs / "not-a-blob.txt").write_bytes(b"q" * 11)
+    if cold == "dir":
+        (root / "cold").mkdir()
+        (root / "cold" / "f.jsonl").write_bytes(b"u" * 400)
+    elif cold == "link-to-self":
+        (root / "cold").symlink_to(".")
+    elif cold == "link-to-blobs":  # one directory seen by both figures under two names
+        (root / "cold").symlink_to(blobs)

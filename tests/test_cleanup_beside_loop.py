@@ -9,30 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanup_support import DAY, entry, maintenance_config, make_sqlite, service, sessions_dir
+from cleanup_support import (
+    DAY,
+    entry,
+    maintenance_config,
+    make_sqlite,
+    service,
+    sessions_dir,
+    sessions_dir_of_every_kind,
+)
 from conftest import NOW_MS
-
-
-def _sessions_dir_of_every_kind(root: Path, cold: str) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "a.jsonl").write_bytes(b"x" * 1000)
-    (root / "b.jsonl.deleted.2026-01-01T00-00-00.000Z").write_bytes(b"y" * 300)
-    (root / "c.jsonl.migrated").write_bytes(b"z" * 5000)  # a migration leftover: neither figure
-    (root / "d.jsonl.pre-doctor-branch-repair-2026-01-01T00-00-00-000Z.bak").write_bytes(b"w" * 7000)
-    (root / "link.jsonl").symlink_to(root / "a.jsonl")
-    (root / "sub").mkdir()
-    (root / "sub" / "e.jsonl").write_bytes(b"v" * 900)
-    blobs = root / "skills-prompts" / "sha256" / "ab"
-    blobs.mkdir(parents=True)
-    (blobs / ("ab" + "0" * 62 + ".txt")).write_bytes(b"p" * 77)
-    (blobs / "not-a-blob.txt").write_bytes(b"q" * 11)
-    if cold == "dir":
-        (root / "cold").mkdir()
-        (root / "cold" / "f.jsonl").write_bytes(b"u" * 400)
-    elif cold == "link-to-self":
-        (root / "cold").symlink_to(".")
-    elif cold == "link-to-blobs":  # one directory seen by both figures under two names
-        (root / "cold").symlink_to(blobs)
 
 
 @pytest.mark.parametrize("cold", ["none", "dir", "link-to-self", "link-to-blobs"])
@@ -43,7 +29,7 @@ def test_one_listing_gives_the_sweeps_count_and_the_budgets_bytes(
     from openclaw_cli.maintenance.budget import count_swept_files, measure_physical, sweep_and_measure
 
     root = tmp_path / "agent" / "sessions"
-    _sessions_dir_of_every_kind(root, cold)
+    sessions_dir_of_every_kind(root, cold)
     database = None
     if with_database:
         database = tmp_path / "agent" / "db.sqlite"

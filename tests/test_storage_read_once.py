@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cleanup_support import sessions_dir_of_every_kind
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -99,23 +100,8 @@ def test_the_physical_budget_from_the_plans_listing_equals_a_listing_of_its_own(
     from openclaw_cli.store.files import scan_sessions_dir
 
     root = tmp_path / "sessions"
-    root.mkdir()
-    (root / "a.jsonl").write_bytes(b"x" * 1000)
+    sessions_dir_of_every_kind(root, cold)
     (root / "sessions.json").write_bytes(b"{}" * 50)
-    (root / "b.jsonl.deleted.2026-01-01T00-00-00.000Z").write_bytes(b"y" * 300)
-    (root / "c.jsonl.migrated").write_bytes(b"z" * 5000)  # a migration leftover: not counted
-    (root / "d.jsonl.pre-doctor-branch-repair-2026-01-01T00-00-00-000Z.bak").write_bytes(b"w" * 7000)
-    (root / "link.jsonl").symlink_to(root / "a.jsonl")
-    (root / "sub").mkdir()
-    (root / "sub" / "e.jsonl").write_bytes(b"v" * 900)
-    blobs = root / "skills-prompts" / "sha256" / "ab"
-    blobs.mkdir(parents=True)
-    (blobs / ("ab" + "0" * 62 + ".txt")).write_bytes(b"p" * 77)
-    if cold == "dir":
-        (root / "cold").mkdir()
-        (root / "cold" / "f.jsonl").write_bytes(b"u" * 400)
-    elif cold == "link-to-self":
-        (root / "cold").symlink_to(".")
     listed = measure_physical(root, None)
     assert listed.total_bytes == 1000 + 100 + 300 + 77 + (400 if cold == "dir" else 0)
     assert measure_physical(root, None, scan_sessions_dir(root)) == listed
