@@ -1087,7 +1087,7 @@ class GatewayServer:
         """Each change to every subscribed connection (an `activity-summary` to every connection
         that may read, as OpenClaw's): the payload encoded once, each connection's `seq` spliced in
         (the bytes `send_event` would write)."""
-        subscribed = [c for c in self.connections if c.subscribed]
+        subscribed = list(self._subscribers)
         readers: list[Connection] | None = None
         for payload in changes:
             targets = subscribed
@@ -1123,7 +1123,7 @@ class GatewayServer:
                 conn.send_event(protocol.EVENT_CONFIG_CHANGED, payload)
 
     def _broadcast_subscribed(self, event: str, payload: dict[str, Any]) -> None:
-        for conn in [c for c in self.connections if c.subscribed]:
+        for conn in list(self._subscribers):
             conn.send_event(event, payload)
 
     def _presence_list(self) -> list[dict[str, Any]]:
