@@ -99,6 +99,8 @@ def test_load_authenticate_filter_open_search_and_every_view(page: Any, hostile_
         row.click()
         page.wait_for_selector("#transcript article", timeout=WAIT_MS)
         assert page.inner_text("#session-title") == "agent:main:telegram:group:123"
+        # describe and chat.history are two requests; either may answer first
+        page.wait_for_selector("#session-meta dt", timeout=WAIT_MS)
         assert "Session id" in page.inner_text("#session-meta")
         assert page.is_hidden("#session-actions")  # read scope: no write buttons
         count = page.inner_text("#transcript-count")
@@ -303,6 +305,8 @@ def test_views_on_every_store_kind(page: Any, state_dir: Path, kind: str) -> Non
         # the session with the longest transcript the list shows opens with its messages
         page.locator(".grid-row:not(.loading)").first.click()
         page.wait_for_selector("#transcript-count:not(:empty)", timeout=WAIT_MS)
+        # describe and chat.history are two requests; either may answer first
+        page.wait_for_selector("#session-meta dt", timeout=WAIT_MS)
         assert page.inner_text("#session-meta")
         page.click("#nav a[data-view=cleanup]")
         page.wait_for_selector("#cleanup-out .card", timeout=WAIT_MS)
