@@ -768,9 +768,8 @@ def case_scale_table(b: Bench) -> None:
 def _settle() -> None:
     """Let the writeback of a freshly copied dataset finish before a timed run: on this machine
     (a VM on shared disks) file creation right after copying ~0.5 GB is 5x slower for a while,
-    which would measure the copy, not the command."""
-    os.sync()
-    time.sleep(10)
+    which would measure the copy, not the command (`bench_floors.settle`)."""
+    __import__("bench_floors").settle()
 
 
 def case_cleanup_enforce_schema23(b: Bench) -> None:
@@ -1770,6 +1769,7 @@ def compare_files(a_path: Path, b_path: Path) -> None:
 
 
 def main() -> None:
+    __import__("bench_floors").stamp_removals()  # settle() waits out the minute after a removal
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

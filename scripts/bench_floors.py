@@ -388,12 +388,38 @@ def _imported(b: Any, ours: list[str], name: str) -> Path:
     return dest
 
 
+# ext4 without a journal (the bench machine) makes every file creation within ~60 s of a deletion
+# scan past the recently freed inodes (`recently_deleted`): a timed run started in that minute paid
+# seconds of system time the others did not, whichever side came first after the previous case's
+# removals (decisions: cleanup36, stop 44's lead section). The bench's removals are stamped.
+SETTLE_AFTER_REMOVAL_S = 65.0
+_last_removal = 0.0
+
+
+def stamp_removals() -> None:
+    """Make `shutil.rmtree` note when the bench last freed inodes (`settle` waits them out)."""
+    original = shutil.rmtree
+
+    def rmtree(path: Any, *args: Any, **kwargs: Any) -> None:
+        global _last_removal
+        existed = os.path.lexists(path)
+        try:
+            original(path, *args, **kwargs)
+        finally:
+            if existed:
+                _last_removal = time.monotonic()
+
+    shutil.rmtree = rmtree  # type: ignore[assignment]
+
+
 def settle() -> None:
-    """Before a timed cleanup: let the writeback of the freshly copied dataset finish (file
-    creation right after copying ~0.3 GB is several times slower for a while on this machine, and
-    a `syncfs` would flush the copy too): the same for ours and the floors."""
+    """Before a timed run: let the writeback of the freshly copied dataset finish (file creation
+    right after copying ~0.3 GB is several times slower for a while on this machine, and a `syncfs`
+    would flush the copy too), and let the minute after the bench's last removal pass: the same for
+    ours and the floors."""
     os.sync()
-    time.sleep(10)
+    since = time.monotonic() - _last_removal
+    time.sleep(max(10.0, SETTLE_AFTER_REMOVAL_S - since) if _last_removal else 10.0)
 
 
 def cleanup_runs(
