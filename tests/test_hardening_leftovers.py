@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.hardening_support import DB, SESSIONS, cli, doctor, make_state
 
@@ -71,3 +72,36 @@ def test_agents_delete_removes_a_killed_deletes_archive_and_config_temps(tmp_pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not any(p.exists() for p in left)
     assert (state / SESSIONS / "sessions.json").exists()  # the other agent is untouched
+
+
+def test_import_sweeps_each_sessions_dir_from_its_space_checks_listing(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The import's space check lists each sessions dir (issue 30, the serial head): the leftovers'
+    sweep that follows takes those names instead of listing the directory again. A dead writer's
+    temp file and transcript lock there are removed, a live writer's temp file is kept."""
+    from openclaw_cli.store import leftovers
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    state = make_state(tmp_path)
+    sessions = state / SESSIONS
+    left = _temp(sessions, "sessions.json", _dead_pid())
+    lock = sessions / "df30a0ea-38b3-46e4-abd3-2c8eddd59451.jsonl.lock"
+    lock.write_text(
+        json.dumps({"pid": 999_999_999, "createdAt": "2026-01-01T00:00:00.000Z", "maxHoldMs": 300000})
+    )
+    live = _temp(sessions, "sessions.json", os.getppid())
+    swept: dict[Path, bool] = {}
+    real = leftovers.sweep_crash_leftovers
+
+    def sweep(directory: Path, lock_settings: Any = None, names: Any = None) -> list[str]:
+        swept[Path(directory)] = names is not None
+        return real(directory, lock_settings, names)
+
+    monkeypatch.setattr(leftovers, "sweep_crash_leftovers", sweep)
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    report = doctor_in_process("import")
+    assert report.exit_code == 0, report.to_json()
+    assert swept[sessions] is True  # the space check's names: not listed a second time
+    assert not any(p.exists() for p in left) and not lock.exists()
+    assert all(p.exists() for p in live)

@@ -45,8 +45,9 @@ class MigrationContext:
         default_factory=lambda: CrashPoints("OPENCLAW_MIGRATION", count_env=CRASH_COUNT_ENV)
     )
     # a destructive mode's last ownership step (our 2026.9.8+ owner file, the leftover sweep),
-    # called by the import after its read-only checks; a no-op outside the ownership block
-    claim_state: Callable[[], None] = lambda: None
+    # called by the import after its read-only checks (with the sessions dirs' names its space
+    # check listed: `engine._sweep_leftovers`); a no-op outside the ownership block
+    claim_state: Callable[..., None] = lambda listed=None: None
 
     @property
     def state_dir(self) -> Path:

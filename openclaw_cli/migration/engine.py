@@ -47,9 +47,9 @@ def run(ctx: MigrationContext, targets: list[Target]) -> Report:
             deferred = options.mode == "import"
             with state_ownership(ctx.state_dir, options.mode, defer_owner_file=deferred) as claim:
 
-                def claim_state() -> None:
+                def claim_state(listed: dict[Path, list[str]] | None = None) -> None:
                     claim.take_owner_file()
-                    _sweep_leftovers(ctx, targets)
+                    _sweep_leftovers(ctx, targets, listed or {})
 
                 ctx.claim_state = claim_state
                 if not deferred:
@@ -69,9 +69,10 @@ def run(ctx: MigrationContext, targets: list[Target]) -> Report:
         ctx.finish()
 
 
-def _sweep_leftovers(ctx: MigrationContext, targets: list[Target]) -> None:
+def _sweep_leftovers(ctx: MigrationContext, targets: list[Target], listed: dict[Path, list[str]]) -> None:
     """A killed run's temp files (a manifest being rewritten, a database being created) go first;
-    under the state ownership no live writer of ours can own them."""
+    under the state ownership no live writer of ours can own them. `listed`: directories whose
+    names the caller has just listed (the import's space check lists each sessions dir)."""
     from openclaw_cli.store.leftovers import sweep_crash_leftovers
 
     sweep_crash_leftovers(ctx.paths.migration_runs_dir())
@@ -84,7 +85,7 @@ def _sweep_leftovers(ctx: MigrationContext, targets: list[Target]) -> None:
     if ctx.options.store is None:
         directories |= {ctx.paths.legacy_store_path(a).parent for a in ctx.paths.discovered_agent_ids()}
     for directory in directories:
-        sweep_crash_leftovers(directory)
+        sweep_crash_leftovers(directory, names=listed.get(directory))
 
 
 def _dispatch(ctx: MigrationContext, targets: list[Target]) -> Report:

@@ -26,23 +26,27 @@ def _manifest_size(path: Path | None) -> int:
         return 0
 
 
-def _legacy_size(sessions_dir: Path) -> tuple[int, int, int]:
-    """(bytes, files, the largest file's bytes) of the legacy store directory (one scandir, no reads)."""
+def _legacy_size(sessions_dir: Path, names: list[str] | None = None) -> tuple[int, int, int, bool]:
+    """(bytes, files, the largest file's bytes, whether it was listed whole) of the legacy store
+    directory (one scandir, no reads); every name it lists appended to `names`."""
     total = files = largest = 0
     try:
         with os.scandir(sessions_dir) as it:
             for entry in it:
+                if names is not None:
+                    names.append(entry.name)
                 try:
                     if entry.is_file(follow_symlinks=False):
                         size = entry.stat(follow_symlinks=False).st_size
                         total += size
                         files += 1
-                        largest = max(largest, size)
+                        if size > largest:
+                            largest = size
                 except OSError:
                     continue
     except OSError:
-        pass
-    return total, files, largest
+        return total, files, largest, False
+    return total, files, largest, True
 
 
 def _estimate_db_bytes(data: int, files: int) -> int:
@@ -67,10 +71,17 @@ def rows_files_bytes(data: int, largest: int) -> int:
     return ROWS_FILE_FACTOR * min(data, at_once)
 
 
-def check_import_space(targets: list[Any], db_kinds: dict[Path, str], runs_dir: Path) -> None:
+def check_import_space(
+    targets: list[Any],
+    db_kinds: dict[Path, str],
+    runs_dir: Path,
+    listed: dict[Path, list[str]] | None = None,
+) -> None:
     """Refuse before anything is written when a filesystem cannot hold what the import will
     write: the database (and its WAL), the parser's rows files beside it when the parser may read
-    (`importer.parser_wanted`) and the manifest, estimated from the legacy sizes."""
+    (`importer.parser_wanted`) and the manifest, estimated from the legacy sizes. `listed`: each
+    sessions dir's names, as its scan found them, for the leftovers' sweep that follows
+    (`engine._sweep_leftovers`: the directory is not listed again)."""
     from openclaw_cli.migration.importer import parser_wanted
 
     needs: dict[int, list[Any]] = {}  # st_dev -> [a path on it, bytes, what]
@@ -89,7 +100,10 @@ def check_import_space(targets: list[Any], db_kinds: dict[Path, str], runs_dir: 
 
     files_total = 0
     for t in targets:
-        data, files, largest = _legacy_size(t.sessions_dir)
+        names: list[str] | None = [] if listed is not None else None
+        data, files, largest, whole = _legacy_size(t.sessions_dir, names)
+        if listed is not None and names is not None and whole:
+            listed[t.sessions_dir] = names
         files_total += files
         db = _estimate_db_bytes(data, files)
         kind = db_kinds.get(t.sqlite_path, "missing")

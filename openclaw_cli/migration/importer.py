@@ -304,10 +304,11 @@ class ImportRun:
         # manifest and the directory listing (`_read_records`); it writes nothing before its setup
         self._early_parser()
         try:
+            listed: dict[Path, list[str]] = {}  # the sessions dirs' names: swept without a listing again
             check_import_space(
-                self.targets, self._db_kinds, self.runs_dir
+                self.targets, self._db_kinds, self.runs_dir, listed
             )  # refused before any write, lock included
-            self.ctx.claim_state()  # our owner file (state dir's tmp/) only once nothing refused
+            self.ctx.claim_state(listed)  # our owner file (state dir's tmp/) only once nothing refused
             with ExitStack() as held:
                 self._lock_stores(held)
                 self._early_index()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from typing import Any
 # configs, successor transcripts, new databases) and a temp database's SQLite sidecars
 _TEMP = re.compile(r"^\.?.+\.(?P<pid>\d+)\.[0-9a-f]{32}\.tmp(?:-wal|-shm|-journal)?$")
 _LOCKS = (".jsonl.lock", "sessions.json.lock")
+# the endings of every name `_TEMP` or `_LOCKS` takes: the other names are passed over without a
+# regex (a sessions dir lists a name per transcript)
+_CANDIDATE_ENDINGS = (".tmp", ".tmp-wal", ".tmp-shm", ".tmp-journal", *_LOCKS)
 
 
 def temp_owner(name: str) -> int | None:
@@ -26,20 +30,26 @@ def temp_owner(name: str) -> int | None:
     return int(match.group("pid")) if match else None
 
 
-def sweep_crash_leftovers(sessions_dir: Path, lock_settings: Any = None) -> list[str]:
+def sweep_crash_leftovers(
+    sessions_dir: Path, lock_settings: Any = None, names: Iterable[str] | None = None
+) -> list[str]:
     """Remove dead writers' temp files and locks directly in `sessions_dir` (any directory we write
     into: a sessions dir, an agent's database dir, the migration runs dir, the state dir); the
-    removed paths."""
+    removed paths. `names`: the directory's listing when the caller has just taken it (a dead
+    writer creates nothing since; a writer dying since leaves its file to the next sweep, as one
+    dying right after the listing always did)."""
     from openclaw_cli.errors import OpenClawError
     from openclaw_cli.store.lock import DEFAULT_LOCK_SETTINGS, decide, inspect_lock, is_pid_alive
 
     settings = lock_settings or DEFAULT_LOCK_SETTINGS
     removed: list[str] = []
-    try:
-        names = sorted(os.listdir(sessions_dir))
-    except OSError:
-        return removed
-    for name in names:  # a Path only for a candidate: a sessions dir may list 100,000 transcripts
+    if names is None:
+        try:
+            names = os.listdir(sessions_dir)
+        except OSError:
+            return removed
+    # only the candidates sorted: a sessions dir may list 100,000 transcripts
+    for name in sorted(name for name in names if name.endswith(_CANDIDATE_ENDINGS)):
         pid = temp_owner(name)
         if pid is None and not name.endswith(_LOCKS):
             continue
