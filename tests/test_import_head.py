@@ -182,8 +182,9 @@ def test_index_parts_are_the_in_process_members_in_parts(tmp_path: Path) -> None
 def test_the_import_with_the_early_parser_stores_what_the_in_process_import_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The whole import (in-process CLI) with the parser forced: the index read there, the report
-    and the stored rows those of the inline import."""
+    """The whole import (in-process CLI) with the parser forced: the index read there, the private
+    build made while it reads (its first part not here yet when first wanted), the report and the
+    stored rows those of the inline import."""
     import shutil
 
     from openclaw_cli.migration import importer
@@ -200,6 +201,7 @@ def test_the_import_with_the_early_parser_stores_what_the_in_process_import_stor
         read_index(self, path)
 
     monkeypatch.setattr(importer.ParserProcess, "read_index", counted)
+    _build_made_in_the_wait(monkeypatch)
     results = {}
     for mode in ("inline", "split"):
         state = tmp_path / mode
@@ -213,6 +215,7 @@ def test_the_import_with_the_early_parser_stores_what_the_in_process_import_stor
             db_lines(state / DB),
         )
     assert asked == [str(tmp_path / "split" / SESSIONS / "sessions.json")]
+    assert _made == [("split", True)]  # (inline: made after the records, as always)
     inline, split = results["inline"], results["split"]
 
     def shown(doc: Any, mode: str) -> str:  # the run's names aside (paths, the archive's stamp)
@@ -222,6 +225,67 @@ def test_the_import_with_the_early_parser_stores_what_the_in_process_import_stor
     assert shown(inline[0], "inline") == shown(split[0], "split")
     assert inline[0]["legacyEntries"] > 40 and inline[0]["issues"]
     assert inline[1] == split[1]
+
+
+_made: list[tuple[str, bool]] = []
+
+
+def _build_made_in_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parser's first part is not here when first wanted (as on *many*: the parser reads
+    ~0.2 s): the build is made then. `_made` records each build made by a parser's import: (the
+    state's name, whether the index's records were still being read)."""
+    from openclaw_cli.migration import importer
+
+    _made.clear()
+    ready, open_store = importer.ParserProcess.ready, importer.ImportRun._open_store
+    first: list[bool] = []
+
+    def not_yet(self: Any) -> bool:
+        if not first:
+            first.append(True)
+            return False
+        return ready(self)
+
+    def recorded(self: Any, tr: Any) -> Any:
+        if self._early is None and os.environ.get("OPENCLAW_IMPORT_PARSER") != "inline":
+            _made.append((Path(os.environ["OPENCLAW_STATE_DIR"]).name, tr.index is None))
+        return open_store(self, tr)
+
+    monkeypatch.setattr(importer.ParserProcess, "ready", not_yet)
+    monkeypatch.setattr(importer.ImportRun, "_open_store", recorded)
+
+
+def test_a_build_made_while_the_parser_read_an_unreadable_index_is_discarded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build made while the parser reads goes when the index turns out unreadable (the
+    parser's fallback, then the in-process read refuses it): nothing of it is left, and the report
+    is the inline import's."""
+    import shutil
+
+    from tests.hardening_support import DB
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    template = make_state(tmp_path / "template", sessions=12, mb=0.05, seed=47)
+    index = _store(template).read_text()
+    _store(template).write_text(index[: len(index) // 2])  # invalid JSON, cut in an entry
+    _build_made_in_the_wait(monkeypatch)
+    results = {}
+    for mode in ("inline", "split"):
+        state = tmp_path / mode
+        shutil.copytree(template, state, symlinks=True)
+        monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+        monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
+        report = doctor_in_process("import")
+        db_dir = (state / DB).parent
+        results[mode] = (
+            report.exit_code,
+            json.dumps(report.to_json()["targets"], sort_keys=True).replace(f"/{mode}/", "/x/"),
+            sorted(os.listdir(db_dir)) if db_dir.exists() else None,
+        )
+    assert _made == [("split", True)]
+    assert results["inline"] == results["split"]
+    assert "store_unreadable" in results["split"][1] and results["split"][2] is None
 
 
 def test_a_refused_space_check_leaves_no_parser_and_writes_nothing(

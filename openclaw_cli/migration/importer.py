@@ -18,7 +18,7 @@ import sqlite3
 import struct
 from array import array
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -462,36 +462,49 @@ class ImportRun:
         t, report = tr.target, tr.report
         owner_filter = _owner_filter(t, self.ctx) if t.shared else None
         listing = DirListing(t.sessions_dir)  # for the records and the orphans (while the parser reads)
-        index, records, issues, parser = self._read_records(tr, parser, asked, listing, owner_filter)
-        tr.index = index
-        for issue in index.issues:
-            report.issues.append(issue)
-        if index.exists and not index.readable:
-            tr.mt["issues"] = [i.to_json() for i in report.issues]
-            return
-        report.issues.extend(issues)
-        if not t.shared:
-            records += discover_orphans(t.sessions_dir, records, agent_id=t.agent_id, listing=listing)
-        del listing  # a name per file (~10 MB at 100,000): not held through the bulk
-        states = _merge_aliases(records, report)
-        tr.states = states
-        report.legacy_entries = sum(1 for s in states if s.alias_of is None)
-        report.referenced_transcript_files = sum(
-            1 for s in states if not s.rec.sqlite_marker and s.alias_of is None
-        )
+        made: list[SqliteStore] = []  # a fresh store's build, made while waiting for the parser's parts
+        created: list[Path] = []  # the directories the build's creation makes (deepest first)
 
-        from openclaw_cli.store.sqlite.store import SqliteStore
+        def make_build() -> None:
+            created.extend(_missing_dirs(t.sqlite_path.parent))
+            made.append(self._open_store(tr))
 
-        if tr.fresh:
-            # D22: built under a private name; a stale build of a killed run is never resumed
-            staging.discard_all(t.sqlite_path)
-            tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
-        self._current_db = tr.db
-        # a private build takes the records in session-id order (`_feed_order`); everything else
-        # (the report, verification, the archive plan) keeps the index's order
-        order = _feed_order(states) if tr.build is not None else None
-        store = SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
         try:
+            index, records, issues, parser = self._read_records(
+                tr, parser, asked, listing, owner_filter, idle=make_build if tr.fresh else None
+            )
+            tr.index = index
+            for issue in index.issues:
+                report.issues.append(issue)
+            if index.exists and not index.readable:
+                if made:  # nothing is imported: the build made meanwhile goes
+                    made.pop().close()
+                    build, tr.build = tr.build, None
+                    if build is not None:
+                        staging.discard(build)
+                    for directory in created:  # as without the build: no directory made either
+                        try:
+                            os.rmdir(directory)
+                        except OSError:
+                            break
+                tr.mt["issues"] = [i.to_json() for i in report.issues]
+                return
+            report.issues.extend(issues)
+            if not t.shared:
+                records += discover_orphans(t.sessions_dir, records, agent_id=t.agent_id, listing=listing)
+            del listing  # a name per file (~10 MB at 100,000): not held through the bulk
+            states = _merge_aliases(records, report)
+            tr.states = states
+            report.legacy_entries = sum(1 for s in states if s.alias_of is None)
+            report.referenced_transcript_files = sum(
+                1 for s in states if not s.rec.sqlite_marker and s.alias_of is None
+            )
+            # a private build takes the records in session-id order (`_feed_order`); everything else
+            # (the report, verification, the archive plan) keeps the index's order
+            order = _feed_order(states) if tr.fresh else None
+            if not made:
+                made.append(self._open_store(tr))
+            store = made[0]
             self.ctx.progress.start(f"Importing {t.agent_id}", len(states))
             self._fed: deque[RecState] = deque()  # the states in the order `_feed` hands them over
             taken = _popped(self._fed)
@@ -511,8 +524,21 @@ class ImportRun:
             self.ctx.checkpoint("bulk-import-done")
             self._reconcile_entries(store, states, report)
         finally:
-            store.close()
+            for opened in made:  # a build left by a failure is discarded by `_abort`
+                opened.close()
         self._validate(tr, parser)
+
+    def _open_store(self, tr: TargetRun) -> SqliteStore:
+        """The store the target's records go into: a fresh store's private build (D22: a stale
+        build of a killed run is never resumed), else the live database."""
+        from openclaw_cli.store.sqlite.store import SqliteStore
+
+        t = tr.target
+        if tr.fresh:
+            staging.discard_all(t.sqlite_path)
+            tr.build = staging.build_path(t.sqlite_path, self.manifest["runId"])
+        self._current_db = tr.db
+        return SqliteStore(tr.db, t.agent_id, create=True, busy_timeout_ms=self.ctx.busy_timeout_ms)
 
     def _validate(self, tr: TargetRun, parser: ParserProcess | None) -> None:
         """Validate before archive (every key, every stored line), then publish a private build
@@ -578,12 +604,15 @@ class ImportRun:
         asked: bool,
         listing: DirListing,
         owner_filter: Any,
+        idle: Callable[[], None] | None = None,
     ) -> tuple[LegacyIndex, list[Record], list[Issue], ParserProcess | None]:
         """The target's index and its records (`read_index`, `build_records`), from the parser's
         read of the index when it was asked for it (`_early_index`): the records are built from
         each part as it comes, while the parser reads the next. Anything else than a plain read
         there (a fallback, a parser that failed) is read here, as without it: (index, records,
-        issues, the parser — None once it failed)."""
+        issues, the parser — None once it failed). `idle`: called once, the first time the parser's
+        next part has not arrived when it is wanted (this process's work that does not need the
+        records: not called when the index is read here)."""
         t = tr.target
         if asked and parser is not None:
             from openclaw_cli.migration.index_stream import StreamedEntries
@@ -598,7 +627,7 @@ class ImportRun:
                     agent_id=t.agent_id,
                     owner_filter=owner_filter,
                     listing=listing,
-                    members=_index_members(parser, index),
+                    members=_index_members(parser, index, idle),
                 )
                 return index, records, issues, parser
             except _IndexNotRead as exc:
@@ -1596,16 +1625,30 @@ class _IndexNotRead(Exception):
         self.parser_failed = parser_failed
 
 
-def _index_members(parser: ParserProcess, index: LegacyIndex) -> Iterator[tuple[str, Any]]:
+def _missing_dirs(directory: Path) -> list[Path]:
+    """`directory` and its ancestors that do not exist, deepest first."""
+    missing = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    return missing
+
+
+def _index_members(
+    parser: ParserProcess, index: LegacyIndex, idle: Callable[[], None] | None = None
+) -> Iterator[tuple[str, Any]]:
     """(key, (sessionId, sessionFile) or None) of every member of the index the parser reads
     (`index_stream.index_parts`), part by part as they come, for `build_records`; `index`'s
     entries (an empty `StreamedEntries`) grow as they come, its identity is set at the end.
-    `_IndexNotRead` for a fallback."""
+    `_IndexNotRead` for a fallback. `idle` runs once, the first time a part is not here yet."""
     from openclaw_cli.migration.index_stream import StreamedEntries
 
     streamed = index.entries
     assert isinstance(streamed, StreamedEntries)
     while True:
+        if idle is not None and not parser.ready():
+            idle()  # in the wait: the parser reads on meanwhile
+            idle = None
         try:
             message = parser.index_message()
         except (OSError, RuntimeError, ValueError, EOFError) as exc:
