@@ -544,3 +544,46 @@ def test_private_build_cache_gives_room_to_large_imports() -> None:
     assert private_build_cache_kib(None) == private_build_cache_kib(20_000) == PRIVATE_BUILD_CACHE_KIB
     assert PRIVATE_BUILD_CACHE_MIN_KIB < private_build_cache_kib(60_000) < PRIVATE_BUILD_CACHE_KIB
     assert private_build_cache_kib(100_000) == private_build_cache_kib(10**7) == PRIVATE_BUILD_CACHE_MIN_KIB
+
+
+_NUMBERISH = st.lists(
+    st.sampled_from(
+        [b"1", b"9" * 19, b"1e400", b"1E-999", b"3e123", b"1e234f", b"e", b"E+", b"-", b".", b" ", b"\t"]
+        + [b"\x0b", b"\x0c", b"\n", b",", b":", b"]", b"}", b"[", b'"', b"a", b"0" * 25, b"2e+123", b"5."]
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NUMBERISH, st.lists(st.integers(1, 64), min_size=1, max_size=8))
+def test_the_number_check_is_the_regex_over_the_whole_file(parts: list[bytes], sizes: list[int]) -> None:
+    """The needles with the exponent's closing test (UUID hex like `1e234` is passed over without
+    the regex, issue 30) answer what `_SUSPECT` answers over the whole file, whole or chunked."""
+    from openclaw_cli.migration.preflight import SUSPECT
+
+    raw = b"".join(parts)
+    expected = SUSPECT.search(raw) is not None
+    assert needs_exact_pass(raw) == expected
+    probe = ExactProbe()
+    hit, pos, n = False, 0, 0
+    while pos < len(raw) and not hit:
+        size = sizes[n % len(sizes)]
+        hit = probe.feed(raw[pos : pos + size], final=False)
+        pos, n = pos + size, n + 1
+    assert (hit or probe.feed(b"", final=True)) == expected
+
+
+@pytest.mark.parametrize("space", [b"", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"  \n  "])
+@pytest.mark.parametrize("number", [b"1e400", b"-2.5E-999", b"7e+1234"])
+def test_an_exponent_before_any_space_and_a_closer_is_found(space: bytes, number: bytes) -> None:
+    from openclaw_cli.migration.preflight import SUSPECT
+
+    for closer in (b",", b"]", b"}"):
+        raw = b'{"a": ' + number + space + closer + b'"3e123-1e234f"}'
+        assert SUSPECT.search(raw) is not None
+        assert needs_exact_pass(raw)
+        probe = ExactProbe()
+        assert probe.feed(raw, final=False) or probe.feed(b"", final=True)
+    raw = b'{"a": "' + number + space + b'x"}'  # not followed by a closer: not a number token
+    assert not needs_exact_pass(raw) and SUSPECT.search(raw) is None

@@ -31,7 +31,14 @@ from typing import Any
 import orjson
 
 from openclaw_cli.errors import PreconditionError
-from openclaw_cli.migration.preflight import NEEDLE_CLASSES, NEEDLES, SUSPECT, TOKEN_CHARS
+from openclaw_cli.migration.preflight import (
+    DIGITS_NEEDLE,
+    NEEDLE_CLASSES,
+    NEEDLES,
+    SUSPECT,
+    TOKEN_CHARS,
+    exponent_may_close,
+)
 
 CHUNK = 1024 * 1024
 WINDOW = 24  # preflight.needs_exact_pass looks this far either side of a number token
@@ -76,7 +83,9 @@ class ExactProbe:
                     self.resume[needle] = base + i
                     keep = min(keep, max(0, i - WINDOW))
                     break
-                if SUSPECT.search(
+                if (
+                    needle is DIGITS_NEEDLE or exponent_may_close(buf, end, min(len(buf), end + WINDOW))
+                ) and SUSPECT.search(
                     buf, max(0, i - WINDOW), end + WINDOW
                 ):  # the tail keeps WINDOW bytes before i
                     return True

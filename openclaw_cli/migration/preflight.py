@@ -64,12 +64,29 @@ _CLASSES = bytes(
 )
 _NEEDLES = (b"0" * 19, b"0e000", b"0e+000")
 _TOKEN_CHARS = frozenset(b"0e+.")
+_SPACE = frozenset(b" \t\n\r\f\v")  # what `\s` takes in a bytes pattern
+_CLOSERS = frozenset(b",]}")
+
+
+def exponent_may_close(raw: bytes, end: int, limit: int) -> bool:
+    """Whether `_SUSPECT`'s exponent form can end a token whose run of number characters ends at
+    `end` (searched up to `limit`): its lookahead wants spaces then `,`, `]` or `}` after the digits, and
+    inside the run every byte is a number character, so only the run's end can be followed so.
+    Most runs of an exponent needle are not numbers (a UUID's hex `1e234`), and they are passed
+    over without the regex; every other token in the window has a needle and a run of its own."""
+    while end < limit and raw[end] in _SPACE:
+        end += 1
+    return end < limit and raw[end] in _CLOSERS
+
+
 # the same test fed chunk by chunk by the member-wise reader (index_stream.ExactProbe)
 NEEDLE_CLASSES, NEEDLES, SUSPECT, TOKEN_CHARS = _CLASSES, _NEEDLES, _SUSPECT, _TOKEN_CHARS
+DIGITS_NEEDLE = _NEEDLES[0]  # the other needles are exponents (`exponent_may_close`)
 
 
 def needs_exact_pass(raw: bytes) -> bool:
-    """Whether the file may hold a number token orjson cannot read exactly."""
+    """Whether the file may hold a number token orjson cannot read exactly (whether `_SUSPECT`
+    matches anywhere in it)."""
     classes = raw.translate(_CLASSES)
     for needle in _NEEDLES:
         start = 0
@@ -77,7 +94,9 @@ def needs_exact_pass(raw: bytes) -> bool:
             end = i + len(needle)
             while end < len(classes) and classes[end] in _TOKEN_CHARS:  # the whole number, however long
                 end += 1
-            if _SUSPECT.search(raw, max(0, i - 24), end + 24):
+            if (
+                needle is DIGITS_NEEDLE or exponent_may_close(raw, end, min(len(raw), end + 24))
+            ) and _SUSPECT.search(raw, max(0, i - 24), end + 24):
                 return True
             start = end
     return False
