@@ -120,35 +120,18 @@ def _session_sqlite(
     yes: bool,
     github_issue: bool,
 ) -> None:
-    from openclaw_cli.cli.common import print_lines
-    from openclaw_cli.cli.render_migration import migration_text
-    from openclaw_cli.ops.doctor import Options, session_sqlite
-    from openclaw_cli.output import emit_json, err
+    from openclaw_cli.cli.doctor_body import session_sqlite_command  # the fast path's body too
 
-    options = Options(
-        mode=mode,
+    session_sqlite_command(
+        ctx,
+        mode,
         agent=agent,
         all_agents=all_agents,
         store=store,
-        json=json_out,
+        json_out=json_out,
         yes=yes,
         github_issue=github_issue,
     )
-    report = session_sqlite(_paths(ctx), options, progress=_progress(json_out))
-    doc = report.to_json()
-    if json_out:
-        emit_json(doc)
-    else:
-        print_lines(migration_text(doc))
-    if github_issue:
-        if report.support_issue is None:
-            err("session-sqlite recover: no support issue payload was generated")
-        else:
-            err(
-                "GitHub issue creation is not available in openclaw-cli; share the sanitised report instead: "
-                f"{report.support_issue.get('bodyPath')}"
-            )
-    raise typer.Exit(report.exit_code)
 
 
 def _plain_doctor(ctx: typer.Context, *, fix: bool, json_out: bool) -> None:

@@ -1,7 +1,7 @@
 """The fast path: `openclaw sessions [list] … --json`, `sessions search QUERY …`, `status
-[--json] [--no-probe] [--wide] [--verbose]` and `[sessions] cleanup … --json` run without importing
-Typer/click (~30 ms of a ~75 ms command; status and cleanup since issue 30), for scripts and the
-clients that poll them.
+[--json] [--no-probe] [--wide] [--verbose]`, `[sessions] cleanup … --json` and `doctor
+--session-sqlite <mode> … --json` run without importing Typer/click (~30 ms of a ~75 ms command;
+status, cleanup and doctor since issue 30), for scripts and the clients that poll them.
 
 It serves only argument lists it understands completely, and runs the very body the Typer
 command runs (`cli/listing.list_command`, `cli/search_body.search_command`,
@@ -174,9 +174,21 @@ def _cleanup(root_call: dict[str, Any], args: list[str], i: int) -> dict[str, An
     return None if call is None else {"root": root_call, "cleanup": call}
 
 
+def _doctor(root_call: dict[str, Any], args: list[str], i: int) -> dict[str, Any] | None:
+    """`doctor --session-sqlite <mode> … --json` with its options from `args[i]` on
+    (`cli/doctor_body.py` says which it serves), or None for anything else."""
+    from openclaw_cli.cli.doctor_body import FAST_FLAGS, FAST_VALUES, fast_call
+
+    got = _options(args, i, FAST_VALUES, FAST_FLAGS)
+    if got is None or got[1] != len(args):
+        return None
+    call = fast_call(got[0])
+    return None if call is None else {"root": root_call, "doctor": call}
+
+
 def parse(argv: Sequence[str]) -> dict[str, Any] | None:
-    """The call (`root`: `profile`, `behavior`, `no_color`; then `listing`, `search`, `status` or `cleanup`:
-    the body's parameters) for an argument list this path serves, else None."""
+    """The call (`root`: `profile`, `behavior`, `no_color`; then `listing`, `search`, `status`,
+    `cleanup` or `doctor`: the body's parameters) for an argument list this path serves, else None."""
     args = hoist_root_options(argv)
     root = _options(args, 0, ROOT_VALUE_PARAMS, dict.fromkeys(ROOT_FLAGS, "no_color"))
     if root is None:
@@ -196,6 +208,8 @@ def parse(argv: Sequence[str]) -> dict[str, Any] | None:
         return {"root": root_call, "status": {p: flags[0].get(p, False) for p in _STATUS_FLAGS.values()}}
     if i < len(args) and args[i] == "cleanup":
         return _cleanup(root_call, args, i + 1)
+    if i < len(args) and args[i] == "doctor":
+        return _doctor(root_call, args, i + 1)
     if i >= len(args) or args[i] != "sessions":
         return None
     group = _options(args, i + 1, _VALUE_OPTIONS, _FLAG_OPTIONS)
@@ -269,6 +283,12 @@ def dispatch(argv: Sequence[str]) -> int | None:
                 from openclaw_cli.cli.cleanup_body import cleanup_command
 
                 cleanup_command(None, **call["cleanup"])
+            elif "doctor" in call:
+                from openclaw_cli.cli.common import run
+                from openclaw_cli.cli.doctor_body import session_sqlite_command
+
+                doctor = call["doctor"]
+                run(lambda: session_sqlite_command(None, **doctor), json_mode=doctor["json_out"])
             else:
                 from openclaw_cli.cli.listing import list_command
 
