@@ -363,3 +363,36 @@ def test_gathered_lines_total_the_per_line_estimates(messages: list[object], kin
         hand_over=lambda *chunk: totals.append(chunk[5]),
     )
     assert sum(totals) == sum(event_token_estimate(orjson.loads(line)) for line in lines)
+
+
+def test_a_line_holding_a_newline_is_refused_as_before() -> None:
+    """`prepare_line` and `gather_lines` look for b"\\n" as an int (no TypeError made and dropped
+    per line): a line with a newline inside is still refused (quarantined under that policy) and
+    every other line kept."""
+    import pytest
+
+    from openclaw_cli.store.quarantine import QUARANTINE_TYPE
+    from openclaw_cli.store.sqlite.lines import gather_lines, prepare_line
+
+    with pytest.raises(ValueError, match="newline"):
+        prepare_line(b'{"a":1}\n{"b":2}')
+    assert prepare_line(b'{"a":1}\n') == ('{"a":1}', 7, {"a": 1})
+    # a newline inside: on the inline path (no final newline) and through `prepare_line`
+    lines = [b'{"type":"x","id":"a"}', b'{"a":1}\n{"b":2}', b'{"a":1}\n{"b":2}\n', b'{"type":"y"}']
+    for policy, kinds in (("quarantine", ["x", QUARANTINE_TYPE, QUARANTINE_TYPE, "y"]), ("skip", ["x", "y"])):
+        out = SimpleNamespace(lines_read=0, quarantined=0, issue=None)
+        chunks: list[tuple[object, ...]] = []
+        gather_lines(
+            out,
+            "s",
+            lines,
+            source="s",
+            policy=policy,  # type: ignore[arg-type]
+            seq=0,
+            newest=0,
+            limit_rows=1000,
+            hand_over=lambda *chunk: chunks.append(chunk),  # noqa: B023 - called before the loop goes on
+        )
+        assert [e[4] for chunk in chunks for e in chunk[0]] == kinds  # type: ignore[attr-defined]
+        assert out.issue.line == 2
+    assert out.issue.message == "malformed transcript line: line contains a newline"
