@@ -415,6 +415,24 @@ def test_rows_files_go_with_their_build(tmp_path: Path) -> None:
     assert other.exists()
 
 
+def test_rows_files_have_large_pages(tmp_path: Path) -> None:
+    """A rows file is written with `ROWS_PAGE_SIZE` pages (a line never spills into an overflow
+    page; a system call per 64 KiB written or read), and holds what was put in it."""
+    from contextlib import closing
+
+    from openclaw_cli.migration import parser_process
+
+    sink = parser_process.RowsFiles(str(tmp_path / "rows-"))
+    assert sink.open() == 0
+    event = ("s1", 0, 1, 3, "message", '{"type":"message","text":"' + "x" * 3000 + '"}')
+    sink.insert([event], [("s1", "e1", 0, "message", None, 1)], len(event[5]))
+    assert sink.close() == 0
+    with closing(sqlite3.connect(tmp_path / "rows-0")) as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == parser_process.ROWS_PAGE_SIZE == 65536
+        assert conn.execute("SELECT * FROM ev").fetchall() == [event]
+        assert conn.execute("SELECT * FROM idn").fetchall() == [("s1", "e1", 0, "message", None, 1)]
+
+
 def test_the_space_precheck_counts_the_parsers_rows_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -445,19 +463,20 @@ def test_the_space_precheck_counts_the_parsers_rows_files(
         return asked[0]
 
     inline, inline_what = need("inline")
+    from openclaw_cli.migration import parser_process
+
+    slack = 2 * import_faults.ROWS_FILE_SLACK_PAGES * parser_process.ROWS_PAGE_SIZE  # two files' pages
     assert "rows files" not in inline_what
     data = 300 * 40_000 + 2
     for choice in ("process", "split", None):  # forced, and the default for transcripts averaging 40 KB
         forced, what = need(choice)
         assert "rows files of agent main" in what
         # every transcript's lines may be in rows files at once here (fewer than the window holds)
-        assert forced - inline == import_faults.ROWS_FILE_FACTOR * data
+        assert forced - inline == import_faults.ROWS_FILE_FACTOR * data + slack
     assert need("process", {live: "ours"})[0] == need("inline", {live: "ours"})[0]  # no build: no parser
     # a store larger than what can be on disk at once: bounded by two files and the window
-    from openclaw_cli.migration import parser_process
-
     big = import_faults.rows_files_bytes(10 * 1024**3, 40_000)
-    assert big == import_faults.ROWS_FILE_FACTOR * (
+    assert big == slack + import_faults.ROWS_FILE_FACTOR * (
         2 * (parser_process.ROWS_FILE_BYTES + 40_000) + parser_process.WINDOW_JOBS * 40_000
     )
 

@@ -17,6 +17,9 @@ MANIFEST_BYTES_PER_FILE = (
 )
 WAL_ALLOWANCE = 96 * 1024 * 1024  # the bulk import checkpoints the WAL every 10,000 pages (80 MiB)
 ROWS_FILE_FACTOR = 2  # bytes a line takes in the parser's rows files, per byte of line (`rows_files_bytes`)
+# pages of a rows file beyond its rows (`rows_files_bytes`): the schema's, and the partly filled
+# last page of each level of its four b-trees (64 KiB pages: `parser_process.ROWS_PAGE_SIZE`)
+ROWS_FILE_SLACK_PAGES = 16
 
 
 def _manifest_size(path: Path | None) -> int:
@@ -63,12 +66,18 @@ def rows_files_bytes(data: int, largest: int) -> int:
     reaches the next file's first record; the parser runs at most `WINDOW_JOBS` records ahead. So at
     once: the closed file not copied yet, the records of the next one up to the importing process,
     and the window ahead of it — never more than every transcript. Lines take ~1.5x their bytes
-    there (measured on *many*, ~440-byte lines: ~190 bytes of event and identity row each): 2x."""
-    from openclaw_cli.migration.parser_process import PARSER_FILE_LIMIT, ROWS_FILE_BYTES, WINDOW_JOBS
+    there (measured on *many*, ~440-byte lines: ~190 bytes of event and identity row each): 2x;
+    plus, per file, the pages its b-trees hold partly filled (`ROWS_FILE_SLACK_PAGES`)."""
+    from openclaw_cli.migration.parser_process import (
+        PARSER_FILE_LIMIT,
+        ROWS_FILE_BYTES,
+        ROWS_PAGE_SIZE,
+        WINDOW_JOBS,
+    )
 
     record = min(largest, PARSER_FILE_LIMIT)
     at_once = 2 * (ROWS_FILE_BYTES + record) + WINDOW_JOBS * record
-    return ROWS_FILE_FACTOR * min(data, at_once)
+    return ROWS_FILE_FACTOR * min(data, at_once) + 2 * ROWS_FILE_SLACK_PAGES * ROWS_PAGE_SIZE
 
 
 def check_import_space(

@@ -824,9 +824,7 @@ class ImportRun:
     def _parsed(self, state: RecState, message: tuple[Any, ...], parser: ParserProcess) -> tuple[Any, Any]:
         """A record's state and rows from the parser's message (what `_open_transcript` and the
         store's line loop would have found): (lines, prepared rows)."""
-        from openclaw_cli.store.base import ReadIssue
-        from openclaw_cli.store.sqlite.lines import PreparedLines
-
+        read_issue, prepared_lines = _STORE_TYPES or _store_types()
         kind = message[0]
         path = state.rec.transcript_text
         if kind == parsing.OK:
@@ -842,17 +840,17 @@ class ImportRun:
                 state.mtime_ms = mtime_ns // 1_000_000
             state.ends_nl = ends_nl
             state.nsplit = nsplit
-            found = None if issue is None else ReadIssue(path or state.rec.key, issue[0], issue[1])
+            found = None if issue is None else read_issue(path or state.rec.key, issue[0], issue[1])
             if isinstance(chunks, tuple):  # written into the parser's rows file: its number and totals
                 number, copy_first = chunks[0], None
                 if number >= 0 and number != self._rows_file:
                     if self._rows_file >= 0:  # a later file: the parser closed the previous one
                         copy_first = parser.rows_file(self._rows_file)
                     self._rows_file = number
-                return (), PreparedLines(
+                return (), prepared_lines(
                     [], lines_read, quarantined, found, node, window, chunks, copy_first, written
                 )
-            return (), PreparedLines(chunks, lines_read, quarantined, found, node, window)
+            return (), prepared_lines(chunks, lines_read, quarantined, found, node, window)
         if kind == parsing.MISSING:
             state.missing = True
         elif kind == parsing.UNREADABLE:
@@ -1694,6 +1692,21 @@ def _scan_beside(parser: ParserProcess, states: list[RecState], db: Path) -> Any
 
 
 _ENTRY_INSERTED, _ENTRY_EXISTING = 1, 2
+
+
+_STORE_TYPES: Any = None  # (ReadIssue, PreparedLines) once loaded (`_store_types`)
+
+
+def _store_types() -> Any:
+    """The store's types `_parsed` makes per parser record, imported once: an `import` statement
+    run per record cost ~7,000 instructions each time (issue 30)."""
+    global _STORE_TYPES
+    if _STORE_TYPES is None:
+        from openclaw_cli.store.base import ReadIssue
+        from openclaw_cli.store.sqlite.lines import PreparedLines
+
+        _STORE_TYPES = (ReadIssue, PreparedLines)
+    return _STORE_TYPES
 
 
 def _take_result(state: RecState | None, res: Any, report: TargetReport) -> None:
