@@ -508,6 +508,10 @@ def main() -> int:
     from openclaw_cli.errors import InvalidDataError
 
     inp, out = sys.stdin.buffer, sys.stdout.buffer
+    if not select.select([inp], [], [], 0)[0]:
+        # started early (no setup yet): idle until the import holds the store's lock and may ask
+        # for the index (INDEX), whose reader's modules (~5-9 ms) are loaded now, off its path
+        import openclaw_cli.migration.index_stream  # noqa: F401
     try:
         setup = _read_message(inp)
         while isinstance(setup, tuple) and len(setup) == 2 and setup[0] == INDEX:
