@@ -814,7 +814,8 @@ class ImportRun:
         parser.submit(rec.transcript_text, rec.session_id, rec.key, how, data, rowid)  # type: ignore[arg-type]
 
     def _last_rows(self, parser: ParserProcess) -> str | None:
-        """The parser's last rows file, closed now that every record was taken (None: none open)."""
+        """The parser's last rows file, closed now that every record was taken (None: it wrote none):
+        the file the last records named, whether their last one or `FINISH` closed it."""
         number = parser.finish()
         last, self._rows_file = self._rows_file, -1
         if number != last:

@@ -353,6 +353,13 @@ class RowsFiles:
         if self.conn is not None and self.bytes >= self.file_bytes:
             self.close()
 
+    def finish(self) -> int:
+        """After the last record (`FINISH`): close the file being written, if any; the number of the
+        last file opened (-1: none), which its last record named — closed already when that record
+        took it past `file_bytes` (`record_done`), and not copied yet either way."""
+        self.close()
+        return self.number
+
     def close(self) -> int:
         """Close the file being written; its number (-1: none is open)."""
         if self.conn is None:
@@ -551,7 +558,7 @@ def main() -> int:
                 continue
             if job == FINISH:
                 try:
-                    result = (SEALED, sink.close() if sink is not None else -1)
+                    result = (SEALED, sink.finish() if sink is not None else -1)
                 except Exception as exc:  # noqa: BLE001 - reported to the importing process, which fails typed
                     result = (FAILED, f"{type(exc).__name__}: {exc}")
                 _write_message(out, result)
@@ -732,7 +739,8 @@ class ParserProcess:
         return message  # type: ignore[no-any-return]
 
     def finish(self) -> int:
-        """After the last job's result: the parser closes its rows file; its number (-1: none)."""
+        """After the last job's result: the parser closes its rows file; the number of its last
+        rows file (-1: none), not copied yet (`RowsFiles.finish`)."""
         self._send(FINISH)
         self.pending.append(0)
         message = self.take()
