@@ -369,8 +369,8 @@ def test_the_ledgers_worker_process_makes_the_same_lines(
     started: list[int] = []
     start = usage_worker.UsageWorker.start.__func__  # type: ignore[attr-defined]
 
-    def recorded(cls, make):
-        worker = start(cls, make)
+    def recorded(cls, make, answer=None):
+        worker = start(cls, make, answer)
         assert worker, "the worker started"
         started.append(worker.pid)
         return worker
@@ -387,7 +387,17 @@ def test_the_ledgers_worker_process_makes_the_same_lines(
 
         monkeypatch.setattr(usage_ledger.RetirementLedger, "line", failing)
     made_here.clear()
+    went_line_by_line: list[bool] = []  # record_leaving: the parent took the lines one by one
+    record_leaving = usage_ledger.record_leaving
+
+    def counted_leaving(*args, **kwargs):
+        went_line_by_line.append(True)
+        return record_leaving(*args, **kwargs)
+
+    monkeypatch.setattr(usage_ledger, "record_leaving", counted_leaving)
     assert _cleanup_ledger(tmp_path / "worker", monkeypatch) == expected
+    # the child's answer appended as it came (issue 30), unless it failed
+    assert went_line_by_line == ([True] if child_fails else [])
     # the removed rows too, byte for byte: made by the child beside the archives (issue 30), or,
     # when it failed, here from the same entries
     assert _removed_rows(tmp_path / "worker") == expected_rows
@@ -456,7 +466,9 @@ def test_the_worker_starts_for_many_sessions_of_any_size(monkeypatch: pytest.Mon
 
     started: list[bool] = []
     monkeypatch.setattr(
-        usage_worker.UsageWorker, "start", classmethod(lambda cls, make: started.append(True) or False)
+        usage_worker.UsageWorker,
+        "start",
+        classmethod(lambda cls, make, answer=None: started.append(True) or False),
     )
     monkeypatch.setattr(usage_ledger.RetirementLedger, "line", lambda self, sid, content: b"{}")
     monkeypatch.delenv("OPENCLAW_CLEANUP_WORKER_MIN", raising=False)
@@ -506,3 +518,46 @@ def test_the_pipe_to_the_worker_holds_several_sends() -> None:
     except BaseException:
         worker.abort()
         raise
+
+
+def test_the_workers_answer_holds_both_files_in_their_order() -> None:
+    """Issue 30: the worker answers with what the parent appends — the ledger's lines, then the
+    removed rows, in `record_leaving`'s order (`first`), whatever order the exports came in — and
+    the lines' lengths, by which a partial answer is read back session by session; a damaged one
+    (cut, or made for other sessions) reads as nothing."""
+    from openclaw_cli.jsonutil import dumps_bytes
+    from openclaw_cli.store import usage_ledger
+
+    hook = usage_ledger.RetirementLedger.__new__(usage_ledger.RetirementLedger)
+    hook.reason, hook.now_ms, hook._slots = "cleanup", 7, None
+    hook.first = {
+        "s1": ("k1", {"sessionId": "s1"}),
+        "s2": (None, None),  # (an earlier window: no row of its own)
+        "s3": ("k3", {"sessionId": "s3", "label": "x"}),
+    }
+    hook.line = lambda sid, content: b'{"sessionId":"%s","n":%d}' % (sid.encode(), len(content))  # type: ignore[method-assign]
+
+    def row(sid: str) -> bytes:
+        key, entry = hook.first[sid]
+        return dumps_bytes(usage_ledger.removed_row(key, entry, sid, reason="cleanup", now_ms=7))
+
+    made = {sid: hook.worker_lines(sid, b"x" * n) for sid, n in (("s3", 3), ("s1", 1))}
+    partial = b"".join(hook.worker_answer(made))
+    assert usage_ledger._answer_lines(partial, hook.first) == {
+        "s1": (hook.line("s1", b"x"), row("s1")),
+        "s3": (hook.line("s3", b"xxx"), row("s3")),
+    }
+    made["s2"] = hook.worker_lines("s2", b"xx")
+    whole = b"".join(hook.worker_answer(made))
+    head = usage_ledger._answer_head(whole, 3)
+    assert head is not None and head[0] == 3
+    start = usage_ledger._ANSWER.size
+    ledger, removed = whole[start : start + head[1]], whole[start + head[1] : start + head[1] + head[2]]
+    assert ledger == b"".join(
+        hook.line(sid, b"x" * n) + b"\n" for sid, n in (("s1", 1), ("s2", 2), ("s3", 3))
+    )
+    assert removed == row("s1") + b"\n" + row("s3") + b"\n"
+    assert usage_ledger._answer_head(whole, 2) is None
+    assert usage_ledger._answer_head(whole[:-1], 3) is None
+    assert usage_ledger._answer_lines(whole[:-1], hook.first) == {}
+    assert usage_ledger._answer_lines(None, hook.first) == {}

@@ -22,6 +22,8 @@ timestamp are cut out of the raw text (a line whose pieces do not parse is parse
 from __future__ import annotations
 
 import os
+import struct
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -513,17 +515,24 @@ def append_lines(
     A torn last line is closed first."""
     if not records:
         return
-    from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, ensure_dir
     from openclaw_cli.jsonutil import dumps_bytes
 
-    if appended is not None and appended.created_dir is None and not path.parent.exists():
-        appended.created_dir = path.parent
-    ensure_dir(path.parent)
     # a removed row holds the entry as read: raw numbers, schema-24 snapshot texts (JsonObjectText)
     # (joined once with their newlines: no copy of each line with its newline first)
     lines = [r if isinstance(r, bytes) else dumps_bytes(r) for r in records]
     lines.append(b"")
-    data = b"\n".join(lines)
+    append_data(path, b"\n".join(lines), appended)
+
+
+def append_data(path: Path, data: bytes | memoryview, appended: Appended | None = None) -> None:
+    """`append_lines` of lines already joined, each with its newline (nothing when empty)."""
+    if not data:
+        return
+    from openclaw_cli.fsio import O_CLOEXEC, O_NOFOLLOW, ensure_dir
+
+    if appended is not None and appended.created_dir is None and not path.parent.exists():
+        appended.created_dir = path.parent
+    ensure_dir(path.parent)
     existed = os.path.lexists(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     size = 0
@@ -652,9 +661,24 @@ def record_leaving(
             rows.append(
                 row if row is not None else removed_row(key, entry, sid, reason=reason, now_ms=now_ms)
             )
+    _append_both(state, store.agent_id, records, rows, appended)
+    return appended
+
+
+def _append_both(
+    state: Path,
+    agent_id: str,
+    records: list[dict[str, Any] | bytes] | bytes | memoryview,
+    rows: list[dict[str, Any] | bytes] | bytes | memoryview,
+    appended: Appended,
+) -> None:
+    """The ledger's records, then the removed rows (lists of records, or their lines joined)."""
     try:
-        append_lines(ledger_path(state, store.agent_id), records, appended)
-        append_lines(removed_path(state, store.agent_id), rows, appended)
+        for path, data in ((ledger_path(state, agent_id), records), (removed_path(state, agent_id), rows)):
+            if isinstance(data, list):
+                append_lines(path, data, appended)
+            else:
+                append_data(path, data, appended)
     except OSError as exc:
         # a disk too full (or a state dir too locked) for a few hundred bytes: the removal's own
         # free-space and permission checks refuse it next with the precise error; the state dir
@@ -662,7 +686,6 @@ def record_leaving(
         appended.undo()
         appended.parts.clear()
         appended.failed = exc.strerror or str(exc)
-    return appended
 
 
 def removed_row(
@@ -768,6 +791,8 @@ class RetirementLedger(LeavingHook):
         # sessionId -> its first (key, entry), as `record_leaving` takes them; none for a store
         # outside any state dir (nothing is appended there, nothing to read)
         self.first: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        # the worker's lines in their places of `first`: (place by sessionId, ledger lines, rows)
+        self._slots: tuple[dict[str, int], list[bytes], list[bytes]] | None = None
         if state_dir_of(store) is not None:
             for key, entry, sid in self.items:
                 if sid:
@@ -798,18 +823,42 @@ class RetirementLedger(LeavingHook):
             )
         )
 
-    def worker_lines(self, session_id: str, content: bytes) -> bytes:
-        """What the worker makes of one export: its ledger line, a newline, and its removed-rows
-        line (empty when the session leaves without a row) — issue 30: both were made on the main
-        thread after the last archive, between the archives and the COMMIT. JSON lines hold no
-        newline."""
+    def worker_lines(self, session_id: str, content: bytes) -> int:
+        """What the worker makes of one export: its ledger line and its removed-rows line (none
+        when the session leaves without a row), kept in the session's place of `first` (returned)
+        for `worker_answer` — issue 30: both were made on the main thread after the last archive,
+        between the archives and the COMMIT."""
         from openclaw_cli.jsonutil import dumps_bytes
 
         key, entry = self.first[session_id]
         row = b""
         if key is not None and isinstance(entry, dict):
             row = dumps_bytes(removed_row(key, entry, session_id, reason=self.reason, now_ms=self.now_ms))
-        return self.line(session_id, content) + b"\n" + row
+        line = self.line(session_id, content)
+        if self._slots is None:  # (in the worker, at its first export)
+            self._slots = {sid: i for i, sid in enumerate(self.first)}, [b""] * len(self.first), []
+            self._slots[2].extend(self._slots[1])
+        place, lines, rows = self._slots
+        at = place[session_id]
+        # (each with its newline: the answer is written part by part, never joined)
+        lines[at], rows[at] = line + b"\n", row + b"\n" if row else b""
+        return at
+
+    def worker_answer(self, made: Mapping[str, object]) -> list[bytes]:
+        """The worker's answer, made there (issue 30: the main thread framed, looked up and joined
+        the ~8 MB of lines session by session between the last archive and the COMMIT): what
+        `record_leaving` appends — the ledger's lines, then the removed rows, each with its
+        newline, in its order (each leaving session's first row: `first`) — then the two lines'
+        lengths per session of `first` (0: not made), as the parts written one after the other.
+        The parent appends the two parts as they are when every line was made here, else it
+        takes them session by session (`_answer_lines`). JSON lines hold no newline."""
+        _, lines, rows = self._slots or ({}, [b""] * len(self.first), [b""] * len(self.first))
+        ledger = [line for line in lines if line] if len(made) < len(lines) else lines
+        removed = [row for row in rows if row]
+        lengths = array("Q", map(len, lines))
+        lengths.extend(map(len, rows))
+        size = _ANSWER.pack(len(made), sum(lengths[: len(lines)]), sum(lengths[len(lines) :]), len(lines))
+        return [size, *ledger, *removed, lengths.tobytes()]
 
     def exported(self, session_id: str, content: bytes) -> None:
         if session_id in self.first and session_id not in self._at:
@@ -832,7 +881,8 @@ class RetirementLedger(LeavingHook):
             return
         from openclaw_cli.store.usage_worker import UsageWorker
 
-        self._worker = UsageWorker.start(self.worker_lines)  # False: not here (threads, no fork)
+        # (False: not here — threads, no fork)
+        self._worker = UsageWorker.start(self.worker_lines, self.worker_answer)
 
     def may_fork(self) -> bool:
         return self._worker is None and bool(self.first)  # undecided: `_probe` may still start it
@@ -848,10 +898,26 @@ class RetirementLedger(LeavingHook):
         known = self.records
         if self._worker:
             worker, self._worker = self._worker, None
+            answer = worker.answer()
+            made = _answer_head(answer, len(self.first))
+            state = state_dir_of(self.store)
+            if (
+                answer is not None
+                and made is not None
+                and made[0] == len(self.first)
+                and not known
+                and state is not None
+            ):
+                # every line made there, in this order: appended as they came (`worker_answer`)
+                view = memoryview(answer)
+                at = _ANSWER.size
+                ledger, removed = view[at : at + made[1]], view[at + made[1] : at + made[1] + made[2]]
+                self._lines = bytearray()
+                _append_both(state, self.store.agent_id, ledger, removed, self.appended)
+                return
             rows = {}
             # lines it could not make are read (rows made) again below, as without it
-            for sid, made in worker.finish().items():
-                line, _, row = made.partition(b"\n")
+            for sid, (line, row) in _answer_lines(answer, self.first).items():
                 known[sid] = line
                 if row:
                     rows[sid] = row
@@ -865,6 +931,45 @@ class RetirementLedger(LeavingHook):
             appended=self.appended,
             known_rows=rows,
         )
+
+
+_ANSWER = struct.Struct("<QQQQ")  # sessions made, ledger bytes, removed-rows bytes, places
+
+
+def _answer_head(answer: bytes | None, places: int) -> tuple[int, int, int] | None:
+    """`worker_answer`'s (sessions made, ledger bytes, removed-rows bytes) when the answer is whole
+    and made for `places` sessions; None otherwise."""
+    if answer is None or len(answer) < _ANSWER.size:
+        return None
+    made, ledger, removed, count = _ANSWER.unpack_from(answer)
+    if count != places or len(answer) != _ANSWER.size + ledger + removed + 16 * count:
+        return None
+    return made, ledger, removed
+
+
+def _answer_lines(answer: bytes | None, order: Iterable[str]) -> dict[str, tuple[bytes, bytes]]:
+    """`worker_answer` for the sessions `order` (`first`) read back session by session: sessionId
+    -> (ledger line, removed row) of those made; {} when it is damaged."""
+    sids = list(order)
+    head = _answer_head(answer, len(sids))
+    if head is None or answer is None:
+        return {}
+    made, n_ledger, n_removed = head
+    lengths = array("Q")
+    lengths.frombytes(answer[_ANSWER.size + n_ledger + n_removed :])
+    out: dict[str, tuple[bytes, bytes]] = {}
+    line_at = _ANSWER.size
+    row_at = row_start = line_at + n_ledger
+    for sid, n_line, n_row in zip(sids, lengths[: len(sids)], lengths[len(sids) :], strict=True):
+        if not n_line:
+            continue
+        # (each length counts its newline)
+        out[sid] = answer[line_at : line_at + n_line - 1], answer[row_at : row_at + max(n_row - 1, 0)]
+        line_at += n_line
+        row_at += n_row
+    if len(out) != made or (line_at, row_at) != (row_start, row_start + n_removed):
+        return {}
+    return out
 
 
 @contextmanager

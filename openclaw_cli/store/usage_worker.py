@@ -4,8 +4,9 @@ A cleanup of thousands of sessions parses each export's usage lines for the ledg
 its Python work on *many*) while it compresses, writes and verifies the archives. The parent sends
 each `(session id, export)` down a pipe as it archives it; the child, forked from it (so it holds
 the rows the lines are made from), makes each line and keeps them until the parent closes the
-pipe, then writes them all back — it never writes while the parent may still be writing, so
-neither can block the other for good. The parent reads them before anything leaves the store
+pipe, then writes them all back as one answer (the ledger's: both files' bytes in their final
+order) — it never writes while the parent may still be writing, so neither can block the other
+for good. The parent reads them before anything leaves the store
 (`RetirementLedger.before_leaving`): the ledger is appended exactly as without the worker.
 
 Only the main thread forks, and only when no other thread runs than our idle ones (the state
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 _HEAD = struct.Struct("<II")  # session id bytes, payload bytes
 _FLUSH = 1 << 18  # bytes gathered before a write to the child
@@ -37,9 +39,15 @@ class UsageWorker:
         self.broken = False
 
     @classmethod
-    def start(cls, make: Callable[[str, bytes], bytes]) -> UsageWorker | bool:
-        """A child making `make(session id, content)` for each sent pair; False where this process
-        cannot fork safely (another thread running, no `fork`)."""
+    def start(
+        cls,
+        make: Callable[[str, bytes], Any],
+        answer: Callable[[dict[str, Any]], Sequence[bytes]] | None = None,
+    ) -> UsageWorker | bool:
+        """A child making `make(session id, content)` for each sent pair and, once the parent has
+        sent them all, writing back the parts `answer(what it made, by session id)` gives, one
+        after the other (by default each pair framed: `make` then gives bytes); False where this process cannot fork safely (another
+        thread running, no `fork`)."""
         if not _forkable():
             return False
         fds: list[int] = []
@@ -53,10 +61,11 @@ class UsageWorker:
             return False
         down_r, down_w, up_r, up_w = fds
         if pid == 0:  # pragma: no cover - the child (its work is checked through the parent)
-            _child(down_r, up_w, make)
+            _child(down_r, up_w, make, answer or _framed)
         os.close(down_r)
         os.close(up_w)
         _widen(down_w)
+        _widen(up_r)  # (the answer, ~10 MB on *many*: a few pipefuls, not one per 64 KiB)
         return cls(pid, down_w, up_r)
 
     def send(self, session_id: str, content: bytes) -> bool:
@@ -84,15 +93,20 @@ class UsageWorker:
         return True
 
     def finish(self) -> dict[str, bytes]:
-        """The lines the child made (session id -> line), once it has every export; what it
-        could not make is missing."""
+        """The lines the child made (session id -> line) with the default answer, once it has
+        every export; what it could not make is missing."""
+        answer = self.answer()
+        return {} if answer is None else _frames(answer)
+
+    def answer(self) -> bytes | None:
+        """The child's whole answer once it has every export; None when it failed."""
         if not self.broken:
             self._flush()
         os.close(self._to)
         chunks: list[bytes] = []
         try:
             while True:
-                chunk = os.read(self._from, 1 << 20)
+                chunk = os.read(self._from, PIPE_BYTES)
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -102,8 +116,8 @@ class UsageWorker:
             os.close(self._from)
         _, status = os.waitpid(self.pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
-            return {}
-        return _frames(b"".join(chunks))
+            return None
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def abort(self) -> None:
         import signal
@@ -164,7 +178,36 @@ def _frames(data: bytes) -> dict[str, bytes]:
     return out if at == end else {}
 
 
-def _child(down: int, up: int, make: Callable[[str, bytes], bytes]) -> None:  # pragma: no cover
+def _write_parts(fd: int, parts: Sequence[bytes]) -> None:
+    """Every part written in order, a group of them a `writev` (no copy of them joined first)."""
+    group = 512  # (within every system's IOV_MAX)
+    for start in range(0, len(parts), group):
+        pending = [memoryview(part) for part in parts[start : start + group] if part]
+        while pending:
+            done = os.writev(fd, pending)
+            while pending and done >= len(pending[0]):
+                done -= len(pending.pop(0))
+            if pending and done:
+                pending[0] = pending[0][done:]
+
+
+def _framed(made: dict[str, bytes]) -> Sequence[bytes]:
+    """The default answer: each (session id, line) framed, as `_frames` reads them."""
+    out = bytearray()
+    for sid, line in made.items():
+        raw = sid.encode()
+        out += _HEAD.pack(len(raw), len(line))
+        out += raw
+        out += line
+    return [bytes(out)]
+
+
+def _child(
+    down: int,
+    up: int,
+    make: Callable[[str, bytes], Any],
+    answer: Callable[[dict[str, Any]], Sequence[bytes]],
+) -> None:  # pragma: no cover
     code = 1
     try:
         import gc
@@ -178,8 +221,8 @@ def _child(down: int, up: int, make: Callable[[str, bytes], bytes]) -> None:  # 
             (max(down, up) + 1, 1 << 16),
         ):
             os.closerange(low, high)
+        made: dict[str, Any] = {}
         with os.fdopen(down, "rb", buffering=1 << 20) as source:
-            out = bytearray()
             head = _HEAD.size
             while True:
                 raw = source.read(head)
@@ -187,14 +230,8 @@ def _child(down: int, up: int, make: Callable[[str, bytes], bytes]) -> None:  # 
                     break
                 n_sid, n_content = _HEAD.unpack(raw)
                 sid = source.read(n_sid).decode()
-                content = source.read(n_content)
-                line = make(sid, content)
-                out += _HEAD.pack(len(sid.encode()), len(line))
-                out += sid.encode()
-                out += line
-        view = memoryview(out)
-        while view:
-            view = view[os.write(up, view) :]
+                made[sid] = make(sid, source.read(n_content))
+        _write_parts(up, answer(made))
         code = 0
     except BaseException:
         code = 1
