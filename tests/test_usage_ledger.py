@@ -561,3 +561,38 @@ def test_the_workers_answer_holds_both_files_in_their_order() -> None:
     assert usage_ledger._answer_head(whole[:-1], 3) is None
     assert usage_ledger._answer_lines(whole[:-1], hook.first) == {}
     assert usage_ledger._answer_lines(None, hook.first) == {}
+
+
+def test_the_workers_input_ends_with_the_last_leaving_sessions_export(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 30: once the last leaving session's export is sent, the worker's input is closed at
+    once, so the child makes its last lines and answers while the archives are made durable —
+    not only when the ledger is appended."""
+    from openclaw_cli.store import usage_ledger, usage_worker
+
+    monkeypatch.setattr(usage_worker, "_forkable", lambda: True)  # (pytest-xdist runs a thread of its own)
+    hook = usage_ledger.RetirementLedger.__new__(usage_ledger.RetirementLedger)
+    hook.reason, hook.now_ms, hook._slots, hook._lines, hook._at = "cleanup", 7, None, bytearray(), {}
+    hook.first = {"s1": ("k1", {"sessionId": "s1"}), "s2": (None, None)}
+    hook.line = lambda sid, content: b'{"sessionId":"%s"}' % sid.encode()  # type: ignore[method-assign]
+    worker = usage_worker.UsageWorker.start(hook.worker_lines, hook.worker_answer)
+    assert isinstance(worker, usage_worker.UsageWorker)
+    hook._worker = worker
+    try:
+        hook.exported("s1", b"{}\n")
+        assert worker._to >= 0
+        hook.exported("s2", b"{}\n")
+        assert worker._to == -1  # closed: the child answers now
+        assert not worker.send("s3", b"{}\n")
+        answer = worker.answer()
+    except BaseException:
+        worker.abort()
+        raise
+    from openclaw_cli.jsonutil import dumps_bytes
+
+    row = dumps_bytes(usage_ledger.removed_row("k1", {"sessionId": "s1"}, "s1", reason="cleanup", now_ms=7))
+    assert usage_ledger._answer_lines(answer, hook.first) == {
+        "s1": (b'{"sessionId":"s1"}', row),
+        "s2": (b'{"sessionId":"s2"}', b""),
+    }

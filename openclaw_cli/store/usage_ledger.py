@@ -866,6 +866,10 @@ class RetirementLedger(LeavingHook):
                 self._probe()
             if self._worker and self._worker.send(session_id, content):
                 self._at[session_id] = -1  # made by the worker
+                if len(self._at) == len(self.first):
+                    # the last one (issue 30): the child answers while the archives are made
+                    # durable, not after
+                    self._worker.close_input()
                 return
             self._lines += self.line(session_id, content)
             self._at[session_id] = len(self._lines)

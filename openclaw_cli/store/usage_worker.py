@@ -70,7 +70,7 @@ class UsageWorker:
 
     def send(self, session_id: str, content: bytes) -> bool:
         """Hand one export over; False when the child is gone (the caller makes the line itself)."""
-        if self.broken:
+        if self.broken or self._to < 0:
             return False
         sid = session_id.encode()
         self._buf += _HEAD.pack(len(sid), len(content))
@@ -98,11 +98,19 @@ class UsageWorker:
         answer = self.answer()
         return {} if answer is None else _frames(answer)
 
-    def answer(self) -> bytes | None:
-        """The child's whole answer once it has every export; None when it failed."""
+    def close_input(self) -> None:
+        """Every export is sent: what is gathered goes now and the child may answer (it works
+        through the last ones while this process makes the archives durable)."""
+        if self._to < 0:
+            return
         if not self.broken:
             self._flush()
         os.close(self._to)
+        self._to = -1  # (nothing more is sent)
+
+    def answer(self) -> bytes | None:
+        """The child's whole answer once it has every export; None when it failed."""
+        self.close_input()
         chunks: list[bytes] = []
         try:
             while True:
@@ -123,6 +131,8 @@ class UsageWorker:
         import signal
 
         for fd in (self._to, self._from):
+            if fd < 0:
+                continue
             try:
                 os.close(fd)
             except OSError:
