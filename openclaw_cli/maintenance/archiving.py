@@ -394,9 +394,7 @@ def plan_archiving(
     out = ArchivingResult()
     # rows deleted so far (the stages walk `store` itself, skipping them: no copy of a 100k-row store)
     deleted: set[str] = set()
-    archived = {
-        k for k, e in store.items() if (type(e) is dict or isinstance(e, Mapping)) and "archivedAt" in e
-    }
+    archived: set[str]  # rows archived already or by a stage (set below)
     shapes = guard.shapes
     shape_of = guard.shape
     is_free = guard.free_fn()
@@ -420,10 +418,41 @@ def plan_archiving(
         if isinstance(max_entries, int) and not isinstance(max_entries, bool) and max_entries > 0
         else None
     )
+    # The model-run and dashboard stages read every key's shape: when either may run, one walk of
+    # the store makes every shape first and notes the rows each stage needs — the probe keys, the
+    # dashboard keys, and the rows not protected by their key (the only ones the prune and cap
+    # stages can take: `is_free` refuses the others first). The stages then walk those lists, in
+    # store order, instead of the whole store three more times (issue 30: *many*'s 20,000 rows,
+    # 11,155 protected by their key, 2,109 dashboard rows).
+    rows: Any = store.items()  # what the prune and cap stages walk
+    model_run_keys: list[str] | None = None
+    dashboard_keys: list[str] | None = None
+    if (dashboard_after_ms and dashboard_after_ms > 0) or (
+        cap is not None and model_run_after_ms and model_run_after_ms > 0
+    ):
+        archived = set()
+        model_run_keys, dashboard_keys, unprotected = [], [], []
+        for key, value in store.items():
+            if (type(value) is dict or isinstance(value, Mapping)) and "archivedAt" in value:
+                archived.add(key)
+            bits = shapes.get(key)
+            if bits is None:
+                bits = shapes[key] = _key_shape(key)  # (`guard.shape(key)`)
+            if bits & _MODEL_RUN:
+                model_run_keys.append(key)
+            if bits & _DASHBOARD:
+                dashboard_keys.append(key)
+            if not bits & _KEY_PROTECTED:
+                unprotected.append((key, value))
+        rows = unprotected
+    else:
+        archived = {
+            k for k, e in store.items() if (type(e) is dict or isinstance(e, Mapping)) and "archivedAt" in e
+        }
     unarchived = len(store) - len(archived)
     if cap is not None and unarchived > cap and model_run_after_ms and model_run_after_ms > 0:
         cutoff = now - model_run_after_ms
-        for key in [k for k in store if (shapes.get(k) or shape_of(k)) & _MODEL_RUN and free(k, entry_of(k))]:
+        for key in [k for k in model_run_keys or () if free(k, entry_of(k))]:
             updated = entry_of(key).get("updatedAt")
             if isinstance(updated, int | float) and not isinstance(updated, bool) and updated < cutoff:
                 deleted.add(key)
@@ -431,13 +460,8 @@ def plan_archiving(
                 out.model_run_pruned += 1
     if dashboard_after_ms and dashboard_after_ms > 0:
         cutoff = now - dashboard_after_ms
-        for key in store:
+        for key in dashboard_keys or ():
             if key in deleted:
-                continue
-            bits = shapes.get(key)
-            if bits is None:
-                bits = shape_of(key)
-            if not bits & _DASHBOARD:
                 continue
             entry = entry_of(key)
             if not free(key, entry):
@@ -449,7 +473,7 @@ def plan_archiving(
                 out.archived_count += 1
     if prune_after_ms and prune_after_ms > 0:
         cutoff = now - prune_after_ms
-        for key, value in store.items():
+        for key, value in rows:
             if key in deleted or key in archived:
                 continue
             entry = value if type(value) is dict or isinstance(value, Mapping) else empty
@@ -487,7 +511,7 @@ def plan_archiving(
         overflow = len(store) - len(archived) - len(deleted) - cap
         if overflow > 0:
             eligible: list[tuple[str, Mapping[str, Any]]] = []
-            for key, value in store.items():
+            for key, value in rows:
                 # (a row protected by its key is never free, `is_free`'s first answer: most rows
                 # of a big store, passed over with one lookup; the last stage keeps no verdict)
                 bits = shapes.get(key)
