@@ -158,3 +158,97 @@ def test_a_kill_or_ctrl_c_in_this_process_part_waits_for_or_stops_the_parser(
         expect,
         **{CRASH_ENV: str(total - 20), "OPENCLAW_MIGRATION_CRASH_SIGNAL": how},
     )
+
+
+def _events(monkeypatch: pytest.MonkeyPatch, kill_at: int = 0) -> list[str]:
+    """The order of the parser's parts sent ("move") and of the batches' bookkeeping
+    ("published"); `kill_at`: the parser is killed right after its `kill_at`-th part was sent."""
+    from openclaw_cli.migration import importer
+
+    events: list[str] = []
+    move, published = importer.ParserProcess.move, importer.ImportRun._published
+
+    def sent(self: Any, moves: list[Any], mode: Any) -> None:
+        events.append("move")
+        move(self, moves, mode)
+        if events.count("move") == kill_at:
+            self.proc.kill()
+
+    def booked(self: Any, tr: Any, batch: list[Any], result: Any) -> None:
+        events.append("published")
+        published(self, tr, batch, result)
+
+    monkeypatch.setattr(importer.ParserProcess, "move", sent)
+    monkeypatch.setattr(importer.ImportRun, "_published", booked)
+    return events
+
+
+@pytest.mark.parametrize("kill_at", [0, 1, 2])
+def test_the_parsers_next_part_is_sent_before_this_batchs_bookkeeping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frozen_clock: None, kill_at: int
+) -> None:
+    """Several batches: the parser is sent its part of batch k+1 before this process waits for its
+    part of batch k and records the batch, so it never idles between two parts; the outcome is the
+    one-process import's — also with the parser killed after its first or second part was sent
+    (two parts then in flight: each settled here, nothing left as a name pair)."""
+    from openclaw_cli.migration import importer
+
+    monkeypatch.setattr(importer, "MAX_PUBLISH_BATCH", 10)  # 43 moves: 10, 10, 10, 10, 3
+    monkeypatch.setattr(importer, "PARSER_MOVES_MIN", 4)  # the last batch's part (1) is not sent
+    template = _state(tmp_path / "template", sessions=40)
+    inline, _ = _run(tmp_path, monkeypatch, "inline", template)
+    events = _events(monkeypatch, kill_at)
+    split, _ = _run(tmp_path, monkeypatch, "split", template)
+    _same(split, inline)
+    archive = tmp_path / "split" / "state" / ARCHIVE
+    assert all(os.lstat(p).st_nlink == 1 for p in archive.iterdir())
+    if kill_at == 0:  # the last batch's part (1 move) is not sent; the legacy store is kept here
+        want = ["move", "move", "published", "move", "published", "move", "published", "published"]
+        assert events == [*want, "published"], events
+    else:  # no part is sent once the parser failed: its parts and the rest published here
+        assert events.count("move") == 2 and events[:2] == ["move", "move"], events
+    _no_parser_left(tmp_path / "split" / "state")
+
+
+def test_ctrl_c_in_this_process_half_waits_for_the_parts_sent(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C at a point of this process's half of the third batch: the parser's part sent is
+    waited for (no parser left, nothing moving), and a re-run settles this process's name pairs and
+    archives everything once, every line stored once."""
+    from openclaw_cli.errors import Interrupted
+    from openclaw_cli.interrupts import InterruptRequested
+    from openclaw_cli.migration import importer
+    from openclaw_cli.migration.context import MigrationContext
+    from tests.test_migration_helpers import doctor
+
+    monkeypatch.setattr(importer, "MAX_PUBLISH_BATCH", 10)  # 62 moves: 6 batches of 10, then 2
+    monkeypatch.setattr(importer, "PARSER_MOVES_MIN", 4)
+    originals = _originals(template)
+    state = tmp_path / "state"
+    shutil.copytree(template, state)
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", "split")
+    checkpoint = MigrationContext.checkpoint
+    seen = [0]
+
+    def interrupted(self: Any, label: str) -> None:
+        if label == "unlinked":
+            seen[0] += 1
+            if seen[0] == 13:  # this process's half is 5 moves a batch: the third batch's third unlink
+                raise InterruptRequested(signal.SIGINT)
+        checkpoint(self, label)
+
+    monkeypatch.setattr(MigrationContext, "checkpoint", interrupted)
+    with pytest.raises(Interrupted):
+        doctor("import")
+    _no_parser_left(state)  # this process's half left name pairs (settled by the re-run), nothing moves
+    _check_files_kept(state, originals)
+    monkeypatch.setattr(MigrationContext, "checkpoint", checkpoint)
+    again = doctor("import")
+    assert again.exit_code == 0, again.to_json()
+    _check_lines_once(state, originals)
+    _check_files_kept(state, originals)
+    _check_manifests(state)
+    assert not (state / SESSIONS / "sessions.json").exists()
+    assert all(os.lstat(p).st_nlink == 1 for p in state.rglob("*") if p.is_file())

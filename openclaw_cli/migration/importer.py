@@ -107,7 +107,7 @@ SMALL_TRANSCRIPTS_SHARE = PARSER_SPLIT_SHARE
 MAX_PUBLISH_BATCH = 4096  # moves held at once while publishing (the manifest is still written as above)
 # A fresh store's archive, when its parser process is idle after verification (`_validate`): the parser
 # publishes this share of each batch (its first moves) while the importing process publishes the rest
-# (`_publish_batch`); a part under `PARSER_MOVES_MIN` moves is not sent (issue 30).
+# (`_publish_split`); a part under `PARSER_MOVES_MIN` moves is not sent (issue 30).
 PARSER_MOVES_SHARE = 0.5
 PARSER_MOVES_MIN = 16
 # `OPENCLAW_IMPORT_PUBLISH=threads|serial`: publish with two batches in flight (this thread links one
@@ -270,7 +270,7 @@ class TargetRun:
     build: Path | None = None  # the private build while it is not published
     published: bool = False  # the target's database is live (it was, or this run published it)
     preplan: _ArchivePlan | None = None  # the archive planned beside verification's scan (`_validate`)
-    # the idle parser kept to publish part of the archive (`_publish_batch`)
+    # the idle parser kept to publish part of the archive (`_publish_split`)
     mover: ParserProcess | None = None
 
     @property
@@ -568,7 +568,7 @@ class ImportRun:
                 and tr.target is self.targets[-1]
                 and (_parser_choice() in ("process", "split") or _spare_core())
             ):
-                # idle: kept to publish part of the archive (`_publish_batch`) when a core is
+                # idle: kept to publish part of the archive (`_publish_split`) when a core is
                 # spare now (as `_start_parser` asks): on a busy machine the two halves wait for
                 # each other's turn (issue 30, load 12-16: the tail's wall rose)
                 tr.mover = parser
@@ -1292,21 +1292,53 @@ class ImportRun:
     def _publish_split(
         self, tr: TargetRun, batches: Iterator[list[Move]]
     ) -> Generator[tuple[list[Move], BatchResult], None, None]:
-        """`publish_batches` with the kept parser (`tr.mover`) publishing part of each batch."""
-        for batch in batches:
-            yield batch, self._publish_batch(tr, batch)
+        """`publish_batches` with the kept parser (`tr.mover`) publishing part of each batch: the
+        parser publishes each batch's first `PARSER_MOVES_SHARE` (`parser_process._publish_part`:
+        `publish_batch`, every A-4 check) while this process publishes the rest with its own crash
+        points, the results in the batch's order (the completed moves stay in the log's order).
+        The parser's part of the next batch is sent before this process waits for its part of this
+        one, so it goes on with it while this process takes the answer, makes the batch's
+        bookkeeping and reads the next batch (issue 30). Whatever stops this process (Ctrl-C at a
+        point, an error, the generator closed), every part sent is waited for first — no process
+        moves anything after that; a parser that fails or dies is closed and its parts settled
+        here (`_settle_part`)."""
+        inflight: deque[list[Move]] = deque()  # the parser's parts sent, not answered yet
+        try:
+            batch = next(batches, None)
+            parts = self._send_part(tr, batch, inflight) if batch is not None else None
+            while batch is not None and parts is not None:
+                theirs, mine, sent = parts
+                if sent:
+                    own = publish_batch(mine, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+                elif theirs:  # the parser could not be sent its part: the whole batch here
+                    own = self._settle_part(theirs, mine, publish=True)
+                else:
+                    own = publish_batch(mine, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+                following = next(batches, None)
+                parts = self._send_part(tr, following, inflight) if following is not None else None
+                if sent:
+                    result = self._take_part(tr, inflight.popleft(), publish=True)
+                    result.done += own.done
+                    result.failed += own.failed
+                else:
+                    result = own
+                yield batch, result
+                batch = following
+        except BaseException:
+            while inflight:  # their moves are not recorded (as this process's interrupted ones)
+                self._take_part(tr, inflight.popleft(), publish=False)
+            raise
 
-    def _publish_batch(self, tr: TargetRun, batch: list[Move]) -> BatchResult:
-        """One batch published by two processes: the idle parser publishes its first
-        `PARSER_MOVES_SHARE` (`parser_process._publish_part`: `publish_batch`, every A-4 check)
-        while this process publishes the rest with its own crash points, the results in the
-        batch's order (the completed moves stay in the log's order). Whatever stops this half
-        (Ctrl-C at a point, an error), the parser's part is waited for first; a parser that fails
-        or dies is closed and its part settled here (`_settle_part`)."""
+    def _send_part(
+        self, tr: TargetRun, batch: list[Move], inflight: deque[list[Move]]
+    ) -> tuple[list[Move], list[Move], bool]:
+        """The batch cut for `_publish_split`: (the parser's part, this process's, whether the
+        parser was sent its part — then it is appended to `inflight`). A part under
+        `PARSER_MOVES_MIN` moves, or no parser: all here."""
         mover = tr.mover
         cut = int(len(batch) * PARSER_MOVES_SHARE)
         if mover is None or cut < PARSER_MOVES_MIN:
-            return publish_batch(batch, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
+            return [], batch, False
         theirs, mine = batch[:cut], batch[cut:]
         try:
             mover.move(
@@ -1317,25 +1349,18 @@ class ImportRun:
                 ],
                 FILE_MODE,
             )
-        except (OSError, RuntimeError):  # not started: the whole batch here
+        except (OSError, RuntimeError):  # not started: the whole batch here (`_settle_part`)
             self._close_mover(tr)
-            return self._settle_part(theirs, mine, publish=True)
-        try:
-            own = publish_batch(mine, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
-        except BaseException:
-            self._take_part(tr, theirs, publish=False)  # no process moves anything after this
-            raise
-        part = self._take_part(tr, theirs, publish=True)
-        part.done += own.done
-        part.failed += own.failed
-        return part
+            return theirs, mine, False
+        inflight.append(theirs)
+        return theirs, mine, True
 
     def _take_part(self, tr: TargetRun, theirs: list[Move], *, publish: bool) -> BatchResult:
-        """The parser's answer for its part (`_publish_batch`), as a `BatchResult` of its moves;
-        when it has none (it failed or died), it is closed and its part settled here."""
-        assert tr.mover is not None
+        """The parser's answer for its part (`_publish_split`), as a `BatchResult` of its moves;
+        when it has none (it failed or died, or was closed for an earlier part), it is closed and
+        its part settled here."""
         try:
-            message = tr.mover.take()
+            message = tr.mover.take() if tr.mover is not None else None
         except (OSError, RuntimeError, ValueError, EOFError):
             message = None
         if message is None or message[0] != parsing.MOVED:
