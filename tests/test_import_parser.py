@@ -46,6 +46,12 @@ def _odd_state(root: Path) -> Path:
         b'{"type":"message","id":"a2",BROKEN\n'
         b'{"type":"openclaw-cli.quarantined-line","raw":"x"}\n'
         b"[1,2]\n"
+        # identities (the rows files hold them in the event rows): a repeated id (the first one
+        # kept), a blank id and a non-string one (none), a parentId not a string (NULL)
+        b'{"type":"custom","id":"a1","parentId":"p"}\n'
+        b'{"type":"custom","id":"  ","parentId":"p"}\n'
+        b'{"type":"custom","id":5}\n'
+        b'{"type":"custom","id":"a4","parentId":7}\n'
         b'{"type":"custom","id":"a3","timestamp":1790000000000}',  # no final newline
         b"\xff\xfe not utf-8\n",
     ]
@@ -424,13 +430,12 @@ def test_rows_files_have_large_pages(tmp_path: Path) -> None:
 
     sink = parser_process.RowsFiles(str(tmp_path / "rows-"))
     assert sink.open() == 0
-    event = ("s1", 0, 1, 3, "message", '{"type":"message","text":"' + "x" * 3000 + '"}')
-    sink.insert([event], [("s1", "e1", 0, "message", None, 1)], len(event[5]))
+    event = ("s1", 0, 1, 3, "message", "e1", None, '{"type":"message","text":"' + "x" * 3000 + '"}')
+    sink.insert([event], len(event[7]))
     assert sink.close() == 0
     with closing(sqlite3.connect(tmp_path / "rows-0")) as conn:
         assert conn.execute("PRAGMA page_size").fetchone()[0] == parser_process.ROWS_PAGE_SIZE == 65536
         assert conn.execute("SELECT * FROM ev").fetchall() == [event]
-        assert conn.execute("SELECT * FROM idn").fetchall() == [("s1", "e1", 0, "message", None, 1)]
 
 
 def test_the_space_precheck_counts_the_parsers_rows_files(

@@ -238,6 +238,7 @@ def parse_one(
         newest=before.st_mtime_ns // 1_000_000,  # the store's fallback: the record's created_at_ms
         limit_rows=limit_rows,
         hand_over=hand_over,
+        merged=sink is not None,  # a rows file holds each line's identity in its event row
     )
     issue = counts.issue
     rows: Any = chunks
@@ -274,10 +275,10 @@ def parse_one(
 
 
 class RowsFiles:
-    """The parser's rows files: `<base><n>`, numbered from 0, each an SQLite file of four plain
-    tables (`ev`, `idn`: the columns of `transcript_events` and `transcript_event_identities`; `nd`,
-    `wn`: the rowid and the columns of `session_nodes` and `session_windows`; no index, no type
-    affinity: values kept as bound). A file is closed (`record_done`) after the
+    """The parser's rows files: `<base><n>`, numbered from 0, each an SQLite file of three plain
+    tables (`ev`: the columns of `transcript_events` with each line's identity, `event_id` NULL for
+    a line without one; `nd`, `wn`: the rowid and the columns of `session_nodes` and
+    `session_windows`; no index, no type affinity: values kept as bound). A file is closed (`record_done`) after the
     record that took it past `ROWS_FILE_BYTES`, so one record's rows are always in one file; a
     record's message names its file and the importing process copies a file once a later one is
     named (or at `FINISH`). The files belong to the private build (named after it) and go with it:
@@ -309,10 +310,13 @@ class RowsFiles:
             conn.execute(f"PRAGMA page_size = {ROWS_PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = OFF")  # a file nobody reads until it is closed
             conn.execute("PRAGMA synchronous = OFF")
+            # a line's event row and its identity in one row (`gather_lines(merged=True)`): the
+            # importing process copies `transcript_event_identities` from the rows with an
+            # `event_id` — one row bound and stored here a line instead of two (issue 30)
             conn.execute(
-                "CREATE TABLE ev(session_id, seq, created_at, event_utf8_bytes, event_type, event_json)"
+                "CREATE TABLE ev(session_id, seq, created_at, event_utf8_bytes, event_type, event_id, "
+                "parent_id, event_json)"
             )
-            conn.execute("CREATE TABLE idn(session_id, event_id, seq, event_type, parent_id, created_at)")
             # the entries' rows at their records' rowids (`at`), copied with `SELECT *`: the rowid,
             # then a `node_row`'s 16 columns / a window row's 15 (`lines.window_with_totals`)
             conn.execute(f"CREATE TABLE nd(at, {', '.join(f'n{i}' for i in range(16))})")
@@ -321,11 +325,9 @@ class RowsFiles:
             self.conn, self.bytes = conn, 0
         return self.number
 
-    def insert(self, events: list[tuple[Any, ...]], identities: list[tuple[Any, ...]], nbytes: int) -> None:
-        conn = self.conn
-        conn.executemany("INSERT INTO ev VALUES (?,?,?,?,?,?)", events)
-        if identities:
-            conn.executemany("INSERT INTO idn VALUES (?,?,?,?,?,?)", identities)
+    def insert(self, events: list[tuple[Any, ...]], nbytes: int) -> None:
+        """Lines' rows as `gather_lines(merged=True)` makes them."""
+        self.conn.executemany("INSERT INTO ev VALUES (?,?,?,?,?,?,?,?)", events)
         self.bytes += nbytes
 
     def entry(self, rowid: int, node: tuple[Any, ...] | None, window: tuple[Any, ...]) -> int:
@@ -399,7 +401,7 @@ class _RowTotals:
         if self.first is None:
             self.first = events[0][2]
             self.file = self.sink.open()
-        self.sink.insert(events, identities, nbytes)
+        self.sink.insert(events, nbytes)  # (identities: empty, each in its event's row)
         self.events += len(events)
         self.nbytes += nbytes
         self.tokens += tokens

@@ -162,12 +162,16 @@ def gather_lines(
     newest: int,
     limit_rows: int,
     hand_over: Callable[[list[tuple[Any, ...]], list[tuple[Any, ...]], int, int, int, int, int], None],
+    merged: bool = False,
 ) -> None:
     """The rows of one session of a fresh store (nothing stored to compare with, no merge), handed
     over every `limit_rows` rows or `GATHER_BYTES` bytes and once at the end (see `Chunk`). The
     per-line work of the common line (bytes, one JSON object) is inline — it is most of an
     import's Python time — with `prepare_line`'s checks in the same order; every other line (str,
-    a trailing newline) goes through `prepare_line`, refused ones through `refused_line`."""
+    a trailing newline) goes through `prepare_line`, refused ones through `refused_line`.
+    `merged` (the import's parser process, whose rows files hold both in one table): each line's
+    identity goes into its event row — `(session_id, seq, created_at, bytes, type, event_id or None,
+    parent_id, text)` — and the identities handed over stay empty."""
     loads = orjson.loads
     estimate = event_token_estimate
     estimate_message = message_token_estimate
@@ -243,10 +247,19 @@ def gather_lines(
                 tokens += estimate(obj)
                 if kind == "compaction":
                     compactions += 1
-        add_event((sid, seq, created, size, kind, text))
         if event_id is not None:
             parent = obj.get("parentId")
-            add_identity((sid, event_id, seq, kind, parent if isinstance(parent, str) else None, created))
+            if parent.__class__ is not str:
+                parent = parent if isinstance(parent, str) else None
+            if merged:
+                add_event((sid, seq, created, size, kind, event_id, parent, text))
+            else:
+                add_event((sid, seq, created, size, kind, text))
+                add_identity((sid, event_id, seq, kind, parent, created))
+        elif merged:
+            add_event((sid, seq, created, size, kind, None, None, text))
+        else:
+            add_event((sid, seq, created, size, kind, text))
         seq += 1
         nbytes += size
         if len(events) >= limit_rows or nbytes >= limit_bytes:

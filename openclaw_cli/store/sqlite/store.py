@@ -149,8 +149,8 @@ _EVENT_COPY = (
 )
 _IDENTITY_COPY = (
     "INSERT OR IGNORE INTO main.transcript_event_identities(session_id, event_id, seq, event_type, parent_id, "
-    "created_at) SELECT session_id, event_id, seq, event_type, parent_id, created_at FROM parsed_rows.idn "
-    "ORDER BY rowid"
+    "created_at) SELECT session_id, event_id, seq, event_type, parent_id, created_at FROM parsed_rows.ev "
+    "WHERE event_id IS NOT NULL ORDER BY rowid"
 )
 # ... and the entries' rows the parser computed, at their records' rowids (`nd`: the rowid then a
 # `node_row`; `wn`: the rowid then a window row with its totals, as `_imported_window` makes it), in
