@@ -412,6 +412,21 @@ def stamp_removals() -> None:
     shutil.rmtree = rmtree  # type: ignore[assignment]
 
 
+_at_exit: list[Path] = []
+
+
+def remove_at_exit(*paths: Path) -> None:
+    """Remove `paths` when the bench ends, not now: inodes freed during a run count as recently
+    freed for 60 s, and for 6 minutes while their inode-table block is dirty — which the next
+    case's own file creations make it (cleanup44b, stop 44) — so one case's copies removed at its
+    end slowed the next case's timed creations, the floor's (no flush until its end) more than ours."""
+    if not _at_exit:
+        import atexit
+
+        atexit.register(lambda: [shutil.rmtree(path, ignore_errors=True) for path in _at_exit])
+    _at_exit.extend(paths)
+
+
 def settle() -> None:
     """Before a timed run: let the writeback of the freshly copied dataset finish (file creation
     right after copying ~0.3 GB is several times slower for a while on this machine, and a `syncfs`
@@ -435,7 +450,7 @@ def cleanup_runs(
     sessions ours removed, in this process), alternating, each run on its own copy of our cached
     import of `name`; `in_db` adds the in-database floor. Same preparation for every run: all the
     copies are made first, then each run starts after `settle()`, and nothing is deleted until
-    the case ends — a copy removed between runs frees thousands of inodes, and ext4 without a
+    the bench ends — a copy removed between runs frees thousands of inodes, and ext4 without a
     journal (this machine) makes every file creation in the next minutes scan past them
     (`recently_deleted`), so whichever run came after a removal paid seconds of system time the
     others did not (decisions: cleanup36, cleanup37). The order alternates (ours first in even
@@ -485,8 +500,7 @@ def cleanup_runs(
                         )
                     )
     finally:
-        for work in works.values():
-            shutil.rmtree(work, ignore_errors=True)
+        remove_at_exit(*works.values())
     return runs, floors, in_dbs, len(removed)
 
 
