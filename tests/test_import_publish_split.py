@@ -205,8 +205,10 @@ def test_the_parsers_next_part_is_sent_before_this_batchs_bookkeeping(
     if kill_at == 0:  # the last batch's part (1 move) is not sent; the legacy store is kept here
         want = ["move", "move", "published", "move", "published", "move", "published", "published"]
         assert events == [*want, "published"], events
-    else:  # no part is sent once the parser failed: its parts and the rest published here
-        assert events.count("move") == 2 and events[:2] == ["move", "move"], events
+    else:  # no part is sent once the parser is found failed: its parts and the rest published here
+        # (one more part may go out before: the killed parser's earlier answer may still be whole)
+        assert kill_at <= events.count("move") <= kill_at + 1, events
+        assert events[:2] == ["move", "move"], events
     _no_parser_left(tmp_path / "split" / "state")
 
 
