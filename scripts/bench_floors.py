@@ -423,8 +423,14 @@ def remove_at_exit(*paths: Path) -> None:
     if not _at_exit:
         import atexit
 
-        atexit.register(lambda: [shutil.rmtree(path, ignore_errors=True) for path in _at_exit])
+        atexit.register(remove_deferred)
     _at_exit.extend(paths)
+
+
+def remove_deferred() -> None:
+    """The removals `remove_at_exit` put off (run when the bench ends)."""
+    while _at_exit:
+        shutil.rmtree(_at_exit.pop(), ignore_errors=True)
 
 
 def settle() -> None:

@@ -248,9 +248,10 @@ def test_bench_floors_run_on_a_small_state(tmp_path: Path, monkeypatch: pytest.M
 def test_the_cleanup_case_keeps_every_copy_until_it_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The bench's cleanup cases (issue 30, cleanup37): every run, ours and the floor alike, gets
-    its own copy made before the first run, and nothing is removed (no copy, no floor archive)
-    until the case ends: a removal frees inodes whose reuse the next run's file creations pay for."""
+    """The bench's cleanup cases (issue 30, cleanup37, stop 44): every run, ours and the floor
+    alike, gets its own copy made before the first run, and nothing is removed (no copy, no floor
+    archive) until the bench ends: a removal frees inodes whose reuse the next run's (or the next
+    case's) file creations pay for."""
     import shutil
 
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -313,8 +314,9 @@ def test_the_cleanup_case_keeps_every_copy_until_it_ends(
     )
     assert len(runs) == len(floors) == 3 and in_db == [] and removed == 2
     timed = [i for i, (what, _) in enumerate(events) if what in ("ours", "floor")]
-    removals = [i for i, (what, _) in enumerate(events) if what == "rmtree"]
-    assert len(removals) == 6 and min(removals) > max(timed)  # every copy removed, after the last run
+    assert timed and not [what for what, _ in events if what == "rmtree"]  # nothing removed in the case
+    copies = sorted(p for p in (tmp_path / "data").iterdir() if "-cleanup-" in p.name)
+    assert len(copies) == 6 and sorted(bench_floors._at_exit) == copies  # each left for the bench's end
     assert [what for what, _ in events if what in ("ours", "floor")] == [
         "ours",
         "floor",
@@ -325,6 +327,7 @@ def test_the_cleanup_case_keeps_every_copy_until_it_ends(
     ]
     assert len({name for _, name in events if _ in ("ours", "floor")}) == 6  # one copy per run
     assert all(keep for _, keep in floor_calls)
+    bench_floors.remove_deferred()  # what the bench's exit runs
     assert not [p for p in (tmp_path / "data").iterdir() if "-cleanup-" in p.name]  # all gone at the end
 
 
