@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -587,3 +588,42 @@ def test_an_exponent_before_any_space_and_a_closer_is_found(space: bytes, number
         assert probe.feed(raw, final=False) or probe.feed(b"", final=True)
     raw = b'{"a": "' + number + space + b'x"}'  # not followed by a closer: not a number token
     assert not needs_exact_pass(raw) and SUSPECT.search(raw) is None
+
+
+def test_the_space_checks_names_are_not_held_through_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The space check lists each sessions dir for the leftovers' sweep (import44b); at 100,000
+    sessions those names are ~8 MB, and held through the bulk they took the import's peak RSS from
+    ~140 to ~150 MB (issue 30's ceiling). They are gone once the store is locked."""
+    import gc
+    import weakref
+
+    from openclaw_cli.migration import importer
+
+    class Names(list):  # a list a weak reference can follow
+        pass
+
+    seen: list[weakref.ref[Names]] = []
+    real_check = importer.check_import_space
+
+    def check(targets: Any, kinds: Any, runs: Any, listed: Any = None) -> None:
+        real_check(targets, kinds, runs, listed)
+        for directory, names in list((listed or {}).items()):
+            listed[directory] = kept = Names(names)
+            seen.append(weakref.ref(kept))
+
+    alive: list[int] = []
+    real_locked = importer.ImportRun._run_locked
+
+    def locked(self: Any) -> Any:
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in seen))
+        return real_locked(self)
+
+    monkeypatch.setattr(importer, "check_import_space", check)
+    monkeypatch.setattr(importer.ImportRun, "_run_locked", locked)
+    _generated_store(tmp_path / "state", "main", 30)
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(tmp_path / "state"))
+    assert doctor("import").exit_code == 0
+    assert seen and alive == [0]
