@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from openclaw_cli.cli.fast import parse
-from tests.conftest import copy_tree, fast_path_options, modules_imported, ours_and_a_legacy_agent, run_cli
+from tests.conftest import copy_tree, fast_path_options, modules_imported, ours_and_a_legacy_agent
+from tests.fast_path_support import run_both
 
 CONFIG = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 2}}}
 
@@ -50,21 +50,7 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 
 
 def _run_both(template: Path, state: Path, args: tuple[str, ...]) -> list[tuple]:
-    results = []
-    for fast in (True, False):
-        if state.exists():
-            shutil.rmtree(state)
-        copy_tree(template, state)
-        env = {
-            "OPENCLAW_STATE_DIR": str(state),
-            "OPENCLAW_HOME": str(state.parent),
-            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-        }
-        if not fast:
-            env["OPENCLAW_FAST_PATH"] = "0"
-        done = run_cli(*(arg.replace("{state}", str(state)) for arg in args), env=env)
-        results.append((done.returncode, done.stdout, done.stderr, _tree(state)))
-    return results
+    return run_both(template, state, args, _tree)
 
 
 SERVED = [

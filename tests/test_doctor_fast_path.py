@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from openclaw_cli.cli.fast import parse
-from tests.conftest import copy_tree, modules_imported, run_cli
+from tests.conftest import copy_tree, modules_imported
+from tests.fast_path_support import run_both
 from tests.hardening_support import make_state
 
 
@@ -49,22 +49,7 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 
 
 def _run_both(template: Path, state: Path, args: tuple[str, ...]) -> list[tuple]:
-    results = []
-    for fast in (True, False):
-        if state.exists():
-            shutil.rmtree(state)
-        copy_tree(template, state)
-        env = {
-            "OPENCLAW_STATE_DIR": str(state),
-            "OPENCLAW_HOME": str(state.parent),
-            "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
-        }
-        if not fast:
-            env["OPENCLAW_FAST_PATH"] = "0"
-        done = run_cli(*(arg.replace("{state}", str(state)) for arg in args), env=env)
-        out, err = (_same_run(s.encode()).decode() for s in (done.stdout, done.stderr))
-        results.append((done.returncode, out, err, _tree(state)))
-    return results
+    return run_both(template, state, args, _tree, lambda text: _same_run(text.encode()).decode())
 
 
 SERVED = [
