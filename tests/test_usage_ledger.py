@@ -428,7 +428,7 @@ def test_the_worker_forks_only_beside_idle_threads_of_ours() -> None:
     busy.start()
     try:
         assert not usage_worker._forkable()
-        assert usage_worker.UsageWorker.start(lambda sid, content: b"") is False
+        assert usage_worker.UsageWorker.start(lambda sid, content: b"", lambda made: []) is False
     finally:
         stop.set()
         busy.join()
@@ -453,7 +453,7 @@ def test_no_worker_when_the_system_refuses_a_pipe_or_a_process(monkeypatch: pyte
         return pair
 
     monkeypatch.setattr(usage_worker.os, "pipe", pipe_then_refuse)
-    assert usage_worker.UsageWorker.start(lambda sid, content: b"") is False
+    assert usage_worker.UsageWorker.start(lambda sid, content: b"", lambda made: []) is False
     for fd in opened:
         with pytest.raises(OSError):
             os.fstat(fd)  # closed again
@@ -500,7 +500,9 @@ def test_the_pipe_to_the_worker_holds_several_sends() -> None:
     if not hasattr(fcntl, "F_GETPIPE_SZ"):
         pytest.skip("no F_GETPIPE_SZ here")
     assert usage_worker.PIPE_BYTES >= 3 * usage_worker._FLUSH
-    worker = usage_worker.UsageWorker.start(lambda sid, content: b"x")
+    worker = usage_worker.UsageWorker.start(
+        lambda sid, content: b"x", lambda made: [sid.encode() + line for sid, line in made.items()]
+    )
     if worker is False:  # (pytest-xdist's own thread: fork refused)
         read, write = os.pipe()
         try:
@@ -514,7 +516,7 @@ def test_the_pipe_to_the_worker_holds_several_sends() -> None:
     try:
         assert fcntl.fcntl(worker._to, fcntl.F_GETPIPE_SZ) == usage_worker.PIPE_BYTES
         assert worker.send("s1", b"{}\n")
-        assert worker.finish() == {"s1": b"x"}
+        assert worker.answer() == b"s1x"
     except BaseException:
         worker.abort()
         raise

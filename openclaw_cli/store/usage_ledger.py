@@ -836,8 +836,11 @@ class RetirementLedger(LeavingHook):
             row = dumps_bytes(removed_row(key, entry, session_id, reason=self.reason, now_ms=self.now_ms))
         line = self.line(session_id, content)
         if self._slots is None:  # (in the worker, at its first export)
-            self._slots = {sid: i for i, sid in enumerate(self.first)}, [b""] * len(self.first), []
-            self._slots[2].extend(self._slots[1])
+            self._slots = (
+                {sid: i for i, sid in enumerate(self.first)},
+                [b""] * len(self.first),
+                [b""] * len(self.first),
+            )
         place, lines, rows = self._slots
         at = place[session_id]
         # (each with its newline: the answer is written part by part, never joined)

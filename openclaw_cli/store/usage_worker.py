@@ -40,14 +40,12 @@ class UsageWorker:
 
     @classmethod
     def start(
-        cls,
-        make: Callable[[str, bytes], Any],
-        answer: Callable[[dict[str, Any]], Sequence[bytes]] | None = None,
+        cls, make: Callable[[str, bytes], Any], answer: Callable[[dict[str, Any]], Sequence[bytes]]
     ) -> UsageWorker | bool:
         """A child making `make(session id, content)` for each sent pair and, once the parent has
         sent them all, writing back the parts `answer(what it made, by session id)` gives, one
-        after the other (by default each pair framed: `make` then gives bytes); False where this process cannot fork safely (another
-        thread running, no `fork`)."""
+        after the other; False where this process cannot fork safely (another thread running, no
+        `fork`)."""
         if not _forkable():
             return False
         fds: list[int] = []
@@ -61,7 +59,7 @@ class UsageWorker:
             return False
         down_r, down_w, up_r, up_w = fds
         if pid == 0:  # pragma: no cover - the child (its work is checked through the parent)
-            _child(down_r, up_w, make, answer or _framed)
+            _child(down_r, up_w, make, answer)
         os.close(down_r)
         os.close(up_w)
         _widen(down_w)
@@ -91,12 +89,6 @@ class UsageWorker:
         finally:
             self._buf = bytearray()
         return True
-
-    def finish(self) -> dict[str, bytes]:
-        """The lines the child made (session id -> line) with the default answer, once it has
-        every export; what it could not make is missing."""
-        answer = self.answer()
-        return {} if answer is None else _frames(answer)
 
     def close_input(self) -> None:
         """Every export is sent: what is gathered goes now and the child may answer (it works
@@ -175,19 +167,6 @@ def _forkable() -> bool:
     return all(t is threading.main_thread() or t.name in _IDLE_THREADS for t in threading.enumerate())
 
 
-def _frames(data: bytes) -> dict[str, bytes]:
-    out: dict[str, bytes] = {}
-    at, end, head = 0, len(data), _HEAD.size
-    while at + head <= end:
-        n_sid, n_line = _HEAD.unpack_from(data, at)
-        at += head
-        if at + n_sid + n_line > end:
-            return {}  # damaged: none of it is trusted
-        out[data[at : at + n_sid].decode()] = data[at + n_sid : at + n_sid + n_line]
-        at += n_sid + n_line
-    return out if at == end else {}
-
-
 def _write_parts(fd: int, parts: Sequence[bytes]) -> None:
     """Every part written in order, a group of them a `writev` (no copy of them joined first)."""
     group = 512  # (within every system's IOV_MAX)
@@ -199,17 +178,6 @@ def _write_parts(fd: int, parts: Sequence[bytes]) -> None:
                 done -= len(pending.pop(0))
             if pending and done:
                 pending[0] = pending[0][done:]
-
-
-def _framed(made: dict[str, bytes]) -> Sequence[bytes]:
-    """The default answer: each (session id, line) framed, as `_frames` reads them."""
-    out = bytearray()
-    for sid, line in made.items():
-        raw = sid.encode()
-        out += _HEAD.pack(len(raw), len(line))
-        out += raw
-        out += line
-    return [bytes(out)]
 
 
 def _child(
