@@ -4,6 +4,7 @@ and the state it left, for the tests to compare."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -36,3 +37,15 @@ def run_both(
         done = run_cli(*(arg.replace("{state}", str(state)) for arg in args), env=env)
         results.append((done.returncode, same(done.stdout), same(done.stderr), tree(state)))
     return results
+
+
+def assert_same_outcome(results: list[tuple]) -> None:
+    """`run_both`'s two runs: the same exit code, stdout, stderr and state left; stdout, when
+    there is one, a single JSON document (failures included)."""
+    fast, typer_app = results
+    assert fast[0] == typer_app[0], (fast[2], typer_app[2])
+    assert fast[1] == typer_app[1]
+    assert fast[2] == typer_app[2]
+    assert fast[3] == typer_app[3]
+    if fast[1]:
+        json.loads(fast[1])

@@ -1309,9 +1309,7 @@ class ImportRun:
             parts = self._send_part(tr, batch, inflight) if batch is not None else None
             while batch is not None and parts is not None:
                 theirs, mine, sent = parts
-                if sent:
-                    own = publish_batch(mine, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
-                elif theirs:  # the parser could not be sent its part: the whole batch here
+                if theirs and not sent:  # the parser could not be sent its part: the whole batch here
                     own = self._settle_part(theirs, mine, publish=True)
                 else:
                     own = publish_batch(mine, checkpoint=self.ctx.checkpoint, mode=FILE_MODE)
