@@ -515,6 +515,74 @@ def test_the_commits_checkpoint_follows_it_only_when_it_cannot_change_the_files(
     )  # checkpointed: the file holds the whole database
 
 
+def test_the_checkpoint_after_the_commit_writes_the_database_back_as_it_copies(store, monkeypatch):
+    """Issue 30: the checkpoint after the removals' COMMIT copies the WAL's pages into the database
+    and syncs it; a thread of its own flushes the database file while the pages are copied (the
+    disk was idle during the copy and the CPU during the sync, and the exit waited for both). The
+    flushes run only while the checkpoint does: none before it starts, the thread gone when it
+    returns; the rows are gone and the file holds the whole database as before."""
+    import threading
+
+    import openclaw_cli.store.sqlite.retire as sqlite_retire
+
+    monkeypatch.setattr(sqlite_retire, "WRITEBACK_PAUSE_S", 0.0)
+    db = os.stat(store.path)
+    flushed: list[str] = []
+    running, done = threading.Event(), threading.Event()
+    real_fdatasync = os.fdatasync
+
+    def fdatasync(fd):
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (db.st_dev, db.st_ino) and threading.current_thread().name == (
+            "cleanup-writeback"
+        ):
+            flushed.append("after" if done.is_set() else "checkpointing" if running.is_set() else "before")
+        return real_fdatasync(fd)
+
+    real_pause = sqlite_retire._DeferredCheckpoint.pause
+
+    def pause(conn, at):
+        later = real_pause(conn, at)
+        assert later is not None
+        later.every = 1  # (this small WAL is checkpointed too)
+        real_execute = later.conn.execute
+
+        class Conn:  # the checkpoint's statement waits until the writeback thread has flushed once
+            def execute(self, sql, *args):
+                if "wal_checkpoint" not in sql:
+                    return real_execute(sql, *args)
+                running.set()
+                try:
+                    for _ in range(500):
+                        if flushed:
+                            break
+                        threading.Event().wait(0.01)
+                    return real_execute(sql, *args)
+                finally:
+                    running.clear()
+                    done.set()
+
+        later.conn = Conn()
+        return later
+
+    monkeypatch.setattr(sqlite_retire.os, "fdatasync", fdatasync)
+    monkeypatch.setattr(sqlite_retire._DeferredCheckpoint, "pause", staticmethod(pause))
+    keys, plan = _ten_leaving(store)
+    outcome = store.retire(plan, lock_settings=None, now_ms=NOW, checkpoint=lambda: None)
+    for thread in threading.enumerate():
+        if thread.name == "cleanup-removals":
+            thread.join(5)
+    assert "checkpointing" in flushed and "after" not in flushed
+    assert not [t for t in threading.enumerate() if t.name == "cleanup-writeback"]
+    assert len(outcome.archives) == 10 and not outcome.kept
+    assert not set(keys) & store.entry_keys()
+    assert (
+        os.path.getsize(store.path)
+        == store._db().execute("PRAGMA page_count").fetchone()[0]
+        * store._db().execute("PRAGMA page_size").fetchone()[0]
+    )
+
+
 def test_export_results_name_their_file_and_the_batch_keeps_its_order(tmp_path):
     """The loop's results carry the archive's name (their `Path` made only when asked, issue 30);
     the batch's `created` and `created_names` list the same files in the order they were made."""
