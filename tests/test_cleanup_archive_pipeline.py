@@ -71,6 +71,25 @@ def test_export_transcripts_equals_the_one_by_one_export(store, monkeypatch, bat
     assert dict((sid, t) for sid, _, t in got)["missing"].events == 0
 
 
+def test_an_export_of_text_that_is_not_utf8_fails_as_the_one_by_one_export(store):
+    """The batch export reads each line's stored bytes (issue 30, stop 45: no str made and encoded
+    again); stored text that is not UTF-8 (another writer's damage) still fails it as reading the
+    text fails the one-by-one export, and other sessions export as before."""
+    conn = store._db()
+    conn.execute(
+        "UPDATE transcript_events SET event_json = CAST(X'7B2261223A22FF227D' AS TEXT)"
+        " WHERE session_id = 's3' AND seq = (SELECT MIN(seq) FROM transcript_events WHERE session_id = 's3')"
+    )
+    with pytest.raises(Exception) as one:
+        _one_by_one(store, "s3")
+    with store.transcript_snapshot(), pytest.raises(Exception) as many:
+        list(store.export_transcripts(["s1", "s3"]))
+    assert type(many.value) is type(one.value) and "UTF-8" in str(many.value)
+    with store.transcript_snapshot():
+        got = list(store.export_transcripts(["s1", "s2"]))
+    assert [(c, t) for _, c, t in got] == [_one_by_one(store, "s1"), _one_by_one(store, "s2")]
+
+
 def test_export_archiver_writes_verified_archives_identical_to_the_general_writer(tmp_path):
     data = b"".join(line.encode() + b"\n" for line in transcript_lines("abc", 3))
     general = ar.write_verified_archive(tmp_path / "a", "abc", "deleted", data, now_ms=NOW, sync=False)

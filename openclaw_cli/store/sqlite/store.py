@@ -270,6 +270,18 @@ def _pinned_order(key: str, text: str) -> tuple[float, float, str]:
 
 EXPORT_BATCH_MAX_BYTES = 4 * 1024 * 1024  # export_transcripts: larger transcripts are exported one by one
 _QUARANTINE_PREFIX = '{"type":"' + QUARANTINE_TYPE + '",'
+_QUARANTINE_BYTES = _QUARANTINE_PREFIX.encode()
+
+
+def _utf8_or_error(content: bytes, path: Path, timeout_ms: int) -> None:
+    """The export's lines read as their stored bytes must be the UTF-8 text a read as text gives
+    (where that read fails, this one fails the same way: sqlite3's decode error, translated)."""
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise translate_error(
+            sqlite3.OperationalError("Could not decode to UTF-8 column 'event_json'"), path, timeout_ms
+        ) from None
 
 
 @dataclass(slots=True)  # one per imported session
@@ -1323,9 +1335,10 @@ class SqliteStore(SessionStore):
                     }
                     # a large transcript is streamed on its own (never held as rows, text and bytes at once)
                     small = [sid for sid in wanted if windows.get(sid, (0, 0))[1] <= EXPORT_BATCH_MAX_BYTES]
+                    # each line as its stored UTF-8 bytes (no str made and encoded again, issue 30)
                     rows = (
                         conn.execute(
-                            "SELECT session_id, event_json FROM transcript_events"
+                            "SELECT session_id, CAST(event_json AS BLOB) FROM transcript_events"
                             f" WHERE session_id IN ({','.join('?' * len(small))}) ORDER BY session_id, seq",
                             small,
                         ).fetchall()
@@ -1336,20 +1349,19 @@ class SqliteStore(SessionStore):
                 raise translate_error(exc, self.path, self.busy_timeout_ms) from None
             exported: dict[str, tuple[bytes, int]] = {}
             for sid, group in itertools.groupby(rows, key=operator.itemgetter(0)):
-                texts = [text for _, text in group]
-                joined = "\n".join(texts)
-                if _QUARANTINE_PREFIX in joined and any(t.startswith(_QUARANTINE_PREFIX) for t in texts):
+                lines = [line for _, line in group]
+                events = len(lines)
+                lines.append(b"")  # (the last line's newline)
+                content = b"\n".join(lines)
+                if not content.isascii():
+                    _utf8_or_error(content, self.path, self.busy_timeout_ms)
+                if _QUARANTINE_BYTES in content and any(line.startswith(_QUARANTINE_BYTES) for line in lines):
                     # a quarantined line is exported as the bytes it was imported from
-                    content = (
-                        b"\n".join(
-                            original_bytes(t) if t.startswith(_QUARANTINE_PREFIX) else t.encode("utf-8")
-                            for t in texts
-                        )
-                        + b"\n"
+                    content = b"".join(
+                        (original_bytes(line) if line.startswith(_QUARANTINE_BYTES) else line) + b"\n"
+                        for line in lines[:-1]
                     )
-                else:
-                    content = joined.encode("utf-8") + b"\n"
-                exported[sid] = (content, len(texts))
+                exported[sid] = (content, events)
             del rows
             for sid in chunk:
                 if windows.get(sid, (0, 0))[1] > EXPORT_BATCH_MAX_BYTES:
