@@ -329,10 +329,10 @@ def test_archive_exports_archives_each_export_in_order_with_a_checkpoint_each(tm
 def test_a_failing_archive_leaves_every_published_file_to_the_rollback(tmp_path, monkeypatch):
     real_write = ar.ExportArchiver.write
 
-    def failing(self, session_id, data, base, existing=()):
+    def failing(self, session_id, data, base, existing=(), prepared=None):
         if session_id == "sess50":
             raise OSError(28, "No space left on device")
-        return real_write(self, session_id, data, base, existing)
+        return real_write(self, session_id, data, base, existing, prepared)
 
     monkeypatch.setattr(ar.ExportArchiver, "write", failing)
     batch = ArchiveBatch(tmp_path / "d", NOW)
@@ -342,6 +342,111 @@ def test_a_failing_archive_leaves_every_published_file_to_the_rollback(tmp_path,
     assert len(batch.created) == len(os.listdir(batch.directory)) > 0
     batch.rollback()
     assert os.listdir(batch.directory) == []
+
+
+def test_each_archive_is_compressed_and_checked_on_another_thread_one_chunk_ahead(tmp_path, monkeypatch):
+    """Issue 30 (stop 45): zstd and sha256 of archive k+1 run on a thread of their own while this
+    thread writes, reads back and links archive k's file; the files, their order, the names and
+    the checks are the same as archiving each export whole on this thread."""
+    import threading
+
+    import openclaw_cli.store.retire as retire_mod
+
+    main = threading.get_ident()
+    where: list[int] = []
+    real_compressor = ar._compressor
+
+    class Spy:
+        def __init__(self, level: int) -> None:
+            self.real = real_compressor(level)
+
+        def compress(self, content: bytes) -> bytes:
+            where.append(threading.get_ident())
+            return self.real.compress(content)
+
+    monkeypatch.setattr(ar, "_compressor", Spy)
+    read: list[str] = []
+
+    def items():
+        for sid, data, tag in _items(100):
+            read.append(sid)
+            yield sid, data, tag
+
+    batch = ArchiveBatch(tmp_path / "ahead", NOW)
+    got = []
+    for sid, tag, result in batch.archive_exports(items()):
+        # the exports are read on this thread at most two chunks ahead of their archive
+        assert len(read) - len(got) <= 2 * retire_mod.AHEAD_CHUNK
+        got.append((sid, tag, result))
+    assert where and main not in where  # every compression off this thread
+    assert [tag for _, tag, _ in got] == list(range(100))
+    monkeypatch.setattr(ar, "_compressor", real_compressor)
+    alone = ArchiveBatch(tmp_path / "alone", NOW)
+    archiver = alone._exporter()  # each export whole on this thread, as before
+    for (sid, _tag, result), (_, data, _) in zip(got, _items(100), strict=True):
+        if not data:
+            assert result is None
+            continue
+        same = archiver.write(sid, data, f"{sid}.jsonl")
+        assert (result.name, result.sha256, result.size, result.stored_size) == (
+            same.name,
+            same.sha256,
+            same.size,
+            same.stored_size,
+        )
+        assert result.path.read_bytes() == same.path.read_bytes()
+    archiver.close()
+
+
+def test_a_large_export_is_never_held_beside_the_next_ones(tmp_path, monkeypatch):
+    """The chunks read ahead are bounded in bytes too: once the chunk in hand holds `AHEAD_BYTES`
+    (a large transcript), nothing more is read until it is archived."""
+    import openclaw_cli.store.retire as retire_mod
+
+    monkeypatch.setattr(retire_mod, "AHEAD_BYTES", 60)
+    read: list[int] = []
+
+    def items():
+        for sid, data, tag in _items(60):
+            read.append(tag)
+            yield sid, data, tag
+
+    batch = ArchiveBatch(tmp_path / "d", NOW)
+    for _, tag, _ in batch.archive_exports(items()):
+        held = [t for t in read if t >= tag]  # read, not yet archived (this one included)
+        size = sum(len(_items(60)[t][1]) for t in held)
+        assert size < 60 + 2 * max(len(_items(60)[t][1]) for t in held), (tag, held)
+    assert len(read) == 60
+
+
+def test_a_frame_found_wrong_ahead_fails_its_archive_and_names_nothing(tmp_path, monkeypatch):
+    """`prepare` decompresses each frame and compares it with the export before its file exists: a
+    compressor gone wrong fails that archive as a read-back that differs does, with nothing named
+    for it; an error on the compressing thread is raised here at its export."""
+    real = ar._compressor(3)
+
+    class Wrong:
+        def compress(self, content: bytes) -> bytes:
+            return real.compress(content.replace(b"1", b"2", 1) if b'"i":11}' in content else content)
+
+    monkeypatch.setattr(ar, "_compressor", lambda level: Wrong())
+    batch = ArchiveBatch(tmp_path / "d", NOW)
+    done: list[int] = []
+    with pytest.raises(ar.ArchiveError, match="verification failed for sess11"):
+        for _, tag, _ in batch.archive_exports(_items(40)):
+            done.append(tag)
+    assert done == list(range(11))
+    assert sorted(os.listdir(batch.directory)) == sorted(p.name for p in batch.created)
+    assert not any(name.startswith("sess11.") for name in os.listdir(batch.directory))
+
+    class Broken:
+        def compress(self, content: bytes) -> bytes:
+            raise MemoryError("zstd")
+
+    monkeypatch.setattr(ar, "_compressor", lambda level: Broken())
+    with pytest.raises(MemoryError, match="zstd"):
+        for _ in ArchiveBatch(tmp_path / "e", NOW).archive_exports(_items(40)):
+            pass
 
 
 def test_the_read_back_is_one_read_of_the_size_written(tmp_path, monkeypatch):

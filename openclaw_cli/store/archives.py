@@ -668,6 +668,9 @@ def write_verified_archive(
     return ArchiveResult(final, sha, size, stored_size, use_zstd)
 
 
+Prepared = tuple[str, bytes, bool]  # `ExportArchiver.prepare`: sha256 hex, zstd frame, frame round-trips
+
+
 class ExportArchiver:
     """`write_verified_archive` for in-memory content (database exports) in bulk: the hot path of a
     cleanup that archives thousands of small transcripts into one directory the caller created and
@@ -728,13 +731,34 @@ class ExportArchiver:
             os.close(self._dir_fd)
             self._dir_fd = None
 
+    def prepare(self, data: bytes) -> Prepared:
+        """What `write` computes from `data` alone, with no file touched: its sha256, its zstd frame
+        and whether that frame decompresses to `data` itself, byte for byte. Safe on another thread
+        than `write`'s (each thread its own zstd contexts; zstd and sha256 run without the GIL), so
+        archive k+1's is made while archive k's file is written (`ArchiveBatch.archive_exports`)."""
+        sha = self._sha256(data).hexdigest()
+        blob = _compressor(self.level).compress(data)
+        zstandard = _zstd()
+        try:
+            same = _decompressor(zstandard).decompress(blob) == data
+        except zstandard.ZstdError:
+            same = False
+        return sha, blob, same
+
     def write(
-        self, session_id: str, data: bytes, base: str, existing: Iterable[ArchiveFile] = ()
+        self,
+        session_id: str,
+        data: bytes,
+        base: str,
+        existing: Iterable[ArchiveFile] = (),
+        prepared: Prepared | None = None,
     ) -> ArchiveResult:
         """The verified archive of `data` (reusing an identical one of `existing`, the batch's
         archives of the same base). Empty content takes the general writer (never compressed).
         `on_created` sees each archive this call publishes (before its read-back by name, on the
-        temp way), so a rollback finds it."""
+        temp way), so a rollback finds it. `prepared`: `prepare(data)`, made beforehand — the
+        file must then hold exactly its frame, which was found to decompress to `data` (a frame
+        that did not fails the archive as a read-back that differs does: nothing is named)."""
         if not is_valid_legacy_session_id(session_id):
             raise InvalidIdError(f"Invalid session ID: {session_id}")
         _validate_base(base)
@@ -757,15 +781,25 @@ class ExportArchiver:
             os.altsep and os.altsep in base
         ):  # a second guard: never a path out of the directory
             raise RefusedError(f"Cannot archive transcript outside {self.directory}: {base}")
-        sha = self._sha256(data).hexdigest()
+        if prepared is None:
+            sha = self._sha256(data).hexdigest()
+        else:
+            sha, blob, frame_ok = prepared
         size = len(data)
         if existing:
             same = _find_identical(Path(self.directory), base, self.reason, sha, size, list(existing))
             if same is not None:
                 return ArchiveResult(same.path, sha, size, same.size, same.compressed, reused=True)
-        blob = _compressor(self.level).compress(data)
+        if prepared is None:
+            blob = _compressor(self.level).compress(data)
+        elif not frame_ok:
+            raise ArchiveError(f"Transcript archive verification failed for {session_id}")
         first = base + self._suffix  # archive_name(base, reason, now_ms, compressed=True)
-        name = self._write_unnamed(blob, base, first, data) if self._unnamed else _REFUSED
+        name = (
+            self._write_unnamed(blob, base, first, None if prepared is not None else data)
+            if self._unnamed
+            else _REFUSED
+        )
         if name is _UNVERIFIED:
             raise ArchiveError(f"Transcript archive verification failed for {session_id}")
         if name is not _REFUSED:  # linked after its read-back (or None: no free name)
@@ -795,9 +829,10 @@ class ExportArchiver:
             raise ArchiveError(f"Transcript archive verification failed for {session_id}")
         return result
 
-    def _write_unnamed(self, blob: bytes, base: str, first: str, original: bytes) -> str | None:
+    def _write_unnamed(self, blob: bytes, base: str, first: str, original: bytes | None) -> str | None:
         """`blob` (`original` compressed) in an unnamed file of the directory, read back and
-        verified through its descriptor, then linked under the first free name (None: no free name). `_UNVERIFIED` when
+        verified through its descriptor, then linked under the first free name (None: no free name;
+        `original` None: the frame was already found to decompress to it, `prepare`). `_UNVERIFIED` when
         the read-back differs (nothing was named). `_REFUSED` (and the temp way from then on) when
         the filesystem has no unnamed files or the link through `/proc/self/fd` is refused, before
         anything was named."""
@@ -884,7 +919,7 @@ def _frame_holds(got: bytes, blob: bytes, sha: str, size: int) -> bool:
     return len(content) == size and hashlib.sha256(content).hexdigest() == sha
 
 
-def _holds(fd: int, blob: bytes, original: bytes) -> bool:
+def _holds(fd: int, blob: bytes, original: bytes | None) -> bool:
     """The read-back of a fresh unnamed archive through its own descriptor: the file (a regular
     file: `O_TMPFILE` makes nothing else) must hold exactly `blob` — one more byte is asked for, so
     anything after it shows — and its one zstd frame must decompress to `original` itself, byte for
@@ -902,6 +937,8 @@ def _holds(fd: int, blob: bytes, original: bytes) -> bool:
         return False
     if got != blob:
         return False
+    if original is None:  # `blob` itself was decompressed and compared beforehand (`prepare`)
+        return True
     zstandard = _zstd()
     try:
         content: bytes = _decompressor(zstandard).decompress(got)

@@ -224,6 +224,78 @@ class EarlyFlush:
             self.flushes += 1
 
 
+# exports handed to the compressing thread at a time: archive k+1's chunk is compressed and checked
+# there while this thread writes, reads back and links archive k's files (and reads the next exports).
+# A chunk ends at this many exports or once it holds this many bytes, and the next chunk is read
+# ahead only while the one in hand is below it: a large transcript is never held beside another
+AHEAD_CHUNK = 16
+AHEAD_BYTES = 1 << 20
+
+
+class _Ahead:
+    """`items` (session id, content, tag) with `prepare(content)` of each non-empty content made on
+    a thread of its own one chunk ahead: iterating yields `(session id, content, tag, prepared or
+    None)` in the items' order. The items themselves are read on the caller's thread (an export
+    generator's connection, a leaving hook's fork at the first one: the thread starts after it).
+    `prepare` touches no file; an error it raises is raised here at its item. (Whole archives on
+    worker threads were measured and dropped: their file creations serialise on the directory's
+    lock. Here the files stay on the caller's thread; only zstd and sha256 — which run without the
+    GIL — move: issue 30, stop 45.)"""
+
+    def __init__(self, prepare: Callable[[bytes], Any], items: Iterable[tuple[str, bytes, Any]]) -> None:
+        import queue
+
+        self._prepare = prepare
+        self._items = iter(items)
+        self._todo: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: Any = None
+
+    def _run(self) -> None:
+        prepare = self._prepare
+        while (chunk := self._todo.get()) is not None:
+            try:
+                self._done.put([prepare(data) if data else None for _, data, _ in chunk])
+            except BaseException as exc:  # (raised again on the caller's thread)
+                self._done.put(exc)
+
+    def _chunk(self) -> tuple[list[tuple[str, bytes, Any]], int]:
+        chunk: list[tuple[str, bytes, Any]] = []
+        size = 0
+        for item in self._items:
+            chunk.append(item)
+            size += len(item[1])
+            if len(chunk) >= AHEAD_CHUNK or size >= AHEAD_BYTES:
+                break
+        if chunk:
+            self._todo.put(chunk)
+        return chunk, size
+
+    def __iter__(self) -> Iterator[tuple[str, bytes, Any, Any]]:
+        import threading
+
+        self._thread = threading.Thread(target=self._run, name="archive-prepare", daemon=True)
+        pending, size = self._chunk()
+        if pending:
+            self._thread.start()  # (after the first export: a leaving hook may fork there)
+        following: list[tuple[str, bytes, Any]] | None
+        while pending:
+            # the next chunk is read while `pending` is prepared, unless `pending` is large
+            following, size = self._chunk() if size < AHEAD_BYTES else (None, 0)
+            made = self._done.get()
+            if isinstance(made, BaseException):
+                raise made
+            for (sid, data, tag), prepared in zip(pending, made, strict=True):
+                yield sid, data, tag, prepared
+            if following is None:
+                following, size = self._chunk()
+            pending = following
+
+    def close(self) -> None:
+        """Stop the thread (it ends after the chunk in hand; nothing it makes is used)."""
+        self._todo.put(None)
+
+
 def regular_file_signature(path: Path) -> tuple[int, int, int] | None:
     try:
         st = os.lstat(path)
@@ -389,18 +461,22 @@ class ArchiveBatch:
         """Archive in-memory exports `(session id, content, tag)` as they come; yields `(session id,
         tag, ArchiveResult or None)` (None: empty content, nothing to archive), one checkpoint per
         archive. Files are recorded in `created` as they are published, so `rollback` after any
-        failure removes every one. (Worker threads were measured and dropped: file creation in one
-        directory serialises on its lock, and compression is a small part of the cost.) Every
+        failure removes every one. Each export's sha256, zstd frame and the frame's check
+        (`ExportArchiver.prepare`) are made on a thread of its own one chunk ahead (`_Ahead`); the
+        files are written, read back and named on this thread, in order (worker threads writing
+        whole archives were measured and dropped: file creation in one directory serialises on
+        its lock). Every
         `EARLY_FLUSH_FILES` archives or `EARLY_FLUSH_BYTES` their writeback starts (`EarlyFlush`);
         `commit` still makes them all durable."""
         archiver = self._exporter()
         index = self._index
         flusher: EarlyFlush | None = None
         files = stored = 0
+        ahead = _Ahead(archiver.prepare, items)
         try:
-            for sid, data, tag in items:
+            for sid, data, tag, prepared in ahead:
                 base = f"{sid.strip()}.jsonl"
-                result = archiver.write(sid, data, base, index.get(base, ())) if data else None
+                result = archiver.write(sid, data, base, index.get(base, ()), prepared) if data else None
                 if result is not None and not result.reused:
                     files += 1
                     stored += result.stored_size
@@ -411,6 +487,7 @@ class ArchiveBatch:
                         files = stored = 0
                 yield sid, tag, self._note(result)
         finally:
+            ahead.close()
             archiver.close()
             if flusher is not None:
                 flusher.close()
