@@ -135,6 +135,7 @@ def cleanup_command(
         )
         options = options_from_params(params)
         options.text_report = dry_run and not json_mode  # its table shows whole rows (issue 30)
+        options.reason_bytes = not json_mode  # the text report's lines by reason (`_reason_lines`)
         # D23: the preview follows the release of the Gateway that would apply it (the real
         # sessions.cleanup has no dry run: the preview is always computed here)
         from openclaw_cli.cli.delegation import follow_owner

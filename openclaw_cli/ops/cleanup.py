@@ -94,7 +94,8 @@ def cleanup_stores(ctx: Context, options: CleanupOptions, *, now_ms: int | None 
                         result = plan_store(
                             ctx, store, options=options, now_ms=now, behavior=behavior.behavior
                         )
-                        result.reason_bytes = reason_bytes(store, result)  # measured before removal
+                        if options.reason_bytes:  # (measured before removal: the text report's)
+                            result.reason_bytes = reason_bytes(store, result)
                         result.outcome = apply_store(
                             store,
                             result,

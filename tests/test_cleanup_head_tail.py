@@ -1,0 +1,81 @@
+"""`sessions cleanup --enforce --json`'s path before its first archive and after its COMMIT (issue
+30, stop 45): what the JSON does not show is not measured, and the executable's exit skips the
+interpreter's teardown once the threads are joined and the `atexit` functions ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_cli.ops import cleanup as ops_cleanup
+from tests.conftest import copy_tree, ours_and_a_legacy_agent
+
+NOW = 1796000000000
+CONFIG = {"session": {"maintenance": {"mode": "enforce", "pruneAfter": "30d", "maxEntries": 2}}}
+
+
+def _clean(state: Path, **options: Any) -> Any:
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.paths import resolve_paths
+
+    (state / "openclaw.json").write_text(json.dumps(CONFIG))
+    return ops_cleanup.cleanup_stores(
+        Context.load(resolve_paths()), ops_cleanup.CleanupOptions(enforce=True, **options), now_ms=NOW
+    )
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_an_apply_measures_the_reasons_only_when_asked(
+    legacy_fixture_state: Path, monkeypatch: pytest.MonkeyPatch, asked: bool
+) -> None:
+    """The text report prints what each reason removed (`reason_bytes`); the JSON (the Gateway's
+    document) never shows it: a JSON apply does not measure it (~8 ms of *many*'s path)."""
+    calls: list[int] = []
+    measure = ops_cleanup.reason_bytes
+
+    def counting(*args: Any) -> Any:
+        calls.append(1)
+        return measure(*args)
+
+    monkeypatch.setattr(ops_cleanup, "reason_bytes", counting)
+    (result,) = _clean(legacy_fixture_state, reason_bytes=asked)
+    assert result.outcome is not None and result.plan.removed  # (rows left: the apply ran)
+    assert len(calls) == int(asked)
+    assert bool(result.reason_bytes) == asked
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    state = tmp_path_factory.mktemp("cleanup-head-tail") / "state"
+    ours_and_a_legacy_agent(state, "work")
+    (state / "openclaw.json").write_text(json.dumps(CONFIG))
+    return state
+
+
+def _env(state: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "OPENCLAW_STATE_DIR": str(state),
+        "OPENCLAW_HOME": str(state.parent),
+        "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+        "OPENCLAW_GATEWAY_PORT": "1",
+    }
+
+
+def test_the_text_apply_still_reports_each_reason(template: Path, tmp_path: Path) -> None:
+    state = copy_tree(template, tmp_path / "state")
+    done = subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce"],
+        capture_output=True,
+        text=True,
+        env=_env(state),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Removed, by reason" in done.stdout
