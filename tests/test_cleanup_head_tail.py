@@ -79,3 +79,53 @@ def test_the_text_apply_still_reports_each_reason(template: Path, tmp_path: Path
     )
     assert done.returncode == 0, done.stderr
     assert "Removed, by reason" in done.stdout
+
+
+_EXITING = """
+import atexit, gc, sys
+def seen():
+    sys.stderr.write(f"FROZEN {gc.get_freeze_count()}\\n")
+atexit.register(seen)
+sys.argv = ["openclaw", "sessions", "cleanup", "--enforce", "--json", *sys.argv[1:]]
+from openclaw_cli.cli.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("args", [(), ("--agent", "nobody")])
+def test_the_executable_leaves_its_objects_to_the_exit_not_to_the_collector(
+    template: Path, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """Once a served cleanup is done (an apply, or a failure with its exit code), the objects alive
+    are frozen: the interpreter's exit does not walk them again; what it prints and returns is the
+    Typer command's."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITING, *args],
+        capture_output=True,
+        text=True,
+        env=_env(copy_tree(template, tmp_path / "state")),
+        timeout=120,
+    )
+    plain = subprocess.run(
+        [sys.executable, "-m", "openclaw_cli", "sessions", "cleanup", "--enforce", "--json", *args],
+        capture_output=True,
+        text=True,
+        env={**_env(copy_tree(template, tmp_path / "plain")), "OPENCLAW_FAST_PATH": "0"},
+        timeout=120,
+    )
+    assert done.returncode == plain.returncode, (done.stderr, plain.stderr)
+    assert json.loads(done.stdout).keys() == json.loads(plain.stdout).keys()
+    assert int(done.stderr.rsplit("FROZEN ", 1)[1].split()[0]) > 10_000
+
+
+def test_a_library_caller_keeps_its_collector(
+    legacy_fixture_state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    from openclaw_cli.cli import fast
+
+    (legacy_fixture_state / "openclaw.json").write_text(json.dumps(CONFIG))
+    assert fast.dispatch(["sessions", "cleanup", "--enforce", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["appliedCount"] >= 0
+    assert gc.get_freeze_count() == 0
