@@ -129,3 +129,32 @@ def test_a_library_caller_keeps_its_collector(
     assert fast.dispatch(["sessions", "cleanup", "--enforce", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["appliedCount"] >= 0
     assert gc.get_freeze_count() == 0
+
+
+def test_the_removals_thread_is_left_no_planned_rows_once_the_apply_returns(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's removals thread outlives the apply (its deferred checkpoint): the rows it was
+    handed are let go when the apply returns, so the caller frees them, not that thread after
+    its checkpoint."""
+    from openclaw_cli.ops.context import Context
+    from openclaw_cli.paths import resolve_paths
+    from openclaw_cli.store.sqlite.store import SqliteStore
+
+    state = copy_tree(template, tmp_path / "state")
+    for name, value in _env(state).items():
+        monkeypatch.setenv(name, value)
+    handed: list[Any] = []
+    retire = SqliteStore.retire
+
+    def spy(self: SqliteStore, plan: Any, **kwargs: Any) -> Any:
+        handed.append((plan, len(plan.entries)))
+        return retire(self, plan, **kwargs)
+
+    monkeypatch.setattr(SqliteStore, "retire", spy)
+    (result,) = ops_cleanup.cleanup_stores(
+        Context.load(resolve_paths()), ops_cleanup.CleanupOptions(enforce=True), now_ms=NOW
+    )
+    [(plan, planned)] = handed
+    assert planned == len(result.entries) > 0 and result.plan.removed
+    assert plan.entries == {}

@@ -43,6 +43,7 @@ def test_the_leaving_sessions_are_exported_and_dropped_in_session_id_order(
     finally:
         store.close()
     retired: list[Retirement] = []
+    planned: list[Any] = []
     exported: list[list[str]] = []
     dropped: list[list[str]] = []
     real_retire, real_export, real_drop = (
@@ -53,6 +54,7 @@ def test_the_leaving_sessions_are_exported_and_dropped_in_session_id_order(
 
     def retire(self: SqliteStore, plan: Retirement, **kwargs: Any) -> Any:
         retired.append(plan)
+        planned.append(plan.entries)  # (the apply lets the plan's rows go once retire returns)
         return real_retire(self, plan, **kwargs)
 
     def export(self: SqliteStore, session_ids: Any, **kwargs: Any) -> Any:
@@ -71,12 +73,13 @@ def test_the_leaving_sessions_are_exported_and_dropped_in_session_id_order(
     code, doc, err = cli_json("sessions", "cleanup", "--enforce")
     assert code == 0, err
     [plan] = retired
+    [entries] = planned
     mine = [f"order-s{9 - i}" for i in range(8)]
     # the plan removed these rows in an order that is not the sessions' (else this shows nothing)
     in_removal_order = [
         sid
         for key in plan.removed_keys
-        if isinstance(plan.entries.get(key), dict) and (sid := plan.entries[key].get("sessionId")) in mine
+        if isinstance(entries.get(key), dict) and (sid := entries[key].get("sessionId")) in mine
     ]
     assert sorted(in_removal_order) == sorted(mine) and in_removal_order != sorted(mine)
     assert plan.session_ids == sorted(plan.session_ids)

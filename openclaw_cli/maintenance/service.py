@@ -745,6 +745,12 @@ def apply_store(
                     )
             finally:
                 ledger.close()  # its worker process, if a failure came before the ledger's append
+            # a database store's removals thread holds `work` until its deferred WAL checkpoint and
+            # close are done, which the process's exit waits for: the planned rows are let go
+            # here (the COMMIT has returned), so the last reference to them is the caller's and
+            # they are freed when the command ends, beside that checkpoint, not on its thread
+            # after it (issue 30: ~12-17 ms on *many*'s exit path)
+            work.entries = {}
         result.archived_keys = list(outcome.archived_keys)  # archived in place in retire's write
         if work.placeholder_keys:
             _count_swept_placeholders(result, outcome)
