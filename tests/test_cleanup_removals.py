@@ -137,3 +137,68 @@ def test_a_failure_after_the_archives_rolls_the_removals_back(
     assert code != 0
     assert _counts(db) == before
     assert _archives(state_dir) == archives
+
+
+def test_archive_records_go_in_by_statements_of_many_rows_in_their_order(tmp_path: Path) -> None:
+    """Issue 30: `record_archives` (the removals' record of each batch's archives) inserts up to
+    `_RECORD_ROWS` rows a statement, not one statement per row, and the table ends as a row-by-row
+    `record_archive` of the same rows leaves it — a name recorded twice keeps its later row
+    (`INSERT OR REPLACE`, in the rows' order); a refused row refuses the whole call as before."""
+    from openclaw_cli.errors import InvalidDataError
+    from openclaw_cli.store.sqlite.store import SqliteStore
+
+    def rows(n: int) -> list[tuple[object, ...]]:
+        out: list[tuple[object, ...]] = [
+            (
+                f"s{i}.jsonl.deleted.2026-01-01T00-00-00.000Z.zst",
+                f"s{i}",
+                f"agent:main:k{i}" if i % 3 else None,
+                "deleted",
+                "zstd" if i % 2 else "identity",
+                f"{i:064x}",
+                10 + i,
+                i % 7,
+                27 * i,
+                1_000 + i,
+            )
+            for i in range(n)
+        ]
+        if n > 5:
+            out.append((out[5][0], "again", None, "deleted", "zstd", "f" * 64, 1, 2, 3, 4))  # later wins
+        return out
+
+    def table(store: SqliteStore) -> list[tuple[object, ...]]:
+        return (
+            store._db().execute("SELECT * FROM session_transcript_archives ORDER BY archive_name").fetchall()
+        )
+
+    one = SqliteStore(tmp_path / "one.sqlite", "main", create=True)
+    many = SqliteStore(tmp_path / "many.sqlite", "main", create=True)
+    names = (
+        "archive_name",
+        "session_id",
+        "session_key",
+        "reason",
+        "encoding",
+        "sha256",
+        "archive_bytes",
+        "event_count",
+        "raw_bytes",
+        "created_at_ms",
+    )
+    for row in rows(250):
+        one.record_archive(**dict(zip(names, row, strict=True)))  # type: ignore[arg-type]
+    statements: list[str] = []
+    many._db().set_trace_callback(statements.append)
+    many.record_archives(rows(250))
+    many._db().set_trace_callback(None)
+    inserts = [s for s in statements if s.startswith("INSERT OR REPLACE INTO session_transcript_archives")]
+    assert len(inserts) == 3  # (251 rows, 99 a statement; one a row before)
+    assert table(many) == table(one) and len(table(many)) == 250
+    bad = rows(3)
+    bad[1] = ("a/b.zst", *bad[1][1:])  # (the table's CHECK refuses a name with a separator)
+    with pytest.raises(InvalidDataError, match="CHECK constraint"):
+        many.record_archives(bad)
+    assert table(many) == table(one)
+    one.close()
+    many.close()

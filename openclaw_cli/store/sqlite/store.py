@@ -361,6 +361,14 @@ class KeeperProbe(ChangeProbe):
         return peek_version(self.path)
 
 
+# `record_archives`: rows a statement (10 parameters each: within SQLite's oldest limit of 999)
+_RECORD_ROWS = 99
+_RECORD_ARCHIVES = (
+    "INSERT OR REPLACE INTO session_transcript_archives(archive_name, session_id, session_key, reason,"
+    " encoding, archive_sha256, archive_bytes, event_count, raw_bytes, created_at) VALUES "
+)
+
+
 class SqliteStore(SessionStore):
     kind = KIND_SQLITE
     max_lines_opens_successor = True
@@ -1664,16 +1672,19 @@ class SqliteStore(SessionStore):
             )
 
     def record_archives(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        """`record_archive` for many archives in one statement: rows of (archive_name, session_id,
-        session_key, reason, encoding, sha256, archive_bytes, event_count, raw_bytes, created_at_ms)."""
+        """`record_archive` for many archives: rows of (archive_name, session_id, session_key,
+        reason, encoding, sha256, archive_bytes, event_count, raw_bytes, created_at_ms), inserted in
+        their order, `_RECORD_ROWS` a statement (issue 30: a cleanup's removals recorded 6,736
+        archives a row at a time, ~30K instructions each; -6.5K with 99 rows a statement)."""
         self.ensure_writable("record transcript archives")
+        rows = list(rows)
         with self.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO session_transcript_archives(archive_name, session_id, session_key, reason,"
-                " encoding, archive_sha256, archive_bytes, event_count, raw_bytes, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                rows,
-            )
+            for start in range(0, len(rows), _RECORD_ROWS):
+                chunk = rows[start : start + _RECORD_ROWS]
+                conn.execute(
+                    _RECORD_ARCHIVES + ",".join(["(?,?,?,?,?,?,?,?,?,?)"] * len(chunk)),
+                    [value for row in chunk for value in row],
+                )
 
     # ---- bulk import (migration) -------------------------------------------------------------------
     def bulk_import(
