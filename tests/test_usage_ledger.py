@@ -203,6 +203,72 @@ def test_a_transcripts_usage_read_whole_equals_its_lines_read_one_by_one() -> No
         assert whole == one_by_one, content
 
 
+def test_a_repeated_timestamp_is_read_once_and_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: most of a transcript's lines repeat the previous line's timestamp (73 % on *many*);
+    `content_usage` reads a stamp again only when it differs from the previous line's, and what it
+    gives is still `add_line` on every line — over transcripts drawing their stamps from a few
+    (usual, other clock shapes, impossible dates, with and without `Z`), usage lines taking the
+    day of their repeated stamp, lines without one in between."""
+    import random
+
+    from openclaw_cli.store import usage_ledger as ul
+
+    rng = random.Random(4545)
+    pool = [
+        "2026-11-17T22:19:38.569Z",
+        "2026-11-17T22:19:38.569",
+        "2026-11-18T00:00:00.000Z",
+        "2026-11-17T22:19:38Z",
+        "2026-02-30T10:00:00.000Z",
+        "2026-11-17T25:61:00.000Z",
+        "1999-12-31T23:59:59.999999Z",
+    ]
+
+    def line(stamp: str) -> str:
+        head = f'"timestamp":"{stamp}",' if rng.random() < 0.9 else ""
+        if rng.random() < 0.4:
+            usage = {
+                "input": rng.randint(0, 9000),
+                "output": rng.randint(0, 900),
+                "cost": {"total": rng.random()},
+            }
+            message = {
+                "role": "assistant",
+                "provider": "openai",
+                "model": rng.choice(["a", "b"]),
+                "usage": usage,
+            }
+            return (
+                "{" + head + '"type":"message","message":' + json.dumps(message, separators=(",", ":")) + "}"
+            )
+        return "{" + head + '"type":"message","message":{"role":"user","content":"hi"}}'
+
+    for _ in range(300):
+        stamps = rng.sample(pool, rng.randint(1, 3))
+        lines = [line(rng.choice(stamps)) if rng.random() < 0.95 else "" for _ in range(rng.randint(0, 20))]
+        content = ("\n".join(lines) + "\n").encode()
+        one_by_one = ul.Usage()
+        for raw in content.split(b"\n"):
+            if raw.strip():
+                ul.add_line(one_by_one, raw)
+        assert ul.content_usage(content) == one_by_one, content
+
+    read: list[bytes] = []
+    real = ul._CLOCK_MS
+
+    class Counting:
+        def fullmatch(self, clock: bytes) -> object:
+            read.append(clock)
+            return real.fullmatch(clock)
+
+    monkeypatch.setattr(ul, "_CLOCK_MS", Counting())
+    same = "\n".join([line("2026-11-17T22:19:38.569Z")] * 10 + [line("2026-11-17T22:19:39.001Z")] * 5)
+    usage = ul.content_usage(same.encode() + b"\n")
+    # each stamp read once on its lines, then the earliest and the latest converted
+    assert read == [b"22:19:38.569", b"22:19:39.001", b"22:19:38.569", b"22:19:39.001"]
+    assert usage.events == 15 and (usage.first_ms, usage.last_ms) == (1794953978569, 1794953979001)
+
+
 def test_a_usage_object_with_a_quoted_first_key_goes_straight_to_the_whole_parse(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
