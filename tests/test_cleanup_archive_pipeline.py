@@ -398,6 +398,43 @@ def test_each_archive_is_compressed_and_checked_on_another_thread_one_chunk_ahea
     archiver.close()
 
 
+def test_the_compressing_thread_starts_only_once_a_leaving_hook_has_forked(tmp_path, monkeypatch):
+    """A leaving hook forks its worker at an export only while no other thread runs: until it says
+    it will not fork any more (`ahead_when`), each export is archived whole on this thread and
+    no thread of the archive loop exists."""
+    import threading
+
+    main = threading.get_ident()
+    where: list[tuple[int, bool]] = []
+    real_compressor = ar._compressor
+    seen: list[str] = []
+
+    class Spy:
+        def __init__(self, level: int) -> None:
+            self.real = real_compressor(level)
+
+        def compress(self, content: bytes) -> bytes:
+            where.append((int(content.split(b":")[1].split(b"}")[0]), threading.get_ident() == main))
+            return self.real.compress(content)
+
+    monkeypatch.setattr(ar, "_compressor", Spy)
+    names: list[list[str]] = []
+
+    def items():
+        for sid, data, tag in _items(60):
+            seen.append(sid)
+            names.append([t.name for t in threading.enumerate() if t.name == "archive-prepare"])
+            yield sid, data, tag
+
+    batch = ArchiveBatch(tmp_path / "d", NOW)
+    batch.ahead_when = lambda: len(seen) >= 9
+    got = list(batch.archive_exports(items()))
+    assert [tag for _, tag, _ in got] == list(range(60))
+    assert names[:9] == [[]] * 9  # no thread while the hook may still fork (items 0-8 read)
+    assert {i for i, on_main in where if on_main} == {i for i in range(9) if i % 7}
+    assert {i for i, on_main in where if not on_main} == {i for i in range(9, 60) if i % 7}
+
+
 def test_a_large_export_is_never_held_beside_the_next_ones(tmp_path, monkeypatch):
     """The chunks read ahead are bounded in bytes too: once the chunk in hand holds `AHEAD_BYTES`
     (a large transcript), nothing more is read until it is archived."""

@@ -242,11 +242,17 @@ class _Ahead:
     lock. Here the files stay on the caller's thread; only zstd and sha256 — which run without the
     GIL — move: issue 30, stop 45.)"""
 
-    def __init__(self, prepare: Callable[[bytes], Any], items: Iterable[tuple[str, bytes, Any]]) -> None:
+    def __init__(
+        self,
+        prepare: Callable[[bytes], Any],
+        items: Iterable[tuple[str, bytes, Any]],
+        ready: Callable[[], bool] | None = None,
+    ) -> None:
         import queue
 
         self._prepare = prepare
         self._items = iter(items)
+        self._ready = ready  # False: no thread yet (a leaving hook may still fork), each item inline
         self._todo: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._done: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: Any = None
@@ -274,6 +280,12 @@ class _Ahead:
     def __iter__(self) -> Iterator[tuple[str, bytes, Any, Any]]:
         import threading
 
+        ready = self._ready
+        while ready is not None and not ready():  # (a fork copies no thread of ours)
+            item = next(self._items, None)
+            if item is None:
+                return
+            yield item[0], item[1], item[2], None  # (`write` prepares it itself)
         self._thread = threading.Thread(target=self._run, name="archive-prepare", daemon=True)
         pending, size = self._chunk()
         if pending:
@@ -387,6 +399,9 @@ class ArchiveBatch:
         self.used: set[str] = set()
         self.checkpoint = checkpoint or (lambda: None)
         self.early_flushes = 0  # `EarlyFlush` writebacks started while exports were archived
+        # `archive_exports`: when its compressing thread may start (None: at once; e.g. not while
+        # a leaving hook may still fork, which it does only where no other thread runs)
+        self.ahead_when: Callable[[], bool] | None = None
         skip = set(never_reuse)
         self._index: dict[str, list[ArchiveFile]] = {}
         for archive in list_archives(self.directory):
@@ -465,14 +480,15 @@ class ArchiveBatch:
         (`ExportArchiver.prepare`) are made on a thread of its own one chunk ahead (`_Ahead`); the
         files are written, read back and named on this thread, in order (worker threads writing
         whole archives were measured and dropped: file creation in one directory serialises on
-        its lock). Every
+        its lock); `ahead_when`, if set, says when that thread may start (until then each export is
+        archived whole here). Every
         `EARLY_FLUSH_FILES` archives or `EARLY_FLUSH_BYTES` their writeback starts (`EarlyFlush`);
         `commit` still makes them all durable."""
         archiver = self._exporter()
         index = self._index
         flusher: EarlyFlush | None = None
         files = stored = 0
-        ahead = _Ahead(archiver.prepare, items)
+        ahead = _Ahead(archiver.prepare, items, self.ahead_when)
         try:
             for sid, data, tag, prepared in ahead:
                 base = f"{sid.strip()}.jsonl"

@@ -79,6 +79,8 @@ def retire(
     try:
         with store.transcript_snapshot():  # one read transaction for every export
             exports = _exports(store.export_transcripts(valid), leaving)
+            # (the compressing thread starts once the hook has forked, or will not: `_Ahead`)
+            batch.ahead_when = None if leaving is None else (lambda: not leaving.may_fork())
             for sid, totals, result in batch.archive_exports(exports):
                 item = SessionArchive(sid, session_keys.get(sid), totals, result)
                 sessions.append(item)
