@@ -712,7 +712,6 @@ def test_the_checkpoint_after_the_commit_writes_the_database_back_as_it_copies(s
             def execute(self, sql, *args):
                 if "wal_checkpoint" not in sql:
                     return real_execute(sql, *args)
-                running.set()
                 for _ in range(500):
                     if flushed:
                         break
@@ -722,7 +721,13 @@ def test_the_checkpoint_after_the_commit_writes_the_database_back_as_it_copies(s
         later.conn = Conn()
         return later
 
-    real_exit = sqlite_retire._Writeback.__exit__
+    real_enter, real_exit = sqlite_retire._Writeback.__enter__, sqlite_retire._Writeback.__exit__
+
+    def writeback_enter(self):
+        # the context holds the checkpoint's statement alone: a flush once it is entered (its
+        # thread may make one before the statement starts) is the checkpoint's
+        running.set()
+        return real_enter(self)
 
     def writeback_exit(self, *exc):
         # "after": once the context has ended (a flush between the statement's return and the
@@ -730,6 +735,7 @@ def test_the_checkpoint_after_the_commit_writes_the_database_back_as_it_copies(s
         real_exit(self, *exc)
         done.set()
 
+    monkeypatch.setattr(sqlite_retire._Writeback, "__enter__", writeback_enter)
     monkeypatch.setattr(sqlite_retire._Writeback, "__exit__", writeback_exit)
     monkeypatch.setattr(sqlite_retire.os, "fdatasync", fdatasync)
     monkeypatch.setattr(sqlite_retire._DeferredCheckpoint, "pause", staticmethod(pause))
