@@ -145,6 +145,7 @@ def test_archive_records_go_in_by_statements_of_many_rows_in_their_order(tmp_pat
     `record_archive` of the same rows leaves it — a name recorded twice keeps its later row
     (`INSERT OR REPLACE`, in the rows' order); a refused row refuses the whole call as before."""
     from openclaw_cli.errors import InvalidDataError
+    from openclaw_cli.store.base import ARCHIVE_RECORD_FIELDS
     from openclaw_cli.store.sqlite.store import SqliteStore
 
     def rows(n: int) -> list[tuple[object, ...]]:
@@ -174,20 +175,8 @@ def test_archive_records_go_in_by_statements_of_many_rows_in_their_order(tmp_pat
 
     one = SqliteStore(tmp_path / "one.sqlite", "main", create=True)
     many = SqliteStore(tmp_path / "many.sqlite", "main", create=True)
-    names = (
-        "archive_name",
-        "session_id",
-        "session_key",
-        "reason",
-        "encoding",
-        "sha256",
-        "archive_bytes",
-        "event_count",
-        "raw_bytes",
-        "created_at_ms",
-    )
     for row in rows(250):
-        one.record_archive(**dict(zip(names, row, strict=True)))  # type: ignore[arg-type]
+        one.record_archive(**dict(zip(ARCHIVE_RECORD_FIELDS, row, strict=True)))  # type: ignore[arg-type]
     statements: list[str] = []
     many._db().set_trace_callback(statements.append)
     many.record_archives(rows(250))

@@ -306,6 +306,21 @@ class LeavingHook(ABC):
         return False
 
 
+# `record_archive`'s keyword arguments in the order of a `record_archives` row
+ARCHIVE_RECORD_FIELDS = (
+    "archive_name",
+    "session_id",
+    "session_key",
+    "reason",
+    "encoding",
+    "sha256",
+    "archive_bytes",
+    "event_count",
+    "raw_bytes",
+    "created_at_ms",
+)
+
+
 class SessionStore(ABC):
     """One agent's session store. Reads below; then the layout facts where store kinds differ
     (asked instead of the kind); then the write protocol: every mutation of every command goes
@@ -747,20 +762,8 @@ class SessionStore(ABC):
     def record_archives(self, rows: Any) -> None:
         """Many `record_archive` rows (archive_name, session_id, session_key, reason, encoding, sha256,
         archive_bytes, event_count, raw_bytes, created_at_ms) at once; one call each by default."""
-        names = (
-            "archive_name",
-            "session_id",
-            "session_key",
-            "reason",
-            "encoding",
-            "sha256",
-            "archive_bytes",
-            "event_count",
-            "raw_bytes",
-            "created_at_ms",
-        )
         for row in rows:
-            self.record_archive(**dict(zip(names, row, strict=True)))  # type: ignore[attr-defined]
+            self.record_archive(**dict(zip(ARCHIVE_RECORD_FIELDS, row, strict=True)))  # type: ignore[attr-defined]
 
     @abstractmethod
     def patch_entry(
