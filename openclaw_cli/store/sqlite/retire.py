@@ -371,6 +371,8 @@ class _DeferredCheckpoint:
 
 # the pause between two of `_Writeback`'s flushes (each ends with a flush of the disk's cache)
 WRITEBACK_PAUSE_S = 0.01
+# how often it looks whether the checkpoint's copy has begun writing the file (its mtime)
+WRITEBACK_POLL_S = 0.002
 
 
 class _Writeback:
@@ -403,6 +405,11 @@ class _Writeback:
         except OSError:
             return  # (no early writeback: SQLite's sync writes it all, as without this)
         try:
+            # not before the copy writes the file: SQLite syncs the WAL first, and a flush of a
+            # file with nothing to write still flushes the disk's cache, behind the WAL's writes
+            first = os.fstat(fd).st_mtime_ns
+            while not self._stop.is_set() and os.fstat(fd).st_mtime_ns == first:
+                self._stop.wait(WRITEBACK_POLL_S)
             while not self._stop.is_set():
                 os.fdatasync(fd)
                 self.flushes += 1
