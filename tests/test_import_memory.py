@@ -480,6 +480,30 @@ def test_archived_paths_read_back_from_the_log(tmp_path: Path) -> None:
     )
 
 
+def test_archived_paths_across_blocks_and_jumps(tmp_path: Path) -> None:
+    """Read from a log of several blocks (`_SPILL_BLOCK`): forward, back, far ahead and repeated
+    indexes give each move's `archivePath` as parsing its JSON does, escapes included."""
+    log = mf.MoveLog(tmp_path)
+    mapper = mf.PathMapper(tmp_path, relative=True)
+    count = 3000  # ~1.3 MB of moves with their dependencies
+    for n in range(count):
+        move = _move(n, "main")
+        move["artifact"]["dependencies"] = [f"agents/main/sessions/dep-{n}-{i}.jsonl" for i in range(4)]
+        if n % 97 == 5:
+            move["archivePath"] = f'agents/main/{IMPORT_ARCHIVE_DIR}/q"{n}\\x.jsonl'
+        log.append(move)
+    assert log._end > 2 * mf._SPILL_BLOCK
+    order = [*range(0, count, 3), 2999, 0, 1500, 1501, 10, 2998, 7, 7, *range(count - 1, 0, -211)]
+    paths = mf.ArchivedPaths(log, mapper.to_real_text)
+    for n in order:
+        paths.add(n)
+    expected = [mapper.to_real_text(orjson.loads(log.chunk(n))["archivePath"]) for n in order]
+    assert list(paths) == expected
+    assert list(log.archive_paths([5, 4, 5])) == [
+        orjson.loads(log.chunk(n))["archivePath"] for n in (5, 4, 5)
+    ]
+
+
 def _generated_store(state: Path, agent: str, count: int) -> None:
     """`count` sessions of three lines each (uuid-like ids, keys of realistic length)."""
     sessions = state / "agents" / agent / "sessions"
