@@ -269,6 +269,82 @@ def test_a_repeated_timestamp_is_read_once_and_changes_nothing(monkeypatch: pyte
     assert usage.events == 15 and (usage.first_ms, usage.last_ms) == (1794953978569, 1794953979001)
 
 
+def test_a_stamp_found_by_its_key_is_the_searchs_stamp_wherever_it_lies() -> None:
+    """Issue 30 (stop 46): `content_usage` finds a line's stamp by its key (`"timestamp":"`) and
+    takes a line whose key is followed by the previous line's whole stamp as that stamp, without the
+    pattern's search — still `add_line` on every line: over keys that are no stamp (a decoy before
+    the real one), the same stamp at other places, stamps running past the first 400 bytes, a
+    longer clock or another ending after the same beginning, lines without a key."""
+    import random
+
+    from openclaw_cli.store import usage_ledger as ul
+
+    rng = random.Random(4646)
+    stamps = [
+        "2026-11-17T22:19:38.569Z",
+        "2026-11-17T22:19:38.569",
+        "2026-11-17T22:19:38.5691Z",
+        "2026-11-17T22:19:38.56Z",
+        "2026-11-17T22:19:38",
+        "2026-11-17T22:19:38.569ZZ",
+        "2026-02-30T10:00:00.000Z",
+    ]
+    decoys = ['"timestamp":"x",', '"timestamp":"2026-11-17",', '"timestamp":"2026-11-17T",', '"timestamp":1,']
+
+    def line() -> str:
+        parts = [rng.choice(decoys) for _ in range(rng.choice([0, 0, 1, 2]))]
+        if rng.random() < 0.9:
+            parts.append(f'"timestamp":"{rng.choice(stamps)}",')
+        if rng.random() < 0.3:
+            parts.append(f'"timestamp":"{rng.choice(stamps)}",')
+        pad = '"pad":"' + "p" * rng.choice([0, 5, 300, 340, 350, 355, 360, 365, 370, 380, 400]) + '",'
+        if rng.random() < 0.5:
+            parts.insert(0, pad)
+        body = '"type":"message","message":{"role":"user","content":"hi"}'
+        if rng.random() < 0.3:
+            body = (
+                '"type":"message","message":{"role":"assistant","model":"m","usage":{"input":3,"output":4}}'
+            )
+        return "{" + "".join(parts) + body + "}"
+
+    for _ in range(600):
+        content = ("\n".join(line() for _ in range(rng.randint(1, 25))) + "\n").encode()
+        one_by_one = ul.Usage()
+        for raw in content.split(b"\n"):
+            if raw.strip():
+                ul.add_line(one_by_one, raw)
+        assert ul.content_usage(content) == one_by_one, content
+
+
+def test_a_records_usage_fields_are_the_usage_docs() -> None:
+    """Issue 30 (stop 46): `usage_record` spells `usage.doc()` and each slice's `slot_doc` out
+    (no dict made first): the same keys in the same order and the same values, float costs
+    rounded alike, over odd slots (floats where ints are usual, NaN-free costs of many digits)."""
+    import random
+
+    from openclaw_cli.store import usage_ledger as ul
+
+    rng = random.Random(4647)
+    for _ in range(200):
+        usage = ul.Usage()
+        for _ in range(rng.randint(0, 4)):
+            slot = [rng.choice([rng.randint(0, 10**9), rng.random() * 1e6]) for _ in range(5)]
+            slot += [rng.random() * rng.choice([1, 1e-7, 1e7]), rng.randint(0, 50)]
+            usage.slices[(f"2026-01-{rng.randint(1, 28):02d}", rng.choice(["a/b", "c", "unknown"]))] = slot
+            ul._merge(usage.totals, slot)
+        record = ul.usage_record(
+            agent_id="main", key="k", session_id="s", kind="direct", reason="cleanup", usage=usage, now_ms=1
+        )
+        doc = usage.doc()
+        keys = list(record)
+        assert keys[7 : 7 + len(doc)] == list(doc)
+        assert [record[k] for k in doc] == list(doc.values())
+        assert record["slices"] == [
+            [day, name, *ul.slot_doc(slot).values()] for (day, name), slot in sorted(usage.slices.items())
+        ]
+        assert ul.slot_values(usage.totals) == list(doc.values())
+
+
 def test_a_usage_object_with_a_quoted_first_key_goes_straight_to_the_whole_parse(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -598,6 +674,7 @@ def test_the_workers_answer_holds_both_files_in_their_order() -> None:
 
     hook = usage_ledger.RetirementLedger.__new__(usage_ledger.RetirementLedger)
     hook.reason, hook.now_ms, hook._slots = "cleanup", 7, None
+    hook._dumps = dumps_bytes
     hook.first = {
         "s1": ("k1", {"sessionId": "s1"}),
         "s2": (None, None),  # (an earlier window: no row of its own)
@@ -642,6 +719,9 @@ def test_the_workers_input_ends_with_the_last_leaving_sessions_export(
     monkeypatch.setattr(usage_worker, "_forkable", lambda: True)  # (pytest-xdist runs a thread of its own)
     hook = usage_ledger.RetirementLedger.__new__(usage_ledger.RetirementLedger)
     hook.reason, hook.now_ms, hook._slots, hook._lines, hook._at = "cleanup", 7, None, bytearray(), {}
+    from openclaw_cli.jsonutil import dumps_bytes as _dumps
+
+    hook._dumps = _dumps
     hook.first = {"s1": ("k1", {"sessionId": "s1"}), "s2": (None, None)}
     hook.line = lambda sid, content: b'{"sessionId":"%s"}' % sid.encode()  # type: ignore[method-assign]
     worker = usage_worker.UsageWorker.start(hook.worker_lines, hook.worker_answer)

@@ -46,6 +46,7 @@ _USAGE = b'"usage":{'
 _MODEL = lazy_pattern(globals(), "_MODEL", rb'"model":"([^"\\]{1,200})"')
 _PROVIDER = lazy_pattern(globals(), "_PROVIDER", rb'"provider":"([^"\\]{1,200})"')
 _STAMP = lazy_pattern(globals(), "_STAMP", rb'"timestamp":"(\d{4}-\d{2}-\d{2})T([0-9:.]+)Z?"')
+_STAMP_KEY = b'"timestamp":"'  # `_STAMP`'s literal start
 
 
 def ledger_dir(state_dir: Path) -> Path:
@@ -182,6 +183,19 @@ class Usage(Record):
 def _merge(into: list[float], other: list[float], sign: int = 1) -> None:
     for i, value in enumerate(other):
         into[i] += sign * value
+
+
+def slot_values(slot: list[float]) -> list[Any]:
+    """`slot_doc`'s values, in its order (a ledger record's slice; issue 30: no dict made first)."""
+    return [
+        int(slot[0]),
+        int(slot[1]),
+        int(slot[2]),
+        int(slot[3]),
+        int(slot[4]),
+        round(slot[5], 10),
+        int(slot[6]),
+    ]
 
 
 def slot_doc(slot: list[float]) -> dict[str, Any]:
@@ -350,18 +364,30 @@ def content_usage(content: bytes) -> Usage:
 
     usage = Usage()
     search, canonical, usage_at, loads = _STAMP.search, _CLOCK_MS.fullmatch, _USAGE, orjson.loads
+    key = _STAMP_KEY
     quote = len(_USAGE)  # where the usage object's first key starts
     low = high = b""
     events = 0
     # the previous stamp read (its whole match) and its day: a line with the same stamp (most of a
     # transcript's lines, issue 30: 73 % of *many*'s) changes neither time, whatever its shape
-    last = last_day = None
+    last: bytes = b"\n"  # (no line holds a newline: nothing starts with it)
+    last_day: bytes | None = None
     for line in content.split(b"\n"):
         if not line or line.isspace():  # (`not line.strip()` without a copy)
             continue
         events += 1
-        stamp = search(line, 0, 400)
         day = None
+        # the stamp's key (the pattern's literal start: no match without it within 400 bytes)
+        place = line.find(key, 0, 400)
+        if place < 0:
+            stamp = None
+        elif line.startswith(last, place, 400):
+            # the previous line's whole match at the key's first place: the search would find it
+            # there (the clock's run ends where it ended), the same stamp — read by `find` alone
+            day = last_day
+            stamp = None
+        else:
+            stamp = search(line, place, 400)  # (nothing can match before the key's first place)
         if stamp is not None:
             whole = stamp.group(0)
             if whole == last:
@@ -460,6 +486,7 @@ def usage_record(
     """One ledger line. `delta`: usage of lines that left a session still in the store (a
     max-lines compaction) — counted whatever the session's state; otherwise the record stands for
     the whole session and counts only while that session is not in its store."""
+    totals = usage.totals
     record: dict[str, Any] = {
         "v": RECORD_VERSION,
         "at": now_ms,
@@ -468,16 +495,21 @@ def usage_record(
         "sessionId": session_id,
         "kind": kind,
         "reason": reason,
-        **usage.doc(),
+        # `usage.doc()`, spelled out (issue 30: a cleanup's ledger worker makes thousands of these)
+        "input": int(totals[0]),
+        "output": int(totals[1]),
+        "cacheRead": int(totals[2]),
+        "cacheWrite": int(totals[3]),
+        "totalTokens": int(totals[4]),
+        "cost": round(totals[5], 10),
+        "messages": int(totals[6]),
         "model": usage.model,
         "provider": usage.provider,
         "firstActivityAt": usage.first_ms,
         "lastActivityAt": usage.last_ms,
         "events": usage.events,
         # [day, provider/model, input, output, cacheRead, cacheWrite, totalTokens, cost, messages]
-        "slices": [
-            [day, name, *slot_doc(slot).values()] for (day, name), slot in sorted(usage.slices.items())
-        ],
+        "slices": [[day, name, *slot_values(slot)] for (day, name), slot in sorted(usage.slices.items())],
     }
     if delta:
         record["delta"] = True
@@ -788,8 +820,12 @@ class RetirementLedger(LeavingHook):
     ) -> None:
         """`worker`: the lines may be made by a forked process (`usage_worker`) when many sessions
         leave; the caller then calls `close` when the removal ends, whatever its outcome."""
+        from openclaw_cli.jsonutil import dumps_bytes
+        from openclaw_cli.keys import session_kind
+
         self.store = store
         self.items = retirement_items(plan)
+        self._dumps, self._kind = dumps_bytes, session_kind  # (per session: `line`, `worker_lines`)
         self.reason = reason
         self.now_ms = now_ms
         self.appended = Appended()
@@ -827,14 +863,20 @@ class RetirementLedger(LeavingHook):
         return out
 
     def line(self, session_id: str, content: bytes) -> bytes:
-        """The ledger line (no newline) of `session_id` leaving with `content`."""
-        from openclaw_cli.jsonutil import dumps_bytes
-
+        """The ledger line (no newline) of `session_id` leaving with `content`: `leaving_record`'s,
+        with the functions it imports bound once (issue 30: an import statement run per session
+        in the ledger's worker, ~1 us each)."""
         key, entry = self.first[session_id]
         usage = content_usage(content)
-        return dumps_bytes(
-            leaving_record(
-                self.store, key, entry, session_id, reason=self.reason, usage=usage, now_ms=self.now_ms
+        return self._dumps(
+            usage_record(
+                agent_id=self.store.agent_id,
+                key=key,
+                session_id=session_id,
+                kind=self._kind(key, entry) if key else None,
+                reason=self.reason,
+                usage=usage,
+                now_ms=self.now_ms,
             )
         )
 
@@ -843,12 +885,10 @@ class RetirementLedger(LeavingHook):
         when the session leaves without a row), kept in the session's place of `first` (returned)
         for `worker_answer` — issue 30: both were made on the main thread after the last archive,
         between the archives and the COMMIT."""
-        from openclaw_cli.jsonutil import dumps_bytes
-
         key, entry = self.first[session_id]
         row = b""
         if key is not None and isinstance(entry, dict):
-            row = dumps_bytes(removed_row(key, entry, session_id, reason=self.reason, now_ms=self.now_ms))
+            row = self._dumps(removed_row(key, entry, session_id, reason=self.reason, now_ms=self.now_ms))
         line = self.line(session_id, content)
         if self._slots is None:  # (in the worker, at its first export)
             self._slots = (
