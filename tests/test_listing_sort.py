@@ -414,6 +414,7 @@ def test_a_list_decodes_only_its_pages_pinned_rows(tmp_path: Path, monkeypatch: 
         return real(text)
 
     monkeypatch.setattr(store_mod, "_loads_line", counting)
+    monkeypatch.setattr(store_mod, "_orjson_loads", counting)  # (a batch's rows: `_parse_entries`)
     with SqliteStore(path, "main", read_only=True) as store:
         keys, total = _keys(store, limit=10)
         assert len(decoded) == 11, len(decoded)  # the changed row, and the page

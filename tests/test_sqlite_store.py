@@ -911,3 +911,21 @@ def test_archive_rows_in_one_statement_set_equals_the_patch_by_patch_default(tmp
     assert len(done) == 1200 - 3 and not {"agent:main:s3", "agent:main:s4", "agent:main:s5"} & set(done)
     assert rows["agent:main:s7"]["archivedAt"] == 777 and rows["agent:main:s7"]["archiveReason"] == "cap"
     assert rows["agent:main:s4"] == entries["agent:main:s4"]
+
+
+def test_entry_batches_decode_as_the_json_wrapper_row_by_row():
+    """Issue 30: a batch of stored entries is decoded by orjson itself (no wrapper call per row);
+    a batch holding a row orjson rejects (a number beyond 64 bits) is decoded again through
+    `jsonutil.loads`, so every row reads exactly as before."""
+    from openclaw_cli import jsonutil
+    from openclaw_cli.store.sqlite.store import _parse_entries
+
+    plain = [("a", '{"sessionId":"s1","updatedAt":1}'), ("b", '{"x":[1,2.5,"é"]}')]
+    assert _parse_entries(plain) == [(k, jsonutil.loads(t)) for k, t in plain]
+    wide = [*plain, ("c", '{"n":123456789012345678901234567890}')]
+    got = _parse_entries(wide)
+    want = [(k, jsonutil.loads(t)) for k, t in wide]
+    assert [k for k, _ in got] == ["a", "b", "c"]
+    assert repr(got) == repr(want) and got[:2] == want[:2]
+    with pytest.raises(ValueError):
+        _parse_entries([("d", "{not json")])
