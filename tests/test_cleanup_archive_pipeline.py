@@ -344,7 +344,7 @@ def test_a_failing_archive_leaves_every_published_file_to_the_rollback(tmp_path,
     assert os.listdir(batch.directory) == []
 
 
-def test_each_archive_is_compressed_and_checked_on_another_thread_one_chunk_ahead(tmp_path, monkeypatch):
+def test_each_archive_is_compressed_and_checked_on_another_thread_chunks_ahead(tmp_path, monkeypatch):
     """Issue 30 (stop 45): zstd and sha256 of archive k+1 run on a thread of their own while this
     thread writes, reads back and links archive k's file; the files, their order, the names and
     the checks are the same as archiving each export whole on this thread."""
@@ -376,7 +376,7 @@ def test_each_archive_is_compressed_and_checked_on_another_thread_one_chunk_ahea
     got = []
     for sid, tag, result in batch.archive_exports(items()):
         # the exports are read on this thread at most two chunks ahead of their archive
-        assert len(read) - len(got) <= 2 * retire_mod.AHEAD_CHUNK
+        assert len(read) - len(got) <= (retire_mod.AHEAD_DEPTH + 1) * retire_mod.AHEAD_CHUNK
         got.append((sid, tag, result))
     assert where and main not in where  # every compression off this thread
     assert [tag for _, tag, _ in got] == list(range(100))
@@ -396,6 +396,46 @@ def test_each_archive_is_compressed_and_checked_on_another_thread_one_chunk_ahea
         )
         assert result.path.read_bytes() == same.path.read_bytes()
     archiver.close()
+
+
+def test_the_exports_are_handed_over_up_to_ahead_depth_chunks_ahead_of_a_slow_compressor(
+    tmp_path, monkeypatch
+):
+    """Issue 30 (stop 46): while the compressing thread has not finished the first chunk (it waits
+    for a core), this thread goes on reading and handing over chunks — up to `AHEAD_DEPTH` of them
+    (within `AHEAD_BYTES`), never more — instead of waiting once the next one is handed over."""
+    import threading
+
+    import openclaw_cli.store.retire as retire_mod
+
+    depth, size = retire_mod.AHEAD_DEPTH, retire_mod.AHEAD_CHUNK
+    assert depth >= 3
+    gate = threading.Event()
+    real_prepare = ar.ExportArchiver.prepare
+
+    def prepare(self, data: bytes):
+        gate.wait(5)  # (the first chunk is prepared once `depth` chunks were read)
+        return real_prepare(self, data)
+
+    monkeypatch.setattr(ar.ExportArchiver, "prepare", prepare)
+    read: list[int] = []
+
+    def items():
+        for sid, data, tag in _items(100):
+            read.append(tag)
+            if len(read) == depth * size:
+                gate.set()
+            yield sid, data, tag
+
+    batch = ArchiveBatch(tmp_path / "d", NOW)
+    ahead: list[int] = []
+    got = []
+    for _, tag, _ in batch.archive_exports(items()):
+        ahead.append(len(read) - len(got))
+        got.append(tag)
+    assert got == list(range(100))
+    assert ahead[0] == depth * size  # the first archive came once `depth` chunks were handed over
+    assert max(ahead) <= depth * size
 
 
 def test_the_compressing_thread_starts_only_once_a_leaving_hook_has_forked(tmp_path, monkeypatch):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -230,12 +231,16 @@ class EarlyFlush:
 # ahead only while the one in hand is below it: a large transcript is never held beside another
 AHEAD_CHUNK = 16
 AHEAD_BYTES = 1 << 20
+# chunks handed to the thread ahead of the archive in hand (within `AHEAD_BYTES`): with 2 cores and
+# four busy threads or processes the compressing thread waits for a core now and then; with only
+# the next chunk handed over, the loop then waited for it (issue 30, stop 46)
+AHEAD_DEPTH = 3
 
 
 class _Ahead:
     """`items` (session id, content, tag) with `prepare(content)` of each non-empty content made on
-    a thread of its own one chunk ahead: iterating yields `(session id, content, tag, prepared or
-    None)` in the items' order. The items themselves are read on the caller's thread (an export
+    a thread of its own up to `AHEAD_DEPTH` chunks ahead: iterating yields `(session id, content,
+    tag, prepared or None)` in the items' order. The items themselves are read on the caller's thread (an export
     generator's connection, a leaving hook's fork at the first one: the thread starts after it).
     `prepare` touches no file; an error it raises is raised here at its item. (Whole archives on
     worker threads were measured and dropped: their file creations serialise on the directory's
@@ -287,21 +292,31 @@ class _Ahead:
                 return
             yield item[0], item[1], item[2], None  # (`write` prepares it itself)
         self._thread = threading.Thread(target=self._run, name="archive-prepare", daemon=True)
-        pending, size = self._chunk()
-        if pending:
-            self._thread.start()  # (after the first export: a leaving hook may fork there)
-        following: list[tuple[str, bytes, Any]] | None
-        while pending:
-            # the next chunk is read while `pending` is prepared, unless `pending` is large
-            following, size = self._chunk() if size < AHEAD_BYTES else (None, 0)
+        queued: deque[tuple[list[tuple[str, bytes, Any]], int]] = deque()  # handed over, in order
+        held = 0  # their bytes
+        more, started = True, False
+        while True:
+            # chunks are read (and handed over) while the first is prepared: up to `AHEAD_DEPTH`,
+            # while those handed over hold less than `AHEAD_BYTES` (a large transcript is held alone)
+            while more and (not queued or (len(queued) < AHEAD_DEPTH and held < AHEAD_BYTES)):
+                chunk, size = self._chunk()
+                if not chunk:
+                    more = False
+                    break
+                if not started:
+                    self._thread.start()  # (after the first export: a leaving hook may fork there)
+                    started = True
+                queued.append((chunk, size))
+                held += size
+            if not queued:
+                return
+            chunk, size = queued.popleft()
+            held -= size
             made = self._done.get()
             if isinstance(made, BaseException):
                 raise made
-            for (sid, data, tag), prepared in zip(pending, made, strict=True):
+            for (sid, data, tag), prepared in zip(chunk, made, strict=True):
                 yield sid, data, tag, prepared
-            if following is None:
-                following, size = self._chunk()
-            pending = following
 
     def close(self) -> None:
         """Stop the thread (it ends after the chunk in hand; nothing it makes is used)."""
@@ -477,7 +492,7 @@ class ArchiveBatch:
         tag, ArchiveResult or None)` (None: empty content, nothing to archive), one checkpoint per
         archive. Files are recorded in `created` as they are published, so `rollback` after any
         failure removes every one. Each export's sha256, zstd frame and the frame's check
-        (`ExportArchiver.prepare`) are made on a thread of its own one chunk ahead (`_Ahead`); the
+        (`ExportArchiver.prepare`) are made on a thread of its own a few chunks ahead (`_Ahead`); the
         files are written, read back and named on this thread, in order (worker threads writing
         whole archives were measured and dropped: file creation in one directory serialises on
         its lock); `ahead_when`, if set, says when that thread may start (until then each export is
