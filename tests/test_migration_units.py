@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from openclaw_cli.migration.publish import (
     hash_file,
     publish_batch,
     reconcile_pair,
+    slug,
 )
 from openclaw_cli.migration.report import Report, TargetReport
 from openclaw_cli.paths import transcript_candidates
@@ -85,6 +87,22 @@ def test_reconcile_settles_an_interrupted_publication(tmp_path: Path) -> None:
     assert src.read_bytes() == b'{"a":1}\n' and not dest.exists() and src.stat().st_nlink == 1
     other = _file(dest, b"different inode")
     assert reconcile_pair(src, other) == "both" and other.exists() and src.exists()
+
+
+_SLUG_REFERENCE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@settings(max_examples=400)
+@given(
+    st.text(alphabet=st.sampled_from("aZ09_.-: /\x00\x7f\t\né€𝄞") | st.characters(), max_size=40),
+    st.sampled_from([0, 1, 5, 120, 160]),
+)
+def test_slug_is_the_regex_substitution(value: str, limit: int) -> None:
+    """`slug`'s translate path (ASCII, no two replaced characters in a row) gives what the regex
+    gives for any text: each run of other characters one `_`, cut to the limit, else the default."""
+    assert slug(value, limit, "empty") == (_SLUG_REFERENCE.sub("_", value)[:limit] or "empty")
+    assert slug("agent:main:telegram:group:-1006", 120, "s") == "agent_main_telegram_group_-1006"
+    assert slug("a::b\x00\x00c\x00", 120, "s") == "a_b_c_"
 
 
 def test_archive_names_follow_openclaw() -> None:

@@ -25,6 +25,10 @@ from openclaw_cli.fsio import DIR_MODE, O_CLOEXEC, O_NOFOLLOW, fsync_dir
 
 READ_CHUNK = 4 * 1024 * 1024
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+# every ASCII character `_SLUG` replaces, marked as NUL (itself one of them) for `slug`'s fast path
+_SLUG_MARKS = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "_.-") else 0 for c in range(256)
+)
 HARD_LINK_DOCS = "https://docs.openclaw.ai/cli/doctor/sqlite-maintenance#hard-linked-legacy-artifacts"
 
 
@@ -141,6 +145,15 @@ def check_unaliased(path: Path | str, st: os.stat_result) -> None:
 
 
 def slug(value: str, limit: int, empty: str) -> str:
+    """`value` with each run of characters outside `[A-Za-z0-9_.-]` made one `_`, cut to `limit`
+    (`empty` when nothing is left). An ASCII value with no two such characters in a row (a key
+    like `agent:main:telegram:direct:u-1`, a transcript's `<uuid>.jsonl`) is made by one
+    `bytes.translate` instead of the regex (~1 us less; an import names two a move, issue 30)."""
+    if value.isascii():
+        marked = value.encode("ascii").translate(_SLUG_MARKS)
+        if b"\x00\x00" not in marked:
+            out = marked.replace(b"\x00", b"_")[:limit].decode("ascii")
+            return out or empty
     out = _SLUG.sub("_", value)[:limit]
     return out or empty
 
