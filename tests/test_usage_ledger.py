@@ -708,6 +708,45 @@ def test_the_workers_answer_holds_both_files_in_their_order() -> None:
     assert usage_ledger._answer_lines(None, hook.first) == {}
 
 
+def test_the_workers_input_is_held_here_while_the_child_is_behind(tmp_path: Path, monkeypatch) -> None:
+    """Issue 30 (stop 46): the pipe to the worker does not block the archive loop — what it does
+    not take while the child is behind is held here (up to `_BACKLOG` bytes) and sent at the next
+    sends or when the input is closed; the child still gets every export, in order."""
+    import time
+
+    from openclaw_cli.store import usage_worker
+
+    monkeypatch.setattr(usage_worker, "_forkable", lambda: True)  # (pytest-xdist runs a thread of its own)
+    go = tmp_path / "go"
+
+    def make(sid: str, content: bytes) -> int:
+        if sid == "s0":  # the child is held at its first export until the parent has sent them all
+            for _ in range(1000):
+                if go.exists():
+                    break
+                time.sleep(0.01)
+        return len(content)
+
+    def answer(made):
+        return [b",".join(b"%s=%d" % (sid.encode(), n) for sid, n in made.items())]
+
+    worker = usage_worker.UsageWorker.start(make, answer)
+    assert isinstance(worker, usage_worker.UsageWorker)
+    payload = b"x" * 100_000
+    sent = 30  # ~3 MB: more than the pipe holds, less than the backlog
+    assert sent * len(payload) < usage_worker._BACKLOG
+    try:
+        for i in range(sent):
+            assert worker.send(f"s{i}", payload)
+        assert worker._unsent_bytes > 0  # held here: the sends went on while the child was held
+        go.write_bytes(b"")
+        got = worker.answer()
+    except BaseException:
+        worker.abort()
+        raise
+    assert got == b",".join(b"s%d=100000" % i for i in range(sent))
+
+
 def test_the_workers_input_ends_with_the_last_leaving_sessions_export(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
