@@ -375,7 +375,7 @@ def test_each_archive_is_compressed_and_checked_on_another_thread_chunks_ahead(t
     batch = ArchiveBatch(tmp_path / "ahead", NOW)
     got = []
     for sid, tag, result in batch.archive_exports(items()):
-        # the exports are read on this thread at most two chunks ahead of their archive
+        # the exports are read on this thread at most AHEAD_DEPTH + 1 chunks ahead of their archive
         assert len(read) - len(got) <= (retire_mod.AHEAD_DEPTH + 1) * retire_mod.AHEAD_CHUNK
         got.append((sid, tag, result))
     assert where and main not in where  # every compression off this thread

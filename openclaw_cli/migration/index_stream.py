@@ -371,13 +371,19 @@ class BlockReader:
         self.data = b""
 
     def read(self, fd: int, offset: int, length: int) -> bytes:
+        buf, rel = self.locate(fd, offset, length)
+        return buf if rel == 0 and len(buf) == length else buf[rel : rel + length]
+
+    def locate(self, fd: int, offset: int, length: int) -> tuple[bytes, int]:
+        """`(buffer, start)` holding the `length` bytes at `offset` from `buffer[start]`: what
+        `read` copies out, for a caller that only looks inside it (no copy per read)."""
         rel = offset - self.base
         if rel < 0 or rel + length > len(self.data):
             if self.data and not 0 <= rel < len(self.data) + NEAR:
-                return os.pread(fd, length, offset)
+                return os.pread(fd, length, offset), 0
             self.data = os.pread(fd, max(self.block, length), offset)
             self.base, rel = offset, 0
-        return self.data[rel : rel + length]
+        return self.data, rel
 
     def forget(self) -> None:
         self.data = b""

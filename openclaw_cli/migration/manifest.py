@@ -179,7 +179,6 @@ _ELEMENT_PAD = b"\n" + b" " * 8
 _ELEMENT_SEP = b"," + _ELEMENT_PAD
 _LIST_CLOSE = b"\n" + b" " * 6 + b"]"
 _SPILL_BLOCK = 1024 * 1024
-_SPILL_NEAR = 64 * 1024  # a read this far past the cached block reads the next block (`BlockReader`'s NEAR)
 _ARCHIVE_PATH_MARK = b'"archivePath": "'  # a move's first member as `OPT_INDENT_2` writes it
 
 
@@ -338,26 +337,21 @@ class MoveLog(MoveView):
     def archive_paths(self, indexes: Iterable[int]) -> Iterator[str]:
         """The `archivePath` of each indexed move, in the given order: found in the log's bytes
         where it sits (a move's first member, `new_move`; its value ends at the next quote unless
-        it holds an escape, which the JSON parser then reads), through one cached block as
-        `chunk` reads (forward: a read per block; a jump back or far ahead: just the move) — no
-        call and no copy of the move per path (a report renders 20,000 of them, issue 30)."""
+        it holds an escape, which the JSON parser then reads), through a `BlockReader`'s
+        cached block as `chunk` reads, looked at in place (`BlockReader.locate`): no copy or parse
+        of the move per path (a report renders 20,000 of them, issue 30)."""
+        from openclaw_cli.migration.index_stream import BlockReader
+
         self._flush()
         fd = self._fd
         offsets, lengths = self.offsets, self.lengths
-        block, near, mark, skip = _SPILL_BLOCK, _SPILL_NEAR, _ARCHIVE_PATH_MARK, len(_ARCHIVE_PATH_MARK)
-        data, base = b"", 0
-        pread, loads = os.pread, orjson.loads
+        locate = BlockReader(_SPILL_BLOCK).locate
+        mark, skip = _ARCHIVE_PATH_MARK, len(_ARCHIVE_PATH_MARK)
+        loads = orjson.loads
         for n in indexes:
-            start, length = offsets[n], lengths[n]
-            rel = start - base
-            buf = data
-            if rel < 0 or rel + length > len(data):
-                assert fd is not None
-                if data and not 0 <= rel < len(data) + near:
-                    buf, rel = pread(fd, length, start), 0  # the block is kept
-                else:
-                    data = buf = pread(fd, max(block, length), start)
-                    base, rel = start, 0
+            assert fd is not None
+            length = lengths[n]
+            buf, rel = locate(fd, offsets[n], length)
             at = buf.index(mark, rel, rel + length) + skip
             raw = buf[at : buf.index(b'"', at)]
             yield loads(buf[rel : rel + length])["archivePath"] if b"\\" in raw else raw.decode("utf-8")
