@@ -305,6 +305,62 @@ def test_entries_round_trip_exactly_with_unknown_fields(store: SqliteStore) -> N
         store.upsert_entries({"": {"sessionId": "x"}})
 
 
+def _projections(store: SqliteStore, key: str) -> tuple:
+    from openclaw_cli.store.sqlite.store import _NODE_READ_FOR_UPDATE
+
+    return tuple(store._db().execute(_NODE_READ_FOR_UPDATE, (key,)).fetchone())
+
+
+def test_a_patch_rewrites_the_changed_projections_and_repairs_stale_ones(store: SqliteStore) -> None:
+    """`update_entry` sets only the projections that changed, so every column must still be what
+    a full write of the entry gives — types included (1 and 1.0 stay apart), and a projection
+    that is stale in the row (written by another version) is rewritten."""
+    from openclaw_cli.store.sqlite.lifecycle import patch_entry
+
+    before = {"sessionId": SID, "updatedAt": 1, "label": "a", "pinnedAt": 7, "status": "done"}
+    store.upsert_entries({KEY: before, "twin": dict(before, label="b")})
+    store._db().execute(
+        "UPDATE session_nodes SET status = 'stale', spawned_by = 'x' WHERE session_key = ?", (KEY,)
+    )
+    after = {"sessionId": SID, "updatedAt": 2.0, "label": "c", "pinnedAt": 7, "status": "done"}
+    assert patch_entry(store, KEY, lambda cur: after, create=False) == after
+    store.upsert_entries({"twin": after})  # the full write of the same entry
+    assert _projections(store, KEY)[1:] == _projections(store, "twin")[1:]
+    assert store.get_entry(KEY) == after
+    assert type(_projections(store, KEY)[2]) is float  # updated_at: 1 -> 2.0, a REAL now
+    labelled = (
+        "SELECT session_key FROM session_nodes INDEXED BY idx_agent_session_nodes_label WHERE label = ?"
+    )
+    assert store._db().execute(labelled, ("a",)).fetchall() == []
+    assert sorted(store._db().execute(labelled, ("c",)).fetchall()) == [(KEY,), ("twin",)]
+    # a key not there yet is inserted (create), with its window
+    new = {"sessionId": "s-new", "updatedAt": 3}
+    assert patch_entry(store, "fresh", lambda cur: new, create=True) == new
+    assert store.get_entry("fresh") == new
+
+
+def test_a_pin_patch_leaves_the_other_indexes_pages_alone(store: SqliteStore) -> None:
+    """A pin toggle on a labelled row writes the row, the updated_at index, the pinned index and
+    the window: its commit puts at most 4 pages in the WAL (the full upsert rewrote the label and
+    current-session-id index entries too: 6 pages here)."""
+    from openclaw_cli.store.sqlite.lifecycle import patch_entry
+
+    store.upsert_entries(
+        {f"k{i}": {"sessionId": f"s-{i}", "updatedAt": i, "label": f"l{i}"} for i in range(20)}
+    )
+    conn = store._db()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    wal = Path(str(store.path) + "-wal")
+
+    def frames() -> int:
+        data = wal.read_bytes()  # a 32-byte header (the page size at 8), then (24 + page)-byte frames
+        return (len(data) - 32) // (24 + int.from_bytes(data[8:12], "big")) if data else 0
+
+    start = frames()
+    patch_entry(store, "k5", lambda cur: dict(cur, updatedAt=99, pinnedAt=99), create=False)
+    assert frames() - start <= 4
+
+
 def test_listing_order_filter_limit_and_both_query_paths_agree(store: SqliteStore) -> None:
     entries = {}
     for i in range(40):

@@ -29,13 +29,17 @@ if TYPE_CHECKING:
 def patch_entry(store: SqliteStore, key: str, mutate: Mutate, *, create: bool) -> dict[str, Any] | None:
     store.ensure_writable("update a session")
     with store.transaction():
-        current = store.get_entry(key)
+        found = store.entry_for_update(key)
+        current = found[0] if found is not None else None
         if current is None and not create:
             raise NotFoundError(f"session not found: {key}")
         updated = mutate(dict(current) if current is not None else None)
         if updated is None or updated == current:
             return current
-        store.upsert_entries({key: updated})
+        if found is None:
+            store.upsert_entries({key: updated})
+        else:
+            store.update_entry(key, updated, found[1])
         return updated
 
 
