@@ -183,6 +183,7 @@ def test_parser_process_stores_what_the_in_process_import_stores(
                 )
             rows_file.close()
             super().copy_rows(path)
+            self.join_copy()  # copied in a thread of its own (the records go on meanwhile)
             assert not os.path.exists(path)  # removed once copied
             copied[os.environ["OPENCLAW_IMPORT_PARSER"]] += 1
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from openclaw_cli.errors import OpenClawError
+from openclaw_cli.migration import parser_process
 from tests.hardening_support import DB, SESSIONS, leftovers, make_state
 from tests.test_import_parser import _report, _tables
 
@@ -52,3 +55,85 @@ def test_the_last_rows_file_is_copied_whichever_closed_it(
             assert copied and len(set(copied)) == len(copied), copied
     for mode in ("process", "split"):
         assert results[mode] == results["inline"], mode
+
+
+def test_records_are_imported_while_a_rows_file_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rows file's copy runs in a thread of its own (`_BulkState.copy_rows`): the importing process
+    goes on with the next records meanwhile (the parser is not left idle), and the outcome is the
+    in-process import's. The copy is held until a record was imported after it started."""
+    import threading
+
+    from openclaw_cli.store.sqlite import store as sqlite_store
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    template = make_state(tmp_path / "template" / "state", sessions=12, mb=0.1, seed=45)
+    bulk_state = sqlite_store._BulkState
+    during: list[int] = []  # records imported while a copy was held, per copy
+
+    class Held(bulk_state):  # type: ignore[misc, valid-type]
+        def copy_rows(self, path: str) -> None:
+            self.moved_on = threading.Event()
+            during.append(0)
+            super().copy_rows(path)
+
+        def _copy_file(self, conn: Any, path: str) -> None:
+            self.moved_on.wait(timeout=20)
+            super()._copy_file(conn, path)
+
+        def import_one(self, record: Any, on_malformed: Any) -> Any:
+            result = super().import_one(record, on_malformed)
+            if self._copying is not None and self._copying.is_alive():
+                during[-1] += 1
+                self.moved_on.set()
+            return result
+
+    monkeypatch.setattr(sqlite_store, "_BulkState", Held)
+    monkeypatch.setattr(parser_process, "ROWS_FILE_BYTES", 30_000)
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_STEAL", "0")
+    results = {}
+    for mode in ("inline", "split"):
+        state = tmp_path / mode / "state"
+        shutil.copytree(template, state)
+        monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+        monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
+        during.clear()
+        report = doctor_in_process("import")
+        assert report.exit_code == 0, report.to_json()
+        results[mode] = (_report(report, state), _tables(state / DB), sorted(os.listdir(state / SESSIONS)))
+        assert leftovers(state) == [], mode
+        if mode == "split":
+            # every copy but the last (after the last record) saw a record imported beside it
+            assert len(during) >= 2 and all(during[:-1]), during
+    assert results["split"] == results["inline"]
+    assert not [t for t in threading.enumerate() if t.name == "rows-copy"]
+
+
+def test_a_failed_rows_file_copy_fails_the_import_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy that fails in its thread is raised in the importing thread: the import fails typed, the
+    private build is discarded, the legacy store is as it was, no thread is left copying."""
+    import threading
+
+    from openclaw_cli.store.sqlite import store as sqlite_store
+    from tests.hardening_support import tree_digest
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    state = make_state(tmp_path / "one" / "state", sessions=12, mb=0.1, seed=46)
+    before = tree_digest(state / SESSIONS)
+    monkeypatch.setattr(
+        sqlite_store, "_WINDOW_COPY", "INSERT INTO main.no_such_table SELECT * FROM parsed_rows.wn"
+    )
+    monkeypatch.setattr(parser_process, "ROWS_FILE_BYTES", 1)  # every record closes its file
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_STEAL", "0")
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", "process")
+    with pytest.raises(OpenClawError, match="no_such_table") as failed:
+        doctor_in_process("import")
+    assert "rolled back" in failed.value.message
+    assert not (state / DB).exists()
+    assert leftovers(state) == []
+    assert tree_digest(state / SESSIONS) == before
+    assert not [t for t in threading.enumerate() if t.name == "rows-copy"]
