@@ -375,7 +375,10 @@ def plan_store(
     in_files = store.transcripts_in_files
     # issue 30: a database store's dry run plans over the rows' facts (`store/facts.py`); the
     # apply (its writes compare whole rows), --fix-missing (transcript references), a file store
-    # (file references; its one JSON document is whole anyway) and the text report read whole entries
+    # (file references; its one JSON document is whole anyway) and the text report read whole entries.
+    # Facts save memory, not CPU: `load_facts` parses every row whole and then reduces it, so an
+    # apply over facts plus its leaving rows read again by key cost *many*'s head ~+180 ms of
+    # main-thread CPU (cleanup47b, stop 47: measured, not kept)
     facts = options.dry_run and not (options.fix_missing or options.text_report or in_files)
     file_facts = None
     # a file store's dry run over its rows' file facts, unless 2026.7's disk budget projects the
