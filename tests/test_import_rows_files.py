@@ -17,13 +17,27 @@ from tests.hardening_support import DB, SESSIONS, leftovers, make_state
 from tests.test_import_parser import _report, _tables
 
 
+def _import_in(template: Path, root: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    """`doctor --session-sqlite import` (in process) of a copy of `template` under `root`, with the
+    parser in `mode`: (its report, the database's tables, the sessions dir's names); nothing left."""
+    from tests.test_migration_helpers import doctor as doctor_in_process
+
+    state = root / mode / "state"
+    shutil.copytree(template, state)
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
+    report = doctor_in_process("import")
+    assert report.exit_code == 0, report.to_json()
+    assert leftovers(state) == [], mode
+    return _report(report, state), _tables(state / DB), sorted(os.listdir(state / SESSIONS))
+
+
 @pytest.mark.parametrize("file_bytes", [1, 30_000])
 def test_the_last_rows_file_is_copied_whichever_closed_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_bytes: int
 ) -> None:
     from openclaw_cli.migration import parser_process
     from openclaw_cli.store.sqlite import store as sqlite_store
-    from tests.test_migration_helpers import doctor as doctor_in_process
 
     template = make_state(tmp_path / "template" / "state", sessions=12, mb=0.1, seed=44)
     copied: list[str] = []
@@ -40,15 +54,8 @@ def test_the_last_rows_file_is_copied_whichever_closed_it(
     monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_STEAL", "0")
     results = {}
     for mode in ("inline", "process", "split"):
-        state = tmp_path / mode / "state"
-        shutil.copytree(template, state)
-        monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
-        monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
         copied.clear()
-        report = doctor_in_process("import")
-        assert report.exit_code == 0, report.to_json()
-        results[mode] = (_report(report, state), _tables(state / DB), sorted(os.listdir(state / SESSIONS)))
-        assert leftovers(state) == [], mode
+        results[mode] = _import_in(template, tmp_path, mode, monkeypatch)
         if mode == "process" and file_bytes == 1:
             assert len(copied) == 12 and len(set(copied)) == 12, copied  # one file per record, each once
         elif mode != "inline":
@@ -66,7 +73,6 @@ def test_records_are_imported_while_a_rows_file_is_copied(
     import threading
 
     from openclaw_cli.store.sqlite import store as sqlite_store
-    from tests.test_migration_helpers import doctor as doctor_in_process
 
     template = make_state(tmp_path / "template" / "state", sessions=12, mb=0.1, seed=45)
     bulk_state = sqlite_store._BulkState
@@ -94,15 +100,8 @@ def test_records_are_imported_while_a_rows_file_is_copied(
     monkeypatch.setenv("OPENCLAW_IMPORT_PARSER_STEAL", "0")
     results = {}
     for mode in ("inline", "split"):
-        state = tmp_path / mode / "state"
-        shutil.copytree(template, state)
-        monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
-        monkeypatch.setenv("OPENCLAW_IMPORT_PARSER", mode)
         during.clear()
-        report = doctor_in_process("import")
-        assert report.exit_code == 0, report.to_json()
-        results[mode] = (_report(report, state), _tables(state / DB), sorted(os.listdir(state / SESSIONS)))
-        assert leftovers(state) == [], mode
+        results[mode] = _import_in(template, tmp_path, mode, monkeypatch)
         if mode == "split":
             # every copy but the last (after the last record) saw a record imported beside it
             assert len(during) >= 2 and all(during[:-1]), during

@@ -252,6 +252,14 @@ def _parse_entries(rows: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any
             gc.enable()
 
 
+def _entry_window(key: str, entry: dict[str, Any], stamp: int) -> tuple[Any, ...] | None:
+    """The window row an entry upserts (`_WINDOW_UPSERT_FROM_ENTRY`): None without a valid sessionId."""
+    sid = entry.get("sessionId")
+    if isinstance(sid, str) and is_valid_legacy_session_id(sid):
+        return _window_row(sid, key, entry, fallback_ms=stamp)
+    return None
+
+
 _loads_line = jsonutil.loads  # orjson, with the stdlib fallback for what orjson rejects
 _orjson_loads = orjson.loads
 # A pinned row's place in the default listing order, by its key, kept with the exact stored JSON
@@ -1114,9 +1122,9 @@ class SqliteStore(SessionStore):
             if not isinstance(entry, dict):
                 raise InvalidDataError(f"Session entry for {key} is not a JSON object")
             nodes.append(_node_row(key, entry, _encode_entry(entry)))
-            sid = entry.get("sessionId")
-            if isinstance(sid, str) and is_valid_legacy_session_id(sid):
-                windows.append(_window_row(sid, key, entry, fallback_ms=stamp))
+            window = _entry_window(key, entry, stamp)
+            if window is not None:
+                windows.append(window)
         with self.transaction() as conn:
             conn.executemany(_NODE_UPSERT, nodes)
             conn.executemany(_WINDOW_UPSERT_FROM_ENTRY, windows)
@@ -1147,13 +1155,13 @@ class SqliteStore(SessionStore):
                 args.append(new)
         sets.append("entry_bytes = ?, entry_json = ?")
         args += [row[-2], row[-1], key]
-        sid = entry.get("sessionId")
+        window = _entry_window(key, entry, now_ms())
         update = f"UPDATE session_nodes SET {', '.join(sets)} WHERE session_key = ?"
         with self.transaction() as conn:
             if conn.execute(update, args).rowcount != 1:
                 conn.execute(_NODE_UPSERT, row)  # not there after all: the upsert's insert
-            if isinstance(sid, str) and is_valid_legacy_session_id(sid):
-                conn.execute(_WINDOW_UPSERT_FROM_ENTRY, _window_row(sid, key, entry, fallback_ms=now_ms()))
+            if window is not None:
+                conn.execute(_WINDOW_UPSERT_FROM_ENTRY, window)
 
     def delete_entries(self, keys: Iterable[str]) -> int:
         """Delete entry rows only (transcripts stay until `drop_session_events`). Returns the count."""
